@@ -1,0 +1,43 @@
+/**
+ * The delivery cliff of Claude Code hook output, shared by the collector, the dashboard and the CLI tools.
+ *
+ * Each hook output string (plain stdout, additionalContext, systemMessage, initialUserMessage) is capped at
+ * 10,000 characters counted as JavaScript string length (UTF-16 code units). Exactly 10,000 arrives whole;
+ * 10,001 is saved to a file and the model sees about the first 2,000 characters (the preview).
+ */
+
+/** Largest output, in UTF-16 code units, that Claude Code delivers whole. */
+export const OUTPUT_CAP_CHARS = 10_000;
+
+/** About how many characters the model sees of an output that went over the cap. */
+export const PREVIEW_CHARS = 2_000;
+
+/** Default threshold above which an output is "near" the cap (80% of it). */
+export const DEFAULT_NEAR_THRESHOLD_CHARS = 8_000;
+
+/** First Claude Code version whose hook_execution_complete events carry the size attributes. */
+export const FIRST_VERSION_WITH_SIZES = '2.1.280';
+
+/** The output kinds Claude Code measures against the cap, as named in the API. */
+export const OUTPUT_KINDS = ['stdout', 'additionalContext', 'systemMessage', 'initialUserMessage'] as const;
+export type OutputKind = (typeof OUTPUT_KINDS)[number];
+
+/** Delivery status of an execution or a hook: over the cap, near it, healthy, or not measurable. */
+export const DELIVERY_STATUSES = ['over', 'near', 'ok', 'unknown'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** Characters that reach the model for an output of `sent` characters: the cliff. */
+export function deliveredChars(sent: number): number {
+  if (sent <= OUTPUT_CAP_CHARS) return sent;
+  return PREVIEW_CHARS;
+}
+
+/** Length as Claude Code measures it: UTF-16 code units (an emoji outside the BMP counts 2). */
+export function measuredLength(text: string): number {
+  return text.length;
+}
+
+/** True when a string of `sent` characters is saved to a file instead of delivered. */
+export function isPersisted(sent: number): boolean {
+  return sent > OUTPUT_CAP_CHARS;
+}
