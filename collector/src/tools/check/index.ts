@@ -1,0 +1,166 @@
+import { homedir } from 'node:os';
+import { basename, dirname, resolve } from 'node:path';
+
+import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
+import type { ToolIO } from '../common/io.ts';
+import { buildHookInput, KNOWN_EVENTS, matcherQuery, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
+import { measureStdout } from './measure.ts';
+import type { MeasuredStdout } from './measure.ts';
+import { checkJson, checkText, hookFails } from './report.ts';
+import type { HookCheck, HookCheckStatus } from './report.ts';
+import { runHook } from './run-hook.ts';
+import { loadHookSetup } from './settings.ts';
+
+/** Claude Code's default timeout of a command hook, in seconds. */
+export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
+
+const HELP = `Usage: hookwatch check [options] -- <hook command...>
+       hookwatch check [options] --settings .claude/settings.json
+
+Runs a hook command the way Claude Code does (through a shell, in the project directory, with the event's
+input JSON on stdin, CLAUDE_PROJECT_DIR set and a timeout) and measures every string Claude Code measures
+against its 10,000-character cap: plain stdout, or additionalContext (under hookSpecificOutput),
+systemMessage and initialUserMessage of JSON output. Lengths are UTF-16 code units (JS string length), so an
+emoji counts 2. Exactly 10,000 is delivered; 10,001 is saved to a file and the model sees a ~2,000-character
+preview, while the hook still reports success.
+
+Options:
+  --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event)
+  --budget <chars>       also fail when an output is longer than this (e.g. 9500, to keep headroom)
+  --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
+  --settings <file>      check every command hook of a Claude Code settings file
+  --project-dir <dir>    CLAUDE_PROJECT_DIR and working directory (default: the folder holding .claude/, or cwd)
+  --source <source>      SessionStart source: startup, resume, clear or compact (default startup or the matcher)
+  --prompt <text>        UserPromptSubmit prompt
+  --tool-name <name>     Pre/PostToolUse tool name (default Bash or the matcher)
+  --shell <path>         shell that runs the command (default /bin/sh, as with "-c")
+  --json                 machine-readable output
+  --show-content         print whole outputs and stderr (by default only the preview of an output over the cap)
+  -h, --help             this help
+
+Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
+timed out or failed, 2 bad usage.
+`;
+
+/** A plain word passes through the shell unchanged; anything else is single-quoted. */
+function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_/.:=@%+,-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/** One hook to run: from the command line or from a settings file. */
+interface PlannedHook {
+  event: string;
+  matcher: string | undefined;
+  command: string;
+  timeoutSeconds: number;
+  location: string | undefined;
+}
+
+/** `hookwatch check`: runs hooks like Claude Code and measures their output against the cap. Returns the exit code. */
+export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
+  try {
+    const { values, positionals } = parseToolArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        event: { type: 'string' },
+        budget: { type: 'string' },
+        timeout: { type: 'string' },
+        settings: { type: 'string' },
+        'project-dir': { type: 'string' },
+        source: { type: 'string' },
+        prompt: { type: 'string' },
+        'tool-name': { type: 'string' },
+        shell: { type: 'string', default: '/bin/sh' },
+        json: { type: 'boolean', default: false },
+        'show-content': { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+    if (values.help) {
+      io.stdout(HELP);
+      return EXIT_OK;
+    }
+    const budget = values.budget === undefined ? undefined : parseWholeNumber('budget', values.budget, 1);
+    const defaultTimeout = values.timeout === undefined ? DEFAULT_HOOK_TIMEOUT_SECONDS : parseWholeNumber('timeout', values.timeout, 1);
+    if (values.event !== undefined && !/^[A-Z][A-Za-z]+$/.test(values.event)) {
+      throw new UsageError(`--event: "${values.event}" is not a hook event name (known: ${KNOWN_EVENTS.join(', ')})`);
+    }
+    if (values.source !== undefined && !(SESSION_START_SOURCES as readonly string[]).includes(values.source)) {
+      throw new UsageError(`--source: expected one of ${SESSION_START_SOURCES.join(', ')}, got "${values.source}"`);
+    }
+
+    const settingsPath = values.settings === undefined ? undefined : resolve(io.cwd, values.settings);
+    let projectDir = io.cwd;
+    if (values['project-dir'] !== undefined) projectDir = resolve(io.cwd, values['project-dir']);
+    else if (settingsPath !== undefined && basename(dirname(settingsPath)) === '.claude') projectDir = dirname(dirname(settingsPath));
+
+    const planned: PlannedHook[] = [];
+    if (settingsPath !== undefined) {
+      if (positionals.length > 0) throw new UsageError('give either --settings or a hook command, not both');
+      const setup = await loadHookSetup(settingsPath);
+      for (const hook of setup.hooks) {
+        if (values.event !== undefined && hook.event !== values.event) continue;
+        planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
+      }
+      for (const skipped of setup.skipped) io.stderr(`hookwatch check: ${skipped.location} is a "${skipped.type}" hook, not a command: not checked\n`);
+      if (planned.length === 0) {
+        io.stderr(`hookwatch check: no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}\n`);
+        return EXIT_USAGE;
+      }
+    } else {
+      if (positionals.length === 0) throw new UsageError('no hook command given (hookwatch check -- <command...>)');
+      const command = positionals.length === 1 ? (positionals[0] ?? '') : positionals.map(shellQuote).join(' ');
+      planned.push({ event: values.event ?? 'SessionStart', matcher: undefined, command, timeoutSeconds: defaultTimeout, location: undefined });
+    }
+
+    const home = io.env.HOME ?? homedir();
+    const env: NodeJS.ProcessEnv = { ...io.env, CLAUDE_PROJECT_DIR: projectDir };
+    const checks: HookCheck[] = [];
+    // One at a time: simpler to read, and a machine running CI is not flooded by many hooks at once.
+    for (const hook of planned) {
+      const matched = valueForMatcher(hook.matcher);
+      const source = values.source ?? (matched !== undefined && (SESSION_START_SOURCES as readonly string[]).includes(matched) ? matched : undefined);
+      const toolName = values['tool-name'] ?? matched;
+      const input = buildHookInput({
+        event: hook.event,
+        projectDir,
+        home,
+        ...(source === undefined ? {} : { source }),
+        ...(values.prompt === undefined ? {} : { prompt: values.prompt }),
+        ...(toolName === undefined ? {} : { toolName }),
+      });
+      const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, shell: values.shell });
+      let status: HookCheckStatus = 'measured';
+      if (run.spawnError !== undefined) status = 'not-started';
+      else if (run.timedOut) status = 'timed-out';
+      else if (run.exitCode === 2) status = 'blocked';
+      else if (run.exitCode !== 0) status = 'failed';
+      const measured: MeasuredStdout = status === 'measured' ? measureStdout(run.stdout, run.stdoutChars, run.stdoutComplete, budget) : { format: 'empty', outputs: [] };
+      const query = matcherQuery(input);
+      checks.push({
+        hookName: query === undefined ? hook.event : `${hook.event}:${query}`,
+        event: hook.event,
+        matcher: hook.matcher,
+        command: hook.command,
+        location: hook.location,
+        timeoutSeconds: hook.timeoutSeconds,
+        status,
+        run,
+        measured,
+      });
+    }
+
+    const options = { budget, showContent: values['show-content'] };
+    io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
+    return checks.some(hookFails) ? EXIT_FINDINGS : EXIT_OK;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`hookwatch check: ${error.message}\nRun "hookwatch check --help" for usage.\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr(`hookwatch check: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT_USAGE;
+  }
+}

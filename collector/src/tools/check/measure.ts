@@ -1,0 +1,110 @@
+import { DEFAULT_NEAR_THRESHOLD_CHARS, deliveredChars, isPersisted, measuredLength, OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import type { OutputKind } from '../../../../shared/src/cliff.ts';
+import { countCodePoints, headCodeUnits } from '../common/format.ts';
+
+/** Where a measured string came from in the hook's output. */
+export type OutputField = 'stdout' | 'hookSpecificOutput.additionalContext' | 'systemMessage' | 'hookSpecificOutput.initialUserMessage' | 'initialUserMessage';
+
+/**
+ * over: past the cap, saved to a file (fails the check); over-budget: delivered but past --budget (fails the
+ * check); near: past 80% of the cap (a warning); ok.
+ */
+export type OutputStatus = 'over' | 'over-budget' | 'near' | 'ok';
+
+/** One string Claude Code measures against the cap, measured the same way. */
+export interface MeasuredOutput {
+  kind: OutputKind;
+  field: OutputField;
+  /** Length in UTF-16 code units (JS string length): what Claude Code compares with 10,000. */
+  sent: number;
+  /** Unicode code points, for explaining emoji-heavy output where the two differ. */
+  codePoints: number;
+  /** What reaches the model: all of it up to the cap, about the preview size past it. */
+  delivered: number;
+  /** Characters left before the cap; negative when over. */
+  headroom: number;
+  persisted: boolean;
+  overBudget: boolean;
+  status: OutputStatus;
+  /** The first characters the model sees instead of the output; set only when persisted. */
+  preview: string | undefined;
+  /** The whole string (or what was captured of it); printed only with --show-content. */
+  content: string;
+}
+
+/** How the hook's stdout was read: empty, plain text, or a JSON object with fields. */
+export interface MeasuredStdout {
+  format: 'empty' | 'plain' | 'json';
+  /** Why stdout starting with `{` was taken as plain text. */
+  jsonError?: string;
+  outputs: MeasuredOutput[];
+}
+
+/** Measures one string; `sent` may exceed text.length when only the head of the output was captured. */
+export function measureString(kind: OutputKind, field: OutputField, text: string, budget: number | undefined, sent = measuredLength(text)): MeasuredOutput {
+  const persisted = isPersisted(sent);
+  const overBudget = budget !== undefined && sent > budget;
+  let status: OutputStatus = 'ok';
+  if (persisted) status = 'over';
+  else if (overBudget) status = 'over-budget';
+  else if (sent > DEFAULT_NEAR_THRESHOLD_CHARS) status = 'near';
+  return {
+    kind,
+    field,
+    sent,
+    codePoints: countCodePoints(text) + (sent - text.length),
+    delivered: deliveredChars(sent),
+    headroom: OUTPUT_CAP_CHARS - sent,
+    persisted,
+    overBudget,
+    status,
+    preview: persisted ? headCodeUnits(text, PREVIEW_CHARS) : undefined,
+    content: text,
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The strings Claude Code measures in a successful hook's stdout: a JSON object's `additionalContext` (under
+ * hookSpecificOutput), `systemMessage` and `initialUserMessage`, each on its own; otherwise the plain stdout
+ * as a whole. With JSON output the wrapper itself is not measured (the 2.1.332 fixtures: a 12,078-character
+ * JSON stdout with a 12,000-character additionalContext counts as one persisted output, not two).
+ */
+export function measureStdout(stdout: string, stdoutChars: number, complete: boolean, budget: number | undefined): MeasuredStdout {
+  if (stdoutChars === 0) return { format: 'empty', outputs: [] };
+  const trimmed = stdout.trim();
+  let jsonError: string | undefined;
+  if (trimmed.startsWith('{')) {
+    if (!complete) {
+      jsonError = 'output too large to parse as JSON';
+    } else {
+      try {
+        const parsed: unknown = JSON.parse(trimmed);
+        if (isObject(parsed)) return { format: 'json', outputs: measureJsonFields(parsed, budget) };
+        jsonError = 'not a JSON object';
+      } catch (error) {
+        jsonError = error instanceof Error ? error.message : String(error);
+      }
+    }
+  }
+  const outputs = [measureString('stdout', 'stdout', stdout, budget, stdoutChars)];
+  return jsonError === undefined ? { format: 'plain', outputs } : { format: 'plain', jsonError, outputs };
+}
+
+function measureJsonFields(output: Record<string, unknown>, budget: number | undefined): MeasuredOutput[] {
+  const specific = isObject(output.hookSpecificOutput) ? output.hookSpecificOutput : {};
+  const outputs: MeasuredOutput[] = [];
+  if (typeof specific.additionalContext === 'string') {
+    outputs.push(measureString('additionalContext', 'hookSpecificOutput.additionalContext', specific.additionalContext, budget));
+  }
+  if (typeof output.systemMessage === 'string') outputs.push(measureString('systemMessage', 'systemMessage', output.systemMessage, budget));
+  if (typeof specific.initialUserMessage === 'string') {
+    outputs.push(measureString('initialUserMessage', 'hookSpecificOutput.initialUserMessage', specific.initialUserMessage, budget));
+  } else if (typeof output.initialUserMessage === 'string') {
+    outputs.push(measureString('initialUserMessage', 'initialUserMessage', output.initialUserMessage, budget));
+  }
+  return outputs;
+}

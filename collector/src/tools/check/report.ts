@@ -1,0 +1,152 @@
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import { formatCount, plural, renderTable } from '../common/format.ts';
+import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
+import type { HookRunResult } from './run-hook.ts';
+
+/**
+ * measured: exit 0, outputs measured; blocked: exit 2 (Claude Code shows stderr, ignores stdout);
+ * failed: another non-zero exit; timed-out: killed at the timeout (Claude Code cancels it, nothing is delivered);
+ * not-started: the shell could not be started.
+ */
+export type HookCheckStatus = 'measured' | 'blocked' | 'failed' | 'timed-out' | 'not-started';
+
+/** One checked hook: what ran, how it ended, and its measured outputs. */
+export interface HookCheck {
+  hookName: string;
+  event: string;
+  matcher: string | undefined;
+  command: string;
+  /** Where the hook is in the settings file, when checked from one. */
+  location: string | undefined;
+  timeoutSeconds: number;
+  status: HookCheckStatus;
+  run: HookRunResult;
+  measured: MeasuredStdout;
+}
+
+/** True when this hook makes the check fail: an output over the cap or the budget, or no measurement possible. */
+export function hookFails(hook: HookCheck): boolean {
+  if (hook.status === 'failed' || hook.status === 'timed-out' || hook.status === 'not-started') return true;
+  return hook.measured.outputs.some((o) => o.persisted || o.overBudget);
+}
+
+function outputJson(output: MeasuredOutput, showContent: boolean): Record<string, unknown> {
+  const { content, preview, ...rest } = output;
+  return { ...rest, ...(preview === undefined ? {} : { preview }), ...(showContent ? { content } : {}) };
+}
+
+/** What `check --json` prints: stable keys for CI; hook text only as previews, or whole with --show-content. */
+export function checkJson(hooks: HookCheck[], options: { budget: number | undefined; showContent: boolean }): unknown {
+  return {
+    tool: 'hookwatch check',
+    capChars: OUTPUT_CAP_CHARS,
+    previewChars: PREVIEW_CHARS,
+    budget: options.budget ?? null,
+    ok: !hooks.some(hookFails),
+    hooks: hooks.map((hook) => ({
+      hookName: hook.hookName,
+      event: hook.event,
+      matcher: hook.matcher ?? null,
+      command: hook.command,
+      location: hook.location ?? null,
+      timeoutSeconds: hook.timeoutSeconds,
+      status: hook.status,
+      fails: hookFails(hook),
+      exitCode: hook.run.exitCode,
+      signal: hook.run.signal,
+      timedOut: hook.run.timedOut,
+      durationMs: hook.run.durationMs,
+      stdoutChars: hook.run.stdoutChars,
+      stdoutComplete: hook.run.stdoutComplete,
+      stderrChars: hook.run.stderrChars,
+      ...(hook.run.spawnError === undefined ? {} : { spawnError: hook.run.spawnError }),
+      format: hook.measured.format,
+      ...(hook.measured.jsonError === undefined ? {} : { jsonError: hook.measured.jsonError }),
+      outputs: hook.measured.outputs.map((o) => outputJson(o, options.showContent)),
+      ...(options.showContent ? { stderr: hook.run.stderrHead } : {}),
+    })),
+  };
+}
+
+function statusText(output: MeasuredOutput, budget: number | undefined): string {
+  switch (output.status) {
+    case 'over':
+      return `OVER the cap: saved to a file, the model sees a ~${formatCount(PREVIEW_CHARS)}-character preview`;
+    case 'over-budget':
+      return `over the budget of ${formatCount(budget ?? 0)}`;
+    case 'near':
+      return 'near the cap';
+    default:
+      return 'ok';
+  }
+}
+
+function runText(hook: HookCheck): string {
+  const { run } = hook;
+  const duration = `${formatCount(run.durationMs)} ms`;
+  switch (hook.status) {
+    case 'not-started':
+      return `could not start: ${run.spawnError ?? 'unknown error'}`;
+    case 'timed-out':
+      return (
+        `TIMED OUT after ${formatCount(hook.timeoutSeconds)} s and was killed: Claude Code cancels such a hook and none ` +
+        `of its output reaches the model (${formatCount(run.stdoutChars)} stdout characters were printed before the timeout)`
+      );
+    case 'failed':
+      return `FAILED with exit ${run.exitCode ?? run.signal ?? '?'} after ${duration}: Claude Code reports a non-blocking error and the model gets none of its stdout`;
+    case 'blocked':
+      return `exit 2 (blocking) after ${duration}: Claude Code passes stderr on instead of stdout; stdout not measured`;
+    default:
+      return `exit 0 after ${duration}; stdout ${plural(run.stdoutChars, 'character')}, ${hook.measured.format === 'json' ? 'JSON output' : hook.measured.format === 'plain' ? 'plain text' : 'empty'}`;
+  }
+}
+
+/** The human-readable report: a block per hook, then a verdict line. */
+export function checkText(hooks: HookCheck[], options: { budget: number | undefined; showContent: boolean }): string {
+  const out: string[] = [];
+  for (const hook of hooks) {
+    out.push(`${hook.hookName}  ${hook.command}${hook.location === undefined ? '' : `  (${hook.location})`}\n`);
+    out.push(`  ${runText(hook)}\n`);
+    if (hook.measured.jsonError !== undefined) out.push(`  stdout starts with "{" but is not a JSON object (${hook.measured.jsonError}): measured as plain text\n`);
+    if (hook.status === 'measured' && hook.measured.outputs.length > 0) {
+      const rows = hook.measured.outputs.map((o) => [
+        o.field,
+        formatCount(o.sent),
+        `${o.persisted ? '~' : ''}${formatCount(o.delivered)}`,
+        formatCount(o.headroom),
+        ...(options.budget === undefined ? [] : [formatCount(options.budget - o.sent)]),
+        statusText(o, options.budget),
+      ]);
+      const header = ['output', 'sent', 'delivered', 'headroom', ...(options.budget === undefined ? [] : ['budget left']), 'status'];
+      out.push(renderTable(header, rows, '  '));
+      for (const o of hook.measured.outputs) {
+        if (o.codePoints !== o.sent) {
+          out.push(`  ${o.field}: ${formatCount(o.codePoints)} code points but ${formatCount(o.sent)} UTF-16 code units; Claude Code counts the latter (emoji and other characters outside the BMP count 2)\n`);
+        }
+      }
+      for (const o of hook.measured.outputs) {
+        if (o.preview !== undefined) {
+          out.push(`  --- what the model sees of ${o.field}: the first ${formatCount(o.preview.length)} of ${formatCount(o.sent)} characters ---\n`);
+          out.push(`${o.preview}\n  --- end of preview ---\n`);
+        }
+        if (options.showContent) out.push(`  --- ${o.field}, whole ---\n${o.content}\n  --- end of ${o.field} ---\n`);
+      }
+    }
+    if (options.showContent && hook.run.stderrChars > 0) out.push(`  --- stderr ---\n${hook.run.stderrHead}\n  --- end of stderr ---\n`);
+    else if (hook.run.stderrChars > 0) out.push(`  stderr: ${plural(hook.run.stderrChars, 'character')} (--show-content prints it)\n`);
+    out.push('\n');
+  }
+
+  const outputs = hooks.flatMap((h) => h.measured.outputs);
+  const over = outputs.filter((o) => o.persisted).length;
+  const overBudget = outputs.filter((o) => !o.persisted && o.overBudget).length;
+  const unmeasured = hooks.filter((h) => h.status === 'failed' || h.status === 'timed-out' || h.status === 'not-started').length;
+  const problems = [
+    over > 0 ? `${plural(over, 'output')} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap (saved to a file, not delivered)` : '',
+    overBudget > 0 ? `${plural(overBudget, 'output')} over the budget of ${formatCount(options.budget ?? 0)}` : '',
+    unmeasured > 0 ? `${plural(unmeasured, 'hook')} timed out or failed` : '',
+  ].filter(Boolean);
+  if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
+  else out.push(`OK: ${plural(hooks.length, 'hook')} checked, every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}.\n`);
+  return out.join('');
+}

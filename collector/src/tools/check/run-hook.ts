@@ -1,0 +1,154 @@
+import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
+
+import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
+
+/** How to run one hook command. */
+export interface HookRun {
+  /** The command line, run by the shell as Claude Code does for `"type": "command"` hooks. */
+  command: string;
+  /** Written to the hook's stdin as JSON, then stdin is closed. */
+  input: unknown;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  shell: string;
+  maxCapturedStdoutBytes?: number;
+}
+
+/** What a hook run produced. */
+export interface HookRunResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** Stdout as text, whole unless stdoutComplete is false (then only the first part). */
+  stdout: string;
+  /** Stdout length in UTF-16 code units, counted over all of it even past the capture limit. */
+  stdoutChars: number;
+  stdoutComplete: boolean;
+  /** Stderr, first part only: shown on request, never measured (it does not reach the model on success). */
+  stderrHead: string;
+  stderrChars: number;
+  /** Set when the command could not be started at all. */
+  spawnError?: string;
+}
+
+const STDERR_KEPT_CHARS = 4_000;
+/** After SIGTERM, how long a hook gets before SIGKILL; then how long before its pipes are abandoned. */
+const KILL_GRACE_MS = 1_000;
+
+/** Collects a stream as text, keeping up to `maxBytes` and counting UTF-16 code units for all of it. */
+class TextCollector {
+  private readonly decoder = new StringDecoder('utf8');
+  private readonly parts: string[] = [];
+  private keptBytes = 0;
+  private readonly maxBytes: number;
+  chars = 0;
+  complete = true;
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+
+  push(chunk: Buffer): void {
+    const text = this.decoder.write(chunk);
+    this.chars += text.length;
+    if (this.complete && this.keptBytes + chunk.length <= this.maxBytes) {
+      this.parts.push(text);
+      this.keptBytes += chunk.length;
+    } else {
+      this.complete = false;
+    }
+  }
+
+  finish(): string {
+    const rest = this.decoder.end();
+    this.chars += rest.length;
+    if (this.complete) this.parts.push(rest);
+    return this.parts.join('');
+  }
+}
+
+/**
+ * Runs a hook the way Claude Code runs a command hook: `<shell> -c <command>` in the project directory, the
+ * input JSON on stdin, a timeout after which the hook (its whole process group, so children of the shell too)
+ * is killed. Never throws: failures are in the result.
+ */
+export function runHook(run: HookRun): Promise<HookRunResult> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const stdout = new TextCollector(run.maxCapturedStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
+    const stderr = new TextCollector(STDERR_KEPT_CHARS * 4);
+    let timedOut = false;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+
+    const child = spawn(run.shell, ['-c', run.command], {
+      cwd: run.cwd,
+      env: run.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      // Its own process group, so a timeout can kill what the shell started, not only the shell.
+      detached: true,
+    });
+
+    const killGroup = (signal: NodeJS.Signals): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // Already gone.
+      }
+    };
+
+    const settle = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: string): void => {
+      if (settled) return;
+      settled = true;
+      for (const timer of timers) clearTimeout(timer);
+      const stdoutText = stdout.finish();
+      const stderrText = stderr.finish();
+      resolve({
+        exitCode,
+        signal,
+        timedOut,
+        durationMs: Math.round(performance.now() - started),
+        stdout: stdoutText,
+        stdoutChars: stdout.chars,
+        stdoutComplete: stdout.complete,
+        stderrHead: stderrText.slice(0, STDERR_KEPT_CHARS),
+        stderrChars: stderr.chars,
+        ...(spawnError === undefined ? {} : { spawnError }),
+      });
+    };
+
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.on('error', (error) => settle(null, null, error.message));
+    // 'close' waits for the pipes too: output written just before exit is not lost.
+    child.on('close', (code, signal) => settle(code, signal));
+
+    // A hook that does not read its stdin makes the write fail with EPIPE; that is not an error of the hook.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(`${JSON.stringify(run.input)}\n`);
+
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        killGroup('SIGTERM');
+        timers.push(
+          setTimeout(() => {
+            killGroup('SIGKILL');
+            // A grandchild that left the group may still hold the pipes open: stop waiting for it.
+            timers.push(
+              setTimeout(() => {
+                child.stdout.destroy();
+                child.stderr.destroy();
+                settle(child.exitCode, child.signalCode);
+              }, KILL_GRACE_MS),
+            );
+          }, KILL_GRACE_MS),
+        );
+      }, run.timeoutMs),
+    );
+  });
+}

@@ -1,0 +1,80 @@
+import { readFile, stat } from 'node:fs/promises';
+
+import { UsageError } from '../common/args.ts';
+import { MAX_SETTINGS_BYTES } from '../common/limits.ts';
+
+/** One `"type": "command"` hook of a settings file. */
+export interface CommandHook {
+  event: string;
+  matcher: string | undefined;
+  command: string;
+  /** Seconds, as configured; undefined means Claude Code's default (60). */
+  timeoutSeconds: number | undefined;
+  /** Where it is in the file, for messages: `hooks.SessionStart[0].hooks[1]`. */
+  location: string;
+}
+
+/** The command hooks of a settings file, and the hooks that are not commands (not run by check). */
+export interface HookSetup {
+  hooks: CommandHook[];
+  skipped: { location: string; type: string }[];
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Parses the `hooks` section of a Claude Code settings file:
+ * `{"hooks": {"<Event>": [{"matcher": "...", "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}`.
+ * Strict: a malformed entry is an error naming its key, not silently skipped.
+ */
+export function parseHookSetup(text: string, source: string): HookSetup {
+  let settings: unknown;
+  try {
+    settings = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${source}: not valid JSON (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (!isObject(settings)) throw new UsageError(`${source}: expected a JSON object`);
+  const setup: HookSetup = { hooks: [], skipped: [] };
+  if (settings.hooks === undefined) return setup;
+  if (!isObject(settings.hooks)) throw new UsageError(`${source}: hooks: expected an object of events`);
+  for (const [event, groups] of Object.entries(settings.hooks)) {
+    if (!Array.isArray(groups)) throw new UsageError(`${source}: hooks.${event}: expected an array of matcher groups`);
+    groups.forEach((group: unknown, groupIndex) => {
+      const groupAt = `hooks.${event}[${groupIndex}]`;
+      if (!isObject(group)) throw new UsageError(`${source}: ${groupAt}: expected an object with "hooks"`);
+      if (group.matcher !== undefined && typeof group.matcher !== 'string') throw new UsageError(`${source}: ${groupAt}.matcher: expected a string`);
+      if (!Array.isArray(group.hooks)) throw new UsageError(`${source}: ${groupAt}.hooks: expected an array`);
+      const matcher = group.matcher === undefined || group.matcher === '' ? undefined : group.matcher;
+      group.hooks.forEach((hook: unknown, hookIndex) => {
+        const location = `${groupAt}.hooks[${hookIndex}]`;
+        if (!isObject(hook)) throw new UsageError(`${source}: ${location}: expected an object`);
+        if (typeof hook.type !== 'string') throw new UsageError(`${source}: ${location}.type: expected a string such as "command"`);
+        if (hook.type !== 'command') {
+          setup.skipped.push({ location, type: hook.type });
+          return;
+        }
+        if (typeof hook.command !== 'string' || hook.command.trim() === '') throw new UsageError(`${source}: ${location}.command: expected a non-empty string`);
+        if (hook.timeout !== undefined && (typeof hook.timeout !== 'number' || !(hook.timeout > 0))) {
+          throw new UsageError(`${source}: ${location}.timeout: expected a number of seconds > 0`);
+        }
+        setup.hooks.push({ event, matcher, command: hook.command, timeoutSeconds: hook.timeout, location });
+      });
+    });
+  }
+  return setup;
+}
+
+/** Reads and parses a settings file (bounded in size). */
+export async function loadHookSetup(path: string): Promise<HookSetup> {
+  let size: number;
+  try {
+    size = (await stat(path)).size;
+  } catch (error) {
+    throw new UsageError(`--settings: cannot read ${path} (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (size > MAX_SETTINGS_BYTES) throw new UsageError(`--settings: ${path} is ${size} bytes, over the ${MAX_SETTINGS_BYTES}-byte limit for a settings file`);
+  return parseHookSetup(await readFile(path, 'utf8'), path);
+}

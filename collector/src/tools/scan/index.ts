@@ -1,0 +1,89 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { EXIT_FINDINGS, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
+import type { ToolIO } from '../common/io.ts';
+import { MAX_LINE_BYTES } from '../common/limits.ts';
+import { HOOKWATCH_VERSION } from '../common/version.ts';
+import { scanJson, scanText } from './report.ts';
+import type { HookEventSender, SendOutcome } from './send.ts';
+import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';
+
+const HELP = `Usage: hookwatch scan [options] [paths...]
+
+Reads Claude Code transcripts (*.jsonl; directories are searched recursively) and reports, per hook and per
+session, how many hook outputs reached the model and how many went over the 10,000-character cap and were
+saved to a file instead (the model then sees only a ~2,000-character preview, while the hook reports success).
+Records are counted once by their uuid. Files are streamed line by line; unparsable lines are skipped and counted.
+
+Paths default to ~/.claude/projects.
+
+Options:
+  --json                 machine-readable output
+  --send <url>           also post the findings to a hookwatch server as OTLP hook_execution_complete events
+                         (e.g. http://hookwatch:4318; /v1/logs is appended to a base URL)
+  --show-content         print the previews of persisted outputs (hook output is not printed otherwise)
+  --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES})
+  -h, --help             this help
+
+Exit status: 0 nothing persisted, 1 hook outputs were persisted, 2 bad usage or unreadable input,
+3 the findings could not be sent.
+`;
+
+/** `hookwatch scan`: finds hook outputs that Claude Code saved to a file instead of delivering. Returns the exit code. */
+export async function runScan(argv: string[], io: ToolIO): Promise<number> {
+  let sender: HookEventSender | undefined;
+  try {
+    const { values, positionals } = parseToolArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean', default: false },
+        send: { type: 'string' },
+        'show-content': { type: 'boolean', default: false },
+        'max-line-bytes': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+    if (values.help) {
+      io.stdout(HELP);
+      return EXIT_OK;
+    }
+    const maxLineBytes = values['max-line-bytes'] === undefined ? MAX_LINE_BYTES : parseWholeNumber('max-line-bytes', values['max-line-bytes'], 1);
+    const home = io.env.HOME ?? homedir();
+    const paths = positionals.length > 0 ? positionals.map((p) => resolve(io.cwd, p)) : [join(home, '.claude', 'projects')];
+    for (const path of paths) {
+      if (!existsSync(path)) throw new UsageError(`no such file or directory: ${path}`);
+    }
+    const files = await collectTranscriptFiles(paths);
+
+    if (values.send !== undefined) {
+      // Loaded only when sending, so a plain scan does not pay for the OpenTelemetry SDK.
+      const { createHookEventSender } = await import('./send.ts');
+      sender = createHookEventSender(values.send, HOOKWATCH_VERSION);
+    }
+    const scanner = new TranscriptScanner({ maxLineBytes, ...(sender ? { sink: sender.sink } : {}) });
+    for (const file of files) await scanner.scanFile(file);
+    const send: SendOutcome | undefined = sender ? await sender.finish() : undefined;
+    const result = scanner.result();
+
+    const options = { showContent: values['show-content'], send };
+    io.stdout(values.json ? `${JSON.stringify(scanJson(result, options), null, 2)}\n` : scanText(result, options));
+    if (files.length === 0) io.stderr(`hookwatch scan: no *.jsonl transcripts under ${paths.join(', ')}\n`);
+
+    if (send?.error !== undefined) return EXIT_SEND_FAILED;
+    if (result.totals.persisted > 0) return EXIT_FINDINGS;
+    if (result.files.some((f) => f.error !== undefined)) return EXIT_USAGE;
+    return EXIT_OK;
+  } catch (error) {
+    if (sender) await sender.finish();
+    if (error instanceof UsageError) {
+      io.stderr(`hookwatch scan: ${error.message}\nRun "hookwatch scan --help" for usage.\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr(`hookwatch scan: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT_USAGE;
+  }
+}

@@ -1,0 +1,104 @@
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import { formatBytes, formatCount, plural, renderTable } from '../common/format.ts';
+import type { DeliveryCounts, ScanResult } from './transcript.ts';
+import type { SendOutcome } from './send.ts';
+
+/** What `scan --json` prints: stable keys for CI. Previews are included only with --show-content. */
+export function scanJson(result: ScanResult, options: { showContent: boolean; send: SendOutcome | undefined }): unknown {
+  return {
+    tool: 'hookwatch scan',
+    capChars: OUTPUT_CAP_CHARS,
+    previewChars: PREVIEW_CHARS,
+    ok: result.totals.persisted === 0,
+    totals: result.totals,
+    hooks: result.hooks,
+    sessions: result.sessions,
+    files: result.files,
+    persistedOutputs: result.persistedOutputs.map(({ preview, ...rest }) => (options.showContent ? { ...rest, preview } : rest)),
+    ...(options.send ? { send: options.send } : {}),
+  };
+}
+
+function countCells(counts: DeliveryCounts): string[] {
+  return [
+    formatCount(counts.records),
+    formatCount(counts.delivered),
+    formatCount(counts.persisted),
+    formatCount(counts.outputsPersisted),
+    counts.largestDeliveredChars === null ? '-' : formatCount(counts.largestDeliveredChars),
+  ];
+}
+
+const COUNT_HEADER = ['records', 'delivered', 'persisted', 'outputs persisted', 'largest delivered'];
+
+/** The human-readable report. Prints no hook output unless showContent (and then only the previews). */
+export function scanText(result: ScanResult, options: { showContent: boolean; send: SendOutcome | undefined }): string {
+  const { totals } = result;
+  const out: string[] = [];
+  out.push(
+    `Scanned ${plural(result.files.length, 'file')} (${formatBytes(totals.bytes)}, ${plural(totals.lines, 'line')}): ` +
+      `${plural(totals.records, 'hook record')}` +
+      (totals.duplicateRecords > 0 ? `, ${plural(totals.duplicateRecords, 'duplicate')} ignored` : '') +
+      (totals.unparsableLines > 0 ? `, ${plural(totals.unparsableLines, 'unparsable line')} skipped` : '') +
+      (totals.oversizedLines > 0 ? `, ${plural(totals.oversizedLines, 'oversized line')} skipped` : '') +
+      '\n',
+  );
+
+  const troubled = result.files.filter((f) => f.error !== undefined || f.unparsableLines > 0 || f.oversizedLines > 0);
+  if (troubled.length > 0) {
+    out.push('\nFiles with problems\n');
+    for (const f of troubled) {
+      const notes = [
+        f.error !== undefined ? `unreadable: ${f.error}` : '',
+        f.unparsableLines > 0 ? `${plural(f.unparsableLines, 'unparsable line')}` : '',
+        f.truncatedLastLine ? 'last line cut off' : '',
+        f.oversizedLines > 0 ? `${plural(f.oversizedLines, 'line')} over the line limit` : '',
+      ].filter(Boolean);
+      out.push(`  ${f.path}: ${notes.join(', ')}\n`);
+    }
+  }
+
+  if (result.hooks.length > 0) {
+    out.push('\nPer hook\n');
+    out.push(renderTable(['hook', 'event', ...COUNT_HEADER], result.hooks.map((h) => [h.hookName, h.hookEvent, ...countCells(h)]), '  '));
+    out.push('\nPer session\n');
+    out.push(renderTable(['session', ...COUNT_HEADER, 'files'], result.sessions.map((s) => [s.sessionId, ...countCells(s), s.files.join(', ')]), '  '));
+  }
+
+  if (result.persistedOutputs.length > 0) {
+    out.push(`\nPersisted outputs (the model got a ~${formatCount(PREVIEW_CHARS)}-character preview instead of each)\n`);
+    for (const p of result.persistedOutputs) {
+      out.push(
+        `  ${p.sessionId}  ${p.hookName}  record ${p.uuid ?? '(no id)'}  ${p.file}:${p.lineNumber}\n` +
+          `    ${p.sizeLabel !== undefined ? `size ${p.sizeLabel}, ` : ''}saved to ${p.savedPath ?? '(path not shown)'}\n`,
+      );
+      if (options.showContent) out.push(`    --- preview ---\n${p.preview}\n    --- end of preview ---\n`);
+    }
+    if (totals.outputsPersisted > result.persistedOutputs.length) {
+      out.push(`  ... and more (${formatCount(totals.outputsPersisted)} in all; --json lists the first ${formatCount(result.persistedOutputs.length)})\n`);
+    }
+  }
+
+  if (options.send) {
+    out.push(
+      options.send.error === undefined
+        ? `\nSent ${plural(options.send.emitted, 'hook event')} to ${options.send.url}\n`
+        : `\nSending to ${options.send.url} failed: ${options.send.error} (${plural(options.send.emitted, 'event')} handed to the exporter)\n`,
+    );
+  }
+
+  out.push('\n');
+  if (totals.persisted > 0) {
+    const sessions = result.sessions.filter((s) => s.persisted > 0).length;
+    out.push(
+      `FAIL: ${plural(totals.outputsPersisted, 'hook output')} in ${plural(sessions, 'session')} ` +
+        `${totals.outputsPersisted === 1 ? 'was' : 'were'} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap ` +
+        'and saved to a file instead of reaching the model, although the hooks reported success.\n',
+    );
+  } else if (totals.records === 0) {
+    out.push('OK: no hook records found.\n');
+  } else {
+    out.push(`OK: every hook output reached the model whole (none over ${formatCount(OUTPUT_CAP_CHARS)} characters).\n`);
+  }
+  return out.join('');
+}
