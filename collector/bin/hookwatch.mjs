@@ -1,0 +1,9 @@
+#!/usr/bin/env node
+// The hookwatch command. Node 24+ runs the TypeScript sources directly (type stripping).
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  console.error(`hookwatch needs Node 24 or newer (found ${process.versions.node}).`);
+  process.exit(1);
+}
+const { main } = await import('../src/main.ts');
+process.exit(await main(process.argv.slice(2)));

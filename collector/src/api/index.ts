@@ -1,0 +1,209 @@
+/**
+ * The HTTP API (/api/v1, JSON, camelCase) plus /healthz and /readyz. Routes stay thin: validate parameters,
+ * ask the store, shape JSON. The dashboard is served from the same Express app.
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { BreakdownResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { classifyCounters } from '../hooks/cliff.ts';
+import { emptyRow, toCounters } from '../store/counters.ts';
+import { knownDimensions } from '../store/sql.ts';
+import { UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { ParamError, parseFilters, parseHookId, parseRange, parseStep, single } from './params.ts';
+
+export interface ApiOptions {
+  store: Store;
+  dimensions: readonly string[];
+  logger: Logger;
+  now?: () => number;
+  /** Extra readiness checks (e.g. the OTLP receiver is listening). */
+  ready?: () => boolean;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Largest output (upper bound over every kind), or null when no size data. */
+function largest(c: HookCounters): number | null {
+  const values = Object.values(c.maxChars).filter((v): v is number => v !== null);
+  return values.length ? Math.max(...values) : null;
+}
+
+function summary(info: HookInfo, c: HookCounters): HookSummary {
+  const max = largest(c);
+  return {
+    id: info.id,
+    hookEvent: info.hookEvent,
+    hookName: info.hookName,
+    ...c,
+    status: classifyCounters(c),
+    headroom: max === null ? null : OUTPUT_CAP_CHARS - max,
+    firstSeen: iso(info.firstSeenMs),
+    lastSeen: iso(info.lastSeenMs),
+  };
+}
+
+const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
+
+/** Riskiest first: persisted outputs, then least headroom. */
+export function byRisk(a: HookSummary, b: HookSummary): number {
+  return RISK[a.status] - RISK[b.status]
+    || b.outputsPersisted - a.outputsPersisted
+    || (a.headroom ?? Infinity) - (b.headroom ?? Infinity)
+    || a.hookName.localeCompare(b.hookName);
+}
+
+function sumCounters(list: HookCounters[]): HookCounters {
+  const total = toCounters(emptyRow());
+  for (const c of list) {
+    for (const k of ['executions', 'starts', 'numHooks', 'success', 'blocking', 'nonBlockingError', 'cancelled', 'outputsPersisted', 'executionsWithPersisted', 'sizeUnknownExecutions', 'nearExecutions', 'durationMsSum'] as const) {
+      total[k] += c[k];
+    }
+    for (const group of ['maxChars', 'maxCharsLowerBound', 'sumChars'] as const) {
+      for (const kind of Object.keys(c[group]) as (keyof HookCounters['maxChars'])[]) {
+        const v = c[group][kind];
+        const cur = total[group][kind];
+        if (v === null) continue;
+        total[group][kind] = cur === null ? v : group === 'sumChars' ? cur + v : Math.max(cur, v);
+      }
+    }
+    if (c.durationMsMax !== null) total.durationMsMax = Math.max(total.durationMsMax ?? 0, c.durationMsMax);
+  }
+  return total;
+}
+
+export function createApiRouter(opts: ApiOptions): Router {
+  const { store } = opts;
+  const now = opts.now ?? Date.now;
+  const dims = knownDimensions(opts.dimensions);
+  const router = express.Router();
+
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  router.get('/readyz', async (_req, res) => {
+    try {
+      await store.ping();
+      if (opts.ready && !opts.ready()) throw new Error('receivers are not listening');
+      res.json({ status: 'ready' });
+    } catch (err) {
+      res.status(503).json({ status: 'not ready', reason: (err as Error).message });
+    }
+  });
+
+  const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; hooks: HookSummary[] }> => {
+    const range = parseRange(q, now());
+    const filters = parseFilters(q, reserved, dims);
+    const counters = await store.hookCounters({ ...range, filters });
+    const hooks = [...counters.values()].map((c) => summary(c.info, c)).sort(byRisk);
+    return { ...range, hooks };
+  };
+
+  router.get('/api/v1/hooks', async (req, res) => {
+    const q = req.query as Record<string, unknown>;
+    const status = single(q, 'status');
+    if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryStatus)) {
+      throw new ParamError('status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
+    }
+    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status']);
+    const body: HooksResponse = { from: iso(fromMs), to: iso(toMs), hooks: status ? hooks.filter((h) => h.status === status) : hooks };
+    res.json(body);
+  });
+
+  router.get('/api/v1/hooks/:id', async (req, res) => {
+    const id = parseHookId(String(req.params['id']));
+    const info = await store.hook(id);
+    if (!info) {
+      res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
+      return;
+    }
+    const q = req.query as Record<string, unknown>;
+    const range = parseRange(q, now());
+    const filters = parseFilters(q, ['from', 'to'], dims);
+    const c = (await store.hookCounters({ ...range, filters })).get(id);
+    res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: summary(info, c ?? toCounters(emptyRow())) });
+  });
+
+  router.get('/api/v1/hooks/:id/series', async (req, res) => {
+    const id = parseHookId(String(req.params['id']));
+    const q = req.query as Record<string, unknown>;
+    const range = parseRange(q, now());
+    const step = parseStep(q, range);
+    const filters = parseFilters(q, ['from', 'to', 'step'], dims);
+    const info = await store.hook(id);
+    if (!info) {
+      res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
+      return;
+    }
+    const stepMs = step * 1000;
+    const map = await store.series(id, { ...range, stepMs, filters });
+    const buckets: SeriesBucket[] = [];
+    const first = Math.floor(range.fromMs / stepMs) * stepMs;
+    for (let t = first; t < range.toMs; t += stepMs) {
+      const c = map.get(t) ?? toCounters(emptyRow());
+      buckets.push({ start: iso(t), ...c, status: c.executions > 0 ? classifyCounters(c) : null });
+    }
+    const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: iso(range.fromMs), to: iso(range.toMs), step, buckets };
+    res.json(body);
+  });
+
+  router.get('/api/v1/hooks/:id/breakdown', async (req, res) => {
+    const id = parseHookId(String(req.params['id']));
+    const q = req.query as Record<string, unknown>;
+    const dimension = single(q, 'dimension') ?? 'service.version';
+    if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${JSON.stringify(dimension.slice(0, 64))}; known: ${dims.join(', ')}`);
+    const range = parseRange(q, now());
+    const filters = parseFilters(q, ['from', 'to', 'dimension'], dims);
+    const rows = await store.breakdown(id, dimension, { ...range, filters });
+    const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map((r) => ({ ...r, status: classifyCounters(r) })) };
+    res.json(body);
+  });
+
+  router.get('/api/v1/overview', async (req, res) => {
+    const q = req.query as Record<string, unknown>;
+    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to']);
+    const filters = parseFilters(q, ['from', 'to'], dims);
+    const totals = sumCounters(hooks);
+    const statusCounts = { over: 0, near: 0, ok: 0, unknown: 0 } as Record<DeliveryStatus, number>;
+    for (const h of hooks) statusCounts[h.status]++;
+    const last = await store.lastEventMs();
+    const body: OverviewResponse = {
+      from: iso(fromMs),
+      to: iso(toMs),
+      totals,
+      hooks: hooks.length,
+      statusCounts,
+      sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
+      clientVersions: await store.clientVersions({ fromMs, toMs, filters }),
+      lastEventAt: last === null ? null : iso(last),
+    };
+    res.json(body);
+  });
+
+  router.get('/api/v1/dimensions', (_req, res) => {
+    res.json({ dimensions: dims });
+  });
+
+  router.use('/api', (_req, res) => {
+    res.status(404).json({ error: { code: 'not_found', message: 'no such API route; see README "API reference"' } });
+  });
+
+  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    if (err instanceof ParamError) {
+      res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
+      return;
+    }
+    if (err instanceof UnknownDimensionError) {
+      res.status(400).json({ error: { code: 'bad_parameter', message: err.message } });
+      return;
+    }
+    opts.logger.error('api request failed', { err });
+    res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
+  });
+  return router;
+}

@@ -1,0 +1,95 @@
+/** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
+import { parseDuration } from '../config/load.ts';
+
+export class ParamError extends Error {
+  override name = 'ParamError';
+  parameter: string;
+  constructor(parameter: string, message: string) {
+    super(message);
+    this.parameter = parameter;
+  }
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** `now`, `now-24h`, `now-7d`, `now+5m`, or an RFC 3339 timestamp. */
+export function parseTime(value: string, now: number, parameter: string): number {
+  const v = value.trim();
+  const rel = /^now(?:([+-])(.+))?$/.exec(v);
+  if (rel) {
+    if (!rel[1]) return now;
+    const d = parseDuration(rel[2]);
+    if (d === undefined) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value)} is not a relative time such as now-24h`);
+    return rel[1] === '-' ? now - d : now + d;
+  }
+  if (RFC3339.test(v)) {
+    const t = Date.parse(v);
+    if (Number.isFinite(t)) return t;
+  }
+  throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z) or a relative time (now-24h)`);
+}
+
+export interface TimeRange {
+  fromMs: number;
+  toMs: number;
+}
+
+/** Longest range the API answers; longer ones get 400 instead of an expensive scan. */
+export const MAX_RANGE_MS = 400 * 86_400_000;
+
+export function parseRange(query: Record<string, unknown>, now: number, defaultSpanMs = 86_400_000): TimeRange {
+  const from = single(query, 'from');
+  const to = single(query, 'to');
+  const toMs = to === undefined ? now : parseTime(to, now, 'to');
+  const fromMs = from === undefined ? toMs - defaultSpanMs : parseTime(from, now, 'from');
+  if (fromMs >= toMs) throw new ParamError('from', 'from must be earlier than to');
+  if (toMs - fromMs > MAX_RANGE_MS) throw new ParamError('from', `the range from..to is longer than the maximum of ${MAX_RANGE_MS / 86_400_000} days`);
+  return { fromMs, toMs };
+}
+
+/** The only steps a series uses: whole minutes that tile hours and days. */
+export const STEPS_SECONDS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800] as const;
+export const MAX_BUCKETS = 2000;
+const TARGET_BUCKETS = 240;
+
+/** A step in seconds: given (`60`, `5m`, `1h`), or chosen so the range fits about 240 buckets. */
+export function parseStep(query: Record<string, unknown>, range: TimeRange): number {
+  const raw = single(query, 'step');
+  const span = range.toMs - range.fromMs;
+  if (raw === undefined) {
+    return STEPS_SECONDS.find((s) => span / (s * 1000) <= TARGET_BUCKETS) ?? 604800;
+  }
+  const ms = /^\d+$/.test(raw) ? Number(raw) * 1000 : parseDuration(raw);
+  if (ms === undefined || ms < 60_000 || ms % 60_000 !== 0) {
+    throw new ParamError('step', 'step must be a whole number of minutes, at least 60 (seconds) or 1m');
+  }
+  if (span / ms > MAX_BUCKETS) throw new ParamError('step', `step too small: the range would need more than ${MAX_BUCKETS} buckets`);
+  return ms / 1000;
+}
+
+export function single(query: Record<string, unknown>, name: string): string | undefined {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new ParamError(name, `${name} must be given once`);
+  return v;
+}
+
+/** Dimension filters: every parameter that is not a reserved one must be a known dimension. */
+export function parseFilters(query: Record<string, unknown>, reserved: readonly string[], known: readonly string[]): Record<string, string> {
+  const filters: Record<string, string> = {};
+  for (const name of Object.keys(query)) {
+    if (reserved.includes(name)) continue;
+    if (!known.includes(name)) throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 64))}; filters: ${known.join(', ')}`);
+    const v = single(query, name) as string;
+    if (v.length > 512) throw new ParamError(name, `${name} is longer than 512 characters`);
+    filters[name] = v;
+  }
+  return filters;
+}
+
+const HOOK_ID = /^[0-9a-f]{16}$/;
+
+export function parseHookId(id: string): string {
+  if (!HOOK_ID.test(id)) throw new ParamError('id', 'hook id must be 16 lowercase hex characters (see GET /api/v1/hooks)');
+  return id;
+}

@@ -1,0 +1,211 @@
+/**
+ * Loads the configuration once, strictly: built-in defaults < file (--config or HOOKWATCH_CONFIG) < environment
+ * < flags. Unknown keys and bad values fail with a message that names the key; secret values never appear in it.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { SETTINGS, findSetting, flagName, type Setting } from './schema.ts';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Where a setting's effective value came from. */
+export type Source = 'default' | 'file' | 'env' | 'flag';
+
+export interface LoadedConfig {
+  values: Map<string, unknown>;
+  sources: Map<string, Source>;
+  file?: string;
+}
+
+export interface LoadInput {
+  /** Flags after the subcommand, e.g. ['--config', 'x.yaml', '--db', 'y.db']. */
+  flags?: Record<string, string | undefined>;
+  env?: NodeJS.ProcessEnv;
+  /** Reads a config file; injectable for tests. */
+  readFile?: (path: string) => string;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
+
+/** Parses `30s`, `5m`, `1h30m`, `30d` or a number of milliseconds. */
+export function parseDuration(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isFinite(raw) && raw >= 0 ? raw : undefined;
+  if (typeof raw !== 'string') return undefined;
+  const text = raw.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+    matched = re.lastIndex;
+  }
+  return matched === text.length && matched > 0 ? Math.round(total) : undefined;
+}
+
+function parseBytes(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 ? raw : undefined;
+  if (typeof raw !== 'string') return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(raw);
+  if (!m) return undefined;
+  const unit = BYTE_UNITS[(m[2] as string).toLowerCase()];
+  return unit === undefined ? undefined : Math.round(Number(m[1]) * unit);
+}
+
+function describe(setting: Setting, raw: unknown): string {
+  if (setting.secret) return '(redacted)';
+  return JSON.stringify(setting.redactValue ? setting.redactValue(raw) : raw);
+}
+
+/** Converts a raw value (string from env/flags, or any YAML value) to the setting's type, or throws naming the key. */
+export function coerce(setting: Setting, raw: unknown, origin: string): unknown {
+  const fail = (why: string): never => {
+    throw new ConfigError(`${origin}: invalid value ${describe(setting, raw)} for ${setting.key}: ${why}`);
+  };
+  const bounded = (n: number, unit = ''): number => {
+    if (setting.min !== undefined && n < setting.min) fail(`must be at least ${setting.min}${unit}`);
+    if (setting.max !== undefined && n > setting.max) fail(`must be at most ${setting.max}${unit}`);
+    return n;
+  };
+  switch (setting.type) {
+    case 'string':
+      if (typeof raw !== 'string') fail('expected a string');
+      return raw;
+    case 'addr': {
+      if (typeof raw !== 'string') fail('expected host:port');
+      const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]*)):(\d{1,5})$/.exec(raw as string);
+      if (!m || Number(m[3]) > 65535) fail('expected host:port, e.g. 127.0.0.1:4318 or [::1]:4318 (port 0 picks a free one)');
+      return raw;
+    }
+    case 'int': {
+      const n = typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n)) fail('expected a whole number');
+      return bounded(n as number);
+    }
+    case 'bytes': {
+      const n = parseBytes(raw);
+      if (n === undefined) fail('expected a size such as 20MiB or 1048576');
+      return bounded(n as number, ' bytes');
+    }
+    case 'duration': {
+      const n = parseDuration(raw);
+      if (n === undefined) fail('expected a duration such as 30s, 5m, 24h or 30d');
+      return bounded(n as number, ' ms');
+    }
+    case 'enum': {
+      const v = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
+      if (typeof v !== 'string' || !setting.values?.includes(v)) fail(`expected one of ${setting.values?.join(', ')}`);
+      return v;
+    }
+    case 'bool': {
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      return fail('expected true or false');
+    }
+    case 'list': {
+      const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw;
+      if (!Array.isArray(list) || !list.every((x) => typeof x === 'string' && x.length > 0)) fail('expected a list of strings');
+      return list;
+    }
+    case 'object': {
+      const problem = setting.validate?.(raw);
+      if (problem) fail(problem);
+      return raw;
+    }
+  }
+}
+
+/** Flattens a parsed YAML/JSON document into dotted keys; object-typed settings stay whole. */
+function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin: string): void {
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new ConfigError(`${origin}: ${prefix || 'the document'} must be a mapping of keys to values`);
+  }
+  for (const [k, v] of Object.entries(doc)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    const setting = findSetting(key);
+    if (setting) {
+      out.set(key, v);
+    } else if (v !== null && typeof v === 'object' && !Array.isArray(v) && SETTINGS.some((s) => s.key.startsWith(key + '.'))) {
+      flatten(v, key, out, origin);
+    } else {
+      throw new ConfigError(`${origin}: unknown key ${JSON.stringify(key)}`);
+    }
+  }
+}
+
+/** Builds the effective configuration. Throws ConfigError naming the key on any problem. */
+export function loadConfig(input: LoadInput = {}): LoadedConfig {
+  const env = input.env ?? process.env;
+  const flags = input.flags ?? {};
+  const values = new Map<string, unknown>();
+  const sources = new Map<string, Source>();
+  for (const s of SETTINGS) {
+    values.set(s.key, s.default);
+    sources.set(s.key, 'default');
+  }
+
+  const file = flags['config'] ?? env['HOOKWATCH_CONFIG'];
+  if (file) {
+    let text: string;
+    try {
+      text = (input.readFile ?? ((p) => readFileSync(p, 'utf8')))(file);
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+    }
+    let doc: unknown;
+    try {
+      doc = parseYaml(text);
+    } catch (err) {
+      throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
+    }
+    const raw = new Map<string, unknown>();
+    if (doc !== null && doc !== undefined) flatten(doc, '', raw, `config file ${file}`);
+    for (const [key, v] of raw) {
+      values.set(key, coerce(findSetting(key) as Setting, v, `config file ${file}`));
+      sources.set(key, 'file');
+    }
+  }
+
+  for (const [name, v] of Object.entries(env)) {
+    if (!name.startsWith('HOOKWATCH_') || name === 'HOOKWATCH_CONFIG' || v === undefined) continue;
+    const setting = SETTINGS.find((s) => s.env === name);
+    if (!setting) throw new ConfigError(`environment: unknown variable ${name}`);
+    values.set(setting.key, coerce(setting, v, `environment ${name}`));
+    sources.set(setting.key, 'env');
+  }
+
+  for (const [name, v] of Object.entries(flags)) {
+    if (name === 'config' || v === undefined) continue;
+    const setting = SETTINGS.find((s) => flagName(s.key) === `--${name}` && s.type !== 'object');
+    if (!setting) throw new ConfigError(`unknown flag --${name}`);
+    values.set(setting.key, coerce(setting, v, `flag --${name}`));
+    sources.set(setting.key, 'flag');
+  }
+  return { values, sources, ...(file ? { file } : {}) };
+}
+
+const REDACTED = '<redacted>';
+
+/** Replaces a secret with a marker; an empty secret stays empty so "not set" is visible. */
+export function redact(setting: Setting, value: unknown): unknown {
+  if (setting.redactValue) return setting.redactValue(value);
+  if (!setting.secret) return value;
+  if (value === '' || value === undefined || value === null) return value;
+  return REDACTED;
+}
+
+/** The effective configuration as a nested document with secrets redacted (for `hookwatch config`). */
+export function effectiveDocument(loaded: LoadedConfig): Record<string, unknown> {
+  const doc: Record<string, unknown> = {};
+  for (const s of SETTINGS) {
+    const parts = s.key.split('.');
+    let node = doc;
+    for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
+    node[parts[parts.length - 1] as string] = redact(s, loaded.values.get(s.key));
+  }
+  return doc;
+}

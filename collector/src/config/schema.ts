@@ -1,0 +1,110 @@
+/**
+ * The configuration schema: one table that drives parsing (file, environment, flags), validation,
+ * redaction and the generated reference in docs/configuration.md. Later features add rows here.
+ */
+
+export type ValueType = 'string' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
+
+export interface Setting {
+  /** Dotted path in the config file, e.g. `otlp.http.addr`. */
+  key: string;
+  /** Environment variable; undefined for file-only settings (rules, receivers). */
+  env?: string;
+  type: ValueType;
+  default: unknown;
+  description: string;
+  /** Redacted in `hookwatch config`, logs, errors and API responses. */
+  secret?: boolean;
+  /** Partial redaction for values that hold a secret inside (a password in a URL). */
+  redactValue?: (value: unknown) => unknown;
+  /** Allowed values for `enum`. */
+  values?: readonly string[];
+  /** Inclusive bounds for numbers (int, bytes, duration in ms). */
+  min?: number;
+  max?: number;
+  /** Validator for `object` settings; returns a message naming what is wrong, or undefined. */
+  validate?: (value: unknown) => string | undefined;
+}
+
+const MiB = 1024 * 1024;
+const DAY = 86_400_000;
+
+export const SETTINGS: readonly Setting[] = [
+  {
+    key: 'otlp.http.addr', env: 'HOOKWATCH_OTLP_HTTP_ADDR', type: 'addr', default: '127.0.0.1:4318',
+    description: 'Where the OTLP/HTTP receiver listens (POST /v1/logs, /v1/metrics, /v1/traces). Use 0.0.0.0:4318 to accept other hosts.',
+  },
+  {
+    key: 'otlp.maxRequestBytes', env: 'HOOKWATCH_OTLP_MAX_REQUEST_BYTES', type: 'bytes', default: 20 * MiB, min: 1024, max: 1024 * MiB,
+    description: 'Largest OTLP request accepted, measured after decompression (413 / RESOURCE_EXHAUSTED over it).',
+  },
+  {
+    key: 'otlp.requestTimeout', env: 'HOOKWATCH_OTLP_REQUEST_TIMEOUT', type: 'duration', default: 30_000, min: 1000, max: 600_000,
+    description: 'Time a client has to send a whole request; slower clients are cut off so they cannot hold connections open.',
+  },
+  {
+    key: 'otlp.maxPendingRequests', env: 'HOOKWATCH_OTLP_MAX_PENDING_REQUESTS', type: 'int', default: 64, min: 1, max: 100_000,
+    description: 'Requests waiting for the store at once; above it hookwatch answers 503 with Retry-After instead of queueing without bound.',
+  },
+  {
+    key: 'otlp.ingestToken', env: 'HOOKWATCH_INGEST_TOKEN', type: 'string', default: '', secret: true,
+    description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise).',
+  },
+  {
+    key: 'http.addr', env: 'HOOKWATCH_HTTP_ADDR', type: 'addr', default: '127.0.0.1:9318',
+    description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
+  },
+  {
+    key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
+    description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere).',
+    redactValue: redactUrlPassword,
+  },
+  {
+    key: 'sqlite.synchronous', env: 'HOOKWATCH_SQLITE_SYNCHRONOUS', type: 'enum', default: 'full', values: ['full', 'normal'],
+    description: 'SQLite durability: `full` syncs every committed batch to disk before the 200 (survives power loss); `normal` survives process crashes only.',
+  },
+  {
+    key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,
+    description: 'How long raw hook events (and per-minute rollups) are kept.',
+  },
+  {
+    key: 'retention.rollups', env: 'HOOKWATCH_RETENTION_ROLLUPS', type: 'duration', default: 400 * DAY, min: DAY,
+    description: 'How long hourly and daily rollups are kept.',
+  },
+  {
+    key: 'delivery.nearThreshold', env: 'HOOKWATCH_NEAR_THRESHOLD', type: 'int', default: 8000, min: 1, max: 10_000,
+    description: 'An output whose largest string may exceed this many characters (with nothing persisted) is "near" the 10,000 cap.',
+  },
+  {
+    key: 'dimensions', env: 'HOOKWATCH_DIMENSIONS', type: 'list', default: ['team'],
+    description: 'Extra event or resource attribute keys kept per event and usable as filters (e.g. `team` from OTEL_RESOURCE_ATTRIBUTES). Comma-separated in the environment.',
+  },
+  {
+    key: 'log.level', env: 'HOOKWATCH_LOG_LEVEL', type: 'enum', default: 'info', values: ['debug', 'info', 'warn', 'error'],
+    description: 'Lowest level of hookwatch\'s own JSON log lines (written to stderr).',
+  },
+];
+
+export function findSetting(key: string): Setting | undefined {
+  return SETTINGS.find((s) => s.key === key);
+}
+
+/** `otlp.http.addr` -> `--otlp-http-addr`; camelCase parts become kebab-case. */
+export function flagName(key: string): string {
+  return '--' + key.replace(/\./g, '-').replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
+}
+
+/** `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`. */
+export function redactUrlPassword(value: unknown): unknown {
+  if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+  try {
+    const url = new URL(value);
+    if (url.password) url.password = 'redacted';
+    for (const key of [...url.searchParams.keys()]) {
+      if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, 'redacted');
+    }
+    return url.toString().replace(':redacted@', ':<redacted>@');
+  } catch {
+    return '<unparsable URL redacted>';
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The cliff model applied to telemetry: classifies an execution as over / near / ok / unknown.
+ *
+ * Claude Code reports each char attribute as a sum over the num_hooks commands that ran, so a sum over the
+ * cap does not prove any one string was over it. num_outputs_persisted is the ground truth for "not delivered".
+ */
+import { OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+
+export interface SizeFacts {
+  numHooks: number | null;
+  stdoutChars: number | null;
+  additionalContextChars: number | null;
+  systemMessageChars: number | null;
+  initialUserMessageChars: number | null;
+  outputsPersisted: number | null;
+}
+
+/** Bounds of the largest single string behind a sum over `numHooks` strings: ceil(sum / n) .. sum. */
+export function singleStringBounds(sum: number, numHooks: number | null): { lower: number; upper: number } {
+  const n = numHooks && numHooks > 1 ? numHooks : 1;
+  return { lower: Math.ceil(sum / n), upper: sum };
+}
+
+function maxOf(...values: (number | null)[]): number | null {
+  let max: number | null = null;
+  for (const v of values) if (v !== null && (max === null || v > max)) max = v;
+  return max;
+}
+
+/** True when the event carried any size attribute (clients 2.1.280 and later). */
+export function hasSizeData(f: SizeFacts): boolean {
+  return f.stdoutChars !== null || f.additionalContextChars !== null || f.systemMessageChars !== null || f.initialUserMessageChars !== null;
+}
+
+/**
+ * over: outputs were persisted (or, without the persisted count, a string provably exceeded the cap);
+ * unknown: no size data; near: the largest string may exceed `nearThreshold`; ok otherwise.
+ */
+export function classifyExecution(f: SizeFacts, nearThreshold: number): DeliveryStatus {
+  if (f.outputsPersisted !== null && f.outputsPersisted > 0) return 'over';
+  if (!hasSizeData(f)) return 'unknown';
+  if (f.outputsPersisted === null) {
+    // stdout_chars includes the JSON wrapper of JSON output, so only the measured fields can prove a string was over.
+    const provable = maxOf(f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars);
+    if (provable !== null && singleStringBounds(provable, f.numHooks).lower > OUTPUT_CAP_CHARS) return 'over';
+  }
+  const upper = maxOf(f.stdoutChars, f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars) ?? 0;
+  return upper > nearThreshold ? 'near' : 'ok';
+}
+
+/** Status of a hook (or bucket) from its counters over a range. */
+export function classifyCounters(c: {
+  executions: number;
+  outputsPersisted: number;
+  executionsWithPersisted: number;
+  sizeUnknownExecutions: number;
+  nearExecutions: number;
+}): DeliveryStatus {
+  if (c.outputsPersisted > 0 || c.executionsWithPersisted > 0) return 'over';
+  if (c.executions > 0 && c.sizeUnknownExecutions >= c.executions) return 'unknown';
+  if (c.nearExecutions > 0) return 'near';
+  if (c.executions === 0) return 'unknown';
+  return 'ok';
+}

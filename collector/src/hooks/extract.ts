@@ -1,0 +1,215 @@
+/**
+ * Turns decoded OTLP log records into hook events. Claude Code 2.1.332 sends every hook value as a
+ * stringValue ("num_success": "2"); intValue (number or string) and integral doubleValue are accepted too.
+ * A record with a bad count is rejected on its own (reported as partial success), never the batch.
+ */
+import { createHash } from 'node:crypto';
+import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
+import { classifyExecution, hasSizeData } from './cliff.ts';
+import type { EventSource, HookEvent, HookEventKind } from './model.ts';
+
+export interface ExtractOptions {
+  nearThreshold: number;
+  /** Extra attribute keys kept per event (e.g. team). */
+  dimensions: readonly string[];
+  /** Clock for events with no timestamp at all. */
+  now?: () => number;
+}
+
+export interface ExtractResult {
+  events: HookEvent[];
+  /** Hook records that could not be used. */
+  rejected: number;
+  /** Human-readable reasons, the first few. */
+  problems: string[];
+  /** Log records that are not hook events (passed over, not rejected). */
+  otherRecords: number;
+}
+
+const MAX_PROBLEMS = 5;
+const MAX_HOOK_NAME = 1024;
+const MAX_DIMENSION_VALUE = 512;
+
+const KIND_BY_NAME: Record<string, HookEventKind> = {
+  hook_execution_complete: 'complete',
+  'claude_code.hook_execution_complete': 'complete',
+  hook_execution_start: 'start',
+  'claude_code.hook_execution_start': 'start',
+};
+
+/** Recognises a hook event by attribute event.name, by LogRecord event_name, or by the body string. */
+export function hookEventKind(rec: LogRecord): HookEventKind | undefined {
+  const byAttr = rec.attributes.get('event.name');
+  if (typeof byAttr === 'string' && KIND_BY_NAME[byAttr]) return KIND_BY_NAME[byAttr];
+  if (rec.eventName && KIND_BY_NAME[rec.eventName]) return KIND_BY_NAME[rec.eventName];
+  if (typeof rec.body === 'string' && KIND_BY_NAME[rec.body]) return KIND_BY_NAME[rec.body];
+  return undefined;
+}
+
+class RecordProblem extends Error {}
+
+/** A non-negative whole number from a string, int or integral double; null when absent. */
+export function parseCount(value: AnyValue | undefined, key: string): number | null {
+  if (value === undefined || value === null) return null;
+  let n: number;
+  if (typeof value === 'string') {
+    const t = value.trim();
+    if (!/^\d{1,15}$/.test(t)) throw new RecordProblem(`${key} ${JSON.stringify(value.slice(0, 40))} is not a non-negative whole number`);
+    n = Number(t);
+  } else if (typeof value === 'number') {
+    n = value;
+  } else if (typeof value === 'bigint') {
+    throw new RecordProblem(`${key} ${value} is out of range`);
+  } else {
+    throw new RecordProblem(`${key} has a ${Array.isArray(value) ? 'array' : typeof value} value, expected a number`);
+  }
+  if (!Number.isFinite(n) || !Number.isInteger(n) || n < 0 || n > Number.MAX_SAFE_INTEGER) {
+    throw new RecordProblem(`${key} ${n} is not a non-negative whole number`);
+  }
+  return n;
+}
+
+function text(value: AnyValue | undefined, limit = MAX_DIMENSION_VALUE): string {
+  if (value === undefined || value === null) return '';
+  let s: string;
+  if (typeof value === 'string') s = value;
+  else if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') s = String(value);
+  else return '';
+  return s.length > limit ? s.slice(0, limit) : s;
+}
+
+const hookIdCache = new Map<string, string>();
+
+/** Stable, URL-safe id of a hook: 16 hex characters of SHA-256(hookEvent NUL hookName). */
+export function hookId(hookEvent: string, hookName: string): string {
+  const key = `${hookEvent}\u0000${hookName}`;
+  let id = hookIdCache.get(key);
+  if (id === undefined) {
+    id = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    if (hookIdCache.size > 10_000) hookIdCache.clear();
+    hookIdCache.set(key, id);
+  }
+  return id;
+}
+
+function stable(v: AnyValue | undefined): string {
+  if (v === undefined || v === null) return 'null';
+  if (typeof v === 'bigint') return `${v}n`;
+  if (v instanceof Uint8Array) return `b:${Buffer.from(v).toString('base64')}`;
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (typeof v === 'object') return `{${[...v.kvlist.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => `${JSON.stringify(k)}:${stable(x)}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+
+function dedupKey(kind: HookEventKind, rec: LogRecord, get: (k: string) => AnyValue | undefined, hookName: string, resource: Attributes): string {
+  const session = text(get('session.id'));
+  const sequence = text(get('event.sequence'));
+  const timestamp = text(get('event.timestamp'));
+  let material: string;
+  if (session && (sequence || timestamp)) {
+    material = `k|${kind}|${session}|${sequence}|${timestamp}|${hookName}`;
+  } else {
+    // No natural key: the record's whole content identifies it (a retry resends the same bytes).
+    const attrs = [...resource.entries(), ...rec.attributes.entries()].map(([k, v]) => `${k}=${stable(v)}`).sort().join('\u0001');
+    material = `c|${kind}|${rec.timeUnixNano}|${attrs}`;
+  }
+  return createHash('sha1').update(material).digest('base64url');
+}
+
+function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now: () => number): number {
+  const ts = get('event.timestamp');
+  if (typeof ts === 'string') {
+    const ms = Date.parse(ts);
+    if (Number.isFinite(ms)) return ms;
+  }
+  if (rec.timeUnixNano > 0n) return Number(rec.timeUnixNano / 1_000_000n);
+  if (rec.observedTimeUnixNano > 0n) return Number(rec.observedTimeUnixNano / 1_000_000n);
+  return now();
+}
+
+/** Extracts hook events from every record of a request; other records are counted and passed over. */
+export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): ExtractResult {
+  const now = opts.now ?? Date.now;
+  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0 };
+  req.resourceLogs.forEach((rl, i) => {
+    rl.scopeLogs.forEach((sl, j) => {
+      sl.logRecords.forEach((rec, k) => {
+        const kind = hookEventKind(rec);
+        if (!kind) {
+          result.otherRecords++;
+          return;
+        }
+        try {
+          result.events.push(toHookEvent(kind, rec, rl.resource, opts, now));
+        } catch (err) {
+          if (!(err instanceof RecordProblem)) throw err;
+          result.rejected++;
+          if (result.problems.length < MAX_PROBLEMS) {
+            result.problems.push(`resourceLogs[${i}].scopeLogs[${j}].logRecords[${k}]: ${err.message}`);
+          }
+        }
+      });
+    });
+  });
+  return result;
+}
+
+function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, opts: ExtractOptions, now: () => number): HookEvent {
+  // Record attributes win over resource attributes (Claude Code copies OTEL_RESOURCE_ATTRIBUTES onto both).
+  const get = (k: string): AnyValue | undefined => {
+    const v = rec.attributes.get(k);
+    return v === undefined ? resource.get(k) : v;
+  };
+  const hookEventRaw = get('hook_event');
+  const hookNameRaw = get('hook_name');
+  if (hookEventRaw !== undefined && hookEventRaw !== null && typeof hookEventRaw !== 'string') throw new RecordProblem('hook_event must be a string');
+  if (hookNameRaw !== undefined && hookNameRaw !== null && typeof hookNameRaw !== 'string') throw new RecordProblem('hook_name must be a string');
+  const hookEvent = (hookEventRaw ?? '').trim();
+  // A hook without a matcher is named by its event alone (e.g. UserPromptSubmit).
+  const hookName = (hookNameRaw ?? '').trim() || hookEvent;
+  if (!hookEvent) throw new RecordProblem('hook_event is missing');
+  if (hookName.length > MAX_HOOK_NAME || hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
+
+  const count = (key: string): number | null => parseCount(get(key), key);
+  const facts = {
+    numHooks: count('num_hooks'),
+    stdoutChars: kind === 'complete' ? count('stdout_chars') : null,
+    additionalContextChars: kind === 'complete' ? count('additional_context_chars') : null,
+    systemMessageChars: kind === 'complete' ? count('system_message_chars') : null,
+    initialUserMessageChars: kind === 'complete' ? count('initial_user_message_chars') : null,
+    outputsPersisted: kind === 'complete' ? count('num_outputs_persisted') : null,
+  };
+  const extra: Record<string, string> = {};
+  for (const key of opts.dimensions) {
+    const v = text(get(key));
+    if (v) extra[key] = v;
+  }
+  const sourceAttr = text(get('hookwatch.source'));
+  const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
+  return {
+    kind,
+    dedupKey: dedupKey(kind, rec, get, hookName, resource),
+    hookId: hookId(hookEvent, hookName),
+    hookEvent,
+    hookName,
+    timeMs: eventTime(rec, get, now),
+    numSuccess: count('num_success'),
+    numBlocking: count('num_blocking'),
+    numNonBlockingError: count('num_non_blocking_error'),
+    numCancelled: count('num_cancelled'),
+    durationMs: count('total_duration_ms'),
+    ...facts,
+    sizesKnown: kind === 'complete' && hasSizeData(facts),
+    status: kind === 'complete' ? classifyExecution(facts, opts.nearThreshold) : 'unknown',
+    serviceName: text(get('service.name')),
+    serviceVersion: text(get('service.version')),
+    sessionId: text(get('session.id')),
+    userId: text(get('user.id')),
+    userEmail: text(get('user.email')),
+    userAccountUuid: text(get('user.account_uuid')),
+    organizationId: text(get('organization.id')),
+    terminalType: text(get('terminal.type')),
+    source,
+    extra,
+  };
+}

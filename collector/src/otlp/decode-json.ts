@@ -1,0 +1,149 @@
+/**
+ * OTLP/JSON decoding of ExportLogsServiceRequest (opentelemetry-proto JSON mapping): lowerCamelCase keys (the
+ * proto's snake_case names accepted too, as the Go collector does), int64 as string or number, unknown fields
+ * ignored. Wrong types fail with the JSON path of the offending value.
+ */
+import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
+
+type Json = unknown;
+type Obj = Record<string, Json>;
+
+function field(o: Obj, camel: string, snake: string): Json {
+  const v = o[camel];
+  return v === undefined ? o[snake] : v;
+}
+
+function obj(v: Json, path: string): Obj {
+  if (v === null || v === undefined) return {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw new DecodeError(`${path} must be an object`);
+  return v as Obj;
+}
+
+function arr(v: Json, path: string): Json[] {
+  if (v === null || v === undefined) return [];
+  if (!Array.isArray(v)) throw new DecodeError(`${path} must be an array`);
+  return v;
+}
+
+function str(v: Json, path: string): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v !== 'string') throw new DecodeError(`${path} must be a string`);
+  return v;
+}
+
+const INT_RE = /^-?\d{1,20}$/;
+
+function int64(v: Json, path: string): number | bigint {
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) throw new DecodeError(`${path} must be an integer`);
+    return v;
+  }
+  if (typeof v === 'string' && INT_RE.test(v)) {
+    const n = Number(v);
+    if (Number.isSafeInteger(n)) return n;
+    const b = BigInt(v);
+    if (b > 0x7fffffffffffffffn || b < -0x8000000000000000n) throw new DecodeError(`${path} is out of the int64 range`);
+    return b;
+  }
+  throw new DecodeError(`${path} must be an integer (a JSON number or a decimal string)`);
+}
+
+function nanos(v: Json, path: string): bigint {
+  if (v === null || v === undefined) return 0n;
+  const n = int64(v, path);
+  if (n < 0) throw new DecodeError(`${path} must not be negative`);
+  return BigInt(n);
+}
+
+function double(v: Json, path: string): number {
+  if (typeof v === 'number') return v;
+  // protojson spells non-finite doubles as strings.
+  if (v === 'NaN') return NaN;
+  if (v === 'Infinity') return Infinity;
+  if (v === '-Infinity') return -Infinity;
+  if (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v))) return Number(v);
+  throw new DecodeError(`${path} must be a number`);
+}
+
+function anyValue(v: Json, path: string, depth: number): AnyValue {
+  if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels at ${path}`);
+  const o = obj(v, path);
+  if ('stringValue' in o || 'string_value' in o) return str(field(o, 'stringValue', 'string_value'), `${path}.stringValue`);
+  if ('boolValue' in o || 'bool_value' in o) {
+    const b = field(o, 'boolValue', 'bool_value');
+    if (typeof b !== 'boolean') throw new DecodeError(`${path}.boolValue must be true or false`);
+    return b;
+  }
+  if ('intValue' in o || 'int_value' in o) return int64(field(o, 'intValue', 'int_value'), `${path}.intValue`);
+  if ('doubleValue' in o || 'double_value' in o) return double(field(o, 'doubleValue', 'double_value'), `${path}.doubleValue`);
+  if ('arrayValue' in o || 'array_value' in o) {
+    const a = obj(field(o, 'arrayValue', 'array_value'), `${path}.arrayValue`);
+    return arr(a['values'], `${path}.arrayValue.values`).map((x, i) => anyValue(x, `${path}.arrayValue.values[${i}]`, depth + 1));
+  }
+  if ('kvlistValue' in o || 'kvlist_value' in o) {
+    const kv = obj(field(o, 'kvlistValue', 'kvlist_value'), `${path}.kvlistValue`);
+    return { kvlist: attributes(kv['values'], `${path}.kvlistValue.values`, depth + 1) };
+  }
+  if ('bytesValue' in o || 'bytes_value' in o) {
+    const b = str(field(o, 'bytesValue', 'bytes_value'), `${path}.bytesValue`);
+    if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(b)) throw new DecodeError(`${path}.bytesValue must be base64`);
+    return new Uint8Array(Buffer.from(b, 'base64'));
+  }
+  return null;
+}
+
+function attributes(v: Json, path: string, depth = 0): Attributes {
+  const out: Attributes = new Map();
+  const list = arr(v, path);
+  for (let i = 0; i < list.length; i++) {
+    const kv = obj(list[i], `${path}[${i}]`);
+    out.set(str(kv['key'], `${path}[${i}].key`), kv['value'] === undefined ? null : anyValue(kv['value'], `${path}[${i}].value`, depth));
+  }
+  return out;
+}
+
+function logRecord(v: Json, path: string): LogRecord {
+  const o = obj(v, path);
+  const body = o['body'];
+  return {
+    timeUnixNano: nanos(field(o, 'timeUnixNano', 'time_unix_nano'), `${path}.timeUnixNano`),
+    observedTimeUnixNano: nanos(field(o, 'observedTimeUnixNano', 'observed_time_unix_nano'), `${path}.observedTimeUnixNano`),
+    eventName: str(field(o, 'eventName', 'event_name'), `${path}.eventName`),
+    body: body === undefined || body === null ? undefined : anyValue(body, `${path}.body`, 0),
+    attributes: attributes(o['attributes'], `${path}.attributes`),
+  };
+}
+
+/** Decodes OTLP/JSON text. Throws DecodeError naming the JSON path on malformed input. */
+export function decodeLogsJson(text: string): LogsRequest {
+  let doc: Json;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new DecodeError(`invalid JSON: ${(err as Error).message}`);
+  }
+  const root = obj(doc, 'request');
+  if (doc === null) throw new DecodeError('request must be an object');
+  const rls = arr(field(root, 'resourceLogs', 'resource_logs'), 'resourceLogs');
+  return {
+    resourceLogs: rls.map((rlv, i) => {
+      const p = `resourceLogs[${i}]`;
+      const rl = obj(rlv, p);
+      const resource = obj(rl['resource'], `${p}.resource`);
+      const sls = arr(field(rl, 'scopeLogs', 'scope_logs'), `${p}.scopeLogs`);
+      return {
+        resource: attributes(resource['attributes'], `${p}.resource.attributes`),
+        scopeLogs: sls.map((slv, j): ScopeLogs => {
+          const sp = `${p}.scopeLogs[${j}]`;
+          const sl = obj(slv, sp);
+          const scope = obj(sl['scope'], `${sp}.scope`);
+          const recs = arr(field(sl, 'logRecords', 'log_records'), `${sp}.logRecords`);
+          return {
+            scope: { name: str(scope['name'], `${sp}.scope.name`), version: str(scope['version'], `${sp}.scope.version`) },
+            logRecords: recs.map((r, k) => logRecord(r, `${sp}.logRecords[${k}]`)),
+          };
+        }),
+      };
+    }),
+  };
+}

@@ -1,0 +1,266 @@
+/**
+ * A bounds-checked protobuf reader for ExportLogsServiceRequest. Hand-written from the field numbers in
+ * opentelemetry-proto (no npm package ships the current .proto files); it decodes only what hookwatch reads
+ * and skips the rest, so unknown or newer fields pass through harmlessly.
+ */
+import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
+
+class Reader {
+  pos: number;
+  readonly buf: Buffer;
+  readonly end: number;
+
+  constructor(buf: Buffer, pos: number, end: number) {
+    this.buf = buf;
+    this.pos = pos;
+    this.end = end;
+  }
+
+  /** A varint used as a tag or a length; values past 2^53 lose precision and then fail the bounds checks. */
+  varint(): number {
+    const buf = this.buf;
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new DecodeError('truncated protobuf: varint runs past the end of its message');
+      const byte = buf[this.pos++] as number;
+      result += (byte & 0x7f) * mul;
+      if ((byte & 0x80) === 0) return result;
+      mul *= 128;
+    }
+    throw new DecodeError('malformed protobuf: varint longer than 10 bytes');
+  }
+
+  /** A field tag: field number and wire type. */
+  tag(): number {
+    const t = this.varint();
+    if (t > 0xffffffff || t < 8) throw new DecodeError(`malformed protobuf: invalid field tag ${t}`);
+    return t;
+  }
+
+  /** An int64 varint (two's complement); a number when it fits 2^53, else a bigint. */
+  varint64(): number | bigint {
+    let result = 0n;
+    let shift = 0n;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new DecodeError('truncated protobuf: varint runs past the end of its message');
+      const byte = this.buf[this.pos++] as number;
+      result |= BigInt(byte & 0x7f) << shift;
+      if ((byte & 0x80) === 0) {
+        const signed = BigInt.asIntN(64, result);
+        return signed >= BigInt(Number.MIN_SAFE_INTEGER) && signed <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(signed) : signed;
+      }
+      shift += 7n;
+    }
+    throw new DecodeError('malformed protobuf: varint longer than 10 bytes');
+  }
+
+  fixed64(): bigint {
+    if (this.pos + 8 > this.end) throw new DecodeError('truncated protobuf: fixed64 runs past the end of its message');
+    const v = this.buf.readBigUInt64LE(this.pos);
+    this.pos += 8;
+    return v;
+  }
+
+  double(): number {
+    if (this.pos + 8 > this.end) throw new DecodeError('truncated protobuf: double runs past the end of its message');
+    const v = this.buf.readDoubleLE(this.pos);
+    this.pos += 8;
+    return v;
+  }
+
+  /** The end offset of a length-delimited field starting at pos. */
+  lengthEnd(): number {
+    const len = this.varint();
+    const end = this.pos + len;
+    if (end > this.end) throw new DecodeError(`truncated protobuf: a field declares ${len} bytes but only ${this.end - this.pos} remain`);
+    return end;
+  }
+
+  string(): string {
+    const end = this.lengthEnd();
+    // Lenient like most receivers' string views: invalid UTF-8 becomes U+FFFD instead of failing the batch.
+    const s = (this.buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(this.pos, end);
+    this.pos = end;
+    return s;
+  }
+
+  bytes(): Uint8Array {
+    const end = this.lengthEnd();
+    const b = this.buf.subarray(this.pos, end);
+    this.pos = end;
+    return b;
+  }
+
+  skip(wireType: number): void {
+    switch (wireType) {
+      case 0:
+        this.varint64();
+        return;
+      case 1:
+        if (this.pos + 8 > this.end) throw new DecodeError('truncated protobuf: fixed64 runs past the end of its message');
+        this.pos += 8;
+        return;
+      case 2:
+        this.pos = this.lengthEnd();
+        return;
+      case 5:
+        if (this.pos + 4 > this.end) throw new DecodeError('truncated protobuf: fixed32 runs past the end of its message');
+        this.pos += 4;
+        return;
+      default:
+        throw new DecodeError(`malformed protobuf: unsupported wire type ${wireType}`);
+    }
+  }
+}
+
+function expectWire(wireType: number, want: number, what: string): void {
+  if (wireType !== want) throw new DecodeError(`malformed protobuf: ${what} has wire type ${wireType}, expected ${want}`);
+}
+
+function sub(r: Reader, wireType: number, what: string): Reader {
+  expectWire(wireType, 2, what);
+  const end = r.lengthEnd();
+  const child = new Reader(r.buf, r.pos, end);
+  r.pos = end;
+  return child;
+}
+
+function anyValue(r: Reader, depth: number): AnyValue {
+  if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`);
+  let value: AnyValue = null;
+  while (r.pos < r.end) {
+    const tag = r.tag();
+    const field = tag >>> 3;
+    const wt = tag & 7;
+    switch (field) {
+      case 1: expectWire(wt, 2, 'AnyValue.string_value'); value = r.string(); break;
+      case 2: expectWire(wt, 0, 'AnyValue.bool_value'); value = r.varint64() !== 0; break;
+      case 3: expectWire(wt, 0, 'AnyValue.int_value'); value = r.varint64(); break;
+      case 4: expectWire(wt, 1, 'AnyValue.double_value'); value = r.double(); break;
+      case 5: {
+        const arr = sub(r, wt, 'AnyValue.array_value');
+        const values: AnyValue[] = [];
+        while (arr.pos < arr.end) {
+          const t = arr.tag();
+          if (t >>> 3 === 1) values.push(anyValue(sub(arr, t & 7, 'ArrayValue.values'), depth + 1));
+          else arr.skip(t & 7);
+        }
+        value = values;
+        break;
+      }
+      case 6: {
+        const kv = sub(r, wt, 'AnyValue.kvlist_value');
+        const map: Attributes = new Map();
+        while (kv.pos < kv.end) {
+          const t = kv.tag();
+          if (t >>> 3 === 1) keyValue(sub(kv, t & 7, 'KeyValueList.values'), map, depth + 1);
+          else kv.skip(t & 7);
+        }
+        value = { kvlist: map };
+        break;
+      }
+      case 7: expectWire(wt, 2, 'AnyValue.bytes_value'); value = r.bytes(); break;
+      default: r.skip(wt);
+    }
+  }
+  return value;
+}
+
+function keyValue(r: Reader, into: Attributes, depth: number): void {
+  let key = '';
+  let value: AnyValue = null;
+  while (r.pos < r.end) {
+    const tag = r.tag();
+    const field = tag >>> 3;
+    if (field === 1) {
+      expectWire(tag & 7, 2, 'KeyValue.key');
+      key = r.string();
+    } else if (field === 2) {
+      value = anyValue(sub(r, tag & 7, 'KeyValue.value'), depth);
+    } else {
+      r.skip(tag & 7);
+    }
+  }
+  into.set(key, value);
+}
+
+function attributesInto(r: Reader, wt: number, into: Attributes, what: string): void {
+  keyValue(sub(r, wt, what), into, 0);
+}
+
+function logRecord(r: Reader): LogRecord {
+  const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
+  while (r.pos < r.end) {
+    const tag = r.tag();
+    const field = tag >>> 3;
+    const wt = tag & 7;
+    switch (field) {
+      case 1: expectWire(wt, 1, 'LogRecord.time_unix_nano'); rec.timeUnixNano = r.fixed64(); break;
+      case 11: expectWire(wt, 1, 'LogRecord.observed_time_unix_nano'); rec.observedTimeUnixNano = r.fixed64(); break;
+      case 5: rec.body = anyValue(sub(r, wt, 'LogRecord.body'), 0); break;
+      case 6: attributesInto(r, wt, rec.attributes, 'LogRecord.attributes'); break;
+      case 12: expectWire(wt, 2, 'LogRecord.event_name'); rec.eventName = r.string(); break;
+      default: r.skip(wt);
+    }
+  }
+  return rec;
+}
+
+function scopeLogs(r: Reader): ScopeLogs {
+  const out: ScopeLogs = { scope: { name: '', version: '' }, logRecords: [] };
+  while (r.pos < r.end) {
+    const tag = r.tag();
+    const field = tag >>> 3;
+    const wt = tag & 7;
+    if (field === 1) {
+      const s = sub(r, wt, 'ScopeLogs.scope');
+      while (s.pos < s.end) {
+        const t = s.tag();
+        if (t >>> 3 === 1) { expectWire(t & 7, 2, 'InstrumentationScope.name'); out.scope.name = s.string(); }
+        else if (t >>> 3 === 2) { expectWire(t & 7, 2, 'InstrumentationScope.version'); out.scope.version = s.string(); }
+        else s.skip(t & 7);
+      }
+    } else if (field === 2) {
+      out.logRecords.push(logRecord(sub(r, wt, 'ScopeLogs.log_records')));
+    } else {
+      r.skip(wt);
+    }
+  }
+  return out;
+}
+
+function resourceLogs(r: Reader): ResourceLogs {
+  const out: ResourceLogs = { resource: new Map(), scopeLogs: [] };
+  while (r.pos < r.end) {
+    const tag = r.tag();
+    const field = tag >>> 3;
+    const wt = tag & 7;
+    if (field === 1) {
+      const res = sub(r, wt, 'ResourceLogs.resource');
+      while (res.pos < res.end) {
+        const t = res.tag();
+        if (t >>> 3 === 1) attributesInto(res, t & 7, out.resource, 'Resource.attributes');
+        else res.skip(t & 7);
+      }
+    } else if (field === 2) {
+      out.scopeLogs.push(scopeLogs(sub(r, wt, 'ResourceLogs.scope_logs')));
+    } else {
+      r.skip(wt);
+    }
+  }
+  return out;
+}
+
+/** Decodes an ExportLogsServiceRequest. Throws DecodeError naming the problem on malformed input. */
+export function decodeLogsProto(body: Uint8Array): LogsRequest {
+  const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const r = new Reader(buf, 0, buf.length);
+  const req: LogsRequest = { resourceLogs: [] };
+  while (r.pos < r.end) {
+    const tag = r.tag();
+    if (tag >>> 3 === 1) req.resourceLogs.push(resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
+    else r.skip(tag & 7);
+  }
+  return req;
+}

@@ -1,0 +1,40 @@
+/** The small interfaces the pipeline's stages meet through. */
+import type { Encoding } from '../otlp/encode.ts';
+import type { LogsRequest } from '../otlp/model.ts';
+import type { HookEvent } from '../hooks/model.ts';
+
+export type Signal = 'logs' | 'metrics' | 'traces';
+
+/** The request as it arrived (after decompression), for stages that pass data on unchanged. */
+export interface RawRequest {
+  signal: Signal;
+  body: Buffer;
+  encoding: Encoding;
+  receivedAtMs: number;
+}
+
+export interface ConsumeResult {
+  /** Records that could not be used (reported to the client as partial success). */
+  rejected: number;
+  message: string;
+}
+
+/** Next stage after a receiver for logs. Throws a classified error (see errors.ts) to refuse the request. */
+export interface LogsConsumer {
+  consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult>;
+}
+
+/** Next stage for metrics and traces, which hookwatch does not read (it may forward them). */
+export interface PassThroughConsumer {
+  consume(raw: RawRequest): Promise<void>;
+}
+
+/** Told about events once they are committed (alert evaluation runs on ingest). */
+export interface IngestListener {
+  onIngested(events: readonly HookEvent[]): void;
+}
+
+/** Accepts metrics and traces and keeps nothing: the default when no forwarding is configured. */
+export const discardPassThrough: PassThroughConsumer = {
+  async consume() {},
+};

@@ -1,0 +1,52 @@
+/**
+ * Every failure on the ingest path is classified once: permanent (bad input: do not retry) or retryable
+ * (back-pressure, store unavailable). One table maps each class to an HTTP status and a gRPC code.
+ */
+import { DecodeError } from '../otlp/model.ts';
+import { StoreUnavailableError } from '../store/store.ts';
+
+/** The request body is larger than the configured limit (after decompression). */
+export class TooLargeError extends Error {
+  override name = 'TooLargeError';
+}
+
+/** hookwatch cannot keep up right now; the client should retry after `retryAfterSeconds`. */
+export class OverloadedError extends Error {
+  override name = 'OverloadedError';
+  retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds = 1) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+export class UnauthenticatedError extends Error {
+  override name = 'UnauthenticatedError';
+}
+
+export class UnsupportedMediaTypeError extends Error {
+  override name = 'UnsupportedMediaTypeError';
+}
+
+export interface ErrorMapping {
+  httpStatus: number;
+  /** google.rpc.Code / gRPC status code. */
+  grpcCode: number;
+  retryable: boolean;
+  retryAfterSeconds?: number;
+  /** Safe to show the client (no internals, no secrets). */
+  message: string;
+  /** Label for hookwatch's own rejection counters. */
+  reason: string;
+}
+
+/** The one mapping from an ingest error to HTTP and gRPC answers. */
+export function mapError(err: unknown): ErrorMapping {
+  if (err instanceof DecodeError) return { httpStatus: 400, grpcCode: 3, retryable: false, message: err.message, reason: 'bad_request' };
+  if (err instanceof TooLargeError) return { httpStatus: 413, grpcCode: 8, retryable: false, message: err.message, reason: 'too_large' };
+  if (err instanceof UnsupportedMediaTypeError) return { httpStatus: 415, grpcCode: 3, retryable: false, message: err.message, reason: 'unsupported_media_type' };
+  if (err instanceof UnauthenticatedError) return { httpStatus: 401, grpcCode: 16, retryable: false, message: err.message, reason: 'unauthenticated' };
+  if (err instanceof OverloadedError) return { httpStatus: 503, grpcCode: 14, retryable: true, retryAfterSeconds: err.retryAfterSeconds, message: err.message, reason: 'overloaded' };
+  if (err instanceof StoreUnavailableError) return { httpStatus: 503, grpcCode: 14, retryable: true, retryAfterSeconds: 5, message: 'the store cannot take writes right now; retry later', reason: 'store_unavailable' };
+  return { httpStatus: 500, grpcCode: 13, retryable: false, message: 'internal error', reason: 'internal' };
+}

@@ -1,0 +1,90 @@
+/**
+ * The hook stage: extracts hook events from decoded logs, commits them to the store (the OTLP 200 waits for
+ * the commit), then tells listeners (alerting) about the newly stored events.
+ */
+import { extractHookEvents } from '../hooks/extract.ts';
+import type { LogsRequest } from '../otlp/model.ts';
+import type { Store } from '../store/store.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { ConsumeResult, IngestListener, LogsConsumer, RawRequest } from './consumer.ts';
+import { OverloadedError } from './errors.ts';
+
+export interface HookIngestOptions {
+  store: Store;
+  nearThreshold: number;
+  dimensions: readonly string[];
+  /** Batches waiting for the store at once before new ones get 503 + Retry-After. */
+  maxPending: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** Counters of what the hook stage has seen, for /metrics and tests. */
+export interface IngestStats {
+  batches: number;
+  logRecords: number;
+  hookEvents: number;
+  stored: number;
+  duplicates: number;
+  rejectedRecords: number;
+  otherRecords: number;
+  storeErrors: number;
+  storeSeconds: number;
+}
+
+export class HookIngest implements LogsConsumer {
+  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0 };
+  private pending = 0;
+  private readonly listeners: IngestListener[] = [];
+  private readonly opts: HookIngestOptions;
+
+  constructor(opts: HookIngestOptions) {
+    this.opts = opts;
+  }
+
+  addListener(l: IngestListener): void {
+    this.listeners.push(l);
+  }
+
+  async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
+    if (this.pending >= this.opts.maxPending) {
+      throw new OverloadedError(`${this.pending} batches are waiting for the store; retry later`, 1);
+    }
+    const x = extractHookEvents(req, { nearThreshold: this.opts.nearThreshold, dimensions: this.opts.dimensions, ...(this.opts.now ? { now: this.opts.now } : {}) });
+    this.stats.batches++;
+    this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
+    this.stats.hookEvents += x.events.length;
+    this.stats.rejectedRecords += x.rejected;
+    this.stats.otherRecords += x.otherRecords;
+    if (x.events.length > 0) {
+      this.pending++;
+      const started = performance.now();
+      try {
+        const r = await this.opts.store.ingest(x.events);
+        this.stats.stored += r.inserted.length;
+        this.stats.duplicates += r.duplicates;
+        if (r.inserted.length > 0) this.notify(r.inserted);
+      } catch (err) {
+        this.stats.storeErrors++;
+        throw err;
+      } finally {
+        this.pending--;
+        this.stats.storeSeconds += (performance.now() - started) / 1000;
+      }
+    }
+    if (x.rejected === 0) return { rejected: 0, message: '' };
+    const more = x.rejected > x.problems.length ? ` (and ${x.rejected - x.problems.length} more)` : '';
+    return { rejected: x.rejected, message: `${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}` };
+  }
+
+  private notify(events: Parameters<IngestListener['onIngested']>[0]): void {
+    for (const l of this.listeners) {
+      try {
+        l.onIngested(events);
+      } catch (err) {
+        // A listener's failure must never fail an ingest whose data is already committed.
+        this.opts.logger.error('ingest listener failed', { err });
+      }
+    }
+  }
+}

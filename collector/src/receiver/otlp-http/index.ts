@@ -1,0 +1,160 @@
+/**
+ * OTLP/HTTP receiver (opentelemetry-proto specification, "OTLP/HTTP"): POST /v1/logs, /v1/metrics and
+ * /v1/traces in application/x-protobuf or application/json, gzip accepted, answers in the request's encoding.
+ * Plain node:http rather than Express: the receiver needs exact control of body limits and status codes.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { splitAddr } from '../../config/index.ts';
+import { decodeLogsJson } from '../../otlp/decode-json.ts';
+import { decodeLogsProto } from '../../otlp/decode-proto.ts';
+import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
+import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/consumer.ts';
+import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import { decompress, readRaw } from './body.ts';
+
+export interface OtlpHttpReceiverOptions {
+  addr: string;
+  maxRequestBytes: number;
+  requestTimeoutMs: number;
+  /** Empty: no authentication. */
+  ingestToken: string;
+  logs: LogsConsumer;
+  passThrough: PassThroughConsumer;
+  logger: Logger;
+}
+
+/** Counters for /metrics: requests by signal and outcome, rejections by reason. */
+export interface ReceiverStats {
+  requests: Record<string, number>;
+  rejected: Record<string, number>;
+}
+
+const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
+const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
+
+function mediaType(header: string | undefined): Encoding | undefined {
+  const type = (header ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type === 'application/x-protobuf' || type === 'application/protobuf') return 'protobuf';
+  if (type === 'application/json') return 'json';
+  return undefined;
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+export class OtlpHttpReceiver {
+  readonly stats: ReceiverStats = { requests: {}, rejected: {} };
+  private readonly server: Server;
+  private readonly opts: OtlpHttpReceiverOptions;
+  private readonly tokenDigest: Buffer | undefined;
+
+  constructor(opts: OtlpHttpReceiverOptions) {
+    this.opts = opts;
+    this.tokenDigest = opts.ingestToken ? digest(`Bearer ${opts.ingestToken}`) : undefined;
+    this.server = createServer({ requestTimeout: opts.requestTimeoutMs, headersTimeout: Math.min(opts.requestTimeoutMs, 60_000) }, (req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        opts.logger.error('otlp request failed unexpectedly', { err });
+        if (!res.headersSent) this.fail(res, 'json', 500, RpcCode.INTERNAL, 'internal error');
+      });
+    });
+    this.server.keepAliveTimeout = 65_000;
+  }
+
+  /** Starts listening; resolves with the bound address (port 0 picks a free port). */
+  async start(): Promise<AddressInfo> {
+    const { host, port } = splitAddr(this.opts.addr);
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  /** Stops accepting, lets in-flight requests finish. Safe to call twice or before start. */
+  async shutdown(): Promise<void> {
+    if (!this.server.listening) return;
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeIdleConnections();
+    });
+  }
+
+  private count(map: Record<string, number>, key: string): void {
+    map[key] = (map[key] ?? 0) + 1;
+  }
+
+  private fail(res: ServerResponse, encoding: Encoding, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+    const body = encodeStatus(encoding, code, message);
+    res.writeHead(status, {
+      'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+      'content-length': body.length,
+      ...headers,
+    });
+    res.end(body);
+  }
+
+  private authorized(req: IncomingMessage): boolean {
+    if (!this.tokenDigest) return true;
+    // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
+    return timingSafeEqual(digest(req.headers.authorization ?? ''), this.tokenDigest);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0] as string;
+    const signal = PATHS[path];
+    const encoding = mediaType(req.headers['content-type']);
+    const answerEncoding: Encoding = encoding ?? 'json';
+    if (!signal) {
+      this.count(this.stats.rejected, 'not_found');
+      this.fail(res, answerEncoding, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
+      req.resume();
+      return;
+    }
+    if (req.method !== 'POST') {
+      this.count(this.stats.rejected, 'method_not_allowed');
+      this.fail(res, answerEncoding, 405, RpcCode.UNIMPLEMENTED, `method ${req.method} not allowed on ${path}; use POST`, { allow: 'POST' });
+      req.resume();
+      return;
+    }
+    try {
+      if (!this.authorized(req)) throw new UnauthenticatedError('missing or wrong bearer token (Authorization: Bearer <token>)');
+      if (!encoding) {
+        throw new UnsupportedMediaTypeError(`Content-Type ${JSON.stringify(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json`);
+      }
+      const raw = await readRaw(req, this.opts.maxRequestBytes);
+      const body = await decompress(raw, req.headers['content-encoding'], this.opts.maxRequestBytes);
+      const rawRequest = { signal, body, encoding, receivedAtMs: Date.now() };
+      let rejected = 0;
+      let message = '';
+      if (signal === 'logs') {
+        const decoded = encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8'));
+        ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
+      } else {
+        await this.opts.passThrough.consume(rawRequest);
+      }
+      const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);
+      this.count(this.stats.requests, `${signal}:ok`);
+      res.writeHead(200, { 'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf', 'content-length': out.length });
+      res.end(out);
+    } catch (err) {
+      const m = mapError(err);
+      this.count(this.stats.requests, `${signal}:${m.httpStatus}`);
+      this.count(this.stats.rejected, m.reason);
+      if (m.httpStatus === 500) this.opts.logger.error('otlp request failed', { signal, err });
+      const headers: Record<string, string> = {};
+      if (m.retryAfterSeconds !== undefined) headers['retry-after'] = String(m.retryAfterSeconds);
+      if (m.httpStatus === 401) headers['www-authenticate'] = 'Bearer';
+      // After a refusal mid-body, close the connection instead of reading the rest of a hostile upload.
+      if (!req.complete) headers['connection'] = 'close';
+      this.fail(res, answerEncoding, m.httpStatus, m.grpcCode, m.message, headers);
+      if (!req.complete) req.resume();
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * Builds and runs the pipeline from a typed config:
+ *   OTLP/HTTP receiver -> hook ingest -> store -> API and dashboard
+ * Start returns once every listener is bound; stop is safe twice and closes the store last.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createApiRouter } from './api/index.ts';
+import { splitAddr, type HookwatchConfig } from './config/index.ts';
+import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
+import { HookIngest } from './pipeline/hook-ingest.ts';
+import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
+import { openStore } from './store/open.ts';
+import type { Store } from './store/store.ts';
+import type { Logger } from './telemetry/logger.ts';
+import { createDashboardRouter } from '../../dashboard/server.ts';
+
+export interface ServiceOptions {
+  logger: Logger;
+  now?: () => number;
+  /** Replaces the store named by config.db (tests). */
+  store?: Store;
+  passThrough?: PassThroughConsumer;
+}
+
+export interface RunningService {
+  config: HookwatchConfig;
+  store: Store;
+  ingest: HookIngest;
+  receiver: OtlpHttpReceiver;
+  otlpHttpAddress: AddressInfo;
+  httpAddress: AddressInfo;
+  /** Base URLs, e.g. http://127.0.0.1:4318 */
+  otlpHttpUrl: string;
+  httpUrl: string;
+  stop(): Promise<void>;
+}
+
+const RETENTION_INTERVAL_MS = 3_600_000;
+
+function url(a: AddressInfo): string {
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${a.port}`;
+}
+
+export async function startService(config: HookwatchConfig, opts: ServiceOptions): Promise<RunningService> {
+  const { logger } = opts;
+  const now = opts.now ?? Date.now;
+  const store = opts.store ?? (await openStore(config));
+  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
+  const receiver = new OtlpHttpReceiver({
+    addr: config.otlp.http.addr,
+    maxRequestBytes: config.otlp.maxRequestBytes,
+    requestTimeoutMs: config.otlp.requestTimeoutMs,
+    ingestToken: config.otlp.ingestToken,
+    logs: ingest,
+    passThrough: opts.passThrough ?? discardPassThrough,
+    logger,
+  });
+
+  let listening = false;
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
+  app.use(createDashboardRouter());
+  const http: Server = createServer(app);
+
+  let otlpHttpAddress: AddressInfo;
+  try {
+    otlpHttpAddress = await receiver.start();
+    const { host, port } = splitAddr(config.http.addr);
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(port, host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    await receiver.shutdown();
+    await store.close();
+    throw err;
+  }
+  listening = true;
+  const httpAddress = http.address() as AddressInfo;
+
+  const prune = async (): Promise<void> => {
+    try {
+      const t = now();
+      const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs);
+      if (r.events || r.rollups) logger.info('retention removed old data', { events: r.events, rollups: r.rollups });
+    } catch (err) {
+      logger.warn('retention run failed', { err });
+    }
+  };
+  const retentionTimer = setInterval(() => void prune(), RETENTION_INTERVAL_MS);
+  retentionTimer.unref();
+  void prune();
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      listening = false;
+      clearInterval(retentionTimer);
+      await receiver.shutdown();
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeIdleConnections();
+      });
+      await store.close();
+    })();
+    return stopping;
+  };
+
+  return { config, store, ingest, receiver, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
+}

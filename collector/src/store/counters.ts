@@ -1,0 +1,125 @@
+/**
+ * Rollup counters: how one event adds to a bucket, how buckets merge, and the SQL column list every backend
+ * shares. Max columns stay NULL until an execution with size data arrives: unknown is not zero.
+ */
+import type { CharsByKind, HookCounters } from '../../../shared/src/api.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { singleStringBounds } from '../hooks/cliff.ts';
+
+/** Additive counters (SUM on merge). */
+export const SUM_COLUMNS = [
+  'executions', 'starts', 'num_hooks', 'success', 'blocking', 'non_blocking_error', 'cancelled',
+  'outputs_persisted', 'executions_with_persisted', 'size_unknown', 'near_executions',
+  'sum_stdout', 'sum_additional_context', 'sum_system_message', 'sum_initial_user_message', 'duration_sum',
+] as const;
+
+/** Maximum counters (MAX on merge, NULL-ignoring). */
+export const MAX_COLUMNS = [
+  'max_stdout', 'max_additional_context', 'max_system_message', 'max_initial_user_message',
+  'lmax_stdout', 'lmax_additional_context', 'lmax_system_message', 'lmax_initial_user_message', 'duration_max',
+] as const;
+
+export const COUNTER_COLUMNS = [...SUM_COLUMNS, ...MAX_COLUMNS] as const;
+export type CounterColumn = (typeof COUNTER_COLUMNS)[number];
+export type CounterRow = Record<CounterColumn, number | null>;
+
+const KINDS = [
+  ['stdout', 'stdout', 'stdoutChars'],
+  ['additionalContext', 'additional_context', 'additionalContextChars'],
+  ['systemMessage', 'system_message', 'systemMessageChars'],
+  ['initialUserMessage', 'initial_user_message', 'initialUserMessageChars'],
+] as const;
+
+export function emptyRow(): CounterRow {
+  const row = {} as CounterRow;
+  for (const c of SUM_COLUMNS) row[c] = 0;
+  for (const c of MAX_COLUMNS) row[c] = null;
+  for (const [, col] of KINDS) row[`sum_${col}`] = null;
+  return row;
+}
+
+function addMax(row: CounterRow, col: CounterColumn, v: number | null): void {
+  if (v === null) return;
+  const cur = row[col];
+  if (cur === null || v > cur) row[col] = v;
+}
+
+function addSum(row: CounterRow, col: CounterColumn, v: number | null): void {
+  if (v === null) return;
+  row[col] = (row[col] ?? 0) + v;
+}
+
+/** Adds one event to a rollup row. */
+export function addEvent(row: CounterRow, e: HookEvent): void {
+  if (e.kind === 'start') {
+    row.starts = (row.starts ?? 0) + 1;
+    return;
+  }
+  addSum(row, 'executions', 1);
+  addSum(row, 'num_hooks', e.numHooks);
+  addSum(row, 'success', e.numSuccess);
+  addSum(row, 'blocking', e.numBlocking);
+  addSum(row, 'non_blocking_error', e.numNonBlockingError);
+  addSum(row, 'cancelled', e.numCancelled);
+  addSum(row, 'outputs_persisted', e.outputsPersisted);
+  if (e.status === 'over') addSum(row, 'executions_with_persisted', 1);
+  if (e.status === 'near') addSum(row, 'near_executions', 1);
+  if (!e.sizesKnown) addSum(row, 'size_unknown', 1);
+  for (const [, col, field] of KINDS) {
+    const v = e[field];
+    if (v === null) continue;
+    addSum(row, `sum_${col}`, v);
+    addMax(row, `max_${col}`, v);
+    addMax(row, `lmax_${col}`, singleStringBounds(v, e.numHooks).lower);
+  }
+  addSum(row, 'duration_sum', e.durationMs);
+  addMax(row, 'duration_max', e.durationMs);
+}
+
+/** Merges b into a (used when combining minute, hour and day segments of a range). */
+export function mergeRow(a: CounterRow, b: CounterRow): void {
+  for (const c of SUM_COLUMNS) addSum(a, c, b[c]);
+  for (const c of MAX_COLUMNS) addMax(a, c, b[c]);
+}
+
+function chars(row: CounterRow, prefix: 'max_' | 'lmax_' | 'sum_'): CharsByKind {
+  const out = {} as CharsByKind;
+  for (const [api, col] of KINDS) {
+    const v = row[`${prefix}${col}` as CounterColumn];
+    out[api] = v === null || v === undefined ? null : Number(v);
+  }
+  return out;
+}
+
+/** The API shape of a rollup row. */
+export function toCounters(row: CounterRow): HookCounters {
+  const n = (c: CounterColumn): number => Number(row[c] ?? 0);
+  return {
+    executions: n('executions'),
+    starts: n('starts'),
+    numHooks: n('num_hooks'),
+    success: n('success'),
+    blocking: n('blocking'),
+    nonBlockingError: n('non_blocking_error'),
+    cancelled: n('cancelled'),
+    outputsPersisted: n('outputs_persisted'),
+    executionsWithPersisted: n('executions_with_persisted'),
+    sizeUnknownExecutions: n('size_unknown'),
+    nearExecutions: n('near_executions'),
+    maxChars: chars(row, 'max_'),
+    maxCharsLowerBound: chars(row, 'lmax_'),
+    sumChars: chars(row, 'sum_'),
+    durationMsSum: n('duration_sum'),
+    durationMsMax: row.duration_max === null ? null : Number(row.duration_max),
+  };
+}
+
+/** Normalises a database row (bigint or string numbers) to a CounterRow. */
+export function fromDbRow(r: Record<string, unknown>): CounterRow {
+  const row = {} as CounterRow;
+  for (const c of COUNTER_COLUMNS) {
+    const v = r[c];
+    row[c] = v === null || v === undefined ? null : Number(v);
+  }
+  return row;
+}

@@ -1,0 +1,67 @@
+/**
+ * Splits a time range into whole days, hours and minutes so a long range reads a few day rollups plus the
+ * hour and minute rollups at its edges, exact to the minute. Rollup buckets are UTC-aligned.
+ */
+export const MINUTE = 60_000;
+export const HOUR = 3_600_000;
+export const DAY = 86_400_000;
+
+export type Granularity = 'minute' | 'hour' | 'day';
+
+export interface Segment {
+  granularity: Granularity;
+  /** Bucket starts in [fromMs, toMs). */
+  fromMs: number;
+  toMs: number;
+}
+
+const SIZE: Record<Granularity, number> = { minute: MINUTE, hour: HOUR, day: DAY };
+
+export function granularityMs(g: Granularity): number {
+  return SIZE[g];
+}
+
+/** Minute-aligned range: from rounded down, to rounded up. */
+export function alignRange(fromMs: number, toMs: number): { fromMs: number; toMs: number } {
+  return { fromMs: Math.floor(fromMs / MINUTE) * MINUTE, toMs: Math.ceil(toMs / MINUTE) * MINUTE };
+}
+
+export function segments(fromMsRaw: number, toMsRaw: number): Segment[] {
+  const { fromMs, toMs } = alignRange(fromMsRaw, toMsRaw);
+  if (toMs <= fromMs) return [];
+  const out: Segment[] = [];
+  const ceil = (t: number, s: number): number => Math.ceil(t / s) * s;
+  const floor = (t: number, s: number): number => Math.floor(t / s) * s;
+  const push = (granularity: Granularity, a: number, b: number): void => {
+    if (b > a) out.push({ granularity, fromMs: a, toMs: b });
+  };
+  const dayStart = ceil(fromMs, DAY);
+  const dayEnd = floor(toMs, DAY);
+  if (dayEnd > dayStart) {
+    const hourStartA = ceil(fromMs, HOUR);
+    push('minute', fromMs, Math.min(hourStartA, dayStart));
+    push('hour', Math.min(hourStartA, dayStart), dayStart);
+    push('day', dayStart, dayEnd);
+    const hourEndB = floor(toMs, HOUR);
+    push('hour', dayEnd, Math.max(hourEndB, dayEnd));
+    push('minute', Math.max(hourEndB, dayEnd), toMs);
+    return out;
+  }
+  const hourStart = ceil(fromMs, HOUR);
+  const hourEnd = floor(toMs, HOUR);
+  if (hourEnd > hourStart) {
+    push('minute', fromMs, hourStart);
+    push('hour', hourStart, hourEnd);
+    push('minute', hourEnd, toMs);
+    return out;
+  }
+  push('minute', fromMs, toMs);
+  return out;
+}
+
+/** The rollup table that serves a series step: the coarsest whose bucket divides the step. */
+export function granularityForStep(stepMs: number): Granularity {
+  if (stepMs % DAY === 0) return 'day';
+  if (stepMs % HOUR === 0) return 'hour';
+  return 'minute';
+}

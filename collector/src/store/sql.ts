@@ -1,0 +1,77 @@
+/** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
+import { BUILTIN_DIMENSIONS } from '../hooks/model.ts';
+import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
+import { UnknownDimensionError } from './store.ts';
+
+export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
+
+/** Column definitions of a rollup table body (after the key columns). */
+export function counterColumnsDdl(intType: string): string {
+  return [...SUM_COLUMNS.map((c) => `${c} ${intType}${c.startsWith('sum_') ? '' : ' NOT NULL DEFAULT 0'}`), ...MAX_COLUMNS.map((c) => `${c} ${intType}`)].join(',\n  ');
+}
+
+/** SET clause of an upsert: sums add, maxima keep the larger; NULL (unknown) never overwrites a value. */
+export function upsertSetClause(): string {
+  const sums = SUM_COLUMNS.map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} ELSE COALESCE(t.${c}, 0) + excluded.${c} END`);
+  const maxes = MAX_COLUMNS.map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} WHEN t.${c} IS NULL OR excluded.${c} > t.${c} THEN excluded.${c} ELSE t.${c} END`);
+  return [...sums, ...maxes].join(',\n    ');
+}
+
+/** SELECT list that aggregates rollup rows into counter columns. */
+export function rollupAggregates(): string {
+  return [...SUM_COLUMNS.map((c) => `SUM(${c}) AS ${c}`), ...MAX_COLUMNS.map((c) => `MAX(${c}) AS ${c}`)].join(', ');
+}
+
+const SIZE_COLS = ['stdout', 'additional_context', 'system_message', 'initial_user_message'] as const;
+
+/** SELECT list that aggregates raw events into the same counter columns as the rollups. */
+export function eventAggregates(): string {
+  const complete = (expr: string): string => `CASE WHEN kind = 'complete' THEN ${expr} END`;
+  const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
+  const parts = [
+    `SUM(CASE WHEN kind = 'complete' THEN 1 ELSE 0 END) AS executions`,
+    `SUM(CASE WHEN kind = 'start' THEN 1 ELSE 0 END) AS starts`,
+    `SUM(${complete('num_hooks')}) AS num_hooks`,
+    `SUM(num_success) AS success`,
+    `SUM(num_blocking) AS blocking`,
+    `SUM(num_non_blocking_error) AS non_blocking_error`,
+    `SUM(num_cancelled) AS cancelled`,
+    `SUM(outputs_persisted) AS outputs_persisted`,
+    `SUM(CASE WHEN status = 'over' THEN 1 ELSE 0 END) AS executions_with_persisted`,
+    `SUM(CASE WHEN kind = 'complete' AND sizes_known = 0 THEN 1 ELSE 0 END) AS size_unknown`,
+    `SUM(CASE WHEN status = 'near' THEN 1 ELSE 0 END) AS near_executions`,
+    ...SIZE_COLS.map((c) => `SUM(${c}_chars) AS sum_${c}`),
+    `SUM(${complete('duration_ms')}) AS duration_sum`,
+    ...SIZE_COLS.map((c) => `MAX(${c}_chars) AS max_${c}`),
+    ...SIZE_COLS.map((c) => `MAX((${c}_chars + ${n} - 1) / ${n}) AS lmax_${c}`),
+    `MAX(${complete('duration_ms')}) AS duration_max`,
+  ];
+  return parts.join(',\n  ');
+}
+
+function snake(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+}
+
+/**
+ * The SQL expression for a dimension (attribute name): a column for built-in ones, a JSON lookup for configured
+ * extra ones. Throws UnknownDimensionError for anything else, so user input never reaches SQL text.
+ */
+export function dimensionExpr(dimension: string, extraDimensions: readonly string[], jsonExpr: (key: string) => string): string {
+  const builtin = (BUILTIN_DIMENSIONS as Record<string, string>)[dimension];
+  if (builtin) return snake(builtin);
+  if (extraDimensions.includes(dimension)) return jsonExpr(dimension);
+  throw new UnknownDimensionError(`unknown dimension ${JSON.stringify(dimension)}; known: ${[...Object.keys(BUILTIN_DIMENSIONS), ...extraDimensions].join(', ')}`);
+}
+
+/** Dimensions the API accepts as filters and breakdowns. */
+export function knownDimensions(extraDimensions: readonly string[]): string[] {
+  return [...Object.keys(BUILTIN_DIMENSIONS), ...extraDimensions];
+}
+
+export const EVENT_COLUMNS = [
+  'dedup_key', 'kind', 'hook_id', 'time_ms', 'num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error',
+  'num_cancelled', 'duration_ms', 'stdout_chars', 'additional_context_chars', 'system_message_chars',
+  'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'service_name', 'service_version',
+  'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id', 'terminal_type', 'source', 'extra',
+] as const;

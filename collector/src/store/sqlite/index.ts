@@ -1,0 +1,318 @@
+/**
+ * The embedded default store: SQLite through node:sqlite (no native addon to compile). WAL mode; each ingest
+ * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
+import type { HookEvent } from '../../hooks/model.ts';
+import { addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { EVENT_COLUMNS, ROLLUP_TABLES, counterColumnsDdl, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { COUNTER_COLUMNS } from '../counters.ts';
+
+export interface SqliteStoreOptions {
+  path: string;
+  synchronous?: 'full' | 'normal';
+  /** Extra dimension attribute keys (config `dimensions`). */
+  dimensions?: readonly string[];
+}
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE hooks (
+    hook_id TEXT PRIMARY KEY,
+    hook_event TEXT NOT NULL,
+    hook_name TEXT NOT NULL,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL
+  );
+  CREATE TABLE events (
+    id INTEGER PRIMARY KEY,
+    dedup_key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    hook_id TEXT NOT NULL,
+    time_ms INTEGER NOT NULL,
+    num_hooks INTEGER, num_success INTEGER, num_blocking INTEGER, num_non_blocking_error INTEGER, num_cancelled INTEGER,
+    duration_ms INTEGER,
+    stdout_chars INTEGER, additional_context_chars INTEGER, system_message_chars INTEGER, initial_user_message_chars INTEGER,
+    outputs_persisted INTEGER,
+    sizes_known INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    service_name TEXT NOT NULL, service_version TEXT NOT NULL, session_id TEXT NOT NULL, user_id TEXT NOT NULL,
+    user_email TEXT NOT NULL, user_account_uuid TEXT NOT NULL, organization_id TEXT NOT NULL, terminal_type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    extra TEXT NOT NULL
+  );
+  CREATE INDEX events_hook_time ON events (hook_id, time_ms);
+  CREATE INDEX events_time ON events (time_ms);
+  ${(['minute', 'hour', 'day'] as const).map((g) => `CREATE TABLE ${ROLLUP_TABLES[g]} (
+    hook_id TEXT NOT NULL,
+    bucket INTEGER NOT NULL,
+    service_name TEXT NOT NULL,
+    service_version TEXT NOT NULL,
+    ${counterColumnsDdl('INTEGER')},
+    PRIMARY KEY (hook_id, bucket, service_name, service_version)
+  ) WITHOUT ROWID;
+  CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}`,
+];
+
+/** SQLite result codes that mean "cannot write now, try later" (read-only file, disk full, I/O, locked). */
+const RETRYABLE = /SQLITE_(READONLY|FULL|IOERR|BUSY|LOCKED|CANTOPEN|PERM)|database is locked|readonly|disk is full|disk I\/O error|unable to open/i;
+
+function classify(err: unknown): Error {
+  const msg = err instanceof Error ? err.message : String(err);
+  const code = (err as { errstr?: string; code?: string })?.errstr ?? '';
+  if (RETRYABLE.test(msg) || RETRYABLE.test(code)) return new StoreUnavailableError(`store cannot write: ${msg}`);
+  return err instanceof Error ? err : new Error(msg);
+}
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite';
+  private readonly db: DatabaseSync;
+  private readonly dims: readonly string[];
+  private closed = false;
+  private readonly insertEvent: StatementSync;
+  private readonly upsertHook: StatementSync;
+  private readonly upserts: Record<Granularity, StatementSync>;
+
+  constructor(opts: SqliteStoreOptions) {
+    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
+    this.db = new DatabaseSync(opts.path, { timeout: 5000 });
+    this.dims = opts.dimensions ?? [];
+    this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous === 'normal' ? 'NORMAL' : 'FULL'}; PRAGMA foreign_keys = ON;`);
+    this.migrate();
+    this.insertEvent = this.db.prepare(
+      `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (dedup_key) DO NOTHING`,
+    );
+    this.upsertHook = this.db.prepare(
+      `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
+    );
+    const cols = ['hook_id', 'bucket', 'service_name', 'service_version', ...COUNTER_COLUMNS];
+    const upsert = (table: string): StatementSync =>
+      this.db.prepare(
+        `INSERT INTO ${table} AS t (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
+         ON CONFLICT (hook_id, bucket, service_name, service_version) DO UPDATE SET ${upsertSetClause()}`,
+      );
+    this.upserts = { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) };
+  }
+
+  private migrate(): void {
+    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
+    const row = this.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+    const current = row.v ?? 0;
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        this.db.exec(MIGRATIONS[v] as string);
+        this.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
+        this.db.exec('COMMIT');
+      } catch (err) {
+        this.db.exec('ROLLBACK');
+        throw err;
+      }
+    }
+  }
+
+  async ingest(events: HookEvent[]): Promise<IngestResult> {
+    if (events.length === 0) return { inserted: [], duplicates: 0 };
+    const inserted: HookEvent[] = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } catch (err) {
+      throw classify(err);
+    }
+    try {
+      for (const e of events) {
+        const r = this.insertEvent.run(
+          e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
+          e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
+          e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
+          e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
+        );
+        if (Number(r.changes) > 0) inserted.push(e);
+      }
+      this.applyRollups(inserted);
+      this.db.exec('COMMIT');
+    } catch (err) {
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // The transaction may already be gone (SQLite rolls back on some I/O errors).
+      }
+      throw classify(err);
+    }
+    return { inserted, duplicates: events.length - inserted.length };
+  }
+
+  private applyRollups(events: HookEvent[]): void {
+    const hooks = new Map<string, [HookEvent, number, number]>();
+    const rows: Record<Granularity, Map<string, { hookId: string; bucket: number; sn: string; sv: string; row: CounterRow }>> = {
+      minute: new Map(), hour: new Map(), day: new Map(),
+    };
+    for (const e of events) {
+      const h = hooks.get(e.hookId);
+      if (!h) hooks.set(e.hookId, [e, e.timeMs, e.timeMs]);
+      else {
+        if (e.timeMs < h[1]) h[1] = e.timeMs;
+        if (e.timeMs > h[2]) h[2] = e.timeMs;
+      }
+      for (const [g, size] of [['minute', MINUTE], ['hour', HOUR], ['day', DAY]] as const) {
+        const bucket = Math.floor(e.timeMs / size) * size;
+        const key = `${e.hookId}|${bucket}|${e.serviceName}|${e.serviceVersion}`;
+        let entry = rows[g].get(key);
+        if (!entry) {
+          entry = { hookId: e.hookId, bucket, sn: e.serviceName, sv: e.serviceVersion, row: emptyRow() };
+          rows[g].set(key, entry);
+        }
+        addEvent(entry.row, e);
+      }
+    }
+    for (const [id, [e, first, last]] of hooks) this.upsertHook.run(id, e.hookEvent, e.hookName, first, last);
+    for (const g of ['minute', 'hour', 'day'] as const) {
+      const stmt = this.upserts[g];
+      for (const { hookId, bucket, sn, sv, row } of rows[g].values()) {
+        stmt.run(hookId, bucket, sn, sv, ...COUNTER_COLUMNS.map((c) => row[c]));
+      }
+    }
+  }
+
+  async hook(id: string): Promise<HookInfo | undefined> {
+    const r = this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').get(id) as Record<string, unknown> | undefined;
+    return r ? toInfo(r) : undefined;
+  }
+
+  /** Rows of counter columns for [from, to), grouped by `groupBy` (SQL over rollups or events). */
+  private aggregate(q: RangeQuery, groupBy: string, hookId?: string, forceEvents = false): Map<string, CounterRow> {
+    const out = new Map<string, CounterRow>();
+    const add = (key: string, row: CounterRow): void => {
+      const cur = out.get(key);
+      if (cur) mergeRow(cur, row);
+      else out.set(key, row);
+    };
+    const hookClause = hookId ? 'AND hook_id = ?' : '';
+    const hookParam = hookId ? [hookId] : [];
+    if (forceEvents || (q.filters && Object.keys(q.filters).length > 0)) {
+      const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
+      const [where, params] = this.filterClause(q.filters ?? {});
+      const sql = `SELECT ${groupBy} AS g, ${eventAggregates()} FROM events WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
+      for (const r of this.db.prepare(sql).all(fromMs, toMs, ...hookParam, ...params) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
+      return out;
+    }
+    for (const seg of segments(q.fromMs, q.toMs)) {
+      const sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${ROLLUP_TABLES[seg.granularity]} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
+      for (const r of this.db.prepare(sql).all(seg.fromMs, seg.toMs, ...hookParam) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
+    }
+    return out;
+  }
+
+  private filterClause(filters: Record<string, string>): [string, string[]] {
+    const parts: string[] = [];
+    const params: string[] = [];
+    for (const [dim, value] of Object.entries(filters)) {
+      parts.push(`AND ${this.dimExpr(dim)} = ?`);
+      params.push(value);
+    }
+    return [parts.join(' '), params];
+  }
+
+  private dimExpr(dim: string): string {
+    return dimensionExpr(dim, this.dims, (key) => `json_extract(extra, '$.' || ${sqlString(JSON.stringify(key))})`);
+  }
+
+  async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
+    const rows = this.aggregate(q, 'hook_id');
+    const out = new Map<string, HookCounters & { info: HookInfo }>();
+    if (rows.size === 0) return out;
+    const infoStmt = this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?');
+    for (const [id, row] of rows) {
+      const info = infoStmt.get(id) as Record<string, unknown> | undefined;
+      if (info) out.set(id, { ...toCounters(row), info: toInfo(info) });
+    }
+    return out;
+  }
+
+  async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
+    const step = q.stepMs;
+    const out = new Map<number, HookCounters>();
+    const from = Math.floor(q.fromMs / step) * step;
+    const to = Math.ceil(q.toMs / step) * step;
+    let rows: Record<string, unknown>[];
+    if (q.filters && Object.keys(q.filters).length > 0) {
+      const [where, params] = this.filterClause(q.filters);
+      rows = this.db.prepare(`SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ? AND time_ms >= ? AND time_ms < ? ${where} GROUP BY b`).all(hookId, from, to, ...params) as Record<string, unknown>[];
+    } else {
+      const table = ROLLUP_TABLES[granularityForStep(step)];
+      rows = this.db.prepare(`SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${table} WHERE hook_id = ? AND bucket >= ? AND bucket < ? GROUP BY b`).all(hookId, from, to) as Record<string, unknown>[];
+    }
+    for (const r of rows) out.set(Number(r['b']), toCounters(fromDbRow(r)));
+    return out;
+  }
+
+  async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
+    const rows = this.aggregate(q, `service_name || char(0) || service_version`);
+    return [...rows.entries()].map(([key, row]) => {
+      const [serviceName = '', version = ''] = key.split('\u0000');
+      const c = toCounters(row);
+      return { serviceName, version, executions: c.executions, sizeUnknownExecutions: c.sizeUnknownExecutions, hasSizeData: c.executions > c.sizeUnknownExecutions };
+    }).sort((a, b) => b.executions - a.executions);
+  }
+
+  async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]> {
+    const expr = this.dimExpr(dimension);
+    // Rollups carry no per-user or per-team keys: a breakdown reads the raw events (kept for retention.events).
+    const rows = this.aggregate(q, `COALESCE(${expr}, '')`, hookId, true);
+    return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
+  }
+
+  async lastEventMs(): Promise<number | null> {
+    const r = this.db.prepare('SELECT MAX(last_seen) AS t FROM hooks').get() as { t: number | null };
+    return r.t === null ? null : Number(r.t);
+  }
+
+  async prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult> {
+    const result: PruneResult = { events: 0, rollups: 0 };
+    const batch = (sql: string, ...params: number[]): number => {
+      let total = 0;
+      for (;;) {
+        const n = Number(this.db.prepare(sql).run(...params).changes);
+        total += n;
+        if (n < 5000) return total;
+      }
+    };
+    result.events = batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
+    const key = '(hook_id, bucket, service_name, service_version)';
+    const rollups = (t: string, before: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE bucket < ? LIMIT 5000)`, before);
+    result.rollups += rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
+    result.rollups += rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
+    result.rollups += rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    return result;
+  }
+
+  async ping(): Promise<void> {
+    if (this.closed) throw new Error('store is closed');
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+}
+
+function sqlString(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+function toInfo(r: Record<string, unknown>): HookInfo {
+  return {
+    id: String(r['hook_id']),
+    hookEvent: String(r['hook_event']),
+    hookName: String(r['hook_name']),
+    firstSeenMs: Number(r['first_seen']),
+    lastSeenMs: Number(r['last_seen']),
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * hookwatch's own log: one JSON object per line on stderr, with levels. Known secret values are scrubbed
+ * from every line, whatever field they end up in.
+ */
+export type Level = 'debug' | 'info' | 'warn' | 'error';
+
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface LoggerOptions {
+  level: Level;
+  /** Values that must never appear in a log line (tokens, webhook URLs, signing keys). */
+  secrets?: readonly string[];
+  write?: (line: string) => void;
+  now?: () => Date;
+}
+
+export function createLogger(opts: LoggerOptions): Logger {
+  const min = ORDER[opts.level];
+  const secrets = (opts.secrets ?? []).filter((s) => s.length >= 4);
+  const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const now = opts.now ?? (() => new Date());
+  const log = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
+    if (ORDER[level] < min) return;
+    let line = JSON.stringify({ time: now().toISOString(), level, msg, ...fields }, (_k, v: unknown) => {
+      if (v instanceof Error) return { name: v.name, message: v.message };
+      if (typeof v === 'bigint') return v.toString();
+      return v;
+    });
+    for (const s of secrets) line = line.split(s).join('<redacted>');
+    write(line);
+  };
+  return {
+    debug: (m, f) => log('debug', m, f),
+    info: (m, f) => log('info', m, f),
+    warn: (m, f) => log('warn', m, f),
+    error: (m, f) => log('error', m, f),
+  };
+}
+
+/** A logger that drops everything (tests, tools). */
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,0 +1,112 @@
+/**
+ * The HTTP API's JSON shapes (/api/v1), shared by the collector (which produces them) and the dashboard
+ * (which reads them). camelCase everywhere; times are RFC 3339 strings.
+ */
+import type { DeliveryStatus, OutputKind } from './cliff.ts';
+
+/** Largest value per output kind; null when no execution in the range carried size data. */
+export type CharsByKind = Record<OutputKind, number | null>;
+
+/** The counters every rollup carries, per hook and per time bucket. */
+export interface HookCounters {
+  /** hook_execution_complete events. */
+  executions: number;
+  /** hook_execution_start events (a start with no complete is a real Claude Code failure mode). */
+  starts: number;
+  /** Hook commands run (sum of num_hooks). */
+  numHooks: number;
+  success: number;
+  blocking: number;
+  nonBlockingError: number;
+  cancelled: number;
+  /** Output strings saved to a file instead of delivered (sum of num_outputs_persisted). */
+  outputsPersisted: number;
+  /** Executions with at least one persisted output. */
+  executionsWithPersisted: number;
+  /** Executions without size attributes (clients before 2.1.280): unknown, never healthy. */
+  sizeUnknownExecutions: number;
+  /** Executions whose largest output may exceed the near threshold, with nothing persisted. */
+  nearExecutions: number;
+  /**
+   * Largest reported size per output kind. Claude Code reports sums over num_hooks commands, so this is an
+   * upper bound of the largest single string.
+   */
+  maxChars: CharsByKind;
+  /** Lower bound of the largest single string per kind: max over executions of ceil(sum / num_hooks). */
+  maxCharsLowerBound: CharsByKind;
+  /** Sum of reported sizes per kind (over executions with size data). */
+  sumChars: CharsByKind;
+  durationMsSum: number;
+  durationMsMax: number | null;
+}
+
+export interface HookSummary extends HookCounters {
+  /** Stable, URL-safe id (16 hex characters) of hookEvent + hookName. */
+  id: string;
+  hookEvent: string;
+  hookName: string;
+  status: DeliveryStatus;
+  /** Cap minus the largest output (upper bound); null when unknown. */
+  headroom: number | null;
+  firstSeen: string;
+  lastSeen: string;
+}
+
+export interface HooksResponse {
+  from: string;
+  to: string;
+  hooks: HookSummary[];
+}
+
+export interface SeriesBucket extends HookCounters {
+  /** Start of the bucket (inclusive). */
+  start: string;
+  status: DeliveryStatus | null;
+}
+
+export interface SeriesResponse {
+  hook: { id: string; hookEvent: string; hookName: string };
+  from: string;
+  to: string;
+  /** Bucket width in seconds. */
+  step: number;
+  buckets: SeriesBucket[];
+}
+
+export interface ClientVersion {
+  serviceName: string;
+  version: string;
+  executions: number;
+  sizeUnknownExecutions: number;
+  /** False when every execution from this version lacked size data (older than 2.1.280). */
+  hasSizeData: boolean;
+}
+
+export interface OverviewResponse {
+  from: string;
+  to: string;
+  totals: HookCounters;
+  hooks: number;
+  statusCounts: Record<DeliveryStatus, number>;
+  /** Share (0..1) of executions that carried size data; null with no executions. */
+  sizeDataShare: number | null;
+  clientVersions: ClientVersion[];
+  lastEventAt: string | null;
+}
+
+export interface BreakdownRow extends HookCounters {
+  value: string;
+  status: DeliveryStatus;
+}
+
+export interface BreakdownResponse {
+  hookId: string;
+  dimension: string;
+  from: string;
+  to: string;
+  rows: BreakdownRow[];
+}
+
+export interface ApiError {
+  error: { code: string; message: string; parameter?: string };
+}
