@@ -110,3 +110,68 @@ export interface BreakdownResponse {
 export interface ApiError {
   error: { code: string; message: string; parameter?: string };
 }
+
+/** Alert states, as in Prometheus: pending until `for` has passed, then firing, then resolved. */
+export type AlertState = 'pending' | 'firing' | 'resolved';
+
+export interface AlertSummary {
+  /** Stable id of this alert instance (fingerprint plus the time it became active). */
+  id: string;
+  /** Fingerprint of the sorted label set (dedup key, as Alertmanager's). */
+  fingerprint: string;
+  rule: string;
+  state: AlertState;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  /** When the condition first held (pending since). */
+  activeAt: string;
+  /** When it started firing; null while pending. */
+  startsAt: string | null;
+  /** When it resolved; null while active. */
+  endsAt: string | null;
+  lastNotifiedAt: string | null;
+  /** Ids of silences muting it now. */
+  silencedBy: string[];
+  /** Link to the hook on the dashboard, when the alert is about one hook. */
+  hookId: string | null;
+}
+
+export interface DeliveryAttempt {
+  receiver: string;
+  /** Standard Webhooks idempotency key: the same for every attempt of one notification. */
+  webhookId: string;
+  attempt: number;
+  at: string;
+  /** 'firing' or 'resolved' notification. */
+  status: 'firing' | 'resolved';
+  outcome: 'delivered' | 'retrying' | 'failed';
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface AlertsResponse {
+  alerts: AlertSummary[];
+}
+
+export interface AlertDetailResponse {
+  alert: AlertSummary;
+  attempts: DeliveryAttempt[];
+}
+
+export interface SilenceMatcher {
+  name: string;
+  value: string;
+  isRegex?: boolean;
+  isEqual?: boolean;
+}
+
+export interface Silence {
+  id: string;
+  matchers: SilenceMatcher[];
+  startsAt: string;
+  endsAt: string;
+  createdBy: string;
+  comment: string;
+  state: 'active' | 'pending' | 'expired';
+}
