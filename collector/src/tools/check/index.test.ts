@@ -1,0 +1,344 @@
+import { chmod, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import { captureIO } from '../common/capture-io.ts';
+import { runCheck } from './index.ts';
+
+const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));
+
+/** The shape of `check --json`, as far as these tests read it. */
+interface CheckOutput {
+  ok: boolean;
+  budget: number | null;
+  hooks: {
+    hookName: string;
+    event: string;
+    status: string;
+    fails: boolean;
+    exitCode: number | null;
+    timedOut: boolean;
+    durationMs: number;
+    stdoutChars: number;
+    format: string;
+    location: string | null;
+    outputs: {
+      kind: string;
+      field: string;
+      sent: number;
+      codePoints: number;
+      delivered: number;
+      headroom: number;
+      persisted: boolean;
+      overBudget: boolean;
+      status: string;
+      preview?: string;
+      content?: string;
+    }[];
+  }[];
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-check-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Writes an executable hook script into the temp dir and returns its path. */
+async function hookScript(name: string, body: string): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, body);
+  await chmod(path, 0o755);
+  return path;
+}
+
+/** A node hook script that prints what `js` evaluates to (a string) on stdout. */
+async function nodeHook(name: string, js: string): Promise<string> {
+  return hookScript(name, `#!/usr/bin/env node\nprocess.stdout.write(${js});\n`);
+}
+
+async function check(argv: string[], cwd = dir): Promise<{ code: number; out: string; err: string }> {
+  const captured = captureIO(cwd);
+  const code = await runCheck(argv, captured.io);
+  return { code, out: captured.stdout(), err: captured.stderr() };
+}
+
+async function checkJson(argv: string[], cwd = dir): Promise<{ code: number; result: CheckOutput; err: string }> {
+  const { code, out, err } = await check(['--json', ...argv], cwd);
+  return { code, result: JSON.parse(out) as CheckOutput, err };
+}
+
+function onlyOutput(result: CheckOutput) {
+  expect(result.hooks).toHaveLength(1);
+  expect(result.hooks[0]?.outputs).toHaveLength(1);
+  const output = result.hooks[0]?.outputs[0];
+  if (!output) throw new Error('no output');
+  return output;
+}
+
+describe('check: the cliff at 10,000 characters', () => {
+  it('delivers exactly 10,000 characters of plain stdout whole and passes', async () => {
+    const hook = await hookScript('exact.sh', `#!/bin/sh\nhead -c ${OUTPUT_CAP_CHARS} /dev/zero | tr '\\0' x\n`);
+    const { code, result } = await checkJson(['--', hook]);
+    const output = onlyOutput(result);
+    expect(output).toMatchObject({ kind: 'stdout', sent: 10_000, delivered: 10_000, headroom: 0, persisted: false, status: 'near' });
+    expect(output.preview).toBeUndefined();
+    expect(result.ok).toBe(true);
+    expect(code).toBe(0);
+  });
+
+  it('fails at 10,001 characters and shows the 2,000-character preview the model gets', async () => {
+    const hook = await nodeHook('over-by-one.mjs', `'A'.repeat(${PREVIEW_CHARS}) + 'B'.repeat(${OUTPUT_CAP_CHARS + 1 - PREVIEW_CHARS})`);
+    const { code, result } = await checkJson(['--', hook]);
+    const output = onlyOutput(result);
+    expect(output).toMatchObject({ sent: 10_001, delivered: PREVIEW_CHARS, headroom: -1, persisted: true, status: 'over' });
+    expect(output.preview).toBe('A'.repeat(PREVIEW_CHARS));
+    expect(result.hooks[0]?.fails).toBe(true);
+    expect(code).toBe(1);
+
+    const text = await check(['--', hook]);
+    expect(text.code).toBe(1);
+    expect(text.out).toMatch(/stdout\s+10,001\s+~2,000\s+-1\s+OVER the cap/);
+    expect(text.out).toContain(`${'A'.repeat(PREVIEW_CHARS)}\n  --- end of preview ---`);
+    expect(text.out).toMatch(/^FAIL: 1 output over the 10,000-character cap/m);
+  });
+
+  it('never prints output past the preview unless --show-content is given', async () => {
+    const hook = await nodeHook('secret-tail.mjs', `'p'.repeat(${PREVIEW_CHARS}) + 'SECRET_TAIL'.repeat(1000)`);
+    const plain = await check(['--', hook]);
+    expect(plain.code).toBe(1);
+    expect(plain.out).not.toContain('SECRET_TAIL');
+    const json = await check(['--json', '--', hook]);
+    expect(json.out).not.toContain('SECRET_TAIL');
+
+    const shown = await check(['--show-content', '--', hook]);
+    expect(shown.out).toContain('SECRET_TAIL'.repeat(1000));
+  });
+});
+
+describe('check: UTF-16 code units, not characters', () => {
+  it('counts an emoji as 2: 5,000 emoji are exactly the cap, 5,001 are over although only 5,001 code points', async () => {
+    const atCap = await nodeHook('emoji-5000.mjs', `'😀'.repeat(5000)`);
+    const under = await checkJson(['--', atCap]);
+    expect(onlyOutput(under.result)).toMatchObject({ sent: 10_000, codePoints: 5_000, persisted: false });
+    expect(under.code).toBe(0);
+
+    const overCap = await nodeHook('emoji-5001.mjs', `'😀'.repeat(5001)`);
+    const over = await checkJson(['--', overCap]);
+    const output = onlyOutput(over.result);
+    expect(output).toMatchObject({ sent: 10_002, codePoints: 5_001, persisted: true, delivered: PREVIEW_CHARS });
+    expect(output.preview).toBe('😀'.repeat(1000));
+    expect(over.code).toBe(1);
+
+    const text = await check(['--', overCap]);
+    expect(text.out).toContain('5,001 code points but 10,002 UTF-16 code units');
+  });
+
+  it('never cuts an emoji in half in the preview', async () => {
+    // 'a' then emoji: code unit 2,000 is the high half of an emoji; the preview stops before it.
+    const hook = await nodeHook('emoji-odd.mjs', `'a' + '😀'.repeat(6000)`);
+    const { result } = await checkJson(['--', hook]);
+    const preview = onlyOutput(result).preview ?? '';
+    expect(preview).toBe('a' + '😀'.repeat(999));
+    expect(preview.isWellFormed()).toBe(true);
+  });
+
+  it('counts 3-byte CJK characters as 1 each: 10,000 of them (30,000 bytes) still arrive whole', async () => {
+    const hook = await nodeHook('cjk.mjs', `'漢'.repeat(10000)`);
+    const { code, result } = await checkJson(['--', hook]);
+    expect(onlyOutput(result)).toMatchObject({ sent: 10_000, codePoints: 10_000, persisted: false });
+    expect(code).toBe(0);
+  });
+});
+
+describe('check: JSON output', () => {
+  it('measures additionalContext, systemMessage and initialUserMessage each on its own, not the JSON wrapper', async () => {
+    const hook = await nodeHook(
+      'json-mixed.mjs',
+      `JSON.stringify({ systemMessage: 'S'.repeat(9000), hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'C'.repeat(12000), initialUserMessage: 'I'.repeat(10000) } })`,
+    );
+    const { code, result } = await checkJson(['--', hook]);
+    const [hookResult] = result.hooks;
+    expect(hookResult?.format).toBe('json');
+    expect(hookResult?.stdoutChars).toBeGreaterThan(31_000);
+    const byField = Object.fromEntries((hookResult?.outputs ?? []).map((o) => [o.field, o]));
+    expect(Object.keys(byField).sort()).toEqual(['hookSpecificOutput.additionalContext', 'hookSpecificOutput.initialUserMessage', 'systemMessage']);
+    expect(byField['hookSpecificOutput.additionalContext']).toMatchObject({ kind: 'additionalContext', sent: 12_000, delivered: PREVIEW_CHARS, headroom: -2_000, persisted: true });
+    expect(byField['hookSpecificOutput.additionalContext']?.preview).toBe('C'.repeat(PREVIEW_CHARS));
+    expect(byField.systemMessage).toMatchObject({ kind: 'systemMessage', sent: 9_000, delivered: 9_000, headroom: 1_000, persisted: false, status: 'near' });
+    expect(byField['hookSpecificOutput.initialUserMessage']).toMatchObject({ sent: 10_000, persisted: false });
+    expect(byField.systemMessage?.preview).toBeUndefined();
+    expect(code).toBe(1);
+  });
+
+  it('passes JSON output whose stdout is over 10,000 when every field is under', async () => {
+    const hook = await nodeHook('json-under.mjs', `JSON.stringify({ systemMessage: 'S'.repeat(6000), hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'C'.repeat(9000) } })`);
+    const { code, result } = await checkJson(['--', hook]);
+    expect(result.hooks[0]?.stdoutChars).toBeGreaterThan(15_000);
+    expect(result.hooks[0]?.outputs.map((o) => [o.kind, o.sent, o.persisted])).toEqual([
+      ['additionalContext', 9_000, false],
+      ['systemMessage', 6_000, false],
+    ]);
+    expect(code).toBe(0);
+  });
+
+  it('fails outputs over --budget although under the cap, and passes them with a larger budget', async () => {
+    const hook = await nodeHook('json-budget.mjs', `JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'C'.repeat(9600) }, systemMessage: 'ok' })`);
+    const tight = await checkJson(['--budget', '9500', '--', hook]);
+    expect(tight.result.budget).toBe(9_500);
+    expect(tight.result.hooks[0]?.outputs.map((o) => [o.kind, o.status, o.overBudget])).toEqual([
+      ['additionalContext', 'over-budget', true],
+      ['systemMessage', 'ok', false],
+    ]);
+    expect(tight.code).toBe(1);
+    const text = await check(['--budget', '9500', '--', hook]);
+    expect(text.out).toMatch(/^FAIL: 1 output over the budget of 9,500\.$/m);
+
+    const roomy = await checkJson(['--budget', '9700', '--', hook]);
+    expect(roomy.code).toBe(0);
+  });
+
+  it('treats stdout that starts with "{" but is not JSON as plain text', async () => {
+    const hook = await nodeHook('broken-json.mjs', `'{"systemMessage": ' + 'x'.repeat(10500)`);
+    const { code, result, err } = await checkJson(['--', hook]);
+    expect(err).toBe('');
+    expect(result.hooks[0]?.format).toBe('plain');
+    expect(onlyOutput(result)).toMatchObject({ kind: 'stdout', persisted: true });
+    expect(code).toBe(1);
+  });
+});
+
+describe('check: running the hook like Claude Code', () => {
+  it('kills a hook at its timeout, with what the shell started, and fails', async () => {
+    // The shell ignores SIGTERM and its child sleeps: only killing the process group with SIGKILL ends it.
+    const hook = await hookScript('slow.sh', `#!/bin/sh\ntrap '' TERM\nprintf 'started'\nsleep 30\nprintf 'never'\n`);
+    const started = Date.now();
+    const { code, result } = await checkJson(['--timeout', '1', '--', hook]);
+    const elapsed = Date.now() - started;
+    expect(result.hooks[0]).toMatchObject({ status: 'timed-out', timedOut: true, fails: true, stdoutChars: 7, outputs: [] });
+    expect(elapsed).toBeLessThan(8_000);
+    expect(code).toBe(1);
+
+    const text = await check(['--timeout', '1', '--', `sleep 30`]);
+    expect(text.out).toContain('TIMED OUT after 1 s');
+    expect(text.out).toMatch(/^FAIL: 1 hook timed out or failed\.$/m);
+  });
+
+  it('passes the event input on stdin, CLAUDE_PROJECT_DIR in the environment, and runs in the project directory', async () => {
+    const projectDir = await mkdtemp(join(dir, 'project-'));
+    const record = join(dir, 'seen-input.json');
+    const hook = await hookScript(
+      'record-input.mjs',
+      `#!/usr/bin/env node
+import { readFileSync, writeFileSync } from 'node:fs';
+const input = JSON.parse(readFileSync(0, 'utf8'));
+writeFileSync(${JSON.stringify(record)}, JSON.stringify({ input, projectDir: process.env.CLAUDE_PROJECT_DIR, cwd: process.cwd() }));
+`,
+    );
+    const seen = async (argv: string[]) => {
+      const { code } = await checkJson([...argv, '--project-dir', projectDir, '--', hook]);
+      expect(code).toBe(0);
+      return JSON.parse(await readFile(record, 'utf8')) as { input: Record<string, unknown>; projectDir: string; cwd: string };
+    };
+
+    const start = await seen([]);
+    expect(start.projectDir).toBe(projectDir);
+    expect(start.cwd).toBe(projectDir);
+    expect(start.input).toMatchObject({ hook_event_name: 'SessionStart', source: 'startup', cwd: projectDir });
+    expect(start.input.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(start.input.transcript_path).toMatch(new RegExp(`/\\.claude/projects/[^/]+/${String(start.input.session_id)}\\.jsonl$`));
+
+    const prompt = await seen(['--event', 'UserPromptSubmit', '--prompt', 'fix the build']);
+    expect(prompt.input).toMatchObject({ hook_event_name: 'UserPromptSubmit', prompt: 'fix the build' });
+
+    const post = await seen(['--event', 'PostToolUse']);
+    expect(post.input).toMatchObject({ hook_event_name: 'PostToolUse', tool_name: 'Bash', tool_input: { command: 'git status' } });
+    expect(post.input.tool_response).toMatchObject({ stdout: expect.any(String) as unknown });
+
+    const pre = await seen(['--event', 'PreToolUse', '--tool-name', 'Write']);
+    expect(pre.input).toMatchObject({ tool_name: 'Write', tool_input: { file_path: join(projectDir, 'hookwatch-check.txt') } });
+    expect(pre.input.tool_response).toBeUndefined();
+  });
+
+  it('reports a failing hook (exit 1) as a failure and a blocking one (exit 2) without measuring stdout', async () => {
+    const failing = await checkJson(['--', `echo partial; echo oops >&2; exit 1`]);
+    expect(failing.result.hooks[0]).toMatchObject({ status: 'failed', exitCode: 1, outputs: [] });
+    expect(failing.code).toBe(1);
+
+    const blocking = await checkJson(['--event', 'PreToolUse', '--', `echo no >&2; exit 2`]);
+    expect(blocking.result.hooks[0]).toMatchObject({ status: 'blocked', exitCode: 2, hookName: 'PreToolUse:Bash', fails: false });
+    expect(blocking.code).toBe(0);
+  });
+
+  it('quotes a command given as several arguments so each reaches the hook unchanged', async () => {
+    const hook = await nodeHook('args.mjs', `process.argv.slice(2).join('|')`);
+    const { result } = await checkJson(['--show-content', '--', 'node', hook, 'two words', "it's"]);
+    expect(onlyOutput(result).content).toBe("two words|it's");
+  });
+});
+
+describe('check --settings', () => {
+  it('checks every command hook of the real 2.1.332 hook setup and finds the two outputs Claude Code persisted', async () => {
+    const project = join(dir, 'proj3-tools');
+    await cp(join(testdata, 'proj3-tools'), project, { recursive: true });
+    const { code, result } = await checkJson(['--settings', join(project, '.claude', 'settings.json')]);
+    const summary = result.hooks.map((h) => [h.hookName, h.status, ...h.outputs.map((o) => `${o.kind}=${o.sent}${o.persisted ? ' persisted' : ''}`)]);
+    // The same figures as the telemetry Claude Code 2.1.332 sent for this setup (fixtures README).
+    expect(summary).toEqual([
+      ['SessionStart:startup', 'measured', 'additionalContext=12000 persisted'],
+      ['SessionStart:startup', 'measured', 'stdout=500'],
+      ['UserPromptSubmit', 'measured', 'stdout=100'],
+      ['PreToolUse:Bash', 'measured', 'stdout=50'],
+      ['PostToolUse:Bash', 'measured', 'additionalContext=10500 persisted'],
+      ['Stop', 'measured', 'stdout=10'],
+      ['SessionEnd', 'measured', 'stdout=20'],
+    ]);
+    expect(result.hooks[0]?.location).toBe('hooks.SessionStart[0].hooks[0]');
+    expect(code).toBe(1);
+    // CLAUDE_PROJECT_DIR pointed at the folder holding .claude/: the SessionEnd hook wrote its marker there.
+    await expect(readFile(join(project, 'sessionend_marker.txt'), 'utf8')).resolves.toMatch(/^\d+/);
+
+    const onlyUps = await checkJson(['--settings', join(project, '.claude', 'settings.json'), '--event', 'UserPromptSubmit']);
+    expect(onlyUps.result.hooks.map((h) => h.hookName)).toEqual(['UserPromptSubmit']);
+    expect(onlyUps.code).toBe(0);
+  });
+
+  it.each([
+    ['command-not-a-string.json', 'hooks.SessionStart[0].hooks[0].command: expected a non-empty string'],
+    ['hooks-not-an-object.json', 'hooks: expected an object of events'],
+    ['timeout-not-positive.json', 'hooks.Stop[0].hooks[0].timeout: expected a number of seconds > 0'],
+    ['not-json.json', 'not valid JSON'],
+  ])('rejects %s naming the mistake', async (file, message) => {
+    const path = join(testdata, 'settings', file);
+    const { code, err, out } = await check(['--settings', path]);
+    expect(out).toBe('');
+    expect(err).toContain(`hookwatch check: ${path}: ${message}`);
+    expect(code).toBe(2);
+  });
+});
+
+describe('check: usage', () => {
+  it('prints help and exits 0', async () => {
+    const { code, out } = await check(['--help']);
+    expect(out).toMatch(/^Usage: hookwatch check/);
+    expect(code).toBe(0);
+  });
+
+  it.each([
+    [[], 'no hook command given'],
+    [['--budget', 'lots', '--', 'true'], '--budget: expected a whole number >= 1, got "lots"'],
+    [['--timeout', '0', '--', 'true'], '--timeout: expected a whole number >= 1, got "0"'],
+    [['--source', 'boot', '--', 'true'], '--source: expected one of startup, resume, clear, compact'],
+    [['--frobnicate', '--', 'true'], "Unknown option '--frobnicate'"],
+  ])('rejects %j with exit 2', async (argv, message) => {
+    const { code, err } = await check(argv);
+    expect(err).toContain(message);
+    expect(code).toBe(2);
+  });
+});
