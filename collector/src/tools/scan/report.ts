@@ -82,8 +82,8 @@ export function scanText(result: ScanResult, options: { showContent: boolean; se
   if (options.send) {
     out.push(
       options.send.error === undefined
-        ? `\nSent ${plural(options.send.emitted, 'hook event')} to ${options.send.url}\n`
-        : `\nSending to ${options.send.url} failed: ${options.send.error} (${plural(options.send.emitted, 'event')} handed to the exporter)\n`,
+        ? `\nSent ${plural(options.send.exported, 'hook event')} to ${options.send.url}\n`
+        : `\nSending to ${options.send.url} failed: ${options.send.error} (${formatCount(options.send.exported)} of ${plural(options.send.emitted, 'event')} accepted)\n`,
     );
   }
 

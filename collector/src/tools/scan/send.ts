@@ -1,6 +1,7 @@
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 
 import { UsageError } from '../common/args.ts';
 import type { HookRecord, HookRecordSink } from './transcript.ts';
@@ -58,12 +59,52 @@ function normaliseTimestamp(timestamp: string | undefined): string | undefined {
   return Number.isNaN(parsed.getTime()) ? undefined : parsed.toISOString();
 }
 
-/** Outcome of sending: how many events were handed to the exporter, and the first export failure if any. */
+/** Outcome of sending: events emitted, how many the server accepted, and the first export failure if any. */
 export interface SendOutcome {
-  emitted: number;
   url: string;
-  /** Set when an export failed; records of a failed batch are lost (the server was down or refused them). */
+  emitted: number;
+  exported: number;
+  /** Events of batches that failed; they are lost (the server was down or refused them). */
+  failed: number;
   error: string | undefined;
+}
+
+type ExportCallback = Parameters<LogRecordExporter['export']>[1];
+/** ExportResultCode.SUCCESS of @opentelemetry/core. */
+const EXPORT_SUCCESS = 0;
+
+/**
+ * Counts what the wrapped exporter delivered. The batch processor only hands export failures to the global
+ * error handler (forceFlush still resolves), so this is where a refused or unreachable server becomes visible.
+ */
+class OutcomeTrackingExporter implements LogRecordExporter {
+  exported = 0;
+  failed = 0;
+  error: string | undefined;
+  private readonly inner: LogRecordExporter;
+
+  constructor(inner: LogRecordExporter) {
+    this.inner = inner;
+  }
+
+  export(records: ReadableLogRecord[], resultCallback: ExportCallback): void {
+    this.inner.export(records, (result) => {
+      if (result.code === EXPORT_SUCCESS) this.exported += records.length;
+      else {
+        this.failed += records.length;
+        this.error ??= result.error?.message ?? 'export failed';
+      }
+      resultCallback(result);
+    });
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
 }
 
 /** Sends hook records to a hookwatch server as OTLP/HTTP JSON logs while a scan runs. */
@@ -76,7 +117,7 @@ export interface HookEventSender {
 /** Creates a sender for `target` (a base URL such as http://hookwatch:4318, or a full /v1/logs URL). */
 export function createHookEventSender(target: string, toolVersion: string): HookEventSender {
   const url = logsUrl(target);
-  const exporter = new OTLPLogExporter({ url, timeoutMillis: 10_000 });
+  const exporter = new OutcomeTrackingExporter(new OTLPLogExporter({ url, timeoutMillis: 10_000 }));
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'claude-code', 'hookwatch.tool': 'scan', 'hookwatch.tool.version': toolVersion }),
     processors: [new BatchLogRecordProcessor({ exporter, maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 1000 })],
@@ -84,19 +125,18 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
   const logger = provider.getLogger(SCOPE_NAME, toolVersion);
   let emitted = 0;
   let sinceFlush = 0;
-  let error: string | undefined;
   let finished: Promise<SendOutcome> | undefined;
   const flush = async (): Promise<void> => {
     try {
       await provider.forceFlush();
     } catch (failure) {
-      error ??= failure instanceof Error ? failure.message : String(failure);
+      exporter.error ??= failure instanceof Error ? failure.message : String(failure);
     }
   };
   return {
     sink: async (record) => {
       // After a failed export, stop sending: the scan itself still completes and reports.
-      if (error !== undefined || finished !== undefined) return;
+      if (exporter.error !== undefined || finished !== undefined) return;
       const observedAt = new Date();
       logger.emit({ body: EVENT_BODY, attributes: hookEventAttributes(record, emitted, observedAt), timestamp: timestampOf(record) ?? observedAt });
       emitted++;
@@ -110,7 +150,7 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
       finished ??= (async () => {
         await flush();
         await provider.shutdown().catch(() => undefined);
-        return { emitted, url, error };
+        return { url, emitted, exported: exporter.exported, failed: exporter.failed, error: exporter.error };
       })();
       return finished;
     },

@@ -1,0 +1,305 @@
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { captureIO } from '../common/capture-io.ts';
+import { runScan } from './index.ts';
+import { logsUrl } from './send.ts';
+import { hookRecord, messageRecord, persistedMarker } from './synthetic-transcript.ts';
+
+/** The shape of `scan --json`, as far as these tests read it. */
+interface ScanOutput {
+  ok: boolean;
+  totals: { records: number; delivered: number; persisted: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
+  hooks: { hookName: string; hookEvent: string; records: number; delivered: number; persisted: number; outputsPersisted: number; largestDeliveredChars: number | null }[];
+  sessions: { sessionId: string; records: number; delivered: number; persisted: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; persisted: number }[] }[];
+  files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number }[];
+  persistedOutputs: { sessionId: string; hookName: string; uuid: string; savedPath: string; sizeLabel: string; preview?: string }[];
+  send?: { url: string; emitted: number; exported: number; failed: number; error?: string };
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-scan-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const SESSION_A = 'aaaaaaaa-0000-4000-8000-000000000001';
+const SESSION_B = 'bbbbbbbb-0000-4000-8000-000000000002';
+const savedPath = (session: string, id: string): string => `/home/dev/.claude/projects/-home-dev-project/${session}/tool-results/hook-${id}-0.txt`;
+const jsonl = (records: unknown[]): string => records.map((r) => JSON.stringify(r)).join('\n') + '\n';
+
+/** Session A: a SessionStart output persisted (its record written twice), the other hooks delivered. */
+function sessionARecords(): unknown[] {
+  const persistedStart = hookRecord({
+    uuid: 'hook-a-1',
+    sessionId: SESSION_A,
+    hookName: 'SessionStart:startup',
+    content: persistedMarker({ savedPath: savedPath(SESSION_A, 'a1'), sizeLabel: '11.7KB', preview: `${'C'.repeat(1989)}PREVIEW_END` }),
+    timestamp: '2026-11-30T08:00:00.500Z',
+  });
+  return [
+    messageRecord({ uuid: 'msg-a-1', sessionId: SESSION_A, role: 'user', text: 'hi' }),
+    persistedStart,
+    hookRecord({ uuid: 'hook-a-2', sessionId: SESSION_A, hookName: 'SessionStart:startup', stdout: 'P'.repeat(500) }),
+    hookRecord({ uuid: 'hook-a-3', sessionId: SESSION_A, hookName: 'UserPromptSubmit', stdout: 'U'.repeat(100) }),
+    // The same record again (Claude Code rewrites records, e.g. on resume): counted once.
+    persistedStart,
+    // A tool result persisted with the same marker: not a hook output, not counted.
+    messageRecord({ uuid: 'msg-a-2', sessionId: SESSION_A, role: 'user', text: persistedMarker({ savedPath: '/home/dev/.claude/projects/p/s/tool-results/toolu_01.txt', preview: 'tool' }) }),
+    messageRecord({ uuid: 'msg-a-3', sessionId: SESSION_A, role: 'assistant', text: 'done' }),
+  ];
+}
+
+/** Session B: a PostToolUse additionalContext persisted; the file ends in a record cut off mid-write. */
+function sessionBText(): string {
+  return (
+    jsonl([
+      hookRecord({ uuid: 'hook-b-1', sessionId: SESSION_B, hookName: 'PreToolUse:Bash', stdout: 'x'.repeat(50) }),
+      hookRecord({
+        uuid: 'hook-b-2',
+        sessionId: SESSION_B,
+        hookName: 'PostToolUse:Bash',
+        type: 'hook_additional_context',
+        content: [persistedMarker({ savedPath: savedPath(SESSION_B, 'b2'), sizeLabel: '10.3KB', preview: 'C'.repeat(2000) })],
+      }),
+      hookRecord({ uuid: 'hook-b-3', sessionId: SESSION_B, hookName: 'Stop', stdout: 'S'.repeat(9_999) }),
+    ]) + '{"parentUuid":null,"attachment":{"type":"hook_success","hookName":"Stop","stdout":"SSSS'
+  );
+}
+
+async function scan(argv: string[], env: NodeJS.ProcessEnv = { ...process.env }): Promise<{ code: number; out: string; err: string }> {
+  const captured = captureIO(dir, env);
+  const code = await runScan(argv, captured.io);
+  return { code, out: captured.stdout(), err: captured.stderr() };
+}
+
+async function scanJson(argv: string[]): Promise<{ code: number; result: ScanOutput; err: string }> {
+  const { code, out, err } = await scan(['--json', ...argv]);
+  return { code, result: JSON.parse(out) as ScanOutput, err };
+}
+
+describe('scan: counting delivered and persisted hook outputs', () => {
+  let projects: string;
+  beforeAll(async () => {
+    projects = join(dir, 'projects');
+    await mkdir(join(projects, '-home-dev-project', 'nested'), { recursive: true });
+    await writeFile(join(projects, '-home-dev-project', `${SESSION_A}.jsonl`), jsonl(sessionARecords()));
+    await writeFile(join(projects, '-home-dev-project', 'nested', `${SESSION_B}.jsonl`), sessionBText());
+    await writeFile(join(projects, '-home-dev-project', 'notes.txt'), persistedMarker({ savedPath: savedPath(SESSION_A, 'zz'), preview: 'not a transcript' }));
+  });
+
+  it('reports per hook and per session, counting a record written twice once, and fails', async () => {
+    const { code, result } = await scanJson([projects]);
+    expect(result.files.map((f) => [f.path.slice(projects.length), f.hookRecords, f.duplicateRecords, f.unparsableLines, f.truncatedLastLine])).toEqual([
+      [`/-home-dev-project/${SESSION_A}.jsonl`, 3, 1, 0, false],
+      [`/-home-dev-project/nested/${SESSION_B}.jsonl`, 3, 0, 1, true],
+    ]);
+    expect(result.totals).toMatchObject({ records: 6, delivered: 4, persisted: 2, outputsPersisted: 2, duplicateRecords: 1, unparsableLines: 1, oversizedLines: 0, recordsWithoutId: 0 });
+    const hooks = Object.fromEntries(result.hooks.map((h) => [h.hookName, [h.records, h.delivered, h.persisted, h.outputsPersisted, h.largestDeliveredChars]]));
+    expect(hooks).toEqual({
+      'SessionStart:startup': [2, 1, 1, 1, 500],
+      'PostToolUse:Bash': [1, 0, 1, 1, null],
+      UserPromptSubmit: [1, 1, 0, 0, 100],
+      'PreToolUse:Bash': [1, 1, 0, 0, 50],
+      Stop: [1, 1, 0, 0, 9_999],
+    });
+    const sessions = Object.fromEntries(result.sessions.map((s) => [s.sessionId, [s.records, s.delivered, s.persisted, s.outputsPersisted]]));
+    expect(sessions).toEqual({ [SESSION_A]: [3, 2, 1, 1], [SESSION_B]: [3, 2, 1, 1] });
+    expect(result.persistedOutputs.map((p) => [p.sessionId, p.hookName, p.uuid, p.savedPath, p.sizeLabel])).toEqual([
+      [SESSION_A, 'SessionStart:startup', 'hook-a-1', savedPath(SESSION_A, 'a1'), '11.7KB'],
+      [SESSION_B, 'PostToolUse:Bash', 'hook-b-2', savedPath(SESSION_B, 'b2'), '10.3KB'],
+    ]);
+    expect(result.ok).toBe(false);
+    expect(code).toBe(1);
+  });
+
+  it('prints no hook output unless --show-content, and then only the previews', async () => {
+    const plain = await scan([projects]);
+    expect(plain.code).toBe(1);
+    expect(plain.out).not.toContain('PREVIEW_END');
+    expect(plain.out).toMatch(/^FAIL: 2 hook outputs in 2 sessions were over the 10,000-character cap/m);
+    expect(plain.out).toContain(`last line cut off`);
+    expect((await scan(['--json', projects])).out).not.toContain('PREVIEW_END');
+
+    const shown = await scan(['--show-content', projects]);
+    expect(shown.out).toContain(`${'C'.repeat(1989)}PREVIEW_END\n`);
+    expect(shown.out).not.toContain('P'.repeat(500));
+  });
+
+  it('defaults to ~/.claude/projects', async () => {
+    const home = join(dir, 'home');
+    await mkdir(join(home, '.claude', 'projects', 'p'), { recursive: true });
+    await writeFile(join(home, '.claude', 'projects', 'p', 's.jsonl'), jsonl([hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]));
+    const { code, out } = await scan([], { ...process.env, HOME: home });
+    expect(out).toContain('OK: every hook output reached the model whole');
+    expect(code).toBe(0);
+  });
+
+  it('attributes a hook output marker outside a hook record, and counts records without an id by line', async () => {
+    const file = join(dir, 'odd.jsonl');
+    await writeFile(
+      file,
+      jsonl([
+        messageRecord({ uuid: 'm1', sessionId: 's-odd', role: 'user', text: persistedMarker({ savedPath: savedPath('s-odd', 'orphan'), preview: 'x' }) }),
+        { type: 'attachment', sessionId: 's-odd', attachment: { type: 'hook_success', hookName: 'Stop', stdout: 'no id' } },
+        { type: 'attachment', sessionId: 's-odd', attachment: { type: 'hook_success', hookName: 'Stop', stdout: 'no id' } },
+        ['not', 'an', 'object'],
+      ]),
+    );
+    const { code, result } = await scanJson([file]);
+    expect(result.hooks.map((h) => [h.hookName, h.records, h.persisted])).toEqual([
+      ['(unknown hook)', 1, 1],
+      ['Stop', 2, 0],
+    ]);
+    expect(result.totals).toMatchObject({ recordsWithoutId: 2, unparsableLines: 1 });
+    expect(code).toBe(1);
+  });
+
+  it('skips a line over --max-line-bytes and still reads the lines after it', async () => {
+    const file = join(dir, 'long-line.jsonl');
+    await writeFile(
+      file,
+      jsonl([
+        messageRecord({ uuid: 'm1', sessionId: 's-long', role: 'assistant', text: 'z'.repeat(5_000) }),
+        hookRecord({ uuid: 'h1', sessionId: 's-long', hookName: 'Stop', content: persistedMarker({ savedPath: savedPath('s-long', 'h1'), preview: 'x' }) }),
+      ]),
+    );
+    const { code, result } = await scanJson(['--max-line-bytes', '2048', file]);
+    expect(result.totals).toMatchObject({ lines: 2, oversizedLines: 1, records: 1, persisted: 1 });
+    expect(code).toBe(1);
+  });
+
+  it('passes when nothing was persisted', async () => {
+    const file = join(dir, 'clean.jsonl');
+    await writeFile(file, jsonl([hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]));
+    const { code, result } = await scanJson([file]);
+    expect(result.ok).toBe(true);
+    expect(result.hooks[0]?.largestDeliveredChars).toBe(10_000);
+    expect(code).toBe(0);
+  });
+
+  it('exits 2 on a missing path or a bad option', async () => {
+    const missing = await scan([join(dir, 'does-not-exist')]);
+    expect(missing.err).toContain('no such file or directory');
+    expect(missing.code).toBe(2);
+    const bad = await scan(['--max-line-bytes', 'big', dir]);
+    expect(bad.err).toContain('--max-line-bytes: expected a whole number >= 1, got "big"');
+    expect(bad.code).toBe(2);
+    expect((await scan(['--help'])).out).toMatch(/^Usage: hookwatch scan/);
+  });
+});
+
+/** Decoded OTLP/JSON log records with their attributes flattened. */
+interface ReceivedRecord {
+  resource: Record<string, unknown>;
+  scope: { name: string; version?: string };
+  body: unknown;
+  attributes: Record<string, { stringValue?: string }>;
+}
+
+describe('scan --send', () => {
+  let server: Server;
+  let received: { path: string; contentType: string; records: ReceivedRecord[] }[];
+  let status = 200;
+  let base: string;
+
+  beforeAll(async () => {
+    received = [];
+    server = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          resourceLogs: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeLogs: { scope: { name: string; version?: string }; logRecords: { body: unknown; attributes: { key: string; value: { stringValue?: string } }[] }[] }[] }[];
+        };
+        const records: ReceivedRecord[] = [];
+        for (const rl of body.resourceLogs) {
+          const resource = Object.fromEntries(rl.resource.attributes.map((a) => [a.key, a.value.stringValue]));
+          for (const sl of rl.scopeLogs) {
+            for (const lr of sl.logRecords) records.push({ resource, scope: sl.scope, body: lr.body, attributes: Object.fromEntries(lr.attributes.map((a) => [a.key, a.value])) });
+          }
+        }
+        received.push({ path: req.url ?? '', contentType: req.headers['content-type'] ?? '', records });
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(status === 200 ? '{}' : '{"code":3,"message":"bad request"}');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.close();
+    await once(server, 'close');
+  });
+
+  it('posts one hook_execution_complete event per unique hook record, shaped like Claude Code sends them', async () => {
+    const file = join(dir, 'send.jsonl');
+    await writeFile(file, jsonl(sessionARecords()));
+    received = [];
+    const { code, result } = await scanJson(['--send', base, file]);
+    expect(result.send).toEqual({ url: `${base}/v1/logs`, emitted: 3, exported: 3, failed: 0 });
+    expect(code).toBe(1);
+
+    expect(received.map((r) => [r.path, r.contentType])).toEqual([['/v1/logs', 'application/json']]);
+    const records = received.flatMap((r) => r.records);
+    expect(records).toHaveLength(3);
+    for (const record of records) {
+      expect(record.resource['service.name']).toBe('claude-code');
+      expect(record.scope.name).toBe('com.anthropic.claude_code.events');
+      expect(record.body).toEqual({ stringValue: 'claude_code.hook_execution_complete' });
+      // Every attribute a stringValue, numbers included, as Claude Code sends them.
+      for (const [key, value] of Object.entries(record.attributes)) expect(Object.keys(value), key).toEqual(['stringValue']);
+    }
+    const flat = records.map((r) => Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, v.stringValue])));
+    expect(flat[0]).toEqual({
+      'event.name': 'hook_execution_complete',
+      'event.timestamp': '2026-11-30T08:00:00.500Z',
+      'event.sequence': '0',
+      'session.id': SESSION_A,
+      hook_event: 'SessionStart',
+      hook_name: 'SessionStart:startup',
+      num_hooks: '1',
+      num_success: '1',
+      num_blocking: '0',
+      num_non_blocking_error: '0',
+      num_cancelled: '0',
+      num_outputs_persisted: '1',
+      'hookwatch.source': 'transcript',
+    });
+    expect(flat[1]).toMatchObject({ 'event.sequence': '1', hook_name: 'SessionStart:startup', num_outputs_persisted: '0', stdout_chars: '500' });
+    expect(flat[2]).toMatchObject({ 'event.sequence': '2', hook_event: 'UserPromptSubmit', hook_name: 'UserPromptSubmit', num_outputs_persisted: '0', stdout_chars: '100' });
+  });
+
+  it('exits 3 and says so when the server refuses the events', async () => {
+    const file = join(dir, 'send-refused.jsonl');
+    await writeFile(file, jsonl([hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]));
+    status = 400;
+    try {
+      const { code, out } = await scan(['--send', `${base}/v1/logs`, file]);
+      expect(out).toContain(`Sending to ${base}/v1/logs failed`);
+      expect(out).toContain('(0 of 1 event accepted)');
+      expect(code).toBe(3);
+    } finally {
+      status = 200;
+    }
+  });
+
+  it('builds the logs URL from a base URL, keeps a full one, and rejects what is not http', () => {
+    expect(logsUrl('http://hookwatch:4318')).toBe('http://hookwatch:4318/v1/logs');
+    expect(logsUrl('http://hookwatch:4318/')).toBe('http://hookwatch:4318/v1/logs');
+    expect(logsUrl('https://example.com/otlp')).toBe('https://example.com/otlp/v1/logs');
+    expect(logsUrl('http://hookwatch:4318/v1/logs')).toBe('http://hookwatch:4318/v1/logs');
+    expect(() => logsUrl('hookwatch:4318')).toThrow(/expected an http\(s\) URL/);
+    expect(() => logsUrl('not a url')).toThrow(/not a URL/);
+  });
+});
