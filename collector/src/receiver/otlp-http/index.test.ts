@@ -1,0 +1,204 @@
+/**
+ * The OTLP/HTTP receiver against hostile and wrong input: each gets the right status and a message naming the
+ * problem in the request's encoding, and the server keeps serving afterwards.
+ */
+import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
+
+const TOKEN = 's3cret-ingest-token';
+let service: TestService;
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+beforeAll(async () => {
+  service = await startTestService({ HOOKWATCH_INGEST_TOKEN: TOKEN, HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '1MiB' });
+});
+afterAll(async () => {
+  await service.close();
+});
+
+function hookRecord(attrs: Record<string, unknown>): unknown {
+  return {
+    attributes: Object.entries({ 'event.name': 'hook_execution_complete', hook_event: 'Stop', hook_name: 'Stop', ...attrs }).map(([key, v]) => ({
+      key,
+      value: typeof v === 'object' ? v : { stringValue: String(v) },
+    })),
+  };
+}
+
+function jsonBatch(records: unknown[]): string {
+  return JSON.stringify({ resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'claude-code' } }] }, scopeLogs: [{ logRecords: records }] }] });
+}
+
+function nested(depth: number): string {
+  let v = '{"stringValue":"x"}';
+  for (let i = 0; i < depth; i++) v = `{"arrayValue":{"values":[${v}]}}`;
+  // Built as text: JSON.stringify itself cannot recurse 10,001 levels.
+  return jsonBatch([{ attributes: [{ key: 'deep', value: '@DEEP@' }] }]).replace('"@DEEP@"', v);
+}
+
+/** Protobuf AnyValue nested `depth` times in array_value, as raw bytes of ExportLogsServiceRequest. */
+function nestedProto(depth: number): Buffer {
+  const ld = (field: number, payload: Buffer): Buffer => {
+    const len: number[] = [];
+    let n = payload.length;
+    while (n >= 0x80) {
+      len.push((n & 0x7f) | 0x80);
+      n = Math.floor(n / 128);
+    }
+    len.push(n);
+    return Buffer.concat([Buffer.from([(field << 3) | 2, ...len]), payload]);
+  };
+  let v = ld(1, Buffer.from('x'));
+  for (let i = 0; i < depth; i++) v = ld(5, ld(1, v));
+  const kv = Buffer.concat([ld(1, Buffer.from('deep')), ld(2, v)]);
+  return ld(1, ld(2, ld(2, ld(6, kv))));
+}
+
+interface Case {
+  name: string;
+  headers: Record<string, string>;
+  body: Buffer | string;
+  status: number;
+  message: RegExp;
+  method?: string;
+  path?: string;
+}
+
+const protobuf = { 'content-type': 'application/x-protobuf', ...auth };
+const json = { 'content-type': 'application/json', ...auth };
+const fixture = fixtureRequests('run2-httpprotobuf').find((r) => r.path === '/v1/logs')!.body;
+
+const CASES: Case[] = [
+  { name: 'garbage bytes as protobuf', headers: protobuf, body: Buffer.from('\xff\xff\xff\xff garbage', 'latin1'), status: 400, message: /protobuf/ },
+  { name: 'truncated protobuf', headers: protobuf, body: fixture.subarray(0, fixture.length - 7), status: 400, message: /truncated protobuf/ },
+  { name: 'invalid JSON', headers: json, body: '{"resourceLogs": [', status: 400, message: /invalid JSON/ },
+  { name: 'JSON with wrong types', headers: json, body: '{"resourceLogs": {"scopeLogs": 3}}', status: 400, message: /resourceLogs must be an array/ },
+  { name: 'JSON intValue that is not a number', headers: json, body: jsonBatch([hookRecord({ num_success: { intValue: 'abc' } })]), status: 400, message: /intValue must be an integer/ },
+  { name: 'a 10,001-deep nested AnyValue (JSON)', headers: json, body: nested(10_001), status: 400, message: /nested deeper than 100/ },
+  { name: 'a 10,001-deep nested AnyValue (protobuf)', headers: protobuf, body: nestedProto(10_001), status: 400, message: /nested deeper than 100/ },
+  { name: 'a gzip bomb', headers: { ...protobuf, 'content-encoding': 'gzip' }, body: gzipSync(Buffer.alloc(64 * 1024 * 1024)), status: 413, message: /after decompression/ },
+  { name: 'a body over the limit', headers: protobuf, body: Buffer.alloc(2 * 1024 * 1024), status: 413, message: /exceeds the limit/ },
+  { name: 'a corrupt gzip body', headers: { ...protobuf, 'content-encoding': 'gzip' }, body: Buffer.from('not gzip at all'), status: 400, message: /not valid gzip/ },
+  { name: 'an unknown content encoding', headers: { ...protobuf, 'content-encoding': 'br' }, body: Buffer.from('x'), status: 415, message: /Content-Encoding "br"/ },
+  { name: 'a wrong content type', headers: { 'content-type': 'text/plain', ...auth }, body: 'hello', status: 415, message: /Content-Type "text\/plain" is not supported/ },
+  { name: 'a missing token', headers: { 'content-type': 'application/json' }, body: '{}', status: 401, message: /bearer token/ },
+  { name: 'a wrong token', headers: { 'content-type': 'application/json', authorization: 'Bearer nope' }, body: '{}', status: 401, message: /bearer token/ },
+  { name: 'GET on /v1/logs', headers: json, body: '', method: 'GET', status: 405, message: /use POST/ },
+  { name: 'an unknown path', headers: json, body: '{}', path: '/v1/profiles', status: 404, message: /no OTLP endpoint/ },
+];
+
+async function send(c: Case): Promise<{ status: number; headers: Headers; body: Buffer }> {
+  const res = await fetch(service.otlpHttpUrl + (c.path ?? '/v1/logs'), { method: c.method ?? 'POST', headers: c.headers, ...(c.method === 'GET' ? {} : { body: c.body }) });
+  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+/** Decodes a google.rpc.Status from protobuf: field 1 code (varint), field 2 message. */
+function decodeStatus(buf: Buffer): { code: number; message: string } {
+  let pos = 0;
+  let code = 0;
+  let message = '';
+  while (pos < buf.length) {
+    const tag = buf[pos++]!;
+    if (tag === 0x08) code = buf[pos++]!;
+    else if (tag === 0x12) {
+      let len = 0;
+      let shift = 0;
+      for (;;) {
+        const b = buf[pos++]!;
+        len |= (b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80)) break;
+      }
+      message = buf.subarray(pos, pos + len).toString();
+      pos += len;
+    } else throw new Error(`unexpected tag ${tag}`);
+  }
+  return { code, message };
+}
+
+describe('bad input gets the right status and a clear message', () => {
+  for (const c of CASES) {
+    it(c.name, async () => {
+      const res = await send(c);
+      expect(res.status).toBe(c.status);
+      const isProto = c.headers['content-type'] === 'application/x-protobuf';
+      const status = isProto ? decodeStatus(res.body) : (JSON.parse(res.body.toString()) as { code: number; message: string });
+      expect(status.message).toMatch(c.message);
+      expect(status.code).toBeGreaterThan(0);
+      if (c.status === 401) expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      if (c.status === 405) expect(res.headers.get('allow')).toBe('POST');
+      // The server keeps serving after each one.
+      const ok = await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json);
+      expect(ok.status).toBe(200);
+    });
+  }
+
+  it('never echoes the ingest token', async () => {
+    const res = await send({ name: '', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}x` }, body: '{}', status: 401, message: /./ });
+    expect(res.body.toString()).not.toContain(TOKEN);
+  });
+});
+
+describe('records it cannot use are a partial success, not a failed batch', () => {
+  it('rejects only the records with bad counts and stores the rest', async () => {
+    const body = jsonBatch([
+      hookRecord({ hook_name: 'Stop:partial', num_success: '-1', 'session.id': 'p', 'event.sequence': '1' }),
+      hookRecord({ hook_name: 'Stop:partial', num_success: 'abc', 'session.id': 'p', 'event.sequence': '2' }),
+      hookRecord({ hook_name: 'Stop:partial', num_success: '1.5', 'session.id': 'p', 'event.sequence': '3' }),
+      hookRecord({ hook_name: 'Stop:partial', num_success: { doubleValue: Number.NaN }, 'session.id': 'p', 'event.sequence': '4' }),
+      hookRecord({ hook_name: 'Stop:partial', num_success: '1', num_hooks: '1', stdout_chars: '10', num_outputs_persisted: '0', 'session.id': 'p', 'event.sequence': '5' }),
+      { attributes: [{ key: 'event.name', value: { stringValue: 'user_prompt' } }] },
+    ]).replace('{"doubleValue":null}', '{"doubleValue":"NaN"}');
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', body, json);
+    expect(res.status).toBe(200);
+    const out = JSON.parse(res.body.toString()) as { partialSuccess: { rejectedLogRecords: string; errorMessage: string } };
+    expect(out.partialSuccess.rejectedLogRecords).toBe('4');
+    expect(out.partialSuccess.errorMessage).toMatch(/num_success "-1" is not a non-negative whole number/);
+    expect(out.partialSuccess.errorMessage).toMatch(/num_success "abc"/);
+    const { body: hooks } = await getJson<{ hooks: { hookName: string; executions: number }[] }>(service.httpUrl, '/api/v1/hooks?from=now-30d&to=now%2B1d');
+    expect(hooks.hooks.find((h) => h.hookName === 'Stop:partial')?.executions).toBe(1);
+  });
+
+  it('answers partial success in protobuf for protobuf requests', async () => {
+    // A protobuf request whose only record has event.name hook_execution_complete and no hook_event.
+    const kv = (k: string, v: string): Buffer => {
+      const key = Buffer.concat([Buffer.from([0x0a, k.length]), Buffer.from(k)]);
+      const val = Buffer.concat([Buffer.from([0x12, v.length + 2, 0x0a, v.length]), Buffer.from(v)]);
+      return Buffer.concat([Buffer.from([0x32, key.length + val.length]), key, val]);
+    };
+    const rec = kv('event.name', 'hook_execution_complete');
+    const sl = Buffer.concat([Buffer.from([0x12, rec.length]), rec]);
+    const rl = Buffer.concat([Buffer.from([0x12, sl.length]), sl]);
+    const req = Buffer.concat([Buffer.from([0x0a, rl.length]), rl]);
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', req, protobuf);
+    expect(res.status).toBe(200);
+    // ExportLogsServiceResponse { partial_success (1) { rejected_log_records (1) = 1, error_message (2) } }
+    expect(res.body[0]).toBe(0x0a);
+    expect(res.body.subarray(2, 4)).toEqual(Buffer.from([0x08, 0x01]));
+    expect(res.body.toString()).toMatch(/hook_event is missing/);
+  });
+});
+
+describe('metrics and traces', () => {
+  it('answers 200 on /v1/metrics and /v1/traces so a client pointed straight at hookwatch logs no errors', async () => {
+    const metrics = fixtureRequests('run1-httpjson').find((r) => r.path === '/v1/metrics')!;
+    for (const path of ['/v1/metrics', '/v1/traces']) {
+      const res = await postOtlp(service.otlpHttpUrl, path, metrics.body, { 'content-type': metrics.contentType, ...auth });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body.toString())).toEqual({});
+    }
+  });
+});
+
+describe('slow clients', () => {
+  it('a client that stops sending mid-body does not block others', async () => {
+    const slow = request(service.otlpHttpUrl + '/v1/logs', { method: 'POST', headers: { ...json, 'content-length': '1000' } });
+    slow.on('error', () => {});
+    slow.write('{"resourceLogs":');
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json);
+    expect(res.status).toBe(200);
+    slow.destroy();
+  });
+});

@@ -1,0 +1,74 @@
+/** Test helpers: a real hookwatch on free ports with a temp SQLite file, and the captured fixtures. */
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, toConfig, type HookwatchConfig } from '../src/config/index.ts';
+import { startService, type RunningService } from '../src/service.ts';
+import { silentLogger } from '../src/telemetry/logger.ts';
+
+export const FIXTURES = fileURLToPath(new URL('../testdata/claude-code-2.1.332/', import.meta.url));
+
+export interface FixtureRequest {
+  run: string;
+  file: string;
+  path: string;
+  contentType: string;
+  body: Buffer;
+}
+
+/** Every captured request of a run, in the order the client sent them. */
+export function fixtureRequests(run: string): FixtureRequest[] {
+  const dir = join(FIXTURES, run);
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.body.bin'))
+    .sort()
+    .map((f) => {
+      const meta = JSON.parse(readFileSync(join(dir, f.replace('.body.bin', '.meta.json')), 'utf8')) as { path: string; headers: Record<string, string> };
+      return { run, file: f, path: meta.path, contentType: meta.headers['content-type'] ?? '', body: readFileSync(join(dir, f)) };
+    });
+}
+
+export const FIXTURE_RUNS = ['run1-httpjson', 'run2-httpprotobuf', 'run5-mockapi-tools-httpjson'] as const;
+
+export function tempDir(prefix = 'hookwatch-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface TestService extends RunningService {
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** Starts hookwatch on 127.0.0.1 port 0 with a fresh SQLite file; env-style overrides apply on top. */
+export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string } = {}): Promise<TestService> {
+  const tmp = opts.dir ? { dir: opts.dir, cleanup: () => rmSync(opts.dir as string, { recursive: true, force: true }) } : tempDir();
+  const config: HookwatchConfig = toConfig(loadConfig({
+    env: {
+      HOOKWATCH_DB: join(tmp.dir, 'hookwatch.db'),
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+      ...env,
+    },
+  }));
+  const service = await startService(config, { logger: silentLogger, ...(opts.now ? { now: opts.now } : {}) });
+  return {
+    ...service,
+    dir: tmp.dir,
+    close: async () => {
+      await service.stop();
+      tmp.cleanup();
+    },
+  };
+}
+
+export async function postOtlp(base: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; body: Buffer }> {
+  const res = await fetch(base + path, { method: 'POST', headers, body });
+  return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
+}
+
+export async function getJson<T = unknown>(base: string, path: string): Promise<{ status: number; body: T }> {
+  const res = await fetch(base + path);
+  return { status: res.status, body: (await res.json()) as T };
+}
