@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
+import { classifyExecution } from './cliff.ts';
+import { extractHookEvents, hookEventKind, parseCount } from './extract.ts';
+
+function record(attrs: Record<string, AnyValue>, extra: Partial<LogRecord> = {}): LogRecord {
+  return { timeUnixNano: 1_764_000_000_000_000_000n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map(Object.entries(attrs)), ...extra };
+}
+
+function request(records: LogRecord[], resource: Record<string, AnyValue> = {}): LogsRequest {
+  return { resourceLogs: [{ resource: new Map(Object.entries(resource)), scopeLogs: [{ scope: { name: 'com.anthropic.claude_code.events', version: '2.1.332' }, logRecords: records }] }] };
+}
+
+const base = { 'event.name': 'hook_execution_complete', hook_event: 'SessionStart', hook_name: 'SessionStart:startup' };
+const opts = { nearThreshold: 8000, dimensions: ['team'] };
+
+describe('recognising hook events', () => {
+  it('by attribute event.name, by LogRecord event_name, or by body', () => {
+    expect(hookEventKind(record({ 'event.name': 'hook_execution_complete' }))).toBe('complete');
+    expect(hookEventKind(record({}, { eventName: 'hook_execution_start' }))).toBe('start');
+    expect(hookEventKind(record({}, { body: 'claude_code.hook_execution_complete' }))).toBe('complete');
+    expect(hookEventKind(record({ 'event.name': 'user_prompt' }, { body: 'claude_code.user_prompt' }))).toBeUndefined();
+  });
+});
+
+describe('numbers arrive as strings, ints or doubles', () => {
+  it('accepts "2", 2, 2n-as-number and 2.0', () => {
+    expect(parseCount('2', 'n')).toBe(2);
+    expect(parseCount(2, 'n')).toBe(2);
+    expect(parseCount(2.0, 'n')).toBe(2);
+    expect(parseCount(' 7 ', 'n')).toBe(7);
+    expect(parseCount(undefined, 'n')).toBeNull();
+  });
+  for (const bad of ['-1', 'abc', '1.5', '', '1e3', NaN, Infinity, -1, 1.5, true, 2n ** 70n] as AnyValue[]) {
+    it(`rejects ${String(bad)}`, () => {
+      expect(() => parseCount(bad, 'num_success')).toThrow(/num_success/);
+    });
+  }
+  it('intValue and doubleValue forms give the same event as strings', () => {
+    const asStrings = extractHookEvents(request([record({ ...base, num_hooks: '2', num_success: '2', stdout_chars: '12578', num_outputs_persisted: '1' })]), opts).events[0]!;
+    const asNumbers = extractHookEvents(request([record({ ...base, num_hooks: 2, num_success: 2.0, stdout_chars: 12578, num_outputs_persisted: 1 })]), opts).events[0]!;
+    expect({ ...asNumbers, dedupKey: '' }).toEqual({ ...asStrings, dedupKey: '' });
+  });
+});
+
+describe('unknown is not zero', () => {
+  it('an event without size attributes has null sizes and status unknown', () => {
+    const e = extractHookEvents(request([record({ ...base, num_hooks: '1', num_success: '1' })]), opts).events[0]!;
+    expect(e.sizesKnown).toBe(false);
+    expect(e.stdoutChars).toBeNull();
+    expect(e.outputsPersisted).toBeNull();
+    expect(e.status).toBe('unknown');
+  });
+});
+
+describe('the cliff, as Claude Code applies it', () => {
+  const facts = (ac: number, persisted: number | null, numHooks = 1) => ({ numHooks, stdoutChars: ac + 30, additionalContextChars: ac, systemMessageChars: 0, initialUserMessageChars: 0, outputsPersisted: persisted });
+  it('exactly 10,000 is delivered (near), 10,001 is persisted (over)', () => {
+    expect(classifyExecution(facts(10_000, 0), 8000)).toBe('near');
+    expect(classifyExecution(facts(10_001, 1), 8000)).toBe('over');
+  });
+  it('persisted is the ground truth: a sum over the cap across two hooks is not "over" by itself', () => {
+    expect(classifyExecution(facts(12_000, 0, 2), 8000)).toBe('near');
+    expect(classifyExecution(facts(12_000, 1, 2), 8000)).toBe('over');
+  });
+  it('without the persisted count, only a provable single string over the cap is over', () => {
+    expect(classifyExecution(facts(10_001, null, 1), 8000)).toBe('over');
+    expect(classifyExecution(facts(12_000, null, 2), 8000)).toBe('near');
+  });
+  it('an emoji-heavy output is measured in UTF-16 code units', () => {
+    const text = '😀'.repeat(5_001); // 5,001 code points, 10,002 UTF-16 code units
+    expect([...text].length).toBe(5_001);
+    expect(classifyExecution(facts(text.length, 1), 8000)).toBe('over');
+    const fits = '😀'.repeat(5_000);
+    expect(classifyExecution(facts(fits.length, 0), 8000)).toBe('near');
+  });
+  it('small outputs are ok', () => {
+    expect(classifyExecution(facts(100, 0), 8000)).toBe('ok');
+  });
+});
+
+describe('a record with a bad count is rejected alone', () => {
+  it('reports the path and reason, keeps the good records', () => {
+    const x = extractHookEvents(request([
+      record({ ...base, num_success: '-1' }),
+      record({ ...base, num_success: '1' }),
+      record({ 'event.name': 'hook_execution_complete' }),
+      record({ 'event.name': 'user_prompt' }),
+    ]), opts);
+    expect(x.events.length).toBe(1);
+    expect(x.rejected).toBe(2);
+    expect(x.otherRecords).toBe(1);
+    expect(x.problems[0]).toMatch(/logRecords\[0\]: num_success "-1"/);
+    expect(x.problems[1]).toMatch(/logRecords\[2\]: hook_event is missing/);
+  });
+});
+
+describe('dimensions and idempotency keys', () => {
+  it('record attributes win over resource attributes; extra dimensions are kept', () => {
+    const e = extractHookEvents(request([record({ ...base, team: 'payments', 'session.id': 's1', 'event.sequence': '3' })], { team: 'platform', 'service.name': 'claude-code', 'service.version': '2.1.332' }), opts).events[0]!;
+    expect(e.extra).toEqual({ team: 'payments' });
+    expect(e.serviceVersion).toBe('2.1.332');
+  });
+  it('the same record gives the same key; another sequence number another key', () => {
+    const a = extractHookEvents(request([record({ ...base, 'session.id': 's1', 'event.sequence': '3', 'event.timestamp': '2026-11-30T07:55:22.996Z' })]), opts).events[0]!;
+    const b = extractHookEvents(request([record({ ...base, 'session.id': 's1', 'event.sequence': '3', 'event.timestamp': '2026-11-30T07:55:22.996Z' })]), opts).events[0]!;
+    const c = extractHookEvents(request([record({ ...base, 'session.id': 's1', 'event.sequence': '4', 'event.timestamp': '2026-11-30T07:55:22.996Z' })]), opts).events[0]!;
+    expect(a.dedupKey).toBe(b.dedupKey);
+    expect(a.dedupKey).not.toBe(c.dedupKey);
+    expect(a.timeMs).toBe(Date.parse('2026-11-30T07:55:22.996Z'));
+  });
+  it('without a session id the whole content is the key', () => {
+    const a = extractHookEvents(request([record({ ...base, num_success: '1' })]), opts).events[0]!;
+    const b = extractHookEvents(request([record({ ...base, num_success: '2' })]), opts).events[0]!;
+    expect(a.dedupKey).not.toBe(b.dedupKey);
+  });
+});
