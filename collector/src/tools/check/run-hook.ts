@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 
+import { headCodeUnits } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 
 /** How to run one hook command. */
@@ -54,12 +55,17 @@ class TextCollector {
   push(chunk: Buffer): void {
     const text = this.decoder.write(chunk);
     this.chars += text.length;
-    if (this.complete && this.keptBytes + chunk.length <= this.maxBytes) {
+    if (!this.complete) return;
+    if (this.keptBytes + chunk.length <= this.maxBytes) {
       this.parts.push(text);
       this.keptBytes += chunk.length;
-    } else {
-      this.complete = false;
+      return;
     }
+    // Keep the head of the chunk that crosses the limit: as many code units as bytes were left (a few times that
+    // in bytes at most, so still bounded), enough to show what the output starts with.
+    this.parts.push(headCodeUnits(text, this.maxBytes - this.keptBytes));
+    this.keptBytes = this.maxBytes;
+    this.complete = false;
   }
 
   finish(): string {
