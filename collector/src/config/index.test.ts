@@ -1,0 +1,108 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
+
+const configs = fileURLToPath(new URL('../../testdata/configs/', import.meta.url));
+const readFile = (p: string): string => readFileSync(p, 'utf8');
+
+describe('precedence: defaults < file < environment < flags', () => {
+  it('uses the defaults with nothing set', () => {
+    const c = toConfig(loadConfig({ env: {} }));
+    expect(c.otlp.http.addr).toBe('127.0.0.1:4318');
+    expect(c.http.addr).toBe('127.0.0.1:9318');
+    expect(c.db).toBe('./data/hookwatch.db');
+    expect(c.otlp.ingestToken).toBe('');
+    expect(c.retention.eventsMs).toBe(30 * 86_400_000);
+    expect(c.retention.rollupsMs).toBe(400 * 86_400_000);
+  });
+
+  it('a file overrides defaults, the environment the file, flags the environment', () => {
+    const file = `${configs}good.yaml`;
+    const fromFile = toConfig(loadConfig({ env: { HOOKWATCH_CONFIG: file }, readFile }));
+    expect(fromFile.otlp.http.addr).toBe('0.0.0.0:4318');
+    expect(fromFile.otlp.maxRequestBytes).toBe(32 * 1024 * 1024);
+    expect(fromFile.retention.eventsMs).toBe(14 * 86_400_000);
+    expect(fromFile.dimensions).toEqual(['team', 'workflow.name']);
+    const fromEnv = toConfig(loadConfig({ env: { HOOKWATCH_CONFIG: file, HOOKWATCH_HTTP_ADDR: '127.0.0.1:9500' }, readFile }));
+    expect(fromEnv.http.addr).toBe('127.0.0.1:9500');
+    const fromFlag = loadConfig({ env: { HOOKWATCH_HTTP_ADDR: '127.0.0.1:9500' }, flags: { config: file, 'http-addr': '127.0.0.1:9600' }, readFile });
+    expect(toConfig(fromFlag).http.addr).toBe('127.0.0.1:9600');
+    expect(fromFlag.sources.get('http.addr')).toBe('flag');
+    expect(fromFlag.sources.get('log.level')).toBe('file');
+  });
+});
+
+describe('bad configuration fails at start with a message naming the key', () => {
+  const cases: [string, () => unknown, RegExp][] = [
+    ['unknown key in a file', () => loadConfig({ env: {}, flags: { config: `${configs}unknown-key.yaml` }, readFile }), /unknown key "otlp\.http\.adr"/],
+    ['bad duration in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-duration.yaml` }, readFile }), /retention\.events: expected a duration/],
+    ['bad address in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-addr.yaml` }, readFile }), /http\.addr: expected host:port/],
+    ['a file that is not a mapping', () => loadConfig({ env: {}, flags: { config: `${configs}not-a-mapping.yaml` }, readFile }), /must be a mapping/],
+    ['a missing file', () => loadConfig({ env: {}, flags: { config: `${configs}nope.yaml` }, readFile }), /cannot read config file/],
+    ['unknown environment variable', () => loadConfig({ env: { HOOKWATCH_OTLP_ADDR: 'x' } }), /unknown variable HOOKWATCH_OTLP_ADDR/],
+    ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],
+    ['out of range', () => loadConfig({ env: { HOOKWATCH_NEAR_THRESHOLD: '12000' } }), /delivery\.nearThreshold: must be at most 10000/],
+    ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],
+    ['unknown flag', () => loadConfig({ env: {}, flags: { 'otlp-adr': 'x' } }), /unknown flag --otlp-adr/],
+  ];
+  for (const [name, fn, message] of cases) {
+    it(name, () => {
+      expect(fn).toThrow(ConfigError);
+      expect(fn).toThrow(message);
+    });
+  }
+
+  it('never repeats a secret value in an error', () => {
+    let message = '';
+    try {
+      loadConfig({ env: {}, flags: { config: `${configs}secret-bad-type.yaml` }, readFile });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toMatch(/otlp\.ingestToken/);
+    expect(message).not.toContain('12345678');
+  });
+});
+
+describe('redaction', () => {
+  it('the effective document hides the token and a database password', () => {
+    const doc = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'hunter2-token', HOOKWATCH_DB: 'postgres://hw:pa55word@db:5432/hookwatch' } }));
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain('hunter2-token');
+    expect(text).not.toContain('pa55word');
+    expect(text).toContain('<redacted>');
+    expect(text).toContain('postgres://hw:<redacted>@db:5432/hookwatch');
+  });
+
+  it('`hookwatch config` prints the effective config with secrets redacted', async () => {
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [main, 'config', '--json', '--db', '/tmp/x.db'], {
+      env: { ...process.env, HOOKWATCH_INGEST_TOKEN: 'hunter2-token' },
+    });
+    const doc = JSON.parse(stdout) as { db: string; otlp: { ingestToken: string } };
+    expect(doc.db).toBe('/tmp/x.db');
+    expect(doc.otlp.ingestToken).toBe('<redacted>');
+    expect(stdout).not.toContain('hunter2-token');
+  });
+
+  it('a bad configuration makes the command exit 2 naming the key', async () => {
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const err = await promisify(execFile)(process.execPath, [main, 'serve'], { env: { ...process.env, HOOKWATCH_HTTP_ADDR: 'nowhere' } }).catch((e: { code: number; stderr: string }) => e);
+    expect((err as { code: number }).code).toBe(2);
+    expect((err as { stderr: string }).stderr).toMatch(/http\.addr/);
+  });
+});
+
+describe('durations', () => {
+  it('parses units and compounds', () => {
+    expect(parseDuration('30s')).toBe(30_000);
+    expect(parseDuration('1h30m')).toBe(5_400_000);
+    expect(parseDuration('2d')).toBe(172_800_000);
+    expect(parseDuration('1500')).toBe(1500);
+    expect(parseDuration('soon')).toBeUndefined();
+    expect(parseDuration('5x')).toBeUndefined();
+  });
+});
