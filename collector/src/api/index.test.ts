@@ -1,0 +1,127 @@
+/** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
+import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
+
+const NOW = Date.parse('2026-11-30T12:00:00Z');
+let service: TestService;
+
+function event(hookName: string, t: string, seq: number, attrs: Record<string, string>): unknown {
+  const all: Record<string, string> = {
+    'event.name': 'hook_execution_complete', hook_event: hookName.split(':')[0]!, hook_name: hookName,
+    'session.id': 'api-test', 'event.sequence': String(seq), 'event.timestamp': t, 'user.id': seq % 2 ? 'alice' : 'bob', ...attrs,
+  };
+  return { attributes: Object.entries(all).map(([key, v]) => ({ key, value: { stringValue: v } })) };
+}
+
+const sized = (ac: number, persisted: number): Record<string, string> => ({ num_hooks: '1', num_success: '1', additional_context_chars: String(ac), stdout_chars: String(ac + 20), num_outputs_persisted: String(persisted) });
+
+beforeAll(async () => {
+  service = await startTestService({}, { now: () => NOW });
+  const records = [
+    // A hook that grows over three days and crosses the cap on the last one.
+    event('SessionStart:startup', '2026-11-28T10:00:00Z', 1, sized(7000, 0)),
+    event('SessionStart:startup', '2026-11-29T10:00:00Z', 2, sized(9500, 0)),
+    event('SessionStart:startup', '2026-11-30T10:00:00Z', 3, sized(11000, 1)),
+    event('SessionStart:startup', '2026-11-30T10:00:30Z', 4, sized(11200, 1)),
+    event('UserPromptSubmit', '2026-11-30T11:59:00Z', 5, sized(100, 0)),
+    event('Stop', '2026-11-30T11:00:00Z', 6, { num_hooks: '1', num_success: '1' }),
+  ];
+  const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify({ resourceLogs: [{ resource: { attributes: [{ key: 'service.version', value: { stringValue: '2.1.332' } }] }, scopeLogs: [{ logRecords: records }] }] }), { 'content-type': 'application/json' });
+  expect(res.status).toBe(200);
+});
+afterAll(async () => {
+  await service.close();
+});
+
+describe('GET /api/v1/hooks', () => {
+  it('ranks hooks by risk and honours the range', async () => {
+    const { body } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
+    expect(body.hooks.map((h) => [h.hookName, h.status])).toEqual([
+      ['SessionStart:startup', 'over'],
+      ['Stop', 'unknown'],
+      ['UserPromptSubmit', 'ok'],
+    ]);
+    const ss = body.hooks[0]!;
+    expect(ss.executions).toBe(4);
+    expect(ss.outputsPersisted).toBe(2);
+    expect(ss.maxChars.additionalContext).toBe(11200);
+    expect(ss.headroom).toBe(10_000 - 11_220);
+    expect(ss.id).toMatch(/^[0-9a-f]{16}$/);
+    const lastHour = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1h&to=now');
+    expect(lastHour.body.hooks.map((h) => h.hookName)).toEqual(['Stop', 'UserPromptSubmit']);
+    const rfc = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=2026-11-28T00:00:00Z&to=2026-11-29T00:00:00Z');
+    expect(rfc.body.hooks.map((h) => [h.hookName, h.executions, h.status])).toEqual([['SessionStart:startup', 1, 'ok']]);
+  });
+
+  it('filters by a dimension and by status', async () => {
+    const { body } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d&user.id=alice');
+    expect(body.hooks.find((h) => h.hookName === 'SessionStart:startup')?.executions).toBe(2);
+    const over = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d&status=over');
+    expect(over.body.hooks.map((h) => h.hookName)).toEqual(['SessionStart:startup']);
+  });
+});
+
+describe('GET /api/v1/hooks/:id/series', () => {
+  it('returns one bucket per step with the same counters', async () => {
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
+    const id = hooks.hooks[0]!.id;
+    const { status, body } = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-28T00:00:00Z&to=2026-12-01T00:00:00Z&step=1d`);
+    expect(status).toBe(200);
+    expect(body.step).toBe(86400);
+    expect(body.buckets.map((b) => [b.start.slice(0, 10), b.executions, b.outputsPersisted, b.maxChars.additionalContext, b.status])).toEqual([
+      ['2026-11-28', 1, 0, 7000, 'ok'],
+      ['2026-11-29', 1, 0, 9500, 'near'],
+      ['2026-11-30', 2, 2, 11200, 'over'],
+    ]);
+    const auto = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=now-24h`);
+    expect(auto.body.step).toBe(600);
+    expect(auto.body.buckets.reduce((n, b) => n + b.executions, 0)).toBe(2);
+  });
+});
+
+describe('GET /api/v1/overview and breakdown', () => {
+  it('fleet totals, status counts, size data share and client versions', async () => {
+    const { body } = await getJson<OverviewResponse>(service.httpUrl, '/api/v1/overview?from=now-7d');
+    expect(body.totals.executions).toBe(6);
+    expect(body.statusCounts).toEqual({ over: 1, near: 0, ok: 1, unknown: 1 });
+    expect(body.sizeDataShare).toBeCloseTo(5 / 6);
+    expect(body.clientVersions).toEqual([{ serviceName: '', version: '2.1.332', executions: 6, sizeUnknownExecutions: 1, hasSizeData: true }]);
+  });
+
+  it('breaks one hook down by user', async () => {
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
+    const { body } = await getJson<BreakdownResponse>(service.httpUrl, `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`);
+    expect(body.rows.map((r) => [r.value, r.executions, r.outputsPersisted])).toEqual([['alice', 2, 1], ['bob', 2, 1]]);
+  });
+});
+
+describe('bad parameters get 400 naming the parameter', () => {
+  const cases: [string, string][] = [
+    ['/api/v1/hooks?from=yesterday', 'from'],
+    ['/api/v1/hooks?to=2026-13-45', 'to'],
+    ['/api/v1/hooks?from=now&to=now-1h', 'from'],
+    ['/api/v1/hooks?from=now-1000d', 'from'],
+    ['/api/v1/hooks?colour=blue', 'colour'],
+    ['/api/v1/hooks?status=fine', 'status'],
+    ['/api/v1/hooks?from=now-1h&from=now-2h', 'from'],
+    ['/api/v1/hooks/0123456789abcdef/series?step=5s', 'step'],
+    ['/api/v1/hooks/0123456789abcdef/series?from=now-30d&step=1m', 'step'],
+    ['/api/v1/hooks/..%2F..%2Fetc%2Fpasswd/series', 'id'],
+    ['/api/v1/hooks/0123456789abcdef/breakdown?dimension=password', 'dimension'],
+  ];
+  for (const [path, parameter] of cases) {
+    it(path, async () => {
+      const { status, body } = await getJson<{ error: { parameter: string; message: string } }>(service.httpUrl, path);
+      expect(status).toBe(400);
+      expect(body.error.parameter).toBe(parameter);
+      expect(body.error.message).toContain(parameter === 'id' ? 'hook id' : parameter);
+    });
+  }
+
+  it('an unknown hook is 404, health endpoints answer', async () => {
+    expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
+    expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });
+    expect((await getJson(service.httpUrl, '/readyz')).body).toEqual({ status: 'ready' });
+  });
+});
