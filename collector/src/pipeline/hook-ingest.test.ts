@@ -1,0 +1,91 @@
+/**
+ * Back-pressure: when batches pile up waiting for the store, new ones get 503 + Retry-After instead of an
+ * unbounded queue; a store that cannot write gives 503 too, and nothing is acknowledged that was not committed.
+ */
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, toConfig } from '../config/index.ts';
+import { startService, type RunningService } from '../service.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import { StoreUnavailableError, type Store } from '../store/store.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { getJson, postOtlp, tempDir } from '../../test/helpers.ts';
+
+const tmp = tempDir();
+let service: RunningService | undefined;
+afterEach(async () => {
+  await service?.stop();
+  service = undefined;
+});
+afterAll(() => tmp.cleanup());
+
+function batch(seq: number): string {
+  const attrs = { 'event.name': 'hook_execution_complete', hook_event: 'Stop', hook_name: 'Stop', 'session.id': 'bp', 'event.sequence': String(seq), num_hooks: '1', num_success: '1', stdout_chars: '10', num_outputs_persisted: '0' };
+  return JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: Object.entries(attrs).map(([key, v]) => ({ key, value: { stringValue: v } })) }] }] }] });
+}
+
+/** The real SQLite store behind a gate the test opens, or a switch that makes writes fail. */
+function gatedStore(path: string): { store: Store; open: () => void; failing: (on: boolean) => void } {
+  const real = new SqliteStore({ path });
+  let release: () => void = () => {};
+  let gate = new Promise<void>((r) => (release = r));
+  let fail = false;
+  const store = Object.create(real) as Store;
+  store.ingest = async (events) => {
+    await gate;
+    if (fail) throw new StoreUnavailableError('disk is full');
+    return real.ingest(events);
+  };
+  store.close = () => real.close();
+  return {
+    store,
+    open: () => {
+      release();
+      gate = Promise.resolve();
+    },
+    failing: (on) => {
+      fail = on;
+    },
+  };
+}
+
+async function start(store: Store): Promise<RunningService> {
+  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: '2', HOOKWATCH_DB: join(tmp.dir, 'unused.db') } }));
+  return startService(config, { logger: silentLogger, store });
+}
+
+describe('back-pressure', () => {
+  it('answers 503 with Retry-After past maxPendingRequests, then accepts again', async () => {
+    const gated = gatedStore(join(tmp.dir, 'bp.db'));
+    service = await start(gated.store);
+    const json = { 'content-type': 'application/json' };
+    const first = postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), json);
+    const second = postOtlp(service.otlpHttpUrl, '/v1/logs', batch(2), json);
+    // Let both reach the store stage before the third arrives.
+    await new Promise((r) => setTimeout(r, 200));
+    const third = await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(3), json);
+    expect(third.status).toBe(503);
+    expect(third.headers.get('retry-after')).toBe('1');
+    expect(JSON.parse(third.body.toString()).message).toMatch(/waiting for the store/);
+    gated.open();
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+    // The client's retry now gets through.
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(3), json)).status).toBe(200);
+    const { body } = await getJson<{ hooks: { executions: number }[] }>(service.httpUrl, '/api/v1/hooks?from=now-1h&to=now%2B1h');
+    expect(body.hooks[0]!.executions).toBe(3);
+  });
+
+  it('a store that cannot write gives 503 + Retry-After and acknowledges nothing', async () => {
+    const gated = gatedStore(join(tmp.dir, 'full.db'));
+    gated.open();
+    gated.failing(true);
+    service = await start(gated.store);
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(JSON.parse(res.body.toString()).message).toMatch(/store cannot take writes/);
+    gated.failing(false);
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' })).status).toBe(200);
+  });
+});
