@@ -211,12 +211,12 @@ export class TranscriptScanner {
     ...emptyCounts(), lines: 0, bytes: 0, unparsableLines: 0, oversizedLines: 0, duplicateRecords: 0, recordsWithoutId: 0,
   };
 
+  private readonly maxLineBytes: number | undefined;
+
   constructor(options: { sink?: HookRecordSink; maxLineBytes?: number } = {}) {
     this.sink = options.sink;
     this.maxLineBytes = options.maxLineBytes;
   }
-
-  private readonly maxLineBytes: number | undefined;
 
   /** Reads one transcript file; a file that cannot be read is recorded with its error, not thrown. */
   async scanFile(path: string): Promise<FileSummary> {
