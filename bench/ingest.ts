@@ -1,0 +1,126 @@
+/**
+ * Ingest benchmark (`npm run bench:ingest`): Claude-Code-shaped 512-record batches, protobuf and JSON, gzip and
+ * not, POSTed through the real OTLP/HTTP receiver into a real SQLite file (synchronous=full, the default) by a
+ * server in a child process. Reports records/s and the server's CPU µs per record, each next to a same-run
+ * decode-only baseline: protobufjs decoding the very same bytes (after gunzip for gzip variants; JSON.parse then
+ * protobufjs fromObject for JSON). A third figure compares hookwatch's own decoder with protobufjs.
+ */
+import { gunzipSync } from 'node:zlib';
+import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
+import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
+import { HOOK_EVENT_SHARE, batchTemplate, gzip, stamp, type WireEncoding } from './lib/batch.ts';
+import { agentFor, cpuMicrosSince, post, serverCpuMicros, startServer } from './lib/harness.ts';
+import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
+import { markdownTable, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+
+const RECORDS = 512;
+const CONCURRENCY = 4;
+
+interface Variant {
+  encoding: WireEncoding;
+  gzip: boolean;
+}
+
+const VARIANTS: readonly Variant[] = [
+  { encoding: 'protobuf', gzip: false },
+  { encoding: 'protobuf', gzip: true },
+  { encoding: 'json', gzip: false },
+  { encoding: 'json', gzip: true },
+];
+
+function label(v: Variant): string {
+  return `${v.encoding}${v.gzip ? '+gzip' : ''}`;
+}
+
+/** protobufjs decode of the same bytes: the least work any OTLP receiver must do per request. */
+function baselineDecode(v: Variant, wire: Buffer): void {
+  const bytes = v.gzip ? gunzipSync(wire) : wire;
+  if (v.encoding === 'protobuf') protobufjsDecode(bytes);
+  else ExportLogsServiceRequest.fromObject(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>);
+}
+
+function hookwatchDecode(v: Variant, wire: Buffer): void {
+  if (v.encoding === 'protobuf') decodeLogsProto(wire);
+  else decodeLogsJson(wire.toString('utf8'));
+}
+
+/** Runs `fn` over every body and returns CPU µs and wall ms for the whole pass. */
+function timed(bodies: readonly Buffer[], fn: (b: Buffer) => void): { cpuMicros: number; wallMs: number } {
+  for (const b of bodies.slice(0, 3)) fn(b); // warm the JIT like the server's warm-up batches
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  for (const b of bodies) fn(b);
+  return { cpuMicros: cpuMicrosSince(cpu), wallMs: performance.now() - t0 };
+}
+
+async function runVariant(v: Variant, batches: number): Promise<BenchResult[]> {
+  const template = batchTemplate(RECORDS, v.encoding);
+  const bodies = Array.from({ length: batches + 3 }, () => {
+    const b = stamp(template);
+    return v.gzip ? gzip(b) : b;
+  });
+  const headers: Record<string, string> = { 'content-type': template.contentType };
+  if (v.gzip) headers['content-encoding'] = 'gzip';
+
+  const server = await startServer();
+  const agent = agentFor(CONCURRENCY);
+  const url = `${server.otlpHttpUrl}/v1/logs`;
+  let failures = 0;
+  let wallMs: number;
+  let cpu: number;
+  let stored: number;
+  try {
+    for (const b of bodies.slice(0, 3)) if ((await post(agent, url, b, headers)).status !== 200) failures++;
+    const before = await server.stats();
+    const t0 = performance.now();
+    let next = 3;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next < bodies.length) {
+        const b = bodies[next++] as Buffer;
+        if ((await post(agent, url, b, headers)).status !== 200) failures++;
+      }
+    }));
+    wallMs = performance.now() - t0;
+    const after = await server.stats();
+    cpu = serverCpuMicros(before, after);
+    stored = after.stored;
+  } finally {
+    agent.destroy();
+    await server.stop();
+  }
+  const measured = bodies.slice(3);
+  const records = batches * RECORDS;
+  const base = timed(measured, (b) => baselineDecode(v, b));
+  const avgBytes = Math.round(measured.reduce((n, b) => n + b.length, 0) / measured.length);
+  const expectedStored = (batches + 3) * RECORDS * HOOK_EVENT_SHARE;
+  const notes = `${batches} batches × ${RECORDS} records (${Math.round(HOOK_EVENT_SHARE * 100)}% hook events), ${avgBytes.toLocaleString('en-US')} B/request, ${CONCURRENCY} clients, SQLite synchronous=full; ${failures} non-200; stored ${stored}/${expectedStored} hook events`;
+  const out = [
+    result(`ingest ${label(v)}: throughput`, records / (wallMs / 1000), 'records/s', 'protobufjs decode only', records / (base.wallMs / 1000), notes),
+    result(`ingest ${label(v)}: server CPU per record`, cpu / records, 'µs/record', 'protobufjs decode only', base.cpuMicros / records, 'server process CPU (user+system) over the timed batches, HTTP + decode + extract + SQLite commit'),
+  ];
+  if (!v.gzip) {
+    const own = timed(measured, (b) => hookwatchDecode(v, b));
+    out.push(result(`decode ${v.encoding}: hookwatch decoder CPU per record`, own.cpuMicros / records, 'µs/record', 'protobufjs decode only', base.cpuMicros / records, 'decoder alone, in the benchmark process, same bytes'));
+  }
+  if (failures > 0 || stored !== expectedStored) throw new Error(`ingest ${label(v)}: ${failures} requests failed, ${stored} of ${expectedStored} hook events stored`);
+  return out;
+}
+
+/** Runs every ingest variant. */
+export async function run(opts: BenchOptions): Promise<BenchResult[]> {
+  const batches = opts.quick ? 12 : 150;
+  const out: BenchResult[] = [];
+  for (const v of VARIANTS) out.push(...(await runVariant(v, batches)));
+  return out;
+}
+
+if (import.meta.main) {
+  const quick = process.argv.includes('--quick');
+  run({ quick }).then(
+    (results) => console.log(markdownTable(results)),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

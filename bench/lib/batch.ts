@@ -1,0 +1,130 @@
+/**
+ * Claude-Code-shaped OTLP log batches, as 2.1.332 sends them (collector/testdata/claude-code-2.1.332): one
+ * resource (service.name claude-code), scope com.anthropic.claude_code.events, every record with the standard
+ * attributes, hook counts as stringValue, event.sequence as intValue, and a mix of event types.
+ *
+ * Every record carries the session id placeholder; `stamp` rewrites it in the encoded bytes (same length, so
+ * protobuf lengths stay valid) so each request holds records the store has not seen, at almost no client cost.
+ */
+import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
+import { encodeLogsProto } from './otlp-schema.ts';
+
+/** 36 ASCII characters, the length of a UUID. */
+export const SESSION_PLACEHOLDER = 'SESSION-PLACEHOLDER-0000000000000000';
+
+type Attr = { key: string; value: Record<string, unknown> };
+const s = (key: string, v: string): Attr => ({ key, value: { stringValue: v } });
+
+const HOOKS: readonly [string, string][] = [
+  ['SessionStart', 'SessionStart:startup'],
+  ['UserPromptSubmit', 'UserPromptSubmit'],
+  ['PreToolUse', 'PreToolUse:Bash'],
+  ['PostToolUse', 'PostToolUse:Bash'],
+  ['PreToolUse', 'PreToolUse:Edit'],
+  ['Stop', 'Stop'],
+];
+
+/** Event types in the order one turn produces them: prompt, hooks around a tool call, the API request. */
+const PATTERN = ['user_prompt', 'hook_execution_start', 'hook_execution_complete', 'api_request', 'tool_decision', 'hook_execution_start', 'hook_execution_complete', 'tool_result'] as const;
+
+/** Share of records in a batch that are hook_execution_complete (the ones hookwatch stores as executions). */
+export const COMPLETE_SHARE = 2 / PATTERN.length;
+/** Share of records that are hook events of either kind (start or complete). */
+export const HOOK_EVENT_SHARE = 4 / PATTERN.length;
+
+function record(i: number, baseMs: number): Record<string, unknown> {
+  const type = PATTERN[i % PATTERN.length] as (typeof PATTERN)[number];
+  const ms = baseMs + i * 37;
+  const ts = new Date(ms).toISOString();
+  const [hookEvent, hookName] = HOOKS[Math.floor(i / PATTERN.length) % HOOKS.length] as [string, string];
+  const attrs: Attr[] = [
+    s('user.id', '2cb467a7f9c209db7bf43edafdd2869038b4795118a4c480174603468f658c22'),
+    s('session.id', SESSION_PLACEHOLDER),
+    { key: 'anthropic.provider', value: { stringValue: 'firstParty' } },
+    { key: 'anthropic.custom_base_url', value: { boolValue: false } },
+    s('terminal.type', 'xterm-256color'),
+    s('team', 'platform'),
+    s('event.name', type),
+    s('event.timestamp', ts),
+    { key: 'event.sequence', value: { intValue: i } },
+    s('prompt.id', `0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f${i % 10}`),
+  ];
+  switch (type) {
+    case 'hook_execution_start':
+      attrs.push(s('hook_event', hookEvent), s('hook_name', hookName), s('num_hooks', '1'), s('managed_only', 'false'), s('hook_source', 'merged'));
+      break;
+    case 'hook_execution_complete': {
+      // Sizes on both sides of the cap, as a real team's hooks spread: mostly small, a few near or over.
+      const ctx = [0, 120, 2400, 8600, 12000][i % 5] as number;
+      attrs.push(
+        s('hook_event', hookEvent), s('hook_name', hookName), s('num_hooks', '1'), s('num_success', '1'), s('num_blocking', '0'),
+        s('num_non_blocking_error', '0'), s('num_cancelled', '0'), s('total_duration_ms', String(40 + (i % 300))),
+        s('stdout_chars', String(ctx + 78)), s('additional_context_chars', String(ctx)), s('system_message_chars', '0'),
+        s('initial_user_message_chars', '0'), s('num_outputs_persisted', ctx > 10_000 ? '1' : '0'),
+        s('managed_only', 'false'), s('hook_source', 'merged'), s('safe_mode', 'false'),
+      );
+      break;
+    }
+    case 'api_request':
+      attrs.push(s('model', 'claude-sonnet-4-5'), s('cost_usd', '0.0123'), s('duration_ms', '2345'), s('input_tokens', '5230'), s('output_tokens', '412'), s('cache_read_tokens', '48210'), s('cache_creation_tokens', '0'));
+      break;
+    case 'tool_decision':
+      attrs.push(s('tool_name', 'Bash'), s('decision', 'accept'), s('source', 'config'));
+      break;
+    case 'tool_result':
+      attrs.push(s('tool_name', 'Bash'), s('success', 'true'), s('duration_ms', '184'), s('tool_parameters', JSON.stringify({ bash_command: 'npm', full_command: 'npm test -- --run collector/src', timeout: 120000, description: 'Run the tests' })));
+      break;
+    case 'user_prompt':
+      attrs.push(s('prompt_length', '142'), s('prompt', '<REDACTED>'));
+      break;
+  }
+  const nanos = `${BigInt(ms) * 1_000_000n}`;
+  return { timeUnixNano: nanos, observedTimeUnixNano: nanos, body: { stringValue: `claude_code.${type}` }, attributes: attrs };
+}
+
+/** An OTLP/JSON-shaped ExportLogsServiceRequest with `records` log records. */
+export function claudeCodeRequest(records: number, baseMs = Date.now()): Record<string, unknown> {
+  return {
+    resourceLogs: [{
+      resource: {
+        attributes: [s('host.arch', 'amd64'), s('os.type', 'linux'), s('os.version', '6.18.44'), s('service.name', 'claude-code'), s('service.version', '2.1.332'), s('team', 'platform')],
+      },
+      scopeLogs: [{ scope: { name: 'com.anthropic.claude_code.events', version: '2.1.332' }, logRecords: Array.from({ length: records }, (_, i) => record(i, baseMs)) }],
+    }],
+  };
+}
+
+export type WireEncoding = 'protobuf' | 'json';
+
+/** An encoded batch template plus where the session placeholder sits in it. */
+export interface BatchTemplate {
+  encoding: WireEncoding;
+  records: number;
+  bytes: Buffer;
+  offsets: number[];
+  contentType: string;
+}
+
+/** Encodes a request once; `stamp` then makes fresh copies cheaply. */
+export function batchTemplate(records: number, encoding: WireEncoding, baseMs = Date.now()): BatchTemplate {
+  const req = claudeCodeRequest(records, baseMs);
+  const bytes = encoding === 'protobuf' ? encodeLogsProto(req) : Buffer.from(JSON.stringify(req));
+  const offsets: number[] = [];
+  const needle = Buffer.from(SESSION_PLACEHOLDER);
+  for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + needle.length)) offsets.push(at);
+  return { encoding, records, bytes, offsets, contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json' };
+}
+
+/** A copy of the template whose records all carry `sessionId` (36 ASCII characters, e.g. a UUID). */
+export function stamp(t: BatchTemplate, sessionId: string = randomUUID()): Buffer {
+  if (sessionId.length !== SESSION_PLACEHOLDER.length) throw new Error('session id must be 36 characters');
+  const out = Buffer.from(t.bytes);
+  for (const at of t.offsets) out.write(sessionId, at, 'latin1');
+  return out;
+}
+
+/** gzip at the level the OpenTelemetry exporters use (zlib default). */
+export function gzip(bytes: Buffer): Buffer {
+  return gzipSync(bytes);
+}

@@ -1,0 +1,59 @@
+/**
+ * The one result shape every benchmark returns, so `npm run bench` can put each figure next to its same-run
+ * baseline. A benchmark module exports `run({ quick }): Promise<BenchResult[]>`.
+ */
+
+export interface BenchResult {
+  /** What was measured, e.g. `ingest protobuf gzip: events/s`. */
+  name: string;
+  value: number;
+  /** Unit of value and baselineValue, e.g. `events/s`, `µs/event`, `ms`, `MiB`. */
+  unit: string;
+  /** The same-run reference the figure is compared with, e.g. `protobufjs decode only`. */
+  baselineName: string;
+  baselineValue: number;
+  /** value / baselineValue (NaN when the baseline is 0). */
+  ratio: number;
+  /** Sizes, durations, caveats: enough to reproduce and to read the figure right. */
+  notes: string;
+}
+
+/** Options every benchmark module accepts. */
+export interface BenchOptions {
+  /** CI smoke run: small sizes, seconds not minutes; figures are reported, never asserted. */
+  quick: boolean;
+}
+
+/** The contract of a benchmark module the runner imports. */
+export interface BenchModule {
+  run(opts: BenchOptions): Promise<BenchResult[]>;
+}
+
+/** Builds a result with the ratio filled in. */
+export function result(name: string, value: number, unit: string, baselineName: string, baselineValue: number, notes = ''): BenchResult {
+  return { name, value, unit, baselineName, baselineValue, ratio: baselineValue === 0 ? Number.NaN : value / baselineValue, notes };
+}
+
+/** Formats a figure with sensible precision for a table. */
+export function fmt(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  const a = Math.abs(n);
+  if (a >= 1000) return Math.round(n).toLocaleString('en-US');
+  if (a >= 100) return n.toFixed(0);
+  if (a >= 10) return n.toFixed(1);
+  return n.toFixed(2);
+}
+
+/** A markdown table of results: figure, baseline, ratio, notes. */
+export function markdownTable(results: readonly BenchResult[]): string {
+  const rows = results.map((r) => `| ${r.name} | ${fmt(r.value)} ${r.unit} | ${r.baselineName}: ${fmt(r.baselineValue)} ${r.unit} | ${Number.isFinite(r.ratio) ? r.ratio.toFixed(2) + '×' : 'n/a'} | ${r.notes.replace(/\|/g, '\\|')} |`);
+  return ['| benchmark | value | same-run baseline | ratio | notes |', '|---|---|---|---|---|', ...rows].join('\n');
+}
+
+/** Percentile (0..100) of unsorted samples by nearest rank; NaN when empty. */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[idx] as number;
+}
