@@ -1,0 +1,413 @@
+/**
+ * One conformance suite for the Store interface, run against every backend: SQLite (a temp file) and
+ * PostgreSQL (a throwaway cluster from Debian's binaries). Answers are checked against an in-memory model that
+ * folds the same events with counters.ts, so a backend that drops, double counts or mis-buckets shows up.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HookCounters } from '../../../shared/src/api.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { hookId } from '../hooks/extract.ts';
+import { addEvent, emptyRow, toCounters } from './counters.ts';
+import { PostgresStore } from './postgres/index.ts';
+import { startTestServer, type TestServer } from './postgres/test-server.ts';
+import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
+import { SqliteStore } from './sqlite/index.ts';
+import { UnknownDimensionError, type Store } from './store.ts';
+
+const DIMENSIONS = ['team', 'project'];
+/** 2026-03-02T00:00:00Z, a Monday: UTC day, hour and minute aligned. */
+const T0 = Date.UTC(2026, 2, 2);
+
+let seq = 0;
+/** A complete execution with size data unless overridden. */
+function ev(over: Partial<HookEvent> = {}): HookEvent {
+  const hookEvent = over.hookEvent ?? 'PostToolUse';
+  const hookName = over.hookName ?? 'PostToolUse:Bash';
+  seq++;
+  return {
+    kind: 'complete',
+    dedupKey: `k-${seq}-${Math.random().toString(36).slice(2)}`,
+    hookId: hookId(hookEvent, hookName),
+    hookEvent,
+    hookName,
+    timeMs: T0 + 10 * MINUTE,
+    numHooks: 1,
+    numSuccess: 1,
+    numBlocking: 0,
+    numNonBlockingError: 0,
+    numCancelled: 0,
+    durationMs: 25,
+    stdoutChars: 1200,
+    additionalContextChars: null,
+    systemMessageChars: null,
+    initialUserMessageChars: null,
+    outputsPersisted: 0,
+    sizesKnown: true,
+    status: 'ok',
+    serviceName: 'claude-code',
+    serviceVersion: '2.1.332',
+    sessionId: 's-1',
+    userId: 'u-1',
+    userEmail: 'a@example.com',
+    userAccountUuid: 'acc-1',
+    organizationId: 'org-1',
+    terminalType: 'vscode',
+    source: 'otlp',
+    extra: {},
+    ...over,
+  };
+}
+
+/** The model: what any store must answer, computed in memory with the shared counter arithmetic. */
+function model(events: HookEvent[], fromMs: number, toMs: number, keep: (e: HookEvent) => boolean = () => true): Map<string, HookCounters> {
+  const r = alignRange(fromMs, toMs);
+  const rows = new Map<string, ReturnType<typeof emptyRow>>();
+  for (const e of events) {
+    if (e.timeMs < r.fromMs || e.timeMs >= r.toMs || !keep(e)) continue;
+    let row = rows.get(e.hookId);
+    if (!row) rows.set(e.hookId, (row = emptyRow()));
+    addEvent(row, e);
+  }
+  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
+}
+
+function strip(m: Map<string, HookCounters & { info?: unknown }>): Map<string, HookCounters> {
+  return new Map([...m].map(([k, v]) => {
+    const { info: _info, ...rest } = v as HookCounters & { info?: unknown };
+    return [k, rest];
+  }));
+}
+
+interface Backend {
+  name: string;
+  setup(): Promise<void>;
+  open(): Promise<Store>;
+  /** A second handle on the same data (another replica), or undefined when the backend has one writer. */
+  openSibling?(of: Store): Promise<Store>;
+  teardown(): Promise<void>;
+}
+
+function sqliteBackend(): Backend {
+  let dir = '';
+  let n = 0;
+  return {
+    name: 'sqlite',
+    async setup() {
+      dir = mkdtempSync(join(tmpdir(), 'hookwatch-conf-'));
+    },
+    async open() {
+      return new SqliteStore({ path: join(dir, `s${++n}.db`), synchronous: 'normal', dimensions: DIMENSIONS });
+    },
+    async teardown() {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function postgresBackend(): Backend {
+  let server: TestServer | undefined;
+  const urls = new WeakMap<Store, string>();
+  return {
+    name: 'postgres',
+    async setup() {
+      server = await startTestServer();
+    },
+    async open() {
+      if (!server) throw new Error('PostgreSQL test server did not start');
+      const url = await server.createDatabase();
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+      urls.set(store, url);
+      return store;
+    },
+    async openSibling(of: Store) {
+      const url = urls.get(of);
+      if (!url) throw new Error('unknown store');
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+      urls.set(store, url);
+      return store;
+    },
+    async teardown() {
+      await server?.stop();
+    },
+  };
+}
+
+describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', (backend) => {
+  const opened: Store[] = [];
+  const open = async (): Promise<Store> => {
+    const s = await backend.open();
+    opened.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    await backend.setup();
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((s) => s.close()));
+    await backend.teardown();
+  });
+
+  it('counts executions, starts and outcomes per hook', async () => {
+    const store = await open();
+    const other = { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit' };
+    const events = [
+      ev({ numHooks: 2, numSuccess: 2, stdoutChars: 9000, durationMs: 40 }),
+      ev({ numSuccess: 0, numBlocking: 1, stdoutChars: 300, durationMs: 10 }),
+      ev({ stdoutChars: 24000, outputsPersisted: 1, status: 'over', durationMs: 70 }),
+      ev({ kind: 'start', numHooks: 1, numSuccess: null, numBlocking: null, numNonBlockingError: null, numCancelled: null, durationMs: null, stdoutChars: null, outputsPersisted: null, sizesKnown: false, status: 'unknown' }),
+      ev({ ...other, hookId: hookId(other.hookEvent, other.hookName), additionalContextChars: 8500, stdoutChars: null, status: 'near' }),
+    ];
+    const r = await store.ingest(events);
+    expect(r.inserted).toHaveLength(5);
+    expect(r.duplicates).toBe(0);
+    const got = await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR });
+    const a = got.get(events[0]!.hookId);
+    expect(a).toMatchObject({
+      executions: 3, starts: 1, numHooks: 4, success: 3, blocking: 1, outputsPersisted: 1, executionsWithPersisted: 1,
+      sizeUnknownExecutions: 0, durationMsSum: 120, durationMsMax: 70,
+    });
+    expect(a?.maxChars.stdout).toBe(24000);
+    expect(a?.maxCharsLowerBound.stdout).toBe(24000);
+    expect(a?.sumChars.stdout).toBe(33300);
+    expect(a?.info).toMatchObject({ hookEvent: 'PostToolUse', hookName: 'PostToolUse:Bash' });
+    const b = got.get(events[4]!.hookId);
+    expect(b).toMatchObject({ executions: 1, nearExecutions: 1 });
+    expect(b?.maxChars.additionalContext).toBe(8500);
+    expect(strip(got)).toEqual(model(events, T0, T0 + HOUR));
+    expect(await store.lastEventMs()).toBe(T0 + 10 * MINUTE);
+    expect(await store.hook(events[0]!.hookId)).toMatchObject({ firstSeenMs: T0 + 10 * MINUTE, lastSeenMs: T0 + 10 * MINUTE });
+    expect(await store.hook('0000000000000000')).toBeUndefined();
+  });
+
+  it('counts a retried batch once, across calls and within one batch', async () => {
+    const store = await open();
+    const events = Array.from({ length: 50 }, (_, i) => ev({ timeMs: T0 + i * 7 * MINUTE }));
+    expect((await store.ingest(events)).inserted).toHaveLength(50);
+    const again = await store.ingest(events);
+    expect(again.inserted).toHaveLength(0);
+    expect(again.duplicates).toBe(50);
+    const fresh = ev({ timeMs: T0 + 3 * MINUTE });
+    const mixed = await store.ingest([events[3]!, fresh, fresh, events[7]!]);
+    expect(mixed.inserted.map((e) => e.dedupKey)).toEqual([fresh.dedupKey]);
+    expect(mixed.duplicates).toBe(3);
+    const got = await store.hookCounters({ fromMs: T0, toMs: T0 + DAY });
+    expect(got.get(fresh.hookId)?.executions).toBe(51);
+    expect(strip(got)).toEqual(model([...events, fresh], T0, T0 + DAY));
+    expect(await store.ingest([])).toEqual({ inserted: [], duplicates: 0 });
+  });
+
+  it('keeps unknown sizes null: blind executions never read as zero', async () => {
+    const store = await open();
+    const blind = (t: number): HookEvent => ev({ timeMs: t, stdoutChars: null, sizesKnown: false, status: 'unknown', outputsPersisted: null });
+    await store.ingest([blind(T0), blind(T0 + MINUTE)]);
+    const only = (await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values().next().value;
+    expect(only?.executions).toBe(2);
+    expect(only?.sizeUnknownExecutions).toBe(2);
+    expect(only?.maxChars).toEqual({ stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null });
+    expect(only?.sumChars.stdout).toBeNull();
+    // A known size later fills in the max; a later blind execution never overwrites it with null.
+    await store.ingest([ev({ timeMs: T0 + 2 * MINUTE, stdoutChars: 500 })]);
+    await store.ingest([blind(T0 + 2 * MINUTE)]);
+    const c = (await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values().next().value;
+    expect(c?.maxChars.stdout).toBe(500);
+    expect(c?.sumChars.stdout).toBe(500);
+    expect(c?.maxChars.systemMessage).toBeNull();
+    expect(c?.sizeUnknownExecutions).toBe(3);
+    // The same through the raw-event path (a filter forces it).
+    const f = (await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR, filters: { 'service.name': 'claude-code' } })).values().next().value;
+    expect(f?.maxChars.stdout).toBe(500);
+    expect(f?.maxChars.systemMessage).toBeNull();
+    expect(f?.sizeUnknownExecutions).toBe(3);
+  });
+
+  it('answers ranges spanning minute, hour and day rollups exactly to the minute', async () => {
+    const store = await open();
+    // Events over four days at irregular times, including bucket edges.
+    const times = [0, 59_999, MINUTE, 17 * MINUTE + 30_000, HOUR - 1, HOUR, 5 * HOUR + 3 * MINUTE, DAY - MINUTE, DAY, DAY + 13 * HOUR + 41 * MINUTE,
+      2 * DAY + 7 * MINUTE, 2 * DAY + 22 * HOUR, 3 * DAY - 1, 3 * DAY + 2 * HOUR + 59 * MINUTE + 59_999, 3 * DAY + 4 * HOUR];
+    const events = times.map((t, i) => ev({ timeMs: T0 + t, stdoutChars: 100 * (i + 1), hookName: i % 2 ? 'PostToolUse:Bash' : 'PostToolUse:Edit', hookId: hookId('PostToolUse', i % 2 ? 'PostToolUse:Bash' : 'PostToolUse:Edit') }));
+    await store.ingest(events);
+    const ranges: [number, number][] = [
+      [T0, T0 + 4 * DAY],
+      [T0 + 30_000, T0 + 3 * DAY + 3 * HOUR],
+      [T0 + 17 * MINUTE, T0 + DAY + 13 * HOUR + 41 * MINUTE],
+      [T0 + HOUR, T0 + 2 * DAY + 22 * HOUR + 1],
+      [T0 + DAY - MINUTE, T0 + DAY + MINUTE],
+      [T0 + 5 * HOUR, T0 + 5 * HOUR + 4 * MINUTE],
+      [T0 + 2 * DAY, T0 + 2 * DAY],
+    ];
+    for (const [from, to] of ranges) {
+      expect(strip(await store.hookCounters({ fromMs: from, toMs: to })), `range ${new Date(from).toISOString()}..${new Date(to).toISOString()}`).toEqual(model(events, from, to));
+    }
+  });
+
+  it('agrees with the model on random events and ranges', async () => {
+    const store = await open();
+    const arbEvent = fc.record({
+      t: fc.integer({ min: 0, max: 5 * DAY }),
+      hook: fc.constantFrom('PostToolUse:Bash', 'PostToolUse:Edit', 'SessionStart'),
+      size: fc.option(fc.integer({ min: 0, max: 60_000 }), { nil: null }),
+      numHooks: fc.integer({ min: 1, max: 3 }),
+      persisted: fc.integer({ min: 0, max: 2 }),
+      version: fc.constantFrom('2.1.332', '2.1.279'),
+    });
+    const events = fc.sample(fc.array(arbEvent, { minLength: 200, maxLength: 200 }), { numRuns: 1, seed: 42 })[0]!.map((x) =>
+      ev({
+        timeMs: T0 + x.t, hookName: x.hook, hookEvent: x.hook.split(':')[0]!, hookId: hookId(x.hook.split(':')[0]!, x.hook), stdoutChars: x.size,
+        sizesKnown: x.size !== null, numHooks: x.numHooks, numSuccess: x.numHooks, outputsPersisted: x.size === null ? null : x.persisted,
+        status: x.size === null ? 'unknown' : x.persisted ? 'over' : 'ok', serviceVersion: x.version,
+      }),
+    );
+    await store.ingest(events);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: -DAY, max: 6 * DAY }), fc.integer({ min: 0, max: 4 * DAY }), async (a, len) => {
+        const got = strip(await store.hookCounters({ fromMs: T0 + a, toMs: T0 + a + len }));
+        expect(got).toEqual(model(events, T0 + a, T0 + a + len));
+      }),
+      { numRuns: 25, seed: 7 },
+    );
+  });
+
+  it('returns series buckets for minute, hour, day and uneven steps', async () => {
+    const store = await open();
+    const events = [0, 30_000, 2 * MINUTE, 61 * MINUTE, 3 * HOUR + 5 * MINUTE, DAY + 1, DAY + 2 * HOUR, 2 * DAY + 23 * HOUR + 59 * MINUTE].map((t) => ev({ timeMs: T0 + t }));
+    await store.ingest(events);
+    const id = events[0]!.hookId;
+    for (const step of [MINUTE, 5 * MINUTE, HOUR, 90 * MINUTE, DAY]) {
+      const got = await store.series(id, { fromMs: T0, toMs: T0 + 3 * DAY, stepMs: step });
+      const want = new Map<number, number>();
+      for (const e of events) {
+        const b = Math.floor(e.timeMs / step) * step;
+        want.set(b, (want.get(b) ?? 0) + 1);
+      }
+      expect(new Map([...got].map(([b, c]) => [b, c.executions])), `step ${step}`).toEqual(want);
+    }
+    // Filtered series read raw events.
+    const filtered = await store.series(id, { fromMs: T0, toMs: T0 + 3 * DAY, stepMs: DAY, filters: { 'user.id': 'u-1' } });
+    expect([...filtered.values()].reduce((s, c) => s + c.executions, 0)).toBe(events.length);
+    expect((await store.series(id, { fromMs: T0, toMs: T0 + 3 * DAY, stepMs: DAY, filters: { 'user.id': 'nobody' } })).size).toBe(0);
+  });
+
+  it('filters and breaks down by built-in and configured extra dimensions', async () => {
+    const store = await open();
+    const events = [
+      ev({ userEmail: 'a@example.com', extra: { team: 'infra' }, stdoutChars: 100 }),
+      ev({ userEmail: 'a@example.com', extra: { team: 'infra', project: 'x' }, stdoutChars: 200 }),
+      ev({ userEmail: 'b@example.com', extra: { team: 'web' }, stdoutChars: 12_000, outputsPersisted: 1, status: 'over' }),
+      ev({ userEmail: 'c@example.com', extra: {}, serviceVersion: '2.1.279', stdoutChars: null, sizesKnown: false, status: 'unknown' }),
+      ev({ userEmail: "o'brien@example.com", extra: { team: "q'a" } }),
+    ];
+    await store.ingest(events);
+    const range = { fromMs: T0, toMs: T0 + HOUR };
+    const id = events[0]!.hookId;
+    const cases: [Record<string, string>, (e: HookEvent) => boolean][] = [
+      [{ team: 'infra' }, (e) => e.extra['team'] === 'infra'],
+      [{ team: "q'a" }, (e) => e.extra['team'] === "q'a"],
+      [{ 'user.email': 'b@example.com' }, (e) => e.userEmail === 'b@example.com'],
+      [{ 'service.version': '2.1.279' }, (e) => e.serviceVersion === '2.1.279'],
+      [{ team: 'infra', project: 'x' }, (e) => e.extra['team'] === 'infra' && e.extra['project'] === 'x'],
+      [{ team: 'nobody' }, () => false],
+    ];
+    for (const [filters, keep] of cases) {
+      expect(strip(await store.hookCounters({ ...range, filters })), JSON.stringify(filters)).toEqual(model(events, range.fromMs, range.toMs, keep));
+    }
+    const byTeam = await store.breakdown(id, 'team', range);
+    expect(byTeam.map((r) => [r.value, r.executions])).toEqual(expect.arrayContaining([['infra', 2], ['web', 1], ['', 1], ["q'a", 1]]));
+    expect(byTeam[0]).toMatchObject({ value: 'infra', executions: 2 });
+    expect(byTeam.find((r) => r.value === 'web')?.outputsPersisted).toBe(1);
+    const byVersion = await store.breakdown(id, 'service.version', { ...range, filters: { team: 'infra' } });
+    expect(byVersion.map((r) => [r.value, r.executions])).toEqual([['2.1.332', 2]]);
+    await expect(store.breakdown(id, 'password', range)).rejects.toBeInstanceOf(UnknownDimensionError);
+    await expect(store.hookCounters({ ...range, filters: { "team') OR 1=1 --": 'x' } })).rejects.toBeInstanceOf(UnknownDimensionError);
+  });
+
+  it('lists client versions with the share of executions lacking size data', async () => {
+    const store = await open();
+    await store.ingest([
+      ev({ serviceVersion: '2.1.332' }), ev({ serviceVersion: '2.1.332' }), ev({ serviceVersion: '2.1.332', stdoutChars: null, sizesKnown: false, status: 'unknown' }),
+      ev({ serviceVersion: '2.1.279', stdoutChars: null, sizesKnown: false, status: 'unknown' }),
+      ev({ serviceVersion: '2.1.332', kind: 'start', stdoutChars: null, sizesKnown: false, status: 'unknown' }),
+      ev({ serviceVersion: '9.9.9', timeMs: T0 + 2 * DAY }),
+    ]);
+    const got = await store.clientVersions({ fromMs: T0, toMs: T0 + DAY });
+    expect(got).toEqual([
+      { serviceName: 'claude-code', version: '2.1.332', executions: 3, sizeUnknownExecutions: 1, hasSizeData: true },
+      { serviceName: 'claude-code', version: '2.1.279', executions: 1, sizeUnknownExecutions: 1, hasSizeData: false },
+    ]);
+    const filtered = await store.clientVersions({ fromMs: T0, toMs: T0 + DAY, filters: { 'service.version': '2.1.279' } });
+    expect(filtered).toEqual([{ serviceName: 'claude-code', version: '2.1.279', executions: 1, sizeUnknownExecutions: 1, hasSizeData: false }]);
+  });
+
+  it('prunes old events and rollups, keeping what is newer', async () => {
+    const store = await open();
+    const events = Array.from({ length: 30 }, (_, i) => ev({ timeMs: T0 + i * 4 * HOUR }));
+    await store.ingest(events);
+    const eventsBefore = T0 + 2 * DAY;
+    const rollupsBefore = T0 + DAY;
+    const r = await store.prune(eventsBefore, rollupsBefore);
+    expect(r.events).toBe(events.filter((e) => e.timeMs < eventsBefore).length);
+    // Minute rollups go with events (12 buckets), hour rollups before rollupsBefore (6), day rollups before it (1).
+    expect(r.rollups).toBe(12 + 6 + 1);
+    expect(await store.prune(eventsBefore, rollupsBefore)).toEqual({ events: 0, rollups: 0 });
+    // Data newer than the cut answers as before; raw-event queries no longer see pruned events.
+    const after = { fromMs: eventsBefore, toMs: T0 + 6 * DAY };
+    expect(strip(await store.hookCounters(after))).toEqual(model(events, after.fromMs, after.toMs));
+    const all = await store.hookCounters({ fromMs: T0, toMs: T0 + 6 * DAY, filters: { 'user.id': 'u-1' } });
+    expect(all.get(events[0]!.hookId)?.executions).toBe(events.length - r.events);
+    // A pruned event's key may come again (a very late retry) and is stored again: retention bounds dedup.
+    expect((await store.ingest([events[0]!])).inserted).toHaveLength(1);
+  });
+
+  it('serves ping until closed, and closes twice safely', async () => {
+    const store = await open();
+    await expect(store.ping()).resolves.toBeUndefined();
+    expect(await store.lastEventMs()).toBeNull();
+    await store.close();
+    await store.close();
+    await expect(store.ping()).rejects.toThrow();
+  });
+
+  it.runIf(backend.name === 'postgres')('never double counts overlapping batches ingested concurrently by several replicas', async () => {
+    const first = await open();
+    const replicas = [first];
+    for (let i = 0; i < 3; i++) {
+      const s = await backend.openSibling!(first);
+      opened.push(s);
+      replicas.push(s);
+    }
+    const events = Array.from({ length: 1200 }, (_, i) => ev({
+      timeMs: T0 + (i % 97) * 13 * MINUTE,
+      hookName: `PostToolUse:tool${i % 5}`, hookId: hookId('PostToolUse', `PostToolUse:tool${i % 5}`),
+      stdoutChars: (i * 37) % 15_000, serviceVersion: i % 3 ? '2.1.332' : '2.1.300', userId: `u-${i % 7}`,
+    }));
+    // Each replica sends every event at least once, in overlapping batches of varying size and order.
+    const rand = fc.sample(fc.integer({ min: 0, max: 1_000_000 }), { numRuns: 10_000, seed: 3 });
+    let ri = 0;
+    const next = (): number => rand[ri++ % rand.length]!;
+    const work = replicas.map(async (store) => {
+      const order = [...events].sort(() => (next() % 2 ? 1 : -1));
+      let inserted = 0;
+      for (let i = 0; i < order.length;) {
+        const size = 20 + (next() % 150);
+        const batch = order.slice(i, i + size);
+        // Repeat a few events of the previous batch: a retry that overlaps.
+        if (i > 0) batch.push(...order.slice(Math.max(0, i - 5), i));
+        inserted += (await store.ingest(batch)).inserted.length;
+        i += size;
+      }
+      return inserted;
+    });
+    const counts = await Promise.all(work);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(events.length);
+    for (const store of replicas) {
+      expect(strip(await store.hookCounters({ fromMs: T0, toMs: T0 + 2 * DAY }))).toEqual(model(events, T0, T0 + 2 * DAY));
+    }
+    const byUser = await first.breakdown(events[0]!.hookId, 'user.id', { fromMs: T0, toMs: T0 + 2 * DAY });
+    expect(byUser.reduce((s, r) => s + r.executions, 0)).toBe(events.filter((e) => e.hookId === events[0]!.hookId).length);
+  });
+});

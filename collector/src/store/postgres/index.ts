@@ -1,0 +1,469 @@
+/**
+ * The shared store for several replicas: PostgreSQL through `pg`. Versioned migrations run at start under an
+ * advisory lock, so replicas starting together apply each migration once. Each ingest is one transaction:
+ * events go in with ON CONFLICT (dedup_key) DO NOTHING RETURNING, and only the returned (new) events are added
+ * to the rollups by upsert, so a batch retried on another replica is never counted twice and concurrent
+ * replicas never lose a count. Rows are written in key order so concurrent batches cannot deadlock each other.
+ */
+import pg from 'pg';
+import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
+import type { HookEvent } from '../../hooks/model.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import { COUNTER_COLUMNS, addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { EVENT_COLUMNS, ROLLUP_TABLES, counterColumnsDdl, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+
+export interface PostgresStoreOptions {
+  /** postgres:// URL; its password never appears in logs or errors. */
+  url: string;
+  /** Extra dimension attribute keys (config `dimensions`). */
+  dimensions?: readonly string[];
+  /** Connections in this replica's pool. */
+  poolSize?: number;
+  logger?: Logger;
+  /** Rows deleted per statement by prune (bounded so retention never holds long locks). */
+  pruneBatch?: number;
+}
+
+/** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
+const MIGRATION_LOCK_KEY = 0x686f6f6b77;
+
+/** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE hooks (
+    hook_id TEXT PRIMARY KEY,
+    hook_event TEXT NOT NULL,
+    hook_name TEXT NOT NULL,
+    first_seen BIGINT NOT NULL,
+    last_seen BIGINT NOT NULL
+  );
+  CREATE TABLE events (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    dedup_key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    hook_id TEXT NOT NULL,
+    time_ms BIGINT NOT NULL,
+    num_hooks BIGINT, num_success BIGINT, num_blocking BIGINT, num_non_blocking_error BIGINT, num_cancelled BIGINT,
+    duration_ms BIGINT,
+    stdout_chars BIGINT, additional_context_chars BIGINT, system_message_chars BIGINT, initial_user_message_chars BIGINT,
+    outputs_persisted BIGINT,
+    sizes_known SMALLINT NOT NULL,
+    status TEXT NOT NULL,
+    service_name TEXT NOT NULL, service_version TEXT NOT NULL, session_id TEXT NOT NULL, user_id TEXT NOT NULL,
+    user_email TEXT NOT NULL, user_account_uuid TEXT NOT NULL, organization_id TEXT NOT NULL, terminal_type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    extra JSONB NOT NULL
+  );
+  CREATE INDEX events_hook_time ON events (hook_id, time_ms);
+  CREATE INDEX events_time ON events (time_ms);
+  ${(['minute', 'hour', 'day'] as const).map((g) => `CREATE TABLE ${ROLLUP_TABLES[g]} (
+    hook_id TEXT NOT NULL,
+    bucket BIGINT NOT NULL,
+    service_name TEXT NOT NULL,
+    service_version TEXT NOT NULL,
+    ${counterColumnsDdl('BIGINT')},
+    PRIMARY KEY (hook_id, bucket, service_name, service_version)
+  );
+  CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}
+  CREATE TABLE leader_lease (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    epoch BIGINT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+  );`,
+];
+
+/** PostgreSQL type of each event column, for the unnest() batch insert. */
+const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
+  dedup_key: 'text', kind: 'text', hook_id: 'text', time_ms: 'int8', num_hooks: 'int8', num_success: 'int8', num_blocking: 'int8',
+  num_non_blocking_error: 'int8', num_cancelled: 'int8', duration_ms: 'int8', stdout_chars: 'int8', additional_context_chars: 'int8',
+  system_message_chars: 'int8', initial_user_message_chars: 'int8', outputs_persisted: 'int8', sizes_known: 'int2', status: 'text',
+  service_name: 'text', service_version: 'text', session_id: 'text', user_id: 'text', user_email: 'text', user_account_uuid: 'text',
+  organization_id: 'text', terminal_type: 'text', source: 'text', extra: 'jsonb',
+};
+
+const ROLLUP_KEY = ['hook_id', 'bucket', 'service_name', 'service_version'] as const;
+
+/**
+ * SQLSTATE classes where a retry can help: connection exceptions (08), serialization failure and deadlock (40),
+ * insufficient resources (53), operator intervention such as a shutdown or failover (57), read-only replica (25006).
+ */
+const RETRYABLE_SQLSTATE = /^(08|40|53|57)|^25006$/;
+const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/** Conflicts between concurrent transactions that a fresh attempt of the same transaction resolves. */
+const CONFLICT_SQLSTATE = new Set(['40001', '40P01']);
+const INGEST_ATTEMPTS = 4;
+
+/** Removes the URL's password (raw and percent-encoded) from a message. */
+export function scrubSecret(message: string, url: string): string {
+  let out = message;
+  try {
+    const u = new URL(url);
+    for (const s of [url, u.password, decodeURIComponent(u.password)]) {
+      if (s && s.length >= 4) out = out.split(s).join(s === url ? '<db url>' : '<redacted>');
+    }
+  } catch {
+    out = out.split(url).join('<db url>');
+  }
+  return out;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres';
+  private readonly pool: pg.Pool;
+  private readonly url: string;
+  private readonly dims: readonly string[];
+  private readonly logger: Logger | undefined;
+  private readonly pruneBatch: number;
+  private closed: Promise<void> | undefined;
+
+  private constructor(opts: PostgresStoreOptions) {
+    this.url = opts.url;
+    this.dims = opts.dimensions ?? [];
+    this.logger = opts.logger;
+    this.pruneBatch = opts.pruneBatch ?? 5000;
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: 10_000,
+      idleTimeoutMillis: 30_000,
+      application_name: 'hookwatch',
+      // A stuck statement must not hold an OTLP request (and its row locks) forever.
+      statement_timeout: 60_000,
+      idle_in_transaction_session_timeout: 60_000,
+    });
+    // An idle connection dropped by the server (restart, failover) must not crash the process.
+    this.pool.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
+  }
+
+  /** Connects, applies pending migrations (once across replicas) and returns the store. */
+  static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
+    const store = new PostgresStore(opts);
+    try {
+      await store.migrate();
+    } catch (err) {
+      await store.pool.end().catch(() => {});
+      throw store.classify(err, 'cannot open the PostgreSQL store');
+    }
+    return store;
+  }
+
+  /** The schema version after migrations (for tests and logs). */
+  async schemaVersion(): Promise<number> {
+    const r = await this.pool.query<{ v: string | null }>('SELECT MAX(version)::text AS v FROM schema_migrations');
+    return Number(r.rows[0]?.v ?? 0);
+  }
+
+  /** The pool, for components sharing this database (the leader lease). */
+  get connectionPool(): pg.Pool {
+    return this.pool;
+  }
+
+  private async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      // Held until COMMIT: a second replica starting now waits here, then finds every migration applied.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
+      const current = r.rows[0]?.v ?? 0;
+      if (current > MIGRATIONS.length) {
+        throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+      }
+      for (let v = current; v < MIGRATIONS.length; v++) {
+        await client.query(MIGRATIONS[v] as string);
+        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
+      }
+      await client.query('COMMIT');
+      if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async ingest(events: HookEvent[]): Promise<IngestResult> {
+    if (events.length === 0) return { inserted: [], duplicates: 0 };
+    // One row per dedup key, in key order: a batch repeating a key counts it once, and every transaction takes
+    // its row locks in the same order, so overlapping batches from several replicas queue instead of deadlocking.
+    const unique = new Map<string, HookEvent>();
+    for (const e of events) if (!unique.has(e.dedupKey)) unique.set(e.dedupKey, e);
+    const sorted = [...unique.values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : a.dedupKey > b.dedupKey ? 1 : 0));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const inserted = await this.ingestOnce(sorted);
+        return { inserted, duplicates: events.length - inserted.length };
+      } catch (err) {
+        const code = (err as { code?: string }).code ?? '';
+        if (CONFLICT_SQLSTATE.has(code) && attempt < INGEST_ATTEMPTS) continue;
+        throw this.classify(err, 'store cannot write');
+      }
+    }
+  }
+
+  private async ingestOnce(sorted: HookEvent[]): Promise<HookEvent[]> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
+      for (const e of sorted) {
+        const values: unknown[] = [
+          e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
+          e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
+          e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
+          e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
+        ];
+        values.forEach((v, i) => (columns[i] as unknown[]).push(v));
+      }
+      const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
+      const r = await client.query<{ dedup_key: string }>(
+        `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
+         SELECT ${EVENT_COLUMNS.join(', ')} FROM unnest(${unnest}) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, ord) ORDER BY ord
+         ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key`,
+        columns,
+      );
+      const fresh = new Set(r.rows.map((row) => row.dedup_key));
+      const inserted = sorted.filter((e) => fresh.has(e.dedupKey));
+      if (inserted.length > 0) await this.applyRollups(client, inserted);
+      await client.query('COMMIT');
+      return inserted;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        // The connection is gone; do not hand it back to the pool.
+        broken = true;
+      }
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async applyRollups(client: pg.PoolClient, events: HookEvent[]): Promise<void> {
+    const hooks = new Map<string, { e: HookEvent; first: number; last: number }>();
+    const rows: Record<Granularity, Map<string, { hookId: string; bucket: number; sn: string; sv: string; row: CounterRow }>> = {
+      minute: new Map(), hour: new Map(), day: new Map(),
+    };
+    for (const e of events) {
+      const h = hooks.get(e.hookId);
+      if (!h) hooks.set(e.hookId, { e, first: e.timeMs, last: e.timeMs });
+      else {
+        h.first = Math.min(h.first, e.timeMs);
+        h.last = Math.max(h.last, e.timeMs);
+      }
+      for (const [g, size] of [['minute', MINUTE], ['hour', HOUR], ['day', DAY]] as const) {
+        const bucket = Math.floor(e.timeMs / size) * size;
+        const key = JSON.stringify([e.hookId, bucket, e.serviceName, e.serviceVersion]);
+        let entry = rows[g].get(key);
+        if (!entry) {
+          entry = { hookId: e.hookId, bucket, sn: e.serviceName, sv: e.serviceVersion, row: emptyRow() };
+          rows[g].set(key, entry);
+        }
+        addEvent(entry.row, e);
+      }
+    }
+    const hookList = [...hooks.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await client.query(
+      `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[])
+       ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`,
+      [hookList.map(([id]) => id), hookList.map(([, h]) => h.e.hookEvent), hookList.map(([, h]) => h.e.hookName), hookList.map(([, h]) => h.first), hookList.map(([, h]) => h.last)],
+    );
+    const cols = [...ROLLUP_KEY, ...COUNTER_COLUMNS];
+    const types = ['text', 'int8', 'text', 'text', ...COUNTER_COLUMNS.map(() => 'int8')];
+    for (const g of ['minute', 'hour', 'day'] as const) {
+      const list = [...rows[g].values()].sort((a, b) =>
+        a.hookId < b.hookId ? -1 : a.hookId > b.hookId ? 1 : a.bucket - b.bucket || (a.sn < b.sn ? -1 : a.sn > b.sn ? 1 : a.sv < b.sv ? -1 : a.sv > b.sv ? 1 : 0),
+      );
+      const params: unknown[][] = [list.map((x) => x.hookId), list.map((x) => x.bucket), list.map((x) => x.sn), list.map((x) => x.sv)];
+      for (const c of COUNTER_COLUMNS) params.push(list.map((x) => x.row[c]));
+      await client.query(
+        `INSERT INTO ${ROLLUP_TABLES[g]} AS t (${cols.join(', ')})
+         SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
+         ON CONFLICT (${ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
+        params,
+      );
+    }
+  }
+
+  async hook(id: string): Promise<HookInfo | undefined> {
+    const r = await this.query('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = $1', [id]);
+    const row = r[0];
+    return row ? toInfo(row) : undefined;
+  }
+
+  /** Counter rows for [from, to) grouped by SQL expressions (over rollups, or raw events when filtered). */
+  private async aggregate(q: RangeQuery, groupBy: string[], hookId?: string, forceEvents = false): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
+    const out = new Map<string, { keys: unknown[]; row: CounterRow }>();
+    const add = (r: Record<string, unknown>): void => {
+      const keys = groupBy.map((_, i) => r[`g${i}`]);
+      const k = JSON.stringify(keys);
+      const row = fromDbRow(r);
+      const cur = out.get(k);
+      if (cur) mergeRow(cur.row, row);
+      else out.set(k, { keys, row });
+    };
+    const select = groupBy.map((g, i) => `${g} AS g${i}`).join(', ');
+    const group = groupBy.map((_, i) => `g${i}`).join(', ');
+    if (forceEvents || (q.filters && Object.keys(q.filters).length > 0)) {
+      const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
+      const params: unknown[] = [fromMs, toMs];
+      const hookClause = hookId ? `AND hook_id = $${params.push(hookId)}` : '';
+      const where = this.filterClause(q.filters ?? {}, params);
+      const sql = `SELECT ${select}, ${eventAggregates()} FROM events WHERE time_ms >= $1 AND time_ms < $2 ${hookClause} ${where} GROUP BY ${group}`;
+      for (const r of await this.query(sql, params)) add(r);
+      return out;
+    }
+    const segs = segments(q.fromMs, q.toMs);
+    if (segs.length === 0) return out;
+    // One round trip: every segment's rows in one UNION ALL, merged here.
+    const params: unknown[] = [];
+    const hookParam = hookId ? `AND hook_id = $${params.push(hookId)}` : '';
+    const parts = segs.map((seg) => {
+      const a = params.push(seg.fromMs);
+      const b = params.push(seg.toMs);
+      return `SELECT ${select}, ${rollupAggregates()} FROM ${ROLLUP_TABLES[seg.granularity]} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} GROUP BY ${group}`;
+    });
+    for (const r of await this.query(parts.join('\nUNION ALL\n'), params)) add(r);
+    return out;
+  }
+
+  private filterClause(filters: Record<string, string>, params: unknown[]): string {
+    return Object.entries(filters).map(([dim, value]) => `AND ${this.dimExpr(dim)} = $${params.push(value)}`).join(' ');
+  }
+
+  private dimExpr(dim: string): string {
+    // dimensionExpr only lets configured names through; the key is still quoted as a literal, never spliced raw.
+    return dimensionExpr(dim, this.dims, (key) => `(extra ->> ${sqlString(key)})`);
+  }
+
+  async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
+    const rows = await this.aggregate(q, ['hook_id']);
+    const out = new Map<string, HookCounters & { info: HookInfo }>();
+    if (rows.size === 0) return out;
+    const ids = [...rows.values()].map((x) => String(x.keys[0]));
+    const infos = await this.query('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ANY($1::text[])', [ids]);
+    const byId = new Map(infos.map((r) => [String(r['hook_id']), toInfo(r)]));
+    for (const { keys, row } of rows.values()) {
+      const info = byId.get(String(keys[0]));
+      if (info) out.set(info.id, { ...toCounters(row), info });
+    }
+    return out;
+  }
+
+  async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
+    const step = Math.trunc(q.stepMs);
+    if (!(step > 0)) throw new RangeError('series step must be a positive whole number of ms');
+    const out = new Map<number, HookCounters>();
+    const from = Math.floor(q.fromMs / step) * step;
+    const to = Math.ceil(q.toMs / step) * step;
+    let rows: Record<string, unknown>[];
+    if (q.filters && Object.keys(q.filters).length > 0) {
+      const params: unknown[] = [hookId, from, to];
+      const where = this.filterClause(q.filters, params);
+      rows = await this.query(`SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = $1 AND time_ms >= $2 AND time_ms < $3 ${where} GROUP BY b`, params);
+    } else {
+      const table = ROLLUP_TABLES[granularityForStep(step)];
+      rows = await this.query(`SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${table} WHERE hook_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b`, [hookId, from, to]);
+    }
+    for (const r of rows) out.set(Number(r['b']), toCounters(fromDbRow(r)));
+    return out;
+  }
+
+  async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
+    const rows = await this.aggregate(q, ['service_name', 'service_version']);
+    return [...rows.values()].map(({ keys, row }) => {
+      const c = toCounters(row);
+      return { serviceName: String(keys[0] ?? ''), version: String(keys[1] ?? ''), executions: c.executions, sizeUnknownExecutions: c.sizeUnknownExecutions, hasSizeData: c.executions > c.sizeUnknownExecutions };
+    }).sort((a, b) => b.executions - a.executions);
+  }
+
+  async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]> {
+    const expr = this.dimExpr(dimension);
+    // Rollups carry no per-user or per-team keys: a breakdown reads the raw events (kept for retention.events).
+    const rows = await this.aggregate(q, [`COALESCE(${expr}, '')`], hookId, true);
+    return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
+  }
+
+  async lastEventMs(): Promise<number | null> {
+    const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
+    const t = r[0]?.['t'];
+    return t === null || t === undefined ? null : Number(t);
+  }
+
+  async prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult> {
+    const result: PruneResult = { events: 0, rollups: 0 };
+    const n = this.pruneBatch;
+    // Each batch is its own short transaction: ingest on other replicas never waits long behind retention.
+    const batch = async (sql: string, before: number): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        const r = await this.pool.query(sql, [before, n]).catch((err: unknown) => {
+          throw this.classify(err, 'retention failed');
+        });
+        total += r.rowCount ?? 0;
+        if ((r.rowCount ?? 0) < n) return total;
+      }
+    };
+    result.events = await batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
+    const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
+    result.rollups += await rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
+    result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
+    result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    return result;
+  }
+
+  async ping(): Promise<void> {
+    if (this.closed) throw new Error('store is closed');
+    await this.query('SELECT 1', []);
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.pool.end().catch(() => {});
+    return this.closed;
+  }
+
+  private async query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+    try {
+      const r = await this.pool.query(sql, params);
+      return r.rows as Record<string, unknown>[];
+    } catch (err) {
+      throw this.classify(err, 'store query failed');
+    }
+  }
+
+  private describe(err: unknown): string {
+    const e = err as { message?: string; code?: string };
+    return scrubSecret(`${e.message ?? String(err)}${e.code ? ` (${e.code})` : ''}`, this.url);
+  }
+
+  /** Retryable failures become StoreUnavailableError (503 + Retry-After); every message is scrubbed of the password. */
+  private classify(err: unknown, what: string): Error {
+    if (err instanceof StoreUnavailableError) return err;
+    const e = err as { code?: string; message?: string };
+    const code = e.code ?? '';
+    const message = `${what}: ${this.describe(err)}`;
+    const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
+    return unavailable ? new StoreUnavailableError(message) : new Error(message);
+  }
+}
+
+function sqlString(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+function toInfo(r: Record<string, unknown>): HookInfo {
+  return {
+    id: String(r['hook_id']),
+    hookEvent: String(r['hook_event']),
+    hookName: String(r['hook_name']),
+    firstSeenMs: Number(r['first_seen']),
+    lastSeenMs: Number(r['last_seen']),
+  };
+}
