@@ -45,9 +45,9 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
     }
     logger.info('shutting down', { signal });
     const deadline = setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
+      logger.error('shutdown took too long; exiting', { timeoutMs: config.shutdown.timeoutMs });
       process.exit(1);
-    }, 25_000);
+    }, config.shutdown.timeoutMs);
     deadline.unref();
     service.stop().then(
       () => {

@@ -14,6 +14,8 @@ import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
+import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
+import { HOOKWATCH_VERSION } from './tools/common/version.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';
 
 export interface ServiceOptions {
@@ -29,6 +31,8 @@ export interface RunningService {
   store: Store;
   ingest: HookIngest;
   receiver: OtlpHttpReceiver;
+  /** GET /metrics; later stages register their collectors on metrics.registry. */
+  metrics: ServiceMetrics;
   otlpHttpAddress: AddressInfo;
   httpAddress: AddressInfo;
   /** Base URLs, e.g. http://127.0.0.1:4318 */
@@ -47,7 +51,8 @@ function url(a: AddressInfo): string {
 export async function startService(config: HookwatchConfig, opts: ServiceOptions): Promise<RunningService> {
   const { logger } = opts;
   const now = opts.now ?? Date.now;
-  const store = opts.store ?? (await openStore(config));
+  const metrics = createServiceMetrics({ maxHookSeries: config.metrics.maxHookSeries, maxPendingBatches: config.otlp.maxPendingRequests, logger, version: HOOKWATCH_VERSION, now });
+  const store = metrics.instrumentStore(opts.store ?? (await openStore(config)));
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
   const receiver = new OtlpHttpReceiver({
     addr: config.otlp.http.addr,
@@ -59,9 +64,12 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     logger,
   });
 
+  metrics.watchPipeline({ ingest, receiver });
+
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
+  app.get('/metrics', metrics.registry.handler());
   app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
@@ -113,5 +121,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     return stopping;
   };
 
-  return { config, store, ingest, receiver, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
+  return { config, store, ingest, receiver, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
 }

@@ -16,6 +16,8 @@ export interface HookwatchConfig {
   delivery: { nearThreshold: number };
   dimensions: string[];
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
+  metrics: { maxHookSeries: number };
+  shutdown: { timeoutMs: number };
 }
 
 export function toConfig(loaded: LoadedConfig): HookwatchConfig {
@@ -35,6 +37,8 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),
     log: { level: v('log.level') },
+    metrics: { maxHookSeries: v('metrics.maxHookSeries') },
+    shutdown: { timeoutMs: v('shutdown.timeout') },
   };
 }
 

@@ -83,6 +83,14 @@ export const SETTINGS: readonly Setting[] = [
     key: 'log.level', env: 'HOOKWATCH_LOG_LEVEL', type: 'enum', default: 'info', values: ['debug', 'info', 'warn', 'error'],
     description: 'Lowest level of hookwatch\'s own JSON log lines (written to stderr).',
   },
+  {
+    key: 'metrics.maxHookSeries', env: 'HOOKWATCH_METRICS_MAX_HOOK_SERIES', type: 'int', default: 500, min: 0, max: 100_000,
+    description: 'Most hooks given their own labelled series on /metrics; events of further hooks go to overflow counters and hookwatch_hook_series_dropped counts them, so a flood of hook names cannot explode Prometheus.',
+  },
+  {
+    key: 'shutdown.timeout', env: 'HOOKWATCH_SHUTDOWN_TIMEOUT', type: 'duration', default: 25_000, min: 1000, max: 600_000,
+    description: 'On SIGTERM/SIGINT, time allowed to finish in-flight requests, flush queues and close the store before exiting 1 anyway; keep it below the orchestrator\'s grace period (Kubernetes: 30s). A second signal exits at once.',
+  },
 ];
 
 export function findSetting(key: string): Setting | undefined {

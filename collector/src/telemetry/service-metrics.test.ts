@@ -1,0 +1,172 @@
+/**
+ * GET /metrics of a real hookwatch (real sockets, real SQLite, real OTLP exporters and the captured Claude Code
+ * requests as clients): a strict exposition parser (and Prometheus's own, promtool, when installed) reads it,
+ * and the per-hook counters equal what /api/v1/hooks answers.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { HookSummary, HooksResponse } from '../../../shared/src/api.ts';
+import { OUTPUT_KINDS } from '../../../shared/src/cliff.ts';
+import { createLogger } from './logger.ts';
+import { EXPOSITION_CONTENT_TYPE } from './metrics.ts';
+import { parseExposition, sampleValue, type ParsedFamily } from './prometheus-text.ts';
+import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './test-support.ts';
+
+const FIXTURES = fileURLToPath(new URL('../../testdata/claude-code-2.1.332/', import.meta.url));
+const RUNS = ['run1-httpjson', 'run2-httpprotobuf', 'run5-mockapi-tools-httpjson'];
+
+const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
+
+let service: ServiceUnderTest | undefined;
+afterEach(async () => {
+  await service?.close();
+  service = undefined;
+});
+
+async function scrape(base: string): Promise<{ text: string; families: Map<string, ParsedFamily> }> {
+  const res = await fetch(`${base}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe(EXPOSITION_CONTENT_TYPE);
+  const text = await res.text();
+  if (promtool) {
+    // Prometheus's own parser and linter: any parse error or naming problem fails here.
+    const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 10_000 });
+    expect(r.stdout + r.stderr, 'promtool check metrics').toBe('');
+    expect(r.status).toBe(0);
+  }
+  return { text, families: parseExposition(text) };
+}
+
+async function apiHooks(base: string): Promise<HookSummary[]> {
+  const res = await fetch(`${base}/api/v1/hooks?from=now-30d&to=now%2B1h`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as HooksResponse).hooks;
+}
+
+async function replayFixtures(otlpUrl: string): Promise<number> {
+  let logsRequests = 0;
+  for (const run of RUNS) {
+    const dir = join(FIXTURES, run);
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.body.bin')).sort()) {
+      const meta = JSON.parse(readFileSync(join(dir, file.replace('.body.bin', '.meta.json')), 'utf8')) as { path: string; headers: Record<string, string> };
+      const res = await fetch(otlpUrl + meta.path, { method: 'POST', headers: { 'content-type': meta.headers['content-type'] ?? '' }, body: new Uint8Array(readFileSync(join(dir, file))) });
+      expect(res.status, `${run}/${file}`).toBe(200);
+      await res.arrayBuffer();
+      if (meta.path === '/v1/logs') logsRequests++;
+    }
+  }
+  return logsRequests;
+}
+
+/** The API's largest output (upper bound over every kind), as /metrics reports it. */
+function largest(h: HookSummary): number | undefined {
+  const v = OUTPUT_KINDS.map((k) => h.maxChars[k]).filter((x): x is number => x !== null);
+  return v.length ? Math.max(...v) : undefined;
+}
+
+describe('GET /metrics', () => {
+  it('per-hook counters equal /api/v1/hooks after real Claude Code captures and OTLP exporter traffic', async () => {
+    service = await startServiceUnderTest();
+    const logsRequests = await replayFixtures(service.otlpHttpUrl);
+    await emitExecutions(service.otlpHttpUrl, [
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 12_345, outputsPersisted: 1 },
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 9_000, outputsPersisted: 0 },
+      { hookEvent: 'PreToolUse', hookName: 'PreToolUse:Bash|Edit "quoted" \\ back', numHooks: 2, numSuccess: 1, stdoutChars: 400 },
+      { hookEvent: 'Stop', hookName: 'Stop', numHooks: 1 }, // no size attributes: blind
+    ]);
+
+    const hooks = await apiHooks(service.httpUrl);
+    const { families } = await scrape(service.httpUrl);
+    expect(hooks.length).toBeGreaterThanOrEqual(4);
+    const ids = families.get('hookwatch_hook_executions_total')?.samples.map((s) => s.labels['hook_id']).sort();
+    expect(ids).toEqual(hooks.map((h) => h.id).sort());
+    for (const h of hooks) {
+      const labels = { hook_id: h.id, hook_event: h.hookEvent, hook_name: h.hookName };
+      expect(sampleValue(families, 'hookwatch_hook_executions_total', labels), h.hookName).toBe(h.executions);
+      expect(sampleValue(families, 'hookwatch_hook_starts_total', labels), h.hookName).toBe(h.starts);
+      expect(sampleValue(families, 'hookwatch_hook_commands_total', labels), h.hookName).toBe(h.numHooks);
+      expect(sampleValue(families, 'hookwatch_hook_success_total', labels), h.hookName).toBe(h.success);
+      expect(sampleValue(families, 'hookwatch_hook_outputs_persisted_total', labels), h.hookName).toBe(h.outputsPersisted);
+      expect(sampleValue(families, 'hookwatch_hook_executions_with_persisted_total', labels), h.hookName).toBe(h.executionsWithPersisted);
+      expect(sampleValue(families, 'hookwatch_hook_near_executions_total', labels), h.hookName).toBe(h.nearExecutions);
+      expect(sampleValue(families, 'hookwatch_hook_size_unknown_executions_total', labels), h.hookName).toBe(h.sizeUnknownExecutions);
+      expect(sampleValue(families, 'hookwatch_hook_largest_output_chars', labels), h.hookName).toBe(largest(h));
+    }
+    const startup = hooks.find((h) => h.hookName === 'SessionStart:startup');
+    expect(startup?.outputsPersisted).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(families, 'hookwatch_hook_largest_output_chars', { hook_name: 'SessionStart:startup' })).toBeGreaterThanOrEqual(12_345);
+    // Unknown is not zero: the blind hook has counters but no size sample.
+    expect(sampleValue(families, 'hookwatch_hook_size_unknown_executions_total', { hook_name: 'Stop' })).toBeGreaterThanOrEqual(1);
+    const stop = hooks.find((h) => h.hookName === 'Stop');
+    if (stop && largest(stop) === undefined) expect(sampleValue(families, 'hookwatch_hook_largest_output_chars', { hook_name: 'Stop' })).toBeUndefined();
+
+    // Own health: requests by outcome, records by kind, store latency.
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { signal: 'logs', outcome: 'ok' })).toBe(logsRequests + 1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { signal: 'metrics', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+    const stored = sampleValue(families, 'hookwatch_hook_events_stored_total');
+    expect(stored).toBe(hooks.reduce((n, h) => n + h.executions + h.starts, 0));
+    expect(sampleValue(families, 'hookwatch_log_records_received_total', { kind: 'hook_event' })).toBe(stored);
+    expect(sampleValue(families, 'hookwatch_log_records_received_total', { kind: 'other' })).toBeGreaterThan(0);
+    const ingestCount = sampleValue(families, 'hookwatch_store_operation_duration_seconds', { operation: 'ingest' }, 'hookwatch_store_operation_duration_seconds_count');
+    expect(ingestCount).toBeGreaterThanOrEqual(5);
+    expect(sampleValue(families, 'hookwatch_store_operation_duration_seconds', { operation: 'hookCounters' }, 'hookwatch_store_operation_duration_seconds_count')).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(families, 'hookwatch_ingest_queue_depth')).toBe(0);
+    expect(sampleValue(families, 'hookwatch_ingest_queue_capacity')).toBe(64);
+    expect(sampleValue(families, 'hookwatch_hook_series_dropped')).toBe(0);
+  });
+
+  it('caps per-hook series: hooks past metrics.maxHookSeries go to overflow counters and are counted, not exploded', async () => {
+    service = await startServiceUnderTest({ HOOKWATCH_METRICS_MAX_HOOK_SERIES: '3' });
+    const executions = Array.from({ length: 10 }, (_, i) => ({ hookEvent: 'PreToolUse', hookName: `PreToolUse:tool-${i}`, additionalContextChars: 100 * (i + 1), outputsPersisted: i % 2 }));
+    await emitExecutions(service.otlpHttpUrl, [...executions, ...executions.slice(0, 2)]);
+    const hooks = await apiHooks(service.httpUrl);
+    expect(hooks).toHaveLength(10);
+    const { families } = await scrape(service.httpUrl);
+    expect(families.get('hookwatch_hook_executions_total')?.samples).toHaveLength(3);
+    expect(families.get('hookwatch_hook_outputs_persisted_total')?.samples).toHaveLength(3);
+    expect(sampleValue(families, 'hookwatch_hook_series')).toBe(3);
+    expect(sampleValue(families, 'hookwatch_hook_series_dropped')).toBe(7);
+    const labelled = families.get('hookwatch_hook_executions_total')?.samples.reduce((n, s) => n + s.value, 0) ?? 0;
+    const overflow = sampleValue(families, 'hookwatch_hook_overflow_executions_total') ?? 0;
+    // Nothing is lost to the cap: labelled plus overflow equals every execution the API knows.
+    expect(labelled + overflow).toBe(hooks.reduce((n, h) => n + h.executions, 0));
+    const persistedLabelled = families.get('hookwatch_hook_outputs_persisted_total')?.samples.reduce((n, s) => n + s.value, 0) ?? 0;
+    expect(persistedLabelled + (sampleValue(families, 'hookwatch_hook_overflow_outputs_persisted_total') ?? 0)).toBe(hooks.reduce((n, h) => n + h.outputsPersisted, 0));
+  });
+
+  it('counts rejections by reason and never shows the ingest token', async () => {
+    const token = 'tok-secret-9f8e7d6c5b4a';
+    service = await startServiceUnderTest({ HOOKWATCH_INGEST_TOKEN: token });
+    const post = async (headers: Record<string, string>, body: string): Promise<number> => {
+      const res = await fetch(`${service?.otlpHttpUrl}/v1/logs`, { method: 'POST', headers, body });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    expect(await post({ 'content-type': 'application/json', authorization: 'Bearer wrong' }, '{}')).toBe(401);
+    expect(await post({ 'content-type': 'application/json', authorization: `Bearer ${token}` }, '{"resourceLogs": 5}')).toBe(400);
+    expect(await post({ 'content-type': 'text/plain', authorization: `Bearer ${token}` }, 'x')).toBe(415);
+    await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], { authorization: `Bearer ${token}` });
+    const { text, families } = await scrape(service.httpUrl);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { reason: 'unauthenticated' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { reason: 'bad_request' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { reason: 'unsupported_media_type' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { signal: 'logs', outcome: '401' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_hook_executions_total', { hook_name: 'Stop' })).toBe(1);
+    expect(text).not.toContain(token);
+  });
+
+  it('logs nothing per record or per request on the hot path', async () => {
+    const lines: string[] = [];
+    service = await startServiceUnderTest({}, createLogger({ level: 'debug', write: (l) => lines.push(l) }));
+    const before = lines.length;
+    await emitExecutions(service.otlpHttpUrl, Array.from({ length: 200 }, (_, i) => ({ hookEvent: 'PostToolUse', hookName: `PostToolUse:t${i % 7}`, stdoutChars: i })));
+    await replayFixtures(service.otlpHttpUrl);
+    const hooks = await apiHooks(service.httpUrl);
+    expect(hooks.reduce((n, h) => n + h.executions, 0)).toBeGreaterThanOrEqual(200);
+    // 200+ records in ~210 requests: even at debug level, the log does not grow with traffic.
+    expect(lines.slice(before)).toEqual([]);
+  });
+});

@@ -1,0 +1,152 @@
+/**
+ * The metrics of a running hookwatch: what the receiver and the hook stage counted, store latency and
+ * in-flight operations (the ingest queue), process facts, and the per-hook counters. service.ts builds one
+ * of these; later stages (forward queues, notifiers) add theirs with `metrics.registry.register(...)`.
+ */
+import type { HookIngest } from '../pipeline/hook-ingest.ts';
+import type { OtlpHttpReceiver } from '../receiver/otlp-http/index.ts';
+import type { Store } from '../store/store.ts';
+import type { Logger } from './logger.ts';
+import { HookMetrics } from './hook-metrics.ts';
+import { Histogram, MetricsRegistry, type MetricFamily, type Sample } from './metrics.ts';
+
+export interface ServiceMetricsOptions {
+  /** Cap on per-hook series (metrics.maxHookSeries). */
+  maxHookSeries: number;
+  logger?: Logger;
+  /** Batches allowed to wait for the store (otlp.maxPendingRequests), reported as the queue's capacity. */
+  maxPendingBatches: number;
+  version?: string;
+  /** Wall clock (ms) for the process start time. */
+  now?: () => number;
+}
+
+/** The registry plus the pieces service.ts wires into the pipeline. */
+export interface ServiceMetrics {
+  registry: MetricsRegistry;
+  hooks: HookMetrics;
+  /** Wraps a store so each async call is timed and counted in flight. */
+  instrumentStore<S extends Store>(store: S): S;
+  /** Registers the receiver's and the hook stage's counters and subscribes the per-hook counters to ingest. */
+  watchPipeline(parts: { ingest: HookIngest; receiver: OtlpHttpReceiver }): void;
+}
+
+/** Builds the metrics of one hookwatch process. */
+export function createServiceMetrics(opts: ServiceMetricsOptions): ServiceMetrics {
+  const registry = new MetricsRegistry(opts.logger ? { logger: opts.logger } : {});
+  const hooks = new HookMetrics({ maxSeries: opts.maxHookSeries });
+  const startedSeconds = (opts.now ?? Date.now)() / 1000;
+  const latency = new Histogram({ name: 'hookwatch_store_operation_duration_seconds', help: 'Time taken by store calls, by operation (ingest is the commit the OTLP 200 waits for).', label: 'operation' });
+  const inFlight = new Map<string, number>();
+  const errors = new Map<string, number>();
+
+  registry.register('process', () => [
+    { name: 'hookwatch_build_info', type: 'gauge', help: 'Always 1; labels say which hookwatch and Node.js are running.', samples: [{ labels: { version: opts.version ?? 'unknown', node: process.versions.node }, value: 1 }] },
+    { name: 'process_start_time_seconds', type: 'gauge', help: 'Start time of the process since the Unix epoch, in seconds.', samples: [{ value: startedSeconds }] },
+    { name: 'process_resident_memory_bytes', type: 'gauge', help: 'Resident memory size in bytes.', samples: [{ value: process.memoryUsage.rss() }] },
+    { name: 'process_cpu_seconds_total', type: 'counter', help: 'User and system CPU time spent, in seconds.', samples: [{ value: cpuSeconds() }] },
+  ]);
+  registry.register('store', () => [
+    latency.family(),
+    { name: 'hookwatch_store_inflight_operations', type: 'gauge', help: 'Store calls running now, by operation; for ingest this is the queue of batches waiting for their commit.', samples: [...inFlight].map(([operation, value]) => ({ labels: { operation }, value })) },
+    { name: 'hookwatch_store_errors_total', type: 'counter', help: 'Store calls that failed, by operation.', samples: [...errors].map(([operation, value]) => ({ labels: { operation }, value })) },
+  ]);
+  registry.register('hooks', () => hooks.collect());
+
+  const instrumentStore = <S extends Store>(store: S): S => {
+    const wrapped = new Map<PropertyKey, unknown>();
+    const add = (map: Map<string, number>, key: string, d: number): void => {
+      map.set(key, (map.get(key) ?? 0) + d);
+    };
+    // A Proxy rather than a class: stores grow methods (alerts, silences) and each one is timed without edits here.
+    return new Proxy(store, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function' || typeof prop !== 'string') return value;
+        let fn = wrapped.get(prop);
+        if (!fn) {
+          fn = (...args: unknown[]): unknown => {
+            const started = performance.now();
+            add(inFlight, prop, 1);
+            let result: unknown;
+            try {
+              result = (value as (...a: unknown[]) => unknown).apply(target, args);
+            } catch (err) {
+              add(inFlight, prop, -1);
+              add(errors, prop, 1);
+              throw err;
+            }
+            if (!(result instanceof Promise)) {
+              add(inFlight, prop, -1);
+              return result;
+            }
+            return result.then(
+              (v: unknown) => {
+                add(inFlight, prop, -1);
+                latency.observe(prop, (performance.now() - started) / 1000);
+                return v;
+              },
+              (err: unknown) => {
+                add(inFlight, prop, -1);
+                add(errors, prop, 1);
+                latency.observe(prop, (performance.now() - started) / 1000);
+                throw err;
+              },
+            );
+          };
+          wrapped.set(prop, fn);
+        }
+        return fn;
+      },
+    });
+  };
+
+  const watchPipeline = ({ ingest, receiver }: { ingest: HookIngest; receiver: OtlpHttpReceiver }): void => {
+    ingest.addListener(hooks);
+    registry.register('otlp-http', () => receiverFamilies(receiver));
+    registry.register('ingest', () => ingestFamilies(ingest, inFlight.get('ingest') ?? 0, opts.maxPendingBatches));
+  };
+
+  return { registry, hooks, instrumentStore, watchPipeline };
+}
+
+function cpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+function receiverFamilies(receiver: OtlpHttpReceiver): MetricFamily[] {
+  const requests: Sample[] = [];
+  for (const [key, value] of Object.entries(receiver.stats.requests)) {
+    // Keys are `<signal>:<ok|http status>`, set by the receiver (a fixed, small set).
+    const [signal = 'unknown', outcome = 'unknown'] = key.split(':');
+    requests.push({ labels: { transport: 'http', signal, outcome }, value });
+  }
+  const rejected = Object.entries(receiver.stats.rejected).map(([reason, value]) => ({ labels: { transport: 'http', reason }, value }));
+  return [
+    { name: 'hookwatch_otlp_requests_total', type: 'counter', help: 'OTLP export requests answered, by signal and outcome (ok or the HTTP status).', samples: requests },
+    { name: 'hookwatch_otlp_requests_rejected_total', type: 'counter', help: 'OTLP requests refused, by reason (bad_request, too_large, unauthenticated, overloaded, store_unavailable, ...).', samples: rejected },
+  ];
+}
+
+function ingestFamilies(ingest: HookIngest, queueDepth: number, capacity: number): MetricFamily[] {
+  const s = ingest.stats;
+  const one = (name: string, help: string, value: number, type: 'counter' | 'gauge' = 'counter'): MetricFamily => ({ name, help, type, samples: [{ value }] });
+  return [
+    one('hookwatch_ingest_batches_total', 'OTLP log batches decoded and passed to the hook stage.', s.batches),
+    {
+      name: 'hookwatch_log_records_received_total', type: 'counter', help: 'OTLP log records received, by what became of them (hook events, other Claude Code events, rejected hook records).',
+      samples: [
+        { labels: { kind: 'hook_event' }, value: s.hookEvents },
+        { labels: { kind: 'other' }, value: s.otherRecords },
+        { labels: { kind: 'rejected' }, value: s.rejectedRecords },
+      ],
+    },
+    one('hookwatch_hook_events_stored_total', 'Hook events committed to the store.', s.stored),
+    one('hookwatch_hook_events_duplicate_total', 'Hook events already stored (a retried batch), not counted again.', s.duplicates),
+    one('hookwatch_ingest_store_errors_total', 'Batches whose store commit failed (the client was told to retry).', s.storeErrors),
+    one('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', s.storeSeconds),
+    one('hookwatch_ingest_queue_depth', 'Batches waiting for their store commit now.', queueDepth, 'gauge'),
+    one('hookwatch_ingest_queue_capacity', 'Batches allowed to wait before new ones get 503 + Retry-After (otlp.maxPendingRequests).', capacity, 'gauge'),
+  ];
+}

@@ -1,0 +1,91 @@
+/**
+ * Shared by the telemetry tests: a real hookwatch on port 0 with a temp SQLite file, and hook events sent
+ * through the real OpenTelemetry SDK and OTLP exporter, shaped as Claude Code 2.1.332 sends them
+ * (every number a stringValue).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { loadConfig, toConfig } from '../config/index.ts';
+import { startService, type RunningService } from '../service.ts';
+import type { Logger } from './logger.ts';
+import { silentLogger } from './logger.ts';
+
+/** A running service plus its temp directory, removed by close(). */
+export interface ServiceUnderTest extends RunningService {
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** Starts hookwatch on 127.0.0.1:0 with a fresh SQLite file; `env` uses the HOOKWATCH_* names. */
+export async function startServiceUnderTest(env: Record<string, string> = {}, logger: Logger = silentLogger): Promise<ServiceUnderTest> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-telemetry-'));
+  const config = toConfig(loadConfig({
+    env: { HOOKWATCH_DB: join(dir, 'hookwatch.db'), HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', ...env },
+  }));
+  const service = await startService(config, { logger });
+  return {
+    ...service,
+    dir,
+    close: async () => {
+      await service.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One hook_execution_complete as the test wants it. */
+export interface SyntheticExecution {
+  hookEvent: string;
+  hookName: string;
+  numHooks?: number;
+  numSuccess?: number;
+  /** Omitted: the event has no size attributes (an old client). */
+  additionalContextChars?: number;
+  stdoutChars?: number;
+  outputsPersisted?: number;
+}
+
+let sessionCounter = 0;
+
+/** Sends executions through OTLPLogExporter (http/protobuf) in batches and resolves once the exporter got its answers. */
+export async function emitExecutions(otlpHttpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}): Promise<void> {
+  const exporter = new OTLPLogExporter({ url: `${otlpHttpUrl}/v1/logs`, headers, timeoutMillis: 10_000 });
+  const provider = new LoggerProvider({
+    resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
+    // One batch per call, as Claude Code's exporter sends them (every 5 s, up to 512 records).
+    processors: [new BatchLogRecordProcessor({ exporter, maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 60_000 })],
+  });
+  const logger = provider.getLogger('com.anthropic.claude_code.events', '2.1.332');
+  const session = `telemetry-test-${process.pid}-${++sessionCounter}`;
+  const now = Date.now();
+  executions.forEach((x, i) => {
+    const attributes: Record<string, string> = {
+      'event.name': 'hook_execution_complete',
+      'event.timestamp': new Date(now - 1000 + i).toISOString(),
+      'event.sequence': String(i),
+      'session.id': session,
+      hook_event: x.hookEvent,
+      hook_name: x.hookName,
+      num_hooks: String(x.numHooks ?? 1),
+      num_success: String(x.numSuccess ?? x.numHooks ?? 1),
+      num_blocking: '0',
+      num_non_blocking_error: '0',
+      num_cancelled: '0',
+      total_duration_ms: '12',
+    };
+    if (x.additionalContextChars !== undefined || x.stdoutChars !== undefined || x.outputsPersisted !== undefined) {
+      attributes['stdout_chars'] = String(x.stdoutChars ?? 0);
+      attributes['additional_context_chars'] = String(x.additionalContextChars ?? 0);
+      attributes['system_message_chars'] = '0';
+      attributes['initial_user_message_chars'] = '0';
+      attributes['num_outputs_persisted'] = String(x.outputsPersisted ?? 0);
+    }
+    logger.emit({ body: 'claude_code.hook_execution_complete', attributes, timestamp: new Date(now - 1000 + i) });
+  });
+  await provider.forceFlush();
+  await provider.shutdown();
+}
