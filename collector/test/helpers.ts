@@ -64,7 +64,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
 }
 
 export async function postOtlp(base: string, path: string, body: Buffer | string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; body: Buffer }> {
-  const res = await fetch(base + path, { method: 'POST', headers, body });
+  const res = await fetch(base + path, { method: 'POST', headers, body: typeof body === 'string' ? body : new Uint8Array(body) });
   return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
 }
 

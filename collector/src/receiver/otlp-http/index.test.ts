@@ -90,7 +90,7 @@ const CASES: Case[] = [
 ];
 
 async function send(c: Case): Promise<{ status: number; headers: Headers; body: Buffer }> {
-  const res = await fetch(service.otlpHttpUrl + (c.path ?? '/v1/logs'), { method: c.method ?? 'POST', headers: c.headers, ...(c.method === 'GET' ? {} : { body: c.body }) });
+  const res = await fetch(service.otlpHttpUrl + (c.path ?? '/v1/logs'), { method: c.method ?? 'POST', headers: c.headers, ...(c.method === 'GET' ? {} : { body: typeof c.body === 'string' ? c.body : new Uint8Array(c.body) }) });
   return { status: res.status, headers: res.headers, body: Buffer.from(await res.arrayBuffer()) };
 }
 
