@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
-import { loadConfig, toConfig } from '../config/index.ts';
+import { SETTINGS, loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
 import type { Logger } from './logger.ts';
 import { silentLogger } from './logger.ts';
@@ -20,11 +20,25 @@ export interface ServiceUnderTest extends RunningService {
   close(): Promise<void>;
 }
 
+/**
+ * Environment that keeps a hookwatch inside `dir` and off fixed ports: every listen address becomes
+ * 127.0.0.1:0 and every default file under ./data/ moves into `dir`, whatever settings exist.
+ */
+export function isolatedEnv(dir: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const s of SETTINGS) {
+    if (!s.env) continue;
+    if (s.type === 'addr') env[s.env] = '127.0.0.1:0';
+    else if (typeof s.default === 'string' && s.default.startsWith('./data/')) env[s.env] = join(dir, s.default.slice('./data/'.length));
+  }
+  return env;
+}
+
 /** Starts hookwatch on 127.0.0.1:0 with a fresh SQLite file; `env` uses the HOOKWATCH_* names. */
 export async function startServiceUnderTest(env: Record<string, string> = {}, logger: Logger = silentLogger): Promise<ServiceUnderTest> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-telemetry-'));
   const config = toConfig(loadConfig({
-    env: { HOOKWATCH_DB: join(dir, 'hookwatch.db'), HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', ...env },
+    env: { ...isolatedEnv(dir), ...env },
   }));
   const service = await startService(config, { logger });
   return {

@@ -1,0 +1,198 @@
+/**
+ * SIGTERM of the real `hookwatch serve` process (a child process, real sockets, a real SQLite file) while
+ * clients keep sending: every record that got a 200 is in the store afterwards, and the process exits 0
+ * within the shutdown bound. A hung client cannot hold it past the bound; a second signal exits at once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteStore } from './store/sqlite/index.ts';
+import { isolatedEnv } from './telemetry/test-support.ts';
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+interface Child {
+  proc: ChildProcess;
+  otlpHttp: string;
+  http: string;
+  lines: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
+}
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function startChild(dir: string, env: Record<string, string> = {}): Promise<Child> {
+  const proc = spawn(process.execPath, [MAIN, 'serve'], {
+    env: { PATH: process.env['PATH'] ?? '', ...isolatedEnv(dir), HOOKWATCH_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(proc);
+  const lines: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) => {
+    proc.on('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() }));
+  });
+  const started = await new Promise<{ otlpHttp: string; http: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start line within 15 s: ${lines.join('\n')}`)), 15_000);
+    let buf = '';
+    proc.stderr?.setEncoding('utf8');
+    proc.stderr?.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        lines.push(line);
+        try {
+          const j = JSON.parse(line) as { msg?: string; otlpHttp?: string; http?: string };
+          if (j.msg === 'hookwatch started' && j.otlpHttp && j.http) {
+            clearTimeout(timer);
+            resolve({ otlpHttp: j.otlpHttp, http: j.http });
+          }
+        } catch {
+          // Not JSON (should not happen): kept in `lines` for the failure message.
+        }
+      }
+    });
+    void exited.then(({ code }) => reject(new Error(`exited ${code} before starting: ${lines.join('\n')}`)));
+  });
+  return { proc, lines, exited, ...started };
+}
+
+/** An OTLP/JSON logs body with `n` unique hook_execution_complete records for one hook. */
+function body(hookName: string, batch: number, n: number): string {
+  const logRecords = Array.from({ length: n }, (_, i) => {
+    const attributes = Object.entries({
+      'event.name': 'hook_execution_complete', 'session.id': `${hookName}-${batch}`, 'event.sequence': String(i),
+      'event.timestamp': new Date().toISOString(), hook_event: 'PostToolUse', hook_name: hookName, num_hooks: '1', num_success: '1',
+      num_blocking: '0', num_non_blocking_error: '0', num_cancelled: '0', total_duration_ms: '5', stdout_chars: '120',
+      additional_context_chars: '4000', system_message_chars: '0', initial_user_message_chars: '0', num_outputs_persisted: '0',
+    }).map(([key, v]) => ({ key, value: { stringValue: v } }));
+    return { timeUnixNano: String(BigInt(Date.now()) * 1_000_000n), body: { stringValue: 'claude_code.hook_execution_complete' }, attributes };
+  });
+  return JSON.stringify({
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'claude-code' } }, { key: 'service.version', value: { stringValue: '2.1.332' } }] },
+      scopeLogs: [{ scope: { name: 'com.anthropic.claude_code.events', version: '2.1.332' }, logRecords }],
+    }],
+  });
+}
+
+/** Opens a request, sends the headers and half a body, and never finishes it (a hung client). */
+function hangingRequest(base: string): Promise<void> {
+  return new Promise((resolve) => {
+    const url = new URL('/v1/logs', base);
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '1000' } });
+    req.on('error', () => {});
+    req.write('{"resourceLogs": [', () => resolve());
+  });
+}
+
+async function waitForLine(child: Child, msg: string): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  while (!child.lines.some((l) => l.includes(`"msg":"${msg}"`))) {
+    if (performance.now() > deadline) throw new Error(`no "${msg}" line: ${child.lines.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('graceful shutdown of hookwatch serve', () => {
+  it('SIGTERM under load: every acknowledged record is stored and the process exits 0 within the bound', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    const boundMs = 10_000;
+    const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: `${boundMs}ms` });
+    const WORKERS = 8;
+    const PER_REQUEST = 25;
+    const acked = new Map<string, number>();
+    const sent = new Map<string, number>();
+    let stopAt = Infinity;
+    let ackedAfterSignal = 0;
+    let signalAt = Infinity;
+    const worker = async (w: number): Promise<void> => {
+      const hook = `PostToolUse:load-${w}`;
+      // Bounded: at most 400 requests per worker, and never past 20 s.
+      for (let batch = 0; batch < 400 && performance.now() < stopAt; batch++) {
+        sent.set(hook, (sent.get(hook) ?? 0) + PER_REQUEST);
+        try {
+          const res = await fetch(`${child.otlpHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(hook, batch, PER_REQUEST), signal: AbortSignal.timeout(15_000) });
+          await res.arrayBuffer();
+          if (res.status === 200) {
+            acked.set(hook, (acked.get(hook) ?? 0) + PER_REQUEST);
+            if (performance.now() > signalAt) ackedAfterSignal++;
+          }
+        } catch {
+          // Refused or reset once the receiver stopped: not acknowledged, so the client still owns it.
+          if (performance.now() > signalAt) return;
+        }
+      }
+    };
+    stopAt = performance.now() + 20_000;
+    const load = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    // Let the load build up, then terminate mid-stream.
+    while ([...acked.values()].reduce((a, b) => a + b, 0) < 2000) await new Promise((r) => setTimeout(r, 10));
+    signalAt = performance.now();
+    child.proc.kill('SIGTERM');
+    const exit = await child.exited;
+    stopAt = 0;
+    await load;
+    const tookMs = exit.atMs - signalAt;
+    expect(exit.code, child.lines.join('\n')).toBe(0);
+    expect(tookMs).toBeLessThan(boundMs);
+    expect(child.lines.some((l) => l.includes('"msg":"stopped"'))).toBe(true);
+
+    const store = new SqliteStore({ path: join(dir, 'hookwatch.db') });
+    try {
+      const counters = await store.hookCounters({ fromMs: Date.now() - 3_600_000, toMs: Date.now() + 3_600_000 });
+      const stored = new Map([...counters.values()].map((c) => [c.info.hookName, c.executions]));
+      for (const [hook, n] of acked) {
+        expect(stored.get(hook), hook).toBeGreaterThanOrEqual(n);
+        expect(stored.get(hook), hook).toBeLessThanOrEqual(sent.get(hook) ?? 0);
+      }
+      const total = [...acked.values()].reduce((a, b) => a + b, 0);
+      // Figures for the report (vitest prints them with --reporter=verbose when run on their own).
+      process.stderr.write(`shutdown under load: ${total} records acknowledged by ${WORKERS} clients, ${ackedAfterSignal} requests acknowledged after SIGTERM, exit 0 after ${Math.round(tookMs)} ms\n`);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a hung client cannot hold the process past shutdown.timeout', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '1s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
+    await hangingRequest(child.otlpHttp);
+    const t0 = performance.now();
+    child.proc.kill('SIGTERM');
+    const exit = await child.exited;
+    expect(exit.code).toBe(1);
+    expect(exit.atMs - t0).toBeGreaterThanOrEqual(900);
+    expect(exit.atMs - t0).toBeLessThan(5000);
+    expect(child.lines.some((l) => l.includes('shutdown took too long'))).toBe(true);
+  });
+
+  it('a second SIGTERM exits at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '60s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
+    await hangingRequest(child.otlpHttp);
+    child.proc.kill('SIGTERM');
+    await waitForLine(child, 'shutting down');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(child.proc.exitCode).toBeNull(); // still draining: the hung request holds it
+    const t0 = performance.now();
+    child.proc.kill('SIGTERM');
+    const exit = await child.exited;
+    expect(exit.code).toBe(1);
+    expect(exit.atMs - t0).toBeLessThan(1000);
+    expect(child.lines.some((l) => l.includes('second signal'))).toBe(true);
+  });
+});
