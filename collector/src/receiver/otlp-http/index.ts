@@ -55,7 +55,13 @@ export class OtlpHttpReceiver {
   constructor(opts: OtlpHttpReceiverOptions) {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? digest(`Bearer ${opts.ingestToken}`) : undefined;
-    this.server = createServer({ requestTimeout: opts.requestTimeoutMs, headersTimeout: Math.min(opts.requestTimeoutMs, 60_000) }, (req, res) => {
+    this.server = createServer({
+      requestTimeout: opts.requestTimeoutMs,
+      headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
+      // Node checks the timeouts above only every connectionsCheckingInterval (30 s by default), which let a
+      // slow client hold its connection up to 30 s past otlp.requestTimeout; check at least every second.
+      connectionsCheckingInterval: Math.min(1000, opts.requestTimeoutMs / 2),
+    }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         opts.logger.error('otlp request failed unexpectedly', { err });
         if (!res.headersSent) this.fail(res, 'json', 500, RpcCode.INTERNAL, 'internal error');

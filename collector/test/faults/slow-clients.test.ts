@@ -1,0 +1,88 @@
+/**
+ * Slow clients (slowloris headers, a body trickled at 1 byte/s) are cut off after otlp.requestTimeout and never
+ * starve the clients that send at normal speed.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureRequests, postOtlp, startTestService, type TestService } from '../helpers.ts';
+
+const TIMEOUT_MS = 1000;
+const SLOW = 10;
+
+let service: TestService;
+const sockets: Socket[] = [];
+const timers: NodeJS.Timeout[] = [];
+
+beforeAll(async () => {
+  service = await startTestService({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: `${TIMEOUT_MS}ms` });
+});
+
+afterAll(async () => {
+  for (const t of timers) clearInterval(t);
+  for (const s of sockets) s.destroy();
+  await service.close();
+});
+
+interface Slow {
+  /** ms from open until the server answered or closed the connection; undefined while still open. */
+  cutAfterMs: number | undefined;
+  answer: string;
+}
+
+/** Opens a raw connection that sends `first` at once, then `drip` every `everyMs`. */
+function slowClient(first: string, drip: string, everyMs: number): Slow {
+  const port = Number(new URL(service.otlpHttpUrl).port);
+  const s = connect(port, '127.0.0.1');
+  sockets.push(s);
+  const state: Slow = { cutAfterMs: undefined, answer: '' };
+  const opened = performance.now();
+  const cut = (): void => {
+    state.cutAfterMs ??= performance.now() - opened;
+  };
+  s.on('data', (d: Buffer) => {
+    state.answer += d.toString('latin1');
+    cut();
+  });
+  s.on('close', cut);
+  s.on('error', cut);
+  s.write(first);
+  const t = setInterval(() => {
+    if (s.writable) s.write(drip);
+  }, everyMs);
+  timers.push(t);
+  return state;
+}
+
+describe('slow clients', () => {
+  it('slowloris headers and a 1 byte/s body are cut off after the request timeout while others get 200 promptly', async () => {
+    const slow: Slow[] = [];
+    for (let i = 0; i < SLOW; i++) {
+      // Headers that never end: one more header line every 200 ms.
+      slow.push(slowClient('POST /v1/logs HTTP/1.1\r\nHost: hookwatch\r\n', `X-Slow-${i}: 1\r\n`, 200));
+      // Complete headers, then a body of 1,000 bytes at 1 byte/s (it would take 17 minutes).
+      slow.push(slowClient('POST /v1/logs HTTP/1.1\r\nHost: hookwatch\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n', ' ', 1000));
+    }
+    const fixture = fixtureRequests('run2-httpprotobuf').find((f) => f.path === '/v1/logs');
+    if (!fixture) throw new Error('fixture missing');
+    // Normal clients keep getting answers at normal speed while the slow ones hold their connections.
+    const started = performance.now();
+    const latencies: number[] = [];
+    while (performance.now() - started < TIMEOUT_MS + 1500) {
+      const t0 = performance.now();
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', fixture.body, { 'content-type': fixture.contentType });
+      latencies.push(performance.now() - t0);
+      expect(res.status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(Math.max(...latencies)).toBeLessThan(500);
+
+    // Every slow connection was refused (408) or closed soon after the timeout, not minutes later.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const s of slow) {
+      expect(s.cutAfterMs, 'slow connection still open past the request timeout').toBeDefined();
+      expect(s.cutAfterMs as number).toBeGreaterThanOrEqual(TIMEOUT_MS * 0.9);
+      expect(s.cutAfterMs as number).toBeLessThan(TIMEOUT_MS + 2000);
+      if (s.answer) expect(s.answer).toMatch(/^HTTP\/1\.1 408/);
+    }
+  });
+});
