@@ -1,0 +1,109 @@
+/**
+ * Alerting, built from config: rules -> lifecycle -> notifiers. `startAlerting` loads persisted state, resumes
+ * undelivered notifications and starts the evaluation timer; the caller registers the engine as an ingest
+ * listener and mounts the API router.
+ */
+import type { AlertingConfig } from '../config/index.ts';
+import { Dispatcher } from '../notify/dispatcher.ts';
+import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
+import type { Store } from '../store/store.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { AlertEngine } from './engine.ts';
+import { SqliteAlertStateStore, type AlertStateStore, type LeaderElector } from './state-store.ts';
+
+export interface AlertingOptions {
+  config: AlertingConfig;
+  /** The database the state lives beside (config.db). */
+  db: string;
+  store: Store;
+  logger: Logger;
+  now?: () => number;
+  /** Replaces the SQLite state store (tests, PostgreSQL later). */
+  stateStore?: AlertStateStore;
+  /** Replaces the OTLP emitter (tests). */
+  events?: AlertEventSink;
+  leader?: LeaderElector;
+  /** Random source for backoff jitter (tests). */
+  random?: () => number;
+  serviceVersion?: string;
+  /** Skip the timer (tests drive evaluation on a controlled clock). */
+  timer?: boolean;
+}
+
+export interface Alerting {
+  engine: AlertEngine;
+  dispatcher: Dispatcher;
+  /** Stops evaluation, aborts deliveries in flight (kept in the outbox), flushes alert events, closes state. Safe twice. */
+  stop(): Promise<void>;
+}
+
+export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
+  const { config, logger } = opts;
+  const now = opts.now ?? Date.now;
+  const stateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
+  const events = opts.events ?? (config.otlp.endpoint
+    ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0' })
+    : noAlertEvents);
+  // Filled in below: the dispatcher reports into the state store the engine owns.
+  const dispatcher = new Dispatcher({
+    receivers: config.receivers,
+    links: { externalUrl: config.externalUrl },
+    logger,
+    now,
+    deadlineMs: config.delivery.deadlineMs,
+    maxQueue: config.delivery.maxQueue,
+    baseDelayMs: config.delivery.initialBackoffMs,
+    maxDelayMs: config.delivery.maxBackoffMs,
+    ...(opts.random ? { random: opts.random } : {}),
+    onAttempt: (n, a) => {
+      stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err }));
+    },
+    onFinished: (n, outcome) => {
+      stateStore.finishNotification(n.webhookId, outcome).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+    },
+  });
+  const engine = new AlertEngine({
+    store: opts.store,
+    stateStore,
+    rules: config.rules,
+    receivers: config.receivers,
+    dispatcher,
+    events,
+    logger,
+    now,
+    repeatIntervalMs: config.repeatIntervalMs,
+    ...(opts.leader ? { leader: opts.leader } : {}),
+  });
+  try {
+    await engine.start();
+  } catch (err) {
+    await stateStore.close();
+    throw err;
+  }
+  if (opts.timer !== false) engine.startTimer(config.evaluationIntervalMs);
+  // A first evaluation at start: time passed while hookwatch was down (resolutions, repeats).
+  void engine.evaluate('all');
+  logger.info('alerting started', { rules: config.rules.map((r) => r.name), receivers: config.receivers.map((r) => `${r.name} (${r.type})`), otlp: config.otlp.endpoint ? 'on' : 'off' });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    engine,
+    dispatcher,
+    stop() {
+      stopping ??= (async () => {
+        await engine.stop();
+        await dispatcher.stop();
+        try {
+          await events.shutdown();
+        } catch (err) {
+          logger.warn('alert event export did not flush', { err });
+        }
+        await stateStore.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+export { AlertEngine } from './engine.ts';
+export type { AlertStateStore, LeaderElector } from './state-store.ts';

@@ -1,0 +1,83 @@
+/**
+ * The alert lifecycle, as Prometheus and Alertmanager users know it: pending until the condition has held for
+ * `for`, then firing; a pending alert that clears is dropped silently; a firing one resolves once its condition
+ * has been absent for `keep_firing_for`. Pure functions over records; the engine persists and notifies.
+ */
+import { createHash } from 'node:crypto';
+import type { RuleConfig } from './config.ts';
+import type { AlertRecord } from './model.ts';
+import type { Candidate } from './rules.ts';
+
+/** Stable hash of the sorted label set (the dedup key): 16 hex characters. */
+export function fingerprint(labels: Record<string, string>): string {
+  const material = Object.keys(labels).sort().map((k) => `${k}\u0000${labels[k]}`).join('\u0001');
+  return createHash('sha256').update(material).digest('hex').slice(0, 16);
+}
+
+/** URL-safe id of one episode: the fingerprint and when it became active (base 36 ms). */
+export function alertId(fp: string, activeAtMs: number): string {
+  return `${fp}-${activeAtMs.toString(36)}`;
+}
+
+/** One state change, for notifications, the OTLP emitter and logs. */
+export interface Transition {
+  alert: AlertRecord;
+  from: AlertRecord['state'] | null;
+  /** `dropped`: a pending alert whose condition cleared (never notified). */
+  to: AlertRecord['state'] | 'dropped';
+}
+
+export interface RuleStep {
+  /** Records created or changed. */
+  upsert: AlertRecord[];
+  /** Ids of pending records dropped. */
+  remove: string[];
+  transitions: Transition[];
+}
+
+/**
+ * Applies one evaluation of `rule` at `now` to the active (pending or firing) alerts of that rule, keyed by
+ * fingerprint. Mutates `active` to the new active set.
+ */
+export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringForMs'>, active: Map<string, AlertRecord>, candidates: readonly Candidate[], now: number): RuleStep {
+  const step: RuleStep = { upsert: [], remove: [], transitions: [] };
+  const seen = new Set<string>();
+  for (const c of candidates) {
+    const fp = fingerprint(c.labels);
+    if (seen.has(fp)) continue;
+    seen.add(fp);
+    let a = active.get(fp);
+    if (!a) {
+      a = {
+        id: alertId(fp, now), fingerprint: fp, rule: rule.name, state: 'pending', labels: c.labels, annotations: c.annotations, hookId: c.hookId,
+        activeAtMs: now, startsAtMs: null, endsAtMs: null, lastActiveMs: now, lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
+      };
+      active.set(fp, a);
+      step.transitions.push({ alert: a, from: null, to: 'pending' });
+    } else {
+      a.annotations = c.annotations;
+      a.lastActiveMs = now;
+    }
+    if (a.state === 'pending' && now - a.activeAtMs >= rule.forMs) {
+      a.state = 'firing';
+      a.startsAtMs = now;
+      step.transitions.push({ alert: a, from: 'pending', to: 'firing' });
+    }
+    step.upsert.push(a);
+  }
+  for (const [fp, a] of active) {
+    if (seen.has(fp)) continue;
+    if (a.state === 'pending') {
+      active.delete(fp);
+      step.remove.push(a.id);
+      step.transitions.push({ alert: a, from: 'pending', to: 'dropped' });
+    } else if (a.state === 'firing' && now - a.lastActiveMs >= rule.keepFiringForMs) {
+      a.state = 'resolved';
+      a.endsAtMs = now;
+      active.delete(fp);
+      step.upsert.push(a);
+      step.transitions.push({ alert: a, from: 'firing', to: 'resolved' });
+    }
+  }
+  return step;
+}

@@ -1,0 +1,62 @@
+/** The alerting domain: alert instances, silences and what the state store keeps of them. */
+import type { SilenceMatcher } from '../../../shared/src/api.ts';
+import type { Notification } from '../notify/model.ts';
+
+/** One alert instance: one episode of one label set (a new episode gets a new id, the same fingerprint). */
+export interface AlertRecord {
+  /** URL-safe: fingerprint plus the time it became active (base 36). */
+  id: string;
+  fingerprint: string;
+  rule: string;
+  state: 'pending' | 'firing' | 'resolved';
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  hookId: string | null;
+  activeAtMs: number;
+  startsAtMs: number | null;
+  endsAtMs: number | null;
+  /** Last evaluation at which the condition held (for keep_firing_for). */
+  lastActiveMs: number;
+  /** Last firing notification created (repeat_interval counts from it); null when none. */
+  lastNotifiedMs: number | null;
+  /** A firing notification went out in this episode, so its resolution is notified too. */
+  notifiedFiring: boolean;
+  /** Notifications created for this alert (part of each webhook-id). */
+  notifySeq: number;
+}
+
+/** A silence: mutes notifications of alerts whose labels match every matcher, from startsAt to endsAt. */
+export interface SilenceRecord {
+  id: string;
+  matchers: SilenceMatcher[];
+  startsAtMs: number;
+  endsAtMs: number;
+  createdBy: string;
+  comment: string;
+  createdAtMs: number;
+}
+
+/** A delivery attempt as stored (the API's DeliveryAttempt plus its alert). */
+export interface StoredAttempt {
+  alertId: string;
+  receiver: string;
+  webhookId: string;
+  attempt: number;
+  atMs: number;
+  status: 'firing' | 'resolved';
+  outcome: 'delivered' | 'retrying' | 'failed';
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/** One evaluation's changes, written in one transaction. */
+export interface StateChanges {
+  upsert: AlertRecord[];
+  /** Ids of records to forget (pending alerts that cleared, resolved ones past retention). */
+  remove: string[];
+  /** New notifications (the outbox): delivered at least once, each with a stable webhook-id. */
+  notifications: Notification[];
+}
+
+export type { Notification };

@@ -1,0 +1,112 @@
+/** Silences as Alertmanager has them: matchers (=, !=, =~, !~, regexes anchored), a window, and who and why. */
+import { randomUUID } from 'node:crypto';
+import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
+import type { SilenceRecord } from './model.ts';
+
+/** A silence request the API could not accept; the message names the field. */
+export class SilenceError extends Error {
+  override name = 'SilenceError';
+  field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+const MAX_MATCHERS = 20;
+const MAX_REGEX = 256;
+const regexCache = new Map<string, RegExp>();
+
+function anchored(pattern: string): RegExp {
+  let re = regexCache.get(pattern);
+  if (!re) {
+    re = new RegExp(`^(?:${pattern})$`);
+    if (regexCache.size > 1000) regexCache.clear();
+    regexCache.set(pattern, re);
+  }
+  return re;
+}
+
+/** True when one matcher accepts the labels (a missing label is the empty string, as in Alertmanager). */
+export function matcherMatches(m: SilenceMatcher, labels: Record<string, string>): boolean {
+  const value = labels[m.name] ?? '';
+  const hit = m.isRegex ? anchored(m.value).test(value) : value === m.value;
+  return (m.isEqual ?? true) ? hit : !hit;
+}
+
+/** True when every matcher accepts the labels. */
+export function silenceMatches(s: SilenceRecord, labels: Record<string, string>): boolean {
+  return s.matchers.every((m) => matcherMatches(m, labels));
+}
+
+/** active, pending (starts later) or expired, at `now`. */
+export function silenceState(s: SilenceRecord, now: number): Silence['state'] {
+  if (s.endsAtMs <= now) return 'expired';
+  if (s.startsAtMs > now) return 'pending';
+  return 'active';
+}
+
+/** The API shape of a silence. */
+export function toSilence(s: SilenceRecord, now: number): Silence {
+  return {
+    id: s.id,
+    matchers: s.matchers,
+    startsAt: new Date(s.startsAtMs).toISOString(),
+    endsAt: new Date(s.endsAtMs).toISOString(),
+    createdBy: s.createdBy,
+    comment: s.comment,
+    state: silenceState(s, now),
+  };
+}
+
+function time(v: unknown, field: string): number {
+  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(v)) {
+    throw new SilenceError(field, `${field} must be an RFC 3339 time such as 2026-11-30T12:00:00Z`);
+  }
+  const t = Date.parse(v);
+  if (!Number.isFinite(t)) throw new SilenceError(field, `${field} is not a valid time`);
+  return t;
+}
+
+/** Validates a POST /api/v1/silences body into a new silence. */
+export function parseSilence(body: unknown, now: number): SilenceRecord {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SilenceError('body', 'expected a JSON object with matchers, endsAt, createdBy and comment');
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) {
+    if (!['matchers', 'startsAt', 'endsAt', 'createdBy', 'comment'].includes(k)) throw new SilenceError(k, `unknown field ${JSON.stringify(k.slice(0, 64))}`);
+  }
+  if (!Array.isArray(b['matchers']) || b['matchers'].length === 0) throw new SilenceError('matchers', 'matchers must be a non-empty list');
+  if (b['matchers'].length > MAX_MATCHERS) throw new SilenceError('matchers', `at most ${MAX_MATCHERS} matchers`);
+  const matchers: SilenceMatcher[] = b['matchers'].map((m: unknown, i: number) => {
+    const f = `matchers[${i}]`;
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new SilenceError(f, `${f} must be an object with name and value`);
+    const x = m as Record<string, unknown>;
+    if (typeof x['name'] !== 'string' || !/^[a-zA-Z_][a-zA-Z0-9_.]{0,127}$/.test(x['name'])) throw new SilenceError(`${f}.name`, `${f}.name must be a label name`);
+    if (typeof x['value'] !== 'string' || x['value'].length > 1024) throw new SilenceError(`${f}.value`, `${f}.value must be a string of at most 1024 characters`);
+    for (const flag of ['isRegex', 'isEqual']) {
+      if (x[flag] !== undefined && typeof x[flag] !== 'boolean') throw new SilenceError(`${f}.${flag}`, `${f}.${flag} must be true or false`);
+    }
+    const isRegex = x['isRegex'] === true;
+    if (isRegex) {
+      if (x['value'].length > MAX_REGEX) throw new SilenceError(`${f}.value`, `${f}.value: a regex may be at most ${MAX_REGEX} characters`);
+      try {
+        anchored(x['value']);
+      } catch {
+        throw new SilenceError(`${f}.value`, `${f}.value is not a valid regular expression`);
+      }
+    }
+    return { name: x['name'], value: x['value'], isRegex, isEqual: x['isEqual'] !== false };
+  });
+  // A silence that matches everything would mute every alert: Alertmanager refuses it too.
+  if (matchers.every((m) => matcherMatches(m, {}))) throw new SilenceError('matchers', 'at least one matcher must not match the empty string');
+  const startsAtMs = b['startsAt'] === undefined ? now : time(b['startsAt'], 'startsAt');
+  const endsAtMs = time(b['endsAt'], 'endsAt');
+  if (endsAtMs <= startsAtMs) throw new SilenceError('endsAt', 'endsAt must be later than startsAt');
+  if (endsAtMs <= now) throw new SilenceError('endsAt', 'endsAt must be in the future');
+  const text = (k: 'createdBy' | 'comment'): string => {
+    const v = b[k];
+    if (typeof v !== 'string' || v.trim() === '' || v.length > 1000) throw new SilenceError(k, `${k} must be a non-empty string of at most 1000 characters`);
+    return v;
+  };
+  return { id: randomUUID(), matchers, startsAtMs, endsAtMs, createdBy: text('createdBy'), comment: text('comment'), createdAtMs: now };
+}

@@ -1,0 +1,139 @@
+/**
+ * /api/v1/alerts, /api/v1/silences and /api/v1/receivers/:name/test. Thin: validate, ask the engine, shape
+ * JSON (shapes from shared/src/api.ts). Never returns a receiver's URL, headers or signing secret.
+ */
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { AlertDetailResponse, AlertsResponse, AlertState } from '../../../shared/src/api.ts';
+import type { AlertEngine } from '../alerting/engine.ts';
+import { parseSilence, SilenceError } from '../alerting/silences.ts';
+import type { Dispatcher } from '../notify/dispatcher.ts';
+import type { Logger } from '../telemetry/logger.ts';
+
+export interface AlertsApiOptions {
+  engine: AlertEngine;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  now?: () => number;
+}
+
+const ALERT_ID = /^[0-9a-f]{16}-[0-9a-z]{1,12}$/;
+const SILENCE_ID = /^[0-9a-f-]{36}$/;
+const STATES: readonly AlertState[] = ['pending', 'firing', 'resolved'];
+
+function notFound(res: Response, message: string): void {
+  res.status(404).json({ error: { code: 'not_found', message } });
+}
+
+function badParameter(res: Response, parameter: string, message: string): void {
+  res.status(400).json({ error: { code: 'bad_parameter', message, parameter } });
+}
+
+export function createAlertsRouter(opts: AlertsApiOptions): Router {
+  const { engine, dispatcher } = opts;
+  const now = opts.now ?? Date.now;
+  const router = express.Router();
+  const json = express.json({ limit: '64kb', type: () => true });
+
+  router.get('/api/v1/alerts', (req, res) => {
+    const state = req.query['state'];
+    if (state !== undefined && (typeof state !== 'string' || !STATES.includes(state as AlertState))) {
+      badParameter(res, 'state', `state must be one of ${STATES.join(', ')}`);
+      return;
+    }
+    const alerts = engine.alerts();
+    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts };
+    res.json(body);
+  });
+
+  router.get('/api/v1/alerts/:id', async (req, res) => {
+    const id = String(req.params['id']);
+    if (!ALERT_ID.test(id)) {
+      badParameter(res, 'id', 'alert id must look like <16 hex>-<base36>, as listed by GET /api/v1/alerts');
+      return;
+    }
+    const alert = engine.alert(id);
+    if (!alert) {
+      notFound(res, `no active or recently resolved alert with id ${id}`);
+      return;
+    }
+    const body: AlertDetailResponse = { alert, attempts: await engine.attempts(id) };
+    res.json(body);
+  });
+
+  router.get('/api/v1/silences', (_req, res) => {
+    res.json({ silences: engine.listSilences() });
+  });
+
+  router.post('/api/v1/silences', json, async (req, res) => {
+    const silence = await engine.addSilence(parseSilence(req.body, now()));
+    res.status(201).json({ silence });
+  });
+
+  router.delete('/api/v1/silences/:id', async (req, res) => {
+    const id = String(req.params['id']);
+    if (!SILENCE_ID.test(id)) {
+      badParameter(res, 'id', 'silence id must be a UUID, as returned by POST /api/v1/silences');
+      return;
+    }
+    const silence = await engine.expireSilence(id);
+    if (!silence) {
+      notFound(res, `no silence with id ${id}`);
+      return;
+    }
+    res.json({ silence });
+  });
+
+  router.post('/api/v1/receivers/:name/test', async (req, res) => {
+    const name = String(req.params['name']);
+    if (!dispatcher.receiverNames().includes(name)) {
+      notFound(res, `no receiver named ${JSON.stringify(name.slice(0, 64))}; configured: ${dispatcher.receiverNames().join(', ') || '(none)'}`);
+      return;
+    }
+    const t = now();
+    const webhookId = `msg_test_${randomUUID()}`;
+    const result = await dispatcher.sendOnce({
+      webhookId,
+      receiver: name,
+      status: 'firing',
+      createdAtMs: t,
+      alert: {
+        id: `0000000000000000-${t.toString(36)}`,
+        fingerprint: '0000000000000000',
+        rule: 'hookwatch_test',
+        labels: { alertname: 'hookwatch_test', severity: 'info' },
+        annotations: { summary: 'Test notification from hookwatch: this receiver is reachable.', description: 'Sent by POST /api/v1/receivers/:name/test; no hook is affected.' },
+        startsAt: new Date(t).toISOString(),
+        endsAt: null,
+        hookId: null,
+      },
+    });
+    const delivered = result.outcome === 'delivered';
+    res.status(delivered ? 200 : 502).json({ receiver: name, webhookId, delivered, httpStatus: result.httpStatus, error: result.error });
+  });
+
+  router.use('/api/v1/alerts', errorHandler(opts.logger));
+  router.use('/api/v1/silences', errorHandler(opts.logger));
+  router.use('/api/v1/receivers', errorHandler(opts.logger));
+  return router;
+}
+
+function errorHandler(logger: Logger) {
+  return (err: unknown, _req: Request, res: Response, next: NextFunction): void => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    if (err instanceof SilenceError) {
+      badParameter(res, err.field, err.message);
+      return;
+    }
+    const e = err as { type?: string; status?: number };
+    if (e?.type === 'entity.parse.failed' || e?.type === 'entity.too.large') {
+      res.status(e.status ?? 400).json({ error: { code: 'bad_body', message: e.type === 'entity.too.large' ? 'body larger than 64 KiB' : 'body is not valid JSON' } });
+      return;
+    }
+    logger.error('alerts api request failed', { err });
+    res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * Delivers notifications off the ingest path: a bounded in-memory queue per receiver, a few deliveries in flight
+ * per receiver (a hanging receiver delays only itself), one alert's notifications in order, every attempt
+ * reported. The outbox in the state store is the durable copy; this queue is only the work list.
+ */
+import type { Logger } from '../telemetry/logger.ts';
+import { alertmanagerRenderer } from './alertmanager.ts';
+import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
+import { signHeaders } from './signing.ts';
+import { slackRenderer } from './slack.ts';
+import { sendWithRetry, type AttemptResult, type OutgoingRequest, type SendResult } from './transport.ts';
+
+export interface DispatcherOptions {
+  receivers: readonly ReceiverConfig[];
+  links: LinkContext;
+  logger: Logger;
+  now?: () => number;
+  /** How long after its creation a notification may still be attempted. */
+  deadlineMs: number;
+  /** Notifications waiting per receiver; more are refused (recorded as failed) instead of growing memory. */
+  maxQueue: number;
+  concurrencyPerReceiver?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  random?: () => number;
+  onAttempt?: (n: Notification, a: AttemptResult) => void;
+  onFinished?: (n: Notification, outcome: 'delivered' | 'failed') => void;
+}
+
+/** Counters for /metrics and tests. */
+export interface DispatcherStats {
+  enqueued: number;
+  delivered: number;
+  failed: number;
+  dropped: number;
+  attempts: number;
+}
+
+interface Lane {
+  receiver: ReceiverConfig;
+  renderer: BodyRenderer;
+  queue: Notification[];
+  inFlight: Set<string>;
+}
+
+/** Builds the request of one attempt: rendered body, configured headers, Standard Webhooks signature. */
+export function buildRequest(receiver: ReceiverConfig, renderer: BodyRenderer, n: Notification): (attempt: number) => OutgoingRequest {
+  const body = renderer.render(n);
+  return () => {
+    const headers: Record<string, string> = { ...receiver.headers, 'webhook-id': n.webhookId };
+    // The signature timestamp is the receiver's wall clock's business (it bounds skew), so it is always real time.
+    if (receiver.signingSecret) Object.assign(headers, signHeaders(receiver.signingSecret, n.webhookId, Math.floor(Date.now() / 1000), body));
+    return { body, headers };
+  };
+}
+
+/** The renderer for a receiver's type. */
+export function rendererFor(receiver: ReceiverConfig, links: LinkContext): BodyRenderer {
+  return receiver.type === 'slack' ? slackRenderer(links) : alertmanagerRenderer(links);
+}
+
+export class Dispatcher {
+  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, attempts: 0 };
+  private readonly opts: DispatcherOptions;
+  private readonly lanes = new Map<string, Lane>();
+  private readonly abort = new AbortController();
+  private readonly running = new Set<Promise<void>>();
+  private idleWaiters: (() => void)[] = [];
+  private stopped = false;
+
+  constructor(opts: DispatcherOptions) {
+    this.opts = opts;
+    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links), queue: [], inFlight: new Set() });
+  }
+
+  /** Names of the configured receivers. */
+  receiverNames(): string[] {
+    return [...this.lanes.keys()];
+  }
+
+  /** Queues a notification; false (and recorded as failed) when its receiver's queue is full or unknown. */
+  enqueue(n: Notification): boolean {
+    const lane = this.lanes.get(n.receiver);
+    if (!lane || this.stopped) return false;
+    if (lane.queue.length >= this.opts.maxQueue) {
+      this.stats.dropped++;
+      this.opts.logger.error('notification queue full; notification dropped', { receiver: n.receiver, alert: n.alert.id, status: n.status });
+      this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 });
+      this.opts.onFinished?.(n, 'failed');
+      return false;
+    }
+    this.stats.enqueued++;
+    lane.queue.push(n);
+    this.pump(lane);
+    return true;
+  }
+
+  private pump(lane: Lane): void {
+    const limit = this.opts.concurrencyPerReceiver ?? 4;
+    while (!this.stopped && lane.inFlight.size < limit) {
+      // One alert's notifications go out in order (firing before its resolution); other alerts pass it.
+      const index = lane.queue.findIndex((n) => !lane.inFlight.has(n.alert.fingerprint));
+      if (index < 0) break;
+      const [n] = lane.queue.splice(index, 1) as [Notification];
+      lane.inFlight.add(n.alert.fingerprint);
+      const p = this.deliver(lane, n).finally(() => {
+        lane.inFlight.delete(n.alert.fingerprint);
+        this.running.delete(p);
+        this.pump(lane);
+        this.checkIdle();
+      });
+      this.running.add(p);
+    }
+  }
+
+  private async deliver(lane: Lane, n: Notification): Promise<void> {
+    const now = this.opts.now ?? Date.now;
+    let result: SendResult;
+    try {
+      result = await sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), {
+        url: lane.receiver.url,
+        timeoutMs: lane.receiver.timeoutMs,
+        deadlineMs: n.createdAtMs + this.opts.deadlineMs,
+        signal: this.abort.signal,
+        now,
+        ...(this.opts.baseDelayMs !== undefined ? { baseDelayMs: this.opts.baseDelayMs } : {}),
+        ...(this.opts.maxDelayMs !== undefined ? { maxDelayMs: this.opts.maxDelayMs } : {}),
+        ...(this.opts.random ? { random: this.opts.random } : {}),
+        onAttempt: (a) => {
+          this.stats.attempts++;
+          this.opts.onAttempt?.(n, a);
+        },
+      });
+    } catch (err) {
+      this.opts.logger.error('notification delivery crashed', { receiver: n.receiver, err });
+      result = { outcome: 'failed', attempts: 0, httpStatus: null, error: 'internal error' };
+    }
+    if (result.outcome === 'aborted') return; // Shutdown: the outbox keeps it for the next start.
+    if (result.outcome === 'delivered') this.stats.delivered++;
+    else {
+      this.stats.failed++;
+      this.opts.logger.warn('notification not delivered', { receiver: n.receiver, alert: n.alert.id, status: n.status, attempts: result.attempts, httpStatus: result.httpStatus, error: result.error });
+    }
+    this.opts.onFinished?.(n, result.outcome);
+  }
+
+  /** Sends one notification now, once, outside the queue (POST /api/v1/receivers/:name/test). */
+  async sendOnce(n: Notification): Promise<SendResult> {
+    const lane = this.lanes.get(n.receiver);
+    if (!lane) return { outcome: 'failed', attempts: 0, httpStatus: null, error: 'unknown receiver' };
+    const now = this.opts.now ?? Date.now;
+    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now(), signal: this.abort.signal, now });
+  }
+
+  private checkIdle(): void {
+    if (this.running.size > 0) return;
+    for (const lane of this.lanes.values()) if (lane.queue.length > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** Resolves once nothing is queued or in flight. */
+  idle(): Promise<void> {
+    return new Promise((resolve) => {
+      this.idleWaiters.push(resolve);
+      this.checkIdle();
+    });
+  }
+
+  /** Aborts deliveries in flight (they stay in the outbox) and waits for them to settle. Safe twice. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    await Promise.allSettled([...this.running]);
+    for (const lane of this.lanes.values()) lane.queue.length = 0;
+    this.checkIdle();
+  }
+}

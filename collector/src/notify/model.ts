@@ -1,0 +1,56 @@
+/** What the notify stage receives from alerting, and how receivers are configured. */
+
+/** A receiver as configured under `alerting.receivers` (validated once at load). */
+export interface ReceiverConfig {
+  name: string;
+  /** `webhook`: Alertmanager v4 JSON body; `slack`: Slack incoming webhook text. */
+  type: 'webhook' | 'slack';
+  /** Secret: often carries a token in its path or query. */
+  url: string;
+  /** Extra request headers (values are secret: they often hold credentials). */
+  headers: Record<string, string>;
+  /** `whsec_<base64>` to sign with Standard Webhooks; empty for no signing. */
+  signingSecret: string;
+  timeoutMs: number;
+  /** Also notify when an alert resolves (Alertmanager `send_resolved`, default true). */
+  sendResolved: boolean;
+}
+
+/** One alert as a notification carries it. Times are RFC 3339. */
+export interface NotifiedAlert {
+  id: string;
+  fingerprint: string;
+  rule: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
+  endsAt: string | null;
+  hookId: string | null;
+}
+
+/** One notification: one alert transition (or repeat) for one receiver. */
+export interface Notification {
+  /** Standard Webhooks idempotency key: the same on every attempt of this notification, across restarts. */
+  webhookId: string;
+  receiver: string;
+  status: 'firing' | 'resolved';
+  alert: NotifiedAlert;
+  createdAtMs: number;
+}
+
+/** Renders the request body of a notification for one kind of receiver. */
+export interface BodyRenderer {
+  render(n: Notification): string;
+}
+
+/** Where to link to (the dashboard), from `alerting.externalUrl`. */
+export interface LinkContext {
+  externalUrl: string;
+}
+
+/** Link to a hook on the dashboard, or to the dashboard itself. */
+export function dashboardLink(ctx: LinkContext, hookId: string | null): string {
+  const base = ctx.externalUrl.replace(/\/+$/, '');
+  if (!base) return '';
+  return hookId ? `${base}/#/hooks/${hookId}` : `${base}/#/alerts`;
+}

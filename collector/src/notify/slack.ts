@@ -1,0 +1,30 @@
+/**
+ * Slack incoming webhook body: `{"text": ...}` a person reads in a channel: which hook, what was lost, since
+ * when, and a link to the dashboard. Slack's mrkdwn needs &, < and > escaped.
+ */
+import { dashboardLink, type BodyRenderer, type LinkContext, type Notification } from './model.ts';
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** The Slack message text for one notification. */
+export function slackText(n: Notification, ctx: LinkContext): string {
+  const a = n.alert;
+  const hook = a.labels['hook_name'] ? ` · ${a.labels['hook_name']}` : '';
+  const head = n.status === 'firing' ? `:rotating_light: *[FIRING] ${esc(a.rule)}*${esc(hook)}` : `:white_check_mark: *[RESOLVED] ${esc(a.rule)}*${esc(hook)}`;
+  const lines = [head];
+  if (a.annotations['summary']) lines.push(esc(a.annotations['summary']));
+  if (a.annotations['description']) lines.push(esc(a.annotations['description']));
+  const when = n.status === 'firing' ? `Since ${a.startsAt}` : `From ${a.startsAt} to ${a.endsAt ?? 'now'}`;
+  const extra = Object.entries(a.labels).filter(([k]) => !['alertname', 'hook_name', 'hook_event'].includes(k)).map(([k, v]) => `${k}=${v}`);
+  lines.push(esc([when, ...extra].join(' · ')));
+  const link = dashboardLink(ctx, a.hookId);
+  if (link) lines.push(`<${link}|Open in hookwatch>`);
+  return lines.join('\n');
+}
+
+/** Renderer for `type: slack` receivers. */
+export function slackRenderer(ctx: LinkContext): BodyRenderer {
+  return { render: (n) => JSON.stringify({ text: slackText(n, ctx) }) };
+}

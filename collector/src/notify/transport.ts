@@ -1,0 +1,155 @@
+/**
+ * One HTTP POST transport with retries, wrapped around every receiver (retry is not each sender's business):
+ * per-attempt timeout, exponential backoff with full jitter (sleep = random(0, min(cap, base * 2^attempt))),
+ * Retry-After honoured, an overall deadline. 2xx delivers; 408, 429, 5xx and network errors retry; any other
+ * status is permanent. Redirects are not followed: a signed body must not travel to another host.
+ */
+
+/** What one attempt came to. */
+export interface AttemptResult {
+  attempt: number;
+  atMs: number;
+  outcome: 'delivered' | 'retrying' | 'failed';
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/** The request of one attempt (headers may differ per attempt: a fresh signature timestamp). */
+export interface OutgoingRequest {
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface SendOptions {
+  url: string;
+  timeoutMs: number;
+  /** Absolute time (ms since epoch, on `now`) after which no new attempt starts. */
+  deadlineMs: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Stops waiting and sending (service shutdown); the notification stays undelivered. */
+  signal?: AbortSignal;
+  now?: () => number;
+  random?: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  onAttempt?: (a: AttemptResult) => void;
+}
+
+export interface SendResult {
+  outcome: 'delivered' | 'failed' | 'aborted';
+  attempts: number;
+  httpStatus: number | null;
+  error: string | null;
+}
+
+/** True when a status is worth retrying: 408, 429 and 5xx. */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 429 || status >= 500;
+}
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unparsable. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
+  if (!value) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? Math.max(0, t - nowMs) : undefined;
+}
+
+/** Full-jitter backoff before attempt `attempt + 1` (attempt counts from 1). */
+export function backoffMs(attempt: number, baseMs: number, capMs: number, random: () => number): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt - 1, 30));
+  return Math.floor(random() * ceiling);
+}
+
+/** Sleeps, waking early (resolving) when the signal aborts. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A network error as a short reason; never the URL (it may carry a token). */
+export function describeError(err: unknown, url: string): string {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  let msg: string;
+  if (e?.name === 'TimeoutError') msg = 'timed out';
+  else if (e?.cause?.code) msg = String(e.cause.code);
+  else msg = e?.cause?.message ?? e?.message ?? String(err);
+  return scrubUrl(msg, url).slice(0, 300);
+}
+
+/** Removes a URL and its path/query from a message. */
+export function scrubUrl(text: string, url: string): string {
+  let out = text.split(url).join('<url>');
+  try {
+    const u = new URL(url);
+    const tail = u.pathname + u.search;
+    if (tail.length > 1) out = out.split(tail).join('<path>');
+  } catch {
+    // Not a URL: nothing more to remove.
+  }
+  return out;
+}
+
+/** POSTs until delivered, permanently refused, past the deadline, or aborted. */
+export async function sendWithRetry(build: (attempt: number) => OutgoingRequest, opts: SendOptions): Promise<SendResult> {
+  const now = opts.now ?? Date.now;
+  const random = opts.random ?? Math.random;
+  const sleep = opts.sleep ?? abortableSleep;
+  const base = opts.baseDelayMs ?? 500;
+  const cap = opts.maxDelayMs ?? 30_000;
+  let lastStatus: number | null = null;
+  let lastError: string | null = null;
+  for (let attempt = 1; ; attempt++) {
+    if (opts.signal?.aborted) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
+    const req = build(attempt);
+    const atMs = now();
+    const started = performance.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    let retryAfter: number | undefined;
+    try {
+      const timeout = AbortSignal.timeout(opts.timeoutMs);
+      const res = await fetch(opts.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': 'hookwatch', ...req.headers },
+        body: req.body,
+        redirect: 'manual',
+        signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
+      });
+      status = res.status;
+      retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
+      // Drain the body so the connection can be reused; its content is not needed.
+      await res.arrayBuffer().catch(() => undefined);
+      if (status < 200 || status >= 300) error = `HTTP ${status}`;
+    } catch (err) {
+      error = opts.signal?.aborted ? 'aborted' : describeError(err, opts.url);
+    }
+    const durationMs = Math.round(performance.now() - started);
+    lastStatus = status;
+    lastError = error;
+    const delivered = status !== null && status >= 200 && status < 300;
+    const retryable = !delivered && (status === null || isRetryableStatus(status));
+    let wait = retryable ? backoffMs(attempt, base, cap, random) : 0;
+    if (retryable && retryAfter !== undefined) wait = Math.max(wait, retryAfter);
+    const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || opts.signal?.aborted === true);
+    if (giveUp && retryable && !opts.signal?.aborted) {
+      error = `${error}; gave up: the next attempt would pass the delivery deadline`;
+    }
+    const outcome: AttemptResult['outcome'] = delivered ? 'delivered' : giveUp ? 'failed' : 'retrying';
+    if (!(opts.signal?.aborted && !delivered)) opts.onAttempt?.({ attempt, atMs, outcome, httpStatus: status, error, durationMs });
+    if (delivered) return { outcome: 'delivered', attempts: attempt, httpStatus: status, error: null };
+    if (opts.signal?.aborted) return { outcome: 'aborted', attempts: attempt, httpStatus: status, error };
+    if (giveUp) return { outcome: 'failed', attempts: attempt, httpStatus: status, error };
+    await sleep(wait, opts.signal);
+  }
+}
