@@ -28,6 +28,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ben
       ...process.env,
       HOOKWATCH_DB: join(dir, 'hookwatch.db'),
       HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
       HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
       HOOKWATCH_LOG_LEVEL: 'warn',
       ...env,

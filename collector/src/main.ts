@@ -27,11 +27,13 @@ See README.md and docs/configuration.md for every setting.
 async function serve(flags: Record<string, string | undefined>): Promise<number> {
   const loaded = loadConfig({ flags });
   const config = toConfig(loaded);
-  const secrets = [config.otlp.ingestToken].filter(Boolean);
+  const secrets = [config.otlp.ingestToken, ...Object.values(config.forward.headers)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
   const service = await startService(config, { logger });
   logger.info('hookwatch started', {
     otlpHttp: service.otlpHttpUrl,
+    otlpGrpc: service.otlpGrpcUrl,
+    forwardTo: service.forwarding?.exporter.description ?? null,
     http: service.httpUrl,
     store: service.store.kind,
     configFile: loaded.file ?? null,

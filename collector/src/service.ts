@@ -11,6 +11,9 @@ import { splitAddr, type HookwatchConfig } from './config/index.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
+import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
+import { startForwarding, type Forwarding } from './forward/index.ts';
+import { createForwardingRouter } from './api/forward.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
@@ -31,6 +34,12 @@ export interface RunningService {
   store: Store;
   ingest: HookIngest;
   receiver: OtlpHttpReceiver;
+  grpcReceiver: OtlpGrpcReceiver;
+  /** Port of the OTLP/gRPC receiver and its address for clients, e.g. http://127.0.0.1:4317 */
+  otlpGrpcPort: number;
+  otlpGrpcUrl: string;
+  /** Undefined in fan-out mode (no forward.endpoint). */
+  forwarding: Forwarding | undefined;
   /** GET /metrics; later stages register their collectors on metrics.registry. */
   metrics: ServiceMetrics;
   otlpHttpAddress: AddressInfo;
@@ -54,13 +63,18 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const metrics = createServiceMetrics({ maxHookSeries: config.metrics.maxHookSeries, maxPendingBatches: config.otlp.maxPendingRequests, logger, version: HOOKWATCH_VERSION, now });
   const store = metrics.instrumentStore(opts.store ?? (await openStore(config)));
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
+  // Inline collector mode: every request is queued durably for the downstream before the 200.
+  const forwarding = startForwarding(config.forward, { logger, now, nearThreshold: config.delivery.nearThreshold, synchronous: config.sqlite.synchronous });
+  const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
+  const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxRequestBytes: config.otlp.maxRequestBytes, ingestToken: config.otlp.ingestToken, logs, passThrough, logger });
   const receiver = new OtlpHttpReceiver({
     addr: config.otlp.http.addr,
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
-    logs: ingest,
-    passThrough: opts.passThrough ?? discardPassThrough,
+    logs,
+    passThrough,
     logger,
   });
 
@@ -71,12 +85,15 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.disable('x-powered-by');
   app.get('/metrics', metrics.registry.handler());
   app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
+  app.use(createForwardingRouter({ forwarding }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
 
   let otlpHttpAddress: AddressInfo;
+  let otlpGrpcPort: number;
   try {
     otlpHttpAddress = await receiver.start();
+    otlpGrpcPort = (await grpcReceiver.start()).port;
     const { host, port } = splitAddr(config.http.addr);
     await new Promise<void>((resolve, reject) => {
       http.once('error', reject);
@@ -87,6 +104,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     });
   } catch (err) {
     await receiver.shutdown();
+    await grpcReceiver.shutdown();
+    await forwarding?.stop();
     await store.close();
     throw err;
   }
@@ -112,6 +131,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       listening = false;
       clearInterval(retentionTimer);
       await receiver.shutdown();
+      await grpcReceiver.shutdown();
+      await forwarding?.stop();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         http.closeIdleConnections();
@@ -121,5 +142,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     return stopping;
   };
 
-  return { config, store, ingest, receiver, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
+  const grpcHost = splitAddr(config.otlpGrpc.addr).host;
+  const otlpGrpcUrl = `http://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
 }

@@ -175,3 +175,45 @@ export interface Silence {
   comment: string;
   state: 'active' | 'pending' | 'expired';
 }
+
+/** One forwarding destination as GET /api/v1/forwarding shows it. Times are ISO strings; ages in ms. */
+export interface ForwardingDestination {
+  /** Endpoint and protocol, without credentials. */
+  destination: string;
+  state: 'idle' | 'sending' | 'backing_off' | 'stopped';
+  /** Requests waiting in the durable queue, and their bytes against the bound. */
+  depth: number;
+  bytes: number;
+  maxBytes: number;
+  /** Age of the oldest waiting request; null when the queue is empty. */
+  oldestAgeMs: number | null;
+  delivered: number;
+  retries: number;
+  deadLetters: number;
+  /** Requests refused with 503 / UNAVAILABLE because the queue was full. */
+  refusedFull: number;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastSuccessAt: string | null;
+  nextAttemptAt: string | null;
+}
+
+/** A request the destination refused for good (kept for inspection, body not shown). */
+export interface DeadLetterInfo {
+  id: number;
+  signal: 'logs' | 'metrics' | 'traces';
+  bytes: number;
+  receivedAt: string;
+  failedAt: string;
+  attempts: number;
+  /** HTTP status or gRPC code of the refusal; null when there was none. */
+  status: number | null;
+  reason: string;
+}
+
+/** GET /api/v1/forwarding. `mode: fan-out` means no forward endpoint is set and nothing is forwarded. */
+export interface ForwardingResponse {
+  mode: 'inline' | 'fan-out';
+  destinations: ForwardingDestination[];
+  deadLetters: DeadLetterInfo[];
+}

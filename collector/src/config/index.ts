@@ -1,5 +1,6 @@
 /** The typed configuration the rest of hookwatch sees. Built once at start from the loaded settings. */
 import type { LoadedConfig } from './load.ts';
+import { parseForwardHeaders } from '../forward/headers.ts';
 
 export interface HookwatchConfig {
   otlp: {
@@ -16,8 +17,24 @@ export interface HookwatchConfig {
   delivery: { nearThreshold: number };
   dimensions: string[];
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
+  /** OTLP/gRPC receiver. */
+  otlpGrpc: { addr: string };
+  /** Forwarding to a downstream OTLP endpoint; endpoint '' is fan-out mode (nothing forwarded). */
+  forward: ForwardConfig;
   metrics: { maxHookSeries: number };
   shutdown: { timeoutMs: number };
+}
+
+/** Typed `forward.*` settings. */
+export interface ForwardConfig {
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json' | 'grpc';
+  headers: Record<string, string>;
+  compression: 'gzip' | 'none';
+  timeoutMs: number;
+  queue: { path: string; maxBytes: number };
+  retry: { initialMs: number; maxMs: number };
+  enrich: boolean;
 }
 
 export function toConfig(loaded: LoadedConfig): HookwatchConfig {
@@ -37,6 +54,17 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),
     log: { level: v('log.level') },
+    otlpGrpc: { addr: v('otlp.grpc.addr') },
+    forward: {
+      endpoint: v<string>('forward.endpoint').trim(),
+      protocol: v('forward.protocol'),
+      headers: parseForwardHeaders(v('forward.headers')) as Record<string, string>,
+      compression: v('forward.compression'),
+      timeoutMs: v('forward.timeout'),
+      queue: { path: v('forward.queue.path'), maxBytes: v('forward.queue.maxBytes') },
+      retry: { initialMs: v('forward.retry.initialInterval'), maxMs: v('forward.retry.maxInterval') },
+      enrich: v('forward.enrich'),
+    },
     metrics: { maxHookSeries: v('metrics.maxHookSeries') },
     shutdown: { timeoutMs: v('shutdown.timeout') },
   };

@@ -2,6 +2,7 @@
  * The configuration schema: one table that drives parsing (file, environment, flags), validation,
  * redaction and the generated reference in docs/configuration.md. Later features add rows here.
  */
+import { parseForwardHeaders } from '../forward/headers.ts';
 
 export type ValueType = 'string' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
 
@@ -78,6 +79,55 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'dimensions', env: 'HOOKWATCH_DIMENSIONS', type: 'list', default: ['team'],
     description: 'Extra event or resource attribute keys kept per event and usable as filters (e.g. `team` from OTEL_RESOURCE_ATTRIBUTES). Comma-separated in the environment.',
+  },
+  {
+    key: 'otlp.grpc.addr', env: 'HOOKWATCH_OTLP_GRPC_ADDR', type: 'addr', default: '127.0.0.1:4317',
+    description: 'Where the OTLP/gRPC receiver listens (LogsService, MetricsService, TraceService Export; gzip accepted). Use 0.0.0.0:4317 to accept other hosts.',
+  },
+  {
+    key: 'forward.endpoint', env: 'HOOKWATCH_FORWARD_ENDPOINT', type: 'string', default: '',
+    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc. Empty: fan-out mode, nothing is forwarded.',
+    redactValue: redactUrlPassword,
+  },
+  {
+    key: 'forward.protocol', env: 'HOOKWATCH_FORWARD_PROTOCOL', type: 'enum', default: 'http/protobuf', values: ['http/protobuf', 'http/json', 'grpc'],
+    description: 'How to reach forward.endpoint. Over HTTP each request keeps the encoding it arrived in (never transcoded); grpc carries protobuf only, so OTLP/JSON requests are then refused with 415.',
+  },
+  {
+    key: 'forward.headers', env: 'HOOKWATCH_FORWARD_HEADERS', type: 'object', default: {}, secret: true,
+    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS.',
+    validate: (v) => {
+      const r = parseForwardHeaders(v);
+      return typeof r === 'string' ? r : undefined;
+    },
+  },
+  {
+    key: 'forward.compression', env: 'HOOKWATCH_FORWARD_COMPRESSION', type: 'enum', default: 'gzip', values: ['gzip', 'none'],
+    description: 'Compression of forwarded requests.',
+  },
+  {
+    key: 'forward.timeout', env: 'HOOKWATCH_FORWARD_TIMEOUT', type: 'duration', default: 10_000, min: 100, max: 600_000,
+    description: 'Time one forwarding attempt may take before it counts as failed and is retried.',
+  },
+  {
+    key: 'forward.queue.path', env: 'HOOKWATCH_FORWARD_QUEUE_PATH', type: 'string', default: './data/forward-queue.db',
+    description: 'SQLite file of the durable forwarding queue. Requests are committed here before the client gets its 200 and survive restarts and crashes.',
+  },
+  {
+    key: 'forward.queue.maxBytes', env: 'HOOKWATCH_FORWARD_QUEUE_MAX_BYTES', type: 'bytes', default: 1024 * MiB, min: 1024,
+    description: 'Bound on the request bytes waiting for the destination. When full, clients get 503 / UNAVAILABLE with Retry-After instead of data being dropped.',
+  },
+  {
+    key: 'forward.retry.initialInterval', env: 'HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL', type: 'duration', default: 5_000, min: 1, max: 3_600_000,
+    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (with jitter) up to forward.retry.maxInterval. Retry-After is honoured. There is no give-up deadline.',
+  },
+  {
+    key: 'forward.retry.maxInterval', env: 'HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
+    description: 'Longest wait between forwarding attempts.',
+  },
+  {
+    key: 'forward.enrich', env: 'HOOKWATCH_FORWARD_ENRICH', type: 'bool', default: false,
+    description: 'Add `hookwatch.delivery` (over|near|ok|unknown) to forwarded hook_execution_complete records. Off: records pass unchanged.',
   },
   {
     key: 'log.level', env: 'HOOKWATCH_LOG_LEVEL', type: 'enum', default: 'info', values: ['debug', 'info', 'warn', 'error'],

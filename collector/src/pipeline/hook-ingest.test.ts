@@ -50,7 +50,7 @@ function gatedStore(path: string): { store: Store; open: () => void; failing: (o
 }
 
 async function start(store: Store): Promise<RunningService> {
-  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: '2', HOOKWATCH_DB: join(tmp.dir, 'unused.db') } }));
+  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: '2', HOOKWATCH_DB: join(tmp.dir, 'unused.db') } }));
   return startService(config, { logger: silentLogger, store });
 }
 

@@ -1,0 +1,66 @@
+/**
+ * GET /api/v1/forwarding: queue depth, oldest age, retries and dead letters of the forwarding destination, so an
+ * operator sees a downstream outage (and how close the queue is to refusing data) before anyone loses telemetry.
+ */
+import express, { type Router } from 'express';
+import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse } from '../../../shared/src/api.ts';
+import type { Forwarding } from '../forward/index.ts';
+import { ParamError } from './params.ts';
+
+export interface ForwardingApiOptions {
+  /** Undefined in fan-out mode. */
+  forwarding: Forwarding | undefined;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The forwarding status route. */
+export function createForwardingRouter(opts: ForwardingApiOptions): Router {
+  const router = express.Router();
+  router.get('/api/v1/forwarding', (req, res) => {
+    const raw = (req.query as Record<string, unknown>)['deadLetters'];
+    const limitText = typeof raw === 'string' || raw === undefined ? raw : '';
+    const limit = limitText === undefined ? 20 : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 0 || limit > 1000) {
+      const err = new ParamError('deadLetters', 'deadLetters must be a whole number from 0 to 1000');
+      res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
+      return;
+    }
+    const f = opts.forwarding;
+    if (!f) {
+      const body: ForwardingResponse = { mode: 'fan-out', destinations: [], deadLetters: [] };
+      res.json(body);
+      return;
+    }
+    const s = f.status();
+    const destination: ForwardingDestination = {
+      destination: s.destination,
+      state: s.state,
+      depth: s.depth,
+      bytes: s.bytes,
+      maxBytes: s.maxBytes,
+      oldestAgeMs: s.oldestAgeMs,
+      delivered: s.delivered,
+      retries: s.retries,
+      deadLetters: s.deadLetters,
+      refusedFull: s.refusedFull,
+      consecutiveFailures: s.consecutiveFailures,
+      lastError: s.lastError,
+      lastSuccessAt: iso(s.lastSuccessAtMs),
+      nextAttemptAt: iso(s.nextAttemptAtMs),
+    };
+    const deadLetters: DeadLetterInfo[] = f.deadLetters(limit).map((d) => ({
+      id: d.id,
+      signal: d.signal,
+      bytes: d.bytes,
+      receivedAt: new Date(d.receivedAtMs).toISOString(),
+      failedAt: new Date(d.failedAtMs).toISOString(),
+      attempts: d.attempts,
+      status: d.status,
+      reason: d.reason,
+    }));
+    const body: ForwardingResponse = { mode: 'inline', destinations: [destination], deadLetters };
+    res.json(body);
+  });
+  return router;
+}

@@ -1,0 +1,78 @@
+/**
+ * The forwarding stage on the ingest path. Logs: room in the queue is checked first, then the hook stage
+ * commits its events, then the request is committed to the queue, and only then does the receiver answer 200.
+ * If the queue write fails after the hook stage, the client's retry is deduplicated by the store, so the order
+ * costs nothing; the reverse order would send a duplicate downstream on every store hiccup.
+ * Metrics and traces go straight to the queue.
+ */
+import type { LogsRequest } from '../otlp/model.ts';
+import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../pipeline/consumer.ts';
+import { OverloadedError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
+import { StoreUnavailableError } from '../store/store.ts';
+import type { Exporter } from './exporter.ts';
+import type { Forwarder } from './forwarder.ts';
+import { QueueFullError, type DurableQueue } from './queue.ts';
+
+/** Rewrites a logs request before it is queued (enrichment); returns the body to forward. */
+export type LogsTransform = (req: LogsRequest, raw: RawRequest) => Buffer;
+
+export interface ForwardingStageOptions {
+  queue: DurableQueue;
+  forwarder: Forwarder;
+  exporter: Exporter;
+  transform?: LogsTransform;
+}
+
+/** Commits requests to the durable queue, refusing (503 + Retry-After) rather than dropping when it is full. */
+export class ForwardingStage implements PassThroughConsumer {
+  private readonly opts: ForwardingStageOptions;
+
+  constructor(opts: ForwardingStageOptions) {
+    this.opts = opts;
+  }
+
+  /** Throws the error the receivers map to 415 or 503 when this request cannot be queued now. */
+  check(raw: RawRequest): void {
+    if (!this.opts.exporter.accepts(raw.encoding)) {
+      throw new UnsupportedMediaTypeError('OTLP/JSON cannot be forwarded to a gRPC destination unchanged; send application/x-protobuf or set forward.protocol to http/protobuf');
+    }
+    if (!this.opts.queue.hasRoom(raw.body.length)) {
+      this.opts.queue.countRefused();
+      this.enqueueRefused();
+    }
+  }
+
+  async consume(raw: RawRequest): Promise<void> {
+    this.check(raw);
+    this.enqueue(raw, raw.body);
+  }
+
+  /** Commits `body` for `raw`'s signal; the caller answers 200 only after this returns. */
+  enqueue(raw: RawRequest, body: Buffer): void {
+    try {
+      this.opts.queue.enqueue(raw.signal, raw.encoding, body, raw.receivedAtMs);
+    } catch (err) {
+      if (err instanceof QueueFullError) this.enqueueRefused();
+      // A disk that cannot take writes is back-pressure too: the client keeps the data and retries.
+      throw new StoreUnavailableError(`the forwarding queue cannot write: ${(err as Error).message}`);
+    }
+    this.opts.forwarder.notify();
+  }
+
+  /** Wraps the hook stage so every logs request is also forwarded. */
+  wrapLogs(next: LogsConsumer): LogsConsumer {
+    return {
+      consumeLogs: async (req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> => {
+        this.check(raw);
+        const result = await next.consumeLogs(req, raw);
+        this.enqueue(raw, this.opts.transform ? this.opts.transform(req, raw) : raw.body);
+        return result;
+      },
+    };
+  }
+
+  private enqueueRefused(): never {
+    const q = this.opts.queue;
+    throw new OverloadedError(`the forwarding queue is full (${q.bytes} of ${q.maxBytes} bytes) while the destination catches up; retry later`, this.opts.forwarder.retryAfterSeconds());
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Optional enrichment (`forward.enrich`): adds the attribute `hookwatch.delivery` = over|near|ok|unknown to each
+ * forwarded hook_execution_complete record, so the downstream backend can chart the cliff without hookwatch.
+ * Everything else in the request is kept: protobuf bodies are spliced (only the enclosing lengths change and the
+ * new attribute is appended to the record); OTLP/JSON bodies are re-serialized, which keeps every value but
+ * not the original whitespace or key order.
+ */
+import { extractHookEvents } from '../hooks/extract.ts';
+import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
+import type { LogRecord, LogsRequest, ResourceLogs, ScopeLogs } from '../otlp/model.ts';
+import type { RawRequest } from '../pipeline/consumer.ts';
+
+/** The attribute added to forwarded hook records. */
+export const DELIVERY_ATTRIBUTE = 'hookwatch.delivery';
+
+/** Delivery status of each log record in wire order; undefined for records that are not hook executions. */
+export function recordStatuses(req: LogsRequest, nearThreshold: number): (DeliveryStatus | undefined)[] {
+  const out: (DeliveryStatus | undefined)[] = [];
+  const one = (rl: ResourceLogs, sl: ScopeLogs, rec: LogRecord): DeliveryStatus | undefined => {
+    const x = extractHookEvents({ resourceLogs: [{ resource: rl.resource, scopeLogs: [{ scope: sl.scope, logRecords: [rec] }] }] }, { nearThreshold, dimensions: [] });
+    const ev = x.events[0];
+    return ev?.kind === 'complete' ? ev.status : undefined;
+  };
+  for (const rl of req.resourceLogs) for (const sl of rl.scopeLogs) for (const rec of sl.logRecords) out.push(one(rl, sl, rec));
+  return out;
+}
+
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  let v = n;
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80);
+    v = Math.floor(v / 0x80);
+  }
+  out.push(v);
+  return Buffer.from(out);
+}
+
+function lengthDelimited(field: number, payload: Buffer): Buffer {
+  return Buffer.concat([varint((field << 3) | 2), varint(payload.length), payload]);
+}
+
+/** KeyValue{key, value: AnyValue{string_value}} as LogRecord.attributes (field 6). */
+function attribute(status: string): Buffer {
+  const kv = Buffer.concat([lengthDelimited(1, Buffer.from(DELIVERY_ATTRIBUTE)), lengthDelimited(2, lengthDelimited(1, Buffer.from(status)))]);
+  return lengthDelimited(6, kv);
+}
+
+/**
+ * Copies a message field by field, passing the payload of every length-delimited field `num` through `child`.
+ * The input was already decoded successfully, so it is well-formed.
+ */
+function mapField(buf: Buffer, num: number, child: (payload: Buffer) => Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let pos = 0;
+  const readVarint = (): number => {
+    let result = 0;
+    let mul = 1;
+    for (;;) {
+      const b = buf[pos++] as number;
+      result += (b & 0x7f) * mul;
+      if ((b & 0x80) === 0) return result;
+      mul *= 128;
+    }
+  };
+  while (pos < buf.length) {
+    const start = pos;
+    const tag = readVarint();
+    const wire = tag & 7;
+    if (wire === 2) {
+      const len = readVarint();
+      const payload = buf.subarray(pos, pos + len);
+      pos += len;
+      if (Math.floor(tag / 8) === num) {
+        parts.push(lengthDelimited(num, child(payload)));
+        continue;
+      }
+    } else if (wire === 0) {
+      readVarint();
+    } else if (wire === 1) {
+      pos += 8;
+    } else if (wire === 5) {
+      pos += 4;
+    }
+    parts.push(buf.subarray(start, pos));
+  }
+  return Buffer.concat(parts);
+}
+
+/** Adds the delivery attribute to hook records of a protobuf ExportLogsServiceRequest. */
+export function enrichProto(body: Buffer, statuses: readonly (DeliveryStatus | undefined)[]): Buffer {
+  let i = 0;
+  return mapField(body, 1, (resourceLogs) =>
+    mapField(resourceLogs, 2, (scopeLogs) =>
+      mapField(scopeLogs, 2, (record) => {
+        const status = statuses[i++];
+        return status ? Buffer.concat([record, attribute(status)]) : record;
+      }),
+    ),
+  );
+}
+
+interface JsonRecord {
+  attributes?: unknown[];
+}
+
+/** Adds the delivery attribute to hook records of an OTLP/JSON ExportLogsServiceRequest. */
+export function enrichJson(body: Buffer, statuses: readonly (DeliveryStatus | undefined)[]): Buffer {
+  const doc = JSON.parse(body.toString('utf8')) as { resourceLogs?: { scopeLogs?: { logRecords?: JsonRecord[] }[] }[] };
+  let i = 0;
+  for (const rl of doc.resourceLogs ?? []) {
+    for (const sl of rl.scopeLogs ?? []) {
+      for (const rec of sl.logRecords ?? []) {
+        const status = statuses[i++];
+        if (!status) continue;
+        rec.attributes = [...(Array.isArray(rec.attributes) ? rec.attributes : []), { key: DELIVERY_ATTRIBUTE, value: { stringValue: status } }];
+      }
+    }
+  }
+  return Buffer.from(JSON.stringify(doc));
+}
+
+/** The transform the forwarding stage applies when enrichment is on; unchanged bytes when no record is a hook execution. */
+export function deliveryEnricher(nearThreshold: number): (req: LogsRequest, raw: RawRequest) => Buffer {
+  return (req, raw) => {
+    const statuses = recordStatuses(req, nearThreshold);
+    if (!statuses.some(Boolean)) return raw.body;
+    return raw.encoding === 'protobuf' ? enrichProto(raw.body, statuses) : enrichJson(raw.body, statuses);
+  };
+}

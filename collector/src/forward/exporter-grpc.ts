@@ -1,0 +1,89 @@
+/**
+ * OTLP/gRPC exporter: unary Export on the signal's service with the request bytes unchanged (identity
+ * serializers), gzip when configured. Retryable codes follow the specification ("OTLP/gRPC Failures"):
+ * CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS, and RESOURCE_EXHAUSTED only with
+ * RetryInfo; the RetryInfo delay is honoured. Any other code is permanent.
+ */
+import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { Encoding } from '../otlp/encode.ts';
+import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
+import type { Signal } from '../pipeline/consumer.ts';
+import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
+
+export interface GrpcExporterOptions {
+  /** http://host:4317 (plaintext) or https://host:4317 (TLS), as in OTEL_EXPORTER_OTLP_ENDPOINT. */
+  endpoint: string;
+  headers: Record<string, string>;
+  compression: 'gzip' | 'none';
+  timeoutMs: number;
+}
+
+const PATHS: Record<Signal, string> = {
+  logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
+  metrics: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
+  traces: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+};
+
+const RETRYABLE = new Set<number>([GrpcStatus.CANCELLED, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED, GrpcStatus.OUT_OF_RANGE, GrpcStatus.UNAVAILABLE, GrpcStatus.DATA_LOSS]);
+
+const identity = (b: Buffer): Buffer => b;
+
+/** Turns an endpoint URL (or bare host:port) into a grpc-js target and whether to use TLS. */
+export function grpcTarget(endpoint: string): { target: string; tls: boolean } {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)) return { target: endpoint, tls: false };
+  const url = new URL(endpoint);
+  return { target: url.host, tls: url.protocol === 'https:' };
+}
+
+export class GrpcExporter implements Exporter {
+  readonly description: string;
+  private readonly opts: GrpcExporterOptions;
+  private readonly client: Client;
+  private closed = false;
+
+  constructor(opts: GrpcExporterOptions) {
+    this.opts = opts;
+    this.description = `${safeEndpoint(opts.endpoint)} (grpc)`;
+    const { target, tls } = grpcTarget(opts.endpoint);
+    this.client = new Client(target, tls ? credentials.createSsl() : credentials.createInsecure(), {
+      // 2 = gzip in grpc-js's compression algorithm enum.
+      ...(opts.compression === 'gzip' ? { 'grpc.default_compression_algorithm': 2 } : {}),
+      // The queue already holds a large request; let the downstream decide its own limit.
+      'grpc.max_send_message_length': -1,
+    });
+  }
+
+  accepts(encoding: Encoding): boolean {
+    return encoding === 'protobuf';
+  }
+
+  export(item: ExportItem): Promise<ExportResult> {
+    if (item.encoding !== 'protobuf') {
+      return Promise.resolve({ kind: 'permanent', message: 'OTLP/JSON cannot be sent over gRPC unchanged' });
+    }
+    const metadata = new Metadata();
+    for (const [k, v] of Object.entries(this.opts.headers)) metadata.set(k.toLowerCase(), v);
+    return new Promise<ExportResult>((resolve) => {
+      this.client.makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null) => {
+        if (!err) {
+          resolve({ kind: 'success' });
+          return;
+        }
+        const details = err.metadata?.get(STATUS_DETAILS_KEY)[0];
+        const retryAfterMs = Buffer.isBuffer(details) ? retryDelayFromStatus(details) : undefined;
+        const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${err.details}`.slice(0, 500);
+        if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
+          resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+        } else {
+          resolve({ kind: 'permanent', message, status: err.code });
+        }
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.client.close();
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * OTLP/HTTP exporter: POST {endpoint}/v1/{signal} with the body exactly as received, in the encoding it arrived
+ * in (hookwatch never transcodes, so the content downstream is the content the client sent), gzip-compressed
+ * when configured. 429/502/503/504, other timeouts and network errors are retryable, honouring Retry-After;
+ * any other non-2xx is permanent (opentelemetry-proto specification, "OTLP/HTTP Throttling" and "Failures").
+ */
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import type { Encoding } from '../otlp/encode.ts';
+import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
+
+const gzipAsync = promisify(gzip);
+
+export interface HttpExporterOptions {
+  /** Base URL as in OTEL_EXPORTER_OTLP_ENDPOINT, e.g. http://collector:4318; the signal path is appended. */
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json';
+  headers: Record<string, string>;
+  compression: 'gzip' | 'none';
+  timeoutMs: number;
+  now?: () => number;
+}
+
+const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
+
+/** Parses Retry-After (delay-seconds or an HTTP date) into ms from now. */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (!value) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
+}
+
+export class HttpExporter implements Exporter {
+  readonly description: string;
+  private readonly opts: HttpExporterOptions;
+  private readonly base: string;
+
+  constructor(opts: HttpExporterOptions) {
+    this.opts = opts;
+    this.base = opts.endpoint.replace(/\/+$/, '');
+    this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
+  }
+
+  accepts(_encoding: Encoding): boolean {
+    return true;
+  }
+
+  async export(item: ExportItem): Promise<ExportResult> {
+    const now = this.opts.now ?? Date.now;
+    const headers: Record<string, string> = {
+      ...this.opts.headers,
+      'content-type': item.encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+    };
+    let body = item.body;
+    if (this.opts.compression === 'gzip') {
+      body = await gzipAsync(item.body);
+      headers['content-encoding'] = 'gzip';
+    }
+    let res: Response;
+    try {
+      res = await fetch(`${this.base}/v1/${item.signal}`, { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: AbortSignal.timeout(this.opts.timeoutMs) });
+    } catch (err) {
+      // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = (err as Error).name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : (cause?.code ?? cause?.message ?? (err as Error).message);
+      return { kind: 'retryable', message: `cannot reach ${this.description}: ${why}` };
+    }
+    // Drain the body so the connection can be reused; its content only matters for the error message.
+    const text = await res.text().catch(() => '');
+    if (res.ok) return { kind: 'success' };
+    const message = `${this.description} answered ${res.status}${text && item.encoding === 'json' ? `: ${text.slice(0, 200)}` : ''}`;
+    if (RETRYABLE_STATUS.has(res.status)) {
+      const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
+      return { kind: 'retryable', message, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    }
+    return { kind: 'permanent', message, status: res.status };
+  }
+
+  async close(): Promise<void> {}
+}

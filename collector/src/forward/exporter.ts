@@ -1,0 +1,43 @@
+/**
+ * What the forwarder needs from a transport: send one queued request and say whether a retry can help
+ * (the OpenTelemetry Collector's split between retryable and permanent errors).
+ */
+import type { Encoding } from '../otlp/encode.ts';
+import type { Signal } from '../pipeline/consumer.ts';
+
+/** One request to send, its body uncompressed and exactly as received. */
+export interface ExportItem {
+  signal: Signal;
+  encoding: Encoding;
+  body: Buffer;
+}
+
+/** The outcome of one attempt. `status` is the HTTP status or gRPC code, when there was one. */
+export type ExportResult =
+  | { kind: 'success' }
+  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number }
+  | { kind: 'permanent'; message: string; status?: number };
+
+/** A downstream OTLP destination. */
+export interface Exporter {
+  /** A description without secrets, for logs and the API (e.g. `http://collector:4318 (http/protobuf)`). */
+  readonly description: string;
+  /** Whether requests in this encoding can be sent unchanged (OTLP/gRPC carries protobuf only). */
+  accepts(encoding: Encoding): boolean;
+  export(item: ExportItem): Promise<ExportResult>;
+  /** Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** A destination's URL with any password, token or key query parameter removed, for logs and the API. */
+export function safeEndpoint(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return '<unparsable endpoint>';
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * Delivers one destination's queue in order of arrival, one request at a time, until stopped. A retryable
+ * failure keeps the request at the head and waits (exponential backoff with jitter, at least Retry-After);
+ * there is no give-up deadline, so an outage of hours loses nothing. A permanent refusal moves the request to
+ * the dead letters (counted, visible in the API) so one bad request cannot block the rest.
+ */
+import type { Logger } from '../telemetry/logger.ts';
+import type { Exporter } from './exporter.ts';
+import type { DurableQueue } from './queue.ts';
+
+export interface BackoffOptions {
+  initialMs: number;
+  maxMs: number;
+  multiplier: number;
+  /** Randomization factor: each wait is delay * (1 ± jitter). */
+  jitter: number;
+  /** Longest Retry-After honoured, so a bogus header cannot stall delivery for days. */
+  maxRetryAfterMs: number;
+}
+
+/** The OpenTelemetry Collector's exporterhelper defaults (initial 5 s, max 30 s, x1.5, jitter 0.5). */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, jitter: 0.5, maxRetryAfterMs: 300_000 };
+
+export interface ForwarderOptions {
+  queue: DurableQueue;
+  exporter: Exporter;
+  logger: Logger;
+  backoff?: Partial<BackoffOptions>;
+  now?: () => number;
+  random?: () => number;
+}
+
+/** What an operator sees of one destination (the API's /api/v1/forwarding). */
+export interface ForwarderStatus {
+  destination: string;
+  state: 'idle' | 'sending' | 'backing_off' | 'stopped';
+  depth: number;
+  bytes: number;
+  maxBytes: number;
+  oldestAgeMs: number | null;
+  delivered: number;
+  retries: number;
+  deadLetters: number;
+  refusedFull: number;
+  consecutiveFailures: number;
+  lastError: string | null;
+  lastSuccessAtMs: number | null;
+  nextAttemptAtMs: number | null;
+}
+
+/** The wait before retry number `failures` (1-based), before Retry-After. */
+export function backoffDelay(failures: number, b: BackoffOptions, random: () => number): number {
+  const base = Math.min(b.maxMs, b.initialMs * b.multiplier ** Math.max(0, failures - 1));
+  return Math.max(0, Math.round(base * (1 + b.jitter * (2 * random() - 1))));
+}
+
+export class Forwarder {
+  private readonly opts: ForwarderOptions;
+  private readonly backoff: BackoffOptions;
+  private readonly now: () => number;
+  private state: ForwarderStatus['state'] = 'idle';
+  private failures = 0;
+  private lastError: string | null = null;
+  private lastSuccessAtMs: number | null = null;
+  private nextAttemptAtMs: number | null = null;
+  private wake: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+  private stopping = false;
+
+  constructor(opts: ForwarderOptions) {
+    this.opts = opts;
+    this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Starts the delivery loop (returns at once). */
+  start(): void {
+    if (this.running || this.stopping) return;
+    this.running = this.loop().catch((err: unknown) => {
+      this.opts.logger.error('forwarding stopped unexpectedly', { destination: this.opts.exporter.description, err });
+      this.state = 'stopped';
+    });
+  }
+
+  /** Tells an idle loop that a request arrived. */
+  notify(): void {
+    if (this.state === 'idle') this.wakeUp();
+  }
+
+  /** Seconds a refused client should wait: until the next attempt, within 1..60 s. */
+  retryAfterSeconds(): number {
+    const wait = this.nextAttemptAtMs === null ? 1000 : this.nextAttemptAtMs - this.now();
+    return Math.min(60, Math.max(1, Math.ceil(wait / 1000)));
+  }
+
+  status(): ForwarderStatus {
+    const q = this.opts.queue;
+    const c = q.counters();
+    const oldest = q.oldestReceivedAtMs();
+    return {
+      destination: this.opts.exporter.description,
+      state: this.state,
+      depth: q.depth,
+      bytes: q.bytes,
+      maxBytes: q.maxBytes,
+      oldestAgeMs: oldest === undefined ? null : Math.max(0, this.now() - oldest),
+      delivered: c.delivered,
+      retries: c.retries,
+      deadLetters: c.deadLetters,
+      refusedFull: c.refusedFull,
+      consecutiveFailures: this.failures,
+      lastError: this.lastError,
+      lastSuccessAtMs: this.lastSuccessAtMs,
+      nextAttemptAtMs: this.nextAttemptAtMs,
+    };
+  }
+
+  /** Stops after the attempt in flight; what is left stays queued on disk for the next start. Safe twice. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeUp();
+    await this.running;
+    this.state = 'stopped';
+  }
+
+  private wakeUp(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private wait(ms: number | undefined): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(() => this.wakeUp(), ms);
+      this.wake = () => {
+        if (timer) clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    const { queue, exporter, logger } = this.opts;
+    while (!this.stopping) {
+      const item = queue.head();
+      if (!item) {
+        this.state = 'idle';
+        this.nextAttemptAtMs = null;
+        await this.wait(undefined);
+        continue;
+      }
+      this.state = 'sending';
+      const result = await exporter.export(item);
+      if (result.kind === 'success') {
+        queue.ack(item.id);
+        if (this.failures > 0) logger.info('forwarding recovered', { destination: exporter.description, failedAttempts: this.failures });
+        this.failures = 0;
+        this.lastError = null;
+        this.lastSuccessAtMs = this.now();
+        this.nextAttemptAtMs = null;
+        continue;
+      }
+      this.lastError = result.message;
+      if (result.kind === 'permanent') {
+        queue.deadLetter(item.id, this.now(), result.status ?? null, result.message);
+        logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
+        continue;
+      }
+      queue.retry(item.id);
+      this.failures++;
+      let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
+      if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
+      this.nextAttemptAtMs = this.now() + delay;
+      if (this.failures === 1 || this.failures % 20 === 0) {
+        logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, reason: result.message });
+      }
+      this.state = 'backing_off';
+      await this.wait(delay);
+    }
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Inline collector mode: every OTLP request (logs, metrics, traces) is committed to a durable queue and
+ * delivered to one downstream endpoint unchanged. With no endpoint (fan-out mode) nothing is built and
+ * nothing is forwarded.
+ */
+import type { ForwardConfig } from '../config/index.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { ForwardingStage } from './consumer.ts';
+import { deliveryEnricher } from './enrich.ts';
+import type { Exporter } from './exporter.ts';
+import { GrpcExporter } from './exporter-grpc.ts';
+import { HttpExporter } from './exporter-http.ts';
+import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
+import { DurableQueue, type DeadLetter } from './queue.ts';
+
+export interface ForwardingOptions {
+  logger: Logger;
+  now?: () => number;
+  nearThreshold: number;
+  synchronous?: 'full' | 'normal';
+  /** Overrides of the retry schedule beyond what the config sets (tests). */
+  backoff?: Partial<BackoffOptions>;
+}
+
+/** A running forwarding pipeline for one destination. */
+export interface Forwarding {
+  stage: ForwardingStage;
+  forwarder: Forwarder;
+  queue: DurableQueue;
+  exporter: Exporter;
+  status(): ForwarderStatus;
+  deadLetters(limit?: number): DeadLetter[];
+  /** Stops delivery after the attempt in flight and closes the queue file. Safe twice. */
+  stop(): Promise<void>;
+}
+
+/** Builds the exporter named by `forward.protocol`. */
+export function createExporter(config: ForwardConfig, now?: () => number): Exporter {
+  if (config.protocol === 'grpc') {
+    return new GrpcExporter({ endpoint: config.endpoint, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs });
+  }
+  return new HttpExporter({ endpoint: config.endpoint, protocol: config.protocol, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs, ...(now ? { now } : {}) });
+}
+
+/** Opens the queue and starts delivery; undefined in fan-out mode (no endpoint). */
+export function startForwarding(config: ForwardConfig, opts: ForwardingOptions): Forwarding | undefined {
+  if (!config.endpoint) return undefined;
+  const exporter = createExporter(config, opts.now);
+  const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+  const forwarder = new Forwarder({
+    queue,
+    exporter,
+    logger: opts.logger,
+    backoff: { initialMs: config.retry.initialMs, maxMs: Math.max(config.retry.maxMs, config.retry.initialMs), ...opts.backoff },
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher(opts.nearThreshold) } : {}) });
+  forwarder.start();
+  if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
+  let stopping: Promise<void> | undefined;
+  return {
+    stage,
+    forwarder,
+    queue,
+    exporter,
+    status: () => forwarder.status(),
+    deadLetters: (limit) => queue.deadLetters(limit),
+    stop: () => {
+      stopping ??= (async () => {
+        await forwarder.stop();
+        await exporter.close();
+        queue.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+export { ForwardingStage } from './consumer.ts';
+export { DurableQueue } from './queue.ts';
+export type { ForwarderStatus } from './forwarder.ts';

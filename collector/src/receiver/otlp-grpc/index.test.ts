@@ -1,0 +1,172 @@
+/**
+ * The OTLP/gRPC receiver against the real OpenTelemetry JS gRPC exporters (logs, metrics, traces; gzip on and
+ * off) and a raw grpc-js client for the error paths. The next stage is an in-memory recorder.
+ */
+import { readFileSync } from 'node:fs';
+import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { afterEach, describe, expect, it } from 'vitest';
+import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../../otlp/grpc-status.ts';
+import type { LogsRequest } from '../../otlp/model.ts';
+import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../../pipeline/consumer.ts';
+import { OverloadedError } from '../../pipeline/errors.ts';
+import { silentLogger } from '../../telemetry/logger.ts';
+import { OtlpGrpcReceiver } from './index.ts';
+
+const FIXTURE = new URL('../../../testdata/claude-code-2.1.332/run2-httpprotobuf/', import.meta.url);
+const LOGS_PATH = '/opentelemetry.proto.collector.logs.v1.LogsService/Export';
+
+/** The next stage: records what arrives, or throws what the test asks. */
+class Recorder implements LogsConsumer, PassThroughConsumer {
+  logs: { req: LogsRequest; raw: RawRequest }[] = [];
+  passed: RawRequest[] = [];
+  fail: Error | undefined;
+  async consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> {
+    if (this.fail) throw this.fail;
+    this.logs.push({ req, raw });
+    return { rejected: 0, message: '' };
+  }
+  async consume(raw: RawRequest): Promise<void> {
+    if (this.fail) throw this.fail;
+    this.passed.push(raw);
+  }
+}
+
+let receiver: OtlpGrpcReceiver | undefined;
+let client: Client | undefined;
+afterEach(async () => {
+  client?.close();
+  client = undefined;
+  await receiver?.shutdown();
+  receiver = undefined;
+});
+
+async function start(opts: { token?: string; maxRequestBytes?: number } = {}): Promise<{ url: string; next: Recorder }> {
+  const next = new Recorder();
+  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, ingestToken: opts.token ?? '', logs: next, passThrough: next, logger: silentLogger });
+  const { port } = await receiver.start();
+  return { url: `http://127.0.0.1:${port}`, next };
+}
+
+/** Sends raw bytes to LogsService/Export; resolves with the error (or null) and the response. */
+function rawExport(url: string, body: Buffer, metadata = new Metadata(), gzip = false): Promise<{ err: ServiceError | null; res: Buffer | undefined }> {
+  client = new Client(url.replace('http://', ''), credentials.createInsecure(), gzip ? { 'grpc.default_compression_algorithm': 2 } : {});
+  const id = (b: Buffer): Buffer => b;
+  return new Promise((resolve) => {
+    client!.makeUnaryRequest(LOGS_PATH, id, id, body, metadata, { deadline: Date.now() + 5000 }, (err: ServiceError | null, res?: Buffer) => resolve({ err, res }));
+  });
+}
+
+const resource = resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' });
+
+describe('OTLP/gRPC receiver with the real OpenTelemetry exporters', () => {
+  for (const gzip of [false, true]) {
+    it(`takes logs from exporter-logs-otlp-grpc (gzip ${gzip}) and decodes hook records`, async () => {
+      const { url, next } = await start();
+      const exporter = new OTLPLogExporter({ url, ...(gzip ? { compression: CompressionAlgorithm.GZIP } : {}) });
+      const provider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter })] });
+      provider.getLogger('com.anthropic.claude_code.events', '2.1.332').emit({
+        body: 'claude_code.hook_execution_complete',
+        attributes: { 'event.name': 'hook_execution_complete', hook_name: 'SessionStart:startup', num_hooks: '2', num_success: '2', num_outputs_persisted: '1' },
+      });
+      await provider.forceFlush();
+      await provider.shutdown();
+      expect(next.logs).toHaveLength(1);
+      const rec = next.logs[0]!.req.resourceLogs[0]!.scopeLogs[0]!.logRecords[0]!;
+      expect(rec.attributes.get('hook_name')).toBe('SessionStart:startup');
+      expect(rec.attributes.get('num_outputs_persisted')).toBe('1');
+      expect(next.logs[0]!.raw.encoding).toBe('protobuf');
+      expect(next.logs[0]!.raw.signal).toBe('logs');
+    });
+
+    it(`passes metrics and traces from the real gRPC exporters through as bytes (gzip ${gzip})`, async () => {
+      const { url, next } = await start();
+      const compression = gzip ? { compression: CompressionAlgorithm.GZIP } : {};
+      const reader = new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url, ...compression }), exportIntervalMillis: 60_000 });
+      const meters = new MeterProvider({ resource, readers: [reader] });
+      meters.getMeter('com.anthropic.claude_code', '2.1.332').createCounter('claude_code.session.count').add(3, { 'session.id': 's-1' });
+      await meters.forceFlush();
+      await meters.shutdown();
+      const tracer = new TracerProvider({ resource, spanProcessors: [new SimpleSpanProcessor({ exporter: new OTLPTraceExporter({ url, ...compression }) })] });
+      tracer.getTracer('t').startSpan('claude_code.interaction').end();
+      await tracer.forceFlush();
+      await tracer.shutdown();
+      const metrics = next.passed.filter((r) => r.signal === 'metrics');
+      const traces = next.passed.filter((r) => r.signal === 'traces');
+      expect(metrics.length).toBeGreaterThanOrEqual(1);
+      expect(traces).toHaveLength(1);
+      // Decompressed protobuf: the metric and span names are in the bytes as they were sent.
+      expect(metrics.some((m) => m.body.includes('claude_code.session.count'))).toBe(true);
+      expect(traces[0]!.body.includes('claude_code.interaction')).toBe(true);
+    });
+  }
+
+  it('decodes the real Claude Code 2.1.332 protobuf capture sent over gRPC with gzip', async () => {
+    const { url, next } = await start();
+    const body = readFileSync(new URL('0001-http-logs.body.bin', FIXTURE));
+    const { err } = await rawExport(url, body, new Metadata(), true);
+    expect(err).toBeNull();
+    expect(next.logs[0]!.raw.body.equals(body)).toBe(true);
+    const names = next.logs[0]!.req.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords.map((r) => r.attributes.get('hook_name'))));
+    expect(names).toContain('SessionStart:startup');
+  });
+});
+
+describe('OTLP/gRPC receiver status codes', () => {
+  it('answers INVALID_ARGUMENT for bytes that are not an ExportLogsServiceRequest', async () => {
+    const { url, next } = await start();
+    const { err } = await rawExport(url, Buffer.from([0x0a, 0xff, 0xff, 0x01]));
+    expect(err?.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(next.logs).toHaveLength(0);
+  });
+
+  it('answers RESOURCE_EXHAUSTED over the size limit, measured after decompression', async () => {
+    const { url } = await start({ maxRequestBytes: 1024 });
+    // 8 KiB of one repeated byte gzips to far below 1 KiB: the limit must apply to the inflated size.
+    const body = Buffer.alloc(8192, 0x61);
+    const { err } = await rawExport(url, body, new Metadata(), true);
+    expect(err?.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    expect(err?.metadata.get(STATUS_DETAILS_KEY)).toHaveLength(0);
+  });
+
+  it('answers UNAVAILABLE with RetryInfo when the next stage is overloaded', async () => {
+    const { url, next } = await start();
+    next.fail = new OverloadedError('queue full', 7);
+    const { err } = await rawExport(url, Buffer.alloc(0));
+    expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
+    const details = err?.metadata.get(STATUS_DETAILS_KEY)[0];
+    expect(Buffer.isBuffer(details)).toBe(true);
+    expect(retryDelayFromStatus(details as Buffer)).toBe(7000);
+  });
+
+  it('needs the ingest token in metadata authorization, and never echoes it', async () => {
+    const token = 'grpc-ingest-secret-4711';
+    const { url, next } = await start({ token });
+    const wrong = new Metadata();
+    wrong.set('authorization', 'Bearer nope');
+    const denied = await rawExport(url, Buffer.alloc(0), wrong);
+    expect(denied.err?.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect(JSON.stringify(denied.err?.details)).not.toContain(token);
+    client?.close();
+    const right = new Metadata();
+    right.set('authorization', `Bearer ${token}`);
+    const ok = await rawExport(url, Buffer.alloc(0), right);
+    expect(ok.err).toBeNull();
+    expect(next.logs).toHaveLength(1);
+  });
+
+  it('shuts down twice and before start without error', async () => {
+    const r = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024, ingestToken: '', logs: new Recorder(), passThrough: new Recorder(), logger: silentLogger });
+    await r.shutdown();
+    await r.start();
+    await Promise.all([r.shutdown(), r.shutdown()]);
+    await expect(r.shutdown()).resolves.toBeUndefined();
+  });
+});
