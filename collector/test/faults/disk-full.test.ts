@@ -1,0 +1,92 @@
+/**
+ * The store's disk refusing writes: the database lives on a tiny tmpfs that is then filled, so SQLite really
+ * fails with SQLITE_FULL (tests run as root, so chmod would not stop a write; a full disk does). hookwatch must
+ * answer 503 + Retry-After (retryable), keep serving, acknowledge nothing it did not store, and take writes
+ * again once space is back.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { HooksResponse } from '../../../shared/src/api.ts';
+import { batchTemplate, stamp } from '../../../bench/lib/batch.ts';
+import { getJson, postOtlp, startTestService, type TestService } from '../helpers.ts';
+
+/** Mounts a tmpfs of `size` on a fresh directory; undefined when this machine does not allow it (not root). */
+function mountTmpfs(size: string): string | undefined {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-full-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return dir;
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return undefined;
+  }
+}
+
+const mount = mountTmpfs('4m');
+let service: TestService | undefined;
+
+afterAll(async () => {
+  await service?.stop();
+  if (mount) {
+    execFileSync('umount', [mount]);
+    rmSync(mount, { recursive: true, force: true });
+  }
+});
+
+/** Fills the filesystem holding `dir` until it reports ENOSPC; returns the filler's path. */
+function fill(dir: string): string {
+  const path = join(dir, 'filler');
+  const fd = openSync(path, 'w');
+  try {
+    for (const size of [64 * 1024, 512]) {
+      const chunk = Buffer.alloc(size, 1);
+      try {
+        for (;;) writeSync(fd, chunk);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return path;
+}
+
+describe('the store cannot write', () => {
+  it.skipIf(!mount)('a full disk gives 503 + Retry-After, nothing is acknowledged that is not stored, and writes resume when space is back (needs root to mount a tmpfs)', async () => {
+    const dir = mount as string;
+    service = await startTestService({}, { dir });
+    const small = batchTemplate(64, 'protobuf');
+    const large = batchTemplate(512, 'protobuf');
+    const headers = { 'content-type': 'application/x-protobuf' };
+    const url = service.otlpHttpUrl;
+
+    expect((await postOtlp(url, '/v1/logs', stamp(small), headers)).status).toBe(200);
+
+    const filler = fill(dir);
+    const refused = stamp(large);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const res = await postOtlp(url, '/v1/logs', refused, headers);
+      expect(res.status).toBe(503);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(res.body.toString('latin1')).toContain('the store cannot take writes right now');
+    }
+    // Reads keep working while writes are refused.
+    expect((await getJson(service.httpUrl, '/api/v1/hooks?from=now-30d&to=now%2B1d')).status).toBe(200);
+
+    rmSync(filler);
+    // The client's retry of the refused batch now goes through, and new batches too.
+    expect((await postOtlp(url, '/v1/logs', refused, headers)).status).toBe(200);
+    expect((await postOtlp(url, '/v1/logs', stamp(large), headers)).status).toBe(200);
+
+    const { body } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-30d&to=now%2B1d');
+    const executions = body.hooks.reduce((n, h) => n + h.executions, 0);
+    const starts = body.hooks.reduce((n, h) => n + h.starts, 0);
+    // A quarter of the records are hook_execution_complete, a quarter hook_execution_start: each batch once.
+    expect(executions).toBe((64 + 512 + 512) / 4);
+    expect(starts).toBe((64 + 512 + 512) / 4);
+  });
+});
