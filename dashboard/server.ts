@@ -1,11 +1,142 @@
-/** Serves the dashboard's static files (every asset local: works offline, no CDN). */
+/**
+ * Serves the dashboard from the same Express app as the API: every asset local (works offline, no CDN), no build
+ * step. The browser code is TypeScript in dashboard/src (and the shared cap and forecast code in shared/src),
+ * type-stripped by Node on first request, so the browser runs the very same forecast the alert rules use.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { stripTypeScriptTypes } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import express, { type Router } from 'express';
+import { join, normalize, sep } from 'node:path';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 
 const publicDir = fileURLToPath(new URL('./public/', import.meta.url));
+const srcDir = fileURLToPath(new URL('./src/', import.meta.url));
+const sharedDir = fileURLToPath(new URL('../shared/src/', import.meta.url));
+// chart.js exports only its ESM entry; the UMD build beside it needs no import map (it sets window.Chart).
+const chartJs = fileURLToPath(new URL('./chart.umd.min.js', import.meta.resolve('chart.js')));
 
+/**
+ * Second line of defence behind rendering telemetry as text: no inline script, no foreign origin.
+ * Chart.js sizes its canvas through the CSSOM (element.style), which CSP does not restrict.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Page routes the single-page app answers; each returns index.html so links can be shared and reloaded. */
+export const PAGE_ROUTES = ['/', '/hooks/:id', '/alerts'] as const;
+
+interface Compiled {
+  mtimeMs: number;
+  js: string;
+}
+
+/** Type-strips a .ts file under `root` once per modification time; undefined when it is not there. */
+function moduleCompiler(root: string): (relative: string) => Promise<string | undefined> {
+  const cache = new Map<string, Compiled>();
+  return async (relative) => {
+    const file = normalize(join(root, relative));
+    // The URL path is user input: never leave the folder, never serve tests.
+    if (!file.startsWith(root.endsWith(sep) ? root : root + sep) || !file.endsWith('.ts') || file.endsWith('.test.ts')) return undefined;
+    let st;
+    try {
+      st = await stat(file);
+    } catch {
+      return undefined;
+    }
+    if (!st.isFile()) return undefined;
+    const hit = cache.get(file);
+    if (hit && hit.mtimeMs === st.mtimeMs) return hit.js;
+    const js = stripTypeScriptTypes(await readFile(file, 'utf8'), { mode: 'strip' });
+    cache.set(file, { mtimeMs: st.mtimeMs, js });
+    return js;
+  };
+}
+
+type Compilers = Record<'/dashboard/src/' | '/shared/src/', (relative: string) => Promise<string | undefined>>;
+
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/g;
+
+/**
+ * index.html with a modulepreload link for every module main.ts reaches: the browser fetches them at once
+ * instead of discovering them import by import (a waterfall that cost seconds on a slow machine).
+ */
+async function renderIndex(compilers: Compilers): Promise<string> {
+  const seen = new Set<string>();
+  const visit = async (url: string): Promise<void> => {
+    if (seen.has(url)) return;
+    const prefix = (Object.keys(compilers) as (keyof Compilers)[]).find((p) => url.startsWith(p));
+    if (!prefix) return;
+    const js = await compilers[prefix](url.slice(prefix.length));
+    if (js === undefined) return;
+    seen.add(url);
+    const deps = [...js.matchAll(IMPORT)].map((m) => m[1] as string).filter((d) => d.startsWith('.'));
+    await Promise.all(deps.map((d) => visit(new URL(d, `http://x${url}`).pathname)));
+  };
+  await visit('/dashboard/src/main.ts');
+  const links = [...seen].sort().map((u) => `<link rel="modulepreload" href="${u}">`).join('\n');
+  const html = await readFile(join(publicDir, 'index.html'), 'utf8');
+  return html.replace('<!--modulepreload-->', links);
+}
+
+/** The dashboard's routes: pages, its modules, the shared modules it imports, and Chart.js from node_modules. */
 export function createDashboardRouter(): Router {
   const router = express.Router();
-  router.use(express.static(publicDir, { index: 'index.html', maxAge: 0 }));
+  router.use((_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    next();
+  });
+
+  const compilers = { '/dashboard/src/': moduleCompiler(srcDir), '/shared/src/': moduleCompiler(sharedDir) };
+  let index: Promise<string> | undefined;
+  const sendIndex = (_req: Request, res: Response, next: NextFunction): void => {
+    index ??= renderIndex(compilers).catch((err: unknown) => {
+      index = undefined;
+      throw err;
+    });
+    index.then((html) => {
+      res.setHeader('Cache-Control', 'no-cache');
+      res.type('html').send(html);
+    }, next);
+  };
+  for (const route of PAGE_ROUTES) router.get(route, sendIndex);
+
+  const serveModules = (prefix: '/dashboard/src' | '/shared/src'): void => {
+    const compile = compilers[`${prefix}/`];
+    router.get(`${prefix}/*path`, async (req: Request, res: Response, next: NextFunction) => {
+      try {
+        const parts = (req.params as { path?: string[] }).path ?? [];
+        const js = await compile(parts.join('/'));
+        if (js === undefined) {
+          next();
+          return;
+        }
+        res.type('text/javascript; charset=utf-8').setHeader('Cache-Control', 'no-cache');
+        res.send(js);
+      } catch (err) {
+        next(err);
+      }
+    });
+  };
+  serveModules('/dashboard/src');
+  serveModules('/shared/src');
+
+  router.get('/vendor/chart.umd.min.js', (_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('Cache-Control', 'public, max-age=3600');
+    res.sendFile(chartJs, (err) => {
+      if (err) next(err);
+    });
+  });
+  router.use(express.static(publicDir, { index: false, maxAge: 0 }));
   return router;
 }

@@ -1,0 +1,77 @@
+/** The dashboard's typed client for /api/v1: one place that turns HTTP failures into messages a person can act on. */
+import type {
+  AlertDetailResponse, AlertsResponse, BreakdownResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher,
+} from '../../shared/src/api.ts';
+import type { HookSummary } from '../../shared/src/api.ts';
+
+/** A failed API call: the HTTP status (0 when the server could not be reached) and the API's own message. */
+export class ApiFailure extends Error {
+  override name = 'ApiFailure';
+  status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export type Query = Record<string, string | undefined>;
+
+function withQuery(path: string, query: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, v);
+  const qs = params.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+async function call<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(withQuery(path, query), {
+      method,
+      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      body: body === undefined ? null : JSON.stringify(body),
+      signal: signal ?? null,
+    });
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new ApiFailure(0, 'hookwatch did not answer (is it running?)');
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    throw new ApiFailure(res.status, `${method} ${path} answered ${res.status} with a body that is not JSON`);
+  }
+  if (!res.ok) {
+    const msg = (json as { error?: { message?: unknown } } | undefined)?.error?.message;
+    throw new ApiFailure(res.status, typeof msg === 'string' ? msg : `${method} ${path} answered ${res.status}`);
+  }
+  return json as T;
+}
+
+/** GET helpers, one per endpoint the dashboard reads. */
+export const api = {
+  overview: (q: Query, signal?: AbortSignal) => call<OverviewResponse>('GET', '/api/v1/overview', q, undefined, signal),
+  hooks: (q: Query, signal?: AbortSignal) => call<HooksResponse>('GET', '/api/v1/hooks', q, undefined, signal),
+  hook: (id: string, q: Query, signal?: AbortSignal) =>
+    call<{ from: string; to: string; hook: HookSummary }>('GET', `/api/v1/hooks/${encodeURIComponent(id)}`, q, undefined, signal),
+  series: (id: string, q: Query, signal?: AbortSignal) => call<SeriesResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/series`, q, undefined, signal),
+  breakdown: (id: string, q: Query, signal?: AbortSignal) =>
+    call<BreakdownResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/breakdown`, q, undefined, signal),
+  dimensions: (signal?: AbortSignal) => call<{ dimensions: string[] }>('GET', '/api/v1/dimensions', undefined, undefined, signal),
+  alerts: (q: Query, signal?: AbortSignal) => call<AlertsResponse>('GET', '/api/v1/alerts', q, undefined, signal),
+  alert: (id: string, signal?: AbortSignal) => call<AlertDetailResponse>('GET', `/api/v1/alerts/${encodeURIComponent(id)}`, undefined, undefined, signal),
+  createSilence: (body: { matchers: SilenceMatcher[]; startsAt: string; endsAt: string; createdBy: string; comment: string }) =>
+    call<Silence | { silence: Silence } | { silenceId: string }>('POST', '/api/v1/silences', undefined, body),
+  expireSilence: (id: string) => call<unknown>('DELETE', `/api/v1/silences/${encodeURIComponent(id)}`),
+};
+
+/** The id of a created silence, whichever envelope the API uses. */
+export function silenceIdOf(r: Silence | { silence: Silence } | { silenceId: string } | undefined): string | undefined {
+  if (!r) return undefined;
+  if ('silence' in r) return r.silence.id;
+  if ('silenceId' in r) return r.silenceId;
+  return 'id' in r ? r.id : undefined;
+}

@@ -1,0 +1,50 @@
+/**
+ * The only way the dashboard builds DOM: every string becomes a text node or an attribute value, never markup,
+ * so a hook named `<img src=x onerror=alert(1)>` shows as exactly that text.
+ */
+export type Child = Node | string | number | null | undefined | false;
+
+export interface Attrs {
+  [name: string]: string | number | boolean | undefined | null | ((ev: Event) => void);
+}
+
+/** Creates an element; `on*` function attributes become listeners, other attributes are set as plain values. */
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Attrs | null, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (typeof value === 'function') {
+      if (!name.startsWith('on')) throw new Error(`attribute ${name} cannot take a function`);
+      el.addEventListener(name.slice(2).toLowerCase(), value);
+      continue;
+    }
+    // A string never becomes an inline handler: those would be the one way data could turn into code.
+    if (name.toLowerCase().startsWith('on')) throw new Error(`inline handler ${name} refused`);
+    el.setAttribute(name, value === true ? '' : String(value));
+  }
+  append(el, ...children);
+  return el;
+}
+
+/** Appends children, turning strings and numbers into text nodes. */
+export function append(parent: Node, ...children: Child[]): void {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    parent.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+}
+
+/** Replaces every child of `parent`. */
+export function replace(parent: Node, ...children: Child[]): void {
+  while (parent.firstChild) parent.removeChild(parent.firstChild);
+  append(parent, ...children);
+}
+
+/** A table from a header row and rows of cells (strings are text). */
+export function table(caption: string, headers: string[], rows: Child[][], attrs?: Attrs): HTMLTableElement {
+  return h('table', attrs ?? null,
+    h('caption', null, caption),
+    h('thead', null, h('tr', null, ...headers.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', null, ...rows.map((r) => h('tr', null, ...r.map((c) => h('td', null, c))))),
+  );
+}

@@ -1,0 +1,21 @@
+/** What every page offers the shell: load or refresh its data in place, show a first-load error, and clean up. */
+import type { Attrs, Child } from './dom.ts';
+import type { ViewState } from './state.ts';
+
+export interface PageContext {
+  state: ViewState;
+  /** Goes to a URL inside the dashboard (history entry, no reload). */
+  navigate(url: string, opts?: { replace?: boolean }): void;
+  /** An in-app link (plain clicks navigate without a reload; the href stays shareable). */
+  link(url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement;
+  /** Dimension names the API accepts as filters and breakdowns. */
+  dimensions(): Promise<string[]>;
+}
+
+export interface Page {
+  /** Fetches and draws the data; throws when the API fails (the shell shows the error, the old data stays). */
+  refresh(signal: AbortSignal): Promise<void>;
+  destroy(): void;
+}
+
+export type PageFactory = (root: HTMLElement, ctx: PageContext) => Page;

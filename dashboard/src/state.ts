@@ -1,0 +1,115 @@
+/**
+ * Everything a view shows is decided by its URL (page, range, filters, sort, chosen dimension), so a link can be
+ * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
+ */
+import type { Query } from './api.ts';
+
+export const RANGE_PRESETS = ['1h', '24h', '7d', '30d'] as const;
+export type RangePreset = (typeof RANGE_PRESETS)[number];
+
+export type Route =
+  | { page: 'overview' }
+  | { page: 'hook'; hookId: string }
+  | { page: 'alerts' }
+  | { page: 'not-found' };
+
+/** The range as the URL states it: a preset relative to now, or fixed RFC 3339 bounds. */
+export type Range = { kind: 'preset'; preset: RangePreset } | { kind: 'custom'; from: string; to: string };
+
+export interface ViewState {
+  route: Route;
+  range: Range;
+  filters: Record<string, string>;
+  params: URLSearchParams;
+}
+
+export const DEFAULT_RANGE: Range = { kind: 'preset', preset: '24h' };
+
+const HOOK_PATH = /^\/hooks\/([0-9a-f]{16})\/?$/;
+
+/** Reads the view from a location. */
+export function readState(loc: { pathname: string; search: string }): ViewState {
+  const params = new URLSearchParams(loc.search);
+  let route: Route;
+  const m = HOOK_PATH.exec(loc.pathname);
+  if (loc.pathname === '/' || loc.pathname === '') route = { page: 'overview' };
+  else if (m?.[1]) route = { page: 'hook', hookId: m[1] };
+  else if (loc.pathname === '/alerts' || loc.pathname === '/alerts/') route = { page: 'alerts' };
+  else route = { page: 'not-found' };
+  const filters: Record<string, string> = {};
+  for (const [k, v] of params) if (k.startsWith('f.') && k.length > 2) filters[k.slice(2)] = v;
+  return { route, range: readRange(params), filters, params };
+}
+
+function readRange(params: URLSearchParams): Range {
+  const r = params.get('range');
+  if (r === 'custom') {
+    const from = params.get('from');
+    const to = params.get('to');
+    if (from && to && Number.isFinite(Date.parse(from)) && Number.isFinite(Date.parse(to)) && Date.parse(from) < Date.parse(to)) {
+      return { kind: 'custom', from, to };
+    }
+    return DEFAULT_RANGE;
+  }
+  return (RANGE_PRESETS as readonly string[]).includes(r ?? '') ? { kind: 'preset', preset: r as RangePreset } : DEFAULT_RANGE;
+}
+
+/** The API's from/to for a range (presets stay relative: the server resolves `now`). */
+export function rangeQuery(range: Range): { from: string; to: string } {
+  if (range.kind === 'custom') return { from: new Date(range.from).toISOString(), to: new Date(range.to).toISOString() };
+  return { from: `now-${range.preset}`, to: 'now' };
+}
+
+/** Range plus filters, as API query parameters. */
+export function apiQuery(state: ViewState): Query {
+  return { ...rangeQuery(state.range), ...state.filters };
+}
+
+/** Human text of a range. */
+export function rangeLabel(range: Range): string {
+  if (range.kind === 'custom') return `${range.from} to ${range.to}`;
+  return { '1h': 'last hour', '24h': 'last 24 hours', '7d': 'last 7 days', '30d': 'last 30 days' }[range.preset];
+}
+
+/** Builds a URL for a path, carrying the range and filters, plus extra parameters (undefined removes one). */
+export function buildUrl(path: string, state: Pick<ViewState, 'range' | 'filters'>, extra: Record<string, string | undefined> = {}): string {
+  const p = new URLSearchParams();
+  if (state.range.kind === 'custom') {
+    p.set('range', 'custom');
+    p.set('from', state.range.from);
+    p.set('to', state.range.to);
+  } else if (state.range.preset !== '24h' || Object.keys(extra).length || Object.keys(state.filters).length) {
+    p.set('range', state.range.preset);
+  }
+  for (const [k, v] of Object.entries(state.filters)) p.set(`f.${k}`, v);
+  for (const [k, v] of Object.entries(extra)) if (v !== undefined) p.set(k, v);
+  const qs = p.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+/** Path of the current route. */
+export function routePath(route: Route): string {
+  if (route.page === 'hook') return `/hooks/${route.hookId}`;
+  if (route.page === 'alerts') return '/alerts';
+  return '/';
+}
+
+/** Page-specific parameters of the current URL that a range or filter change keeps (sort, breakdown, refresh). */
+export function keptParams(params: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of ['sort', 'dir', 'by', 'state', 'refresh']) {
+    const v = params.get(k);
+    if (v !== null) out[k] = v;
+  }
+  return out;
+}
+
+/** Refresh period from `refresh=` (e.g. 5s, 1m, off); 15 s by default, never faster than 1 s. */
+export function refreshMs(params: URLSearchParams): number | null {
+  const r = params.get('refresh');
+  if (r === 'off') return null;
+  const m = /^(\d+)(s|m)$/.exec(r ?? '');
+  if (!m) return 15_000;
+  const ms = Number(m[1]) * (m[2] === 'm' ? 60_000 : 1000);
+  return Math.max(1000, ms);
+}

@@ -1,0 +1,233 @@
+/**
+ * End to end in headless Chromium: a real hookwatch (real sockets, real SQLite) fed the captured Claude Code
+ * 2.1.332 requests, the dashboard served by it, and every JavaScript error or dialog treated as a failure.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shared/src/api.ts';
+import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest } from './otlp-json.ts';
+
+const NOW = Date.parse('2026-11-30T08:30:00Z');
+const XSS = '<img src=x onerror=alert(1)>';
+/** Every listener on a free port (settings that a version without them ignores). */
+const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
+
+let browser: Browser;
+let svc: TestService;
+let clock = NOW;
+const open: WatchedPage[] = [];
+
+async function page(opts: { width?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
+  const w = await watchedPage(browser, opts);
+  open.push(w);
+  return w;
+}
+
+async function ingest(body: string): Promise<void> {
+  const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' });
+  expect(r.status).toBe(200);
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  svc = await startTestService(PORTS, { now: () => clock });
+  for (const run of FIXTURE_RUNS) {
+    for (const req of fixtureRequests(run)) {
+      const r = await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType });
+      expect(r.status).toBe(200);
+    }
+  }
+  await ingest(hookRequest([
+    { hookEvent: 'UserPromptSubmit', hookName: XSS, timeMs: NOW - 600_000, userId: XSS, sizes: { stdout: 9_000, additionalContext: 8_900, persisted: 0 } },
+  ]));
+});
+
+afterEach(async () => {
+  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
+  while (open.length) await open.pop()?.close();
+  expect(errs).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+
+describe('overview', () => {
+  it('shows the fleet KPIs and the hooks ranked by risk, as the API has them', async () => {
+    const { page: p } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    const api = (await getJson<OverviewResponse>(svc.httpUrl, '/api/v1/overview?from=now-24h&to=now')).body;
+    const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-24h&to=now')).body;
+    expect(api.totals.executions).toBeGreaterThan(0);
+    expect(await p.textContent('[data-kpi="executions"] .kpi-value')).toBe(api.totals.executions.toLocaleString('en-US'));
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe(api.totals.outputsPersisted.toLocaleString('en-US'));
+    expect(await p.textContent('[data-kpi="hooks"] .kpi-note')).toContain(`${api.statusCounts.over} over`);
+    const ids = await p.$$eval('#hook-rows tr', (rows) => rows.map((r) => r.getAttribute('data-hook-id')));
+    expect(ids).toEqual(hooks.hooks.map((h) => h.id));
+    expect(hooks.hooks[0]?.status).toBe('over');
+    await screenshot(p, 'overview');
+  });
+
+  it('renders a hook named like markup as text, and runs none of it', async () => {
+    const { page: p, dialogs } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    const names = await p.$$eval('#hook-rows a.hook-link', (as) => as.map((a) => a.textContent));
+    expect(names).toContain(XSS);
+    expect(await p.$$('#hook-rows img, #app img')).toHaveLength(0);
+    await p.click(`#hook-rows a.hook-link:text-is("${XSS}")`);
+    await waitLoaded(p, 2);
+    expect(await p.textContent('#hook-title')).toContain(XSS);
+    expect(await p.textContent('#by-dimension')).toContain(XSS);
+    expect(await p.$$('#app img')).toHaveLength(0);
+    expect(dialogs).toEqual([]);
+    expect(await p.title()).toBe(`${XSS} · hookwatch`);
+  });
+
+  it('sorts by a column, keeps the sort in the URL and across a reload', async () => {
+    const { page: p } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    await p.click('button[data-sort="executions"]');
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('sort')).toBe('executions');
+    const counts = async (): Promise<number[]> => (await p.$$eval('#hook-rows tr td:nth-child(3)', (tds) => tds.map((t) => Number((t.textContent ?? '').replace(/,/g, '')))));
+    const before = await counts();
+    expect(before).toEqual([...before].sort((a, b) => b - a));
+    await p.reload();
+    await waitLoaded(p);
+    expect(await counts()).toEqual(before);
+    expect(await p.getAttribute('th[aria-sort="descending"] button', 'data-sort')).toBe('executions');
+  });
+
+  it('is readable on a narrow screen', async () => {
+    const { page: p } = await page({ width: 390 });
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    // Nothing but the scrollable tables may be wider than the screen.
+    const overflow = await p.evaluate(() => {
+      const wide = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest('.table-scroll') && !el.closest('details:not([open]) > :not(summary)'));
+      return { by: document.documentElement.scrollWidth - window.innerWidth, wide: wide.slice(0, 5).map((el) => `${el.tagName}.${el.className}#${el.id}`) };
+    });
+    expect(overflow).toEqual({ by: 0, wide: [] });
+    await screenshot(p, 'overview-narrow');
+  });
+});
+
+describe('hook page', () => {
+  const sessionStart = async (): Promise<string> => {
+    const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-24h')).body;
+    const h = hooks.hooks.find((x) => x.hookName === 'SessionStart:startup');
+    if (!h) throw new Error('fixture hook missing');
+    return h.id;
+  };
+
+  it('draws the same numbers as the API', async () => {
+    const id = await sessionStart();
+    const { page: p } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    const seriesResponse = p.waitForResponse((r) => r.url().includes(`/api/v1/hooks/${id}/series`) && !r.url().includes('step=86400'));
+    await p.click(`#hook-rows tr[data-hook-id="${id}"] a.hook-link`);
+    const pageSeries = (await (await seriesResponse).json()) as SeriesResponse;
+    await waitLoaded(p, 2);
+    expect(new URL(p.url()).pathname).toBe(`/hooks/${id}`);
+    // The same question asked of the API directly, with the bounds the page's call resolved to.
+    const api = (await getJson<SeriesResponse>(svc.httpUrl, `/api/v1/hooks/${id}/series?from=${pageSeries.from}&to=${pageSeries.to}&step=${pageSeries.step}`)).body;
+    expect(api.buckets.length).toBeGreaterThan(0);
+    const cliff = await chartData(p, 'chart-cliff');
+    const ds = (label: string): unknown[] | undefined => cliff.datasets.find((d) => d.label === label)?.data;
+    expect(ds('largest additionalContext')).toEqual(api.buckets.map((b) => b.maxChars.additionalContext));
+    expect(ds('largest stdout')).toEqual(api.buckets.map((b) => b.maxChars.stdout));
+    expect(ds('cap (10,000)')?.every((v) => v === 10_000)).toBe(true);
+    expect((ds('bucket with persisted outputs') ?? []).filter((v) => v !== null)).toHaveLength(api.buckets.filter((b) => b.outputsPersisted > 0).length);
+    const delivery = await chartData(p, 'chart-delivery');
+    expect(delivery.datasets.find((d) => d.label.startsWith('hook commands reporting success'))?.data).toEqual(api.buckets.map((b) => b.success));
+    expect(delivery.datasets.find((d) => d.label.startsWith('outputs persisted'))?.data).toEqual(api.buckets.map((b) => b.outputsPersisted));
+    // SessionStart sent 12,000 characters of additionalContext: on the cliff it lands at the 2,000 preview.
+    const curve = await chartData(p, 'chart-curve');
+    expect(curve.datasets.find((d) => d.label === 'observed additionalContext')?.data).toContainEqual({ x: 12_000, y: 2_000 });
+    expect(await p.textContent('#chart-curve-summary')).toContain('losing');
+    const detail = (await getJson<{ hook: { outputsPersisted: number } }>(svc.httpUrl, `/api/v1/hooks/${id}?from=${pageSeries.from}&to=${pageSeries.to}`)).body;
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe(String(detail.hook.outputsPersisted));
+    expect(await p.getAttribute('#chart-cliff', 'role')).toBe('img');
+    expect(await p.textContent('#by-version')).toContain('2.1.332');
+    await screenshot(p, 'hook');
+  });
+
+  it('changes the range in the URL and the data, and keeps it across a reload', async () => {
+    const id = await sessionStart();
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/hooks/${id}`);
+    await waitLoaded(p);
+    const day = await chartData(p, 'chart-cliff');
+    const weekSeries = p.waitForResponse((r) => r.url().includes('/series') && r.url().includes('now-7d'));
+    await p.click('button[data-range="7d"]');
+    const week = (await (await weekSeries).json()) as SeriesResponse;
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('range')).toBe('7d');
+    expect(await p.getAttribute('button[data-range="7d"]', 'aria-pressed')).toBe('true');
+    const after = await chartData(p, 'chart-cliff');
+    expect(after.labels).toHaveLength(week.buckets.length);
+    expect(after.labels.length).not.toBe(day.labels.length);
+    await p.reload();
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('range')).toBe('7d');
+    expect((await chartData(p, 'chart-cliff')).labels).toHaveLength(week.buckets.length);
+    await p.goBack();
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('range')).toBeNull();
+  });
+
+  it('says so when the hook does not exist', async () => {
+    const { page: p } = await page({ allow: /404/ });
+    await p.goto(`${svc.httpUrl}/hooks/0123456789abcdef`);
+    await p.waitForSelector('#empty-state');
+    expect(await p.textContent('#empty-state')).toContain('No such hook');
+  });
+});
+
+describe('refresh and empty states', () => {
+  it('refreshes itself without losing the chosen view', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?sort=name&dir=asc&refresh=1s`);
+    await waitLoaded(p);
+    const url = p.url();
+    const before = await p.$$eval('#hook-rows tr', (r) => r.length);
+    await ingest(hookRequest([{ hookEvent: 'Stop', hookName: 'Stop:aaa-new-hook', timeMs: NOW - 60_000, sizes: { stdout: 10, additionalContext: 0, persisted: 0 } }]));
+    await p.waitForFunction((n) => document.querySelectorAll('#hook-rows tr').length === n + 1, before);
+    expect(p.url()).toBe(url);
+    expect(await p.textContent('#hook-rows tr:first-child a.hook-link')).toBe(XSS < 'Stop:aaa-new-hook' ? XSS : 'Stop:aaa-new-hook');
+  });
+
+  it('shows how to point Claude Code at hookwatch before any event', async () => {
+    const empty = await startTestService(PORTS);
+    try {
+      const { page: p } = await page();
+      await p.goto(empty.httpUrl + '/');
+      await p.waitForSelector('#empty-state');
+      const text = await p.textContent('#empty-state');
+      expect(text).toContain('No events yet');
+      expect(text).toContain('OTEL_EXPORTER_OTLP_ENDPOINT');
+      await screenshot(p, 'overview-empty');
+    } finally {
+      await empty.close();
+    }
+  });
+
+  it('serves every page with a CSP that forbids inline script and foreign origins', async () => {
+    for (const path of ['/', '/alerts', '/hooks/0123456789abcdef', '/dashboard/src/main.ts']) {
+      const res = await fetch(svc.httpUrl + path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+      expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    }
+    expect((await fetch(svc.httpUrl + '/dashboard/src/main.ts')).headers.get('content-type')).toContain('javascript');
+    expect((await fetch(svc.httpUrl + '/dashboard/src/..%2f..%2fpackage.json')).status).toBe(404);
+    expect((await fetch(svc.httpUrl + '/dashboard/test/dashboard.test.ts')).status).toBe(404);
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Test harness for the dashboard: headless Chromium (Debian's package) driven by playwright-core, with every
+ * page error and console error collected so a test can treat JavaScript errors as failures.
+ */
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env['HOOKWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
+export const SCREENSHOTS = fileURLToPath(new URL('./screenshots/', import.meta.url));
+
+/** Launches headless Chromium with nothing reaching past loopback. */
+export async function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    timeout: 30_000,
+  });
+}
+
+export interface WatchedPage {
+  page: Page;
+  context: BrowserContext;
+  /** Uncaught exceptions and console errors seen so far. */
+  errors: string[];
+  /** Dialogs opened (an XSS payload firing alert() would land here). */
+  dialogs: string[];
+  close(): Promise<void>;
+}
+
+/** A fresh context and page that records JavaScript errors and dialogs; `allow` filters expected console noise. */
+export async function watchedPage(browser: Browser, opts: { width?: number; height?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  const errors: string[] = [];
+  const dialogs: string[] = [];
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const text = msg.text();
+    if (opts.allow?.test(text)) return;
+    errors.push(`console: ${text}`);
+  });
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
+  return { page, context, errors, dialogs, close: () => context.close() };
+}
+
+/** Waits until the shell has finished `n` data loads (body[data-loaded] counts them). */
+export async function waitLoaded(page: Page, atLeast = 1): Promise<void> {
+  await page.waitForFunction((n) => Number(document.body.dataset['loaded'] ?? '0') >= n && !document.body.hasAttribute('aria-busy'), atLeast);
+}
+
+/** Saves a full-page screenshot under dashboard/test/screenshots/. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
+}
+
+/** The numbers a Chart.js chart on the page draws, by dataset label. */
+export async function chartData(page: Page, canvasId: string): Promise<{ labels: unknown[]; datasets: { label: string; data: unknown[] }[] }> {
+  return page.evaluate((id) => {
+    const C = (window as unknown as { Chart: { getChart(el: string): { data: { labels?: unknown[]; datasets: { label?: string; data: unknown[] }[] } } | undefined } }).Chart;
+    const chart = C.getChart(id);
+    if (!chart) throw new Error(`no chart on #${id}`);
+    return { labels: chart.data.labels ?? [], datasets: chart.data.datasets.map((d) => ({ label: d.label ?? '', data: d.data })) };
+  }, canvasId);
+}
