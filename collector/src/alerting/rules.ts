@@ -24,6 +24,11 @@ export interface RuleContext {
 export const MAX_ALERTS_PER_RULE = 500;
 
 const DAY = 86_400_000;
+/**
+ * Windows that end "now" reach this far past it: ranges are [from, to), and an event stamped at now, or a little
+ * ahead by a client's clock, must count on the ingest that brought it, not a minute later.
+ */
+export const FUTURE_SKEW_MS = 5 * 60_000;
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 const plural = (n: number, one: string, many = one + 's'): string => `${fmt(n)} ${n === 1 ? one : many}`;
 
@@ -81,7 +86,7 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
 
 function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const w = windowText(rule.windowMs);
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now, (c, _info, scope) => {
+  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => {
     // The headline divergence: Claude Code saved output to a file while the hook reported success.
     if (c.outputsPersisted <= 0 || c.success <= 0) return null;
     const max = largestOutput(c);
@@ -97,7 +102,7 @@ function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
 
 function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const w = windowText(rule.windowMs);
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now, (c, _info, scope) => {
+  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => {
     if (c.executions < rule.minExecutions) return null;
     const ratio = c.executionsWithPersisted / c.executions;
     if (ratio <= rule.threshold) return null;
@@ -112,7 +117,7 @@ function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
 function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const limit = rule.threshold * OUTPUT_CAP_CHARS;
   const w = windowText(rule.windowMs);
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now, (c, _info, scope) => {
+  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => {
     // A hook already over the cap is the persisted rule's: one alert per problem, not two.
     if (c.outputsPersisted > 0) return null;
     const max = largestOutput(c);
@@ -142,11 +147,12 @@ function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
 
 async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = Math.floor((ctx.now - rule.windowMs) / DAY) * DAY;
-  const counters = await ctx.store.hookCounters({ fromMs, toMs: ctx.now });
+  const toMs = ctx.now + FUTURE_SKEW_MS;
+  const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
     if (c.outputsPersisted > 0) continue;
-    const series = await ctx.store.series(c.info.id, { fromMs, toMs: ctx.now, stepMs: DAY });
+    const series = await ctx.store.series(c.info.id, { fromMs, toMs, stepMs: DAY });
     const points: Point[] = [...series.entries()]
       .map(([t, b]) => ({ t, value: largestOutput(b) }))
       .filter((p): p is Point => p.value !== null)
@@ -168,7 +174,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
 }
 
 async function blind(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  const versions = await ctx.store.clientVersions({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now });
+  const versions = await ctx.store.clientVersions({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS });
   return versions.filter((v) => v.sizeUnknownExecutions > 0).map((v) => ({
     labels: { alertname: rule.name, severity: rule.severity, service_name: v.serviceName, service_version: v.version },
     annotations: {
@@ -196,7 +202,7 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
     }];
   }
   // A hook counts as "was active" when it sent anything within the rule's window.
-  const counters = await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now });
+  const counters = await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
     const quietFor = ctx.now - c.info.lastSeenMs;

@@ -1,0 +1,335 @@
+/**
+ * Timeline tests on a controlled clock, as Alertmanager's acceptance tests do: push at t, step the evaluation
+ * timer, expect a notification (or none) between t1 and t2. Real SQLite store, real webhook receiver on port 0.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AlertingConfig } from '../config/index.ts';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { knownDimensions } from '../store/sql.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { parseReceivers, parseRules } from './config.ts';
+import { startAlerting, type Alerting } from './index.ts';
+import { parseSilence } from './silences.ts';
+import { FakeClock, hookEvent, WebhookSink, type EventFacts } from './test-support.ts';
+
+const T0 = Date.parse('2026-11-30T10:00:00Z');
+const MIN = 60_000;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+const TICK = 10_000;
+
+interface Harness {
+  clock: FakeClock;
+  sink: WebhookSink;
+  store: SqliteStore;
+  alerting: Alerting;
+  db: string;
+  push(...facts: Omit<EventFacts, 'timeMs'>[]): Promise<void>;
+  pushAt(facts: EventFacts[]): Promise<void>;
+  /** Steps the clock by TICK up to `ms`, evaluating at each step like the timer does. */
+  run(ms: number): Promise<void>;
+  notes(): { status: string; alertname: string; hook: string; at: number; labels: Record<string, string> }[];
+  restart(): Promise<void>;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[]): AlertingConfig {
+  return {
+    rules: parseRules(rules, knownDimensions(['team'])),
+    receivers: parseReceivers(receivers),
+    evaluationIntervalMs: TICK,
+    repeatIntervalMs,
+    externalUrl: 'http://hookwatch.test',
+    otlp: { endpoint: '', headers: {} },
+    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+  };
+}
+
+async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number } = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
+  const db = join(dir, 'h.db');
+  const clock = new FakeClock(opts.start ?? T0);
+  const sink = new WebhookSink(clock.now);
+  await sink.start();
+  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', url: `${sink.url}/hook` }]);
+  const store = new SqliteStore({ path: db, dimensions: ['team'] });
+  const h: Harness = {
+    clock, sink, store, db,
+    alerting: await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 }),
+    async pushAt(facts) {
+      const r = await store.ingest(facts.map(hookEvent));
+      h.alerting.engine.onIngested(r.inserted);
+      await h.alerting.engine.evaluate('notify');
+      await h.alerting.dispatcher.idle();
+    },
+    push(...facts) {
+      return h.pushAt(facts.map((f) => ({ ...f, timeMs: clock.now() })));
+    },
+    async run(ms) {
+      const end = clock.now() + ms;
+      while (clock.now() < end) {
+        clock.advance(Math.min(TICK, end - clock.now()));
+        await h.alerting.engine.evaluate('all');
+        await h.alerting.dispatcher.idle();
+      }
+    },
+    notes() {
+      return sink.delivered().map((r) => {
+        const b = JSON.parse(r.body) as AlertmanagerWebhookBody;
+        const labels = b.alerts[0]?.labels ?? {};
+        return { status: b.status, alertname: labels['alertname'] ?? '', hook: labels['hook_name'] ?? '', at: r.at - T0, labels };
+      });
+    },
+    async restart() {
+      await h.alerting.stop();
+      h.alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+      await h.alerting.engine.evaluate('notify');
+      await h.alerting.dispatcher.idle();
+    },
+  };
+  cleanups.push(async () => {
+    await h.alerting.stop();
+    await store.close();
+    await sink.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await h.alerting.engine.evaluate('notify');
+  return h;
+}
+
+const over = { hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 };
+const fine = { hookName: 'UserPromptSubmit', additionalContextChars: 100, outputsPersisted: 0 };
+
+describe('persisted rule', () => {
+  it('notifies a persisted output at once, not a healthy hook, and resolves after the window', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h' }]);
+    await h.push(over, fine);
+    expect(h.notes()).toEqual([expect.objectContaining({ status: 'firing', alertname: 'persisted', hook: 'SessionStart:startup', at: 0 })]);
+    const body = h.sink.bodies<AlertmanagerWebhookBody>()[0] as AlertmanagerWebhookBody;
+    expect(body).toMatchObject({ version: '4', status: 'firing', receiver: 'ops', truncatedAlerts: 0, externalURL: 'http://hookwatch.test', groupLabels: { alertname: 'persisted' } });
+    expect(body.alerts[0]).toMatchObject({ status: 'firing', endsAt: '0001-01-01T00:00:00Z', startsAt: new Date(T0).toISOString() });
+    expect(body.alerts[0]?.generatorURL).toMatch(/^http:\/\/hookwatch\.test\/#\/hooks\/[0-9a-f]{16}$/);
+    expect(body.alerts[0]?.annotations['summary']).toContain('saved to a file');
+    await h.run(HOUR - MIN);
+    expect(h.notes()).toHaveLength(1);
+    await h.run(2 * MIN + TICK);
+    const notes = h.notes();
+    expect(notes).toHaveLength(2);
+    expect(notes[1]).toMatchObject({ status: 'resolved', hook: 'SessionStart:startup' });
+    // Minute rollups: the event leaves a 1h window between 1h and 1h+1m after it, seen at the next tick.
+    expect(notes[1]?.at).toBeGreaterThanOrEqual(HOUR);
+    expect(notes[1]?.at).toBeLessThanOrEqual(HOUR + MIN + TICK);
+    const resolved = h.sink.bodies<AlertmanagerWebhookBody>()[1] as AlertmanagerWebhookBody;
+    expect(resolved.alerts[0]?.endsAt).not.toBe('0001-01-01T00:00:00Z');
+  });
+
+  it('waits for `for`: pending first, firing between for and for + one tick', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h', for: '2m' }]);
+    await h.push(over);
+    expect(h.alerting.engine.alerts()).toEqual([expect.objectContaining({ state: 'pending', startsAt: null })]);
+    await h.run(2 * MIN - TICK);
+    expect(h.notes()).toEqual([]);
+    await h.run(2 * TICK);
+    const notes = h.notes();
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.at).toBeGreaterThanOrEqual(2 * MIN);
+    expect(notes[0]?.at).toBeLessThanOrEqual(2 * MIN + TICK);
+    expect(h.alerting.engine.alerts()[0]?.state).toBe('firing');
+  });
+
+  it('drops a pending alert that clears without ever notifying it', async () => {
+    const h = await harness([{ kind: 'persisted', window: '2m', for: '10m' }]);
+    await h.push(over);
+    expect(h.alerting.engine.alerts()[0]?.state).toBe('pending');
+    await h.run(15 * MIN);
+    expect(h.notes()).toEqual([]);
+    expect(h.alerting.engine.alerts()).toEqual([]);
+  });
+
+  it('keeps firing for keepFiringFor after the condition clears, then resolves', async () => {
+    const h = await harness([{ kind: 'persisted', window: '2m', keepFiringFor: '5m' }]);
+    await h.push(over);
+    await h.run(20 * MIN);
+    const notes = h.notes();
+    expect(notes.map((n) => n.status)).toEqual(['firing', 'resolved']);
+    // Clears between 2m and 3m (minute rollups), then 5 more minutes.
+    expect(notes[1]?.at).toBeGreaterThanOrEqual(7 * MIN);
+    expect(notes[1]?.at).toBeLessThanOrEqual(8 * MIN + TICK);
+  });
+
+  it('repeats a still-firing alert after repeat_interval, not before', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: HOUR });
+    await h.push(over);
+    await h.run(HOUR - TICK);
+    expect(h.notes()).toHaveLength(1);
+    await h.run(2 * TICK);
+    const notes = h.notes();
+    expect(notes.map((n) => n.status)).toEqual(['firing', 'firing']);
+    expect(notes[1]?.at).toBeGreaterThanOrEqual(HOUR);
+    expect(notes[1]?.at).toBeLessThanOrEqual(HOUR + TICK);
+    // Each notification is its own message: a new webhook-id, while retries of one keep theirs.
+    const ids = h.sink.delivered().map((r) => r.headers['webhook-id']);
+    expect(new Set(ids).size).toBe(2);
+  });
+
+  it('splits by groupBy: only the team whose hook lost output is alerted', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
+    await h.push({ ...over, team: 'platform' }, { ...over, outputsPersisted: 0, additionalContextChars: 9000, team: 'web' });
+    const notes = h.notes();
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.labels).toMatchObject({ alertname: 'persisted', hook_name: 'SessionStart:startup', team: 'platform' });
+  });
+});
+
+describe('silences', () => {
+  it('mute a matching firing alert; expiring the silence notifies it at once', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }]);
+    const s = parseSilence({ matchers: [{ name: 'hook_name', value: 'Session.*', isRegex: true }], endsAt: new Date(T0 + HOUR).toISOString(), createdBy: 'ops', comment: 'known, fix in flight' }, T0);
+    await h.alerting.engine.addSilence(s);
+    await h.push(over, { ...over, hookName: 'PostToolUse:Bash' });
+    expect(h.notes().map((n) => n.hook)).toEqual(['PostToolUse:Bash']);
+    const silenced = h.alerting.engine.alerts().find((a) => a.labels['hook_name'] === 'SessionStart:startup');
+    expect(silenced?.silencedBy).toEqual([s.id]);
+    await h.run(10 * MIN);
+    expect(h.notes()).toHaveLength(1);
+    await h.alerting.engine.expireSilence(s.id);
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    expect(h.notes().map((n) => n.hook)).toEqual(['PostToolUse:Bash', 'SessionStart:startup']);
+    expect(h.alerting.engine.listSilences()[0]?.state).toBe('expired');
+  });
+
+  it('end on their own at endsAt', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }]);
+    await h.alerting.engine.addSilence(parseSilence({ matchers: [{ name: 'alertname', value: 'persisted' }], endsAt: new Date(T0 + 5 * MIN).toISOString(), createdBy: 'ops', comment: 'deploy' }, T0));
+    await h.push(over);
+    await h.run(4 * MIN);
+    expect(h.notes()).toEqual([]);
+    await h.run(2 * MIN);
+    expect(h.notes()).toHaveLength(1);
+    expect(h.notes()[0]?.at).toBeGreaterThanOrEqual(5 * MIN);
+    expect(h.notes()[0]?.at).toBeLessThanOrEqual(5 * MIN + TICK);
+  });
+});
+
+describe('other rule kinds', () => {
+  it('persisted_ratio: above the share of executions, with enough executions', async () => {
+    const h = await harness([{ kind: 'persisted_ratio', threshold: 0.4, minExecutions: 3, window: '1h' }]);
+    await h.push(over, fine);
+    expect(h.notes()).toEqual([]);
+    await h.push({ ...fine, hookName: 'SessionStart:startup' });
+    expect(h.notes()).toEqual([]); // 1 of 3 = 33%
+    await h.push(over);
+    expect(h.notes()).toEqual([expect.objectContaining({ alertname: 'persisted_ratio', hook: 'SessionStart:startup', at: 0 })]);
+  });
+
+  it('headroom: a hook above 80% of the cap, but not one already over it, nor a small one', async () => {
+    const h = await harness([{ kind: 'headroom' }]);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 8_500, stdoutChars: 8_550, outputsPersisted: 0 }, over, fine);
+    const notes = h.notes();
+    expect(notes.map((n) => n.hook)).toEqual(['PreToolUse:Bash']);
+    expect(h.alerting.engine.alerts()[0]?.annotations['headroom']).toBe(String(10_000 - 8_550));
+  });
+
+  it('growth: a daily largest output on course to cross the cap within the horizon', async () => {
+    const start = T0 - 5 * DAY;
+    const h = await harness([{ kind: 'growth', horizonDays: 14 }], { start: T0 });
+    const days = [5000, 6000, 7000, 8000];
+    await h.pushAt(days.map((v, i) => ({ hookName: 'Stop', additionalContextChars: v, stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })));
+    await h.pushAt([0, 1, 2, 3].map((i) => ({ hookName: 'PreToolUse:Bash', additionalContextChars: 3000, stdoutChars: 3000, outputsPersisted: 0, timeMs: start + i * DAY })));
+    await h.run(TICK);
+    const notes = h.notes();
+    expect(notes.map((n) => n.hook)).toEqual(['Stop']);
+    const days2cap = Number(h.alerting.engine.alerts()[0]?.annotations['days_to_cap']);
+    expect(days2cap).toBeGreaterThan(1.5);
+    expect(days2cap).toBeLessThan(2.5);
+  });
+
+  it('blind: names the client versions that send no size data', async () => {
+    const h = await harness([{ kind: 'blind' }]);
+    await h.push({ ...fine, additionalContextChars: null, serviceVersion: '2.1.197' }, fine);
+    const notes = h.notes();
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.labels).toMatchObject({ alertname: 'blind', service_version: '2.1.197' });
+    expect(h.alerting.engine.alerts()[0]?.annotations['summary']).toContain('2.1.197');
+  });
+
+  it('silence (hook): fires after the quiet time, resolves when the hook is heard again', async () => {
+    const h = await harness([{ kind: 'silence', after: '10m', window: '1d' }]);
+    await h.push(fine);
+    await h.run(10 * MIN - TICK);
+    expect(h.notes()).toEqual([]);
+    await h.run(2 * TICK);
+    expect(h.notes()).toEqual([expect.objectContaining({ status: 'firing', alertname: 'silence', hook: 'UserPromptSubmit' })]);
+    expect(h.notes()[0]?.at).toBeGreaterThanOrEqual(10 * MIN);
+    expect(h.notes()[0]?.at).toBeLessThanOrEqual(10 * MIN + TICK);
+    await h.push(fine);
+    await h.run(TICK);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
+  });
+
+  it('silence (feed): the whole feed quiet', async () => {
+    const h = await harness([{ kind: 'silence', scope: 'feed', after: '30m' }]);
+    await h.push(fine);
+    await h.run(29 * MIN);
+    expect(h.notes()).toEqual([]);
+    await h.run(2 * MIN);
+    expect(h.notes()).toEqual([expect.objectContaining({ status: 'firing', alertname: 'silence' })]);
+    expect(h.notes()[0]?.labels['scope']).toBe('feed');
+  });
+
+  it('never_completed: a start with no complete, after the grace; a completed execution is fine', async () => {
+    const h = await harness([{ kind: 'never_completed', after: '2m', window: '1h' }]);
+    await h.push({ kind: 'start', hookName: 'UserPromptSubmit' }, { kind: 'start', hookName: 'Stop' }, { hookName: 'Stop', additionalContextChars: 10, outputsPersisted: 0 });
+    await h.run(MIN);
+    expect(h.notes()).toEqual([]);
+    await h.run(3 * MIN);
+    const notes = h.notes();
+    expect(notes).toEqual([expect.objectContaining({ status: 'firing', alertname: 'never_completed', hook: 'UserPromptSubmit' })]);
+    expect(notes[0]?.at).toBeGreaterThanOrEqual(2 * MIN);
+    expect(notes[0]?.at).toBeLessThanOrEqual(3 * MIN + TICK);
+  });
+
+  it('default rules with zero config: persisted fires, nothing else for a healthy feed', async () => {
+    const h = await harness(null);
+    await h.push(over, fine);
+    await h.run(10 * MIN);
+    expect(h.notes().map((n) => `${n.status} ${n.alertname} ${n.hook}`)).toEqual(['firing persisted SessionStart:startup']);
+  });
+});
+
+describe('persisted state', () => {
+  it('a restart neither loses a firing alert nor notifies it again early; resolution still arrives', async () => {
+    const h = await harness([{ kind: 'persisted', window: '2m' }], { repeatIntervalMs: HOUR });
+    await h.push(over);
+    expect(h.notes()).toHaveLength(1);
+    await h.restart();
+    expect(h.alerting.engine.alerts()).toEqual([expect.objectContaining({ state: 'firing' })]);
+    await h.run(MIN);
+    expect(h.notes()).toHaveLength(1);
+    await h.run(5 * MIN);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
+  });
+
+  it('a notification created but not delivered before a stop is resumed with the same webhook-id', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h' }]);
+    h.sink.reply = () => ({ status: 503 });
+    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    h.alerting.engine.onIngested(r.inserted);
+    await h.sink.waitFor(2);
+    await h.alerting.stop();
+    const firstId = h.sink.requests[0]?.headers['webhook-id'];
+    h.sink.reply = () => ({ status: 200 });
+    await h.restart();
+    expect(h.notes()).toHaveLength(1);
+    expect(h.sink.delivered()[0]?.headers['webhook-id']).toBe(firstId);
+  });
+});

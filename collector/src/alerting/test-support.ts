@@ -1,0 +1,211 @@
+/**
+ * Test support for alerting and notify: a real webhook receiver on port 0 that records every request and
+ * answers as told, a controllable clock, hook events built from a few facts, and OTLP/JSON bodies with them.
+ */
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { hookId } from '../hooks/extract.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { classifyExecution } from '../hooks/cliff.ts';
+
+/** One request the sink received. */
+export interface ReceivedRequest {
+  /** Clock time when it arrived (the test's clock, fake or real). */
+  at: number;
+  /** Real time (performance.now) when it arrived. */
+  perfMs: number;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The status the sink answered. */
+  status: number;
+}
+
+/** How the sink answers one request: a status, optional headers, optional delay before answering. */
+export interface SinkReply {
+  status: number;
+  headers?: Record<string, string>;
+  delayMs?: number;
+}
+
+/** A real HTTP receiver on 127.0.0.1 port 0. `reply` decides each answer (default 200). */
+export class WebhookSink {
+  readonly requests: ReceivedRequest[] = [];
+  reply: (req: { path: string; headers: IncomingHttpHeaders; body: string; index: number }) => SinkReply = () => ({ status: 200 });
+  private readonly server: Server;
+  private readonly clock: () => number;
+  private waiters: { n: number; resolve: () => void }[] = [];
+  url = '';
+
+  constructor(clock: () => number = Date.now) {
+    this.clock = clock;
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const index = this.requests.length;
+        const r = this.reply({ path: req.url ?? '', headers: req.headers, body, index });
+        this.requests.push({ at: this.clock(), perfMs: performance.now(), path: req.url ?? '', headers: req.headers, body, status: r.status });
+        const answer = (): void => {
+          res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
+          res.end(r.status < 300 ? 'ok' : 'no');
+        };
+        if (r.delayMs) setTimeout(answer, r.delayMs).unref();
+        else answer();
+        this.wake();
+      });
+    });
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  /** Requests answered 2xx. */
+  delivered(): ReceivedRequest[] {
+    return this.requests.filter((r) => r.status >= 200 && r.status < 300);
+  }
+
+  /** Parsed JSON bodies of the delivered requests. */
+  bodies<T = Record<string, unknown>>(): T[] {
+    return this.delivered().map((r) => JSON.parse(r.body) as T);
+  }
+
+  private wake(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (this.requests.length >= w.n) {
+        w.resolve();
+        return false;
+      }
+      return true;
+    });
+  }
+
+  /** Resolves once `n` requests have arrived, or rejects after `timeoutMs`. */
+  waitFor(n: number, timeoutMs = 5000): Promise<void> {
+    if (this.requests.length >= n) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`expected ${n} requests, got ${this.requests.length}`)), timeoutMs);
+      this.waiters.push({ n, resolve: () => { clearTimeout(t); resolve(); } });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** A clock the test moves. */
+export class FakeClock {
+  t: number;
+  constructor(start: number) {
+    this.t = start;
+  }
+  now = (): number => this.t;
+  advance(ms: number): number {
+    this.t += ms;
+    return this.t;
+  }
+}
+
+let seq = 0;
+
+/** Facts of one hook event; everything else gets a plain default. */
+export interface EventFacts {
+  kind?: 'complete' | 'start';
+  hookEvent?: string;
+  hookName?: string;
+  timeMs: number;
+  numHooks?: number;
+  success?: number;
+  /** Size attributes; null for a client older than 2.1.280 (no sizes). */
+  additionalContextChars?: number | null;
+  stdoutChars?: number | null;
+  outputsPersisted?: number | null;
+  serviceVersion?: string;
+  team?: string;
+}
+
+/** A hook event as the extractor would make it. */
+export function hookEvent(f: EventFacts): HookEvent {
+  const kind = f.kind ?? 'complete';
+  const hookEventName = f.hookEvent ?? (f.hookName ?? 'SessionStart').split(':')[0] ?? 'SessionStart';
+  const hookName = f.hookName ?? 'SessionStart:startup';
+  const complete = kind === 'complete';
+  const sizes = complete && f.additionalContextChars !== null && f.outputsPersisted !== null;
+  const facts = {
+    numHooks: f.numHooks ?? 1,
+    stdoutChars: sizes ? (f.stdoutChars ?? (f.additionalContextChars ?? 100) + 60) : null,
+    additionalContextChars: sizes ? (f.additionalContextChars ?? 100) : null,
+    systemMessageChars: sizes ? 0 : null,
+    initialUserMessageChars: sizes ? 0 : null,
+    outputsPersisted: sizes ? (f.outputsPersisted ?? 0) : null,
+  };
+  return {
+    kind,
+    dedupKey: `test-${process.pid}-${++seq}`,
+    hookId: hookId(hookEventName, hookName),
+    hookEvent: hookEventName,
+    hookName,
+    timeMs: f.timeMs,
+    numHooks: facts.numHooks,
+    numSuccess: complete ? (f.success ?? facts.numHooks) : null,
+    numBlocking: complete ? 0 : null,
+    numNonBlockingError: complete ? 0 : null,
+    numCancelled: complete ? 0 : null,
+    durationMs: complete ? 20 : null,
+    ...facts,
+    sizesKnown: sizes,
+    status: complete ? classifyExecution(facts, 8000) : 'unknown',
+    serviceName: 'claude-code',
+    serviceVersion: f.serviceVersion ?? '2.1.332',
+    sessionId: 'session-1',
+    userId: 'user-1',
+    userEmail: '',
+    userAccountUuid: '',
+    organizationId: 'org-1',
+    terminalType: 'test',
+    source: 'otlp',
+    extra: f.team ? { team: f.team } : {},
+  };
+}
+
+/** An OTLP/JSON logs body with hook_execution_complete records, values as stringValue like Claude Code 2.1.332. */
+export function otlpHookBody(records: { hookName: string; timeMs: number; outputsPersisted: number; additionalContextChars: number; sessionId?: string; sequence?: number }[]): string {
+  const s = (v: string | number): { stringValue: string } => ({ stringValue: String(v) });
+  return JSON.stringify({
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'service.name', value: s('claude-code') }, { key: 'service.version', value: s('2.1.332') }] },
+      scopeLogs: [{
+        scope: { name: 'com.anthropic.claude_code.events', version: '2.1.332' },
+        logRecords: records.map((r, i) => ({
+          timeUnixNano: String(BigInt(r.timeMs) * 1_000_000n),
+          body: s('claude_code.hook_execution_complete'),
+          attributes: Object.entries({
+            'event.name': 'hook_execution_complete',
+            'event.timestamp': new Date(r.timeMs).toISOString(),
+            'event.sequence': r.sequence ?? i,
+            'session.id': r.sessionId ?? `s-${r.timeMs}-${i}`,
+            hook_event: r.hookName.split(':')[0] ?? r.hookName,
+            hook_name: r.hookName,
+            num_hooks: 1,
+            num_success: 1,
+            num_blocking: 0,
+            num_non_blocking_error: 0,
+            num_cancelled: 0,
+            total_duration_ms: 12,
+            stdout_chars: r.additionalContextChars + 60,
+            additional_context_chars: r.additionalContextChars,
+            system_message_chars: 0,
+            initial_user_message_chars: 0,
+            num_outputs_persisted: r.outputsPersisted,
+          }).map(([key, v]) => ({ key, value: s(v) })),
+        })),
+      }],
+    }],
+  });
+}
