@@ -14,7 +14,7 @@ import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
 import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
-import { openStore } from './store/open.ts';
+import { openStore, startCoordination, type Coordination } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
@@ -47,6 +47,8 @@ export interface RunningService {
   /** Base URLs, e.g. http://127.0.0.1:4318 */
   otlpHttpUrl: string;
   httpUrl: string;
+  /** Which replica runs alert evaluation and retention (always this one on SQLite). */
+  coordination: Coordination;
   stop(): Promise<void>;
 }
 
@@ -61,7 +63,10 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const { logger } = opts;
   const now = opts.now ?? Date.now;
   const metrics = createServiceMetrics({ maxHookSeries: config.metrics.maxHookSeries, maxPendingBatches: config.otlp.maxPendingRequests, logger, version: HOOKWATCH_VERSION, now });
-  const store = metrics.instrumentStore(opts.store ?? (await openStore(config)));
+  const rawStore = opts.store ?? (await openStore(config, { logger }));
+  const store = metrics.instrumentStore(rawStore);
+  // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
+  const coordination = startCoordination(rawStore, config, logger);
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
   const forwarding = startForwarding(config.forward, { logger, now, nearThreshold: config.delivery.nearThreshold, synchronous: config.sqlite.synchronous });
@@ -106,6 +111,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     await receiver.shutdown();
     await grpcReceiver.shutdown();
     await forwarding?.stop();
+    await coordination.stop();
     await store.close();
     throw err;
   }
@@ -113,6 +119,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const httpAddress = http.address() as AddressInfo;
 
   const prune = async (): Promise<void> => {
+    // Retention is once-per-cluster work: only the leader deletes, in bounded batches.
+    if (!coordination.leader.isLeader()) return;
     try {
       const t = now();
       const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs);
@@ -124,6 +132,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const retentionTimer = setInterval(() => void prune(), RETENTION_INTERVAL_MS);
   retentionTimer.unref();
   void prune();
+  coordination.onLeaderChange((leader) => {
+    if (leader) void prune();
+  });
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -137,6 +148,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
         http.close(() => resolve());
         http.closeIdleConnections();
       });
+      await coordination.stop();
       await store.close();
     })();
     return stopping;
@@ -144,5 +156,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `http://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
 }

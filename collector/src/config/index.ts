@@ -13,6 +13,8 @@ export interface HookwatchConfig {
   http: { addr: string };
   db: string;
   sqlite: { synchronous: 'full' | 'normal' };
+  /** Used when db is a postgres:// URL. */
+  postgres: { poolSize: number; leaseTtlMs: number };
   retention: { eventsMs: number; rollupsMs: number };
   delivery: { nearThreshold: number };
   dimensions: string[];
@@ -50,6 +52,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     http: { addr: v('http.addr') },
     db: v('db'),
     sqlite: { synchronous: v('sqlite.synchronous') },
+    postgres: { poolSize: v('postgres.poolSize'), leaseTtlMs: v('postgres.leaseTtl') },
     retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),

@@ -65,6 +65,14 @@ export const SETTINGS: readonly Setting[] = [
     description: 'SQLite durability: `full` syncs every committed batch to disk before the 200 (survives power loss); `normal` survives process crashes only.',
   },
   {
+    key: 'postgres.poolSize', env: 'HOOKWATCH_POSTGRES_POOL_SIZE', type: 'int', default: 10, min: 1, max: 1000,
+    description: 'PostgreSQL connections per replica (db is a postgres:// URL). Replicas x pool size must stay below the server\'s max_connections.',
+  },
+  {
+    key: 'postgres.leaseTtl', env: 'HOOKWATCH_POSTGRES_LEASE_TTL', type: 'duration', default: 15_000, min: 1000, max: 600_000,
+    description: 'Replicas on one PostgreSQL elect one leader (alert evaluation, notifications, retention) with a lease renewed every third of this; when the leader dies another takes over within ttl + ttl/3.',
+  },
+  {
     key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,
     description: 'How long raw hook events (and per-minute rollups) are kept.',
   },

@@ -1,11 +1,54 @@
-/** Opens the store named by config.db: a SQLite path (default) or, later, a postgres:// URL. */
+/**
+ * Opens the store named by config.db: a SQLite path (default) or a postgres:// URL, and the coordination that
+ * goes with it: one replica at a time runs alert evaluation and retention (a PostgreSQL lease), while a SQLite
+ * store has a single process that is always the leader.
+ */
 import type { HookwatchConfig } from '../config/index.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { PostgresStore } from './postgres/index.ts';
+import { PostgresLease } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 
-export async function openStore(config: HookwatchConfig): Promise<Store> {
-  if (/^postgres(ql)?:\/\//i.test(config.db)) {
-    throw new Error('HOOKWATCH_DB: PostgreSQL is not available in this build; use a SQLite file path');
+/** True for postgres:// and postgresql:// URLs. */
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
+}
+
+export async function openStore(config: HookwatchConfig, opts: { logger?: Logger } = {}): Promise<Store> {
+  if (isPostgresUrl(config.db)) {
+    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, ...(opts.logger ? { logger: opts.logger } : {}) });
   }
   return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, dimensions: config.dimensions });
+}
+
+/** Who does the once-per-cluster work (alert evaluation and notification, retention). */
+export interface Coordination {
+  /** Satisfies alerting's LeaderElector. */
+  leader: { isLeader(): boolean };
+  /** Registers a callback for leadership changes (e.g. reload shared state on becoming leader). */
+  onLeaderChange(cb: (leader: boolean) => void): void;
+  /** Hands leadership over (if held) and stops renewing; safe twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the coordination for a store opened by openStore (pass the store itself, not a wrapper). A PostgreSQL
+ * store elects a leader with a lease row; anything else is a single process, always the leader.
+ */
+export function startCoordination(store: Store, config: HookwatchConfig, logger: Logger): Coordination {
+  const listeners: ((leader: boolean) => void)[] = [];
+  if (!(store instanceof PostgresStore)) {
+    return { leader: { isLeader: () => true }, onLeaderChange: (cb) => void listeners.push(cb), stop: async () => {} };
+  }
+  const lease = new PostgresLease({
+    url: config.db,
+    ttlMs: config.postgres.leaseTtlMs,
+    logger,
+    onChange: (leader) => {
+      for (const cb of listeners) cb(leader);
+    },
+  });
+  lease.start();
+  return { leader: lease, onLeaderChange: (cb) => void listeners.push(cb), stop: () => lease.stop() };
 }

@@ -72,6 +72,14 @@ export const MIGRATIONS: readonly string[] = [
     epoch BIGINT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
   );`,
+  // 2: alert state shared by replicas (alerting/state-store.ts contract).
+  `CREATE TABLE alert_instances (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL, data JSONB NOT NULL);
+  CREATE TABLE alert_silences (id TEXT PRIMARY KEY, ends_at BIGINT NOT NULL, data JSONB NOT NULL);
+  CREATE TABLE alert_notifications (webhook_id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, created_at BIGINT NOT NULL, done TEXT, data JSONB NOT NULL);
+  CREATE INDEX alert_notifications_pending ON alert_notifications (done, created_at);
+  CREATE INDEX alert_notifications_alert ON alert_notifications (alert_id);
+  CREATE TABLE alert_attempts (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, alert_id TEXT NOT NULL, at BIGINT NOT NULL, data JSONB NOT NULL);
+  CREATE INDEX alert_attempts_alert ON alert_attempts (alert_id, id);`,
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */

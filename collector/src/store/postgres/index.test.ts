@@ -1,0 +1,117 @@
+/**
+ * PostgreSQL-only behaviour of the store (the shared behaviour is in ../conformance.test.ts): migrations when
+ * replicas start together, errors classified as retryable or not, and the password kept out of every error.
+ */
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { mapError } from '../../pipeline/errors.ts';
+import { createLogger } from '../../telemetry/logger.ts';
+import { StoreUnavailableError } from '../store.ts';
+import { MIGRATIONS, PostgresStore, scrubSecret } from './index.ts';
+import { freePort, startTestServer, type TestServer } from './test-server.ts';
+
+let server: TestServer;
+const stores: PostgresStore[] = [];
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function open(url: string): Promise<PostgresStore> {
+  const s = await PostgresStore.open({ url, poolSize: 2 });
+  stores.push(s);
+  return s;
+}
+
+describe('PostgresStore', () => {
+  it('applies each migration once when several replicas start at the same moment', async () => {
+    const url = await server.createDatabase();
+    const replicas = await Promise.all(Array.from({ length: 6 }, () => open(url)));
+    for (const r of replicas) expect(await r.schemaVersion()).toBe(MIGRATIONS.length);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const rows = (await c.query('SELECT version FROM schema_migrations ORDER BY version')).rows.map((r: { version: number }) => r.version);
+      expect(rows).toEqual(MIGRATIONS.map((_, i) => i + 1));
+      // A restart finds nothing to do.
+      const again = await open(url);
+      expect(await again.schemaVersion()).toBe(MIGRATIONS.length);
+      // A schema newer than this build is refused rather than written with the wrong shape.
+      await c.query('INSERT INTO schema_migrations (version) VALUES ($1)', [MIGRATIONS.length + 1]);
+      await expect(open(url)).rejects.toThrow(/newer than this hookwatch/);
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('answers 503-retryable when the server cannot be reached, without the password', async () => {
+    const port = await freePort();
+    const url = `postgres://hookwatch:${encodeURIComponent(server.password)}@127.0.0.1:${port}/x`;
+    const err = await PostgresStore.open({ url }).then(() => undefined, (e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(StoreUnavailableError);
+    expect(mapError(err).httpStatus).toBe(503);
+    expect(String(err?.message)).not.toContain(server.password);
+  });
+
+  it('keeps the password out of authentication errors and connection-loss logs', async () => {
+    const wrong = 'wrong-' + server.password;
+    const badUrl = server.url().replace(encodeURIComponent(server.password), encodeURIComponent(wrong));
+    const err = await PostgresStore.open({ url: badUrl }).then(() => undefined, (e: unknown) => e as Error);
+    expect(err?.message).toMatch(/password authentication failed/);
+    expect(err?.message).not.toContain(wrong);
+    expect(err?.message).not.toContain(server.password);
+
+    // Connections killed by the server (failover, restart) are logged, scrubbed, and do not crash the process.
+    const lines: string[] = [];
+    const url = await server.createDatabase();
+    const store = await PostgresStore.open({ url, logger: createLogger({ level: 'debug', write: (l) => lines.push(l) }) });
+    stores.push(store);
+    await store.ping();
+    const admin = new pg.Client({ connectionString: server.url() });
+    await admin.connect();
+    try {
+      const terminated = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [new URL(url).pathname.slice(1)]);
+      expect(terminated.rowCount).toBeGreaterThan(0);
+    } finally {
+      await admin.end();
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    // The pool replaces the lost connection.
+    await store.ping();
+    expect(lines.some((l) => l.includes('postgres connection lost'))).toBe(true);
+    expect(lines.join('\n')).not.toContain(server.password);
+  });
+
+  it('classifies a failed write during an outage as retryable, and recovers after', async () => {
+    const url = await server.createDatabase();
+    const store = await open(url);
+    const admin = new pg.Client({ connectionString: server.url() });
+    await admin.connect();
+    const db = new URL(url).pathname.slice(1);
+    try {
+      // Refuse new connections and drop the existing ones: the store's next query fails.
+      await admin.query(`ALTER DATABASE ${db} WITH ALLOW_CONNECTIONS false`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [db]);
+      await new Promise((r) => setTimeout(r, 100));
+      const err = await store.hookCounters({ fromMs: 0, toMs: 60_000 }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect(String((err as Error).message)).not.toContain(server.password);
+    } finally {
+      await admin.query(`ALTER DATABASE ${db} WITH ALLOW_CONNECTIONS true`);
+      await admin.end();
+    }
+    await store.ping();
+  });
+
+  it('scrubs the raw and percent-encoded password and the whole URL from messages', () => {
+    const url = 'postgres://u:p%40ss%2Fw0rd@db.example:5432/h';
+    expect(scrubSecret('failed for postgres://u:p%40ss%2Fw0rd@db.example:5432/h', url)).toBe('failed for <db url>');
+    expect(scrubSecret('p%40ss%2Fw0rd and p@ss/w0rd', url)).toBe('<redacted> and <redacted>');
+  });
+});

@@ -1,0 +1,146 @@
+/** The leader lease against a real PostgreSQL: one leader at a time, handover, expiry, and no trust past ttl. */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../telemetry/logger.ts';
+import { PostgresStore } from './index.ts';
+import { PostgresLease, type PostgresLeaseOptions } from './lease.ts';
+import { freePort, startTestServer, type TestServer } from './test-server.ts';
+
+let server: TestServer;
+const leases: PostgresLease[] = [];
+const stores: PostgresStore[] = [];
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterEach(async () => {
+  await Promise.all(leases.splice(0).map((l) => l.stop()));
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function freshDb(): Promise<string> {
+  const url = await server.createDatabase();
+  stores.push(await PostgresStore.open({ url }));
+  return url;
+}
+
+function lease(url: string, opts: Partial<PostgresLeaseOptions> = {}): PostgresLease {
+  const l = new PostgresLease({ url, ttlMs: 600, ...opts });
+  leases.push(l);
+  return l;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('PostgresLease', () => {
+  it('elects exactly one leader among replicas, and hands over on stop', async () => {
+    const url = await freshDb();
+    const [a, b, c] = [lease(url, { holder: 'a' }), lease(url, { holder: 'b' }), lease(url, { holder: 'c' })];
+    const first = await Promise.all([a.tick(), b.tick(), c.tick()]);
+    expect(first.filter(Boolean)).toHaveLength(1);
+    const leader = [a, b, c].find((l) => l.isLeader())!;
+    expect(leader.epoch()).toBe(1);
+    // Renewal keeps the same leader and epoch; the others stay followers.
+    await Promise.all([a.tick(), b.tick(), c.tick()]);
+    expect([a, b, c].filter((l) => l.isLeader())).toEqual([leader]);
+    expect(leader.epoch()).toBe(1);
+    await leader.stop();
+    expect(leader.isLeader()).toBe(false);
+    const rest = [a, b, c].filter((l) => l !== leader);
+    await Promise.all(rest.map((l) => l.tick()));
+    const next = rest.filter((l) => l.isLeader());
+    expect(next).toHaveLength(1);
+    expect(next[0]!.epoch()).toBe(2);
+  });
+
+  it('lets another replica take over only after a silent leader’s lease expires', async () => {
+    const url = await freshDb();
+    const a = lease(url, { holder: 'a', ttlMs: 800 });
+    const b = lease(url, { holder: 'b', ttlMs: 800 });
+    expect(await a.tick()).toBe(true);
+    // a stops renewing (as if killed); b cannot take the lease before it expires...
+    const killedAt = performance.now();
+    expect(await b.tick()).toBe(false);
+    await sleep(300);
+    expect(await b.tick()).toBe(false);
+    // ...and a stops trusting its lease before the database would give it away.
+    await sleep(500);
+    expect(a.isLeader()).toBe(false);
+    let took = false;
+    while (!took && performance.now() - killedAt < 3000) {
+      took = await b.tick();
+      if (!took) await sleep(50);
+    }
+    expect(took).toBe(true);
+    expect(performance.now() - killedAt).toBeGreaterThanOrEqual(800);
+    expect(b.epoch()).toBe(2);
+    // The old holder coming back finds the lease taken.
+    expect(await a.tick()).toBe(false);
+  });
+
+  it('stops trusting its lease after ttl on its own clock, even when the database cannot be reached', async () => {
+    const url = await freshDb();
+    let t = 1_000;
+    const changes: boolean[] = [];
+    const a = lease(url, { holder: 'a', ttlMs: 10_000, now: () => t, onChange: (v) => changes.push(v) });
+    expect(await a.tick()).toBe(true);
+    t += 8_000;
+    expect(a.isLeader()).toBe(true);
+    // No renewal reaches the database from here on: the database is still ours, but our trust runs out at 0.9 ttl.
+    t += 1_001;
+    expect(a.isLeader()).toBe(false);
+    expect(a.epoch()).toBeNull();
+    expect(changes).toEqual([true]);
+  });
+
+  it('never has two leaders at once while replicas renew and the leader crashes', async () => {
+    const url = await freshDb();
+    const ttlMs = 400;
+    const ls = ['a', 'b', 'c'].map((h) => lease(url, { holder: h, ttlMs }));
+    // Each replica renews every ttl/3 until it "crashes": its loop ends, it never releases, its clock runs on.
+    const alive = new Set(ls);
+    const loops = ls.map(async (l) => {
+      while (alive.has(l)) {
+        await l.tick();
+        await sleep(ttlMs / 3);
+      }
+    });
+    let overlaps = 0;
+    let samples = 0;
+    const leadersAfterCrash = new Set<string>();
+    let victim: PostgresLease | undefined;
+    const started = performance.now();
+    while (performance.now() - started < 2500) {
+      const now = ls.filter((l) => l.isLeader());
+      samples++;
+      if (now.length > 1) overlaps++;
+      if (victim) for (const l of now) leadersAfterCrash.add(l.holder);
+      if (!victim && performance.now() - started > 600 && now.length === 1) {
+        victim = now[0]!;
+        alive.delete(victim);
+      }
+      await sleep(2);
+    }
+    alive.clear();
+    await Promise.all(loops);
+    expect(victim).toBeDefined();
+    expect(samples).toBeGreaterThan(100);
+    expect(overlaps).toBe(0);
+    // Someone else took over after the crash.
+    expect([...leadersAfterCrash].filter((h) => h !== victim!.holder)).toHaveLength(1);
+  });
+
+  it('reports failures without throwing or leaking the password when the database is unreachable', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', write: (l) => lines.push(l) });
+    const port = await freePort();
+    const url = `postgres://hookwatch:${encodeURIComponent(server.password)}@127.0.0.1:${port}/nowhere`;
+    const a = lease(url, { ttlMs: 1000, logger });
+    expect(await a.tick()).toBe(false);
+    expect(a.isLeader()).toBe(false);
+    expect(lines.some((l) => l.includes('leader lease renewal failed'))).toBe(true);
+    expect(lines.join('\n')).not.toContain(server.password);
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * Leader election for replicas sharing one PostgreSQL: a lease row (`leader_lease`) that one replica holds at a
+ * time and renews every ttl/3. Expiry is decided by the database clock, so replicas' clocks need not agree.
+ * The holder trusts its lease only until its own monotonic clock says ttl has passed since it *sent* the last
+ * successful renewal, which is never later than the database's expiry: a paused or partitioned leader stops
+ * acting before anyone else can take over, so alerts are not evaluated or notified by two replicas at once.
+ * A lease row (not a session advisory lock) so leadership also ends when the holder hangs with its connection
+ * open. Each takeover increments `epoch`, a fencing token for writes that must come from the current leader.
+ */
+import { hostname } from 'node:os';
+import pg from 'pg';
+import type { Logger } from '../../telemetry/logger.ts';
+import { scrubSecret } from './index.ts';
+
+export interface PostgresLeaseOptions {
+  /** postgres:// URL (the lease uses its own single connection, so a busy ingest pool never delays renewal). */
+  url: string;
+  /** Lease name: replicas with the same name elect one leader. */
+  name?: string;
+  /** This replica's identity in the lease row. */
+  holder?: string;
+  /** How long a lease lasts without renewal; failover takes at most ttl + ttl/3. */
+  ttlMs: number;
+  /** Renewal period; default ttl/3. */
+  renewEveryMs?: number;
+  logger?: Logger;
+  /** Monotonic clock in ms (tests). */
+  now?: () => number;
+  /** Called with true when this replica becomes leader, false when it stops being leader. */
+  onChange?: (leader: boolean) => void;
+}
+
+/** Share of the ttl the holder trusts: a margin for clock-rate drift between this host and the database. */
+const TRUST = 0.9;
+
+/** The state of one replica's lease, as seen by that replica; satisfies alerting's `LeaderElector`. */
+export class PostgresLease {
+  readonly holder: string;
+  readonly name: string;
+  private readonly opts: PostgresLeaseOptions;
+  private readonly now: () => number;
+  private readonly pool: pg.Pool;
+  private validUntil = -Infinity;
+  private currentEpoch: number | null = null;
+  private wasLeader = false;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight: Promise<boolean> | undefined;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(opts: PostgresLeaseOptions) {
+    if (!(opts.ttlMs > 0)) throw new RangeError('lease ttl must be positive');
+    this.opts = opts;
+    this.now = opts.now ?? (() => performance.now());
+    this.name = opts.name ?? 'hookwatch';
+    this.holder = opts.holder ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
+    const renew = this.renewEveryMs();
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: 1,
+      application_name: 'hookwatch-lease',
+      connectionTimeoutMillis: Math.max(500, renew),
+      // A renewal that takes longer than the lease is worthless: give up and try again next period.
+      statement_timeout: Math.max(500, Math.round(opts.ttlMs)),
+      query_timeout: Math.max(500, Math.round(opts.ttlMs)),
+    });
+    this.pool.on('error', (err) => this.opts.logger?.warn('leader lease connection lost', { err: scrubSecret(err.message, opts.url) }));
+  }
+
+  private renewEveryMs(): number {
+    return this.opts.renewEveryMs ?? Math.max(100, Math.round(this.opts.ttlMs / 3));
+  }
+
+  /** True while this replica holds an unexpired lease. */
+  isLeader(): boolean {
+    return !this.stopped && this.now() < this.validUntil;
+  }
+
+  /** The lease's fencing token while leader (increments on every change of holder), else null. */
+  epoch(): number | null {
+    return this.isLeader() ? this.currentEpoch : null;
+  }
+
+  /** Starts renewing in the background (first attempt now). */
+  start(): void {
+    if (this.timer || this.stopped) return;
+    void this.tick();
+    this.timer = setInterval(() => void this.tick(), this.renewEveryMs());
+    this.timer.unref();
+  }
+
+  /** One acquire-or-renew attempt; resolves to whether this replica is leader afterwards. Never rejects. */
+  tick(): Promise<boolean> {
+    this.inFlight ??= this.attempt().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  private async attempt(): Promise<boolean> {
+    if (this.stopped) return false;
+    const sent = this.now();
+    try {
+      const r = await this.pool.query<{ epoch: string }>(
+        `INSERT INTO leader_lease AS l (name, holder, epoch, expires_at)
+         VALUES ($1, $2, 1, now() + make_interval(secs => $3::float8 / 1000))
+         ON CONFLICT (name) DO UPDATE SET
+           holder = excluded.holder,
+           expires_at = excluded.expires_at,
+           epoch = CASE WHEN l.holder = excluded.holder THEN l.epoch ELSE l.epoch + 1 END
+         WHERE l.holder = excluded.holder OR l.expires_at <= now()
+         RETURNING epoch::text AS epoch`,
+        [this.name, this.holder, this.opts.ttlMs],
+      );
+      const row = r.rows[0];
+      if (row && !this.stopped) {
+        this.validUntil = sent + this.opts.ttlMs * TRUST;
+        this.currentEpoch = Number(row.epoch);
+      } else {
+        this.validUntil = -Infinity;
+        this.currentEpoch = null;
+      }
+    } catch (err) {
+      // Keep what we had: a lease already granted lapses on its own clock; no renewal means no extension.
+      this.opts.logger?.warn('leader lease renewal failed', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+    }
+    this.report();
+    return this.isLeader();
+  }
+
+  private report(): void {
+    const leader = this.isLeader();
+    if (leader === this.wasLeader) return;
+    this.wasLeader = leader;
+    this.opts.logger?.info(leader ? 'leader lease acquired' : 'leader lease lost', { lease: this.name, holder: this.holder, epoch: this.currentEpoch });
+    try {
+      this.opts.onChange?.(leader);
+    } catch (err) {
+      this.opts.logger?.error('leader change handler failed', { err });
+    }
+  }
+
+  /** Stops renewing and hands the lease back so another replica takes over at its next renewal. Safe twice. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      if (this.timer) clearInterval(this.timer);
+      await this.inFlight;
+      const held = this.now() < this.validUntil;
+      this.validUntil = -Infinity;
+      this.report();
+      if (held) {
+        try {
+          await this.pool.query("UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2", [this.name, this.holder]);
+        } catch (err) {
+          this.opts.logger?.warn('leader lease release failed; it expires on its own', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+        }
+      }
+      await this.pool.end().catch(() => {});
+    })();
+    return this.stopping;
+  }
+}
