@@ -1,0 +1,127 @@
+/**
+ * SIGKILL during load, then restart: everything a client got 200 for is in the store, whole (a batch is one
+ * transaction), and the restarted process serves again. The server is the real CLI in a child process, killed
+ * with no chance to flush; the check reads the SQLite file itself after a clean second shutdown.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HOOK_EVENT_SHARE, batchTemplate, stamp } from '../../../bench/lib/batch.ts';
+import { agentFor, post } from '../../../bench/lib/harness.ts';
+import { tempDir } from '../helpers.ts';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+const RECORDS = 32;
+const CLIENTS = 16;
+
+const children: ChildProcess[] = [];
+const cleanups: (() => void)[] = [];
+
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const f of cleanups.splice(0)) f();
+});
+
+/** Starts `hookwatch serve` on free ports and resolves with its OTLP/HTTP URL once it logs that it started. */
+async function startCli(dir: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    cwd: dir,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOOKWATCH_DB: join(dir, 'hookwatch.db'),
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('hookwatch did not start within 20 s')), 20_000);
+    child.once('exit', (code) => reject(new Error(`hookwatch exited with ${code} before starting`)));
+    lines.on('line', (line) => {
+      try {
+        const entry = JSON.parse(line) as { msg?: string; otlpHttp?: string };
+        if (entry.msg === 'hookwatch started' && entry.otlpHttp) {
+          clearTimeout(timer);
+          resolve(entry.otlpHttp);
+        }
+      } catch {
+        // Not a log line (e.g. a Node warning): ignore.
+      }
+    });
+  });
+  return { child, url };
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+describe('SIGKILL during load', () => {
+  it('keeps every acknowledged batch, whole, and serves again after restart', async () => {
+    const { dir, cleanup } = tempDir('hookwatch-kill-');
+    cleanups.push(cleanup);
+    const template = batchTemplate(RECORDS, 'protobuf');
+    const headers = { 'content-type': template.contentType };
+
+    const first = await startCli(dir);
+    const agent = agentFor(CLIENTS);
+    const acked: string[] = [];
+    let killed = false;
+    const clients = Array.from({ length: CLIENTS }, async () => {
+      while (!killed) {
+        const session = randomUUID();
+        try {
+          const res = await post(agent, `${first.url}/v1/logs`, stamp(template, session), headers);
+          // Only a complete 200 counts as acknowledged; a reset mid-answer is not.
+          if (res.status === 200) acked.push(session);
+        } catch {
+          // The server died under this request: not acknowledged, and the client would retry it.
+        }
+      }
+    });
+    const t0 = performance.now();
+    while (performance.now() - t0 < 1500 || acked.length < 20) {
+      if (performance.now() - t0 > 15_000) throw new Error(`only ${acked.length} batches acknowledged in 15 s`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    first.child.kill('SIGKILL');
+    await exited(first.child);
+    killed = true;
+    await Promise.all(clients);
+    agent.destroy();
+    expect(first.child.signalCode).toBe('SIGKILL');
+
+    // Restart on the same file: it recovers the WAL and takes new data.
+    const second = await startCli(dir);
+    const after = randomUUID();
+    const again = agentFor(1);
+    expect((await post(again, `${second.url}/v1/logs`, stamp(template, after), headers)).status).toBe(200);
+    again.destroy();
+    second.child.kill('SIGTERM');
+    await exited(second.child);
+
+    const db = new DatabaseSync(join(dir, 'hookwatch.db'), { readOnly: true });
+    try {
+      expect((db.prepare('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check).toBe('ok');
+      const counts = new Map<string, number>();
+      for (const r of db.prepare('SELECT session_id AS s, COUNT(*) AS n FROM events GROUP BY session_id').all() as { s: string; n: number }[]) counts.set(r.s, Number(r.n));
+      const perBatch = RECORDS * HOOK_EVENT_SHARE;
+      const missing = acked.filter((s) => counts.get(s) !== perBatch);
+      expect(missing, `${missing.length} of ${acked.length} acknowledged batches missing or partial`).toEqual([]);
+      // No batch is ever half-stored, acknowledged or not.
+      for (const [session, n] of counts) expect(n, `batch ${session}`).toBe(perBatch);
+      expect(counts.get(after)).toBe(perBatch);
+    } finally {
+      db.close();
+    }
+  });
+});
