@@ -63,7 +63,7 @@ export const api = {
   dimensions: (signal?: AbortSignal) => call<{ dimensions: string[] }>('GET', '/api/v1/dimensions', undefined, undefined, signal),
   alerts: (q: Query, signal?: AbortSignal) => call<AlertsResponse>('GET', '/api/v1/alerts', q, undefined, signal),
   alert: (id: string, signal?: AbortSignal) => call<AlertDetailResponse>('GET', `/api/v1/alerts/${encodeURIComponent(id)}`, undefined, undefined, signal),
-  createSilence: (body: { matchers: SilenceMatcher[]; startsAt: string; endsAt: string; createdBy: string; comment: string }) =>
+  createSilence: (body: { matchers: SilenceMatcher[]; startsAt?: string; endsAt: string; createdBy: string; comment: string }) =>
     call<Silence | { silence: Silence } | { silenceId: string }>('POST', '/api/v1/silences', undefined, body),
   expireSilence: (id: string) => call<unknown>('DELETE', `/api/v1/silences/${encodeURIComponent(id)}`),
 };

@@ -16,7 +16,7 @@ const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
 
 let browser: Browser;
 let svc: TestService;
-let clock = NOW;
+
 const open: WatchedPage[] = [];
 
 async function page(opts: { width?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
@@ -32,7 +32,7 @@ async function ingest(body: string): Promise<void> {
 
 beforeAll(async () => {
   browser = await launch();
-  svc = await startTestService(PORTS, { now: () => clock });
+  svc = await startTestService(PORTS, { now: () => NOW });
   for (const run of FIXTURE_RUNS) {
     for (const req of fixtureRequests(run)) {
       const r = await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType });

@@ -65,8 +65,10 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         ev.preventDefault();
         const now = Date.now();
         try {
+          // No startsAt: the server starts it on its own clock, so a browser clock that runs behind cannot
+          // create a silence that only begins later.
           const created = await api.createSilence({
-            matchers, startsAt: new Date(now).toISOString(), endsAt: new Date(now + Number(duration.value)).toISOString(),
+            matchers, endsAt: new Date(now + Number(duration.value)).toISOString(),
             createdBy: by.value, comment: comment.value,
           });
           const id = silenceIdOf(created);

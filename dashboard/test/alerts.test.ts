@@ -1,0 +1,156 @@
+/**
+ * The alerts page in headless Chromium against hookwatch's real alerts API: alerts raised by the captured
+ * 2.1.332 requests, their webhook delivery attempts (to a local sink), silencing a hook from the page, and the
+ * page's empty state when a hookwatch has no alerts API at all.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import express from 'express';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import type { AlertDetailResponse, AlertsResponse, Silence } from '../../shared/src/api.ts';
+import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
+import { createDashboardRouter } from '../server.ts';
+import { launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest } from './otlp-json.ts';
+
+const NOW = Date.parse('2026-11-30T08:30:00Z');
+const XSS = '<img src=x onerror=alert(1)>';
+
+let browser: Browser;
+let svc: TestService;
+let sink: Server;
+const received: unknown[] = [];
+const open: WatchedPage[] = [];
+const tmp = tempDir('hookwatch-alerts-');
+
+async function page(opts: { allow?: RegExp } = {}): Promise<WatchedPage> {
+  const w = await watchedPage(browser, opts);
+  open.push(w);
+  return w;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  sink = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      received.push(JSON.parse(body || 'null'));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  const configFile = join(tmp.dir, 'hookwatch.yaml');
+  writeFileSync(configFile, `alerting:\n  receivers:\n    - name: team-webhook\n      type: webhook\n      url: http://127.0.0.1:${(sink.address() as AddressInfo).port}/hook\n`);
+  svc = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_CONFIG: configFile, HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms' }, { now: () => NOW });
+  for (const run of FIXTURE_RUNS) {
+    for (const req of fixtureRequests(run)) {
+      expect((await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType })).status).toBe(200);
+    }
+  }
+  const xss = hookRequest([{ hookEvent: 'Stop', hookName: XSS, timeMs: NOW - 300_000, sizes: { stdout: 10_500, additionalContext: 0, persisted: 1 } }]);
+  expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', xss, { 'content-type': 'application/json' })).status).toBe(200);
+});
+
+afterEach(async () => {
+  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
+  while (open.length) await open.pop()?.close();
+  expect(errs).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  await new Promise((r) => sink?.close(r));
+  tmp.cleanup();
+});
+
+describe('alerts page', () => {
+  it('lists the alerts with their delivery attempts, renders labels as text, and silences a hook', async () => {
+    const alert = await until('a firing persisted alert', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      return r.alerts.find((a) => a.state === 'firing' && a.labels['hook_name'] === 'SessionStart:startup');
+    });
+    await until('a delivery attempt', async () => {
+      const d = (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${alert.id}`)).body;
+      return d.attempts.find((a) => a.outcome === 'delivered');
+    });
+    const { page: p, dialogs } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
+    await waitLoaded(p);
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    expect(await card.getAttribute('data-state')).toBe('firing');
+    expect(await p.locator('section.alert-group[data-state="firing"] h2').textContent()).toMatch(/^Firing \(\d+\)$/);
+    // The hook named like markup is a label value: shown as text, never run.
+    expect(await p.locator('#alerts-list').textContent()).toContain(XSS);
+    expect(await p.$$('#app img')).toHaveLength(0);
+
+    await card.locator('details.attempts-details > summary').click();
+    const attempts = card.locator('table.attempts');
+    await attempts.waitFor();
+    expect(await attempts.textContent()).toContain('team-webhook');
+    expect(await attempts.textContent()).toContain('delivered');
+
+    await card.locator('details.silence > summary').click();
+    await card.locator('input[aria-label="Reason"]').fill('rolling out a smaller context file');
+    await card.locator('input[aria-label="Your name"]').fill('platform on-call');
+    await card.locator('.silence-form button[type="submit"]').click();
+    await card.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    const silences = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences;
+    const made = silences.find((s) => s.comment === 'rolling out a smaller context file');
+    expect(made?.matchers).toEqual(expect.arrayContaining([
+      expect.objectContaining({ name: 'hook_name', value: 'SessionStart:startup' }),
+      expect.objectContaining({ name: 'hook_event', value: 'SessionStart' }),
+    ]));
+    // The next refresh shows the silence on the card; the open attempts table survives it.
+    await card.locator('.chip', { hasText: `silenced by ${made?.id}` }).waitFor();
+    expect(await card.locator('details.attempts-details').getAttribute('open')).not.toBeNull();
+    expect(dialogs).toEqual([]);
+    await screenshot(p, 'alerts');
+  });
+
+  it('keeps the state filter in the URL', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(p);
+    await p.selectOption('#alert-state', 'resolved');
+    await waitLoaded(p, 1);
+    await p.waitForURL(/state=resolved/);
+    await p.reload();
+    await waitLoaded(p);
+    expect(await p.inputValue('#alert-state')).toBe('resolved');
+    expect(await p.$$('section.alert-group[data-state="firing"]')).toHaveLength(0);
+  });
+
+  it('says alerting is not available when the alerts API is missing', async () => {
+    const app = express();
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['service.version', 'user.id'] }));
+    app.use(createDashboardRouter());
+    app.use('/api', (_req, res) => void res.status(404).json({ error: { code: 'not_found', message: 'no such API route' } }));
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { page: p } = await page({ allow: /404/ });
+      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`);
+      await p.waitForSelector('#empty-state');
+      expect(await p.textContent('#empty-state')).toContain('Alerting is not available');
+      expect(await p.isHidden('#error-banner')).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
