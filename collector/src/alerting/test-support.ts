@@ -152,7 +152,6 @@ export function hookEvent(f: EventFacts): HookEvent {
     hookEvent: hookEventName,
     hookName,
     timeMs: f.timeMs,
-    numHooks: facts.numHooks,
     numSuccess: complete ? (f.success ?? facts.numHooks) : null,
     numBlocking: complete ? 0 : null,
     numNonBlockingError: complete ? 0 : null,

@@ -1,0 +1,221 @@
+/** The notify stage against a real HTTP receiver on port 0: transport retries, bodies, signing, OTLP export. */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../telemetry/logger.ts';
+import { WebhookSink } from '../alerting/test-support.ts';
+import { alertmanagerBody } from './alertmanager.ts';
+import { Dispatcher } from './dispatcher.ts';
+import type { Notification, ReceiverConfig } from './model.ts';
+import { OtlpAlertEmitter, logsUrl } from './otlp.ts';
+import { signingSecretProblem } from './signing.ts';
+import { slackText } from './slack.ts';
+import { backoffMs, parseRetryAfter, sendWithRetry, type AttemptResult } from './transport.ts';
+
+const sinks: WebhookSink[] = [];
+afterEach(async () => {
+  for (const s of sinks.splice(0)) await s.close();
+});
+
+async function sink(): Promise<WebhookSink> {
+  const s = new WebhookSink();
+  await s.start();
+  sinks.push(s);
+  return s;
+}
+
+const SECRET = 'whsec_' + Buffer.from('0123456789abcdef0123456789abcdef').toString('base64');
+
+function notification(over: Partial<Notification> = {}): Notification {
+  return {
+    webhookId: 'msg_test1',
+    receiver: 'ops',
+    status: 'firing',
+    createdAtMs: Date.now(),
+    alert: {
+      id: 'aaaaaaaaaaaaaaaa-1', fingerprint: 'aaaaaaaaaaaaaaaa', rule: 'persisted', hookId: '0123456789abcdef',
+      labels: { alertname: 'persisted', severity: 'critical', hook_event: 'SessionStart', hook_name: 'SessionStart:startup' },
+      annotations: { summary: 'SessionStart:startup: 1 output over the 10,000-character cap saved to a file' },
+      startsAt: '2026-11-30T10:00:00.000Z', endsAt: null,
+    },
+    ...over,
+  };
+}
+
+/** Standard Webhooks verification written from the spec, independent of signing.ts. */
+function verify(secret: string, headers: Record<string, string | string[] | undefined>, body: string): boolean {
+  const id = String(headers['webhook-id']);
+  const ts = String(headers['webhook-timestamp']);
+  if (Math.abs(Date.now() / 1000 - Number(ts)) > 300) return false;
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = createHmac('sha256', key).update(`${id}.${ts}.${body}`).digest();
+  return String(headers['webhook-signature']).split(' ').some((sig) => {
+    const [version, b64] = sig.split(',');
+    const got = Buffer.from(b64 ?? '', 'base64');
+    return version === 'v1' && got.length === expected.length && timingSafeEqual(got, expected);
+  });
+}
+
+describe('transport', () => {
+  it('full jitter stays within [0, min(cap, base * 2^(n-1)))', () => {
+    expect(backoffMs(1, 500, 30_000, () => 0.999)).toBeLessThan(500);
+    expect(backoffMs(4, 500, 30_000, () => 0.999)).toBeLessThan(4000);
+    expect(backoffMs(4, 500, 30_000, () => 0.999)).toBeGreaterThan(3900);
+    expect(backoffMs(20, 500, 30_000, () => 0.999)).toBeLessThan(30_000);
+    expect(backoffMs(3, 500, 30_000, () => 0)).toBe(0);
+  });
+
+  it('reads Retry-After as seconds or an HTTP date', () => {
+    expect(parseRetryAfter('3', 0)).toBe(3000);
+    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4000)).toBe(6000);
+    expect(parseRetryAfter('soon', 0)).toBeUndefined();
+    expect(parseRetryAfter(null, 0)).toBeUndefined();
+  });
+
+  it('retries 503 and 408 until delivered, reporting every attempt', async () => {
+    const s = await sink();
+    s.reply = ({ index }) => ({ status: index === 0 ? 503 : index === 1 ? 408 : 200 });
+    const attempts: AttemptResult[] = [];
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 10_000, baseDelayMs: 5, onAttempt: (a) => attempts.push(a) });
+    expect(r).toMatchObject({ outcome: 'delivered', attempts: 3, httpStatus: 200 });
+    expect(attempts.map((a) => `${a.outcome}:${a.httpStatus}`)).toEqual(['retrying:503', 'retrying:408', 'delivered:200']);
+  });
+
+  it('treats 4xx other than 408/429 as permanent: one attempt', async () => {
+    const s = await sink();
+    s.reply = () => ({ status: 400 });
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 10_000, baseDelayMs: 5 });
+    expect(r).toMatchObject({ outcome: 'failed', attempts: 1, httpStatus: 400 });
+    expect(s.requests).toHaveLength(1);
+  });
+
+  it('honours Retry-After on 429 even when the backoff would be shorter', async () => {
+    const s = await sink();
+    s.reply = ({ index }) => (index === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 });
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 10_000, baseDelayMs: 1 });
+    expect(r.outcome).toBe('delivered');
+    const gap = (s.requests[1]?.perfMs ?? 0) - (s.requests[0]?.perfMs ?? 0);
+    expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it('gives up at the deadline and says so', async () => {
+    const s = await sink();
+    s.reply = () => ({ status: 503 });
+    const started = Date.now();
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: started + 300, baseDelayMs: 20, maxDelayMs: 50 });
+    expect(r.outcome).toBe('failed');
+    expect(r.error).toContain('deadline');
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(s.requests.length).toBeGreaterThan(1);
+  });
+
+  it('times out a hanging receiver and never echoes the URL (it may hold a token) in the error', async () => {
+    const s = await sink();
+    s.reply = () => ({ status: 200, delayMs: 5000 });
+    const url = `${s.url}/services/T000/B000/secret-token-xyz`;
+    const attempts: AttemptResult[] = [];
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url, timeoutMs: 200, deadlineMs: Date.now() + 100, onAttempt: (a) => attempts.push(a) });
+    expect(r.outcome).toBe('failed');
+    expect(attempts[0]?.error).toContain('timed out');
+    expect(JSON.stringify(attempts)).not.toContain('secret-token-xyz');
+  });
+
+  it('does not follow redirects: a signed body stays with its receiver', async () => {
+    const s = await sink();
+    s.reply = () => ({ status: 307, headers: { location: 'http://127.0.0.1:9/elsewhere' } });
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 1000 });
+    expect(r).toMatchObject({ outcome: 'failed', httpStatus: 307, attempts: 1 });
+  });
+});
+
+describe('dispatcher', () => {
+  const receiver = (url: string, over: Partial<ReceiverConfig> = {}): ReceiverConfig => ({ name: 'ops', type: 'webhook', url, headers: { 'X-Team': 'platform' }, signingSecret: SECRET, timeoutMs: 2000, sendResolved: true, ...over });
+
+  it('signs every attempt (independently verified), keeps one webhook-id across retries, delivers once', async () => {
+    const s = await sink();
+    s.reply = ({ index }) => ({ status: index < 3 ? 503 : 200 });
+    const attempts: AttemptResult[] = [];
+    const finished: string[] = [];
+    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: 'http://hw.test' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20, onAttempt: (_n, a) => attempts.push(a), onFinished: (_n, o) => finished.push(o) });
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests).toHaveLength(4);
+    expect(s.delivered()).toHaveLength(1);
+    for (const r of s.requests) {
+      expect(r.headers['webhook-id']).toBe('msg_test1');
+      expect(r.headers['x-team']).toBe('platform');
+      expect(verify(SECRET, r.headers, r.body)).toBe(true);
+      expect(verify('whsec_' + Buffer.from('another key, 32 bytes long......').toString('base64'), r.headers, r.body)).toBe(false);
+    }
+    expect(attempts.map((a) => a.outcome)).toEqual(['retrying', 'retrying', 'retrying', 'delivered']);
+    expect(finished).toEqual(['delivered']);
+    await d.stop();
+  });
+
+  it('a hanging receiver delays only itself; a full queue refuses instead of growing', async () => {
+    const slow = await sink();
+    slow.reply = () => ({ status: 200, delayMs: 1500 });
+    const fast = await sink();
+    const d = new Dispatcher({
+      receivers: [receiver(slow.url, { name: 'slow' }), receiver(fast.url, { name: 'fast' })],
+      links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 2, concurrencyPerReceiver: 1,
+    });
+    const started = performance.now();
+    d.enqueue(notification({ receiver: 'slow', webhookId: 'a' }));
+    d.enqueue(notification({ receiver: 'slow', webhookId: 'b' }));
+    d.enqueue(notification({ receiver: 'slow', webhookId: 'c' }));
+    expect(d.enqueue(notification({ receiver: 'slow', webhookId: 'd' }))).toBe(false);
+    expect(d.stats.dropped).toBe(1);
+    d.enqueue(notification({ receiver: 'fast', webhookId: 'e' }));
+    await fast.waitFor(1);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await d.stop();
+  });
+
+  it('renders the Alertmanager v4 body and a readable Slack text', () => {
+    const n = notification();
+    const body = alertmanagerBody(n, { externalUrl: 'https://hw.example.com/' });
+    expect(Object.keys(body).sort()).toEqual(['alerts', 'commonAnnotations', 'commonLabels', 'externalURL', 'groupKey', 'groupLabels', 'receiver', 'status', 'truncatedAlerts', 'version']);
+    expect(Object.keys(body.alerts[0] ?? {}).sort()).toEqual(['annotations', 'endsAt', 'fingerprint', 'generatorURL', 'labels', 'startsAt', 'status']);
+    expect(body.alerts[0]?.generatorURL).toBe('https://hw.example.com/#/hooks/0123456789abcdef');
+    const text = slackText({ ...n, alert: { ...n.alert, labels: { ...n.alert.labels, team: 'a<b' } } }, { externalUrl: 'https://hw.example.com' });
+    expect(text).toContain('[FIRING] persisted');
+    expect(text).toContain('SessionStart:startup');
+    expect(text).toContain('saved to a file');
+    expect(text).toContain('Since 2026-11-30T10:00:00.000Z');
+    expect(text).toContain('team=a&lt;b');
+    expect(text).toContain('<https://hw.example.com/#/hooks/0123456789abcdef|Open in hookwatch>');
+    const resolved = slackText({ ...n, status: 'resolved', alert: { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z' } }, { externalUrl: '' });
+    expect(resolved).toContain('[RESOLVED]');
+    expect(resolved).toContain('to 2026-11-30T11:00:00.000Z');
+  });
+
+  it('checks signing secrets without echoing them', () => {
+    expect(signingSecretProblem(SECRET)).toBeUndefined();
+    expect(signingSecretProblem('plain-secret-value')).toMatch(/whsec_/);
+    expect(signingSecretProblem('whsec_c2hvcnQ=')).toMatch(/16 bytes/);
+    expect(signingSecretProblem('whsec_not base64!')).not.toContain('not base64!');
+  });
+});
+
+describe('OTLP alert events', () => {
+  it('exports each transition as an OTLP log record to the configured endpoint', async () => {
+    const s = await sink();
+    expect(logsUrl(`${s.url}/`)).toBe(`${s.url}/v1/logs`);
+    expect(logsUrl(`${s.url}/v1/logs`)).toBe(`${s.url}/v1/logs`);
+    const e = new OtlpAlertEmitter({ endpoint: s.url, headers: { authorization: 'Bearer t0ken' }, serviceVersion: '0.1.0', scheduledDelayMs: 10 });
+    e.emit({ id: 'f-1', fingerprint: 'f', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', severity: 'critical', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, annotations: { summary: 'lost' }, atMs: Date.now() });
+    await e.shutdown();
+    await s.waitFor(1);
+    const r = s.requests[0];
+    expect(r?.path).toBe('/v1/logs');
+    expect(r?.headers['authorization']).toBe('Bearer t0ken');
+    const body = JSON.parse(r?.body ?? '{}') as { resourceLogs: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeLogs: { logRecords: { body: { stringValue: string }; eventName?: string; severityText: string; attributes: { key: string; value: { stringValue?: string } }[] }[] }[] }[] };
+    const rl = body.resourceLogs[0];
+    expect(rl?.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue).toBe('hookwatch');
+    const rec = rl?.scopeLogs[0]?.logRecords[0];
+    expect(rec?.body.stringValue).toBe('[FIRING] persisted: lost');
+    expect(rec?.severityText).toBe('CRITICAL');
+    const attrs = Object.fromEntries((rec?.attributes ?? []).map((a) => [a.key, a.value.stringValue]));
+    expect(attrs).toMatchObject({ 'hookwatch.alert.state': 'firing', 'hookwatch.alert.rule': 'persisted', hook_name: 'SessionStart:startup' });
+  });
+});
