@@ -1,0 +1,529 @@
+/**
+ * Everything shipped for deploying hookwatch agrees with the app: the Dockerfile, docker-compose.yml, the
+ * Collector configs, the Kubernetes manifests and the Prometheus files name only settings the config schema
+ * knows, use its default ports, keep data where the image's volume is, and reference files that exist.
+ * No Docker engine runs here; Debian's docker-compose, Prometheus's promtool and kubectl validate when installed.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { loadConfig, toConfig } from '../collector/src/config/index.ts';
+import { SETTINGS } from '../collector/src/config/schema.ts';
+import { parseExposition } from '../collector/src/telemetry/prometheus-text.ts';
+import { startServiceUnderTest, type ServiceUnderTest } from '../collector/src/telemetry/test-support.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
+const has = (cmd: string, args: string[]): boolean => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0;
+const hasCompose = has('docker-compose', ['version']);
+const hasPromtool = has('promtool', ['--version']);
+const hasKubectl = has('kubectl', ['version', '--client']);
+
+const KNOWN_ENV = new Set(SETTINGS.flatMap((s) => (s.env ? [s.env] : [])).concat('HOOKWATCH_CONFIG'));
+/** Default port of each listen address, by environment variable. */
+const DEFAULT_PORTS = new Map(SETTINGS.filter((s) => s.type === 'addr' && s.env).map((s) => [s.env as string, Number(String(s.default).split(':').pop())]));
+const HTTP_PORT = DEFAULT_PORTS.get('HOOKWATCH_HTTP_ADDR') as number;
+const OTLP_HTTP_PORT = DEFAULT_PORTS.get('HOOKWATCH_OTLP_HTTP_ADDR') as number;
+const SHUTDOWN_MS = SETTINGS.find((s) => s.key === 'shutdown.timeout')?.default as number;
+/** Settings whose default is a file under ./data/: in a container they must live on the data volume. */
+const DATA_FILE_ENVS = SETTINGS.filter((s) => s.env && typeof s.default === 'string' && s.default.startsWith('./data/')).map((s) => s.env as string);
+
+type Doc = Record<string, unknown>;
+const obj = (v: unknown): Doc => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Doc) : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** Checks names and values of HOOKWATCH_* variables; returns the problems found. */
+function envProblems(where: string, env: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('HOOKWATCH_')) continue;
+    if (!KNOWN_ENV.has(name)) problems.push(`${where}: ${name} is not a hookwatch setting`);
+    const port = DEFAULT_PORTS.get(name);
+    if (port !== undefined && typeof value === 'string' && value !== `0.0.0.0:${port}`) problems.push(`${where}: ${name}=${value}, expected 0.0.0.0:${port} inside a container`);
+  }
+  return problems;
+}
+
+function loadsStrictly(file: string): void {
+  // The real loader: unknown keys and bad values throw, naming the key.
+  toConfig(loadConfig({ flags: { config: join(ROOT, file) }, env: {} }));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+interface Instruction {
+  op: string;
+  args: string;
+  stage: number;
+}
+
+function dockerfile(): Instruction[] {
+  const out: Instruction[] = [];
+  let stage = -1;
+  const joined = read('Dockerfile').replace(/\\\n/g, ' ');
+  for (const raw of joined.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^(\w+)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const op = (m[1] as string).toUpperCase();
+    if (op === 'FROM') stage++;
+    out.push({ op, args: (m[2] as string).trim(), stage });
+  }
+  return out;
+}
+
+function envOf(instructions: Instruction[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const i of instructions.filter((x) => x.op === 'ENV')) {
+    for (const m of i.args.matchAll(/([A-Z_][A-Z0-9_]*)=("[^"]*"|\S+)/g)) env[m[1] as string] = (m[2] as string).replace(/^"|"$/g, '');
+  }
+  return env;
+}
+
+/** .dockerignore as the builder reads it: last matching pattern wins, `!` re-includes. */
+function dockerignored(path: string): boolean {
+  const rules = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  let ignored = false;
+  for (const rule of rules) {
+    const negate = rule.startsWith('!');
+    const pattern = (negate ? rule.slice(1) : rule).replace(/\/$/, '');
+    const re = new RegExp('^' + pattern.split('/').map((part) => (part === '**' ? '.*' : part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*'))).join('/').replace(/\.\*\//g, '(.*/)?') + '(/.*)?$');
+    if (re.test(path)) ignored = !negate;
+  }
+  return ignored;
+}
+
+/** Runtime imports of a TypeScript/JavaScript file (type-only imports are erased, so they do not count). */
+function runtimeImports(source: string): string[] {
+  const specs: string[] = [];
+  const patterns = [
+    /^\s*import\s+(?!type\s)[^;]*?\bfrom\s+['"]([^'"]+)['"]/gm,
+    /^\s*export\s+(?!type\s)[^;]*?\bfrom\s+['"]([^'"]+)['"]/gm,
+    /^\s*import\s+['"]([^'"]+)['"]/gm,
+    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\bimport\.meta\.resolve\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  for (const re of patterns) for (const m of source.matchAll(re)) specs.push(m[1] as string);
+  return specs;
+}
+
+describe('Dockerfile', () => {
+  const ins = dockerfile();
+  const final = Math.max(...ins.map((i) => i.stage));
+  const finalIns = ins.filter((i) => i.stage === final);
+  const env = envOf(finalIns);
+
+  it('is multi-stage on Node 24 slim, installs production dependencies with npm ci, and runs as a non-root uid', () => {
+    expect(final).toBeGreaterThanOrEqual(1);
+    const arg = ins.find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='));
+    expect(arg?.args).toMatch(/^NODE_IMAGE=node:24(\.\d+)*-slim/);
+    for (const from of ins.filter((i) => i.op === 'FROM')) expect(from.args).toMatch(/^\$\{NODE_IMAGE\}/);
+    expect(ins.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args))).toBe(true);
+    const user = finalIns.filter((i) => i.op === 'USER').pop()?.args ?? '';
+    expect(user).toMatch(/^[1-9]\d*(:\d+)?$/);
+  });
+
+  it('sets only known HOOKWATCH_* variables, listens on 0.0.0.0 at the default ports, and EXPOSEs exactly them', () => {
+    expect(envProblems('Dockerfile ENV', env)).toEqual([]);
+    for (const [name, port] of DEFAULT_PORTS) expect(env[name], name).toBe(`0.0.0.0:${port}`);
+    const exposed = finalIns.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map((p) => Number(p.split('/')[0]))).sort();
+    expect(exposed).toEqual([...DEFAULT_PORTS.values()].sort());
+  });
+
+  it('keeps the store and every other data file on the VOLUME', () => {
+    const volume = finalIns.find((i) => i.op === 'VOLUME')?.args ?? '';
+    const dir = (JSON.parse(volume.startsWith('[') ? volume : JSON.stringify([volume])) as string[])[0] as string;
+    expect(dir).toBe('/data');
+    expect(DATA_FILE_ENVS).toContain('HOOKWATCH_DB');
+    for (const name of DATA_FILE_ENVS) expect(posix.dirname(env[name] ?? '(unset: would write under /app/data)'), name).toBe(dir);
+    expect(finalIns.some((i) => i.op === 'RUN' && i.args.includes(`chown ${finalIns.filter((x) => x.op === 'USER').pop()?.args} ${dir}`))).toBe(true);
+  });
+
+  it('runs node directly (PID 1 gets SIGTERM) and health-checks /healthz with a script the image contains', () => {
+    const entry = JSON.parse(finalIns.find((i) => i.op === 'ENTRYPOINT')?.args ?? '[]') as string[];
+    expect(entry[0]).toBe('node');
+    expect(existsSync(join(ROOT, entry[1] ?? 'missing'))).toBe(true);
+    expect(finalIns.find((i) => i.op === 'STOPSIGNAL')?.args ?? 'SIGTERM').toBe('SIGTERM');
+    const health = finalIns.find((i) => i.op === 'HEALTHCHECK')?.args ?? '';
+    const script = /"(deploy\/docker\/[^"]+\.mjs)"/.exec(health)?.[1];
+    expect(script).toBeDefined();
+    expect(ins.some((i) => i.op === 'COPY' && i.args.includes(script as string))).toBe(true);
+  });
+
+  it('copies sources that exist and that .dockerignore lets through; nothing else (no .git, data or node_modules)', () => {
+    const sources = ins.filter((i) => i.op === 'COPY' && !i.args.startsWith('--from')).flatMap((i) => i.args.replace(/--\S+/g, '').trim().split(/\s+/).slice(0, -1));
+    expect(sources.length).toBeGreaterThan(3);
+    for (const s of sources) {
+      expect(existsSync(join(ROOT, s)), s).toBe(true);
+      expect(dockerignored(s), `${s} is excluded by .dockerignore`).toBe(false);
+    }
+    for (const p of ['.git', 'node_modules/express/package.json', 'data/hookwatch.db', 'collector/testdata/x', 'collector/src/service.test.ts', '.env']) expect(dockerignored(p), p).toBe(true);
+  });
+
+  it('contains every file the server imports, and needs no devDependency at run time (npm ci --omit=dev)', () => {
+    const copied = ins.filter((i) => i.op === 'COPY' && i.stage !== final).flatMap((i) => i.args.replace(/--\S+/g, '').trim().split(/\s+/).slice(0, -1));
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const seen = new Set<string>();
+    const queue = ['collector/src/main.ts', ...(JSON.parse(finalIns.find((i) => i.op === 'HEALTHCHECK')?.args.replace(/^.*CMD\s+/, '') ?? '[]') as string[]).filter((a) => a.endsWith('.mjs'))];
+    const missingPackages = new Set<string>();
+    while (queue.length) {
+      const file = queue.pop() as string;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      expect(copied.some((c) => file === c || file.startsWith(c + '/')), `${file} is not copied into the image`).toBe(true);
+      expect(file.endsWith('.test.ts'), `the server imports a test file: ${file}`).toBe(false);
+      for (const spec of runtimeImports(read(file))) {
+        if (spec.startsWith('node:')) continue;
+        if (spec.startsWith('.')) {
+          const target = posix.normalize(posix.join(posix.dirname(file), spec));
+          if (target === 'package.json') continue; // copied from the deps stage
+          expect(existsSync(join(ROOT, target)), `${file} imports missing ${spec}`).toBe(true);
+          if (/\.(ts|mjs|js)$/.test(target)) queue.push(target);
+          continue;
+        }
+        const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
+        if (!(name in pkg.dependencies)) missingPackages.add(`${name} (imported by ${file})`);
+      }
+    }
+    expect(seen.size).toBeGreaterThan(20);
+    expect([...missingPackages], 'runtime imports of packages that are not production dependencies').toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe('docker-compose.yml', () => {
+  const compose = obj(parseYaml(read('docker-compose.yml')));
+  const services = obj(compose['services']);
+  const envOfService = (name: string): Record<string, unknown> => obj(obj(services[name])['environment']);
+  const mounts = (name: string): { source: string; target: string }[] => arr(obj(services[name])['volumes']).map((v) => {
+    const [source = '', target = ''] = String(v).split(':');
+    return { source, target };
+  });
+
+  it.skipIf(!hasCompose)('passes `docker-compose config -q` (skipped only where Debian\'s docker-compose is not installed)', () => {
+    const r = spawnSync('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('runs hookwatch, PostgreSQL, an OpenTelemetry Collector (contrib) and a webhook receiver', () => {
+    expect(Object.keys(services)).toEqual(expect.arrayContaining(['hookwatch', 'postgres', 'otel-collector', 'webhook-echo']));
+    expect(String(obj(services['otel-collector'])['image'])).toMatch(/^otel\/opentelemetry-collector-contrib:\d+\.\d+\.\d+$/);
+    expect(String(obj(services['postgres'])['image'])).toMatch(/^postgres:\d+/);
+  });
+
+  it('sets only known HOOKWATCH_* variables in every service, with the default ports on 0.0.0.0', () => {
+    for (const name of Object.keys(services)) expect(envProblems(`service ${name}`, envOfService(name))).toEqual([]);
+  });
+
+  it('points hookwatch at the PostgreSQL service, keeps other data on the image volume, and drains within stop_grace_period', () => {
+    const env = envOfService('hookwatch');
+    const pg = obj(services['postgres']);
+    const pgEnv = obj(pg['environment']);
+    const db = new URL(String(env['HOOKWATCH_DB']).replace(/\$\{[^}]*\}/g, 'x'));
+    expect(db.protocol).toBe('postgres:');
+    expect(db.hostname).toBe('postgres');
+    expect(db.username).toBe(pgEnv['POSTGRES_USER']);
+    expect(db.pathname).toBe(`/${String(pgEnv['POSTGRES_DB'])}`);
+    expect(String(env['HOOKWATCH_DB'])).toContain('${POSTGRES_PASSWORD');
+    expect(mounts('hookwatch').some((m) => m.target === '/data')).toBe(true);
+    expect(Object.keys(obj(obj(services['hookwatch'])['depends_on']))).toContain('postgres');
+    const grace = /^(\d+)s$/.exec(String(obj(services['hookwatch'])['stop_grace_period']));
+    expect(Number(grace?.[1]) * 1000).toBeGreaterThan(SHUTDOWN_MS);
+  });
+
+  it('mounts files that exist; hookwatch\'s config file loads strictly and its webhook receiver is the echo service', () => {
+    for (const name of Object.keys(services)) {
+      for (const m of mounts(name).filter((x) => x.source.startsWith('./'))) expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
+    }
+    const configTarget = String(envOfService('hookwatch')['HOOKWATCH_CONFIG']);
+    const configFile = mounts('hookwatch').find((m) => m.target === configTarget)?.source;
+    expect(configFile).toBeDefined();
+    loadsStrictly(configFile as string);
+    const receivers = arr(obj(obj(parseYaml(read(configFile as string)))['alerting'])['receivers']).map(obj);
+    const echoPort = String(envOfService('webhook-echo')['PORT']);
+    expect(receivers.map((r) => new URL(String(r['url'])).host)).toContain(`webhook-echo:${echoPort}`);
+  });
+
+  it('publishes the Collector\'s OTLP ports for Claude Code and the dashboard on the API port', () => {
+    const collectorPorts = arr(obj(services['otel-collector'])['ports']).map(String);
+    expect(collectorPorts).toEqual(expect.arrayContaining(['4317:4317', '4318:4318']));
+    expect(arr(obj(services['hookwatch'])['ports']).map(String)).toContain(`127.0.0.1:${HTTP_PORT}:${HTTP_PORT}`);
+    const collectorConfig = mounts('otel-collector').find((m) => m.target.endsWith('config.yaml'))?.source;
+    expect(collectorConfig).toBe('./deploy/otel-collector/fan-out.yaml');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe('OpenTelemetry Collector configs', () => {
+  for (const file of ['deploy/otel-collector/fan-out.yaml', 'deploy/otel-collector/inline.yaml']) {
+    it(`${file}: every pipeline component is defined and used; receivers take OTLP on 0.0.0.0:4317/4318`, () => {
+      const cfg = obj(parseYaml(read(file)));
+      const pipelines = obj(obj(cfg['service'])['pipelines']);
+      const used = { receivers: new Set<string>(), processors: new Set<string>(), exporters: new Set<string>() };
+      for (const [name, p] of Object.entries(pipelines)) {
+        expect(name).toMatch(/^(logs|metrics|traces)(\/[\w-]+)?$/);
+        for (const kind of ['receivers', 'processors', 'exporters'] as const) {
+          for (const c of arr(obj(p)[kind]).map(String)) {
+            expect(Object.keys(obj(cfg[kind])), `${name} uses undefined ${kind.slice(0, -1)} ${c}`).toContain(c);
+            used[kind].add(c);
+          }
+        }
+      }
+      for (const kind of ['receivers', 'processors', 'exporters'] as const) expect([...used[kind]].sort(), `unused ${kind}`).toEqual(Object.keys(obj(cfg[kind])).sort());
+      const protocols = obj(obj(obj(cfg['receivers'])['otlp'])['protocols']);
+      expect(obj(protocols['grpc'])['endpoint']).toBe('0.0.0.0:4317');
+      expect(obj(protocols['http'])['endpoint']).toBe('0.0.0.0:4318');
+      for (const signal of ['logs', 'metrics', 'traces']) expect(Object.keys(pipelines).some((n) => n.split('/')[0] === signal), `${signal} reaches the backend`).toBe(true);
+    });
+  }
+
+  it('fan-out sends only hook events to hookwatch\'s OTLP/HTTP port, everything to the backend', () => {
+    const cfg = obj(parseYaml(read('deploy/otel-collector/fan-out.yaml')));
+    const exporter = obj(obj(cfg['exporters'])['otlphttp/hookwatch']);
+    expect(new URL(String(exporter['endpoint'])).port).toBe(String(OTLP_HTTP_PORT));
+    const filter = JSON.stringify(obj(cfg['processors'])['filter/hook-events']);
+    expect(filter).toContain('hook_execution_complete');
+    expect(filter).toContain('hook_execution_start');
+    const pipelines = obj(obj(cfg['service'])['pipelines']);
+    const toHookwatch = Object.values(pipelines).map(obj).filter((p) => arr(p['exporters']).includes('otlphttp/hookwatch'));
+    expect(toHookwatch).toHaveLength(1);
+    expect(arr(toHookwatch[0]?.['processors'])).toContain('filter/hook-events');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe('Kubernetes manifests', () => {
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const f of readdirSync(join(ROOT, dir))) {
+      const p = `${dir}/${f}`;
+      if (statSync(join(ROOT, p)).isDirectory()) walk(p);
+      else if (/\.ya?ml$/.test(f)) files.push(p);
+    }
+  };
+  walk('deploy/kubernetes');
+  const docs = files.flatMap((f) => parseAllDocuments(read(f)).map((d) => {
+    expect(d.errors, f).toEqual([]);
+    return { file: f, doc: obj(d.toJS()) };
+  }));
+  const dockerUser = Number((dockerfile().filter((i) => i.op === 'USER').pop()?.args ?? '').split(':')[0]);
+  const containersOf = (doc: Doc): Doc[] => arr(obj(obj(obj(doc['spec'])['template'])['spec'])['containers']).map(obj);
+
+  it('parses, and every document has apiVersion, kind and a name', () => {
+    expect(files.length).toBeGreaterThanOrEqual(8);
+    for (const { file, doc } of docs) {
+      expect(doc['apiVersion'], file).toBeTruthy();
+      expect(doc['kind'], file).toBeTruthy();
+      if (doc['kind'] !== 'Kustomization') expect(obj(doc['metadata'])['name'], file).toBeTruthy();
+    }
+  });
+
+  it('sets only HOOKWATCH_* variables the app knows, on the default ports, with data on the /data mount', () => {
+    const deployments = docs.filter((d) => d.doc['kind'] === 'Deployment');
+    expect(deployments.length).toBeGreaterThanOrEqual(2); // the base and the overlays' patches
+    for (const { file, doc } of deployments) {
+      for (const c of containersOf(doc)) {
+        const env = Object.fromEntries(arr(c['env']).map(obj).map((e) => [String(e['name']), e['value'] ?? '(from secret)']));
+        expect(envProblems(file, env)).toEqual([]);
+        for (const name of DATA_FILE_ENVS) {
+          const v = env[name];
+          if (typeof v === 'string' && v.startsWith('/')) expect(posix.dirname(v), `${file} ${name}`).toBe('/data');
+        }
+      }
+    }
+  });
+
+  it('base Deployment: named ports match the schema, probes hit /healthz and /readyz, non-root as in the image, grace period above the shutdown bound', () => {
+    const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
+    const pod = obj(obj(obj(doc['spec'])['template'])['spec']);
+    const c = containersOf(doc)[0] as Doc;
+    const ports = Object.fromEntries(arr(c['ports']).map(obj).map((p) => [String(p['name']), Number(p['containerPort'])]));
+    const env = Object.fromEntries(arr(c['env']).map(obj).map((e) => [String(e['name']), e['value']]));
+    expect(ports['http']).toBe(HTTP_PORT);
+    expect(ports['otlp-http']).toBe(OTLP_HTTP_PORT);
+    for (const [name, port] of DEFAULT_PORTS) expect(Object.values(ports), name).toContain(port);
+    expect(obj(obj(c['readinessProbe'])['httpGet'])).toMatchObject({ path: '/readyz', port: 'http' });
+    expect(obj(obj(c['livenessProbe'])['httpGet'])).toMatchObject({ path: '/healthz', port: 'http' });
+    expect(obj(pod['securityContext'])).toMatchObject({ runAsNonRoot: true, runAsUser: dockerUser });
+    expect(obj(c['securityContext'])['readOnlyRootFilesystem']).toBe(true);
+    const mountsByPath = Object.fromEntries(arr(c['volumeMounts']).map(obj).map((m) => [String(m['mountPath']), String(m['name'])]));
+    expect(mountsByPath['/data']).toBe('data');
+    expect(posix.dirname(String(env['HOOKWATCH_DB']))).toBe('/data');
+    expect(mountsByPath[posix.dirname(String(env['HOOKWATCH_CONFIG']))]).toBe('config');
+    const bound = env['HOOKWATCH_SHUTDOWN_TIMEOUT'] === undefined ? SHUTDOWN_MS : (loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: String(env['HOOKWATCH_SHUTDOWN_TIMEOUT']) } }).values.get('shutdown.timeout') as number);
+    expect(Number(pod['terminationGracePeriodSeconds']) * 1000).toBeGreaterThan(bound);
+    expect(obj(obj(obj(doc['spec'])['template'])['metadata'])['annotations']).toMatchObject({ 'prometheus.io/port': String(HTTP_PORT), 'prometheus.io/path': '/metrics' });
+  });
+
+  it('Service targets the container\'s named ports; secrets referenced exist in the example Secret; the ConfigMap loads strictly', () => {
+    const { doc: svc } = docs.find((d) => d.doc['kind'] === 'Service') as { doc: Doc };
+    const { doc: dep } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
+    const names = arr((containersOf(dep)[0] as Doc)['ports']).map((p) => obj(p)['name']);
+    for (const p of arr(obj(svc['spec'])['ports']).map(obj)) expect(names).toContain(p['targetPort']);
+    const secret = docs.find((d) => d.doc['kind'] === 'Secret')?.doc as Doc;
+    const keys = Object.keys(obj(secret['stringData']));
+    const refs = docs.filter((d) => d.doc['kind'] === 'Deployment').flatMap((d) => containersOf(d.doc)).flatMap((c) => arr(c['env']).map(obj)).map((e) => obj(obj(e['valueFrom'])['secretKeyRef'])).filter((r) => r['key']);
+    expect(refs.length).toBeGreaterThanOrEqual(2);
+    for (const r of refs) {
+      expect(r['name']).toBe(obj(secret['metadata'])['name']);
+      expect(keys).toContain(r['key']);
+    }
+    const cm = docs.find((d) => d.doc['kind'] === 'ConfigMap')?.doc as Doc;
+    const text = String(obj(cm['data'])['hookwatch.yaml']);
+    toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: {}, readFile: () => text }));
+  });
+
+  it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, and the rendered Deployment still sets only known variables (skipped only without kubectl)', () => {
+    for (const overlay of ['sqlite', 'postgres']) {
+      const r = spawnSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+      expect(r.stderr, overlay).toBe('');
+      expect(r.status).toBe(0);
+      const rendered = parseAllDocuments(r.stdout).map((d) => obj(d.toJS()));
+      const dep = rendered.find((d) => d['kind'] === 'Deployment') as Doc;
+      const env = arr((containersOf(dep)[0] as Doc)['env']).map(obj);
+      expect(envProblems(overlay, Object.fromEntries(env.map((e) => [String(e['name']), e['value'] ?? '(secret)'])))).toEqual([]);
+      const db = env.find((e) => e['name'] === 'HOOKWATCH_DB') as Doc;
+      const volumes = arr(obj(obj(obj(dep['spec'])['template'])['spec'])['volumes']).map(obj);
+      const data = volumes.find((v) => v['name'] === 'data') as Doc;
+      if (overlay === 'sqlite') {
+        expect(db['value']).toBe('/data/hookwatch.db');
+        expect(obj(data['persistentVolumeClaim'])['claimName']).toBe('hookwatch-data');
+        expect(data['emptyDir']).toBeUndefined();
+        expect(obj(obj(dep['spec'])['strategy'])['type']).toBe('Recreate');
+        expect(rendered.some((d) => d['kind'] === 'PersistentVolumeClaim')).toBe(true);
+      } else {
+        expect(db['value']).toBeUndefined();
+        expect(obj(obj(db['valueFrom'])['secretKeyRef'])['key']).toBe('db-url');
+        expect(rendered.some((d) => d['kind'] === 'PersistentVolumeClaim')).toBe(false);
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe('Prometheus files', () => {
+  let service: ServiceUnderTest | undefined;
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('scrape configs target /metrics on the API port', () => {
+    const compose = obj(parseYaml(read('deploy/prometheus/prometheus.yml')));
+    const job = obj(arr(compose['scrape_configs'])[0]);
+    expect(job['metrics_path']).toBe('/metrics');
+    expect(arr(obj(arr(job['static_configs'])[0])['targets'])).toEqual([`hookwatch:${HTTP_PORT}`]);
+    const k8s = obj(parseYaml(read('deploy/prometheus/kubernetes-scrape.yml')));
+    const relabel = JSON.stringify(obj(arr(k8s['scrape_configs'])[0])['relabel_configs']);
+    expect(relabel).toContain('"regex":"http"'); // the container port named http is HTTP_PORT (checked above)
+  });
+
+  it.skipIf(!hasPromtool)('promtool accepts the config and rules, and the rule unit tests pass (skipped only without promtool)', () => {
+    const run = (...args: string[]): void => {
+      const r = spawnSync('promtool', args, { cwd: join(ROOT, 'deploy/prometheus'), encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, `promtool ${args.join(' ')}\n${r.stdout}${r.stderr}`).toBe(0);
+    };
+    run('check', 'config', 'prometheus.yml');
+    run('check', 'rules', 'rules.yml');
+    run('test', 'rules', 'rules.test.yml');
+  });
+
+  it('every hookwatch metric the rules use is one a running hookwatch exposes', async () => {
+    service = await startServiceUnderTest();
+    const text = await (await fetch(`${service.httpUrl}/metrics`)).text();
+    const exposed = new Set(parseExposition(text).keys());
+    const rules = read('deploy/prometheus/rules.yml');
+    const used = new Set([...rules.matchAll(/\b(hookwatch_[a-z0-9_]+)/g)].map((m) => (m[1] as string).replace(/_(bucket|sum|count)$/, '')));
+    expect(used.size).toBeGreaterThan(8);
+    for (const name of used) expect(exposed, name).toContain(name);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe('docs/deploy.md', () => {
+  it('names only HOOKWATCH_* variables the app knows', () => {
+    const names = new Set([...read('docs/deploy.md').matchAll(/\b(HOOKWATCH_[A-Z0-9_]+)/g)].map((m) => m[1] as string));
+    expect(names.size).toBeGreaterThan(3);
+    for (const n of names) expect(KNOWN_ENV, n).toContain(n);
+  });
+
+  it('the Claude Code settings it shows enable telemetry and point at the Collector\'s OTLP port', () => {
+    const block = /```json\n(\{[\s\S]*?"env"[\s\S]*?\})\n```/.exec(read('docs/deploy.md'))?.[1];
+    const env = obj(obj(JSON.parse(block ?? '{}'))['env']);
+    expect(env).toMatchObject({ CLAUDE_CODE_ENABLE_TELEMETRY: '1', OTEL_LOGS_EXPORTER: 'otlp' });
+    expect(new URL(String(env['OTEL_EXPORTER_OTLP_ENDPOINT'])).port).toBe('4318');
+    expect(env['OTEL_EXPORTER_OTLP_PROTOCOL']).toMatch(/^(http\/protobuf|http\/json|grpc)$/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe('container helpers', () => {
+  let service: ServiceUnderTest | undefined;
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  const runNode = (file: string, env: Record<string, string>, input?: { port: string; send: (port: number) => Promise<void> }): Promise<{ code: number | null; stdout: string; stderr: string }> => new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, file)], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      const m = /"port":(\d+)/.exec(stderr);
+      if (input && m && !stderr.includes('\u0000sent')) {
+        stderr += '\u0000sent';
+        void input.send(Number(m[1])).finally(() => child.kill('SIGTERM'));
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+
+  it('the HEALTHCHECK script exits 0 against a running hookwatch and 1 when nothing listens', async () => {
+    service = await startServiceUnderTest();
+    const port = new URL(service.httpUrl).port;
+    expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` })).code).toBe(0);
+    const closed = (await startServiceUnderTest());
+    const closedPort = new URL(closed.httpUrl).port;
+    await closed.close();
+    expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: `0.0.0.0:${closedPort}` })).code).toBe(1);
+  });
+
+  it('webhook-echo prints each notification as one JSON line and checks Standard Webhooks signatures', async () => {
+    const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
+    const body = JSON.stringify({ version: '4', status: 'firing', alerts: [{ status: 'firing', labels: { alertname: 'HookOutputPersisted', hook_name: 'SessionStart:startup' } }] });
+    const statuses: number[] = [];
+    const result = await runNode('deploy/webhook-echo/server.mjs', { PORT: '0', HOST: '127.0.0.1', WEBHOOK_SECRET: secret, FAIL_FIRST: '1' }, {
+      port: 'PORT',
+      send: async (port) => {
+        const ts = String(Math.floor(Date.now() / 1000));
+        const sig = createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`msg_1.${ts}.${body}`).digest('base64');
+        for (const signature of [`v1,${sig}`, `v1,${sig}`, 'v1,AAAA']) {
+          const res = await fetch(`http://127.0.0.1:${port}/alerts`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': ts, 'webhook-signature': signature }, body });
+          statuses.push(res.status);
+          await res.arrayBuffer();
+        }
+      },
+    });
+    expect(result.code).toBe(0);
+    expect(statuses).toEqual([503, 200, 200]);
+    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as { signature: string; status: string; alerts: { alertname: string; hook: string }[] });
+    expect(lines.map((l) => l.signature)).toEqual(['valid', 'valid', 'invalid']);
+    expect(lines[0]?.alerts).toEqual([{ status: 'firing', alertname: 'HookOutputPersisted', hook: 'SessionStart:startup' }]);
+  });
+});
