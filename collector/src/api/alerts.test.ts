@@ -1,0 +1,270 @@
+/**
+ * Alerting through the whole service: OTLP in over real HTTP, webhook out to a real receiver on port 0, the
+ * /api/v1 alert routes, and the real Claude Code 2.1.332 captures replayed.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
+import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
+import { alertingSecrets } from '../alerting/config.ts';
+import { FakeClock, otlpHookBody, WebhookSink } from '../alerting/test-support.ts';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { startService, type RunningService } from '../service.ts';
+import { createLogger, type Logger } from '../telemetry/logger.ts';
+import { FIXTURE_RUNS, fixtureRequests } from '../../test/helpers.ts';
+
+const SECRET = 'whsec_' + Buffer.from('hookwatch-test-signing-key-32byt').toString('base64');
+const TOKEN = 'T0KEN-in-the-path-9f8e7d';
+
+interface Running {
+  service: RunningService;
+  sink: WebhookSink;
+  logs: string[];
+  clock: FakeClock | undefined;
+  logger: Logger;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function start(opts: { now?: number; yaml?: (sinkUrl: string) => string } = {}): Promise<Running> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerts-api-'));
+  const clock = opts.now === undefined ? undefined : new FakeClock(opts.now);
+  const sink = new WebhookSink(clock?.now);
+  await sink.start();
+  const yaml = opts.yaml?.(sink.url) ?? `
+alerting:
+  externalUrl: http://hookwatch.test
+  delivery: { initialBackoff: 10ms, maxBackoff: 50ms }
+  receivers:
+    - name: ops
+      url: ${sink.url}/hooks/${TOKEN}
+      signingSecret: ${SECRET}
+      headers: { Authorization: "Bearer header-secret-value" }
+`;
+  const loaded = loadConfig({
+    env: {
+      HOOKWATCH_CONFIG: 'hookwatch.yaml',
+      HOOKWATCH_DB: join(dir, 'h.db'),
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+    },
+    readFile: () => yaml,
+  });
+  const config = toConfig(loaded);
+  const logs: string[] = [];
+  const logger = createLogger({ level: 'debug', secrets: alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), write: (l) => logs.push(l) });
+  const service = await startService(config, { logger, ...(clock ? { now: clock.now } : {}), alerting: { timer: false, random: () => 0.5 } });
+  cleanups.push(async () => {
+    await service.stop();
+    await sink.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { service, sink, logs, clock, logger };
+}
+
+async function post(r: Running, body: string | Uint8Array, contentType = 'application/json'): Promise<number> {
+  const res = await fetch(`${r.service.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': contentType }, body });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function settle(r: Running): Promise<void> {
+  await r.service.alerting.engine.evaluate('notify');
+  await r.service.alerting.dispatcher.idle();
+}
+
+function verify(headers: Record<string, string | string[] | undefined>, body: string): boolean {
+  const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64');
+  const expected = createHmac('sha256', key).update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`).digest();
+  const [version, b64] = String(headers['webhook-signature']).split(',');
+  const got = Buffer.from(b64 ?? '', 'base64');
+  return version === 'v1' && got.length === expected.length && timingSafeEqual(got, expected) && Math.abs(Date.now() / 1000 - Number(headers['webhook-timestamp'])) < 300;
+}
+
+describe('fixture replay (Claude Code 2.1.332)', () => {
+  it('one firing alert per affected hook (SessionStart:startup, PostToolUse:Bash), none for the healthy ones', async () => {
+    const fixtureTime = Date.parse('2026-11-30T08:01:27Z');
+    const r = await start({ now: fixtureTime + 60_000 });
+    for (const run of FIXTURE_RUNS) {
+      for (const req of fixtureRequests(run)) {
+        const res = await fetch(`${r.service.otlpHttpUrl}${req.path}`, { method: 'POST', headers: { 'content-type': req.contentType }, body: new Uint8Array(req.body) });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+      }
+    }
+    await settle(r);
+    // Time passes: the timer's rules (never_completed, growth, silence) get their turn too.
+    for (let i = 0; i < 12; i++) {
+      r.clock?.advance(60_000);
+      await r.service.alerting.engine.evaluate('all');
+    }
+    await settle(r);
+    const bodies = r.sink.bodies<AlertmanagerWebhookBody>();
+    expect(bodies.map((b) => `${b.status} ${b.alerts[0]?.labels['alertname']} ${b.alerts[0]?.labels['hook_name']}`).sort()).toEqual([
+      'firing persisted PostToolUse:Bash',
+      'firing persisted SessionStart:startup',
+    ]);
+    for (const req of r.sink.delivered()) expect(verify(req.headers, req.body)).toBe(true);
+    const api = (await (await fetch(`${r.service.httpUrl}/api/v1/alerts`)).json()) as AlertsResponse;
+    expect(api.alerts.map((a) => `${a.state} ${a.labels['hook_name']}`).sort()).toEqual(['firing PostToolUse:Bash', 'firing SessionStart:startup']);
+    const ss = api.alerts.find((a) => a.labels['hook_name'] === 'SessionStart:startup');
+    expect(ss?.annotations['outputs_persisted']).toBe('3');
+  });
+});
+
+describe('webhook delivery through the service', () => {
+  it('receiver fails with 503 for a while, then recovers: the alert arrives once, same webhook-id on every attempt', async () => {
+    const r = await start();
+    r.sink.reply = ({ index }) => ({ status: index < 4 ? 503 : 200 });
+    const t = Date.now();
+    expect(await post(r, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: t, outputsPersisted: 1, additionalContextChars: 10_500 }, { hookName: 'Stop', timeMs: t, outputsPersisted: 0, additionalContextChars: 10 }]))).toBe(200);
+    await r.sink.waitFor(5, 10_000);
+    await settle(r);
+    expect(r.sink.requests).toHaveLength(5);
+    expect(r.sink.delivered()).toHaveLength(1);
+    const ids = new Set(r.sink.requests.map((q) => q.headers['webhook-id']));
+    expect(ids.size).toBe(1);
+    for (const q of r.sink.requests) {
+      expect(verify(q.headers, q.body)).toBe(true);
+      expect(q.path).toBe(`/hooks/${TOKEN}`);
+      expect(q.headers['authorization']).toBe('Bearer header-secret-value');
+    }
+    const body = JSON.parse(r.sink.delivered()[0]?.body ?? '{}') as AlertmanagerWebhookBody;
+    expect(body).toMatchObject({ version: '4', status: 'firing', receiver: 'ops', commonLabels: { alertname: 'persisted', hook_name: 'PostToolUse:Bash' } });
+    const [alert] = ((await (await fetch(`${r.service.httpUrl}/api/v1/alerts`)).json()) as AlertsResponse).alerts;
+    const detail = (await (await fetch(`${r.service.httpUrl}/api/v1/alerts/${alert?.id}`)).json()) as AlertDetailResponse;
+    expect(detail.attempts.map((a) => `${a.attempt}:${a.outcome}:${a.httpStatus}`)).toEqual(['1:retrying:503', '2:retrying:503', '3:retrying:503', '4:retrying:503', '5:delivered:200']);
+    expect(new Set(detail.attempts.map((a) => a.webhookId))).toEqual(ids);
+    expect(detail.alert.lastNotifiedAt).not.toBeNull();
+  });
+
+  it('a receiver that hangs does not delay ingest', async () => {
+    const r = await start();
+    r.sink.reply = () => ({ status: 200, delayMs: 3000 });
+    const t = Date.now();
+    const started = performance.now();
+    expect(await post(r, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: t, outputsPersisted: 1, additionalContextChars: 12_000 }]))).toBe(200);
+    await r.sink.waitFor(1);
+    expect(await post(r, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: t + 1, outputsPersisted: 1, additionalContextChars: 12_000 }]))).toBe(200);
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
+});
+
+describe('alerts API', () => {
+  it('lists alerts, shows one with its attempts, and answers 400/404 that name the problem', async () => {
+    const r = await start();
+    await post(r, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000 }]));
+    await settle(r);
+    const list = await fetch(`${r.service.httpUrl}/api/v1/alerts?state=firing`);
+    expect(list.status).toBe(200);
+    const { alerts } = (await list.json()) as AlertsResponse;
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]).toMatchObject({ rule: 'persisted', state: 'firing', silencedBy: [], hookId: expect.stringMatching(/^[0-9a-f]{16}$/) });
+    expect(alerts[0]?.id).toMatch(/^[0-9a-f]{16}-[0-9a-z]+$/);
+    const one = await fetch(`${r.service.httpUrl}/api/v1/alerts/${alerts[0]?.id}`);
+    expect(((await one.json()) as AlertDetailResponse).attempts).toEqual([expect.objectContaining({ receiver: 'ops', outcome: 'delivered', status: 'firing', attempt: 1 })]);
+    expect((await fetch(`${r.service.httpUrl}/api/v1/alerts?state=nope`)).status).toBe(400);
+    const bad = await fetch(`${r.service.httpUrl}/api/v1/alerts/not-an-id`);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { parameter: string } }).error.parameter).toBe('id');
+    expect((await fetch(`${r.service.httpUrl}/api/v1/alerts/0123456789abcdef-zz`)).status).toBe(404);
+  });
+
+  it('creates, lists and expires silences; a silenced alert shows silencedBy and is not notified', async () => {
+    const r = await start();
+    const api = (path: string, init?: RequestInit): Promise<Response> => fetch(`${r.service.httpUrl}${path}`, init);
+    const create = (body: unknown): Promise<Response> => api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const endsAt = new Date(Date.now() + 3_600_000).toISOString();
+    const bad = await create({ matchers: [{ name: 'hook_name', value: '(' , isRegex: true }], endsAt, createdBy: 'me', comment: 'x' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { parameter: string } }).error.parameter).toBe('matchers[0].value');
+    const all = await create({ matchers: [{ name: 'hook_name', value: '.*', isRegex: true }], endsAt, createdBy: 'me', comment: 'x' });
+    expect(all.status).toBe(400);
+    const past = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt: '2020-01-01T00:00:00Z', createdBy: 'me', comment: 'x' });
+    expect(((await past.json()) as { error: { parameter: string } }).error.parameter).toBe('endsAt');
+    expect((await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' })).status).toBe(400);
+
+    const ok = await create({ matchers: [{ name: 'hook_name', value: 'SessionStart:startup' }], endsAt, createdBy: 'me', comment: 'fix in flight' });
+    expect(ok.status).toBe(201);
+    const { silence } = (await ok.json()) as { silence: Silence };
+    expect(silence.state).toBe('active');
+    await post(r, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000 }]));
+    await settle(r);
+    expect(r.sink.requests).toHaveLength(0);
+    const { alerts } = (await (await api('/api/v1/alerts')).json()) as AlertsResponse;
+    expect(alerts[0]?.silencedBy).toEqual([silence.id]);
+    expect(((await (await api('/api/v1/silences')).json()) as { silences: Silence[] }).silences.map((s) => s.id)).toEqual([silence.id]);
+
+    const del = await api(`/api/v1/silences/${silence.id}`, { method: 'DELETE' });
+    expect(del.status).toBe(200);
+    expect(((await del.json()) as { silence: Silence }).silence.state).toBe('expired');
+    await settle(r);
+    expect(r.sink.delivered()).toHaveLength(1);
+    expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);
+  });
+
+  it('tests a receiver on demand; unknown receivers are 404', async () => {
+    const r = await start();
+    const res = await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { delivered: boolean; httpStatus: number; webhookId: string };
+    expect(body).toMatchObject({ delivered: true, httpStatus: 200 });
+    expect(r.sink.requests[0]?.headers['webhook-id']).toBe(body.webhookId);
+    expect(verify(r.sink.requests[0]?.headers ?? {}, r.sink.requests[0]?.body ?? '')).toBe(true);
+    r.sink.reply = () => ({ status: 500 });
+    expect((await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' })).status).toBe(502);
+    expect((await fetch(`${r.service.httpUrl}/api/v1/receivers/nope/test`, { method: 'POST' })).status).toBe(404);
+  });
+
+  it('never shows a webhook URL token, header value or signing secret: API, logs, errors, config dump', async () => {
+    const r = await start();
+    r.sink.reply = ({ index }) => ({ status: index === 0 ? 503 : 200 });
+    await post(r, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000 }]));
+    await r.sink.waitFor(2);
+    await settle(r);
+    const responses: string[] = [];
+    const { alerts } = (await (await fetch(`${r.service.httpUrl}/api/v1/alerts`)).json()) as AlertsResponse;
+    responses.push(JSON.stringify(alerts), await (await fetch(`${r.service.httpUrl}/api/v1/alerts/${alerts[0]?.id}`)).text());
+    r.sink.reply = () => ({ status: 500 });
+    responses.push(await (await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' })).text());
+    await r.sink.close();
+    responses.push(await (await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' })).text());
+    r.logger.warn('probe', { url: r.service.config.alerting.receivers[0]?.url, secret: r.service.config.alerting.receivers[0]?.signingSecret });
+    const everything = [...responses, ...r.logs].join('\n');
+    expect(responses.join('')).toContain('ECONNREFUSED');
+    for (const secret of [TOKEN, SECRET, SECRET.slice(6), 'header-secret-value']) expect(everything).not.toContain(secret);
+
+    const loaded = loadConfig({ env: { HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => `alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.slack.com/services/T0/B0/${TOKEN}", type: slack, signingSecret: "${SECRET}", headers: { X-Key: header-secret-value } }\n  otlp: { headers: { authorization: "Bearer header-secret-value" } }\n` });
+    const dump = JSON.stringify(effectiveDocument(loaded));
+    expect(dump).toContain('https://hooks.slack.com/<redacted>');
+    for (const secret of [TOKEN, SECRET, 'header-secret-value']) expect(dump).not.toContain(secret);
+    expect(() => loadConfig({ env: { HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => `alerting:\n  receivers:\n    - { name: ops, url: "ftp://x/${TOKEN}" }\n` })).toThrow(/alerting\.receivers\[0\]\.url/);
+    try {
+      loadConfig({ env: { HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => `alerting:\n  receivers:\n    - { name: ops, url: "ftp://x/${TOKEN}", signingSecret: "${SECRET}" }\n` });
+    } catch (err) {
+      expect((err as Error).message).not.toContain(TOKEN);
+      expect((err as Error).message).not.toContain(SECRET);
+    }
+  });
+
+  it('rejects bad rules at load with a message naming the key', () => {
+    const load = (yaml: string): unknown => toConfig(loadConfig({ env: { HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => yaml }));
+    expect(() => load('alerting:\n  rules:\n    - { kind: headroom, threshold: 3 }\n')).toThrow(/alerting\.rules\[0\]\.threshold: must be between 0 and 1/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: nope }\n')).toThrow(/alerting\.rules\[0\]\.kind: expected one of persisted/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted, windw: 1h }\n')).toThrow(/alerting\.rules\[0\]: unknown key "windw"/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted }\n    - { kind: persisted }\n')).toThrow(/alerting\.rules\[1\]\.name/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted, groupBy: dept }\n')).toThrow(/alerting\.rules\[0\]\.groupBy: unknown dimension "dept"/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: growth, groupBy: team }\n')).toThrow(/alerting\.rules\[0\]\.groupBy: not supported for kind growth/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted, for: soon }\n')).toThrow(/alerting\.rules\[0\]\.for: expected a duration/);
+    const defaults = toConfig(loadConfig({ env: {} })).alerting;
+    expect(defaults.rules.map((x) => x.kind)).toEqual(['persisted', 'headroom', 'growth', 'blind', 'never_completed']);
+    expect(defaults.receivers).toEqual([]);
+  });
+});
