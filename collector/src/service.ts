@@ -89,8 +89,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const app = express();
   app.disable('x-powered-by');
   app.get('/metrics', metrics.registry.handler());
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
+  // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
 

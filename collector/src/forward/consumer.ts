@@ -7,7 +7,7 @@
  */
 import type { LogsRequest } from '../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../pipeline/consumer.ts';
-import { OverloadedError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
+import { OverloadedError, TooLargeError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { Exporter } from './exporter.ts';
 import type { Forwarder } from './forwarder.ts';
@@ -35,6 +35,10 @@ export class ForwardingStage implements PassThroughConsumer {
   check(raw: RawRequest): void {
     if (!this.opts.exporter.accepts(raw.encoding)) {
       throw new UnsupportedMediaTypeError('OTLP/JSON cannot be forwarded to a gRPC destination unchanged; send application/x-protobuf or set forward.protocol to http/protobuf');
+    }
+    if (raw.body.length > this.opts.queue.maxBytes) {
+      // It could never fit: a retryable answer would have the client retry forever.
+      throw new TooLargeError(`request of ${raw.body.length} bytes is larger than the whole forwarding queue (${this.opts.queue.maxBytes} bytes)`);
     }
     if (!this.opts.queue.hasRoom(raw.body.length)) {
       this.opts.queue.countRefused();

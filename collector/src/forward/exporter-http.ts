@@ -36,10 +36,16 @@ export class HttpExporter implements Exporter {
   readonly description: string;
   private readonly opts: HttpExporterOptions;
   private readonly base: string;
+  private readonly basicAuth: string | undefined;
 
   constructor(opts: HttpExporterOptions) {
     this.opts = opts;
-    this.base = opts.endpoint.replace(/\/+$/, '');
+    // fetch refuses URLs with credentials: user:password@ in the endpoint becomes Basic authorization.
+    const url = new URL(opts.endpoint);
+    this.basicAuth = url.username || url.password ? `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` : undefined;
+    url.username = '';
+    url.password = '';
+    this.base = url.toString().replace(/\/+$/, '');
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
   }
 
@@ -50,6 +56,7 @@ export class HttpExporter implements Exporter {
   async export(item: ExportItem): Promise<ExportResult> {
     const now = this.opts.now ?? Date.now;
     const headers: Record<string, string> = {
+      ...(this.basicAuth ? { authorization: this.basicAuth } : {}),
       ...this.opts.headers,
       'content-type': item.encoding === 'json' ? 'application/json' : 'application/x-protobuf',
     };

@@ -1,0 +1,309 @@
+/**
+ * Inline collector mode end to end, in process: a real hookwatch on port 0 forwarding to a real downstream
+ * OTLP receiver (HTTP or gRPC, port 0) that records bytes. Clients are the real Claude Code captures and the real
+ * OpenTelemetry exporters.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ForwardingResponse, HooksResponse } from '../../../shared/src/api.ts';
+import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
+import { decodeLogsProto } from '../otlp/decode-proto.ts';
+import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
+import type { LogsRequest } from '../otlp/model.ts';
+import type { Signal } from '../pipeline/consumer.ts';
+import { startService, type RunningService } from '../service.ts';
+import { createLogger } from '../telemetry/logger.ts';
+import { isolatedEnv } from '../telemetry/test-support.ts';
+import { DELIVERY_ATTRIBUTE } from './enrich.ts';
+import { GrpcDownstream, HttpDownstream } from './downstream-recorder.ts';
+
+const TESTDATA = new URL('../../testdata/claude-code-2.1.332/', import.meta.url);
+const fixture = (path: string): Buffer => readFileSync(new URL(path, TESTDATA));
+const PROTO_LOGS = fixture('run2-httpprotobuf/0001-http-logs.body.bin');
+const PROTO_LOGS_2 = fixture('run2-httpprotobuf/0002-http-logs.body.bin');
+const PROTO_METRICS = fixture('run2-httpprotobuf/0003-http-metrics.body.bin');
+const JSON_LOGS = fixture('run1-httpjson/0001-http-logs.body.bin');
+const JSON_METRICS = fixture('run1-httpjson/0002-http-metrics.body.bin');
+
+interface Hw extends RunningService {
+  lines: string[];
+  close(): Promise<void>;
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function startHookwatch(env: Record<string, string>): Promise<Hw> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forward-'));
+  const config = toConfig(loadConfig({ env: { ...isolatedEnv(dir), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '10ms', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '50ms', ...env } }));
+  const lines: string[] = [];
+  const secrets = [...Object.values(config.forward.headers)];
+  const service = await startService(config, { logger: createLogger({ level: 'debug', secrets, write: (l) => lines.push(l) }) });
+  const hw: Hw = {
+    ...service,
+    lines,
+    close: async () => {
+      await service.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  cleanups.push(() => hw.close());
+  return hw;
+}
+
+async function downstream<T extends HttpDownstream | GrpcDownstream>(d: T): Promise<{ d: T; url: string }> {
+  const url = await d.start();
+  cleanups.push(() => d.stop());
+  return { d, url };
+}
+
+async function post(base: string, signal: Signal, body: Buffer, contentType = 'application/x-protobuf'): Promise<Response> {
+  return fetch(`${base}/v1/${signal}`, { method: 'POST', headers: { 'content-type': contentType }, body: body as Uint8Array<ArrayBuffer> });
+}
+
+const GRPC_PATHS: Record<Signal, string> = {
+  logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
+  metrics: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
+  traces: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+};
+
+function grpcExport(url: string, signal: Signal, body: Buffer): Promise<ServiceError | null> {
+  const client = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.default_compression_algorithm': 2 });
+  const id = (b: Buffer): Buffer => b;
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(GRPC_PATHS[signal], id, id, body, new Metadata(), { deadline: Date.now() + 20_000 }, (err: ServiceError | null) => {
+      client.close();
+      resolve(err);
+    });
+  });
+}
+
+async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function forwardingStatus(hw: Hw): Promise<ForwardingResponse> {
+  return (await fetch(`${hw.httpUrl}/api/v1/forwarding`)).json() as Promise<ForwardingResponse>;
+}
+
+/** Each record's attributes as plain entries, for comparing two decodings. */
+function records(req: LogsRequest): [string, unknown][][] {
+  return req.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords.map((r) => [...r.attributes.entries()])));
+}
+
+describe('inline collector mode over OTLP/HTTP', () => {
+  it('forwards logs, metrics and traces byte for byte, keeping each request\'s encoding, gzip and headers', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'http/protobuf', HOOKWATCH_FORWARD_HEADERS: 'x-api-key=key-0123456789' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    expect((await post(hw.otlpHttpUrl, 'logs', JSON_LOGS, 'application/json')).status).toBe(200);
+    expect((await post(hw.otlpHttpUrl, 'metrics', JSON_METRICS, 'application/json')).status).toBe(200);
+    expect(await grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS_2)).toBeNull();
+    expect(await grpcExport(hw.otlpGrpcUrl, 'metrics', PROTO_METRICS)).toBeNull();
+
+    // Traces from the real exporter: the same span goes to hookwatch over gRPC and to a capture over
+    // http/protobuf, which serialize identically, so the capture holds exactly what the client sent.
+    const { d: capture, url: captureUrl } = await downstream(new HttpDownstream());
+    const tracer = new TracerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'claude-code' }),
+      spanProcessors: [new SimpleSpanProcessor({ exporter: new GrpcTraceExporter({ url: hw.otlpGrpcUrl }) }), new SimpleSpanProcessor({ exporter: new ProtoTraceExporter({ url: `${captureUrl}/v1/traces` }) })],
+    });
+    tracer.getTracer('claude_code').startSpan('claude_code.interaction').end();
+    await tracer.forceFlush();
+    await tracer.shutdown();
+
+    await until('six requests downstream', () => d.requests.length === 6);
+    expect(d.bodies('logs')).toEqual([PROTO_LOGS, JSON_LOGS, PROTO_LOGS_2]);
+    expect(d.bodies('metrics')).toEqual([JSON_METRICS, PROTO_METRICS]);
+    expect(d.bodies('traces')).toEqual(capture.bodies('traces'));
+    expect(d.requests.map((r) => r.contentType)).toEqual(['application/x-protobuf', 'application/json', 'application/json', 'application/x-protobuf', 'application/x-protobuf', 'application/x-protobuf']);
+    expect(d.requests.every((r) => r.contentEncoding === 'gzip' && r.headers['x-api-key'] === 'key-0123456789')).toBe(true);
+
+    // Hook extraction still ran on the forwarded logs.
+    const hooks = (await (await fetch(`${hw.httpUrl}/api/v1/hooks?from=now-30d`)).json()) as HooksResponse;
+    expect(hooks.hooks.map((h) => h.hookName)).toContain('SessionStart:startup');
+    const status = await forwardingStatus(hw);
+    expect(status.mode).toBe('inline');
+    expect(status.destinations[0]).toMatchObject({ depth: 0, delivered: 6, deadLetters: 0, oldestAgeMs: null });
+  });
+
+  it('retries 503 (honouring Retry-After) and dropped connections, then delivers in order of arrival', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 503, retryAfter: '0' };
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_COMPRESSION: 'none' });
+    for (let i = 0; i < 3; i++) expect((await post(hw.otlpHttpUrl, 'logs', i === 1 ? PROTO_LOGS_2 : PROTO_LOGS)).status).toBe(200);
+    await until('a few refusals', () => d.refused >= 3);
+    const during = (await forwardingStatus(hw)).destinations[0]!;
+    expect(during.depth).toBe(3);
+    expect(during.oldestAgeMs).not.toBeNull();
+    expect(during.retries).toBeGreaterThanOrEqual(3);
+    expect(during.lastError).toContain('503');
+    d.mode = { kind: 'drop' };
+    const refusedBefore = d.refused;
+    await until('dropped connections', () => d.refused >= refusedBefore + 2);
+    d.mode = { kind: 'accept' };
+    await until('the queue drains', () => d.requests.length === 3);
+    expect(d.bodies('logs')).toEqual([PROTO_LOGS, PROTO_LOGS_2, PROTO_LOGS]);
+    expect(d.requests[0]!.contentEncoding).toBe('');
+    expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ depth: 0, consecutiveFailures: 0, lastError: null });
+  });
+
+  it('moves a request refused with 400 to the dead letters, counts it, shows it and carries on', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 400 };
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url });
+    expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
+    await until('a dead letter', async () => (await forwardingStatus(hw)).destinations[0]!.deadLetters === 1);
+    d.mode = { kind: 'accept' };
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    await until('the next request', () => d.requests.length === 1);
+    expect(d.bodies('logs')).toEqual([PROTO_LOGS]);
+    const s = await forwardingStatus(hw);
+    expect(s.deadLetters).toHaveLength(1);
+    expect(s.deadLetters[0]).toMatchObject({ signal: 'metrics', bytes: PROTO_METRICS.length, status: 400, attempts: 1 });
+    expect(s.destinations[0]).toMatchObject({ deadLetters: 1, delivered: 1, depth: 0 });
+  });
+
+  it('refuses with 503 + Retry-After (gRPC: UNAVAILABLE + RetryInfo) when the queue is full, and takes the retry once it drained', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 503 };
+    // Room for two copies of the capture, not three.
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(Math.floor(PROTO_LOGS.length * 2.5)), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '3s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '3s' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    const refused = await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS);
+    expect(refused.status).toBe(503);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    const grpcRefused = await grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS);
+    expect(grpcRefused?.code).toBe(GrpcStatus.UNAVAILABLE);
+    const details = grpcRefused?.metadata.get(STATUS_DETAILS_KEY)[0];
+    expect(retryDelayFromStatus(details as Buffer)).toBeGreaterThanOrEqual(1000);
+    expect((await forwardingStatus(hw)).destinations[0]!.refusedFull).toBe(2);
+
+    d.mode = { kind: 'accept' };
+    hw.forwarding!.forwarder.notify();
+    await until('the queue drains', () => d.requests.length === 2, 15_000);
+    // The client's retry of the refused request now gets through.
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    await until('the retried request downstream', () => d.requests.length === 3);
+  });
+
+  it('refuses a request larger than the whole queue with 413 rather than a retry that can never succeed', async () => {
+    const { url } = await downstream(new HttpDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: '2048' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(413);
+    expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
+  });
+
+  it('adds hookwatch.delivery to hook records only when enrichment is on, and keeps everything else', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_ENRICH: 'true' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    expect((await post(hw.otlpHttpUrl, 'logs', JSON_LOGS, 'application/json')).status).toBe(200);
+    await until('two requests', () => d.requests.length === 2);
+    const sent = records(decodeLogsProto(PROTO_LOGS));
+    const got = records(decodeLogsProto(d.requests[0]!.body));
+    expect(got).toHaveLength(sent.length);
+    const delivery = new Map<string, unknown>();
+    got.forEach((attrs, i) => {
+      const map = new Map(attrs);
+      const added = map.get(DELIVERY_ATTRIBUTE);
+      map.delete(DELIVERY_ATTRIBUTE);
+      expect([...map.entries()]).toEqual(sent[i]);
+      if (added !== undefined) delivery.set(String(map.get('hook_name')), added);
+      if (map.get('event.name') !== 'hook_execution_complete') expect(added).toBeUndefined();
+    });
+    // run2: SessionStart persisted one output (over the cap); UserPromptSubmit sent 100 characters.
+    expect(Object.fromEntries(delivery)).toEqual({ 'SessionStart:startup': 'over' });
+    const json = JSON.parse(d.requests[1]!.body.toString()) as { resourceLogs: { scopeLogs: { logRecords: { attributes: { key: string; value: { stringValue?: string } }[] }[] }[] }[] };
+    const tagged = json.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords)).map((r) => [r.attributes.find((a) => a.key === 'hook_name')?.value.stringValue, r.attributes.find((a) => a.key === DELIVERY_ATTRIBUTE)?.value.stringValue]).filter(([, v]) => v);
+    expect(tagged).toEqual([['SessionStart:startup', 'over']]);
+  });
+
+  it('keeps secrets (downstream headers, a password in the endpoint) out of logs, the API and the config dump', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 401 };
+    const secret = 'fwd-header-secret-9f8e7d';
+    const endpoint = url.replace('http://', 'http://user:endpoint-pass-5a4b@');
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_HEADERS: `authorization=Bearer%20${secret}` });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    await until('a dead letter', async () => (await forwardingStatus(hw)).destinations[0]!.deadLetters === 1);
+    const api = JSON.stringify(await forwardingStatus(hw));
+    const logs = hw.lines.join('\n');
+    expect(logs).toContain('dead letters');
+    for (const text of [api, logs]) {
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain('endpoint-pass-5a4b');
+    }
+    const dump = JSON.stringify(effectiveDocument(loadConfig({ env: { HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_HEADERS: `authorization=Bearer%20${secret}` } })));
+    expect(dump).not.toContain(secret);
+    expect(dump).not.toContain('endpoint-pass-5a4b');
+    expect(() => loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: `no-equals-${secret}` } })).toThrow(/forward\.headers/);
+    try {
+      loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: `no-equals-${secret}` } });
+    } catch (err) {
+      expect((err as Error).message).not.toContain(secret);
+    }
+  });
+});
+
+describe('inline collector mode over OTLP/gRPC', () => {
+  it('forwards protobuf logs, metrics and traces unchanged and refuses OTLP/JSON with 415 instead of altering it', async () => {
+    const { d, url } = await downstream(new GrpcDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'grpc', HOOKWATCH_FORWARD_HEADERS: 'x-api-key=grpc-key-42' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    expect(await grpcExport(hw.otlpGrpcUrl, 'metrics', PROTO_METRICS)).toBeNull();
+    expect(await grpcExport(hw.otlpGrpcUrl, 'traces', PROTO_METRICS.subarray(0, 0))).toBeNull();
+    expect((await post(hw.otlpHttpUrl, 'logs', JSON_LOGS, 'application/json')).status).toBe(415);
+    await until('three requests downstream', () => d.requests.length === 3);
+    expect(d.bodies('logs')).toEqual([PROTO_LOGS]);
+    expect(d.bodies('metrics')).toEqual([PROTO_METRICS]);
+    expect(d.bodies('traces')).toEqual([Buffer.alloc(0)]);
+    expect(d.requests[0]!.headers['x-api-key']).toBe('grpc-key-42');
+  });
+
+  it('retries UNAVAILABLE and dead-letters UNIMPLEMENTED', async () => {
+    const { d, url } = await downstream(new GrpcDownstream());
+    d.mode = { kind: 'status', status: GrpcStatus.UNAVAILABLE };
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'grpc' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    await until('retries', () => d.refused >= 3);
+    expect((await forwardingStatus(hw)).destinations[0]!.deadLetters).toBe(0);
+    d.mode = { kind: 'status', status: GrpcStatus.UNIMPLEMENTED };
+    await until('a dead letter', async () => (await forwardingStatus(hw)).destinations[0]!.deadLetters === 1);
+    d.mode = { kind: 'accept' };
+    expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
+    await until('delivery', () => d.requests.length === 1);
+    expect(d.bodies('metrics')).toEqual([PROTO_METRICS]);
+  });
+});
+
+describe('fan-out mode', () => {
+  it('with no forward endpoint forwards nothing, opens no queue and still ingests everything', async () => {
+    const { d } = await downstream(new HttpDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: '' });
+    expect(hw.forwarding).toBeUndefined();
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    expect(await grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS_2)).toBeNull();
+    expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
+    const hooks = (await (await fetch(`${hw.httpUrl}/api/v1/hooks?from=now-30d`)).json()) as HooksResponse;
+    expect(hooks.hooks.map((h) => h.hookName).sort()).toEqual(['SessionStart:startup', 'UserPromptSubmit']);
+    expect(await forwardingStatus(hw)).toEqual({ mode: 'fan-out', destinations: [], deadLetters: [] });
+    expect(d.requests).toHaveLength(0);
+  });
+});
