@@ -14,6 +14,8 @@ import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
 import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
+import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
+import { createAlertsRouter } from './api/alerts.ts';
 import { openStore, startCoordination, type Coordination } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
@@ -27,6 +29,8 @@ export interface ServiceOptions {
   /** Replaces the store named by config.db (tests). */
   store?: Store;
   passThrough?: PassThroughConsumer;
+  /** Alerting test hooks: no timer (drive evaluation on a controlled clock), a fixed jitter source, an event sink. */
+  alerting?: Pick<AlertingOptions, 'timer' | 'random' | 'events'>;
 }
 
 export interface RunningService {
@@ -47,6 +51,8 @@ export interface RunningService {
   /** Base URLs, e.g. http://127.0.0.1:4318 */
   otlpHttpUrl: string;
   httpUrl: string;
+  /** Rules, lifecycle and notifications. */
+  alerting: Alerting;
   /** Which replica runs alert evaluation and retention (always this one on SQLite). */
   coordination: Coordination;
   stop(): Promise<void>;
@@ -84,11 +90,15 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   });
 
   metrics.watchPipeline({ ingest, receiver });
+  // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
+  const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...opts.alerting });
+  ingest.addListener(alerting.engine);
 
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
   app.get('/metrics', metrics.registry.handler());
+  app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
   app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
@@ -112,6 +122,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     await receiver.shutdown();
     await grpcReceiver.shutdown();
     await forwarding?.stop();
+    await alerting.stop();
     await coordination.stop();
     await store.close();
     throw err;
@@ -145,6 +156,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       await receiver.shutdown();
       await grpcReceiver.shutdown();
       await forwarding?.stop();
+      await alerting.stop();
       await new Promise<void>((resolve) => {
         http.close(() => resolve());
         http.closeIdleConnections();
@@ -157,5 +169,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `http://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
 }

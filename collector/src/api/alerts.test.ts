@@ -69,7 +69,7 @@ alerting:
   return { service, sink, logs, clock, logger };
 }
 
-async function post(r: Running, body: string | Uint8Array, contentType = 'application/json'): Promise<number> {
+async function post(r: Running, body: string, contentType = 'application/json'): Promise<number> {
   const res = await fetch(`${r.service.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': contentType }, body });
   await res.arrayBuffer();
   return res.status;

@@ -1,5 +1,8 @@
 /** The typed configuration the rest of hookwatch sees. Built once at start from the loaded settings. */
-import type { LoadedConfig } from './load.ts';
+import { ConfigError, type LoadedConfig } from './load.ts';
+import { AlertingConfigError, parseHeaders, parseReceivers, parseRules, type RuleConfig } from '../alerting/config.ts';
+import type { ReceiverConfig } from '../notify/model.ts';
+import { knownDimensions } from '../store/sql.ts';
 import { parseForwardHeaders } from '../forward/headers.ts';
 
 export interface HookwatchConfig {
@@ -25,6 +28,18 @@ export interface HookwatchConfig {
   forward: ForwardConfig;
   metrics: { maxHookSeries: number };
   shutdown: { timeoutMs: number };
+  alerting: AlertingConfig;
+}
+
+/** Typed `alerting.*` settings: rules and receivers parsed, durations in ms. */
+export interface AlertingConfig {
+  rules: RuleConfig[];
+  receivers: ReceiverConfig[];
+  evaluationIntervalMs: number;
+  repeatIntervalMs: number;
+  externalUrl: string;
+  otlp: { endpoint: string; headers: Record<string, string> };
+  delivery: { deadlineMs: number; initialBackoffMs: number; maxBackoffMs: number; maxQueue: number };
 }
 
 /** Typed `forward.*` settings. */
@@ -70,7 +85,31 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     },
     metrics: { maxHookSeries: v('metrics.maxHookSeries') },
     shutdown: { timeoutMs: v('shutdown.timeout') },
+    alerting: alertingConfig(v, v('dimensions')),
   };
+}
+
+function alertingConfig(v: <T>(key: string) => T, dimensions: string[]): AlertingConfig {
+  try {
+    return {
+      // groupBy needs the configured dimensions, so rules are checked against them here, once.
+      rules: parseRules(v('alerting.rules'), knownDimensions(dimensions)),
+      receivers: parseReceivers(v('alerting.receivers')),
+      evaluationIntervalMs: v('alerting.evaluationInterval'),
+      repeatIntervalMs: v('alerting.repeatInterval'),
+      externalUrl: v<string>('alerting.externalUrl').trim(),
+      otlp: { endpoint: v<string>('alerting.otlp.endpoint').trim(), headers: parseHeaders(v('alerting.otlp.headers'), 'alerting.otlp.headers') },
+      delivery: {
+        deadlineMs: v('alerting.delivery.deadline'),
+        initialBackoffMs: v('alerting.delivery.initialBackoff'),
+        maxBackoffMs: v('alerting.delivery.maxBackoff'),
+        maxQueue: v('alerting.delivery.maxQueue'),
+      },
+    };
+  } catch (err) {
+    if (err instanceof AlertingConfigError) throw new ConfigError(`configuration: ${err.message}`);
+    throw err;
+  }
 }
 
 /** Splits `host:port` / `[::1]:port` into parts for net.listen. */

@@ -2,6 +2,7 @@
  * The configuration schema: one table that drives parsing (file, environment, flags), validation,
  * redaction and the generated reference in docs/configuration.md. Later features add rows here.
  */
+import { parseHeaders, parseReceivers, parseRules, redactHeaders, redactReceivers, validator } from '../alerting/config.ts';
 import { parseForwardHeaders } from '../forward/headers.ts';
 
 export type ValueType = 'string' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
@@ -26,7 +27,6 @@ export interface Setting {
   /** Validator for `object` settings; returns a message naming what is wrong, or undefined. */
   validate?: (value: unknown) => string | undefined;
 }
-
 const MiB = 1024 * 1024;
 const DAY = 86_400_000;
 
@@ -148,6 +148,50 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'shutdown.timeout', env: 'HOOKWATCH_SHUTDOWN_TIMEOUT', type: 'duration', default: 25_000, min: 1000, max: 600_000,
     description: 'On SIGTERM/SIGINT, time allowed to finish in-flight requests, flush queues and close the store before exiting 1 anyway; keep it below the orchestrator\'s grace period (Kubernetes: 30s). A second signal exits at once.',
+  },
+  {
+    key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)),
+    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed. Unset: persisted, headroom, growth, blind and never_completed with their defaults; [] turns alerting rules off.',
+  },
+  {
+    key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers),
+    description: 'Where alerts go (file only): a list of {name, type: webhook|slack, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), timeout, sendResolved}. `webhook` sends the Alertmanager v4 JSON body. URLs, header values and signing secrets are secret.',
+  },
+  {
+    key: 'alerting.evaluationInterval', env: 'HOOKWATCH_ALERT_EVALUATION_INTERVAL', type: 'duration', default: 10_000, min: 50, max: 600_000,
+    description: 'How often every alert rule is evaluated for time-based transitions (for, keepFiringFor, repeats, silence, growth). Persisted outputs are evaluated on ingest, not on this timer.',
+  },
+  {
+    key: 'alerting.repeatInterval', env: 'HOOKWATCH_ALERT_REPEAT_INTERVAL', type: 'duration', default: 4 * 3_600_000, min: 1000, max: 30 * DAY,
+    description: 'A still-firing alert is notified again after this long (Alertmanager repeat_interval).',
+  },
+  {
+    key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '',
+    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it.',
+  },
+  {
+    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword,
+    description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended unless present).',
+  },
+  {
+    key: 'alerting.otlp.headers', type: 'object', default: {}, secret: true, redactValue: redactHeaders, validate: validator((v) => parseHeaders(v, 'alerting.otlp.headers')),
+    description: 'Headers for the alert OTLP export (file only), e.g. an Authorization header; values are secret.',
+  },
+  {
+    key: 'alerting.delivery.deadline', env: 'HOOKWATCH_ALERT_DELIVERY_DEADLINE', type: 'duration', default: 600_000, min: 1000, max: DAY,
+    description: 'How long a notification is retried (exponential backoff with full jitter, Retry-After honoured) before it is recorded as failed.',
+  },
+  {
+    key: 'alerting.delivery.initialBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF', type: 'duration', default: 500, min: 1, max: 600_000,
+    description: 'Backoff ceiling of the first retry; it doubles per attempt up to alerting.delivery.maxBackoff (the wait is random below it).',
+  },
+  {
+    key: 'alerting.delivery.maxBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
+    description: 'Largest backoff ceiling between delivery attempts.',
+  },
+  {
+    key: 'alerting.delivery.maxQueue', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_QUEUE', type: 'int', default: 1000, min: 1, max: 1_000_000,
+    description: 'Notifications waiting per receiver; more are recorded as failed (and logged) instead of growing memory.',
   },
 ];
 
