@@ -1,0 +1,83 @@
+/**
+ * `npm run demo` as a user runs it: a child process, real exporters, a real hookwatch. Within a minute the
+ * dashboard must show the growing hook over the cliff and a firing alert for it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import type { AlertsResponse, HooksResponse } from '../../shared/src/api.ts';
+import { chartData, launch, screenshot, waitLoaded, watchedPage } from './harness.ts';
+
+const DEMO = fileURLToPath(new URL('../demo/index.ts', import.meta.url));
+
+let child: ChildProcess | undefined;
+let browser: Browser | undefined;
+
+afterAll(async () => {
+  await browser?.close();
+  if (child && child.exitCode === null) {
+    const exited = new Promise((r) => child?.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+});
+
+describe('npm run demo', () => {
+  it('shows a cliff and an alert within a minute', async () => {
+    const started = Date.now();
+    child = spawn(process.execPath, [DEMO, '--seconds', '90', '--cross-after', '4s'], {
+      env: { ...process.env, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+    const base = await new Promise<string>((resolve, reject) => {
+      const t = setInterval(() => {
+        const m = /dashboard:\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+        if (m?.[1]) {
+          clearInterval(t);
+          resolve(m[1]);
+        } else if (child?.exitCode !== null || Date.now() - started > 45_000) {
+          clearInterval(t);
+          reject(new Error(`demo did not start: ${out}`));
+        }
+      }, 100);
+    });
+    let growing: HooksResponse['hooks'][number] | undefined;
+    let firing = false;
+    while (Date.now() - started < 60_000) {
+      const hooks = (await (await fetch(`${base}/api/v1/hooks?from=now-30d`)).json()) as HooksResponse;
+      growing = hooks.hooks.find((h) => h.hookName === 'PostToolUse:Edit');
+      const alerts = (await (await fetch(`${base}/api/v1/alerts`)).json()) as AlertsResponse;
+      firing = alerts.alerts.some((a) => a.state === 'firing' && a.rule === 'persisted' && a.labels['hook_name'] === 'PostToolUse:Edit');
+      if (growing?.status === 'over' && firing) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(growing?.status).toBe('over');
+    expect(firing).toBe(true);
+    expect(Date.now() - started).toBeLessThan(60_000);
+
+    // The old client is blind (unknown), never healthy; the near hook is near.
+    const hooks = (await (await fetch(`${base}/api/v1/overview?from=now-30d`)).json()) as { clientVersions: { version: string; hasSizeData: boolean }[] };
+    expect(hooks.clientVersions.find((v) => v.version === '2.1.250')?.hasSizeData).toBe(false);
+
+    browser = await launch();
+    const w = await watchedPage(browser);
+    try {
+      await w.page.goto(`${base}/hooks/${growing?.id}?range=1h`);
+      await waitLoaded(w.page);
+      const cliff = await chartData(w.page, 'chart-cliff');
+      expect(cliff.datasets.find((d) => d.label === 'bucket with persisted outputs')?.data.some((v) => typeof v === 'number')).toBe(true);
+      await screenshot(w.page, 'demo-hook');
+      await w.page.goto(`${base}/?range=7d`);
+      await waitLoaded(w.page);
+      expect(await w.page.getAttribute('#hook-rows tr:first-child', 'data-status')).toBe('over');
+      await screenshot(w.page, 'demo-overview');
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  }, 90_000);
+});
