@@ -1,0 +1,161 @@
+/**
+ * The durable queue on a real SQLite file, and the delivery loop's retry schedule with an in-memory exporter
+ * (the stage next door) whose answers the test scripts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../telemetry/logger.ts';
+import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
+import { parseRetryAfter } from './exporter-http.ts';
+import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
+import { parseForwardHeaders } from './headers.ts';
+import { DurableQueue, QueueFullError } from './queue.ts';
+
+const dirs: string[] = [];
+const queues: DurableQueue[] = [];
+afterEach(() => {
+  for (const q of queues.splice(0)) q.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function open(path?: string, maxBytes = 1000): DurableQueue {
+  let p = path;
+  if (!p) {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-queue-'));
+    dirs.push(dir);
+    p = join(dir, 'q.db');
+  }
+  const q = new DurableQueue({ path: p, maxBytes });
+  queues.push(q);
+  return q;
+}
+
+describe('DurableQueue', () => {
+  it('keeps requests in order across a reopen, with their byte total and attempts', () => {
+    const q = open();
+    q.enqueue('logs', 'protobuf', Buffer.from('first'), 1);
+    q.enqueue('metrics', 'json', Buffer.from('second!'), 2);
+    q.retry(q.head()!.id);
+    q.close();
+    const again = open(q.path);
+    expect(again.depth).toBe(2);
+    expect(again.bytes).toBe(12);
+    const head = again.head()!;
+    expect([head.signal, head.encoding, head.body.toString(), head.receivedAtMs, head.attempts]).toEqual(['logs', 'protobuf', 'first', 1, 1]);
+    again.ack(head.id);
+    expect(again.head()!.body.toString()).toBe('second!');
+    expect(again.oldestReceivedAtMs()).toBe(2);
+    expect(again.counters()).toMatchObject({ delivered: 1, retries: 1 });
+  });
+
+  it('refuses past its byte bound and counts the refusal, then takes data again once drained', () => {
+    const q = open(undefined, 10);
+    q.enqueue('logs', 'json', Buffer.alloc(6), 1);
+    expect(() => q.enqueue('logs', 'json', Buffer.alloc(6), 2)).toThrow(QueueFullError);
+    expect(q.counters().refusedFull).toBe(1);
+    q.ack(q.head()!.id);
+    expect(() => q.enqueue('logs', 'json', Buffer.alloc(6), 3)).not.toThrow();
+  });
+
+  it('moves a request to the dead letters in one step, bounded in number but counted in full', () => {
+    const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, maxDeadLetters: 2 });
+    queues.push(q);
+    for (let i = 0; i < 3; i++) {
+      const id = q.enqueue('traces', 'protobuf', Buffer.alloc(10), i);
+      q.deadLetter(id, 100 + i, 400, `bad request ${i}`);
+    }
+    expect(q.depth).toBe(0);
+    expect(q.bytes).toBe(0);
+    expect(q.counters().deadLetters).toBe(3);
+    expect(q.deadLetters().map((d) => d.reason)).toEqual(['bad request 2', 'bad request 1']);
+    expect(q.deadLetters()[0]).toMatchObject({ signal: 'traces', bytes: 10, status: 400, attempts: 1, failedAtMs: 102 });
+  });
+});
+
+/** An exporter that answers from a script and remembers when each attempt came. */
+class ScriptedExporter implements Exporter {
+  readonly description = 'scripted (test)';
+  readonly attempts: { at: number; body: string }[] = [];
+  private readonly script: ExportResult[];
+  constructor(script: ExportResult[]) {
+    this.script = script;
+  }
+  accepts(): boolean {
+    return true;
+  }
+  async export(item: ExportItem): Promise<ExportResult> {
+    this.attempts.push({ at: performance.now(), body: item.body.toString() });
+    return this.script.shift() ?? { kind: 'success' };
+  }
+  async close(): Promise<void> {}
+}
+
+async function until(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('Forwarder', () => {
+  it('grows the wait exponentially within jitter bounds, up to the maximum', () => {
+    const b = { ...DEFAULT_BACKOFF, initialMs: 100, maxMs: 1000, multiplier: 2, jitter: 0.5 };
+    expect(backoffDelay(1, b, () => 0.5)).toBe(100);
+    expect(backoffDelay(3, b, () => 0.5)).toBe(400);
+    expect(backoffDelay(10, b, () => 0.5)).toBe(1000);
+    expect(backoffDelay(3, b, () => 0)).toBe(200);
+    expect(backoffDelay(3, b, () => 0.999999)).toBe(600);
+  });
+
+  it('keeps a retryable request at the head, waits at least Retry-After, then delivers in order', async () => {
+    const q = open();
+    q.enqueue('logs', 'json', Buffer.from('a'), 1);
+    q.enqueue('logs', 'json', Buffer.from('b'), 2);
+    const exporter = new ScriptedExporter([{ kind: 'retryable', message: '503', status: 503, retryAfterMs: 300 }, { kind: 'retryable', message: 'reset' }]);
+    const f = new Forwarder({ queue: q, exporter, logger: silentLogger, backoff: { initialMs: 1, maxMs: 5 } });
+    f.start();
+    await until(() => q.depth === 0);
+    await f.stop();
+    expect(exporter.attempts.map((a) => a.body)).toEqual(['a', 'a', 'a', 'b']);
+    expect(exporter.attempts[1]!.at - exporter.attempts[0]!.at).toBeGreaterThanOrEqual(290);
+    expect(exporter.attempts[2]!.at - exporter.attempts[1]!.at).toBeLessThan(250);
+    expect(f.status()).toMatchObject({ delivered: 2, retries: 2, deadLetters: 0, consecutiveFailures: 0 });
+  });
+
+  it('dead-letters a permanent refusal and moves on; a stopped forwarder leaves the rest queued', async () => {
+    const q = open();
+    q.enqueue('metrics', 'json', Buffer.from('bad'), 1);
+    q.enqueue('logs', 'json', Buffer.from('good'), 2);
+    const exporter = new ScriptedExporter([{ kind: 'permanent', message: 'answered 400', status: 400 }]);
+    const f = new Forwarder({ queue: q, exporter, logger: silentLogger });
+    f.start();
+    await until(() => q.depth === 0);
+    expect(q.deadLetters()[0]).toMatchObject({ signal: 'metrics', status: 400, reason: 'answered 400' });
+    await f.stop();
+    await f.stop();
+    q.enqueue('logs', 'json', Buffer.from('later'), 3);
+    f.notify();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(q.depth).toBe(1);
+    expect(f.status().state).toBe('stopped');
+  });
+});
+
+describe('small parsers', () => {
+  it('reads Retry-After as seconds or an HTTP date', () => {
+    expect(parseRetryAfter('7', 0)).toBe(7000);
+    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4_000)).toBe(6000);
+    expect(parseRetryAfter('soon', 0)).toBeUndefined();
+    expect(parseRetryAfter(null, 0)).toBeUndefined();
+  });
+
+  it('reads forward.headers from the environment form and the file form, naming the bad header', () => {
+    expect(parseForwardHeaders('x-api-key=a%20b, dd-api-key=c')).toEqual({ 'x-api-key': 'a b', 'dd-api-key': 'c' });
+    expect(parseForwardHeaders({ 'X-Honeycomb-Team': 'k' })).toEqual({ 'x-honeycomb-team': 'k' });
+    expect(parseForwardHeaders('bad header=1')).toMatch(/"bad header" is not a valid header name/);
+    expect(parseForwardHeaders({ x: 'a\r\nb' })).toMatch(/line break/);
+  });
+});
