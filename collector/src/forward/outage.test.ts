@@ -105,7 +105,7 @@ it('loses no acknowledged record through 503s, dropped connections, SIGKILL and 
     for (let i = 0; i < requests; i++) {
       const first = nextSeq;
       nextSeq += 5;
-      const res = await fetch(`${base}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: logsBody(first, 5) }).catch(() => undefined);
+      const res = await fetch(`${base}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: logsBody(first, 5) as Uint8Array<ArrayBuffer> }).catch(() => undefined);
       if (res?.status === 200) for (let s = first; s < first + 5; s++) acked.add(s);
       await res?.arrayBuffer();
     }
