@@ -91,8 +91,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   metrics.watchPipeline({ ingest, receiver });
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
-  const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...opts.alerting });
+  const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
+  metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
 
   let listening = false;
   const app = express();

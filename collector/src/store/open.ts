@@ -3,8 +3,10 @@
  * goes with it: one replica at a time runs alert evaluation and retention (a PostgreSQL lease), while a SQLite
  * store has a single process that is always the leader.
  */
+import type { AlertStateStore } from '../alerting/state-store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { PostgresAlertStateStore } from './postgres/alert-state.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { PostgresLease } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
@@ -26,6 +28,8 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
 export interface Coordination {
   /** Satisfies alerting's LeaderElector. */
   leader: { isLeader(): boolean };
+  /** Alert state shared by the replicas (PostgreSQL, fenced by the lease); undefined: alerting keeps its own SQLite state. */
+  alertStateStore: AlertStateStore | undefined;
   /** Registers a callback for leadership changes (e.g. reload shared state on becoming leader). */
   onLeaderChange(cb: (leader: boolean) => void): void;
   /** Hands leadership over (if held) and stops renewing; safe twice. */
@@ -39,7 +43,7 @@ export interface Coordination {
 export function startCoordination(store: Store, config: HookwatchConfig, logger: Logger): Coordination {
   const listeners: ((leader: boolean) => void)[] = [];
   if (!(store instanceof PostgresStore)) {
-    return { leader: { isLeader: () => true }, onLeaderChange: (cb) => void listeners.push(cb), stop: async () => {} };
+    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), stop: async () => {} };
   }
   const lease = new PostgresLease({
     url: config.db,
@@ -50,5 +54,6 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     },
   });
   lease.start();
-  return { leader: lease, onLeaderChange: (cb) => void listeners.push(cb), stop: () => lease.stop() };
+  const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+  return { leader: lease, alertStateStore, onLeaderChange: (cb) => void listeners.push(cb), stop: () => lease.stop() };
 }

@@ -9,6 +9,7 @@
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
+import type { LeaderElector } from '../../alerting/state-store.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
 
@@ -33,8 +34,8 @@ export interface PostgresLeaseOptions {
 /** Share of the ttl the holder trusts: a margin for clock-rate drift between this host and the database. */
 const TRUST = 0.9;
 
-/** The state of one replica's lease, as seen by that replica; satisfies alerting's `LeaderElector`. */
-export class PostgresLease {
+/** The state of one replica's lease, as seen by that replica. */
+export class PostgresLease implements LeaderElector {
   readonly holder: string;
   readonly name: string;
   private readonly opts: PostgresLeaseOptions;

@@ -1,0 +1,83 @@
+/** Alert state on PostgreSQL: the same round trip as SQLite, plus fencing by the leader lease. */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AlertRecord } from '../../alerting/model.ts';
+import type { Notification } from '../../notify/model.ts';
+import { NotLeaderError, PostgresAlertStateStore } from './alert-state.ts';
+import { PostgresStore } from './index.ts';
+import { PostgresLease } from './lease.ts';
+import { startTestServer, type TestServer } from './test-server.ts';
+
+let server: TestServer;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+function alert(id: string, state: AlertRecord['state']): AlertRecord {
+  return {
+    id, fingerprint: 'fp-' + id, rule: 'persisted', state, labels: { alertname: 'persisted' }, annotations: {}, hookId: null,
+    activeAtMs: 1000, startsAtMs: state === 'pending' ? null : 2000, endsAtMs: null, lastActiveMs: 2000, lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
+  };
+}
+
+function notification(a: AlertRecord, webhookId: string): Notification {
+  return { webhookId, receiver: 'r', status: 'firing', alert: a as unknown as Notification['alert'], createdAtMs: 3000 };
+}
+
+async function setup(): Promise<{ store: PostgresStore; url: string }> {
+  const url = await server.createDatabase();
+  const store = await PostgresStore.open({ url, poolSize: 2 });
+  cleanups.push(() => store.close());
+  return { store, url };
+}
+
+describe('PostgresAlertStateStore', () => {
+  it('round-trips alerts, the outbox, attempts and silences', async () => {
+    const { store } = await setup();
+    const s = new PostgresAlertStateStore({ pool: store.connectionPool });
+    const a = alert('a1', 'firing');
+    await s.save({ upsert: [a, alert('a2', 'pending')], remove: [], notifications: [notification(a, 'msg_1'), notification(a, 'msg_1')] });
+    let loaded = await s.load();
+    expect(loaded.alerts.map((x) => x.id).sort()).toEqual(['a1', 'a2']);
+    expect(loaded.outbox.map((n) => n.webhookId)).toEqual(['msg_1']);
+    await s.finishNotification('msg_1', 'delivered');
+    await s.addAttempt({ alertId: 'a1', receiver: 'r', webhookId: 'msg_1', attempt: 1, atMs: 3001, status: 'firing', outcome: 'delivered', httpStatus: 200, error: null, durationMs: 5 });
+    await s.putSilence({ id: 's1', matchers: [], startsAtMs: 0, endsAtMs: 10, createdBy: 'x', comment: '', createdAtMs: 0 });
+    loaded = await s.load();
+    expect(loaded.outbox).toEqual([]);
+    expect(loaded.silences.map((x) => x.id)).toEqual(['s1']);
+    expect((await s.attempts('a1')).map((x) => x.httpStatus)).toEqual([200]);
+    await s.save({ upsert: [], remove: ['a2'], notifications: [] });
+    await s.prune(100);
+    loaded = await s.load();
+    expect(loaded.alerts.map((x) => x.id)).toEqual(['a1']);
+    expect(loaded.silences).toEqual([]);
+  });
+
+  it('refuses writes from a replica that does not hold the lease, and from one whose lease moved on', async () => {
+    const { store, url } = await setup();
+    const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
+    const b = new PostgresLease({ url, holder: 'b', ttlMs: 60_000 });
+    cleanups.push(() => a.stop(), () => b.stop());
+    expect(await a.tick()).toBe(true);
+    expect(await b.tick()).toBe(false);
+    const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
+    const asB = new PostgresAlertStateStore({ pool: store.connectionPool, fence: b });
+    const change = { upsert: [alert('x', 'firing')], remove: [], notifications: [notification(alert('x', 'firing'), 'msg_x')] };
+    await expect(asB.save(change)).rejects.toBeInstanceOf(NotLeaderError);
+    await asA.save(change);
+    // The lease moves behind a's back (it expired while a was paused, and b took it): a's local view says leader,
+    // the database says otherwise, and the write is refused.
+    await store.connectionPool.query("UPDATE leader_lease SET holder = 'b', epoch = epoch + 1");
+    expect(a.isLeader()).toBe(true);
+    await expect(asA.save({ upsert: [alert('y', 'firing')], remove: [], notifications: [] })).rejects.toBeInstanceOf(NotLeaderError);
+    expect((await asA.load()).alerts.map((x) => x.id)).toEqual(['x']);
+  });
+});

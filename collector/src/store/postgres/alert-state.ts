@@ -1,0 +1,153 @@
+/**
+ * Alert state on PostgreSQL, shared by every replica: alert instances, silences, the notification outbox and
+ * delivery attempts (the same contract as the SQLite state store). Writes of an evaluation are fenced by the
+ * leader lease: a replica that lost the lease (paused, partitioned) cannot commit alerts or notifications, so
+ * a takeover never produces a second notification for the same transition.
+ */
+import type pg from 'pg';
+import type { AlertStateStore, LoadedState } from '../../alerting/state-store.ts';
+import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../../alerting/model.ts';
+import type { Notification } from '../../notify/model.ts';
+import { StoreUnavailableError } from '../store.ts';
+
+/** The lease that fences writes (PostgresLease satisfies it). */
+export interface LeaseFence {
+  readonly name: string;
+  readonly holder: string;
+  /** The lease epoch while this replica is leader, else null. */
+  epoch(): number | null;
+}
+
+/** Most attempts kept per alert: a receiver down for days must not grow the table without bound. */
+const MAX_ATTEMPTS_PER_ALERT = 200;
+
+/** A write refused because this replica is not (or no longer) the leader. Retrying on this replica cannot help. */
+export class NotLeaderError extends Error {
+  override name = 'NotLeaderError';
+}
+
+/** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations). */
+export class PostgresAlertStateStore implements AlertStateStore {
+  private readonly pool: pg.Pool;
+  private readonly fence: LeaseFence | undefined;
+
+  constructor(opts: { pool: pg.Pool; fence?: LeaseFence }) {
+    this.pool = opts.pool;
+    this.fence = opts.fence;
+  }
+
+  async load(): Promise<LoadedState> {
+    const [alerts, silences, outbox] = await Promise.all([
+      this.pool.query<{ data: AlertRecord }>('SELECT data FROM alert_instances'),
+      this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences'),
+      this.pool.query<{ data: Notification }>('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id'),
+    ]);
+    return { alerts: alerts.rows.map((r) => r.data), silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data) };
+  }
+
+  async save(changes: StateChanges): Promise<void> {
+    if (changes.upsert.length === 0 && changes.remove.length === 0 && changes.notifications.length === 0) return;
+    await this.transaction(async (c) => {
+      await this.checkFence(c);
+      for (const a of changes.upsert) {
+        await c.query(
+          'INSERT INTO alert_instances (id, fingerprint, state, data) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data',
+          [a.id, a.fingerprint, a.state, JSON.stringify(a)],
+        );
+      }
+      if (changes.remove.length > 0) {
+        await c.query('DELETE FROM alert_instances WHERE id = ANY($1::text[])', [changes.remove]);
+        await c.query('DELETE FROM alert_attempts WHERE alert_id = ANY($1::text[])', [changes.remove]);
+        await c.query('DELETE FROM alert_notifications WHERE alert_id = ANY($1::text[]) AND done IS NOT NULL', [changes.remove]);
+      }
+      for (const n of changes.notifications) {
+        // The webhook-id is the key: a notification written twice (a retried evaluation) exists once.
+        await c.query(
+          'INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES ($1, $2, $3, NULL, $4) ON CONFLICT (webhook_id) DO NOTHING',
+          [n.webhookId, n.alert.id, n.createdAtMs, JSON.stringify(n)],
+        );
+      }
+    });
+  }
+
+  async finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void> {
+    await this.run('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
+  }
+
+  async addAttempt(a: StoredAttempt): Promise<void> {
+    await this.transaction(async (c) => {
+      await c.query('INSERT INTO alert_attempts (alert_id, at, data) VALUES ($1, $2, $3)', [a.alertId, a.atMs, JSON.stringify(a)]);
+      await c.query(
+        `DELETE FROM alert_attempts WHERE alert_id = $1 AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = $1 ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`,
+        [a.alertId],
+      );
+    });
+  }
+
+  async attempts(alertId: string): Promise<StoredAttempt[]> {
+    const r = await this.pool.query<{ data: StoredAttempt }>('SELECT data FROM alert_attempts WHERE alert_id = $1 ORDER BY id', [alertId]);
+    return r.rows.map((x) => x.data);
+  }
+
+  async putSilence(s: SilenceRecord): Promise<void> {
+    // Silences come from the API on any replica: not fenced.
+    await this.run('INSERT INTO alert_silences (id, ends_at, data) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data', [s.id, s.endsAtMs, JSON.stringify(s)]);
+  }
+
+  async prune(beforeMs: number): Promise<void> {
+    await this.run('DELETE FROM alert_silences WHERE ends_at < $1', [beforeMs]);
+    await this.run('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < $1', [beforeMs]);
+  }
+
+  /** The pool belongs to the store, which closes it. */
+  async close(): Promise<void> {}
+
+  private async checkFence(c: pg.PoolClient): Promise<void> {
+    if (!this.fence) return;
+    const epoch = this.fence.epoch();
+    if (epoch === null) throw new NotLeaderError('not the leader: alert state not written');
+    // FOR SHARE holds the lease row until commit: no takeover can commit in between.
+    const r = await c.query(
+      'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE',
+      [this.fence.name, this.fence.holder, epoch],
+    );
+    if (r.rowCount !== 1) throw new NotLeaderError('the leader lease moved to another replica: alert state not written');
+  }
+
+  private async run(sql: string, params: unknown[]): Promise<void> {
+    try {
+      await this.pool.query(sql, params);
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  private async transaction(fn: (c: pg.PoolClient) => Promise<void>): Promise<void> {
+    let c: pg.PoolClient;
+    try {
+      c = await this.pool.connect();
+    } catch (err) {
+      throw unavailable(err);
+    }
+    let broken = false;
+    try {
+      await c.query('BEGIN');
+      await fn(c);
+      await c.query('COMMIT');
+    } catch (err) {
+      try {
+        await c.query('ROLLBACK');
+      } catch {
+        broken = true;
+      }
+      throw err instanceof NotLeaderError ? err : unavailable(err);
+    } finally {
+      c.release(broken);
+    }
+  }
+}
+
+function unavailable(err: unknown): Error {
+  // pg messages name tables and constraints, never the connection string.
+  return new StoreUnavailableError(`alert state: ${(err as Error).message ?? String(err)}`);
+}

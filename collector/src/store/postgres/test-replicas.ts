@@ -1,0 +1,182 @@
+/**
+ * Real hookwatch replicas for tests and benchmarks: `node collector/src/main.ts serve` child processes on free
+ * ports sharing one database, plus a small load-balancing proxy that can drop responses to force client retries.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
+
+export interface Replica {
+  child: ChildProcess;
+  pid: number;
+  otlpHttpUrl: string;
+  httpUrl: string;
+  /** Every stderr line so far (JSON log lines). */
+  lines: string[];
+  /** Resolves when the process has exited. */
+  exited: Promise<void>;
+  /** SIGTERM, then SIGKILL after graceMs. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface ReplicaOptions {
+  db: string;
+  /** Working directory (relative data paths land here). */
+  cwd: string;
+  env?: Record<string, string>;
+  startTimeoutMs?: number;
+}
+
+/** Starts one replica and resolves once it logs `hookwatch started` with its bound URLs. */
+export async function startReplica(opts: ReplicaOptions): Promise<Replica> {
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    cwd: opts.cwd,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOOKWATCH_DB: opts.db,
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_LOG_LEVEL: 'info',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const lines: string[] = [];
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else {
+      child.once('exit', () => resolve());
+      // A process that never started (spawn failed) has nothing to wait for.
+      child.once('error', () => resolve());
+    }
+  });
+  const reader = createInterface({ input: child.stderr as NodeJS.ReadableStream });
+  const urls = await new Promise<{ otlpHttp: string; http: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`replica did not start within ${opts.startTimeoutMs ?? 30_000} ms:\n${lines.join('\n')}`)), opts.startTimeoutMs ?? 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`replica exited with ${code} before starting:\n${lines.join('\n')}`));
+    });
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    reader.on('line', (line) => {
+      lines.push(line);
+      try {
+        const entry = JSON.parse(line) as { msg?: string; otlpHttp?: string; http?: string };
+        if (entry.msg === 'hookwatch started' && entry.otlpHttp && entry.http) {
+          clearTimeout(timer);
+          resolve({ otlpHttp: entry.otlpHttp, http: entry.http });
+        }
+      } catch {
+        // Not a JSON log line (a Node warning): kept in lines, otherwise ignored.
+      }
+    });
+  });
+  const stop = async (graceMs = 10_000): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  return { child, pid: child.pid ?? -1, otlpHttpUrl: urls.otlpHttp, httpUrl: urls.http, lines, exited, stop };
+}
+
+/** What the proxy did to one request body (keyed by its SHA-1: a retry sends the same bytes). */
+export interface BodyFate {
+  /** Replica base URLs the body was sent to, in order. */
+  sentTo: string[];
+  /** Upstream statuses, in order. */
+  statuses: number[];
+  /** How the client's first attempt ended: passed, dropped (connection cut after the upstream answered) or refused (503). */
+  first: 'passed' | 'dropped' | 'refused';
+}
+
+export interface DroppingProxy {
+  url: string;
+  bodies: Map<string, BodyFate>;
+  stats: { requests: number; dropped: number; refused: number };
+  close(): Promise<void>;
+}
+
+/**
+ * A round-robin proxy in front of the replicas. The first attempt of every `dropEvery`-th distinct body is
+ * forwarded and then "lost": either the connection is cut after the replica answered (the data is stored but
+ * the client never hears so) or a 503 is returned. Retries of that body pass, so no batch is lost for good.
+ */
+export async function startDroppingProxy(targets: () => string[], opts: { dropEvery?: number } = {}): Promise<DroppingProxy> {
+  const dropEvery = opts.dropEvery ?? 3;
+  const bodies = new Map<string, BodyFate>();
+  const stats = { requests: 0, dropped: 0, refused: 0 };
+  let rr = 0;
+  let distinct = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      stats.requests++;
+      const body = Buffer.concat(chunks);
+      const key = createHash('sha1').update(body).digest('hex');
+      let fate = bodies.get(key);
+      const firstAttempt = !fate;
+      let lose: BodyFate['first'] = 'passed';
+      if (!fate) {
+        distinct++;
+        if (distinct % dropEvery === 0) lose = (distinct / dropEvery) % 2 ? 'dropped' : 'refused';
+        fate = { sentTo: [], statuses: [], first: lose };
+        bodies.set(key, fate);
+      }
+      const list = targets();
+      const target = list[rr++ % list.length] as string;
+      fate.sentTo.push(target);
+      const headers: IncomingHttpHeaders = { ...req.headers };
+      // Hop-by-hop headers stay here: the body is re-sent whole, with its own length.
+      for (const h of ['host', 'connection', 'keep-alive', 'transfer-encoding']) delete headers[h];
+      headers['content-length'] = String(body.length);
+      const up = request(new URL(req.url ?? '/', target), { method: req.method, headers }, (upRes) => {
+        const parts: Buffer[] = [];
+        upRes.on('data', (c: Buffer) => parts.push(c));
+        upRes.on('end', () => {
+          const status = upRes.statusCode ?? 502;
+          fate.statuses.push(status);
+          if (firstAttempt && lose === 'dropped') {
+            stats.dropped++;
+            req.socket.destroy();
+            return;
+          }
+          if (firstAttempt && lose === 'refused') {
+            stats.refused++;
+            res.writeHead(503, { 'retry-after': '0', 'content-type': 'text/plain' }).end('dropped by the test proxy');
+            return;
+          }
+          res.writeHead(status, { 'content-type': upRes.headers['content-type'] ?? 'application/octet-stream' }).end(Buffer.concat(parts));
+        });
+      });
+      up.on('error', () => {
+        fate.statuses.push(0);
+        if (!res.headersSent) res.writeHead(502).end();
+      });
+      up.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    bodies,
+    stats,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
