@@ -8,6 +8,10 @@ import type { RuleConfig } from './config.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
 
+const ACTIVE_SAVE_INTERVAL_MS = 60_000;
+/** When each alert's lastActiveMs was last handed to the state store. */
+const savedActiveMs = new WeakMap<AlertRecord, number>();
+
 /** Stable hash of the sorted label set (the dedup key): 16 hex characters. */
 export function fingerprint(labels: Record<string, string>): string {
   const material = Object.keys(labels).sort().map((k) => `${k}\u0000${labels[k]}`).join('\u0001');
@@ -54,16 +58,22 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
       };
       active.set(fp, a);
       step.transitions.push({ alert: a, from: null, to: 'pending' });
+      step.upsert.push(a);
     } else {
+      const changed = JSON.stringify(a.annotations) !== JSON.stringify(c.annotations);
       a.annotations = c.annotations;
       a.lastActiveMs = now;
+      // Unchanged alerts are rewritten at most once a minute: enough for keep_firing_for after a restart,
+      // without rewriting every active alert on every ingest.
+      if (changed || now - (savedActiveMs.get(a) ?? 0) >= ACTIVE_SAVE_INTERVAL_MS) step.upsert.push(a);
     }
     if (a.state === 'pending' && now - a.activeAtMs >= rule.forMs) {
       a.state = 'firing';
       a.startsAtMs = now;
       step.transitions.push({ alert: a, from: 'pending', to: 'firing' });
+      if (!step.upsert.includes(a)) step.upsert.push(a);
     }
-    step.upsert.push(a);
+    if (step.upsert[step.upsert.length - 1] === a) savedActiveMs.set(a, now);
   }
   for (const [fp, a] of active) {
     if (seen.has(fp)) continue;
