@@ -4,8 +4,14 @@
  * and the per-hook counters equal what /api/v1/hooks answers.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HookSummary, HooksResponse } from '../../../shared/src/api.ts';
@@ -21,10 +27,37 @@ const RUNS = ['run1-httpjson', 'run2-httpprotobuf', 'run5-mockapi-tools-httpjson
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
 
 let service: ServiceUnderTest | undefined;
+const servers: Server[] = [];
+const files: string[] = [];
 afterEach(async () => {
   await service?.close();
   service = undefined;
+  for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
+  for (const f of files.splice(0)) rmSync(f, { force: true });
 });
+
+/** A loopback HTTP server that answers 200 and counts the requests it got, by path. */
+async function countingServer(body: string): Promise<{ url: string; hits: Map<string, number> }> {
+  const hits = new Map<string, number>();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      hits.set(req.url ?? '', (hits.get(req.url ?? '') ?? 0) + 1);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits };
+}
+
+async function until(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 async function scrape(base: string): Promise<{ text: string; families: Map<string, ParsedFamily> }> {
   const res = await fetch(`${base}/metrics`);
@@ -166,7 +199,46 @@ describe('GET /metrics', () => {
     await replayFixtures(service.otlpHttpUrl);
     const hooks = await apiHooks(service.httpUrl);
     expect(hooks.reduce((n, h) => n + h.executions, 0)).toBeGreaterThanOrEqual(200);
-    // 200+ records in ~210 requests: even at debug level, the log does not grow with traffic.
-    expect(lines.slice(before)).toEqual([]);
+    // 200+ records in ~10 requests: even at debug level the log does not grow with traffic. Alert state
+    // changes (the captures hold persisted outputs) are logged once per alert, at most one per hook here.
+    const logged = lines.slice(before);
+    expect(logged.filter((l) => !/"msg":"alert (firing|resolved)"/.test(l))).toEqual([]);
+    expect(logged.length).toBeLessThanOrEqual(hooks.length);
+  });
+
+  it('reports the gRPC receiver, forwarding and alert notifications (webhook attempts and outcomes)', async () => {
+    const downstream = await countingServer('{}');
+    const webhook = await countingServer('ok');
+    const configFile = join(tmpdir(), `hookwatch-metrics-${process.pid}-${Date.now()}.yaml`);
+    files.push(configFile);
+    writeFileSync(configFile, `alerting:\n  receivers:\n    - name: hook\n      type: webhook\n      url: ${webhook.url}/alerts\n`);
+    service = await startServiceUnderTest({ HOOKWATCH_CONFIG: configFile, HOOKWATCH_FORWARD_ENDPOINT: downstream.url, HOOKWATCH_FORWARD_PROTOCOL: 'http/protobuf' });
+    const base = service.httpUrl;
+
+    // One batch over OTLP/gRPC with the real gRPC exporter; its persisted output fires the persisted rule.
+    const provider = new LoggerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
+      processors: [new BatchLogRecordProcessor({ exporter: new GrpcLogExporter({ url: service.otlpGrpcUrl, timeoutMillis: 10_000 }), scheduledDelayMillis: 60_000 })],
+    });
+    provider.getLogger('com.anthropic.claude_code.events').emit({
+      body: 'claude_code.hook_execution_complete',
+      attributes: { 'event.name': 'hook_execution_complete', 'session.id': 'grpc-1', 'event.sequence': '0', hook_event: 'SessionStart', hook_name: 'SessionStart:startup', num_hooks: '1', num_success: '1', additional_context_chars: '15000', stdout_chars: '0', system_message_chars: '0', initial_user_message_chars: '0', num_outputs_persisted: '1' },
+    });
+    await provider.forceFlush();
+    await provider.shutdown();
+
+    await until('forwarded and notified', async () => {
+      const f = (await scrape(base)).families;
+      return (sampleValue(f, 'hookwatch_forward_delivered_total') ?? 0) >= 1 && (sampleValue(f, 'hookwatch_notifications_total', { outcome: 'delivered' }) ?? 0) >= 1;
+    });
+    const { families } = await scrape(base);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'grpc', signal: 'logs', outcome: 'ok' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_hook_outputs_persisted_total', { hook_name: 'SessionStart:startup' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_forward_delivered_total')).toBe(downstream.hits.get('/v1/logs'));
+    expect(sampleValue(families, 'hookwatch_forward_queue_depth')).toBe(0);
+    expect(sampleValue(families, 'hookwatch_forward_oldest_age_seconds')).toBeUndefined();
+    expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'delivered' })).toBe(webhook.hits.get('/alerts'));
+    expect(sampleValue(families, 'hookwatch_notification_attempts_total')).toBeGreaterThanOrEqual(webhook.hits.get('/alerts') ?? 1);
+    expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'failed' })).toBe(0);
   });
 });

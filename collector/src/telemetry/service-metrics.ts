@@ -29,6 +29,29 @@ export interface ServiceMetrics {
   instrumentStore<S extends Store>(store: S): S;
   /** Registers the receiver's and the hook stage's counters and subscribes the per-hook counters to ingest. */
   watchPipeline(parts: { ingest: HookIngest; receiver: OtlpHttpReceiver }): void;
+  /** Registers the later stages: the gRPC receiver, alert notifications (webhook attempts, failures) and forwarding. */
+  watchStages(parts: StageSources): void;
+}
+
+/** The counters the later stages keep, read at scrape time (structural, so this file does not import them). */
+export interface StageSources {
+  grpcReceiver?: { stats: { requests: Record<string, number>; rejected: Record<string, number> } };
+  dispatcher?: { stats: { enqueued: number; delivered: number; failed: number; dropped: number; attempts: number } };
+  forwarding?: { status(): ForwardStatusLike } | undefined;
+}
+
+/** The parts of the forwarder's status that /metrics reports (no destination URL: it may hold credentials). */
+export interface ForwardStatusLike {
+  state: string;
+  depth: number;
+  bytes: number;
+  maxBytes: number;
+  oldestAgeMs: number | null;
+  delivered: number;
+  retries: number;
+  deadLetters: number;
+  refusedFull: number;
+  consecutiveFailures: number;
 }
 
 /** Builds the metrics of one hookwatch process. */
@@ -107,7 +130,13 @@ export function createServiceMetrics(opts: ServiceMetricsOptions): ServiceMetric
     registry.register('ingest', () => ingestFamilies(ingest, inFlight.get('ingest') ?? 0, opts.maxPendingBatches));
   };
 
-  return { registry, hooks, instrumentStore, watchPipeline };
+  const watchStages = ({ grpcReceiver, dispatcher, forwarding }: StageSources): void => {
+    if (grpcReceiver) registry.register('otlp-grpc', () => receiverFamilies(grpcReceiver, 'grpc'));
+    if (dispatcher) registry.register('notify', () => notifyFamilies(dispatcher.stats));
+    if (forwarding) registry.register('forward', () => forwardFamilies(forwarding.status()));
+  };
+
+  return { registry, hooks, instrumentStore, watchPipeline, watchStages };
 }
 
 function cpuSeconds(): number {
@@ -115,16 +144,16 @@ function cpuSeconds(): number {
   return (u.user + u.system) / 1e6;
 }
 
-function receiverFamilies(receiver: OtlpHttpReceiver): MetricFamily[] {
+function receiverFamilies(receiver: { stats: { requests: Record<string, number>; rejected: Record<string, number> } }, transport: 'http' | 'grpc' = 'http'): MetricFamily[] {
   const requests: Sample[] = [];
   for (const [key, value] of Object.entries(receiver.stats.requests)) {
-    // Keys are `<signal>:<ok|http status>`, set by the receiver (a fixed, small set).
+    // Keys are `<signal>:<ok|status>`, set by the receiver (a fixed, small set).
     const [signal = 'unknown', outcome = 'unknown'] = key.split(':');
-    requests.push({ labels: { transport: 'http', signal, outcome }, value });
+    requests.push({ labels: { transport, signal, outcome }, value });
   }
-  const rejected = Object.entries(receiver.stats.rejected).map(([reason, value]) => ({ labels: { transport: 'http', reason }, value }));
+  const rejected = Object.entries(receiver.stats.rejected).map(([reason, value]) => ({ labels: { transport, reason }, value }));
   return [
-    { name: 'hookwatch_otlp_requests_total', type: 'counter', help: 'OTLP export requests answered, by signal and outcome (ok or the HTTP status).', samples: requests },
+    { name: 'hookwatch_otlp_requests_total', type: 'counter', help: 'OTLP export requests answered, by transport, signal and outcome (ok, or the HTTP status / gRPC code).', samples: requests },
     { name: 'hookwatch_otlp_requests_rejected_total', type: 'counter', help: 'OTLP requests refused, by reason (bad_request, too_large, unauthenticated, overloaded, store_unavailable, ...).', samples: rejected },
   ];
 }
@@ -148,5 +177,35 @@ function ingestFamilies(ingest: HookIngest, queueDepth: number, capacity: number
     one('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', s.storeSeconds),
     one('hookwatch_ingest_queue_depth', 'Batches waiting for their store commit now.', queueDepth, 'gauge'),
     one('hookwatch_ingest_queue_capacity', 'Batches allowed to wait before new ones get 503 + Retry-After (otlp.maxPendingRequests).', capacity, 'gauge'),
+  ];
+}
+
+function notifyFamilies(s: { enqueued: number; delivered: number; failed: number; dropped: number; attempts: number }): MetricFamily[] {
+  return [
+    {
+      name: 'hookwatch_notifications_total', type: 'counter', help: 'Alert notifications (webhook, Slack) by outcome: enqueued, delivered, failed (gave up after the delivery deadline or a permanent error), dropped (queue full).',
+      samples: (['enqueued', 'delivered', 'failed', 'dropped'] as const).map((outcome) => ({ labels: { outcome }, value: s[outcome] })),
+    },
+    { name: 'hookwatch_notification_attempts_total', type: 'counter', help: 'Delivery attempts of alert notifications, retries included.', samples: [{ value: s.attempts }] },
+  ];
+}
+
+const FORWARD_STATES = ['idle', 'sending', 'backing_off', 'stopped'] as const;
+
+function forwardFamilies(s: ForwardStatusLike): MetricFamily[] {
+  const g = (name: string, help: string, value: number): MetricFamily => ({ name, help, type: 'gauge', samples: [{ value }] });
+  const c = (name: string, help: string, value: number): MetricFamily => ({ name, help, type: 'counter', samples: [{ value }] });
+  return [
+    g('hookwatch_forward_queue_depth', 'Requests in the durable forward queue, waiting for the downstream.', s.depth),
+    g('hookwatch_forward_queue_bytes', 'Bytes in the durable forward queue.', s.bytes),
+    g('hookwatch_forward_queue_max_bytes', 'Bound of the forward queue (forward.queue.maxBytes); when full, clients get 503.', s.maxBytes),
+    // Unknown is not zero: with an empty queue there is no oldest request, so no sample.
+    { name: 'hookwatch_forward_oldest_age_seconds', type: 'gauge', help: 'Age of the oldest queued request; absent when the queue is empty.', samples: s.oldestAgeMs === null ? [] : [{ value: s.oldestAgeMs / 1000 }] },
+    c('hookwatch_forward_delivered_total', 'Requests the downstream accepted.', s.delivered),
+    c('hookwatch_forward_retries_total', 'Forwarding attempts that failed and will be retried.', s.retries),
+    c('hookwatch_forward_dead_letters_total', 'Requests the downstream refused permanently (kept as dead letters).', s.deadLetters),
+    c('hookwatch_forward_refused_full_total', 'Client requests refused with 503 because the forward queue was full.', s.refusedFull),
+    g('hookwatch_forward_consecutive_failures', 'Failed forwarding attempts since the last success.', s.consecutiveFailures),
+    { name: 'hookwatch_forward_state', type: 'gauge', help: 'Forwarder state: 1 for the current one.', samples: FORWARD_STATES.map((state) => ({ labels: { state }, value: s.state === state ? 1 : 0 })) },
   ];
 }
