@@ -94,7 +94,6 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
   metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
-  metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
 
   let listening = false;
   const app = express();
