@@ -218,6 +218,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         return;
       }
       drawRows();
+      // What a visitor waits for: the ranked hooks on screen (the benchmark reads this mark).
+      if (performance.getEntriesByName('hookwatch:first-rows').length === 0) performance.mark('hookwatch:first-rows');
       await fitForecasts(hooks.hooks, signal);
       drawRows();
     },
