@@ -68,14 +68,31 @@ export class AlertEngine implements IngestListener {
 
   /** Loads persisted state and resumes undelivered notifications (same webhook-id). */
   async start(): Promise<void> {
+    await this.load(true);
+  }
+
+  private async load(resumeOutbox: boolean): Promise<void> {
     const state = await this.opts.stateStore.load();
+    this.active.clear();
+    this.resolved.clear();
+    this.silences.clear();
     for (const a of state.alerts) {
       if (a.state === 'resolved') this.resolved.set(a.id, a);
       else this.activeOf(a.rule).set(a.fingerprint, a);
     }
     for (const s of state.silences) this.silences.set(s.id, s);
+    if (!resumeOutbox) return;
     for (const n of state.outbox) this.opts.dispatcher.enqueue(n);
     if (state.outbox.length > 0) this.opts.logger.info('resuming undelivered notifications', { count: state.outbox.length });
+  }
+
+  /**
+   * Replaces the in-memory alerts and silences with the persisted state, after any evaluation in progress
+   * (a replica that just became leader; `resumeOutbox` also delivers what the previous leader left undelivered).
+   */
+  reload(resumeOutbox = false): Promise<void> {
+    this.chain = this.chain.then(() => this.load(resumeOutbox)).catch((err: unknown) => this.opts.logger.error('cannot reload alert state', { err }));
+    return this.chain;
   }
 
   /** Evaluates every rule each `intervalMs` (real time). */
@@ -156,7 +173,14 @@ export class AlertEngine implements IngestListener {
       }
     }
     this.planNotifications(now, transitions, changes);
-    await this.opts.stateStore.save(changes);
+    try {
+      await this.opts.stateStore.save(changes);
+    } catch (err) {
+      // Nothing is sent that is not saved: go back to the saved state; the next evaluation redoes the work.
+      this.opts.logger.error('cannot save alert state; nothing notified, reloading the saved state', { err });
+      await this.load(false);
+      return;
+    }
     for (const n of changes.notifications) this.opts.dispatcher.enqueue(n);
     for (const t of transitions) this.announce(t, now);
     if (scope === 'all') await this.opts.stateStore.prune(now - (this.opts.resolvedRetentionMs ?? DAY));

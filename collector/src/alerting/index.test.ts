@@ -14,6 +14,8 @@ import { silentLogger } from '../telemetry/logger.ts';
 import { parseReceivers, parseRules } from './config.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
+import { SqliteAlertStateStore } from './state-store.ts';
+import type { StateChanges } from './model.ts';
 import { FakeClock, hookEvent, WebhookSink, type EventFacts } from './test-support.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -116,7 +118,7 @@ describe('persisted rule', () => {
     const body = h.sink.bodies<AlertmanagerWebhookBody>()[0] as AlertmanagerWebhookBody;
     expect(body).toMatchObject({ version: '4', status: 'firing', receiver: 'ops', truncatedAlerts: 0, externalURL: 'http://hookwatch.test', groupLabels: { alertname: 'persisted' } });
     expect(body.alerts[0]).toMatchObject({ status: 'firing', endsAt: '0001-01-01T00:00:00Z', startsAt: new Date(T0).toISOString() });
-    expect(body.alerts[0]?.generatorURL).toMatch(/^http:\/\/hookwatch\.test\/#\/hooks\/[0-9a-f]{16}$/);
+    expect(body.alerts[0]?.generatorURL).toMatch(/^http:\/\/hookwatch\.test\/hooks\/[0-9a-f]{16}$/);
     expect(body.alerts[0]?.annotations['summary']).toContain('saved to a file');
     await h.run(HOUR - MIN);
     expect(h.notes()).toHaveLength(1);
@@ -331,5 +333,45 @@ describe('persisted state', () => {
     await h.restart();
     expect(h.notes()).toHaveLength(1);
     expect(h.sink.delivered()[0]?.headers['webhook-id']).toBe(firstId);
+  });
+
+  it('a state write that fails sends nothing; the next evaluation notifies once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
+    const db = join(dir, 'h.db');
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const store = new SqliteStore({ path: db });
+    const real = new SqliteAlertStateStore(db);
+    let failNext = false;
+    const flaky = Object.assign(Object.create(real) as SqliteAlertStateStore, {
+      save: async (c: StateChanges) => {
+        if (failNext && c.notifications.length > 0) {
+          failNext = false;
+          throw new Error('disk full');
+        }
+        return real.save(c);
+      },
+    });
+    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
+    const alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky });
+    cleanups.push(async () => {
+      await alerting.stop();
+      await store.close();
+      await sink.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    failNext = true;
+    const r = await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    alerting.engine.onIngested(r.inserted);
+    await alerting.engine.evaluate('notify');
+    await alerting.dispatcher.idle();
+    expect(sink.requests).toHaveLength(0);
+    expect(alerting.engine.alerts()).toEqual([]);
+    clock.advance(TICK);
+    await alerting.engine.evaluate('all');
+    await alerting.dispatcher.idle();
+    expect(sink.delivered()).toHaveLength(1);
+    expect(alerting.engine.alerts()).toEqual([expect.objectContaining({ state: 'firing' })]);
   });
 });

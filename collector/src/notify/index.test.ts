@@ -176,14 +176,14 @@ describe('dispatcher', () => {
     const body = alertmanagerBody(n, { externalUrl: 'https://hw.example.com/' });
     expect(Object.keys(body).sort()).toEqual(['alerts', 'commonAnnotations', 'commonLabels', 'externalURL', 'groupKey', 'groupLabels', 'receiver', 'status', 'truncatedAlerts', 'version']);
     expect(Object.keys(body.alerts[0] ?? {}).sort()).toEqual(['annotations', 'endsAt', 'fingerprint', 'generatorURL', 'labels', 'startsAt', 'status']);
-    expect(body.alerts[0]?.generatorURL).toBe('https://hw.example.com/#/hooks/0123456789abcdef');
+    expect(body.alerts[0]?.generatorURL).toBe('https://hw.example.com/hooks/0123456789abcdef');
     const text = slackText({ ...n, alert: { ...n.alert, labels: { ...n.alert.labels, team: 'a<b' } } }, { externalUrl: 'https://hw.example.com' });
     expect(text).toContain('[FIRING] persisted');
     expect(text).toContain('SessionStart:startup');
     expect(text).toContain('saved to a file');
     expect(text).toContain('Since 2026-11-30T10:00:00.000Z');
     expect(text).toContain('team=a&lt;b');
-    expect(text).toContain('<https://hw.example.com/#/hooks/0123456789abcdef|Open in hookwatch>');
+    expect(text).toContain('<https://hw.example.com/hooks/0123456789abcdef|Open in hookwatch>');
     const resolved = slackText({ ...n, status: 'resolved', alert: { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z' } }, { externalUrl: '' });
     expect(resolved).toContain('[RESOLVED]');
     expect(resolved).toContain('to 2026-11-30T11:00:00.000Z');

@@ -52,5 +52,5 @@ export interface LinkContext {
 export function dashboardLink(ctx: LinkContext, hookId: string | null): string {
   const base = ctx.externalUrl.replace(/\/+$/, '');
   if (!base) return '';
-  return hookId ? `${base}/#/hooks/${hookId}` : `${base}/#/alerts`;
+  return hookId ? `${base}/hooks/${hookId}` : `${base}/alerts`;
 }
