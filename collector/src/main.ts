@@ -6,7 +6,7 @@ import { ConfigError, SETTINGS, effectiveDocument, flagName, loadConfig, toConfi
 import { parseFlags } from './cli/args.ts';
 import { startService } from './service.ts';
 import { alertingSecrets } from './alerting/config.ts';
-import { createLogger } from './telemetry/logger.ts';
+import { createLogger, urlPasswords } from './telemetry/logger.ts';
 
 const HELP = `hookwatch: tells a team when their Claude Code hooks stop reaching the model.
 
@@ -28,7 +28,7 @@ See README.md and docs/configuration.md for every setting.
 async function serve(flags: Record<string, string | undefined>): Promise<number> {
   const loaded = loadConfig({ flags });
   const config = toConfig(loaded);
-  const secrets = [config.otlp.ingestToken, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers)].filter(Boolean);
+  const secrets = [config.otlp.ingestToken, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
   const service = await startService(config, { logger });
   logger.info('hookwatch started', {

@@ -23,7 +23,9 @@ export interface LoggerOptions {
 
 export function createLogger(opts: LoggerOptions): Logger {
   const min = ORDER[opts.level];
-  const secrets = (opts.secrets ?? []).filter((s) => s.length >= 4);
+  // A secret is scrubbed as written and as JSON escapes it inside a string (a quote or backslash in a password).
+  const secrets = [...new Set((opts.secrets ?? []).filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))]
+    .sort((a, b) => b.length - a.length);
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const now = opts.now ?? (() => new Date());
   const log = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
@@ -42,6 +44,24 @@ export function createLogger(opts: LoggerOptions): Logger {
     warn: (m, f) => log('warn', m, f),
     error: (m, f) => log('error', m, f),
   };
+}
+
+/** The password of a URL such as postgres://user:pw@host/db, as written and decoded, for the logger's secrets. */
+export function urlPasswords(value: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return [];
+  }
+  if (!url.password) return [];
+  let decoded = url.password;
+  try {
+    decoded = decodeURIComponent(url.password);
+  } catch {
+    // Malformed escapes: the written form is still scrubbed.
+  }
+  return [...new Set([url.password, decoded])];
 }
 
 /** A logger that drops everything (tests, tools). */

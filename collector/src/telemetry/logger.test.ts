@@ -1,0 +1,50 @@
+/** hookwatch's own log: JSON lines with levels, and secrets scrubbed whatever field or escaping they end up in. */
+import { describe, expect, it } from 'vitest';
+import { createLogger, urlPasswords } from './logger.ts';
+
+function capture(level: 'debug' | 'info' | 'warn' | 'error', secrets: string[] = []): { lines: string[]; logger: ReturnType<typeof createLogger> } {
+  const lines: string[] = [];
+  return { lines, logger: createLogger({ level, secrets, write: (l) => lines.push(l), now: () => new Date('2026-11-30T08:00:00Z') }) };
+}
+
+describe('createLogger', () => {
+  it('writes one JSON object per line with time, level and message, and drops lines below the level', () => {
+    const { lines, logger } = capture('info');
+    logger.debug('not shown');
+    logger.info('started', { port: 4318 });
+    logger.error('failed', { err: new Error('boom') });
+    expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
+      { time: '2026-11-30T08:00:00.000Z', level: 'info', msg: 'started', port: 4318 },
+      { time: '2026-11-30T08:00:00.000Z', level: 'error', msg: 'failed', err: { name: 'Error', message: 'boom' } },
+    ]);
+  });
+
+  it('scrubs secrets from messages, fields and error messages, also where JSON escapes them', () => {
+    const password = 'pa"ss\\word-42';
+    const token = 'tok-0123456789';
+    const { lines, logger } = capture('debug', [password, token]);
+    logger.warn(`cannot connect with ${token}`, { url: `postgres://u:${password}@db/x`, err: new Error(`auth failed for ${password}`), nested: { headers: { authorization: `Bearer ${token}` } } });
+    expect(lines).toHaveLength(1);
+    const line = lines[0] as string;
+    expect(line).not.toContain(token);
+    expect(line).not.toContain(password);
+    expect(line).not.toContain(JSON.stringify(password).slice(1, -1));
+    expect(line).not.toContain('pa\\"ss');
+    expect(JSON.parse(line)).toMatchObject({ msg: 'cannot connect with <redacted>', nested: { headers: { authorization: 'Bearer <redacted>' } } });
+  });
+});
+
+describe('urlPasswords', () => {
+  it('finds the password of a database URL, as written and decoded', () => {
+    expect(urlPasswords('postgres://hookwatch:s3cr%40t%21@db:5432/hookwatch')).toEqual(['s3cr%40t%21', 's3cr@t!']);
+    expect(urlPasswords('postgres://hookwatch@db/hookwatch')).toEqual([]);
+    expect(urlPasswords('./data/hookwatch.db')).toEqual([]);
+  });
+
+  it('with the logger, keeps a database password out of a line that quotes the connection error', () => {
+    const url = 'postgres://hookwatch:s3cr%40t%21@db:5432/hookwatch';
+    const { lines, logger } = capture('info', urlPasswords(url));
+    logger.error('store failed', { err: new Error('password "s3cr@t!" rejected'), db: url });
+    expect(lines[0]).not.toContain('s3cr');
+  });
+});
