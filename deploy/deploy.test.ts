@@ -437,8 +437,12 @@ describe('Prometheus files', () => {
     run('test', 'rules', 'rules.test.yml');
   });
 
-  it('every hookwatch metric the rules use is one a running hookwatch exposes', async () => {
-    service = await startServiceUnderTest();
+  it('every hookwatch metric the rules use is one a running hookwatch exposes (forwarding on, so its metrics exist)', async () => {
+    // A loopback port nothing listens on: forwarding is configured (and retries quietly) without a downstream.
+    const probe = await startServiceUnderTest();
+    const closedPort = new URL(probe.otlpHttpUrl).port;
+    await probe.close();
+    service = await startServiceUnderTest({ HOOKWATCH_FORWARD_ENDPOINT: `http://127.0.0.1:${closedPort}` });
     const text = await (await fetch(`${service.httpUrl}/metrics`)).text();
     const exposed = new Set(parseExposition(text).keys());
     const rules = read('deploy/prometheus/rules.yml');
