@@ -32,7 +32,7 @@ export const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /** Page routes the single-page app answers; each returns index.html so links can be shared and reloaded. */
-export const PAGE_ROUTES = ['/', '/hooks/:id', '/alerts'] as const;
+export const PAGE_ROUTES = ['/', '/hooks/:id', '/alerts', '/forwarding'] as const;
 
 interface Compiled {
   mtimeMs: number;

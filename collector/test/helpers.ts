@@ -49,6 +49,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       HOOKWATCH_DB: join(tmp.dir, 'hookwatch.db'),
       HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
       HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_FORWARD_QUEUE_PATH: join(tmp.dir, 'forward-queue.db'),
       HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
       ...env,
     },

@@ -7,6 +7,7 @@ import { h, replace, type Attrs, type Child } from './dom.ts';
 import { dateTime } from './format.ts';
 import type { Page, PageContext, PageFactory } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
+import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
@@ -14,7 +15,7 @@ import {
 } from './state.ts';
 
 const root = document.getElementById('app') as HTMLElement;
-const pages: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage };
+const pages: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
 
 let page: Page | undefined;
 let timer: ReturnType<typeof setTimeout> | undefined;
@@ -43,6 +44,7 @@ function header(state: ViewState): HTMLElement {
   const nav = h('nav', { 'aria-label': 'Pages' },
     navLink('/', 'Overview', state.route.page === 'overview' || state.route.page === 'hook', state),
     navLink('/alerts', 'Alerts', state.route.page === 'alerts', state),
+    navLink('/forwarding', 'Forwarding', state.route.page === 'forwarding', state),
   );
   return h('header', { class: 'top' },
     h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state), class: 'brand-link', onclick: linkHandler }, 'hookwatch'),

@@ -11,6 +11,7 @@ export type Route =
   | { page: 'overview' }
   | { page: 'hook'; hookId: string }
   | { page: 'alerts' }
+  | { page: 'forwarding' }
   | { page: 'not-found' };
 
 /** The range as the URL states it: a preset relative to now, or fixed RFC 3339 bounds. */
@@ -35,6 +36,7 @@ export function readState(loc: { pathname: string; search: string }): ViewState 
   if (loc.pathname === '/' || loc.pathname === '') route = { page: 'overview' };
   else if (m?.[1]) route = { page: 'hook', hookId: m[1] };
   else if (loc.pathname === '/alerts' || loc.pathname === '/alerts/') route = { page: 'alerts' };
+  else if (loc.pathname === '/forwarding' || loc.pathname === '/forwarding/') route = { page: 'forwarding' };
   else route = { page: 'not-found' };
   const filters: Record<string, string> = {};
   for (const [k, v] of params) if (k.startsWith('f.') && k.length > 2) filters[k.slice(2)] = v;
@@ -91,6 +93,7 @@ export function buildUrl(path: string, state: Pick<ViewState, 'range' | 'filters
 export function routePath(route: Route): string {
   if (route.page === 'hook') return `/hooks/${route.hookId}`;
   if (route.page === 'alerts') return '/alerts';
+  if (route.page === 'forwarding') return '/forwarding';
   return '/';
 }
 

@@ -1,0 +1,87 @@
+/**
+ * The forwarding page in headless Chromium against a real hookwatch: in inline mode during a downstream outage
+ * (queue depth, oldest age, retries, the last error, then a dead letter), and in fan-out mode.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import type { ForwardingResponse } from '../../shared/src/api.ts';
+import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { HttpDownstream } from '../../collector/src/forward/downstream-recorder.ts';
+import { launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+
+let browser: Browser;
+const services: TestService[] = [];
+const downstreams: HttpDownstream[] = [];
+const open: WatchedPage[] = [];
+
+beforeAll(async () => {
+  browser = await launch();
+});
+
+afterEach(async () => {
+  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
+  while (open.length) await open.pop()?.close();
+  for (const s of services.splice(0)) await s.close();
+  for (const d of downstreams.splice(0)) await d.stop();
+  expect(errs).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function until(what: string, cond: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('forwarding page', () => {
+  it('shows the queue during a downstream outage, then the dead letter it left', async () => {
+    const downstream = new HttpDownstream();
+    downstreams.push(downstream);
+    downstream.mode = { kind: 'status', status: 503 };
+    const endpoint = await downstream.start();
+    const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '50ms', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '100ms' });
+    services.push(svc);
+    const requests = fixtureRequests('run2-httpprotobuf');
+    for (const r of requests) expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
+    await until('retries', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.retries >= 2);
+
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/forwarding`);
+    await waitLoaded(w.page);
+    const kpi = (id: string) => w.page.locator(`[data-kpi="${id}"] .kpi-value`).textContent();
+    expect(await kpi('depth')).toBe(String(requests.length));
+    expect(await kpi('oldest')).toMatch(/^\d+ s$/);
+    expect(Number((await kpi('retries'))?.replace(/,/g, ''))).toBeGreaterThanOrEqual(2);
+    expect(await w.page.locator('[data-field="state"]').textContent()).toContain('answered 503');
+    expect(await w.page.locator('h2').first().textContent()).toBe(`${endpoint} (http/protobuf)`);
+    await expect(w.page.locator('nav a[aria-current="page"]').textContent()).resolves.toBe('Forwarding');
+
+    // The downstream now refuses for good: the head request becomes a dead letter, the rest are delivered.
+    downstream.mode = { kind: 'status', status: 400 };
+    await until('a dead letter', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.deadLetters >= 1);
+    downstream.mode = { kind: 'accept' };
+    await until('an empty queue', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.depth === 0);
+    await w.page.reload();
+    await waitLoaded(w.page);
+    expect(await kpi('depth')).toBe('0');
+    expect(await kpi('dead-letters')).not.toBe('0');
+    const row = w.page.locator('table.dead-letters tbody tr').first();
+    expect(await row.textContent()).toContain('400');
+  });
+
+  it('says nothing is forwarded in fan-out mode', async () => {
+    const svc = await startTestService();
+    services.push(svc);
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/forwarding`);
+    await waitLoaded(w.page);
+    expect(await w.page.locator('#fan-out h2').textContent()).toContain('nothing is forwarded');
+  });
+});
