@@ -87,7 +87,7 @@ describe('deep nesting', () => {
   });
 
   it('a 10,001-deep AnyValue in JSON (arrays and kvlists) is refused with 400', async () => {
-    for (const [open, close] of [['{"arrayValue":{"values":[', ']}}'], ['{"kvlistValue":{"values":[{"key":"k","value":', '}]}}']]) {
+    for (const [open, close] of [['{"arrayValue":{"values":[', ']}}'], ['{"kvlistValue":{"values":[{"key":"k","value":', '}]}}']] as const) {
       const value = open.repeat(10_001) + '{"stringValue":"deep"}' + close.repeat(10_001);
       const body = `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":${value}}]}]}]}`;
       const res = await postOtlp(big.otlpHttpUrl, '/v1/logs', body, JSON_CT);
