@@ -182,7 +182,9 @@ export class AlertEngine implements IngestListener {
       return;
     }
     for (const n of changes.notifications) this.opts.dispatcher.enqueue(n);
-    for (const t of transitions) this.announce(t, now);
+    // With for: 0 an alert goes pending -> firing in one evaluation; announce only where it ended up.
+    const firedNow = new Set(transitions.filter((t) => t.to === 'firing').map((t) => t.alert));
+    for (const t of transitions) if (!(t.to === 'pending' && firedNow.has(t.alert))) this.announce(t, now);
     if (scope === 'all') await this.opts.stateStore.prune(now - (this.opts.resolvedRetentionMs ?? DAY));
     this.stats.evaluations++;
     this.stats.lastEvaluationMs = now;

@@ -157,6 +157,34 @@ describe('webhook delivery through the service', () => {
   });
 });
 
+describe('Slack and OTLP out', () => {
+  it('sends readable Slack text and exports the transition as an OTLP log record', async () => {
+    const r = await start({
+      yaml: (url) => `
+alerting:
+  externalUrl: https://hookwatch.example.com
+  otlp: { endpoint: "${url}/otlp", headers: { authorization: "Bearer otlp-secret-value" } }
+  receivers:
+    - { name: chat, type: slack, url: "${url}/services/T0/B0/${TOKEN}" }
+`,
+    });
+    await post(r, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 10_500 }]));
+    await r.sink.waitFor(2, 10_000);
+    const slack = r.sink.requests.find((q) => q.path.startsWith('/services/'));
+    const text = (JSON.parse(slack?.body ?? '{}') as { text: string }).text;
+    expect(text).toContain('[FIRING] persisted');
+    expect(text).toContain('PostToolUse:Bash');
+    expect(text).toContain('saved to a file');
+    expect(text).toMatch(/<https:\/\/hookwatch\.example\.com\/hooks\/[0-9a-f]{16}\|Open in hookwatch>/);
+    const otlp = r.sink.requests.find((q) => q.path === '/otlp/v1/logs');
+    expect(otlp?.headers['authorization']).toBe('Bearer otlp-secret-value');
+    expect(otlp?.body).toContain('hookwatch.alert.state');
+    expect(otlp?.body).toContain('firing');
+    expect(otlp?.body).toContain('PostToolUse:Bash');
+    expect(r.logs.join('\n')).not.toContain('otlp-secret-value');
+  });
+});
+
 describe('alerts API', () => {
   it('lists alerts, shows one with its attempts, and answers 400/404 that name the problem', async () => {
     const r = await start();
