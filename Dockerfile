@@ -24,7 +24,9 @@ RUN find . -name '*.test.ts' -delete && find . -type d -name testdata -prune -ex
 
 FROM ${NODE_IMAGE}
 # Inside a container hookwatch listens on every interface; the data volume holds SQLite and the forward queue.
+# Node's ExperimentalWarning (type stripping for the dashboard) would be the only non-JSON line on stderr.
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--disable-warning=ExperimentalWarning \
     HOOKWATCH_OTLP_HTTP_ADDR=0.0.0.0:4318 \
     HOOKWATCH_OTLP_GRPC_ADDR=0.0.0.0:4317 \
     HOOKWATCH_HTTP_ADDR=0.0.0.0:9318 \
