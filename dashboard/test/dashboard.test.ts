@@ -2,10 +2,14 @@
  * End to end in headless Chromium: a real hookwatch (real sockets, real SQLite) fed the captured Claude Code
  * 2.1.332 requests, the dashboard served by it, and every JavaScript error or dialog treated as a failure.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { createDashboardRouter } from '../server.ts';
 import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
@@ -13,6 +17,11 @@ const NOW = Date.parse('2026-11-30T08:30:00Z');
 const XSS = '<img src=x onerror=alert(1)>';
 /** Every listener on a free port (settings that a version without them ignores). */
 const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
+
+const emptyOverview = {
+  from: '', to: '', hooks: 0, statusCounts: { over: 0, near: 0, ok: 0, unknown: 0 }, sizeDataShare: null, clientVersions: [], lastEventAt: null,
+  totals: { executions: 0 },
+};
 
 let browser: Browser;
 let svc: TestService;
@@ -104,17 +113,64 @@ describe('overview', () => {
     expect(await p.getAttribute('th[aria-sort="descending"] button', 'data-sort')).toBe('executions');
   });
 
-  it('is readable on a narrow screen', async () => {
+  it('is readable on a narrow screen, overview and hook page alike', async () => {
     const { page: p } = await page({ width: 390 });
-    await p.goto(svc.httpUrl + '/');
-    await waitLoaded(p);
-    // Nothing but the scrollable tables may be wider than the screen.
-    const overflow = await p.evaluate(() => {
+    const overflow = (): Promise<{ by: number; wide: string[] }> => p.evaluate(() => {
+      // Nothing but the scrollable tables may be wider than the screen.
       const wide = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest('.table-scroll') && !el.closest('details:not([open]) > :not(summary)'));
       return { by: document.documentElement.scrollWidth - window.innerWidth, wide: wide.slice(0, 5).map((el) => `${el.tagName}.${el.className}#${el.id}`) };
     });
-    expect(overflow).toEqual({ by: 0, wide: [] });
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    expect(await overflow()).toEqual({ by: 0, wide: [] });
     await screenshot(p, 'overview-narrow');
+    await p.click('#hook-rows tr:first-child a.hook-link');
+    await waitLoaded(p, 2);
+    expect(await overflow()).toEqual({ by: 0, wide: [] });
+    await screenshot(p, 'hook-narrow');
+  });
+
+  it('filters by a dimension from the header, in the URL and in the API calls', async () => {
+    const { page: p } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    await p.selectOption('#filter-dimension', 'user.id');
+    await p.fill('#filter-value', XSS);
+    const filtered = p.waitForResponse((r) => r.url().includes('/api/v1/hooks?') && r.url().includes('user.id='));
+    await p.click('.filter-form button[type="submit"]');
+    const body = (await (await filtered).json()) as HooksResponse;
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('f.user.id')).toBe(XSS);
+    expect(body.hooks.map((h) => h.hookName)).toEqual([XSS]);
+    expect(await p.$$eval('#hook-rows a.hook-link', (as) => as.map((a) => a.textContent))).toEqual([XSS]);
+    expect(await p.textContent('.chip')).toContain(`user.id = ${XSS}`);
+    await p.click('.chip-remove');
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('f.user.id')).toBeNull();
+    expect((await p.$$('#hook-rows tr')).length).toBeGreaterThan(1);
+  });
+
+  it('shows an API failure as an error and keeps trying', async () => {
+    const app = express();
+    let failing = true;
+    app.get('/api/v1/overview', (_req, res) => void (failing ? res.status(500).json({ error: { code: 'internal', message: 'internal error' } }) : res.json(emptyOverview)));
+    app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '', to: '', hooks: [] }));
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { page: p } = await page({ allow: /status of 500/ });
+      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?refresh=1s`);
+      await p.waitForSelector('#error-banner:not([hidden])');
+      expect(await p.textContent('#error-banner')).toContain('internal error');
+      failing = false;
+      await p.waitForSelector('#empty-state');
+      expect(await p.isHidden('#error-banner')).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
 

@@ -40,7 +40,7 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
         ...kinds.map((k) => ({
           label: `largest ${KIND_LABEL[k]}`,
           data: series.buckets.map((b) => b.maxChars[k]),
-          borderColor: COLORS[k], backgroundColor: COLORS[k], borderWidth: 2, pointRadius: 2, spanGaps: false,
+          borderColor: COLORS[k], backgroundColor: COLORS[k], borderWidth: 2, pointRadius: 3, spanGaps: false,
         })),
         referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, labels.length, COLORS.cap, [6, 4]),
         referenceLine(`preview (~${num(PREVIEW_CHARS)})`, PREVIEW_CHARS, labels.length, COLORS.preview, [2, 3]),
