@@ -8,8 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPMetricExporter as ProtoMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ForwardingResponse, HooksResponse } from '../../../shared/src/api.ts';
@@ -138,6 +141,33 @@ describe('inline collector mode over OTLP/HTTP', () => {
     const status = await forwardingStatus(hw);
     expect(status.mode).toBe('inline');
     expect(status.destinations[0]).toMatchObject({ depth: 0, delivered: 6, deadLetters: 0, oldestAgeMs: null });
+  });
+
+  it('forwards what the real metrics and trace proto exporters send with gzip, as the bytes hookwatch received', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_COMPRESSION: 'none' });
+    // A tee: the same export goes to hookwatch and to a capture, so the capture holds what hookwatch received.
+    const { d: capture, url: captureUrl } = await downstream(new HttpDownstream());
+    const resource = resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' });
+    const tracer = new TracerProvider({
+      resource,
+      spanProcessors: [
+        new SimpleSpanProcessor({ exporter: new ProtoTraceExporter({ url: `${hw.otlpHttpUrl}/v1/traces`, compression: CompressionAlgorithm.GZIP }) }),
+        new SimpleSpanProcessor({ exporter: new ProtoTraceExporter({ url: `${captureUrl}/v1/traces` }) }),
+      ],
+    });
+    tracer.getTracer('claude_code').startSpan('claude_code.tool_use').end();
+    await tracer.forceFlush();
+    await tracer.shutdown();
+    const reader = new PeriodicExportingMetricReader({ exporter: new ProtoMetricExporter({ url: `${hw.otlpHttpUrl}/v1/metrics`, compression: CompressionAlgorithm.GZIP }), exportIntervalMillis: 60_000 });
+    const meters = new MeterProvider({ resource, readers: [reader] });
+    meters.getMeter('com.anthropic.claude_code', '2.1.332').createCounter('claude_code.token.usage').add(1234, { type: 'input' });
+    await meters.forceFlush();
+    await meters.shutdown();
+    await until('traces and metrics downstream', () => d.bodies('traces').length === 1 && d.bodies('metrics').length >= 1);
+    expect(d.bodies('traces')).toEqual(capture.bodies('traces'));
+    expect(d.requests.every((r) => r.contentEncoding === '' && r.contentType === 'application/x-protobuf')).toBe(true);
+    expect(d.bodies('metrics')[0]!.includes('claude_code.token.usage')).toBe(true);
   });
 
   it('retries 503 (honouring Retry-After) and dropped connections, then delivers in order of arrival', async () => {
