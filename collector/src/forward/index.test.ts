@@ -8,10 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
+import { OTLPLogExporter as ProtoLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { OTLPMetricExporter as ProtoMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -231,6 +233,27 @@ describe('inline collector mode over OTLP/HTTP', () => {
     // The client's retry of the refused request now gets through.
     expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
     await until('the retried request downstream', () => d.requests.length === 3);
+  });
+
+  it('a real exporter refused for a full queue gets through on its own retry once the queue drained', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 503 };
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(PROTO_LOGS.length * 2), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '100ms', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '100ms' });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    const provider = new LoggerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'claude-code' }),
+      processors: [new BatchLogRecordProcessor({ exporter: new ProtoLogExporter({ url: `${hw.otlpHttpUrl}/v1/logs`, timeoutMillis: 20_000 }) })],
+    });
+    provider.getLogger('com.anthropic.claude_code.events').emit({ body: 'claude_code.hook_execution_complete', attributes: { 'event.name': 'hook_execution_complete', hook_name: 'Stop', num_hooks: '1', num_success: '1' } });
+    const flushed = provider.forceFlush();
+    await until('the exporter refused for a full queue', async () => (await forwardingStatus(hw)).destinations[0]!.refusedFull >= 1);
+    d.mode = { kind: 'accept' };
+    await flushed;
+    await provider.shutdown();
+    await until('the retried export downstream', () => d.requests.length === 3);
+    const last = decodeLogsProto(d.requests[2]!.body);
+    expect(records(last)[0]).toContainEqual(['hook_name', 'Stop']);
   });
 
   it('refuses a request larger than the whole queue with 413 rather than a retry that can never succeed', async () => {
