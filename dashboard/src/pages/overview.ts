@@ -108,32 +108,33 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
 
   const sorted = (hooks: HookSummary[]): HookSummary[] => {
     const sign = dir === 'asc' ? 1 : -1;
-    const nullsLast = (a: number | null | undefined, b: number | null | undefined): number => {
+    // Unknown values sort last in either direction: unknown is not zero, nor the smallest.
+    const known = (a: number | null | undefined, b: number | null | undefined): number => {
       if (a === b) return 0;
       if (a === null || a === undefined) return 1;
       if (b === null || b === undefined) return -1;
       return sign * (a - b);
     };
     const list = hooks.map((hk, i) => ({ hk, i }));
-    list.sort((x, y) => {
+    const compare = (x: { hk: HookSummary; i: number }, y: { hk: HookSummary; i: number }): number => {
       const a = x.hk;
       const b = y.hk;
       switch (sort) {
-        case 'name': return sign * a.hookName.localeCompare(b.hookName) || x.i - y.i;
-        case 'executions': return sign * (a.executions - b.executions) || x.i - y.i;
-        case 'persisted': return sign * (a.outputsPersisted - b.outputsPersisted) || x.i - y.i;
-        case 'largest': return nullsLast(largestOf(a), largestOf(b)) || x.i - y.i;
-        case 'headroom': return nullsLast(a.headroom, b.headroom) || x.i - y.i;
-        case 'forecast': return nullsLast(forecastDays(a.id), forecastDays(b.id)) || x.i - y.i;
-        case 'lastSeen': return sign * (Date.parse(a.lastSeen) - Date.parse(b.lastSeen)) || x.i - y.i;
+        case 'name': return sign * a.hookName.localeCompare(b.hookName);
+        case 'executions': return sign * (a.executions - b.executions);
+        case 'persisted': return sign * (a.outputsPersisted - b.outputsPersisted);
+        case 'largest': return known(largestOf(a), largestOf(b));
+        case 'headroom': return known(a.headroom, b.headroom);
+        case 'forecast': return known(forecastDays(a.id), forecastDays(b.id));
+        case 'lastSeen': return sign * (Date.parse(a.lastSeen) - Date.parse(b.lastSeen));
         default: {
-          // The API already ranks by status, persisted outputs and headroom; the forecast breaks the remaining ties.
+          // The API ranks by status, persisted outputs and headroom; the forecast breaks the remaining ties.
           const tie = a.status === b.status && a.outputsPersisted === b.outputsPersisted && a.headroom === b.headroom;
-          const base = tie ? nullsLast(forecastDays(a.id), forecastDays(b.id)) || x.i - y.i : x.i - y.i;
-          return dir === 'asc' ? base : -base;
+          return (tie ? known(forecastDays(a.id), forecastDays(b.id)) : 0) || sign * (x.i - y.i);
         }
       }
-    });
+    };
+    list.sort((x, y) => compare(x, y) || x.i - y.i);
     return list.map((x) => x.hk);
   };
 

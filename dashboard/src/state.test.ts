@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { apiQuery, buildUrl, keptParams, readState, refreshMs, routePath } from './state.ts';
+
+const at = (url: string) => {
+  const u = new URL(url, 'http://x');
+  return readState({ pathname: u.pathname, search: u.search });
+};
+
+describe('view state in the URL', () => {
+  it('reads page, range and filters, and writes them back the same', () => {
+    const s = at('/hooks/0123456789abcdef?range=7d&f.user.id=alice&f.team=platform&by=team');
+    expect(s.route).toEqual({ page: 'hook', hookId: '0123456789abcdef' });
+    expect(s.range).toEqual({ kind: 'preset', preset: '7d' });
+    expect(s.filters).toEqual({ 'user.id': 'alice', team: 'platform' });
+    expect(apiQuery(s)).toEqual({ from: 'now-7d', to: 'now', 'user.id': 'alice', team: 'platform' });
+    const again = at(buildUrl(routePath(s.route), s, keptParams(s.params)));
+    expect(again.route).toEqual(s.route);
+    expect(again.range).toEqual(s.range);
+    expect(again.filters).toEqual(s.filters);
+    expect(again.params.get('by')).toBe('team');
+  });
+
+  it('keeps a custom range as absolute times and refuses a backwards one', () => {
+    const ok = at('/?range=custom&from=2026-11-01T00:00:00Z&to=2026-11-02T00:00:00Z');
+    expect(apiQuery(ok)).toMatchObject({ from: '2026-11-01T00:00:00.000Z', to: '2026-11-02T00:00:00.000Z' });
+    expect(at('/?range=custom&from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z').range).toEqual({ kind: 'preset', preset: '24h' });
+    expect(at('/?range=90d').range).toEqual({ kind: 'preset', preset: '24h' });
+  });
+
+  it('routes unknown paths and malformed hook ids to not-found', () => {
+    expect(at('/hooks/XYZ').route).toEqual({ page: 'not-found' });
+    expect(at('/nope').route).toEqual({ page: 'not-found' });
+    expect(at('/alerts').route).toEqual({ page: 'alerts' });
+  });
+
+  it('refreshes every 15 s unless told otherwise, never faster than 1 s', () => {
+    expect(refreshMs(new URLSearchParams(''))).toBe(15_000);
+    expect(refreshMs(new URLSearchParams('refresh=off'))).toBeNull();
+    expect(refreshMs(new URLSearchParams('refresh=2m'))).toBe(120_000);
+    expect(refreshMs(new URLSearchParams('refresh=0s'))).toBe(1000);
+  });
+});
