@@ -165,6 +165,7 @@ export class AlertEngine implements IngestListener {
         if (!this.opts.rules.some((r) => r.name === name) && map.size > 0) this.applyStep(stepRule({ name, forMs: 0, keepFiringForMs: 0 }, map, [], now), changes, transitions);
       }
       const keep = this.opts.resolvedRetentionMs ?? DAY;
+      for (const [id, s] of this.silences) if (s.endsAtMs < now - keep) this.silences.delete(id);
       for (const [id, a] of this.resolved) {
         if ((a.endsAtMs ?? now) < now - keep) {
           this.resolved.delete(id);

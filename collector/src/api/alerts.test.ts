@@ -248,6 +248,8 @@ describe('alerts API', () => {
     expect(verify(r.sink.requests[0]?.headers ?? {}, r.sink.requests[0]?.body ?? '')).toBe(true);
     r.sink.reply = () => ({ status: 500 });
     expect((await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' })).status).toBe(502);
+    // A test is one attempt, not a retry loop the caller waits on.
+    expect(r.sink.requests).toHaveLength(2);
     expect((await fetch(`${r.service.httpUrl}/api/v1/receivers/nope/test`, { method: 'POST' })).status).toBe(404);
   });
 

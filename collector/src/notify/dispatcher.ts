@@ -149,7 +149,7 @@ export class Dispatcher {
     const lane = this.lanes.get(n.receiver);
     if (!lane) return { outcome: 'failed', attempts: 0, httpStatus: null, error: 'unknown receiver' };
     const now = this.opts.now ?? Date.now;
-    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now(), signal: this.abort.signal, now });
+    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now() + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now });
   }
 
   private checkIdle(): void {

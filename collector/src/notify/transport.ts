@@ -28,6 +28,8 @@ export interface SendOptions {
   deadlineMs: number;
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** Most attempts (default: unbounded, the deadline decides). */
+  maxAttempts?: number;
   /** Stops waiting and sending (service shutdown); the notification stays undelivered. */
   signal?: AbortSignal;
   now?: () => number;
@@ -141,9 +143,9 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
     const retryable = !delivered && (status === null || isRetryableStatus(status));
     let wait = retryable ? backoffMs(attempt, base, cap, random) : 0;
     if (retryable && retryAfter !== undefined) wait = Math.max(wait, retryAfter);
-    const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || opts.signal?.aborted === true);
+    const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || attempt >= (opts.maxAttempts ?? Infinity) || opts.signal?.aborted === true);
     if (giveUp && retryable && !opts.signal?.aborted) {
-      error = `${error}; gave up: the next attempt would pass the delivery deadline`;
+      error = attempt >= (opts.maxAttempts ?? Infinity) ? error : `${error}; gave up: the next attempt would pass the delivery deadline`;
     }
     const outcome: AttemptResult['outcome'] = delivered ? 'delivered' : giveUp ? 'failed' : 'retrying';
     if (!(opts.signal?.aborted && !delivered)) opts.onAttempt?.({ attempt, atMs, outcome, httpStatus: status, error, durationMs });
