@@ -93,6 +93,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
   const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
+  // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left.
+  coordination.onAcquired(() => void alerting.engine.reload(true));
   metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
 
   let listening = false;

@@ -32,6 +32,11 @@ export interface Coordination {
   alertStateStore: AlertStateStore | undefined;
   /** Registers a callback for leadership changes (e.g. reload shared state on becoming leader). */
   onLeaderChange(cb: (leader: boolean) => void): void;
+  /**
+   * Calls cb each time this replica acquires leadership, and at once if it holds it now. Never for a single
+   * process (SQLite), which is leader from the start and loads its state then.
+   */
+  onAcquired(cb: () => void): void;
   /** Hands leadership over (if held) and stops renewing; safe twice. */
   stop(): Promise<void>;
 }
@@ -43,7 +48,7 @@ export interface Coordination {
 export function startCoordination(store: Store, config: HookwatchConfig, logger: Logger): Coordination {
   const listeners: ((leader: boolean) => void)[] = [];
   if (!(store instanceof PostgresStore)) {
-    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), stop: async () => {} };
+    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, stop: async () => {} };
   }
   const lease = new PostgresLease({
     url: config.db,
@@ -55,5 +60,16 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
   });
   lease.start();
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
-  return { leader: lease, alertStateStore, onLeaderChange: (cb) => void listeners.push(cb), stop: () => lease.stop() };
+  return {
+    leader: lease,
+    alertStateStore,
+    onLeaderChange: (cb) => void listeners.push(cb),
+    onAcquired: (cb) => {
+      listeners.push((leader) => {
+        if (leader) cb();
+      });
+      if (lease.isLeader()) cb();
+    },
+    stop: () => lease.stop(),
+  };
 }

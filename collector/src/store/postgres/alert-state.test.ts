@@ -80,4 +80,26 @@ describe('PostgresAlertStateStore', () => {
     await expect(asA.save({ upsert: [alert('y', 'firing')], remove: [], notifications: [] })).rejects.toBeInstanceOf(NotLeaderError);
     expect((await asA.load()).alerts.map((x) => x.id)).toEqual(['x']);
   });
+
+  it('hands undelivered notifications to the leader only, once per leadership', async () => {
+    const { store, url } = await setup();
+    const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
+    const b = new PostgresLease({ url, holder: 'b', ttlMs: 60_000 });
+    cleanups.push(() => a.stop(), () => b.stop());
+    expect(await a.tick()).toBe(true);
+    const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
+    const asB = new PostgresAlertStateStore({ pool: store.connectionPool, fence: b });
+    await asA.save({ upsert: [alert('x', 'firing')], remove: [], notifications: [notification(alert('x', 'firing'), 'msg_x')] });
+    // A follower sees the alerts but must not deliver the outbox (the leader does).
+    const follower = await asB.load();
+    expect(follower.alerts.map((x) => x.id)).toEqual(['x']);
+    expect(follower.outbox).toEqual([]);
+    expect((await asA.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_x']);
+    // A second load in the same leadership (start, then reload) does not resume it twice.
+    expect((await asA.load()).outbox).toEqual([]);
+    // Leadership moves to b: b resumes what a left undelivered.
+    await a.stop();
+    expect(await b.tick()).toBe(true);
+    expect((await asB.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_x']);
+  });
 });

@@ -30,18 +30,27 @@ export class NotLeaderError extends Error {
 export class PostgresAlertStateStore implements AlertStateStore {
   private readonly pool: pg.Pool;
   private readonly fence: LeaseFence | undefined;
+  /** The lease epoch at which the outbox was last handed out: once per leadership, never to a follower. */
+  private outboxEpoch: number | null = null;
 
   constructor(opts: { pool: pg.Pool; fence?: LeaseFence }) {
     this.pool = opts.pool;
     this.fence = opts.fence;
   }
 
+  /**
+   * Alerts and silences for anyone; undelivered notifications only for the leader, and only on the first load of
+   * its leadership, so a notification is resumed by one replica once (followers would deliver it again).
+   */
   async load(): Promise<LoadedState> {
+    const epoch = this.fence ? this.fence.epoch() : 0;
+    const resume = epoch !== null && epoch !== this.outboxEpoch;
     const [alerts, silences, outbox] = await Promise.all([
       this.pool.query<{ data: AlertRecord }>('SELECT data FROM alert_instances'),
       this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences'),
-      this.pool.query<{ data: Notification }>('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id'),
+      resume ? this.pool.query<{ data: Notification }>('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id') : Promise.resolve({ rows: [] as { data: Notification }[] }),
     ]);
+    if (resume) this.outboxEpoch = epoch;
     return { alerts: alerts.rows.map((r) => r.data), silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data) };
   }
 
