@@ -48,6 +48,19 @@ function envProblems(where: string, env: Record<string, unknown>): string[] {
   return problems;
 }
 
+/**
+ * Loads the configuration a container would get: its HOOKWATCH_* variables (compose `${VAR:-default}` take
+ * their default) and, when HOOKWATCH_CONFIG is set, the given file text. Throws like hookwatch would at start.
+ */
+function startsWith(env: Record<string, unknown>, configText?: string): void {
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (!k.startsWith('HOOKWATCH_') || typeof v !== 'string') continue;
+    vars[k] = v.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
+  }
+  toConfig(loadConfig({ env: vars, readFile: () => configText ?? '' }));
+}
+
 function loadsStrictly(file: string): void {
   // The real loader: unknown keys and bad values throw, naming the key.
   toConfig(loadConfig({ flags: { config: join(ROOT, file) }, env: {} }));
@@ -133,6 +146,10 @@ describe('Dockerfile', () => {
     for (const [name, port] of DEFAULT_PORTS) expect(env[name], name).toBe(`0.0.0.0:${port}`);
     const exposed = finalIns.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map((p) => Number(p.split('/')[0]))).sort();
     expect(exposed).toEqual([...DEFAULT_PORTS.values()].sort());
+  });
+
+  it('its ENV values load with the strict config loader', () => {
+    startsWith(env);
   });
 
   it('keeps the store and every other data file on the VOLUME', () => {
@@ -246,6 +263,8 @@ describe('docker-compose.yml', () => {
     const configFile = mounts('hookwatch').find((m) => m.target === configTarget)?.source;
     expect(configFile).toBeDefined();
     loadsStrictly(configFile as string);
+    // The whole environment plus the file, as the container starts.
+    startsWith(envOfService('hookwatch'), read(configFile as string));
     const receivers = arr(obj(obj(parseYaml(read(configFile as string)))['alerting'])['receivers']).map(obj);
     const echoPort = String(envOfService('webhook-echo')['PORT']);
     expect(receivers.map((r) => new URL(String(r['url'])).host)).toContain(`webhook-echo:${echoPort}`);
@@ -380,6 +399,8 @@ describe('Kubernetes manifests', () => {
     const cm = docs.find((d) => d.doc['kind'] === 'ConfigMap')?.doc as Doc;
     const text = String(obj(cm['data'])['hookwatch.yaml']);
     toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: {}, readFile: () => text }));
+    // The base Deployment's literal variables plus the ConfigMap, as the pod starts.
+    startsWith(Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e['value']])), text);
   });
 
   it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, and the rendered Deployment still sets only known variables (skipped only without kubectl)', () => {
