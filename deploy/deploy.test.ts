@@ -379,7 +379,9 @@ describe('Kubernetes manifests', () => {
     expect(posix.dirname(String(env['HOOKWATCH_DB']))).toBe('/data');
     expect(mountsByPath[posix.dirname(String(env['HOOKWATCH_CONFIG']))]).toBe('config');
     const bound = env['HOOKWATCH_SHUTDOWN_TIMEOUT'] === undefined ? SHUTDOWN_MS : (loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: String(env['HOOKWATCH_SHUTDOWN_TIMEOUT']) } }).values.get('shutdown.timeout') as number);
-    expect(Number(pod['terminationGracePeriodSeconds']) * 1000).toBeGreaterThan(bound);
+    const preStop = arr(obj(obj(obj(c['lifecycle'])['preStop'])['exec'])['command']).map(String);
+    const pauseMs = preStop[0] === 'sleep' ? Number(preStop[1]) * 1000 : 0;
+    expect(Number(pod['terminationGracePeriodSeconds']) * 1000).toBeGreaterThan(pauseMs + bound);
     expect(obj(obj(obj(doc['spec'])['template'])['metadata'])['annotations']).toMatchObject({ 'prometheus.io/port': String(HTTP_PORT), 'prometheus.io/path': '/metrics' });
   });
 
