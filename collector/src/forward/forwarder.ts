@@ -140,42 +140,59 @@ export class Forwarder {
   }
 
   private async loop(): Promise<void> {
-    const { queue, exporter, logger } = this.opts;
     while (!this.stopping) {
-      const item = queue.head();
-      if (!item) {
-        this.state = 'idle';
-        this.nextAttemptAtMs = null;
-        await this.wait(undefined);
-        continue;
+      try {
+        await this.step();
+      } catch (err) {
+        // The queue file failed (disk full, I/O error): keep the data where it is and try again later, rather
+        // than stop delivering until a restart.
+        this.failures++;
+        this.lastError = `the forwarding queue failed: ${(err as Error).message}`;
+        const delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
+        this.nextAttemptAtMs = this.now() + delay;
+        this.opts.logger.error('forwarding queue failed; will retry', { destination: this.opts.exporter.description, retryInMs: delay, err });
+        this.state = 'backing_off';
+        await this.wait(delay);
       }
-      this.state = 'sending';
-      const result = await exporter.export(item);
-      if (result.kind === 'success') {
-        queue.ack(item.id);
-        if (this.failures > 0) logger.info('forwarding recovered', { destination: exporter.description, failedAttempts: this.failures });
-        this.failures = 0;
-        this.lastError = null;
-        this.lastSuccessAtMs = this.now();
-        this.nextAttemptAtMs = null;
-        continue;
-      }
-      this.lastError = result.message;
-      if (result.kind === 'permanent') {
-        queue.deadLetter(item.id, this.now(), result.status ?? null, result.message);
-        logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
-        continue;
-      }
-      queue.retry(item.id);
-      this.failures++;
-      let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
-      if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
-      this.nextAttemptAtMs = this.now() + delay;
-      if (this.failures === 1 || this.failures % 20 === 0) {
-        logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, reason: result.message });
-      }
-      this.state = 'backing_off';
-      await this.wait(delay);
     }
+  }
+
+  /** One delivery attempt of the oldest request (or a wait for one). */
+  private async step(): Promise<void> {
+    const { queue, exporter, logger } = this.opts;
+    const item = queue.head();
+    if (!item) {
+      this.state = 'idle';
+      this.nextAttemptAtMs = null;
+      await this.wait(undefined);
+      return;
+    }
+    this.state = 'sending';
+    const result = await exporter.export(item);
+    if (result.kind === 'success') {
+      queue.ack(item.id);
+      if (this.failures > 0) logger.info('forwarding recovered', { destination: exporter.description, failedAttempts: this.failures });
+      this.failures = 0;
+      this.lastError = null;
+      this.lastSuccessAtMs = this.now();
+      this.nextAttemptAtMs = null;
+      return;
+    }
+    this.lastError = result.message;
+    if (result.kind === 'permanent') {
+      queue.deadLetter(item.id, this.now(), result.status ?? null, result.message);
+      logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
+      return;
+    }
+    queue.retry(item.id);
+    this.failures++;
+    let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
+    if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
+    this.nextAttemptAtMs = this.now() + delay;
+    if (this.failures === 1 || this.failures % 20 === 0) {
+      logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, reason: result.message });
+    }
+    this.state = 'backing_off';
+    await this.wait(delay);
   }
 }

@@ -144,6 +144,29 @@ describe('Forwarder', () => {
   });
 });
 
+describe('Forwarder when something throws', () => {
+  it('keeps delivering after an exporter or queue failure instead of stopping until a restart', async () => {
+    const q = open();
+    q.enqueue('logs', 'json', Buffer.from('x'), 1);
+    let calls = 0;
+    const exporter: Exporter = {
+      description: 'throws once (test)',
+      accepts: () => true,
+      export: async () => {
+        if (calls++ === 0) throw new Error('disk I/O error');
+        return { kind: 'success' };
+      },
+      close: async () => {},
+    };
+    const f = new Forwarder({ queue: q, exporter, logger: silentLogger, backoff: { initialMs: 1, maxMs: 5 } });
+    f.start();
+    await until(() => q.depth === 0);
+    await f.stop();
+    expect(calls).toBe(2);
+    expect(f.status().delivered).toBe(1);
+  });
+});
+
 describe('small parsers', () => {
   it('reads Retry-After as seconds or an HTTP date', () => {
     expect(parseRetryAfter('7', 0)).toBe(7000);
