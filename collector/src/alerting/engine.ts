@@ -68,7 +68,8 @@ export class AlertEngine implements IngestListener {
 
   /** Loads persisted state and resumes undelivered notifications (same webhook-id). */
   async start(): Promise<void> {
-    await this.load(true);
+    // Only the leader delivers: with shared state, another replica resumes the outbox when it becomes leader (reload(true)).
+    await this.load((this.opts.leader ?? alwaysLeader).isLeader());
   }
 
   private async load(resumeOutbox: boolean): Promise<void> {
