@@ -34,6 +34,24 @@ export const CONTENT_SECURITY_POLICY = [
 /** Page routes the single-page app answers; each returns index.html so links can be shared and reloaded. */
 export const PAGE_ROUTES = ['/', '/hooks/:id', '/alerts', '/forwarding'] as const;
 
+/**
+ * Type-strips without Node's one-time "stripTypeScriptTypes is an experimental feature" warning: hookwatch's
+ * stderr is one JSON object per line, and that plain-text line would break whoever parses it.
+ */
+function strip(source: string): string {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === 'string' ? warning : warning.message;
+    if (text.includes('stripTypeScriptTypes')) return;
+    (emitWarning as (...a: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return stripTypeScriptTypes(source, { mode: 'strip' });
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+}
+
 interface Compiled {
   mtimeMs: number;
   js: string;
@@ -55,7 +73,7 @@ function moduleCompiler(root: string): (relative: string) => Promise<string | un
     if (!st.isFile()) return undefined;
     const hit = cache.get(file);
     if (hit && hit.mtimeMs === st.mtimeMs) return hit.js;
-    const js = stripTypeScriptTypes(await readFile(file, 'utf8'), { mode: 'strip' });
+    const js = strip(await readFile(file, 'utf8'));
     cache.set(file, { mtimeMs: st.mtimeMs, js });
     return js;
   };

@@ -1,0 +1,57 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDashboardRouter } from './server.ts';
+
+let server: Server;
+let base: string;
+const warnings: string[] = [];
+const onWarning = (w: Error): void => void warnings.push(w.message);
+
+beforeAll(async () => {
+  process.on('warning', onWarning);
+  const app = express();
+  app.use(createDashboardRouter());
+  server = createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  process.off('warning', onWarning);
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+describe('dashboard server', () => {
+  it('serves the page with a modulepreload for every module main.ts reaches, shared ones included', async () => {
+    const html = await (await fetch(base + '/')).text();
+    for (const m of ['/dashboard/src/main.ts', '/dashboard/src/pages/hook.ts', '/shared/src/forecast.ts', '/shared/src/cliff.ts']) {
+      expect(html).toContain(`<link rel="modulepreload" href="${m}">`);
+    }
+    expect(html).not.toContain('.test.ts');
+  });
+
+  it('serves type-stripped modules as JavaScript without a warning on stderr', async () => {
+    const res = await fetch(base + '/shared/src/forecast.ts');
+    expect(res.headers.get('content-type')).toContain('text/javascript');
+    const js = await res.text();
+    expect(js).toContain('export function forecastCrossing');
+    expect(js).not.toMatch(/:\s*readonly Point\[\]/);
+    // hookwatch's stderr is JSON lines: Node's experimental-feature notice must not land there.
+    expect(warnings.filter((w) => w.includes('stripTypeScriptTypes'))).toEqual([]);
+  });
+
+  it('never serves outside its folders, tests, or non-TypeScript files as modules', async () => {
+    for (const path of ['/dashboard/src/..%2f..%2fpackage.json', '/dashboard/src/%2e%2e/server.ts', '/shared/src/../../package.json', '/dashboard/src/state.test.ts', '/dashboard/src/nope.ts']) {
+      expect((await fetch(base + path)).status, path).toBe(404);
+    }
+  });
+
+  it('serves Chart.js from node_modules, no CDN', async () => {
+    const res = await fetch(base + '/vendor/chart.umd.min.js');
+    expect(res.status).toBe(200);
+    expect((await res.text()).length).toBeGreaterThan(100_000);
+  });
+});
