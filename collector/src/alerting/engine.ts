@@ -47,6 +47,8 @@ export interface EngineStats {
 type Scope = 'all' | 'ingest' | 'notify';
 
 const DAY = 86_400_000;
+/** A flapping rule can resolve many alerts in a day; the list stays bounded. */
+const MAX_RESOLVED_LISTED = 1000;
 
 export class AlertEngine implements IngestListener {
   readonly stats: EngineStats = { evaluations: 0, ruleErrors: 0, droppedAlerts: 0, notificationsCreated: 0, lastEvaluationMs: null };
@@ -278,10 +280,11 @@ export class AlertEngine implements IngestListener {
     };
   }
 
-  /** Firing, then pending, then recently resolved alerts. */
+  /** Firing, then pending, then recently resolved alerts (the newest MAX_RESOLVED_LISTED of those). */
   alerts(): AlertSummary[] {
     const order = { firing: 0, pending: 1, resolved: 2 } as const;
-    const all: AlertRecord[] = [...[...this.active.values()].flatMap((m) => [...m.values()]), ...this.resolved.values()];
+    const resolved = [...this.resolved.values()].sort((a, b) => (b.endsAtMs ?? 0) - (a.endsAtMs ?? 0)).slice(0, MAX_RESOLVED_LISTED);
+    const all: AlertRecord[] = [...[...this.active.values()].flatMap((m) => [...m.values()]), ...resolved];
     return all
       .sort((a, b) => order[a.state] - order[b.state] || (b.startsAtMs ?? b.activeAtMs) - (a.startsAtMs ?? a.activeAtMs) || a.id.localeCompare(b.id))
       .map((a) => this.summary(a));

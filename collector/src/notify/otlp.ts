@@ -46,10 +46,10 @@ export class OtlpAlertEmitter implements AlertEventSink {
   private readonly logger: OtelLogger;
 
   constructor(opts: OtlpEmitterOptions) {
-    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 10_000 });
+    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000 });
     this.provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'hookwatch', 'service.version': opts.serviceVersion }),
-      processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: 2048 })],
+      processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: 2048, exportTimeoutMillis: 5000 })],
     });
     this.logger = this.provider.getLogger('hookwatch.alerting', opts.serviceVersion);
   }
