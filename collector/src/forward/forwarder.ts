@@ -1,5 +1,6 @@
 /**
- * Delivers one destination's queue in order of arrival, one request at a time, until stopped. A retryable
+ * Delivers one destination's queue in order of arrival, one attempt at a time, until stopped (consecutive
+ * protobuf requests of one signal travel merged, see DurableQueue.batch). A retryable
  * failure keeps the request at the head and waits (exponential backoff with jitter, at least Retry-After);
  * there is no give-up deadline, so an outage of hours loses nothing. A permanent refusal moves the request to
  * the dead letters (counted, visible in the API) so one bad request cannot block the rest.
@@ -18,6 +19,16 @@ export interface BackoffOptions {
   maxRetryAfterMs: number;
 }
 
+/** How many queued protobuf requests of one signal may travel as one downstream request. */
+export interface BatchOptions {
+  maxRequests: number;
+  /** Below the 4 MiB default receive limit of gRPC servers (the OpenTelemetry Collector's included). */
+  maxBytes: number;
+}
+
+/** Merging keeps up on a high-latency link, where one request per round trip would fall behind Claude Code's rate. */
+export const DEFAULT_BATCH: BatchOptions = { maxRequests: 100, maxBytes: 2 * 1024 * 1024 };
+
 /** The OpenTelemetry Collector's exporterhelper defaults (initial 5 s, max 30 s, x1.5, jitter 0.5). */
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, jitter: 0.5, maxRetryAfterMs: 300_000 };
 
@@ -26,6 +37,7 @@ export interface ForwarderOptions {
   exporter: Exporter;
   logger: Logger;
   backoff?: Partial<BackoffOptions>;
+  batch?: Partial<BatchOptions>;
   now?: () => number;
   random?: () => number;
 }
@@ -57,6 +69,9 @@ export function backoffDelay(failures: number, b: BackoffOptions, random: () => 
 export class Forwarder {
   private readonly opts: ForwarderOptions;
   private readonly backoff: BackoffOptions;
+  private readonly batch: BatchOptions;
+  /** After a merged batch was refused for good, the head goes alone, so only the bad request is dead-lettered. */
+  private isolate = false;
   private readonly now: () => number;
   private state: ForwarderStatus['state'] = 'idle';
   private failures = 0;
@@ -70,6 +85,7 @@ export class Forwarder {
   constructor(opts: ForwarderOptions) {
     this.opts = opts;
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
+    this.batch = { ...DEFAULT_BATCH, ...opts.batch };
     this.now = opts.now ?? Date.now;
   }
 
@@ -160,7 +176,8 @@ export class Forwarder {
   /** One delivery attempt of the oldest request (or a wait for one). */
   private async step(): Promise<void> {
     const { queue, exporter, logger } = this.opts;
-    const item = queue.head();
+    const items = queue.batch(this.isolate ? 1 : this.batch.maxRequests, this.batch.maxBytes);
+    const item = items[0];
     if (!item) {
       this.state = 'idle';
       this.nextAttemptAtMs = null;
@@ -168,9 +185,12 @@ export class Forwarder {
       return;
     }
     this.state = 'sending';
-    const result = await exporter.export(item);
+    const ids = items.map((i) => i.id);
+    const body = items.length === 1 ? item.body : Buffer.concat(items.map((i) => i.body));
+    const result = await exporter.export({ signal: item.signal, encoding: item.encoding, body });
     if (result.kind === 'success') {
-      queue.ack(item.id);
+      queue.ack(...ids);
+      this.isolate = false;
       if (this.failures > 0) logger.info('forwarding recovered', { destination: exporter.description, failedAttempts: this.failures });
       this.failures = 0;
       this.lastError = null;
@@ -179,18 +199,25 @@ export class Forwarder {
       return;
     }
     this.lastError = result.message;
+    if (result.kind === 'permanent' && items.length > 1) {
+      // One of the merged requests may be the bad one: resend the head alone to find out.
+      this.isolate = true;
+      queue.retry(...ids);
+      return;
+    }
     if (result.kind === 'permanent') {
+      this.isolate = false;
       queue.deadLetter(item.id, this.now(), result.status ?? null, result.message);
       logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
       return;
     }
-    queue.retry(item.id);
+    queue.retry(...ids);
     this.failures++;
     let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
     if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
     this.nextAttemptAtMs = this.now() + delay;
     if (this.failures === 1 || this.failures % 20 === 0) {
-      logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, reason: result.message });
+      logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, requestsInAttempt: items.length, reason: result.message });
     }
     this.state = 'backing_off';
     await this.wait(delay);

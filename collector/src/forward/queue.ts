@@ -87,6 +87,8 @@ export class DurableQueue {
   private readonly stmt: {
     insert: StatementSync;
     head: StatementSync;
+    following: StatementSync;
+    byId: StatementSync;
     remove: StatementSync;
     attempt: StatementSync;
     dead: StatementSync;
@@ -111,6 +113,8 @@ export class DurableQueue {
     this.stmt = {
       insert: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) VALUES (?, ?, ?, ?, ?)'),
       head: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts FROM queue ORDER BY id LIMIT 1'),
+      byId: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts FROM queue WHERE id = ?'),
+      following: this.db.prepare('SELECT id, signal, encoding, bytes, received_at, attempts FROM queue WHERE id > ? ORDER BY id LIMIT ?'),
       remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes'),
       attempt: this.db.prepare('UPDATE queue SET attempts = attempts + 1 WHERE id = ?'),
       dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ? FROM queue WHERE id = ?'),
@@ -162,22 +166,54 @@ export class DurableQueue {
     return { id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts };
   }
 
-  /** Removes a delivered request. */
-  ack(id: number): void {
-    const r = this.transaction(() => {
-      const removed = this.stmt.remove.get(id) as { bytes: number } | undefined;
-      if (removed) this.stmt.bump.run('delivered', 1);
-      return removed;
-    });
-    if (!r) return;
-    this.bytesHeld -= r.bytes;
-    this.depthHeld--;
+  /**
+   * The oldest requests that can travel as one: the head, then the protobuf requests of the same signal right
+   * behind it, within `maxCount` and `maxBytes` (the head always comes, whatever its size). Protobuf messages of
+   * one type merge by concatenation (repeated fields append), so the batch carries exactly the same content in
+   * the same order; OTLP/JSON cannot be merged that way and always travels alone.
+   */
+  batch(maxCount: number, maxBytes: number): QueuedRequest[] {
+    const head = this.head();
+    if (!head) return [];
+    const out = [head];
+    if (head.encoding !== 'protobuf' || maxCount <= 1) return out;
+    let bytes = head.body.length;
+    const rows = this.stmt.following.all(head.id, maxCount - 1) as { id: number; signal: Signal; encoding: Encoding; bytes: number }[];
+    const ids: number[] = [];
+    for (const r of rows) {
+      if (r.signal !== head.signal || r.encoding !== 'protobuf' || bytes + r.bytes > maxBytes) break;
+      bytes += r.bytes;
+      ids.push(r.id);
+    }
+    for (const id of ids) {
+      const row = this.stmt.byId.get(id) as { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; received_at: number; attempts: number } | undefined;
+      if (!row) break;
+      out.push({ id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts });
+    }
+    return out;
   }
 
-  /** Records a failed attempt that will be retried. */
-  retry(id: number): void {
+  /** Removes delivered requests, in one transaction. */
+  ack(...ids: number[]): void {
+    const removedBytes = this.transaction(() => {
+      const removed: number[] = [];
+      for (const id of ids) {
+        const r = this.stmt.remove.get(id) as { bytes: number } | undefined;
+        if (r) removed.push(r.bytes);
+      }
+      if (removed.length) this.stmt.bump.run('delivered', removed.length);
+      return removed;
+    });
+    for (const b of removedBytes) {
+      this.bytesHeld -= b;
+      this.depthHeld--;
+    }
+  }
+
+  /** Records one failed attempt (of a request or a batch) that will be retried. */
+  retry(...ids: number[]): void {
     this.transaction(() => {
-      this.stmt.attempt.run(id);
+      for (const id of ids) this.stmt.attempt.run(id);
       this.stmt.bump.run('retries', 1);
     });
   }
