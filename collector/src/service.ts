@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createApiRouter } from './api/index.ts';
+import { rejectCrossSiteWrites } from './api/same-origin.ts';
 import { splitAddr, type HookwatchConfig } from './config/index.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
@@ -101,6 +102,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const app = express();
   app.disable('x-powered-by');
   app.get('/metrics', metrics.registry.handler());
+  app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));

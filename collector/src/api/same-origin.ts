@@ -1,0 +1,47 @@
+/**
+ * Refuses state-changing API requests that a browser sends on behalf of another site (CSRF). A page on any
+ * site can make a team member's browser POST text/plain to http://127.0.0.1:9318 without a CORS preflight;
+ * browsers then mark the request with Origin and Sec-Fetch-Site, which this checks. Clients that are not
+ * browsers (curl, scripts) send neither and are unaffected; reads are never refused.
+ */
+import type { NextFunction, Request, Response } from 'express';
+
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export interface SameOriginOptions {
+  /** alerting.externalUrl: the dashboard's public URL, whose origin is allowed behind a reverse proxy. */
+  externalUrl?: string;
+}
+
+function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Express middleware: 403 for a cross-site POST, PUT, PATCH or DELETE. */
+export function rejectCrossSiteWrites(opts: SameOriginOptions = {}): (req: Request, res: Response, next: NextFunction) => void {
+  const external = opts.externalUrl ? hostOf(opts.externalUrl) : undefined;
+  return (req, res, next) => {
+    if (SAFE.has(req.method)) {
+      next();
+      return;
+    }
+    const site = req.headers['sec-fetch-site'];
+    const origin = req.headers.origin;
+    let refused = site !== undefined && site !== 'same-origin' && site !== 'none';
+    if (!refused && origin !== undefined) {
+      const from = hostOf(origin);
+      // X-Forwarded-Host cannot come from a cross-site simple request (a custom header forces a preflight).
+      const allowed = [req.headers.host, req.headers['x-forwarded-host'], external].filter((h): h is string => typeof h === 'string').map((h) => h.toLowerCase());
+      refused = from === undefined || !allowed.includes(from);
+    }
+    if (refused) {
+      res.status(403).json({ error: { code: 'forbidden', message: 'cross-site request refused: write requests must come from the hookwatch dashboard itself or a client without an Origin header' } });
+      return;
+    }
+    next();
+  };
+}
