@@ -89,7 +89,8 @@ function summary(sink: WebhookSink): string[] {
 }
 
 describe('SIGKILL while firing', () => {
-  it('no duplicate firing notification after restart, resolution still notified', async () => {
+  // Two process starts on a shared 2-core machine: give it a minute.
+  it('no duplicate firing notification after restart, resolution still notified', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-restart-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const sink = new WebhookSink();
@@ -101,7 +102,7 @@ alerting:
   repeatInterval: 1h
   rules:
     - { kind: persisted, window: 1h }
-    - { kind: silence, name: hook_quiet, after: 1500ms, window: 1h }
+    - { kind: silence, name: hook_quiet, after: 2500ms, window: 1h }
   receivers:
     - { name: ops, url: "${sink.url}/hook" }
 `);
@@ -126,8 +127,9 @@ alerting:
     // The hook is heard again: hook_quiet resolves, and that is notified.
     await post(second, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 0, additionalContextChars: 100, sessionId: 'b' }]));
     await sink.waitFor(3, 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(summary(sink).sort()).toEqual(['firing hook_quiet', 'firing persisted', 'resolved hook_quiet']);
+    // (Quiet again 2.5 s later, hook_quiet may start a new episode; only the first three matter here.)
+    expect(summary(sink).slice(0, 3).sort()).toEqual(['firing hook_quiet', 'firing persisted', 'resolved hook_quiet']);
+    expect(summary(sink).filter((s) => s === 'firing persisted')).toHaveLength(1);
     second.child.kill('SIGTERM');
     await new Promise((resolve) => second.child.once('exit', resolve));
   });
