@@ -17,6 +17,7 @@ import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
 import { createAlertsRouter } from './api/alerts.ts';
+import { alertingFamilies } from './alerting/metrics.ts';
 import { openStore, startCoordination, type Coordination } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
@@ -97,6 +98,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left.
   coordination.onAcquired(() => void alerting.engine.reload(true));
   metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
+  metrics.registry.register('alerting', () => alertingFamilies(alerting.engine));
 
   let listening = false;
   const app = express();

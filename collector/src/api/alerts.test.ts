@@ -206,6 +206,9 @@ describe('alerts API', () => {
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { parameter: string } }).error.parameter).toBe('id');
     expect((await fetch(`${r.service.httpUrl}/api/v1/alerts/0123456789abcdef-zz`)).status).toBe(404);
+    const metrics = await (await fetch(`${r.service.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^hookwatch_alerts\{rule="persisted",state="firing"\} 1$/m);
+    expect(metrics).toMatch(/^hookwatch_alert_evaluations_total [1-9]\d*$/m);
   });
 
   it('creates, lists and expires silences; a silenced alert shows silencedBy and is not notified', async () => {
