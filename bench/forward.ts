@@ -43,7 +43,10 @@ async function pass(bodies: readonly Buffer[], env: Record<string, string>, down
   let failures = 0;
   try {
     for (const b of bodies.slice(0, 3)) if ((await post(agent, url, b, headers)).status !== 200) failures++;
-    if (downstream) await until(() => downstream.requests.length >= 3, 30_000);
+    // Queued requests may travel merged, so delivery is counted in bytes, not requests.
+    const delivered = (): number => (downstream ? downstream.requests.reduce((n, r) => n + r.body.length, 0) : 0);
+    const warmBytes = bodies.slice(0, 3).reduce((n, b) => n + b.length, 0);
+    if (downstream) await until(() => delivered() >= warmBytes, 30_000);
     const before = await server.stats();
     const t0 = performance.now();
     let next = 3;
@@ -56,7 +59,8 @@ async function pass(bodies: readonly Buffer[], env: Record<string, string>, down
     const wallMs = performance.now() - t0;
     let drainMs = 0;
     if (downstream) {
-      await until(() => downstream.requests.length >= bodies.length - failures, 120_000);
+      const allBytes = bodies.reduce((n, b) => n + b.length, 0);
+      await until(() => delivered() >= allBytes, 120_000);
       drainMs = performance.now() - t0 - wallMs;
     }
     const after = await server.stats();
