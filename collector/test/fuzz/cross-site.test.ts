@@ -31,11 +31,12 @@ async function silences(): Promise<number> {
 describe('cross-site writes', () => {
   it('a cross-site text/plain POST that would mute alerts gets 403 and creates nothing', async () => {
     const before = await silences();
-    for (const headers of [
+    const crossSite: Record<string, string>[] = [
       { 'content-type': 'text/plain', origin: 'https://evil.example' },
       { 'content-type': 'text/plain', origin: 'null' },
       { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site' },
-    ]) {
+    ];
+    for (const headers of crossSite) {
       const res = await fetch(`${service.httpUrl}/api/v1/silences`, { method: 'POST', headers, body: silence() });
       expect(res.status, JSON.stringify(headers)).toBe(403);
     }
