@@ -3,11 +3,11 @@
  * delivered to one downstream endpoint unchanged. With no endpoint (fan-out mode) nothing is built and
  * nothing is forwarded.
  */
-import type { ForwardConfig } from '../config/index.ts';
+import { ConfigError, type ForwardConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ForwardingStage } from './consumer.ts';
 import { deliveryEnricher } from './enrich.ts';
-import type { Exporter } from './exporter.ts';
+import { safeEndpoint, type Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
@@ -34,8 +34,23 @@ export interface Forwarding {
   stop(): Promise<void>;
 }
 
+/** Checks `forward.endpoint` once at start, with a message that names the setting (never its credentials). */
+export function checkEndpoint(config: ForwardConfig): void {
+  const bare = config.protocol === 'grpc' && /^[^/:]+:\d+$/.test(config.endpoint);
+  let url: URL | undefined;
+  try {
+    url = bare ? undefined : new URL(config.endpoint);
+  } catch {
+    throw new ConfigError(`invalid value for forward.endpoint: ${JSON.stringify(safeEndpoint(config.endpoint))} is not a URL; expected e.g. http://collector:4318${config.protocol === 'grpc' ? ' or collector:4317' : ''}`);
+  }
+  if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`invalid value for forward.endpoint: the scheme must be http or https, not ${url.protocol.replace(':', '')}`);
+  }
+}
+
 /** Builds the exporter named by `forward.protocol`. */
 export function createExporter(config: ForwardConfig, now?: () => number): Exporter {
+  checkEndpoint(config);
   if (config.protocol === 'grpc') {
     return new GrpcExporter({ endpoint: config.endpoint, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs });
   }

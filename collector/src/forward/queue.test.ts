@@ -6,7 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError, type ForwardConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
+import { checkEndpoint } from './index.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { parseRetryAfter } from './exporter-http.ts';
 import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
@@ -197,6 +199,21 @@ describe('Forwarder when something throws', () => {
     await f.stop();
     expect(calls).toBe(2);
     expect(f.status().delivered).toBe(1);
+  });
+});
+
+describe('forward.endpoint', () => {
+  const base: ForwardConfig = { endpoint: '', protocol: 'http/protobuf', headers: {}, compression: 'gzip', timeoutMs: 1000, queue: { path: ':memory:', maxBytes: 1024 }, retry: { initialMs: 1, maxMs: 1 }, enrich: false };
+  it('is checked at start with a message naming the setting and not the password', () => {
+    expect(() => checkEndpoint({ ...base, endpoint: 'collector:4318' })).toThrow(/forward\.endpoint.*scheme must be http or https/);
+    expect(() => checkEndpoint({ ...base, endpoint: 'http://user:pw-1234@[bad' })).toThrow(ConfigError);
+    try {
+      checkEndpoint({ ...base, endpoint: 'http://user:pw-1234@[bad' });
+    } catch (err) {
+      expect((err as Error).message).not.toContain('pw-1234');
+    }
+    expect(() => checkEndpoint({ ...base, endpoint: 'https://otlp.example.com' })).not.toThrow();
+    expect(() => checkEndpoint({ ...base, protocol: 'grpc', endpoint: 'collector:4317' })).not.toThrow();
   });
 });
 
