@@ -38,7 +38,8 @@ afterAll(async () => {
 });
 
 async function startReplicas(n: number, db: string, env: Record<string, string> = {}): Promise<Replica[]> {
-  const started = await Promise.all(Array.from({ length: n }, () => startReplica({ db, cwd: mkdtempSync(join(dir, 'replica-')), env })));
+  // Generous start timeout: three Node processes starting at once on a busy 2-core CI machine take a while.
+  const started = await Promise.all(Array.from({ length: n }, () => startReplica({ db, cwd: mkdtempSync(join(dir, 'replica-')), env, startTimeoutMs: 90_000 })));
   replicas.push(...started);
   return started;
 }
@@ -157,7 +158,7 @@ describe('replicas on one PostgreSQL', () => {
       await client.end();
     }
     for (const r of three) expect(r.lines.join('\n')).not.toContain(server.password);
-  }, 120_000);
+  }, 180_000);
 
   it('fails over when the leader is killed while an alert is pending, and the alert fires once', async () => {
     const db = await server.createDatabase();
@@ -254,5 +255,5 @@ describe('replicas on one PostgreSQL', () => {
     expect(outbox.rows).toEqual([{ webhook_id: firing[0]!.webhookId, alert_id: pendingId, done: 'delivered' }]);
     const newLeader = three.find((r) => r.pid === next)!;
     expect(newLeader.lines.some((l) => l.includes('leader lease acquired'))).toBe(true);
-  }, 120_000);
+  }, 180_000);
 });
