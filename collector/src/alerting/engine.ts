@@ -15,7 +15,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { RuleConfig } from './config.ts';
 import { stepRule, type Transition } from './lifecycle.ts';
 import type { AlertRecord, SilenceRecord, StateChanges } from './model.ts';
-import { evaluateRule, evaluatesOnIngest, MAX_ALERTS_PER_RULE } from './rules.ts';
+import { evaluateRule, evaluatesOnIngest, MAX_ALERTS_PER_RULE, ruleTriggeredBy } from './rules.ts';
 import { silenceMatches, silenceState, toSilence } from './silences.ts';
 import { alwaysLeader, type AlertStateStore, type LeaderElector } from './state-store.ts';
 
@@ -60,6 +60,8 @@ export class AlertEngine implements IngestListener {
   private readonly silences = new Map<string, SilenceRecord>();
   private chain: Promise<void> = Promise.resolve();
   private ingestQueued = false;
+  /** Rules a committed batch may have made true, waiting for the next ingest evaluation. */
+  private ingestRules = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -115,8 +117,11 @@ export class AlertEngine implements IngestListener {
 
   /** Called by the hook stage once events are committed: evaluate the event-driven rules now. */
   onIngested(events: readonly HookEvent[]): void {
-    if (events.length === 0 || this.ingestQueued || this.stopped) return;
-    // Coalesced: batches arriving during an evaluation share the next one.
+    if (events.length === 0 || this.stopped) return;
+    // Only rules this batch can make true run now; clearing is time-based and left to the timer.
+    for (const rule of this.opts.rules) if (evaluatesOnIngest(rule) && ruleTriggeredBy(rule, events)) this.ingestRules.add(rule.name);
+    if (this.ingestRules.size === 0 || this.ingestQueued) return;
+    // Coalesced: batches arriving while an evaluation is queued share it.
     this.ingestQueued = true;
     this.chain = this.chain.then(() => {
       this.ingestQueued = false;
@@ -144,7 +149,9 @@ export class AlertEngine implements IngestListener {
     const now = this.now();
     const changes: StateChanges = { upsert: [], remove: [], notifications: [] };
     const transitions: Transition[] = [];
-    const rules = scope === 'notify' ? [] : this.opts.rules.filter((r) => scope === 'all' || evaluatesOnIngest(r));
+    const triggered = this.ingestRules;
+    if (scope === 'ingest') this.ingestRules = new Set();
+    const rules = scope === 'notify' ? [] : this.opts.rules.filter((r) => scope === 'all' || triggered.has(r.name));
     for (const rule of rules) {
       let candidates;
       try {

@@ -300,6 +300,16 @@ describe('other rule kinds', () => {
     expect(notes[0]?.at).toBeLessThanOrEqual(3 * MIN + TICK);
   });
 
+  it('a healthy batch costs no evaluation on ingest; one that can fire a rule gets one', async () => {
+    const h = await harness(null);
+    const before = h.alerting.engine.stats.evaluations;
+    await h.push(fine, { ...fine, hookName: 'Stop' });
+    expect(h.alerting.engine.stats.evaluations - before).toBe(1); // the 'notify' pass the harness runs, nothing else
+    await h.push(over);
+    expect(h.alerting.engine.stats.evaluations - before).toBe(3);
+    expect(h.notes()).toHaveLength(1);
+  });
+
   it('default rules with zero config: persisted fires, nothing else for a healthy feed', async () => {
     const h = await harness(null);
     await h.push(over, fine);

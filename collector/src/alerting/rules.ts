@@ -6,6 +6,7 @@ import type { HookCounters } from '../../../shared/src/api.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { HookInfo, Store } from '../store/store.ts';
+import type { HookEvent } from '../hooks/model.ts';
 import type { RuleConfig } from './config.ts';
 
 /** One label set whose condition holds at evaluation time. */
@@ -43,6 +44,23 @@ export function windowText(ms: number): string {
 /** Rules evaluated on every ingest (a persisted output must be notified within a second); the rest on the timer. */
 export function evaluatesOnIngest(rule: RuleConfig): boolean {
   return rule.kind === 'persisted' || rule.kind === 'persisted_ratio' || rule.kind === 'headroom' || rule.kind === 'blind';
+}
+
+/** True when one of these new events can make the rule's condition hold (so it is worth evaluating now). */
+export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]): boolean {
+  switch (rule.kind) {
+    case 'persisted':
+    case 'persisted_ratio':
+      return events.some((e) => (e.outputsPersisted ?? 0) > 0);
+    case 'headroom': {
+      const limit = rule.threshold * OUTPUT_CAP_CHARS;
+      return events.some((e) => Math.max(e.stdoutChars ?? 0, e.additionalContextChars ?? 0, e.systemMessageChars ?? 0, e.initialUserMessageChars ?? 0) > limit);
+    }
+    case 'blind':
+      return events.some((e) => e.kind === 'complete' && !e.sizesKnown);
+    default:
+      return false;
+  }
 }
 
 /** Label name for a dimension: dots become underscores (organization.id -> organization_id), as labels are identifiers. */
