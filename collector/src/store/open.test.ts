@@ -1,0 +1,98 @@
+/** openStore and startCoordination: the URL picks the backend; replicas on PostgreSQL elect one leader. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, toConfig, type HookwatchConfig } from '../config/index.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { openStore, startCoordination, type Coordination } from './open.ts';
+import { PostgresStore } from './postgres/index.ts';
+import { startTestServer, type TestServer } from './postgres/test-server.ts';
+import { SqliteStore } from './sqlite/index.ts';
+import type { Store } from './store.ts';
+
+let server: TestServer;
+let dir: string;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  server = await startTestServer();
+  dir = mkdtempSync(join(tmpdir(), 'hookwatch-open-'));
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function config(env: Record<string, string>): HookwatchConfig {
+  return toConfig(loadConfig({ env }));
+}
+
+async function open(cfg: HookwatchConfig): Promise<Store> {
+  const s = await openStore(cfg, { logger: silentLogger });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+function coordinate(store: Store, cfg: HookwatchConfig): Coordination {
+  const c = startCoordination(store, cfg, silentLogger);
+  cleanups.push(() => c.stop());
+  return c;
+}
+
+describe('openStore and startCoordination', () => {
+  it('opens SQLite for a path: one process, always the leader, alert state left to alerting', async () => {
+    const cfg = config({ HOOKWATCH_DB: join(dir, 'h.db') });
+    const store = await open(cfg);
+    expect(store).toBeInstanceOf(SqliteStore);
+    const c = coordinate(store, cfg);
+    expect(c.leader.isLeader()).toBe(true);
+    expect(c.alertStateStore).toBeUndefined();
+    let acquired = 0;
+    c.onAcquired(() => acquired++);
+    expect(acquired).toBe(0);
+  });
+
+  it('opens PostgreSQL for a postgres:// URL, and replicas elect exactly one leader', async () => {
+    const url = await server.createDatabase();
+    const cfg = config({ HOOKWATCH_DB: url.replace(/^postgres:/, 'postgresql:'), HOOKWATCH_POSTGRES_LEASE_TTL: '1s' });
+    const stores = [await open(cfg), await open(cfg), await open(cfg)];
+    for (const s of stores) expect(s).toBeInstanceOf(PostgresStore);
+    const acquired: number[] = [];
+    const cs = stores.map((s, i) => {
+      const c = coordinate(s, cfg);
+      c.onAcquired(() => acquired.push(i));
+      return c;
+    });
+    expect(cs.every((c) => c.alertStateStore !== undefined)).toBe(true);
+    const deadline = Date.now() + 5000;
+    while (cs.filter((c) => c.leader.isLeader()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(cs.filter((c) => c.leader.isLeader())).toHaveLength(1);
+    const leader = cs.findIndex((c) => c.leader.isLeader());
+    expect(acquired).toEqual([leader]);
+    // A clean stop hands over: another replica acquires within a renewal period or two.
+    await cs[leader]!.stop();
+    const handover = Date.now() + 3000;
+    while (cs.filter((c) => c.leader.isLeader()).length === 0 && Date.now() < handover) await new Promise((r) => setTimeout(r, 20));
+    const next = cs.findIndex((c) => c.leader.isLeader());
+    expect(next).not.toBe(-1);
+    expect(next).not.toBe(leader);
+    expect(acquired).toEqual([leader, next]);
+  });
+
+  it('deletes in bounded batches and still removes everything due', async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.open({ url, pruneBatch: 7 });
+    cleanups.push(() => store.close());
+    const pool = store.connectionPool;
+    // 30 old events in 30 minutes, inserted directly: prune needs 5 batches of 7 for the events alone.
+    await pool.query(`INSERT INTO events (dedup_key, kind, hook_id, time_ms, sizes_known, status, service_name, service_version, session_id, user_id, user_email, user_account_uuid, organization_id, terminal_type, source, extra)
+      SELECT 'k' || i, 'complete', 'h', i * 60000, 0, 'unknown', '', '', '', '', '', '', '', '', 'otlp', '{}' FROM generate_series(1, 30) AS i`);
+    const r = await store.prune(10 * 86_400_000, 10 * 86_400_000);
+    expect(r.events).toBe(30);
+    expect((await pool.query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 0 });
+  });
+});
