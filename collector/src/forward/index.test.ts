@@ -11,7 +11,6 @@ import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-
 import { OTLPLogExporter as ProtoLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { OTLPMetricExporter as ProtoMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { OTLPTraceExporter as ProtoTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
@@ -28,6 +27,9 @@ import { createLogger } from '../telemetry/logger.ts';
 import { isolatedEnv } from '../telemetry/test-support.ts';
 import { DELIVERY_ATTRIBUTE } from './enrich.ts';
 import { GrpcDownstream, HttpDownstream } from './downstream-recorder.ts';
+
+/** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
+const GZIP = 'gzip' as never;
 
 const TESTDATA = new URL('../../testdata/claude-code-2.1.332/', import.meta.url);
 const fixture = (path: string): Buffer => readFileSync(new URL(path, TESTDATA));
@@ -154,14 +156,14 @@ describe('inline collector mode over OTLP/HTTP', () => {
     const tracer = new TracerProvider({
       resource,
       spanProcessors: [
-        new SimpleSpanProcessor({ exporter: new ProtoTraceExporter({ url: `${hw.otlpHttpUrl}/v1/traces`, compression: CompressionAlgorithm.GZIP }) }),
+        new SimpleSpanProcessor({ exporter: new ProtoTraceExporter({ url: `${hw.otlpHttpUrl}/v1/traces`, compression: GZIP }) }),
         new SimpleSpanProcessor({ exporter: new ProtoTraceExporter({ url: `${captureUrl}/v1/traces` }) }),
       ],
     });
     tracer.getTracer('claude_code').startSpan('claude_code.tool_use').end();
     await tracer.forceFlush();
     await tracer.shutdown();
-    const reader = new PeriodicExportingMetricReader({ exporter: new ProtoMetricExporter({ url: `${hw.otlpHttpUrl}/v1/metrics`, compression: CompressionAlgorithm.GZIP }), exportIntervalMillis: 60_000 });
+    const reader = new PeriodicExportingMetricReader({ exporter: new ProtoMetricExporter({ url: `${hw.otlpHttpUrl}/v1/metrics`, compression: GZIP }), exportIntervalMillis: 60_000 });
     const meters = new MeterProvider({ resource, readers: [reader] });
     meters.getMeter('com.anthropic.claude_code', '2.1.332').createCounter('claude_code.token.usage').add(1234, { type: 'input' });
     await meters.forceFlush();

@@ -7,7 +7,6 @@ import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError 
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
@@ -19,6 +18,9 @@ import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } fro
 import { OverloadedError } from '../../pipeline/errors.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { OtlpGrpcReceiver } from './index.ts';
+
+/** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
+const GZIP = 'gzip' as never;
 
 const FIXTURE = new URL('../../../testdata/claude-code-2.1.332/run2-httpprotobuf/', import.meta.url);
 const LOGS_PATH = '/opentelemetry.proto.collector.logs.v1.LogsService/Export';
@@ -70,7 +72,7 @@ describe('OTLP/gRPC receiver with the real OpenTelemetry exporters', () => {
   for (const gzip of [false, true]) {
     it(`takes logs from exporter-logs-otlp-grpc (gzip ${gzip}) and decodes hook records`, async () => {
       const { url, next } = await start();
-      const exporter = new OTLPLogExporter({ url, ...(gzip ? { compression: CompressionAlgorithm.GZIP } : {}) });
+      const exporter = new OTLPLogExporter({ url, ...(gzip ? { compression: GZIP } : {}) });
       const provider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter })] });
       provider.getLogger('com.anthropic.claude_code.events', '2.1.332').emit({
         body: 'claude_code.hook_execution_complete',
@@ -88,7 +90,7 @@ describe('OTLP/gRPC receiver with the real OpenTelemetry exporters', () => {
 
     it(`passes metrics and traces from the real gRPC exporters through as bytes (gzip ${gzip})`, async () => {
       const { url, next } = await start();
-      const compression = gzip ? { compression: CompressionAlgorithm.GZIP } : {};
+      const compression = gzip ? { compression: GZIP } : {};
       const reader = new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url, ...compression }), exportIntervalMillis: 60_000 });
       const meters = new MeterProvider({ resource, readers: [reader] });
       meters.getMeter('com.anthropic.claude_code', '2.1.332').createCounter('claude_code.session.count').add(3, { 'session.id': 's-1' });
