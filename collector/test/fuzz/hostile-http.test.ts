@@ -106,14 +106,14 @@ describe('a million attributes', () => {
     const res = await postOtlp(big.otlpHttpUrl, '/v1/logs', body, PROTO);
     expect(res.status).toBe(200);
     // About 3 s on an idle 2-core machine; the bound catches a hang or a quadratic path, not slowness.
-    expect(performance.now() - t0).toBeLessThan(30_000);
+    expect(performance.now() - t0).toBeLessThan(60_000);
     expect((await hooks(big)).some((h) => h.hookName === 'PostToolUse:Bash')).toBe(true);
     // The same in JSON is 40+ MiB: refused before any of it is parsed.
     const attr = '{"key":"k","value":{"stringValue":"v"}},';
     const json = `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"attributes":[${attr.repeat(1_000_000)}{"key":"last"}]}]}]}]}`;
     expect((await postOtlp(big.otlpHttpUrl, '/v1/logs', json, JSON_CT)).status).toBe(413);
     await stillServes(big);
-  }, 90_000);
+  }, 150_000);
 });
 
 describe('strings', () => {
