@@ -224,6 +224,7 @@ describe('alerts API', () => {
     const past = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt: '2020-01-01T00:00:00Z', createdBy: 'me', comment: 'x' });
     expect(((await past.json()) as { error: { parameter: string } }).error.parameter).toBe('endsAt');
     expect((await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' })).status).toBe(400);
+    expect((await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x' }) })).status).toBe(415);
 
     const ok = await create({ matchers: [{ name: 'hook_name', value: 'SessionStart:startup' }], endsAt, createdBy: 'me', comment: 'fix in flight' });
     expect(ok.status).toBe(201);

@@ -33,7 +33,8 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   const { engine, dispatcher } = opts;
   const now = opts.now ?? Date.now;
   const router = express.Router();
-  const json = express.json({ limit: '64kb', type: () => true });
+  // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight.
+  const json = express.json({ limit: '64kb', type: 'application/json' });
 
   router.get('/api/v1/alerts', (req, res) => {
     const state = req.query['state'];
@@ -66,6 +67,10 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   });
 
   router.post('/api/v1/silences', json, async (req, res) => {
+    if (!req.is('application/json')) {
+      res.status(415).json({ error: { code: 'unsupported_media_type', message: 'send the silence as Content-Type: application/json' } });
+      return;
+    }
     const silence = await engine.addSilence(parseSilence(req.body, now()));
     res.status(201).json({ silence });
   });
