@@ -10,7 +10,7 @@ type Obj = Record<string, Json>;
 
 function field(o: Obj, camel: string, snake: string): Json {
   const v = o[camel];
-  return v === undefined ? o[snake] : v;
+  return v === undefined || v === null ? o[snake] : v;
 }
 
 function obj(v: Json, path: string): Obj {
@@ -48,8 +48,14 @@ function int64(v: Json, path: string): number | bigint {
   throw new DecodeError(`${path} must be an integer (a JSON number or a decimal string)`);
 }
 
+/** A fixed64 (unsigned) timestamp: the whole uint64 range is valid, as the protobuf decoder accepts it. */
 function nanos(v: Json, path: string): bigint {
   if (v === null || v === undefined) return 0n;
+  if (typeof v === 'string' && /^\d{19,20}$/.test(v)) {
+    const b = BigInt(v);
+    if (b > 0xffffffffffffffffn) throw new DecodeError(`${path} is out of the uint64 range`);
+    return b;
+  }
   const n = int64(v, path);
   if (n < 0) throw new DecodeError(`${path} must not be negative`);
   return BigInt(n);
@@ -65,26 +71,32 @@ function double(v: Json, path: string): number {
   throw new DecodeError(`${path} must be a number`);
 }
 
+/** protojson: a null field is unset, so `{"stringValue": null, "intValue": 5}` is the int. */
+function set(o: Obj, camel: string, snake: string): boolean {
+  const v = field(o, camel, snake);
+  return v !== undefined && v !== null;
+}
+
 function anyValue(v: Json, path: string, depth: number): AnyValue {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels at ${path}`);
   const o = obj(v, path);
-  if ('stringValue' in o || 'string_value' in o) return str(field(o, 'stringValue', 'string_value'), `${path}.stringValue`);
-  if ('boolValue' in o || 'bool_value' in o) {
+  if (set(o, 'stringValue', 'string_value')) return str(field(o, 'stringValue', 'string_value'), `${path}.stringValue`);
+  if (set(o, 'boolValue', 'bool_value')) {
     const b = field(o, 'boolValue', 'bool_value');
     if (typeof b !== 'boolean') throw new DecodeError(`${path}.boolValue must be true or false`);
     return b;
   }
-  if ('intValue' in o || 'int_value' in o) return int64(field(o, 'intValue', 'int_value'), `${path}.intValue`);
-  if ('doubleValue' in o || 'double_value' in o) return double(field(o, 'doubleValue', 'double_value'), `${path}.doubleValue`);
-  if ('arrayValue' in o || 'array_value' in o) {
+  if (set(o, 'intValue', 'int_value')) return int64(field(o, 'intValue', 'int_value'), `${path}.intValue`);
+  if (set(o, 'doubleValue', 'double_value')) return double(field(o, 'doubleValue', 'double_value'), `${path}.doubleValue`);
+  if (set(o, 'arrayValue', 'array_value')) {
     const a = obj(field(o, 'arrayValue', 'array_value'), `${path}.arrayValue`);
     return arr(a['values'], `${path}.arrayValue.values`).map((x, i) => anyValue(x, `${path}.arrayValue.values[${i}]`, depth + 1));
   }
-  if ('kvlistValue' in o || 'kvlist_value' in o) {
+  if (set(o, 'kvlistValue', 'kvlist_value')) {
     const kv = obj(field(o, 'kvlistValue', 'kvlist_value'), `${path}.kvlistValue`);
     return { kvlist: attributes(kv['values'], `${path}.kvlistValue.values`, depth + 1) };
   }
-  if ('bytesValue' in o || 'bytes_value' in o) {
+  if (set(o, 'bytesValue', 'bytes_value')) {
     const b = str(field(o, 'bytesValue', 'bytes_value'), `${path}.bytesValue`);
     if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(b)) throw new DecodeError(`${path}.bytesValue must be base64`);
     return new Uint8Array(Buffer.from(b, 'base64'));

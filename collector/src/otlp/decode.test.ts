@@ -1,0 +1,190 @@
+/**
+ * The hand-written decoders against a protobuf library: random ExportLogsServiceRequests encoded by protobufjs
+ * decode to the same model from protobuf, from snake_case JSON and from lowerCamelCase JSON; malformed input is a
+ * DecodeError, never another exception.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeLogsJson } from './decode-json.ts';
+import { decodeLogsProto } from './decode-proto.ts';
+import { DecodeError, type AnyValue, type LogsRequest } from './model.ts';
+import { protoType } from './test-support.ts';
+
+const Request = protoType('ExportLogsServiceRequest');
+
+/** A generated value: the protobufjs object to encode and the model value hookwatch should decode. */
+interface Gen<T> {
+  pb: Record<string, unknown>;
+  model: T;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function intModel(v: bigint): number | bigint {
+  return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+}
+
+const { anyValue } = fc.letrec<{ anyValue: Gen<AnyValue> }>((tie) => ({
+  anyValue: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constant<Gen<AnyValue>>({ pb: {}, model: null }),
+    fc.string({ unit: 'grapheme', maxLength: 20 }).map((s) => ({ pb: { string_value: s }, model: s })),
+    fc.boolean().map((b) => ({ pb: { bool_value: b }, model: b })),
+    fc.oneof(fc.bigInt({ min: INT64_MIN, max: INT64_MAX }), fc.bigInt({ min: -1000n, max: 1000n })).map((v) => ({ pb: { int_value: v.toString() }, model: intModel(v) })),
+    fc.double().map((d) => ({ pb: { double_value: d }, model: d })),
+    fc.uint8Array({ maxLength: 12 }).map((b) => ({ pb: { bytes_value: b }, model: b })),
+    fc.array(tie('anyValue'), { maxLength: 3 }).map((vs) => ({ pb: { array_value: { values: vs.map((v) => v.pb) } }, model: vs.map((v) => v.model) })),
+    fc.array(fc.tuple(fc.string({ maxLength: 6 }), tie('anyValue')), { maxLength: 3 }).map((kvs) => ({
+      pb: { kvlist_value: { values: kvs.map(([key, v]) => ({ key, value: v.pb })) } },
+      model: { kvlist: new Map(kvs.map(([k, v]) => [k, v.model])) },
+    })),
+  ),
+}));
+
+const attributes = fc.array(fc.tuple(fc.string({ maxLength: 8 }), anyValue), { maxLength: 4 }).map((kvs) => ({
+  pb: kvs.map(([key, v]) => ({ key, value: v.pb })),
+  model: new Map(kvs.map(([k, v]) => [k, v.model])),
+}));
+
+const nanos = fc.oneof(fc.constant(0n), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.bigInt({ min: 1_700_000_000_000_000_000n, max: 1_900_000_000_000_000_000n }));
+
+const logRecord = fc.record({
+  time: nanos,
+  observed: nanos,
+  eventName: fc.string({ maxLength: 10 }),
+  body: fc.option(anyValue, { nil: undefined }),
+  attrs: attributes,
+  severity: fc.integer({ min: 0, max: 24 }),
+  traceId: fc.uint8Array({ minLength: 16, maxLength: 16 }),
+}).map((r) => ({
+  pb: {
+    time_unix_nano: r.time.toString(),
+    observed_time_unix_nano: r.observed.toString(),
+    event_name: r.eventName,
+    severity_number: r.severity,
+    severity_text: 'INFO',
+    trace_id: r.traceId,
+    flags: 1,
+    ...(r.body ? { body: r.body.pb } : {}),
+    attributes: r.attrs.pb,
+  },
+  model: { timeUnixNano: r.time, observedTimeUnixNano: r.observed, eventName: r.eventName, body: r.body?.model, attributes: r.attrs.model },
+}));
+
+const request = fc.array(
+  fc.record({
+    resource: attributes,
+    scopes: fc.array(fc.record({ name: fc.string({ maxLength: 8 }), version: fc.string({ maxLength: 8 }), records: fc.array(logRecord, { maxLength: 3 }) }), { maxLength: 2 }),
+  }),
+  { maxLength: 2 },
+).map((rls): Gen<LogsRequest> => ({
+  pb: {
+    resource_logs: rls.map((rl) => ({
+      resource: { attributes: rl.resource.pb, dropped_attributes_count: 1 },
+      schema_url: 'https://opentelemetry.io/schemas/1.0.0',
+      scope_logs: rl.scopes.map((s) => ({ scope: { name: s.name, version: s.version }, log_records: s.records.map((r) => r.pb) })),
+    })),
+  },
+  model: {
+    resourceLogs: rls.map((rl) => ({
+      resource: rl.resource.model,
+      scopeLogs: rl.scopes.map((s) => ({ scope: { name: s.name, version: s.version }, logRecords: s.records.map((r) => r.model) })),
+    })),
+  },
+}));
+
+function encode(pb: Record<string, unknown>): Buffer {
+  return Buffer.from(Request.encode(Request.fromObject(pb)).finish());
+}
+
+/** protojson of the request as protobufjs writes it (snake_case names, int64 and fixed64 as strings, bytes base64). */
+function toJson(pb: Record<string, unknown>): unknown {
+  return Request.toObject(Request.fromObject(pb), { longs: String, bytes: String, json: true, defaults: false });
+}
+
+function camel(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(camel);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), camel(x)]));
+}
+
+/** Uint8Array subarrays of a Buffer compare unequal to plain Uint8Arrays; normalise before comparing. */
+function plain(v: unknown): unknown {
+  if (v instanceof Uint8Array) return [...v];
+  if (v instanceof Map) return [...v.entries()].map(([k, x]) => [k, plain(x)]);
+  if (Array.isArray(v)) return v.map(plain);
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+  return v;
+}
+
+describe('decodeLogsProto', () => {
+  it('decodes whatever protobufjs encodes to the same model', () => {
+    fc.assert(fc.property(request, (g) => {
+      expect(plain(decodeLogsProto(encode(g.pb)))).toEqual(plain(g.model));
+    }), { numRuns: 300 });
+  });
+
+  it('an empty body is an empty request', () => {
+    expect(decodeLogsProto(new Uint8Array(0))).toEqual({ resourceLogs: [] });
+  });
+
+  it('negative intValue (10-byte varint) and values past 2^53 keep their exact value', () => {
+    const body = encode({ resource_logs: [{ scope_logs: [{ log_records: [{ attributes: [
+      { key: 'neg', value: { int_value: '-1' } },
+      { key: 'min', value: { int_value: INT64_MIN.toString() } },
+      { key: 'big', value: { int_value: '9007199254740993' } },
+    ] }] }] }] });
+    const attrs = decodeLogsProto(body).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes;
+    expect(attrs?.get('neg')).toBe(-1);
+    expect(attrs?.get('min')).toBe(INT64_MIN);
+    expect(attrs?.get('big')).toBe(9007199254740993n);
+  });
+
+  it('truncated or corrupted input is a DecodeError, never another exception', () => {
+    fc.assert(fc.property(request, fc.nat(), fc.integer({ min: 0, max: 255 }), (g, at, byte) => {
+      const body = encode(g.pb);
+      if (body.length === 0) return;
+      const cut = body.subarray(0, at % body.length);
+      const flipped = Buffer.from(body);
+      flipped[at % body.length] = byte;
+      for (const b of [cut, flipped]) {
+        try {
+          decodeLogsProto(b);
+        } catch (err) {
+          expect(err).toBeInstanceOf(DecodeError);
+        }
+      }
+    }), { numRuns: 300 });
+  });
+});
+
+describe('decodeLogsJson', () => {
+  it('decodes snake_case protojson to the same model as protobuf', () => {
+    fc.assert(fc.property(request, (g) => {
+      expect(plain(decodeLogsJson(JSON.stringify(toJson(g.pb))))).toEqual(plain(g.model));
+    }), { numRuns: 200 });
+  });
+
+  it('decodes lowerCamelCase protojson to the same model as protobuf', () => {
+    fc.assert(fc.property(request, (g) => {
+      expect(plain(decodeLogsJson(JSON.stringify(camel(toJson(g.pb)))))).toEqual(plain(g.model));
+    }), { numRuns: 200 });
+  });
+});
+
+describe('decodeLogsJson null values', () => {
+  const record = (value: unknown): string => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: [{ key: 'k', value }] }] }] }] });
+  const decoded = (value: unknown): AnyValue | undefined => decodeLogsJson(record(value)).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes.get('k');
+
+  it('a null oneof member is unset (protojson), so the member that is set wins', () => {
+    // Serializers that write every member of the oneof, the unset ones as null.
+    expect(decoded({ stringValue: null, boolValue: null, intValue: 5, doubleValue: null, arrayValue: null, kvlistValue: null, bytesValue: null })).toBe(5);
+    expect(decoded({ stringValue: null, intValue: null, doubleValue: 2.5 })).toBe(2.5);
+  });
+
+  it('an AnyValue whose members are all null is empty (unknown), not an error', () => {
+    expect(decoded({ intValue: null })).toBeNull();
+    expect(decoded({ boolValue: null, doubleValue: null })).toBeNull();
+  });
+});
