@@ -1,0 +1,178 @@
+/**
+ * Rollups answer exactly what the raw events answer: for random events (starts and completes, unknown sizes,
+ * several hooks and versions) and random ranges and steps, the SQLite store's rollup path (minute, hour and day
+ * segments), its raw-event path (a filter that matches everything) and a fold of the events in memory agree.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { HookCounters } from '../../../shared/src/api.ts';
+import { classifyExecution, hasSizeData } from '../hooks/cliff.ts';
+import { hookId } from '../hooks/extract.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { addEvent, emptyRow, toCounters, type CounterRow } from './counters.ts';
+import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
+import { SqliteStore } from './sqlite/index.ts';
+
+/** 2026-03-02T00:00:00Z. */
+const T0 = Date.UTC(2026, 2, 2);
+const HOOKS = ['PostToolUse:Bash', 'SessionStart:startup', 'Stop'];
+const STEPS = [60, 120, 300, 900, 3600, 7200, 21600, 86400, 604800].map((s) => s * 1000);
+
+const size = fc.option(fc.integer({ min: 0, max: 40_000 }), { nil: null, freq: 3 });
+const count = fc.option(fc.integer({ min: 0, max: 3 }), { nil: null, freq: 4 });
+
+const arbEvent = fc.record({
+  t: fc.oneof(fc.integer({ min: 0, max: 3 * DAY }), fc.constantFrom(0, HOUR - 1, HOUR, DAY - 1, DAY, DAY + MINUTE - 1, 2 * DAY)),
+  start: fc.boolean(),
+  hook: fc.constantFrom(...HOOKS),
+  version: fc.constantFrom('2.1.332', '2.1.279'),
+  numHooks: fc.option(fc.integer({ min: 0, max: 4 }), { nil: null, freq: 5 }),
+  success: count,
+  persisted: count,
+  stdout: size,
+  ac: size,
+  sm: size,
+  ium: size,
+  duration: fc.option(fc.integer({ min: 0, max: 5000 }), { nil: null, freq: 4 }),
+});
+
+let n = 0;
+type Raw = typeof arbEvent extends fc.Arbitrary<infer T> ? T : never;
+
+function toEvent(x: Raw): HookEvent {
+  const hookEvent = x.hook.split(':')[0] as string;
+  const complete = !x.start;
+  const facts = {
+    numHooks: x.numHooks,
+    stdoutChars: complete ? x.stdout : null,
+    additionalContextChars: complete ? x.ac : null,
+    systemMessageChars: complete ? x.sm : null,
+    initialUserMessageChars: complete ? x.ium : null,
+    outputsPersisted: complete ? x.persisted : null,
+  };
+  return {
+    kind: complete ? 'complete' : 'start',
+    dedupKey: `e${n++}`,
+    hookId: hookId(hookEvent, x.hook),
+    hookEvent,
+    hookName: x.hook,
+    timeMs: T0 + x.t,
+    // extract.ts reads the outcome counts of a start too when a client sends them; rollups count completes only.
+    numSuccess: x.success,
+    numBlocking: complete ? 0 : x.success,
+    numNonBlockingError: x.success,
+    numCancelled: complete ? x.success : null,
+    durationMs: x.duration,
+    ...facts,
+    sizesKnown: complete && hasSizeData(facts),
+    status: complete ? classifyExecution(facts, 8000) : 'unknown',
+    serviceName: 'claude-code',
+    serviceVersion: x.version,
+    sessionId: 's',
+    userId: 'u',
+    userEmail: '',
+    userAccountUuid: '',
+    organizationId: '',
+    terminalType: '',
+    source: 'otlp',
+    extra: {},
+  };
+}
+
+/** The model: fold the events whose time falls in [from, to) keyed by `key`. */
+function fold(events: HookEvent[], from: number, to: number, key: (e: HookEvent) => string | number): Map<string | number, HookCounters> {
+  const rows = new Map<string | number, CounterRow>();
+  for (const e of events) {
+    if (e.timeMs < from || e.timeMs >= to) continue;
+    const k = key(e);
+    let row = rows.get(k);
+    if (!row) rows.set(k, (row = emptyRow()));
+    addEvent(row, e);
+  }
+  return new Map([...rows].map(([k, r]) => [k, toCounters(r)]));
+}
+
+function sorted<K, V>(m: Map<K, V>): [K, V][] {
+  return [...m.entries()].sort(([a], [b]) => (String(a) < String(b) ? -1 : 1));
+}
+
+const ALL = { 'hookwatch.source': 'otlp' };
+
+describe('rollups agree with raw events', () => {
+  it('per-hook counters over random ranges: rollup path = event path = model', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(arbEvent, { minLength: 1, maxLength: 60 }),
+      fc.integer({ min: -DAY, max: 4 * DAY }),
+      fc.integer({ min: 1, max: 4 * DAY }),
+      async (xs, a, len) => {
+        const events = xs.map(toEvent);
+        const store = new SqliteStore({ path: ':memory:' });
+        try {
+          await store.ingest(events);
+          const q = { fromMs: T0 + a, toMs: T0 + a + len };
+          const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
+          const want = sorted(fold(events, fromMs, toMs, (e) => e.hookId));
+          const strip = (m: Map<string, HookCounters & { info: unknown }>): [string, HookCounters][] =>
+            sorted(new Map([...m].map(([k, { info: _info, ...c }]) => [k, c])));
+          expect(strip(await store.hookCounters(q))).toEqual(want);
+          expect(strip(await store.hookCounters({ ...q, filters: ALL }))).toEqual(want);
+        } finally {
+          await store.close();
+        }
+      },
+    ), { numRuns: 120 });
+  });
+
+  it('series over random ranges and steps: rollup path = event path = model', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(arbEvent, { minLength: 1, maxLength: 60 }),
+      fc.integer({ min: -DAY, max: 4 * DAY }),
+      fc.integer({ min: 1, max: 4 * DAY }),
+      fc.constantFrom(...STEPS),
+      async (xs, a, len, stepMs) => {
+        const events = xs.map(toEvent);
+        const id = events[0]?.hookId as string;
+        const store = new SqliteStore({ path: ':memory:' });
+        try {
+          await store.ingest(events);
+          const q = { fromMs: T0 + a, toMs: T0 + a + len, stepMs };
+          const from = Math.floor(q.fromMs / stepMs) * stepMs;
+          const to = Math.ceil(q.toMs / stepMs) * stepMs;
+          const want = sorted(fold(events.filter((e) => e.hookId === id), from, to, (e) => Math.floor(e.timeMs / stepMs) * stepMs));
+          expect(sorted(await store.series(id, q))).toEqual(want);
+          expect(sorted(await store.series(id, { ...q, filters: ALL }))).toEqual(want);
+        } finally {
+          await store.close();
+        }
+      },
+    ), { numRuns: 120 });
+  });
+
+  it('client versions and breakdowns agree with the model', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(arbEvent, { minLength: 1, maxLength: 60 }),
+      fc.integer({ min: -DAY, max: 4 * DAY }),
+      fc.integer({ min: 1, max: 4 * DAY }),
+      async (xs, a, len) => {
+        const events = xs.map(toEvent);
+        const id = events[0]?.hookId as string;
+        const store = new SqliteStore({ path: ':memory:' });
+        try {
+          await store.ingest(events);
+          const q = { fromMs: T0 + a, toMs: T0 + a + len };
+          const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
+          const byVersion = fold(events, fromMs, toMs, (e) => e.serviceVersion);
+          const versions = await store.clientVersions(q);
+          expect(Object.fromEntries(versions.map((v) => [v.version, [v.executions, v.sizeUnknownExecutions]]))).toEqual(
+            Object.fromEntries([...byVersion].map(([v, c]) => [v, [c.executions, c.sizeUnknownExecutions]])),
+          );
+          const rows = await store.breakdown(id, 'service.version', q);
+          const want = fold(events.filter((e) => e.hookId === id), fromMs, toMs, (e) => e.serviceVersion);
+          expect(sorted(new Map(rows.map(({ value, ...c }) => [value, c])))).toEqual(sorted(want));
+        } finally {
+          await store.close();
+        }
+      },
+    ), { numRuns: 80 });
+  });
+});
