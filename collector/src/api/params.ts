@@ -10,6 +10,9 @@ export class ParamError extends Error {
   }
 }
 
+/** Largest time a JavaScript Date holds (ECMA-262: 8.64e15 ms either side of the epoch). */
+const MAX_DATE_MS = 8.64e15;
+
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
 /** `now`, `now-24h`, `now-7d`, `now+5m`, or an RFC 3339 timestamp. */
@@ -20,7 +23,10 @@ export function parseTime(value: string, now: number, parameter: string): number
     if (!rel[1]) return now;
     const d = parseDuration(rel[2]);
     if (d === undefined) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value)} is not a relative time such as now-24h`);
-    return rel[1] === '-' ? now - d : now + d;
+    const t = rel[1] === '-' ? now - d : now + d;
+    // Past what a Date holds the response could not even print the time (RangeError, a 500).
+    if (!(Math.abs(t) <= MAX_DATE_MS)) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is outside the range of dates`);
+    return t;
   }
   if (RFC3339.test(v)) {
     const t = Date.parse(v);

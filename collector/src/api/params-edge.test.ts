@@ -1,0 +1,54 @@
+/**
+ * Hostile and odd query parameters get a 400 naming the parameter, never a 500: relative times past the range
+ * a date can hold, calendar dates that do not exist, repeated parameters.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hookId } from '../hooks/extract.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { createApiRouter } from './index.ts';
+import { ParamError, parseTime } from './params.ts';
+
+const NOW = Date.parse('2026-11-30T12:00:00Z');
+const store = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  const app = express();
+  app.use(createApiRouter({ store, dimensions: ['team'], logger: silentLogger, now: () => NOW }));
+  server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+  await store.close();
+});
+
+async function get(path: string): Promise<{ status: number; body: { error?: { code: string; parameter?: string } } }> {
+  const res = await fetch(base + path, { signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, body: (await res.json()) as { error?: { code: string; parameter?: string } } };
+}
+
+describe('time parameters out of range', () => {
+  const id = hookId('Stop', 'Stop');
+  it.each([
+    ['/api/v1/hooks?from=now%2B100000000d&to=now%2B100000001d', 'to'],
+    ['/api/v1/hooks?from=now-200000001d&to=now-200000000d', 'to'],
+    ['/api/v1/overview?from=now%2B100000000d&to=now%2B100000001d', 'to'],
+    [`/api/v1/hooks/${id}/series?from=now%2B100000000d&to=now%2B100000001d`, 'to'],
+  ])('%s is a 400 naming %s', async (path, parameter) => {
+    const { status, body } = await get(path);
+    expect(status).toBe(400);
+    expect(body.error).toMatchObject({ code: 'bad_parameter', parameter });
+  });
+
+  it('parseTime refuses a relative time a Date cannot hold', () => {
+    expect(() => parseTime('now+100000000d', NOW, 'to')).toThrow(ParamError);
+    expect(parseTime('now-7d', NOW, 'from')).toBe(NOW - 7 * 86_400_000);
+  });
+});
