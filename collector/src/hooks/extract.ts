@@ -120,7 +120,8 @@ function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now
   const ts = get('event.timestamp');
   if (typeof ts === 'string') {
     const ms = Date.parse(ts);
-    if (Number.isFinite(ms)) return ms;
+    // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
+    if (Number.isFinite(ms) && ms >= 0) return ms;
   }
   if (rec.timeUnixNano > 0n) return Number(rec.timeUnixNano / 1_000_000n);
   if (rec.observedTimeUnixNano > 0n) return Number(rec.observedTimeUnixNano / 1_000_000n);
