@@ -10,7 +10,7 @@ import { classifyExecution, hasSizeData } from '../hooks/cliff.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { addEvent, emptyRow, toCounters, type CounterRow } from './counters.ts';
-import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
+import { DAY, HOUR, MINUTE, alignRange, granularityMs, segments } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
 
 /** 2026-03-02T00:00:00Z. */
@@ -174,5 +174,26 @@ describe('rollups agree with raw events', () => {
         }
       },
     ), { numRuns: 80 });
+  });
+});
+
+describe('segments', () => {
+  it('tile the minute-aligned range exactly, each segment on its own granularity, coarsest in the middle', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 1, max: 400 * DAY }), (from, len) => {
+      const segs = segments(from, from + len);
+      const { fromMs, toMs } = alignRange(from, from + len);
+      let at = fromMs;
+      for (const s of segs) {
+        expect(s.fromMs).toBe(at);
+        expect(s.toMs).toBeGreaterThan(s.fromMs);
+        const g = granularityMs(s.granularity);
+        expect(s.fromMs % g).toBe(0);
+        expect(s.toMs % g).toBe(0);
+        at = s.toMs;
+      }
+      expect(at).toBe(toMs);
+      // At most minute, hour, day, hour, minute.
+      expect(segs.length).toBeLessThanOrEqual(5);
+    }), { numRuns: 2000 });
   });
 });
