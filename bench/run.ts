@@ -1,8 +1,10 @@
 /**
- * `npm run bench [-- --quick]`: runs every benchmark module in a fixed order and writes
- * bench/results/latest.json and bench/results/latest.md, each figure next to its same-run baseline and the
- * ratio. A module that is not present yet is skipped with a note, so new benchmarks plug in by adding a file
- * that exports `run({ quick }): Promise<BenchResult[]>` (see lib/result.ts).
+ * `npm run bench [-- --quick] [--only ingest.ts,load.ts] [--out NAME]`: runs every benchmark module (or the
+ * listed ones) in a fixed order and writes bench/results/NAME.json and NAME.md (NAME defaults to `latest`),
+ * each figure next to its same-run baseline and the ratio. The report is rewritten after every module, so a
+ * long run that is stopped keeps what it measured. A module that is not present yet is skipped with a note,
+ * so new benchmarks plug in by adding a file that exports `run({ quick }): Promise<BenchResult[]>`
+ * (see lib/result.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -41,7 +43,7 @@ function gitCommit(): string {
 }
 
 /** Runs the modules (all by default) and returns the report. */
-export async function runAll(quick: boolean, modules: readonly string[] = MODULES, log: (line: string) => void = () => {}): Promise<BenchReport> {
+export async function runAll(quick: boolean, modules: readonly string[] = MODULES, log: (line: string) => void = () => {}, onProgress: (partial: BenchReport) => void = () => {}): Promise<BenchReport> {
   const started = Date.now();
   const outcomes: ModuleOutcome[] = [];
   for (const name of modules) {
@@ -65,10 +67,20 @@ export async function runAll(quick: boolean, modules: readonly string[] = MODULE
       outcomes.push({ module: name, status: 'failed', seconds, note: (err as Error).message ?? String(err), results: [] });
       log(`bench: ${name} FAILED: ${(err as Error).message}`);
     }
+    onProgress(report());
   }
+  return report();
+
+  function report(): BenchReport {
+    return reportOf(quick, modules, started, outcomes);
+  }
+}
+
+function reportOf(quick: boolean, modules: readonly string[], started: number, outcomes: ModuleOutcome[]): BenchReport {
   const cpuList = cpus();
+  const only = modules.length === MODULES.length ? '' : ` --only ${modules.join(',')}`;
   return {
-    command: `npm run bench${quick ? ' -- --quick' : ''}`,
+    command: `npm run bench${quick || only ? ' --' : ''}${quick ? ' --quick' : ''}${only}`,
     quick,
     startedAt: new Date(started).toISOString(),
     seconds: (Date.now() - started) / 1000,
@@ -80,7 +92,7 @@ export async function runAll(quick: boolean, modules: readonly string[] = MODULE
       platform: `${process.platform}-${process.arch}`,
       commit: gitCommit(),
     },
-    modules: outcomes,
+    modules: [...outcomes],
   };
 }
 
@@ -92,6 +104,8 @@ export function renderMarkdown(r: BenchReport): string {
     '',
     `Command: \`${r.command}\` · started ${r.startedAt} · ${r.seconds.toFixed(0)} s · commit ${r.machine.commit}`,
     `Machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memoryGiB} GiB, Node ${r.machine.node}, ${r.machine.platform}`,
+    '',
+    `Modules: ${r.modules.map((m) => `${m.module} ${m.status === 'ok' ? `${m.seconds.toFixed(0)} s` : m.status}`).join(' · ')}`,
     '',
     'Ratio = value / baseline, both measured in this run. Speed is reported, never asserted.',
     '',
@@ -107,15 +121,31 @@ export function renderMarkdown(r: BenchReport): string {
   return lines.join('\n');
 }
 
+/** The value after `--name`, if given. */
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
 if (import.meta.main) {
   const quick = process.argv.includes('--quick');
-  const report = await runAll(quick, MODULES, (line) => console.error(line));
+  const only = flag('--only')?.split(',').map((m) => (m.endsWith('.ts') ? m : `${m}.ts`));
+  const unknown = only?.filter((m) => !(MODULES as readonly string[]).includes(m)) ?? [];
+  if (unknown.length > 0) {
+    console.error(`bench: unknown module(s) ${unknown.join(', ')}; known: ${MODULES.join(', ')}`);
+    process.exit(2);
+  }
+  const out = flag('--out') ?? 'latest';
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  writeFileSync(`${dir}latest.json`, JSON.stringify(report, null, 2) + '\n');
-  const md = renderMarkdown(report);
-  writeFileSync(`${dir}latest.md`, md);
-  console.log(md);
+  const write = (r: BenchReport): string => {
+    writeFileSync(`${dir}${out}.json`, JSON.stringify(r, null, 2) + '\n');
+    const md = renderMarkdown(r);
+    writeFileSync(`${dir}${out}.md`, md);
+    return md;
+  };
+  const report = await runAll(quick, only ?? MODULES, (line) => console.error(line), write);
+  console.log(write(report));
   const failed = report.modules.filter((m) => m.status === 'failed');
   process.exit(failed.length > 0 ? 1 : 0);
 }
