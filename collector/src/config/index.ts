@@ -65,7 +65,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       ingestToken: v('otlp.ingestToken'),
     },
     http: { addr: v('http.addr') },
-    db: v('db'),
+    db: nonEmptyDb(v('db')),
     sqlite: { synchronous: v('sqlite.synchronous') },
     postgres: { poolSize: v('postgres.poolSize'), leaseTtlMs: v('postgres.leaseTtl') },
     retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
@@ -110,6 +110,12 @@ function alertingConfig(v: <T>(key: string) => T, dimensions: string[]): Alertin
     if (err instanceof AlertingConfigError) throw new ConfigError(`configuration: ${err.message}`);
     throw err;
   }
+}
+
+/** An empty db would open SQLite's private temporary database, deleted on close: acknowledged events lost on restart. */
+function nonEmptyDb(db: string): string {
+  if (db.trim() === '') throw new ConfigError('invalid value "" for db: expected a SQLite file path or a postgres:// URL');
+  return db;
 }
 
 /** Splits `host:port` / `[::1]:port` into parts for net.listen. */
