@@ -48,6 +48,12 @@ export function hookEventKind(rec: LogRecord): HookEventKind | undefined {
 
 class RecordProblem extends Error {}
 
+/**
+ * Largest count or size accepted (2^32 - 1): far above any real hook output or duration, and low enough that
+ * billions of records are needed before a sum over a range overflows the stores' 64-bit integers.
+ */
+export const MAX_COUNT = 0xffffffff;
+
 /** A non-negative whole number from a string, int or integral double; null when absent. */
 export function parseCount(value: AnyValue | undefined, key: string): number | null {
   if (value === undefined || value === null) return null;
@@ -63,9 +69,10 @@ export function parseCount(value: AnyValue | undefined, key: string): number | n
   } else {
     throw new RecordProblem(`${key} has a ${Array.isArray(value) ? 'array' : typeof value} value, expected a number`);
   }
-  if (!Number.isFinite(n) || !Number.isInteger(n) || n < 0 || n > Number.MAX_SAFE_INTEGER) {
+  if (!Number.isFinite(n) || !Number.isInteger(n) || n < 0) {
     throw new RecordProblem(`${key} ${n} is not a non-negative whole number`);
   }
+  if (n > MAX_COUNT) throw new RecordProblem(`${key} ${n} is out of range (at most ${MAX_COUNT})`);
   return n;
 }
 
