@@ -36,7 +36,9 @@ export function forecastFrom(series: SeriesResponse): { forecast: Forecast | nul
 export function forecastText(f: Forecast | null, latest: number | null): string {
   if (!f) return 'not enough days with size data (needs 3)';
   if (f.crossesAtMs !== null && f.daysToCap !== null) {
-    return f.daysToCap < 1 ? 'crossing the cap now' : `${f.daysToCap.toFixed(1)} days`;
+    if (f.daysToCap < 1) return 'crossing the cap now';
+    // A year out, a fitted line says "not soon" more honestly than a precise number of days.
+    return f.daysToCap > 365 ? 'more than a year' : `${f.daysToCap.toFixed(1)} days`;
   }
   if (latest !== null && latest > 10_000) return 'already over the cap';
   if (f.current > 10_000) return 'already over the cap';
