@@ -202,6 +202,11 @@ export function createApiRouter(opts: ApiOptions): Router {
       res.status(400).json({ error: { code: 'bad_parameter', message: err.message } });
       return;
     }
+    // The router refuses a path segment that is not valid percent-encoding with a URIError marked 400.
+    if (err instanceof URIError && (err as { status?: unknown }).status === 400) {
+      res.status(400).json({ error: { code: 'bad_request', message: 'malformed URL: a path segment is not valid percent-encoding' } });
+      return;
+    }
     opts.logger.error('api request failed', { err });
     res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
   });

@@ -52,3 +52,11 @@ describe('time parameters out of range', () => {
     expect(parseTime('now-7d', NOW, 'from')).toBe(NOW - 7 * 86_400_000);
   });
 });
+
+describe('malformed URLs', () => {
+  it.each(['/api/v1/hooks/%E0%A4%A', '/api/v1/hooks/%ZZ/series', '/api/v1/hooks/%ZZ/breakdown'])('%s is a 400, not a 500', async (path) => {
+    const { status, body } = await get(path);
+    expect(status).toBe(400);
+    expect(body.error?.code).toBe('bad_request');
+  });
+});
