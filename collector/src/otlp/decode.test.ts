@@ -3,6 +3,9 @@
  * decode to the same model from protobuf, from snake_case JSON and from lowerCamelCase JSON; malformed input is a
  * DecodeError, never another exception.
  */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeLogsJson } from './decode-json.ts';
@@ -186,5 +189,18 @@ describe('decodeLogsJson null values', () => {
   it('an AnyValue whose members are all null is empty (unknown), not an error', () => {
     expect(decoded({ intValue: null })).toBeNull();
     expect(decoded({ boolValue: null, doubleValue: null })).toBeNull();
+  });
+});
+
+describe('real Claude Code 2.1.332 requests', () => {
+  it('the protobuf bodies decode to the same model as their OTLP/JSON rendering', () => {
+    const dir = fileURLToPath(new URL('../../testdata/claude-code-2.1.332/run2-httpprotobuf/', import.meta.url));
+    const files = readdirSync(dir).filter((f) => f.endsWith('-http-logs.body.bin'));
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) {
+      const fromProto = decodeLogsProto(readFileSync(join(dir, f)));
+      const fromJson = decodeLogsJson(readFileSync(join(dir, f.replace('.body.bin', '.decoded.json')), 'utf8'));
+      expect(plain(fromProto), f).toEqual(plain(fromJson));
+    }
   });
 });
