@@ -30,20 +30,21 @@ const MAX_PROBLEMS = 5;
 const MAX_HOOK_NAME = 1024;
 const MAX_DIMENSION_VALUE = 512;
 
-const KIND_BY_NAME: Record<string, HookEventKind> = {
-  hook_execution_complete: 'complete',
-  'claude_code.hook_execution_complete': 'complete',
-  hook_execution_start: 'start',
-  'claude_code.hook_execution_start': 'start',
-};
+// A Map, not an object literal: an event named "constructor" or "toString" must not find Object.prototype members.
+const KIND_BY_NAME = new Map<string, HookEventKind>([
+  ['hook_execution_complete', 'complete'],
+  ['claude_code.hook_execution_complete', 'complete'],
+  ['hook_execution_start', 'start'],
+  ['claude_code.hook_execution_start', 'start'],
+]);
 
 /** Recognises a hook event by attribute event.name, by LogRecord event_name, or by the body string. */
 export function hookEventKind(rec: LogRecord): HookEventKind | undefined {
   const byAttr = rec.attributes.get('event.name');
-  if (typeof byAttr === 'string' && KIND_BY_NAME[byAttr]) return KIND_BY_NAME[byAttr];
-  if (rec.eventName && KIND_BY_NAME[rec.eventName]) return KIND_BY_NAME[rec.eventName];
-  if (typeof rec.body === 'string' && KIND_BY_NAME[rec.body]) return KIND_BY_NAME[rec.body];
-  return undefined;
+  const kind = (typeof byAttr === 'string' ? KIND_BY_NAME.get(byAttr) : undefined)
+    ?? (rec.eventName ? KIND_BY_NAME.get(rec.eventName) : undefined)
+    ?? (typeof rec.body === 'string' ? KIND_BY_NAME.get(rec.body) : undefined);
+  return kind;
 }
 
 class RecordProblem extends Error {}
