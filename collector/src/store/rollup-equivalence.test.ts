@@ -12,6 +12,8 @@ import type { HookEvent } from '../hooks/model.ts';
 import { addEvent, emptyRow, toCounters, type CounterRow } from './counters.ts';
 import { DAY, HOUR, MINUTE, alignRange, granularityMs, segments } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
+import { dimensionExpr } from './sql.ts';
+import { UnknownDimensionError } from './store.ts';
 
 /** 2026-03-02T00:00:00Z. */
 const T0 = Date.UTC(2026, 2, 2);
@@ -195,5 +197,16 @@ describe('segments', () => {
       // At most minute, hour, day, hour, minute.
       expect(segs.length).toBeLessThanOrEqual(5);
     }), { numRuns: 2000 });
+  });
+});
+
+describe('dimension names', () => {
+  it('only own built-in keys and configured extras reach SQL; Object.prototype names are unknown', () => {
+    const json = (k: string): string => `json(${k})`;
+    expect(dimensionExpr('user.id', [], json)).toBe('user_id');
+    expect(dimensionExpr('team', ['team'], json)).toBe('json(team)');
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      expect(() => dimensionExpr(name, [], json)).toThrow(UnknownDimensionError);
+    }
   });
 });

@@ -59,7 +59,8 @@ function snake(s: string): string {
  * extra ones. Throws UnknownDimensionError for anything else, so user input never reaches SQL text.
  */
 export function dimensionExpr(dimension: string, extraDimensions: readonly string[], jsonExpr: (key: string) => string): string {
-  const builtin = (BUILTIN_DIMENSIONS as Record<string, string>)[dimension];
+  // Own keys only: "constructor" must be an unknown dimension, not Object.prototype.constructor.
+  const builtin = Object.hasOwn(BUILTIN_DIMENSIONS, dimension) ? (BUILTIN_DIMENSIONS as Record<string, string>)[dimension] : undefined;
   if (builtin) return snake(builtin);
   if (extraDimensions.includes(dimension)) return jsonExpr(dimension);
   throw new UnknownDimensionError(`unknown dimension ${JSON.stringify(dimension)}; known: ${[...Object.keys(BUILTIN_DIMENSIONS), ...extraDimensions].join(', ')}`);
