@@ -121,7 +121,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const q = req.query as Record<string, unknown>;
     const range = parseRange(q, now());
     const filters = parseFilters(q, ['from', 'to'], dims);
-    const c = (await store.hookCounters({ ...range, filters })).get(id);
+    const c = (await store.hookCounters({ ...range, filters, hookId: id })).get(id);
     res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: summary(info, c ?? toCounters(emptyRow())) });
   });
 

@@ -17,6 +17,8 @@ export interface RangeQuery {
   fromMs: number;
   toMs: number;
   filters?: Record<string, string>;
+  /** Only this hook (hookCounters): a hook's own page need not aggregate every other hook. */
+  hookId?: string;
 }
 
 export interface SeriesQuery extends RangeQuery {

@@ -352,7 +352,7 @@ export class PostgresStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = await this.aggregate(q, ['hook_id']);
+    const rows = await this.aggregate(q, ['hook_id'], q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
     const ids = [...rows.values()].map((x) => String(x.keys[0]));

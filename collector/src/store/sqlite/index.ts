@@ -59,6 +59,9 @@ const MIGRATIONS: string[] = [
 ];
 
 /** SQLite result codes that mean "cannot write now, try later" (read-only file, disk full, I/O, locked). */
+/** Cached closed segments at most (a 30-day view needs about five). */
+const CLOSED_SEGMENT_CACHE_SIZE = 512;
+
 const RETRYABLE = /SQLITE_(READONLY|FULL|IOERR|BUSY|LOCKED|CANTOPEN|PERM)|database is locked|readonly|disk is full|disk I\/O error|unable to open/i;
 
 function classify(err: unknown): Error {
@@ -73,6 +76,8 @@ export class SqliteStore implements Store {
   private readonly db: DatabaseSync;
   private readonly dims: readonly string[];
   private closed = false;
+  /** Aggregates of rollup segments that ended before the current hour, by segment and grouping. */
+  private readonly closedSegments = new Map<string, [string, CounterRow][]>();
   private readonly insertEvent: StatementSync;
   private readonly upsertHook: StatementSync;
   private readonly upserts: Record<Granularity, StatementSync>;
@@ -136,6 +141,8 @@ export class SqliteStore implements Store {
       }
       this.applyRollups(inserted);
       this.db.exec('COMMIT');
+      const closedBefore = Math.floor(Date.now() / HOUR) * HOUR;
+      if (this.closedSegments.size > 0 && inserted.some((e) => e.timeMs < closedBefore)) this.closedSegments.clear();
     } catch (err) {
       try {
         this.db.exec('ROLLBACK');
@@ -201,9 +208,23 @@ export class SqliteStore implements Store {
       for (const r of this.db.prepare(sql).all(fromMs, toMs, ...hookParam, ...params) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
       return out;
     }
+    const closedBefore = Math.floor(Date.now() / HOUR) * HOUR;
     for (const seg of segments(q.fromMs, q.toMs)) {
-      const sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${ROLLUP_TABLES[seg.granularity]} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
-      for (const r of this.db.prepare(sql).all(seg.fromMs, seg.toMs, ...hookParam) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
+      // A segment wholly before the current hour only changes when a late event or a prune touches the past
+      // (both clear the cache), so dashboards refreshing a 30-day view re-read only the open hour.
+      const cacheable = seg.toMs <= closedBefore;
+      const key = `${seg.granularity}|${seg.fromMs}|${seg.toMs}|${groupBy}|${hookId ?? ''}`;
+      let rows = cacheable ? this.closedSegments.get(key) : undefined;
+      if (!rows) {
+        const sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${ROLLUP_TABLES[seg.granularity]} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
+        rows = (this.db.prepare(sql).all(seg.fromMs, seg.toMs, ...hookParam) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
+        if (cacheable) {
+          if (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE) this.closedSegments.delete(this.closedSegments.keys().next().value as string);
+          this.closedSegments.set(key, rows);
+        }
+      }
+      // Copies: merging mutates the row it merges into.
+      for (const [g, row] of rows) add(g, { ...row });
     }
     return out;
   }
@@ -223,7 +244,7 @@ export class SqliteStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = this.aggregate(q, 'hook_id');
+    const rows = this.aggregate(q, 'hook_id', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
     const infoStmt = this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?');
@@ -288,6 +309,7 @@ export class SqliteStore implements Store {
     result.rollups += rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    if (result.events > 0 || result.rollups > 0) this.closedSegments.clear();
     return result;
   }
 

@@ -1,0 +1,60 @@
+/** The SQLite store's reuse of closed rollup segments must never serve a stale answer. */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { extractHookEvents } from '../../hooks/extract.ts';
+import type { LogsRequest } from '../../otlp/model.ts';
+import { tempDir } from '../../../test/helpers.ts';
+import { SqliteStore } from './index.ts';
+
+const tmp = tempDir();
+afterAll(() => tmp.cleanup());
+
+const DAY = 86_400_000;
+
+function events(timeMs: number, seq: number, persisted: number) {
+  const attrs = new Map<string, string>(Object.entries({
+    'event.name': 'hook_execution_complete', hook_event: 'Stop', hook_name: 'Stop', 'session.id': 'cache', 'event.sequence': String(seq),
+    'event.timestamp': new Date(timeMs).toISOString(), num_hooks: '1', num_success: '1', stdout_chars: '10', num_outputs_persisted: String(persisted),
+  }));
+  const req: LogsRequest = { resourceLogs: [{ resource: new Map(), scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [{ timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: attrs }] }] }] };
+  return extractHookEvents(req, { nearThreshold: 8000, dimensions: [] }).events;
+}
+
+describe('closed segments', () => {
+  it('a late event in a past day and a prune both show in the next answer', async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'cache.db') });
+    const now = Date.now();
+    const range = { fromMs: now - 30 * DAY, toMs: now };
+    await store.ingest(events(now - 10 * DAY, 1, 0));
+    const first = [...(await store.hookCounters(range)).values()][0]!;
+    expect(first.executions).toBe(1);
+    // Asked again: served from the closed day segment.
+    expect([...(await store.hookCounters(range)).values()][0]!.executions).toBe(1);
+    // A late event 10 days back lands in that closed segment.
+    await store.ingest(events(now - 10 * DAY + 1000, 2, 1));
+    const second = [...(await store.hookCounters(range)).values()][0]!;
+    expect(second.executions).toBe(2);
+    expect(second.outputsPersisted).toBe(1);
+    // An event in the open minute segment is merged with the kept day segment; merging must never change
+    // what is kept, so the same question gets the same answer every time.
+    const openRange = { fromMs: range.fromMs, toMs: now + 60_000 };
+    await store.ingest(events(now, 3, 0));
+    for (let i = 0; i < 3; i++) expect([...(await store.hookCounters(openRange)).values()][0]!.executions).toBe(3);
+    const versions = await store.clientVersions(range);
+    expect(versions[0]!.executions).toBe(3);
+    // A prune removes the old rollups: the answer must follow (only the event of the open hour is left).
+    await store.prune(now - 5 * DAY, now - 5 * DAY);
+    expect([...(await store.hookCounters(openRange)).values()][0]!.executions).toBe(1);
+    await store.close();
+  });
+
+  it('asks only for one hook when given its id', async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'one.db') });
+    const now = Date.now();
+    await store.ingest(events(now - DAY, 1, 0));
+    const id = [...(await store.hookCounters({ fromMs: now - 2 * DAY, toMs: now })).keys()][0]!;
+    expect([...(await store.hookCounters({ fromMs: now - 2 * DAY, toMs: now, hookId: id })).keys()]).toEqual([id]);
+    expect((await store.hookCounters({ fromMs: now - 2 * DAY, toMs: now, hookId: '0000000000000000' })).size).toBe(0);
+    await store.close();
+  });
+});
