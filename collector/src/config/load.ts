@@ -51,7 +51,9 @@ function parseBytes(raw: unknown): number | undefined {
   if (typeof raw !== 'string') return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(raw);
   if (!m) return undefined;
-  const unit = BYTE_UNITS[(m[2] as string).toLowerCase()];
+  const name = (m[2] as string).toLowerCase();
+  // Own keys only: "constructor" would find Object.prototype.constructor and give NaN, which passes every bound.
+  const unit = Object.hasOwn(BYTE_UNITS, name) ? BYTE_UNITS[name] : undefined;
   return unit === undefined ? undefined : Math.round(Number(m[1]) * unit);
 }
 

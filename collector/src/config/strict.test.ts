@@ -15,3 +15,16 @@ describe('db', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u@localhost/h' } })).db).toBe('postgres://u@localhost/h');
   });
 });
+
+describe('byte sizes', () => {
+  // BYTE_UNITS was an object literal: "1constructor" found Object.prototype.constructor and gave NaN, which
+  // every bound check lets through, so the request size limit was silently off.
+  it.each(['1constructor', '2valueOf', '3toString', '1__proto__'])('refuses the unit in %j', (raw) => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: raw } }))).toThrow(ConfigError);
+  });
+
+  it('accepts the documented units', () => {
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '20MiB' } })).otlp.maxRequestBytes).toBe(20 * 1024 * 1024);
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '2048' } })).otlp.maxRequestBytes).toBe(2048);
+  });
+});
