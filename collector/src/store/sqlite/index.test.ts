@@ -58,3 +58,31 @@ describe('closed segments', () => {
     await store.close();
   });
 });
+
+describe('group commit', () => {
+  it('batches handed over in one turn share one transaction, and each gets its own answer', async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'group.db') });
+    const now = Date.now();
+    const a = [...events(now, 1, 0), ...events(now, 2, 1)];
+    const b = [...events(now, 2, 1), ...events(now, 3, 0)];
+    const c = events(now, 4, 0);
+    const before = store.commits;
+    const [ra, rb, rc] = await Promise.all([store.ingest(a), store.ingest(b), store.ingest(c)]);
+    expect(store.commits - before).toBe(1);
+    expect([ra.inserted.length, ra.duplicates]).toEqual([2, 0]);
+    // b repeats one of a's events: a duplicate, not counted twice.
+    expect([rb.inserted.length, rb.duplicates]).toEqual([1, 1]);
+    expect([rc.inserted.length, rc.duplicates]).toEqual([1, 0]);
+    const h = [...(await store.hookCounters({ fromMs: now - 60_000, toMs: now + 60_000 })).values()][0]!;
+    expect(h.executions).toBe(4);
+    expect(h.outputsPersisted).toBe(1);
+    // Batches still waiting when the store closes are committed first.
+    const late = store.ingest(events(now, 5, 0));
+    await store.close();
+    expect((await late).inserted.length).toBe(1);
+    const reopened = new SqliteStore({ path: join(tmp.dir, 'group.db') });
+    expect([...(await reopened.hookCounters({ fromMs: now - 60_000, toMs: now + 60_000 })).values()][0]!.executions).toBe(5);
+    await reopened.close();
+  });
+});
+

@@ -76,6 +76,11 @@ export class SqliteStore implements Store {
   private readonly db: DatabaseSync;
   private readonly dims: readonly string[];
   private closed = false;
+  /** Batches waiting for the next group commit. */
+  private readonly waiting: { events: HookEvent[]; resolve: (r: IngestResult) => void; reject: (e: Error) => void }[] = [];
+  private flushScheduled = false;
+  /** Transactions committed by ingest (one per group of batches). */
+  commits = 0;
   /** Aggregates of rollup segments that ended before the current hour, by segment and grouping. */
   private readonly closedSegments = new Map<string, [string, CounterRow][]>();
   private readonly insertEvent: StatementSync;
@@ -121,37 +126,67 @@ export class SqliteStore implements Store {
     }
   }
 
-  async ingest(events: HookEvent[]): Promise<IngestResult> {
-    if (events.length === 0) return { inserted: [], duplicates: 0 };
-    const inserted: HookEvent[] = [];
+  /**
+   * Group commit: batches that arrive while the event loop is busy wait for the next turn and are committed
+   * together in one transaction (one sync to disk), each answered with its own result once it is durable.
+   */
+  ingest(events: HookEvent[]): Promise<IngestResult> {
+    if (events.length === 0) return Promise.resolve({ inserted: [], duplicates: 0 });
+    if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed'));
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ events, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Commits every waiting batch in one transaction; on failure every one of them is refused. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const group = this.waiting.splice(0);
+    if (group.length === 0) return;
+    const results: IngestResult[] = [];
     try {
       this.db.exec('BEGIN IMMEDIATE');
     } catch (err) {
-      throw classify(err);
+      const e = classify(err);
+      for (const w of group) w.reject(e);
+      return;
     }
     try {
-      for (const e of events) {
-        const r = this.insertEvent.run(
-          e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
-          e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
-          e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
-          e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
-        );
-        if (Number(r.changes) > 0) inserted.push(e);
+      const all: HookEvent[] = [];
+      for (const w of group) {
+        const inserted: HookEvent[] = [];
+        for (const e of w.events) {
+          const r = this.insertEvent.run(
+            e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
+            e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
+            e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
+            e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
+          );
+          if (Number(r.changes) > 0) inserted.push(e);
+        }
+        results.push({ inserted, duplicates: w.events.length - inserted.length });
+        all.push(...inserted);
       }
-      this.applyRollups(inserted);
+      this.applyRollups(all);
       this.db.exec('COMMIT');
+      this.commits++;
       const closedBefore = Math.floor(Date.now() / HOUR) * HOUR;
-      if (this.closedSegments.size > 0 && inserted.some((e) => e.timeMs < closedBefore)) this.closedSegments.clear();
+      if (this.closedSegments.size > 0 && all.some((e) => e.timeMs < closedBefore)) this.closedSegments.clear();
     } catch (err) {
       try {
         this.db.exec('ROLLBACK');
       } catch {
         // The transaction may already be gone (SQLite rolls back on some I/O errors).
       }
-      throw classify(err);
+      const e = classify(err);
+      for (const w of group) w.reject(e);
+      return;
     }
-    return { inserted, duplicates: events.length - inserted.length };
+    group.forEach((w, i) => w.resolve(results[i] as IngestResult));
   }
 
   private applyRollups(events: HookEvent[]): void {
@@ -320,6 +355,8 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    // Batches already handed over are committed (and answered) before the file closes.
+    this.flush();
     this.closed = true;
     this.db.close();
   }
