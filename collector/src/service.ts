@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createApiRouter } from './api/index.ts';
 import { rejectCrossSiteWrites } from './api/same-origin.ts';
+import { requireHttpAuth } from './api/auth.ts';
 import { splitAddr, type HookwatchConfig } from './config/index.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
@@ -103,6 +104,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
+  // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
+  app.use(requireHttpAuth(config.http.auth));
   app.get('/metrics', metrics.registry.handler());
   app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));

@@ -13,7 +13,7 @@ export interface HookwatchConfig {
     maxPendingRequests: number;
     ingestToken: string;
   };
-  http: { addr: string };
+  http: { addr: string; auth: HttpAuthConfig };
   db: string;
   sqlite: { synchronous: 'full' | 'normal' };
   /** Used when db is a postgres:// URL. */
@@ -64,7 +64,10 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       maxPendingRequests: v('otlp.maxPendingRequests'),
       ingestToken: v('otlp.ingestToken'),
     },
-    http: { addr: v('http.addr') },
+    http: {
+      addr: v('http.addr'),
+      auth: httpAuth(v('http.auth.mode'), v('http.auth.username'), v('http.auth.password'), v('http.auth.token'), v<string>('http.auth.proxyHeader').trim().toLowerCase()),
+    },
     db: nonEmptyDb(v('db')),
     sqlite: { synchronous: v('sqlite.synchronous') },
     postgres: { poolSize: v('postgres.poolSize'), leaseTtlMs: v('postgres.leaseTtl') },
@@ -116,6 +119,34 @@ function alertingConfig(v: <T>(key: string) => T, dimensions: string[]): Alertin
 function nonEmptyDb(db: string): string {
   if (db.trim() === '') throw new ConfigError('invalid value "" for db: expected a SQLite file path or a postgres:// URL');
   return db;
+}
+
+/** Typed `http.auth.*` settings: what the HTTP port asks for (mode none: nothing). */
+export interface HttpAuthConfig {
+  mode: 'none' | 'basic' | 'bearer' | 'proxy-header';
+  username: string;
+  password: string;
+  token: string;
+  /** Lower-case header name (Node lower-cases incoming names). */
+  proxyHeader: string;
+}
+
+/** A mode without its credentials would lock everyone out (or, worse, accept an empty secret): refuse at start. */
+function httpAuth(mode: HttpAuthConfig['mode'], username: string, password: string, token: string, proxyHeader: string): HttpAuthConfig {
+  const need = (value: string, key: string): void => {
+    if (value === '') throw new ConfigError(`${key} is required when http.auth.mode is ${mode}`);
+  };
+  if (mode === 'basic') {
+    need(username, 'http.auth.username');
+    need(password, 'http.auth.password');
+    if (username.includes(':')) throw new ConfigError('invalid http.auth.username: it must not contain ":" (basic auth splits on the first one)');
+  }
+  if (mode === 'bearer') need(token, 'http.auth.token');
+  if (mode === 'proxy-header') {
+    need(proxyHeader, 'http.auth.proxyHeader');
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(proxyHeader)) throw new ConfigError(`invalid http.auth.proxyHeader "${proxyHeader}": expected an HTTP header name`);
+  }
+  return { mode, username, password, token, proxyHeader };
 }
 
 /** Splits `host:port` / `[::1]:port` into parts for net.listen. */

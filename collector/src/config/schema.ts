@@ -56,6 +56,26 @@ export const SETTINGS: readonly Setting[] = [
     description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
   },
   {
+    key: 'http.auth.mode', env: 'HOOKWATCH_HTTP_AUTH_MODE', type: 'enum', default: 'none', values: ['none', 'basic', 'bearer', 'proxy-header'],
+    description: 'Authentication on the HTTP port: everything but GET /healthz (dashboard, API, /metrics, /readyz) then needs credentials (401 otherwise). `basic` prompts browsers; `bearer` is for scripts and Prometheus; `proxy-header` trusts a header set by an authenticating reverse proxy.',
+  },
+  {
+    key: 'http.auth.username', env: 'HOOKWATCH_HTTP_AUTH_USERNAME', type: 'string', default: '',
+    description: 'User name for `http.auth.mode: basic`.',
+  },
+  {
+    key: 'http.auth.password', env: 'HOOKWATCH_HTTP_AUTH_PASSWORD', type: 'string', default: '', secret: true,
+    description: 'Password for `http.auth.mode: basic`.',
+  },
+  {
+    key: 'http.auth.token', env: 'HOOKWATCH_HTTP_AUTH_TOKEN', type: 'string', default: '', secret: true,
+    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`.',
+  },
+  {
+    key: 'http.auth.proxyHeader', env: 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', type: 'string', default: '',
+    description: 'Header for `http.auth.mode: proxy-header`, e.g. `x-forwarded-user`: requests without it (or with it empty) get 401. Only safe when the proxy is the sole way in and strips the header from client requests.',
+  },
+  {
     key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
     description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere).',
     redactValue: redactUrlPassword,

@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
+import { startTestService, type TestService } from '../../test/helpers.ts';
+
+const PASSWORD = 'pw-7f3c:with-colon-s3cret';
+const TOKEN = 'tok-91ab-http-s3cret';
+// Every route family on the HTTP port; /healthz is the one left open.
+const ROUTES = ['/', '/hooks/x', '/api/v1/hooks?from=now-1h', '/api/v1/overview?from=now-1h', '/api/v1/alerts', '/metrics', '/readyz', '/styles.css'];
+
+async function get(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string }> {
+  const res = await fetch(base + path, { headers });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+const basic = (user: string, pass: string): Record<string, string> => ({ authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+
+interface ModeCase {
+  name: string;
+  env: Record<string, string>;
+  good: Record<string, string>;
+  bad: Record<string, string>[];
+  challenge: string | null;
+}
+
+const MODES: ModeCase[] = [
+  {
+    name: 'basic',
+    env: { HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: PASSWORD },
+    good: basic('team', PASSWORD),
+    bad: [basic('team', 'wrong'), basic('other', PASSWORD), basic('team', PASSWORD + 'x'), { authorization: `Bearer ${PASSWORD}` }, { authorization: 'Basic !!!' }],
+    challenge: 'Basic realm="hookwatch"',
+  },
+  {
+    name: 'bearer',
+    env: { HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: TOKEN },
+    good: { authorization: `Bearer ${TOKEN}` },
+    bad: [{ authorization: 'Bearer wrong' }, { authorization: `Bearer ${TOKEN}x` }, { authorization: 'Bearer ' }, { authorization: TOKEN }, basic('x', TOKEN)],
+    challenge: 'Bearer',
+  },
+  {
+    name: 'proxy-header',
+    env: { HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'X-Forwarded-User' },
+    good: { 'x-forwarded-user': 'alice@example.com' },
+    bad: [{ 'x-forwarded-user': '' }, { 'x-forwarded-user': '   ' }, { 'x-other-user': 'alice' }],
+    challenge: null,
+  },
+];
+
+describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService(mode.env);
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+
+  it('answers 401 on every route family without credentials, with the JSON error and the challenge', async () => {
+    for (const path of ROUTES) {
+      const r = await get(svc.httpUrl, path);
+      expect(r.status, path).toBe(401);
+      expect(JSON.parse(r.text), path).toEqual({ error: { code: 'unauthorized', message: expect.any(String) as string } });
+      expect(r.headers.get('www-authenticate') ?? null, path).toEqual(mode.challenge === null ? null : expect.stringContaining(mode.challenge));
+    }
+  });
+
+  it('answers 401 to wrong credentials and never echoes a secret', async () => {
+    for (const headers of mode.bad) {
+      for (const path of ['/api/v1/hooks?from=now-1h', '/']) {
+        const r = await get(svc.httpUrl, path, headers);
+        expect(r.status, `${path} ${JSON.stringify(headers)}`).toBe(401);
+        for (const secret of [PASSWORD, TOKEN, 'alice']) expect(r.text).not.toContain(secret);
+      }
+    }
+  });
+
+  it('serves every route family with credentials', async () => {
+    for (const path of ROUTES) {
+      const r = await get(svc.httpUrl, path, mode.good);
+      expect(r.status, path).toBe(200);
+      for (const secret of [PASSWORD, TOKEN]) expect(r.text, path).not.toContain(secret);
+    }
+  });
+
+  it('leaves GET /healthz open, and only it', async () => {
+    const r = await get(svc.httpUrl, '/healthz');
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.text)).toEqual({ status: 'ok' });
+    expect((await fetch(svc.httpUrl + '/healthz', { method: 'POST' })).status).toBe(401);
+  });
+
+  it('refuses writes without credentials before any handler runs', async () => {
+    const res = await fetch(svc.httpUrl + '/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(res.status).toBe(401);
+  });
+
+  it('leaves the OTLP port to its own ingest token', async () => {
+    const res = await fetch(svc.otlpHttpUrl + '/v1/logs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"resourceLogs":[]}' });
+    expect(res.status).toBe(200);
+  });
+});
+
+describe('http.auth configuration', () => {
+  const build = (env: Record<string, string>) => () => toConfig(loadConfig({ env: { HOOKWATCH_DB: '/tmp/unused.db', ...env } }));
+
+  it('defaults to none, and then the HTTP port stays open', async () => {
+    expect(build({})().http.auth.mode).toBe('none');
+    const svc = await startTestService();
+    try {
+      expect((await get(svc.httpUrl, '/api/v1/hooks?from=now-1h')).status).toBe(200);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  it.each([
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_PASSWORD: PASSWORD }, 'http.auth.username'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team' }, 'http.auth.password'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'a:b', HOOKWATCH_HTTP_AUTH_PASSWORD: PASSWORD }, 'http.auth.username'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'bearer' }, 'http.auth.token'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header' }, 'http.auth.proxyHeader'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'bad header' }, 'http.auth.proxyHeader'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'password' }, 'http.auth.mode'],
+  ])('refuses %o naming %s', (env, key) => {
+    expect(build(env)).toThrow(ConfigError);
+    expect(build(env)).toThrow(key);
+    try {
+      build(env)();
+    } catch (err) {
+      expect((err as Error).message).not.toContain(PASSWORD);
+    }
+  });
+
+  it('redacts the password and token in the effective configuration', () => {
+    const loaded = loadConfig({ env: { HOOKWATCH_DB: '/tmp/unused.db', HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: PASSWORD, HOOKWATCH_HTTP_AUTH_TOKEN: TOKEN } });
+    const text = JSON.stringify(effectiveDocument(loaded));
+    expect(text).toContain('team');
+    expect(text).not.toContain(PASSWORD);
+    expect(text).not.toContain(TOKEN);
+  });
+});

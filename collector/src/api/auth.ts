@@ -1,0 +1,62 @@
+/**
+ * Authentication for the HTTP port (dashboard, API, /metrics, /readyz). Mounted first on the app, so no route
+ * answers before it; only GET /healthz stays open, for liveness probes that carry no credentials.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { HttpAuthConfig } from '../config/index.ts';
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+/** Same-length digests, so the comparison time says nothing about where or how long a wrong secret is. */
+function sameSecret(given: string, expected: Buffer): boolean {
+  return timingSafeEqual(digest(given), expected);
+}
+
+/** `Scheme credentials` with a case-insensitive scheme (RFC 9110); undefined when the scheme differs. */
+function credentials(header: string | undefined, scheme: string): string | undefined {
+  if (!header) return undefined;
+  const m = /^(\S+)\s+(.*)$/.exec(header.trim());
+  if (!m || (m[1] as string).toLowerCase() !== scheme) return undefined;
+  return (m[2] as string).trim();
+}
+
+/** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
+export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
+  if (auth.mode === 'none') return (_req, _res, next) => next();
+  const basicDigest = digest(`${auth.username}:${auth.password}`);
+  const tokenDigest = digest(auth.token);
+
+  const ok = (req: Request): boolean => {
+    switch (auth.mode) {
+      case 'basic': {
+        const b64 = credentials(req.headers.authorization, 'basic');
+        // Compare even when absent, so a missing header costs the same as a wrong one.
+        return sameSecret(b64 === undefined ? '' : Buffer.from(b64, 'base64').toString('utf8'), basicDigest) && b64 !== undefined;
+      }
+      case 'bearer': {
+        const token = credentials(req.headers.authorization, 'bearer');
+        return sameSecret(token ?? '', tokenDigest) && token !== undefined && token !== '';
+      }
+      default: {
+        // proxy-header: the proxy in front authenticated the user; hookwatch only checks it said so.
+        const v = req.headers[auth.proxyHeader];
+        const value = Array.isArray(v) ? v.join(',') : v;
+        return value !== undefined && value.trim() !== '';
+      }
+    }
+  };
+
+  return (req: Request, res: Response, next: NextFunction) => {
+    // Exactly the liveness route: it says only that the process answers.
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/healthz') return next();
+    if (ok(req)) return next();
+    if (auth.mode === 'basic') res.setHeader('WWW-Authenticate', 'Basic realm="hookwatch", charset="UTF-8"');
+    else if (auth.mode === 'bearer') res.setHeader('WWW-Authenticate', 'Bearer realm="hookwatch"');
+    res.setHeader('Cache-Control', 'no-store');
+    const message = auth.mode === 'proxy-header' ? 'authentication required (through the reverse proxy)' : 'authentication required';
+    res.status(401).json({ error: { code: 'unauthorized', message } });
+  };
+}
