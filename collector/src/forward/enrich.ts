@@ -9,6 +9,7 @@ import { extractHookEvents } from '../hooks/extract.ts';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { LogRecord, LogsRequest, ResourceLogs, ScopeLogs } from '../otlp/model.ts';
 import type { RawRequest } from '../pipeline/consumer.ts';
+import { lengthDelimited } from '../otlp/proto-write.ts';
 
 /** The attribute added to forwarded hook records. */
 export const DELIVERY_ATTRIBUTE = 'hookwatch.delivery';
@@ -23,21 +24,6 @@ export function recordStatuses(req: LogsRequest, nearThreshold: number): (Delive
   };
   for (const rl of req.resourceLogs) for (const sl of rl.scopeLogs) for (const rec of sl.logRecords) out.push(one(rl, sl, rec));
   return out;
-}
-
-function varint(n: number): Buffer {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return Buffer.from(out);
-}
-
-function lengthDelimited(field: number, payload: Buffer): Buffer {
-  return Buffer.concat([varint((field << 3) | 2), varint(payload.length), payload]);
 }
 
 /** KeyValue{key, value: AnyValue{string_value}} as LogRecord.attributes (field 6). */

@@ -3,6 +3,8 @@
  * google.rpc.Status for errors (opentelemetry-proto specification, "OTLP/HTTP Response").
  */
 
+import { lengthDelimited, varint } from './proto-write.ts';
+
 export type Encoding = 'protobuf' | 'json';
 
 /** google.rpc.Code values used by hookwatch. */
@@ -15,21 +17,6 @@ export const RpcCode = {
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
 } as const;
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return out;
-}
-
-function lengthDelimited(field: number, payload: Uint8Array): Buffer {
-  return Buffer.concat([Buffer.from([(field << 3) | 2, ...varint(payload.length)]), payload]);
-}
 
 /** Encodes an Export*ServiceResponse; partial success only when something was rejected. */
 export function encodeExportResponse(encoding: Encoding, rejected: number, message: string, rejectedField = 'rejectedLogRecords'): Buffer {

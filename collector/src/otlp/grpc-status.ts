@@ -5,29 +5,14 @@
  * google/rpc/status.proto, error_details.proto and protobuf/any.proto, duration.proto.
  */
 
+import { lengthDelimited, varintField } from './proto-write.ts';
+
 /** The trailer that holds a serialized google.rpc.Status. */
 export const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 
 const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 
-function varint(n: number): number[] {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return out;
-}
-
-function field(num: number, payload: Uint8Array): Buffer {
-  return Buffer.concat([Buffer.from([(num << 3) | 2, ...varint(payload.length)]), payload]);
-}
-
-function varintField(num: number, value: number): Buffer {
-  return Buffer.from([num << 3, ...varint(value)]);
-}
+const field = lengthDelimited;
 
 /** Encodes google.rpc.Status{code, message, details: [Any(RetryInfo{retry_delay})]}. */
 export function encodeRetryStatus(code: number, message: string, retryDelayMs: number): Buffer {
