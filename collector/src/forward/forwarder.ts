@@ -5,6 +5,7 @@
  * there is no give-up deadline, so an outage of hours loses nothing. A permanent refusal moves the request to
  * the dead letters (counted, visible in the API) so one bad request cannot block the rest.
  */
+import type { ForwardingDestination } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Exporter } from './exporter.ts';
 import type { DurableQueue } from './queue.ts';
@@ -42,23 +43,14 @@ export interface ForwarderOptions {
   random?: () => number;
 }
 
-/** What an operator sees of one destination (the API's /api/v1/forwarding). */
-export interface ForwarderStatus {
-  destination: string;
-  state: 'idle' | 'sending' | 'backing_off' | 'stopped';
-  depth: number;
-  bytes: number;
-  maxBytes: number;
-  oldestAgeMs: number | null;
-  delivered: number;
-  retries: number;
-  deadLetters: number;
-  refusedFull: number;
-  consecutiveFailures: number;
-  lastError: string | null;
+/**
+ * What an operator sees of one destination: the API's ForwardingDestination (/api/v1/forwarding), with times
+ * kept as epoch milliseconds until the API formats them.
+ */
+export type ForwarderStatus = Omit<ForwardingDestination, 'lastSuccessAt' | 'nextAttemptAt'> & {
   lastSuccessAtMs: number | null;
   nextAttemptAtMs: number | null;
-}
+};
 
 /** The wait before retry number `failures` (1-based), before Retry-After. */
 export function backoffDelay(failures: number, b: BackoffOptions, random: () => number): number {

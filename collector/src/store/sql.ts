@@ -1,7 +1,7 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
 import { BUILTIN_DIMENSIONS } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
-import { UnknownDimensionError } from './store.ts';
+import { UnknownDimensionError, type HookInfo } from './store.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
 
@@ -77,3 +77,73 @@ export const EVENT_COLUMNS = [
   'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'service_name', 'service_version',
   'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id', 'terminal_type', 'source', 'extra',
 ] as const;
+
+/** Column types a backend uses for the core schema. */
+export interface SchemaTypes {
+  /** 64-bit integer type. */
+  int: string;
+  /** Small integer (a 0/1 flag). */
+  flag: string;
+  /** The events table's surrogate key column definition. */
+  id: string;
+  /** Type of the extra-dimensions document. */
+  json: string;
+  /** Appended after each rollup table's column list (e.g. SQLite's WITHOUT ROWID). */
+  rollupTableOptions: string;
+}
+
+/** The first migration of every relational backend: hooks, raw events, and the three rollup tables. */
+export function coreSchemaDdl(t: SchemaTypes): string {
+  return `CREATE TABLE hooks (
+    hook_id TEXT PRIMARY KEY,
+    hook_event TEXT NOT NULL,
+    hook_name TEXT NOT NULL,
+    first_seen ${t.int} NOT NULL,
+    last_seen ${t.int} NOT NULL
+  );
+  CREATE TABLE events (
+    id ${t.id},
+    dedup_key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    hook_id TEXT NOT NULL,
+    time_ms ${t.int} NOT NULL,
+    num_hooks ${t.int}, num_success ${t.int}, num_blocking ${t.int}, num_non_blocking_error ${t.int}, num_cancelled ${t.int},
+    duration_ms ${t.int},
+    stdout_chars ${t.int}, additional_context_chars ${t.int}, system_message_chars ${t.int}, initial_user_message_chars ${t.int},
+    outputs_persisted ${t.int},
+    sizes_known ${t.flag} NOT NULL,
+    status TEXT NOT NULL,
+    service_name TEXT NOT NULL, service_version TEXT NOT NULL, session_id TEXT NOT NULL, user_id TEXT NOT NULL,
+    user_email TEXT NOT NULL, user_account_uuid TEXT NOT NULL, organization_id TEXT NOT NULL, terminal_type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    extra ${t.json} NOT NULL
+  );
+  CREATE INDEX events_hook_time ON events (hook_id, time_ms);
+  CREATE INDEX events_time ON events (time_ms);
+  ${(['minute', 'hour', 'day'] as const).map((g) => `CREATE TABLE ${ROLLUP_TABLES[g]} (
+    hook_id TEXT NOT NULL,
+    bucket ${t.int} NOT NULL,
+    service_name TEXT NOT NULL,
+    service_version TEXT NOT NULL,
+    ${counterColumnsDdl(t.int)},
+    PRIMARY KEY (hook_id, bucket, service_name, service_version)
+  )${t.rollupTableOptions};
+  CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}`;
+}
+
+/** A SQL string literal (for the few constants spliced into SQL text; user input is always a parameter). */
+export function sqlString(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+/** A row of the hooks table as HookInfo. */
+export function toInfo(r: Record<string, unknown>): HookInfo {
+  return {
+    id: String(r['hook_id']),
+    hookEvent: String(r['hook_event']),
+    hookName: String(r['hook_name']),
+    firstSeenMs: Number(r['first_seen']),
+    lastSeenMs: Number(r['last_seen']),
+  };
+}
+

@@ -3,6 +3,7 @@
  * in-flight operations (the ingest queue), process facts, and the per-hook counters. service.ts builds one
  * of these; later stages (forward queues, notifiers) add theirs with `metrics.registry.register(...)`.
  */
+import type { ForwarderStatus } from '../forward/forwarder.ts';
 import type { HookIngest } from '../pipeline/hook-ingest.ts';
 import type { OtlpHttpReceiver } from '../receiver/otlp-http/index.ts';
 import type { Store } from '../store/store.ts';
@@ -41,18 +42,7 @@ export interface StageSources {
 }
 
 /** The parts of the forwarder's status that /metrics reports (no destination URL: it may hold credentials). */
-export interface ForwardStatusLike {
-  state: string;
-  depth: number;
-  bytes: number;
-  maxBytes: number;
-  oldestAgeMs: number | null;
-  delivered: number;
-  retries: number;
-  deadLetters: number;
-  refusedFull: number;
-  consecutiveFailures: number;
-}
+export type ForwardStatusLike = Omit<ForwarderStatus, 'destination' | 'lastError' | 'lastSuccessAtMs' | 'nextAttemptAtMs'>;
 
 /** Builds the metrics of one hookwatch process. */
 export function createServiceMetrics(opts: ServiceMetricsOptions): ServiceMetrics {

@@ -1,21 +1,13 @@
 /** Hand-built protobuf pieces for hostile requests too large or too odd to build with an encoder. */
+import { lengthDelimited, varint as protoVarint } from '../../src/otlp/proto-write.ts';
 
 /** A protobuf varint. */
 export function varint(n: number): Buffer {
-  const out: number[] = [];
-  let v = n;
-  while (v >= 0x80) {
-    out.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  out.push(v);
-  return Buffer.from(out);
+  return Buffer.from(protoVarint(n));
 }
 
 /** A length-delimited field. */
-export function field(no: number, payload: Buffer): Buffer {
-  return Buffer.concat([varint((no << 3) | 2), varint(payload.length), payload]);
-}
+export const field = lengthDelimited;
 
 /** AnyValue{string_value} as bytes, from raw bytes (so invalid UTF-8 can be sent). */
 export function stringValue(bytes: Buffer): Buffer {

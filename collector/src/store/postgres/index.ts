@@ -11,7 +11,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, ROLLUP_TABLES, counterColumnsDdl, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, ROLLUP_TABLES, coreSchemaDdl, sqlString, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -31,41 +31,7 @@ const MIGRATION_LOCK_KEY = 0x686f6f6b77;
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE hooks (
-    hook_id TEXT PRIMARY KEY,
-    hook_event TEXT NOT NULL,
-    hook_name TEXT NOT NULL,
-    first_seen BIGINT NOT NULL,
-    last_seen BIGINT NOT NULL
-  );
-  CREATE TABLE events (
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    dedup_key TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    hook_id TEXT NOT NULL,
-    time_ms BIGINT NOT NULL,
-    num_hooks BIGINT, num_success BIGINT, num_blocking BIGINT, num_non_blocking_error BIGINT, num_cancelled BIGINT,
-    duration_ms BIGINT,
-    stdout_chars BIGINT, additional_context_chars BIGINT, system_message_chars BIGINT, initial_user_message_chars BIGINT,
-    outputs_persisted BIGINT,
-    sizes_known SMALLINT NOT NULL,
-    status TEXT NOT NULL,
-    service_name TEXT NOT NULL, service_version TEXT NOT NULL, session_id TEXT NOT NULL, user_id TEXT NOT NULL,
-    user_email TEXT NOT NULL, user_account_uuid TEXT NOT NULL, organization_id TEXT NOT NULL, terminal_type TEXT NOT NULL,
-    source TEXT NOT NULL,
-    extra JSONB NOT NULL
-  );
-  CREATE INDEX events_hook_time ON events (hook_id, time_ms);
-  CREATE INDEX events_time ON events (time_ms);
-  ${(['minute', 'hour', 'day'] as const).map((g) => `CREATE TABLE ${ROLLUP_TABLES[g]} (
-    hook_id TEXT NOT NULL,
-    bucket BIGINT NOT NULL,
-    service_name TEXT NOT NULL,
-    service_version TEXT NOT NULL,
-    ${counterColumnsDdl('BIGINT')},
-    PRIMARY KEY (hook_id, bucket, service_name, service_version)
-  );
-  CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}
+  `${coreSchemaDdl({ int: 'BIGINT', flag: 'SMALLINT', id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', json: 'JSONB', rollupTableOptions: '' })}
   CREATE TABLE leader_lease (
     name TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
@@ -460,18 +426,4 @@ export class PostgresStore implements Store {
     const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
     return unavailable ? new StoreUnavailableError(message) : new Error(message);
   }
-}
-
-function sqlString(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
-}
-
-function toInfo(r: Record<string, unknown>): HookInfo {
-  return {
-    id: String(r['hook_id']),
-    hookEvent: String(r['hook_event']),
-    hookName: String(r['hook_name']),
-    firstSeenMs: Number(r['first_seen']),
-    lastSeenMs: Number(r['last_seen']),
-  };
 }

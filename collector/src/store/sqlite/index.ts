@@ -9,7 +9,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shar
 import type { HookEvent } from '../../hooks/model.ts';
 import { addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, ROLLUP_TABLES, counterColumnsDdl, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, ROLLUP_TABLES, coreSchemaDdl, sqlString, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 import { COUNTER_COLUMNS } from '../counters.ts';
 
@@ -21,41 +21,7 @@ export interface SqliteStoreOptions {
 }
 
 const MIGRATIONS: string[] = [
-  `CREATE TABLE hooks (
-    hook_id TEXT PRIMARY KEY,
-    hook_event TEXT NOT NULL,
-    hook_name TEXT NOT NULL,
-    first_seen INTEGER NOT NULL,
-    last_seen INTEGER NOT NULL
-  );
-  CREATE TABLE events (
-    id INTEGER PRIMARY KEY,
-    dedup_key TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    hook_id TEXT NOT NULL,
-    time_ms INTEGER NOT NULL,
-    num_hooks INTEGER, num_success INTEGER, num_blocking INTEGER, num_non_blocking_error INTEGER, num_cancelled INTEGER,
-    duration_ms INTEGER,
-    stdout_chars INTEGER, additional_context_chars INTEGER, system_message_chars INTEGER, initial_user_message_chars INTEGER,
-    outputs_persisted INTEGER,
-    sizes_known INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    service_name TEXT NOT NULL, service_version TEXT NOT NULL, session_id TEXT NOT NULL, user_id TEXT NOT NULL,
-    user_email TEXT NOT NULL, user_account_uuid TEXT NOT NULL, organization_id TEXT NOT NULL, terminal_type TEXT NOT NULL,
-    source TEXT NOT NULL,
-    extra TEXT NOT NULL
-  );
-  CREATE INDEX events_hook_time ON events (hook_id, time_ms);
-  CREATE INDEX events_time ON events (time_ms);
-  ${(['minute', 'hour', 'day'] as const).map((g) => `CREATE TABLE ${ROLLUP_TABLES[g]} (
-    hook_id TEXT NOT NULL,
-    bucket INTEGER NOT NULL,
-    service_name TEXT NOT NULL,
-    service_version TEXT NOT NULL,
-    ${counterColumnsDdl('INTEGER')},
-    PRIMARY KEY (hook_id, bucket, service_name, service_version)
-  ) WITHOUT ROWID;
-  CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}`,
+  coreSchemaDdl({ int: 'INTEGER', flag: 'INTEGER', id: 'INTEGER PRIMARY KEY', json: 'TEXT', rollupTableOptions: ' WITHOUT ROWID' }),
 ];
 
 /** SQLite result codes that mean "cannot write now, try later" (read-only file, disk full, I/O, locked). */
@@ -360,18 +326,4 @@ export class SqliteStore implements Store {
     this.closed = true;
     this.db.close();
   }
-}
-
-function sqlString(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
-}
-
-function toInfo(r: Record<string, unknown>): HookInfo {
-  return {
-    id: String(r['hook_id']),
-    hookEvent: String(r['hook_event']),
-    hookName: String(r['hook_name']),
-    firstSeenMs: Number(r['first_seen']),
-    lastSeenMs: Number(r['last_seen']),
-  };
 }
