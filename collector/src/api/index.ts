@@ -92,12 +92,12 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
   });
 
-  const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; hooks: HookSummary[] }> => {
+  const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; filters: Record<string, string>; hooks: HookSummary[] }> => {
     const range = parseRange(q, now());
     const filters = parseFilters(q, reserved, dims);
     const counters = await store.hookCounters({ ...range, filters });
     const hooks = [...counters.values()].map((c) => summary(c.info, c)).sort(byRisk);
-    return { ...range, hooks };
+    return { ...range, filters, hooks };
   };
 
   router.get('/api/v1/hooks', async (req, res) => {
@@ -162,8 +162,7 @@ export function createApiRouter(opts: ApiOptions): Router {
 
   router.get('/api/v1/overview', async (req, res) => {
     const q = req.query as Record<string, unknown>;
-    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to']);
-    const filters = parseFilters(q, ['from', 'to'], dims);
+    const { fromMs, toMs, filters, hooks } = await hooksInRange(q, ['from', 'to']);
     const totals = sumCounters(hooks);
     const statusCounts = { over: 0, near: 0, ok: 0, unknown: 0 } as Record<DeliveryStatus, number>;
     for (const h of hooks) statusCounts[h.status]++;
