@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createApiRouter } from './api/index.ts';
+import { closeServer } from './net/close-server.ts';
 import { rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import { splitAddr, type HookwatchConfig } from './config/index.ts';
@@ -167,10 +168,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       await grpcReceiver.shutdown();
       await forwarding?.stop();
       await alerting.stop();
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeIdleConnections();
-      });
+      await closeServer(http);
       await coordination.stop();
       await store.close();
     })();

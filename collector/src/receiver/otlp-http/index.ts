@@ -13,6 +13,7 @@ import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../.
 import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import type { Logger } from '../../telemetry/logger.ts';
+import { closeServer } from '../../net/close-server.ts';
 import { decompress, readRaw } from './body.ts';
 
 export interface OtlpHttpReceiverOptions {
@@ -85,11 +86,7 @@ export class OtlpHttpReceiver {
 
   /** Stops accepting, lets in-flight requests finish. Safe to call twice or before start. */
   async shutdown(): Promise<void> {
-    if (!this.server.listening) return;
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeIdleConnections();
-    });
+    await closeServer(this.server);
   }
 
   private count(map: Record<string, number>, key: string): void {
