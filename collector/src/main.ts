@@ -30,20 +30,14 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
   const config = toConfig(loaded);
   const secrets = [config.otlp.ingestToken, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
-  const service = await startService(config, { logger });
-  logger.info('hookwatch started', {
-    otlpHttp: service.otlpHttpUrl,
-    otlpGrpc: service.otlpGrpcUrl,
-    forwardTo: service.forwarding?.exporter.description ?? null,
-    http: service.httpUrl,
-    store: service.store.kind,
-    configFile: loaded.file ?? null,
-  });
+  // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
+  // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
+  let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
   let signals = 0;
   const onSignal = (signal: string): void => {
     signals++;
-    if (signals > 1) {
-      logger.warn('second signal: exiting now', { signal });
+    if (signals > 1 || !service) {
+      logger.warn(service ? 'second signal: exiting now' : 'signal during start: exiting now', { signal });
       process.exit(1);
     }
     logger.info('shutting down', { signal });
@@ -65,6 +59,15 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  service = await startService(config, { logger });
+  logger.info('hookwatch started', {
+    otlpHttp: service.otlpHttpUrl,
+    otlpGrpc: service.otlpGrpcUrl,
+    forwardTo: service.forwarding?.exporter.description ?? null,
+    http: service.httpUrl,
+    store: service.store.kind,
+    configFile: loaded.file ?? null,
+  });
   return new Promise<number>(() => {});
 }
 
