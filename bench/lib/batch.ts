@@ -3,8 +3,9 @@
  * resource (service.name claude-code), scope com.anthropic.claude_code.events, every record with the standard
  * attributes, hook counts as stringValue, event.sequence as intValue, and a mix of event types.
  *
- * Every record carries the session id placeholder; `stamp` rewrites it in the encoded bytes (same length, so
- * protobuf lengths stay valid) so each request holds records the store has not seen, at almost no client cost.
+ * Every record carries the session id placeholder; `stamp` rewrites it and the record times in the encoded bytes
+ * (same length, so protobuf lengths stay valid) so each request holds records the store has not seen, timed
+ * like a live feed, at almost no client cost.
  */
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
@@ -12,6 +13,9 @@ import { encodeLogsProto } from './otlp-schema.ts';
 
 /** 36 ASCII characters, the length of a UUID. */
 export const SESSION_PLACEHOLDER = 'SESSION-PLACEHOLDER-0000000000000000';
+
+/** Milliseconds between consecutive records of a batch. */
+export const RECORD_STEP_MS = 37;
 
 type Attr = { key: string; value: Record<string, unknown> };
 const s = (key: string, v: string): Attr => ({ key, value: { stringValue: v } });
@@ -35,7 +39,7 @@ export const HOOK_EVENT_SHARE = 4 / PATTERN.length;
 
 function record(i: number, baseMs: number): Record<string, unknown> {
   const type = PATTERN[i % PATTERN.length] as (typeof PATTERN)[number];
-  const ms = baseMs + i * 37;
+  const ms = baseMs + i * RECORD_STEP_MS;
   const ts = new Date(ms).toISOString();
   const [hookEvent, hookName] = HOOKS[Math.floor(i / PATTERN.length) % HOOKS.length] as [string, string];
   const attrs: Attr[] = [
@@ -97,30 +101,76 @@ export function claudeCodeRequest(records: number, baseMs = Date.now()): Record<
 
 export type WireEncoding = 'protobuf' | 'json';
 
-/** An encoded batch template plus where the session placeholder sits in it. */
+/** Where one record's time sits in the encoded bytes. */
+interface TimeField {
+  offset: number;
+  record: number;
+  /** ISO event.timestamp (24 ASCII characters), fixed64 little-endian nanoseconds, or decimal nanoseconds. */
+  form: 'iso' | 'nanos-le' | 'nanos-text';
+}
+
+/** An encoded batch template plus where the session placeholder and the record times sit in it. */
 export interface BatchTemplate {
   encoding: WireEncoding;
   records: number;
   bytes: Buffer;
   offsets: number[];
+  times: TimeField[];
   contentType: string;
+}
+
+function findAll(bytes: Buffer, needle: Buffer, from: number, count: number, what: string): number[] {
+  const out: number[] = [];
+  for (let at = bytes.indexOf(needle, from); at !== -1 && out.length < count; at = bytes.indexOf(needle, at + needle.length)) out.push(at);
+  if (out.length !== count) throw new Error(`batch template: found ${out.length} of ${count} ${what}`);
+  return out;
 }
 
 /** Encodes a request once; `stamp` then makes fresh copies cheaply. */
 export function batchTemplate(records: number, encoding: WireEncoding, baseMs = Date.now()): BatchTemplate {
   const req = claudeCodeRequest(records, baseMs);
   const bytes = encoding === 'protobuf' ? encodeLogsProto(req) : Buffer.from(JSON.stringify(req));
-  const offsets: number[] = [];
-  const needle = Buffer.from(SESSION_PLACEHOLDER);
-  for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + needle.length)) offsets.push(at);
-  return { encoding, records, bytes, offsets, contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json' };
+  const offsets = findAll(bytes, Buffer.from(SESSION_PLACEHOLDER), 0, records, 'session ids');
+  const times: TimeField[] = [];
+  let cursor = 0;
+  for (let i = 0; i < records; i++) {
+    const ms = baseMs + i * RECORD_STEP_MS;
+    const nanos = BigInt(ms) * 1_000_000n;
+    let needle: Buffer;
+    if (encoding === 'protobuf') {
+      needle = Buffer.alloc(8);
+      needle.writeBigUInt64LE(nanos);
+    } else {
+      needle = Buffer.from(`"${nanos}"`);
+    }
+    // timeUnixNano and observedTimeUnixNano, then event.timestamp, in that order within the record.
+    const [t, o] = findAll(bytes, needle, cursor, 2, `times of record ${i}`) as [number, number];
+    const shift = encoding === 'protobuf' ? 0 : 1;
+    times.push({ offset: t + shift, record: i, form: encoding === 'protobuf' ? 'nanos-le' : 'nanos-text' });
+    times.push({ offset: o + shift, record: i, form: encoding === 'protobuf' ? 'nanos-le' : 'nanos-text' });
+    const [iso] = findAll(bytes, Buffer.from(new Date(ms).toISOString()), cursor, 1, `event.timestamp of record ${i}`) as [number];
+    times.push({ offset: iso, record: i, form: 'iso' });
+    cursor = Math.max(o, iso) + 1;
+  }
+  return { encoding, records, bytes, offsets, times, contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json' };
 }
 
-/** A copy of the template whose records all carry `sessionId` (36 ASCII characters, e.g. a UUID). */
-export function stamp(t: BatchTemplate, sessionId: string = randomUUID()): Buffer {
+/**
+ * A copy of the template whose records all carry `sessionId` (36 ASCII characters, e.g. a UUID) and whose last
+ * record happened at `endMs` (the others 37 ms apart before it), as a live client sends what just happened.
+ * Every value is rewritten in place at the same length, so protobuf lengths stay valid.
+ */
+export function stamp(t: BatchTemplate, sessionId: string = randomUUID(), endMs: number = Date.now()): Buffer {
   if (sessionId.length !== SESSION_PLACEHOLDER.length) throw new Error('session id must be 36 characters');
   const out = Buffer.from(t.bytes);
   for (const at of t.offsets) out.write(sessionId, at, 'latin1');
+  const firstMs = endMs - (t.records - 1) * RECORD_STEP_MS;
+  for (const f of t.times) {
+    const ms = firstMs + f.record * RECORD_STEP_MS;
+    if (f.form === 'iso') out.write(new Date(ms).toISOString(), f.offset, 'latin1');
+    else if (f.form === 'nanos-le') out.writeBigUInt64LE(BigInt(ms) * 1_000_000n, f.offset);
+    else out.write(String(BigInt(ms) * 1_000_000n), f.offset, 'latin1');
+  }
   return out;
 }
 
