@@ -109,6 +109,22 @@ describe('dimensions and idempotency keys', () => {
     expect(a.dedupKey).not.toBe(c.dedupKey);
     expect(a.timeMs).toBe(Date.parse('2026-11-30T07:55:22.996Z'));
   });
+  it('keys sort by the event time, so one batch lands together in the unique index', () => {
+    const at = (ts: string, seq: string): string => extractHookEvents(request([record({ ...base, 'session.id': 's1', 'event.sequence': seq, 'event.timestamp': ts })]), opts).events[0]!.dedupKey;
+    const keys = [at('2026-11-30T07:55:22.996Z', '9'), at('2026-11-30T07:55:22.997Z', '1'), at('2026-12-01T00:00:00.000Z', '5'), at('2031-01-01T00:00:00.000Z', '2')];
+    expect([...keys].sort()).toEqual(keys);
+    expect(new Set(keys.map((k) => k.length)).size).toBe(1);
+  });
+  it('a record with no time at all keys on its content alone, so a retry received later still matches', () => {
+    let clock = 1_000;
+    const o = { ...opts, now: () => clock };
+    const rec = (): LogRecord => record({ ...base, num_success: '1' }, { timeUnixNano: 0n, observedTimeUnixNano: 0n });
+    const a = extractHookEvents(request([rec()]), o).events[0]!;
+    clock = 90_000_000;
+    const b = extractHookEvents(request([rec()]), o).events[0]!;
+    expect(a.timeMs).not.toBe(b.timeMs);
+    expect(a.dedupKey).toBe(b.dedupKey);
+  });
   it('without a session id the whole content is the key', () => {
     const a = extractHookEvents(request([record({ ...base, num_success: '1' })]), opts).events[0]!;
     const b = extractHookEvents(request([record({ ...base, num_success: '2' })]), opts).events[0]!;

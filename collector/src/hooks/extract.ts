@@ -124,16 +124,36 @@ function dedupKey(kind: HookEventKind, rec: LogRecord, get: (k: string) => AnyVa
   return createHash('sha1').update(material).digest('base64url');
 }
 
-function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now: () => number): number {
+/** Width of the time prefix: 36^9 ms reaches past the year 5000. */
+const TIME_PREFIX_WIDTH = 9;
+
+/**
+ * The stored idempotency key: the record's own time (fixed-width base 36, so keys sort by time) before the
+ * content hash. Events of one batch are close in time, so their keys land next to each other in the unique
+ * index instead of on a random page each: a commit writes a few index pages, not one per event, whatever the
+ * size of the table. An event timed by the receiver's clock (the record has no time at all) gets no prefix,
+ * since a retry would be stamped differently.
+ */
+function storedKey(hash: string, time: EventTime): string {
+  return time.fromRecord ? time.ms.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash : hash;
+}
+
+interface EventTime {
+  ms: number;
+  /** False when the record carried no usable time and the receiver's clock was used. */
+  fromRecord: boolean;
+}
+
+function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now: () => number): EventTime {
   const ts = get('event.timestamp');
   if (typeof ts === 'string') {
     const ms = Date.parse(ts);
     // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
-    if (Number.isFinite(ms) && ms >= 0) return ms;
+    if (Number.isFinite(ms) && ms >= 0) return { ms, fromRecord: true };
   }
-  if (rec.timeUnixNano > 0n) return Number(rec.timeUnixNano / 1_000_000n);
-  if (rec.observedTimeUnixNano > 0n) return Number(rec.observedTimeUnixNano / 1_000_000n);
-  return now();
+  if (rec.timeUnixNano > 0n) return { ms: Number(rec.timeUnixNano / 1_000_000n), fromRecord: true };
+  if (rec.observedTimeUnixNano > 0n) return { ms: Number(rec.observedTimeUnixNano / 1_000_000n), fromRecord: true };
+  return { ms: now(), fromRecord: false };
 }
 
 /** Extracts hook events from every record of a request; other records are counted and passed over. */
@@ -195,13 +215,14 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   }
   const sourceAttr = text(get('hookwatch.source'));
   const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
+  const time = eventTime(rec, get, now);
   return {
     kind,
-    dedupKey: dedupKey(kind, rec, get, hookName, resource),
+    dedupKey: storedKey(dedupKey(kind, rec, get, hookName, resource), time),
     hookId: hookId(hookEvent, hookName),
     hookEvent,
     hookName,
-    timeMs: eventTime(rec, get, now),
+    timeMs: time.ms,
     numSuccess: count('num_success'),
     numBlocking: count('num_blocking'),
     numNonBlockingError: count('num_non_blocking_error'),
