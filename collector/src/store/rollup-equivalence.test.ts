@@ -198,6 +198,27 @@ describe('segments', () => {
       expect(segs.length).toBeLessThanOrEqual(5);
     }), { numRuns: 2000 });
   });
+
+  it('with an open minute, still tile the range, and one minute segment covers the open minute on', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 1, max: 400 * DAY }), fc.integer({ min: -500 * 24 * 60, max: 500 * 24 * 60 }), (from, len, minutesFromStart) => {
+      const openFrom = (Math.floor(from / MINUTE) + minutesFromStart) * MINUTE;
+      const segs = segments(from, from + len, openFrom);
+      const { fromMs, toMs } = alignRange(from, from + len);
+      let at = fromMs;
+      for (const s of segs) {
+        expect(s.fromMs).toBe(at);
+        expect(s.toMs).toBeGreaterThan(s.fromMs);
+        const g = granularityMs(s.granularity);
+        expect(s.fromMs % g).toBe(0);
+        expect(s.toMs % g).toBe(0);
+        if (s.toMs > openFrom) expect(s).toEqual({ granularity: 'minute', fromMs: Math.max(openFrom, fromMs), toMs });
+        at = s.toMs;
+      }
+      expect(at).toBe(toMs);
+      expect(segs.length).toBeLessThanOrEqual(6);
+    }), { numRuns: 2000 });
+    expect(() => segments(0, DAY, MINUTE + 1)).toThrow(RangeError);
+  });
 });
 
 describe('dimension names', () => {

@@ -26,9 +26,20 @@ export function alignRange(fromMs: number, toMs: number): { fromMs: number; toMs
   return { fromMs: Math.floor(fromMs / MINUTE) * MINUTE, toMs: Math.ceil(toMs / MINUTE) * MINUTE };
 }
 
-export function segments(fromMsRaw: number, toMsRaw: number): Segment[] {
+/**
+ * Tiles [from, to) (aligned to the minute) with as few rollup reads as possible: minutes up to the first hour,
+ * hours up to the first day, days, then hours and minutes again. With `openFrom` (a minute boundary: the start of
+ * the minute still being written), one minute segment covers time from `openFrom` on and every other segment
+ * ends at or before it, so their rows can be kept until an event for their time arrives.
+ */
+export function segments(fromMsRaw: number, toMsRaw: number, openFrom?: number): Segment[] {
   const { fromMs, toMs } = alignRange(fromMsRaw, toMsRaw);
   if (toMs <= fromMs) return [];
+  if (openFrom !== undefined && openFrom < toMs) {
+    if (openFrom % MINUTE !== 0) throw new RangeError('openFrom must be a minute boundary');
+    if (openFrom <= fromMs) return [{ granularity: 'minute', fromMs, toMs }];
+    return [...segments(fromMs, openFrom), { granularity: 'minute', fromMs: openFrom, toMs }];
+  }
   const out: Segment[] = [];
   const ceil = (t: number, s: number): number => Math.ceil(t / s) * s;
   const floor = (t: number, s: number): number => Math.floor(t / s) * s;

@@ -48,6 +48,24 @@ describe('closed segments', () => {
     await store.close();
   });
 
+  it('an event for a minute that has just closed shows in the next answer', async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'minute.db') });
+    const now = Date.now();
+    const minuteStart = Math.floor(now / 60_000) * 60_000;
+    const range = { fromMs: now - DAY, toMs: now + 60_000 };
+    await store.ingest(events(minuteStart - 90_000, 1, 0));
+    expect([...(await store.hookCounters(range)).values()][0]!.executions).toBe(1);
+    // Arrives late: the last minute (kept once closed) and the hour before it both change.
+    await store.ingest(events(minuteStart - 1, 2, 1));
+    await store.ingest(events(minuteStart - 61_000, 3, 0));
+    for (let i = 0; i < 2; i++) {
+      const c = [...(await store.hookCounters(range)).values()][0]!;
+      expect(c.executions).toBe(3);
+      expect(c.outputsPersisted).toBe(1);
+    }
+    await store.close();
+  });
+
   it('asks only for one hook when given its id', async () => {
     const store = new SqliteStore({ path: join(tmp.dir, 'one.db') });
     const now = Date.now();

@@ -47,8 +47,8 @@ export class SqliteStore implements Store {
   private flushScheduled = false;
   /** Transactions committed by ingest (one per group of batches). */
   commits = 0;
-  /** Aggregates of rollup segments that ended before the current hour, by segment and grouping. */
-  private readonly closedSegments = new Map<string, [string, CounterRow][]>();
+  /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
+  private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
   private readonly insertEvent: StatementSync;
   private readonly upsertHook: StatementSync;
   private readonly upserts: Record<Granularity, StatementSync>;
@@ -140,8 +140,7 @@ export class SqliteStore implements Store {
       this.applyRollups(all);
       this.db.exec('COMMIT');
       this.commits++;
-      const closedBefore = Math.floor(Date.now() / HOUR) * HOUR;
-      if (this.closedSegments.size > 0 && all.some((e) => e.timeMs < closedBefore)) this.closedSegments.clear();
+      this.forgetSegmentsAfter(all);
     } catch (err) {
       try {
         this.db.exec('ROLLBACK');
@@ -153,6 +152,17 @@ export class SqliteStore implements Store {
       return;
     }
     group.forEach((w, i) => w.resolve(results[i] as IngestResult));
+  }
+
+  /**
+   * Drops the kept segments that the committed events fall into. A live feed only sends what just happened, so
+   * only the last minutes' segments go; a late event drops everything from its time on.
+   */
+  private forgetSegmentsAfter(events: readonly HookEvent[]): void {
+    if (this.closedSegments.size === 0 || events.length === 0) return;
+    let earliest = Infinity;
+    for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
+    for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.closedSegments.delete(key);
   }
 
   private applyRollups(events: HookEvent[]): void {
@@ -209,19 +219,25 @@ export class SqliteStore implements Store {
       for (const r of this.db.prepare(sql).all(fromMs, toMs, ...hookParam, ...params) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
       return out;
     }
-    const closedBefore = Math.floor(Date.now() / HOUR) * HOUR;
-    for (const seg of segments(q.fromMs, q.toMs)) {
-      // A segment wholly before the current hour only changes when a late event or a prune touches the past
-      // (both clear the cache), so dashboards refreshing a 30-day view re-read only the open hour.
-      const cacheable = seg.toMs <= closedBefore;
+    // Only minute segments reach into the minute still being written; everything before it is closed.
+    const openFrom = Math.floor(Date.now() / MINUTE) * MINUTE;
+    for (const seg of segments(q.fromMs, q.toMs, openFrom)) {
+      // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
+      // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute.
+      const cacheable = seg.toMs <= openFrom;
       const key = `${seg.granularity}|${seg.fromMs}|${seg.toMs}|${groupBy}|${hookId ?? ''}`;
-      let rows = cacheable ? this.closedSegments.get(key) : undefined;
+      let rows = cacheable ? this.closedSegments.get(key)?.rows : undefined;
       if (!rows) {
-        const sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${ROLLUP_TABLES[seg.granularity]} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
+        // Minutes across all hooks (at most an hour's worth, read on every refresh): through the bucket index.
+        // Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks: 18 ms for
+        // an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
+        const table = ROLLUP_TABLES[seg.granularity];
+        const from = !hookId && seg.granularity === 'minute' ? `${table} INDEXED BY ${table}_bucket` : table;
+        const sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${from} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
         rows = (this.db.prepare(sql).all(seg.fromMs, seg.toMs, ...hookParam) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
         if (cacheable) {
           if (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE) this.closedSegments.delete(this.closedSegments.keys().next().value as string);
-          this.closedSegments.set(key, rows);
+          this.closedSegments.set(key, { toMs: seg.toMs, rows });
         }
       }
       // Copies: merging mutates the row it merges into.
@@ -248,9 +264,13 @@ export class SqliteStore implements Store {
     const rows = this.aggregate(q, 'hook_id', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
-    const infoStmt = this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?');
+    // One statement for every hook's name rather than a lookup per hook: overviews list them all.
+    const infos = q.hookId
+      ? this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').all(q.hookId)
+      : this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks').all();
+    const byId = new Map((infos as Record<string, unknown>[]).map((r) => [String(r['hook_id']), r]));
     for (const [id, row] of rows) {
-      const info = infoStmt.get(id) as Record<string, unknown> | undefined;
+      const info = byId.get(id);
       if (info) out.set(id, { ...toCounters(row), info: toInfo(info) });
     }
     return out;
