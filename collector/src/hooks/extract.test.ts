@@ -39,7 +39,7 @@ describe('numbers arrive as strings, ints or doubles', () => {
   it('intValue and doubleValue forms give the same event as strings', () => {
     const asStrings = extractHookEvents(request([record({ ...base, num_hooks: '2', num_success: '2', stdout_chars: '12578', num_outputs_persisted: '1' })]), opts).events[0]!;
     const asNumbers = extractHookEvents(request([record({ ...base, num_hooks: 2, num_success: 2.0, stdout_chars: 12578, num_outputs_persisted: 1 })]), opts).events[0]!;
-    expect({ ...asNumbers, dedupKey: '' }).toEqual({ ...asStrings, dedupKey: '' });
+    expect({ ...asNumbers, dedupKey: '', legacyKey: '' }).toEqual({ ...asStrings, dedupKey: '', legacyKey: '' });
   });
 });
 
@@ -124,6 +124,19 @@ describe('dimensions and idempotency keys', () => {
     const b = extractHookEvents(request([rec()]), o).events[0]!;
     expect(a.timeMs).not.toBe(b.timeMs);
     expect(a.dedupKey).toBe(b.dedupKey);
+  });
+  it('the time comes only from what the key covers, so envelope times never split one event in two', () => {
+    const at = (nanos: bigint, extra: Record<string, AnyValue> = {}) => extractHookEvents(request([record({ ...base, 'session.id': 's1', 'event.sequence': '3', ...extra }, { timeUnixNano: nanos, observedTimeUnixNano: nanos })]), opts).events[0]!;
+    // Session + sequence without event.timestamp: timeUnixNano is not part of the key, so it gives no prefix.
+    expect(at(1n * 10n ** 18n).dedupKey).toBe(at(2n * 10n ** 18n).dedupKey);
+    expect(at(1n * 10n ** 18n).legacyKey).toBeUndefined();
+    // A timestamp without an offset means different instants in different time zones: no prefix either.
+    const local = at(0n, { 'event.timestamp': '2026-11-30T07:55:22.996' });
+    expect(local.dedupKey).toHaveLength(27);
+    const zoned = at(0n, { 'event.timestamp': '2026-11-30T08:55:22.996+01:00' });
+    expect(zoned.dedupKey.slice(0, 9)).toBe(Date.parse('2026-11-30T07:55:22.996Z').toString(36).padStart(9, '0'));
+    // The bare hash is kept as the key the event had before keys began with its time.
+    expect(zoned.dedupKey.slice(9)).toBe(zoned.legacyKey);
   });
   it('without a session id the whole content is the key', () => {
     const a = extractHookEvents(request([record({ ...base, num_success: '1' })]), opts).events[0]!;

@@ -109,51 +109,63 @@ function stable(v: AnyValue | undefined): string {
   return JSON.stringify(v);
 }
 
-function dedupKey(kind: HookEventKind, rec: LogRecord, get: (k: string) => AnyValue | undefined, hookName: string, resource: Attributes): string {
+/** Width of the time prefix: 36^9 ms reaches past the year 5000. */
+const TIME_PREFIX_WIDTH = 9;
+const TIME_PREFIX_LIMIT = 36 ** TIME_PREFIX_WIDTH;
+/** An ISO 8601 time that names its offset: the same instant whatever the receiver's time zone. */
+const ZONED_TIME = /(Z|[+-]\d{2}:?\d{2})$/i;
+
+/** Milliseconds of an event.timestamp that carries its offset, else undefined. */
+function zonedMs(timestamp: string): number | undefined {
+  if (!ZONED_TIME.test(timestamp)) return undefined;
+  const ms = Date.parse(timestamp);
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+}
+
+interface Keys {
+  /** The stored key: the hash, after the record's own time when it has one. */
+  dedupKey: string;
+  /** The bare hash, when a time prefix was added: the key of the same event stored before prefixes existed. */
+  legacyKey?: string;
+}
+
+/**
+ * The idempotency key of a hook record. A SHA-1 of the session, sequence number, timestamp and hook name (or of
+ * the whole content where those are absent), after the event's own time in fixed-width base 36, so keys sort by
+ * time: a batch's events land next to each other at the recent end of the unique index instead of on a random
+ * page each, and a commit writes a few index pages, not one per event, whatever the size of the table.
+ * The time is only ever taken from what the hash covers (event.timestamp with its offset, or timeUnixNano in a
+ * content key), so the same record always gets the same key; a record without such a time keeps the bare hash.
+ */
+function dedupKey(kind: HookEventKind, rec: LogRecord, get: (k: string) => AnyValue | undefined, hookName: string, resource: Attributes): Keys {
   const session = text(get('session.id'));
   const sequence = text(get('event.sequence'));
   const timestamp = text(get('event.timestamp'));
   let material: string;
+  let prefixMs = timestamp ? zonedMs(timestamp) : undefined;
   if (session && (sequence || timestamp)) {
     material = `k|${kind}|${session}|${sequence}|${timestamp}|${hookName}`;
   } else {
     // No natural key: the record's whole content identifies it (a retry resends the same bytes).
     const attrs = [...resource.entries(), ...rec.attributes.entries()].map(([k, v]) => `${k}=${stable(v)}`).sort().join('\u0001');
     material = `c|${kind}|${rec.timeUnixNano}|${attrs}`;
+    if (prefixMs === undefined && rec.timeUnixNano > 0n) prefixMs = Number(rec.timeUnixNano / 1_000_000n);
   }
-  return createHash('sha1').update(material).digest('base64url');
+  const hash = createHash('sha1').update(material).digest('base64url');
+  if (prefixMs === undefined || prefixMs >= TIME_PREFIX_LIMIT) return { dedupKey: hash };
+  return { dedupKey: prefixMs.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash, legacyKey: hash };
 }
 
-/** Width of the time prefix: 36^9 ms reaches past the year 5000. */
-const TIME_PREFIX_WIDTH = 9;
-
-/**
- * The stored idempotency key: the record's own time (fixed-width base 36, so keys sort by time) before the
- * content hash. Events of one batch are close in time, so their keys land next to each other in the unique
- * index instead of on a random page each: a commit writes a few index pages, not one per event, whatever the
- * size of the table. An event timed by the receiver's clock (the record has no time at all) gets no prefix,
- * since a retry would be stamped differently.
- */
-function storedKey(hash: string, time: EventTime): string {
-  return time.fromRecord ? time.ms.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash : hash;
-}
-
-interface EventTime {
-  ms: number;
-  /** False when the record carried no usable time and the receiver's clock was used. */
-  fromRecord: boolean;
-}
-
-function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now: () => number): EventTime {
+function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now: () => number): number {
   const ts = get('event.timestamp');
   if (typeof ts === 'string') {
     const ms = Date.parse(ts);
     // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
-    if (Number.isFinite(ms) && ms >= 0) return { ms, fromRecord: true };
+    if (Number.isFinite(ms) && ms >= 0) return ms;
   }
-  if (rec.timeUnixNano > 0n) return { ms: Number(rec.timeUnixNano / 1_000_000n), fromRecord: true };
-  if (rec.observedTimeUnixNano > 0n) return { ms: Number(rec.observedTimeUnixNano / 1_000_000n), fromRecord: true };
-  return { ms: now(), fromRecord: false };
+  if (rec.timeUnixNano > 0n) return Number(rec.timeUnixNano / 1_000_000n);
+  if (rec.observedTimeUnixNano > 0n) return Number(rec.observedTimeUnixNano / 1_000_000n);
+  return now();
 }
 
 /** Extracts hook events from every record of a request; other records are counted and passed over. */
@@ -215,14 +227,13 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   }
   const sourceAttr = text(get('hookwatch.source'));
   const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
-  const time = eventTime(rec, get, now);
   return {
     kind,
-    dedupKey: storedKey(dedupKey(kind, rec, get, hookName, resource), time),
+    ...dedupKey(kind, rec, get, hookName, resource),
     hookId: hookId(hookEvent, hookName),
     hookEvent,
     hookName,
-    timeMs: time.ms,
+    timeMs: eventTime(rec, get, now),
     numSuccess: count('num_success'),
     numBlocking: count('num_blocking'),
     numNonBlockingError: count('num_non_blocking_error'),

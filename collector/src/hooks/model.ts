@@ -10,6 +10,11 @@ export interface HookEvent {
   kind: HookEventKind;
   /** Idempotency key: a retried batch maps to the same keys and is not counted twice. */
   dedupKey: string;
+  /**
+   * The key the same event had before keys began with the event time (the bare hash). Stores look for it
+   * among events stored before that change, so a retry or a repeated transcript import is not counted twice.
+   */
+  legacyKey?: string;
   hookId: string;
   hookEvent: string;
   hookName: string;

@@ -6,7 +6,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import fc from 'fast-check';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HookCounters } from '../../../shared/src/api.ts';
 import type { HookEvent } from '../hooks/model.ts';
@@ -88,19 +90,39 @@ interface Backend {
   open(): Promise<Store>;
   /** A second handle on the same data (another replica), or undefined when the backend has one writer. */
   openSibling?(of: Store): Promise<Store>;
+  /**
+   * Closes the store, takes its database back to the schema before keys began with the event time (as a
+   * database written by the previous version is), and opens it again, which migrates it.
+   */
+  reopenAsUpgrade(of: Store): Promise<Store>;
   teardown(): Promise<void>;
 }
 
 function sqliteBackend(): Backend {
   let dir = '';
   let n = 0;
+  const paths = new WeakMap<Store, string>();
   return {
     name: 'sqlite',
     async setup() {
       dir = mkdtempSync(join(tmpdir(), 'hookwatch-conf-'));
     },
     async open() {
-      return new SqliteStore({ path: join(dir, `s${++n}.db`), synchronous: 'normal', dimensions: DIMENSIONS });
+      const path = join(dir, `s${++n}.db`);
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      paths.set(store, path);
+      return store;
+    },
+    async reopenAsUpgrade(of: Store) {
+      const path = paths.get(of);
+      if (!path) throw new Error('unknown store');
+      await of.close();
+      const db = new DatabaseSync(path);
+      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta;');
+      db.close();
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      paths.set(store, path);
+      return store;
     },
     async teardown() {
       rmSync(dir, { recursive: true, force: true });
@@ -130,6 +152,21 @@ function postgresBackend(): Backend {
       urls.set(store, url);
       return store;
     },
+    async reopenAsUpgrade(of: Store) {
+      const url = urls.get(of);
+      if (!url) throw new Error('unknown store');
+      await of.close();
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta;');
+      } finally {
+        await c.end();
+      }
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+      urls.set(store, url);
+      return store;
+    },
     async teardown() {
       await server?.stop();
     },
@@ -150,6 +187,22 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
   afterAll(async () => {
     await Promise.all(opened.map((s) => s.close()));
     await backend.teardown();
+  });
+
+  it('an event stored under its bare key before keys began with the event time is not stored again', async () => {
+    const old = await open();
+    const t = T0 + 5 * MINUTE;
+    const bare = `bare-${seq}`;
+    // What the previous version stored: the bare hash.
+    expect((await old.ingest([ev({ dedupKey: bare, timeMs: t })])).inserted).toHaveLength(1);
+    const store = await backend.reopenAsUpgrade(old);
+    opened.push(store);
+    // The same event again (a client retry, a transcript imported twice), now with a time-prefixed key.
+    const fresh = ev({ dedupKey: `000000001fresh-${seq}`, legacyKey: `fresh-${seq}`, timeMs: t });
+    const r = await store.ingest([ev({ dedupKey: `000000001${bare}`, legacyKey: bare, timeMs: t }), fresh]);
+    expect(r.inserted.map((e) => e.dedupKey)).toEqual([fresh.dedupKey]);
+    expect(r.duplicates).toBe(1);
+    expect([...(await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values()][0]?.executions).toBe(2);
   });
 
   it('counts executions, starts and outcomes per hook', async () => {

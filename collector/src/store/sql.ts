@@ -131,6 +131,23 @@ export function coreSchemaDdl(t: SchemaTypes): string {
   CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}`;
 }
 
+/** The store_meta row: events before this time (ms) may be stored under their bare-hash key. */
+export const LEGACY_KEYS_BEFORE = 'legacy_keys_before';
+/** How long after the upgrade replicas of the previous version may still be writing bare-hash keys. */
+const LEGACY_KEY_GRACE_MS = 86_400_000;
+
+/**
+ * Migration of every relational backend: from here on keys begin with the event time (hooks/extract.ts). A
+ * database that already holds events records until when an event may also be stored under its bare hash: the
+ * newest stored event or now, whichever is later, plus a day for replicas of the previous version that keep
+ * writing during a rolling upgrade. A new (empty) database has no such window and never looks.
+ */
+export function timeOrderedKeysDdl(t: { nowMs: string; greatest: string }): string {
+  return `CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  INSERT INTO store_meta (key, value)
+    SELECT ${sqlString(LEGACY_KEYS_BEFORE)}, CAST(${t.greatest}(MAX(time_ms), ${t.nowMs}) + ${LEGACY_KEY_GRACE_MS} AS TEXT) FROM events HAVING MAX(time_ms) IS NOT NULL;`;
+}
+
 /** A SQL string literal (for the few constants spliced into SQL text; user input is always a parameter). */
 export function sqlString(s: string): string {
   return `'${s.replace(/'/g, "''")}'`;

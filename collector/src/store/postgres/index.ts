@@ -11,7 +11,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, ROLLUP_TABLES, coreSchemaDdl, sqlString, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -46,6 +46,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX alert_notifications_alert ON alert_notifications (alert_id);
   CREATE TABLE alert_attempts (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, alert_id TEXT NOT NULL, at BIGINT NOT NULL, data JSONB NOT NULL);
   CREATE INDEX alert_attempts_alert ON alert_attempts (alert_id, id);`,
+  // 3: keys begin with the event time.
+  timeOrderedKeysDdl({ nowMs: '(EXTRACT(EPOCH FROM now()) * 1000)::bigint', greatest: 'GREATEST' }),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -84,6 +86,8 @@ export function scrubSecret(message: string, url: string): string {
 }
 
 export class PostgresStore implements Store {
+  /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
+  private legacyKeysBefore = -Infinity;
   readonly kind = 'postgres';
   private readonly pool: pg.Pool;
   private readonly url: string;
@@ -152,6 +156,8 @@ export class PostgresStore implements Store {
       }
       await client.query('COMMIT');
       if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
+      const legacy = await client.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
+      this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {});
       throw err;
@@ -194,12 +200,17 @@ export class PostgresStore implements Store {
         ];
         values.forEach((v, i) => (columns[i] as unknown[]).push(v));
       }
+      // The bare-hash key of each event that may have been stored before keys began with the event time.
+      const legacy = sorted.map((e) => (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore ? e.legacyKey : null));
       const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
       const r = await client.query<{ dedup_key: string }>(
         `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
-         SELECT ${EVENT_COLUMNS.join(', ')} FROM unnest(${unnest}) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, ord) ORDER BY ord
+         SELECT ${EVENT_COLUMNS.map((c) => `u.${c}`).join(', ')}
+         FROM unnest(${unnest}, $${EVENT_COLUMNS.length + 1}::text[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, ord)
+         WHERE u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE old.dedup_key = u.legacy_key)
+         ORDER BY ord
          ON CONFLICT (dedup_key) DO NOTHING RETURNING dedup_key`,
-        columns,
+        [...columns, legacy],
       );
       const fresh = new Set(r.rows.map((row) => row.dedup_key));
       const inserted = sorted.filter((e) => fresh.has(e.dedupKey));

@@ -9,7 +9,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shar
 import type { HookEvent } from '../../hooks/model.ts';
 import { addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, ROLLUP_TABLES, coreSchemaDdl, sqlString, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 import { COUNTER_COLUMNS } from '../counters.ts';
 
@@ -20,14 +20,17 @@ export interface SqliteStoreOptions {
   dimensions?: readonly string[];
 }
 
-const MIGRATIONS: string[] = [
+/** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
+export const MIGRATIONS: readonly string[] = [
   coreSchemaDdl({ int: 'INTEGER', flag: 'INTEGER', id: 'INTEGER PRIMARY KEY', json: 'TEXT', rollupTableOptions: ' WITHOUT ROWID' }),
+  // 2: keys begin with the event time.
+  timeOrderedKeysDdl({ nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", greatest: 'MAX' }),
 ];
 
-/** SQLite result codes that mean "cannot write now, try later" (read-only file, disk full, I/O, locked). */
 /** Cached closed segments at most (a 30-day view needs about five). */
 const CLOSED_SEGMENT_CACHE_SIZE = 512;
 
+/** SQLite result codes that mean "cannot write now, try later" (read-only file, disk full, I/O, locked). */
 const RETRYABLE = /SQLITE_(READONLY|FULL|IOERR|BUSY|LOCKED|CANTOPEN|PERM)|database is locked|readonly|disk is full|disk I\/O error|unable to open/i;
 
 function classify(err: unknown): Error {
@@ -50,6 +53,9 @@ export class SqliteStore implements Store {
   /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
   private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
   private readonly insertEvent: StatementSync;
+  private readonly legacyKeyExists: StatementSync;
+  /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
+  private readonly legacyKeysBefore: number;
   private readonly upsertHook: StatementSync;
   private readonly upserts: Record<Granularity, StatementSync>;
 
@@ -62,6 +68,9 @@ export class SqliteStore implements Store {
     this.insertEvent = this.db.prepare(
       `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (dedup_key) DO NOTHING`,
     );
+    this.legacyKeyExists = this.db.prepare('SELECT 1 AS x FROM events WHERE dedup_key = ?');
+    const legacy = this.db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
+    this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
     this.upsertHook = this.db.prepare(
       `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
@@ -79,6 +88,9 @@ export class SqliteStore implements Store {
     this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
     const row = this.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
     const current = row.v ?? 0;
+    if (current > MIGRATIONS.length) {
+      throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+    }
     for (let v = current; v < MIGRATIONS.length; v++) {
       this.db.exec('BEGIN IMMEDIATE');
       try {
@@ -126,6 +138,7 @@ export class SqliteStore implements Store {
       for (const w of group) {
         const inserted: HookEvent[] = [];
         for (const e of w.events) {
+          if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.legacyKeyExists.get(e.legacyKey)) continue;
           const r = this.insertEvent.run(
             e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
             e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
@@ -226,7 +239,13 @@ export class SqliteStore implements Store {
       // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute.
       const cacheable = seg.toMs <= openFrom;
       const key = `${seg.granularity}|${seg.fromMs}|${seg.toMs}|${groupBy}|${hookId ?? ''}`;
-      let rows = cacheable ? this.closedSegments.get(key)?.rows : undefined;
+      const kept = cacheable ? this.closedSegments.get(key) : undefined;
+      let rows = kept?.rows;
+      if (kept) {
+        // Most recently used last: eviction takes the oldest first, never the 30-day segments read every refresh.
+        this.closedSegments.delete(key);
+        this.closedSegments.set(key, kept);
+      }
       if (!rows) {
         // Minutes across all hooks (at most an hour's worth, read on every refresh): through the bucket index.
         // Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks: 18 ms for
