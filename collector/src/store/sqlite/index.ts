@@ -228,7 +228,11 @@ export class SqliteStore implements Store {
     if (forceEvents || (q.filters && Object.keys(q.filters).length > 0)) {
       const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
       const [where, params] = this.filterClause(q.filters ?? {});
-      const sql = `SELECT ${groupBy} AS g, ${eventAggregates()} FROM events WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
+      // Across all hooks, read the time range through the time index: grouped by hook, the planner would rather
+      // skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of 1.0 s at 2
+      // million events).
+      const from = hookId ? 'events' : 'events INDEXED BY events_time';
+      const sql = `SELECT ${groupBy} AS g, ${eventAggregates()} FROM ${from} WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
       for (const r of this.db.prepare(sql).all(fromMs, toMs, ...hookParam, ...params) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
       return out;
     }
