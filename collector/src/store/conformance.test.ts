@@ -205,6 +205,20 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect([...(await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values()][0]?.executions).toBe(2);
   });
 
+  it('a hook\'s first and last seen never run ahead of the store\'s clock, while its events keep their own time', async () => {
+    const store = await open();
+    const future = Date.now() + 7 * DAY;
+    const e = ev({ hookEvent: 'Stop', hookName: 'Stop', hookId: hookId('Stop', 'Stop'), timeMs: future });
+    const before = Date.now();
+    await store.ingest([e]);
+    const info = await store.hook(e.hookId);
+    expect(info?.lastSeenMs).toBeGreaterThanOrEqual(before);
+    expect(info?.lastSeenMs).toBeLessThanOrEqual(Date.now());
+    expect(info?.firstSeenMs).toBeLessThanOrEqual(Date.now());
+    expect(await store.lastEventMs()).toBeLessThanOrEqual(Date.now());
+    expect((await store.hookCounters({ fromMs: future - HOUR, toMs: future + HOUR })).get(e.hookId)?.executions).toBe(1);
+  });
+
   it('counts executions, starts and outcomes per hook', async () => {
     const store = await open();
     const other = { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit' };

@@ -29,6 +29,10 @@ export interface HookInfo {
   id: string;
   hookEvent: string;
   hookName: string;
+  /**
+   * Earliest and latest event time, neither later than when the store received the event: a client whose clock
+   * runs ahead cannot make a hook look active in the future (and keep the `silence` rule quiet).
+   */
   firstSeenMs: number;
   lastSeenMs: number;
 }

@@ -254,11 +254,13 @@ export class PostgresStore implements Store {
       }
     }
     const hookList = [...hooks.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    // Never later than now (HookInfo): a client clock running ahead must not make a hook look active in the future.
+    const now = Date.now();
     await client.query(
       `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[])
        ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`,
-      [hookList.map(([id]) => id), hookList.map(([, h]) => h.e.hookEvent), hookList.map(([, h]) => h.e.hookName), hookList.map(([, h]) => h.first), hookList.map(([, h]) => h.last)],
+      [hookList.map(([id]) => id), hookList.map(([, h]) => h.e.hookEvent), hookList.map(([, h]) => h.e.hookName), hookList.map(([, h]) => Math.min(h.first, now)), hookList.map(([, h]) => Math.min(h.last, now))],
     );
     const cols = [...ROLLUP_KEY, ...COUNTER_COLUMNS];
     const types = ['text', 'int8', 'text', 'text', ...COUNTER_COLUMNS.map(() => 'int8')];

@@ -201,7 +201,8 @@ export class SqliteStore implements Store {
         addEvent(entry.row, e);
       }
     }
-    for (const [id, [e, first, last]] of hooks) this.upsertHook.run(id, e.hookEvent, e.hookName, first, last);
+    const now = Date.now();
+    for (const [id, [e, first, last]] of hooks) this.upsertHook.run(id, e.hookEvent, e.hookName, Math.min(first, now), Math.min(last, now));
     for (const g of ['minute', 'hour', 'day'] as const) {
       const stmt = this.upserts[g];
       for (const { hookId, bucket, sn, sv, row } of rows[g].values()) {
