@@ -34,9 +34,16 @@ export interface BenchReport {
   modules: ModuleOutcome[];
 }
 
+/**
+ * The commit measured, read once when the run starts (a commit made during a long run must not be credited
+ * with figures measured before it), marked "+changes" when tracked source files differed from it.
+ */
 function gitCommit(): string {
+  const git = (...args: string[]): string => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const head = git('rev-parse', '--short', 'HEAD');
+    const changed = git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench/results');
+    return changed ? `${head}+changes` : head;
   } catch {
     return 'unknown';
   }
@@ -45,6 +52,7 @@ function gitCommit(): string {
 /** Runs the modules (all by default) and returns the report. */
 export async function runAll(quick: boolean, modules: readonly string[] = MODULES, log: (line: string) => void = () => {}, onProgress: (partial: BenchReport) => void = () => {}): Promise<BenchReport> {
   const started = Date.now();
+  const commit = gitCommit();
   const outcomes: ModuleOutcome[] = [];
   for (const name of modules) {
     const url = new URL(`./${name}`, import.meta.url);
@@ -72,11 +80,11 @@ export async function runAll(quick: boolean, modules: readonly string[] = MODULE
   return report();
 
   function report(): BenchReport {
-    return reportOf(quick, modules, started, outcomes);
+    return reportOf(quick, modules, started, commit, outcomes);
   }
 }
 
-function reportOf(quick: boolean, modules: readonly string[], started: number, outcomes: ModuleOutcome[]): BenchReport {
+function reportOf(quick: boolean, modules: readonly string[], started: number, commit: string, outcomes: ModuleOutcome[]): BenchReport {
   const cpuList = cpus();
   const only = modules.length === MODULES.length ? '' : ` --only ${modules.join(',')}`;
   return {
@@ -90,7 +98,7 @@ function reportOf(quick: boolean, modules: readonly string[], started: number, o
       memoryGiB: Math.round(totalmem() / 2 ** 30),
       node: process.version,
       platform: `${process.platform}-${process.arch}`,
-      commit: gitCommit(),
+      commit,
     },
     modules: [...outcomes],
   };
