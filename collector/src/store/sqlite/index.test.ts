@@ -11,13 +11,14 @@ afterAll(() => tmp.cleanup());
 
 const DAY = 86_400_000;
 
-function events(timeMs: number, seq: number, persisted: number) {
+function events(timeMs: number, seq: number, persisted: number, team = 'platform') {
   const attrs = new Map<string, string>(Object.entries({
     'event.name': 'hook_execution_complete', hook_event: 'Stop', hook_name: 'Stop', 'session.id': 'cache', 'event.sequence': String(seq),
     'event.timestamp': new Date(timeMs).toISOString(), num_hooks: '1', num_success: '1', stdout_chars: '10', num_outputs_persisted: String(persisted),
+    team, 'user.id': `user-${seq % 2}`,
   }));
   const req: LogsRequest = { resourceLogs: [{ resource: new Map(), scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [{ timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: attrs }] }] }] };
-  return extractHookEvents(req, { nearThreshold: 8000, dimensions: [] }).events;
+  return extractHookEvents(req, { nearThreshold: 8000, dimensions: ['team'] }).events;
 }
 
 describe('closed segments', () => {
@@ -63,6 +64,29 @@ describe('closed segments', () => {
       expect(c.executions).toBe(3);
       expect(c.outputsPersisted).toBe(1);
     }
+    await store.close();
+  });
+
+  it('filtered views and breakdowns kept from earlier calls follow late events and prunes', async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'filtered.db'), dimensions: ['team'] });
+    const now = Date.now();
+    const range = { fromMs: now - 30 * DAY, toMs: now, filters: { team: 'payments' } };
+    await store.ingest([...events(now - 10 * DAY, 1, 0, 'payments'), ...events(now - 9 * DAY, 2, 0, 'platform')]);
+    const count = async (): Promise<number | undefined> => [...(await store.hookCounters(range)).values()][0]?.executions;
+    const id = [...(await store.hookCounters({ fromMs: range.fromMs, toMs: now })).keys()][0]!;
+    const byUser = async (): Promise<string> => (await store.breakdown(id, 'user.id', { fromMs: range.fromMs, toMs: now })).map((r) => `${r.value}:${r.executions}`).sort().join(' ');
+    for (let i = 0; i < 2; i++) {
+      expect(await count()).toBe(1);
+      expect(await byUser()).toBe('user-0:1 user-1:1');
+    }
+    // Late events in the closed days each answer was kept for.
+    await store.ingest([...events(now - 10 * DAY + 1000, 3, 1, 'payments'), ...events(now - 20 * DAY, 5, 0, 'payments')]);
+    expect(await count()).toBe(3);
+    expect(await byUser()).toBe('user-0:1 user-1:3');
+    // A prune removes the older events: the kept answers must follow.
+    await store.prune(now - 15 * DAY, now - 15 * DAY);
+    expect(await count()).toBe(2);
+    expect(await byUser()).toBe('user-0:1 user-1:2');
     await store.close();
   });
 

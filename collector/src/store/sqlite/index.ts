@@ -8,7 +8,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import { addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { DAY, HOUR, MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 import { COUNTER_COLUMNS } from '../counters.ts';
@@ -226,24 +226,17 @@ export class SqliteStore implements Store {
     };
     const hookClause = hookId ? 'AND hook_id = ?' : '';
     const hookParam = hookId ? [hookId] : [];
-    if (forceEvents || (q.filters && Object.keys(q.filters).length > 0)) {
-      const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
-      const [where, params] = this.filterClause(q.filters ?? {});
-      // Across all hooks, read the time range through the time index: grouped by hook, the planner would rather
-      // skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of 1.0 s at 2
-      // million events).
-      const from = hookId ? 'events' : 'events INDEXED BY events_time';
-      const sql = `SELECT ${groupBy} AS g, ${eventAggregates()} FROM ${from} WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
-      for (const r of this.db.prepare(sql).all(fromMs, toMs, ...hookParam, ...params) as Record<string, unknown>[]) add(String(r['g']), fromDbRow(r));
-      return out;
-    }
+    const filters = q.filters ?? {};
+    const fromEvents = forceEvents || Object.keys(filters).length > 0;
+    const [where, filterParams] = fromEvents ? this.filterClause(filters) : ['', []];
     // Only minute segments reach into the minute still being written; everything before it is closed.
     const openFrom = Math.floor(Date.now() / MINUTE) * MINUTE;
     for (const seg of segments(q.fromMs, q.toMs, openFrom)) {
       // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
-      // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute.
+      // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute, filtered or not.
       const cacheable = seg.toMs <= openFrom;
-      const key = `${seg.granularity}|${seg.fromMs}|${seg.toMs}|${groupBy}|${hookId ?? ''}`;
+      const source = fromEvents ? `events|${JSON.stringify(Object.entries(filters).sort())}` : seg.granularity;
+      const key = `${source}|${seg.fromMs}|${seg.toMs}|${groupBy}|${hookId ?? ''}`;
       const kept = cacheable ? this.closedSegments.get(key) : undefined;
       let rows = kept?.rows;
       if (kept) {
@@ -252,13 +245,24 @@ export class SqliteStore implements Store {
         this.closedSegments.set(key, kept);
       }
       if (!rows) {
-        // Minutes across all hooks (at most an hour's worth, read on every refresh): through the bucket index.
-        // Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks: 18 ms for
-        // an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
-        const table = ROLLUP_TABLES[seg.granularity];
-        const from = !hookId && seg.granularity === 'minute' ? `${table} INDEXED BY ${table}_bucket` : table;
-        const sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${from} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
-        rows = (this.db.prepare(sql).all(seg.fromMs, seg.toMs, ...hookParam) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
+        let sql: string;
+        if (fromEvents) {
+          // Filters and breakdowns need the raw events (rollups carry no per-user or per-team keys). Across all
+          // hooks, read the time range through the time index: grouped by hook, the planner would rather
+          // skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of 1.0 s
+          // at 2 million events).
+          const table = hookId ? 'events' : 'events INDEXED BY events_time';
+          sql = `SELECT ${groupBy} AS g, ${eventAggregates()} FROM ${table} WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
+        } else {
+          // Minutes across all hooks (at most an hour's worth, read on every refresh): through the bucket
+          // index. Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks:
+          // 18 ms for an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
+          const rollup = ROLLUP_TABLES[seg.granularity];
+          const table = !hookId && seg.granularity === 'minute' ? `${rollup} INDEXED BY ${rollup}_bucket` : rollup;
+          sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
+        }
+        const params = fromEvents ? [seg.fromMs, seg.toMs, ...hookParam, ...filterParams] : [seg.fromMs, seg.toMs, ...hookParam];
+        rows = (this.db.prepare(sql).all(...params) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
         if (cacheable) {
           if (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE) this.closedSegments.delete(this.closedSegments.keys().next().value as string);
           this.closedSegments.set(key, { toMs: seg.toMs, rows });
