@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HttpDownstream } from '../collector/src/forward/downstream-recorder.ts';
 import { batchTemplate, stamp } from './lib/batch.ts';
-import { agentFor, post, serverCpuMicros, startServer } from './lib/harness.ts';
-import { markdownTable, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { agentFor, post, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
+import { result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 
 const RECORDS = 512;
 const CONCURRENCY = 4;
@@ -42,20 +42,14 @@ async function pass(bodies: readonly Buffer[], env: Record<string, string>, down
   const headers = { 'content-type': 'application/x-protobuf' };
   let failures = 0;
   try {
-    for (const b of bodies.slice(0, 3)) if ((await post(agent, url, b, headers)).status !== 200) failures++;
+    failures += await postAll(agent, url, bodies.slice(0, 3), headers, 1);
     // Queued requests may travel merged, so delivery is counted in bytes, not requests.
     const delivered = (): number => (downstream ? downstream.requests.reduce((n, r) => n + r.body.length, 0) : 0);
     const warmBytes = bodies.slice(0, 3).reduce((n, b) => n + b.length, 0);
     if (downstream) await until(() => delivered() >= warmBytes, 30_000);
     const before = await server.stats();
     const t0 = performance.now();
-    let next = 3;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < bodies.length) {
-        const b = bodies[next++] as Buffer;
-        if ((await post(agent, url, b, headers)).status !== 200) failures++;
-      }
-    }));
+    failures += await postAll(agent, url, bodies.slice(3), headers, CONCURRENCY);
     const wallMs = performance.now() - t0;
     let drainMs = 0;
     if (downstream) {
@@ -136,13 +130,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   ];
 }
 
-if (import.meta.main) {
-  const quick = process.argv.includes('--quick');
-  run({ quick }).then(
-    (results) => console.log(markdownTable(results)),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (import.meta.main) runStandalone(run);

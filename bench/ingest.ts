@@ -9,9 +9,9 @@ import { gunzipSync } from 'node:zlib';
 import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
 import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
 import { HOOK_EVENT_SHARE, batchTemplate, gzip, stamp, type WireEncoding } from './lib/batch.ts';
-import { agentFor, cpuMicrosSince, post, serverCpuMicros, startServer } from './lib/harness.ts';
+import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
-import { markdownTable, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 
 const RECORDS = 512;
 const CONCURRENCY = 4;
@@ -87,16 +87,10 @@ async function runVariant(v: Variant, batches: number): Promise<BenchResult[]> {
   let cpu: number;
   let stored: number;
   try {
-    for (const b of bodies.slice(0, 3)) if ((await post(agent, url, b, headers)).status !== 200) failures++;
+    failures += await postAll(agent, url, bodies.slice(0, 3), headers, 1);
     const before = await server.stats();
     const t0 = performance.now();
-    let next = 3;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < bodies.length) {
-        const b = bodies[next++] as Buffer;
-        if ((await post(agent, url, b, headers)).status !== 200) failures++;
-      }
-    }));
+    failures += await postAll(agent, url, bodies.slice(3), headers, CONCURRENCY);
     wallMs = performance.now() - t0;
     const after = await server.stats();
     cpu = serverCpuMicros(before, after);
@@ -130,13 +124,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
-if (import.meta.main) {
-  const quick = process.argv.includes('--quick');
-  run({ quick }).then(
-    (results) => console.log(markdownTable(results)),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (import.meta.main) runStandalone(run);

@@ -6,7 +6,7 @@
  */
 import { HOOK_EVENT_SHARE, batchTemplate, stamp } from './lib/batch.ts';
 import { agentFor, post, startServer, type BenchServer } from './lib/harness.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 import type { ServerStats } from './lib/server-child.ts';
 
 const CLIENTS = 50;
@@ -106,13 +106,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   ];
 }
 
-if (import.meta.main) {
-  const quick = process.argv.includes('--quick');
-  run({ quick }).then(
-    (results) => console.log(markdownTable(results)),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (import.meta.main) runStandalone(run);

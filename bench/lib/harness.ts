@@ -101,6 +101,19 @@ export function post(agent: Agent, url: string, body: Buffer, headers: Record<st
 }
 
 /** A keep-alive agent for `clients` concurrent connections. */
+/** POSTs every body with `concurrency` clients, each taking the next body as soon as its last was answered; returns the non-200 count. */
+export async function postAll(agent: Agent, url: string, bodies: readonly Buffer[], headers: Record<string, string>, concurrency: number): Promise<number> {
+  let failures = 0;
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < bodies.length) {
+      const b = bodies[next++] as Buffer;
+      if ((await post(agent, url, b, headers)).status !== 200) failures++;
+    }
+  }));
+  return failures;
+}
+
 export function agentFor(clients: number): Agent {
   return new Agent({ keepAlive: true, maxSockets: clients, maxFreeSockets: clients });
 }

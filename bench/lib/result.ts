@@ -57,3 +57,14 @@ export function percentile(samples: readonly number[], p: number): number {
   const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[idx] as number;
 }
+
+/** `node bench/<module>.ts [--quick]`: runs one module and prints its table (exit 1 on failure). */
+export function runStandalone(run: (opts: BenchOptions) => Promise<BenchResult[]>): void {
+  run({ quick: process.argv.includes('--quick') }).then(
+    (results) => console.log(markdownTable(results)),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
