@@ -115,11 +115,20 @@ const TIME_PREFIX_LIMIT = 36 ** TIME_PREFIX_WIDTH;
 /** An ISO 8601 time that names its offset: the same instant whatever the receiver's time zone. */
 const ZONED_TIME = /(Z|[+-]\d{2}:?\d{2})$/i;
 
-/** Milliseconds of an event.timestamp that carries its offset, else undefined. */
-function zonedMs(timestamp: string): number | undefined {
-  if (!ZONED_TIME.test(timestamp)) return undefined;
-  const ms = Date.parse(timestamp);
-  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
+/** The record's event.timestamp: the text (part of the natural key) and its instant, when it is a usable time. */
+interface Timestamp {
+  text: string;
+  /** Milliseconds since the epoch, when the string parses to a time at or after 1970. */
+  ms: number | undefined;
+  /** True when the string names its offset, so `ms` is the same instant whatever the receiver's time zone. */
+  zoned: boolean;
+}
+
+function readTimestamp(value: AnyValue | undefined): Timestamp {
+  if (typeof value !== 'string') return { text: text(value), ms: undefined, zoned: false };
+  const ms = Date.parse(value);
+  // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
+  return { text: text(value), ms: Number.isFinite(ms) && ms >= 0 ? ms : undefined, zoned: ZONED_TIME.test(value) };
 }
 
 interface Keys {
@@ -137,14 +146,12 @@ interface Keys {
  * The time is only ever taken from what the hash covers (event.timestamp with its offset, or timeUnixNano in a
  * content key), so the same record always gets the same key; a record without such a time keeps the bare hash.
  */
-function dedupKey(kind: HookEventKind, rec: LogRecord, get: (k: string) => AnyValue | undefined, hookName: string, resource: Attributes): Keys {
-  const session = text(get('session.id'));
-  const sequence = text(get('event.sequence'));
-  const timestamp = text(get('event.timestamp'));
+function dedupKey(kind: HookEventKind, rec: LogRecord, resource: Attributes, natural: { session: string; sequence: string; hookName: string; timestamp: Timestamp }): Keys {
+  const { session, sequence, hookName, timestamp } = natural;
   let material: string;
-  let prefixMs = timestamp ? zonedMs(timestamp) : undefined;
-  if (session && (sequence || timestamp)) {
-    material = `k|${kind}|${session}|${sequence}|${timestamp}|${hookName}`;
+  let prefixMs = timestamp.zoned ? timestamp.ms : undefined;
+  if (session && (sequence || timestamp.text)) {
+    material = `k|${kind}|${session}|${sequence}|${timestamp.text}|${hookName}`;
   } else {
     // No natural key: the record's whole content identifies it (a retry resends the same bytes).
     const attrs = [...resource.entries(), ...rec.attributes.entries()].map(([k, v]) => `${k}=${stable(v)}`).sort().join('\u0001');
@@ -156,13 +163,8 @@ function dedupKey(kind: HookEventKind, rec: LogRecord, get: (k: string) => AnyVa
   return { dedupKey: prefixMs.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash, legacyKey: hash };
 }
 
-function eventTime(rec: LogRecord, get: (k: string) => AnyValue | undefined, now: () => number): number {
-  const ts = get('event.timestamp');
-  if (typeof ts === 'string') {
-    const ms = Date.parse(ts);
-    // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
-    if (Number.isFinite(ms) && ms >= 0) return ms;
-  }
+function eventTime(rec: LogRecord, timestamp: Timestamp, now: () => number): number {
+  if (timestamp.ms !== undefined) return timestamp.ms;
   if (rec.timeUnixNano > 0n) return Number(rec.timeUnixNano / 1_000_000n);
   if (rec.observedTimeUnixNano > 0n) return Number(rec.observedTimeUnixNano / 1_000_000n);
   return now();
@@ -227,13 +229,15 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   }
   const sourceAttr = text(get('hookwatch.source'));
   const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
+  const sessionId = text(get('session.id'));
+  const timestamp = readTimestamp(get('event.timestamp'));
   return {
     kind,
-    ...dedupKey(kind, rec, get, hookName, resource),
+    ...dedupKey(kind, rec, resource, { session: sessionId, sequence: text(get('event.sequence')), hookName, timestamp }),
     hookId: hookId(hookEvent, hookName),
     hookEvent,
     hookName,
-    timeMs: eventTime(rec, get, now),
+    timeMs: eventTime(rec, timestamp, now),
     numSuccess: count('num_success'),
     numBlocking: count('num_blocking'),
     numNonBlockingError: count('num_non_blocking_error'),
@@ -244,7 +248,7 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
     status: kind === 'complete' ? classifyExecution(facts, opts.nearThreshold) : 'unknown',
     serviceName: text(get('service.name')),
     serviceVersion: text(get('service.version')),
-    sessionId: text(get('session.id')),
+    sessionId,
     userId: text(get('user.id')),
     userEmail: text(get('user.email')),
     userAccountUuid: text(get('user.account_uuid')),
