@@ -55,6 +55,22 @@ class Reader {
     throw new DecodeError('malformed protobuf: varint longer than 10 bytes');
   }
 
+  /**
+   * Passes over an int64 varint without building its value (skipped fields, bools: most records carry a few);
+   * returns whether its 64-bit value is non-zero, as `varint64() !== 0` would.
+   */
+  skipVarint(): boolean {
+    let nonZero = 0;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new DecodeError('truncated protobuf: varint runs past the end of its message');
+      const byte = this.buf[this.pos++] as number;
+      // The tenth byte holds only bit 63; higher bits fall outside an int64.
+      nonZero |= i < 9 ? byte & 0x7f : byte & 0x01;
+      if ((byte & 0x80) === 0) return nonZero !== 0;
+    }
+    throw new DecodeError('malformed protobuf: varint longer than 10 bytes');
+  }
+
   fixed64(): bigint {
     if (this.pos + 8 > this.end) throw new DecodeError('truncated protobuf: fixed64 runs past the end of its message');
     const v = this.buf.readBigUInt64LE(this.pos);
@@ -95,7 +111,7 @@ class Reader {
   skip(wireType: number): void {
     switch (wireType) {
       case 0:
-        this.varint64();
+        this.skipVarint();
         return;
       case 1:
         if (this.pos + 8 > this.end) throw new DecodeError('truncated protobuf: fixed64 runs past the end of its message');
@@ -135,7 +151,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
     const wt = tag & 7;
     switch (field) {
       case 1: expectWire(wt, 2, 'AnyValue.string_value'); value = r.string(); break;
-      case 2: expectWire(wt, 0, 'AnyValue.bool_value'); value = r.varint64() !== 0; break;
+      case 2: expectWire(wt, 0, 'AnyValue.bool_value'); value = r.skipVarint(); break;
       case 3: expectWire(wt, 0, 'AnyValue.int_value'); value = r.varint64(); break;
       case 4: expectWire(wt, 1, 'AnyValue.double_value'); value = r.double(); break;
       case 5: {

@@ -144,6 +144,21 @@ describe('decodeLogsProto', () => {
     expect(Object.is(decodeLogsJson(JSON.stringify(toJson(pb))).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.body, 0)).toBe(true);
   });
 
+  it('a bool is true exactly when its 64-bit varint is non-zero, also in 10-byte encodings', () => {
+    const field = (tag: number, body: number[]): number[] => [tag, body.length, ...body];
+    const boolAttr = (varint: number[]): AnyValue | undefined => {
+      const kv = [...field(0x0a, [0x6b]), ...field(0x12, [0x10, ...varint])];
+      const body = Buffer.from(field(0x0a, field(0x12, field(0x12, field(0x32, kv)))));
+      return decodeLogsProto(body).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes.get('k');
+    };
+    const nine = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80];
+    expect(boolAttr([0x01])).toBe(true);
+    expect(boolAttr([0x00])).toBe(false);
+    expect(boolAttr([...nine, 0x01])).toBe(true); // bit 63
+    expect(boolAttr([...nine, 0x00])).toBe(false); // zero, padded
+    expect(boolAttr([...nine, 0x02])).toBe(false); // bit 64: outside an int64
+  });
+
   it('an empty body is an empty request', () => {
     expect(decodeLogsProto(new Uint8Array(0))).toEqual({ resourceLogs: [] });
   });
