@@ -393,6 +393,13 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     await expect(store.hookCounters({ ...range, filters: { "team') OR 1=1 --": 'x' } })).rejects.toBeInstanceOf(UnknownDimensionError);
   });
 
+  it('keeps clients apart whatever characters their names and versions hold', async () => {
+    const store = await open();
+    await store.ingest([ev({ serviceName: 'a|b', serviceVersion: 'c' }), ev({ serviceName: 'a|b', serviceVersion: 'c' }), ev({ serviceName: 'a', serviceVersion: 'b|c' })]);
+    const got = await store.clientVersions({ fromMs: T0, toMs: T0 + DAY });
+    expect(got.map((v) => [v.serviceName, v.version, v.executions])).toEqual([['a|b', 'c', 2], ['a', 'b|c', 1]]);
+  });
+
   it('lists client versions with the share of executions lacking size data', async () => {
     const store = await open();
     await store.ingest([

@@ -5,6 +5,7 @@
 import type { CharsByKind, HookCounters } from '../../../shared/src/api.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { singleStringBounds } from '../hooks/cliff.ts';
+import { granularityMs, type Granularity } from './segments.ts';
 
 /** Additive counters (SUM on merge). */
 export const SUM_COLUMNS = [
@@ -122,4 +123,59 @@ export function fromDbRow(r: Record<string, unknown>): CounterRow {
     row[c] = v === null || v === undefined ? null : Number(v);
   }
   return row;
+}
+
+/** One rollup row's worth of a commit: the key columns and the counters its events add. */
+export interface RollupGroup {
+  hookId: string;
+  bucket: number;
+  serviceName: string;
+  serviceVersion: string;
+  row: CounterRow;
+}
+
+/** A hook as a commit saw it: its names (from the first event) and its first and last event time. */
+export interface HookSeen {
+  event: HookEvent;
+  firstMs: number;
+  lastMs: number;
+}
+
+export const GRANULARITIES: readonly Granularity[] = ['minute', 'hour', 'day'];
+
+/**
+ * What a commit adds to the hooks table and to each rollup: one group per (hook, bucket, client), in key order
+ * (every backend then takes row locks in the same order). First and last seen are never later than `nowMs`:
+ * a client clock running ahead must not make a hook look active in the future (HookInfo).
+ */
+export function groupForRollups(events: readonly HookEvent[], nowMs: number): { hooks: Map<string, HookSeen>; rows: Record<Granularity, RollupGroup[]> } {
+  const hooks = new Map<string, HookSeen>();
+  const groups: Record<Granularity, Map<string, RollupGroup>> = { minute: new Map(), hour: new Map(), day: new Map() };
+  for (const e of events) {
+    const seen = Math.min(e.timeMs, nowMs);
+    const h = hooks.get(e.hookId);
+    if (!h) hooks.set(e.hookId, { event: e, firstMs: seen, lastMs: seen });
+    else {
+      h.firstMs = Math.min(h.firstMs, seen);
+      h.lastMs = Math.max(h.lastMs, seen);
+    }
+    for (const g of GRANULARITIES) {
+      const size = granularityMs(g);
+      const bucket = Math.floor(e.timeMs / size) * size;
+      const key = JSON.stringify([e.hookId, bucket, e.serviceName, e.serviceVersion]);
+      let group = groups[g].get(key);
+      if (!group) {
+        group = { hookId: e.hookId, bucket, serviceName: e.serviceName, serviceVersion: e.serviceVersion, row: emptyRow() };
+        groups[g].set(key, group);
+      }
+      addEvent(group.row, e);
+    }
+  }
+  const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+  const order = (a: RollupGroup, b: RollupGroup): number =>
+    cmp(a.hookId, b.hookId) || a.bucket - b.bucket || cmp(a.serviceName, b.serviceName) || cmp(a.serviceVersion, b.serviceVersion);
+  return {
+    hooks: new Map([...hooks].sort(([a], [b]) => cmp(a, b))),
+    rows: { minute: [...groups.minute.values()].sort(order), hour: [...groups.hour.values()].sort(order), day: [...groups.day.values()].sort(order) },
+  };
 }

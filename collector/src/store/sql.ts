@@ -1,5 +1,5 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
-import { BUILTIN_DIMENSIONS } from '../hooks/model.ts';
+import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
 import { UnknownDimensionError, type HookInfo } from './store.ts';
 
@@ -77,6 +77,16 @@ export const EVENT_COLUMNS = [
   'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'service_name', 'service_version',
   'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id', 'terminal_type', 'source', 'extra',
 ] as const;
+
+/** An event's values in EVENT_COLUMNS order. */
+export function eventValues(e: HookEvent): unknown[] {
+  return [
+    e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
+    e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
+    e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
+    e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
+  ];
+}
 
 /** Column types a backend uses for the core schema. */
 export interface SchemaTypes {

@@ -9,9 +9,9 @@ import pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { COUNTER_COLUMNS, addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { DAY, HOUR, MINUTE, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { alignRange, granularityForStep, segments } from '../segments.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -191,15 +191,7 @@ export class PostgresStore implements Store {
     try {
       await client.query('BEGIN');
       const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
-      for (const e of sorted) {
-        const values: unknown[] = [
-          e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
-          e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
-          e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
-          e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
-        ];
-        values.forEach((v, i) => (columns[i] as unknown[]).push(v));
-      }
+      for (const e of sorted) eventValues(e).forEach((v, i) => (columns[i] as unknown[]).push(v));
       // The bare-hash key of each event that may have been stored before keys began with the event time.
       const legacy = sorted.map((e) => (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore ? e.legacyKey : null));
       const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
@@ -231,44 +223,19 @@ export class PostgresStore implements Store {
   }
 
   private async applyRollups(client: pg.PoolClient, events: HookEvent[]): Promise<void> {
-    const hooks = new Map<string, { e: HookEvent; first: number; last: number }>();
-    const rows: Record<Granularity, Map<string, { hookId: string; bucket: number; sn: string; sv: string; row: CounterRow }>> = {
-      minute: new Map(), hour: new Map(), day: new Map(),
-    };
-    for (const e of events) {
-      const h = hooks.get(e.hookId);
-      if (!h) hooks.set(e.hookId, { e, first: e.timeMs, last: e.timeMs });
-      else {
-        h.first = Math.min(h.first, e.timeMs);
-        h.last = Math.max(h.last, e.timeMs);
-      }
-      for (const [g, size] of [['minute', MINUTE], ['hour', HOUR], ['day', DAY]] as const) {
-        const bucket = Math.floor(e.timeMs / size) * size;
-        const key = JSON.stringify([e.hookId, bucket, e.serviceName, e.serviceVersion]);
-        let entry = rows[g].get(key);
-        if (!entry) {
-          entry = { hookId: e.hookId, bucket, sn: e.serviceName, sv: e.serviceVersion, row: emptyRow() };
-          rows[g].set(key, entry);
-        }
-        addEvent(entry.row, e);
-      }
-    }
-    const hookList = [...hooks.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    // Never later than now (HookInfo): a client clock running ahead must not make a hook look active in the future.
-    const now = Date.now();
+    const { hooks, rows } = groupForRollups(events, Date.now());
+    const hookList = [...hooks.entries()];
     await client.query(
       `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[])
        ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`,
-      [hookList.map(([id]) => id), hookList.map(([, h]) => h.e.hookEvent), hookList.map(([, h]) => h.e.hookName), hookList.map(([, h]) => Math.min(h.first, now)), hookList.map(([, h]) => Math.min(h.last, now))],
+      [hookList.map(([id]) => id), hookList.map(([, h]) => h.event.hookEvent), hookList.map(([, h]) => h.event.hookName), hookList.map(([, h]) => h.firstMs), hookList.map(([, h]) => h.lastMs)],
     );
     const cols = [...ROLLUP_KEY, ...COUNTER_COLUMNS];
     const types = ['text', 'int8', 'text', 'text', ...COUNTER_COLUMNS.map(() => 'int8')];
-    for (const g of ['minute', 'hour', 'day'] as const) {
-      const list = [...rows[g].values()].sort((a, b) =>
-        a.hookId < b.hookId ? -1 : a.hookId > b.hookId ? 1 : a.bucket - b.bucket || (a.sn < b.sn ? -1 : a.sn > b.sn ? 1 : a.sv < b.sv ? -1 : a.sv > b.sv ? 1 : 0),
-      );
-      const params: unknown[][] = [list.map((x) => x.hookId), list.map((x) => x.bucket), list.map((x) => x.sn), list.map((x) => x.sv)];
+    for (const g of GRANULARITIES) {
+      const list = rows[g];
+      const params: unknown[][] = [list.map((x) => x.hookId), list.map((x) => x.bucket), list.map((x) => x.serviceName), list.map((x) => x.serviceVersion)];
       for (const c of COUNTER_COLUMNS) params.push(list.map((x) => x.row[c]));
       await client.query(
         `INSERT INTO ${ROLLUP_TABLES[g]} AS t (${cols.join(', ')})

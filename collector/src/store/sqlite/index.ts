@@ -4,14 +4,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
-import { addEvent, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { DAY, HOUR, MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
-import { COUNTER_COLUMNS } from '../counters.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -139,12 +138,7 @@ export class SqliteStore implements Store {
         const inserted: HookEvent[] = [];
         for (const e of w.events) {
           if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.legacyKeyExists.get(e.legacyKey)) continue;
-          const r = this.insertEvent.run(
-            e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
-            e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
-            e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
-            e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
-          );
+          const r = this.insertEvent.run(...(eventValues(e) as SQLInputValue[]));
           if (Number(r.changes) > 0) inserted.push(e);
         }
         results.push({ inserted, duplicates: w.events.length - inserted.length });
@@ -179,35 +173,11 @@ export class SqliteStore implements Store {
   }
 
   private applyRollups(events: HookEvent[]): void {
-    const hooks = new Map<string, [HookEvent, number, number]>();
-    const rows: Record<Granularity, Map<string, { hookId: string; bucket: number; sn: string; sv: string; row: CounterRow }>> = {
-      minute: new Map(), hour: new Map(), day: new Map(),
-    };
-    for (const e of events) {
-      const h = hooks.get(e.hookId);
-      if (!h) hooks.set(e.hookId, [e, e.timeMs, e.timeMs]);
-      else {
-        if (e.timeMs < h[1]) h[1] = e.timeMs;
-        if (e.timeMs > h[2]) h[2] = e.timeMs;
-      }
-      for (const [g, size] of [['minute', MINUTE], ['hour', HOUR], ['day', DAY]] as const) {
-        const bucket = Math.floor(e.timeMs / size) * size;
-        const key = `${e.hookId}|${bucket}|${e.serviceName}|${e.serviceVersion}`;
-        let entry = rows[g].get(key);
-        if (!entry) {
-          entry = { hookId: e.hookId, bucket, sn: e.serviceName, sv: e.serviceVersion, row: emptyRow() };
-          rows[g].set(key, entry);
-        }
-        addEvent(entry.row, e);
-      }
-    }
-    const now = Date.now();
-    for (const [id, [e, first, last]] of hooks) this.upsertHook.run(id, e.hookEvent, e.hookName, Math.min(first, now), Math.min(last, now));
-    for (const g of ['minute', 'hour', 'day'] as const) {
+    const { hooks, rows } = groupForRollups(events, Date.now());
+    for (const [id, h] of hooks) this.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs);
+    for (const g of GRANULARITIES) {
       const stmt = this.upserts[g];
-      for (const { hookId, bucket, sn, sv, row } of rows[g].values()) {
-        stmt.run(hookId, bucket, sn, sv, ...COUNTER_COLUMNS.map((c) => row[c]));
-      }
+      for (const r of rows[g]) stmt.run(r.hookId, r.bucket, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
     }
   }
 
