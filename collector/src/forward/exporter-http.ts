@@ -7,6 +7,7 @@
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { Encoding } from '../otlp/encode.ts';
+import { parseRetryAfter } from '../notify/transport.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
 const gzipAsync = promisify(gzip);
@@ -22,15 +23,6 @@ export interface HttpExporterOptions {
 }
 
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
-
-/** Parses Retry-After (delay-seconds or an HTTP date) into ms from now. */
-export function parseRetryAfter(value: string | null, now: number): number | undefined {
-  if (!value) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = Date.parse(text);
-  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
-}
 
 export class HttpExporter implements Exporter {
   readonly description: string;

@@ -10,7 +10,7 @@ import { ConfigError, type ForwardConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { checkEndpoint } from './index.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
-import { parseRetryAfter } from './exporter-http.ts';
+import { parseRetryAfter } from '../notify/transport.ts';
 import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
 import { parseForwardHeaders } from './headers.ts';
 import { DurableQueue, QueueFullError } from './queue.ts';
