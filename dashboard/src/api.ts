@@ -2,7 +2,7 @@
 import type {
   AlertDetailResponse, AlertsResponse, BreakdownResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher,
 } from '../../shared/src/api.ts';
-import type { ForwardingResponse, HookSummary } from '../../shared/src/api.ts';
+import type { ApiError, ForwardingResponse, HookSummary } from '../../shared/src/api.ts';
 
 /** A failed API call: the HTTP status (0 when the server could not be reached) and the API's own message. */
 export class ApiFailure extends Error {
@@ -45,7 +45,7 @@ async function call<T>(method: string, path: string, query?: Query, body?: unkno
     throw new ApiFailure(res.status, `${method} ${path} answered ${res.status} with a body that is not JSON`);
   }
   if (!res.ok) {
-    const msg = (json as { error?: { message?: unknown } } | undefined)?.error?.message;
+    const msg: unknown = (json as Partial<ApiError> | undefined)?.error?.message;
     throw new ApiFailure(res.status, typeof msg === 'string' ? msg : `${method} ${path} answered ${res.status}`);
   }
   return json as T;

@@ -336,11 +336,6 @@ export class AlertEngine implements IngestListener {
     return toSilence(this.silences.get(id) as SilenceRecord, now);
   }
 
-  /** The configured receivers' names. */
-  receiverNames(): string[] {
-    return this.opts.receivers.map((r) => r.name);
-  }
-
   /** Stops the timer and waits for the evaluation in progress. Safe twice. */
   async stop(): Promise<void> {
     this.stopped = true;

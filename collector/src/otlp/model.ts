@@ -46,12 +46,3 @@ export class DecodeError extends Error {
 /** Deepest AnyValue nesting accepted (arrays and kvlists). Deeper requests are rejected as bad data. */
 export const MAX_ANYVALUE_DEPTH = 100;
 
-export function isKvList(v: AnyValue | undefined): v is KvList {
-  return typeof v === 'object' && v !== null && !(v instanceof Uint8Array) && !Array.isArray(v);
-}
-
-export function countLogRecords(req: LogsRequest): number {
-  let n = 0;
-  for (const rl of req.resourceLogs) for (const sl of rl.scopeLogs) n += sl.logRecords.length;
-  return n;
-}

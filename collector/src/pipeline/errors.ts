@@ -2,6 +2,7 @@
  * Every failure on the ingest path is classified once: permanent (bad input: do not retry) or retryable
  * (back-pressure, store unavailable). One table maps each class to an HTTP status and a gRPC code.
  */
+import { RpcCode } from '../otlp/encode.ts';
 import { DecodeError } from '../otlp/model.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 
@@ -32,7 +33,6 @@ export interface ErrorMapping {
   httpStatus: number;
   /** google.rpc.Code / gRPC status code. */
   grpcCode: number;
-  retryable: boolean;
   retryAfterSeconds?: number;
   /** Safe to show the client (no internals, no secrets). */
   message: string;
@@ -42,11 +42,11 @@ export interface ErrorMapping {
 
 /** The one mapping from an ingest error to HTTP and gRPC answers. */
 export function mapError(err: unknown): ErrorMapping {
-  if (err instanceof DecodeError) return { httpStatus: 400, grpcCode: 3, retryable: false, message: err.message, reason: 'bad_request' };
-  if (err instanceof TooLargeError) return { httpStatus: 413, grpcCode: 8, retryable: false, message: err.message, reason: 'too_large' };
-  if (err instanceof UnsupportedMediaTypeError) return { httpStatus: 415, grpcCode: 3, retryable: false, message: err.message, reason: 'unsupported_media_type' };
-  if (err instanceof UnauthenticatedError) return { httpStatus: 401, grpcCode: 16, retryable: false, message: err.message, reason: 'unauthenticated' };
-  if (err instanceof OverloadedError) return { httpStatus: 503, grpcCode: 14, retryable: true, retryAfterSeconds: err.retryAfterSeconds, message: err.message, reason: 'overloaded' };
-  if (err instanceof StoreUnavailableError) return { httpStatus: 503, grpcCode: 14, retryable: true, retryAfterSeconds: 5, message: 'the store cannot take writes right now; retry later', reason: 'store_unavailable' };
-  return { httpStatus: 500, grpcCode: 13, retryable: false, message: 'internal error', reason: 'internal' };
+  if (err instanceof DecodeError) return { httpStatus: 400, grpcCode: RpcCode.INVALID_ARGUMENT, message: err.message, reason: 'bad_request' };
+  if (err instanceof TooLargeError) return { httpStatus: 413, grpcCode: RpcCode.RESOURCE_EXHAUSTED, message: err.message, reason: 'too_large' };
+  if (err instanceof UnsupportedMediaTypeError) return { httpStatus: 415, grpcCode: RpcCode.INVALID_ARGUMENT, message: err.message, reason: 'unsupported_media_type' };
+  if (err instanceof UnauthenticatedError) return { httpStatus: 401, grpcCode: RpcCode.UNAUTHENTICATED, message: err.message, reason: 'unauthenticated' };
+  if (err instanceof OverloadedError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: err.retryAfterSeconds, message: err.message, reason: 'overloaded' };
+  if (err instanceof StoreUnavailableError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: 5, message: 'the store cannot take writes right now; retry later', reason: 'store_unavailable' };
+  return { httpStatus: 500, grpcCode: RpcCode.INTERNAL, message: 'internal error', reason: 'internal' };
 }

@@ -2,7 +2,7 @@
  * The Store: where hook events become durable, and where every per-hook question is answered.
  * One interface, one folder per backend (sqlite/, postgres/), one conformance suite for all of them.
  */
-import type { BreakdownRow, ClientVersion, HookCounters, HookSummary, SeriesBucket } from '../../../shared/src/api.ts';
+import type { BreakdownRow, ClientVersion, HookCounters } from '../../../shared/src/api.ts';
 import type { HookEvent } from '../hooks/model.ts';
 
 export interface IngestResult {
@@ -77,4 +77,3 @@ export class UnknownDimensionError extends Error {
   override name = 'UnknownDimensionError';
 }
 
-export type { HookSummary, SeriesBucket };
