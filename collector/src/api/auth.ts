@@ -2,18 +2,10 @@
  * Authentication for the HTTP port (dashboard, API, /metrics, /readyz). Mounted first on the app, so no route
  * answers before it; only GET /healthz stays open, for liveness probes that carry no credentials.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HttpAuthConfig } from '../config/index.ts';
+import { sameSecret, secretDigest } from '../net/secret.ts';
 
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
-}
-
-/** Same-length digests, so the comparison time says nothing about where or how long a wrong secret is. */
-function sameSecret(given: string, expected: Buffer): boolean {
-  return timingSafeEqual(digest(given), expected);
-}
 
 /** `Scheme credentials` with a case-insensitive scheme (RFC 9110); undefined when the scheme differs. */
 function credentials(header: string | undefined, scheme: string): string | undefined {
@@ -26,8 +18,8 @@ function credentials(header: string | undefined, scheme: string): string | undef
 /** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
 export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   if (auth.mode === 'none') return (_req, _res, next) => next();
-  const basicDigest = digest(`${auth.username}:${auth.password}`);
-  const tokenDigest = digest(auth.token);
+  const basicDigest = secretDigest(`${auth.username}:${auth.password}`);
+  const tokenDigest = secretDigest(auth.token);
 
   const ok = (req: Request): boolean => {
     switch (auth.mode) {

@@ -4,7 +4,6 @@
  * reach the pipeline unchanged (forwarding passes them on as they came) and logs are decoded by the same
  * decoder as OTLP/HTTP. grpc-js undoes gzip itself and enforces the size limit after decompression.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { Metadata, Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type sendUnaryData } from '@grpc/grpc-js';
 import { splitAddr } from '../../config/index.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
@@ -13,6 +12,7 @@ import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts
 import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import type { Logger } from '../../telemetry/logger.ts';
+import { sameSecret, secretDigest } from '../../net/secret.ts';
 
 export interface OtlpGrpcReceiverOptions {
   addr: string;
@@ -54,9 +54,6 @@ function exportService(path: string): ServiceDefinition {
   };
 }
 
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
-}
 
 export class OtlpGrpcReceiver {
   readonly stats: GrpcReceiverStats = { requests: {}, rejected: {} };
@@ -68,7 +65,7 @@ export class OtlpGrpcReceiver {
 
   constructor(opts: OtlpGrpcReceiverOptions) {
     this.opts = opts;
-    this.tokenDigest = opts.ingestToken ? digest(`Bearer ${opts.ingestToken}`) : undefined;
+    this.tokenDigest = opts.ingestToken ? secretDigest(`Bearer ${opts.ingestToken}`) : undefined;
     this.server = new Server({
       'grpc.max_receive_message_length': opts.maxRequestBytes,
       // Idle clients (Claude Code keeps one channel per session) must not pin connections forever.
@@ -122,7 +119,7 @@ export class OtlpGrpcReceiver {
     if (!this.tokenDigest) return true;
     const value = metadata.get('authorization')[0];
     // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
-    return timingSafeEqual(digest(typeof value === 'string' ? value : ''), this.tokenDigest);
+    return sameSecret(typeof value === 'string' ? value : '', this.tokenDigest);
   }
 
   private async handle(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): Promise<void> {

@@ -3,7 +3,6 @@
  * /v1/traces in application/x-protobuf or application/json, gzip accepted, answers in the request's encoding.
  * Plain node:http rather than Express: the receiver needs exact control of body limits and status codes.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { splitAddr } from '../../config/index.ts';
@@ -14,6 +13,7 @@ import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/c
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { closeServer } from '../../net/close-server.ts';
+import { sameSecret, secretDigest } from '../../net/secret.ts';
 import { decompress, readRaw } from './body.ts';
 
 export interface OtlpHttpReceiverOptions {
@@ -43,9 +43,6 @@ function mediaType(header: string | undefined): Encoding | undefined {
   return undefined;
 }
 
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
-}
 
 export class OtlpHttpReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
@@ -55,7 +52,7 @@ export class OtlpHttpReceiver {
 
   constructor(opts: OtlpHttpReceiverOptions) {
     this.opts = opts;
-    this.tokenDigest = opts.ingestToken ? digest(`Bearer ${opts.ingestToken}`) : undefined;
+    this.tokenDigest = opts.ingestToken ? secretDigest(`Bearer ${opts.ingestToken}`) : undefined;
     this.server = createServer({
       requestTimeout: opts.requestTimeoutMs,
       headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
@@ -106,7 +103,7 @@ export class OtlpHttpReceiver {
   private authorized(req: IncomingMessage): boolean {
     if (!this.tokenDigest) return true;
     // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
-    return timingSafeEqual(digest(req.headers.authorization ?? ''), this.tokenDigest);
+    return sameSecret(req.headers.authorization ?? '', this.tokenDigest);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
