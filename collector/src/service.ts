@@ -79,7 +79,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const coordination = startCoordination(rawStore, config, logger);
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
-  const forwarding = startForwarding(config.forward, { logger, now, nearThreshold: config.delivery.nearThreshold, synchronous: config.sqlite.synchronous });
+  const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxRequestBytes: config.otlp.maxRequestBytes, ingestToken: config.otlp.ingestToken, logs, passThrough, logger });

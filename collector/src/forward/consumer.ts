@@ -14,7 +14,8 @@ import type { Forwarder } from './forwarder.ts';
 import { QueueFullError, type DurableQueue } from './queue.ts';
 
 /** Rewrites a logs request before it is queued (enrichment); returns the body to forward. */
-export type LogsTransform = (req: LogsRequest, raw: RawRequest) => Buffer;
+/** Rewrites a logs body before it is queued, given what the hook stage made of the request. */
+export type LogsTransform = (raw: RawRequest, result: ConsumeResult) => Buffer;
 
 export interface ForwardingStageOptions {
   queue: DurableQueue;
@@ -69,7 +70,7 @@ export class ForwardingStage implements PassThroughConsumer {
       consumeLogs: async (req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> => {
         this.check(raw);
         const result = await next.consumeLogs(req, raw);
-        this.enqueue(raw, this.opts.transform ? this.opts.transform(req, raw) : raw.body);
+        this.enqueue(raw, this.opts.transform ? this.opts.transform(raw, result) : raw.body);
         return result;
       },
     };

@@ -5,26 +5,12 @@
  * new attribute is appended to the record); OTLP/JSON bodies are re-serialized, which keeps every value but
  * not the original whitespace or key order.
  */
-import { extractHookEvents } from '../hooks/extract.ts';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
-import type { LogRecord, LogsRequest, ResourceLogs, ScopeLogs } from '../otlp/model.ts';
-import type { RawRequest } from '../pipeline/consumer.ts';
+import type { LogsTransform } from './consumer.ts';
 import { lengthDelimited } from '../otlp/proto-write.ts';
 
 /** The attribute added to forwarded hook records. */
 export const DELIVERY_ATTRIBUTE = 'hookwatch.delivery';
-
-/** Delivery status of each log record in wire order; undefined for records that are not hook executions. */
-export function recordStatuses(req: LogsRequest, nearThreshold: number): (DeliveryStatus | undefined)[] {
-  const out: (DeliveryStatus | undefined)[] = [];
-  const one = (rl: ResourceLogs, sl: ScopeLogs, rec: LogRecord): DeliveryStatus | undefined => {
-    const x = extractHookEvents({ resourceLogs: [{ resource: rl.resource, scopeLogs: [{ scope: sl.scope, logRecords: [rec] }] }] }, { nearThreshold, dimensions: [] });
-    const ev = x.events[0];
-    return ev?.kind === 'complete' ? ev.status : undefined;
-  };
-  for (const rl of req.resourceLogs) for (const sl of rl.scopeLogs) for (const rec of sl.logRecords) out.push(one(rl, sl, rec));
-  return out;
-}
 
 /** KeyValue{key, value: AnyValue{string_value}} as LogRecord.attributes (field 6). */
 function attribute(status: string): Buffer {
@@ -107,9 +93,10 @@ export function enrichJson(body: Buffer, statuses: readonly (DeliveryStatus | un
 }
 
 /** The transform the forwarding stage applies when enrichment is on; unchanged bytes when no record is a hook execution. */
-export function deliveryEnricher(nearThreshold: number): (req: LogsRequest, raw: RawRequest) => Buffer {
-  return (req, raw) => {
-    const statuses = recordStatuses(req, nearThreshold);
+export function deliveryEnricher(): LogsTransform {
+  return (raw, result) => {
+    // The hook stage has already classified every record; its statuses are in wire order.
+    const statuses = result.statuses ?? [];
     if (!statuses.some(Boolean)) return raw.body;
     return raw.encoding === 'protobuf' ? enrichProto(raw.body, statuses) : enrichJson(raw.body, statuses);
   };

@@ -16,7 +16,6 @@ import { DurableQueue, type DeadLetter } from './queue.ts';
 export interface ForwardingOptions {
   logger: Logger;
   now?: () => number;
-  nearThreshold: number;
   synchronous?: 'full' | 'normal';
   /** Overrides of the retry schedule beyond what the config sets (tests). */
   backoff?: Partial<BackoffOptions>;
@@ -69,7 +68,7 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     backoff: { initialMs: config.retry.initialMs, maxMs: Math.max(config.retry.maxMs, config.retry.initialMs), ...opts.backoff },
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher(opts.nearThreshold) } : {}) });
+  const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher() } : {}) });
   forwarder.start();
   if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
   let stopping: Promise<void> | undefined;

@@ -4,6 +4,7 @@
  * A record with a bad count is rejected on its own (reported as partial success), never the batch.
  */
 import { createHash } from 'node:crypto';
+import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
 import type { EventSource, HookEvent, HookEventKind } from './model.ts';
@@ -24,6 +25,8 @@ export interface ExtractResult {
   problems: string[];
   /** Log records that are not hook events (passed over, not rejected). */
   otherRecords: number;
+  /** Each log record's delivery status in wire order; undefined for records that are not usable executions. */
+  statuses: (DeliveryStatus | undefined)[];
 }
 
 const MAX_PROBLEMS = 5;
@@ -173,18 +176,22 @@ function eventTime(rec: LogRecord, timestamp: Timestamp, now: () => number): num
 /** Extracts hook events from every record of a request; other records are counted and passed over. */
 export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): ExtractResult {
   const now = opts.now ?? Date.now;
-  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0 };
+  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [] };
   req.resourceLogs.forEach((rl, i) => {
     rl.scopeLogs.forEach((sl, j) => {
       sl.logRecords.forEach((rec, k) => {
         const kind = hookEventKind(rec);
         if (!kind) {
           result.otherRecords++;
+          result.statuses.push(undefined);
           return;
         }
         try {
-          result.events.push(toHookEvent(kind, rec, rl.resource, opts, now));
+          const event = toHookEvent(kind, rec, rl.resource, opts, now);
+          result.events.push(event);
+          result.statuses.push(kind === 'complete' ? event.status : undefined);
         } catch (err) {
+          result.statuses.push(undefined);
           if (!(err instanceof RecordProblem)) throw err;
           result.rejected++;
           if (result.problems.length < MAX_PROBLEMS) {

@@ -1,6 +1,7 @@
 /** The small interfaces the pipeline's stages meet through. */
 import type { Encoding } from '../otlp/encode.ts';
 import type { LogsRequest } from '../otlp/model.ts';
+import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { HookEvent } from '../hooks/model.ts';
 
 export type Signal = 'logs' | 'metrics' | 'traces';
@@ -17,6 +18,8 @@ export interface ConsumeResult {
   /** Records that could not be used (reported to the client as partial success). */
   rejected: number;
   message: string;
+  /** Each log record's delivery status in wire order, as the hook stage classified it (for forward.enrich). */
+  statuses?: readonly (DeliveryStatus | undefined)[];
 }
 
 /** Next stage after a receiver for logs. Throws a classified error (see errors.ts) to refuse the request. */

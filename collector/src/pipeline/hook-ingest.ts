@@ -72,9 +72,9 @@ export class HookIngest implements LogsConsumer {
         this.stats.storeSeconds += (performance.now() - started) / 1000;
       }
     }
-    if (x.rejected === 0) return { rejected: 0, message: '' };
+    if (x.rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
     const more = x.rejected > x.problems.length ? ` (and ${x.rejected - x.problems.length} more)` : '';
-    return { rejected: x.rejected, message: `${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}` };
+    return { rejected: x.rejected, message: `${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}`, statuses: x.statuses };
   }
 
   private notify(events: Parameters<IngestListener['onIngested']>[0]): void {
