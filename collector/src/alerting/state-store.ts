@@ -4,9 +4,8 @@
  * was created but not delivered is resumed with the same webhook-id. SQLite here; PostgreSQL implements the
  * same interface later.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
+import { Statements, inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import type { Notification } from '../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from './model.ts';
 
@@ -46,12 +45,13 @@ const MAX_ATTEMPTS_PER_ALERT = 200;
 /** SQLite implementation: its own connection to the store's database file (WAL lets both coexist). */
 export class SqliteAlertStateStore implements AlertStateStore {
   private readonly db: DatabaseSync;
+  private readonly sql: Statements;
   private closed = false;
 
   constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new DatabaseSync(path, { timeout: 5000 });
-    this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;');
+    // Always synchronous=FULL: a committed alert state must survive power loss, or a restart notifies again.
+    this.db = openSqlite(path, 'full');
+    this.sql = new Statements(this.db);
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS alert_instances (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL, data TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS alert_silences (id TEXT PRIMARY KEY, ends_at INTEGER NOT NULL, data TEXT NOT NULL);
@@ -63,21 +63,20 @@ export class SqliteAlertStateStore implements AlertStateStore {
   }
 
   async load(): Promise<LoadedState> {
-    const alerts = (this.db.prepare('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
-    const silences = (this.db.prepare('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
-    const outbox = (this.db.prepare('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
+    const alerts = (this.sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
+    const silences = (this.sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
+    const outbox = (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
     return { alerts, silences, outbox };
   }
 
   async save(changes: StateChanges): Promise<void> {
     if (changes.upsert.length === 0 && changes.remove.length === 0 && changes.notifications.length === 0) return;
-    const upsert = this.db.prepare('INSERT INTO alert_instances (id, fingerprint, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data');
-    const remove = this.db.prepare('DELETE FROM alert_instances WHERE id = ?');
-    const removeAttempts = this.db.prepare('DELETE FROM alert_attempts WHERE alert_id = ?');
-    const removeDone = this.db.prepare('DELETE FROM alert_notifications WHERE alert_id = ? AND done IS NOT NULL');
-    const notify = this.db.prepare('INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (webhook_id) DO NOTHING');
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
+    const upsert = this.sql.get('INSERT INTO alert_instances (id, fingerprint, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data');
+    const remove = this.sql.get('DELETE FROM alert_instances WHERE id = ?');
+    const removeAttempts = this.sql.get('DELETE FROM alert_attempts WHERE alert_id = ?');
+    const removeDone = this.sql.get('DELETE FROM alert_notifications WHERE alert_id = ? AND done IS NOT NULL');
+    const notify = this.sql.get('INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (webhook_id) DO NOTHING');
+    inTransaction(this.db, () => {
       for (const a of changes.upsert) upsert.run(a.id, a.fingerprint, a.state, JSON.stringify(a));
       for (const id of changes.remove) {
         remove.run(id);
@@ -85,33 +84,29 @@ export class SqliteAlertStateStore implements AlertStateStore {
         removeDone.run(id);
       }
       for (const n of changes.notifications) notify.run(n.webhookId, n.alert.id, n.createdAtMs, JSON.stringify(n));
-      this.db.exec('COMMIT');
-    } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
-    }
+    });
   }
 
   async finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void> {
-    this.db.prepare('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId);
+    this.sql.get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId);
   }
 
   async addAttempt(a: StoredAttempt): Promise<void> {
-    this.db.prepare('INSERT INTO alert_attempts (alert_id, at, data) VALUES (?, ?, ?)').run(a.alertId, a.atMs, JSON.stringify(a));
-    this.db.prepare(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
+    this.sql.get('INSERT INTO alert_attempts (alert_id, at, data) VALUES (?, ?, ?)').run(a.alertId, a.atMs, JSON.stringify(a));
+    this.sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {
-    return (this.db.prepare('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
+    return (this.sql.get('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
   }
 
   async putSilence(s: SilenceRecord): Promise<void> {
-    this.db.prepare('INSERT INTO alert_silences (id, ends_at, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data').run(s.id, s.endsAtMs, JSON.stringify(s));
+    this.sql.get('INSERT INTO alert_silences (id, ends_at, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data').run(s.id, s.endsAtMs, JSON.stringify(s));
   }
 
   async prune(beforeMs: number): Promise<void> {
-    this.db.prepare('DELETE FROM alert_silences WHERE ends_at < ?').run(beforeMs);
-    this.db.prepare('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < ?').run(beforeMs);
+    this.sql.get('DELETE FROM alert_silences WHERE ends_at < ?').run(beforeMs);
+    this.sql.get('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < ?').run(beforeMs);
   }
 
   async close(): Promise<void> {

@@ -4,9 +4,8 @@
  * requests in order of arrival. Bounded by the bytes of the request bodies it holds: over the bound, enqueue
  * refuses (the receivers answer 503 / UNAVAILABLE with Retry-After) instead of accepting and dropping.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import type { Encoding } from '../otlp/encode.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 
@@ -103,9 +102,7 @@ export class DurableQueue {
     this.path = opts.path;
     this.maxBytes = opts.maxBytes;
     this.maxDeadLetters = opts.maxDeadLetters ?? 1000;
-    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
-    this.db = new DatabaseSync(opts.path);
-    this.db.exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=${opts.synchronous === 'normal' ? 'NORMAL' : 'FULL'}; PRAGMA busy_timeout=5000;`);
+    this.db = openSqlite(opts.path, opts.synchronous);
     this.db.exec(SCHEMA);
     const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
     this.depthHeld = totals.n;
@@ -195,7 +192,7 @@ export class DurableQueue {
 
   /** Removes delivered requests, in one transaction. */
   ack(...ids: number[]): void {
-    const removedBytes = this.transaction(() => {
+    const removedBytes = inTransaction(this.db, () => {
       const removed: number[] = [];
       for (const id of ids) {
         const r = this.stmt.remove.get(id) as { bytes: number } | undefined;
@@ -212,7 +209,7 @@ export class DurableQueue {
 
   /** Records one failed attempt (of a request or a batch) that will be retried. */
   retry(...ids: number[]): void {
-    this.transaction(() => {
+    inTransaction(this.db, () => {
       for (const id of ids) this.stmt.attempt.run(id);
       this.stmt.bump.run('retries', 1);
     });
@@ -220,7 +217,7 @@ export class DurableQueue {
 
   /** Moves a request the destination refused for good to the dead letters, in one transaction. */
   deadLetter(id: number, failedAtMs: number, status: number | null, reason: string): void {
-    const r = this.transaction(() => {
+    const r = inTransaction(this.db, () => {
       this.stmt.attempt.run(id);
       this.stmt.dead.run(failedAtMs, status, reason.slice(0, 1000), id);
       const removed = this.stmt.remove.get(id) as { bytes: number } | undefined;
@@ -270,17 +267,5 @@ export class DurableQueue {
 
   private bump(name: QueueCounter, by: number): void {
     this.stmt.bump.run(name, by);
-  }
-
-  private transaction<T>(fn: () => T): T {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      const out = fn();
-      this.db.exec('COMMIT');
-      return out;
-    } catch (err) {
-      this.db.exec('ROLLBACK');
-      throw err;
-    }
   }
 }

@@ -2,14 +2,13 @@
  * The embedded default store: SQLite through node:sqlite (no native addon to compile). WAL mode; each ingest
  * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { Statements, inTransaction, openSqlite } from './database.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface SqliteStoreOptions {
@@ -42,6 +41,8 @@ function classify(err: unknown): Error {
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   private readonly db: DatabaseSync;
+  /** Statements of queries and prunes, prepared once. */
+  private readonly sql: Statements;
   private readonly dims: readonly string[];
   private closed = false;
   /** Batches waiting for the next group commit. */
@@ -59,10 +60,10 @@ export class SqliteStore implements Store {
   private readonly upserts: Record<Granularity, StatementSync>;
 
   constructor(opts: SqliteStoreOptions) {
-    if (opts.path !== ':memory:') mkdirSync(dirname(opts.path), { recursive: true });
-    this.db = new DatabaseSync(opts.path, { timeout: 5000 });
+    this.db = openSqlite(opts.path, opts.synchronous);
+    this.db.exec('PRAGMA foreign_keys = ON;');
+    this.sql = new Statements(this.db);
     this.dims = opts.dimensions ?? [];
-    this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous === 'normal' ? 'NORMAL' : 'FULL'}; PRAGMA foreign_keys = ON;`);
     this.migrate();
     this.insertEvent = this.db.prepare(
       `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (dedup_key) DO NOTHING`,
@@ -91,15 +92,10 @@ export class SqliteStore implements Store {
       throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
-      this.db.exec('BEGIN IMMEDIATE');
-      try {
+      inTransaction(this.db, () => {
         this.db.exec(MIGRATIONS[v] as string);
         this.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
-        this.db.exec('COMMIT');
-      } catch (err) {
-        this.db.exec('ROLLBACK');
-        throw err;
-      }
+      });
     }
   }
 
@@ -124,42 +120,33 @@ export class SqliteStore implements Store {
     this.flushScheduled = false;
     const group = this.waiting.splice(0);
     if (group.length === 0) return;
-    const results: IngestResult[] = [];
+    let results: IngestResult[];
     try {
-      this.db.exec('BEGIN IMMEDIATE');
+      results = inTransaction(this.db, () => {
+        const all: HookEvent[] = [];
+        const out = group.map((w) => {
+          const inserted: HookEvent[] = [];
+          for (const e of w.events) {
+            if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.legacyKeyExists.get(e.legacyKey)) continue;
+            const r = this.insertEvent.run(...(eventValues(e) as SQLInputValue[]));
+            if (Number(r.changes) > 0) inserted.push(e);
+          }
+          all.push(...inserted);
+          return { inserted, duplicates: w.events.length - inserted.length };
+        });
+        this.applyRollups(all);
+        return out;
+      });
     } catch (err) {
       const e = classify(err);
       for (const w of group) w.reject(e);
       return;
     }
-    try {
-      const all: HookEvent[] = [];
-      for (const w of group) {
-        const inserted: HookEvent[] = [];
-        for (const e of w.events) {
-          if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.legacyKeyExists.get(e.legacyKey)) continue;
-          const r = this.insertEvent.run(...(eventValues(e) as SQLInputValue[]));
-          if (Number(r.changes) > 0) inserted.push(e);
-        }
-        results.push({ inserted, duplicates: w.events.length - inserted.length });
-        all.push(...inserted);
-      }
-      this.applyRollups(all);
-      this.db.exec('COMMIT');
-      this.commits++;
-      this.forgetSegmentsAfter(all);
-    } catch (err) {
-      try {
-        this.db.exec('ROLLBACK');
-      } catch {
-        // The transaction may already be gone (SQLite rolls back on some I/O errors).
-      }
-      const e = classify(err);
-      for (const w of group) w.reject(e);
-      return;
-    }
+    this.commits++;
+    this.forgetSegmentsAfter(results.flatMap((r) => r.inserted));
     group.forEach((w, i) => w.resolve(results[i] as IngestResult));
   }
+
 
   /**
    * Drops the kept segments that the committed events fall into. A live feed only sends what just happened, so
@@ -182,7 +169,7 @@ export class SqliteStore implements Store {
   }
 
   async hook(id: string): Promise<HookInfo | undefined> {
-    const r = this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').get(id) as Record<string, unknown> | undefined;
+    const r = this.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').get(id) as Record<string, unknown> | undefined;
     return r ? toInfo(r) : undefined;
   }
 
@@ -232,7 +219,7 @@ export class SqliteStore implements Store {
           sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
         }
         const params = fromEvents ? [seg.fromMs, seg.toMs, ...hookParam, ...filterParams] : [seg.fromMs, seg.toMs, ...hookParam];
-        rows = (this.db.prepare(sql).all(...params) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
+        rows = (this.sql.get(sql).all(...params) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
         if (cacheable) {
           if (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE) this.closedSegments.delete(this.closedSegments.keys().next().value as string);
           this.closedSegments.set(key, { toMs: seg.toMs, rows });
@@ -264,8 +251,8 @@ export class SqliteStore implements Store {
     if (rows.size === 0) return out;
     // One statement for every hook's name rather than a lookup per hook: overviews list them all.
     const infos = q.hookId
-      ? this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').all(q.hookId)
-      : this.db.prepare('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks').all();
+      ? this.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').all(q.hookId)
+      : this.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks').all();
     const byId = new Map((infos as Record<string, unknown>[]).map((r) => [String(r['hook_id']), r]));
     for (const [id, row] of rows) {
       const info = byId.get(id);
@@ -282,10 +269,10 @@ export class SqliteStore implements Store {
     let rows: Record<string, unknown>[];
     if (q.filters && Object.keys(q.filters).length > 0) {
       const [where, params] = this.filterClause(q.filters);
-      rows = this.db.prepare(`SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ? AND time_ms >= ? AND time_ms < ? ${where} GROUP BY b`).all(hookId, from, to, ...params) as Record<string, unknown>[];
+      rows = this.sql.get(`SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ? AND time_ms >= ? AND time_ms < ? ${where} GROUP BY b`).all(hookId, from, to, ...params) as Record<string, unknown>[];
     } else {
       const table = ROLLUP_TABLES[granularityForStep(step)];
-      rows = this.db.prepare(`SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${table} WHERE hook_id = ? AND bucket >= ? AND bucket < ? GROUP BY b`).all(hookId, from, to) as Record<string, unknown>[];
+      rows = this.sql.get(`SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${table} WHERE hook_id = ? AND bucket >= ? AND bucket < ? GROUP BY b`).all(hookId, from, to) as Record<string, unknown>[];
     }
     for (const r of rows) out.set(Number(r['b']), toCounters(fromDbRow(r)));
     return out;
@@ -308,7 +295,7 @@ export class SqliteStore implements Store {
   }
 
   async lastEventMs(): Promise<number | null> {
-    const r = this.db.prepare('SELECT MAX(last_seen) AS t FROM hooks').get() as { t: number | null };
+    const r = this.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get() as { t: number | null };
     return r.t === null ? null : Number(r.t);
   }
 
@@ -317,7 +304,7 @@ export class SqliteStore implements Store {
     const batch = (sql: string, ...params: number[]): number => {
       let total = 0;
       for (;;) {
-        const n = Number(this.db.prepare(sql).run(...params).changes);
+        const n = Number(this.sql.get(sql).run(...params).changes);
         total += n;
         if (n < 5000) return total;
       }
@@ -334,7 +321,7 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     if (this.closed) throw new Error('store is closed');
-    this.db.prepare('SELECT 1').get();
+    this.sql.get('SELECT 1').get();
   }
 
   async close(): Promise<void> {
