@@ -2,7 +2,7 @@
 import type { SeriesResponse } from '../../shared/src/api.ts';
 import { forecastCrossing, type Forecast, type Point } from '../../shared/src/forecast.ts';
 import { api } from './api.ts';
-import { largestOf } from './format.ts';
+import { largestOutput } from '../../shared/src/cliff.ts';
 
 /** Days of history the forecast fits. */
 export const FORECAST_DAYS = 30;
@@ -11,7 +11,7 @@ export const FORECAST_DAYS = 30;
 export function dailyPoints(series: SeriesResponse): Point[] {
   const out: Point[] = [];
   for (const b of series.buckets) {
-    const v = largestOf(b);
+    const v = largestOutput(b);
     if (b.executions > 0 && v !== null) out.push({ t: Date.parse(b.start), value: v });
   }
   return out;

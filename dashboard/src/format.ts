@@ -1,5 +1,4 @@
 /** Number, size and time formatting: one place, so the same value reads the same on every page. */
-import type { CharsByKind, HookCounters } from '../../shared/src/api.ts';
 import type { DeliveryStatus } from '../../shared/src/cliff.ts';
 import { h } from './dom.ts';
 
@@ -21,17 +20,6 @@ export function pct(share: number | null | undefined): string {
   return `${(Math.round(share * 1000) / 10).toFixed(1)}%`;
 }
 
-/** The largest of the per-kind maxima; null when none is known. */
-export function largest(c: CharsByKind): number | null {
-  let max: number | null = null;
-  for (const v of Object.values(c)) if (v !== null && (max === null || v > max)) max = v;
-  return max;
-}
-
-/** Largest output of a counters row. */
-export function largestOf(c: HookCounters): number | null {
-  return largest(c.maxChars);
-}
 
 const DATE_TIME = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
 const SHORT = new Intl.DateTimeFormat('en-GB', { month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });

@@ -41,3 +41,15 @@ export function measuredLength(text: string): number {
 export function isPersisted(sent: number): boolean {
   return sent > OUTPUT_CAP_CHARS;
 }
+
+/** The largest known value; null when none is known (unknown is not zero). */
+export function largestKnown(values: Iterable<number | null>): number | null {
+  let max: number | null = null;
+  for (const v of values) if (v !== null && (max === null || v > max)) max = v;
+  return max;
+}
+
+/** A counters row's largest output over every kind (an upper bound on its largest single string), or null. */
+export function largestOutput(c: { maxChars: Record<OutputKind, number | null> }): number | null {
+  return largestKnown(Object.values(c.maxChars));
+}

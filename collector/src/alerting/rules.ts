@@ -3,7 +3,7 @@
  * and returns the label sets whose condition holds now, with annotations a person can act on.
  */
 import type { HookCounters } from '../../../shared/src/api.ts';
-import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../shared/src/cliff.ts';
+import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestKnown, largestOutput } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { HookInfo, Store } from '../store/store.ts';
 import type { HookEvent } from '../hooks/model.ts';
@@ -54,7 +54,7 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
       return events.some((e) => (e.outputsPersisted ?? 0) > 0);
     case 'headroom': {
       const limit = rule.threshold * OUTPUT_CAP_CHARS;
-      return events.some((e) => Math.max(e.stdoutChars ?? 0, e.additionalContextChars ?? 0, e.systemMessageChars ?? 0, e.initialUserMessageChars ?? 0) > limit);
+      return events.some((e) => (largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]) ?? 0) > limit);
     }
     case 'blind':
       return events.some((e) => e.kind === 'complete' && !e.sizesKnown);
@@ -66,12 +66,6 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
 /** Label name for a dimension: dots become underscores (organization.id -> organization_id), as labels are identifiers. */
 export function dimensionLabel(dimension: string): string {
   return dimension.replace(/[^a-zA-Z0-9_]/g, '_');
-}
-
-/** Largest reported output (upper bound over every kind), or null with no size data. */
-export function largestOutput(c: HookCounters): number | null {
-  const values = Object.values(c.maxChars).filter((v): v is number => v !== null);
-  return values.length ? Math.max(...values) : null;
 }
 
 function hookLabels(rule: RuleConfig, info: HookInfo): Record<string, string> {

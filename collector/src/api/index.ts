@@ -4,7 +4,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { classifyCounters } from '../hooks/cliff.ts';
 import { emptyRow, toCounters } from '../store/counters.ts';
 import { knownDimensions } from '../store/sql.ts';
@@ -23,14 +23,8 @@ export interface ApiOptions {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-/** Largest output (upper bound over every kind), or null when no size data. */
-function largest(c: HookCounters): number | null {
-  const values = Object.values(c.maxChars).filter((v): v is number => v !== null);
-  return values.length ? Math.max(...values) : null;
-}
-
 function summary(info: HookInfo, c: HookCounters): HookSummary {
-  const max = largest(c);
+  const max = largestOutput(c);
   return {
     id: info.id,
     hookEvent: info.hookEvent,

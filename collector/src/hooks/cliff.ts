@@ -4,7 +4,7 @@
  * Claude Code reports each char attribute as a sum over the num_hooks commands that ran, so a sum over the
  * cap does not prove any one string was over it. num_outputs_persisted is the ground truth for "not delivered".
  */
-import { OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, largestKnown, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 
 export interface SizeFacts {
   numHooks: number | null;
@@ -21,12 +21,6 @@ export function singleStringBounds(sum: number, numHooks: number | null): { lowe
   return { lower: Math.ceil(sum / n), upper: sum };
 }
 
-function maxOf(...values: (number | null)[]): number | null {
-  let max: number | null = null;
-  for (const v of values) if (v !== null && (max === null || v > max)) max = v;
-  return max;
-}
-
 /** True when the event carried any size attribute (clients 2.1.280 and later). */
 export function hasSizeData(f: SizeFacts): boolean {
   return f.stdoutChars !== null || f.additionalContextChars !== null || f.systemMessageChars !== null || f.initialUserMessageChars !== null;
@@ -41,10 +35,10 @@ export function classifyExecution(f: SizeFacts, nearThreshold: number): Delivery
   if (!hasSizeData(f)) return 'unknown';
   if (f.outputsPersisted === null) {
     // stdout_chars includes the JSON wrapper of JSON output, so only the measured fields can prove a string was over.
-    const provable = maxOf(f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars);
+    const provable = largestKnown([f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars]);
     if (provable !== null && singleStringBounds(provable, f.numHooks).lower > OUTPUT_CAP_CHARS) return 'over';
   }
-  const upper = maxOf(f.stdoutChars, f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars) ?? 0;
+  const upper = largestKnown([f.stdoutChars, f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars]) ?? 0;
   return upper > nearThreshold ? 'near' : 'ok';
 }
 

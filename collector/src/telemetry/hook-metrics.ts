@@ -9,7 +9,7 @@
  * Label cardinality is bounded: the first `maxSeries` hooks get their own series; events of any further hook
  * are added to the overflow counters and the number of such hooks is reported, never a new series.
  */
-import { OUTPUT_KINDS } from '../../../shared/src/cliff.ts';
+import { largestKnown, largestOutput } from '../../../shared/src/cliff.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { IngestListener } from '../pipeline/consumer.ts';
 import { addEvent, emptyRow, toCounters, type CounterRow } from '../store/counters.ts';
@@ -28,8 +28,7 @@ interface HookSeries {
 const MAX_TRACKED_DROPPED = 100_000;
 
 function largestOf(e: HookEvent): number | null {
-  const sizes = [e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars].filter((v): v is number => v !== null);
-  return sizes.length ? Math.max(...sizes) : null;
+  return largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]);
 }
 
 /** Per-hook counters with a cap on how many hooks get a labelled series. */
@@ -89,8 +88,8 @@ export class HookMetrics implements IngestListener {
       near.push({ labels, value: c.nearExecutions });
       blind.push({ labels, value: c.sizeUnknownExecutions });
       // Unknown is not zero: a hook without size data gets no size sample at all.
-      const max = OUTPUT_KINDS.map((k) => c.maxChars[k]).filter((v): v is number => v !== null);
-      if (max.length) largest.push({ labels, value: Math.max(...max) });
+      const max = largestOutput(c);
+      if (max !== null) largest.push({ labels, value: max });
       if (s.lastLargest !== null) last.push({ labels, value: s.lastLargest });
     }
     const over = toCounters(this.overflow);

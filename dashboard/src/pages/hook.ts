@@ -5,12 +5,12 @@
  */
 import type { ChartConfiguration } from 'chart.js';
 import type { BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, referenceLine } from '../charts.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, chars, dateTime, day, largestOf, num, pct, statusBadge } from '../format.ts';
+import { bucketLabel, chars, dateTime, day, num, pct, statusBadge } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastText } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
 import { apiQuery, buildUrl, keptParams, rangeLabel } from '../state.ts';
@@ -31,7 +31,7 @@ function kindsIn(buckets: SeriesBucket[]): OutputKind[] {
 export function cliffChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
   const labels = series.buckets.map((b) => bucketLabel(b.start, series.step));
   const kinds = kindsIn(series.buckets);
-  const persisted = series.buckets.map((b) => (b.outputsPersisted > 0 ? largestOf(b) ?? OUTPUT_CAP_CHARS : null));
+  const persisted = series.buckets.map((b) => (b.outputsPersisted > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null));
   const config: ChartConfiguration<'line'> = {
     type: 'line',
     data: {
@@ -55,9 +55,9 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
       scales: { y: { beginAtZero: true, title: { display: true, text: 'characters (UTF-16 code units)' } } },
     },
   };
-  const withData = series.buckets.filter((b) => largestOf(b) !== null);
+  const withData = series.buckets.filter((b) => largestOutput(b) !== null);
   const over = series.buckets.filter((b) => b.outputsPersisted > 0);
-  const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOf(b) ?? 0), null);
+  const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null);
   const summary = withData.length === 0
     ? 'No size data in this range.'
     : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${num(series.buckets.length)} buckets had persisted outputs.`;
@@ -125,7 +125,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
       },
     },
   };
-  const peak = largestOf(hook);
+  const peak = largestOutput(hook);
   const lost = peak === null ? null : peak - deliveredChars(peak);
   const summary = peak === null
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
@@ -178,7 +178,7 @@ function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
       h('td', { class: 'num' }, num(row.executions)),
       h('td', { class: 'num' }, num(row.success)),
       h('td', { class: 'num' }, num(row.outputsPersisted)),
-      h('td', { class: 'num' }, chars(largestOf(row))),
+      h('td', { class: 'num' }, chars(largestOutput(row))),
       h('td', { class: 'num' }, num(row.sizeUnknownExecutions)),
     ))),
   ));
@@ -247,7 +247,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       replace(facts,
         h('div', { class: 'kpi', 'data-kpi': 'executions' }, h('div', { class: 'kpi-label' }, 'Executions'), h('div', { class: 'kpi-value' }, num(hk.executions))),
         h('div', { class: 'kpi', 'data-kpi': 'persisted' }, h('div', { class: 'kpi-label' }, 'Outputs persisted'), h('div', { class: 'kpi-value' }, num(hk.outputsPersisted))),
-        h('div', { class: 'kpi', 'data-kpi': 'largest' }, h('div', { class: 'kpi-label' }, 'Largest output'), h('div', { class: 'kpi-value' }, chars(largestOf(hk))),
+        h('div', { class: 'kpi', 'data-kpi': 'largest' }, h('div', { class: 'kpi-label' }, 'Largest output'), h('div', { class: 'kpi-value' }, chars(largestOutput(hk))),
           h('div', { class: 'kpi-note' }, 'upper bound: Claude Code reports sums over the hook commands of one execution')),
         h('div', { class: 'kpi', 'data-kpi': 'headroom' }, h('div', { class: 'kpi-label' }, 'Headroom'), h('div', { class: 'kpi-value' }, hk.headroom === null ? 'unknown' : chars(hk.headroom))),
         h('div', { class: 'kpi', 'data-kpi': 'forecast' }, h('div', { class: 'kpi-label' }, 'Crosses the cap'),

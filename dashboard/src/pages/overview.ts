@@ -6,10 +6,11 @@ import type { HookSummary, HooksResponse, OverviewResponse } from '../../../shar
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { api } from '../api.ts';
 import { h, replace } from '../dom.ts';
-import { ago, chars, dateTime, largestOf, num, pct, statusBadge } from '../format.ts';
+import { ago, chars, dateTime, num, pct, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom, forecastText } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
 import { apiQuery, buildUrl, rangeLabel, rangeQuery } from '../state.ts';
+import { largestOutput } from '../../../shared/src/cliff.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -123,7 +124,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         case 'name': return sign * a.hookName.localeCompare(b.hookName);
         case 'executions': return sign * (a.executions - b.executions);
         case 'persisted': return sign * (a.outputsPersisted - b.outputsPersisted);
-        case 'largest': return known(largestOf(a), largestOf(b));
+        case 'largest': return known(largestOutput(a), largestOutput(b));
         case 'headroom': return known(a.headroom, b.headroom);
         case 'forecast': return known(forecastDays(a.id), forecastDays(b.id));
         case 'lastSeen': return sign * (Date.parse(a.lastSeen) - Date.parse(b.lastSeen));
@@ -144,14 +145,14 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     const shown = showAll ? hooks : hooks.slice(0, ROW_LIMIT);
     replace(tbody, ...shown.map((hk) => {
       const f = forecasts.get(hk.id);
-      const fText = hk.status === 'over' ? 'over the cap now' : f ? forecastText(f.forecast, largestOf(hk)) : hk.status === 'unknown' ? 'unknown' : '–';
+      const fText = hk.status === 'over' ? 'over the cap now' : f ? forecastText(f.forecast, largestOutput(hk)) : hk.status === 'unknown' ? 'unknown' : '–';
       return h('tr', { 'data-hook-id': hk.id, 'data-status': hk.status },
         h('td', null, statusBadge(hk.status)),
         h('th', { scope: 'row' }, ctx.link(buildUrl(`/hooks/${hk.id}`, state), { class: 'hook-link' }, hk.hookName), h('div', { class: 'muted small' }, hk.hookEvent)),
         h('td', { class: 'num' }, num(hk.executions)),
         h('td', { class: 'num' }, num(hk.success)),
         h('td', { class: 'num' }, num(hk.outputsPersisted)),
-        h('td', { class: 'num' }, chars(largestOf(hk))),
+        h('td', { class: 'num' }, chars(largestOutput(hk))),
         h('td', { class: 'num' }, hk.headroom === null ? 'unknown' : num(hk.headroom)),
         h('td', { class: 'num', 'data-col': 'forecast' }, fText),
         h('td', null, h('time', { datetime: hk.lastSeen, title: dateTime(hk.lastSeen) }, ago(hk.lastSeen))),
