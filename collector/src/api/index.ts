@@ -6,7 +6,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { BreakdownResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { classifyCounters } from '../hooks/cliff.ts';
-import { emptyRow, toCounters } from '../store/counters.ts';
+import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import { knownDimensions } from '../store/sql.ts';
 import { UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -47,24 +47,6 @@ export function byRisk(a: HookSummary, b: HookSummary): number {
     || a.hookName.localeCompare(b.hookName);
 }
 
-function sumCounters(list: HookCounters[]): HookCounters {
-  const total = toCounters(emptyRow());
-  for (const c of list) {
-    for (const k of ['executions', 'starts', 'numHooks', 'success', 'blocking', 'nonBlockingError', 'cancelled', 'outputsPersisted', 'executionsWithPersisted', 'sizeUnknownExecutions', 'nearExecutions', 'durationMsSum'] as const) {
-      total[k] += c[k];
-    }
-    for (const group of ['maxChars', 'maxCharsLowerBound', 'sumChars'] as const) {
-      for (const kind of Object.keys(c[group]) as (keyof HookCounters['maxChars'])[]) {
-        const v = c[group][kind];
-        const cur = total[group][kind];
-        if (v === null) continue;
-        total[group][kind] = cur === null ? v : group === 'sumChars' ? cur + v : Math.max(cur, v);
-      }
-    }
-    if (c.durationMsMax !== null) total.durationMsMax = Math.max(total.durationMsMax ?? 0, c.durationMsMax);
-  }
-  return total;
-}
 
 export function createApiRouter(opts: ApiOptions): Router {
   const { store } = opts;
@@ -157,7 +139,7 @@ export function createApiRouter(opts: ApiOptions): Router {
   router.get('/api/v1/overview', async (req, res) => {
     const q = req.query as Record<string, unknown>;
     const { fromMs, toMs, filters, hooks } = await hooksInRange(q, ['from', 'to']);
-    const totals = sumCounters(hooks);
+    const totals = totalCounters(hooks);
     const statusCounts = { over: 0, near: 0, ok: 0, unknown: 0 } as Record<DeliveryStatus, number>;
     for (const h of hooks) statusCounts[h.status]++;
     const last = await store.lastEventMs();

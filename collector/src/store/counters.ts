@@ -92,27 +92,39 @@ function chars(row: CounterRow, prefix: 'max_' | 'lmax_' | 'sum_'): CharsByKind 
   return out;
 }
 
+/** HookCounters' count fields and the column each comes from. */
+const NUMBER_FIELDS = [
+  ['executions', 'executions'], ['starts', 'starts'], ['numHooks', 'num_hooks'], ['success', 'success'], ['blocking', 'blocking'],
+  ['nonBlockingError', 'non_blocking_error'], ['cancelled', 'cancelled'], ['outputsPersisted', 'outputs_persisted'],
+  ['executionsWithPersisted', 'executions_with_persisted'], ['sizeUnknownExecutions', 'size_unknown'],
+  ['nearExecutions', 'near_executions'], ['durationMsSum', 'duration_sum'],
+] as const;
+
+/** HookCounters' per-kind size fields and the column prefix of each. */
+const CHAR_GROUPS = [['maxChars', 'max_'], ['maxCharsLowerBound', 'lmax_'], ['sumChars', 'sum_']] as const;
+
 /** The API shape of a rollup row. */
 export function toCounters(row: CounterRow): HookCounters {
-  const n = (c: CounterColumn): number => Number(row[c] ?? 0);
-  return {
-    executions: n('executions'),
-    starts: n('starts'),
-    numHooks: n('num_hooks'),
-    success: n('success'),
-    blocking: n('blocking'),
-    nonBlockingError: n('non_blocking_error'),
-    cancelled: n('cancelled'),
-    outputsPersisted: n('outputs_persisted'),
-    executionsWithPersisted: n('executions_with_persisted'),
-    sizeUnknownExecutions: n('size_unknown'),
-    nearExecutions: n('near_executions'),
-    maxChars: chars(row, 'max_'),
-    maxCharsLowerBound: chars(row, 'lmax_'),
-    sumChars: chars(row, 'sum_'),
-    durationMsSum: n('duration_sum'),
-    durationMsMax: row.duration_max === null ? null : Number(row.duration_max),
-  };
+  const out = { durationMsMax: row.duration_max === null ? null : Number(row.duration_max) } as HookCounters;
+  for (const [field, col] of NUMBER_FIELDS) out[field] = Number(row[col] ?? 0);
+  for (const [group, prefix] of CHAR_GROUPS) out[group] = chars(row, prefix);
+  return out;
+}
+
+/** The rollup row of an API counters object (the inverse of toCounters). */
+function toRow(c: HookCounters): CounterRow {
+  const row = emptyRow();
+  for (const [field, col] of NUMBER_FIELDS) row[col] = c[field];
+  for (const [group, prefix] of CHAR_GROUPS) for (const [api, col] of KINDS) row[`${prefix}${col}`] = c[group][api];
+  row.duration_max = c.durationMsMax;
+  return row;
+}
+
+/** Several counters together, as if one row had folded all their events (the merge rules of mergeRow). */
+export function totalCounters(list: readonly HookCounters[]): HookCounters {
+  const total = emptyRow();
+  for (const c of list) mergeRow(total, toRow(c));
+  return toCounters(total);
 }
 
 /** Normalises a database row (bigint or string numbers) to a CounterRow. */
