@@ -340,6 +340,13 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     );
   });
 
+  it('refuses a series step that is not a positive whole number of ms (it is written into the SQL)', async () => {
+    const store = await open();
+    for (const stepMs of [0, -60_000, 1.5, Number.NaN, 2 ** 60]) {
+      await expect(store.series('0000000000000000', { fromMs: T0, toMs: T0 + HOUR, stepMs })).rejects.toThrow(RangeError);
+    }
+  });
+
   it('returns series buckets for minute, hour, day and uneven steps', async () => {
     const store = await open();
     const events = [0, 30_000, 2 * MINUTE, 61 * MINUTE, 3 * HOUR + 5 * MINUTE, DAY + 1, DAY + 2 * HOUR, 2 * DAY + 23 * HOUR + 59 * MINUTE].map((t) => ev({ timeMs: T0 + t }));

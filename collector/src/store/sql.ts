@@ -1,7 +1,8 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
-import { UnknownDimensionError, type HookInfo } from './store.ts';
+import { granularityForStep } from './segments.ts';
+import { UnknownDimensionError, type HookInfo, type SeriesQuery } from './store.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
 
@@ -174,3 +175,17 @@ export function toInfo(r: Record<string, unknown>): HookInfo {
   };
 }
 
+
+/**
+ * A hook's series: counters per bucket of `stepMs`, from rollups, or from raw events when `filterWhere` (a
+ * filter clause) is given. The step is written into the SQL, so it must be a positive whole number of ms.
+ * Parameters, rendered by `p(n)`: 1 hook id, 2 and 3 the range aligned to the step (returned), then the filters.
+ */
+export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string): { sql: string; fromMs: number; toMs: number } {
+  const step = q.stepMs;
+  if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
+  const sql = filterWhere === null
+    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${ROLLUP_TABLES[granularityForStep(step)]} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} GROUP BY b`
+    : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ${p(1)} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
+  return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
+}

@@ -10,8 +10,8 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shar
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { alignRange, granularityForStep, segments } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { alignRange, segments } from '../segments.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -312,23 +312,15 @@ export class PostgresStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const step = Math.trunc(q.stepMs);
-    if (!(step > 0)) throw new RangeError('series step must be a positive whole number of ms');
-    const out = new Map<number, HookCounters>();
-    const from = Math.floor(q.fromMs / step) * step;
-    const to = Math.ceil(q.toMs / step) * step;
-    let rows: Record<string, unknown>[];
-    if (q.filters && Object.keys(q.filters).length > 0) {
-      const params: unknown[] = [hookId, from, to];
-      const where = this.filterClause(q.filters, params);
-      rows = await this.query(`SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = $1 AND time_ms >= $2 AND time_ms < $3 ${where} GROUP BY b`, params);
-    } else {
-      const table = ROLLUP_TABLES[granularityForStep(step)];
-      rows = await this.query(`SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${table} WHERE hook_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY b`, [hookId, from, to]);
-    }
-    for (const r of rows) out.set(Number(r['b']), toCounters(fromDbRow(r)));
-    return out;
+    const params: unknown[] = [hookId, null, null];
+    const where = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters, params) : null;
+    const { sql, fromMs, toMs } = seriesQuery(q, where, (n) => `$${n}`);
+    params[1] = fromMs;
+    params[2] = toMs;
+    const rows = await this.query(sql, params);
+    return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
+
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
     const rows = await this.aggregate(q, ['service_name', 'service_version']);

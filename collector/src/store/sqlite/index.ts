@@ -6,8 +6,8 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { MINUTE, segments, type Granularity } from '../segments.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
@@ -262,21 +262,12 @@ export class SqliteStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const step = q.stepMs;
-    const out = new Map<number, HookCounters>();
-    const from = Math.floor(q.fromMs / step) * step;
-    const to = Math.ceil(q.toMs / step) * step;
-    let rows: Record<string, unknown>[];
-    if (q.filters && Object.keys(q.filters).length > 0) {
-      const [where, params] = this.filterClause(q.filters);
-      rows = this.sql.get(`SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ? AND time_ms >= ? AND time_ms < ? ${where} GROUP BY b`).all(hookId, from, to, ...params) as Record<string, unknown>[];
-    } else {
-      const table = ROLLUP_TABLES[granularityForStep(step)];
-      rows = this.sql.get(`SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${table} WHERE hook_id = ? AND bucket >= ? AND bucket < ? GROUP BY b`).all(hookId, from, to) as Record<string, unknown>[];
-    }
-    for (const r of rows) out.set(Number(r['b']), toCounters(fromDbRow(r)));
-    return out;
+    const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
+    const { sql, fromMs, toMs } = seriesQuery(q, where, () => '?');
+    const rows = this.sql.get(sql).all(hookId, fromMs, toMs, ...filterParams) as Record<string, unknown>[];
+    return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
+
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
     const rows = this.aggregate(q, `service_name || char(0) || service_version`);
