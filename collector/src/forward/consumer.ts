@@ -67,6 +67,10 @@ export class ForwardingStage implements PassThroughConsumer {
   /** Wraps the hook stage so every logs request is also forwarded. */
   wrapLogs(next: LogsConsumer): LogsConsumer {
     return {
+      admit: (raw: RawRequest): void => {
+        this.check(raw);
+        next.admit?.(raw);
+      },
       consumeLogs: async (req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> => {
         this.check(raw);
         const result = await next.consumeLogs(req, raw);

@@ -24,6 +24,11 @@ export interface ConsumeResult {
 
 /** Next stage after a receiver for logs. Throws a classified error (see errors.ts) to refuse the request. */
 export interface LogsConsumer {
+  /**
+   * Refuses a request the stage could not take now (a classified error, e.g. overloaded), before the receiver
+   * spends a decode on it. consumeLogs checks again: admission is advice, not a reservation.
+   */
+  admit?(raw: RawRequest): void;
   consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult>;
 }
 

@@ -67,6 +67,9 @@ describe('back-pressure', () => {
     expect(third.status).toBe(503);
     expect(third.headers.get('retry-after')).toBe('1');
     expect(JSON.parse(third.body.toString()).message).toMatch(/waiting for the store/);
+    // Refused before decoding: a body that would not even decode gets the same 503, not a 400.
+    const undecodable = await postOtlp(service.otlpHttpUrl, '/v1/logs', '{"resourceLogs": 7}', json);
+    expect(undecodable.status).toBe(503);
     gated.open();
     expect((await first).status).toBe(200);
     expect((await second).status).toBe(200);

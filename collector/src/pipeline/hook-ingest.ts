@@ -46,10 +46,14 @@ export class HookIngest implements LogsConsumer {
     this.listeners.push(l);
   }
 
-  async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
+  admit(): void {
     if (this.pending >= this.opts.maxPending) {
       throw new OverloadedError(`${this.pending} batches are waiting for the store; retry later`, 1);
     }
+  }
+
+  async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
+    this.admit();
     const x = extractHookEvents(req, { nearThreshold: this.opts.nearThreshold, dimensions: this.opts.dimensions, ...(this.opts.now ? { now: this.opts.now } : {}) });
     this.stats.batches++;
     this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;

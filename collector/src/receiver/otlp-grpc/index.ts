@@ -130,6 +130,7 @@ export class OtlpGrpcReceiver {
       let rejected = 0;
       let message = '';
       if (signal === 'logs') {
+        this.opts.logs.admit?.(raw);
         ({ rejected, message } = await this.opts.logs.consumeLogs(decodeLogsProto(body), raw));
       } else {
         await this.opts.passThrough.consume(raw);

@@ -134,6 +134,7 @@ export class OtlpHttpReceiver {
       let rejected = 0;
       let message = '';
       if (signal === 'logs') {
+        this.opts.logs.admit?.(rawRequest);
         const decoded = encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8'));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
