@@ -10,6 +10,8 @@ import { captureIO } from '../common/capture-io.ts';
 import { runCheck } from './index.ts';
 
 const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));
+/** The real hook setup that produced the Claude Code 2.1.332 fixtures (settings.json and hooks/). */
+const realSetup = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/hook-setups/proj3-tools/', import.meta.url));
 
 /** The shape of `check --json`, as far as these tests read it. */
 interface CheckOutput {
@@ -285,8 +287,9 @@ writeFileSync(${JSON.stringify(record)}, JSON.stringify({ input, projectDir: pro
 
 describe('check --settings', () => {
   it('checks every command hook of the real 2.1.332 hook setup and finds the two outputs Claude Code persisted', async () => {
+    // Laid out as a project's .claude folder in a temporary place: its SessionEnd hook writes into $CLAUDE_PROJECT_DIR.
     const project = join(dir, 'proj3-tools');
-    await cp(join(testdata, 'proj3-tools'), project, { recursive: true });
+    await cp(realSetup, join(project, '.claude'), { recursive: true });
     const { code, result } = await checkJson(['--settings', join(project, '.claude', 'settings.json')]);
     const summary = result.hooks.map((h) => [h.hookName, h.status, ...h.outputs.map((o) => `${o.kind}=${o.sent}${o.persisted ? ' persisted' : ''}`)]);
     // The same figures as the telemetry Claude Code 2.1.332 sent for this setup (fixtures README).
