@@ -100,6 +100,17 @@ function sorted<K, V>(m: Map<K, V>): [K, V][] {
 
 const ALL = { 'hookwatch.source': 'otlp' };
 
+/** A fresh in-memory store holding `events`, closed after `fn` whatever happens. */
+async function withEvents(events: HookEvent[], fn: (store: SqliteStore) => Promise<void>): Promise<void> {
+  const store = new SqliteStore({ path: ':memory:' });
+  try {
+    await store.ingest(events);
+    await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
 describe('rollups agree with raw events', () => {
   it('per-hook counters over random ranges: rollup path = event path = model', async () => {
     await fc.assert(fc.asyncProperty(
@@ -108,9 +119,7 @@ describe('rollups agree with raw events', () => {
       fc.integer({ min: 1, max: 4 * DAY }),
       async (xs, a, len) => {
         const events = xs.map(toEvent);
-        const store = new SqliteStore({ path: ':memory:' });
-        try {
-          await store.ingest(events);
+        await withEvents(events, async (store) => {
           const q = { fromMs: T0 + a, toMs: T0 + a + len };
           const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
           const want = sorted(fold(events, fromMs, toMs, (e) => e.hookId));
@@ -118,9 +127,7 @@ describe('rollups agree with raw events', () => {
             sorted(new Map([...m].map(([k, { info: _info, ...c }]) => [k, c])));
           expect(strip(await store.hookCounters(q))).toEqual(want);
           expect(strip(await store.hookCounters({ ...q, filters: ALL }))).toEqual(want);
-        } finally {
-          await store.close();
-        }
+        });
       },
     ), { numRuns: 120 });
   });
@@ -134,18 +141,14 @@ describe('rollups agree with raw events', () => {
       async (xs, a, len, stepMs) => {
         const events = xs.map(toEvent);
         const id = events[0]?.hookId as string;
-        const store = new SqliteStore({ path: ':memory:' });
-        try {
-          await store.ingest(events);
+        await withEvents(events, async (store) => {
           const q = { fromMs: T0 + a, toMs: T0 + a + len, stepMs };
           const from = Math.floor(q.fromMs / stepMs) * stepMs;
           const to = Math.ceil(q.toMs / stepMs) * stepMs;
           const want = sorted(fold(events.filter((e) => e.hookId === id), from, to, (e) => Math.floor(e.timeMs / stepMs) * stepMs));
           expect(sorted(await store.series(id, q))).toEqual(want);
           expect(sorted(await store.series(id, { ...q, filters: ALL }))).toEqual(want);
-        } finally {
-          await store.close();
-        }
+        });
       },
     ), { numRuns: 120 });
   });
@@ -158,9 +161,7 @@ describe('rollups agree with raw events', () => {
       async (xs, a, len) => {
         const events = xs.map(toEvent);
         const id = events[0]?.hookId as string;
-        const store = new SqliteStore({ path: ':memory:' });
-        try {
-          await store.ingest(events);
+        await withEvents(events, async (store) => {
           const q = { fromMs: T0 + a, toMs: T0 + a + len };
           const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
           const byVersion = fold(events, fromMs, toMs, (e) => e.serviceVersion);
@@ -171,9 +172,7 @@ describe('rollups agree with raw events', () => {
           const rows = await store.breakdown(id, 'service.version', q);
           const want = fold(events.filter((e) => e.hookId === id), fromMs, toMs, (e) => e.serviceVersion);
           expect(sorted(new Map(rows.map(({ value, ...c }) => [value, c])))).toEqual(sorted(want));
-        } finally {
-          await store.close();
-        }
+        });
       },
     ), { numRuns: 80 });
   });
