@@ -36,7 +36,7 @@ try {
   const matches =
     totals.bytes === facts.bytes &&
     totals.records === facts.hookRecords &&
-    totals.persisted === facts.persistedRecords &&
+    totals.outputsPersisted === facts.persistedRecords &&
     totals.duplicateRecords === facts.duplicateRecords &&
     totals.unparsableLines === facts.unparsableLines &&
     totals.oversizedLines === facts.oversizedLines;

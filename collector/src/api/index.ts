@@ -11,6 +11,7 @@ import { knownDimensions } from '../store/sql.ts';
 import { UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ParamError, parseFilters, parseHookId, parseRange, parseStep, single } from './params.ts';
+import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -135,6 +136,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map((r) => ({ ...r, status: classifyCounters(r) })) };
     res.json(body);
   });
+
+  addTranscriptCommandsRoute(router, { store, now });
 
   router.get('/api/v1/overview', async (req, res) => {
     const q = req.query as Record<string, unknown>;

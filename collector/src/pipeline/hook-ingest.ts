@@ -3,6 +3,7 @@
  * the commit), then tells listeners (alerting) about the newly stored events.
  */
 import { extractHookEvents } from '../hooks/extract.ts';
+import { extractTranscriptFindings } from '../hooks/transcript-findings.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -30,10 +31,13 @@ export interface IngestStats {
   otherRecords: number;
   storeErrors: number;
   storeSeconds: number;
+  /** Transcript findings (`hookwatch scan --send`) stored apart from telemetry, and those already stored. */
+  transcriptFindings: number;
+  transcriptFindingDuplicates: number;
 }
 
 export class HookIngest implements LogsConsumer {
-  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0 };
+  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0 };
   private pending = 0;
   private readonly listeners: IngestListener[] = [];
   private readonly opts: HookIngestOptions;
@@ -55,11 +59,18 @@ export class HookIngest implements LogsConsumer {
   async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
     this.admit();
     const x = extractHookEvents(req, { nearThreshold: this.opts.nearThreshold, dimensions: this.opts.dimensions, ...(this.opts.now ? { now: this.opts.now } : {}) });
+    // Transcript findings go to their own table, never into telemetry's counts.
+    const t = extractTranscriptFindings(req, this.opts.now);
     this.stats.batches++;
     this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
     this.stats.hookEvents += x.events.length;
-    this.stats.rejectedRecords += x.rejected;
-    this.stats.otherRecords += x.otherRecords;
+    this.stats.rejectedRecords += x.rejected + t.rejected;
+    this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected;
+    if (t.findings.length > 0) {
+      const r = await this.opts.store.recordTranscriptFindings(t.findings);
+      this.stats.transcriptFindings += r.inserted;
+      this.stats.transcriptFindingDuplicates += r.duplicates;
+    }
     if (x.events.length > 0) {
       this.pending++;
       const started = performance.now();
@@ -76,9 +87,11 @@ export class HookIngest implements LogsConsumer {
         this.stats.storeSeconds += (performance.now() - started) / 1000;
       }
     }
-    if (x.rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
-    const more = x.rejected > x.problems.length ? ` (and ${x.rejected - x.problems.length} more)` : '';
-    return { rejected: x.rejected, message: `${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}`, statuses: x.statuses };
+    const rejected = x.rejected + t.rejected;
+    if (rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
+    const problems = [...x.problems, ...t.problems];
+    const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
+    return { rejected, message: `${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`, statuses: x.statuses };
   }
 
   private notify(events: Parameters<IngestListener['onIngested']>[0]): void {

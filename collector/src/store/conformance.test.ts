@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HookCounters } from '../../../shared/src/api.ts';
 import type { HookEvent } from '../hooks/model.ts';
+import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import { hookId } from '../hooks/extract.ts';
 import { addEvent, emptyRow, toCounters } from './counters.ts';
 import { PostgresStore } from './postgres/index.ts';
@@ -491,5 +492,32 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     }
     const byUser = await first.breakdown(events[0]!.hookId, 'user.id', { fromMs: T0, toMs: T0 + 2 * DAY });
     expect(byUser.reduce((s, r) => s + r.executions, 0)).toBe(events.filter((e) => e.hookId === events[0]!.hookId).length);
+  });
+
+  it('keeps transcript findings apart from telemetry and stores each finding id once', async () => {
+    const store = await open();
+    const hook = hookId('SessionStart', 'SessionStart:startup');
+    const finding = (id: string, over: Partial<TranscriptFinding> = {}): TranscriptFinding => ({
+      id, kind: 'output', hookId: hook, hookEvent: 'SessionStart', hookName: 'SessionStart:startup', command: 'emit ctx 12000',
+      sessionId: 's-1', timeMs: T0 + MINUTE, field: 'additionalContext', outcome: 'persisted', chars: 12_000, ...over,
+    });
+    const batch = [
+      finding('run-1', { kind: 'run', field: 'success', outcome: '', chars: null }),
+      finding('saved:/a.txt'),
+      finding('run-2', { kind: 'run', field: 'success', outcome: '', chars: null, command: 'emit ctx 10000', sessionId: 's-2' }),
+      finding('out-2', { command: 'emit ctx 10000', outcome: 'delivered', chars: 10_000, sessionId: 's-2' }),
+      finding('out-3', { command: 'emit ctx 10000', outcome: 'unconfirmed', chars: 20, sessionId: 's-2' }),
+      // Outside the range asked below.
+      finding('late', { timeMs: T0 + DAY }),
+    ];
+    expect(await store.recordTranscriptFindings(batch)).toEqual({ inserted: 6, duplicates: 0 });
+    // The same transcripts sent again: nothing new.
+    expect(await store.recordTranscriptFindings(batch.slice(0, 4))).toEqual({ inserted: 0, duplicates: 4 });
+    expect(await store.transcriptCommands(hook, { fromMs: T0, toMs: T0 + HOUR })).toEqual([
+      { command: 'emit ctx 12000', runs: 1, outputs: 1, delivered: 0, persisted: 1, unconfirmed: 0, largestOutputChars: 12_000, largestDeliveredChars: null, sessions: 1 },
+      { command: 'emit ctx 10000', runs: 1, outputs: 1, delivered: 1, persisted: 0, unconfirmed: 1, largestOutputChars: 10_000, largestDeliveredChars: 10_000, sessions: 1 },
+    ]);
+    // Telemetry figures do not see them.
+    expect((await store.hookCounters({ fromMs: T0, toMs: T0 + 2 * DAY })).size).toBe(0);
   });
 });

@@ -3,7 +3,10 @@
  * One interface, one folder per backend (sqlite/, postgres/), one conformance suite for all of them.
  */
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../shared/src/api.ts';
+import type { TranscriptCommandRow } from '../../../shared/src/transcript-api.ts';
 import type { HookEvent } from '../hooks/model.ts';
+import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
+import type { FindingsResult } from './transcript-findings.ts';
 
 export interface IngestResult {
   /** Events stored by this call. */
@@ -61,6 +64,13 @@ export interface Store {
   lastEventMs(): Promise<number | null>;
   /** Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, in bounded batches. */
   prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult>;
+  /**
+   * Commits transcript findings (`hookwatch scan --send`) to their own table, apart from telemetry; a finding
+   * whose id is already stored is not stored again. Resolves once they are durable.
+   */
+  recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult>;
+  /** Per-command figures of one hook from the transcript findings in the range. */
+  transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */

@@ -12,6 +12,9 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
 import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
+import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
+import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -48,6 +51,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX alert_attempts_alert ON alert_attempts (alert_id, id);`,
   // 3: keys begin with the event time.
   timeOrderedKeysDdl({ nowMs: '(EXTRACT(EPOCH FROM now()) * 1000)::bigint', greatest: 'GREATEST' }),
+  // 4: transcript findings, apart from telemetry.
+  transcriptFindingsDdl('BIGINT'),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -363,6 +368,25 @@ export class PostgresStore implements Store {
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
     return result;
+  }
+
+  async recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult> {
+    if (findings.length === 0) return { inserted: 0, duplicates: 0 };
+    // One statement (atomic) per batch: unnest() of one array per column.
+    const types = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'int8', 'text', 'text', 'int8'];
+    const columns = FINDING_COLUMNS.map((_, c) => findings.map((f) => findingValues(f)[c]));
+    const rows = await this.query(
+      `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')})
+       SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})
+       ON CONFLICT (finding_id) DO NOTHING RETURNING finding_id`,
+      columns,
+    );
+    return { inserted: rows.length, duplicates: findings.length - rows.length };
+  }
+
+  async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
+    const rows = await this.query(commandsQuery((n) => `$${n}`), [hookId, q.fromMs, q.toMs]);
+    return rows.map(toCommandRow);
   }
 
   async ping(): Promise<void> {

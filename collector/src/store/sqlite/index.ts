@@ -9,6 +9,9 @@ import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, t
 import { MINUTE, segments, type Granularity } from '../segments.ts';
 import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
+import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
+import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
+import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface SqliteStoreOptions {
@@ -23,6 +26,8 @@ export const MIGRATIONS: readonly string[] = [
   coreSchemaDdl({ int: 'INTEGER', flag: 'INTEGER', id: 'INTEGER PRIMARY KEY', json: 'TEXT', rollupTableOptions: ' WITHOUT ROWID' }),
   // 2: keys begin with the event time.
   timeOrderedKeysDdl({ nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", greatest: 'MAX' }),
+  // 3: transcript findings, apart from telemetry.
+  transcriptFindingsDdl('INTEGER'),
 ];
 
 /** Cached closed segments at most (a 30-day view needs about five). */
@@ -308,6 +313,25 @@ export class SqliteStore implements Store {
     result.rollups += rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
     if (result.events > 0 || result.rollups > 0) this.closedSegments.clear();
     return result;
+  }
+
+  async recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult> {
+    if (findings.length === 0) return { inserted: 0, duplicates: 0 };
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    const insert = this.sql.get(
+      `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')}) VALUES (${FINDING_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (finding_id) DO NOTHING`,
+    );
+    try {
+      const inserted = inTransaction(this.db, () => findings.reduce((n, f) => n + Number(insert.run(...findingValues(f)).changes), 0));
+      return { inserted, duplicates: findings.length - inserted };
+    } catch (err) {
+      throw classify(err);
+    }
+  }
+
+  async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
+    const rows = this.sql.get(commandsQuery(() => '?')).all(hookId, q.fromMs, q.toMs) as Record<string, unknown>[];
+    return rows.map(toCommandRow);
   }
 
   async ping(): Promise<void> {

@@ -16,11 +16,11 @@ import { hookRecord, messageRecord, persistedMarker } from './synthetic-transcri
 /** The shape of `scan --json`, as far as these tests read it. */
 interface ScanOutput {
   ok: boolean;
-  totals: { records: number; delivered: number; persisted: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
-  hooks: { hookName: string; hookEvent: string; records: number; delivered: number; persisted: number; outputsPersisted: number; largestDeliveredChars: number | null }[];
-  sessions: { sessionId: string; records: number; delivered: number; persisted: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; persisted: number }[] }[];
+  totals: { records: number; runs: number; outputs: number; delivered: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
+  hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null }[];
+  sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
   files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number }[];
-  persistedOutputs: { sessionId: string; hookName: string; uuid: string; savedPath: string; sizeLabel: string; preview?: string }[];
+  persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; preview?: string }[];
   send?: { url: string; emitted: number; exported: number; failed: number; error?: string };
 }
 
@@ -103,20 +103,20 @@ describe('scan: counting delivered and persisted hook outputs', () => {
       [`/-home-dev-project/${SESSION_A}.jsonl`, 3, 1, 0, false],
       [`/-home-dev-project/nested/${SESSION_B}.jsonl`, 3, 0, 1, true],
     ]);
-    expect(result.totals).toMatchObject({ records: 6, delivered: 4, persisted: 2, outputsPersisted: 2, duplicateRecords: 1, unparsableLines: 1, oversizedLines: 0, recordsWithoutId: 0 });
-    const hooks = Object.fromEntries(result.hooks.map((h) => [h.hookName, [h.records, h.delivered, h.persisted, h.outputsPersisted, h.largestDeliveredChars]]));
+    expect(result.totals).toMatchObject({ records: 6, runs: 5, outputs: 6, delivered: 4, outputsPersisted: 2, duplicateRecords: 1, unparsableLines: 1, oversizedLines: 0, recordsWithoutId: 0 });
+    const hooks = Object.fromEntries(result.hooks.map((h) => [h.hookName, [h.runs, h.outputs, h.delivered, h.outputsPersisted, h.largestDeliveredChars]]));
     expect(hooks).toEqual({
-      'SessionStart:startup': [2, 1, 1, 1, 500],
-      'PostToolUse:Bash': [1, 0, 1, 1, null],
-      UserPromptSubmit: [1, 1, 0, 0, 100],
-      'PreToolUse:Bash': [1, 1, 0, 0, 50],
-      Stop: [1, 1, 0, 0, 9_999],
+      'SessionStart:startup': [2, 2, 1, 1, 500],
+      'PostToolUse:Bash': [0, 1, 0, 1, null],
+      UserPromptSubmit: [1, 1, 1, 0, 100],
+      'PreToolUse:Bash': [1, 1, 1, 0, 50],
+      Stop: [1, 1, 1, 0, 9_999],
     });
-    const sessions = Object.fromEntries(result.sessions.map((s) => [s.sessionId, [s.records, s.delivered, s.persisted, s.outputsPersisted]]));
-    expect(sessions).toEqual({ [SESSION_A]: [3, 2, 1, 1], [SESSION_B]: [3, 2, 1, 1] });
-    expect(result.persistedOutputs.map((p) => [p.sessionId, p.hookName, p.uuid, p.savedPath, p.sizeLabel])).toEqual([
-      [SESSION_A, 'SessionStart:startup', 'hook-a-1', savedPath(SESSION_A, 'a1'), '11.7KB'],
-      [SESSION_B, 'PostToolUse:Bash', 'hook-b-2', savedPath(SESSION_B, 'b2'), '10.3KB'],
+    const sessions = Object.fromEntries(result.sessions.map((s) => [s.sessionId, [s.runs, s.outputs, s.delivered, s.outputsPersisted]]));
+    expect(sessions).toEqual({ [SESSION_A]: [3, 3, 2, 1], [SESSION_B]: [2, 3, 2, 1] });
+    expect(result.persistedOutputs.map((p) => [p.sessionId, p.hookName, p.command, p.savedPath, p.sizeLabel])).toEqual([
+      [SESSION_A, 'SessionStart:startup', '"$CLAUDE_PROJECT_DIR"/.claude/hooks/SessionStart.sh', savedPath(SESSION_A, 'a1'), '11.7KB'],
+      [SESSION_B, 'PostToolUse:Bash', undefined, savedPath(SESSION_B, 'b2'), '10.3KB'],
     ]);
     expect(result.ok).toBe(false);
     expect(code).toBe(1);
@@ -156,8 +156,8 @@ describe('scan: counting delivered and persisted hook outputs', () => {
       ]),
     );
     const { code, result } = await scanJson([file]);
-    expect(result.hooks.map((h) => [h.hookName, h.records, h.persisted])).toEqual([
-      ['(unknown hook)', 1, 1],
+    expect(result.hooks.map((h) => [h.hookName, h.runs, h.outputsPersisted])).toEqual([
+      ['(unknown hook)', 0, 1],
       ['Stop', 2, 0],
     ]);
     expect(result.totals).toMatchObject({ recordsWithoutId: 2, unparsableLines: 1 });
@@ -174,7 +174,7 @@ describe('scan: counting delivered and persisted hook outputs', () => {
       ]),
     );
     const { code, result } = await scanJson(['--max-line-bytes', '2048', file]);
-    expect(result.totals).toMatchObject({ lines: 2, oversizedLines: 1, records: 1, persisted: 1 });
+    expect(result.totals).toMatchObject({ lines: 2, oversizedLines: 1, records: 1, outputsPersisted: 1 });
     expect(code).toBe(1);
   });
 
@@ -195,6 +195,16 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(bad.err).toContain('--max-line-bytes: expected a whole number >= 1, got "big"');
     expect(bad.code).toBe(2);
     expect((await scan(['--help'])).out).toMatch(/^Usage: hookwatch scan/);
+  });
+
+  it('exits 2 when the paths hold no transcripts, so a job pointed at the wrong folder fails', async () => {
+    const empty = join(dir, 'empty', 'nested');
+    await mkdir(empty, { recursive: true });
+    await writeFile(join(empty, 'notes.txt'), 'not a transcript');
+    const { code, out, err } = await scan([join(dir, 'empty')]);
+    expect(err).toContain(`no transcripts found under ${join(dir, 'empty')}`);
+    expect(out).not.toContain('OK');
+    expect(code).toBe(2);
   });
 });
 
@@ -242,42 +252,48 @@ describe('scan --send', () => {
     await once(server, 'close');
   });
 
-  it('posts one hook_execution_complete event per unique hook record, shaped like Claude Code sends them', async () => {
+  it('posts one finding per command run and per output, with its source and a stable id, never as telemetry', async () => {
     const file = join(dir, 'send.jsonl');
     await writeFile(file, jsonl(sessionARecords()));
     received = [];
     const { code, result } = await scanJson(['--send', base, file]);
-    expect(result.send).toEqual({ url: `${base}/v1/logs`, emitted: 3, exported: 3, failed: 0 });
+    expect(result.send).toEqual({ url: `${base}/v1/logs`, emitted: 6, exported: 6, failed: 0 });
     expect(code).toBe(1);
 
     expect(received.map((r) => [r.path, r.contentType])).toEqual([['/v1/logs', 'application/json']]);
     const records = received.flatMap((r) => r.records);
-    expect(records).toHaveLength(3);
+    expect(records).toHaveLength(6);
     for (const record of records) {
-      expect(record.resource['service.name']).toBe('claude-code');
-      expect(record.scope.name).toBe('com.anthropic.claude_code.events');
-      expect(record.body).toEqual({ stringValue: 'claude_code.hook_execution_complete' });
-      // Every attribute a stringValue, numbers included, as Claude Code sends them.
+      // Not Claude Code's scope or event: hookwatch keeps these apart from hook_execution_complete telemetry.
+      expect(record.resource['service.name']).toBe('hookwatch-scan');
+      expect(record.scope.name).toBe('hookwatch.scan');
+      expect(record.body).toEqual({ stringValue: 'hookwatch.transcript_finding' });
       for (const [key, value] of Object.entries(record.attributes)) expect(Object.keys(value), key).toEqual(['stringValue']);
     }
     const flat = records.map((r) => Object.fromEntries(Object.entries(r.attributes).map(([k, v]) => [k, v.stringValue])));
     expect(flat[0]).toEqual({
-      'event.name': 'hook_execution_complete',
+      'event.name': 'hookwatch.transcript_finding',
       'event.timestamp': '2026-11-30T08:00:00.500Z',
-      'event.sequence': '0',
+      'hookwatch.source': 'transcript',
+      'hookwatch.finding.id': 'hook-a-1',
+      'hookwatch.finding.kind': 'run',
       'session.id': SESSION_A,
       hook_event: 'SessionStart',
       hook_name: 'SessionStart:startup',
-      num_hooks: '1',
-      num_success: '1',
-      num_blocking: '0',
-      num_non_blocking_error: '0',
-      num_cancelled: '0',
-      num_outputs_persisted: '1',
-      'hookwatch.source': 'transcript',
+      hook_command: '"$CLAUDE_PROJECT_DIR"/.claude/hooks/SessionStart.sh',
+      run_outcome: 'success',
     });
-    expect(flat[1]).toMatchObject({ 'event.sequence': '1', hook_name: 'SessionStart:startup', num_outputs_persisted: '0', stdout_chars: '500' });
-    expect(flat[2]).toMatchObject({ 'event.sequence': '2', hook_event: 'UserPromptSubmit', hook_name: 'UserPromptSubmit', num_outputs_persisted: '0', stdout_chars: '100' });
+    expect(flat[1]).toMatchObject({
+      'hookwatch.finding.id': `saved:${savedPath(SESSION_A, 'a1')}`,
+      'hookwatch.finding.kind': 'output',
+      hook_name: 'SessionStart:startup',
+      output_field: 'stdout',
+      output_outcome: 'persisted',
+    });
+    // Size unknown (the record quotes only the marker): absent, never zero.
+    expect(flat[1]).not.toHaveProperty('output_chars');
+    expect(flat[3]).toMatchObject({ 'hookwatch.finding.id': 'hook-a-2#stdout', output_outcome: 'delivered', output_chars: '500' });
+    expect(flat[5]).toMatchObject({ hook_name: 'UserPromptSubmit', output_outcome: 'delivered', output_chars: '100' });
   });
 
   it('exits 3 and says so when the server refuses the events', async () => {
@@ -287,7 +303,7 @@ describe('scan --send', () => {
     try {
       const { code, out } = await scan(['--send', `${base}/v1/logs`, file]);
       expect(out).toContain(`Sending to ${base}/v1/logs failed`);
-      expect(out).toContain('(0 of 1 event accepted)');
+      expect(out).toContain('(0 of 2 findings accepted)');
       expect(code).toBe(3);
     } finally {
       status = 200;

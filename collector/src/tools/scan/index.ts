@@ -13,23 +13,28 @@ import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';
 
 const HELP = `Usage: hookwatch scan [options] [paths...]
 
-Reads Claude Code transcripts (*.jsonl; directories are searched recursively) and reports, per hook and per
-session, how many hook outputs reached the model and how many went over the 10,000-character cap and were
-saved to a file instead (the model then sees only a ~2,000-character preview, while the hook reports success).
-Records are counted once by their uuid. Files are streamed line by line; unparsable lines are skipped and counted.
+Reads Claude Code transcripts (*.jsonl; directories are searched recursively, subagent transcripts included)
+and reports, per hook, per command and per session, which hook output strings reached the model whole and
+which went over the 10,000-character cap and were saved to a file instead (the model then sees only a
+~2,000-character preview, while the hook reports success). Hooks are named as telemetry names them
+(SessionStart:startup); per command is what telemetry cannot tell: which of the commands of one event was over.
+Records are counted once by their uuid, persisted outputs once by their saved file; copies of API requests are
+not counted; records of unknown types are skipped and counted. Files are streamed line by line; unparsable
+lines are skipped and counted.
 
 Paths default to ~/.claude/projects.
 
 Options:
   --json                 machine-readable output
-  --send <url>           also post the findings to a hookwatch server as OTLP hook_execution_complete events
-                         (e.g. http://hookwatch:4318; /v1/logs is appended to a base URL)
+  --send <url>           also post the findings to a hookwatch server as OTLP log records of their own
+                         (hookwatch.transcript_finding, kept apart from telemetry; sending again counts nothing
+                         twice) (e.g. http://hookwatch:4318; /v1/logs is appended to a base URL)
   --show-content         print the previews of persisted outputs (hook output is not printed otherwise)
   --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES})
   -h, --help             this help
 
-Exit status: 0 nothing persisted, 1 hook outputs were persisted, 2 bad usage or unreadable input,
-3 the findings could not be sent.
+Exit status: 0 nothing persisted, 1 hook outputs were persisted, 2 bad usage, unreadable input or no
+transcripts found, 3 the findings could not be sent.
 `;
 
 /** `hookwatch scan`: finds hook outputs that Claude Code saved to a file instead of delivering. Returns the exit code. */
@@ -58,6 +63,8 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
       if (!existsSync(path)) throw new UsageError(`no such file or directory: ${path}`);
     }
     const files = await collectTranscriptFiles(paths);
+    // A CI job pointed at the wrong folder must not pass.
+    if (files.length === 0) throw new UsageError(`no transcripts found under ${paths.join(', ')} (looked for *.jsonl files)`);
 
     if (values.send !== undefined) {
       // Loaded only when sending, so a plain scan does not pay for the OpenTelemetry SDK.
@@ -71,10 +78,9 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
 
     const options = { showContent: values['show-content'], send };
     io.stdout(values.json ? `${JSON.stringify(scanJson(result, options), null, 2)}\n` : scanText(result, options));
-    if (files.length === 0) io.stderr(`hookwatch scan: no *.jsonl transcripts under ${paths.join(', ')}\n`);
 
     if (send?.error !== undefined) return EXIT_SEND_FAILED;
-    if (result.totals.persisted > 0) return EXIT_FINDINGS;
+    if (result.totals.outputsPersisted > 0) return EXIT_FINDINGS;
     if (result.files.some((f) => f.error !== undefined)) return EXIT_USAGE;
     return EXIT_OK;
   } catch (error) {

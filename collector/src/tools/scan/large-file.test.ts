@@ -40,7 +40,7 @@ describe('scan: a large transcript in bounded memory', () => {
     const { stdout } = await run(process.execPath, [probe, '--json', file], { maxBuffer: 64 * MiB });
     const report = JSON.parse(stdout) as ProbeReport;
     const result = JSON.parse(report.stdout) as {
-      totals: { bytes: number; lines: number; records: number; persisted: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number };
+      totals: { bytes: number; lines: number; records: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number };
       sessions: unknown[];
       files: { truncatedLastLine: boolean }[];
     };
@@ -49,7 +49,6 @@ describe('scan: a large transcript in bounded memory', () => {
         bytes: facts.bytes,
         lines: facts.lines,
         records: facts.hookRecords,
-        persisted: facts.persistedRecords,
         outputsPersisted: facts.persistedRecords,
         duplicateRecords: facts.duplicateRecords,
         unparsableLines: facts.unparsableLines,

@@ -1,5 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatBytes, formatCount, plural, renderTable } from '../common/format.ts';
+import { UNKNOWN_COMMAND } from './transcript.ts';
 import type { DeliveryCounts, ScanResult } from './transcript.ts';
 import type { SendOutcome } from './send.ts';
 
@@ -9,7 +10,7 @@ export function scanJson(result: ScanResult, options: { showContent: boolean; se
     tool: 'hookwatch scan',
     capChars: OUTPUT_CAP_CHARS,
     previewChars: PREVIEW_CHARS,
-    ok: result.totals.persisted === 0,
+    ok: result.totals.outputsPersisted === 0,
     totals: result.totals,
     hooks: result.hooks,
     sessions: result.sessions,
@@ -19,26 +20,35 @@ export function scanJson(result: ScanResult, options: { showContent: boolean; se
   };
 }
 
-function countCells(counts: DeliveryCounts): string[] {
+function countCells(counts: DeliveryCounts, withUnconfirmed: boolean): string[] {
+  const size = (n: number | null): string => (n === null ? '-' : formatCount(n));
   return [
-    formatCount(counts.records),
+    formatCount(counts.runs),
+    formatCount(counts.outputs),
     formatCount(counts.delivered),
-    formatCount(counts.persisted),
     formatCount(counts.outputsPersisted),
-    counts.largestDeliveredChars === null ? '-' : formatCount(counts.largestDeliveredChars),
+    ...(withUnconfirmed ? [formatCount(counts.unconfirmed)] : []),
+    size(counts.largestDeliveredChars),
+    size(counts.largestOutputChars),
   ];
 }
 
-const COUNT_HEADER = ['records', 'delivered', 'persisted', 'outputs persisted', 'largest delivered'];
+function countHeader(withUnconfirmed: boolean): string[] {
+  return ['runs', 'outputs', 'delivered', 'persisted', ...(withUnconfirmed ? ['unconfirmed'] : []), 'largest delivered', 'largest output'];
+}
 
 /** The human-readable report. Prints no hook output unless showContent (and then only the previews). */
 export function scanText(result: ScanResult, options: { showContent: boolean; send: SendOutcome | undefined }): string {
   const { totals } = result;
   const out: string[] = [];
+  const skipped = Object.entries(totals.skippedRecordTypes);
+  const skippedCount = skipped.reduce((sum, [, n]) => sum + n, 0);
   out.push(
     `Scanned ${plural(result.files.length, 'file')} (${formatBytes(totals.bytes)}, ${plural(totals.lines, 'line')}): ` +
       `${plural(totals.records, 'hook record')}` +
       (totals.duplicateRecords > 0 ? `, ${plural(totals.duplicateRecords, 'duplicate')} ignored` : '') +
+      (totals.requestCopies > 0 ? `, ${plural(totals.requestCopies, 'copy', 'copies')} of API requests not counted` : '') +
+      (skippedCount > 0 ? `, ${plural(skippedCount, 'record')} of unknown type skipped (${skipped.map(([type, n]) => `${type}: ${formatCount(n)}`).join(', ')})` : '') +
       (totals.unparsableLines > 0 ? `, ${plural(totals.unparsableLines, 'unparsable line')} skipped` : '') +
       (totals.oversizedLines > 0 ? `, ${plural(totals.oversizedLines, 'oversized line')} skipped` : '') +
       '\n',
@@ -59,18 +69,29 @@ export function scanText(result: ScanResult, options: { showContent: boolean; se
   }
 
   if (result.hooks.length > 0) {
-    out.push('\nPer hook\n');
-    out.push(renderTable(['hook', 'event', ...COUNT_HEADER], result.hooks.map((h) => [h.hookName, h.hookEvent, ...countCells(h)]), '  '));
+    const unconfirmed = totals.unconfirmed > 0;
+    const header = countHeader(unconfirmed);
+    out.push('\nPer hook (named as telemetry names them; sizes in characters, UTF-16 code units)\n');
+    out.push(renderTable(['hook', 'event', ...header], result.hooks.map((h) => [h.hookName, h.hookEvent, ...countCells(h, unconfirmed)]), '  '));
+    out.push('\nPer command (telemetry sums the commands of one event; the transcript tells them apart)\n');
+    out.push(
+      renderTable(
+        ['hook', ...header, 'command'],
+        result.hooks.flatMap((h) => h.commands.map((c) => [h.hookName, ...countCells(c, unconfirmed), c.command])),
+        '  ',
+      ),
+    );
     out.push('\nPer session\n');
-    out.push(renderTable(['session', ...COUNT_HEADER, 'files'], result.sessions.map((s) => [s.sessionId, ...countCells(s), s.files.join(', ')]), '  '));
+    out.push(renderTable(['session', ...header, 'files'], result.sessions.map((s) => [s.sessionId, ...countCells(s, unconfirmed), s.files.join(', ')]), '  '));
   }
 
   if (result.persistedOutputs.length > 0) {
     out.push(`\nPersisted outputs (the model got a ~${formatCount(PREVIEW_CHARS)}-character preview instead of each)\n`);
     for (const p of result.persistedOutputs) {
       out.push(
-        `  ${p.sessionId}  ${p.hookName}  record ${p.uuid ?? '(no id)'}  ${p.file}:${p.lineNumber}\n` +
-          `    ${p.sizeLabel !== undefined ? `size ${p.sizeLabel}, ` : ''}saved to ${p.savedPath ?? '(path not shown)'}\n`,
+        `  ${p.sessionId}  ${p.hookName}  ${p.file}:${p.lineNumber}\n` +
+          `    command ${p.command ?? UNKNOWN_COMMAND}\n` +
+          `    ${p.chars !== null ? `${formatCount(p.chars)} characters, ` : p.sizeLabel !== undefined ? `size ${p.sizeLabel}, ` : ''}saved to ${p.savedPath ?? '(path not shown)'}\n`,
       );
       if (options.showContent) out.push(`    --- preview ---\n${p.preview}\n    --- end of preview ---\n`);
     }
@@ -82,14 +103,14 @@ export function scanText(result: ScanResult, options: { showContent: boolean; se
   if (options.send) {
     out.push(
       options.send.error === undefined
-        ? `\nSent ${plural(options.send.exported, 'hook event')} to ${options.send.url}\n`
-        : `\nSending to ${options.send.url} failed: ${options.send.error} (${formatCount(options.send.exported)} of ${plural(options.send.emitted, 'event')} accepted)\n`,
+        ? `\nSent ${plural(options.send.exported, 'finding')} (command runs and output outcomes) to ${options.send.url}\n`
+        : `\nSending to ${options.send.url} failed: ${options.send.error} (${formatCount(options.send.exported)} of ${plural(options.send.emitted, 'finding')} accepted)\n`,
     );
   }
 
   out.push('\n');
-  if (totals.persisted > 0) {
-    const sessions = result.sessions.filter((s) => s.persisted > 0).length;
+  if (totals.outputsPersisted > 0) {
+    const sessions = result.sessions.filter((s) => s.outputsPersisted > 0).length;
     out.push(
       `FAIL: ${plural(totals.outputsPersisted, 'hook output')} in ${plural(sessions, 'session')} ` +
         `${totals.outputsPersisted === 1 ? 'was' : 'were'} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap ` +
@@ -99,6 +120,12 @@ export function scanText(result: ScanResult, options: { showContent: boolean; se
     out.push('OK: no hook records found.\n');
   } else {
     out.push(`OK: every hook output reached the model whole (none over ${formatCount(OUTPUT_CAP_CHARS)} characters).\n`);
+  }
+  if (totals.unconfirmed > 0) {
+    out.push(
+      `UNKNOWN: ${plural(totals.unconfirmed, 'output string')} of JSON hook output ${totals.unconfirmed === 1 ? 'has' : 'have'} no delivery record ` +
+        'in the transcript (neither delivered nor persisted as far as it shows).\n',
+    );
   }
   return out.join('');
 }

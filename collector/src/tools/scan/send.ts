@@ -4,11 +4,11 @@ import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs
 import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 
 import { UsageError } from '../common/args.ts';
-import type { HookRecord, HookRecordSink } from './transcript.ts';
+import { FINDING_ATTRIBUTES, FINDING_EVENT_NAME } from '../../hooks/transcript-findings.ts';
+import type { Finding, FindingSink } from './transcript.ts';
 
-/** Scope and body Claude Code uses for its events, so transcript findings land beside live telemetry. */
-const SCOPE_NAME = 'com.anthropic.claude_code.events';
-const EVENT_BODY = 'claude_code.hook_execution_complete';
+/** Scope of the finding records: hookwatch's own, not Claude Code's, so they are never taken for telemetry. */
+const SCOPE_NAME = 'hookwatch.scan';
 /** Records emitted between two flushes; below the batch processor's queue (2048) so nothing is dropped. */
 const FLUSH_EVERY = 500;
 
@@ -26,30 +26,29 @@ export function logsUrl(target: string): string {
 }
 
 /**
- * The attributes of a `hook_execution_complete` event for one transcript record, shaped like Claude Code's
- * (every value a string, numbers included) plus `hookwatch.source=transcript`. Char attributes are only set
- * when the transcript shows the size: absent means unknown, never zero.
+ * The attributes of a `hookwatch.transcript_finding` record for one finding: its stable id (so the server stores
+ * it once however often it is sent), its source, the hook as telemetry names it, the command, and for an output
+ * its field, outcome and size (absent when the transcript does not show it: unknown, never zero).
  */
-export function hookEventAttributes(record: HookRecord, sequence: number, observedAt: Date): Record<string, string> {
+export function findingAttributes(finding: Finding, observedAt: Date): Record<string, string> {
+  const a = FINDING_ATTRIBUTES;
   const attributes: Record<string, string> = {
-    'event.name': 'hook_execution_complete',
-    'event.timestamp': normaliseTimestamp(record.timestamp) ?? observedAt.toISOString(),
-    'event.sequence': String(sequence),
-    'session.id': record.sessionId,
-    hook_event: record.hookEvent,
-    hook_name: record.hookName,
-    num_hooks: '1',
-    num_success: record.outcome === 'success' ? '1' : '0',
-    num_blocking: record.outcome === 'blocking' ? '1' : '0',
-    num_non_blocking_error: record.outcome === 'nonBlockingError' ? '1' : '0',
-    num_cancelled: record.outcome === 'cancelled' ? '1' : '0',
-    num_outputs_persisted: String(record.newlyPersisted),
-    'hookwatch.source': 'transcript',
+    'event.name': FINDING_EVENT_NAME,
+    [a.timestamp]: normaliseTimestamp(finding.timestamp) ?? observedAt.toISOString(),
+    [a.source]: 'transcript',
+    [a.id]: finding.id,
+    [a.kind]: finding.kind,
+    [a.session]: finding.sessionId,
+    [a.hookEvent]: finding.hookEvent,
+    [a.hookName]: finding.hookName,
   };
-  if (record.chars.stdout !== undefined) attributes.stdout_chars = String(record.chars.stdout);
-  if (record.chars.additionalContext !== undefined) attributes.additional_context_chars = String(record.chars.additionalContext);
-  if (record.chars.systemMessage !== undefined) attributes.system_message_chars = String(record.chars.systemMessage);
-  if (record.chars.initialUserMessage !== undefined) attributes.initial_user_message_chars = String(record.chars.initialUserMessage);
+  if (finding.command !== undefined) attributes[a.command] = finding.command;
+  if (finding.kind === 'run') attributes[a.runOutcome] = finding.outcome;
+  else {
+    attributes[a.field] = finding.field;
+    attributes[a.outcome] = finding.outcome;
+    if (finding.chars !== null) attributes[a.chars] = String(finding.chars);
+  }
   return attributes;
 }
 
@@ -107,9 +106,9 @@ class OutcomeTrackingExporter implements LogRecordExporter {
   }
 }
 
-/** Sends hook records to a hookwatch server as OTLP/HTTP JSON logs while a scan runs. */
+/** Sends findings to a hookwatch server as OTLP/HTTP JSON logs while a scan runs. */
 export interface HookEventSender {
-  sink: HookRecordSink;
+  sink: FindingSink;
   /** Flushes what is left and shuts the exporter down; safe to call twice. */
   finish: () => Promise<SendOutcome>;
 }
@@ -119,7 +118,7 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
   const url = logsUrl(target);
   const exporter = new OutcomeTrackingExporter(new OTLPLogExporter({ url, timeoutMillis: 10_000 }));
   const provider = new LoggerProvider({
-    resource: resourceFromAttributes({ 'service.name': 'claude-code', 'hookwatch.tool': 'scan', 'hookwatch.tool.version': toolVersion }),
+    resource: resourceFromAttributes({ 'service.name': 'hookwatch-scan', 'hookwatch.tool': 'scan', 'hookwatch.tool.version': toolVersion }),
     processors: [new BatchLogRecordProcessor({ exporter, maxQueueSize: 2048, maxExportBatchSize: 512, scheduledDelayMillis: 1000 })],
   });
   const logger = provider.getLogger(SCOPE_NAME, toolVersion);
@@ -134,11 +133,11 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
     }
   };
   return {
-    sink: async (record) => {
+    sink: async (finding) => {
       // After a failed export, stop sending: the scan itself still completes and reports.
       if (exporter.error !== undefined || finished !== undefined) return;
       const observedAt = new Date();
-      logger.emit({ body: EVENT_BODY, attributes: hookEventAttributes(record, emitted, observedAt), timestamp: timestampOf(record) ?? observedAt });
+      logger.emit({ body: FINDING_EVENT_NAME, attributes: findingAttributes(finding, observedAt), timestamp: timestampOf(finding) ?? observedAt });
       emitted++;
       sinceFlush++;
       if (sinceFlush >= FLUSH_EVERY) {
@@ -157,7 +156,7 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
   };
 }
 
-function timestampOf(record: HookRecord): Date | undefined {
-  const iso = normaliseTimestamp(record.timestamp);
+function timestampOf(finding: Finding): Date | undefined {
+  const iso = normaliseTimestamp(finding.timestamp);
   return iso === undefined ? undefined : new Date(iso);
 }

@@ -1,61 +1,98 @@
-import { readdir, stat } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 
 import { PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import type { OutputKind } from '../../../../shared/src/cliff.ts';
+import { measureStdout } from '../check/measure.ts';
 import { headCodeUnits } from '../common/format.ts';
+import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 import { readLines } from '../common/lines.ts';
 import type { LineStats } from '../common/lines.ts';
+import { digestOf, PendingOutputs } from './output-links.ts';
+import type { DeliveryRecordKeys, PendingOutput } from './output-links.ts';
 import { findPersistedOutputs, isHookOutputPath, mayHoldMarker } from './persisted-marker.ts';
 import type { PersistedOutput } from './persisted-marker.ts';
 
 /** How a hook command ended, from the attachment type Claude Code recorded. */
 export type HookOutcome = 'success' | 'blocking' | 'nonBlockingError' | 'cancelled';
 
-/** Output sizes of one hook record, in UTF-16 code units; only those that can be read from the record. */
-export interface KnownChars {
-  stdout?: number;
-  additionalContext?: number;
-  systemMessage?: number;
-  initialUserMessage?: number;
-}
+/**
+ * What became of one output string: delivered whole, persisted (saved to a file, the model got a preview), or
+ * unconfirmed (a string of a command's JSON stdout whose delivery record the transcript does not hold).
+ */
+export type OutputOutcome = 'delivered' | 'persisted' | 'unconfirmed';
 
-/** One hook result found in a transcript (first sighting of its record id). */
-export interface HookRecord {
-  uuid: string | undefined;
+/** Shown where the transcript does not say which command produced an output. */
+export const UNKNOWN_COMMAND = '(command not recorded)';
+
+/** One run of a hook command (a `hook_success` or hook error record), counted once by its record id. */
+export interface HookRun {
+  kind: 'run';
+  /** Stable across scans of the same transcript: the record's uuid (or session and line when it has none). */
+  id: string;
   sessionId: string;
+  /** As telemetry names the hook: the event with its matcher (`SessionStart:startup`, `PostToolUse:Bash`). */
   hookName: string;
   hookEvent: string;
-  /** `attachment.type`, e.g. hook_success; `(unattributed)` for a hook output marker outside a hook record. */
-  recordType: string;
+  command: string | undefined;
   outcome: HookOutcome;
   timestamp: string | undefined;
   file: string;
   lineNumber: number;
-  /** Persisted outputs in this record, unique by saved path. */
-  persisted: PersistedOutput[];
-  /** Of those, the ones whose saved file no earlier record named (what `outputsPersisted` counts). */
-  newlyPersisted: number;
-  chars: KnownChars;
 }
 
-/** Delivery counts of a hook, a session, or a hook within a session. */
+/** One output string and what became of it. */
+export interface HookOutput {
+  kind: 'output';
+  /** Stable across scans: the saved file for a persisted output, else the record id and the string's place. */
+  id: string;
+  sessionId: string;
+  hookName: string;
+  hookEvent: string;
+  /** The command that printed it; undefined when the transcript does not link the string to a command. */
+  command: string | undefined;
+  field: OutputKind;
+  outcome: OutputOutcome;
+  /** Length in UTF-16 code units; null when the transcript does not show it (a persisted plain output quoted only as a marker). */
+  chars: number | null;
+  /** Where it was saved and the preview the model got instead (persisted outputs). */
+  saved: PersistedOutput | undefined;
+  timestamp: string | undefined;
+  file: string;
+  lineNumber: number;
+}
+
+/** What a scan reports to a sink: command runs and output outcomes. */
+export type Finding = HookRun | HookOutput;
+
+/** Delivery counts of a hook, a command, a session or everything. */
 export interface DeliveryCounts {
-  /** Unique hook records. */
-  records: number;
-  /** Records with no persisted output: what the hook printed reached the model whole. */
+  /** Command runs (hook_success and hook error records). */
+  runs: number;
+  /** Output strings whose outcome the transcript shows. */
+  outputs: number;
+  /** Outputs the model received whole. */
   delivered: number;
-  /** Records with at least one output saved to a file instead of delivered. */
-  persisted: number;
-  /** Outputs saved to a file (unique saved files). */
+  /** Outputs saved to a file instead of delivered (what telemetry's num_outputs_persisted counts). */
   outputsPersisted: number;
-  /** Largest output, in UTF-16 code units, among delivered records whose size the transcript shows. */
+  /** JSON output strings whose delivery record is missing: neither delivered nor persisted as far as the transcript shows. */
+  unconfirmed: number;
+  /** Largest delivered output; a delivered output is never over the cap. */
   largestDeliveredChars: number | null;
+  /** Largest output of known size, delivered or not. */
+  largestOutputChars: number | null;
 }
 
-/** Per-hook totals. */
+/** Per-command totals within a hook. */
+export interface CommandSummary extends DeliveryCounts {
+  command: string;
+}
+
+/** Per-hook totals, then per command. */
 export interface HookSummary extends DeliveryCounts {
   hookName: string;
   hookEvent: string;
+  commands: CommandSummary[];
 }
 
 /** Per-session totals, with the hooks that ran in the session. */
@@ -77,7 +114,7 @@ export interface FileSummary {
   /** True when the last line had no newline and did not parse: a record cut off mid-write. */
   truncatedLastLine: boolean;
   hookRecords: number;
-  /** Hook records whose id was already counted (Claude Code can write a record more than once). */
+  /** Hook records whose id was already counted (a resumed session repeats the records of the one it continues). */
   duplicateRecords: number;
   /** Set when the file could not be read. */
   error?: string;
@@ -87,7 +124,8 @@ export interface FileSummary {
 export interface PersistedListing extends PersistedOutput {
   sessionId: string;
   hookName: string;
-  uuid: string | undefined;
+  command: string | undefined;
+  chars: number | null;
   file: string;
   lineNumber: number;
 }
@@ -95,19 +133,55 @@ export interface PersistedListing extends PersistedOutput {
 /** Everything a scan found. */
 export interface ScanResult {
   files: FileSummary[];
-  totals: DeliveryCounts & { lines: number; bytes: number; unparsableLines: number; oversizedLines: number; duplicateRecords: number; recordsWithoutId: number };
+  totals: DeliveryCounts & {
+    /** Unique hook records (runs plus the records that deliver JSON output strings). */
+    records: number;
+    lines: number;
+    bytes: number;
+    unparsableLines: number;
+    oversizedLines: number;
+    duplicateRecords: number;
+    recordsWithoutId: number;
+    /** Records that repeat what went to the model (api-request-blob and the like): read for nothing, never counted. */
+    requestCopies: number;
+    /** Records of a type this version of hookwatch does not know, by type: skipped. */
+    skippedRecordTypes: Record<string, number>;
+  };
   hooks: HookSummary[];
   sessions: SessionSummary[];
   /** The first persisted outputs found (bounded), for the report. */
   persistedOutputs: PersistedListing[];
 }
 
-/** Receives each hook record once, in file order; awaited, so a slow consumer slows the scan (back-pressure). */
-export type HookRecordSink = (record: HookRecord) => void | Promise<void>;
+/** Receives each finding once, in file order; awaited, so a slow consumer slows the scan (back-pressure). */
+export type FindingSink = (finding: Finding) => void | Promise<void>;
 
 /** Most persisted outputs listed individually in a report; the counts cover all of them. */
 export const MAX_LISTED_PERSISTED = 200;
 const MAX_WALK_DEPTH = 12;
+/** Distinct unknown record types remembered by name; more are counted under "(other)". */
+const MAX_SKIPPED_TYPES = 50;
+
+/** Top-level record types of Claude Code transcripts that hold no hook result of their own. */
+const KNOWN_RECORD_TYPES = new Set([
+  'user', 'assistant', 'attachment', 'system', 'summary', 'queue-operation', 'atis-latch', 'tools-used', 'last-prompt',
+  'cost-state', 'file-history-snapshot', 'custom-title', 'progress',
+]);
+/** Top-level records that copy what was sent to the model (markers included): never counted. */
+const REQUEST_COPY_TYPES = new Set(['api-request', 'api-request-blob', 'api-request-shape']);
+/** Attachment records that copy what was sent to the model. */
+const REQUEST_COPY_ATTACHMENTS = new Set(['prompt_snapshot']);
+const RUN_TYPES: Record<string, HookOutcome> = {
+  hook_success: 'success',
+  hook_blocking_error: 'blocking',
+  hook_non_blocking_error: 'nonBlockingError',
+  hook_cancelled: 'cancelled',
+};
+const DELIVERY_TYPES: Record<string, OutputKind> = {
+  hook_additional_context: 'additionalContext',
+  hook_system_message: 'systemMessage',
+  hook_initial_user_message: 'initialUserMessage',
+};
 
 /** Files to read for the given paths: files as given, directories searched recursively for `*.jsonl`. */
 export async function collectTranscriptFiles(paths: readonly string[]): Promise<string[]> {
@@ -130,25 +204,25 @@ export async function collectTranscriptFiles(paths: readonly string[]): Promise<
   return files;
 }
 
-function emptyCounts(): DeliveryCounts {
-  return { records: 0, delivered: 0, persisted: 0, outputsPersisted: 0, largestDeliveredChars: null };
+export function emptyCounts(): DeliveryCounts {
+  return { runs: 0, outputs: 0, delivered: 0, outputsPersisted: 0, unconfirmed: 0, largestDeliveredChars: null, largestOutputChars: null };
 }
 
-function addRecord(counts: DeliveryCounts, record: HookRecord): void {
-  counts.records++;
-  if (record.persisted.length > 0) {
-    counts.persisted++;
-  } else {
-    counts.delivered++;
-    const largest = largestKnownChars(record.chars);
-    if (largest !== null) counts.largestDeliveredChars = Math.max(counts.largestDeliveredChars ?? 0, largest);
+function addFinding(counts: DeliveryCounts, finding: Finding): void {
+  if (finding.kind === 'run') {
+    counts.runs++;
+    return;
   }
-  counts.outputsPersisted += record.newlyPersisted;
-}
-
-function largestKnownChars(chars: KnownChars): number | null {
-  const known = Object.values(chars).filter((n): n is number => typeof n === 'number');
-  return known.length === 0 ? null : Math.max(...known);
+  const max = (a: number | null, b: number | null): number | null => (b === null ? a : Math.max(a ?? 0, b));
+  if (finding.outcome === 'unconfirmed') counts.unconfirmed++;
+  else {
+    counts.outputs++;
+    if (finding.outcome === 'delivered') {
+      counts.delivered++;
+      counts.largestDeliveredChars = max(counts.largestDeliveredChars, finding.chars);
+    } else counts.outputsPersisted++;
+  }
+  counts.largestOutputChars = max(counts.largestOutputChars, finding.chars);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -162,58 +236,52 @@ function collectStrings(value: unknown, into: string[], depth = 0): void {
   else if (depth < MAX_WALK_DEPTH && isObject(value)) for (const item of Object.values(value)) collectStrings(item, into, depth + 1);
 }
 
-function outcomeOf(recordType: string): HookOutcome {
-  if (recordType === 'hook_blocking_error') return 'blocking';
-  if (recordType === 'hook_non_blocking_error') return 'nonBlockingError';
-  if (recordType === 'hook_cancelled') return 'cancelled';
-  return 'success';
+/** A record's content as a list of strings (a string, or an array of strings; anything else: none). */
+function contentStrings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string');
+  return [];
 }
 
-/** Length of a field when it is text without a marker (with a marker, its length is the marker's, not the output's). */
-function textLength(value: unknown): number | undefined {
-  if (typeof value === 'string') return mayHoldMarker(value) ? undefined : value.length;
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) {
-    if (value.some((item: string) => mayHoldMarker(item))) return undefined;
-    return value.reduce((sum: number, item: string) => sum + item.length, 0);
-  }
-  return undefined;
-}
-
-function knownChars(attachment: Record<string, unknown>, recordType: string): KnownChars {
-  const chars: KnownChars = {};
-  const stdout = textLength(attachment.stdout) ?? (recordType === 'hook_success' ? textLength(attachment.content) : undefined);
-  if (stdout !== undefined) chars.stdout = stdout;
-  const context = recordType === 'hook_additional_context' ? textLength(attachment.content) : textLength(attachment.additionalContext);
-  if (context !== undefined) chars.additionalContext = context;
-  const systemMessage = textLength(attachment.systemMessage);
-  if (systemMessage !== undefined) chars.systemMessage = systemMessage;
-  const initialUserMessage = textLength(attachment.initialUserMessage);
-  if (initialUserMessage !== undefined) chars.initialUserMessage = initialUserMessage;
-  return chars;
-}
-
-const ATTACHMENT_BYTES = Buffer.from('"attachment"');
 const MARKER_BYTES = Buffer.from('<persisted-output>');
 
+interface HookCounts {
+  summary: Omit<HookSummary, 'commands'>;
+  commands: Map<string, CommandSummary>;
+}
+
+/** Where a finding comes from in a file, and the record's common fields. */
+interface RecordContext {
+  recordId: string;
+  sessionId: string;
+  timestamp: string | undefined;
+  file: string;
+  lineNumber: number;
+}
+
 /**
- * Reads Claude Code transcripts and counts, per hook and per session, the hook outputs that reached the model
- * and those that were saved to a file (the 10,000-character cliff). Records are counted once by `uuid`.
+ * Reads Claude Code transcripts and tells, per hook, per command and per session, which hook output strings
+ * reached the model whole and which were saved to a file (the 10,000-character cliff). Records are counted once
+ * by `uuid`, persisted outputs once by the file they were saved to; files are streamed line by line.
  */
 export class TranscriptScanner {
-  private readonly sink: HookRecordSink | undefined;
+  private readonly sink: FindingSink | undefined;
   private readonly seenIds = new Set<string>();
   private readonly seenSavedPaths = new Set<string>();
-  private readonly hooks = new Map<string, HookSummary>();
-  private readonly sessions = new Map<string, { summary: SessionSummary; files: Set<string>; hooks: Map<string, HookSummary> }>();
+  /** Hook name (with matcher) of the latest run per session and event, for delivery records that carry the bare event. */
+  private readonly latestHookName = new Map<string, string>();
+  private readonly hooks = new Map<string, HookCounts>();
+  private readonly sessions = new Map<string, { summary: Omit<SessionSummary, 'hooks' | 'files'>; files: Set<string>; hooks: Map<string, HookCounts> }>();
   private readonly files: FileSummary[] = [];
   private readonly persistedOutputs: PersistedListing[] = [];
   private readonly totals: ScanResult['totals'] = {
-    ...emptyCounts(), lines: 0, bytes: 0, unparsableLines: 0, oversizedLines: 0, duplicateRecords: 0, recordsWithoutId: 0,
+    ...emptyCounts(), records: 0, lines: 0, bytes: 0, unparsableLines: 0, oversizedLines: 0, duplicateRecords: 0, recordsWithoutId: 0,
+    requestCopies: 0, skippedRecordTypes: {},
   };
 
   private readonly maxLineBytes: number | undefined;
 
-  constructor(options: { sink?: HookRecordSink; maxLineBytes?: number } = {}) {
+  constructor(options: { sink?: FindingSink; maxLineBytes?: number } = {}) {
     this.sink = options.sink;
     this.maxLineBytes = options.maxLineBytes;
   }
@@ -225,6 +293,7 @@ export class TranscriptScanner {
       path, bytes: 0, lines: 0, unparsableLines: 0, oversizedLines: 0, truncatedLastLine: false, hookRecords: 0, duplicateRecords: 0,
     };
     const fallbackSession = basename(path).replace(/\.jsonl$/, '');
+    const pending = new PendingOutputs();
     try {
       const options = this.maxLineBytes === undefined ? { stats } : { stats, maxLineBytes: this.maxLineBytes };
       for await (const line of readLines(path, options)) {
@@ -241,12 +310,13 @@ export class TranscriptScanner {
           file.unparsableLines++;
           continue;
         }
-        const mayMatter = line.bytes.includes(ATTACHMENT_BYTES) || line.bytes.includes(MARKER_BYTES);
-        if (mayMatter) await this.consider(parsed, file, fallbackSession, line.lineNumber);
+        await this.consider(parsed, { file, pending, fallbackSession, lineNumber: line.lineNumber, mayHoldMarker: line.bytes.includes(MARKER_BYTES) });
       }
     } catch (error) {
       file.error = error instanceof Error ? error.message : String(error);
     }
+    // JSON output strings whose delivery record never came (a session cut off, a record lost).
+    for (const entry of pending.drain()) await this.emitUnconfirmed(entry, path);
     file.bytes = stats.bytes;
     file.lines = stats.lines;
     file.oversizedLines = stats.oversizedLines;
@@ -259,109 +329,267 @@ export class TranscriptScanner {
     return file;
   }
 
-  private async consider(record: Record<string, unknown>, file: FileSummary, fallbackSession: string, lineNumber: number): Promise<void> {
-    const attachment = record.attachment;
-    const isHookRecord = record.type === 'attachment' && isObject(attachment) && typeof attachment.type === 'string' && attachment.type.startsWith('hook');
-    const strings: string[] = [];
-    collectStrings(isHookRecord ? attachment : record, strings);
-    let markers = strings.filter(mayHoldMarker).flatMap(findPersistedOutputs);
-    // Outside a hook record, only markers of hook output files count (tool results use the same marker).
-    if (!isHookRecord) markers = markers.filter((marker) => isHookOutputPath(marker.savedPath));
-    if (!isHookRecord && markers.length === 0) return;
+  private async consider(
+    record: Record<string, unknown>,
+    at: { file: FileSummary; pending: PendingOutputs; fallbackSession: string; lineNumber: number; mayHoldMarker: boolean },
+  ): Promise<void> {
+    const type = typeof record.type === 'string' ? record.type : '(no type)';
+    const attachment = isObject(record.attachment) ? record.attachment : undefined;
+    const attachmentType = typeof attachment?.type === 'string' ? attachment.type : '';
+    if (REQUEST_COPY_TYPES.has(type) || (type === 'attachment' && REQUEST_COPY_ATTACHMENTS.has(attachmentType))) {
+      this.totals.requestCopies++;
+      return;
+    }
+    const isHookRecord = type === 'attachment' && attachment !== undefined && attachmentType.startsWith('hook');
+    if (!isHookRecord) {
+      if (!KNOWN_RECORD_TYPES.has(type)) this.skipType(type);
+      if (at.mayHoldMarker) await this.considerStrayMarkers(record, at);
+      return;
+    }
 
     const uuid = typeof record.uuid === 'string' ? record.uuid : undefined;
+    const sessionId = stringField(record.sessionId) ?? at.fallbackSession;
     if (uuid === undefined) this.totals.recordsWithoutId++;
     else if (this.seenIds.has(uuid)) {
-      file.duplicateRecords++;
+      at.file.duplicateRecords++;
       return;
     } else this.seenIds.add(uuid);
-    file.hookRecords++;
+    at.file.hookRecords++;
+    this.totals.records++;
 
-    // One output can be quoted in several fields of a record (content and stdout): unique by saved file.
-    const unique = new Map<string, PersistedOutput>();
-    markers.forEach((marker, index) => unique.set(marker.savedPath ?? `#${index}`, marker));
-    const persisted = [...unique.values()];
-    let newlyPersisted = 0;
-    for (const marker of persisted) {
-      if (marker.savedPath === undefined) newlyPersisted++;
-      else if (!this.seenSavedPaths.has(marker.savedPath)) {
-        this.seenSavedPaths.add(marker.savedPath);
-        newlyPersisted++;
+    const ctx: RecordContext = {
+      recordId: uuid ?? `${sessionId}:${basename(at.file.path)}:${at.lineNumber}`,
+      sessionId,
+      timestamp: stringField(record.timestamp),
+      file: at.file.path,
+      lineNumber: at.lineNumber,
+    };
+    const hookEvent = stringField(attachment.hookEvent) ?? stringField(attachment.hookName)?.split(':')[0] ?? '(unknown event)';
+    const runOutcome = RUN_TYPES[attachmentType];
+    const deliveryKind = DELIVERY_TYPES[attachmentType];
+    if (runOutcome !== undefined) await this.considerRun(attachment, runOutcome, hookEvent, ctx, at.pending);
+    else if (deliveryKind !== undefined) await this.considerDelivery(attachment, deliveryKind, hookEvent, ctx, at.pending);
+    else {
+      // A hook record type this version does not know: skipped, but an output it says was persisted still counts.
+      this.skipType(`attachment:${attachmentType}`);
+      const strings: string[] = [];
+      collectStrings(attachment, strings);
+      const hookName = this.hookNameFor(attachment, hookEvent, sessionId);
+      let index = 0;
+      for (const marker of strings.filter(mayHoldMarker).flatMap(findPersistedOutputs)) {
+        await this.emitPersisted(marker, { hookName, hookEvent, command: stringField(attachment.command), field: 'stdout', chars: null }, ctx, index++);
       }
     }
-
-    const hookAttachment = isHookRecord ? attachment : {};
-    const recordType = isHookRecord ? String(hookAttachment.type) : '(unattributed)';
-    const hookName = stringField(hookAttachment.hookName) ?? stringField(hookAttachment.hookEvent) ?? '(unknown hook)';
-    const hook: HookRecord = {
-      uuid,
-      sessionId: stringField(record.sessionId) ?? fallbackSession,
-      hookName,
-      hookEvent: stringField(hookAttachment.hookEvent) ?? hookName.split(':')[0] ?? hookName,
-      recordType,
-      outcome: outcomeOf(recordType),
-      timestamp: stringField(record.timestamp),
-      file: file.path,
-      lineNumber,
-      persisted,
-      newlyPersisted,
-      chars: isHookRecord ? knownChars(hookAttachment, recordType) : {},
-    };
-    this.tally(hook);
-    if (this.sink) await this.sink(hook);
   }
 
-  private tally(record: HookRecord): void {
-    addRecord(this.totals, record);
-    const hookKey = `${record.hookEvent}\u0000${record.hookName}`;
-    let hook = this.hooks.get(hookKey);
-    if (!hook) {
-      hook = { hookName: record.hookName, hookEvent: record.hookEvent, ...emptyCounts() };
-      this.hooks.set(hookKey, hook);
-    }
-    addRecord(hook, record);
+  /** A command's run: its plain stdout is one output (delivered or persisted); its JSON fields wait for their delivery records. */
+  private async considerRun(attachment: Record<string, unknown>, outcome: HookOutcome, hookEvent: string, ctx: RecordContext, pending: PendingOutputs): Promise<void> {
+    const hookName = stringField(attachment.hookName) ?? hookEvent;
+    const command = stringField(attachment.command);
+    this.latestHookName.set(`${ctx.sessionId}\u0000${hookEvent}`, hookName);
+    await this.emit({ kind: 'run', id: ctx.recordId, sessionId: ctx.sessionId, hookName, hookEvent, command, outcome, timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber });
 
-    let session = this.sessions.get(record.sessionId);
-    if (!session) {
-      session = { summary: { sessionId: record.sessionId, files: [], hooks: [], ...emptyCounts() }, files: new Set(), hooks: new Map() };
-      this.sessions.set(record.sessionId, session);
+    const stdout = typeof attachment.stdout === 'string' ? attachment.stdout : undefined;
+    const content = contentStrings(attachment.content).join('');
+    const where = { hookName, hookEvent, command };
+    if (mayHoldMarker(content)) {
+      // Plain stdout over the cap: the raw stdout (when the record holds it) gives the size.
+      const chars = stdout !== undefined && !mayHoldMarker(stdout) ? stdout.length : null;
+      let index = 0;
+      for (const marker of findPersistedOutputs(content)) await this.emitPersisted(marker, { ...where, field: 'stdout', chars }, ctx, index++);
+      return;
     }
-    addRecord(session.summary, record);
-    session.files.add(record.file);
-    let sessionHook = session.hooks.get(hookKey);
-    if (!sessionHook) {
-      sessionHook = { hookName: record.hookName, hookEvent: record.hookEvent, ...emptyCounts() };
-      session.hooks.set(hookKey, sessionHook);
+    if (outcome !== 'success') return;
+    if (content.length > 0) {
+      await this.emitOutput({ ...where, field: 'stdout', outcome: 'delivered', chars: content.length, saved: undefined }, ctx, `${ctx.recordId}#stdout`);
+      return;
     }
-    addRecord(sessionHook, record);
-
-    for (const marker of record.persisted) {
-      if (this.persistedOutputs.length >= MAX_LISTED_PERSISTED) break;
-      this.persistedOutputs.push({
-        ...marker,
-        preview: headCodeUnits(marker.preview, PREVIEW_CHARS),
-        sessionId: record.sessionId,
-        hookName: record.hookName,
-        uuid: record.uuid,
-        file: record.file,
-        lineNumber: record.lineNumber,
+    if (stdout === undefined || stdout.length === 0) return;
+    const measured = measureStdout(stdout, stdout.length, true, undefined);
+    if (measured.format !== 'json') return;
+    const toolUseId = stringField(attachment.toolUseID);
+    for (const output of measured.outputs) {
+      pending.add({
+        runId: ctx.recordId, sessionId: ctx.sessionId, hookName, hookEvent, toolUseId, command, kind: output.kind,
+        chars: output.sent, digest: digestOf(output.content), timestamp: ctx.timestamp,
       });
     }
   }
 
-  /** The totals so far; hooks and sessions sorted with the most persisted first. */
+  /** A record that delivers JSON output strings: one outcome per string, each linked to the command that printed it. */
+  private async considerDelivery(attachment: Record<string, unknown>, kind: OutputKind, hookEvent: string, ctx: RecordContext, pending: PendingOutputs): Promise<void> {
+    const keys: DeliveryRecordKeys = { sessionId: ctx.sessionId, hookEvent, toolUseId: stringField(attachment.toolUseID), kind };
+    const unlinkedName = this.hookNameFor(attachment, hookEvent, ctx.sessionId);
+    const entries = contentStrings(attachment.content);
+    for (const [index, text] of entries.entries()) {
+      if (mayHoldMarker(text)) {
+        for (const marker of findPersistedOutputs(text)) {
+          const link = pending.claimPersisted(keys, marker);
+          const where = link ? { hookName: link.hookName, hookEvent, command: link.command, chars: link.chars } : { hookName: unlinkedName, hookEvent, command: undefined, chars: null };
+          await this.emitPersisted(marker, { ...where, field: kind }, ctx, index);
+        }
+      } else if (text.length > 0) {
+        const link = pending.claimDelivered(keys, text);
+        await this.emitOutput(
+          { hookName: link?.hookName ?? unlinkedName, hookEvent, command: link?.command, field: kind, outcome: 'delivered', chars: text.length, saved: undefined },
+          ctx,
+          `${ctx.recordId}#${index}`,
+        );
+      }
+    }
+  }
+
+  /** Markers outside hook records: repeats of outputs already counted, or (rarely) an output no hook record names. */
+  private async considerStrayMarkers(record: Record<string, unknown>, at: { file: FileSummary; fallbackSession: string; lineNumber: number }): Promise<void> {
+    const strings: string[] = [];
+    collectStrings(record, strings);
+    // Only markers of hook output files count (tool results use the same marker).
+    const markers = strings.filter(mayHoldMarker).flatMap(findPersistedOutputs).filter((m) => isHookOutputPath(m.savedPath) && !this.seenSavedPaths.has(m.savedPath!));
+    if (markers.length === 0) return;
+    const sessionId = stringField(record.sessionId) ?? at.fallbackSession;
+    const uuid = stringField(record.uuid);
+    const ctx: RecordContext = {
+      recordId: uuid ?? `${sessionId}:${basename(at.file.path)}:${at.lineNumber}`, sessionId, timestamp: stringField(record.timestamp), file: at.file.path, lineNumber: at.lineNumber,
+    };
+    let index = 0;
+    for (const marker of markers) {
+      await this.emitPersisted(marker, { hookName: '(unknown hook)', hookEvent: '(unknown event)', command: undefined, field: 'stdout', chars: null }, ctx, index++);
+    }
+  }
+
+  /** The hook name of a delivery record as telemetry names it: its own when it has a matcher, else that of the latest run of its event. */
+  private hookNameFor(attachment: Record<string, unknown>, hookEvent: string, sessionId: string): string {
+    const own = stringField(attachment.hookName);
+    if (own !== undefined && own !== hookEvent) return own;
+    return this.latestHookName.get(`${sessionId}\u0000${hookEvent}`) ?? own ?? hookEvent;
+  }
+
+  private async emitPersisted(
+    marker: PersistedOutput,
+    where: { hookName: string; hookEvent: string; command: string | undefined; field: OutputKind; chars: number | null },
+    ctx: RecordContext,
+    index: number,
+  ): Promise<void> {
+    if (marker.savedPath !== undefined) {
+      // The same saved file quoted again (a resumed session, a rewritten record) is one output.
+      if (this.seenSavedPaths.has(marker.savedPath)) return;
+      this.seenSavedPaths.add(marker.savedPath);
+    }
+    const id = marker.savedPath !== undefined ? `saved:${marker.savedPath}` : `${ctx.recordId}#persisted${index}`;
+    const chars = where.chars ?? (await savedOutputChars(marker.savedPath, ctx));
+    await this.emitOutput({ ...where, chars, outcome: 'persisted', saved: marker }, ctx, id);
+  }
+
+  private async emitUnconfirmed(entry: PendingOutput, file: string): Promise<void> {
+    await this.emit({
+      kind: 'output', id: `${entry.runId}#${entry.kind}`, sessionId: entry.sessionId, hookName: entry.hookName, hookEvent: entry.hookEvent,
+      command: entry.command, field: entry.kind, outcome: 'unconfirmed', chars: entry.chars, saved: undefined, timestamp: entry.timestamp, file, lineNumber: 0,
+    });
+  }
+
+  private async emitOutput(
+    what: { hookName: string; hookEvent: string; command: string | undefined; field: OutputKind; outcome: OutputOutcome; chars: number | null; saved: PersistedOutput | undefined },
+    ctx: RecordContext,
+    id: string,
+  ): Promise<void> {
+    await this.emit({ kind: 'output', id, sessionId: ctx.sessionId, timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber, ...what });
+  }
+
+  private async emit(finding: Finding): Promise<void> {
+    this.tally(finding);
+    if (this.sink) await this.sink(finding);
+  }
+
+  private skipType(type: string): void {
+    const counts = this.totals.skippedRecordTypes;
+    const key = type in counts || Object.keys(counts).length < MAX_SKIPPED_TYPES ? type : '(other)';
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+
+  private tally(finding: Finding): void {
+    addFinding(this.totals, finding);
+    tallyHook(this.hooks, finding);
+    let session = this.sessions.get(finding.sessionId);
+    if (!session) {
+      session = { summary: { sessionId: finding.sessionId, ...emptyCounts() }, files: new Set(), hooks: new Map() };
+      this.sessions.set(finding.sessionId, session);
+    }
+    addFinding(session.summary, finding);
+    session.files.add(finding.file);
+    tallyHook(session.hooks, finding);
+
+    if (finding.kind === 'output' && finding.saved !== undefined && this.persistedOutputs.length < MAX_LISTED_PERSISTED) {
+      this.persistedOutputs.push({
+        ...finding.saved,
+        preview: headCodeUnits(finding.saved.preview, PREVIEW_CHARS),
+        sessionId: finding.sessionId,
+        hookName: finding.hookName,
+        command: finding.command,
+        chars: finding.chars,
+        file: finding.file,
+        lineNumber: finding.lineNumber,
+      });
+    }
+  }
+
+  /** The totals so far; hooks, commands and sessions sorted with the most persisted first. */
   result(): ScanResult {
-    const byPersisted = <T extends DeliveryCounts>(a: T, b: T): number => b.outputsPersisted - a.outputsPersisted || b.records - a.records;
     return {
       files: [...this.files],
-      totals: { ...this.totals },
-      hooks: [...this.hooks.values()].sort(byPersisted),
+      totals: { ...this.totals, skippedRecordTypes: { ...this.totals.skippedRecordTypes } },
+      hooks: hookSummaries(this.hooks),
       sessions: [...this.sessions.values()]
-        .map(({ summary, files, hooks }) => ({ ...summary, files: [...files], hooks: [...hooks.values()].sort(byPersisted) }))
+        .map(({ summary, files, hooks }) => ({ ...summary, files: [...files], hooks: hookSummaries(hooks) }))
         .sort(byPersisted),
       persistedOutputs: [...this.persistedOutputs],
     };
   }
+}
+
+/**
+ * Size of a persisted output from the file Claude Code saved it to, when the record does not show it: the path
+ * the marker names, or the same file in the `<session>/tool-results/` folder beside the transcript (a copied or
+ * moved projects folder). Null when neither is there or the file is too large to read.
+ */
+async function savedOutputChars(savedPath: string | undefined, ctx: RecordContext): Promise<number | null> {
+  if (savedPath === undefined) return null;
+  const name = basename(savedPath);
+  const session = basename(dirname(dirname(savedPath)));
+  for (const candidate of [savedPath, join(dirname(ctx.file), session, 'tool-results', name), join(dirname(ctx.file), 'tool-results', name)]) {
+    try {
+      const info = await stat(candidate);
+      if (!info.isFile() || info.size > MAX_CAPTURED_STDOUT_BYTES) continue;
+      return (await readFile(candidate, 'utf8')).length;
+    } catch {
+      // Not there: try the next place.
+    }
+  }
+  return null;
+}
+
+function byPersisted<T extends DeliveryCounts>(a: T, b: T): number {
+  return b.outputsPersisted - a.outputsPersisted || b.runs - a.runs || b.outputs - a.outputs;
+}
+
+function tallyHook(hooks: Map<string, HookCounts>, finding: Finding): void {
+  const key = `${finding.hookEvent}\u0000${finding.hookName}`;
+  let hook = hooks.get(key);
+  if (!hook) {
+    hook = { summary: { hookName: finding.hookName, hookEvent: finding.hookEvent, ...emptyCounts() }, commands: new Map() };
+    hooks.set(key, hook);
+  }
+  addFinding(hook.summary, finding);
+  const command = finding.command ?? UNKNOWN_COMMAND;
+  let row = hook.commands.get(command);
+  if (!row) {
+    row = { command, ...emptyCounts() };
+    hook.commands.set(command, row);
+  }
+  addFinding(row, finding);
+}
+
+function hookSummaries(hooks: Map<string, HookCounts>): HookSummary[] {
+  return [...hooks.values()].map(({ summary, commands }) => ({ ...summary, commands: [...commands.values()].sort(byPersisted) })).sort(byPersisted);
 }
 
 function stringField(value: unknown): string | undefined {

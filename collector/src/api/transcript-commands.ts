@@ -1,0 +1,24 @@
+/**
+ * GET /api/v1/hooks/{id}/commands: per command of one hook, what the transcripts sent by `hookwatch scan --send`
+ * show. Telemetry sums the commands of one event; these figures come from transcripts and say so.
+ */
+import type { Router } from 'express';
+import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
+import type { Store } from '../store/store.ts';
+import { parseHookId, parseRange } from './params.ts';
+
+export function addTranscriptCommandsRoute(router: Router, opts: { store: Store; now: () => number }): void {
+  router.get('/api/v1/hooks/:id/commands', async (req, res) => {
+    const id = parseHookId(String(req.params['id']));
+    const range = parseRange(req.query as Record<string, unknown>, opts.now());
+    const commands = await opts.store.transcriptCommands(id, range);
+    const body: TranscriptCommandsResponse = {
+      source: 'transcript',
+      hookId: id,
+      from: new Date(range.fromMs).toISOString(),
+      to: new Date(range.toMs).toISOString(),
+      commands,
+    };
+    res.json(body);
+  });
+}

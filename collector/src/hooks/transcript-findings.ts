@@ -1,0 +1,131 @@
+/**
+ * Transcript findings: what `hookwatch scan --send` reports from Claude Code transcripts (command runs and
+ * output outcomes), as OTLP log records of their own event name. They are stored apart from telemetry's
+ * hook_execution_complete events, by their stable id, so sending the same transcripts again counts nothing twice
+ * and telemetry figures never include them.
+ */
+import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
+import { hookId } from './extract.ts';
+
+/** The event name (attribute event.name and body) of a transcript finding. */
+export const FINDING_EVENT_NAME = 'hookwatch.transcript_finding';
+
+/** Attribute keys of a finding record (all values strings, numbers included, like Claude Code's). */
+export const FINDING_ATTRIBUTES = {
+  id: 'hookwatch.finding.id',
+  kind: 'hookwatch.finding.kind',
+  source: 'hookwatch.source',
+  timestamp: 'event.timestamp',
+  session: 'session.id',
+  hookEvent: 'hook_event',
+  hookName: 'hook_name',
+  command: 'hook_command',
+  runOutcome: 'run_outcome',
+  field: 'output_field',
+  outcome: 'output_outcome',
+  chars: 'output_chars',
+} as const;
+
+export const FINDING_KINDS = ['run', 'output'] as const;
+export const OUTPUT_OUTCOMES = ['delivered', 'persisted', 'unconfirmed'] as const;
+
+/** A finding as stored. */
+export interface TranscriptFinding {
+  id: string;
+  kind: (typeof FINDING_KINDS)[number];
+  hookId: string;
+  hookEvent: string;
+  hookName: string;
+  /** The command; empty when the transcript does not name it. */
+  command: string;
+  sessionId: string;
+  timeMs: number;
+  /** Output field (stdout, additionalContext, ...) or the run's outcome (success, blocking, ...). */
+  field: string;
+  /** Output outcome; empty for a run. */
+  outcome: string;
+  chars: number | null;
+}
+
+const MAX_ID = 2048;
+const MAX_NAME = 1024;
+/** Longer commands are cut (a command line is not a place for data). */
+const MAX_COMMAND = 2048;
+const MAX_CHARS = 0xffffffff;
+
+/** True for a transcript finding record. */
+export function isTranscriptFinding(rec: LogRecord): boolean {
+  const name = rec.attributes.get('event.name');
+  return name === FINDING_EVENT_NAME || rec.eventName === FINDING_EVENT_NAME || (name === undefined && rec.body === FINDING_EVENT_NAME);
+}
+
+export interface FindingExtract {
+  findings: TranscriptFinding[];
+  rejected: number;
+  problems: string[];
+}
+
+/** The findings of a request; a record that cannot be used is rejected on its own with a reason. */
+export function extractTranscriptFindings(req: LogsRequest, now: () => number = Date.now): FindingExtract {
+  const out: FindingExtract = { findings: [], rejected: 0, problems: [] };
+  req.resourceLogs.forEach((rl, i) => {
+    rl.scopeLogs.forEach((sl, j) => {
+      sl.logRecords.forEach((rec, k) => {
+        if (!isTranscriptFinding(rec)) return;
+        try {
+          out.findings.push(toFinding(rec, now));
+        } catch (err) {
+          if (!(err instanceof FindingProblem)) throw err;
+          out.rejected++;
+          if (out.problems.length < 5) out.problems.push(`resourceLogs[${i}].scopeLogs[${j}].logRecords[${k}]: ${err.message}`);
+        }
+      });
+    });
+  });
+  return out;
+}
+
+class FindingProblem extends Error {}
+
+function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
+  const get = (key: string, limit: number, required: boolean): string => {
+    const value: AnyValue | undefined = rec.attributes.get(key);
+    if (value === undefined || value === null || value === '') {
+      if (required) throw new FindingProblem(`${key} is missing`);
+      return '';
+    }
+    if (typeof value !== 'string') throw new FindingProblem(`${key} must be a string`);
+    return value.length > limit ? value.slice(0, limit) : value;
+  };
+  const id = get(FINDING_ATTRIBUTES.id, MAX_ID + 1, true);
+  if (id.length > MAX_ID) throw new FindingProblem(`${FINDING_ATTRIBUTES.id} longer than ${MAX_ID} characters`);
+  const kind = get(FINDING_ATTRIBUTES.kind, 16, true);
+  if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new FindingProblem(`${FINDING_ATTRIBUTES.kind} must be one of ${FINDING_KINDS.join(', ')}`);
+  const hookEvent = get(FINDING_ATTRIBUTES.hookEvent, MAX_NAME + 1, true);
+  const hookName = get(FINDING_ATTRIBUTES.hookName, MAX_NAME + 1, false) || hookEvent;
+  if (hookEvent.length > MAX_NAME || hookName.length > MAX_NAME) throw new FindingProblem(`hook_name longer than ${MAX_NAME} characters`);
+  let outcome = '';
+  let field: string;
+  let chars: number | null = null;
+  if (kind === 'output') {
+    outcome = get(FINDING_ATTRIBUTES.outcome, 16, true);
+    if (!(OUTPUT_OUTCOMES as readonly string[]).includes(outcome)) throw new FindingProblem(`${FINDING_ATTRIBUTES.outcome} must be one of ${OUTPUT_OUTCOMES.join(', ')}`);
+    field = get(FINDING_ATTRIBUTES.field, 64, true);
+    const rawChars = get(FINDING_ATTRIBUTES.chars, 16, false);
+    if (rawChars !== '') {
+      if (!/^\d{1,10}$/.test(rawChars) || Number(rawChars) > MAX_CHARS) throw new FindingProblem(`${FINDING_ATTRIBUTES.chars} ${JSON.stringify(rawChars)} is not a whole number of characters`);
+      chars = Number(rawChars);
+    }
+  } else {
+    field = get(FINDING_ATTRIBUTES.runOutcome, 64, false) || 'success';
+  }
+  const stamp = get(FINDING_ATTRIBUTES.timestamp, 64, false);
+  const parsed = stamp === '' ? NaN : Date.parse(stamp);
+  const fromRecord = rec.timeUnixNano > 0n ? Number(rec.timeUnixNano / 1_000_000n) : NaN;
+  const timeMs = Number.isFinite(parsed) ? parsed : Number.isFinite(fromRecord) ? fromRecord : now();
+  return {
+    id, kind: kind as TranscriptFinding['kind'], hookId: hookId(hookEvent, hookName), hookEvent, hookName,
+    command: get(FINDING_ATTRIBUTES.command, MAX_COMMAND, false), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
+    timeMs, field, outcome, chars,
+  };
+}

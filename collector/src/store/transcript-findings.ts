@@ -1,0 +1,74 @@
+/**
+ * Storage of transcript findings (`hookwatch scan --send`), shared by both backends: a table of its own, apart
+ * from telemetry's events and rollups, keyed by the finding's stable id so a finding sent twice is stored once.
+ */
+import type { TranscriptCommandRow } from '../../../shared/src/transcript-api.ts';
+import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
+
+/** The schema migration that adds the table (appended to each backend's MIGRATIONS). */
+export function transcriptFindingsDdl(int: string): string {
+  return `
+    CREATE TABLE IF NOT EXISTS transcript_findings (
+      finding_id TEXT PRIMARY KEY,
+      kind TEXT NOT NULL,
+      hook_id TEXT NOT NULL,
+      hook_event TEXT NOT NULL,
+      hook_name TEXT NOT NULL,
+      command TEXT NOT NULL,
+      session_id TEXT NOT NULL,
+      time_ms ${int} NOT NULL,
+      field TEXT NOT NULL,
+      outcome TEXT NOT NULL,
+      chars ${int}
+    );
+    CREATE INDEX IF NOT EXISTS transcript_findings_hook_time ON transcript_findings (hook_id, time_ms);
+  `;
+}
+
+export const FINDING_COLUMNS = ['finding_id', 'kind', 'hook_id', 'hook_event', 'hook_name', 'command', 'session_id', 'time_ms', 'field', 'outcome', 'chars'] as const;
+
+export function findingValues(f: TranscriptFinding): (string | number | null)[] {
+  return [f.id, f.kind, f.hookId, f.hookEvent, f.hookName, f.command, f.sessionId, f.timeMs, f.field, f.outcome, f.chars];
+}
+
+/** Per-command figures of one hook over [from, to); `p(n)` renders the n-th (1-based) parameter: hook id, from, to. */
+export function commandsQuery(p: (n: number) => string): string {
+  return `
+    SELECT command,
+      SUM(CASE WHEN kind = 'run' THEN 1 ELSE 0 END) AS runs,
+      SUM(CASE WHEN kind = 'output' AND outcome IN ('delivered', 'persisted') THEN 1 ELSE 0 END) AS outputs,
+      SUM(CASE WHEN kind = 'output' AND outcome = 'delivered' THEN 1 ELSE 0 END) AS delivered,
+      SUM(CASE WHEN kind = 'output' AND outcome = 'persisted' THEN 1 ELSE 0 END) AS persisted,
+      SUM(CASE WHEN kind = 'output' AND outcome = 'unconfirmed' THEN 1 ELSE 0 END) AS unconfirmed,
+      MAX(CASE WHEN kind = 'output' THEN chars END) AS largest_output,
+      MAX(CASE WHEN kind = 'output' AND outcome = 'delivered' THEN chars END) AS largest_delivered,
+      COUNT(DISTINCT session_id) AS sessions
+    FROM transcript_findings
+    WHERE hook_id = ${p(1)} AND time_ms >= ${p(2)} AND time_ms < ${p(3)}
+    GROUP BY command
+    ORDER BY persisted DESC, runs DESC, command`;
+}
+
+/** A row of commandsQuery as the API gives it (drivers return counts as numbers, bigints or strings). */
+export function toCommandRow(row: Record<string, unknown>): TranscriptCommandRow {
+  const n = (v: unknown): number => Number(v ?? 0);
+  const nullable = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+  return {
+    command: String(row.command ?? ''),
+    runs: n(row.runs),
+    outputs: n(row.outputs),
+    delivered: n(row.delivered),
+    persisted: n(row.persisted),
+    unconfirmed: n(row.unconfirmed),
+    largestOutputChars: nullable(row.largest_output),
+    largestDeliveredChars: nullable(row.largest_delivered),
+    sessions: n(row.sessions),
+  };
+}
+
+/** What storing a batch of findings did. */
+export interface FindingsResult {
+  inserted: number;
+  /** Findings already stored (the same transcripts sent again). */
+  duplicates: number;
+}

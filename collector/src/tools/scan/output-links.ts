@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+
+import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
+import type { OutputKind } from '../../../../shared/src/cliff.ts';
+import type { PersistedOutput } from './persisted-marker.ts';
+
+/**
+ * A string inside a hook command's JSON stdout (additionalContext, systemMessage, initialUserMessage) whose
+ * delivery Claude Code records later, in a `hook_additional_context` or `hook_system_message` record. Only a
+ * digest of the text is kept, so memory does not grow with output sizes.
+ */
+export interface PendingOutput {
+  runId: string;
+  sessionId: string;
+  hookName: string;
+  hookEvent: string;
+  toolUseId: string | undefined;
+  command: string | undefined;
+  kind: OutputKind;
+  chars: number;
+  digest: string;
+  timestamp: string | undefined;
+}
+
+/** Most JSON outputs awaiting their delivery record per file; past it the oldest are given up as unconfirmed. */
+export const MAX_PENDING_OUTPUTS = 10_000;
+
+/** A short digest of an output string, for matching it against the text a later record delivered. */
+export function digestOf(text: string): string {
+  return createHash('sha1').update(text).digest('base64url');
+}
+
+/** Size in bytes a marker's label ("11.7KB", "980B", "1.2MB") stands for; undefined when unreadable. */
+export function labelBytes(label: string | undefined): number | undefined {
+  const match = label === undefined ? null : /^([\d.]+)\s*(B|KB|MB|GB)$/i.exec(label.trim());
+  if (!match) return undefined;
+  const scale = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[match[2]!.toUpperCase() as 'B' | 'KB' | 'MB' | 'GB'];
+  return Number(match[1]) * scale;
+}
+
+/** Where a delivery record says its strings came from. */
+export interface DeliveryRecordKeys {
+  sessionId: string;
+  hookEvent: string;
+  toolUseId: string | undefined;
+  kind: OutputKind;
+}
+
+/**
+ * JSON outputs of the hook commands of one transcript file, waiting to be matched with the records that say
+ * whether each was delivered or persisted. Claude Code 2.1.332 gives a tool event's delivery record the tool
+ * call's id (as on the command's `hook_success`), but a SessionStart delivery record the bare event name as its
+ * id and as its hook name; so a record is matched by id first and by event second, and each string by its text
+ * (delivered) or by the saved file and size (persisted).
+ */
+export class PendingOutputs {
+  private readonly entries: PendingOutput[] = [];
+  /** Entries given up because too many were waiting. */
+  evicted: PendingOutput[] = [];
+
+  add(entry: PendingOutput): void {
+    this.entries.push(entry);
+    if (this.entries.length > MAX_PENDING_OUTPUTS) this.evicted.push(this.entries.shift()!);
+  }
+
+  /** Claims the command output a delivered string came from (same text), or undefined. */
+  claimDelivered(keys: DeliveryRecordKeys, text: string): PendingOutput | undefined {
+    const digest = digestOf(text);
+    return this.claim(keys, (entry) => entry.chars === text.length && entry.digest === digest);
+  }
+
+  /** Claims the command output a persisted-output marker stands for, or undefined. */
+  claimPersisted(keys: DeliveryRecordKeys, marker: PersistedOutput): PendingOutput | undefined {
+    const overCap = (entry: PendingOutput): boolean => entry.chars > OUTPUT_CAP_CHARS;
+    // Claude Code names the saved file after the hook run's id: hook-<toolUseID>-<event>-<hash>-<field>.txt.
+    const namesRun = (entry: PendingOutput): boolean => entry.toolUseId !== undefined && marker.savedPath !== undefined && marker.savedPath.includes(`hook-${entry.toolUseId}-`);
+    const bytes = labelBytes(marker.sizeLabel);
+    const nearest = (candidates: PendingOutput[]): PendingOutput | undefined => {
+      if (bytes === undefined) return candidates[0];
+      return candidates.reduce<PendingOutput | undefined>((best, entry) => (best === undefined || Math.abs(entry.chars - bytes) < Math.abs(best.chars - bytes) ? entry : best), undefined);
+    };
+    const candidates = this.candidates(keys).filter(overCap);
+    const chosen = nearest(candidates.filter(namesRun)) ?? nearest(candidates);
+    if (chosen !== undefined) this.remove(chosen);
+    return chosen;
+  }
+
+  /** Gives up every entry (the end of a file): their delivery was never recorded. */
+  drain(): PendingOutput[] {
+    const left = [...this.evicted, ...this.entries];
+    this.entries.length = 0;
+    this.evicted = [];
+    return left;
+  }
+
+  private claim(keys: DeliveryRecordKeys, accept: (entry: PendingOutput) => boolean): PendingOutput | undefined {
+    const chosen = this.candidates(keys).find(accept);
+    if (chosen !== undefined) this.remove(chosen);
+    return chosen;
+  }
+
+  /** Entries of the same session and kind: those of the same tool call first, then those of the same event. */
+  private candidates(keys: DeliveryRecordKeys): PendingOutput[] {
+    const same = this.entries.filter((entry) => entry.sessionId === keys.sessionId && entry.kind === keys.kind);
+    const byId = keys.toolUseId === undefined ? [] : same.filter((entry) => entry.toolUseId === keys.toolUseId);
+    return [...byId, ...same.filter((entry) => entry.hookEvent === keys.hookEvent && !byId.includes(entry))];
+  }
+
+  private remove(entry: PendingOutput): void {
+    const index = this.entries.indexOf(entry);
+    if (index !== -1) this.entries.splice(index, 1);
+  }
+}

@@ -1,0 +1,189 @@
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
+import { captureIO } from '../common/capture-io.ts';
+import { runScan } from './index.ts';
+
+/** Transcripts the real Claude Code 2.1.332 wrote, with the telemetry the same sessions exported. */
+const FIXTURE = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/transcripts-a/', import.meta.url));
+const PROJECT = join(FIXTURE, 'projects', '-home-dev-proj');
+const SESSION_A = '229cfef5-26c4-44fa-86e5-e4dea73819d9';
+
+interface Counts {
+  runs: number;
+  outputs: number;
+  delivered: number;
+  outputsPersisted: number;
+  unconfirmed: number;
+  largestDeliveredChars: number | null;
+  largestOutputChars: number | null;
+}
+interface ScanOutput {
+  totals: Counts & { records: number; duplicateRecords: number; requestCopies: number; skippedRecordTypes: Record<string, number> };
+  hooks: (Counts & { hookName: string; hookEvent: string; commands: (Counts & { command: string })[] })[];
+  sessions: (Counts & { sessionId: string; hooks: (Counts & { hookName: string })[] })[];
+}
+interface TelemetryHooks {
+  hooks: { hookName: string; success: number; outputsPersisted: number }[];
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-real-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function scan(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const captured = captureIO(dir, { ...process.env });
+  const code = await runScan(argv, captured.io);
+  return { code, out: captured.stdout(), err: captured.stderr() };
+}
+
+async function scanJson(path: string): Promise<{ code: number; result: ScanOutput }> {
+  const { code, out } = await scan(['--json', path]);
+  return { code, result: JSON.parse(out) as ScanOutput };
+}
+
+/** Every count row of a scan: hooks, their commands, sessions and their hooks. */
+function allRows(result: ScanOutput): Counts[] {
+  return [result.totals, ...result.hooks, ...result.hooks.flatMap((h) => h.commands), ...result.sessions, ...result.sessions.flatMap((s) => s.hooks)];
+}
+
+const command = (mode: string, n: number): string => `node "$CLAUDE_PROJECT_DIR"/.claude/hooks/emit.js ${mode} ${n}`;
+
+describe('scan on real Claude Code 2.1.332 transcripts', () => {
+  it('agrees with the telemetry of the same sessions, per hook name', async () => {
+    const telemetry = JSON.parse(await readFile(join(FIXTURE, 'telemetry-hooks.json'), 'utf8')) as TelemetryHooks;
+    const { code, result } = await scanJson(join(FIXTURE, 'projects'));
+    const persisted = (hooks: { hookName: string; outputsPersisted: number }[]): Record<string, number> =>
+      Object.fromEntries(hooks.map((h) => [h.hookName, h.outputsPersisted]).sort());
+    // Same hook names (SessionStart:startup, not the bare SessionStart; no "(unknown hook)"), same persisted counts.
+    expect(persisted(result.hooks)).toEqual(persisted(telemetry.hooks));
+    expect(result.totals.outputsPersisted).toBe(8);
+    // Commands run, where the transcript records them (UserPromptSubmit's run has no hook_success record in 2.1.332).
+    for (const hook of telemetry.hooks.filter((h) => h.hookName !== 'UserPromptSubmit')) {
+      expect(result.hooks.find((h) => h.hookName === hook.hookName)?.runs, hook.hookName).toBe(hook.success);
+    }
+    expect(code).toBe(1);
+  });
+
+  it('never reports a delivered output over the cap', async () => {
+    const { result } = await scanJson(join(FIXTURE, 'projects'));
+    const delivered = allRows(result).map((row) => row.largestDeliveredChars ?? 0);
+    expect(Math.max(...delivered)).toBe(OUTPUT_CAP_CHARS);
+  });
+
+  it('tells the three SessionStart commands apart: 10,000 delivered, 10,001 plain persisted, 12,000 JSON persisted', async () => {
+    const { result } = await scanJson(join(FIXTURE, 'projects'));
+    const start = result.hooks.find((h) => h.hookName === 'SessionStart:startup');
+    const rows = Object.fromEntries(
+      (start?.commands ?? []).map((c) => [c.command, [c.runs, c.delivered, c.outputsPersisted, c.largestDeliveredChars, c.largestOutputChars]]),
+    );
+    expect(rows).toEqual({
+      [command('ctx', 10000)]: [2, 2, 0, 10_000, 10_000],
+      [command('plain', 10001)]: [2, 0, 2, null, 10_001],
+      [command('ctx', 12000)]: [2, 0, 2, null, 12_000],
+    });
+    const post = result.hooks.find((h) => h.hookName === 'PostToolUse:Bash')?.commands;
+    expect(post?.map((c) => [c.command, c.outputsPersisted, c.largestOutputChars])).toEqual([[`HOOK_EVENT=PostToolUse ${command('ctx', 10500)}`, 2, 10_500]]);
+  });
+
+  it('names the command in the text report', async () => {
+    const { out } = await scan([join(FIXTURE, 'projects')]);
+    expect(out).toMatch(/^ {2}SessionStart:startup +2 +2 +0 +2 +- +12,000 +node "\$CLAUDE_PROJECT_DIR"\/\.claude\/hooks\/emit\.js ctx 12000$/m);
+    expect(out).toMatch(/^ {2}SessionStart:startup +2 +2 +2 +0 +10,000 +10,000 +node "\$CLAUDE_PROJECT_DIR"\/\.claude\/hooks\/emit\.js ctx 10000$/m);
+    expect(out).not.toContain('(unknown hook)');
+    expect(out).toMatch(/^FAIL: 8 hook outputs in 2 sessions were over/m);
+  });
+
+  describe('in a folder holding what real ones hold', () => {
+    let projects: string;
+    let result: ScanOutput;
+    let code: number;
+    let text: string;
+
+    beforeAll(async () => {
+      projects = join(dir, 'projects');
+      const project = join(projects, '-home-dev-proj');
+      await cp(PROJECT, project, { recursive: true });
+      const lines = (await readFile(join(PROJECT, `${SESSION_A}.jsonl`), 'utf8')).split('\n').filter(Boolean);
+      const records = lines.map((line) => JSON.parse(line) as Record<string, unknown> & { attachment?: Record<string, unknown> });
+      const find = (type: string, hookName: string): Record<string, unknown> & { attachment: Record<string, unknown> } => {
+        const found = records.find((r) => r.attachment?.type === type && r.attachment.hookName === hookName && (type !== 'hook_success' || String(r.attachment.command).endsWith('ctx 12000') || hookName !== 'SessionStart:startup'));
+        if (!found?.attachment) throw new Error(`fixture lacks ${type} ${hookName}`);
+        return found as Record<string, unknown> & { attachment: Record<string, unknown> };
+      };
+      const renamePath = (text: string, from: string, to: string): string => text.split(from).join(to);
+
+      // A resumed session: Claude Code writes the earlier records again, with their ids, into the new file.
+      await writeFile(join(project, 'aaaaaaaa-resumed-session.jsonl'), `${lines.join('\n')}\n`);
+
+      // Compaction: SessionStart runs again with source "compact"; its delivery record carries the bare event name.
+      const compactRun = structuredClone(find('hook_success', 'SessionStart:startup'));
+      Object.assign(compactRun, { uuid: 'compact-run-1' });
+      Object.assign(compactRun.attachment, { hookName: 'SessionStart:compact', toolUseID: 'compact-tool-1' });
+      const compactContext = structuredClone(find('hook_additional_context', 'SessionStart'));
+      const persistedEntry = (compactContext.attachment.content as string[])[0]!;
+      Object.assign(compactContext, { uuid: 'compact-context-1' });
+      compactContext.attachment.content = [renamePath(persistedEntry, 'hook-025a9fb1-f5ba-4f20-934e-b6cd14441215-', 'hook-compact-tool-1-')];
+      // A JSON output whose delivery record never came (the session was cut off): unconfirmed, not delivered.
+      const lostRun = structuredClone(find('hook_success', 'SessionStart:startup'));
+      Object.assign(lostRun, { uuid: 'lost-run-1' });
+      Object.assign(lostRun.attachment, { hookName: 'SessionStart:compact', toolUseID: 'lost-tool-1', command: command('ctx', 500), stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'L'.repeat(500) } }) });
+      const unknown = { type: 'some-future-record', sessionId: SESSION_A, uuid: 'future-1' };
+      await writeFile(join(project, 'bbbbbbbb-compacted.jsonl'), [compactRun, compactContext, unknown, lostRun].map((r) => JSON.stringify(r)).join('\n') + '\n');
+
+      // A subagent transcript inside the session folder, beside tool-results/.
+      const subRun = structuredClone(find('hook_success', 'PostToolUse:Bash'));
+      Object.assign(subRun, { uuid: 'sub-run-1', isSidechain: true });
+      Object.assign(subRun.attachment, { toolUseID: 'toolu_sub1' });
+      const subContext = structuredClone(find('hook_additional_context', 'PostToolUse:Bash'));
+      Object.assign(subContext, { uuid: 'sub-context-1', isSidechain: true });
+      Object.assign(subContext.attachment, {
+        toolUseID: 'toolu_sub1',
+        content: (subContext.attachment.content as string[]).map((entry) => renamePath(entry, 'hook-toolu_mock5-', 'hook-toolu_sub1-')),
+      });
+      await mkdir(join(project, SESSION_A, 'subagents'), { recursive: true });
+      await writeFile(join(project, SESSION_A, 'subagents', 'agent-1.jsonl'), [subRun, subContext].map((r) => JSON.stringify(r)).join('\n') + '\n');
+
+      ({ code, result } = await scanJson(projects));
+      text = (await scan([projects])).out;
+    });
+
+    it('counts a resumed session once', () => {
+      expect(result.totals.duplicateRecords).toBe(9);
+      expect(result.hooks.find((h) => h.hookName === 'SessionStart:startup')).toMatchObject({ runs: 6, outputsPersisted: 4 });
+    });
+
+    it('attributes the compaction SessionStart to SessionStart:compact and its command', () => {
+      const compact = result.hooks.find((h) => h.hookName === 'SessionStart:compact');
+      expect(compact?.commands.map((c) => [c.command, c.runs, c.outputsPersisted, c.unconfirmed])).toEqual([
+        [command('ctx', 12000), 1, 1, 0],
+        [command('ctx', 500), 1, 0, 1],
+      ]);
+      expect(result.hooks.some((h) => h.hookName === 'SessionStart')).toBe(false);
+    });
+
+    it('reads subagent transcripts, skips and counts unknown record types, and does not count request copies', () => {
+      expect(result.hooks.find((h) => h.hookName === 'PostToolUse:Bash')).toMatchObject({ runs: 3, outputsPersisted: 3 });
+      expect(result.totals.skippedRecordTypes).toEqual({ 'some-future-record': 1 });
+      expect(result.totals.requestCopies).toBeGreaterThan(0);
+      expect(result.hooks.some((h) => h.hookName === '(unknown hook)')).toBe(false);
+      expect(result.totals.outputsPersisted).toBe(8 + 1 + 1);
+      expect(Math.max(...allRows(result).map((row) => row.largestDeliveredChars ?? 0))).toBe(OUTPUT_CAP_CHARS);
+    });
+
+    it('says so when a JSON output has no delivery record, and still fails on the persisted ones', () => {
+      expect(text).toContain('UNKNOWN: 1 output string of JSON hook output has no delivery record');
+      expect(text).toContain('1 record of unknown type skipped (some-future-record: 1)');
+      expect(code).toBe(1);
+    });
+  });
+});

@@ -1,0 +1,87 @@
+/** `scan --send` against a running hookwatch: findings are stored once however often they are sent, apart from telemetry. */
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { HooksResponse } from '../../../../shared/src/api.ts';
+import type { TranscriptCommandsResponse } from '../../../../shared/src/transcript-api.ts';
+import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
+import { hookId } from '../../hooks/extract.ts';
+import { captureIO } from '../common/capture-io.ts';
+import { runScan } from './index.ts';
+
+const PROJECTS = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/transcripts-a/projects/', import.meta.url));
+/** Just after the fixture sessions (2026-11-30T23:19Z). */
+const NOW = Date.parse('2026-12-01T00:00:00Z');
+const RANGE = 'from=now-7d';
+
+interface ScanSummary {
+  hooks: { hookName: string; hookEvent: string; commands: { command: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestOutputChars: number | null; largestDeliveredChars: number | null }[] }[];
+  send: { emitted: number; exported: number; failed: number };
+}
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService({}, { now: () => NOW });
+});
+afterAll(async () => {
+  await service.close();
+});
+
+async function send(): Promise<{ code: number; result: ScanSummary }> {
+  const captured = captureIO(service.dir, { ...process.env });
+  const code = await runScan(['--json', '--send', service.otlpHttpUrl, PROJECTS], captured.io);
+  return { code, result: JSON.parse(captured.stdout()) as ScanSummary };
+}
+
+const commandsOf = async (hookEvent: string, hookName: string): Promise<TranscriptCommandsResponse> =>
+  (await getJson<TranscriptCommandsResponse>(service.httpUrl, `/api/v1/hooks/${hookId(hookEvent, hookName)}/commands?${RANGE}`)).body;
+
+describe('scan --send to hookwatch', () => {
+  it('shows the counts once when the same transcripts are sent twice, and leaves telemetry figures alone', async () => {
+    // Telemetry of a real session first, to see that transcript findings never add to it.
+    for (const request of fixtureRequests('run5-mockapi-tools-httpjson').filter((r) => r.path === '/v1/logs')) {
+      expect((await postOtlp(service.otlpHttpUrl, request.path, request.body, { 'content-type': request.contentType })).status).toBe(200);
+    }
+    const telemetryBefore = (await getJson<HooksResponse>(service.httpUrl, `/api/v1/hooks?${RANGE}`)).body.hooks;
+    expect(telemetryBefore.length).toBeGreaterThan(0);
+
+    const first = await send();
+    expect(first.code).toBe(1);
+    expect(first.result.send.failed).toBe(0);
+    expect(first.result.send.exported).toBe(first.result.send.emitted);
+    const afterFirst = await commandsOf('SessionStart', 'SessionStart:startup');
+
+    const second = await send();
+    expect(second.result.send.exported).toBe(first.result.send.emitted);
+    expect(service.ingest.stats.transcriptFindings).toBe(first.result.send.emitted);
+    expect(service.ingest.stats.transcriptFindingDuplicates).toBe(first.result.send.emitted);
+
+    const afterSecond = await commandsOf('SessionStart', 'SessionStart:startup');
+    expect(afterSecond).toEqual(afterFirst);
+    expect(afterSecond.source).toBe('transcript');
+    // What the server shows per command is what scan found, counted once.
+    const scanned = first.result.hooks.find((h) => h.hookName === 'SessionStart:startup')?.commands ?? [];
+    expect(afterSecond.commands.map((c) => [c.command, c.runs, c.outputs, c.delivered, c.persisted, c.largestOutputChars, c.largestDeliveredChars]).sort()).toEqual(
+      scanned.map((c) => [c.command, c.runs, c.outputs, c.delivered, c.outputsPersisted, c.largestOutputChars, c.largestDeliveredChars]).sort(),
+    );
+    expect(afterSecond.commands.map((c) => [c.command.replace(/^.*emit\.js /, ''), c.runs, c.persisted, c.largestOutputChars])).toEqual([
+      ['ctx 12000', 2, 2, 12_000],
+      ['plain 10001', 2, 2, 10_001],
+      ['ctx 10000', 2, 0, 10_000],
+    ]);
+    expect((await commandsOf('UserPromptSubmit', 'UserPromptSubmit')).commands).toEqual([
+      { command: '', runs: 0, outputs: 2, delivered: 0, persisted: 2, unconfirmed: 0, largestOutputChars: 10_001, largestDeliveredChars: null, sessions: 2 },
+    ]);
+
+    // Telemetry's figures are exactly what they were: transcript findings are not hook_execution_complete events.
+    expect((await getJson<HooksResponse>(service.httpUrl, `/api/v1/hooks?${RANGE}`)).body.hooks).toEqual(telemetryBefore);
+  });
+
+  it('refuses a finding without an id, naming the problem', async () => {
+    const record = { attributes: [['event.name', 'hookwatch.transcript_finding'], ['hookwatch.finding.kind', 'run'], ['hook_event', 'Stop']].map(([key, v]) => ({ key, value: { stringValue: v } })) };
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [record] }] }] }), { 'content-type': 'application/json' });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body.toString('utf8'))).toMatchObject({ partialSuccess: { rejectedLogRecords: '1', errorMessage: expect.stringContaining('hookwatch.finding.id is missing') } });
+  });
+});
