@@ -9,6 +9,7 @@ import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, type Ou
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, referenceLine } from '../charts.ts';
+import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
 import { bucketLabel, chars, dateTime, day, num, pct, statusBadge } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastText } from '../forecast.ts';
@@ -204,6 +205,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
     replace(dimSelect, ...dims.filter((d) => d !== 'service.version').map((d) => h('option', { value: d, selected: d === by }, d)));
   }, () => undefined);
 
+  const commands = commandsPanel();
   const content = h('div', { id: 'hook-content' },
     h('section', { class: 'panel' }, facts),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
@@ -211,6 +213,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       h('h2', { id: 'breakdown-title' }, 'Breakdown'),
       h('h3', null, 'By client version'), byVersion,
       h('h3', null, h('label', { for: 'breakdown-dimension' }, 'By '), dimSelect), byDim),
+    commands.element,
   );
   document.title = 'Hook · hookwatch';
   replace(root, ctx.link(buildUrl('/', state, keptParams(state.params)), { class: 'back' }, '← Overview'), title, h('p', { class: 'muted' }, 'Loading…'));
@@ -234,6 +237,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         dailySeries(hookId, q.to ?? 'now', state.filters, signal),
         api.breakdown(hookId, { ...q, dimension: 'service.version' }, signal),
         api.breakdown(hookId, { ...q, dimension: by }, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
+        commands.refresh(hookId, q, signal),
       ]);
       const hk = detail.hook;
       document.title = `${hk.hookName} · hookwatch`;

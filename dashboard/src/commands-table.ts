@@ -1,0 +1,66 @@
+/**
+ * The hook page's "commands" table: per command of the hook, what the transcripts sent with
+ * `hookwatch scan --send` show (runs, largest output, persisted). Telemetry sums the commands of one event into one
+ * figure; transcripts tell which command's output went over. The table says where its figures come from, and
+ * that the rest of the page comes from telemetry.
+ */
+import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
+import { ApiFailure, type Query } from './api.ts';
+import { h, replace } from './dom.ts';
+import { chars, num } from './format.ts';
+
+async function fetchCommands(hookId: string, q: Query, signal?: AbortSignal): Promise<TranscriptCommandsResponse> {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') params.set(k, v);
+  const path = `/api/v1/hooks/${encodeURIComponent(hookId)}/commands`;
+  const res = await fetch(`${path}?${params.toString()}`, { headers: { accept: 'application/json' }, signal: signal ?? null });
+  const body: unknown = await res.json().catch(() => undefined);
+  if (!res.ok) {
+    const message = (body as { error?: { message?: unknown } } | undefined)?.error?.message;
+    throw new ApiFailure(res.status, typeof message === 'string' ? message : `GET ${path} answered ${res.status}`);
+  }
+  return body as TranscriptCommandsResponse;
+}
+
+/** The table for a response; a note instead when no transcript was sent for this hook in the range. */
+export function commandsTable(r: TranscriptCommandsResponse): HTMLElement {
+  if (r.commands.length === 0) {
+    return h('p', { class: 'muted', id: 'commands-empty' }, 'No transcripts sent for this hook in this range. Run `hookwatch scan --send <hookwatch OTLP URL>` to see which command each output came from.');
+  }
+  return h('div', { class: 'table-scroll' }, h('table', { class: 'data', id: 'commands', 'data-source': r.source },
+    h('caption', { class: 'sr-only' }, 'Commands, from transcripts'),
+    h('thead', null, h('tr', null, ...['Command', 'Runs', 'Largest output', 'Persisted', 'Delivered', 'Largest delivered', 'Sessions'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', null, ...r.commands.map((c) => h('tr', { class: c.persisted > 0 ? 'over' : '' },
+      h('th', { scope: 'row' }, h('code', null, c.command === '' ? '(command not recorded)' : c.command)),
+      h('td', { class: 'num' }, num(c.runs)),
+      h('td', { class: 'num' }, chars(c.largestOutputChars)),
+      h('td', { class: 'num' }, num(c.persisted)),
+      h('td', { class: 'num' }, num(c.delivered)),
+      h('td', { class: 'num' }, c.delivered === 0 ? 'none delivered' : chars(c.largestDeliveredChars)),
+      h('td', { class: 'num' }, num(c.sessions)),
+    ))),
+  ));
+}
+
+/** The panel on the hook page; `refresh` loads it for the page's hook and range. */
+export function commandsPanel(): { element: HTMLElement; refresh(hookId: string, q: Query, signal?: AbortSignal): Promise<void> } {
+  const holder = h('div', { id: 'commands-holder' });
+  const element = h('section', { class: 'panel', 'aria-labelledby': 'commands-title', id: 'commands-panel' },
+    h('h2', { id: 'commands-title' }, 'Commands'),
+    h('p', { class: 'hint', id: 'commands-source' },
+      'Source: transcripts (hookwatch scan --send), stored apart from telemetry and counted once however often they are sent. ',
+      'The figures above come from telemetry (hook_execution_complete), which sums the commands of one execution.'),
+    holder,
+  );
+  return {
+    element,
+    async refresh(hookId, q, signal) {
+      try {
+        replace(holder, commandsTable(await fetchCommands(hookId, { from: q['from'], to: q['to'] }, signal)));
+      } catch (err) {
+        if (!(err instanceof ApiFailure)) throw err;
+        replace(holder, h('p', { class: 'warn' }, err.message));
+      }
+    },
+  };
+}
