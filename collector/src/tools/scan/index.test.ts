@@ -296,6 +296,21 @@ describe('scan --send', () => {
     expect(flat[5]).toMatchObject({ hook_name: 'UserPromptSubmit', output_outcome: 'delivered', output_chars: '100' });
   });
 
+  it('never sends or prints a credential in a command line', async () => {
+    const file = join(dir, 'secret-command.jsonl');
+    const record = hookRecord({ uuid: 'h-secret', sessionId: 's-secret', hookName: 'Stop', stdout: 'ok' });
+    (record.attachment as Record<string, unknown>).command = 'SLACK_TOKEN=xoxb-123-456 ./notify.sh --password hunter2';
+    await writeFile(file, jsonl([record]));
+    received = [];
+    const { out } = await scan(['--send', base, file]);
+    const sent = JSON.stringify(received);
+    for (const text of [out, sent]) {
+      expect(text).toContain('SLACK_TOKEN=[redacted] ./notify.sh --password [redacted]');
+      expect(text).not.toContain('xoxb-123-456');
+      expect(text).not.toContain('hunter2');
+    }
+  });
+
   it('exits 3 and says so when the server refuses the events', async () => {
     const file = join(dir, 'send-refused.jsonl');
     await writeFile(file, jsonl([hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]));

@@ -11,6 +11,7 @@ import type { LineStats } from '../common/lines.ts';
 import { digestOf, PendingOutputs } from './output-links.ts';
 import type { DeliveryRecordKeys, PendingOutput } from './output-links.ts';
 import { findPersistedOutputs, isHookOutputPath, mayHoldMarker } from './persisted-marker.ts';
+import { redactCommand } from './redact-command.ts';
 import type { PersistedOutput } from './persisted-marker.ts';
 
 /** How a hook command ended, from the attachment type Claude Code recorded. */
@@ -377,7 +378,7 @@ export class TranscriptScanner {
       const hookName = this.hookNameFor(attachment, hookEvent, sessionId);
       let index = 0;
       for (const marker of strings.filter(mayHoldMarker).flatMap(findPersistedOutputs)) {
-        await this.emitPersisted(marker, { hookName, hookEvent, command: stringField(attachment.command), field: 'stdout', chars: null }, ctx, index++);
+        await this.emitPersisted(marker, { hookName, hookEvent, command: commandOf(attachment), field: 'stdout', chars: null }, ctx, index++);
       }
     }
   }
@@ -385,7 +386,7 @@ export class TranscriptScanner {
   /** A command's run: its plain stdout is one output (delivered or persisted); its JSON fields wait for their delivery records. */
   private async considerRun(attachment: Record<string, unknown>, outcome: HookOutcome, hookEvent: string, ctx: RecordContext, pending: PendingOutputs): Promise<void> {
     const hookName = stringField(attachment.hookName) ?? hookEvent;
-    const command = stringField(attachment.command);
+    const command = commandOf(attachment);
     this.latestHookName.set(`${ctx.sessionId}\u0000${hookEvent}`, hookName);
     await this.emit({ kind: 'run', id: ctx.recordId, sessionId: ctx.sessionId, hookName, hookEvent, command, outcome, timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber });
 
@@ -590,6 +591,12 @@ function tallyHook(hooks: Map<string, HookCounts>, finding: Finding): void {
 
 function hookSummaries(hooks: Map<string, HookCounts>): HookSummary[] {
   return [...hooks.values()].map(({ summary, commands }) => ({ ...summary, commands: [...commands.values()].sort(byPersisted) })).sort(byPersisted);
+}
+
+/** The command a hook record names, with credential-looking values redacted (it is reported and may be sent). */
+function commandOf(attachment: Record<string, unknown>): string | undefined {
+  const command = stringField(attachment.command);
+  return command === undefined ? undefined : redactCommand(command);
 }
 
 function stringField(value: unknown): string | undefined {
