@@ -148,6 +148,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       const t = now();
       const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs);
       if (r.events || r.rollups) logger.info('retention removed old data', { events: r.events, rollups: r.rollups });
+      // Transcript findings are kept as long as raw events.
+      const findings = await store.pruneTranscriptFindings(t - config.retention.eventsMs);
+      if (findings) logger.info('retention removed old transcript findings', { transcriptFindings: findings });
     } catch (err) {
       logger.warn('retention run failed', { err });
     }

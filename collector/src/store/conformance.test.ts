@@ -519,5 +519,10 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     ]);
     // Telemetry figures do not see them.
     expect((await store.hookCounters({ fromMs: T0, toMs: T0 + 2 * DAY })).size).toBe(0);
+    // Retention removes them with the raw events.
+    expect(await store.pruneTranscriptFindings(T0 + HOUR)).toBe(5);
+    expect(await store.transcriptCommands(hook, { fromMs: T0, toMs: T0 + 2 * DAY })).toEqual([
+      { command: 'emit ctx 12000', runs: 0, outputs: 1, delivered: 0, persisted: 1, unconfirmed: 0, largestOutputChars: 12_000, largestDeliveredChars: null, sessions: 1 },
+    ]);
   });
 });

@@ -69,6 +69,8 @@ export interface Store {
    * whose id is already stored is not stored again. Resolves once they are durable.
    */
   recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult>;
+  /** Deletes transcript findings older than beforeMs, in bounded batches; returns how many. */
+  pruneTranscriptFindings(beforeMs: number): Promise<number>;
   /** Per-command figures of one hook from the transcript findings in the range. */
   transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]>;
   /** Throws when the store cannot serve (for /readyz). */

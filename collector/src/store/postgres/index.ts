@@ -384,6 +384,15 @@ export class PostgresStore implements Store {
     return { inserted: rows.length, duplicates: findings.length - rows.length };
   }
 
+  async pruneTranscriptFindings(beforeMs: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const rows = await this.query('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < $1 LIMIT $2) RETURNING 1 AS x', [beforeMs, this.pruneBatch]);
+      total += rows.length;
+      if (rows.length < this.pruneBatch) return total;
+    }
+  }
+
   async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
     const rows = await this.query(commandsQuery((n) => `$${n}`), [hookId, q.fromMs, q.toMs]);
     return rows.map(toCommandRow);

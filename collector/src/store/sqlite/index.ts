@@ -329,6 +329,15 @@ export class SqliteStore implements Store {
     }
   }
 
+  async pruneTranscriptFindings(beforeMs: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = Number(this.sql.get('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT 5000)').run(beforeMs).changes);
+      total += n;
+      if (n < 5000) return total;
+    }
+  }
+
   async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
     const rows = this.sql.get(commandsQuery(() => '?')).all(hookId, q.fromMs, q.toMs) as Record<string, unknown>[];
     return rows.map(toCommandRow);
