@@ -8,21 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../common/capture-io.ts';
 import { runScan } from './index.ts';
+import type { DeliveryCounts } from './transcript.ts';
 
 /** Transcripts the real Claude Code 2.1.332 wrote, with the telemetry the same sessions exported. */
 const FIXTURE = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/transcripts-a/', import.meta.url));
 const PROJECT = join(FIXTURE, 'projects', '-home-dev-proj');
 const SESSION_A = '229cfef5-26c4-44fa-86e5-e4dea73819d9';
 
-interface Counts {
-  runs: number;
-  outputs: number;
-  delivered: number;
-  outputsPersisted: number;
-  unconfirmed: number;
-  largestDeliveredChars: number | null;
-  largestOutputChars: number | null;
-}
+type Counts = DeliveryCounts;
 interface ScanOutput {
   totals: Counts & { records: number; duplicateRecords: number; requestCopies: number; skippedRecordTypes: Record<string, number> };
   hooks: (Counts & { hookName: string; hookEvent: string; commands: (Counts & { command: string })[] })[];
