@@ -11,7 +11,9 @@ import { runScan } from './index.ts';
 import type { DeliveryCounts } from './transcript.ts';
 
 /** Transcripts the real Claude Code 2.1.332 wrote, with the telemetry the same sessions exported. */
-const FIXTURE = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/transcripts-a/', import.meta.url));
+const TESTDATA = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/', import.meta.url));
+const FIXTURES = ['transcripts-a', 'transcripts-b'];
+const FIXTURE = join(TESTDATA, 'transcripts-a');
 const PROJECT = join(FIXTURE, 'projects', '-home-dev-proj');
 const SESSION_A = '229cfef5-26c4-44fa-86e5-e4dea73819d9';
 
@@ -52,25 +54,30 @@ function allRows(result: ScanOutput): Counts[] {
 const command = (mode: string, n: number): string => `node "$CLAUDE_PROJECT_DIR"/.claude/hooks/emit.js ${mode} ${n}`;
 
 describe('scan on real Claude Code 2.1.332 transcripts', () => {
-  it('agrees with the telemetry of the same sessions, per hook name', async () => {
-    const telemetry = JSON.parse(await readFile(join(FIXTURE, 'telemetry-hooks.json'), 'utf8')) as TelemetryHooks;
-    const { code, result } = await scanJson(join(FIXTURE, 'projects'));
-    const persisted = (hooks: { hookName: string; outputsPersisted: number }[]): Record<string, number> =>
-      Object.fromEntries(hooks.map((h) => [h.hookName, h.outputsPersisted]).sort());
-    // Same hook names (SessionStart:startup, not the bare SessionStart; no "(unknown hook)"), same persisted counts.
-    expect(persisted(result.hooks)).toEqual(persisted(telemetry.hooks));
-    expect(result.totals.outputsPersisted).toBe(8);
-    // Commands run, where the transcript records them (UserPromptSubmit's run has no hook_success record in 2.1.332).
-    for (const hook of telemetry.hooks.filter((h) => h.hookName !== 'UserPromptSubmit')) {
-      expect(result.hooks.find((h) => h.hookName === hook.hookName)?.runs, hook.hookName).toBe(hook.success);
-    }
-    expect(code).toBe(1);
-  });
+  describe.each(FIXTURES)('%s', (name) => {
+    const fixture = join(TESTDATA, name);
 
-  it('never reports a delivered output over the cap', async () => {
-    const { result } = await scanJson(join(FIXTURE, 'projects'));
-    const delivered = allRows(result).map((row) => row.largestDeliveredChars ?? 0);
-    expect(Math.max(...delivered)).toBe(OUTPUT_CAP_CHARS);
+    it('agrees with the telemetry of the same sessions, per hook name', async () => {
+      const telemetry = JSON.parse(await readFile(join(fixture, 'telemetry-hooks.json'), 'utf8')) as TelemetryHooks;
+      const { code, result } = await scanJson(join(fixture, 'projects'));
+      const persisted = (hooks: { hookName: string; outputsPersisted: number }[]): Record<string, number> =>
+        Object.fromEntries(hooks.map((h) => [h.hookName, h.outputsPersisted]).sort());
+      // Same hook names (SessionStart:startup, not the bare SessionStart; no "(unknown hook)"), same persisted counts.
+      expect(persisted(result.hooks)).toEqual(persisted(telemetry.hooks));
+      expect(result.totals.outputsPersisted).toBe(telemetry.hooks.reduce((sum, h) => sum + h.outputsPersisted, 0));
+      // Commands run, where the transcript records them (a UserPromptSubmit command with JSON output has no hook_success record in 2.1.332).
+      for (const hook of telemetry.hooks.filter((h) => h.hookName !== 'UserPromptSubmit')) {
+        expect(result.hooks.find((h) => h.hookName === hook.hookName)?.runs, hook.hookName).toBe(hook.success);
+      }
+      expect(code).toBe(1);
+    });
+
+    it('never reports a delivered output over the cap', async () => {
+      const { result } = await scanJson(join(fixture, 'projects'));
+      const delivered = allRows(result).map((row) => row.largestDeliveredChars ?? 0);
+      expect(Math.max(...delivered)).toBeLessThanOrEqual(OUTPUT_CAP_CHARS);
+      for (const row of allRows(result)) expect(row.delivered + row.outputsPersisted).toBe(row.outputs);
+    });
   });
 
   it('tells the three SessionStart commands apart: 10,000 delivered, 10,001 plain persisted, 12,000 JSON persisted', async () => {
@@ -86,6 +93,17 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
     });
     const post = result.hooks.find((h) => h.hookName === 'PostToolUse:Bash')?.commands;
     expect(post?.map((c) => [c.command, c.outputsPersisted, c.largestOutputChars])).toEqual([[`HOOK_EVENT=PostToolUse ${command('ctx', 10500)}`, 2, 10_500]]);
+  });
+
+  it('tells apart the commands of one tool event, and counts emoji in UTF-16 code units', async () => {
+    const { result } = await scanJson(join(TESTDATA, 'transcripts-b', 'projects'));
+    const rows = (hookName: string): unknown[] =>
+      (result.hooks.find((h) => h.hookName === hookName)?.commands ?? []).map((c) => [c.command.replace(/^.*emit\.js /, ''), c.runs, c.delivered, c.outputsPersisted, c.largestOutputChars]);
+    expect(rows('PostToolUse:Bash')).toEqual([['ctx 10500', 2, 0, 2, 10_500], ['ctx 3000', 2, 2, 0, 3_000]]);
+    expect(rows('SessionStart:startup')).toEqual([['plain 20000', 2, 0, 2, 20_000], ['sysmsg 10001', 2, 0, 2, 10_001], ['ctx 9999', 2, 2, 0, 9_999]]);
+    expect(rows('Stop')).toEqual([['emoji 5001', 2, 0, 2, 10_002]]);
+    // The JSON command's run is not in the transcript: its persisted output is counted, its command not guessed.
+    expect(rows('UserPromptSubmit')).toEqual([['(command not recorded)', 0, 0, 2, 10_001], ['plain 500', 2, 2, 0, 500]]);
   });
 
   it('names the command in the text report', async () => {
