@@ -12,7 +12,11 @@ const server = createServer((req, res) => {
     }
     if (!req.url.startsWith('/v1/messages')) { res.writeHead(404); res.end('{}'); return; }
     let parsed = {};
-    try { parsed = JSON.parse(body); } catch {}
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      // Not JSON: answered as a first request.
+    }
     const hasResult = JSON.stringify(parsed.messages ?? []).includes('"tool_result"');
     n++;
     const id = `msg_gen${n}`;
