@@ -67,9 +67,19 @@ export class HookIngest implements LogsConsumer {
     this.stats.rejectedRecords += x.rejected + t.rejected;
     this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected;
     if (t.findings.length > 0) {
-      const r = await this.opts.store.recordTranscriptFindings(t.findings);
-      this.stats.transcriptFindings += r.inserted;
-      this.stats.transcriptFindingDuplicates += r.duplicates;
+      this.pending++;
+      const started = performance.now();
+      try {
+        const r = await this.opts.store.recordTranscriptFindings(t.findings);
+        this.stats.transcriptFindings += r.inserted;
+        this.stats.transcriptFindingDuplicates += r.duplicates;
+      } catch (err) {
+        this.stats.storeErrors++;
+        throw err;
+      } finally {
+        this.pending--;
+        this.stats.storeSeconds += (performance.now() - started) / 1000;
+      }
     }
     if (x.events.length > 0) {
       this.pending++;
