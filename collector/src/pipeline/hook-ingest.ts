@@ -67,41 +67,36 @@ export class HookIngest implements LogsConsumer {
     this.stats.rejectedRecords += x.rejected + t.rejected;
     this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected;
     if (t.findings.length > 0) {
-      this.pending++;
-      const started = performance.now();
-      try {
-        const r = await this.opts.store.recordTranscriptFindings(t.findings);
-        this.stats.transcriptFindings += r.inserted;
-        this.stats.transcriptFindingDuplicates += r.duplicates;
-      } catch (err) {
-        this.stats.storeErrors++;
-        throw err;
-      } finally {
-        this.pending--;
-        this.stats.storeSeconds += (performance.now() - started) / 1000;
-      }
+      const r = await this.storeWrite(() => this.opts.store.recordTranscriptFindings(t.findings));
+      this.stats.transcriptFindings += r.inserted;
+      this.stats.transcriptFindingDuplicates += r.duplicates;
     }
     if (x.events.length > 0) {
-      this.pending++;
-      const started = performance.now();
-      try {
-        const r = await this.opts.store.ingest(x.events);
-        this.stats.stored += r.inserted.length;
-        this.stats.duplicates += r.duplicates;
-        if (r.inserted.length > 0) this.notify(r.inserted);
-      } catch (err) {
-        this.stats.storeErrors++;
-        throw err;
-      } finally {
-        this.pending--;
-        this.stats.storeSeconds += (performance.now() - started) / 1000;
-      }
+      const r = await this.storeWrite(() => this.opts.store.ingest(x.events));
+      this.stats.stored += r.inserted.length;
+      this.stats.duplicates += r.duplicates;
+      if (r.inserted.length > 0) this.notify(r.inserted);
     }
     const rejected = x.rejected + t.rejected;
     if (rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
     const problems = [...x.problems, ...t.problems];
     const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
     return { rejected, message: `${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`, statuses: x.statuses };
+  }
+
+  /** A store write: counted as pending (what admit() limits), timed, and counted as a store error when it fails. */
+  private async storeWrite<T>(write: () => Promise<T>): Promise<T> {
+    this.pending++;
+    const started = performance.now();
+    try {
+      return await write();
+    } catch (err) {
+      this.stats.storeErrors++;
+      throw err;
+    } finally {
+      this.pending--;
+      this.stats.storeSeconds += (performance.now() - started) / 1000;
+    }
   }
 
   private notify(events: Parameters<IngestListener['onIngested']>[0]): void {
