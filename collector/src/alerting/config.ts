@@ -315,7 +315,9 @@ export function alertingSecrets(receivers: readonly ReceiverConfig[], otlpHeader
     try {
       const u = new URL(r.url);
       // A token in the path (Slack: /services/T../B../secret) must not leak even without the host.
-      if (u.pathname.length >= 12) out.push(u.pathname + u.search);
+      // An Alertmanager's path is its public API path, not a secret: scrubbing it would only garble log lines.
+      const apiPathOnly = r.type === 'alertmanager' && u.pathname === '/api/v2/alerts' && u.search === '';
+      if (u.pathname.length >= 12 && !apiPathOnly) out.push(u.pathname + u.search);
     } catch {
       // Validated at load; nothing more to add.
     }
