@@ -7,7 +7,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,8 @@ import { WebhookSink } from '../alerting/test-support.ts';
 import { alertingSecrets, parseReceivers } from '../alerting/config.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
+// Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
+import { freePort } from '../store/postgres/test-server.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { emitExecutions, isolatedEnv } from '../telemetry/test-support.ts';
 import { alertmanagerAlertsUrl } from './alertmanager-api.ts';
@@ -23,18 +24,6 @@ import { requireTool, runs } from '../../test/required-tool.ts';
 
 const ALERTMANAGER = 'prometheus-alertmanager';
 const hasAlertmanager = requireTool(runs(ALERTMANAGER, ['--version']), ALERTMANAGER, "apt-get install prometheus-alertmanager (.ci/run does)");
-
-/** A free loopback port: Alertmanager cannot listen on port 0 and report the port it got. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   const until = Date.now() + timeoutMs;
