@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookSink } from '../alerting/test-support.ts';
-import { alertingSecrets, parseReceivers } from '../alerting/config.ts';
+import { alertingSecrets, parseReceivers, redactReceivers } from '../alerting/config.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
 // Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
@@ -237,6 +237,10 @@ describe('alertmanager receiver settings', () => {
     const [bearer] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-123456' }]);
     expect(bearer?.headers['Authorization']).toBe('Bearer tok-123456');
     expect(alertingSecrets([basic!, bearer!], {})).toEqual(expect.arrayContaining(['pass:word', 'tok-123456']));
+    const printed = JSON.stringify(redactReceivers([{ name: 'a', type: 'alertmanager', url: 'http://am:9093', basicAuth: { username: 'u', password: 'pass:word' } }, { name: 'b', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-123456' }]));
+    expect(printed).not.toContain('pass:word');
+    expect(printed).not.toContain('tok-123456');
+    expect(printed).toContain('"username":"u"');
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'x', basicAuth: { username: 'u', password: 'p' } }])).toThrow(/basicAuth or bearerToken, not both/);
     expect(() => parseReceivers([{ name: 'w', type: 'webhook', url: 'http://x', resendInterval: '1m' }])).toThrow(/resendInterval: only for type alertmanager/);
     expect(() => parseReceivers([{ name: 'w', type: 'pagerduty', url: 'http://x' }])).toThrow(/type: expected webhook, slack, alertmanager/);
