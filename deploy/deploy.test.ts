@@ -15,13 +15,14 @@ import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS } from '../collector/src/config/schema.ts';
 import { parseExposition } from '../collector/src/telemetry/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from '../collector/src/telemetry/test-support.ts';
+import { requireTool, runs } from '../collector/test/required-tool.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
-const has = (cmd: string, args: string[]): boolean => spawnSync(cmd, args, { encoding: 'utf8' }).status === 0;
-const hasCompose = has('docker-compose', ['version']);
-const hasPromtool = has('promtool', ['--version']);
-const hasKubectl = has('kubectl', ['version', '--client']);
+// Under CI=true a missing tool fails here; .ci/run installs each of them.
+const hasCompose = requireTool(runs('docker-compose', ['version']), 'docker-compose', 'apt-get install docker-compose');
+const hasPromtool = requireTool(runs('promtool', ['--version']), 'promtool', 'apt-get install prometheus');
+const hasKubectl = requireTool(runs('kubectl', ['version', '--client']), 'kubectl (for kubectl kustomize)', 'bash .ci/install-kubectl');
 
 const KNOWN_ENV = new Set(SETTINGS.flatMap((s) => (s.env ? [s.env] : [])).concat('HOOKWATCH_CONFIG'));
 /** Default port of each listen address, by environment variable. */
@@ -223,7 +224,7 @@ describe('docker-compose.yml', () => {
     return { source, target };
   });
 
-  it.skipIf(!hasCompose)('passes `docker-compose config -q` (skipped only where Debian\'s docker-compose is not installed)', () => {
+  it.skipIf(!hasCompose)('passes `docker-compose config -q` (skipped only outside CI without Debian\'s docker-compose)', () => {
     const r = spawnSync('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
@@ -405,7 +406,7 @@ describe('Kubernetes manifests', () => {
     startsWith(Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e['value']])), text);
   });
 
-  it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, and the rendered Deployment still sets only known variables (skipped only without kubectl)', () => {
+  it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, and the rendered Deployment still sets only known variables (skipped only outside CI without kubectl)', () => {
     for (const overlay of ['sqlite', 'postgres']) {
       const r = spawnSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
       expect(r.stderr, overlay).toBe('');
@@ -450,7 +451,7 @@ describe('Prometheus files', () => {
     expect(relabel).toContain('"regex":"http"'); // the container port named http is HTTP_PORT (checked above)
   });
 
-  it.skipIf(!hasPromtool)('promtool accepts the config and rules, and the rule unit tests pass (skipped only without promtool)', () => {
+  it.skipIf(!hasPromtool)('promtool accepts the config and rules, and the rule unit tests pass (skipped only outside CI without promtool)', () => {
     const run = (...args: string[]): void => {
       const r = spawnSync('promtool', args, { cwd: join(ROOT, 'deploy/prometheus'), encoding: 'utf8', timeout: 30_000 });
       expect(r.status, `promtool ${args.join(' ')}\n${r.stdout}${r.stderr}`).toBe(0);

@@ -6,24 +6,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { formatDuration, formatSize as formatBytes } from '../collector/src/config/format.ts';
 import { SETTINGS, flagName, type Setting } from '../collector/src/config/schema.ts';
+
+export { formatDuration };
 
 /** Where the generated reference lives. */
 export const CONFIG_DOC_PATH = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
-
-const UNITS: [number, string][] = [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
-const BYTE_UNITS: [number, string][] = [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']];
-
-/** 1_500 -> `1500ms`, 25_000 -> `25s`, 30 days -> `30d`: the largest unit that divides evenly. */
-export function formatDuration(ms: number): string {
-  for (const [size, unit] of UNITS) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms}ms`;
-}
-
-function formatBytes(n: number): string {
-  for (const [size, unit] of BYTE_UNITS) if (n >= size && n % size === 0) return `${n / size}${unit}`;
-  return String(n);
-}
 
 function formatValue(s: Setting, v: unknown): string {
   if (s.type === 'duration' && typeof v === 'number') return formatDuration(v);

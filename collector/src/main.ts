@@ -2,31 +2,20 @@
  * The hookwatch command: `serve` (default) runs the service; `config` prints the effective configuration
  * with secrets redacted; `check` and `scan` measure hook output before it ships and in transcripts.
  */
-import { ConfigError, SETTINGS, effectiveDocument, flagName, loadConfig, toConfig } from './config/index.ts';
+import { ConfigError, SETTINGS, flagName, loadConfig, toConfig } from './config/index.ts';
 import { parseFlags } from './cli/args.ts';
+import { renderConfig } from './cli/config-output.ts';
+import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './cli/help.ts';
+import { didYouMean } from './cli/suggest.ts';
+import { ListenError } from './net/listen-error.ts';
+import type { ToolIO } from './tools/common/io.ts';
+import { HOOKWATCH_VERSION } from './tools/common/version.ts';
 import { startService } from './service.ts';
 import { alertingSecrets } from './alerting/config.ts';
 import { createLogger, urlPasswords } from './telemetry/logger.ts';
 
-const HELP = `hookwatch: tells a team when their Claude Code hooks stop reaching the model.
-
-Usage:
-  hookwatch [serve] [flags]     receive OTLP, store per-hook delivery, serve the API and dashboard
-  hookwatch config [flags]      print the effective configuration (secrets redacted) and exit
-  hookwatch check [...] -- cmd  run a hook command and measure its output against the 10,000-character cap
-  hookwatch scan [paths...]     scan Claude Code transcripts for persisted hook output
-  hookwatch help                this text
-
-Configuration (lowest to highest): defaults < file (--config FILE or HOOKWATCH_CONFIG) < environment < flags.
-Flags:
-  --config FILE                 YAML or JSON config file
-${SETTINGS.filter((s) => s.env).map((s) => `  ${`${flagName(s.key)} VALUE`.padEnd(36)}${s.env} (default ${JSON.stringify(s.default)})`).join('\n')}
-
-See README.md and docs/configuration.md for every setting.
-`;
-
-async function serve(flags: Record<string, string | undefined>): Promise<number> {
-  const loaded = loadConfig({ flags });
+async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
+  const loaded = loadConfig({ flags, env });
   const config = toConfig(loaded);
   const secrets = [config.otlp.ingestToken, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
@@ -59,7 +48,14 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  service = await startService(config, { logger });
+  try {
+    service = await startService(config, { logger });
+  } catch (err) {
+    // Nothing to drain: the caller reports the error and exits.
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    throw err;
+  }
   logger.info('hookwatch started', {
     otlpHttp: service.otlpHttpUrl,
     otlpGrpc: service.otlpGrpcUrl,
@@ -68,14 +64,48 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
     store: service.store.kind,
     configFile: loaded.file ?? null,
   });
+  // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
+  const dashboard = `${config.alerting.externalUrl.replace(/\/+$/, '') || service.httpUrl}/`;
+  logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (http) or ${service.otlpGrpcUrl} (grpc)`, { dashboard });
   return new Promise<number>(() => {});
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
-  const known = ['serve', 'config', 'check', 'scan', 'help'];
-  const command = argv[0] && known.includes(argv[0]) ? argv[0] : 'serve';
-  const args = command === argv[0] ? argv.slice(1) : argv;
-  const io = { stdout: (s: string) => process.stdout.write(s), stderr: (s: string) => process.stderr.write(s), env: process.env, cwd: process.cwd() };
+const COMMAND_NAMES = COMMANDS.map((c) => c.name);
+
+/** A mistake on the command line: printed with a pointer to the command's help, exit status 2. */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** The message for a listener that could not bind: which setting, which variable and flag change it. */
+function listenErrorMessage(err: ListenError): string {
+  const s = SETTINGS.find((x) => x.key === err.setting);
+  const where = s ? ` (${[s.env, flagName(s.key)].filter(Boolean).join(', ')})` : '';
+  if (err.reason === 'in-use') return `${err.message}${where}: another process listens there; stop it or choose another address`;
+  if (err.reason === 'denied') return `${err.message}${where}: ports below 1024 need privileges; choose a port above 1024`;
+  return `${err.message}${where}`;
+}
+
+/** The process's own streams, environment and directory. */
+function processIO(): ToolIO {
+  return { stdout: (s: string) => void process.stdout.write(s), stderr: (s: string) => void process.stderr.write(s), env: process.env, cwd: process.cwd() };
+}
+
+/** Runs one command line; returns the exit status (`serve` runs until a signal). `io` lets tests run it in-process. */
+export async function main(argv: readonly string[], io: ToolIO = processIO()): Promise<number> {
+  const first = argv[0];
+  let command = 'serve';
+  let args = argv;
+  if (first !== undefined && !first.startsWith('-')) {
+    if (!COMMAND_NAMES.includes(first)) {
+      io.stderr(`hookwatch: unknown command ${JSON.stringify(first)}${didYouMean(first, COMMAND_NAMES)}\nRun "hookwatch --help" for the commands.\n`);
+      return 2;
+    }
+    command = first;
+    args = argv.slice(1);
+  }
+  // "hookwatch --help" is the overview; "hookwatch serve --help" the command's own.
+  const helpFor = command === 'serve' && first !== 'serve' ? 'hookwatch' : command;
   try {
     if (command === 'check') {
       const { runCheck } = await import('./tools/check/index.ts');
@@ -85,31 +115,49 @@ export async function main(argv: readonly string[]): Promise<number> {
       const { runScan } = await import('./tools/scan/index.ts');
       return await runScan([...args], io);
     }
-    const parsed = parseFlags(args);
-    if (command === 'help' || parsed.booleans.has('help')) {
-      process.stdout.write(HELP);
+    if (command === 'help') {
+      const topic = args[0];
+      if (topic === 'check' || topic === 'scan') return await main([topic, '--help'], io);
+      if (topic !== undefined && !COMMAND_NAMES.includes(topic)) throw new UsageError(`unknown command ${JSON.stringify(topic)}${didYouMean(topic, COMMAND_NAMES)}`);
+      io.stdout(topic ? (commandHelp(topic) ?? globalHelp()) : globalHelp());
       return 0;
     }
-    if (parsed.positionals.length > 0) throw new ConfigError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    const parsed = parseFlags(args, configFlagNames());
+    if (parsed.booleans.has('help')) {
+      io.stdout(helpFor === 'hookwatch' ? globalHelp() : (commandHelp(command) ?? globalHelp()));
+      return 0;
+    }
+    if (command === 'version' || parsed.booleans.has('version')) {
+      io.stdout(`hookwatch ${HOOKWATCH_VERSION} (Node.js ${process.versions.node})\n`);
+      return 0;
+    }
+    if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    const known = configFlagNames();
+    for (const name of Object.keys(parsed.flags)) {
+      if (!known.includes(name)) throw new UsageError(`unknown flag --${name}${didYouMean(name, known, '--')}`);
+    }
+    if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
     if (command === 'config') {
-      const loaded = loadConfig({ flags: parsed.flags });
-      const doc = effectiveDocument(loaded);
-      const { stringify } = await import('yaml');
-      process.stdout.write(parsed.booleans.has('json') ? JSON.stringify(doc, null, 2) + '\n' : stringify(doc));
+      io.stdout(renderConfig(loadConfig({ flags: parsed.flags, env: io.env }), parsed.booleans.has('json') ? 'json' : 'yaml'));
       return 0;
     }
-    return await serve(parsed.flags);
+    return await serve(parsed.flags, io.env);
   } catch (err) {
-    if (err instanceof ConfigError || (err instanceof Error && /^flag /.test(err.message))) {
-      process.stderr.write(`hookwatch: configuration error: ${err.message}\n`);
+    const hint = `Run "${helpFor === 'hookwatch' ? 'hookwatch' : `hookwatch ${helpFor}`} --help" for the flags.`;
+    if (err instanceof UsageError || (err instanceof Error && /^(flag|unknown flag) /.test(err.message))) {
+      io.stderr(`hookwatch: ${err.message}\n${hint}\n`);
       return 2;
     }
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EADDRINUSE' || e.code === 'EACCES') {
-      process.stderr.write(`hookwatch: cannot listen: ${e.message}\n`);
+    if (err instanceof ConfigError) {
+      io.stderr(`hookwatch: configuration error: ${err.message}\n${/^flag /.test(err.message) ? `${hint}\n` : ''}`);
+      return 2;
+    }
+    if (err instanceof ListenError) {
+      io.stderr(`hookwatch: ${listenErrorMessage(err)}\n`);
       return 1;
     }
-    process.stderr.write(`hookwatch: ${e.message ?? String(err)}\n`);
+    const e = err as NodeJS.ErrnoException;
+    io.stderr(`hookwatch: ${e.message ?? String(err)}\n`);
     return 1;
   }
 }

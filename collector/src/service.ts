@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createApiRouter } from './api/index.ts';
 import { closeServer } from './net/close-server.ts';
+import { listenFor } from './net/listen-error.ts';
 import { rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import { splitAddr, type HookwatchConfig } from './config/index.ts';
@@ -119,16 +120,17 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;
   try {
-    otlpHttpAddress = await receiver.start();
-    otlpGrpcPort = (await grpcReceiver.start()).port;
+    // Each failure to bind names the setting that chose the address (main prints it with its variable).
+    otlpHttpAddress = await listenFor('otlp.http.addr', config.otlp.http.addr, () => receiver.start());
+    otlpGrpcPort = (await listenFor('otlp.grpc.addr', config.otlpGrpc.addr, () => grpcReceiver.start())).port;
     const { host, port } = splitAddr(config.http.addr);
-    await new Promise<void>((resolve, reject) => {
+    await listenFor('http.addr', config.http.addr, () => new Promise<void>((resolve, reject) => {
       http.once('error', reject);
       http.listen(port, host, () => {
         http.off('error', reject);
         resolve();
       });
-    });
+    }));
   } catch (err) {
     await receiver.shutdown();
     await grpcReceiver.shutdown();

@@ -2,8 +2,10 @@
  * `alerting.rules` and `alerting.receivers`: parsed strictly once (the schema's validators call the same
  * parsers), with messages that name the bad key and never echo a secret.
  */
+import { readFileSync } from 'node:fs';
 import { parseDuration } from '../config/load.ts';
-import type { ReceiverConfig } from '../notify/model.ts';
+import { alertmanagerAlertsUrl } from '../notify/alertmanager-api.ts';
+import type { ReceiverConfig, ReceiverTls } from '../notify/model.ts';
 import { signingSecretProblem } from '../notify/signing.ts';
 
 /** The rule kinds hookwatch evaluates. */
@@ -134,7 +136,9 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   };
 }
 
-const RECEIVER_KEYS = ['name', 'type', 'url', 'headers', 'signingSecret', 'timeout', 'sendResolved'];
+const RECEIVER_KEYS = ['name', 'type', 'url', 'headers', 'signingSecret', 'timeout', 'sendResolved', 'basicAuth', 'bearerToken', 'tls', 'resendInterval'];
+const RECEIVER_TYPES = ['webhook', 'slack', 'alertmanager'];
+const TLS_KEYS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify'];
 /** Headers hookwatch sets itself; a receiver may not override them. */
 const RESERVED_HEADERS = ['content-type', 'content-length', 'host', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
 
@@ -155,7 +159,7 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     if (seen.has(name)) throw new AlertingConfigError(`${at}.name: ${JSON.stringify(name)} is used by an earlier receiver`);
     seen.add(name);
     const type = r['type'] ?? 'webhook';
-    if (type !== 'webhook' && type !== 'slack') throw new AlertingConfigError(`${at}.type: expected webhook or slack`);
+    if (typeof type !== 'string' || !RECEIVER_TYPES.includes(type)) throw new AlertingConfigError(`${at}.type: expected ${RECEIVER_TYPES.join(', ')}`);
     const url = r['url'];
     let parsed: URL | undefined;
     try {
@@ -180,16 +184,67 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     }
     const sendResolved = r['sendResolved'] ?? true;
     if (typeof sendResolved !== 'boolean') throw new AlertingConfigError(`${at}.sendResolved: expected true or false`);
+    const authorization = authorizationHeader(r, at, headers);
+    if (r['resendInterval'] !== undefined && type !== 'alertmanager') throw new AlertingConfigError(`${at}.resendInterval: only for type alertmanager`);
     return {
       name,
-      type,
-      url: url as string,
-      headers: headers as Record<string, string>,
+      type: type as ReceiverConfig['type'],
+      // An Alertmanager is named by its base URL (as in Prometheus' alertmanager_config); alerts go to its v2 API.
+      url: type === 'alertmanager' ? alertmanagerAlertsUrl(url as string) : (url as string),
+      headers: { ...(headers as Record<string, string>), ...authorization },
       signingSecret,
       timeoutMs: r['timeout'] === undefined ? 10_000 : duration(r['timeout'], `${at}.timeout`, 100, 300_000),
       sendResolved,
+      resendIntervalMs: r['resendInterval'] === undefined ? 60_000 : duration(r['resendInterval'], `${at}.resendInterval`, 1000, 3_600_000),
+      tls: parseTls(r['tls'], `${at}.tls`),
     };
   });
+}
+
+/** `basicAuth` or `bearerToken` as an Authorization header (never both, nor beside a configured one). */
+function authorizationHeader(r: Record<string, unknown>, at: string, headers: Record<string, unknown>): Record<string, string> {
+  const basic = r['basicAuth'];
+  const bearer = r['bearerToken'];
+  if (basic === undefined && bearer === undefined) return {};
+  if (basic !== undefined && bearer !== undefined) throw new AlertingConfigError(`${at}: set basicAuth or bearerToken, not both`);
+  if (Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) throw new AlertingConfigError(`${at}.headers.Authorization: set by ${basic !== undefined ? 'basicAuth' : 'bearerToken'}; remove one of them`);
+  if (bearer !== undefined) {
+    if (typeof bearer !== 'string' || bearer === '' || /[\r\n]/.test(bearer)) throw new AlertingConfigError(`${at}.bearerToken: expected a single-line string`);
+    return { Authorization: `Bearer ${bearer}` };
+  }
+  if (!isMap(basic)) throw new AlertingConfigError(`${at}.basicAuth: expected a mapping with username and password`);
+  for (const k of Object.keys(basic)) if (k !== 'username' && k !== 'password') throw new AlertingConfigError(`${at}.basicAuth: unknown key ${JSON.stringify(k)} (known: username, password)`);
+  const { username, password } = basic;
+  if (typeof username !== 'string' || username === '' || username.includes(':')) throw new AlertingConfigError(`${at}.basicAuth.username: expected a string without ":"`);
+  if (typeof password !== 'string') throw new AlertingConfigError(`${at}.basicAuth.password: expected a string`);
+  return { Authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` };
+}
+
+function readPem(file: unknown, key: string): string {
+  if (typeof file !== 'string' || file === '') throw new AlertingConfigError(`${key}: expected a file path`);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AlertingConfigError(`${key}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+/** `tls` of a receiver: the files are read now, so a missing one stops hookwatch at start rather than at the first alert. */
+function parseTls(raw: unknown, at: string): ReceiverTls | null {
+  if (raw === undefined || raw === null) return null;
+  if (!isMap(raw)) throw new AlertingConfigError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName or insecureSkipVerify`);
+  for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new AlertingConfigError(`${at}: unknown key ${JSON.stringify(k)} (known: ${TLS_KEYS.join(', ')})`);
+  if ((raw['certFile'] === undefined) !== (raw['keyFile'] === undefined)) throw new AlertingConfigError(`${at}: certFile and keyFile go together`);
+  const insecureSkipVerify = raw['insecureSkipVerify'] ?? false;
+  if (typeof insecureSkipVerify !== 'boolean') throw new AlertingConfigError(`${at}.insecureSkipVerify: expected true or false`);
+  const serverName = raw['serverName'];
+  if (serverName !== undefined && (typeof serverName !== 'string' || serverName === '')) throw new AlertingConfigError(`${at}.serverName: expected a host name`);
+  return {
+    ...(raw['caFile'] !== undefined ? { ca: readPem(raw['caFile'], `${at}.caFile`) } : {}),
+    ...(raw['certFile'] !== undefined ? { cert: readPem(raw['certFile'], `${at}.certFile`), key: readPem(raw['keyFile'], `${at}.keyFile`) } : {}),
+    ...(serverName !== undefined ? { serverName } : {}),
+    insecureSkipVerify,
+  };
 }
 
 /** Parses `alerting.otlp.headers`. */
@@ -230,6 +285,8 @@ export function redactReceivers(raw: unknown): unknown {
       }
     }
     if (out['signingSecret']) out['signingSecret'] = '<redacted>';
+    if (out['bearerToken']) out['bearerToken'] = '<redacted>';
+    if (isMap(out['basicAuth'])) out['basicAuth'] = { ...out['basicAuth'], password: '<redacted>' };
     if (isMap(out['headers'])) out['headers'] = Object.fromEntries(Object.keys(out['headers']).map((h) => [h, '<redacted>']));
     return out;
   });
@@ -245,10 +302,22 @@ export function alertingSecrets(receivers: readonly ReceiverConfig[], otlpHeader
   const out: string[] = [];
   for (const r of receivers) {
     out.push(r.url, r.signingSecret, ...Object.values(r.headers));
+    // The credential inside an Authorization header (basicAuth, bearerToken) must not leak on its own either.
+    for (const [h, v] of Object.entries(r.headers)) {
+      if (h.toLowerCase() !== 'authorization') continue;
+      const credential = v.replace(/^(Basic|Bearer)\s+/i, '');
+      out.push(credential);
+      if (/^Basic\s/i.test(v)) {
+        const pair = Buffer.from(credential, 'base64').toString('utf8');
+        out.push(pair.slice(pair.indexOf(':') + 1));
+      }
+    }
     try {
       const u = new URL(r.url);
       // A token in the path (Slack: /services/T../B../secret) must not leak even without the host.
-      if (u.pathname.length >= 12) out.push(u.pathname + u.search);
+      // An Alertmanager's path is its public API path, not a secret: scrubbing it would only garble log lines.
+      const apiPathOnly = r.type === 'alertmanager' && u.pathname === '/api/v2/alerts' && u.search === '';
+      if (u.pathname.length >= 12 && !apiPathOnly) out.push(u.pathname + u.search);
     } catch {
       // Validated at load; nothing more to add.
     }

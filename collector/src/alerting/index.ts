@@ -4,6 +4,7 @@
  * listener and mounts the API router.
  */
 import type { AlertingConfig } from '../config/index.ts';
+import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
 import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
 import type { Store } from '../store/store.ts';
@@ -80,7 +81,12 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     await stateStore.close();
     throw err;
   }
-  if (opts.timer !== false) engine.startTimer(config.evaluationIntervalMs);
+  // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does.
+  const refresher = new AlertmanagerRefresher({ receivers: config.receivers, links: { externalUrl: config.externalUrl }, alerts: () => engine.alerts(), logger, now });
+  if (opts.timer !== false) {
+    engine.startTimer(config.evaluationIntervalMs);
+    refresher.start();
+  }
   // A first evaluation at start: time passed while hookwatch was down (resolutions, repeats).
   void engine.evaluate('all');
   logger.info('alerting started', { rules: config.rules.map((r) => r.name), receivers: config.receivers.map((r) => `${r.name} (${r.type})`), otlp: config.otlp.endpoint ? 'on' : 'off' });
@@ -92,6 +98,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     stop() {
       stopping ??= (async () => {
         await engine.stop();
+        await refresher.stop();
         await dispatcher.stop();
         try {
           await events.shutdown();

@@ -1,3 +1,5 @@
+import { didYouMean } from './suggest.ts';
+
 /** Splits `--key value`, `--key=value` and positional arguments; stops at `--`. */
 export interface ParsedArgs {
   flags: Record<string, string | undefined>;
@@ -8,7 +10,11 @@ export interface ParsedArgs {
 
 const BOOLEAN_FLAGS = new Set(['help', 'h', 'json', 'version']);
 
-export function parseFlags(argv: readonly string[]): ParsedArgs {
+/**
+ * With `known` (flag names without dashes), an unknown flag is refused by name, with the closest known one,
+ * before its value is looked for: `--bogus` alone is "unknown flag", not "needs a value".
+ */
+export function parseFlags(argv: readonly string[], known?: readonly string[]): ParsedArgs {
   const out: ParsedArgs = { flags: {}, booleans: new Set(), positionals: [], rest: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
@@ -19,6 +25,8 @@ export function parseFlags(argv: readonly string[]): ParsedArgs {
     if (a.startsWith('--') || (a.startsWith('-') && a.length === 2)) {
       const body = a.replace(/^--?/, '');
       const eq = body.indexOf('=');
+      const name = eq >= 0 ? body.slice(0, eq) : body;
+      if (known && !BOOLEAN_FLAGS.has(name) && !known.includes(name)) throw new Error(`unknown flag --${name}${didYouMean(name, known, '--')}`);
       if (eq >= 0) {
         out.flags[body.slice(0, eq)] = body.slice(eq + 1);
       } else if (BOOLEAN_FLAGS.has(body)) {

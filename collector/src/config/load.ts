@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { humanValue } from './format.ts';
 import { SETTINGS, findSetting, flagName, type Setting } from './schema.ts';
 
 export class ConfigError extends Error {
@@ -197,17 +198,23 @@ export function redact(setting: Setting, value: unknown): unknown {
   if (setting.redactValue) return setting.redactValue(value);
   if (!setting.secret) return value;
   if (value === '' || value === undefined || value === null) return value;
+  // An empty mapping or list holds no secret, and printing it keeps `hookwatch config` output loadable.
+  if (typeof value === 'object' && Object.keys(value).length === 0) return value;
   return REDACTED;
 }
 
-/** The effective configuration as a nested document with secrets redacted (for `hookwatch config`). */
-export function effectiveDocument(loaded: LoadedConfig): Record<string, unknown> {
+/**
+ * The effective configuration as a nested document with secrets redacted (for `hookwatch config`); with
+ * `human`, durations and sizes in units (30d, 20MiB), which the loader reads back.
+ */
+export function effectiveDocument(loaded: LoadedConfig, opts: { human?: boolean } = {}): Record<string, unknown> {
   const doc: Record<string, unknown> = {};
   for (const s of SETTINGS) {
     const parts = s.key.split('.');
     let node = doc;
     for (const p of parts.slice(0, -1)) node = (node[p] ??= {}) as Record<string, unknown>;
-    node[parts[parts.length - 1] as string] = redact(s, loaded.values.get(s.key));
+    const value = redact(s, loaded.values.get(s.key));
+    node[parts[parts.length - 1] as string] = opts.human ? humanValue(s, value) : value;
   }
   return doc;
 }

@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../telemetry/logger.ts';
 import { alertmanagerRenderer } from './alertmanager.ts';
+import { alertmanagerApiRenderer } from './alertmanager-api.ts';
 import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
 import { signHeaders } from './signing.ts';
 import { slackRenderer } from './slack.ts';
@@ -45,8 +46,9 @@ interface Lane {
 
 /** Builds the request of one attempt: rendered body, configured headers, Standard Webhooks signature. */
 export function buildRequest(receiver: ReceiverConfig, renderer: BodyRenderer, n: Notification): (attempt: number) => OutgoingRequest {
-  const body = renderer.render(n);
   return () => {
+    // Rendered per attempt: an Alertmanager alert's endsAt is counted from the attempt that carries it.
+    const body = renderer.render(n);
     const headers: Record<string, string> = { ...receiver.headers, 'webhook-id': n.webhookId };
     // The signature timestamp is the receiver's wall clock's business (it bounds skew), so it is always real time.
     if (receiver.signingSecret) Object.assign(headers, signHeaders(receiver.signingSecret, n.webhookId, Math.floor(Date.now() / 1000), body));
@@ -55,7 +57,8 @@ export function buildRequest(receiver: ReceiverConfig, renderer: BodyRenderer, n
 }
 
 /** The renderer for a receiver's type. */
-export function rendererFor(receiver: ReceiverConfig, links: LinkContext): BodyRenderer {
+export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: () => number = Date.now): BodyRenderer {
+  if (receiver.type === 'alertmanager') return alertmanagerApiRenderer(links, receiver, now);
   return receiver.type === 'slack' ? slackRenderer(links) : alertmanagerRenderer(links);
 }
 
@@ -70,7 +73,7 @@ export class Dispatcher {
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
-    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links), queue: [], inFlight: new Set() });
+    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now), queue: [], inFlight: new Set() });
   }
 
   /** Names of the configured receivers. */
@@ -123,6 +126,7 @@ export class Dispatcher {
         deadlineMs: n.createdAtMs + this.opts.deadlineMs,
         signal: this.abort.signal,
         now,
+        tls: lane.receiver.tls ?? null,
         ...(this.opts.baseDelayMs !== undefined ? { baseDelayMs: this.opts.baseDelayMs } : {}),
         ...(this.opts.maxDelayMs !== undefined ? { maxDelayMs: this.opts.maxDelayMs } : {}),
         ...(this.opts.random ? { random: this.opts.random } : {}),
@@ -149,7 +153,7 @@ export class Dispatcher {
     const lane = this.lanes.get(n.receiver);
     if (!lane) return { outcome: 'failed', attempts: 0, httpStatus: null, error: 'unknown receiver' };
     const now = this.opts.now ?? Date.now;
-    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now() + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now });
+    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now() + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: lane.receiver.tls ?? null });
   }
 
   private checkIdle(): void {

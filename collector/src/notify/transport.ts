@@ -5,6 +5,9 @@
  * status is permanent. Redirects are not followed: a signed body must not travel to another host.
  */
 
+import { Agent } from 'undici';
+import type { ReceiverTls } from './model.ts';
+
 /** What one attempt came to. */
 export interface AttemptResult {
   attempt: number;
@@ -36,6 +39,29 @@ export interface SendOptions {
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   onAttempt?: (a: AttemptResult) => void;
+  /** The receiver's TLS settings (private CA, client certificate); absent for the system defaults. */
+  tls?: ReceiverTls | null;
+}
+
+/** One connection pool per receiver's TLS settings, made on first use. */
+const tlsAgents = new WeakMap<ReceiverTls, Agent>();
+
+/** The fetch dispatcher for a receiver's TLS settings; undefined uses fetch's default. */
+export function tlsDispatcher(tls: ReceiverTls | null | undefined): Agent | undefined {
+  if (!tls) return undefined;
+  let agent = tlsAgents.get(tls);
+  if (!agent) {
+    agent = new Agent({
+      connect: {
+        ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+        ...(tls.cert !== undefined ? { cert: tls.cert, key: tls.key } : {}),
+        ...(tls.serverName !== undefined ? { servername: tls.serverName } : {}),
+        rejectUnauthorized: !tls.insecureSkipVerify,
+      },
+    });
+    tlsAgents.set(tls, agent);
+  }
+  return agent;
 }
 
 export interface SendResult {
@@ -127,7 +153,8 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
         body: req.body,
         redirect: 'manual',
         signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
-      });
+        ...(opts.tls ? { dispatcher: tlsDispatcher(opts.tls) } : {}),
+      } as RequestInit);
       status = res.status;
       retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
       // Drain the body so the connection can be reused; its content is not needed.

@@ -97,18 +97,33 @@ describe('check: the cliff at 10,000 characters', () => {
 
   it('fails at 10,001 characters and shows the 2,000-character preview the model gets', async () => {
     const hook = await nodeHook('over-by-one.mjs', `'A'.repeat(${PREVIEW_CHARS}) + 'B'.repeat(${OUTPUT_CAP_CHARS + 1 - PREVIEW_CHARS})`);
-    const { code, result } = await checkJson(['--', hook]);
+    const { code, result } = await checkJson(['--show-output', '--', hook]);
     const output = onlyOutput(result);
     expect(output).toMatchObject({ sent: 10_001, delivered: PREVIEW_CHARS, headroom: -1, persisted: true, status: 'over' });
     expect(output.preview).toBe('A'.repeat(PREVIEW_CHARS));
     expect(result.hooks[0]?.fails).toBe(true);
     expect(code).toBe(1);
 
-    const text = await check(['--', hook]);
+    const text = await check(['--show-output', '--', hook]);
     expect(text.code).toBe(1);
     expect(text.out).toMatch(/stdout\s+10,001\s+~2,000\s+-1\s+OVER the cap/);
     expect(text.out).toContain(`${'A'.repeat(PREVIEW_CHARS)}\n  --- end of preview ---`);
     expect(text.out).toMatch(/^FAIL: 1 output over the 10,000-character cap/m);
+  });
+
+  it('prints no hook output (nor stderr) unless --show-output is given: CI logs are widely read', async () => {
+    const hook = await nodeHook('token-in-output.mjs', `(process.stderr.write('STDERR_TOKEN'), 'ghp_PREVIEWTOKEN'.repeat(1000))`);
+    const plain = await check(['--', hook]);
+    expect(plain.code).toBe(1);
+    expect(plain.out).not.toContain('ghp_PREVIEWTOKEN');
+    expect(plain.out).not.toContain('STDERR_TOKEN');
+    expect(plain.out).toContain('the model sees only its first 2,000 characters (--show-output prints them');
+    const json = await checkJson(['--', hook]);
+    expect(JSON.stringify(json.result)).not.toContain('PREVIEWTOKEN');
+    expect(JSON.stringify(json.result)).not.toContain('STDERR_TOKEN');
+    const shown = await check(['--show-output', '--', hook]);
+    expect(shown.out).toContain('ghp_PREVIEWTOKEN');
+    expect(shown.out).toContain('STDERR_TOKEN');
   });
 
   it('never prints output past the preview unless --show-content is given', async () => {
@@ -132,7 +147,7 @@ describe('check: UTF-16 code units, not characters', () => {
     expect(under.code).toBe(0);
 
     const overCap = await nodeHook('emoji-5001.mjs', `'😀'.repeat(5001)`);
-    const over = await checkJson(['--', overCap]);
+    const over = await checkJson(['--show-output', '--', overCap]);
     const output = onlyOutput(over.result);
     expect(output).toMatchObject({ sent: 10_002, codePoints: 5_001, persisted: true, delivered: PREVIEW_CHARS });
     expect(output.preview).toBe('😀'.repeat(1000));
@@ -145,7 +160,7 @@ describe('check: UTF-16 code units, not characters', () => {
   it('never cuts an emoji in half in the preview', async () => {
     // 'a' then emoji: code unit 2,000 is the high half of an emoji; the preview stops before it.
     const hook = await nodeHook('emoji-odd.mjs', `'a' + '😀'.repeat(6000)`);
-    const { result } = await checkJson(['--', hook]);
+    const { result } = await checkJson(['--show-output', '--', hook]);
     const preview = onlyOutput(result).preview ?? '';
     expect(preview).toBe('a' + '😀'.repeat(999));
     expect(preview.isWellFormed()).toBe(true);
@@ -165,7 +180,7 @@ describe('check: JSON output', () => {
       'json-mixed.mjs',
       `JSON.stringify({ systemMessage: 'S'.repeat(9000), hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'C'.repeat(12000), initialUserMessage: 'I'.repeat(10000) } })`,
     );
-    const { code, result } = await checkJson(['--', hook]);
+    const { code, result } = await checkJson(['--show-output', '--', hook]);
     const [hookResult] = result.hooks;
     expect(hookResult?.format).toBe('json');
     expect(hookResult?.stdoutChars).toBeGreaterThan(31_000);
@@ -338,7 +353,9 @@ describe('check: usage', () => {
     [['--budget', 'lots', '--', 'true'], '--budget: expected a whole number >= 1, got "lots"'],
     [['--timeout', '0', '--', 'true'], '--timeout: expected a whole number >= 1, got "0"'],
     [['--source', 'boot', '--', 'true'], '--source: expected one of startup, resume, clear, compact'],
-    [['--frobnicate', '--', 'true'], "Unknown option '--frobnicate'"],
+    [['--frobnicate', '--', 'true'], 'unknown flag --frobnicate'],
+    [['--bugdet', '9500', '--', 'true'], 'unknown flag --bugdet (did you mean --budget?)'],
+    [['--event'], 'flag --event needs a value'],
   ])('rejects %j with exit 2', async (argv, message) => {
     const { code, err } = await check(argv);
     expect(err).toContain(message);

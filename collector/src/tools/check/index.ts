@@ -36,7 +36,9 @@ Options:
   --tool-name <name>     Pre/PostToolUse tool name (default Bash or the matcher)
   --shell <path>         shell that runs the command (default /bin/sh, as with "-c")
   --json                 machine-readable output
-  --show-content         print whole outputs and stderr (by default only the preview of an output over the cap)
+  --show-output          print what the model sees of an output over the cap (its preview) and stderr;
+                         hidden by default, since hook output can hold secrets and CI logs are widely read
+  --show-content         print whole outputs and stderr (implies --show-output)
   -h, --help             this help
 
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
@@ -74,6 +76,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         'tool-name': { type: 'string' },
         shell: { type: 'string', default: '/bin/sh' },
         json: { type: 'boolean', default: false },
+        'show-output': { type: 'boolean', default: false },
         'show-content': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -152,7 +155,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       });
     }
 
-    const options = { budget, showContent: values['show-content'] };
+    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'] };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     return checks.some(hookFails) ? EXIT_FINDINGS : EXIT_OK;
   } catch (error) {

@@ -30,13 +30,23 @@ export function hookFails(hook: HookCheck): boolean {
   return hook.measured.outputs.some((o) => o.persisted || o.overBudget);
 }
 
-function outputJson(output: MeasuredOutput, showContent: boolean): Record<string, unknown> {
-  const { content, preview, ...rest } = output;
-  return { ...rest, ...(preview === undefined ? {} : { preview }), ...(showContent ? { content } : {}) };
+/** How much hook text a report may print: none by default (CI logs are read by many; hooks inject secrets). */
+export interface ReportOptions {
+  budget: number | undefined;
+  /** The preview the model sees of an output over the cap, and stderr's head (--show-output). */
+  showOutput: boolean;
+  /** Whole outputs and stderr (--show-content; implies showOutput). */
+  showContent: boolean;
 }
 
-/** What `check --json` prints: stable keys for CI; hook text only as previews, or whole with --show-content. */
-export function checkJson(hooks: HookCheck[], options: { budget: number | undefined; showContent: boolean }): unknown {
+function outputJson(output: MeasuredOutput, options: ReportOptions): Record<string, unknown> {
+  const { content, preview, ...rest } = output;
+  const showPreview = options.showOutput || options.showContent;
+  return { ...rest, ...(preview === undefined || !showPreview ? {} : { preview }), ...(options.showContent ? { content } : {}) };
+}
+
+/** What `check --json` prints: stable keys for CI; hook text only with --show-output (previews) or --show-content (whole). */
+export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
   return {
     tool: 'hookwatch check',
     capChars: OUTPUT_CAP_CHARS,
@@ -62,8 +72,8 @@ export function checkJson(hooks: HookCheck[], options: { budget: number | undefi
       ...(hook.run.spawnError === undefined ? {} : { spawnError: hook.run.spawnError }),
       format: hook.measured.format,
       ...(hook.measured.jsonError === undefined ? {} : { jsonError: hook.measured.jsonError }),
-      outputs: hook.measured.outputs.map((o) => outputJson(o, options.showContent)),
-      ...(options.showContent ? { stderr: hook.run.stderrHead } : {}),
+      outputs: hook.measured.outputs.map((o) => outputJson(o, options)),
+      ...(options.showContent || options.showOutput ? { stderr: hook.run.stderrHead } : {}),
     })),
   };
 }
@@ -102,7 +112,8 @@ function runText(hook: HookCheck): string {
 }
 
 /** The human-readable report: a block per hook, then a verdict line. */
-export function checkText(hooks: HookCheck[], options: { budget: number | undefined; showContent: boolean }): string {
+export function checkText(hooks: HookCheck[], options: ReportOptions): string {
+  const showPreview = options.showOutput || options.showContent;
   const out: string[] = [];
   for (const hook of hooks) {
     out.push(`${hook.hookName}  ${hook.command}${hook.location === undefined ? '' : `  (${hook.location})`}\n`);
@@ -125,15 +136,17 @@ export function checkText(hooks: HookCheck[], options: { budget: number | undefi
         }
       }
       for (const o of hook.measured.outputs) {
-        if (o.preview !== undefined) {
+        if (o.preview !== undefined && showPreview) {
           out.push(`  --- what the model sees of ${o.field}: the first ${formatCount(o.preview.length)} of ${formatCount(o.sent)} characters ---\n`);
           out.push(`${o.preview}\n  --- end of preview ---\n`);
+        } else if (o.preview !== undefined) {
+          out.push(`  ${o.field}: the model sees only its first ${formatCount(o.preview.length)} characters (--show-output prints them; hidden by default, hook output can hold secrets)\n`);
         }
         if (options.showContent) out.push(`  --- ${o.field}, whole ---\n${o.content}\n  --- end of ${o.field} ---\n`);
       }
     }
-    if (options.showContent && hook.run.stderrChars > 0) out.push(`  --- stderr ---\n${hook.run.stderrHead}\n  --- end of stderr ---\n`);
-    else if (hook.run.stderrChars > 0) out.push(`  stderr: ${plural(hook.run.stderrChars, 'character')} (--show-content prints it)\n`);
+    if (showPreview && hook.run.stderrChars > 0) out.push(`  --- stderr ---\n${hook.run.stderrHead}\n  --- end of stderr ---\n`);
+    else if (hook.run.stderrChars > 0) out.push(`  stderr: ${plural(hook.run.stderrChars, 'character')} (--show-output prints it)\n`);
     out.push('\n');
   }
 

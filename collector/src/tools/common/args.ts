@@ -1,17 +1,32 @@
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
+import { didYouMean } from '../../cli/suggest.ts';
 
 /** A mistake in how the tool was called or configured; the tools print it with the usage hint and exit 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-/** parseArgs (strict by default: unknown options are errors) that throws UsageError instead of a TypeError. */
+/**
+ * parseArgs (strict by default: unknown options are errors) that throws UsageError with a message in the
+ * tools' own words ("unknown flag --bogus (did you mean --budget?)") instead of Node's parseArgs text.
+ */
 export function parseToolArgs<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error));
+    const e = error as { code?: string; message?: string };
+    const flag = /'(-[^' ]+)/.exec(e.message ?? '')?.[1];
+    const names = Object.keys(config.options ?? {});
+    if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) {
+      throw new UsageError(`unknown flag ${flag}${didYouMean(flag.replace(/^-+/, '').split('=')[0] ?? '', names, '--')}`);
+    }
+    if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag) {
+      const takesValue = (config.options?.[flag.replace(/^-+/, '')] as { type?: string } | undefined)?.type === 'string';
+      throw new UsageError(takesValue ? `flag ${flag} needs a value` : `flag ${flag} takes no value`);
+    }
+    if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`unexpected argument${/'([^']*)'/.exec(e.message ?? '')?.[1] ? ` "${/'([^']*)'/.exec(e.message ?? '')?.[1]}"` : ''}`);
+    throw new UsageError(e.message ?? String(error));
   }
 }
 

@@ -1,0 +1,236 @@
+/**
+ * The hookwatch command as a new user meets it: the shape of `--help`, `serve --help` and `config`, errors for
+ * unknown flags, commands and values, a port clash that names its setting, the start-up line with the dashboard
+ * URL, and an old Node.js refused in words. Most cases run `main` in-process with captured output (a process per
+ * case costs seconds on a busy machine); the bin wrapper, the start-up line and the old Node run as processes.
+ */
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { loadConfig } from '../config/load.ts';
+import { SETTINGS, flagName } from '../config/schema.ts';
+import { nodeVersionProblem } from '../../bin/node-version.mjs';
+import { main } from '../main.ts';
+import { COMMANDS, defaultText, flagSettings } from './help.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/hookwatch.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'hookwatch-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Only the variables a user would have: no HOOKWATCH_* from the test runner's environment. */
+function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { PATH: process.env['PATH'] ?? '', HOME: dir };
+  return { ...out, ...extra };
+}
+
+interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the command in-process, as the bin wrapper would, with only `extra` as HOOKWATCH_* variables. */
+async function hookwatch(args: string[], extra: Record<string, string> = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const status = await main(args, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), env: env(extra), cwd: dir });
+  return { status, stdout, stderr };
+}
+
+/** The real thing: a process started through collector/bin/hookwatch.mjs. */
+function hookwatchProcess(args: string[], extra: Record<string, string> = {}): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: env(extra), cwd: dir, timeout: 20_000 });
+}
+
+function lines(text: string): string[] {
+  return text.split('\n');
+}
+
+/** What a terminal-width help must never have: long lines, a flag run into its variable, raw milliseconds. */
+function expectReadable(text: string): void {
+  for (const line of lines(text)) expect(line.length, line).toBeLessThanOrEqual(100);
+  expect(text).not.toMatch(/[A-Za-z>]HOOKWATCH_/);
+  expect(text).not.toMatch(/default[^\]\n]*\b\d{7,}\b/);
+}
+
+describe('hookwatch --help', () => {
+  it('lists every command with a line saying what it does, then the global flags, and points at per-command help', async () => {
+    const r = hookwatchProcess(['--help']);
+    expect(r.status).toBe(0);
+    const out = r.stdout;
+    expectReadable(out);
+    expect(lines(out)[0]).toMatch(/^hookwatch \d+\.\d+\.\d+: tells a team when their Claude Code hooks stop reaching the model\.$/);
+    const sections = lines(out).filter((l) => /^[A-Z][a-z]+:$/.test(l));
+    expect(sections).toEqual(['Usage:', 'Commands:', 'Flags:']);
+    const commands = out.slice(out.indexOf('Commands:\n') + 10, out.indexOf('\n\nFlags:'));
+    expect(lines(commands).map((l) => /^ {2}([a-z]+) {3,}\S/.exec(l)?.[1])).toEqual(COMMANDS.map((c) => c.name));
+    expect(out).toContain('Run "hookwatch <command> --help"');
+    expect((await hookwatch(['help'])).stdout).toBe(out);
+  });
+
+  it('serve --help lists every setting flag with its description, human default, variable and file key', async () => {
+    const r = await hookwatch(['serve', '--help']);
+    expect(r.status).toBe(0);
+    const out = r.stdout;
+    expectReadable(out);
+    expect(out).not.toBe((await hookwatch(['--help'])).stdout);
+    expect(lines(out).slice(0, 2)).toEqual(['Usage:', '  hookwatch serve [flags]']);
+    expect((await hookwatch(['help', 'serve'])).stdout).toBe(out);
+    const all = lines(out);
+    for (const s of flagSettings()) {
+      const at = all.findIndex((l) => l.startsWith(`  ${flagName(s.key)} <`));
+      expect(at, flagName(s.key)).toBeGreaterThan(0);
+      // The flag line, then description lines indented under it, the last carrying the facts.
+      const block: string[] = [];
+      for (let i = at + 1; i < all.length && all[i]?.startsWith('          '); i++) block.push((all[i] as string).trim());
+      const text = block.join(' ');
+      expect(text, s.key).toContain(s.description.split(' ').slice(0, 4).join(' '));
+      expect(text, s.key).toContain(`[default: ${defaultText(s)}]`);
+      if (s.env) expect(text, s.key).toContain(`[env: ${s.env}]`);
+      expect(text, s.key).toContain(`[file: ${s.key}]`);
+    }
+    // The defaults people write, not what the schema stores.
+    expect(out).toMatch(/--retention-events <duration>\n(?: {10}.*\n)*? {10}.*\[default: 30d\]/);
+    expect(out).toMatch(/--otlp-max-request-bytes <size>\n(?: {10}.*\n)*? {10}.*\[default: 20MiB\]/);
+    expect(out).toMatch(/\[default: 10s\]/);
+  });
+
+  it('config --help is its own, with --json', async () => {
+    const r = await hookwatch(['config', '--help']);
+    expect(r.status).toBe(0);
+    expectReadable(r.stdout);
+    expect(lines(r.stdout).slice(0, 2)).toEqual(['Usage:', '  hookwatch config [--json] [flags]']);
+    expect(r.stdout).toContain('  --json\n');
+  });
+});
+
+describe('hookwatch config', () => {
+  it('prints a config file hookwatch reads back: units for durations and sizes, sources noted, secrets redacted', async () => {
+    const r = await hookwatch(['config', '--retention-events', '7d'], { HOOKWATCH_DB: join(dir, 'x.db'), HOOKWATCH_INGEST_TOKEN: 'tok-very-secret-1234' });
+    expect(r.status, r.stderr).toBe(0);
+    const out = r.stdout;
+    expect(lines(out)[0]).toMatch(/^# hookwatch effective configuration \(secrets redacted\)/);
+    expect(out).toMatch(/^ {2}maxRequestBytes: 20MiB$/m);
+    expect(out).toMatch(/^ {2}rollups: 400d$/m);
+    expect(out).toMatch(/^ {2}events: 1w # from --retention-events$/m);
+    expect(out).toContain(`db: ${join(dir, 'x.db')} # from HOOKWATCH_DB`);
+    expect(out).toMatch(/^ {2}ingestToken: <redacted> # from HOOKWATCH_INGEST_TOKEN$/m);
+    expect(out).not.toContain('tok-very-secret-1234');
+    expect(out).not.toMatch(/:\s+\d{7,}$/m);
+    // Read back as a config file, every duration and size comes out as the value in effect.
+    const file = join(dir, 'printed.yaml');
+    writeFileSync(file, out.replace('ingestToken: <redacted>', 'ingestToken: ""'));
+    expect(out.replace('ingestToken: <redacted>', '')).not.toContain('<redacted>');
+    const loaded = loadConfig({ flags: { config: file }, env: {} });
+    const direct = loadConfig({ flags: { 'retention-events': '7d' }, env: { HOOKWATCH_DB: join(dir, 'x.db') } });
+    for (const s of SETTINGS.filter((x) => x.type === 'duration' || x.type === 'bytes')) expect(loaded.values.get(s.key), s.key).toBe(direct.values.get(s.key));
+    expect(loaded.values.get('db')).toBe(join(dir, 'x.db'));
+    const json = JSON.parse((await hookwatch(['config', '--json'])).stdout) as { retention: { events: string } };
+    expect(json.retention.events).toBe('30d');
+    expect(parseYaml(out)).toBeTruthy();
+  });
+});
+
+describe('mistakes on the command line', () => {
+  it.each([
+    [['--bogus'], 'hookwatch: unknown flag --bogus\nRun "hookwatch --help" for the flags.'],
+    [['serve', '--retention-event', '7d'], 'hookwatch: unknown flag --retention-event (did you mean --retention-events?)\nRun "hookwatch serve --help" for the flags.'],
+    [['srve'], 'hookwatch: unknown command "srve" (did you mean serve?)\nRun "hookwatch --help" for the commands.'],
+    [['config', '--retention-events', '7x'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
+    [['serve', '--db'], 'hookwatch: flag --db needs a value\nRun "hookwatch serve --help" for the flags.'],
+    [['check', '--bogus'], 'hookwatch check: unknown flag --bogus\nRun "hookwatch check --help" for usage.'],
+    [['check', '--show-ouptut', '--', 'true'], 'hookwatch check: unknown flag --show-ouptut (did you mean --show-output?)\nRun "hookwatch check --help" for usage.'],
+  ])('%j says what is wrong and exits 2', async (args, message) => {
+    const r = await hookwatch(args);
+    expect(r.stderr).toBe(`${message}\n`);
+    expect(r.status).toBe(2);
+  });
+});
+
+describe('hookwatch serve', () => {
+  const holders: Server[] = [];
+  afterAll(() => {
+    for (const h of holders) h.close();
+  });
+
+  /** A loopback port held by another listener. */
+  async function heldPort(): Promise<number> {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    holders.push(s);
+    return (s.address() as { port: number }).port;
+  }
+
+  const base = (): Record<string, string> => ({
+    HOOKWATCH_DB: join(mkdtempSync(join(dir, 'db-')), 'h.db'),
+    HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'fq.db'),
+    HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+    HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+    HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+  });
+
+  it.each([
+    ['HOOKWATCH_HTTP_ADDR', 'http.addr', '--http-addr'],
+    ['HOOKWATCH_OTLP_GRPC_ADDR', 'otlp.grpc.addr', '--otlp-grpc-addr'],
+    ['HOOKWATCH_OTLP_HTTP_ADDR', 'otlp.http.addr', '--otlp-http-addr'],
+  ])('a port in use names the setting (%s) and exits 1', async (envName, key, flag) => {
+    const port = await heldPort();
+    const r = await hookwatch(['serve'], { ...base(), [envName]: `127.0.0.1:${port}` });
+    expect(r.stderr).toContain(`hookwatch: ${key} 127.0.0.1:${port} is in use (${envName}, ${flag}): another process listens there`);
+    expect(r.status).toBe(1);
+  });
+
+  it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {
+    const child = spawn(process.execPath, [BIN, 'serve'], { env: env(base()), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      const line = await new Promise<{ msg: string; dashboard: string }>((resolve, reject) => {
+        let buf = '';
+        const timer = setTimeout(() => reject(new Error(`no start-up line: ${buf}`)), 20_000);
+        child.stderr.on('data', (c: Buffer) => {
+          buf += c.toString('utf8');
+          const found = buf.split('\n').find((l) => l.includes('"msg":"dashboard at '));
+          if (found) {
+            clearTimeout(timer);
+            resolve(JSON.parse(found) as { msg: string; dashboard: string });
+          }
+        });
+      });
+      expect(line.msg).toMatch(/^dashboard at http:\/\/127\.0\.0\.1:\d+\/; send OTLP to http:\/\/127\.0\.0\.1:\d+ \(http\) or http:\/\/127\.0\.0\.1:\d+ \(grpc\)$/);
+      const res = await fetch(line.dashboard);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('text/html');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  });
+});
+
+describe('an older Node.js', () => {
+  it('is refused with the version found and what to run instead', () => {
+    const problem = nodeVersionProblem('20.20.2', '/usr/bin/node') ?? '';
+    expect(problem).toContain('hookwatch needs Node.js 24 or newer; this is Node.js 20.20.2 (/usr/bin/node).');
+    expect(problem).toContain('npm run hookwatch -- <command>');
+    expect(nodeVersionProblem('24.0.0')).toBeUndefined();
+  });
+
+  // The machine's own Node, when it is older than 24 (Debian's is 20): the real refusal, before any .ts loads.
+  const old = spawnSync('which', ['-a', 'node'], { encoding: 'utf8' }).stdout.split('\n').filter((p) => p && !p.includes('node_modules'))
+    .find((p) => Number(spawnSync(p, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.split('.')[0]) < 24);
+  if (old) {
+    it(`${old} gets a sentence, not ERR_UNKNOWN_FILE_EXTENSION`, () => {
+      const r = spawnSync(old, [BIN, '--help'], { encoding: 'utf8', env: env(), timeout: 20_000 });
+      expect(r.stderr).toMatch(/^hookwatch needs Node\.js 24 or newer; this is Node\.js \d+\./);
+      expect(r.stderr).not.toContain('ERR_UNKNOWN_FILE_EXTENSION');
+      expect(r.status).toBe(1);
+      const check = spawnSync(old, [fileURLToPath(new URL('../../../scripts/node-check.mjs', import.meta.url))], { encoding: 'utf8', timeout: 20_000 });
+      expect(check.stderr).toContain('hookwatch needs Node.js 24 or newer');
+      expect(check.status).toBe(1);
+    });
+  }
+});

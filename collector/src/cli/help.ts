@@ -1,0 +1,167 @@
+/**
+ * What `hookwatch --help` and `hookwatch <command> --help` print, laid out like a Go or Rust ops tool's: the
+ * commands with a line each, then per command its flags, each with a description and its default in the unit
+ * people write it in (30d, 20MiB, 10s), its environment variable, and the config file key.
+ */
+import { humanValue } from '../config/format.ts';
+import { SETTINGS, flagName, type Setting } from '../config/schema.ts';
+import { HOOKWATCH_VERSION } from '../tools/common/version.ts';
+
+export interface CommandInfo {
+  name: string;
+  summary: string;
+}
+
+/** The subcommands, in the order help lists them. */
+export const COMMANDS: readonly CommandInfo[] = [
+  { name: 'serve', summary: 'receive OTLP, store per-hook delivery, alert, serve the API and dashboard (default)' },
+  { name: 'config', summary: 'print the effective configuration (secrets redacted) and exit' },
+  { name: 'check', summary: 'run a hook command and measure its output against the 10,000-character cap' },
+  { name: 'scan', summary: 'scan Claude Code transcripts for hook output that was saved to a file' },
+  { name: 'help', summary: 'help for hookwatch or one command (hookwatch help <command>)' },
+  { name: 'version', summary: 'print the version and exit' },
+];
+
+const WIDTH = 100;
+const DESCRIPTION_INDENT = ' '.repeat(10);
+
+/** Wraps text at WIDTH, each line indented. */
+function wrap(text: string, indent: string): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line && indent.length + line.length + 1 + word.length > WIDTH) {
+      lines.push(indent + line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  if (line) lines.push(indent + line);
+  return lines;
+}
+
+/** The placeholder after a flag: what kind of value it takes. */
+function placeholder(s: Setting): string {
+  switch (s.type) {
+    case 'addr': return '<host:port>';
+    case 'duration': return '<duration>';
+    case 'bytes': return '<size>';
+    case 'int': return '<n>';
+    case 'bool': return '<true|false>';
+    case 'list': return '<a,b,...>';
+    case 'enum': return `<${(s.values ?? []).join('|')}>`;
+    default: return s.secret ? '<secret>' : '<value>';
+  }
+}
+
+/** A setting's default as people write it; "none" for an empty one. */
+export function defaultText(s: Setting): string {
+  const v = humanValue(s, s.default);
+  if (v === '' || v === null || v === undefined || (Array.isArray(v) && v.length === 0)) return 'none';
+  return Array.isArray(v) ? v.join(',') : String(v);
+}
+
+/** Settings a flag can set (structured ones live in the config file only). */
+export function flagSettings(): Setting[] {
+  return SETTINGS.filter((s) => s.type !== 'object');
+}
+
+/** Every flag `serve` and `config` accept, without the leading dashes. */
+export function configFlagNames(): string[] {
+  return ['config', ...flagSettings().map((s) => flagName(s.key).slice(2))];
+}
+
+function flagBlock(flag: string, description: string, facts: string[]): string[] {
+  return [`  ${flag}`, ...wrap(description, DESCRIPTION_INDENT), ...(facts.length ? wrap(facts.join(' '), DESCRIPTION_INDENT) : [])];
+}
+
+/** The settings flags, grouped by their first key part (otlp, http, db, ...). */
+function settingsFlags(): string[] {
+  const out: string[] = [];
+  let group = '';
+  for (const s of flagSettings()) {
+    const g = s.key.split('.')[0] as string;
+    if (g !== group) {
+      group = g;
+      out.push('', `${g}:`);
+    }
+    const facts = [`[default: ${defaultText(s)}]`];
+    if (s.env) facts.push(`[env: ${s.env}]`);
+    facts.push(`[file: ${s.key}]`);
+    if (s.secret) facts.push('[secret]');
+    out.push(...flagBlock(`${flagName(s.key)} ${placeholder(s)}`, s.description, facts));
+  }
+  return out;
+}
+
+const CONFIG_FLAG = flagBlock('--config <file>', 'YAML or JSON config file; keys nest by their dots (otlp: { http: { addr: ... } }).', ['[env: HOOKWATCH_CONFIG]']);
+const HELP_FLAG = flagBlock('-h, --help', 'help for this command', []);
+
+/** `hookwatch --help`. */
+export function globalHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 3;
+  return [
+    `hookwatch ${HOOKWATCH_VERSION}: tells a team when their Claude Code hooks stop reaching the model.`,
+    '',
+    'Usage:',
+    '  hookwatch [command] [flags]',
+    '',
+    'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    '',
+    'Flags:',
+    '  -h, --help       help for hookwatch (or, after a command, for that command)',
+    '      --version    print the version and exit',
+    '',
+    'Run "hookwatch <command> --help" for a command\'s flags.',
+    ...wrap('Settings come from defaults < a config file < environment variables < flags; docs/configuration.md lists them all.', ''),
+    '',
+  ].join('\n');
+}
+
+/** `hookwatch serve --help`. */
+export function serveHelp(): string {
+  return [
+    'Usage:',
+    '  hookwatch serve [flags]',
+    '',
+    ...wrap('Receives Claude Code telemetry over OTLP/HTTP and OTLP/gRPC, stores every hook execution, evaluates the alert rules, forwards telemetry when configured, and serves the API, the dashboard and /metrics. Runs until SIGTERM or SIGINT, then drains and exits 0. The default command.', ''),
+    '',
+    ...wrap('Every flag can also be set by its environment variable or config file key; flags win over the environment, which wins over the file. Durations take ms, s, m, h, d, w (90s, 1h30m, 30d); sizes take KiB, MiB, GiB or bytes.', ''),
+    '',
+    'Flags:',
+    ...CONFIG_FLAG,
+    ...HELP_FLAG,
+    ...settingsFlags(),
+    '',
+    ...wrap('Alert rules, receivers and forwarding headers are set in the config file: see docs/alerting.md and docs/forwarding.md.', ''),
+    '',
+  ].join('\n');
+}
+
+/** `hookwatch config --help`. */
+export function configHelp(): string {
+  return [
+    'Usage:',
+    '  hookwatch config [--json] [flags]',
+    '',
+    ...wrap('Prints the effective configuration (defaults, config file, environment and flags merged) with secrets redacted, and exits. The YAML is a valid config file: durations and sizes are in units (30d, 20MiB), and a comment names where each value that is not a default came from.', ''),
+    '',
+    'Flags:',
+    ...flagBlock('--json', 'print JSON instead of YAML', []),
+    ...CONFIG_FLAG,
+    ...HELP_FLAG,
+    '',
+    ...wrap('It takes every flag "hookwatch serve" takes, to show what they would change (hookwatch serve --help lists them).', ''),
+    '',
+  ].join('\n');
+}
+
+/** `hookwatch help <command>` for serve, config, help, version; check and scan print their own. */
+export function commandHelp(command: string): string | undefined {
+  if (command === 'serve') return serveHelp();
+  if (command === 'config') return configHelp();
+  if (command === 'help' || command === 'version') return globalHelp();
+  return undefined;
+}

@@ -1,0 +1,280 @@
+/**
+ * `type: alertmanager` against the real Alertmanager (Debian's prometheus-alertmanager) on loopback: hook events
+ * sent through the OpenTelemetry exporter fire alerts that appear in Alertmanager with their labels, are grouped
+ * and routed by its own route tree to the webhook it notifies, are renewed while firing, survive a hookwatch
+ * restart without a duplicate, and resolve.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebhookSink } from '../alerting/test-support.ts';
+import { alertingSecrets, parseReceivers, redactReceivers } from '../alerting/config.ts';
+import { loadConfig, toConfig } from '../config/index.ts';
+import { startService, type RunningService } from '../service.ts';
+// Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
+import { freePort } from '../store/postgres/test-server.ts';
+import { createLogger } from '../telemetry/logger.ts';
+import { emitExecutions, isolatedEnv } from '../telemetry/test-support.ts';
+import { alertmanagerAlertsUrl } from './alertmanager-api.ts';
+import { sendWithRetry } from './transport.ts';
+import { requireTool, runs } from '../../test/required-tool.ts';
+
+const ALERTMANAGER = 'prometheus-alertmanager';
+const hasAlertmanager = requireTool(runs(ALERTMANAGER, ['--version']), ALERTMANAGER, "apt-get install prometheus-alertmanager (.ci/run does)");
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface AmAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
+  endsAt: string;
+  updatedAt: string;
+  generatorURL: string;
+  fingerprint: string;
+  status: { state: string };
+}
+
+interface AmNotification {
+  status: 'firing' | 'resolved';
+  receiver: string;
+  groupLabels: Record<string, string>;
+  alerts: { status: string; labels: Record<string, string> }[];
+}
+
+describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertmanager (skipped only outside CI without prometheus-alertmanager)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-am-'));
+  const sink = new WebhookSink();
+  let am: ChildProcess | undefined;
+  let amUrl = '';
+  let amLog = '';
+  let service: RunningService | undefined;
+  const logs: string[] = [];
+
+  const amAlerts = async (): Promise<AmAlert[]> => {
+    const res = await fetch(`${amUrl}/api/v2/alerts`);
+    expect(res.status).toBe(200);
+    return ((await res.json()) as AmAlert[]).sort((a, b) => JSON.stringify(a.labels).localeCompare(JSON.stringify(b.labels)));
+  };
+  const notifications = (path: string): AmNotification[] => sink.requests.filter((r) => r.path === path).map((r) => JSON.parse(r.body) as AmNotification);
+
+  async function startHookwatch(): Promise<RunningService> {
+    const config = toConfig(loadConfig({
+      env: {
+        ...isolatedEnv(dir),
+        HOOKWATCH_CONFIG: join(dir, 'hookwatch.yaml'),
+        HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms',
+      },
+    }));
+    const logger = createLogger({ level: 'debug', secrets: alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), write: (l) => logs.push(l) });
+    return startService(config, { logger });
+  }
+
+  beforeAll(async () => {
+    await sink.start();
+    const port = await freePort();
+    amUrl = `http://127.0.0.1:${port}`;
+    // Alertmanager's own routing: critical alerts to one webhook, the rest to another, grouped by alertname.
+    writeFileSync(join(dir, 'alertmanager.yml'), [
+      'route:',
+      '  receiver: team',
+      '  group_by: [alertname]',
+      '  group_wait: 1s',
+      '  group_interval: 1s',
+      '  repeat_interval: 1h',
+      '  routes:',
+      '    - receiver: oncall',
+      '      matchers: [\'severity="critical"\']',
+      'receivers:',
+      '  - name: team',
+      '    webhook_configs:',
+      `      - url: ${sink.url}/team`,
+      '        send_resolved: true',
+      '  - name: oncall',
+      '    webhook_configs:',
+      `      - url: ${sink.url}/oncall`,
+      '        send_resolved: true',
+      '',
+    ].join('\n'));
+    am = spawn(ALERTMANAGER, [
+      `--config.file=${join(dir, 'alertmanager.yml')}`,
+      `--storage.path=${join(dir, 'am')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--cluster.listen-address=',
+    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    am.stderr?.on('data', (c: Buffer) => {
+      amLog = (amLog + c.toString('utf8')).slice(-4000);
+    });
+    await waitFor(`alertmanager to be ready (${amLog})`, async () => ((await fetch(`${amUrl}/-/ready`)).status === 200 ? true : undefined));
+    writeFileSync(join(dir, 'hookwatch.yaml'), [
+      'alerting:',
+      '  externalUrl: http://hookwatch.example.test',
+      '  rules:',
+      '    - { kind: persisted }',
+      // A hook quiet for 3 s: fires while nothing arrives, resolves as soon as the hook sends again.
+      '    - { kind: silence, after: 3s }',
+      '  receivers:',
+      '    - name: am',
+      '      type: alertmanager',
+      `      url: ${amUrl}/`,
+      '      resendInterval: 1s',
+      '      basicAuth: { username: hookwatch, password: s3cret-am-password }',
+      '',
+    ].join('\n'));
+    service = await startHookwatch();
+  }, 30_000);
+
+  afterAll(async () => {
+    await service?.stop();
+    am?.kill('SIGTERM');
+    await sink.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('pushes, groups, routes, renews, survives a restart without a duplicate, and resolves', async () => {
+    const s = service as RunningService;
+    await emitExecutions(s.otlpHttpUrl, [
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 },
+      { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit:brief', additionalContextChars: 11_000, outputsPersisted: 1 },
+    ]);
+
+    // Both persisted alerts, with hookwatch's labels and annotations and a link back to the dashboard.
+    const persisted = await waitFor('two persisted alerts in alertmanager', async () => {
+      const alerts = (await amAlerts()).filter((a) => a.labels['alertname'] === 'persisted');
+      return alerts.length === 2 ? alerts : undefined;
+    });
+    expect(persisted.map((a) => a.labels)).toEqual([
+      { alertname: 'persisted', severity: 'critical', hook_event: 'SessionStart', hook_name: 'SessionStart:startup' },
+      { alertname: 'persisted', severity: 'critical', hook_event: 'UserPromptSubmit', hook_name: 'UserPromptSubmit:brief' },
+    ]);
+    for (const a of persisted) {
+      expect(a.annotations['summary']).toContain('saved to a file');
+      expect(a.generatorURL).toMatch(/^http:\/\/hookwatch\.example\.test\/hooks\/[0-9a-f]{16}$/);
+      expect(a.status.state).toBe('active');
+      expect(Date.parse(a.endsAt)).toBeGreaterThan(Date.now());
+    }
+
+    // Alertmanager routed them (severity critical -> oncall) and grouped them: one notification, both alerts.
+    const oncall = await waitFor('the oncall notification', async () => (notifications('/oncall').length > 0 ? notifications('/oncall') : undefined));
+    expect(oncall[0]).toMatchObject({ status: 'firing', receiver: 'oncall', groupLabels: { alertname: 'persisted' } });
+    expect(oncall[0]?.alerts.map((a) => a.labels['hook_name']).sort()).toEqual(['SessionStart:startup', 'UserPromptSubmit:brief']);
+
+    // Three quiet seconds later both hooks are "silent": a second group, routed to the team receiver.
+    const team = await waitFor('the team notification', async () => notifications('/team').find((n) => n.alerts.length === 2));
+    expect(team).toMatchObject({ status: 'firing', receiver: 'team', groupLabels: { alertname: 'silence' } });
+    // Routed by severity: nothing critical reached the team receiver, nothing else the on-call one.
+    expect(notifications('/team').flatMap((n) => n.alerts.map((a) => a.labels['alertname']))).not.toContain('persisted');
+    expect(notifications('/oncall').flatMap((n) => n.alerts.map((a) => a.labels['severity']))).toEqual(['critical', 'critical']);
+
+    // Renewed while firing: endsAt moves forward on every resend interval.
+    const firstEnds = Date.parse(persisted[0]?.endsAt ?? '');
+    await waitFor('a renewed endsAt', async () => {
+      const again = (await amAlerts()).find((a) => a.fingerprint === persisted[0]?.fingerprint);
+      return again && Date.parse(again.endsAt) > firstEnds ? again : undefined;
+    });
+
+    // A restart of hookwatch: the same four alerts, same startsAt, renewed again, no new notification.
+    // Past group_interval, so any notification of the groups as they are has arrived.
+    await new Promise((r) => setTimeout(r, 1500));
+    const before = await amAlerts();
+    expect(before).toHaveLength(4);
+    const notifiedBefore = sink.requests.length;
+    await s.stop();
+    service = await startHookwatch();
+    const restartedAt = Date.now();
+    await waitFor('renewal by the restarted hookwatch', async () => {
+      const after = await amAlerts();
+      return after.every((a) => Date.parse(a.updatedAt) > restartedAt) ? after : undefined;
+    });
+    // Longer than group_interval: a changed group would have been notified by now.
+    await new Promise((r) => setTimeout(r, 2500));
+    const after = await amAlerts();
+    expect(after.map((a) => [a.fingerprint, a.startsAt])).toEqual(before.map((a) => [a.fingerprint, a.startsAt]));
+    expect(sink.requests.length).toBe(notifiedBefore);
+
+    // The hooks send again: the silence alerts resolve in Alertmanager and the team webhook hears it.
+    await emitExecutions(service.otlpHttpUrl, [
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 1200, outputsPersisted: 0 },
+      { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit:brief', additionalContextChars: 900, outputsPersisted: 0 },
+    ]);
+    const resolved = await waitFor('the resolved notification', async () => notifications('/team').find((n) => n.status === 'resolved'));
+    expect(resolved.alerts.map((a) => a.labels['hook_name']).sort()).toEqual(['SessionStart:startup', 'UserPromptSubmit:brief']);
+    const still = await amAlerts();
+    expect(still.filter((a) => a.status.state === 'active').map((a) => a.labels['alertname'])).toEqual(['persisted', 'persisted']);
+
+    // The basic-auth password went out only in the Authorization header, never into a log line.
+    expect(logs.join('\n')).not.toContain('s3cret-am-password');
+  }, 60_000);
+});
+
+describe('alertmanager receiver settings', () => {
+  it('names the v2 alerts endpoint from a base URL, keeping a route prefix', () => {
+    expect(alertmanagerAlertsUrl('http://am:9093')).toBe('http://am:9093/api/v2/alerts');
+    expect(alertmanagerAlertsUrl('http://am:9093/prefix/')).toBe('http://am:9093/prefix/api/v2/alerts');
+    expect(alertmanagerAlertsUrl('http://am:9093/api/v2/alerts')).toBe('http://am:9093/api/v2/alerts');
+  });
+
+  it('turns basicAuth and bearerToken into an Authorization header and rejects mixed or misplaced settings', () => {
+    const [basic] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', basicAuth: { username: 'u', password: 'pass:word' } }]);
+    expect(basic?.headers['Authorization']).toBe(`Basic ${Buffer.from('u:pass:word').toString('base64')}`);
+    expect(basic?.resendIntervalMs).toBe(60_000);
+    const [bearer] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-123456' }]);
+    expect(bearer?.headers['Authorization']).toBe('Bearer tok-123456');
+    expect(alertingSecrets([basic!, bearer!], {})).toEqual(expect.arrayContaining(['pass:word', 'tok-123456']));
+    const printed = JSON.stringify(redactReceivers([{ name: 'a', type: 'alertmanager', url: 'http://am:9093', basicAuth: { username: 'u', password: 'pass:word' } }, { name: 'b', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-123456' }]));
+    expect(printed).not.toContain('pass:word');
+    expect(printed).not.toContain('tok-123456');
+    expect(printed).toContain('"username":"u"');
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'x', basicAuth: { username: 'u', password: 'p' } }])).toThrow(/basicAuth or bearerToken, not both/);
+    expect(() => parseReceivers([{ name: 'w', type: 'webhook', url: 'http://x', resendInterval: '1m' }])).toThrow(/resendInterval: only for type alertmanager/);
+    expect(() => parseReceivers([{ name: 'w', type: 'pagerduty', url: 'http://x' }])).toThrow(/type: expected webhook, slack, alertmanager/);
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { caFile: '/nonexistent/ca.pem' } }])).toThrow(/tls\.caFile: cannot read/);
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x' } }])).toThrow(/certFile and keyFile go together/);
+  });
+});
+
+describe('receiver tls', () => {
+  it('trusts the configured CA (and only with it), over a real TLS connection', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-tls-'));
+    const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=alertmanager.test',
+      '-addext', 'subjectAltName=DNS:alertmanager.test,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { encoding: 'utf8' });
+    expect(gen.status, gen.stderr).toBe(0);
+    const seen: string[] = [];
+    const server = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
+      seen.push(String(req.headers['authorization']));
+      res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+      const send = (tls: unknown): ReturnType<typeof sendWithRetry> => {
+        const [r] = parseReceivers([{ name: 'am', type: 'alertmanager', url, bearerToken: 'tok-abcdef', ...(tls ? { tls } : {}) }]);
+        return sendWithRetry(() => ({ body: '[]', headers: r!.headers }), { url: r!.url, timeoutMs: 5000, deadlineMs: Date.now() + 5000, maxAttempts: 1, tls: r!.tls ?? null });
+      };
+      expect((await send(null)).outcome).toBe('failed');
+      expect(await send({ caFile: join(dir, 'cert.pem') })).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
+      expect((await send({ caFile: join(dir, 'cert.pem'), serverName: 'other.test' })).outcome).toBe('failed');
+      expect((await send({ insecureSkipVerify: true })).outcome).toBe('delivered');
+      expect(seen).toEqual(['Bearer tok-abcdef', 'Bearer tok-abcdef']);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * `type: alertmanager`: alerts pushed to an Alertmanager's `POST /api/v2/alerts`, the way Prometheus, the Loki
+ * ruler and Grafana do, so a team's Alertmanager routes, groups, inhibits and silences them. Like Prometheus,
+ * a firing alert carries an `endsAt` a few resend intervals ahead and is pushed again every resend interval
+ * (so an Alertmanager that stops hearing from hookwatch resolves it by itself); a resolution carries the time
+ * it resolved. Alertmanager keys alerts by their label set, so pushing the same alert again (a renewal, a
+ * retry, a restart of hookwatch) updates it instead of duplicating it.
+ */
+import type { AlertSummary } from '../../../shared/src/api.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { dashboardLink, type BodyRenderer, type LinkContext, type Notification, type ReceiverConfig } from './model.ts';
+import { sendWithRetry } from './transport.ts';
+
+const API_PATH = '/api/v2/alerts';
+/** Prometheus' default `--rules.alert.resend-delay`. */
+export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
+/** Prometheus sets endsAt to 4 resend intervals ahead: three pushes may be lost before the alert resolves itself. */
+const LIFETIME_INTERVALS = 4;
+
+/** The `/api/v2/alerts` URL of an Alertmanager named by its base URL (a route prefix is kept). */
+export function alertmanagerAlertsUrl(base: string): string {
+  const u = new URL(base);
+  const path = u.pathname.replace(/\/+$/, '');
+  u.pathname = path.endsWith(API_PATH) ? path : path + API_PATH;
+  return u.toString();
+}
+
+/** One alert as `POST /api/v2/alerts` takes it (Alertmanager's postableAlert). */
+export interface PostableAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
+  endsAt: string;
+  generatorURL?: string;
+}
+
+/** The alert an Alertmanager receives: firing with a renewed endsAt, or resolved at `resolvedAt`. */
+export function postableAlert(
+  a: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; hookId: string | null },
+  resolvedAt: string | null,
+  ctx: LinkContext,
+  nowMs: number,
+  resendIntervalMs: number,
+): PostableAlert {
+  const link = dashboardLink(ctx, a.hookId);
+  return {
+    labels: a.labels,
+    annotations: a.annotations,
+    startsAt: a.startsAt,
+    endsAt: resolvedAt ?? new Date(nowMs + LIFETIME_INTERVALS * resendIntervalMs).toISOString(),
+    // Alertmanager validates generatorURL as a URI: without alerting.externalUrl there is none to give.
+    ...(link ? { generatorURL: link } : {}),
+  };
+}
+
+/** Renderer for `type: alertmanager`: a one-alert array, endsAt computed when the request is built. */
+export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConfig, now: () => number): BodyRenderer {
+  const resend = receiver.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
+  return {
+    render: (n: Notification) => {
+      const resolvedAt = n.status === 'resolved' ? (n.alert.endsAt ?? new Date(now()).toISOString()) : null;
+      return JSON.stringify([postableAlert(n.alert, resolvedAt, ctx, now(), resend)]);
+    },
+  };
+}
+
+export interface AlertmanagerRefresherOptions {
+  receivers: readonly ReceiverConfig[];
+  links: LinkContext;
+  /** The alerts as the engine lists them (firing, pending, recently resolved). */
+  alerts: () => AlertSummary[];
+  logger: Logger;
+  now?: () => number;
+}
+
+/**
+ * Pushes every firing, notified, unsilenced alert to each Alertmanager receiver every resend interval. The
+ * first push of an alert and its resolution go through the durable outbox like any notification; this keeps
+ * endsAt ahead while it fires, and after a restart renews what the previous process pushed.
+ */
+export class AlertmanagerRefresher {
+  /** Pushes made and failed (for tests and logs). */
+  readonly stats = { pushes: 0, failures: 0 };
+  private readonly opts: AlertmanagerRefresherOptions;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly abort = new AbortController();
+  private readonly running = new Set<Promise<void>>();
+  private readonly failing = new Set<string>();
+
+  constructor(opts: AlertmanagerRefresherOptions) {
+    this.opts = opts;
+  }
+
+  /** Starts one timer per Alertmanager receiver (none without one). */
+  start(): void {
+    for (const r of this.opts.receivers) {
+      if (r.type !== 'alertmanager') continue;
+      const t = setInterval(() => void this.track(this.push(r)), r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS);
+      t.unref();
+      this.timers.push(t);
+    }
+  }
+
+  private track(p: Promise<void>): void {
+    this.running.add(p);
+    void p.finally(() => this.running.delete(p));
+  }
+
+  /** Pushes the firing alerts to one receiver now (one attempt: the next interval is the retry). */
+  async push(r: ReceiverConfig): Promise<void> {
+    const now = this.opts.now ?? Date.now;
+    const firing = this.opts.alerts().filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.silencedBy.length === 0 && a.startsAt !== null);
+    if (firing.length === 0) return;
+    const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
+    const body = JSON.stringify(firing.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, null, this.opts.links, now(), resend)));
+    const result = await sendWithRetry(() => ({ body, headers: r.headers }), {
+      url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: r.tls ?? null,
+    });
+    if (result.outcome === 'aborted') return;
+    this.stats.pushes++;
+    if (result.outcome === 'delivered') {
+      if (this.failing.delete(r.name)) this.opts.logger.info('alertmanager reachable again; firing alerts renewed', { receiver: r.name, alerts: firing.length });
+      return;
+    }
+    this.stats.failures++;
+    // Logged once per outage, not every interval.
+    if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: result.httpStatus, error: result.error });
+    this.failing.add(r.name);
+  }
+
+  /** Stops the timers and aborts pushes in flight. Safe twice. */
+  async stop(): Promise<void> {
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    this.abort.abort();
+    await Promise.allSettled([...this.running]);
+  }
+}

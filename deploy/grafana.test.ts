@@ -1,0 +1,176 @@
+/**
+ * The Grafana dashboard in deploy/grafana/ is usable as shipped: every query parses as PromQL (promtool, with
+ * Grafana's variables filled in), names only series a real hookwatch exports after ingesting the captured
+ * Claude Code fixtures, and groups or filters only by labels those series carry; the provisioning files point
+ * Grafana at the dashboard folder and the Prometheus the compose stack runs.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { parseExposition, type ParsedFamily } from '../collector/src/telemetry/prometheus-text.ts';
+import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../collector/test/helpers.ts';
+import { requireTool, runs } from '../collector/test/required-tool.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
+const hasPromtool = requireTool(runs('promtool', ['--version']), 'promtool', 'apt-get install prometheus');
+
+type Doc = Record<string, unknown>;
+const obj = (v: unknown): Doc => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Doc) : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+const dashboard = JSON.parse(read('deploy/grafana/dashboards/hookwatch.json')) as Doc;
+
+interface Query {
+  where: string;
+  expr: string;
+}
+
+/** Every panel (rows' nested panels too) with its queries. */
+function panelsOf(d: Doc): Doc[] {
+  return arr(d['panels']).map(obj).flatMap((p) => [p, ...panelsOf(p)]);
+}
+
+function queries(d: Doc): Query[] {
+  const out: Query[] = [];
+  for (const p of panelsOf(d)) {
+    for (const t of arr(p['targets']).map(obj)) out.push({ where: `panel "${String(p['title'])}" ${String(t['refId'])}`, expr: String(t['expr'] ?? '') });
+  }
+  return out;
+}
+
+/** Grafana's built-in and dashboard variables replaced by values Prometheus accepts. */
+function substitute(expr: string): string {
+  return expr
+    .replace(/\$__rate_interval|\$\{__rate_interval\}/g, '5m')
+    .replace(/\$__range|\$\{__range\}/g, '1d')
+    .replace(/\$__interval|\$\{__interval\}/g, '1m')
+    .replace(/\$\{?hook\}?/g, '.*');
+}
+
+const KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
+
+/**
+ * Metric names and label names an expression uses. Strings, ranges and label matchers are taken out first; what
+ * remains that is neither a function call, a keyword nor a number is a metric name.
+ */
+function namesIn(expr: string): { metrics: Set<string>; labels: Set<string> } {
+  const labels = new Set<string>();
+  let rest = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  rest = rest.replace(/\{([^}]*)\}/g, (_m, inner: string) => {
+    for (const m of inner.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)/g)) labels.add(m[1] as string);
+    return ' ';
+  });
+  rest = rest.replace(/\[[^\]]*\]/g, ' ');
+  rest = rest.replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_m, _kw: string, inner: string) => {
+    for (const l of inner.split(',').map((s) => s.trim()).filter(Boolean)) labels.add(l);
+    return ' ';
+  });
+  const metrics = new Set<string>();
+  for (const m of rest.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)) {
+    const name = m[1] as string;
+    if (m[2] || KEYWORDS.has(name.toLowerCase()) || /^\d/.test(name)) continue;
+    metrics.add(name);
+  }
+  return { metrics, labels };
+}
+
+/** The family a sample name belongs to (a histogram's _bucket, _sum, _count). */
+function familyOf(name: string, families: Map<string, ParsedFamily>): ParsedFamily | undefined {
+  return families.get(name) ?? families.get(name.replace(/_(bucket|sum|count)$/, ''));
+}
+
+describe('Grafana dashboard', () => {
+  let service: TestService | undefined;
+  let families = new Map<string, ParsedFamily>();
+  const all = queries(dashboard);
+
+  beforeAll(async () => {
+    // A real hookwatch that has ingested every captured Claude Code run: the series the dashboard will see.
+    service = await startTestService();
+    for (const run of FIXTURE_RUNS) {
+      for (const r of fixtureRequests(run)) expect((await postOtlp(service.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
+    }
+    families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('covers persisted vs success, the largest output against the cap, headroom, blind clients, ingest and notifications', () => {
+    const used = new Set(all.flatMap((q) => [...namesIn(q.expr).metrics]));
+    for (const name of ['hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_success_total', 'hookwatch_hook_last_output_chars', 'hookwatch_hook_size_unknown_executions_total', 'hookwatch_otlp_requests_total', 'hookwatch_otlp_requests_rejected_total', 'hookwatch_ingest_queue_depth', 'hookwatch_notifications_total', 'hookwatch_alerts']) {
+      expect(used, name).toContain(name);
+    }
+    for (const p of panelsOf(dashboard).filter((x) => x['type'] !== 'row')) {
+      expect(arr(p['targets']).length, String(p['title'])).toBeGreaterThan(0);
+      expect(String(p['description'] ?? '').length, `${String(p['title'])} says what it shows`).toBeGreaterThan(20);
+      expect(obj(p['datasource'])['uid'], String(p['title'])).toBe('${datasource}');
+    }
+    expect(all.every((q) => q.expr.length > 0)).toBe(true);
+    expect(dashboard['uid']).toBe('hookwatch');
+  });
+
+  it.skipIf(!hasPromtool)('every query parses as PromQL (promtool check rules; skipped only outside CI without promtool)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-grafana-'));
+    try {
+      const rules = all.map((q, i) => `      - record: grafana:query_${i}\n        expr: ${JSON.stringify(substitute(q.expr))}`).join('\n');
+      writeFileSync(join(dir, 'queries.yml'), `groups:\n  - name: grafana-dashboard\n    rules:\n${rules}\n`);
+      const r = spawnSync('promtool', ['check', 'rules', join(dir, 'queries.yml')], { encoding: 'utf8', timeout: 30_000 });
+      const failed = /record: grafana:query_(\d+)/.exec(r.stdout + r.stderr);
+      expect(r.status, `${r.stdout}${r.stderr}${failed ? `\n${all[Number(failed[1])]?.where}` : ''}`).toBe(0);
+      expect(r.stdout).toContain(`${all.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names only series a running hookwatch exports, and only labels they carry', () => {
+    const exposed = [...families.keys()];
+    expect(exposed.length).toBeGreaterThan(20);
+    const variableQueries = arr(obj(dashboard['templating'])['list']).map(obj).filter((v) => v['type'] === 'query')
+      .map((v) => ({ where: `variable ${String(v['name'])}`, expr: String(v['definition']) }));
+    expect(variableQueries.length).toBeGreaterThan(0);
+    let labelsChecked = 0;
+    for (const q of [...all, ...variableQueries]) {
+      const isLabelValues = /^label_values\(/.test(q.expr);
+      const { metrics, labels } = namesIn(isLabelValues ? q.expr.replace(/^label_values\((.*)\)$/, '$1').replace(/,\s*([a-z_]+)\s*$/, '{$1=""}') : q.expr);
+      expect(metrics.size, `${q.where}: ${q.expr}`).toBeGreaterThan(0);
+      const seenLabels = new Set<string>(['le']);
+      for (const name of metrics) {
+        const family = familyOf(name, families);
+        expect(family, `${q.where} uses ${name}, which hookwatch does not export`).toBeDefined();
+        for (const s of family?.samples ?? []) for (const l of Object.keys(s.labels)) seenLabels.add(l);
+      }
+      if (seenLabels.size === 1) continue; // No sample yet (e.g. no alert): the names are checked, the labels cannot be.
+      for (const l of labels) expect(seenLabels, `${q.where} uses label ${l}`).toContain(l);
+      labelsChecked++;
+    }
+    expect(labelsChecked).toBeGreaterThan(all.length / 2);
+  });
+
+  it('is provisioned in the compose stack: Grafana loads it from the mounted folder over the stack\'s Prometheus', () => {
+    const compose = obj(parseYaml(read('docker-compose.yml')));
+    const services = obj(compose['services']);
+    const grafana = obj(services['grafana']);
+    expect(String(grafana['image'])).toMatch(/^grafana\/grafana:\d+\.\d+\.\d+$/);
+    const mounts = arr(grafana['volumes']).map((v) => String(v).split(':'));
+    const dashboardsTarget = mounts.find((m) => m[0] === './deploy/grafana/dashboards')?.[1];
+    expect(mounts.find((m) => m[0] === './deploy/grafana/provisioning')?.[1]).toBe('/etc/grafana/provisioning');
+    const provider = obj(arr(obj(parseYaml(read('deploy/grafana/provisioning/dashboards/hookwatch.yml')))['providers'])[0]);
+    expect(obj(provider['options'])['path']).toBe(dashboardsTarget);
+    const ds = obj(arr(obj(parseYaml(read('deploy/grafana/provisioning/datasources/prometheus.yml')))['datasources'])[0]);
+    expect(ds['type']).toBe('prometheus');
+    const prometheus = obj(services['prometheus']);
+    expect(ds['url']).toBe(`http://prometheus:${String(arr(prometheus['ports'])[0]).split(':').pop()}`);
+    expect(grafana['profiles']).toEqual(prometheus['profiles']);
+    // Prometheus in the same stack scrapes hookwatch, so the dashboard has data.
+    const scrape = obj(arr(obj(parseYaml(read('deploy/prometheus/prometheus.yml')))['scrape_configs'])[0]);
+    expect(JSON.stringify(scrape['static_configs'])).toContain('hookwatch:');
+  });
+});
