@@ -149,35 +149,52 @@ describe('Forwarder', () => {
 describe('Forwarder batching', () => {
   it('merges consecutive protobuf requests of one signal, never JSON, and dead-letters only the bad one of a refused batch', async () => {
     const q = open(undefined, 10_000);
-    q.enqueue('logs', 'protobuf', Buffer.from('A'), 1);
-    q.enqueue('logs', 'protobuf', Buffer.from('B'), 2);
-    q.enqueue('logs', 'protobuf', Buffer.from('C'), 3);
-    q.enqueue('metrics', 'protobuf', Buffer.from('M'), 4);
+    q.enqueue('logs', 'protobuf', pb('A'), 1);
+    q.enqueue('logs', 'protobuf', pb('B'), 2);
+    q.enqueue('logs', 'protobuf', pb('C'), 3);
+    q.enqueue('metrics', 'protobuf', pb('M'), 4);
     q.enqueue('logs', 'json', Buffer.from('{1}'), 5);
     q.enqueue('logs', 'json', Buffer.from('{2}'), 6);
-    q.enqueue('logs', 'protobuf', Buffer.from('D'), 7);
-    q.enqueue('logs', 'protobuf', Buffer.from('E'), 8);
+    q.enqueue('logs', 'protobuf', pb('D'), 7);
+    q.enqueue('logs', 'protobuf', pb('E'), 8);
     // The merged ABC is refused for good; alone, A is the bad one; the rest goes through.
     const exporter = new ScriptedExporter([{ kind: 'permanent', message: 'answered 400', status: 400 }, { kind: 'permanent', message: 'answered 400', status: 400 }]);
     const f = new Forwarder({ queue: q, exporter, logger: silentLogger, batch: { maxRequests: 2 + 1, maxBytes: 1000 } });
     f.start();
     await until(() => q.depth === 0);
     await f.stop();
-    expect(exporter.attempts.map((a) => a.body)).toEqual(['ABC', 'A', 'BC', 'M', '{1}', '{2}', 'DE']);
-    expect(q.deadLetters().map((d) => d.bytes)).toEqual([1]);
+    expect(exporter.attempts.map((a) => a.body)).toEqual(['ABC', 'A', 'BC', 'M', '{1}', '{2}', 'DE'].map((b) => (b.startsWith('{') ? b : [...b].map((c) => pb(c).toString()).join(''))));
+    expect(q.deadLetters().map((d) => d.bytes)).toEqual([3]);
     expect(f.status()).toMatchObject({ delivered: 7, deadLetters: 1 });
   });
 
   it('keeps a batch within its byte bound, and sends an oversized head alone', () => {
     const q = open(undefined, 10_000);
-    q.enqueue('traces', 'protobuf', Buffer.alloc(30), 1);
-    q.enqueue('traces', 'protobuf', Buffer.alloc(30), 2);
-    q.enqueue('traces', 'protobuf', Buffer.alloc(30), 3);
+    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 1);
+    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 2);
+    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 3);
     expect(q.batch(10, 70).map((i) => i.body.length)).toEqual([30, 30]);
     expect(q.batch(10, 10).map((i) => i.body.length)).toEqual([30]);
     expect(q.batch(1, 1000)).toHaveLength(1);
   });
+
+  it('never merges a request whose framing is not whole (an older queue file may hold one)', () => {
+    const q = open(undefined, 10_000);
+    q.enqueue('traces', 'protobuf', pb('a'), 1);
+    q.enqueue('traces', 'protobuf', pb('b'), 2);
+    // Ends in an unterminated group tag (field 99, wire type 3).
+    q.enqueue('traces', 'protobuf', Buffer.concat([pb('c'), Buffer.from([0x9b, 0x06])]), 3);
+    q.enqueue('traces', 'protobuf', pb('d'), 4);
+    expect(q.batch(10, 1000).map((i) => i.body.toString())).toEqual([pb('a').toString(), pb('b').toString()]);
+    q.ack(1, 2);
+    expect(q.batch(10, 1000)).toHaveLength(1);
+  });
 });
+
+/** A one-field protobuf message (field 1, length-delimited) holding `s`. */
+function pb(s: string): Buffer {
+  return Buffer.concat([Buffer.from([0x0a, s.length]), Buffer.from(s)]);
+}
 
 describe('Forwarder when something throws', () => {
   it('keeps delivering after an exporter or queue failure instead of stopping until a restart', async () => {

@@ -8,6 +8,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import type { Encoding } from '../otlp/encode.ts';
 import type { Signal } from '../pipeline/consumer.ts';
+import { wellFramed } from '../otlp/skim-proto.ts';
 
 /** One queued request, oldest first. */
 export interface QueuedRequest {
@@ -173,7 +174,8 @@ export class DurableQueue {
     const head = this.head();
     if (!head) return [];
     const out = [head];
-    if (head.encoding !== 'protobuf' || maxCount <= 1) return out;
+    // Only requests whose framing is whole are merged (checked on arrival too; this covers older queue files).
+    if (head.encoding !== 'protobuf' || maxCount <= 1 || !wellFramed(head.body)) return out;
     let bytes = head.body.length;
     const rows = this.stmt.following.all(head.id, maxCount - 1) as { id: number; signal: Signal; encoding: Encoding; bytes: number }[];
     const ids: number[] = [];
@@ -185,7 +187,9 @@ export class DurableQueue {
     for (const id of ids) {
       const row = this.stmt.byId.get(id) as { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; received_at: number; attempts: number } | undefined;
       if (!row) break;
-      out.push({ id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts });
+      const body = Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength);
+      if (!wellFramed(body)) break;
+      out.push({ id: row.id, signal: row.signal, encoding: row.encoding, body, receivedAtMs: row.received_at, attempts: row.attempts });
     }
     return out;
   }
