@@ -39,7 +39,7 @@ describe('DurableQueue', () => {
     const q = open();
     q.enqueue('logs', 'protobuf', Buffer.from('first'), 1);
     q.enqueue('metrics', 'json', Buffer.from('second!'), 2);
-    q.retry(q.head()!.id);
+    q.retry([q.head()!.id]);
     q.close();
     const again = open(q.path);
     expect(again.depth).toBe(2);
@@ -61,17 +61,18 @@ describe('DurableQueue', () => {
     expect(() => q.enqueue('logs', 'json', Buffer.alloc(6), 3)).not.toThrow();
   });
 
-  it('moves a request to the dead letters in one step, bounded in number but counted in full', () => {
-    const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, maxDeadLetters: 2 });
+  it('moves a request to the dead letters in one step, bounded in bytes (oldest evicted) but counted in full', () => {
+    const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, deadLetterMaxBytes: 25 });
     queues.push(q);
     for (let i = 0; i < 3; i++) {
       const id = q.enqueue('traces', 'protobuf', Buffer.alloc(10), i);
-      q.deadLetter(id, 100 + i, 400, `bad request ${i}`);
+      q.deadLetter([id], 100 + i, 400, `bad request ${i}`);
     }
     expect(q.depth).toBe(0);
     expect(q.bytes).toBe(0);
-    expect(q.counters().deadLetters).toBe(3);
+    expect(q.counters()).toMatchObject({ deadLetters: 3, deadLettersEvicted: 1 });
     expect(q.deadLetters().map((d) => d.reason)).toEqual(['bad request 2', 'bad request 1']);
+    expect(q.deadLetterSummary()).toEqual({ count: 2, bytes: 20, maxBytes: 25, oldestFailedAtMs: 101, lastReason: 'bad request 2' });
     expect(q.deadLetters()[0]).toMatchObject({ signal: 'traces', bytes: 10, status: 400, attempts: 1, failedAtMs: 102 });
   });
 });
@@ -220,7 +221,7 @@ describe('Forwarder when something throws', () => {
 });
 
 describe('forward.endpoint', () => {
-  const base: ForwardConfig = { endpoint: '', protocol: 'http/protobuf', headers: {}, compression: 'gzip', timeoutMs: 1000, queue: { path: ':memory:', maxBytes: 1024 }, retry: { initialMs: 1, maxMs: 1 }, enrich: false };
+  const base: ForwardConfig = { endpoint: '', protocol: 'http/protobuf', headers: {}, compression: 'gzip', timeoutMs: 1000, queue: { path: ':memory:', maxBytes: 1024 }, retry: { initialMs: 1, maxMs: 1, maxElapsedMs: 0 }, deadLetters: { maxBytes: 1024 }, enrich: false };
   it('is checked at start with a message naming the setting and not the password', () => {
     expect(() => checkEndpoint({ ...base, endpoint: 'collector:4318' })).toThrow(/forward\.endpoint.*scheme must be http or https/);
     expect(() => checkEndpoint({ ...base, endpoint: 'http://user:pw-1234@[bad' })).toThrow(ConfigError);
