@@ -17,6 +17,8 @@ export interface ForwardingOptions {
   logger: Logger;
   now?: () => number;
   synchronous?: 'full' | 'normal';
+  /** retention.events: requests and dead letters received longer ago are removed (at start, then by expire). */
+  retentionMs?: number;
   /** Overrides of the retry schedule beyond what the config sets (tests). */
   backoff?: Partial<BackoffOptions>;
 }
@@ -75,6 +77,11 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     ...(opts.now ? { now: opts.now } : {}),
   });
   const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher() } : {}) });
+  // Before delivery resumes: nothing past retention is sent on after a long stop.
+  if (opts.retentionMs !== undefined) {
+    const expired = queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
+    if (expired) opts.logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { destination: exporter.description, removed: expired });
+  }
   forwarder.start();
   if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
   let stopping: Promise<void> | undefined;

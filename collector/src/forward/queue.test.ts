@@ -35,6 +35,29 @@ function open(path?: string, maxBytes = 1000): DurableQueue {
 }
 
 describe('DurableQueue', () => {
+  it('replays dead letters oldest first, only as many as the queue has room for', () => {
+    const q = open(undefined, 25);
+    for (let i = 0; i < 3; i++) q.deadLetter([q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');
+    q.enqueue('logs', 'json', Buffer.alloc(5), 9);
+    // 5 bytes queued, room for 20: two of the three 9-byte dead letters.
+    expect(q.replayDeadLetters()).toEqual({ replayed: 2, remaining: 1 });
+    expect(q.depth).toBe(3);
+    expect(q.bytes).toBe(23);
+    q.ack(q.head()!.id);
+    expect(q.batch(1, 100)[0]!.body.toString()).toBe('dead-0-xx');
+    expect(q.deadLetterSummary()).toMatchObject({ count: 1, bytes: 9 });
+    expect(q.counters().replayed).toBe(2);
+  });
+
+  it('expires queued requests and dead letters received before the retention cut-off', () => {
+    const q = open(undefined, 1000);
+    q.deadLetter([q.enqueue('logs', 'json', Buffer.from('old dead'), 100)], 150, 400, 'bad');
+    q.enqueue('logs', 'json', Buffer.from('old queued'), 200);
+    q.enqueue('logs', 'json', Buffer.from('new'), 400);
+    expect(q.expire(300)).toBe(2);
+    expect([q.depth, q.bytes, q.head()!.body.toString(), q.deadLetterSummary().count, q.counters().expired]).toEqual([1, 3, 'new', 0, 2]);
+  });
+
   it('keeps requests in order across a reopen, with their byte total and attempts', () => {
     const q = open();
     q.enqueue('logs', 'protobuf', Buffer.from('first'), 1);

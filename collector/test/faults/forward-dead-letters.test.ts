@@ -4,12 +4,9 @@
  * POST /api/v1/forwarding/dead-letters/replay (behind the API's authentication) puts them back in the queue,
  * after which every acknowledged request arrives downstream.
  */
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { afterEach, expect, it } from 'vitest';
 import type { ForwardingResponse, ReplayResponse } from '../../../shared/src/api.ts';
-import { spanNames, startForwardRig, until, type ForwardRig } from './forward-support.ts';
+import { sendSpans, spanNames, startForwardRig, until, type ForwardRig } from './forward-support.ts';
 
 let rig: ForwardRig | undefined;
 afterEach(async () => {
@@ -22,28 +19,6 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 
 async function status(httpUrl: string): Promise<ForwardingResponse> {
   return (await fetch(`${httpUrl}/api/v1/forwarding`, { headers: auth })).json() as Promise<ForwardingResponse>;
-}
-
-/** One span per request through the real OTLP/HTTP protobuf exporter, 8 at a time; the acknowledged names. */
-async function sendSpans(url: string, names: string[]): Promise<string[]> {
-  const ended: ReadableSpan[] = [];
-  const capture: SpanProcessor = { onStart: () => {}, onEnd: (s) => void ended.push(s), forceFlush: async () => {}, shutdown: async () => {} };
-  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'claude-code' }), spanProcessors: [capture] });
-  const tracer = provider.getTracer('claude_code');
-  const exporter = new OTLPTraceExporter({ url: `${url}/v1/traces`, timeoutMillis: 20_000 });
-  const acked: string[] = [];
-  let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < names.length) {
-      const name = names[next++]!;
-      tracer.startSpan(name).end();
-      const span = ended.pop()!;
-      if (await new Promise<boolean>((resolve) => exporter.export([span], (r) => resolve(r.code === 0)))) acked.push(name);
-    }
-  }));
-  await exporter.shutdown();
-  await provider.shutdown();
-  return acked;
 }
 
 it('keeps all 1,200 dead letters with their bodies and replays them through the authenticated API', { timeout: 90_000 }, async () => {

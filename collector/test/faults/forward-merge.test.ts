@@ -6,11 +6,8 @@
  * with 400 / INVALID_ARGUMENT, and merges only well-formed requests.
  */
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { afterEach, expect, it } from 'vitest';
-import { forwardingStatus, spanNames, startForwardRig, until, type ForwardRig } from './forward-support.ts';
+import { forwardingStatus, sendSpans, spanNames, startForwardRig, until, type ForwardRig } from './forward-support.ts';
 
 let rig: ForwardRig | undefined;
 afterEach(async () => {
@@ -39,20 +36,10 @@ it('refuses an unterminated group and its closing tag, and every acknowledged re
   // Down while the requests arrive, so they queue up and travel merged once it recovers.
   downstream.mode = { kind: 'status', status: 503, retryAfter: '0' };
 
-  // Honest spans from the real exporter, one request each; a tee keeps the exact bytes of one for the attack.
-  const ended: ReadableSpan[] = [];
-  const capture: SpanProcessor = { onStart: () => {}, onEnd: (s) => void ended.push(s), forceFlush: async () => {}, shutdown: async () => {} };
-  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'claude-code' }), spanProcessors: [capture] });
-  const tracer = provider.getTracer('claude_code');
-  const exporter = new OTLPTraceExporter({ url: `${hw.otlpHttpUrl}/v1/traces` });
-  const exportSpan = (name: string): Promise<boolean> => {
-    tracer.startSpan(name).end();
-    const span = ended.at(-1)!;
-    return new Promise((resolve) => exporter.export([span], (r) => resolve(r.code === 0)));
-  };
+  // Honest spans from the real exporter, one request each.
   const acked: string[] = [];
   const send = async (name: string): Promise<void> => {
-    if (await exportSpan(name)) acked.push(name);
+    acked.push(...(await sendSpans(hw.otlpHttpUrl, [name], { concurrency: 1 })));
   };
 
   await send('honest-before');
@@ -79,7 +66,6 @@ it('refuses an unterminated group and its closing tag, and every acknowledged re
   expect(closer?.details).toMatch(/field 99 .*wire type 4 \(end group\)/);
   const s = await forwardingStatus(hw.httpUrl);
   expect(s.destinations[0]).toMatchObject({ deadLetters: 0, depth: 0 });
-  await provider.shutdown();
 });
 
 it('refuses truncated and over-nested protobuf and unparsable JSON metrics with 400 naming the problem', async () => {

@@ -4,11 +4,8 @@
  * forward.retry.maxElapsedTime (default one day), so every one of 1,100 acknowledged requests arrives and none is
  * dead-lettered. A 400 is still a dead letter at once.
  */
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { afterEach, expect, it } from 'vitest';
-import { forwardingStatus, spanNames, startForwardRig, until, type ForwardRig } from './forward-support.ts';
+import { forwardingStatus, sendSpans, spanNames, startForwardRig, until, type ForwardRig } from './forward-support.ts';
 
 let rig: ForwardRig | undefined;
 afterEach(async () => {
@@ -16,55 +13,23 @@ afterEach(async () => {
   rig = undefined;
 });
 
-/** Sends one span per request through the real OTLP/HTTP protobuf exporter; resolves with the acknowledged names. */
-function spanSender(url: string): { send(names: string[], concurrency: number): Promise<string[]>; shutdown(): Promise<void> } {
-  const ended: ReadableSpan[] = [];
-  const capture: SpanProcessor = { onStart: () => {}, onEnd: (s) => void ended.push(s), forceFlush: async () => {}, shutdown: async () => {} };
-  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'claude-code' }), spanProcessors: [capture] });
-  const tracer = provider.getTracer('claude_code');
-  const exporter = new OTLPTraceExporter({ url: `${url}/v1/traces`, timeoutMillis: 20_000 });
-  const one = (name: string): Promise<boolean> => {
-    tracer.startSpan(name).end();
-    const span = ended.pop()!;
-    return new Promise((resolve) => exporter.export([span], (r) => resolve(r.code === 0)));
-  };
-  return {
-    async send(names, concurrency) {
-      const acked: string[] = [];
-      let next = 0;
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next < names.length) {
-          const name = names[next++]!;
-          if (await one(name)) acked.push(name);
-        }
-      }));
-      return acked;
-    },
-    shutdown: async () => {
-      await exporter.shutdown();
-      await provider.shutdown();
-    },
-  };
-}
-
 const names = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
 
 it('retries 500, 401 and 404 until the downstream recovers: all 1,100 acknowledged requests arrive, none dead-lettered', { timeout: 90_000 }, async () => {
   rig = await startForwardRig();
   const { hw, downstream } = rig;
-  const sender = spanSender(hw.otlpHttpUrl);
   const acked: string[] = [];
 
   downstream.mode = { kind: 'status', status: 500 };
-  acked.push(...(await sender.send(names('during-500', 400), 8)));
+  acked.push(...(await sendSpans(hw.otlpHttpUrl, names('during-500', 400))));
   await until('500s downstream', () => downstream.refused >= 5);
   downstream.mode = { kind: 'status', status: 401 };
   let refused = downstream.refused;
-  acked.push(...(await sender.send(names('during-401', 350), 8)));
+  acked.push(...(await sendSpans(hw.otlpHttpUrl, names('during-401', 350))));
   await until('401s downstream', () => downstream.refused >= refused + 5);
   downstream.mode = { kind: 'status', status: 404, retryAfter: '0' };
   refused = downstream.refused;
-  acked.push(...(await sender.send(names('during-404', 350), 8)));
+  acked.push(...(await sendSpans(hw.otlpHttpUrl, names('during-404', 350))));
   await until('404s downstream', () => downstream.refused >= refused + 5);
   // The outage lasts a while after the last request, as a deploy or a key rotation does.
   await new Promise((r) => setTimeout(r, 2000));
@@ -78,25 +43,22 @@ it('retries 500, 401 and 404 until the downstream recovers: all 1,100 acknowledg
   const arrived = new Set(downstream.bodies('traces').flatMap(spanNames));
   expect(acked.filter((n) => !arrived.has(n))).toEqual([]);
   expect(status).toMatchObject({ consecutiveFailures: 0, lastError: null });
-  await sender.shutdown();
 });
 
 it('still dead-letters a 400 at once, and gives up on a 401 after forward.retry.maxElapsedTime', async () => {
   rig = await startForwardRig({ HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME: '300ms' });
   const { hw, downstream } = rig;
-  const sender = spanSender(hw.otlpHttpUrl);
   downstream.mode = { kind: 'status', status: 400 };
-  expect(await sender.send(['bad-request'], 1)).toEqual(['bad-request']);
+  expect(await sendSpans(hw.otlpHttpUrl, ['bad-request'])).toEqual(['bad-request']);
   await until('a dead letter', async () => (await forwardingStatus(hw.httpUrl)).destinations[0]!.deadLetters === 1);
   expect(downstream.refused).toBe(1);
 
   downstream.mode = { kind: 'status', status: 401 };
-  expect(await sender.send(['expired-key'], 1)).toEqual(['expired-key']);
+  expect(await sendSpans(hw.otlpHttpUrl, ['expired-key'])).toEqual(['expired-key']);
   await until('a second dead letter', async () => (await forwardingStatus(hw.httpUrl)).destinations[0]!.deadLetters === 2);
   // Retried (more than one refusal) before it gave up.
   expect(downstream.refused).toBeGreaterThan(2);
   const s = await forwardingStatus(hw.httpUrl);
   expect(s.deadLetters.map((d) => d.status)).toEqual([401, 400]);
   expect(s.deadLetters[0]!.reason).toMatch(/answered 401 \(retried for \d+ s, forward\.retry\.maxElapsedTime\)/);
-  await sender.shutdown();
 });

@@ -1,4 +1,8 @@
-/** Shared by the forwarding fault tests: a hookwatch forwarding to a recording downstream, and polling. */
+/** Shared by the forwarding fault tests: a hookwatch forwarding to a recording downstream, a real span exporter, polling. */
+import type { Attributes } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import type { ForwardingResponse } from '../../../shared/src/api.ts';
 import { HttpDownstream } from '../../src/forward/downstream-recorder.ts';
 import { startTestService, tempDir, type TestService } from '../helpers.ts';
@@ -89,4 +93,29 @@ export function spanNames(body: Buffer): string[] {
     });
   });
   return names;
+}
+
+/**
+ * Sends one span per request through the real OTLP/HTTP protobuf exporter, `concurrency` requests at a time;
+ * resolves with the names of the spans hookwatch acknowledged.
+ */
+export async function sendSpans(otlpHttpUrl: string, names: readonly string[], opts: { concurrency?: number; attributes?: Attributes } = {}): Promise<string[]> {
+  const ended: ReadableSpan[] = [];
+  const capture: SpanProcessor = { onStart: () => {}, onEnd: (s) => void ended.push(s), forceFlush: async () => {}, shutdown: async () => {} };
+  const provider = new TracerProvider({ resource: resourceFromAttributes({ 'service.name': 'claude-code' }), spanProcessors: [capture] });
+  const tracer = provider.getTracer('claude_code');
+  const exporter = new OTLPTraceExporter({ url: `${otlpHttpUrl}/v1/traces`, timeoutMillis: 20_000 });
+  const acked: string[] = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: opts.concurrency ?? 8 }, async () => {
+    while (next < names.length) {
+      const name = names[next++]!;
+      tracer.startSpan(name, opts.attributes ? { attributes: opts.attributes } : {}).end();
+      const span = ended.pop()!;
+      if (await new Promise<boolean>((resolve) => exporter.export([span], (r) => resolve(r.code === 0)))) acked.push(name);
+    }
+  }));
+  await exporter.shutdown();
+  await provider.shutdown();
+  return acked;
 }
