@@ -62,3 +62,16 @@ it('still dead-letters a 400 at once, and gives up on a 401 after forward.retry.
   expect(s.deadLetters.map((d) => d.status)).toEqual([401, 400]);
   expect(s.deadLetters[0]!.reason).toMatch(/answered 401 \(retried for \d+ s, forward\.retry\.maxElapsedTime\)/);
 });
+
+it('honours Retry-After on a 500 as on a 503', async () => {
+  rig = await startForwardRig();
+  const { hw, downstream } = rig;
+  downstream.mode = { kind: 'status', status: 500, retryAfter: '30' };
+  expect(await sendSpans(hw.otlpHttpUrl, ['later'])).toEqual(['later']);
+  await until('a refusal', async () => (await forwardingStatus(hw.httpUrl)).destinations[0]!.nextAttemptAt !== null);
+  const s = (await forwardingStatus(hw.httpUrl)).destinations[0]!;
+  // The retry schedule alone would wait at most 50 ms here: only the header explains half a minute.
+  expect(Date.parse(s.nextAttemptAt!) - Date.now()).toBeGreaterThan(20_000);
+  expect(s).toMatchObject({ state: 'backing_off', deadLetters: 0, depth: 1 });
+  expect(downstream.refused).toBe(1);
+});
