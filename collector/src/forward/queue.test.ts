@@ -47,6 +47,8 @@ describe('DurableQueue', () => {
     expect(q.batch(1, 100)[0]!.body.toString()).toBe('dead-0-xx');
     expect(q.deadLetterSummary()).toMatchObject({ count: 1, bytes: 9 });
     expect(q.counters().replayed).toBe(2);
+    q.close();
+    expect(open(q.path, 25).deadLetterSummary()).toMatchObject({ count: 1, bytes: 9, oldestFailedAtMs: 12, lastReason: 'bad' });
   });
 
   it('expires queued requests and dead letters received before the retention cut-off', () => {

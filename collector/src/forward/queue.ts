@@ -91,6 +91,7 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS queue_received ON queue (received_at);
 CREATE INDEX IF NOT EXISTS dead_letters_received ON dead_letters (received_at);
+CREATE INDEX IF NOT EXISTS dead_letters_failed ON dead_letters (failed_at);
 `;
 
 /** Totals kept in the queue file so they survive restarts. */
@@ -125,6 +126,9 @@ export class DurableQueue {
   readonly deadLetterMaxBytes: number;
   private bytesHeld: number;
   private depthHeld: number;
+  /** Dead letters' count and bytes, kept in memory: summing a column stored after the bodies reads them all. */
+  private deadCount: number;
+  private deadBytes: number;
   private closed = false;
   private readonly stmt: {
     insert: StatementSync;
@@ -134,7 +138,6 @@ export class DurableQueue {
     remove: StatementSync;
     attempt: StatementSync;
     dead: StatementSync;
-    deadTotals: StatementSync;
     deadOldest: StatementSync;
     evictDead: StatementSync;
     refused: StatementSync;
@@ -160,6 +163,9 @@ export class DurableQueue {
     if (!columns.some((c) => c.name === 'refused_since')) this.db.exec('ALTER TABLE queue ADD COLUMN refused_since INTEGER');
     const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
     this.depthHeld = totals.n;
+    const dead = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM dead_letters').get() as { n: number; b: number };
+    this.deadCount = dead.n;
+    this.deadBytes = dead.b;
     this.bytesHeld = totals.b;
     this.stmt = {
       insert: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) VALUES (?, ?, ?, ?, ?)'),
@@ -169,15 +175,14 @@ export class DurableQueue {
       remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes'),
       attempt: this.db.prepare('UPDATE queue SET attempts = attempts + 1 WHERE id = ?'),
       dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ? FROM queue WHERE id = ?'),
-      deadTotals: this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM dead_letters'),
       deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
-      evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at, id LIMIT 1) RETURNING bytes'),
+      evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes'),
       refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
       replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
       requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) SELECT signal, encoding, body, bytes, received_at FROM dead_letters WHERE id = ?'),
       removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
       expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes'),
-      expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ?'),
+      expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ? RETURNING bytes'),
       oldest: this.db.prepare('SELECT received_at FROM queue ORDER BY id LIMIT 1'),
       bump: this.db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value'),
       counters: this.db.prepare('SELECT name, value FROM counters'),
@@ -299,28 +304,29 @@ export class DurableQueue {
         if (r) out.push(r.bytes);
       }
       this.stmt.bump.run('deadLetters', out.length);
-      let { b } = this.stmt.deadTotals.get() as { b: number };
+      let bytes = this.deadBytes + out.reduce((a, b) => a + b, 0);
       let evicted = 0;
-      while (b > this.deadLetterMaxBytes) {
+      while (bytes > this.deadLetterMaxBytes) {
         const e = this.stmt.evictDead.get() as { bytes: number } | undefined;
         if (!e) break;
-        b -= e.bytes;
+        bytes -= e.bytes;
         evicted++;
       }
       if (evicted) this.stmt.bump.run('deadLettersEvicted', evicted);
-      return out;
+      return { out, bytes, evicted };
     });
-    for (const b of removed) {
+    for (const b of removed.out) {
       this.bytesHeld -= b;
       this.depthHeld--;
     }
+    this.deadBytes = removed.bytes;
+    this.deadCount += removed.out.length - removed.evicted;
   }
 
   /** Count, bytes and age of the dead letters held. */
   deadLetterSummary(): DeadLetterSummary {
-    const t = this.stmt.deadTotals.get() as { n: number; b: number };
-    const o = this.stmt.deadOldest.get() as { oldest: number | null; last: string | null };
-    return { count: t.n, bytes: t.b, maxBytes: this.deadLetterMaxBytes, oldestFailedAtMs: o.oldest, lastReason: o.last };
+    const o = this.deadCount ? (this.stmt.deadOldest.get() as { oldest: number | null; last: string | null }) : { oldest: null, last: null };
+    return { count: this.deadCount, bytes: this.deadBytes, maxBytes: this.deadLetterMaxBytes, oldestFailedAtMs: o.oldest, lastReason: o.last };
   }
 
   /**
@@ -345,6 +351,8 @@ export class DurableQueue {
     for (const b of moved.taken) {
       this.bytesHeld += b;
       this.depthHeld++;
+      this.deadBytes -= b;
+      this.deadCount--;
     }
     return { replayed: moved.taken.length, remaining: moved.remaining };
   }
@@ -356,15 +364,19 @@ export class DurableQueue {
   expire(beforeMs: number): number {
     const r = inTransaction(this.db, () => {
       const queued = this.stmt.expireQueue.all(beforeMs) as { bytes: number }[];
-      const dead = Number(this.stmt.expireDead.run(beforeMs).changes);
-      if (queued.length + dead) this.stmt.bump.run('expired', queued.length + dead);
+      const dead = this.stmt.expireDead.all(beforeMs) as { bytes: number }[];
+      if (queued.length + dead.length) this.stmt.bump.run('expired', queued.length + dead.length);
       return { queued, dead };
     });
     for (const q of r.queued) {
       this.bytesHeld -= q.bytes;
       this.depthHeld--;
     }
-    const n = r.queued.length + r.dead;
+    for (const d of r.dead) {
+      this.deadBytes -= d.bytes;
+      this.deadCount--;
+    }
+    const n = r.queued.length + r.dead.length;
     if (n) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return n;
   }
