@@ -80,7 +80,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const coordination = startCoordination(rawStore, config, logger);
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
-  const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous });
+  const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous, retentionMs: config.retention.eventsMs });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxRequestBytes: config.otlp.maxRequestBytes, ingestToken: config.otlp.ingestToken, logs, passThrough, logger });
@@ -144,6 +144,14 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const httpAddress = http.address() as AddressInfo;
 
   const prune = async (): Promise<void> => {
+    // Each replica's forward queue is its own file: every replica applies retention to it, leader or not. Raw
+    // bodies (user emails included) are not kept past retention.events, delivered or not.
+    try {
+      const expired = forwarding?.expire(now() - config.retention.eventsMs) ?? 0;
+      if (expired) logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { removed: expired });
+    } catch (err) {
+      logger.warn('forwarding retention failed', { err });
+    }
     // Retention is once-per-cluster work: only the leader deletes, in bounded batches.
     if (!coordination.leader.isLeader()) return;
     try {

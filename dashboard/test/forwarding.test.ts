@@ -75,6 +75,38 @@ describe('forwarding page', () => {
     expect(await row.textContent()).toContain('400');
   });
 
+  it('shows the dead letters (count, size, oldest, last refusal) and replays them with the Replay button', async () => {
+    const downstream = new HttpDownstream();
+    downstreams.push(downstream);
+    // An expired key: retried for forward.retry.maxElapsedTime (short here), then dead letters.
+    downstream.mode = { kind: 'status', status: 401 };
+    const endpoint = await downstream.start();
+    const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '20ms', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '50ms', HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME: '200ms' });
+    services.push(svc);
+    const requests = fixtureRequests('run2-httpprotobuf');
+    for (const r of requests) expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
+    await until('dead letters', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.deadLetterSummary?.count === requests.length);
+
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/forwarding`);
+    await waitLoaded(w.page);
+    const kpi = (id: string) => w.page.locator(`[data-kpi="${id}"] .kpi-value`).textContent();
+    expect(await kpi('dead-letters-held')).toBe(String(requests.length));
+    expect(await kpi('dead-letter-bytes')).toMatch(/KiB|B$/);
+    expect(await kpi('dead-letter-oldest')).not.toBe('none');
+    expect(await w.page.locator('[data-field="dead-letter-last-error"]').textContent()).toContain('answered 401');
+
+    // The key is rotated: Replay puts them back in the queue and they arrive.
+    downstream.mode = { kind: 'accept' };
+    await w.page.locator('#replay-dead-letters').click();
+    await w.page.locator('.replay-result', { hasText: `Requeued ${requests.length} dead letters.` }).waitFor();
+    await until('the replayed requests downstream', async () => downstream.requests.length > 0 && (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.depth === 0);
+    expect(Buffer.concat(downstream.requests.map((r) => r.body)).length).toBe(requests.reduce((n, r) => n + r.body.length, 0));
+    await w.page.locator('[data-kpi="dead-letters-held"] .kpi-value', { hasText: /^0$/ }).waitFor();
+    expect(await w.page.locator('#replay-dead-letters').isDisabled()).toBe(true);
+  });
+
   it('says nothing is forwarded in fan-out mode', async () => {
     const svc = await startTestService();
     services.push(svc);

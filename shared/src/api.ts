@@ -211,9 +211,33 @@ export interface DeadLetterInfo {
   reason: string;
 }
 
+/** The dead letters held for replay, as a whole. */
+export interface DeadLetterSummaryInfo {
+  /** Dead letters held now (with their bodies), and their bytes against forward.deadLetters.maxBytes. */
+  count: number;
+  bytes: number;
+  maxBytes: number;
+  oldestFailedAt: string | null;
+  lastReason: string | null;
+  /** Removed, oldest first, to stay within maxBytes (since the queue file was created). */
+  evicted: number;
+  /** Queued requests and dead letters removed by retention (retention.events). */
+  expired: number;
+  /** Dead letters put back in the queue by POST /api/v1/forwarding/dead-letters/replay. */
+  replayed: number;
+}
+
 /** GET /api/v1/forwarding. `mode: fan-out` means no forward endpoint is set and nothing is forwarded. */
 export interface ForwardingResponse {
   mode: 'inline' | 'fan-out';
   destinations: ForwardingDestination[];
   deadLetters: DeadLetterInfo[];
+  /** Inline mode only. */
+  deadLetterSummary?: DeadLetterSummaryInfo;
+}
+
+/** POST /api/v1/forwarding/dead-letters/replay: dead letters requeued, and those left for lack of queue room. */
+export interface ReplayResponse {
+  replayed: number;
+  remaining: number;
 }

@@ -1,9 +1,10 @@
 /**
  * GET /api/v1/forwarding: queue depth, oldest age, retries and dead letters of the forwarding destination, so an
  * operator sees a downstream outage (and how close the queue is to refusing data) before anyone loses telemetry.
+ * POST /api/v1/forwarding/dead-letters/replay puts the dead letters back in the queue once the cause is fixed.
  */
 import express, { type Router } from 'express';
-import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse } from '../../../shared/src/api.ts';
+import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse, ReplayResponse } from '../../../shared/src/api.ts';
 import type { Forwarding } from '../forward/index.ts';
 import { ParamError } from './params.ts';
 
@@ -59,7 +60,24 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
       status: d.status,
       reason: d.reason,
     }));
-    const body: ForwardingResponse = { mode: 'inline', destinations: [destination], deadLetters };
+    const sum = f.deadLetterSummary();
+    const counters = f.queue.counters();
+    const body: ForwardingResponse = {
+      mode: 'inline',
+      destinations: [destination],
+      deadLetters,
+      deadLetterSummary: { count: sum.count, bytes: sum.bytes, maxBytes: sum.maxBytes, oldestFailedAt: iso(sum.oldestFailedAtMs), lastReason: sum.lastReason, evicted: counters.deadLettersEvicted, expired: counters.expired, replayed: counters.replayed },
+    };
+    res.json(body);
+  });
+  // Behind http.auth and the cross-site write check, like every /api route.
+  router.post('/api/v1/forwarding/dead-letters/replay', (_req, res) => {
+    const f = opts.forwarding;
+    if (!f) {
+      res.status(409).json({ error: { code: 'not_forwarding', message: 'forwarding is off (fan-out mode: forward.endpoint is empty), so there are no dead letters to replay' } });
+      return;
+    }
+    const body: ReplayResponse = f.replayDeadLetters();
     res.json(body);
   });
   return router;

@@ -50,7 +50,8 @@ export interface ForwardConfig {
   compression: 'gzip' | 'none';
   timeoutMs: number;
   queue: { path: string; maxBytes: number };
-  retry: { initialMs: number; maxMs: number };
+  retry: { initialMs: number; maxMs: number; maxElapsedMs: number };
+  deadLetters: { maxBytes: number };
   enrich: boolean;
 }
 
@@ -83,7 +84,8 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       compression: v('forward.compression'),
       timeoutMs: v('forward.timeout'),
       queue: { path: v('forward.queue.path'), maxBytes: v('forward.queue.maxBytes') },
-      retry: { initialMs: v('forward.retry.initialInterval'), maxMs: v('forward.retry.maxInterval') },
+      retry: { initialMs: v('forward.retry.initialInterval'), maxMs: v('forward.retry.maxInterval'), maxElapsedMs: v('forward.retry.maxElapsedTime') },
+      deadLetters: { maxBytes: v('forward.deadLetters.maxBytes') },
       enrich: v('forward.enrich'),
     },
     metrics: { maxHookSeries: v('metrics.maxHookSeries') },

@@ -147,7 +147,7 @@ export const SETTINGS: readonly Setting[] = [
   },
   {
     key: 'forward.retry.initialInterval', env: 'HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL', type: 'duration', default: 5_000, min: 1, max: 3_600_000,
-    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (with jitter) up to forward.retry.maxInterval. Retry-After is honoured. There is no give-up deadline.',
+    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (with jitter) up to forward.retry.maxInterval. Retry-After is honoured. An unreachable or overloaded destination is retried without a deadline; see forward.retry.maxElapsedTime.',
   },
   {
     key: 'forward.retry.maxInterval', env: 'HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
@@ -156,6 +156,14 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'forward.enrich', env: 'HOOKWATCH_FORWARD_ENRICH', type: 'bool', default: false,
     description: 'Add `hookwatch.delivery` (over|near|ok|unknown) to forwarded hook_execution_complete records. Off: records pass unchanged.',
+  },
+  {
+    key: 'forward.retry.maxElapsedTime', env: 'HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME', type: 'duration', default: DAY, min: 0, max: 30 * DAY,
+    description: 'How long a request refused with 401, 403, 404 or a 5xx other than 502/503/504 (gRPC UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED, INTERNAL, UNKNOWN) keeps being retried before it becomes a dead letter: long enough for an expired key to be rotated the next working day. 0: never give up. Unreachable, 408, 429, 502, 503, 504 are retried without a deadline; 400, 413, 415 and other 4xx are dead letters at once.',
+  },
+  {
+    key: 'forward.deadLetters.maxBytes', env: 'HOOKWATCH_FORWARD_DEAD_LETTERS_MAX_BYTES', type: 'bytes', default: 256 * MiB, min: 1024,
+    description: 'Bound on the bodies of dead letters (kept in the queue file apart from forward.queue.maxBytes, for POST /api/v1/forwarding/dead-letters/replay). Over it the oldest are removed and counted. Like queued requests, dead letters older than retention.events are removed.',
   },
   {
     key: 'log.level', env: 'HOOKWATCH_LOG_LEVEL', type: 'enum', default: 'info', values: ['debug', 'info', 'warn', 'error'],

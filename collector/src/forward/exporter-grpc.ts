@@ -2,7 +2,9 @@
  * OTLP/gRPC exporter: unary Export on the signal's service with the request bytes unchanged (identity
  * serializers), gzip when configured. Retryable codes follow the specification ("OTLP/gRPC Failures"):
  * CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS, and RESOURCE_EXHAUSTED only with
- * RetryInfo; the RetryInfo delay is honoured. Any other code is permanent.
+ * RetryInfo; the RetryInfo delay is honoured. UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED,
+ * INTERNAL and UNKNOWN (what a gateway answers for HTTP 401, 403, 404 and 5xx) are retried within
+ * forward.retry.maxElapsedTime, like the HTTP exporter's 401/403/404/500. Any other code is permanent.
  */
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { Encoding } from '../otlp/encode.ts';
@@ -25,6 +27,9 @@ const PATHS: Record<Signal, string> = {
 };
 
 const RETRYABLE = new Set<number>([GrpcStatus.CANCELLED, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED, GrpcStatus.OUT_OF_RANGE, GrpcStatus.UNAVAILABLE, GrpcStatus.DATA_LOSS]);
+
+/** Codes an operator can usually fix (a key, a route, a deploy): retried for a bounded time. */
+const MAYBE_PERMANENT = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.PERMISSION_DENIED, GrpcStatus.NOT_FOUND, GrpcStatus.UNIMPLEMENTED, GrpcStatus.INTERNAL, GrpcStatus.UNKNOWN]);
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -74,6 +79,8 @@ export class GrpcExporter implements Exporter {
         const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${err.details}`.slice(0, 500);
         if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
           resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+        } else if (MAYBE_PERMANENT.has(err.code)) {
+          resolve({ kind: 'retryable', message, status: err.code, bounded: true, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
         } else {
           resolve({ kind: 'permanent', message, status: err.code });
         }

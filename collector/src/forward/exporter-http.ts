@@ -1,8 +1,11 @@
 /**
  * OTLP/HTTP exporter: POST {endpoint}/v1/{signal} with the body exactly as received, in the encoding it arrived
  * in (hookwatch never transcodes, so the content downstream is the content the client sent), gzip-compressed
- * when configured. 429/502/503/504, other timeouts and network errors are retryable, honouring Retry-After;
- * any other non-2xx is permanent (opentelemetry-proto specification, "OTLP/HTTP Throttling" and "Failures").
+ * when configured. 408/429/502/503/504, timeouts and network errors are retryable without limit, as the
+ * specification says ("OTLP/HTTP Throttling" and "Failures"). 401, 403, 404 and other 5xx are retried too, within
+ * forward.retry.maxElapsedTime: an expired key, a load balancer without its backends or a deploy in progress
+ * answer that way, and the OpenTelemetry Collector's exporterhelper retries them likewise. Retry-After is
+ * honoured on every retried answer. Other 4xx (400, 413, 415...) are permanent.
  */
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
@@ -23,6 +26,8 @@ export interface HttpExporterOptions {
 }
 
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
+/** Refusals that are often fixed by an operator within hours: retried for a bounded time. */
+const MAYBE_PERMANENT = (status: number): boolean => status === 401 || status === 403 || status === 404 || (status >= 500 && status <= 599);
 
 export class HttpExporter implements Exporter {
   readonly description: string;
@@ -70,9 +75,10 @@ export class HttpExporter implements Exporter {
     const text = await res.text().catch(() => '');
     if (res.ok) return { kind: 'success' };
     const message = `${this.description} answered ${res.status}${text && item.encoding === 'json' ? `: ${text.slice(0, 200)}` : ''}`;
-    if (RETRYABLE_STATUS.has(res.status)) {
+    const bounded = !RETRYABLE_STATUS.has(res.status);
+    if (!bounded || MAYBE_PERMANENT(res.status)) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
-      return { kind: 'retryable', message, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+      return { kind: 'retryable', message, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(bounded ? { bounded } : {}) };
     }
     return { kind: 'permanent', message, status: res.status };
   }

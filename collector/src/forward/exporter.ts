@@ -12,10 +12,15 @@ export interface ExportItem {
   body: Buffer;
 }
 
-/** The outcome of one attempt. `status` is the HTTP status or gRPC code, when there was one. */
+/**
+ * The outcome of one attempt. `status` is the HTTP status or gRPC code, when there was one. A retryable result
+ * with `bounded` is a refusal that may be permanent (401, 403, 404, 500...) but is often fixed by an operator
+ * (a key rotated, a deploy finished): it is retried for `forward.retry.maxElapsedTime` and then dead-lettered.
+ * Without it (unreachable, 502/503/504, 429) the destination is only away and retries never give up.
+ */
 export type ExportResult =
   | { kind: 'success' }
-  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number }
+  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean }
   | { kind: 'permanent'; message: string; status?: number };
 
 /** A downstream OTLP destination. */

@@ -1,9 +1,11 @@
 /**
  * Delivers one destination's queue in order of arrival, one attempt at a time, until stopped (consecutive
  * protobuf requests of one signal travel merged, see DurableQueue.batch). A retryable
- * failure keeps the request at the head and waits (exponential backoff with jitter, at least Retry-After);
- * there is no give-up deadline, so an outage of hours loses nothing. A permanent refusal moves the request to
- * the dead letters (counted, visible in the API) so one bad request cannot block the rest.
+ * failure keeps the request at the head and waits (exponential backoff with jitter, at least Retry-After).
+ * A destination that is away (unreachable, 502/503/504, 429) is waited for without a deadline, so an outage of
+ * hours loses nothing; a refusal that may be permanent (401, 403, 404, 500...) is retried for maxElapsedMs per
+ * request, then the request becomes a dead letter. A permanent refusal (400, 413...) moves it to the dead
+ * letters at once (counted, visible in the API, replayable) so one bad request cannot block the rest.
  */
 import type { ForwardingDestination } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -33,8 +35,13 @@ export const DEFAULT_BATCH: BatchOptions = { maxRequests: 100, maxBytes: 2 * 102
 /** The OpenTelemetry Collector's exporterhelper defaults (initial 5 s, max 30 s, x1.5, jitter 0.5). */
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, jitter: 0.5, maxRetryAfterMs: 300_000 };
 
+/** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
+export const DEFAULT_MAX_ELAPSED_MS = 86_400_000;
+
 export interface ForwarderOptions {
   queue: DurableQueue;
+  /** How long a request is retried after refusals that may be permanent; 0: never give up. */
+  maxElapsedMs?: number;
   exporter: Exporter;
   logger: Logger;
   backoff?: Partial<BackoffOptions>;
@@ -194,16 +201,27 @@ export class Forwarder {
     if (result.kind === 'permanent' && items.length > 1) {
       // One of the merged requests may be the bad one: resend the head alone to find out.
       this.isolate = true;
-      queue.retry(...ids);
+      queue.retry(ids);
       return;
     }
     if (result.kind === 'permanent') {
       this.isolate = false;
-      queue.deadLetter(item.id, this.now(), result.status ?? null, result.message);
+      queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
       logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
       return;
     }
-    queue.retry(...ids);
+    const now = this.now();
+    queue.retry(ids, result.bounded ? now : undefined);
+    const maxElapsed = this.opts.maxElapsedMs ?? DEFAULT_MAX_ELAPSED_MS;
+    if (result.bounded && maxElapsed > 0) {
+      const expired = items.filter((i) => now - (i.refusedSinceMs ?? now) >= maxElapsed);
+      if (expired.length) {
+        const reason = `${result.message} (retried for ${Math.round((now - (expired[0]!.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
+        queue.deadLetter(expired.map((i) => i.id), now, result.status ?? null, reason);
+        logger.warn('forwarding refused past forward.retry.maxElapsedTime; requests moved to dead letters', { destination: exporter.description, signal: item.signal, requests: expired.length, status: result.status ?? null, reason: result.message });
+        return;
+      }
+    }
     this.failures++;
     let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
     if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));

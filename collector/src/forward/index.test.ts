@@ -299,7 +299,8 @@ describe('inline collector mode over OTLP/HTTP', () => {
     d.mode = { kind: 'status', status: 401 };
     const secret = 'fwd-header-secret-9f8e7d';
     const endpoint = url.replace('http://', 'http://user:endpoint-pass-5a4b@');
-    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_HEADERS: `authorization=Bearer%20${secret}` });
+    // A 401 is retried for forward.retry.maxElapsedTime, then dead-lettered (and logged).
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_HEADERS: `authorization=Bearer%20${secret}`, HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME: '100ms' });
     expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
     await until('a dead letter', async () => (await forwardingStatus(hw)).destinations[0]!.deadLetters === 1);
     const api = JSON.stringify(await forwardingStatus(hw));
@@ -336,15 +337,17 @@ describe('inline collector mode over OTLP/gRPC', () => {
     expect(d.requests[0]!.headers['x-api-key']).toBe('grpc-key-42');
   });
 
-  it('retries UNAVAILABLE and dead-letters UNIMPLEMENTED', async () => {
+  it('retries UNAVAILABLE, and UNIMPLEMENTED until forward.retry.maxElapsedTime before dead-lettering it', async () => {
     const { d, url } = await downstream(new GrpcDownstream());
     d.mode = { kind: 'status', status: GrpcStatus.UNAVAILABLE };
-    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'grpc' });
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'grpc', HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME: '300ms' });
     expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
     await until('retries', () => d.refused >= 3);
     expect((await forwardingStatus(hw)).destinations[0]!.deadLetters).toBe(0);
     d.mode = { kind: 'status', status: GrpcStatus.UNIMPLEMENTED };
+    const refusedBefore = d.refused;
     await until('a dead letter', async () => (await forwardingStatus(hw)).destinations[0]!.deadLetters === 1);
+    expect(d.refused).toBeGreaterThan(refusedBefore + 1);
     d.mode = { kind: 'accept' };
     expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
     await until('delivery', () => d.requests.length === 1);

@@ -11,12 +11,14 @@ import { safeEndpoint, type Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
-import { DurableQueue, type DeadLetter } from './queue.ts';
+import { DurableQueue, type DeadLetter, type DeadLetterSummary } from './queue.ts';
 
 export interface ForwardingOptions {
   logger: Logger;
   now?: () => number;
   synchronous?: 'full' | 'normal';
+  /** retention.events: requests and dead letters received longer ago are removed (at start, then by expire). */
+  retentionMs?: number;
   /** Overrides of the retry schedule beyond what the config sets (tests). */
   backoff?: Partial<BackoffOptions>;
 }
@@ -29,6 +31,11 @@ export interface Forwarding {
   exporter: Exporter;
   status(): ForwarderStatus;
   deadLetters(limit?: number): DeadLetter[];
+  deadLetterSummary(): DeadLetterSummary;
+  /** Requeues the dead letters (as many as the queue has room for) and wakes delivery. */
+  replayDeadLetters(): { replayed: number; remaining: number };
+  /** Retention: removes queued requests and dead letters received before `beforeMs`; returns how many. */
+  expire(beforeMs: number): number;
   /** Stops delivery after the attempt in flight and closes the queue file. Safe twice. */
   stop(): Promise<void>;
 }
@@ -60,15 +67,21 @@ export function createExporter(config: ForwardConfig, now?: () => number): Expor
 export function startForwarding(config: ForwardConfig, opts: ForwardingOptions): Forwarding | undefined {
   if (!config.endpoint) return undefined;
   const exporter = createExporter(config, opts.now);
-  const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+  const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
   const forwarder = new Forwarder({
     queue,
     exporter,
     logger: opts.logger,
+    maxElapsedMs: config.retry.maxElapsedMs,
     backoff: { initialMs: config.retry.initialMs, maxMs: Math.max(config.retry.maxMs, config.retry.initialMs), ...opts.backoff },
     ...(opts.now ? { now: opts.now } : {}),
   });
   const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher() } : {}) });
+  // Before delivery resumes: nothing past retention is sent on after a long stop.
+  if (opts.retentionMs !== undefined) {
+    const expired = queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
+    if (expired) opts.logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { destination: exporter.description, removed: expired });
+  }
   forwarder.start();
   if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
   let stopping: Promise<void> | undefined;
@@ -79,6 +92,16 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     exporter,
     status: () => forwarder.status(),
     deadLetters: (limit) => queue.deadLetters(limit),
+    deadLetterSummary: () => queue.deadLetterSummary(),
+    replayDeadLetters: () => {
+      const r = queue.replayDeadLetters();
+      if (r.replayed) {
+        opts.logger.info('dead letters requeued', { destination: exporter.description, replayed: r.replayed, remaining: r.remaining });
+        forwarder.notify();
+      }
+      return r;
+    },
+    expire: (beforeMs) => queue.expire(beforeMs),
     stop: () => {
       stopping ??= (async () => {
         await forwarder.stop();

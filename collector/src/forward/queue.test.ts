@@ -35,11 +35,36 @@ function open(path?: string, maxBytes = 1000): DurableQueue {
 }
 
 describe('DurableQueue', () => {
+  it('replays dead letters oldest first, only as many as the queue has room for', () => {
+    const q = open(undefined, 25);
+    for (let i = 0; i < 3; i++) q.deadLetter([q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');
+    q.enqueue('logs', 'json', Buffer.alloc(5), 9);
+    // 5 bytes queued, room for 20: two of the three 9-byte dead letters.
+    expect(q.replayDeadLetters()).toEqual({ replayed: 2, remaining: 1 });
+    expect(q.depth).toBe(3);
+    expect(q.bytes).toBe(23);
+    q.ack(q.head()!.id);
+    expect(q.batch(1, 100)[0]!.body.toString()).toBe('dead-0-xx');
+    expect(q.deadLetterSummary()).toMatchObject({ count: 1, bytes: 9 });
+    expect(q.counters().replayed).toBe(2);
+    q.close();
+    expect(open(q.path, 25).deadLetterSummary()).toMatchObject({ count: 1, bytes: 9, oldestFailedAtMs: 12, lastReason: 'bad' });
+  });
+
+  it('expires queued requests and dead letters received before the retention cut-off', () => {
+    const q = open(undefined, 1000);
+    q.deadLetter([q.enqueue('logs', 'json', Buffer.from('old dead'), 100)], 150, 400, 'bad');
+    q.enqueue('logs', 'json', Buffer.from('old queued'), 200);
+    q.enqueue('logs', 'json', Buffer.from('new'), 400);
+    expect(q.expire(300)).toBe(2);
+    expect([q.depth, q.bytes, q.head()!.body.toString(), q.deadLetterSummary().count, q.counters().expired]).toEqual([1, 3, 'new', 0, 2]);
+  });
+
   it('keeps requests in order across a reopen, with their byte total and attempts', () => {
     const q = open();
     q.enqueue('logs', 'protobuf', Buffer.from('first'), 1);
     q.enqueue('metrics', 'json', Buffer.from('second!'), 2);
-    q.retry(q.head()!.id);
+    q.retry([q.head()!.id]);
     q.close();
     const again = open(q.path);
     expect(again.depth).toBe(2);
@@ -61,17 +86,18 @@ describe('DurableQueue', () => {
     expect(() => q.enqueue('logs', 'json', Buffer.alloc(6), 3)).not.toThrow();
   });
 
-  it('moves a request to the dead letters in one step, bounded in number but counted in full', () => {
-    const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, maxDeadLetters: 2 });
+  it('moves a request to the dead letters in one step, bounded in bytes (oldest evicted) but counted in full', () => {
+    const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, deadLetterMaxBytes: 25 });
     queues.push(q);
     for (let i = 0; i < 3; i++) {
       const id = q.enqueue('traces', 'protobuf', Buffer.alloc(10), i);
-      q.deadLetter(id, 100 + i, 400, `bad request ${i}`);
+      q.deadLetter([id], 100 + i, 400, `bad request ${i}`);
     }
     expect(q.depth).toBe(0);
     expect(q.bytes).toBe(0);
-    expect(q.counters().deadLetters).toBe(3);
+    expect(q.counters()).toMatchObject({ deadLetters: 3, deadLettersEvicted: 1 });
     expect(q.deadLetters().map((d) => d.reason)).toEqual(['bad request 2', 'bad request 1']);
+    expect(q.deadLetterSummary()).toEqual({ count: 2, bytes: 20, maxBytes: 25, oldestFailedAtMs: 101, lastReason: 'bad request 2' });
     expect(q.deadLetters()[0]).toMatchObject({ signal: 'traces', bytes: 10, status: 400, attempts: 1, failedAtMs: 102 });
   });
 });
@@ -149,35 +175,52 @@ describe('Forwarder', () => {
 describe('Forwarder batching', () => {
   it('merges consecutive protobuf requests of one signal, never JSON, and dead-letters only the bad one of a refused batch', async () => {
     const q = open(undefined, 10_000);
-    q.enqueue('logs', 'protobuf', Buffer.from('A'), 1);
-    q.enqueue('logs', 'protobuf', Buffer.from('B'), 2);
-    q.enqueue('logs', 'protobuf', Buffer.from('C'), 3);
-    q.enqueue('metrics', 'protobuf', Buffer.from('M'), 4);
+    q.enqueue('logs', 'protobuf', pb('A'), 1);
+    q.enqueue('logs', 'protobuf', pb('B'), 2);
+    q.enqueue('logs', 'protobuf', pb('C'), 3);
+    q.enqueue('metrics', 'protobuf', pb('M'), 4);
     q.enqueue('logs', 'json', Buffer.from('{1}'), 5);
     q.enqueue('logs', 'json', Buffer.from('{2}'), 6);
-    q.enqueue('logs', 'protobuf', Buffer.from('D'), 7);
-    q.enqueue('logs', 'protobuf', Buffer.from('E'), 8);
+    q.enqueue('logs', 'protobuf', pb('D'), 7);
+    q.enqueue('logs', 'protobuf', pb('E'), 8);
     // The merged ABC is refused for good; alone, A is the bad one; the rest goes through.
     const exporter = new ScriptedExporter([{ kind: 'permanent', message: 'answered 400', status: 400 }, { kind: 'permanent', message: 'answered 400', status: 400 }]);
     const f = new Forwarder({ queue: q, exporter, logger: silentLogger, batch: { maxRequests: 2 + 1, maxBytes: 1000 } });
     f.start();
     await until(() => q.depth === 0);
     await f.stop();
-    expect(exporter.attempts.map((a) => a.body)).toEqual(['ABC', 'A', 'BC', 'M', '{1}', '{2}', 'DE']);
-    expect(q.deadLetters().map((d) => d.bytes)).toEqual([1]);
+    expect(exporter.attempts.map((a) => a.body)).toEqual(['ABC', 'A', 'BC', 'M', '{1}', '{2}', 'DE'].map((b) => (b.startsWith('{') ? b : [...b].map((c) => pb(c).toString()).join(''))));
+    expect(q.deadLetters().map((d) => d.bytes)).toEqual([3]);
     expect(f.status()).toMatchObject({ delivered: 7, deadLetters: 1 });
   });
 
   it('keeps a batch within its byte bound, and sends an oversized head alone', () => {
     const q = open(undefined, 10_000);
-    q.enqueue('traces', 'protobuf', Buffer.alloc(30), 1);
-    q.enqueue('traces', 'protobuf', Buffer.alloc(30), 2);
-    q.enqueue('traces', 'protobuf', Buffer.alloc(30), 3);
+    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 1);
+    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 2);
+    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 3);
     expect(q.batch(10, 70).map((i) => i.body.length)).toEqual([30, 30]);
     expect(q.batch(10, 10).map((i) => i.body.length)).toEqual([30]);
     expect(q.batch(1, 1000)).toHaveLength(1);
   });
+
+  it('never merges a request whose framing is not whole (an older queue file may hold one)', () => {
+    const q = open(undefined, 10_000);
+    q.enqueue('traces', 'protobuf', pb('a'), 1);
+    q.enqueue('traces', 'protobuf', pb('b'), 2);
+    // Ends in an unterminated group tag (field 99, wire type 3).
+    q.enqueue('traces', 'protobuf', Buffer.concat([pb('c'), Buffer.from([0x9b, 0x06])]), 3);
+    q.enqueue('traces', 'protobuf', pb('d'), 4);
+    expect(q.batch(10, 1000).map((i) => i.body.toString())).toEqual([pb('a').toString(), pb('b').toString()]);
+    q.ack(1, 2);
+    expect(q.batch(10, 1000)).toHaveLength(1);
+  });
 });
+
+/** A one-field protobuf message (field 1, length-delimited) holding `s`. */
+function pb(s: string): Buffer {
+  return Buffer.concat([Buffer.from([0x0a, s.length]), Buffer.from(s)]);
+}
 
 describe('Forwarder when something throws', () => {
   it('keeps delivering after an exporter or queue failure instead of stopping until a restart', async () => {
@@ -203,7 +246,7 @@ describe('Forwarder when something throws', () => {
 });
 
 describe('forward.endpoint', () => {
-  const base: ForwardConfig = { endpoint: '', protocol: 'http/protobuf', headers: {}, compression: 'gzip', timeoutMs: 1000, queue: { path: ':memory:', maxBytes: 1024 }, retry: { initialMs: 1, maxMs: 1 }, enrich: false };
+  const base: ForwardConfig = { endpoint: '', protocol: 'http/protobuf', headers: {}, compression: 'gzip', timeoutMs: 1000, queue: { path: ':memory:', maxBytes: 1024 }, retry: { initialMs: 1, maxMs: 1, maxElapsedMs: 0 }, deadLetters: { maxBytes: 1024 }, enrich: false };
   it('is checked at start with a message naming the setting and not the password', () => {
     expect(() => checkEndpoint({ ...base, endpoint: 'collector:4318' })).toThrow(/forward\.endpoint.*scheme must be http or https/);
     expect(() => checkEndpoint({ ...base, endpoint: 'http://user:pw-1234@[bad' })).toThrow(ConfigError);

@@ -4,10 +4,13 @@
  * requests in order of arrival. Bounded by the bytes of the request bodies it holds: over the bound, enqueue
  * refuses (the receivers answer 503 / UNAVAILABLE with Retry-After) instead of accepting and dropping.
  */
+import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import type { Encoding } from '../otlp/encode.ts';
 import type { Signal } from '../pipeline/consumer.ts';
+import { wellFramed } from '../otlp/skim-proto.ts';
 
 /** One queued request, oldest first. */
 export interface QueuedRequest {
@@ -18,6 +21,8 @@ export interface QueuedRequest {
   receivedAtMs: number;
   /** Failed delivery attempts so far (kept across restarts). */
   attempts: number;
+  /** When the destination first refused it in a way that may be permanent (see ExportResult.bounded). */
+  refusedSinceMs: number | null;
 }
 
 /** A request the destination refused for good (a 4xx other than 429, or a permanent gRPC code). */
@@ -33,14 +38,27 @@ export interface DeadLetter {
   reason: string;
 }
 
+/** What an operator sees of the dead letters as a whole. */
+export interface DeadLetterSummary {
+  count: number;
+  bytes: number;
+  maxBytes: number;
+  oldestFailedAtMs: number | null;
+  /** The refusal of the most recent dead letter. */
+  lastReason: string | null;
+}
+
 export interface QueueOptions {
   path: string;
   /** Bound on the request bytes held (not counting dead letters). */
   maxBytes: number;
-  /** Dead letters kept with their bodies for inspection; older ones are removed but stay counted. */
-  maxDeadLetters?: number;
+  /** Bound on the dead letters' body bytes, kept apart from the queue's; the oldest go first (counted). */
+  deadLetterMaxBytes?: number;
   synchronous?: 'full' | 'normal';
 }
+
+/** The default bound on dead letters' bytes: a quarter of the default queue bound. */
+export const DEFAULT_DEAD_LETTER_MAX_BYTES = 256 * 1024 * 1024;
 
 /** The queue refused a request because it is full. */
 export class QueueFullError extends Error {
@@ -55,7 +73,8 @@ CREATE TABLE IF NOT EXISTS queue (
   body BLOB NOT NULL,
   bytes INTEGER NOT NULL,
   received_at INTEGER NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0
+  attempts INTEGER NOT NULL DEFAULT 0,
+  refused_since INTEGER
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
   id INTEGER PRIMARY KEY,
@@ -70,18 +89,46 @@ CREATE TABLE IF NOT EXISTS dead_letters (
   reason TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS queue_received ON queue (received_at);
+CREATE INDEX IF NOT EXISTS dead_letters_received ON dead_letters (received_at);
+CREATE INDEX IF NOT EXISTS dead_letters_failed ON dead_letters (failed_at);
 `;
 
 /** Totals kept in the queue file so they survive restarts. */
-export type QueueCounter = 'delivered' | 'retries' | 'deadLetters' | 'refusedFull';
+export type QueueCounter = 'delivered' | 'retries' | 'deadLetters' | 'refusedFull' | 'deadLettersEvicted' | 'expired' | 'replayed';
+
+/**
+ * Opens (creating when missing) the queue file readable by its owner only: it holds raw request bodies, user
+ * emails included. SQLite gives its -wal and -shm files the database file's permissions.
+ */
+function openPrivate(path: string, synchronous: 'full' | 'normal' | undefined): DatabaseSync {
+  if (path !== ':memory:') {
+    mkdirSync(dirname(path), { recursive: true });
+    closeSync(openSync(path, 'a', 0o600));
+    chmodSync(path, 0o600);
+  }
+  const db = openSqlite(path, synchronous);
+  // Deleted bodies (delivered, expired) are overwritten rather than left in free pages.
+  db.exec('PRAGMA secure_delete = ON');
+  return db;
+}
+
+type Row = { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; received_at: number; attempts: number; refused_since: number | null };
+
+function toRequest(row: Row): QueuedRequest {
+  return { id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts, refusedSinceMs: row.refused_since };
+}
 
 export class DurableQueue {
   readonly path: string;
   readonly maxBytes: number;
   private readonly db: DatabaseSync;
-  private readonly maxDeadLetters: number;
+  readonly deadLetterMaxBytes: number;
   private bytesHeld: number;
   private depthHeld: number;
+  /** Dead letters' count and bytes, kept in memory: summing a column stored after the bodies reads them all. */
+  private deadCount: number;
+  private deadBytes: number;
   private closed = false;
   private readonly stmt: {
     insert: StatementSync;
@@ -91,7 +138,14 @@ export class DurableQueue {
     remove: StatementSync;
     attempt: StatementSync;
     dead: StatementSync;
-    trimDead: StatementSync;
+    deadOldest: StatementSync;
+    evictDead: StatementSync;
+    refused: StatementSync;
+    replayable: StatementSync;
+    requeue: StatementSync;
+    removeDead: StatementSync;
+    expireQueue: StatementSync;
+    expireDead: StatementSync;
     oldest: StatementSync;
     bump: StatementSync;
     counters: StatementSync;
@@ -101,21 +155,34 @@ export class DurableQueue {
   constructor(opts: QueueOptions) {
     this.path = opts.path;
     this.maxBytes = opts.maxBytes;
-    this.maxDeadLetters = opts.maxDeadLetters ?? 1000;
-    this.db = openSqlite(opts.path, opts.synchronous);
+    this.deadLetterMaxBytes = opts.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES;
+    this.db = openPrivate(opts.path, opts.synchronous);
     this.db.exec(SCHEMA);
+    // Queue files written before refused_since existed.
+    const columns = this.db.prepare('PRAGMA table_info(queue)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'refused_since')) this.db.exec('ALTER TABLE queue ADD COLUMN refused_since INTEGER');
     const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
     this.depthHeld = totals.n;
+    const dead = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM dead_letters').get() as { n: number; b: number };
+    this.deadCount = dead.n;
+    this.deadBytes = dead.b;
     this.bytesHeld = totals.b;
     this.stmt = {
       insert: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) VALUES (?, ?, ?, ?, ?)'),
-      head: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts FROM queue ORDER BY id LIMIT 1'),
-      byId: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts FROM queue WHERE id = ?'),
+      head: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts, refused_since FROM queue ORDER BY id LIMIT 1'),
+      byId: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts, refused_since FROM queue WHERE id = ?'),
       following: this.db.prepare('SELECT id, signal, encoding, bytes, received_at, attempts FROM queue WHERE id > ? ORDER BY id LIMIT ?'),
       remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes'),
       attempt: this.db.prepare('UPDATE queue SET attempts = attempts + 1 WHERE id = ?'),
       dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ? FROM queue WHERE id = ?'),
-      trimDead: this.db.prepare('DELETE FROM dead_letters WHERE id NOT IN (SELECT id FROM dead_letters ORDER BY id DESC LIMIT ?)'),
+      deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
+      evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes'),
+      refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
+      replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
+      requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) SELECT signal, encoding, body, bytes, received_at FROM dead_letters WHERE id = ?'),
+      removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
+      expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes'),
+      expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ? RETURNING bytes'),
       oldest: this.db.prepare('SELECT received_at FROM queue ORDER BY id LIMIT 1'),
       bump: this.db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value'),
       counters: this.db.prepare('SELECT name, value FROM counters'),
@@ -158,9 +225,8 @@ export class DurableQueue {
 
   /** The oldest request, or undefined when empty. */
   head(): QueuedRequest | undefined {
-    const row = this.stmt.head.get() as { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; received_at: number; attempts: number } | undefined;
-    if (!row) return undefined;
-    return { id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts };
+    const row = this.stmt.head.get() as Row | undefined;
+    return row ? toRequest(row) : undefined;
   }
 
   /**
@@ -173,7 +239,8 @@ export class DurableQueue {
     const head = this.head();
     if (!head) return [];
     const out = [head];
-    if (head.encoding !== 'protobuf' || maxCount <= 1) return out;
+    // Only requests whose framing is whole are merged (checked on arrival too; this covers older queue files).
+    if (head.encoding !== 'protobuf' || maxCount <= 1 || !wellFramed(head.body)) return out;
     let bytes = head.body.length;
     const rows = this.stmt.following.all(head.id, maxCount - 1) as { id: number; signal: Signal; encoding: Encoding; bytes: number }[];
     const ids: number[] = [];
@@ -183,9 +250,11 @@ export class DurableQueue {
       ids.push(r.id);
     }
     for (const id of ids) {
-      const row = this.stmt.byId.get(id) as { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; received_at: number; attempts: number } | undefined;
+      const row = this.stmt.byId.get(id) as Row | undefined;
       if (!row) break;
-      out.push({ id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts });
+      const item = toRequest(row);
+      if (!wellFramed(item.body)) break;
+      out.push(item);
     }
     return out;
   }
@@ -207,28 +276,109 @@ export class DurableQueue {
     }
   }
 
-  /** Records one failed attempt (of a request or a batch) that will be retried. */
-  retry(...ids: number[]): void {
+  /**
+   * Records one failed attempt (of a request or a batch) that will be retried; `refusedAtMs` marks a refusal
+   * that may be permanent, starting each request's forward.retry.maxElapsedTime clock if not yet started.
+   */
+  retry(ids: readonly number[], refusedAtMs?: number): void {
     inTransaction(this.db, () => {
-      for (const id of ids) this.stmt.attempt.run(id);
+      for (const id of ids) {
+        this.stmt.attempt.run(id);
+        if (refusedAtMs !== undefined) this.stmt.refused.run(refusedAtMs, id);
+      }
       this.stmt.bump.run('retries', 1);
     });
   }
 
-  /** Moves a request the destination refused for good to the dead letters, in one transaction. */
-  deadLetter(id: number, failedAtMs: number, status: number | null, reason: string): void {
-    const r = inTransaction(this.db, () => {
-      this.stmt.attempt.run(id);
-      this.stmt.dead.run(failedAtMs, status, reason.slice(0, 1000), id);
-      const removed = this.stmt.remove.get(id) as { bytes: number } | undefined;
-      this.stmt.bump.run('deadLetters', 1);
-      this.stmt.trimDead.run(this.maxDeadLetters);
-      return removed;
+  /**
+   * Moves requests the destination refused for good to the dead letters, in one transaction, then evicts the
+   * oldest dead letters beyond their byte bound (counted as deadLettersEvicted).
+   */
+  deadLetter(ids: readonly number[], failedAtMs: number, status: number | null, reason: string): void {
+    const removed = inTransaction(this.db, () => {
+      const out: number[] = [];
+      for (const id of ids) {
+        this.stmt.attempt.run(id);
+        this.stmt.dead.run(failedAtMs, status, reason.slice(0, 1000), id);
+        const r = this.stmt.remove.get(id) as { bytes: number } | undefined;
+        if (r) out.push(r.bytes);
+      }
+      this.stmt.bump.run('deadLetters', out.length);
+      let bytes = this.deadBytes + out.reduce((a, b) => a + b, 0);
+      let evicted = 0;
+      while (bytes > this.deadLetterMaxBytes) {
+        const e = this.stmt.evictDead.get() as { bytes: number } | undefined;
+        if (!e) break;
+        bytes -= e.bytes;
+        evicted++;
+      }
+      if (evicted) this.stmt.bump.run('deadLettersEvicted', evicted);
+      return { out, bytes, evicted };
     });
-    if (r) {
-      this.bytesHeld -= r.bytes;
+    for (const b of removed.out) {
+      this.bytesHeld -= b;
       this.depthHeld--;
     }
+    this.deadBytes = removed.bytes;
+    this.deadCount += removed.out.length - removed.evicted;
+  }
+
+  /** Count, bytes and age of the dead letters held. */
+  deadLetterSummary(): DeadLetterSummary {
+    const o = this.deadCount ? (this.stmt.deadOldest.get() as { oldest: number | null; last: string | null }) : { oldest: null, last: null };
+    return { count: this.deadCount, bytes: this.deadBytes, maxBytes: this.deadLetterMaxBytes, oldestFailedAtMs: o.oldest, lastReason: o.last };
+  }
+
+  /**
+   * Puts the dead letters back at the end of the queue, oldest first, as many as the queue has room for
+   * (the rest stay dead letters, to replay once it drained). Returns how many were requeued and how many remain.
+   */
+  replayDeadLetters(): { replayed: number; remaining: number } {
+    const moved = inTransaction(this.db, () => {
+      const rows = this.stmt.replayable.all() as { id: number; bytes: number }[];
+      let bytes = this.bytesHeld;
+      const taken: number[] = [];
+      for (const r of rows) {
+        if (bytes + r.bytes > this.maxBytes) break;
+        this.stmt.requeue.run(r.id);
+        this.stmt.removeDead.run(r.id);
+        bytes += r.bytes;
+        taken.push(r.bytes);
+      }
+      if (taken.length) this.stmt.bump.run('replayed', taken.length);
+      return { taken, remaining: rows.length - taken.length };
+    });
+    for (const b of moved.taken) {
+      this.bytesHeld += b;
+      this.depthHeld++;
+      this.deadBytes -= b;
+      this.deadCount--;
+    }
+    return { replayed: moved.taken.length, remaining: moved.remaining };
+  }
+
+  /**
+   * Retention: removes queued requests and dead letters received before `beforeMs` (counted as expired), then
+   * truncates the write-ahead log so no copy of their bodies stays on disk. Returns how many were removed.
+   */
+  expire(beforeMs: number): number {
+    const r = inTransaction(this.db, () => {
+      const queued = this.stmt.expireQueue.all(beforeMs) as { bytes: number }[];
+      const dead = this.stmt.expireDead.all(beforeMs) as { bytes: number }[];
+      if (queued.length + dead.length) this.stmt.bump.run('expired', queued.length + dead.length);
+      return { queued, dead };
+    });
+    for (const q of r.queued) {
+      this.bytesHeld -= q.bytes;
+      this.depthHeld--;
+    }
+    for (const d of r.dead) {
+      this.deadBytes -= d.bytes;
+      this.deadCount--;
+    }
+    const n = r.queued.length + r.dead.length;
+    if (n) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    return n;
   }
 
   /** Arrival time of the oldest waiting request. */
@@ -239,7 +389,7 @@ export class DurableQueue {
 
   /** Totals since the queue file was created. */
   counters(): Record<QueueCounter, number> {
-    const out: Record<QueueCounter, number> = { delivered: 0, retries: 0, deadLetters: 0, refusedFull: 0 };
+    const out: Record<QueueCounter, number> = { delivered: 0, retries: 0, deadLetters: 0, refusedFull: 0, deadLettersEvicted: 0, expired: 0, replayed: 0 };
     for (const row of this.stmt.counters.all() as { name: QueueCounter; value: number }[]) out[row.name] = row.value;
     return out;
   }

@@ -5,7 +5,7 @@
  */
 import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
-class Reader {
+export class Reader {
   pos: number;
   readonly buf: Buffer;
   readonly end: number;

@@ -237,6 +237,10 @@ describe('GET /metrics', () => {
     expect(sampleValue(families, 'hookwatch_forward_delivered_total')).toBe(downstream.hits.get('/v1/logs'));
     expect(sampleValue(families, 'hookwatch_forward_queue_depth')).toBe(0);
     expect(sampleValue(families, 'hookwatch_forward_oldest_age_seconds')).toBeUndefined();
+    expect(sampleValue(families, 'hookwatch_forward_dead_letters_held')).toBe(0);
+    expect(sampleValue(families, 'hookwatch_forward_dead_letters_max_bytes')).toBe(256 * 1024 * 1024);
+    expect(sampleValue(families, 'hookwatch_forward_dead_letters_evicted_total')).toBe(0);
+    expect(sampleValue(families, 'hookwatch_forward_expired_total')).toBe(0);
     expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'delivered' })).toBe(webhook.hits.get('/alerts'));
     expect(sampleValue(families, 'hookwatch_notification_attempts_total')).toBeGreaterThanOrEqual(webhook.hits.get('/alerts') ?? 1);
     expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'failed' })).toBe(0);

@@ -38,7 +38,14 @@ export interface ServiceMetrics {
 export interface StageSources {
   grpcReceiver?: { stats: { requests: Record<string, number>; rejected: Record<string, number> } };
   dispatcher?: { stats: { enqueued: number; delivered: number; failed: number; dropped: number; attempts: number } };
-  forwarding?: { status(): ForwardStatusLike } | undefined;
+  forwarding?: ForwardSource | undefined;
+}
+
+/** What /metrics reads of the forwarding stage. */
+export interface ForwardSource {
+  status(): ForwardStatusLike;
+  deadLetterSummary?(): { count: number; bytes: number; maxBytes: number };
+  queue?: { counters(): { deadLettersEvicted: number; expired: number } };
 }
 
 /** The parts of the forwarder's status that /metrics reports (no destination URL: it may hold credentials). */
@@ -123,7 +130,7 @@ export function createServiceMetrics(opts: ServiceMetricsOptions): ServiceMetric
   const watchStages = ({ grpcReceiver, dispatcher, forwarding }: StageSources): void => {
     if (grpcReceiver) registry.register('otlp-grpc', () => receiverFamilies(grpcReceiver, 'grpc'));
     if (dispatcher) registry.register('notify', () => notifyFamilies(dispatcher.stats));
-    if (forwarding) registry.register('forward', () => forwardFamilies(forwarding.status()));
+    if (forwarding) registry.register('forward', () => [...forwardFamilies(forwarding.status()), ...deadLetterFamilies(forwarding)]);
   };
 
   return { registry, hooks, instrumentStore, watchPipeline, watchStages };
@@ -181,6 +188,23 @@ function notifyFamilies(s: { enqueued: number; delivered: number; failed: number
 }
 
 const FORWARD_STATES = ['idle', 'sending', 'backing_off', 'stopped'] as const;
+
+/** The dead letters held for replay against their own bound, and what retention and the bound removed. */
+function deadLetterFamilies(f: ForwardSource): MetricFamily[] {
+  const out: MetricFamily[] = [];
+  const d = f.deadLetterSummary?.();
+  if (d) {
+    out.push({ name: 'hookwatch_forward_dead_letters_held', type: 'gauge', help: 'Dead letters kept with their bodies, waiting for a replay.', samples: [{ value: d.count }] });
+    out.push({ name: 'hookwatch_forward_dead_letters_bytes', type: 'gauge', help: 'Bytes of the dead letters held.', samples: [{ value: d.bytes }] });
+    out.push({ name: 'hookwatch_forward_dead_letters_max_bytes', type: 'gauge', help: 'Bound of the dead letters (forward.deadLetters.maxBytes); over it the oldest are evicted.', samples: [{ value: d.maxBytes }] });
+  }
+  const c = f.queue?.counters();
+  if (c) {
+    out.push({ name: 'hookwatch_forward_dead_letters_evicted_total', type: 'counter', help: 'Dead letters removed, oldest first, to stay within forward.deadLetters.maxBytes.', samples: [{ value: c.deadLettersEvicted }] });
+    out.push({ name: 'hookwatch_forward_expired_total', type: 'counter', help: 'Queued requests and dead letters removed by retention (retention.events).', samples: [{ value: c.expired }] });
+  }
+  return out;
+}
 
 function forwardFamilies(s: ForwardStatusLike): MetricFamily[] {
   const g = (name: string, help: string, value: number): MetricFamily => ({ name, help, type: 'gauge', samples: [{ value }] });

@@ -8,6 +8,7 @@ import { api } from '../api.ts';
 import { h, replace, table } from '../dom.ts';
 import { dateTime, num } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
+import { deadLetterPanel } from './dead-letters.ts';
 
 const STATE_TEXT: Record<ForwardingDestination['state'], string> = {
   idle: 'up to date',
@@ -68,7 +69,8 @@ export function forwardingPage(root: HTMLElement, _ctx: PageContext): Page {
   document.title = 'Forwarding · hookwatch';
   const body = h('div', { id: 'forwarding' }, h('p', { class: 'muted' }, 'Loading…'));
   replace(root, h('h1', null, 'Forwarding'), body);
-  return {
+  let note = '';
+  const page: Page = {
     async refresh(signal) {
       const r: ForwardingResponse = await api.forwarding(signal);
       if (r.mode === 'fan-out') {
@@ -79,6 +81,10 @@ export function forwardingPage(root: HTMLElement, _ctx: PageContext): Page {
       }
       replace(body,
         ...r.destinations.map(destinationPanel),
+        r.deadLetterSummary ? deadLetterPanel(r.deadLetterSummary, { note, replayed: (n) => {
+          note = n;
+          void page.refresh(new AbortController().signal).catch(() => {});
+        } }) : null,
         r.deadLetters.length === 0
           ? h('p', { class: 'muted', id: 'dead-letters-none' }, 'No dead letters.')
           : table('Recent dead letters (requests the destination refused for good)', ['Signal', 'Size', 'Received', 'Failed', 'Attempts', 'Status', 'Reason'],
@@ -88,4 +94,5 @@ export function forwardingPage(root: HTMLElement, _ctx: PageContext): Page {
     },
     destroy() {},
   };
+  return page;
 }

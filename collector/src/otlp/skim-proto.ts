@@ -1,0 +1,106 @@
+/**
+ * Checks that an OTLP protobuf request is well-formed without decoding it: walks the wire format through every
+ * message OTLP defines (tags, wire types, lengths), skipping scalars and unknown fields as a protobuf parser
+ * would. Forwarding merges queued requests by concatenation, which is only sound for messages whose framing is
+ * whole: an unterminated group tag in one request would swallow the requests merged after it. OTLP has no
+ * groups, so wire types 3 and 4 are refused, as are truncated fields and nesting past MAX_SKIM_DEPTH.
+ */
+import type { Signal } from '../pipeline/consumer.ts';
+import { Reader } from './decode-proto.ts';
+import { DecodeError, MAX_ANYVALUE_DEPTH } from './model.ts';
+
+/** For each OTLP message, its fields that hold messages (field number -> message name). Other fields are skipped. */
+const SCHEMA: Record<string, Record<number, string>> = {
+  ExportLogsServiceRequest: { 1: 'ResourceLogs' },
+  ExportMetricsServiceRequest: { 1: 'ResourceMetrics' },
+  ExportTraceServiceRequest: { 1: 'ResourceSpans' },
+  Resource: { 1: 'KeyValue' },
+  InstrumentationScope: { 3: 'KeyValue' },
+  KeyValue: { 2: 'AnyValue' },
+  AnyValue: { 5: 'ArrayValue', 6: 'KeyValueList' },
+  ArrayValue: { 1: 'AnyValue' },
+  KeyValueList: { 1: 'KeyValue' },
+  ResourceLogs: { 1: 'Resource', 2: 'ScopeLogs' },
+  ScopeLogs: { 1: 'InstrumentationScope', 2: 'LogRecord' },
+  LogRecord: { 5: 'AnyValue', 6: 'KeyValue' },
+  ResourceSpans: { 1: 'Resource', 2: 'ScopeSpans' },
+  ScopeSpans: { 1: 'InstrumentationScope', 2: 'Span' },
+  Span: { 9: 'KeyValue', 11: 'Span.Event', 13: 'Span.Link', 15: 'Status' },
+  'Span.Event': { 3: 'KeyValue' },
+  'Span.Link': { 4: 'KeyValue' },
+  Status: {},
+  ResourceMetrics: { 1: 'Resource', 2: 'ScopeMetrics' },
+  ScopeMetrics: { 1: 'InstrumentationScope', 2: 'Metric' },
+  Metric: { 5: 'Gauge', 7: 'Sum', 9: 'Histogram', 10: 'ExponentialHistogram', 11: 'Summary', 12: 'KeyValue' },
+  Gauge: { 1: 'NumberDataPoint' },
+  Sum: { 1: 'NumberDataPoint' },
+  Histogram: { 1: 'HistogramDataPoint' },
+  ExponentialHistogram: { 1: 'ExponentialHistogramDataPoint' },
+  Summary: { 1: 'SummaryDataPoint' },
+  NumberDataPoint: { 5: 'Exemplar', 7: 'KeyValue' },
+  HistogramDataPoint: { 8: 'Exemplar', 9: 'KeyValue' },
+  ExponentialHistogramDataPoint: { 1: 'KeyValue', 8: 'Buckets', 9: 'Buckets', 11: 'Exemplar' },
+  Buckets: {},
+  SummaryDataPoint: { 6: 'ValueAtQuantile', 7: 'KeyValue' },
+  ValueAtQuantile: {},
+  Exemplar: { 7: 'KeyValue' },
+};
+
+const ROOT: Record<Signal, string> = { logs: 'ExportLogsServiceRequest', metrics: 'ExportMetricsServiceRequest', traces: 'ExportTraceServiceRequest' };
+
+/** Deep enough for OTLP's fixed levels plus AnyValue nesting as deep as the logs decoder allows. */
+export const MAX_SKIM_DEPTH = MAX_ANYVALUE_DEPTH + 16;
+
+const GROUP = { 3: 'start group', 4: 'end group' } as Record<number, string>;
+
+function walk(buf: Buffer, pos: number, end: number, type: string, depth: number): void {
+  if (depth > MAX_SKIM_DEPTH) throw new DecodeError(`messages nested deeper than ${MAX_SKIM_DEPTH} levels (at byte ${pos}, in ${type})`);
+  const fields = SCHEMA[type] ?? {};
+  const r = new Reader(buf, pos, end);
+  while (r.pos < r.end) {
+    const at = r.pos;
+    const tag = r.tag();
+    const field = tag >>> 3;
+    const wireType = tag & 7;
+    const group = GROUP[wireType];
+    if (group) throw new DecodeError(`field ${field} at byte ${at} (in ${type}) has wire type ${wireType} (${group}); OTLP has no groups`);
+    const child = wireType === 2 ? fields[field] : undefined;
+    if (child === undefined) {
+      // A known message field with another wire type is an unknown field to protobuf parsers: skipped.
+      r.skip(wireType);
+      continue;
+    }
+    const childEnd = r.lengthEnd();
+    walk(buf, r.pos, childEnd, child, depth + 1);
+    r.pos = childEnd;
+  }
+}
+
+/** Throws a DecodeError naming the problem unless `body` is a well-formed Export<signal>ServiceRequest. */
+export function skimOtlpProto(signal: Signal, body: Buffer): void {
+  try {
+    walk(body, 0, body.length, ROOT[signal], 0);
+  } catch (err) {
+    if (err instanceof DecodeError) throw new DecodeError(`malformed protobuf ${signal} request: ${err.message.replace(/^(malformed|truncated) protobuf: /, '$1: ')}`);
+    throw err;
+  }
+}
+
+/**
+ * Whether `body` is a whole sequence of top-level fields (no group, nothing truncated): the property that makes
+ * concatenating it with other requests of its type sound. Cheap, for requests already on disk.
+ */
+export function wellFramed(body: Buffer): boolean {
+  const r = new Reader(body, 0, body.length);
+  try {
+    while (r.pos < r.end) {
+      const wireType = r.tag() & 7;
+      if (wireType === 3 || wireType === 4) return false;
+      r.skip(wireType);
+    }
+    return true;
+  } catch (err) {
+    if (err instanceof DecodeError) return false;
+    throw err;
+  }
+}
