@@ -30,6 +30,7 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
   const config = toConfig(loaded);
   const secrets = [config.otlp.ingestToken, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
+  for (const warning of loaded.warnings) logger.warn(warning);
   // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
   // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
   let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
@@ -93,6 +94,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (parsed.positionals.length > 0) throw new ConfigError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
     if (command === 'config') {
       const loaded = loadConfig({ flags: parsed.flags });
+      for (const warning of loaded.warnings) process.stderr.write(`hookwatch: warning: ${warning}\n`);
       const doc = effectiveDocument(loaded);
       const { stringify } = await import('yaml');
       process.stdout.write(parsed.booleans.has('json') ? JSON.stringify(doc, null, 2) + '\n' : stringify(doc));
