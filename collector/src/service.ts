@@ -25,6 +25,7 @@ import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
 import { HOOKWATCH_VERSION } from './tools/common/version.ts';
+import { InflightBudget } from './receiver/inflight.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';
 
 export interface ServiceOptions {
@@ -82,12 +83,24 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
-  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxRequestBytes: config.otlp.maxRequestBytes, ingestToken: config.otlp.ingestToken, logs, passThrough, logger });
+  // One budget for both ports: a flood split across them must not get twice the memory.
+  const inflight = new InflightBudget(config.otlp.maxInflightBytes);
+  const grpcReceiver = new OtlpGrpcReceiver({
+    addr: config.otlpGrpc.addr,
+    maxRequestBytes: config.otlp.maxRequestBytes,
+    requestTimeoutMs: config.otlp.requestTimeoutMs,
+    ingestToken: config.otlp.ingestToken,
+    inflight,
+    logs,
+    passThrough,
+    logger,
+  });
   const receiver = new OtlpHttpReceiver({
     addr: config.otlp.http.addr,
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
+    inflight,
     logs,
     passThrough,
     logger,

@@ -12,6 +12,7 @@ export interface HookwatchConfig {
     requestTimeoutMs: number;
     maxPendingRequests: number;
     ingestToken: string;
+    maxInflightBytes: number;
   };
   http: { addr: string; auth: HttpAuthConfig };
   db: string;
@@ -63,6 +64,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       requestTimeoutMs: v('otlp.requestTimeout'),
       maxPendingRequests: v('otlp.maxPendingRequests'),
       ingestToken: v('otlp.ingestToken'),
+      maxInflightBytes: inflightBytes(v('otlp.maxInflightBytes'), v('otlp.maxRequestBytes'), loaded.sources.get('otlp.maxInflightBytes') === 'default'),
     },
     http: {
       addr: v('http.addr'),
@@ -90,6 +92,16 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     shutdown: { timeoutMs: v('shutdown.timeout') },
     alerting: alertingConfig(v, v('dimensions')),
   };
+}
+
+/**
+ * A budget below one gRPC call's reservation (twice the largest request) would refuse every gRPC call: an
+ * explicit one is refused at start; the default grows with a raised otlp.maxRequestBytes.
+ */
+function inflightBytes(inflight: number, maxRequest: number, isDefault: boolean): number {
+  if (isDefault) return Math.max(inflight, 2 * maxRequest);
+  if (inflight < 2 * maxRequest) throw new ConfigError(`otlp.maxInflightBytes (${inflight}) must be at least twice otlp.maxRequestBytes (${maxRequest})`);
+  return inflight;
 }
 
 function alertingConfig(v: <T>(key: string) => T, dimensions: string[]): AlertingConfig {

@@ -52,6 +52,10 @@ export const SETTINGS: readonly Setting[] = [
     description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise).',
   },
   {
+    key: 'otlp.maxInflightBytes', env: 'HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES', type: 'bytes', default: 256 * MiB, min: 1024, max: 64 * 1024 * MiB,
+    description: 'Request bytes both OTLP receivers may hold in memory at once. Before reading, an HTTP request reserves the most its body can inflate to (Content-Length, x1032 when compressed, at most otlp.maxRequestBytes) and a gRPC call twice otlp.maxRequestBytes, then keeps its real size until answered. Past it requests get 503 / UNAVAILABLE with Retry-After instead of growing memory. At least twice otlp.maxRequestBytes (the default grows to that when otlp.maxRequestBytes is raised past 128MiB).',
+  },
+  {
     key: 'http.addr', env: 'HOOKWATCH_HTTP_ADDR', type: 'addr', default: '127.0.0.1:9318',
     description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
   },

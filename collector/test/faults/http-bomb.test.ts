@@ -1,0 +1,54 @@
+/**
+ * Decompression bombs on the OTLP/HTTP port with no token configured (the default), against the real CLI in a
+ * child process whose peak RSS (VmHWM) is read from /proc. Each bomb is ~32 KB of gzip inflating to 32 MiB of
+ * zeros, past the 20 MiB limit: the answer is 413, or 503 with Retry-After once the process-wide in-flight
+ * budget is spent, and memory stays bounded either way.
+ */
+import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers.ts';
+import { startCli, type CliChild } from './cli-child.ts';
+
+const MiB = 1024 * 1024;
+const BOMB = gzipSync(Buffer.alloc(32 * MiB));
+const CALLS = 80;
+const RSS_LIMIT = 512 * MiB;
+
+const running: CliChild[] = [];
+const cleanups: (() => void)[] = [];
+afterEach(async () => {
+  for (const c of running.splice(0)) await c.stop();
+  for (const f of cleanups.splice(0)) f();
+});
+
+/** One POST on its own connection, as 80 separate hostile clients would send it. */
+function post(url: string, body: Buffer): Promise<{ status: number; retryAfter: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/logs`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip', 'content-length': body.length } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('OTLP/HTTP under hostile clients', () => {
+  it('80 concurrent gzip bombs are refused with 413 (or 503 + Retry-After past the in-flight budget) and peak RSS stays bounded', async () => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const server = await startCli(dir);
+    running.push(server);
+    const results = await Promise.all(Array.from({ length: CALLS }, () => post(server.otlpHttp, BOMB)));
+    for (const r of results) {
+      expect([413, 503]).toContain(r.status);
+      if (r.status === 503) expect(Number(r.retryAfter)).toBeGreaterThan(0);
+    }
+    expect(results.some((r) => r.status === 413)).toBe(true);
+    const peak = server.peakRss();
+    expect(peak, `http bombs: peak RSS ${(peak / MiB).toFixed(0)} MiB, ${results.filter((r) => r.status === 503).length} x 503`).toBeLessThan(RSS_LIMIT);
+    // Still serving afterwards.
+    expect((await fetch(`${server.http}/healthz`)).status).toBe(200);
+  }, 120_000);
+});
