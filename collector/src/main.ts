@@ -28,7 +28,7 @@ See README.md and docs/configuration.md for every setting.
 async function serve(flags: Record<string, string | undefined>): Promise<number> {
   const loaded = loadConfig({ flags });
   const config = toConfig(loaded);
-  const secrets = [config.otlp.ingestToken, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
+  const secrets = [config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
   for (const warning of loaded.warnings) logger.warn(warning);
   // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM

@@ -26,6 +26,7 @@ import type { Logger } from './telemetry/logger.ts';
 import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
 import { HOOKWATCH_VERSION } from './tools/common/version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
+import { openPrivacy } from './privacy/index.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';
 
 export interface ServiceOptions {
@@ -78,7 +79,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const store = metrics.instrumentStore(rawStore);
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
   const coordination = startCoordination(rawStore, config, logger);
-  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
+  // Before the first event is accepted: hashed and dropped attributes must never reach the store in clear.
+  const privacy = await openPrivacy(config.privacy, rawStore);
+  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now, privacy });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
   const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
@@ -125,7 +128,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
 

@@ -4,6 +4,7 @@ import { AlertingConfigError, parseHeaders, parseReceivers, parseRules, type Rul
 import type { ReceiverConfig } from '../notify/model.ts';
 import { knownDimensions } from '../store/sql.ts';
 import { parseForwardHeaders } from '../forward/headers.ts';
+import { privacyProblem } from '../privacy/index.ts';
 
 export interface HookwatchConfig {
   otlp: {
@@ -22,6 +23,7 @@ export interface HookwatchConfig {
   retention: { eventsMs: number; rollupsMs: number };
   delivery: { nearThreshold: number };
   dimensions: string[];
+  privacy: { hash: string[]; hashKey: string; drop: string[] };
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
   /** OTLP/gRPC receiver. */
   otlpGrpc: { addr: string };
@@ -76,6 +78,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),
+    privacy: privacyConfig(v('privacy.hash'), v('privacy.hashKey'), v('privacy.drop'), v('dimensions')),
     log: { level: v('log.level') },
     otlpGrpc: { addr: v('otlp.grpc.addr') },
     forward: {
@@ -92,6 +95,12 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     shutdown: { timeoutMs: v('shutdown.timeout') },
     alerting: alertingConfig(v, v('dimensions')),
   };
+}
+
+function privacyConfig(hash: string[], hashKey: string, drop: string[], dimensions: string[]): HookwatchConfig['privacy'] {
+  const problem = privacyProblem(hash, drop, dimensions);
+  if (problem) throw new ConfigError(problem);
+  return { hash, hashKey, drop };
 }
 
 /**

@@ -5,6 +5,7 @@
 import { extractHookEvents } from '../hooks/extract.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
+import type { Privacy } from '../privacy/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { ConsumeResult, IngestListener, LogsConsumer, RawRequest } from './consumer.ts';
 import { OverloadedError } from './errors.ts';
@@ -17,6 +18,8 @@ export interface HookIngestOptions {
   maxPending: number;
   logger: Logger;
   now?: () => number;
+  /** Hashes and drops attributes before anything is stored; none when absent. */
+  privacy?: Privacy;
 }
 
 /** Counters of what the hook stage has seen, for /metrics and tests. */
@@ -64,7 +67,8 @@ export class HookIngest implements LogsConsumer {
       this.pending++;
       const started = performance.now();
       try {
-        const r = await this.opts.store.ingest(x.events);
+        const privacy = this.opts.privacy;
+        const r = await this.opts.store.ingest(privacy ? x.events.map((e) => privacy.apply(e)) : x.events);
         this.stats.stored += r.inserted.length;
         this.stats.duplicates += r.duplicates;
         if (r.inserted.length > 0) this.notify(r.inserted);

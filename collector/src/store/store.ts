@@ -61,6 +61,11 @@ export interface Store {
   lastEventMs(): Promise<number | null>;
   /** Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, in bounded batches. */
   prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult>;
+  /**
+   * A value kept in the store under `key` (store_meta), created by `create` the first time. The first writer
+   * wins, so replicas sharing one database all get the same value (e.g. the privacy hash key).
+   */
+  metaValue(key: string, create: () => string): Promise<string>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */
