@@ -88,8 +88,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   // One budget for both ports: a flood split across them must not get twice the memory.
   const inflight = new InflightBudget(config.otlp.maxInflightBytes);
-  const grpcReceiver = new OtlpGrpcReceiver({
-    addr: config.otlpGrpc.addr,
+  const receiverOptions = {
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
@@ -97,17 +96,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     logs,
     passThrough,
     logger,
-  });
-  const receiver = new OtlpHttpReceiver({
-    addr: config.otlp.http.addr,
-    maxRequestBytes: config.otlp.maxRequestBytes,
-    requestTimeoutMs: config.otlp.requestTimeoutMs,
-    ingestToken: config.otlp.ingestToken,
-    inflight,
-    logs,
-    passThrough,
-    logger,
-  });
+  };
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
+  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, ...receiverOptions });
 
   metrics.watchPipeline({ ingest, receiver });
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.

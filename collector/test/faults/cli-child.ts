@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import { tempDir } from '../helpers.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -79,5 +81,27 @@ export async function startCli(dir: string, env: Record<string, string> = {}): P
       child.kill('SIGKILL');
       await exited;
     },
+  };
+}
+
+type EnvFor = Record<string, string> | ((dir: string) => Record<string, string>);
+
+/**
+ * For a test file: `start(env)` runs the CLI in a fresh temporary folder (returned as `dir`; `env` may be
+ * computed from it); every process started is killed and every folder removed after each test.
+ */
+export function cliPerTest(): (env?: EnvFor) => Promise<CliChild & { dir: string }> {
+  const running: CliChild[] = [];
+  const cleanups: (() => void)[] = [];
+  afterEach(async () => {
+    for (const c of running.splice(0)) await c.stop();
+    for (const f of cleanups.splice(0)) f();
+  });
+  return async (env = {}) => {
+    const { dir, cleanup } = tempDir();
+    cleanups.push(cleanup);
+    const cli = await startCli(dir, typeof env === 'function' ? env(dir) : env);
+    running.push(cli);
+    return { ...cli, dir };
   };
 }

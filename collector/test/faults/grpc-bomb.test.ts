@@ -4,9 +4,8 @@
  * 20 MiB request limit, so only authentication and the in-flight budget stand between 80 of them and 1.5 GiB.
  */
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers.ts';
-import { startCli, type CliChild } from './cli-child.ts';
+import { describe, expect, it } from 'vitest';
+import { cliPerTest } from './cli-child.ts';
 import { grpcFrame, rawGrpcCall } from './grpc-raw.ts';
 
 const MiB = 1024 * 1024;
@@ -19,24 +18,12 @@ const UNAVAILABLE = 14;
 const INVALID_ARGUMENT = 3;
 const RESOURCE_EXHAUSTED = 8;
 
-const running: CliChild[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const c of running.splice(0)) await c.stop();
-  for (const f of cleanups.splice(0)) f();
-});
+const start = cliPerTest();
 
-async function cli(env: Record<string, string>): Promise<CliChild> {
-  const { dir, cleanup } = tempDir();
-  cleanups.push(cleanup);
-  const c = await startCli(dir, env);
-  running.push(c);
-  return c;
-}
 
 describe('OTLP/gRPC under hostile clients', () => {
   it('with a token set, 80 concurrent bombs without it are refused UNAUTHENTICATED before any is inflated', async () => {
-    const server = await cli({ HOOKWATCH_INGEST_TOKEN: 'grpc-bomb-test-token' });
+    const server = await start({ HOOKWATCH_INGEST_TOKEN: 'grpc-bomb-test-token' });
     const results = await Promise.all(Array.from({ length: CALLS }, () => rawGrpcCall(server.otlpGrpc, LOGS, BOMB, { headers: { 'grpc-encoding': 'gzip' } })));
     expect(results.map((r) => r.code)).toEqual(Array.from({ length: CALLS }, () => UNAUTHENTICATED));
     const peak = server.peakRss();
@@ -44,7 +31,7 @@ describe('OTLP/gRPC under hostile clients', () => {
   }, 120_000);
 
   it('without a token, 80 concurrent bombs stay within the in-flight budget: each is refused, none grows memory past it', async () => {
-    const server = await cli({});
+    const server = await start({});
     const results = await Promise.all(Array.from({ length: CALLS }, () => rawGrpcCall(server.otlpGrpc, LOGS, BOMB, { headers: { 'grpc-encoding': 'gzip' } })));
     // 19 MiB of zeros is not a valid request (INVALID_ARGUMENT) once inflated; over the budget the answer is
     // UNAVAILABLE, which OTLP clients retry. Nothing else, and never OK.
@@ -54,7 +41,7 @@ describe('OTLP/gRPC under hostile clients', () => {
   }, 120_000);
 
   it('a stream holding a partial message is ended after otlp.requestTimeout', async () => {
-    const server = await cli({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
+    const server = await start({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
     // A frame header announcing 1 MiB, followed by 10 bytes, and then nothing.
     const partial = Buffer.concat([Buffer.from([0, 0, 0x10, 0, 0]), Buffer.alloc(10)]);
     const result = await rawGrpcCall(server.otlpGrpc, LOGS, partial, { end: false, giveUpMs: 20_000 });

@@ -6,21 +6,15 @@
  */
 import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers.ts';
-import { startCli, type CliChild } from './cli-child.ts';
+import { describe, expect, it } from 'vitest';
+import { cliPerTest } from './cli-child.ts';
 
 const MiB = 1024 * 1024;
 const BOMB = gzipSync(Buffer.alloc(32 * MiB));
 const CALLS = 80;
 const RSS_LIMIT = 512 * MiB;
 
-const running: CliChild[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const c of running.splice(0)) await c.stop();
-  for (const f of cleanups.splice(0)) f();
-});
+const start = cliPerTest();
 
 /** One POST on its own connection, as 80 separate hostile clients would send it. */
 function post(url: string, body: Buffer): Promise<{ status: number; retryAfter: string | undefined }> {
@@ -36,10 +30,7 @@ function post(url: string, body: Buffer): Promise<{ status: number; retryAfter: 
 
 describe('OTLP/HTTP under hostile clients', () => {
   it('80 concurrent gzip bombs are refused with 413 (or 503 + Retry-After past the in-flight budget) and peak RSS stays bounded', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const server = await startCli(dir);
-    running.push(server);
+    const server = await start();
     const results = await Promise.all(Array.from({ length: CALLS }, () => post(server.otlpHttp, BOMB)));
     for (const r of results) {
       expect([413, 503]).toContain(r.status);

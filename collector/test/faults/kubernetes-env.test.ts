@@ -4,16 +4,10 @@
  * manifests used to crash-loop on them), and a real typo must still be visible as a warning naming the setting
  * that was probably meant.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers.ts';
-import { startCli, type CliChild } from './cli-child.ts';
+import { describe, expect, it } from 'vitest';
+import { cliPerTest } from './cli-child.ts';
 
-const running: CliChild[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const c of running.splice(0)) await c.stop();
-  for (const f of cleanups.splice(0)) f();
-});
+const start = cliPerTest();
 
 /** What the kubelet sets for the Service in deploy/kubernetes/base/service.yaml (and a second one, hookwatch-otlp). */
 const SERVICE_LINKS: Record<string, string> = {
@@ -36,10 +30,7 @@ const SERVICE_LINKS: Record<string, string> = {
 
 describe('HOOKWATCH_* variables set by the platform', () => {
   it('starts with Kubernetes service-link variables set, and warns about a typo with the nearest setting', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const cli = await startCli(dir, { ...SERVICE_LINKS, HOOKWATCH_LOG_LEVLE: 'debug', HOOKWATCH_RETENTON_EVENTS: '7d' });
-    running.push(cli);
+    const cli = await start({ ...SERVICE_LINKS, HOOKWATCH_LOG_LEVLE: 'debug', HOOKWATCH_RETENTON_EVENTS: '7d' });
     const health = await fetch(`${cli.http}/healthz`);
     expect(health.status).toBe(200);
 

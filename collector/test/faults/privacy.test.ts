@@ -6,17 +6,12 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BreakdownResponse, HooksResponse } from '../../../shared/src/api.ts';
-import { fixtureRequests, tempDir } from '../helpers.ts';
-import { startCli, type CliChild } from './cli-child.ts';
+import { fixtureRequests } from '../helpers.ts';
+import { cliPerTest } from './cli-child.ts';
 
-const running: CliChild[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const c of running.splice(0)) await c.stop();
-  for (const f of cleanups.splice(0)) f();
-});
+const startCli = cliPerTest();
 
 const PEOPLE = [
   { email: 'alice.cleartext@example.com', account: '0b6c3a52-5d6e-4f7a-9f7e-a11ce0000001', org: 'org-secret-7f3e91' },
@@ -54,15 +49,12 @@ function files(dir: string): string[] {
 
 describe('privacy', () => {
   it('no cleartext email reaches disk, breakdown by user.email still groups, dropped attributes are gone, files are 0600', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const data = join(dir, 'data');
-    const cli = await startCli(dir, {
-      HOOKWATCH_DB: join(data, 'hookwatch.db'),
-      HOOKWATCH_FORWARD_QUEUE_PATH: join(data, 'forward-queue.db'),
+    const cli = await startCli((dir) => ({
+      HOOKWATCH_DB: join(dir, 'data', 'hookwatch.db'),
+      HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'data', 'forward-queue.db'),
       HOOKWATCH_PRIVACY_DROP: 'user.account_uuid,organization.id',
-    });
-    running.push(cli);
+    }));
+    const data = join(cli.dir, 'data');
     // Both people's sessions send run1's captures (one SessionStart:startup execution each).
     const logs = fixtureRequests('run1-httpjson').filter((r) => r.path === '/v1/logs');
     for (const who of PEOPLE) {

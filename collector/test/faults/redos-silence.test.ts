@@ -4,26 +4,18 @@
  * /healthz) for many seconds, doubling per extra character. Patterns run on RE2 semantics now: linear time.
  * The server is the real CLI in a child process, so a frozen event loop shows in /healthz latency.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { otlpHookBody } from '../../src/alerting/test-support.ts';
-import { startTestService, tempDir } from '../helpers.ts';
-import { startCli, type CliChild } from './cli-child.ts';
+import { startTestService } from '../helpers.ts';
+import { cliPerTest } from './cli-child.ts';
 
-const running: CliChild[] = [];
-const cleanups: (() => void)[] = [];
-afterEach(async () => {
-  for (const c of running.splice(0)) await c.stop();
-  for (const f of cleanups.splice(0)) f();
-});
+const start = cliPerTest();
 
 const HOOK = 'a'.repeat(32);
 
 describe('a catastrophic-backtracking silence', () => {
   it('(a+)+b against a 32-character hook name: GET /api/v1/alerts answers and /healthz stays prompt meanwhile', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
-    const cli = await startCli(dir);
-    running.push(cli);
+    const cli = await start();
     const ingest = await fetch(`${cli.otlpHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: otlpHookBody([{ hookName: HOOK, timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000 }]) });
     expect(ingest.status).toBe(200);
     // The persisted rule fires on ingest; wait until the alert is listed.
