@@ -36,6 +36,8 @@ describe('OTLP/gRPC under hostile clients', () => {
     // 19 MiB of zeros is not a valid request (INVALID_ARGUMENT) once inflated; over the budget the answer is
     // UNAVAILABLE, which OTLP clients retry. Nothing else, and never OK.
     for (const r of results) expect([INVALID_ARGUMENT, UNAVAILABLE, RESOURCE_EXHAUSTED], r.message).toContain(r.code);
+    // Over the budget: UNAVAILABLE with RetryInfo, so exporters back off and retry.
+    for (const r of results.filter((x) => x.code === UNAVAILABLE)) expect(r.details, r.message).toBe(true);
     const peak = server.peakRss();
     expect(peak, `grpc bombs without token: peak RSS ${(peak / MiB).toFixed(0)} MiB, ${results.filter((r) => r.code === UNAVAILABLE).length} UNAVAILABLE`).toBeLessThan(RSS_LIMIT);
   }, 120_000);

@@ -12,6 +12,8 @@ export interface RawGrpcResult {
   elapsedMs: number;
   /** Milliseconds from the request to the grpc-status. */
   answeredMs?: number;
+  /** True when the status carried google.rpc.Status details (RetryInfo on UNAVAILABLE). */
+  details: boolean;
 }
 
 /** One gRPC message frame: flag byte (1 = compressed), 4-byte big-endian length, then the bytes. */
@@ -46,9 +48,11 @@ export async function rawGrpcCall(url: string, path: string, body: Buffer, opts:
           code = Number(h['grpc-status']);
           message = decodeURIComponent(String(h['grpc-message'] ?? ''));
           answeredMs = Date.now() - started;
+          details = h['grpc-status-details-bin'] !== undefined;
         }
       };
       let answeredMs: number | undefined;
+      let details = false;
       const timer = setTimeout(() => {
         req.close();
         reject(new Error(`no answer within ${opts.giveUpMs} ms`));
@@ -59,7 +63,7 @@ export async function rawGrpcCall(url: string, path: string, body: Buffer, opts:
       req.on('error', () => {});
       req.on('close', () => {
         clearTimeout(timer);
-        resolve({ code, message, elapsedMs: Date.now() - started, ...(answeredMs !== undefined ? { answeredMs } : {}) });
+        resolve({ code, message, details, elapsedMs: Date.now() - started, ...(answeredMs !== undefined ? { answeredMs } : {}) });
       });
       req.write(body);
       if (opts.end !== false) req.end();

@@ -17,9 +17,9 @@ const RSS_LIMIT = 512 * MiB;
 const start = cliPerTest();
 
 /** One POST on its own connection, as 80 separate hostile clients would send it. */
-function post(url: string, body: Buffer): Promise<{ status: number; retryAfter: string | undefined }> {
+function post(url: string, body: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; retryAfter: string | undefined }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/logs`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip', 'content-length': body.length } }, (res) => {
+    const req = request(`${url}/v1/logs`, { method: 'POST', agent: false, headers: { 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip', 'content-length': body.length, ...headers } }, (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
     });
@@ -41,5 +41,13 @@ describe('OTLP/HTTP under hostile clients', () => {
     expect(peak, `http bombs: peak RSS ${(peak / MiB).toFixed(0)} MiB, ${results.filter((r) => r.status === 503).length} x 503`).toBeLessThan(RSS_LIMIT);
     // Still serving afterwards.
     expect((await fetch(`${server.http}/healthz`)).status).toBe(200);
+  }, 120_000);
+
+  it('with a token set, 80 concurrent bombs with a wrong one get 401 before any is read', async () => {
+    const server = await start({ HOOKWATCH_INGEST_TOKEN: 'http-bomb-test-token' });
+    const results = await Promise.all(Array.from({ length: CALLS }, () => post(server.otlpHttp, BOMB, { authorization: 'Bearer wrong' })));
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: CALLS }, () => 401));
+    const peak = server.peakRss();
+    expect(peak, `http bombs with a wrong token: peak RSS ${(peak / MiB).toFixed(0)} MiB`).toBeLessThan(RSS_LIMIT);
   }, 120_000);
 });
