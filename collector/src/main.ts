@@ -17,8 +17,9 @@ import { createLogger, urlPasswords } from './telemetry/logger.ts';
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
   const loaded = loadConfig({ flags, env });
   const config = toConfig(loaded);
-  const secrets = [config.otlp.ingestToken, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
+  const secrets = [config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
   const logger = createLogger({ level: config.log.level, secrets });
+  for (const warning of loaded.warnings) logger.warn(warning);
   // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
   // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
   let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
@@ -138,7 +139,9 @@ export async function main(argv: readonly string[], io: ToolIO = processIO()): P
     }
     if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
     if (command === 'config') {
-      io.stdout(renderConfig(loadConfig({ flags: parsed.flags, env: io.env }), parsed.booleans.has('json') ? 'json' : 'yaml'));
+      const loaded = loadConfig({ flags: parsed.flags, env: io.env });
+      for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
+      io.stdout(renderConfig(loaded, parsed.booleans.has('json') ? 'json' : 'yaml'));
       return 0;
     }
     return await serve(parsed.flags, io.env);

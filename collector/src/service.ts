@@ -26,6 +26,8 @@ import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
 import { HOOKWATCH_VERSION } from './tools/common/version.ts';
+import { InflightBudget } from './receiver/inflight.ts';
+import { openPrivacy } from './privacy/index.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';
 
 export interface ServiceOptions {
@@ -78,21 +80,26 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const store = metrics.instrumentStore(rawStore);
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
   const coordination = startCoordination(rawStore, config, logger);
-  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
+  // Before the first event is accepted: hashed and dropped attributes must never reach the store in clear.
+  const privacy = await openPrivacy(config.privacy, rawStore);
+  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now, privacy });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
   const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous, retentionMs: config.retention.eventsMs });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
-  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxRequestBytes: config.otlp.maxRequestBytes, ingestToken: config.otlp.ingestToken, logs, passThrough, logger });
-  const receiver = new OtlpHttpReceiver({
-    addr: config.otlp.http.addr,
+  // One budget for both ports: a flood split across them must not get twice the memory.
+  const inflight = new InflightBudget(config.otlp.maxInflightBytes);
+  const receiverOptions = {
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
+    inflight,
     logs,
     passThrough,
     logger,
-  });
+  };
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
+  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, ...receiverOptions });
 
   metrics.watchPipeline({ ingest, receiver });
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
@@ -113,7 +120,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
 

@@ -1,5 +1,10 @@
-/** Silences as Alertmanager has them: matchers (=, !=, =~, !~, regexes anchored), a window, and who and why. */
+/**
+ * Silences as Alertmanager has them: matchers (=, !=, =~, !~, regexes anchored), a window, and who and why.
+ * Regexes are RE2 (re2js), as in Alertmanager, which relies on Go's RE2: matching is linear in the input, so no
+ * pattern can freeze the process on a long label value. Perl-only syntax (backreferences, lookaround) is refused.
+ */
 import { randomUUID } from 'node:crypto';
+import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
 
@@ -15,22 +20,34 @@ export class SilenceError extends Error {
 
 const MAX_MATCHERS = 20;
 const MAX_REGEX = 256;
-const regexCache = new Map<string, RegExp>();
+const regexCache = new Map<string, RE2JS | Error>();
 
-function anchored(pattern: string): RegExp {
+/** The compiled pattern, or the reason RE2 cannot compile it; both cached. */
+function compiled(pattern: string): RE2JS | Error {
   let re = regexCache.get(pattern);
   if (!re) {
-    re = new RegExp(`^(?:${pattern})$`);
+    try {
+      re = RE2JS.compile(pattern);
+    } catch (err) {
+      re = err instanceof Error ? err : new Error(String(err));
+    }
     if (regexCache.size > 1000) regexCache.clear();
     regexCache.set(pattern, re);
   }
   return re;
 }
 
+/** Anchored at both ends, as Alertmanager anchors matchers. A pattern RE2 refuses (only possible for silences
+ * stored before patterns were checked with RE2) matches nothing rather than failing every alert read. */
+function fullMatch(pattern: string, value: string): boolean {
+  const re = compiled(pattern);
+  return re instanceof Error ? false : re.matches(value);
+}
+
 /** True when one matcher accepts the labels (a missing label is the empty string, as in Alertmanager). */
 export function matcherMatches(m: SilenceMatcher, labels: Record<string, string>): boolean {
   const value = labels[m.name] ?? '';
-  const hit = m.isRegex ? anchored(m.value).test(value) : value === m.value;
+  const hit = m.isRegex ? fullMatch(m.value, value) : value === m.value;
   return (m.isEqual ?? true) ? hit : !hit;
 }
 
@@ -89,11 +106,8 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
     const isRegex = x['isRegex'] === true;
     if (isRegex) {
       if (x['value'].length > MAX_REGEX) throw new SilenceError(`${f}.value`, `${f}.value: a regex may be at most ${MAX_REGEX} characters`);
-      try {
-        anchored(x['value']);
-      } catch {
-        throw new SilenceError(`${f}.value`, `${f}.value is not a valid regular expression`);
-      }
+      const re = compiled(x['value']);
+      if (re instanceof Error) throw new SilenceError(`${f}.value`, `${f}.value is not a valid RE2 regular expression: ${re.message}`);
     }
     return { name: x['name'], value: x['value'], isRegex, isEqual: x['isEqual'] !== false };
   });

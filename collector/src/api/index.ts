@@ -10,6 +10,7 @@ import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import { knownDimensions } from '../store/sql.ts';
 import { UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { Privacy } from '../privacy/index.ts';
 import { ParamError, parseFilters, parseHookId, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 
@@ -20,6 +21,8 @@ export interface ApiOptions {
   now?: () => number;
   /** Extra readiness checks (e.g. the OTLP receiver is listening). */
   ready?: () => boolean;
+  /** Digests filter values given in cleartext for hashed attributes, as they were digested before storage. */
+  privacy?: Pick<Privacy, 'filters'>;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -53,6 +56,10 @@ export function createApiRouter(opts: ApiOptions): Router {
   const { store } = opts;
   const now = opts.now ?? Date.now;
   const dims = knownDimensions(opts.dimensions);
+  const filtersOf = (q: Record<string, unknown>, reserved: readonly string[]): Record<string, string> => {
+    const filters = parseFilters(q, reserved, dims);
+    return opts.privacy ? opts.privacy.filters(filters) : filters;
+  };
   const router = express.Router();
 
   router.get('/healthz', (_req, res) => {
@@ -71,7 +78,7 @@ export function createApiRouter(opts: ApiOptions): Router {
 
   const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; filters: Record<string, string>; hooks: HookSummary[] }> => {
     const range = parseRange(q, now());
-    const filters = parseFilters(q, reserved, dims);
+    const filters = filtersOf(q, reserved);
     const counters = await store.hookCounters({ ...range, filters });
     const hooks = [...counters.values()].map((c) => summary(c.info, c)).sort(byRisk);
     return { ...range, filters, hooks };
@@ -97,7 +104,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
     const q = req.query as Record<string, unknown>;
     const range = parseRange(q, now());
-    const filters = parseFilters(q, ['from', 'to'], dims);
+    const filters = filtersOf(q, ['from', 'to']);
     const c = (await store.hookCounters({ ...range, filters, hookId: id })).get(id);
     res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: summary(info, c ?? toCounters(emptyRow())) });
   });
@@ -107,7 +114,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const q = req.query as Record<string, unknown>;
     const range = parseRange(q, now());
     const step = parseStep(q, range);
-    const filters = parseFilters(q, ['from', 'to', 'step'], dims);
+    const filters = filtersOf(q, ['from', 'to', 'step']);
     const info = await store.hook(id);
     if (!info) {
       res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
@@ -131,7 +138,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const dimension = single(q, 'dimension') ?? 'service.version';
     if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${JSON.stringify(dimension.slice(0, 64))}; known: ${dims.join(', ')}`);
     const range = parseRange(q, now());
-    const filters = parseFilters(q, ['from', 'to', 'dimension'], dims);
+    const filters = filtersOf(q, ['from', 'to', 'dimension']);
     const rows = await store.breakdown(id, dimension, { ...range, filters });
     const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map((r) => ({ ...r, status: classifyCounters(r) })) };
     res.json(body);

@@ -42,7 +42,6 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['bad address in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-addr.yaml` }, readFile }), /http\.addr: expected host:port/],
     ['a file that is not a mapping', () => loadConfig({ env: {}, flags: { config: `${configs}not-a-mapping.yaml` }, readFile }), /must be a mapping/],
     ['a missing file', () => loadConfig({ env: {}, flags: { config: `${configs}nope.yaml` }, readFile }), /cannot read config file/],
-    ['unknown environment variable', () => loadConfig({ env: { HOOKWATCH_OTLP_ADDR: 'x' } }), /unknown variable HOOKWATCH_OTLP_ADDR/],
     ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],
     ['out of range', () => loadConfig({ env: { HOOKWATCH_NEAR_THRESHOLD: '12000' } }), /delivery\.nearThreshold: must be at most 10000/],
     ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],
@@ -54,6 +53,21 @@ describe('bad configuration fails at start with a message naming the key', () =>
       expect(fn).toThrow(message);
     });
   }
+
+  it('an unknown environment variable is a warning naming the nearest setting, not an error', () => {
+    const loaded = loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADR: '127.0.0.1:1', HOOKWATCH_ZZZZZZZZZZZZZZZZZZZZZZZZZ: 'x' } });
+    expect(loaded.warnings).toEqual(expect.arrayContaining([
+      'environment: unknown variable HOOKWATCH_OTLP_HTTP_ADR is ignored; did you mean HOOKWATCH_OTLP_HTTP_ADDR?',
+      'environment: unknown variable HOOKWATCH_ZZZZZZZZZZZZZZZZZZZZZZZZZ is ignored',
+    ]));
+    expect(toConfig(loaded).otlp.http.addr).toBe('127.0.0.1:4318');
+  });
+
+  it.each(['HOOKWATCH_PORT', 'HOOKWATCH_SERVICE_HOST', 'HOOKWATCH_SERVICE_PORT', 'HOOKWATCH_SERVICE_PORT_OTLP_HTTP', 'HOOKWATCH_PORT_4318_TCP',
+    'HOOKWATCH_PORT_4318_TCP_ADDR', 'HOOKWATCH_PORT_53_UDP_PROTO', 'HOOKWATCH_DB_SERVICE_HOST', 'HOOKWATCH_DB_PORT_5432_TCP_PORT'])('ignores the Kubernetes service link %s silently', (name) => {
+    const loaded = loadConfig({ env: { [name]: 'tcp://10.0.0.1:4318' } });
+    expect(loaded.warnings).toEqual([]);
+  });
 
   it('never repeats a secret value in an error', () => {
     let message = '';

@@ -4,6 +4,7 @@ import { AlertingConfigError, parseHeaders, parseReceivers, parseRules, type Rul
 import type { ReceiverConfig } from '../notify/model.ts';
 import { knownDimensions } from '../store/sql.ts';
 import { parseForwardHeaders } from '../forward/headers.ts';
+import { privacyProblem } from '../privacy/index.ts';
 
 export interface HookwatchConfig {
   otlp: {
@@ -12,6 +13,7 @@ export interface HookwatchConfig {
     requestTimeoutMs: number;
     maxPendingRequests: number;
     ingestToken: string;
+    maxInflightBytes: number;
   };
   http: { addr: string; auth: HttpAuthConfig };
   db: string;
@@ -21,6 +23,7 @@ export interface HookwatchConfig {
   retention: { eventsMs: number; rollupsMs: number };
   delivery: { nearThreshold: number };
   dimensions: string[];
+  privacy: { hash: string[]; hashKey: string; drop: string[] };
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
   /** OTLP/gRPC receiver. */
   otlpGrpc: { addr: string };
@@ -64,6 +67,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       requestTimeoutMs: v('otlp.requestTimeout'),
       maxPendingRequests: v('otlp.maxPendingRequests'),
       ingestToken: v('otlp.ingestToken'),
+      maxInflightBytes: inflightBytes(v('otlp.maxInflightBytes'), v('otlp.maxRequestBytes'), loaded.sources.get('otlp.maxInflightBytes') === 'default'),
     },
     http: {
       addr: v('http.addr'),
@@ -75,6 +79,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),
+    privacy: privacyConfig(v('privacy.hash'), v('privacy.hashKey'), v('privacy.drop'), v('dimensions')),
     log: { level: v('log.level') },
     otlpGrpc: { addr: v('otlp.grpc.addr') },
     forward: {
@@ -92,6 +97,22 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     shutdown: { timeoutMs: v('shutdown.timeout') },
     alerting: alertingConfig(v, v('dimensions')),
   };
+}
+
+function privacyConfig(hash: string[], hashKey: string, drop: string[], dimensions: string[]): HookwatchConfig['privacy'] {
+  const problem = privacyProblem(hash, drop, dimensions);
+  if (problem) throw new ConfigError(problem);
+  return { hash, hashKey, drop };
+}
+
+/**
+ * A budget below one gRPC call's reservation (twice the largest request) would refuse every gRPC call: an
+ * explicit one is refused at start; the default grows with a raised otlp.maxRequestBytes.
+ */
+function inflightBytes(inflight: number, maxRequest: number, isDefault: boolean): number {
+  if (isDefault) return Math.max(inflight, 2 * maxRequest);
+  if (inflight < 2 * maxRequest) throw new ConfigError(`otlp.maxInflightBytes (${inflight}) must be at least twice otlp.maxRequestBytes (${maxRequest})`);
+  return inflight;
 }
 
 function alertingConfig(v: <T>(key: string) => T, dimensions: string[]): AlertingConfig {

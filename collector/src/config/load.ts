@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { humanValue } from './format.ts';
 import { SETTINGS, findSetting, flagName, type Setting } from './schema.ts';
+import { isServiceLinkName, nearestName } from './env-names.ts';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -18,6 +19,8 @@ export interface LoadedConfig {
   values: Map<string, unknown>;
   sources: Map<string, Source>;
   file?: string;
+  /** Problems that do not stop the process (an unknown HOOKWATCH_* variable); logged once the logger exists. */
+  warnings: string[];
 }
 
 export interface LoadInput {
@@ -140,6 +143,9 @@ function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin
   }
 }
 
+/** A function, not a constant: schema.ts and this module import each other, so SETTINGS is not ready at load. */
+const envNames = (): string[] => [...SETTINGS.flatMap((s) => (s.env ? [s.env] : [])), 'HOOKWATCH_CONFIG'];
+
 /** Builds the effective configuration. Throws ConfigError naming the key on any problem. */
 export function loadConfig(input: LoadInput = {}): LoadedConfig {
   const env = input.env ?? process.env;
@@ -173,10 +179,18 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     }
   }
 
+  const warnings: string[] = [];
   for (const [name, v] of Object.entries(env)) {
     if (!name.startsWith('HOOKWATCH_') || name === 'HOOKWATCH_CONFIG' || v === undefined) continue;
     const setting = SETTINGS.find((s) => s.env === name);
-    if (!setting) throw new ConfigError(`environment: unknown variable ${name}`);
+    if (!setting) {
+      // The environment is shared with the platform (Kubernetes service links, CI, shells): an unknown name is
+      // a warning, not a reason to crash-loop. Service-link names are expected and not even worth a warning.
+      if (isServiceLinkName(name)) continue;
+      const near = nearestName(name, envNames());
+      warnings.push(`environment: unknown variable ${name} is ignored${near ? `; did you mean ${near}?` : ''}`);
+      continue;
+    }
     values.set(setting.key, coerce(setting, v, `environment ${name}`));
     sources.set(setting.key, 'env');
   }
@@ -188,7 +202,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     values.set(setting.key, coerce(setting, v, `flag --${name}`));
     sources.set(setting.key, 'flag');
   }
-  return { values, sources, ...(file ? { file } : {}) };
+  return { values, sources, warnings, ...(file ? { file } : {}) };
 }
 
 const REDACTED = '<redacted>';

@@ -52,6 +52,10 @@ export const SETTINGS: readonly Setting[] = [
     description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise).',
   },
   {
+    key: 'otlp.maxInflightBytes', env: 'HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES', type: 'bytes', default: 256 * MiB, min: 1024, max: 64 * 1024 * MiB,
+    description: 'Request bytes both OTLP receivers may hold in memory at once. Before reading, an HTTP request reserves the most its body can inflate to (Content-Length, x1032 when compressed, at most otlp.maxRequestBytes) and a gRPC call twice otlp.maxRequestBytes, then keeps its real size until answered. Past it requests get 503 / UNAVAILABLE with Retry-After instead of growing memory. At least twice otlp.maxRequestBytes (the default grows to that when otlp.maxRequestBytes is raised past 128MiB).',
+  },
+  {
     key: 'http.addr', env: 'HOOKWATCH_HTTP_ADDR', type: 'addr', default: '127.0.0.1:9318',
     description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
   },
@@ -107,6 +111,18 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'dimensions', env: 'HOOKWATCH_DIMENSIONS', type: 'list', default: ['team'],
     description: 'Extra event or resource attribute keys kept per event and usable as filters (e.g. `team` from OTEL_RESOURCE_ATTRIBUTES). Comma-separated in the environment.',
+  },
+  {
+    key: 'privacy.hash', env: 'HOOKWATCH_PRIVACY_HASH', type: 'list', default: ['user.email'],
+    description: 'Attributes replaced by a keyed HMAC-SHA256 digest (`hmac:` + 32 hex) before storage: grouping, breakdowns, filters and alert groupBy still work, and a filter given in cleartext is digested the same way, but the cleartext never reaches disk or the API. Any of session.id, user.id, user.email, user.account_uuid, organization.id, terminal.type and the configured dimensions. Empty: nothing hashed.',
+  },
+  {
+    key: 'privacy.hashKey', env: 'HOOKWATCH_PRIVACY_HASH_KEY', type: 'string', default: '', secret: true,
+    description: 'Key of the privacy.hash digests. Unset: one is generated once and kept in the store (shared by replicas on PostgreSQL), so digests stay stable across restarts; set it to keep the key out of the database. Changing it changes every digest from then on.',
+  },
+  {
+    key: 'privacy.drop', env: 'HOOKWATCH_PRIVACY_DROP', type: 'list', default: [],
+    description: 'Attributes removed before storage (same choices as privacy.hash), e.g. `user.account_uuid,organization.id`.',
   },
   {
     key: 'otlp.grpc.addr', env: 'HOOKWATCH_OTLP_GRPC_ADDR', type: 'addr', default: '127.0.0.1:4317',

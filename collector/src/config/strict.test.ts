@@ -28,3 +28,16 @@ describe('byte sizes', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '2048' } })).otlp.maxRequestBytes).toBe(2048);
   });
 });
+
+describe('otlp.maxInflightBytes', () => {
+  // Every gRPC call reserves twice the largest request before its message is read: a smaller budget would
+  // refuse them all.
+  it('refuses an explicit budget below two requests, naming both settings', () => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES: '10MiB' } }))).toThrow(/otlp\.maxInflightBytes .* otlp\.maxRequestBytes/);
+  });
+
+  it('grows the default with a raised request limit', () => {
+    expect(toConfig(loadConfig({ env: {} })).otlp.maxInflightBytes).toBe(256 * 1024 * 1024);
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '512MiB' } })).otlp.maxInflightBytes).toBe(1024 * 1024 * 1024);
+  });
+});

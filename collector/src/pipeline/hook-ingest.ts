@@ -6,6 +6,7 @@ import { extractHookEvents } from '../hooks/extract.ts';
 import { extractTranscriptFindings } from '../hooks/transcript-findings.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
+import type { Privacy } from '../privacy/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { ConsumeResult, IngestListener, LogsConsumer, RawRequest } from './consumer.ts';
 import { OverloadedError } from './errors.ts';
@@ -18,6 +19,8 @@ export interface HookIngestOptions {
   maxPending: number;
   logger: Logger;
   now?: () => number;
+  /** Hashes and drops attributes before anything is stored; none when absent. */
+  privacy?: Privacy;
 }
 
 /** Counters of what the hook stage has seen, for /metrics and tests. */
@@ -72,7 +75,9 @@ export class HookIngest implements LogsConsumer {
       this.stats.transcriptFindingDuplicates += r.duplicates;
     }
     if (x.events.length > 0) {
-      const r = await this.storeWrite(() => this.opts.store.ingest(x.events));
+      const privacy = this.opts.privacy;
+      const events = privacy ? x.events.map((e) => privacy.apply(e)) : x.events;
+      const r = await this.storeWrite(() => this.opts.store.ingest(events));
       this.stats.stored += r.inserted.length;
       this.stats.duplicates += r.duplicates;
       if (r.inserted.length > 0) this.notify(r.inserted);

@@ -96,6 +96,8 @@ interface Backend {
    * database written by the previous version is), and opens it again, which migrates it.
    */
   reopenAsUpgrade(of: Store): Promise<Store>;
+  /** Closes the store and opens its data again (a restart). */
+  reopen(of: Store): Promise<Store>;
   teardown(): Promise<void>;
 }
 
@@ -110,6 +112,14 @@ function sqliteBackend(): Backend {
     },
     async open() {
       const path = join(dir, `s${++n}.db`);
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      paths.set(store, path);
+      return store;
+    },
+    async reopen(of: Store) {
+      const path = paths.get(of);
+      if (!path) throw new Error('unknown store');
+      await of.close();
       const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
       paths.set(store, path);
       return store;
@@ -149,6 +159,14 @@ function postgresBackend(): Backend {
     async openSibling(of: Store) {
       const url = urls.get(of);
       if (!url) throw new Error('unknown store');
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+      urls.set(store, url);
+      return store;
+    },
+    async reopen(of: Store) {
+      const url = urls.get(of);
+      if (!url) throw new Error('unknown store');
+      await of.close();
       const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
       urls.set(store, url);
       return store;
@@ -452,6 +470,20 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     await store.close();
     await store.close();
     await expect(store.ping()).rejects.toThrow();
+  });
+
+  it('keeps a meta value: created once, the first writer wins, on every replica and after a restart (the privacy hash key)', async () => {
+    const store = await open();
+    expect(await store.metaValue('privacy.hash_key', () => 'first')).toBe('first');
+    expect(await store.metaValue('privacy.hash_key', () => 'second')).toBe('first');
+    if (backend.openSibling) {
+      const sibling = await backend.openSibling(store);
+      opened.push(sibling);
+      expect(await sibling.metaValue('privacy.hash_key', () => 'sibling')).toBe('first');
+    }
+    const again = await backend.reopen(store);
+    opened.push(again);
+    expect(await again.metaValue('privacy.hash_key', () => 'third')).toBe('first');
   });
 
   // Replicas share only a PostgreSQL store; a SQLite file has one writing process, so this case is PostgreSQL's.

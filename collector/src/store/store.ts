@@ -73,6 +73,11 @@ export interface Store {
   pruneTranscriptFindings(beforeMs: number): Promise<number>;
   /** Per-command figures of one hook from the transcript findings in the range. */
   transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]>;
+  /**
+   * A value kept in the store under `key` (store_meta), created by `create` the first time. The first writer
+   * wins, so replicas sharing one database all get the same value (e.g. the privacy hash key).
+   */
+  metaValue(key: string, create: () => string): Promise<string>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */

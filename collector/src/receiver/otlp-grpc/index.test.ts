@@ -18,6 +18,7 @@ import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } fro
 import { OverloadedError } from '../../pipeline/errors.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { OtlpGrpcReceiver } from './index.ts';
+import { InflightBudget } from '../inflight.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -52,7 +53,7 @@ afterEach(async () => {
 
 async function start(opts: { token?: string; maxRequestBytes?: number } = {}): Promise<{ url: string; next: Recorder }> {
   const next = new Recorder();
-  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, ingestToken: opts.token ?? '', logs: next, passThrough: next, logger: silentLogger });
+  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: 30_000, ingestToken: opts.token ?? '', inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: silentLogger });
   const { port } = await receiver.start();
   return { url: `http://127.0.0.1:${port}`, next };
 }
@@ -165,7 +166,7 @@ describe('OTLP/gRPC receiver status codes', () => {
   });
 
   it('shuts down twice and before start without error', async () => {
-    const r = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024, ingestToken: '', logs: new Recorder(), passThrough: new Recorder(), logger: silentLogger });
+    const r = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024, requestTimeoutMs: 30_000, ingestToken: '', inflight: new InflightBudget(2048), logs: new Recorder(), passThrough: new Recorder(), logger: silentLogger });
     await r.shutdown();
     await r.start();
     await Promise.all([r.shutdown(), r.shutdown()]);

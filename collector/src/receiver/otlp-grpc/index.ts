@@ -3,8 +3,18 @@
  * and TraceService. The service definitions are hand-written with identity serializers, so the request bytes
  * reach the pipeline unchanged (forwarding passes them on as they came) and logs are decoded by the same
  * decoder as OTLP/HTTP. grpc-js undoes gzip itself and enforces the size limit after decompression.
+ *
+ * A server interceptor runs when the headers arrive, before grpc-js reads (or inflates) a byte of the message:
+ * it refuses a missing or wrong token there, reserves the worst case (twice otlp.maxRequestBytes) from the
+ * process-wide in-flight budget before letting the message be read, and ends a call whose message has not
+ * arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at most the reserved
+ * bytes with it.
  */
-import { Metadata, Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type sendUnaryData } from '@grpc/grpc-js';
+import {
+  Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus,
+  type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
+} from '@grpc/grpc-js';
+import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 import { splitAddr } from '../../config/index.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
@@ -13,13 +23,18 @@ import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/c
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { sameSecret, secretDigest } from '../../net/secret.ts';
+import type { InflightAccount, InflightBudget } from '../inflight.ts';
 
 export interface OtlpGrpcReceiverOptions {
   addr: string;
   /** Largest request after decompression; grpc-js answers RESOURCE_EXHAUSTED over it. */
   maxRequestBytes: number;
+  /** A call whose request message has not fully arrived this long after its headers is ended (DEADLINE_EXCEEDED). */
+  requestTimeoutMs: number;
   /** Empty: no authentication. Otherwise metadata `authorization: Bearer <token>`. */
   ingestToken: string;
+  /** Shared with the OTLP/HTTP receiver: bytes of requests held in memory at once. */
+  inflight: InflightBudget;
   logs: LogsConsumer;
   passThrough: PassThroughConsumer;
   logger: Logger;
@@ -54,6 +69,16 @@ function exportService(path: string): ServiceDefinition {
   };
 }
 
+/**
+ * After a refusal, asks the client to stop sending with RST_STREAM(NO_ERROR), as RFC 9113 section 8.1 allows
+ * once the response is complete (grpc-go does the same). grpc-js answers but leaves a half-open stream to the
+ * client, so one that never finishes its message would keep the stream, and the partial message buffered for
+ * it, alive. The stream is not part of grpc-js's typed interface; without it the refusal still stands.
+ */
+function resetStream(call: ServerInterceptingCallInterface): void {
+  const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
+  if (stream && typeof stream.close === 'function' && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+}
 
 export class OtlpGrpcReceiver {
   readonly stats: GrpcReceiverStats = { requests: {}, rejected: {} };
@@ -70,6 +95,7 @@ export class OtlpGrpcReceiver {
       'grpc.max_receive_message_length': opts.maxRequestBytes,
       // Idle clients (Claude Code keeps one channel per session) must not pin connections forever.
       'grpc.max_connection_idle_ms': 5 * 60_000,
+      interceptors: [this.guard],
     });
     for (const signal of Object.keys(SERVICES) as Signal[]) {
       this.server.addService(exportService(SERVICES[signal]), {
@@ -111,6 +137,71 @@ export class OtlpGrpcReceiver {
     return this.stopped;
   }
 
+  /**
+   * Runs on the headers, before the message is read: authentication, the in-flight reservation and the request
+   * timeout. Until it lets the metadata through, grpc-js keeps the stream paused, so nothing is buffered or inflated.
+   */
+  private readonly guard: ServerInterceptor = (method, next: ServerInterceptingCallInterface) => {
+    const signal = (Object.keys(SERVICES) as Signal[]).find((s) => SERVICES[s] === method.path);
+    let account: InflightAccount | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (): void => {
+      clearTimeout(timer);
+      account?.release();
+    };
+    const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
+      start: (startNext) => {
+        startNext({
+          onReceiveMetadata: (metadata, metadataNext) => {
+            try {
+              if (!this.authorized(metadata)) throw new UnauthenticatedError('missing or wrong bearer token (metadata authorization: Bearer <token>)');
+              account = this.opts.inflight.open();
+              // The inflated size is unknown until grpc-js has inflated it, so the worst case is reserved first:
+              // grpc-js holds the inflated parts and their concatenation at once, twice the largest request.
+              account.take(2 * this.opts.maxRequestBytes);
+            } catch (err) {
+              const status = this.refusal(err);
+              if (signal) this.count(this.stats.requests, `${signal}:${status.code}`);
+              call.sendStatus(status);
+              resetStream(next);
+              return;
+            }
+            timer = setTimeout(() => {
+              this.count(this.stats.rejected, 'request_timeout');
+              if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.DEADLINE_EXCEEDED}`);
+              call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request message not received within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
+              resetStream(next);
+            }, this.opts.requestTimeoutMs);
+            metadataNext(metadata);
+          },
+          onReceiveMessage: (message: Buffer, messageNext) => {
+            clearTimeout(timer);
+            account?.settle(message.length);
+            messageNext(message);
+          },
+          onCancel: finish,
+        });
+      },
+      sendStatus: (status, statusNext) => {
+        finish();
+        statusNext(status);
+      },
+    });
+    return call;
+  };
+
+  /** The status for a refused call, counted; UNAVAILABLE carries RetryInfo. */
+  private refusal(err: unknown): StatusObject {
+    const m = mapError(err);
+    this.count(this.stats.rejected, m.reason);
+    const metadata = new Metadata();
+    if (m.retryAfterSeconds !== undefined && m.grpcCode === GrpcStatus.UNAVAILABLE) {
+      // RetryInfo tells the OTLP client how long to back off (specification, "OTLP/gRPC Throttling").
+      metadata.set(STATUS_DETAILS_KEY, encodeRetryStatus(m.grpcCode, m.message, m.retryAfterSeconds * 1000));
+    }
+    return { code: m.grpcCode, details: m.message, metadata };
+  }
+
   private count(map: Record<string, number>, key: string): void {
     map[key] = (map[key] ?? 0) + 1;
   }
@@ -124,7 +215,6 @@ export class OtlpGrpcReceiver {
 
   private async handle(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): Promise<void> {
     try {
-      if (!this.authorized(call.metadata)) throw new UnauthenticatedError('missing or wrong bearer token (metadata authorization: Bearer <token>)');
       const body = call.request;
       const raw = { signal, body, encoding: 'protobuf' as const, receivedAtMs: Date.now() };
       let rejected = 0;
@@ -139,16 +229,10 @@ export class OtlpGrpcReceiver {
       // Partial success has the same field numbers in all three Export*ServiceResponse messages.
       callback(null, encodeExportResponse('protobuf', rejected, message));
     } catch (err) {
-      const m = mapError(err);
-      this.count(this.stats.requests, `${signal}:${m.grpcCode}`);
-      this.count(this.stats.rejected, m.reason);
-      if (m.grpcCode === GrpcStatus.INTERNAL) this.opts.logger.error('otlp grpc request failed', { signal, err });
-      const metadata = new Metadata();
-      if (m.retryAfterSeconds !== undefined && m.grpcCode === GrpcStatus.UNAVAILABLE) {
-        // RetryInfo tells the OTLP client how long to back off (specification, "OTLP/gRPC Throttling").
-        metadata.set(STATUS_DETAILS_KEY, encodeRetryStatus(m.grpcCode, m.message, m.retryAfterSeconds * 1000));
-      }
-      callback({ code: m.grpcCode, details: m.message, metadata });
+      const status = this.refusal(err);
+      this.count(this.stats.requests, `${signal}:${status.code}`);
+      if (status.code === GrpcStatus.INTERNAL) this.opts.logger.error('otlp grpc request failed', { signal, err });
+      callback(status);
     }
   }
 }

@@ -1,68 +1,90 @@
 /**
- * Reads an OTLP request body within a size limit measured after decompression. A gzip bomb is stopped as
- * soon as its output passes the limit, without inflating the rest.
+ * Reads an OTLP request body within a size limit measured after decompression, inflating while it streams in:
+ * a gzip bomb is stopped as soon as its output passes the limit, so it costs at most that many bytes, never its
+ * full inflated size, and only once the process-wide in-flight budget has room for it.
  */
 import type { IncomingMessage } from 'node:http';
-import { promisify } from 'node:util';
-import { gunzip, inflate } from 'node:zlib';
+import { createGunzip, createInflate, type Gunzip, type Inflate } from 'node:zlib';
 import { DecodeError } from '../../otlp/model.ts';
 import { TooLargeError, UnsupportedMediaTypeError } from '../../pipeline/errors.ts';
+import type { InflightAccount } from '../inflight.ts';
 
-const gunzipAsync = promisify(gunzip);
-const inflateAsync = promisify(inflate);
+function inflater(contentEncoding: string | undefined): Gunzip | Inflate | undefined {
+  const enc = (contentEncoding ?? '').trim().toLowerCase();
+  if (enc === '' || enc === 'identity') return undefined;
+  if (enc === 'gzip' || enc === 'x-gzip') return createGunzip();
+  if (enc === 'deflate') return createInflate();
+  throw new UnsupportedMediaTypeError(`Content-Encoding ${JSON.stringify(enc)} is not supported (use gzip or none)`);
+}
 
-/** Reads the raw (possibly compressed) body; refuses past `limit` bytes without buffering more. */
-export function readRaw(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** Deflate cannot expand more than 1032:1 (RFC 1951 blocks), so a declared compressed length bounds the output. */
+const DEFLATE_MAX_RATIO = 1032;
+
+/**
+ * The whole body, decompressed per Content-Encoding (gzip, deflate, identity). Refuses past `limit` bytes
+ * (raw or inflated) with TooLargeError. Before a byte is read, the most the body can grow to (its declared
+ * length, times 1032 when compressed, at most `limit`) is reserved from `account`, which throws OverloadedError
+ * when the process holds too much already: a request is refused whole or admitted whole, never half inflated.
+ */
+export function readBody(req: IncomingMessage, limit: number, account: InflightAccount): Promise<Buffer> {
+  const encoding = req.headers['content-encoding'];
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    return Promise.reject(new TooLargeError(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
+  }
+  let zlib: Gunzip | Inflate | undefined;
+  try {
+    zlib = inflater(encoding);
+    const known = req.headers['content-length'] !== undefined && Number.isFinite(declared);
+    account.take(known ? Math.min(limit, zlib ? declared * DEFLATE_MAX_RATIO : declared) : limit);
+  } catch (err) {
+    zlib?.destroy();
+    return Promise.reject(err as Error);
+  }
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > limit) {
-      reject(new TooLargeError(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
-      return;
-    }
     const chunks: Buffer[] = [];
+    let rawSize = 0;
     let size = 0;
     let done = false;
-    req.on('data', (chunk: Buffer) => {
+    const fail = (err: Error): void => {
+      if (done) return;
+      done = true;
+      chunks.length = 0;
+      if (zlib) {
+        req.unpipe(zlib);
+        zlib.destroy();
+      }
+      reject(err);
+    };
+    const keep = (chunk: Buffer): void => {
       if (done) return;
       size += chunk.length;
       if (size > limit) {
-        done = true;
-        chunks.length = 0;
-        reject(new TooLargeError(`request body exceeds the limit of ${limit} bytes`));
+        fail(new TooLargeError(`request body exceeds the limit of ${limit} bytes${zlib ? ' after decompression' : ''}`));
         return;
       }
       chunks.push(chunk);
-    });
-    req.on('end', () => {
+    };
+    const finish = (): void => {
       if (done) return;
       done = true;
+      account.settle(size);
       resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    req.on('data', (chunk: Buffer) => {
+      rawSize += chunk.length;
+      if (rawSize > limit) fail(new TooLargeError(`request body exceeds the limit of ${limit} bytes`));
     });
-    req.on('error', (err) => {
-      if (done) return;
-      done = true;
-      reject(err);
-    });
-    req.on('aborted', () => {
-      if (done) return;
-      done = true;
-      reject(new DecodeError('client aborted the request'));
-    });
+    req.on('error', (err) => fail(err));
+    req.on('aborted', () => fail(new DecodeError('client aborted the request')));
+    if (zlib) {
+      zlib.on('data', keep);
+      zlib.on('end', finish);
+      zlib.on('error', (err) => fail(new DecodeError(`body is not valid ${String(encoding).trim().toLowerCase()}: ${err.message}`)));
+      req.pipe(zlib);
+    } else {
+      req.on('data', keep);
+      req.on('end', finish);
+    }
   });
-}
-
-/** Undoes Content-Encoding (gzip, deflate, identity) within `limit` bytes of output. */
-export async function decompress(raw: Buffer, contentEncoding: string | undefined, limit: number): Promise<Buffer> {
-  const enc = (contentEncoding ?? '').trim().toLowerCase();
-  if (enc === '' || enc === 'identity') return raw;
-  const tooLarge = (): TooLargeError => new TooLargeError(`request body exceeds the limit of ${limit} bytes after decompression`);
-  try {
-    if (enc === 'gzip' || enc === 'x-gzip') return await gunzipAsync(raw, { maxOutputLength: limit });
-    if (enc === 'deflate') return await inflateAsync(raw, { maxOutputLength: limit });
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) throw tooLarge();
-    throw new DecodeError(`body is not valid ${enc}: ${(err as Error).message}`);
-  }
-  throw new UnsupportedMediaTypeError(`Content-Encoding ${JSON.stringify(enc)} is not supported (use gzip or none)`);
 }

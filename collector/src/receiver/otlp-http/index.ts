@@ -14,7 +14,8 @@ import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../..
 import type { Logger } from '../../telemetry/logger.ts';
 import { closeServer } from '../../net/close-server.ts';
 import { sameSecret, secretDigest } from '../../net/secret.ts';
-import { decompress, readRaw } from './body.ts';
+import { readBody } from './body.ts';
+import type { InflightBudget } from '../inflight.ts';
 
 export interface OtlpHttpReceiverOptions {
   addr: string;
@@ -22,6 +23,8 @@ export interface OtlpHttpReceiverOptions {
   requestTimeoutMs: number;
   /** Empty: no authentication. */
   ingestToken: string;
+  /** Shared with the OTLP/gRPC receiver: bytes of requests held in memory at once. */
+  inflight: InflightBudget;
   logs: LogsConsumer;
   passThrough: PassThroughConsumer;
   logger: Logger;
@@ -123,13 +126,14 @@ export class OtlpHttpReceiver {
       req.resume();
       return;
     }
+    const account = this.opts.inflight.open();
     try {
+      // Authentication comes before a byte of the body is read or inflated.
       if (!this.authorized(req)) throw new UnauthenticatedError('missing or wrong bearer token (Authorization: Bearer <token>)');
       if (!encoding) {
         throw new UnsupportedMediaTypeError(`Content-Type ${JSON.stringify(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json`);
       }
-      const raw = await readRaw(req, this.opts.maxRequestBytes);
-      const body = await decompress(raw, req.headers['content-encoding'], this.opts.maxRequestBytes);
+      const body = await readBody(req, this.opts.maxRequestBytes, account);
       const rawRequest = { signal, body, encoding, receivedAtMs: Date.now() };
       let rejected = 0;
       let message = '';
@@ -156,6 +160,8 @@ export class OtlpHttpReceiver {
       if (!req.complete) headers['connection'] = 'close';
       this.fail(res, answerEncoding, m.httpStatus, m.grpcCode, m.message, headers);
       if (!req.complete) req.resume();
+    } finally {
+      account.release();
     }
   }
 }

@@ -398,6 +398,12 @@ export class PostgresStore implements Store {
     return rows.map(toCommandRow);
   }
 
+  async metaValue(key: string, create: () => string): Promise<string> {
+    await this.query('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, create()]);
+    const rows = await this.query('SELECT value FROM store_meta WHERE key = $1', [key]);
+    return String(rows[0]?.['value']);
+  }
+
   async ping(): Promise<void> {
     if (this.closed) throw new Error('store is closed');
     await this.query('SELECT 1', []);

@@ -1,13 +1,40 @@
 /** What every SQLite file of hookwatch shares: how it is opened, transactions, and prepared statements. */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 
-/** Opens (creating its folder) a database in WAL mode, waiting up to 5 s for another connection's lock. */
+/**
+ * Opens (creating its folder) a database in WAL mode, waiting up to 5 s for another connection's lock.
+ * The files hold telemetry about people (who ran which hook, when), so only hookwatch's user may read them:
+ * a folder it creates is 0700, the database file is created (or tightened) to 0600 before SQLite opens it,
+ * and SQLite gives its -wal and -shm files the database file's mode.
+ */
 export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'): DatabaseSync {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const onDisk = path !== ':memory:' && path !== '';
+  if (onDisk) {
+    // An existing folder (a mounted volume, the working directory) keeps its mode; only new ones are private.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const fd = openSync(path, 'a', 0o600);
+    try {
+      fchmodSync(fd, 0o600);
+    } catch {
+      // A file owned by another user (shared through a group) cannot be tightened by us; it still opens.
+    } finally {
+      closeSync(fd);
+    }
+  }
   const db = new DatabaseSync(path, { timeout: 5000 });
   db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'};`);
+  if (onDisk) {
+    // Files left by an earlier version (created 0644) are tightened too.
+    for (const suffix of ['-wal', '-shm']) {
+      try {
+        chmodSync(path + suffix, 0o600);
+      } catch {
+        // Not there (yet): SQLite creates it with the database file's mode.
+      }
+    }
+  }
   return db;
 }
 

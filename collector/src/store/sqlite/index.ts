@@ -343,6 +343,11 @@ export class SqliteStore implements Store {
     return rows.map(toCommandRow);
   }
 
+  async metaValue(key: string, create: () => string): Promise<string> {
+    this.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(key, create());
+    return String((this.sql.get('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string }).value);
+  }
+
   async ping(): Promise<void> {
     if (this.closed) throw new Error('store is closed');
     this.sql.get('SELECT 1').get();

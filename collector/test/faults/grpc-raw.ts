@@ -1,0 +1,74 @@
+/**
+ * A raw HTTP/2 gRPC client for abuse tests: it sends exactly the bytes a hostile client would (a pre-compressed
+ * bomb, a partial message that never ends), which the real exporters never do.
+ */
+import { connect, type ClientHttp2Session } from 'node:http2';
+
+export interface RawGrpcResult {
+  /** grpc-status from the headers (trailers-only) or the trailers; undefined when the stream ended without one. */
+  code: number | undefined;
+  message: string;
+  /** Milliseconds from the request to the end of the stream. */
+  elapsedMs: number;
+  /** Milliseconds from the request to the grpc-status. */
+  answeredMs?: number;
+  /** True when the status carried google.rpc.Status details (RetryInfo on UNAVAILABLE). */
+  details: boolean;
+}
+
+/** One gRPC message frame: flag byte (1 = compressed), 4-byte big-endian length, then the bytes. */
+export function grpcFrame(payload: Buffer, compressed: boolean): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt8(compressed ? 1 : 0, 0);
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
+
+/**
+ * Sends `body` on `path` and resolves when the server ends the stream. With `end: false` the request is left
+ * open after the body (a client holding a partial message). Rejects after `giveUpMs` if the server never answers.
+ */
+export async function rawGrpcCall(url: string, path: string, body: Buffer, opts: { headers?: Record<string, string>; end?: boolean; giveUpMs?: number } = {}): Promise<RawGrpcResult> {
+  const session: ClientHttp2Session = connect(url);
+  session.on('error', () => {});
+  const started = Date.now();
+  try {
+    return await new Promise<RawGrpcResult>((resolve, reject) => {
+      const req = session.request({
+        ':method': 'POST',
+        ':path': path,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+        ...opts.headers,
+      });
+      let code: number | undefined;
+      let message = '';
+      const take = (h: Record<string, unknown>): void => {
+        if (h['grpc-status'] !== undefined) {
+          code = Number(h['grpc-status']);
+          message = decodeURIComponent(String(h['grpc-message'] ?? ''));
+          answeredMs = Date.now() - started;
+          details = h['grpc-status-details-bin'] !== undefined;
+        }
+      };
+      let answeredMs: number | undefined;
+      let details = false;
+      const timer = setTimeout(() => {
+        req.close();
+        reject(new Error(`no answer within ${opts.giveUpMs} ms`));
+      }, opts.giveUpMs ?? 60_000);
+      req.on('response', take);
+      req.on('trailers', take);
+      req.on('data', () => {});
+      req.on('error', () => {});
+      req.on('close', () => {
+        clearTimeout(timer);
+        resolve({ code, message, details, elapsedMs: Date.now() - started, ...(answeredMs !== undefined ? { answeredMs } : {}) });
+      });
+      req.write(body);
+      if (opts.end !== false) req.end();
+    });
+  } finally {
+    session.destroy();
+  }
+}
