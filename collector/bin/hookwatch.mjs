@@ -5,5 +5,10 @@ if (major < 24) {
   console.error(`hookwatch needs Node 24 or newer (found ${process.versions.node}).`);
   process.exit(1);
 }
+// `guard` runs as a hook command on every tool call: go straight to it without loading the service.
+if (process.argv[2] === 'guard') {
+  const { guardMain } = await import('../src/tools/guard/main.ts');
+  await guardMain(process.argv.slice(3));
+}
 const { main } = await import('../src/main.ts');
 process.exit(await main(process.argv.slice(2)));

@@ -1,20 +1,19 @@
 /**
  * The hookwatch command: `serve` (default) runs the service; `config` prints the effective configuration
- * with secrets redacted; `check` and `scan` measure hook output before it ships and in transcripts.
+ * with secrets redacted; `check` and `scan` measure hook output before it ships and in transcripts; `guard`
+ * wraps a hook command. The service's modules are loaded only by the commands that need them: `guard` runs on
+ * every tool call and must start fast.
  */
-import { ConfigError, SETTINGS, effectiveDocument, flagName, loadConfig, toConfig } from './config/index.ts';
-import { parseFlags } from './cli/args.ts';
-import { startService } from './service.ts';
-import { alertingSecrets } from './alerting/config.ts';
-import { createLogger, urlPasswords } from './telemetry/logger.ts';
+import type { Setting } from './config/schema.ts';
 
-const HELP = `hookwatch: tells a team when their Claude Code hooks stop reaching the model.
+const helpText = (SETTINGS: readonly Setting[], flagName: (key: string) => string): string => `hookwatch: tells a team when their Claude Code hooks stop reaching the model.
 
 Usage:
   hookwatch [serve] [flags]     receive OTLP, store per-hook delivery, serve the API and dashboard
   hookwatch config [flags]      print the effective configuration (secrets redacted) and exit
   hookwatch check [...] -- cmd  run a hook command and measure its output against the 10,000-character cap
   hookwatch scan [paths...]     scan Claude Code transcripts for persisted hook output
+  hookwatch guard [...] -- cmd  run a hook command and keep each output within budget (~9,500 instead of ~2,000)
   hookwatch help                this text
 
 Configuration (lowest to highest): defaults < file (--config FILE or HOOKWATCH_CONFIG) < environment < flags.
@@ -26,6 +25,10 @@ See README.md and docs/configuration.md for every setting.
 `;
 
 async function serve(flags: Record<string, string | undefined>): Promise<number> {
+  const { loadConfig, toConfig } = await import('./config/index.ts');
+  const { startService } = await import('./service.ts');
+  const { alertingSecrets } = await import('./alerting/config.ts');
+  const { createLogger, urlPasswords } = await import('./telemetry/logger.ts');
   const loaded = loadConfig({ flags });
   const config = toConfig(loaded);
   const secrets = [config.otlp.ingestToken, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
@@ -72,9 +75,15 @@ async function serve(flags: Record<string, string | undefined>): Promise<number>
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'guard') {
+    const { guardMain } = await import('./tools/guard/main.ts');
+    return guardMain(argv.slice(1));
+  }
   const known = ['serve', 'config', 'check', 'scan', 'help'];
   const command = argv[0] && known.includes(argv[0]) ? argv[0] : 'serve';
   const args = command === argv[0] ? argv.slice(1) : argv;
+  const { ConfigError, SETTINGS, effectiveDocument, flagName, loadConfig } = await import('./config/index.ts');
+  const { parseFlags } = await import('./cli/args.ts');
   const io = { stdout: (s: string) => process.stdout.write(s), stderr: (s: string) => process.stderr.write(s), env: process.env, cwd: process.cwd() };
   try {
     if (command === 'check') {
@@ -87,7 +96,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     const parsed = parseFlags(args);
     if (command === 'help' || parsed.booleans.has('help')) {
-      process.stdout.write(HELP);
+      process.stdout.write(helpText(SETTINGS, flagName));
       return 0;
     }
     if (parsed.positionals.length > 0) throw new ConfigError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
