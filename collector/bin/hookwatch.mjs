@@ -5,6 +5,10 @@ if (major < 24) {
   console.error(`hookwatch needs Node 24 or newer (found ${process.versions.node}).`);
   process.exit(1);
 }
+// Node caches the compiled (and type-stripped) sources on disk: a hook command that starts on every tool
+// call then skips most of its startup. Failure to cache (read-only tmp) only costs speed.
+const { enableCompileCache } = await import('node:module');
+enableCompileCache?.();
 // `guard` runs as a hook command on every tool call: go straight to it without loading the service.
 if (process.argv[2] === 'guard') {
   const { guardMain } = await import('../src/tools/guard/main.ts');

@@ -4,6 +4,8 @@
  * wraps a hook command. The service's modules are loaded only by the commands that need them: `guard` runs on
  * every tool call and must start fast.
  */
+import { enableCompileCache } from 'node:module';
+
 import type { Setting } from './config/schema.ts';
 
 const helpText = (SETTINGS: readonly Setting[], flagName: (key: string) => string): string => `hookwatch: tells a team when their Claude Code hooks stop reaching the model.
@@ -124,6 +126,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 if (import.meta.main) {
+  // As in bin/hookwatch.mjs: later starts (a guarded hook runs on every tool call) reuse the compiled sources.
+  enableCompileCache?.();
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: unknown) => {

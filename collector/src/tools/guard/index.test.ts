@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StdoutCapture } from './capture.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
 const INPUT = JSON.stringify({ session_id: 'sess-1', hook_event_name: 'SessionStart', source: 'startup', cwd: '/tmp' });
 
 let dir: string;
@@ -129,6 +130,33 @@ describe('hookwatch guard', () => {
     expect(out).toContain('[hookwatch guard: 19,99');
     const path = /the full output is in (\S+)\]$/.exec(out)?.[1] ?? '';
     expect((await stat(path)).size).toBe(20_000_000);
+  });
+});
+
+describe('the guard start-up', () => {
+  it('loads no service code: no config schema, store, server, express, gRPC or exporter modules', async () => {
+    const trace = join(dir, 'loaded.txt');
+    const preload = join(dir, 'trace-loads.mjs');
+    await writeFile(
+      preload,
+      `import { registerHooks } from 'node:module';\nimport { appendFileSync } from 'node:fs';\nregisterHooks({ resolve(specifier, context, next) { const r = next(specifier, context); appendFileSync(${JSON.stringify(trace)}, r.url + '\\n'); return r; } });\n`,
+    );
+    const loaded = async (entry: string[]): Promise<string[]> => {
+      await writeFile(trace, '');
+      await new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', preload, ...entry, 'guard', '--', 'true'], { stdio: ['pipe', 'ignore', 'inherit'] });
+        child.on('error', reject);
+        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}`))));
+        child.stdin.end(INPUT);
+      });
+      return (await readFile(trace, 'utf8')).split('\n').filter(Boolean);
+    };
+    for (const entry of [[BIN], [MAIN]]) {
+      const urls = await loaded(entry);
+      expect(urls.some((u) => u.includes('/tools/guard/index.ts'))).toBe(true);
+      const heavy = urls.filter((u) => /\/(store|receiver|api|alerting|forward|config|notify)\/|service\.ts|express|grpc|opentelemetry|node_modules\/yaml\//.test(u));
+      expect(heavy, entry.join(' ')).toEqual([]);
+    }
   });
 });
 
