@@ -3,6 +3,7 @@
  * the commit), then tells listeners (alerting) about the newly stored events.
  */
 import { extractHookEvents } from '../hooks/extract.ts';
+import { extractGuardTrims } from '../hooks/guard-trim.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -76,9 +77,23 @@ export class HookIngest implements LogsConsumer {
         this.stats.storeSeconds += (performance.now() - started) / 1000;
       }
     }
-    if (x.rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
-    const more = x.rejected > x.problems.length ? ` (and ${x.rejected - x.problems.length} more)` : '';
-    return { rejected: x.rejected, message: `${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}`, statuses: x.statuses };
+    const guard = extractGuardTrims(req, this.opts.now);
+    if (guard.trims.length > 0) {
+      this.pending++;
+      try {
+        await this.opts.store.recordGuardTrims(guard.trims);
+      } catch (err) {
+        this.stats.storeErrors++;
+        throw err;
+      } finally {
+        this.pending--;
+      }
+    }
+    const rejected = x.rejected + guard.rejected;
+    if (rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
+    const problems = [...x.problems, ...guard.problems];
+    const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
+    return { rejected, message: `${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`, statuses: x.statuses };
   }
 
   private notify(events: Parameters<IngestListener['onIngested']>[0]): void {

@@ -12,6 +12,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
 import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -28,6 +29,8 @@ export interface PostgresStoreOptions {
 
 /** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
 const MIGRATION_LOCK_KEY = 0x686f6f6b77;
+
+const GUARD_SQL = guardTrimSql((n) => `$${n}`);
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
@@ -48,6 +51,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX alert_attempts_alert ON alert_attempts (alert_id, id);`,
   // 3: keys begin with the event time.
   timeOrderedKeysDdl({ nowMs: '(EXTRACT(EPOCH FROM now()) * 1000)::bigint', greatest: 'GREATEST' }),
+  // 3: outputs trimmed by hookwatch guard.
+  guardTrimsDdl('BIGINT'),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -337,6 +342,24 @@ export class PostgresStore implements Store {
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
+  async recordGuardTrims(trims: GuardTrim[]): Promise<number> {
+    if (trims.length === 0) return 0;
+    // One statement, so the whole batch commits (or fails) at once before the OTLP 200.
+    const sql = guardTrimSql((n) => `$${n}`, trims.length).insert;
+    try {
+      const r = await this.pool.query(sql, trims.flatMap(guardTrimValues));
+      return r.rowCount ?? 0;
+    } catch (err) {
+      throw this.classify(err, 'store write failed');
+    }
+  }
+
+  async guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats> {
+    const params = [hookId, q.fromMs, q.toMs];
+    const [buckets, largest] = await Promise.all([this.query(GUARD_SQL.buckets, [...params, q.stepMs]), this.query(GUARD_SQL.largest, params)]);
+    return guardTrimStats(buckets, largest);
+  }
+
   async lastEventMs(): Promise<number | null> {
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];
@@ -358,6 +381,7 @@ export class PostgresStore implements Store {
       }
     };
     result.events = await batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
+    result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBeforeMs);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     result.rollups += await rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);

@@ -5,6 +5,8 @@
  * receiver is told that (and where) something was left out.
  */
 
+import type { GuardField } from '../../../../shared/src/guard-trims.ts';
+
 /** Default budget in UTF-16 code units: under the 10,000 cap with headroom for a pointer line and slack. */
 export const DEFAULT_GUARD_BUDGET = 9_500;
 
@@ -15,13 +17,7 @@ export const MIN_GUARD_BUDGET = 500;
 const BOUNDARY_SEARCH_CHARS = 2_000;
 
 /** Where an output string sits in the hook's stdout. */
-export type GuardField =
-  | 'stdout'
-  | 'additionalContext'
-  | 'hookSpecificOutput.additionalContext'
-  | 'systemMessage'
-  | 'initialUserMessage'
-  | 'hookSpecificOutput.initialUserMessage';
+export type { GuardField };
 
 /** One string the guard shortened. */
 export interface Trimmed {
