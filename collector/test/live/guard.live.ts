@@ -13,6 +13,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { HooksResponse } from '../../../shared/src/api.ts';
+import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
+import { hookId } from '../../src/hooks/extract.ts';
 import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { getJson, startTestService, tempDir } from '../helpers.ts';
 import type { TestService } from '../helpers.ts';
@@ -91,6 +93,8 @@ describe('hookwatch guard with the real Claude Code', () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: service.otlpHttpUrl,
       OTEL_LOGS_EXPORT_INTERVAL: '500',
       HOOKWATCH_GUARD_DIR: guardDir,
+      // Claude Code passes its environment on to hooks: the guard reports each trim to the same hookwatch.
+      HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl,
     };
     await run(claude, ['-p', 'hi'], { cwd: project, env, timeout: 120_000 }).catch((error: unknown) => error);
 
@@ -125,6 +129,18 @@ describe('hookwatch guard with the real Claude Code', () => {
     expect(transcript).not.toContain('<persisted-output>');
     const plainFull = await readFile(pointer.exec(plain ?? '')?.[2] ?? '', 'utf8');
     expect(plainFull.length).toBe(12_000);
+
+    // The hook page's data: both trims, each sent over the cap and delivered under it.
+    const startup = hookId('SessionStart', 'SessionStart:startup');
+    let trims: GuardTrimsResponse | undefined;
+    for (let i = 0; i < 200 && (trims?.trims ?? 0) < 2; i++) {
+      trims = (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${startup}/guard-trims`)).body;
+      if ((trims.trims ?? 0) < 2) await new Promise((r) => setTimeout(r, 100));
+    }
+    process.stdout.write(`live guard trims: ${JSON.stringify(trims)}\n`);
+    expect(trims?.trims).toBe(2);
+    expect(trims?.largest).toMatchObject({ field: 'hookSpecificOutput.additionalContext', sentChars: 15_000 });
+    expect(trims?.largest?.keptChars).toBeLessThan(OUTPUT_CAP_CHARS);
   }, 240_000);
 });
 
