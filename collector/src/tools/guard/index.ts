@@ -35,7 +35,8 @@ Options:
   --shell <path>       shell for a one-argument command line (default /bin/sh)
   --install [file]     wrap every command hook of a settings file (default .claude/settings.json); keeps a backup
   --uninstall [file]   unwrap them again
-  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch)
+  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch);
+                       --budget and --report given with --install are written into every wrapped command
   -h, --help           this help
 `;
 
@@ -102,6 +103,7 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
         mode: values.install ? 'install' : 'uninstall',
         prefix: values.command,
         budget: values.budget === undefined ? undefined : budget,
+        report: values.report === undefined ? undefined : (await import('./report.ts')).logsUrl(values.report).replace(/\/v1\/logs$/, ''),
       });
       await io.stdout(message);
       return { code: 0 };

@@ -47,6 +47,9 @@ describe('hookwatch guard --install', () => {
   it('shell-quotes so that unquoting gives the original back', () => {
     for (const s of ['plain', `it's "quoted" $HOME | x`, "''", 'a\nb']) expect(shellUnquote(shellQuote(s))).toBe(s);
     expect(unwrapCommand(wrapCommand('echo hi', 'hookwatch guard', 9000))).toBe('echo hi');
+    const reporting = wrapCommand('echo "$X"', 'hookwatch guard', 9000, 'http://hookwatch:4318');
+    expect(reporting).toBe(`hookwatch guard --budget 9000 --report http://hookwatch:4318 -- 'echo "$X"'`);
+    expect(unwrapCommand(reporting)).toBe('echo "$X"');
     expect(unwrapCommand('echo guard')).toBeUndefined();
   });
 

@@ -16,6 +16,8 @@ export interface InstallOptions {
   /** How a hook calls the guard, e.g. `hookwatch guard`; default: this node running this hookwatch. */
   prefix: string | undefined;
   budget: number | undefined;
+  /** Written into each wrapped command as --report, when given. */
+  report: string | undefined;
 }
 
 /** A plain word passes through the shell unchanged; anything else is single-quoted. */
@@ -37,7 +39,7 @@ export function defaultGuardPrefix(): string {
 }
 
 /** Marks a wrapped command: everything after it is the original command line, shell-quoted as one word. */
-const WRAP = / guard(?: --budget \d+)? -- /;
+const WRAP = / guard(?: --budget \d+)?(?: --report \S+)? -- /;
 
 /** The original command of a command wrapped by the guard, or undefined when `command` is not wrapped. */
 export function unwrapCommand(command: string): string | undefined {
@@ -47,9 +49,9 @@ export function unwrapCommand(command: string): string | undefined {
 }
 
 /** Wraps one command line (already wrapped ones are left as they are). */
-export function wrapCommand(command: string, prefix: string, budget: number | undefined): string {
+export function wrapCommand(command: string, prefix: string, budget: number | undefined, report?: string): string {
   if (unwrapCommand(command) !== undefined) return command;
-  return `${prefix}${budget === undefined ? '' : ` --budget ${budget}`} -- ${shellQuote(command)}`;
+  return `${prefix}${budget === undefined ? '' : ` --budget ${budget}`}${report === undefined ? '' : ` --report ${shellQuote(report)}`} -- ${shellQuote(command)}`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -80,7 +82,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
         for (const hook of group.hooks as Record<string, unknown>[]) {
           if (hook.type !== 'command' || typeof hook.command !== 'string') continue;
           total++;
-          const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget) : (unwrapCommand(hook.command) ?? hook.command);
+          const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget, options.report) : (unwrapCommand(hook.command) ?? hook.command);
           if (next !== hook.command) {
             hook.command = next;
             changed++;
