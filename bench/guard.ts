@@ -7,7 +7,7 @@
  * a 15,000-character output, the case the guard exists for. The bin enables Node's compile cache, so after the
  * warm-up run the TypeScript sources are not stripped again; `main.ts` as the entry pays for the stripper.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +32,23 @@ function timeRun(file: string, args: readonly string[], env: NodeJS.ProcessEnv):
   });
 }
 
+/** Seconds as `times` prints them: `0m1.230000s`. */
+function timesSeconds(text: string): number {
+  const m = /^(\d+)m([\d.]+)s$/.exec(text.trim());
+  return m ? Number(m[1]) * 60 + Number(m[2]) : Number.NaN;
+}
+
+/**
+ * CPU time (user + system) per run of `command`, over `runs` runs in one shell: the shell's `times` builtin
+ * reports what its finished children used. Unlike wall time this barely moves with the load of other work.
+ */
+function cpuMsPerRun(command: readonly string[], runs: number, env: NodeJS.ProcessEnv): number {
+  const quoted = command.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const out = execFileSync('/bin/sh', ['-c', `i=0; while [ $i -lt ${runs} ]; do printf '{}' | ${quoted} >/dev/null; i=$((i+1)); done; times`], { env, encoding: 'utf8' });
+  const [user, system] = (out.trim().split('\n')[1] ?? '').split(/\s+/);
+  return ((timesSeconds(user ?? '') + timesSeconds(system ?? '')) * 1000) / runs;
+}
+
 export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const rounds = opts.quick ? 15 : 200;
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-guard-'));
@@ -53,6 +70,12 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+  const cpuRuns = opts.quick ? 20 : 100;
+  const cpu = {
+    node: cpuMsPerRun([process.execPath, '-e', '0'], cpuRuns, env),
+    bin: cpuMsPerRun([process.execPath, BIN, 'guard', '--', ...small], cpuRuns, env),
+    main: cpuMsPerRun([process.execPath, MAIN, 'guard', '--', ...small], cpuRuns, env),
+  };
   const notes = `${rounds} interleaved rounds; wall time spawn to exit; Node ${process.versions.node}`;
   const figures: BenchResult[] = [];
   for (const p of [50, 99]) {
@@ -63,6 +86,11 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
       result(`guard trimming 15,000 chars: p${p}`, percentile(samples.binLarge, p), 'ms', 'bare command', percentile(samples.bareLarge, p), `${notes}; output trimmed to 9,500 and saved to a file; added ${(percentile(samples.binLarge, p) - percentile(samples.bareLarge, p)).toFixed(1)} ms`),
     );
   }
+  const cpuNotes = `user + system CPU of the whole run (guard and command), mean over ${cpuRuns} runs, from the shell's times`;
+  figures.push(
+    result('guard (bin) CPU per run', cpu.bin, 'ms', 'node -e 0', cpu.node, `${cpuNotes}; the guard's own share: ${(cpu.bin - cpu.node).toFixed(1)} ms`),
+    result('guard (main.ts) CPU per run', cpu.main, 'ms', 'node -e 0', cpu.node, `${cpuNotes}; main.ts as the entry is type-stripped before the compile cache is on`),
+  );
   return figures;
 }
 

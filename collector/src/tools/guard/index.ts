@@ -5,7 +5,6 @@ import type { Readable } from 'node:stream';
 
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
-import { hookIdentity } from './hook-identity.ts';
 import { runGuarded } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimText } from './trim.ts';
 import type { GuardField, Trimmed } from './trim.ts';
@@ -178,7 +177,9 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     trimmed = guarded.trimmed;
   }
   if (trimmed.length > 0 && options.report !== undefined) {
+    // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
+    const { hookIdentity } = await import('./hook-identity.ts');
     reportInBackground(options.report, { ...hookIdentity(result.input), trims: trimmed.map(({ field, sentChars, keptChars }) => ({ field, sentChars, keptChars })) });
   }
   return ended;
