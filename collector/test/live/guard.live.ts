@@ -144,6 +144,64 @@ describe('hookwatch guard with the real Claude Code', () => {
   }, 240_000);
 });
 
+describe('a guarded hook that Claude Code times out', () => {
+  it('is stopped with the guard: the command does not outlive the timeout, and Claude Code reports it cancelled', async () => {
+    const own = await startTestService();
+    try {
+      const project = join(scratch.dir, 'timeout-project');
+      const home = join(scratch.dir, 'timeout-home');
+      const pidFile = join(scratch.dir, 'hook.pid');
+      await mkdir(join(project, '.claude'), { recursive: true });
+      await mkdir(home, { recursive: true });
+      const command = `echo $$ > '${pidFile}'; exec sleep 120`;
+      await writeFile(join(project, '.claude', 'settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command, timeout: 2 }] }] } }));
+      const exit = await runGuard(['--install', '.claude/settings.json'], {
+        stdin: process.stdin,
+        stdout: () => Promise.resolve(),
+        stderr: () => undefined,
+        env: process.env,
+        cwd: project,
+      });
+      expect(exit).toEqual({ code: 0 });
+      const env: NodeJS.ProcessEnv = {
+        PATH: process.env.PATH,
+        HOME: home,
+        ANTHROPIC_API_KEY: 'sk-ant-fake-000',
+        ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
+        CLAUDE_CODE_MAX_RETRIES: '0',
+        CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+        OTEL_LOGS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_ENDPOINT: own.otlpHttpUrl,
+        OTEL_LOGS_EXPORT_INTERVAL: '500',
+      };
+      await run(claude, ['-p', 'hi'], { cwd: project, env, timeout: 120_000 }).catch((error: unknown) => error);
+      const pid = Number((await readFile(pidFile, 'utf8')).trim());
+      expect(pid).toBeGreaterThan(0);
+      let alive = true;
+      for (let i = 0; i < 100 && alive; i++) {
+        try {
+          process.kill(pid, 0);
+          await new Promise((r) => setTimeout(r, 100));
+        } catch {
+          alive = false;
+        }
+      }
+      expect(alive, 'the hook command outlived Claude Code\'s timeout').toBe(false);
+      const deadline = Date.now() + 60_000;
+      let cancelled = 0;
+      while (Date.now() < deadline && cancelled === 0) {
+        const { body } = await getJson<HooksResponse>(own.httpUrl, '/api/v1/hooks');
+        cancelled = body.hooks.find((h) => h.hookName === 'SessionStart:startup')?.cancelled ?? 0;
+        if (cancelled === 0) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(cancelled).toBe(1);
+    } finally {
+      await own.close();
+    }
+  }, 240_000);
+});
+
 async function waitForFigures(base: string): Promise<Figures> {
   const deadline = Date.now() + 60_000;
   for (;;) {
