@@ -22,6 +22,7 @@ export class StdoutCapture {
   private chars = 0;
   private fd: number | undefined;
   private path: string | undefined;
+  private spillFailed = false;
   private readonly spillBytes: number;
   private readonly headChars: number;
   private readonly spillPath: () => string;
@@ -42,9 +43,15 @@ export class StdoutCapture {
     }
     this.chunks.push(chunk);
     this.bytes += chunk.length;
-    if (this.bytes > this.spillBytes) {
-      this.path = this.spillPath();
-      this.fd = openSync(this.path, 'wx', 0o600);
+    if (this.bytes > this.spillBytes && !this.spillFailed) {
+      try {
+        this.path = this.spillPath();
+        this.fd = openSync(this.path, 'wx', 0o600);
+      } catch {
+        // Nowhere to put it: keep it in memory, as Claude Code itself would, rather than lose the hook's output.
+        this.spillFailed = true;
+        return;
+      }
       for (const kept of this.chunks) writeSync(this.fd, kept);
       this.chunks = [];
     }

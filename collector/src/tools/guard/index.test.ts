@@ -123,6 +123,17 @@ describe('hookwatch guard', () => {
     expect(noDash.stderr).toContain('put the hook command after "--"');
   });
 
+  it('passes the output through unchanged when the full output cannot be saved, rather than point at nothing', async () => {
+    const blocker = join(dir, 'not-a-folder');
+    await writeFile(blocker, 'x');
+    const ran = await guard(['--dir', join(blocker, 'sub'), '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' q`]);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout.toString()).toBe('q'.repeat(12_000));
+    expect(ran.stderr).toContain('cannot save the full output');
+    const spilled = await guard(['--dir', join(blocker, 'sub'), '--', '/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' q`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    expect(spilled.stdout.length).toBe(3_000_000);
+  });
+
   it('streams an output far larger than memory holds to a file and still delivers its front', async () => {
     const ran = await guard(['--', `head -c 20000000 /dev/zero | tr '\\0' 'a'`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     const out = ran.stdout.toString();

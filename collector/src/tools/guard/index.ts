@@ -28,7 +28,7 @@ One argument after -- is a command line run by the shell (as in a settings file)
 Options:
   --budget <chars>     largest output string kept, in UTF-16 code units (default ${DEFAULT_GUARD_BUDGET}; HOOKWATCH_GUARD_BUDGET)
   --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
-  --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard; HOOKWATCH_GUARD_DIR)
+  --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook
   --shell <path>       shell for a one-argument command line (default /bin/sh)
@@ -58,6 +58,11 @@ interface GuardOptions {
   dir: string;
   report: string | undefined;
   shell: string;
+}
+
+/** `$TMPDIR/hookwatch-guard-<uid>`: one folder per user, so a shared /tmp never mixes users' hook output. */
+function defaultDir(): string {
+  return join(tmpdir(), `hookwatch-guard-${process.getuid?.() ?? 'user'}`);
 }
 
 function safeName(s: string): string {
@@ -117,7 +122,7 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
     options = {
       budget,
       timeoutMs: values.timeout === undefined ? undefined : parseWholeNumber('timeout', values.timeout, 1) * 1000,
-      dir: values.dir ?? (io.env.HOOKWATCH_GUARD_DIR || join(tmpdir(), 'hookwatch-guard')),
+      dir: values.dir ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir()),
       report,
       shell: values.shell,
     };
@@ -131,13 +136,9 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
 
 async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {
   const stamp = `${Date.now()}-${process.pid}`;
-  let dirReady = false;
-  const pathFor = (field: GuardField | 'spill'): string => {
-    if (!dirReady) {
-      mkdirSync(options.dir, { recursive: true, mode: 0o700 });
-      dirReady = true;
-    }
-    return join(options.dir, `${stamp}-${safeName(field)}.txt`);
+  const pathFor = (field: GuardField | 'spill'): string => join(options.dir, `${stamp}-${safeName(field)}.txt`);
+  const ensureDir = (): void => {
+    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
   };
   const result = await runGuarded({
     command,
@@ -146,7 +147,10 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     timeoutMs: options.timeoutMs,
     spillBytes: Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES,
     headChars: options.budget,
-    spillPath: () => pathFor('spill'),
+    spillPath: () => {
+      ensureDir();
+      return pathFor('spill');
+    },
   });
   if (result.spawnError !== undefined) {
     io.stderr(`hookwatch guard: cannot run ${command[0] ?? ''}: ${result.spawnError}\n`);
@@ -172,7 +176,16 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];
   } else {
     const guarded = guardStdout(captured.text, options.budget, pathFor);
-    for (const cut of guarded.trimmed) writeFileSync(pathFor(cut.field), cut.full, { mode: 0o600 });
+    try {
+      if (guarded.trimmed.length > 0) ensureDir();
+      // 'wx': a new file only, never through a link someone else left in the folder.
+      for (const cut of guarded.trimmed) writeFileSync(pathFor(cut.field), cut.full, { mode: 0o600, flag: 'wx' });
+    } catch (error) {
+      // A pointer to a file that is not there helps nobody: deliver what Claude Code would have got without the guard.
+      io.stderr(`hookwatch guard: cannot save the full output in ${options.dir} (${(error as Error).message}); output passed through unchanged\n`);
+      await io.stdout(captured.bytes);
+      return ended;
+    }
     await io.stdout(guarded.replacement ?? captured.bytes);
     trimmed = guarded.trimmed;
   }
