@@ -47,6 +47,42 @@ afterAll(async () => {
   scratch?.cleanup();
 });
 
+/** `hookwatch guard --install` on the project's settings, as a user would run it; returns what it printed. */
+async function installIn(project: string): Promise<string> {
+  const printed: string[] = [];
+  const exit = await runGuard(['--install'], {
+    stdin: process.stdin,
+    stdout: (data) => {
+      printed.push(data.toString());
+      return Promise.resolve();
+    },
+    stderr: (s) => printed.push(s),
+    env: process.env,
+    cwd: project,
+  });
+  expect(exit, printed.join('')).toEqual({ code: 0 });
+  return printed.join('');
+}
+
+/** `claude -p hi` offline in `project`, exporting its telemetry to `otlp`; its failing API call is expected. */
+async function runClaude(project: string, home: string, otlp: string, extra: NodeJS.ProcessEnv): Promise<void> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: home,
+    ANTHROPIC_API_KEY: 'sk-ant-fake-000',
+    // Nothing listens on port 9: the API call fails after the SessionStart hooks ran and were exported.
+    ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
+    CLAUDE_CODE_MAX_RETRIES: '0',
+    CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+    OTEL_LOGS_EXPORTER: 'otlp',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
+    OTEL_LOGS_EXPORT_INTERVAL: '500',
+    ...extra,
+  };
+  await run(claude, ['-p', 'hi'], { cwd: project, env, timeout: 120_000 }).catch((error: unknown) => error);
+}
+
 interface Figures {
   outputsPersisted: number;
   additionalContextChars: number | null;
@@ -66,37 +102,12 @@ describe('hookwatch guard with the real Claude Code', () => {
     const hook = (name: string): { type: string; command: string } => ({ type: 'command', command: `"$CLAUDE_PROJECT_DIR"/.claude/hooks/${name}` });
     await writeFile(join(project, '.claude', 'settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [hook('context.sh'), hook('plain.sh')] }] } }, null, 2));
 
-    const installed: string[] = [];
-    const exit = await runGuard(['--install'], {
-      stdin: process.stdin,
-      stdout: (data) => {
-        installed.push(data.toString());
-        return Promise.resolve();
-      },
-      stderr: (s) => installed.push(s),
-      env: process.env,
-      cwd: project,
-    });
-    expect(exit, installed.join('')).toEqual({ code: 0 });
-    expect(installed.join('')).toContain('wrapped 2 of 2');
-
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: home,
-      ANTHROPIC_API_KEY: 'sk-ant-fake-000',
-      // Nothing listens on port 9: the API call fails after the SessionStart hooks ran and were exported.
-      ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-      CLAUDE_CODE_ENABLE_TELEMETRY: '1',
-      OTEL_LOGS_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_EXPORTER_OTLP_ENDPOINT: service.otlpHttpUrl,
-      OTEL_LOGS_EXPORT_INTERVAL: '500',
+    expect(await installIn(project)).toContain('wrapped 2 of 2');
+    await runClaude(project, home, service.otlpHttpUrl, {
       HOOKWATCH_GUARD_DIR: guardDir,
       // Claude Code passes its environment on to hooks: the guard reports each trim to the same hookwatch.
       HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl,
-    };
-    await run(claude, ['-p', 'hi'], { cwd: project, env, timeout: 120_000 }).catch((error: unknown) => error);
+    });
 
     const figures = await waitForFigures(service.httpUrl);
     // Logged so a run shows the numbers, not only pass/fail.
@@ -155,27 +166,8 @@ describe('a guarded hook that Claude Code times out', () => {
       await mkdir(home, { recursive: true });
       const command = `echo $$ > '${pidFile}'; exec sleep 120`;
       await writeFile(join(project, '.claude', 'settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command, timeout: 2 }] }] } }));
-      const exit = await runGuard(['--install', '.claude/settings.json'], {
-        stdin: process.stdin,
-        stdout: () => Promise.resolve(),
-        stderr: () => undefined,
-        env: process.env,
-        cwd: project,
-      });
-      expect(exit).toEqual({ code: 0 });
-      const env: NodeJS.ProcessEnv = {
-        PATH: process.env.PATH,
-        HOME: home,
-        ANTHROPIC_API_KEY: 'sk-ant-fake-000',
-        ANTHROPIC_BASE_URL: 'http://127.0.0.1:9',
-        CLAUDE_CODE_MAX_RETRIES: '0',
-        CLAUDE_CODE_ENABLE_TELEMETRY: '1',
-        OTEL_LOGS_EXPORTER: 'otlp',
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_EXPORTER_OTLP_ENDPOINT: own.otlpHttpUrl,
-        OTEL_LOGS_EXPORT_INTERVAL: '500',
-      };
-      await run(claude, ['-p', 'hi'], { cwd: project, env, timeout: 120_000 }).catch((error: unknown) => error);
+      expect(await installIn(project)).toContain('wrapped 1 of 1');
+      await runClaude(project, home, own.otlpHttpUrl, {});
       const pid = Number((await readFile(pidFile, 'utf8')).trim());
       expect(pid).toBeGreaterThan(0);
       let alive = true;
