@@ -8,5 +8,14 @@ if (problem) {
   console.error(problem);
   process.exit(1);
 }
+// Node caches the compiled (and type-stripped) sources on disk: a hook command that starts on every tool
+// call then skips most of its startup. Failure to cache (read-only tmp) only costs speed.
+const { enableCompileCache } = await import('node:module');
+enableCompileCache?.();
+// `guard` runs as a hook command on every tool call: go straight to it without loading the service.
+if (process.argv[2] === 'guard') {
+  const { guardMain } = await import('../src/tools/guard/main.ts');
+  await guardMain(process.argv.slice(3));
+}
 const { main } = await import('../src/main.ts');
 process.exit(await main(process.argv.slice(2)));

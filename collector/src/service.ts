@@ -18,6 +18,7 @@ import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
 import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
+import { createGuardTrimsRouter } from './api/guard-trims.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
 import { createAlertsRouter } from './api/alerts.ts';
 import { alertingFamilies } from './alerting/metrics.ts';
@@ -120,6 +121,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
+  app.use(createGuardTrimsRouter({ store, now }));
   app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);

@@ -4,6 +4,7 @@
  */
 import { extractHookEvents } from '../hooks/extract.ts';
 import { extractTranscriptFindings } from '../hooks/transcript-findings.ts';
+import { extractGuardTrims } from '../hooks/guard-trim.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
 import type { Privacy } from '../privacy/index.ts';
@@ -64,16 +65,19 @@ export class HookIngest implements LogsConsumer {
     const x = extractHookEvents(req, { nearThreshold: this.opts.nearThreshold, dimensions: this.opts.dimensions, ...(this.opts.now ? { now: this.opts.now } : {}) });
     // Transcript findings go to their own table, never into telemetry's counts.
     const t = extractTranscriptFindings(req, this.opts.now);
+    // Outputs trimmed by hookwatch guard, likewise kept apart.
+    const guard = extractGuardTrims(req, this.opts.now);
     this.stats.batches++;
     this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
     this.stats.hookEvents += x.events.length;
-    this.stats.rejectedRecords += x.rejected + t.rejected;
-    this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected;
+    this.stats.rejectedRecords += x.rejected + t.rejected + guard.rejected;
+    this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected - guard.trims.length - guard.rejected;
     if (t.findings.length > 0) {
       const r = await this.storeWrite(() => this.opts.store.recordTranscriptFindings(t.findings));
       this.stats.transcriptFindings += r.inserted;
       this.stats.transcriptFindingDuplicates += r.duplicates;
     }
+    if (guard.trims.length > 0) await this.storeWrite(() => this.opts.store.recordGuardTrims(guard.trims));
     if (x.events.length > 0) {
       const privacy = this.opts.privacy;
       const events = privacy ? x.events.map((e) => privacy.apply(e)) : x.events;
@@ -82,9 +86,9 @@ export class HookIngest implements LogsConsumer {
       this.stats.duplicates += r.duplicates;
       if (r.inserted.length > 0) this.notify(r.inserted);
     }
-    const rejected = x.rejected + t.rejected;
+    const rejected = x.rejected + t.rejected + guard.rejected;
     if (rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
-    const problems = [...x.problems, ...t.problems];
+    const problems = [...x.problems, ...t.problems, ...guard.problems];
     const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
     return { rejected, message: `${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`, statuses: x.statuses };
   }

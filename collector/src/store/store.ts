@@ -7,6 +7,7 @@ import type { TranscriptCommandRow } from '../../../shared/src/transcript-api.ts
 import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import type { FindingsResult } from './transcript-findings.ts';
+import type { GuardTrim, GuardTrimStats } from './guard-trims.ts';
 
 export interface IngestResult {
   /** Events stored by this call. */
@@ -60,6 +61,10 @@ export interface Store {
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
   breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]>;
+  /** Commits outputs trimmed by `hookwatch guard`; resolves with how many were new (retries store nothing twice). */
+  recordGuardTrims(trims: GuardTrim[]): Promise<number>;
+  /** One hook's guard trims over a range, in buckets of q.stepMs. */
+  guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats>;
   /** Time of the newest event, or null. */
   lastEventMs(): Promise<number | null>;
   /** Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, in bounded batches. */

@@ -13,6 +13,7 @@ import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
 import { bucketLabel, chars, dateTime, day, num, pct, statusBadge } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastText } from '../forecast.ts';
+import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
 import { apiQuery, buildUrl, keptParams, rangeLabel } from '../state.ts';
 
@@ -232,12 +233,13 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         }
         throw err;
       }
-      const [series, daily, versions, dim] = await Promise.all([
+      const [series, daily, versions, dim, , guardTrims] = await Promise.all([
         api.series(hookId, q, signal),
         dailySeries(hookId, q.to ?? 'now', state.filters, signal),
         api.breakdown(hookId, { ...q, dimension: 'service.version' }, signal),
         api.breakdown(hookId, { ...q, dimension: by }, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
         commands.refresh(hookId, q, signal),
+        loadGuardTrims(hookId, q, signal),
       ]);
       const hk = detail.hook;
       document.title = `${hk.hookName} · hookwatch`;
@@ -258,8 +260,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
           h('div', { class: 'kpi-value' }, forecast?.crossesAtMs ? day(forecast.crossesAtMs) : forecastText(forecast, latest)),
           forecast?.crossesAtMs ? h('div', { class: 'kpi-note' }, `in ${forecastText(forecast, latest)}`) : null),
         h('div', { class: 'kpi', 'data-kpi': 'size-unknown' }, h('div', { class: 'kpi-label' }, 'Without size data'), h('div', { class: 'kpi-value' }, num(hk.sizeUnknownExecutions))),
+        guardTrimsKpi(guardTrims),
       );
       const c1 = cliffChart(series);
+      addGuardTrimsToCliff(c1.config, series, guardTrims);
       cliff.render(c1.config, c1.summary, c1.table);
       const c2 = deliveryChart(series);
       delivery.render(c2.config, c2.summary, c2.table);

@@ -15,6 +15,7 @@ import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TAB
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
+import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -31,6 +32,8 @@ export interface PostgresStoreOptions {
 
 /** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
 const MIGRATION_LOCK_KEY = 0x686f6f6b77;
+
+const GUARD_SQL = guardTrimSql((n) => `$${n}`);
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
@@ -53,6 +56,8 @@ export const MIGRATIONS: readonly string[] = [
   timeOrderedKeysDdl({ nowMs: '(EXTRACT(EPOCH FROM now()) * 1000)::bigint', greatest: 'GREATEST' }),
   // 4: transcript findings, apart from telemetry.
   transcriptFindingsDdl('BIGINT'),
+  // 5: outputs trimmed by hookwatch guard.
+  guardTrimsDdl('BIGINT'),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -342,6 +347,24 @@ export class PostgresStore implements Store {
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
+  async recordGuardTrims(trims: GuardTrim[]): Promise<number> {
+    if (trims.length === 0) return 0;
+    // One statement, so the whole batch commits (or fails) at once before the OTLP 200.
+    const sql = guardTrimSql((n) => `$${n}`, trims.length).insert;
+    try {
+      const r = await this.pool.query(sql, trims.flatMap(guardTrimValues));
+      return r.rowCount ?? 0;
+    } catch (err) {
+      throw this.classify(err, 'store write failed');
+    }
+  }
+
+  async guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats> {
+    const params = [hookId, q.fromMs, q.toMs];
+    const [buckets, largest] = await Promise.all([this.query(GUARD_SQL.buckets, [...params, q.stepMs]), this.query(GUARD_SQL.largest, params)]);
+    return guardTrimStats(buckets, largest);
+  }
+
   async lastEventMs(): Promise<number | null> {
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];
@@ -363,6 +386,7 @@ export class PostgresStore implements Store {
       }
     };
     result.events = await batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
+    result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBeforeMs);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     result.rollups += await rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);

@@ -12,6 +12,7 @@ import { Statements, inTransaction, openSqlite } from './database.ts';
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
+import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface SqliteStoreOptions {
@@ -28,7 +29,12 @@ export const MIGRATIONS: readonly string[] = [
   timeOrderedKeysDdl({ nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", greatest: 'MAX' }),
   // 3: transcript findings, apart from telemetry.
   transcriptFindingsDdl('INTEGER'),
+  // 4: outputs trimmed by hookwatch guard.
+  guardTrimsDdl('INTEGER'),
 ];
+
+// Numbered, because the step appears twice and before the range in the bucket query.
+const GUARD_SQL = guardTrimSql((n) => `?${n}`);
 
 /** Cached closed segments at most (a 30-day view needs about five). */
 const CLOSED_SEGMENT_CACHE_SIZE = 512;
@@ -290,6 +296,26 @@ export class SqliteStore implements Store {
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
+  async recordGuardTrims(trims: GuardTrim[]): Promise<number> {
+    if (trims.length === 0) return 0;
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    try {
+      return inTransaction(this.db, () => {
+        let inserted = 0;
+        for (const t of trims) inserted += Number(this.sql.get(GUARD_SQL.insert).run(...guardTrimValues(t)).changes);
+        return inserted;
+      });
+    } catch (err) {
+      throw classify(err);
+    }
+  }
+
+  async guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats> {
+    const params = [hookId, q.fromMs, q.toMs];
+    const buckets = this.sql.get(GUARD_SQL.buckets).all(...params, q.stepMs) as Record<string, unknown>[];
+    return guardTrimStats(buckets, this.sql.get(GUARD_SQL.largest).all(...params) as Record<string, unknown>[]);
+  }
+
   async lastEventMs(): Promise<number | null> {
     const r = this.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get() as { t: number | null };
     return r.t === null ? null : Number(r.t);
@@ -306,6 +332,7 @@ export class SqliteStore implements Store {
       }
     };
     result.events = batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
+    result.events += batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
     const key = '(hook_id, bucket, service_name, service_version)';
     const rollups = (t: string, before: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE bucket < ? LIMIT 5000)`, before);
     result.rollups += rollups(ROLLUP_TABLES.minute, eventsBeforeMs);

@@ -1,5 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatCount, plural, renderTable } from '../common/format.ts';
+import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
 import type { HookRunResult } from './run-hook.ts';
 
@@ -111,6 +112,12 @@ function runText(hook: HookCheck): string {
   }
 }
 
+/** Until the hook itself is fixed, the guard turns the cliff into a ceiling: ~9,500 delivered instead of ~2,000. */
+function guardAdvice(fromSettings: boolean): string {
+  const how = fromSettings ? '"hookwatch guard --install <settings file>" wraps every command hook' : 'run it as "hookwatch guard -- <command>" in settings.json';
+  return `Until the hook is fixed: ${how}, so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview.\n`;
+}
+
 /** The human-readable report: a block per hook, then a verdict line. */
 export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   const showPreview = options.showOutput || options.showContent;
@@ -160,6 +167,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
     unmeasured > 0 ? `${plural(unmeasured, 'hook')} timed out or failed` : '',
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
+  if (over > 0) out.push(guardAdvice(hooks.some((h) => h.location !== undefined)));
   else out.push(`OK: ${plural(hooks.length, 'hook')} checked, every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}.\n`);
   return out.join('');
 }

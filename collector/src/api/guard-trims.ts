@@ -1,0 +1,46 @@
+/**
+ * GET /api/v1/hooks/:id/guard-trims: what `hookwatch guard` trimmed for one hook over a range (the largest
+ * trim's sent and delivered sizes, and per-bucket maxima aligned with the series buckets), for the hook page.
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
+import type { Store } from '../store/store.ts';
+import { ParamError, parseHookId, parseRange, parseStep } from './params.ts';
+
+export interface GuardTrimsApiOptions {
+  store: Store;
+  now?: () => number;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The guard trims route; mounted before the API router, whose /api catch-all answers 404. */
+export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
+  const now = opts.now ?? Date.now;
+  const router = express.Router();
+  router.get('/api/v1/hooks/:id/guard-trims', async (req, res) => {
+    const id = parseHookId(String(req.params['id']));
+    const q = req.query as Record<string, unknown>;
+    const range = parseRange(q, now());
+    const step = parseStep(q, range);
+    const stats = await opts.store.guardTrims(id, { ...range, stepMs: step * 1000 });
+    const body: GuardTrimsResponse = {
+      hookId: id,
+      from: iso(range.fromMs),
+      to: iso(range.toMs),
+      step,
+      trims: stats.trims,
+      largest: stats.largest === null ? null : { field: stats.largest.field, sentChars: stats.largest.sentChars, keptChars: stats.largest.keptChars, time: iso(stats.largest.timeMs) },
+      buckets: stats.buckets.map((b) => ({ start: iso(b.startMs), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
+    };
+    res.json(body);
+  });
+  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (err instanceof ParamError) {
+      res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
+      return;
+    }
+    next(err);
+  });
+  return router;
+}

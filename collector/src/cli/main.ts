@@ -1,0 +1,176 @@
+/**
+ * The hookwatch commands but `guard`: `serve` (default) runs the service; `config` prints the effective
+ * configuration with secrets redacted; `check` and `scan` measure hook output before it ships and in transcripts.
+ * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
+ */
+import { ConfigError, SETTINGS, flagName, loadConfig, toConfig } from '../config/index.ts';
+import { parseFlags } from './args.ts';
+import { renderConfig } from './config-output.ts';
+import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
+import { didYouMean } from './suggest.ts';
+import { ListenError } from '../net/listen-error.ts';
+import type { ToolIO } from '../tools/common/io.ts';
+import { HOOKWATCH_VERSION } from '../tools/common/version.ts';
+import { alertingSecrets } from '../alerting/config.ts';
+import { createLogger, urlPasswords } from '../telemetry/logger.ts';
+
+async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
+  const { startService } = await import('../service.ts');
+  const loaded = loadConfig({ flags, env });
+  const config = toConfig(loaded);
+  const secrets = [config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
+  const logger = createLogger({ level: config.log.level, secrets });
+  for (const warning of loaded.warnings) logger.warn(warning);
+  // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
+  // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
+  let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
+  let signals = 0;
+  const onSignal = (signal: string): void => {
+    signals++;
+    if (signals > 1 || !service) {
+      logger.warn(service ? 'second signal: exiting now' : 'signal during start: exiting now', { signal });
+      process.exit(1);
+    }
+    logger.info('shutting down', { signal });
+    const deadline = setTimeout(() => {
+      logger.error('shutdown took too long; exiting', { timeoutMs: config.shutdown.timeoutMs });
+      process.exit(1);
+    }, config.shutdown.timeoutMs);
+    deadline.unref();
+    service.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error('shutdown failed', { err });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    service = await startService(config, { logger });
+  } catch (err) {
+    // Nothing to drain: the caller reports the error and exits.
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    throw err;
+  }
+  logger.info('hookwatch started', {
+    otlpHttp: service.otlpHttpUrl,
+    otlpGrpc: service.otlpGrpcUrl,
+    forwardTo: service.forwarding?.exporter.description ?? null,
+    http: service.httpUrl,
+    store: service.store.kind,
+    configFile: loaded.file ?? null,
+  });
+  // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
+  const dashboard = `${config.alerting.externalUrl.replace(/\/+$/, '') || service.httpUrl}/`;
+  logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (http) or ${service.otlpGrpcUrl} (grpc)`, { dashboard });
+  return new Promise<number>(() => {});
+}
+
+const COMMAND_NAMES = COMMANDS.map((c) => c.name);
+
+/** A mistake on the command line: printed with a pointer to the command's help, exit status 2. */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** The message for a listener that could not bind: which setting, which variable and flag change it. */
+function listenErrorMessage(err: ListenError): string {
+  const s = SETTINGS.find((x) => x.key === err.setting);
+  const where = s ? ` (${[s.env, flagName(s.key)].filter(Boolean).join(', ')})` : '';
+  if (err.reason === 'in-use') return `${err.message}${where}: another process listens there; stop it or choose another address`;
+  if (err.reason === 'denied') return `${err.message}${where}: ports below 1024 need privileges; choose a port above 1024`;
+  return `${err.message}${where}`;
+}
+
+/** The process's own streams, environment and directory. */
+function processIO(): ToolIO {
+  return { stdout: (s: string) => void process.stdout.write(s), stderr: (s: string) => void process.stderr.write(s), env: process.env, cwd: process.cwd() };
+}
+
+/** Runs one command line; returns the exit status (`serve` runs until a signal). `io` lets tests run it in-process. */
+export async function runCommand(argv: readonly string[], io: ToolIO = processIO()): Promise<number> {
+  const first = argv[0];
+  let command = 'serve';
+  let args = argv;
+  if (first !== undefined && !first.startsWith('-')) {
+    if (!COMMAND_NAMES.includes(first)) {
+      io.stderr(`hookwatch: unknown command ${JSON.stringify(first)}${didYouMean(first, COMMAND_NAMES)}\nRun "hookwatch --help" for the commands.\n`);
+      return 2;
+    }
+    command = first;
+    args = argv.slice(1);
+  }
+  // "hookwatch --help" is the overview; "hookwatch serve --help" the command's own.
+  const helpFor = command === 'serve' && first !== 'serve' ? 'hookwatch' : command;
+  try {
+    if (command === 'guard') {
+      const { guardMain } = await import('../tools/guard/main.ts');
+      return await guardMain([...args]);
+    }
+    if (command === 'check') {
+      const { runCheck } = await import('../tools/check/index.ts');
+      return await runCheck([...args], io);
+    }
+    if (command === 'scan') {
+      const { runScan } = await import('../tools/scan/index.ts');
+      return await runScan([...args], io);
+    }
+    if (command === 'help') {
+      const topic = args[0];
+      if (topic === 'check' || topic === 'scan') return await runCommand([topic, '--help'], io);
+      if (topic === 'guard') {
+        const { runGuard } = await import('../tools/guard/index.ts');
+        const exit = await runGuard(['--help'], { stdin: process.stdin, stdout: async (data) => io.stdout(String(data)), stderr: io.stderr, env: io.env, cwd: io.cwd });
+        return 'code' in exit ? exit.code : 1;
+      }
+      if (topic !== undefined && !COMMAND_NAMES.includes(topic)) throw new UsageError(`unknown command ${JSON.stringify(topic)}${didYouMean(topic, COMMAND_NAMES)}`);
+      io.stdout(topic ? (commandHelp(topic) ?? globalHelp()) : globalHelp());
+      return 0;
+    }
+    const parsed = parseFlags(args, configFlagNames());
+    if (parsed.booleans.has('help')) {
+      io.stdout(helpFor === 'hookwatch' ? globalHelp() : (commandHelp(command) ?? globalHelp()));
+      return 0;
+    }
+    if (command === 'version' || parsed.booleans.has('version')) {
+      io.stdout(`hookwatch ${HOOKWATCH_VERSION} (Node.js ${process.versions.node})\n`);
+      return 0;
+    }
+    if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    const known = configFlagNames();
+    for (const name of Object.keys(parsed.flags)) {
+      if (!known.includes(name)) throw new UsageError(`unknown flag --${name}${didYouMean(name, known, '--')}`);
+    }
+    if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
+    if (command === 'config') {
+      const loaded = loadConfig({ flags: parsed.flags, env: io.env });
+      for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
+      io.stdout(renderConfig(loaded, parsed.booleans.has('json') ? 'json' : 'yaml'));
+      return 0;
+    }
+    return await serve(parsed.flags, io.env);
+  } catch (err) {
+    const hint = `Run "${helpFor === 'hookwatch' ? 'hookwatch' : `hookwatch ${helpFor}`} --help" for the flags.`;
+    if (err instanceof UsageError || (err instanceof Error && /^(flag|unknown flag) /.test(err.message))) {
+      io.stderr(`hookwatch: ${err.message}\n${hint}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      io.stderr(`hookwatch: configuration error: ${err.message}\n${/^flag /.test(err.message) ? `${hint}\n` : ''}`);
+      return 2;
+    }
+    if (err instanceof ListenError) {
+      io.stderr(`hookwatch: ${listenErrorMessage(err)}\n`);
+      return 1;
+    }
+    const e = err as NodeJS.ErrnoException;
+    io.stderr(`hookwatch: ${e.message ?? String(err)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,199 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { StdoutCapture } from './capture.ts';
+
+const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
+const INPUT = JSON.stringify({ session_id: 'sess-1', hook_event_name: 'SessionStart', source: 'startup', cwd: '/tmp' });
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-guard-test-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Ran {
+  stdout: Buffer;
+  stderr: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Runs `hookwatch guard` as Claude Code would: a real process, the hook input on stdin. */
+function guard(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; onStart?: (pid: number) => void } = {}): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: dir });
+    const out: Buffer[] = [];
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ stdout: Buffer.concat(out), stderr: err, code, signal }));
+    child.stdin.end(options.input ?? INPUT);
+    if (child.pid !== undefined) options.onStart?.(child.pid);
+  });
+}
+
+/** A node one-liner as the hook command (several argv words: run directly, no shell). */
+const nodeHook = (code: string): string[] => ['--', process.execPath, '-e', code];
+
+describe('hookwatch guard', () => {
+  it('passes output within budget through byte for byte, with stdin, cwd and environment of the hook', async () => {
+    const hook = `let s='';process.stdin.on('data',d=>s+=d).on('end',()=>{process.stdout.write(Buffer.from([0xef,0xbb,0xbf]));process.stdout.write(JSON.stringify({in:JSON.parse(s).hook_event_name,cwd:process.cwd(),env:process.env.MY_VAR})+'  \\r\\n')})`;
+    const ran = await guard(nodeHook(hook), { env: { MY_VAR: 'kept' } });
+    expect(ran.code).toBe(0);
+    const expected = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${JSON.stringify({ in: 'SessionStart', cwd: dir, env: 'kept' })}  \r\n`)]);
+    expect(ran.stdout.equals(expected)).toBe(true);
+  });
+
+  it('keeps the front of a 15,000-character plain stdout at the default budget and saves the whole of it', async () => {
+    const ran = await guard(['--', `for i in $(seq 1 1000); do printf 'line %05d of the hook\\n' $i; done | head -c 15000`]);
+    const out = ran.stdout.toString();
+    expect(ran.code).toBe(0);
+    expect(out.length).toBeLessThanOrEqual(9_500);
+    expect(out.length).toBeGreaterThan(9_000);
+    expect(out.startsWith('line 00001 of the hook\nline 00002')).toBe(true);
+    const pointer = /\n\[hookwatch guard: ([\d,]+) more characters left out; the full output is in (\S+)\]$/.exec(out);
+    expect(pointer).not.toBeNull();
+    const full = await readFile(pointer?.[2] ?? '', 'utf8');
+    expect(full.length).toBe(15_000);
+    expect(Number(pointer?.[1]?.replace(/,/g, ''))).toBe(15_000 - out.indexOf('\n[hookwatch guard:') - 1);
+    expect(full.startsWith(out.slice(0, out.indexOf('\n[hookwatch guard:')))).toBe(true);
+  });
+
+  it('trims the JSON fields separately and keeps valid JSON; --budget changes the budget', async () => {
+    const payload = { hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'c '.repeat(7_500) }, systemMessage: 'm '.repeat(2_000) };
+    const ran = await guard(['--budget', '3000', ...nodeHook(`process.stdout.write(${JSON.stringify(JSON.stringify(payload))})`)]);
+    const out = JSON.parse(ran.stdout.toString()) as typeof payload;
+    expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(3_000);
+    expect(out.hookSpecificOutput.additionalContext).toMatch(/left out; the full output is in .*hookSpecificOutput\.additionalContext\.txt\]$/);
+    expect(out.systemMessage.length).toBeLessThanOrEqual(3_000);
+    expect(out.hookSpecificOutput.hookEventName).toBe('SessionStart');
+  });
+
+  it('passes exit codes through unchanged, 2 included, with stderr and the untouched stdout of a failing hook', async () => {
+    for (const code of [0, 1, 2, 3, 42]) {
+      const ran = await guard(nodeHook(`process.stderr.write('why ${code}');process.stdout.write('x'.repeat(12000));process.exitCode=${code}`));
+      expect(ran.code).toBe(code);
+      expect(ran.stderr).toBe(`why ${code}`);
+      expect(ran.stdout.length).toBe(code === 0 ? ran.stdout.length : 12_000);
+      if (code === 0) expect(ran.stdout.length).toBeLessThanOrEqual(9_500);
+    }
+  });
+
+  it('dies by the same signal as the command, and passes a stop signal on to the command', async () => {
+    const killed = await guard(nodeHook(`process.kill(process.pid,'SIGKILL')`));
+    expect(killed.signal).toBe('SIGKILL');
+    const marker = join(dir, 'got-term');
+    const ready = join(dir, 'hook-ready');
+    let guardPid = 0;
+    const fs = `require('fs')`;
+    const pending = guard(nodeHook(`process.on('SIGTERM',()=>{${fs}.writeFileSync(${JSON.stringify(marker)},'1');process.exit(143)});${fs}.writeFileSync(${JSON.stringify(ready)},'1');setInterval(()=>{},1000)`), {
+      onStart: (pid) => (guardPid = pid),
+    });
+    // Once the hook runs, the guard is stopped the way Claude Code stops a hook on its timeout.
+    await waitFor(async () => (await stat(ready).then(() => true, () => false)) && guardPid > 0);
+    process.kill(guardPid, 'SIGTERM');
+    const ran = await pending;
+    expect(ran.code).toBe(143);
+    expect(await readFile(marker, 'utf8')).toBe('1');
+  });
+
+  it('--timeout stops a command that runs too long', async () => {
+    const ran = await guard(['--timeout', '1', ...nodeHook(`setInterval(()=>{},1000)`)]);
+    expect(ran.signal).toBe('SIGTERM');
+  });
+
+  it('reports a command that cannot start, and bad usage, with clear messages', async () => {
+    const missing = await guard(['--', join(dir, 'no-such-hook'), 'arg']);
+    expect(missing.code).toBe(127);
+    expect(missing.stderr).toContain('cannot run');
+    const usage = await guard(['--budget', 'lots', '--', 'true']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--budget: expected a whole number >= 500, got "lots"');
+    const noDash = await guard(['./hook.sh']);
+    expect(noDash.stderr).toContain('put the hook command after "--"');
+  });
+
+  it('passes the output through unchanged when the full output cannot be saved, rather than point at nothing', async () => {
+    const blocker = join(dir, 'not-a-folder');
+    await writeFile(blocker, 'x');
+    const ran = await guard(['--dir', join(blocker, 'sub'), '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' q`]);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout.toString()).toBe('q'.repeat(12_000));
+    expect(ran.stderr).toContain('cannot save the full output');
+    const spilled = await guard(['--dir', join(blocker, 'sub'), '--', '/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' q`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    expect(spilled.stdout.length).toBe(3_000_000);
+  });
+
+  it('streams an output far larger than memory holds to a file and still delivers its front', async () => {
+    const ran = await guard(['--', `head -c 20000000 /dev/zero | tr '\\0' 'a'`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    const out = ran.stdout.toString();
+    expect(out.length).toBeLessThanOrEqual(9_500);
+    expect(out).toContain('[hookwatch guard: 19,99');
+    const path = /the full output is in (\S+)\]$/.exec(out)?.[1] ?? '';
+    expect((await stat(path)).size).toBe(20_000_000);
+  });
+});
+
+describe('the guard start-up', () => {
+  it('loads no service code: no config schema, store, server, express, gRPC or exporter modules', async () => {
+    const trace = join(dir, 'loaded.txt');
+    const preload = join(dir, 'trace-loads.mjs');
+    await writeFile(
+      preload,
+      `import { registerHooks } from 'node:module';\nimport { appendFileSync } from 'node:fs';\nregisterHooks({ resolve(specifier, context, next) { const r = next(specifier, context); appendFileSync(${JSON.stringify(trace)}, r.url + '\\n'); return r; } });\n`,
+    );
+    const loaded = async (entry: string[]): Promise<string[]> => {
+      await writeFile(trace, '');
+      await new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--import', preload, ...entry, 'guard', '--', 'true'], { stdio: ['pipe', 'ignore', 'inherit'] });
+        child.on('error', reject);
+        child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`exit ${code}`))));
+        child.stdin.end(INPUT);
+      });
+      return (await readFile(trace, 'utf8')).split('\n').filter(Boolean);
+    };
+    for (const entry of [[BIN], [MAIN]]) {
+      const urls = await loaded(entry);
+      expect(urls.some((u) => u.includes('/tools/guard/index.ts'))).toBe(true);
+      const heavy = urls.filter((u) => /\/(store|receiver|api|alerting|forward|config|notify)\/|service\.ts|express|grpc|opentelemetry|node_modules\/yaml\//.test(u));
+      expect(heavy, entry.join(' ')).toEqual([]);
+    }
+  });
+});
+
+describe('StdoutCapture', () => {
+  it('holds only the head in memory once past the spill size, while counting every code unit', async () => {
+    const spill = join(dir, 'spill.txt');
+    const capture = new StdoutCapture({ spillBytes: 1024 * 1024, headChars: 9_500, spillPath: () => spill });
+    const chunk = Buffer.from('é😀abc'.repeat(10_000));
+    const before = process.memoryUsage().arrayBuffers;
+    for (let i = 0; i < 300; i++) capture.push(chunk);
+    const grown = process.memoryUsage().arrayBuffers - before;
+    const result = capture.finish();
+    expect(result.spilled).toBe(true);
+    if (!result.spilled) return;
+    expect(result.chars).toBe('é😀abc'.length * 10_000 * 300);
+    expect(result.head.length).toBe(9_500);
+    expect((await stat(spill)).size).toBe(chunk.length * 300);
+    // 300 chunks of 90 KB (27 MB) went through; what stays is bounded by the spill size.
+    expect(grown).toBeLessThan(8 * 1024 * 1024);
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('condition not met');
+}

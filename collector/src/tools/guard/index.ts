@@ -1,0 +1,199 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+
+import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { DEFAULT_SPILL_BYTES } from './capture.ts';
+import { runGuarded } from './run.ts';
+import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimText } from './trim.ts';
+import type { GuardField, Trimmed } from './trim.ts';
+
+const HELP = `Usage: hookwatch guard [options] -- <command> [args...]
+       hookwatch guard --install [.claude/settings.json] [--budget <chars>]
+       hookwatch guard --uninstall [.claude/settings.json]
+
+Runs a hook command exactly as Claude Code would (same stdin, environment, working directory; stderr and the
+exit code passed through) and keeps each output string within a budget before Claude Code measures it. Claude
+Code delivers up to 10,000 characters (UTF-16 code units) whole and replaces anything longer with a
+~2,000-character preview; the guard keeps the front of an over-budget string, cut at a line or word boundary,
+and ends it with one line saying how much was left out and which file holds the full output.
+
+Plain stdout is measured whole; with JSON output, additionalContext (top level and under hookSpecificOutput),
+systemMessage and initialUserMessage are trimmed separately and the rest is untouched. Output within budget,
+and the output of a command that exits non-zero, passes through byte for byte.
+
+One argument after -- is a command line run by the shell (as in a settings file); several are run directly.
+
+Options:
+  --budget <chars>     largest output string kept, in UTF-16 code units (default ${DEFAULT_GUARD_BUDGET}; HOOKWATCH_GUARD_BUDGET)
+  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
+  --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
+  --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
+                       HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook
+  --shell <path>       shell for a one-argument command line (default /bin/sh)
+  --install [file]     wrap every command hook of a settings file (default .claude/settings.json); keeps a backup
+  --uninstall [file]   unwrap them again
+  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch);
+                       --budget and --report given with --install are written into every wrapped command
+  -h, --help           this help
+`;
+
+/** How the guard process should end: with the command's exit code, or killed by the command's signal. */
+export type GuardExit = { code: number } | { signal: NodeJS.Signals };
+
+/** The process pieces the guard uses; tests pass their own. */
+export interface GuardIO {
+  stdin: Readable & { isTTY?: boolean };
+  stdout: (data: string | Buffer) => Promise<void>;
+  stderr: (s: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+/** Parsed options of a guarded run. */
+interface GuardOptions {
+  budget: number;
+  timeoutMs: number | undefined;
+  dir: string;
+  report: string | undefined;
+  shell: string;
+}
+
+/** `$TMPDIR/hookwatch-guard-<uid>`: one folder per user, so a shared /tmp never mixes users' hook output. */
+function defaultDir(): string {
+  return join(tmpdir(), `hookwatch-guard-${process.getuid?.() ?? 'user'}`);
+}
+
+function safeName(s: string): string {
+  return s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
+}
+
+/** `hookwatch guard`: runs a hook command and keeps its output strings within the budget. */
+export async function runGuard(argv: readonly string[], io: GuardIO): Promise<GuardExit> {
+  const split = argv.indexOf('--');
+  const own = split === -1 ? [...argv] : argv.slice(0, split);
+  const command = split === -1 ? [] : argv.slice(split + 1);
+  let options: GuardOptions;
+  try {
+    const { values, positionals } = parseToolArgs({
+      args: own,
+      allowPositionals: true,
+      options: {
+        budget: { type: 'string' },
+        timeout: { type: 'string' },
+        dir: { type: 'string' },
+        report: { type: 'string' },
+        shell: { type: 'string', default: '/bin/sh' },
+        install: { type: 'boolean', default: false },
+        uninstall: { type: 'boolean', default: false },
+        command: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+    if (values.help) {
+      await io.stdout(HELP);
+      return { code: 0 };
+    }
+    const rawBudget = values.budget ?? io.env.HOOKWATCH_GUARD_BUDGET;
+    const budget = rawBudget === undefined || rawBudget === '' ? DEFAULT_GUARD_BUDGET : parseWholeNumber('budget', rawBudget, MIN_GUARD_BUDGET);
+    if (values.install || values.uninstall) {
+      if (values.install && values.uninstall) throw new UsageError('give --install or --uninstall, not both');
+      if (command.length > 0 || positionals.length > 1) throw new UsageError('--install and --uninstall take one settings file, not a command');
+      const { installGuard } = await import('./install.ts');
+      const message = await installGuard({
+        settingsPath: positionals[0] ?? join('.claude', 'settings.json'),
+        cwd: io.cwd,
+        mode: values.install ? 'install' : 'uninstall',
+        prefix: values.command,
+        budget: values.budget === undefined ? undefined : budget,
+        report: values.report === undefined ? undefined : (await import('./report.ts')).logsUrl(values.report).replace(/\/v1\/logs$/, ''),
+      });
+      await io.stdout(message);
+      return { code: 0 };
+    }
+    if (positionals.length > 0) throw new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`);
+    if (command.length === 0) throw new UsageError('no command given (hookwatch guard -- <command> [args...])');
+    const report = values.report ?? (io.env.HOOKWATCH_GUARD_REPORT || undefined);
+    if (report !== undefined) {
+      const { logsUrl } = await import('./report.ts');
+      logsUrl(report);
+    }
+    options = {
+      budget,
+      timeoutMs: values.timeout === undefined ? undefined : parseWholeNumber('timeout', values.timeout, 1) * 1000,
+      dir: values.dir ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir()),
+      report,
+      shell: values.shell,
+    };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr(`hookwatch guard: ${message}\n${error instanceof UsageError ? 'Run "hookwatch guard --help" for usage.\n' : ''}`);
+    return { code: 2 };
+  }
+  return guardCommand(command, options, io);
+}
+
+async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {
+  const stamp = `${Date.now()}-${process.pid}`;
+  const pathFor = (field: GuardField | 'spill'): string => join(options.dir, `${stamp}-${safeName(field)}.txt`);
+  const ensureDir = (): void => {
+    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+  };
+  const result = await runGuarded({
+    command,
+    shell: options.shell,
+    stdin: io.stdin,
+    timeoutMs: options.timeoutMs,
+    spillBytes: Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES,
+    headChars: options.budget,
+    spillPath: () => {
+      ensureDir();
+      return pathFor('spill');
+    },
+  });
+  if (result.spawnError !== undefined) {
+    io.stderr(`hookwatch guard: cannot run ${command[0] ?? ''}: ${result.spawnError}\n`);
+    return { code: 127 };
+  }
+  const captured = result.stdout;
+  const ended: GuardExit = result.signal !== null ? { signal: result.signal } : { code: result.exitCode ?? 1 };
+  // Claude Code only measures (and only delivers) the stdout of a hook that exits 0: anything else passes as is.
+  if (result.exitCode !== 0) {
+    if (captured.spilled) {
+      const { createReadStream } = await import('node:fs');
+      for await (const chunk of createReadStream(captured.path)) await io.stdout(chunk as Buffer);
+    } else if (captured.bytes.length > 0) await io.stdout(captured.bytes);
+    return ended;
+  }
+  let trimmed: Trimmed[];
+  if (captured.spilled) {
+    // Too large to hold (or to be a JSON object worth parsing): measured whole as plain text, like Claude Code
+    // would; the spill file already holds the full output.
+    const cut = trimText(captured.head, options.budget, captured.path, captured.chars);
+    const text = cut?.text ?? captured.head;
+    await io.stdout(text);
+    trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];
+  } else {
+    const guarded = guardStdout(captured.text, options.budget, pathFor);
+    try {
+      if (guarded.trimmed.length > 0) ensureDir();
+      // 'wx': a new file only, never through a link someone else left in the folder.
+      for (const cut of guarded.trimmed) writeFileSync(pathFor(cut.field), cut.full, { mode: 0o600, flag: 'wx' });
+    } catch (error) {
+      // A pointer to a file that is not there helps nobody: deliver what Claude Code would have got without the guard.
+      io.stderr(`hookwatch guard: cannot save the full output in ${options.dir} (${(error as Error).message}); output passed through unchanged\n`);
+      await io.stdout(captured.bytes);
+      return ended;
+    }
+    await io.stdout(guarded.replacement ?? captured.bytes);
+    trimmed = guarded.trimmed;
+  }
+  if (trimmed.length > 0 && options.report !== undefined) {
+    // Loaded only when there is something to report: most runs trim nothing.
+    const { reportInBackground } = await import('./report.ts');
+    const { hookIdentity } = await import('./hook-identity.ts');
+    reportInBackground(options.report, { ...hookIdentity(result.input), trims: trimmed.map(({ field, sentChars, keptChars }) => ({ field, sentChars, keptChars })) });
+  }
+  return ended;
+}

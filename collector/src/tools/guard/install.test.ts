@@ -1,0 +1,122 @@
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { captureIO } from '../common/capture-io.ts';
+import { runCheck } from '../check/index.ts';
+import { runGuard } from './index.ts';
+import type { GuardIO } from './index.ts';
+import { BACKUP_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-guard-install-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function guardIO(cwd: string): GuardIO & { out: () => string; err: () => string } {
+  const captured = captureIO(cwd);
+  return {
+    stdin: process.stdin,
+    stdout: (data) => {
+      captured.io.stdout(data.toString());
+      return Promise.resolve();
+    },
+    stderr: captured.io.stderr,
+    env: captured.io.env,
+    cwd,
+    out: captured.stdout,
+    err: captured.stderr,
+  };
+}
+
+const SETTINGS = {
+  model: 'sonnet',
+  hooks: {
+    SessionStart: [{ matcher: 'startup', hooks: [{ type: 'command', command: 'cat "$CLAUDE_PROJECT_DIR/notes.md" | head -c 15000', timeout: 30 }] }],
+    PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: "echo 'it''s ok'" }, { type: 'prompt', prompt: 'judge' }] }],
+  },
+};
+
+describe('hookwatch guard --install', () => {
+  it('shell-quotes so that unquoting gives the original back', () => {
+    for (const s of ['plain', `it's "quoted" $HOME | x`, "''", 'a\nb']) expect(shellUnquote(shellQuote(s))).toBe(s);
+    expect(unwrapCommand(wrapCommand('echo hi', 'hookwatch guard', 9000))).toBe('echo hi');
+    const reporting = wrapCommand('echo "$X"', 'hookwatch guard', 9000, 'http://hookwatch:4318');
+    expect(reporting).toBe(`hookwatch guard --budget 9000 --report http://hookwatch:4318 -- 'echo "$X"'`);
+    expect(unwrapCommand(reporting)).toBe('echo "$X"');
+    expect(unwrapCommand('echo guard')).toBeUndefined();
+  });
+
+  it('wraps every command hook, keeps a backup, is idempotent, and --uninstall restores the commands', async () => {
+    const project = join(dir, 'project');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    const original = `${JSON.stringify(SETTINGS, null, 2)}\n`;
+    await writeFile(path, original);
+
+    const io = guardIO(project);
+    expect(await runGuard(['--install', '--command', 'hookwatch guard'], io)).toEqual({ code: 0 });
+    expect(io.out()).toContain('wrapped 2 of 2 command hook(s)');
+    const wrapped = JSON.parse(await readFile(path, 'utf8')) as typeof SETTINGS;
+    expect(wrapped.hooks.SessionStart[0]?.hooks[0]?.command).toBe(`hookwatch guard -- 'cat "$CLAUDE_PROJECT_DIR/notes.md" | head -c 15000'`);
+    expect(wrapped.hooks.SessionStart[0]?.hooks[0]?.timeout).toBe(30);
+    expect(wrapped.hooks.PreToolUse[0]?.hooks[1]).toEqual({ type: 'prompt', prompt: 'judge' });
+    expect(wrapped.model).toBe('sonnet');
+    expect(await readFile(`${path}${BACKUP_SUFFIX}`, 'utf8')).toBe(original);
+
+    const again = guardIO(project);
+    await runGuard(['--install', '--command', 'hookwatch guard'], again);
+    expect(again.out()).toContain('nothing to change');
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual(wrapped);
+
+    const undo = guardIO(project);
+    await runGuard(['--uninstall', '.claude/settings.json'], undo);
+    expect(undo.out()).toContain('unwrapped 2 of 2');
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual(SETTINGS);
+  });
+
+  it('a wrapped hook runs through the shell exactly like the original did', async () => {
+    const project = join(dir, 'shell');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    const command = `printf '%s|%s' "it's" "$CLAUDE_PROJECT_DIR"`;
+    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command }] }] } }));
+    await runGuard(['--install', path], guardIO(project));
+    const installed = (JSON.parse(await readFile(path, 'utf8')) as { hooks: { Stop: { hooks: { command: string }[] }[] } }).hooks.Stop[0]?.hooks[0]?.command ?? '';
+    expect(installed).toContain(' guard -- ');
+    const run = (cmd: string): Promise<string> =>
+      new Promise((resolve) => {
+        const child = spawn('/bin/sh', ['-c', cmd], { env: { ...process.env, CLAUDE_PROJECT_DIR: project }, stdio: ['pipe', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+        child.on('close', () => resolve(out));
+        child.stdin.end('{}');
+      });
+    expect(await run(installed)).toBe(await run(command));
+  });
+
+  it('names the problem in a settings file it cannot use', async () => {
+    const path = join(dir, 'bad.json');
+    await writeFile(path, '{"hooks": {"Stop": {}}}');
+    const io = guardIO(dir);
+    expect(await runGuard(['--install', path], io)).toEqual({ code: 2 });
+    expect(io.err()).toContain('hooks.Stop: expected an array of matcher groups');
+  });
+});
+
+describe('hookwatch check recommends the guard', () => {
+  it('when an output is over the cap', async () => {
+    const captured = captureIO(dir);
+    expect(await runCheck(['--', `head -c 12000 /dev/zero | tr '\\0' x`], captured.io)).toBe(1);
+    expect(captured.stdout()).toContain('Until the hook is fixed: run it as "hookwatch guard -- <command>"');
+    const fine = captureIO(dir);
+    await runCheck(['--', 'echo fine'], fine.io);
+    expect(fine.stdout()).not.toContain('hookwatch guard');
+  });
+});

@@ -1,0 +1,41 @@
+/**
+ * The guard's own entry point. A hook command runs on every tool call, so this path loads only the guard:
+ * no config schema, store, server or exporter code (the bench checks the added latency).
+ */
+import { constants } from 'node:os';
+
+import { runGuard } from './index.ts';
+import type { GuardExit, GuardIO } from './index.ts';
+
+/** The real process as the guard sees it. */
+export function processGuardIO(): GuardIO {
+  return {
+    stdin: process.stdin,
+    stdout: (data) => new Promise((resolve) => {
+      process.stdout.write(data, () => resolve());
+    }),
+    stderr: (s) => process.stderr.write(s),
+    env: process.env,
+    cwd: process.cwd(),
+  };
+}
+
+/** Ends this process the way the command ended: same exit code, or killed by the same signal. */
+export function exitLike(exit: GuardExit): never {
+  if ('signal' in exit) {
+    process.removeAllListeners(exit.signal);
+    process.kill(process.pid, exit.signal);
+    // A signal whose default action is not to terminate: fall back to the shell's convention.
+    process.exit(128 + (constants.signals[exit.signal] ?? 15));
+  }
+  process.exit(exit.code);
+}
+
+/** Runs `hookwatch guard <argv>` in this process and exits with the command's status. */
+export async function guardMain(argv: readonly string[]): Promise<never> {
+  return exitLike(await runGuard(argv, processGuardIO()));
+}
+
+if (import.meta.main) {
+  await guardMain(process.argv.slice(2));
+}

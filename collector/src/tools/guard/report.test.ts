@@ -1,0 +1,133 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import type { GuardTrimsResponse } from '../../../../shared/src/guard-trims.ts';
+import { getJson, postOtlp, startTestService } from '../../../test/helpers.ts';
+import type { TestService } from '../../../test/helpers.ts';
+import { hookId } from '../../hooks/extract.ts';
+
+const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
+const INPUT = JSON.stringify({ session_id: 'sess-report', hook_event_name: 'SessionStart', source: 'startup' });
+const HOOK = hookId('SessionStart', 'SessionStart:startup');
+
+let service: TestService;
+let dir: string;
+beforeAll(async () => {
+  service = await startTestService();
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-guard-report-'));
+});
+afterAll(async () => {
+  await service?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function guard(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env } });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout }));
+    child.stdin.end(INPUT);
+  });
+}
+
+async function trims(): Promise<GuardTrimsResponse> {
+  return (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${HOOK}/guard-trims?from=now-1h`)).body;
+}
+
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const value = await read();
+    if (done(value)) return value;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('timed out waiting');
+}
+
+describe('hookwatch guard --report', () => {
+  it('sends one record per trimmed output that hookwatch stores and serves for the hook', async () => {
+    const payload = JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'a '.repeat(7_500) }, systemMessage: 'b'.repeat(12_000) });
+    const ran = await guard(['--report', service.otlpHttpUrl, '--', process.execPath, '-e', `process.stdout.write(${JSON.stringify(payload)})`]);
+    expect(ran.code).toBe(0);
+    const body = await until(trims, (t) => t.trims >= 2);
+    expect(body.trims).toBe(2);
+    expect(body.largest?.field).toBe('hookSpecificOutput.additionalContext');
+    expect(body.largest?.sentChars).toBe(15_000);
+    expect(body.largest?.keptChars).toBeLessThanOrEqual(9_500);
+    expect(body.buckets.reduce((n, b) => n + b.trims, 0)).toBe(2);
+    expect(body.buckets.every((b) => b.maxKeptChars < 10_000 && b.maxSentChars > 10_000)).toBe(true);
+
+    // Output within budget sends nothing; HOOKWATCH_GUARD_REPORT works like --report.
+    await guard(['--', 'echo', 'small'], { HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl });
+    await guard(['--', '/bin/sh', '-c', `head -c 11000 /dev/zero | tr '\\0' x`], { HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl });
+    expect((await until(trims, (t) => t.trims >= 3)).trims).toBe(3);
+  });
+
+  it('does not hold the hook when the endpoint never answers', async () => {
+    let received = 0;
+    const hanging = createServer(() => {
+      received++;
+    });
+    await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
+    try {
+      const port = (hanging.address() as AddressInfo).port;
+      const ran = await guard(['--report', `http://127.0.0.1:${port}`, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' y`]);
+      // The guard has exited with the trimmed output; the report arrives afterwards from its own process.
+      expect(ran.code).toBe(0);
+      expect(ran.stdout.length).toBeLessThanOrEqual(9_500);
+      await until(async () => received, (n) => n > 0);
+    } finally {
+      hanging.closeAllConnections();
+      hanging.close();
+    }
+  });
+
+  it('authenticates with the OTLP headers Claude Code passes on to its hooks when hookwatch needs an ingest token', async () => {
+    const guarded = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'guard-secret' });
+    try {
+      const path = `/api/v1/hooks/${HOOK}/guard-trims?from=now-1h`;
+      const hook = ['--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' z`];
+      await guard(['--report', guarded.otlpHttpUrl, ...hook], { OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer guard-secret' });
+      const stored = await until(async () => (await getJson<GuardTrimsResponse>(guarded.httpUrl, path)).body, (t) => t.trims > 0);
+      expect(stored.trims).toBe(1);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('rejects a bad --report URL at once', async () => {
+    const ran = await guard(['--report', 'hookwatch:4318', '--', 'true']);
+    expect(ran.code).toBe(2);
+  });
+});
+
+describe('ingest of guard records', () => {
+  it('rejects a malformed record on its own with a message naming the problem', async () => {
+    const attrs = (field: string) => [
+      { key: 'event.name', value: { stringValue: 'hookwatch.guard_trim' } },
+      { key: 'hook_event', value: { stringValue: 'Stop' } },
+      { key: 'field', value: { stringValue: field } },
+      { key: 'sent_chars', value: { stringValue: '12000' } },
+      { key: 'kept_chars', value: { stringValue: '9500' } },
+    ];
+    const body = { resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ logRecords: [{ timeUnixNano: String(Date.now() * 1e6), attributes: attrs('stdout') }, { timeUnixNano: '1', attributes: attrs('stderr') }] }] }] };
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify(body), { 'content-type': 'application/json' });
+    expect(res.status).toBe(200);
+    const answer = JSON.parse(res.body.toString()) as { partialSuccess?: { rejectedLogRecords?: number | string; errorMessage?: string } };
+    expect(Number(answer.partialSuccess?.rejectedLogRecords)).toBe(1);
+    expect(answer.partialSuccess?.errorMessage).toContain('field "stderr" is not one of');
+    const stop = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hookId('Stop', 'Stop')}/guard-trims?from=now-1h`);
+    expect(stop.body.trims).toBe(1);
+    const bad = await getJson<{ error: { parameter: string } }>(service.httpUrl, `/api/v1/hooks/${HOOK}/guard-trims?step=7s`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.parameter).toBe('step');
+  });
+});

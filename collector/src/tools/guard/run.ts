@@ -1,0 +1,96 @@
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+
+import { StdoutCapture } from './capture.ts';
+import type { CapturedStdout } from './capture.ts';
+
+/** Hook input kept for naming the hook in reports; Claude Code's input JSON is a few KB at most. */
+const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
+/** After SIGTERM on timeout, how long the command gets before SIGKILL. */
+const KILL_GRACE_MS = 1_000;
+/** Signals forwarded to the command: what a supervisor (Claude Code on a timeout, a terminal) sends to stop it. */
+const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/** How to run the wrapped command. */
+export interface GuardedRun {
+  /** argv of the command; one element is a command line for the shell, as in a settings file. */
+  command: readonly string[];
+  shell: string;
+  stdin: Readable & { isTTY?: boolean };
+  timeoutMs: number | undefined;
+  spillBytes: number;
+  headChars: number;
+  spillPath: () => string;
+}
+
+/** How the wrapped command ended. */
+export interface GuardedRunResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  stdout: CapturedStdout;
+  /** The first part of what arrived on stdin (the hook input JSON). */
+  input: string;
+  spawnError: string | undefined;
+}
+
+/**
+ * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
+ * its head kept), and its stdout captured. Stop signals sent to the guard are passed on to the command, so
+ * Claude Code's timeout still stops the hook.
+ */
+export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
+  return new Promise((resolve) => {
+    const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath });
+    const interactive = run.stdin.isTTY === true;
+    const [file, ...args] = run.command.length === 1 ? [run.shell, '-c', run.command[0] ?? ''] : run.command;
+    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'] });
+    const inputParts: Buffer[] = [];
+    let inputBytes = 0;
+    let timedOut = false;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+    const forward = (signal: NodeJS.Signals): void => {
+      child.kill(signal);
+    };
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+
+    const onInput = (chunk: Buffer): void => {
+      if (inputBytes >= MAX_INPUT_HEAD_BYTES) return;
+      inputParts.push(chunk);
+      inputBytes += chunk.length;
+    };
+    if (!interactive && child.stdin) {
+      // A command that does not read its input closes the pipe early: that is not an error of the hook.
+      child.stdin.on('error', () => undefined);
+      run.stdin.on('data', onInput);
+      run.stdin.pipe(child.stdin);
+    }
+
+    const settle = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: string): void => {
+      if (settled) return;
+      settled = true;
+      for (const timer of timers) clearTimeout(timer);
+      for (const sig of FORWARDED_SIGNALS) process.off(sig, forward);
+      run.stdin.off('data', onInput);
+      run.stdin.unpipe();
+      run.stdin.pause();
+      resolve({ exitCode, signal, timedOut, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
+    };
+
+    child.stdout?.on('data', (chunk: Buffer) => capture.push(chunk));
+    child.on('error', (error) => settle(null, null, error.message));
+    // 'close' waits for stdout to end too, so output written just before exit is kept.
+    child.on('close', (code, signal) => settle(code, signal));
+
+    if (run.timeoutMs !== undefined) {
+      timers.push(
+        setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGTERM');
+          timers.push(setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS));
+        }, run.timeoutMs),
+      );
+    }
+  });
+}

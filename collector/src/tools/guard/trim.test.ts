@@ -1,0 +1,130 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
+import { DEFAULT_GUARD_BUDGET, frontAtBoundary, guardStdout, pointerLine, trimText } from './trim.ts';
+import type { GuardField } from './trim.ts';
+
+const PATH = '/tmp/hookwatch-guard/full.txt';
+const pathFor = (field: GuardField): string => `/tmp/hookwatch-guard/${field}.txt`;
+
+function hasLoneSurrogate(s: string): boolean {
+  return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+}
+
+describe('trimText', () => {
+  it('leaves a string of exactly the budget alone and trims one more code unit', () => {
+    expect(trimText('a'.repeat(DEFAULT_GUARD_BUDGET), DEFAULT_GUARD_BUDGET, PATH)).toBeUndefined();
+    const cut = trimText('a'.repeat(DEFAULT_GUARD_BUDGET + 1), DEFAULT_GUARD_BUDGET, PATH);
+    expect(cut).toBeDefined();
+    expect(cut?.text.length).toBeLessThanOrEqual(DEFAULT_GUARD_BUDGET);
+    expect(cut?.text.endsWith(pointerLine(DEFAULT_GUARD_BUDGET + 1 - (cut?.keptFront.length ?? 0), PATH))).toBe(true);
+  });
+
+  it('counts UTF-16 code units: 4,750 emoji are exactly 9,500 and fit, one more does not', () => {
+    const emoji = '😀'.repeat(4_750);
+    expect(emoji.length).toBe(9_500);
+    expect(trimText(emoji, 9_500, PATH)).toBeUndefined();
+    const cut = trimText(`${emoji}😀`, 9_500, PATH);
+    expect(cut).toBeDefined();
+    expect(hasLoneSurrogate(cut?.text ?? '')).toBe(false);
+    expect((cut?.text.length ?? Infinity) <= 9_500).toBe(true);
+  });
+
+  it('never cuts an emoji in half at the edge, whatever the budget', () => {
+    const text = `x${'😀'.repeat(6_000)}`;
+    for (let budget = 1_000; budget < 1_010; budget++) {
+      const cut = trimText(text, budget, PATH);
+      expect(hasLoneSurrogate(cut?.text ?? '')).toBe(false);
+      expect(cut?.text.length).toBeLessThanOrEqual(budget);
+    }
+  });
+
+  it('cuts after a line break near the edge, or else after a space', () => {
+    const lines = Array.from({ length: 500 }, (_, i) => `line ${i} ${'-'.repeat(20)}`).join('\n');
+    const cut = trimText(lines, 1_000, PATH);
+    expect(cut?.keptFront.endsWith('\n')).toBe(true);
+    expect(lines.startsWith(cut?.keptFront ?? '-')).toBe(true);
+    const words = 'word '.repeat(1_000);
+    const byWord = trimText(words, 1_000, PATH);
+    expect(byWord?.keptFront.endsWith('word ')).toBe(true);
+    expect(byWord?.text).toContain(`word \n[hookwatch guard: `);
+  });
+
+  it('the pointer line states exactly how much was left out and where', () => {
+    const text = 'z'.repeat(15_000);
+    const cut = trimText(text, 9_500, PATH);
+    const omitted = 15_000 - (cut?.keptFront.length ?? 0);
+    expect(cut?.text).toBe(`${cut?.keptFront}\n[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; the full output is in ${PATH}]`);
+    expect(cut?.keptFront.length).toBeGreaterThan(9_300);
+  });
+
+  it('property: the result fits the budget, is a front of the input plus the pointer, and has no lone surrogate', () => {
+    const chunk = fc.constantFrom('a', ' ', '\n', '😀', 'é', '\t', '語');
+    fc.assert(
+      fc.property(fc.array(chunk, { minLength: 0, maxLength: 4_000 }), fc.integer({ min: 500, max: 3_000 }), (parts, budget) => {
+        const text = parts.join('');
+        const cut = trimText(text, budget, PATH);
+        if (text.length <= budget) return cut === undefined;
+        if (cut === undefined) return false;
+        const pointer = pointerLine(text.length - cut.keptFront.length, PATH);
+        return cut.text.length <= budget && text.startsWith(cut.keptFront) && cut.text.endsWith(pointer) && !hasLoneSurrogate(cut.text);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('frontAtBoundary falls back to a hard cut when there is no boundary nearby', () => {
+    expect(frontAtBoundary(`${'a'.repeat(10)}\n${'b'.repeat(5_000)}`, 4_000)).toBe(`${'a'.repeat(10)}\n${'b'.repeat(5_000)}`.slice(0, 4_000));
+  });
+});
+
+describe('guardStdout', () => {
+  it('passes output within budget unchanged', () => {
+    expect(guardStdout('hello\n', 9_500, pathFor)).toEqual({ replacement: undefined, format: 'plain', trimmed: [] });
+    expect(guardStdout(JSON.stringify({ systemMessage: 'x'.repeat(9_500) }), 9_500, pathFor).replacement).toBeUndefined();
+  });
+
+  it('measures plain stdout whole', () => {
+    const out = `${'line of text\n'.repeat(1_000)}`;
+    const guarded = guardStdout(out, 9_500, pathFor);
+    expect(guarded.format).toBe('plain');
+    expect(guarded.replacement?.length).toBeLessThanOrEqual(9_500);
+    expect(guarded.trimmed).toEqual([{ field: 'stdout', sentChars: out.length, keptChars: guarded.replacement?.length, full: out }]);
+  });
+
+  it('trims each JSON field over budget on its own, leaves the rest untouched and keeps the JSON valid', () => {
+    const input = {
+      continue: true,
+      additionalContext: 'top '.repeat(3_000),
+      systemMessage: 's'.repeat(10_001),
+      suppressOutput: false,
+      hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'ctx\n'.repeat(4_000), initialUserMessage: 'short', extra: { keep: [1, 2, 3] } },
+    };
+    const guarded = guardStdout(JSON.stringify(input), 9_500, pathFor);
+    expect(guarded.format).toBe('json');
+    const out = JSON.parse(guarded.replacement ?? '') as typeof input;
+    expect(guarded.trimmed.map((t) => t.field).sort()).toEqual(['additionalContext', 'hookSpecificOutput.additionalContext', 'systemMessage']);
+    for (const value of [out.additionalContext, out.systemMessage, out.hookSpecificOutput.additionalContext]) {
+      expect(value.length).toBeLessThanOrEqual(9_500);
+      expect(value).toMatch(/\[hookwatch guard: [\d,]+ more characters left out; the full output is in \/tmp\/hookwatch-guard\/[\w.]+\.txt\]$/);
+    }
+    expect(out.hookSpecificOutput.additionalContext).toContain(pathFor('hookSpecificOutput.additionalContext'));
+    expect({ ...out, additionalContext: '', systemMessage: '', hookSpecificOutput: { ...out.hookSpecificOutput, additionalContext: '' } }).toEqual({
+      ...input,
+      additionalContext: '',
+      systemMessage: '',
+      hookSpecificOutput: { ...input.hookSpecificOutput, additionalContext: '' },
+    });
+    for (const t of guarded.trimmed) expect(t.keptChars).toBeLessThan(OUTPUT_CAP_CHARS);
+  });
+
+  it('treats invalid JSON and non-object JSON as plain text', () => {
+    const broken = `{"additionalContext": "${'q'.repeat(12_000)}"`;
+    const guarded = guardStdout(broken, 9_500, pathFor);
+    expect(guarded.format).toBe('plain');
+    expect(guarded.trimmed[0]?.field).toBe('stdout');
+    expect(guarded.replacement?.startsWith('{"additionalContext": "qqq')).toBe(true);
+    expect(guardStdout(`["${'q'.repeat(12_000)}"]`, 9_500, pathFor).trimmed[0]?.field).toBe('stdout');
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * Sender-side truncation of hook output. Claude Code delivers a string of up to 10,000 UTF-16 code units whole
+ * and replaces a longer one with a ~2,000-character preview; keeping the front of an over-budget string and
+ * saying where the rest is turns that cliff into a ceiling. Like a DNS server that truncates and sets TC, the
+ * receiver is told that (and where) something was left out.
+ */
+
+import type { GuardField } from '../../../../shared/src/guard-trims.ts';
+
+/** Default budget in UTF-16 code units: under the 10,000 cap with headroom for a pointer line and slack. */
+export const DEFAULT_GUARD_BUDGET = 9_500;
+
+/** Smallest budget accepted: the pointer line alone needs room. */
+export const MIN_GUARD_BUDGET = 500;
+
+/** A boundary this close to the cut (in code units) is used; further back the cut falls mid-word instead. */
+const BOUNDARY_SEARCH_CHARS = 2_000;
+
+/** Where an output string sits in the hook's stdout. */
+export type { GuardField };
+
+/** One string the guard shortened. */
+export interface Trimmed {
+  field: GuardField;
+  /** Length of the original, in UTF-16 code units (what Claude Code would have measured). */
+  sentChars: number;
+  /** Length of what is delivered instead, pointer line included. */
+  keptChars: number;
+  /** The full original text, for the file the pointer line names. */
+  full: string;
+}
+
+/** The pointer line appended to a trimmed string. */
+export function pointerLine(omitted: number, path: string): string {
+  return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; the full output is in ${path}]`;
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
+}
+
+/**
+ * The front of `text` of at most `max` code units, cut after the last line break or else the last whitespace
+ * within BOUNDARY_SEARCH_CHARS of `max`, else at `max`; never between the two halves of a surrogate pair.
+ */
+export function frontAtBoundary(text: string, max: number): string {
+  if (text.length <= max) return text;
+  if (max <= 0) return '';
+  const floor = Math.max(1, max - BOUNDARY_SEARCH_CHARS);
+  const newline = text.lastIndexOf('\n', max - 1);
+  if (newline + 1 >= floor) return text.slice(0, newline + 1);
+  for (let i = max - 1; i + 1 >= floor; i--) {
+    const unit = text.charCodeAt(i);
+    if (unit === 0x20 || unit === 0x09 || unit === 0x0d) return text.slice(0, i + 1);
+  }
+  return isHighSurrogate(text.charCodeAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max);
+}
+
+/**
+ * `text` cut to fit `budget` code units with the pointer line, or undefined when it already fits. `text` may be
+ * only the head of a longer output of `totalChars` (a spilled stdout). The pointer's own length depends on the
+ * count it states, so the front is sized for the longest possible count first.
+ */
+export function trimText(text: string, budget: number, path: string, totalChars = text.length): { text: string; keptFront: string } | undefined {
+  if (totalChars <= budget) return undefined;
+  const room = budget - pointerLine(totalChars, path).length - 1;
+  const front = frontAtBoundary(text, Math.max(0, room));
+  const separator = front.endsWith('\n') || front === '' ? '' : '\n';
+  return { text: `${front}${separator}${pointerLine(totalChars - front.length, path)}`, keptFront: front };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Names the file that will hold a trimmed field's full text; called only for fields that are trimmed. */
+export type FullOutputPath = (field: GuardField) => string;
+
+/** The guard's verdict on a whole stdout. */
+export interface GuardedStdout {
+  /** The stdout to deliver; undefined when nothing was over budget (then the original bytes pass unchanged). */
+  replacement: string | undefined;
+  format: 'plain' | 'json';
+  trimmed: Trimmed[];
+}
+
+/**
+ * Applies the budget to a complete stdout the way Claude Code measures it: a JSON object's additionalContext
+ * (top level and under hookSpecificOutput), systemMessage and initialUserMessage each on its own, everything
+ * else untouched; anything else, invalid JSON included, as one plain string.
+ */
+export function guardStdout(stdout: string, budget: number, pathFor: FullOutputPath): GuardedStdout {
+  const trimmedStart = stdout.trimStart();
+  if (trimmedStart.startsWith('{')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(stdout);
+    } catch {
+      parsed = undefined;
+    }
+    if (isObject(parsed)) return guardJson(parsed, budget, pathFor);
+  }
+  const cut = trimText(stdout, budget, pathFor('stdout'));
+  if (cut === undefined) return { replacement: undefined, format: 'plain', trimmed: [] };
+  return { replacement: cut.text, format: 'plain', trimmed: [{ field: 'stdout', sentChars: stdout.length, keptChars: cut.text.length, full: stdout }] };
+}
+
+function guardJson(output: Record<string, unknown>, budget: number, pathFor: FullOutputPath): GuardedStdout {
+  const trimmed: Trimmed[] = [];
+  const apply = (holder: Record<string, unknown>, key: string, field: GuardField): void => {
+    const value = holder[key];
+    if (typeof value !== 'string') return;
+    const cut = trimText(value, budget, pathFor(field));
+    if (cut === undefined) return;
+    holder[key] = cut.text;
+    trimmed.push({ field, sentChars: value.length, keptChars: cut.text.length, full: value });
+  };
+  apply(output, 'additionalContext', 'additionalContext');
+  apply(output, 'systemMessage', 'systemMessage');
+  apply(output, 'initialUserMessage', 'initialUserMessage');
+  if (isObject(output.hookSpecificOutput)) {
+    apply(output.hookSpecificOutput, 'additionalContext', 'hookSpecificOutput.additionalContext');
+    apply(output.hookSpecificOutput, 'initialUserMessage', 'hookSpecificOutput.initialUserMessage');
+  }
+  if (trimmed.length === 0) return { replacement: undefined, format: 'json', trimmed };
+  return { replacement: `${JSON.stringify(output)}\n`, format: 'json', trimmed };
+}

@@ -1,0 +1,59 @@
+/**
+ * What `hookwatch guard` did for a hook, on the hook page: the largest trimmed output (what the hook sent and
+ * what the model got instead) beside Claude Code's own counters, and on the cliff chart the guarded outputs
+ * landing under the cap instead of on the ~2,000-character preview.
+ */
+import type { ChartConfiguration } from 'chart.js';
+import type { SeriesResponse } from '../../shared/src/api.ts';
+import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
+import type { Query } from './api.ts';
+import { h } from './dom.ts';
+import { num } from './format.ts';
+
+/** Okabe-Ito black and grey: apart from every kind colour and the cap. */
+const SENT_COLOR = '#999999';
+const KEPT_COLOR = '#000000';
+
+/** The hook's guard trims over the page's range; null when the server cannot say (an older hookwatch). */
+export async function loadGuardTrims(hookId: string, q: Query, signal?: AbortSignal): Promise<GuardTrimsResponse | null> {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') params.set(k, v);
+  try {
+    const res = await fetch(`/api/v1/hooks/${encodeURIComponent(hookId)}/guard-trims?${params.toString()}`, { headers: { accept: 'application/json' }, signal: signal ?? null });
+    if (!res.ok) return null;
+    return (await res.json()) as GuardTrimsResponse;
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    // The rest of the page does not depend on it: an unreachable or older server just shows no guard figures.
+    return null;
+  }
+}
+
+/** The KPI beside Claude Code's counters: "trimmed by guard: sent 15,000, delivered 9,500"; null when nothing was trimmed. */
+export function guardTrimsKpi(g: GuardTrimsResponse | null): HTMLElement | null {
+  if (!g?.largest) return null;
+  const { sentChars, keptChars, field } = g.largest;
+  return h('div', { class: 'kpi', 'data-kpi': 'guard-trims' },
+    h('div', { class: 'kpi-label' }, 'Trimmed by guard'),
+    h('div', { class: 'kpi-value' }, `${num(g.trims)} output${g.trims === 1 ? '' : 's'}`),
+    h('div', { class: 'kpi-note', 'data-guard-largest': field }, `trimmed by guard: sent ${num(sentChars)}, delivered ${num(keptChars)}`),
+    h('div', { class: 'kpi-note' }, 'instead of a ~2,000-character preview'),
+  );
+}
+
+/** Adds the guarded outputs to the cliff chart: largest sent per bucket (over the cap) and what was delivered (under it). */
+export function addGuardTrimsToCliff(config: ChartConfiguration, series: SeriesResponse, g: GuardTrimsResponse | null): void {
+  if (!g || g.trims === 0) return;
+  const byStart = new Map(g.buckets.map((b) => [Date.parse(b.start), b]));
+  const at = series.buckets.map((b) => byStart.get(Date.parse(b.start)));
+  config.data.datasets.push(
+    {
+      label: 'guarded: sent by the hook', data: at.map((b) => b?.maxSentChars ?? null), showLine: false, pointStyle: 'rectRot', pointRadius: 6,
+      borderColor: SENT_COLOR, backgroundColor: 'transparent', borderWidth: 2,
+    },
+    {
+      label: 'guarded: delivered', data: at.map((b) => b?.maxKeptChars ?? null), showLine: false, pointStyle: 'rectRot', pointRadius: 6,
+      borderColor: KEPT_COLOR, backgroundColor: KEPT_COLOR,
+    },
+  );
+}

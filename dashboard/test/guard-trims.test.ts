@@ -1,0 +1,88 @@
+/**
+ * The guard on the hook page, end to end: a real guard trims a 15,000-character additionalContext and reports
+ * it to a real hookwatch, Claude Code's own event for the same firing arrives (9,496 delivered, nothing
+ * persisted), and headless Chromium shows the guard's figures beside the counters and on the cliff chart.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
+import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { hookId } from '../../collector/src/hooks/extract.ts';
+import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest } from './otlp-json.ts';
+
+const BIN = fileURLToPath(new URL('../../collector/bin/hookwatch.mjs', import.meta.url));
+const ID = hookId('SessionStart', 'SessionStart:startup');
+
+let browser: Browser;
+let svc: TestService;
+let dir: string;
+const open: WatchedPage[] = [];
+
+beforeAll(async () => {
+  browser = await launch();
+  svc = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' });
+  dir = await mkdtemp(join(tmpdir(), 'hookwatch-guard-dash-'));
+});
+afterEach(async () => {
+  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
+  while (open.length) await open.pop()?.close();
+  expect(errs).toEqual([]);
+});
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs the hook through the guard with reporting on, as a settings.json hook command would. */
+function guardedHook(chars: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'context line\n'.repeat(chars / 13) } });
+    const child = spawn(process.execPath, [BIN, 'guard', '--report', svc.otlpHttpUrl, '--', process.execPath, '-e', `process.stdout.write(${JSON.stringify(payload)})`], {
+      env: { ...process.env, HOOKWATCH_GUARD_DIR: dir },
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('error', reject);
+    child.on('close', () => resolve(out));
+    child.stdin.end(JSON.stringify({ session_id: 's-dash', hook_event_name: 'SessionStart', source: 'startup' }));
+  });
+}
+
+describe('the hook page with guarded outputs', () => {
+  it('shows "trimmed by guard: sent …, delivered …" beside the counters and the guarded output under the cap', async () => {
+    const out = JSON.parse(await guardedHook(15_002)) as { hookSpecificOutput: { additionalContext: string } };
+    const kept = out.hookSpecificOutput.additionalContext.length;
+    const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest([
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: Date.now() - 1_000, sizes: { stdout: kept + 60, additionalContext: kept, persisted: 0 } },
+    ]), { 'content-type': 'application/json' });
+    expect(r.status).toBe(200);
+    for (let i = 0; i < 200; i++) {
+      if ((await getJson<GuardTrimsResponse>(svc.httpUrl, `/api/v1/hooks/${ID}/guard-trims`)).body.trims > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/hooks/${ID}`);
+    await waitLoaded(w.page);
+    const kpi = w.page.locator('[data-kpi="guard-trims"] [data-guard-largest]');
+    expect(await kpi.textContent()).toBe(`trimmed by guard: sent 15,002, delivered ${kept.toLocaleString('en-US')}`);
+    expect(await w.page.locator('[data-kpi="guard-trims"] .kpi-value').textContent()).toBe('1 output');
+    expect(await w.page.locator('[data-kpi="persisted"] .kpi-value').textContent()).toBe('0');
+
+    const cliff = await chartData(w.page, 'chart-cliff');
+    const sent = cliff.datasets.find((d) => d.label === 'guarded: sent by the hook')?.data.filter((v) => v !== null);
+    const delivered = cliff.datasets.find((d) => d.label === 'guarded: delivered')?.data.filter((v) => v !== null);
+    expect(sent).toEqual([15_002]);
+    expect(delivered).toEqual([kept]);
+    expect(kept).toBeLessThan(10_000);
+    await screenshot(w.page, 'hook-guarded');
+  });
+});

@@ -1,0 +1,42 @@
+/**
+ * What `hookwatch guard` reports and the API serves about it: outputs the guard shortened before Claude Code
+ * measured them, so a hook that would have lost all but a ~2,000-character preview delivered its front instead.
+ */
+
+/** The event name of the OTLP log record the guard sends per trimmed output. */
+export const GUARD_TRIM_EVENT = 'hookwatch.guard_trim';
+
+/** The output fields the guard trims (stdout whole, or a JSON output's fields). */
+export const GUARD_FIELDS = [
+  'stdout',
+  'additionalContext',
+  'hookSpecificOutput.additionalContext',
+  'systemMessage',
+  'initialUserMessage',
+  'hookSpecificOutput.initialUserMessage',
+] as const;
+export type GuardField = (typeof GUARD_FIELDS)[number];
+
+/** One time bucket of a hook's trims. */
+export interface GuardTrimBucket {
+  /** Start of the bucket (inclusive), aligned like the series buckets. */
+  start: string;
+  trims: number;
+  /** Largest output the hook sent (before the guard) and largest the guard delivered, in the bucket. */
+  maxSentChars: number;
+  maxKeptChars: number;
+}
+
+/** GET /api/v1/hooks/:id/guard-trims */
+export interface GuardTrimsResponse {
+  hookId: string;
+  from: string;
+  to: string;
+  /** Bucket width in seconds. */
+  step: number;
+  /** Outputs the guard trimmed in the range. */
+  trims: number;
+  /** The largest trimmed output: what the hook sent and what was delivered instead; null when none. */
+  largest: { field: GuardField; sentChars: number; keptChars: number; time: string } | null;
+  buckets: GuardTrimBucket[];
+}
