@@ -18,7 +18,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'config', summary: 'print the effective configuration (secrets redacted) and exit' },
   { name: 'check', summary: 'run a hook command and measure its output against the 10,000-character cap' },
   { name: 'scan', summary: 'scan Claude Code transcripts for hook output that was saved to a file' },
-  { name: 'guard', summary: 'run a hook command and keep each output within budget (~9,500 delivered, not a ~2,000 preview)' },
+  { name: 'guard', summary: 'run a hook command and keep each output under the cap (~9,500 delivered, not a preview)' },
   { name: 'help', summary: 'help for hookwatch or one command (hookwatch help <command>)' },
   { name: 'version', summary: 'print the version and exit' },
 ];
