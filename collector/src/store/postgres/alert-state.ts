@@ -9,6 +9,7 @@ import type { AlertStateStore, LoadedState } from '../../alerting/state-store.ts
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../../alerting/model.ts';
 import type { Notification } from '../../notify/model.ts';
 import { StoreUnavailableError } from '../store.ts';
+import { inTransaction } from './connection.ts';
 
 /** The lease that fences writes (PostgresLease satisfies it). */
 export interface LeaseFence {
@@ -132,26 +133,10 @@ export class PostgresAlertStateStore implements AlertStateStore {
   }
 
   private async transaction(fn: (c: pg.PoolClient) => Promise<void>): Promise<void> {
-    let c: pg.PoolClient;
     try {
-      c = await this.pool.connect();
+      await inTransaction(this.pool, fn);
     } catch (err) {
-      throw unavailable(err);
-    }
-    let broken = false;
-    try {
-      await c.query('BEGIN');
-      await fn(c);
-      await c.query('COMMIT');
-    } catch (err) {
-      try {
-        await c.query('ROLLBACK');
-      } catch {
-        broken = true;
-      }
       throw err instanceof NotLeaderError ? err : unavailable(err);
-    } finally {
-      c.release(broken);
     }
   }
 }
