@@ -36,6 +36,8 @@ export interface SendOptions {
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   onAttempt?: (a: AttemptResult) => void;
+  /** Asked before every attempt; false ends the delivery as aborted (another replica owns it now). */
+  proceed?: () => Promise<boolean>;
 }
 
 export interface SendResult {
@@ -113,6 +115,7 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
   let lastError: string | null = null;
   for (let attempt = 1; ; attempt++) {
     if (opts.signal?.aborted) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
+    if (opts.proceed && !(await opts.proceed().catch(() => false))) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
     const req = build(attempt);
     const atMs = now();
     const started = performance.now();
