@@ -90,7 +90,9 @@ export class PostgresAlertStateStore implements AlertStateStore {
 
   async finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void> {
     await this.transaction(async (c) => {
-      await this.checkFence(c, epoch);
+      // "Delivered" is recorded whoever sent it: the receiver has it, and forgetting that would make the next
+      // leader send it again. Giving up is a leader's decision, so it is fenced like every other write.
+      if (outcome !== 'delivered') await this.checkFence(c, epoch);
       await c.query('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
     });
   }

@@ -7,9 +7,9 @@ import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type pg from 'pg';
+import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -284,4 +284,32 @@ export async function leaseHolderPid(client: pg.Client): Promise<number | undefi
   const r = await client.query<{ holder: string }>("SELECT holder FROM leader_lease WHERE name = 'hookwatch' AND expires_at > now()");
   const h = r.rows[0]?.holder;
   return h ? Number(h.split(':').at(-2)) : undefined;
+}
+
+export interface TestCluster {
+  replicas: Replica[];
+  /** A connection to the replicas' database, for reading the lease and the outbox. */
+  db: pg.Client;
+  leader: Replica;
+  followers: Replica[];
+}
+
+/** Starts n replicas on a fresh database of server and waits for one of them to hold the lease. */
+export async function startCluster(server: { createDatabase(): Promise<string> }, dir: string, env: Record<string, string>, n = 3): Promise<TestCluster> {
+  const url = await server.createDatabase();
+  // Generous start timeout: three Node processes starting at once on a busy 2-core CI machine take a while.
+  const replicas = await Promise.all(Array.from({ length: n }, () => startReplica({ db: url, cwd: mkdtempSync(join(dir, 'replica-')), env, startTimeoutMs: 90_000 })));
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  const pid = await waitFor('a leader', () => leaseHolderPid(db), 15_000);
+  const leader = replicas.find((r) => r.pid === pid);
+  if (!leader) throw new Error(`lease held by unknown pid ${pid}`);
+  return { replicas, db, leader, followers: replicas.filter((r) => r !== leader) };
+}
+
+/** POSTs an OTLP/JSON logs body to a replica; resolves to the HTTP status. */
+export async function postLogs(r: Replica, body: string): Promise<number> {
+  const res = await fetch(`${r.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  await res.arrayBuffer();
+  return res.status;
 }

@@ -1,17 +1,14 @@
 /**
- * Fault tests for the leader on three real replicas sharing one real PostgreSQL (short lease ttl).
- * 1. The leader is retrying a notification (the receiver answers 503) when it is paused (SIGSTOP) past its
- *    lease; another replica takes over and delivers it. Resumed (SIGCONT), the old leader must not send it again.
- * 2. The leader is killed; a persisted output sent right then to a follower is notified within
- *    ttl + ttl/3 (the takeover) + 1 s, because the new leader evaluates as soon as it holds the lease.
+ * Fault test on three real replicas sharing one real PostgreSQL (short lease ttl): the leader is retrying a
+ * notification (the receiver answers 503) when it is paused (SIGSTOP) past its lease; another replica takes over
+ * and delivers it with the same webhook-id. Resumed (SIGCONT), the old leader must not send it again.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './test-server.ts';
-import { leaseHolderPid, persistedOutputBody, startReplica, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica } from './test-replicas.ts';
+import { leaseHolderPid, persistedOutputBody, postLogs, startCluster, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica, type TestCluster } from './test-replicas.ts';
 
 const TTL_MS = 2000;
 let server: TestServer;
@@ -33,22 +30,15 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function cluster(env: Record<string, string>): Promise<{ three: Replica[]; db: pg.Client; leader: Replica; followers: Replica[] }> {
-  const url = await server.createDatabase();
-  const three = await Promise.all(Array.from({ length: 3 }, () => startReplica({ db: url, cwd: mkdtempSync(join(dir, 'replica-')), env: { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, ...env }, startTimeoutMs: 90_000 })));
-  replicas.push(...three);
-  const db = new pg.Client({ connectionString: url });
-  await db.connect();
-  closers.push(() => db.end());
-  const pid = await waitFor('a leader', () => leaseHolderPid(db), 15_000);
-  const leader = three.find((r) => r.pid === pid);
-  if (!leader) throw new Error(`lease held by unknown pid ${pid}`);
-  return { three, db, leader, followers: three.filter((r) => r !== leader) };
+async function cluster(env: Record<string, string>): Promise<TestCluster> {
+  const c = await startCluster(server, dir, { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, ...env });
+  replicas.push(...c.replicas);
+  closers.push(() => c.db.end());
+  return c;
 }
 
 async function post(r: Replica, body: string): Promise<void> {
-  const res = await fetch(`${r.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-  expect(res.status).toBe(200);
+  expect(await postLogs(r, body)).toBe(200);
 }
 
 it('a leader paused past its lease while retrying never delivers again what its successor delivered', async () => {
@@ -89,21 +79,4 @@ it('a leader paused past its lease while retrying never delivers again what its 
   await waitFor('the old leader to log its loss', async () => (leader.lines.some((l) => l.includes('leader lease lost')) ? true : undefined), 5000);
   const outbox = await db.query<{ webhook_id: string; done: string | null }>('SELECT webhook_id, done FROM alert_notifications');
   expect(outbox.rows).toEqual([{ webhook_id: webhookId, done: 'delivered' }]);
-}, 120_000);
-
-it('a leader killed: the next alert, sent to a follower right then, is notified within ttl + ttl/3 + 1 s', async () => {
-  const hook = await startWebhookReceiver();
-  closers.push(() => hook.close());
-  // The evaluation timer is the default (10 s): only evaluation on takeover meets the bound.
-  const { leader, followers } = await cluster({ HOOKWATCH_CONFIG: writeAlertingConfig(dir, hook.url) });
-  leader.child.kill('SIGKILL');
-  const killedAt = Date.now();
-  await post(followers[0]!, persistedOutputBody(Date.now(), 'failover-session'));
-  const firing = await waitFor('the firing notification', async () => hook.deliveries.find((d) => d.status === 'firing'), 20_000, 20);
-  const latencyMs = firing.at - killedAt;
-  // eslint-disable-next-line no-console
-  console.log(`leader killed: alert notified ${latencyMs} ms later (ttl ${TTL_MS} ms, bound ${TTL_MS + TTL_MS / 3 + 1000} ms)`);
-  expect(latencyMs).toBeLessThan(TTL_MS + TTL_MS / 3 + 1000);
-  await new Promise((r) => setTimeout(r, 1000));
-  expect(hook.deliveries.filter((d) => d.status === 'firing')).toHaveLength(1);
 }, 120_000);
