@@ -50,7 +50,7 @@ export const MIGRATIONS: readonly string[] = [
   // 3: keys begin with the event time.
   timeOrderedKeysDdl({ nowMs: '(EXTRACT(EPOCH FROM now()) * 1000)::bigint', greatest: 'GREATEST' }),
   // 4: each replica's heartbeat (written with every lease renewal), for GET /api/v1/cluster and /metrics.
-  `CREATE TABLE replica_heartbeats (name TEXT NOT NULL, replica TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL, last_seen TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, replica));`,
+  `CREATE TABLE IF NOT EXISTS replica_heartbeats (name TEXT NOT NULL, replica TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL, last_seen TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, replica));`,
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */

@@ -129,8 +129,8 @@ export class PostgresLease implements LeaderElector {
       // Keep what we had: a lease already granted lapses on its own clock; no renewal means no extension.
       this.opts.logger?.warn('leader lease renewal failed', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
     }
-    await this.heartbeat();
     this.report();
+    await this.heartbeat();
     return this.isLeader();
   }
 
