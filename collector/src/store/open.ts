@@ -70,11 +70,13 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     ttlMs: config.postgres.leaseTtlMs,
     logger,
     onChange: (leader) => {
+      // Whatever was queued is dropped on loss (service.ts): a later acquisition resumes the outbox afresh.
+      if (!leader) alertStateStore.forgetOutbox();
       for (const cb of listeners) cb(leader);
     },
   });
-  lease.start();
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+  lease.start();
   const signals: ((channel: BusChannel, payload: string) => void)[] = [];
   const bus = new PostgresBus({
     url: config.db,

@@ -63,6 +63,14 @@ export class PostgresAlertStateStore implements AlertStateStore {
     }
   }
 
+  /**
+   * Leadership lapsed (the dispatcher dropped its queue): the next load as leader hands out the outbox again,
+   * even at the same epoch (a leader whose renewal was late and that took the lease back unchallenged).
+   */
+  forgetOutbox(): void {
+    this.outboxEpoch = null;
+  }
+
   async save(changes: StateChanges, epoch?: number | null): Promise<void> {
     if (changes.upsert.length === 0 && changes.remove.length === 0 && changes.notifications.length === 0) return;
     await this.transaction(async (c) => {

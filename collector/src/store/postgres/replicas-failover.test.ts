@@ -3,48 +3,21 @@
  * persisted output sent right then to a follower is notified within ttl + ttl/3 (the takeover) + 1 s, because
  * the new leader evaluates as soon as it holds the lease instead of at its next timer tick.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './test-server.ts';
-import { persistedOutputBody, postLogs, startCluster, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica, type TestCluster } from './test-replicas.ts';
+import { expect, it } from 'vitest';
+import { useReplicaFixture } from './test-fixture.ts';
+import { persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from './test-replicas.ts';
 
 const TTL_MS = 2000;
-let server: TestServer;
-let dir: string;
-const replicas: Replica[] = [];
-const closers: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  server = await startTestServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookwatch-leader-'));
-});
-afterEach(async () => {
-  await Promise.all(replicas.splice(0).map((r) => r.stop(3000)));
-  for (const c of closers.splice(0)) await c();
-});
-afterAll(async () => {
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-async function cluster(env: Record<string, string>): Promise<TestCluster> {
-  const c = await startCluster(server, dir, { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, ...env });
-  replicas.push(...c.replicas);
-  closers.push(() => c.db.end());
-  return c;
-}
+const fx = useReplicaFixture();
 
 async function post(r: Replica, body: string): Promise<void> {
   expect(await postLogs(r, body)).toBe(200);
 }
 
 it('a leader killed: the next alert, sent to a follower right then, is notified within ttl + ttl/3 + 1 s', async () => {
-  const hook = await startWebhookReceiver();
-  closers.push(() => hook.close());
+  const hook = await fx.webhook();
   // The evaluation timer is the default (10 s): only evaluation on takeover meets the bound.
-  const { leader, followers } = await cluster({ HOOKWATCH_CONFIG: writeAlertingConfig(dir, hook.url) });
+  const { leader, followers } = await fx.cluster({ HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_CONFIG: writeAlertingConfig(fx.dir(), hook.url) });
   leader.child.kill('SIGKILL');
   const killedAt = Date.now();
   await post(followers[0]!, persistedOutputBody(Date.now(), 'failover-session'));

@@ -3,50 +3,22 @@
  * notification (the receiver answers 503) when it is paused (SIGSTOP) past its lease; another replica takes over
  * and delivers it with the same webhook-id. Resumed (SIGCONT), the old leader must not send it again.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './test-server.ts';
-import { leaseHolderPid, persistedOutputBody, postLogs, startCluster, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica, type TestCluster } from './test-replicas.ts';
+import { expect, it } from 'vitest';
+import { useReplicaFixture } from './test-fixture.ts';
+import { leaseHolderPid, persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from './test-replicas.ts';
 
 const TTL_MS = 2000;
-let server: TestServer;
-let dir: string;
-const replicas: Replica[] = [];
-const closers: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  server = await startTestServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookwatch-leader-'));
-});
-afterEach(async () => {
-  for (const r of replicas) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGCONT');
-  await Promise.all(replicas.splice(0).map((r) => r.stop(3000)));
-  for (const c of closers.splice(0)) await c();
-});
-afterAll(async () => {
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-async function cluster(env: Record<string, string>): Promise<TestCluster> {
-  const c = await startCluster(server, dir, { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, ...env });
-  replicas.push(...c.replicas);
-  closers.push(() => c.db.end());
-  return c;
-}
+const fx = useReplicaFixture();
 
 async function post(r: Replica, body: string): Promise<void> {
   expect(await postLogs(r, body)).toBe(200);
 }
 
 it('a leader paused past its lease while retrying never delivers again what its successor delivered', async () => {
-  const hook = await startWebhookReceiver();
-  closers.push(() => hook.close());
+  const hook = await fx.webhook();
   hook.answer(503);
-  const { db, leader, followers } = await cluster({
-    HOOKWATCH_CONFIG: writeAlertingConfig(dir, hook.url),
+  const { db, leader, followers } = await fx.cluster({ HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`,
+    HOOKWATCH_CONFIG: writeAlertingConfig(fx.dir(), hook.url),
     HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF: '200ms',
     HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF: '400ms',
   });
