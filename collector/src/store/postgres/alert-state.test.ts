@@ -114,8 +114,11 @@ describe('PostgresAlertStateStore', () => {
     expect(await asA.confirmDelivery(epoch, 'msg_x')).toBe(true);
     const attempt = { alertId: 'x', receiver: 'r', webhookId: 'msg_x', attempt: 1, atMs: 3001, status: 'firing' as const, outcome: 'retrying' as const, httpStatus: 503, error: 'HTTP 503', durationMs: 5 };
     await asA.addAttempt(attempt, epoch);
-    // Another replica takes the lease (a was paused past it): every write and attempt under a's token is refused.
-    await store.connectionPool.query("UPDATE leader_lease SET holder = 'b', epoch = epoch + 1");
+    // The lease moved on (b held it for a while, then a took it back at a later epoch): work started under the
+    // old token is refused even though a leads again.
+    await store.connectionPool.query('UPDATE leader_lease SET epoch = epoch + 2');
+    expect(await a.tick()).toBe(true);
+    expect(a.epoch()).toBe(epoch + 2);
     expect(await asA.confirmDelivery(epoch, 'msg_x')).toBe(false);
     await expect(asA.addAttempt(attempt, epoch)).rejects.toBeInstanceOf(NotLeaderError);
     await expect(asA.save({ upsert: [alert('y', 'firing')], remove: [], notifications: [] }, epoch)).rejects.toBeInstanceOf(NotLeaderError);
