@@ -21,6 +21,7 @@ import { createForwardingRouter } from './api/forward.ts';
 import { createGuardTrimsRouter } from './api/guard-trims.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
 import { createAlertsRouter } from './api/alerts.ts';
+import { clusterFamilies, createClusterRouter } from './api/cluster.ts';
 import { alertingFamilies } from './alerting/metrics.ts';
 import { openStore, startCoordination, type Coordination } from './store/open.ts';
 import type { Store } from './store/store.ts';
@@ -68,6 +69,16 @@ export interface RunningService {
 
 const RETENTION_INTERVAL_MS = 3_600_000;
 
+/** Rule names from a follower's ingest signal; anything malformed names no rule. */
+function ruleNames(payload: string): string[] {
+  try {
+    const v: unknown = JSON.parse(payload);
+    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
 function url(a: AddressInfo): string {
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${a.port}`;
@@ -104,12 +115,35 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   metrics.watchPipeline({ ingest, receiver });
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
-  const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore } : {}), ...opts.alerting });
+  const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
-  // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left.
-  coordination.onAcquired(() => void alerting.engine.reload(true));
+  // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left,
+  // and evaluates at once: an alert due while there was no leader goes out now, not at the next timer tick.
+  coordination.onAcquired(() => void alerting.engine.reload(true).then(() => alerting.engine.evaluate('all')));
+  // One that stops leading stops delivering before its next attempt; the outbox stays for the new leader.
+  coordination.onLeaderChange((leader) => {
+    if (!leader) alerting.dispatcher.suspend();
+  });
+  // A follower that committed a batch which may fire an alert tells the leader, which evaluates those rules now.
+  ingest.addListener({
+    onIngested: (events) => {
+      if (coordination.leader.isLeader()) return;
+      const rules = alerting.engine.triggeredRules(events);
+      if (rules.length > 0) coordination.publish('hookwatch_ingest', JSON.stringify(rules));
+    },
+  });
+  coordination.onSignal((channel, payload) => {
+    if (!coordination.leader.isLeader()) return;
+    if (channel === 'hookwatch_silences') void alerting.engine.evaluate('notify');
+    else alerting.engine.trigger(ruleNames(payload));
+  });
   metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
-  metrics.registry.register('alerting', () => alertingFamilies(alerting.engine));
+  metrics.registry.register('alerting', async () => {
+    // A follower shows the shared alert state, not what it last evaluated (nothing).
+    await alerting.engine.refresh().catch(() => {});
+    return alertingFamilies(alerting.engine);
+  });
+  metrics.registry.register('cluster', () => clusterFamilies(coordination));
 
   let listening = false;
   const app = express();
@@ -118,7 +152,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(requireHttpAuth(config.http.auth));
   app.get('/metrics', metrics.registry.handler());
   app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
-  app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
+  app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
+  app.use(createClusterRouter({ coordination, logger }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now }));

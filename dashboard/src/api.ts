@@ -2,7 +2,7 @@
 import type {
   AlertDetailResponse, AlertsResponse, BreakdownResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher,
 } from '../../shared/src/api.ts';
-import type { ApiError, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
+import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
 
 /** A failed API call: the HTTP status (0 when the server could not be reached) and the API's own message. */
 export class ApiFailure extends Error {
@@ -62,6 +62,7 @@ export const api = {
     call<BreakdownResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/breakdown`, q, undefined, signal),
   forwarding: (signal?: AbortSignal) => call<ForwardingResponse>('GET', '/api/v1/forwarding', undefined, undefined, signal),
   replayDeadLetters: () => call<ReplayResponse>('POST', '/api/v1/forwarding/dead-letters/replay'),
+  cluster: (signal?: AbortSignal) => call<ClusterResponse>('GET', '/api/v1/cluster', undefined, undefined, signal),
   dimensions: (signal?: AbortSignal) => call<{ dimensions: string[] }>('GET', '/api/v1/dimensions', undefined, undefined, signal),
   alerts: (q: Query, signal?: AbortSignal) => call<AlertsResponse>('GET', '/api/v1/alerts', q, undefined, signal),
   alert: (id: string, signal?: AbortSignal) => call<AlertDetailResponse>('GET', `/api/v1/alerts/${encodeURIComponent(id)}`, undefined, undefined, signal),

@@ -241,3 +241,28 @@ export interface ReplayResponse {
   replayed: number;
   remaining: number;
 }
+
+/** One replica as the cluster sees it (its last heartbeat in the shared store). */
+export interface ClusterReplica {
+  /** host:pid:random, as in the lease row. */
+  replica: string;
+  leader: boolean;
+  /** The replica answering this request. */
+  self: boolean;
+  startedAt: string;
+  lastHeartbeat: string;
+  /** Seconds since the last heartbeat, by the database clock. */
+  heartbeatAgeSeconds: number;
+  /** Heartbeat within the lease ttl: the replica is running. */
+  alive: boolean;
+}
+
+/** GET /api/v1/cluster: who leads (alert evaluation, notifications, retention) and which replicas are running. */
+export interface ClusterResponse {
+  backend: 'postgres' | 'sqlite';
+  self: string;
+  /** The unexpired lease; null while no replica holds one (a failover in progress). */
+  leader: { replica: string; epoch: number; expiresAt: string } | null;
+  leaseTtlSeconds: number | null;
+  replicas: ClusterReplica[];
+}

@@ -33,6 +33,11 @@ export interface AlertEngineOptions {
   /** How long resolved alerts stay listed (and their attempts kept). */
   resolvedRetentionMs?: number;
   leader?: LeaderElector;
+  /**
+   * State shared by replicas (PostgreSQL): the leader reads silences from the store at every evaluation, and a
+   * follower reads alerts and silences from it before answering (refresh), so every replica answers the same.
+   */
+  shared?: boolean;
 }
 
 /** Counters for /metrics and tests. */
@@ -77,7 +82,7 @@ export class AlertEngine implements IngestListener {
   }
 
   private async load(resumeOutbox: boolean): Promise<void> {
-    const state = await this.opts.stateStore.load();
+    const state = await this.opts.stateStore.load({ outbox: resumeOutbox });
     this.active.clear();
     this.resolved.clear();
     this.silences.clear();
@@ -100,6 +105,38 @@ export class AlertEngine implements IngestListener {
     return this.chain;
   }
 
+  /**
+   * Shared state: brings what this replica shows up to date with the store (silences; alerts too on a follower,
+   * which evaluates nothing itself). A no-op for a single process, whose memory is the state.
+   */
+  async refresh(): Promise<void> {
+    if (!this.opts.shared) return;
+    const leading = (this.opts.leader ?? alwaysLeader).isLeader();
+    if (leading) {
+      await this.reloadSilences();
+      return;
+    }
+    const state = await this.opts.stateStore.load({ outbox: false });
+    // Became leader meanwhile: its own reload (with the outbox) owns the maps now.
+    if ((this.opts.leader ?? alwaysLeader).isLeader()) return;
+    this.active.clear();
+    this.resolved.clear();
+    for (const a of state.alerts) {
+      if (a.state === 'resolved') this.resolved.set(a.id, a);
+      else this.activeOf(a.rule).set(a.fingerprint, a);
+    }
+    this.replaceSilences(state.silences);
+  }
+
+  private async reloadSilences(): Promise<void> {
+    this.replaceSilences(await this.opts.stateStore.silences());
+  }
+
+  private replaceSilences(list: readonly SilenceRecord[]): void {
+    this.silences.clear();
+    for (const s of list) this.silences.set(s.id, s);
+  }
+
   /** Evaluates every rule each `intervalMs` (real time). */
   startTimer(intervalMs: number): void {
     this.timer = setInterval(() => void this.evaluate('all'), intervalMs);
@@ -119,7 +156,18 @@ export class AlertEngine implements IngestListener {
   onIngested(events: readonly HookEvent[]): void {
     if (events.length === 0 || this.stopped) return;
     // Only rules this batch can make true run now; clearing is time-based and left to the timer.
-    for (const rule of this.opts.rules) if (evaluatesOnIngest(rule) && ruleTriggeredBy(rule, events)) this.ingestRules.add(rule.name);
+    this.trigger(this.triggeredRules(events));
+  }
+
+  /** Names of the rules a committed batch may have made true (what a follower tells the leader). */
+  triggeredRules(events: readonly HookEvent[]): string[] {
+    return this.opts.rules.filter((rule) => evaluatesOnIngest(rule) && ruleTriggeredBy(rule, events)).map((r) => r.name);
+  }
+
+  /** Evaluates these rules soon (coalesced): a local batch, or one committed on another replica. */
+  trigger(ruleNames: readonly string[]): void {
+    if (this.stopped) return;
+    for (const name of ruleNames) if (this.opts.rules.some((r) => r.name === name)) this.ingestRules.add(name);
     if (this.ingestRules.size === 0 || this.ingestQueued) return;
     // Coalesced: batches arriving while an evaluation is queued share it.
     this.ingestQueued = true;
@@ -146,6 +194,10 @@ export class AlertEngine implements IngestListener {
   }
 
   private async evaluateOnce(scope: Scope): Promise<void> {
+    // The fencing token this evaluation runs under: its writes are refused if the lease moved meanwhile.
+    const epoch = this.opts.leader?.epoch?.();
+    // A silence created on any replica mutes from the next evaluation on.
+    if (this.opts.shared) await this.reloadSilences();
     const now = this.now();
     const changes: StateChanges = { upsert: [], remove: [], notifications: [] };
     const transitions: Transition[] = [];
@@ -185,7 +237,7 @@ export class AlertEngine implements IngestListener {
     }
     this.planNotifications(now, transitions, changes);
     try {
-      await this.opts.stateStore.save(changes);
+      await this.opts.stateStore.save(changes, epoch);
     } catch (err) {
       // Nothing is sent that is not saved: go back to the saved state; the next evaluation redoes the work.
       this.opts.logger.error('cannot save alert state; nothing notified, reloading the saved state', { err });

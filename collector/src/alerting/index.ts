@@ -24,6 +24,8 @@ export interface AlertingOptions {
   /** Replaces the OTLP emitter (tests). */
   events?: AlertEventSink;
   leader?: LeaderElector;
+  /** The state store is shared by replicas (see AlertEngineOptions.shared). */
+  shared?: boolean;
   /** Random source for backoff jitter (tests). */
   random?: () => number;
   serviceVersion?: string;
@@ -41,10 +43,14 @@ export interface Alerting {
 export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   const { config, logger } = opts;
   const now = opts.now ?? Date.now;
-  const stateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
+  const stateStore: AlertStateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
   const events = opts.events ?? (config.otlp.endpoint
     ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0' })
     : noAlertEvents);
+  const leader = opts.leader;
+  const confirm = stateStore.confirmDelivery?.bind(stateStore);
+  // Replicas: deliveries are fenced by the lease (checked locally, then confirmed with the store, before each attempt).
+  const fence = leader?.epoch && confirm ? { token: () => leader.epoch?.() ?? null, confirm: (token: number, n: { webhookId: string }) => confirm(token, n.webhookId) } : undefined;
   // Filled in below: the dispatcher reports into the state store the engine owns.
   const dispatcher = new Dispatcher({
     receivers: config.receivers,
@@ -56,11 +62,12 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     baseDelayMs: config.delivery.initialBackoffMs,
     maxDelayMs: config.delivery.maxBackoffMs,
     ...(opts.random ? { random: opts.random } : {}),
-    onAttempt: (n, a) => {
-      stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err }));
+    ...(fence ? { fence } : {}),
+    onAttempt: (n, a, token) => {
+      stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err }));
     },
-    onFinished: (n, outcome) => {
-      stateStore.finishNotification(n.webhookId, outcome).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+    onFinished: (n, outcome, token) => {
+      stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },
   });
   const engine = new AlertEngine({
@@ -74,6 +81,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     now,
     repeatIntervalMs: config.repeatIntervalMs,
     ...(opts.leader ? { leader: opts.leader } : {}),
+    ...(opts.shared ? { shared: true } : {}),
   });
   try {
     await engine.start();

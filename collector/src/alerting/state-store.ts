@@ -18,12 +18,17 @@ export interface LoadedState {
 
 /** Persistence of the alerting state (one implementation per store backend). */
 export interface AlertStateStore {
-  load(): Promise<LoadedState>;
-  /** Writes one evaluation's changes atomically. */
-  save(changes: StateChanges): Promise<void>;
-  /** Marks a notification finished (delivered, or given up on). */
-  finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void>;
-  addAttempt(a: StoredAttempt): Promise<void>;
+  /** `outbox: false` reads alerts and silences only (a follower answering the API). */
+  load(opts?: { outbox?: boolean }): Promise<LoadedState>;
+  /** The silences alone (read by the leader at every evaluation when state is shared). */
+  silences(): Promise<SilenceRecord[]>;
+  /** Writes one evaluation's changes atomically; `epoch` is the fencing token the evaluation ran under. */
+  save(changes: StateChanges, epoch?: number | null): Promise<void>;
+  /** Marks a notification finished (delivered, or given up on); `epoch` as for save. */
+  finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void>;
+  addAttempt(a: StoredAttempt, epoch?: number | null): Promise<void>;
+  /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
+  confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;
   attempts(alertId: string): Promise<StoredAttempt[]>;
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs`, attempts and finished notifications of forgotten alerts. */
@@ -34,6 +39,8 @@ export interface AlertStateStore {
 /** Decides whether this replica evaluates and notifies (several replicas on one PostgreSQL later). */
 export interface LeaderElector {
   isLeader(): boolean;
+  /** The lease's fencing token while leader, else null (absent: a single process, no fencing). */
+  epoch?(): number | null;
 }
 
 /** The single-replica default: always the leader. */
@@ -67,6 +74,10 @@ export class SqliteAlertStateStore implements AlertStateStore {
     const silences = (this.sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
     const outbox = (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
     return { alerts, silences, outbox };
+  }
+
+  async silences(): Promise<SilenceRecord[]> {
+    return (this.sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
   }
 
   async save(changes: StateChanges): Promise<void> {

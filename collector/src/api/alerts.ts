@@ -8,6 +8,7 @@ import type { AlertDetailResponse, AlertsResponse, AlertState } from '../../../s
 import type { AlertEngine } from '../alerting/engine.ts';
 import { parseSilence, SilenceError } from '../alerting/silences.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
+import { StoreUnavailableError } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 export interface AlertsApiOptions {
@@ -15,6 +16,8 @@ export interface AlertsApiOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   now?: () => number;
+  /** Tells the other replicas that silences changed (the leader re-reads them and notifies at once). */
+  onSilencesChanged?: () => void;
 }
 
 const ALERT_ID = /^[0-9a-f]{16}-[0-9a-z]{1,12}$/;
@@ -36,12 +39,13 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight.
   const json = express.json({ limit: '64kb', type: 'application/json' });
 
-  router.get('/api/v1/alerts', (req, res) => {
+  router.get('/api/v1/alerts', async (req, res) => {
     const state = req.query['state'];
     if (state !== undefined && (typeof state !== 'string' || !STATES.includes(state as AlertState))) {
       badParameter(res, 'state', `state must be one of ${STATES.join(', ')}`);
       return;
     }
+    await engine.refresh();
     const alerts = engine.alerts();
     const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts };
     res.json(body);
@@ -53,6 +57,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       badParameter(res, 'id', 'alert id must look like <16 hex>-<base36>, as listed by GET /api/v1/alerts');
       return;
     }
+    await engine.refresh();
     const alert = engine.alert(id);
     if (!alert) {
       notFound(res, `no active or recently resolved alert with id ${id}`);
@@ -62,7 +67,8 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     res.json(body);
   });
 
-  router.get('/api/v1/silences', (_req, res) => {
+  router.get('/api/v1/silences', async (_req, res) => {
+    await engine.refresh();
     res.json({ silences: engine.listSilences() });
   });
 
@@ -72,6 +78,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       return;
     }
     const silence = await engine.addSilence(parseSilence(req.body, now()));
+    opts.onSilencesChanged?.();
     res.status(201).json({ silence });
   });
 
@@ -81,11 +88,14 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       badParameter(res, 'id', 'silence id must be a UUID, as returned by POST /api/v1/silences');
       return;
     }
+    // Created on another replica: read it from the shared store first.
+    await engine.refresh();
     const silence = await engine.expireSilence(id);
     if (!silence) {
       notFound(res, `no silence with id ${id}`);
       return;
     }
+    opts.onSilencesChanged?.();
     res.json({ silence });
   });
 
@@ -131,6 +141,10 @@ function errorHandler(logger: Logger) {
     }
     if (err instanceof SilenceError) {
       badParameter(res, err.field, err.message);
+      return;
+    }
+    if (err instanceof StoreUnavailableError) {
+      res.status(503).set('retry-after', '1').json({ error: { code: 'unavailable', message: 'the alert state cannot be read or written right now; retry' } });
       return;
     }
     const e = err as { type?: string; status?: number };

@@ -88,6 +88,8 @@ export function parseFilters(query: Record<string, unknown>, reserved: readonly 
     if (!known.includes(name)) throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 64))}; filters: ${known.join(', ')}`);
     const v = single(query, name) as string;
     if (v.length > 512) throw new ParamError(name, `${name} is longer than 512 characters`);
+    // No stored value contains NUL (such records are rejected at ingest), and PostgreSQL refuses it in a query.
+    if (v.includes('\u0000')) throw new ParamError(name, `${name} contains a NUL character (%00), which no stored value has`);
     filters[name] = v;
   }
   return filters;

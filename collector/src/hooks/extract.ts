@@ -238,7 +238,7 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
   const sessionId = text(get('session.id'));
   const timestamp = readTimestamp(get('event.timestamp'));
-  return {
+  const event: HookEvent = {
     kind,
     ...dedupKey(kind, rec, resource, { session: sessionId, sequence: text(get('event.sequence')), hookName, timestamp }),
     hookId: hookId(hookEvent, hookName),
@@ -264,4 +264,27 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
     source,
     extra,
   };
+  assertStorable(event);
+  return event;
+}
+
+/** The attribute each stored text field comes from, for the rejection message. */
+const STORED_TEXT: readonly (readonly [keyof HookEvent, string])[] = [
+  ['hookEvent', 'hook_event'], ['hookName', 'hook_name'], ['serviceName', 'service.name'], ['serviceVersion', 'service.version'],
+  ['sessionId', 'session.id'], ['userId', 'user.id'], ['userEmail', 'user.email'], ['userAccountUuid', 'user.account_uuid'],
+  ['organizationId', 'organization.id'], ['terminalType', 'terminal.type'],
+];
+
+/**
+ * PostgreSQL cannot store U+0000 in text or JSON (22021, 22P05), while SQLite can: a record carrying one is
+ * rejected on its own on both backends, so the good records of its batch are stored either way.
+ */
+function assertStorable(e: HookEvent): void {
+  for (const [field, attribute] of STORED_TEXT) {
+    const v = e[field];
+    if (typeof v === 'string' && v.includes('\u0000')) throw new RecordProblem(`${attribute} contains a NUL character (U+0000), which hookwatch does not store`);
+  }
+  for (const [key, v] of Object.entries(e.extra)) {
+    if (v.includes('\u0000') || key.includes('\u0000')) throw new RecordProblem(`${key.replaceAll('\u0000', '\\0')} contains a NUL character (U+0000), which hookwatch does not store`);
+  }
 }

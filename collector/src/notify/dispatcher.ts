@@ -24,8 +24,22 @@ export interface DispatcherOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
   random?: () => number;
-  onAttempt?: (n: Notification, a: AttemptResult) => void;
-  onFinished?: (n: Notification, outcome: 'delivered' | 'failed') => void;
+  onAttempt?: (n: Notification, a: AttemptResult, token: number | null) => void;
+  onFinished?: (n: Notification, outcome: 'delivered' | 'failed', token: number | null) => void;
+  /** Replicas: only the current leader delivers, and only while its lease (the fencing token) is unchanged. */
+  fence?: DeliveryFence;
+}
+
+/**
+ * The leader lease as the dispatcher sees it. A notification is queued with the token current at enqueue; every
+ * attempt first checks that the token is still this replica's and confirms it with the shared store, so a
+ * leader that was paused past its lease never sends again what its successor now owns.
+ */
+export interface DeliveryFence {
+  /** This replica's fencing token while it leads, else null. */
+  token(): number | null;
+  /** True when the shared store still has `token` as the current lease and the notification undelivered. */
+  confirm(token: number, n: Notification): Promise<boolean>;
 }
 
 /** Counters for /metrics and tests. */
@@ -66,7 +80,9 @@ export class Dispatcher {
   readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, attempts: 0 };
   private readonly opts: DispatcherOptions;
   private readonly lanes = new Map<string, Lane>();
-  private readonly abort = new AbortController();
+  private abort = new AbortController();
+  /** The fencing token each queued or in-flight notification was enqueued under. */
+  private readonly tokens = new WeakMap<Notification, number | null>();
   private readonly running = new Set<Promise<void>>();
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
@@ -85,11 +101,15 @@ export class Dispatcher {
   enqueue(n: Notification): boolean {
     const lane = this.lanes.get(n.receiver);
     if (!lane || this.stopped) return false;
+    const token = this.opts.fence ? this.opts.fence.token() : null;
+    // Not the leader (any more): the notification stays in the shared outbox for the replica that leads.
+    if (this.opts.fence && token === null) return false;
+    this.tokens.set(n, token);
     if (lane.queue.length >= this.opts.maxQueue) {
       this.stats.dropped++;
       this.opts.logger.error('notification queue full; notification dropped', { receiver: n.receiver, alert: n.alert.id, status: n.status });
-      this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 });
-      this.opts.onFinished?.(n, 'failed');
+      this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 }, token);
+      this.opts.onFinished?.(n, 'failed', token);
       return false;
     }
     this.stats.enqueued++;
@@ -118,6 +138,9 @@ export class Dispatcher {
 
   private async deliver(lane: Lane, n: Notification): Promise<void> {
     const now = this.opts.now ?? Date.now;
+    const token = this.tokens.get(n) ?? null;
+    const fence = this.opts.fence;
+    const proceed = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) : undefined;
     let result: SendResult;
     try {
       result = await sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), {
@@ -127,25 +150,38 @@ export class Dispatcher {
         signal: this.abort.signal,
         now,
         tls: lane.receiver.tls ?? null,
+        ...(proceed ? { proceed } : {}),
         ...(this.opts.baseDelayMs !== undefined ? { baseDelayMs: this.opts.baseDelayMs } : {}),
         ...(this.opts.maxDelayMs !== undefined ? { maxDelayMs: this.opts.maxDelayMs } : {}),
         ...(this.opts.random ? { random: this.opts.random } : {}),
         onAttempt: (a) => {
           this.stats.attempts++;
-          this.opts.onAttempt?.(n, a);
+          this.opts.onAttempt?.(n, a, token);
         },
       });
     } catch (err) {
       this.opts.logger.error('notification delivery crashed', { receiver: n.receiver, err });
       result = { outcome: 'failed', attempts: 0, httpStatus: null, error: 'internal error' };
     }
-    if (result.outcome === 'aborted') return; // Shutdown: the outbox keeps it for the next start.
+    // Shutdown, or the lease moved: the outbox keeps it for the next start or the next leader.
+    if (result.outcome === 'aborted') return;
     if (result.outcome === 'delivered') this.stats.delivered++;
     else {
       this.stats.failed++;
       this.opts.logger.warn('notification not delivered', { receiver: n.receiver, alert: n.alert.id, status: n.status, attempts: result.attempts, httpStatus: result.httpStatus, error: result.error });
     }
-    this.opts.onFinished?.(n, result.outcome);
+    this.opts.onFinished?.(n, result.outcome, token);
+  }
+
+  /**
+   * This replica stopped leading: abort deliveries in flight and forget the queue. Nothing is marked finished;
+   * the shared outbox keeps every undelivered notification for the new leader, which resumes it (same webhook-id).
+   */
+  suspend(): void {
+    this.abort.abort();
+    this.abort = new AbortController();
+    for (const lane of this.lanes.values()) lane.queue.length = 0;
+    this.checkIdle();
   }
 
   /** Sends one notification now, once, outside the queue (POST /api/v1/receivers/:name/test). */

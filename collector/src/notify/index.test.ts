@@ -151,6 +151,60 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('fenced by the lease: stops before the next attempt once the token moved, never finishes what it no longer owns', async () => {
+    const s = await sink();
+    s.reply = () => ({ status: 503 });
+    let token: number | null = 7;
+    let confirmed = 0;
+    const tokens: (number | null)[] = [];
+    const finished: string[] = [];
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 20, maxDelayMs: 40,
+      fence: { token: () => token, confirm: async (t) => (confirmed++, t === 7) },
+      onAttempt: (_n, a, t) => {
+        tokens.push(t);
+        // Deposed while retrying (another replica took the lease).
+        if (a.attempt === 2) token = 8;
+      },
+      onFinished: (_n, o) => finished.push(o),
+    });
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests).toHaveLength(2);
+    expect(tokens).toEqual([7, 7]);
+    expect(confirmed).toBe(2);
+    expect(finished).toEqual([]);
+    // Not the leader: nothing is queued; the shared outbox keeps it for the replica that leads.
+    token = null;
+    expect(d.enqueue(notification({ webhookId: 'msg_test2' }))).toBe(false);
+    // The store says the token is stale (local clock not yet): no attempt at all.
+    token = 9;
+    expect(d.enqueue(notification({ webhookId: 'msg_test3' }))).toBe(true);
+    await d.idle();
+    expect(s.requests).toHaveLength(2);
+    await d.stop();
+  });
+
+  it('suspend drops the queue and aborts deliveries in flight without finishing them', async () => {
+    const s = await sink();
+    s.reply = () => ({ status: 200, delayMs: 5000 });
+    const finished: string[] = [];
+    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, concurrencyPerReceiver: 1, onFinished: (_n, o) => finished.push(o) });
+    d.enqueue(notification());
+    d.enqueue(notification({ webhookId: 'msg_other', alert: { ...notification().alert, fingerprint: 'other' } }));
+    while (s.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+    d.suspend();
+    await d.idle();
+    expect(finished).toEqual([]);
+    expect(s.requests).toHaveLength(1);
+    // Still usable afterwards (the replica may lead again).
+    s.reply = () => ({ status: 200 });
+    expect(d.enqueue(notification({ webhookId: 'msg_again' }))).toBe(true);
+    await d.idle();
+    expect(finished).toEqual(['delivered']);
+    await d.stop();
+  });
+
   it('a hanging receiver delays only itself; a full queue refuses instead of growing', async () => {
     const slow = await sink();
     slow.reply = () => ({ status: 200, delayMs: 8000 });

@@ -41,6 +41,8 @@ export interface SendOptions {
   onAttempt?: (a: AttemptResult) => void;
   /** The receiver's TLS settings (private CA, client certificate); absent for the system defaults. */
   tls?: ReceiverTls | null;
+  /** Asked before every attempt; false ends the delivery as aborted (another replica owns it now). */
+  proceed?: () => Promise<boolean>;
 }
 
 /** One connection pool per receiver's TLS settings, made on first use. */
@@ -139,6 +141,7 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
   let lastError: string | null = null;
   for (let attempt = 1; ; attempt++) {
     if (opts.signal?.aborted) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
+    if (opts.proceed && !(await opts.proceed().catch(() => false))) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
     const req = build(attempt);
     const atMs = now();
     const started = performance.now();

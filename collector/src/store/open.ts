@@ -3,12 +3,15 @@
  * goes with it: one replica at a time runs alert evaluation and retention (a PostgreSQL lease), while a SQLite
  * store has a single process that is always the leader.
  */
+import { hostname } from 'node:os';
+import type { ClusterResponse } from '../../../shared/src/api.ts';
 import type { AlertStateStore } from '../alerting/state-store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { PostgresAlertStateStore } from './postgres/alert-state.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { PostgresLease } from './postgres/lease.ts';
+import { PostgresBus, type BusChannel } from './postgres/bus.ts';
+import { PostgresLease, readCluster } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 
@@ -26,8 +29,8 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
 
 /** Who does the once-per-cluster work (alert evaluation and notification, retention). */
 export interface Coordination {
-  /** Satisfies alerting's LeaderElector. */
-  leader: { isLeader(): boolean };
+  /** Satisfies alerting's LeaderElector (with the lease's fencing token on PostgreSQL). */
+  leader: { isLeader(): boolean; epoch?(): number | null };
   /** Alert state shared by the replicas (PostgreSQL, fenced by the lease); undefined: alerting keeps its own SQLite state. */
   alertStateStore: AlertStateStore | undefined;
   /** Registers a callback for leadership changes (e.g. reload shared state on becoming leader). */
@@ -37,6 +40,12 @@ export interface Coordination {
    * process (SQLite), which is leader from the start and loads its state then.
    */
   onAcquired(cb: () => void): void;
+  /** Who leads and which replicas run (GET /api/v1/cluster, /metrics). */
+  cluster(): Promise<ClusterResponse>;
+  /** Signals every replica (PostgreSQL LISTEN/NOTIFY); a no-op for a single process. */
+  publish(channel: BusChannel, payload?: string): void;
+  /** Registers a receiver of signals from any replica (this one included). */
+  onSignal(cb: (channel: BusChannel, payload: string) => void): void;
   /** Hands leadership over (if held) and stops renewing; safe twice. */
   stop(): Promise<void>;
 }
@@ -48,18 +57,36 @@ export interface Coordination {
 export function startCoordination(store: Store, config: HookwatchConfig, logger: Logger): Coordination {
   const listeners: ((leader: boolean) => void)[] = [];
   if (!(store instanceof PostgresStore)) {
-    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, stop: async () => {} };
+    const self = `${hostname()}:${process.pid}`;
+    const startedAt = new Date().toISOString();
+    const cluster = async (): Promise<ClusterResponse> => ({
+      backend: 'sqlite', self, leader: { replica: self, epoch: 0, expiresAt: '' }, leaseTtlSeconds: null,
+      replicas: [{ replica: self, leader: true, self: true, startedAt, lastHeartbeat: new Date().toISOString(), heartbeatAgeSeconds: 0, alive: true }],
+    });
+    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, stop: async () => {} };
   }
   const lease = new PostgresLease({
     url: config.db,
     ttlMs: config.postgres.leaseTtlMs,
     logger,
     onChange: (leader) => {
+      // Whatever was queued is dropped on loss (service.ts): a later acquisition resumes the outbox afresh.
+      if (!leader) alertStateStore.forgetOutbox();
       for (const cb of listeners) cb(leader);
     },
   });
-  lease.start();
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+  lease.start();
+  const signals: ((channel: BusChannel, payload: string) => void)[] = [];
+  const bus = new PostgresBus({
+    url: config.db,
+    pool: store.connectionPool,
+    logger,
+    onMessage: (channel, payload) => {
+      for (const cb of signals) cb(channel, payload);
+    },
+  });
+  void bus.start();
   return {
     leader: lease,
     alertStateStore,
@@ -70,6 +97,12 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
       });
       if (lease.isLeader()) cb();
     },
-    stop: () => lease.stop(),
+    cluster: () => readCluster(store.connectionPool, { name: lease.name, holder: lease.holder, ttlMs: config.postgres.leaseTtlMs }),
+    publish: (channel, payload) => void bus.publish(channel, payload),
+    onSignal: (cb) => void signals.push(cb),
+    stop: async () => {
+      await bus.stop();
+      await lease.stop();
+    },
   };
 }

@@ -4,6 +4,7 @@
  */
 import type { AlertState, AlertSummary } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
+import { clusterPanel } from '../cluster-panel.ts';
 import { h, replace, table } from '../dom.ts';
 import { dateTime, num } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -35,7 +36,9 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   const stateSelect = h('select', { id: 'alert-state', 'aria-label': 'Show alerts in state' },
     h('option', { value: '' }, 'all states'), ...STATES.map((s) => h('option', { value: s, selected: s === filter }, s)));
   stateSelect.addEventListener('change', () => ctx.navigate(buildUrl('/alerts', state, { ...keptParams(state.params), state: stateSelect.value || undefined }), { replace: true }));
-  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, list);
+  // Which replica sends the notifications listed here.
+  const cluster = clusterPanel();
+  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, list, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
 
@@ -121,6 +124,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
 
   return {
     async refresh(signal) {
+      await cluster.refresh(signal);
       let alerts: AlertSummary[];
       try {
         alerts = (await api.alerts(filter ? { state: filter } : {}, signal)).alerts;

@@ -102,4 +102,51 @@ describe('PostgresAlertStateStore', () => {
     expect(await b.tick()).toBe(true);
     expect((await asB.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_x']);
   });
+
+  it('carries the fencing token: old-token writes and delivery attempts are refused, delivered is always recorded', async () => {
+    const { store, url } = await setup();
+    const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
+    cleanups.push(() => a.stop());
+    expect(await a.tick()).toBe(true);
+    const epoch = a.epoch()!;
+    const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
+    await asA.save({ upsert: [alert('x', 'firing')], remove: [], notifications: [notification(alert('x', 'firing'), 'msg_x'), notification(alert('x', 'firing'), 'msg_y')] }, epoch);
+    expect(await asA.confirmDelivery(epoch, 'msg_x')).toBe(true);
+    const attempt = { alertId: 'x', receiver: 'r', webhookId: 'msg_x', attempt: 1, atMs: 3001, status: 'firing' as const, outcome: 'retrying' as const, httpStatus: 503, error: 'HTTP 503', durationMs: 5 };
+    await asA.addAttempt(attempt, epoch);
+    // The lease moved on (b held it for a while, then a took it back at a later epoch): work started under the
+    // old token is refused even though a leads again.
+    await store.connectionPool.query('UPDATE leader_lease SET epoch = epoch + 2');
+    expect(await a.tick()).toBe(true);
+    expect(a.epoch()).toBe(epoch + 2);
+    expect(await asA.confirmDelivery(epoch, 'msg_x')).toBe(false);
+    await expect(asA.addAttempt(attempt, epoch)).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(asA.save({ upsert: [alert('y', 'firing')], remove: [], notifications: [] }, epoch)).rejects.toBeInstanceOf(NotLeaderError);
+    await expect(asA.finishNotification('msg_y', 'failed', epoch)).rejects.toBeInstanceOf(NotLeaderError);
+    // A delivery that did happen is recorded whoever made it, so nobody sends it again.
+    await asA.finishNotification('msg_x', 'delivered', epoch);
+    const rows = await store.connectionPool.query<{ webhook_id: string; done: string | null }>('SELECT webhook_id, done FROM alert_notifications ORDER BY webhook_id');
+    expect(rows.rows).toEqual([{ webhook_id: 'msg_x', done: 'delivered' }, { webhook_id: 'msg_y', done: null }]);
+    expect((await asA.attempts('x')).length).toBe(1);
+  });
+
+  it('reads alerts and silences without the outbox, and hands the outbox out again after leadership lapsed', async () => {
+    const { store, url } = await setup();
+    const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
+    cleanups.push(() => a.stop());
+    expect(await a.tick()).toBe(true);
+    const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
+    await asA.save({ upsert: [alert('x', 'firing')], remove: [], notifications: [notification(alert('x', 'firing'), 'msg_x')] });
+    await asA.putSilence({ id: 's1', matchers: [], startsAtMs: 0, endsAtMs: 10, createdBy: 'x', comment: '', createdAtMs: 0 });
+    // An API read on the leader does not use up the outbox hand-out.
+    const read = await asA.load({ outbox: false });
+    expect(read.alerts.map((x) => x.id)).toEqual(['x']);
+    expect(read.outbox).toEqual([]);
+    expect((await asA.silences()).map((x) => x.id)).toEqual(['s1']);
+    expect((await asA.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_x']);
+    expect((await asA.load()).outbox).toEqual([]);
+    // The lease lapsed (its queue was dropped) and came back at the same epoch: the outbox is resumed again.
+    asA.forgetOutbox();
+    expect((await asA.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_x']);
+  });
 });

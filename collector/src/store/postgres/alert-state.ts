@@ -9,6 +9,7 @@ import type { AlertStateStore, LoadedState } from '../../alerting/state-store.ts
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../../alerting/model.ts';
 import type { Notification } from '../../notify/model.ts';
 import { StoreUnavailableError } from '../store.ts';
+import { inTransaction } from './connection.ts';
 
 /** The lease that fences writes (PostgresLease satisfies it). */
 export interface LeaseFence {
@@ -42,9 +43,9 @@ export class PostgresAlertStateStore implements AlertStateStore {
    * Alerts and silences for anyone; undelivered notifications only for the leader, and only on the first load of
    * its leadership, so a notification is resumed by one replica once (followers would deliver it again).
    */
-  async load(): Promise<LoadedState> {
+  async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
     const epoch = this.fence ? this.fence.epoch() : 0;
-    const resume = epoch !== null && epoch !== this.outboxEpoch;
+    const resume = opts.outbox !== false && epoch !== null && epoch !== this.outboxEpoch;
     const [alerts, silences, outbox] = await Promise.all([
       this.pool.query<{ data: AlertRecord }>('SELECT data FROM alert_instances'),
       this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences'),
@@ -54,10 +55,26 @@ export class PostgresAlertStateStore implements AlertStateStore {
     return { alerts: alerts.rows.map((r) => r.data), silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data) };
   }
 
-  async save(changes: StateChanges): Promise<void> {
+  async silences(): Promise<SilenceRecord[]> {
+    try {
+      return (await this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences')).rows.map((r) => r.data);
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
+  /**
+   * Leadership lapsed (the dispatcher dropped its queue): the next load as leader hands out the outbox again,
+   * even at the same epoch (a leader whose renewal was late and that took the lease back unchallenged).
+   */
+  forgetOutbox(): void {
+    this.outboxEpoch = null;
+  }
+
+  async save(changes: StateChanges, epoch?: number | null): Promise<void> {
     if (changes.upsert.length === 0 && changes.remove.length === 0 && changes.notifications.length === 0) return;
     await this.transaction(async (c) => {
-      await this.checkFence(c);
+      await this.checkFence(c, epoch);
       for (const a of changes.upsert) {
         await c.query(
           'INSERT INTO alert_instances (id, fingerprint, state, data) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data',
@@ -79,12 +96,18 @@ export class PostgresAlertStateStore implements AlertStateStore {
     });
   }
 
-  async finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void> {
-    await this.run('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
+  async finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void> {
+    await this.transaction(async (c) => {
+      // "Delivered" is recorded whoever sent it: the receiver has it, and forgetting that would make the next
+      // leader send it again. Giving up is a leader's decision, so it is fenced like every other write.
+      if (outcome !== 'delivered') await this.checkFence(c, epoch);
+      await c.query('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
+    });
   }
 
-  async addAttempt(a: StoredAttempt): Promise<void> {
+  async addAttempt(a: StoredAttempt, epoch?: number | null): Promise<void> {
     await this.transaction(async (c) => {
+      await this.checkFence(c, epoch);
       await c.query('INSERT INTO alert_attempts (alert_id, at, data) VALUES ($1, $2, $3)', [a.alertId, a.atMs, JSON.stringify(a)]);
       await c.query(
         `DELETE FROM alert_attempts WHERE alert_id = $1 AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = $1 ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`,
@@ -111,9 +134,24 @@ export class PostgresAlertStateStore implements AlertStateStore {
   /** The pool belongs to the store, which closes it. */
   async close(): Promise<void> {}
 
-  private async checkFence(c: pg.PoolClient): Promise<void> {
+  /**
+   * Asked before every delivery attempt: the lease is still this replica's at `epoch` (by the database clock) and
+   * the notification is still undelivered. A deposed leader gets false and stops; its successor owns the delivery.
+   */
+  async confirmDelivery(epoch: number, webhookId: string): Promise<boolean> {
+    if (!this.fence) return true;
+    const r = await this.pool.query(
+      `SELECT 1 FROM leader_lease l, alert_notifications n
+       WHERE l.name = $1 AND l.holder = $2 AND l.epoch = $3 AND l.expires_at > now() AND n.webhook_id = $4 AND n.done IS NULL`,
+      [this.fence.name, this.fence.holder, epoch, webhookId],
+    );
+    return r.rowCount === 1;
+  }
+
+  /** Every leader write carries a fencing token: the one given (the token its work started under), else the current one. */
+  private async checkFence(c: pg.PoolClient, given?: number | null): Promise<void> {
     if (!this.fence) return;
-    const epoch = this.fence.epoch();
+    const epoch = given === undefined ? this.fence.epoch() : given;
     if (epoch === null) throw new NotLeaderError('not the leader: alert state not written');
     // FOR SHARE holds the lease row until commit: no takeover can commit in between.
     const r = await c.query(
@@ -132,26 +170,10 @@ export class PostgresAlertStateStore implements AlertStateStore {
   }
 
   private async transaction(fn: (c: pg.PoolClient) => Promise<void>): Promise<void> {
-    let c: pg.PoolClient;
     try {
-      c = await this.pool.connect();
+      await inTransaction(this.pool, fn);
     } catch (err) {
-      throw unavailable(err);
-    }
-    let broken = false;
-    try {
-      await c.query('BEGIN');
-      await fn(c);
-      await c.query('COMMIT');
-    } catch (err) {
-      try {
-        await c.query('ROLLBACK');
-      } catch {
-        broken = true;
-      }
       throw err instanceof NotLeaderError ? err : unavailable(err);
-    } finally {
-      c.release(broken);
     }
   }
 }

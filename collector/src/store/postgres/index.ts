@@ -16,6 +16,7 @@ import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
+import { inTransaction } from './connection.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -58,6 +59,8 @@ export const MIGRATIONS: readonly string[] = [
   transcriptFindingsDdl('BIGINT'),
   // 5: outputs trimmed by hookwatch guard.
   guardTrimsDdl('BIGINT'),
+  // 6: each replica's heartbeat (written with every lease renewal), for GET /api/v1/cluster and /metrics.
+  `CREATE TABLE IF NOT EXISTS replica_heartbeats (name TEXT NOT NULL, replica TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL, last_seen TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, replica));`,
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -149,32 +152,30 @@ export class PostgresStore implements Store {
   }
 
   private async migrate(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    const current = await inTransaction(this.pool, async (client) => {
       // Held until COMMIT: a second replica starting now waits here, then finds every migration applied.
       await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
       await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
       const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
-      const current = r.rows[0]?.v ?? 0;
-      if (current > MIGRATIONS.length) {
-        throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+      const from = r.rows[0]?.v ?? 0;
+      if (from > MIGRATIONS.length) {
+        throw new Error(`the database schema is version ${from}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
       }
-      for (let v = current; v < MIGRATIONS.length; v++) {
+      for (let v = from; v < MIGRATIONS.length; v++) {
         await client.query(MIGRATIONS[v] as string);
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
       }
-      await client.query('COMMIT');
-      if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
-      const legacy = await client.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
-      this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+      return from;
+    }, this.onLost);
+    if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
+    const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
+    this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
   }
+
+  /** A connection lost during a transaction: the request in flight gets a 503, the pool reconnects. */
+  private readonly onLost = (err: Error): void => {
+    this.logger?.warn('postgres connection lost during a transaction', { err: this.describe(err) });
+  };
 
   async ingest(events: HookEvent[]): Promise<IngestResult> {
     if (events.length === 0) return { inserted: [], duplicates: 0 };
@@ -196,10 +197,7 @@ export class PostgresStore implements Store {
   }
 
   private async ingestOnce(sorted: HookEvent[]): Promise<HookEvent[]> {
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.pool, async (client) => {
       const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
       for (const e of sorted) eventValues(e).forEach((v, i) => (columns[i] as unknown[]).push(v));
       // The bare-hash key of each event that may have been stored before keys began with the event time.
@@ -217,19 +215,8 @@ export class PostgresStore implements Store {
       const fresh = new Set(r.rows.map((row) => row.dedup_key));
       const inserted = sorted.filter((e) => fresh.has(e.dedupKey));
       if (inserted.length > 0) await this.applyRollups(client, inserted);
-      await client.query('COMMIT');
       return inserted;
-    } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        // The connection is gone; do not hand it back to the pool.
-        broken = true;
-      }
-      throw err;
-    } finally {
-      client.release(broken);
-    }
+    }, this.onLost);
   }
 
   private async applyRollups(client: pg.PoolClient, events: HookEvent[]): Promise<void> {

@@ -9,6 +9,7 @@
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
+import type { ClusterResponse } from '../../../../shared/src/api.ts';
 import type { LeaderElector } from '../../alerting/state-store.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
@@ -45,6 +46,8 @@ export class PostgresLease implements LeaderElector {
   private currentEpoch: number | null = null;
   private wasLeader = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Fires when the trusted lease runs out without a renewal, so leader work stops then, not at the next tick. */
+  private expiry: NodeJS.Timeout | undefined;
   private inFlight: Promise<boolean> | undefined;
   private stopped = false;
   private stopping: Promise<void> | undefined;
@@ -117,6 +120,7 @@ export class PostgresLease implements LeaderElector {
       if (row && !this.stopped) {
         this.validUntil = sent + this.opts.ttlMs * TRUST;
         this.currentEpoch = Number(row.epoch);
+        this.armExpiry();
       } else {
         this.validUntil = -Infinity;
         this.currentEpoch = null;
@@ -126,7 +130,31 @@ export class PostgresLease implements LeaderElector {
       this.opts.logger?.warn('leader lease renewal failed', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
     }
     this.report();
+    await this.heartbeat();
     return this.isLeader();
+  }
+
+  private armExpiry(): void {
+    if (this.expiry) clearTimeout(this.expiry);
+    const ms = this.validUntil - this.now();
+    if (!(ms > 0)) return;
+    this.expiry = setTimeout(() => this.report(), ms + 1);
+    this.expiry.unref();
+  }
+
+  /** Records that this replica is running (and, on the leader, forgets replicas gone for a day). */
+  private async heartbeat(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await this.pool.query(
+        `INSERT INTO replica_heartbeats (name, replica, started_at, last_seen) VALUES ($1, $2, now(), now())
+         ON CONFLICT (name, replica) DO UPDATE SET last_seen = now()`,
+        [this.name, this.holder],
+      );
+      if (this.isLeader()) await this.pool.query("DELETE FROM replica_heartbeats WHERE name = $1 AND last_seen < now() - interval '1 day'", [this.name]);
+    } catch (err) {
+      this.opts.logger?.debug('replica heartbeat failed', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+    }
   }
 
   private report(): void {
@@ -146,6 +174,7 @@ export class PostgresLease implements LeaderElector {
     this.stopping ??= (async () => {
       this.stopped = true;
       if (this.timer) clearInterval(this.timer);
+      if (this.expiry) clearTimeout(this.expiry);
       await this.inFlight;
       const held = this.now() < this.validUntil;
       this.validUntil = -Infinity;
@@ -157,8 +186,40 @@ export class PostgresLease implements LeaderElector {
           this.opts.logger?.warn('leader lease release failed; it expires on its own', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
         }
       }
+      await this.pool.query('DELETE FROM replica_heartbeats WHERE name = $1 AND replica = $2', [this.name, this.holder]).catch(() => {});
       await this.pool.end().catch(() => {});
     })();
     return this.stopping;
   }
+}
+
+/**
+ * The cluster as the shared store has it: the lease row and every replica's heartbeat. Read on the store's pool
+ * (API and /metrics), never on the lease's own connection, so a slow scrape cannot delay a renewal.
+ */
+export async function readCluster(pool: pg.Pool, lease: { name: string; holder: string; ttlMs: number }): Promise<ClusterResponse> {
+  const [l, h] = await Promise.all([
+    pool.query<{ holder: string; epoch: string; expires_at: Date }>('SELECT holder, epoch::text AS epoch, expires_at FROM leader_lease WHERE name = $1 AND expires_at > now()', [lease.name]),
+    pool.query<{ replica: string; started_at: Date; last_seen: Date; age: number }>(
+      'SELECT replica, started_at, last_seen, EXTRACT(EPOCH FROM now() - last_seen)::float8 AS age FROM replica_heartbeats WHERE name = $1 ORDER BY started_at, replica',
+      [lease.name],
+    ),
+  ]);
+  const row = l.rows[0];
+  const leader = row ? { replica: row.holder, epoch: Number(row.epoch), expiresAt: row.expires_at.toISOString() } : null;
+  return {
+    backend: 'postgres',
+    self: lease.holder,
+    leader,
+    leaseTtlSeconds: lease.ttlMs / 1000,
+    replicas: h.rows.map((r) => ({
+      replica: r.replica,
+      leader: r.replica === leader?.replica,
+      self: r.replica === lease.holder,
+      startedAt: r.started_at.toISOString(),
+      lastHeartbeat: r.last_seen.toISOString(),
+      heartbeatAgeSeconds: Math.max(0, Math.round(r.age * 1000) / 1000),
+      alive: r.age * 1000 <= lease.ttlMs,
+    })),
+  };
 }

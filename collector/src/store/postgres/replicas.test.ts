@@ -17,7 +17,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../../shared/src/api.ts';
 import { startTestServer, type TestServer } from './test-server.ts';
-import { startDroppingProxy, startReplica, type DroppingProxy, type Replica } from './test-replicas.ts';
+import { leaseHolderPid, persistedOutputBody, startDroppingProxy, startReplica, waitFor, type DroppingProxy, type Replica } from './test-replicas.ts';
 
 let server: TestServer;
 let dir: string;
@@ -48,16 +48,6 @@ async function getJson<T>(base: string, path: string): Promise<T> {
   const r = await fetch(base + path);
   if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
   return (await r.json()) as T;
-}
-
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 /** An export's final result: code 0 is success (ExportResultCode.SUCCESS). */
@@ -196,35 +186,15 @@ describe('replicas on one PostgreSQL', () => {
     const client = new pg.Client({ connectionString: db });
     await client.connect();
     closers.push(() => client.end());
-    const holderPid = async (): Promise<number | undefined> => {
-      const r = await client.query<{ holder: string }>("SELECT holder FROM leader_lease WHERE name = 'hookwatch' AND expires_at > now()");
-      const h = r.rows[0]?.holder;
-      return h ? Number(h.split(':').at(-2)) : undefined;
-    };
+    const holderPid = (): Promise<number | undefined> => leaseHolderPid(client);
     const leaderPid = await waitFor('a leader', holderPid, 5000);
     const leader = three.find((r) => r.pid === leaderPid);
     expect(leader).toBeDefined();
     const followers = three.filter((r) => r !== leader);
 
     // A persisted output arrives at a follower; the leader sees it in the shared store and the alert goes pending.
-    const t = Date.now();
-    const body = {
-      resourceLogs: [{
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'claude-code' } }, { key: 'service.version', value: { stringValue: '2.1.332' } }] },
-        scopeLogs: [{
-          scope: { name: 'com.anthropic.claude_code.events' },
-          logRecords: [{
-            timeUnixNano: `${t}000000`,
-            body: { stringValue: 'claude_code.hook_execution_complete' },
-            attributes: Object.entries({
-              'event.name': 'hook_execution_complete', 'event.timestamp': new Date(t).toISOString(), 'event.sequence': '1', 'session.id': 'failover-session',
-              hook_event: 'PostToolUse', hook_name: 'PostToolUse:Bash', num_hooks: '1', num_success: '1', stdout_chars: '24000', num_outputs_persisted: '1',
-            }).map(([key, v]) => ({ key, value: { stringValue: v } })),
-          }],
-        }],
-      }],
-    };
-    const posted = await fetch(`${followers[0]!.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const body = persistedOutputBody(Date.now(), 'failover-session');
+    const posted = await fetch(`${followers[0]!.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(posted.status).toBe(200);
     const pendingId = await waitFor('the alert to be pending', async () => {
       const r = await client.query<{ id: string }>("SELECT id FROM alert_instances WHERE state = 'pending'");

@@ -7,6 +7,9 @@ import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -179,4 +182,134 @@ export async function startDroppingProxy(targets: () => string[], opts: { dropEv
         server.closeAllConnections();
       }),
   };
+}
+
+/** Polls fn until it returns something other than undefined. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** One webhook request as the receiver saw it. */
+export interface WebhookDelivery {
+  webhookId: string;
+  status: string;
+  labels: Record<string, string>;
+  at: number;
+  /** The HTTP status the receiver answered. */
+  answered: number;
+}
+
+export interface WebhookReceiver {
+  url: string;
+  deliveries: WebhookDelivery[];
+  /** The status to answer from now on (200 by default). */
+  answer(status: number): void;
+  close(): Promise<void>;
+}
+
+/** A webhook endpoint on loopback that records every request (webhook-id, alert status and labels). */
+export async function startWebhookReceiver(): Promise<WebhookReceiver> {
+  const deliveries: WebhookDelivery[] = [];
+  let status = 200;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { status?: string; alerts?: { labels?: Record<string, string> }[] };
+      deliveries.push({ webhookId: String(req.headers['webhook-id']), status: String(body.status), labels: body.alerts?.[0]?.labels ?? {}, at: Date.now(), answered: status });
+      res.writeHead(status, status === 503 ? { 'retry-after': '0' } : {}).end(status === 200 ? 'ok' : 'unavailable');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`,
+    deliveries,
+    answer: (s) => {
+      status = s;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** An OTLP/JSON logs body with one hook_execution_complete whose output was persisted (stdout over the cap). */
+export function persistedOutputBody(t: number, session: string, hookName = 'PostToolUse:Bash'): string {
+  return JSON.stringify({
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'claude-code' } }, { key: 'service.version', value: { stringValue: '2.1.332' } }] },
+      scopeLogs: [{
+        scope: { name: 'com.anthropic.claude_code.events' },
+        logRecords: [{
+          timeUnixNano: `${t}000000`,
+          body: { stringValue: 'claude_code.hook_execution_complete' },
+          attributes: Object.entries({
+            'event.name': 'hook_execution_complete', 'event.timestamp': new Date(t).toISOString(), 'event.sequence': '1', 'session.id': session,
+            hook_event: hookName.split(':')[0] as string, hook_name: hookName, num_hooks: '1', num_success: '1', stdout_chars: '24000', num_outputs_persisted: '1',
+          }).map(([key, v]) => ({ key, value: { stringValue: v } })),
+        }],
+      }],
+    }],
+  });
+}
+
+/** Writes an alerting config (one persisted rule, one webhook receiver) into dir and returns its path. */
+export function writeAlertingConfig(dir: string, webhookUrl: string, opts: { forMs?: number } = {}): string {
+  const path = join(dir, `alerting-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.yaml`);
+  writeFileSync(path, [
+    'alerting:',
+    '  rules:',
+    '    - kind: persisted',
+    '      name: persisted_output',
+    `      for: ${opts.forMs ?? 0}ms`,
+    '  receivers:',
+    '    - name: team-hook',
+    '      type: webhook',
+    `      url: ${webhookUrl}`,
+    '',
+  ].join('\n'));
+  return path;
+}
+
+/** The pid of the replica holding an unexpired lease, read from the lease row (holder is host:pid:random). */
+export async function leaseHolderPid(client: pg.Client): Promise<number | undefined> {
+  const r = await client.query<{ holder: string }>("SELECT holder FROM leader_lease WHERE name = 'hookwatch' AND expires_at > now()");
+  const h = r.rows[0]?.holder;
+  return h ? Number(h.split(':').at(-2)) : undefined;
+}
+
+export interface TestCluster {
+  replicas: Replica[];
+  /** A connection to the replicas' database, for reading the lease and the outbox. */
+  db: pg.Client;
+  leader: Replica;
+  followers: Replica[];
+}
+
+/** Starts n replicas on a fresh database of server and waits for one of them to hold the lease. */
+export async function startCluster(server: { createDatabase(): Promise<string> }, dir: string, env: Record<string, string>, n = 3): Promise<TestCluster> {
+  const url = await server.createDatabase();
+  // Generous start timeout: three Node processes starting at once on a busy 2-core CI machine take a while.
+  const replicas = await Promise.all(Array.from({ length: n }, () => startReplica({ db: url, cwd: mkdtempSync(join(dir, 'replica-')), env, startTimeoutMs: 90_000 })));
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  const pid = await waitFor('a leader', () => leaseHolderPid(db), 15_000);
+  const leader = replicas.find((r) => r.pid === pid);
+  if (!leader) throw new Error(`lease held by unknown pid ${pid}`);
+  return { replicas, db, leader, followers: replicas.filter((r) => r !== leader) };
+}
+
+/** POSTs an OTLP/JSON logs body to a replica; resolves to the HTTP status. */
+export async function postLogs(r: Replica, body: string): Promise<number> {
+  const res = await fetch(`${r.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  await res.arrayBuffer();
+  return res.status;
 }

@@ -31,6 +31,8 @@ export interface TestServer {
   url(database?: string): string;
   /** Creates an empty database and returns its URL. */
   createDatabase(name?: string): Promise<string>;
+  /** `pg_ctl restart -m fast`: every connection is cut, the server is back on the same port when this resolves. */
+  restart(): Promise<void>;
   /** Stops the server and removes its files; safe twice. */
   stop(): Promise<void>;
 }
@@ -107,11 +109,13 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     ...opts.settings,
   };
   let port = 0;
+  let serverOptions = '';
   for (let attempt = 0; ; attempt++) {
     port = await freePort();
     const o = [`-p ${port}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)].join(' ');
     try {
       await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', o, '-w', '-t', '30', 'start']);
+      serverOptions = o;
       break;
     } catch (err) {
       // Another process may have taken the port between the probe and the start: try a fresh one.
@@ -141,6 +145,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
         await client.end();
       }
       return url(db);
+    },
+    async restart(): Promise<void> {
+      await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-m', 'fast', '-w', '-t', '60', 'restart']);
     },
     stop(): Promise<void> {
       stopped ??= (async () => {

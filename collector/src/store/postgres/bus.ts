@@ -1,0 +1,104 @@
+/**
+ * Signals between replicas through PostgreSQL LISTEN/NOTIFY: a follower that committed a batch which may fire
+ * an alert tells the leader (which evaluates at once instead of at its next timer tick), and a silence created
+ * or expired on any replica tells the leader to re-read silences and notify. Signals only speed things up:
+ * everything they announce is also in the shared tables, read by the leader's timer, so a signal lost while
+ * the listening connection is down costs latency, never correctness.
+ */
+import pg from 'pg';
+import type { Logger } from '../../telemetry/logger.ts';
+import { scrubSecret } from './index.ts';
+
+export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences';
+const CHANNELS: readonly BusChannel[] = ['hookwatch_ingest', 'hookwatch_silences'];
+/** NOTIFY payloads must stay below 8000 bytes. */
+const MAX_PAYLOAD = 7000;
+
+export interface PostgresBusOptions {
+  url: string;
+  /** The store's pool, for sending (NOTIFY needs no dedicated connection). */
+  pool: pg.Pool;
+  logger?: Logger;
+  onMessage: (channel: BusChannel, payload: string) => void;
+  /** Reconnect delay after the listening connection is lost (doubles up to 10 s). */
+  reconnectMs?: number;
+}
+
+export class PostgresBus {
+  private readonly opts: PostgresBusOptions;
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  /** True while the listening connection is up (for tests and logs). */
+  listening = false;
+
+  constructor(opts: PostgresBusOptions) {
+    this.opts = opts;
+    this.retryMs = opts.reconnectMs ?? 250;
+  }
+
+  /** Connects the dedicated listening connection; reconnects on its own until stop(). Never rejects. */
+  start(): Promise<void> {
+    return this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.opts.url, application_name: 'hookwatch-listen' });
+    this.client = client;
+    let failed = false;
+    const lost = (err?: Error): void => {
+      if (failed) return;
+      failed = true;
+      this.listening = false;
+      if (this.stopped) return;
+      this.opts.logger?.warn('replica signal connection lost; reconnecting', { err: err ? scrubSecret(err.message, this.opts.url) : 'connection ended', retryMs: this.retryMs });
+      client.end().catch(() => {});
+      this.timer = setTimeout(() => void this.connect(), this.retryMs);
+      this.timer.unref();
+      this.retryMs = Math.min(this.retryMs * 2, 10_000);
+    };
+    // A listening connection cut by a restart or failover must never crash the process.
+    client.on('error', (err) => lost(err));
+    client.on('end', () => lost());
+    client.on('notification', (msg) => {
+      if (!CHANNELS.includes(msg.channel as BusChannel)) return;
+      try {
+        this.opts.onMessage(msg.channel as BusChannel, msg.payload ?? '');
+      } catch (err) {
+        this.opts.logger?.error('replica signal handler failed', { err });
+      }
+    });
+    try {
+      await client.connect();
+      for (const c of CHANNELS) await client.query(`LISTEN ${c}`);
+      if (this.stopped) {
+        await client.end().catch(() => {});
+        return;
+      }
+      this.listening = true;
+      this.retryMs = this.opts.reconnectMs ?? 250;
+    } catch (err) {
+      lost(err as Error);
+    }
+  }
+
+  /** Sends a signal to every replica (this one included). Best effort: failures are logged, never thrown. */
+  async publish(channel: BusChannel, payload = ''): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await this.opts.pool.query('SELECT pg_notify($1, $2)', [channel, payload.length > MAX_PAYLOAD ? '' : payload]);
+    } catch (err) {
+      this.opts.logger?.debug('replica signal not sent', { channel, err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+    }
+  }
+
+  /** Closes the listening connection; safe twice. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.listening = false;
+    if (this.timer) clearTimeout(this.timer);
+    await this.client?.end().catch(() => {});
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Checked-out connections. A pooled client that is idle has the pool's 'error' listener, but a client checked
+ * out for a transaction has none: a server restart or failover during the transaction would emit an unhandled
+ * 'error' and crash the process. Every checkout here listens while it holds the client, and hands a broken
+ * client back as broken so the pool replaces it.
+ */
+import type pg from 'pg';
+
+/** Runs fn inside BEGIN/COMMIT on one pooled connection; a lost connection rejects (never an unhandled 'error'). */
+export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>, onLost?: (err: Error) => void): Promise<T> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (err: Error): void => {
+    // The query in flight rejects on its own ("Connection terminated unexpectedly"); this only keeps the
+    // process alive and marks the client for disposal.
+    lost ??= err;
+    onLost?.(err);
+  };
+  client.on('error', onError);
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    if (lost) broken = true;
+    else {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        // The connection is gone; do not hand it back to the pool.
+        broken = true;
+      }
+    }
+    throw err;
+  } finally {
+    client.off('error', onError);
+    // A client whose connection failed gets a no-op listener: pg may still report the same failure late.
+    if (broken || lost) client.on('error', () => {});
+    client.release(broken || lost !== undefined);
+  }
+}

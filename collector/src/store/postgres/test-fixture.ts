@@ -1,0 +1,54 @@
+/**
+ * The lifecycle the replica fault tests share, registered with vitest: one PostgreSQL server and a temp dir per
+ * file, clusters of real replicas per test, everything stopped afterwards (paused replicas resumed first).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { startTestServer, type TestServer } from './test-server.ts';
+import { startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './test-replicas.ts';
+
+export interface ReplicaFixture {
+  /** The temp dir of this file (configs, replica working dirs). */
+  dir(): string;
+  /** Starts a cluster (stopped after the test) on a fresh database. */
+  cluster(env: Record<string, string>): Promise<TestCluster>;
+  /** Starts a webhook receiver (closed after the test). */
+  webhook(): Promise<WebhookReceiver>;
+}
+
+export function useReplicaFixture(): ReplicaFixture {
+  let server: TestServer;
+  let dir = '';
+  const replicas: Replica[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    server = await startTestServer();
+    dir = mkdtempSync(join(tmpdir(), 'hookwatch-replicas-'));
+  });
+  afterEach(async () => {
+    // A replica left paused by a failed test would never exit on SIGTERM.
+    for (const r of replicas) if (r.child.exitCode === null && r.child.signalCode === null) r.child.kill('SIGCONT');
+    await Promise.all(replicas.splice(0).map((r) => r.stop(3000)));
+    for (const c of closers.splice(0)) await c();
+  });
+  afterAll(async () => {
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    dir: () => dir,
+    async cluster(env) {
+      const c = await startCluster(server, dir, env);
+      replicas.push(...c.replicas);
+      closers.push(() => c.db.end());
+      return c;
+    },
+    async webhook() {
+      const hook = await startWebhookReceiver();
+      closers.push(() => hook.close());
+      return hook;
+    },
+  };
+}
