@@ -77,7 +77,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const store = metrics.instrumentStore(rawStore);
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
   const coordination = startCoordination(rawStore, config, logger);
-  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now });
+  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, maxFutureSkewMs: config.otlp.maxFutureSkewMs, logger, now });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
   const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
@@ -146,8 +146,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     if (!coordination.leader.isLeader()) return;
     try {
       const t = now();
-      const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs);
-      if (r.events || r.rollups) logger.info('retention removed old data', { events: r.events, rollups: r.rollups });
+      // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
+      const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs, t + config.otlp.maxFutureSkewMs + 60_000);
+      if (r.events || r.rollups || r.hooks) logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks });
     } catch (err) {
       logger.warn('retention run failed', { err });
     }

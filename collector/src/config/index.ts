@@ -11,6 +11,7 @@ export interface HookwatchConfig {
     maxRequestBytes: number;
     requestTimeoutMs: number;
     maxPendingRequests: number;
+    maxFutureSkewMs: number;
     ingestToken: string;
   };
   http: { addr: string; auth: HttpAuthConfig };
@@ -19,6 +20,7 @@ export interface HookwatchConfig {
   /** Used when db is a postgres:// URL. */
   postgres: { poolSize: number; leaseTtlMs: number };
   retention: { eventsMs: number; rollupsMs: number };
+  store: { maxHooks: number };
   delivery: { nearThreshold: number };
   dimensions: string[];
   log: { level: 'debug' | 'info' | 'warn' | 'error' };
@@ -62,6 +64,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       maxRequestBytes: v('otlp.maxRequestBytes'),
       requestTimeoutMs: v('otlp.requestTimeout'),
       maxPendingRequests: v('otlp.maxPendingRequests'),
+      maxFutureSkewMs: v('otlp.maxFutureSkew'),
       ingestToken: v('otlp.ingestToken'),
     },
     http: {
@@ -72,6 +75,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     sqlite: { synchronous: v('sqlite.synchronous') },
     postgres: { poolSize: v('postgres.poolSize'), leaseTtlMs: v('postgres.leaseTtl') },
     retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
+    store: { maxHooks: v('store.maxHooks') },
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),
     log: { level: v('log.level') },

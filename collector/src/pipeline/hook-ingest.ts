@@ -15,6 +15,8 @@ export interface HookIngestOptions {
   dimensions: readonly string[];
   /** Batches waiting for the store at once before new ones get 503 + Retry-After. */
   maxPending: number;
+  /** otlp.maxFutureSkew: records stamped further ahead are stored at their receive time. */
+  maxFutureSkewMs?: number;
   logger: Logger;
   now?: () => number;
 }
@@ -30,10 +32,14 @@ export interface IngestStats {
   otherRecords: number;
   storeErrors: number;
   storeSeconds: number;
+  /** Events counted under an overflow hook (store.maxHooks reached). */
+  folded: number;
+  /** Events stamped too far ahead, stored at their receive time. */
+  clampedFuture: number;
 }
 
 export class HookIngest implements LogsConsumer {
-  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0 };
+  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, folded: 0, clampedFuture: 0 };
   private pending = 0;
   private readonly listeners: IngestListener[] = [];
   private readonly opts: HookIngestOptions;
@@ -54,12 +60,21 @@ export class HookIngest implements LogsConsumer {
 
   async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
     this.admit();
-    const x = extractHookEvents(req, { nearThreshold: this.opts.nearThreshold, dimensions: this.opts.dimensions, ...(this.opts.now ? { now: this.opts.now } : {}) });
+    const x = extractHookEvents(req, {
+      nearThreshold: this.opts.nearThreshold,
+      dimensions: this.opts.dimensions,
+      ...(this.opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: this.opts.maxFutureSkewMs } : {}),
+      ...(this.opts.now ? { now: this.opts.now } : {}),
+    });
     this.stats.batches++;
     this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
     this.stats.hookEvents += x.events.length;
     this.stats.rejectedRecords += x.rejected;
     this.stats.otherRecords += x.otherRecords;
+    this.stats.clampedFuture += x.clamped;
+    // Warnings about records that were kept: OTLP partial success with rejected 0 and a non-empty message.
+    const notes: string[] = [];
+    if (x.clamped > 0) notes.push(`${x.clamped} hook record(s) stamped more than ${Math.round((this.opts.maxFutureSkewMs ?? 0) / 1000)} s ahead of the receive time were stored at the receive time (check the client's clock)`);
     if (x.events.length > 0) {
       this.pending++;
       const started = performance.now();
@@ -67,6 +82,10 @@ export class HookIngest implements LogsConsumer {
         const r = await this.opts.store.ingest(x.events);
         this.stats.stored += r.inserted.length;
         this.stats.duplicates += r.duplicates;
+        if (r.folded) {
+          this.stats.folded += r.folded;
+          notes.push(`${r.folded} hook record(s) of new hook names counted under ${(r.overflowHooks ?? []).map((n) => JSON.stringify(n)).join(', ')}: the store holds its limit of ${this.opts.store.maxHooks} hooks (store.maxHooks)`);
+        }
         if (r.inserted.length > 0) this.notify(r.inserted);
       } catch (err) {
         this.stats.storeErrors++;
@@ -76,9 +95,11 @@ export class HookIngest implements LogsConsumer {
         this.stats.storeSeconds += (performance.now() - started) / 1000;
       }
     }
-    if (x.rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
-    const more = x.rejected > x.problems.length ? ` (and ${x.rejected - x.problems.length} more)` : '';
-    return { rejected: x.rejected, message: `${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}`, statuses: x.statuses };
+    if (x.rejected > 0) {
+      const more = x.rejected > x.problems.length ? ` (and ${x.rejected - x.problems.length} more)` : '';
+      notes.unshift(`${x.rejected} hook record(s) rejected: ${x.problems.join('; ')}${more}`);
+    }
+    return { rejected: x.rejected, message: notes.join('. '), statuses: x.statuses };
   }
 
   private notify(events: Parameters<IngestListener['onIngested']>[0]): void {

@@ -10,6 +10,24 @@ export interface IngestResult {
   inserted: HookEvent[];
   /** Events already stored (a retried batch), not counted again. */
   duplicates: number;
+  /** Events of this batch counted under an overflow hook because the store holds store.maxHooks hooks. */
+  folded?: number;
+  /** Names of the overflow hooks they went to. */
+  overflowHooks?: string[];
+}
+
+/** Late arrivals: events received in [receivedFromMs, receivedToMs) whose event time is before eventBeforeMs. */
+export interface ArrivalQuery {
+  receivedFromMs: number;
+  receivedToMs: number;
+  eventBeforeMs: number;
+}
+
+/** One hook's persisted outputs that arrived late, with the range of their event times. */
+export interface Arrival extends HookCounters {
+  info: HookInfo;
+  firstEventMs: number;
+  lastEventMs: number;
 }
 
 /** A time range [fromMs, toMs) plus optional dimension filters (attribute name -> value). */
@@ -40,14 +58,18 @@ export interface HookInfo {
 export interface PruneResult {
   events: number;
   rollups: number;
+  /** Hooks with no event or rollup left. */
+  hooks: number;
 }
 
 export interface Store {
   /** The backend's name, for logs and /metrics ('sqlite', 'postgres'). */
   readonly kind: string;
+  /** store.maxHooks: past it, events of new hook names are counted under overflow hooks (hook-limit.ts). */
+  readonly maxHooks: number;
   /** Commits the events; resolves only once they are durable (the OTLP 200 waits for this). */
   ingest(events: HookEvent[]): Promise<IngestResult>;
-  /** Known hooks (ever seen). */
+  /** A known hook (one with events or rollups still in retention). */
   hook(id: string): Promise<HookInfo | undefined>;
   /** Per-hook counters over a range; only hooks with events in the range. */
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
@@ -57,10 +79,16 @@ export interface Store {
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
   breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]>;
+  /** Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound. */
+  latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>>;
   /** Time of the newest event, or null. */
   lastEventMs(): Promise<number | null>;
-  /** Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, in bounded batches. */
-  prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult>;
+  /**
+   * Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, then hooks with nothing
+   * left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
+   * far ahead before such times were clamped).
+   */
+  prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */
