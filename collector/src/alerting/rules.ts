@@ -264,23 +264,25 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
   return out;
 }
 
-/** Events of new hook names counted under an overflow hook in the window: store.maxHooks is reached. */
+/**
+ * Events of new hook names counted under an overflow hook in the window: store.maxHooks is reached. Reads the
+ * few overflow hooks one by one, never every hook (it runs on each ingest that folds events).
+ */
 async function hookLimit(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  const counters = await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS });
   const out: Candidate[] = [];
-  for (const c of counters.values()) {
-    if (!isOverflowHook(c.info)) continue;
-    const n = c.executions + c.starts;
+  for (const info of await ctx.store.overflowHooks()) {
+    const c = (await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS, hookId: info.id })).get(info.id);
+    const n = c ? c.executions + c.starts : 0;
     if (n <= 0) continue;
     out.push({
-      labels: hookLabels(rule, c.info),
+      labels: hookLabels(rule, info),
       annotations: {
-        summary: `${plural(n, 'hook event')} of new hook names in the last ${windowText(rule.windowMs)} were counted under ${c.info.hookName}: hookwatch holds its limit of ${fmt(ctx.store.maxHooks)} hooks (store.maxHooks).`,
+        summary: `${plural(n, 'hook event')} of new hook names in the last ${windowText(rule.windowMs)} were counted under ${info.hookName}: hookwatch holds its limit of ${fmt(ctx.store.maxHooks)} hooks (store.maxHooks).`,
         description: 'Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.',
         folded_events: String(n),
         max_hooks: String(ctx.store.maxHooks),
       },
-      hookId: c.info.id,
+      hookId: info.id,
     });
   }
   return out;

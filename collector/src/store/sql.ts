@@ -180,6 +180,9 @@ export function latePersistedQuery(p: (n: number) => string): string {
     WHERE outputs_persisted > 0 AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook_id`;
 }
 
+/** The overflow hooks' rows (names end with ':(overflow)', hook-limit.ts). */
+export const OVERFLOW_HOOKS = `SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_name LIKE '%:(overflow)'`;
+
 /** Hooks with nothing left in retention: no raw event and no rollup row of any granularity. */
 export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hook_id = h.hook_id)
   ${(['minute', 'hour', 'day'] as const).map((g) => `AND NOT EXISTS (SELECT 1 FROM ${ROLLUP_TABLES[g]} r WHERE r.hook_id = h.hook_id)`).join('\n  ')}`;

@@ -79,6 +79,8 @@ export interface Store {
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
   breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]>;
+  /** The overflow hooks (hook-limit.ts) that exist: few, whatever the number of hooks. */
+  overflowHooks(): Promise<HookInfo[]>;
   /** Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound. */
   latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>>;
   /** Time of the newest event, or null. */

@@ -12,7 +12,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -340,6 +340,10 @@ export class PostgresStore implements Store {
   private async infos(ids: string[]): Promise<Map<string, HookInfo>> {
     const infos = await this.query('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ANY($1::text[])', [ids]);
     return new Map(infos.map((r) => [String(r['hook_id']), toInfo(r)]));
+  }
+
+  async overflowHooks(): Promise<HookInfo[]> {
+    return (await this.query(OVERFLOW_HOOKS, [])).map(toInfo);
   }
 
   async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {

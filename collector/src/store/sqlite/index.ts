@@ -11,7 +11,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, segments, type Granularity } from '../segments.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
@@ -39,6 +39,11 @@ export const MIGRATIONS: readonly string[] = [
 
 /** Cached closed segments at most (a 30-day view needs about five). */
 const CLOSED_SEGMENT_CACHE_SIZE = 512;
+/**
+ * Rows the cache holds at most over all segments: with thousands of hooks, each segment grouped by hook holds a
+ * row per hook, and a bound on the number of segments alone would let the cache take gigabytes.
+ */
+const CLOSED_SEGMENT_ROW_BUDGET = 100_000;
 
 /** Contention: another connection holds the lock; the next attempt will likely pass. */
 const BUSY = /SQLITE_(BUSY|LOCKED)|database is locked/i;
@@ -101,6 +106,7 @@ export class SqliteStore implements Store {
   commits = 0;
   /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
   private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
+  private cachedRows = 0;
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
   private readonly known: KnownHooks;
@@ -235,7 +241,7 @@ export class SqliteStore implements Store {
         }
         this.c = this.connect();
         this.known.clear();
-        this.closedSegments.clear();
+        this.forgetAllSegments();
       } else {
         if (this.fault === CORRUPT_CAUSE) return false;
         // The same file: usable again once a write commits (space freed, made writable, device back).
@@ -377,7 +383,19 @@ export class SqliteStore implements Store {
     if (this.closedSegments.size === 0 || events.length === 0) return;
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
-    for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.closedSegments.delete(key);
+    for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.forgetSegment(key);
+  }
+
+  private forgetSegment(key: string): void {
+    const seg = this.closedSegments.get(key);
+    if (!seg) return;
+    this.cachedRows -= seg.rows.length;
+    this.closedSegments.delete(key);
+  }
+
+  private forgetAllSegments(): void {
+    this.forgetAllSegments();
+    this.cachedRows = 0;
   }
 
   private applyRollups(events: HookEvent[]): void {
@@ -442,9 +460,12 @@ export class SqliteStore implements Store {
         }
         const params = fromEvents ? [seg.fromMs, seg.toMs, ...hookParam, ...filterParams] : [seg.fromMs, seg.toMs, ...hookParam];
         rows = (this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
-        if (cacheable) {
-          if (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE) this.closedSegments.delete(this.closedSegments.keys().next().value as string);
+        if (cacheable && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
+          while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
+            this.forgetSegment(this.closedSegments.keys().next().value as string);
+          }
           this.closedSegments.set(key, { toMs: seg.toMs, rows });
+          this.cachedRows += rows.length;
         }
       }
       // Copies: merging mutates the row it merges into.
@@ -483,6 +504,10 @@ export class SqliteStore implements Store {
   private infos(ids: readonly string[]): Map<string, HookInfo> {
     const rows = this.read(() => this.c.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids))) as Record<string, unknown>[];
     return new Map(rows.map((r) => [String(r['hook_id']), toInfo(r)]));
+  }
+
+  async overflowHooks(): Promise<HookInfo[]> {
+    return (this.read(() => this.c.sql.get(OVERFLOW_HOOKS).all()) as Record<string, unknown>[]).map(toInfo);
   }
 
   async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
@@ -548,7 +573,7 @@ export class SqliteStore implements Store {
     }
     result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
     if (result.hooks > 0) this.known.clear();
-    if (result.events > 0 || result.rollups > 0) this.closedSegments.clear();
+    if (result.events > 0 || result.rollups > 0) this.forgetAllSegments();
     return result;
   }
 
