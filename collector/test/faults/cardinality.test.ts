@@ -50,6 +50,10 @@ describe('hook-name cardinality', () => {
     const overview = (await get<OverviewResponse>('/api/v1/overview?from=now-1h&to=now%2B10m')).json;
     const page = await get<HooksResponse>('/api/v1/hooks?from=now-1h&to=now%2B10m');
     const metrics = await (await fetch(`${server.httpUrl}/metrics`)).text();
+    // The hook_limit alert, evaluated off the ingest path after the commits.
+    const limitAlerts = async (): Promise<string[]> => (await get<{ alerts: { state: string; labels: Record<string, string> }[] }>('/api/v1/alerts')).json.alerts
+      .filter((a) => a.labels['alertname'] === 'hook_limit' && a.state === 'firing').map((a) => a.labels['hook_name'] ?? '');
+    for (let i = 0; i < 300 && (await limitAlerts()).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     agent.destroy();
     expect(peak, `peak RSS ${(peak / MiB).toFixed(0)} MiB`).toBeLessThan(512 * MiB);
     expect(page.bytes, 'first page of /api/v1/hooks').toBeLessThan(2 * MiB);
@@ -70,6 +74,7 @@ describe('hook-name cardinality', () => {
     const overflow = all.find((h) => h.hookName === overflowName);
     expect(overflow?.executions).toBe(NAMES - MAX_HOOKS);
     expect([...messages].some((m) => m.includes(JSON.stringify(overflowName)) && m.includes('store.maxHooks'))).toBe(true);
+    expect(await limitAlerts()).toEqual([overflowName]);
     expect(metrics).toMatch(new RegExp(`^hookwatch_hook_events_folded_total ${NAMES - MAX_HOOKS}$`, 'm'));
   });
 });
