@@ -254,9 +254,13 @@ export class SqliteStore implements Store {
       this.logger?.debug('store still cannot keep data', { path: this.path, error: describe(err) });
       return false;
     }
+    this.cleared(how);
+    return true;
+  }
+
+  private cleared(how: string): void {
     this.logger?.info('store database is usable again', { path: this.path, previousCause: this.fault, recovery: how });
     this.fault = undefined;
-    return true;
   }
 
   /** The error for a request refused while failed. */
@@ -276,9 +280,11 @@ export class SqliteStore implements Store {
     return err instanceof Error ? err : new Error(String(err));
   }
 
-  /** Runs a read; a file fault becomes a 503 and the failed state instead of a 500. */
+  /**
+   * Runs a read; a file fault becomes a 503 and the failed state instead of a 500. Reads are tried even while
+   * writes are refused: a full disk or a read-only file still serves the dashboard.
+   */
   private read<T>(fn: () => T): T {
-    if (this.fault !== undefined && !this.recover()) throw this.unavailable();
     try {
       return fn();
     } catch (err) {
@@ -327,7 +333,8 @@ export class SqliteStore implements Store {
     if (group.length === 0) return;
     let results: IngestResult[];
     try {
-      if (this.fault !== undefined && !this.recover()) throw this.unavailable();
+      // A lost file is reopened (or written back) first; any other fault is probed by the commit itself.
+      if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
       results = inTransaction(this.c.db, () => {
         const all: HookEvent[] = [];
         const out = group.map((w) => {
@@ -350,6 +357,7 @@ export class SqliteStore implements Store {
         this.noteFault(lost);
         throw this.unavailable();
       }
+      if (this.fault !== undefined) this.cleared('a commit succeeded again');
     } catch (err) {
       // Hooks admitted inside a rolled-back transaction were never written.
       this.known.clear();
@@ -394,7 +402,7 @@ export class SqliteStore implements Store {
   }
 
   private forgetAllSegments(): void {
-    this.forgetAllSegments();
+    this.closedSegments.clear();
     this.cachedRows = 0;
   }
 
