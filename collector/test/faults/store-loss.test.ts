@@ -6,29 +6,18 @@
  *    from its still-open copy, and after a restart every acknowledged event is there, once;
  *  - a corrupted database: 503 (retryable), not 500, and /readyz 503.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HOOK_EVENT_SHARE, batchTemplate, stamp } from '../../../bench/lib/batch.ts';
 import { agentFor, post } from '../../../bench/lib/harness.ts';
+import { exited, startCli, type Cli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
-
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const RECORDS = 16;
 const PER_BATCH = RECORDS * HOOK_EVENT_SHARE;
-
-interface Cli {
-  child: ChildProcess;
-  otlp: string;
-  http: string;
-  /** Every JSON log line so far. */
-  logs: Record<string, unknown>[];
-}
 
 const children: ChildProcess[] = [];
 const cleanups: (() => void)[] = [];
@@ -37,47 +26,10 @@ afterEach(() => {
   for (const f of cleanups.splice(0)) f();
 });
 
-async function startCli(db: string, cwd: string): Promise<Cli> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
-    cwd,
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOOKWATCH_DB: db,
-      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
-      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
-      HOOKWATCH_LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.push(child);
-  const logs: Record<string, unknown>[] = [];
-  const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });
-  const started = await new Promise<{ otlp: string; http: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('hookwatch did not start within 60 s')), 60_000);
-    child.once('exit', (code) => reject(new Error(`hookwatch exited with ${code} before starting: ${JSON.stringify(logs.slice(-3))}`)));
-    lines.on('line', (line) => {
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      logs.push(entry);
-      if (entry['msg'] === 'hookwatch started') {
-        clearTimeout(timer);
-        resolve({ otlp: String(entry['otlpHttp']), http: String(entry['http']) });
-      }
-    });
-  });
-  return { child, logs, ...started };
-}
-
 async function stopCli(cli: Cli): Promise<void> {
   if (cli.child.exitCode !== null || cli.child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => cli.child.once('exit', () => resolve()));
   cli.child.kill('SIGTERM');
-  await exited;
+  await exited(cli.child);
 }
 
 const readyz = async (cli: Cli): Promise<number> => (await fetch(`${cli.http}/readyz`)).status;
@@ -110,7 +62,7 @@ describe('the store loses its file', () => {
     const dbPath = join(dataDir, 'hookwatch.db');
     const template = batchTemplate(RECORDS, 'protobuf');
     const headers = { 'content-type': template.contentType };
-    const cli = await startCli(dbPath, dir);
+    const cli = await startCli(dbPath, dir, children);
     // A client resends the same bytes when it retries.
     const bodies = new Map<string, Buffer>();
     const send = (session: string): Promise<Response> => {
@@ -165,14 +117,14 @@ describe('the store loses its file', () => {
     const template = batchTemplate(RECORDS, 'protobuf');
     const headers = { 'content-type': template.contentType };
     // A database with data, closed cleanly.
-    const first = await startCli(dbPath, dir);
+    const first = await startCli(dbPath, dir, children);
     const agent = agentFor(1);
     for (let i = 0; i < 20; i++) expect((await post(agent, `${first.otlp}/v1/logs`, stamp(template, randomUUID()), headers)).status).toBe(200);
     await stopCli(first);
     expect(readdirSync(dir).filter((f) => f.startsWith('hookwatch.db-wal'))).toEqual([]);
     // Running again; then garbage over every page after the schema page: the tables' b-trees become unreadable
     // (the pages read at start, schema and migrations, stay in the connection's cache).
-    const cli = await startCli(dbPath, dir);
+    const cli = await startCli(dbPath, dir, children);
     const size = statSync(dbPath).size;
     const fd = openSync(dbPath, 'r+');
     try {
