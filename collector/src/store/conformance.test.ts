@@ -517,6 +517,7 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(byName.get('PreToolUse:(overflow)')?.executions).toBe(5);
     expect(byName.get('PreToolUse:(overflow)')?.outputsPersisted).toBe(5);
     expect(byName.get('Stop:(overflow)')?.executions).toBe(2);
+    expect((await store.overflowHooks()).map((h) => h.hookName).sort()).toEqual(['PreToolUse:(overflow)', 'Stop:(overflow)']);
     const total = [...all.values()].reduce((n, c) => n + c.executions, 0);
     expect(total).toBe(2 + batch.length);
     // A retry of the same batch is a duplicate, not a second count, and still folded the same way.
