@@ -45,8 +45,11 @@ const CLOSED_SEGMENT_CACHE_SIZE = 512;
  */
 const CLOSED_SEGMENT_ROW_BUDGET = 100_000;
 
-/** Contention: another connection holds the lock; the next attempt will likely pass. */
-const BUSY = /SQLITE_(BUSY|LOCKED)|database is locked/i;
+/**
+ * Contention (another connection holds the lock), or the connection closed while the file is being reopened:
+ * the next attempt will likely pass.
+ */
+const BUSY = /SQLITE_(BUSY|LOCKED)|database is locked|database is not open/i;
 /**
  * The file itself failed: I/O error, corruption, disk full, read-only, gone. Retryable for the client (503), but
  * the store is not ready until the fault clears: the first such error is logged once, with the path.
