@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { markdownTable, type BenchModule, type BenchResult } from './lib/result.ts';
 
 /** Benchmark modules, in run order (relative to this file). */
-export const MODULES = ['ingest.ts', 'load.ts', 'alerts.ts', 'dashboard.ts', 'store.ts', 'forward.ts', 'guard.ts'] as const;
+export const MODULES = ['ingest.ts', 'load.ts', 'alerts.ts', 'dashboard.ts', 'store.ts', 'forward.ts', 'guard.ts', 'cardinality.ts'] as const;
 
 /** One module's outcome in the report. */
 export interface ModuleOutcome {

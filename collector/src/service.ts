@@ -94,7 +94,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const coordination = startCoordination(rawStore, config, logger);
   // Before the first event is accepted: hashed and dropped attributes must never reach the store in clear.
   const privacy = await openPrivacy(config.privacy, rawStore);
-  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, logger, now, privacy });
+  const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, maxFutureSkewMs: config.otlp.maxFutureSkewMs, logger, now, privacy });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
   const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous, retentionMs: config.retention.eventsMs });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
@@ -200,8 +200,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     if (!coordination.leader.isLeader()) return;
     try {
       const t = now();
-      const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs);
-      if (r.events || r.rollups) logger.info('retention removed old data', { events: r.events, rollups: r.rollups });
+      // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
+      const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs, t + config.otlp.maxFutureSkewMs + 60_000);
+      if (r.events || r.rollups || r.hooks) logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks });
       // Transcript findings are kept as long as raw events.
       const findings = await store.pruneTranscriptFindings(t - config.retention.eventsMs);
       if (findings) logger.info('retention removed old transcript findings', { transcriptFindings: findings });

@@ -55,7 +55,12 @@ export interface HookSummary extends HookCounters {
 export interface HooksResponse {
   from: string;
   to: string;
+  /** One page, riskiest first (`limit`, default 1000). */
   hooks: HookSummary[];
+  /** Hooks matching the query, over all pages. */
+  total: number;
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
 }
 
 export interface SeriesBucket extends HookCounters {

@@ -9,7 +9,7 @@ import type { ReceiverConfig, ReceiverTls } from '../notify/model.ts';
 import { signingSecretProblem } from '../notify/signing.ts';
 
 /** The rule kinds hookwatch evaluates. */
-export const RULE_KINDS = ['persisted', 'persisted_ratio', 'headroom', 'growth', 'blind', 'silence', 'never_completed'] as const;
+export const RULE_KINDS = ['persisted', 'persisted_ratio', 'headroom', 'growth', 'blind', 'silence', 'never_completed', 'hook_limit'] as const;
 export type RuleKind = (typeof RULE_KINDS)[number];
 
 /** One rule, with every default filled in. */
@@ -48,10 +48,11 @@ const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs'
   blind: { severity: 'warning', windowMs: DAY, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
   silence: { severity: 'warning', windowMs: 7 * DAY, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 3_600_000, scope: 'hook' },
   never_completed: { severity: 'warning', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 300_000 },
+  hook_limit: { severity: 'warning', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
 };
 
 /** Rules on with zero configuration. `silence` and `persisted_ratio` need a team's knowledge of its traffic. */
-export const DEFAULT_RULE_KINDS: readonly RuleKind[] = ['persisted', 'headroom', 'growth', 'blind', 'never_completed'];
+export const DEFAULT_RULE_KINDS: readonly RuleKind[] = ['persisted', 'headroom', 'growth', 'blind', 'never_completed', 'hook_limit'];
 
 /** A problem in the alerting configuration; the message names the key. */
 export class AlertingConfigError extends Error {

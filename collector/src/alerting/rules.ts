@@ -3,9 +3,11 @@
  * and returns the label sets whose condition holds now, with annotations a person can act on.
  */
 import type { HookCounters } from '../../../shared/src/api.ts';
+import { totalCounters } from '../store/counters.ts';
+import { isOverflowHook } from '../store/hook-limit.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestKnown, largestOutput } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
-import type { HookInfo, Store } from '../store/store.ts';
+import type { Arrival, HookInfo, Store } from '../store/store.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { RuleConfig } from './config.ts';
 
@@ -43,7 +45,7 @@ export function windowText(ms: number): string {
 
 /** Rules evaluated on every ingest (a persisted output must be notified within a second); the rest on the timer. */
 export function evaluatesOnIngest(rule: RuleConfig): boolean {
-  return rule.kind === 'persisted' || rule.kind === 'persisted_ratio' || rule.kind === 'headroom' || rule.kind === 'blind';
+  return rule.kind === 'persisted' || rule.kind === 'persisted_ratio' || rule.kind === 'headroom' || rule.kind === 'blind' || rule.kind === 'hook_limit';
 }
 
 /** True when one of these new events can make the rule's condition hold (so it is worth evaluating now). */
@@ -58,6 +60,8 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
     }
     case 'blind':
       return events.some((e) => e.kind === 'complete' && !e.sizesKnown);
+    case 'hook_limit':
+      return events.some(isOverflowHook);
     default:
       return false;
   }
@@ -96,20 +100,48 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
   return out;
 }
 
-function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
+/**
+ * Persisted outputs in the window, by event time or by arrival: a batch stamped an hour ago (a Collector queue
+ * draining after an outage, a client clock behind) still notifies when it arrives, with its event times named.
+ */
+async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const w = windowText(rule.windowMs);
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => {
-    // The headline divergence: Claude Code saved output to a file while the hook reported success.
-    if (c.outputsPersisted <= 0 || c.success <= 0) return null;
-    const max = largestOutput(c);
-    return {
-      summary: `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
-      description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}. Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters.`,
-      outputs_persisted: String(c.outputsPersisted),
-      executions: String(c.executions),
-      ...(max !== null ? { largest_output: String(max) } : {}),
-    };
-  });
+  const fromMs = ctx.now - rule.windowMs;
+  const toMs = ctx.now + FUTURE_SKEW_MS;
+  // Arrivals in the window whose event time is before it: the event-time window below does not count them.
+  const late = await ctx.store.latePersisted({ receivedFromMs: fromMs, receivedToMs: toMs, eventBeforeMs: fromMs });
+  const seen = new Set<string>();
+  const cond: HookCondition = (c, info, scope) => {
+    seen.add(info.id);
+    // Late arrivals are counted per hook: split by a dimension, they would be added to every group.
+    const l = rule.groupBy ? undefined : late.get(info.id);
+    return persistedAnnotations(l ? totalCounters([c, l]) : c, scope, w, l);
+  };
+  const out = await perHook(rule, ctx, fromMs, toMs, cond);
+  for (const l of late.values()) {
+    if (seen.has(l.info.id)) continue;
+    const annotations = persistedAnnotations(l, l.info.hookName, w, l);
+    if (annotations) out.push({ labels: hookLabels(rule, l.info), annotations, hookId: l.info.id });
+  }
+  return out;
+}
+
+function persistedAnnotations(c: HookCounters, scope: string, w: string, late: Arrival | undefined): Record<string, string> | null {
+  // The headline divergence: Claude Code saved output to a file while the hook reported success.
+  if (c.outputsPersisted <= 0 || c.success <= 0) return null;
+  const max = largestOutput(c);
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  const lateText = late
+    ? ` ${plural(late.outputsPersisted, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    : '';
+  return {
+    summary: `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
+    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}. Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters.${lateText}`,
+    outputs_persisted: String(c.outputsPersisted),
+    executions: String(c.executions),
+    ...(max !== null ? { largest_output: String(max) } : {}),
+    ...(late ? { event_time: iso(late.lastEventMs), first_event_time: iso(late.firstEventMs), late_outputs_persisted: String(late.outputsPersisted) } : {}),
+  };
 }
 
 function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
@@ -232,6 +264,30 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
   return out;
 }
 
+/**
+ * Events of new hook names counted under an overflow hook in the window: store.maxHooks is reached. Reads the
+ * few overflow hooks one by one, never every hook (it runs on each ingest that folds events).
+ */
+async function hookLimit(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
+  const out: Candidate[] = [];
+  for (const info of await ctx.store.overflowHooks()) {
+    const c = (await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS, hookId: info.id })).get(info.id);
+    const n = c ? c.executions + c.starts : 0;
+    if (n <= 0) continue;
+    out.push({
+      labels: hookLabels(rule, info),
+      annotations: {
+        summary: `${plural(n, 'hook event')} of new hook names in the last ${windowText(rule.windowMs)} were counted under ${info.hookName}: hookwatch holds its limit of ${fmt(ctx.store.maxHooks)} hooks (store.maxHooks).`,
+        description: 'Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.',
+        folded_events: String(n),
+        max_hooks: String(ctx.store.maxHooks),
+      },
+      hookId: info.id,
+    });
+  }
+  return out;
+}
+
 const EVALUATORS: Record<RuleConfig['kind'], (rule: RuleConfig, ctx: RuleContext) => Promise<Candidate[]>> = {
   persisted,
   persisted_ratio: persistedRatio,
@@ -240,6 +296,7 @@ const EVALUATORS: Record<RuleConfig['kind'], (rule: RuleConfig, ctx: RuleContext
   blind,
   silence,
   never_completed: neverCompleted,
+  hook_limit: hookLimit,
 };
 
 /** The label sets for which the rule's condition holds at ctx.now. */

@@ -301,7 +301,7 @@ describe('alerts API', () => {
     expect(() => load('alerting:\n  rules:\n    - { kind: growth, groupBy: team }\n')).toThrow(/alerting\.rules\[0\]\.groupBy: not supported for kind growth/);
     expect(() => load('alerting:\n  rules:\n    - { kind: persisted, for: soon }\n')).toThrow(/alerting\.rules\[0\]\.for: expected a duration/);
     const defaults = toConfig(loadConfig({ env: {} })).alerting;
-    expect(defaults.rules.map((x) => x.kind)).toEqual(['persisted', 'headroom', 'growth', 'blind', 'never_completed']);
+    expect(defaults.rules.map((x) => x.kind)).toEqual(['persisted', 'headroom', 'growth', 'blind', 'never_completed', 'hook_limit']);
     expect(defaults.receivers).toEqual([]);
   });
 });

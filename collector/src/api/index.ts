@@ -8,10 +8,10 @@ import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus
 import { classifyCounters } from '../hooks/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import { knownDimensions } from '../store/sql.ts';
-import { UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
+import { StoreUnavailableError, UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
-import { ParamError, parseFilters, parseHookId, parseRange, parseStep, single } from './params.ts';
+import { ParamError, parseFilters, parseHookId, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 
 export interface ApiOptions {
@@ -90,8 +90,17 @@ export function createApiRouter(opts: ApiOptions): Router {
     if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryStatus)) {
       throw new ParamError('status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
-    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status']);
-    const body: HooksResponse = { from: iso(fromMs), to: iso(toMs), hooks: status ? hooks.filter((h) => h.status === status) : hooks };
+    const page = parsePage(q);
+    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status', 'limit', 'cursor']);
+    const matching = status ? hooks.filter((h) => h.status === status) : hooks;
+    const end = page.offset + page.limit;
+    const body: HooksResponse = {
+      from: iso(fromMs),
+      to: iso(toMs),
+      hooks: matching.slice(page.offset, end),
+      total: matching.length,
+      nextCursor: end < matching.length ? String(end) : null,
+    };
     res.json(body);
   });
 
@@ -181,6 +190,10 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
     if (err instanceof ParamError) {
       res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
+      return;
+    }
+    if (err instanceof StoreUnavailableError) {
+      res.status(503).set('retry-after', '5').json({ error: { code: 'unavailable', message: err.message } });
       return;
     }
     if (err instanceof UnknownDimensionError) {

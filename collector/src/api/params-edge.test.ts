@@ -60,3 +60,43 @@ describe('malformed URLs', () => {
     expect(body.error?.code).toBe('bad_request');
   });
 });
+
+describe('hook list pages', () => {
+  it.each([
+    ['/api/v1/hooks?limit=0', 'limit'],
+    ['/api/v1/hooks?limit=5001', 'limit'],
+    ['/api/v1/hooks?limit=1e3', 'limit'],
+    ['/api/v1/hooks?cursor=-1', 'cursor'],
+    ['/api/v1/hooks?cursor=abc', 'cursor'],
+    ['/api/v1/hooks?limit=1&limit=2', 'limit'],
+  ])('%s is refused with 400 naming %s', async (path, parameter) => {
+    const r = await get(path);
+    expect(r.status).toBe(400);
+    expect(r.body.error?.parameter).toBe(parameter);
+  });
+
+  it('pages through every hook in order, each once', async () => {
+    const events = Array.from({ length: 7 }, (_, i) => ({
+      kind: 'complete' as const, dedupKey: `page-${i}`, hookId: hookId('Stop', `Stop:p${i}`), hookEvent: 'Stop', hookName: `Stop:p${i}`,
+      timeMs: NOW - 60_000, numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0, numCancelled: 0, durationMs: 1,
+      stdoutChars: 100 * (i + 1), additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null, outputsPersisted: 0,
+      sizesKnown: true, status: 'ok' as const, serviceName: 'claude-code', serviceVersion: '2.1.332', sessionId: 's', userId: 'u', userEmail: '',
+      userAccountUuid: '', organizationId: '', terminalType: '', source: 'otlp' as const, extra: {},
+    }));
+    await store.ingest(events);
+    const seen: string[] = [];
+    let cursor: string | null = '';
+    let pages = 0;
+    while (cursor !== null) {
+      const res = await fetch(`${base}/api/v1/hooks?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const body = (await res.json()) as { hooks: { hookName: string }[]; total: number; nextCursor: string | null };
+      expect(body.total).toBe(7);
+      expect(body.hooks.length).toBeLessThanOrEqual(3);
+      seen.push(...body.hooks.map((h) => h.hookName));
+      cursor = body.nextCursor;
+      pages++;
+    }
+    expect(pages).toBe(3);
+    expect(new Set(seen).size).toBe(7);
+  });
+});

@@ -73,6 +73,27 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
   return ms / 1000;
 }
 
+/** Hooks per page of /api/v1/hooks by default, and at most. */
+export const DEFAULT_PAGE_SIZE = 1000;
+export const MAX_PAGE_SIZE = 5000;
+
+/** `limit` (1..MAX_PAGE_SIZE) and `cursor` (the nextCursor of the previous page). */
+export function parsePage(query: Record<string, unknown>): { limit: number; offset: number } {
+  const limitRaw = single(query, 'limit');
+  const cursor = single(query, 'cursor');
+  let limit = DEFAULT_PAGE_SIZE;
+  if (limitRaw !== undefined) {
+    if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > MAX_PAGE_SIZE) throw new ParamError('limit', `limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+    limit = Number(limitRaw);
+  }
+  let offset = 0;
+  if (cursor !== undefined) {
+    if (!/^\d{1,9}$/.test(cursor)) throw new ParamError('cursor', 'cursor must be the nextCursor of a previous page');
+    offset = Number(cursor);
+  }
+  return { limit, offset };
+}
+
 export function single(query: Record<string, unknown>, name: string): string | undefined {
   const v = query[name];
   if (v === undefined) return undefined;

@@ -12,6 +12,7 @@ export interface HookwatchConfig {
     maxRequestBytes: number;
     requestTimeoutMs: number;
     maxPendingRequests: number;
+    maxFutureSkewMs: number;
     ingestToken: string;
     maxInflightBytes: number;
   };
@@ -21,6 +22,7 @@ export interface HookwatchConfig {
   /** Used when db is a postgres:// URL. */
   postgres: { poolSize: number; leaseTtlMs: number };
   retention: { eventsMs: number; rollupsMs: number };
+  store: { maxHooks: number };
   delivery: { nearThreshold: number };
   dimensions: string[];
   privacy: { hash: string[]; hashKey: string; drop: string[] };
@@ -66,6 +68,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
       maxRequestBytes: v('otlp.maxRequestBytes'),
       requestTimeoutMs: v('otlp.requestTimeout'),
       maxPendingRequests: v('otlp.maxPendingRequests'),
+      maxFutureSkewMs: v('otlp.maxFutureSkew'),
       ingestToken: v('otlp.ingestToken'),
       maxInflightBytes: inflightBytes(v('otlp.maxInflightBytes'), v('otlp.maxRequestBytes'), loaded.sources.get('otlp.maxInflightBytes') === 'default'),
     },
@@ -77,6 +80,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     sqlite: { synchronous: v('sqlite.synchronous') },
     postgres: { poolSize: v('postgres.poolSize'), leaseTtlMs: v('postgres.leaseTtl') },
     retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
+    store: { maxHooks: v('store.maxHooks') },
     delivery: { nearThreshold: v('delivery.nearThreshold') },
     dimensions: v('dimensions'),
     privacy: privacyConfig(v('privacy.hash'), v('privacy.hashKey'), v('privacy.drop'), v('dimensions')),

@@ -48,6 +48,10 @@ export const SETTINGS: readonly Setting[] = [
     description: 'Requests waiting for the store at once; above it hookwatch answers 503 with Retry-After instead of queueing without bound.',
   },
   {
+    key: 'otlp.maxFutureSkew', env: 'HOOKWATCH_OTLP_MAX_FUTURE_SKEW', type: 'duration', default: 300_000, min: 0, max: DAY,
+    description: 'A hook record stamped further than this ahead of the receive time (a client clock running ahead) is stored at the receive time instead, and the OTLP partial-success message says how many were clamped. Retention removes rows stored before with such times.',
+  },
+  {
     key: 'otlp.ingestToken', env: 'HOOKWATCH_INGEST_TOKEN', type: 'string', default: '', secret: true,
     description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise).',
   },
@@ -103,6 +107,10 @@ export const SETTINGS: readonly Setting[] = [
   {
     key: 'retention.rollups', env: 'HOOKWATCH_RETENTION_ROLLUPS', type: 'duration', default: 400 * DAY, min: DAY,
     description: 'How long hourly and daily rollups are kept.',
+  },
+  {
+    key: 'store.maxHooks', env: 'HOOKWATCH_MAX_HOOKS', type: 'int', default: 10_000, min: 1, max: 1_000_000,
+    description: 'Most distinct hooks (hook event + hook name) the store keeps. Past it, events of new hook names are counted under one `<hook_event>:(overflow)` hook per hook event (counts kept, never dropped), the client is told in the OTLP partial-success message, hookwatch_hook_events_folded_total counts them and the `hook_limit` alert fires. Hooks with nothing left in retention are removed.',
   },
   {
     key: 'delivery.nearThreshold', env: 'HOOKWATCH_NEAR_THRESHOLD', type: 'int', default: 8000, min: 1, max: 10_000,

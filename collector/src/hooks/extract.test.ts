@@ -39,7 +39,7 @@ describe('numbers arrive as strings, ints or doubles', () => {
   it('intValue and doubleValue forms give the same event as strings', () => {
     const asStrings = extractHookEvents(request([record({ ...base, num_hooks: '2', num_success: '2', stdout_chars: '12578', num_outputs_persisted: '1' })]), opts).events[0]!;
     const asNumbers = extractHookEvents(request([record({ ...base, num_hooks: 2, num_success: 2.0, stdout_chars: 12578, num_outputs_persisted: 1 })]), opts).events[0]!;
-    expect({ ...asNumbers, dedupKey: '', legacyKey: '' }).toEqual({ ...asStrings, dedupKey: '', legacyKey: '' });
+    expect({ ...asNumbers, dedupKey: '', legacyKey: '', receivedMs: 0 }).toEqual({ ...asStrings, dedupKey: '', legacyKey: '', receivedMs: 0 });
   });
 });
 

@@ -13,8 +13,10 @@ export interface ExtractOptions {
   nearThreshold: number;
   /** Extra attribute keys kept per event (e.g. team). */
   dimensions: readonly string[];
-  /** Clock for events with no timestamp at all. */
+  /** Clock for events with no timestamp at all, and the receive time. */
   now?: () => number;
+  /** Events stamped further than this ahead of the receive time are stored at the receive time. */
+  maxFutureSkewMs?: number;
 }
 
 export interface ExtractResult {
@@ -27,6 +29,8 @@ export interface ExtractResult {
   otherRecords: number;
   /** Each log record's delivery status in wire order; undefined for records that are not usable executions. */
   statuses: (DeliveryStatus | undefined)[];
+  /** Events stamped more than maxFutureSkewMs ahead, moved to the receive time. */
+  clamped: number;
 }
 
 const MAX_PROBLEMS = 5;
@@ -175,8 +179,11 @@ function eventTime(rec: LogRecord, timestamp: Timestamp, now: () => number): num
 
 /** Extracts hook events from every record of a request; other records are counted and passed over. */
 export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): ExtractResult {
-  const now = opts.now ?? Date.now;
-  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [] };
+  const clock = opts.now ?? Date.now;
+  // One receive time for the whole request.
+  const receivedMs = clock();
+  const now = (): number => receivedMs;
+  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [], clamped: 0 };
   req.resourceLogs.forEach((rl, i) => {
     rl.scopeLogs.forEach((sl, j) => {
       sl.logRecords.forEach((rec, k) => {
@@ -188,6 +195,13 @@ export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): Extra
         }
         try {
           const event = toHookEvent(kind, rec, rl.resource, opts, now);
+          event.receivedMs = receivedMs;
+          // A clock running ahead would put the event where no window looks until that time comes (and keep the
+          // feed looking alive): it cannot have happened after it arrived, so it is kept at the receive time.
+          if (opts.maxFutureSkewMs !== undefined && event.timeMs > receivedMs + opts.maxFutureSkewMs) {
+            event.timeMs = receivedMs;
+            result.clamped++;
+          }
           result.events.push(event);
           result.statuses.push(kind === 'complete' ? event.status : undefined);
         } catch (err) {

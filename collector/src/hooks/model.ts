@@ -20,6 +20,8 @@ export interface HookEvent {
   hookName: string;
   /** Event time in ms since the epoch. */
   timeMs: number;
+  /** When hookwatch received it (ms since the epoch); alerts on late persisted outputs window by it. */
+  receivedMs?: number;
   numHooks: number | null;
   numSuccess: number | null;
   numBlocking: number | null;

@@ -18,6 +18,8 @@ export interface HookIngestOptions {
   dimensions: readonly string[];
   /** Batches waiting for the store at once before new ones get 503 + Retry-After. */
   maxPending: number;
+  /** otlp.maxFutureSkew: records stamped further ahead are stored at their receive time. */
+  maxFutureSkewMs?: number;
   logger: Logger;
   now?: () => number;
   /** Hashes and drops attributes before anything is stored; none when absent. */
@@ -38,10 +40,14 @@ export interface IngestStats {
   /** Transcript findings (`hookwatch scan --send`) stored apart from telemetry, and those already stored. */
   transcriptFindings: number;
   transcriptFindingDuplicates: number;
+  /** Events counted under an overflow hook (store.maxHooks reached). */
+  folded: number;
+  /** Events stamped too far ahead, stored at their receive time. */
+  clampedFuture: number;
 }
 
 export class HookIngest implements LogsConsumer {
-  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0 };
+  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0, folded: 0, clampedFuture: 0 };
   private pending = 0;
   private readonly listeners: IngestListener[] = [];
   private readonly opts: HookIngestOptions;
@@ -62,7 +68,12 @@ export class HookIngest implements LogsConsumer {
 
   async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
     this.admit();
-    const x = extractHookEvents(req, { nearThreshold: this.opts.nearThreshold, dimensions: this.opts.dimensions, ...(this.opts.now ? { now: this.opts.now } : {}) });
+    const x = extractHookEvents(req, {
+      nearThreshold: this.opts.nearThreshold,
+      dimensions: this.opts.dimensions,
+      ...(this.opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: this.opts.maxFutureSkewMs } : {}),
+      ...(this.opts.now ? { now: this.opts.now } : {}),
+    });
     // Transcript findings go to their own table, never into telemetry's counts.
     const t = extractTranscriptFindings(req, this.opts.now);
     // Outputs trimmed by hookwatch guard, likewise kept apart.
@@ -72,6 +83,10 @@ export class HookIngest implements LogsConsumer {
     this.stats.hookEvents += x.events.length;
     this.stats.rejectedRecords += x.rejected + t.rejected + guard.rejected;
     this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected - guard.trims.length - guard.rejected;
+    this.stats.clampedFuture += x.clamped;
+    // Warnings about records that were kept: OTLP partial success with rejected 0 and a non-empty message.
+    const notes: string[] = [];
+    if (x.clamped > 0) notes.push(`${x.clamped} hook record(s) stamped more than ${Math.round((this.opts.maxFutureSkewMs ?? 0) / 1000)} s ahead of the receive time were stored at the receive time (check the client's clock)`);
     if (t.findings.length > 0) {
       const r = await this.storeWrite(() => this.opts.store.recordTranscriptFindings(t.findings));
       this.stats.transcriptFindings += r.inserted;
@@ -84,13 +99,19 @@ export class HookIngest implements LogsConsumer {
       const r = await this.storeWrite(() => this.opts.store.ingest(events));
       this.stats.stored += r.inserted.length;
       this.stats.duplicates += r.duplicates;
+      if (r.folded) {
+        this.stats.folded += r.folded;
+        notes.push(`${r.folded} hook record(s) of new hook names counted under ${(r.overflowHooks ?? []).map((n) => JSON.stringify(n)).join(', ')}: the store holds its limit of ${this.opts.store.maxHooks} hooks (store.maxHooks)`);
+      }
       if (r.inserted.length > 0) this.notify(r.inserted);
     }
     const rejected = x.rejected + t.rejected + guard.rejected;
-    if (rejected === 0) return { rejected: 0, message: '', statuses: x.statuses };
-    const problems = [...x.problems, ...t.problems, ...guard.problems];
-    const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
-    return { rejected, message: `${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`, statuses: x.statuses };
+    if (rejected > 0) {
+      const problems = [...x.problems, ...t.problems, ...guard.problems];
+      const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
+      notes.unshift(`${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`);
+    }
+    return { rejected, message: notes.join('. '), statuses: x.statuses };
   }
 
   /** A store write: counted as pending (what admit() limits), timed, and counted as a store error when it fails. */

@@ -88,7 +88,7 @@ function strip(m: Map<string, HookCounters & { info?: unknown }>): Map<string, H
 interface Backend {
   name: string;
   setup(): Promise<void>;
-  open(): Promise<Store>;
+  open(opts?: { maxHooks?: number }): Promise<Store>;
   /** A second handle on the same data (another replica), or undefined when the backend has one writer. */
   openSibling?(of: Store): Promise<Store>;
   /**
@@ -110,9 +110,9 @@ function sqliteBackend(): Backend {
     async setup() {
       dir = mkdtempSync(join(tmpdir(), 'hookwatch-conf-'));
     },
-    async open() {
+    async open(opts = {}) {
       const path = join(dir, `s${++n}.db`);
-      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS, ...opts });
       paths.set(store, path);
       return store;
     },
@@ -129,7 +129,8 @@ function sqliteBackend(): Backend {
       if (!path) throw new Error('unknown store');
       await of.close();
       const db = new DatabaseSync(path);
-      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta;');
+      // Back to schema version 1: undo every later migration (the arrival-time one included).
+      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms;');
       db.close();
       const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
       paths.set(store, path);
@@ -149,10 +150,10 @@ function postgresBackend(): Backend {
     async setup() {
       server = await startTestServer();
     },
-    async open() {
+    async open(opts = {}) {
       if (!server) throw new Error('PostgreSQL test server did not start');
       const url = await server.createDatabase();
-      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4, ...opts });
       urls.set(store, url);
       return store;
     },
@@ -178,7 +179,7 @@ function postgresBackend(): Backend {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta;');
+        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms;');
       } finally {
         await c.end();
       }
@@ -194,8 +195,8 @@ function postgresBackend(): Backend {
 
 describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', (backend) => {
   const opened: Store[] = [];
-  const open = async (): Promise<Store> => {
-    const s = await backend.open();
+  const open = async (opts?: { maxHooks?: number }): Promise<Store> => {
+    const s = await backend.open(opts);
     opened.push(s);
     return s;
   };
@@ -453,7 +454,7 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(r.events).toBe(events.filter((e) => e.timeMs < eventsBefore).length);
     // Minute rollups go with events (12 buckets), hour rollups before rollupsBefore (6), day rollups before it (1).
     expect(r.rollups).toBe(12 + 6 + 1);
-    expect(await store.prune(eventsBefore, rollupsBefore)).toEqual({ events: 0, rollups: 0 });
+    expect(await store.prune(eventsBefore, rollupsBefore)).toEqual({ events: 0, rollups: 0, hooks: 0 });
     // Data newer than the cut answers as before; raw-event queries no longer see pruned events.
     const after = { fromMs: eventsBefore, toMs: T0 + 6 * DAY };
     expect(strip(await store.hookCounters(after))).toEqual(model(events, after.fromMs, after.toMs));
@@ -556,5 +557,76 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(await store.transcriptCommands(hook, { fromMs: T0, toMs: T0 + 2 * DAY })).toEqual([
       { command: 'emit ctx 12000', runs: 0, outputs: 1, delivered: 0, persisted: 1, unconfirmed: 0, largestOutputChars: 12_000, largestDeliveredChars: null, sessions: 1 },
     ]);
+  });
+
+  it('past store.maxHooks, events of new hook names are counted under one overflow hook per hook event, none dropped', async () => {
+    const store = await open({ maxHooks: 3 });
+    const names = Array.from({ length: 8 }, (_, i) => `PreToolUse:tool-${i}`);
+    const first = await store.ingest(names.slice(0, 2).map((n) => ev({ hookEvent: 'PreToolUse', hookName: n })));
+    expect(first.folded ?? 0).toBe(0);
+    // One more name fits; the next five of PreToolUse and two of Stop go to overflow hooks.
+    const batch = [
+      ...names.slice(2).map((n) => ev({ hookEvent: 'PreToolUse', hookName: n, outputsPersisted: 1, status: 'over' })),
+      ev({ hookEvent: 'Stop', hookName: 'Stop:a' }),
+      ev({ hookEvent: 'Stop', hookName: 'Stop:b' }),
+      // A known hook stays itself.
+      ev({ hookEvent: 'PreToolUse', hookName: names[0]! }),
+    ];
+    const r = await store.ingest(batch);
+    expect(r.inserted).toHaveLength(batch.length);
+    expect(r.folded).toBe(7);
+    expect(new Set(r.overflowHooks)).toEqual(new Set(['PreToolUse:(overflow)', 'Stop:(overflow)']));
+    const all = await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR });
+    const byName = new Map([...all.values()].map((c) => [c.info.hookName, c]));
+    expect([...byName.keys()].sort()).toEqual([names[0], names[1], names[2], 'PreToolUse:(overflow)', 'Stop:(overflow)'].sort());
+    expect(byName.get('PreToolUse:(overflow)')?.executions).toBe(5);
+    expect(byName.get('PreToolUse:(overflow)')?.outputsPersisted).toBe(5);
+    expect(byName.get('Stop:(overflow)')?.executions).toBe(2);
+    expect((await store.overflowHooks()).map((h) => h.hookName).sort()).toEqual(['PreToolUse:(overflow)', 'Stop:(overflow)']);
+    const total = [...all.values()].reduce((n, c) => n + c.executions, 0);
+    expect(total).toBe(2 + batch.length);
+    // A retry of the same batch is a duplicate, not a second count, and still folded the same way.
+    const again = await store.ingest(batch);
+    expect(again.inserted).toHaveLength(0);
+    expect(again.duplicates).toBe(batch.length);
+  });
+
+  it('retention removes hooks with nothing left, which frees room under store.maxHooks', async () => {
+    const store = await open({ maxHooks: 2 });
+    await store.ingest([ev({ hookName: 'PostToolUse:old', timeMs: T0 }), ev({ hookName: 'PostToolUse:kept', timeMs: T0 + 3 * DAY })]);
+    const old = ev({ hookName: 'PostToolUse:old' }).hookId;
+    expect(await store.hook(old)).toBeDefined();
+    const r = await store.prune(T0 + 2 * DAY, T0 + 2 * DAY);
+    expect(r.hooks).toBe(1);
+    expect(await store.hook(old)).toBeUndefined();
+    expect(await store.hook(ev({ hookName: 'PostToolUse:kept' }).hookId)).toBeDefined();
+    const next = await store.ingest([ev({ hookName: 'PostToolUse:new', timeMs: T0 + 3 * DAY })]);
+    expect(next.folded ?? 0).toBe(0);
+  });
+
+  it('prunes rows stamped past the future bound', async () => {
+    const store = await open();
+    await store.ingest([ev({ timeMs: T0 }), ev({ timeMs: T0 + 30 * DAY })]);
+    const r = await store.prune(T0 - DAY, T0 - DAY, T0 + DAY);
+    expect(r.events).toBe(1);
+    expect(r.rollups).toBe(3);
+    expect((await store.hookCounters({ fromMs: T0, toMs: T0 + 40 * DAY })).get(ev().hookId)?.executions).toBe(1);
+  });
+
+  it('finds persisted outputs by arrival time whose event time is older than the window', async () => {
+    const store = await open();
+    const now = T0 + 5 * HOUR;
+    const late = ev({ timeMs: now - 61 * MINUTE, receivedMs: now - MINUTE, outputsPersisted: 2, status: 'over', stdoutChars: 30_000 });
+    const onTime = ev({ hookName: 'PostToolUse:Edit', timeMs: now - 2 * MINUTE, receivedMs: now - MINUTE, outputsPersisted: 1, status: 'over' });
+    const oldArrival = ev({ hookName: 'PostToolUse:Old', timeMs: now - 3 * HOUR, receivedMs: now - 2 * HOUR, outputsPersisted: 1, status: 'over' });
+    await store.ingest([late, onTime, oldArrival, ev({ timeMs: now - 70 * MINUTE, receivedMs: now - MINUTE })]);
+    const m = await store.latePersisted({ receivedFromMs: now - HOUR, receivedToMs: now, eventBeforeMs: now - HOUR });
+    expect([...m.keys()]).toEqual([late.hookId]);
+    const a = m.get(late.hookId)!;
+    expect(a.outputsPersisted).toBe(2);
+    expect(a.executions).toBe(1);
+    expect(a.firstEventMs).toBe(late.timeMs);
+    expect(a.lastEventMs).toBe(late.timeMs);
+    expect(a.info.hookName).toBe('PostToolUse:Bash');
   });
 });

@@ -77,6 +77,7 @@ export const EVENT_COLUMNS = [
   'num_cancelled', 'duration_ms', 'stdout_chars', 'additional_context_chars', 'system_message_chars',
   'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'service_name', 'service_version',
   'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id', 'terminal_type', 'source', 'extra',
+  'received_ms',
 ] as const;
 
 /** An event's values in EVENT_COLUMNS order. */
@@ -86,6 +87,7 @@ export function eventValues(e: HookEvent): unknown[] {
     e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
     e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
     e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
+    e.receivedMs ?? null,
   ];
 }
 
@@ -158,6 +160,32 @@ export function timeOrderedKeysDdl(t: { nowMs: string; greatest: string }): stri
   INSERT INTO store_meta (key, value)
     SELECT ${sqlString(LEGACY_KEYS_BEFORE)}, CAST(${t.greatest}(MAX(time_ms), ${t.nowMs}) + ${LEGACY_KEY_GRACE_MS} AS TEXT) FROM events HAVING MAX(time_ms) IS NOT NULL;`;
 }
+
+/**
+ * Migration of every relational backend: when each event arrived (alerts on a persisted output that arrives late
+ * window by it; NULL for events stored before), and an index that finds the newest hook without a table scan.
+ */
+export function arrivalTimeDdl(int: string): string {
+  return `ALTER TABLE events ADD COLUMN received_ms ${int};
+  CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;
+  CREATE INDEX hooks_last_seen ON hooks (last_seen);`;
+}
+
+/**
+ * Persisted outputs per hook that arrived in [$1, $2) with an event time before $3 (older than the rule's
+ * window by event time), through the partial arrival index: the cost is the late persisted events, not the table.
+ */
+export function latePersistedQuery(p: (n: number) => string): string {
+  return `SELECT hook_id AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
+    WHERE outputs_persisted > 0 AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook_id`;
+}
+
+/** The overflow hooks' rows (names end with ':(overflow)', hook-limit.ts). */
+export const OVERFLOW_HOOKS = `SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_name LIKE '%:(overflow)'`;
+
+/** Hooks with nothing left in retention: no raw event and no rollup row of any granularity. */
+export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hook_id = h.hook_id)
+  ${(['minute', 'hour', 'day'] as const).map((g) => `AND NOT EXISTS (SELECT 1 FROM ${ROLLUP_TABLES[g]} r WHERE r.hook_id = h.hook_id)`).join('\n  ')}`;
 
 /** A SQL string literal (for the few constants spliced into SQL text; user input is always a parameter). */
 export function sqlString(s: string): string {

@@ -14,6 +14,24 @@ export interface IngestResult {
   inserted: HookEvent[];
   /** Events already stored (a retried batch), not counted again. */
   duplicates: number;
+  /** Events of this batch counted under an overflow hook because the store holds store.maxHooks hooks. */
+  folded?: number;
+  /** Names of the overflow hooks they went to. */
+  overflowHooks?: string[];
+}
+
+/** Late arrivals: events received in [receivedFromMs, receivedToMs) whose event time is before eventBeforeMs. */
+export interface ArrivalQuery {
+  receivedFromMs: number;
+  receivedToMs: number;
+  eventBeforeMs: number;
+}
+
+/** One hook's persisted outputs that arrived late, with the range of their event times. */
+export interface Arrival extends HookCounters {
+  info: HookInfo;
+  firstEventMs: number;
+  lastEventMs: number;
 }
 
 /** A time range [fromMs, toMs) plus optional dimension filters (attribute name -> value). */
@@ -44,14 +62,18 @@ export interface HookInfo {
 export interface PruneResult {
   events: number;
   rollups: number;
+  /** Hooks with no event or rollup left. */
+  hooks: number;
 }
 
 export interface Store {
   /** The backend's name, for logs and /metrics ('sqlite', 'postgres'). */
   readonly kind: string;
+  /** store.maxHooks: past it, events of new hook names are counted under overflow hooks (hook-limit.ts). */
+  readonly maxHooks: number;
   /** Commits the events; resolves only once they are durable (the OTLP 200 waits for this). */
   ingest(events: HookEvent[]): Promise<IngestResult>;
-  /** Known hooks (ever seen). */
+  /** A known hook (one with events or rollups still in retention). */
   hook(id: string): Promise<HookInfo | undefined>;
   /** Per-hook counters over a range; only hooks with events in the range. */
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
@@ -65,10 +87,6 @@ export interface Store {
   recordGuardTrims(trims: GuardTrim[]): Promise<number>;
   /** One hook's guard trims over a range, in buckets of q.stepMs. */
   guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats>;
-  /** Time of the newest event, or null. */
-  lastEventMs(): Promise<number | null>;
-  /** Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, in bounded batches. */
-  prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult>;
   /**
    * Commits transcript findings (`hookwatch scan --send`) to their own table, apart from telemetry; a finding
    * whose id is already stored is not stored again. Resolves once they are durable.
@@ -83,6 +101,18 @@ export interface Store {
    * wins, so replicas sharing one database all get the same value (e.g. the privacy hash key).
    */
   metaValue(key: string, create: () => string): Promise<string>;
+  /** The overflow hooks (hook-limit.ts) that exist: few, whatever the number of hooks. */
+  overflowHooks(): Promise<HookInfo[]>;
+  /** Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound. */
+  latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>>;
+  /** Time of the newest event, or null. */
+  lastEventMs(): Promise<number | null>;
+  /**
+   * Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, then hooks with nothing
+   * left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
+   * far ahead before such times were clamped).
+   */
+  prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */

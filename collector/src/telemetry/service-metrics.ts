@@ -170,6 +170,8 @@ function ingestFamilies(ingest: HookIngest, queueDepth: number, capacity: number
     },
     one('hookwatch_hook_events_stored_total', 'Hook events committed to the store.', s.stored),
     one('hookwatch_hook_events_duplicate_total', 'Hook events already stored (a retried batch), not counted again.', s.duplicates),
+    one('hookwatch_hook_events_folded_total', 'Hook events of new hook names counted under an overflow hook because the store holds store.maxHooks hooks.', s.folded),
+    one('hookwatch_hook_events_clamped_total', 'Hook events stamped more than otlp.maxFutureSkew ahead, stored at their receive time.', s.clampedFuture),
     one('hookwatch_ingest_store_errors_total', 'Batches whose store commit failed (the client was told to retry).', s.storeErrors),
     one('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', s.storeSeconds),
     one('hookwatch_ingest_queue_depth', 'Batches waiting for their store commit now.', queueDepth, 'gauge'),

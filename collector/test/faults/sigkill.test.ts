@@ -3,18 +3,15 @@
  * transaction), and the restarted process serves again. The server is the real CLI in a child process, killed
  * with no chance to flush; the check reads the SQLite file itself after a clean second shutdown.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HOOK_EVENT_SHARE, batchTemplate, stamp } from '../../../bench/lib/batch.ts';
 import { agentFor, post } from '../../../bench/lib/harness.ts';
+import { exited, startCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
-
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const RECORDS = 32;
 const CLIENTS = 16;
 
@@ -26,45 +23,6 @@ afterEach(() => {
   for (const f of cleanups.splice(0)) f();
 });
 
-/** Starts `hookwatch serve` on free ports and resolves with its OTLP/HTTP URL once it logs that it started. */
-async function startCli(dir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
-    cwd: dir,
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOOKWATCH_DB: join(dir, 'hookwatch.db'),
-      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
-      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
-      HOOKWATCH_LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.push(child);
-  const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('hookwatch did not start within 60 s')), 60_000);
-    child.once('exit', (code) => reject(new Error(`hookwatch exited with ${code} before starting`)));
-    lines.on('line', (line) => {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; otlpHttp?: string };
-        if (entry.msg === 'hookwatch started' && entry.otlpHttp) {
-          clearTimeout(timer);
-          resolve(entry.otlpHttp);
-        }
-      } catch {
-        // Not a log line (e.g. a Node warning): ignore.
-      }
-    });
-  });
-  return { child, url };
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
 describe('SIGKILL during load', () => {
   // Generous bounds: two process starts on a busy 2-core runner can take tens of seconds.
   it('keeps every acknowledged batch, whole, and serves again after restart', { timeout: 150_000 }, async () => {
@@ -73,7 +31,7 @@ describe('SIGKILL during load', () => {
     const template = batchTemplate(RECORDS, 'protobuf');
     const headers = { 'content-type': template.contentType };
 
-    const first = await startCli(dir);
+    const first = await startCli(join(dir, 'hookwatch.db'), dir, children);
     const agent = agentFor(CLIENTS);
     const acked: string[] = [];
     let killed = false;
@@ -81,7 +39,7 @@ describe('SIGKILL during load', () => {
       while (!killed) {
         const session = randomUUID();
         try {
-          const res = await post(agent, `${first.url}/v1/logs`, stamp(template, session), headers);
+          const res = await post(agent, `${first.otlp}/v1/logs`, stamp(template, session), headers);
           // Only a complete 200 counts as acknowledged; a reset mid-answer is not.
           if (res.status === 200) acked.push(session);
         } catch {
@@ -102,10 +60,10 @@ describe('SIGKILL during load', () => {
     expect(first.child.signalCode).toBe('SIGKILL');
 
     // Restart on the same file: it recovers the WAL and takes new data.
-    const second = await startCli(dir);
+    const second = await startCli(join(dir, 'hookwatch.db'), dir, children);
     const after = randomUUID();
     const again = agentFor(1);
-    expect((await post(again, `${second.url}/v1/logs`, stamp(template, after), headers)).status).toBe(200);
+    expect((await post(again, `${second.otlp}/v1/logs`, stamp(template, after), headers)).status).toBe(200);
     again.destroy();
     second.child.kill('SIGTERM');
     await exited(second.child);

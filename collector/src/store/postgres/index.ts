@@ -11,13 +11,14 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
-import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -29,6 +30,8 @@ export interface PostgresStoreOptions {
   logger?: Logger;
   /** Rows deleted per statement by prune (bounded so retention never holds long locks). */
   pruneBatch?: number;
+  /** store.maxHooks: events of further hook names are counted under overflow hooks (approximate across replicas). */
+  maxHooks?: number;
 }
 
 /** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
@@ -61,6 +64,8 @@ export const MIGRATIONS: readonly string[] = [
   guardTrimsDdl('BIGINT'),
   // 6: each replica's heartbeat (written with every lease renewal), for GET /api/v1/cluster and /metrics.
   `CREATE TABLE IF NOT EXISTS replica_heartbeats (name TEXT NOT NULL, replica TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL, last_seen TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, replica));`,
+  // 7: when each event arrived.
+  arrivalTimeDdl('BIGINT'),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -69,7 +74,7 @@ const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   num_non_blocking_error: 'int8', num_cancelled: 'int8', duration_ms: 'int8', stdout_chars: 'int8', additional_context_chars: 'int8',
   system_message_chars: 'int8', initial_user_message_chars: 'int8', outputs_persisted: 'int8', sizes_known: 'int2', status: 'text',
   service_name: 'text', service_version: 'text', session_id: 'text', user_id: 'text', user_email: 'text', user_account_uuid: 'text',
-  organization_id: 'text', terminal_type: 'text', source: 'text', extra: 'jsonb',
+  organization_id: 'text', terminal_type: 'text', source: 'text', extra: 'jsonb', received_ms: 'int8',
 };
 
 const ROLLUP_KEY = ['hook_id', 'bucket', 'service_name', 'service_version'] as const;
@@ -102,6 +107,8 @@ export class PostgresStore implements Store {
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
   readonly kind = 'postgres';
+  readonly maxHooks: number;
+  private readonly known: KnownHooks;
   private readonly pool: pg.Pool;
   private readonly url: string;
   private readonly dims: readonly string[];
@@ -114,6 +121,8 @@ export class PostgresStore implements Store {
     this.dims = opts.dimensions ?? [];
     this.logger = opts.logger;
     this.pruneBatch = opts.pruneBatch ?? 5000;
+    this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
+    this.known = new KnownHooks(this.maxHooks);
     this.pool = new pg.Pool({
       connectionString: opts.url,
       max: opts.poolSize ?? 10,
@@ -186,14 +195,33 @@ export class PostgresStore implements Store {
     const sorted = [...unique.values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : a.dedupKey > b.dedupKey ? 1 : 0));
     for (let attempt = 1; ; attempt++) {
       try {
-        const inserted = await this.ingestOnce(sorted);
-        return { inserted, duplicates: events.length - inserted.length };
+        const { events: folded, fold } = await this.foldBeyondLimit(sorted);
+        const inserted = await this.ingestOnce(folded);
+        return { inserted, duplicates: events.length - inserted.length, ...(fold.folded > 0 ? { folded: fold.folded, overflowHooks: fold.overflowHooks } : {}) };
       } catch (err) {
         const code = (err as { code?: string }).code ?? '';
         if (CONFLICT_SQLSTATE.has(code) && attempt < INGEST_ATTEMPTS) continue;
         throw this.classify(err, 'store cannot write');
       }
     }
+  }
+
+  /**
+   * Moves the events of hooks past store.maxHooks onto overflow hooks. Read outside the ingest transaction:
+   * replicas admitting new hooks at the same moment may together pass the limit by a batch's worth of names.
+   */
+  private async foldBeyondLimit(sorted: HookEvent[]): Promise<{ events: HookEvent[]; fold: { folded: number; overflowHooks: string[] } }> {
+    const unknown = this.known.unknown(sorted);
+    const none = { events: sorted, fold: { folded: 0, overflowHooks: [] } };
+    if (unknown.length === 0) return none;
+    const rows = await this.query('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [[...unknown, ...overflowIds(sorted)]]);
+    const existing = new Set(rows.map((r) => String(r['hook_id'])));
+    this.known.add(existing);
+    if (unknown.every((id) => existing.has(id))) return none;
+    const count = Number((await this.query('SELECT COUNT(*) AS n FROM hooks', []))[0]?.['n'] ?? 0);
+    const r = foldNewHooks(sorted, (id) => this.known.has(id) || existing.has(id), count, this.maxHooks);
+    // Folding changes hook ids only, not the dedup keys the rows are sorted by.
+    return { events: r.events, fold: r };
   }
 
   private async ingestOnce(sorted: HookEvent[]): Promise<HookEvent[]> {
@@ -298,12 +326,31 @@ export class PostgresStore implements Store {
     const rows = await this.aggregate(q, ['hook_id'], q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
-    const ids = [...rows.values()].map((x) => String(x.keys[0]));
-    const infos = await this.query('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ANY($1::text[])', [ids]);
-    const byId = new Map(infos.map((r) => [String(r['hook_id']), toInfo(r)]));
+    const byId = await this.infos([...rows.values()].map((x) => String(x.keys[0])));
     for (const { keys, row } of rows.values()) {
       const info = byId.get(String(keys[0]));
       if (info) out.set(info.id, { ...toCounters(row), info });
+    }
+    return out;
+  }
+
+  private async infos(ids: string[]): Promise<Map<string, HookInfo>> {
+    const infos = await this.query('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ANY($1::text[])', [ids]);
+    return new Map(infos.map((r) => [String(r['hook_id']), toInfo(r)]));
+  }
+
+  async overflowHooks(): Promise<HookInfo[]> {
+    return (await this.query(OVERFLOW_HOOKS, [])).map(toInfo);
+  }
+
+  async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
+    const rows = await this.query(latePersistedQuery((n) => `$${n}`), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
+    const out = new Map<string, Arrival>();
+    if (rows.length === 0) return out;
+    const byId = await this.infos(rows.map((r) => String(r['g'])));
+    for (const r of rows) {
+      const info = byId.get(String(r['g']));
+      if (info) out.set(info.id, { ...toCounters(fromDbRow(r)), info, firstEventMs: Number(r['first_event']), lastEventMs: Number(r['last_event']) });
     }
     return out;
   }
@@ -358,14 +405,15 @@ export class PostgresStore implements Store {
     return t === null || t === undefined ? null : Number(t);
   }
 
-  async prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult> {
-    const result: PruneResult = { events: 0, rollups: 0 };
+  async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+    const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
     const n = this.pruneBatch;
     // Each batch is its own short transaction: ingest on other replicas never waits long behind retention.
-    const batch = async (sql: string, before: number): Promise<number> => {
+    // The batch size is the last parameter ($2, or $1 without a bound).
+    const batch = async (sql: string, ...bound: number[]): Promise<number> => {
       let total = 0;
       for (;;) {
-        const r = await this.pool.query(sql, [before, n]).catch((err: unknown) => {
+        const r = await this.pool.query(sql, [...bound, n]).catch((err: unknown) => {
           throw this.classify(err, 'retention failed');
         });
         total += r.rowCount ?? 0;
@@ -378,6 +426,12 @@ export class PostgresStore implements Store {
     result.rollups += await rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    if (futureFromMs !== undefined) {
+      result.events += await batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
+      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
+    }
+    result.hooks = await batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT $1)`);
+    if (result.hooks > 0) this.known.clear();
     return result;
   }
 

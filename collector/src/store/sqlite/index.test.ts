@@ -128,3 +128,18 @@ describe('group commit', () => {
   });
 });
 
+
+describe('opening the file', () => {
+  it('a path where no file can be created is refused with the path named, as a retryable fault', () => {
+    // /proc takes no new files, whoever runs the test (root included).
+    const path = '/proc/hookwatch-cannot-create.db';
+    let err: unknown;
+    try {
+      new SqliteStore({ path });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as Error).message).toContain(path);
+    expect((err as Error).name).toBe('StoreUnavailableError');
+  });
+});

@@ -2,24 +2,34 @@
  * The embedded default store: SQLite through node:sqlite (no native addon to compile). WAL mode; each ingest
  * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
  */
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
+import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
   synchronous?: 'full' | 'normal';
   /** Extra dimension attribute keys (config `dimensions`). */
   dimensions?: readonly string[];
+  /** store.maxHooks: events of further hook names are counted under overflow hooks. */
+  maxHooks?: number;
+  /** Where the store says it lost its file and when it is back (one line each). */
+  logger?: Logger;
+  /** How often the file is checked to still be the one opened (also checked on every commit and /readyz). */
+  checkIntervalMs?: number;
 }
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
@@ -31,6 +41,8 @@ export const MIGRATIONS: readonly string[] = [
   transcriptFindingsDdl('INTEGER'),
   // 4: outputs trimmed by hookwatch guard.
   guardTrimsDdl('INTEGER'),
+  // 5: when each event arrived.
+  arrivalTimeDdl('INTEGER'),
 ];
 
 // Numbered, because the step appears twice and before the range in the bucket query.
@@ -38,22 +50,67 @@ const GUARD_SQL = guardTrimSql((n) => `?${n}`);
 
 /** Cached closed segments at most (a 30-day view needs about five). */
 const CLOSED_SEGMENT_CACHE_SIZE = 512;
+/**
+ * Rows the cache holds at most over all segments: with thousands of hooks, each segment grouped by hook holds a
+ * row per hook, and a bound on the number of segments alone would let the cache take gigabytes.
+ */
+const CLOSED_SEGMENT_ROW_BUDGET = 100_000;
 
-/** SQLite result codes that mean "cannot write now, try later" (read-only file, disk full, I/O, locked). */
-const RETRYABLE = /SQLITE_(READONLY|FULL|IOERR|BUSY|LOCKED|CANTOPEN|PERM)|database is locked|readonly|disk is full|disk I\/O error|unable to open/i;
+/**
+ * Contention (another connection holds the lock), or the connection closed while the file is being reopened:
+ * the next attempt will likely pass.
+ */
+const BUSY = /SQLITE_(BUSY|LOCKED)|database is locked|database is not open/i;
+/**
+ * The file itself failed: I/O error, corruption, disk full, read-only, gone. Retryable for the client (503), but
+ * the store is not ready until the fault clears: the first such error is logged once, with the path.
+ */
+const FAULTS: [RegExp, string][] = [
+  [/SQLITE_(CORRUPT|NOTADB)|malformed|not a database/i, 'the database file is corrupt'],
+  [/SQLITE_FULL|disk is full|database or disk is full/i, 'the disk is full'],
+  [/SQLITE_READONLY|readonly|read-only/i, 'the database file is read-only'],
+  [/SQLITE_IOERR|disk I\/O error/i, 'I/O error on the database file'],
+  [/SQLITE_(CANTOPEN|PERM)|unable to open|permission/i, 'the database file cannot be opened'],
+];
 
-function classify(err: unknown): Error {
+/** A failure's message and SQLite error string together, for classification. */
+function describe(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
-  const code = (err as { errstr?: string; code?: string })?.errstr ?? '';
-  if (RETRYABLE.test(msg) || RETRYABLE.test(code)) return new StoreUnavailableError(`store cannot write: ${msg}`);
-  return err instanceof Error ? err : new Error(msg);
+  const str = (err as { errstr?: string } | undefined)?.errstr ?? '';
+  return str && !msg.includes(str) ? `${msg} (${str})` : msg;
+}
+
+/** What kind of file fault an error is, or undefined for other errors. */
+function faultOf(err: unknown): string | undefined {
+  const text = describe(err);
+  return FAULTS.find(([re]) => re.test(text))?.[1];
+}
+
+const CORRUPT_CAUSE = 'the database file is corrupt';
+const MIN_RECOVERY_GAP_MS = 1000;
+
+/** The connection and what is prepared on it; replaced whole when the file is reopened. */
+interface Connection {
+  db: DatabaseSync;
+  /** Statements of queries and prunes, prepared once. */
+  sql: Statements;
+  insertEvent: StatementSync;
+  legacyKeyExists: StatementSync;
+  upsertHook: StatementSync;
+  upserts: Record<Granularity, StatementSync>;
+  hookExists: StatementSync;
+  hookCount: StatementSync;
+  /** Identity of the file opened, to notice it deleted or replaced underneath. */
+  file: { dev: number; ino: number } | undefined;
 }
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
-  private readonly db: DatabaseSync;
-  /** Statements of queries and prunes, prepared once. */
-  private readonly sql: Statements;
+  readonly maxHooks: number;
+  private c: Connection;
+  private readonly path: string;
+  private readonly synchronous: 'full' | 'normal';
+  private readonly logger: Logger | undefined;
   private readonly dims: readonly string[];
   private closed = false;
   /** Batches waiting for the next group commit. */
@@ -63,49 +120,203 @@ export class SqliteStore implements Store {
   commits = 0;
   /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
   private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
-  private readonly insertEvent: StatementSync;
-  private readonly legacyKeyExists: StatementSync;
+  private cachedRows = 0;
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
-  private readonly legacyKeysBefore: number;
-  private readonly upsertHook: StatementSync;
-  private readonly upserts: Record<Granularity, StatementSync>;
+  private legacyKeysBefore = -Infinity;
+  private readonly known: KnownHooks;
+  /** Why the store cannot keep data now (file gone, corrupt, disk full...); undefined when healthy. */
+  private fault: string | undefined;
+  private lastRecoveryMs = 0;
+  private readonly checkTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: SqliteStoreOptions) {
-    this.db = openSqlite(opts.path, opts.synchronous);
-    this.db.exec('PRAGMA foreign_keys = ON;');
-    this.sql = new Statements(this.db);
+    this.path = opts.path;
+    this.synchronous = opts.synchronous ?? 'full';
+    this.logger = opts.logger;
     this.dims = opts.dimensions ?? [];
-    this.migrate();
-    this.insertEvent = this.db.prepare(
-      `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (dedup_key) DO NOTHING`,
-    );
-    this.legacyKeyExists = this.db.prepare('SELECT 1 AS x FROM events WHERE dedup_key = ?');
-    const legacy = this.db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
-    this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
-    this.upsertHook = this.db.prepare(
-      `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
-    );
-    const cols = ['hook_id', 'bucket', 'service_name', 'service_version', ...COUNTER_COLUMNS];
-    const upsert = (table: string): StatementSync =>
-      this.db.prepare(
-        `INSERT INTO ${table} AS t (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
-         ON CONFLICT (hook_id, bucket, service_name, service_version) DO UPDATE SET ${upsertSetClause()}`,
-      );
-    this.upserts = { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) };
+    this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
+    this.known = new KnownHooks(this.maxHooks);
+    this.c = this.connect();
+    if (this.path !== ':memory:') {
+      this.checkTimer = setInterval(() => this.check(), opts.checkIntervalMs ?? 2000);
+      this.checkTimer.unref();
+    }
   }
 
-  private migrate(): void {
-    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
-    const row = this.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  /** Opens the file, migrates it and prepares the statements ingest uses. */
+  private connect(): Connection {
+    let db: DatabaseSync;
+    try {
+      db = openSqlite(this.path, this.synchronous);
+    } catch (err) {
+      // SQLite says "unable to open database file" without saying which.
+      throw new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${describe(err)}`);
+    }
+    try {
+      db.exec('PRAGMA foreign_keys = ON;');
+      this.migrate(db);
+      const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
+      this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
+      const cols = ['hook_id', 'bucket', 'service_name', 'service_version', ...COUNTER_COLUMNS];
+      const upsert = (table: string): StatementSync =>
+        db.prepare(
+          `INSERT INTO ${table} AS t (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
+           ON CONFLICT (hook_id, bucket, service_name, service_version) DO UPDATE SET ${upsertSetClause()}`,
+        );
+      let file: Connection['file'];
+      if (this.path !== ':memory:') {
+        const st = statSync(this.path);
+        file = { dev: st.dev, ino: st.ino };
+      }
+      return {
+        db,
+        sql: new Statements(db),
+        insertEvent: db.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (dedup_key) DO NOTHING`),
+        legacyKeyExists: db.prepare('SELECT 1 AS x FROM events WHERE dedup_key = ?'),
+        upsertHook: db.prepare(
+          `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
+        ),
+        upserts: { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) },
+        hookExists: db.prepare('SELECT 1 AS x FROM hooks WHERE hook_id = ?'),
+        hookCount: db.prepare('SELECT COUNT(*) AS n FROM hooks'),
+        file,
+      };
+    } catch (err) {
+      db.close();
+      const fault = faultOf(err);
+      throw fault ? new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${fault}: ${describe(err)}`) : err;
+    }
+  }
+
+  /** Why the file open is no longer the one at the path, or undefined while it is. */
+  private fileProblem(): string | undefined {
+    const opened = this.c.file;
+    if (!opened) return undefined;
+    try {
+      const st = statSync(this.path);
+      if (st.ino !== opened.ino || st.dev !== opened.dev) return 'the database file was replaced by another file';
+      return undefined;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return code === 'ENOENT' || code === 'ENOTDIR' ? 'the database file was deleted' : `the database file cannot be checked (${code ?? 'error'})`;
+    }
+  }
+
+  /** Enters the failed state: one log line with the path and the cause, not one per request. */
+  private noteFault(cause: string, err?: unknown): void {
+    if (this.fault !== undefined) return;
+    this.fault = cause;
+    this.logger?.error('store cannot keep data: refusing writes (503) until the database file is usable again', { path: this.path, cause, ...(err ? { error: describe(err) } : {}) });
+  }
+
+  /** The periodic check: notices a lost file, and tries to recover while failed. */
+  private check(): void {
+    if (this.closed) return;
+    const problem = this.fileProblem();
+    if (problem) this.noteFault(problem);
+    if (this.fault !== undefined) this.recover(true);
+  }
+
+  /**
+   * Tries to leave the failed state (at most once a second unless forced). A deleted file is written back from
+   * the connection that still holds it open (VACUUM INTO), so nothing committed before the loss is gone; when
+   * that copy fails too a new empty database is created; a replaced file is opened as found. A fault of the file
+   * itself (disk full, read-only, I/O) clears once a write goes through again; corruption only by replacing the file.
+   */
+  private recover(force = false): boolean {
+    if (this.fault === undefined) return true;
+    const now = Date.now();
+    if (!force && now - this.lastRecoveryMs < MIN_RECOVERY_GAP_MS) return false;
+    this.lastRecoveryMs = now;
+    const problem = this.fileProblem();
+    let how: string;
+    try {
+      if (problem !== undefined) {
+        if (!existsSync(this.path)) {
+          mkdirSync(dirname(this.path), { recursive: true });
+          // The old WAL and shared-memory files belong to the lost database; a new file must not replay them.
+          for (const suffix of ['-wal', '-shm', '-journal']) rmSync(this.path + suffix, { force: true });
+          try {
+            this.c.db.exec(`VACUUM INTO ${sqlString(this.path)}`);
+            how = 'restored every committed event from the still-open copy of the deleted file';
+          } catch (err) {
+            rmSync(this.path, { force: true });
+            how = `created a new empty database (the open copy could not be read: ${describe(err)})`;
+          }
+        } else {
+          how = 'opened the file now at the path';
+        }
+        const old = this.c;
+        try {
+          old.db.close();
+        } catch {
+          // The old file may be unreadable; it is being replaced anyway.
+        }
+        this.c = this.connect();
+        this.known.clear();
+        this.forgetAllSegments();
+      } else {
+        if (this.fault === CORRUPT_CAUSE) return false;
+        // The same file: usable again once a write commits (space freed, made writable, device back).
+        inTransaction(this.c.db, () => {
+          this.c.sql.get(`INSERT INTO store_meta (key, value) VALUES ('write_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(String(now));
+        });
+        how = 'a write succeeded again';
+      }
+    } catch (err) {
+      this.logger?.debug('store still cannot keep data', { path: this.path, error: describe(err) });
+      return false;
+    }
+    this.cleared(how);
+    return true;
+  }
+
+  private cleared(how: string): void {
+    this.logger?.info('store database is usable again', { path: this.path, previousCause: this.fault, recovery: how });
+    this.fault = undefined;
+  }
+
+  /** The error for a request refused while failed. */
+  private unavailable(): StoreUnavailableError {
+    return new StoreUnavailableError(`store cannot keep data: ${this.fault ?? 'unknown fault'} (${this.path})`);
+  }
+
+  /** Maps a failure: file faults mark the store failed; they and lock contention are retryable (503). */
+  private classify(err: unknown): Error {
+    if (err instanceof StoreUnavailableError) return err;
+    const fault = faultOf(err);
+    if (fault) {
+      this.noteFault(fault, err);
+      return this.unavailable();
+    }
+    if (BUSY.test(describe(err))) return new StoreUnavailableError(`store cannot write: ${describe(err)}`);
+    return err instanceof Error ? err : new Error(String(err));
+  }
+
+  /**
+   * Runs a read; a file fault becomes a 503 and the failed state instead of a 500. Reads are tried even while
+   * writes are refused: a full disk or a read-only file still serves the dashboard.
+   */
+  private read<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      throw this.classify(err);
+    }
+  }
+
+  private migrate(db: DatabaseSync): void {
+    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
+    const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
     const current = row.v ?? 0;
     if (current > MIGRATIONS.length) {
       throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
-      inTransaction(this.db, () => {
-        this.db.exec(MIGRATIONS[v] as string);
-        this.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
+      inTransaction(db, () => {
+        db.exec(MIGRATIONS[v] as string);
+        db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
       });
     }
   }
@@ -126,30 +337,45 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Commits every waiting batch in one transaction; on failure every one of them is refused. */
+  /**
+   * Commits every waiting batch in one transaction; on failure every one of them is refused. The file is checked
+   * to still be the one at the path after the commit: a commit into a deleted file is not acknowledged.
+   */
   private flush(): void {
     this.flushScheduled = false;
     const group = this.waiting.splice(0);
     if (group.length === 0) return;
     let results: IngestResult[];
     try {
-      results = inTransaction(this.db, () => {
+      // A lost file is reopened (or written back) first; any other fault is probed by the commit itself.
+      if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
+      results = inTransaction(this.c.db, () => {
         const all: HookEvent[] = [];
         const out = group.map((w) => {
+          const { events, folded, overflowHooks } = this.foldBeyondLimit(w.events);
           const inserted: HookEvent[] = [];
-          for (const e of w.events) {
-            if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.legacyKeyExists.get(e.legacyKey)) continue;
-            const r = this.insertEvent.run(...(eventValues(e) as SQLInputValue[]));
+          for (const e of events) {
+            if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.c.legacyKeyExists.get(e.legacyKey)) continue;
+            const r = this.c.insertEvent.run(...(eventValues(e) as SQLInputValue[]));
             if (Number(r.changes) > 0) inserted.push(e);
           }
           all.push(...inserted);
-          return { inserted, duplicates: w.events.length - inserted.length };
+          // Applied per batch: the next batch's fold sees the hooks this one added.
+          this.applyRollups(inserted);
+          return { inserted, duplicates: w.events.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}) };
         });
-        this.applyRollups(all);
         return out;
       });
+      const lost = this.fileProblem();
+      if (lost !== undefined) {
+        this.noteFault(lost);
+        throw this.unavailable();
+      }
+      if (this.fault !== undefined) this.cleared('a commit succeeded again');
     } catch (err) {
-      const e = classify(err);
+      // Hooks admitted inside a rolled-back transaction were never written.
+      this.known.clear();
+      const e = this.classify(err);
       for (const w of group) w.reject(e);
       return;
     }
@@ -158,6 +384,18 @@ export class SqliteStore implements Store {
     group.forEach((w, i) => w.resolve(results[i] as IngestResult));
   }
 
+  /** Moves the events of hooks past store.maxHooks onto overflow hooks (inside the ingest transaction). */
+  private foldBeyondLimit(events: HookEvent[]): { events: HookEvent[]; folded: number; overflowHooks: string[] } {
+    const unknown = this.known.unknown(events);
+    if (unknown.length === 0) return { events, folded: 0, overflowHooks: [] };
+    const existing = new Set(unknown.filter((id) => this.c.hookExists.get(id) !== undefined));
+    this.known.add(existing);
+    if (existing.size === unknown.length) return { events, folded: 0, overflowHooks: [] };
+    const count = Number((this.c.hookCount.get() as { n: number }).n);
+    const r = foldNewHooks(events, (id) => this.known.has(id) || existing.has(id) || this.c.hookExists.get(id) !== undefined, count, this.maxHooks);
+    this.known.add(r.events.map((e) => e.hookId));
+    return r;
+  }
 
   /**
    * Drops the kept segments that the committed events fall into. A live feed only sends what just happened, so
@@ -167,20 +405,33 @@ export class SqliteStore implements Store {
     if (this.closedSegments.size === 0 || events.length === 0) return;
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
-    for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.closedSegments.delete(key);
+    for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.forgetSegment(key);
+  }
+
+  private forgetSegment(key: string): void {
+    const seg = this.closedSegments.get(key);
+    if (!seg) return;
+    this.cachedRows -= seg.rows.length;
+    this.closedSegments.delete(key);
+  }
+
+  private forgetAllSegments(): void {
+    this.closedSegments.clear();
+    this.cachedRows = 0;
   }
 
   private applyRollups(events: HookEvent[]): void {
+    if (events.length === 0) return;
     const { hooks, rows } = groupForRollups(events, Date.now());
-    for (const [id, h] of hooks) this.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs);
+    for (const [id, h] of hooks) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs);
     for (const g of GRANULARITIES) {
-      const stmt = this.upserts[g];
+      const stmt = this.c.upserts[g];
       for (const r of rows[g]) stmt.run(r.hookId, r.bucket, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
     }
   }
 
   async hook(id: string): Promise<HookInfo | undefined> {
-    const r = this.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').get(id) as Record<string, unknown> | undefined;
+    const r = this.read(() => this.c.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').get(id)) as Record<string, unknown> | undefined;
     return r ? toInfo(r) : undefined;
   }
 
@@ -230,10 +481,13 @@ export class SqliteStore implements Store {
           sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
         }
         const params = fromEvents ? [seg.fromMs, seg.toMs, ...hookParam, ...filterParams] : [seg.fromMs, seg.toMs, ...hookParam];
-        rows = (this.sql.get(sql).all(...params) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
-        if (cacheable) {
-          if (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE) this.closedSegments.delete(this.closedSegments.keys().next().value as string);
+        rows = (this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
+        if (cacheable && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
+          while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
+            this.forgetSegment(this.closedSegments.keys().next().value as string);
+          }
           this.closedSegments.set(key, { toMs: seg.toMs, rows });
+          this.cachedRows += rows.length;
         }
       }
       // Copies: merging mutates the row it merges into.
@@ -260,14 +514,32 @@ export class SqliteStore implements Store {
     const rows = this.aggregate(q, 'hook_id', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
-    // One statement for every hook's name rather than a lookup per hook: overviews list them all.
-    const infos = q.hookId
-      ? this.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').all(q.hookId)
-      : this.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks').all();
-    const byId = new Map((infos as Record<string, unknown>[]).map((r) => [String(r['hook_id']), r]));
+    const byId = this.infos([...rows.keys()]);
     for (const [id, row] of rows) {
       const info = byId.get(id);
-      if (info) out.set(id, { ...toCounters(row), info: toInfo(info) });
+      if (info) out.set(id, { ...toCounters(row), info });
+    }
+    return out;
+  }
+
+  /** The named hooks' rows in one statement: the cost follows the hooks in range, not every hook in the table. */
+  private infos(ids: readonly string[]): Map<string, HookInfo> {
+    const rows = this.read(() => this.c.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids))) as Record<string, unknown>[];
+    return new Map(rows.map((r) => [String(r['hook_id']), toInfo(r)]));
+  }
+
+  async overflowHooks(): Promise<HookInfo[]> {
+    return (this.read(() => this.c.sql.get(OVERFLOW_HOOKS).all()) as Record<string, unknown>[]).map(toInfo);
+  }
+
+  async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
+    const rows = this.read(() => this.c.sql.get(latePersistedQuery(() => '?')).all(q.receivedFromMs, q.receivedToMs, q.eventBeforeMs)) as Record<string, unknown>[];
+    const out = new Map<string, Arrival>();
+    if (rows.length === 0) return out;
+    const byId = this.infos(rows.map((r) => String(r['g'])));
+    for (const r of rows) {
+      const info = byId.get(String(r['g']));
+      if (info) out.set(info.id, { ...toCounters(fromDbRow(r)), info, firstEventMs: Number(r['first_event']), lastEventMs: Number(r['last_event']) });
     }
     return out;
   }
@@ -275,7 +547,7 @@ export class SqliteStore implements Store {
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
     const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
     const { sql, fromMs, toMs } = seriesQuery(q, where, () => '?');
-    const rows = this.sql.get(sql).all(hookId, fromMs, toMs, ...filterParams) as Record<string, unknown>[];
+    const rows = this.read(() => this.c.sql.get(sql).all(hookId, fromMs, toMs, ...filterParams)) as Record<string, unknown>[];
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
@@ -298,35 +570,30 @@ export class SqliteStore implements Store {
 
   async recordGuardTrims(trims: GuardTrim[]): Promise<number> {
     if (trims.length === 0) return 0;
-    if (this.closed) throw new StoreUnavailableError('store is closed');
-    try {
-      return inTransaction(this.db, () => {
-        let inserted = 0;
-        for (const t of trims) inserted += Number(this.sql.get(GUARD_SQL.insert).run(...guardTrimValues(t)).changes);
-        return inserted;
-      });
-    } catch (err) {
-      throw classify(err);
-    }
+    return this.sideWrite(() => {
+      let inserted = 0;
+      for (const t of trims) inserted += Number(this.c.sql.get(GUARD_SQL.insert).run(...guardTrimValues(t)).changes);
+      return inserted;
+    });
   }
 
   async guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats> {
     const params = [hookId, q.fromMs, q.toMs];
-    const buckets = this.sql.get(GUARD_SQL.buckets).all(...params, q.stepMs) as Record<string, unknown>[];
-    return guardTrimStats(buckets, this.sql.get(GUARD_SQL.largest).all(...params) as Record<string, unknown>[]);
+    const buckets = this.read(() => this.c.sql.get(GUARD_SQL.buckets).all(...params, q.stepMs)) as Record<string, unknown>[];
+    return guardTrimStats(buckets, this.read(() => this.c.sql.get(GUARD_SQL.largest).all(...params)) as Record<string, unknown>[]);
   }
 
   async lastEventMs(): Promise<number | null> {
-    const r = this.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get() as { t: number | null };
+    const r = this.read(() => this.c.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get()) as { t: number | null };
     return r.t === null ? null : Number(r.t);
   }
 
-  async prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult> {
-    const result: PruneResult = { events: 0, rollups: 0 };
+  async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+    const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
     const batch = (sql: string, ...params: number[]): number => {
       let total = 0;
       for (;;) {
-        const n = Number(this.sql.get(sql).run(...params).changes);
+        const n = Number(this.read(() => this.c.sql.get(sql).run(...params).changes));
         total += n;
         if (n < 5000) return total;
       }
@@ -334,57 +601,85 @@ export class SqliteStore implements Store {
     result.events = batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
     result.events += batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
     const key = '(hook_id, bucket, service_name, service_version)';
-    const rollups = (t: string, before: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE bucket < ? LIMIT 5000)`, before);
-    result.rollups += rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
-    result.rollups += rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
-    result.rollups += rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
-    if (result.events > 0 || result.rollups > 0) this.closedSegments.clear();
+    const rollups = (t: string, where: string, bound: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT 5000)`, bound);
+    result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', eventsBeforeMs);
+    result.rollups += rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
+    result.rollups += rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
+    if (futureFromMs !== undefined) {
+      result.events += batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT 5000)', futureFromMs);
+      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += rollups(t, 'bucket >= ?', futureFromMs);
+    }
+    result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
+    if (result.hooks > 0) this.known.clear();
+    if (result.events > 0 || result.rollups > 0) this.forgetAllSegments();
     return result;
   }
 
   async recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult> {
     if (findings.length === 0) return { inserted: 0, duplicates: 0 };
-    if (this.closed) throw new StoreUnavailableError('store is closed');
-    const insert = this.sql.get(
-      `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')}) VALUES (${FINDING_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (finding_id) DO NOTHING`,
-    );
-    try {
-      const inserted = inTransaction(this.db, () => findings.reduce((n, f) => n + Number(insert.run(...findingValues(f)).changes), 0));
-      return { inserted, duplicates: findings.length - inserted };
-    } catch (err) {
-      throw classify(err);
-    }
+    const inserted = this.sideWrite(() => {
+      const insert = this.c.sql.get(
+        `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')}) VALUES (${FINDING_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (finding_id) DO NOTHING`,
+      );
+      return findings.reduce((n, f) => n + Number(insert.run(...findingValues(f)).changes), 0);
+    });
+    return { inserted, duplicates: findings.length - inserted };
   }
 
   async pruneTranscriptFindings(beforeMs: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = Number(this.sql.get('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT 5000)').run(beforeMs).changes);
+      const n = Number(this.read(() => this.c.sql.get('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT 5000)').run(beforeMs).changes));
       total += n;
       if (n < 5000) return total;
     }
   }
 
   async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
-    const rows = this.sql.get(commandsQuery(() => '?')).all(hookId, q.fromMs, q.toMs) as Record<string, unknown>[];
+    const rows = this.read(() => this.c.sql.get(commandsQuery(() => '?')).all(hookId, q.fromMs, q.toMs)) as Record<string, unknown>[];
     return rows.map(toCommandRow);
   }
 
   async metaValue(key: string, create: () => string): Promise<string> {
-    this.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(key, create());
-    return String((this.sql.get('SELECT value FROM store_meta WHERE key = ?').get(key) as { value: string }).value);
+    this.sideWrite(() => this.c.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(key, create()));
+    return String((this.read(() => this.c.sql.get('SELECT value FROM store_meta WHERE key = ?').get(key)) as { value: string }).value);
   }
 
+  /**
+   * A write outside the grouped ingest commit (transcript findings, guard trims, store_meta), under the same
+   * rules: refused while the file is lost, faults mark the store failed and answer 503.
+   */
+  private sideWrite<T>(fn: () => T): T {
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    try {
+      if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
+      const result = inTransaction(this.c.db, fn);
+      const lost = this.fileProblem();
+      if (lost !== undefined) {
+        this.noteFault(lost);
+        throw this.unavailable();
+      }
+      return result;
+    } catch (err) {
+      throw this.classify(err);
+    }
+  }
+
+  /** Ready when the file opened is still the one at the path and the last fault has cleared. */
   async ping(): Promise<void> {
     if (this.closed) throw new Error('store is closed');
-    this.sql.get('SELECT 1').get();
+    const problem = this.fileProblem();
+    if (problem) this.noteFault(problem);
+    if (this.fault !== undefined && !this.recover()) throw new Error(`store cannot keep data: ${this.fault} (${this.path})`);
+    this.read(() => this.c.sql.get('SELECT 1').get());
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
+    if (this.checkTimer) clearInterval(this.checkTimer);
     // Batches already handed over are committed (and answered) before the file closes.
     this.flush();
     this.closed = true;
-    this.db.close();
+    this.c.db.close();
   }
 }

@@ -1,0 +1,86 @@
+/**
+ * Late and early data, sent over OTLP/HTTP to a running hookwatch on the real clock:
+ *  - a persisted output stamped 61 minutes ago (a Collector queue draining after an outage, a client clock
+ *    behind) still notifies the webhook receiver when it arrives, and the notification names its event time;
+ *  - a record stamped hours ahead (a client clock running ahead) is stored at its receive time, so it shows in
+ *    the current range, and the client is told in the partial-success message.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OverviewResponse } from '../../../shared/src/api.ts';
+import { WebhookSink, otlpHookBody } from '../../src/alerting/test-support.ts';
+import { loadConfig, toConfig } from '../../src/config/index.ts';
+import type { AlertmanagerWebhookBody } from '../../src/notify/alertmanager.ts';
+import { startService, type RunningService } from '../../src/service.ts';
+import { silentLogger } from '../../src/telemetry/logger.ts';
+
+const MIN = 60_000;
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function start(): Promise<{ service: RunningService; sink: WebhookSink }> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-late-'));
+  const sink = new WebhookSink();
+  await sink.start();
+  const yaml = `
+alerting:
+  delivery: { initialBackoff: 10ms, maxBackoff: 50ms }
+  receivers:
+    - name: ops
+      url: ${sink.url}/alerts
+`;
+  const config = toConfig(loadConfig({
+    env: {
+      HOOKWATCH_CONFIG: 'hookwatch.yaml',
+      HOOKWATCH_DB: join(dir, 'h.db'),
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+    },
+    readFile: () => yaml,
+  }));
+  const service = await startService(config, { logger: silentLogger });
+  cleanups.push(async () => {
+    await service.stop();
+    await sink.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { service, sink };
+}
+
+async function send(service: RunningService, body: string): Promise<{ status: number; json: { partialSuccess?: { rejectedLogRecords?: string; errorMessage?: string } } }> {
+  const res = await fetch(`${service.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  return { status: res.status, json: (await res.json()) as { partialSuccess?: { rejectedLogRecords?: string; errorMessage?: string } } };
+}
+
+describe('late and early data', () => {
+  it('a persisted output stamped 61 minutes ago notifies the webhook receiver when it arrives, naming its event time', { timeout: 60_000 }, async () => {
+    const { service, sink } = await start();
+    const stamped = Date.now() - 61 * MIN;
+    const r = await send(service, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: stamped, outputsPersisted: 1, additionalContextChars: 14_000 }]));
+    expect(r.status).toBe(200);
+    await sink.waitFor(1, 20_000);
+    const firing = sink.bodies<AlertmanagerWebhookBody>().flatMap((b) => b.alerts).filter((a) => a.labels['alertname'] === 'persisted');
+    expect(firing).toHaveLength(1);
+    expect(firing[0]?.status).toBe('firing');
+    expect(firing[0]?.labels['hook_name']).toBe('PostToolUse:Bash');
+    expect(firing[0]?.annotations['event_time']).toBe(new Date(stamped).toISOString());
+    expect(firing[0]?.annotations['description']).toContain('arrived late');
+  });
+
+  it('a record stamped two hours ahead is stored at its receive time and the client is told', { timeout: 60_000 }, async () => {
+    const { service } = await start();
+    const r = await send(service, otlpHookBody([{ hookName: 'PostToolUse:Edit', timeMs: Date.now() + 120 * MIN, outputsPersisted: 0, additionalContextChars: 100 }]));
+    expect(r.status).toBe(200);
+    expect(Number(r.json.partialSuccess?.rejectedLogRecords ?? 0)).toBe(0);
+    expect(r.json.partialSuccess?.errorMessage).toMatch(/1 hook record\(s\) stamped more than 300 s ahead/);
+    // Shown now, in the default range that ends now.
+    const overview = (await (await fetch(`${service.httpUrl}/api/v1/overview`)).json()) as OverviewResponse;
+    expect(overview.totals.executions).toBe(1);
+  });
+});
