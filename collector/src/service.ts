@@ -112,7 +112,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening }));
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined) }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
 

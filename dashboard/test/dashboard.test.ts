@@ -221,7 +221,7 @@ describe('hook page', () => {
     await p.goto(`${svc.httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     const day = await chartData(p, 'chart-cliff');
-    const weekSeries = p.waitForResponse((r) => r.url().includes('/series') && r.url().includes('now-7d'));
+    const weekSeries = p.waitForResponse((r) => r.url().includes(`/hooks/${id}/series`) && !r.url().includes('step=86400') && new URL(p.url()).searchParams.get('range') === '7d');
     await p.click('button[data-range="7d"]');
     const week = (await (await weekSeries).json()) as SeriesResponse;
     await waitLoaded(p);

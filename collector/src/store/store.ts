@@ -53,12 +53,14 @@ export interface Store {
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
   /** Time buckets for one hook. Buckets with no events are omitted. */
   series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>>;
+  /** Every hook's time buckets (hook id -> bucket start -> counters); empty buckets omitted. */
+  fleetSeries(q: SeriesQuery): Promise<Map<string, Map<number, HookCounters>>>;
   /** Client versions seen in the range, with how many executions lacked size data. */
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
   breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]>;
-  /** Time of the newest event, or null. */
-  lastEventMs(): Promise<number | null>;
+  /** Time of the newest event (matching the filters, when given), or null. */
+  lastEventMs(filters?: Record<string, string>): Promise<number | null>;
   /** Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, in bounded batches. */
   prune(eventsBeforeMs: number, rollupsBeforeMs: number): Promise<PruneResult>;
   /** Throws when the store cannot serve (for /readyz). */

@@ -9,9 +9,9 @@ import pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupFleet, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, fleetSeriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -321,6 +321,14 @@ export class PostgresStore implements Store {
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
+  async fleetSeries(q: SeriesQuery): Promise<Map<string, Map<number, HookCounters>>> {
+    const params: unknown[] = [null, null];
+    const where = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters, params) : null;
+    const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, (n) => `$${n}`);
+    params[0] = fromMs;
+    params[1] = toMs;
+    return groupFleet(await this.query(sql, params));
+  }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
     const rows = await this.aggregate(q, ['service_name', 'service_version']);
@@ -337,7 +345,13 @@ export class PostgresStore implements Store {
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
-  async lastEventMs(): Promise<number | null> {
+  async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
+    if (filters && Object.keys(filters).length > 0) {
+      const params: unknown[] = [];
+      const where = this.filterClause(filters, params);
+      const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+      return e[0] ? Number(e[0]['t']) : null;
+    }
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];
     return t === null || t === undefined ? null : Number(t);

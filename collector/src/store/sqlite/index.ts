@@ -5,9 +5,9 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupFleet, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, fleetSeriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
 
@@ -268,6 +268,13 @@ export class SqliteStore implements Store {
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
+  async fleetSeries(q: SeriesQuery): Promise<Map<string, Map<number, HookCounters>>> {
+    const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
+    const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, () => '?');
+    // Across every hook, read the range through the time indexes, not a seek per hook.
+    const indexed = where === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
+    return groupFleet(this.sql.get(indexed).all(fromMs, toMs, ...filterParams) as Record<string, unknown>[]);
+  }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
     const rows = this.aggregate(q, `service_name || char(0) || service_version`);
@@ -285,7 +292,12 @@ export class SqliteStore implements Store {
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
-  async lastEventMs(): Promise<number | null> {
+  async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
+    if (filters && Object.keys(filters).length > 0) {
+      const [where, params] = this.filterClause(filters);
+      const e = this.sql.get(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`).get(...params) as { t: number } | undefined;
+      return e ? Number(e.t) : null;
+    }
     const r = this.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get() as { t: number | null };
     return r.t === null ? null : Number(r.t);
   }
