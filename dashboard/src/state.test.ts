@@ -46,7 +46,7 @@ describe('chart buckets', () => {
     const { chartStep } = await import('./state.ts');
     expect(chartStep({ kind: 'preset', preset: '1h' })).toBe(60);
     expect(chartStep({ kind: 'preset', preset: '24h' })).toBe(1800);
-    expect(chartStep({ kind: 'preset', preset: '7d' })).toBe(21_600);
+    expect(chartStep({ kind: 'preset', preset: '7d' })).toBe(10_800);
     expect(chartStep({ kind: 'preset', preset: '30d' })).toBe(86_400);
   });
 });
