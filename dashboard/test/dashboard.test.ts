@@ -155,6 +155,7 @@ describe('overview', () => {
     let failing = true;
     app.get('/api/v1/overview', (_req, res) => void (failing ? res.status(500).json({ error: { code: 'internal', message: 'internal error' } }) : res.json(emptyOverview)));
     app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '', to: '', hooks: [] }));
+    app.get('/api/v1/fleet/series', (_req, res) => void res.json({ from: '', to: '', step: 1800, buckets: [], hooks: [] }));
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
     app.use(createDashboardRouter());
     const server = createServer(app);

@@ -367,6 +367,26 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect((await store.series(id, { fromMs: T0, toMs: T0 + 3 * DAY, stepMs: DAY, filters: { 'user.id': 'nobody' } })).size).toBe(0);
   });
 
+  it('answers every hook\'s series at once, the same as one hook at a time, filtered or not', async () => {
+    const store = await open();
+    const events = [
+      ...[0, 30 * MINUTE, 2 * HOUR, DAY + HOUR].map((t) => ev({ timeMs: T0 + t, extra: { team: 'infra' } })),
+      ...[5 * MINUTE, 3 * HOUR].map((t) => ev({ hookName: 'SessionStart:startup', hookEvent: 'SessionStart', timeMs: T0 + t, stdoutChars: 12_000, outputsPersisted: 1, status: 'over', extra: { team: 'web' } })),
+    ];
+    await store.ingest(events);
+    for (const [stepMs, filters] of [[HOUR, undefined], [DAY, undefined], [HOUR, { team: 'web' }]] as const) {
+      const q = { fromMs: T0, toMs: T0 + 2 * DAY, stepMs, ...(filters ? { filters } : {}) };
+      const fleet = await store.fleetSeries(q);
+      const ids = [...new Set(events.filter((e) => !filters || e.extra['team'] === filters.team).map((e) => e.hookId))];
+      expect([...fleet.keys()].sort(), `${stepMs} ${JSON.stringify(filters)}`).toEqual(ids.sort());
+      for (const id of ids) expect(fleet.get(id), `${id} ${stepMs}`).toEqual(await store.series(id, q));
+    }
+    // The newest event matching a filter, and none for a filter nothing matches.
+    expect(await store.lastEventMs({ team: 'web' })).toBe(T0 + 3 * HOUR);
+    expect(await store.lastEventMs({ team: 'infra' })).toBe(T0 + DAY + HOUR);
+    expect(await store.lastEventMs({ team: 'nobody' })).toBeNull();
+  });
+
   it('filters and breaks down by built-in and configured extra dimensions', async () => {
     const store = await open();
     const events = [

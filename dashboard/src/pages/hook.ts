@@ -215,9 +215,9 @@ function fact(id: string, label: string, value: string, note?: string | null): H
 /** The alert timeline's table: every alert of this hook, when it fired and when it resolved. */
 function alertTable(alerts: AlertSummary[]): HTMLElement {
   if (alerts.length === 0) return h('p', { class: 'muted', id: 'hook-alerts-none' }, 'No alerts for this hook.');
-  return table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
+  return h('div', { class: 'table-scroll' }, table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
     alerts.map((a) => [a.rule, h('span', { class: `status state-${a.state}` }, a.state), dateTime(a.activeAt), a.startsAt ? dateTime(a.startsAt) : '–', a.endsAt ? dateTime(a.endsAt) : '–']),
-    { class: 'data', id: 'hook-alerts' });
+    { class: 'data', id: 'hook-alerts' }));
 }
 
 /** Builds the hook page. */
