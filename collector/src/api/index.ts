@@ -3,7 +3,7 @@
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { BreakdownResponse, FleetSeriesResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { classifyCounters } from '../hooks/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
@@ -166,24 +166,27 @@ export function createApiRouter(opts: ApiOptions): Router {
     const step = parseStep(q, range);
     const filters = parseFilters(q, ['from', 'to', 'step'], dims);
     const stepMs = step * 1000;
-    const [series, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters }), store.hookCounters({ ...range, filters })]);
+    const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters }), store.hookCounters({ ...range, filters })]);
+    const first = Math.floor(range.fromMs / stepMs) * stepMs;
     const starts: number[] = [];
-    for (let t = Math.floor(range.fromMs / stepMs) * stepMs; t < range.toMs; t += stepMs) starts.push(t);
-    const hooks = [...counters.values()].map((c) => {
-      const m = series.get(c.info.id);
-      const at = (t: number): HookCounters | undefined => m?.get(t);
-      return {
-        id: c.info.id, hookEvent: c.info.hookEvent, hookName: c.info.hookName,
-        largest: starts.map((t) => {
-          const b = at(t);
-          return b ? largestOutput(b) : null;
-        }),
-        outputsPersisted: starts.map((t) => at(t)?.outputsPersisted ?? 0),
-        executions: starts.map((t) => at(t)?.executions ?? 0),
-        sizeUnknownExecutions: starts.map((t) => at(t)?.sizeUnknownExecutions ?? 0),
-        total: c.outputsPersisted,
-      };
-    }).sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
+    for (let t = first; t < range.toMs; t += stepMs) starts.push(t);
+    const byId = new Map<string, FleetSeriesHook & { total: number }>();
+    for (const c of counters.values()) {
+      byId.set(c.info.id, {
+        id: c.info.id, hookEvent: c.info.hookEvent, hookName: c.info.hookName, total: c.outputsPersisted,
+        largest: starts.map(() => null), outputsPersisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
+      });
+    }
+    for (const r of rows) {
+      const hk = byId.get(r.hookId);
+      const i = (r.bucketMs - first) / stepMs;
+      if (!hk || i < 0 || i >= starts.length) continue;
+      hk.largest[i] = r.largest;
+      hk.outputsPersisted[i] = r.outputsPersisted;
+      hk.executions[i] = r.executions;
+      hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
+    }
+    const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
       from: iso(range.fromMs), to: iso(range.toMs), step, buckets: starts.map(iso),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),

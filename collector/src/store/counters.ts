@@ -192,14 +192,3 @@ export function groupForRollups(events: readonly HookEvent[], nowMs: number): { 
   };
 }
 
-/** Rows of (hook_id, b, counter columns) as hook id -> bucket start -> counters (the stores' fleetSeries). */
-export function groupFleet(rows: readonly Record<string, unknown>[]): Map<string, Map<number, HookCounters>> {
-  const out = new Map<string, Map<number, HookCounters>>();
-  for (const r of rows) {
-    const id = String(r['hook_id']);
-    let m = out.get(id);
-    if (!m) out.set(id, (m = new Map()));
-    m.set(Number(r['b']), toCounters(fromDbRow(r)));
-  }
-  return out;
-}

@@ -37,6 +37,17 @@ export interface HookInfo {
   lastSeenMs: number;
 }
 
+/** One hook's bucket in a fleet series. */
+export interface FleetBucket {
+  hookId: string;
+  bucketMs: number;
+  executions: number;
+  outputsPersisted: number;
+  sizeUnknownExecutions: number;
+  /** Largest output of any kind; null when no execution carried size data. */
+  largest: number | null;
+}
+
 export interface PruneResult {
   events: number;
   rollups: number;
@@ -53,8 +64,8 @@ export interface Store {
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
   /** Time buckets for one hook. Buckets with no events are omitted. */
   series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>>;
-  /** Every hook's time buckets (hook id -> bucket start -> counters); empty buckets omitted. */
-  fleetSeries(q: SeriesQuery): Promise<Map<string, Map<number, HookCounters>>>;
+  /** Every hook's time buckets, the few figures a sparkline draws; empty buckets omitted. */
+  fleetSeries(q: SeriesQuery): Promise<FleetBucket[]>;
   /** Client versions seen in the range, with how many executions lacked size data. */
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */

@@ -9,10 +9,10 @@ import pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupFleet, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, fleetSeriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
-import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -321,13 +321,13 @@ export class PostgresStore implements Store {
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
-  async fleetSeries(q: SeriesQuery): Promise<Map<string, Map<number, HookCounters>>> {
+  async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
     const params: unknown[] = [null, null];
     const where = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters, params) : null;
     const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, (n) => `$${n}`);
     params[0] = fromMs;
     params[1] = toMs;
-    return groupFleet(await this.query(sql, params));
+    return (await this.query(sql, params)).map(toFleetBucket);
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {

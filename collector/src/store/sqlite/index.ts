@@ -5,11 +5,11 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
 import type { HookEvent } from '../../hooks/model.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupFleet, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, segments, type Granularity } from '../segments.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, fleetSeriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, eventValues, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
-import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { StoreUnavailableError, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -52,6 +52,8 @@ export class SqliteStore implements Store {
   commits = 0;
   /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
   private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
+  /** Fleet series over closed buckets, dropped like closedSegments when an event for their time arrives. */
+  private readonly closedFleet = new Map<string, { toMs: number; rows: FleetBucket[] }>();
   private readonly insertEvent: StatementSync;
   private readonly legacyKeyExists: StatementSync;
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
@@ -153,10 +155,11 @@ export class SqliteStore implements Store {
    * only the last minutes' segments go; a late event drops everything from its time on.
    */
   private forgetSegmentsAfter(events: readonly HookEvent[]): void {
-    if (this.closedSegments.size === 0 || events.length === 0) return;
+    if ((this.closedSegments.size === 0 && this.closedFleet.size === 0) || events.length === 0) return;
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
     for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.closedSegments.delete(key);
+    for (const [key, seg] of this.closedFleet) if (seg.toMs > earliest) this.closedFleet.delete(key);
   }
 
   private applyRollups(events: HookEvent[]): void {
@@ -268,12 +271,24 @@ export class SqliteStore implements Store {
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
-  async fleetSeries(q: SeriesQuery): Promise<Map<string, Map<number, HookCounters>>> {
+  async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
     const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
     const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, () => '?');
     // Across every hook, read the range through the time indexes, not a seek per hook.
     const indexed = where === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
-    return groupFleet(this.sql.get(indexed).all(fromMs, toMs, ...filterParams) as Record<string, unknown>[]);
+    const read = (a: number, b: number): FleetBucket[] => (b <= a ? [] : (this.sql.get(indexed).all(a, b, ...filterParams) as Record<string, unknown>[]).map(toFleetBucket));
+    if (where !== null) return read(fromMs, toMs);
+    // Buckets before the one being written only change when an event for their time arrives (which drops
+    // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
+    const openFrom = Math.min(toMs, Math.max(fromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
+    const key = `${q.stepMs}|${fromMs}|${openFrom}`;
+    let closed = this.closedFleet.get(key)?.rows;
+    if (!closed) {
+      closed = read(fromMs, openFrom);
+      if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
+      this.closedFleet.set(key, { toMs: openFrom, rows: closed });
+    }
+    return [...closed, ...read(openFrom, toMs)];
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
@@ -318,7 +333,10 @@ export class SqliteStore implements Store {
     result.rollups += rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
-    if (result.events > 0 || result.rollups > 0) this.closedSegments.clear();
+    if (result.events > 0 || result.rollups > 0) {
+      this.closedSegments.clear();
+      this.closedFleet.clear();
+    }
     return result;
   }
 
