@@ -115,7 +115,7 @@ function refreshControl(state: ViewState): HTMLElement {
   const current = state.params.get('refresh');
   const paused = refreshMs(state.params) === null;
   const select = h('select', { id: 'refresh-interval', 'aria-label': 'Refresh interval', disabled: paused },
-    ...REFRESH_CHOICES.map(([v, text]) => h('option', { value: v, selected: (current ?? '15s') === v }, text)));
+    ...REFRESH_CHOICES.map(([v, text]) => h('option', { value: v, selected: (current && current !== 'off' ? current : '15s') === v }, text)));
   if (current && current !== 'off' && !REFRESH_CHOICES.some(([v]) => v === current)) select.appendChild(h('option', { value: current, selected: true }, `every ${current}`));
   const setRefresh = (value: string | undefined): void => {
     const url = new URL(location.href);

@@ -234,7 +234,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   };
 
   const sparkCell = (hk: HookSummary): HTMLElement => {
-    const f = last?.fleet?.hooks.find((x) => x.id === hk.id);
+    const f = fleetById.get(hk.id);
     if (!f) return h('td', { class: 'opt spark-cell' });
     const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
     const persistedBuckets = f.outputsPersisted.filter((v) => v > 0).length;
@@ -250,8 +250,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     return h('td', { class: 'opt spark-cell' }, svg);
   };
 
+  let fleetById = new Map<string, FleetSeriesResponse['hooks'][number]>();
   const drawRows = (): void => {
     if (!last) return;
+    if (last.fleet) fleetById = new Map(last.fleet.hooks.map((x) => [x.id, x]));
     const hooks = sorted(last.hooks.hooks);
     const shown = showAll ? hooks : hooks.slice(0, ROW_LIMIT);
     replace(tbody, ...shown.map((hk) => {
