@@ -233,9 +233,17 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     return list.map((x) => x.hk);
   };
 
+  /** Each drawn row's sparkline cell, so the sparklines can arrive after the rows without redrawing them. */
+  let sparkCells = new Map<string, HTMLTableCellElement>();
   const sparkCell = (hk: HookSummary): HTMLElement => {
+    const td = h('td', { class: 'opt spark-cell' });
+    sparkCells.set(hk.id, td);
+    fillSpark(hk, td);
+    return td;
+  };
+  const fillSpark = (hk: HookSummary, td: HTMLTableCellElement): void => {
     const f = fleetById.get(hk.id);
-    if (!f) return h('td', { class: 'opt spark-cell' });
+    if (!f) return;
     const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
     const persistedBuckets = f.outputsPersisted.filter((v) => v > 0).length;
     const svg = sparkline(f.largest, f.outputsPersisted, `${hk.hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs`);
@@ -247,13 +255,14 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       ev.stopPropagation();
       if (r) ctx.navigate(hookUrl(hk.id, r));
     });
-    return h('td', { class: 'opt spark-cell' }, svg);
+    replace(td, svg);
   };
 
   let fleetById = new Map<string, FleetSeriesResponse['hooks'][number]>();
   const drawRows = (): void => {
     if (!last) return;
     if (last.fleet) fleetById = new Map(last.fleet.hooks.map((x) => [x.id, x]));
+    sparkCells = new Map();
     const hooks = sorted(last.hooks.hooks);
     const shown = showAll ? hooks : hooks.slice(0, ROW_LIMIT);
     replace(tbody, ...shown.map((hk) => {
@@ -327,13 +336,14 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       // The ranked hooks are what a visitor came for: ask for them first and draw them as soon as they arrive
       // (the server answers one SQLite query at a time). The other calls then use the range this one resolved,
       // so every number on the page covers the same span even while events keep arriving.
+      // The fleet chart is asked for at once (its buckets are aligned to the step, a second later draws the
+      // same chart); a hookwatch without it (an older server behind this dashboard) still gets its tables.
+      const fleetCall = api.fleetSeries({ ...q, step: String(chartStep(state.range)) }, signal)
+        .catch((err: unknown) => (err instanceof ApiFailure && err.status === 404 ? undefined : Promise.reject(err)));
+      fleetCall.catch(() => undefined);
       const hooks = await api.hooks(q, signal);
       const same = { ...q, from: hooks.from, to: hooks.to };
-      // A hookwatch without the fleet series (an older server behind this dashboard) still gets its tables.
-      const fleetCall = api.fleetSeries({ ...same, step: String(chartStep(state.range)) }, signal)
-        .catch((err: unknown) => (err instanceof ApiFailure && err.status === 404 ? undefined : Promise.reject(err)));
       const overviewCall = api.overview(same, signal);
-      fleetCall.catch(() => undefined);
       overviewCall.catch(() => undefined);
       last = { hooks, ...(last?.fleet ? { fleet: last.fleet } : {}) };
       if (hooks.hooks.length > 0) {
@@ -383,8 +393,14 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         return;
       }
       fleetPanel.element.hidden = fleet === undefined;
-      if (fleet) drawFleet(fleet);
-      drawRows();
+      if (fleet) {
+        drawFleet(fleet);
+        fleetById = new Map(fleet.hooks.map((x) => [x.id, x]));
+        for (const hk of hooks.hooks) {
+          const td = sparkCells.get(hk.id);
+          if (td) fillSpark(hk, td);
+        }
+      }
       if (performance.getEntriesByName('hookwatch:first-charts').length === 0) performance.mark('hookwatch:first-charts');
       await fitForecasts(hooks.hooks, signal);
       drawRows();
