@@ -42,7 +42,16 @@ export function isDark(): boolean {
   return window.matchMedia('(prefers-color-scheme: dark)').matches;
 }
 
-/** A colour from the stylesheet (e.g. '--text'). */
+/**
+ * A colour from the stylesheet (e.g. '--text') as the canvas can use it: resolved through a probe element,
+ * since the property itself holds a light-dark() pair that only CSS understands.
+ */
 export function cssColor(name: string): string {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+  const probe = document.createElement('span');
+  probe.style.color = `var(${name})`;
+  probe.hidden = true;
+  document.body.appendChild(probe);
+  const color = getComputedStyle(probe).color;
+  probe.remove();
+  return color || '#888';
 }

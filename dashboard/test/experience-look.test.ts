@@ -3,63 +3,13 @@
  * 2.1.332 requests: the custom range and time zone, refresh controls, dark mode, a 390 px phone, its own 404
  * page and heading order, and no console error on any page in any of those.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import type { HooksResponse } from '../../shared/src/api.ts';
-import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
-import { hookRequest } from './otlp-json.ts';
+import { describe, expect, it } from 'vitest';
+import { useFixture } from './experience-fixture.ts';
+import { waitLoaded } from './harness.ts';
 
-const NOW = Date.parse('2026-11-30T08:30:00Z');
-const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
-const PARTIAL = 'PostToolUse:partial-sizes';
-
-let browser: Browser;
-let svc: TestService;
-const open: WatchedPage[] = [];
-
-async function page(opts: { width?: number; height?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
-  const w = await watchedPage(browser, opts);
-  open.push(w);
-  return w;
-}
-
-async function ingest(body: string): Promise<void> {
-  const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' });
-  expect(r.status).toBe(200);
-}
-
-async function hookId(name: string): Promise<string> {
-  const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-7d')).body;
-  const h = hooks.hooks.find((x) => x.hookName === name);
-  if (!h) throw new Error(`no hook ${name}`);
-  return h.id;
-}
-
-beforeAll(async () => {
-  browser = await launch();
-  svc = await startTestService(PORTS, { now: () => NOW });
-  for (const run of FIXTURE_RUNS) {
-    for (const req of fixtureRequests(run)) expect((await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType })).status).toBe(200);
-  }
-  // 16 executions with sizes and 17 from an old client without: not known to be healthy.
-  const t = NOW - 20 * 60_000;
-  await ingest(hookRequest(Array.from({ length: 16 }, (_v, i) => ({ hookEvent: 'PostToolUse', hookName: PARTIAL, timeMs: t + i * 1000, sizes: { stdout: 400, additionalContext: 300, persisted: 0 } }))));
-  await ingest(hookRequest(Array.from({ length: 17 }, (_v, i) => ({ hookEvent: 'PostToolUse', hookName: PARTIAL, timeMs: t + i * 1000, version: '2.1.250', sessionId: 'old-client' }))));
-  // One execution for one team: the overview's counts in the singular.
-  await ingest(hookRequest([{ hookEvent: 'Stop', hookName: 'Stop:team-one', timeMs: NOW - 5 * 60_000, team: 'platform', sizes: { stdout: 20, additionalContext: 0, persisted: 0 } }]));
-});
-
-afterEach(async () => {
-  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-  while (open.length) await open.pop()?.close();
-  expect(errs).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await svc?.close();
-});
+const fx = useFixture();
+const page = fx.page;
+const hookId = fx.hookId;
 
 /** Relative luminance of a CSS rgb() colour (WCAG). */
 function luminance(css: string): number {
@@ -76,12 +26,12 @@ const contrast = (a: string, b: string): number => {
 
 describe('range, time zone and refresh', () => {
   it('has a readable Apply button, DD/MM/YYYY 24-hour inputs in the shown time zone, and applies them', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/Berlin' });
+    const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/Berlin' });
     try {
       const p = await context.newPage();
       const errors: string[] = [];
       p.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
-      await p.goto(`${svc.httpUrl}/`);
+      await p.goto(`${fx.svc().httpUrl}/`);
       await waitLoaded(p);
       expect(await p.textContent('#time-zone option[value="local"]')).toContain('Europe/Berlin (UTC+01:00)');
       await p.click('details.custom > summary');
@@ -112,7 +62,7 @@ describe('range, time zone and refresh', () => {
 
   it('pauses, resumes, refreshes now and changes the interval without losing the view', async () => {
     const { page: p } = await page();
-    await p.goto(`${svc.httpUrl}/?sort=name&dir=asc&refresh=1s`);
+    await p.goto(`${fx.svc().httpUrl}/?sort=name&dir=asc&refresh=1s`);
     await waitLoaded(p, 2);
     await p.click('#refresh-pause');
     expect(new URL(p.url()).searchParams.get('refresh')).toBe('off');
@@ -134,13 +84,13 @@ describe('range, time zone and refresh', () => {
 
 describe('dark mode, phones and every page', () => {
   it('follows a dark system theme, charts included, and the toggle overrides it', async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
+    const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
     try {
       const p = await context.newPage();
       const errors: string[] = [];
       p.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
       const id = await hookId('SessionStart:startup');
-      await p.goto(`${svc.httpUrl}/hooks/${id}`);
+      await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
       await waitLoaded(p);
       const look = (): Promise<{ bg: string; panel: string; text: string; axis: string }> => p.evaluate(() => {
         const c = (window as unknown as { Chart: { getChart(id: string): { options: { scales: { y: { ticks: { color: string } } } } }; defaults: { color: string } } }).Chart;
@@ -174,7 +124,7 @@ describe('dark mode, phones and every page', () => {
 
   it('fits the overview\'s key columns on a 390 px phone without sideways scrolling', async () => {
     const { page: p } = await page({ width: 390, height: 844 });
-    await p.goto(`${svc.httpUrl}/`);
+    await p.goto(`${fx.svc().httpUrl}/`);
     await waitLoaded(p);
     await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
     const m = await p.evaluate(() => {
@@ -200,19 +150,19 @@ describe('dark mode, phones and every page', () => {
   });
 
   it('answers an unknown path with its own 404 page, and keeps heading levels in order', async () => {
-    const res = await fetch(`${svc.httpUrl}/nope`);
+    const res = await fetch(`${fx.svc().httpUrl}/nope`);
     expect(res.status).toBe(404);
     const html = await res.text();
     expect(html).not.toContain('Cannot GET');
     expect(html).toContain('/dashboard/src/main.ts');
-    expect((await fetch(`${svc.httpUrl}/api/v1/nope`)).headers.get('content-type')).toContain('json');
+    expect((await fetch(`${fx.svc().httpUrl}/api/v1/nope`)).headers.get('content-type')).toContain('json');
     const { page: p } = await page({ allow: /404/ });
-    await p.goto(`${svc.httpUrl}/nope`);
+    await p.goto(`${fx.svc().httpUrl}/nope`);
     await p.waitForSelector('#not-found');
     expect(await p.textContent('#not-found h1')).toBe('No such page');
     const id = await hookId('SessionStart:startup');
     for (const path of ['/', `/hooks/${id}`, '/alerts', '/forwarding']) {
-      await p.goto(svc.httpUrl + path);
+      await p.goto(fx.svc().httpUrl + path);
       await waitLoaded(p);
       const levels = await p.$$eval('main h1, main h2, main h3, main h4', (hs) => hs.map((x) => Number(x.tagName.slice(1))));
       expect(levels[0], path).toBe(1);
@@ -224,14 +174,14 @@ describe('dark mode, phones and every page', () => {
     const id = await hookId('SessionStart:startup');
     for (const colorScheme of ['light', 'dark'] as const) {
       for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
-        const context = await browser.newContext({ viewport, colorScheme });
+        const context = await fx.browser().newContext({ viewport, colorScheme });
         try {
           const p = await context.newPage();
           const errors: string[] = [];
           p.on('console', (m) => void (m.type() === 'error' && errors.push(`${colorScheme} ${viewport.width} ${p.url()}: ${m.text()}`)));
           p.on('pageerror', (e) => errors.push(`${colorScheme} ${viewport.width} ${p.url()}: ${e.message}`));
           for (const path of ['/', `/hooks/${id}`, '/alerts', '/forwarding', '/?range=1h']) {
-            await p.goto(svc.httpUrl + path);
+            await p.goto(fx.svc().httpUrl + path);
             await waitLoaded(p);
           }
           expect(errors).toEqual([]);

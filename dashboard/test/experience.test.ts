@@ -4,63 +4,16 @@
  * chart and sparklines, honest wording (plurals, forecasts, filters that match nothing, partial size data),
  * and charts that read right (experience-look.test.ts has the controls, themes and phones).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import type { FleetSeriesResponse, HooksResponse } from '../../shared/src/api.ts';
-import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { chartData, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
-import { hookRequest } from './otlp-json.ts';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import type { FleetSeriesResponse } from '../../shared/src/api.ts';
+import { startTestService } from '../../collector/test/helpers.ts';
+import { PARTIAL, PORTS, useFixture } from './experience-fixture.ts';
+import { chartData, waitLoaded } from './harness.ts';
 
-const NOW = Date.parse('2026-11-30T08:30:00Z');
-const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
-const PARTIAL = 'PostToolUse:partial-sizes';
-
-let browser: Browser;
-let svc: TestService;
-const open: WatchedPage[] = [];
-
-async function page(opts: { width?: number; height?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
-  const w = await watchedPage(browser, opts);
-  open.push(w);
-  return w;
-}
-
-async function ingest(body: string): Promise<void> {
-  const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' });
-  expect(r.status).toBe(200);
-}
-
-async function hookId(name: string): Promise<string> {
-  const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-7d')).body;
-  const h = hooks.hooks.find((x) => x.hookName === name);
-  if (!h) throw new Error(`no hook ${name}`);
-  return h.id;
-}
-
-beforeAll(async () => {
-  browser = await launch();
-  svc = await startTestService(PORTS, { now: () => NOW });
-  for (const run of FIXTURE_RUNS) {
-    for (const req of fixtureRequests(run)) expect((await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType })).status).toBe(200);
-  }
-  // 16 executions with sizes and 17 from an old client without: not known to be healthy.
-  const t = NOW - 20 * 60_000;
-  await ingest(hookRequest(Array.from({ length: 16 }, (_v, i) => ({ hookEvent: 'PostToolUse', hookName: PARTIAL, timeMs: t + i * 1000, sizes: { stdout: 400, additionalContext: 300, persisted: 0 } }))));
-  await ingest(hookRequest(Array.from({ length: 17 }, (_v, i) => ({ hookEvent: 'PostToolUse', hookName: PARTIAL, timeMs: t + i * 1000, version: '2.1.250', sessionId: 'old-client' }))));
-  // One execution for one team: the overview's counts in the singular.
-  await ingest(hookRequest([{ hookEvent: 'Stop', hookName: 'Stop:team-one', timeMs: NOW - 5 * 60_000, team: 'platform', sizes: { stdout: 20, additionalContext: 0, persisted: 0 } }]));
-});
-
-afterEach(async () => {
-  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-  while (open.length) await open.pop()?.close();
-  expect(errs).toEqual([]);
-});
-
-afterAll(async () => {
-  await browser?.close();
-  await svc?.close();
-});
+const fx = useFixture();
+const page = fx.page;
+const hookId = fx.hookId;
 
 async function chartInfo(p: Page, id: string): Promise<{ yMax: number; yTicks: number[]; labels: string[]; colors: string[]; datasets: { label: string; data: unknown[] }[] }> {
   return p.evaluate((canvasId) => {
@@ -79,7 +32,7 @@ describe('overview charts', () => {
   it('draws the fleet chart from the fleet series, a sparkline per row, and opens a hook from a bar, a row and a drag', async () => {
     const { page: p } = await page({ width: 1440 });
     const fleetResponse = p.waitForResponse((r) => r.url().includes('/api/v1/fleet/series'));
-    await p.goto(`${svc.httpUrl}/`);
+    await p.goto(`${fx.svc().httpUrl}/`);
     const fleet = (await (await fleetResponse).json()) as FleetSeriesResponse;
     await waitLoaded(p);
     await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
@@ -113,7 +66,7 @@ describe('overview charts', () => {
     await waitLoaded(p);
 
     // A row (anywhere but its link) opens the hook at the overview's range.
-    await p.goto(`${svc.httpUrl}/?range=7d`);
+    await p.goto(`${fx.svc().httpUrl}/?range=7d`);
     await waitLoaded(p);
     const id = await p.getAttribute('#hook-rows tr:nth-child(2)', 'data-hook-id');
     await p.click('#hook-rows tr:nth-child(2) td:nth-child(4)');
@@ -121,7 +74,7 @@ describe('overview charts', () => {
     await waitLoaded(p);
 
     // Dragging across the fleet chart zooms the overview to those buckets.
-    await p.goto(`${svc.httpUrl}/`);
+    await p.goto(`${fx.svc().httpUrl}/`);
     await waitLoaded(p);
     await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
     const area = await p.evaluate(() => (window as unknown as { Chart: { getChart(id: string): { chartArea: { left: number; right: number; top: number; bottom: number } } } }).Chart.getChart('chart-fleet').chartArea);
@@ -161,7 +114,7 @@ describe('wording', () => {
 
   it('says a filter matches nothing, and the last-event card follows the filter', async () => {
     const { page: p } = await page();
-    await p.goto(`${svc.httpUrl}/?f.team=nosuchteam`);
+    await p.goto(`${fx.svc().httpUrl}/?f.team=nosuchteam`);
     await waitLoaded(p);
     await p.waitForSelector('#hook-rows .empty-row');
     const text = await p.textContent('#hook-rows');
@@ -175,7 +128,7 @@ describe('wording', () => {
 
   it('agrees its nouns with one: one hook, one hook command, no executions lost', async () => {
     const { page: p } = await page();
-    await p.goto(`${svc.httpUrl}/?f.team=platform`);
+    await p.goto(`${fx.svc().httpUrl}/?f.team=platform`);
     await waitLoaded(p);
     await p.waitForSelector('[data-kpi="executions"]');
     expect(await p.textContent('[data-kpi="executions"] .kpi-note')).toBe('1 hook command run');
@@ -187,7 +140,7 @@ describe('wording', () => {
   it('calls a hook over the cap "over the cap now", even with one day of data', async () => {
     const id = await hookId('SessionStart:startup');
     const { page: p } = await page();
-    await p.goto(`${svc.httpUrl}/hooks/${id}`);
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     expect(await p.textContent('[data-kpi="forecast"] .kpi-value')).toBe('over the cap now');
     expect(await p.textContent('#hook-content')).not.toMatch(/not enough days|in crossing/);
@@ -198,11 +151,11 @@ describe('wording', () => {
   it('does not call a hook healthy when 17 of its 33 executions carry no size data', async () => {
     const id = await hookId(PARTIAL);
     const { page: p } = await page();
-    await p.goto(`${svc.httpUrl}/`);
+    await p.goto(`${fx.svc().httpUrl}/`);
     await waitLoaded(p);
     expect(await p.getAttribute(`#hook-rows tr[data-hook-id="${id}"]`, 'data-status')).toBe('unknown');
     expect(await p.getAttribute(`#hook-rows tr[data-hook-id="${id}"] .status`, 'title')).toContain('17 of 33 executions had no size data');
-    await p.goto(`${svc.httpUrl}/hooks/${id}`);
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     expect(await p.textContent('#hook-title .status')).toBe('unknown');
     expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('17 of 33');
@@ -213,7 +166,7 @@ describe('charts', () => {
   it('reads right: cap below the top, whole-number counts, distinct labels and colours, no zero rows, readable bars', async () => {
     const id = await hookId('SessionStart:startup');
     const { page: p } = await page({ width: 1440 });
-    await p.goto(`${svc.httpUrl}/hooks/${id}`);
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     const cliff = await chartInfo(p, 'chart-cliff');
     expect(cliff.yMax).toBeGreaterThan(10_000);
@@ -255,7 +208,7 @@ describe('charts', () => {
       if (r.url().includes('/api/v1/hooks/')) urls.push(r.url());
     });
     const detail = p.waitForResponse((r) => new URL(r.url()).pathname === `/api/v1/hooks/${id}`);
-    await p.goto(`${svc.httpUrl}/hooks/${id}`);
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     const d = (await (await detail).json()) as { from: string; to: string };
     await waitLoaded(p);
     const later = urls.filter((u) => u.includes('/breakdown') || (u.includes('/series') && !u.includes('step=86400')));
