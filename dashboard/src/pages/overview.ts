@@ -336,12 +336,13 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       // The ranked hooks are what a visitor came for: ask for them first and draw them as soon as they arrive
       // (the server answers one SQLite query at a time). The other calls then use the range this one resolved,
       // so every number on the page covers the same span even while events keep arriving.
-      // The fleet chart is asked for at once (its buckets are aligned to the step, a second later draws the
-      // same chart); a hookwatch without it (an older server behind this dashboard) still gets its tables.
+      const hooksCall = api.hooks(q, signal);
+      // The fleet chart is asked for at once, right behind the rows (its buckets are aligned to the step: a
+      // second later draws the same chart); a hookwatch without it (an older server) still gets its tables.
       const fleetCall = api.fleetSeries({ ...q, step: String(chartStep(state.range)) }, signal)
         .catch((err: unknown) => (err instanceof ApiFailure && err.status === 404 ? undefined : Promise.reject(err)));
       fleetCall.catch(() => undefined);
-      const hooks = await api.hooks(q, signal);
+      const hooks = await hooksCall;
       const same = { ...q, from: hooks.from, to: hooks.to };
       const overviewCall = api.overview(same, signal);
       overviewCall.catch(() => undefined);
