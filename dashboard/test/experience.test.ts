@@ -155,6 +155,8 @@ describe('wording', () => {
     await waitLoaded(p);
     expect(await p.getAttribute(`#hook-rows tr[data-hook-id="${id}"]`, 'data-status')).toBe('unknown');
     expect(await p.getAttribute(`#hook-rows tr[data-hook-id="${id}"] .status`, 'title')).toContain('17 of 33 executions had no size data');
+    const unknownRows = (await p.$$('#hook-rows tr[data-status="unknown"]')).length;
+    expect(await p.textContent('[data-kpi="hooks"] .kpi-note')).toContain(`${unknownRows} unknown`);
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     expect(await p.textContent('#hook-title .status')).toBe('unknown');

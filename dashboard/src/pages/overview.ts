@@ -360,7 +360,9 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       show();
       last = { hooks, ...(fleet ? { fleet } : {}) };
       const t = overview.totals;
-      const sc = overview.statusCounts;
+      // Counted from the rows as the table shows them: a hook partly without size data is unknown here too.
+      const sc: Record<DeliveryStatus, number> = { over: 0, near: 0, ok: 0, unknown: 0 };
+      for (const hk of hooks.hooks) sc[shownStatus(hk)]++;
       replace(kpis,
         kpi('executions', 'Executions', num(t.executions), `${plural(t.numHooks, 'hook command')} run`),
         kpi('success', 'Commands reporting success', num(t.success), t.numHooks ? pct(t.success / t.numHooks) : undefined),
