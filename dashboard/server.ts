@@ -156,5 +156,15 @@ export function createDashboardRouter(): Router {
     });
   });
   router.use(express.static(publicDir, { index: false, maxAge: 0 }));
+  // Any other page path: the dashboard's own "No such page" with a 404, not Express's bare "Cannot GET".
+  // Asset and API paths keep a plain 404 (a script URL answered with HTML would only confuse).
+  router.get('/*path', (req: Request, res: Response, next: NextFunction) => {
+    if (/^\/(api|dashboard|shared|vendor)(\/|$)/.test(req.path) || /\.[a-z0-9]+$/i.test(req.path)) {
+      next();
+      return;
+    }
+    res.status(404);
+    sendIndex(req, res, next);
+  });
   return router;
 }

@@ -157,7 +157,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now }));
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy }));
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined) }));
   app.use(createDashboardRouter());
   const http: Server = createServer(app);
 

@@ -135,6 +135,16 @@ async function main(): Promise<void> {
       }
     }
   }
+  // The last hour too, a few minutes apart: the advertised `?range=1h` view has history to the left of the
+  // live traffic, not a single bucket at its right edge.
+  for (const c of Object.values(clients)) c.newSession();
+  for (const hp of plan.hooks) {
+    for (let m = 58; m >= 1; m -= 3) {
+      const t = start - m * 60_000 - Math.floor(random() * 60_000);
+      clients[hp.client]?.emit({ hookEvent: hp.hookEvent, hookName: hp.hookName, timeMs: t, ...hp.size(t, random()) });
+      backfilled++;
+    }
+  }
   await Promise.all(Object.values(clients).map((c) => c.flush()));
 
   const hooks = (await (await fetch(`${service.httpUrl}/api/v1/hooks?from=now-30d`)).json()) as HooksResponse;

@@ -1,6 +1,6 @@
 /** The dashboard's typed client for /api/v1: one place that turns HTTP failures into messages a person can act on. */
 import type {
-  AlertDetailResponse, AlertsResponse, BreakdownResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher,
+  AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher,
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
 
@@ -55,6 +55,7 @@ async function call<T>(method: string, path: string, query?: Query, body?: unkno
 export const api = {
   overview: (q: Query, signal?: AbortSignal) => call<OverviewResponse>('GET', '/api/v1/overview', q, undefined, signal),
   hooks: (q: Query, signal?: AbortSignal) => call<HooksResponse>('GET', '/api/v1/hooks', q, undefined, signal),
+  fleetSeries: (q: Query, signal?: AbortSignal) => call<FleetSeriesResponse>('GET', '/api/v1/fleet/series', q, undefined, signal),
   hook: (id: string, q: Query, signal?: AbortSignal) =>
     call<{ from: string; to: string; hook: HookSummary }>('GET', `/api/v1/hooks/${encodeURIComponent(id)}`, q, undefined, signal),
   series: (id: string, q: Query, signal?: AbortSignal) => call<SeriesResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/series`, q, undefined, signal),

@@ -1,9 +1,13 @@
 /**
  * Chart.js, loaded locally as /vendor/chart.umd.min.js, behind one helper that keeps each chart paired with its
- * text alternative: an aria-label summary and a data table holding the very numbers the chart draws.
+ * text alternative: an aria-label summary and a data table holding the very numbers the chart draws. Time
+ * charts can be zoomed by dragging across them (the page turns the bounds into a URL range) and can carry
+ * shaded bands (alert timelines).
  */
-import type { Chart as ChartJs, ChartConfiguration } from 'chart.js';
+import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
 import { h, replace, type Child } from './dom.ts';
+import { LOCALE, num } from './format.ts';
+import { cssColor } from './theme.ts';
 
 type ChartCtor = typeof ChartJs;
 
@@ -13,29 +17,65 @@ function ctor(): ChartCtor {
   return c;
 }
 
-let configured = false;
+/** Chart.js defaults that follow the page: called before every draw, so a theme switch recolours the axes. */
 function configure(C: ChartCtor): void {
-  if (configured) return;
-  configured = true;
   // Refreshes redraw in place; animation would only delay the numbers and make screenshots vary.
   C.defaults.animation = false;
   C.defaults.maintainAspectRatio = false;
   C.defaults.font.family = 'system-ui, sans-serif';
+  C.defaults.locale = LOCALE;
+  C.defaults.color = cssColor('--muted');
+  C.defaults.borderColor = cssColor('--grid');
+  // Lines show as lines in the legend, bars as boxes: a dashed cap is not a filled square.
+  C.defaults.plugins.legend.labels.usePointStyle = true;
 }
 
-/** The palette, chosen to stay apart for common colour-vision deficiencies (Okabe-Ito). */
+/**
+ * The palette, chosen to stay apart for common colour-vision deficiencies (Okabe-Ito), one orange-red per chart
+ * at most (persisted outputs); the cap and the preview are drawn in the text colours, dashed.
+ */
 export const COLORS = {
   additionalContext: '#0072B2',
-  stdout: '#E69F00',
-  systemMessage: '#009E73',
-  initialUserMessage: '#CC79A7',
-  cap: '#D55E00',
-  preview: '#56B4E9',
+  stdout: '#009E73',
+  systemMessage: '#CC79A7',
+  initialUserMessage: '#56B4E9',
   persisted: '#D55E00',
   success: '#009E73',
-  executions: '#555555',
-  fit: '#CC79A7',
+  executions: '#7a8791',
+  executionsWithPersisted: '#CC79A7',
+  fit: '#E69F00',
+  /** Other hooks grouped, in the fleet chart. */
+  other: '#9aa5b1',
 } as const;
+
+/** Colours for the top hooks in the fleet chart (persisted keeps its own colour elsewhere). */
+export const SERIES_COLORS = ['#D55E00', '#CC79A7', '#009E73', '#E69F00', '#56B4E9'] as const;
+
+/** The cap and preview reference colours of the current theme. */
+export function capColor(): string {
+  return cssColor('--text');
+}
+export function previewColor(): string {
+  return cssColor('--muted');
+}
+
+/** A y axis for sizes: from 0 to above the cap (the cap line never sits on the frame). */
+export function sizeAxis(peak: number | null, title = 'characters (UTF-16 code units)'): Record<string, unknown> {
+  return { beginAtZero: true, suggestedMax: Math.max(11_000, Math.ceil(((peak ?? 0) * 1.08) / 1000) * 1000), title: { display: true, text: title }, ticks: { precision: 0 } };
+}
+
+/** A y axis for counts: whole numbers only. */
+export function countAxis(title = 'count'): Record<string, unknown> {
+  return { beginAtZero: true, suggestedMax: 1, title: { display: true, text: title }, ticks: { precision: 0 } };
+}
+
+/** A shaded span on a time chart, between two bucket positions (fractional), labelled. */
+export interface Band {
+  fromIndex: number;
+  toIndex: number;
+  label: string;
+  color: string;
+}
 
 /** A chart panel: title, canvas (role img + summary), and a collapsible data table. */
 export class ChartPanel {
@@ -43,23 +83,88 @@ export class ChartPanel {
   readonly canvas: HTMLCanvasElement;
   private readonly summary: HTMLParagraphElement;
   private readonly tableHolder: HTMLDivElement;
+  private readonly box: HTMLDivElement;
+  private readonly selection: HTMLDivElement;
   private chart: ChartJs | undefined;
+  private bands: Band[] = [];
+  private zoom: ((fromIndex: number, toIndex: number) => void) | undefined;
 
   readonly id: string;
 
-  constructor(id: string, title: string, description: string) {
+  constructor(id: string, title: string, description: string, opts: { heading?: 'h2' | 'h3' } = {}) {
     this.id = id;
     this.canvas = h('canvas', { id: `chart-${id}`, role: 'img', 'aria-label': title });
     this.summary = h('p', { class: 'chart-summary', id: `chart-${id}-summary` });
     this.tableHolder = h('div', { class: 'table-scroll' });
+    this.selection = h('div', { class: 'zoom-selection', hidden: true });
+    this.box = h('div', { class: 'chart-box' }, this.canvas, this.selection);
     this.element = h('section', { class: 'panel chart-panel', 'aria-labelledby': `chart-${id}-title`, 'data-chart': id },
-      h('h3', { id: `chart-${id}-title` }, title),
+      h(opts.heading ?? 'h2', { id: `chart-${id}-title`, class: 'chart-title' }, title),
       h('p', { class: 'hint' }, description),
-      h('div', { class: 'chart-box' }, this.canvas),
+      this.box,
       this.summary,
       h('details', { class: 'chart-data' }, h('summary', null, 'Data table'), this.tableHolder),
     );
     this.canvas.setAttribute('aria-describedby', `chart-${id}-summary`);
+  }
+
+  /** Shaded spans drawn behind the data (e.g. when alerts fired); set before render. */
+  setBands(bands: Band[]): void {
+    this.bands = bands;
+    this.canvas.dataset['bands'] = bands.map((b) => b.label).join('; ');
+  }
+
+  /**
+   * Lets a drag across a category (bucket) axis choose a range: `onZoom` gets the first and last bucket index
+   * dragged over. A press without a drag stays a click.
+   */
+  enableZoom(onZoom: (fromIndex: number, toIndex: number) => void): void {
+    if (this.zoom) {
+      this.zoom = onZoom;
+      return;
+    }
+    this.zoom = onZoom;
+    this.box.classList.add('zoomable');
+    let startX: number | null = null;
+    const x = (ev: PointerEvent): number => ev.clientX - this.canvas.getBoundingClientRect().left;
+    const area = (): { left: number; right: number } | undefined => this.chart?.chartArea;
+    this.canvas.addEventListener('pointerdown', (ev) => {
+      if (ev.button !== 0 || !this.chart) return;
+      const a = area();
+      const px = x(ev);
+      if (!a || px < a.left || px > a.right) return;
+      startX = px;
+    });
+    this.canvas.addEventListener('pointermove', (ev) => {
+      if (startX === null) return;
+      const a = area();
+      if (!a) return;
+      const px = Math.min(Math.max(x(ev), a.left), a.right);
+      if (Math.abs(px - startX) < 4) return;
+      this.selection.hidden = false;
+      this.selection.style.left = `${Math.min(px, startX)}px`;
+      this.selection.style.width = `${Math.abs(px - startX)}px`;
+      this.selection.style.top = `${this.chart?.chartArea.top ?? 0}px`;
+      this.selection.style.height = `${(this.chart?.chartArea.bottom ?? 0) - (this.chart?.chartArea.top ?? 0)}px`;
+    });
+    const end = (ev: PointerEvent): void => {
+      if (startX === null) return;
+      const from = startX;
+      startX = null;
+      this.selection.hidden = true;
+      const a = area();
+      const scale = this.chart?.scales['x'];
+      if (!a || !scale || !this.zoom) return;
+      const to = Math.min(Math.max(x(ev), a.left), a.right);
+      if (Math.abs(to - from) < 8) return;
+      const i = Math.round(scale.getValueForPixel(Math.min(from, to)) ?? 0);
+      const j = Math.round(scale.getValueForPixel(Math.max(from, to)) ?? 0);
+      this.zoom(Math.max(0, i), Math.max(i, j));
+    };
+    this.canvas.addEventListener('pointerup', end);
+    this.canvas.addEventListener('pointerleave', (ev) => {
+      if (startX !== null) end(ev);
+    });
   }
 
   /** Draws (or redraws in place) with a fresh config, summary sentence and data table. */
@@ -76,7 +181,34 @@ export class ChartPanel {
       return;
     }
     this.chart?.destroy();
-    this.chart = new C(this.canvas, config);
+    this.chart = new C(this.canvas, { ...config, plugins: [...(config.plugins ?? []), this.bandPlugin()] } as ChartConfiguration);
+  }
+
+  /** Draws the bands under the datasets, each with its label at the top. */
+  private bandPlugin(): Plugin {
+    return {
+      id: 'hookwatchBands',
+      beforeDatasetsDraw: (chart) => {
+        const scale = chart.scales['x'];
+        if (!scale || this.bands.length === 0) return;
+        const { ctx, chartArea } = chart;
+        ctx.save();
+        for (const b of this.bands) {
+          const x0 = Math.max(chartArea.left, scale.getPixelForValue(b.fromIndex - 0.5));
+          const x1 = Math.min(chartArea.right, scale.getPixelForValue(b.toIndex + 0.5));
+          if (x1 <= x0) continue;
+          ctx.fillStyle = b.color;
+          ctx.globalAlpha = 0.14;
+          ctx.fillRect(x0, chartArea.top, x1 - x0, chartArea.bottom - chartArea.top);
+          ctx.globalAlpha = 1;
+          ctx.fillRect(x0, chartArea.top, x1 - x0, 4);
+          ctx.fillStyle = cssColor('--text');
+          ctx.font = '11px system-ui, sans-serif';
+          ctx.fillText(b.label, x0 + 3, chartArea.top + 15, Math.max(40, x1 - x0 - 6));
+        }
+        ctx.restore();
+      },
+    };
   }
 
   destroy(): void {
@@ -96,6 +228,38 @@ export function referenceLine(label: string, value: number, count: number, color
     borderWidth: 1.5,
     pointRadius: 0,
     pointHitRadius: 0,
+    pointStyle: 'line',
     fill: false,
+    // Marked so the tooltip can leave it out: hovering a bucket should tell about the bucket.
+    ...({ reference: true } as object),
   };
+}
+
+/**
+ * Tooltip options for bucketed charts: reference lines are left out, and an empty bucket says it is empty
+ * instead of listing only the cap and the preview.
+ */
+export function bucketTooltip(executions: readonly number[]): Record<string, unknown> {
+  const isRef = (item: TooltipItem<'line'>): boolean => (item.dataset as { reference?: boolean }).reference === true;
+  const empty = (i: number): boolean => (executions[i] ?? 0) === 0;
+  return {
+    filter: (item: TooltipItem<'line'>, _i: number, items: TooltipItem<'line'>[]) => {
+      if (!isRef(item)) return !empty(item.dataIndex) && item.raw !== null;
+      // An empty bucket keeps exactly one item, relabelled below.
+      return empty(item.dataIndex) && items.find((x) => isRef(x)) === item;
+    },
+    callbacks: {
+      label: (item: TooltipItem<'line'>) => (isRef(item) ? 'no executions in this bucket' : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`),
+    },
+  };
+}
+
+/** A dataset's values with zeros as gaps: a kind never used draws nothing rather than a row of dots on 0. */
+export function zeroAsGap(values: readonly (number | null)[]): (number | null)[] {
+  return values.map((v) => (v === 0 ? null : v));
+}
+
+/** Whether any value is above zero (a series worth drawing). */
+export function anyPositive(values: readonly (number | null)[]): boolean {
+  return values.some((v) => v !== null && v > 0);
 }

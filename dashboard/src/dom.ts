@@ -48,3 +48,16 @@ export function table(caption: string, headers: string[], rows: Child[][], attrs
     h('tbody', null, ...rows.map((r) => h('tr', null, ...r.map((c) => h('td', null, c))))),
   );
 }
+
+/**
+ * Text that may wrap after its separators (":", "/", "_", ".", "-") when a column is narrow, and nowhere else:
+ * "SessionStart:" over "startup", never "claud" over "e-code".
+ */
+export function breakable(text: string): DocumentFragment {
+  const f = document.createDocumentFragment();
+  for (const part of text.split(/(?<=[-:/_.])/)) {
+    if (f.childNodes.length) f.appendChild(document.createElement('wbr'));
+    f.appendChild(document.createTextNode(part));
+  }
+  return f;
+}

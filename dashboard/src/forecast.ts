@@ -1,11 +1,17 @@
 /** The growth forecast as the dashboard shows it: the shared least-squares line through daily largest outputs. */
 import type { SeriesResponse } from '../../shared/src/api.ts';
+import { OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../shared/src/cliff.ts';
 import { forecastCrossing, type Forecast, type Point } from '../../shared/src/forecast.ts';
 import { api } from './api.ts';
 import { largestOutput } from '../../shared/src/cliff.ts';
+import { day, num, plural } from './format.ts';
 
 /** Days of history the forecast fits. */
 export const FORECAST_DAYS = 30;
+/** Points the fit needs. */
+export const FORECAST_MIN_DAYS = 3;
+/** Beyond this a fitted line says "not soon" more honestly than a date. */
+const HORIZON_DAYS = 365;
 
 /** Daily largest outputs (days without size data left out: unknown is not zero). */
 export function dailyPoints(series: SeriesResponse): Point[] {
@@ -32,15 +38,55 @@ export function forecastFrom(series: SeriesResponse): { forecast: Forecast | nul
   return { forecast: forecastCrossing(points), points };
 }
 
-/** One-line reading of a forecast. */
-export function forecastText(f: Forecast | null, latest: number | null): string {
-  if (!f) return 'not enough days with size data (needs 3)';
-  if (f.crossesAtMs !== null && f.daysToCap !== null) {
-    if (f.daysToCap < 1) return 'crossing the cap now';
-    // A year out, a fitted line says "not soon" more honestly than a precise number of days.
-    return f.daysToCap > 365 ? 'more than a year' : `${f.daysToCap.toFixed(1)} days`;
+/** How a forecast reads: a short value (a table cell, a KPI), a note under it, and a full sentence. */
+export interface ForecastReading {
+  kind: 'over' | 'crossing' | 'soon' | 'far' | 'flat' | 'insufficient' | 'unknown';
+  value: string;
+  note: string | null;
+  sentence: string;
+  /** Days to the cap for sorting; null when there is no crossing ahead. */
+  days: number | null;
+}
+
+/** Slope per day as words; under one character a day is flat, whatever its sign. */
+function slopeText(slope: number): string {
+  if (Math.abs(slope) < 1) return 'flat (under 1 char/day)';
+  return `${slope > 0 ? 'growing' : 'shrinking'} ${plural(Math.abs(slope), 'char')}/day`;
+}
+
+/**
+ * One consistent reading of a hook's forecast. A hook already over the cap is over, whatever the number of
+ * days with data; a crossing under a day away is "now", never also a date; a line that grows under a
+ * character a day is flat, not a crossing decades out.
+ */
+export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number } = {}): ForecastReading {
+  const latest = opts.latest ?? null;
+  if (opts.status === 'over' || (latest !== null && latest > OUTPUT_CAP_CHARS) || (f !== null && f.crossesAtMs === null && f.current > OUTPUT_CAP_CHARS)) {
+    return { kind: 'over', value: 'over the cap now', note: 'outputs are persisted already', sentence: 'Already over the 10,000 cap: outputs are being persisted now.', days: 0 };
   }
-  if (latest !== null && latest > 10_000) return 'already over the cap';
-  if (f.current > 10_000) return 'already over the cap';
-  return 'not growing';
+  if (!f) {
+    if (opts.status === 'unknown') return { kind: 'unknown', value: 'unknown', note: 'no size data', sentence: 'No size data: no forecast.', days: null };
+    const have = opts.days ?? 0;
+    return {
+      kind: 'insufficient', value: 'not enough data',
+      note: `${plural(have, 'day')} with size data; needs ${FORECAST_MIN_DAYS}`,
+      sentence: `Not enough days with size data for a forecast (${num(have)} of the ${FORECAST_MIN_DAYS} needed in the last ${FORECAST_DAYS} days).`,
+      days: null,
+    };
+  }
+  const slope = slopeText(f.slopePerDay);
+  if (f.crossesAtMs !== null && f.daysToCap !== null && f.slopePerDay >= 1) {
+    if (f.daysToCap < 1) {
+      return { kind: 'crossing', value: 'within a day', note: 'the trend is at the cap', sentence: `Trend ${slope}; it reaches the 10,000 cap within a day.`, days: f.daysToCap };
+    }
+    if (f.daysToCap > HORIZON_DAYS) {
+      return { kind: 'far', value: 'not within a year', note: slope, sentence: `Trend ${slope}: it does not reach the 10,000 cap within a year.`, days: f.daysToCap };
+    }
+    const days = Math.round(f.daysToCap);
+    return {
+      kind: 'soon', value: day(f.crossesAtMs), note: `in ${plural(days, 'day')}`,
+      sentence: `Trend ${slope}; it reaches the 10,000 cap around ${day(f.crossesAtMs)} (in ${plural(days, 'day')}).`, days: f.daysToCap,
+    };
+  }
+  return { kind: 'flat', value: 'not growing', note: slope, sentence: `Trend ${slope}: not heading for the cap.`, days: null };
 }

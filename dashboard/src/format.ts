@@ -1,12 +1,60 @@
-/** Number, size and time formatting: one place, so the same value reads the same on every page. */
+/**
+ * Number, size and time formatting: one place and one locale (en-GB: 12,345 and DD/MM/YYYY 24-hour), so the
+ * same value reads the same on every page. Times are in the chosen time zone: the browser's own, or UTC.
+ * No DOM here except statusBadge, so the wording is unit-tested without a browser.
+ */
 import type { DeliveryStatus } from '../../shared/src/cliff.ts';
 import { h } from './dom.ts';
 
-const NUM = new Intl.NumberFormat('en-US');
+/** The one locale for dates and numbers. */
+export const LOCALE = 'en-GB';
+const NUM = new Intl.NumberFormat(LOCALE);
+
+export type TimeZoneChoice = 'local' | 'UTC';
+let zone: TimeZoneChoice = 'local';
+let formats = makeFormats();
+
+function makeFormats(): { dateTime: Intl.DateTimeFormat; short: Intl.DateTimeFormat; time: Intl.DateTimeFormat; day: Intl.DateTimeFormat; dayMonth: Intl.DateTimeFormat } {
+  const tz = zone === 'UTC' ? { timeZone: 'UTC' } : {};
+  const base = { ...tz, hourCycle: 'h23' as const };
+  return {
+    dateTime: new Intl.DateTimeFormat(LOCALE, { ...base, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }),
+    short: new Intl.DateTimeFormat(LOCALE, { ...base, month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }),
+    time: new Intl.DateTimeFormat(LOCALE, { ...base, hour: '2-digit', minute: '2-digit' }),
+    day: new Intl.DateTimeFormat(LOCALE, { ...tz, year: 'numeric', month: '2-digit', day: '2-digit' }),
+    dayMonth: new Intl.DateTimeFormat(LOCALE, { ...tz, month: '2-digit', day: '2-digit' }),
+  };
+}
+
+/** Sets the time zone every date is shown in. */
+export function setTimeZone(z: TimeZoneChoice): void {
+  zone = z;
+  formats = makeFormats();
+}
+
+export function timeZone(): TimeZoneChoice {
+  return zone;
+}
+
+/** The zone as shown beside the range: "UTC", or the browser's zone with its offset now. */
+export function timeZoneLabel(nowMs = Date.now()): string {
+  if (zone === 'UTC') return 'UTC';
+  const name = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const off = -new Date(nowMs).getTimezoneOffset();
+  const sign = off < 0 ? '-' : '+';
+  const a = Math.abs(off);
+  const offset = `UTC${sign}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
+  return name && name !== 'UTC' ? `${name} (${offset})` : offset;
+}
 
 /** 12,345, or "unknown" for null: unknown is never shown as zero. */
 export function num(n: number | null | undefined): string {
   return n === null || n === undefined ? 'unknown' : NUM.format(Math.round(n));
+}
+
+/** "1 hook", "2 hooks", "1,000 executions": the count and its noun, agreeing. */
+export function plural(n: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${num(n)} ${Math.round(n) === 1 ? singular : pluralForm}`;
 }
 
 /** Characters: "12,000 chars" or "unknown". */
@@ -20,25 +68,46 @@ export function pct(share: number | null | undefined): string {
   return `${(Math.round(share * 1000) / 10).toFixed(1)}%`;
 }
 
-
-const DATE_TIME = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
-const SHORT = new Intl.DateTimeFormat('en-GB', { month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
-const DAY = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: '2-digit', day: '2-digit' });
-
-/** A full local date and time. */
-export function dateTime(iso: string | number | null): string {
-  if (iso === null) return 'never';
-  return DATE_TIME.format(new Date(iso));
+/**
+ * Distance from the cap in words: "69 chars below the cap", "69 chars over the cap", "at the cap"; never a
+ * negative number "below" it.
+ */
+export function headroomText(headroom: number | null): string {
+  if (headroom === null) return 'unknown';
+  if (headroom === 0) return 'at the cap';
+  return headroom > 0 ? `${chars(headroom)} below the cap` : `${chars(-headroom)} over the cap`;
 }
 
-/** A bucket label that fits the bucket width. */
-export function bucketLabel(iso: string, stepSeconds: number): string {
-  return stepSeconds >= 86_400 ? DAY.format(new Date(iso)) : SHORT.format(new Date(iso));
+/** A full date and time in the chosen zone. */
+export function dateTime(iso: string | number | null): string {
+  if (iso === null) return 'never';
+  return formats.dateTime.format(new Date(iso));
+}
+
+/** A time of day in the chosen zone. */
+export function timeOfDay(ms: number): string {
+  return formats.time.format(new Date(ms));
+}
+
+/**
+ * A bucket label that fits the bucket width and the span: days for day buckets, times of day when every bucket
+ * falls on one day, day and time otherwise (never "30/11 30/11 30/11").
+ */
+export function bucketLabel(iso: string | number, stepSeconds: number, spanMs = 0): string {
+  const d = new Date(iso);
+  if (stepSeconds >= 86_400) return formats.dayMonth.format(d);
+  if (spanMs > 0 && spanMs <= 86_400_000 && stepSeconds < 3600) return formats.time.format(d);
+  return formats.short.format(d);
 }
 
 /** A date only. */
 export function day(ms: number): string {
-  return DAY.format(new Date(ms));
+  return formats.day.format(new Date(ms));
+}
+
+/** Day and month only ("30/11"). */
+export function dayMonth(ms: number): string {
+  return formats.dayMonth.format(new Date(ms));
 }
 
 /** "3 min ago" style age. */
@@ -48,7 +117,30 @@ export function ago(iso: string | null, now = Date.now()): string {
   if (s < 60) return `${s} s ago`;
   if (s < 3600) return `${Math.round(s / 60)} min ago`;
   if (s < 86_400) return `${Math.round(s / 3600)} h ago`;
-  return `${Math.round(s / 86_400)} d ago`;
+  return `${plural(Math.round(s / 86_400), 'day')} ago`;
+}
+
+const pad = (n: number): string => String(n).padStart(2, '0');
+
+/** A time as the custom-range inputs show it: "DD/MM/YYYY HH:MM" in the chosen zone. */
+export function inputDateTime(ms: number): string {
+  const d = new Date(ms);
+  if (zone === 'UTC') return `${pad(d.getUTCDate())}/${pad(d.getUTCMonth() + 1)}/${d.getUTCFullYear()} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}`;
+  return `${pad(d.getDate())}/${pad(d.getMonth() + 1)}/${d.getFullYear()} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** Parses "DD/MM/YYYY HH:MM" (or "DD/MM/YYYY") in the chosen zone; null when it is not a real date. */
+export function parseInputDateTime(text: string): number | null {
+  const m = /^\s*(\d{1,2})\/(\d{1,2})\/(\d{4})(?:[ T,]+(\d{1,2}):(\d{2}))?\s*$/.exec(text);
+  if (!m) return null;
+  const [dd, mm, yyyy, hh = 0, mi = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x))) as number[];
+  if (mm === undefined || dd === undefined || yyyy === undefined) return null;
+  if (mm < 1 || mm > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59) return null;
+  const ms = zone === 'UTC' ? Date.UTC(yyyy, mm - 1, dd, hh, mi) : new Date(yyyy, mm - 1, dd, hh, mi).getTime();
+  const back = new Date(ms);
+  // 31/02 rolls over to March in Date: refuse it instead of silently moving the range.
+  const dayBack = zone === 'UTC' ? back.getUTCDate() : back.getDate();
+  return dayBack === dd ? ms : null;
 }
 
 const STATUS_TEXT: Record<DeliveryStatus, string> = { over: 'over', near: 'near', ok: 'ok', unknown: 'unknown' };
@@ -59,8 +151,28 @@ const STATUS_TITLE: Record<DeliveryStatus, string> = {
   unknown: 'no size data (client older than 2.1.280): not measurable, never assumed healthy',
 };
 
+/**
+ * The status a person should read for a hook: "ok" only when every execution carried size data. A hook with
+ * 17 of 33 executions unmeasured is not known to be healthy (unknown is never healthy).
+ */
+export function shownStatus(c: { status: DeliveryStatus | null; executions: number; sizeUnknownExecutions: number }): DeliveryStatus {
+  const s = c.status ?? 'unknown';
+  if (s === 'ok' && c.sizeUnknownExecutions > 0) return 'unknown';
+  return s;
+}
+
+/** Why shownStatus says what it says, for the badge's title. */
+export function statusTitle(c: { status: DeliveryStatus | null; executions: number; sizeUnknownExecutions: number }): string {
+  const s = shownStatus(c);
+  if (s === 'unknown' && c.status === 'ok') {
+    return `${num(c.sizeUnknownExecutions)} of ${plural(c.executions, 'execution')} had no size data (client older than 2.1.280): not measurable, never assumed healthy`;
+  }
+  return STATUS_TITLE[s];
+}
+
 /** A status badge whose meaning is in the text, not only the colour. */
-export function statusBadge(status: DeliveryStatus | null): HTMLSpanElement {
-  const s = status ?? 'unknown';
-  return h('span', { class: `status status-${s}`, title: STATUS_TITLE[s] }, STATUS_TEXT[s]);
+export function statusBadge(status: DeliveryStatus | null, counts?: { executions: number; sizeUnknownExecutions: number }): HTMLSpanElement {
+  const c = { status, executions: counts?.executions ?? 0, sizeUnknownExecutions: counts?.sizeUnknownExecutions ?? 0 };
+  const s = shownStatus(c);
+  return h('span', { class: `status status-${s}`, title: statusTitle(c) }, STATUS_TEXT[s]);
 }

@@ -4,7 +4,7 @@
  */
 import { ApiFailure, api } from './api.ts';
 import { h, replace, type Attrs, type Child } from './dom.ts';
-import { dateTime } from './format.ts';
+import { dateTime, inputDateTime, parseInputDateTime, setTimeZone, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
 import type { Page, PageContext, PageFactory } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
 import { forwardingPage } from './pages/forwarding.ts';
@@ -13,6 +13,21 @@ import { overviewPage } from './pages/overview.ts';
 import {
   RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, routePath, type Range, type ViewState,
 } from './state.ts';
+import { applyTheme, setTheme, themeChoice, type ThemeChoice } from './theme.ts';
+
+const TZ_KEY = 'hookwatch.tz';
+/** Refresh periods offered in the header (the URL's `refresh=` takes any). */
+const REFRESH_CHOICES: [string, string][] = [['5s', 'every 5 s'], ['15s', 'every 15 s'], ['1m', 'every minute'], ['5m', 'every 5 minutes']];
+
+function storedZone(): TimeZoneChoice {
+  try {
+    return localStorage.getItem(TZ_KEY) === 'UTC' ? 'UTC' : 'local';
+  } catch {
+    return 'local';
+  }
+}
+setTimeZone(storedZone());
+applyTheme();
 
 const root = document.getElementById('app') as HTMLElement;
 const pages: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
@@ -51,9 +66,84 @@ function header(state: ViewState): HTMLElement {
       h('span', { class: 'muted tagline' }, 'hook output delivery')),
     nav,
     rangePicker(state),
+    zonePicker(),
     filterBar(state),
-    h('div', { class: 'refresh-line' }, updated),
+    h('div', { class: 'refresh-line' }, refreshControl(state), updated, themeToggle()),
   );
+}
+
+/** Times shown in the browser's zone or in UTC, beside the range they qualify. */
+function zonePicker(): HTMLElement {
+  const select = h('select', { id: 'time-zone', 'aria-label': 'Time zone' },
+    h('option', { value: 'local', selected: timeZone() === 'local' }, `local: ${(() => {
+      const z = timeZone();
+      setTimeZone('local');
+      const label = timeZoneLabel();
+      setTimeZone(z);
+      return label;
+    })()}`),
+    h('option', { value: 'UTC', selected: timeZone() === 'UTC' }, 'UTC'));
+  select.addEventListener('change', () => {
+    const z: TimeZoneChoice = select.value === 'UTC' ? 'UTC' : 'local';
+    try {
+      localStorage.setItem(TZ_KEY, z);
+    } catch {
+      // Not kept across reloads; still applies now.
+    }
+    setTimeZone(z);
+    render();
+  });
+  return h('div', { class: 'zone' }, h('span', { class: 'zone-label', id: 'time-zone-label' }, 'Times in'), select);
+}
+
+/** Light, dark, or whatever the system prefers. */
+function themeToggle(): HTMLElement {
+  const order: ThemeChoice[] = ['auto', 'dark', 'light'];
+  const label: Record<ThemeChoice, string> = { auto: 'Theme: system', dark: 'Theme: dark', light: 'Theme: light' };
+  const b = h('button', { type: 'button', id: 'theme-toggle', class: 'header-button', 'aria-label': `${label[themeChoice()]} (change)` }, label[themeChoice()]);
+  b.addEventListener('click', () => {
+    const next = order[(order.indexOf(themeChoice()) + 1) % order.length] ?? 'auto';
+    setTheme(next);
+    // Charts take their colours when they draw: draw the page again.
+    render();
+  });
+  return b;
+}
+
+/** Refresh interval, pause and refresh now; kept in the URL's `refresh=` without redrawing the page. */
+function refreshControl(state: ViewState): HTMLElement {
+  const current = state.params.get('refresh');
+  const paused = refreshMs(state.params) === null;
+  const select = h('select', { id: 'refresh-interval', 'aria-label': 'Refresh interval', disabled: paused },
+    ...REFRESH_CHOICES.map(([v, text]) => h('option', { value: v, selected: (current && current !== 'off' ? current : '15s') === v }, text)));
+  if (current && current !== 'off' && !REFRESH_CHOICES.some(([v]) => v === current)) select.appendChild(h('option', { value: current, selected: true }, `every ${current}`));
+  const setRefresh = (value: string | undefined): void => {
+    const url = new URL(location.href);
+    if (value === undefined) url.searchParams.delete('refresh');
+    else url.searchParams.set('refresh', value);
+    history.replaceState(null, '', url.pathname + url.search);
+    const next = readState(location);
+    pause.textContent = refreshMs(next.params) === null ? 'Resume' : 'Pause';
+    pause.setAttribute('aria-pressed', refreshMs(next.params) === null ? 'true' : 'false');
+    select.disabled = refreshMs(next.params) === null;
+    schedule(next, generation);
+    showUpdated(next);
+  };
+  select.addEventListener('change', () => setRefresh(select.value === '15s' ? undefined : select.value));
+  const pause = h('button', { type: 'button', id: 'refresh-pause', class: 'header-button', 'aria-pressed': paused ? 'true' : 'false' }, paused ? 'Resume' : 'Pause');
+  pause.addEventListener('click', () => {
+    const now = readState(location);
+    setRefresh(refreshMs(now.params) === null ? (select.value === '15s' ? undefined : select.value) : 'off');
+  });
+  const now = h('button', { type: 'button', id: 'refresh-now', class: 'header-button' }, 'Refresh now');
+  now.addEventListener('click', () => void load(generation));
+  return h('div', { class: 'refresh-control', role: 'group', 'aria-label': 'Refresh' }, h('label', { for: 'refresh-interval' }, 'Refresh'), select, pause, now);
+}
+
+let lastUpdated: number | undefined;
+function showUpdated(state: ViewState): void {
+  if (lastUpdated === undefined) return;
+  updated.textContent = `Updated ${dateTime(lastUpdated)}${refreshMs(state.params) === null ? ' · paused' : ''}`;
 }
 
 function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
@@ -74,24 +164,28 @@ function setRange(state: ViewState, range: Range): void {
   navigate(buildUrl(routePath(state.route), { range, filters: state.filters }, keptParams(state.params)));
 }
 
-function toLocalInput(iso: string): string {
-  const d = new Date(iso);
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
 function rangePicker(state: ViewState): HTMLElement {
   const now = Date.now();
-  const customFrom = h('input', { type: 'datetime-local', id: 'range-from', value: toLocalInput(state.range.kind === 'custom' ? state.range.from : new Date(now - 86_400_000).toISOString()) });
-  const customTo = h('input', { type: 'datetime-local', id: 'range-to', value: toLocalInput(state.range.kind === 'custom' ? state.range.to : new Date(now).toISOString()) });
+  // Text inputs in the dashboard's own DD/MM/YYYY HH:MM and zone: a datetime-local input follows the browser's
+  // locale (MM/DD, 12-hour) and always the browser's zone.
+  const field = (id: string, ms: number): HTMLInputElement => h('input', {
+    type: 'text', id, value: inputDateTime(ms), inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'DD/MM/YYYY HH:MM', size: 16,
+  });
+  const customFrom = field('range-from', state.range.kind === 'custom' ? Date.parse(state.range.from) : now - 86_400_000);
+  const customTo = field('range-to', state.range.kind === 'custom' ? Date.parse(state.range.to) : now);
   const customError = h('span', { class: 'form-error', role: 'status' });
   const form = h('form', {
     class: 'custom-range',
     onsubmit: (ev: Event) => {
       ev.preventDefault();
-      const from = Date.parse(customFrom.value);
-      const to = Date.parse(customTo.value);
-      if (!Number.isFinite(from) || !Number.isFinite(to) || from >= to) {
+      const from = parseInputDateTime(customFrom.value);
+      const to = parseInputDateTime(customTo.value);
+      if (from === null || to === null) {
+        customError.textContent = 'Write dates as DD/MM/YYYY HH:MM.';
+        return;
+      }
+      if (from >= to) {
         customError.textContent = 'The start must be before the end.';
         return;
       }
@@ -100,7 +194,8 @@ function rangePicker(state: ViewState): HTMLElement {
   },
   h('label', { for: 'range-from' }, 'From'), customFrom,
   h('label', { for: 'range-to' }, 'To'), customTo,
-  h('button', { type: 'submit' }, 'Apply'), customError);
+  h('span', { class: 'muted small' }, timeZoneLabel()),
+  h('button', { type: 'submit', class: 'apply' }, 'Apply'), customError);
   return h('div', { class: 'range', role: 'group', 'aria-label': `Time range: ${rangeLabel(state.range)}` },
     ...RANGE_PRESETS.map((p) => h('button', {
       type: 'button',
@@ -160,7 +255,8 @@ async function load(gen: number): Promise<void> {
     await page.refresh(ctl.signal);
     if (gen !== generation) return;
     banner.hidden = true;
-    updated.textContent = `Updated ${dateTime(Date.now())}${refreshMs(state.params) === null ? '' : ' · refreshes itself'}`;
+    lastUpdated = Date.now();
+    showUpdated(readState(location));
     document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
   } catch (err) {
     if ((err as Error).name === 'AbortError' || gen !== generation) return;
@@ -189,8 +285,8 @@ function render(): void {
   const factory = pages[state.route.page];
   if (!factory) {
     document.title = 'Not found · hookwatch';
-    replace(main, h('section', { class: 'panel empty' }, h('h1', null, 'No such page'),
-      h('p', null, h('a', { href: '/', onclick: linkHandler }, 'Go to the overview'))));
+    replace(main, h('section', { class: 'panel empty', id: 'not-found' }, h('h1', null, 'No such page'),
+      h('p', null, `hookwatch has no page at ${location.pathname}. `, h('a', { href: '/', onclick: linkHandler }, 'Go to the overview'))));
     return;
   }
   page = factory(main, ctx);

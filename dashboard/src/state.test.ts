@@ -40,3 +40,13 @@ describe('view state in the URL', () => {
     expect(refreshMs(new URLSearchParams('refresh=0s'))).toBe(1000);
   });
 });
+
+describe('chart buckets', () => {
+  it('keeps every preset within 60 buckets, one-minute buckets for the last hour', async () => {
+    const { chartStep } = await import('./state.ts');
+    expect(chartStep({ kind: 'preset', preset: '1h' })).toBe(60);
+    expect(chartStep({ kind: 'preset', preset: '24h' })).toBe(1800);
+    expect(chartStep({ kind: 'preset', preset: '7d' })).toBe(10_800);
+    expect(chartStep({ kind: 'preset', preset: '30d' })).toBe(86_400);
+  });
+});

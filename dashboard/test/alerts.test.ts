@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import type { AlertDetailResponse, AlertsResponse, Silence } from '../../shared/src/api.ts';
+import type { AlertDetailResponse, AlertSummary, AlertsResponse, Silence } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
 import { createDashboardRouter } from '../server.ts';
-import { launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -148,6 +148,65 @@ describe('alerts page', () => {
       await p.waitForSelector('#empty-state');
       expect(await p.textContent('#empty-state')).toContain('Alerting is not available');
       expect(await p.isHidden('#error-banner')).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('draws the hook\'s alert timeline on its cliff chart', async () => {
+    const alert = await until('a firing persisted alert', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      return r.alerts.find((a) => a.state === 'firing' && a.rule === 'persisted' && a.labels['hook_name'] === 'SessionStart:startup');
+    });
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/hooks/${alert.hookId}`);
+    await waitLoaded(p);
+    const rows = await p.$$eval('#hook-alerts tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(rows.some((r) => r[0] === 'persisted' && r[1] === 'firing')).toBe(true);
+    expect(await p.getAttribute('#chart-cliff', 'data-bands')).toContain('persisted firing');
+    expect((await chartData(p, 'chart-cliff')).labels.length).toBeGreaterThan(0);
+  });
+
+  it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, and follows the range', async () => {
+    const now = Date.parse('2026-11-30T08:30:00Z');
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    const base = { fingerprint: '0123456789abcdef', annotations: {}, lastNotifiedAt: null, silencedBy: [] as string[] };
+    const hook = 'aaaaaaaaaaaaaaaa';
+    const alerts: AlertSummary[] = [
+      { ...base, id: '0123456789abcdef-1', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 600_000), startsAt: iso(now - 600_000), endsAt: null, hookId: hook },
+      { ...base, id: '0123456789abcdef-2', rule: 'headroom', state: 'resolved', labels: { alertname: 'headroom', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 3_600_000), startsAt: iso(now - 3_000_000), endsAt: iso(now - 600_000), hookId: hook },
+      { ...base, id: '0123456789abcdef-3', rule: 'blind', state: 'firing', labels: { alertname: 'blind', service_name: 'claude-code', service_version: '2.1.250' }, activeAt: iso(now - 900_000), startsAt: iso(now - 900_000), endsAt: null, hookId: null },
+      { ...base, id: '0123456789abcdef-4', rule: 'growth', state: 'resolved', labels: { alertname: 'growth', hook_name: 'Stop', hook_event: 'Stop' }, activeAt: iso(now - 20 * 86_400_000), startsAt: iso(now - 20 * 86_400_000), endsAt: iso(now - 19 * 86_400_000), hookId: 'bbbbbbbbbbbbbbbb' },
+    ];
+    const app = express();
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['service.version', 'user.id'] }));
+    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, receivers: [], now: iso(now) } satisfies AlertsResponse));
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { page: p } = await page();
+      await p.goto(`${base}/alerts`);
+      await waitLoaded(p);
+      const headroom = p.locator('article[data-alert-id="0123456789abcdef-2"]');
+      expect(await headroom.getAttribute('data-state')).toBe('superseded');
+      expect(await headroom.locator('.alert-head .status').textContent()).toBe('superseded');
+      expect(await headroom.locator('.state-resolved').count()).toBe(0);
+      expect(await headroom.textContent()).toContain('superseded by persisted: now over the cap');
+      expect(await p.textContent('#no-receivers')).toContain('No receiver is configured');
+      expect(await p.textContent('#alerts-list')).not.toContain('not notified yet');
+      const blind = p.locator('article[data-alert-id="0123456789abcdef-3"]');
+      expect(await blind.locator('.alert-head').textContent()).toContain('blind · claude-code 2.1.250 clients');
+      expect(await blind.textContent()).not.toContain('this alert');
+      expect(await blind.locator('details.silence > summary').textContent()).toBe('Silence these clients');
+      // The range picker applies: a growth alert from 20 days ago shows in the last 30 days only.
+      expect(await p.locator('article[data-alert-id="0123456789abcdef-4"]').count()).toBe(0);
+      expect(await p.textContent('#alerts-range-note')).toContain('1 older alert outside the range is not shown');
+      await p.click('button[data-range="30d"]');
+      await waitLoaded(p);
+      expect(await p.locator('article[data-alert-id="0123456789abcdef-4"]').count()).toBe(1);
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

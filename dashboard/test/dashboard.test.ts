@@ -155,6 +155,7 @@ describe('overview', () => {
     let failing = true;
     app.get('/api/v1/overview', (_req, res) => void (failing ? res.status(500).json({ error: { code: 'internal', message: 'internal error' } }) : res.json(emptyOverview)));
     app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '', to: '', hooks: [] }));
+    app.get('/api/v1/fleet/series', (_req, res) => void res.json({ from: '', to: '', step: 1800, buckets: [], hooks: [] }));
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
     app.use(createDashboardRouter());
     const server = createServer(app);
@@ -221,7 +222,7 @@ describe('hook page', () => {
     await p.goto(`${svc.httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     const day = await chartData(p, 'chart-cliff');
-    const weekSeries = p.waitForResponse((r) => r.url().includes('/series') && r.url().includes('now-7d'));
+    const weekSeries = p.waitForResponse((r) => r.url().includes(`/hooks/${id}/series`) && !r.url().includes('step=86400') && new URL(p.url()).searchParams.get('range') === '7d');
     await p.click('button[data-range="7d"]');
     const week = (await (await weekSeries).json()) as SeriesResponse;
     await waitLoaded(p);

@@ -96,7 +96,33 @@ export interface OverviewResponse {
   /** Share (0..1) of executions that carried size data; null with no executions. */
   sizeDataShare: number | null;
   clientVersions: ClientVersion[];
+  /** Newest event; with filters, the newest event matching them. */
   lastEventAt: string | null;
+  /** Port of the OTLP/HTTP receiver, for the setup snippet (absent when not known). */
+  otlpHttpPort?: number;
+}
+
+/** One hook's buckets in a fleet series (arrays aligned with FleetSeriesResponse.buckets). */
+export interface FleetSeriesHook {
+  id: string;
+  hookEvent: string;
+  hookName: string;
+  /** Largest output per bucket; null where no execution carried size data. */
+  largest: (number | null)[];
+  outputsPersisted: number[];
+  executions: number[];
+  sizeUnknownExecutions: number[];
+}
+
+/** Every hook's series over one range and step: the overview's fleet chart and sparklines. */
+export interface FleetSeriesResponse {
+  from: string;
+  to: string;
+  step: number;
+  /** Bucket starts (RFC 3339). */
+  buckets: string[];
+  /** Hooks with events in the range, most persisted outputs first. */
+  hooks: FleetSeriesHook[];
 }
 
 export interface BreakdownRow extends HookCounters {
@@ -157,6 +183,10 @@ export interface DeliveryAttempt {
 
 export interface AlertsResponse {
   alerts: AlertSummary[];
+  /** Names of the configured receivers (none: alerts show here but nobody is notified). */
+  receivers?: string[];
+  /** The server's clock when it answered (what a relative range is measured from). */
+  now?: string;
 }
 
 export interface AlertDetailResponse {

@@ -339,6 +339,11 @@ export class AlertEngine implements IngestListener {
     };
   }
 
+  /** Names of the configured receivers (names only: never a URL, header or secret). */
+  receiverNames(): string[] {
+    return this.opts.receivers.map((r) => r.name);
+  }
+
   /** Firing, then pending, then recently resolved alerts (the newest MAX_RESOLVED_LISTED of those). */
   alerts(): AlertSummary[] {
     const order = { firing: 0, pending: 1, resolved: 2 } as const;

@@ -241,6 +241,14 @@ describe('other rule kinds', () => {
     expect(h.alerting.engine.alerts()[0]?.annotations['headroom']).toBe(String(10_000 - 8_550));
   });
 
+  it('headroom: a sum over the cap with nothing persisted reads "over the cap", never a negative "below"', async () => {
+    const h = await harness([{ kind: 'headroom' }]);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_000, stdoutChars: 10_069, outputsPersisted: 0 });
+    const summary = h.alerting.engine.alerts()[0]?.annotations['summary'] ?? '';
+    expect(summary).toContain('69 over the 10,000-character cap');
+    expect(summary).not.toMatch(/-\d+ below/);
+  });
+
   it('growth: a daily largest output on course to cross the cap within the horizon', async () => {
     const start = T0 - 5 * DAY;
     const h = await harness([{ kind: 'growth', horizonDays: 14 }], { start: T0 });

@@ -167,7 +167,10 @@ function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
     const max = largestOutput(c);
     if (max === null || max <= limit) return null;
     return {
-      summary: `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)}).`,
+      // Sizes are sums over the hooks of an execution: a sum can pass the cap while no single output did.
+      summary: max > OUTPUT_CAP_CHARS
+        ? `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; none was persisted (alert above ${fmt(limit)}).`
+        : `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)}).`,
       description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.`,
       largest_output: String(max),
       headroom: String(OUTPUT_CAP_CHARS - max),

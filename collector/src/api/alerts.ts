@@ -47,7 +47,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     }
     await engine.refresh();
     const alerts = engine.alerts();
-    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts };
+    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, receivers: engine.receiverNames(), now: new Date(now()).toISOString() };
     res.json(body);
   });
 

@@ -3,7 +3,7 @@
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { BreakdownResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { classifyCounters } from '../hooks/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
@@ -23,6 +23,8 @@ export interface ApiOptions {
   ready?: () => boolean;
   /** Digests filter values given in cleartext for hashed attributes, as they were digested before storage. */
   privacy?: Pick<Privacy, 'filters'>;
+  /** Port the OTLP/HTTP receiver listens on, once it does (shown in the dashboard's setup snippet). */
+  otlpHttpPort?: () => number | undefined;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -161,7 +163,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const totals = totalCounters(hooks);
     const statusCounts = { over: 0, near: 0, ok: 0, unknown: 0 } as Record<DeliveryStatus, number>;
     for (const h of hooks) statusCounts[h.status]++;
-    const last = await store.lastEventMs();
+    const last = await store.lastEventMs(filters);
+    const port = opts.otlpHttpPort?.();
     const body: OverviewResponse = {
       from: iso(fromMs),
       to: iso(toMs),
@@ -171,6 +174,41 @@ export function createApiRouter(opts: ApiOptions): Router {
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: await store.clientVersions({ fromMs, toMs, filters }),
       lastEventAt: last === null ? null : iso(last),
+      ...(port === undefined ? {} : { otlpHttpPort: port }),
+    };
+    res.json(body);
+  });
+
+  router.get('/api/v1/fleet/series', async (req, res) => {
+    const q = req.query as Record<string, unknown>;
+    const range = parseRange(q, now());
+    const step = parseStep(q, range);
+    const filters = parseFilters(q, ['from', 'to', 'step'], dims);
+    const stepMs = step * 1000;
+    const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters }), store.hookCounters({ ...range, filters })]);
+    const first = Math.floor(range.fromMs / stepMs) * stepMs;
+    const starts: number[] = [];
+    for (let t = first; t < range.toMs; t += stepMs) starts.push(t);
+    const byId = new Map<string, FleetSeriesHook & { total: number }>();
+    for (const c of counters.values()) {
+      byId.set(c.info.id, {
+        id: c.info.id, hookEvent: c.info.hookEvent, hookName: c.info.hookName, total: c.outputsPersisted,
+        largest: starts.map(() => null), outputsPersisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
+      });
+    }
+    for (const r of rows) {
+      const hk = byId.get(r.hookId);
+      const i = (r.bucketMs - first) / stepMs;
+      if (!hk || i < 0 || i >= starts.length) continue;
+      hk.largest[i] = r.largest;
+      hk.outputsPersisted[i] = r.outputsPersisted;
+      hk.executions[i] = r.executions;
+      hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
+    }
+    const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
+    const body: FleetSeriesResponse = {
+      from: iso(range.fromMs), to: iso(range.toMs), step, buckets: starts.map(iso),
+      hooks: hooks.map(({ total: _total, ...rest }) => rest),
     };
     res.json(body);
   });

@@ -387,6 +387,37 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect((await store.series(id, { fromMs: T0, toMs: T0 + 3 * DAY, stepMs: DAY, filters: { 'user.id': 'nobody' } })).size).toBe(0);
   });
 
+  it('answers every hook\'s series at once, the same as one hook at a time, filtered or not', async () => {
+    const store = await open();
+    const events = [
+      ...[0, 30 * MINUTE, 2 * HOUR, DAY + HOUR].map((t) => ev({ timeMs: T0 + t, extra: { team: 'infra' } })),
+      ...[5 * MINUTE, 3 * HOUR].map((t) => ev({ hookName: 'SessionStart:startup', hookEvent: 'SessionStart', timeMs: T0 + t, stdoutChars: 12_000, outputsPersisted: 1, status: 'over', extra: { team: 'web' } })),
+    ];
+    await store.ingest(events);
+    for (const [stepMs, filters] of [[HOUR, undefined], [DAY, undefined], [HOUR, { team: 'web' }]] as const) {
+      const q = { fromMs: T0, toMs: T0 + 2 * DAY, stepMs, ...(filters ? { filters } : {}) };
+      const fleet = await store.fleetSeries(q);
+      const ids = [...new Set(events.filter((e) => !filters || e.extra['team'] === filters.team).map((e) => e.hookId))];
+      expect([...new Set(fleet.map((r) => r.hookId))].sort(), `${stepMs} ${JSON.stringify(filters)}`).toEqual(ids.sort());
+      for (const id of ids) {
+        const want = [...(await store.series(id, q))].map(([bucketMs, c]) => ({
+          hookId: id, bucketMs, executions: c.executions, outputsPersisted: c.outputsPersisted, sizeUnknownExecutions: c.sizeUnknownExecutions,
+          largest: Math.max(...Object.values(c.maxChars).filter((v): v is number => v !== null)),
+        }));
+        expect(fleet.filter((r) => r.hookId === id).sort((a, b) => a.bucketMs - b.bucketMs), `${id} ${stepMs}`).toEqual(want.sort((a, b) => a.bucketMs - b.bucketMs));
+      }
+    }
+    // A late event for a bucket already answered shows in the next answer (nothing kept hides it).
+    const q = { fromMs: T0, toMs: T0 + 2 * DAY, stepMs: HOUR };
+    const before = (await store.fleetSeries(q)).find((r) => r.hookId === events[0]!.hookId && r.bucketMs === T0)?.executions ?? 0;
+    await store.ingest([ev({ timeMs: T0 + 20 * MINUTE })]);
+    expect((await store.fleetSeries(q)).find((r) => r.hookId === events[0]!.hookId && r.bucketMs === T0)?.executions).toBe(before + 1);
+    // The newest event matching a filter, and none for a filter nothing matches.
+    expect(await store.lastEventMs({ team: 'web' })).toBe(T0 + 3 * HOUR);
+    expect(await store.lastEventMs({ team: 'infra' })).toBe(T0 + DAY + HOUR);
+    expect(await store.lastEventMs({ team: 'nobody' })).toBeNull();
+  });
+
   it('filters and breaks down by built-in and configured extra dimensions', async () => {
     const store = await open();
     const events = [

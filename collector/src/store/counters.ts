@@ -191,3 +191,4 @@ export function groupForRollups(events: readonly HookEvent[], nowMs: number): { 
     rows: { minute: [...groups.minute.values()].sort(order), hour: [...groups.hour.values()].sort(order), day: [...groups.day.values()].sort(order) },
   };
 }
+

@@ -59,6 +59,17 @@ export interface HookInfo {
   lastSeenMs: number;
 }
 
+/** One hook's bucket in a fleet series. */
+export interface FleetBucket {
+  hookId: string;
+  bucketMs: number;
+  executions: number;
+  outputsPersisted: number;
+  sizeUnknownExecutions: number;
+  /** Largest output of any kind; null when no execution carried size data. */
+  largest: number | null;
+}
+
 export interface PruneResult {
   events: number;
   rollups: number;
@@ -79,6 +90,8 @@ export interface Store {
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
   /** Time buckets for one hook. Buckets with no events are omitted. */
   series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>>;
+  /** Every hook's time buckets, the few figures a sparkline draws; empty buckets omitted. */
+  fleetSeries(q: SeriesQuery): Promise<FleetBucket[]>;
   /** Client versions seen in the range, with how many executions lacked size data. */
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
@@ -105,8 +118,8 @@ export interface Store {
   overflowHooks(): Promise<HookInfo[]>;
   /** Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound. */
   latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>>;
-  /** Time of the newest event, or null. */
-  lastEventMs(): Promise<number | null>;
+  /** Time of the newest event (matching the filters, when given), or null. */
+  lastEventMs(filters?: Record<string, string>): Promise<number | null>;
   /**
    * Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, then hooks with nothing
    * left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock

@@ -6,9 +6,9 @@ import type { AlertState, AlertSummary } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
 import { h, replace, table } from '../dom.ts';
-import { dateTime, num } from '../format.ts';
+import { dateTime, num, plural } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
-import { buildUrl, keptParams } from '../state.ts';
+import { buildUrl, keptParams, rangeLabel, type Range } from '../state.ts';
 
 const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
 /** Labels that name a hook; a silence matches on these so it mutes that hook and nothing else. */
@@ -22,8 +22,40 @@ export function hookMatchers(a: AlertSummary): { name: string; value: string; is
   return use.map((k) => ({ name: k, value: a.labels[k] ?? '', isRegex: false, isEqual: true }));
 }
 
-function hookLabel(a: AlertSummary): string {
-  return a.labels['hook_name'] ?? a.labels['hook'] ?? a.hookId ?? 'this alert';
+/** What an alert is about, in words: a hook, a set of clients, the whole feed. */
+export function alertSubject(a: AlertSummary): { text: string; kind: 'hook' | 'clients' | 'feed' | 'alert' } {
+  const hook = a.labels['hook_name'] ?? a.labels['hook'];
+  if (hook !== undefined || a.hookId) return { text: hook ?? a.hookId ?? '', kind: 'hook' };
+  if (a.labels['service_version'] !== undefined) {
+    return { text: `${a.labels['service_name'] ?? 'client'} ${a.labels['service_version'] || '(unknown version)'} clients`, kind: 'clients' };
+  }
+  if (a.labels['scope'] === 'feed') return { text: 'all hooks (the whole feed)', kind: 'feed' };
+  return { text: a.labels['alertname'] ?? a.rule, kind: 'alert' };
+}
+
+/** Rules a `persisted` alert makes moot for the same hook: once over the cap, "near" and "growing" are old news. */
+const SUPERSEDED_BY_PERSISTED = ['headroom', 'growth'];
+
+/**
+ * A resolved headroom or growth alert whose hook now has an active `persisted` alert did not get better: it
+ * was superseded. Shown as such, never as a green "resolved".
+ */
+export function supersededBy(a: AlertSummary, all: readonly AlertSummary[]): AlertSummary | undefined {
+  if (a.state !== 'resolved' || !SUPERSEDED_BY_PERSISTED.includes(a.rule) || !a.hookId) return undefined;
+  return all.find((x) => x.rule === 'persisted' && x.hookId === a.hookId && x.state !== 'resolved');
+}
+
+/** Whether an alert was active at some time in [fromMs, toMs]. */
+export function activeDuring(a: AlertSummary, fromMs: number, toMs: number): boolean {
+  const start = Date.parse(a.activeAt);
+  const end = a.endsAt ? Date.parse(a.endsAt) : Infinity;
+  return start <= toMs && end >= fromMs;
+}
+
+function rangeBounds(range: Range, nowMs: number): [number, number] {
+  if (range.kind === 'custom') return [Date.parse(range.from), Date.parse(range.to)];
+  const span = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }[range.preset];
+  return [nowMs - span, nowMs];
 }
 
 /** Builds the alerts page. */
@@ -89,10 +121,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         }
       },
     },
-    h('span', null, `Silence ${hookLabel(a)} (matching ${matchers.map((m) => `${m.name}=${m.value}`).join(', ') || 'nothing'}) for `),
+    h('span', null, `Silence ${alertSubject(a).text} (matching ${matchers.map((m) => `${m.name}=${m.value}`).join(', ') || 'nothing'}) for `),
     duration, comment, by, h('button', { type: 'submit' }, 'Silence'), result);
   };
 
+  let receivers: string[] | undefined;
+  let all: AlertSummary[] = [];
   const makeCard = (a: AlertSummary): { card: HTMLElement; update(a: AlertSummary): void } => {
     const head = h('div', { class: 'alert-head' });
     const labels = h('dl', { class: 'labels' });
@@ -105,17 +139,24 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     let current = a;
     const card = h('article', { class: 'panel alert', 'data-alert-id': a.id },
       head, labels, times, details,
-      h('details', { class: 'silence' }, h('summary', null, 'Silence this hook'), silenceForm(a)));
+      h('details', { class: 'silence' }, h('summary', null, { hook: 'Silence this hook', clients: 'Silence these clients', feed: 'Silence this alert', alert: 'Silence this alert' }[alertSubject(a).kind]), silenceForm(a)));
     const update = (n: AlertSummary): void => {
       current = n;
-      card.dataset['state'] = n.state;
-      replace(head, h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
-        n.hookId ? ctx.link(buildUrl(`/hooks/${n.hookId}`, state), { class: 'hook-link' }, hookLabel(n)) : hookLabel(n),
+      const by = supersededBy(n, all);
+      card.dataset['state'] = by ? 'superseded' : n.state;
+      const subject = alertSubject(n);
+      replace(head, by
+        ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
+        : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
+        n.hookId ? ctx.link(buildUrl(`/hooks/${n.hookId}`, state), { class: 'hook-link' }, subject.text) : h('span', { class: 'alert-subject' }, subject.text),
+        by ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         n.silencedBy.length ? h('span', { class: 'chip' }, `silenced by ${n.silencedBy.join(', ')}`) : null);
       replace(labels, ...Object.entries(n.labels).flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)]),
         ...Object.entries(n.annotations).flatMap(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
       replace(times, `active since ${dateTime(n.activeAt)}`, n.startsAt ? ` · firing since ${dateTime(n.startsAt)}` : '',
-        n.endsAt ? ` · resolved ${dateTime(n.endsAt)}` : '', n.lastNotifiedAt ? ` · last notified ${dateTime(n.lastNotifiedAt)}` : ' · not notified yet');
+        n.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(n.endsAt)}` : '',
+        n.lastNotifiedAt ? ` · last notified ${dateTime(n.lastNotifiedAt)}`
+          : receivers && receivers.length === 0 ? ' · no receiver is configured: shown here only, nobody is notified' : ' · not notified yet');
       if (details.open) void attemptsFor(n, attempts);
     };
     update(a);
@@ -126,8 +167,14 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     async refresh(signal) {
       await cluster.refresh(signal);
       let alerts: AlertSummary[];
+      let nowMs = Date.now();
       try {
-        alerts = (await api.alerts(filter ? { state: filter } : {}, signal)).alerts;
+        const r = await api.alerts({}, signal);
+        all = r.alerts;
+        receivers = r.receivers;
+        if (r.now) nowMs = Date.parse(r.now);
+        const [fromMs, toMs] = rangeBounds(state.range, nowMs);
+        alerts = r.alerts.filter((a) => activeDuring(a, fromMs, toMs));
       } catch (err) {
         if (err instanceof ApiFailure && (err.status === 404 || err.status === 501)) {
           replace(list, h('section', { class: 'panel empty', id: 'empty-state' }, h('h2', null, 'Alerting is not available'),
@@ -138,16 +185,20 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         throw err;
       }
       const shown = filter ? alerts.filter((a) => a.state === filter) : alerts;
+      const hidden = all.length - alerts.length;
+      replace(notice, receivers && receivers.length === 0
+        ? h('p', { class: 'warn', id: 'no-receivers' }, 'No receiver is configured: alerts show here, nobody is notified (see docs/alerting.md).') : null,
+      hidden > 0 ? h('p', { class: 'hint', id: 'alerts-range-note' }, `Alerts active in the ${rangeLabel(state.range)}; ${plural(hidden, 'older alert')} outside the range ${hidden === 1 ? 'is' : 'are'} not shown.`) : null);
       if (shown.length === 0) {
         replace(list, h('section', { class: 'panel empty', id: 'empty-state' }, h('h2', null, 'No alerts'),
-          h('p', null, filter ? `No ${filter} alerts.` : 'Nothing is pending, firing or resolved. Alerts appear here when a hook\'s output is persisted, nears the cap or is forecast to cross it.')));
+          h('p', null, filter ? `No ${filter} alerts in the ${rangeLabel(state.range)}.` : `Nothing was pending, firing or resolved in the ${rangeLabel(state.range)}. Alerts appear here when a hook’s output is persisted, nears the cap or is forecast to cross it.`)));
         cards.clear();
         return;
       }
       const groups = STATES.map((s) => ({ s, items: shown.filter((a) => a.state === s) })).filter((g) => g.items.length);
       const seen = new Set<string>();
       const sections = groups.map((g) => h('section', { class: 'alert-group', 'data-state': g.s, 'aria-labelledby': `alerts-${g.s}` },
-        h('h2', { id: `alerts-${g.s}` }, `${g.s[0]?.toUpperCase()}${g.s.slice(1)} (${g.items.length})`),
+        h('h2', { id: `alerts-${g.s}` }, `${g.s[0]?.toUpperCase()}${g.s.slice(1)} (${num(g.items.length)})`),
         ...g.items.map((a) => {
           seen.add(a.id);
           let c = cards.get(a.id);

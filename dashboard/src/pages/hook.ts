@@ -4,18 +4,19 @@
  * trend with its forecast crossing, and breakdowns by client version and a chosen dimension.
  */
 import type { ChartConfiguration } from 'chart.js';
-import type { BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
-import { COLORS, ChartPanel, referenceLine } from '../charts.ts';
+import { COLORS, ChartPanel, anyPositive, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, type Band } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, chars, dateTime, day, num, pct, statusBadge } from '../format.ts';
-import { FORECAST_DAYS, dailySeries, forecastFrom, forecastText } from '../forecast.ts';
+import { bucketLabel, chars, dateTime, day, dayMonth, headroomText, num, pct, plural, shownStatus, statusBadge } from '../format.ts';
+import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
-import { apiQuery, buildUrl, keptParams, rangeLabel } from '../state.ts';
+import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel } from '../state.ts';
+import { cssColor } from '../theme.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
 const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
@@ -24,14 +25,21 @@ const KIND_LABEL: Record<OutputKind, string> = {
 };
 const DAY_MS = 86_400_000;
 
+/** The kinds with any output in the range: a kind never used draws nothing, not a row of dots on 0. */
 function kindsIn(buckets: SeriesBucket[]): OutputKind[] {
-  const extra = buckets.some((b) => (b.maxChars.initialUserMessage ?? 0) > 0);
-  return extra ? [...CHART_KINDS, 'initialUserMessage'] : CHART_KINDS;
+  const used = [...CHART_KINDS, 'initialUserMessage' as const].filter((k) => anyPositive(buckets.map((b) => b.maxChars[k])));
+  return used.length ? used : ['additionalContext'];
+}
+
+function labelsOf(series: SeriesResponse): string[] {
+  const span = Date.parse(series.to) - Date.parse(series.from);
+  return series.buckets.map((b) => bucketLabel(b.start, series.step, span));
 }
 
 /** The cliff over time: one line per kind, the cap and the preview, persisted buckets marked. */
 export function cliffChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
-  const labels = series.buckets.map((b) => bucketLabel(b.start, series.step));
+  const labels = labelsOf(series);
+  const dots = series.buckets.length > 40 ? 2 : 3;
   const kinds = kindsIn(series.buckets);
   const persisted = series.buckets.map((b) => (b.outputsPersisted > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null));
   const config: ChartConfiguration<'line'> = {
@@ -42,10 +50,10 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
         ...kinds.map((k) => ({
           label: `largest ${KIND_LABEL[k]}`,
           data: series.buckets.map((b) => b.maxChars[k]),
-          borderColor: COLORS[k], backgroundColor: COLORS[k], borderWidth: 2, pointRadius: 3, spanGaps: false,
+          borderColor: COLORS[k], backgroundColor: COLORS[k], borderWidth: 2, pointRadius: dots, spanGaps: false,
         })),
-        referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, labels.length, COLORS.cap, [6, 4]),
-        referenceLine(`preview (~${num(PREVIEW_CHARS)})`, PREVIEW_CHARS, labels.length, COLORS.preview, [2, 3]),
+        referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, labels.length, capColor(), [6, 4]),
+        referenceLine(`preview (~${num(PREVIEW_CHARS)})`, PREVIEW_CHARS, labels.length, previewColor(), [2, 3]),
         {
           label: 'bucket with persisted outputs', data: persisted, showLine: false, pointStyle: 'triangle', pointRadius: 7,
           borderColor: COLORS.persisted, backgroundColor: COLORS.persisted,
@@ -54,7 +62,8 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      scales: { y: { beginAtZero: true, title: { display: true, text: 'characters (UTF-16 code units)' } } },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
+      scales: { y: sizeAxis(series.buckets.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null)) },
     },
   };
   const withData = series.buckets.filter((b) => largestOutput(b) !== null);
@@ -62,7 +71,7 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
   const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null);
   const summary = withData.length === 0
     ? 'No size data in this range.'
-    : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${num(series.buckets.length)} buckets had persisted outputs.`;
+    : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`;
   const rows = series.buckets.filter((b) => b.executions > 0).map((b) => [
     dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(b.outputsPersisted),
   ]);
@@ -71,7 +80,7 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
 
 /** Success against persisted outputs per bucket: success keeps being reported while output is lost. */
 export function deliveryChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
-  const labels = series.buckets.map((b) => bucketLabel(b.start, series.step));
+  const labels = labelsOf(series);
   const config: ChartConfiguration<'bar'> = {
     type: 'bar',
     data: {
@@ -79,17 +88,21 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
       datasets: [
         { label: 'hook commands reporting success', data: series.buckets.map((b) => b.success), backgroundColor: COLORS.success },
         { label: 'outputs persisted (not delivered)', data: series.buckets.map((b) => b.outputsPersisted), backgroundColor: COLORS.persisted },
-        { label: 'executions with persisted outputs', data: series.buckets.map((b) => b.executionsWithPersisted), backgroundColor: '#7f3b08' },
+        { label: 'executions with persisted outputs', data: series.buckets.map((b) => b.executionsWithPersisted), backgroundColor: COLORS.executionsWithPersisted },
       ],
     },
-    options: { interaction: { mode: 'index', intersect: false }, scales: { y: { beginAtZero: true, title: { display: true, text: 'count' } } } },
+    options: {
+      interaction: { mode: 'index', intersect: false },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
+      scales: { y: countAxis() },
+    },
   };
   const success = series.buckets.reduce((s, b) => s + b.success, 0);
   const persisted = series.buckets.reduce((s, b) => s + b.outputsPersisted, 0);
   const rows = series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]);
   return {
     config,
-    summary: `${num(success)} hook commands reported success; ${num(persisted)} outputs were persisted instead of delivered.`,
+    summary: `${plural(success, 'hook command')} reported success; ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`,
     table: table('Success and persisted outputs per bucket', ['Bucket start', 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted'], rows),
   };
 }
@@ -110,7 +123,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
     type: 'scatter',
     data: {
       datasets: [
-        { label: 'delivered(n): n up to 10,000, then ~2,000', data: curve, showLine: true, borderColor: COLORS.cap, backgroundColor: COLORS.cap, pointRadius: 0, borderWidth: 2 },
+        { label: 'delivered(n): n up to 10,000, then ~2,000', data: curve, showLine: true, borderColor: capColor(), backgroundColor: capColor(), pointRadius: 0, borderWidth: 2 },
         ...(['additionalContext', 'stdout', 'systemMessage', 'initialUserMessage'] as OutputKind[])
           .filter((k) => observed.some((o) => o.kind === k))
           .map((k) => ({
@@ -123,7 +136,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
     options: {
       scales: {
         x: { type: 'linear', min: 0, max: Math.round(maxSent), title: { display: true, text: 'characters sent by the hook' } },
-        y: { min: 0, max: 11_000, title: { display: true, text: 'characters the model sees' } },
+        y: { min: 0, max: 11_000, title: { display: true, text: 'characters the model sees' }, ticks: { precision: 0 } },
       },
     },
   };
@@ -139,34 +152,45 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
 }
 
 /** The growth trend: daily largest output, the fitted line carried to the cap, and the forecast date. */
-export function growthChart(points: Point[], forecast: Forecast | null): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
+export function growthChart(points: Point[], forecast: Forecast | null, reading: ForecastReading): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
   const first = points[0]?.t ?? Date.now();
   const last = points[points.length - 1]?.t ?? first;
-  const end = forecast?.crossesAtMs && forecast.crossesAtMs - last < 90 * DAY_MS ? Math.max(last, forecast.crossesAtMs) : last;
+  const end = reading.kind === 'soon' && forecast?.crossesAtMs ? Math.max(last, forecast.crossesAtMs) : last;
   const fitAt = (t: number): number | null => (forecast ? forecast.current + forecast.slopePerDay * ((t - last) / DAY_MS) : null);
   const fit = forecast ? [{ x: first, y: fitAt(first) ?? 0 }, { x: end, y: fitAt(end) ?? 0 }] : [];
+  const peak = Math.max(0, ...points.map((p) => p.value), ...fit.map((p) => p.y));
   const config: ChartConfiguration<'scatter'> = {
     type: 'scatter',
     data: {
       datasets: [
         { label: 'daily largest output', data: points.map((p) => ({ x: p.t, y: p.value })), showLine: true, borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext, pointRadius: 3 },
         { label: 'trend (least squares)', data: fit, showLine: true, borderColor: COLORS.fit, backgroundColor: COLORS.fit, borderDash: [5, 4], pointRadius: 0 },
-        { label: `cap (${num(OUTPUT_CAP_CHARS)})`, data: [{ x: first, y: OUTPUT_CAP_CHARS }, { x: Math.max(end, first + DAY_MS), y: OUTPUT_CAP_CHARS }], showLine: true, borderColor: COLORS.cap, backgroundColor: COLORS.cap, borderDash: [6, 4], pointRadius: 0 },
+        { label: `cap (${num(OUTPUT_CAP_CHARS)})`, data: [{ x: first, y: OUTPUT_CAP_CHARS }, { x: Math.max(end, first + DAY_MS), y: OUTPUT_CAP_CHARS }], showLine: true, borderColor: capColor(), backgroundColor: capColor(), borderDash: [6, 4], pointRadius: 0 },
       ],
     },
     options: {
       scales: {
-        x: { type: 'linear', title: { display: true, text: 'day' }, ticks: { callback: (v) => day(Number(v)).slice(0, 5), maxTicksLimit: 8 } },
-        y: { beginAtZero: true, title: { display: true, text: 'characters' } },
+        // Whole days only: one day of data must not label its axis "30/11 30/11 30/11".
+        x: { type: 'linear', min: first - DAY_MS / 2, max: Math.max(end, first + DAY_MS) + DAY_MS / 2, title: { display: true, text: 'day' }, ticks: { stepSize: DAY_MS * Math.max(1, Math.ceil((end - first) / DAY_MS / 8)), callback: (v) => dayMonth(Number(v)), maxTicksLimit: 9 } },
+        y: sizeAxis(peak, 'characters'),
       },
     },
   };
-  const latest = points[points.length - 1]?.value ?? null;
-  let summary: string;
-  if (!forecast) summary = `Not enough days with size data for a forecast (${points.length} of the 3 needed in the last ${FORECAST_DAYS} days).`;
-  else if (forecast.crossesAtMs !== null) summary = `Growing ${num(forecast.slopePerDay)} chars/day; the trend crosses the 10,000 cap around ${day(forecast.crossesAtMs)} (in ${forecastText(forecast, latest)}).`;
-  else summary = `Trend ${forecast.slopePerDay >= 0 ? '+' : ''}${num(forecast.slopePerDay)} chars/day: ${forecastText(forecast, latest)}.`;
-  return { config, summary, table: table('Daily largest output', ['Day', 'Largest output'], points.map((p) => [day(p.t), num(p.value)])) };
+  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day', 'Largest output'], points.map((p) => [day(p.t), num(p.value)])) };
+}
+
+/** Alerts of this hook as bands over a bucketed chart: from when they became active to when they resolved. */
+export function alertBands(alerts: AlertSummary[], series: SeriesResponse, colors: { firing: string; pending: string; resolved: string }): Band[] {
+  const stepMs = series.step * 1000;
+  const first = Date.parse(series.buckets[0]?.start ?? series.from);
+  const endMs = Date.parse(series.to);
+  const at = (ms: number): number => (ms - first) / stepMs - 0.5;
+  return alerts.flatMap((a) => {
+    const from = Date.parse(a.startsAt ?? a.activeAt);
+    const to = a.endsAt ? Date.parse(a.endsAt) : endMs;
+    if (to < first || from > endMs) return [];
+    return [{ fromIndex: Math.max(-0.5, at(from)), toIndex: Math.min(series.buckets.length - 0.5, at(to)), label: `${a.rule} ${a.state}`, color: colors[a.state] }];
+  });
 }
 
 function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
@@ -176,7 +200,7 @@ function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
     h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', null, ...r.rows.map((row) => h('tr', null,
       h('th', { scope: 'row' }, row.value === '' ? '(not set)' : row.value),
-      h('td', null, statusBadge(row.status)),
+      h('td', null, statusBadge(row.status, row)),
       h('td', { class: 'num' }, num(row.executions)),
       h('td', { class: 'num' }, num(row.success)),
       h('td', { class: 'num' }, num(row.outputsPersisted)),
@@ -184,6 +208,18 @@ function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
       h('td', { class: 'num' }, num(row.sizeUnknownExecutions)),
     ))),
   ));
+}
+
+function fact(id: string, label: string, value: string, note?: string | null): HTMLElement {
+  return h('div', { class: 'kpi', 'data-kpi': id }, h('div', { class: 'kpi-label' }, label), h('div', { class: 'kpi-value' }, value), note ? h('div', { class: 'kpi-note' }, note) : null);
+}
+
+/** The alert timeline's table: every alert of this hook, when it fired and when it resolved. */
+function alertTable(alerts: AlertSummary[]): HTMLElement {
+  if (alerts.length === 0) return h('p', { class: 'muted', id: 'hook-alerts-none' }, 'No alerts for this hook.');
+  return h('div', { class: 'table-scroll' }, table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
+    alerts.map((a) => [a.rule, h('span', { class: `status state-${a.state}` }, a.state), dateTime(a.activeAt), a.startsAt ? dateTime(a.startsAt) : '–', a.endsAt ? dateTime(a.endsAt) : '–']),
+    { class: 'data', id: 'hook-alerts' }));
 }
 
 /** Builds the hook page. */
@@ -194,10 +230,11 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
 
   const title = h('h1', { id: 'hook-title' }, 'Hook');
   const facts = h('div', { class: 'kpis', id: 'hook-facts' });
-  const cliff = new ChartPanel('cliff', 'The cliff over time', 'Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs.');
-  const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole.');
+  const cliff = new ChartPanel('cliff', 'The cliff over time', 'Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, shaded spans when alerts were active. Drag across to zoom.');
+  const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole. Drag across to zoom.');
   const curve = new ChartPanel('curve', 'Sent against delivered', 'delivered(n) = n up to 10,000, then about 2,000: this hook\'s observed sizes placed on the cliff.');
   const growth = new ChartPanel('growth', 'Growth and forecast', `Daily largest output over the last ${FORECAST_DAYS} days and the least-squares trend carried to the cap.`);
+  const alertsHolder = h('div', { id: 'hook-alerts-holder' });
   const byVersion = h('div', { id: 'by-version-holder' });
   const byDim = h('div', { id: 'by-dimension-holder' });
   const dimSelect = h('select', { id: 'breakdown-dimension', 'aria-label': 'Break down by' });
@@ -205,11 +242,22 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   void ctx.dimensions().then((dims) => {
     replace(dimSelect, ...dims.filter((d) => d !== 'service.version').map((d) => h('option', { value: d, selected: d === by }, d)));
   }, () => undefined);
+  let lastSeries: SeriesResponse | undefined;
+  const zoom = (i: number, j: number): void => {
+    const a = lastSeries?.buckets[i];
+    const b = lastSeries?.buckets[j];
+    if (!lastSeries || !a || !b) return;
+    ctx.navigate(buildUrl(`/hooks/${hookId}`, { range: customRange(Date.parse(a.start), Date.parse(b.start) + lastSeries.step * 1000), filters: state.filters }, keptParams(state.params)));
+  };
+  cliff.enableZoom(zoom);
+  delivery.enableZoom(zoom);
 
   const commands = commandsPanel();
   const content = h('div', { id: 'hook-content' },
-    h('section', { class: 'panel' }, facts),
+    h('section', { class: 'panel', 'aria-label': 'Key figures' }, facts),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
+    h('section', { class: 'panel', 'aria-labelledby': 'hook-alerts-title' }, h('h2', { id: 'hook-alerts-title' }, 'Alert timeline'),
+      h('p', { class: 'hint' }, 'When this hook\'s alerts became active and resolved; the same spans are shaded on the cliff chart.'), alertsHolder),
     h('section', { class: 'panel', 'aria-labelledby': 'breakdown-title' },
       h('h2', { id: 'breakdown-title' }, 'Breakdown'),
       h('h3', null, 'By client version'), byVersion,
@@ -221,10 +269,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
 
   return {
     async refresh(signal) {
-      const q = apiQuery(state);
+      const q0 = apiQuery(state);
       let detail;
       try {
-        detail = await api.hook(hookId, q, signal);
+        detail = await api.hook(hookId, q0, signal);
       } catch (err) {
         if (err instanceof ApiFailure && (err.status === 404 || err.status === 400)) {
           replace(root, ctx.link(buildUrl('/', state), { class: 'back' }, '← Overview'),
@@ -233,35 +281,40 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         }
         throw err;
       }
-      const [series, daily, versions, dim, , guardTrims] = await Promise.all([
-        api.series(hookId, q, signal),
-        dailySeries(hookId, q.to ?? 'now', state.filters, signal),
+      // Every later call covers the span this one resolved: the key figures and the breakdowns agree while
+      // events keep arriving.
+      const q = { ...q0, from: detail.from, to: detail.to };
+      const step = String(chartStep(state.range));
+      const [series, daily, versions, dim, alerts, , guardTrims] = await Promise.all([
+        api.series(hookId, { ...q, step }, signal),
+        dailySeries(hookId, q0.to ?? 'now', state.filters, signal),
         api.breakdown(hookId, { ...q, dimension: 'service.version' }, signal),
         api.breakdown(hookId, { ...q, dimension: by }, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
+        api.alerts({}, signal).then((r) => r.alerts.filter((a) => a.hookId === hookId), (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
         commands.refresh(hookId, q, signal),
-        loadGuardTrims(hookId, q, signal),
+        loadGuardTrims(hookId, { ...q, step }, signal),
       ]);
+      lastSeries = series;
       const hk = detail.hook;
       document.title = `${hk.hookName} · hookwatch`;
-      replace(title, hk.hookName, ' ', statusBadge(hk.status));
+      replace(title, hk.hookName, ' ', statusBadge(hk.status, hk));
       if (!content.isConnected) {
         replace(root, ctx.link(buildUrl('/', state, keptParams(state.params)), { class: 'back' }, '← Overview'), title,
           h('p', { class: 'muted range-label' }, `${hk.hookEvent} · ${rangeLabel(state.range)} · buckets of ${series.step >= 3600 ? `${series.step / 3600} h` : `${series.step / 60} min`}`), content);
       }
       const { forecast, points } = forecastFrom(daily);
-      const latest = points[points.length - 1]?.value ?? null;
+      const reading = forecastReading(forecast, { status: shownStatus(hk), latest: largestOutput(hk), days: points.length });
       replace(facts,
-        h('div', { class: 'kpi', 'data-kpi': 'executions' }, h('div', { class: 'kpi-label' }, 'Executions'), h('div', { class: 'kpi-value' }, num(hk.executions))),
-        h('div', { class: 'kpi', 'data-kpi': 'persisted' }, h('div', { class: 'kpi-label' }, 'Outputs persisted'), h('div', { class: 'kpi-value' }, num(hk.outputsPersisted))),
-        h('div', { class: 'kpi', 'data-kpi': 'largest' }, h('div', { class: 'kpi-label' }, 'Largest output'), h('div', { class: 'kpi-value' }, chars(largestOutput(hk))),
-          h('div', { class: 'kpi-note' }, 'upper bound: Claude Code reports sums over the hook commands of one execution')),
-        h('div', { class: 'kpi', 'data-kpi': 'headroom' }, h('div', { class: 'kpi-label' }, 'Headroom'), h('div', { class: 'kpi-value' }, hk.headroom === null ? 'unknown' : chars(hk.headroom))),
-        h('div', { class: 'kpi', 'data-kpi': 'forecast' }, h('div', { class: 'kpi-label' }, 'Crosses the cap'),
-          h('div', { class: 'kpi-value' }, forecast?.crossesAtMs ? day(forecast.crossesAtMs) : forecastText(forecast, latest)),
-          forecast?.crossesAtMs ? h('div', { class: 'kpi-note' }, `in ${forecastText(forecast, latest)}`) : null),
-        h('div', { class: 'kpi', 'data-kpi': 'size-unknown' }, h('div', { class: 'kpi-label' }, 'Without size data'), h('div', { class: 'kpi-value' }, num(hk.sizeUnknownExecutions))),
+        fact('executions', 'Executions', num(hk.executions)),
+        fact('persisted', 'Outputs persisted', num(hk.outputsPersisted)),
+        fact('largest', 'Largest output', chars(largestOutput(hk)), 'upper bound: Claude Code reports sums over the hook commands of one execution'),
+        fact('headroom', 'Headroom', hk.headroom === null ? 'unknown' : headroomText(hk.headroom)),
+        fact('forecast', 'Crosses the cap', reading.value, reading.note),
+        fact('size-unknown', 'Without size data', hk.sizeUnknownExecutions === 0 ? '0' : `${num(hk.sizeUnknownExecutions)} of ${num(hk.executions)}`,
+          hk.sizeUnknownExecutions > 0 ? 'executions from clients older than 2.1.280: not measured' : null),
         guardTrimsKpi(guardTrims),
       );
+      cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
       addGuardTrimsToCliff(c1.config, series, guardTrims);
       cliff.render(c1.config, c1.summary, c1.table);
@@ -269,8 +322,9 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       delivery.render(c2.config, c2.summary, c2.table);
       const c3 = cliffCurveChart(hk, series);
       curve.render(c3.config, c3.summary, c3.table);
-      const c4 = growthChart(points, forecast);
+      const c4 = growthChart(points, forecast, reading);
       growth.render(c4.config, c4.summary, c4.table);
+      replace(alertsHolder, alertTable(alerts));
       replace(byVersion, breakdownTable(versions, 'by-version'));
       replace(byDim, dim instanceof ApiFailure ? h('p', { class: 'warn' }, dim.message) : breakdownTable(dim, 'by-dimension'));
     },

@@ -12,13 +12,13 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, segments } from '../segments.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
-import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -365,6 +365,14 @@ export class PostgresStore implements Store {
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
+  async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
+    const params: unknown[] = [null, null];
+    const where = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters, params) : null;
+    const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, (n) => `$${n}`);
+    params[0] = fromMs;
+    params[1] = toMs;
+    return (await this.query(sql, params)).map(toFleetBucket);
+  }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
     const rows = await this.aggregate(q, ['service_name', 'service_version']);
@@ -399,7 +407,13 @@ export class PostgresStore implements Store {
     return guardTrimStats(buckets, largest);
   }
 
-  async lastEventMs(): Promise<number | null> {
+  async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
+    if (filters && Object.keys(filters).length > 0) {
+      const params: unknown[] = [];
+      const where = this.filterClause(filters, params);
+      const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+      return e[0] ? Number(e[0]['t']) : null;
+    }
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];
     return t === null || t === undefined ? null : Number(t);

@@ -11,13 +11,13 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, segments, type Granularity } from '../segments.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store } from '../store.ts';
+import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -120,6 +120,8 @@ export class SqliteStore implements Store {
   commits = 0;
   /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
   private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
+  /** Fleet series over closed buckets, dropped like closedSegments when an event for their time arrives. */
+  private readonly closedFleet = new Map<string, { toMs: number; rows: FleetBucket[] }>();
   private cachedRows = 0;
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
@@ -402,10 +404,11 @@ export class SqliteStore implements Store {
    * only the last minutes' segments go; a late event drops everything from its time on.
    */
   private forgetSegmentsAfter(events: readonly HookEvent[]): void {
-    if (this.closedSegments.size === 0 || events.length === 0) return;
+    if ((this.closedSegments.size === 0 && this.closedFleet.size === 0) || events.length === 0) return;
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
     for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.forgetSegment(key);
+    for (const [key, seg] of this.closedFleet) if (seg.toMs > earliest) this.closedFleet.delete(key);
   }
 
   private forgetSegment(key: string): void {
@@ -417,6 +420,7 @@ export class SqliteStore implements Store {
 
   private forgetAllSegments(): void {
     this.closedSegments.clear();
+    this.closedFleet.clear();
     this.cachedRows = 0;
   }
 
@@ -552,6 +556,26 @@ export class SqliteStore implements Store {
   }
 
 
+  async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
+    const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
+    const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, () => '?');
+    // Across every hook, read the range through the time indexes, not a seek per hook.
+    const indexed = where === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
+    const read = (a: number, b: number): FleetBucket[] => (b <= a ? [] : (this.read(() => this.c.sql.get(indexed).all(a, b, ...filterParams)) as Record<string, unknown>[]).map(toFleetBucket));
+    if (where !== null) return read(fromMs, toMs);
+    // Buckets before the one being written only change when an event for their time arrives (which drops
+    // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
+    const openFrom = Math.min(toMs, Math.max(fromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
+    const key = `${q.stepMs}|${fromMs}|${openFrom}`;
+    let closed = this.closedFleet.get(key)?.rows;
+    if (!closed) {
+      closed = read(fromMs, openFrom);
+      if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
+      this.closedFleet.set(key, { toMs: openFrom, rows: closed });
+    }
+    return [...closed, ...read(openFrom, toMs)];
+  }
+
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
     const rows = this.aggregate(q, `service_name || char(0) || service_version`);
     return [...rows.entries()].map(([key, row]) => {
@@ -583,7 +607,12 @@ export class SqliteStore implements Store {
     return guardTrimStats(buckets, this.read(() => this.c.sql.get(GUARD_SQL.largest).all(...params)) as Record<string, unknown>[]);
   }
 
-  async lastEventMs(): Promise<number | null> {
+  async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
+    if (filters && Object.keys(filters).length > 0) {
+      const [where, params] = this.filterClause(filters);
+      const e = this.read(() => this.c.sql.get(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`).get(...params)) as { t: number } | undefined;
+      return e ? Number(e.t) : null;
+    }
     const r = this.read(() => this.c.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get()) as { t: number | null };
     return r.t === null ? null : Number(r.t);
   }

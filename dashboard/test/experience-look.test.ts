@@ -1,0 +1,194 @@
+/**
+ * The dashboard's look and controls in headless Chromium against a real hookwatch fed the captured Claude Code
+ * 2.1.332 requests: the custom range and time zone, refresh controls, dark mode, a 390 px phone, its own 404
+ * page and heading order, and no console error on any page in any of those.
+ */
+import { describe, expect, it } from 'vitest';
+import { useFixture } from './experience-fixture.ts';
+import { waitLoaded } from './harness.ts';
+
+const fx = useFixture();
+const page = fx.page;
+const hookId = fx.hookId;
+
+/** Relative luminance of a CSS rgb() colour (WCAG). */
+function luminance(css: string): number {
+  const [r = 0, g = 0, b = 0] = (css.match(/[\d.]+/g) ?? []).map(Number).map((v) => {
+    const c = v / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+const contrast = (a: string, b: string): number => {
+  const [x, y] = [luminance(a), luminance(b)].sort((m, n) => n - m) as [number, number];
+  return (x + 0.05) / (y + 0.05);
+};
+
+describe('range, time zone and refresh', () => {
+  it('has a readable Apply button, DD/MM/YYYY 24-hour inputs in the shown time zone, and applies them', async () => {
+    const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'Europe/Berlin' });
+    try {
+      const p = await context.newPage();
+      const errors: string[] = [];
+      p.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+      await p.goto(`${fx.svc().httpUrl}/`);
+      await waitLoaded(p);
+      expect(await p.textContent('#time-zone option[value="local"]')).toContain('Europe/Berlin (UTC+01:00)');
+      await p.click('details.custom > summary');
+      const apply = p.locator('.custom-range button.apply');
+      const [fg, bg] = await apply.evaluate((b) => [getComputedStyle(b).color, getComputedStyle(b).backgroundColor]);
+      expect(contrast(fg as string, bg as string)).toBeGreaterThan(4.5);
+      expect(await p.inputValue('#range-from')).toMatch(/^\d\d\/\d\d\/\d{4} \d\d:\d\d$/);
+      expect(await p.textContent('.custom-range')).toContain('Europe/Berlin');
+      await p.fill('#range-from', '29/11/2026 08:00');
+      await p.fill('#range-to', '30/11/2026 13:30');
+      await apply.click();
+      await p.waitForURL(/range=custom/);
+      expect(new URL(p.url()).searchParams.get('from')).toBe('2026-11-29T07:00:00.000Z');
+      expect(new URL(p.url()).searchParams.get('to')).toBe('2026-11-30T12:30:00.000Z');
+      await waitLoaded(p);
+      // UTC: every time on the page moves to UTC, and the inputs with it.
+      await p.selectOption('#time-zone', 'UTC');
+      await waitLoaded(p);
+      expect(await p.inputValue('#range-from')).toBe('29/11/2026 07:00');
+      await p.fill('#range-from', '31/02/2026 07:00');
+      await p.locator('.custom-range button.apply').click();
+      expect(await p.textContent('.custom-range .form-error')).toBe('Write dates as DD/MM/YYYY HH:MM.');
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('pauses, resumes, refreshes now and changes the interval without losing the view', async () => {
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/?sort=name&dir=asc&refresh=1s`);
+    await waitLoaded(p, 2);
+    await p.click('#refresh-pause');
+    expect(new URL(p.url()).searchParams.get('refresh')).toBe('off');
+    expect(new URL(p.url()).searchParams.get('sort')).toBe('name');
+    expect(await p.textContent('#last-updated')).toContain('paused');
+    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded'] ?? '0'));
+    await p.waitForFunction(() => !document.body.hasAttribute('aria-busy'));
+    const paused = await loads();
+    await p.waitForTimeout(2500);
+    expect(await loads()).toBe(paused);
+    await p.click('#refresh-now');
+    await waitLoaded(p, paused + 1);
+    await p.click('#refresh-pause');
+    expect(new URL(p.url()).searchParams.get('refresh')).toBe('1s');
+    await p.selectOption('#refresh-interval', '5s');
+    expect(new URL(p.url()).searchParams.get('refresh')).toBe('5s');
+  });
+});
+
+describe('dark mode, phones and every page', () => {
+  it('follows a dark system theme, charts included, and the toggle overrides it', async () => {
+    const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
+    try {
+      const p = await context.newPage();
+      const errors: string[] = [];
+      p.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+      const id = await hookId('SessionStart:startup');
+      await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+      await waitLoaded(p);
+      const look = (): Promise<{ bg: string; panel: string; text: string; axis: string }> => p.evaluate(() => {
+        const c = (window as unknown as { Chart: { getChart(id: string): { options: { scales: { y: { ticks: { color: string } } } } }; defaults: { color: string } } }).Chart;
+        return {
+          bg: getComputedStyle(document.body).backgroundColor,
+          panel: getComputedStyle(document.querySelector('.panel') as Element).backgroundColor,
+          text: getComputedStyle(document.body).color,
+          axis: String(c.defaults.color),
+        };
+      });
+      const dark = await look();
+      expect(luminance(dark.panel)).toBeLessThan(0.05);
+      expect(contrast(dark.text, dark.panel)).toBeGreaterThan(7);
+      expect(luminance(await p.evaluate((c) => { const el = document.createElement('div'); el.style.color = c; document.body.appendChild(el); const v = getComputedStyle(el).color; el.remove(); return v; }, dark.axis))).toBeGreaterThan(0.3);
+      // system -> dark -> light: the choice wins over the system and survives a reload.
+      await p.click('#theme-toggle');
+      await waitLoaded(p);
+      await p.click('#theme-toggle');
+      await waitLoaded(p);
+      expect(await p.evaluate(() => document.documentElement.dataset['theme'])).toBe('light');
+      await p.reload();
+      await waitLoaded(p);
+      const light = await look();
+      expect(luminance(light.panel)).toBeGreaterThan(0.9);
+      expect(luminance(await p.evaluate((c) => { const el = document.createElement('div'); el.style.color = c; document.body.appendChild(el); const v = getComputedStyle(el).color; el.remove(); return v; }, light.axis))).toBeLessThan(0.3);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('fits the overview\'s key columns on a 390 px phone without sideways scrolling', async () => {
+    const { page: p } = await page({ width: 390, height: 844 });
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
+    const m = await p.evaluate(() => {
+      const t = document.querySelector('#hooks-table') as HTMLElement;
+      const rows = [...document.querySelectorAll('#hook-rows tr')];
+      const visible = (sel: string): boolean => rows.every((r) => {
+        const c = r.querySelector(sel);
+        if (!c) return false;
+        const b = c.getBoundingClientRect();
+        return b.width > 0 && b.right <= window.innerWidth;
+      });
+      return {
+        page: document.documentElement.scrollWidth - window.innerWidth,
+        table: t.scrollWidth - (t.parentElement as HTMLElement).clientWidth,
+        status: visible('td:nth-child(1) .status'), hook: visible('th[scope="row"] a'), persisted: visible('td:nth-child(6)'), largest: visible('td:nth-child(7)'),
+        optHidden: rows.every((r) => [...r.querySelectorAll('.opt')].every((c) => getComputedStyle(c).display === 'none')),
+        tallest: Math.max(...rows.map((r) => r.getBoundingClientRect().height)),
+      };
+    });
+    expect(m).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true, optHidden: true });
+    expect(m.table).toBeLessThanOrEqual(0);
+    expect(m.tallest).toBeLessThan(100);
+  });
+
+  it('answers an unknown path with its own 404 page, and keeps heading levels in order', async () => {
+    const res = await fetch(`${fx.svc().httpUrl}/nope`);
+    expect(res.status).toBe(404);
+    const html = await res.text();
+    expect(html).not.toContain('Cannot GET');
+    expect(html).toContain('/dashboard/src/main.ts');
+    expect((await fetch(`${fx.svc().httpUrl}/api/v1/nope`)).headers.get('content-type')).toContain('json');
+    const { page: p } = await page({ allow: /404/ });
+    await p.goto(`${fx.svc().httpUrl}/nope`);
+    await p.waitForSelector('#not-found');
+    expect(await p.textContent('#not-found h1')).toBe('No such page');
+    const id = await hookId('SessionStart:startup');
+    for (const path of ['/', `/hooks/${id}`, '/alerts', '/forwarding']) {
+      await p.goto(fx.svc().httpUrl + path);
+      await waitLoaded(p);
+      const levels = await p.$$eval('main h1, main h2, main h3, main h4', (hs) => hs.map((x) => Number(x.tagName.slice(1))));
+      expect(levels[0], path).toBe(1);
+      for (let i = 1; i < levels.length; i++) expect((levels[i] as number) - (levels[i - 1] as number), `${path}: ${levels.join(' ')}`).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('logs no console error on any page, light or dark, desktop or phone', async () => {
+    const id = await hookId('SessionStart:startup');
+    for (const colorScheme of ['light', 'dark'] as const) {
+      for (const viewport of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
+        const context = await fx.browser().newContext({ viewport, colorScheme });
+        try {
+          const p = await context.newPage();
+          const errors: string[] = [];
+          p.on('console', (m) => void (m.type() === 'error' && errors.push(`${colorScheme} ${viewport.width} ${p.url()}: ${m.text()}`)));
+          p.on('pageerror', (e) => errors.push(`${colorScheme} ${viewport.width} ${p.url()}: ${e.message}`));
+          for (const path of ['/', `/hooks/${id}`, '/alerts', '/forwarding', '/?range=1h']) {
+            await p.goto(fx.svc().httpUrl + path);
+            await waitLoaded(p);
+          }
+          expect(errors).toEqual([]);
+        } finally {
+          await context.close();
+        }
+      }
+    }
+  }, 60_000);
+});

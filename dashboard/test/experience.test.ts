@@ -1,0 +1,224 @@
+/**
+ * The dashboard as a team keeps it open, in headless Chromium against a real hookwatch (real sockets, real
+ * SQLite) fed the captured Claude Code 2.1.332 requests plus a few crafted executions: the overview's fleet
+ * chart and sparklines, honest wording (plurals, forecasts, filters that match nothing, partial size data),
+ * and charts that read right (experience-look.test.ts has the controls, themes and phones).
+ */
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import type { FleetSeriesResponse } from '../../shared/src/api.ts';
+import { startTestService } from '../../collector/test/helpers.ts';
+import { PARTIAL, PORTS, useFixture } from './experience-fixture.ts';
+import { chartData, waitLoaded } from './harness.ts';
+
+const fx = useFixture();
+const page = fx.page;
+const hookId = fx.hookId;
+
+async function chartInfo(p: Page, id: string): Promise<{ yMax: number; yTicks: number[]; labels: string[]; colors: string[]; datasets: { label: string; data: unknown[] }[] }> {
+  return p.evaluate((canvasId) => {
+    type C = { scales: Record<string, { max: number; ticks: { value: number }[] }>; data: { labels: string[]; datasets: { label: string; data: unknown[]; borderColor?: string; backgroundColor?: string; reference?: boolean }[] } };
+    const chart = (window as unknown as { Chart: { getChart(id: string): C } }).Chart.getChart(canvasId);
+    const y = chart.scales['y'] as { max: number; ticks: { value: number }[] };
+    return {
+      yMax: y.max, yTicks: y.ticks.map((t) => t.value), labels: chart.data.labels,
+      colors: chart.data.datasets.filter((d) => !d.reference).map((d) => String(d.borderColor ?? d.backgroundColor)),
+      datasets: chart.data.datasets.map((d) => ({ label: d.label, data: d.data })),
+    };
+  }, id);
+}
+
+describe('overview charts', () => {
+  it('draws the fleet chart from the fleet series, a sparkline per row, and opens a hook from a bar, a row and a drag', async () => {
+    const { page: p } = await page({ width: 1440 });
+    const fleetResponse = p.waitForResponse((r) => r.url().includes('/api/v1/fleet/series'));
+    await p.goto(`${fx.svc().httpUrl}/`);
+    const fleet = (await (await fleetResponse).json()) as FleetSeriesResponse;
+    await waitLoaded(p);
+    await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
+    const chart = await chartData(p, 'chart-fleet');
+    const over = fleet.hooks.filter((hk) => hk.outputsPersisted.some((v) => v > 0));
+    expect(over.length).toBeGreaterThan(0);
+    for (const hk of over) expect(chart.datasets.find((d) => d.label === hk.hookName)?.data).toEqual(hk.outputsPersisted);
+    expect(chart.labels).toHaveLength(fleet.buckets.length);
+    expect(fleet.step).toBe(1800);
+    const rows = await p.$$('#hook-rows tr[data-hook-id]');
+    expect(await p.$$('#hook-rows svg.spark')).toHaveLength(rows.length);
+    expect(await p.$$('#hook-rows svg.spark .spark-persisted')).not.toHaveLength(0);
+    expect(await p.textContent('#chart-fleet-summary')).toMatch(/outputs persisted across 2 hooks/);
+
+    // A bar opens its hook at that bucket's time.
+    const bar = await p.evaluate(() => {
+      type Meta = { data: { x: number; y: number }[] };
+      const c = (window as unknown as { Chart: { getChart(id: string): { getDatasetMeta(i: number): Meta; data: { datasets: { data: number[] }[] } } } }).Chart.getChart('chart-fleet');
+      const i = c.data.datasets[0]?.data.findIndex((v) => v > 0) ?? -1;
+      const el = c.getDatasetMeta(0).data[i] as { x: number; y: number };
+      return { i, x: el.x, y: el.y + 3 };
+    });
+    const box = await p.locator('#chart-fleet').boundingBox();
+    if (!box) throw new Error('no fleet chart');
+    await p.mouse.click(box.x + bar.x, box.y + bar.y);
+    await p.waitForURL(/\/hooks\/[0-9a-f]{16}\?/);
+    const u = new URL(p.url());
+    expect(u.pathname).toBe(`/hooks/${over[0]?.id}`);
+    expect(u.searchParams.get('range')).toBe('custom');
+    expect(u.searchParams.get('from')).toBe(new Date(fleet.buckets[bar.i] as string).toISOString());
+    await waitLoaded(p);
+
+    // A row (anywhere but its link) opens the hook at the overview's range.
+    await p.goto(`${fx.svc().httpUrl}/?range=7d`);
+    await waitLoaded(p);
+    const id = await p.getAttribute('#hook-rows tr:nth-child(2)', 'data-hook-id');
+    await p.click('#hook-rows tr:nth-child(2) td:nth-child(4)');
+    await p.waitForURL(`**/hooks/${id}?range=7d`);
+    await waitLoaded(p);
+
+    // Dragging across the fleet chart zooms the overview to those buckets.
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
+    const area = await p.evaluate(() => (window as unknown as { Chart: { getChart(id: string): { chartArea: { left: number; right: number; top: number; bottom: number } } } }).Chart.getChart('chart-fleet').chartArea);
+    const y = box.y + (area.top + area.bottom) / 2;
+    await p.mouse.move(box.x + area.left + (area.right - area.left) * 0.25, y);
+    await p.mouse.down();
+    await p.mouse.move(box.x + area.left + (area.right - area.left) * 0.5, y, { steps: 5 });
+    await p.mouse.up();
+    await p.waitForURL(/range=custom/);
+    const z = new URL(p.url());
+    expect(z.pathname).toBe('/');
+    const span = Date.parse(z.searchParams.get('to') ?? '') - Date.parse(z.searchParams.get('from') ?? '');
+    expect(span).toBeGreaterThan(2 * 1800_000);
+    expect(span).toBeLessThan(24 * 3600_000);
+    expect(Date.parse(z.searchParams.get('from') ?? '') % 1800_000).toBe(0);
+    await waitLoaded(p);
+  });
+});
+
+describe('wording', () => {
+  it('gives a setup snippet that works when pasted into a shell: export, this port, http/protobuf', async () => {
+    const empty = await startTestService(PORTS);
+    try {
+      const { page: p } = await page();
+      await p.goto(`${empty.httpUrl}/`);
+      const text = (await p.locator('#setup-snippet').textContent()) ?? '';
+      const lines = text.split('\n').filter((l) => l && !l.startsWith('#'));
+      expect(lines.every((l) => l.startsWith('export '))).toBe(true);
+      expect(text).toContain('export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf');
+      const port = new URL(empty.otlpHttpUrl).port;
+      expect(port).not.toBe('4318');
+      expect(text).toContain(`export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:${port}`);
+    } finally {
+      await empty.close();
+    }
+  });
+
+  it('says a filter matches nothing, and the last-event card follows the filter', async () => {
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/?f.team=nosuchteam`);
+    await waitLoaded(p);
+    await p.waitForSelector('#hook-rows .empty-row');
+    const text = await p.textContent('#hook-rows');
+    expect(text).toContain('No hook executions match team = nosuchteam in the last 24 hours');
+    expect(text).not.toContain('Try a longer range');
+    expect(await p.textContent('[data-kpi="last-event"] .kpi-label')).toBe('Last matching event');
+    expect(await p.textContent('[data-kpi="last-event"] .kpi-value')).toBe('none');
+    await p.click('#clear-filters');
+    await p.waitForSelector('#hook-rows tr[data-hook-id]');
+  });
+
+  it('agrees its nouns with one: one hook, one hook command, no executions lost', async () => {
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/?f.team=platform`);
+    await waitLoaded(p);
+    await p.waitForSelector('[data-kpi="executions"]');
+    expect(await p.textContent('[data-kpi="executions"] .kpi-note')).toBe('1 hook command run');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('0 executions lost output to the cap');
+    expect(await p.textContent('#table-note')).toMatch(/^1 hook\. /);
+    expect(await p.textContent('[data-kpi="last-event"] .kpi-note')).toMatch(/^30\/11\/2026, \d\d:25$/);
+  });
+
+  it('calls a hook over the cap "over the cap now", even with one day of data', async () => {
+    const id = await hookId('SessionStart:startup');
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="forecast"] .kpi-value')).toBe('over the cap now');
+    expect(await p.textContent('#hook-content')).not.toMatch(/not enough days|in crossing/);
+    expect(await p.textContent('[data-kpi="headroom"] .kpi-value')).toMatch(/^[\d,]+ chars over the cap$/);
+    expect(await p.textContent('#chart-growth-summary')).toBe('Already over the 10,000 cap: outputs are being persisted now.');
+  });
+
+  it('does not call a hook healthy when 17 of its 33 executions carry no size data', async () => {
+    const id = await hookId(PARTIAL);
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    expect(await p.getAttribute(`#hook-rows tr[data-hook-id="${id}"]`, 'data-status')).toBe('unknown');
+    expect(await p.getAttribute(`#hook-rows tr[data-hook-id="${id}"] .status`, 'title')).toContain('17 of 33 executions had no size data');
+    const unknownRows = (await p.$$('#hook-rows tr[data-status="unknown"]')).length;
+    expect(await p.textContent('[data-kpi="hooks"] .kpi-note')).toContain(`${unknownRows} unknown`);
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+    await waitLoaded(p);
+    expect(await p.textContent('#hook-title .status')).toBe('unknown');
+    expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('17 of 33');
+  });
+});
+
+describe('charts', () => {
+  it('reads right: cap below the top, whole-number counts, distinct labels and colours, no zero rows, readable bars', async () => {
+    const id = await hookId('SessionStart:startup');
+    const { page: p } = await page({ width: 1440 });
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+    await waitLoaded(p);
+    const cliff = await chartInfo(p, 'chart-cliff');
+    expect(cliff.yMax).toBeGreaterThan(10_000);
+    expect(new Set(cliff.labels).size).toBe(cliff.labels.length);
+    expect(new Set(cliff.colors).size).toBe(cliff.colors.length);
+    // A kind this hook never sent is not a row of dots on 0.
+    for (const d of cliff.datasets.filter((x) => x.label.startsWith('largest '))) expect(d.data.some((v) => typeof v === 'number' && v > 0)).toBe(true);
+    const delivery = await chartInfo(p, 'chart-delivery');
+    expect(delivery.yTicks.every((v) => Number.isInteger(v))).toBe(true);
+    expect(new Set(delivery.colors).size).toBe(delivery.colors.length);
+    expect(delivery.colors).not.toContain('#7f3b08');
+    // The growth axis of one day of data does not repeat that day.
+    const growthTicks = await p.evaluate(() => (window as unknown as { Chart: { getChart(id: string): { scales: { x: { ticks: { label: string }[] } } } } }).Chart.getChart('chart-growth').scales.x.ticks.map((t) => t.label));
+    expect(new Set(growthTicks).size).toBe(growthTicks.length);
+
+    // Hovering an empty bucket says it is empty rather than listing the cap and the preview.
+    const tip = await p.evaluate(() => {
+      type T = { setActiveElements(a: { datasetIndex: number; index: number }[], at: { x: number; y: number }): void; body: { lines: string[] }[] };
+      const c = (window as unknown as { Chart: { getChart(id: string): { tooltip: T; data: { datasets: unknown[] }; update(): void } } }).Chart.getChart('chart-cliff');
+      c.tooltip.setActiveElements(c.data.datasets.map((_d, i) => ({ datasetIndex: i, index: 0 })), { x: 10, y: 10 });
+      c.update();
+      return c.tooltip.body.flatMap((b) => b.lines);
+    });
+    expect(tip).toEqual(['no executions in this bucket']);
+
+    // Seven days in at most 60 bars.
+    const week = p.waitForResponse((r) => r.url().includes(`/hooks/${id}/series`) && !r.url().includes('step=86400'));
+    await p.click('button[data-range="7d"]');
+    expect(new URL((await week).url()).searchParams.get('step')).toBe('10800');
+    await waitLoaded(p);
+    expect((await chartData(p, 'chart-delivery')).labels.length).toBeLessThanOrEqual(60);
+  });
+
+  it('asks every figure of a hook page over the one range the first answer resolved', async () => {
+    const id = await hookId('SessionStart:startup');
+    const { page: p } = await page();
+    const urls: string[] = [];
+    p.on('request', (r) => {
+      if (r.url().includes('/api/v1/hooks/')) urls.push(r.url());
+    });
+    const detail = p.waitForResponse((r) => new URL(r.url()).pathname === `/api/v1/hooks/${id}`);
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+    const d = (await (await detail).json()) as { from: string; to: string };
+    await waitLoaded(p);
+    const later = urls.filter((u) => u.includes('/breakdown') || (u.includes('/series') && !u.includes('step=86400')));
+    expect(later.length).toBe(3);
+    for (const u of later) {
+      expect(new URL(u).searchParams.get('from')).toBe(d.from);
+      expect(new URL(u).searchParams.get('to')).toBe(d.to);
+    }
+  });
+});
+
