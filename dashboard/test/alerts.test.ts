@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import type { AlertDetailResponse, AlertSummary, AlertsResponse, Silence } from '../../shared/src/api.ts';
+import type { AlertDetailResponse, AlertSummary, AlertsResponse, ClusterResponse, Silence } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
 import { createDashboardRouter } from '../server.ts';
 import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
@@ -182,6 +182,7 @@ describe('alerts page', () => {
     const app = express();
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['service.version', 'user.id'] }));
     app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, receivers: [], now: iso(now) } satisfies AlertsResponse));
+    app.get('/api/v1/cluster', (_req, res) => void res.json({ backend: 'sqlite', self: 'test', leader: null, leaseTtlSeconds: null, replicas: [] } satisfies ClusterResponse));
     app.use(createDashboardRouter());
     const server = createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
