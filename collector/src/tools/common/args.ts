@@ -39,3 +39,19 @@ export function parseWholeNumber(name: string, raw: string, min = 0): number {
   }
   return value;
 }
+
+/**
+ * The OTLP/HTTP logs URL for what the user gave to `flag`: a base URL gets `/v1/logs`, a full `/v1/logs` URL is
+ * kept. Checked when the tool starts, so a typo is an error at once rather than records silently lost later.
+ */
+export function otlpLogsUrl(target: string, flag: string): string {
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    throw new UsageError(`${flag}: not a URL: "${target}" (expected e.g. http://hookwatch:4318)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${flag}: expected an http(s) URL, got "${target}"`);
+  if (!url.pathname.endsWith('/v1/logs')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/logs`;
+  return url.toString();
+}

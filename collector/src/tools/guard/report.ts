@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-import { UsageError } from '../common/args.ts';
+import { otlpLogsUrl } from '../common/args.ts';
 import type { HookIdentity } from './hook-identity.ts';
 import type { GuardField } from './trim.ts';
 
@@ -13,21 +13,8 @@ export interface GuardReport extends HookIdentity {
   trims: { field: GuardField; sentChars: number; keptChars: number }[];
 }
 
-/**
- * The OTLP/HTTP logs URL for what the user gave: a base URL gets `/v1/logs`, a full `/v1/logs` URL is kept.
- * Checked when the guard starts, so a typo is an error at once rather than a report silently lost later.
- */
-export function logsUrl(target: string): string {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new UsageError(`--report: not a URL: "${target}" (expected e.g. http://hookwatch:4318)`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--report: expected an http(s) URL, got "${target}"`);
-  if (!url.pathname.endsWith('/v1/logs')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/logs`;
-  return url.toString();
-}
+/** The OTLP/HTTP logs URL for --report: a base URL gets `/v1/logs`, a full `/v1/logs` URL is kept. */
+export const logsUrl = (target: string): string => otlpLogsUrl(target, '--report');
 
 /**
  * Sends the report from a detached process with no stdio of its own: the guard writes the hook's output and

@@ -3,7 +3,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 
-import { UsageError } from '../common/args.ts';
+import { otlpLogsUrl } from '../common/args.ts';
 import { FINDING_ATTRIBUTES, FINDING_EVENT_NAME } from '../../hooks/transcript-findings.ts';
 import type { Finding, FindingSink } from './transcript.ts';
 
@@ -12,18 +12,8 @@ const SCOPE_NAME = 'hookwatch.scan';
 /** Records emitted between two flushes; below the batch processor's queue (2048) so nothing is dropped. */
 const FLUSH_EVERY = 500;
 
-/** The OTLP/HTTP logs URL for what the user typed: a base URL gets `/v1/logs`, a full `/v1/logs` URL is kept. */
-export function logsUrl(target: string): string {
-  let url: URL;
-  try {
-    url = new URL(target);
-  } catch {
-    throw new UsageError(`--send: not a URL: "${target}" (expected e.g. http://hookwatch:4318)`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--send: expected an http(s) URL, got "${target}"`);
-  if (!url.pathname.endsWith('/v1/logs')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/logs`;
-  return url.toString();
-}
+/** The OTLP/HTTP logs URL for --send: a base URL gets `/v1/logs`, a full `/v1/logs` URL is kept. */
+export const logsUrl = (target: string): string => otlpLogsUrl(target, '--send');
 
 /**
  * The attributes of a `hookwatch.transcript_finding` record for one finding: its stable id (so the server stores
