@@ -11,7 +11,8 @@ import { closeServer } from './net/close-server.ts';
 import { listenFor } from './net/listen-error.ts';
 import { rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
-import { splitAddr, type HookwatchConfig } from './config/index.ts';
+import type { HookwatchConfig } from './config/index.ts';
+import { splitAddr } from './net/addr.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
@@ -27,7 +28,7 @@ import { openStore, startCoordination, type Coordination } from './store/open.ts
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
-import { HOOKWATCH_VERSION } from './tools/common/version.ts';
+import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';

@@ -176,12 +176,5 @@ function httpAuth(mode: HttpAuthConfig['mode'], username: string, password: stri
   return { mode, username, password, token, proxyHeader };
 }
 
-/** Splits `host:port` / `[::1]:port` into parts for net.listen. */
-export function splitAddr(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr);
-  if (!m) throw new Error(`not host:port: ${addr}`);
-  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
-}
-
 export { loadConfig, ConfigError, effectiveDocument, redact, parseDuration } from './load.ts';
 export { SETTINGS, flagName } from './schema.ts';
