@@ -1,6 +1,16 @@
 /**
  * Builds and runs the pipeline from a typed config:
- *   OTLP/HTTP receiver -> hook ingest -> store -> API and dashboard
+ *
+ *   OTLP/HTTP receiver --+                       (both before the 200)
+ *   OTLP/gRPC receiver --+-> logs -------------> hook ingest -> store (SQLite or PostgreSQL)
+ *     one in-flight      |                         then, with forward.endpoint set: forward queue
+ *     byte budget        +-> metrics, traces ---> forward queue (without forward.endpoint: discarded)
+ *   forward queue (durable, on disk) -> forwarder -> downstream OTLP endpoint (retries, dead letters)
+ *   hook ingest, per committed batch -> alert engine -> notify dispatcher -> webhook, Slack, Alertmanager
+ *                                       (and alert events as OTLP logs to alerting.otlp.endpoint)
+ *   store, alert engine, forwarding, /metrics -> Express on http.addr: API, dashboard
+ *
+ * Replicas on one PostgreSQL elect one leader (coordination) for alert evaluation, notifications and retention.
  * Start returns once every listener is bound; stop is safe twice and closes the store last.
  */
 import { createServer, type Server } from 'node:http';
