@@ -1,6 +1,16 @@
 /**
  * Builds and runs the pipeline from a typed config:
- *   OTLP/HTTP receiver -> hook ingest -> store -> API and dashboard
+ *
+ *   OTLP/HTTP receiver --+                       (both before the 200)
+ *   OTLP/gRPC receiver --+-> logs -------------> hook ingest -> store (SQLite or PostgreSQL)
+ *     one in-flight      |                         then, with forward.endpoint set: forward queue
+ *     byte budget        +-> metrics, traces ---> forward queue (without forward.endpoint: discarded)
+ *   forward queue (durable, on disk) -> forwarder -> downstream OTLP endpoint (retries, dead letters)
+ *   hook ingest, per committed batch -> alert engine -> notify dispatcher -> webhook, Slack, Alertmanager
+ *                                       (and alert events as OTLP logs to alerting.otlp.endpoint)
+ *   store, alert engine, forwarding, /metrics -> Express on http.addr: API, dashboard
+ *
+ * Replicas on one PostgreSQL elect one leader (coordination) for alert evaluation, notifications and retention.
  * Start returns once every listener is bound; stop is safe twice and closes the store last.
  */
 import { createServer, type Server } from 'node:http';
@@ -11,7 +21,8 @@ import { closeServer } from './net/close-server.ts';
 import { listenFor } from './net/listen-error.ts';
 import { rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
-import { splitAddr, type HookwatchConfig } from './config/index.ts';
+import type { HookwatchConfig } from './config/index.ts';
+import { splitAddr } from './net/addr.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
@@ -27,7 +38,7 @@ import { openStore, startCoordination, type Coordination } from './store/open.ts
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
-import { HOOKWATCH_VERSION } from './tools/common/version.ts';
+import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';

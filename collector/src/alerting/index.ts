@@ -19,7 +19,7 @@ export interface AlertingOptions {
   store: Store;
   logger: Logger;
   now?: () => number;
-  /** Replaces the SQLite state store (tests, PostgreSQL later). */
+  /** Replaces the SQLite state store: the PostgreSQL one (store/postgres/alert-state.ts) when replicas share a database, or tests. */
   stateStore?: AlertStateStore;
   /** Replaces the OTLP emitter (tests). */
   events?: AlertEventSink;

@@ -36,7 +36,7 @@ export interface AlertStateStore {
   close(): Promise<void>;
 }
 
-/** Decides whether this replica evaluates and notifies (several replicas on one PostgreSQL later). */
+/** Decides whether this replica evaluates and notifies: replicas on one PostgreSQL hold a lease (store/postgres/lease.ts). */
 export interface LeaderElector {
   isLeader(): boolean;
   /** The lease's fencing token while leader, else null (absent: a single process, no fencing). */

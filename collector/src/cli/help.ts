@@ -5,7 +5,7 @@
  */
 import { humanValue } from '../config/format.ts';
 import { SETTINGS, flagName, type Setting } from '../config/schema.ts';
-import { HOOKWATCH_VERSION } from '../tools/common/version.ts';
+import { HOOKWATCH_VERSION } from '../version.ts';
 
 export interface CommandInfo {
   name: string;

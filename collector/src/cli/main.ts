@@ -10,7 +10,7 @@ import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
 import { didYouMean } from './suggest.ts';
 import { ListenError } from '../net/listen-error.ts';
 import type { ToolIO } from '../tools/common/io.ts';
-import { HOOKWATCH_VERSION } from '../tools/common/version.ts';
+import { HOOKWATCH_VERSION } from '../version.ts';
 import { alertingSecrets } from '../alerting/config.ts';
 import { createLogger, urlPasswords } from '../telemetry/logger.ts';
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
+import { ConfigError, SETTINGS, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
 
 const configs = fileURLToPath(new URL('../../testdata/configs/', import.meta.url));
 const readFile = (p: string): string => readFileSync(p, 'utf8');
@@ -118,5 +118,33 @@ describe('durations', () => {
     expect(parseDuration('1500')).toBe(1500);
     expect(parseDuration('soon')).toBeUndefined();
     expect(parseDuration('5x')).toBeUndefined();
+  });
+});
+
+describe('typed settings are read with a check, not a cast', () => {
+  it('names a setting whose loaded value is not the type the typed config expects', () => {
+    const wrongType = loadConfig({ env: {} });
+    wrongType.values.set('otlp.maxRequestBytes', '1024');
+    expect(() => toConfig(wrongType)).toThrow('setting otlp.maxRequestBytes: expected a number, got string');
+    const missing = loadConfig({ env: {} });
+    missing.values.delete('forward.enrich');
+    expect(() => toConfig(missing)).toThrow('setting forward.enrich was not loaded');
+  });
+
+  it('accepts every value of every enum setting the schema allows', () => {
+    const enums = SETTINGS.filter((s) => s.type === 'enum');
+    expect(enums.length).toBeGreaterThan(3);
+    for (const s of enums) {
+      for (const value of s.values ?? []) {
+        const loaded = loadConfig({ env: {} });
+        loaded.values.set(s.key, value);
+        // A mode that needs more settings (http.auth.mode basic) may refuse with a ConfigError, never a type error.
+        try {
+          toConfig(loaded);
+        } catch (err) {
+          expect(err, `${s.key}=${value}`).toBeInstanceOf(ConfigError);
+        }
+      }
+    }
   });
 });

@@ -1,5 +1,6 @@
 /** The typed configuration the rest of hookwatch sees. Built once at start from the loaded settings. */
 import { ConfigError, type LoadedConfig } from './load.ts';
+import { SettingReader } from './setting-reader.ts';
 import { AlertingConfigError, parseHeaders, parseReceivers, parseRules, type RuleConfig } from '../alerting/config.ts';
 import type { ReceiverConfig } from '../notify/model.ts';
 import { knownDimensions } from '../store/sql.ts';
@@ -61,45 +62,46 @@ export interface ForwardConfig {
 }
 
 export function toConfig(loaded: LoadedConfig): HookwatchConfig {
-  const v = <T>(key: string): T => loaded.values.get(key) as T;
+  const r = new SettingReader(loaded.values);
+  const dimensions = r.list('dimensions');
   return {
     otlp: {
-      http: { addr: v('otlp.http.addr') },
-      maxRequestBytes: v('otlp.maxRequestBytes'),
-      requestTimeoutMs: v('otlp.requestTimeout'),
-      maxPendingRequests: v('otlp.maxPendingRequests'),
-      maxFutureSkewMs: v('otlp.maxFutureSkew'),
-      ingestToken: v('otlp.ingestToken'),
-      maxInflightBytes: inflightBytes(v('otlp.maxInflightBytes'), v('otlp.maxRequestBytes'), loaded.sources.get('otlp.maxInflightBytes') === 'default'),
+      http: { addr: r.string('otlp.http.addr') },
+      maxRequestBytes: r.number('otlp.maxRequestBytes'),
+      requestTimeoutMs: r.number('otlp.requestTimeout'),
+      maxPendingRequests: r.number('otlp.maxPendingRequests'),
+      maxFutureSkewMs: r.number('otlp.maxFutureSkew'),
+      ingestToken: r.string('otlp.ingestToken'),
+      maxInflightBytes: inflightBytes(r.number('otlp.maxInflightBytes'), r.number('otlp.maxRequestBytes'), loaded.sources.get('otlp.maxInflightBytes') === 'default'),
     },
     http: {
-      addr: v('http.addr'),
-      auth: httpAuth(v('http.auth.mode'), v('http.auth.username'), v('http.auth.password'), v('http.auth.token'), v<string>('http.auth.proxyHeader').trim().toLowerCase()),
+      addr: r.string('http.addr'),
+      auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
     },
-    db: nonEmptyDb(v('db')),
-    sqlite: { synchronous: v('sqlite.synchronous') },
-    postgres: { poolSize: v('postgres.poolSize'), leaseTtlMs: v('postgres.leaseTtl') },
-    retention: { eventsMs: v('retention.events'), rollupsMs: v('retention.rollups') },
-    store: { maxHooks: v('store.maxHooks') },
-    delivery: { nearThreshold: v('delivery.nearThreshold') },
-    dimensions: v('dimensions'),
-    privacy: privacyConfig(v('privacy.hash'), v('privacy.hashKey'), v('privacy.drop'), v('dimensions')),
-    log: { level: v('log.level') },
-    otlpGrpc: { addr: v('otlp.grpc.addr') },
+    db: nonEmptyDb(r.string('db')),
+    sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']) },
+    postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
+    retention: { eventsMs: r.number('retention.events'), rollupsMs: r.number('retention.rollups') },
+    store: { maxHooks: r.number('store.maxHooks') },
+    delivery: { nearThreshold: r.number('delivery.nearThreshold') },
+    dimensions,
+    privacy: privacyConfig(r.list('privacy.hash'), r.string('privacy.hashKey'), r.list('privacy.drop'), dimensions),
+    log: { level: r.oneOf('log.level', ['debug', 'info', 'warn', 'error']) },
+    otlpGrpc: { addr: r.string('otlp.grpc.addr') },
     forward: {
-      endpoint: v<string>('forward.endpoint').trim(),
-      protocol: v('forward.protocol'),
-      headers: parseForwardHeaders(v('forward.headers')) as Record<string, string>,
-      compression: v('forward.compression'),
-      timeoutMs: v('forward.timeout'),
-      queue: { path: v('forward.queue.path'), maxBytes: v('forward.queue.maxBytes') },
-      retry: { initialMs: v('forward.retry.initialInterval'), maxMs: v('forward.retry.maxInterval'), maxElapsedMs: v('forward.retry.maxElapsedTime') },
-      deadLetters: { maxBytes: v('forward.deadLetters.maxBytes') },
-      enrich: v('forward.enrich'),
+      endpoint: r.string('forward.endpoint').trim(),
+      protocol: r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']),
+      headers: parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>,
+      compression: r.oneOf('forward.compression', ['gzip', 'none']),
+      timeoutMs: r.number('forward.timeout'),
+      queue: { path: r.string('forward.queue.path'), maxBytes: r.number('forward.queue.maxBytes') },
+      retry: { initialMs: r.number('forward.retry.initialInterval'), maxMs: r.number('forward.retry.maxInterval'), maxElapsedMs: r.number('forward.retry.maxElapsedTime') },
+      deadLetters: { maxBytes: r.number('forward.deadLetters.maxBytes') },
+      enrich: r.boolean('forward.enrich'),
     },
-    metrics: { maxHookSeries: v('metrics.maxHookSeries') },
-    shutdown: { timeoutMs: v('shutdown.timeout') },
-    alerting: alertingConfig(v, v('dimensions')),
+    metrics: { maxHookSeries: r.number('metrics.maxHookSeries') },
+    shutdown: { timeoutMs: r.number('shutdown.timeout') },
+    alerting: alertingConfig(r, dimensions),
   };
 }
 
@@ -119,21 +121,21 @@ function inflightBytes(inflight: number, maxRequest: number, isDefault: boolean)
   return inflight;
 }
 
-function alertingConfig(v: <T>(key: string) => T, dimensions: string[]): AlertingConfig {
+function alertingConfig(r: SettingReader, dimensions: string[]): AlertingConfig {
   try {
     return {
       // groupBy needs the configured dimensions, so rules are checked against them here, once.
-      rules: parseRules(v('alerting.rules'), knownDimensions(dimensions)),
-      receivers: parseReceivers(v('alerting.receivers')),
-      evaluationIntervalMs: v('alerting.evaluationInterval'),
-      repeatIntervalMs: v('alerting.repeatInterval'),
-      externalUrl: v<string>('alerting.externalUrl').trim(),
-      otlp: { endpoint: v<string>('alerting.otlp.endpoint').trim(), headers: parseHeaders(v('alerting.otlp.headers'), 'alerting.otlp.headers') },
+      rules: parseRules(r.raw('alerting.rules'), knownDimensions(dimensions)),
+      receivers: parseReceivers(r.raw('alerting.receivers')),
+      evaluationIntervalMs: r.number('alerting.evaluationInterval'),
+      repeatIntervalMs: r.number('alerting.repeatInterval'),
+      externalUrl: r.string('alerting.externalUrl').trim(),
+      otlp: { endpoint: r.string('alerting.otlp.endpoint').trim(), headers: parseHeaders(r.raw('alerting.otlp.headers'), 'alerting.otlp.headers') },
       delivery: {
-        deadlineMs: v('alerting.delivery.deadline'),
-        initialBackoffMs: v('alerting.delivery.initialBackoff'),
-        maxBackoffMs: v('alerting.delivery.maxBackoff'),
-        maxQueue: v('alerting.delivery.maxQueue'),
+        deadlineMs: r.number('alerting.delivery.deadline'),
+        initialBackoffMs: r.number('alerting.delivery.initialBackoff'),
+        maxBackoffMs: r.number('alerting.delivery.maxBackoff'),
+        maxQueue: r.number('alerting.delivery.maxQueue'),
       },
     };
   } catch (err) {
@@ -174,13 +176,6 @@ function httpAuth(mode: HttpAuthConfig['mode'], username: string, password: stri
     if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(proxyHeader)) throw new ConfigError(`invalid http.auth.proxyHeader "${proxyHeader}": expected an HTTP header name`);
   }
   return { mode, username, password, token, proxyHeader };
-}
-
-/** Splits `host:port` / `[::1]:port` into parts for net.listen. */
-export function splitAddr(addr: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr);
-  if (!m) throw new Error(`not host:port: ${addr}`);
-  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
 export { loadConfig, ConfigError, effectiveDocument, redact, parseDuration } from './load.ts';

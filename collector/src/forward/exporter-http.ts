@@ -10,7 +10,7 @@
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { Encoding } from '../otlp/encode.ts';
-import { parseRetryAfter } from '../notify/transport.ts';
+import { parseRetryAfter } from '../net/backoff.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
 const gzipAsync = promisify(gzip);

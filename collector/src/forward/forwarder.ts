@@ -1,13 +1,14 @@
 /**
  * Delivers one destination's queue in order of arrival, one attempt at a time, until stopped (consecutive
  * protobuf requests of one signal travel merged, see DurableQueue.batch). A retryable
- * failure keeps the request at the head and waits (exponential backoff with jitter, at least Retry-After).
+ * failure keeps the request at the head and waits (exponential backoff with full jitter, at least Retry-After).
  * A destination that is away (unreachable, 502/503/504, 429) is waited for without a deadline, so an outage of
  * hours loses nothing; a refusal that may be permanent (401, 403, 404, 500...) is retried for maxElapsedMs per
  * request, then the request becomes a dead letter. A permanent refusal (400, 413...) moves it to the dead
  * letters at once (counted, visible in the API, replayable) so one bad request cannot block the rest.
  */
 import type { ForwardingDestination } from '../../../shared/src/api.ts';
+import { fullJitterBackoff } from '../net/backoff.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Exporter } from './exporter.ts';
 import type { DurableQueue } from './queue.ts';
@@ -15,9 +16,8 @@ import type { DurableQueue } from './queue.ts';
 export interface BackoffOptions {
   initialMs: number;
   maxMs: number;
+  /** Growth of the wait's ceiling per failure; each wait is random(0, ceiling) (full jitter). */
   multiplier: number;
-  /** Randomization factor: each wait is delay * (1 ± jitter). */
-  jitter: number;
   /** Longest Retry-After honoured, so a bogus header cannot stall delivery for days. */
   maxRetryAfterMs: number;
 }
@@ -32,8 +32,11 @@ export interface BatchOptions {
 /** Merging keeps up on a high-latency link, where one request per round trip would fall behind Claude Code's rate. */
 export const DEFAULT_BATCH: BatchOptions = { maxRequests: 100, maxBytes: 2 * 1024 * 1024 };
 
-/** The OpenTelemetry Collector's exporterhelper defaults (initial 5 s, max 30 s, x1.5, jitter 0.5). */
-export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, jitter: 0.5, maxRetryAfterMs: 300_000 };
+/**
+ * The OpenTelemetry Collector's exporterhelper intervals (initial 5 s, max 30 s, x1.5); the wait is drawn with
+ * full jitter like every other retry here (net/backoff.ts), not the Collector's ±50 %.
+ */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, maxRetryAfterMs: 300_000 };
 
 /** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
 export const DEFAULT_MAX_ELAPSED_MS = 86_400_000;
@@ -59,10 +62,9 @@ export type ForwarderStatus = Omit<ForwardingDestination, 'lastSuccessAt' | 'nex
   nextAttemptAtMs: number | null;
 };
 
-/** The wait before retry number `failures` (1-based), before Retry-After. */
+/** The wait before retry number `failures` (1-based), before Retry-After: random(0, min(max, initial * multiplier^(failures-1))). */
 export function backoffDelay(failures: number, b: BackoffOptions, random: () => number): number {
-  const base = Math.min(b.maxMs, b.initialMs * b.multiplier ** Math.max(0, failures - 1));
-  return Math.max(0, Math.round(base * (1 + b.jitter * (2 * random() - 1))));
+  return fullJitterBackoff(failures, { baseMs: b.initialMs, capMs: b.maxMs, multiplier: b.multiplier }, random);
 }
 
 export class Forwarder {

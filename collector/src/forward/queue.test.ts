@@ -10,7 +10,6 @@ import { ConfigError, type ForwardConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { checkEndpoint } from './index.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
-import { parseRetryAfter } from '../notify/transport.ts';
 import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
 import { parseForwardHeaders } from './headers.ts';
 import { DurableQueue, QueueFullError } from './queue.ts';
@@ -129,13 +128,15 @@ async function until(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
 }
 
 describe('Forwarder', () => {
-  it('grows the wait exponentially within jitter bounds, up to the maximum', () => {
-    const b = { ...DEFAULT_BACKOFF, initialMs: 100, maxMs: 1000, multiplier: 2, jitter: 0.5 };
-    expect(backoffDelay(1, b, () => 0.5)).toBe(100);
-    expect(backoffDelay(3, b, () => 0.5)).toBe(400);
-    expect(backoffDelay(10, b, () => 0.5)).toBe(1000);
-    expect(backoffDelay(3, b, () => 0)).toBe(200);
-    expect(backoffDelay(3, b, () => 0.999999)).toBe(600);
+  it('draws the wait with full jitter under a ceiling that grows by the multiplier up to the maximum', () => {
+    const b = { ...DEFAULT_BACKOFF, initialMs: 100, maxMs: 1000, multiplier: 1.5 };
+    expect(backoffDelay(1, b, () => 0.5)).toBe(50);
+    expect(backoffDelay(3, b, () => 0.999999)).toBe(224);
+    expect(backoffDelay(3, b, () => 0)).toBe(0);
+    expect(backoffDelay(10, b, () => 0.999999)).toBe(999);
+    // The configured defaults: first ceiling 5 s, then 7.5 s, capped at 30 s.
+    expect(backoffDelay(2, DEFAULT_BACKOFF, () => 0.999999)).toBe(7499);
+    expect(backoffDelay(50, DEFAULT_BACKOFF, () => 0.999999)).toBe(29_999);
   });
 
   it('keeps a retryable request at the head, waits at least Retry-After, then delivers in order', async () => {
@@ -261,13 +262,6 @@ describe('forward.endpoint', () => {
 });
 
 describe('small parsers', () => {
-  it('reads Retry-After as seconds or an HTTP date', () => {
-    expect(parseRetryAfter('7', 0)).toBe(7000);
-    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4_000)).toBe(6000);
-    expect(parseRetryAfter('soon', 0)).toBeUndefined();
-    expect(parseRetryAfter(null, 0)).toBeUndefined();
-  });
-
   it('reads forward.headers from the environment form and the file form, naming the bad header', () => {
     expect(parseForwardHeaders('x-api-key=a%20b, dd-api-key=c')).toEqual({ 'x-api-key': 'a b', 'dd-api-key': 'c' });
     expect(parseForwardHeaders({ 'X-Honeycomb-Team': 'k' })).toEqual({ 'x-honeycomb-team': 'k' });

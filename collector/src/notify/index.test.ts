@@ -9,7 +9,7 @@ import type { Notification, ReceiverConfig } from './model.ts';
 import { OtlpAlertEmitter, logsUrl } from './otlp.ts';
 import { signingSecretProblem } from './signing.ts';
 import { slackText } from './slack.ts';
-import { backoffMs, parseRetryAfter, sendWithRetry, type AttemptResult } from './transport.ts';
+import { sendWithRetry, type AttemptResult } from './transport.ts';
 
 const sinks: WebhookSink[] = [];
 afterEach(async () => {
@@ -56,21 +56,6 @@ function verify(secret: string, headers: Record<string, string | string[] | unde
 }
 
 describe('transport', () => {
-  it('full jitter stays within [0, min(cap, base * 2^(n-1)))', () => {
-    expect(backoffMs(1, 500, 30_000, () => 0.999)).toBeLessThan(500);
-    expect(backoffMs(4, 500, 30_000, () => 0.999)).toBeLessThan(4000);
-    expect(backoffMs(4, 500, 30_000, () => 0.999)).toBeGreaterThan(3900);
-    expect(backoffMs(20, 500, 30_000, () => 0.999)).toBeLessThan(30_000);
-    expect(backoffMs(3, 500, 30_000, () => 0)).toBe(0);
-  });
-
-  it('reads Retry-After as seconds or an HTTP date', () => {
-    expect(parseRetryAfter('3', 0)).toBe(3000);
-    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4000)).toBe(6000);
-    expect(parseRetryAfter('soon', 0)).toBeUndefined();
-    expect(parseRetryAfter(null, 0)).toBeUndefined();
-  });
-
   it('retries 503 and 408 until delivered, reporting every attempt', async () => {
     const s = await sink();
     s.reply = ({ index }) => ({ status: index === 0 ? 503 : index === 1 ? 408 : 200 });

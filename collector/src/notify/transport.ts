@@ -1,11 +1,12 @@
 /**
  * One HTTP POST transport with retries, wrapped around every receiver (retry is not each sender's business):
- * per-attempt timeout, exponential backoff with full jitter (sleep = random(0, min(cap, base * 2^attempt))),
+ * per-attempt timeout, exponential backoff with full jitter (net/backoff.ts: sleep = random(0, min(cap, base * 2^attempt))),
  * Retry-After honoured, an overall deadline. 2xx delivers; 408, 429, 5xx and network errors retry; any other
  * status is permanent. Redirects are not followed: a signed body must not travel to another host.
  */
 
 import { Agent } from 'undici';
+import { fullJitterBackoff, parseRetryAfter } from '../net/backoff.ts';
 import type { ReceiverTls } from './model.ts';
 
 /** What one attempt came to. */
@@ -76,21 +77,6 @@ export interface SendResult {
 /** True when a status is worth retrying: 408, 429 and 5xx. */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 429 || status >= 500;
-}
-
-/** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unparsable. */
-export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
-  if (!value) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const t = Date.parse(v);
-  return Number.isFinite(t) ? Math.max(0, t - nowMs) : undefined;
-}
-
-/** Full-jitter backoff before attempt `attempt + 1` (attempt counts from 1). */
-export function backoffMs(attempt: number, baseMs: number, capMs: number, random: () => number): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt - 1, 30));
-  return Math.floor(random() * ceiling);
 }
 
 /** Sleeps, waking early (resolving) when the signal aborts. */
@@ -171,7 +157,7 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
     lastError = error;
     const delivered = status !== null && status >= 200 && status < 300;
     const retryable = !delivered && (status === null || isRetryableStatus(status));
-    let wait = retryable ? backoffMs(attempt, base, cap, random) : 0;
+    let wait = retryable ? fullJitterBackoff(attempt, { baseMs: base, capMs: cap, multiplier: 2 }, random) : 0;
     if (retryable && retryAfter !== undefined) wait = Math.max(wait, retryAfter);
     const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || attempt >= (opts.maxAttempts ?? Infinity) || opts.signal?.aborted === true);
     if (giveUp && retryable && !opts.signal?.aborted) {

@@ -15,8 +15,41 @@ describe('createLogger', () => {
     logger.error('failed', { err: new Error('boom') });
     expect(lines.map((l) => JSON.parse(l) as unknown)).toEqual([
       { time: '2026-11-30T08:00:00.000Z', level: 'info', msg: 'started', port: 4318 },
-      { time: '2026-11-30T08:00:00.000Z', level: 'error', msg: 'failed', err: { name: 'Error', message: 'boom' } },
+      { time: '2026-11-30T08:00:00.000Z', level: 'error', msg: 'failed', err: { name: 'Error', message: 'boom', stack: expect.stringContaining('logger.test.ts') as unknown } },
     ]);
+  });
+
+  it('keeps an error\'s name, code, stack and cause chain, bounded, with secrets scrubbed from all of them', () => {
+    const token = 'tok-0123456789';
+    const { lines, logger } = capture('error', [token]);
+    const refused = Object.assign(new Error(`connect ECONNREFUSED with ${token}`), { code: 'ECONNREFUSED' });
+    const err = new TypeError('fetch failed', { cause: new AggregateError([refused], 'all addresses failed', { cause: 'plain reason' }) });
+    logger.error('api request failed', { err });
+    const line = lines[0] as string;
+    expect(line).not.toContain(token);
+    const logged = (JSON.parse(line) as { err: Record<string, unknown> }).err;
+    expect(logged).toMatchObject({
+      name: 'TypeError',
+      message: 'fetch failed',
+      stack: expect.stringMatching(/^TypeError: fetch failed\n\s+at .*logger\.test\.ts/) as unknown,
+      cause: {
+        name: 'AggregateError',
+        message: 'all addresses failed',
+        stack: expect.stringContaining('AggregateError') as unknown,
+        errors: [{ name: 'Error', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED with <redacted>', stack: expect.stringContaining('<redacted>') as unknown }],
+        cause: 'plain reason',
+      },
+    });
+
+    // A cycle (or a very long chain) ends after a few causes instead of recursing for ever.
+    const a = new Error('a');
+    const b = new Error('b', { cause: a });
+    a.cause = b;
+    logger.error('cycle', { err: a });
+    let depth = 0;
+    for (let e = (JSON.parse(lines[1] as string) as { err: { cause?: unknown } }).err; typeof e === 'object'; e = e.cause as { cause?: unknown }) depth++;
+    expect(depth).toBe(5);
+    expect(lines[1]).toContain('more causes not shown');
   });
 
   it('scrubs secrets from messages, fields and error messages, also where JSON escapes them', () => {

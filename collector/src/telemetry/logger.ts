@@ -1,6 +1,7 @@
 /**
  * hookwatch's own log: one JSON object per line on stderr, with levels. Known secret values are scrubbed
- * from every line, whatever field they end up in.
+ * from every line, whatever field they end up in. An Error field keeps its name, message, stack and cause
+ * chain (bounded), so a 500 in the log says where it came from, not only what it said.
  */
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 
@@ -21,6 +22,30 @@ export interface LoggerOptions {
   now?: () => Date;
 }
 
+/** How many causes deep an error is written; a longer chain (or a cycle) ends in a note. */
+const MAX_CAUSE_DEPTH = 5;
+/** At most this much of one stack; the frames that matter are at the top. */
+const MAX_STACK_CHARS = 8_000;
+/** At most this many of an AggregateError's errors (a connection attempt per address, say). */
+const MAX_AGGREGATE_ERRORS = 5;
+
+/** An Error as a plain object: name, message, code, stack, cause (recursively) and an AggregateError's errors. */
+export function serializeError(err: Error, depth = 0): Record<string, unknown> {
+  const out: Record<string, unknown> = { name: err.name, message: err.message };
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' || typeof code === 'number') out.code = code;
+  if (typeof err.stack === 'string') out.stack = err.stack.length > MAX_STACK_CHARS ? `${err.stack.slice(0, MAX_STACK_CHARS)}...` : err.stack;
+  if (err instanceof AggregateError && Array.isArray(err.errors)) {
+    out.errors = err.errors.slice(0, MAX_AGGREGATE_ERRORS).map((e: unknown) => (e instanceof Error ? nested(e, depth) : e));
+  }
+  if (err.cause !== undefined) out.cause = err.cause instanceof Error ? nested(err.cause, depth) : err.cause;
+  return out;
+}
+
+function nested(err: Error, depth: number): Record<string, unknown> | string {
+  return depth + 1 >= MAX_CAUSE_DEPTH ? `(more causes not shown: ${err.name}: ${err.message})` : serializeError(err, depth + 1);
+}
+
 export function createLogger(opts: LoggerOptions): Logger {
   const min = ORDER[opts.level];
   // A secret is scrubbed as written and as JSON escapes it inside a string (a quote or backslash in a password).
@@ -31,7 +56,7 @@ export function createLogger(opts: LoggerOptions): Logger {
   const log = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
     if (ORDER[level] < min) return;
     let line = JSON.stringify({ time: now().toISOString(), level, msg, ...fields }, (_k, v: unknown) => {
-      if (v instanceof Error) return { name: v.name, message: v.message };
+      if (v instanceof Error) return serializeError(v);
       if (typeof v === 'bigint') return v.toString();
       return v;
     });

@@ -1,7 +1,11 @@
 /**
- * The metrics of a running hookwatch: what the receiver and the hook stage counted, store latency and
- * in-flight operations (the ingest queue), process facts, and the per-hook counters. service.ts builds one
- * of these; later stages (forward queues, notifiers) add theirs with `metrics.registry.register(...)`.
+ * The metrics of a running hookwatch: what the receivers and the hook stage counted, store latency and
+ * in-flight operations (the ingest queue), process facts, the per-hook counters, and the notification and
+ * forwarding counters (watchStages). service.ts builds one of these and registers the alerting and cluster
+ * families itself with `metrics.registry.register(...)`.
+ *
+ * It imports the types of the HTTP receiver, hook ingest, store and forwarder status (type-only: nothing of
+ * theirs is loaded at run time); the gRPC receiver and the dispatcher are described structurally below.
  */
 import type { ForwarderStatus } from '../forward/forwarder.ts';
 import type { HookIngest } from '../pipeline/hook-ingest.ts';
@@ -34,7 +38,7 @@ export interface ServiceMetrics {
   watchStages(parts: StageSources): void;
 }
 
-/** The counters the later stages keep, read at scrape time (structural, so this file does not import them). */
+/** The counters the later stages keep, read at scrape time (the gRPC receiver and dispatcher structurally). */
 export interface StageSources {
   grpcReceiver?: { stats: { requests: Record<string, number>; rejected: Record<string, number> } };
   dispatcher?: { stats: { enqueued: number; delivered: number; failed: number; dropped: number; attempts: number } };

@@ -15,7 +15,7 @@ import {
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
-import { splitAddr } from '../../config/index.ts';
+import { splitAddr } from '../../net/addr.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';

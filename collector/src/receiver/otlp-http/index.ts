@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { splitAddr } from '../../config/index.ts';
+import { splitAddr } from '../../net/addr.ts';
 import { decodeLogsJson } from '../../otlp/decode-json.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';

@@ -6,7 +6,7 @@ import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 
-import { HOOKWATCH_VERSION } from '../common/version.ts';
+import { HOOKWATCH_VERSION } from '../../version.ts';
 import { GUARD_TRIM_EVENT } from './report.ts';
 import type { GuardReport } from './report.ts';
 

@@ -6,7 +6,7 @@ import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
-import { HOOKWATCH_VERSION } from '../common/version.ts';
+import { HOOKWATCH_VERSION } from '../../version.ts';
 import { scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
 import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';

@@ -1,0 +1,8 @@
+/** Listen addresses as the settings spell them (`host:port`, `[::1]:port`, `:port`). */
+
+/** Splits `host:port` / `[::1]:port` into parts for net.listen; an empty host listens on every interface. */
+export function splitAddr(addr: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(addr);
+  if (!m) throw new Error(`not host:port: ${addr}`);
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
+}
