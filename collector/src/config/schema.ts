@@ -171,7 +171,7 @@ export const SETTINGS: readonly Setting[] = [
   },
   {
     key: 'forward.retry.initialInterval', env: 'HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL', type: 'duration', default: 5_000, min: 1, max: 3_600_000,
-    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (with jitter) up to forward.retry.maxInterval. Retry-After is honoured. An unreachable or overloaded destination is retried without a deadline; see forward.retry.maxElapsedTime.',
+    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (the wait is random below it: full jitter) up to forward.retry.maxInterval. Retry-After is honoured. An unreachable or overloaded destination is retried without a deadline; see forward.retry.maxElapsedTime.',
   },
   {
     key: 'forward.retry.maxInterval', env: 'HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
