@@ -183,5 +183,6 @@ export function splitAddr(addr: string): { host: string; port: number } {
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port: Number(m[3]) };
 }
 
-export { loadConfig, ConfigError, effectiveDocument, redact, parseDuration } from './load.ts';
+export { loadConfig, ConfigError, effectiveDocument, redact } from './load.ts';
+export { parseDuration } from './values.ts';
 export { SETTINGS, flagName } from './schema.ts';
