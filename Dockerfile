@@ -10,7 +10,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
-# Sources without tests or captured fixtures.
+# Sources without tests or captured fixtures. Test support lives in collector/test, which is never copied;
+# the *.test.ts files beside the sources are deleted here.
 FROM ${NODE_IMAGE} AS source
 WORKDIR /app
 COPY collector/bin ./collector/bin

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { otlpHookBody, WebhookSink } from '../collector/src/alerting/test-support.ts';
+import { otlpHookBody, WebhookSink } from '../collector/test/support/alerting.ts';
 import { agentFor, post, startServer } from './lib/harness.ts';
 import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
 

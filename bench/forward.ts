@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HttpDownstream } from '../collector/src/forward/downstream-recorder.ts';
+import { HttpDownstream } from '../collector/test/support/downstream-recorder.ts';
 import { batchTemplate, stamp } from './lib/batch.ts';
 import { agentFor, post, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';

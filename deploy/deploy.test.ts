@@ -14,8 +14,8 @@ import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS } from '../collector/src/config/schema.ts';
 import { isServiceLinkName } from '../collector/src/config/env-names.ts';
-import { parseExposition } from '../collector/src/telemetry/prometheus-text.ts';
-import { startServiceUnderTest, type ServiceUnderTest } from '../collector/src/telemetry/test-support.ts';
+import { parseExposition } from '../collector/test/support/prometheus-text.ts';
+import { startServiceUnderTest, type ServiceUnderTest } from '../collector/test/support/service.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -181,7 +181,7 @@ describe('Dockerfile', () => {
       expect(existsSync(join(ROOT, s)), s).toBe(true);
       expect(dockerignored(s), `${s} is excluded by .dockerignore`).toBe(false);
     }
-    for (const p of ['.git', 'node_modules/express/package.json', 'data/hookwatch.db', 'collector/testdata/x', 'collector/src/service.test.ts', '.env']) expect(dockerignored(p), p).toBe(true);
+    for (const p of ['.git', 'node_modules/express/package.json', 'data/hookwatch.db', 'collector/testdata/x', 'collector/src/service.test.ts', 'collector/test/support/service.ts', '.env']) expect(dockerignored(p), p).toBe(true);
   });
 
   it('contains every file the server imports, and needs no devDependency at run time (npm ci --omit=dev)', () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { parseExposition, type ParsedFamily } from '../collector/src/telemetry/prometheus-text.ts';
+import { parseExposition, type ParsedFamily } from '../collector/test/support/prometheus-text.ts';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../collector/test/helpers.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
 

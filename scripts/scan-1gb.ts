@@ -14,15 +14,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 
 import { MAX_LINE_BYTES } from '../collector/src/tools/common/limits.ts';
-import type { ProbeReport } from '../collector/src/tools/scan/memory-probe.ts';
-import { writeLargeTranscript } from '../collector/src/tools/scan/synthetic-transcript.ts';
+import type { ProbeReport } from '../collector/test/support/memory-probe.ts';
+import { writeLargeTranscript } from '../collector/test/support/synthetic-transcript.ts';
 
 const MiB = 1024 * 1024;
 const { values } = parseArgs({ options: { 'size-mib': { type: 'string', default: '1024' }, keep: { type: 'boolean', default: false } } });
 const sizeMiB = Number(values['size-mib']);
 if (!Number.isFinite(sizeMiB) || sizeMiB <= 0) throw new Error(`--size-mib: expected a positive number, got ${values['size-mib']}`);
 
-const probe = fileURLToPath(new URL('../collector/src/tools/scan/memory-probe.ts', import.meta.url));
+const probe = fileURLToPath(new URL('../collector/test/support/memory-probe.ts', import.meta.url));
 const dir = await mkdtemp(join(tmpdir(), 'hookwatch-scan-1gb-'));
 const file = join(dir, 'transcript.jsonl');
 try {

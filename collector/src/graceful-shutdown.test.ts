@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from './store/sqlite/index.ts';
-import { isolatedEnv } from './telemetry/test-support.ts';
+import { isolatedEnv } from '../test/support/service.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 /** Child processes start in ~3 s; on a machine busy with other test runs it can take several times that. */

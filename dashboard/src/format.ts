@@ -62,6 +62,19 @@ export function chars(n: number | null | undefined): string {
   return n === null || n === undefined ? 'unknown' : `${NUM.format(Math.round(n))} chars`;
 }
 
+/** "1.5 MiB"-style sizes. */
+export function bytes(n: number): string {
+  if (n < 1024) return `${num(n)} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
 /** A 0..1 share as "97.5%", or "unknown". */
 export function pct(share: number | null | undefined): string {
   if (share === null || share === undefined) return 'unknown';

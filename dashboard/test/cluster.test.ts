@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { ClusterResponse } from '../../shared/src/api.ts';
 import { getJson, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { startTestServer, type TestServer } from '../../collector/src/store/postgres/test-server.ts';
+import { startTestServer, type TestServer } from '../../collector/test/support/postgres/server.ts';
 import { launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 
 let browser: Browser;

@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { captureIO } from '../../collector/src/tools/common/capture-io.ts';
+import { captureIO } from '../../collector/test/support/capture-io.ts';
 import { runScan } from '../../collector/src/tools/scan/index.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { launch, screenshot, waitLoaded, watchedPage } from './harness.ts';

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { ForwardingResponse } from '../../shared/src/api.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { HttpDownstream } from '../../collector/src/forward/downstream-recorder.ts';
+import { HttpDownstream } from '../../collector/test/support/downstream-recorder.ts';
 import { launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 
 let browser: Browser;

@@ -3,7 +3,7 @@
  * parsers), with messages that name the bad key and never echo a secret.
  */
 import { readFileSync } from 'node:fs';
-import { parseDuration } from '../config/load.ts';
+import { parseDuration } from '../config/values.ts';
 import { alertmanagerAlertsUrl } from '../notify/alertmanager-api.ts';
 import type { ReceiverConfig, ReceiverTls } from '../notify/model.ts';
 import { signingSecretProblem } from '../notify/signing.ts';

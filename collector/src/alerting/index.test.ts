@@ -16,7 +16,7 @@ import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
 import { SqliteAlertStateStore } from './state-store.ts';
 import type { StateChanges } from './model.ts';
-import { FakeClock, hookEvent, WebhookSink, type EventFacts } from './test-support.ts';
+import { FakeClock, hookEvent, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
 const MIN = 60_000;

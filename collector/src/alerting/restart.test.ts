@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
-import { otlpHookBody, WebhookSink } from './test-support.ts';
+import { otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 

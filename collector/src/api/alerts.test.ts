@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
 import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
 import { alertingSecrets } from '../alerting/config.ts';
-import { FakeClock, otlpHookBody, WebhookSink } from '../alerting/test-support.ts';
+import { FakeClock, otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { startService, type RunningService } from '../service.ts';
 import { createLogger, type Logger } from '../telemetry/logger.ts';

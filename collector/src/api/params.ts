@@ -1,5 +1,5 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
-import { parseDuration } from '../config/load.ts';
+import { parseDuration } from '../config/values.ts';
 
 export class ParamError extends Error {
   override name = 'ParamError';

@@ -178,5 +178,6 @@ function httpAuth(mode: HttpAuthConfig['mode'], username: string, password: stri
   return { mode, username, password, token, proxyHeader };
 }
 
-export { loadConfig, ConfigError, effectiveDocument, redact, parseDuration } from './load.ts';
+export { loadConfig, ConfigError, effectiveDocument, redact } from './load.ts';
+export { parseDuration } from './values.ts';
 export { SETTINGS, flagName } from './schema.ts';

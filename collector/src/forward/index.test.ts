@@ -24,9 +24,9 @@ import type { LogsRequest } from '../otlp/model.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { startService, type RunningService } from '../service.ts';
 import { createLogger } from '../telemetry/logger.ts';
-import { isolatedEnv } from '../telemetry/test-support.ts';
+import { isolatedEnv } from '../../test/support/service.ts';
 import { DELIVERY_ATTRIBUTE } from './enrich.ts';
-import { GrpcDownstream, HttpDownstream } from './downstream-recorder.ts';
+import { GrpcDownstream, HttpDownstream } from '../../test/support/downstream-recorder.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;

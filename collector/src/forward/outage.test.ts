@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
 import type { ForwardingResponse } from '../../../shared/src/api.ts';
-import { HttpDownstream } from './downstream-recorder.ts';
+import { HttpDownstream } from '../../test/support/downstream-recorder.ts';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 

@@ -2,7 +2,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
-import { WebhookSink } from '../alerting/test-support.ts';
+import { WebhookSink } from '../../test/support/alerting.ts';
 import { alertmanagerBody } from './alertmanager.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { Notification, ReceiverConfig } from './model.ts';

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeLogsJson } from './decode-json.ts';
 import { decodeLogsProto } from './decode-proto.ts';
 import { DecodeError, type AnyValue, type LogsRequest } from './model.ts';
-import { protoType } from './test-support.ts';
+import { protoType } from '../../test/support/otlp-proto.ts';
 
 const Request = protoType('ExportLogsServiceRequest');
 

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RpcCode, encodeExportResponse, encodeStatus } from './encode.ts';
-import { protoType } from './test-support.ts';
+import { protoType } from '../../test/support/otlp-proto.ts';
 
 const Response = protoType('ExportLogsServiceResponse');
 const Status = protoType('Status');

@@ -16,7 +16,7 @@ import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import { hookId } from '../hooks/extract.ts';
 import { addEvent, emptyRow, toCounters } from './counters.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { startTestServer, type TestServer } from './postgres/test-server.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import { UnknownDimensionError, type Store } from './store.ts';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hookId } from '../hooks/extract.ts';
 import type { GuardTrim } from './guard-trims.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { startTestServer, type TestServer } from './postgres/test-server.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';

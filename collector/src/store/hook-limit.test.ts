@@ -1,6 +1,6 @@
 /** Folding past store.maxHooks: hostile hook_event values cannot grow the table past its bound either. */
 import { describe, expect, it } from 'vitest';
-import { hookEvent } from '../alerting/test-support.ts';
+import { hookEvent } from '../../test/support/alerting.ts';
 import { MAX_OVERFLOW_HOOKS, foldNewHooks, overflowHookName } from './hook-limit.ts';
 
 describe('foldNewHooks', () => {

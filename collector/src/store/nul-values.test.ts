@@ -9,7 +9,7 @@ import type { OverviewResponse } from '../../../shared/src/api.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { startTestServer, type TestServer } from './postgres/test-server.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { tempDir } from '../../test/helpers.ts';
 
 const tmp = tempDir();

@@ -7,7 +7,7 @@ import { loadConfig, toConfig, type HookwatchConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { openStore, startCoordination, type Coordination } from './open.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { startTestServer, type TestServer } from './postgres/test-server.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Histogram, MetricsRegistry, renderExposition, validateFamily, type MetricFamily } from './metrics.ts';
-import { ExpositionError, parseExposition, sampleValue } from './prometheus-text.ts';
+import { ExpositionError, parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
 
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
 

@@ -18,8 +18,8 @@ import type { HookSummary, HooksResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_KINDS } from '../../../shared/src/cliff.ts';
 import { createLogger } from './logger.ts';
 import { EXPOSITION_CONTENT_TYPE } from './metrics.ts';
-import { parseExposition, sampleValue, type ParsedFamily } from './prometheus-text.ts';
-import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './test-support.ts';
+import { parseExposition, sampleValue, type ParsedFamily } from '../../test/support/prometheus-text.ts';
+import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from '../../test/support/service.ts';
 
 const FIXTURES = fileURLToPath(new URL('../../testdata/claude-code-2.1.332/', import.meta.url));
 const RUNS = ['run1-httpjson', 'run2-httpprotobuf', 'run5-mockapi-tools-httpjson'];

@@ -4,7 +4,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { TracerProvider, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import type { ForwardingResponse } from '../../../shared/src/api.ts';
-import { HttpDownstream } from '../../src/forward/downstream-recorder.ts';
+import { HttpDownstream } from '../support/downstream-recorder.ts';
 import { startTestService, tempDir, type TestService } from '../helpers.ts';
 
 export interface ForwardRig {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../shared/src/api.ts';
-import { WebhookSink, otlpHookBody } from '../../src/alerting/test-support.ts';
+import { WebhookSink, otlpHookBody } from '../support/alerting.ts';
 import { loadConfig, toConfig } from '../../src/config/index.ts';
 import type { AlertmanagerWebhookBody } from '../../src/notify/alertmanager.ts';
 import { startService, type RunningService } from '../../src/service.ts';

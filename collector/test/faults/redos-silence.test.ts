@@ -5,7 +5,7 @@
  * The server is the real CLI in a child process, so a frozen event loop shows in /healthz latency.
  */
 import { describe, expect, it } from 'vitest';
-import { otlpHookBody } from '../../src/alerting/test-support.ts';
+import { otlpHookBody } from '../support/alerting.ts';
 import { startTestService } from '../helpers.ts';
 import { cliPerTest } from './cli-child.ts';
 

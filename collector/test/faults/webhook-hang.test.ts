@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebhookSink, otlpHookBody } from '../../src/alerting/test-support.ts';
+import { WebhookSink, otlpHookBody } from '../support/alerting.ts';
 import { postOtlp, startTestService, tempDir, type TestService } from '../helpers.ts';
 
 const JSON_CT = { 'content-type': 'application/json' };

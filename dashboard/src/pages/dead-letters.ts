@@ -6,8 +6,7 @@
 import type { DeadLetterSummaryInfo, ReplayResponse } from '../../../shared/src/api.ts';
 import { api } from '../api.ts';
 import { h, replace } from '../dom.ts';
-import { dateTime, num } from '../format.ts';
-import { bytes } from './forwarding.ts';
+import { bytes, dateTime, num } from '../format.ts';
 
 /** What the Replay button answered last, so the note survives the page's periodic redraw. */
 export function replayNote(r: ReplayResponse): string {

@@ -6,7 +6,7 @@
 import type { ForwardingDestination, ForwardingResponse } from '../../../shared/src/api.ts';
 import { api } from '../api.ts';
 import { h, replace, table } from '../dom.ts';
-import { dateTime, num } from '../format.ts';
+import { bytes, dateTime, num } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
 import { deadLetterPanel } from './dead-letters.ts';
 
@@ -16,19 +16,6 @@ const STATE_TEXT: Record<ForwardingDestination['state'], string> = {
   backing_off: 'waiting to retry',
   stopped: 'stopped',
 };
-
-/** "1.5 MiB"-style sizes. */
-export function bytes(n: number): string {
-  if (n < 1024) return `${num(n)} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
-}
 
 /** "4 min 10 s"-style durations; "none" for null. */
 export function age(ms: number | null): string {

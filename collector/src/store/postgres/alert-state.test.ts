@@ -5,7 +5,7 @@ import type { Notification } from '../../notify/model.ts';
 import { NotLeaderError, PostgresAlertStateStore } from './alert-state.ts';
 import { PostgresStore } from './index.ts';
 import { PostgresLease } from './lease.ts';
-import { startTestServer, type TestServer } from './test-server.ts';
+import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
 const cleanups: (() => Promise<void>)[] = [];

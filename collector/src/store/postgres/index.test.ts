@@ -8,7 +8,7 @@ import { mapError } from '../../pipeline/errors.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { MIGRATIONS, PostgresStore, scrubSecret } from './index.ts';
-import { freePort, startTestServer, type TestServer } from './test-server.ts';
+import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
 const stores: PostgresStore[] = [];

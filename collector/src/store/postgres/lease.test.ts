@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../telemetry/logger.ts';
 import { PostgresStore } from './index.ts';
 import { PostgresLease, type PostgresLeaseOptions } from './lease.ts';
-import { freePort, startTestServer, type TestServer } from './test-server.ts';
+import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
 const leases: PostgresLease[] = [];

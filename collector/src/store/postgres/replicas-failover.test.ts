@@ -4,8 +4,8 @@
  * the new leader evaluates as soon as it holds the lease instead of at its next timer tick.
  */
 import { expect, it } from 'vitest';
-import { useReplicaFixture } from './test-fixture.ts';
-import { persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from './test-replicas.ts';
+import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
+import { persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 const TTL_MS = 2000;
 const fx = useReplicaFixture();

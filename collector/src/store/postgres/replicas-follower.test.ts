@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AlertsResponse, ClusterResponse, Silence } from '../../../../shared/src/api.ts';
-import { startTestServer, type TestServer } from './test-server.ts';
-import { persistedOutputBody, postLogs, startCluster, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica, type WebhookReceiver } from './test-replicas.ts';
+import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { persistedOutputBody, postLogs, startCluster, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
 
 let server: TestServer;
 let dir: string;

@@ -4,8 +4,8 @@
  * and delivers it with the same webhook-id. Resumed (SIGCONT), the old leader must not send it again.
  */
 import { expect, it } from 'vitest';
-import { useReplicaFixture } from './test-fixture.ts';
-import { leaseHolderPid, persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from './test-replicas.ts';
+import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
+import { leaseHolderPid, persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 const TTL_MS = 2000;
 const fx = useReplicaFixture();

@@ -11,8 +11,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from './test-server.ts';
-import { startReplica, waitFor, type Replica } from './test-replicas.ts';
+import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 let server: TestServer;
 let dir: string;

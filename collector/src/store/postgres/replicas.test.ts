@@ -16,8 +16,8 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type R
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../../shared/src/api.ts';
-import { startTestServer, type TestServer } from './test-server.ts';
-import { leaseHolderPid, persistedOutputBody, startDroppingProxy, startReplica, waitFor, type DroppingProxy, type Replica } from './test-replicas.ts';
+import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { leaseHolderPid, persistedOutputBody, startDroppingProxy, startReplica, waitFor, type DroppingProxy, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 let server: TestServer;
 let dir: string;

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
-import { captureIO } from '../common/capture-io.ts';
+import { captureIO } from '../../../test/support/capture-io.ts';
 import { runCheck } from './index.ts';
 
 const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { captureIO } from '../common/capture-io.ts';
+import { captureIO } from '../../../test/support/capture-io.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';

@@ -8,10 +8,10 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { captureIO } from '../common/capture-io.ts';
+import { captureIO } from '../../../test/support/capture-io.ts';
 import { runScan } from './index.ts';
 import { logsUrl } from './send.ts';
-import { hookRecord, messageRecord, persistedMarker } from './synthetic-transcript.ts';
+import { hookRecord, messageRecord, persistedMarker } from '../../../test/support/synthetic-transcript.ts';
 
 /** The shape of `scan --json`, as far as these tests read it. */
 interface ScanOutput {

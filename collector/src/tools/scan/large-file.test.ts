@@ -8,12 +8,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { MAX_LINE_BYTES } from '../common/limits.ts';
-import type { ProbeReport } from './memory-probe.ts';
-import { writeLargeTranscript } from './synthetic-transcript.ts';
-import type { LargeTranscriptFacts } from './synthetic-transcript.ts';
+import type { ProbeReport } from '../../../test/support/memory-probe.ts';
+import { writeLargeTranscript } from '../../../test/support/synthetic-transcript.ts';
+import type { LargeTranscriptFacts } from '../../../test/support/synthetic-transcript.ts';
 
 const run = promisify(execFile);
-const probe = fileURLToPath(new URL('./memory-probe.ts', import.meta.url));
+const probe = fileURLToPath(new URL('../../../test/support/memory-probe.ts', import.meta.url));
 const MiB = 1024 * 1024;
 
 /**

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
-import { captureIO } from '../common/capture-io.ts';
+import { captureIO } from '../../../test/support/capture-io.ts';
 import { runScan } from './index.ts';
 import type { DeliveryCounts } from './transcript.ts';
 

@@ -7,7 +7,7 @@ import type { HooksResponse } from '../../../../shared/src/api.ts';
 import type { TranscriptCommandsResponse } from '../../../../shared/src/transcript-api.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
 import { hookId } from '../../hooks/extract.ts';
-import { captureIO } from '../common/capture-io.ts';
+import { captureIO } from '../../../test/support/capture-io.ts';
 import { runScan } from './index.ts';
 
 const PROJECTS = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/transcripts-a/projects/', import.meta.url));

@@ -3,9 +3,9 @@
  * and resident memory before and at peak. Used by the large-file test and scripts/scan-1gb.ts, in a child
  * process so that the figures are the scan's own.
  *
- *   node collector/src/tools/scan/memory-probe.ts --json <file>
+ *   node collector/test/support/memory-probe.ts --json <file>
  */
-import { runScan } from './index.ts';
+import { runScan } from '../../src/tools/scan/index.ts';
 
 /** What the probe prints. */
 export interface ProbeReport {

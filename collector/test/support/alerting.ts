@@ -4,9 +4,9 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { hookId } from '../hooks/extract.ts';
-import type { HookEvent } from '../hooks/model.ts';
-import { classifyExecution } from '../hooks/cliff.ts';
+import { hookId } from '../../src/hooks/extract.ts';
+import type { HookEvent } from '../../src/hooks/model.ts';
+import { classifyExecution } from '../../src/hooks/cliff.ts';
 
 /** One request the sink received. */
 export interface ReceivedRequest {

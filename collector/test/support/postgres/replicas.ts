@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../../src/main.ts', import.meta.url));
 
 export interface Replica {
   child: ChildProcess;

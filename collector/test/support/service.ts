@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
-import { SETTINGS, loadConfig, toConfig } from '../config/index.ts';
-import { startService, type RunningService } from '../service.ts';
-import type { Logger } from './logger.ts';
-import { silentLogger } from './logger.ts';
+import { SETTINGS, loadConfig, toConfig } from '../../src/config/index.ts';
+import { startService, type RunningService } from '../../src/service.ts';
+import type { Logger } from '../../src/telemetry/logger.ts';
+import { silentLogger } from '../../src/telemetry/logger.ts';
 
 /** A running service plus its temp directory, removed by close(). */
 export interface ServiceUnderTest extends RunningService {

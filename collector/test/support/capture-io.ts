@@ -1,6 +1,6 @@
-import type { ToolIO } from './io.ts';
+import type { ToolIO } from '../../src/tools/common/io.ts';
 
-/** A ToolIO that records what a tool prints, for tests and for embedding a tool in another program. */
+/** A ToolIO that records what a tool prints, for tests. */
 export interface CapturedIO {
   io: ToolIO;
   stdout: () => string;

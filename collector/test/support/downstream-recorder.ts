@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { Metadata, Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
-import type { Signal } from '../pipeline/consumer.ts';
+import type { Signal } from '../../src/pipeline/consumer.ts';
 
 /** One request as the downstream saw it, body decompressed. */
 export interface RecordedRequest {

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { startTestServer, type TestServer } from './test-server.ts';
-import { startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './test-replicas.ts';
+import { startTestServer, type TestServer } from './server.ts';
+import { startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
 
 export interface ReplicaFixture {
   /** The temp dir of this file (configs, replica working dirs). */

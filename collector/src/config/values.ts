@@ -1,0 +1,35 @@
+/**
+ * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`. A leaf that imports nothing, so the
+ * loader, the API's query parameters and each stage's own settings parsing (alerting rules) can all use it
+ * without importing the loader.
+ */
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
+
+/** Parses `30s`, `5m`, `1h30m`, `30d` or a number of milliseconds. */
+export function parseDuration(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isFinite(raw) && raw >= 0 ? raw : undefined;
+  if (typeof raw !== 'string') return undefined;
+  const text = raw.trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
+  let total = 0;
+  let matched = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
+    matched = re.lastIndex;
+  }
+  return matched === text.length && matched > 0 ? Math.round(total) : undefined;
+}
+
+/** Parses `20MiB`, `1.5GB` or a plain number of bytes (decimal and binary units). */
+export function parseBytes(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 ? raw : undefined;
+  if (typeof raw !== 'string') return undefined;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(raw);
+  if (!m) return undefined;
+  const name = (m[2] as string).toLowerCase();
+  // Own keys only: "constructor" would find Object.prototype.constructor and give NaN, which passes every bound.
+  const unit = Object.hasOwn(BYTE_UNITS, name) ? BYTE_UNITS[name] : undefined;
+  return unit === undefined ? undefined : Math.round(Number(m[1]) * unit);
+}

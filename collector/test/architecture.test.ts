@@ -1,0 +1,275 @@
+/**
+ * The shape of the shipped code, checked from its import statements: no runtime import cycle among non-test files,
+ * no shipped file importing a dev dependency (the image installs production dependencies only), no test support in
+ * the image and no shipped file that only tests use. Parsed with TypeScript's own parser, so comments and strings
+ * never count as imports.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The folders whose non-test files make up the product and its tooling (bench/ and scripts/ are development tools). */
+const SOURCE_ROOTS = ['collector', 'dashboard', 'shared', 'deploy/docker'];
+/** Where the image starts running code: the CLI, the server, the dashboard page it serves, the health check. */
+const ENTRY_POINTS = ['collector/bin/hookwatch.mjs', 'collector/src/main.ts', 'dashboard/src/main.ts', 'deploy/docker/healthcheck.mjs'];
+/** What the image copies (see Dockerfile); every other non-test file is development tooling such as the demo. */
+const SHIPPED_ROOTS = ['collector/bin', 'collector/src', 'shared/src', 'dashboard/server.ts', 'dashboard/src', 'dashboard/public', 'deploy/docker'];
+
+interface ImportEdge {
+  from: string;
+  specifier: string;
+  /**
+   * `load`: the module is loaded (static import, re-export, `import()`). `type`: `import type` / `export type`,
+   * erased before Node runs the file. `reference`: named but not loaded by this file (`new URL('./x.ts',
+   * import.meta.url)` for a child process, `import.meta.resolve('pkg')`), still part of what the file needs.
+   */
+  kind: 'load' | 'type' | 'reference';
+}
+
+/** A test file, or test support: kept out of the image and free to use dev dependencies. */
+function isTestPath(path: string): boolean {
+  const parts = path.split('/');
+  const name = parts.at(-1) ?? '';
+  return parts.includes('test') || parts.includes('testdata') || /\.(test|live)\.ts$/.test(name) || /(^|[-.])test([-.]|$)/.test(name);
+}
+
+function listSources(dir: string, out: string[] = []): string[] {
+  for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules' && entry.name !== 'dist') listSources(path, out);
+    } else if (/\.(ts|mts|mjs)$/.test(entry.name) && !entry.name.endsWith('.d.ts') && !entry.name.endsWith('.d.mts')) {
+      out.push(path);
+    }
+  }
+  return out;
+}
+
+/** `import.meta.<name>`. */
+function isImportMeta(node: ts.Node, name: string): boolean {
+  return ts.isPropertyAccessExpression(node) && node.name.text === name && ts.isMetaProperty(node.expression) && node.expression.keywordToken === ts.SyntaxKind.ImportKeyword;
+}
+
+/** Every import of a file: static imports and re-exports, `import('...')` calls and module references with a literal specifier. */
+function importsOf(file: string, text: string): ImportEdge[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS);
+  const edges: ImportEdge[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      // `import { type A } from` still loads the module under Node's type stripping; only `import type` does not.
+      edges.push({ from: file, specifier: node.moduleSpecifier.text, kind: node.importClause?.isTypeOnly ? 'type' : 'load' });
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      edges.push({ from: file, specifier: node.moduleSpecifier.text, kind: node.isTypeOnly ? 'type' : 'load' });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const [arg] = node.arguments;
+      if (arg && ts.isStringLiteralLike(arg)) edges.push({ from: file, specifier: arg.text, kind: 'load' });
+    } else if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'URL') {
+      const [arg, base] = node.arguments ?? [];
+      if (arg && base && ts.isStringLiteralLike(arg) && /\.(ts|mts|mjs|js)$/.test(arg.text) && isImportMeta(base, 'url')) {
+        edges.push({ from: file, specifier: arg.text, kind: 'reference' });
+      }
+    } else if (ts.isCallExpression(node) && isImportMeta(node.expression, 'resolve')) {
+      const [arg] = node.arguments;
+      if (arg && ts.isStringLiteralLike(arg)) edges.push({ from: file, specifier: arg.text, kind: 'reference' });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return edges;
+}
+
+/** The repository-relative file a relative specifier names, or undefined for a package. */
+function resolveRelative(from: string, specifier: string): string | undefined {
+  if (!specifier.startsWith('.')) return undefined;
+  return relative(ROOT, resolve(ROOT, dirname(from), specifier)).split(sep).join('/');
+}
+
+/** `@scope/name/sub` -> `@scope/name`, `name/sub` -> `name`. */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+/** Each elementary cycle once, as the list of files around it (Tarjan's strongly connected components, then one cycle per component). */
+function findCycles(graph: Map<string, string[]>): string[][] {
+  let index = 0;
+  const indices = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const strongConnect = (v: string): void => {
+    indices.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!indices.has(w)) {
+        strongConnect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) {
+        low.set(v, Math.min(low.get(v)!, indices.get(w)!));
+      }
+    }
+    if (low.get(v) === indices.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) components.push(component);
+    }
+  };
+  for (const v of [...graph.keys()].sort()) if (!indices.has(v)) strongConnect(v);
+  // One concrete cycle per component (shortest path back to its first file), so the message names a path to cut.
+  return components.map((component) => {
+    const members = new Set(component);
+    const start = [...component].sort()[0]!;
+    const previous = new Map<string, string>();
+    const queue = [start];
+    for (let i = 0; i < queue.length; i++) {
+      const v = queue[i]!;
+      for (const w of graph.get(v) ?? []) {
+        if (!members.has(w)) continue;
+        if (w === start) {
+          const path = [v];
+          while (path[0] !== start) path.unshift(previous.get(path[0]!)!);
+          return [...path, start];
+        }
+        if (!previous.has(w)) {
+          previous.set(w, v);
+          queue.push(w);
+        }
+      }
+    }
+    return [...component, component[0]!];
+  });
+}
+
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+const devDependencies = new Set(Object.keys(pkg.devDependencies ?? {}));
+const builtins = new Set(builtinModules);
+
+const isShipped = (f: string): boolean => SHIPPED_ROOTS.some((root) => f === root || f.startsWith(`${root}/`));
+/** Deleted while the image is built (see Dockerfile); anything else under a shipped folder is in the image. */
+const deletedFromImage = (f: string): boolean => f.endsWith('.test.ts') || f.split('/').includes('testdata');
+
+const allSources = SOURCE_ROOTS.flatMap((dir) => listSources(dir));
+const files = allSources.filter((f) => !isTestPath(f));
+const edges = files.flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
+/** What the image contains, test-named or not: a helper left in collector/src ships whatever it is called. */
+const shippedFiles = allSources.filter((f) => isShipped(f) && !deletedFromImage(f));
+const shippedEdges = shippedFiles.flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), 'utf8')));
+
+describe('import structure', () => {
+  it('finds the files it is meant to check', () => {
+    expect(files).toContain('collector/src/main.ts');
+    expect(files).toContain('dashboard/src/main.ts');
+    expect(files).toContain('shared/src/api.ts');
+    expect(files.filter(isTestPath)).toEqual([]);
+    expect(edges.length).toBeGreaterThan(files.length);
+  });
+
+  it('has no runtime import cycle among non-test files', () => {
+    // Only imports that load a module count: `import type` is erased before Node runs a file, so a cycle through
+    // it cannot change the order modules are evaluated in, which is what makes a cycle a fault (a value read
+    // before its module has run). Dynamic import() counts: it loads the module at run time.
+    const graph = new Map<string, string[]>(files.map((f) => [f, []]));
+    for (const edge of edges) {
+      const target = resolveRelative(edge.from, edge.specifier);
+      if (edge.kind !== 'load' || target === undefined || !graph.has(target)) continue;
+      graph.get(edge.from)!.push(target);
+    }
+    const cycles = findCycles(graph).map((cycle) => cycle.join(' -> '));
+    expect(cycles).toEqual([]);
+  });
+
+  it('keeps test support out of the shipped tree (the image deletes only *.test.ts files and testdata/)', () => {
+    expect(shippedFiles.filter(isTestPath)).toEqual([]);
+  });
+
+  it('ships only files its entry points import (test-only modules live in collector/test)', () => {
+    // Type-only imports count here: a file of shared types is part of the product even though Node never loads it.
+    const reached = new Set<string>();
+    const queue = ENTRY_POINTS.filter((f) => shippedFiles.includes(f));
+    expect(queue).toEqual(ENTRY_POINTS);
+    while (queue.length > 0) {
+      const file = queue.pop()!;
+      if (reached.has(file)) continue;
+      reached.add(file);
+      for (const e of shippedEdges) {
+        const target = e.from === file ? resolveRelative(file, e.specifier) : undefined;
+        if (target !== undefined && !reached.has(target)) queue.push(target);
+      }
+    }
+    expect(shippedFiles.filter((f) => !reached.has(f))).toEqual([]);
+  });
+
+  it('ships no file that imports a dev dependency', () => {
+    const offending = shippedEdges
+      .filter((e) => !e.specifier.startsWith('.') && !e.specifier.startsWith('node:') && !builtins.has(e.specifier))
+      .filter((e) => devDependencies.has(packageName(e.specifier)))
+      .map((e) => `${e.from} imports ${e.specifier}`);
+    expect(offending).toEqual([]);
+  });
+
+  it('ships no file that imports a test file or test support', () => {
+    const offending = shippedEdges
+      .map((e) => ({ e, target: resolveRelative(e.from, e.specifier) }))
+      .filter(({ target }) => target !== undefined && isTestPath(target))
+      .map(({ e }) => `${e.from} imports ${e.specifier}`);
+    expect(offending).toEqual([]);
+  });
+});
+
+describe('the checks themselves', () => {
+  it('see static, re-exported and dynamic imports and module references, and tell type-only ones apart', () => {
+    const text = [
+      "import a from './a.ts';",
+      "import type { B } from './b.ts';",
+      "import { type C } from './c.ts';",
+      "export { d } from './d.ts';",
+      "export type { E } from './e.ts';",
+      "const f = await import('./f.ts');",
+      "// import g from './g.ts';",
+      "const h = \"import h from './h.ts'\";",
+      "type I = import('./i.ts').I;",
+      "const j = new URL('./j.ts', import.meta.url);",
+      "const k = new URL('./k/', import.meta.url);",
+      "const l = import.meta.resolve('l');",
+    ].join('\n');
+    expect(importsOf('x/y.ts', text).map((e) => [e.specifier, e.kind])).toEqual([
+      ['./a.ts', 'load'],
+      ['./b.ts', 'type'],
+      ['./c.ts', 'load'],
+      ['./d.ts', 'load'],
+      ['./e.ts', 'type'],
+      ['./f.ts', 'load'],
+      ['./j.ts', 'reference'],
+      ['l', 'reference'],
+    ]);
+  });
+
+  it('report a cycle as a path, and none for a diamond', () => {
+    const cyclic = new Map([['a', ['b']], ['b', ['c']], ['c', ['a', 'd']], ['d', []]]);
+    expect(findCycles(cyclic)).toEqual([['a', 'b', 'c', 'a']]);
+    const diamond = new Map([['a', ['b', 'c']], ['b', ['d']], ['c', ['d']], ['d', []]]);
+    expect(findCycles(diamond)).toEqual([]);
+  });
+
+  it('treat test files and test support as test code, and nothing else', () => {
+    for (const path of ['collector/test/support/service.ts', 'collector/src/a.test.ts', 'collector/src/store/postgres/test-server.ts', 'collector/src/otlp/test-support.ts', 'collector/test/live/guard.live.ts']) {
+      expect(isTestPath(path), path).toBe(true);
+    }
+    for (const path of ['collector/src/main.ts', 'collector/src/tools/guard/capture.ts', 'dashboard/src/pages/forwarding.ts', 'collector/src/latest.ts']) {
+      expect(isTestPath(path), path).toBe(false);
+    }
+  });
+});
