@@ -13,7 +13,7 @@ import type { Browser } from 'playwright-core';
 import type { AlertDetailResponse, AlertSummary, AlertsResponse, ClusterResponse, Silence } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
 import { createDashboardRouter } from '../server.ts';
-import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -66,9 +66,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-  while (open.length) await open.pop()?.close();
-  expect(errs).toEqual([]);
+  expect(await closePages(open)).toEqual([]);
 });
 
 afterAll(async () => {

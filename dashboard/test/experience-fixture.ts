@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { HooksResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { launch, watchedPage, type WatchedPage } from './harness.ts';
+import { closePages, launch, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
 export const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -45,9 +45,7 @@ export function useFixture(): Fixture {
   });
 
   afterEach(async () => {
-    const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-    while (open.length) await open.pop()?.close();
-    expect(errs).toEqual([]);
+    expect(await closePages(open)).toEqual([]);
   });
 
   afterAll(async () => {

@@ -13,7 +13,7 @@ import type { Browser } from 'playwright-core';
 import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { chartData, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
 const BIN = fileURLToPath(new URL('../../collector/bin/hookwatch.mjs', import.meta.url));
@@ -30,9 +30,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'hookwatch-guard-dash-'));
 });
 afterEach(async () => {
-  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-  while (open.length) await open.pop()?.close();
-  expect(errs).toEqual([]);
+  expect(await closePages(open)).toEqual([]);
 });
 afterAll(async () => {
   await browser?.close();

@@ -49,6 +49,16 @@ export async function watchedPage(browser: Browser, opts: { width?: number; heig
   return { page, context, errors, dialogs, close: () => context.close() };
 }
 
+/**
+ * Closes every page a test opened (emptying `open`) and returns what they recorded: errors, then dialogs. A test's
+ * afterEach expects this to be empty, so a JavaScript error or a fired XSS payload on any page fails that test.
+ */
+export async function closePages(open: WatchedPage[]): Promise<string[]> {
+  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
+  while (open.length) await open.pop()?.close();
+  return errs;
+}
+
 /** Waits until the shell has finished `n` data loads (body[data-loaded] counts them). */
 export async function waitLoaded(page: Page, atLeast = 1): Promise<void> {
   await page.waitForFunction((n) => Number(document.body.dataset['loaded'] ?? '0') >= n && !document.body.hasAttribute('aria-busy'), atLeast);
