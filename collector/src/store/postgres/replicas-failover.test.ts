@@ -5,14 +5,10 @@
  */
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, waitFor, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
 
 const TTL_MS = 2000;
 const fx = useReplicaFixture();
-
-async function post(r: Replica, body: string): Promise<void> {
-  expect(await postLogs(r, body)).toBe(200);
-}
 
 it('a leader killed: the next alert, sent to a follower right then, is notified within ttl + ttl/3 + 1 s', async () => {
   const hook = await fx.webhook();
@@ -20,7 +16,7 @@ it('a leader killed: the next alert, sent to a follower right then, is notified 
   const { leader, followers } = await fx.cluster({ HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_CONFIG: writeAlertingConfig(fx.dir(), hook.url) });
   leader.child.kill('SIGKILL');
   const killedAt = Date.now();
-  await post(followers[0]!, persistedOutputBody(Date.now(), 'failover-session'));
+  await fx.post(followers[0]!, persistedOutputBody(Date.now(), 'failover-session'));
   const firing = await waitFor('the firing notification', async () => hook.deliveries.find((d) => d.status === 'firing'), 20_000, 20);
   const latencyMs = firing.at - killedAt;
   // eslint-disable-next-line no-console

@@ -5,14 +5,10 @@
  */
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { leaseHolderPid, persistedOutputBody, waitFor, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
 
 const TTL_MS = 2000;
 const fx = useReplicaFixture();
-
-async function post(r: Replica, body: string): Promise<void> {
-  expect(await postLogs(r, body)).toBe(200);
-}
 
 it('a leader paused past its lease while retrying never delivers again what its successor delivered', async () => {
   const hook = await fx.webhook();
@@ -22,7 +18,7 @@ it('a leader paused past its lease while retrying never delivers again what its 
     HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF: '200ms',
     HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF: '400ms',
   });
-  await post(leader, persistedOutputBody(Date.now(), 'pause-session'));
+  await fx.post(leader, persistedOutputBody(Date.now(), 'pause-session'));
   // The leader is retrying: several refused attempts of one webhook-id.
   await waitFor('the leader retrying', async () => (hook.deliveries.length >= 2 ? true : undefined), 15_000);
   const webhookId = hook.deliveries[0]!.webhookId;

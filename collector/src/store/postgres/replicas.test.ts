@@ -5,42 +5,25 @@
  * 2. SIGKILL of the leader while an alert is pending: another replica takes the lease within a few ticks and
  *    the alert fires once (one webhook-id, one delivery).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../../shared/src/api.ts';
-import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { leaseHolderPid, persistedOutputBody, startDroppingProxy, startReplica, waitFor, type DroppingProxy, type Replica } from '../../../test/support/postgres/replicas.ts';
 
-let server: TestServer;
-let dir: string;
-const replicas: Replica[] = [];
-const closers: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  server = await startTestServer();
-  dir = mkdtempSync(join(tmpdir(), 'hookwatch-replicas-'));
-});
-afterEach(async () => {
-  await Promise.all(replicas.splice(0).map((r) => r.stop(3000)));
-  for (const c of closers.splice(0)) await c();
-});
-afterAll(async () => {
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const fx = useReplicaFixture();
 
 async function startReplicas(n: number, db: string, env: Record<string, string> = {}): Promise<Replica[]> {
   // Generous start timeout: three Node processes starting at once on a busy 2-core CI machine take a while.
-  const started = await Promise.all(Array.from({ length: n }, () => startReplica({ db, cwd: mkdtempSync(join(dir, 'replica-')), env, startTimeoutMs: 90_000 })));
-  replicas.push(...started);
+  const started = await Promise.all(Array.from({ length: n }, () => startReplica({ db, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 90_000 })));
+  fx.adopt(started);
   return started;
 }
 
@@ -70,10 +53,10 @@ function recording(inner: LogRecordExporter, results: ExportResult[]): LogRecord
 
 describe('replicas on one PostgreSQL', () => {
   it('count exactly what concurrent clients sent, whatever retries cross replicas', async () => {
-    const db = await server.createDatabase();
+    const db = await fx.server().createDatabase();
     const three = await startReplicas(3, db);
     const proxy: DroppingProxy = await startDroppingProxy(() => three.map((r) => r.otlpHttpUrl), { dropEvery: 3 });
-    closers.push(() => proxy.close());
+    fx.defer(() => proxy.close());
 
     const CLIENTS = 3;
     const PER_CLIENT = 400;
@@ -147,11 +130,11 @@ describe('replicas on one PostgreSQL', () => {
     } finally {
       await client.end();
     }
-    for (const r of three) expect(r.lines.join('\n')).not.toContain(server.password);
+    for (const r of three) expect(r.lines.join('\n')).not.toContain(fx.server().password);
   }, 180_000);
 
   it('fails over when the leader is killed while an alert is pending, and the alert fires once', async () => {
-    const db = await server.createDatabase();
+    const db = await fx.server().createDatabase();
     const deliveries: { webhookId: string; status: string; at: number }[] = [];
     const hook: Server = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -163,12 +146,12 @@ describe('replicas on one PostgreSQL', () => {
       });
     });
     await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
-    closers.push(() => new Promise<void>((resolve) => {
+    fx.defer(() => new Promise<void>((resolve) => {
       hook.close(() => resolve());
       hook.closeAllConnections();
     }));
     const forMs = 3000;
-    const config = join(dir, `alerting-${Date.now()}.yaml`);
+    const config = join(fx.dir(), `alerting-${Date.now()}.yaml`);
     writeFileSync(config, [
       'alerting:',
       '  rules:',
@@ -185,7 +168,7 @@ describe('replicas on one PostgreSQL', () => {
     const three = await startReplicas(3, db, { HOOKWATCH_CONFIG: config, HOOKWATCH_POSTGRES_LEASE_TTL: `${ttlMs}ms`, HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms' });
     const client = new pg.Client({ connectionString: db });
     await client.connect();
-    closers.push(() => client.end());
+    fx.defer(() => client.end());
     const holderPid = (): Promise<number | undefined> => leaseHolderPid(client);
     const leaderPid = await waitFor('a leader', holderPid, 5000);
     const leader = three.find((r) => r.pid === leaderPid);

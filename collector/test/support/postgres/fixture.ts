@@ -5,13 +5,21 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { startTestServer, type TestServer } from './server.ts';
-import { startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
+import { postLogs, startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
 
 export interface ReplicaFixture {
   /** The temp dir of this file (configs, replica working dirs). */
   dir(): string;
+  /** The PostgreSQL server of this file. */
+  server(): TestServer;
+  /** Replicas started by the test itself, stopped after the test. */
+  adopt(replicas: Replica[]): void;
+  /** Something else to close after the test (after the replicas stop). */
+  defer(close: () => Promise<void>): void;
+  /** Posts an OTLP/HTTP logs body to a replica and expects it acknowledged (200). */
+  post(replica: Replica, body: string): Promise<void>;
   /** Starts a cluster (stopped after the test) on a fresh database. */
   cluster(env: Record<string, string>): Promise<TestCluster>;
   /** Starts a webhook receiver (closed after the test). */
@@ -39,6 +47,12 @@ export function useReplicaFixture(): ReplicaFixture {
   });
   return {
     dir: () => dir,
+    server: () => server,
+    adopt: (started) => void replicas.push(...started),
+    defer: (close) => void closers.push(close),
+    async post(replica, body) {
+      expect(await postLogs(replica, body)).toBe(200);
+    },
     async cluster(env) {
       const c = await startCluster(server, dir, env);
       replicas.push(...c.replicas);
