@@ -19,32 +19,11 @@ import { splitAddr } from '../../net/addr.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
-import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/consumer.ts';
+import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
-import type { Logger } from '../../telemetry/logger.ts';
 import { sameSecret, secretDigest } from '../../net/secret.ts';
-import type { InflightAccount, InflightBudget } from '../inflight.ts';
-
-export interface OtlpGrpcReceiverOptions {
-  addr: string;
-  /** Largest request after decompression; grpc-js answers RESOURCE_EXHAUSTED over it. */
-  maxRequestBytes: number;
-  /** A call whose request message has not fully arrived this long after its headers is ended (DEADLINE_EXCEEDED). */
-  requestTimeoutMs: number;
-  /** Empty: no authentication. Otherwise metadata `authorization: Bearer <token>`. */
-  ingestToken: string;
-  /** Shared with the OTLP/HTTP receiver: bytes of requests held in memory at once. */
-  inflight: InflightBudget;
-  logs: LogsConsumer;
-  passThrough: PassThroughConsumer;
-  logger: Logger;
-}
-
-/** Counters for /metrics and tests: requests by signal and outcome, rejections by reason. */
-export interface GrpcReceiverStats {
-  requests: Record<string, number>;
-  rejected: Record<string, number>;
-}
+import type { InflightAccount } from '../inflight.ts';
+import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 
 const SERVICES: Record<Signal, string> = {
   logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
@@ -81,14 +60,14 @@ function resetStream(call: ServerInterceptingCallInterface): void {
 }
 
 export class OtlpGrpcReceiver {
-  readonly stats: GrpcReceiverStats = { requests: {}, rejected: {} };
+  readonly stats: ReceiverStats = { requests: {}, rejected: {} };
   private readonly server: Server;
-  private readonly opts: OtlpGrpcReceiverOptions;
+  private readonly opts: OtlpReceiverOptions;
   private readonly tokenDigest: Buffer | undefined;
   private started = false;
   private stopped: Promise<void> | undefined;
 
-  constructor(opts: OtlpGrpcReceiverOptions) {
+  constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? secretDigest(`Bearer ${opts.ingestToken}`) : undefined;
     this.server = new Server({

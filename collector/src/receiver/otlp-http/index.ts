@@ -9,32 +9,12 @@ import { splitAddr } from '../../net/addr.ts';
 import { decodeLogsJson } from '../../otlp/decode-json.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
-import type { LogsConsumer, PassThroughConsumer, Signal } from '../../pipeline/consumer.ts';
+import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
-import type { Logger } from '../../telemetry/logger.ts';
 import { closeServer } from '../../net/close-server.ts';
 import { sameSecret, secretDigest } from '../../net/secret.ts';
 import { readBody } from './body.ts';
-import type { InflightBudget } from '../inflight.ts';
-
-export interface OtlpHttpReceiverOptions {
-  addr: string;
-  maxRequestBytes: number;
-  requestTimeoutMs: number;
-  /** Empty: no authentication. */
-  ingestToken: string;
-  /** Shared with the OTLP/gRPC receiver: bytes of requests held in memory at once. */
-  inflight: InflightBudget;
-  logs: LogsConsumer;
-  passThrough: PassThroughConsumer;
-  logger: Logger;
-}
-
-/** Counters for /metrics: requests by signal and outcome, rejections by reason. */
-export interface ReceiverStats {
-  requests: Record<string, number>;
-  rejected: Record<string, number>;
-}
+import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -50,10 +30,10 @@ function mediaType(header: string | undefined): Encoding | undefined {
 export class OtlpHttpReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
   private readonly server: Server;
-  private readonly opts: OtlpHttpReceiverOptions;
+  private readonly opts: OtlpReceiverOptions;
   private readonly tokenDigest: Buffer | undefined;
 
-  constructor(opts: OtlpHttpReceiverOptions) {
+  constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? secretDigest(`Bearer ${opts.ingestToken}`) : undefined;
     this.server = createServer({
