@@ -15,6 +15,7 @@ import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { startService, type RunningService } from '../service.ts';
 import { createLogger, type Logger } from '../telemetry/logger.ts';
 import { FIXTURE_RUNS, fixtureRequests } from '../../test/helpers.ts';
+import { configFromYaml } from '../../test/support/service.ts';
 
 const SECRET = 'whsec_' + Buffer.from('hookwatch-test-signing-key-32byt').toString('base64');
 const TOKEN = 'T0KEN-in-the-path-9f8e7d';
@@ -47,17 +48,7 @@ alerting:
       signingSecret: ${SECRET}
       headers: { Authorization: "Bearer header-secret-value" }
 `;
-  const loaded = loadConfig({
-    env: {
-      HOOKWATCH_CONFIG: 'hookwatch.yaml',
-      HOOKWATCH_DB: join(dir, 'h.db'),
-      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
-      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
-    },
-    readFile: () => yaml,
-  });
-  const config = toConfig(loaded);
+  const config = configFromYaml(dir, yaml);
   const logs: string[] = [];
   const logger = createLogger({ level: 'debug', secrets: alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), write: (l) => logs.push(l) });
   const service = await startService(config, { logger, ...(clock ? { now: clock.now } : {}), alerting: { timer: false, random: () => 0.5 } });

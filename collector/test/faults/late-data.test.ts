@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../shared/src/api.ts';
 import { WebhookSink, otlpHookBody } from '../support/alerting.ts';
-import { loadConfig, toConfig } from '../../src/config/index.ts';
+import { configFromYaml } from '../support/service.ts';
 import type { AlertmanagerWebhookBody } from '../../src/notify/alertmanager.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { silentLogger } from '../../src/telemetry/logger.ts';
@@ -34,16 +34,7 @@ alerting:
     - name: ops
       url: ${sink.url}/alerts
 `;
-  const config = toConfig(loadConfig({
-    env: {
-      HOOKWATCH_CONFIG: 'hookwatch.yaml',
-      HOOKWATCH_DB: join(dir, 'h.db'),
-      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
-      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
-    },
-    readFile: () => yaml,
-  }));
+  const config = configFromYaml(dir, yaml);
   const service = await startService(config, { logger: silentLogger });
   cleanups.push(async () => {
     await service.stop();

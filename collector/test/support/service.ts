@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
-import { SETTINGS, loadConfig, toConfig } from '../../src/config/index.ts';
+import { SETTINGS, loadConfig, toConfig, type HookwatchConfig } from '../../src/config/index.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import type { Logger } from '../../src/telemetry/logger.ts';
 import { silentLogger } from '../../src/telemetry/logger.ts';
@@ -32,6 +32,23 @@ export function isolatedEnv(dir: string): Record<string, string> {
     else if (typeof s.default === 'string' && s.default.startsWith('./data/')) env[s.env] = join(dir, s.default.slice('./data/'.length));
   }
   return env;
+}
+
+/**
+ * Config of an in-process hookwatch whose config file holds `yaml`: SQLite file in `dir`, the OTLP and HTTP
+ * listeners on 127.0.0.1:0. For tests that start the service themselves around a webhook sink.
+ */
+export function configFromYaml(dir: string, yaml: string): HookwatchConfig {
+  return toConfig(loadConfig({
+    env: {
+      HOOKWATCH_CONFIG: 'hookwatch.yaml',
+      HOOKWATCH_DB: join(dir, 'h.db'),
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+      HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+    },
+    readFile: () => yaml,
+  }));
 }
 
 /** Starts hookwatch on 127.0.0.1:0 with a fresh SQLite file; `env` uses the HOOKWATCH_* names. */
