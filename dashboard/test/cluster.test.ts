@@ -8,7 +8,7 @@ import type { Browser } from 'playwright-core';
 import type { ClusterResponse } from '../../shared/src/api.ts';
 import { getJson, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { startTestServer, type TestServer } from '../../collector/test/support/postgres/server.ts';
-import { launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 
 let browser: Browser;
 let pgServer: TestServer;
@@ -19,8 +19,7 @@ beforeAll(async () => {
   [browser, pgServer] = await Promise.all([launch(), startTestServer()]);
 }, 60_000);
 afterEach(async () => {
-  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-  while (open.length) await open.pop()?.close();
+  const errs = await closePages(open);
   for (const s of services.splice(0)) await s.close();
   expect(errs).toEqual([]);
 });

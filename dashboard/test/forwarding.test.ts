@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core';
 import type { ForwardingResponse } from '../../shared/src/api.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { HttpDownstream } from '../../collector/test/support/downstream-recorder.ts';
-import { launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 
 let browser: Browser;
 const services: TestService[] = [];
@@ -19,8 +19,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  const errs = open.flatMap((w) => [...w.errors, ...w.dialogs.map((d) => `dialog: ${d}`)]);
-  while (open.length) await open.pop()?.close();
+  const errs = await closePages(open);
   for (const s of services.splice(0)) await s.close();
   for (const d of downstreams.splice(0)) await d.stop();
   expect(errs).toEqual([]);
