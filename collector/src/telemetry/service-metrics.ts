@@ -186,7 +186,7 @@ function ingestFamilies(ingest: HookIngest, queueDepth: number, capacity: number
 function notifyFamilies(s: { enqueued: number; delivered: number; failed: number; dropped: number; attempts: number }): MetricFamily[] {
   return [
     {
-      name: 'hookwatch_notifications_total', type: 'counter', help: 'Alert notifications (webhook, Slack) by outcome: enqueued, delivered, failed (gave up after the delivery deadline or a permanent error), dropped (queue full).',
+      name: 'hookwatch_notifications_total', type: 'counter', help: 'Alert notifications (webhook, Slack, Alertmanager) by outcome: enqueued, delivered, failed (gave up after the delivery deadline or a permanent error), dropped (queue full).',
       samples: (['enqueued', 'delivered', 'failed', 'dropped'] as const).map((outcome) => ({ labels: { outcome }, value: s[outcome] })),
     },
     { name: 'hookwatch_notification_attempts_total', type: 'counter', help: 'Delivery attempts of alert notifications, retries included.', samples: [{ value: s.attempts }] },
