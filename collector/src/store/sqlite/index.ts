@@ -308,6 +308,19 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Rows of a read query. Every query the API and the dashboard ask goes through here or `one`, so where reads
+   * run (which connection, which thread) is decided in one place.
+   */
+  private async all(sql: string, params: readonly SQLInputValue[] = []): Promise<Record<string, unknown>[]> {
+    return this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[];
+  }
+
+  /** The first row of a read query, or undefined. */
+  private async one(sql: string, params: readonly SQLInputValue[] = []): Promise<Record<string, unknown> | undefined> {
+    return this.read(() => this.c.sql.get(sql).get(...params)) as Record<string, unknown> | undefined;
+  }
+
   private migrate(db: DatabaseSync): void {
     db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
     const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
@@ -435,12 +448,12 @@ export class SqliteStore implements Store {
   }
 
   async hook(id: string): Promise<HookInfo | undefined> {
-    const r = this.read(() => this.c.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?').get(id)) as Record<string, unknown> | undefined;
+    const r = await this.one('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?', [id]);
     return r ? toInfo(r) : undefined;
   }
 
   /** Rows of counter columns for [from, to), grouped by `groupBy` (SQL over rollups or events). */
-  private aggregate(q: RangeQuery, groupBy: string, hookId?: string, forceEvents = false): Map<string, CounterRow> {
+  private async aggregate(q: RangeQuery, groupBy: string, hookId?: string, forceEvents = false): Promise<Map<string, CounterRow>> {
     const out = new Map<string, CounterRow>();
     const add = (key: string, row: CounterRow): void => {
       const cur = out.get(key);
@@ -485,7 +498,7 @@ export class SqliteStore implements Store {
           sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
         }
         const params = fromEvents ? [seg.fromMs, seg.toMs, ...hookParam, ...filterParams] : [seg.fromMs, seg.toMs, ...hookParam];
-        rows = (this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[]).map((r) => [String(r['g']), fromDbRow(r)]);
+        rows = (await this.all(sql, params)).map((r) => [String(r['g']), fromDbRow(r)]);
         if (cacheable && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
             this.forgetSegment(this.closedSegments.keys().next().value as string);
@@ -515,10 +528,10 @@ export class SqliteStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = this.aggregate(q, 'hook_id', q.hookId);
+    const rows = await this.aggregate(q, 'hook_id', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
-    const byId = this.infos([...rows.keys()]);
+    const byId = await this.infos([...rows.keys()]);
     for (const [id, row] of rows) {
       const info = byId.get(id);
       if (info) out.set(id, { ...toCounters(row), info });
@@ -527,20 +540,20 @@ export class SqliteStore implements Store {
   }
 
   /** The named hooks' rows in one statement: the cost follows the hooks in range, not every hook in the table. */
-  private infos(ids: readonly string[]): Map<string, HookInfo> {
-    const rows = this.read(() => this.c.sql.get('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids))) as Record<string, unknown>[];
+  private async infos(ids: readonly string[]): Promise<Map<string, HookInfo>> {
+    const rows = await this.all('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id IN (SELECT value FROM json_each(?))', [JSON.stringify(ids)]);
     return new Map(rows.map((r) => [String(r['hook_id']), toInfo(r)]));
   }
 
   async overflowHooks(): Promise<HookInfo[]> {
-    return (this.read(() => this.c.sql.get(OVERFLOW_HOOKS).all()) as Record<string, unknown>[]).map(toInfo);
+    return (await this.all(OVERFLOW_HOOKS)).map(toInfo);
   }
 
   async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
-    const rows = this.read(() => this.c.sql.get(latePersistedQuery(() => '?')).all(q.receivedFromMs, q.receivedToMs, q.eventBeforeMs)) as Record<string, unknown>[];
+    const rows = await this.all(latePersistedQuery(() => '?'), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     const out = new Map<string, Arrival>();
     if (rows.length === 0) return out;
-    const byId = this.infos(rows.map((r) => String(r['g'])));
+    const byId = await this.infos(rows.map((r) => String(r['g'])));
     for (const r of rows) {
       const info = byId.get(String(r['g']));
       if (info) out.set(info.id, { ...toCounters(fromDbRow(r)), info, firstEventMs: Number(r['first_event']), lastEventMs: Number(r['last_event']) });
@@ -551,7 +564,7 @@ export class SqliteStore implements Store {
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
     const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
     const { sql, fromMs, toMs } = seriesQuery(q, where, () => '?');
-    const rows = this.read(() => this.c.sql.get(sql).all(hookId, fromMs, toMs, ...filterParams)) as Record<string, unknown>[];
+    const rows = await this.all(sql, [hookId, fromMs, toMs, ...filterParams]);
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
@@ -561,7 +574,7 @@ export class SqliteStore implements Store {
     const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, () => '?');
     // Across every hook, read the range through the time indexes, not a seek per hook.
     const indexed = where === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
-    const read = (a: number, b: number): FleetBucket[] => (b <= a ? [] : (this.read(() => this.c.sql.get(indexed).all(a, b, ...filterParams)) as Record<string, unknown>[]).map(toFleetBucket));
+    const read = async (a: number, b: number): Promise<FleetBucket[]> => (b <= a ? [] : (await this.all(indexed, [a, b, ...filterParams])).map(toFleetBucket));
     if (where !== null) return read(fromMs, toMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
@@ -569,15 +582,15 @@ export class SqliteStore implements Store {
     const key = `${q.stepMs}|${fromMs}|${openFrom}`;
     let closed = this.closedFleet.get(key)?.rows;
     if (!closed) {
-      closed = read(fromMs, openFrom);
+      closed = await read(fromMs, openFrom);
       if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
       this.closedFleet.set(key, { toMs: openFrom, rows: closed });
     }
-    return [...closed, ...read(openFrom, toMs)];
+    return [...closed, ...(await read(openFrom, toMs))];
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
-    const rows = this.aggregate(q, `service_name || char(0) || service_version`);
+    const rows = await this.aggregate(q, `service_name || char(0) || service_version`);
     return [...rows.entries()].map(([key, row]) => {
       const [serviceName = '', version = ''] = key.split('\u0000');
       const c = toCounters(row);
@@ -588,7 +601,7 @@ export class SqliteStore implements Store {
   async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]> {
     const expr = this.dimExpr(dimension);
     // Rollups carry no per-user or per-team keys: a breakdown reads the raw events (kept for retention.events).
-    const rows = this.aggregate(q, `COALESCE(${expr}, '')`, hookId, true);
+    const rows = await this.aggregate(q, `COALESCE(${expr}, '')`, hookId, true);
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
@@ -603,18 +616,18 @@ export class SqliteStore implements Store {
 
   async guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats> {
     const params = [hookId, q.fromMs, q.toMs];
-    const buckets = this.read(() => this.c.sql.get(GUARD_SQL.buckets).all(...params, q.stepMs)) as Record<string, unknown>[];
-    return guardTrimStats(buckets, this.read(() => this.c.sql.get(GUARD_SQL.largest).all(...params)) as Record<string, unknown>[]);
+    const buckets = await this.all(GUARD_SQL.buckets, [...params, q.stepMs]);
+    return guardTrimStats(buckets, await this.all(GUARD_SQL.largest, params));
   }
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
       const [where, params] = this.filterClause(filters);
-      const e = this.read(() => this.c.sql.get(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`).get(...params)) as { t: number } | undefined;
-      return e ? Number(e.t) : null;
+      const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+      return e ? Number(e['t']) : null;
     }
-    const r = this.read(() => this.c.sql.get('SELECT MAX(last_seen) AS t FROM hooks').get()) as { t: number | null };
-    return r.t === null ? null : Number(r.t);
+    const r = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
+    return r?.['t'] === null || r?.['t'] === undefined ? null : Number(r['t']);
   }
 
   async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
@@ -665,13 +678,13 @@ export class SqliteStore implements Store {
   }
 
   async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
-    const rows = this.read(() => this.c.sql.get(commandsQuery(() => '?')).all(hookId, q.fromMs, q.toMs)) as Record<string, unknown>[];
+    const rows = await this.all(commandsQuery(() => '?'), [hookId, q.fromMs, q.toMs]);
     return rows.map(toCommandRow);
   }
 
   async metaValue(key: string, create: () => string): Promise<string> {
     this.sideWrite(() => this.c.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING').run(key, create()));
-    return String((this.read(() => this.c.sql.get('SELECT value FROM store_meta WHERE key = ?').get(key)) as { value: string }).value);
+    return String((await this.one('SELECT value FROM store_meta WHERE key = ?', [key]))?.['value']);
   }
 
   /**
