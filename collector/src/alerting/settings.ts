@@ -119,7 +119,6 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   };
 }
 
-
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)),

@@ -11,8 +11,6 @@ import type { Logger } from '../telemetry/logger.ts';
 import { dashboardLink, type BodyRenderer, type LinkContext, type Notification, type ReceiverConfig } from './model.ts';
 import { sendWithRetry } from './transport.ts';
 
-export { alertmanagerAlertsUrl } from './settings.ts';
-
 /** Prometheus' default `--rules.alert.resend-delay`. */
 export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
 /** Prometheus sets endsAt to 4 resend intervals ahead: three pushes may be lost before the alert resolves itself. */

@@ -1,7 +1,38 @@
 /** What the notify stage receives from alerting, and how receivers are configured. */
 
 /** A receiver as configured under `alerting.receivers` (validated once at load). */
-export type { ReceiverConfig, ReceiverTls } from './settings.ts';
+export interface ReceiverConfig {
+  name: string;
+  /**
+   * `webhook`: Alertmanager v4 JSON body; `slack`: Slack incoming webhook text; `alertmanager`: pushed to an
+   * Alertmanager's `POST /api/v2/alerts` as Prometheus does.
+   */
+  type: 'webhook' | 'slack' | 'alertmanager';
+  /** Secret: often carries a token in its path or query. For `alertmanager`, the full `/api/v2/alerts` URL. */
+  url: string;
+  /** Extra request headers (values are secret: they often hold credentials). */
+  headers: Record<string, string>;
+  /** `whsec_<base64>` to sign with Standard Webhooks; empty for no signing. */
+  signingSecret: string;
+  timeoutMs: number;
+  /** Also notify when an alert resolves (Alertmanager `send_resolved`, default true). */
+  sendResolved: boolean;
+  /** `alertmanager`: how often firing alerts are pushed again with a renewed `endsAt` (Prometheus' resend delay). */
+  resendIntervalMs?: number;
+  /** TLS client settings (a private CA, a client certificate); null for the system defaults. */
+  tls?: ReceiverTls | null;
+}
+
+/** TLS settings of a receiver, as Prometheus' `tls_config` names them. File contents are read at load. */
+export interface ReceiverTls {
+  /** PEM CA bundle to trust instead of the system's. */
+  ca?: string;
+  /** PEM client certificate and key (mutual TLS). */
+  cert?: string;
+  key?: string;
+  serverName?: string;
+  insecureSkipVerify: boolean;
+}
 
 /** One alert as a notification carries it. Times are RFC 3339. */
 export interface NotifiedAlert {

@@ -2,48 +2,16 @@
  * Notification delivery's settings: the receivers (`alerting.receivers`, parsed strictly once, with messages
  * that name the bad key and never echo a secret), the link base, alert events as OTLP logs, and the delivery
  * retry schedule and queue. Their keys sit under `alerting.*`, the stage that drives delivery, so
- * alerting/settings.ts places these rows in the table. A leaf: it imports only config/setting.ts and
- * config/values.ts.
+ * alerting/settings.ts places these rows in the table. A leaf: it imports only config/setting.ts,
+ * config/values.ts and the receiver types of model.ts.
  */
 import { readFileSync } from 'node:fs';
 import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { redactUrlPassword } from '../config/values.ts';
+import type { ReceiverConfig, ReceiverTls } from './model.ts';
 
 const DAY = 86_400_000;
 const MAX_RECEIVERS = 20;
-
-export interface ReceiverConfig {
-  name: string;
-  /**
-   * `webhook`: Alertmanager v4 JSON body; `slack`: Slack incoming webhook text; `alertmanager`: pushed to an
-   * Alertmanager's `POST /api/v2/alerts` as Prometheus does.
-   */
-  type: 'webhook' | 'slack' | 'alertmanager';
-  /** Secret: often carries a token in its path or query. For `alertmanager`, the full `/api/v2/alerts` URL. */
-  url: string;
-  /** Extra request headers (values are secret: they often hold credentials). */
-  headers: Record<string, string>;
-  /** `whsec_<base64>` to sign with Standard Webhooks; empty for no signing. */
-  signingSecret: string;
-  timeoutMs: number;
-  /** Also notify when an alert resolves (Alertmanager `send_resolved`, default true). */
-  sendResolved: boolean;
-  /** `alertmanager`: how often firing alerts are pushed again with a renewed `endsAt` (Prometheus' resend delay). */
-  resendIntervalMs?: number;
-  /** TLS client settings (a private CA, a client certificate); null for the system defaults. */
-  tls?: ReceiverTls | null;
-}
-
-/** TLS settings of a receiver, as Prometheus' `tls_config` names them. File contents are read at load. */
-export interface ReceiverTls {
-  /** PEM CA bundle to trust instead of the system's. */
-  ca?: string;
-  /** PEM client certificate and key (mutual TLS). */
-  cert?: string;
-  key?: string;
-  serverName?: string;
-  insecureSkipVerify: boolean;
-}
 
 /** Typed notification settings, part of the alerting configuration. */
 export interface NotifyConfig {

@@ -3,10 +3,7 @@
  * with the secret given as `whsec_<base64>` (the bytes after the prefix are the key).
  */
 import { createHmac } from 'node:crypto';
-
 import { SIGNING_SECRET_PREFIX as PREFIX } from './settings.ts';
-
-export { signingSecretProblem } from './settings.ts';
 
 /** The key bytes of a `whsec_<base64>` secret. */
 export function signingKey(secret: string): Buffer {
