@@ -1,6 +1,7 @@
 /**
  * The shape of the shipped code, checked from its import statements: no runtime import cycle among non-test files,
- * no shipped file importing a dev dependency (the image installs production dependencies only), no test support in
+ * config/ reaching the stages only through their settings modules (which are leaves), no shipped file importing a
+ * dev dependency (the image installs production dependencies only), no test support in
  * the image and no shipped file that only tests use. Parsed with TypeScript's own parser, so comments and strings
  * never count as imports.
  */
@@ -153,6 +154,40 @@ function findCycles(graph: Map<string, string[]>): string[][] {
   });
 }
 
+/** A stage's settings module: its rows, defaults and checks (`collector/src/<stage>/settings.ts`). */
+const SETTINGS_MODULE = /^collector\/src\/[^/]+\/settings\.ts$/;
+const CONFIG_DIR = 'collector/src/config/';
+/** What a settings module may use of config/: the row types and the value parsers, never the loader. */
+const CONFIG_LEAVES = ['collector/src/config/setting.ts', 'collector/src/config/values.ts'];
+
+/**
+ * config/ composes the stages' settings and reads files, environment and flags; it reaches a stage only through
+ * that stage's settings module, so it knows no component's internals.
+ */
+function configImportViolations(edges: readonly ImportEdge[]): string[] {
+  return edges
+    .filter((e) => e.from.startsWith(CONFIG_DIR))
+    .map((e) => ({ e, target: resolveRelative(e.from, e.specifier) }))
+    .filter(({ target }) => target !== undefined && !target.startsWith(CONFIG_DIR) && !SETTINGS_MODULE.test(target))
+    .map(({ e }) => `${e.from} imports ${e.specifier}`);
+}
+
+/**
+ * A settings module is a leaf: it imports the row types and value parsers of config/, other settings modules,
+ * Node's built-ins and modules that load nothing themselves (constants and types, like hooks/model.ts), never
+ * config/load.ts or config/index.ts, a package, or a stage's runtime.
+ */
+function settingsModuleViolations(edges: readonly ImportEdge[]): string[] {
+  const loadsNothing = (file: string): boolean => edges.every((e) => e.from !== file || e.kind === 'type');
+  return edges
+    .filter((e) => SETTINGS_MODULE.test(e.from) && !e.specifier.startsWith('node:') && !builtins.has(e.specifier))
+    .filter((e) => {
+      const target = resolveRelative(e.from, e.specifier);
+      return target === undefined || !(CONFIG_LEAVES.includes(target) || SETTINGS_MODULE.test(target) || (!target.startsWith(CONFIG_DIR) && loadsNothing(target)));
+    })
+    .map((e) => `${e.from} imports ${e.specifier}`);
+}
+
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
 const devDependencies = new Set(Object.keys(pkg.devDependencies ?? {}));
 const builtins = new Set(builtinModules);
@@ -212,6 +247,12 @@ describe('import structure', () => {
     expect(shippedFiles.filter((f) => !reached.has(f))).toEqual([]);
   });
 
+  it('lets config/ import a stage only through its settings module, and keeps settings modules leaves', () => {
+    expect(files.filter((f) => SETTINGS_MODULE.test(f)).length).toBeGreaterThanOrEqual(8);
+    expect(configImportViolations(edges)).toEqual([]);
+    expect(settingsModuleViolations(edges)).toEqual([]);
+  });
+
   it('ships no file that imports a dev dependency', () => {
     const offending = shippedEdges
       .filter((e) => !e.specifier.startsWith('.') && !e.specifier.startsWith('node:') && !builtins.has(e.specifier))
@@ -262,6 +303,46 @@ describe('the checks themselves', () => {
     expect(findCycles(cyclic)).toEqual([['a', 'b', 'c', 'a']]);
     const diamond = new Map([['a', ['b', 'c']], ['b', ['d']], ['c', ['d']], ['d', []]]);
     expect(findCycles(diamond)).toEqual([]);
+  });
+
+  it('refuse config/ importing a stage other than through its settings module', () => {
+    const edge = (from: string, specifier: string, kind: ImportEdge['kind'] = 'load'): ImportEdge => ({ from, specifier, kind });
+    expect(configImportViolations([
+      edge('collector/src/config/index.ts', '../alerting/settings.ts'),
+      edge('collector/src/config/load.ts', './schema.ts'),
+      edge('collector/src/config/load.ts', 'yaml'),
+      edge('collector/src/config/index.ts', '../alerting/engine.ts'),
+      edge('collector/src/config/schema.ts', '../store/sql.ts', 'type'),
+      edge('collector/src/config/index.ts', '../../../shared/src/api.ts'),
+    ])).toEqual([
+      'collector/src/config/index.ts imports ../alerting/engine.ts',
+      'collector/src/config/schema.ts imports ../store/sql.ts',
+      'collector/src/config/index.ts imports ../../../shared/src/api.ts',
+    ]);
+  });
+
+  it('refuse a settings module that imports the loader, a package or a stage\'s runtime', () => {
+    const edge = (from: string, specifier: string, kind: ImportEdge['kind'] = 'load'): ImportEdge => ({ from, specifier, kind });
+    const graph = [
+      edge('collector/src/alerting/settings.ts', '../config/setting.ts'),
+      edge('collector/src/alerting/settings.ts', '../notify/settings.ts'),
+      edge('collector/src/notify/settings.ts', '../config/values.ts'),
+      edge('collector/src/notify/settings.ts', 'node:fs'),
+      edge('collector/src/pipeline/settings.ts', '../hooks/model.ts'),
+      edge('collector/src/hooks/model.ts', '../../../shared/src/cliff.ts', 'type'),
+      edge('collector/src/store/settings.ts', '../config/index.ts', 'type'),
+      edge('collector/src/store/settings.ts', '../config/load.ts'),
+      edge('collector/src/forward/settings.ts', './queue.ts'),
+      edge('collector/src/forward/queue.ts', 'node:sqlite'),
+      edge('collector/src/forward/queue.ts', './forwarder.ts'),
+      edge('collector/src/api/settings.ts', 'yaml'),
+    ];
+    expect(settingsModuleViolations(graph)).toEqual([
+      'collector/src/store/settings.ts imports ../config/index.ts',
+      'collector/src/store/settings.ts imports ../config/load.ts',
+      'collector/src/forward/settings.ts imports ./queue.ts',
+      'collector/src/api/settings.ts imports yaml',
+    ]);
   });
 
   it('treat test files and test support as test code, and nothing else', () => {

@@ -12,7 +12,7 @@ import type { HookEvent } from '../hooks/model.ts';
 import type { IngestListener } from '../pipeline/consumer.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { RuleConfig } from './config.ts';
+import type { RuleConfig } from './settings.ts';
 import { stepRule, type Transition } from './lifecycle.ts';
 import type { AlertRecord, SilenceRecord, StateChanges } from './model.ts';
 import { evaluateRule, evaluatesOnIngest, MAX_ALERTS_PER_RULE, ruleTriggeredBy } from './rules.ts';

@@ -3,7 +3,7 @@
  * undelivered notifications and starts the evaluation timer; the caller registers the engine as an ingest
  * listener and mounts the API router.
  */
-import type { AlertingConfig } from '../config/index.ts';
+import type { AlertingConfig } from './settings.ts';
 import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
 import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';

@@ -4,7 +4,7 @@
  * has been absent for `keep_firing_for`. Pure functions over records; the engine persists and notifies.
  */
 import { createHash } from 'node:crypto';
-import type { RuleConfig } from './config.ts';
+import type { RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
 

@@ -9,7 +9,7 @@ import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestKnown
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { Arrival, HookInfo, Store } from '../store/store.ts';
 import type { HookEvent } from '../hooks/model.ts';
-import type { RuleConfig } from './config.ts';
+import type { RuleConfig } from './settings.ts';
 
 /** One label set whose condition holds at evaluation time. */
 export interface Candidate {

@@ -9,7 +9,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
 import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
-import { alertingSecrets } from '../alerting/config.ts';
+import { alertingSecrets } from '../notify/settings.ts';
 import { FakeClock, otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { startService, type RunningService } from '../service.ts';

@@ -3,7 +3,7 @@
  * answers before it; only GET /healthz stays open, for liveness probes that carry no credentials.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { HttpAuthConfig } from '../config/index.ts';
+import type { HttpAuthConfig } from './settings.ts';
 import { sameSecret, secretDigest } from '../net/secret.ts';
 
 

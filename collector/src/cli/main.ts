@@ -11,7 +11,7 @@ import { didYouMean } from './suggest.ts';
 import { ListenError } from '../net/listen-error.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
-import { alertingSecrets } from '../alerting/config.ts';
+import { alertingSecrets } from '../notify/settings.ts';
 import { createLogger, urlPasswords } from '../telemetry/logger.ts';
 
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {

@@ -3,7 +3,7 @@
  * Shared by `hookwatch --help`, `hookwatch config` and the generated reference, and accepted back by the
  * loader, so what one prints the other reads.
  */
-import type { Setting } from './schema.ts';
+import type { Setting } from './setting.ts';
 
 const UNITS: [number, string][] = [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
 const BYTE_UNITS: [number, string][] = [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']];

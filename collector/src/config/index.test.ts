@@ -37,7 +37,9 @@ describe('precedence: defaults < file < environment < flags', () => {
 
 describe('bad configuration fails at start with a message naming the key', () => {
   const cases: [string, () => unknown, RegExp][] = [
-    ['unknown key in a file', () => loadConfig({ env: {}, flags: { config: `${configs}unknown-key.yaml` }, readFile }), /unknown key "otlp\.http\.adr"/],
+    ['unknown key in a file', () => loadConfig({ env: {}, flags: { config: `${configs}unknown-key.yaml` }, readFile }), /unknown key "otlp\.http\.adr"; did you mean "otlp\.http\.addr"\?/],
+    ['unknown section in a file', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'retnetion:\n  events: 7d\n' }), /unknown key "retnetion"; did you mean "retention"\?/],
+    ['unknown key far from any', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'zzzzzzzzzzzz: 1\n' }), /unknown key "zzzzzzzzzzzz"$/],
     ['bad duration in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-duration.yaml` }, readFile }), /retention\.events: expected a duration/],
     ['bad address in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-addr.yaml` }, readFile }), /http\.addr: expected host:port/],
     ['a file that is not a mapping', () => loadConfig({ env: {}, flags: { config: `${configs}not-a-mapping.yaml` }, readFile }), /must be a mapping/],
@@ -46,6 +48,7 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['out of range', () => loadConfig({ env: { HOOKWATCH_NEAR_THRESHOLD: '12000' } }), /delivery\.nearThreshold: must be at most 10000/],
     ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],
     ['unknown flag', () => loadConfig({ env: {}, flags: { 'otlp-adr': 'x' } }), /unknown flag --otlp-adr/],
+    ['mistyped flag', () => loadConfig({ env: {}, flags: { 'retention-event': '7d' } }), /unknown flag --retention-event; did you mean --retention-events\?/],
   ];
   for (const [name, fn, message] of cases) {
     it(name, () => {

@@ -6,12 +6,11 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { humanValue } from './format.ts';
 import { parseBytes, parseDuration } from './values.ts';
-import { SETTINGS, findSetting, flagName, type Setting } from './schema.ts';
+import { SETTINGS, findSetting, flagName } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
+import { ConfigError, type Setting } from './setting.ts';
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 /** Where a setting's effective value came from. */
 export type Source = 'default' | 'file' | 'env' | 'flag';
@@ -109,12 +108,15 @@ function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin
     } else if (v !== null && typeof v === 'object' && !Array.isArray(v) && SETTINGS.some((s) => s.key.startsWith(key + '.'))) {
       flatten(v, key, out, origin);
     } else {
-      throw new ConfigError(`${origin}: unknown key ${JSON.stringify(key)}`);
+      const near = nearestName(key, keyPaths());
+      throw new ConfigError(`${origin}: unknown key ${JSON.stringify(key)}${near ? `; did you mean ${JSON.stringify(near)}?` : ''}`);
     }
   }
 }
 
-/** A function, not a constant: schema.ts and this module import each other, so SETTINGS is not ready at load. */
+/** Every key and every section above one (`otlp`, `otlp.http`, `otlp.http.addr`): a typo can be at any level. */
+const keyPaths = (): string[] => [...new Set(SETTINGS.flatMap((s) => s.key.split('.').map((_, i, parts) => parts.slice(0, i + 1).join('.'))))];
+
 const envNames = (): string[] => [...SETTINGS.flatMap((s) => (s.env ? [s.env] : [])), 'HOOKWATCH_CONFIG'];
 
 /** Builds the effective configuration. Throws ConfigError naming the key on any problem. */
@@ -169,7 +171,10 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
   for (const [name, v] of Object.entries(flags)) {
     if (name === 'config' || v === undefined) continue;
     const setting = SETTINGS.find((s) => flagName(s.key) === `--${name}` && s.type !== 'object');
-    if (!setting) throw new ConfigError(`unknown flag --${name}`);
+    if (!setting) {
+      const near = nearestName(`--${name}`, SETTINGS.filter((s) => s.type !== 'object').map((s) => flagName(s.key)));
+      throw new ConfigError(`unknown flag --${name}${near ? `; did you mean ${near}?` : ''}`);
+    }
     values.set(setting.key, coerce(setting, v, `flag --${name}`));
     sources.set(setting.key, 'flag');
   }

@@ -1,7 +1,7 @@
 /**
- * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`. A leaf that imports nothing, so the
- * loader, the API's query parameters and each stage's own settings parsing (alerting rules) can all use it
- * without importing the loader.
+ * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`; and URLs with their password redacted.
+ * A leaf that imports nothing, so the loader, the API's query parameters and each stage's settings module can
+ * all use it without importing the loader.
  */
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
@@ -32,4 +32,19 @@ export function parseBytes(raw: unknown): number | undefined {
   // Own keys only: "constructor" would find Object.prototype.constructor and give NaN, which passes every bound.
   const unit = Object.hasOwn(BYTE_UNITS, name) ? BYTE_UNITS[name] : undefined;
   return unit === undefined ? undefined : Math.round(Number(m[1]) * unit);
+}
+
+/** `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`. */
+export function redactUrlPassword(value: unknown): unknown {
+  if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+  try {
+    const url = new URL(value);
+    if (url.password) url.password = 'redacted';
+    for (const key of [...url.searchParams.keys()]) {
+      if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, 'redacted');
+    }
+    return url.toString().replace(':redacted@', ':<redacted>@');
+  } catch {
+    return '<unparsable URL redacted>';
+  }
 }

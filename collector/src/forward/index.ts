@@ -3,7 +3,7 @@
  * delivered to one downstream endpoint unchanged. With no endpoint (fan-out mode) nothing is built and
  * nothing is forwarded.
  */
-import { ConfigError, type ForwardConfig } from '../config/index.ts';
+import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ForwardingStage } from './consumer.ts';
 import { deliveryEnricher } from './enrich.ts';
@@ -12,6 +12,7 @@ import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
 import { DurableQueue, type DeadLetter, type DeadLetterSummary } from './queue.ts';
+import type { ForwardConfig } from './settings.ts';
 
 export interface ForwardingOptions {
   logger: Logger;

@@ -11,7 +11,7 @@ import { silentLogger } from '../telemetry/logger.ts';
 import { checkEndpoint } from './index.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
-import { parseForwardHeaders } from './headers.ts';
+import { parseForwardHeaders } from './settings.ts';
 import { DurableQueue, QueueFullError } from './queue.ts';
 
 const dirs: string[] = [];

@@ -11,14 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookSink } from '../../test/support/alerting.ts';
-import { alertingSecrets, parseReceivers, redactReceivers } from '../alerting/config.ts';
+import { alertingSecrets, alertmanagerAlertsUrl, parseReceivers, redactReceivers } from './settings.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
 // Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
 import { freePort } from '../../test/support/postgres/server.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
-import { alertmanagerAlertsUrl } from './alertmanager-api.ts';
 import { sendWithRetry } from './transport.ts';
 import { requireTool, runs } from '../../test/required-tool.ts';
 

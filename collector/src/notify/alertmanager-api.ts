@@ -11,19 +11,10 @@ import type { Logger } from '../telemetry/logger.ts';
 import { dashboardLink, type BodyRenderer, type LinkContext, type Notification, type ReceiverConfig } from './model.ts';
 import { sendWithRetry } from './transport.ts';
 
-const API_PATH = '/api/v2/alerts';
 /** Prometheus' default `--rules.alert.resend-delay`. */
 export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
 /** Prometheus sets endsAt to 4 resend intervals ahead: three pushes may be lost before the alert resolves itself. */
 const LIFETIME_INTERVALS = 4;
-
-/** The `/api/v2/alerts` URL of an Alertmanager named by its base URL (a route prefix is kept). */
-export function alertmanagerAlertsUrl(base: string): string {
-  const u = new URL(base);
-  const path = u.pathname.replace(/\/+$/, '');
-  u.pathname = path.endsWith(API_PATH) ? path : path + API_PATH;
-  return u.toString();
-}
 
 /** One alert as `POST /api/v2/alerts` takes it (Alertmanager's postableAlert). */
 export interface PostableAlert {

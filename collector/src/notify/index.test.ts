@@ -7,7 +7,7 @@ import { alertmanagerBody } from './alertmanager.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { Notification, ReceiverConfig } from './model.ts';
 import { OtlpAlertEmitter, logsUrl } from './otlp.ts';
-import { signingSecretProblem } from './signing.ts';
+import { signingSecretProblem } from './settings.ts';
 import { slackText } from './slack.ts';
 import { sendWithRetry, type AttemptResult } from './transport.ts';
 

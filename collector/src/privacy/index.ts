@@ -8,28 +8,12 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import type { Store } from '../store/store.ts';
-
-/** Built-in attributes that identify people or their sessions and may be hashed or dropped. */
-export const PRIVATE_BUILTINS = ['session.id', 'user.id', 'user.email', 'user.account_uuid', 'organization.id', 'terminal.type'] as const;
+import { PRIVATE_BUILTINS } from './settings.ts';
 
 type PrivateField = 'sessionId' | 'userId' | 'userEmail' | 'userAccountUuid' | 'organizationId' | 'terminalType';
 
 /** Digests start with this, so a digest is never mistaken for (or hashed again as) a value. */
 export const DIGEST_PREFIX = 'hmac:';
-
-/** Checks privacy.hash and privacy.drop against what is stored; returns a message naming the problem, or undefined. */
-export function privacyProblem(hash: readonly string[], drop: readonly string[], dimensions: readonly string[]): string | undefined {
-  const storable = [...PRIVATE_BUILTINS, ...dimensions];
-  for (const [setting, keys] of [['privacy.hash', hash], ['privacy.drop', drop]] as const) {
-    for (const k of keys) {
-      // A typo here would silently store the attribute in clear: refuse it.
-      if (!storable.includes(k)) return `${setting}: ${JSON.stringify(k)} is not an attribute hookwatch stores; use one of ${storable.join(', ')}`;
-    }
-  }
-  const both = hash.find((k) => drop.includes(k));
-  if (both) return `${JSON.stringify(both)} is in both privacy.hash and privacy.drop; choose one`;
-  return undefined;
-}
 
 export class Privacy {
   private readonly hash: ReadonlySet<string>;

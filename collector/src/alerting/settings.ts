@@ -1,0 +1,161 @@
+/**
+ * The alerting settings (`alerting.*`): the rules, parsed strictly once (the row's validator calls the same
+ * parser), with messages that name the bad key; the evaluation and repeat intervals; and, at their place in
+ * the table, the rows of notify/settings.ts, whose receivers and delivery this stage drives. A leaf: config/
+ * composes these rows into the one table.
+ */
+import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
+import { DELIVERY_SETTINGS, RECEIVERS_SETTING, notifyConfig, type NotifyConfig } from '../notify/settings.ts';
+
+/** The rule kinds hookwatch evaluates. */
+export const RULE_KINDS = ['persisted', 'persisted_ratio', 'headroom', 'growth', 'blind', 'silence', 'never_completed', 'hook_limit'] as const;
+export type RuleKind = (typeof RULE_KINDS)[number];
+
+/** One rule, with every default filled in. */
+export interface RuleConfig {
+  /** The alertname label; unique. Defaults to the kind. */
+  name: string;
+  kind: RuleKind;
+  /** How long the condition must hold before pending becomes firing. */
+  forMs: number;
+  /** How long a firing alert stays firing after its condition clears. */
+  keepFiringForMs: number;
+  severity: string;
+  /** Range the rule looks at (growth: days of history). */
+  windowMs: number;
+  /** Dimension to split each hook's alert by (e.g. team, organization.id); null for none. */
+  groupBy: string | null;
+  /** persisted_ratio: share of executions (0..1); headroom: fraction of the cap (0..1). */
+  threshold: number;
+  /** persisted_ratio: fewest executions in the window before the ratio means anything. */
+  minExecutions: number;
+  /** growth: alert when the trend reaches the cap within this many days. */
+  horizonDays: number;
+  /** silence: quiet time before alerting; never_completed: grace for a complete still in flight. */
+  afterMs: number;
+  /** silence: one alert per hook, or one for the whole feed. */
+  scope: 'hook' | 'feed';
+}
+
+const DAY = 86_400_000;
+
+const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs' | 'keepFiringForMs' | 'groupBy' | 'scope'> & { scope?: 'hook' | 'feed' }> = {
+  persisted: { severity: 'critical', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
+  persisted_ratio: { severity: 'warning', windowMs: DAY, threshold: 0.05, minExecutions: 20, horizonDays: 0, afterMs: 0 },
+  headroom: { severity: 'warning', windowMs: DAY, threshold: 0.8, minExecutions: 1, horizonDays: 0, afterMs: 0 },
+  growth: { severity: 'warning', windowMs: 14 * DAY, threshold: 0, minExecutions: 1, horizonDays: 14, afterMs: 0 },
+  blind: { severity: 'warning', windowMs: DAY, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
+  silence: { severity: 'warning', windowMs: 7 * DAY, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 3_600_000, scope: 'hook' },
+  never_completed: { severity: 'warning', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 300_000 },
+  hook_limit: { severity: 'warning', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
+};
+
+/** Rules on with zero configuration. `silence` and `persisted_ratio` need a team's knowledge of its traffic. */
+export const DEFAULT_RULE_KINDS: readonly RuleKind[] = ['persisted', 'headroom', 'growth', 'blind', 'never_completed', 'hook_limit'];
+
+const RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'window', 'groupBy', 'threshold', 'minExecutions', 'horizonDays', 'after', 'scope'];
+const NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
+const MAX_RULES = 100;
+
+function num(v: unknown, key: string, min: number, max: number, integer = false): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v))) throw new SettingError(`${key}: expected ${integer ? 'a whole number' : 'a number'}`);
+  if (v < min || v > max) throw new SettingError(`${key}: must be between ${min} and ${max}`);
+  return v;
+}
+
+/** Parses `alerting.rules` (null or absent: the default rules). */
+export function parseRules(raw: unknown, knownDimensions?: readonly string[]): RuleConfig[] {
+  if (raw === null || raw === undefined) return DEFAULT_RULE_KINDS.map((kind) => parseRule({ kind }, 0, knownDimensions));
+  if (!Array.isArray(raw)) throw new SettingError('alerting.rules: expected a list of rules');
+  if (raw.length > MAX_RULES) throw new SettingError(`alerting.rules: at most ${MAX_RULES} rules`);
+  const rules = raw.map((r, i) => parseRule(r, i, knownDimensions));
+  const seen = new Set<string>();
+  rules.forEach((r, i) => {
+    if (seen.has(r.name)) throw new SettingError(`alerting.rules[${i}].name: ${JSON.stringify(r.name)} is used by an earlier rule; names must be unique`);
+    seen.add(r.name);
+  });
+  return rules;
+}
+
+function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[]): RuleConfig {
+  const at = `alerting.rules[${i}]`;
+  if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with at least "kind"`);
+  for (const k of Object.keys(raw)) {
+    if (!RULE_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${RULE_KEYS.join(', ')})`);
+  }
+  const kind = raw['kind'];
+  if (typeof kind !== 'string' || !(RULE_KINDS as readonly string[]).includes(kind)) {
+    throw new SettingError(`${at}.kind: expected one of ${RULE_KINDS.join(', ')}`);
+  }
+  const k = kind as RuleKind;
+  const d = KIND_DEFAULTS[k];
+  const name = raw['name'] ?? k;
+  if (typeof name !== 'string' || !NAME.test(name)) throw new SettingError(`${at}.name: expected letters, digits and _ (at most 64), starting with a letter or _`);
+  const severity = raw['severity'] ?? d.severity;
+  if (typeof severity !== 'string' || !/^[a-z]{1,20}$/.test(severity)) throw new SettingError(`${at}.severity: expected a lowercase word such as critical, warning or info`);
+  const groupBy = raw['groupBy'] ?? null;
+  if (groupBy !== null) {
+    if (typeof groupBy !== 'string' || groupBy.length === 0) throw new SettingError(`${at}.groupBy: expected a dimension name such as team`);
+    if (!['persisted', 'persisted_ratio', 'headroom', 'never_completed'].includes(k)) throw new SettingError(`${at}.groupBy: not supported for kind ${k}`);
+    if (knownDimensions && !knownDimensions.includes(groupBy)) throw new SettingError(`${at}.groupBy: unknown dimension ${JSON.stringify(groupBy)}; known: ${knownDimensions.join(', ')} (add it to dimensions)`);
+  }
+  const scope = raw['scope'] ?? d.scope ?? 'hook';
+  if (scope !== 'hook' && scope !== 'feed') throw new SettingError(`${at}.scope: expected hook or feed`);
+  if (raw['scope'] !== undefined && k !== 'silence') throw new SettingError(`${at}.scope: only for kind silence`);
+  const thresholdMax = 1;
+  return {
+    name,
+    kind: k,
+    forMs: raw['for'] === undefined ? 0 : duration(raw['for'], `${at}.for`, 0, 30 * DAY),
+    keepFiringForMs: raw['keepFiringFor'] === undefined ? 0 : duration(raw['keepFiringFor'], `${at}.keepFiringFor`, 0, 30 * DAY),
+    severity,
+    windowMs: raw['window'] === undefined ? d.windowMs : duration(raw['window'], `${at}.window`, 1000, 400 * DAY),
+    groupBy: groupBy as string | null,
+    threshold: raw['threshold'] === undefined ? d.threshold : num(raw['threshold'], `${at}.threshold`, 0, thresholdMax),
+    minExecutions: raw['minExecutions'] === undefined ? d.minExecutions : num(raw['minExecutions'], `${at}.minExecutions`, 1, 1e9, true),
+    horizonDays: raw['horizonDays'] === undefined ? d.horizonDays : num(raw['horizonDays'], `${at}.horizonDays`, 1, 365),
+    afterMs: raw['after'] === undefined ? d.afterMs : duration(raw['after'], `${at}.after`, 100, 30 * DAY),
+    scope,
+  };
+}
+
+export const ALERTING_SETTINGS: readonly Setting[] = [
+  {
+    key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)),
+    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed. Unset: persisted, headroom, growth, blind and never_completed with their defaults; [] turns alerting rules off.',
+  },
+  RECEIVERS_SETTING,
+  {
+    key: 'alerting.evaluationInterval', env: 'HOOKWATCH_ALERT_EVALUATION_INTERVAL', type: 'duration', default: 10_000, min: 50, max: 600_000,
+    description: 'How often every alert rule is evaluated for time-based transitions (for, keepFiringFor, repeats, silence, growth). Persisted outputs are evaluated on ingest, not on this timer.',
+  },
+  {
+    key: 'alerting.repeatInterval', env: 'HOOKWATCH_ALERT_REPEAT_INTERVAL', type: 'duration', default: 4 * 3_600_000, min: 1000, max: 30 * DAY,
+    description: 'A still-firing alert is notified again after this long (Alertmanager repeat_interval).',
+  },
+  ...DELIVERY_SETTINGS,
+];
+
+/** Typed `alerting.*` settings: rules and receivers parsed, durations in ms. */
+export interface AlertingConfig extends NotifyConfig {
+  rules: RuleConfig[];
+  evaluationIntervalMs: number;
+  repeatIntervalMs: number;
+}
+
+/** `dimensions`: every dimension name a rule's groupBy may use, so rules are checked against them here, once. */
+export function alertingConfig(r: SettingValues, dimensions: readonly string[]): { alerting: AlertingConfig } {
+  try {
+    return {
+      alerting: {
+        rules: parseRules(r.raw('alerting.rules'), dimensions),
+        evaluationIntervalMs: r.number('alerting.evaluationInterval'),
+        repeatIntervalMs: r.number('alerting.repeatInterval'),
+        ...notifyConfig(r),
+      },
+    };
+  } catch (err) {
+    if (err instanceof SettingError) throw new ConfigError(`configuration: ${err.message}`);
+    throw err;
+  }
+}

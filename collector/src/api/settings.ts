@@ -1,0 +1,73 @@
+/**
+ * The HTTP port's settings (`http.*`): where the API and dashboard listen and how callers authenticate,
+ * checked together so a mode never starts without its credentials. A leaf: config/ composes these rows.
+ */
+import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+
+export const API_SETTINGS: readonly Setting[] = [
+  {
+    key: 'http.addr', env: 'HOOKWATCH_HTTP_ADDR', type: 'addr', default: '127.0.0.1:9318',
+    description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
+  },
+  {
+    key: 'http.auth.mode', env: 'HOOKWATCH_HTTP_AUTH_MODE', type: 'enum', default: 'none', values: ['none', 'basic', 'bearer', 'proxy-header'],
+    description: 'Authentication on the HTTP port: everything but GET /healthz (dashboard, API, /metrics, /readyz) then needs credentials (401 otherwise). `basic` prompts browsers; `bearer` is for scripts and Prometheus; `proxy-header` trusts a header set by an authenticating reverse proxy.',
+  },
+  {
+    key: 'http.auth.username', env: 'HOOKWATCH_HTTP_AUTH_USERNAME', type: 'string', default: '',
+    description: 'User name for `http.auth.mode: basic`.',
+  },
+  {
+    key: 'http.auth.password', env: 'HOOKWATCH_HTTP_AUTH_PASSWORD', type: 'string', default: '', secret: true,
+    description: 'Password for `http.auth.mode: basic`.',
+  },
+  {
+    key: 'http.auth.token', env: 'HOOKWATCH_HTTP_AUTH_TOKEN', type: 'string', default: '', secret: true,
+    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`.',
+  },
+  {
+    key: 'http.auth.proxyHeader', env: 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', type: 'string', default: '',
+    description: 'Header for `http.auth.mode: proxy-header`, e.g. `x-forwarded-user`: requests without it (or with it empty) get 401. Only safe when the proxy is the sole way in and strips the header from client requests.',
+  },
+];
+
+/** Typed `http.auth.*` settings: what the HTTP port asks for (mode none: nothing). */
+export interface HttpAuthConfig {
+  mode: 'none' | 'basic' | 'bearer' | 'proxy-header';
+  username: string;
+  password: string;
+  token: string;
+  /** Lower-case header name (Node lower-cases incoming names). */
+  proxyHeader: string;
+}
+
+export interface ApiSettings {
+  http: { addr: string; auth: HttpAuthConfig };
+}
+
+export function apiConfig(r: SettingValues): ApiSettings {
+  return {
+    http: {
+      addr: r.string('http.addr'),
+      auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
+    },
+  };
+}
+
+/** A mode without its credentials would lock everyone out (or, worse, accept an empty secret): refuse at start. */
+function httpAuth(mode: HttpAuthConfig['mode'], username: string, password: string, token: string, proxyHeader: string): HttpAuthConfig {
+  const need = (value: string, key: string): void => {
+    if (value === '') throw new ConfigError(`${key} is required when http.auth.mode is ${mode}`);
+  };
+  if (mode === 'basic') {
+    need(username, 'http.auth.username');
+    need(password, 'http.auth.password');
+    if (username.includes(':')) throw new ConfigError('invalid http.auth.username: it must not contain ":" (basic auth splits on the first one)');
+  }
+  if (mode === 'bearer') need(token, 'http.auth.token');
+  if (mode === 'proxy-header') {
+    need(proxyHeader, 'http.auth.proxyHeader');
+    if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(proxyHeader)) throw new ConfigError(`invalid http.auth.proxyHeader "${proxyHeader}": expected an HTTP header name`);
+  }
+  return { mode, username, password, token, proxyHeader };
+}

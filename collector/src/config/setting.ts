@@ -1,0 +1,83 @@
+/**
+ * What a setting row is, and what a stage's settings module may use to read and check its rows. A leaf: every
+ * stage's `settings.ts` imports this (and `values.ts`) and nothing else of config/, so the stages own their
+ * settings without config/ knowing them and without an import cycle.
+ */
+import { parseDuration } from './values.ts';
+
+export type ValueType = 'string' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
+
+export interface Setting {
+  /** Dotted path in the config file, e.g. `otlp.http.addr`. */
+  key: string;
+  /** Environment variable; undefined for file-only settings (rules, receivers). */
+  env?: string;
+  type: ValueType;
+  default: unknown;
+  description: string;
+  /** Redacted in `hookwatch config`, logs, errors and API responses. */
+  secret?: boolean;
+  /** Partial redaction for values that hold a secret inside (a password in a URL). */
+  redactValue?: (value: unknown) => unknown;
+  /** Allowed values for `enum`. */
+  values?: readonly string[];
+  /** Inclusive bounds for numbers (int, bytes, duration in ms). */
+  min?: number;
+  max?: number;
+  /** Validator for `object` settings; returns a message naming what is wrong, or undefined. */
+  validate?: (value: unknown) => string | undefined;
+}
+
+/** A configuration that hookwatch refuses to start with; the message names the setting. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** A problem inside a structured setting (a rule, a receiver), thrown by the stage's parser; the message names the key. */
+export class SettingError extends Error {
+  override name = 'SettingError';
+}
+
+/** Wraps a parser that throws SettingError as a row's `validate` function (message or undefined). */
+export function validator(parse: (raw: unknown) => unknown): (raw: unknown) => string | undefined {
+  return (raw) => {
+    try {
+      parse(raw);
+      return undefined;
+    } catch (err) {
+      if (err instanceof SettingError) return err.message;
+      throw err;
+    }
+  };
+}
+
+/**
+ * The loaded values as a stage reads them: by key, checked against the type the stage expects (a key missing
+ * from the table, or a row whose type no longer matches, fails at start with the key's name).
+ */
+export interface SettingValues {
+  /** The value as loaded, for the object settings that a stage parses itself. */
+  raw(key: string): unknown;
+  string(key: string): string;
+  /** Numbers, durations (ms) and byte sizes. */
+  number(key: string): number;
+  boolean(key: string): boolean;
+  list(key: string): string[];
+  /** One of `allowed`, which must match the row's enum values. */
+  oneOf<T extends string>(key: string, allowed: readonly T[]): T;
+  /** True when nothing (file, environment, flag) set the key: a default may then follow another setting. */
+  isDefault(key: string): boolean;
+}
+
+/** A YAML/JSON mapping (not null, not a list). */
+export function isMapping(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** A duration inside a structured setting (`alerting.rules[0].for`), in ms, or a SettingError naming `key`. */
+export function durationWithin(v: unknown, key: string, min: number, max: number): number {
+  const ms = parseDuration(v);
+  if (ms === undefined) throw new SettingError(`${key}: expected a duration such as 30s, 5m, 1h or 14d`);
+  if (ms < min || ms > max) throw new SettingError(`${key}: must be between ${min} ms and ${max} ms`);
+  return ms;
+}

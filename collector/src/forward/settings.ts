@@ -1,0 +1,132 @@
+/**
+ * Forwarding's settings (`forward.*`): the downstream endpoint and how to reach it, the durable queue, the retry
+ * schedule and the dead letters. A leaf: config/ composes these rows into the one table.
+ *
+ * Downstream headers (`forward.headers`): a mapping in the config file, or `k=v,k2=v2` in the environment like
+ * OTEL_EXPORTER_OTLP_HEADERS (values URL-decoded). They usually carry an API key, so messages about them
+ * name the header, never its value.
+ */
+import type { Setting, SettingValues } from '../config/setting.ts';
+import { redactUrlPassword } from '../config/values.ts';
+
+const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Parses the setting into a header map, or returns a message naming what is wrong. */
+export function parseForwardHeaders(raw: unknown): Record<string, string> | string {
+  const out: Record<string, string> = {};
+  if (raw === '' || raw === null || raw === undefined) return out;
+  if (typeof raw === 'string') {
+    for (const part of raw.split(',')) {
+      if (!part.trim()) continue;
+      const eq = part.indexOf('=');
+      if (eq <= 0) return `expected name=value pairs separated by commas (entry ${JSON.stringify(part.slice(0, Math.max(eq, 0)) || 'without a name')} has no "=")`;
+      const name = part.slice(0, eq).trim();
+      let value: string;
+      try {
+        value = decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        return `the value of header ${JSON.stringify(name)} is not valid percent-encoding`;
+      }
+      if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
+      out[name.toLowerCase()] = value;
+    }
+    return out;
+  }
+  if (typeof raw !== 'object' || Array.isArray(raw)) return 'expected a mapping of header names to values, or name=value,name2=value2';
+  for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
+    if (typeof value !== 'string' && typeof value !== 'number') return `the value of header ${JSON.stringify(name)} must be a string`;
+    if (/[\r\n]/.test(String(value))) return `the value of header ${JSON.stringify(name)} contains a line break`;
+    out[name.toLowerCase()] = String(value);
+  }
+  return out;
+}
+
+const MiB = 1024 * 1024;
+const DAY = 86_400_000;
+
+export const FORWARD_SETTINGS: readonly Setting[] = [
+  {
+    key: 'forward.endpoint', env: 'HOOKWATCH_FORWARD_ENDPOINT', type: 'string', default: '',
+    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc. Empty: fan-out mode, nothing is forwarded.',
+    redactValue: redactUrlPassword,
+  },
+  {
+    key: 'forward.protocol', env: 'HOOKWATCH_FORWARD_PROTOCOL', type: 'enum', default: 'http/protobuf', values: ['http/protobuf', 'http/json', 'grpc'],
+    description: 'How to reach forward.endpoint. Over HTTP each request keeps the encoding it arrived in (never transcoded); grpc carries protobuf only, so OTLP/JSON requests are then refused with 415.',
+  },
+  {
+    key: 'forward.headers', env: 'HOOKWATCH_FORWARD_HEADERS', type: 'object', default: {}, secret: true,
+    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS.',
+    validate: (v) => {
+      const r = parseForwardHeaders(v);
+      return typeof r === 'string' ? r : undefined;
+    },
+  },
+  {
+    key: 'forward.compression', env: 'HOOKWATCH_FORWARD_COMPRESSION', type: 'enum', default: 'gzip', values: ['gzip', 'none'],
+    description: 'Compression of forwarded requests.',
+  },
+  {
+    key: 'forward.timeout', env: 'HOOKWATCH_FORWARD_TIMEOUT', type: 'duration', default: 10_000, min: 100, max: 600_000,
+    description: 'Time one forwarding attempt may take before it counts as failed and is retried.',
+  },
+  {
+    key: 'forward.queue.path', env: 'HOOKWATCH_FORWARD_QUEUE_PATH', type: 'string', default: './data/forward-queue.db',
+    description: 'SQLite file of the durable forwarding queue. Requests are committed here before the client gets its 200 and survive restarts and crashes.',
+  },
+  {
+    key: 'forward.queue.maxBytes', env: 'HOOKWATCH_FORWARD_QUEUE_MAX_BYTES', type: 'bytes', default: 1024 * MiB, min: 1024,
+    description: 'Bound on the request bytes waiting for the destination. When full, clients get 503 / UNAVAILABLE with Retry-After instead of data being dropped.',
+  },
+  {
+    key: 'forward.retry.initialInterval', env: 'HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL', type: 'duration', default: 5_000, min: 1, max: 3_600_000,
+    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (the wait is random below it: full jitter) up to forward.retry.maxInterval. Retry-After is honoured. An unreachable or overloaded destination is retried without a deadline; see forward.retry.maxElapsedTime.',
+  },
+  {
+    key: 'forward.retry.maxInterval', env: 'HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
+    description: 'Longest wait between forwarding attempts.',
+  },
+  {
+    key: 'forward.enrich', env: 'HOOKWATCH_FORWARD_ENRICH', type: 'bool', default: false,
+    description: 'Add `hookwatch.delivery` (over|near|ok|unknown) to forwarded hook_execution_complete records. Off: records pass unchanged.',
+  },
+  {
+    key: 'forward.retry.maxElapsedTime', env: 'HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME', type: 'duration', default: DAY, min: 0, max: 30 * DAY,
+    description: 'How long a request refused with 401, 403, 404 or a 5xx other than 502/503/504 (gRPC UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED, INTERNAL, UNKNOWN) keeps being retried before it becomes a dead letter: long enough for an expired key to be rotated the next working day. 0: never give up. Unreachable, 408, 429, 502, 503, 504 are retried without a deadline; 400, 413, 415 and other 4xx are dead letters at once.',
+  },
+  {
+    key: 'forward.deadLetters.maxBytes', env: 'HOOKWATCH_FORWARD_DEAD_LETTERS_MAX_BYTES', type: 'bytes', default: 256 * MiB, min: 1024,
+    description: 'Bound on the bodies of dead letters (kept in the queue file apart from forward.queue.maxBytes, for POST /api/v1/forwarding/dead-letters/replay). Over it the oldest are removed and counted. Like queued requests, dead letters older than retention.events are removed.',
+  },
+];
+
+/** Typed `forward.*` settings; endpoint '' is fan-out mode (nothing forwarded). */
+export interface ForwardConfig {
+  endpoint: string;
+  protocol: 'http/protobuf' | 'http/json' | 'grpc';
+  headers: Record<string, string>;
+  compression: 'gzip' | 'none';
+  timeoutMs: number;
+  queue: { path: string; maxBytes: number };
+  retry: { initialMs: number; maxMs: number; maxElapsedMs: number };
+  deadLetters: { maxBytes: number };
+  enrich: boolean;
+}
+
+export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
+  return {
+    forward: {
+      endpoint: r.string('forward.endpoint').trim(),
+      protocol: r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']),
+      // Validated by the row when loaded, so this is a header map.
+      headers: parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>,
+      compression: r.oneOf('forward.compression', ['gzip', 'none']),
+      timeoutMs: r.number('forward.timeout'),
+      queue: { path: r.string('forward.queue.path'), maxBytes: r.number('forward.queue.maxBytes') },
+      retry: { initialMs: r.number('forward.retry.initialInterval'), maxMs: r.number('forward.retry.maxInterval'), maxElapsedMs: r.number('forward.retry.maxElapsedTime') },
+      deadLetters: { maxBytes: r.number('forward.deadLetters.maxBytes') },
+      enrich: r.boolean('forward.enrich'),
+    },
+  };
+}

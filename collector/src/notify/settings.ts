@@ -1,0 +1,273 @@
+/**
+ * Notification delivery's settings: the receivers (`alerting.receivers`, parsed strictly once, with messages
+ * that name the bad key and never echo a secret), the link base, alert events as OTLP logs, and the delivery
+ * retry schedule and queue. Their keys sit under `alerting.*`, the stage that drives delivery, so
+ * alerting/settings.ts places these rows in the table. A leaf: it imports only config/setting.ts,
+ * config/values.ts and the receiver types of model.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
+import { redactUrlPassword } from '../config/values.ts';
+import type { ReceiverConfig, ReceiverTls } from './model.ts';
+
+const DAY = 86_400_000;
+const MAX_RECEIVERS = 20;
+
+/** Typed notification settings, part of the alerting configuration. */
+export interface NotifyConfig {
+  receivers: ReceiverConfig[];
+  externalUrl: string;
+  otlp: { endpoint: string; headers: Record<string, string> };
+  delivery: { deadlineMs: number; initialBackoffMs: number; maxBackoffMs: number; maxQueue: number };
+}
+
+export const RECEIVERS_SETTING: Setting = {
+  key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers),
+  description: 'Where alerts go (file only): a list of {name, type: webhook|slack, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), timeout, sendResolved}. `webhook` sends the Alertmanager v4 JSON body. URLs, header values and signing secrets are secret.',
+};
+
+/** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
+export const DELIVERY_SETTINGS: readonly Setting[] = [
+  {
+    key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '',
+    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it.',
+  },
+  {
+    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword,
+    description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended unless present).',
+  },
+  {
+    key: 'alerting.otlp.headers', type: 'object', default: {}, secret: true, redactValue: redactHeaders, validate: validator((v) => parseHeaders(v, 'alerting.otlp.headers')),
+    description: 'Headers for the alert OTLP export (file only), e.g. an Authorization header; values are secret.',
+  },
+  {
+    key: 'alerting.delivery.deadline', env: 'HOOKWATCH_ALERT_DELIVERY_DEADLINE', type: 'duration', default: 600_000, min: 1000, max: DAY,
+    description: 'How long a notification is retried (exponential backoff with full jitter, Retry-After honoured) before it is recorded as failed.',
+  },
+  {
+    key: 'alerting.delivery.initialBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF', type: 'duration', default: 500, min: 1, max: 600_000,
+    description: 'Backoff ceiling of the first retry; it doubles per attempt up to alerting.delivery.maxBackoff (the wait is random below it).',
+  },
+  {
+    key: 'alerting.delivery.maxBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
+    description: 'Largest backoff ceiling between delivery attempts.',
+  },
+  {
+    key: 'alerting.delivery.maxQueue', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_QUEUE', type: 'int', default: 1000, min: 1, max: 1_000_000,
+    description: 'Notifications waiting per receiver; more are recorded as failed (and logged) instead of growing memory.',
+  },
+];
+
+/** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
+export function notifyConfig(r: SettingValues): NotifyConfig {
+  return {
+    receivers: parseReceivers(r.raw('alerting.receivers')),
+    externalUrl: r.string('alerting.externalUrl').trim(),
+    otlp: { endpoint: r.string('alerting.otlp.endpoint').trim(), headers: parseHeaders(r.raw('alerting.otlp.headers'), 'alerting.otlp.headers') },
+    delivery: {
+      deadlineMs: r.number('alerting.delivery.deadline'),
+      initialBackoffMs: r.number('alerting.delivery.initialBackoff'),
+      maxBackoffMs: r.number('alerting.delivery.maxBackoff'),
+      maxQueue: r.number('alerting.delivery.maxQueue'),
+    },
+  };
+}
+
+const RECEIVER_KEYS = ['name', 'type', 'url', 'headers', 'signingSecret', 'timeout', 'sendResolved', 'basicAuth', 'bearerToken', 'tls', 'resendInterval'];
+const RECEIVER_TYPES = ['webhook', 'slack', 'alertmanager'];
+const TLS_KEYS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify'];
+/** Headers hookwatch sets itself; a receiver may not override them. */
+const RESERVED_HEADERS = ['content-type', 'content-length', 'host', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
+
+/** Parses `alerting.receivers` (absent: none; alerts still show in the API and dashboard). */
+export function parseReceivers(raw: unknown): ReceiverConfig[] {
+  if (raw === null || raw === undefined) return [];
+  if (!Array.isArray(raw)) throw new SettingError('alerting.receivers: expected a list of receivers');
+  if (raw.length > MAX_RECEIVERS) throw new SettingError(`alerting.receivers: at most ${MAX_RECEIVERS} receivers`);
+  const seen = new Set<string>();
+  return raw.map((r, i) => {
+    const at = `alerting.receivers[${i}]`;
+    if (!isMap(r)) throw new SettingError(`${at}: expected a mapping with name, type and url`);
+    for (const k of Object.keys(r)) {
+      if (!RECEIVER_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${RECEIVER_KEYS.join(', ')})`);
+    }
+    const name = r['name'];
+    if (typeof name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(name)) throw new SettingError(`${at}.name: expected letters, digits, _ or - (at most 64)`);
+    if (seen.has(name)) throw new SettingError(`${at}.name: ${JSON.stringify(name)} is used by an earlier receiver`);
+    seen.add(name);
+    const type = r['type'] ?? 'webhook';
+    if (typeof type !== 'string' || !RECEIVER_TYPES.includes(type)) throw new SettingError(`${at}.type: expected ${RECEIVER_TYPES.join(', ')}`);
+    const url = r['url'];
+    let parsed: URL | undefined;
+    try {
+      parsed = typeof url === 'string' ? new URL(url) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    // The URL is secret (it often holds a token): the message says what is wrong without echoing it.
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new SettingError(`${at}.url: expected an http:// or https:// URL`);
+    const headers = r['headers'] ?? {};
+    if (!isMap(headers)) throw new SettingError(`${at}.headers: expected a mapping of header names to values`);
+    for (const [h, v] of Object.entries(headers)) {
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${at}.headers: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
+      if (RESERVED_HEADERS.includes(h.toLowerCase())) throw new SettingError(`${at}.headers.${h}: set by hookwatch itself`);
+      if (typeof v !== 'string' || /[\r\n]/.test(v)) throw new SettingError(`${at}.headers.${h}: expected a single-line string`);
+    }
+    const signingSecret = r['signingSecret'] ?? '';
+    if (typeof signingSecret !== 'string') throw new SettingError(`${at}.signingSecret: expected a string such as whsec_<base64>`);
+    if (signingSecret !== '') {
+      const problem = signingSecretProblem(signingSecret);
+      if (problem) throw new SettingError(`${at}.signingSecret: ${problem}`);
+    }
+    const sendResolved = r['sendResolved'] ?? true;
+    if (typeof sendResolved !== 'boolean') throw new SettingError(`${at}.sendResolved: expected true or false`);
+    const authorization = authorizationHeader(r, at, headers);
+    if (r['resendInterval'] !== undefined && type !== 'alertmanager') throw new SettingError(`${at}.resendInterval: only for type alertmanager`);
+    return {
+      name,
+      type: type as ReceiverConfig['type'],
+      // An Alertmanager is named by its base URL (as in Prometheus' alertmanager_config); alerts go to its v2 API.
+      url: type === 'alertmanager' ? alertmanagerAlertsUrl(url as string) : (url as string),
+      headers: { ...(headers as Record<string, string>), ...authorization },
+      signingSecret,
+      timeoutMs: r['timeout'] === undefined ? 10_000 : duration(r['timeout'], `${at}.timeout`, 100, 300_000),
+      sendResolved,
+      resendIntervalMs: r['resendInterval'] === undefined ? 60_000 : duration(r['resendInterval'], `${at}.resendInterval`, 1000, 3_600_000),
+      tls: parseTls(r['tls'], `${at}.tls`),
+    };
+  });
+}
+
+/** `basicAuth` or `bearerToken` as an Authorization header (never both, nor beside a configured one). */
+function authorizationHeader(r: Record<string, unknown>, at: string, headers: Record<string, unknown>): Record<string, string> {
+  const basic = r['basicAuth'];
+  const bearer = r['bearerToken'];
+  if (basic === undefined && bearer === undefined) return {};
+  if (basic !== undefined && bearer !== undefined) throw new SettingError(`${at}: set basicAuth or bearerToken, not both`);
+  if (Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) throw new SettingError(`${at}.headers.Authorization: set by ${basic !== undefined ? 'basicAuth' : 'bearerToken'}; remove one of them`);
+  if (bearer !== undefined) {
+    if (typeof bearer !== 'string' || bearer === '' || /[\r\n]/.test(bearer)) throw new SettingError(`${at}.bearerToken: expected a single-line string`);
+    return { Authorization: `Bearer ${bearer}` };
+  }
+  if (!isMap(basic)) throw new SettingError(`${at}.basicAuth: expected a mapping with username and password`);
+  for (const k of Object.keys(basic)) if (k !== 'username' && k !== 'password') throw new SettingError(`${at}.basicAuth: unknown key ${JSON.stringify(k)} (known: username, password)`);
+  const { username, password } = basic;
+  if (typeof username !== 'string' || username === '' || username.includes(':')) throw new SettingError(`${at}.basicAuth.username: expected a string without ":"`);
+  if (typeof password !== 'string') throw new SettingError(`${at}.basicAuth.password: expected a string`);
+  return { Authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` };
+}
+
+function readPem(file: unknown, key: string): string {
+  if (typeof file !== 'string' || file === '') throw new SettingError(`${key}: expected a file path`);
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new SettingError(`${key}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+/** `tls` of a receiver: the files are read now, so a missing one stops hookwatch at start rather than at the first alert. */
+function parseTls(raw: unknown, at: string): ReceiverTls | null {
+  if (raw === undefined || raw === null) return null;
+  if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName or insecureSkipVerify`);
+  for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${TLS_KEYS.join(', ')})`);
+  if ((raw['certFile'] === undefined) !== (raw['keyFile'] === undefined)) throw new SettingError(`${at}: certFile and keyFile go together`);
+  const insecureSkipVerify = raw['insecureSkipVerify'] ?? false;
+  if (typeof insecureSkipVerify !== 'boolean') throw new SettingError(`${at}.insecureSkipVerify: expected true or false`);
+  const serverName = raw['serverName'];
+  if (serverName !== undefined && (typeof serverName !== 'string' || serverName === '')) throw new SettingError(`${at}.serverName: expected a host name`);
+  return {
+    ...(raw['caFile'] !== undefined ? { ca: readPem(raw['caFile'], `${at}.caFile`) } : {}),
+    ...(raw['certFile'] !== undefined ? { cert: readPem(raw['certFile'], `${at}.certFile`), key: readPem(raw['keyFile'], `${at}.keyFile`) } : {}),
+    ...(serverName !== undefined ? { serverName } : {}),
+    insecureSkipVerify,
+  };
+}
+
+/** Parses `alerting.otlp.headers`. */
+export function parseHeaders(raw: unknown, key: string): Record<string, string> {
+  if (raw === null || raw === undefined) return {};
+  if (!isMap(raw)) throw new SettingError(`${key}: expected a mapping of header names to values`);
+  for (const [h, v] of Object.entries(raw)) {
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${key}: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
+    if (typeof v !== 'string' || /[\r\n]/.test(v)) throw new SettingError(`${key}.${h}: expected a single-line string`);
+  }
+  return raw as Record<string, string>;
+}
+
+/** Receivers with their secret parts replaced, for `hookwatch config` and anything else that prints config. */
+export function redactReceivers(raw: unknown): unknown {
+  if (!Array.isArray(raw)) return raw;
+  return raw.map((r) => {
+    if (!isMap(r)) return r;
+    const out: Record<string, unknown> = { ...r };
+    if (typeof out['url'] === 'string') {
+      try {
+        out['url'] = `${new URL(out['url']).origin}/<redacted>`;
+      } catch {
+        out['url'] = '<redacted>';
+      }
+    }
+    if (out['signingSecret']) out['signingSecret'] = '<redacted>';
+    if (out['bearerToken']) out['bearerToken'] = '<redacted>';
+    if (isMap(out['basicAuth'])) out['basicAuth'] = { ...out['basicAuth'], password: '<redacted>' };
+    if (isMap(out['headers'])) out['headers'] = Object.fromEntries(Object.keys(out['headers']).map((h) => [h, '<redacted>']));
+    return out;
+  });
+}
+
+/** Header values with the values replaced. */
+export function redactHeaders(raw: unknown): unknown {
+  return isMap(raw) ? Object.fromEntries(Object.keys(raw).map((h) => [h, '<redacted>'])) : raw;
+}
+
+/** Every secret string in the alerting config, for the logger's scrubber. */
+export function alertingSecrets(receivers: readonly ReceiverConfig[], otlpHeaders: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const r of receivers) {
+    out.push(r.url, r.signingSecret, ...Object.values(r.headers));
+    // The credential inside an Authorization header (basicAuth, bearerToken) must not leak on its own either.
+    for (const [h, v] of Object.entries(r.headers)) {
+      if (h.toLowerCase() !== 'authorization') continue;
+      const credential = v.replace(/^(Basic|Bearer)\s+/i, '');
+      out.push(credential);
+      if (/^Basic\s/i.test(v)) {
+        const pair = Buffer.from(credential, 'base64').toString('utf8');
+        out.push(pair.slice(pair.indexOf(':') + 1));
+      }
+    }
+    try {
+      const u = new URL(r.url);
+      // A token in the path (Slack: /services/T../B../secret) must not leak even without the host.
+      // An Alertmanager's path is its public API path, not a secret: scrubbing it would only garble log lines.
+      const apiPathOnly = r.type === 'alertmanager' && u.pathname === '/api/v2/alerts' && u.search === '';
+      if (u.pathname.length >= 12 && !apiPathOnly) out.push(u.pathname + u.search);
+    } catch {
+      // Validated at load; nothing more to add.
+    }
+  }
+  out.push(...Object.values(otlpHeaders));
+  return out.filter((s) => s.length >= 4);
+}
+
+/** Standard Webhooks signing secrets start with this; the base64 key follows. */
+export const SIGNING_SECRET_PREFIX = 'whsec_';
+
+/** Why a signing secret is unusable, or undefined when it is a valid `whsec_<base64>` key. The secret is never echoed. */
+export function signingSecretProblem(secret: string): string | undefined {
+  if (!secret.startsWith(SIGNING_SECRET_PREFIX)) return 'must start with whsec_ followed by a base64 key';
+  const b64 = secret.slice(SIGNING_SECRET_PREFIX.length);
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0) return 'the part after whsec_ must be base64';
+  if (Buffer.from(b64, 'base64').length < 16) return 'the key must be at least 16 bytes';
+  return undefined;
+}
+
+const ALERTMANAGER_API_PATH = '/api/v2/alerts';
+
+/** The `/api/v2/alerts` URL of an Alertmanager named by its base URL (a route prefix is kept). */
+export function alertmanagerAlertsUrl(base: string): string {
+  const u = new URL(base);
+  const path = u.pathname.replace(/\/+$/, '');
+  u.pathname = path.endsWith(ALERTMANAGER_API_PATH) ? path : path + ALERTMANAGER_API_PATH;
+  return u.toString();
+}

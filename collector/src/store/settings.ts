@@ -1,0 +1,65 @@
+/**
+ * The store's settings: which database (`db`), SQLite durability, PostgreSQL pool and leader lease, retention
+ * and the per-hook limit. A leaf: config/ composes these rows into the one table.
+ */
+import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { redactUrlPassword } from '../config/values.ts';
+
+const DAY = 86_400_000;
+
+export const STORE_SETTINGS: readonly Setting[] = [
+  {
+    key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
+    description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere).',
+    redactValue: redactUrlPassword,
+  },
+  {
+    key: 'sqlite.synchronous', env: 'HOOKWATCH_SQLITE_SYNCHRONOUS', type: 'enum', default: 'full', values: ['full', 'normal'],
+    description: 'SQLite durability: `full` syncs every committed batch to disk before the 200 (survives power loss); `normal` survives process crashes only.',
+  },
+  {
+    key: 'postgres.poolSize', env: 'HOOKWATCH_POSTGRES_POOL_SIZE', type: 'int', default: 10, min: 1, max: 1000,
+    description: 'PostgreSQL connections per replica (db is a postgres:// URL). Replicas x pool size must stay below the server\'s max_connections.',
+  },
+  {
+    key: 'postgres.leaseTtl', env: 'HOOKWATCH_POSTGRES_LEASE_TTL', type: 'duration', default: 15_000, min: 1000, max: 600_000,
+    description: 'Replicas on one PostgreSQL elect one leader (alert evaluation, notifications, retention) with a lease renewed every third of this; when the leader dies another takes over within ttl + ttl/3.',
+  },
+  {
+    key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,
+    description: 'How long raw hook events (and per-minute rollups) are kept.',
+  },
+  {
+    key: 'retention.rollups', env: 'HOOKWATCH_RETENTION_ROLLUPS', type: 'duration', default: 400 * DAY, min: DAY,
+    description: 'How long hourly and daily rollups are kept.',
+  },
+  {
+    key: 'store.maxHooks', env: 'HOOKWATCH_MAX_HOOKS', type: 'int', default: 10_000, min: 1, max: 1_000_000,
+    description: 'Most distinct hooks (hook event + hook name) the store keeps. Past it, events of new hook names are counted under one `<hook_event>:(overflow)` hook per hook event (counts kept, never dropped), the client is told in the OTLP partial-success message, hookwatch_hook_events_folded_total counts them and the `hook_limit` alert fires. Hooks with nothing left in retention are removed.',
+  },
+];
+
+export interface StoreSettings {
+  db: string;
+  sqlite: { synchronous: 'full' | 'normal' };
+  /** Used when db is a postgres:// URL. */
+  postgres: { poolSize: number; leaseTtlMs: number };
+  retention: { eventsMs: number; rollupsMs: number };
+  store: { maxHooks: number };
+}
+
+export function storeConfig(r: SettingValues): StoreSettings {
+  return {
+    db: nonEmptyDb(r.string('db')),
+    sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']) },
+    postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
+    retention: { eventsMs: r.number('retention.events'), rollupsMs: r.number('retention.rollups') },
+    store: { maxHooks: r.number('store.maxHooks') },
+  };
+}
+
+/** An empty db would open SQLite's private temporary database, deleted on close: acknowledged events lost on restart. */
+function nonEmptyDb(db: string): string {
+  if (db.trim() === '') throw new ConfigError('invalid value "" for db: expected a SQLite file path or a postgres:// URL');
+  return db;
+}
