@@ -4,8 +4,13 @@
  * hook name of its own (10,000 and 100,000 distinct names), then single-record requests one at a time. Reported:
  * the child's peak RSS (VmHWM) and the single-record ingest p99, each beside the same load under 10 hook names
  * measured in the same run. `--quick` runs 2,000 and 5,000 names.
+ *
+ * Then the cost of one GET /metrics scrape with 1,000 hooks known (each with its own series,
+ * metrics.maxHookSeries 1,000): server CPU and wall time per scrape and the size of the exposition, beside the
+ * same scrape with 10 hooks known (`--scrape-only` runs just this part).
  */
-import { agentFor, post, startServer } from './lib/harness.ts';
+import { get as httpGet, type Agent } from 'node:http';
+import { agentFor, post, serverCpuMicros, startServer } from './lib/harness.ts';
 import { hookNamesBody, peakRssBytes } from './lib/hook-names.ts';
 import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 
@@ -54,6 +59,61 @@ async function measure(events: number, distinct: number, singles: number): Promi
   }
 }
 
+interface ScrapeFigure {
+  cpuMicros: number;
+  p50Ms: number;
+  bytes: number;
+}
+
+function scrape(agent: Agent, url: string): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent }, (res) => {
+      let bytes = 0;
+      res.on('data', (c: Buffer) => (bytes += c.length));
+      res.on('end', () => (res.statusCode === 200 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`/metrics answered ${res.statusCode}`))));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** Server CPU per GET /metrics, one scrape at a time, after `hooks` distinct hooks were ingested. */
+async function measureScrape(hooks: number, scrapes: number): Promise<ScrapeFigure> {
+  const server = await startServer({ HOOKWATCH_METRICS_MAX_HOOK_SERIES: '1000' });
+  try {
+    const agent = agentFor(1);
+    const res = await post(agent, `${server.otlpHttpUrl}/v1/logs`, hookNamesBody(0, 1000, hooks, Date.now(), 10), { 'content-type': 'application/json' });
+    if (res.status !== 200) throw new Error(`batch answered ${res.status}`);
+    const url = `${server.httpUrl}/metrics`;
+    for (let i = 0; i < 20; i++) await scrape(agent, url); // warm-up (JIT)
+    const before = await server.stats();
+    const ms: number[] = [];
+    let bytes = 0;
+    for (let i = 0; i < scrapes; i++) {
+      const r = await scrape(agent, url);
+      ms.push(r.ms);
+      bytes = r.bytes;
+    }
+    const after = await server.stats();
+    agent.destroy();
+    return { cpuMicros: serverCpuMicros(before, after) / scrapes, p50Ms: percentile(ms, 50), bytes };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** /metrics with 1,000 hooks known against 10 hooks known. */
+export async function runScrape(opts: BenchOptions): Promise<BenchResult[]> {
+  const scrapes = opts.quick ? 200 : 1000;
+  const base = await measureScrape(10, scrapes);
+  const many = await measureScrape(1000, scrapes);
+  const notes = `${scrapes} scrapes one at a time after 1,000 executions (metrics.maxHookSeries 1,000); exposition ${(many.bytes / 1024).toFixed(0)} KiB (10 hooks: ${(base.bytes / 1024).toFixed(1)} KiB)`;
+  return [
+    result('cardinality /metrics scrape, 1,000 hooks: server CPU', many.cpuMicros / 1000, 'ms/scrape', '10 hooks', base.cpuMicros / 1000, notes),
+    result('cardinality /metrics scrape, 1,000 hooks: p50', many.p50Ms, 'ms', '10 hooks', base.p50Ms, notes),
+  ];
+}
+
 export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const sizes = opts.quick ? [2000, 5000] : [10_000, 100_000];
   const singles = opts.quick ? 50 : 200;
@@ -68,7 +128,8 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     out.push(result(`cardinality ${label}: single-record ingest p99`, many.singleP99Ms, 'ms', '10 hook names', base.singleP99Ms, notes));
     out.push(result(`cardinality ${label}: batch ingest p99`, many.batchP99Ms, 'ms', '10 hook names', base.batchP99Ms, notes));
   }
+  out.push(...(await runScrape(opts)));
   return out;
 }
 
-if (import.meta.main) runStandalone(run);
+if (import.meta.main) runStandalone(process.argv.includes('--scrape-only') ? runScrape : run);

@@ -32,12 +32,19 @@ import { createForwardingRouter } from './api/forward.ts';
 import { createGuardTrimsRouter } from './api/guard-trims.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
 import { createAlertsRouter } from './api/alerts.ts';
-import { clusterFamilies, createClusterRouter } from './api/cluster.ts';
-import { alertingFamilies } from './alerting/metrics.ts';
+import { createClusterRouter, registerClusterMetrics } from './api/cluster.ts';
+import { registerAlertingMetrics } from './alerting/metrics.ts';
+import { registerForwardMetrics } from './forward/metrics.ts';
+import { registerNotifyMetrics } from './notify/metrics.ts';
+import { HookMetrics } from './pipeline/hook-metrics.ts';
+import { registerIngestMetrics } from './pipeline/metrics.ts';
+import { registerReceiverMetrics } from './receiver/metrics.ts';
+import { instrumentStore } from './store/metrics.ts';
 import { openStore, startCoordination, type Coordination } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
-import { createServiceMetrics, type ServiceMetrics } from './telemetry/service-metrics.ts';
+import { MetricsRegistry } from './telemetry/metrics.ts';
+import { registerProcessMetrics } from './telemetry/process-metrics.ts';
 import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
@@ -64,8 +71,8 @@ export interface RunningService {
   otlpGrpcUrl: string;
   /** Undefined in fan-out mode (no forward.endpoint). */
   forwarding: Forwarding | undefined;
-  /** GET /metrics; later stages register their collectors on metrics.registry. */
-  metrics: ServiceMetrics;
+  /** GET /metrics; each stage registers its own metrics here. */
+  metrics: MetricsRegistry;
   otlpHttpAddress: AddressInfo;
   httpAddress: AddressInfo;
   /** Base URLs, e.g. http://127.0.0.1:4318 */
@@ -98,9 +105,11 @@ function url(a: AddressInfo): string {
 export async function startService(config: HookwatchConfig, opts: ServiceOptions): Promise<RunningService> {
   const { logger } = opts;
   const now = opts.now ?? Date.now;
-  const metrics = createServiceMetrics({ maxHookSeries: config.metrics.maxHookSeries, maxPendingBatches: config.otlp.maxPendingRequests, logger, version: HOOKWATCH_VERSION, now });
+  const metrics = new MetricsRegistry({ logger });
+  registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
   const rawStore = opts.store ?? (await openStore(config, { logger }));
-  const store = metrics.instrumentStore(rawStore);
+  const instrumented = instrumentStore(metrics, rawStore);
+  const store = instrumented.store;
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
   const coordination = startCoordination(rawStore, config, logger);
   // Before the first event is accepted: hashed and dropped attributes must never reach the store in clear.
@@ -124,7 +133,11 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
   const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, ...receiverOptions });
 
-  metrics.watchPipeline({ ingest, receiver });
+  registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
+  registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests });
+  const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries });
+  hookMetrics.register(metrics);
+  ingest.addListener(hookMetrics);
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
   const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
@@ -148,20 +161,17 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     if (channel === 'hookwatch_silences') void alerting.engine.evaluate('notify');
     else alerting.engine.trigger(ruleNames(payload));
   });
-  metrics.watchStages({ grpcReceiver, dispatcher: alerting.dispatcher, forwarding });
-  metrics.registry.register('alerting', async () => {
-    // A follower shows the shared alert state, not what it last evaluated (nothing).
-    await alerting.engine.refresh().catch(() => {});
-    return alertingFamilies(alerting.engine);
-  });
-  metrics.registry.register('cluster', () => clusterFamilies(coordination));
+  registerNotifyMetrics(metrics, alerting.dispatcher.stats);
+  if (forwarding) registerForwardMetrics(metrics, forwarding);
+  registerAlertingMetrics(metrics, alerting.engine);
+  registerClusterMetrics(metrics, coordination);
 
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
   // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
   app.use(requireHttpAuth(config.http.auth));
-  app.get('/metrics', metrics.registry.handler());
+  app.get('/metrics', metrics.handler());
   app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
   app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
   app.use(createClusterRouter({ coordination, logger }));

@@ -190,7 +190,28 @@ function settingsModuleViolations(edges: readonly ImportEdge[]): string[] {
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
 const devDependencies = new Set(Object.keys(pkg.devDependencies ?? {}));
+const dependencies = new Set(Object.keys(pkg.dependencies ?? {}));
 const builtins = new Set(builtinModules);
+
+/** telemetry/ (the logger, the metrics registry) is imported by every stage, so it imports none of them. */
+const TELEMETRY = 'collector/src/telemetry/';
+/** What telemetry/ may import besides itself: the low-level leaves that import nothing above them. */
+const TELEMETRY_MAY_IMPORT = [TELEMETRY, 'collector/src/net/', 'collector/src/version.ts', 'shared/src/'];
+
+/**
+ * Imports of telemetry/ files that reach above it, type-only ones included (a type import is still knowledge of
+ * the stage: the metrics of a stage belong in the stage, which registers them on the registry it is handed).
+ */
+function telemetryImportsAbove(all: readonly ImportEdge[]): string[] {
+  return all
+    .filter((e) => e.from.startsWith(TELEMETRY))
+    .filter((e) => {
+      const target = resolveRelative(e.from, e.specifier);
+      if (target === undefined) return !(e.specifier.startsWith('node:') || builtins.has(e.specifier) || dependencies.has(packageName(e.specifier)));
+      return !TELEMETRY_MAY_IMPORT.some((leaf) => target === leaf || target.startsWith(leaf));
+    })
+    .map((e) => `${e.from} imports ${e.specifier}`);
+}
 
 const isShipped = (f: string): boolean => SHIPPED_ROOTS.some((root) => f === root || f.startsWith(`${root}/`));
 /** Deleted while the image is built (see Dockerfile); anything else under a shipped folder is in the image. */
@@ -224,6 +245,11 @@ describe('import structure', () => {
     }
     const cycles = findCycles(graph).map((cycle) => cycle.join(' -> '));
     expect(cycles).toEqual([]);
+  });
+
+  it('keeps telemetry/ a leaf: it imports no stage, service or API module, only node builtins, dependencies and low-level leaves', () => {
+    expect(files.filter((f) => f.startsWith(TELEMETRY)).length).toBeGreaterThan(0);
+    expect(telemetryImportsAbove(edges)).toEqual([]);
   });
 
   it('keeps test support out of the shipped tree (the image deletes only *.test.ts files and testdata/)', () => {
@@ -295,6 +321,28 @@ describe('the checks themselves', () => {
       ['./f.ts', 'load'],
       ['./j.ts', 'reference'],
       ['l', 'reference'],
+    ]);
+  });
+
+  it('see a telemetry/ import of a stage, type-only or not, and allow builtins, dependencies and leaves', () => {
+    const edge = (specifier: string, kind: ImportEdge['kind'] = 'load'): ImportEdge => ({ from: 'collector/src/telemetry/x.ts', specifier, kind });
+    expect(telemetryImportsAbove([
+      edge('../receiver/options.ts', 'type'),
+      edge('../store/counters.ts'),
+      edge('../service.ts'),
+      edge('vitest'),
+      edge('./logger.ts'),
+      edge('../net/addr.ts'),
+      edge('../version.ts'),
+      edge('../../../shared/src/cliff.ts'),
+      edge('node:async_hooks'),
+      edge('prom-client'),
+      { from: 'collector/src/receiver/metrics.ts', specifier: '../telemetry/metrics.ts', kind: 'type' },
+    ])).toEqual([
+      'collector/src/telemetry/x.ts imports ../receiver/options.ts',
+      'collector/src/telemetry/x.ts imports ../store/counters.ts',
+      'collector/src/telemetry/x.ts imports ../service.ts',
+      'collector/src/telemetry/x.ts imports vitest',
     ]);
   });
 

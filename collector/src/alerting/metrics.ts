@@ -1,26 +1,34 @@
 /** The alert engine's figures for /metrics: alerts by state and rule, evaluations, rule errors, dropped label sets. */
-import type { MetricFamily } from '../telemetry/metrics.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { AlertEngine } from './engine.ts';
 
 /** Read at scrape time; labels are rule names and states (bounded by the configuration). */
-export function alertingFamilies(engine: AlertEngine): MetricFamily[] {
-  const byRuleState = new Map<string, number>();
-  for (const a of engine.alerts()) {
-    const key = `${a.rule}\u0000${a.state}`;
-    byRuleState.set(key, (byRuleState.get(key) ?? 0) + 1);
-  }
-  const s = engine.stats;
-  return [
-    {
-      name: 'hookwatch_alerts', type: 'gauge', help: 'Alerts by rule and state (pending, firing, resolved in the last 24 h).',
-      samples: [...byRuleState].map(([key, value]) => {
-        const [rule = '', state = ''] = key.split('\u0000');
-        return { labels: { rule, state }, value };
-      }),
+export function registerAlertingMetrics(metrics: MetricsRegistry, engine: AlertEngine): void {
+  // A follower shows the shared alert state, not what it last evaluated (nothing): read it once per scrape.
+  const refreshed = metrics.perScrape(() => engine.refresh().catch(() => {}));
+  metrics.collectedGauge('alerting', {
+    name: 'hookwatch_alerts', help: 'Alerts by rule and state (pending, firing, resolved in the last 24 h).', labelNames: ['rule', 'state'],
+    collect: async (set) => {
+      await refreshed();
+      const byRuleState = new Map<string, { rule: string; state: string; n: number }>();
+      for (const a of engine.alerts()) {
+        const key = `${a.rule}\u0000${a.state}`;
+        const entry = byRuleState.get(key) ?? { rule: a.rule, state: a.state, n: 0 };
+        entry.n++;
+        byRuleState.set(key, entry);
+      }
+      for (const { rule, state, n } of byRuleState.values()) set({ rule, state }, n);
     },
-    { name: 'hookwatch_alert_evaluations_total', type: 'counter', help: 'Alert evaluations run (on ingest and on the timer).', samples: [{ value: s.evaluations }] },
-    { name: 'hookwatch_alert_rule_errors_total', type: 'counter', help: 'Rule evaluations that failed (their alerts kept their state).', samples: [{ value: s.ruleErrors }] },
-    { name: 'hookwatch_alert_label_sets_dropped_total', type: 'counter', help: 'Label sets dropped because a rule was over its alert limit.', samples: [{ value: s.droppedAlerts }] },
-    { name: 'hookwatch_alert_notifications_created_total', type: 'counter', help: 'Notifications created (one per receiver per alert transition or repeat).', samples: [{ value: s.notificationsCreated }] },
-  ];
+  });
+  const counter = (name: string, help: string, value: () => number): void => metrics.collectedCounter('alerting', {
+    name, help,
+    collect: async (set) => {
+      await refreshed();
+      set({}, value());
+    },
+  });
+  counter('hookwatch_alert_evaluations_total', 'Alert evaluations run (on ingest and on the timer).', () => engine.stats.evaluations);
+  counter('hookwatch_alert_rule_errors_total', 'Rule evaluations that failed (their alerts kept their state).', () => engine.stats.ruleErrors);
+  counter('hookwatch_alert_label_sets_dropped_total', 'Label sets dropped because a rule was over its alert limit.', () => engine.stats.droppedAlerts);
+  counter('hookwatch_alert_notifications_created_total', 'Notifications created (one per receiver per alert transition or repeat).', () => engine.stats.notificationsCreated);
 }

@@ -6,7 +6,7 @@
 import express, { type Router } from 'express';
 import type { ClusterResponse } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { MetricFamily } from '../telemetry/metrics.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
 
 export interface ClusterSource {
   cluster(): Promise<ClusterResponse>;
@@ -28,24 +28,31 @@ export function createClusterRouter(opts: { coordination: ClusterSource; logger:
 }
 
 /** /metrics: this replica's role, the leader (by name) and its lease epoch, each replica's last heartbeat. */
-export async function clusterFamilies(source: ClusterSource): Promise<MetricFamily[]> {
-  const families: MetricFamily[] = [
-    { name: 'hookwatch_leader', type: 'gauge', help: '1 while this replica holds the leader lease (alert evaluation, notifications, retention), else 0.', samples: [{ value: source.leader.isLeader() ? 1 : 0 }] },
-  ];
-  let c: ClusterResponse;
-  try {
-    c = await source.cluster();
-  } catch {
-    // The store is away: this replica's own role is still known; the shared view is not.
-    return families;
-  }
-  families.push(
-    { name: 'hookwatch_cluster_leader_info', type: 'gauge', help: 'The replica holding the leader lease (value 1; no sample while no replica holds it).', samples: c.leader ? [{ labels: { replica: c.leader.replica }, value: 1 }] : [] },
-    { name: 'hookwatch_cluster_leader_epoch', type: 'gauge', help: 'Fencing epoch of the current leader lease (increments on every change of leader).', samples: c.leader ? [{ value: c.leader.epoch }] : [] },
-    {
-      name: 'hookwatch_cluster_replica_heartbeat_timestamp_seconds', type: 'gauge', help: 'Unix time of each replica\'s last heartbeat in the shared store.',
-      samples: c.replicas.map((r) => ({ labels: { replica: r.replica }, value: Date.parse(r.lastHeartbeat) / 1000 })),
+export function registerClusterMetrics(metrics: MetricsRegistry, source: ClusterSource): void {
+  metrics.collectedGauge('cluster', {
+    name: 'hookwatch_leader', help: '1 while this replica holds the leader lease (alert evaluation, notifications, retention), else 0.',
+    collect: (set) => set({}, source.leader.isLeader() ? 1 : 0),
+  });
+  // The store may be away: this replica's own role is still known; the shared view then has no samples.
+  const shared = metrics.perScrape(() => source.cluster().catch(() => undefined));
+  metrics.collectedGauge('cluster', {
+    name: 'hookwatch_cluster_leader_info', help: 'The replica holding the leader lease (value 1; no sample while no replica holds it).', labelNames: ['replica'],
+    collect: async (set) => {
+      const leader = (await shared())?.leader;
+      if (leader) set({ replica: leader.replica }, 1);
     },
-  );
-  return families;
+  });
+  metrics.collectedGauge('cluster', {
+    name: 'hookwatch_cluster_leader_epoch', help: 'Fencing epoch of the current leader lease (increments on every change of leader).',
+    collect: async (set) => {
+      const leader = (await shared())?.leader;
+      if (leader) set({}, leader.epoch);
+    },
+  });
+  metrics.collectedGauge('cluster', {
+    name: 'hookwatch_cluster_replica_heartbeat_timestamp_seconds', help: 'Unix time of each replica\'s last heartbeat in the shared store.', labelNames: ['replica'],
+    collect: async (set) => {
+      for (const r of (await shared())?.replicas ?? []) set({ replica: r.replica }, Date.parse(r.lastHeartbeat) / 1000);
+    },
+  });
 }

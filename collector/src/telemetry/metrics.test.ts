@@ -1,103 +1,158 @@
-/** The exposition writer, the registry's failure handling and the strict parser the other tests rely on. */
-import { spawnSync } from 'node:child_process';
+/**
+ * The registry around prom-client: what a stage registers comes out as an exposition Prometheus accepts
+ * (promtool), client-supplied label values survive the round trip, and a collect callback that throws costs
+ * its own samples only, counted once per scrape.
+ */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Histogram, MetricsRegistry, renderExposition, validateFamily, type MetricFamily } from './metrics.ts';
-import { ExpositionError, parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
+import { checkExposition, hasPromtool, parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
+import type { Logger } from './logger.ts';
+import { MetricsRegistry } from './metrics.ts';
 
-const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
+function recordingLogger(): { logger: Logger; warnings: Record<string, unknown>[] } {
+  const warnings: Record<string, unknown>[] = [];
+  return { logger: { debug() {}, info() {}, error() {}, warn: (msg, fields) => warnings.push({ msg, ...fields }) }, warnings };
+}
 
-describe('renderExposition', () => {
-  it('round-trips any label value (hook names come from clients) through the strict parser', () => {
-    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.nat(), (hookName, value) => {
-      const text = renderExposition([{ name: 'x_total', help: 'h', type: 'counter', samples: [{ labels: { hook_name: hookName }, value }] }]);
+describe('MetricsRegistry exposition', () => {
+  it('round-trips any label value (hook names come from clients)', async () => {
+    const seen: string[] = [];
+    await fc.assert(fc.asyncProperty(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.nat(), async (hookName, value) => {
+      const metrics = new MetricsRegistry();
+      metrics.collectedCounter('hooks', { name: 'x_total', help: 'h', labelNames: ['hook_name'], collect: (set) => set({ hook_name: hookName }, value) });
+      const text = await metrics.render();
+      seen.push(text);
       expect(sampleValue(parseExposition(text), 'x_total', { hook_name: hookName })).toBe(value);
     }), { numRuns: 300 });
+    // Prometheus's own parser reads a sample of them too (one promtool run per exposition is too slow for 300).
+    for (const text of seen.slice(0, 5)) checkExposition(text);
   });
 
-  it('escapes quotes, backslashes and newlines the way Prometheus reads them', () => {
+  it('escapes quotes, backslashes and newlines the way Prometheus reads them', async () => {
     const nasty = 'PreToolUse:Bash|"x"\\y\nz';
-    const text = renderExposition([{ name: 'hookwatch_x_total', help: 'multi\nline \\ help', type: 'counter', samples: [{ labels: { hook_name: nasty }, value: 3 }] }]);
-    expect(text).toBe('# HELP hookwatch_x_total multi\\nline \\\\ help\n# TYPE hookwatch_x_total counter\nhookwatch_x_total{hook_name="PreToolUse:Bash|\\"x\\"\\\\y\\nz"} 3\n');
-    if (promtool) expect(spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' }).status).toBe(0);
+    const metrics = new MetricsRegistry();
+    metrics.collectedCounter('hooks', { name: 'hookwatch_x_total', help: 'multi\nline \\ help', labelNames: ['hook_name'], collect: (set) => set({ hook_name: nasty }, 3) });
+    const text = await metrics.render();
+    expect(text).toContain('# HELP hookwatch_x_total multi\\nline \\\\ help\n# TYPE hookwatch_x_total counter\nhookwatch_x_total{hook_name="PreToolUse:Bash|\\"x\\"\\\\y\\nz"} 3\n');
+    checkExposition(text);
   });
 
-  it('writes special floats in Go spelling', () => {
-    const text = renderExposition([{ name: 'g', help: 'h', type: 'gauge', samples: [{ labels: { a: '1' }, value: NaN }, { labels: { a: '2' }, value: Infinity }, { labels: { a: '3' }, value: -Infinity }, { labels: { a: '4' }, value: 0.25 }] }]);
-    expect(text).toContain('g{a="1"} NaN\ng{a="2"} +Inf\ng{a="3"} -Inf\ng{a="4"} 0.25\n');
-  });
-
-  it('refuses names Prometheus would not parse', () => {
-    expect(() => validateFamily({ name: 'bad-name', help: '', type: 'gauge', samples: [] })).toThrow(/invalid metric name/);
-    expect(() => validateFamily({ name: 'c', help: '', type: 'counter', samples: [] })).toThrow(/_total/);
-    expect(() => validateFamily({ name: 'g', help: '', type: 'gauge', samples: [{ labels: { 'a-b': 'x' }, value: 1 }] })).toThrow(/label name/);
-    expect(() => validateFamily({ name: 'g', help: '', type: 'gauge', samples: [{ labels: { __name: 'x' }, value: 1 }] })).toThrow(/label name/);
-  });
-});
-
-describe('Histogram', () => {
-  it('has cumulative buckets, +Inf equal to _count, and a _sum', () => {
-    const h = new Histogram({ name: 'op_seconds', help: 'h', label: 'operation', buckets: [0.01, 0.1, 1] });
-    for (const v of [0.005, 0.05, 0.05, 0.5, 5]) h.observe('ingest', v);
-    const families = parseExposition(renderExposition([h.family()]));
-    const bucket = (le: string): number | undefined => sampleValue(families, 'op_seconds', { operation: 'ingest', le }, 'op_seconds_bucket');
-    expect([bucket('0.01'), bucket('0.1'), bucket('1'), bucket('+Inf')]).toEqual([1, 3, 4, 5]);
-    expect(sampleValue(families, 'op_seconds', { operation: 'ingest' }, 'op_seconds_count')).toBe(5);
-    expect(sampleValue(families, 'op_seconds', { operation: 'ingest' }, 'op_seconds_sum')).toBeCloseTo(5.605);
-  });
-});
-
-describe('MetricsRegistry', () => {
-  const family = (name: string, value: number, type: MetricFamily['type'] = 'gauge'): MetricFamily => ({ name, help: 'h', type, samples: [{ value }] });
-
-  it('keeps scraping when a collector throws or returns a bad family, and counts each failure', async () => {
-    const warnings: string[] = [];
-    const registry = new MetricsRegistry({ logger: { debug() {}, info() {}, warn: (m) => warnings.push(m), error() {} } });
-    registry.register('good', () => [family('a', 1)]);
-    registry.register('throws', () => {
-      throw new Error('boom');
+  it('writes infinities and NaN so Prometheus parses them', async () => {
+    const metrics = new MetricsRegistry();
+    metrics.collectedGauge('t', {
+      name: 'g', help: 'h', labelNames: ['a'],
+      collect: (set) => {
+        set({ a: '1' }, NaN);
+        set({ a: '2' }, Infinity);
+        set({ a: '3' }, -Infinity);
+        set({ a: '4' }, 0.25);
+      },
     });
-    registry.register('invalid', async () => [family('not a name', 1)]);
-    registry.register('conflict', () => [family('a', 2, 'histogram')]);
-    await registry.render();
-    const families = parseExposition(await registry.render());
+    const text = await metrics.render();
+    const families = parseExposition(text);
+    expect([sampleValue(families, 'g', { a: '1' }), sampleValue(families, 'g', { a: '2' }), sampleValue(families, 'g', { a: '3' }), sampleValue(families, 'g', { a: '4' })]).toEqual([NaN, Infinity, -Infinity, 0.25]);
+    checkExposition(text);
+  });
+
+  it('refuses at registration what Prometheus would not parse, and a name registered twice', () => {
+    const metrics = new MetricsRegistry();
+    expect(() => metrics.gauge({ name: 'bad-name', help: 'h' })).toThrow(/name/);
+    expect(() => metrics.counter({ name: 'c', help: 'h' })).toThrow(/_total/);
+    expect(() => metrics.collectedCounter('s', { name: 'c', help: 'h', collect: () => {} })).toThrow(/_total/);
+    expect(() => metrics.gauge({ name: 'g', help: 'h', labelNames: ['a-b'] })).toThrow(/label name/);
+    metrics.gauge({ name: 'g', help: 'h' });
+    expect(() => metrics.collectedGauge('s', { name: 'g', help: 'h', collect: () => {} })).toThrow(/already been registered/);
+  });
+
+  it('gives a collected metric no sample when the stage sets none (unknown is not zero)', async () => {
+    const metrics = new MetricsRegistry();
+    let age: number | null = null;
+    metrics.collectedGauge('forward', { name: 'oldest_seconds', help: 'h', collect: (set) => (age === null ? undefined : set({}, age)) });
+    expect(parseExposition(await metrics.render()).get('oldest_seconds')?.samples).toEqual([]);
+    age = 4;
+    expect(sampleValue(parseExposition(await metrics.render()), 'oldest_seconds')).toBe(4);
+    age = null;
+    expect(parseExposition(await metrics.render()).get('oldest_seconds')?.samples).toEqual([]);
+  });
+
+  it('shows a counter read from a stage at its current value, not a sum of scrapes', async () => {
+    const metrics = new MetricsRegistry();
+    const stats = { requests: 2 };
+    metrics.collectedCounter('otlp', { name: 'r_total', help: 'h', collect: (set) => set({}, stats.requests) });
+    await metrics.render();
+    stats.requests = 5;
+    expect(sampleValue(parseExposition(await metrics.render()), 'r_total')).toBe(5);
+  });
+});
+
+describe('MetricsRegistry failures', () => {
+  it('keeps scraping when a collect throws or sets a bad value, leaving that metric empty and counting once per source per scrape', async () => {
+    const { logger, warnings } = recordingLogger();
+    const metrics = new MetricsRegistry({ logger });
+    let broken = true;
+    metrics.collectedGauge('good', { name: 'a', help: 'h', collect: (set) => set({}, 1) });
+    metrics.collectedGauge('throws', {
+      name: 'b', help: 'h', labelNames: ['x'],
+      collect: (set) => {
+        set({ x: '1' }, 1);
+        if (broken) throw new Error('boom');
+      },
+    });
+    metrics.collectedGauge('throws', {
+      name: 'b2', help: 'h',
+      collect: async () => {
+        throw new Error('boom too');
+      },
+    });
+    metrics.collectedCounter('invalid', { name: 'c_total', help: 'h', collect: (set) => set({}, 'seven' as unknown as number) });
+    await metrics.render();
+    const text = await metrics.render();
+    checkExposition(text);
+    const families = parseExposition(text);
     expect(sampleValue(families, 'a')).toBe(1);
+    // The sample set before the throw is not shown: the metric is left out of that scrape.
+    expect(families.get('b')?.samples).toEqual([]);
+    expect(families.get('b2')?.samples).toEqual([]);
+    expect(families.get('c_total')?.samples).toEqual([]);
     expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'throws' })).toBe(2);
     expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'invalid' })).toBe(2);
-    expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'conflict' })).toBe(2);
-    expect(warnings).toHaveLength(6);
+    expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'good' })).toBeUndefined();
+    expect(warnings).toHaveLength(4);
+    expect(warnings[0]).toMatchObject({ msg: 'metrics collector failed', collector: 'throws', metric: 'b' });
+
+    broken = false;
+    expect(sampleValue(parseExposition(await metrics.render()), 'b', { x: '1' })).toBe(1);
   });
 
-  it('merges families of the same name and type from two collectors into one block', async () => {
-    const registry = new MetricsRegistry();
-    registry.register('one', () => [{ name: 'q_total', help: 'h', type: 'counter', samples: [{ labels: { destination: 'a' }, value: 1 }] }]);
-    registry.register('two', () => [{ name: 'q_total', help: 'h', type: 'counter', samples: [{ labels: { destination: 'b' }, value: 2 }] }]);
-    const families = parseExposition(await registry.render());
-    expect(families.get('q_total')?.samples.map((s) => s.value)).toEqual([1, 2]);
+  it('counts a failure in each of two scrapes that overlap', async () => {
+    const metrics = new MetricsRegistry();
+    metrics.collectedGauge('slow', {
+      name: 's', help: 'h',
+      collect: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        throw new Error('store away');
+      },
+    });
+    await Promise.all([metrics.render(), metrics.render()]);
+    expect(sampleValue(parseExposition(await metrics.render()), 'hookwatch_metrics_collector_errors_total', { collector: 'slow' })).toBe(3);
+  });
+
+  it('reads a perScrape source once per scrape, however many families use it', async () => {
+    const metrics = new MetricsRegistry();
+    let reads = 0;
+    const status = metrics.perScrape(() => ({ depth: ++reads }));
+    metrics.collectedGauge('forward', { name: 'depth', help: 'h', collect: (set) => set({}, status().depth) });
+    metrics.collectedGauge('forward', { name: 'depth_again', help: 'h', collect: (set) => set({}, status().depth) });
+    const families = parseExposition(await metrics.render());
+    expect([sampleValue(families, 'depth'), sampleValue(families, 'depth_again'), reads]).toEqual([1, 1, 1]);
+    await metrics.render();
+    expect(reads).toBe(2);
   });
 });
 
-describe('parseExposition (strict)', () => {
-  const bad: [string, string][] = [
-    ['no trailing newline', 'a 1'],
-    ['unterminated label value', 'a{x="1} 1\n'],
-    ['bad escape', 'a{x="\\t"} 1\n'],
-    ['not a number', 'a one\n'],
-    ['family split in two places', 'a 1\nb 1\na{x="y"} 2\n'],
-    ['duplicate series', 'a{x="1"} 1\na{x="1"} 2\n'],
-    ['TYPE after samples', 'a 1\n# TYPE a gauge\n'],
-    ['negative counter', '# TYPE a_total counter\na_total -1\n'],
-    ['non-cumulative histogram', '# TYPE h histogram\nh_bucket{le="1"} 5\nh_bucket{le="+Inf"} 3\nh_count 3\nh_sum 1\n'],
-    ['histogram without +Inf', '# TYPE h histogram\nh_bucket{le="1"} 5\nh_count 5\nh_sum 1\n'],
-  ];
-  for (const [why, text] of bad) {
-    it(`rejects: ${why}`, () => {
-      expect(() => parseExposition(text)).toThrow(ExpositionError);
-    });
-  }
-
-  it('accepts comments, timestamps and escaped label values', () => {
-    const families = parseExposition('# a comment\n# HELP a help\n# TYPE a gauge\na{x="q\\"\\\\\\n"} 1.5e3 1700000000000\n');
-    expect(sampleValue(families, 'a', { x: 'q"\\\n' })).toBe(1500);
+describe('checkExposition', () => {
+  it.runIf(hasPromtool)('rejects what Prometheus would not parse', () => {
+    expect(() => checkExposition('a{x="1} 1\n')).toThrow(/promtool/);
+    expect(() => checkExposition('# TYPE a counter\n# TYPE a gauge\na 1\n')).toThrow(/promtool/);
   });
 });

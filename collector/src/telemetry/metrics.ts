@@ -1,134 +1,126 @@
 /**
- * hookwatch's own metrics in the Prometheus text exposition format (version 0.0.4), served at GET /metrics.
- * A registry holds a list of collectors (callbacks that read counters the stages already keep), so a stage
- * registers its metrics with one line and nothing is computed between scrapes. Written by hand: the format
- * is small, and a collector that throws must not fail the whole scrape.
+ * hookwatch's own metrics, served at GET /metrics in the Prometheus text exposition format (version 0.0.4) by
+ * prom-client. This module knows no stage: each stage registers its metrics on the MetricsRegistry that
+ * service.ts hands it (receiver/metrics.ts, pipeline/metrics.ts, ...). Most values are kept by the stages as
+ * plain numbers and read at scrape time through prom-client's collect() callbacks, so nothing is computed
+ * between scrapes. A callback that throws must not fail the whole scrape: its metric is left without samples
+ * for that scrape, and hookwatch_metrics_collector_errors_total counts it.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Request, Response } from 'express';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from './logger.ts';
 
-/** The metric types hookwatch exposes. */
-export type MetricType = 'counter' | 'gauge' | 'histogram';
+/** The Content-Type of the text exposition format. */
+export const EXPOSITION_CONTENT_TYPE: string = Registry.PROMETHEUS_CONTENT_TYPE;
 
-/** One line of a family: `name{labels} value`. `suffix` is appended to the family name (histograms). */
-export interface Sample {
-  suffix?: '_bucket' | '_sum' | '_count';
-  labels?: Readonly<Record<string, string>>;
-  value: number;
-}
+/** Default latency buckets (seconds) for store operations: SQLite commits take ~1 ms, a slow disk 100s of ms. */
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
-/** A metric family: counters are named with `_total` (the text format's convention). */
-export interface MetricFamily {
+/** Sets one sample of a collected metric; labels are `{}` for a metric without labels. */
+export type SetSample<L extends string> = (labels: Readonly<Record<L, string>>, value: number) => void;
+
+/** A metric whose values a stage keeps and /metrics reads when scraped. */
+export interface CollectedMetric<L extends string> {
   name: string;
   help: string;
-  type: MetricType;
-  samples: Sample[];
+  labelNames?: readonly L[];
+  /** Sets the current samples; a sample not set is absent from this scrape (unknown is not zero). */
+  collect(set: SetSample<L>): void | Promise<void>;
 }
 
-/** Reads the current values when /metrics is scraped. */
-export type MetricsCollector = () => MetricFamily[] | Promise<MetricFamily[]>;
-
-/** The Content-Type of the text exposition format. */
-export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
-
-const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-
-function escapeHelp(s: string): string {
-  return s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+/** A metric the stage updates itself (prom-client's own counter, gauge or histogram). */
+export interface MetricDefinition<L extends string> {
+  name: string;
+  help: string;
+  labelNames?: readonly L[];
 }
 
-/** Label values come from clients (hook names): escape, never trust. */
-export function escapeLabelValue(s: string): string {
-  return s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+interface Scrape {
+  /** The sources whose collect failed. */
+  failed: Set<string>;
+  /** perScrape's values, by reader. */
+  memo: Map<() => unknown, unknown>;
 }
 
-/** Go's ParseFloat spellings the Prometheus parser accepts. */
-export function formatValue(v: number): string {
-  if (Number.isNaN(v)) return 'NaN';
-  if (v === Infinity) return '+Inf';
-  if (v === -Infinity) return '-Inf';
-  return String(v);
-}
-
-function formatLabels(labels: Readonly<Record<string, string>> | undefined): string {
-  if (!labels) return '';
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabelValue(v)}"`);
-  return parts.length ? `{${parts.join(',')}}` : '';
-}
-
-/** Throws naming the family when a name, label or value could not be parsed by Prometheus. */
-export function validateFamily(f: MetricFamily): void {
-  if (!METRIC_NAME.test(f.name)) throw new Error(`invalid metric name ${JSON.stringify(f.name)}`);
-  if (f.type === 'counter' && !f.name.endsWith('_total')) throw new Error(`counter ${f.name} must end in _total`);
-  for (const s of f.samples) {
-    if (s.suffix && f.type !== 'histogram') throw new Error(`${f.name}: only histograms have ${s.suffix} samples`);
-    if (typeof s.value !== 'number') throw new Error(`${f.name}: sample value is not a number`);
-    for (const k of Object.keys(s.labels ?? {})) {
-      if (!LABEL_NAME.test(k) || k.startsWith('__')) throw new Error(`${f.name}: invalid label name ${JSON.stringify(k)}`);
-    }
-  }
-}
-
-/** Renders families as exposition text (one HELP and TYPE per family, then its samples). */
-export function renderExposition(families: readonly MetricFamily[]): string {
-  const lines: string[] = [];
-  for (const f of families) {
-    lines.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`);
-    for (const s of f.samples) lines.push(`${f.name}${s.suffix ?? ''}${formatLabels(s.labels)} ${formatValue(s.value)}`);
-  }
-  return lines.length ? lines.join('\n') + '\n' : '';
-}
-
-/** Collects from every registered collector and renders one valid exposition. */
+/** The registry of one hookwatch process. */
 export class MetricsRegistry {
-  private readonly collectors: { name: string; collect: MetricsCollector }[] = [];
-  private readonly failures = new Map<string, number>();
+  private readonly registry = new Registry();
+  /** Rendered after the stages' metrics, so a failure counts in the scrape it happened in. */
+  private readonly own = new Registry();
+  private readonly collectorErrors: Counter<'collector'>;
+  /** The scrape being rendered (concurrent scrapes each have their own). */
+  private readonly scrape = new AsyncLocalStorage<Scrape>();
   private readonly logger: Logger | undefined;
 
   constructor(opts: { logger?: Logger } = {}) {
     this.logger = opts.logger;
-  }
-
-  /** Adds a collector; `name` labels its failures in hookwatch_metrics_collector_errors_total. */
-  register(name: string, collect: MetricsCollector): void {
-    this.collectors.push({ name, collect });
-  }
-
-  /** All families, merged by name; a collector that throws or returns an invalid family is skipped and counted. */
-  async collect(): Promise<MetricFamily[]> {
-    const byName = new Map<string, MetricFamily>();
-    for (const c of this.collectors) {
-      let families: MetricFamily[];
-      try {
-        families = await c.collect();
-        for (const f of families) {
-          validateFamily(f);
-          const seen = byName.get(f.name);
-          if (seen && seen.type !== f.type) throw new Error(`${f.name} is already a ${seen.type}`);
-        }
-      } catch (err) {
-        this.fail(c.name, err);
-        continue;
-      }
-      for (const f of families) {
-        const seen = byName.get(f.name);
-        if (seen) seen.samples.push(...f.samples);
-        else byName.set(f.name, { ...f, samples: [...f.samples] });
-      }
-    }
-    byName.set('hookwatch_metrics_collector_errors_total', {
+    this.collectorErrors = new Counter({
       name: 'hookwatch_metrics_collector_errors_total',
       help: 'Scrapes in which a metrics collector failed (its metrics were left out of that scrape).',
-      type: 'counter',
-      samples: [...this.failures].map(([collector, value]) => ({ labels: { collector }, value })),
+      labelNames: ['collector'],
+      registers: [this.own],
     });
-    return [...byName.values()];
+  }
+
+  /** A counter the stage increments (`name` ends in `_total`, the text format's convention). */
+  counter<L extends string = never>(def: MetricDefinition<L>): Counter<L> {
+    checkCounterName(def.name);
+    return new Counter<L>({ name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], registers: [this.registry] });
+  }
+
+  /** A gauge the stage sets. */
+  gauge<L extends string = never>(def: MetricDefinition<L>): Gauge<L> {
+    return new Gauge<L>({ name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], registers: [this.registry] });
+  }
+
+  /** A histogram the stage observes into; the label values must be a bounded set. */
+  histogram<L extends string = never>(def: MetricDefinition<L> & { buckets?: readonly number[] }): Histogram<L> {
+    return new Histogram<L>({ name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], buckets: [...(def.buckets ?? LATENCY_BUCKETS)], registers: [this.registry] });
+  }
+
+  /** A counter read from the stage when scraped; `source` names the stage in hookwatch_metrics_collector_errors_total. */
+  collectedCounter<L extends string = never>(source: string, def: CollectedMetric<L>): void {
+    checkCounterName(def.name);
+    const guard = this.guard.bind(this);
+    new Counter<L>({
+      name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], registers: [this.registry],
+      collect() {
+        return guard(this, source, def, (labels, value) => this.inc(labels as Partial<Record<L, string>>, value));
+      },
+    });
+  }
+
+  /** A gauge read from the stage when scraped. */
+  collectedGauge<L extends string = never>(source: string, def: CollectedMetric<L>): void {
+    const guard = this.guard.bind(this);
+    new Gauge<L>({
+      name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], registers: [this.registry],
+      collect() {
+        return guard(this, source, def, (labels, value) => this.set(labels as Partial<Record<L, string>>, value));
+      },
+    });
+  }
+
+  /**
+   * `read`, called at most once per scrape: several families read from one snapshot of a stage (one status
+   * query for the ten forwarding families), and all of them show the same moment.
+   */
+  perScrape<T>(read: () => T): () => T {
+    return () => {
+      const memo = this.scrape.getStore()?.memo;
+      if (!memo) return read();
+      if (!memo.has(read)) memo.set(read, read());
+      return memo.get(read) as T;
+    };
   }
 
   /** The exposition text for one scrape. */
   async render(): Promise<string> {
-    return renderExposition(await this.collect());
+    const scrape: Scrape = { failed: new Set(), memo: new Map() };
+    const body = await this.scrape.run(scrape, () => this.registry.metrics());
+    for (const collector of scrape.failed) this.collectorErrors.inc({ collector });
+    return body + '\n' + (await this.own.metrics());
   }
 
   /** Express handler for GET /metrics. */
@@ -141,51 +133,27 @@ export class MetricsRegistry {
     };
   }
 
-  private fail(name: string, err: unknown): void {
-    this.failures.set(name, (this.failures.get(name) ?? 0) + 1);
-    this.logger?.warn('metrics collector failed', { collector: name, err });
+  /** Runs one collect callback on a cleared metric; a throw leaves the metric empty and is counted once per scrape. */
+  private async guard<L extends string>(metric: Counter<L> | Gauge<L>, source: string, def: CollectedMetric<L>, set: SetSample<L>): Promise<void> {
+    clear(metric, def);
+    try {
+      await def.collect(set);
+    } catch (err) {
+      clear(metric, def);
+      const failed = this.scrape.getStore()?.failed;
+      if (failed?.has(source)) return;
+      failed?.add(source);
+      this.logger?.warn('metrics collector failed', { collector: source, metric: def.name, err });
+    }
   }
 }
 
-/** Default latency buckets (seconds) for store operations: SQLite commits take ~1 ms, a slow disk 100s of ms. */
-export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+/** No samples at all: reset() alone leaves a 0 in a metric without labels, and unknown is not zero. */
+function clear<L extends string>(metric: Counter<L> | Gauge<L>, def: CollectedMetric<L>): void {
+  metric.reset();
+  if (!def.labelNames?.length) metric.remove({});
+}
 
-/** A histogram with one label (e.g. the store operation); the label's values must be a bounded set. */
-export class Histogram {
-  private readonly series = new Map<string, { buckets: number[]; sum: number; count: number }>();
-  private readonly bounds: readonly number[];
-  private readonly name: string;
-  private readonly help: string;
-  private readonly label: string;
-
-  constructor(opts: { name: string; help: string; label: string; buckets?: readonly number[] }) {
-    this.name = opts.name;
-    this.help = opts.help;
-    this.label = opts.label;
-    this.bounds = opts.buckets ?? LATENCY_BUCKETS;
-  }
-
-  /** Records one observation. */
-  observe(labelValue: string, value: number): void {
-    let s = this.series.get(labelValue);
-    if (!s) {
-      s = { buckets: this.bounds.map(() => 0), sum: 0, count: 0 };
-      this.series.set(labelValue, s);
-    }
-    for (let i = 0; i < this.bounds.length; i++) if (value <= (this.bounds[i] as number)) s.buckets[i] = (s.buckets[i] as number) + 1;
-    s.sum += value;
-    s.count++;
-  }
-
-  /** The family with cumulative buckets, +Inf, _sum and _count per label value. */
-  family(): MetricFamily {
-    const samples: Sample[] = [];
-    for (const [v, s] of this.series) {
-      this.bounds.forEach((le, i) => samples.push({ suffix: '_bucket', labels: { [this.label]: v, le: formatValue(le) }, value: s.buckets[i] as number }));
-      samples.push({ suffix: '_bucket', labels: { [this.label]: v, le: '+Inf' }, value: s.count });
-      samples.push({ suffix: '_sum', labels: { [this.label]: v }, value: s.sum });
-      samples.push({ suffix: '_count', labels: { [this.label]: v }, value: s.count });
-    }
-    return { name: this.name, help: this.help, type: 'histogram', samples };
-  }
+function checkCounterName(name: string): void {
+  if (!name.endsWith('_total')) throw new Error(`counter ${name} must end in _total`);
 }

@@ -1,0 +1,119 @@
+/**
+ * Per-hook counters for /metrics, kept in memory from the events this process committed to the store
+ * (an IngestListener). Why not ask the store at each scrape: Prometheus counters must only go up (retention
+ * would make a store window shrink), a scrape should cost nothing, and several replicas sharing one
+ * PostgreSQL must not each report the fleet's totals (sum() over replicas would double count).
+ * So `_total` counts events ingested since this process started; over that window they equal what
+ * /api/v1/hooks answers. The same rollup arithmetic as the store (store/counters.ts) keeps them equal.
+ *
+ * Label cardinality is bounded: the first `maxSeries` hooks get their own series; events of any further hook
+ * are added to the overflow counters and the number of such hooks is reported, never a new series.
+ */
+import type { HookCounters } from '../../../shared/src/api.ts';
+import { largestKnown, largestOutput } from '../../../shared/src/cliff.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { addEvent, emptyRow, toCounters, type CounterRow } from '../store/counters.ts';
+import type { MetricsRegistry, SetSample } from '../telemetry/metrics.ts';
+import type { IngestListener } from './consumer.ts';
+
+/**
+ * The labels of a per-hook series. hook_id is a digest of the other two, so no two hooks share a label set
+ * (prom-client tells series apart by joining label values, which hook names could otherwise imitate).
+ */
+const HOOK_LABELS = ['hook_id', 'hook_event', 'hook_name'] as const;
+type HookLabel = (typeof HOOK_LABELS)[number];
+
+interface HookSeries {
+  /** The series' labels, one object for every family and scrape. */
+  labels: Readonly<Record<HookLabel, string>>;
+  row: CounterRow;
+  /** toCounters(row), kept until the next event of this hook (a scrape reads it for every family). */
+  counters: HookCounters | undefined;
+  /** Largest output of the newest execution with size data, and that execution's time. */
+  lastLargest: number | null;
+  lastTimeMs: number;
+}
+
+/** Distinct overflowing hooks remembered at most; past it the count saturates instead of growing memory. */
+const MAX_TRACKED_DROPPED = 100_000;
+
+function counters(s: HookSeries): HookCounters {
+  s.counters ??= toCounters(s.row);
+  return s.counters;
+}
+
+function largestOf(e: HookEvent): number | null {
+  return largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]);
+}
+
+/** Per-hook counters with a cap on how many hooks get a labelled series. */
+export class HookMetrics implements IngestListener {
+  private readonly series = new Map<string, HookSeries>();
+  private readonly dropped = new Set<string>();
+  private readonly overflow = emptyRow();
+  private readonly maxSeries: number;
+
+  constructor(opts: { maxSeries: number }) {
+    this.maxSeries = opts.maxSeries;
+  }
+
+  /** Called with the events a batch inserted (duplicates are not passed on, so nothing counts twice). */
+  onIngested(events: readonly HookEvent[]): void {
+    for (const e of events) {
+      let s = this.series.get(e.hookId);
+      if (!s) {
+        if (this.series.size >= this.maxSeries) {
+          if (this.dropped.size < MAX_TRACKED_DROPPED) this.dropped.add(e.hookId);
+          addEvent(this.overflow, e);
+          continue;
+        }
+        s = { labels: { hook_id: e.hookId, hook_event: e.hookEvent, hook_name: e.hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity };
+        this.series.set(e.hookId, s);
+      }
+      addEvent(s.row, e);
+      s.counters = undefined;
+      const largest = e.kind === 'complete' ? largestOf(e) : null;
+      if (largest !== null && e.timeMs >= s.lastTimeMs) {
+        s.lastLargest = largest;
+        s.lastTimeMs = e.timeMs;
+      }
+    }
+  }
+
+  /** Registers the per-hook families on /metrics; their values are read from these counters when scraped. */
+  register(metrics: MetricsRegistry): void {
+    const perHook = (type: 'counter' | 'gauge', name: string, help: string, value: (c: HookCounters, s: HookSeries) => number | null): void => {
+      const def = {
+        name, help, labelNames: HOOK_LABELS,
+        collect: (set: SetSample<HookLabel>) => {
+          for (const s of this.series.values()) {
+            // Unknown is not zero: a hook without size data gets no size sample at all.
+            const v = value(counters(s), s);
+            if (v !== null) set(s.labels, v);
+          }
+        },
+      };
+      if (type === 'counter') metrics.collectedCounter('hooks', def);
+      else metrics.collectedGauge('hooks', def);
+    };
+    const one = (type: 'counter' | 'gauge', name: string, help: string, value: () => number): void => {
+      const def = { name, help, collect: (set: SetSample<never>) => set({}, value()) };
+      if (type === 'counter') metrics.collectedCounter('hooks', def);
+      else metrics.collectedGauge('hooks', def);
+    };
+    perHook('counter', 'hookwatch_hook_executions_total', 'hook_execution_complete events stored since start (one per firing of a hook event).', (c) => c.executions);
+    perHook('counter', 'hookwatch_hook_starts_total', 'hook_execution_start events stored since start; starts without a complete mean a hook was blocked or killed.', (c) => c.starts);
+    perHook('counter', 'hookwatch_hook_commands_total', 'Hook commands run (sum of num_hooks) since start.', (c) => c.numHooks);
+    perHook('counter', 'hookwatch_hook_success_total', 'Hook commands that exited 0 (sum of num_success) since start.', (c) => c.success);
+    perHook('counter', 'hookwatch_hook_outputs_persisted_total', 'Output strings over the 10,000-character cap, saved to a file instead of delivered (sum of num_outputs_persisted) since start.', (c) => c.outputsPersisted);
+    perHook('counter', 'hookwatch_hook_executions_with_persisted_total', 'Executions with at least one persisted output since start.', (c) => c.executionsWithPersisted);
+    perHook('counter', 'hookwatch_hook_near_executions_total', 'Executions whose largest output may exceed the near threshold, nothing persisted, since start.', (c) => c.nearExecutions);
+    perHook('counter', 'hookwatch_hook_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280): blind, never healthy.', (c) => c.sizeUnknownExecutions);
+    perHook('gauge', 'hookwatch_hook_largest_output_chars', 'Largest output since start (upper bound: Claude Code reports sums over the matching commands); absent when unknown.', (c) => largestOutput(c));
+    perHook('gauge', 'hookwatch_hook_last_output_chars', 'Largest output of the newest execution with size data (max_over_time gives a window); absent when unknown.', (_c, s) => s.lastLargest);
+    one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => this.series.size);
+    one('gauge', 'hookwatch_hook_series_dropped', `Hooks left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => this.dropped.size);
+    one('counter', 'hookwatch_hook_overflow_executions_total', 'Executions of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executions);
+    one('counter', 'hookwatch_hook_overflow_outputs_persisted_total', 'Persisted outputs of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).outputsPersisted);
+  }
+}

@@ -1,0 +1,34 @@
+/** The hook stage's figures for /metrics: batches, log records by kind, events stored, the queue before the store. */
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import type { IngestStats } from './hook-ingest.ts';
+
+export interface IngestMetricsSource {
+  stats: IngestStats;
+  /** Batches waiting for their store commit now. */
+  queueDepth(): number;
+  /** Batches allowed to wait (otlp.maxPendingRequests). */
+  capacity: number;
+}
+
+export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMetricsSource): void {
+  const s = source.stats;
+  const counter = (name: string, help: string, value: () => number): void => metrics.collectedCounter('ingest', { name, help, collect: (set) => set({}, value()) });
+  counter('hookwatch_ingest_batches_total', 'OTLP log batches decoded and passed to the hook stage.', () => s.batches);
+  metrics.collectedCounter('ingest', {
+    name: 'hookwatch_log_records_received_total', help: 'OTLP log records received, by what became of them (hook events, other Claude Code events, rejected hook records).',
+    labelNames: ['kind'],
+    collect: (set) => {
+      set({ kind: 'hook_event' }, s.hookEvents);
+      set({ kind: 'other' }, s.otherRecords);
+      set({ kind: 'rejected' }, s.rejectedRecords);
+    },
+  });
+  counter('hookwatch_hook_events_stored_total', 'Hook events committed to the store.', () => s.stored);
+  counter('hookwatch_hook_events_duplicate_total', 'Hook events already stored (a retried batch), not counted again.', () => s.duplicates);
+  counter('hookwatch_hook_events_folded_total', 'Hook events of new hook names counted under an overflow hook because the store holds store.maxHooks hooks.', () => s.folded);
+  counter('hookwatch_hook_events_clamped_total', 'Hook events stamped more than otlp.maxFutureSkew ahead, stored at their receive time.', () => s.clampedFuture);
+  counter('hookwatch_ingest_store_errors_total', 'Batches whose store commit failed (the client was told to retry).', () => s.storeErrors);
+  counter('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', () => s.storeSeconds);
+  metrics.collectedGauge('ingest', { name: 'hookwatch_ingest_queue_depth', help: 'Batches waiting for their store commit now.', collect: (set) => set({}, source.queueDepth()) });
+  metrics.gauge({ name: 'hookwatch_ingest_queue_capacity', help: 'Batches allowed to wait before new ones get 503 + Retry-After (otlp.maxPendingRequests).' }).set(source.capacity);
+}

@@ -1,0 +1,33 @@
+/** The receivers' figures for /metrics: OTLP requests by transport, signal and outcome, and rejections by reason. */
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import type { ReceiverStats } from './options.ts';
+
+/** One receiver's counters and the transport it is reported under. */
+export interface ReceiverSource {
+  transport: 'http' | 'grpc';
+  stats: ReceiverStats;
+}
+
+/** Registers both receivers under one family each (a name is registered once), told apart by `transport`. */
+export function registerReceiverMetrics(metrics: MetricsRegistry, receivers: readonly ReceiverSource[]): void {
+  metrics.collectedCounter('otlp', {
+    name: 'hookwatch_otlp_requests_total', help: 'OTLP export requests answered, by transport, signal and outcome (ok, or the HTTP status / gRPC code).',
+    labelNames: ['transport', 'signal', 'outcome'],
+    collect: (set) => {
+      for (const { transport, stats } of receivers) {
+        for (const [key, value] of Object.entries(stats.requests)) {
+          // Keys are `<signal>:<ok|status>`, set by the receiver (a fixed, small set).
+          const [signal = 'unknown', outcome = 'unknown'] = key.split(':');
+          set({ transport, signal, outcome }, value);
+        }
+      }
+    },
+  });
+  metrics.collectedCounter('otlp', {
+    name: 'hookwatch_otlp_requests_rejected_total', help: 'OTLP requests refused, by reason (bad_request, too_large, unauthenticated, overloaded, store_unavailable, ...).',
+    labelNames: ['transport', 'reason'],
+    collect: (set) => {
+      for (const { transport, stats } of receivers) for (const [reason, value] of Object.entries(stats.rejected)) set({ transport, reason }, value);
+    },
+  });
+}

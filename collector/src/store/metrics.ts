@@ -1,0 +1,70 @@
+/** The store's figures for /metrics: the time each store call takes, calls running now and calls that failed. */
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import type { Store } from './store.ts';
+
+/** A store whose calls are timed, and how many calls of one operation are running now. */
+export interface InstrumentedStore<S extends Store> {
+  store: S;
+  /** Calls of `operation` running now; for ingest this is the queue of batches waiting for their commit. */
+  inFlight(operation: string): number;
+}
+
+/** Wraps a store so each async call is timed and counted in flight, and registers those metrics. */
+export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store: S): InstrumentedStore<S> {
+  const latency = metrics.histogram({ name: 'hookwatch_store_operation_duration_seconds', help: 'Time taken by store calls, by operation (ingest is the commit the OTLP 200 waits for).', labelNames: ['operation'] });
+  const errors = metrics.counter({ name: 'hookwatch_store_errors_total', help: 'Store calls that failed, by operation.', labelNames: ['operation'] });
+  const inFlight = new Map<string, number>();
+  metrics.collectedGauge('store', {
+    name: 'hookwatch_store_inflight_operations', help: 'Store calls running now, by operation; for ingest this is the queue of batches waiting for their commit.', labelNames: ['operation'],
+    collect: (set) => {
+      for (const [operation, value] of inFlight) set({ operation }, value);
+    },
+  });
+  const add = (operation: string, d: number): void => {
+    inFlight.set(operation, (inFlight.get(operation) ?? 0) + d);
+  };
+  const wrapped = new Map<PropertyKey, unknown>();
+  // A Proxy rather than a class: stores grow methods (alerts, silences) and each one is timed without edits here.
+  const proxy = new Proxy(store, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || typeof prop !== 'string') return value;
+      let fn = wrapped.get(prop);
+      if (!fn) {
+        const operation = { operation: prop };
+        fn = (...args: unknown[]): unknown => {
+          const started = performance.now();
+          add(prop, 1);
+          let result: unknown;
+          try {
+            result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          } catch (err) {
+            add(prop, -1);
+            errors.inc(operation);
+            throw err;
+          }
+          if (!(result instanceof Promise)) {
+            add(prop, -1);
+            return result;
+          }
+          return result.then(
+            (v: unknown) => {
+              add(prop, -1);
+              latency.observe(operation, (performance.now() - started) / 1000);
+              return v;
+            },
+            (err: unknown) => {
+              add(prop, -1);
+              errors.inc(operation);
+              latency.observe(operation, (performance.now() - started) / 1000);
+              throw err;
+            },
+          );
+        };
+        wrapped.set(prop, fn);
+      }
+      return fn;
+    },
+  });
+  return { store: proxy, inFlight: (operation) => inFlight.get(operation) ?? 0 };
+}
