@@ -23,9 +23,6 @@ export interface RuleContext {
   now: number;
 }
 
-/** Most alerts one rule may hold: label cardinality is bounded; the rest is dropped and counted. */
-export const MAX_ALERTS_PER_RULE = 500;
-
 const DAY = 86_400_000;
 /**
  * Windows that end "now" reach this far past it: ranges are [from, to), and an event stamped at now, or a little

@@ -1,10 +1,10 @@
 /** Alert state on PostgreSQL: the same round trip as SQLite, plus fencing by the leader lease. */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertRecord } from '../../alerting/model.ts';
 import type { Notification } from '../../notify/model.ts';
-import { NotLeaderError, PostgresAlertStateStore } from './alert-state.ts';
-import { PostgresStore } from './index.ts';
-import { PostgresLease } from './lease.ts';
+import { PostgresStore } from '../../store/postgres/index.ts';
+import { PostgresLease } from '../../store/postgres/lease.ts';
+import type { AlertRecord } from '../model.ts';
+import { NotLeaderError, PostgresAlertStateStore } from './postgres.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
