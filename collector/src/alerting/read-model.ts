@@ -25,12 +25,12 @@ export interface ReadModelOptions {
 const ORDER = { firing: 0, pending: 1, resolved: 2 } as const;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** The API view of one alert; `silencedBy` is empty for a resolved one (nothing left to mute). */
+/** The API view of one alert, muted by these silences. */
 export function alertSummary(a: AlertRecord, silencedBy: readonly string[]): AlertSummary {
   return {
     id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: a.state, labels: a.labels, annotations: a.annotations,
     activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), lastNotifiedAt: iso(a.lastNotifiedMs),
-    silencedBy: a.state === 'resolved' ? [] : [...silencedBy], hookId: a.hookId,
+    silencedBy: [...silencedBy], hookId: a.hookId,
   };
 }
 
@@ -74,6 +74,7 @@ export class AlertReadModel {
   }
 
   private summary(a: AlertRecord): AlertSummary {
+    // A resolved alert has nothing left to mute.
     return alertSummary(a, a.state === 'resolved' ? [] : this.opts.silences.mutedBy(a.labels, this.opts.now()));
   }
 }
