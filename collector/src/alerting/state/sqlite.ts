@@ -28,11 +28,10 @@ export class SqliteAlertStateStore implements AlertStateStore {
     `);
   }
 
-  async load(): Promise<LoadedState> {
+  async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
     const alerts = (this.sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
-    const silences = (this.sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
-    const outbox = (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
-    return { alerts, silences, outbox };
+    const outbox = opts.outbox === false ? [] : (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
+    return { alerts, silences: await this.silences(), outbox };
   }
 
   async silences(): Promise<SilenceRecord[]> {
