@@ -14,9 +14,9 @@ import type { Store } from '../store/store.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { AlertSet } from './alert-set.ts';
+import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './config.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
-import type { Transition } from './lifecycle.ts';
 import { planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy } from './rules.ts';
@@ -207,9 +207,7 @@ export class AlertEngine implements IngestListener {
       return;
     }
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
-    // With for: 0 an alert goes pending -> firing in one evaluation; announce only where it ended up.
-    const firedNow = new Set(step.transitions.filter((t) => t.to === 'firing').map((t) => t.alert));
-    for (const t of step.transitions) if (!(t.to === 'pending' && firedNow.has(t.alert))) this.announce(t, now);
+    announceTransitions(step.transitions, now, this.opts.events, this.opts.logger);
     if (scope === 'all') await this.opts.stateStore.prune(now - keep);
     this.stats.evaluations++;
     this.stats.lastEvaluationMs = now;
@@ -229,20 +227,6 @@ export class AlertEngine implements IngestListener {
       }
     }
     return outcomes;
-  }
-
-  private announce(t: Transition, now: number): void {
-    const a = t.alert;
-    if (t.to === 'dropped') {
-      this.opts.logger.debug('pending alert cleared', { alert: a.id, rule: a.rule });
-      return;
-    }
-    if (t.to !== 'pending') this.opts.logger.info(`alert ${t.to}`, { alert: a.id, rule: a.rule, labels: a.labels });
-    try {
-      this.opts.events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now });
-    } catch (err) {
-      this.opts.logger.warn('alert event export failed', { err });
-    }
   }
 
   /** Stops the timer and waits for the evaluation in progress. Safe twice. */
