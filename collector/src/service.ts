@@ -173,7 +173,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(requireHttpAuth(config.http.auth));
   app.get('/metrics', metrics.handler());
   app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
-  app.use(createAlertsRouter({ engine: alerting.engine, dispatcher: alerting.dispatcher, logger, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
+  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, logger, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
   app.use(createClusterRouter({ coordination, logger }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));

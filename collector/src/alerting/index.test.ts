@@ -15,7 +15,7 @@ import { parseRules } from './settings.ts';
 import { parseReceivers } from '../notify/settings.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
-import { SqliteAlertStateStore } from './state-store.ts';
+import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { StateChanges } from './model.ts';
 import { FakeClock, hookEvent, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 
@@ -196,23 +196,23 @@ describe('silences', () => {
   it('mute a matching firing alert; expiring the silence notifies it at once', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }]);
     const s = parseSilence({ matchers: [{ name: 'hook_name', value: 'Session.*', isRegex: true }], endsAt: new Date(T0 + HOUR).toISOString(), createdBy: 'ops', comment: 'known, fix in flight' }, T0);
-    await h.alerting.engine.addSilence(s);
+    await h.alerting.engine.silences.add(s);
     await h.push(over, { ...over, hookName: 'PostToolUse:Bash' });
     expect(h.notes().map((n) => n.hook)).toEqual(['PostToolUse:Bash']);
     const silenced = h.alerting.engine.alerts().find((a) => a.labels['hook_name'] === 'SessionStart:startup');
     expect(silenced?.silencedBy).toEqual([s.id]);
     await h.run(10 * MIN);
     expect(h.notes()).toHaveLength(1);
-    await h.alerting.engine.expireSilence(s.id);
+    await h.alerting.engine.silences.expire(s.id);
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     expect(h.notes().map((n) => n.hook)).toEqual(['PostToolUse:Bash', 'SessionStart:startup']);
-    expect(h.alerting.engine.listSilences()[0]?.state).toBe('expired');
+    expect(h.alerting.engine.silences.list()[0]?.state).toBe('expired');
   });
 
   it('end on their own at endsAt', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }]);
-    await h.alerting.engine.addSilence(parseSilence({ matchers: [{ name: 'alertname', value: 'persisted' }], endsAt: new Date(T0 + 5 * MIN).toISOString(), createdBy: 'ops', comment: 'deploy' }, T0));
+    await h.alerting.engine.silences.add(parseSilence({ matchers: [{ name: 'alertname', value: 'persisted' }], endsAt: new Date(T0 + 5 * MIN).toISOString(), createdBy: 'ops', comment: 'deploy' }, T0));
     await h.push(over);
     await h.run(4 * MIN);
     expect(h.notes()).toEqual([]);

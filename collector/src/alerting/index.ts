@@ -1,7 +1,8 @@
 /**
- * Alerting, built from config: rules -> lifecycle -> notifiers. `startAlerting` loads persisted state, resumes
- * undelivered notifications and starts the evaluation timer; the caller registers the engine as an ingest
- * listener and mounts the API router.
+ * Alerting, built from config: rule evaluation -> silences -> alert state -> notifiers, with a read model for
+ * the API. `startAlerting` loads persisted state, resumes undelivered notifications and starts the evaluation
+ * timer; the caller registers the engine as an ingest listener and mounts the API router on its read model and
+ * silences.
  */
 import type { AlertingConfig } from './settings.ts';
 import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
@@ -10,7 +11,8 @@ import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { AlertEngine } from './engine.ts';
-import { SqliteAlertStateStore, type AlertStateStore, type LeaderElector } from './state-store.ts';
+import { SqliteAlertStateStore } from './state/sqlite.ts';
+import type { AlertStateStore, LeaderElector } from './state/store.ts';
 
 export interface AlertingOptions {
   config: AlertingConfig;
@@ -19,7 +21,7 @@ export interface AlertingOptions {
   store: Store;
   logger: Logger;
   now?: () => number;
-  /** Replaces the SQLite state store: the PostgreSQL one (store/postgres/alert-state.ts) when replicas share a database, or tests. */
+  /** Replaces the SQLite state store: the PostgreSQL one (state/postgres.ts) when replicas share a database, or tests. */
   stateStore?: AlertStateStore;
   /** Replaces the OTLP emitter (tests). */
   events?: AlertEventSink;
@@ -90,7 +92,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     throw err;
   }
   // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does.
-  const refresher = new AlertmanagerRefresher({ receivers: config.receivers, links: { externalUrl: config.externalUrl }, alerts: () => engine.alerts(), logger, now });
+  const refresher = new AlertmanagerRefresher({ receivers: config.receivers, links: { externalUrl: config.externalUrl }, alerts: () => engine.readModel.alerts(), logger, now });
   if (opts.timer !== false) {
     engine.startTimer(config.evaluationIntervalMs);
     refresher.start();
@@ -121,4 +123,4 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
 }
 
 export { AlertEngine } from './engine.ts';
-export type { AlertStateStore, LeaderElector } from './state-store.ts';
+export type { AlertStateStore, LeaderElector } from './state/store.ts';

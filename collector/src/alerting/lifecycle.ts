@@ -1,7 +1,8 @@
 /**
  * The alert lifecycle, as Prometheus and Alertmanager users know it: pending until the condition has held for
  * `for`, then firing; a pending alert that clears is dropped silently; a firing one resolves once its condition
- * has been absent for `keep_firing_for`. Pure functions over records; the engine persists and notifies.
+ * has been absent for `keep_firing_for`. Pure functions over records: evaluation.ts steps each rule with them, the
+ * engine persists and notifies.
  */
 import { createHash } from 'node:crypto';
 import type { RuleConfig } from './settings.ts';

@@ -1,18 +1,22 @@
 /**
- * /api/v1/alerts, /api/v1/silences and /api/v1/receivers/:name/test. Thin: validate, ask the engine, shape
- * JSON (shapes from shared/src/api.ts). Never returns a receiver's URL, headers or signing secret.
+ * /api/v1/alerts, /api/v1/silences and /api/v1/receivers/:name/test. Thin: validate, ask alerting's read model
+ * or its silences, shape JSON (shapes from shared/src/api.ts). Never returns a receiver's URL, headers or
+ * signing secret.
  */
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { AlertDetailResponse, AlertsResponse, AlertState } from '../../../shared/src/api.ts';
-import type { AlertEngine } from '../alerting/engine.ts';
+import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence, SilenceError } from '../alerting/silences.ts';
+import type { Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 
 export interface AlertsApiOptions {
-  engine: AlertEngine;
+  /** The alerts as alerting serves them (refreshed from shared state before each answer). */
+  alerts: AlertReadModel;
+  silences: Silences;
   dispatcher: Dispatcher;
   logger: Logger;
   now?: () => number;
@@ -33,7 +37,7 @@ function badParameter(res: Response, parameter: string, message: string): void {
 }
 
 export function createAlertsRouter(opts: AlertsApiOptions): Router {
-  const { engine, dispatcher } = opts;
+  const { alerts: view, silences, dispatcher } = opts;
   const now = opts.now ?? Date.now;
   const router = express.Router();
   // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight.
@@ -45,9 +49,9 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       badParameter(res, 'state', `state must be one of ${STATES.join(', ')}`);
       return;
     }
-    await engine.refresh();
-    const alerts = engine.alerts();
-    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, receivers: engine.receiverNames(), now: new Date(now()).toISOString() };
+    await view.refresh();
+    const alerts = view.alerts();
+    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, receivers: view.receiverNames(), now: new Date(now()).toISOString() };
     res.json(body);
   });
 
@@ -57,19 +61,19 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       badParameter(res, 'id', 'alert id must look like <16 hex>-<base36>, as listed by GET /api/v1/alerts');
       return;
     }
-    await engine.refresh();
-    const alert = engine.alert(id);
+    await view.refresh();
+    const alert = view.alert(id);
     if (!alert) {
       notFound(res, `no active or recently resolved alert with id ${id}`);
       return;
     }
-    const body: AlertDetailResponse = { alert, attempts: await engine.attempts(id) };
+    const body: AlertDetailResponse = { alert, attempts: await view.attempts(id) };
     res.json(body);
   });
 
   router.get('/api/v1/silences', async (_req, res) => {
-    await engine.refresh();
-    res.json({ silences: engine.listSilences() });
+    await view.refresh();
+    res.json({ silences: silences.list() });
   });
 
   router.post('/api/v1/silences', json, async (req, res) => {
@@ -77,7 +81,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       res.status(415).json({ error: { code: 'unsupported_media_type', message: 'send the silence as Content-Type: application/json' } });
       return;
     }
-    const silence = await engine.addSilence(parseSilence(req.body, now()));
+    const silence = await silences.add(parseSilence(req.body, now()));
     opts.onSilencesChanged?.();
     res.status(201).json({ silence });
   });
@@ -89,8 +93,8 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       return;
     }
     // Created on another replica: read it from the shared store first.
-    await engine.refresh();
-    const silence = await engine.expireSilence(id);
+    await view.refresh();
+    const silence = await silences.expire(id);
     if (!silence) {
       notFound(res, `no silence with id ${id}`);
       return;

@@ -5,10 +5,10 @@
  */
 import { hostname } from 'node:os';
 import type { ClusterResponse } from '../../../shared/src/api.ts';
-import type { AlertStateStore } from '../alerting/state-store.ts';
+import { PostgresAlertStateStore } from '../alerting/state/postgres.ts';
+import type { AlertStateStore } from '../alerting/state/store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { PostgresAlertStateStore } from './postgres/alert-state.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { PostgresBus, type BusChannel } from './postgres/bus.ts';
 import { PostgresLease, readCluster } from './postgres/lease.ts';

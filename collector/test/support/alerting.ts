@@ -6,6 +6,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hookId } from '../../src/hooks/extract.ts';
 import type { HookEvent } from '../../src/hooks/model.ts';
+import type { AlertRecord } from '../../src/alerting/model.ts';
 import { classifyExecution } from '../../src/hooks/cliff.ts';
 
 /** One request the sink received. */
@@ -207,4 +208,15 @@ export function otlpHookBody(records: { hookName: string; timeMs: number; output
       }],
     }],
   });
+}
+
+/** An alert record with plain defaults (unit tests of the alerting modules). */
+export function alertRecord(over: Partial<AlertRecord> & { id: string }): AlertRecord {
+  const state = over.state ?? 'firing';
+  return {
+    fingerprint: `fp-${over.id}`, rule: 'persisted', state, labels: { alertname: over.rule ?? 'persisted' }, annotations: {}, hookId: null,
+    activeAtMs: 1000, startsAtMs: state === 'pending' ? null : 2000, endsAtMs: state === 'resolved' ? 3000 : null, lastActiveMs: 2000,
+    lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
+    ...over,
+  };
 }

@@ -48,7 +48,7 @@ export const MIGRATIONS: readonly string[] = [
     epoch BIGINT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
   );`,
-  // 2: alert state shared by replicas (alerting/state-store.ts contract).
+  // 2: alert state shared by replicas (the contract of alerting/state/store.ts).
   `CREATE TABLE alert_instances (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL, data JSONB NOT NULL);
   CREATE TABLE alert_silences (id TEXT PRIMARY KEY, ends_at BIGINT NOT NULL, data JSONB NOT NULL);
   CREATE TABLE alert_notifications (webhook_id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, created_at BIGINT NOT NULL, done TEXT, data JSONB NOT NULL);

@@ -10,7 +10,7 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { ClusterResponse } from '../../../../shared/src/api.ts';
-import type { LeaderElector } from '../../alerting/state-store.ts';
+import type { LeaderElector } from '../../alerting/state/store.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
 

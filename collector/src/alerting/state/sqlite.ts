@@ -1,53 +1,12 @@
 /**
- * Where alert state survives restarts: alert instances, silences, the notification outbox and delivery attempts.
- * A restart neither loses a firing alert nor notifies it again before repeat_interval, and a notification that
- * was created but not delivered is resumed with the same webhook-id. SQLite here; PostgreSQL implements the
- * same interface later.
+ * Alert state in SQLite, for a single process: the AlertStateStore contract (store.ts) on its own connection to
+ * the store's database file. There is one process and so no fencing: the epoch arguments are accepted and ignored.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { Statements, inTransaction, openSqlite } from '../store/sqlite/database.ts';
-import type { Notification } from '../notify/model.ts';
-import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from './model.ts';
-
-export interface LoadedState {
-  alerts: AlertRecord[];
-  silences: SilenceRecord[];
-  /** Notifications created but neither delivered nor given up on. */
-  outbox: Notification[];
-}
-
-/** Persistence of the alerting state (one implementation per store backend). */
-export interface AlertStateStore {
-  /** `outbox: false` reads alerts and silences only (a follower answering the API). */
-  load(opts?: { outbox?: boolean }): Promise<LoadedState>;
-  /** The silences alone (read by the leader at every evaluation when state is shared). */
-  silences(): Promise<SilenceRecord[]>;
-  /** Writes one evaluation's changes atomically; `epoch` is the fencing token the evaluation ran under. */
-  save(changes: StateChanges, epoch?: number | null): Promise<void>;
-  /** Marks a notification finished (delivered, or given up on); `epoch` as for save. */
-  finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void>;
-  addAttempt(a: StoredAttempt, epoch?: number | null): Promise<void>;
-  /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
-  confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;
-  attempts(alertId: string): Promise<StoredAttempt[]>;
-  putSilence(s: SilenceRecord): Promise<void>;
-  /** Deletes silences expired before `beforeMs`, attempts and finished notifications of forgotten alerts. */
-  prune(beforeMs: number): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** Decides whether this replica evaluates and notifies: replicas on one PostgreSQL hold a lease (store/postgres/lease.ts). */
-export interface LeaderElector {
-  isLeader(): boolean;
-  /** The lease's fencing token while leader, else null (absent: a single process, no fencing). */
-  epoch?(): number | null;
-}
-
-/** The single-replica default: always the leader. */
-export const alwaysLeader: LeaderElector = { isLeader: () => true };
-
-/** Most attempts kept per alert: a receiver down for days must not grow the table without bound. */
-const MAX_ATTEMPTS_PER_ALERT = 200;
+import { Statements, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
+import type { Notification } from '../../notify/model.ts';
+import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
+import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
 
 /** SQLite implementation: its own connection to the store's database file (WAL lets both coexist). */
 export class SqliteAlertStateStore implements AlertStateStore {
@@ -69,11 +28,10 @@ export class SqliteAlertStateStore implements AlertStateStore {
     `);
   }
 
-  async load(): Promise<LoadedState> {
+  async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
     const alerts = (this.sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
-    const silences = (this.sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
-    const outbox = (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
-    return { alerts, silences, outbox };
+    const outbox = opts.outbox === false ? [] : (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
+    return { alerts, silences: await this.silences(), outbox };
   }
 
   async silences(): Promise<SilenceRecord[]> {

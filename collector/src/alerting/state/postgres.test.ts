@@ -1,10 +1,10 @@
-/** Alert state on PostgreSQL: the same round trip as SQLite, plus fencing by the leader lease. */
+/** Alert state on PostgreSQL: fencing by the leader lease (the contract shared with SQLite is in store.test.ts). */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { AlertRecord } from '../../alerting/model.ts';
 import type { Notification } from '../../notify/model.ts';
-import { NotLeaderError, PostgresAlertStateStore } from './alert-state.ts';
-import { PostgresStore } from './index.ts';
-import { PostgresLease } from './lease.ts';
+import { PostgresStore } from '../../store/postgres/index.ts';
+import { PostgresLease } from '../../store/postgres/lease.ts';
+import type { AlertRecord } from '../model.ts';
+import { NotLeaderError, PostgresAlertStateStore } from './postgres.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
@@ -39,28 +39,6 @@ async function setup(): Promise<{ store: PostgresStore; url: string }> {
 }
 
 describe('PostgresAlertStateStore', () => {
-  it('round-trips alerts, the outbox, attempts and silences', async () => {
-    const { store } = await setup();
-    const s = new PostgresAlertStateStore({ pool: store.connectionPool });
-    const a = alert('a1', 'firing');
-    await s.save({ upsert: [a, alert('a2', 'pending')], remove: [], notifications: [notification(a, 'msg_1'), notification(a, 'msg_1')] });
-    let loaded = await s.load();
-    expect(loaded.alerts.map((x) => x.id).sort()).toEqual(['a1', 'a2']);
-    expect(loaded.outbox.map((n) => n.webhookId)).toEqual(['msg_1']);
-    await s.finishNotification('msg_1', 'delivered');
-    await s.addAttempt({ alertId: 'a1', receiver: 'r', webhookId: 'msg_1', attempt: 1, atMs: 3001, status: 'firing', outcome: 'delivered', httpStatus: 200, error: null, durationMs: 5 });
-    await s.putSilence({ id: 's1', matchers: [], startsAtMs: 0, endsAtMs: 10, createdBy: 'x', comment: '', createdAtMs: 0 });
-    loaded = await s.load();
-    expect(loaded.outbox).toEqual([]);
-    expect(loaded.silences.map((x) => x.id)).toEqual(['s1']);
-    expect((await s.attempts('a1')).map((x) => x.httpStatus)).toEqual([200]);
-    await s.save({ upsert: [], remove: ['a2'], notifications: [] });
-    await s.prune(100);
-    loaded = await s.load();
-    expect(loaded.alerts.map((x) => x.id)).toEqual(['a1']);
-    expect(loaded.silences).toEqual([]);
-  });
-
   it('refuses writes from a replica that does not hold the lease, and from one whose lease moved on', async () => {
     const { store, url } = await setup();
     const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });

@@ -1,15 +1,15 @@
 /**
  * Alert state on PostgreSQL, shared by every replica: alert instances, silences, the notification outbox and
- * delivery attempts (the same contract as the SQLite state store). Writes of an evaluation are fenced by the
- * leader lease: a replica that lost the lease (paused, partitioned) cannot commit alerts or notifications, so
- * a takeover never produces a second notification for the same transition.
+ * delivery attempts (the AlertStateStore contract of store.ts, as sqlite.ts beside it). Writes of an evaluation
+ * are fenced by the leader lease: a replica that lost the lease (paused, partitioned) cannot commit alerts or
+ * notifications, so a takeover never produces a second notification for the same transition.
  */
 import type pg from 'pg';
-import type { AlertStateStore, LoadedState } from '../../alerting/state-store.ts';
-import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../../alerting/model.ts';
 import type { Notification } from '../../notify/model.ts';
-import { StoreUnavailableError } from '../store.ts';
-import { inTransaction } from './connection.ts';
+import { inTransaction } from '../../store/postgres/connection.ts';
+import { StoreUnavailableError } from '../../store/store.ts';
+import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
+import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
 
 /** The lease that fences writes (PostgresLease satisfies it). */
 export interface LeaseFence {
@@ -19,15 +19,12 @@ export interface LeaseFence {
   epoch(): number | null;
 }
 
-/** Most attempts kept per alert: a receiver down for days must not grow the table without bound. */
-const MAX_ATTEMPTS_PER_ALERT = 200;
-
 /** A write refused because this replica is not (or no longer) the leader. Retrying on this replica cannot help. */
 export class NotLeaderError extends Error {
   override name = 'NotLeaderError';
 }
 
-/** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations). */
+/** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations, store/postgres/index.ts). */
 export class PostgresAlertStateStore implements AlertStateStore {
   private readonly pool: pg.Pool;
   private readonly fence: LeaseFence | undefined;

@@ -1,0 +1,83 @@
+/** The rules' conditions alone: counters in, annotations (condition holds) or null out. No store. */
+import { describe, expect, it } from 'vitest';
+import type { HookCounters } from '../../../shared/src/api.ts';
+import { totalCounters } from '../store/counters.ts';
+import type { Arrival } from '../store/store.ts';
+import { blindCondition, growthCondition, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, windowText } from './conditions.ts';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const T0 = Date.parse('2026-11-30T10:00:00Z');
+
+function counters(over: Partial<HookCounters> & { largest?: number } = {}): HookCounters {
+  const { largest, ...rest } = over;
+  const base = totalCounters([]);
+  return { ...base, ...(largest === undefined ? {} : { maxChars: { ...base.maxChars, additionalContext: largest } }), ...rest };
+}
+
+describe('conditions', () => {
+  it('windowText names windows as people write them', () => {
+    expect([windowText(14 * DAY), windowText(DAY), windowText(HOUR), windowText(5 * 60_000), windowText(1500)]).toEqual(['14d', '24h', '1h', '5m', '2s']);
+  });
+
+  it('persisted: holds for an output saved to a file while the hook reported success, names late arrivals', () => {
+    expect(persistedCondition(counters({ executions: 3, success: 3 }), 'h', HOUR, undefined)).toBeNull();
+    expect(persistedCondition(counters({ executions: 1, outputsPersisted: 1, executionsWithPersisted: 1, success: 0 }), 'h', HOUR, undefined)).toBeNull();
+    const c = counters({ executions: 4, success: 4, outputsPersisted: 2, executionsWithPersisted: 1, largest: 12_000 });
+    const a = persistedCondition(c, 'SessionStart:startup', HOUR, undefined);
+    expect(a).toMatchObject({ outputs_persisted: '2', executions: '4', largest_output: '12000' });
+    expect(a?.['summary']).toBe('SessionStart:startup: 2 outputs over the 10,000-character cap saved to a file in the last 1h; the model saw only a ~2,000-character preview while the hook reported success.');
+    expect(a?.['event_time']).toBeUndefined();
+    const late = { ...c, firstEventMs: T0 - 2 * HOUR, lastEventMs: T0 - 2 * HOUR, outputsPersisted: 1 } as Arrival;
+    expect(persistedCondition(c, 'h', HOUR, late)).toMatchObject({ event_time: '2026-11-30T08:00:00.000Z', late_outputs_persisted: '1' });
+  });
+
+  it('persisted_ratio: above the threshold with enough executions only', () => {
+    const rule = { windowMs: DAY, threshold: 0.05, minExecutions: 20 };
+    expect(ratioCondition(rule, counters({ executions: 19, executionsWithPersisted: 19 }), 'h')).toBeNull();
+    expect(ratioCondition(rule, counters({ executions: 100, executionsWithPersisted: 5 }), 'h')).toBeNull();
+    expect(ratioCondition(rule, counters({ executions: 100, executionsWithPersisted: 6 }), 'h')).toMatchObject({ ratio: '0.0600' });
+  });
+
+  it('headroom: above the share of the cap with nothing persisted; never a negative "below"', () => {
+    const rule = { windowMs: DAY, threshold: 0.8 };
+    expect(headroomCondition(rule, counters({ largest: 8000 }), 'h')).toBeNull();
+    expect(headroomCondition(rule, counters({ largest: 9000, outputsPersisted: 1 }), 'h')).toBeNull();
+    expect(headroomCondition(rule, counters(), 'h')).toBeNull();
+    expect(headroomCondition(rule, counters({ largest: 8550 }), 'h')).toMatchObject({ headroom: '1450', largest_output: '8550' });
+    expect(headroomCondition(rule, counters({ largest: 10_500 }), 'h')?.['summary']).toContain('500 over the 10,000-character cap');
+  });
+
+  it('never_completed: starts without completes', () => {
+    const rule = { windowMs: HOUR, afterMs: 5 * 60_000 };
+    expect(neverCompletedCondition(rule, counters({ starts: 3, executions: 3 }), 'h')).toBeNull();
+    expect(neverCompletedCondition(rule, counters({ starts: 3, executions: 1 }), 'h')).toMatchObject({ missing: '2' });
+  });
+
+  it('growth: a trend that reaches the cap within the horizon, not one that does not', () => {
+    const rising = Array.from({ length: 7 }, (_, i) => ({ t: T0 - (6 - i) * DAY, value: 5000 + i * 500 }));
+    const a = growthCondition({ horizonDays: 14 }, rising, 'h');
+    expect(Number(a?.['days_to_cap'])).toBeGreaterThan(0);
+    expect(Number(a?.['days_to_cap'])).toBeLessThanOrEqual(14);
+    expect(growthCondition({ horizonDays: 1 }, rising, 'h')).toBeNull();
+    expect(growthCondition({ horizonDays: 14 }, rising.map((p) => ({ ...p, value: 5000 })), 'h')).toBeNull();
+  });
+
+  it('blind: a client version with executions that carried no sizes', () => {
+    expect(blindCondition({ windowMs: DAY }, { serviceName: 'claude-code', version: '2.1.200', executions: 5, sizeUnknownExecutions: 0, hasSizeData: true })).toBeNull();
+    expect(blindCondition({ windowMs: DAY }, { serviceName: 'claude-code', version: '2.1.197', executions: 5, sizeUnknownExecutions: 5, hasSizeData: false })?.['summary']).toContain('claude-code 2.1.197: 5 of 5 executions');
+  });
+
+  it('silence: quiet for `after`, never for a feed that never sent anything', () => {
+    expect(quietFeedCondition({ afterMs: HOUR }, null, T0)).toBeNull();
+    expect(quietFeedCondition({ afterMs: HOUR }, T0 - HOUR + 1, T0)).toBeNull();
+    expect(quietFeedCondition({ afterMs: HOUR }, T0 - HOUR, T0)).toMatchObject({ last_event: new Date(T0 - HOUR).toISOString() });
+    expect(quietHookCondition({ afterMs: HOUR }, 'h', T0 - HOUR + 1, T0)).toBeNull();
+    expect(quietHookCondition({ afterMs: HOUR }, 'h', T0 - 2 * HOUR, T0)?.['summary']).toContain('h: no executions for 2h (alert after 1h)');
+  });
+
+  it('hook_limit: events folded under the overflow hook', () => {
+    expect(hookLimitCondition({ windowMs: HOUR }, undefined, '(other)', 1000)).toBeNull();
+    expect(hookLimitCondition({ windowMs: HOUR }, counters({ executions: 2, starts: 1 }), '(other)', 1000)).toMatchObject({ folded_events: '3', max_hooks: '1000' });
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * The rules' conditions, with no I/O: counters (or a trend, a client version, a last-seen time) in; annotations a
+ * person can act on out when the condition holds, null when it does not. rules.ts runs the store queries that
+ * feed them.
+ */
+import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
+import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput } from '../../../shared/src/cliff.ts';
+import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
+import type { Arrival } from '../store/store.ts';
+import type { RuleConfig } from './settings.ts';
+
+type Annotations = Record<string, string>;
+
+const DAY = 86_400_000;
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const plural = (n: number, one: string, many = one + 's'): string => `${fmt(n)} ${n === 1 ? one : many}`;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Human window: 1h, 24h, 14d. */
+export function windowText(ms: number): string {
+  if (ms % DAY === 0 && ms >= 2 * DAY) return `${ms / DAY}d`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  return `${Math.round(ms / 1000)}s`;
+}
+
+/** persisted: outputs saved to a file while the hook reported success; `late` names arrivals stamped before the window. */
+export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: Arrival | undefined): Annotations | null {
+  // The headline divergence: Claude Code saved output to a file while the hook reported success.
+  if (c.outputsPersisted <= 0 || c.success <= 0) return null;
+  const w = windowText(windowMs);
+  const max = largestOutput(c);
+  const lateText = late
+    ? ` ${plural(late.outputsPersisted, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    : '';
+  return {
+    summary: `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
+    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}. Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters.${lateText}`,
+    outputs_persisted: String(c.outputsPersisted),
+    executions: String(c.executions),
+    ...(max !== null ? { largest_output: String(max) } : {}),
+    ...(late ? { event_time: iso(late.lastEventMs), first_event_time: iso(late.firstEventMs), late_outputs_persisted: String(late.outputsPersisted) } : {}),
+  };
+}
+
+/** persisted_ratio: the share of executions with output persisted is over the threshold, with enough executions. */
+export function ratioCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold' | 'minExecutions'>, c: HookCounters, scope: string): Annotations | null {
+  if (c.executions < rule.minExecutions) return null;
+  const ratio = c.executionsWithPersisted / c.executions;
+  if (ratio <= rule.threshold) return null;
+  return {
+    summary: `${scope}: ${(ratio * 100).toFixed(1)}% of executions in the last ${windowText(rule.windowMs)} had output saved to a file instead of delivered (threshold ${(rule.threshold * 100).toFixed(1)}%).`,
+    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')}; ${plural(c.outputsPersisted, 'output')} persisted.`,
+    ratio: ratio.toFixed(4),
+  };
+}
+
+/** headroom: the largest output is above `threshold` of the cap while nothing was persisted. */
+export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold'>, c: HookCounters, scope: string): Annotations | null {
+  const limit = rule.threshold * OUTPUT_CAP_CHARS;
+  const w = windowText(rule.windowMs);
+  // A hook already over the cap is the persisted rule's: one alert per problem, not two.
+  if (c.outputsPersisted > 0) return null;
+  const max = largestOutput(c);
+  if (max === null || max <= limit) return null;
+  return {
+    // Sizes are sums over the hooks of an execution: a sum can pass the cap while no single output did.
+    summary: max > OUTPUT_CAP_CHARS
+      ? `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; none was persisted (alert above ${fmt(limit)}).`
+      : `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)}).`,
+    description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.`,
+    largest_output: String(max),
+    headroom: String(OUTPUT_CAP_CHARS - max),
+  };
+}
+
+/** never_completed: starts without a complete in the window that ends `after` ago. */
+export function neverCompletedCondition(rule: Pick<RuleConfig, 'windowMs' | 'afterMs'>, c: HookCounters, scope: string): Annotations | null {
+  const missing = c.starts - c.executions;
+  if (missing <= 0) return null;
+  return {
+    summary: `${scope}: ${plural(missing, 'execution')} started without completing in the ${windowText(rule.windowMs)} up to ${windowText(rule.afterMs)} ago.`,
+    description: `${fmt(c.starts)} hook_execution_start vs ${fmt(c.executions)} hook_execution_complete. A blocked UserPromptSubmit hook in -p mode, a crash or a cancelled session sends start and never complete; its output never reached the model.`,
+    missing: String(missing),
+  };
+}
+
+/** growth: the daily largest output (sorted points) is on course to reach the cap within `horizonDays`. */
+export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: readonly Point[], hookName: string): Annotations | null {
+  const f = forecastCrossing([...points]);
+  if (!f || f.daysToCap === null || f.crossesAtMs === null || f.daysToCap > rule.horizonDays) return null;
+  return {
+    summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap in about ${f.daysToCap.toFixed(1)} days (${iso(f.crossesAtMs).slice(0, 10)}).`,
+    description: `Trend over ${f.points} days with data, now about ${fmt(f.current)} characters. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview.`,
+    days_to_cap: f.daysToCap.toFixed(1),
+    crosses_at: iso(f.crossesAtMs),
+  };
+}
+
+/** blind: a client version that sent executions without size data. */
+export function blindCondition(rule: Pick<RuleConfig, 'windowMs'>, v: ClientVersion): Annotations | null {
+  if (v.sizeUnknownExecutions <= 0) return null;
+  return {
+    summary: `${v.serviceName} ${v.version || '(unknown version)'}: ${fmt(v.sizeUnknownExecutions)} of ${plural(v.executions, 'execution')} in the last ${windowText(rule.windowMs)} carried no size data, so hookwatch cannot see the cliff for these users.`,
+    description: `Claude Code reports hook output sizes from ${FIRST_VERSION_WITH_SIZES} on; upgrade these clients (pin @anthropic-ai/claude-code to a current version; on Node 20 npm silently installs 2.1.197).`,
+    executions_without_sizes: String(v.sizeUnknownExecutions),
+  };
+}
+
+/** silence (feed): no event at all for `after`; null lastMs (nothing ever received) is not a silence. */
+export function quietFeedCondition(rule: Pick<RuleConfig, 'afterMs'>, lastMs: number | null, now: number): Annotations | null {
+  if (lastMs === null || now - lastMs < rule.afterMs) return null;
+  return {
+    summary: `No hook events at all for ${windowText(now - lastMs)} (alert after ${windowText(rule.afterMs)}); last event ${iso(lastMs)}.`,
+    description: 'Check that clients still export telemetry (CLAUDE_CODE_ENABLE_TELEMETRY=1, OTEL_LOGS_EXPORTER=otlp) and can reach hookwatch.',
+    last_event: iso(lastMs),
+  };
+}
+
+/** silence (hook): a hook that was active went quiet for `after`. */
+export function quietHookCondition(rule: Pick<RuleConfig, 'afterMs'>, hookName: string, lastSeenMs: number, now: number): Annotations | null {
+  const quietFor = now - lastSeenMs;
+  if (quietFor < rule.afterMs) return null;
+  return {
+    summary: `${hookName}: no executions for ${windowText(Math.floor(quietFor / 1000) * 1000)} (alert after ${windowText(rule.afterMs)}); last seen ${iso(lastSeenMs)}.`,
+    description: 'The hook was active and went quiet: removed from settings, failing before it runs, or its clients stopped exporting.',
+    last_seen: iso(lastSeenMs),
+  };
+}
+
+/** hook_limit: events of new hook names counted under an overflow hook (store.maxHooks reached). */
+export function hookLimitCondition(rule: Pick<RuleConfig, 'windowMs'>, c: HookCounters | undefined, overflowName: string, maxHooks: number): Annotations | null {
+  const n = c ? c.executions + c.starts : 0;
+  if (n <= 0) return null;
+  return {
+    summary: `${plural(n, 'hook event')} of new hook names in the last ${windowText(rule.windowMs)} were counted under ${overflowName}: hookwatch holds its limit of ${fmt(maxHooks)} hooks (store.maxHooks).`,
+    description: 'Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.',
+    folded_events: String(n),
+    max_hooks: String(maxHooks),
+  };
+}

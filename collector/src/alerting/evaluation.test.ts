@@ -1,0 +1,62 @@
+/** The evaluation step alone: rule outcomes in, transitions and the state to write out; no store, no clock. */
+import { describe, expect, it } from 'vitest';
+import { alertRecord } from '../../test/support/alerting.ts';
+import { AlertSet } from './alert-set.ts';
+import { applyEvaluation, MAX_ALERTS_PER_RULE, type EvaluationOptions } from './evaluation.ts';
+import type { Candidate } from './rules.ts';
+
+const NOW = 1_000_000;
+const rule = { name: 'persisted', forMs: 0, keepFiringForMs: 0 };
+const opts = (over: Partial<EvaluationOptions> = {}): EvaluationOptions => ({ now: NOW, sweep: false, configured: ['persisted'], resolvedRetentionMs: 60_000, ...over });
+const candidate = (hook: string): Candidate => ({ labels: { alertname: 'persisted', hook_name: hook }, annotations: { summary: hook }, hookId: hook });
+
+describe('applyEvaluation', () => {
+  it('fires a label set whose condition holds (for: 0) and resolves it when the condition is gone', () => {
+    const set = new AlertSet();
+    const first = applyEvaluation(set, [{ rule, candidates: [candidate('a')] }], opts());
+    expect(first.transitions.map((t) => `${t.from}->${t.to}`)).toEqual(['null->pending', 'pending->firing']);
+    expect(first.upsert).toEqual([expect.objectContaining({ state: 'firing', startsAtMs: NOW, labels: { alertname: 'persisted', hook_name: 'a' } })]);
+    const second = applyEvaluation(set, [{ rule, candidates: [] }], opts({ now: NOW + 1 }));
+    expect(second.transitions.map((t) => `${t.from}->${t.to}`)).toEqual(['firing->resolved']);
+    expect(set.activeAlerts()).toEqual([]);
+    expect(set.resolvedAlerts()).toEqual([expect.objectContaining({ state: 'resolved', endsAtMs: NOW + 1 })]);
+  });
+
+  it('keeps the alerts of a rule whose query failed as they were, and names the rule', () => {
+    const set = new AlertSet();
+    set.replace([alertRecord({ id: 'x', state: 'firing' })]);
+    const step = applyEvaluation(set, [{ rule, error: new Error('database is locked') }], opts());
+    expect(step.failed).toEqual([{ rule: 'persisted', error: new Error('database is locked') }]);
+    expect(step.transitions).toEqual([]);
+    expect(set.activeAlerts().map((a) => [a.id, a.state])).toEqual([['x', 'firing']]);
+  });
+
+  it(`holds at most ${MAX_ALERTS_PER_RULE} alerts per rule and counts the label sets it dropped`, () => {
+    const set = new AlertSet();
+    const many = Array.from({ length: MAX_ALERTS_PER_RULE + 7 }, (_, i) => candidate(`h${i}`));
+    const step = applyEvaluation(set, [{ rule, candidates: many }], opts());
+    expect(step.overLimit).toEqual([{ rule: 'persisted', dropped: 7 }]);
+    expect(set.activeAlerts()).toHaveLength(MAX_ALERTS_PER_RULE);
+    expect(set.activeAlerts().some((a) => a.labels['hook_name'] === `h${MAX_ALERTS_PER_RULE}`)).toBe(false);
+  });
+
+  it('resolves the alerts of a rule no longer configured on a full evaluation only', () => {
+    const set = new AlertSet();
+    set.replace([alertRecord({ id: 'old', rule: 'removed_rule', state: 'firing' })]);
+    expect(applyEvaluation(set, [], opts()).transitions).toEqual([]);
+    const step = applyEvaluation(set, [], opts({ sweep: true }));
+    expect(step.transitions.map((t) => [t.alert.id, t.to])).toEqual([['old', 'resolved']]);
+    expect(step.upsert.map((a) => a.id)).toEqual(['old']);
+  });
+
+  it('forgets resolved alerts past the retention on a full evaluation, and only those', () => {
+    const set = new AlertSet();
+    set.replace([
+      alertRecord({ id: 'stale', state: 'resolved', endsAtMs: NOW - 60_001 }),
+      alertRecord({ id: 'recent', state: 'resolved', endsAtMs: NOW - 59_999 }),
+    ]);
+    expect(applyEvaluation(set, [], opts()).remove).toEqual([]);
+    expect(applyEvaluation(set, [], opts({ sweep: true })).remove).toEqual(['stale']);
+    expect(set.resolvedAlerts().map((a) => a.id)).toEqual(['recent']);
+  });
+});

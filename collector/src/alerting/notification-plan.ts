@@ -1,0 +1,70 @@
+/**
+ * Which notifications an evaluation creates, with no I/O: firing alerts due one (new, or repeat_interval passed)
+ * and resolutions of alerts whose firing was notified, unless a silence mutes them. Each notification has a
+ * webhook-id derived from the alert episode, the transition and the receiver, so it is stable across retries
+ * and restarts and a receiver can deduplicate.
+ */
+import { createHash } from 'node:crypto';
+import type { Notification, ReceiverConfig } from '../notify/model.ts';
+import type { Transition } from './lifecycle.ts';
+import type { AlertRecord } from './model.ts';
+
+export interface PlanOptions {
+  now: number;
+  receivers: readonly Pick<ReceiverConfig, 'name' | 'sendResolved'>[];
+  /** Alertmanager repeat_interval: a still-firing alert is notified again after this long. */
+  repeatIntervalMs: number;
+  /** True when an active silence matches these labels. */
+  muted(labels: Record<string, string>): boolean;
+}
+
+/**
+ * Plans the notifications of one evaluation. Marks the alerts notified (notifySeq, lastNotifiedMs,
+ * notifiedFiring) and adds those not already there to `upsert`, so the state and the outbox are saved together.
+ */
+export function planNotifications(active: readonly AlertRecord[], transitions: readonly Transition[], upsert: AlertRecord[], opts: PlanOptions): Notification[] {
+  const { now, receivers } = opts;
+  const out: Notification[] = [];
+  if (receivers.length === 0) return out;
+  const touched = new Set(upsert);
+  const touch = (a: AlertRecord): void => {
+    if (touched.has(a)) return;
+    touched.add(a);
+    upsert.push(a);
+  };
+  for (const a of active) {
+    if (a.state !== 'firing') continue;
+    if (a.lastNotifiedMs !== null && now - a.lastNotifiedMs < opts.repeatIntervalMs) continue;
+    if (opts.muted(a.labels)) continue;
+    a.notifySeq++;
+    a.lastNotifiedMs = now;
+    a.notifiedFiring = true;
+    for (const r of receivers) out.push(notification(a, r.name, 'firing', now));
+    touch(a);
+  }
+  for (const t of transitions) {
+    const a = t.alert;
+    if (t.to !== 'resolved' || !a.notifiedFiring || opts.muted(a.labels)) continue;
+    a.notifySeq++;
+    for (const r of receivers) if (r.sendResolved) out.push(notification(a, r.name, 'resolved', now));
+    touch(a);
+  }
+  return out;
+}
+
+/** One notification of `a` to one receiver. */
+export function notification(a: AlertRecord, receiver: string, status: 'firing' | 'resolved', now: number): Notification {
+  // Derived from the alert episode, the transition and the receiver: stable across retries and restarts.
+  const webhookId = 'msg_' + createHash('sha256').update(`${a.id}|${status}|${a.notifySeq}|${receiver}`).digest('base64url').slice(0, 27);
+  return {
+    webhookId,
+    receiver,
+    status,
+    createdAtMs: now,
+    alert: {
+      id: a.id, fingerprint: a.fingerprint, rule: a.rule, labels: a.labels, annotations: a.annotations, hookId: a.hookId,
+      startsAt: new Date(a.startsAtMs ?? a.activeAtMs).toISOString(),
+      endsAt: a.endsAtMs === null ? null : new Date(a.endsAtMs).toISOString(),
+    },
+  };
+}

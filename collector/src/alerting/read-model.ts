@@ -1,0 +1,80 @@
+/**
+ * What the API, the dashboard, /metrics and the Alertmanager refresher see of alerting: the current alerts with
+ * their state, the silences muting each and when it was last notified, and each alert's delivery attempts. Reads
+ * the engine's alert set and silences and the state store; changes nothing.
+ */
+import type { AlertSummary, DeliveryAttempt } from '../../../shared/src/api.ts';
+import type { AlertSet } from './alert-set.ts';
+import type { AlertRecord } from './model.ts';
+import type { Silences } from './silencing.ts';
+import type { AlertStateStore } from './state/store.ts';
+
+/** A flapping rule can resolve many alerts in a day; the list stays bounded. */
+export const MAX_RESOLVED_LISTED = 1000;
+
+export interface ReadModelOptions {
+  alerts: AlertSet;
+  silences: Pick<Silences, 'mutedBy'>;
+  stateStore: Pick<AlertStateStore, 'attempts'>;
+  receivers: readonly { name: string }[];
+  now: () => number;
+  /** Brings alerts and silences up to date with shared state before an answer (absent: memory is the state). */
+  refresh?: () => Promise<void>;
+}
+
+const ORDER = { firing: 0, pending: 1, resolved: 2 } as const;
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The API view of one alert, muted by these silences. */
+export function alertSummary(a: AlertRecord, silencedBy: readonly string[]): AlertSummary {
+  return {
+    id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: a.state, labels: a.labels, annotations: a.annotations,
+    activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), lastNotifiedAt: iso(a.lastNotifiedMs),
+    silencedBy: [...silencedBy], hookId: a.hookId,
+  };
+}
+
+export class AlertReadModel {
+  private readonly opts: ReadModelOptions;
+
+  constructor(opts: ReadModelOptions) {
+    this.opts = opts;
+  }
+
+  /** Call before answering a request: with shared state another replica may have changed it. */
+  refresh(): Promise<void> {
+    return this.opts.refresh ? this.opts.refresh() : Promise.resolve();
+  }
+
+  /** Firing, then pending, then recently resolved alerts (the newest MAX_RESOLVED_LISTED of those). */
+  alerts(): AlertSummary[] {
+    const resolved = this.opts.alerts.resolvedAlerts().sort((a, b) => (b.endsAtMs ?? 0) - (a.endsAtMs ?? 0)).slice(0, MAX_RESOLVED_LISTED);
+    return [...this.opts.alerts.activeAlerts(), ...resolved]
+      .sort((a, b) => ORDER[a.state] - ORDER[b.state] || (b.startsAtMs ?? b.activeAtMs) - (a.startsAtMs ?? a.activeAtMs) || a.id.localeCompare(b.id))
+      .map((a) => this.summary(a));
+  }
+
+  /** One alert by id (active or recently resolved). */
+  alert(id: string): AlertSummary | undefined {
+    const found = this.opts.alerts.get(id);
+    return found ? this.summary(found) : undefined;
+  }
+
+  /** Delivery attempts of one alert, oldest first. */
+  async attempts(id: string): Promise<DeliveryAttempt[]> {
+    return (await this.opts.stateStore.attempts(id)).map((a) => ({
+      receiver: a.receiver, webhookId: a.webhookId, attempt: a.attempt, at: new Date(a.atMs).toISOString(), status: a.status,
+      outcome: a.outcome, httpStatus: a.httpStatus, error: a.error, durationMs: a.durationMs,
+    }));
+  }
+
+  /** Names of the configured receivers (names only: never a URL, header or secret). */
+  receiverNames(): string[] {
+    return this.opts.receivers.map((r) => r.name);
+  }
+
+  private summary(a: AlertRecord): AlertSummary {
+    // A resolved alert has nothing left to mute.
+    return alertSummary(a, a.state === 'resolved' ? [] : this.opts.silences.mutedBy(a.labels, this.opts.now()));
+  }
+}

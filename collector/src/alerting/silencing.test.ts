@@ -1,0 +1,84 @@
+/** Silences CRUD on a real SQLite state store: saved before they count, expired early on request, muting what they match. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SilenceRecord } from './model.ts';
+import { parseSilence } from './silences.ts';
+import { Silences } from './silencing.ts';
+import { SqliteAlertStateStore } from './state/sqlite.ts';
+
+const T0 = Date.parse('2026-11-30T10:00:00Z');
+const MIN = 60_000;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup(): { silences: Silences; store: SqliteAlertStateStore; clock: { t: number }; expired: () => number; db: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-silences-'));
+  const db = join(dir, 'h.db');
+  const store = new SqliteAlertStateStore(db);
+  const clock = { t: T0 };
+  let expired = 0;
+  const silences = new Silences({ store, now: () => clock.t, onExpired: () => void expired++ });
+  cleanups.push(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { silences, store, clock, expired: () => expired, db };
+}
+
+const silence = (over: Partial<Parameters<typeof parseSilence>[0] & object> = {}): SilenceRecord =>
+  parseSilence({ matchers: [{ name: 'hook_name', value: 'Session.*', isRegex: true }], endsAt: new Date(T0 + 10 * MIN).toISOString(), createdBy: 'ops', comment: 'deploy', ...over }, T0);
+
+describe('Silences', () => {
+  it('saves a silence before it counts: another reader of the store sees it, and it mutes matching labels', async () => {
+    const { silences, db } = setup();
+    const s = silence();
+    expect(await silences.add(s)).toMatchObject({ id: s.id, state: 'active', createdBy: 'ops' });
+    expect(silences.mutedBy({ hook_name: 'SessionStart:startup' }, T0)).toEqual([s.id]);
+    expect(silences.mutedBy({ hook_name: 'UserPromptSubmit' }, T0)).toEqual([]);
+    const other = new SqliteAlertStateStore(db);
+    cleanups.push(() => other.close());
+    const fresh = new Silences({ store: other, now: () => T0 });
+    await fresh.reload();
+    expect(fresh.list().map((x) => x.id)).toEqual([s.id]);
+  });
+
+  it('mutes only between startsAt and endsAt', async () => {
+    const { silences } = setup();
+    const s = silence({ startsAt: new Date(T0 + MIN).toISOString() });
+    expect((await silences.add(s)).state).toBe('pending');
+    expect(silences.mutedBy({ hook_name: 'SessionStart' }, T0)).toEqual([]);
+    expect(silences.mutedBy({ hook_name: 'SessionStart' }, T0 + MIN)).toEqual([s.id]);
+    expect(silences.mutedBy({ hook_name: 'SessionStart' }, T0 + 10 * MIN)).toEqual([]);
+  });
+
+  it('expires a silence now, persisted, and says so once; unknown ids are undefined', async () => {
+    const { silences, store, clock, expired } = setup();
+    const s = silence();
+    await silences.add(s);
+    clock.t = T0 + 2 * MIN;
+    expect(await silences.expire(s.id)).toMatchObject({ state: 'expired', endsAt: new Date(T0 + 2 * MIN).toISOString() });
+    expect(expired()).toBe(1);
+    expect((await store.silences())[0]?.endsAtMs).toBe(T0 + 2 * MIN);
+    expect(silences.mutedBy({ hook_name: 'SessionStart' }, clock.t)).toEqual([]);
+    // Already expired: nothing changes, nothing to notify.
+    clock.t += MIN;
+    expect(await silences.expire(s.id)).toMatchObject({ state: 'expired', endsAt: new Date(T0 + 2 * MIN).toISOString() });
+    expect(expired()).toBe(1);
+    expect(await silences.expire('00000000-0000-0000-0000-000000000000')).toBeUndefined();
+  });
+
+  it('lists newest first and forgets silences expired before the retention', async () => {
+    const { silences } = setup();
+    const a = silence();
+    const b = { ...silence(), createdAtMs: T0 + 1, endsAtMs: T0 + 20 * MIN };
+    await silences.add(a);
+    await silences.add(b);
+    expect(silences.list().map((x) => x.id)).toEqual([b.id, a.id]);
+    silences.forgetExpiredBefore(T0 + 15 * MIN);
+    expect(silences.list().map((x) => x.id)).toEqual([b.id]);
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * The silences in force, as Alertmanager's silence store keeps them: created and expired through the API (on
+ * any replica), written to the state store before they count, and asked which alerts they mute. Matching and
+ * request validation are in silences.ts.
+ */
+import type { Silence } from '../../../shared/src/api.ts';
+import type { SilenceRecord } from './model.ts';
+import { silenceMatches, silenceState, toSilence } from './silences.ts';
+import type { AlertStateStore } from './state/store.ts';
+
+export interface SilencesOptions {
+  store: Pick<AlertStateStore, 'putSilence' | 'silences'>;
+  now: () => number;
+  /** A silence was expired early: its alerts, if still firing, are due a notification now. */
+  onExpired?: () => void;
+}
+
+export class Silences {
+  private readonly opts: SilencesOptions;
+  private readonly byId = new Map<string, SilenceRecord>();
+
+  constructor(opts: SilencesOptions) {
+    this.opts = opts;
+  }
+
+  /** Replaces the silences held with these (a load from the state store). */
+  replace(list: readonly SilenceRecord[]): void {
+    this.byId.clear();
+    for (const s of list) this.byId.set(s.id, s);
+  }
+
+  /** Reads them again from the state store (shared state: created on another replica). */
+  async reload(): Promise<void> {
+    this.replace(await this.opts.store.silences());
+  }
+
+  /** Newest first, in the API's shape. */
+  list(): Silence[] {
+    const now = this.opts.now();
+    return [...this.byId.values()].sort((a, b) => b.createdAtMs - a.createdAtMs).map((s) => toSilence(s, now));
+  }
+
+  /** Saves a new silence (validated by parseSilence); it mutes from the next evaluation on. */
+  async add(s: SilenceRecord): Promise<Silence> {
+    await this.opts.store.putSilence(s);
+    this.byId.set(s.id, s);
+    return toSilence(s, this.opts.now());
+  }
+
+  /** Expires a silence now (Alertmanager's DELETE); undefined when there is none with this id. */
+  async expire(id: string): Promise<Silence | undefined> {
+    const s = this.byId.get(id);
+    if (!s) return undefined;
+    const now = this.opts.now();
+    let current = s;
+    if (s.endsAtMs > now) {
+      current = { ...s, endsAtMs: now, startsAtMs: Math.min(s.startsAtMs, now) };
+      await this.opts.store.putSilence(current);
+      this.byId.set(id, current);
+      this.opts.onExpired?.();
+    }
+    return toSilence(current, now);
+  }
+
+  /** Ids of the silences muting an alert with these labels at `now`. */
+  mutedBy(labels: Record<string, string>, now: number): string[] {
+    const ids: string[] = [];
+    for (const s of this.byId.values()) if (silenceState(s, now) === 'active' && silenceMatches(s, labels)) ids.push(s.id);
+    return ids;
+  }
+
+  /** Forgets silences that expired before `beforeMs` (the state store prunes its copy in the same evaluation). */
+  forgetExpiredBefore(beforeMs: number): void {
+    for (const [id, s] of this.byId) if (s.endsAtMs < beforeMs) this.byId.delete(id);
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The AlertStateStore contract, run against both implementations: a real SQLite file and a real PostgreSQL
+ * (a throwaway cluster). Fencing by the lease is PostgreSQL's alone and tested in postgres.test.ts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Notification } from '../../notify/model.ts';
+import { PostgresStore } from '../../store/postgres/index.ts';
+import { alertRecord } from '../../../test/support/alerting.ts';
+import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import type { AlertRecord, StoredAttempt } from '../model.ts';
+import { PostgresAlertStateStore } from './postgres.ts';
+import { SqliteAlertStateStore } from './sqlite.ts';
+import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore } from './store.ts';
+
+let server: TestServer | undefined;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+const backends: [string, () => Promise<AlertStateStore>][] = [
+  ['SQLite', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
+    const s = new SqliteAlertStateStore(join(dir, 'h.db'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+    return s;
+  }],
+  ['PostgreSQL', async () => {
+    server ??= await startTestServer();
+    const store = await PostgresStore.open({ url: await server.createDatabase(), poolSize: 2 });
+    const s = new PostgresAlertStateStore({ pool: store.connectionPool });
+    cleanups.push(() => store.close(), () => s.close());
+    return s;
+  }],
+];
+
+function notification(a: AlertRecord, webhookId: string, createdAtMs = 3000): Notification {
+  return { webhookId, receiver: 'r', status: 'firing', alert: a as unknown as Notification['alert'], createdAtMs };
+}
+
+function attempt(alertId: string, n: number): StoredAttempt {
+  return { alertId, receiver: 'r', webhookId: 'msg_1', attempt: n, atMs: 3000 + n, status: 'firing', outcome: 'retrying', httpStatus: 503, error: 'HTTP 503', durationMs: 5 };
+}
+
+describe.each(backends)('AlertStateStore on %s', (_name, open) => {
+  it('round-trips alerts, the outbox, attempts and silences', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'a1', state: 'firing' });
+    await s.save({ upsert: [a, alertRecord({ id: 'a2', state: 'pending' })], remove: [], notifications: [notification(a, 'msg_1'), notification(a, 'msg_1')] });
+    let loaded = await s.load();
+    expect(loaded.alerts.map((x) => x.id).sort()).toEqual(['a1', 'a2']);
+    expect(loaded.alerts.find((x) => x.id === 'a1')).toEqual(a);
+    expect(loaded.outbox.map((n) => n.webhookId)).toEqual(['msg_1']);
+    await s.finishNotification('msg_1', 'delivered');
+    await s.addAttempt({ ...attempt('a1', 1), outcome: 'delivered', httpStatus: 200, error: null });
+    await s.putSilence({ id: 's1', matchers: [], startsAtMs: 0, endsAtMs: 10, createdBy: 'x', comment: '', createdAtMs: 0 });
+    loaded = await s.load();
+    expect(loaded.outbox).toEqual([]);
+    expect(loaded.silences.map((x) => x.id)).toEqual(['s1']);
+    expect((await s.silences()).map((x) => x.id)).toEqual(['s1']);
+    expect((await s.attempts('a1')).map((x) => x.httpStatus)).toEqual([200]);
+    await s.save({ upsert: [], remove: ['a2'], notifications: [] });
+    await s.prune(100);
+    loaded = await s.load();
+    expect(loaded.alerts.map((x) => x.id)).toEqual(['a1']);
+    expect(loaded.silences).toEqual([]);
+  });
+
+  it('hands out the outbox oldest first, and reads without it when asked', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'a1' });
+    await s.save({ upsert: [a], remove: [], notifications: [notification(a, 'msg_b', 5000), notification(a, 'msg_a', 4000)] });
+    expect((await s.load({ outbox: false })).outbox).toEqual([]);
+    expect((await s.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_a', 'msg_b']);
+  });
+
+  it('forgets the attempts and finished notifications of a removed alert, not its undelivered ones', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'gone', state: 'pending' });
+    await s.save({ upsert: [a], remove: [], notifications: [notification(a, 'msg_done'), notification(a, 'msg_open')] });
+    await s.finishNotification('msg_done', 'failed');
+    await s.addAttempt(attempt('gone', 1));
+    await s.save({ upsert: [], remove: ['gone'], notifications: [] });
+    expect(await s.attempts('gone')).toEqual([]);
+    const loaded = await s.load();
+    expect(loaded.alerts).toEqual([]);
+    expect(loaded.outbox.map((n) => n.webhookId)).toEqual(['msg_open']);
+  });
+
+  it(`keeps the newest ${MAX_ATTEMPTS_PER_ALERT} attempts per alert`, async () => {
+    const s = await open();
+    for (let n = 1; n <= MAX_ATTEMPTS_PER_ALERT + 3; n++) await s.addAttempt(attempt('a1', n));
+    await s.addAttempt(attempt('a2', 1));
+    const kept = await s.attempts('a1');
+    expect(kept).toHaveLength(MAX_ATTEMPTS_PER_ALERT);
+    expect([kept[0]?.attempt, kept.at(-1)?.attempt]).toEqual([4, MAX_ATTEMPTS_PER_ALERT + 3]);
+    expect(await s.attempts('a2')).toHaveLength(1);
+  });
+
+  it('accepts any fencing token when nothing fences it (a single process, or no lease)', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'a1' });
+    await s.save({ upsert: [a], remove: [], notifications: [notification(a, 'msg_1')] }, 7);
+    await s.addAttempt(attempt('a1', 1), null);
+    await s.finishNotification('msg_1', 'failed', 3);
+    const loaded = await s.load();
+    expect(loaded.alerts.map((x) => x.id)).toEqual(['a1']);
+    expect(loaded.outbox).toEqual([]);
+    expect(await s.attempts('a1')).toHaveLength(1);
+  });
+});

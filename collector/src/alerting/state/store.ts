@@ -1,0 +1,54 @@
+/**
+ * Where alert state survives restarts: alert instances, silences, the notification outbox and delivery attempts.
+ * A restart neither loses a firing alert nor notifies it again before repeat_interval, and a notification that
+ * was created but not delivered is resumed with the same webhook-id. One interface, one implementation per store
+ * backend beside it: `sqlite.ts` (a single process) and `postgres.ts` (replicas sharing one database, every
+ * leader write fenced by the lease epoch).
+ */
+import type { Notification } from '../../notify/model.ts';
+import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
+
+export interface LoadedState {
+  alerts: AlertRecord[];
+  silences: SilenceRecord[];
+  /** Notifications created but neither delivered nor given up on. */
+  outbox: Notification[];
+}
+
+/**
+ * Persistence of the alerting state. `epoch` is a fencing token: the lease epoch the caller's work started under.
+ * A shared implementation refuses a leader write (NotLeaderError) once the lease has moved past it; a single
+ * process ignores it. Absent, the current epoch is used.
+ */
+export interface AlertStateStore {
+  /** `outbox: false` reads alerts and silences only (a follower answering the API). */
+  load(opts?: { outbox?: boolean }): Promise<LoadedState>;
+  /** The silences alone (read by the leader at every evaluation when state is shared). */
+  silences(): Promise<SilenceRecord[]>;
+  /** Writes one evaluation's changes atomically; `epoch` is the fencing token the evaluation ran under. */
+  save(changes: StateChanges, epoch?: number | null): Promise<void>;
+  /** Marks a notification finished (delivered, or given up on); `epoch` as for save. */
+  finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void>;
+  addAttempt(a: StoredAttempt, epoch?: number | null): Promise<void>;
+  /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
+  confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;
+  attempts(alertId: string): Promise<StoredAttempt[]>;
+  /** Silences come from the API on any replica: never fenced. */
+  putSilence(s: SilenceRecord): Promise<void>;
+  /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
+  prune(beforeMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Decides whether this replica evaluates and notifies: replicas on one PostgreSQL hold a lease (store/postgres/lease.ts). */
+export interface LeaderElector {
+  isLeader(): boolean;
+  /** The lease's fencing token while leader, else null (absent: a single process, no fencing). */
+  epoch?(): number | null;
+}
+
+/** The single-replica default: always the leader. */
+export const alwaysLeader: LeaderElector = { isLeader: () => true };
+
+/** Most attempts kept per alert: a receiver down for days must not grow the table without bound. */
+export const MAX_ATTEMPTS_PER_ALERT = 200;
