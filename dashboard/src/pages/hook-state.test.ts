@@ -6,7 +6,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView,
-  dimensionOptions, facts, followQueries, growthRows, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, zoomUrl,
+  commandRows, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, zoomUrl,
 } from './hook-state.ts';
 
 const at = (url: string) => {
@@ -155,5 +155,29 @@ describe('alerts and breakdowns', () => {
     const rows = breakdownRows(r);
     expect(rows[0]).toEqual({ value: '(not set)', status: 'unknown', counts: r.rows[0], cells: ['17', '12', '0', 'unknown', '17'] });
     expect(rows[1]?.cells).toEqual(['16', '12', '0', '4,200 chars', '0']);
+  });
+});
+
+describe('guard trims and commands', () => {
+  it('says what the guard delivered instead of a preview, in the singular too, and nothing when it trimmed nothing', () => {
+    const g = { hookId: OVER.id, from: series.from, to: series.to, step: 3600, trims: 1, largest: { field: 'stdout' as const, sentChars: 15_000, keptChars: 9_500, time: '2026-11-30T06:10:00.000Z' }, buckets: [] };
+    expect(guardTrimsView(g)).toEqual({ value: '1 output', note: 'trimmed by guard: sent 15,000, delivered 9,500', field: 'stdout' });
+    expect(guardTrimsView({ ...g, trims: 3 })?.value).toBe('3 outputs');
+    expect(guardTrimsView({ ...g, trims: 0, largest: null })).toBeNull();
+    expect(guardTrimsView(null)).toBeNull();
+  });
+
+  it('lists each command from transcripts, naming an unrecorded one and a command with nothing delivered', () => {
+    const rows = commandRows({
+      source: 'transcript', hookId: OVER.id, from: series.from, to: series.to,
+      commands: [
+        { command: 'npm run lint -- --format json', runs: 4, outputs: 4, delivered: 0, persisted: 4, unconfirmed: 0, largestOutputChars: 10_577, largestDeliveredChars: null, sessions: 2 },
+        { command: '', runs: 1, outputs: 1, delivered: 1, persisted: 0, unconfirmed: 0, largestOutputChars: null, largestDeliveredChars: 120, sessions: 1 },
+      ],
+    });
+    expect(rows).toEqual([
+      { command: 'npm run lint -- --format json', over: true, cells: ['4', '10,577 chars', '4', '0', 'none delivered', '2'] },
+      { command: '(command not recorded)', over: false, cells: ['1', 'unknown', '0', '1', '120 chars', '1'] },
+    ]);
   });
 });

@@ -6,6 +6,8 @@
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS, deliveredChars, largestOutput, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
+import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
+import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
@@ -200,4 +202,20 @@ export function breakdownRows(r: BreakdownResponse): BreakdownRowView[] {
 /** The page for a hook id the API does not know. */
 export function noSuchHook(hookId: string): string {
   return `hookwatch has no hook with id ${hookId}. It may have been pruned by retention.`;
+}
+
+/** What `hookwatch guard` did for the hook, beside Claude Code's counters; null when it trimmed nothing (or the server cannot say). */
+export function guardTrimsView(g: GuardTrimsResponse | null): { value: string; note: string; field: GuardField } | null {
+  if (!g?.largest) return null;
+  const { sentChars, keptChars, field } = g.largest;
+  return { value: `${num(g.trims)} output${g.trims === 1 ? '' : 's'}`, note: `trimmed by guard: sent ${num(sentChars)}, delivered ${num(keptChars)}`, field };
+}
+
+/** The commands table from transcripts: one row per command; an unrecorded command and nothing delivered are named. */
+export function commandRows(r: TranscriptCommandsResponse): { command: string; over: boolean; cells: string[] }[] {
+  return r.commands.map((c) => ({
+    command: c.command === '' ? '(command not recorded)' : c.command,
+    over: c.persisted > 0,
+    cells: [num(c.runs), chars(c.largestOutputChars), num(c.persisted), num(c.delivered), c.delivered === 0 ? 'none delivered' : chars(c.largestDeliveredChars), num(c.sessions)],
+  }));
 }

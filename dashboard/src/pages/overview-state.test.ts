@@ -5,7 +5,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetView, forecastOf, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
+  setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -180,5 +180,21 @@ describe('fleet figures', () => {
     expect(v.tableHeaders).toEqual(['Bucket start', 'Executions', 'All hooks', 'Largest output']);
     expect(sparkLabel(BLIND.hookName, fleetHook(BLIND, [null, null], [0, 0]))).toBe('UserPromptSubmit:context: largest output per bucket, peak unknown; 0 buckets with persisted outputs');
     expect(sparkLabel(OVER.hookName, fleetHook(OVER, [2_000, 10_500], [0, 1]))).toBe('Stop:lint-report: largest output per bucket, peak 10,500 chars; 1 bucket with persisted outputs');
+  });
+});
+
+describe('before the first event', () => {
+  it('gives shell lines for this host and the OTLP/HTTP port the server reports', () => {
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 14318);
+    expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=http://hookwatch.internal:14318');
+    expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf');
+    expect(v.lines.filter((l) => !l.startsWith('#')).every((l) => /^export [A-Z_]+=\S+$/.test(l))).toBe(true);
+    expect(v.note).toBe('This hookwatch receives OTLP/HTTP on port 14318. If Claude Code runs on another machine, use this host\'s address as it reaches it.');
+  });
+
+  it('falls back to the default port and says where to find the real one', () => {
+    const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, undefined);
+    expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');
+    expect(v.note).toMatch(/^The endpoint is hookwatch's OTLP\/HTTP address \(4318 unless HOOKWATCH_OTLP_HTTP_ADDR/);
   });
 });

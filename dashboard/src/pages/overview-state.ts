@@ -312,3 +312,24 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
     topIds: [...shown.map((hk) => hk.id), null],
   };
 }
+
+/**
+ * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when
+ * pasted (this host, the OTLP/HTTP port it reports), and a note on the port and on clients without sizes.
+ */
+export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined): { lines: string[]; note: string } {
+  const port = otlpHttpPort ?? 4318;
+  return {
+    lines: [
+      'export CLAUDE_CODE_ENABLE_TELEMETRY=1',
+      'export OTEL_LOGS_EXPORTER=otlp',
+      'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
+      `export OTEL_EXPORTER_OTLP_ENDPOINT=${loc.protocol}//${loc.hostname}:${port}`,
+      '# optional: lets you filter and break down by team',
+      'export OTEL_RESOURCE_ATTRIBUTES=team=platform',
+    ],
+    note: otlpHttpPort === undefined
+      ? 'The endpoint is hookwatch\'s OTLP/HTTP address (4318 unless HOOKWATCH_OTLP_HTTP_ADDR says otherwise; hookwatch logs it at start).'
+      : `This hookwatch receives OTLP/HTTP on port ${port}. If Claude Code runs on another machine, use this host's address as it reaches it.`,
+  };
+}

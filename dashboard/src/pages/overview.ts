@@ -17,27 +17,17 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetView, forecastOf, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
+  setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
 export function setupHelp(otlpHttpPort: number | undefined): HTMLElement {
-  const port = otlpHttpPort ?? 4318;
-  const otlp = `${location.protocol}//${location.hostname}:${port}`;
+  const v = setupView(location, otlpHttpPort);
   return h('section', { class: 'panel empty', id: 'empty-state' },
     h('h2', null, 'No events yet: here is how to point Claude Code at hookwatch'),
     h('p', null, 'Run these in the shell Claude Code starts from (or put the same variables in the "env" block of its settings.json), then start a session that fires a hook:'),
-    h('pre', null, h('code', { id: 'setup-snippet' }, [
-      'export CLAUDE_CODE_ENABLE_TELEMETRY=1',
-      'export OTEL_LOGS_EXPORTER=otlp',
-      'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
-      `export OTEL_EXPORTER_OTLP_ENDPOINT=${otlp}`,
-      '# optional: lets you filter and break down by team',
-      'export OTEL_RESOURCE_ATTRIBUTES=team=platform',
-    ].join('\n'))),
-    h('p', null, otlpHttpPort === undefined
-      ? 'The endpoint is hookwatch\'s OTLP/HTTP address (4318 unless HOOKWATCH_OTLP_HTTP_ADDR says otherwise; hookwatch logs it at start).'
-      : `This hookwatch receives OTLP/HTTP on port ${port}. If Claude Code runs on another machine, use this host's address as it reaches it.`,
+    h('pre', null, h('code', { id: 'setup-snippet' }, v.lines.join('\n'))),
+    h('p', null, v.note,
     ' Clients older than 2.1.280 send no output sizes: they show as "unknown", never as healthy.'),
   );
 }
