@@ -84,7 +84,7 @@ type Compilers = Record<'/dashboard/src/' | '/shared/src/', (relative: string) =
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/g;
 
 /**
- * index.html with a modulepreload link for every module main.ts reaches: the browser fetches them at once
+ * index.html with a modulepreload link for every module the entry (entry.ts) reaches: the browser fetches them at once
  * instead of discovering them import by import (a waterfall that cost seconds on a slow machine).
  */
 async function renderIndex(compilers: Compilers): Promise<string> {
@@ -99,7 +99,7 @@ async function renderIndex(compilers: Compilers): Promise<string> {
     const deps = [...js.matchAll(IMPORT)].map((m) => m[1] as string).filter((d) => d.startsWith('.'));
     await Promise.all(deps.map((d) => visit(new URL(d, `http://x${url}`).pathname)));
   };
-  await visit('/dashboard/src/main.ts');
+  await visit('/dashboard/src/entry.ts');
   const links = [...seen].sort().map((u) => `<link rel="modulepreload" href="${u}">`).join('\n');
   const html = await readFile(join(publicDir, 'index.html'), 'utf8');
   return html.replace('<!--modulepreload-->', links);

@@ -16,7 +16,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The folders whose non-test files make up the product and its tooling (bench/ and scripts/ are development tools). */
 const SOURCE_ROOTS = ['collector', 'dashboard', 'shared', 'deploy/docker'];
 /** Where the image starts running code: the CLI, the server, the dashboard page it serves, the health check. */
-const ENTRY_POINTS = ['collector/bin/hookwatch.mjs', 'collector/src/main.ts', 'dashboard/src/main.ts', 'deploy/docker/healthcheck.mjs'];
+const ENTRY_POINTS = ['collector/bin/hookwatch.mjs', 'collector/src/main.ts', 'dashboard/src/entry.ts', 'deploy/docker/healthcheck.mjs'];
 /** What the image copies (see Dockerfile); every other non-test file is development tooling such as the demo. */
 const SHIPPED_ROOTS = ['collector/bin', 'collector/src', 'shared/src', 'dashboard/server.ts', 'dashboard/src', 'dashboard/public', 'deploy/docker'];
 

@@ -6,7 +6,7 @@
 import type { ClusterResponse } from '../../shared/src/api.ts';
 import { api } from './api.ts';
 import { h, replace, table } from './dom.ts';
-import { dateTime } from './format.ts';
+import { clusterView } from './cluster-state.ts';
 
 export interface ClusterPanel {
   element: HTMLElement;
@@ -14,21 +14,16 @@ export interface ClusterPanel {
   refresh(signal?: AbortSignal): Promise<void>;
 }
 
-function seconds(s: number): string {
-  return s < 10 ? `${s.toFixed(1)} s ago` : `${Math.round(s)} s ago`;
-}
-
 /** The panel's content for one answer of the API. */
 export function renderCluster(c: ClusterResponse): HTMLElement[] {
-  if (c.backend === 'sqlite') return [h('p', { 'data-field': 'leader' }, 'Single process (SQLite store): this hookwatch evaluates alerts and sends notifications itself.')];
-  const leader = c.leader
-    ? h('p', { 'data-field': 'leader' }, 'Leader: ', h('strong', null, c.leader.replica), ` (lease epoch ${c.leader.epoch}${c.leader.replica === c.self ? ', this replica' : ''}) evaluates alerts and sends notifications.`)
-    : h('p', { class: 'banner banner-error', 'data-field': 'leader' }, `No replica holds the leader lease right now: a failover is in progress (it takes up to ${((c.leaseTtlSeconds ?? 0) * 4) / 3} s).`);
+  const v = clusterView(c);
+  if (v.kind === 'single') return [h('p', { 'data-field': 'leader' }, v.text)];
+  const leader = v.kind === 'led'
+    ? h('p', { 'data-field': 'leader' }, 'Leader: ', h('strong', null, v.replica), v.after)
+    : h('p', { class: 'banner banner-error', 'data-field': 'leader' }, v.text);
   return [
     leader,
-    table('Replicas and their last heartbeat', ['Replica', 'Role', 'Started', 'Last heartbeat', 'State'],
-      c.replicas.map((r) => [`${r.replica}${r.self ? ' (this one)' : ''}`, r.leader ? 'leader' : 'follower', dateTime(r.startedAt), seconds(r.heartbeatAgeSeconds), r.alive ? 'running' : 'not heard from']),
-      { class: 'data replicas' }),
+    table('Replicas and their last heartbeat', ['Replica', 'Role', 'Started', 'Last heartbeat', 'State'], v.rows, { class: 'data replicas' }),
   ];
 }
 

@@ -7,7 +7,7 @@
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
 import { ApiFailure, type Query } from './api.ts';
 import { h, replace } from './dom.ts';
-import { chars, num } from './format.ts';
+import { commandRows } from './pages/hook-state.ts';
 
 async function fetchCommands(hookId: string, q: Query, signal?: AbortSignal): Promise<TranscriptCommandsResponse> {
   const params = new URLSearchParams();
@@ -30,14 +30,9 @@ export function commandsTable(r: TranscriptCommandsResponse): HTMLElement {
   return h('div', { class: 'table-scroll' }, h('table', { class: 'data', id: 'commands', 'data-source': r.source },
     h('caption', { class: 'sr-only' }, 'Commands, from transcripts'),
     h('thead', null, h('tr', null, ...['Command', 'Runs', 'Largest output', 'Persisted', 'Delivered', 'Largest delivered', 'Sessions'].map((t) => h('th', { scope: 'col' }, t)))),
-    h('tbody', null, ...r.commands.map((c) => h('tr', { class: c.persisted > 0 ? 'over' : '' },
-      h('th', { scope: 'row' }, h('code', null, c.command === '' ? '(command not recorded)' : c.command)),
-      h('td', { class: 'num' }, num(c.runs)),
-      h('td', { class: 'num' }, chars(c.largestOutputChars)),
-      h('td', { class: 'num' }, num(c.persisted)),
-      h('td', { class: 'num' }, num(c.delivered)),
-      h('td', { class: 'num' }, c.delivered === 0 ? 'none delivered' : chars(c.largestDeliveredChars)),
-      h('td', { class: 'num' }, num(c.sessions)),
+    h('tbody', null, ...commandRows(r).map((c) => h('tr', { class: c.over ? 'over' : '' },
+      h('th', { scope: 'row' }, h('code', null, c.command)),
+      ...c.cells.map((text) => h('td', { class: 'num' }, text)),
     ))),
   ));
 }

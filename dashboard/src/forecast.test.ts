@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Forecast } from '../../shared/src/forecast.ts';
-import { forecastReading } from './forecast.ts';
+import { dailyPoints, dailySeriesQuery, forecastFrom, forecastReading } from './forecast.ts';
 import { setTimeZone } from './format.ts';
+import { NEAR, OK, dailySeriesOf } from './testdata/api-responses.ts';
 
 const DAY = 86_400_000;
 const T = Date.parse('2026-11-30T00:00:00Z');
@@ -47,5 +48,54 @@ describe('forecast wording', () => {
     expect(forecastReading(null, { status: 'ok', days: 1 }).note).toBe('1 day with size data; needs 3');
     expect(forecastReading(null, { status: 'ok', days: 2 }).note).toBe('2 days with size data; needs 3');
     expect(forecastReading(null, { status: 'unknown' }).value).toBe('unknown');
+  });
+});
+
+describe('forecast from the daily series', () => {
+  setTimeZone('UTC');
+  const day = (i: number): string => new Date(Date.parse('2026-11-20T00:00:00Z') + i * DAY).toISOString().slice(0, 10);
+
+  it('leaves out days without size data and days without executions: unknown is not zero', () => {
+    const s = dailySeriesOf(NEAR, [
+      { day: day(0), largest: 8_000 }, { day: day(1), largest: null }, { day: day(2), largest: 8_200, executions: 0 }, { day: day(3), largest: 8_300 },
+    ]);
+    expect(dailyPoints(s)).toEqual([{ t: Date.parse(`${day(0)}T00:00:00Z`), value: 8_000 }, { t: Date.parse(`${day(3)}T00:00:00Z`), value: 8_300 }]);
+  });
+
+  it('needs three days with size data, and says how many it has', () => {
+    const two = forecastFrom(dailySeriesOf(NEAR, [{ day: day(0), largest: 8_000 }, { day: day(1), largest: null }, { day: day(2), largest: 8_200 }]));
+    expect(two.forecast).toBeNull();
+    expect(two.points).toHaveLength(2);
+    const r = forecastReading(two.forecast, { status: 'near', latest: 8_200, days: two.points.length });
+    expect(r.kind).toBe('insufficient');
+    expect(r.sentence).toBe('Not enough days with size data for a forecast (2 of the 3 needed in the last 30 days).');
+    expect(forecastReading(null, { status: 'near', days: 0 }).note).toBe('0 days with size data; needs 3');
+  });
+
+  it('carries a growing hook to the cap and gives the day it crosses', () => {
+    // 9,000 growing 100 a day over ten days: 9,900 on the last day, the cap about a day later.
+    const { forecast, points } = forecastFrom(dailySeriesOf(NEAR, Array.from({ length: 10 }, (_v, i) => ({ day: day(i), largest: 9_000 + 100 * i }))));
+    expect(points).toHaveLength(10);
+    expect(forecast?.slopePerDay).toBeCloseTo(100, 6);
+    const r = forecastReading(forecast, { status: 'near', latest: 9_900, days: points.length });
+    expect(r.kind).toBe('soon');
+    expect(r.value).toBe('30/11/2026');
+    expect(r.note).toBe('in 1 day');
+    expect(r.sentence).toBe('Trend growing 100 chars/day; it reaches the 10,000 cap around 30/11/2026 (in 1 day).');
+  });
+
+  it('calls a shrinking hook not growing, and never flat when it is over the cap', () => {
+    const shrinking = forecastFrom(dailySeriesOf(OK, Array.from({ length: 5 }, (_v, i) => ({ day: day(i), largest: 6_000 - 250 * i }))));
+    const r = forecastReading(shrinking.forecast, { status: 'ok', latest: 5_000, days: 5 });
+    expect(r).toMatchObject({ kind: 'flat', value: 'not growing', note: 'shrinking 250 chars/day', days: null });
+    // The latest output over the cap wins over any fit, whatever the status says.
+    expect(forecastReading(shrinking.forecast, { status: 'near', latest: 10_001 }).kind).toBe('over');
+    expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 10_400, slopePerDay: -3 }), {}).value).toBe('over the cap now');
+    expect(forecastReading(null, { latest: 10_000 }).kind).toBe('insufficient');
+  });
+
+  it('asks for thirty daily buckets ending where the range ends, relative while the range is', () => {
+    expect(dailySeriesQuery('now', { team: 'platform' })).toEqual({ team: 'platform', from: 'now-30d', to: 'now', step: '86400' });
+    expect(dailySeriesQuery('2026-11-30T08:30:00Z', {})).toEqual({ from: '2026-10-31T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', step: '86400' });
   });
 });

@@ -2,7 +2,7 @@
 import type { SeriesResponse } from '../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../shared/src/cliff.ts';
 import { forecastCrossing, type Forecast, type Point } from '../../shared/src/forecast.ts';
-import { api } from './api.ts';
+import { api, type Query } from './api.ts';
 import { largestOutput } from '../../shared/src/cliff.ts';
 import { day, num, plural } from './format.ts';
 
@@ -23,13 +23,18 @@ export function dailyPoints(series: SeriesResponse): Point[] {
   return out;
 }
 
-/** The daily series that feeds the forecast: FORECAST_DAYS days ending at `to` (RFC 3339 or now). */
-export function dailySeries(hookId: string, to: string, filters: Record<string, string>, signal?: AbortSignal): Promise<SeriesResponse> {
+/** The query of the daily series that feeds the forecast: FORECAST_DAYS days ending at `to` (RFC 3339 or now). */
+export function dailySeriesQuery(to: string, filters: Record<string, string>): Query {
   // Relative while the range is: the server's clock decides what "now" is, for every call alike.
-  if (to === 'now') return api.series(hookId, { ...filters, from: `now-${FORECAST_DAYS}d`, to: 'now', step: '86400' }, signal);
+  if (to === 'now') return { ...filters, from: `now-${FORECAST_DAYS}d`, to: 'now', step: '86400' };
   const toMs = Date.parse(to);
   const from = new Date(toMs - FORECAST_DAYS * 86_400_000).toISOString();
-  return api.series(hookId, { ...filters, from, to: new Date(toMs).toISOString(), step: '86400' }, signal);
+  return { ...filters, from, to: new Date(toMs).toISOString(), step: '86400' };
+}
+
+/** The daily series that feeds the forecast. */
+export function dailySeries(hookId: string, to: string, filters: Record<string, string>, signal?: AbortSignal): Promise<SeriesResponse> {
+  return api.series(hookId, dailySeriesQuery(to, filters), signal);
 }
 
 /** Fits the forecast; null with fewer than three days of size data. */

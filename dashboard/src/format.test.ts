@@ -1,7 +1,22 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { bucketLabel, dateTime, headroomText, inputDateTime, parseInputDateTime, plural, setTimeZone, shownStatus, statusTitle, timeZoneLabel } from './format.ts';
+import {
+  ago, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
+  statusTitle, timeOfDay, timeZone, timeZoneLabel,
+} from './format.ts';
 
-afterEach(() => setTimeZone('local'));
+const TZ = process.env['TZ'];
+afterEach(() => {
+  // Node applies a change of TZ at once; the formats are made again for the zone in force.
+  if (TZ === undefined) delete process.env['TZ'];
+  else process.env['TZ'] = TZ;
+  setTimeZone('local');
+});
+
+/** Shows times in the browser's own zone, as a browser in `tz` would. */
+function browserIn(tz: string): void {
+  process.env['TZ'] = tz;
+  setTimeZone('local');
+}
 
 describe('format', () => {
   it('agrees nouns with counts', () => {
@@ -43,5 +58,107 @@ describe('format', () => {
     expect(statusTitle(c)).toContain('17 of 33 executions had no size data');
     expect(shownStatus({ ...c, sizeUnknownExecutions: 0 })).toBe('ok');
     expect(shownStatus({ ...c, status: 'over' })).toBe('over');
+  });
+
+  it('shows unknown as unknown, never as zero', () => {
+    expect(num(null)).toBe('unknown');
+    expect(num(undefined)).toBe('unknown');
+    expect(num(0)).toBe('0');
+    expect(num(1_234.6)).toBe('1,235');
+    expect(chars(null)).toBe('unknown');
+    expect(chars(0)).toBe('0 chars');
+    expect(chars(10_000)).toBe('10,000 chars');
+    expect(pct(null)).toBe('unknown');
+    expect(pct(0)).toBe('0.0%');
+    expect(pct(0.975)).toBe('97.5%');
+    expect(pct(52 / 81)).toBe('64.2%');
+    expect(pct(1)).toBe('100.0%');
+  });
+
+  it('agrees nouns with rounded counts', () => {
+    expect(plural(1.4, 'day')).toBe('1 day');
+    expect(plural(0.6, 'day')).toBe('1 day');
+    expect(plural(1.5, 'day')).toBe('2 days');
+    expect(plural(3, 'child', 'children')).toBe('3 children');
+  });
+
+  it('sizes bytes in binary units', () => {
+    expect(bytes(0)).toBe('0 B');
+    expect(bytes(1_023)).toBe('1,023 B');
+    expect(bytes(1_024)).toBe('1.0 KiB');
+    expect(bytes(10 * 1_024)).toBe('10 KiB');
+    expect(bytes(1.5 * 1_048_576)).toBe('1.5 MiB');
+    expect(bytes(256 * 1_048_576)).toBe('256 MiB');
+    expect(bytes(3 * 1_024 ** 5)).toBe('3072 TiB');
+  });
+
+  it('says how long ago, with one day in the singular and a clock ahead of the event as now', () => {
+    const now = Date.parse('2026-11-30T08:30:00Z');
+    expect(ago(null, now)).toBe('never');
+    expect(ago('2026-11-30T08:29:30Z', now)).toBe('30 s ago');
+    expect(ago('2026-11-30T08:31:00Z', now)).toBe('0 s ago');
+    expect(ago('2026-11-30T08:27:00Z', now)).toBe('3 min ago');
+    expect(ago('2026-11-30T05:30:00Z', now)).toBe('3 h ago');
+    expect(ago('2026-11-29T08:30:00Z', now)).toBe('1 day ago');
+    expect(ago('2026-11-20T08:30:00Z', now)).toBe('10 days ago');
+  });
+
+  it('shows the time of day, the day and the day and month in the chosen zone', () => {
+    setTimeZone('UTC');
+    const t = Date.parse('2026-11-30T23:45:00Z');
+    expect(timeOfDay(t)).toBe('23:45');
+    expect(day(t)).toBe('30/11/2026');
+    expect(dayMonth(t)).toBe('30/11');
+    expect(dateTime(null)).toBe('never');
+    browserIn('Australia/Adelaide');
+    expect(timeOfDay(t)).toBe('10:15');
+    expect(day(t)).toBe('01/12/2026');
+    expect(dayMonth(t)).toBe('01/12');
+  });
+
+  it('shows times in the browser\'s zone, half-hour offsets and daylight saving included', () => {
+    browserIn('America/St_Johns');
+    expect(timeZone()).toBe('local');
+    expect(dateTime('2026-11-30T20:05:00Z')).toBe('30/11/2026, 16:35');
+    expect(timeZoneLabel(Date.parse('2026-11-30T12:00:00Z'))).toBe('America/St_Johns (UTC-03:30)');
+    expect(timeZoneLabel(Date.parse('2026-07-01T12:00:00Z'))).toBe('America/St_Johns (UTC-02:30)');
+    expect(inputDateTime(Date.parse('2026-11-30T20:05:00Z'))).toBe('30/11/2026 16:35');
+    expect(parseInputDateTime('30/11/2026 16:35')).toBe(Date.parse('2026-11-30T20:05:00Z'));
+    browserIn('Australia/Adelaide');
+    expect(timeZoneLabel(Date.parse('2026-11-30T12:00:00Z'))).toBe('Australia/Adelaide (UTC+10:30)');
+    // The custom range's days roll over at the browser's midnight, not UTC's.
+    expect(parseInputDateTime('01/12/2026')).toBe(Date.parse('2026-11-30T13:30:00Z'));
+  });
+
+  it('labels the browser\'s zone for the picker while UTC is chosen', () => {
+    browserIn('America/St_Johns');
+    setTimeZone('UTC');
+    const at = Date.parse('2026-11-30T12:00:00Z');
+    expect(timeZoneLabel(at)).toBe('UTC');
+    expect(timeZoneLabel(at, 'local')).toBe('America/St_Johns (UTC-03:30)');
+    expect(timeZone()).toBe('UTC');
+    expect(dateTime('2026-11-30T20:05:00Z')).toBe('30/11/2026, 20:05');
+    browserIn('UTC');
+    expect(timeZoneLabel(at, 'local')).toBe('UTC+00:00');
+  });
+
+  it('refuses dates that are not real, and times out of range', () => {
+    setTimeZone('UTC');
+    expect(parseInputDateTime('29/02/2026')).toBeNull();
+    expect(parseInputDateTime('29/02/2028')).toBe(Date.parse('2028-02-29T00:00:00Z'));
+    expect(parseInputDateTime('30/11/2026 24:00')).toBeNull();
+    expect(parseInputDateTime('30/11/2026 10:60')).toBeNull();
+    expect(parseInputDateTime('00/11/2026')).toBeNull();
+    expect(parseInputDateTime('30/13/2026')).toBeNull();
+    expect(parseInputDateTime(' 1/2/2026 9:05 ')).toBe(Date.parse('2026-02-01T09:05:00Z'));
+    expect(parseInputDateTime('')).toBeNull();
+  });
+
+  it('explains each status, and reads no status as unknown', () => {
+    expect(shownStatus({ status: null, executions: 0, sizeUnknownExecutions: 0 })).toBe('unknown');
+    expect(statusTitle({ status: 'over', executions: 3, sizeUnknownExecutions: 0 })).toMatch(/^outputs were persisted/);
+    expect(statusTitle({ status: 'unknown', executions: 3, sizeUnknownExecutions: 3 })).toBe('no size data (client older than 2.1.280): not measurable, never assumed healthy');
+    expect(statusTitle({ status: 'ok', executions: 1, sizeUnknownExecutions: 1 })).toBe('1 of 1 execution had no size data (client older than 2.1.280): not measurable, never assumed healthy');
+    expect(statusTitle({ status: 'ok', executions: 5, sizeUnknownExecutions: 0 })).toBe('every output was delivered whole');
   });
 });

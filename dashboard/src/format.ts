@@ -36,9 +36,9 @@ export function timeZone(): TimeZoneChoice {
   return zone;
 }
 
-/** The zone as shown beside the range: "UTC", or the browser's zone with its offset now. */
-export function timeZoneLabel(nowMs = Date.now()): string {
-  if (zone === 'UTC') return 'UTC';
+/** The zone as shown beside the range: "UTC", or the browser's zone with its offset now (the chosen zone unless named). */
+export function timeZoneLabel(nowMs = Date.now(), of: TimeZoneChoice = zone): string {
+  if (of === 'UTC') return 'UTC';
   const name = Intl.DateTimeFormat().resolvedOptions().timeZone;
   const off = -new Date(nowMs).getTimezoneOffset();
   const sign = off < 0 ? '-' : '+';

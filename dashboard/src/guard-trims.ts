@@ -8,7 +8,7 @@ import type { SeriesResponse } from '../../shared/src/api.ts';
 import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
 import type { Query } from './api.ts';
 import { h } from './dom.ts';
-import { num } from './format.ts';
+import { guardTrimsView } from './pages/hook-state.ts';
 
 /** Okabe-Ito black and grey: apart from every kind colour and the cap. */
 const SENT_COLOR = '#999999';
@@ -31,12 +31,12 @@ export async function loadGuardTrims(hookId: string, q: Query, signal?: AbortSig
 
 /** The KPI beside Claude Code's counters: "trimmed by guard: sent 15,000, delivered 9,500"; null when nothing was trimmed. */
 export function guardTrimsKpi(g: GuardTrimsResponse | null): HTMLElement | null {
-  if (!g?.largest) return null;
-  const { sentChars, keptChars, field } = g.largest;
+  const v = guardTrimsView(g);
+  if (!v) return null;
   return h('div', { class: 'kpi', 'data-kpi': 'guard-trims' },
     h('div', { class: 'kpi-label' }, 'Trimmed by guard'),
-    h('div', { class: 'kpi-value' }, `${num(g.trims)} output${g.trims === 1 ? '' : 's'}`),
-    h('div', { class: 'kpi-note', 'data-guard-largest': field }, `trimmed by guard: sent ${num(sentChars)}, delivered ${num(keptChars)}`),
+    h('div', { class: 'kpi-value' }, v.value),
+    h('div', { class: 'kpi-note', 'data-guard-largest': v.field }, v.note),
     h('div', { class: 'kpi-note' }, 'instead of a ~2,000-character preview'),
   );
 }

@@ -1,23 +1,28 @@
 /**
  * The dashboard shell: reads the view from the URL, draws the header (pages, range, filters), mounts the page
- * and refreshes it in place on a timer without touching what the user has chosen.
+ * and refreshes it in place on a timer without touching what the user has chosen. Importing it does nothing:
+ * `start()` (called by entry.ts) owns the state of one running dashboard; what the header decides from the URL
+ * and the user's input is in shell-state.ts, pure and unit-tested; this file applies it to the DOM, history
+ * and timers.
  */
 import { ApiFailure, api } from './api.ts';
 import { h, replace, type Attrs, type Child } from './dom.ts';
-import { dateTime, inputDateTime, parseInputDateTime, setTimeZone, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
+import { inputDateTime, setTimeZone, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
 import type { Page, PageContext, PageFactory } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
 import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, routePath, type Range, type ViewState,
-} from './state.ts';
-import { applyTheme, setTheme, themeChoice, type ThemeChoice } from './theme.ts';
+  REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, filtersUrl, isPlainClick, nextTheme, notFoundView,
+  rangeUrl, refreshParam, refreshView, removeFilter, toggledRefresh, updatedText, withRefresh, zoneChoice,
+} from './shell-state.ts';
+import { RANGE_PRESETS, buildUrl, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
+import { applyTheme, setTheme, themeChoice } from './theme.ts';
 
 const TZ_KEY = 'hookwatch.tz';
-/** Refresh periods offered in the header (the URL's `refresh=` takes any). */
-const REFRESH_CHOICES: [string, string][] = [['5s', 'every 5 s'], ['15s', 'every 15 s'], ['1m', 'every minute'], ['5m', 'every 5 minutes']];
+
+const PAGES: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
 
 function storedZone(): TimeZoneChoice {
   try {
@@ -26,272 +31,258 @@ function storedZone(): TimeZoneChoice {
     return 'local';
   }
 }
-setTimeZone(storedZone());
-applyTheme();
 
-const root = document.getElementById('app') as HTMLElement;
-const pages: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
-
-let page: Page | undefined;
-let timer: ReturnType<typeof setTimeout> | undefined;
-let inflight: AbortController | undefined;
-let generation = 0;
-let dimensionList: Promise<string[]> | undefined;
-
-const banner = h('div', { id: 'error-banner', class: 'banner banner-error', role: 'alert', hidden: true });
-const updated = h('span', { id: 'last-updated', class: 'muted', 'aria-live': 'polite' });
-
-function dimensions(): Promise<string[]> {
-  dimensionList ??= api.dimensions().then((r) => r.dimensions, (err: unknown) => {
-    dimensionList = undefined;
-    throw err;
-  });
-  return dimensionList;
+/** A running dashboard. */
+export interface Dashboard {
+  /** Stops refreshing and listening to history (the page as drawn stays). */
+  stop(): void;
 }
 
-function navigate(url: string, opts: { replace?: boolean } = {}): void {
-  if (opts.replace) history.replaceState(null, '', url);
-  else history.pushState(null, '', url);
-  render();
-}
+/** Starts the dashboard in `root`: draws the page the URL names, then keeps it fresh. */
+export function start(root: HTMLElement): Dashboard {
+  setTimeZone(storedZone());
+  applyTheme();
 
-function header(state: ViewState): HTMLElement {
-  const nav = h('nav', { 'aria-label': 'Pages' },
-    navLink('/', 'Overview', state.route.page === 'overview' || state.route.page === 'hook', state),
-    navLink('/alerts', 'Alerts', state.route.page === 'alerts', state),
-    navLink('/forwarding', 'Forwarding', state.route.page === 'forwarding', state),
-  );
-  return h('header', { class: 'top' },
-    h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state), class: 'brand-link', onclick: linkHandler }, 'hookwatch'),
-      h('span', { class: 'muted tagline' }, 'hook output delivery')),
-    nav,
-    rangePicker(state),
-    zonePicker(),
-    filterBar(state),
-    h('div', { class: 'refresh-line' }, refreshControl(state), updated, themeToggle()),
-  );
-}
+  let page: Page | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let inflight: AbortController | undefined;
+  let generation = 0;
+  let dimensionList: Promise<string[]> | undefined;
+  let lastUpdated: number | undefined;
 
-/** Times shown in the browser's zone or in UTC, beside the range they qualify. */
-function zonePicker(): HTMLElement {
-  const select = h('select', { id: 'time-zone', 'aria-label': 'Time zone' },
-    h('option', { value: 'local', selected: timeZone() === 'local' }, `local: ${(() => {
-      const z = timeZone();
-      setTimeZone('local');
-      const label = timeZoneLabel();
+  const banner = h('div', { id: 'error-banner', class: 'banner banner-error', role: 'alert', hidden: true });
+  const updated = h('span', { id: 'last-updated', class: 'muted', 'aria-live': 'polite' });
+
+  function dimensions(): Promise<string[]> {
+    dimensionList ??= api.dimensions().then((r) => r.dimensions, (err: unknown) => {
+      dimensionList = undefined;
+      throw err;
+    });
+    return dimensionList;
+  }
+
+  function navigate(url: string, opts: { replace?: boolean } = {}): void {
+    if (opts.replace) history.replaceState(null, '', url);
+    else history.pushState(null, '', url);
+    render();
+  }
+
+  function header(state: ViewState): HTMLElement {
+    const nav = h('nav', { 'aria-label': 'Pages' },
+      navLink('/', 'Overview', state.route.page === 'overview' || state.route.page === 'hook', state),
+      navLink('/alerts', 'Alerts', state.route.page === 'alerts', state),
+      navLink('/forwarding', 'Forwarding', state.route.page === 'forwarding', state),
+    );
+    return h('header', { class: 'top' },
+      h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state), class: 'brand-link', onclick: linkHandler }, 'hookwatch'),
+        h('span', { class: 'muted tagline' }, 'hook output delivery')),
+      nav,
+      rangePicker(state),
+      zonePicker(),
+      filterBar(state),
+      h('div', { class: 'refresh-line' }, refreshControl(state), updated, themeToggle()),
+    );
+  }
+
+  /** Times shown in the browser's zone or in UTC, beside the range they qualify. */
+  function zonePicker(): HTMLElement {
+    const select = h('select', { id: 'time-zone', 'aria-label': 'Time zone' },
+      h('option', { value: 'local', selected: timeZone() === 'local' }, `local: ${timeZoneLabel(Date.now(), 'local')}`),
+      h('option', { value: 'UTC', selected: timeZone() === 'UTC' }, 'UTC'));
+    select.addEventListener('change', () => {
+      const z = zoneChoice(select.value);
+      try {
+        localStorage.setItem(TZ_KEY, z);
+      } catch {
+        // Not kept across reloads; still applies now.
+      }
       setTimeZone(z);
-      return label;
-    })()}`),
-    h('option', { value: 'UTC', selected: timeZone() === 'UTC' }, 'UTC'));
-  select.addEventListener('change', () => {
-    const z: TimeZoneChoice = select.value === 'UTC' ? 'UTC' : 'local';
-    try {
-      localStorage.setItem(TZ_KEY, z);
-    } catch {
-      // Not kept across reloads; still applies now.
-    }
-    setTimeZone(z);
-    render();
-  });
-  return h('div', { class: 'zone' }, h('span', { class: 'zone-label', id: 'time-zone-label' }, 'Times in'), select);
-}
+      render();
+    });
+    return h('div', { class: 'zone' }, h('span', { class: 'zone-label', id: 'time-zone-label' }, 'Times in'), select);
+  }
 
-/** Light, dark, or whatever the system prefers. */
-function themeToggle(): HTMLElement {
-  const order: ThemeChoice[] = ['auto', 'dark', 'light'];
-  const label: Record<ThemeChoice, string> = { auto: 'Theme: system', dark: 'Theme: dark', light: 'Theme: light' };
-  const b = h('button', { type: 'button', id: 'theme-toggle', class: 'header-button', 'aria-label': `${label[themeChoice()]} (change)` }, label[themeChoice()]);
-  b.addEventListener('click', () => {
-    const next = order[(order.indexOf(themeChoice()) + 1) % order.length] ?? 'auto';
-    setTheme(next);
-    // Charts take their colours when they draw: draw the page again.
-    render();
-  });
-  return b;
-}
+  /** Light, dark, or whatever the system prefers. */
+  function themeToggle(): HTMLElement {
+    const b = h('button', { type: 'button', id: 'theme-toggle', class: 'header-button', 'aria-label': `${THEME_LABEL[themeChoice()]} (change)` }, THEME_LABEL[themeChoice()]);
+    b.addEventListener('click', () => {
+      setTheme(nextTheme(themeChoice()));
+      // Charts take their colours when they draw: draw the page again.
+      render();
+    });
+    return b;
+  }
 
-/** Refresh interval, pause and refresh now; kept in the URL's `refresh=` without redrawing the page. */
-function refreshControl(state: ViewState): HTMLElement {
-  const current = state.params.get('refresh');
-  const paused = refreshMs(state.params) === null;
-  const select = h('select', { id: 'refresh-interval', 'aria-label': 'Refresh interval', disabled: paused },
-    ...REFRESH_CHOICES.map(([v, text]) => h('option', { value: v, selected: (current && current !== 'off' ? current : '15s') === v }, text)));
-  if (current && current !== 'off' && !REFRESH_CHOICES.some(([v]) => v === current)) select.appendChild(h('option', { value: current, selected: true }, `every ${current}`));
-  const setRefresh = (value: string | undefined): void => {
-    const url = new URL(location.href);
-    if (value === undefined) url.searchParams.delete('refresh');
-    else url.searchParams.set('refresh', value);
-    history.replaceState(null, '', url.pathname + url.search);
-    const next = readState(location);
-    pause.textContent = refreshMs(next.params) === null ? 'Resume' : 'Pause';
-    pause.setAttribute('aria-pressed', refreshMs(next.params) === null ? 'true' : 'false');
-    select.disabled = refreshMs(next.params) === null;
-    schedule(next, generation);
-    showUpdated(next);
-  };
-  select.addEventListener('change', () => setRefresh(select.value === '15s' ? undefined : select.value));
-  const pause = h('button', { type: 'button', id: 'refresh-pause', class: 'header-button', 'aria-pressed': paused ? 'true' : 'false' }, paused ? 'Resume' : 'Pause');
-  pause.addEventListener('click', () => {
-    const now = readState(location);
-    setRefresh(refreshMs(now.params) === null ? (select.value === '15s' ? undefined : select.value) : 'off');
-  });
-  const now = h('button', { type: 'button', id: 'refresh-now', class: 'header-button' }, 'Refresh now');
-  now.addEventListener('click', () => void load(generation));
-  return h('div', { class: 'refresh-control', role: 'group', 'aria-label': 'Refresh' }, h('label', { for: 'refresh-interval' }, 'Refresh'), select, pause, now);
-}
+  /** Refresh interval, pause and refresh now; kept in the URL's `refresh=` without redrawing the page. */
+  function refreshControl(state: ViewState): HTMLElement {
+    const view = refreshView(state.params);
+    const select = h('select', { id: 'refresh-interval', 'aria-label': 'Refresh interval', disabled: view.paused },
+      ...REFRESH_CHOICES.map(([v, text]) => h('option', { value: v, selected: view.selected === v }, text)));
+    if (view.extra) select.appendChild(h('option', { value: view.extra.value, selected: true }, view.extra.text));
+    const setRefresh = (value: string | undefined): void => {
+      history.replaceState(null, '', withRefresh(location, value));
+      const next = readState(location);
+      const nextView = refreshView(next.params);
+      pause.textContent = nextView.pauseLabel;
+      pause.setAttribute('aria-pressed', nextView.paused ? 'true' : 'false');
+      select.disabled = nextView.paused;
+      schedule(next, generation);
+      showUpdated(next);
+    };
+    select.addEventListener('change', () => setRefresh(refreshParam(select.value)));
+    const pause = h('button', { type: 'button', id: 'refresh-pause', class: 'header-button', 'aria-pressed': view.paused ? 'true' : 'false' }, view.pauseLabel);
+    pause.addEventListener('click', () => setRefresh(toggledRefresh(readState(location).params, select.value)));
+    const now = h('button', { type: 'button', id: 'refresh-now', class: 'header-button' }, 'Refresh now');
+    now.addEventListener('click', () => void load(generation));
+    return h('div', { class: 'refresh-control', role: 'group', 'aria-label': 'Refresh' }, h('label', { for: 'refresh-interval' }, 'Refresh'), select, pause, now);
+  }
 
-let lastUpdated: number | undefined;
-function showUpdated(state: ViewState): void {
-  if (lastUpdated === undefined) return;
-  updated.textContent = `Updated ${dateTime(lastUpdated)}${refreshMs(state.params) === null ? ' · paused' : ''}`;
-}
+  function showUpdated(state: ViewState): void {
+    const text = updatedText(lastUpdated, state.params);
+    if (text !== null) updated.textContent = text;
+  }
 
-function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
-  return h('a', { href: buildUrl(path, state), 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
-}
+  function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
+    return h('a', { href: buildUrl(path, state), 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
+  }
 
-/** In-app navigation for plain left clicks; modified clicks open tabs as usual. */
-function linkHandler(ev: Event): void {
-  const e = ev as MouseEvent;
-  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-  const a = (e.currentTarget as HTMLElement).closest('a');
-  if (!a || a.origin !== location.origin) return;
-  e.preventDefault();
-  navigate(a.pathname + a.search);
-}
+  /** In-app navigation for plain left clicks; modified clicks open tabs as usual. */
+  function linkHandler(ev: Event): void {
+    const e = ev as MouseEvent;
+    if (!isPlainClick(e)) return;
+    const a = (e.currentTarget as HTMLElement).closest('a');
+    if (!a || a.origin !== location.origin) return;
+    e.preventDefault();
+    navigate(a.pathname + a.search);
+  }
 
-function setRange(state: ViewState, range: Range): void {
-  navigate(buildUrl(routePath(state.route), { range, filters: state.filters }, keptParams(state.params)));
-}
-
-function rangePicker(state: ViewState): HTMLElement {
-  const now = Date.now();
-  // Text inputs in the dashboard's own DD/MM/YYYY HH:MM and zone: a datetime-local input follows the browser's
-  // locale (MM/DD, 12-hour) and always the browser's zone.
-  const field = (id: string, ms: number): HTMLInputElement => h('input', {
-    type: 'text', id, value: inputDateTime(ms), inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false',
-    placeholder: 'DD/MM/YYYY HH:MM', size: 16,
-  });
-  const customFrom = field('range-from', state.range.kind === 'custom' ? Date.parse(state.range.from) : now - 86_400_000);
-  const customTo = field('range-to', state.range.kind === 'custom' ? Date.parse(state.range.to) : now);
-  const customError = h('span', { class: 'form-error', role: 'status' });
-  const form = h('form', {
-    class: 'custom-range',
-    onsubmit: (ev: Event) => {
-      ev.preventDefault();
-      const from = parseInputDateTime(customFrom.value);
-      const to = parseInputDateTime(customTo.value);
-      if (from === null || to === null) {
-        customError.textContent = 'Write dates as DD/MM/YYYY HH:MM.';
-        return;
-      }
-      if (from >= to) {
-        customError.textContent = 'The start must be before the end.';
-        return;
-      }
-      setRange(state, { kind: 'custom', from: new Date(from).toISOString(), to: new Date(to).toISOString() });
+  function rangePicker(state: ViewState): HTMLElement {
+    const bounds = customFieldBounds(state.range, Date.now());
+    // Text inputs in the dashboard's own DD/MM/YYYY HH:MM and zone: a datetime-local input follows the browser's
+    // locale (MM/DD, 12-hour) and always the browser's zone.
+    const field = (id: string, ms: number): HTMLInputElement => h('input', {
+      type: 'text', id, value: inputDateTime(ms), inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false',
+      placeholder: 'DD/MM/YYYY HH:MM', size: 16,
+    });
+    const customFrom = field('range-from', bounds.from);
+    const customTo = field('range-to', bounds.to);
+    const customError = h('span', { class: 'form-error', role: 'status' });
+    const form = h('form', {
+      class: 'custom-range',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        const r = customRangeFrom(customFrom.value, customTo.value);
+        if ('error' in r) customError.textContent = r.error;
+        else navigate(rangeUrl(state, r.range));
+      },
     },
-  },
-  h('label', { for: 'range-from' }, 'From'), customFrom,
-  h('label', { for: 'range-to' }, 'To'), customTo,
-  h('span', { class: 'muted small' }, timeZoneLabel()),
-  h('button', { type: 'submit', class: 'apply' }, 'Apply'), customError);
-  return h('div', { class: 'range', role: 'group', 'aria-label': `Time range: ${rangeLabel(state.range)}` },
-    ...RANGE_PRESETS.map((p) => h('button', {
-      type: 'button',
-      class: 'range-preset',
-      'data-range': p,
-      'aria-pressed': state.range.kind === 'preset' && state.range.preset === p ? 'true' : 'false',
-      onclick: () => setRange(state, { kind: 'preset', preset: p }),
-    }, p)),
-    h('details', { class: 'custom', open: state.range.kind === 'custom' }, h('summary', null, 'Custom'), form),
-  );
-}
+    h('label', { for: 'range-from' }, 'From'), customFrom,
+    h('label', { for: 'range-to' }, 'To'), customTo,
+    h('span', { class: 'muted small' }, timeZoneLabel()),
+    h('button', { type: 'submit', class: 'apply' }, 'Apply'), customError);
+    return h('div', { class: 'range', role: 'group', 'aria-label': `Time range: ${rangeLabel(state.range)}` },
+      ...RANGE_PRESETS.map((p) => h('button', {
+        type: 'button',
+        class: 'range-preset',
+        'data-range': p,
+        'aria-pressed': state.range.kind === 'preset' && state.range.preset === p ? 'true' : 'false',
+        onclick: () => navigate(rangeUrl(state, { kind: 'preset', preset: p })),
+      }, p)),
+      h('details', { class: 'custom', open: state.range.kind === 'custom' }, h('summary', null, 'Custom'), form),
+    );
+  }
 
-function filterBar(state: ViewState): HTMLElement {
-  const select = h('select', { id: 'filter-dimension', 'aria-label': 'Filter dimension' });
-  const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', maxlength: 512 });
-  void dimensions().then((dims) => {
-    for (const d of dims) select.appendChild(h('option', { value: d }, d));
-  }, () => undefined);
-  const apply = (filters: Record<string, string>): void => navigate(buildUrl(routePath(state.route), { range: state.range, filters }, keptParams(state.params)));
-  const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${v}`,
-    h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => {
-      const next = { ...state.filters };
-      delete next[k];
-      apply(next);
-    } }, '×')));
-  return h('div', { class: 'filters' },
-    h('form', { class: 'filter-form', onsubmit: (ev: Event) => {
-      ev.preventDefault();
-      if (!select.value || !input.value) return;
-      apply({ ...state.filters, [select.value]: input.value });
-    } }, select, input, h('button', { type: 'submit' }, 'Add filter')),
-    ...chips,
-  );
-}
+  function filterBar(state: ViewState): HTMLElement {
+    const select = h('select', { id: 'filter-dimension', 'aria-label': 'Filter dimension' });
+    const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', maxlength: 512 });
+    void dimensions().then((dims) => {
+      for (const d of dims) select.appendChild(h('option', { value: d }, d));
+    }, () => undefined);
+    const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${v}`,
+      h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => navigate(filtersUrl(state, removeFilter(state.filters, k))) }, '×')));
+    return h('div', { class: 'filters' },
+      h('form', { class: 'filter-form', onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        const next = addFilter(state.filters, select.value, input.value);
+        if (next) navigate(filtersUrl(state, next));
+      } }, select, input, h('button', { type: 'submit' }, 'Add filter')),
+      ...chips,
+    );
+  }
 
-function showError(err: unknown): void {
-  const msg = err instanceof ApiFailure || err instanceof Error ? err.message : String(err);
-  banner.hidden = false;
-  replace(banner, h('strong', null, 'Could not refresh: '), msg, ' (showing the last data; retrying)');
-}
+  function showError(err: unknown): void {
+    const msg = err instanceof ApiFailure || err instanceof Error ? err.message : String(err);
+    banner.hidden = false;
+    replace(banner, h('strong', null, 'Could not refresh: '), msg, ' (showing the last data; retrying)');
+  }
 
-function schedule(state: ViewState, gen: number): void {
-  clearTimeout(timer);
-  const period = refreshMs(state.params);
-  if (period === null) return;
-  timer = setTimeout(() => void load(gen), period);
-}
+  function schedule(state: ViewState, gen: number): void {
+    clearTimeout(timer);
+    const period = refreshMs(state.params);
+    if (period === null) return;
+    timer = setTimeout(() => void load(gen), period);
+  }
 
-async function load(gen: number): Promise<void> {
-  if (gen !== generation || !page) return;
-  inflight?.abort();
-  const ctl = new AbortController();
-  inflight = ctl;
-  const state = readState(location);
-  document.body.setAttribute('aria-busy', 'true');
-  try {
-    await page.refresh(ctl.signal);
-    if (gen !== generation) return;
-    banner.hidden = true;
-    lastUpdated = Date.now();
-    showUpdated(readState(location));
-    document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
-  } catch (err) {
-    if ((err as Error).name === 'AbortError' || gen !== generation) return;
-    showError(err);
-  } finally {
-    if (gen === generation) {
-      document.body.removeAttribute('aria-busy');
-      schedule(state, gen);
+  async function load(gen: number): Promise<void> {
+    if (gen !== generation || !page) return;
+    inflight?.abort();
+    const ctl = new AbortController();
+    inflight = ctl;
+    const state = readState(location);
+    document.body.setAttribute('aria-busy', 'true');
+    try {
+      await page.refresh(ctl.signal);
+      if (gen !== generation) return;
+      banner.hidden = true;
+      lastUpdated = Date.now();
+      showUpdated(readState(location));
+      document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
+    } catch (err) {
+      if ((err as Error).name === 'AbortError' || gen !== generation) return;
+      showError(err);
+    } finally {
+      if (gen === generation) {
+        document.body.removeAttribute('aria-busy');
+        schedule(state, gen);
+      }
     }
   }
-}
 
-function render(): void {
-  generation++;
-  const gen = generation;
-  clearTimeout(timer);
-  inflight?.abort();
-  page?.destroy();
-  page = undefined;
-  banner.hidden = true;
-  const state = readState(location);
-  const main = h('main', { id: 'main', tabindex: '-1' });
-  replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), header(state), banner, main);
-  const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
-  const ctx: PageContext = { state, navigate, dimensions, link };
-  const factory = pages[state.route.page];
-  if (!factory) {
-    document.title = 'Not found · hookwatch';
-    replace(main, h('section', { class: 'panel empty', id: 'not-found' }, h('h1', null, 'No such page'),
-      h('p', null, `hookwatch has no page at ${location.pathname}. `, h('a', { href: '/', onclick: linkHandler }, 'Go to the overview'))));
-    return;
+  function render(): void {
+    generation++;
+    const gen = generation;
+    clearTimeout(timer);
+    inflight?.abort();
+    page?.destroy();
+    page = undefined;
+    banner.hidden = true;
+    const state = readState(location);
+    const main = h('main', { id: 'main', tabindex: '-1' });
+    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), header(state), banner, main);
+    const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
+    const ctx: PageContext = { state, navigate, dimensions, link };
+    const factory = PAGES[state.route.page];
+    if (!factory) {
+      const nf = notFoundView(location.pathname);
+      document.title = nf.title;
+      replace(main, h('section', { class: 'panel empty', id: 'not-found' }, h('h1', null, nf.heading),
+        h('p', null, nf.text, h('a', { href: '/', onclick: linkHandler }, 'Go to the overview'))));
+      return;
+    }
+    page = factory(main, ctx);
+    void load(gen);
   }
-  page = factory(main, ctx);
-  void load(gen);
-}
 
-window.addEventListener('popstate', render);
-render();
+  window.addEventListener('popstate', render);
+  render();
+  return {
+    stop() {
+      window.removeEventListener('popstate', render);
+      generation++;
+      clearTimeout(timer);
+      inflight?.abort();
+      page?.destroy();
+      page = undefined;
+    },
+  };
+}

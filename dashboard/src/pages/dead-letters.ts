@@ -3,16 +3,10 @@
  * forward.retry.maxElapsedTime), their size against their own bound, the oldest, the last refusal, and a Replay
  * button that puts them back in the queue once the cause (a key, a route, a bad deploy) is fixed.
  */
-import type { DeadLetterSummaryInfo, ReplayResponse } from '../../../shared/src/api.ts';
+import type { DeadLetterSummaryInfo } from '../../../shared/src/api.ts';
 import { api } from '../api.ts';
 import { h, replace } from '../dom.ts';
-import { bytes, dateTime, num } from '../format.ts';
-
-/** What the Replay button answered last, so the note survives the page's periodic redraw. */
-export function replayNote(r: ReplayResponse): string {
-  const left = r.remaining ? ` ${num(r.remaining)} stay dead letters until the queue has room; replay again later.` : '';
-  return `Requeued ${num(r.replayed)} dead letter${r.replayed === 1 ? '' : 's'}.${left}`;
-}
+import { deadLetterSummaryView, replayNote } from './forwarding-state.ts';
 
 export interface DeadLetterPanelOptions {
   /** The last replay's note, shown under the button. */
@@ -22,11 +16,12 @@ export interface DeadLetterPanelOptions {
 }
 
 export function deadLetterPanel(s: DeadLetterSummaryInfo, opts: DeadLetterPanelOptions): HTMLElement {
+  const v = deadLetterSummaryView(s);
   const result = h('span', { class: 'replay-result', role: 'status' }, opts.note);
   const button = h('button', {
     type: 'button',
     id: 'replay-dead-letters',
-    disabled: s.count === 0,
+    disabled: !v.canReplay,
     onclick: async () => {
       button.disabled = true;
       replace(result, 'Replaying…');
@@ -40,17 +35,16 @@ export function deadLetterPanel(s: DeadLetterSummaryInfo, opts: DeadLetterPanelO
       opts.replayed(note);
     },
   }, 'Replay');
-  const full = s.maxBytes > 0 ? s.bytes / s.maxBytes : 0;
   return h('section', { class: 'panel', id: 'dead-letter-summary' },
     h('h2', null, 'Dead letters'),
     h('div', { class: 'kpis' },
-      h('div', { class: 'kpi', 'data-kpi': 'dead-letters-held' }, h('div', { class: 'kpi-label' }, 'Held for replay'), h('div', { class: 'kpi-value' }, num(s.count)),
-        s.evicted ? h('div', { class: 'kpi-note muted' }, `${num(s.evicted)} evicted over the bound`) : null),
-      h('div', { class: 'kpi', 'data-kpi': 'dead-letter-bytes' }, h('div', { class: 'kpi-label' }, 'Size'), h('div', { class: 'kpi-value' }, bytes(s.bytes)),
-        h('div', { class: 'kpi-note muted' }, `${(full * 100).toFixed(1)}% of ${bytes(s.maxBytes)}; over it the oldest go`)),
-      h('div', { class: 'kpi', 'data-kpi': 'dead-letter-oldest' }, h('div', { class: 'kpi-label' }, 'Oldest'), h('div', { class: 'kpi-value' }, s.oldestFailedAt ? dateTime(s.oldestFailedAt) : 'none')),
+      h('div', { class: 'kpi', 'data-kpi': 'dead-letters-held' }, h('div', { class: 'kpi-label' }, 'Held for replay'), h('div', { class: 'kpi-value' }, v.held),
+        v.evicted ? h('div', { class: 'kpi-note muted' }, v.evicted) : null),
+      h('div', { class: 'kpi', 'data-kpi': 'dead-letter-bytes' }, h('div', { class: 'kpi-label' }, 'Size'), h('div', { class: 'kpi-value' }, v.size),
+        h('div', { class: 'kpi-note muted' }, v.sizeNote)),
+      h('div', { class: 'kpi', 'data-kpi': 'dead-letter-oldest' }, h('div', { class: 'kpi-label' }, 'Oldest'), h('div', { class: 'kpi-value' }, v.oldest)),
     ),
-    s.lastReason ? h('p', { class: 'muted', 'data-field': 'dead-letter-last-error' }, `Last refusal: ${s.lastReason}`) : null,
+    v.lastRefusal ? h('p', { class: 'muted', 'data-field': 'dead-letter-last-error' }, v.lastRefusal) : null,
     h('p', null, button, ' ', result),
   );
 }

@@ -4,32 +4,28 @@
  * trend with its forecast crossing, and breakdowns by client version and a chosen dimension.
  */
 import type { ChartConfiguration } from 'chart.js';
-import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import type { AlertSummary, BreakdownResponse, HookSummary, SeriesResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
-import { COLORS, ChartPanel, anyPositive, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, type Band } from '../charts.ts';
+import { COLORS, ChartPanel, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, chars, dateTime, day, dayMonth, headroomText, num, pct, plural, shownStatus, statusBadge } from '../format.ts';
+import { bucketLabel, dayMonth, num, shownStatus, statusBadge } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
-import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel } from '../state.ts';
+import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
+import {
+  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
+  facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, subtitle, zoomUrl, type Fact,
+} from './hook-state.ts';
 
-/** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
-const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
 const KIND_LABEL: Record<OutputKind, string> = {
   additionalContext: 'additionalContext', stdout: 'stdout', systemMessage: 'systemMessage', initialUserMessage: 'initialUserMessage',
 };
 const DAY_MS = 86_400_000;
-
-/** The kinds with any output in the range: a kind never used draws nothing, not a row of dots on 0. */
-function kindsIn(buckets: SeriesBucket[]): OutputKind[] {
-  const used = [...CHART_KINDS, 'initialUserMessage' as const].filter((k) => anyPositive(buckets.map((b) => b.maxChars[k])));
-  return used.length ? used : ['additionalContext'];
-}
 
 function labelsOf(series: SeriesResponse): string[] {
   const span = Date.parse(series.to) - Date.parse(series.from);
@@ -40,14 +36,13 @@ function labelsOf(series: SeriesResponse): string[] {
 export function cliffChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
   const labels = labelsOf(series);
   const dots = series.buckets.length > 40 ? 2 : 3;
-  const kinds = kindsIn(series.buckets);
-  const persisted = series.buckets.map((b) => (b.outputsPersisted > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null));
+  const v = cliffView(series);
   const config: ChartConfiguration<'line'> = {
     type: 'line',
     data: {
       labels,
       datasets: [
-        ...kinds.map((k) => ({
+        ...v.kinds.map((k) => ({
           label: `largest ${KIND_LABEL[k]}`,
           data: series.buckets.map((b) => b.maxChars[k]),
           borderColor: COLORS[k], backgroundColor: COLORS[k], borderWidth: 2, pointRadius: dots, spanGaps: false,
@@ -55,7 +50,7 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
         referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, labels.length, capColor(), [6, 4]),
         referenceLine(`preview (~${num(PREVIEW_CHARS)})`, PREVIEW_CHARS, labels.length, previewColor(), [2, 3]),
         {
-          label: 'bucket with persisted outputs', data: persisted, showLine: false, pointStyle: 'triangle', pointRadius: 7,
+          label: 'bucket with persisted outputs', data: v.persisted, showLine: false, pointStyle: 'triangle', pointRadius: 7,
           borderColor: COLORS.persisted, backgroundColor: COLORS.persisted,
         },
       ],
@@ -63,19 +58,10 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
     options: {
       interaction: { mode: 'index', intersect: false },
       plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
-      scales: { y: sizeAxis(series.buckets.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null)) },
+      scales: { y: sizeAxis(v.peak) },
     },
   };
-  const withData = series.buckets.filter((b) => largestOutput(b) !== null);
-  const over = series.buckets.filter((b) => b.outputsPersisted > 0);
-  const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null);
-  const summary = withData.length === 0
-    ? 'No size data in this range.'
-    : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`;
-  const rows = series.buckets.filter((b) => b.executions > 0).map((b) => [
-    dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(b.outputsPersisted),
-  ]);
-  return { config, summary, table: table('Largest output per bucket', ['Bucket start', ...kinds.map((k) => KIND_LABEL[k]), 'Outputs persisted'], rows) };
+  return { config, summary: v.summary, table: table('Largest output per bucket', v.headers, v.rows) };
 }
 
 /** Success against persisted outputs per bucket: success keeps being reported while output is lost. */
@@ -97,26 +83,17 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
       scales: { y: countAxis() },
     },
   };
-  const success = series.buckets.reduce((s, b) => s + b.success, 0);
-  const persisted = series.buckets.reduce((s, b) => s + b.outputsPersisted, 0);
-  const rows = series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]);
+  const v = deliveryView(series);
   return {
     config,
-    summary: `${plural(success, 'hook command')} reported success; ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`,
-    table: table('Success and persisted outputs per bucket', ['Bucket start', 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted'], rows),
+    summary: v.summary,
+    table: table('Success and persisted outputs per bucket', ['Bucket start', 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted'], v.rows),
   };
 }
 
 /** Sent against delivered: the cliff curve with this hook's observed sizes placed on it. */
 export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
-  const seen = new Map<string, { kind: OutputKind; sent: number }>();
-  for (const b of series.buckets) {
-    for (const k of kindsIn(series.buckets)) {
-      const v = b.maxChars[k];
-      if (v !== null && v > 0) seen.set(`${k}:${v}`, { kind: k, sent: v });
-    }
-  }
-  const observed = [...seen.values()].sort((a, b) => a.sent - b.sent);
+  const observed = observedSizes(series);
   const maxSent = Math.max(15_000, ...observed.map((o) => o.sent * 1.1));
   const curve = [{ x: 0, y: 0 }, { x: OUTPUT_CAP_CHARS, y: OUTPUT_CAP_CHARS }, { x: OUTPUT_CAP_CHARS + 1, y: PREVIEW_CHARS }, { x: Math.round(maxSent), y: PREVIEW_CHARS }];
   const config: ChartConfiguration<'scatter'> = {
@@ -140,15 +117,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
       },
     },
   };
-  const peak = largestOutput(hook);
-  const lost = peak === null ? null : peak - deliveredChars(peak);
-  const summary = peak === null
-    ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
-    : lost && lost > 0
-      ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
-      : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
-  const rows = observed.map((o) => [KIND_LABEL[o.kind], num(o.sent), num(deliveredChars(o.sent)), num(o.sent - deliveredChars(o.sent))]);
-  return { config, summary, table: table('Observed sizes on the cliff', ['Kind', 'Sent', 'Delivered', 'Lost'], rows) };
+  return { config, summary: curveSummary(hook), table: table('Observed sizes on the cliff', ['Kind', 'Sent', 'Delivered', 'Lost'], curveRows(observed)) };
 }
 
 /** The growth trend: daily largest output, the fitted line carried to the cap, and the forecast date. */
@@ -176,21 +145,7 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
       },
     },
   };
-  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day', 'Largest output'], points.map((p) => [day(p.t), num(p.value)])) };
-}
-
-/** Alerts of this hook as bands over a bucketed chart: from when they became active to when they resolved. */
-export function alertBands(alerts: AlertSummary[], series: SeriesResponse, colors: { firing: string; pending: string; resolved: string }): Band[] {
-  const stepMs = series.step * 1000;
-  const first = Date.parse(series.buckets[0]?.start ?? series.from);
-  const endMs = Date.parse(series.to);
-  const at = (ms: number): number => (ms - first) / stepMs - 0.5;
-  return alerts.flatMap((a) => {
-    const from = Date.parse(a.startsAt ?? a.activeAt);
-    const to = a.endsAt ? Date.parse(a.endsAt) : endMs;
-    if (to < first || from > endMs) return [];
-    return [{ fromIndex: Math.max(-0.5, at(from)), toIndex: Math.min(series.buckets.length - 0.5, at(to)), label: `${a.rule} ${a.state}`, color: colors[a.state] }];
-  });
+  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day', 'Largest output'], growthRows(points)) };
 }
 
 function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
@@ -198,38 +153,34 @@ function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
   return h('div', { class: 'table-scroll' }, h('table', { class: 'data', id },
     h('caption', { class: 'sr-only' }, `By ${r.dimension}`),
     h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
-    h('tbody', null, ...r.rows.map((row) => h('tr', null,
-      h('th', { scope: 'row' }, row.value === '' ? '(not set)' : row.value),
-      h('td', null, statusBadge(row.status, row)),
-      h('td', { class: 'num' }, num(row.executions)),
-      h('td', { class: 'num' }, num(row.success)),
-      h('td', { class: 'num' }, num(row.outputsPersisted)),
-      h('td', { class: 'num' }, chars(largestOutput(row))),
-      h('td', { class: 'num' }, num(row.sizeUnknownExecutions)),
+    h('tbody', null, ...breakdownRows(r).map((row) => h('tr', null,
+      h('th', { scope: 'row' }, row.value),
+      h('td', null, statusBadge(row.status, row.counts)),
+      ...row.cells.map((c) => h('td', { class: 'num' }, c)),
     ))),
   ));
 }
 
-function fact(id: string, label: string, value: string, note?: string | null): HTMLElement {
-  return h('div', { class: 'kpi', 'data-kpi': id }, h('div', { class: 'kpi-label' }, label), h('div', { class: 'kpi-value' }, value), note ? h('div', { class: 'kpi-note' }, note) : null);
+function fact(f: Fact): HTMLElement {
+  return h('div', { class: 'kpi', 'data-kpi': f.id }, h('div', { class: 'kpi-label' }, f.label), h('div', { class: 'kpi-value' }, f.value), f.note ? h('div', { class: 'kpi-note' }, f.note) : null);
 }
 
 /** The alert timeline's table: every alert of this hook, when it fired and when it resolved. */
 function alertTable(alerts: AlertSummary[]): HTMLElement {
   if (alerts.length === 0) return h('p', { class: 'muted', id: 'hook-alerts-none' }, 'No alerts for this hook.');
   return h('div', { class: 'table-scroll' }, table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
-    alerts.map((a) => [a.rule, h('span', { class: `status state-${a.state}` }, a.state), dateTime(a.activeAt), a.startsAt ? dateTime(a.startsAt) : '–', a.endsAt ? dateTime(a.endsAt) : '–']),
+    alertRows(alerts).map((a) => [a.cells[0], h('span', { class: `status state-${a.state}` }, a.cells[1]), ...a.cells.slice(2)]),
     { class: 'data', id: 'hook-alerts' }));
 }
 
-/** Builds the hook page. */
+/** Builds the hook page: draws what hook-state.ts decides, fetching every figure over one resolved range. */
 export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   const { state } = ctx;
-  const hookId = state.route.page === 'hook' ? state.route.hookId : '';
-  const by = state.params.get('by') ?? 'user.id';
+  const hookId = hookIdOf(state);
+  const by = breakdownBy(state.params);
 
   const title = h('h1', { id: 'hook-title' }, 'Hook');
-  const facts = h('div', { class: 'kpis', id: 'hook-facts' });
+  const factsEl = h('div', { class: 'kpis', id: 'hook-facts' });
   const cliff = new ChartPanel('cliff', 'The cliff over time', 'Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, shaded spans when alerts were active. Drag across to zoom.');
   const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole. Drag across to zoom.');
   const curve = new ChartPanel('curve', 'Sent against delivered', 'delivered(n) = n up to 10,000, then about 2,000: this hook\'s observed sizes placed on the cliff.');
@@ -238,23 +189,21 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   const byVersion = h('div', { id: 'by-version-holder' });
   const byDim = h('div', { id: 'by-dimension-holder' });
   const dimSelect = h('select', { id: 'breakdown-dimension', 'aria-label': 'Break down by' });
-  dimSelect.addEventListener('change', () => ctx.navigate(buildUrl(`/hooks/${hookId}`, state, { ...keptParams(state.params), by: dimSelect.value }), { replace: true }));
+  dimSelect.addEventListener('change', () => ctx.navigate(breakdownUrl(state, hookId, dimSelect.value), { replace: true }));
   void ctx.dimensions().then((dims) => {
-    replace(dimSelect, ...dims.filter((d) => d !== 'service.version').map((d) => h('option', { value: d, selected: d === by }, d)));
+    replace(dimSelect, ...dimensionOptions(dims, by).map((d) => h('option', { value: d.value, selected: d.selected }, d.value)));
   }, () => undefined);
   let lastSeries: SeriesResponse | undefined;
   const zoom = (i: number, j: number): void => {
-    const a = lastSeries?.buckets[i];
-    const b = lastSeries?.buckets[j];
-    if (!lastSeries || !a || !b) return;
-    ctx.navigate(buildUrl(`/hooks/${hookId}`, { range: customRange(Date.parse(a.start), Date.parse(b.start) + lastSeries.step * 1000), filters: state.filters }, keptParams(state.params)));
+    const url = zoomUrl(state, hookId, lastSeries, i, j);
+    if (url) ctx.navigate(url);
   };
   cliff.enableZoom(zoom);
   delivery.enableZoom(zoom);
 
   const commands = commandsPanel();
   const content = h('div', { id: 'hook-content' },
-    h('section', { class: 'panel', 'aria-label': 'Key figures' }, facts),
+    h('section', { class: 'panel', 'aria-label': 'Key figures' }, factsEl),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
     h('section', { class: 'panel', 'aria-labelledby': 'hook-alerts-title' }, h('h2', { id: 'hook-alerts-title' }, 'Alert timeline'),
       h('p', { class: 'hint' }, 'When this hook\'s alerts became active and resolved; the same spans are shaded on the cliff chart.'), alertsHolder),
@@ -265,7 +214,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
     commands.element,
   );
   document.title = 'Hook · hookwatch';
-  replace(root, ctx.link(buildUrl('/', state, keptParams(state.params)), { class: 'back' }, '← Overview'), title, h('p', { class: 'muted' }, 'Loading…'));
+  replace(root, ctx.link(backUrl(state), { class: 'back' }, '← Overview'), title, h('p', { class: 'muted' }, 'Loading…'));
 
   return {
     async refresh(signal) {
@@ -276,44 +225,34 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       } catch (err) {
         if (err instanceof ApiFailure && (err.status === 404 || err.status === 400)) {
           replace(root, ctx.link(buildUrl('/', state), { class: 'back' }, '← Overview'),
-            h('section', { class: 'panel empty', id: 'empty-state' }, h('h1', null, 'No such hook'), h('p', null, `hookwatch has no hook with id ${hookId}. It may have been pruned by retention.`)));
+            h('section', { class: 'panel empty', id: 'empty-state' }, h('h1', null, 'No such hook'), h('p', null, noSuchHook(hookId))));
           return;
         }
         throw err;
       }
       // Every later call covers the span this one resolved: the key figures and the breakdowns agree while
       // events keep arriving.
-      const q = { ...q0, from: detail.from, to: detail.to };
-      const step = String(chartStep(state.range));
+      const q = followQueries(state, detail, by);
       const [series, daily, versions, dim, alerts, , guardTrims] = await Promise.all([
-        api.series(hookId, { ...q, step }, signal),
+        api.series(hookId, q.series, signal),
         dailySeries(hookId, q0.to ?? 'now', state.filters, signal),
-        api.breakdown(hookId, { ...q, dimension: 'service.version' }, signal),
-        api.breakdown(hookId, { ...q, dimension: by }, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
-        api.alerts({}, signal).then((r) => r.alerts.filter((a) => a.hookId === hookId), (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
-        commands.refresh(hookId, q, signal),
-        loadGuardTrims(hookId, { ...q, step }, signal),
+        api.breakdown(hookId, q.versions, signal),
+        api.breakdown(hookId, q.dimension, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
+        api.alerts({}, signal).then((r) => alertsOf(r.alerts, hookId), (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
+        commands.refresh(hookId, q.range, signal),
+        loadGuardTrims(hookId, q.series, signal),
       ]);
       lastSeries = series;
       const hk = detail.hook;
       document.title = `${hk.hookName} · hookwatch`;
       replace(title, hk.hookName, ' ', statusBadge(hk.status, hk));
       if (!content.isConnected) {
-        replace(root, ctx.link(buildUrl('/', state, keptParams(state.params)), { class: 'back' }, '← Overview'), title,
-          h('p', { class: 'muted range-label' }, `${hk.hookEvent} · ${rangeLabel(state.range)} · buckets of ${series.step >= 3600 ? `${series.step / 3600} h` : `${series.step / 60} min`}`), content);
+        replace(root, ctx.link(backUrl(state), { class: 'back' }, '← Overview'), title,
+          h('p', { class: 'muted range-label' }, subtitle(hk, state, series.step)), content);
       }
       const { forecast, points } = forecastFrom(daily);
       const reading = forecastReading(forecast, { status: shownStatus(hk), latest: largestOutput(hk), days: points.length });
-      replace(facts,
-        fact('executions', 'Executions', num(hk.executions)),
-        fact('persisted', 'Outputs persisted', num(hk.outputsPersisted)),
-        fact('largest', 'Largest output', chars(largestOutput(hk)), 'upper bound: Claude Code reports sums over the hook commands of one execution'),
-        fact('headroom', 'Headroom', hk.headroom === null ? 'unknown' : headroomText(hk.headroom)),
-        fact('forecast', 'Crosses the cap', reading.value, reading.note),
-        fact('size-unknown', 'Without size data', hk.sizeUnknownExecutions === 0 ? '0' : `${num(hk.sizeUnknownExecutions)} of ${num(hk.executions)}`,
-          hk.sizeUnknownExecutions > 0 ? 'executions from clients older than 2.1.280: not measured' : null),
-        guardTrimsKpi(guardTrims),
-      );
+      replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims));
       cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
       addGuardTrimsToCliff(c1.config, series, guardTrims);

@@ -6,164 +6,95 @@
  */
 import type { ChartConfiguration } from 'chart.js';
 import type { FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
-import type { Forecast } from '../../../shared/src/forecast.ts';
+import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, SERIES_COLORS, capColor, countAxis, referenceLine, sizeAxis } from '../charts.ts';
 import { breakable, h, replace, table } from '../dom.ts';
-import { ago, bucketLabel, chars, dateTime, headroomText, num, pct, plural, shownStatus, statusBadge } from '../format.ts';
-import { dailySeries, forecastFrom, forecastReading } from '../forecast.ts';
+import { num, statusBadge } from '../format.ts';
+import { dailySeries, forecastFrom } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
-import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel, rangeQuery } from '../state.ts';
+import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
-
-/** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
-export const FORECAST_ROWS = 20;
-const ROW_LIMIT = 200;
-/** Hooks drawn on their own in the fleet chart; the rest are one "other hooks" series. */
-export const FLEET_TOP = 5;
-
-type SortKey = 'risk' | 'name' | 'executions' | 'persisted' | 'largest' | 'headroom' | 'forecast' | 'lastSeen';
-/** `opt` columns give way on a phone: status, hook, persisted and largest output stay. */
-const COLUMNS: { key: SortKey | null; label: string; opt?: boolean }[] = [
-  { key: 'risk', label: 'Status' },
-  { key: 'name', label: 'Hook' },
-  { key: null, label: 'Largest output over time', opt: true },
-  { key: 'executions', label: 'Executions', opt: true },
-  { key: null, label: 'Success', opt: true },
-  { key: 'persisted', label: 'Persisted' },
-  { key: 'largest', label: 'Largest output' },
-  { key: 'headroom', label: 'Headroom', opt: true },
-  { key: 'forecast', label: 'Days to the cliff', opt: true },
-  { key: 'lastSeen', label: 'Last seen', opt: true },
-];
-/** The direction a column sorts in on its first click: the riskiest or largest first. */
-const FIRST_DIR: Record<SortKey, 'asc' | 'desc'> = {
-  risk: 'asc', name: 'asc', executions: 'desc', persisted: 'desc', largest: 'desc', headroom: 'asc', forecast: 'asc', lastSeen: 'desc',
-};
-const SORT_KEYS = COLUMNS.map((c) => c.key).filter((k): k is SortKey => k !== null);
-const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
-
-interface ForecastEntry {
-  forecast: Forecast | null;
-  days: number;
-  at: number;
-}
+import {
+  COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetView, forecastOf, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
+} from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
 export function setupHelp(otlpHttpPort: number | undefined): HTMLElement {
-  const port = otlpHttpPort ?? 4318;
-  const otlp = `${location.protocol}//${location.hostname}:${port}`;
+  const v = setupView(location, otlpHttpPort);
   return h('section', { class: 'panel empty', id: 'empty-state' },
     h('h2', null, 'No events yet: here is how to point Claude Code at hookwatch'),
     h('p', null, 'Run these in the shell Claude Code starts from (or put the same variables in the "env" block of its settings.json), then start a session that fires a hook:'),
-    h('pre', null, h('code', { id: 'setup-snippet' }, [
-      'export CLAUDE_CODE_ENABLE_TELEMETRY=1',
-      'export OTEL_LOGS_EXPORTER=otlp',
-      'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
-      `export OTEL_EXPORTER_OTLP_ENDPOINT=${otlp}`,
-      '# optional: lets you filter and break down by team',
-      'export OTEL_RESOURCE_ATTRIBUTES=team=platform',
-    ].join('\n'))),
-    h('p', null, otlpHttpPort === undefined
-      ? 'The endpoint is hookwatch\'s OTLP/HTTP address (4318 unless HOOKWATCH_OTLP_HTTP_ADDR says otherwise; hookwatch logs it at start).'
-      : `This hookwatch receives OTLP/HTTP on port ${port}. If Claude Code runs on another machine, use this host's address as it reaches it.`,
+    h('pre', null, h('code', { id: 'setup-snippet' }, v.lines.join('\n'))),
+    h('p', null, v.note,
     ' Clients older than 2.1.280 send no output sizes: they show as "unknown", never as healthy.'),
   );
 }
 
-function kpi(id: string, label: string, value: string, note?: string): HTMLElement {
-  return h('div', { class: 'kpi', 'data-kpi': id },
-    h('div', { class: 'kpi-label' }, label),
-    h('div', { class: 'kpi-value' }, value),
-    note ? h('div', { class: 'kpi-note' }, note) : null);
+function kpi(k: Kpi): HTMLElement {
+  return h('div', { class: 'kpi', 'data-kpi': k.id },
+    h('div', { class: 'kpi-label' }, k.label),
+    h('div', { class: 'kpi-value' }, k.value),
+    k.note ? h('div', { class: 'kpi-note' }, k.note) : null);
 }
 
 /** The fleet chart: persisted outputs per bucket, stacked by hook (top N, rest grouped), and the fleet's largest output against the cap. */
 export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { config: ChartConfiguration; summary: string; table: HTMLTableElement; topIds: (string | null)[] } {
-  const span = Date.parse(fleet.to) - Date.parse(fleet.from);
-  const labels = fleet.buckets.map((b) => bucketLabel(b, fleet.step, span));
-  const withPersisted = fleet.hooks.filter((hk) => hk.outputsPersisted.some((v) => v > 0));
-  const shown = withPersisted.slice(0, top);
-  const rest = fleet.hooks.filter((hk) => !shown.includes(hk));
-  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (hk.outputsPersisted[i] ?? 0), 0));
-  const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), 0));
-  const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
-    const v = hk.largest[i] ?? null;
-    return v === null ? m : Math.max(m ?? 0, v);
-  }, null));
-  const peak = largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
+  const v = fleetView(fleet, top);
   const bar = (label: string, data: number[], color: string): Record<string, unknown> => ({
     type: 'bar', label, data, backgroundColor: color, stack: 'persisted', yAxisID: 'y', order: 2, pointStyle: 'rect',
   });
   const datasets = [
-    ...shown.map((hk, i) => bar(hk.hookName, hk.outputsPersisted, SERIES_COLORS[i % SERIES_COLORS.length] ?? COLORS.persisted)),
-    ...(restPersisted.some((v) => v > 0) ? [bar(shown.length ? 'other hooks' : 'all hooks', restPersisted, COLORS.other)] : []),
+    ...v.shown.map((hk, i) => bar(hk.hookName, hk.outputsPersisted, SERIES_COLORS[i % SERIES_COLORS.length] ?? COLORS.persisted)),
+    ...(v.restLabel ? [bar(v.restLabel, v.restPersisted, COLORS.other)] : []),
     {
-      type: 'line', label: 'largest output in the fleet', data: largest, yAxisID: 'y1', borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext,
+      type: 'line', label: 'largest output in the fleet', data: v.largest, yAxisID: 'y1', borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext,
       borderWidth: 2, pointRadius: fleet.buckets.length > 40 ? 0 : 2, spanGaps: false, order: 1, pointStyle: 'line',
     },
-    { ...referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, labels.length, capColor(), [6, 4]), type: 'line', yAxisID: 'y1', order: 0 },
+    { ...referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, v.labels.length, capColor(), [6, 4]), type: 'line', yAxisID: 'y1', order: 0 },
   ];
   const config = {
     type: 'bar',
-    data: { labels, datasets },
+    data: { labels: v.labels, datasets },
     options: {
       interaction: { mode: 'index', intersect: false },
       plugins: { tooltip: { filter: (item: { dataset: { reference?: boolean }; raw: unknown }) => item.dataset.reference !== true && item.raw !== null && item.raw !== 0 } },
       scales: {
         x: { stacked: true },
         y: { ...countAxis('outputs persisted'), stacked: true, position: 'left' },
-        y1: { ...sizeAxis(peak, 'largest output (chars)'), position: 'right', grid: { drawOnChartArea: false } },
+        y1: { ...sizeAxis(v.peak, 'largest output (chars)'), position: 'right', grid: { drawOnChartArea: false } },
       },
     },
   } as unknown as ChartConfiguration;
-  const totalPersisted = fleet.hooks.reduce((s, hk) => s + hk.outputsPersisted.reduce((a, b) => a + b, 0), 0);
-  const bucketsWith = restPersisted.map((v, i) => v + shown.reduce((s, hk) => s + (hk.outputsPersisted[i] ?? 0), 0)).filter((v) => v > 0).length;
-  const summary = totalPersisted === 0
-    ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
-    : `${plural(totalPersisted, 'output')} persisted across ${plural(withPersisted.length, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
-  const rows = fleet.buckets.map((b, i) => [dateTime(b), num(executions[i] ?? 0), ...shown.map((hk) => num(hk.outputsPersisted[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
-    .filter((_r, i) => (executions[i] ?? 0) > 0);
-  const t = table('Persisted outputs per bucket by hook', ['Bucket start', 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'], rows);
-  const topIds: (string | null)[] = [...shown.map((hk) => hk.id), null];
-  return { config, summary, table: t, topIds };
+  const t = table('Persisted outputs per bucket by hook', v.tableHeaders, v.tableRows);
+  return { config, summary: v.summary, table: t, topIds: v.topIds };
 }
 
-/** Builds the overview page. */
+/** Builds the overview page: draws what overview-state.ts decides, fetching and refreshing in place. */
 export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const { state } = ctx;
-  const sortParam = state.params.get('sort');
-  const sort: SortKey = (SORT_KEYS as string[]).includes(sortParam ?? '') ? (sortParam as SortKey) : 'risk';
-  const dirParam = state.params.get('dir');
-  const dir: 'asc' | 'desc' = dirParam === 'asc' || dirParam === 'desc' ? dirParam : FIRST_DIR[sort];
+  const { sort, dir } = readSort(state.params);
   const forecasts = new Map<string, ForecastEntry>();
   let showAll = false;
   let last: { hooks: HooksResponse; fleet?: FleetSeriesResponse } | undefined;
-  const filtered = Object.keys(state.filters).length > 0;
-  const filterText = Object.entries(state.filters).map(([k, v]) => `${k} = ${v}`).join(', ');
 
   document.title = 'Overview · hookwatch';
-  const kpis = h('div', { class: 'kpis', id: 'kpis' });
+  const kpisEl = h('div', { class: 'kpis', id: 'kpis' });
   const versions = h('div', { id: 'client-versions' });
   const tbody = h('tbody', { id: 'hook-rows' });
   const tableNote = h('p', { class: 'hint', id: 'table-note' });
   const fleetPanel = new ChartPanel('fleet', 'Persisted outputs over time', `Outputs saved to a file instead of delivered, per bucket, for the ${FLEET_TOP} hooks with the most (the rest grouped), and the largest output in the fleet against the 10,000 cap. Click a bar to open that hook at that time; drag across the chart to zoom.`);
-  const headRow = h('tr', null, ...COLUMNS.map((c) => {
+  const headRow = h('tr', null, ...headerCells(state, sort, dir).map((c) => {
     const cls = c.opt ? 'opt' : undefined;
-    if (!c.key) return h('th', { scope: 'col', class: cls }, c.label);
-    const key = c.key;
-    const active = key === sort;
-    const nextDir = active ? (dir === 'asc' ? 'desc' : 'asc') : FIRST_DIR[key];
-    return h('th', { scope: 'col', class: cls, 'aria-sort': active ? (dir === 'asc' ? 'ascending' : 'descending') : 'none' },
-      h('button', {
-        type: 'button', class: 'sort', 'data-sort': key,
-        onclick: () => ctx.navigate(buildUrl('/', state, { sort: key, dir: nextDir, refresh: state.params.get('refresh') ?? undefined }), { replace: true }),
-      }, c.label, active ? (dir === 'asc' ? ' ▲' : ' ▼') : ''));
+    if (!c.key || c.url === null) return h('th', { scope: 'col', class: cls }, c.label);
+    const url = c.url;
+    return h('th', { scope: 'col', class: cls, 'aria-sort': c.ariaSort },
+      h('button', { type: 'button', class: 'sort', 'data-sort': c.key, onclick: () => ctx.navigate(url, { replace: true }) }, c.label, c.arrow));
   }));
   const heading = (): HTMLElement => h('h1', null, 'Overview ', h('span', { class: 'muted range-label' }, rangeLabel(state.range)));
   const content = h('div', { id: 'overview-content' },
-    h('section', { class: 'panel', 'aria-labelledby': 'kpi-title' }, h('h2', { id: 'kpi-title' }, 'Fleet'), kpis, versions),
+    h('section', { class: 'panel', 'aria-labelledby': 'kpi-title' }, h('h2', { id: 'kpi-title' }, 'Fleet'), kpisEl, versions),
     fleetPanel.element,
     h('section', { class: 'panel', 'aria-labelledby': 'hooks-title' },
       h('h2', { id: 'hooks-title' }, 'Hooks by risk'),
@@ -174,64 +105,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const placeholder = h('p', { class: 'muted' }, 'Loading…');
   replace(root, heading(), placeholder);
 
-  const hookUrl = (id: string, range = state.range): string => buildUrl(`/hooks/${id}`, { range, filters: state.filters }, {});
-  const bucketRange = (i: number): ReturnType<typeof customRange> | undefined => {
-    const f = last?.fleet;
-    const start = f?.buckets[i];
-    if (!f || !start) return undefined;
-    return customRange(Date.parse(start), Date.parse(start) + f.step * 1000);
-  };
   fleetPanel.enableZoom((i, j) => {
-    const f = last?.fleet;
-    const a = f?.buckets[i];
-    const b = f?.buckets[j];
-    if (!f || !a || !b) return;
-    ctx.navigate(buildUrl('/', { range: customRange(Date.parse(a), Date.parse(b) + f.step * 1000), filters: state.filters }, keptParams(state.params)));
+    const url = zoomUrl(state, last?.fleet, i, j);
+    if (url) ctx.navigate(url);
   });
-
-  const forecastOf = (hk: HookSummary): ReturnType<typeof forecastReading> | undefined => {
-    const status = shownStatus(hk);
-    if (status === 'over') return forecastReading(null, { status });
-    const f = forecasts.get(hk.id);
-    if (!f) return status === 'unknown' && largestOutput(hk) === null ? forecastReading(null, { status }) : undefined;
-    return forecastReading(f.forecast, { status, latest: largestOutput(hk), days: f.days });
-  };
-
-  const sorted = (hooks: HookSummary[]): HookSummary[] => {
-    const sign = dir === 'asc' ? 1 : -1;
-    // Unknown values sort last in either direction: unknown is not zero, nor the smallest.
-    const known = (a: number | null | undefined, b: number | null | undefined): number => {
-      if (a === b) return 0;
-      if (a === null || a === undefined) return 1;
-      if (b === null || b === undefined) return -1;
-      return sign * (a - b);
-    };
-    const days = (hk: HookSummary): number | null | undefined => forecastOf(hk)?.days;
-    const list = hooks.map((hk, i) => ({ hk, i }));
-    const compare = (x: { hk: HookSummary; i: number }, y: { hk: HookSummary; i: number }): number => {
-      const a = x.hk;
-      const b = y.hk;
-      switch (sort) {
-        case 'name': return sign * a.hookName.localeCompare(b.hookName);
-        case 'executions': return sign * (a.executions - b.executions);
-        case 'persisted': return sign * (a.outputsPersisted - b.outputsPersisted);
-        case 'largest': return known(largestOutput(a), largestOutput(b));
-        case 'headroom': return known(a.headroom, b.headroom);
-        case 'forecast': return known(days(a), days(b));
-        case 'lastSeen': return sign * (Date.parse(a.lastSeen) - Date.parse(b.lastSeen));
-        default: {
-          // The API ranks by status, persisted outputs and headroom; a hook partly without size data ranks as
-          // unknown, and the forecast breaks the remaining ties.
-          const risk = RISK[shownStatus(a)] - RISK[shownStatus(b)];
-          if (risk) return sign * risk;
-          const tie = a.status === b.status && a.outputsPersisted === b.outputsPersisted && a.headroom === b.headroom;
-          return (tie ? known(days(a), days(b)) : 0) || sign * (x.i - y.i);
-        }
-      }
-    };
-    list.sort((x, y) => compare(x, y) || x.i - y.i);
-    return list.map((x) => x.hk);
-  };
 
   /** Each drawn row's sparkline cell, so the sparklines can arrive after the rows without redrawing them. */
   let sparkCells = new Map<string, HTMLTableCellElement>();
@@ -244,16 +121,14 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const fillSpark = (hk: HookSummary, td: HTMLTableCellElement): void => {
     const f = fleetById.get(hk.id);
     if (!f) return;
-    const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-    const persistedBuckets = f.outputsPersisted.filter((v) => v > 0).length;
-    const svg = sparkline(f.largest, f.outputsPersisted, `${hk.hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs`);
+    const svg = sparkline(f.largest, f.outputsPersisted, sparkLabel(hk.hookName, f));
     svg.addEventListener('click', (ev) => {
       // A point opens the hook at that bucket's time.
       const box = svg.getBoundingClientRect();
       const i = sparkGeometry(f.largest).index(((ev.clientX - box.left) / box.width) * svg.viewBox.baseVal.width);
-      const r = bucketRange(i);
+      const r = bucketRange(last?.fleet, i);
       ev.stopPropagation();
-      if (r) ctx.navigate(hookUrl(hk.id, r));
+      if (r) ctx.navigate(hookUrl(state, hk.id, r));
     });
     replace(td, svg);
   };
@@ -263,41 +138,38 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     if (!last) return;
     if (last.fleet) fleetById = new Map(last.fleet.hooks.map((x) => [x.id, x]));
     sparkCells = new Map();
-    const hooks = sorted(last.hooks.hooks);
-    const shown = showAll ? hooks : hooks.slice(0, ROW_LIMIT);
-    replace(tbody, ...shown.map((hk) => {
-      const reading = forecastOf(hk);
-      const row = h('tr', { 'data-hook-id': hk.id, 'data-status': shownStatus(hk), class: 'hook-row' },
+    const now = Date.now();
+    const view = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll);
+    replace(tbody, ...view.shown.map((hk) => {
+      const r = hookRow(hk, forecastOf(hk, forecasts), now);
+      const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
         h('td', null, statusBadge(hk.status, hk)),
-        h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
+        h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(state, hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
         sparkCell(hk),
-        h('td', { class: 'num opt' }, num(hk.executions)),
-        h('td', { class: 'num opt' }, num(hk.success)),
-        h('td', { class: 'num' }, num(hk.outputsPersisted)),
-        h('td', { class: 'num' }, chars(largestOutput(hk))),
-        h('td', { class: 'num opt', title: headroomText(hk.headroom) }, hk.headroom === null ? 'unknown' : hk.headroom < 0 ? `${num(-hk.headroom)} over` : num(hk.headroom)),
-        h('td', { class: 'num opt', 'data-col': 'forecast', title: reading?.sentence ?? '' }, reading ? reading.value : '–'),
-        h('td', { class: 'opt' }, h('time', { datetime: hk.lastSeen, title: dateTime(hk.lastSeen) }, ago(hk.lastSeen))),
+        h('td', { class: 'num opt' }, r.executions),
+        h('td', { class: 'num opt' }, r.success),
+        h('td', { class: 'num' }, r.persisted),
+        h('td', { class: 'num' }, r.largest),
+        h('td', { class: 'num opt', title: r.headroomTitle }, r.headroom),
+        h('td', { class: 'num opt', 'data-col': 'forecast', title: r.forecastTitle }, r.forecast),
+        h('td', { class: 'opt' }, h('time', { datetime: hk.lastSeen, title: r.lastSeenTitle }, r.lastSeen)),
       );
       // The whole row opens the hook (the name stays the link for keyboards and new tabs).
       row.addEventListener('click', (ev) => {
         if ((ev.target as Element).closest('a, button, svg')) return;
-        ctx.navigate(hookUrl(hk.id));
+        ctx.navigate(hookUrl(state, hk.id));
       });
       return row;
     }));
-    replace(tableNote,
-      `${plural(hooks.length, 'hook')}. Forecasts are fitted for the ${FORECAST_ROWS} riskiest hooks that are not over the cap (daily largest output, last 30 days).`,
-      hooks.length > shown.length ? h('button', { type: 'button', id: 'show-all', onclick: () => {
+    replace(tableNote, view.note,
+      view.showAllLabel ? h('button', { type: 'button', id: 'show-all', onclick: () => {
         showAll = true;
         drawRows();
-      } }, ` Show all ${num(hooks.length)}`) : null);
+      } }, view.showAllLabel) : null);
   };
 
   const fitForecasts = async (hooks: HookSummary[], signal: AbortSignal): Promise<void> => {
-    const now = Date.now();
-    const todo = hooks.filter((hk) => hk.status === 'near' || hk.status === 'ok').slice(0, FORECAST_ROWS)
-      .filter((hk) => (forecasts.get(hk.id)?.at ?? 0) < now - 300_000);
+    const todo = forecastTodo(hooks, forecasts, Date.now());
     const to = rangeQuery(state.range).to;
     // A few at a time: the overview should not hold the API's attention from other readers.
     const worker = async (): Promise<void> => {
@@ -319,8 +191,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         onClick: (_ev: unknown, elements: { datasetIndex: number; index: number }[]) => {
           const el = elements.find((e) => e.datasetIndex < c.topIds.length && c.topIds[e.datasetIndex]);
           const id = el ? c.topIds[el.datasetIndex] : undefined;
-          const r = el ? bucketRange(el.index) : undefined;
-          if (id && r) ctx.navigate(hookUrl(id, r));
+          const r = el ? bucketRange(last?.fleet, el.index) : undefined;
+          if (id && r) ctx.navigate(hookUrl(state, id, r));
         },
       },
     } as ChartConfiguration, c.summary, c.table);
@@ -353,45 +225,30 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         if (performance.getEntriesByName('hookwatch:first-rows').length === 0) performance.mark('hookwatch:first-rows');
       }
       const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined] = await Promise.all([overviewCall, fleetCall]);
-      if (overview.lastEventAt === null && !filtered) {
+      if (showsSetup(overview, state.filters)) {
         replace(root, h('h1', null, 'Overview'), setupHelp(overview.otlpHttpPort));
         return;
       }
       show();
       last = { hooks, ...(fleet ? { fleet } : {}) };
-      const t = overview.totals;
-      // Counted from the rows as the table shows them: a hook partly without size data is unknown here too.
-      const sc: Record<DeliveryStatus, number> = { over: 0, near: 0, ok: 0, unknown: 0 };
-      for (const hk of hooks.hooks) sc[shownStatus(hk)]++;
-      replace(kpis,
-        kpi('executions', 'Executions', num(t.executions), `${plural(t.numHooks, 'hook command')} run`),
-        kpi('success', 'Commands reporting success', num(t.success), t.numHooks ? pct(t.success / t.numHooks) : undefined),
-        kpi('persisted', 'Outputs persisted', num(t.outputsPersisted), `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap`),
-        kpi('hooks', 'Hooks', num(overview.hooks), `${num(sc.over)} over · ${num(sc.near)} near · ${num(sc.ok)} ok · ${num(sc.unknown)} unknown`),
-        kpi('size-share', 'Events with size data', pct(overview.sizeDataShare), `${plural(t.sizeUnknownExecutions, 'execution')} without sizes`),
-        filtered
-          ? kpi('last-event', 'Last matching event', overview.lastEventAt === null ? 'none' : ago(overview.lastEventAt), overview.lastEventAt === null ? `nothing matches ${filterText}` : dateTime(overview.lastEventAt))
-          : kpi('last-event', 'Last event', ago(overview.lastEventAt), dateTime(overview.lastEventAt)),
-      );
-      const blind = overview.clientVersions.filter((v) => !v.hasSizeData);
+      const now = Date.now();
+      replace(kpisEl, ...kpis(overview, hooks.hooks, state.filters, now).map(kpi));
+      const vv = versionsView(overview);
       replace(versions,
         h('h3', null, 'Client versions'),
-        overview.clientVersions.length === 0 ? h('p', { class: 'muted' }, 'No executions in this range.') : h('div', { class: 'table-scroll' }, h('table', { class: 'data', id: 'versions-table' },
+        vv.rows.length === 0 ? h('p', { class: 'muted' }, 'No executions in this range.') : h('div', { class: 'table-scroll' }, h('table', { class: 'data', id: 'versions-table' },
           h('caption', { class: 'sr-only' }, 'Client versions in the range'),
           h('thead', null, h('tr', null, ...['Client', 'Version', 'Executions', 'Without size data', 'Sizes'].map((x) => h('th', { scope: 'col' }, x)))),
-          h('tbody', null, ...overview.clientVersions.map((v) => h('tr', { 'data-version': v.version },
-            h('td', null, v.serviceName), h('td', null, v.version), h('td', { class: 'num' }, num(v.executions)),
-            h('td', { class: 'num' }, num(v.sizeUnknownExecutions)),
-            h('td', null, v.hasSizeData ? 'reported' : 'missing (older than 2.1.280: upgrade to see delivery)'))))),
-        ),
-        blind.length ? h('p', { class: 'warn', id: 'blind-versions' }, `Without size data: ${blind.map((v) => `${v.serviceName} ${v.version}`).join(', ')}`) : null,
+          h('tbody', null, ...vv.rows.map((v) => h('tr', { 'data-version': v.version },
+            ...v.cells.map((text, i) => h('td', i === 2 || i === 3 ? { class: 'num' } : null, text))))),
+        )),
+        vv.blind ? h('p', { class: 'warn', id: 'blind-versions' }, vv.blind) : null,
       );
       if (hooks.hooks.length === 0) {
         fleetPanel.element.hidden = true;
-        const why = filtered
-          ? [`No hook executions match ${filterText} in the ${rangeLabel(state.range)}. `, ctx.link(buildUrl('/', { range: state.range, filters: {} }, keptParams(state.params)), { id: 'clear-filters' }, 'Remove the filters')]
-          : [`No hook executions in the ${rangeLabel(state.range)}; the last event arrived ${ago(overview.lastEventAt)}. Try a longer range.`];
-        replace(tbody, h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty-row' }, ...why)));
+        const why = emptyTable(state, overview, now);
+        replace(tbody, h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty-row' }, why.text,
+          why.clearUrl === null ? null : ctx.link(why.clearUrl, { id: 'clear-filters' }, 'Remove the filters'))));
         replace(tableNote);
         return;
       }

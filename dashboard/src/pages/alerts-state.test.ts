@@ -1,0 +1,146 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AlertDetailResponse, AlertsResponse } from '../../../shared/src/api.ts';
+import { setTimeZone } from '../format.ts';
+import { readState } from '../state.ts';
+import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
+import {
+  alertSubject, alertsView, attemptRows, cardView, hookMatchers, rangeBounds, silencePrompt, silenceRequest, silencedText, supersededBy,
+} from './alerts-state.ts';
+
+const at = (url: string) => {
+  const u = new URL(url, 'http://x');
+  return readState({ pathname: u.pathname, search: u.search });
+};
+const HOUR = 3_600_000;
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+const firing = alert('a1');
+const headroomResolved = alert('a2', {
+  rule: 'headroom', state: 'resolved', labels: { alertname: 'HookNearCap', rule: 'headroom', hook_id: OVER.id, hook_name: OVER.hookName },
+  activeAt: iso(NOW - 5 * HOUR), startsAt: iso(NOW - 5 * HOUR), endsAt: iso(NOW - 10 * 60_000),
+});
+const pendingNear = alert('a3', {
+  rule: 'growth', state: 'pending', labels: { alertname: 'HookGrowing', rule: 'growth', hook_id: NEAR.id, hook_name: NEAR.hookName },
+  hookId: NEAR.id, startsAt: null, lastNotifiedAt: null, activeAt: iso(NOW - 2 * HOUR),
+});
+const oldResolved = alert('a4', { state: 'resolved', activeAt: iso(NOW - 3 * 86_400_000), endsAt: iso(NOW - 2 * 86_400_000) });
+const clients = alert('a5', {
+  rule: 'blind-clients', labels: { alertname: 'ClientsWithoutSizes', rule: 'blind-clients', service_name: 'claude-code', service_version: '2.1.250' }, hookId: null,
+});
+const response = (over: Partial<AlertsResponse> = {}): AlertsResponse => ({
+  alerts: [firing, headroomResolved, pendingNear, oldResolved, clients], receivers: ['team-webhook'], now: iso(NOW), ...over,
+});
+
+beforeEach(() => setTimeZone('UTC'));
+afterEach(() => setTimeZone('local'));
+
+describe('which alerts the page lists', () => {
+  it('groups the alerts active in the range, firing first, and counts the older ones', () => {
+    const v = alertsView(response(), at('/alerts'), NOW);
+    expect(v.groups.map((g) => [g.heading, g.alerts.map((a) => a.id)])).toEqual([['Firing (2)', ['a1', 'a5']], ['Pending (1)', ['a3']], ['Resolved (1)', ['a2']]]);
+    expect(v.rangeNote).toBe('Alerts active in the last 24 hours; 1 older alert outside the range is not shown.');
+    expect(v.noReceivers).toBe(false);
+    expect(v.empty).toBeNull();
+  });
+
+  it('follows the range on the server\'s clock, not the browser\'s', () => {
+    const skewed = alertsView(response(), at('/alerts?range=1h'), NOW + 30 * 86_400_000);
+    // Still active (no end) or resolved ten minutes ago: in the last hour; resolved two days ago: not.
+    expect(skewed.groups.flatMap((g) => g.alerts.map((a) => a.id))).toEqual(['a1', 'a5', 'a3', 'a2']);
+    expect(skewed.rangeNote).toBe('Alerts active in the last hour; 1 older alert outside the range is not shown.');
+    // Without the server's time, the browser's: a month ahead, only the alerts that never ended are in its last hour.
+    const noClock = alertsView(response({ now: undefined }), at('/alerts?range=1h'), NOW + 30 * 86_400_000);
+    expect(noClock.groups.flatMap((g) => g.alerts.map((a) => a.id))).toEqual(['a1', 'a5', 'a3']);
+    expect(noClock.rangeNote).toBe('Alerts active in the last hour; 2 older alerts outside the range are not shown.');
+    expect(rangeBounds({ kind: 'custom', from: '2026-11-01T00:00:00Z', to: '2026-11-02T00:00:00Z' }, NOW)).toEqual([Date.parse('2026-11-01T00:00:00Z'), Date.parse('2026-11-02T00:00:00Z')]);
+  });
+
+  it('filters by state and says what it did not find', () => {
+    const v = alertsView(response(), at('/alerts?state=pending'), NOW);
+    expect(v.groups.map((g) => g.state)).toEqual(['pending']);
+    expect(alertsView(response({ alerts: [firing] }), at('/alerts?state=resolved&range=7d'), NOW).empty).toBe('No resolved alerts in the last 7 days.');
+    expect(alertsView(response({ alerts: [] }), at('/alerts'), NOW).empty).toMatch(/^Nothing was pending, firing or resolved in the last 24 hours\./);
+  });
+
+  it('says nobody is notified when no receiver is configured, and not when the server does not say', () => {
+    expect(alertsView(response({ receivers: [] }), at('/alerts'), NOW).noReceivers).toBe(true);
+    expect(alertsView(response({ receivers: undefined }), at('/alerts'), NOW).noReceivers).toBe(false);
+  });
+});
+
+describe('one alert', () => {
+  it('calls a resolved headroom alert superseded while its hook\'s persisted alert fires', () => {
+    const all = response().alerts;
+    expect(supersededBy(headroomResolved, all)?.id).toBe('a1');
+    const v = cardView(headroomResolved, all, ['team-webhook']);
+    expect(v.state).toBe('superseded');
+    expect(v.times.join('')).toBe('active since 30/11/2026, 03:30 · firing since 30/11/2026, 03:30 · superseded 30/11/2026, 08:20 · last notified 30/11/2026, 08:25');
+    expect(cardView(headroomResolved, [headroomResolved], ['team-webhook']).state).toBe('resolved');
+    expect(supersededBy(oldResolved, all)).toBeUndefined();
+  });
+
+  it('says whether anyone was notified', () => {
+    expect(cardView(pendingNear, [], ['team-webhook']).times.at(-1)).toBe(' · not notified yet');
+    expect(cardView(pendingNear, [], []).times.at(-1)).toBe(' · no receiver is configured: shown here only, nobody is notified');
+    expect(cardView(pendingNear, [], undefined).times.at(-1)).toBe(' · not notified yet');
+  });
+
+  it('lists labels then annotations, as text, and who silenced it', () => {
+    const xss = alert('x', { labels: { hook_name: '<img src=x onerror=alert(1)>' }, annotations: { summary: 's' }, silencedBy: ['s1', 's2'] });
+    const v = cardView(xss, [], []);
+    expect(v.labels).toEqual([['hook_name', '<img src=x onerror=alert(1)>'], ['summary', 's']]);
+    expect(v.silencedBy).toBe('silenced by s1, s2');
+    expect(cardView(firing, [], []).silencedBy).toBeNull();
+  });
+
+  it('names what an alert is about: a hook, a set of clients, the feed', () => {
+    expect(alertSubject(firing)).toEqual({ text: OVER.hookName, kind: 'hook' });
+    expect(alertSubject(clients)).toEqual({ text: 'claude-code 2.1.250 clients', kind: 'clients' });
+    expect(alertSubject(alert('f', { labels: { alertname: 'NoTelemetry', scope: 'feed' }, hookId: null }))).toEqual({ text: 'all hooks (the whole feed)', kind: 'feed' });
+    expect(alertSubject(alert('g', { labels: { alertname: 'Other', service_version: '' }, hookId: null })).text).toBe('client (unknown version) clients');
+    expect(alertSubject(alert('n', { labels: { alertname: 'Custom' }, hookId: null, rule: 'custom' }))).toEqual({ text: 'Custom', kind: 'alert' });
+  });
+});
+
+describe('silencing', () => {
+  it('mutes the hook by its hook labels only, ending after the chosen time, with no start of its own', () => {
+    const req = silenceRequest(firing, 4 * HOUR, 'alice', 'fixing the lint report', NOW);
+    expect(req).toEqual({
+      matchers: [
+        { name: 'hook_id', value: OVER.id, isRegex: false, isEqual: true },
+        { name: 'hook_event', value: 'Stop', isRegex: false, isEqual: true },
+        { name: 'hook_name', value: OVER.hookName, isRegex: false, isEqual: true },
+      ],
+      endsAt: '2026-11-30T12:30:00.000Z', createdBy: 'alice', comment: 'fixing the lint report',
+    });
+    expect(req).not.toHaveProperty('startsAt');
+    expect(silencePrompt(firing)).toBe(`Silence ${OVER.hookName} (matching hook_id=${OVER.id}, hook_event=Stop, hook_name=${OVER.hookName}) for `);
+  });
+
+  it('falls back to every label but alertname and rule when the alert names no hook', () => {
+    expect(hookMatchers(clients).map((m) => m.name)).toEqual(['service_name', 'service_version']);
+    expect(silencePrompt(alert('e', { labels: { alertname: 'X', rule: 'x' }, hookId: null }))).toBe('Silence X (matching nothing) for ');
+  });
+
+  it('says until when, and which silence', () => {
+    expect(silencedText(NOW + HOUR, 'sil-1')).toBe('Silenced until 30/11/2026, 09:30 (silence sil-1). ');
+    expect(silencedText(NOW + HOUR, undefined)).toBe('Silenced until 30/11/2026, 09:30. ');
+  });
+});
+
+describe('delivery attempts', () => {
+  it('lists each attempt, with a dash for no HTTP status', () => {
+    const detail: AlertDetailResponse = {
+      alert: firing,
+      attempts: [
+        { receiver: 'team-webhook', webhookId: 'w1', attempt: 1, at: iso(NOW), status: 'firing', outcome: 'retrying', httpStatus: null, error: 'connect ECONNREFUSED', durationMs: 1_204.6 },
+        { receiver: 'team-webhook', webhookId: 'w1', attempt: 2, at: iso(NOW + 1000), status: 'firing', outcome: 'delivered', httpStatus: 200, error: null, durationMs: 12 },
+      ],
+    };
+    expect(attemptRows(detail)).toEqual([
+      ['team-webhook', 'firing', '1', '30/11/2026, 08:30', 'retrying', '–', 'connect ECONNREFUSED', '1,205 ms'],
+      ['team-webhook', 'firing', '2', '30/11/2026, 08:30', 'delivered', '200', '', '12 ms'],
+    ]);
+    expect(attemptRows({ alert: firing, attempts: [] })).toBeNull();
+  });
+});

@@ -1,0 +1,151 @@
+/**
+ * The alerts page's state, without the DOM: which alerts the range and the state filter show and how they are
+ * grouped, what each card says (superseded, silenced, notified or not), the notice above the list, the silence a
+ * form asks the API for and what its result reads. Unit-tested in Node against API-shaped responses.
+ */
+import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, SilenceMatcher } from '../../../shared/src/api.ts';
+import { dateTime, num, plural } from '../format.ts';
+import { rangeLabel, type Range, type ViewState } from '../state.ts';
+
+export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
+/** Labels that name a hook; a silence matches on these so it mutes that hook and nothing else. */
+const HOOK_LABELS = ['hook_id', 'hook_event', 'hook_name', 'hook'];
+export const DURATIONS: [string, number][] = [['1 hour', 3_600_000], ['4 hours', 4 * 3_600_000], ['1 day', 86_400_000], ['7 days', 7 * 86_400_000]];
+
+/** Matchers for silencing the hook an alert is about (its hook labels; all labels when it names none). */
+export function hookMatchers(a: AlertSummary): { name: string; value: string; isRegex: boolean; isEqual: boolean }[] {
+  const keys = Object.keys(a.labels).filter((k) => HOOK_LABELS.includes(k));
+  const use = keys.length ? keys : Object.keys(a.labels).filter((k) => k !== 'alertname' && k !== 'rule');
+  return use.map((k) => ({ name: k, value: a.labels[k] ?? '', isRegex: false, isEqual: true }));
+}
+
+/** What an alert is about, in words: a hook, a set of clients, the whole feed. */
+export function alertSubject(a: AlertSummary): { text: string; kind: 'hook' | 'clients' | 'feed' | 'alert' } {
+  const hook = a.labels['hook_name'] ?? a.labels['hook'];
+  if (hook !== undefined || a.hookId) return { text: hook ?? a.hookId ?? '', kind: 'hook' };
+  if (a.labels['service_version'] !== undefined) {
+    return { text: `${a.labels['service_name'] ?? 'client'} ${a.labels['service_version'] || '(unknown version)'} clients`, kind: 'clients' };
+  }
+  if (a.labels['scope'] === 'feed') return { text: 'all hooks (the whole feed)', kind: 'feed' };
+  return { text: a.labels['alertname'] ?? a.rule, kind: 'alert' };
+}
+
+/** Rules a `persisted` alert makes moot for the same hook: once over the cap, "near" and "growing" are old news. */
+const SUPERSEDED_BY_PERSISTED = ['headroom', 'growth'];
+
+/**
+ * A resolved headroom or growth alert whose hook now has an active `persisted` alert did not get better: it
+ * was superseded. Shown as such, never as a green "resolved".
+ */
+export function supersededBy(a: AlertSummary, all: readonly AlertSummary[]): AlertSummary | undefined {
+  if (a.state !== 'resolved' || !SUPERSEDED_BY_PERSISTED.includes(a.rule) || !a.hookId) return undefined;
+  return all.find((x) => x.rule === 'persisted' && x.hookId === a.hookId && x.state !== 'resolved');
+}
+
+/** Whether an alert was active at some time in [fromMs, toMs]. */
+export function activeDuring(a: AlertSummary, fromMs: number, toMs: number): boolean {
+  const start = Date.parse(a.activeAt);
+  const end = a.endsAt ? Date.parse(a.endsAt) : Infinity;
+  return start <= toMs && end >= fromMs;
+}
+
+/** The range's bounds on the server's clock. */
+export function rangeBounds(range: Range, nowMs: number): [number, number] {
+  if (range.kind === 'custom') return [Date.parse(range.from), Date.parse(range.to)];
+  const span = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }[range.preset];
+  return [nowMs - span, nowMs];
+}
+
+/** The state filter of the URL (`state=`), or null for all states. */
+export function stateFilter(params: URLSearchParams): string | null {
+  return params.get('state');
+}
+
+/** What the list shows for one answer of the API. */
+export interface AlertsView {
+  /** Receivers are configured but none: nobody is notified. */
+  noReceivers: boolean;
+  /** How many alerts lie outside the range, in words; null when none does. */
+  rangeNote: string | null;
+  /** Non-empty groups in the order firing, pending, resolved. */
+  groups: { state: AlertState; heading: string; alerts: AlertSummary[] }[];
+  /** The empty state's text when no alert is shown. */
+  empty: string | null;
+}
+
+/**
+ * The alerts active in the range (on the server's clock when it says what time it is), filtered by state and
+ * grouped; the rest counted.
+ */
+export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: number): AlertsView {
+  const filter = stateFilter(state.params);
+  const nowMs = r.now ? Date.parse(r.now) : browserNowMs;
+  const [fromMs, toMs] = rangeBounds(state.range, nowMs);
+  const alerts = r.alerts.filter((a) => activeDuring(a, fromMs, toMs));
+  const shown = filter ? alerts.filter((a) => a.state === filter) : alerts;
+  const hidden = r.alerts.length - alerts.length;
+  const range = rangeLabel(state.range);
+  return {
+    noReceivers: r.receivers !== undefined && r.receivers.length === 0,
+    rangeNote: hidden > 0 ? `Alerts active in the ${range}; ${plural(hidden, 'older alert')} outside the range ${hidden === 1 ? 'is' : 'are'} not shown.` : null,
+    groups: STATES.map((s) => ({ state: s, alerts: shown.filter((a) => a.state === s) }))
+      .filter((g) => g.alerts.length)
+      .map((g) => ({ ...g, heading: `${g.state[0]?.toUpperCase()}${g.state.slice(1)} (${num(g.alerts.length)})` })),
+    empty: shown.length > 0 ? null
+      : filter ? `No ${filter} alerts in the ${range}.`
+        : `Nothing was pending, firing or resolved in the ${range}. Alerts appear here when a hook’s output is persisted, nears the cap or is forecast to cross it.`,
+  };
+}
+
+/** What one alert's card says. */
+export interface CardView {
+  /** `superseded` when a persisted alert took over, else the alert's state. */
+  state: AlertState | 'superseded';
+  subject: { text: string; kind: 'hook' | 'clients' | 'feed' | 'alert' };
+  silencedBy: string | null;
+  /** Labels, then annotations, as the card lists them. */
+  labels: [string, string][];
+  /** The line of times: active, firing, resolved (or superseded), notified. */
+  times: string[];
+}
+
+export function cardView(a: AlertSummary, all: readonly AlertSummary[], receivers: string[] | undefined): CardView {
+  const by = supersededBy(a, all);
+  return {
+    state: by ? 'superseded' : a.state,
+    subject: alertSubject(a),
+    silencedBy: a.silencedBy.length ? `silenced by ${a.silencedBy.join(', ')}` : null,
+    labels: [...Object.entries(a.labels), ...Object.entries(a.annotations)],
+    times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
+      a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',
+      a.lastNotifiedAt ? ` · last notified ${dateTime(a.lastNotifiedAt)}`
+        : receivers && receivers.length === 0 ? ' · no receiver is configured: shown here only, nobody is notified' : ' · not notified yet'],
+  };
+}
+
+/** The silence form's summary line, by what the alert is about. */
+export const SILENCE_SUMMARY: Record<CardView['subject']['kind'], string> = { hook: 'Silence this hook', clients: 'Silence these clients', feed: 'Silence this alert', alert: 'Silence this alert' };
+
+/** The sentence before the silence form's fields. */
+export function silencePrompt(a: AlertSummary): string {
+  return `Silence ${alertSubject(a).text} (matching ${hookMatchers(a).map((m) => `${m.name}=${m.value}`).join(', ') || 'nothing'}) for `;
+}
+
+/**
+ * The silence the form creates. No startsAt: the server starts it on its own clock, so a browser clock that
+ * runs behind cannot create a silence that only begins later.
+ */
+export function silenceRequest(a: AlertSummary, durationMs: number, createdBy: string, comment: string, nowMs: number): { matchers: SilenceMatcher[]; endsAt: string; createdBy: string; comment: string } {
+  return { matchers: hookMatchers(a), endsAt: new Date(nowMs + durationMs).toISOString(), createdBy, comment };
+}
+
+/** What the form says once the silence exists. */
+export function silencedText(endsAtMs: number, id: string | undefined): string {
+  return `Silenced until ${dateTime(endsAtMs)}${id ? ` (silence ${id})` : ''}. `;
+}
+
+/** The delivery attempts table's rows; null when nothing was attempted yet. */
+export function attemptRows(detail: AlertDetailResponse): string[][] | null {
+  if (detail.attempts.length === 0) return null;
+  return detail.attempts.map((t) => [t.receiver, t.status, num(t.attempt), dateTime(t.at), t.outcome, t.httpStatus === null ? '–' : String(t.httpStatus), t.error ?? '', `${num(t.durationMs)} ms`]);
+}

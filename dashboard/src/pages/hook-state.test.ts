@@ -1,0 +1,183 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { BreakdownResponse, SeriesResponse } from '../../../shared/src/api.ts';
+import { forecastReading } from '../forecast.ts';
+import { setTimeZone } from '../format.ts';
+import { readState } from '../state.ts';
+import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
+import {
+  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView,
+  commandRows, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, zoomUrl,
+} from './hook-state.ts';
+
+const at = (url: string) => {
+  const u = new URL(url, 'http://x');
+  return readState({ pathname: u.pathname, search: u.search });
+};
+const iso = (ms: number): string => new Date(ms).toISOString();
+const HOUR = 3_600_000;
+
+/** Four hourly buckets of the over-the-cap hook: quiet, measured, over the cap, old clients only. */
+const series: SeriesResponse = {
+  hook: { id: OVER.id, hookEvent: OVER.hookEvent, hookName: OVER.hookName },
+  from: '2026-11-30T04:30:00.000Z', to: '2026-11-30T08:30:00.000Z', step: 3600,
+  buckets: [
+    bucket('2026-11-30T04:00:00.000Z', { ...counters({ executions: 0, numHooks: 0, success: 0 }), status: null, maxChars: { additionalContext: null, stdout: null, systemMessage: null, initialUserMessage: null } }),
+    bucket('2026-11-30T05:00:00.000Z', { maxChars: { additionalContext: 0, stdout: 4_000, systemMessage: null, initialUserMessage: null } }),
+    bucket('2026-11-30T06:00:00.000Z', {
+      status: 'over', outputsPersisted: 2, executionsWithPersisted: 1, success: 12,
+      maxChars: { additionalContext: 0, stdout: 10_500, systemMessage: null, initialUserMessage: null },
+    }),
+    bucket('2026-11-30T07:00:00.000Z', {
+      status: null, executions: 3, sizeUnknownExecutions: 3, outputsPersisted: 1, executionsWithPersisted: 1, success: 3,
+      maxChars: { additionalContext: null, stdout: null, systemMessage: null, initialUserMessage: null },
+    }),
+  ],
+};
+
+beforeEach(() => setTimeZone('UTC'));
+afterEach(() => setTimeZone('local'));
+
+describe('the hook page in the URL', () => {
+  it('reads the hook and the breakdown, and keeps the range, filters and page parameters in its links', () => {
+    const s = at(`/hooks/${OVER.id}?range=7d&f.team=platform&by=team&sort=name`);
+    expect(hookIdOf(s)).toBe(OVER.id);
+    expect(hookIdOf(at('/alerts'))).toBe('');
+    expect(breakdownBy(s.params)).toBe('team');
+    expect(breakdownBy(new URLSearchParams(''))).toBe('user.id');
+    expect(breakdownUrl(s, OVER.id, 'session.id')).toBe(`/hooks/${OVER.id}?range=7d&f.team=platform&sort=name&by=session.id`);
+    expect(backUrl(s)).toBe('/?range=7d&f.team=platform&sort=name&by=team');
+    expect(dimensionOptions(['service.version', 'user.id', 'team'], 'team')).toEqual([{ value: 'user.id', selected: false }, { value: 'team', selected: true }]);
+  });
+
+  it('asks every later figure over the range the first answer resolved', () => {
+    const s = at(`/hooks/${OVER.id}?range=24h&f.team=platform&by=team`);
+    const q = followQueries(s, { from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z' }, 'team');
+    expect(q.range).toEqual({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', team: 'platform' });
+    expect(q.series).toEqual({ ...q.range, step: '1800' });
+    expect(q.versions).toEqual({ ...q.range, dimension: 'service.version' });
+    expect(q.dimension).toEqual({ ...q.range, dimension: 'team' });
+  });
+
+  it('zooms to the dragged buckets', () => {
+    const s = at(`/hooks/${OVER.id}?by=team`);
+    expect(zoomUrl(s, OVER.id, series, 1, 2)).toBe(`/hooks/${OVER.id}?range=custom&from=2026-11-30T05%3A00%3A00.000Z&to=2026-11-30T07%3A00%3A00.000Z&by=team`);
+    expect(zoomUrl(s, OVER.id, undefined, 1, 2)).toBeUndefined();
+    expect(zoomUrl(s, OVER.id, series, 1, 9)).toBeUndefined();
+  });
+
+  it('names the bucket width and the hook that is not there', () => {
+    expect(subtitle(OVER, at('/'), 1800)).toBe('Stop · last 24 hours · buckets of 30 min');
+    expect(subtitle(OVER, at('/?range=7d'), 10_800)).toBe('Stop · last 7 days · buckets of 3 h');
+    expect(noSuchHook('0000000000000000')).toBe('hookwatch has no hook with id 0000000000000000. It may have been pruned by retention.');
+  });
+});
+
+describe('key figures', () => {
+  it('says over the cap, by how much, and that the largest output is an upper bound', () => {
+    const f = facts(OVER, forecastReading(null, { status: 'over' }));
+    expect(f.map((x) => [x.id, x.value])).toEqual([
+      ['executions', '12'], ['persisted', '1'], ['largest', '10,500 chars'], ['headroom', '500 chars over the cap'], ['forecast', 'over the cap now'], ['size-unknown', '0'],
+    ]);
+    expect(f.find((x) => x.id === 'size-unknown')?.note).toBeNull();
+  });
+
+  it('keeps unknown sizes unknown and says how much was not measured', () => {
+    const blind = facts(BLIND, forecastReading(null, { status: 'unknown' }));
+    expect(blind.find((x) => x.id === 'largest')?.value).toBe('unknown');
+    expect(blind.find((x) => x.id === 'headroom')?.value).toBe('unknown');
+    expect(blind.find((x) => x.id === 'forecast')).toMatchObject({ value: 'unknown', note: 'no size data' });
+    const partial = facts(PARTIAL, forecastReading(null, { status: 'unknown', latest: 400, days: 1 }));
+    expect(partial.find((x) => x.id === 'size-unknown')).toEqual({ id: 'size-unknown', label: 'Without size data', value: '17 of 33', note: 'executions from clients older than 2.1.280: not measured' });
+    expect(partial.find((x) => x.id === 'forecast')?.value).toBe('unknown');
+  });
+});
+
+describe('charts\' numbers', () => {
+  it('draws only the kinds used, marks persisted buckets (on the cap when unmeasured), and keeps unknown apart from zero', () => {
+    const v = cliffView(series);
+    expect(v.kinds).toEqual(['stdout']);
+    expect(v.persisted).toEqual([null, null, 10_500, 10_000]);
+    expect(v.peak).toBe(10_500);
+    expect(v.summary).toBe('Largest output 10,500 chars against the 10,000 cap; 2 of 4 buckets had persisted outputs.');
+    expect(v.headers).toEqual(['Bucket start', 'stdout', 'Outputs persisted']);
+    expect(v.rows).toEqual([['30/11/2026, 05:00', '4,000', '0'], ['30/11/2026, 06:00', '10,500', '2'], ['30/11/2026, 07:00', 'unknown', '1']]);
+    expect(kindsIn([])).toEqual(['additionalContext']);
+  });
+
+  it('says there is no size data rather than drawing zeros', () => {
+    const blind = { ...series, buckets: series.buckets.slice(3) };
+    expect(cliffView(blind).summary).toBe('No size data in this range.');
+    expect(cliffView(blind).peak).toBeNull();
+    expect(curveSummary(BLIND)).toBe('No size data in this range: delivery cannot be measured (client older than 2.1.280).');
+  });
+
+  it('counts success against persisted outputs with agreeing verbs', () => {
+    expect(deliveryView(series).summary).toBe('27 hook commands reported success; 3 outputs were persisted instead of delivered.');
+    const one = { ...series, buckets: [series.buckets[2] ?? bucket('x')].map((b) => ({ ...b, success: 1, outputsPersisted: 1 })) };
+    expect(deliveryView(one).summary).toBe('1 hook command reported success; 1 output was persisted instead of delivered.');
+    expect(deliveryView(series).rows[0]).toEqual(['30/11/2026, 05:00', '12', '12', '0', '0']);
+  });
+
+  it('places observed sizes on the cliff: what the model saw and what it lost', () => {
+    expect(observedSizes(series)).toEqual([{ kind: 'stdout', sent: 4_000 }, { kind: 'stdout', sent: 10_500 }]);
+    expect(curveRows(observedSizes(series))).toEqual([['stdout', '4,000', '4,000', '0'], ['stdout', '10,500', '2,000', '8,500']]);
+    expect(curveSummary(OVER)).toBe('Largest output 10,500 chars: the model saw about 2,000 chars, losing 8,500 chars (81.0%).');
+    expect(curveSummary(NEAR)).toBe('Largest output 9,100 chars: delivered whole, 900 chars of headroom.');
+    expect(curveSummary({ ...OK, maxChars: { ...OK.maxChars, additionalContext: 10_000, stdout: 0 } })).toBe('Largest output 10,000 chars: delivered whole, 0 chars of headroom.');
+    expect(growthRows([{ t: Date.parse('2026-11-28T00:00:00Z'), value: 9_000 }])).toEqual([['28/11/2026', '9,000']]);
+  });
+});
+
+describe('alerts and breakdowns', () => {
+  const colors = { firing: 'red', pending: 'amber', resolved: 'grey' };
+
+  it('keeps this hook\'s alerts and lays them over the buckets they were active in', () => {
+    const mine = alert('a1', { activeAt: '2026-11-30T05:30:00.000Z', startsAt: '2026-11-30T06:00:00.000Z' });
+    const resolved = alert('a2', { rule: 'headroom', state: 'resolved', activeAt: '2026-11-30T04:00:00.000Z', startsAt: null, endsAt: '2026-11-30T05:00:00.000Z' });
+    const before = alert('a3', { state: 'resolved', activeAt: iso(NOW - 72 * HOUR), endsAt: iso(NOW - 48 * HOUR) });
+    const other = alert('a4', { hookId: NEAR.id });
+    expect(alertsOf([mine, other], OVER.id)).toEqual([mine]);
+    expect(alertBands([mine, resolved, before], series, colors)).toEqual([
+      { fromIndex: 1.5, toIndex: 3.5, label: 'persisted firing', color: 'red' },
+      { fromIndex: -0.5, toIndex: 0.5, label: 'headroom resolved', color: 'grey' },
+    ]);
+    expect(alertRows([resolved])).toEqual([{ state: 'resolved', cells: ['headroom', 'resolved', '30/11/2026, 04:00', '–', '30/11/2026, 05:00'] }]);
+  });
+
+  it('names an unset value and keeps a partly unmeasured row from reading healthy', () => {
+    const r: BreakdownResponse = {
+      hookId: PARTIAL.id, dimension: 'user.id', from: series.from, to: series.to,
+      rows: [
+        { ...counters({ executions: 17, sizeUnknownExecutions: 17, maxChars: { additionalContext: null, stdout: null, systemMessage: null, initialUserMessage: null } }), value: '', status: 'unknown' },
+        { ...counters({ executions: 16 }), value: 'alice', status: 'ok' },
+      ],
+    };
+    const rows = breakdownRows(r);
+    expect(rows[0]).toEqual({ value: '(not set)', status: 'unknown', counts: r.rows[0], cells: ['17', '12', '0', 'unknown', '17'] });
+    expect(rows[1]?.cells).toEqual(['16', '12', '0', '4,200 chars', '0']);
+  });
+});
+
+describe('guard trims and commands', () => {
+  it('says what the guard delivered instead of a preview, in the singular too, and nothing when it trimmed nothing', () => {
+    const g = { hookId: OVER.id, from: series.from, to: series.to, step: 3600, trims: 1, largest: { field: 'stdout' as const, sentChars: 15_000, keptChars: 9_500, time: '2026-11-30T06:10:00.000Z' }, buckets: [] };
+    expect(guardTrimsView(g)).toEqual({ value: '1 output', note: 'trimmed by guard: sent 15,000, delivered 9,500', field: 'stdout' });
+    expect(guardTrimsView({ ...g, trims: 3 })?.value).toBe('3 outputs');
+    expect(guardTrimsView({ ...g, trims: 0, largest: null })).toBeNull();
+    expect(guardTrimsView(null)).toBeNull();
+  });
+
+  it('lists each command from transcripts, naming an unrecorded one and a command with nothing delivered', () => {
+    const rows = commandRows({
+      source: 'transcript', hookId: OVER.id, from: series.from, to: series.to,
+      commands: [
+        { command: 'npm run lint -- --format json', runs: 4, outputs: 4, delivered: 0, persisted: 4, unconfirmed: 0, largestOutputChars: 10_577, largestDeliveredChars: null, sessions: 2 },
+        { command: '', runs: 1, outputs: 1, delivered: 1, persisted: 0, unconfirmed: 0, largestOutputChars: null, largestDeliveredChars: 120, sessions: 1 },
+      ],
+    });
+    expect(rows).toEqual([
+      { command: 'npm run lint -- --format json', over: true, cells: ['4', '10,577 chars', '4', '0', 'none delivered', '2'] },
+      { command: '(command not recorded)', over: false, cells: ['1', 'unknown', '0', '1', '120 chars', '1'] },
+    ]);
+  });
+});

@@ -1,0 +1,221 @@
+/**
+ * The hook page's state, without the DOM: the hook and breakdown the URL names, the queries every figure is
+ * asked over, the key figures, the charts' numbers and summaries, the alert timeline and the breakdown rows.
+ * The page turns these into charts and tables. Unit-tested in Node against API-shaped responses.
+ */
+import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import { OUTPUT_CAP_CHARS, deliveredChars, largestOutput, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
+import type { Point } from '../../../shared/src/forecast.ts';
+import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
+import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
+import type { Query } from '../api.ts';
+import { anyPositive, type Band } from '../charts.ts';
+import type { ForecastReading } from '../forecast.ts';
+import { chars, dateTime, day, headroomText, num, pct, plural } from '../format.ts';
+import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel, type ViewState } from '../state.ts';
+
+/** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
+const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
+/** The breakdown a hook page opens with. */
+export const DEFAULT_BREAKDOWN = 'user.id';
+
+/** The hook id of a hook page ('' on any other page). */
+export function hookIdOf(state: ViewState): string {
+  return state.route.page === 'hook' ? state.route.hookId : '';
+}
+
+/** The dimension the second breakdown is by (`by=`). */
+export function breakdownBy(params: URLSearchParams): string {
+  return params.get('by') ?? DEFAULT_BREAKDOWN;
+}
+
+/** The dimensions the breakdown select offers (client version has its own table), the current one chosen. */
+export function dimensionOptions(dims: readonly string[], by: string): { value: string; selected: boolean }[] {
+  return dims.filter((d) => d !== 'service.version').map((d) => ({ value: d, selected: d === by }));
+}
+
+/** The URL of this hook broken down by another dimension. */
+export function breakdownUrl(state: ViewState, hookId: string, by: string): string {
+  return buildUrl(`/hooks/${hookId}`, state, { ...keptParams(state.params), by });
+}
+
+/** The overview, with this page's range, filters and sort. */
+export function backUrl(state: ViewState): string {
+  return buildUrl('/', state, keptParams(state.params));
+}
+
+/** This hook zoomed to the buckets i..j of its series. */
+export function zoomUrl(state: ViewState, hookId: string, series: SeriesResponse | undefined, i: number, j: number): string | undefined {
+  const a = series?.buckets[i];
+  const b = series?.buckets[j];
+  if (!series || !a || !b) return undefined;
+  return buildUrl(`/hooks/${hookId}`, { range: customRange(Date.parse(a.start), Date.parse(b.start) + series.step * 1000), filters: state.filters }, keptParams(state.params));
+}
+
+/**
+ * The queries after the first answer: every later call covers the span it resolved, so the key figures and the
+ * breakdowns agree while events keep arriving. The chart step follows the range.
+ */
+export function followQueries(state: ViewState, resolved: { from: string; to: string }, by: string): { range: Query; series: Query; versions: Query; dimension: Query } {
+  const range = { ...apiQuery(state), from: resolved.from, to: resolved.to };
+  const step = String(chartStep(state.range));
+  return { range, series: { ...range, step }, versions: { ...range, dimension: 'service.version' }, dimension: { ...range, dimension: by } };
+}
+
+/** "PostToolUse · last 24 hours · buckets of 30 min". */
+export function subtitle(hk: HookSummary, state: ViewState, step: number): string {
+  return `${hk.hookEvent} · ${rangeLabel(state.range)} · buckets of ${step >= 3600 ? `${step / 3600} h` : `${step / 60} min`}`;
+}
+
+export interface Fact {
+  id: string;
+  label: string;
+  value: string;
+  note?: string | null;
+}
+
+/** The key figures: unknown sizes say unknown, a partly unmeasured hook says how much was not measured. */
+export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
+  return [
+    { id: 'executions', label: 'Executions', value: num(hk.executions) },
+    { id: 'persisted', label: 'Outputs persisted', value: num(hk.outputsPersisted) },
+    { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
+    { id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom) },
+    { id: 'forecast', label: 'Crosses the cap', value: reading.value, note: reading.note },
+    {
+      id: 'size-unknown', label: 'Without size data', value: hk.sizeUnknownExecutions === 0 ? '0' : `${num(hk.sizeUnknownExecutions)} of ${num(hk.executions)}`,
+      note: hk.sizeUnknownExecutions > 0 ? 'executions from clients older than 2.1.280: not measured' : null,
+    },
+  ];
+}
+
+/** The kinds with any output in the range: a kind never used draws nothing, not a row of dots on 0. */
+export function kindsIn(buckets: readonly SeriesBucket[]): OutputKind[] {
+  const used = [...CHART_KINDS, 'initialUserMessage' as const].filter((k) => anyPositive(buckets.map((b) => b.maxChars[k])));
+  return used.length ? used : ['additionalContext'];
+}
+
+/** The cliff chart's numbers: kinds drawn, the persisted markers, the peak, its summary and data table. */
+export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persisted: (number | null)[]; peak: number | null; summary: string; headers: string[]; rows: string[][] } {
+  const kinds = kindsIn(series.buckets);
+  const withData = series.buckets.filter((b) => largestOutput(b) !== null);
+  const over = series.buckets.filter((b) => b.outputsPersisted > 0);
+  const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null);
+  return {
+    kinds,
+    // A bucket with persisted outputs but no sizes is marked on the cap: it was over it.
+    persisted: series.buckets.map((b) => (b.outputsPersisted > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null)),
+    peak,
+    summary: withData.length === 0
+      ? 'No size data in this range.'
+      : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
+    headers: ['Bucket start', ...kinds, 'Outputs persisted'],
+    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(b.outputsPersisted)]),
+  };
+}
+
+/** Success against persisted outputs: the summary and the data table. */
+export function deliveryView(series: SeriesResponse): { summary: string; rows: string[][] } {
+  const success = series.buckets.reduce((s, b) => s + b.success, 0);
+  const persisted = series.buckets.reduce((s, b) => s + b.outputsPersisted, 0);
+  return {
+    summary: `${plural(success, 'hook command')} reported success; ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`,
+    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]),
+  };
+}
+
+/** Each distinct observed size per kind, smallest first, to place on the cliff curve. */
+export function observedSizes(series: SeriesResponse): { kind: OutputKind; sent: number }[] {
+  const seen = new Map<string, { kind: OutputKind; sent: number }>();
+  const kinds = kindsIn(series.buckets);
+  for (const b of series.buckets) {
+    for (const k of kinds) {
+      const v = b.maxChars[k];
+      if (v !== null && v > 0) seen.set(`${k}:${v}`, { kind: k, sent: v });
+    }
+  }
+  return [...seen.values()].sort((a, b) => a.sent - b.sent);
+}
+
+/** What the model saw of the hook's largest output. */
+export function curveSummary(hook: HookSummary): string {
+  const peak = largestOutput(hook);
+  const lost = peak === null ? null : peak - deliveredChars(peak);
+  return peak === null
+    ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
+    : lost && lost > 0
+      ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
+      : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
+}
+
+/** The cliff curve's data table. */
+export function curveRows(observed: readonly { kind: OutputKind; sent: number }[]): string[][] {
+  return observed.map((o) => [o.kind, num(o.sent), num(deliveredChars(o.sent)), num(o.sent - deliveredChars(o.sent))]);
+}
+
+/** The growth chart's data table. */
+export function growthRows(points: readonly Point[]): string[][] {
+  return points.map((p) => [day(p.t), num(p.value)]);
+}
+
+/** This hook's alerts from the fleet's list. */
+export function alertsOf(alerts: readonly AlertSummary[], hookId: string): AlertSummary[] {
+  return alerts.filter((a) => a.hookId === hookId);
+}
+
+/** Alerts of this hook as bands over a bucketed chart: from when they became active to when they resolved. */
+export function alertBands(alerts: readonly AlertSummary[], series: SeriesResponse, colors: { firing: string; pending: string; resolved: string }): Band[] {
+  const stepMs = series.step * 1000;
+  const first = Date.parse(series.buckets[0]?.start ?? series.from);
+  const endMs = Date.parse(series.to);
+  const at = (ms: number): number => (ms - first) / stepMs - 0.5;
+  return alerts.flatMap((a) => {
+    const from = Date.parse(a.startsAt ?? a.activeAt);
+    const to = a.endsAt ? Date.parse(a.endsAt) : endMs;
+    if (to < first || from > endMs) return [];
+    return [{ fromIndex: Math.max(-0.5, at(from)), toIndex: Math.min(series.buckets.length - 0.5, at(to)), label: `${a.rule} ${a.state}`, color: colors[a.state] }];
+  });
+}
+
+/** The alert timeline's rows: rule, state, active since, firing since, resolved. */
+export function alertRows(alerts: readonly AlertSummary[]): { state: AlertSummary['state']; cells: string[] }[] {
+  return alerts.map((a) => ({ state: a.state, cells: [a.rule, a.state, dateTime(a.activeAt), a.startsAt ? dateTime(a.startsAt) : '–', a.endsAt ? dateTime(a.endsAt) : '–'] }));
+}
+
+/** One breakdown row: the value (named when empty), its status and counts. */
+export interface BreakdownRowView {
+  value: string;
+  status: DeliveryStatus;
+  counts: { executions: number; sizeUnknownExecutions: number };
+  cells: string[];
+}
+
+export function breakdownRows(r: BreakdownResponse): BreakdownRowView[] {
+  return r.rows.map((row) => ({
+    value: row.value === '' ? '(not set)' : row.value,
+    status: row.status,
+    counts: row,
+    cells: [num(row.executions), num(row.success), num(row.outputsPersisted), chars(largestOutput(row)), num(row.sizeUnknownExecutions)],
+  }));
+}
+
+/** The page for a hook id the API does not know. */
+export function noSuchHook(hookId: string): string {
+  return `hookwatch has no hook with id ${hookId}. It may have been pruned by retention.`;
+}
+
+/** What `hookwatch guard` did for the hook, beside Claude Code's counters; null when it trimmed nothing (or the server cannot say). */
+export function guardTrimsView(g: GuardTrimsResponse | null): { value: string; note: string; field: GuardField } | null {
+  if (!g?.largest) return null;
+  const { sentChars, keptChars, field } = g.largest;
+  return { value: `${num(g.trims)} output${g.trims === 1 ? '' : 's'}`, note: `trimmed by guard: sent ${num(sentChars)}, delivered ${num(keptChars)}`, field };
+}
+
+/** The commands table from transcripts: one row per command; an unrecorded command and nothing delivered are named. */
+export function commandRows(r: TranscriptCommandsResponse): { command: string; over: boolean; cells: string[] }[] {
+  return r.commands.map((c) => ({
+    command: c.command === '' ? '(command not recorded)' : c.command,
+    over: c.persisted > 0,
+    cells: [num(c.runs), chars(c.largestOutputChars), num(c.persisted), num(c.delivered), c.delivered === 0 ? 'none delivered' : chars(c.largestDeliveredChars), num(c.sessions)],
+  }));
+}

@@ -1,0 +1,200 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Forecast } from '../../../shared/src/forecast.ts';
+import { setTimeZone } from '../format.ts';
+import { readState } from '../state.ts';
+import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
+import {
+  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetView, forecastOf, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
+} from './overview-state.ts';
+
+const at = (url: string) => {
+  const u = new URL(url, 'http://x');
+  return readState({ pathname: u.pathname, search: u.search });
+};
+const DAY = 86_400_000;
+const fit = (daysToCap: number | null, over: Partial<Forecast> = {}): ForecastEntry => ({
+  forecast: { slopePerDay: 100, current: 9_000, crossesAtMs: daysToCap === null ? null : NOW + daysToCap * DAY, daysToCap, points: 10, ...over },
+  days: 10, at: NOW,
+});
+const names = (hooks: { hookName: string }[]): string[] => hooks.map((h) => h.hookName);
+const NONE = new Map<string, ForecastEntry>();
+
+beforeEach(() => setTimeZone('UTC'));
+afterEach(() => setTimeZone('local'));
+
+describe('sort in the URL', () => {
+  it('ranks by risk unless a known column is named, each column in its own first direction', () => {
+    expect(readSort(new URLSearchParams(''))).toEqual({ sort: 'risk', dir: 'asc' });
+    expect(readSort(new URLSearchParams('sort=persisted'))).toEqual({ sort: 'persisted', dir: 'desc' });
+    expect(readSort(new URLSearchParams('sort=name&dir=desc'))).toEqual({ sort: 'name', dir: 'desc' });
+    expect(readSort(new URLSearchParams('sort=evil&dir=sideways'))).toEqual({ sort: 'risk', dir: 'asc' });
+  });
+
+  it('marks the sorted column and links each header to its next sort, keeping the refresh period', () => {
+    const s = at('/?range=7d&f.team=platform&sort=largest&dir=desc&refresh=off');
+    const cells = headerCells(s, 'largest', 'desc');
+    const largest = cells.find((c) => c.key === 'largest');
+    expect(largest).toMatchObject({ ariaSort: 'descending', arrow: ' ▼', url: '/?range=7d&f.team=platform&sort=largest&dir=asc&refresh=off' });
+    expect(cells.find((c) => c.key === 'executions')).toMatchObject({ ariaSort: 'none', arrow: '', url: '/?range=7d&f.team=platform&sort=executions&dir=desc&refresh=off' });
+    expect(cells.filter((c) => c.url === null).map((c) => c.label)).toEqual(['Largest output over time', 'Success']);
+    expect(cells.filter((c) => !c.opt).map((c) => c.label)).toEqual(['Status', 'Hook', 'Persisted', 'Largest output']);
+  });
+});
+
+describe('hooks ranked by risk', () => {
+  const hooks = [OVER, NEAR, OK, PARTIAL, BLIND];
+
+  it('puts over first, then near, then unknown (partly unmeasured included), then ok', () => {
+    expect(names(sortHooks([OK, PARTIAL, BLIND, NEAR, OVER], 'risk', 'asc', NONE))).toEqual([OVER, NEAR, PARTIAL, BLIND, OK].map((h) => h.hookName));
+  });
+
+  it('breaks a tie on status, persisted and headroom with the sooner forecast crossing', () => {
+    const a = hook('aaaaaaaaaaaaaaaa', 'A:slow', { headroom: 5_000 });
+    const b = hook('bbbbbbbbbbbbbbbb', 'B:fast', { headroom: 5_000 });
+    const fits = new Map([[a.id, fit(40)], [b.id, fit(4)]]);
+    expect(names(sortHooks([a, b], 'risk', 'asc', fits))).toEqual(['B:fast', 'A:slow']);
+    expect(names(sortHooks([a, b], 'risk', 'asc', NONE))).toEqual(['A:slow', 'B:fast']);
+  });
+
+  it('sorts unknown sizes last in either direction: unknown is not zero', () => {
+    expect(names(sortHooks(hooks, 'largest', 'desc', NONE)).at(-1)).toBe(BLIND.hookName);
+    expect(names(sortHooks(hooks, 'largest', 'asc', NONE)).at(-1)).toBe(BLIND.hookName);
+    expect(names(sortHooks(hooks, 'headroom', 'asc', NONE))).toEqual([OVER, NEAR, OK, PARTIAL, BLIND].map((h) => h.hookName));
+    expect(names(sortHooks(hooks, 'largest', 'desc', NONE))[0]).toBe(OVER.hookName);
+  });
+
+  it('sorts by forecast days with unfitted hooks last, and by name and executions', () => {
+    const fits = new Map([[OK.id, fit(30)], [NEAR.id, fit(2)]]);
+    // Over reads "0 days" (over now); the blind hook has no crossing; PARTIAL is not fitted.
+    expect(names(sortHooks(hooks, 'forecast', 'asc', fits)).slice(0, 3)).toEqual([OVER, NEAR, OK].map((h) => h.hookName));
+    expect(names(sortHooks(hooks, 'name', 'asc', NONE))).toEqual([...names(hooks)].sort((x, y) => x.localeCompare(y)));
+    expect(names(sortHooks(hooks, 'executions', 'desc', NONE))[0]).toBe(PARTIAL.hookName);
+  });
+
+  it('fits forecasts for near and ok hooks only, the riskiest first, and not again within five minutes', () => {
+    const many = Array.from({ length: 30 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
+    expect(forecastTodo(many, NONE, NOW)).toHaveLength(FORECAST_ROWS);
+    expect(forecastTodo(hooks, NONE, NOW).map((h) => h.id)).toEqual([NEAR.id, OK.id, PARTIAL.id]);
+    const fresh = new Map([[NEAR.id, { ...fit(3), at: NOW - 60_000 }], [OK.id, { ...fit(3), at: NOW - 600_000 }]]);
+    expect(forecastTodo(hooks, fresh, NOW).map((h) => h.id)).toEqual([OK.id, PARTIAL.id]);
+  });
+});
+
+describe('rows', () => {
+  it('reads over the cap as over, never as a date, and an unfitted hook as a dash', () => {
+    expect(forecastOf(OVER, NONE)?.value).toBe('over the cap now');
+    expect(forecastOf(OK, NONE)).toBeUndefined();
+    expect(forecastOf(BLIND, NONE)?.value).toBe('unknown');
+    expect(forecastOf(NEAR, new Map([[NEAR.id, fit(10)]]))?.value).toBe('10/12/2026');
+  });
+
+  it('shows headroom below and over the cap, and never a healthy status for partial size data', () => {
+    const over = hookRow(OVER, forecastOf(OVER, NONE), NOW);
+    expect(over).toMatchObject({ status: 'over', headroom: '500 over', headroomTitle: '500 chars over the cap', largest: '10,500 chars', persisted: '1', forecast: 'over the cap now' });
+    expect(hookRow(PARTIAL, undefined, NOW)).toMatchObject({ status: 'unknown', headroom: '9,600', forecast: '–', forecastTitle: '', executions: '33' });
+    expect(hookRow(BLIND, forecastOf(BLIND, NONE), NOW)).toMatchObject({ status: 'unknown', headroom: 'unknown', headroomTitle: 'unknown', largest: 'unknown' });
+    expect(hookRow(OK, undefined, NOW)).toMatchObject({ lastSeen: '3 min ago', lastSeenTitle: '30/11/2026, 08:27' });
+  });
+
+  it('draws the first rows and offers the rest, with the count in the note', () => {
+    const many = Array.from({ length: ROW_LIMIT + 5 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
+    const first = tableView(many, false);
+    expect(first.shown).toHaveLength(ROW_LIMIT);
+    expect(first.showAllLabel).toBe(' Show all 205');
+    expect(first.note).toMatch(/^205 hooks\. Forecasts are fitted for the 20 riskiest/);
+    expect(tableView(many, true)).toMatchObject({ showAllLabel: null });
+    expect(tableView([OK], false)).toMatchObject({ showAllLabel: null, note: expect.stringMatching(/^1 hook\. /) as unknown });
+  });
+
+  it('opens a hook with the overview\'s range and filters, or at a bucket', () => {
+    const s = at('/?range=7d&f.team=platform&sort=name');
+    expect(hookUrl(s, OK.id)).toBe(`/hooks/${OK.id}?range=7d&f.team=platform`);
+    const f = fleet([]);
+    expect(bucketRange(f, 1)).toEqual({ kind: 'custom', from: '2026-11-29T12:00:00.000Z', to: '2026-11-29T18:00:00.000Z' });
+    expect(bucketRange(f, 9)).toBeUndefined();
+    expect(bucketRange(undefined, 0)).toBeUndefined();
+    expect(zoomUrl(s, f, 1, 2)).toBe('/?range=custom&from=2026-11-29T12%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&f.team=platform&sort=name');
+  });
+});
+
+describe('fleet figures', () => {
+  it('counts statuses as the table shows them and agrees its nouns', () => {
+    const k = kpis(overview(), [OVER, NEAR, OK, PARTIAL, BLIND], {}, NOW);
+    expect(k.map((x) => [x.id, x.value, x.note])).toEqual([
+      ['executions', '81', '81 hook commands run'],
+      ['success', '80', '98.8%'],
+      ['persisted', '1', '1 execution lost output to the cap'],
+      ['hooks', '5', '1 over · 1 near · 1 ok · 2 unknown'],
+      ['size-share', '64.2%', '29 executions without sizes'],
+      ['last-event', '3 min ago', '30/11/2026, 08:27'],
+    ]);
+  });
+
+  it('follows a filter in the last-event card, and says when nothing matches', () => {
+    const k = kpis(overview({ lastEventAt: null, totals: { ...overview().totals, numHooks: 0, executions: 0 } }), [], { team: 'nobody' }, NOW);
+    expect(k.at(-1)).toEqual({ id: 'last-event', label: 'Last matching event', value: 'none', note: 'nothing matches team = nobody' });
+    expect(k.find((x) => x.id === 'success')?.note).toBeUndefined();
+    expect(showsSetup(overview({ lastEventAt: null }), { team: 'nobody' })).toBe(false);
+    expect(showsSetup(overview({ lastEventAt: null }), {})).toBe(true);
+    expect(showsSetup(overview(), {})).toBe(false);
+  });
+
+  it('names the client versions that send no sizes', () => {
+    const v = versionsView(overview());
+    expect(v.rows[1]).toEqual({ version: '2.1.250', cells: ['claude-code', '2.1.250', '29', '29', 'missing (older than 2.1.280: upgrade to see delivery)'] });
+    expect(v.blind).toBe('Without size data: claude-code 2.1.250');
+    expect(versionsView(overview({ clientVersions: [] }))).toEqual({ rows: [], blind: null });
+  });
+
+  it('explains an empty table: a filter to remove, or a quiet range', () => {
+    expect(emptyTable(at('/?range=1h&f.team=nobody&sort=name'), overview(), NOW))
+      .toEqual({ text: 'No hook executions match team = nobody in the last hour. ', clearUrl: '/?range=1h&sort=name' });
+    expect(emptyTable(at('/?range=1h'), overview(), NOW))
+      .toEqual({ text: 'No hook executions in the last hour; the last event arrived 3 min ago. Try a longer range.', clearUrl: null });
+  });
+
+  it('stacks the hooks with persisted outputs, groups the rest, and takes the fleet\'s largest per bucket', () => {
+    const f = fleet([
+      fleetHook(OVER, [null, 2_000, 10_500, null], [0, 0, 1, 0]),
+      fleetHook(NEAR, [9_000, 9_100, null, 8_000], [0, 0, 0, 0]),
+      fleetHook(OK, [null, null, null, null], [0, 0, 0, 0], [0, 0, 0, 0]),
+    ]);
+    const v = fleetView(f);
+    expect(v.labels).toEqual(['29/11, 06:00', '29/11, 12:00', '29/11, 18:00', '30/11, 00:00']);
+    expect(v.shown.map((x) => x.id)).toEqual([OVER.id]);
+    expect(v.topIds).toEqual([OVER.id, null]);
+    expect(v.restLabel).toBeNull();
+    expect(v.largest).toEqual([9_000, 9_100, 10_500, 8_000]);
+    expect(v.peak).toBe(10_500);
+    expect(v.summary).toBe('1 output persisted across 1 hook, in 1 of 4 buckets; the largest output in the fleet was 10,500 chars.');
+    expect(v.tableHeaders).toEqual(['Bucket start', 'Executions', OVER.hookName, 'Other hooks', 'Largest output']);
+    expect(v.tableRows[2]).toEqual(['29/11/2026, 18:00', '2', '1', '0', '10,500']);
+    expect(fleetView(f, 0)).toMatchObject({ restLabel: 'all hooks', shown: [], restPersisted: [0, 0, 1, 0] });
+  });
+
+  it('says no output was persisted, and keeps unknown buckets unknown', () => {
+    const v = fleetView(fleet([fleetHook(BLIND, [null, null, null, null], [0, 0, 0, 0], [3, 0, 0, 0])]));
+    expect(v.summary).toBe('No outputs persisted in this range; the largest output in the fleet was unknown against the 10,000 cap.');
+    expect(v.tableRows).toEqual([['29/11/2026, 06:00', '3', '0', 'unknown']]);
+    expect(v.tableHeaders).toEqual(['Bucket start', 'Executions', 'All hooks', 'Largest output']);
+    expect(sparkLabel(BLIND.hookName, fleetHook(BLIND, [null, null], [0, 0]))).toBe('UserPromptSubmit:context: largest output per bucket, peak unknown; 0 buckets with persisted outputs');
+    expect(sparkLabel(OVER.hookName, fleetHook(OVER, [2_000, 10_500], [0, 1]))).toBe('Stop:lint-report: largest output per bucket, peak 10,500 chars; 1 bucket with persisted outputs');
+  });
+});
+
+describe('before the first event', () => {
+  it('gives shell lines for this host and the OTLP/HTTP port the server reports', () => {
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 14318);
+    expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=http://hookwatch.internal:14318');
+    expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf');
+    expect(v.lines.filter((l) => !l.startsWith('#')).every((l) => /^export [A-Z_]+=\S+$/.test(l))).toBe(true);
+    expect(v.note).toBe('This hookwatch receives OTLP/HTTP on port 14318. If Claude Code runs on another machine, use this host\'s address as it reaches it.');
+  });
+
+  it('falls back to the default port and says where to find the real one', () => {
+    const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, undefined);
+    expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');
+    expect(v.note).toMatch(/^The endpoint is hookwatch's OTLP\/HTTP address \(4318 unless HOOKWATCH_OTLP_HTTP_ADDR/);
+  });
+});

@@ -1,0 +1,335 @@
+/**
+ * The overview's state, without the DOM: the sort a URL asks for, hooks ranked by risk with their forecasts,
+ * the KPIs, the client versions, the fleet chart's numbers and the empty states, each as plain data the page
+ * then draws. Unit-tested in Node against API-shaped responses.
+ */
+import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
+import { largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import type { Forecast } from '../../../shared/src/forecast.ts';
+import { forecastReading, type ForecastReading } from '../forecast.ts';
+import { ago, bucketLabel, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
+import { buildUrl, customRange, keptParams, rangeLabel, type Range, type ViewState } from '../state.ts';
+
+/** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
+export const FORECAST_ROWS = 20;
+/** Rows drawn before "Show all". */
+export const ROW_LIMIT = 200;
+/** Hooks drawn on their own in the fleet chart; the rest are one "other hooks" series. */
+export const FLEET_TOP = 5;
+/** A fitted forecast is fitted again after this long. */
+export const FORECAST_TTL_MS = 300_000;
+
+export type SortKey = 'risk' | 'name' | 'executions' | 'persisted' | 'largest' | 'headroom' | 'forecast' | 'lastSeen';
+export type SortDir = 'asc' | 'desc';
+/** `opt` columns give way on a phone: status, hook, persisted and largest output stay. */
+export const COLUMNS: { key: SortKey | null; label: string; opt?: boolean }[] = [
+  { key: 'risk', label: 'Status' },
+  { key: 'name', label: 'Hook' },
+  { key: null, label: 'Largest output over time', opt: true },
+  { key: 'executions', label: 'Executions', opt: true },
+  { key: null, label: 'Success', opt: true },
+  { key: 'persisted', label: 'Persisted' },
+  { key: 'largest', label: 'Largest output' },
+  { key: 'headroom', label: 'Headroom', opt: true },
+  { key: 'forecast', label: 'Days to the cliff', opt: true },
+  { key: 'lastSeen', label: 'Last seen', opt: true },
+];
+/** The direction a column sorts in on its first click: the riskiest or largest first. */
+const FIRST_DIR: Record<SortKey, SortDir> = {
+  risk: 'asc', name: 'asc', executions: 'desc', persisted: 'desc', largest: 'desc', headroom: 'asc', forecast: 'asc', lastSeen: 'desc',
+};
+const SORT_KEYS = COLUMNS.map((c) => c.key).filter((k): k is SortKey => k !== null);
+const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
+
+/** A hook's fitted forecast and when it was fitted. */
+export interface ForecastEntry {
+  forecast: Forecast | null;
+  /** Days with size data the fit had. */
+  days: number;
+  at: number;
+}
+
+/** The sort the URL asks for: risk unless a known column is named, in that column's first direction unless told. */
+export function readSort(params: URLSearchParams): { sort: SortKey; dir: SortDir } {
+  const sortParam = params.get('sort');
+  const sort: SortKey = (SORT_KEYS as string[]).includes(sortParam ?? '') ? (sortParam as SortKey) : 'risk';
+  const dirParam = params.get('dir');
+  return { sort, dir: dirParam === 'asc' || dirParam === 'desc' ? dirParam : FIRST_DIR[sort] };
+}
+
+/** A column header: its label, whether and how it is sorted, and the URL its click goes to. */
+export interface HeaderCell {
+  key: SortKey | null;
+  label: string;
+  opt: boolean;
+  ariaSort: 'ascending' | 'descending' | 'none';
+  /** " ▲" or " ▼" on the sorted column. */
+  arrow: string;
+  url: string | null;
+}
+
+export function headerCells(state: ViewState, sort: SortKey, dir: SortDir): HeaderCell[] {
+  return COLUMNS.map((c) => {
+    const key = c.key;
+    if (!key) return { key, label: c.label, opt: c.opt === true, ariaSort: 'none', arrow: '', url: null };
+    const active = key === sort;
+    const nextDir = active ? (dir === 'asc' ? 'desc' : 'asc') : FIRST_DIR[key];
+    return {
+      key, label: c.label, opt: c.opt === true,
+      ariaSort: active ? (dir === 'asc' ? 'ascending' : 'descending') : 'none',
+      arrow: active ? (dir === 'asc' ? ' ▲' : ' ▼') : '',
+      url: buildUrl('/', state, { sort: key, dir: nextDir, refresh: state.params.get('refresh') ?? undefined }),
+    };
+  });
+}
+
+/**
+ * How a hook's forecast reads in its row: over the cap whatever the fit, unknown without size data, and
+ * undefined (a dash) while it has not been fitted.
+ */
+export function forecastOf(hk: HookSummary, forecasts: ReadonlyMap<string, ForecastEntry>): ForecastReading | undefined {
+  const status = shownStatus(hk);
+  if (status === 'over') return forecastReading(null, { status });
+  const f = forecasts.get(hk.id);
+  if (!f) return status === 'unknown' && largestOutput(hk) === null ? forecastReading(null, { status }) : undefined;
+  return forecastReading(f.forecast, { status, latest: largestOutput(hk), days: f.days });
+}
+
+/** The hooks in the order the table shows them; ties keep the API's order. */
+export function sortHooks(hooks: readonly HookSummary[], sort: SortKey, dir: SortDir, forecasts: ReadonlyMap<string, ForecastEntry>): HookSummary[] {
+  const sign = dir === 'asc' ? 1 : -1;
+  // Unknown values sort last in either direction: unknown is not zero, nor the smallest.
+  const known = (a: number | null | undefined, b: number | null | undefined): number => {
+    if (a === b) return 0;
+    if (a === null || a === undefined) return 1;
+    if (b === null || b === undefined) return -1;
+    return sign * (a - b);
+  };
+  const days = (hk: HookSummary): number | null | undefined => forecastOf(hk, forecasts)?.days;
+  const list = hooks.map((hk, i) => ({ hk, i }));
+  const compare = (x: { hk: HookSummary; i: number }, y: { hk: HookSummary; i: number }): number => {
+    const a = x.hk;
+    const b = y.hk;
+    switch (sort) {
+      case 'name': return sign * a.hookName.localeCompare(b.hookName);
+      case 'executions': return sign * (a.executions - b.executions);
+      case 'persisted': return sign * (a.outputsPersisted - b.outputsPersisted);
+      case 'largest': return known(largestOutput(a), largestOutput(b));
+      case 'headroom': return known(a.headroom, b.headroom);
+      case 'forecast': return known(days(a), days(b));
+      case 'lastSeen': return sign * (Date.parse(a.lastSeen) - Date.parse(b.lastSeen));
+      default: {
+        // The API ranks by status, persisted outputs and headroom; a hook partly without size data ranks as
+        // unknown, and the forecast breaks the remaining ties.
+        const risk = RISK[shownStatus(a)] - RISK[shownStatus(b)];
+        if (risk) return sign * risk;
+        const tie = a.status === b.status && a.outputsPersisted === b.outputsPersisted && a.headroom === b.headroom;
+        return (tie ? known(days(a), days(b)) : 0) || sign * (x.i - y.i);
+      }
+    }
+  };
+  list.sort((x, y) => compare(x, y) || x.i - y.i);
+  return list.map((x) => x.hk);
+}
+
+/** The hooks whose forecast to fit now: near or ok (over needs none), riskiest first, not fitted in the last five minutes. */
+export function forecastTodo(hooks: readonly HookSummary[], forecasts: ReadonlyMap<string, ForecastEntry>, nowMs: number): HookSummary[] {
+  return hooks.filter((hk) => hk.status === 'near' || hk.status === 'ok').slice(0, FORECAST_ROWS)
+    .filter((hk) => (forecasts.get(hk.id)?.at ?? 0) < nowMs - FORECAST_TTL_MS);
+}
+
+/** One row's cells as text. */
+export interface HookRow {
+  id: string;
+  status: DeliveryStatus;
+  executions: string;
+  success: string;
+  persisted: string;
+  largest: string;
+  headroom: string;
+  headroomTitle: string;
+  forecast: string;
+  forecastTitle: string;
+  lastSeen: string;
+  lastSeenTitle: string;
+}
+
+export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, nowMs: number): HookRow {
+  return {
+    id: hk.id,
+    status: shownStatus(hk),
+    executions: num(hk.executions),
+    success: num(hk.success),
+    persisted: num(hk.outputsPersisted),
+    largest: chars(largestOutput(hk)),
+    headroom: hk.headroom === null ? 'unknown' : hk.headroom < 0 ? `${num(-hk.headroom)} over` : num(hk.headroom),
+    headroomTitle: headroomText(hk.headroom),
+    forecast: reading ? reading.value : '–',
+    forecastTitle: reading?.sentence ?? '',
+    lastSeen: ago(hk.lastSeen, nowMs),
+    lastSeenTitle: dateTime(hk.lastSeen),
+  };
+}
+
+/** The rows drawn (the first ROW_LIMIT until "Show all"), the note under the table and the button's label. */
+export function tableView(sorted: readonly HookSummary[], showAll: boolean): { shown: HookSummary[]; note: string; showAllLabel: string | null } {
+  const shown = showAll ? [...sorted] : sorted.slice(0, ROW_LIMIT);
+  return {
+    shown,
+    note: `${plural(sorted.length, 'hook')}. Forecasts are fitted for the ${FORECAST_ROWS} riskiest hooks that are not over the cap (daily largest output, last 30 days).`,
+    showAllLabel: sorted.length > shown.length ? ` Show all ${num(sorted.length)}` : null,
+  };
+}
+
+export interface Kpi {
+  id: string;
+  label: string;
+  value: string;
+  note?: string | undefined;
+}
+
+/** The filters in words: "team = platform, user.id = alice". */
+export function filterText(filters: Record<string, string>): string {
+  return Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
+}
+
+/** The fleet KPIs; the status counts are counted from the rows as the table shows them (partly unmeasured is unknown). */
+export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], filters: Record<string, string>, nowMs: number): Kpi[] {
+  const t = overview.totals;
+  const sc: Record<DeliveryStatus, number> = { over: 0, near: 0, ok: 0, unknown: 0 };
+  for (const hk of hooks) sc[shownStatus(hk)]++;
+  const filtered = Object.keys(filters).length > 0;
+  return [
+    { id: 'executions', label: 'Executions', value: num(t.executions), note: `${plural(t.numHooks, 'hook command')} run` },
+    { id: 'success', label: 'Commands reporting success', value: num(t.success), note: t.numHooks ? pct(t.success / t.numHooks) : undefined },
+    { id: 'persisted', label: 'Outputs persisted', value: num(t.outputsPersisted), note: `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap` },
+    { id: 'hooks', label: 'Hooks', value: num(overview.hooks), note: `${num(sc.over)} over · ${num(sc.near)} near · ${num(sc.ok)} ok · ${num(sc.unknown)} unknown` },
+    { id: 'size-share', label: 'Events with size data', value: pct(overview.sizeDataShare), note: `${plural(t.sizeUnknownExecutions, 'execution')} without sizes` },
+    filtered
+      ? {
+        id: 'last-event', label: 'Last matching event', value: overview.lastEventAt === null ? 'none' : ago(overview.lastEventAt, nowMs),
+        note: overview.lastEventAt === null ? `nothing matches ${filterText(filters)}` : dateTime(overview.lastEventAt),
+      }
+      : { id: 'last-event', label: 'Last event', value: ago(overview.lastEventAt, nowMs), note: dateTime(overview.lastEventAt) },
+  ];
+}
+
+/** The client versions table and the versions that send no sizes. */
+export function versionsView(overview: OverviewResponse): { rows: { version: string; cells: string[] }[]; blind: string | null } {
+  const blind = overview.clientVersions.filter((v) => !v.hasSizeData);
+  return {
+    rows: overview.clientVersions.map((v) => ({
+      version: v.version,
+      cells: [v.serviceName, v.version, num(v.executions), num(v.sizeUnknownExecutions), v.hasSizeData ? 'reported' : 'missing (older than 2.1.280: upgrade to see delivery)'],
+    })),
+    blind: blind.length ? `Without size data: ${blind.map((v) => `${v.serviceName} ${v.version}`).join(', ')}` : null,
+  };
+}
+
+/** Nothing was ever received (and no filter hides it): the page shows how to send telemetry instead. */
+export function showsSetup(overview: OverviewResponse, filters: Record<string, string>): boolean {
+  return overview.lastEventAt === null && Object.keys(filters).length === 0;
+}
+
+/** Why the table is empty: a filter that matches nothing (with a way out), or a quiet range. */
+export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: number): { text: string; clearUrl: string | null } {
+  if (Object.keys(state.filters).length > 0) {
+    return { text: `No hook executions match ${filterText(state.filters)} in the ${rangeLabel(state.range)}. `, clearUrl: buildUrl('/', { range: state.range, filters: {} }, keptParams(state.params)) };
+  }
+  return { text: `No hook executions in the ${rangeLabel(state.range)}; the last event arrived ${ago(overview.lastEventAt, nowMs)}. Try a longer range.`, clearUrl: null };
+}
+
+/** A hook's page over the overview's range (or a bucket's), with the overview's filters. */
+export function hookUrl(state: ViewState, id: string, range: Range = state.range): string {
+  return buildUrl(`/hooks/${id}`, { range, filters: state.filters }, {});
+}
+
+/** The range of one fleet bucket. */
+export function bucketRange(fleet: FleetSeriesResponse | undefined, i: number): Range | undefined {
+  const start = fleet?.buckets[i];
+  if (!fleet || !start) return undefined;
+  return customRange(Date.parse(start), Date.parse(start) + fleet.step * 1000);
+}
+
+/** The overview zoomed to the buckets i..j of the fleet chart. */
+export function zoomUrl(state: ViewState, fleet: FleetSeriesResponse | undefined, i: number, j: number): string | undefined {
+  const a = fleet?.buckets[i];
+  const b = fleet?.buckets[j];
+  if (!fleet || !a || !b) return undefined;
+  return buildUrl('/', { range: customRange(Date.parse(a), Date.parse(b) + fleet.step * 1000), filters: state.filters }, keptParams(state.params));
+}
+
+/** The sparkline's text alternative. */
+export function sparkLabel(hookName: string, f: FleetSeriesHook): string {
+  const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
+  const persistedBuckets = f.outputsPersisted.filter((v) => v > 0).length;
+  return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs`;
+}
+
+/** The fleet chart's numbers: the top hooks by persisted outputs, the rest grouped, the fleet's largest output per bucket. */
+export interface FleetView {
+  labels: string[];
+  /** Hooks drawn on their own (those with persisted outputs, up to the top N). */
+  shown: FleetSeriesHook[];
+  restPersisted: number[];
+  /** "other hooks", "all hooks" (when none is drawn on its own), or null when the rest persisted nothing. */
+  restLabel: string | null;
+  largest: (number | null)[];
+  peak: number | null;
+  summary: string;
+  tableHeaders: string[];
+  tableRows: string[][];
+  /** Hook id per bar dataset, null for the grouped rest. */
+  topIds: (string | null)[];
+}
+
+export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetView {
+  const span = Date.parse(fleet.to) - Date.parse(fleet.from);
+  const labels = fleet.buckets.map((b) => bucketLabel(b, fleet.step, span));
+  const withPersisted = fleet.hooks.filter((hk) => hk.outputsPersisted.some((v) => v > 0));
+  const shown = withPersisted.slice(0, top);
+  const rest = fleet.hooks.filter((hk) => !shown.includes(hk));
+  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (hk.outputsPersisted[i] ?? 0), 0));
+  const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), 0));
+  const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
+    const v = hk.largest[i] ?? null;
+    return v === null ? m : Math.max(m ?? 0, v);
+  }, null));
+  const peak = largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
+  const totalPersisted = fleet.hooks.reduce((s, hk) => s + hk.outputsPersisted.reduce((a, b) => a + b, 0), 0);
+  const bucketsWith = restPersisted.map((v, i) => v + shown.reduce((s, hk) => s + (hk.outputsPersisted[i] ?? 0), 0)).filter((v) => v > 0).length;
+  const summary = totalPersisted === 0
+    ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
+    : `${plural(totalPersisted, 'output')} persisted across ${plural(withPersisted.length, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
+  const tableRows = fleet.buckets.map((b, i) => [dateTime(b), num(executions[i] ?? 0), ...shown.map((hk) => num(hk.outputsPersisted[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
+    .filter((_r, i) => (executions[i] ?? 0) > 0);
+  return {
+    labels, shown, restPersisted,
+    restLabel: restPersisted.some((v) => v > 0) ? (shown.length ? 'other hooks' : 'all hooks') : null,
+    largest, peak, summary,
+    tableHeaders: ['Bucket start', 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],
+    tableRows,
+    topIds: [...shown.map((hk) => hk.id), null],
+  };
+}
+
+/**
+ * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when
+ * pasted (this host, the OTLP/HTTP port it reports), and a note on the port and on clients without sizes.
+ */
+export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined): { lines: string[]; note: string } {
+  const port = otlpHttpPort ?? 4318;
+  return {
+    lines: [
+      'export CLAUDE_CODE_ENABLE_TELEMETRY=1',
+      'export OTEL_LOGS_EXPORTER=otlp',
+      'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
+      `export OTEL_EXPORTER_OTLP_ENDPOINT=${loc.protocol}//${loc.hostname}:${port}`,
+      '# optional: lets you filter and break down by team',
+      'export OTEL_RESOURCE_ATTRIBUTES=team=platform',
+    ],
+    note: otlpHttpPort === undefined
+      ? 'The endpoint is hookwatch\'s OTLP/HTTP address (4318 unless HOOKWATCH_OTLP_HTTP_ADDR says otherwise; hookwatch logs it at start).'
+      : `This hookwatch receives OTLP/HTTP on port ${port}. If Claude Code runs on another machine, use this host's address as it reaches it.`,
+  };
+}

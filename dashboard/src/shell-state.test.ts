@@ -1,0 +1,115 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { setTimeZone } from './format.ts';
+import {
+  addFilter, customFieldBounds, customRangeFrom, filtersUrl, isPlainClick, nextTheme, notFoundView, rangeUrl, refreshParam, refreshView,
+  removeFilter, toggledRefresh, updatedText, withRefresh, zoneChoice,
+} from './shell-state.ts';
+import { readState } from './state.ts';
+
+const at = (url: string) => {
+  const u = new URL(url, 'http://x');
+  return readState({ pathname: u.pathname, search: u.search });
+};
+const params = (qs: string) => new URLSearchParams(qs);
+
+afterEach(() => setTimeZone('local'));
+
+describe('refresh control', () => {
+  it('shows 15 s by default, the URL\'s period otherwise, and an odd period as its own option', () => {
+    expect(refreshView(params(''))).toEqual({ selected: '15s', paused: false, extra: null, pauseLabel: 'Pause' });
+    expect(refreshView(params('refresh=1m'))).toEqual({ selected: '1m', paused: false, extra: null, pauseLabel: 'Pause' });
+    expect(refreshView(params('refresh=30s'))).toEqual({ selected: '30s', paused: false, extra: { value: '30s', text: 'every 30s' }, pauseLabel: 'Pause' });
+    expect(refreshView(params('refresh=off'))).toEqual({ selected: '15s', paused: true, extra: null, pauseLabel: 'Resume' });
+  });
+
+  it('pauses to off and resumes at the chosen period, keeping the default out of the URL', () => {
+    expect(toggledRefresh(params('refresh=1m'), '1m')).toBe('off');
+    expect(toggledRefresh(params(''), '15s')).toBe('off');
+    expect(toggledRefresh(params('refresh=off'), '5m')).toBe('5m');
+    expect(toggledRefresh(params('refresh=off'), '15s')).toBeUndefined();
+    expect(refreshParam('15s')).toBeUndefined();
+    expect(refreshParam('5s')).toBe('5s');
+  });
+
+  it('sets refresh= in the URL without touching the rest of it', () => {
+    expect(withRefresh({ pathname: '/hooks/0123456789abcdef', search: '?range=7d&f.team=platform' }, 'off')).toBe('/hooks/0123456789abcdef?range=7d&f.team=platform&refresh=off');
+    expect(withRefresh({ pathname: '/alerts', search: '?refresh=off&state=firing' }, '5s')).toBe('/alerts?refresh=5s&state=firing');
+    expect(withRefresh({ pathname: '/', search: '?refresh=off' }, undefined)).toBe('/');
+    expect(withRefresh({ pathname: '/', search: '' }, undefined)).toBe('/');
+  });
+
+  it('says when it last updated, and that it is paused', () => {
+    setTimeZone('UTC');
+    const t = Date.parse('2026-11-30T08:30:00Z');
+    expect(updatedText(undefined, params(''))).toBeNull();
+    expect(updatedText(t, params(''))).toBe('Updated 30/11/2026, 08:30');
+    expect(updatedText(t, params('refresh=off'))).toBe('Updated 30/11/2026, 08:30 · paused');
+  });
+});
+
+describe('range and filters', () => {
+  it('changes the range and keeps the page, its filters and its own parameters', () => {
+    const s = at('/hooks/0123456789abcdef?range=7d&f.team=platform&by=user.id&refresh=off&junk=1');
+    expect(rangeUrl(s, { kind: 'preset', preset: '1h' })).toBe('/hooks/0123456789abcdef?range=1h&f.team=platform&by=user.id&refresh=off');
+    expect(rangeUrl(at('/'), { kind: 'preset', preset: '24h' })).toBe('/');
+    expect(rangeUrl(at('/alerts?state=firing'), { kind: 'custom', from: '2026-11-29T00:00:00.000Z', to: '2026-11-30T00:00:00.000Z' }))
+      .toBe('/alerts?range=custom&from=2026-11-29T00%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&state=firing');
+  });
+
+  it('adds, replaces and removes filters', () => {
+    const s = at('/?range=7d&f.team=platform&sort=name');
+    const added = addFilter(s.filters, 'user.id', 'alice');
+    expect(added).toEqual({ team: 'platform', 'user.id': 'alice' });
+    expect(filtersUrl(s, added ?? {})).toBe('/?range=7d&f.team=platform&f.user.id=alice&sort=name');
+    expect(addFilter(s.filters, 'team', 'infra')).toEqual({ team: 'infra' });
+    expect(addFilter(s.filters, 'team', '')).toBeNull();
+    expect(addFilter(s.filters, '', 'x')).toBeNull();
+    expect(removeFilter(s.filters, 'team')).toEqual({});
+    expect(s.filters).toEqual({ team: 'platform' });
+    expect(filtersUrl(s, removeFilter(s.filters, 'team'))).toBe('/?range=7d&sort=name');
+  });
+
+  it('reads a custom range in the chosen zone and says what is wrong with a bad one', () => {
+    setTimeZone('UTC');
+    expect(customRangeFrom('29/11/2026 22:00', '30/11/2026 06:30')).toEqual({ range: { kind: 'custom', from: '2026-11-29T22:00:00.000Z', to: '2026-11-30T06:30:00.000Z' } });
+    expect(customRangeFrom('30/11/2026', '01/12/2026')).toEqual({ range: { kind: 'custom', from: '2026-11-30T00:00:00.000Z', to: '2026-12-01T00:00:00.000Z' } });
+    expect(customRangeFrom('11/30/2026 10:00', '01/12/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
+    expect(customRangeFrom('31/02/2026 10:00', '01/03/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
+    expect(customRangeFrom('30/11/2026 10:00', '30/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
+    expect(customRangeFrom('30/11/2026 10:00', '29/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
+  });
+
+  it('starts the custom fields at the URL\'s range, or the last day', () => {
+    const now = Date.parse('2026-11-30T08:30:00Z');
+    expect(customFieldBounds({ kind: 'preset', preset: '7d' }, now)).toEqual({ from: now - 86_400_000, to: now });
+    expect(customFieldBounds({ kind: 'custom', from: '2026-11-01T00:00:00Z', to: '2026-11-02T00:00:00Z' }, now))
+      .toEqual({ from: Date.parse('2026-11-01T00:00:00Z'), to: Date.parse('2026-11-02T00:00:00Z') });
+  });
+});
+
+describe('the rest of the header', () => {
+  it('cycles the theme system, dark, light', () => {
+    expect(nextTheme('auto')).toBe('dark');
+    expect(nextTheme('dark')).toBe('light');
+    expect(nextTheme('light')).toBe('auto');
+  });
+
+  it('takes the zone from the select, local unless UTC', () => {
+    expect(zoneChoice('UTC')).toBe('UTC');
+    expect(zoneChoice('local')).toBe('local');
+    expect(zoneChoice('Europe/Berlin')).toBe('local');
+  });
+
+  it('handles plain left clicks itself and leaves modified clicks to the browser', () => {
+    const plain = { defaultPrevented: false, button: 0, metaKey: false, ctrlKey: false, shiftKey: false, altKey: false };
+    expect(isPlainClick(plain)).toBe(true);
+    expect(isPlainClick({ ...plain, ctrlKey: true })).toBe(false);
+    expect(isPlainClick({ ...plain, metaKey: true })).toBe(false);
+    expect(isPlainClick({ ...plain, button: 1 })).toBe(false);
+    expect(isPlainClick({ ...plain, defaultPrevented: true })).toBe(false);
+  });
+
+  it('names the path it has no page for', () => {
+    expect(notFoundView('/nope')).toEqual({ title: 'Not found · hookwatch', heading: 'No such page', text: 'hookwatch has no page at /nope. ' });
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * The shell's decisions as pure functions of the URL and the user's input: which refresh period the header
+ * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
+ * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
+ */
+import { dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
+import { buildUrl, keptParams, refreshMs, routePath, type Range, type ViewState } from './state.ts';
+import type { ThemeChoice } from './theme.ts';
+
+/** Refresh periods offered in the header (the URL's `refresh=` takes any). */
+export const REFRESH_CHOICES: readonly (readonly [string, string])[] = [['5s', 'every 5 s'], ['15s', 'every 15 s'], ['1m', 'every minute'], ['5m', 'every 5 minutes']];
+/** The period a URL without `refresh=` refreshes at, as the select names it. */
+const DEFAULT_REFRESH = '15s';
+
+/** The refresh control as the URL states it. */
+export interface RefreshView {
+  /** The option shown as chosen (the last period when paused). */
+  selected: string;
+  paused: boolean;
+  /** A period from the URL that is not one of REFRESH_CHOICES, offered as its own option. */
+  extra: { value: string; text: string } | null;
+  pauseLabel: 'Pause' | 'Resume';
+}
+
+export function refreshView(params: URLSearchParams): RefreshView {
+  const current = params.get('refresh');
+  const paused = refreshMs(params) === null;
+  const chosen = current && current !== 'off' ? current : DEFAULT_REFRESH;
+  const extra = current && current !== 'off' && !REFRESH_CHOICES.some(([v]) => v === current) ? { value: current, text: `every ${current}` } : null;
+  return { selected: chosen, paused, extra, pauseLabel: paused ? 'Resume' : 'Pause' };
+}
+
+/** The `refresh=` value for a period picked in the select (the default leaves the URL clean). */
+export function refreshParam(selected: string): string | undefined {
+  return selected === DEFAULT_REFRESH ? undefined : selected;
+}
+
+/** What Pause/Resume sets `refresh=` to: off when running, back to the selected period when paused. */
+export function toggledRefresh(params: URLSearchParams, selected: string): string | undefined {
+  return refreshMs(params) === null ? refreshParam(selected) : 'off';
+}
+
+/** The URL (path and query) with `refresh=` set or removed, everything else kept as it is. */
+export function withRefresh(loc: { pathname: string; search: string }, value: string | undefined): string {
+  const params = new URLSearchParams(loc.search);
+  if (value === undefined) params.delete('refresh');
+  else params.set('refresh', value);
+  const qs = params.toString();
+  return loc.pathname + (qs ? `?${qs}` : '');
+}
+
+/** "Updated 30/11/2026, 08:30 · paused"; null before the first load. */
+export function updatedText(lastUpdated: number | undefined, params: URLSearchParams): string | null {
+  if (lastUpdated === undefined) return null;
+  return `Updated ${dateTime(lastUpdated)}${refreshMs(params) === null ? ' · paused' : ''}`;
+}
+
+/** The URL of the same page over another range, with its filters and page parameters kept. */
+export function rangeUrl(state: ViewState, range: Range): string {
+  return buildUrl(routePath(state.route), { range, filters: state.filters }, keptParams(state.params));
+}
+
+/** The URL of the same page and range with other filters. */
+export function filtersUrl(state: ViewState, filters: Record<string, string>): string {
+  return buildUrl(routePath(state.route), { range: state.range, filters }, keptParams(state.params));
+}
+
+/** The filters with one more (or a changed) dimension; null when the form is not filled in. */
+export function addFilter(filters: Record<string, string>, dimension: string, value: string): Record<string, string> | null {
+  if (!dimension || !value) return null;
+  return { ...filters, [dimension]: value };
+}
+
+/** The filters without one dimension. */
+export function removeFilter(filters: Record<string, string>, dimension: string): Record<string, string> {
+  const next = { ...filters };
+  delete next[dimension];
+  return next;
+}
+
+/** A custom range from the header's two DD/MM/YYYY HH:MM fields (in the chosen zone), or what is wrong with them. */
+export function customRangeFrom(fromText: string, toText: string): { range: Range } | { error: string } {
+  const from = parseInputDateTime(fromText);
+  const to = parseInputDateTime(toText);
+  if (from === null || to === null) return { error: 'Write dates as DD/MM/YYYY HH:MM.' };
+  if (from >= to) return { error: 'The start must be before the end.' };
+  return { range: { kind: 'custom', from: new Date(from).toISOString(), to: new Date(to).toISOString() } };
+}
+
+/** The bounds the custom-range fields start with: the URL's custom range, or the last day. */
+export function customFieldBounds(range: Range, nowMs: number): { from: number; to: number } {
+  return range.kind === 'custom' ? { from: Date.parse(range.from), to: Date.parse(range.to) } : { from: nowMs - 86_400_000, to: nowMs };
+}
+
+/** The zone a select value stands for. */
+export function zoneChoice(value: string): TimeZoneChoice {
+  return value === 'UTC' ? 'UTC' : 'local';
+}
+
+const THEME_ORDER: ThemeChoice[] = ['auto', 'dark', 'light'];
+export const THEME_LABEL: Record<ThemeChoice, string> = { auto: 'Theme: system', dark: 'Theme: dark', light: 'Theme: light' };
+
+/** The theme the toggle moves to next: system, dark, light, and round again. */
+export function nextTheme(choice: ThemeChoice): ThemeChoice {
+  return THEME_ORDER[(THEME_ORDER.indexOf(choice) + 1) % THEME_ORDER.length] ?? 'auto';
+}
+
+/** Whether a click on a link is the app's to handle: a plain left click to the same origin (modified clicks open tabs). */
+export function isPlainClick(e: { defaultPrevented: boolean; button: number; metaKey: boolean; ctrlKey: boolean; shiftKey: boolean; altKey: boolean }): boolean {
+  return !(e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey);
+}
+
+/** The page title and text for a path the dashboard has no page at. */
+export function notFoundView(pathname: string): { title: string; heading: string; text: string } {
+  return { title: 'Not found · hookwatch', heading: 'No such page', text: `hookwatch has no page at ${pathname}. ` };
+}
