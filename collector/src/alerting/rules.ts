@@ -2,7 +2,7 @@
  * Rule evaluation: each rule reads the store through the Store interface (so it runs unchanged on any backend)
  * and returns the label sets whose condition holds now, with annotations a person can act on.
  */
-import type { HookCounters } from '../../../shared/src/api.ts';
+import type { HookCounters } from '../store/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import { isOverflowHook } from '../store/hook-limit.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestKnown, largestOutput } from '../../../shared/src/cliff.ts';

@@ -5,11 +5,13 @@
  */
 import express, { type Router } from 'express';
 import type { ClusterResponse } from '../../../shared/src/api.ts';
+import type { ClusterState } from '../store/model.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricFamily } from '../telemetry/metrics.ts';
+import { clusterResponse } from './wire.ts';
 
 export interface ClusterSource {
-  cluster(): Promise<ClusterResponse>;
+  cluster(): Promise<ClusterState>;
   leader: { isLeader(): boolean; epoch?(): number | null };
 }
 
@@ -17,7 +19,7 @@ export function createClusterRouter(opts: { coordination: ClusterSource; logger:
   const router = express.Router();
   router.get('/api/v1/cluster', async (_req, res) => {
     try {
-      const body: ClusterResponse = await opts.coordination.cluster();
+      const body: ClusterResponse = clusterResponse(await opts.coordination.cluster());
       res.json(body);
     } catch (err) {
       opts.logger.warn('cluster state unavailable', { err });
@@ -32,7 +34,7 @@ export async function clusterFamilies(source: ClusterSource): Promise<MetricFami
   const families: MetricFamily[] = [
     { name: 'hookwatch_leader', type: 'gauge', help: '1 while this replica holds the leader lease (alert evaluation, notifications, retention), else 0.', samples: [{ value: source.leader.isLeader() ? 1 : 0 }] },
   ];
-  let c: ClusterResponse;
+  let c: ClusterState;
   try {
     c = await source.cluster();
   } catch {
@@ -44,7 +46,7 @@ export async function clusterFamilies(source: ClusterSource): Promise<MetricFami
     { name: 'hookwatch_cluster_leader_epoch', type: 'gauge', help: 'Fencing epoch of the current leader lease (increments on every change of leader).', samples: c.leader ? [{ value: c.leader.epoch }] : [] },
     {
       name: 'hookwatch_cluster_replica_heartbeat_timestamp_seconds', type: 'gauge', help: 'Unix time of each replica\'s last heartbeat in the shared store.',
-      samples: c.replicas.map((r) => ({ labels: { replica: r.replica }, value: Date.parse(r.lastHeartbeat) / 1000 })),
+      samples: c.replicas.map((r) => ({ labels: { replica: r.replica }, value: r.lastHeartbeatMs / 1000 })),
     },
   );
   return families;
