@@ -12,17 +12,16 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from './store/sqlite/index.ts';
 import { isolatedEnv } from '../test/support/service.ts';
-import { waitForStarted } from '../test/support/started.ts';
+import { waitForStarted, type StartedLine } from '../test/support/started.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 /** Child processes start in ~3 s; on a machine busy with other test runs it can take several times that. */
 const START_TIMEOUT_MS = 45_000;
 const TEST_TIMEOUT_MS = 90_000;
 
-interface Child {
+/** A running `hookwatch serve`: the URLs of its start line, every stderr line, and when it exits. */
+interface Child extends Pick<StartedLine, 'otlpHttp' | 'http'> {
   proc: ChildProcess;
-  otlpHttp: string;
-  http: string;
   lines: string[];
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
 }
