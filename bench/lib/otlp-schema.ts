@@ -6,71 +6,40 @@
  */
 import protobuf from 'protobufjs';
 
-const KV_FIELDS = { key: { type: 'string', id: 1 }, value: { type: 'AnyValue', id: 2 } };
+/** The OTLP logs messages as .proto text: the one copy the benchmarks and the tests build their codecs from. */
+export const OTLP_LOGS_PROTO = `
+syntax = "proto3";
+message AnyValue {
+  oneof value {
+    string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4;
+    ArrayValue array_value = 5; KeyValueList kvlist_value = 6; bytes bytes_value = 7;
+  }
+}
+message ArrayValue { repeated AnyValue values = 1; }
+message KeyValueList { repeated KeyValue values = 1; }
+message KeyValue { string key = 1; AnyValue value = 2; }
+message InstrumentationScope { string name = 1; string version = 2; repeated KeyValue attributes = 3; uint32 dropped_attributes_count = 4; }
+message Resource { repeated KeyValue attributes = 1; uint32 dropped_attributes_count = 2; }
+message LogRecord {
+  fixed64 time_unix_nano = 1;
+  fixed64 observed_time_unix_nano = 11;
+  int32 severity_number = 2;
+  string severity_text = 3;
+  AnyValue body = 5;
+  repeated KeyValue attributes = 6;
+  uint32 dropped_attributes_count = 7;
+  fixed32 flags = 8;
+  bytes trace_id = 9;
+  bytes span_id = 10;
+  string event_name = 12;
+}
+message ScopeLogs { InstrumentationScope scope = 1; repeated LogRecord log_records = 2; string schema_url = 3; }
+message ResourceLogs { Resource resource = 1; repeated ScopeLogs scope_logs = 2; string schema_url = 3; }
+message ExportLogsServiceRequest { repeated ResourceLogs resource_logs = 1; }
+`;
 
-const root = protobuf.Root.fromJSON({
-  nested: {
-    AnyValue: {
-      oneofs: { value: { oneof: ['stringValue', 'boolValue', 'intValue', 'doubleValue', 'arrayValue', 'kvlistValue', 'bytesValue'] } },
-      fields: {
-        stringValue: { type: 'string', id: 1 },
-        boolValue: { type: 'bool', id: 2 },
-        intValue: { type: 'int64', id: 3 },
-        doubleValue: { type: 'double', id: 4 },
-        arrayValue: { type: 'ArrayValue', id: 5 },
-        kvlistValue: { type: 'KeyValueList', id: 6 },
-        bytesValue: { type: 'bytes', id: 7 },
-      },
-    },
-    ArrayValue: { fields: { values: { rule: 'repeated', type: 'AnyValue', id: 1 } } },
-    KeyValueList: { fields: { values: { rule: 'repeated', type: 'KeyValue', id: 1 } } },
-    KeyValue: { fields: KV_FIELDS },
-    InstrumentationScope: {
-      fields: {
-        name: { type: 'string', id: 1 },
-        version: { type: 'string', id: 2 },
-        attributes: { rule: 'repeated', type: 'KeyValue', id: 3 },
-        droppedAttributesCount: { type: 'uint32', id: 4 },
-      },
-    },
-    Resource: {
-      fields: {
-        attributes: { rule: 'repeated', type: 'KeyValue', id: 1 },
-        droppedAttributesCount: { type: 'uint32', id: 2 },
-      },
-    },
-    LogRecord: {
-      fields: {
-        timeUnixNano: { type: 'fixed64', id: 1 },
-        severityNumber: { type: 'int32', id: 2 },
-        severityText: { type: 'string', id: 3 },
-        body: { type: 'AnyValue', id: 5 },
-        attributes: { rule: 'repeated', type: 'KeyValue', id: 6 },
-        droppedAttributesCount: { type: 'uint32', id: 7 },
-        flags: { type: 'fixed32', id: 8 },
-        traceId: { type: 'bytes', id: 9 },
-        spanId: { type: 'bytes', id: 10 },
-        observedTimeUnixNano: { type: 'fixed64', id: 11 },
-        eventName: { type: 'string', id: 12 },
-      },
-    },
-    ScopeLogs: {
-      fields: {
-        scope: { type: 'InstrumentationScope', id: 1 },
-        logRecords: { rule: 'repeated', type: 'LogRecord', id: 2 },
-        schemaUrl: { type: 'string', id: 3 },
-      },
-    },
-    ResourceLogs: {
-      fields: {
-        resource: { type: 'Resource', id: 1 },
-        scopeLogs: { rule: 'repeated', type: 'ScopeLogs', id: 2 },
-        schemaUrl: { type: 'string', id: 3 },
-      },
-    },
-    ExportLogsServiceRequest: { fields: { resourceLogs: { rule: 'repeated', type: 'ResourceLogs', id: 1 } } },
-  },
-});
+// Field names in lowerCamelCase, as OTLP/JSON spells them.
+const root = protobuf.parse(OTLP_LOGS_PROTO).root;
 
 /** The ExportLogsServiceRequest type: `fromObject` takes OTLP/JSON-shaped objects, `decode` takes wire bytes. */
 export const ExportLogsServiceRequest = root.lookupType('ExportLogsServiceRequest');

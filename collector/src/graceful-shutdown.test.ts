@@ -12,16 +12,16 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from './store/sqlite/index.ts';
 import { isolatedEnv } from '../test/support/service.ts';
+import { waitForStarted, type StartedLine } from '../test/support/started.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 /** Child processes start in ~3 s; on a machine busy with other test runs it can take several times that. */
 const START_TIMEOUT_MS = 45_000;
 const TEST_TIMEOUT_MS = 90_000;
 
-interface Child {
+/** A running `hookwatch serve`: the URLs of its start line, every stderr line, and when it exits. */
+interface Child extends Pick<StartedLine, 'otlpHttp' | 'http'> {
   proc: ChildProcess;
-  otlpHttp: string;
-  http: string;
   lines: string[];
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
 }
@@ -43,31 +43,8 @@ async function startChild(dir: string, env: Record<string, string> = {}): Promis
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) => {
     proc.on('exit', (code, signal) => resolve({ code, signal, atMs: performance.now() }));
   });
-  const started = await new Promise<{ otlpHttp: string; http: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start line within ${START_TIMEOUT_MS} ms: ${lines.join('\n')}`)), START_TIMEOUT_MS);
-    let buf = '';
-    proc.stderr?.setEncoding('utf8');
-    proc.stderr?.on('data', (chunk: string) => {
-      buf += chunk;
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        lines.push(line);
-        try {
-          const j = JSON.parse(line) as { msg?: string; otlpHttp?: string; http?: string };
-          if (j.msg === 'hookwatch started' && j.otlpHttp && j.http) {
-            clearTimeout(timer);
-            resolve({ otlpHttp: j.otlpHttp, http: j.http });
-          }
-        } catch {
-          // Not JSON (should not happen): kept in `lines` for the failure message.
-        }
-      }
-    });
-    void exited.then(({ code }) => reject(new Error(`exited ${code} before starting: ${lines.join('\n')}`)));
-  });
-  return { proc, lines, exited, ...started };
+  const { otlpHttp, http } = await waitForStarted(proc, START_TIMEOUT_MS, (line) => lines.push(line));
+  return { proc, lines, exited, otlpHttp, http };
 }
 
 /** An OTLP/JSON logs body with `n` unique hook_execution_complete records for one hook. */

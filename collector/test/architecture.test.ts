@@ -20,6 +20,14 @@ const ENTRY_POINTS = ['collector/bin/hookwatch.mjs', 'collector/src/main.ts', 'd
 /** What the image copies (see Dockerfile); every other non-test file is development tooling such as the demo. */
 const SHIPPED_ROOTS = ['collector/bin', 'collector/src', 'shared/src', 'dashboard/server.ts', 'dashboard/src', 'dashboard/public', 'deploy/docker'];
 
+/**
+ * The stages below the JSON API: they speak in the collector's own types (collector/src/store/model.ts), and the
+ * API maps those to its wire shapes (collector/src/api/wire.ts), so storage never changes with how the API spells a
+ * field. Tests there may still read the API's JSON.
+ */
+const BELOW_API = ['collector/src/store', 'collector/src/hooks', 'collector/src/otlp', 'collector/src/receiver', 'collector/src/pipeline', 'collector/src/privacy'];
+const WIRE_TYPES = ['shared/src/api.ts', 'shared/src/transcript-api.ts'];
+
 interface ImportEdge {
   from: string;
   specifier: string;
@@ -214,6 +222,14 @@ function telemetryImportsAbove(all: readonly ImportEdge[]): string[] {
     .map((e) => `${e.from} imports ${e.specifier}`);
 }
 
+/** Imports of the API's wire types by non-test files of the stages below the API. */
+function wireImportsBelowApi(list: readonly ImportEdge[]): string[] {
+  return list
+    .filter((e) => BELOW_API.some((dir) => e.from.startsWith(`${dir}/`)))
+    .filter((e) => WIRE_TYPES.includes(resolveRelative(e.from, e.specifier) ?? ''))
+    .map((e) => `${e.from} imports ${e.specifier}`);
+}
+
 const isShipped = (f: string): boolean => SHIPPED_ROOTS.some((root) => f === root || f.startsWith(`${root}/`));
 /** Deleted while the image is built (see Dockerfile); anything else under a shipped folder is in the image. */
 const deletedFromImage = (f: string): boolean => f.endsWith('.test.ts') || f.split('/').includes('testdata');
@@ -288,6 +304,11 @@ describe('import structure', () => {
     expect(offending).toEqual([]);
   });
 
+  it('keeps the API\'s wire types out of the store and the stages below it', () => {
+    expect(files.filter((f) => f.startsWith('collector/src/store/')).length).toBeGreaterThan(5);
+    expect(wireImportsBelowApi(edges)).toEqual([]);
+  });
+
   it('ships no file that imports a test file or test support', () => {
     const offending = shippedEdges
       .map((e) => ({ e, target: resolveRelative(e.from, e.specifier) }))
@@ -345,6 +366,16 @@ describe('the checks themselves', () => {
       'collector/src/telemetry/x.ts imports ../service.ts',
       'collector/src/telemetry/x.ts imports vitest',
     ]);
+  });
+
+  it('see a wire type imported below the API, type-only or not, and not one imported by the API', () => {
+    const found = wireImportsBelowApi([
+      ...importsOf('collector/src/store/x.ts', "import type { HookCounters } from '../../../shared/src/api.ts';"),
+      ...importsOf('collector/src/hooks/y.ts', "import { z } from '../../../shared/src/transcript-api.ts';"),
+      ...importsOf('collector/src/store/model.ts', "import type { OutputKind } from '../../../shared/src/cliff.ts';"),
+      ...importsOf('collector/src/api/wire.ts', "import type * as wire from '../../../shared/src/api.ts';"),
+    ]);
+    expect(found).toEqual(['collector/src/store/x.ts imports ../../../shared/src/api.ts', 'collector/src/hooks/y.ts imports ../../../shared/src/transcript-api.ts']);
   });
 
   it('report a cycle as a path, and none for a diamond', () => {

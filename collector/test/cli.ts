@@ -1,7 +1,7 @@
 /** The real `hookwatch serve` in a child process, for fault tests that kill, starve or corrupt it. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { intoLogEntries, waitForStarted } from './support/started.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -33,26 +33,8 @@ export async function startCli(db: string, cwd: string, children: ChildProcess[]
   });
   children.push(child);
   const logs: Record<string, unknown>[] = [];
-  const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });
-  const started = await new Promise<{ otlp: string; http: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('hookwatch did not start within 60 s')), 60_000);
-    child.once('exit', (code) => reject(new Error(`hookwatch exited with ${code} before starting: ${JSON.stringify(logs.slice(-3))}`)));
-    lines.on('line', (line) => {
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        // Not a log line (e.g. a Node warning).
-        return;
-      }
-      logs.push(entry);
-      if (entry['msg'] === 'hookwatch started') {
-        clearTimeout(timer);
-        resolve({ otlp: String(entry['otlpHttp']), http: String(entry['http']) });
-      }
-    });
-  });
-  return { child, logs, ...started };
+  const started = await waitForStarted(child, 60_000, intoLogEntries(logs));
+  return { child, logs, otlp: started.otlpHttp, http: started.http };
 }
 
 /** Resolves once the child has exited. */

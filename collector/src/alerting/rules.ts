@@ -3,7 +3,7 @@
  * and hands what it read to its condition (conditions.ts, pure), which says whether it holds now and with which
  * annotations. Out come the label sets whose condition holds; evaluation.ts decides what that means for alerts.
  */
-import type { HookCounters } from '../../../shared/src/api.ts';
+import type { HookCounters } from '../store/model.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
 import { largestKnown, largestOutput, OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import type { HookEvent } from '../hooks/model.ts';

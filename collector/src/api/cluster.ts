@@ -5,11 +5,13 @@
  */
 import express, { type Router } from 'express';
 import type { ClusterResponse } from '../../../shared/src/api.ts';
+import type { ClusterState } from '../store/model.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { clusterResponse } from './wire.ts';
 
 export interface ClusterSource {
-  cluster(): Promise<ClusterResponse>;
+  cluster(): Promise<ClusterState>;
   leader: { isLeader(): boolean; epoch?(): number | null };
 }
 
@@ -17,7 +19,7 @@ export function createClusterRouter(opts: { coordination: ClusterSource; logger:
   const router = express.Router();
   router.get('/api/v1/cluster', async (_req, res) => {
     try {
-      const body: ClusterResponse = await opts.coordination.cluster();
+      const body: ClusterResponse = clusterResponse(await opts.coordination.cluster());
       res.json(body);
     } catch (err) {
       opts.logger.warn('cluster state unavailable', { err });
@@ -52,7 +54,7 @@ export function registerClusterMetrics(metrics: MetricsRegistry, source: Cluster
   metrics.collectedGauge('cluster', {
     name: 'hookwatch_cluster_replica_heartbeat_timestamp_seconds', help: 'Unix time of each replica\'s last heartbeat in the shared store.', labelNames: ['replica'],
     collect: async (set) => {
-      for (const r of (await shared())?.replicas ?? []) set({ replica: r.replica }, Date.parse(r.lastHeartbeat) / 1000);
+      for (const r of (await shared())?.replicas ?? []) set({ replica: r.replica }, r.lastHeartbeatMs / 1000);
     },
   });
 }

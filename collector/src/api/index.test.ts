@@ -48,6 +48,8 @@ describe('GET /api/v1/hooks', () => {
     expect(ss.maxChars.additionalContext).toBe(11200);
     expect(ss.headroom).toBe(10_000 - 11_220);
     expect(ss.id).toMatch(/^[0-9a-f]{16}$/);
+    // Only the wire fields: what the store carries alongside the counters (the hook's info) stays in the process.
+    expect(ss).not.toHaveProperty('info');
     const lastHour = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1h&to=now');
     expect(lastHour.body.hooks.map((h) => h.hookName)).toEqual(['Stop', 'UserPromptSubmit']);
     const rfc = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=2026-11-28T00:00:00Z&to=2026-11-29T00:00:00Z');

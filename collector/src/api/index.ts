@@ -3,16 +3,17 @@
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookCounters, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { DELIVERY_STATUSES, OUTPUT_CAP_CHARS, largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
-import { classifyCounters } from '../hooks/cliff.ts';
+import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
+import type { HookCounters } from '../store/model.ts';
 import { knownDimensions } from '../store/sql.ts';
-import { StoreUnavailableError, UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
+import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { ParamError, parseFilters, parseHookId, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
+import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -28,20 +29,6 @@ export interface ApiOptions {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-function summary(info: HookInfo, c: HookCounters): HookSummary {
-  const max = largestOutput(c);
-  return {
-    id: info.id,
-    hookEvent: info.hookEvent,
-    hookName: info.hookName,
-    ...c,
-    status: classifyCounters(c),
-    headroom: max === null ? null : OUTPUT_CAP_CHARS - max,
-    firstSeen: iso(info.firstSeenMs),
-    lastSeen: iso(info.lastSeenMs),
-  };
-}
 
 const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
 
@@ -78,12 +65,12 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
   });
 
-  const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; filters: Record<string, string>; hooks: HookSummary[] }> => {
+  const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; filters: Record<string, string>; hooks: HookSummary[]; totals: HookCounters }> => {
     const range = parseRange(q, now());
     const filters = filtersOf(q, reserved);
-    const counters = await store.hookCounters({ ...range, filters });
-    const hooks = [...counters.values()].map((c) => summary(c.info, c)).sort(byRisk);
-    return { ...range, filters, hooks };
+    const counters = [...(await store.hookCounters({ ...range, filters })).values()];
+    const hooks = counters.map((c) => hookSummary(c.info, c)).sort(byRisk);
+    return { ...range, filters, hooks, totals: totalCounters(counters) };
   };
 
   router.get('/api/v1/hooks', async (req, res) => {
@@ -117,7 +104,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const range = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to']);
     const c = (await store.hookCounters({ ...range, filters, hookId: id })).get(id);
-    res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: summary(info, c ?? toCounters(emptyRow())) });
+    res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: hookSummary(info, c ?? toCounters(emptyRow())) });
   });
 
   router.get('/api/v1/hooks/:id/series', async (req, res) => {
@@ -136,8 +123,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const buckets: SeriesBucket[] = [];
     const first = Math.floor(range.fromMs / stepMs) * stepMs;
     for (let t = first; t < range.toMs; t += stepMs) {
-      const c = map.get(t) ?? toCounters(emptyRow());
-      buckets.push({ start: iso(t), ...c, status: c.executions > 0 ? classifyCounters(c) : null });
+      buckets.push(seriesBucket(t, map.get(t) ?? toCounters(emptyRow())));
     }
     const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: iso(range.fromMs), to: iso(range.toMs), step, buckets };
     res.json(body);
@@ -151,7 +137,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const range = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to', 'dimension']);
     const rows = await store.breakdown(id, dimension, { ...range, filters });
-    const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map((r) => ({ ...r, status: classifyCounters(r) })) };
+    const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map(breakdownRow) };
     res.json(body);
   });
 
@@ -159,8 +145,7 @@ export function createApiRouter(opts: ApiOptions): Router {
 
   router.get('/api/v1/overview', async (req, res) => {
     const q = req.query as Record<string, unknown>;
-    const { fromMs, toMs, filters, hooks } = await hooksInRange(q, ['from', 'to']);
-    const totals = totalCounters(hooks);
+    const { fromMs, toMs, filters, hooks, totals } = await hooksInRange(q, ['from', 'to']);
     const statusCounts = { over: 0, near: 0, ok: 0, unknown: 0 } as Record<DeliveryStatus, number>;
     for (const h of hooks) statusCounts[h.status]++;
     const last = await store.lastEventMs(filters);
@@ -168,11 +153,11 @@ export function createApiRouter(opts: ApiOptions): Router {
     const body: OverviewResponse = {
       from: iso(fromMs),
       to: iso(toMs),
-      totals,
+      totals: wireCounters(totals),
       hooks: hooks.length,
       statusCounts,
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
-      clientVersions: await store.clientVersions({ fromMs, toMs, filters }),
+      clientVersions: (await store.clientVersions({ fromMs, toMs, filters })).map(clientVersion),
       lastEventAt: last === null ? null : iso(last),
       ...(port === undefined ? {} : { otlpHttpPort: port }),
     };

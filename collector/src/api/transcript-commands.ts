@@ -6,6 +6,7 @@ import type { Router } from 'express';
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
 import type { Store } from '../store/store.ts';
 import { parseHookId, parseRange } from './params.ts';
+import { transcriptCommand } from './wire.ts';
 
 export function addTranscriptCommandsRoute(router: Router, opts: { store: Store; now: () => number }): void {
   router.get('/api/v1/hooks/:id/commands', async (req, res) => {
@@ -17,7 +18,7 @@ export function addTranscriptCommandsRoute(router: Router, opts: { store: Store;
       hookId: id,
       from: new Date(range.fromMs).toISOString(),
       to: new Date(range.toMs).toISOString(),
-      commands,
+      commands: commands.map(transcriptCommand),
     };
     res.json(body);
   });

@@ -1,45 +1,27 @@
-import { didYouMean } from './suggest.ts';
+import type { ParseArgsOptionsConfig } from 'node:util';
+import { parseToolArgs } from '../tools/common/args.ts';
 
-/** Splits `--key value`, `--key=value` and positional arguments; stops at `--`. */
+/** A command line as the commands read it: setting flags with their values, the boolean flags given, the rest. */
 export interface ParsedArgs {
   flags: Record<string, string | undefined>;
   booleans: Set<string>;
   positionals: string[];
-  rest: string[];
 }
 
-const BOOLEAN_FLAGS = new Set(['help', 'h', 'json', 'version']);
+const BOOLEAN_OPTIONS: ParseArgsOptionsConfig = { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' }, version: { type: 'boolean' } };
 
 /**
- * With `known` (flag names without dashes), an unknown flag is refused by name, with the closest known one,
- * before its value is looked for: `--bogus` alone is "unknown flag", not "needs a value".
+ * Reads `--key value`, `--key=value`, `-h` and positional arguments with node:util parseArgs, strictly: a flag
+ * not in `known` (names without dashes, each taking a value) or a boolean flag is a UsageError naming it, with
+ * the closest known one; so is a value flag given none. Positionals are returned for the caller to refuse.
  */
-export function parseFlags(argv: readonly string[], known?: readonly string[]): ParsedArgs {
-  const out: ParsedArgs = { flags: {}, booleans: new Set(), positionals: [], rest: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    if (a === '--') {
-      out.rest = argv.slice(i + 1);
-      break;
-    }
-    if (a.startsWith('--') || (a.startsWith('-') && a.length === 2)) {
-      const body = a.replace(/^--?/, '');
-      const eq = body.indexOf('=');
-      const name = eq >= 0 ? body.slice(0, eq) : body;
-      if (known && !BOOLEAN_FLAGS.has(name) && !known.includes(name)) throw new Error(`unknown flag --${name}${didYouMean(name, known, '--')}`);
-      if (eq >= 0) {
-        out.flags[body.slice(0, eq)] = body.slice(eq + 1);
-      } else if (BOOLEAN_FLAGS.has(body)) {
-        out.booleans.add(body === 'h' ? 'help' : body);
-      } else {
-        const next = argv[i + 1];
-        if (next === undefined || next.startsWith('--')) throw new Error(`flag ${a} needs a value`);
-        out.flags[body] = next;
-        i++;
-      }
-    } else {
-      out.positionals.push(a);
-    }
+export function parseFlags(argv: readonly string[], known: readonly string[]): ParsedArgs {
+  const options: ParseArgsOptionsConfig = { ...Object.fromEntries(known.map((name) => [name, { type: 'string' }])), ...BOOLEAN_OPTIONS };
+  const { values, positionals } = parseToolArgs({ args: [...argv], options, strict: true, allowPositionals: true });
+  const out: ParsedArgs = { flags: {}, booleans: new Set(), positionals };
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value === 'string') out.flags[name] = value;
+    else if (value === true) out.booleans.add(name);
   }
   return out;
 }

@@ -143,6 +143,11 @@ describe('mistakes on the command line', () => {
     [['srve'], 'hookwatch: unknown command "srve" (did you mean serve?)\nRun "hookwatch --help" for the commands.'],
     [['config', '--retention-events', '7x'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
     [['serve', '--db'], 'hookwatch: flag --db needs a value\nRun "hookwatch serve --help" for the flags.'],
+    [['serve', '--db', '--json'], 'hookwatch: flag --db needs a value\nRun "hookwatch serve --help" for the flags.'],
+    [['config', '--retention-events=7x'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
+    [['config', '--help=yes'], 'hookwatch: flag --help takes no value\nRun "hookwatch config --help" for the flags.'],
+    [['config', 'extra'], 'hookwatch: unexpected argument "extra"\nRun "hookwatch config --help" for the flags.'],
+    [['config', '--', '--db', 'x'], 'hookwatch: unexpected argument "--db"\nRun "hookwatch config --help" for the flags.'],
     [['check', '--bogus'], 'hookwatch check: unknown flag --bogus\nRun "hookwatch check --help" for usage.'],
     [['check', '--show-ouptut', '--', 'true'], 'hookwatch check: unknown flag --show-ouptut (did you mean --show-output?)\nRun "hookwatch check --help" for usage.'],
   ])('%j says what is wrong and exits 2', async (args, message) => {

@@ -121,42 +121,24 @@ export function globalHelp(): string {
   ].join('\n');
 }
 
+/** A command's help page: its usage line, paragraphs on what it does, its flags, and a closing note. */
+function helpPage(usage: string, paragraphs: readonly string[], flags: readonly string[], note: string): string {
+  return ['Usage:', `  ${usage}`, '', ...paragraphs.flatMap((p) => [...wrap(p, ''), '']), 'Flags:', ...flags, '', ...wrap(note, ''), ''].join('\n');
+}
+
 /** `hookwatch serve --help`. */
 export function serveHelp(): string {
-  return [
-    'Usage:',
-    '  hookwatch serve [flags]',
-    '',
-    ...wrap('Receives Claude Code telemetry over OTLP/HTTP and OTLP/gRPC, stores every hook execution, evaluates the alert rules, forwards telemetry when configured, and serves the API, the dashboard and /metrics. Runs until SIGTERM or SIGINT, then drains and exits 0. The default command.', ''),
-    '',
-    ...wrap('Every flag can also be set by its environment variable or config file key; flags win over the environment, which wins over the file. Durations take ms, s, m, h, d, w (90s, 1h30m, 30d); sizes take KiB, MiB, GiB or bytes.', ''),
-    '',
-    'Flags:',
-    ...CONFIG_FLAG,
-    ...HELP_FLAG,
-    ...settingsFlags(),
-    '',
-    ...wrap('Alert rules, receivers and forwarding headers are set in the config file: see docs/alerting.md and docs/forwarding.md.', ''),
-    '',
-  ].join('\n');
+  return helpPage('hookwatch serve [flags]', [
+    'Receives Claude Code telemetry over OTLP/HTTP and OTLP/gRPC, stores every hook execution, evaluates the alert rules, forwards telemetry when configured, and serves the API, the dashboard and /metrics. Runs until SIGTERM or SIGINT, then drains and exits 0. The default command.',
+    'Every flag can also be set by its environment variable or config file key; flags win over the environment, which wins over the file. Durations take ms, s, m, h, d, w (90s, 1h30m, 30d); sizes take KiB, MiB, GiB or bytes.',
+  ], [...CONFIG_FLAG, ...HELP_FLAG, ...settingsFlags()], 'Alert rules, receivers and forwarding headers are set in the config file: see docs/alerting.md and docs/forwarding.md.');
 }
 
 /** `hookwatch config --help`. */
 export function configHelp(): string {
-  return [
-    'Usage:',
-    '  hookwatch config [--json] [flags]',
-    '',
-    ...wrap('Prints the effective configuration (defaults, config file, environment and flags merged) with secrets redacted, and exits. The YAML is a valid config file: durations and sizes are in units (30d, 20MiB), and a comment names where each value that is not a default came from.', ''),
-    '',
-    'Flags:',
-    ...flagBlock('--json', 'print JSON instead of YAML', []),
-    ...CONFIG_FLAG,
-    ...HELP_FLAG,
-    '',
-    ...wrap('It takes every flag "hookwatch serve" takes, to show what they would change (hookwatch serve --help lists them).', ''),
-    '',
-  ].join('\n');
+  return helpPage('hookwatch config [--json] [flags]', [
+    'Prints the effective configuration (defaults, config file, environment and flags merged) with secrets redacted, and exits. The YAML is a valid config file: durations and sizes are in units (30d, 20MiB), and a comment names where each value that is not a default came from.',
+  ], [...flagBlock('--json', 'print JSON instead of YAML', []), ...CONFIG_FLAG, ...HELP_FLAG], 'It takes every flag "hookwatch serve" takes, to show what they would change (hookwatch serve --help lists them).');
 }
 
 /** `hookwatch help <command>` for serve, config, help, version; check and scan print their own. */

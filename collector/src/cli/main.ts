@@ -4,11 +4,13 @@
  * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
  */
 import { ConfigError, SETTINGS, flagName, loadConfig, toConfig } from '../config/index.ts';
+import { coerce } from '../config/load.ts';
 import { parseFlags } from './args.ts';
 import { renderConfig } from './config-output.ts';
 import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
 import { didYouMean } from './suggest.ts';
 import { ListenError } from '../net/listen-error.ts';
+import { UsageError } from '../tools/common/args.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
 import { alertingSecrets } from '../notify/settings.ts';
@@ -74,9 +76,20 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
 
 const COMMAND_NAMES = COMMANDS.map((c) => c.name);
 
-/** A mistake on the command line: printed with a pointer to the command's help, exit status 2. */
-class UsageError extends Error {
-  override name = 'UsageError';
+/**
+ * A setting flag's bad value is a mistake on the command line (UsageError: printed with a pointer to the
+ * command's help, exit status 2), found here with the check loadConfig makes, before anything starts.
+ */
+function checkFlagValues(flags: Record<string, string | undefined>): void {
+  for (const [name, value] of Object.entries(flags)) {
+    const setting = SETTINGS.find((s) => flagName(s.key) === `--${name}` && s.type !== 'object');
+    if (!setting || value === undefined) continue;
+    try {
+      coerce(setting, value, `flag --${name}`);
+    } catch (err) {
+      throw err instanceof ConfigError ? new UsageError(err.message, { cause: err }) : err;
+    }
+  }
 }
 
 /** The message for a listener that could not bind: which setting, which variable and flag change it. */
@@ -143,11 +156,8 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       return 0;
     }
     if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
-    const known = configFlagNames();
-    for (const name of Object.keys(parsed.flags)) {
-      if (!known.includes(name)) throw new UsageError(`unknown flag --${name}${didYouMean(name, known, '--')}`);
-    }
     if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
+    checkFlagValues(parsed.flags);
     if (command === 'config') {
       const loaded = loadConfig({ flags: parsed.flags, env: io.env });
       for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
@@ -157,12 +167,12 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     return await serve(parsed.flags, io.env);
   } catch (err) {
     const hint = `Run "${helpFor === 'hookwatch' ? 'hookwatch' : `hookwatch ${helpFor}`} --help" for the flags.`;
-    if (err instanceof UsageError || (err instanceof Error && /^(flag|unknown flag) /.test(err.message))) {
+    if (err instanceof UsageError) {
       io.stderr(`hookwatch: ${err.message}\n${hint}\n`);
       return 2;
     }
     if (err instanceof ConfigError) {
-      io.stderr(`hookwatch: configuration error: ${err.message}\n${/^flag /.test(err.message) ? `${hint}\n` : ''}`);
+      io.stderr(`hookwatch: configuration error: ${err.message}\n`);
       return 2;
     }
     if (err instanceof ListenError) {

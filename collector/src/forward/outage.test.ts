@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
 import type { ForwardingResponse } from '../../../shared/src/api.ts';
 import { HttpDownstream } from '../../test/support/downstream-recorder.ts';
+import { waitForStarted } from '../../test/support/started.ts';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 
@@ -31,25 +32,7 @@ interface Running {
 function startHookwatch(env: Record<string, string>): Promise<Running> {
   const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(child);
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error(`hookwatch did not start: ${buffered}`)), 30_000);
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => {
-      buffered += chunk;
-      for (const line of buffered.split('\n')) {
-        if (!line.includes('"hookwatch started"')) continue;
-        const started = JSON.parse(line) as { otlpHttp: string; http: string };
-        clearTimeout(timer);
-        resolve({ child, otlpHttp: started.otlpHttp, http: started.http });
-        return;
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`hookwatch exited with ${code}: ${buffered}`));
-    });
-  });
+  return waitForStarted(child, 30_000).then(({ otlpHttp, http }) => ({ child, otlpHttp, http }));
 }
 
 /** An OTLP/JSON logs request with `count` records, each carrying a unique `seq`, one of them a hook execution. */

@@ -130,13 +130,12 @@ async function until(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
 describe('Forwarder', () => {
   it('draws the wait with full jitter under a ceiling that grows by the multiplier up to the maximum', () => {
     const b = { ...DEFAULT_BACKOFF, initialMs: 100, maxMs: 1000, multiplier: 1.5 };
-    expect(backoffDelay(1, b, () => 0.5)).toBe(50);
-    expect(backoffDelay(3, b, () => 0.999999)).toBe(224);
-    expect(backoffDelay(3, b, () => 0)).toBe(0);
-    expect(backoffDelay(10, b, () => 0.999999)).toBe(999);
+    // The top of each draw shows its ceiling: 100, 150, 225 ms, ..., capped at 1 s.
+    const top = (failures: number, options = b): number => backoffDelay(failures, options, () => 0.999999);
+    expect([1, 2, 3, 10].map((n) => top(n))).toEqual([99, 149, 224, 999]);
+    expect([backoffDelay(1, b, () => 0.5), backoffDelay(3, b, () => 0)]).toEqual([50, 0]);
     // The configured defaults: first ceiling 5 s, then 7.5 s, capped at 30 s.
-    expect(backoffDelay(2, DEFAULT_BACKOFF, () => 0.999999)).toBe(7499);
-    expect(backoffDelay(50, DEFAULT_BACKOFF, () => 0.999999)).toBe(29_999);
+    expect([1, 2, 50].map((n) => top(n, DEFAULT_BACKOFF))).toEqual([4999, 7499, 29_999]);
   });
 
   it('keeps a retryable request at the head, waits at least Retry-After, then delivers in order', async () => {

@@ -9,9 +9,9 @@ import { GUARD_FIELDS, GUARD_TRIM_EVENT, type GuardField } from '../../../shared
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import type { GuardTrim } from '../store/guard-trims.ts';
 import { hookId, parseCount } from './extract.ts';
+import { extractRecords } from './record-extract.ts';
 
 const MAX_NAME = 1024;
-const MAX_PROBLEMS = 5;
 
 /** Guard trims found in a request, and the guard records that could not be used. */
 export interface GuardTrimExtract {
@@ -66,19 +66,6 @@ function toTrim(rec: LogRecord, now: () => number): GuardTrim {
 
 /** Every guard trim record of a request; a bad one is rejected on its own, never the batch. */
 export function extractGuardTrims(req: LogsRequest, now: () => number = Date.now): GuardTrimExtract {
-  const out: GuardTrimExtract = { trims: [], rejected: 0, problems: [] };
-  req.resourceLogs.forEach((rl, i) => {
-    rl.scopeLogs.forEach((sl, j) => {
-      sl.logRecords.forEach((rec, k) => {
-        if (!isGuardTrim(rec)) return;
-        try {
-          out.trims.push(toTrim(rec, now));
-        } catch (err) {
-          out.rejected++;
-          if (out.problems.length < MAX_PROBLEMS) out.problems.push(`resourceLogs[${i}].scopeLogs[${j}].logRecords[${k}]: ${(err as Error).message}`);
-        }
-      });
-    });
-  });
-  return out;
+  const { items, rejected, problems } = extractRecords(req, isGuardTrim, (rec) => toTrim(rec, now), (err): err is Error => err instanceof Error);
+  return { trims: items, rejected, problems };
 }

@@ -6,6 +6,7 @@
  */
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { hookId } from './extract.ts';
+import { extractRecords } from './record-extract.ts';
 
 /** The event name (attribute event.name and body) of a transcript finding. */
 export const FINDING_EVENT_NAME = 'hookwatch.transcript_finding';
@@ -67,22 +68,8 @@ export interface FindingExtract {
 
 /** The findings of a request; a record that cannot be used is rejected on its own with a reason. */
 export function extractTranscriptFindings(req: LogsRequest, now: () => number = Date.now): FindingExtract {
-  const out: FindingExtract = { findings: [], rejected: 0, problems: [] };
-  req.resourceLogs.forEach((rl, i) => {
-    rl.scopeLogs.forEach((sl, j) => {
-      sl.logRecords.forEach((rec, k) => {
-        if (!isTranscriptFinding(rec)) return;
-        try {
-          out.findings.push(toFinding(rec, now));
-        } catch (err) {
-          if (!(err instanceof FindingProblem)) throw err;
-          out.rejected++;
-          if (out.problems.length < 5) out.problems.push(`resourceLogs[${i}].scopeLogs[${j}].logRecords[${k}]: ${err.message}`);
-        }
-      });
-    });
-  });
-  return out;
+  const { items, rejected, problems } = extractRecords(req, isTranscriptFinding, (rec) => toFinding(rec, now), (err): err is Error => err instanceof FindingProblem);
+  return { findings: items, rejected, problems };
 }
 
 class FindingProblem extends Error {}

@@ -10,7 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HookCounters } from '../../../shared/src/api.ts';
+import type { HookCounters } from './model.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import { hookId } from '../hooks/extract.ts';

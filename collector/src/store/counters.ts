@@ -2,7 +2,7 @@
  * Rollup counters: how one event adds to a bucket, how buckets merge, and the SQL column list every backend
  * shares. Max columns stay NULL until an execution with size data arrives: unknown is not zero.
  */
-import type { CharsByKind, HookCounters } from '../../../shared/src/api.ts';
+import type { CharsByKind, HookCounters } from './model.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { singleStringBounds } from '../hooks/cliff.ts';
 import { granularityMs, type Granularity } from './segments.ts';
@@ -103,7 +103,7 @@ const NUMBER_FIELDS = [
 /** HookCounters' per-kind size fields and the column prefix of each. */
 const CHAR_GROUPS = [['maxChars', 'max_'], ['maxCharsLowerBound', 'lmax_'], ['sumChars', 'sum_']] as const;
 
-/** The API shape of a rollup row. */
+/** The counters of a rollup row. */
 export function toCounters(row: CounterRow): HookCounters {
   const out = { durationMsMax: row.duration_max === null ? null : Number(row.duration_max) } as HookCounters;
   for (const [field, col] of NUMBER_FIELDS) out[field] = Number(row[col] ?? 0);
@@ -111,7 +111,7 @@ export function toCounters(row: CounterRow): HookCounters {
   return out;
 }
 
-/** The rollup row of an API counters object (the inverse of toCounters). */
+/** The rollup row of a counters object (the inverse of toCounters). */
 function toRow(c: HookCounters): CounterRow {
   const row = emptyRow();
   for (const [field, col] of NUMBER_FIELDS) row[col] = c[field];

@@ -4,7 +4,7 @@
  * store has a single process that is always the leader.
  */
 import { hostname } from 'node:os';
-import type { ClusterResponse } from '../../../shared/src/api.ts';
+import type { ClusterState } from './model.ts';
 import { PostgresAlertStateStore } from '../alerting/state/postgres.ts';
 import type { AlertStateStore } from '../alerting/state/store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
@@ -41,7 +41,7 @@ export interface Coordination {
    */
   onAcquired(cb: () => void): void;
   /** Who leads and which replicas run (GET /api/v1/cluster, /metrics). */
-  cluster(): Promise<ClusterResponse>;
+  cluster(): Promise<ClusterState>;
   /** Signals every replica (PostgreSQL LISTEN/NOTIFY); a no-op for a single process. */
   publish(channel: BusChannel, payload?: string): void;
   /** Registers a receiver of signals from any replica (this one included). */
@@ -58,10 +58,10 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
   const listeners: ((leader: boolean) => void)[] = [];
   if (!(store instanceof PostgresStore)) {
     const self = `${hostname()}:${process.pid}`;
-    const startedAt = new Date().toISOString();
-    const cluster = async (): Promise<ClusterResponse> => ({
-      backend: 'sqlite', self, leader: { replica: self, epoch: 0, expiresAt: '' }, leaseTtlSeconds: null,
-      replicas: [{ replica: self, leader: true, self: true, startedAt, lastHeartbeat: new Date().toISOString(), heartbeatAgeSeconds: 0, alive: true }],
+    const startedAtMs = Date.now();
+    const cluster = async (): Promise<ClusterState> => ({
+      backend: 'sqlite', self, leader: { replica: self, epoch: 0, expiresAtMs: null }, leaseTtlSeconds: null,
+      replicas: [{ replica: self, leader: true, self: true, startedAtMs, lastHeartbeatMs: Date.now(), heartbeatAgeSeconds: 0, alive: true }],
     });
     return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, stop: async () => {} };
   }

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { HookCounters } from '../../../shared/src/api.ts';
+import type { HookCounters } from './model.ts';
 import { classifyExecution, hasSizeData } from '../hooks/cliff.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';

@@ -2,8 +2,7 @@
  * The Store: where hook events become durable, and where every per-hook question is answered.
  * One interface, one folder per backend (sqlite/, postgres/), one conformance suite for all of them.
  */
-import type { BreakdownRow, ClientVersion, HookCounters } from '../../../shared/src/api.ts';
-import type { TranscriptCommandRow } from '../../../shared/src/transcript-api.ts';
+import type { BreakdownRow, ClientVersion, HookCounters, TranscriptCommandRow } from './model.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import type { FindingsResult } from './transcript-findings.ts';
@@ -95,7 +94,7 @@ export interface Store {
   /** Client versions seen in the range, with how many executions lacked size data. */
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
-  breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]>;
+  breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]>;
   /** Commits outputs trimmed by `hookwatch guard`; resolves with how many were new (retries store nothing twice). */
   recordGuardTrims(trims: GuardTrim[]): Promise<number>;
   /** One hook's guard trims over a range, in buckets of q.stepMs. */

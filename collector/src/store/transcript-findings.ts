@@ -2,7 +2,7 @@
  * Storage of transcript findings (`hookwatch scan --send`), shared by both backends: a table of its own, apart
  * from telemetry's events and rollups, keyed by the finding's stable id so a finding sent twice is stored once.
  */
-import type { TranscriptCommandRow } from '../../../shared/src/transcript-api.ts';
+import type { TranscriptCommandRow } from './model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 
 /** The schema migration that adds the table (appended to each backend's MIGRATIONS). */
@@ -49,7 +49,7 @@ export function commandsQuery(p: (n: number) => string): string {
     ORDER BY persisted DESC, runs DESC, command`;
 }
 
-/** A row of commandsQuery as the API gives it (drivers return counts as numbers, bigints or strings). */
+/** A row of commandsQuery as the store gives it (drivers return counts as numbers, bigints or strings). */
 export function toCommandRow(row: Record<string, unknown>): TranscriptCommandRow {
   const n = (v: unknown): number => Number(v ?? 0);
   const nullable = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));

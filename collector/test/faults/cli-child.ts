@@ -5,10 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { tempDir } from '../helpers.ts';
+import { intoLogEntries, waitForStarted } from '../support/started.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -41,34 +41,13 @@ export async function startCli(dir: string, env: Record<string, string> = {}): P
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
-  let stderr = '';
-  const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });
-  const started = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`hookwatch did not start within 60 s: ${stderr}`)), 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`hookwatch exited with ${code} before starting: ${stderr}`));
-    });
-    lines.on('line', (line) => {
-      stderr += line + '\n';
-      try {
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        logs.push(entry);
-        if (entry['msg'] === 'hookwatch started') {
-          clearTimeout(timer);
-          resolve(entry);
-        }
-      } catch {
-        // Not a log line (e.g. a Node warning): ignore.
-      }
-    });
-  });
+  const started = await waitForStarted(child, 60_000, intoLogEntries(logs));
   const pid = child.pid as number;
   return {
     child,
-    otlpHttp: started['otlpHttp'] as string,
-    otlpGrpc: started['otlpGrpc'] as string,
-    http: started['http'] as string,
+    otlpHttp: started.otlpHttp,
+    otlpGrpc: started.otlpGrpc,
+    http: started.http,
     logs,
     peakRss: () => {
       const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -3,7 +3,8 @@
  * plus an independent oracle of what hookwatch's decoders must return for them.
  */
 import fc from 'fast-check';
-import type { AnyValue, Attributes } from '../../src/otlp/model.ts';
+import { expect } from 'vitest';
+import { DecodeError, type AnyValue, type Attributes } from '../../src/otlp/model.ts';
 
 /** An OTLP/JSON AnyValue object, e.g. `{ stringValue: "x" }`. */
 export type JsonAnyValue = Record<string, unknown>;
@@ -109,4 +110,20 @@ export function countNodes(v: unknown): number {
   if (Array.isArray(v)) return v.reduce((n: number, x) => n + 1 + countNodes(x), 0);
   if (v && typeof v === 'object' && !(v instanceof Uint8Array)) return Object.values(v).reduce((n: number, x) => n + countNodes(x), 0);
   return 0;
+}
+
+/**
+ * Runs one step of a property over hostile input: its result, or undefined when it refuses the input with
+ * DecodeError (a 400). Any other exception, or taking maxMs or more (a hang in the making), fails the property.
+ */
+export function resultOrDecodeError<T>(what: string, run: () => T, maxMs: number): T | undefined {
+  const t0 = performance.now();
+  try {
+    return run();
+  } catch (err) {
+    if (!(err instanceof DecodeError)) throw new Error(`${what} threw ${(err as Error).name}: ${(err as Error).message}`, { cause: err });
+    return undefined;
+  } finally {
+    expect(performance.now() - t0).toBeLessThan(maxMs);
+  }
 }

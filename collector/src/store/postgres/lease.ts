@@ -9,7 +9,7 @@
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
-import type { ClusterResponse } from '../../../../shared/src/api.ts';
+import type { ClusterState } from '../model.ts';
 import type { LeaderElector } from '../../alerting/state/store.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
@@ -197,7 +197,7 @@ export class PostgresLease implements LeaderElector {
  * The cluster as the shared store has it: the lease row and every replica's heartbeat. Read on the store's pool
  * (API and /metrics), never on the lease's own connection, so a slow scrape cannot delay a renewal.
  */
-export async function readCluster(pool: pg.Pool, lease: { name: string; holder: string; ttlMs: number }): Promise<ClusterResponse> {
+export async function readCluster(pool: pg.Pool, lease: { name: string; holder: string; ttlMs: number }): Promise<ClusterState> {
   const [l, h] = await Promise.all([
     pool.query<{ holder: string; epoch: string; expires_at: Date }>('SELECT holder, epoch::text AS epoch, expires_at FROM leader_lease WHERE name = $1 AND expires_at > now()', [lease.name]),
     pool.query<{ replica: string; started_at: Date; last_seen: Date; age: number }>(
@@ -206,7 +206,7 @@ export async function readCluster(pool: pg.Pool, lease: { name: string; holder: 
     ),
   ]);
   const row = l.rows[0];
-  const leader = row ? { replica: row.holder, epoch: Number(row.epoch), expiresAt: row.expires_at.toISOString() } : null;
+  const leader = row ? { replica: row.holder, epoch: Number(row.epoch), expiresAtMs: row.expires_at.getTime() } : null;
   return {
     backend: 'postgres',
     self: lease.holder,
@@ -216,8 +216,8 @@ export async function readCluster(pool: pg.Pool, lease: { name: string; holder: 
       replica: r.replica,
       leader: r.replica === leader?.replica,
       self: r.replica === lease.holder,
-      startedAt: r.started_at.toISOString(),
-      lastHeartbeat: r.last_seen.toISOString(),
+      startedAtMs: r.started_at.getTime(),
+      lastHeartbeatMs: r.last_seen.getTime(),
       heartbeatAgeSeconds: Math.max(0, Math.round(r.age * 1000) / 1000),
       alive: r.age * 1000 <= lease.ttlMs,
     })),

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
-import type { BreakdownRow, ClientVersion, HookCounters } from '../../../../shared/src/api.ts';
+import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
@@ -13,7 +13,7 @@ import { MINUTE, segments, type Granularity } from '../segments.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
-import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
+import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
@@ -598,7 +598,7 @@ export class SqliteStore implements Store {
     }).sort((a, b) => b.executions - a.executions);
   }
 
-  async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<Omit<BreakdownRow, 'status'>[]> {
+  async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]> {
     const expr = this.dimExpr(dimension);
     // Rollups carry no per-user or per-team keys: a breakdown reads the raw events (kept for retention.events).
     const rows = await this.aggregate(q, `COALESCE(${expr}, '')`, hookId, true);

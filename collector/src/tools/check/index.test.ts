@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
 import { runCheck } from './index.ts';
+import type { MeasuredOutput } from './measure.ts';
 
 const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));
 /** The real hook setup that produced the Claude Code 2.1.332 fixtures (settings.json and hooks/). */
@@ -28,19 +29,8 @@ interface CheckOutput {
     stdoutChars: number;
     format: string;
     location: string | null;
-    outputs: {
-      kind: string;
-      field: string;
-      sent: number;
-      codePoints: number;
-      delivered: number;
-      headroom: number;
-      persisted: boolean;
-      overBudget: boolean;
-      status: string;
-      preview?: string;
-      content?: string;
-    }[];
+    /** As measured; JSON leaves out a preview that is not set, and the content without --show-content. */
+    outputs: (Omit<MeasuredOutput, 'preview' | 'content'> & { preview?: string; content?: string })[];
   }[];
 }
 

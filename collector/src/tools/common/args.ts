@@ -7,27 +7,46 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** The error codes of parseArgs's strict checks, each a mistake in how the tool was called. */
+const PARSE_ARGS_CODES = new Set(['ERR_PARSE_ARGS_UNKNOWN_OPTION', 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE', 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL']);
+
 /**
  * parseArgs (strict by default: unknown options are errors) that throws UsageError with a message in the
- * tools' own words ("unknown flag --bogus (did you mean --budget?)") instead of Node's parseArgs text.
+ * tools' own words ("unknown flag --bogus (did you mean --budget?)") instead of Node's parseArgs text. The
+ * error's code says what is wrong; the arguments, read again as parseArgs's tokens, say which one.
  */
 export function parseToolArgs<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (error) {
-    const e = error as { code?: string; message?: string };
-    const flag = /'(-[^' ]+)/.exec(e.message ?? '')?.[1];
-    const names = Object.keys(config.options ?? {});
-    if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) {
-      throw new UsageError(`unknown flag ${flag}${didYouMean(flag.replace(/^-+/, '').split('=')[0] ?? '', names, '--')}`);
-    }
-    if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag) {
-      const takesValue = (config.options?.[flag.replace(/^-+/, '')] as { type?: string } | undefined)?.type === 'string';
-      throw new UsageError(takesValue ? `flag ${flag} needs a value` : `flag ${flag} takes no value`);
-    }
-    if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') throw new UsageError(`unexpected argument${/'([^']*)'/.exec(e.message ?? '')?.[1] ? ` "${/'([^']*)'/.exec(e.message ?? '')?.[1]}"` : ''}`);
-    throw new UsageError(e.message ?? String(error));
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'string' || !PARSE_ARGS_CODES.has(code)) throw error;
+    throw new UsageError(usageProblem(config, code));
   }
+}
+
+/** What parseArgs refused (with `code`), named from the tokens of a lenient parse of the same arguments. */
+function usageProblem(config: ParseArgsConfig, code: string): string {
+  const options = config.options ?? {};
+  const { tokens } = parseArgs({ ...config, strict: false, allowPositionals: true, tokens: true });
+  const known = (name: string): boolean => Object.hasOwn(options, name);
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+    const first = tokens.find((t) => t.kind === 'positional');
+    return `unexpected argument${first ? ` ${JSON.stringify(first.value)}` : ''}`;
+  }
+  for (const t of tokens) {
+    if (t.kind !== 'option') continue;
+    if (!known(t.name)) {
+      if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown flag ${t.rawName}${didYouMean(t.name, Object.keys(options), '--')}`;
+      continue;
+    }
+    // parseArgs takes the next argument as a string option's value even when it looks like an option (then,
+    // strictly, refuses it as ambiguous): both are a flag given no value.
+    const takesValue = options[t.name]?.type === 'string';
+    if (takesValue && (t.value === undefined || (!t.inlineValue && t.value.startsWith('-')))) return `flag ${t.rawName} needs a value`;
+    if (!takesValue && t.value !== undefined) return `flag ${t.rawName} takes no value`;
+  }
+  return code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 'unknown flag' : 'a flag is missing its value';
 }
 
 /** Parses a whole-number option; the message names the option and the bad value. */

@@ -36,6 +36,12 @@ const SESSION_A = 'aaaaaaaa-0000-4000-8000-000000000001';
 const SESSION_B = 'bbbbbbbb-0000-4000-8000-000000000002';
 const savedPath = (session: string, id: string): string => `/home/dev/.claude/projects/-home-dev-project/${session}/tool-results/hook-${id}-0.txt`;
 const jsonl = (records: unknown[]): string => records.map((r) => JSON.stringify(r)).join('\n') + '\n';
+/** Writes the records as a transcript `name` in the test's folder; returns its path. */
+async function transcript(name: string, records: unknown[]): Promise<string> {
+  const file = join(dir, name);
+  await writeFile(file, jsonl(records));
+  return file;
+}
 
 /** Session A: a SessionStart output persisted (its record written twice), the other hooks delivered. */
 function sessionARecords(): unknown[] {
@@ -145,16 +151,12 @@ describe('scan: counting delivered and persisted hook outputs', () => {
   });
 
   it('attributes a hook output marker outside a hook record, and counts records without an id by line', async () => {
-    const file = join(dir, 'odd.jsonl');
-    await writeFile(
-      file,
-      jsonl([
-        messageRecord({ uuid: 'm1', sessionId: 's-odd', role: 'user', text: persistedMarker({ savedPath: savedPath('s-odd', 'orphan'), preview: 'x' }) }),
-        { type: 'attachment', sessionId: 's-odd', attachment: { type: 'hook_success', hookName: 'Stop', stdout: 'no id' } },
-        { type: 'attachment', sessionId: 's-odd', attachment: { type: 'hook_success', hookName: 'Stop', stdout: 'no id' } },
-        ['not', 'an', 'object'],
-      ]),
-    );
+    const file = await transcript('odd.jsonl', [
+      messageRecord({ uuid: 'm1', sessionId: 's-odd', role: 'user', text: persistedMarker({ savedPath: savedPath('s-odd', 'orphan'), preview: 'x' }) }),
+      { type: 'attachment', sessionId: 's-odd', attachment: { type: 'hook_success', hookName: 'Stop', stdout: 'no id' } },
+      { type: 'attachment', sessionId: 's-odd', attachment: { type: 'hook_success', hookName: 'Stop', stdout: 'no id' } },
+      ['not', 'an', 'object'],
+    ]);
     const { code, result } = await scanJson([file]);
     expect(result.hooks.map((h) => [h.hookName, h.runs, h.outputsPersisted])).toEqual([
       ['(unknown hook)', 0, 1],
@@ -165,22 +167,17 @@ describe('scan: counting delivered and persisted hook outputs', () => {
   });
 
   it('skips a line over --max-line-bytes and still reads the lines after it', async () => {
-    const file = join(dir, 'long-line.jsonl');
-    await writeFile(
-      file,
-      jsonl([
-        messageRecord({ uuid: 'm1', sessionId: 's-long', role: 'assistant', text: 'z'.repeat(5_000) }),
-        hookRecord({ uuid: 'h1', sessionId: 's-long', hookName: 'Stop', content: persistedMarker({ savedPath: savedPath('s-long', 'h1'), preview: 'x' }) }),
-      ]),
-    );
+    const file = await transcript('long-line.jsonl', [
+      messageRecord({ uuid: 'm1', sessionId: 's-long', role: 'assistant', text: 'z'.repeat(5_000) }),
+      hookRecord({ uuid: 'h1', sessionId: 's-long', hookName: 'Stop', content: persistedMarker({ savedPath: savedPath('s-long', 'h1'), preview: 'x' }) }),
+    ]);
     const { code, result } = await scanJson(['--max-line-bytes', '2048', file]);
     expect(result.totals).toMatchObject({ lines: 2, oversizedLines: 1, records: 1, outputsPersisted: 1 });
     expect(code).toBe(1);
   });
 
   it('passes when nothing was persisted', async () => {
-    const file = join(dir, 'clean.jsonl');
-    await writeFile(file, jsonl([hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]));
+    const file = await transcript('clean.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]);
     const { code, result } = await scanJson([file]);
     expect(result.ok).toBe(true);
     expect(result.hooks[0]?.largestDeliveredChars).toBe(10_000);
@@ -253,8 +250,7 @@ describe('scan --send', () => {
   });
 
   it('posts one finding per command run and per output, with its source and a stable id, never as telemetry', async () => {
-    const file = join(dir, 'send.jsonl');
-    await writeFile(file, jsonl(sessionARecords()));
+    const file = await transcript('send.jsonl', sessionARecords());
     received = [];
     const { code, result } = await scanJson(['--send', base, file]);
     expect(result.send).toEqual({ url: `${base}/v1/logs`, emitted: 6, exported: 6, failed: 0 });
@@ -297,10 +293,9 @@ describe('scan --send', () => {
   });
 
   it('never sends or prints a credential in a command line', async () => {
-    const file = join(dir, 'secret-command.jsonl');
     const record = hookRecord({ uuid: 'h-secret', sessionId: 's-secret', hookName: 'Stop', stdout: 'ok' });
     (record.attachment as Record<string, unknown>).command = 'SLACK_TOKEN=xoxb-123-456 ./notify.sh --password hunter2';
-    await writeFile(file, jsonl([record]));
+    const file = await transcript('secret-command.jsonl', [record]);
     received = [];
     const { out } = await scan(['--send', base, file]);
     const sent = JSON.stringify(received);
@@ -312,8 +307,7 @@ describe('scan --send', () => {
   });
 
   it('exits 3 and says so when the server refuses the events', async () => {
-    const file = join(dir, 'send-refused.jsonl');
-    await writeFile(file, jsonl([hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]));
+    const file = await transcript('send-refused.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]);
     status = 400;
     try {
       const { code, out } = await scan(['--send', `${base}/v1/logs`, file]);

@@ -6,11 +6,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createInterface } from 'node:readline';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { fileURLToPath } from 'node:url';
+import { waitForStarted } from '../started.ts';
 
 const MAIN = fileURLToPath(new URL('../../../src/main.ts', import.meta.url));
 
@@ -59,30 +59,7 @@ export async function startReplica(opts: ReplicaOptions): Promise<Replica> {
       child.once('error', () => resolve());
     }
   });
-  const reader = createInterface({ input: child.stderr as NodeJS.ReadableStream });
-  const urls = await new Promise<{ otlpHttp: string; http: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`replica did not start within ${opts.startTimeoutMs ?? 30_000} ms:\n${lines.join('\n')}`)), opts.startTimeoutMs ?? 30_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`replica exited with ${code} before starting:\n${lines.join('\n')}`));
-    });
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    reader.on('line', (line) => {
-      lines.push(line);
-      try {
-        const entry = JSON.parse(line) as { msg?: string; otlpHttp?: string; http?: string };
-        if (entry.msg === 'hookwatch started' && entry.otlpHttp && entry.http) {
-          clearTimeout(timer);
-          resolve({ otlpHttp: entry.otlpHttp, http: entry.http });
-        }
-      } catch {
-        // Not a JSON log line (a Node warning): kept in lines, otherwise ignored.
-      }
-    });
-  });
+  const urls = await waitForStarted(child, opts.startTimeoutMs ?? 30_000, (line) => lines.push(line));
   const stop = async (graceMs = 10_000): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill('SIGTERM');
