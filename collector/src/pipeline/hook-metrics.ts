@@ -9,7 +9,7 @@
  * Label cardinality is bounded: the first `maxSeries` hooks get their own series; events of any further hook
  * are added to the overflow counters and the number of such hooks is reported, never a new series.
  */
-import type { HookCounters } from '../../../shared/src/api.ts';
+import type { HookCounters } from '../store/model.ts';
 import { largestKnown, largestOutput } from '../../../shared/src/cliff.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { addEvent, emptyRow, toCounters, type CounterRow } from '../store/counters.ts';
