@@ -1,16 +1,9 @@
 /** The alerting domain: alert instances, silences and what the state store keeps of them. */
 import type { SilenceMatcher } from '../../../shared/src/api.ts';
-import type { Notification } from '../notify/model.ts';
+import type { AlertIdentity, Notification } from '../notify/model.ts';
 
 /** One alert instance: one episode of one label set (a new episode gets a new id, the same fingerprint). */
-export interface AlertRecord {
-  /** URL-safe: fingerprint plus the time it became active (base 36). */
-  id: string;
-  fingerprint: string;
-  rule: string;
-  state: 'pending' | 'firing' | 'resolved';
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+export interface AlertRecord extends AlertIdentity {
   hookId: string | null;
   activeAtMs: number;
   startsAtMs: number | null;

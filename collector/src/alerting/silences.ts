@@ -7,15 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
+import { BadParameterError } from '../request-error.ts';
 
-/** A silence request the API could not accept; the message names the field. */
-export class SilenceError extends Error {
+/** A silence request the API could not accept; the message and `parameter` name the field. */
+export class SilenceError extends BadParameterError {
   override name = 'SilenceError';
-  field: string;
-  constructor(field: string, message: string) {
-    super(message);
-    this.field = field;
-  }
 }
 
 const MAX_MATCHERS = 20;

@@ -144,7 +144,7 @@ function errorHandler(logger: Logger) {
       return;
     }
     if (err instanceof SilenceError) {
-      badParameter(res, err.field, err.message);
+      badParameter(res, err.parameter, err.message);
       return;
     }
     if (err instanceof StoreUnavailableError) {

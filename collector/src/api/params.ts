@@ -1,13 +1,10 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
 import { parseDuration } from '../config/values.ts';
+import { BadParameterError } from '../request-error.ts';
 
-export class ParamError extends Error {
+/** A query parameter or path segment the API cannot accept. */
+export class ParamError extends BadParameterError {
   override name = 'ParamError';
-  parameter: string;
-  constructor(parameter: string, message: string) {
-    super(message);
-    this.parameter = parameter;
-  }
 }
 
 /** Largest time a JavaScript Date holds (ECMA-262: 8.64e15 ms either side of the epoch). */

@@ -6,15 +6,10 @@ import { SeverityNumber, type Logger as OtelLogger } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import type { AlertIdentity } from './model.ts';
 
 /** One alert transition as emitted. */
-export interface AlertEvent {
-  id: string;
-  fingerprint: string;
-  rule: string;
-  state: 'pending' | 'firing' | 'resolved';
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+export interface AlertEvent extends AlertIdentity {
   atMs: number;
 }
 
