@@ -130,7 +130,7 @@ function sqliteBackend(): Backend {
       await of.close();
       const db = new DatabaseSync(path);
       // Back to schema version 1: undo every later migration (the arrival-time one included).
-      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms;');
+      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;');
       db.close();
       const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
       paths.set(store, path);
@@ -179,7 +179,7 @@ function postgresBackend(): Backend {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms;');
+        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;');
       } finally {
         await c.end();
       }
