@@ -18,7 +18,7 @@
  * value (rolled up together with a missing attribute) reads the raw events of the whole range.
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
-import { addEvent, emptyRow, type CounterRow } from './counters.ts';
+import { SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { DAY, HOUR, type Granularity } from './segments.ts';
 
 export const DIM_ROLLUP_TABLES = { hour: 'rollup_dim_1h', day: 'rollup_dim_1d' } as const;
@@ -193,9 +193,12 @@ export function dimRebuildSql(
   const sn = dimExpr('service.name');
   const sv = dimExpr('service.version');
   const cols = [...DIM_ROLLUP_KEY, ...counterColumns].join(', ');
+  // A SUM over events that all lack a count is NULL; the rollups' count columns are 0 then (counterColumnsDdl).
+  const counts: readonly string[] = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
+  const outer = counterColumns.map((c) => (counts.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
   return [
     `INSERT INTO ${DIM_ROLLUP_TABLES.hour} (${cols})
-     SELECT hook_id, CAST(${p(1)} AS TEXT), b, v, sn, sv, ${counterColumns.join(', ')} FROM (
+     SELECT hook_id, CAST(${p(1)} AS TEXT), b, v, sn, sv, ${outer} FROM (
        SELECT hook_id, (time_ms / ${HOUR}) * ${HOUR} AS b, ${v} AS v, ${sn} AS sn, ${sv} AS sv, ${aggregates.events}
        FROM events GROUP BY hook_id, (time_ms / ${HOUR}) * ${HOUR}, ${v}, ${sn}, ${sv}) s`,
     `INSERT INTO ${DIM_ROLLUP_TABLES.day} (${cols})
