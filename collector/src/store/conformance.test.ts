@@ -180,6 +180,18 @@ function sqliteBackend(): Backend {
   let dir = '';
   let n = 0;
   const paths = new WeakMap<Store, string>();
+  /** Closes the store, runs `sql` on its file (back to an older schema), and opens it again (migrating it). */
+  const reopenAfter = async (of: Store, sql: string): Promise<Store> => {
+    const path = paths.get(of);
+    if (!path) throw new Error('unknown store');
+    await of.close();
+    const db = new DatabaseSync(path);
+    db.exec(sql);
+    db.close();
+    const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+    paths.set(store, path);
+    return store;
+  };
   return {
     name: 'sqlite',
     async setup() {
@@ -199,29 +211,10 @@ function sqliteBackend(): Backend {
       paths.set(store, path);
       return store;
     },
-    async reopenBeforeDimRollups(of: Store) {
-      const path = paths.get(of);
-      if (!path) throw new Error('unknown store');
-      await of.close();
-      const db = new DatabaseSync(path);
-      db.exec(UNDO_DIM_ROLLUPS(6));
-      db.close();
-      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
-      paths.set(store, path);
-      return store;
-    },
-    async reopenAsUpgrade(of: Store) {
-      const path = paths.get(of);
-      if (!path) throw new Error('unknown store');
-      await of.close();
-      const db = new DatabaseSync(path);
-      // Back to schema version 1: undo every later migration (the arrival-time one included).
-      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;');
-      db.close();
-      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
-      paths.set(store, path);
-      return store;
-    },
+    reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS(6)),
+    // Back to schema version 1: undo every later migration (the arrival-time one included).
+    reopenAsUpgrade: (of: Store) =>
+      reopenAfter(of, 'DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;'),
     async teardown() {
       rmSync(dir, { recursive: true, force: true });
     },
@@ -231,6 +224,22 @@ function sqliteBackend(): Backend {
 function postgresBackend(): Backend {
   let server: TestServer | undefined;
   const urls = new WeakMap<Store, string>();
+  /** Closes the store, runs `sql` on its database (back to an older schema), and opens it again (migrating it). */
+  const reopenAfter = async (of: Store, sql: string): Promise<Store> => {
+    const url = urls.get(of);
+    if (!url) throw new Error('unknown store');
+    await of.close();
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+    const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+    urls.set(store, url);
+    return store;
+  };
   return {
     name: 'postgres',
     async setup() {
@@ -258,36 +267,9 @@ function postgresBackend(): Backend {
       urls.set(store, url);
       return store;
     },
-    async reopenBeforeDimRollups(of: Store) {
-      const url = urls.get(of);
-      if (!url) throw new Error('unknown store');
-      await of.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      try {
-        await c.query(UNDO_DIM_ROLLUPS(8));
-      } finally {
-        await c.end();
-      }
-      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
-      urls.set(store, url);
-      return store;
-    },
-    async reopenAsUpgrade(of: Store) {
-      const url = urls.get(of);
-      if (!url) throw new Error('unknown store');
-      await of.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      try {
-        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;');
-      } finally {
-        await c.end();
-      }
-      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
-      urls.set(store, url);
-      return store;
-    },
+    reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS(8)),
+    reopenAsUpgrade: (of: Store) =>
+      reopenAfter(of, 'DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;'),
     async teardown() {
       await server?.stop();
     },

@@ -80,8 +80,6 @@ const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   organization_id: 'text', terminal_type: 'text', source: 'text', extra: 'jsonb', received_ms: 'int8',
 };
 
-const ROLLUP_KEY = ['hook_id', 'bucket', 'service_name', 'service_version'] as const;
-
 /**
  * SQLSTATE classes where a retry can help: connection exceptions (08), serialization failure and deadlock (40),
  * insufficient resources (53), operator intervention such as a shutdown or failover (57), read-only replica (25006).
@@ -104,6 +102,24 @@ export function scrubSecret(message: string, url: string): string {
     out = out.split(url).join('<db url>');
   }
   return out;
+}
+
+/**
+ * One multi-row upsert of a commit's rollup rows into `table`: one array per column through unnest(), in the
+ * rows' (key) order, so concurrent commits take row locks in the same order. `key`: the key columns and types.
+ */
+async function upsertRollups(client: pg.PoolClient, table: string, key: readonly [string, string][], keys: readonly unknown[][], rows: readonly CounterRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const cols = [...key.map(([c]) => c), ...COUNTER_COLUMNS];
+  const types = [...key.map(([, t]) => t), ...COUNTER_COLUMNS.map(() => 'int8')];
+  const params: unknown[][] = key.map((_, i) => keys.map((k) => k[i]));
+  for (const c of COUNTER_COLUMNS) params.push(rows.map((r) => r[c]));
+  await client.query(
+    `INSERT INTO ${table} AS t (${cols.join(', ')})
+     SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
+     ON CONFLICT (${key.map(([c]) => c).join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
+    params,
+  );
 }
 
 export class PostgresStore implements Store {
@@ -282,34 +298,16 @@ export class PostgresStore implements Store {
        ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`,
       [hookList.map(([id]) => id), hookList.map(([, h]) => h.event.hookEvent), hookList.map(([, h]) => h.event.hookName), hookList.map(([, h]) => h.firstMs), hookList.map(([, h]) => h.lastMs)],
     );
-    const cols = [...ROLLUP_KEY, ...COUNTER_COLUMNS];
-    const types = ['text', 'int8', 'text', 'text', ...COUNTER_COLUMNS.map(() => 'int8')];
     for (const g of GRANULARITIES) {
       const list = rows[g];
-      const params: unknown[][] = [list.map((x) => x.hookId), list.map((x) => x.bucket), list.map((x) => x.serviceName), list.map((x) => x.serviceVersion)];
-      for (const c of COUNTER_COLUMNS) params.push(list.map((x) => x.row[c]));
-      await client.query(
-        `INSERT INTO ${ROLLUP_TABLES[g]} AS t (${cols.join(', ')})
-         SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
-         ON CONFLICT (${ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
-        params,
-      );
+      await upsertRollups(client, ROLLUP_TABLES[g], [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']], list.map((x) => [x.hookId, x.bucket, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
     }
     // Dimension rollups the same way: the batch's deltas folded in memory, one multi-row upsert per table.
     const dimRows = groupForDimRollups(events, this.rolled);
-    const dimCols = [...DIM_ROLLUP_KEY, ...COUNTER_COLUMNS];
-    const dimTypes = ['text', 'text', 'int8', 'text', 'text', 'text', ...COUNTER_COLUMNS.map(() => 'int8')];
+    const dimKey = DIM_ROLLUP_KEY.map((c): [string, string] => [c, c === 'bucket' ? 'int8' : 'text']);
     for (const g of DIM_GRANULARITIES) {
       const list = dimRows[g];
-      if (list.length === 0) continue;
-      const params: unknown[][] = [list.map((x) => x.hookId), list.map((x) => x.dim), list.map((x) => x.bucket), list.map((x) => x.value), list.map((x) => x.serviceName), list.map((x) => x.serviceVersion)];
-      for (const c of COUNTER_COLUMNS) params.push(list.map((x) => x.row[c]));
-      await client.query(
-        `INSERT INTO ${DIM_ROLLUP_TABLES[g]} AS t (${dimCols.join(', ')})
-         SELECT ${dimCols.join(', ')} FROM unnest(${dimTypes.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${dimCols.join(', ')}, ord) ORDER BY ord
-         ON CONFLICT (${DIM_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
-        params,
-      );
+      await upsertRollups(client, DIM_ROLLUP_TABLES[g], dimKey, list.map((x) => [x.hookId, x.dim, x.bucket, x.value, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
     }
   }
 
