@@ -725,6 +725,8 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(r.events).toBe(1);
     expect(r.rollups).toBe(3);
     expect((await store.hookCounters({ fromMs: T0, toMs: T0 + 40 * DAY })).get(ev().hookId)?.executions).toBe(1);
+    // The dimension rollups of the future day went too.
+    expect((await store.hookCounters({ fromMs: T0, toMs: T0 + 40 * DAY, filters: { 'organization.id': 'org-1' } })).get(ev().hookId)?.executions).toBe(1);
   });
 
   it('finds persisted outputs by arrival time whose event time is older than the window', async () => {

@@ -11,7 +11,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { alignRange, granularityForStep, segments } from '../segments.ts';
-import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, ROLLED_DIMENSIONS_META, dimChanges, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
+import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { counterColumnsDdl, type RollupFilter, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../../../../shared/src/transcript-api.ts';
@@ -512,12 +512,21 @@ export class PostgresStore implements Store {
     result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
-    for (const t of Object.values(DIM_ROLLUP_TABLES)) await rollups(t, rollupsBeforeMs);
+    const hookIds = (await this.query('SELECT hook_id FROM hooks', [])).map((r) => String(r['hook_id']));
+    const dimPrune = async (op: '<' | '>=', bound: number): Promise<void> => {
+      for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
+        const chunk = hookIds.slice(i, i + DIM_PRUNE_HOOKS);
+        for (const t of Object.values(DIM_ROLLUP_TABLES)) {
+          for (const dim of this.rolled) await this.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]);
+        }
+      }
+    };
+    await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       result.events += await batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
       const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
-      for (const t of Object.values(DIM_ROLLUP_TABLES)) await future(t);
+      await dimPrune('>=', futureFromMs);
     }
     result.hooks = await batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT $1)`);
     if (result.hooks > 0) this.known.clear();

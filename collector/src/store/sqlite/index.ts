@@ -10,7 +10,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, ROLLED_DIMENSIONS_META, dimChanges, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
+import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { counterColumnsDdl, type RollupFilter, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
@@ -712,23 +712,30 @@ export class SqliteStore implements Store {
     };
     result.events = batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
     result.events += batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
-    const baseKey = 'hook_id, bucket, service_name, service_version';
-    const dimTables: string[] = Object.values(DIM_ROLLUP_TABLES);
-    const rollups = (t: string, where: string, bound: number): number => {
-      const key = dimTables.includes(t) ? DIM_ROLLUP_KEY.join(', ') : baseKey;
-      return batch(`DELETE FROM ${t} WHERE (${key}) IN (SELECT ${key} FROM ${t} WHERE ${where} LIMIT 5000)`, bound);
+    const key = '(hook_id, bucket, service_name, service_version)';
+    const rollups = (t: string, where: string, bound: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT 5000)`, bound);
+    const hookIds = (this.read(() => this.c.sql.get('SELECT hook_id FROM hooks').all()) as { hook_id: string }[]).map((r) => r.hook_id);
+    const dimPrune = (op: '<' | '>=', bound: number): number => {
+      let n = 0;
+      for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
+        const chunk = JSON.stringify(hookIds.slice(i, i + DIM_PRUNE_HOOKS));
+        for (const t of Object.values(DIM_ROLLUP_TABLES)) {
+          const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', op, (k) => `?${k}`);
+          for (const dim of this.rolled) n += Number(this.read(() => this.c.sql.get(sql).run(chunk, dim, bound).changes));
+        }
+      }
+      return n;
     };
     result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', eventsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
-    let dimRows = 0;
-    for (const t of dimTables) dimRows += rollups(t, 'bucket < ?', rollupsBeforeMs);
+    let dimRows = dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       result.events += batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT 5000)', futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += rollups(t, 'bucket >= ?', futureFromMs);
-      for (const t of dimTables) dimRows += rollups(t, 'bucket >= ?', futureFromMs);
+      dimRows += dimPrune('>=', futureFromMs);
     }
     result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
     if (result.hooks > 0) this.known.clear();
