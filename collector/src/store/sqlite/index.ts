@@ -412,6 +412,8 @@ export class SqliteStore implements Store {
           this.applyRollups(inserted);
           return { inserted, duplicates: w.events.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}) };
         });
+        // Once per commit: every batch's deltas folded together, one upsert per dimension rollup row.
+        this.applyDimRollups(all);
         return out;
       });
       const lost = this.fileProblem();
@@ -478,6 +480,10 @@ export class SqliteStore implements Store {
       const stmt = this.c.upserts[g];
       for (const r of rows[g]) stmt.run(r.hookId, r.bucket, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
     }
+  }
+
+  private applyDimRollups(events: HookEvent[]): void {
+    if (events.length === 0) return;
     const dimRows = groupForDimRollups(events, this.rolled);
     for (const g of DIM_GRANULARITIES) {
       const stmt = this.c.dimUpserts[g];
