@@ -1,7 +1,9 @@
 /**
  * Rollups answer exactly what the raw events answer: for random events (starts and completes, unknown sizes,
  * several hooks and versions) and random ranges and steps, the SQLite store's rollup path (minute, hour and day
- * segments), its raw-event path (a filter that matches everything) and a fold of the events in memory agree.
+ * segments), its dimension-rollup path (a filter on a rolled dimension that matches everything: hours and days
+ * from the dimension rollups, edges from raw events), its raw-event path (a filter on a raw-only dimension) and a
+ * fold of the events in memory agree.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -98,7 +100,10 @@ function sorted<K, V>(m: Map<K, V>): [K, V][] {
   return [...m.entries()].sort(([a], [b]) => (String(a) < String(b) ? -1 : 1));
 }
 
+/** Matches every event: through the dimension rollups. */
 const ALL = { 'hookwatch.source': 'otlp' };
+/** Matches every event: through the raw events (user.* is never rolled up). */
+const ALL_RAW = { 'user.id': 'u' };
 
 /** A fresh in-memory store holding `events`, closed after `fn` whatever happens. */
 async function withEvents(events: HookEvent[], fn: (store: SqliteStore) => Promise<void>): Promise<void> {
@@ -127,6 +132,7 @@ describe('rollups agree with raw events', () => {
             sorted(new Map([...m].map(([k, { info: _info, ...c }]) => [k, c])));
           expect(strip(await store.hookCounters(q))).toEqual(want);
           expect(strip(await store.hookCounters({ ...q, filters: ALL }))).toEqual(want);
+          expect(strip(await store.hookCounters({ ...q, filters: ALL_RAW }))).toEqual(want);
         });
       },
     ), { numRuns: 120 });
@@ -148,6 +154,7 @@ describe('rollups agree with raw events', () => {
           const want = sorted(fold(events.filter((e) => e.hookId === id), from, to, (e) => Math.floor(e.timeMs / stepMs) * stepMs));
           expect(sorted(await store.series(id, q))).toEqual(want);
           expect(sorted(await store.series(id, { ...q, filters: ALL }))).toEqual(want);
+          expect(sorted(await store.series(id, { ...q, filters: ALL_RAW }))).toEqual(want);
         });
       },
     ), { numRuns: 120 });
@@ -172,6 +179,10 @@ describe('rollups agree with raw events', () => {
           const rows = await store.breakdown(id, 'service.version', q);
           const want = fold(events.filter((e) => e.hookId === id), fromMs, toMs, (e) => e.serviceVersion);
           expect(sorted(new Map(rows.map(({ value, ...c }) => [value, c])))).toEqual(sorted(want));
+          // The same figures grouped by a rolled dimension (one value: every event's source).
+          const bySource = await store.breakdown(id, 'hookwatch.source', q);
+          const all = fold(events.filter((e) => e.hookId === id), fromMs, toMs, (e) => e.source);
+          expect(sorted(new Map(bySource.map(({ value, ...c }) => [value, c])))).toEqual(sorted(all));
         });
       },
     ), { numRuns: 80 });

@@ -1,6 +1,7 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
+import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
 import { granularityForStep } from './segments.ts';
 import { UnknownDimensionError, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 
@@ -183,9 +184,25 @@ export function latePersistedQuery(p: (n: number) => string): string {
 /** The overflow hooks' rows (names end with ':(overflow)', hook-limit.ts). */
 export const OVERFLOW_HOOKS = `SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_name LIKE '%:(overflow)'`;
 
-/** Hooks with nothing left in retention: no raw event and no rollup row of any granularity. */
+/** Hooks with nothing left in retention: no raw event and no rollup row of any granularity or dimension. */
 export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hook_id = h.hook_id)
-  ${(['minute', 'hour', 'day'] as const).map((g) => `AND NOT EXISTS (SELECT 1 FROM ${ROLLUP_TABLES[g]} r WHERE r.hook_id = h.hook_id)`).join('\n  ')}`;
+  ${[...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES)].map((t) => `AND NOT EXISTS (SELECT 1 FROM ${t} r WHERE r.hook_id = h.hook_id)`).join('\n  ')}`;
+
+/**
+ * How a series reads rollups under a filter: from the dimension rollups (`dims`, only for steps of whole hours)
+ * or the base ones, with `where` (AND ... on their key columns) appended.
+ */
+export interface RollupFilter {
+  dims: boolean;
+  where: string;
+}
+
+function rollupTable(step: number, rollup: RollupFilter | undefined): string {
+  const g = granularityForStep(step);
+  if (!rollup?.dims) return ROLLUP_TABLES[g];
+  if (g === 'minute') throw new RangeError('dimension rollups serve steps of whole hours only');
+  return DIM_ROLLUP_TABLES[g];
+}
 
 /** A SQL string literal (for the few constants spliced into SQL text; user input is always a parameter). */
 export function sqlString(s: string): string {
@@ -207,13 +224,14 @@ export function toInfo(r: Record<string, unknown>): HookInfo {
 /**
  * A hook's series: counters per bucket of `stepMs`, from rollups, or from raw events when `filterWhere` (a
  * filter clause) is given. The step is written into the SQL, so it must be a positive whole number of ms.
- * Parameters, rendered by `p(n)`: 1 hook id, 2 and 3 the range aligned to the step (returned), then the filters.
+ * Parameters, rendered by `p(n)`: 1 hook id, 2 and 3 the range aligned to the step (returned), then the filters
+ * (of `filterWhere` over raw events, or of `rollup` over rollups).
  */
-export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string): { sql: string; fromMs: number; toMs: number } {
+export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = filterWhere === null
-    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${ROLLUP_TABLES[granularityForStep(step)]} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} GROUP BY b`
+    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
     : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ${p(1)} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
@@ -230,11 +248,11 @@ function pick(aggregates: string): string {
  * more to build than to read). Parameters as seriesQuery's without the hook id: 1 and 2 the aligned range,
  * then the filters.
  */
-export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string): { sql: string; fromMs: number; toMs: number } {
+export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = filterWhere === null
-    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${ROLLUP_TABLES[granularityForStep(step)]} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} GROUP BY hook_id, b`
+    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup?.where ?? ''} GROUP BY hook_id, b`
     : `SELECT hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${filterWhere} GROUP BY hook_id, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }

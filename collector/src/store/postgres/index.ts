@@ -10,9 +10,10 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { alignRange, segments } from '../segments.ts';
+import { alignRange, granularityForStep, segments } from '../segments.ts';
+import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { counterColumnsDdl, type RollupFilter, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -66,6 +67,8 @@ export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replica_heartbeats (name TEXT NOT NULL, replica TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL, last_seen TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, replica));`,
   // 7: when each event arrived.
   arrivalTimeDdl('BIGINT'),
+  // 8: rollups per dimension (dim-rollups.ts); filled from the raw events right after, under the same lock.
+  dimRollupDdl(counterColumnsDdl('BIGINT'), 'BIGINT', ''),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -76,8 +79,6 @@ const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   service_name: 'text', service_version: 'text', session_id: 'text', user_id: 'text', user_email: 'text', user_account_uuid: 'text',
   organization_id: 'text', terminal_type: 'text', source: 'text', extra: 'jsonb', received_ms: 'int8',
 };
-
-const ROLLUP_KEY = ['hook_id', 'bucket', 'service_name', 'service_version'] as const;
 
 /**
  * SQLSTATE classes where a retry can help: connection exceptions (08), serialization failure and deadlock (40),
@@ -103,6 +104,24 @@ export function scrubSecret(message: string, url: string): string {
   return out;
 }
 
+/**
+ * One multi-row upsert of a commit's rollup rows into `table`: one array per column through unnest(), in the
+ * rows' (key) order, so concurrent commits take row locks in the same order. `key`: the key columns and types.
+ */
+async function upsertRollups(client: pg.PoolClient, table: string, key: readonly [string, string][], keys: readonly unknown[][], rows: readonly CounterRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const cols = [...key.map(([c]) => c), ...COUNTER_COLUMNS];
+  const types = [...key.map(([, t]) => t), ...COUNTER_COLUMNS.map(() => 'int8')];
+  const params: unknown[][] = key.map((_, i) => keys.map((k) => k[i]));
+  for (const c of COUNTER_COLUMNS) params.push(rows.map((r) => r[c]));
+  await client.query(
+    `INSERT INTO ${table} AS t (${cols.join(', ')})
+     SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
+     ON CONFLICT (${key.map(([c]) => c).join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
+    params,
+  );
+}
+
 export class PostgresStore implements Store {
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
@@ -112,6 +131,8 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   private readonly url: string;
   private readonly dims: readonly string[];
+  /** Dimensions with rollups of their own (dim-rollups.ts). */
+  private readonly rolled: readonly string[];
   private readonly logger: Logger | undefined;
   private readonly pruneBatch: number;
   private closed: Promise<void> | undefined;
@@ -119,6 +140,7 @@ export class PostgresStore implements Store {
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
     this.dims = opts.dimensions ?? [];
+    this.rolled = rolledDimensions(this.dims);
     this.logger = opts.logger;
     this.pruneBatch = opts.pruneBatch ?? 5000;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
@@ -174,11 +196,31 @@ export class PostgresStore implements Store {
         await client.query(MIGRATIONS[v] as string);
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
       }
+      await this.syncDimensions(client);
       return from;
     }, this.onLost);
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
+  }
+
+  /**
+   * Brings the dimension rollups in line with the configured dimensions (dim-rollups.ts), inside the migration
+   * transaction: replicas starting together wait on its lock, and the first one rebuilds. After every migration,
+   * so it reads the events table as the current schema stores it. Replicas must share `dimensions`: one still
+   * running an older list does not write rollups for a dimension added since.
+   */
+  private async syncDimensions(client: pg.PoolClient): Promise<void> {
+    const r = await client.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [ROLLED_DIMENSIONS_META]);
+    const row = r.rows[0];
+    const { remove, rebuild } = dimChanges(row ? (JSON.parse(row.value) as string[]) : null, this.rolled);
+    if (row && remove.length === 0 && rebuild.length === 0) return;
+    for (const dim of [...remove, ...rebuild]) for (const sql of dimRemoveSql((n) => `$${n}`)) await client.query(sql, [dim]);
+    for (const dim of rebuild) {
+      for (const sql of dimRebuildSql((n) => `$${n}`, (d) => this.dimExpr(d), { events: eventAggregates(), rollups: rollupAggregates() }, COUNTER_COLUMNS, dim)) await client.query(sql, [dim]);
+    }
+    await client.query('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [ROLLED_DIMENSIONS_META, JSON.stringify(this.rolled)]);
+    if (rebuild.length > 0 || remove.length > 0) this.logger?.info('dimension rollups rebuilt from the stored events', { rebuilt: rebuild, removed: remove });
   }
 
   /** A connection lost during a transaction: the request in flight gets a 503, the pool reconnects. */
@@ -256,18 +298,16 @@ export class PostgresStore implements Store {
        ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`,
       [hookList.map(([id]) => id), hookList.map(([, h]) => h.event.hookEvent), hookList.map(([, h]) => h.event.hookName), hookList.map(([, h]) => h.firstMs), hookList.map(([, h]) => h.lastMs)],
     );
-    const cols = [...ROLLUP_KEY, ...COUNTER_COLUMNS];
-    const types = ['text', 'int8', 'text', 'text', ...COUNTER_COLUMNS.map(() => 'int8')];
     for (const g of GRANULARITIES) {
       const list = rows[g];
-      const params: unknown[][] = [list.map((x) => x.hookId), list.map((x) => x.bucket), list.map((x) => x.serviceName), list.map((x) => x.serviceVersion)];
-      for (const c of COUNTER_COLUMNS) params.push(list.map((x) => x.row[c]));
-      await client.query(
-        `INSERT INTO ${ROLLUP_TABLES[g]} AS t (${cols.join(', ')})
-         SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
-         ON CONFLICT (${ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
-        params,
-      );
+      await upsertRollups(client, ROLLUP_TABLES[g], [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']], list.map((x) => [x.hookId, x.bucket, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
+    }
+    // Dimension rollups the same way: the batch's deltas folded in memory, one multi-row upsert per table.
+    const dimRows = groupForDimRollups(events, this.rolled);
+    const dimKey = DIM_ROLLUP_KEY.map((c): [string, string] => [c, c === 'bucket' ? 'int8' : 'text']);
+    for (const g of DIM_GRANULARITIES) {
+      const list = dimRows[g];
+      await upsertRollups(client, DIM_ROLLUP_TABLES[g], dimKey, list.map((x) => [x.hookId, x.dim, x.bucket, x.value, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
     }
   }
 
@@ -277,40 +317,73 @@ export class PostgresStore implements Store {
     return row ? toInfo(row) : undefined;
   }
 
-  /** Counter rows for [from, to) grouped by SQL expressions (over rollups, or raw events when filtered). */
-  private async aggregate(q: RangeQuery, groupBy: string[], hookId?: string, forceEvents = false): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
+  /**
+   * Counter rows for [from, to), by grouping: from the base rollups, the dimension rollups (whole hours and days;
+   * the rest from raw events) or the raw events, as planRead decides from the filters. One round trip: every
+   * segment's rows in one UNION ALL, merged here.
+   */
+  private async aggregate(q: RangeQuery, grouping: Grouping, hookId?: string): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
     const out = new Map<string, { keys: unknown[]; row: CounterRow }>();
     const add = (r: Record<string, unknown>): void => {
-      const keys = groupBy.map((_, i) => r[`g${i}`]);
+      const keys = rollupGroupColumns(grouping).map((_, i) => r[`g${i}`]);
       const k = JSON.stringify(keys);
       const row = fromDbRow(r);
       const cur = out.get(k);
       if (cur) mergeRow(cur.row, row);
       else out.set(k, { keys, row });
     };
-    const select = groupBy.map((g, i) => `${g} AS g${i}`).join(', ');
-    const group = groupBy.map((_, i) => `g${i}`).join(', ');
-    if (forceEvents || (q.filters && Object.keys(q.filters).length > 0)) {
-      const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
-      const params: unknown[] = [fromMs, toMs];
-      const hookClause = hookId ? `AND hook_id = $${params.push(hookId)}` : '';
-      const where = this.filterClause(q.filters ?? {}, params);
-      const sql = `SELECT ${select}, ${eventAggregates()} FROM events WHERE time_ms >= $1 AND time_ms < $2 ${hookClause} ${where} GROUP BY ${group}`;
-      for (const r of await this.query(sql, params)) add(r);
-      return out;
-    }
-    const segs = segments(q.fromMs, q.toMs);
-    if (segs.length === 0) return out;
-    // One round trip: every segment's rows in one UNION ALL, merged here.
+    const filters = q.filters ?? {};
     const params: unknown[] = [];
+    // Refuses a filter on an unknown dimension whatever is read; the clause itself is numbered on first use (a
+    // parameter PostgreSQL sees no use of has no type and fails the statement).
+    this.filterClause(filters, []);
+    let where: string | undefined;
+    const eventSelect = eventGroupExprs(grouping, (d) => this.dimExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
+    const rollupSelect = rollupGroupColumns(grouping).map((g, i) => `${g} AS g${i}`).join(', ');
+    const group = rollupGroupColumns(grouping).map((_, i) => `g${i}`).join(', ');
     const hookParam = hookId ? `AND hook_id = $${params.push(hookId)}` : '';
-    const parts = segs.map((seg) => {
-      const a = params.push(seg.fromMs);
-      const b = params.push(seg.toMs);
-      return `SELECT ${select}, ${rollupAggregates()} FROM ${ROLLUP_TABLES[seg.granularity]} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} GROUP BY ${group}`;
-    });
+    const plan = planRead(filters, grouping, this.rolled);
+    const fromEvents = (a: number, b: number): string => {
+      where ??= this.filterClause(filters, params);
+      const pa = params.push(a);
+      const pb = params.push(b);
+      return `SELECT ${eventSelect}, ${eventAggregates()} FROM events WHERE time_ms >= $${pa} AND time_ms < $${pb} ${hookParam} ${where} GROUP BY ${group}`;
+    };
+    let parts: string[];
+    if (plan.source === 'raw') {
+      const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
+      parts = toMs > fromMs ? [fromEvents(fromMs, toMs)] : [];
+    } else {
+      parts = segments(q.fromMs, q.toMs).map((seg) => {
+        const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
+        // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
+        if (plan.source === 'dims' && dimG === undefined) return fromEvents(seg.fromMs, seg.toMs);
+        const table = dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
+        const a = params.push(seg.fromMs);
+        const b = params.push(seg.toMs);
+        const cond = rollupWhere(plan, dimG !== undefined, (v) => `$${params.push(v)}`);
+        return `SELECT ${rollupSelect}, ${rollupAggregates()} FROM ${table} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} ${cond} GROUP BY ${group}`;
+      });
+    }
+    if (parts.length === 0) return out;
     for (const r of await this.query(parts.join('\nUNION ALL\n'), params)) add(r);
     return out;
+  }
+
+  /**
+   * How a series under `q.filters` is read: base rollups, dimension rollups (steps of whole hours: their buckets
+   * are exact, the hour being written included), or raw events. Returns seriesQuery's arguments; the filter
+   * parameters go after the `first` ones.
+   */
+  private seriesSource(q: SeriesQuery, first: unknown[]): { filterWhere: string | null; rollup: RollupFilter | undefined; params: unknown[] } {
+    const filters = q.filters ?? {};
+    const rawParams = [...first];
+    const where = this.filterClause(filters, rawParams);
+    const plan = planRead(filters, 'hook', this.rolled);
+    if (plan.source === 'raw' || (plan.source === 'dims' && granularityForStep(q.stepMs) === 'minute')) return { filterWhere: where, rollup: undefined, params: rawParams };
+    const params = [...first];
+    const dims = plan.source === 'dims';
+    return { filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params };
   }
 
   private filterClause(filters: Record<string, string>, params: unknown[]): string {
@@ -323,7 +396,7 @@ export class PostgresStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = await this.aggregate(q, ['hook_id'], q.hookId);
+    const rows = await this.aggregate(q, 'hook', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
     const byId = await this.infos([...rows.values()].map((x) => String(x.keys[0])));
@@ -356,9 +429,8 @@ export class PostgresStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const params: unknown[] = [hookId, null, null];
-    const where = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters, params) : null;
-    const { sql, fromMs, toMs } = seriesQuery(q, where, (n) => `$${n}`);
+    const { filterWhere, rollup, params } = this.seriesSource(q, [hookId, null, null]);
+    const { sql, fromMs, toMs } = seriesQuery(q, filterWhere, (n) => `$${n}`, rollup);
     params[1] = fromMs;
     params[2] = toMs;
     const rows = await this.query(sql, params);
@@ -366,16 +438,15 @@ export class PostgresStore implements Store {
   }
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    const params: unknown[] = [null, null];
-    const where = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters, params) : null;
-    const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, (n) => `$${n}`);
+    const { filterWhere, rollup, params } = this.seriesSource(q, [null, null]);
+    const { sql, fromMs, toMs } = fleetSeriesQuery(q, filterWhere, (n) => `$${n}`, rollup);
     params[0] = fromMs;
     params[1] = toMs;
     return (await this.query(sql, params)).map(toFleetBucket);
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
-    const rows = await this.aggregate(q, ['service_name', 'service_version']);
+    const rows = await this.aggregate(q, 'client');
     return [...rows.values()].map(({ keys, row }) => {
       const c = toCounters(row);
       return { serviceName: String(keys[0] ?? ''), version: String(keys[1] ?? ''), executions: c.executions, sizeUnknownExecutions: c.sizeUnknownExecutions, hasSizeData: c.executions > c.sizeUnknownExecutions };
@@ -383,9 +454,8 @@ export class PostgresStore implements Store {
   }
 
   async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]> {
-    const expr = this.dimExpr(dimension);
-    // Rollups carry no per-user or per-team keys: a breakdown reads the raw events (kept for retention.events).
-    const rows = await this.aggregate(q, [`COALESCE(${expr}, '')`], hookId, true);
+    // A rolled dimension from its rollups; user.*, session.id from the raw events of this one hook (dim-rollups.ts).
+    const rows = await this.aggregate(q, { dimension }, hookId);
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
@@ -440,9 +510,23 @@ export class PostgresStore implements Store {
     result.rollups += await rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
+    // `rollups`, which counts the base rows whatever the dimensions configured).
+    const hookIds = (await this.query('SELECT hook_id FROM hooks', [])).map((r) => String(r['hook_id']));
+    const dimPrune = async (op: '<' | '>=', bound: number): Promise<void> => {
+      for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
+        const chunk = hookIds.slice(i, i + DIM_PRUNE_HOOKS);
+        for (const t of Object.values(DIM_ROLLUP_TABLES)) {
+          for (const dim of this.rolled) await this.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]);
+        }
+      }
+    };
+    await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       result.events += await batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
-      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
+      const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
+      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
+      await dimPrune('>=', futureFromMs);
     }
     result.hooks = await batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT $1)`);
     if (result.hooks > 0) this.known.clear();

@@ -9,9 +9,10 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { MINUTE, segments, type Granularity } from '../segments.ts';
+import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
-import { EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { counterColumnsDdl, type RollupFilter, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
@@ -43,6 +44,8 @@ export const MIGRATIONS: readonly string[] = [
   guardTrimsDdl('INTEGER'),
   // 5: when each event arrived.
   arrivalTimeDdl('INTEGER'),
+  // 6: rollups per dimension (dim-rollups.ts); filled from the raw events when the store opens (syncDimensions).
+  dimRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID'),
 ];
 
 // Numbered, because the step appears twice and before the range in the bucket query.
@@ -98,6 +101,7 @@ interface Connection {
   legacyKeyExists: StatementSync;
   upsertHook: StatementSync;
   upserts: Record<Granularity, StatementSync>;
+  dimUpserts: Record<DimGranularity, StatementSync>;
   hookExists: StatementSync;
   hookCount: StatementSync;
   /** Identity of the file opened, to notice it deleted or replaced underneath. */
@@ -112,6 +116,8 @@ export class SqliteStore implements Store {
   private readonly synchronous: 'full' | 'normal';
   private readonly logger: Logger | undefined;
   private readonly dims: readonly string[];
+  /** Dimensions with rollups of their own (dim-rollups.ts). */
+  private readonly rolled: readonly string[];
   private closed = false;
   /** Batches waiting for the next group commit. */
   private readonly waiting: { events: HookEvent[]; resolve: (r: IngestResult) => void; reject: (e: Error) => void }[] = [];
@@ -136,6 +142,7 @@ export class SqliteStore implements Store {
     this.synchronous = opts.synchronous ?? 'full';
     this.logger = opts.logger;
     this.dims = opts.dimensions ?? [];
+    this.rolled = rolledDimensions(this.dims);
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     this.c = this.connect();
@@ -157,6 +164,7 @@ export class SqliteStore implements Store {
     try {
       db.exec('PRAGMA foreign_keys = ON;');
       this.migrate(db);
+      this.syncDimensions(db);
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
       this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
       const cols = ['hook_id', 'bucket', 'service_name', 'service_version', ...COUNTER_COLUMNS];
@@ -164,6 +172,12 @@ export class SqliteStore implements Store {
         db.prepare(
           `INSERT INTO ${table} AS t (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
            ON CONFLICT (hook_id, bucket, service_name, service_version) DO UPDATE SET ${upsertSetClause()}`,
+        );
+      const dimCols = [...DIM_ROLLUP_KEY, ...COUNTER_COLUMNS];
+      const dimUpsert = (table: string): StatementSync =>
+        db.prepare(
+          `INSERT INTO ${table} AS t (${dimCols.join(', ')}) VALUES (${dimCols.map(() => '?').join(', ')})
+           ON CONFLICT (${DIM_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
         );
       let file: Connection['file'];
       if (this.path !== ':memory:') {
@@ -180,6 +194,7 @@ export class SqliteStore implements Store {
            ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
         ),
         upserts: { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) },
+        dimUpserts: { hour: dimUpsert(DIM_ROLLUP_TABLES.hour), day: dimUpsert(DIM_ROLLUP_TABLES.day) },
         hookExists: db.prepare('SELECT 1 AS x FROM hooks WHERE hook_id = ?'),
         hookCount: db.prepare('SELECT COUNT(*) AS n FROM hooks'),
         file,
@@ -337,6 +352,24 @@ export class SqliteStore implements Store {
   }
 
   /**
+   * Brings the dimension rollups in line with the configured dimensions (dim-rollups.ts dimSyncSql), in one
+   * transaction. It runs after every migration, so it reads the events table as the current schema stores it;
+   * on a database written before dimension rollups existed it fills them from every stored event.
+   */
+  private syncDimensions(db: DatabaseSync): void {
+    const row = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(ROLLED_DIMENSIONS_META) as { value: string } | undefined;
+    const { remove, rebuild } = dimChanges(row ? (JSON.parse(row.value) as string[]) : null, this.rolled);
+    if (row && remove.length === 0 && rebuild.length === 0) return;
+    inTransaction(db, () => {
+      for (const dim of [...remove, ...rebuild]) for (const sql of dimRemoveSql(() => '?')) db.prepare(sql).run(dim);
+      for (const dim of rebuild) {
+        for (const sql of dimRebuildSql(() => '?', (d) => this.dimExpr(d), { events: eventAggregates(), rollups: rollupAggregates() }, COUNTER_COLUMNS, dim)) db.prepare(sql).run(dim);
+      }
+      db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(ROLLED_DIMENSIONS_META, JSON.stringify(this.rolled));
+    });
+  }
+
+  /**
    * Group commit: batches that arrive while the event loop is busy wait for the next turn and are committed
    * together in one transaction (one sync to disk), each answered with its own result once it is durable.
    */
@@ -379,6 +412,8 @@ export class SqliteStore implements Store {
           this.applyRollups(inserted);
           return { inserted, duplicates: w.events.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}) };
         });
+        // Once per commit: every batch's deltas folded together, one upsert per dimension rollup row.
+        this.applyDimRollups(all);
         return out;
       });
       const lost = this.fileProblem();
@@ -447,13 +482,25 @@ export class SqliteStore implements Store {
     }
   }
 
+  private applyDimRollups(events: HookEvent[]): void {
+    if (events.length === 0) return;
+    const dimRows = groupForDimRollups(events, this.rolled);
+    for (const g of DIM_GRANULARITIES) {
+      const stmt = this.c.dimUpserts[g];
+      for (const r of dimRows[g]) stmt.run(r.hookId, r.dim, r.bucket, r.value, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
+    }
+  }
+
   async hook(id: string): Promise<HookInfo | undefined> {
     const r = await this.one('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?', [id]);
     return r ? toInfo(r) : undefined;
   }
 
-  /** Rows of counter columns for [from, to), grouped by `groupBy` (SQL over rollups or events). */
-  private async aggregate(q: RangeQuery, groupBy: string, hookId?: string, forceEvents = false): Promise<Map<string, CounterRow>> {
+  /**
+   * Rows of counter columns for [from, to), by grouping: from the base rollups, the dimension rollups (whole
+   * hours and days; the rest from raw events) or the raw events, as planRead decides from the filters.
+   */
+  private async aggregate(q: RangeQuery, grouping: Grouping, hookId?: string): Promise<Map<string, CounterRow>> {
     const out = new Map<string, CounterRow>();
     const add = (key: string, row: CounterRow): void => {
       const cur = out.get(key);
@@ -463,16 +510,22 @@ export class SqliteStore implements Store {
     const hookClause = hookId ? 'AND hook_id = ?' : '';
     const hookParam = hookId ? [hookId] : [];
     const filters = q.filters ?? {};
-    const fromEvents = forceEvents || Object.keys(filters).length > 0;
-    const [where, filterParams] = fromEvents ? this.filterClause(filters) : ['', []];
+    // Built first: it refuses a filter on an unknown dimension whatever is read.
+    const [where, filterParams] = this.filterClause(filters);
+    const eventGroup = eventGroupExprs(grouping, (d) => this.dimExpr(d)).join(' || char(0) || ');
+    const rollupGroup = rollupGroupColumns(grouping).join(' || char(0) || ');
+    const plan = planRead(filters, grouping, this.rolled);
+    const filterKey = JSON.stringify(Object.entries(filters).sort());
     // Only minute segments reach into the minute still being written; everything before it is closed.
     const openFrom = Math.floor(Date.now() / MINUTE) * MINUTE;
     for (const seg of segments(q.fromMs, q.toMs, openFrom)) {
+      const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
+      const fromEvents = plan.source === 'raw' || (plan.source === 'dims' && dimG === undefined);
+      const source = fromEvents ? 'events' : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
       // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
       // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute, filtered or not.
       const cacheable = seg.toMs <= openFrom;
-      const source = fromEvents ? `events|${JSON.stringify(Object.entries(filters).sort())}` : seg.granularity;
-      const key = `${source}|${seg.fromMs}|${seg.toMs}|${groupBy}|${hookId ?? ''}`;
+      const key = `${source}|${filterKey}|${seg.fromMs}|${seg.toMs}|${JSON.stringify(grouping)}|${hookId ?? ''}`;
       const kept = cacheable ? this.closedSegments.get(key) : undefined;
       let rows = kept?.rows;
       if (kept) {
@@ -482,22 +535,27 @@ export class SqliteStore implements Store {
       }
       if (!rows) {
         let sql: string;
+        let params: SQLInputValue[];
         if (fromEvents) {
-          // Filters and breakdowns need the raw events (rollups carry no per-user or per-team keys). Across all
-          // hooks, read the time range through the time index: grouped by hook, the planner would rather
-          // skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of 1.0 s
-          // at 2 million events).
+          // Across all hooks, read the time range through the time index: grouped by hook, the planner would
+          // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
+          // 1.0 s at 2 million events).
           const table = hookId ? 'events' : 'events INDEXED BY events_time';
-          sql = `SELECT ${groupBy} AS g, ${eventAggregates()} FROM ${table} WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
+          sql = `SELECT ${eventGroup} AS g, ${eventAggregates()} FROM ${table} WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...filterParams];
         } else {
+          const rollupParams: SQLInputValue[] = [];
+          const cond = rollupWhere(plan, dimG !== undefined, (v) => {
+            rollupParams.push(v);
+            return '?';
+          });
           // Minutes across all hooks (at most an hour's worth, read on every refresh): through the bucket
           // index. Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks:
           // 18 ms for an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
-          const rollup = ROLLUP_TABLES[seg.granularity];
-          const table = !hookId && seg.granularity === 'minute' ? `${rollup} INDEXED BY ${rollup}_bucket` : rollup;
-          sql = `SELECT ${groupBy} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} GROUP BY g`;
+          const table = !hookId && seg.granularity === 'minute' && dimG === undefined ? `${source} INDEXED BY ${source}_bucket` : source;
+          sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} ${cond} GROUP BY g`;
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
         }
-        const params = fromEvents ? [seg.fromMs, seg.toMs, ...hookParam, ...filterParams] : [seg.fromMs, seg.toMs, ...hookParam];
         rows = (await this.all(sql, params)).map((r) => [String(r['g']), fromDbRow(r)]);
         if (cacheable && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
@@ -511,6 +569,25 @@ export class SqliteStore implements Store {
       for (const [g, row] of rows) add(g, { ...row });
     }
     return out;
+  }
+
+  /**
+   * How a series under `q.filters` is read: base rollups, dimension rollups (steps of whole hours: their buckets
+   * are exact, the hour being written included), or raw events. Returns seriesQuery's arguments and the filter
+   * parameters.
+   */
+  private seriesSource(q: SeriesQuery): { filterWhere: string | null; rollup: RollupFilter | undefined; params: SQLInputValue[] } {
+    const filters = q.filters ?? {};
+    const [where, filterParams] = this.filterClause(filters);
+    const plan = planRead(filters, 'hook', this.rolled);
+    if (plan.source === 'raw' || (plan.source === 'dims' && granularityForStep(q.stepMs) === 'minute')) return { filterWhere: where, rollup: undefined, params: filterParams };
+    const params: SQLInputValue[] = [];
+    const dims = plan.source === 'dims';
+    const rollupCond = rollupWhere(plan, dims, (v) => {
+      params.push(v);
+      return '?';
+    });
+    return { filterWhere: null, rollup: { dims, where: rollupCond }, params };
   }
 
   private filterClause(filters: Record<string, string>): [string, string[]] {
@@ -528,7 +605,7 @@ export class SqliteStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = await this.aggregate(q, 'hook_id', q.hookId);
+    const rows = await this.aggregate(q, 'hook', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
     if (rows.size === 0) return out;
     const byId = await this.infos([...rows.keys()]);
@@ -562,20 +639,20 @@ export class SqliteStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
-    const { sql, fromMs, toMs } = seriesQuery(q, where, () => '?');
-    const rows = await this.all(sql, [hookId, fromMs, toMs, ...filterParams]);
+    const { filterWhere, rollup, params } = this.seriesSource(q);
+    const { sql, fromMs, toMs } = seriesQuery(q, filterWhere, () => '?', rollup);
+    const rows = await this.all(sql, [hookId, fromMs, toMs, ...params]);
     return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
   }
 
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    const [where, filterParams] = q.filters && Object.keys(q.filters).length > 0 ? this.filterClause(q.filters) : [null, []];
-    const { sql, fromMs, toMs } = fleetSeriesQuery(q, where, () => '?');
+    const { filterWhere, rollup, params } = this.seriesSource(q);
+    const { sql, fromMs, toMs } = fleetSeriesQuery(q, filterWhere, () => '?', rollup);
     // Across every hook, read the range through the time indexes, not a seek per hook.
-    const indexed = where === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
-    const read = async (a: number, b: number): Promise<FleetBucket[]> => (b <= a ? [] : (await this.all(indexed, [a, b, ...filterParams])).map(toFleetBucket));
-    if (where !== null) return read(fromMs, toMs);
+    const indexed = filterWhere === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
+    const read = async (a: number, b: number): Promise<FleetBucket[]> => (b <= a ? [] : (await this.all(indexed, [a, b, ...params])).map(toFleetBucket));
+    if (Object.keys(q.filters ?? {}).length > 0) return read(fromMs, toMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
     const openFrom = Math.min(toMs, Math.max(fromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
@@ -590,7 +667,7 @@ export class SqliteStore implements Store {
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
-    const rows = await this.aggregate(q, `service_name || char(0) || service_version`);
+    const rows = await this.aggregate(q, 'client');
     return [...rows.entries()].map(([key, row]) => {
       const [serviceName = '', version = ''] = key.split('\u0000');
       const c = toCounters(row);
@@ -599,9 +676,8 @@ export class SqliteStore implements Store {
   }
 
   async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]> {
-    const expr = this.dimExpr(dimension);
-    // Rollups carry no per-user or per-team keys: a breakdown reads the raw events (kept for retention.events).
-    const rows = await this.aggregate(q, `COALESCE(${expr}, '')`, hookId, true);
+    // A rolled dimension from its rollups; user.*, session.id from the raw events of this one hook (dim-rollups.ts).
+    const rows = await this.aggregate(q, { dimension }, hookId);
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
@@ -644,16 +720,32 @@ export class SqliteStore implements Store {
     result.events += batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
     const key = '(hook_id, bucket, service_name, service_version)';
     const rollups = (t: string, where: string, bound: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT 5000)`, bound);
+    const hookIds = (this.read(() => this.c.sql.get('SELECT hook_id FROM hooks').all()) as { hook_id: string }[]).map((r) => r.hook_id);
+    const dimPrune = (op: '<' | '>=', bound: number): number => {
+      let n = 0;
+      for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
+        const chunk = JSON.stringify(hookIds.slice(i, i + DIM_PRUNE_HOOKS));
+        for (const t of Object.values(DIM_ROLLUP_TABLES)) {
+          const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', op, (k) => `?${k}`);
+          for (const dim of this.rolled) n += Number(this.read(() => this.c.sql.get(sql).run(chunk, dim, bound).changes));
+        }
+      }
+      return n;
+    };
     result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', eventsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
+    // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
+    // `rollups`, which counts the base rows whatever the dimensions configured).
+    let dimRows = dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       result.events += batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT 5000)', futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += rollups(t, 'bucket >= ?', futureFromMs);
+      dimRows += dimPrune('>=', futureFromMs);
     }
     result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
     if (result.hooks > 0) this.known.clear();
-    if (result.events > 0 || result.rollups > 0) this.forgetAllSegments();
+    if (result.events > 0 || result.rollups > 0 || dimRows > 0) this.forgetAllSegments();
     return result;
   }
 
