@@ -92,8 +92,8 @@ interface Backend {
   /** A second handle on the same data (another replica), or undefined when the backend has one writer. */
   openSibling?(of: Store): Promise<Store>;
   /**
-   * Closes the store, takes its database back to the schema before keys began with the event time (as a
-   * database written by the previous version is), and opens it again, which migrates it.
+   * Closes the store, opens the window in which events may be stored under their bare-hash key (as the migration
+   * to time-prefixed keys does for a database written before it), and opens it again.
    */
   reopenAsUpgrade(of: Store): Promise<Store>;
   /** Closes the store and opens its data again (a restart). */
@@ -129,8 +129,9 @@ function sqliteBackend(): Backend {
       if (!path) throw new Error('unknown store');
       await of.close();
       const db = new DatabaseSync(path);
-      // Back to schema version 1: undo every later migration (the arrival-time one included).
-      db.exec('DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms;');
+      // What migration 2 records for a database that already holds events (the window of bare-hash keys).
+      // The whole upgrade from a database written by the previous layout is tested in store/upgrade.test.ts.
+      db.exec(`DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', CAST(MAX(time_ms) + 86400000 AS TEXT) FROM events;`);
       db.close();
       const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
       paths.set(store, path);
@@ -179,7 +180,7 @@ function postgresBackend(): Backend {
       const c = new pg.Client({ connectionString: url });
       await c.connect();
       try {
-        await c.query('DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms;');
+        await c.query(`DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', (MAX(time_ms) + 86400000)::text FROM events;`);
       } finally {
         await c.end();
       }
