@@ -46,10 +46,15 @@ export class AttrSetCache {
     return { tuple: JSON.stringify(values), values };
   }
 
-  /** The set of a tuple if known (this transaction's pending sets first) and its last_ms covers `timeMs`. */
-  get(tuple: string, timeMs: number): AttrSet | undefined {
+  /**
+   * The set of a tuple if known (this transaction's pending sets first) and its last_ms covers `timeMs` and
+   * `notBefore`. Where another process prunes (PostgreSQL replicas), `notBefore` is now: retention only deletes
+   * sets whose last_ms is older than its bound (at least an hour ago), so a set trusted from memory cannot be
+   * gone; any other is upserted again.
+   */
+  get(tuple: string, timeMs: number, notBefore = -Infinity): AttrSet | undefined {
     const s = this.pending.get(tuple) ?? this.known.get(tuple);
-    return s && s.lastMs >= timeMs ? s : undefined;
+    return s && s.lastMs >= timeMs && s.lastMs >= notBefore ? s : undefined;
   }
 
   /** What is known of a tuple, whether or not it covers a time (to move its last_ms instead of looking it up). */

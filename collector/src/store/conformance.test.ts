@@ -289,6 +289,20 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(await store.ingest([])).toEqual({ inserted: [], duplicates: 0 });
   });
 
+  it('counts once an event sent again with another time than its key was made from (moved from the far future to the receive time)', async () => {
+    const store = await open();
+    // The key carries the time the client stamped (a day ahead); each receipt moved the event to its receive time.
+    const ahead = T0 + DAY + 5 * MINUTE;
+    const key = ahead.toString(36).padStart(9, '0') + 'x'.repeat(27);
+    const first = ev({ dedupKey: key, timeMs: T0 + 10 * MINUTE });
+    expect((await store.ingest([first])).inserted).toHaveLength(1);
+    const retry = await store.ingest([{ ...first, timeMs: T0 + 40 * MINUTE }]);
+    expect(retry.inserted).toHaveLength(0);
+    expect(retry.duplicates).toBe(1);
+    expect([...(await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR, filters: { team: 'none' } })).values()]).toEqual([]);
+    expect((await store.breakdown(first.hookId, 'user.id', { fromMs: T0, toMs: T0 + HOUR })).map((r) => [r.value, r.executions])).toEqual([['u-1', 1]]);
+  });
+
   it('keeps unknown sizes null: blind executions never read as zero', async () => {
     const store = await open();
     const blind = (t: number): HookEvent => ev({ timeMs: t, stdoutChars: null, sizesKnown: false, status: 'unknown', outputsPersisted: null });

@@ -353,9 +353,10 @@ export class PostgresStore implements Store {
   private async attrSets(client: pg.PoolClient, events: HookEvent[]): Promise<number[]> {
     const tuples = events.map((e) => AttrSetCache.tuple(e));
     const work = new Map<string, AttrWork>();
+    const now = Date.now();
     tuples.forEach(({ tuple, values }, i) => {
       const timeMs = (events[i] as HookEvent).timeMs;
-      if (this.attrs.get(tuple, timeMs)) return;
+      if (this.attrs.get(tuple, timeMs, now)) return;
       const w = work.get(tuple);
       if (!w) work.set(tuple, attrWork(tuple, values, timeMs));
       else if (w.timeMs < timeMs) w.timeMs = timeMs;
