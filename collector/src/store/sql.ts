@@ -161,14 +161,21 @@ export const EVENT_COLUMNS = [
 ] as const;
 
 /**
+ * Counts that are nearly always 0, stored as NULL when 0: every read sums them, and a sum reads NULL as 0
+ * (counters.ts toCounters), while PostgreSQL keeps a NULL in the row's null bitmap instead of 8 bytes. (Sizes are
+ * not among them: there NULL means unknown, never 0.)
+ */
+export const ZERO_AS_NULL: ReadonlySet<string> = new Set(['num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted']);
+
+/**
  * An event's values in EVENT_COLUMNS order, with `attrs` the id of its attribute tuple in attr_sets. The receive
  * time is kept only where something reads it: on events with a persisted output (the late-arrival query).
  */
 export function eventValues(e: HookEvent, attrs: number): unknown[] {
   return [
-    compactKey(e.dedupKey), KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
-    e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
-    e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, STATUS_CODES[e.status], attrs,
+    compactKey(e.dedupKey), KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking || null, e.numNonBlockingError || null,
+    e.numCancelled || null, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
+    e.initialUserMessageChars, e.outputsPersisted || null, e.sizesKnown ? 1 : 0, STATUS_CODES[e.status], attrs,
     (e.outputsPersisted ?? 0) > 0 ? (e.receivedMs ?? null) : null,
   ];
 }
@@ -288,8 +295,8 @@ export function compactEventsDdl(t: {
   CREATE UNIQUE INDEX hooks_ref ON hooks (ref);
   ${t.eventsTable}
   INSERT INTO events_compact (${EVENT_COLUMNS.join(', ')})
-    SELECT ${t.key('e.dedup_key')}, ${OLD_KIND}, ${t.hookRef('e.hook_id')}, e.time_ms, ${COUNT_COLUMNS.slice(0, 10).map((c) => `e.${c}`).join(', ')},
-      e.outputs_persisted, e.sizes_known, ${OLD_STATUS}, a.id, CASE WHEN e.outputs_persisted > 0 THEN e.received_ms END
+    SELECT ${t.key('e.dedup_key')}, ${OLD_KIND}, ${t.hookRef('e.hook_id')}, e.time_ms, ${COUNT_COLUMNS.slice(0, 10).map((c) => (ZERO_AS_NULL.has(c) ? `NULLIF(e.${c}, 0)` : `e.${c}`)).join(', ')},
+      NULLIF(e.outputs_persisted, 0), e.sizes_known, ${OLD_STATUS}, a.id, CASE WHEN e.outputs_persisted > 0 THEN e.received_ms END
     FROM events e JOIN attr_sets a ON a.digest = ${t.attrDigest(ATTR_COLUMNS.map((c) => `e.${c}`).join(', '))}
     ORDER BY ${t.copyOrder};
   DROP TABLE events;

@@ -105,7 +105,8 @@ export const MIGRATIONS: readonly string[] = [
         EXECUTE format('CREATE TABLE ${PARTITION_PREFIX}%s PARTITION OF events_compact FOR VALUES FROM (%s) TO (%s)', d, d * ${DAY_MS}, (d + 1) * ${DAY_MS});
       END LOOP;
     END $$;`,
-    indexes: `CREATE UNIQUE INDEX events_key ON events (time_ms, key);
+    // Keys arrive in time order, so the unique index fills its pages to the end (fillfactor 100, not 90).
+    indexes: `CREATE UNIQUE INDEX events_key ON events (time_ms, key) WITH (fillfactor = 100);
     CREATE INDEX events_hook_time ON events (hook, time_ms);
     CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;
     DROP FUNCTION pg_temp.hookwatch_key(text); DROP FUNCTION pg_temp.hookwatch_attr_digest(VARIADIC text[]);`,
