@@ -10,15 +10,14 @@ import { DatabaseSync } from 'node:sqlite';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HookCounters } from '../../../shared/src/api.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import { hookId } from '../hooks/extract.ts';
-import { addEvent, emptyRow, toCounters } from './counters.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
-import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
+import { DAY, HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
+import { model, strip } from '../../test/support/store-model.ts';
 import { UnknownDimensionError, type Store } from './store.ts';
 
 const DIMENSIONS = ['team', 'project'];
@@ -63,26 +62,6 @@ function ev(over: Partial<HookEvent> = {}): HookEvent {
     extra: {},
     ...over,
   };
-}
-
-/** The model: what any store must answer, computed in memory with the shared counter arithmetic. */
-function model(events: HookEvent[], fromMs: number, toMs: number, keep: (e: HookEvent) => boolean = () => true): Map<string, HookCounters> {
-  const r = alignRange(fromMs, toMs);
-  const rows = new Map<string, ReturnType<typeof emptyRow>>();
-  for (const e of events) {
-    if (e.timeMs < r.fromMs || e.timeMs >= r.toMs || !keep(e)) continue;
-    let row = rows.get(e.hookId);
-    if (!row) rows.set(e.hookId, (row = emptyRow()));
-    addEvent(row, e);
-  }
-  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
-}
-
-function strip(m: Map<string, HookCounters & { info?: unknown }>): Map<string, HookCounters> {
-  return new Map([...m].map(([k, v]) => {
-    const { info: _info, ...rest } = v as HookCounters & { info?: unknown };
-    return [k, rest];
-  }));
 }
 
 interface Backend {

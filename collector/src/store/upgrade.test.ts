@@ -11,15 +11,14 @@ import { join } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HookCounters } from '../../../shared/src/api.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
-import { addEvent, emptyRow, toCounters } from './counters.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
-import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
+import { DAY, HOUR, MINUTE } from './segments.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
+import { model, strip } from '../../test/support/store-model.ts';
 
 const DIMENSIONS = ['team'];
 /** 2026-03-02T00:00:00Z. */
@@ -70,22 +69,6 @@ function oldValues(e: HookEvent, bareKey: boolean): unknown[] {
   ];
 }
 const OLD_HOOK = 'INSERT INTO hooks (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES ';
-
-function model(events: HookEvent[], fromMs: number, toMs: number, keep: (e: HookEvent) => boolean = () => true): Map<string, HookCounters> {
-  const r = alignRange(fromMs, toMs);
-  const rows = new Map<string, ReturnType<typeof emptyRow>>();
-  for (const e of events) {
-    if (e.timeMs < r.fromMs || e.timeMs >= r.toMs || !keep(e)) continue;
-    let row = rows.get(e.hookId);
-    if (!row) rows.set(e.hookId, (row = emptyRow()));
-    addEvent(row, e);
-  }
-  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
-}
-
-function strip(m: Map<string, HookCounters & { info: unknown }>): Map<string, HookCounters> {
-  return new Map([...m].map(([k, { info: _info, ...rest }]) => [k, rest]));
-}
 
 /** What the migrated store must answer: the old events, once each, through filters and breakdowns. */
 async function checkUpgraded(store: Store, events: HookEvent[]): Promise<void> {
