@@ -605,6 +605,11 @@ export class PostgresStore implements Store {
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
+    // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
+    const today = Math.floor(Date.now() / DAY_MS);
+    await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i)).catch((err: unknown) => {
+      throw this.classify(err, 'retention failed');
+    });
     return result;
   }
 
