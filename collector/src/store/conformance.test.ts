@@ -14,11 +14,13 @@ import type { HookCounters } from './model.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import { hookId } from '../hooks/extract.ts';
-import { addEvent, emptyRow, toCounters } from './counters.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
-import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
+import { DAY, HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
+import { model, strip } from '../../test/support/store-model.ts';
+import { addEvent, emptyRow, toCounters } from './counters.ts';
+import { alignRange } from './segments.ts';
 import { UnknownDimensionError, type Store } from './store.ts';
 
 const DIMENSIONS = ['team', 'project'];
@@ -63,26 +65,6 @@ function ev(over: Partial<HookEvent> = {}): HookEvent {
     extra: {},
     ...over,
   };
-}
-
-/** The model: what any store must answer, computed in memory with the shared counter arithmetic. */
-function model(events: HookEvent[], fromMs: number, toMs: number, keep: (e: HookEvent) => boolean = () => true): Map<string, HookCounters> {
-  const r = alignRange(fromMs, toMs);
-  const rows = new Map<string, ReturnType<typeof emptyRow>>();
-  for (const e of events) {
-    if (e.timeMs < r.fromMs || e.timeMs >= r.toMs || !keep(e)) continue;
-    let row = rows.get(e.hookId);
-    if (!row) rows.set(e.hookId, (row = emptyRow()));
-    addEvent(row, e);
-  }
-  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
-}
-
-function strip(m: Map<string, HookCounters & { info?: unknown }>): Map<string, HookCounters> {
-  return new Map([...m].map(([k, v]) => {
-    const { info: _info, ...rest } = v as HookCounters & { info?: unknown };
-    return [k, rest];
-  }));
 }
 
 /** The model of a breakdown or a series: the events in [from, to) that `keep` lets through, folded by `key`. */
@@ -151,9 +133,12 @@ interface OpenOptions {
   dimensions?: string[];
 }
 
-/** Takes a database back to the schema before dimension rollups (SQLite migration 6, PostgreSQL migration 8). */
-const UNDO_DIM_ROLLUPS = (version: number): string =>
-  `DELETE FROM schema_migrations WHERE version >= ${version}; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d; DELETE FROM store_meta WHERE key = 'rolled_dimensions';`;
+/**
+ * Takes a database back to what a store from before dimension rollups leaves (SQLite migration 6, PostgreSQL
+ * migration 8 create empty tables; the rows come from the raw events when a store opens): no rows, no record of
+ * the dimensions rolled up. Later migrations (the compact event layout) stay applied.
+ */
+const UNDO_DIM_ROLLUPS = (): string => `DELETE FROM rollup_dim_1h; DELETE FROM rollup_dim_1d; DELETE FROM store_meta WHERE key = 'rolled_dimensions';`;
 
 interface Backend {
   name: string;
@@ -162,8 +147,8 @@ interface Backend {
   /** A second handle on the same data (another replica), or undefined when the backend has one writer. */
   openSibling?(of: Store): Promise<Store>;
   /**
-   * Closes the store, takes its database back to the schema before keys began with the event time (as a
-   * database written by the previous version is), and opens it again, which migrates it.
+   * Closes the store, opens the window in which events may be stored under their bare-hash key (as the migration
+   * to time-prefixed keys does for a database written before it), and opens it again.
    */
   reopenAsUpgrade(of: Store): Promise<Store>;
   /** Closes the store and opens its data again (a restart), with other options when given. */
@@ -211,10 +196,20 @@ function sqliteBackend(): Backend {
       paths.set(store, path);
       return store;
     },
-    reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS(6)),
-    // Back to schema version 1: undo every later migration (the arrival-time one included).
-    reopenAsUpgrade: (of: Store) =>
-      reopenAfter(of, 'DELETE FROM schema_migrations WHERE version >= 2; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;'),
+    async reopenAsUpgrade(of: Store) {
+      const path = paths.get(of);
+      if (!path) throw new Error('unknown store');
+      await of.close();
+      const db = new DatabaseSync(path);
+      // What migration 2 records for a database that already holds events (the window of bare-hash keys).
+      // The whole upgrade from a database written by the previous layout is tested in store/upgrade.test.ts.
+      db.exec(`DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', CAST(MAX(time_ms) + 86400000 AS TEXT) FROM events;`);
+      db.close();
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      paths.set(store, path);
+      return store;
+    },
+    reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS()),
     async teardown() {
       rmSync(dir, { recursive: true, force: true });
     },
@@ -267,9 +262,22 @@ function postgresBackend(): Backend {
       urls.set(store, url);
       return store;
     },
-    reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS(8)),
-    reopenAsUpgrade: (of: Store) =>
-      reopenAfter(of, 'DELETE FROM schema_migrations WHERE version >= 3; DROP TABLE store_meta; DROP INDEX events_persisted_arrival; DROP INDEX hooks_last_seen; ALTER TABLE events DROP COLUMN received_ms; DROP TABLE rollup_dim_1h; DROP TABLE rollup_dim_1d;'),
+    async reopenAsUpgrade(of: Store) {
+      const url = urls.get(of);
+      if (!url) throw new Error('unknown store');
+      await of.close();
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        await c.query(`DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', (MAX(time_ms) + 86400000)::text FROM events;`);
+      } finally {
+        await c.end();
+      }
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
+      urls.set(store, url);
+      return store;
+    },
+    reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS()),
     async teardown() {
       await server?.stop();
     },
@@ -369,6 +377,20 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(got.get(fresh.hookId)?.executions).toBe(51);
     expect(strip(got)).toEqual(model([...events, fresh], T0, T0 + DAY));
     expect(await store.ingest([])).toEqual({ inserted: [], duplicates: 0 });
+  });
+
+  it('counts once an event sent again with another time than its key was made from (moved from the far future to the receive time)', async () => {
+    const store = await open();
+    // The key carries the time the client stamped (a day ahead); each receipt moved the event to its receive time.
+    const ahead = T0 + DAY + 5 * MINUTE;
+    const key = ahead.toString(36).padStart(9, '0') + 'x'.repeat(27);
+    const first = ev({ dedupKey: key, timeMs: T0 + 10 * MINUTE });
+    expect((await store.ingest([first])).inserted).toHaveLength(1);
+    const retry = await store.ingest([{ ...first, timeMs: T0 + 40 * MINUTE }]);
+    expect(retry.inserted).toHaveLength(0);
+    expect(retry.duplicates).toBe(1);
+    expect([...(await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR, filters: { team: 'none' } })).values()]).toEqual([]);
+    expect((await store.breakdown(first.hookId, 'user.id', { fromMs: T0, toMs: T0 + HOUR })).map((r) => [r.value, r.executions])).toEqual([['u-1', 1]]);
   });
 
   it('keeps unknown sizes null: blind executions never read as zero', async () => {

@@ -194,8 +194,9 @@ export function dimRemoveSql(p: (n: number) => string): string[] {
 }
 
 /**
- * See dimRemoveSql. Reads the events only through the store's dimension expressions and `aggregates.events`
- * (eventAggregates), the places that know how events are stored.
+ * See dimRemoveSql. Reads the events only through the store's dimension expressions, `aggregates.events`
+ * (eventAggregates) and `eventHook` (the hook id of an event row, and what to group by: sql.ts EVENT_HOOK_ID),
+ * the places that know how events are stored.
  */
 export function dimRebuildSql(
   p: (n: number) => string,
@@ -203,6 +204,7 @@ export function dimRebuildSql(
   aggregates: { events: string; rollups: string },
   counterColumns: readonly string[],
   dim: string,
+  eventHook: { id: string; group: string },
 ): string[] {
   const v = `COALESCE(${dimExpr(dim)}, '')`;
   const sn = dimExpr('service.name');
@@ -214,8 +216,8 @@ export function dimRebuildSql(
   return [
     `INSERT INTO ${DIM_ROLLUP_TABLES.hour} (${cols})
      SELECT hook_id, CAST(${p(1)} AS TEXT), b, v, sn, sv, ${outer} FROM (
-       SELECT hook_id, (time_ms / ${HOUR}) * ${HOUR} AS b, ${v} AS v, ${sn} AS sn, ${sv} AS sv, ${aggregates.events}
-       FROM events GROUP BY hook_id, (time_ms / ${HOUR}) * ${HOUR}, ${v}, ${sn}, ${sv}) s`,
+       SELECT ${eventHook.id} AS hook_id, (time_ms / ${HOUR}) * ${HOUR} AS b, ${v} AS v, ${sn} AS sn, ${sv} AS sv, ${aggregates.events}
+       FROM events GROUP BY ${eventHook.group}, (time_ms / ${HOUR}) * ${HOUR}, ${v}, ${sn}, ${sv}) s`,
     `INSERT INTO ${DIM_ROLLUP_TABLES.day} (${cols})
      SELECT hook_id, dim, (bucket / ${DAY}) * ${DAY}, value, service_name, service_version, ${aggregates.rollups}
      FROM ${DIM_ROLLUP_TABLES.hour} WHERE dim = ${p(1)} GROUP BY hook_id, dim, (bucket / ${DAY}) * ${DAY}, value, service_name, service_version`,

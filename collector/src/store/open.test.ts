@@ -88,11 +88,18 @@ describe('openStore and startCoordination', () => {
     const store = await PostgresStore.open({ url, pruneBatch: 7 });
     cleanups.push(() => store.close());
     const pool = store.connectionPool;
-    // 30 old events in 30 minutes, inserted directly: prune needs 5 batches of 7 for the events alone.
-    await pool.query(`INSERT INTO events (dedup_key, kind, hook_id, time_ms, sizes_known, status, service_name, service_version, session_id, user_id, user_email, user_account_uuid, organization_id, terminal_type, source, extra)
-      SELECT 'k' || i, 'complete', 'h', i * 60000, 0, 'unknown', '', '', '', '', '', '', '', '', 'otlp', '{}' FROM generate_series(1, 30) AS i`);
-    const r = await store.prune(10 * 86_400_000, 10 * 86_400_000);
-    expect(r.events).toBe(30);
-    expect((await pool.query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 0 });
+    // Inserted directly into day 10 (its partition made here): 30 events before the bound (noon) and 5 after it.
+    // The bound's day is deleted from in batches (5 batches of 7), not dropped; the day before goes whole.
+    const day = 86_400_000;
+    await pool.query(`CREATE TABLE IF NOT EXISTS events_d9 PARTITION OF events FOR VALUES FROM (${9 * day}) TO (${10 * day});
+      CREATE TABLE IF NOT EXISTS events_d10 PARTITION OF events FOR VALUES FROM (${10 * day}) TO (${11 * day})`);
+    await pool.query(`INSERT INTO events (key, kind, hook, time_ms, sizes_known, status, attrs)
+      SELECT decode(lpad(to_hex(i), 32, '0'), 'hex'), 1, 1, ${10 * day} + i * 60000, 0, 4, 1 FROM generate_series(1, 30) AS i
+      UNION ALL SELECT decode(lpad(to_hex(i), 32, '0'), 'hex'), 1, 1, ${10 * day + day / 2} + i * 60000, 0, 4, 1 FROM generate_series(31, 35) AS i
+      UNION ALL SELECT decode(lpad(to_hex(i), 32, '0'), 'hex'), 1, 1, ${9 * day} + i * 60000, 0, 4, 1 FROM generate_series(36, 40) AS i`);
+    const r = await store.prune(10 * day + day / 2, 10 * day + day / 2);
+    expect(r.events).toBe(35);
+    expect((await pool.query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 5 });
+    expect((await pool.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('events_d9', 'events_d10')`)).rows[0]).toEqual({ n: 1 });
   });
 });

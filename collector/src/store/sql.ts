@@ -1,5 +1,7 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
-import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
+import { createHash } from 'node:crypto';
+import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
 import { granularityForStep } from './segments.ts';
@@ -26,13 +28,18 @@ export function rollupAggregates(): string {
 
 const SIZE_COLS = ['stdout', 'additional_context', 'system_message', 'initial_user_message'] as const;
 
+/** Stored code of each event kind (events.kind): a small integer instead of the word on every row. */
+export const KIND_CODES = { complete: 1, start: 2 } as const satisfies Record<HookEventKind, number>;
+/** Stored code of each delivery status (events.status). */
+export const STATUS_CODES = { over: 1, near: 2, ok: 3, unknown: 4 } as const satisfies Record<DeliveryStatus, number>;
+
 /** SELECT list that aggregates raw events into the same counter columns as the rollups. */
 export function eventAggregates(): string {
-  const complete = (expr: string): string => `CASE WHEN kind = 'complete' THEN ${expr} END`;
+  const complete = (expr: string): string => `CASE WHEN kind = ${KIND_CODES.complete} THEN ${expr} END`;
   const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
   const parts = [
-    `SUM(CASE WHEN kind = 'complete' THEN 1 ELSE 0 END) AS executions`,
-    `SUM(CASE WHEN kind = 'start' THEN 1 ELSE 0 END) AS starts`,
+    `SUM(CASE WHEN kind = ${KIND_CODES.complete} THEN 1 ELSE 0 END) AS executions`,
+    `SUM(CASE WHEN kind = ${KIND_CODES.start} THEN 1 ELSE 0 END) AS starts`,
     `SUM(${complete('num_hooks')}) AS num_hooks`,
     // Outcome counts are counted for completes only, as the rollups do (a client may send them on a start too).
     `SUM(${complete('num_success')}) AS success`,
@@ -40,9 +47,9 @@ export function eventAggregates(): string {
     `SUM(${complete('num_non_blocking_error')}) AS non_blocking_error`,
     `SUM(${complete('num_cancelled')}) AS cancelled`,
     `SUM(${complete('outputs_persisted')}) AS outputs_persisted`,
-    `SUM(CASE WHEN status = 'over' THEN 1 ELSE 0 END) AS executions_with_persisted`,
-    `SUM(CASE WHEN kind = 'complete' AND sizes_known = 0 THEN 1 ELSE 0 END) AS size_unknown`,
-    `SUM(CASE WHEN status = 'near' THEN 1 ELSE 0 END) AS near_executions`,
+    `SUM(CASE WHEN status = ${STATUS_CODES.over} THEN 1 ELSE 0 END) AS executions_with_persisted`,
+    `SUM(CASE WHEN kind = ${KIND_CODES.complete} AND sizes_known = 0 THEN 1 ELSE 0 END) AS size_unknown`,
+    `SUM(CASE WHEN status = ${STATUS_CODES.near} THEN 1 ELSE 0 END) AS near_executions`,
     ...SIZE_COLS.map((c) => `SUM(${c}_chars) AS sum_${c}`),
     `SUM(${complete('duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(${c}_chars) AS max_${c}`),
@@ -73,22 +80,104 @@ export function knownDimensions(extraDimensions: readonly string[]): string[] {
   return [...Object.keys(BUILTIN_DIMENSIONS), ...extraDimensions];
 }
 
-export const EVENT_COLUMNS = [
-  'dedup_key', 'kind', 'hook_id', 'time_ms', 'num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error',
-  'num_cancelled', 'duration_ms', 'stdout_chars', 'additional_context_chars', 'system_message_chars',
-  'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'service_name', 'service_version',
-  'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id', 'terminal_type', 'source', 'extra',
-  'received_ms',
+/**
+ * The attributes an event shares with the other events of its session (who, where, which client): stored once
+ * per distinct tuple in attr_sets, and referenced from each event by one integer (events.attrs).
+ */
+export const ATTR_COLUMNS = [
+  'service_name', 'service_version', 'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id',
+  'terminal_type', 'source', 'extra',
 ] as const;
 
-/** An event's values in EVENT_COLUMNS order. */
-export function eventValues(e: HookEvent): unknown[] {
+/** An event's attribute tuple in ATTR_COLUMNS order (extra as its JSON text). */
+export function attrValues(e: HookEvent): string[] {
+  return [e.serviceName, e.serviceVersion, e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra)];
+}
+
+/**
+ * The identity of an attribute tuple (attr_sets.digest, unique): 16 bytes of SHA-256 over the values, each
+ * prefixed with its length in bytes so no two tuples share a text. Indexing the digest instead of the ten
+ * columns keeps the unique index small and within PostgreSQL's index-row limit whatever the values' length.
+ */
+export function attrDigest(values: readonly string[]): Buffer {
+  const h = createHash('sha256');
+  for (const v of values) h.update(`${Buffer.byteLength(v)}:${v}`);
+  return h.digest().subarray(0, 16);
+}
+
+/**
+ * The stored dedup key: 16 bytes instead of the 36-character text. A key that begins with the event time
+ * (hooks/extract.ts: 9 base-36 digits, then the 27-character SHA-1) keeps that time as its first 6 bytes, so
+ * keys still sort by time and a commit writes to the recent end of the unique index; the other 10 bytes are
+ * SHA-256 of the whole text key (80 bits: two distinct events of the same millisecond collide with odds of 2^-80).
+ * Any other key (the bare hash of an event without a time, a transcript finding's) is 16 bytes of SHA-256.
+ * Migrations compute the same function over stored text keys (SQLite: a registered function; PostgreSQL: SQL).
+ */
+export function compactKey(dedupKey: string): Buffer {
+  const digest = createHash('sha256').update(dedupKey).digest();
+  const timeMs = keyTimeMs(dedupKey);
+  if (timeMs === undefined) return digest.subarray(0, 16);
+  const out = Buffer.alloc(16);
+  out.writeUIntBE(timeMs, 0, 6);
+  digest.copy(out, 6, 0, 10);
+  return out;
+}
+const TIME_PREFIXED = /^[0-9a-z]{9}[A-Za-z0-9_-]{27}$/;
+
+/** The event time a dedup key begins with (hooks/extract.ts), or undefined for a key without one. */
+export function keyTimeMs(dedupKey: string): number | undefined {
+  return dedupKey.length === 36 && TIME_PREFIXED.test(dedupKey) ? parseInt(dedupKey.slice(0, 9), 36) : undefined;
+}
+
+/**
+ * A hook's number in events.hook (and hooks.ref): its 16-hex-digit id read as a signed 64-bit integer, so an
+ * event row holds 8 bytes instead of 17 and ingest needs no lookup to know it. Ids are always 16 hex digits
+ * (hooks/extract.ts hookId); anything else has no number (null: matches no event).
+ */
+export function hookRef(id: string): bigint | null {
+  return /^[0-9a-f]{16}$/.test(id) ? BigInt.asIntN(64, BigInt(`0x${id}`)) : null;
+}
+
+/** The hook id (text) of the event row in scope, from its number: one primary-key probe per group or row. */
+export const EVENT_HOOK_ID = '(SELECT h.hook_id FROM hooks h WHERE h.ref = events.hook)';
+/** The number of the hook whose id is the parameter rendered `param`, for `hook = ...` on the events. */
+export function hookRefOf(param: string): string {
+  return `(SELECT h.ref FROM hooks h WHERE h.hook_id = ${param})`;
+}
+
+/** The value of an attribute expression (over attr_sets, from dimensionExpr) for the event row in scope. */
+export function attrValueExpr(attrExpr: string): string {
+  return `(SELECT ${attrExpr} FROM attr_sets WHERE attr_sets.id = events.attrs)`;
+}
+
+/** An events filter on an attribute expression (over attr_sets): the matching sets first, then their events. */
+export function attrFilter(attrExpr: string, param: string): string {
+  return `attrs IN (SELECT id FROM attr_sets WHERE ${attrExpr} = ${param})`;
+}
+
+export const EVENT_COLUMNS = [
+  'key', 'kind', 'hook', 'time_ms', 'num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error',
+  'num_cancelled', 'duration_ms', 'stdout_chars', 'additional_context_chars', 'system_message_chars',
+  'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'attrs', 'received_ms',
+] as const;
+
+/**
+ * Counts that are nearly always 0, stored as NULL when 0: every read sums them, and a sum reads NULL as 0
+ * (counters.ts toCounters), while PostgreSQL keeps a NULL in the row's null bitmap instead of 8 bytes. (Sizes are
+ * not among them: there NULL means unknown, never 0.)
+ */
+export const ZERO_AS_NULL: ReadonlySet<string> = new Set(['num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted']);
+
+/**
+ * An event's values in EVENT_COLUMNS order, with `attrs` the id of its attribute tuple in attr_sets. The receive
+ * time is kept only where something reads it: on events with a persisted output (the late-arrival query).
+ */
+export function eventValues(e: HookEvent, attrs: number): unknown[] {
   return [
-    e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
-    e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
-    e.initialUserMessageChars, e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion,
-    e.sessionId, e.userId, e.userEmail, e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
-    e.receivedMs ?? null,
+    compactKey(e.dedupKey), KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking || null, e.numNonBlockingError || null,
+    e.numCancelled || null, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
+    e.initialUserMessageChars, e.outputsPersisted || null, e.sizesKnown ? 1 : 0, STATUS_CODES[e.status], attrs,
+    (e.outputsPersisted ?? 0) > 0 ? (e.receivedMs ?? null) : null,
   ];
 }
 
@@ -172,20 +261,72 @@ export function arrivalTimeDdl(int: string): string {
   CREATE INDEX hooks_last_seen ON hooks (last_seen);`;
 }
 
+/** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
+export const MIGRATION_FUNCTIONS = { key: 'hookwatch_key', hookRef: 'hookwatch_hook_ref', attrDigest: 'hookwatch_attr_digest' } as const;
+
+const OLD_KIND = `CASE kind WHEN 'complete' THEN ${KIND_CODES.complete} ELSE ${KIND_CODES.start} END`;
+const OLD_STATUS = `CASE status ${Object.entries(STATUS_CODES).map(([k, v]) => `WHEN ${sqlString(k)} THEN ${v}`).join(' ')} ELSE ${STATUS_CODES.unknown} END`;
+const COUNT_COLUMNS = [
+  'num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'duration_ms', 'stdout_chars',
+  'additional_context_chars', 'system_message_chars', 'initial_user_message_chars', 'outputs_persisted',
+] as const;
+
+/**
+ * The compact event layout (see docs/architecture.md, "Storage layout"): attribute tuples in attr_sets, hooks by
+ * number, kind and status as codes, a 16-byte key; existing events are copied over in the same transaction.
+ * `eventsTable` creates the new table under the name events_compact (each backend lays it out its own way),
+ * `indexes` creates its indexes once it is named events. An event is found again under the same key, so a batch
+ * retried after the upgrade is not stored twice.
+ */
+export function compactEventsDdl(t: {
+  int: string; json: string; attrId: string; eventsTable: string; indexes: string; attrDigest: (cols: string) => string;
+  key: (expr: string) => string; hookRef: (expr: string) => string; copyOrder: string;
+}): string {
+  const attrCols = ATTR_COLUMNS.join(', ');
+  return `CREATE TABLE attr_sets (
+    id ${t.attrId},
+    digest ${t.int === 'BIGINT' ? 'BYTEA' : 'BLOB'} NOT NULL UNIQUE,
+    last_ms ${t.int} NOT NULL,
+    ${ATTR_COLUMNS.map((c) => `${c} ${c === 'extra' ? t.json : 'TEXT'} NOT NULL`).join(', ')}
+  );
+  INSERT INTO attr_sets (digest, last_ms, ${attrCols})
+    SELECT ${t.attrDigest(attrCols)}, MAX(time_ms), ${attrCols} FROM events GROUP BY ${attrCols};
+  ALTER TABLE hooks ADD COLUMN ref ${t.int};
+  UPDATE hooks SET ref = ${t.hookRef('hook_id')};
+  CREATE UNIQUE INDEX hooks_ref ON hooks (ref);
+  ${t.eventsTable}
+  INSERT INTO events_compact (${EVENT_COLUMNS.join(', ')})
+    SELECT ${t.key('e.dedup_key')}, ${OLD_KIND}, ${t.hookRef('e.hook_id')}, e.time_ms, ${COUNT_COLUMNS.slice(0, 10).map((c) => (ZERO_AS_NULL.has(c) ? `NULLIF(e.${c}, 0)` : `e.${c}`)).join(', ')},
+      NULLIF(e.outputs_persisted, 0), e.sizes_known, ${OLD_STATUS}, a.id, CASE WHEN e.outputs_persisted > 0 THEN e.received_ms END
+    FROM events e JOIN attr_sets a ON a.digest = ${t.attrDigest(ATTR_COLUMNS.map((c) => `e.${c}`).join(', '))}
+    ORDER BY ${t.copyOrder};
+  DROP TABLE events;
+  ALTER TABLE events_compact RENAME TO events;
+  ${t.indexes}`;
+}
+
+/** The compact events table's value columns (after the key and layout-specific columns), in a backend's types. */
+export function compactEventColumnsDdl(int: string, small: string): string {
+  // 64-bit columns first, then the narrower ones: PostgreSQL pads each column to its alignment.
+  return `time_ms ${int} NOT NULL, hook ${int} NOT NULL, received_ms ${int},
+    ${COUNT_COLUMNS.map((c) => `${c} ${int}`).join(', ')},
+    attrs ${int === 'BIGINT' ? 'INTEGER' : int} NOT NULL, kind ${small} NOT NULL, status ${small} NOT NULL, sizes_known ${small} NOT NULL`;
+}
+
 /**
  * Persisted outputs per hook that arrived in [$1, $2) with an event time before $3 (older than the rule's
  * window by event time), through the partial arrival index: the cost is the late persisted events, not the table.
  */
 export function latePersistedQuery(p: (n: number) => string): string {
-  return `SELECT hook_id AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
-    WHERE outputs_persisted > 0 AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook_id`;
+  return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
+    WHERE outputs_persisted > 0 AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
 }
 
 /** The overflow hooks' rows (names end with ':(overflow)', hook-limit.ts). */
 export const OVERFLOW_HOOKS = `SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_name LIKE '%:(overflow)'`;
 
 /** Hooks with nothing left in retention: no raw event and no rollup row of any granularity or dimension. */
-export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hook_id = h.hook_id)
+export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hook = h.ref)
   ${[...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES)].map((t) => `AND NOT EXISTS (SELECT 1 FROM ${t} r WHERE r.hook_id = h.hook_id)`).join('\n  ')}`;
 
 /**
@@ -232,7 +373,7 @@ export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: n
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = filterWhere === null
     ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
-    : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook_id = ${p(1)} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
+    : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook = ${hookRefOf(p(1))} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
 
@@ -253,7 +394,7 @@ export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: 
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = filterWhere === null
     ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup?.where ?? ''} GROUP BY hook_id, b`
-    : `SELECT hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${filterWhere} GROUP BY hook_id, b`;
+    : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${filterWhere} GROUP BY hook, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
 

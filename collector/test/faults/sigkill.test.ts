@@ -72,7 +72,7 @@ describe('SIGKILL during load', () => {
     try {
       expect((db.prepare('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check).toBe('ok');
       const counts = new Map<string, number>();
-      for (const r of db.prepare('SELECT session_id AS s, COUNT(*) AS n FROM events GROUP BY session_id').all() as { s: string; n: number }[]) counts.set(r.s, Number(r.n));
+      for (const r of db.prepare('SELECT a.session_id AS s, COUNT(*) AS n FROM events JOIN attr_sets a ON a.id = events.attrs GROUP BY a.session_id').all() as { s: string; n: number }[]) counts.set(r.s, Number(r.n));
       const perBatch = RECORDS * HOOK_EVENT_SHARE;
       const missing = acked.filter((s) => counts.get(s) !== perBatch);
       expect(missing, `${missing.length} of ${acked.length} acknowledged batches missing or partial`).toEqual([]);

@@ -46,7 +46,7 @@ function sessionCounts(path: string): Map<string, number> {
   const db = new DatabaseSync(path, { readOnly: true });
   try {
     expect((db.prepare('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check).toBe('ok');
-    return new Map((db.prepare('SELECT session_id AS s, COUNT(*) AS n FROM events GROUP BY session_id').all() as { s: string; n: number }[]).map((r) => [r.s, Number(r.n)]));
+    return new Map((db.prepare('SELECT a.session_id AS s, COUNT(*) AS n FROM events JOIN attr_sets a ON a.id = events.attrs GROUP BY a.session_id').all() as { s: string; n: number }[]).map((r) => [r.s, Number(r.n)]));
   } finally {
     db.close();
   }

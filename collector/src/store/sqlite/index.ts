@@ -12,7 +12,8 @@ import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, t
 import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
-import { counterColumnsDdl, type RollupFilter, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
+import { counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
@@ -46,7 +47,30 @@ export const MIGRATIONS: readonly string[] = [
   arrivalTimeDdl('INTEGER'),
   // 6: rollups per dimension (dim-rollups.ts); filled from the raw events when the store opens (syncDimensions).
   dimRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID'),
+  // 7: the compact event layout (sql.ts compactEventsDdl). A rowid table: the unique key index answers dedup,
+  // (hook, time_ms) a hook's reads, (time_ms) the reads across hooks and retention, the partial arrival index
+  // the late-persisted alert. The key, hook and attribute digests come from the functions registered by
+  // registerMigrationFunctions, the same code ingest uses.
+  compactEventsDdl({
+    int: 'INTEGER', json: 'TEXT', attrId: 'INTEGER PRIMARY KEY',
+    eventsTable: `CREATE TABLE events_compact (id INTEGER PRIMARY KEY, key BLOB NOT NULL, ${compactEventColumnsDdl('INTEGER', 'INTEGER')});`,
+    indexes: `CREATE UNIQUE INDEX events_key ON events (key);
+    CREATE INDEX events_hook_time ON events (hook, time_ms);
+    CREATE INDEX events_time ON events (time_ms);
+    CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;`,
+    attrDigest: (cols) => `${MIGRATION_FUNCTIONS.attrDigest}(${cols})`,
+    key: (e) => `${MIGRATION_FUNCTIONS.key}(${e})`,
+    hookRef: (e) => `${MIGRATION_FUNCTIONS.hookRef}(${e})`,
+    copyOrder: 'e.id',
+  }),
 ];
+
+/** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
+function registerMigrationFunctions(db: DatabaseSync): void {
+  db.function(MIGRATION_FUNCTIONS.key, { deterministic: true }, (k) => compactKey(String(k)));
+  db.function(MIGRATION_FUNCTIONS.hookRef, { deterministic: true }, (id) => hookRef(String(id)));
+  db.function(MIGRATION_FUNCTIONS.attrDigest, { deterministic: true, varargs: true }, (...values) => attrDigest(values.map(String)));
+}
 
 // Numbered, because the step appears twice and before the range in the bucket query.
 const GUARD_SQL = guardTrimSql((n) => `?${n}`);
@@ -99,6 +123,9 @@ interface Connection {
   sql: Statements;
   insertEvent: StatementSync;
   legacyKeyExists: StatementSync;
+  attrFind: StatementSync;
+  attrInsert: StatementSync;
+  attrTouch: StatementSync;
   upsertHook: StatementSync;
   upserts: Record<Granularity, StatementSync>;
   dimUpserts: Record<DimGranularity, StatementSync>;
@@ -132,6 +159,8 @@ export class SqliteStore implements Store {
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
   private readonly known: KnownHooks;
+  /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
+  private readonly attrs = new AttrSetCache();
   /** Why the store cannot keep data now (file gone, corrupt, disk full...); undefined when healthy. */
   private fault: string | undefined;
   private lastRecoveryMs = 0;
@@ -163,6 +192,7 @@ export class SqliteStore implements Store {
     }
     try {
       db.exec('PRAGMA foreign_keys = ON;');
+      registerMigrationFunctions(db);
       this.migrate(db);
       this.syncDimensions(db);
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
@@ -187,10 +217,13 @@ export class SqliteStore implements Store {
       return {
         db,
         sql: new Statements(db),
-        insertEvent: db.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (dedup_key) DO NOTHING`),
-        legacyKeyExists: db.prepare('SELECT 1 AS x FROM events WHERE dedup_key = ?'),
+        insertEvent: db.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (key) DO NOTHING`),
+        legacyKeyExists: db.prepare('SELECT 1 AS x FROM events WHERE key = ?'),
+        attrFind: db.prepare('SELECT id, last_ms FROM attr_sets WHERE digest = ?'),
+        attrInsert: db.prepare(`INSERT INTO attr_sets (${ATTR_INSERT_COLUMNS.join(', ')}) VALUES (${ATTR_INSERT_COLUMNS.map(() => '?').join(', ')}) RETURNING id`),
+        attrTouch: db.prepare('UPDATE attr_sets SET last_ms = MAX(last_ms, ?) WHERE id = ?'),
         upsertHook: db.prepare(
-          `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES (?, ?, ?, ?, ?)
+          `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen, ref) VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
         ),
         upserts: { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) },
@@ -272,6 +305,7 @@ export class SqliteStore implements Store {
         }
         this.c = this.connect();
         this.known.clear();
+        this.attrs.clear();
         this.forgetAllSegments();
       } else {
         if (this.fault === CORRUPT_CAUSE) return false;
@@ -363,7 +397,7 @@ export class SqliteStore implements Store {
     inTransaction(db, () => {
       for (const dim of [...remove, ...rebuild]) for (const sql of dimRemoveSql(() => '?')) db.prepare(sql).run(dim);
       for (const dim of rebuild) {
-        for (const sql of dimRebuildSql(() => '?', (d) => this.dimExpr(d), { events: eventAggregates(), rollups: rollupAggregates() }, COUNTER_COLUMNS, dim)) db.prepare(sql).run(dim);
+        for (const sql of dimRebuildSql(() => '?', (d) => this.dimExpr(d), { events: eventAggregates(), rollups: rollupAggregates() }, COUNTER_COLUMNS, dim, { id: EVENT_HOOK_ID, group: 'hook' })) db.prepare(sql).run(dim);
       }
       db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(ROLLED_DIMENSIONS_META, JSON.stringify(this.rolled));
     });
@@ -403,8 +437,8 @@ export class SqliteStore implements Store {
           const { events, folded, overflowHooks } = this.foldBeyondLimit(w.events);
           const inserted: HookEvent[] = [];
           for (const e of events) {
-            if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.c.legacyKeyExists.get(e.legacyKey)) continue;
-            const r = this.c.insertEvent.run(...(eventValues(e) as SQLInputValue[]));
+            if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.c.legacyKeyExists.get(compactKey(e.legacyKey))) continue;
+            const r = this.c.insertEvent.run(...(eventValues(e, this.attrSet(e)) as SQLInputValue[]));
             if (Number(r.changes) > 0) inserted.push(e);
           }
           all.push(...inserted);
@@ -423,15 +457,43 @@ export class SqliteStore implements Store {
       }
       if (this.fault !== undefined) this.cleared('a commit succeeded again');
     } catch (err) {
-      // Hooks admitted inside a rolled-back transaction were never written.
+      // Hooks and attribute sets admitted inside a rolled-back transaction were never written.
       this.known.clear();
+      this.attrs.discard();
       const e = this.classify(err);
       for (const w of group) w.reject(e);
       return;
     }
     this.commits++;
+    this.attrs.commit();
     this.forgetSegmentsAfter(results.flatMap((r) => r.inserted));
     group.forEach((w, i) => w.resolve(results[i] as IngestResult));
+  }
+
+  /** The id of the event's attribute set, created or its last_ms moved as needed (inside the ingest transaction). */
+  private attrSet(e: HookEvent): number {
+    const { tuple, values } = AttrSetCache.tuple(e);
+    const hit = this.attrs.get(tuple, e.timeMs);
+    if (hit) return hit.id;
+    const lastMs = e.timeMs + LAST_MS_SLACK;
+    let set = this.attrs.peek(tuple);
+    if (!set) {
+      const digest = attrDigest(values);
+      const row = this.c.attrFind.get(digest) as { id: number; last_ms: number } | undefined;
+      if (!row) {
+        const r = this.c.attrInsert.get(digest, lastMs, ...values) as { id: number };
+        set = { id: Number(r.id), lastMs };
+        this.attrs.note(tuple, set);
+        return set.id;
+      }
+      set = { id: Number(row.id), lastMs: Number(row.last_ms) };
+    }
+    if (set.lastMs < e.timeMs) {
+      this.c.attrTouch.run(lastMs, set.id);
+      set = { id: set.id, lastMs };
+    }
+    this.attrs.note(tuple, set);
+    return set.id;
   }
 
   /** Moves the events of hooks past store.maxHooks onto overflow hooks (inside the ingest transaction). */
@@ -475,7 +537,7 @@ export class SqliteStore implements Store {
   private applyRollups(events: HookEvent[]): void {
     if (events.length === 0) return;
     const { hooks, rows } = groupForRollups(events, Date.now());
-    for (const [id, h] of hooks) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs);
+    for (const [id, h] of hooks) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs, hookRef(id));
     for (const g of GRANULARITIES) {
       const stmt = this.c.upserts[g];
       for (const r of rows[g]) stmt.run(r.hookId, r.bucket, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
@@ -507,12 +569,14 @@ export class SqliteStore implements Store {
       if (cur) mergeRow(cur, row);
       else out.set(key, row);
     };
-    const hookClause = hookId ? 'AND hook_id = ?' : '';
     const hookParam = hookId ? [hookId] : [];
     const filters = q.filters ?? {};
     // Built first: it refuses a filter on an unknown dimension whatever is read.
     const [where, filterParams] = this.filterClause(filters);
-    const eventGroup = eventGroupExprs(grouping, (d) => this.dimExpr(d)).join(' || char(0) || ');
+    const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
+    // Events name their hook by number: grouped by it, the id is looked up once per group.
+    const eventHookClause = hookId ? `AND hook = ${hookRefOf('?')}` : '';
+    const [eventGroup, eventGroupKey] = grouping === 'hook' ? [EVENT_HOOK_ID, 'hook'] : [eventGroupExprs(grouping, (d) => this.dimExpr(d)).join(' || char(0) || '), 'g'];
     const rollupGroup = rollupGroupColumns(grouping).join(' || char(0) || ');
     const plan = planRead(filters, grouping, this.rolled);
     const filterKey = JSON.stringify(Object.entries(filters).sort());
@@ -541,7 +605,7 @@ export class SqliteStore implements Store {
           // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
           // 1.0 s at 2 million events).
           const table = hookId ? 'events' : 'events INDEXED BY events_time';
-          sql = `SELECT ${eventGroup} AS g, ${eventAggregates()} FROM ${table} WHERE time_ms >= ? AND time_ms < ? ${hookClause} ${where} GROUP BY g`;
+          sql = `SELECT ${eventGroup} AS g, ${eventAggregates()} FROM ${table} WHERE time_ms >= ? AND time_ms < ? ${eventHookClause} ${where} GROUP BY ${eventGroupKey}`;
           params = [seg.fromMs, seg.toMs, ...hookParam, ...filterParams];
         } else {
           const rollupParams: SQLInputValue[] = [];
@@ -553,7 +617,7 @@ export class SqliteStore implements Store {
           // index. Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks:
           // 18 ms for an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
           const table = !hookId && seg.granularity === 'minute' && dimG === undefined ? `${source} INDEXED BY ${source}_bucket` : source;
-          sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${hookClause} ${cond} GROUP BY g`;
+          sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
           params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
         }
         rows = (await this.all(sql, params)).map((r) => [String(r['g']), fromDbRow(r)]);
@@ -590,17 +654,24 @@ export class SqliteStore implements Store {
     return { filterWhere: null, rollup: { dims, where: rollupCond }, params };
   }
 
+  /** Events filters: each picks the matching attribute sets first (a few rows), then their events. */
   private filterClause(filters: Record<string, string>): [string, string[]] {
     const parts: string[] = [];
     const params: string[] = [];
     for (const [dim, value] of Object.entries(filters)) {
-      parts.push(`AND ${this.dimExpr(dim)} = ?`);
+      parts.push(`AND ${attrFilter(this.attrExpr(dim), '?')}`);
       params.push(value);
     }
     return [parts.join(' '), params];
   }
 
+  /** A dimension's value for the event row in scope (through its attribute set). */
   private dimExpr(dim: string): string {
+    return attrValueExpr(this.attrExpr(dim));
+  }
+
+  /** A dimension as an expression over attr_sets' columns. */
+  private attrExpr(dim: string): string {
     return dimensionExpr(dim, this.dims, (key) => `json_extract(extra, '$.' || ${sqlString(JSON.stringify(key))})`);
   }
 
@@ -699,7 +770,7 @@ export class SqliteStore implements Store {
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
       const [where, params] = this.filterClause(filters);
-      const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = 'complete' ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+      const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
       return e ? Number(e['t']) : null;
     }
     const r = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
@@ -745,6 +816,8 @@ export class SqliteStore implements Store {
     }
     result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
     if (result.hooks > 0) this.known.clear();
+    // Attribute sets no event in retention can reference (last_ms covers every event of the set).
+    if (batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT 5000)', eventsBeforeMs) > 0) this.attrs.clear();
     if (result.events > 0 || result.rollups > 0 || dimRows > 0) this.forgetAllSegments();
     return result;
   }

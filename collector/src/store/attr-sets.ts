@@ -1,0 +1,92 @@
+/**
+ * Dictionary encoding of the attributes an event shares with its session (service, version, session, user,
+ * organization, terminal, source, extra dimensions): each distinct tuple is one attr_sets row, and events carry
+ * its id. A session's few hundred events then store one small integer each instead of ~250 bytes of strings.
+ *
+ * attr_sets.last_ms is at least the time of every event referencing the set, so retention can delete the sets
+ * older than its bound without scanning the events. It is raised ahead by LAST_MS_SLACK when an event passes it:
+ * a live session writes its set about once an hour, not once a batch.
+ */
+import { ATTR_COLUMNS, attrDigest, attrValues } from './sql.ts';
+import type { HookEvent } from '../hooks/model.ts';
+
+/** How far ahead of an event's time last_ms is set when it has to move (fewer writes for a live session). */
+export const LAST_MS_SLACK = 3_600_000;
+/** Tuples kept in memory at most; a set not kept is looked up again (one indexed read). */
+const CACHE_SIZE = 50_000;
+
+export interface AttrSet {
+  id: number;
+  lastMs: number;
+}
+
+/** A resolution the store must write: a new set, or a known set whose last_ms must move to `lastMs`. */
+export interface AttrWork {
+  tuple: string;
+  values: string[];
+  digest: Buffer;
+  /** The event time that needs covering (last_ms becomes at least this plus the slack). */
+  timeMs: number;
+}
+
+/** The values of ATTR_COLUMNS plus the digest, for an INSERT into attr_sets. */
+export const ATTR_INSERT_COLUMNS = ['digest', 'last_ms', ...ATTR_COLUMNS] as const;
+
+/**
+ * Known sets by tuple. Only what committed goes in: a rolled-back transaction's new sets never existed, so the
+ * store calls `commit` after its commit and `discard` after a rollback.
+ */
+export class AttrSetCache {
+  private readonly known = new Map<string, AttrSet>();
+  private pending = new Map<string, AttrSet>();
+
+  /** The tuple of an event: the cache key (exact: JSON of the values). */
+  static tuple(e: HookEvent): { tuple: string; values: string[] } {
+    const values = attrValues(e);
+    return { tuple: JSON.stringify(values), values };
+  }
+
+  /**
+   * The set of a tuple if known (this transaction's pending sets first) and its last_ms covers `timeMs` and
+   * `notBefore`. Where another process prunes (PostgreSQL replicas), `notBefore` is now: retention only deletes
+   * sets whose last_ms is older than its bound (at least an hour ago), so a set trusted from memory cannot be
+   * gone; any other is upserted again.
+   */
+  get(tuple: string, timeMs: number, notBefore = -Infinity): AttrSet | undefined {
+    const s = this.pending.get(tuple) ?? this.known.get(tuple);
+    return s && s.lastMs >= timeMs && s.lastMs >= notBefore ? s : undefined;
+  }
+
+  /** What is known of a tuple, whether or not it covers a time (to move its last_ms instead of looking it up). */
+  peek(tuple: string): AttrSet | undefined {
+    return this.pending.get(tuple) ?? this.known.get(tuple);
+  }
+
+  /** Records a set written or read in the current transaction. */
+  note(tuple: string, set: AttrSet): void {
+    this.pending.set(tuple, set);
+  }
+
+  commit(): void {
+    for (const [k, v] of this.pending) {
+      if (this.known.size >= CACHE_SIZE && !this.known.has(k)) this.known.delete(this.known.keys().next().value as string);
+      this.known.set(k, v);
+    }
+    this.pending = new Map();
+  }
+
+  discard(): void {
+    this.pending = new Map();
+  }
+
+  /** After retention deleted sets: everything known may be gone. */
+  clear(): void {
+    this.known.clear();
+    this.pending = new Map();
+  }
+}
+
+/** A new tuple's work item. */
+export function attrWork(tuple: string, values: string[], timeMs: number): AttrWork {
+  return { tuple, values, digest: attrDigest(values), timeMs };
+}

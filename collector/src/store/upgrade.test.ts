@@ -1,0 +1,234 @@
+/**
+ * The compact event layout on databases written before it: a database laid out by the previous migrations and
+ * filled the way the previous version wrote events is opened by the store, which migrates it in place. Every
+ * event is still counted once, filters and breakdowns still answer right, a batch retried after the upgrade is
+ * not stored twice. Then PostgreSQL's daily event partitions: retention drops whole days, an event for a day
+ * without a partition is stored.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hookId } from '../hooks/extract.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
+import { DAY, HOUR, MINUTE } from './segments.ts';
+import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
+import type { Store } from './store.ts';
+import { model, strip } from '../../test/support/store-model.ts';
+
+const DIMENSIONS = ['team'];
+/** 2026-03-02T00:00:00Z. */
+const T0 = Date.UTC(2026, 2, 2);
+const HOOKS = [['PostToolUse', 'PostToolUse:Bash'], ['PreToolUse', 'PreToolUse:Edit'], ['Stop', 'Stop:notify']] as const;
+const USERS = ['ann@example.com', 'bo@example.com', "o'brien@example.com"];
+
+/** A time-prefixed key as hooks/extract.ts makes them, and its bare hash. */
+function keys(timeMs: number, n: number): { dedupKey: string; legacyKey: string } {
+  const legacyKey = `h${String(n).padStart(26, '0')}`;
+  return { dedupKey: timeMs.toString(36).padStart(9, '0') + legacyKey, legacyKey };
+}
+
+/** Events over three days: starts and completes, every status, three users in two teams, three hooks. */
+function history(): HookEvent[] {
+  return Array.from({ length: 90 }, (_, i) => {
+    const [hookEvent, hookName] = HOOKS[i % 3]!;
+    const timeMs = T0 + Math.floor(i / 30) * DAY + (i % 30) * 7 * MINUTE;
+    const kind = i % 5 === 4 ? 'start' : 'complete';
+    const size = kind === 'start' ? null : [100, 9_000, 12_000, null][i % 4]!;
+    const status = size === null ? 'unknown' : size > 10_000 ? 'over' : size > 8_000 ? 'near' : 'ok';
+    const user = USERS[i % 3]!;
+    return {
+      kind, ...keys(timeMs, i), hookId: hookId(hookEvent, hookName), hookEvent, hookName, timeMs, receivedMs: timeMs + 1000,
+      numHooks: 1, numSuccess: kind === 'complete' ? 1 : null, numBlocking: 0, numNonBlockingError: 0, numCancelled: 0,
+      durationMs: 20 + i, stdoutChars: size, additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null,
+      outputsPersisted: size === null ? null : size > 10_000 ? 1 : 0, sizesKnown: size !== null, status,
+      serviceName: 'claude-code', serviceVersion: i % 2 ? '2.1.332' : '2.1.300', sessionId: `s-${i % 4}`, userId: `u-${i % 3}`,
+      userEmail: user, userAccountUuid: `acc-${i % 3}`, organizationId: 'org-1', terminalType: 'vscode', source: 'otlp',
+      extra: { team: user === 'bo@example.com' ? 'web' : 'infra' },
+    } satisfies HookEvent;
+  });
+}
+
+/** What the previous version wrote per event, in its column order (received_ms from its fifth migration on). */
+const OLD_COLUMNS = [
+  'dedup_key', 'kind', 'hook_id', 'time_ms', 'num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error',
+  'num_cancelled', 'duration_ms', 'stdout_chars', 'additional_context_chars', 'system_message_chars',
+  'initial_user_message_chars', 'outputs_persisted', 'sizes_known', 'status', 'service_name', 'service_version',
+  'session_id', 'user_id', 'user_email', 'user_account_uuid', 'organization_id', 'terminal_type', 'source', 'extra',
+];
+function oldValues(e: HookEvent, bareKey: boolean): unknown[] {
+  return [
+    bareKey ? e.legacyKey : e.dedupKey, e.kind, e.hookId, e.timeMs, e.numHooks, e.numSuccess, e.numBlocking, e.numNonBlockingError,
+    e.numCancelled, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars,
+    e.outputsPersisted, e.sizesKnown ? 1 : 0, e.status, e.serviceName, e.serviceVersion, e.sessionId, e.userId, e.userEmail,
+    e.userAccountUuid, e.organizationId, e.terminalType, e.source, JSON.stringify(e.extra),
+  ];
+}
+const OLD_HOOK = 'INSERT INTO hooks (hook_id, hook_event, hook_name, first_seen, last_seen) VALUES ';
+
+/** What the migrated store must answer: the old events, once each, through filters and breakdowns. */
+async function checkUpgraded(store: Store, events: HookEvent[]): Promise<void> {
+  const range = { fromMs: T0, toMs: T0 + 3 * DAY };
+  // A filter every event matches: read from the raw events, each counted once.
+  expect(strip(await store.hookCounters({ ...range, filters: { 'hookwatch.source': 'otlp' } }))).toEqual(model(events, range.fromMs, range.toMs));
+  expect(strip(await store.hookCounters({ ...range, filters: { team: 'web' } }))).toEqual(model(events, range.fromMs, range.toMs, (e) => e.extra['team'] === 'web'));
+  expect(strip(await store.hookCounters({ ...range, filters: { 'user.email': "o'brien@example.com", 'service.version': '2.1.332' } })))
+    .toEqual(model(events, range.fromMs, range.toMs, (e) => e.userEmail === "o'brien@example.com" && e.serviceVersion === '2.1.332'));
+  const hook = events[0]!.hookId;
+  const byUser = await store.breakdown(hook, 'user.email', range);
+  for (const user of USERS) {
+    const want = model(events, range.fromMs, range.toMs, (e) => e.userEmail === user).get(hook);
+    expect(byUser.find((r) => r.value === user)?.executions, user).toBe(want?.executions);
+  }
+  const series = await store.series(hook, { ...range, stepMs: DAY, filters: { team: 'infra' } });
+  expect([...series.values()].reduce((n, c) => n + c.executions, 0)).toBe(model(events, range.fromMs, range.toMs, (e) => e.extra['team'] === 'infra').get(hook)?.executions);
+  // Persisted outputs keep their arrival time.
+  const late = await store.latePersisted({ receivedFromMs: T0, receivedToMs: T0 + 3 * DAY, eventBeforeMs: T0 + 3 * DAY });
+  expect([...late.values()].reduce((n, a) => n + a.outputsPersisted, 0)).toBe(events.filter((e) => (e.outputsPersisted ?? 0) > 0 && e.kind === 'complete').length);
+
+  // The same batch retried after the upgrade (now with time-prefixed keys): nothing stored twice.
+  const retry = await store.ingest(events);
+  expect(retry.inserted).toEqual([]);
+  expect(retry.duplicates).toBe(events.length);
+  // New events are stored next to the migrated ones.
+  const fresh = { ...events[1]!, ...keys(T0 + 2 * DAY + 5 * MINUTE, 1000), timeMs: T0 + 2 * DAY + 5 * MINUTE };
+  expect((await store.ingest([fresh])).inserted).toHaveLength(1);
+  expect(strip(await store.hookCounters({ ...range, filters: { team: fresh.extra['team']! } })))
+    .toEqual(model([...events, fresh], range.fromMs, range.toMs, (e) => e.extra['team'] === fresh.extra['team']));
+}
+
+describe('upgrade to the compact event layout: SQLite', () => {
+  let dir = '';
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'hookwatch-upgrade-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('migrates a database written by the previous layout in place', async () => {
+    const path = join(dir, 'old.db');
+    const events = history();
+    const db = new DatabaseSync(path);
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
+    const apply = (v: number): void => {
+      db.exec(SQLITE_MIGRATIONS[v - 1] as string);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, Date.now());
+    };
+    const insert = (e: HookEvent, bareKey: boolean): void => {
+      const cols = bareKey ? OLD_COLUMNS : [...OLD_COLUMNS, 'received_ms'];
+      const values = bareKey ? oldValues(e, true) : [...oldValues(e, false), e.receivedMs];
+      db.prepare(`INSERT INTO events (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`).run(...(values as SQLInputValue[]));
+      db.prepare(`${OLD_HOOK} (?, ?, ?, ?, ?) ON CONFLICT (hook_id) DO UPDATE SET last_seen = MAX(last_seen, excluded.last_seen)`).run(e.hookId, e.hookEvent, e.hookName, e.timeMs, e.timeMs);
+    };
+    // The first event was stored under its bare hash, before keys began with the event time (migration 2).
+    apply(1);
+    insert(events[0]!, true);
+    for (let v = 2; v <= 5; v++) apply(v);
+    for (const e of events.slice(1)) insert(e, false);
+    db.close();
+
+    const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+    try {
+      await checkUpgraded(store, events);
+    } finally {
+      await store.close();
+    }
+    const after = new DatabaseSync(path);
+    expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: SQLITE_MIGRATIONS.length });
+    // Sessions share their attribute tuple: far fewer sets than events.
+    expect(Number((after.prepare('SELECT COUNT(*) AS n FROM attr_sets').get() as { n: number }).n)).toBeLessThan(events.length / 4);
+    after.close();
+  });
+});
+
+describe('PostgreSQL: upgrade to the compact event layout, and daily event partitions', () => {
+  let server: TestServer;
+  const stores: Store[] = [];
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    await server.stop();
+  });
+  const open = async (url: string): Promise<PostgresStore> => {
+    const s = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 3 });
+    stores.push(s);
+    return s;
+  };
+  const partitions = async (c: pg.Client | pg.Pool): Promise<string[]> =>
+    (await c.query<{ n: string }>(`SELECT c.relname AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`)).rows.map((r) => r.n);
+
+  it('migrates a database written by the previous layout in place, a partition per day it holds', async () => {
+    const url = await server.createDatabase();
+    const events = history();
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      const apply = async (v: number): Promise<void> => {
+        await c.query(PG_MIGRATIONS[v - 1] as string);
+        await c.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v]);
+      };
+      const insert = async (e: HookEvent, bareKey: boolean): Promise<void> => {
+        const cols = bareKey ? OLD_COLUMNS : [...OLD_COLUMNS, 'received_ms'];
+        const values = bareKey ? oldValues(e, true) : [...oldValues(e, false), e.receivedMs];
+        await c.query(`INSERT INTO events (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, values);
+        await c.query(`${OLD_HOOK} ($1, $2, $3, $4, $4) ON CONFLICT (hook_id) DO UPDATE SET last_seen = GREATEST(hooks.last_seen, excluded.last_seen)`, [e.hookId, e.hookEvent, e.hookName, e.timeMs]);
+      };
+      // Migration 3 began keys with the event time; the first event was stored before it.
+      for (let v = 1; v <= 2; v++) await apply(v);
+      await insert(events[0]!, true);
+      for (let v = 3; v <= 7; v++) await apply(v);
+      for (const e of events.slice(1)) await insert(e, false);
+    } finally {
+      await c.end();
+    }
+
+    const store = await open(url);
+    expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
+    const days = await partitions(store.connectionPool);
+    for (let d = 0; d < 3; d++) expect(days).toContain(`events_d${Math.floor(T0 / DAY) + d}`);
+    await checkUpgraded(store, events);
+  });
+
+  it('retention drops whole days of events and deletes only inside the day holding the bound', async () => {
+    const store = await open(await server.createDatabase());
+    const events = history();
+    await store.ingest(events);
+    const day0 = Math.floor(T0 / DAY);
+    // Bound: the third day at 01:00; days 1 and 2 go whole, the third keeps what is after 01:00.
+    const bound = T0 + 2 * DAY + HOUR;
+    const r = await store.prune(bound, bound);
+    expect(r.events).toBe(events.filter((e) => e.timeMs < bound).length);
+    const days = await partitions(store.connectionPool);
+    expect(days).not.toContain(`events_d${day0}`);
+    expect(days).not.toContain(`events_d${day0 + 1}`);
+    expect(days).toContain(`events_d${day0 + 2}`);
+    const left = events.filter((e) => e.timeMs >= bound);
+    expect(strip(await store.hookCounters({ fromMs: T0, toMs: T0 + 3 * DAY, filters: { 'hookwatch.source': 'otlp' } }))).toEqual(model(left, T0, T0 + 3 * DAY));
+    // A late event for a dropped day is stored again (its partition made anew).
+    const late = { ...events[0]!, ...keys(T0 + 5 * MINUTE, 2000), timeMs: T0 + 5 * MINUTE };
+    expect((await store.ingest([late])).inserted).toHaveLength(1);
+  });
+
+  it('stores an event for a day with no partition yet, also one another replica dropped meanwhile', async () => {
+    const url = await server.createDatabase();
+    const a = await open(url);
+    const b = await open(url);
+    const old = Date.UTC(2020, 0, 15, 12);
+    const first = { ...history()[0]!, ...keys(old, 1), timeMs: old };
+    expect((await a.ingest([first])).inserted).toHaveLength(1);
+    expect(await partitions(a.connectionPool)).toContain(`events_d${Math.floor(old / DAY)}`);
+    // Retention on the other replica drops the day; this replica still believes it has its partition.
+    expect((await b.prune(old + DAY, old + DAY)).events).toBe(1);
+    expect(await partitions(a.connectionPool)).not.toContain(`events_d${Math.floor(old / DAY)}`);
+    const second = { ...first, ...keys(old + MINUTE, 2), timeMs: old + MINUTE };
+    expect((await a.ingest([second])).inserted).toHaveLength(1);
+    const got = await a.hookCounters({ fromMs: old - HOUR, toMs: old + HOUR, filters: { 'hookwatch.source': 'otlp' } });
+    expect(got.get(first.hookId)?.executions).toBe(1);
+  });
+});

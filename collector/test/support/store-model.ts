@@ -1,0 +1,26 @@
+/** What any store must answer for a set of events, computed in memory with the shared counter arithmetic. */
+import type { HookCounters } from '../../src/store/model.ts';
+import type { HookEvent } from '../../src/hooks/model.ts';
+import { addEvent, emptyRow, toCounters } from '../../src/store/counters.ts';
+import { alignRange } from '../../src/store/segments.ts';
+
+/** Per-hook counters of the events in [fromMs, toMs) (aligned as the stores align it) that `keep` accepts. */
+export function model(events: HookEvent[], fromMs: number, toMs: number, keep: (e: HookEvent) => boolean = () => true): Map<string, HookCounters> {
+  const r = alignRange(fromMs, toMs);
+  const rows = new Map<string, ReturnType<typeof emptyRow>>();
+  for (const e of events) {
+    if (e.timeMs < r.fromMs || e.timeMs >= r.toMs || !keep(e)) continue;
+    let row = rows.get(e.hookId);
+    if (!row) rows.set(e.hookId, (row = emptyRow()));
+    addEvent(row, e);
+  }
+  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
+}
+
+/** A store's per-hook answer without the hook info, to compare with the model. */
+export function strip(m: Map<string, HookCounters & { info?: unknown }>): Map<string, HookCounters> {
+  return new Map([...m].map(([k, v]) => {
+    const { info: _info, ...rest } = v as HookCounters & { info?: unknown };
+    return [k, rest];
+  }));
+}
