@@ -802,6 +802,11 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
       }),
       { numRuns: 12, seed: 3 },
     );
+    // The newest execution matching each filter (the overview's "last event"), found through the hourly rollups.
+    for (const [filters, keep] of DIMENSION_FILTERS) {
+      const times = events.filter((e) => e.kind === 'complete' && keep(e)).map((e) => e.timeMs);
+      expect(await store.lastEventMs(filters), JSON.stringify(filters)).toBe(times.length > 0 ? Math.max(...times) : null);
+    }
     // Series and the fleet series under a filter, for steps the dimension rollups serve (hours, days) and one
     // they do not (15 minutes: raw events).
     for (const stepMs of [15 * MINUTE, HOUR, 3 * HOUR, DAY]) {

@@ -10,7 +10,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { alignRange, granularityForStep, segments } from '../segments.ts';
+import { HOUR, alignRange, granularityForStep, segments } from '../segments.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
@@ -633,12 +633,30 @@ export class PostgresStore implements Store {
     if (filters && Object.keys(filters).length > 0) {
       const params: unknown[] = [];
       const where = this.filterClause(filters, params);
-      const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+      const hour = await this.newestFilteredHour(filters);
+      if (hour === null) return null;
+      // Within the newest hour holding a match when the dimension rollups tell it: one hour of events at most.
+      const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;
+      const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
       return e[0] ? Number(e[0]['t']) : null;
     }
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];
     return t === null || t === undefined ? null : Number(t);
+  }
+
+  /**
+   * The newest hour in which an execution matches one rolled dimension's filter, from its hourly rollups; null
+   * when none does, undefined when the filter is not served by dimension rollups.
+   */
+  private async newestFilteredHour(filters: Record<string, string>): Promise<number | null | undefined> {
+    const plan = planRead(filters, 'hook', this.rolled);
+    if (plan.source !== 'dims') return undefined;
+    const params: unknown[] = [];
+    const cond = rollupWhere(plan, true, (v) => `$${params.push(v)}`);
+    const r = await this.query(`SELECT MAX(bucket) AS b FROM ${DIM_ROLLUP_TABLES.hour} WHERE executions > 0 ${cond}`, params);
+    const b = r[0]?.['b'];
+    return b === null || b === undefined ? null : Number(b);
   }
 
   async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {

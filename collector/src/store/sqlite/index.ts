@@ -9,7 +9,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { HOUR, MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
@@ -770,11 +770,31 @@ export class SqliteStore implements Store {
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
       const [where, params] = this.filterClause(filters);
-      const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+      const hour = await this.newestFilteredHour(filters);
+      if (hour === null) return null;
+      // Within the newest hour holding a match when the dimension rollups tell it: one hour of events at most.
+      const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;
+      const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
       return e ? Number(e['t']) : null;
     }
     const r = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
     return r?.['t'] === null || r?.['t'] === undefined ? null : Number(r['t']);
+  }
+
+  /**
+   * The newest hour in which an execution matches one rolled dimension's filter, from its hourly rollups; null
+   * when none does, undefined when the filter is not served by dimension rollups.
+   */
+  private async newestFilteredHour(filters: Record<string, string>): Promise<number | null | undefined> {
+    const plan = planRead(filters, 'hook', this.rolled);
+    if (plan.source !== 'dims') return undefined;
+    const params: SQLInputValue[] = [];
+    const cond = rollupWhere(plan, true, (v) => {
+      params.push(v);
+      return '?';
+    });
+    const r = await this.one(`SELECT MAX(bucket) AS b FROM ${DIM_ROLLUP_TABLES.hour} WHERE executions > 0 ${cond}`, params);
+    return r?.['b'] === null || r?.['b'] === undefined ? null : Number(r['b']);
   }
 
   async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
