@@ -23,7 +23,7 @@ export interface HookwatchConfig {
   /** Used when db is a postgres:// URL. */
   postgres: { poolSize: number; leaseTtlMs: number };
   retention: { eventsMs: number; rollupsMs: number };
-  store: { maxHooks: number };
+  store: { maxHooks: number; readers: number };
   delivery: { nearThreshold: number };
   dimensions: string[];
   privacy: { hash: string[]; hashKey: string; drop: string[] };
@@ -82,7 +82,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']) },
     postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
     retention: { eventsMs: r.number('retention.events'), rollupsMs: r.number('retention.rollups') },
-    store: { maxHooks: r.number('store.maxHooks') },
+    store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers') },
     delivery: { nearThreshold: r.number('delivery.nearThreshold') },
     dimensions,
     privacy: privacyConfig(r.list('privacy.hash'), r.string('privacy.hashKey'), r.list('privacy.drop'), dimensions),

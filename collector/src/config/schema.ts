@@ -113,6 +113,10 @@ export const SETTINGS: readonly Setting[] = [
     description: 'Most distinct hooks (hook event + hook name) the store keeps. Past it, events of new hook names are counted under one `<hook_event>:(overflow)` hook per hook event (counts kept, never dropped), the client is told in the OTLP partial-success message, hookwatch_hook_events_folded_total counts them and the `hook_limit` alert fires. Hooks with nothing left in retention are removed.',
   },
   {
+    key: 'store.readers', env: 'HOOKWATCH_STORE_READERS', type: 'int', default: 2, min: 1, max: 64,
+    description: 'Connections that answer API and dashboard queries, apart from the ones ingest writes on, so no query makes an OTLP request wait. SQLite: worker threads, each with its own read-only connection to the file (an in-memory database reads on its one connection). PostgreSQL: the size of a read pool beside the postgres.poolSize connections that ingest uses.',
+  },
+  {
     key: 'delivery.nearThreshold', env: 'HOOKWATCH_NEAR_THRESHOLD', type: 'int', default: 8000, min: 1, max: 10_000,
     description: 'An output whose largest string may exceed this many characters (with nothing persisted) is "near" the 10,000 cap.',
   },
