@@ -3,6 +3,7 @@
  * store's file, off the event loop that receives OTLP and commits ingest. WAL lets it read beside the writer:
  * each query sees every transaction committed before it started.
  */
+import { setPriority } from 'node:os';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Statements } from './database.ts';
@@ -24,6 +25,15 @@ export interface ReadFailure {
 export type ReadResponse = { id: number; rows: Record<string, unknown>[] } | { id: number; error: ReadFailure };
 
 const { path } = workerData as { path: string };
+
+// On Linux a nice value belongs to the thread that sets it (pid 0 is this thread, not the process): when the
+// cores are busy, the event loop that acknowledges OTLP gets them before a dashboard query does. Elsewhere this
+// may lower the whole process or be refused; either way reads still run.
+try {
+  if (process.platform === 'linux') setPriority(0, 10);
+} catch {
+  // Not permitted here: reads keep the default priority.
+}
 let conn: { db: DatabaseSync; sql: Statements } | undefined;
 
 /**
