@@ -121,22 +121,30 @@ interface QueryFigures {
 /**
  * What the dashboard asks the store with a team filter, each call a question not asked before: the overview
  * (what GET /api/v1/overview asks), the hook list (GET /api/v1/hooks) and a per-user breakdown of one hook.
- * Teams cycle, and the range start moves back a day each round of teams, so SQLite's kept closed segments
- * never answer a call.
+ * Teams cycle, and the range start moves back a day each round of teams, so SQLite's kept closed segments never
+ * answer a call; each kind of question gets a store opened afresh, so none is answered from another's segments.
  */
-async function queries(store: Store, endMs: number, hookIds: readonly string[], calls: number): Promise<QueryFigures> {
-  const range = (i: number): { fromMs: number; toMs: number } => ({ fromMs: endMs - (30 - Math.floor(i / TEAMS)) * DAY, toMs: endMs });
+async function queries(open: () => Promise<Store>, endMs: number, hookIds: readonly string[], calls: number): Promise<QueryFigures> {
+  const range = (i: number, n = TEAMS): { fromMs: number; toMs: number } => ({ fromMs: endMs - (30 - Math.floor(i / n)) * DAY, toMs: endMs });
   const team = (i: number): Record<string, string> => ({ team: `team-${i % TEAMS}` });
-  const overview = (i: number): Promise<unknown> => {
-    const q = { ...range(i), filters: team(i) };
-    return Promise.all([store.hookCounters(q), store.lastEventMs(q.filters), store.clientVersions(q)]);
+  const timed = async (fn: (store: Store, i: number) => Promise<unknown>): Promise<Timing> => {
+    const store = await open();
+    try {
+      // Connections (and SQLite's read workers) up before the first timed call, as in a running server.
+      await store.lastEventMs();
+      return await time(calls, (i) => fn(store, i));
+    } finally {
+      await store.close();
+    }
   };
-  // The hook list asks with a different range end than the overview (to = now), so it is not answered by the overview's segments.
-  const hookList = (i: number): Promise<unknown> => store.hookCounters({ fromMs: endMs - (30 - Math.floor(i / TEAMS)) * DAY - 60_000, toMs: endMs - 60_000, filters: team(i) });
-  const breakdown = (i: number): Promise<unknown> => store.breakdown(hookIds[i % hookIds.length] ?? '', 'user.id', { fromMs: endMs - (30 - Math.floor(i / hookIds.length)) * DAY, toMs: endMs });
-  // Connections (and SQLite's read workers) up before the first timed call, as in a running server; nothing is kept.
-  await store.lastEventMs();
-  return { overviewByTeam: await time(calls, overview), hookListByTeam: await time(calls, hookList), breakdownByUser: await time(calls, breakdown) };
+  return {
+    overviewByTeam: await timed((store, i) => {
+      const q = { ...range(i), filters: team(i) };
+      return Promise.all([store.hookCounters(q), store.lastEventMs(q.filters), store.clientVersions(q)]);
+    }),
+    hookListByTeam: await timed((store, i) => store.hookCounters({ ...range(i), filters: team(i) })),
+    breakdownByUser: await timed((store, i) => store.breakdown(hookIds[i % hookIds.length] ?? '', 'user.id', range(i, hookIds.length))),
+  };
 }
 
 /** Bytes of the SQLite database after a checkpoint (the WAL folded into the file). */
@@ -229,22 +237,15 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
       await pgStore.close();
       // Fresh stores for the queries: nothing kept from generation; statistics up to date.
       await postgresBytes(pgUrl);
-      const qs = new SqliteStore({ path: sqlitePath, dimensions: ['team'] });
-      const qp = await PostgresStore.open({ url: pgUrl, dimensions: ['team'] });
-      try {
-        figures.push({
-          events: size,
-          sqlite: await queries(qs, endMs, hookIds, calls),
-          postgres: await queries(qp, endMs, hookIds, calls),
-          sqliteBytes: 0,
-          postgresBytes: 0,
-          sqliteGenSeconds: sqliteGen,
-          postgresGenSeconds: postgresGen,
-        });
-      } finally {
-        await qs.close();
-        await qp.close();
-      }
+      figures.push({
+        events: size,
+        sqlite: await queries(async () => new SqliteStore({ path: sqlitePath, dimensions: ['team'] }), endMs, hookIds, calls),
+        postgres: await queries(() => PostgresStore.open({ url: pgUrl, dimensions: ['team'] }), endMs, hookIds, calls),
+        sqliteBytes: 0,
+        postgresBytes: 0,
+        sqliteGenSeconds: sqliteGen,
+        postgresGenSeconds: postgresGen,
+      });
       const f = figures.at(-1) as SizeFigures;
       f.sqliteBytes = sqliteBytes(sqlitePath);
       f.postgresBytes = await postgresBytes(pgUrl);
