@@ -37,6 +37,10 @@ export const STORE_SETTINGS: readonly Setting[] = [
     key: 'store.maxHooks', env: 'HOOKWATCH_MAX_HOOKS', type: 'int', default: 10_000, min: 1, max: 1_000_000,
     description: 'Most distinct hooks (hook event + hook name) the store keeps. Past it, events of new hook names are counted under one `<hook_event>:(overflow)` hook per hook event (counts kept, never dropped), the client is told in the OTLP partial-success message, hookwatch_hook_events_folded_total counts them and the `hook_limit` alert fires. Hooks with nothing left in retention are removed.',
   },
+  {
+    key: 'store.readers', env: 'HOOKWATCH_STORE_READERS', type: 'int', default: 2, min: 1, max: 64,
+    description: 'Connections that answer API and dashboard queries, apart from the ones ingest writes on, so no query makes an OTLP request wait. SQLite: worker threads, each with its own read-only connection to the file (an in-memory database reads on its one connection). PostgreSQL: the size of a read pool beside the postgres.poolSize connections that ingest uses.',
+  },
 ];
 
 export interface StoreSettings {
@@ -45,7 +49,7 @@ export interface StoreSettings {
   /** Used when db is a postgres:// URL. */
   postgres: { poolSize: number; leaseTtlMs: number };
   retention: { eventsMs: number; rollupsMs: number };
-  store: { maxHooks: number };
+  store: { maxHooks: number; readers: number };
 }
 
 export function storeConfig(r: SettingValues): StoreSettings {
@@ -54,7 +58,7 @@ export function storeConfig(r: SettingValues): StoreSettings {
     sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']) },
     postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
     retention: { eventsMs: r.number('retention.events'), rollupsMs: r.number('retention.rollups') },
-    store: { maxHooks: r.number('store.maxHooks') },
+    store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers') },
   };
 }
 

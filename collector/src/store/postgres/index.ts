@@ -27,8 +27,10 @@ export interface PostgresStoreOptions {
   url: string;
   /** Extra dimension attribute keys (config `dimensions`). */
   dimensions?: readonly string[];
-  /** Connections in this replica's pool. */
+  /** Connections in this replica's pool (ingest and other writes). */
   poolSize?: number;
+  /** store.readers: connections of the read pool that answers queries, apart from the writers (default 2). */
+  readers?: number;
   logger?: Logger;
   /** Rows deleted per statement by prune (bounded so retention never holds long locks). */
   pruneBatch?: number;
@@ -177,6 +179,11 @@ export class PostgresStore implements Store {
   readonly maxHooks: number;
   private readonly known: KnownHooks;
   private readonly pool: pg.Pool;
+  /**
+   * Queries (the API, the dashboard, alert evaluation) run on their own pool: a burst of dashboard queries holds
+   * these connections, never the ones an ingest transaction needs, so an OTLP request never waits behind one.
+   */
+  private readonly readPool: pg.Pool;
   private readonly url: string;
   private readonly dims: readonly string[];
   /** Dimensions with rollups of their own (dim-rollups.ts). */
@@ -197,18 +204,23 @@ export class PostgresStore implements Store {
     this.pruneBatch = opts.pruneBatch ?? 5000;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
-    this.pool = new pg.Pool({
-      connectionString: opts.url,
-      max: opts.poolSize ?? 10,
-      connectionTimeoutMillis: 10_000,
-      idleTimeoutMillis: 30_000,
-      application_name: 'hookwatch',
-      // A stuck statement must not hold an OTLP request (and its row locks) forever.
-      statement_timeout: 60_000,
-      idle_in_transaction_session_timeout: 60_000,
-    });
-    // An idle connection dropped by the server (restart, failover) must not crash the process.
-    this.pool.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
+    const pool = (max: number, applicationName: string): pg.Pool => {
+      const p = new pg.Pool({
+        connectionString: opts.url,
+        max,
+        connectionTimeoutMillis: 10_000,
+        idleTimeoutMillis: 30_000,
+        application_name: applicationName,
+        // A stuck statement must not hold an OTLP request (and its row locks) forever.
+        statement_timeout: 60_000,
+        idle_in_transaction_session_timeout: 60_000,
+      });
+      // An idle connection dropped by the server (restart, failover) must not crash the process.
+      p.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
+      return p;
+    };
+    this.pool = pool(opts.poolSize ?? 10, 'hookwatch');
+    this.readPool = pool(opts.readers ?? 2, 'hookwatch-read');
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -218,6 +230,7 @@ export class PostgresStore implements Store {
       await store.migrate();
     } catch (err) {
       await store.pool.end().catch(() => {});
+      await store.readPool.end().catch(() => {});
       throw store.classify(err, 'cannot open the PostgreSQL store');
     }
     return store;
@@ -348,11 +361,11 @@ export class PostgresStore implements Store {
     const unknown = this.known.unknown(sorted);
     const none = { events: sorted, fold: { folded: 0, overflowHooks: [] } };
     if (unknown.length === 0) return none;
-    const rows = await this.query('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [[...unknown, ...overflowIds(sorted)]]);
+    const rows = await this.write('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [[...unknown, ...overflowIds(sorted)]]);
     const existing = new Set(rows.map((r) => String(r['hook_id'])));
     this.known.add(existing);
     if (unknown.every((id) => existing.has(id))) return none;
-    const count = Number((await this.query('SELECT COUNT(*) AS n FROM hooks', []))[0]?.['n'] ?? 0);
+    const count = Number((await this.write('SELECT COUNT(*) AS n FROM hooks', []))[0]?.['n'] ?? 0);
     const r = foldNewHooks(sorted, (id) => this.known.has(id) || existing.has(id), count, this.maxHooks);
     // Folding changes hook ids only, not the dedup keys the rows are sorted by.
     return { events: r.events, fold: r };
@@ -689,7 +702,7 @@ export class PostgresStore implements Store {
       for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
         const chunk = hookIds.slice(i, i + DIM_PRUNE_HOOKS);
         for (const t of Object.values(DIM_ROLLUP_TABLES)) {
-          for (const dim of this.rolled) await this.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]);
+          for (const dim of this.rolled) await this.write(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]);
         }
       }
     };
@@ -742,7 +755,7 @@ export class PostgresStore implements Store {
     // One statement (atomic) per batch: unnest() of one array per column.
     const types = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'int8', 'text', 'text', 'int8'];
     const columns = FINDING_COLUMNS.map((_, c) => findings.map((f) => findingValues(f)[c]));
-    const rows = await this.query(
+    const rows = await this.write(
       `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')})
        SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})
        ON CONFLICT (finding_id) DO NOTHING RETURNING finding_id`,
@@ -754,7 +767,7 @@ export class PostgresStore implements Store {
   async pruneTranscriptFindings(beforeMs: number): Promise<number> {
     let total = 0;
     for (;;) {
-      const rows = await this.query('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < $1 LIMIT $2) RETURNING 1 AS x', [beforeMs, this.pruneBatch]);
+      const rows = await this.write('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < $1 LIMIT $2) RETURNING 1 AS x', [beforeMs, this.pruneBatch]);
       total += rows.length;
       if (rows.length < this.pruneBatch) return total;
     }
@@ -766,24 +779,34 @@ export class PostgresStore implements Store {
   }
 
   async metaValue(key: string, create: () => string): Promise<string> {
-    await this.query('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, create()]);
+    await this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, create()]);
     const rows = await this.query('SELECT value FROM store_meta WHERE key = $1', [key]);
     return String(rows[0]?.['value']);
   }
 
   async ping(): Promise<void> {
     if (this.closed) throw new Error('store is closed');
-    await this.query('SELECT 1', []);
+    await Promise.all([this.write('SELECT 1', []), this.query('SELECT 1', [])]);
   }
 
   close(): Promise<void> {
-    this.closed ??= this.pool.end().catch(() => {});
+    this.closed ??= Promise.all([this.pool.end().catch(() => {}), this.readPool.end().catch(() => {})]).then(() => {});
     return this.closed;
   }
 
-  private async query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+  /** A read query, on the read pool. */
+  private query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+    return this.run(this.readPool, sql, params);
+  }
+
+  /** A statement of the write side (ingest's own lookups, side writes), on the pool ingest uses. */
+  private write(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+    return this.run(this.pool, sql, params);
+  }
+
+  private async run(pool: pg.Pool, sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
     try {
-      const r = await this.pool.query(sql, params);
+      const r = await pool.query(sql, params);
       return r.rows as Record<string, unknown>[];
     } catch (err) {
       throw this.classify(err, 'store query failed');

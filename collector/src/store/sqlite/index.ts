@@ -15,6 +15,7 @@ import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
 import { counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
+import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -32,6 +33,8 @@ export interface SqliteStoreOptions {
   logger?: Logger;
   /** How often the file is checked to still be the one opened (also checked on every commit and /readyz). */
   checkIntervalMs?: number;
+  /** store.readers: worker threads answering read queries, each on its own read-only connection (default 2). */
+  readers?: number;
 }
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
@@ -165,6 +168,17 @@ export class SqliteStore implements Store {
   private fault: string | undefined;
   private lastRecoveryMs = 0;
   private readonly checkTimer: NodeJS.Timeout | undefined;
+  /**
+   * Where read queries run: worker threads with their own connections, so no dashboard query ever holds the
+   * event loop that receives OTLP and commits ingest. Undefined for ':memory:': an in-memory database belongs to
+   * its one connection and cannot be opened from another thread, so its reads stay on the main connection.
+   */
+  private readonly readers: SqliteReaders | undefined;
+  /**
+   * Cacheable reads in flight, each with the end of its segment. A commit or prune that drops cached segments
+   * marks the reads of those segments stale too: their rows may predate the commit, and must not be kept after it.
+   */
+  private readonly inFlight = new Set<{ toMs: number; stale: boolean }>();
 
   constructor(opts: SqliteStoreOptions) {
     this.path = opts.path;
@@ -175,6 +189,7 @@ export class SqliteStore implements Store {
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     this.c = this.connect();
+    this.readers = this.path === ':memory:' ? undefined : new SqliteReaders(this.path, opts.readers ?? 2);
     if (this.path !== ':memory:') {
       this.checkTimer = setInterval(() => this.check(), opts.checkIntervalMs ?? 2000);
       this.checkTimer.unref();
@@ -304,6 +319,7 @@ export class SqliteStore implements Store {
           // The old file may be unreadable; it is being replaced anyway.
         }
         this.c = this.connect();
+        this.readers?.reopen();
         this.known.clear();
         this.attrs.clear();
         this.forgetAllSegments();
@@ -324,6 +340,8 @@ export class SqliteStore implements Store {
   }
 
   private cleared(how: string): void {
+    // Connections that saw the fault are not trusted: the readers open the file afresh.
+    this.readers?.reopen();
     this.logger?.info('store database is usable again', { path: this.path, previousCause: this.fault, recovery: how });
     this.fault = undefined;
   }
@@ -359,15 +377,40 @@ export class SqliteStore implements Store {
 
   /**
    * Rows of a read query. Every query the API and the dashboard ask goes through here or `one`, so where reads
-   * run (which connection, which thread) is decided in one place.
+   * run (which connection, which thread) is decided in one place: on the read workers, or in this thread for
+   * ':memory:'. A read issued after an ingest resolved sees its events (WAL: a read sees every earlier commit).
    */
   private async all(sql: string, params: readonly SQLInputValue[] = []): Promise<Record<string, unknown>[]> {
-    return this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[];
+    if (!this.readers) return this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[];
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    try {
+      return await this.readers.all(sql, params);
+    } catch (err) {
+      throw this.classify(err);
+    }
   }
 
   /** The first row of a read query, or undefined. */
   private async one(sql: string, params: readonly SQLInputValue[] = []): Promise<Record<string, unknown> | undefined> {
-    return this.read(() => this.c.sql.get(sql).get(...params)) as Record<string, unknown> | undefined;
+    if (!this.readers) return this.read(() => this.c.sql.get(sql).get(...params)) as Record<string, unknown> | undefined;
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    try {
+      return await this.readers.one(sql, params);
+    } catch (err) {
+      throw this.classify(err);
+    }
+  }
+
+  /** Runs a read whose rows may be kept for the closed time before `toMs`; `keep` says whether they still may. */
+  private async readForCache<T>(toMs: number, fn: () => Promise<T>): Promise<{ rows: T; keep: boolean }> {
+    const ticket = { toMs, stale: false };
+    this.inFlight.add(ticket);
+    try {
+      const rows = await fn();
+      return { rows, keep: !ticket.stale };
+    } finally {
+      this.inFlight.delete(ticket);
+    }
   }
 
   private migrate(db: DatabaseSync): void {
@@ -514,11 +557,12 @@ export class SqliteStore implements Store {
    * only the last minutes' segments go; a late event drops everything from its time on.
    */
   private forgetSegmentsAfter(events: readonly HookEvent[]): void {
-    if ((this.closedSegments.size === 0 && this.closedFleet.size === 0) || events.length === 0) return;
+    if ((this.closedSegments.size === 0 && this.closedFleet.size === 0 && this.inFlight.size === 0) || events.length === 0) return;
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
     for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.forgetSegment(key);
     for (const [key, seg] of this.closedFleet) if (seg.toMs > earliest) this.closedFleet.delete(key);
+    for (const t of this.inFlight) if (t.toMs > earliest) t.stale = true;
   }
 
   private forgetSegment(key: string): void {
@@ -529,6 +573,7 @@ export class SqliteStore implements Store {
   }
 
   private forgetAllSegments(): void {
+    for (const t of this.inFlight) t.stale = true;
     this.closedSegments.clear();
     this.closedFleet.clear();
     this.cachedRows = 0;
@@ -620,8 +665,9 @@ export class SqliteStore implements Store {
           sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
           params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
         }
-        rows = (await this.all(sql, params)).map((r) => [String(r['g']), fromDbRow(r)]);
-        if (cacheable && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
+        const read = await this.readForCache(seg.toMs, () => this.all(sql, params));
+        rows = read.rows.map((r) => [String(r['g']), fromDbRow(r)]);
+        if (cacheable && read.keep && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
             this.forgetSegment(this.closedSegments.keys().next().value as string);
           }
@@ -730,9 +776,12 @@ export class SqliteStore implements Store {
     const key = `${q.stepMs}|${fromMs}|${openFrom}`;
     let closed = this.closedFleet.get(key)?.rows;
     if (!closed) {
-      closed = await read(fromMs, openFrom);
-      if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
-      this.closedFleet.set(key, { toMs: openFrom, rows: closed });
+      const r = await this.readForCache(openFrom, () => read(fromMs, openFrom));
+      closed = r.rows;
+      if (r.keep) {
+        if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
+        this.closedFleet.set(key, { toMs: openFrom, rows: closed });
+      }
     }
     return [...closed, ...(await read(openFrom, toMs))];
   }
@@ -907,6 +956,7 @@ export class SqliteStore implements Store {
     // Batches already handed over are committed (and answered) before the file closes.
     this.flush();
     this.closed = true;
+    await this.readers?.close();
     this.c.db.close();
   }
 }
