@@ -2,10 +2,9 @@
  * `npm run bench:dashboard [-- --quick] [--events N] [--hooks N]`: the dashboard's API latency over 30 days of
  * data, and the overview's first render in headless Chromium.
  *
- * Data: `hooks` hooks and `events` hook_execution_complete events spread evenly over the last 30 days, written
- * straight into a SQLite file in bulk (INSERT ... SELECT from a generated sequence, then the minute, hour and day
- * rollups aggregated from the events with the store's own SQL) instead of through OTLP: ingest has its own
- * benchmark, and 10 million events through HTTP would take longer than the figures are worth.
+ * Data: `hooks` hooks and `events` hook executions over the last 30 days, handed to the SQLite store's own
+ * ingest() (not through OTLP: ingest has its own benchmark, and 10 million events through HTTP would take longer
+ * than the figures are worth), so the events, rollups and dimension rollups are what hookwatch itself writes.
  * Then hookwatch serves that file; each API call is timed over keep-alive HTTP on loopback (p50/p95), and the
  * browser's first render of the overview is timed from navigation start to the hook table's first rows.
  */
@@ -17,9 +16,8 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { startService } from '../collector/src/service.ts';
-import { COUNTER_COLUMNS, SUM_COLUMNS } from '../collector/src/store/counters.ts';
 import { SqliteStore } from '../collector/src/store/sqlite/index.ts';
-import { ROLLUP_TABLES, eventAggregates, rollupAggregates } from '../collector/src/store/sql.ts';
+import { loadHistory } from '../collector/test/support/history.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import type { HooksResponse } from '../shared/src/api.ts';
 import { percentile, result, markdownTable, type BenchOptions, type BenchResult } from './lib/result.ts';
@@ -39,67 +37,30 @@ export interface GenerateOptions {
 }
 
 /**
- * Writes `events` events for `hooks` hooks over [now - 30 d, now) into a new store file, with rollups.
- * Hook h: every 50th is over the cap (persisted), every 10th near it, every 100th from an old client without sizes.
+ * Writes `events` hook executions of `hooks` hooks over [now - 30 d, now) into a new store file through the
+ * store's own ingest() (collector/test/support/history.ts: sessions, users in teams, hooks near and over the cap,
+ * an old client without sizes), so the figures follow whatever the store does with its tables and rollups.
  */
-export function generate(opts: GenerateOptions): { seconds: number; bytes: number } {
+export async function generate(opts: GenerateOptions): Promise<{ seconds: number; bytes: number }> {
   const t0 = performance.now();
   const log = opts.log ?? (() => undefined);
-  // The store creates the schema exactly as hookwatch does; the bulk load then goes around it.
-  const store = new SqliteStore({ path: opts.path, synchronous: 'normal' });
-  void store.close();
-  const db = new DatabaseSync(opts.path);
-  // Out of WAL first (a WAL database ignores journal_mode=OFF): a bulk load into a throwaway file needs no journal.
-  db.exec('PRAGMA journal_mode = DELETE; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY;');
-  db.exec('DROP INDEX IF EXISTS events_hook_time; DROP INDEX IF EXISTS events_time;');
-  const from = opts.nowMs - SPAN;
-  const N = opts.events;
-  const H = opts.hooks;
-  const size = `(CASE WHEN h % 50 = 0 THEN 9800 + ((i * 7919) % 2400)
-                     WHEN h % 10 = 1 THEN 7600 + ((i * 7919) % 1900)
-                     ELSE 200 + (h * 37) % 5000 + ((i * 7919) % 600) END)`;
-  const blind = 'h % 100 = 2';
-  db.exec('BEGIN');
-  db.exec(`
-    WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < ${N - 1}),
-    gen AS (SELECT i, i % ${H} AS h, ${from} + (i * ${SPAN}) / ${N} AS t FROM seq)
-    INSERT INTO events (dedup_key, kind, hook_id, time_ms, num_hooks, num_success, num_blocking, num_non_blocking_error, num_cancelled,
-      duration_ms, stdout_chars, additional_context_chars, system_message_chars, initial_user_message_chars, outputs_persisted, sizes_known,
-      status, service_name, service_version, session_id, user_id, user_email, user_account_uuid, organization_id, terminal_type, source, extra)
-    SELECT printf('b%012d', i), 'complete', printf('%016x', h), t, 1, 1, 0, 0, 0,
-      20 + i % 200,
-      CASE WHEN ${blind} THEN NULL ELSE ${size} + 77 END,
-      CASE WHEN ${blind} THEN NULL ELSE ${size} END,
-      CASE WHEN ${blind} THEN NULL ELSE 0 END,
-      CASE WHEN ${blind} THEN NULL ELSE 0 END,
-      CASE WHEN ${blind} THEN NULL WHEN ${size} > 10000 THEN 1 ELSE 0 END,
-      CASE WHEN ${blind} THEN 0 ELSE 1 END,
-      CASE WHEN ${blind} THEN 'unknown' WHEN ${size} > 10000 THEN 'over' WHEN ${size} + 77 > 8000 THEN 'near' ELSE 'ok' END,
-      'claude-code', CASE WHEN ${blind} THEN '2.1.250' WHEN i % 3 = 0 THEN '2.1.330' ELSE '2.1.332' END,
-      printf('s%08d', i / 40), printf('user-%03d', (i / 7) % 300), '', '', 'org-1', 'xterm', 'otlp', printf('{"team":"team-%d"}', h % 12)
-    FROM gen`);
-  db.exec('COMMIT');
-  log(`events written (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
-  db.exec('CREATE INDEX events_hook_time ON events (hook_id, time_ms); CREATE INDEX events_time ON events (time_ms);');
-  log(`event indexes built (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
-  db.exec('BEGIN');
-  db.exec(`INSERT INTO hooks (hook_id, hook_event, hook_name, first_seen, last_seen)
-    SELECT hook_id, 'PostToolUse', 'PostToolUse:tool-' || CAST(('0x' || hook_id) AS INTEGER), MIN(time_ms), MAX(time_ms) FROM events GROUP BY hook_id`);
-  const cols = COUNTER_COLUMNS.join(', ');
-  // Counters are NOT NULL in the rollups (a sum over only blind events is 0 there; the size sums stay NULL).
-  const outer = COUNTER_COLUMNS.map((c) => (SUM_COLUMNS as readonly string[]).includes(c) && !c.startsWith('sum_') ? `COALESCE(${c}, 0)` : c).join(', ');
-  db.exec(`INSERT INTO ${ROLLUP_TABLES.minute} (hook_id, bucket, service_name, service_version, ${cols})
-    SELECT hook_id, b, service_name, service_version, ${outer} FROM (
-      SELECT hook_id, (time_ms / 60000) * 60000 AS b, service_name, service_version, ${eventAggregates()} FROM events GROUP BY hook_id, b, service_name, service_version)`);
-  log(`minute rollups (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
-  for (const [table, src, ms] of [[ROLLUP_TABLES.hour, ROLLUP_TABLES.minute, 3_600_000], [ROLLUP_TABLES.day, ROLLUP_TABLES.hour, DAY]] as const) {
-    db.exec(`INSERT INTO ${table} (hook_id, bucket, service_name, service_version, ${cols})
-      SELECT hook_id, (bucket / ${ms}) * ${ms} AS b, service_name, service_version, ${rollupAggregates()} FROM ${src} GROUP BY hook_id, b, service_name, service_version`);
+  const store = new SqliteStore({ path: opts.path, synchronous: 'normal', dimensions: ['team'] });
+  try {
+    let next = 0;
+    await loadHistory(store, { events: opts.events, fromMs: opts.nowMs - SPAN, toMs: opts.nowMs, hooks: opts.hooks }, {
+      onProgress: (stored) => {
+        if (stored >= next) {
+          log(`${stored.toLocaleString('en-US')} events stored (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+          next += Math.max(100_000, Math.floor(opts.events / 10));
+        }
+      },
+    });
+  } finally {
+    await store.close();
   }
-  db.exec('COMMIT');
-  db.exec('ANALYZE');
+  const db = new DatabaseSync(opts.path);
+  db.exec('PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;');
   db.close();
-  log(`hour and day rollups, ANALYZE (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
   return { seconds: (performance.now() - t0) / 1000, bytes: statSync(opts.path).size };
 }
 
@@ -159,7 +120,7 @@ export async function run(opts: BenchOptions & { events?: number; hooks?: number
   try {
     const path = join(dir, 'hookwatch.db');
     log(`generating ${events.toLocaleString('en-US')} events for ${hooks} hooks over 30 days`);
-    const gen = generate({ path, hooks, events, nowMs, log });
+    const gen = await generate({ path, hooks, events, nowMs, log });
     const config = toConfig(loadConfig({
       env: {
         HOOKWATCH_DB: path, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',

@@ -1,5 +1,5 @@
 /** "Did you mean ...?" for a mistyped command or flag: the closest known word by edit distance. */
-import { editDistance } from '../config/edit-distance.ts';
+import { editDistance } from '../edit-distance.ts';
 
 /** The known word closest to `word`, when it is close enough to be a typo (or `word` is a prefix of it). */
 export function closest(word: string, known: readonly string[]): string | undefined {

@@ -6,7 +6,7 @@
  * nobody chose. Those must never stop the process; anything else unknown is most likely a typo.
  */
 
-import { editDistance } from './edit-distance.ts';
+import { editDistance } from '../edit-distance.ts';
 
 const SERVICE_LINK = /^HOOKWATCH(?:_[A-Z0-9_]+?)?_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT(?:_\d+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)?)$/;
 
