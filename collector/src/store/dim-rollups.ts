@@ -5,8 +5,8 @@
  * What is rolled up, from configuration:
  * - service.name and service.version are keys of the base rollups (rollup_1m/1h/1d): a filter on them, or a
  *   breakdown by them, reads those, exact to the minute.
- * - Every key in `dimensions` (team by default) plus the low-cardinality built-ins organization.id, terminal.type
- *   and hookwatch.source: rollup_dim_1h and rollup_dim_1d, keyed (hook, dimension, bucket, value, client name,
+ * - Every key in `dimensions` (team by default; of the built-ins, organization.id, terminal.type and
+ *   hookwatch.source may be listed there too): rollup_dim_1h and rollup_dim_1d, keyed (hook, dimension, bucket, value, client name,
  *   client version). The client is part of the key so the client-version list and a service.version filter or
  *   breakdown combined with one dimension filter are served too (a few versions are live at a time).
  * - user.*, session.id: never rolled up (one row per user or session per hour would cost about a row per event).
@@ -33,11 +33,17 @@ export const ROLLED_BUILTINS = ['organization.id', 'terminal.type', 'hookwatch.s
 /** Dimensions that are key columns of the base rollups, and those columns. */
 export const ROLLUP_KEY_DIMENSIONS: Readonly<Record<string, 'service_name' | 'service_version'>> = { 'service.name': 'service_name', 'service.version': 'service_version' };
 
-/** The dimensions rolled up for a configuration's `dimensions`: the low-cardinality built-ins, then the configured ones. */
+/**
+ * The dimensions rolled up for a configuration's `dimensions`: each configured key, and of the built-ins only the
+ * low-cardinality ones listed there too (ROLLED_BUILTINS). Every rolled dimension costs rows per hook, hour, value
+ * and client at ingest, so only what a team filters by is rolled; the other built-ins read the raw events.
+ */
 export function rolledDimensions(extraDimensions: readonly string[]): string[] {
-  const out: string[] = [...ROLLED_BUILTINS];
-  // A configured name that is a built-in is the built-in (dimensionExpr resolves it so): rolled only if listed above.
-  for (const d of extraDimensions) if (!Object.hasOwn(BUILTIN_DIMENSIONS, d) && !out.includes(d)) out.push(d);
+  const out: string[] = [];
+  for (const d of extraDimensions) {
+    if (out.includes(d)) continue;
+    if (!Object.hasOwn(BUILTIN_DIMENSIONS, d) || (ROLLED_BUILTINS as readonly string[]).includes(d)) out.push(d);
+  }
   return out;
 }
 
