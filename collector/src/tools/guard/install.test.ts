@@ -96,6 +96,8 @@ describe('hookwatch guard --install', () => {
         let out = '';
         child.stdout.on('data', (c: Buffer) => (out += c.toString()));
         child.on('close', () => resolve(out));
+        // The original command never reads its input: when it exits first the pipe is closed (EPIPE), as with a real hook.
+        child.stdin.on('error', () => undefined);
         child.stdin.end('{}');
       });
     expect(await run(installed)).toBe(await run(command));
