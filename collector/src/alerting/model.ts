@@ -1,9 +1,10 @@
 /** The alerting domain: alert instances, silences and what the state store keeps of them. */
 import type { SilenceMatcher } from '../../../shared/src/api.ts';
-import type { AlertIdentity, Notification } from '../notify/model.ts';
+import type { AlertIdentity, AlertState, Notification } from '../notify/model.ts';
 
 /** One alert instance: one episode of one label set (a new episode gets a new id, the same fingerprint). */
 export interface AlertRecord extends AlertIdentity {
+  state: AlertState;
   hookId: string | null;
   activeAtMs: number;
   startsAtMs: number | null;

@@ -34,24 +34,20 @@ export interface ReceiverTls {
   insecureSkipVerify: boolean;
 }
 
-/** What names one alert instance and its state, wherever it goes (stored, notified, emitted as an event). */
+/** What names one alert instance, wherever it goes (stored, notified, emitted as an event). */
 export interface AlertIdentity {
   /** URL-safe: fingerprint plus the time it became active (base 36). */
   id: string;
   fingerprint: string;
   rule: string;
-  state: 'pending' | 'firing' | 'resolved';
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
 
+export type AlertState = 'pending' | 'firing' | 'resolved';
+
 /** One alert as a notification carries it. Times are RFC 3339. */
-export interface NotifiedAlert {
-  id: string;
-  fingerprint: string;
-  rule: string;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+export interface NotifiedAlert extends AlertIdentity {
   startsAt: string;
   endsAt: string | null;
   hookId: string | null;

@@ -6,10 +6,11 @@ import { SeverityNumber, type Logger as OtelLogger } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
-import type { AlertIdentity } from './model.ts';
+import type { AlertIdentity, AlertState } from './model.ts';
 
 /** One alert transition as emitted. */
 export interface AlertEvent extends AlertIdentity {
+  state: AlertState;
   atMs: number;
 }
 

@@ -196,19 +196,9 @@ function sqliteBackend(): Backend {
       paths.set(store, path);
       return store;
     },
-    async reopenAsUpgrade(of: Store) {
-      const path = paths.get(of);
-      if (!path) throw new Error('unknown store');
-      await of.close();
-      const db = new DatabaseSync(path);
-      // What migration 2 records for a database that already holds events (the window of bare-hash keys).
-      // The whole upgrade from a database written by the previous layout is tested in store/upgrade.test.ts.
-      db.exec(`DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', CAST(MAX(time_ms) + 86400000 AS TEXT) FROM events;`);
-      db.close();
-      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
-      paths.set(store, path);
-      return store;
-    },
+    // What migration 2 records for a database that already holds events (the window of bare-hash keys). The whole
+    // upgrade from a database written by the previous layout is tested in store/upgrade.test.ts.
+    reopenAsUpgrade: (of: Store) => reopenAfter(of, `DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', CAST(MAX(time_ms) + 86400000 AS TEXT) FROM events;`),
     reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS()),
     async teardown() {
       rmSync(dir, { recursive: true, force: true });
@@ -262,21 +252,7 @@ function postgresBackend(): Backend {
       urls.set(store, url);
       return store;
     },
-    async reopenAsUpgrade(of: Store) {
-      const url = urls.get(of);
-      if (!url) throw new Error('unknown store');
-      await of.close();
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      try {
-        await c.query(`DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', (MAX(time_ms) + 86400000)::text FROM events;`);
-      } finally {
-        await c.end();
-      }
-      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 4 });
-      urls.set(store, url);
-      return store;
-    },
+    reopenAsUpgrade: (of: Store) => reopenAfter(of, `DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', (MAX(time_ms) + 86400000)::text FROM events;`),
     reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS()),
     async teardown() {
       await server?.stop();

@@ -2,10 +2,10 @@
 import { createHash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
-import { MAX_COLUMNS, SUM_COLUMNS } from './counters.ts';
+import { MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
 import { granularityForStep } from './segments.ts';
-import { UnknownDimensionError, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
+import { UnknownDimensionError, type Arrival, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
 
@@ -320,6 +320,16 @@ export function compactEventColumnsDdl(int: string, small: string): string {
 export function latePersistedQuery(p: (n: number) => string): string {
   return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
     WHERE outputs_persisted > 0 AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
+}
+
+/** Rows of latePersistedQuery as Arrivals by hook id, with the hooks' info (`byId`); rows of unknown hooks are left out. */
+export function toArrivals(rows: readonly Record<string, unknown>[], byId: ReadonlyMap<string, HookInfo>): Map<string, Arrival> {
+  const out = new Map<string, Arrival>();
+  for (const r of rows) {
+    const info = byId.get(String(r['g']));
+    if (info) out.set(info.id, { ...toCounters(fromDbRow(r)), info, firstEventMs: Number(r['first_event']), lastEventMs: Number(r['last_event']) });
+  }
+  return out;
 }
 
 /** The overflow hooks' rows (names end with ':(overflow)', hook-limit.ts). */
