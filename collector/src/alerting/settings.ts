@@ -39,6 +39,13 @@ export interface RuleConfig {
 
 const DAY = 86_400_000;
 
+/**
+ * `for` when a rule sets none. never_completed: a start near the end of the window whose complete landed just past
+ * it looks missing until the window moves past the complete (at most the hook's run time); pending for 10 minutes
+ * first, such an edge never notifies, and a start that truly never completes still does.
+ */
+const DEFAULT_FOR_MS: Partial<Record<RuleKind, number>> = { never_completed: 600_000 };
+
 const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs' | 'keepFiringForMs' | 'groupBy' | 'scope'> & { scope?: 'hook' | 'feed' }> = {
   persisted: { severity: 'critical', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
   persisted_ratio: { severity: 'warning', windowMs: DAY, threshold: 0.05, minExecutions: 20, horizonDays: 0, afterMs: 0 },
@@ -106,7 +113,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   return {
     name,
     kind: k,
-    forMs: raw['for'] === undefined ? 0 : duration(raw['for'], `${at}.for`, 0, 30 * DAY),
+    forMs: raw['for'] === undefined ? (DEFAULT_FOR_MS[k] ?? 0) : duration(raw['for'], `${at}.for`, 0, 30 * DAY),
     keepFiringForMs: raw['keepFiringFor'] === undefined ? 0 : duration(raw['keepFiringFor'], `${at}.keepFiringFor`, 0, 30 * DAY),
     severity,
     windowMs: raw['window'] === undefined ? d.windowMs : duration(raw['window'], `${at}.window`, 1000, 400 * DAY),
