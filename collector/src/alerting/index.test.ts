@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertingConfig } from '../config/index.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
-import { knownDimensions } from '../store/sql.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { parseRules } from './settings.ts';
@@ -46,7 +46,7 @@ afterEach(async () => {
 
 function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[]): AlertingConfig {
   return {
-    rules: parseRules(rules, knownDimensions(['team'])),
+    rules: parseRules(rules, dimensionNames(['team'])),
     receivers: parseReceivers(receivers),
     evaluationIntervalMs: TICK,
     repeatIntervalMs,

@@ -7,7 +7,7 @@ import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookSumma
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
-import { knownDimensions } from '../store/sql.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
 import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
@@ -44,7 +44,7 @@ export function byRisk(a: HookSummary, b: HookSummary): number {
 export function createApiRouter(opts: ApiOptions): Router {
   const { store } = opts;
   const now = opts.now ?? Date.now;
-  const dims = knownDimensions(opts.dimensions);
+  const dims = dimensionNames(opts.dimensions);
   const filtersOf = (q: Record<string, unknown>, reserved: readonly string[]): Record<string, string> => {
     const filters = parseFilters(q, reserved, dims);
     return opts.privacy ? opts.privacy.filters(filters) : filters;

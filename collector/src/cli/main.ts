@@ -3,7 +3,7 @@
  * configuration with secrets redacted; `check` and `scan` measure hook output before it ships and in transcripts.
  * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
  */
-import { ConfigError, SETTINGS, flagName, loadConfig, toConfig } from '../config/index.ts';
+import { ConfigError, SETTINGS, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
 import { coerce } from '../config/load.ts';
 import { parseFlags } from './args.ts';
 import { renderConfig } from './config-output.ts';
@@ -82,7 +82,7 @@ const COMMAND_NAMES = COMMANDS.map((c) => c.name);
  */
 function checkFlagValues(flags: Record<string, string | undefined>): void {
   for (const [name, value] of Object.entries(flags)) {
-    const setting = SETTINGS.find((s) => flagName(s.key) === `--${name}` && s.type !== 'object');
+    const setting = settingForFlag(name);
     if (!setting || value === undefined) continue;
     try {
       coerce(setting, value, `flag --${name}`);

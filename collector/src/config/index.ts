@@ -38,4 +38,4 @@ export type { HttpAuthConfig } from '../api/settings.ts';
 export type { ForwardConfig } from '../forward/settings.ts';
 export { loadConfig, ConfigError, effectiveDocument, redact } from './load.ts';
 export { parseDuration } from './values.ts';
-export { SETTINGS, flagName } from './schema.ts';
+export { SETTINGS, flagName, settingForFlag } from './schema.ts';

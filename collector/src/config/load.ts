@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { humanValue } from './format.ts';
 import { parseBytes, parseDuration } from './values.ts';
-import { SETTINGS, findSetting, flagName } from './schema.ts';
+import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
 
@@ -170,7 +170,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
 
   for (const [name, v] of Object.entries(flags)) {
     if (name === 'config' || v === undefined) continue;
-    const setting = SETTINGS.find((s) => flagName(s.key) === `--${name}` && s.type !== 'object');
+    const setting = settingForFlag(name);
     if (!setting) {
       const near = nearestName(`--${name}`, SETTINGS.filter((s) => s.type !== 'object').map((s) => flagName(s.key)));
       throw new ConfigError(`unknown flag --${name}${near ? `; did you mean ${near}?` : ''}`);

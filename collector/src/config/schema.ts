@@ -38,3 +38,8 @@ export function findSetting(key: string): Setting | undefined {
 export function flagName(key: string): string {
   return '--' + key.replace(/\./g, '-').replace(/[A-Z]/g, (c) => '-' + c.toLowerCase());
 }
+
+/** The setting a command-line flag (`name` without its dashes) sets, or undefined; file-only settings have none. */
+export function settingForFlag(name: string): Setting | undefined {
+  return SETTINGS.find((s) => flagName(s.key) === `--${name}` && s.type !== 'object');
+}

@@ -75,11 +75,6 @@ export function dimensionExpr(dimension: string, extraDimensions: readonly strin
   throw new UnknownDimensionError(`unknown dimension ${JSON.stringify(dimension)}; known: ${[...Object.keys(BUILTIN_DIMENSIONS), ...extraDimensions].join(', ')}`);
 }
 
-/** Dimensions the API accepts as filters and breakdowns. */
-export function knownDimensions(extraDimensions: readonly string[]): string[] {
-  return [...Object.keys(BUILTIN_DIMENSIONS), ...extraDimensions];
-}
-
 /**
  * The attributes an event shares with the other events of its session (who, where, which client): stored once
  * per distinct tuple in attr_sets, and referenced from each event by one integer (events.attrs).
