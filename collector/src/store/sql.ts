@@ -59,6 +59,52 @@ export function eventAggregates(): string {
   return parts.join(',\n  ');
 }
 
+/**
+ * Raw events grouped by values of their attribute sets (a user, a session, a client), as eventAggregates would
+ * give them, at a fraction of the cost per event. The events are first folded per attribute set and per the few
+ * columns eventAggregates' conditions read (kind, status, sizes_known, the hook count), with plain sums and
+ * maxima: no condition and no attribute lookup per event. The outer query then looks each set up once in
+ * attr_sets and applies the conditions to these partials. Exact: a sum of partial sums is the sum, a maximum of
+ * partial maxima the maximum (NULL, unknown, only where every event's value is), and the lower bound
+ * ceil(chars / hooks) only grows with chars for a given hook count, so the maximum of the group's largest value
+ * divided once is the maximum of the divided values. An event whose set is gone groups under a NULL lookup, like
+ * attrValueExpr's. `select` names the group's values (expressions over attr_sets' columns), `group` what to group
+ * by; `where` the events' condition (hook, time, filters: over the events' own columns), `table` how to read them.
+ */
+export function attrGroupedEventsQuery(select: string, group: string, where: string, table = 'events'): string {
+  const plainSums = ['num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted', 'duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
+  const plainMaxes = ['duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
+  const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
+  const inner = [
+    'attrs AS e_attrs', 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`, 'COUNT(*) AS e_count',
+    ...plainSums.map((c) => `SUM(${c}) AS e_sum_${c}`), ...plainMaxes.map((c) => `MAX(${c}) AS e_max_${c}`),
+  ].join(', ');
+  const complete = (expr: string): string => `CASE WHEN e_kind = ${KIND_CODES.complete} THEN ${expr} END`;
+  const count = (cond: string): string => `SUM(CASE WHEN ${cond} THEN e_count ELSE 0 END)`;
+  const outer = [
+    `${count(`e_kind = ${KIND_CODES.complete}`)} AS executions`,
+    `${count(`e_kind = ${KIND_CODES.start}`)} AS starts`,
+    `SUM(${complete('e_sum_num_hooks')}) AS num_hooks`,
+    `SUM(${complete('e_sum_num_success')}) AS success`,
+    `SUM(${complete('e_sum_num_blocking')}) AS blocking`,
+    `SUM(${complete('e_sum_num_non_blocking_error')}) AS non_blocking_error`,
+    `SUM(${complete('e_sum_num_cancelled')}) AS cancelled`,
+    `SUM(${complete('e_sum_outputs_persisted')}) AS outputs_persisted`,
+    `${count(`e_status = ${STATUS_CODES.over}`)} AS executions_with_persisted`,
+    `${count(`e_kind = ${KIND_CODES.complete} AND e_sizes_known = 0`)} AS size_unknown`,
+    `${count(`e_status = ${STATUS_CODES.near}`)} AS near_executions`,
+    ...SIZE_COLS.map((c) => `SUM(e_sum_${c}_chars) AS sum_${c}`),
+    `SUM(${complete('e_sum_duration_ms')}) AS duration_sum`,
+    ...SIZE_COLS.map((c) => `MAX(e_max_${c}_chars) AS max_${c}`),
+    ...SIZE_COLS.map((c) => `MAX((e_max_${c}_chars + e_n - 1) / e_n) AS lmax_${c}`),
+    `MAX(${complete('e_max_duration_ms')}) AS duration_max`,
+  ].join(',\n  ');
+  return `SELECT ${select}, ${outer}
+  FROM (SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY attrs, kind, status, sizes_known, e_n) e
+  LEFT JOIN attr_sets ON attr_sets.id = e.e_attrs
+  GROUP BY ${group}`;
+}
+
 function snake(s: string): string {
   return s.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
 }

@@ -14,7 +14,7 @@ import { HOUR, alignRange, granularityForStep, segments } from '../segments.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -492,20 +492,24 @@ export class PostgresStore implements Store {
     // parameter PostgreSQL sees no use of has no type and fails the statement).
     this.filterClause(filters, []);
     let where: string | undefined;
-    const eventSelect = eventGroupExprs(grouping, (d) => this.dimExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
+    // Over attr_sets' columns (attrGroupedEventsQuery); built first too, so an unknown dimension is refused.
+    const eventSelect = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
     const rollupSelect = rollupGroupColumns(grouping).map((g, i) => `${g} AS g${i}`).join(', ');
     const group = rollupGroupColumns(grouping).map((_, i) => `g${i}`).join(', ');
     const hookIndex = hookId ? params.push(hookId) : 0;
     const hookParam = hookId ? `AND hook_id = $${hookIndex}` : '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
     const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : '';
-    const [eventSelectList, eventGroup] = grouping === 'hook' ? [`${EVENT_HOOK_ID} AS g0`, 'hook'] : [eventSelect, group];
     const plan = planRead(filters, grouping, this.rolled);
     const fromEvents = (a: number, b: number): string => {
       where ??= this.filterClause(filters, params);
       const pa = params.push(a);
       const pb = params.push(b);
-      return `SELECT ${eventSelectList}, ${eventAggregates()} FROM events WHERE time_ms >= $${pa} AND time_ms < $${pb} ${eventHookParam} ${where} GROUP BY ${eventGroup}`;
+      const cond = `time_ms >= $${pa} AND time_ms < $${pb} ${eventHookParam} ${where}`;
+      // Grouped by attributes (a user, a session, a client): folded per attribute set first, each set looked up once.
+      return grouping === 'hook'
+        ? `SELECT ${EVENT_HOOK_ID} AS g0, ${eventAggregates()} FROM events WHERE ${cond} GROUP BY hook`
+        : attrGroupedEventsQuery(eventSelect, group, cond);
     };
     let parts: string[];
     if (plan.source === 'raw') {
