@@ -9,7 +9,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { HOUR, MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
@@ -194,6 +194,11 @@ export class SqliteStore implements Store {
       this.checkTimer = setInterval(() => this.check(), opts.checkIntervalMs ?? 2000);
       this.checkTimer.unref();
     }
+  }
+
+  /** Read queries that can run at once (read workers; one for ':memory:', read on the main connection). */
+  private get readerCount(): number {
+    return this.readers?.count ?? 1;
   }
 
   /** Opens the file, migrates it and prepares the statements ingest uses. */
@@ -628,9 +633,13 @@ export class SqliteStore implements Store {
     const filterKey = JSON.stringify(Object.entries(filters).sort());
     // Only minute segments reach into the minute still being written; everything before it is closed.
     const openFrom = Math.floor(Date.now() / MINUTE) * MINUTE;
-    for (const seg of segments(q.fromMs, q.toMs, openFrom)) {
+    const readsEvents = (seg: Segment): boolean => plan.source === 'raw' || (plan.source === 'dims' && dimGranularity(seg.granularity) === undefined);
+    // Segments are read concurrently: on as many read workers (cores) as there are, a long stretch of raw events
+    // split into as many runs of whole days.
+    const parts = segments(q.fromMs, q.toMs, openFrom).flatMap((seg) => (readsEvents(seg) && seg.granularity === 'day' ? splitDays(seg, this.readerCount) : [seg]));
+    const read = async (seg: Segment): Promise<[string, CounterRow][]> => {
       const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
-      const fromEvents = plan.source === 'raw' || (plan.source === 'dims' && dimG === undefined);
+      const fromEvents = readsEvents(seg);
       const source = fromEvents ? 'events' : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
       // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
       // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute, filtered or not.
@@ -670,9 +679,9 @@ export class SqliteStore implements Store {
           sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
           params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
         }
-        const read = await this.readForCache(seg.toMs, () => this.all(sql, params));
-        rows = read.rows.map((r) => [String(r['g']), fromDbRow(r)]);
-        if (cacheable && read.keep && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
+        const result = await this.readForCache(seg.toMs, () => this.all(sql, params));
+        rows = result.rows.map((r) => [String(r['g']), fromDbRow(r)]);
+        if (cacheable && result.keep && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
             this.forgetSegment(this.closedSegments.keys().next().value as string);
           }
@@ -680,6 +689,9 @@ export class SqliteStore implements Store {
           this.cachedRows += rows.length;
         }
       }
+      return rows;
+    };
+    for (const rows of await Promise.all(parts.map(read))) {
       // Copies: merging mutates the row it merges into.
       for (const [g, row] of rows) add(g, { ...row });
     }

@@ -23,7 +23,8 @@ interface Reader {
 
 export class SqliteReaders {
   private readonly path: string;
-  private readonly count: number;
+  /** Workers at most: read queries that can run at once. */
+  readonly count: number;
   private readonly readers: Reader[] = [];
   private nextId = 1;
   private closed = false;
