@@ -10,7 +10,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { HOUR, alignRange, granularityForStep, segments } from '../segments.ts';
+import { HOUR, alignRange, granularityForStep, segments, splitDays } from '../segments.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
@@ -184,6 +184,8 @@ export class PostgresStore implements Store {
    * these connections, never the ones an ingest transaction needs, so an OTLP request never waits behind one.
    */
   private readonly readPool: pg.Pool;
+  /** Connections of the read pool: statements that can run at once. */
+  private readonly readerCount: number;
   private readonly url: string;
   private readonly dims: readonly string[];
   /** Dimensions with rollups of their own (dim-rollups.ts). */
@@ -220,7 +222,8 @@ export class PostgresStore implements Store {
       return p;
     };
     this.pool = pool(opts.poolSize ?? 10, 'hookwatch');
-    this.readPool = pool(opts.readers ?? 2, 'hookwatch-read');
+    this.readerCount = Math.max(1, opts.readers ?? 2);
+    this.readPool = pool(this.readerCount, 'hookwatch-read');
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -514,7 +517,19 @@ export class PostgresStore implements Store {
     let parts: string[];
     if (plan.source === 'raw') {
       const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
-      parts = toMs > fromMs ? [fromEvents(fromMs, toMs)] : [];
+      if (toMs <= fromMs) return out;
+      // One statement per connection of the read pool, each over a run of whole days (its own partitions), all
+      // at once: a breakdown by user or session of a busy hook uses as many cores as the pool has connections.
+      const runs = splitDays({ granularity: 'day', fromMs, toMs }, this.readerCount);
+      const first = [...params];
+      const statements = runs.map((run) => {
+        // Each statement numbers its own parameters after the hook's.
+        params.splice(0, params.length, ...first);
+        where = undefined;
+        return { sql: fromEvents(run.fromMs, run.toMs), params: [...params] };
+      });
+      for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
+      return out;
     } else {
       parts = segments(q.fromMs, q.toMs).map((seg) => {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
