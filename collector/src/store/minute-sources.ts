@@ -60,21 +60,11 @@ export function minuteRollupsPruneBound(nowMs: number, eventsBeforeMs: number, r
 export type MinuteSource = 'minute' | 'events' | 'hour';
 
 /**
- * The source of a minute segment (segments.ts: it lies within one hour, or starts at the open minute), and the
- * range to read there: the segment itself, or beyond the events retention the whole hour holding it.
+ * A range of minutes (a minute segment of a range read, or a series range at a minute step aligned to it) split
+ * by source, oldest first, empty parts left out: beyond the events retention the whole hours it touches, then
+ * raw events, then minute rollups.
  */
-export function minuteSegmentSource(seg: Segment, s: MinuteSources): { source: MinuteSource; fromMs: number; toMs: number } {
-  if (seg.fromMs >= s.minuteFrom) return { source: 'minute', fromMs: seg.fromMs, toMs: seg.toMs };
-  const hour = Math.floor(seg.fromMs / HOUR) * HOUR;
-  if (hour >= s.eventsFrom) return { source: 'events', fromMs: seg.fromMs, toMs: seg.toMs };
-  return { source: 'hour', fromMs: hour, toMs: hour + HOUR };
-}
-
-/**
- * A series range at a minute step (already aligned to the step) split by source, oldest first, empty parts left
- * out: whole hours beyond the events retention, raw events, then minute rollups.
- */
-export function minuteSeriesParts(fromMs: number, toMs: number, s: MinuteSources): { source: MinuteSource; fromMs: number; toMs: number }[] {
+export function minuteParts(fromMs: number, toMs: number, s: MinuteSources): { source: MinuteSource; fromMs: number; toMs: number }[] {
   const out: { source: MinuteSource; fromMs: number; toMs: number }[] = [];
   const push = (source: MinuteSource, a: number, b: number): void => {
     if (b > a) out.push({ source, fromMs: a, toMs: b });
@@ -87,18 +77,16 @@ export function minuteSeriesParts(fromMs: number, toMs: number, s: MinuteSources
 
 /**
  * A segment of a range read (segments.ts) as it is read: its granularity and range after minute resolution, with
- * `events` when raw events answer it; undefined when nothing does. `rawOnly`: only raw events can answer the read
- * (a filter no rollup keeps), so nothing before the events horizon does.
+ * `events` when raw events answer it; none when nothing does. `rawOnly`: only raw events can answer the read (a
+ * filter no rollup keeps), so nothing before the events horizon does.
  */
-export function resolveSegment(seg: Segment, rawOnly: boolean, s: MinuteSources): (Segment & { events: boolean }) | undefined {
+export function resolveSegment(seg: Segment, rawOnly: boolean, s: MinuteSources): (Segment & { events: boolean })[] {
   if (rawOnly) {
     const fromMs = Math.max(seg.fromMs, s.eventsFrom);
-    return seg.toMs > fromMs ? { ...seg, fromMs, events: true } : undefined;
+    return seg.toMs > fromMs ? [{ ...seg, fromMs, events: true }] : [];
   }
-  if (seg.granularity !== 'minute') return { ...seg, events: false };
-  const r = minuteSegmentSource(seg, s);
-  if (r.source === 'hour') return { granularity: 'hour', fromMs: r.fromMs, toMs: r.toMs, events: false };
-  return { ...seg, events: r.source === 'events' };
+  if (seg.granularity !== 'minute') return [{ ...seg, events: false }];
+  return minuteParts(seg.fromMs, seg.toMs, s).map((p) => ({ granularity: p.source === 'hour' ? 'hour' : 'minute', fromMs: p.fromMs, toMs: p.toMs, events: p.source === 'events' }));
 }
 
 /**

@@ -11,7 +11,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, alignRange, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSeriesParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
+import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
@@ -534,8 +534,7 @@ export class PostgresStore implements Store {
       const fromMs = Math.max(aligned.fromMs, sources.eventsFrom);
       parts = aligned.toMs > fromMs ? [fromEvents(fromMs, aligned.toMs)] : [];
     } else {
-      parts = segments(q.fromMs, q.toMs).map((planned) => {
-        const seg = resolveSegment(planned, false, sources) ?? { ...planned, events: true };
+      parts = segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources)).map((seg) => {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
         // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
         if (seg.events || (plan.source === 'dims' && dimG === undefined)) return fromEvents(seg.fromMs, seg.toMs);
@@ -644,7 +643,7 @@ export class PostgresStore implements Store {
     const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q, first), fromMs: a, toMs: b });
     if (granularityForStep(q.stepMs) !== 'minute' || !this.retention) return { fromMs, parts: [recent(fromMs, toMs)] };
     const parts: SeriesPart[] = [];
-    for (const p of minuteSeriesParts(fromMs, toMs, minuteSources(Date.now(), this.retention))) {
+    for (const p of minuteParts(fromMs, toMs, minuteSources(Date.now(), this.retention))) {
       if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
       else if (p.source === 'events') {
         const params = [...first];

@@ -10,7 +10,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, type Granularity } from '../segments.ts';
-import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSeriesParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
+import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
@@ -648,9 +648,7 @@ export class SqliteStore implements Store {
     const openFrom = Math.floor(nowMs / MINUTE) * MINUTE;
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(nowMs, this.retention);
-    for (const planned of segments(q.fromMs, q.toMs, openFrom)) {
-      const seg = resolveSegment(planned, plan.source === 'raw', sources);
-      if (!seg) continue;
+    for (const seg of segments(q.fromMs, q.toMs, openFrom).flatMap((planned) => resolveSegment(planned, plan.source === 'raw', sources))) {
       const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
       const fromEvents = plan.source === 'raw' || seg.events || (plan.source === 'dims' && dimG === undefined);
       const source = fromEvents ? 'events' : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
@@ -791,7 +789,7 @@ export class SqliteStore implements Store {
     const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q), fromMs: a, toMs: b });
     if (granularityForStep(q.stepMs) !== 'minute' || !this.retention) return { fromMs, toMs, parts: [recent(fromMs, toMs)] };
     const parts: SeriesPart[] = [];
-    for (const p of minuteSeriesParts(fromMs, toMs, minuteSources(Date.now(), this.retention))) {
+    for (const p of minuteParts(fromMs, toMs, minuteSources(Date.now(), this.retention))) {
       if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
       else if (p.source === 'events') {
         const [where, params] = this.filterClause(q.filters ?? {});
