@@ -199,6 +199,8 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
       expect(strip(await store.hookCounters({ fromMs: ANCIENT + 70 * MINUTE, toMs: ANCIENT + 130 * MINUTE, filters: { team: 'infra' } }))).toEqual(model(all, ANCIENT + HOUR, ANCIENT + 3 * HOUR, (e) => e.extra['team'] === 'infra'));
       // Only raw events know a user: none are left to answer.
       expect((await store.hookCounters({ fromMs: ANCIENT, toMs: ANCIENT + 3 * HOUR, filters: { 'user.id': 'u-1' } })).size).toBe(0);
+      expect((await store.series(BASH, { fromMs: ANCIENT, toMs: ANCIENT + 3 * HOUR, stepMs: HOUR, filters: { 'user.id': 'u-1' } })).size).toBe(0);
+      expect((await store.fleetSeries({ fromMs: ANCIENT, toMs: ANCIENT + 3 * HOUR, stepMs: 5 * MINUTE, filters: { 'user.id': 'u-1' } })).length).toBe(0);
       // A 5-minute series there: each hour's total in the bucket holding its start, the first hour in the first bucket.
       const from = ANCIENT + 70 * MINUTE;
       const series = await store.series(BASH, { fromMs: from, toMs: ANCIENT + 130 * MINUTE, stepMs: 5 * MINUTE });

@@ -787,9 +787,16 @@ export class SqliteStore implements Store {
     const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
     const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
     const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q), fromMs: a, toMs: b });
-    if (granularityForStep(q.stepMs) !== 'minute' || !this.retention) return { fromMs, toMs, parts: [recent(fromMs, toMs)] };
+    if (!this.retention) return { fromMs, toMs, parts: [recent(fromMs, toMs)] };
+    const sources = minuteSources(Date.now(), this.retention);
+    if (granularityForStep(q.stepMs) !== 'minute') {
+      const part = recent(fromMs, toMs);
+      // Read from the raw events (a filter no rollup keeps): none before the events horizon count.
+      if (part.filterWhere !== null) part.fromMs = Math.max(fromMs, sources.eventsFrom);
+      return { fromMs, toMs, parts: part.toMs > part.fromMs ? [part] : [] };
+    }
     const parts: SeriesPart[] = [];
-    for (const p of minuteParts(fromMs, toMs, minuteSources(Date.now(), this.retention))) {
+    for (const p of minuteParts(fromMs, toMs, sources)) {
       if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
       else if (p.source === 'events') {
         const [where, params] = this.filterClause(q.filters ?? {});
