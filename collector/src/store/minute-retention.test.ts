@@ -12,13 +12,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HookEvent } from '../hooks/model.ts';
 import { hookId } from '../hooks/extract.ts';
-import { addEvent, emptyRow, toCounters } from './counters.ts';
-import type { HookCounters } from './model.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
-import { model, strip } from '../../test/support/store-model.ts';
+import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 
 const DIMENSIONS = ['team'];
@@ -54,19 +52,6 @@ const old = spread(OLD);
 const recent = spread(Math.floor((NOW - 6 * HOUR) / MINUTE) * MINUTE);
 const ancient = spread(ANCIENT);
 const all = [...ancient, ...old, ...recent];
-
-/** The events in [from, to) that `keep` lets through, folded by `key`. */
-function foldBy(events: HookEvent[], fromMs: number, toMs: number, key: (e: HookEvent) => string | number, keep: (e: HookEvent) => boolean = () => true): Map<string | number, HookCounters> {
-  const rows = new Map<string | number, ReturnType<typeof emptyRow>>();
-  for (const e of events) {
-    if (e.timeMs < fromMs || e.timeMs >= toMs || !keep(e)) continue;
-    const k = key(e);
-    let row = rows.get(k);
-    if (!row) rows.set(k, (row = emptyRow()));
-    addEvent(row, e);
-  }
-  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
-}
 
 interface Backend {
   name: string;
