@@ -17,6 +17,15 @@ describe('precedence: defaults < file < environment < flags', () => {
     expect(c.otlp.ingestToken).toBe('');
     expect(c.retention.eventsMs).toBe(30 * 86_400_000);
     expect(c.retention.rollupsMs).toBe(400 * 86_400_000);
+    expect(c.retention.minuteRollupsMs).toBe(2 * 86_400_000);
+  });
+
+  it('keeps per-minute rollups no longer than the raw events they copy', () => {
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '6h' } })).retention.minuteRollupsMs).toBe(6 * 3_600_000);
+    // A short events retention alone keeps working: the minute rollups follow it.
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '1d' } })).retention.minuteRollupsMs).toBe(86_400_000);
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '3h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '7d' } })).retention.minuteRollupsMs).toBe(3 * 3_600_000);
+    expect(() => loadConfig({ env: { HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '10m' } })).toThrow(/retention\.minuteRollups/);
   });
 
   it('a file overrides defaults, the environment the file, flags the environment', () => {

@@ -18,8 +18,7 @@ import { PostgresStore } from './postgres/index.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
-import { model, strip } from '../../test/support/store-model.ts';
-import { addEvent, emptyRow, toCounters } from './counters.ts';
+import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { alignRange } from './segments.ts';
 import { UnknownDimensionError, type Store } from './store.ts';
 
@@ -65,19 +64,6 @@ function ev(over: Partial<HookEvent> = {}): HookEvent {
     extra: {},
     ...over,
   };
-}
-
-/** The model of a breakdown or a series: the events in [from, to) that `keep` lets through, folded by `key`. */
-function foldBy(events: HookEvent[], fromMs: number, toMs: number, key: (e: HookEvent) => string | number, keep: (e: HookEvent) => boolean = () => true): Map<string | number, HookCounters> {
-  const rows = new Map<string | number, ReturnType<typeof emptyRow>>();
-  for (const e of events) {
-    if (e.timeMs < fromMs || e.timeMs >= toMs || !keep(e)) continue;
-    const k = key(e);
-    let row = rows.get(k);
-    if (!row) rows.set(k, (row = emptyRow()));
-    addEvent(row, e);
-  }
-  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
 }
 
 /**

@@ -21,10 +21,12 @@ export function isPostgresUrl(db: string): boolean {
 }
 
 export async function openStore(config: HookwatchConfig, opts: { logger?: Logger } = {}): Promise<Store> {
+  // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
+  const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs };
   if (isPostgresUrl(config.db)) {
-    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, ...(opts.logger ? { logger: opts.logger } : {}) });
+    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
   }
-  return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, ...(opts.logger ? { logger: opts.logger } : {}) });
+  return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
 
 /** Who does the once-per-cluster work (alert evaluation and notification, retention). */

@@ -27,7 +27,11 @@ export const STORE_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,
-    description: 'How long raw hook events (and per-minute rollups) are kept.',
+    description: 'How long raw hook events are kept (deleted in whole hours: an event goes with the hour that holds it). Within it every answer is exact to the minute.',
+  },
+  {
+    key: 'retention.minuteRollups', env: 'HOOKWATCH_RETENTION_MINUTE_ROLLUPS', type: 'duration', default: 2 * DAY, min: 3_600_000,
+    description: 'How long per-minute rollups are kept (cut to retention.events when longer). Minutes older than this are read from the raw events instead (exact, slower); the default covers the dashboard\'s last-hour and last-24-hours views and the alert windows\' recent edges.',
   },
   {
     key: 'retention.rollups', env: 'HOOKWATCH_RETENTION_ROLLUPS', type: 'duration', default: 400 * DAY, min: DAY,
@@ -48,7 +52,7 @@ export interface StoreSettings {
   sqlite: { synchronous: 'full' | 'normal' };
   /** Used when db is a postgres:// URL. */
   postgres: { poolSize: number; leaseTtlMs: number };
-  retention: { eventsMs: number; rollupsMs: number };
+  retention: { eventsMs: number; rollupsMs: number; minuteRollupsMs: number };
   store: { maxHooks: number; readers: number };
 }
 
@@ -57,9 +61,19 @@ export function storeConfig(r: SettingValues): StoreSettings {
     db: nonEmptyDb(r.string('db')),
     sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']) },
     postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
-    retention: { eventsMs: r.number('retention.events'), rollupsMs: r.number('retention.rollups') },
+    retention: retentionOf(r),
     store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers') },
   };
+}
+
+/**
+ * Per-minute rollups are a recent copy of the raw events, read instead of them for speed: kept longer than the
+ * events they would be the only minute data left, so they are cut to retention.events (a shorter events
+ * retention alone keeps working as before, the minute rollups following it).
+ */
+function retentionOf(r: SettingValues): StoreSettings['retention'] {
+  const eventsMs = r.number('retention.events');
+  return { eventsMs, rollupsMs: r.number('retention.rollups'), minuteRollupsMs: Math.min(r.number('retention.minuteRollups'), eventsMs) };
 }
 
 /** An empty db would open SQLite's private temporary database, deleted on close: acknowledged events lost on restart. */

@@ -4,7 +4,7 @@ import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
-import { granularityForStep } from './segments.ts';
+import { granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
@@ -389,8 +389,8 @@ export interface RollupFilter {
   where: string;
 }
 
-function rollupTable(step: number, rollup: RollupFilter | undefined): string {
-  const g = granularityForStep(step);
+function rollupTable(step: number, rollup: RollupFilter | undefined, granularity?: Granularity): string {
+  const g = granularity ?? granularityForStep(step);
   if (!rollup?.dims) return ROLLUP_TABLES[g];
   if (g === 'minute') throw new RangeError('dimension rollups serve steps of whole hours only');
   return DIM_ROLLUP_TABLES[g];
@@ -417,13 +417,14 @@ export function toInfo(r: Record<string, unknown>): HookInfo {
  * A hook's series: counters per bucket of `stepMs`, from rollups, or from raw events when `filterWhere` (a
  * filter clause) is given. The step is written into the SQL, so it must be a positive whole number of ms.
  * Parameters, rendered by `p(n)`: 1 hook id, 2 and 3 the range aligned to the step (returned), then the filters
- * (of `filterWhere` over raw events, or of `rollup` over rollups).
+ * (of `filterWhere` over raw events, or of `rollup` over rollups). `granularity` names the rollup table read
+ * instead of the one the step implies (a minute step's whole hours beyond the events retention, minute-sources.ts).
  */
-export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter): { sql: string; fromMs: number; toMs: number } {
+export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = filterWhere === null
-    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
+    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup, granularity)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
     : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook = ${hookRefOf(p(1))} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
@@ -440,11 +441,11 @@ function pick(aggregates: string): string {
  * more to build than to read). Parameters as seriesQuery's without the hook id: 1 and 2 the aligned range,
  * then the filters.
  */
-export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter): { sql: string; fromMs: number; toMs: number } {
+export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = filterWhere === null
-    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup?.where ?? ''} GROUP BY hook_id, b`
+    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup?.where ?? ''} GROUP BY hook_id, b`
     : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${filterWhere} GROUP BY hook, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }

@@ -120,8 +120,9 @@ export interface Store {
   /** Time of the newest event (matching the filters, when given), or null. */
   lastEventMs(filters?: Record<string, string>): Promise<number | null>;
   /**
-   * Deletes raw events older than eventsBeforeMs and rollups older than rollupsBeforeMs, then hooks with nothing
-   * left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
+   * Deletes raw events older than eventsBeforeMs (in whole hours: from the start of the hour holding it), minute
+   * rollups older than the store's retention.minuteRollups (minute-sources.ts) and rollups older than
+   * rollupsBeforeMs, then hooks with nothing left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
    * far ahead before such times were clamped).
    */
   prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult>;

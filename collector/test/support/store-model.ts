@@ -24,3 +24,16 @@ export function strip(m: Map<string, HookCounters & { info?: unknown }>): Map<st
     return [k, rest];
   }));
 }
+
+/** The model of a breakdown or a series: the events in [from, to) that `keep` lets through, folded by `key`. */
+export function foldBy(events: HookEvent[], fromMs: number, toMs: number, key: (e: HookEvent) => string | number, keep: (e: HookEvent) => boolean = () => true): Map<string | number, HookCounters> {
+  const rows = new Map<string | number, ReturnType<typeof emptyRow>>();
+  for (const e of events) {
+    if (e.timeMs < fromMs || e.timeMs >= toMs || !keep(e)) continue;
+    const k = key(e);
+    let row = rows.get(k);
+    if (!row) rows.set(k, (row = emptyRow()));
+    addEvent(row, e);
+  }
+  return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
+}

@@ -10,7 +10,8 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { HOUR, alignRange, granularityForStep, segments, splitDays } from '../segments.ts';
+import { HOUR, alignRange, granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
+import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
@@ -31,6 +32,11 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /** store.readers: connections of the read pool that answers queries, apart from the writers (default 2). */
   readers?: number;
+  /**
+   * retention.events and retention.minuteRollups: minutes older than the minute horizon are read from the raw
+   * events, and beyond the events from whole hours (minute-sources.ts). Without it minute rollups serve every minute.
+   */
+  retention?: MinuteRetention;
   logger?: Logger;
   /** Rows deleted per statement by prune (bounded so retention never holds long locks). */
   pruneBatch?: number;
@@ -65,6 +71,16 @@ const PG_MIGRATION_FUNCTIONS = `CREATE FUNCTION pg_temp.hookwatch_key(k text) RE
   CREATE FUNCTION pg_temp.hookwatch_attr_digest(VARIADIC v text[]) RETURNS bytea LANGUAGE sql IMMUTABLE AS $f$
     SELECT substring(sha256(convert_to(string_agg(octet_length(x) || ':' || x, '' ORDER BY i), 'UTF8')) FROM 1 FOR 16)
     FROM unnest(v) WITH ORDINALITY AS u(x, i) $f$;`;
+
+/** A part of a series range and how it is read (seriesQuery's arguments and the parameters). */
+interface SeriesPart {
+  fromMs: number;
+  toMs: number;
+  filterWhere: string | null;
+  rollup: RollupFilter | undefined;
+  params: unknown[];
+  granularity?: Granularity;
+}
 
 const GUARD_SQL = guardTrimSql((n) => `$${n}`);
 
@@ -192,6 +208,7 @@ export class PostgresStore implements Store {
   private readonly rolled: readonly string[];
   private readonly logger: Logger | undefined;
   private readonly pruneBatch: number;
+  private readonly retention: MinuteRetention | undefined;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
   /** Days whose event partition is known to exist. */
@@ -204,6 +221,7 @@ export class PostgresStore implements Store {
     this.rolled = rolledDimensions(this.dims);
     this.logger = opts.logger;
     this.pruneBatch = opts.pruneBatch ?? 5000;
+    this.retention = opts.retention;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     const pool = (max: number, applicationName: string): pg.Pool => {
@@ -515,8 +533,13 @@ export class PostgresStore implements Store {
         : attrGroupedEventsQuery(eventSelect, group, cond);
     };
     let parts: string[];
+    // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
+    const sources = minuteSources(Date.now(), this.retention);
     if (plan.source === 'raw') {
-      const { fromMs, toMs } = alignRange(q.fromMs, q.toMs);
+      const aligned = alignRange(q.fromMs, q.toMs);
+      // Only raw events answer, and none before the events horizon.
+      const fromMs = Math.max(aligned.fromMs, sources.eventsFrom);
+      const toMs = aligned.toMs;
       if (toMs <= fromMs) return out;
       // One statement per connection of the read pool, each over a run of whole days (its own partitions), all
       // at once: a breakdown by user or session of a busy hook uses as many cores as the pool has connections.
@@ -531,10 +554,10 @@ export class PostgresStore implements Store {
       for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
       return out;
     } else {
-      parts = segments(q.fromMs, q.toMs).map((seg) => {
+      parts = segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources)).map((seg) => {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
         // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
-        if (plan.source === 'dims' && dimG === undefined) return fromEvents(seg.fromMs, seg.toMs);
+        if (seg.events || (plan.source === 'dims' && dimG === undefined)) return fromEvents(seg.fromMs, seg.toMs);
         const table = dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
         const a = params.push(seg.fromMs);
         const b = params.push(seg.toMs);
@@ -606,20 +629,62 @@ export class PostgresStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const { filterWhere, rollup, params } = this.seriesSource(q, [hookId, null, null]);
-    const { sql, fromMs, toMs } = seriesQuery(q, filterWhere, (n) => `$${n}`, rollup);
-    params[1] = fromMs;
-    params[2] = toMs;
-    const rows = await this.query(sql, params);
-    return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
+    const { fromMs, parts } = this.seriesParts(q, [hookId, null, null]);
+    const rows: [number, CounterRow][] = [];
+    for (const part of parts) {
+      const { sql } = seriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
+      part.params[1] = part.fromMs;
+      part.params[2] = part.toMs;
+      for (const r of await this.query(sql, part.params)) rows.push([Number(r['b']), fromDbRow(r)]);
+    }
+    return new Map([...mergeSeries(rows, fromMs)].map(([b, row]) => [b, toCounters(row)]));
   }
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    const { filterWhere, rollup, params } = this.seriesSource(q, [null, null]);
-    const { sql, fromMs, toMs } = fleetSeriesQuery(q, filterWhere, (n) => `$${n}`, rollup);
-    params[0] = fromMs;
-    params[1] = toMs;
-    return (await this.query(sql, params)).map(toFleetBucket);
+    const { fromMs, parts } = this.seriesParts(q, [null, null]);
+    const out: FleetBucket[] = [];
+    for (const part of parts) {
+      const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
+      part.params[0] = part.fromMs;
+      part.params[1] = part.toMs;
+      out.push(...(await this.query(sql, part.params)).map(toFleetBucket));
+    }
+    return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
+  }
+
+  /**
+   * A series' range aligned to its step, and where each part of it is read: one part as seriesSource decides,
+   * or at a minute step, split by age (minute-sources.ts) into whole hours, raw events and minute rollups. Each
+   * part's parameters begin with `first` (its range goes in there).
+   */
+  private seriesParts(q: SeriesQuery, first: unknown[]): { fromMs: number; parts: SeriesPart[] } {
+    const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
+    const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
+    const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q, first), fromMs: a, toMs: b });
+    if (!this.retention) return { fromMs, parts: [recent(fromMs, toMs)] };
+    const sources = minuteSources(Date.now(), this.retention);
+    if (granularityForStep(q.stepMs) !== 'minute') {
+      const part = recent(fromMs, toMs);
+      // Read from the raw events (a filter no rollup keeps): none before the events horizon count.
+      if (part.filterWhere !== null) part.fromMs = Math.max(fromMs, sources.eventsFrom);
+      return { fromMs, parts: part.toMs > part.fromMs ? [part] : [] };
+    }
+    const parts: SeriesPart[] = [];
+    for (const p of minuteParts(fromMs, toMs, sources)) {
+      if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
+      else if (p.source === 'events') {
+        const params = [...first];
+        parts.push({ filterWhere: this.filterClause(q.filters ?? {}, params), rollup: undefined, params, fromMs: p.fromMs, toMs: p.toMs });
+      } else {
+        const plan = planRead(q.filters ?? {}, 'hook', this.rolled);
+        // Only raw events answer this filter, and there are none this old.
+        if (plan.source === 'raw') continue;
+        const params = [...first];
+        const dims = plan.source === 'dims';
+        parts.push({ filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params, granularity: 'hour', fromMs: p.fromMs, toMs: p.toMs });
+      }
+    }
+    return { fromMs, parts };
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
@@ -684,8 +749,11 @@ export class PostgresStore implements Store {
     return b === null || b === undefined ? null : Number(b);
   }
 
-  async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
+    // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
+    const eventsBeforeMs = eventsPruneBound(eventsBefore);
+    const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
     const n = this.pruneBatch;
     // Each batch is its own short transaction: ingest on other replicas never waits long behind retention.
     // The batch size is the last parameter ($2, or $1 without a bound).
@@ -702,9 +770,9 @@ export class PostgresStore implements Store {
     // Whole days go with their partition; only the day holding the bound is deleted from, in batches.
     result.events = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
     result.events += await batch('DELETE FROM events WHERE (time_ms, key) IN (SELECT time_ms, key FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
-    result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBeforeMs);
+    result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
-    result.rollups += await rollups(ROLLUP_TABLES.minute, eventsBeforeMs);
+    result.rollups += await rollups(ROLLUP_TABLES.minute, minutesBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in

@@ -10,6 +10,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
+import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
@@ -35,6 +36,11 @@ export interface SqliteStoreOptions {
   checkIntervalMs?: number;
   /** store.readers: worker threads answering read queries, each on its own read-only connection (default 2). */
   readers?: number;
+  /**
+   * retention.events and retention.minuteRollups: minutes older than the minute horizon are read from the raw
+   * events, and beyond the events from whole hours (minute-sources.ts). Without it minute rollups serve every minute.
+   */
+  retention?: MinuteRetention;
 }
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
@@ -73,6 +79,16 @@ function registerMigrationFunctions(db: DatabaseSync): void {
   db.function(MIGRATION_FUNCTIONS.key, { deterministic: true }, (k) => compactKey(String(k)));
   db.function(MIGRATION_FUNCTIONS.hookRef, { deterministic: true }, (id) => hookRef(String(id)));
   db.function(MIGRATION_FUNCTIONS.attrDigest, { deterministic: true, varargs: true }, (...values) => attrDigest(values.map(String)));
+}
+
+/** A part of a series range and how it is read (seriesQuery's arguments and the filter parameters). */
+interface SeriesPart {
+  fromMs: number;
+  toMs: number;
+  filterWhere: string | null;
+  rollup: RollupFilter | undefined;
+  params: SQLInputValue[];
+  granularity?: Granularity;
 }
 
 // Numbered, because the step appears twice and before the range in the bucket query.
@@ -148,6 +164,7 @@ export class SqliteStore implements Store {
   private readonly dims: readonly string[];
   /** Dimensions with rollups of their own (dim-rollups.ts). */
   private readonly rolled: readonly string[];
+  private readonly retention: MinuteRetention | undefined;
   private closed = false;
   /** Batches waiting for the next group commit. */
   private readonly waiting: { events: HookEvent[]; resolve: (r: IngestResult) => void; reject: (e: Error) => void }[] = [];
@@ -186,6 +203,7 @@ export class SqliteStore implements Store {
     this.logger = opts.logger;
     this.dims = opts.dimensions ?? [];
     this.rolled = rolledDimensions(this.dims);
+    this.retention = opts.retention;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     this.c = this.connect();
@@ -632,12 +650,18 @@ export class SqliteStore implements Store {
     const plan = planRead(filters, grouping, this.rolled);
     const filterKey = JSON.stringify(Object.entries(filters).sort());
     // Only minute segments reach into the minute still being written; everything before it is closed.
-    const openFrom = Math.floor(Date.now() / MINUTE) * MINUTE;
-    const readsEvents = (seg: Segment): boolean => plan.source === 'raw' || (plan.source === 'dims' && dimGranularity(seg.granularity) === undefined);
+    const nowMs = Date.now();
+    const openFrom = Math.floor(nowMs / MINUTE) * MINUTE;
+    // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
+    const sources = minuteSources(nowMs, this.retention);
+    type Part = Segment & { events: boolean };
+    const readsEvents = (seg: Part): boolean => plan.source === 'raw' || seg.events || (plan.source === 'dims' && dimGranularity(seg.granularity) === undefined);
     // Segments are read concurrently: on as many read workers (cores) as there are, a long stretch of raw events
     // split into as many runs of whole days.
-    const parts = segments(q.fromMs, q.toMs, openFrom).flatMap((seg) => (readsEvents(seg) && seg.granularity === 'day' ? splitDays(seg, this.readerCount) : [seg]));
-    const read = async (seg: Segment): Promise<[string, CounterRow][]> => {
+    const parts = segments(q.fromMs, q.toMs, openFrom)
+      .flatMap((planned) => resolveSegment(planned, plan.source === 'raw', sources))
+      .flatMap((seg): Part[] => (readsEvents(seg) && seg.granularity === 'day' ? splitDays(seg, this.readerCount).map((run) => ({ ...run, events: seg.events })) : [seg]));
+    const read = async (seg: Part): Promise<[string, CounterRow][]> => {
       const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
       const fromEvents = readsEvents(seg);
       const source = fromEvents ? 'events' : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
@@ -766,24 +790,76 @@ export class SqliteStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const { filterWhere, rollup, params } = this.seriesSource(q);
-    const { sql, fromMs, toMs } = seriesQuery(q, filterWhere, () => '?', rollup);
-    const rows = await this.all(sql, [hookId, fromMs, toMs, ...params]);
-    return new Map(rows.map((r) => [Number(r['b']), toCounters(fromDbRow(r))]));
+    const { fromMs, parts } = this.seriesParts(q);
+    const rows: [number, CounterRow][] = [];
+    for (const part of parts) {
+      const { sql } = seriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity);
+      for (const r of await this.all(sql, [hookId, part.fromMs, part.toMs, ...part.params])) rows.push([Number(r['b']), fromDbRow(r)]);
+    }
+    return new Map([...mergeSeries(rows, fromMs)].map(([b, row]) => [b, toCounters(row)]));
+  }
+
+  /**
+   * A series' range aligned to its step, and where each part of it is read: one part as seriesSource decides,
+   * or at a minute step, split by age (minute-sources.ts) into whole hours, raw events and minute rollups.
+   */
+  private seriesParts(q: SeriesQuery): { fromMs: number; toMs: number; parts: SeriesPart[] } {
+    const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
+    const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
+    const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q), fromMs: a, toMs: b });
+    if (!this.retention) return { fromMs, toMs, parts: [recent(fromMs, toMs)] };
+    const sources = minuteSources(Date.now(), this.retention);
+    if (granularityForStep(q.stepMs) !== 'minute') {
+      const part = recent(fromMs, toMs);
+      // Read from the raw events (a filter no rollup keeps): none before the events horizon count.
+      if (part.filterWhere !== null) part.fromMs = Math.max(fromMs, sources.eventsFrom);
+      return { fromMs, toMs, parts: part.toMs > part.fromMs ? [part] : [] };
+    }
+    const parts: SeriesPart[] = [];
+    for (const p of minuteParts(fromMs, toMs, sources)) {
+      if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
+      else if (p.source === 'events') {
+        const [where, params] = this.filterClause(q.filters ?? {});
+        parts.push({ filterWhere: where, rollup: undefined, params, fromMs: p.fromMs, toMs: p.toMs });
+      } else {
+        const plan = planRead(q.filters ?? {}, 'hook', this.rolled);
+        // Only raw events answer this filter, and there are none this old.
+        if (plan.source === 'raw') continue;
+        const params: SQLInputValue[] = [];
+        const dims = plan.source === 'dims';
+        const where = rollupWhere(plan, dims, (v) => {
+          params.push(v);
+          return '?';
+        });
+        parts.push({ filterWhere: null, rollup: { dims, where }, params, granularity: 'hour', fromMs: p.fromMs, toMs: p.toMs });
+      }
+    }
+    return { fromMs, toMs, parts };
   }
 
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    const { filterWhere, rollup, params } = this.seriesSource(q);
-    const { sql, fromMs, toMs } = fleetSeriesQuery(q, filterWhere, () => '?', rollup);
-    // Across every hook, read the range through the time indexes, not a seek per hook.
-    const indexed = filterWhere === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
-    const read = async (a: number, b: number): Promise<FleetBucket[]> => (b <= a ? [] : (await this.all(indexed, [a, b, ...params])).map(toFleetBucket));
+    const { fromMs, toMs, parts } = this.seriesParts(q);
+    const readPart = async (part: SeriesPart, a: number, b: number): Promise<FleetBucket[]> => {
+      if (b <= a) return [];
+      const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity);
+      // Across every hook, read the range through the time indexes, not a seek per hook.
+      const indexed = part.filterWhere === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
+      return (await this.all(indexed, [a, b, ...part.params])).map(toFleetBucket);
+    };
+    const read = async (a: number, b: number): Promise<FleetBucket[]> => {
+      const out: FleetBucket[] = [];
+      // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
+      for (const part of parts) out.push(...(await readPart(part, a <= fromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs))));
+      // One part of the step's own table (the dashboard's recent charts) has nothing to merge.
+      return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
+    };
     if (Object.keys(q.filters ?? {}).length > 0) return read(fromMs, toMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
     const openFrom = Math.min(toMs, Math.max(fromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
-    const key = `${q.stepMs}|${fromMs}|${openFrom}`;
+    // Where the parts meet is part of what was read: a cached chart is one of the same sources.
+    const key = `${q.stepMs}|${fromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
     let closed = this.closedFleet.get(key)?.rows;
     if (!closed) {
       const r = await this.readForCache(openFrom, () => read(fromMs, openFrom));
@@ -856,8 +932,11 @@ export class SqliteStore implements Store {
     return r?.['b'] === null || r?.['b'] === undefined ? null : Number(r['b']);
   }
 
-  async prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
+    // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
+    const eventsBeforeMs = eventsPruneBound(eventsBefore);
+    const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
     const batch = (sql: string, ...params: number[]): number => {
       let total = 0;
       for (;;) {
@@ -867,7 +946,7 @@ export class SqliteStore implements Store {
       }
     };
     result.events = batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
-    result.events += batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
+    result.events += batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBefore);
     const key = '(hook_id, bucket, service_name, service_version)';
     const rollups = (t: string, where: string, bound: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT 5000)`, bound);
     const hookIds = (this.read(() => this.c.sql.get('SELECT hook_id FROM hooks').all()) as { hook_id: string }[]).map((r) => r.hook_id);
@@ -882,7 +961,7 @@ export class SqliteStore implements Store {
       }
       return n;
     };
-    result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', eventsBeforeMs);
+    result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
