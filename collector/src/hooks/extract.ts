@@ -3,7 +3,7 @@
  * stringValue ("num_success": "2"); intValue (number or string) and integral doubleValue are accepted too.
  * A record with a bad count is rejected on its own (reported as partial success), never the batch.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash as oneShotHash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
@@ -165,7 +165,8 @@ function dedupKey(kind: HookEventKind, rec: LogRecord, resource: Attributes, nat
     material = `c|${kind}|${rec.timeUnixNano}|${attrs}`;
     if (prefixMs === undefined && rec.timeUnixNano > 0n) prefixMs = Number(rec.timeUnixNano / 1_000_000n);
   }
-  const hash = createHash('sha1').update(material).digest('base64url');
+  // One-shot: no Hash object per event.
+  const hash = oneShotHash('sha1', material, 'base64url');
   if (prefixMs === undefined || prefixMs >= TIME_PREFIX_LIMIT) return { dedupKey: hash };
   return { dedupKey: prefixMs.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash, legacyKey: hash };
 }

@@ -1,5 +1,5 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
@@ -109,7 +109,8 @@ export function attrDigest(values: readonly string[]): Buffer {
  * Migrations compute the same function over stored text keys (SQLite: a registered function; PostgreSQL: SQL).
  */
 export function compactKey(dedupKey: string): Buffer {
-  const digest = createHash('sha256').update(dedupKey).digest();
+  // One-shot (it runs per stored event): no Hash object each time.
+  const digest = hash('sha256', dedupKey, 'buffer');
   const timeMs = keyTimeMs(dedupKey);
   if (timeMs === undefined) return digest.subarray(0, 16);
   const out = Buffer.alloc(16);
