@@ -8,7 +8,8 @@ import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type L
 export class Reader {
   pos: number;
   readonly buf: Buffer;
-  readonly end: number;
+  /** Where the message being read ends; `enter` narrows it to a nested field and `leave` restores it. */
+  end: number;
 
   constructor(buf: Buffer, pos: number, end: number) {
     this.buf = buf;
@@ -142,6 +143,24 @@ function sub(r: Reader, wireType: number, what: string): Reader {
   return child;
 }
 
+/**
+ * Narrows `r` to the length-delimited field at its position and returns the enclosing end, for `leave`: the
+ * nested messages of every attribute (KeyValue, AnyValue) are read in place, without a Reader each.
+ */
+function enter(r: Reader, wireType: number, what: string): number {
+  expectWire(wireType, 2, what);
+  const end = r.lengthEnd();
+  const outer = r.end;
+  r.end = end;
+  return outer;
+}
+
+/** Back to the enclosing message once the nested one is read to its end. */
+function leave(r: Reader, outer: number): void {
+  r.end = outer;
+}
+
+/** The AnyValue that `r` is narrowed to (enter). */
 function anyValue(r: Reader, depth: number): AnyValue {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`);
   let value: AnyValue = null;
@@ -155,24 +174,32 @@ function anyValue(r: Reader, depth: number): AnyValue {
       case 3: expectWire(wt, 0, 'AnyValue.int_value'); value = r.varint64(); break;
       case 4: expectWire(wt, 1, 'AnyValue.double_value'); value = r.double(); break;
       case 5: {
-        const arr = sub(r, wt, 'AnyValue.array_value');
+        const outer = enter(r, wt, 'AnyValue.array_value');
         const values: AnyValue[] = [];
-        while (arr.pos < arr.end) {
-          const t = arr.tag();
-          if (t >>> 3 === 1) values.push(anyValue(sub(arr, t & 7, 'ArrayValue.values'), depth + 1));
-          else arr.skip(t & 7);
+        while (r.pos < r.end) {
+          const t = r.tag();
+          if (t >>> 3 === 1) {
+            const arrayEnd = enter(r, t & 7, 'ArrayValue.values');
+            values.push(anyValue(r, depth + 1));
+            leave(r, arrayEnd);
+          } else r.skip(t & 7);
         }
+        leave(r, outer);
         value = values;
         break;
       }
       case 6: {
-        const kv = sub(r, wt, 'AnyValue.kvlist_value');
+        const outer = enter(r, wt, 'AnyValue.kvlist_value');
         const map: Attributes = new Map();
-        while (kv.pos < kv.end) {
-          const t = kv.tag();
-          if (t >>> 3 === 1) keyValue(sub(kv, t & 7, 'KeyValueList.values'), map, depth + 1);
-          else kv.skip(t & 7);
+        while (r.pos < r.end) {
+          const t = r.tag();
+          if (t >>> 3 === 1) {
+            const listEnd = enter(r, t & 7, 'KeyValueList.values');
+            keyValue(r, map, depth + 1);
+            leave(r, listEnd);
+          } else r.skip(t & 7);
         }
+        leave(r, outer);
         value = { kvlist: map };
         break;
       }
@@ -183,6 +210,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
   return value;
 }
 
+/** The KeyValue that `r` is narrowed to (enter), set into `into`. */
 function keyValue(r: Reader, into: Attributes, depth: number): void {
   let key = '';
   let value: AnyValue = null;
@@ -193,7 +221,9 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
       expectWire(tag & 7, 2, 'KeyValue.key');
       key = r.string();
     } else if (field === 2) {
-      value = anyValue(sub(r, tag & 7, 'KeyValue.value'), depth);
+      const outer = enter(r, tag & 7, 'KeyValue.value');
+      value = anyValue(r, depth);
+      leave(r, outer);
     } else {
       r.skip(tag & 7);
     }
@@ -202,7 +232,9 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
 }
 
 function attributesInto(r: Reader, wt: number, into: Attributes, what: string): void {
-  keyValue(sub(r, wt, what), into, 0);
+  const outer = enter(r, wt, what);
+  keyValue(r, into, 0);
+  leave(r, outer);
 }
 
 function logRecord(r: Reader): LogRecord {
