@@ -109,13 +109,17 @@ export function attrDigest(values: readonly string[]): Buffer {
  * Migrations compute the same function over stored text keys (SQLite: a registered function; PostgreSQL: SQL).
  */
 export function compactKey(dedupKey: string): Buffer {
-  // One-shot (it runs per stored event): no Hash object each time.
-  const digest = hash('sha256', dedupKey, 'buffer');
+  // It runs per stored event: a one-shot hash as text, decoded straight into a pooled buffer (a Hash object, or
+  // a digest returned as a Buffer, costs several times as much per call).
+  const digest = hash('sha256', dedupKey, 'base64');
+  const out = Buffer.allocUnsafe(16);
   const timeMs = keyTimeMs(dedupKey);
-  if (timeMs === undefined) return digest.subarray(0, 16);
-  const out = Buffer.alloc(16);
+  if (timeMs === undefined) {
+    out.write(digest, 0, 16, 'base64');
+    return out;
+  }
   out.writeUIntBE(timeMs, 0, 6);
-  digest.copy(out, 6, 0, 10);
+  out.write(digest, 6, 10, 'base64');
   return out;
 }
 const TIME_PREFIXED = /^[0-9a-z]{9}[A-Za-z0-9_-]{27}$/;
