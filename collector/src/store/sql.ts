@@ -135,8 +135,16 @@ export function keyTimeMs(dedupKey: string): number | undefined {
  * (hooks/extract.ts hookId); anything else has no number (null: matches no event).
  */
 export function hookRef(id: string): bigint | null {
-  return /^[0-9a-f]{16}$/.test(id) ? BigInt.asIntN(64, BigInt(`0x${id}`)) : null;
+  // Every stored event asks for its hook's number, and a feed has few hooks: remembered instead of parsed each time.
+  let ref = hookRefs.get(id);
+  if (ref === undefined) {
+    ref = /^[0-9a-f]{16}$/.test(id) ? BigInt.asIntN(64, BigInt(`0x${id}`)) : null;
+    if (hookRefs.size >= 10_000) hookRefs.clear();
+    hookRefs.set(id, ref);
+  }
+  return ref;
 }
+const hookRefs = new Map<string, bigint | null>();
 
 /** The hook id (text) of the event row in scope, from its number: one primary-key probe per group or row. */
 export const EVENT_HOOK_ID = '(SELECT h.hook_id FROM hooks h WHERE h.ref = events.hook)';
