@@ -1,9 +1,10 @@
 /** The rules' conditions alone: counters in, annotations (condition holds) or null out. No store. */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { HookCounters } from '../../../shared/src/api.ts';
 import { totalCounters } from '../store/counters.ts';
 import type { Arrival } from '../store/store.ts';
-import { blindCondition, growthCondition, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, windowText } from './conditions.ts';
+import { blindCondition, formatCount, growthCondition, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, windowText } from './conditions.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -16,6 +17,14 @@ function counters(over: Partial<HookCounters> & { largest?: number } = {}): Hook
 }
 
 describe('conditions', () => {
+  it('formatCount writes numbers exactly as toLocaleString(\'en-US\') does after rounding', () => {
+    const same = (n: number): void => {
+      expect(formatCount(n)).toBe(Math.round(n).toLocaleString('en-US'));
+    };
+    for (const n of [0, -0, 0.4, -0.4, 0.5, 999, 1000, 9_999.5, 100_000, 1_234_567, -1234, 2 ** 53 - 1, 2 ** 53, -(2 ** 53), 1e21, NaN, Infinity, -Infinity]) same(n);
+    fc.assert(fc.property(fc.oneof(fc.integer(), fc.double(), fc.maxSafeInteger()), same), { numRuns: 2000 });
+  });
+
   it('windowText names windows as people write them', () => {
     expect([windowText(14 * DAY), windowText(DAY), windowText(HOUR), windowText(5 * 60_000), windowText(1500)]).toEqual(['14d', '24h', '1h', '5m', '2s']);
   });

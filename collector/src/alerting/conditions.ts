@@ -12,7 +12,19 @@ import type { RuleConfig } from './settings.ts';
 type Annotations = Record<string, string>;
 
 const DAY = 86_400_000;
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+/**
+ * A whole number as en-US writes it (12,000), as Number#toLocaleString('en-US') does: every evaluation formats
+ * each hook's counts, and the ICU call costs several times this loop. Anything but a safe integer goes to ICU.
+ */
+export function formatCount(n: number): string {
+  const r = Math.round(n);
+  if (!Number.isSafeInteger(r) || Object.is(r, -0)) return r.toLocaleString('en-US');
+  const digits = String(Math.abs(r));
+  let out = digits.slice(0, ((digits.length - 1) % 3) + 1);
+  for (let i = out.length; i < digits.length; i += 3) out += `,${digits.slice(i, i + 3)}`;
+  return r < 0 ? `-${out}` : out;
+}
+const fmt = formatCount;
 const plural = (n: number, one: string, many = one + 's'): string => `${fmt(n)} ${n === 1 ? one : many}`;
 const iso = (ms: number): string => new Date(ms).toISOString();
 

@@ -4,7 +4,7 @@
  * has been absent for `keep_firing_for`. Pure functions over records: evaluation.ts steps each rule with them, the
  * engine persists and notifies.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
@@ -16,7 +16,7 @@ const savedActiveMs = new WeakMap<AlertRecord, number>();
 /** Stable hash of the sorted label set (the dedup key): 16 hex characters. */
 export function fingerprint(labels: Record<string, string>): string {
   const material = Object.keys(labels).sort().map((k) => `${k}\u0000${labels[k]}`).join('\u0001');
-  return createHash('sha256').update(material).digest('hex').slice(0, 16);
+  return hash('sha256', material, 'hex').slice(0, 16);
 }
 
 /** URL-safe id of one episode: the fingerprint and when it became active (base 36 ms). */

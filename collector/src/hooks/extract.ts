@@ -3,7 +3,7 @@
  * stringValue ("num_success": "2"); intValue (number or string) and integral doubleValue are accepted too.
  * A record with a bad count is rejected on its own (reported as partial success), never the batch.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash as oneShotHash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
@@ -62,14 +62,30 @@ class RecordProblem extends Error {}
  */
 export const MAX_COUNT = 0xffffffff;
 
+/** How many ASCII digits `s` begins with. */
+function leadingDigits(s: string): number {
+  let i = 0;
+  while (i < s.length) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) break;
+    i++;
+  }
+  return i;
+}
+
 /** A non-negative whole number from a string, int or integral double; null when absent. */
 export function parseCount(value: AnyValue | undefined, key: string): number | null {
   if (value === undefined || value === null) return null;
   let n: number;
   if (typeof value === 'string') {
-    const t = value.trim();
-    if (!/^\d{1,15}$/.test(t)) throw new RecordProblem(`${key} ${JSON.stringify(value.slice(0, 40))} is not a non-negative whole number`);
-    n = Number(t);
+    const digits = leadingDigits(value);
+    // The usual case, a plain run of digits ("0", "12000"): no trimmed copy, no regular expression.
+    if (digits === value.length && digits > 0 && digits <= 15) n = Number(value);
+    else {
+      const t = value.trim();
+      if (!/^\d{1,15}$/.test(t)) throw new RecordProblem(`${key} ${JSON.stringify(value.slice(0, 40))} is not a non-negative whole number`);
+      n = Number(t);
+    }
   } else if (typeof value === 'number') {
     n = value;
   } else if (typeof value === 'bigint') {
@@ -165,7 +181,8 @@ function dedupKey(kind: HookEventKind, rec: LogRecord, resource: Attributes, nat
     material = `c|${kind}|${rec.timeUnixNano}|${attrs}`;
     if (prefixMs === undefined && rec.timeUnixNano > 0n) prefixMs = Number(rec.timeUnixNano / 1_000_000n);
   }
-  const hash = createHash('sha1').update(material).digest('base64url');
+  // One-shot: no Hash object per event.
+  const hash = oneShotHash('sha1', material, 'base64url');
   if (prefixMs === undefined || prefixMs >= TIME_PREFIX_LIMIT) return { dedupKey: hash };
   return { dedupKey: prefixMs.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash, legacyKey: hash };
 }
@@ -235,13 +252,14 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   if (hookName.length > MAX_HOOK_NAME || hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
 
   const count = (key: string): number | null => parseCount(get(key), key);
+  const complete = kind === 'complete';
   const facts = {
     numHooks: count('num_hooks'),
-    stdoutChars: kind === 'complete' ? count('stdout_chars') : null,
-    additionalContextChars: kind === 'complete' ? count('additional_context_chars') : null,
-    systemMessageChars: kind === 'complete' ? count('system_message_chars') : null,
-    initialUserMessageChars: kind === 'complete' ? count('initial_user_message_chars') : null,
-    outputsPersisted: kind === 'complete' ? count('num_outputs_persisted') : null,
+    stdoutChars: complete ? count('stdout_chars') : null,
+    additionalContextChars: complete ? count('additional_context_chars') : null,
+    systemMessageChars: complete ? count('system_message_chars') : null,
+    initialUserMessageChars: complete ? count('initial_user_message_chars') : null,
+    outputsPersisted: complete ? count('num_outputs_persisted') : null,
   };
   const extra: Record<string, string> = {};
   for (const key of opts.dimensions) {
@@ -252,9 +270,12 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
   const sessionId = text(get('session.id'));
   const timestamp = readTimestamp(get('event.timestamp'));
+  const keys = dedupKey(kind, rec, resource, { session: sessionId, sequence: text(get('event.sequence')), hookName, timestamp });
+  // Fields one by one, not spread from `keys` and `facts`: a spread in the middle of a literal builds the object
+  // on V8's slow path, once per event.
   const event: HookEvent = {
     kind,
-    ...dedupKey(kind, rec, resource, { session: sessionId, sequence: text(get('event.sequence')), hookName, timestamp }),
+    dedupKey: keys.dedupKey,
     hookId: hookId(hookEvent, hookName),
     hookEvent,
     hookName,
@@ -264,9 +285,14 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
     numNonBlockingError: count('num_non_blocking_error'),
     numCancelled: count('num_cancelled'),
     durationMs: count('total_duration_ms'),
-    ...facts,
-    sizesKnown: kind === 'complete' && hasSizeData(facts),
-    status: kind === 'complete' ? classifyExecution(facts, opts.nearThreshold) : 'unknown',
+    numHooks: facts.numHooks,
+    stdoutChars: facts.stdoutChars,
+    additionalContextChars: facts.additionalContextChars,
+    systemMessageChars: facts.systemMessageChars,
+    initialUserMessageChars: facts.initialUserMessageChars,
+    outputsPersisted: facts.outputsPersisted,
+    sizesKnown: complete && hasSizeData(facts),
+    status: complete ? classifyExecution(facts, opts.nearThreshold) : 'unknown',
     serviceName: text(get('service.name')),
     serviceVersion: text(get('service.version')),
     sessionId,
@@ -278,6 +304,7 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
     source,
     extra,
   };
+  if (keys.legacyKey !== undefined) event.legacyKey = keys.legacyKey;
   assertStorable(event);
   return event;
 }

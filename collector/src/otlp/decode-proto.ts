@@ -5,15 +5,41 @@
  */
 import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
+/** Slots of a StringCache (a power of two). */
+const STRING_SLOTS = 1024;
+/** Longer strings are decoded each time: comparing their bytes would cost about as much. */
+const STRING_CACHE_MAX_BYTES = 128;
+
+/**
+ * The strings already decoded from one request body, by where their bytes are. Attribute keys, and most values
+ * (user, session, team, hook names, small counts), repeat on every record of a batch: a repeat is found by
+ * comparing bytes in place and shares the string decoded first, instead of decoding and allocating it again.
+ * Direct-mapped by a hash of the bytes, so a batch of unique values costs one hash per string and evicts freely.
+ */
+class StringCache {
+  readonly starts = new Int32Array(STRING_SLOTS);
+  readonly lengths = new Int32Array(STRING_SLOTS).fill(-1);
+  readonly values: string[] = new Array<string>(STRING_SLOTS).fill('');
+}
+
+function utf8(buf: Buffer, start: number, end: number): string {
+  // Lenient like most receivers' string views: invalid UTF-8 becomes U+FFFD instead of failing the batch.
+  return (buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(start, end);
+}
+
 export class Reader {
   pos: number;
   readonly buf: Buffer;
-  readonly end: number;
+  /** Where the message being read ends; `enter` narrows it to a nested field and `leave` restores it. */
+  end: number;
+  /** Strings decoded so far from `buf`, shared by every Reader of the same body. */
+  readonly strings: StringCache | undefined;
 
-  constructor(buf: Buffer, pos: number, end: number) {
+  constructor(buf: Buffer, pos: number, end: number, strings?: StringCache) {
     this.buf = buf;
     this.pos = pos;
     this.end = end;
+    this.strings = strings;
   }
 
   /** A varint used as a tag or a length; values past 2^53 lose precision and then fail the bounds checks. */
@@ -95,9 +121,26 @@ export class Reader {
 
   string(): string {
     const end = this.lengthEnd();
-    // Lenient like most receivers' string views: invalid UTF-8 becomes U+FFFD instead of failing the batch.
-    const s = (this.buf as unknown as { utf8Slice(start: number, end: number): string }).utf8Slice(this.pos, end);
+    const start = this.pos;
     this.pos = end;
+    const cache = this.strings;
+    const len = end - start;
+    if (cache === undefined || len > STRING_CACHE_MAX_BYTES) return utf8(this.buf, start, end);
+    const buf = this.buf;
+    // FNV-1a over the bytes.
+    let h = 0x811c9dc5;
+    for (let i = start; i < end; i++) h = Math.imul(h ^ (buf[i] as number), 0x01000193);
+    const slot = (h ^ (h >>> 15)) & (STRING_SLOTS - 1);
+    if (cache.lengths[slot] === len) {
+      const other = cache.starts[slot] as number;
+      let i = 0;
+      while (i < len && buf[other + i] === buf[start + i]) i++;
+      if (i === len) return cache.values[slot] as string;
+    }
+    const s = utf8(buf, start, end);
+    cache.starts[slot] = start;
+    cache.lengths[slot] = len;
+    cache.values[slot] = s;
     return s;
   }
 
@@ -137,11 +180,29 @@ function expectWire(wireType: number, want: number, what: string): void {
 function sub(r: Reader, wireType: number, what: string): Reader {
   expectWire(wireType, 2, what);
   const end = r.lengthEnd();
-  const child = new Reader(r.buf, r.pos, end);
+  const child = new Reader(r.buf, r.pos, end, r.strings);
   r.pos = end;
   return child;
 }
 
+/**
+ * Narrows `r` to the length-delimited field at its position and returns the enclosing end, for `leave`: the
+ * nested messages of every attribute (KeyValue, AnyValue) are read in place, without a Reader each.
+ */
+function enter(r: Reader, wireType: number, what: string): number {
+  expectWire(wireType, 2, what);
+  const end = r.lengthEnd();
+  const outer = r.end;
+  r.end = end;
+  return outer;
+}
+
+/** Back to the enclosing message once the nested one is read to its end. */
+function leave(r: Reader, outer: number): void {
+  r.end = outer;
+}
+
+/** The AnyValue that `r` is narrowed to (enter). */
 function anyValue(r: Reader, depth: number): AnyValue {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`);
   let value: AnyValue = null;
@@ -155,24 +216,32 @@ function anyValue(r: Reader, depth: number): AnyValue {
       case 3: expectWire(wt, 0, 'AnyValue.int_value'); value = r.varint64(); break;
       case 4: expectWire(wt, 1, 'AnyValue.double_value'); value = r.double(); break;
       case 5: {
-        const arr = sub(r, wt, 'AnyValue.array_value');
+        const outer = enter(r, wt, 'AnyValue.array_value');
         const values: AnyValue[] = [];
-        while (arr.pos < arr.end) {
-          const t = arr.tag();
-          if (t >>> 3 === 1) values.push(anyValue(sub(arr, t & 7, 'ArrayValue.values'), depth + 1));
-          else arr.skip(t & 7);
+        while (r.pos < r.end) {
+          const t = r.tag();
+          if (t >>> 3 === 1) {
+            const arrayEnd = enter(r, t & 7, 'ArrayValue.values');
+            values.push(anyValue(r, depth + 1));
+            leave(r, arrayEnd);
+          } else r.skip(t & 7);
         }
+        leave(r, outer);
         value = values;
         break;
       }
       case 6: {
-        const kv = sub(r, wt, 'AnyValue.kvlist_value');
+        const outer = enter(r, wt, 'AnyValue.kvlist_value');
         const map: Attributes = new Map();
-        while (kv.pos < kv.end) {
-          const t = kv.tag();
-          if (t >>> 3 === 1) keyValue(sub(kv, t & 7, 'KeyValueList.values'), map, depth + 1);
-          else kv.skip(t & 7);
+        while (r.pos < r.end) {
+          const t = r.tag();
+          if (t >>> 3 === 1) {
+            const listEnd = enter(r, t & 7, 'KeyValueList.values');
+            keyValue(r, map, depth + 1);
+            leave(r, listEnd);
+          } else r.skip(t & 7);
         }
+        leave(r, outer);
         value = { kvlist: map };
         break;
       }
@@ -183,6 +252,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
   return value;
 }
 
+/** The KeyValue that `r` is narrowed to (enter), set into `into`. */
 function keyValue(r: Reader, into: Attributes, depth: number): void {
   let key = '';
   let value: AnyValue = null;
@@ -193,7 +263,9 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
       expectWire(tag & 7, 2, 'KeyValue.key');
       key = r.string();
     } else if (field === 2) {
-      value = anyValue(sub(r, tag & 7, 'KeyValue.value'), depth);
+      const outer = enter(r, tag & 7, 'KeyValue.value');
+      value = anyValue(r, depth);
+      leave(r, outer);
     } else {
       r.skip(tag & 7);
     }
@@ -202,7 +274,9 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
 }
 
 function attributesInto(r: Reader, wt: number, into: Attributes, what: string): void {
-  keyValue(sub(r, wt, what), into, 0);
+  const outer = enter(r, wt, what);
+  keyValue(r, into, 0);
+  leave(r, outer);
 }
 
 function logRecord(r: Reader): LogRecord {
@@ -271,7 +345,7 @@ function resourceLogs(r: Reader): ResourceLogs {
 /** Decodes an ExportLogsServiceRequest. Throws DecodeError naming the problem on malformed input. */
 export function decodeLogsProto(body: Uint8Array): LogsRequest {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const r = new Reader(buf, 0, buf.length);
+  const r = new Reader(buf, 0, buf.length, new StringCache());
   const req: LogsRequest = { resourceLogs: [] };
   while (r.pos < r.end) {
     const tag = r.tag();

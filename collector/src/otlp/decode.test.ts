@@ -159,6 +159,21 @@ describe('decodeLogsProto', () => {
     expect(boolAttr([...nine, 0x02])).toBe(false); // bit 64: outside an int64
   });
 
+  it('strings that repeat, share a length, differ in one byte or outnumber the string cache decode exactly', () => {
+    // Thousands of distinct strings of one length in one body: many share a slot of the decoder's cache, and
+    // neighbours differ in their last byte; keys repeat with the same length and different bytes.
+    const values = Array.from({ length: 5000 }, (_, i) => `v${String(i).padStart(4, '0')}`);
+    const keys = ['aa', 'ab', 'ba', 'é', 'éx', 'xé'];
+    const attrs = values.map((v, i) => [
+      [keys[i % keys.length] as string, v],
+      ['same', values[(i * 7) % values.length] as string],
+      ['flip', i % 2 ? 'x' : 'y'],
+    ]);
+    const body = encode({ resource_logs: [{ scope_logs: [{ log_records: attrs.map((a) => ({ attributes: a.map(([key, v]) => ({ key, value: { string_value: v } })) })) }] }] });
+    const records = decodeLogsProto(body).resourceLogs[0]?.scopeLogs[0]?.logRecords ?? [];
+    expect(records.map((r) => [...r.attributes])).toEqual(attrs);
+  });
+
   it('an empty body is an empty request', () => {
     expect(decodeLogsProto(new Uint8Array(0))).toEqual({ resourceLogs: [] });
   });

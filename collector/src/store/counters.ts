@@ -31,6 +31,9 @@ const KINDS = [
   ['initialUserMessage', 'initial_user_message', 'initialUserMessageChars'],
 ] as const;
 
+/** Each kind's event field and its sum, max and lower-bound max columns, named once (addEvent runs per event). */
+const KIND_COLUMNS = KINDS.map(([, col, field]) => ({ field, sum: `sum_${col}` as const, max: `max_${col}` as const, lmax: `lmax_${col}` as const }));
+
 export function emptyRow(): CounterRow {
   const row = {} as CounterRow;
   for (const c of SUM_COLUMNS) row[c] = 0;
@@ -66,12 +69,12 @@ export function addEvent(row: CounterRow, e: HookEvent): void {
   if (e.status === 'over') addSum(row, 'executions_with_persisted', 1);
   if (e.status === 'near') addSum(row, 'near_executions', 1);
   if (!e.sizesKnown) addSum(row, 'size_unknown', 1);
-  for (const [, col, field] of KINDS) {
-    const v = e[field];
+  for (const k of KIND_COLUMNS) {
+    const v = e[k.field];
     if (v === null) continue;
-    addSum(row, `sum_${col}`, v);
-    addMax(row, `max_${col}`, v);
-    addMax(row, `lmax_${col}`, singleStringBounds(v, e.numHooks).lower);
+    addSum(row, k.sum, v);
+    addMax(row, k.max, v);
+    addMax(row, k.lmax, singleStringBounds(v, e.numHooks).lower);
   }
   addSum(row, 'duration_sum', e.durationMs);
   addMax(row, 'duration_max', e.durationMs);
@@ -155,6 +158,17 @@ export interface HookSeen {
 
 export const GRANULARITIES: readonly Granularity[] = ['minute', 'hour', 'day'];
 
+/** The group of a rollup key, created empty on first use. Names and versions hold no NUL (hooks/extract.ts). */
+function rollupGroup(groups: Map<string, RollupGroup>, hookId: string, bucket: number, serviceName: string, serviceVersion: string): RollupGroup {
+  const key = `${hookId}\u0000${bucket}\u0000${serviceName}\u0000${serviceVersion}`;
+  let group = groups.get(key);
+  if (!group) {
+    group = { hookId, bucket, serviceName, serviceVersion, row: emptyRow() };
+    groups.set(key, group);
+  }
+  return group;
+}
+
 /**
  * What a commit adds to the hooks table and to each rollup: one group per (hook, bucket, client), in key order
  * (every backend then takes row locks in the same order). First and last seen are never later than `nowMs`:
@@ -163,6 +177,10 @@ export const GRANULARITIES: readonly Granularity[] = ['minute', 'hour', 'day'];
 export function groupForRollups(events: readonly HookEvent[], nowMs: number): { hooks: Map<string, HookSeen>; rows: Record<Granularity, RollupGroup[]> } {
   const hooks = new Map<string, HookSeen>();
   const groups: Record<Granularity, Map<string, RollupGroup>> = { minute: new Map(), hour: new Map(), day: new Map() };
+  // Each event is folded once, into its minute group; the hour and day groups merge those few minute rows
+  // (hours and days are whole minutes), instead of folding every event three times.
+  const [finest, ...coarser] = GRANULARITIES as [Granularity, ...Granularity[]];
+  const finestMs = granularityMs(finest);
   for (const e of events) {
     const seen = Math.min(e.timeMs, nowMs);
     const h = hooks.get(e.hookId);
@@ -171,17 +189,11 @@ export function groupForRollups(events: readonly HookEvent[], nowMs: number): { 
       h.firstMs = Math.min(h.firstMs, seen);
       h.lastMs = Math.max(h.lastMs, seen);
     }
-    for (const g of GRANULARITIES) {
-      const size = granularityMs(g);
-      const bucket = Math.floor(e.timeMs / size) * size;
-      const key = JSON.stringify([e.hookId, bucket, e.serviceName, e.serviceVersion]);
-      let group = groups[g].get(key);
-      if (!group) {
-        group = { hookId: e.hookId, bucket, serviceName: e.serviceName, serviceVersion: e.serviceVersion, row: emptyRow() };
-        groups[g].set(key, group);
-      }
-      addEvent(group.row, e);
-    }
+    addEvent(rollupGroup(groups[finest], e.hookId, Math.floor(e.timeMs / finestMs) * finestMs, e.serviceName, e.serviceVersion).row, e);
+  }
+  for (const g of coarser) {
+    const size = granularityMs(g);
+    for (const m of groups[finest].values()) mergeRow(rollupGroup(groups[g], m.hookId, Math.floor(m.bucket / size) * size, m.serviceName, m.serviceVersion).row, m.row);
   }
   const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
   const order = (a: RollupGroup, b: RollupGroup): number =>

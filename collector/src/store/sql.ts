@@ -1,5 +1,5 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
@@ -155,12 +155,17 @@ export function attrDigest(values: readonly string[]): Buffer {
  * Migrations compute the same function over stored text keys (SQLite: a registered function; PostgreSQL: SQL).
  */
 export function compactKey(dedupKey: string): Buffer {
-  const digest = createHash('sha256').update(dedupKey).digest();
+  // It runs per stored event: a one-shot hash as text, decoded straight into a pooled buffer (a Hash object, or
+  // a digest returned as a Buffer, costs several times as much per call).
+  const digest = hash('sha256', dedupKey, 'base64');
+  const out = Buffer.allocUnsafe(16);
   const timeMs = keyTimeMs(dedupKey);
-  if (timeMs === undefined) return digest.subarray(0, 16);
-  const out = Buffer.alloc(16);
+  if (timeMs === undefined) {
+    out.write(digest, 0, 16, 'base64');
+    return out;
+  }
   out.writeUIntBE(timeMs, 0, 6);
-  digest.copy(out, 6, 0, 10);
+  out.write(digest, 6, 10, 'base64');
   return out;
 }
 const TIME_PREFIXED = /^[0-9a-z]{9}[A-Za-z0-9_-]{27}$/;
@@ -176,8 +181,16 @@ export function keyTimeMs(dedupKey: string): number | undefined {
  * (hooks/extract.ts hookId); anything else has no number (null: matches no event).
  */
 export function hookRef(id: string): bigint | null {
-  return /^[0-9a-f]{16}$/.test(id) ? BigInt.asIntN(64, BigInt(`0x${id}`)) : null;
+  // Every stored event asks for its hook's number, and a feed has few hooks: remembered instead of parsed each time.
+  let ref = hookRefs.get(id);
+  if (ref === undefined) {
+    ref = /^[0-9a-f]{16}$/.test(id) ? BigInt.asIntN(64, BigInt(`0x${id}`)) : null;
+    if (hookRefs.size >= 10_000) hookRefs.clear();
+    hookRefs.set(id, ref);
+  }
+  return ref;
 }
+const hookRefs = new Map<string, bigint | null>();
 
 /** The hook id (text) of the event row in scope, from its number: one primary-key probe per group or row. */
 export const EVENT_HOOK_ID = '(SELECT h.hook_id FROM hooks h WHERE h.ref = events.hook)';
