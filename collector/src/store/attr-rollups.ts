@@ -16,7 +16,7 @@
 import type { HookEvent } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { HOUR } from './segments.ts';
-import { eventAggregates, hookRef, rollupAggregates } from './sql.ts';
+import { eventAggregates, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
 
 export const ATTR_ROLLUP_TABLE = 'rollup_attrs_1h';
 /** Key columns, in primary-key order: one hook's reads over a range seek (hook, bucket). */
@@ -43,14 +43,17 @@ export function attrRollupDdl(counterColumns: string, int: string, attrId: strin
 
 /**
  * Folds the events matching `where` (a WHERE clause over events, or '') into rows of this rollup. A SUM over
- * events that all lack a count is NULL; the rollup's count columns are 0 then (counterColumnsDdl).
+ * events that all lack a count is NULL; the rollup's count columns are 0 then (counterColumnsDdl). Added to a row
+ * that exists: at retention a replica's ingest may have written a row of the hour being folded again after the
+ * fold's snapshot, and its events are not in that snapshot. (WHERE true: SQLite would read ON CONFLICT as a join.)
  */
 export function attrRollupFillSql(where: string): string {
   const counts: readonly string[] = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
   const outer = COUNTER_COLUMNS.map((c) => (counts.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
   const b = `(time_ms / ${HOUR}) * ${HOUR}`;
-  return `INSERT INTO ${ATTR_ROLLUP_TABLE} (hook, bucket, attrs, ${COUNTER_COLUMNS.join(', ')})
-    SELECT hook, b, attrs, ${outer} FROM (SELECT hook, ${b} AS b, attrs, ${eventAggregates()} FROM events ${where} GROUP BY hook, ${b}, attrs) s`;
+  return `INSERT INTO ${ATTR_ROLLUP_TABLE} AS t (hook, bucket, attrs, ${COUNTER_COLUMNS.join(', ')})
+    SELECT hook, b, attrs, ${outer} FROM (SELECT hook, ${b} AS b, attrs, ${eventAggregates()} FROM events ${where} GROUP BY hook, ${b}, attrs) s WHERE true
+    ON CONFLICT (${ATTR_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`;
 }
 
 /**
