@@ -9,13 +9,16 @@
  *   hookwatch.source may be listed there too): rollup_dim_1h and rollup_dim_1d, keyed (hook, dimension, bucket, value, client name,
  *   client version). The client is part of the key so the client-version list and a service.version filter or
  *   breakdown combined with one dimension filter are served too (a few versions are live at a time).
- * - user.*, session.id: never rolled up (one row per user or session per hour would cost about a row per event).
- *   They are read from the raw events of one hook through the (hook_id, time_ms) index.
+ * - user.*, session.id: not rolled up per value (one row per user or session per hour would cost about a row
+ *   per event). Their whole hours and days, and those of every other read planned 'raw' below, come from the
+ *   rollup per (hook, hour, attribute set) (attr-rollups.ts, pruned with the events); only the partial hours at a
+ *   range's edges are read from the raw events of one hook through the (hook, time_ms) index.
  *
  * There are no per-minute dimension rollups (at org scale nearly one row per event). A range's partial hours at
  * its edges (and the hour being written) are read from the raw events: at most about two hours of events,
  * whatever the length of the history. A filter naming two rolled dimensions, a raw-only dimension, or an empty
- * value (rolled up together with a missing attribute) reads the raw events of the whole range.
+ * value (rolled up together with a missing attribute) is planned 'raw': whole hours from the rollup per
+ * attribute set, the edges from the raw events.
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
@@ -134,7 +137,8 @@ export type Grouping = 'hook' | 'client' | { dimension: string };
  *   as WHERE on their key columns;
  * - dims: one rolled dimension (filtered on, grouped by, or both): whole hours and days from the dimension
  *   rollups, the rest of the range from raw events;
- * - raw: the raw events of the whole range.
+ * - raw: what no rollup of a value serves: whole hours and days from the rollup per attribute set
+ *   (attr-rollups.ts), the rest of the range from raw events.
  */
 export type ReadPlan =
   | { source: 'rollups'; keyFilters: [string, string][] }

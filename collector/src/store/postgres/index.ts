@@ -10,8 +10,9 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { HOUR, alignRange, granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
+import { HOUR, granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
+import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
@@ -136,6 +137,8 @@ export const MIGRATIONS: readonly string[] = [
     hookRef: (e) => `('x' || ${e})::bit(64)::bigint`,
     copyOrder: 'e.time_ms',
   })}`,
+  // 10: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
+  attrRollupDdl(counterColumnsDdl('BIGINT'), 'BIGINT', 'INTEGER', ''),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -418,7 +421,11 @@ export class PostgresStore implements Store {
       );
       const fresh = new Set(r.rows.map((row) => row.key.toString('hex')));
       const inserted = sorted.filter((e) => fresh.has(compactKey(e.dedupKey).toString('hex')));
-      if (inserted.length > 0) await this.applyRollups(client, inserted);
+      if (inserted.length > 0) {
+        await this.applyRollups(client, inserted);
+        const attrOf = new Map(sorted.map((e, i) => [e, attrs[i] as number]));
+        await this.applyAttrRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number));
+      }
       return inserted;
     }, this.onLost);
   }
@@ -486,6 +493,12 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** The hourly rollup per (hook, attribute set) (attr-rollups.ts): one multi-row upsert per commit. */
+  private async applyAttrRollups(client: pg.PoolClient, events: HookEvent[], attrIds: number[]): Promise<void> {
+    const list = groupForAttrRollups(events, attrIds);
+    await upsertRollups(client, ATTR_ROLLUP_TABLE, [['hook', 'int8'], ['bucket', 'int8'], ['attrs', 'int4']], list.map((x) => [x.hook, x.bucket, x.attrs]), list.map((x) => x.row));
+  }
+
   async hook(id: string): Promise<HookInfo | undefined> {
     const r = await this.query('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = $1', [id]);
     const row = r[0];
@@ -532,24 +545,30 @@ export class PostgresStore implements Store {
         ? `SELECT ${EVENT_HOOK_ID} AS g0, ${eventAggregates()} FROM events WHERE ${cond} GROUP BY hook`
         : attrGroupedEventsQuery(eventSelect, group, cond);
     };
+    // Whole hours and days from the rollup per attribute set (attr-rollups.ts): its columns are named as the
+    // events' (hook, attrs), so the same hook and filter clauses apply.
+    const fromAttrRollups = (a: number, b: number): string => {
+      where ??= this.filterClause(filters, params);
+      const cond = `bucket >= $${params.push(a)} AND bucket < $${params.push(b)} ${eventHookParam} ${where}`;
+      return attrRollupQuery(grouping === 'hook' ? null : eventSelect, grouping === 'hook' ? 'g0' : group, cond);
+    };
     let parts: string[];
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(Date.now(), this.retention);
     if (plan.source === 'raw') {
-      const aligned = alignRange(q.fromMs, q.toMs);
-      // Only raw events answer, and none before the events horizon.
-      const fromMs = Math.max(aligned.fromMs, sources.eventsFrom);
-      const toMs = aligned.toMs;
-      if (toMs <= fromMs) return out;
-      // One statement per connection of the read pool, each over a run of whole days (its own partitions), all
-      // at once: a breakdown by user or session of a busy hook uses as many cores as the pool has connections.
-      const runs = splitDays({ granularity: 'day', fromMs, toMs }, this.readerCount);
+      // One statement per segment, the days cut into a run per connection of the read pool, all at once: the
+      // partial hours at the edges from the raw events, everything else from the rollup per attribute set; none
+      // before the events horizon (only raw events and that rollup answer, and both go with retention.events).
+      const runs = segments(q.fromMs, q.toMs)
+        .flatMap((planned) => resolveSegment(planned, true, sources))
+        .flatMap((seg) => (seg.granularity === 'day' ? splitDays(seg, this.readerCount) : [seg]));
       const first = [...params];
       const statements = runs.map((run) => {
         // Each statement numbers its own parameters after the hook's.
         params.splice(0, params.length, ...first);
         where = undefined;
-        return { sql: fromEvents(run.fromMs, run.toMs), params: [...params] };
+        const sql = run.granularity === 'minute' ? fromEvents(run.fromMs, run.toMs) : fromAttrRollups(run.fromMs, run.toMs);
+        return { sql, params: [...params] };
       });
       for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
       return out;
@@ -772,6 +791,19 @@ export class PostgresStore implements Store {
     result.events += await batch('DELETE FROM events WHERE (time_ms, key) IN (SELECT time_ms, key FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
     result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
+    // The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
+    // then the hour holding it folded again from its events left, in one transaction.
+    const attrPrune = async (op: '<' | '>=', bound: number): Promise<void> => {
+      const { old, edge } = attrRollupPruneSql(op, bound);
+      await batch(`DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ctid IN (SELECT ctid FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT $1)`);
+      if (edge.length === 0) return;
+      await inTransaction(this.pool, async (client) => {
+        for (const sql of edge) await client.query(sql);
+      }, this.onLost).catch((err: unknown) => {
+        throw this.classify(err, 'retention failed');
+      });
+    };
+    await attrPrune('<', eventsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.minute, minutesBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
@@ -793,6 +825,7 @@ export class PostgresStore implements Store {
       const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
       await dimPrune('>=', futureFromMs);
+      await attrPrune('>=', futureFromMs);
     }
     result.hooks = await batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT $1)`);
     if (result.hooks > 0) this.known.clear();

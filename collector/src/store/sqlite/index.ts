@@ -14,6 +14,7 @@ import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, min
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
+import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { attrGroupedEventsQuery, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SqliteReaders } from './reader.ts';
@@ -72,6 +73,8 @@ export const MIGRATIONS: readonly string[] = [
     hookRef: (e) => `${MIGRATION_FUNCTIONS.hookRef}(${e})`,
     copyOrder: 'e.id',
   }),
+  // 8: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
+  attrRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', 'INTEGER', ' WITHOUT ROWID'),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -148,6 +151,7 @@ interface Connection {
   upsertHook: StatementSync;
   upserts: Record<Granularity, StatementSync>;
   dimUpserts: Record<DimGranularity, StatementSync>;
+  attrUpsert: StatementSync;
   hookExists: StatementSync;
   hookCount: StatementSync;
   /** Identity of the file opened, to notice it deleted or replaced underneath. */
@@ -266,6 +270,10 @@ export class SqliteStore implements Store {
         ),
         upserts: { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) },
         dimUpserts: { hour: dimUpsert(DIM_ROLLUP_TABLES.hour), day: dimUpsert(DIM_ROLLUP_TABLES.day) },
+        attrUpsert: db.prepare(
+          `INSERT INTO ${ATTR_ROLLUP_TABLE} AS t (${[...ATTR_ROLLUP_KEY, ...COUNTER_COLUMNS].join(', ')}) VALUES (${[...ATTR_ROLLUP_KEY, ...COUNTER_COLUMNS].map(() => '?').join(', ')})
+           ON CONFLICT (${ATTR_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
+        ),
         hookExists: db.prepare('SELECT 1 AS x FROM hooks WHERE hook_id = ?'),
         hookCount: db.prepare('SELECT COUNT(*) AS n FROM hooks'),
         file,
@@ -499,13 +507,18 @@ export class SqliteStore implements Store {
       if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
       results = inTransaction(this.c.db, () => {
         const all: HookEvent[] = [];
+        const allAttrs: number[] = [];
         const out = group.map((w) => {
           const { events, folded, overflowHooks } = this.foldBeyondLimit(w.events);
           const inserted: HookEvent[] = [];
           for (const e of events) {
             if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.c.legacyKeyExists.get(compactKey(e.legacyKey))) continue;
-            const r = this.c.insertEvent.run(...(eventValues(e, this.attrSet(e)) as SQLInputValue[]));
-            if (Number(r.changes) > 0) inserted.push(e);
+            const attrs = this.attrSet(e);
+            const r = this.c.insertEvent.run(...(eventValues(e, attrs) as SQLInputValue[]));
+            if (Number(r.changes) > 0) {
+              inserted.push(e);
+              allAttrs.push(attrs);
+            }
           }
           all.push(...inserted);
           // Applied per batch: the next batch's fold sees the hooks this one added.
@@ -514,6 +527,7 @@ export class SqliteStore implements Store {
         });
         // Once per commit: every batch's deltas folded together, one upsert per dimension rollup row.
         this.applyDimRollups(all);
+        this.applyAttrRollups(all, allAttrs);
         return out;
       });
       const lost = this.fileProblem();
@@ -621,6 +635,12 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** The hourly rollup per (hook, attribute set) (attr-rollups.ts): one upsert per row per commit. */
+  private applyAttrRollups(events: HookEvent[], attrIds: number[]): void {
+    if (events.length === 0) return;
+    for (const r of groupForAttrRollups(events, attrIds)) this.c.attrUpsert.run(BigInt(r.hook), r.bucket, r.attrs, ...COUNTER_COLUMNS.map((c) => r.row[c]));
+  }
+
   async hook(id: string): Promise<HookInfo | undefined> {
     const r = await this.one('SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_id = ?', [id]);
     return r ? toInfo(r) : undefined;
@@ -655,16 +675,20 @@ export class SqliteStore implements Store {
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(nowMs, this.retention);
     type Part = Segment & { events: boolean };
-    const readsEvents = (seg: Part): boolean => plan.source === 'raw' || seg.events || (plan.source === 'dims' && dimGranularity(seg.granularity) === undefined);
+    // What the rollups cannot serve reads the rollup per attribute set for its whole hours and days
+    // (attr-rollups.ts), the raw events for the rest.
+    const attrRolled = (seg: Part): boolean => plan.source === 'raw' && seg.granularity !== 'minute';
+    const readsEvents = (seg: Part): boolean => (plan.source === 'raw' ? !attrRolled(seg) : seg.events) || (plan.source === 'dims' && dimGranularity(seg.granularity) === undefined);
     // Segments are read concurrently: on as many read workers (cores) as there are, a long stretch of raw events
-    // split into as many runs of whole days.
+    // (or of the rollup per attribute set) split into as many runs of whole days.
     const parts = segments(q.fromMs, q.toMs, openFrom)
       .flatMap((planned) => resolveSegment(planned, plan.source === 'raw', sources))
-      .flatMap((seg): Part[] => (readsEvents(seg) && seg.granularity === 'day' ? splitDays(seg, this.readerCount).map((run) => ({ ...run, events: seg.events })) : [seg]));
+      .flatMap((seg): Part[] => ((readsEvents(seg) || attrRolled(seg)) && seg.granularity === 'day' ? splitDays(seg, this.readerCount).map((run) => ({ ...run, events: seg.events })) : [seg]));
     const read = async (seg: Part): Promise<[string, CounterRow][]> => {
       const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
       const fromEvents = readsEvents(seg);
-      const source = fromEvents ? 'events' : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
+      const fromAttrs = attrRolled(seg);
+      const source = fromEvents ? 'events' : fromAttrs ? ATTR_ROLLUP_TABLE : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
       // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
       // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute, filtered or not.
       const cacheable = seg.toMs <= openFrom;
@@ -689,6 +713,10 @@ export class SqliteStore implements Store {
           sql = grouping === 'hook'
             ? `SELECT ${EVENT_HOOK_ID} AS g, ${eventAggregates()} FROM ${table} WHERE ${cond} GROUP BY hook`
             : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...filterParams];
+        } else if (fromAttrs) {
+          // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
+          sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${where}`);
           params = [seg.fromMs, seg.toMs, ...hookParam, ...filterParams];
         } else {
           const rollupParams: SQLInputValue[] = [];
@@ -961,6 +989,7 @@ export class SqliteStore implements Store {
       }
       return n;
     };
+    this.pruneAttrRollups('<', eventsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
     result.rollups += rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
@@ -971,6 +1000,7 @@ export class SqliteStore implements Store {
       result.events += batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT 5000)', futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += rollups(t, 'bucket >= ?', futureFromMs);
       dimRows += dimPrune('>=', futureFromMs);
+      this.pruneAttrRollups('>=', futureFromMs);
     }
     result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
     if (result.hooks > 0) this.known.clear();
@@ -978,6 +1008,18 @@ export class SqliteStore implements Store {
     if (batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT 5000)', eventsBeforeMs) > 0) this.attrs.clear();
     if (result.events > 0 || result.rollups > 0 || dimRows > 0) this.forgetAllSegments();
     return result;
+  }
+
+  /**
+   * The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
+   * then the hour holding it folded again from its events left, in one transaction.
+   */
+  private pruneAttrRollups(op: '<' | '>=', bound: number): void {
+    const { old, edge } = attrRollupPruneSql(op, bound);
+    const key = `(${ATTR_ROLLUP_KEY.join(', ')})`;
+    const sql = `DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ${key} IN (SELECT ${ATTR_ROLLUP_KEY.join(', ')} FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT 5000)`;
+    while (Number(this.read(() => this.c.sql.get(sql).run().changes)) >= 5000);
+    if (edge.length > 0) this.read(() => inTransaction(this.c.db, () => { for (const s of edge) this.c.db.exec(s); }));
   }
 
   async recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult> {

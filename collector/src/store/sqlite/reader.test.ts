@@ -18,6 +18,7 @@ const tmp = tempDir('hookwatch-reader-');
 afterAll(() => tmp.cleanup());
 
 const DAY = 86_400_000;
+const MINUTE = 60_000;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const executions = (m: Map<string, { executions: number }>): number => [...m.values()].reduce((n, c) => n + c.executions, 0);
 
@@ -28,17 +29,33 @@ function lateEvents(timeMs: number, count = 1, team = 'team-1'): HookEvent[] {
   return (batch ?? []).map((e) => ({ ...e, extra: { team } }));
 }
 
+/** Filters that match every event of the race test's history, each read from the rollup per attribute set. */
+const RACE_FILTERS: Record<string, string>[] = [
+  { 'terminal.type': 'vscode' },
+  { 'hookwatch.source': 'otlp' },
+  { team: 'team-0', 'terminal.type': 'vscode' },
+  { team: 'team-0', 'hookwatch.source': 'otlp' },
+  { 'terminal.type': 'vscode', 'hookwatch.source': 'otlp' },
+  { team: 'team-0', 'terminal.type': 'vscode', 'hookwatch.source': 'otlp' },
+  { 'service.name': 'claude-code', 'terminal.type': 'vscode' },
+  { 'service.name': 'claude-code', 'hookwatch.source': 'otlp', team: 'team-0' },
+];
+
 describe('SQLite reads on worker threads', () => {
   it('a read that began before a commit does not keep pre-commit rows once the commit has dropped them', { timeout: 60_000 }, async () => {
     const store = new SqliteStore({ path: join(tmp.dir, 'race.db'), synchronous: 'normal', dimensions: ['team'], readers: 1 });
     try {
       const now = Date.now();
-      await loadHistory(store, { events: 25_000, fromMs: now - 30 * DAY, toMs: now - DAY });
+      // One event per session, one team: as many attribute sets as events, all matching the filter below, so the
+      // hourly rollup per attribute set that answers it holds a row per event and its 29-day read is slow enough
+      // to race.
+      await loadHistory(store, { events: 25_000, fromMs: now - 30 * DAY, toMs: now - DAY, sessionEvents: 1, teams: 1 });
       let raced = 0;
       for (let attempt = 0; attempt < 8 && raced < 2; attempt++) {
-        // A team not asked before, so the first read is not answered from kept segments, with a dimension that is not
-        // rolled up, so its 29-day segment is read from the raw events (slowly) while the late event lands in it.
-        const filters = { team: `team-${attempt}`, 'terminal.type': 'vscode' };
+        // A filter not asked before (so no kept segment answers it), naming a dimension that is not rolled up, so
+        // its 29-day segment is read from the rollup per attribute set (slowly) while the late event lands in it.
+        // Every one matches every event.
+        const filters = RACE_FILTERS[attempt % RACE_FILTERS.length] ?? {};
         const range = { fromMs: now - 30 * DAY, toMs: now, filters };
         // The same events counted through other segments (the history starts after now - 30 d).
         const count = async (): Promise<number> => executions(await store.hookCounters({ fromMs: now - 31 * DAY, toMs: now, filters }));
@@ -46,7 +63,9 @@ describe('SQLite reads on worker threads', () => {
         let answered = false;
         const first = store.hookCounters(range).then((r) => ((answered = true), r));
         await sleep(5);
-        await store.ingest(lateEvents(now - 10 * DAY, 1, filters.team));
+        // Late, into the range's first segment (its oldest minutes, read first from the raw events), so the commit
+        // lands while that read runs.
+        await store.ingest(lateEvents(Math.ceil(range.fromMs / MINUTE) * MINUTE + attempt * 1000, 1, 'team-0'));
         // Still in flight when the commit resolved, and answered what was there before it.
         const inFlight = !answered;
         if (executions(await first) === expected - 1 && inFlight) raced++;
