@@ -860,11 +860,20 @@ export class PostgresStore implements Store {
       .map((r) => ({ idx: String(r['idx']), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)) }))
       .filter((p) => Number.isSafeInteger(p.day) && p.day > through && p.day <= lastDone)
       .sort((a, b) => a.day - b.day);
+    const mark = (day: number): Promise<unknown> =>
+      this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [PACKED_THROUGH, String(day)]);
     for (const p of due) {
-      // Index names come from the catalog (events_d<day>_...), never from input.
-      await this.write(`REINDEX INDEX CONCURRENTLY "${p.idx.replace(/"/g, '""')}"`, []);
+      try {
+        // Index names come from the catalog (events_d<day>_...), never from input.
+        await this.write(`REINDEX INDEX CONCURRENTLY "${p.idx.replace(/"/g, '""')}"`, []);
+      } catch (err) {
+        // Only space is at stake: retention goes on, and the next run tries this day again.
+        this.logger?.warn('events index rebuild failed', { index: p.idx, err: this.describe(err) });
+        return;
+      }
+      await mark(p.day);
     }
-    await this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [PACKED_THROUGH, String(lastDone)]);
+    await mark(lastDone);
   }
 
   /**
