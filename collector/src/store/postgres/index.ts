@@ -439,11 +439,13 @@ export class PostgresStore implements Store {
       const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
       const n = EVENT_COLUMNS.length;
       const anyHook = 'old.hook IN (u.hook, u.other1, u.other2)';
+      // Each probe is `x IS NULL OR NOT EXISTS (...)`: a probe per row through the unique index. A bare NOT EXISTS
+      // would be planned as an anti join, which reads every partition whole for each batch.
       const r = await client.query<{ key: Buffer }>(
         `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
          SELECT ${EVENT_COLUMNS.map((c) => `u.${c}`).join(', ')}
          FROM unnest(${unnest}, $${n + 1}::bytea[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
-         WHERE NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key)
+         WHERE (u.other1 IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
            AND (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms = u.time_ms AND old.key = u.legacy_key))
            AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
          ORDER BY ord
