@@ -439,18 +439,21 @@ export class PostgresStore implements Store {
       const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
       const n = EVENT_COLUMNS.length;
       const anyHook = 'old.hook IN (u.hook, u.other1, u.other2)';
-      // Each probe is `x IS NULL OR NOT EXISTS (...)`: a probe per row through the unique index. A bare NOT EXISTS
-      // would be planned as an anti join, which reads every partition whole for each batch.
+      // Only the other hooks in the hooks table can hold an event (a hook row lives as long as its events), read
+      // once by the statement after the fold lock: without overflow hooks, no event is looked for twice. Each
+      // probe is `... OR NOT EXISTS (...)`, a probe per row through the unique index; a bare NOT EXISTS would be
+      // planned as an anti join, which reads every partition whole for each batch.
       const r = await client.query<{ key: Buffer }>(
-        `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
+        `WITH alt AS MATERIALIZED (SELECT COALESCE(array_agg(ref), '{}') AS refs FROM hooks WHERE ref = ANY($${n + 5}::int8[]))
+         INSERT INTO events (${EVENT_COLUMNS.join(', ')})
          SELECT ${EVENT_COLUMNS.map((c) => `u.${c}`).join(', ')}
-         FROM unnest(${unnest}, $${n + 1}::bytea[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
-         WHERE (u.other1 IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
+         FROM alt, unnest(${unnest}, $${n + 1}::bytea[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
+         WHERE (NOT (u.other1 = ANY(alt.refs) OR u.other2 = ANY(alt.refs)) OR NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
            AND (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms = u.time_ms AND old.key = u.legacy_key))
            AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
          ORDER BY ord
          ON CONFLICT (hook, time_ms, key) DO NOTHING RETURNING key`,
-        [...columns, legacy, moved, others.map((o) => o[0] ?? null), others.map((o) => o[1] ?? null)],
+        [...columns, legacy, moved, others.map((o) => o[0] ?? null), others.map((o) => o[1] ?? null), [...new Set(others.flat().filter((x) => x !== null))]],
       );
       const fresh = new Set(r.rows.map((row) => row.key.toString('hex')));
       const inserted = sorted.filter((e) => fresh.has(compactKey(e.dedupKey).toString('hex')));
