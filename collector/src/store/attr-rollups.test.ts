@@ -242,7 +242,12 @@ describe('rollup per attribute set: PostgreSQL', () => {
       },
       rows: async () => Number((await sql<{ n: string }>(`SELECT COUNT(*)::text AS n FROM ${ATTR_ROLLUP_TABLE}`))[0]?.n),
       downgrade: async () => {
-        await sql(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version = ${PG_MIGRATIONS.length};`);
+        // Back to the version before the rollup: its table gone, and the events indexes of that version back.
+        const version = PG_MIGRATIONS.findIndex((m) => m.includes(ATTR_ROLLUP_TABLE)) + 1;
+        await sql(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
+          DROP INDEX events_hook_time_key; DROP INDEX events_time;
+          CREATE UNIQUE INDEX events_key ON events (time_ms, key) WITH (fillfactor = 100);
+          CREATE INDEX events_hook_time ON events (hook, time_ms);`);
       },
     };
   });

@@ -18,6 +18,7 @@ import { PostgresStore } from './postgres/index.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
+import { MAX_OVERFLOW_HOOKS, overflowHookName } from './hook-limit.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { alignRange } from './segments.ts';
 import { UnknownDimensionError, type Store } from './store.ts';
@@ -700,6 +701,41 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(await store.hook(ev({ hookName: 'PostToolUse:kept' }).hookId)).toBeDefined();
     const next = await store.ingest([ev({ hookName: 'PostToolUse:new', timeMs: T0 + 3 * DAY })]);
     expect(next.folded ?? 0).toBe(0);
+  });
+
+  it('an event first folded into an overflow hook is a duplicate when its retry maps to its own hook', async () => {
+    // Time-prefixed keys, as ingest makes them: a key determines the event's time and hook, not where it is stored.
+    const key = (at: number): string => `${at.toString(36).padStart(9, '0')}${`folded-${++seq}`.padEnd(27, '_')}`;
+    const t = T0 + 3 * DAY;
+    let store = await open({ maxHooks: 4 });
+    await store.ingest([...[1, 2, 3].map((i) => ev({ hookName: `PostToolUse:old-${i}`, timeMs: T0 })), ev({ hookName: 'PostToolUse:kept', timeMs: t })]);
+    // At the limit: into PostToolUse:(overflow).
+    const batch = [1, 2].map((m) => ev({ hookName: 'PostToolUse:late', timeMs: t + m * MINUTE, dedupKey: key(t + m * MINUTE) }));
+    expect((await store.ingest(batch)).folded).toBe(2);
+    // Retention frees room (the overflow hook counts too), and another event of the hook takes it.
+    expect((await store.prune(T0 + 2 * DAY, T0 + 2 * DAY)).hooks).toBe(3);
+    const other = ev({ hookName: 'PostToolUse:late', timeMs: t + 3 * MINUTE, dedupKey: key(t + 3 * MINUTE) });
+    expect((await store.ingest([other])).folded ?? 0).toBe(0);
+    // The client retries the batch: now its events belong to PostToolUse:late, yet they were stored already.
+    const again = await store.ingest(batch);
+    expect(again.inserted).toHaveLength(0);
+    expect(again.duplicates).toBe(2);
+    const total = async (s: Store): Promise<number> => [...(await s.hookCounters({ fromMs: t, toMs: t + HOUR })).values()].reduce((n, c) => n + c.executions, 0);
+    expect(await total(store)).toBe(4);
+
+    // Past MAX_OVERFLOW_HOOKS hook events, one more goes to the catch-all hook; a restart with a larger limit
+    // maps its retry (and the others') to their own hooks.
+    const many = Array.from({ length: MAX_OVERFLOW_HOOKS + 3 }, (_, i) => ev({ hookEvent: `E${i}`, hookName: `E${i}:x`, timeMs: t + 4 * MINUTE, dedupKey: key(t + 4 * MINUTE) }));
+    const folded = await store.ingest(many);
+    // The first takes the last room; the last two find no room for an overflow hook of their own.
+    expect(folded.folded).toBe(many.length - 1);
+    expect(folded.overflowHooks).toContain(overflowHookName('(overflow)'));
+    store = await backend.reopen(store, { maxHooks: 1000 });
+    opened.push(store);
+    const retried = await store.ingest(many);
+    expect(retried.folded ?? 0).toBe(0);
+    expect(retried.inserted).toHaveLength(0);
+    expect(await total(store)).toBe(4 + many.length);
   });
 
   it('prunes rows stamped past the future bound', async () => {

@@ -32,6 +32,14 @@ export function overflowIds(events: readonly HookEvent[]): string[] {
   return [...new Set(events.map((e) => e.hookEvent))].map((ev) => hookId(ev, overflowHookName(ev)));
 }
 
+/**
+ * Every hook id an event can be stored under: its own, its hook event's overflow hook, the catch-all. Which one
+ * depends on the hooks table when it arrives, so a retry of the same event may go to another of them.
+ */
+export function storedHookIds(e: Pick<HookEvent, 'hookId' | 'hookEvent'>): [string, string, string] {
+  return [e.hookId, hookId(e.hookEvent, overflowHookName(e.hookEvent)), hookId(CATCH_ALL_EVENT, overflowHookName(CATCH_ALL_EVENT))];
+}
+
 export interface FoldResult {
   events: HookEvent[];
   /** Events moved to an overflow hook by this call. */

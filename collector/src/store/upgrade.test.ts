@@ -172,9 +172,11 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
   const partitions = async (c: pg.Client | pg.Pool): Promise<string[]> =>
     (await c.query<{ n: string }>(`SELECT c.relname AS n FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`)).rows.map((r) => r.n);
 
-  it('migrates a database written by the previous layout in place, a partition per day it holds', async () => {
-    const url = await server.createDatabase();
-    const events = history();
+  /**
+   * A database the previous versions wrote: the old layout's rows (the first event before keys began with the
+   * event time), then the migrations after 7 up to `upTo` applied as those versions did.
+   */
+  const writePrevious = async (url: string, events: HookEvent[], upTo = 7): Promise<void> => {
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {
@@ -194,15 +196,84 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
       await insert(events[0]!, true);
       for (let v = 3; v <= 7; v++) await apply(v);
       for (const e of events.slice(1)) await insert(e, false);
+      for (let v = 8; v <= upTo; v++) await apply(v);
     } finally {
       await c.end();
     }
+  };
+  /** The indexes of the events table (partitioned) and of each of its partitions: name and definition. */
+  const eventIndexes = async (c: pg.Pool): Promise<Map<string, { name: string; def: string }[]>> => {
+    const r = await c.query<{ t: string; i: string; def: string }>(
+      `SELECT t.relname AS t, i.relname AS i, pg_get_indexdef(i.oid) AS def FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid
+       WHERE t.relname = 'events' OR t.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass) ORDER BY 1, 2`,
+    );
+    const out = new Map<string, { name: string; def: string }[]>();
+    for (const row of r.rows) out.set(row.t, [...(out.get(row.t) ?? []), { name: row.i, def: row.def }]);
+    return out;
+  };
 
+  it('migrates a database written by the previous layout in place, a partition per day it holds', async () => {
+    const url = await server.createDatabase();
+    const events = history();
+    await writePrevious(url, events);
     const store = await open(url);
     expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
     const days = await partitions(store.connectionPool);
     for (let d = 0; d < 3; d++) expect(days).toContain(`events_d${Math.floor(T0 / DAY) + d}`);
     await checkUpgraded(store, events);
+  });
+
+  it('moves the events from a unique (time_ms, key) and a (hook, time_ms) index to one unique (hook, time_ms, key) and a BRIN on time_ms', async () => {
+    const url = await server.createDatabase();
+    const events = history();
+    // The compact layout (migration 9) as the previous version left it.
+    await writePrevious(url, events, 9);
+    const store = await open(url);
+    expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
+    const day0 = Math.floor(T0 / DAY);
+    // Answers the same, and the batch re-sent after the upgrade is not stored twice.
+    await checkUpgraded(store, events);
+    // A day's partition made at ingest after the upgrade carries the same indexes.
+    const later = { ...events[1]!, ...keys(T0 + 5 * DAY, 3000), timeMs: T0 + 5 * DAY };
+    expect((await store.ingest([later])).inserted).toHaveLength(1);
+    const indexes = await eventIndexes(store.connectionPool);
+    expect(indexes.get('events')?.map((i) => i.name)).toEqual(['events_hook_time_key', 'events_persisted_arrival', 'events_time']);
+    for (const d of [day0, day0 + 1, day0 + 2, day0 + 5]) {
+      const defs = (indexes.get(`events_d${d}`) ?? []).map((i) => i.def.replace(/^.* USING /, ''));
+      expect(defs.sort(), `events_d${d}`).toEqual([
+        'brin (time_ms) WITH (pages_per_range=\'32\', autosummarize=\'on\')',
+        'btree (hook, time_ms, key) WITH (fillfactor=\'100\')',
+        'btree (received_ms) WHERE (outputs_persisted > 0)',
+      ]);
+      expect(indexes.get(`events_d${d}`)?.find((i) => i.def.includes('(hook, time_ms, key)'))?.def).toMatch(/^CREATE UNIQUE INDEX/);
+    }
+  });
+
+  it('retention rebuilds the unique index of each finished day once, packed', async () => {
+    const store = await open(await server.createDatabase());
+    const events = history();
+    await store.ingest(events);
+    const day0 = Math.floor(T0 / DAY);
+    const files = async (): Promise<Map<string, number>> => {
+      const r = await store.connectionPool.query<{ i: string; f: string }>(
+        `SELECT c.relname AS i, c.relfilenode::text AS f FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid WHERE h.inhparent = 'events_hook_time_key'::regclass`,
+      );
+      return new Map(r.rows.map((x) => [x.i, Number(x.f)]));
+    };
+    const before = await files();
+    await store.prune(T0 - DAY, T0 - DAY);
+    const after = await files();
+    // Days 0..2 are long over: rebuilt (a new file); today's and the days ahead are still written to.
+    const today = Math.floor(Date.now() / DAY);
+    for (const [name, file] of after) {
+      const day = Number(/^events_d(\d+)_/.exec(name)?.[1]);
+      if (day >= day0 && day <= day0 + 2) expect(file, name).not.toBe(before.get(name));
+      if (day >= today) expect(file, name).toBe(before.get(name));
+    }
+    // Once: the next run leaves them.
+    await store.prune(T0 - DAY, T0 - DAY);
+    expect(await files()).toEqual(after);
+    expect((await store.ingest(events)).inserted).toEqual([]);
   });
 
   it('retention drops whole days of events and deletes only inside the day holding the bound', async () => {

@@ -1,7 +1,8 @@
 /**
  * The shared store for several replicas: PostgreSQL through `pg`. Versioned migrations run at start under an
  * advisory lock, so replicas starting together apply each migration once. Each ingest is one transaction:
- * events go in with ON CONFLICT (dedup_key) DO NOTHING RETURNING, and only the returned (new) events are added
+ * events go in with ON CONFLICT (hook, time_ms, key) DO NOTHING RETURNING (looked for under every hook the event
+ * can be stored under), and only the returned (new) events are added
  * to the rollups by upsert, so a batch retried on another replica is never counted twice and concurrent
  * replicas never lose a count. Rows are written in key order so concurrent batches cannot deadlock each other.
  */
@@ -14,7 +15,7 @@ import { HOUR, granularityForStep, segments, splitDays, type Granularity } from 
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
-import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds } from '../hook-limit.ts';
+import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
 import { attrGroupedEventsQuery, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -57,6 +58,17 @@ const PARTITION_PREFIX = 'events_d';
 const DAYS_AHEAD = 2;
 /** SQLSTATE of an insert that found no partition for its row (dropped by retention on another replica). */
 const NO_PARTITION = '23514';
+/**
+ * Advisory lock key between ingests that fold events onto overflow hooks (exclusive) and all others (shared):
+ * two deliveries of one event racing with different fold decisions would otherwise both find no copy.
+ */
+const FOLD_LOCK_KEY = 0x686f6f6b79;
+/** store_meta key: the last day whose events partition has had its unique index rebuilt packed. */
+const PACKED_THROUGH = 'events_index_packed_through';
+/** A day's partition is rebuilt packed this long after the day ends (events arriving later split a page or two). */
+const PACK_AFTER_MS = 3_600_000;
+/** Heap pages per BRIN range of events_time: ~2,000 events at the compact row size (about 1.5 hours at 1 M a month). */
+const BRIN_PAGES_PER_RANGE = 32;
 
 /**
  * The migration's copies of sql.ts compactKey and attrDigest, in SQL (session-local, dropped at its end): a
@@ -139,6 +151,16 @@ export const MIGRATIONS: readonly string[] = [
   })}`,
   // 10: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
   attrRollupDdl(counterColumnsDdl('BIGINT'), 'BIGINT', 'INTEGER', ''),
+  // 11: one unique btree (hook, time_ms, key) is both the dedup and a hook's reads; reads of a time range across
+  // hooks use a BRIN index on time_ms (events arrive in time order within a day's partition: a few KB for the
+  // table). An event is stored under its own hook or an overflow hook (hook-limit.ts); ingest looks for its key
+  // under the others too, so dedup stays exact with the hook in the key.
+  // Its pages split in two as each hook's entries grow in the middle of the tree, so retention rebuilds each
+  // finished day's part packed (packFinishedDays), once.
+  `CREATE UNIQUE INDEX events_hook_time_key ON events (hook, time_ms, key) WITH (fillfactor = 100);
+  CREATE INDEX events_time ON events USING brin (time_ms) WITH (pages_per_range = ${BRIN_PAGES_PER_RANGE}, autosummarize = on);
+  DROP INDEX events_key;
+  DROP INDEX events_hook_time;`,
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -356,7 +378,7 @@ export class PostgresStore implements Store {
         await this.ensurePartitions(folded.map((e) => Math.floor(e.timeMs / DAY_MS)));
         let inserted: HookEvent[];
         try {
-          inserted = await this.ingestOnce(folded);
+          inserted = await this.ingestOnce(folded, sorted, fold.folded > 0);
         } catch (err) {
           this.attrs.discard();
           throw err;
@@ -395,8 +417,15 @@ export class PostgresStore implements Store {
     return { events: r.events, fold: r };
   }
 
-  private async ingestOnce(sorted: HookEvent[]): Promise<HookEvent[]> {
+  /**
+   * `sorted`: the events as stored (folded); `original`: the same events before folding, in the same order;
+   * `folding`: whether any was folded.
+   */
+  private async ingestOnce(sorted: HookEvent[], original: readonly HookEvent[], folding: boolean): Promise<HookEvent[]> {
     return inTransaction(this.pool, async (client) => {
+      // Taken first, before any row lock. A batch that folds waits for the ingests in flight and they for it:
+      // the copy of an event stored under another of its hooks is committed before the other looks for it.
+      await client.query(folding ? 'SELECT pg_advisory_xact_lock($1)' : 'SELECT pg_advisory_xact_lock_shared($1)', [FOLD_LOCK_KEY]);
       const attrs = await this.attrSets(client, sorted);
       const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
       sorted.forEach((e, i) => eventValues(e, attrs[i] as number).forEach((v, c) => (columns[c] as unknown[]).push(typeof v === 'bigint' ? v.toString() : v)));
@@ -407,17 +436,27 @@ export class PostgresStore implements Store {
       // moved to the receive time, or given the receive time for lack of any) can be sent again with another
       // time: it is also looked for under its key in the day before.
       const moved = sorted.map((e) => (keyTimeMs(e.dedupKey) === e.timeMs ? null : e.timeMs - DAY_MS));
+      // The unique index holds the hook: the event is also looked for under the other hooks it can be stored
+      // under (hook-limit.ts storedHookIds), where an earlier delivery folded otherwise may have put it.
+      const others = sorted.map((e, i) => storedHookIds(original[i] as HookEvent).filter((id) => id !== e.hookId).map((id) => hookRef(id)?.toString() ?? null));
       const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
       const n = EVENT_COLUMNS.length;
+      const anyHook = 'old.hook IN (u.hook, u.other1, u.other2)';
+      // Only the other hooks in the hooks table can hold an event (a hook row lives as long as its events), read
+      // once by the statement after the fold lock: without overflow hooks, no event is looked for twice. Each
+      // probe is `... OR NOT EXISTS (...)`, a probe per row through the unique index; a bare NOT EXISTS would be
+      // planned as an anti join, which reads every partition whole for each batch.
       const r = await client.query<{ key: Buffer }>(
-        `INSERT INTO events (${EVENT_COLUMNS.join(', ')})
+        `WITH alt AS MATERIALIZED (SELECT COALESCE(array_agg(ref), '{}') AS refs FROM hooks WHERE ref = ANY($${n + 5}::int8[]))
+         INSERT INTO events (${EVENT_COLUMNS.join(', ')})
          SELECT ${EVENT_COLUMNS.map((c) => `u.${c}`).join(', ')}
-         FROM unnest(${unnest}, $${n + 1}::bytea[], $${n + 2}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, ord)
-         WHERE (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE old.time_ms = u.time_ms AND old.key = u.legacy_key))
-           AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
+         FROM alt, unnest(${unnest}, $${n + 1}::bytea[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
+         WHERE (NOT (u.other1 = ANY(alt.refs) OR u.other2 = ANY(alt.refs)) OR NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
+           AND (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms = u.time_ms AND old.key = u.legacy_key))
+           AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
          ORDER BY ord
-         ON CONFLICT (time_ms, key) DO NOTHING RETURNING key`,
-        [...columns, legacy, moved],
+         ON CONFLICT (hook, time_ms, key) DO NOTHING RETURNING key`,
+        [...columns, legacy, moved, others.map((o) => o[0] ?? null), others.map((o) => o[1] ?? null), [...new Set(others.flat().filter((x) => x !== null))]],
       );
       const fresh = new Set(r.rows.map((row) => row.key.toString('hex')));
       const inserted = sorted.filter((e) => fresh.has(compactKey(e.dedupKey).toString('hex')));
@@ -788,7 +827,7 @@ export class PostgresStore implements Store {
     };
     // Whole days go with their partition; only the day holding the bound is deleted from, in batches.
     result.events = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
-    result.events += await batch('DELETE FROM events WHERE (time_ms, key) IN (SELECT time_ms, key FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
+    result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
     result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     // The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
@@ -821,7 +860,7 @@ export class PostgresStore implements Store {
     await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       result.events += await this.dropPartitions((d) => d * DAY_MS >= futureFromMs);
-      result.events += await batch('DELETE FROM events WHERE (time_ms, key) IN (SELECT time_ms, key FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
+      result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
       const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
       await dimPrune('>=', futureFromMs);
@@ -831,12 +870,48 @@ export class PostgresStore implements Store {
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
+    await this.packFinishedDays();
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
     const today = Math.floor(Date.now() / DAY_MS);
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i)).catch((err: unknown) => {
       throw this.classify(err, 'retention failed');
     });
     return result;
+  }
+
+  /**
+   * Rebuilds the unique index of each day's partition once the day is over: written hook by hook, its pages were
+   * split in halves; rebuilt, they are full (fillfactor 100), about a third smaller. CONCURRENTLY: ingest of late
+   * events into that day goes on meanwhile.
+   */
+  private async packFinishedDays(): Promise<void> {
+    const meta = await this.write('SELECT value FROM store_meta WHERE key = $1', [PACKED_THROUGH]);
+    const through = meta[0] ? Number(meta[0]['value']) : -Infinity;
+    const lastDone = Math.floor((Date.now() - PACK_AFTER_MS) / DAY_MS) - 1;
+    if (lastDone <= through) return;
+    const parts = await this.write(
+      `SELECT ci.relname AS idx, ct.relname AS part FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
+       JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid WHERE i.inhparent = 'events_hook_time_key'::regclass`,
+      [],
+    );
+    const due = parts
+      .map((r) => ({ idx: String(r['idx']), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)) }))
+      .filter((p) => Number.isSafeInteger(p.day) && p.day > through && p.day <= lastDone)
+      .sort((a, b) => a.day - b.day);
+    const mark = (day: number): Promise<unknown> =>
+      this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [PACKED_THROUGH, String(day)]);
+    for (const p of due) {
+      try {
+        // Index names come from the catalog (events_d<day>_...), never from input.
+        await this.write(`REINDEX INDEX CONCURRENTLY "${p.idx.replace(/"/g, '""')}"`, []);
+      } catch (err) {
+        // Only space is at stake: retention goes on, and the next run tries this day again.
+        this.logger?.warn('events index rebuild failed', { index: p.idx, err: this.describe(err) });
+        return;
+      }
+      await mark(p.day);
+    }
+    await mark(lastDone);
   }
 
   /**
