@@ -195,7 +195,10 @@ export class AlertEngine implements IngestListener {
       this.opts.logger.warn('alert rule over its alert limit; extra label sets dropped', { rule: o.rule, limit: MAX_ALERTS_PER_RULE, dropped: o.dropped });
     }
     if (scope === 'all') this.silences.forgetExpiredBefore(now - keep);
-    const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, now).length > 0;
+    // Silences as they are when the notifications are planned (Alertmanager checks them at notification time),
+    // not when this evaluation began: one created while its queries ran mutes what it would send.
+    const silencedAt = Math.max(now, this.now());
+    const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
     this.stats.notificationsCreated += notifications.length;
     try {
