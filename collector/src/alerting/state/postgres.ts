@@ -17,6 +17,8 @@ export interface LeaseFence {
   readonly holder: string;
   /** The lease epoch while this replica is leader, else null. */
   epoch(): number | null;
+  /** How long a lease lasts without renewal: a fenced transaction never holds the lease row longer than half of it. */
+  readonly ttlMs?: number;
 }
 
 /** A write refused because this replica is not (or no longer) the leader. Retrying on this replica cannot help. */
@@ -150,6 +152,10 @@ export class PostgresAlertStateStore implements AlertStateStore {
     if (!this.fence) return;
     const epoch = given === undefined ? this.fence.epoch() : given;
     if (epoch === null) throw new NotLeaderError('not the leader: alert state not written');
+    // A leader paused (SIGSTOP, a VM freeze) inside this transaction would hold the lease row, and with it every
+    // takeover, for as long as it stays paused: the server ends the transaction once it is idle for half a lease,
+    // before the lease can expire, and its writes are not committed.
+    if (this.fence.ttlMs !== undefined) await c.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(100, Math.round(this.fence.ttlMs / 2))}`);
     // FOR SHARE holds the lease row until commit: no takeover can commit in between.
     const r = await c.query(
       'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE',

@@ -1,8 +1,10 @@
 /** The leader lease against a real PostgreSQL: one leader at a time, handover, expiry, and no trust past ttl. */
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../telemetry/logger.ts';
 import { PostgresStore } from './index.ts';
 import { PostgresLease, type PostgresLeaseOptions } from './lease.ts';
+import { PostgresAlertStateStore } from '../../alerting/state/postgres.ts';
 import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
@@ -130,6 +132,54 @@ describe('PostgresLease', () => {
     expect(overlaps).toBe(0);
     // Someone else took over after the crash.
     expect([...leadersAfterCrash].filter((h) => h !== victim!.holder)).toHaveLength(1);
+  });
+
+  it('a leader frozen inside a fenced alert-state write does not hold the lease row past its lease', async () => {
+    const url = await freshDb();
+    const a = lease(url, { holder: 'a', ttlMs: 800 });
+    const b = lease(url, { holder: 'b', ttlMs: 800 });
+    expect(await a.tick()).toBe(true);
+    // The leader's pool, whose client freezes (as a SIGSTOPped process does) after the fence check took the lease
+    // row FOR SHARE: the transaction stays open on the server, idle.
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    let frozen = false;
+    const freezing = new Proxy(pool, {
+      get(target, prop, receiver) {
+        if (prop !== 'connect') return Reflect.get(target, prop, receiver) as unknown;
+        return async () => {
+          const client = await target.connect();
+          const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+          return new Proxy(client, {
+            get(c, p, r) {
+              if (p === 'release') return (err?: Error | boolean) => c.release(err ?? true);
+              if (p !== 'query') return Reflect.get(c, p, r) as unknown;
+              return (...args: unknown[]) => {
+                if (String(args[0]).startsWith('INSERT INTO alert_attempts')) {
+                  frozen = true;
+                  return new Promise(() => {});
+                }
+                return query(...args);
+              };
+            },
+          });
+        };
+      },
+    });
+    const state = new PostgresAlertStateStore({ pool: freezing, fence: a });
+    void state.addAttempt({ alertId: 'x', receiver: 'ops', webhookId: 'msg_x', attempt: 1, atMs: Date.now(), status: 'firing', outcome: 'retrying', httpStatus: 503, error: null, durationMs: 5 });
+    while (!frozen) await sleep(10);
+    // The leader renews no more (frozen); the other replica takes over once the lease has run out, as it would
+    // had the leader died.
+    let took = false;
+    const deadline = Date.now() + 5000;
+    while (!took && Date.now() < deadline) {
+      took = await b.tick();
+      if (!took) await sleep(100);
+    }
+    expect(took).toBe(true);
+    expect(b.epoch()).toBe(2);
+    // The frozen client is never handed back: end the pool without waiting for it.
+    void pool.end().catch(() => {});
   });
 
   it('reports failures without throwing or leaking the password when the database is unreachable', async () => {

@@ -71,6 +71,11 @@ export class PostgresLease implements LeaderElector {
     this.pool.on('error', (err) => this.opts.logger?.warn('leader lease connection lost', { err: scrubSecret(err.message, opts.url) }));
   }
 
+  /** How long a lease lasts without renewal. */
+  get ttlMs(): number {
+    return this.opts.ttlMs;
+  }
+
   private renewEveryMs(): number {
     return this.opts.renewEveryMs ?? Math.max(100, Math.round(this.opts.ttlMs / 3));
   }
