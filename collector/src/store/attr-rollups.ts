@@ -104,13 +104,8 @@ export interface AttrRollupGroup {
  */
 export function groupForAttrRollups(events: readonly HookEvent[], attrIds: readonly number[]): AttrRollupGroup[] {
   const groups = new Map<string, AttrRollupGroup & { ref: bigint }>();
-  const refs = new Map<string, bigint>();
   events.forEach((e, i) => {
-    let ref = refs.get(e.hookId);
-    if (ref === undefined) {
-      ref = hookRef(e.hookId) ?? 0n;
-      refs.set(e.hookId, ref);
-    }
+    const ref = hookRef(e.hookId) ?? 0n;
     const bucket = Math.floor(e.timeMs / HOUR) * HOUR;
     const attrs = attrIds[i] as number;
     const key = `${e.hookId}|${bucket}|${attrs}`;
