@@ -10,7 +10,7 @@
  * their horizon), so a read never relies on rows a prune running at the same time may remove.
  */
 import { mergeRow, type CounterRow } from './counters.ts';
-import { HOUR, type Segment } from './segments.ts';
+import { HOUR, granularityForStep, type Segment } from './segments.ts';
 import type { FleetBucket } from './store.ts';
 
 /** How long raw events and per-minute rollups are kept (the store's `retention` option). */
@@ -87,6 +87,33 @@ export function resolveSegment(seg: Segment, rawOnly: boolean, s: MinuteSources)
   }
   if (seg.granularity !== 'minute') return [{ ...seg, events: false }];
   return minuteParts(seg.fromMs, seg.toMs, s).map((p) => ({ granularity: p.source === 'hour' ? 'hour' : 'minute', fromMs: p.fromMs, toMs: p.toMs, events: p.source === 'events' }));
+}
+
+/** Where a part of a series range is read: as the filter's plan decides, from the raw events, or whole hours. */
+export interface SeriesSpan {
+  source: 'planned' | 'events' | 'hour';
+  fromMs: number;
+  toMs: number;
+}
+
+/**
+ * A series' range aligned to its step, split by where each part is read: one part as the filter's plan decides,
+ * or at a minute step split by age (minuteParts) into minute rollups (as planned), raw events and whole hours.
+ * `rawOnly`: only raw events answer the filter, so nothing before the events horizon counts.
+ */
+export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number }, r: MinuteRetention | undefined, rawOnly: boolean, nowMs = Date.now()): { fromMs: number; toMs: number; spans: SeriesSpan[] } {
+  const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
+  const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
+  if (!r) return { fromMs, toMs, spans: [{ source: 'planned', fromMs, toMs }] };
+  const s = minuteSources(nowMs, r);
+  if (granularityForStep(q.stepMs) !== 'minute') {
+    const from = rawOnly ? Math.max(fromMs, s.eventsFrom) : fromMs;
+    return { fromMs, toMs, spans: toMs > from ? [{ source: 'planned', fromMs: from, toMs }] : [] };
+  }
+  const spans = minuteParts(fromMs, toMs, s)
+    .filter((p) => !(rawOnly && p.source === 'hour'))
+    .map((p): SeriesSpan => ({ source: p.source === 'minute' ? 'planned' : p.source, fromMs: p.fromMs, toMs: p.toMs }));
+  return { fromMs, toMs, spans };
 }
 
 /**

@@ -12,7 +12,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
-import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
+import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
@@ -716,32 +716,18 @@ export class PostgresStore implements Store {
    * part's parameters begin with `first` (its range goes in there).
    */
   private seriesParts(q: SeriesQuery, first: unknown[]): { fromMs: number; parts: SeriesPart[] } {
-    const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
-    const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
-    const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q, first), fromMs: a, toMs: b });
-    if (!this.retention) return { fromMs, parts: [recent(fromMs, toMs)] };
-    const sources = minuteSources(Date.now(), this.retention);
-    if (granularityForStep(q.stepMs) !== 'minute') {
-      const part = recent(fromMs, toMs);
-      // Read from the raw events (a filter no rollup keeps): none before the events horizon count.
-      if (part.filterWhere !== null) part.fromMs = Math.max(fromMs, sources.eventsFrom);
-      return { fromMs, parts: part.toMs > part.fromMs ? [part] : [] };
-    }
-    const parts: SeriesPart[] = [];
-    for (const p of minuteParts(fromMs, toMs, sources)) {
-      if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
-      else if (p.source === 'events') {
-        const params = [...first];
-        parts.push({ filterWhere: this.filterClause(q.filters ?? {}, params), rollup: undefined, params, fromMs: p.fromMs, toMs: p.toMs });
-      } else {
-        const plan = planRead(q.filters ?? {}, 'hook', this.rolled);
-        // Only raw events answer this filter, and there are none this old.
-        if (plan.source === 'raw') continue;
-        const params = [...first];
-        const dims = plan.source === 'dims';
-        parts.push({ filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params, granularity: 'hour', fromMs: p.fromMs, toMs: p.toMs });
-      }
-    }
+    const filters = q.filters ?? {};
+    // Refuses a filter on an unknown dimension.
+    this.filterClause(filters, []);
+    const plan = planRead(filters, 'hook', this.rolled);
+    const { fromMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw');
+    const parts = spans.map((span): SeriesPart => {
+      if (span.source === 'planned') return { ...this.seriesSource(q, first), fromMs: span.fromMs, toMs: span.toMs };
+      const params = [...first];
+      if (span.source === 'events') return { filterWhere: this.filterClause(filters, params), rollup: undefined, params, fromMs: span.fromMs, toMs: span.toMs };
+      const dims = plan.source === 'dims';
+      return { filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params, granularity: 'hour', fromMs: span.fromMs, toMs: span.toMs };
+    });
     return { fromMs, parts };
   }
 

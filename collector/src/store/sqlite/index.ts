@@ -10,7 +10,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
-import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteParts, minuteSources, resolveSegment, type MinuteRetention } from '../minute-sources.ts';
+import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
@@ -832,36 +832,22 @@ export class SqliteStore implements Store {
    * or at a minute step, split by age (minute-sources.ts) into whole hours, raw events and minute rollups.
    */
   private seriesParts(q: SeriesQuery): { fromMs: number; toMs: number; parts: SeriesPart[] } {
-    const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
-    const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
-    const recent = (a: number, b: number): SeriesPart => ({ ...this.seriesSource(q), fromMs: a, toMs: b });
-    if (!this.retention) return { fromMs, toMs, parts: [recent(fromMs, toMs)] };
-    const sources = minuteSources(Date.now(), this.retention);
-    if (granularityForStep(q.stepMs) !== 'minute') {
-      const part = recent(fromMs, toMs);
-      // Read from the raw events (a filter no rollup keeps): none before the events horizon count.
-      if (part.filterWhere !== null) part.fromMs = Math.max(fromMs, sources.eventsFrom);
-      return { fromMs, toMs, parts: part.toMs > part.fromMs ? [part] : [] };
-    }
-    const parts: SeriesPart[] = [];
-    for (const p of minuteParts(fromMs, toMs, sources)) {
-      if (p.source === 'minute') parts.push(recent(p.fromMs, p.toMs));
-      else if (p.source === 'events') {
-        const [where, params] = this.filterClause(q.filters ?? {});
-        parts.push({ filterWhere: where, rollup: undefined, params, fromMs: p.fromMs, toMs: p.toMs });
-      } else {
-        const plan = planRead(q.filters ?? {}, 'hook', this.rolled);
-        // Only raw events answer this filter, and there are none this old.
-        if (plan.source === 'raw') continue;
-        const params: SQLInputValue[] = [];
-        const dims = plan.source === 'dims';
-        const where = rollupWhere(plan, dims, (v) => {
-          params.push(v);
-          return '?';
-        });
-        parts.push({ filterWhere: null, rollup: { dims, where }, params, granularity: 'hour', fromMs: p.fromMs, toMs: p.toMs });
-      }
-    }
+    const filters = q.filters ?? {};
+    // Built first: it refuses a filter on an unknown dimension.
+    const [eventsWhere, eventsParams] = this.filterClause(filters);
+    const plan = planRead(filters, 'hook', this.rolled);
+    const { fromMs, toMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw');
+    const parts = spans.map((span): SeriesPart => {
+      if (span.source === 'planned') return { ...this.seriesSource(q), fromMs: span.fromMs, toMs: span.toMs };
+      if (span.source === 'events') return { filterWhere: eventsWhere, rollup: undefined, params: [...eventsParams], fromMs: span.fromMs, toMs: span.toMs };
+      const params: SQLInputValue[] = [];
+      const dims = plan.source === 'dims';
+      const where = rollupWhere(plan, dims, (v) => {
+        params.push(v);
+        return '?';
+      });
+      return { filterWhere: null, rollup: { dims, where }, params, granularity: 'hour', fromMs: span.fromMs, toMs: span.toMs };
+    });
     return { fromMs, toMs, parts };
   }
 
