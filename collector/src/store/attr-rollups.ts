@@ -78,15 +78,17 @@ export const ATTR_ROLLUP_HOOK_ID = `(SELECT h.hook_id FROM hooks h WHERE h.ref =
 
 /**
  * Rows of this rollup matching `where` (over its columns: hook, bucket, attrs) grouped by values of their
- * attribute sets: folded per set first, then each set looked up once in attr_sets (a set gone groups under a
- * NULL lookup, as attrGroupedEventsQuery's). `select` names the group's values (over attr_sets' columns), `group`
- * what to group by. Grouped by hook (`select` null), no set is looked up.
+ * attribute sets, each row joined to its set in attr_sets (a set gone groups under a NULL lookup, as
+ * attrGroupedEventsQuery's). `select` names the group's values (over attr_sets' columns), `group` what to group
+ * by. Grouped by hook (`select` null), no set is looked up.
  */
 export function attrRollupQuery(select: string | null, group: string, where: string): string {
   if (select === null) return `SELECT ${ATTR_ROLLUP_HOOK_ID} AS ${group}, ${rollupAggregates()} FROM ${ATTR_ROLLUP_TABLE} WHERE ${where} GROUP BY hook`;
+  // A set has about one row per hour of one hook (a session), so rows are joined to their set directly: folding
+  // per set first would aggregate the same rows twice.
   return `SELECT ${select}, ${rollupAggregates()}
-  FROM (SELECT attrs AS e_attrs, ${rollupAggregates()} FROM ${ATTR_ROLLUP_TABLE} WHERE ${where} GROUP BY attrs) e
-  LEFT JOIN attr_sets ON attr_sets.id = e.e_attrs
+  FROM ${ATTR_ROLLUP_TABLE} r LEFT JOIN attr_sets ON attr_sets.id = r.attrs
+  WHERE ${where}
   GROUP BY ${group}`;
 }
 

@@ -204,9 +204,35 @@ export function attrValueExpr(attrExpr: string): string {
   return `(SELECT ${attrExpr} FROM attr_sets WHERE attr_sets.id = events.attrs)`;
 }
 
-/** An events filter on an attribute expression (over attr_sets): the matching sets first, then their events. */
-export function attrFilter(attrExpr: string, param: string): string {
-  return `attrs IN (SELECT id FROM attr_sets WHERE ${attrExpr} = ${param})`;
+/** Prefix of the names of attr_sets' indexes on a dimension's value (attrSetIndexes). */
+export const ATTR_SET_INDEX_PREFIX = 'attr_sets_dim_';
+
+/**
+ * The indexes attr_sets should have, by name, each with its CREATE statement: one on the value of each
+ * configured extra dimension (`expr` gives its expression, as the filters write it), so a filter's matching sets
+ * (attrFilter 'sets') are found through the index instead of by reading every set of the history (one a session).
+ * A set is written once per session, so the index costs ingest next to nothing. Named after a hash of the
+ * dimension, so any key makes a valid name; the stores drop the ones no longer configured.
+ */
+export function attrSetIndexes(dims: readonly string[], expr: (dim: string) => string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const dim of dims) {
+    const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', dim, 'hex').slice(0, 16)}`;
+    out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets ((${expr(dim)}))`);
+  }
+  return out;
+}
+
+/**
+ * A filter on an attribute expression (over attr_sets) for rows naming their set in `attrs`, in one of two forms:
+ * - 'sets': the matching sets first, then their rows. Collecting the sets reads every set of the history (one a
+ *   session), a cost that grows with the history whatever the range; right for a long stretch of rows.
+ * - 'row': each row's own set looked up by id. It costs what the rows read cost, whatever the history holds;
+ *   right for a short stretch (a range's partial hours at its edges, an hour of events).
+ * Both select the same rows.
+ */
+export function attrFilter(attrExpr: string, param: string, form: 'sets' | 'row' = 'sets'): string {
+  return form === 'sets' ? `attrs IN (SELECT id FROM attr_sets WHERE ${attrExpr} = ${param})` : `(SELECT ${attrExpr} FROM attr_sets WHERE attr_sets.id = attrs) = ${param}`;
 }
 
 export const EVENT_COLUMNS = [

@@ -17,7 +17,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrGroupedEventsQuery, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -308,6 +308,7 @@ export class PostgresStore implements Store {
         await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
       }
       await this.syncDimensions(client);
+      await this.syncAttrIndexes(client);
       return from;
     }, this.onLost);
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
@@ -358,6 +359,18 @@ export class PostgresStore implements Store {
     }
     await client.query('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [ROLLED_DIMENSIONS_META, JSON.stringify(this.rolled)]);
     if (rebuild.length > 0 || remove.length > 0) this.logger?.info('dimension rollups rebuilt from the stored events', { rebuilt: rebuild, removed: remove });
+  }
+
+  /**
+   * Creates attr_sets' index on each configured extra dimension, drops those of dimensions no longer configured
+   * (attrSetIndexes); inside the migration transaction, like syncDimensions.
+   */
+  private async syncAttrIndexes(client: pg.PoolClient): Promise<void> {
+    const wanted = attrSetIndexes(this.dims, (d) => this.attrExpr(d));
+    const r = await client.query<{ name: string }>(`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'attr_sets' AND left(indexname, ${ATTR_SET_INDEX_PREFIX.length}) = $1`, [ATTR_SET_INDEX_PREFIX]);
+    const have = r.rows.map((x) => x.name);
+    for (const name of have) if (!wanted.has(name)) await client.query(`DROP INDEX IF EXISTS ${name}`);
+    for (const [name, ddl] of wanted) if (!have.includes(name)) await client.query(ddl);
   }
 
   /** A connection lost during a transaction: the request in flight gets a 503, the pool reconnects. */

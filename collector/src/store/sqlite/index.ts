@@ -15,7 +15,7 @@ import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, 
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrGroupedEventsQuery, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -237,6 +237,7 @@ export class SqliteStore implements Store {
       registerMigrationFunctions(db);
       this.migrate(db);
       this.syncDimensions(db);
+      this.syncAttrIndexes(db);
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
       this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
       const cols = ['hook_id', 'bucket', 'service_name', 'service_version', ...COUNTER_COLUMNS];
@@ -477,6 +478,14 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** Creates attr_sets' index on each configured extra dimension, drops those of dimensions no longer configured (attrSetIndexes). */
+  private syncAttrIndexes(db: DatabaseSync): void {
+    const wanted = attrSetIndexes(this.dims, (d) => this.attrExpr(d));
+    const have = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets' AND substr(name, 1, ${ATTR_SET_INDEX_PREFIX.length}) = ?`).all(ATTR_SET_INDEX_PREFIX) as { name: string }[]).map((r) => r.name);
+    for (const name of have) if (!wanted.has(name)) db.exec(`DROP INDEX IF EXISTS ${name}`);
+    for (const [name, ddl] of wanted) if (!have.includes(name)) db.exec(ddl);
+  }
+
   /**
    * Group commit: batches that arrive while the event loop is busy wait for the next turn and are committed
    * together in one transaction (one sync to disk), each answered with its own result once it is durable.
@@ -661,6 +670,8 @@ export class SqliteStore implements Store {
     const filters = q.filters ?? {};
     // Built first: it refuses a filter on an unknown dimension whatever is read.
     const [where, filterParams] = this.filterClause(filters);
+    // A range's partial hours are read from raw events with each event's own set looked up (attrFilter).
+    const [rowWhere] = this.filterClause(filters, 'row');
     const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
     const eventHookClause = hookId ? `AND hook = ${hookRefOf('?')}` : '';
@@ -708,7 +719,7 @@ export class SqliteStore implements Store {
           // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
           // 1.0 s at 2 million events).
           const table = hookId ? 'events' : 'events INDEXED BY events_time';
-          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${where}`;
+          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${seg.toMs - seg.fromMs <= HOUR ? rowWhere : where}`;
           // Grouped by attributes (a user, a session, a client): folded per attribute set first, each set looked up once.
           sql = grouping === 'hook'
             ? `SELECT ${EVENT_HOOK_ID} AS g, ${eventAggregates()} FROM ${table} WHERE ${cond} GROUP BY hook`
@@ -769,12 +780,12 @@ export class SqliteStore implements Store {
     return { filterWhere: null, rollup: { dims, where: rollupCond }, params };
   }
 
-  /** Events filters: each picks the matching attribute sets first (a few rows), then their events. */
-  private filterClause(filters: Record<string, string>): [string, string[]] {
+  /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
+  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets'): [string, string[]] {
     const parts: string[] = [];
     const params: string[] = [];
     for (const [dim, value] of Object.entries(filters)) {
-      parts.push(`AND ${attrFilter(this.attrExpr(dim), '?')}`);
+      parts.push(`AND ${attrFilter(this.attrExpr(dim), '?', form)}`);
       params.push(value);
     }
     return [parts.join(' '), params];
@@ -787,7 +798,8 @@ export class SqliteStore implements Store {
 
   /** A dimension as an expression over attr_sets' columns. */
   private attrExpr(dim: string): string {
-    return dimensionExpr(dim, this.dims, (key) => `json_extract(extra, '$.' || ${sqlString(JSON.stringify(key))})`);
+    // One literal path (not built by concatenation in SQL), so the expression matches attr_sets' index on it.
+    return dimensionExpr(dim, this.dims, (key) => `json_extract(extra, ${sqlString(`$.${JSON.stringify(key)}`)})`);
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
@@ -918,8 +930,9 @@ export class SqliteStore implements Store {
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
-      const [where, params] = this.filterClause(filters);
       const hour = await this.newestFilteredHour(filters);
+      // Within one hour, or newest first until the first match: each event's own set is looked up.
+      const [where, params] = this.filterClause(filters, 'row');
       if (hour === null) return null;
       // Within the newest hour holding a match when the dimension rollups tell it: one hour of events at most.
       const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;

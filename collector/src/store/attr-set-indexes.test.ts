@@ -1,0 +1,150 @@
+/**
+ * attr_sets' indexes on configured dimensions, on both backends: a filter on a dimension finds its attribute
+ * sets through the index (the plan uses it, so the cost of a filtered read does not grow with the sessions of
+ * the whole history), the indexes follow the configured dimensions across restarts, and filtered answers stay
+ * an exact fold of the raw events whatever the dimension's name holds.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hookId } from '../hooks/extract.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { model, strip } from '../../test/support/store-model.ts';
+import { PostgresStore } from './postgres/index.ts';
+import { DAY, HOUR, MINUTE } from './segments.ts';
+import { ATTR_SET_INDEX_PREFIX, attrFilter } from './sql.ts';
+import { SqliteStore } from './sqlite/index.ts';
+import type { Store } from './store.ts';
+
+/** 2026-03-02T00:00:00Z. */
+const T0 = Date.UTC(2026, 2, 2);
+/** A dimension whose name needs quoting everywhere: in a JSON path, in an SQL literal. */
+const ODD = `it's "odd".key`;
+const DIMS = ['team', ODD];
+
+function history(count: number): HookEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const hookName = ['PostToolUse:Bash', 'Stop:notify', 'PreToolUse:Edit'][i % 3] as string;
+    const hookEvent = hookName.split(':')[0] as string;
+    const user = i % 7;
+    return {
+      kind: 'complete', dedupKey: `ix-${i}`, hookId: hookId(hookEvent, hookName), hookEvent, hookName,
+      timeMs: T0 + ((i * 7_777_777) % (2 * DAY)), numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0, numCancelled: 0,
+      durationMs: 20, stdoutChars: i % 5 === 0 ? 12_000 : 800, additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null,
+      outputsPersisted: i % 5 === 0 ? 1 : 0, sizesKnown: true, status: i % 5 === 0 ? 'over' : 'ok', serviceName: 'claude-code', serviceVersion: '2.1.332',
+      sessionId: `s-${user}-${Math.floor(i / 40)}`, userId: `u-${user}`, userEmail: `u${user}@example.com`, userAccountUuid: 'acc', organizationId: 'org',
+      terminalType: 'vscode', source: 'otlp', extra: { team: `team-${user % 3}`, [ODD]: `v-${user % 2}` },
+    };
+  });
+}
+
+/** Filtered reads over ranges with partial hours (raw edges) and whole days, against the fold of the events. */
+async function expectFiltered(store: Store, events: HookEvent[]): Promise<void> {
+  for (const range of [{ fromMs: T0, toMs: T0 + 2 * DAY }, { fromMs: T0 + 13 * MINUTE, toMs: T0 + DAY + 5 * HOUR + 7 * MINUTE }]) {
+    for (const [filters, keep] of [
+      [{ team: 'team-1' }, (e: HookEvent) => e.extra['team'] === 'team-1'],
+      [{ [ODD]: 'v-0' }, (e: HookEvent) => e.extra[ODD] === 'v-0'],
+      // Two dimensions at once: read from the rollup per attribute set and raw events, through both indexes.
+      [{ team: 'team-2', [ODD]: 'v-1' }, (e: HookEvent) => e.extra['team'] === 'team-2' && e.extra[ODD] === 'v-1'],
+    ] as const) {
+      expect(strip(await store.hookCounters({ ...range, filters })), JSON.stringify(filters)).toEqual(model(events, range.fromMs, range.toMs, keep));
+    }
+  }
+}
+
+/** How a store's filter on `dim` picks its sets: the SQL its attrFilter sends. */
+function setsQuery(store: Store, dim: string, param: string): string {
+  const expr = (store as unknown as { attrExpr: (d: string) => string }).attrExpr(dim);
+  return `SELECT id FROM attr_sets WHERE ${attrFilter(expr, param).replace(/^attrs IN \(SELECT id FROM attr_sets WHERE (.*)\)$/, '$1')}`;
+}
+
+describe('attr_sets indexes: SQLite', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'hookwatch-attr-ix-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const indexes = (path: string): string[] => {
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      return (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets'`).all() as { name: string }[]).map((r) => r.name).filter((n) => n.startsWith(ATTR_SET_INDEX_PREFIX)).sort();
+    } finally {
+      db.close();
+    }
+  };
+
+  it('finds a filter\'s sets through an index on each configured dimension, and follows the configuration', async () => {
+    const path = join(dir, 'a.db');
+    const events = history(900);
+    let store = new SqliteStore({ path, dimensions: DIMS });
+    await store.ingest(events);
+    expect(indexes(path)).toHaveLength(2);
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      for (const dim of DIMS) {
+        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${setsQuery(store, dim, '?')}`).all('x') as { detail: string }[]).map((r) => r.detail).join('; ');
+        expect(plan, dim).toMatch(new RegExp(`USING (COVERING )?INDEX ${ATTR_SET_INDEX_PREFIX}`));
+      }
+    } finally {
+      db.close();
+    }
+    await expectFiltered(store, events);
+    await store.close();
+
+    // A dimension left out loses its index; listed again, it gets it back.
+    store = new SqliteStore({ path, dimensions: ['team'] });
+    expect(indexes(path)).toHaveLength(1);
+    await store.close();
+    store = new SqliteStore({ path, dimensions: DIMS });
+    expect(indexes(path)).toHaveLength(2);
+    await expectFiltered(store, events);
+    await store.close();
+  });
+});
+
+describe('attr_sets indexes: PostgreSQL', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('finds a filter\'s sets through an index on each configured dimension, and follows the configuration', async () => {
+    const url = await server.createDatabase();
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const indexes = async (): Promise<string[]> => (await c.query<{ n: string }>(`SELECT indexname AS n FROM pg_indexes WHERE tablename = 'attr_sets' ORDER BY 1`)).rows.map((r) => r.n).filter((n) => n.startsWith(ATTR_SET_INDEX_PREFIX));
+    let store: Store | undefined;
+    try {
+      const events = history(900);
+      store = await PostgresStore.open({ url, dimensions: DIMS, poolSize: 3 });
+      await store.ingest(events);
+      expect(await indexes()).toHaveLength(2);
+      // With sequential scans off the plan takes the index if, and only if, the filter's expression is the indexed one.
+      await c.query('SET enable_seqscan = off');
+      for (const dim of DIMS) {
+        const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${setsQuery(store, dim, `'x'`)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+        expect(plan, dim).toContain(ATTR_SET_INDEX_PREFIX);
+      }
+      await expectFiltered(store, events);
+      await store.close();
+
+      store = await PostgresStore.open({ url, dimensions: ['team'], poolSize: 3 });
+      expect(await indexes()).toHaveLength(1);
+      await store.close();
+      store = await PostgresStore.open({ url, dimensions: DIMS, poolSize: 3 });
+      expect(await indexes()).toHaveLength(2);
+      await expectFiltered(store, events);
+    } finally {
+      await store?.close().catch(() => undefined);
+      await c.end();
+    }
+  });
+});
