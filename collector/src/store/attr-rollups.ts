@@ -16,9 +16,9 @@
 import type { HookEvent } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { HOUR } from './segments.ts';
-import { eventAggregates, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
+import { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE, eventAggregates, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
 
-export const ATTR_ROLLUP_TABLE = 'rollup_attrs_1h';
+export { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE };
 /** Key columns, in primary-key order: one hook's reads over a range seek (hook, bucket). */
 export const ATTR_ROLLUP_KEY = ['hook', 'bucket', 'attrs'] as const;
 
@@ -73,8 +73,6 @@ export function attrRollupPruneSql(op: '<' | '>=', bound: number): { old: string
   return { old, edge };
 }
 
-/** The hook id (text) of the rollup row in scope, from its number. */
-export const ATTR_ROLLUP_HOOK_ID = `(SELECT h.hook_id FROM hooks h WHERE h.ref = ${ATTR_ROLLUP_TABLE}.hook)`;
 
 /**
  * Rows of this rollup matching `where` (over its columns: hook, bucket, attrs) grouped by values of their

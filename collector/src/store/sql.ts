@@ -426,13 +426,29 @@ export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELEC
 export interface RollupFilter {
   dims: boolean;
   where: string;
+  /**
+   * Whole hours from the rollup per attribute set (attr-rollups.ts) for a filter no rollup of a value keeps;
+   * `where` is then the attribute filters (attrFilter) over its `attrs`.
+   */
+  attrs?: boolean;
 }
+
+/** The rollup per (hook, hour, attribute set); its rows name their hook by number, as the events do. */
+export const ATTR_ROLLUP_TABLE = 'rollup_attrs_1h';
+/** The hook id (text) of the rollup row in scope, from its number. */
+export const ATTR_ROLLUP_HOOK_ID = `(SELECT h.hook_id FROM hooks h WHERE h.ref = ${ATTR_ROLLUP_TABLE}.hook)`;
 
 function rollupTable(step: number, rollup: RollupFilter | undefined, granularity?: Granularity): string {
   const g = granularity ?? granularityForStep(step);
   if (!rollup?.dims) return ROLLUP_TABLES[g];
   if (g === 'minute') throw new RangeError('dimension rollups serve steps of whole hours only');
   return DIM_ROLLUP_TABLES[g];
+}
+
+/** The rollup per attribute set, for a step of whole hours (its rows are hours). */
+function attrRollupTable(step: number, granularity?: Granularity): string {
+  if ((granularity ?? granularityForStep(step)) === 'minute') throw new RangeError('the rollup per attribute set serves steps of whole hours only');
+  return ATTR_ROLLUP_TABLE;
 }
 
 /** A SQL string literal (for the few constants spliced into SQL text; user input is always a parameter). */
@@ -462,7 +478,9 @@ export function toInfo(r: Record<string, unknown>): HookInfo {
 export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
-  const sql = filterWhere === null
+  const sql = rollup?.attrs
+    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${attrRollupTable(step, granularity)} WHERE hook = ${hookRefOf(p(1))} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup.where} GROUP BY b`
+    : filterWhere === null
     ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup, granularity)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
     : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook = ${hookRefOf(p(1))} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
@@ -483,7 +501,9 @@ function pick(aggregates: string): string {
 export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
-  const sql = filterWhere === null
+  const sql = rollup?.attrs
+    ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup.where} GROUP BY hook, b`
+    : filterWhere === null
     ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup?.where ?? ''} GROUP BY hook_id, b`
     : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${filterWhere} GROUP BY hook, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };

@@ -642,8 +642,8 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * How a series under `q.filters` is read: base rollups, dimension rollups (steps of whole hours: their buckets
-   * are exact, the hour being written included), or raw events. Returns seriesQuery's arguments; the filter
+   * How a series under `q.filters` is read: base rollups, dimension rollups or the rollup per attribute set
+   * (steps of whole hours: their buckets are exact, the hour being written included), or raw events. Returns seriesQuery's arguments; the filter
    * parameters go after the `first` ones.
    */
   private seriesSource(q: SeriesQuery, first: unknown[]): { filterWhere: string | null; rollup: RollupFilter | undefined; params: unknown[] } {
@@ -651,7 +651,10 @@ export class PostgresStore implements Store {
     const rawParams = [...first];
     const where = this.filterClause(filters, rawParams);
     const plan = planRead(filters, 'hook', this.rolled);
-    if (plan.source === 'raw' || (plan.source === 'dims' && granularityForStep(q.stepMs) === 'minute')) return { filterWhere: where, rollup: undefined, params: rawParams };
+    const minuteStep = granularityForStep(q.stepMs) === 'minute';
+    // What no rollup of a value keeps, at a step of whole hours: the rollup per attribute set.
+    if (plan.source === 'raw' && !minuteStep) return { filterWhere: null, rollup: { dims: false, attrs: true, where }, params: rawParams };
+    if (plan.source === 'raw' || (plan.source === 'dims' && minuteStep)) return { filterWhere: where, rollup: undefined, params: rawParams };
     const params = [...first];
     const dims = plan.source === 'dims';
     return { filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params };

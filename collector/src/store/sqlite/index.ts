@@ -762,15 +762,18 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * How a series under `q.filters` is read: base rollups, dimension rollups (steps of whole hours: their buckets
-   * are exact, the hour being written included), or raw events. Returns seriesQuery's arguments and the filter
+   * How a series under `q.filters` is read: base rollups, dimension rollups or the rollup per attribute set
+   * (steps of whole hours: their buckets are exact, the hour being written included), or raw events. Returns seriesQuery's arguments and the filter
    * parameters.
    */
   private seriesSource(q: SeriesQuery): { filterWhere: string | null; rollup: RollupFilter | undefined; params: SQLInputValue[] } {
     const filters = q.filters ?? {};
     const [where, filterParams] = this.filterClause(filters);
     const plan = planRead(filters, 'hook', this.rolled);
-    if (plan.source === 'raw' || (plan.source === 'dims' && granularityForStep(q.stepMs) === 'minute')) return { filterWhere: where, rollup: undefined, params: filterParams };
+    const minuteStep = granularityForStep(q.stepMs) === 'minute';
+    // What no rollup of a value keeps, at a step of whole hours: the rollup per attribute set.
+    if (plan.source === 'raw' && !minuteStep) return { filterWhere: null, rollup: { dims: false, attrs: true, where }, params: filterParams };
+    if (plan.source === 'raw' || (plan.source === 'dims' && minuteStep)) return { filterWhere: where, rollup: undefined, params: filterParams };
     const params: SQLInputValue[] = [];
     const dims = plan.source === 'dims';
     const rollupCond = rollupWhere(plan, dims, (v) => {
