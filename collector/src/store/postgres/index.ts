@@ -785,7 +785,7 @@ export class PostgresStore implements Store {
       const where = this.filterClause(filters, params);
       const hour = await this.newestFilteredHour(filters);
       if (hour === null) return null;
-      // Within the newest hour holding a match when the dimension rollups tell it: one hour of events at most.
+      // Within the newest hour holding a match when the hourly rollups tell it: one hour of events at most.
       const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;
       const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
       return e[0] ? Number(e[0]['t']) : null;
@@ -796,15 +796,16 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The newest hour in which an execution matches one rolled dimension's filter, from its hourly rollups; null
-   * when none does, undefined when the filter is not served by dimension rollups.
+   * The newest hour in which an execution matches the filter, from the hourly dimension rollups or the rollup
+   * per attribute set; null when none does, undefined when the filter is on the base rollups' keys only.
    */
   private async newestFilteredHour(filters: Record<string, string>): Promise<number | null | undefined> {
     const plan = planRead(filters, 'hook', this.rolled);
-    if (plan.source !== 'dims') return undefined;
+    if (plan.source === 'rollups') return undefined;
     const params: unknown[] = [];
-    const cond = rollupWhere(plan, true, (v) => `$${params.push(v)}`);
-    const r = await this.query(`SELECT MAX(bucket) AS b FROM ${DIM_ROLLUP_TABLES.hour} WHERE executions > 0 ${cond}`, params);
+    // A filter no rollup of a value keeps: the rollup per attribute set, through its (attrs, bucket) index.
+    const [table, cond] = plan.source === 'raw' ? [ATTR_ROLLUP_TABLE, this.filterClause(filters, params)] : [DIM_ROLLUP_TABLES.hour, rollupWhere(plan, true, (v) => `$${params.push(v)}`)];
+    const r = await this.query(`SELECT MAX(bucket) AS b FROM ${table} WHERE executions > 0 ${cond}`, params);
     const b = r[0]?.['b'];
     return b === null || b === undefined ? null : Number(b);
   }

@@ -937,7 +937,7 @@ export class SqliteStore implements Store {
       // Within one hour, or newest first until the first match: each event's own set is looked up.
       const [where, params] = this.filterClause(filters, 'row');
       if (hour === null) return null;
-      // Within the newest hour holding a match when the dimension rollups tell it: one hour of events at most.
+      // Within the newest hour holding a match when the hourly rollups tell it: one hour of events at most.
       const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;
       const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
       return e ? Number(e['t']) : null;
@@ -947,18 +947,28 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The newest hour in which an execution matches one rolled dimension's filter, from its hourly rollups; null
-   * when none does, undefined when the filter is not served by dimension rollups.
+   * The newest hour in which an execution matches the filter, from the hourly dimension rollups or the rollup
+   * per attribute set; null when none does, undefined when the filter is on the base rollups' keys only.
    */
   private async newestFilteredHour(filters: Record<string, string>): Promise<number | null | undefined> {
     const plan = planRead(filters, 'hook', this.rolled);
-    if (plan.source !== 'dims') return undefined;
+    if (plan.source === 'rollups') return undefined;
     const params: SQLInputValue[] = [];
-    const cond = rollupWhere(plan, true, (v) => {
-      params.push(v);
-      return '?';
-    });
-    const r = await this.one(`SELECT MAX(bucket) AS b FROM ${DIM_ROLLUP_TABLES.hour} WHERE executions > 0 ${cond}`, params);
+    let table: string = DIM_ROLLUP_TABLES.hour;
+    let cond: string;
+    if (plan.source === 'raw') {
+      // A filter no rollup of a value keeps: the rollup per attribute set, through its (attrs, bucket) index.
+      table = ATTR_ROLLUP_TABLE;
+      const [where, filterParams] = this.filterClause(filters);
+      cond = where;
+      params.push(...filterParams);
+    } else {
+      cond = rollupWhere(plan, true, (v) => {
+        params.push(v);
+        return '?';
+      });
+    }
+    const r = await this.one(`SELECT MAX(bucket) AS b FROM ${table} WHERE executions > 0 ${cond}`, params);
     return r?.['b'] === null || r?.['b'] === undefined ? null : Number(r['b']);
   }
 
