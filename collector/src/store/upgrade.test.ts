@@ -276,6 +276,24 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     expect((await store.ingest(events)).inserted).toEqual([]);
   });
 
+  it('retention drops the invalid indexes an interrupted rebuild leaves, and no other index', async () => {
+    const store = await open(await server.createDatabase());
+    await store.ingest(history());
+    const day = `events_d${Math.floor(T0 / DAY)}`;
+    const pool = store.connectionPool;
+    // What REINDEX CONCURRENTLY leaves when cut short: an invalid copy named _ccnew (here made invalid by a
+    // unique build that fails), and the same for _ccold. An invalid index of the user's own stays.
+    for (const name of [`${day}_hook_time_ms_key_idx_ccnew`, `${day}_hook_time_ms_key_idx_ccold`, `${day}_mine`]) {
+      await expect(pool.query(`CREATE UNIQUE INDEX CONCURRENTLY ${name} ON ${day} (kind)`)).rejects.toThrow(/duplicate key|could not create unique index/);
+    }
+    const invalid = async (): Promise<string[]> => (await pool.query<{ n: string }>(
+      `SELECT c.relname AS n FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE NOT x.indisvalid ORDER BY 1`,
+    )).rows.map((r) => r.n);
+    expect(await invalid()).toEqual([`${day}_hook_time_ms_key_idx_ccnew`, `${day}_hook_time_ms_key_idx_ccold`, `${day}_mine`]);
+    await store.prune(T0 - DAY, T0 - DAY);
+    expect(await invalid()).toEqual([`${day}_mine`]);
+  });
+
   it('retention drops whole days of events and deletes only inside the day holding the bound', async () => {
     const store = await open(await server.createDatabase());
     const events = history();

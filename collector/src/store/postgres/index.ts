@@ -888,6 +888,7 @@ export class PostgresStore implements Store {
    * events into that day goes on meanwhile.
    */
   private async packFinishedDays(): Promise<void> {
+    await this.dropInterruptedRebuilds();
     const meta = await this.write('SELECT value FROM store_meta WHERE key = $1', [PACKED_THROUGH]);
     const through = meta[0] ? Number(meta[0]['value']) : -Infinity;
     const lastDone = Math.floor((Date.now() - PACK_AFTER_MS) / DAY_MS) - 1;
@@ -915,6 +916,31 @@ export class PostgresStore implements Store {
       await mark(p.day);
     }
     await mark(lastDone);
+  }
+
+  /**
+   * Drops what an interrupted rebuild left: a REINDEX CONCURRENTLY cut short (a restart, a lost connection, a
+   * cancelled statement) leaves an invalid index named after the one it rebuilt with `_ccnew` (or `_ccold`),
+   * which every insert into that day still maintains. Dropping it is PostgreSQL's documented recovery; the
+   * day's rebuild is tried again by the next run. Only invalid indexes of event partitions with those names go.
+   */
+  private async dropInterruptedRebuilds(): Promise<void> {
+    const left = await this.write(
+      `SELECT ci.relname AS idx FROM pg_index x JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
+       JOIN pg_inherits i ON i.inhrelid = ct.oid AND i.inhparent = 'events'::regclass
+       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$'`,
+      [],
+    );
+    for (const r of left) {
+      const idx = String(r['idx']);
+      try {
+        // Names come from the catalog, never from input.
+        await this.write(`DROP INDEX CONCURRENTLY IF EXISTS "${idx.replace(/"/g, '""')}"`, []);
+        this.logger?.info('dropped an index left by an interrupted rebuild', { index: idx });
+      } catch (err) {
+        this.logger?.warn('dropping an index left by an interrupted rebuild failed', { index: idx, err: this.describe(err) });
+      }
+    }
   }
 
   /**
