@@ -67,6 +67,8 @@ const FOLD_LOCK_KEY = 0x686f6f6b79;
 const PACKED_THROUGH = 'events_index_packed_through';
 /** A day's partition is rebuilt packed this long after the day ends (events arriving later split a page or two). */
 const PACK_AFTER_MS = 3_600_000;
+/** Retention deletes a hook with nothing left only if it was last seen longer ago than this (see prune). */
+const ORPHAN_QUIET_MS = 3_600_000;
 /** Heap pages per BRIN range of events_time: ~2,000 events at the compact row size (about 1.5 hours at 1 M a month). */
 const BRIN_PAGES_PER_RANGE = 32;
 
@@ -869,7 +871,11 @@ export class PostgresStore implements Store {
       await dimPrune('>=', futureFromMs);
       await attrPrune('>=', futureFromMs);
     }
-    result.hooks = await batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT $1)`);
+    // Hooks with nothing left. The check reads the statement's snapshot, which does not see an ingest committing
+    // meanwhile: one that wrote a hook's first events in a while holds its hooks row (its upsert), and once it
+    // commits, PostgreSQL re-checks only the row itself. Its last_seen, just moved to the new events' time, is
+    // what keeps it: a hook seen within the last hour is never deleted here (the next run takes a real orphan).
+    result.hooks = await batch(`DELETE FROM hooks WHERE last_seen < $1 AND hook_id IN (${ORPHAN_HOOKS} LIMIT $2)`, Date.now() - ORPHAN_QUIET_MS);
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
