@@ -1,8 +1,9 @@
 /**
- * attr_sets' indexes on configured dimensions, on both backends: a filter on a dimension finds its attribute
- * sets through the index (the plan uses it, so the cost of a filtered read does not grow with the sessions of
- * the whole history), the indexes follow the configured dimensions across restarts, and filtered answers stay
- * an exact fold of the raw events whatever the dimension's name holds.
+ * attr_sets' indexes on dimension values (the configured ones and the many-valued built-ins), on both backends:
+ * a filter on a dimension finds its attribute sets through the index (the plan uses it, so the cost of a
+ * filtered read does not grow with the sessions of the whole history), the indexes follow the configured
+ * dimensions across restarts, and filtered answers (counters, the newest matching execution) stay an exact fold
+ * of the raw events whatever the dimension's name holds.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { startTestServer, type TestServer } from '../../test/support/postgres/se
 import { model, strip } from '../../test/support/store-model.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
-import { ATTR_SET_INDEX_PREFIX, attrFilter } from './sql.ts';
+import { ATTR_SET_INDEX_PREFIX, INDEXED_BUILTIN_DIMENSIONS, attrFilter } from './sql.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 
@@ -25,6 +26,8 @@ const T0 = Date.UTC(2026, 2, 2);
 /** A dimension whose name needs quoting everywhere: in a JSON path, in an SQL literal. */
 const ODD = `it's "odd".key`;
 const DIMS = ['team', ODD];
+/** Indexes on built-in dimensions, whatever the configuration. */
+const BUILTIN = INDEXED_BUILTIN_DIMENSIONS.length;
 
 function history(count: number): HookEvent[] {
   return Array.from({ length: count }, (_, i) => {
@@ -37,13 +40,29 @@ function history(count: number): HookEvent[] {
       durationMs: 20, stdoutChars: i % 5 === 0 ? 12_000 : 800, additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null,
       outputsPersisted: i % 5 === 0 ? 1 : 0, sizesKnown: true, status: i % 5 === 0 ? 'over' : 'ok', serviceName: 'claude-code', serviceVersion: '2.1.332',
       sessionId: `s-${user}-${Math.floor(i / 40)}`, userId: `u-${user}`, userEmail: `u${user}@example.com`, userAccountUuid: 'acc', organizationId: 'org',
-      terminalType: 'vscode', source: 'otlp', extra: { team: `team-${user % 3}`, [ODD]: `v-${user % 2}` },
+      terminalType: user % 4 === 0 ? 'iterm' : 'vscode', source: 'otlp', extra: { team: `team-${user % 3}`, [ODD]: `v-${user % 2}` },
     };
   });
 }
 
 /** Filtered reads over ranges with partial hours (raw edges) and whole days, against the fold of the events. */
 async function expectFiltered(store: Store, events: HookEvent[]): Promise<void> {
+  // The newest matching execution, by filters only raw events and the rollup per attribute set answer: a value
+  // with an execution in the newest hour, one without, and one with none at all.
+  const newest = (keep: (e: HookEvent) => boolean): number | null => {
+    const t = events.filter((e) => e.kind === 'complete' && keep(e)).map((e) => e.timeMs);
+    return t.length > 0 ? Math.max(...t) : null;
+  };
+  for (const [filters, keep] of [
+    [{ 'terminal.type': 'vscode' }, (e: HookEvent) => e.terminalType === 'vscode'],
+    [{ 'user.id': 'u-3' }, (e: HookEvent) => e.userId === 'u-3'],
+    [{ 'session.id': 's-1-0' }, (e: HookEvent) => e.sessionId === 's-1-0'],
+    [{ 'user.id': 'u-4', team: 'team-1' }, (e: HookEvent) => e.userId === 'u-4' && e.extra['team'] === 'team-1'],
+    [{ 'user.id': 'u-4', team: 'team-2' }, () => false],
+    [{ 'session.id': 'nobody' }, () => false],
+  ] as const) {
+    expect(await store.lastEventMs(filters), JSON.stringify(filters)).toBe(newest(keep));
+  }
   for (const range of [{ fromMs: T0, toMs: T0 + 2 * DAY }, { fromMs: T0 + 13 * MINUTE, toMs: T0 + DAY + 5 * HOUR + 7 * MINUTE }]) {
     for (const [filters, keep] of [
       [{ team: 'team-1' }, (e: HookEvent) => e.extra['team'] === 'team-1'],
@@ -59,7 +78,7 @@ async function expectFiltered(store: Store, events: HookEvent[]): Promise<void> 
 /** How a store's filter on `dim` picks its sets: the SQL its attrFilter sends. */
 function setsQuery(store: Store, dim: string, param: string): string {
   const expr = (store as unknown as { attrExpr: (d: string) => string }).attrExpr(dim);
-  return `SELECT id FROM attr_sets WHERE ${attrFilter(expr, param).replace(/^attrs IN \(SELECT id FROM attr_sets WHERE (.*)\)$/, '$1')}`;
+  return attrFilter([[expr, param]]).replace(/^attrs IN \((.*)\)$/, '$1');
 }
 
 describe('attr_sets indexes: SQLite', () => {
@@ -78,15 +97,15 @@ describe('attr_sets indexes: SQLite', () => {
     }
   };
 
-  it('finds a filter\'s sets through an index on each configured dimension, and follows the configuration', async () => {
+  it('finds a filter\'s sets through an index on each indexed dimension, and follows the configuration', async () => {
     const path = join(dir, 'a.db');
     const events = history(900);
     let store = new SqliteStore({ path, dimensions: DIMS });
     await store.ingest(events);
-    expect(indexes(path)).toHaveLength(2);
+    expect(indexes(path)).toHaveLength(BUILTIN + 2);
     const db = new DatabaseSync(path, { readOnly: true });
     try {
-      for (const dim of DIMS) {
+      for (const dim of [...DIMS, ...INDEXED_BUILTIN_DIMENSIONS]) {
         const plan = (db.prepare(`EXPLAIN QUERY PLAN ${setsQuery(store, dim, '?')}`).all('x') as { detail: string }[]).map((r) => r.detail).join('; ');
         expect(plan, dim).toMatch(new RegExp(`USING (COVERING )?INDEX ${ATTR_SET_INDEX_PREFIX}`));
       }
@@ -98,10 +117,10 @@ describe('attr_sets indexes: SQLite', () => {
 
     // A dimension left out loses its index; listed again, it gets it back.
     store = new SqliteStore({ path, dimensions: ['team'] });
-    expect(indexes(path)).toHaveLength(1);
+    expect(indexes(path)).toHaveLength(BUILTIN + 1);
     await store.close();
     store = new SqliteStore({ path, dimensions: DIMS });
-    expect(indexes(path)).toHaveLength(2);
+    expect(indexes(path)).toHaveLength(BUILTIN + 2);
     await expectFiltered(store, events);
     await store.close();
   });
@@ -116,7 +135,7 @@ describe('attr_sets indexes: PostgreSQL', () => {
     await server.stop();
   });
 
-  it('finds a filter\'s sets through an index on each configured dimension, and follows the configuration', async () => {
+  it('finds a filter\'s sets through an index on each indexed dimension, and follows the configuration', async () => {
     const url = await server.createDatabase();
     const c = new pg.Client({ connectionString: url });
     await c.connect();
@@ -126,10 +145,10 @@ describe('attr_sets indexes: PostgreSQL', () => {
       const events = history(900);
       store = await PostgresStore.open({ url, dimensions: DIMS, poolSize: 3 });
       await store.ingest(events);
-      expect(await indexes()).toHaveLength(2);
+      expect(await indexes()).toHaveLength(BUILTIN + 2);
       // With sequential scans off the plan takes the index if, and only if, the filter's expression is the indexed one.
       await c.query('SET enable_seqscan = off');
-      for (const dim of DIMS) {
+      for (const dim of [...DIMS, ...INDEXED_BUILTIN_DIMENSIONS]) {
         const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${setsQuery(store, dim, `'x'`)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
         expect(plan, dim).toContain(ATTR_SET_INDEX_PREFIX);
       }
@@ -137,10 +156,10 @@ describe('attr_sets indexes: PostgreSQL', () => {
       await store.close();
 
       store = await PostgresStore.open({ url, dimensions: ['team'], poolSize: 3 });
-      expect(await indexes()).toHaveLength(1);
+      expect(await indexes()).toHaveLength(BUILTIN + 1);
       await store.close();
       store = await PostgresStore.open({ url, dimensions: DIMS, poolSize: 3 });
-      expect(await indexes()).toHaveLength(2);
+      expect(await indexes()).toHaveLength(BUILTIN + 2);
       await expectFiltered(store, events);
     } finally {
       await store?.close().catch(() => undefined);

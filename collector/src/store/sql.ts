@@ -208,31 +208,50 @@ export function attrValueExpr(attrExpr: string): string {
 export const ATTR_SET_INDEX_PREFIX = 'attr_sets_dim_';
 
 /**
- * The indexes attr_sets should have, by name, each with its CREATE statement: one on the value of each
- * configured extra dimension (`expr` gives its expression, as the filters write it), so a filter's matching sets
- * (attrFilter 'sets') are found through the index instead of by reading every set of the history (one a session).
- * A set is written once per session, so the index costs ingest next to nothing. Named after a hash of the
- * dimension, so any key makes a valid name; the stores drop the ones no longer configured.
+ * Built-in dimensions whose filters find their sets through an index of attr_sets: the ones with many values
+ * that no rollup of a value keeps (a user, a session, an organization). The few-valued ones (terminal.type,
+ * hookwatch.source) match most sets, where reading them all is as fast; service.* are keys of the base rollups.
  */
-export function attrSetIndexes(dims: readonly string[], expr: (dim: string) => string): Map<string, string> {
+export const INDEXED_BUILTIN_DIMENSIONS = ['user.id', 'user.email', 'user.account_uuid', 'session.id', 'organization.id'] as const;
+
+/**
+ * The indexes attr_sets should have, by name, each with its CREATE statement: one on the value of each
+ * configured extra dimension and of INDEXED_BUILTIN_DIMENSIONS (`expr` gives its expression, as the filters write
+ * it), so a filter's matching sets (attrFilter 'sets') are found through the index instead of by reading every
+ * set of the history (one a session). A set is written once per session, so the indexes cost ingest next to
+ * nothing. Named after a hash of the indexed expression: any dimension makes a valid name, and an expression
+ * written differently gets a new index (an index on the old one would no longer serve the filters). The stores
+ * drop the ones no longer wanted.
+ */
+export function attrSetIndexes(extraDims: readonly string[], expr: (dim: string) => string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const dim of dims) {
-    const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', dim, 'hex').slice(0, 16)}`;
-    out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets ((${expr(dim)}))`);
+  for (const dim of [...INDEXED_BUILTIN_DIMENSIONS, ...extraDims]) {
+    const e = expr(dim);
+    const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', e, 'hex').slice(0, 16)}`;
+    out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets ((${e}))`);
   }
   return out;
 }
 
+/** An identifier read from the catalog, quoted for SQL text. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
 /**
- * A filter on an attribute expression (over attr_sets) for rows naming their set in `attrs`, in one of two forms:
- * - 'sets': the matching sets first, then their rows. Collecting the sets reads every set of the history (one a
- *   session), a cost that grows with the history whatever the range; right for a long stretch of rows.
+ * Filters on attribute expressions (over attr_sets: each `[expression, parameter]` must equal), for rows naming
+ * their set in `attrs`, in one of two forms:
+ * - 'sets': the matching sets first, then their rows. All conditions go in one lookup, so it takes the most
+ *   selective index of attr_sets (attrSetIndexes); without one it reads every set of the history (one a
+ *   session). Right for a long stretch of rows.
  * - 'row': each row's own set looked up by id. It costs what the rows read cost, whatever the history holds;
  *   right for a short stretch (a range's partial hours at its edges, an hour of events).
- * Both select the same rows.
+ * Both select the same rows. No conditions: an empty string.
  */
-export function attrFilter(attrExpr: string, param: string, form: 'sets' | 'row' = 'sets'): string {
-  return form === 'sets' ? `attrs IN (SELECT id FROM attr_sets WHERE ${attrExpr} = ${param})` : `(SELECT ${attrExpr} FROM attr_sets WHERE attr_sets.id = attrs) = ${param}`;
+export function attrFilter(conds: readonly (readonly [string, string])[], form: 'sets' | 'row' = 'sets'): string {
+  if (conds.length === 0) return '';
+  const where = conds.map(([expr, param]) => `${expr} = ${param}`).join(' AND ');
+  return form === 'sets' ? `attrs IN (SELECT id FROM attr_sets WHERE ${where})` : `EXISTS (SELECT 1 FROM attr_sets WHERE attr_sets.id = attrs AND ${where})`;
 }
 
 export const EVENT_COLUMNS = [

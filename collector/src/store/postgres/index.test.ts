@@ -42,19 +42,25 @@ describe('PostgresStore', () => {
       // Two hooks with nothing left: one stays so, the other gets new data while retention runs.
       await c.query(`INSERT INTO hooks (hook_id, hook_event, hook_name, first_seen, last_seen, ref) VALUES
         ('00000000000000a1', 'Stop', 'Stop:gone', $1, $1, 161), ('00000000000000b2', 'Stop', 'Stop:back', $1, $1, 178)`, [old]);
-      // What an ingest writes in its transaction: the hook's row upserted (last_seen moved on), then its data.
+      // What an ingest writes in its transaction: the hook's row upserted, then its data. Late events (a client
+      // sending a day-old batch): last_seen stays well in the past.
       const now = Date.now();
+      const late = now - 86_400_000;
       await other.query('BEGIN');
-      await other.query(`UPDATE hooks SET last_seen = GREATEST(last_seen, $1) WHERE hook_id = '00000000000000b2'`, [now]);
-      await other.query(`INSERT INTO rollup_1d (hook_id, bucket, service_name, service_version, executions) VALUES ('00000000000000b2', $1, 'claude-code', '2.1.332', 1)`, [Math.floor(now / 86_400_000) * 86_400_000]);
+      await other.query(`UPDATE hooks SET last_seen = GREATEST(last_seen, $1) WHERE hook_id = '00000000000000b2'`, [late]);
+      await other.query(`INSERT INTO rollup_1d (hook_id, bucket, service_name, service_version, executions) VALUES ('00000000000000b2', $1, 'claude-code', '2.1.332', 1)`, [Math.floor(late / 86_400_000) * 86_400_000]);
       // Retention starts while that ingest is uncommitted: its snapshot sees no data for either hook, and its
       // delete waits on the row the ingest holds.
       const pruning = store.prune(now - 30 * 86_400_000, now - 400 * 86_400_000);
-      for (let i = 0; i < 200; i++) {
-        const waiting = await c.query(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`);
-        if ((waiting.rows[0] as { n: number }).n > 0) break;
-        await new Promise((r) => setTimeout(r, 25));
+      // Retention's statement on the hooks table waits for the ingest's transaction before that commits.
+      const ingestPid = (await other.query('SELECT pg_backend_pid() AS p')).rows[0] as { p: number };
+      let blocked = false;
+      for (let i = 0; i < 400 && !blocked; i++) {
+        const r = await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query ILIKE '%FROM hooks%'`, [ingestPid.p]);
+        blocked = (r.rows[0] as { n: number }).n > 0;
+        if (!blocked) await new Promise((r) => setTimeout(r, 25));
       }
+      expect(blocked, 'retention waited on the ingest').toBe(true);
       await other.query('COMMIT');
       expect((await pruning).hooks).toBe(1);
       const left = (await c.query(`SELECT hook_id FROM hooks ORDER BY hook_id`)).rows.map((r: { hook_id: string }) => r.hook_id);

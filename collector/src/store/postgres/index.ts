@@ -17,7 +17,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -67,8 +67,6 @@ const FOLD_LOCK_KEY = 0x686f6f6b79;
 const PACKED_THROUGH = 'events_index_packed_through';
 /** A day's partition is rebuilt packed this long after the day ends (events arriving later split a page or two). */
 const PACK_AFTER_MS = 3_600_000;
-/** Retention deletes a hook with nothing left only if it was last seen longer ago than this (see prune). */
-const ORPHAN_QUIET_MS = 3_600_000;
 /** Heap pages per BRIN range of events_time: ~2,000 events at the compact row size (about 1.5 hours at 1 M a month). */
 const BRIN_PAGES_PER_RANGE = 32;
 
@@ -364,14 +362,14 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Creates attr_sets' index on each configured extra dimension, drops those of dimensions no longer configured
-   * (attrSetIndexes); inside the migration transaction, like syncDimensions.
+   * Creates attr_sets' indexes on dimension values (attrSetIndexes), drops those no longer wanted; inside the
+   * migration transaction, like syncDimensions.
    */
   private async syncAttrIndexes(client: pg.PoolClient): Promise<void> {
     const wanted = attrSetIndexes(this.dims, (d) => this.attrExpr(d));
     const r = await client.query<{ name: string }>(`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'attr_sets' AND left(indexname, ${ATTR_SET_INDEX_PREFIX.length}) = $1`, [ATTR_SET_INDEX_PREFIX]);
     const have = r.rows.map((x) => x.name);
-    for (const name of have) if (!wanted.has(name)) await client.query(`DROP INDEX IF EXISTS ${name}`);
+    for (const name of have) if (!wanted.has(name)) await client.query(`DROP INDEX IF EXISTS ${quoteIdent(name)}`);
     for (const [name, ddl] of wanted) if (!have.includes(name)) await client.query(ddl);
   }
 
@@ -662,9 +660,10 @@ export class PostgresStore implements Store {
     return { filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params };
   }
 
-  /** Events filters: each picks the matching attribute sets first (a few rows), then their events. */
-  private filterClause(filters: Record<string, string>, params: unknown[]): string {
-    return Object.entries(filters).map(([dim, value]) => `AND ${attrFilter(this.attrExpr(dim), `$${params.push(value)}`)}`).join(' ');
+  /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
+  private filterClause(filters: Record<string, string>, params: unknown[], form: 'sets' | 'row' = 'sets'): string {
+    const clause = attrFilter(Object.entries(filters).map(([dim, value]) => [this.attrExpr(dim), `$${params.push(value)}`] as const), form);
+    return clause === '' ? '' : `AND ${clause}`;
   }
 
   /** A dimension's value for the event row in scope (through its attribute set). */
@@ -783,14 +782,29 @@ export class PostgresStore implements Store {
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
-      const params: unknown[] = [];
-      const where = this.filterClause(filters, params);
+      // The newest matching execution at or after `fromMs` (newest first), or anywhere when undefined.
+      const newestFrom = async (fromMs: number | undefined, toMs?: number): Promise<number | null> => {
+        const params: unknown[] = [];
+        // A bounded stretch looks up each event's own set; an unbounded one picks the matching sets first.
+        const where = this.filterClause(filters, params, fromMs === undefined ? 'sets' : 'row');
+        const within = `${fromMs === undefined ? '' : `AND time_ms >= ${fromMs}`} ${toMs === undefined ? '' : `AND time_ms < ${toMs}`}`;
+        const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+        return e[0] ? Number(e[0]['t']) : null;
+      };
+      // Refuses a filter on an unknown dimension before anything is read.
+      this.filterClause(filters, []);
+      if (planRead(filters, 'hook', this.rolled).source === 'raw') {
+        // A value many sessions share (a terminal, an organization) almost always has an execution in the newest
+        // hour: found there, reading that hour of events at most, without collecting its sets.
+        const newest = (await this.query('SELECT MAX(last_seen) AS t FROM hooks', []))[0]?.['t'];
+        if (newest === null || newest === undefined) return null;
+        const found = await newestFrom(Math.floor(Number(newest) / HOUR) * HOUR);
+        if (found !== null) return found;
+      }
       const hour = await this.newestFilteredHour(filters);
       if (hour === null) return null;
       // Within the newest hour holding a match when the hourly rollups tell it: one hour of events at most.
-      const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;
-      const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
-      return e[0] ? Number(e[0]['t']) : null;
+      return hour === undefined ? newestFrom(undefined) : newestFrom(hour, hour + HOUR);
     }
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];
@@ -871,11 +885,7 @@ export class PostgresStore implements Store {
       await dimPrune('>=', futureFromMs);
       await attrPrune('>=', futureFromMs);
     }
-    // Hooks with nothing left. The check reads the statement's snapshot, which does not see an ingest committing
-    // meanwhile: one that wrote a hook's first events in a while holds its hooks row (its upsert), and once it
-    // commits, PostgreSQL re-checks only the row itself. Its last_seen, just moved to the new events' time, is
-    // what keeps it: a hook seen within the last hour is never deleted here (the next run takes a real orphan).
-    result.hooks = await batch(`DELETE FROM hooks WHERE last_seen < $1 AND hook_id IN (${ORPHAN_HOOKS} LIMIT $2)`, Date.now() - ORPHAN_QUIET_MS);
+    result.hooks = await this.pruneOrphanHooks(n);
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
@@ -886,6 +896,32 @@ export class PostgresStore implements Store {
       throw this.classify(err, 'retention failed');
     });
     return result;
+  }
+
+  /**
+   * Deletes the hooks with nothing left (no event, no rollup row), `n` at a time; returns how many. The check
+   * that finds them reads one snapshot, which does not see an ingest committing meanwhile, and a delete checked
+   * by it would take a hook whose new events that ingest just stored. So each batch first locks its hooks' rows:
+   * an ingest that wrote to one of them holds the row (its upsert) until it commits, and a later one waits for
+   * this transaction. The delete then checks again in a new statement, whose snapshot sees every such commit.
+   * Locks are taken in hook id order, as ingest takes them.
+   */
+  private async pruneOrphanHooks(n: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const candidates = (await this.write(`${ORPHAN_HOOKS} ORDER BY hook_id LIMIT $1`, [n])).map((r) => String(r['hook_id']));
+      if (candidates.length === 0) return total;
+      const deleted = await inTransaction(this.pool, async (client) => {
+        await client.query('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[]) ORDER BY hook_id FOR UPDATE', [candidates]);
+        const r = await client.query(`DELETE FROM hooks WHERE hook_id = ANY($1::text[]) AND hook_id IN (${ORPHAN_HOOKS})`, [candidates]);
+        return r.rowCount ?? 0;
+      }, this.onLost).catch((err: unknown) => {
+        throw this.classify(err, 'retention failed');
+      });
+      total += deleted;
+      // Fewer than a batch, or none of them gone after all (data arrived for each): nothing more to find now.
+      if (candidates.length < n || deleted === 0) return total;
+    }
   }
 
   /**
@@ -913,7 +949,7 @@ export class PostgresStore implements Store {
     for (const p of due) {
       try {
         // Index names come from the catalog (events_d<day>_...), never from input.
-        await this.write(`REINDEX INDEX CONCURRENTLY "${p.idx.replace(/"/g, '""')}"`, []);
+        await this.write(`REINDEX INDEX CONCURRENTLY ${quoteIdent(p.idx)}`, []);
       } catch (err) {
         // Only space is at stake: retention goes on, and the next run tries this day again.
         this.logger?.warn('events index rebuild failed', { index: p.idx, err: this.describe(err) });
@@ -941,7 +977,7 @@ export class PostgresStore implements Store {
       const idx = String(r['idx']);
       try {
         // Names come from the catalog, never from input.
-        await this.write(`DROP INDEX CONCURRENTLY IF EXISTS "${idx.replace(/"/g, '""')}"`, []);
+        await this.write(`DROP INDEX CONCURRENTLY IF EXISTS ${quoteIdent(idx)}`, []);
         this.logger?.info('dropped an index left by an interrupted rebuild', { index: idx });
       } catch (err) {
         this.logger?.warn('dropping an index left by an interrupted rebuild failed', { index: idx, err: this.describe(err) });

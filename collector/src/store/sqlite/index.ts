@@ -15,7 +15,7 @@ import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, 
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -478,11 +478,11 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Creates attr_sets' index on each configured extra dimension, drops those of dimensions no longer configured (attrSetIndexes). */
+  /** Creates attr_sets' indexes on dimension values (attrSetIndexes), drops those no longer wanted. */
   private syncAttrIndexes(db: DatabaseSync): void {
     const wanted = attrSetIndexes(this.dims, (d) => this.attrExpr(d));
     const have = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets' AND substr(name, 1, ${ATTR_SET_INDEX_PREFIX.length}) = ?`).all(ATTR_SET_INDEX_PREFIX) as { name: string }[]).map((r) => r.name);
-    for (const name of have) if (!wanted.has(name)) db.exec(`DROP INDEX IF EXISTS ${name}`);
+    for (const name of have) if (!wanted.has(name)) db.exec(`DROP INDEX IF EXISTS ${quoteIdent(name)}`);
     for (const [name, ddl] of wanted) if (!have.includes(name)) db.exec(ddl);
   }
 
@@ -785,13 +785,9 @@ export class SqliteStore implements Store {
 
   /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
   private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets'): [string, string[]] {
-    const parts: string[] = [];
-    const params: string[] = [];
-    for (const [dim, value] of Object.entries(filters)) {
-      parts.push(`AND ${attrFilter(this.attrExpr(dim), '?', form)}`);
-      params.push(value);
-    }
-    return [parts.join(' '), params];
+    const entries = Object.entries(filters);
+    const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form);
+    return [clause === '' ? '' : `AND ${clause}`, entries.map(([, value]) => value)];
   }
 
   /** A dimension's value for the event row in scope (through its attribute set). */
@@ -933,14 +929,26 @@ export class SqliteStore implements Store {
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
+      // The newest matching execution at or after `fromMs` (newest first), or anywhere when undefined.
+      const newestFrom = async (fromMs: number | undefined, toMs?: number): Promise<number | null> => {
+        // A bounded stretch looks up each event's own set; an unbounded one picks the matching sets first.
+        const [where, params] = this.filterClause(filters, fromMs === undefined ? 'sets' : 'row');
+        const within = `${fromMs === undefined ? '' : `AND time_ms >= ${fromMs}`} ${toMs === undefined ? '' : `AND time_ms < ${toMs}`}`;
+        const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+        return e ? Number(e['t']) : null;
+      };
+      if (planRead(filters, 'hook', this.rolled).source === 'raw') {
+        // A value many sessions share (a terminal, an organization) almost always has an execution in the newest
+        // hour: found there, reading that hour of events at most, without collecting its sets.
+        const newest = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
+        if (newest?.['t'] === null || newest?.['t'] === undefined) return null;
+        const found = await newestFrom(Math.floor(Number(newest['t']) / HOUR) * HOUR);
+        if (found !== null) return found;
+      }
       const hour = await this.newestFilteredHour(filters);
-      // Within one hour, or newest first until the first match: each event's own set is looked up.
-      const [where, params] = this.filterClause(filters, 'row');
       if (hour === null) return null;
       // Within the newest hour holding a match when the hourly rollups tell it: one hour of events at most.
-      const within = hour === undefined ? '' : `AND time_ms >= ${hour} AND time_ms < ${hour + HOUR}`;
-      const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
-      return e ? Number(e['t']) : null;
+      return hour === undefined ? newestFrom(undefined) : newestFrom(hour, hour + HOUR);
     }
     const r = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
     return r?.['t'] === null || r?.['t'] === undefined ? null : Number(r['t']);
