@@ -266,3 +266,34 @@ export const DIM_PRUNE_HOOKS = 100;
 export function dimPruneSql(table: string, hooks: string, op: '<' | '>=', p: (n: number) => string): string {
   return `DELETE FROM ${table} WHERE ${hooks} AND dim = ${p(2)} AND bucket ${op} ${p(3)}`;
 }
+
+/** How a store reads what newestFilteredEvent asks. */
+export interface NewestEventReads {
+  /** The newest time any hook was seen (hooks.last_seen), null when there is none. */
+  newestSeen(): Promise<number | null>;
+  /** The newest matching execution in [fromMs, toMs) (either bound open when undefined), newest first. */
+  newestIn(fromMs?: number, toMs?: number): Promise<number | null>;
+  /**
+   * The newest hour holding a matching execution, from the hourly dimension rollups or the rollup per attribute
+   * set; null when none does, undefined when the filter is on the base rollups' keys only.
+   */
+  newestHour(): Promise<number | null | undefined>;
+}
+
+/**
+ * The newest execution matching a filter planned `plan` (the overview's "last event"), reading one hour of
+ * events at most wherever the rollups can name the hour. For a filter only raw events and the rollup per
+ * attribute set answer, the newest hour of events is read first: a value many sessions share (a terminal, an
+ * organization) almost always has an execution there, found without collecting its sets.
+ */
+export async function newestFilteredEvent(plan: ReadPlan, reads: NewestEventReads): Promise<number | null> {
+  if (plan.source === 'raw') {
+    const newest = await reads.newestSeen();
+    if (newest === null) return null;
+    const found = await reads.newestIn(Math.floor(newest / HOUR) * HOUR);
+    if (found !== null) return found;
+  }
+  const hour = await reads.newestHour();
+  if (hour === null) return null;
+  return hour === undefined ? reads.newestIn() : reads.newestIn(hour, hour + HOUR);
+}

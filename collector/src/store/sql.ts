@@ -233,6 +233,18 @@ export function attrSetIndexes(extraDims: readonly string[], expr: (dim: string)
   return out;
 }
 
+/**
+ * The statements that bring attr_sets' indexes from `have` (the names with ATTR_SET_INDEX_PREFIX the catalog
+ * lists) to attrSetIndexes: the unwanted dropped, the missing created.
+ */
+export function attrSetIndexChanges(have: readonly string[], extraDims: readonly string[], expr: (dim: string) => string): string[] {
+  const wanted = attrSetIndexes(extraDims, expr);
+  return [
+    ...have.filter((name) => !wanted.has(name)).map((name) => `DROP INDEX IF EXISTS ${quoteIdent(name)}`),
+    ...[...wanted].filter(([name]) => !have.includes(name)).map(([, ddl]) => ddl),
+  ];
+}
+
 /** An identifier read from the catalog, quoted for SQL text. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;

@@ -11,13 +11,13 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { HOUR, granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
+import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
+import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -370,11 +370,8 @@ export class PostgresStore implements Store {
    * migration transaction, like syncDimensions.
    */
   private async syncAttrIndexes(client: pg.PoolClient): Promise<void> {
-    const wanted = attrSetIndexes(this.dims, (d) => this.attrExpr(d));
     const r = await client.query<{ name: string }>(`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'attr_sets' AND left(indexname, ${ATTR_SET_INDEX_PREFIX.length}) = $1`, [ATTR_SET_INDEX_PREFIX]);
-    const have = r.rows.map((x) => x.name);
-    for (const name of have) if (!wanted.has(name)) await client.query(`DROP INDEX IF EXISTS ${quoteIdent(name)}`);
-    for (const [name, ddl] of wanted) if (!have.includes(name)) await client.query(ddl);
+    for (const sql of attrSetIndexChanges(r.rows.map((x) => x.name), this.dims, (d) => this.attrExpr(d))) await client.query(sql);
   }
 
   /** A connection lost during a transaction: the request in flight gets a 503, the pool reconnects. */
@@ -786,29 +783,20 @@ export class PostgresStore implements Store {
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
-      // The newest matching execution at or after `fromMs` (newest first), or anywhere when undefined.
-      const newestFrom = async (fromMs: number | undefined, toMs?: number): Promise<number | null> => {
-        const params: unknown[] = [];
-        // A bounded stretch looks up each event's own set; an unbounded one picks the matching sets first.
-        const where = this.filterClause(filters, params, fromMs === undefined ? 'sets' : 'row');
-        const within = `${fromMs === undefined ? '' : `AND time_ms >= ${fromMs}`} ${toMs === undefined ? '' : `AND time_ms < ${toMs}`}`;
-        const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
-        return e[0] ? Number(e[0]['t']) : null;
-      };
-      // Refuses a filter on an unknown dimension before anything is read.
+      // Built first: it refuses a filter on an unknown dimension.
       this.filterClause(filters, []);
-      if (planRead(filters, 'hook', this.rolled).source === 'raw') {
-        // A value many sessions share (a terminal, an organization) almost always has an execution in the newest
-        // hour: found there, reading that hour of events at most, without collecting its sets.
-        const newest = (await this.query('SELECT MAX(last_seen) AS t FROM hooks', []))[0]?.['t'];
-        if (newest === null || newest === undefined) return null;
-        const found = await newestFrom(Math.floor(Number(newest) / HOUR) * HOUR);
-        if (found !== null) return found;
-      }
-      const hour = await this.newestFilteredHour(filters);
-      if (hour === null) return null;
-      // Within the newest hour holding a match when the hourly rollups tell it: one hour of events at most.
-      return hour === undefined ? newestFrom(undefined) : newestFrom(hour, hour + HOUR);
+      return newestFilteredEvent(planRead(filters, 'hook', this.rolled), {
+        newestSeen: () => this.lastEventMs(),
+        newestIn: async (fromMs, toMs) => {
+          const params: unknown[] = [];
+          // A bounded stretch looks up each event's own set; an unbounded one picks the matching sets first.
+          const where = this.filterClause(filters, params, fromMs === undefined ? 'sets' : 'row');
+          const within = `${fromMs === undefined ? '' : `AND time_ms >= ${fromMs}`} ${toMs === undefined ? '' : `AND time_ms < ${toMs}`}`;
+          const e = await this.query(`SELECT time_ms AS t FROM events WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+          return e[0] ? Number(e[0]['t']) : null;
+        },
+        newestHour: () => this.newestFilteredHour(filters),
+      });
     }
     const r = await this.query('SELECT MAX(last_seen) AS t FROM hooks', []);
     const t = r[0]?.['t'];

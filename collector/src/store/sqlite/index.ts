@@ -11,11 +11,11 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
-import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
+import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrGroupedEventsQuery, attrSetIndexes, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -480,10 +480,8 @@ export class SqliteStore implements Store {
 
   /** Creates attr_sets' indexes on dimension values (attrSetIndexes), drops those no longer wanted. */
   private syncAttrIndexes(db: DatabaseSync): void {
-    const wanted = attrSetIndexes(this.dims, (d) => this.attrExpr(d));
     const have = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets' AND substr(name, 1, ${ATTR_SET_INDEX_PREFIX.length}) = ?`).all(ATTR_SET_INDEX_PREFIX) as { name: string }[]).map((r) => r.name);
-    for (const name of have) if (!wanted.has(name)) db.exec(`DROP INDEX IF EXISTS ${quoteIdent(name)}`);
-    for (const [name, ddl] of wanted) if (!have.includes(name)) db.exec(ddl);
+    for (const sql of attrSetIndexChanges(have, this.dims, (d) => this.attrExpr(d))) db.exec(sql);
   }
 
   /**
@@ -784,10 +782,11 @@ export class SqliteStore implements Store {
   }
 
   /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
-  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets'): [string, string[]] {
+  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets', params: SQLInputValue[] = []): [string, SQLInputValue[]] {
     const entries = Object.entries(filters);
     const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form);
-    return [clause === '' ? '' : `AND ${clause}`, entries.map(([, value]) => value)];
+    params.push(...entries.map(([, value]) => value));
+    return [clause === '' ? '' : `AND ${clause}`, params];
   }
 
   /** A dimension's value for the event row in scope (through its attribute set). */
@@ -929,26 +928,19 @@ export class SqliteStore implements Store {
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {
     if (filters && Object.keys(filters).length > 0) {
-      // The newest matching execution at or after `fromMs` (newest first), or anywhere when undefined.
-      const newestFrom = async (fromMs: number | undefined, toMs?: number): Promise<number | null> => {
-        // A bounded stretch looks up each event's own set; an unbounded one picks the matching sets first.
-        const [where, params] = this.filterClause(filters, fromMs === undefined ? 'sets' : 'row');
-        const within = `${fromMs === undefined ? '' : `AND time_ms >= ${fromMs}`} ${toMs === undefined ? '' : `AND time_ms < ${toMs}`}`;
-        const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
-        return e ? Number(e['t']) : null;
-      };
-      if (planRead(filters, 'hook', this.rolled).source === 'raw') {
-        // A value many sessions share (a terminal, an organization) almost always has an execution in the newest
-        // hour: found there, reading that hour of events at most, without collecting its sets.
-        const newest = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
-        if (newest?.['t'] === null || newest?.['t'] === undefined) return null;
-        const found = await newestFrom(Math.floor(Number(newest['t']) / HOUR) * HOUR);
-        if (found !== null) return found;
-      }
-      const hour = await this.newestFilteredHour(filters);
-      if (hour === null) return null;
-      // Within the newest hour holding a match when the hourly rollups tell it: one hour of events at most.
-      return hour === undefined ? newestFrom(undefined) : newestFrom(hour, hour + HOUR);
+      // Built first: it refuses a filter on an unknown dimension.
+      this.filterClause(filters);
+      return newestFilteredEvent(planRead(filters, 'hook', this.rolled), {
+        newestSeen: () => this.lastEventMs(),
+        newestIn: async (fromMs, toMs) => {
+          // A bounded stretch looks up each event's own set; an unbounded one picks the matching sets first.
+          const [where, params] = this.filterClause(filters, fromMs === undefined ? 'sets' : 'row');
+          const within = `${fromMs === undefined ? '' : `AND time_ms >= ${fromMs}`} ${toMs === undefined ? '' : `AND time_ms < ${toMs}`}`;
+          const e = await this.one(`SELECT time_ms AS t FROM events INDEXED BY events_time WHERE kind = ${KIND_CODES.complete} ${within} ${where} ORDER BY time_ms DESC LIMIT 1`, params);
+          return e ? Number(e['t']) : null;
+        },
+        newestHour: () => this.newestFilteredHour(filters),
+      });
     }
     const r = await this.one('SELECT MAX(last_seen) AS t FROM hooks');
     return r?.['t'] === null || r?.['t'] === undefined ? null : Number(r['t']);
@@ -962,20 +954,13 @@ export class SqliteStore implements Store {
     const plan = planRead(filters, 'hook', this.rolled);
     if (plan.source === 'rollups') return undefined;
     const params: SQLInputValue[] = [];
-    let table: string = DIM_ROLLUP_TABLES.hour;
-    let cond: string;
-    if (plan.source === 'raw') {
-      // A filter no rollup of a value keeps: the rollup per attribute set, through its (attrs, bucket) index.
-      table = ATTR_ROLLUP_TABLE;
-      const [where, filterParams] = this.filterClause(filters);
-      cond = where;
-      params.push(...filterParams);
-    } else {
-      cond = rollupWhere(plan, true, (v) => {
+    // A filter no rollup of a value keeps: the rollup per attribute set, through its (attrs, bucket) index.
+    const [table, cond] = plan.source === 'raw'
+      ? [ATTR_ROLLUP_TABLE, this.filterClause(filters, 'sets', params)[0]]
+      : [DIM_ROLLUP_TABLES.hour, rollupWhere(plan, true, (v) => {
         params.push(v);
         return '?';
-      });
-    }
+      })];
     const r = await this.one(`SELECT MAX(bucket) AS b FROM ${table} WHERE executions > 0 ${cond}`, params);
     return r?.['b'] === null || r?.['b'] === undefined ? null : Number(r['b']);
   }
