@@ -388,7 +388,9 @@ export class SqliteStore implements Store {
     if (err instanceof StoreUnavailableError) return err;
     const fault = faultOf(err);
     if (fault) {
-      this.noteFault(fault, err);
+      // A file gone from its path explains the error it caused (a commit that cannot open its journal there):
+      // that is the cause to report, whichever of the write and the periodic check notices it first.
+      this.noteFault(this.fileProblem() ?? fault, err);
       return this.unavailable();
     }
     if (BUSY.test(describe(err))) return new StoreUnavailableError(`store cannot write: ${describe(err)}`);
