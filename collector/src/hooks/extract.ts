@@ -57,10 +57,11 @@ export function hookEventKind(rec: LogRecord): HookEventKind | undefined {
 class RecordProblem extends Error {}
 
 /**
- * Largest count or size accepted (2^32 - 1): far above any real hook output or duration, and low enough that
- * billions of records are needed before a sum over a range overflows the stores' 64-bit integers.
+ * Largest count or size accepted (2^31 - 1): far above any real hook output (2 billion characters) or duration
+ * (24 days), small enough that PostgreSQL stores each in 4 bytes, and billions of records are needed before a sum
+ * over a range overflows the stores' 64-bit integers.
  */
-export const MAX_COUNT = 0xffffffff;
+export const MAX_COUNT = 0x7fffffff;
 
 /** How many ASCII digits `s` begins with. */
 function leadingDigits(s: string): number {

@@ -16,6 +16,7 @@ import { startTestServer, type TestServer } from '../../test/support/postgres/se
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { ATTR_ROLLUP_TABLE } from './attr-rollups.ts';
 import { eventsPruneBound } from './minute-sources.ts';
+import { COUNT_COLUMNS } from './sql.ts';
 import type { HookCounters } from './model.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
@@ -247,7 +248,8 @@ describe('rollup per attribute set: PostgreSQL', () => {
         await sql(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
           DROP INDEX events_hook_time_key; DROP INDEX events_time;
           CREATE UNIQUE INDEX events_key ON events (time_ms, key) WITH (fillfactor = 100);
-          CREATE INDEX events_hook_time ON events (hook, time_ms);`);
+          CREATE INDEX events_hook_time ON events (hook, time_ms);
+          ALTER TABLE events ALTER COLUMN key TYPE BYTEA USING ('\\x0000000000000000'::bytea || int8send(key)), ${COUNT_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE BIGINT`).join(', ')};`);
       },
     };
   });

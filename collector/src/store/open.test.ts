@@ -94,9 +94,9 @@ describe('openStore and startCoordination', () => {
     await pool.query(`CREATE TABLE IF NOT EXISTS events_d9 PARTITION OF events FOR VALUES FROM (${9 * day}) TO (${10 * day});
       CREATE TABLE IF NOT EXISTS events_d10 PARTITION OF events FOR VALUES FROM (${10 * day}) TO (${11 * day})`);
     await pool.query(`INSERT INTO events (key, kind, hook, time_ms, sizes_known, status, attrs)
-      SELECT decode(lpad(to_hex(i), 32, '0'), 'hex'), 1, 1, ${10 * day} + i * 60000, 0, 4, 1 FROM generate_series(1, 30) AS i
-      UNION ALL SELECT decode(lpad(to_hex(i), 32, '0'), 'hex'), 1, 1, ${10 * day + day / 2} + i * 60000, 0, 4, 1 FROM generate_series(31, 35) AS i
-      UNION ALL SELECT decode(lpad(to_hex(i), 32, '0'), 'hex'), 1, 1, ${9 * day} + i * 60000, 0, 4, 1 FROM generate_series(36, 40) AS i`);
+      SELECT i, 1, 1, ${10 * day} + i * 60000, 0, 4, 1 FROM generate_series(1, 30) AS i
+      UNION ALL SELECT i, 1, 1, ${10 * day + day / 2} + i * 60000, 0, 4, 1 FROM generate_series(31, 35) AS i
+      UNION ALL SELECT i, 1, 1, ${9 * day} + i * 60000, 0, 4, 1 FROM generate_series(36, 40) AS i`);
     const r = await store.prune(10 * day + day / 2, 10 * day + day / 2);
     expect(r.events).toBe(35);
     expect((await pool.query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 5 });

@@ -53,7 +53,8 @@ export function eventAggregates(): string {
     ...SIZE_COLS.map((c) => `SUM(${c}_chars) AS sum_${c}`),
     `SUM(${complete('duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(${c}_chars) AS max_${c}`),
-    ...SIZE_COLS.map((c) => `MAX((${c}_chars + ${n} - 1) / ${n}) AS lmax_${c}`),
+    // Widened first: a size may be the largest a 4-byte column holds (PostgreSQL), and adding to it must not overflow.
+    ...SIZE_COLS.map((c) => `MAX((CAST(${c}_chars AS BIGINT) + ${n} - 1) / ${n}) AS lmax_${c}`),
     `MAX(${complete('duration_ms')}) AS duration_max`,
   ];
   return parts.join(',\n  ');
@@ -96,7 +97,7 @@ export function attrGroupedEventsQuery(select: string, group: string, where: str
     ...SIZE_COLS.map((c) => `SUM(e_sum_${c}_chars) AS sum_${c}`),
     `SUM(${complete('e_sum_duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(e_max_${c}_chars) AS max_${c}`),
-    ...SIZE_COLS.map((c) => `MAX((e_max_${c}_chars + e_n - 1) / e_n) AS lmax_${c}`),
+    ...SIZE_COLS.map((c) => `MAX((CAST(e_max_${c}_chars AS BIGINT) + e_n - 1) / e_n) AS lmax_${c}`),
     `MAX(${complete('e_max_duration_ms')}) AS duration_max`,
   ].join(',\n  ');
   return `SELECT ${select}, ${outer}
@@ -377,7 +378,8 @@ export const MIGRATION_FUNCTIONS = { key: 'hookwatch_key', hookRef: 'hookwatch_h
 
 const OLD_KIND = `CASE kind WHEN 'complete' THEN ${KIND_CODES.complete} ELSE ${KIND_CODES.start} END`;
 const OLD_STATUS = `CASE status ${Object.entries(STATUS_CODES).map(([k, v]) => `WHEN ${sqlString(k)} THEN ${v}`).join(' ')} ELSE ${STATUS_CODES.unknown} END`;
-const COUNT_COLUMNS = [
+/** The events table's count and size columns (4-byte integers on PostgreSQL: hooks/extract.ts MAX_COUNT). */
+export const COUNT_COLUMNS = [
   'num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'duration_ms', 'stdout_chars',
   'additional_context_chars', 'system_message_chars', 'initial_user_message_chars', 'outputs_persisted',
 ] as const;

@@ -11,12 +11,13 @@ import { join } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hookId } from '../hooks/extract.ts';
+import { MAX_COUNT, hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { HookCounters } from './model.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
+import { COUNT_COLUMNS } from './sql.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 import { model, strip } from '../../test/support/store-model.ts';
@@ -247,6 +248,70 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
       ]);
       expect(indexes.get(`events_d${d}`)?.find((i) => i.def.includes('(hook, time_ms, key)'))?.def).toMatch(/^CREATE UNIQUE INDEX/);
     }
+  });
+
+  /** The declared type of each column of `table` that `columns` names. */
+  const columnTypes = async (c: pg.Pool, table: string, columns: readonly string[]): Promise<Record<string, string>> => {
+    const r = await c.query<{ c: string; t: string }>('SELECT column_name AS c, data_type AS t FROM information_schema.columns WHERE table_name = $1 AND column_name = ANY($2)', [table, columns]);
+    return Object.fromEntries(r.rows.map((x) => [x.c, x.t]));
+  };
+
+  it('narrows counts and sizes to 4 bytes and the key to 8 in place: a retry still finds its event, a count above 2^31 - 1 an earlier version took is kept as 2^31 - 1', async () => {
+    const url = await server.createDatabase();
+    const events = history();
+    // The layout of the version before (migration 11), with one duration only the earlier bound (2^32 - 1) let in.
+    await writePrevious(url, events, 11);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query(`UPDATE events SET duration_ms = 3000000000 WHERE (hook, time_ms, key) = (SELECT hook, time_ms, key FROM events WHERE kind = 1 ORDER BY time_ms LIMIT 1)`);
+    } finally {
+      await c.end();
+    }
+    const store = await open(url);
+    const pool = store.connectionPool;
+    expect(await columnTypes(pool, 'events', [...COUNT_COLUMNS, 'key'])).toEqual({ ...Object.fromEntries(COUNT_COLUMNS.map((col) => [col, 'integer'])), key: 'bigint' });
+    expect(await columnTypes(pool, `events_d${Math.floor(T0 / DAY)}`, ['key', 'stdout_chars'])).toEqual({ key: 'bigint', stdout_chars: 'integer' });
+    for (const t of ['rollup_1m', 'rollup_1h', 'rollup_1d', 'rollup_dim_1h', 'rollup_dim_1d', 'rollup_attrs_1h']) {
+      expect(await columnTypes(pool, t, ['max_stdout', 'lmax_stdout', 'duration_max', 'sum_stdout', 'executions']), t).toEqual({ max_stdout: 'integer', lmax_stdout: 'integer', duration_max: 'integer', sum_stdout: 'bigint', executions: 'bigint' });
+    }
+    expect((await pool.query<{ m: number }>('SELECT MAX(duration_ms) AS m FROM events')).rows[0]?.m).toBe(MAX_COUNT);
+    // Every event, the one stored under its bare key before keys began with the event time included, is found
+    // under its converted key: nothing sent again is stored twice.
+    expect((await store.ingest(events)).inserted).toEqual([]);
+    expect((await pool.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM events')).rows[0]?.n).toBe(events.length);
+  });
+
+  it('stores counts and sizes up to 2^31 - 1 and answers the largest exactly, from the raw events and the rollups alike', async () => {
+    const store = await open(await server.createDatabase());
+    const base = history()[0]!;
+    // Recent, so a range of a few minutes is read from the raw events (older ones resolve to whole hours).
+    const t0 = Math.floor(Date.now() / HOUR) * HOUR - 2 * HOUR;
+    const big = Array.from({ length: 3 }, (_, i) => ({
+      ...base, ...keys(t0 + i * MINUTE, 5000 + i), timeMs: t0 + i * MINUTE, kind: 'complete' as const, numHooks: 2, numSuccess: MAX_COUNT,
+      durationMs: MAX_COUNT, stdoutChars: MAX_COUNT, additionalContextChars: 0, outputsPersisted: 1, sizesKnown: true, status: 'over' as const,
+    }));
+    expect((await store.ingest(big)).inserted).toHaveLength(3);
+    const hour = { fromMs: t0, toMs: t0 + HOUR };
+    const range = { fromMs: t0, toMs: t0 + 10 * MINUTE };
+    // From the hour rollups, the rollup per attribute set, and the raw events (a few minutes under a user filter).
+    const filters = { 'user.email': base.userEmail };
+    for (const got of [await store.hookCounters(hour), await store.hookCounters({ ...hour, filters }), await store.hookCounters({ ...range, filters })]) {
+      const c = got.get(base.hookId)!;
+      expect(c.maxChars.stdout).toBe(MAX_COUNT);
+      expect(c.maxCharsLowerBound.stdout).toBe(Math.ceil(MAX_COUNT / 2));
+      expect(c.sumChars.stdout).toBe(3 * MAX_COUNT);
+      expect(c.success).toBe(3 * MAX_COUNT);
+      expect(c.durationMsMax).toBe(MAX_COUNT);
+      expect(c.blocking).toBe(0);
+    }
+    for (const q of [hour, range]) {
+      const rows = await store.breakdown(base.hookId, 'user.email', q);
+      expect(rows.map((r) => [r.value, r.maxCharsLowerBound.stdout, r.success])).toEqual([[base.userEmail, Math.ceil(MAX_COUNT / 2), 3 * MAX_COUNT]]);
+    }
+    // The rollups' counts that are 0 take no bytes: NULL in the row, 0 in every answer above.
+    const r = await store.connectionPool.query<{ n: number; z: number }>('SELECT COUNT(*)::int AS n, COUNT(*) FILTER (WHERE blocking IS NULL AND cancelled IS NULL)::int AS z FROM rollup_1h');
+    expect(r.rows[0]).toEqual({ n: 1, z: 1 });
   });
 
   it('retention rebuilds the unique index of each finished day once, packed', async () => {

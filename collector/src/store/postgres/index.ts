@@ -10,14 +10,15 @@ import pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { MAX_COUNT } from '../../hooks/extract.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -96,6 +97,32 @@ interface SeriesPart {
 }
 
 const GUARD_SQL = guardTrimSql((n) => `$${n}`);
+/** Where the dedup key stands in EVENT_COLUMNS (eventValues gives it as compactKey's bytes). */
+const KEY_COLUMN = EVENT_COLUMNS.indexOf('key');
+
+/**
+ * The rollups' plain sums: nearly always 0 in a row (blocking, errors, cancels, persisted outputs, executions
+ * near the cap or without sizes), written as NULL when 0, which the row's null bitmap holds instead of 8 bytes;
+ * every read sums them and reads NULL as 0 (counters.ts toCounters). The size sums (sum_*) are not among them:
+ * there NULL means unknown.
+ */
+const ZERO_AS_NULL_SUMS: ReadonlySet<string> = new Set(SUM_COLUMNS.filter((c) => !c.startsWith('sum_')));
+
+/**
+ * Migration 12. Event counts and sizes, and the rollups' maxima of them, become 4-byte integers
+ * (hooks/extract.ts MAX_COUNT is 2^31 - 1; a value an earlier version accepted above it is kept as 2^31 - 1,
+ * still far over the cap); the events' 16-byte key becomes its last 8 bytes as a number, which ingest computes
+ * the same way (pgEventKey); the rollups' plain sums may hold NULL for 0. Sums stay 8 bytes.
+ */
+function narrowIntegersDdl(): string {
+  const narrow = (c: string): string => `ALTER COLUMN ${c} TYPE INTEGER USING (CASE WHEN ${c} > ${MAX_COUNT} THEN ${MAX_COUNT} ELSE ${c} END)`;
+  const rollups = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
+  return [
+    `ALTER TABLE events ${COUNT_COLUMNS.map(narrow).join(', ')},
+      ALTER COLUMN key TYPE BIGINT USING ('x' || encode(substring(key FROM 9 FOR 8), 'hex'))::bit(64)::bigint;`,
+    ...rollups.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
+  ].join('\n');
+}
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
@@ -161,15 +188,31 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX events_time ON events USING brin (time_ms) WITH (pages_per_range = ${BRIN_PAGES_PER_RANGE}, autosummarize = on);
   DROP INDEX events_key;
   DROP INDEX events_hook_time;`,
+  // 12: 4-byte counts and sizes, an 8-byte dedup key (pgEventKey) and zero counts stored as NULL in the rollups
+  // (narrowIntegersDdl): 271 bytes per event before at the store benchmark's million events. Rewrites the events
+  // and rollup tables once.
+  narrowIntegersDdl(),
 ];
+
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
 const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
-  key: 'bytea', kind: 'int2', hook: 'int8', time_ms: 'int8', num_hooks: 'int8', num_success: 'int8', num_blocking: 'int8',
-  num_non_blocking_error: 'int8', num_cancelled: 'int8', duration_ms: 'int8', stdout_chars: 'int8', additional_context_chars: 'int8',
-  system_message_chars: 'int8', initial_user_message_chars: 'int8', outputs_persisted: 'int8', sizes_known: 'int2', status: 'int2',
+  key: 'int8', kind: 'int2', hook: 'int8', time_ms: 'int8', num_hooks: 'int4', num_success: 'int4', num_blocking: 'int4',
+  num_non_blocking_error: 'int4', num_cancelled: 'int4', duration_ms: 'int4', stdout_chars: 'int4', additional_context_chars: 'int4',
+  system_message_chars: 'int4', initial_user_message_chars: 'int4', outputs_persisted: 'int4', sizes_known: 'int2', status: 'int2',
   attrs: 'int4', received_ms: 'int8',
 };
+
+/**
+ * The stored dedup key on PostgreSQL: the last 8 bytes of sql.ts compactKey as a signed 64-bit integer (the first
+ * 6 bytes of a time-prefixed key repeat time_ms, which the unique index holds already). Unique per (hook,
+ * time_ms): two distinct events of one hook in the same millisecond collide with odds of 2^-64. Migration 12
+ * turns the stored 16-byte keys into the same number, so a retry after the upgrade finds its event. As text,
+ * the form node-postgres sends and returns an int8 in.
+ */
+export function pgEventKey(dedupKey: string): string {
+  return compactKey(dedupKey).readBigInt64BE(8).toString();
+}
 
 /**
  * SQLSTATE classes where a retry can help: connection exceptions (08), serialization failure and deadlock (40),
@@ -204,7 +247,7 @@ async function upsertRollups(client: pg.PoolClient, table: string, key: readonly
   const cols = [...key.map(([c]) => c), ...COUNTER_COLUMNS];
   const types = [...key.map(([, t]) => t), ...COUNTER_COLUMNS.map(() => 'int8')];
   const params: unknown[][] = key.map((_, i) => keys.map((k) => k[i]));
-  for (const c of COUNTER_COLUMNS) params.push(rows.map((r) => r[c]));
+  for (const c of COUNTER_COLUMNS) params.push(ZERO_AS_NULL_SUMS.has(c) ? rows.map((r) => (r[c] === 0 ? null : r[c])) : rows.map((r) => r[c]));
   await client.query(
     `INSERT INTO ${table} AS t (${cols.join(', ')})
      SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
@@ -442,10 +485,11 @@ export class PostgresStore implements Store {
       await client.query(folding ? 'SELECT pg_advisory_xact_lock($1)' : 'SELECT pg_advisory_xact_lock_shared($1)', [FOLD_LOCK_KEY]);
       const attrs = await this.attrSets(client, sorted);
       const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
-      sorted.forEach((e, i) => eventValues(e, attrs[i] as number).forEach((v, c) => (columns[c] as unknown[]).push(typeof v === 'bigint' ? v.toString() : v)));
+      const keys = sorted.map((e) => pgEventKey(e.dedupKey));
+      sorted.forEach((e, i) => eventValues(e, attrs[i] as number).forEach((v, c) => (columns[c] as unknown[]).push(c === KEY_COLUMN ? keys[i] : typeof v === 'bigint' ? v.toString() : v)));
       // The bare-hash key of each event that may have been stored before keys began with the event time (at the
       // same event time: the unique index is on time and key).
-      const legacy = sorted.map((e) => (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore ? compactKey(e.legacyKey) : null));
+      const legacy = sorted.map((e) => (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore ? pgEventKey(e.legacyKey) : null));
       // Dedup is per event time. An event whose time is not the one its key was made from (stamped ahead and
       // moved to the receive time, or given the receive time for lack of any) can be sent again with another
       // time: it is also looked for under its key in the day before.
@@ -460,11 +504,11 @@ export class PostgresStore implements Store {
       // once by the statement after the fold lock: without overflow hooks, no event is looked for twice. Each
       // probe is `... OR NOT EXISTS (...)`, a probe per row through the unique index; a bare NOT EXISTS would be
       // planned as an anti join, which reads every partition whole for each batch.
-      const r = await client.query<{ key: Buffer }>(
+      const r = await client.query<{ key: string }>(
         `WITH alt AS MATERIALIZED (SELECT COALESCE(array_agg(ref), '{}') AS refs FROM hooks WHERE ref = ANY($${n + 5}::int8[]))
          INSERT INTO events (${EVENT_COLUMNS.join(', ')})
          SELECT ${EVENT_COLUMNS.map((c) => `u.${c}`).join(', ')}
-         FROM alt, unnest(${unnest}, $${n + 1}::bytea[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
+         FROM alt, unnest(${unnest}, $${n + 1}::int8[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
          WHERE (NOT (u.other1 = ANY(alt.refs) OR u.other2 = ANY(alt.refs)) OR NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
            AND (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms = u.time_ms AND old.key = u.legacy_key))
            AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
@@ -472,8 +516,8 @@ export class PostgresStore implements Store {
          ON CONFLICT (hook, time_ms, key) DO NOTHING RETURNING key`,
         [...columns, legacy, moved, others.map((o) => o[0] ?? null), others.map((o) => o[1] ?? null), [...new Set(others.flat().filter((x) => x !== null))]],
       );
-      const fresh = new Set(r.rows.map((row) => row.key.toString('hex')));
-      const inserted = sorted.filter((e) => fresh.has(compactKey(e.dedupKey).toString('hex')));
+      const fresh = new Set(r.rows.map((row) => String(row.key)));
+      const inserted = sorted.filter((_, i) => fresh.has(keys[i] as string));
       if (inserted.length > 0) {
         await this.applyRollups(client, inserted);
         const attrOf = new Map(sorted.map((e, i) => [e, attrs[i] as number]));
