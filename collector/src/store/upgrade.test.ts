@@ -341,6 +341,54 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     expect((await store.ingest(events)).inserted).toEqual([]);
   });
 
+  it('retention rebuilds a finished day\'s index again once late events have grown it, and the rollup indexes grown past their packed size', async () => {
+    const store = await open(await server.createDatabase());
+    const pool = store.connectionPool;
+    const base = history()[0]!;
+    const day = `events_d${Math.floor(T0 / DAY)}`;
+    // A day of events across 20 hooks, every 5 s, each in a session of its own; `offset` puts a second delivery
+    // between them, in the middle of each hook's entries (late events, a backfill).
+    const dayOf = (offset: number, n0: number): HookEvent[] => Array.from({ length: 16_000 }, (_, i) => {
+      const timeMs = T0 + i * 5000 + offset;
+      return { ...base, ...keys(timeMs, n0 + i), timeMs, hookEvent: 'PostToolUse', hookName: `PostToolUse:h${i % 20}`, hookId: hookId('PostToolUse', `PostToolUse:h${i % 20}`), sessionId: `s-${n0 + i}` };
+    });
+    const files = async (): Promise<Map<string, string>> => new Map((await pool.query<{ i: string; f: string }>(
+      `SELECT c.relname AS i, c.relfilenode::text AS f FROM pg_class c WHERE c.relname = ANY($1) OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events_hook_time_key'::regclass)`,
+      [['rollup_attrs_1h_pkey', 'rollup_1h_pkey']],
+    )).rows.map((r) => [r.i, r.f]));
+    const dayIndex = (m: Map<string, string>): string | undefined => [...m].find(([name]) => name.startsWith(`${day}_`))?.[1];
+    const share = async (idx: string): Promise<number | undefined> => {
+      const v = (await pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [`index_packed_share:${idx}`])).rows[0]?.value;
+      return v === undefined ? undefined : Number(v);
+    };
+    expect((await store.ingest(dayOf(0, 10_000))).inserted).toHaveLength(16_000);
+    const written = await files();
+    await store.prune(T0 - DAY, T0 - DAY);
+    const packed = await files();
+    // The finished day packed once, its share noted; the rollup index big enough to matter rebuilt and noted too.
+    expect(dayIndex(packed)).not.toBe(dayIndex(written));
+    const eventsShare = await share('events_hook_time_key');
+    expect(eventsShare).toBeGreaterThan(0.2);
+    expect(eventsShare).toBeLessThan(0.5);
+    expect(packed.get('rollup_attrs_1h_pkey')).not.toBe(written.get('rollup_attrs_1h_pkey'));
+    expect(await share('rollup_attrs_1h_pkey')).toBeGreaterThan(0);
+    // Nothing grew: the next run rebuilds nothing.
+    await store.prune(T0 - DAY, T0 - DAY);
+    expect(await files()).toEqual(packed);
+    // As many events again into the finished day, between the others: its index grows past its packed share and
+    // is rebuilt again, and every event is still there once.
+    expect((await store.ingest(dayOf(2500, 50_000))).inserted).toHaveLength(16_000);
+    const grown = (await pool.query<{ s: number }>(`SELECT pg_relation_size(x.indexrelid)::float / pg_relation_size(x.indrelid) AS s FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid WHERE c.relname = $1 AND x.indisunique`, [day])).rows[0]?.s;
+    expect(grown).toBeGreaterThan(eventsShare! * 1.3);
+    await store.prune(T0 - DAY, T0 - DAY);
+    const again = await files();
+    expect(dayIndex(again)).not.toBe(dayIndex(packed));
+    const after = (await pool.query<{ s: number }>(`SELECT pg_relation_size(x.indexrelid)::float / pg_relation_size(x.indrelid) AS s FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid WHERE c.relname = $1 AND x.indisunique`, [day])).rows[0]?.s;
+    expect(after).toBeLessThan(eventsShare! * 1.3);
+    expect((await store.ingest(dayOf(0, 10_000))).inserted).toEqual([]);
+    expect((await pool.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM events')).rows[0]?.n).toBe(32_000);
+  });
+
   it('retention drops the invalid indexes an interrupted rebuild leaves, and no other index', async () => {
     const store = await open(await server.createDatabase());
     await store.ingest(history());
@@ -351,10 +399,12 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     for (const name of [`${day}_hook_time_ms_key_idx_ccnew`, `${day}_hook_time_ms_key_idx_ccold`, `${day}_mine`]) {
       await expect(pool.query(`CREATE UNIQUE INDEX CONCURRENTLY ${name} ON ${day} (kind)`)).rejects.toThrow(/duplicate key|could not create unique index/);
     }
+    // The same left by a rollup index's rebuild.
+    await expect(pool.query('CREATE UNIQUE INDEX CONCURRENTLY rollup_1h_pkey_ccnew ON rollup_1h (service_name)')).rejects.toThrow(/duplicate key|could not create unique index/);
     const invalid = async (): Promise<string[]> => (await pool.query<{ n: string }>(
       `SELECT c.relname AS n FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE NOT x.indisvalid ORDER BY 1`,
     )).rows.map((r) => r.n);
-    expect(await invalid()).toEqual([`${day}_hook_time_ms_key_idx_ccnew`, `${day}_hook_time_ms_key_idx_ccold`, `${day}_mine`]);
+    expect(await invalid()).toEqual([`${day}_hook_time_ms_key_idx_ccnew`, `${day}_hook_time_ms_key_idx_ccold`, `${day}_mine`, 'rollup_1h_pkey_ccnew']);
     await store.prune(T0 - DAY, T0 - DAY);
     expect(await invalid()).toEqual([`${day}_mine`]);
   });

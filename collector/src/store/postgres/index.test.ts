@@ -9,6 +9,7 @@ import { createLogger } from '../../telemetry/logger.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { MIGRATIONS, PostgresStore, scrubSecret } from './index.ts';
 import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { hookEvent } from '../../../test/support/alerting.ts';
 
 let server: TestServer;
 const stores: PostgresStore[] = [];
@@ -127,6 +128,24 @@ describe('PostgresStore', () => {
     await store.ping();
     expect(lines.some((l) => l.includes('postgres connection lost'))).toBe(true);
     expect(lines.join('\n')).not.toContain(server.password);
+  });
+
+  it('retries an ingest whose upsert meets a unique violation (an index swapped by a rebuild), counting it once', async () => {
+    const url = await server.createDatabase();
+    const store = await open(url);
+    // The first rollup write of the database fails as an upsert meeting REINDEX CONCURRENTLY's new index can; a
+    // sequence, not a table, counts the attempts, since the failed transaction rolls everything else back.
+    await store.connectionPool.query(`CREATE SEQUENCE rollup_writes;
+      CREATE FUNCTION fail_first() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        IF nextval('rollup_writes') = 1 THEN RAISE unique_violation USING MESSAGE = 'duplicate key value violates unique constraint "rollup_1h_pkey_ccnew"'; END IF;
+        RETURN NEW; END $$;
+      CREATE TRIGGER fail_first BEFORE INSERT ON rollup_1h FOR EACH ROW EXECUTE FUNCTION fail_first();`);
+    const t = Date.UTC(2026, 10, 30, 12);
+    const events = [hookEvent({ timeMs: t }), hookEvent({ timeMs: t + 1000 })];
+    expect((await store.ingest(events)).inserted).toHaveLength(2);
+    expect((await store.connectionPool.query<{ n: string }>("SELECT last_value::text AS n FROM rollup_writes")).rows[0]?.n).not.toBe('1');
+    expect([...(await store.hookCounters({ fromMs: t - 3_600_000, toMs: t + 3_600_000 })).values()].map((c) => c.executions)).toEqual([2]);
+    expect((await store.ingest(events)).inserted).toEqual([]);
   });
 
   it('classifies a failed write during an outage as retryable, and recovers after', async () => {

@@ -68,6 +68,19 @@ const FOLD_LOCK_KEY = 0x686f6f6b79;
 const PACKED_THROUGH = 'events_index_packed_through';
 /** A day's partition is rebuilt packed this long after the day ends (events arriving later split a page or two). */
 const PACK_AFTER_MS = 3_600_000;
+/**
+ * An index is rebuilt again once its share of its table's size has grown this much past the share it had right
+ * after its last rebuild (store_meta `index_packed_share:<index>`; for the events days, one share for every day's
+ * unique index, the layout being the same): pages split in halves by writes in the middle of the key order (a
+ * rollup row's hook or hour, late events into a finished day) take up to twice the room.
+ */
+const REPACK_GROWTH = 1.3;
+/** Indexes, and tables, smaller than this (pages of 8 KiB) are never rebuilt for their size: nothing to gain. */
+const REPACK_MIN_PAGES = 16;
+/** store_meta key prefix of the share of its table an index had right after its last rebuild. */
+const PACKED_SHARE = 'index_packed_share:';
+/** The shared key of every events day's unique index (its partitions are laid out alike). */
+const EVENTS_PACKED_SHARE = `${PACKED_SHARE}events_hook_time_key`;
 /** Heap pages per BRIN range of events_time: ~2,000 events at the compact row size (about 1.5 hours at 1 M a month). */
 const BRIN_PAGES_PER_RANGE = 32;
 
@@ -220,8 +233,12 @@ export function pgEventKey(dedupKey: string): string {
  */
 const RETRYABLE_SQLSTATE = /^(08|40|53|57)|^25006$/;
 const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-/** Conflicts between concurrent transactions that a fresh attempt of the same transaction resolves. */
-const CONFLICT_SQLSTATE = new Set(['40001', '40P01']);
+/**
+ * Conflicts between concurrent transactions that a fresh attempt of the same transaction resolves. A unique
+ * violation (23505) is among them: every ingest write is an upsert or ON CONFLICT DO NOTHING, so it can only be
+ * an upsert meeting an index while REINDEX CONCURRENTLY swaps it (retention's rebuilds).
+ */
+const CONFLICT_SQLSTATE = new Set(['40001', '40P01', '23505']);
 const INGEST_ATTEMPTS = 4;
 
 /** Removes the URL's password (raw and percent-encoded) from a message. */
@@ -254,6 +271,14 @@ async function upsertRollups(client: pg.PoolClient, table: string, key: readonly
      ON CONFLICT (${key.map(([c]) => c).join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
     params,
   );
+}
+
+/** The rollup tables whose indexes retention rebuilds when they have grown (repackRollupIndexes). */
+const REBUILT_ROLLUP_TABLES = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
+
+/** Whether an index (and its table) is big enough to matter and its share of the table grew past REPACK_GROWTH times `packedShare`. */
+function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedShare: number): boolean {
+  return p.indexBytes >= REPACK_MIN_PAGES * 8192 && p.tableBytes >= REPACK_MIN_PAGES * 8192 && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
 }
 
 export class PostgresStore implements Store {
@@ -926,6 +951,7 @@ export class PostgresStore implements Store {
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
     await this.packFinishedDays();
+    await this.repackRollupIndexes();
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
     const today = Math.floor(Date.now() / DAY_MS);
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i)).catch((err: unknown) => {
@@ -962,38 +988,88 @@ export class PostgresStore implements Store {
 
   /**
    * Rebuilds the unique index of each day's partition once the day is over: written hook by hook, its pages were
-   * split in halves; rebuilt, they are full (fillfactor 100), about a third smaller. CONCURRENTLY: ingest of late
-   * events into that day goes on meanwhile.
+   * split in halves; rebuilt, they are full (fillfactor 100), about a third smaller. A finished day whose index
+   * has grown again well past that (REPACK_GROWTH: late events, a backfill, each landing in the middle of its
+   * hook's entries) is rebuilt again. CONCURRENTLY: ingest of late events into that day goes on meanwhile.
    */
   private async packFinishedDays(): Promise<void> {
     await this.dropInterruptedRebuilds();
-    const meta = await this.write('SELECT value FROM store_meta WHERE key = $1', [PACKED_THROUGH]);
-    const through = meta[0] ? Number(meta[0]['value']) : -Infinity;
+    const meta = await this.write('SELECT key, value FROM store_meta WHERE key = ANY($1::text[])', [[PACKED_THROUGH, EVENTS_PACKED_SHARE]]);
+    const value = (key: string): number | undefined => {
+      const row = meta.find((r) => r['key'] === key);
+      return row ? Number(row['value']) : undefined;
+    };
+    const through = value(PACKED_THROUGH) ?? -Infinity;
+    let packedShare = value(EVENTS_PACKED_SHARE);
     const lastDone = Math.floor((Date.now() - PACK_AFTER_MS) / DAY_MS) - 1;
-    if (lastDone <= through) return;
-    const parts = await this.write(
-      `SELECT ci.relname AS idx, ct.relname AS part FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid
-       JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid WHERE i.inhparent = 'events_hook_time_key'::regclass`,
+    const parts = (await this.write(
+      `SELECT ci.relname AS idx, ct.relname AS part, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb FROM pg_inherits i
+       JOIN pg_index x ON x.indexrelid = i.inhrelid JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
+       WHERE i.inhparent = 'events_hook_time_key'::regclass`,
       [],
-    );
-    const due = parts
-      .map((r) => ({ idx: String(r['idx']), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)) }))
-      .filter((p) => Number.isSafeInteger(p.day) && p.day > through && p.day <= lastDone)
+    )).map((r) => ({ idx: String(r['idx']), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']) }))
+      .filter((p) => Number.isSafeInteger(p.day) && p.day <= lastDone)
       .sort((a, b) => a.day - b.day);
-    const mark = (day: number): Promise<unknown> =>
-      this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [PACKED_THROUGH, String(day)]);
-    for (const p of due) {
-      try {
-        // Index names come from the catalog (events_d<day>_...), never from input.
-        await this.write(`REINDEX INDEX CONCURRENTLY ${quoteIdent(p.idx)}`, []);
-      } catch (err) {
-        // Only space is at stake: retention goes on, and the next run tries this day again.
-        this.logger?.warn('events index rebuild failed', { index: p.idx, err: this.describe(err) });
-        return;
+    const mark = (day: number): Promise<unknown> => this.setMeta(PACKED_THROUGH, String(day));
+    for (const p of parts.filter((x) => x.day > through)) {
+      const share = await this.rebuildIndex(p.idx, 'events index rebuild failed');
+      if (share === undefined) return;
+      if (share !== null) {
+        packedShare = share;
+        await this.setMeta(EVENTS_PACKED_SHARE, String(share));
       }
       await mark(p.day);
     }
-    await mark(lastDone);
+    if (lastDone > through) await mark(lastDone);
+    if (packedShare === undefined) return;
+    for (const p of parts.filter((x) => x.day <= through && grownPastPacked(x, packedShare))) {
+      if ((await this.rebuildIndex(p.idx, 'events index rebuild failed', p)) === undefined) return;
+    }
+  }
+
+  /**
+   * Rebuilds each rollup index whose share of its table has grown past REPACK_GROWTH times the share it had after
+   * its last rebuild (or that was never rebuilt): rows are written hook by hook and hour by hour, and every
+   * update that does not fit its page adds an entry, so their pages fill to about half.
+   */
+  private async repackRollupIndexes(): Promise<void> {
+    const rows = await this.write(
+      `SELECT ci.relname AS idx, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb, m.value AS share FROM pg_index x
+       JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
+       LEFT JOIN store_meta m ON m.key = $2 || ci.relname
+       WHERE ct.relname = ANY($1::text[]) AND ct.relnamespace = current_schema()::regnamespace AND x.indisvalid ORDER BY 1`,
+      [REBUILT_ROLLUP_TABLES, PACKED_SHARE],
+    );
+    for (const r of rows) {
+      const p = { idx: String(r['idx']), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']) };
+      const packed = r['share'] === null || r['share'] === undefined ? undefined : Number(r['share']);
+      if (packed === undefined ? p.indexBytes < REPACK_MIN_PAGES * 8192 : !grownPastPacked(p, packed)) continue;
+      const share = await this.rebuildIndex(p.idx, 'rollup index rebuild failed', p);
+      if (share === undefined) return;
+      if (share !== null) await this.setMeta(`${PACKED_SHARE}${p.idx}`, String(share));
+    }
+  }
+
+  /**
+   * REINDEX INDEX CONCURRENTLY `idx` (a name from the catalog, never from input); returns the share of its
+   * table it takes afterwards (null when the table is too small to say), or undefined when the rebuild failed:
+   * only space is at stake, so retention goes on and the next run tries again.
+   */
+  private async rebuildIndex(idx: string, failure: string, before?: { indexBytes: number; tableBytes: number }): Promise<number | null | undefined> {
+    try {
+      await this.write(`REINDEX INDEX CONCURRENTLY ${quoteIdent(idx)}`, []);
+    } catch (err) {
+      this.logger?.warn(failure, { index: idx, err: this.describe(err) });
+      return undefined;
+    }
+    const r = (await this.write(`SELECT pg_relation_size(x.indexrelid) AS ib, pg_relation_size(x.indrelid) AS tb FROM pg_index x WHERE x.indexrelid = to_regclass($1)`, [quoteIdent(idx)]))[0];
+    const after = { indexBytes: Number(r?.['ib'] ?? 0), tableBytes: Number(r?.['tb'] ?? 0) };
+    if (before) this.logger?.info('rebuilt an index grown past its packed size', { index: idx, bytesBefore: before.indexBytes, bytesAfter: after.indexBytes });
+    return after.tableBytes >= REPACK_MIN_PAGES * 8192 ? after.indexBytes / after.tableBytes : null;
+  }
+
+  private async setMeta(key: string, value: string): Promise<void> {
+    await this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
   }
 
   /**
@@ -1005,9 +1081,9 @@ export class PostgresStore implements Store {
   private async dropInterruptedRebuilds(): Promise<void> {
     const left = await this.write(
       `SELECT ci.relname AS idx FROM pg_index x JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
-       JOIN pg_inherits i ON i.inhrelid = ct.oid AND i.inhparent = 'events'::regclass
-       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$'`,
-      [],
+       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$' AND ct.relnamespace = current_schema()::regnamespace
+         AND (ct.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass) OR ct.relname = ANY($1::text[]))`,
+      [REBUILT_ROLLUP_TABLES],
     );
     for (const r of left) {
       const idx = String(r['idx']);
