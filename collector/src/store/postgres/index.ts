@@ -367,6 +367,9 @@ export class PostgresStore implements Store {
 
   private async migrate(): Promise<void> {
     const current = await inTransaction(this.pool, async (client) => {
+      // A migration may rewrite a table (12 rewrites the events), which takes longer than any ingest statement may:
+      // no statement timeout for this transaction, nor for a replica waiting on its lock meanwhile.
+      await client.query('SET LOCAL statement_timeout = 0');
       // Held until COMMIT: a second replica starting now waits here, then finds every migration applied.
       await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
       await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
@@ -1057,7 +1060,16 @@ export class PostgresStore implements Store {
    */
   private async rebuildIndex(idx: string, failure: string, before?: { indexBytes: number; tableBytes: number }): Promise<number | null | undefined> {
     try {
-      await this.write(`REINDEX INDEX CONCURRENTLY ${quoteIdent(idx)}`, []);
+      // On a connection of its own without the statement timeout: a large index takes longer to build than an
+      // ingest statement may run, and a rebuild cancelled at the timeout would only start over at the next run.
+      const client = await this.pool.connect();
+      try {
+        await client.query('SET statement_timeout = 0');
+        await client.query(`REINDEX INDEX CONCURRENTLY ${quoteIdent(idx)}`);
+      } finally {
+        // Not returned to the pool: the session setting stays with it.
+        client.release(true);
+      }
     } catch (err) {
       this.logger?.warn(failure, { index: idx, err: this.describe(err) });
       return undefined;
