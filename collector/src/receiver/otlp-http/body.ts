@@ -76,7 +76,10 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
       if (done) return;
       done = true;
       account.settle(size);
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+      const one = chunks[0];
+      // A lone chunk of the inflater is a view of its whole 256 KiB output buffer: copied when much smaller, so a
+      // small body holds no more memory than the in-flight budget is charged for it.
+      resolve(chunks.length === 1 && one !== undefined ? (one.buffer.byteLength > 2 * one.length + 4096 ? Buffer.from(one) : one) : Buffer.concat(chunks, size));
     };
     req.on('data', (chunk: Buffer) => {
       rawSize += chunk.length;

@@ -148,6 +148,52 @@ describe('PostgresStore', () => {
     expect((await store.ingest(events)).inserted).toEqual([]);
   });
 
+  it('an index rebuild whose connection is lost fails on its own: logged, retention goes on, the process stays up', async () => {
+    const lines: string[] = [];
+    const url = await server.createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 3, logger: createLogger({ level: 'debug', write: (l) => lines.push(l) }) });
+    stores.push(store);
+    // A finished day, so retention rebuilds its index.
+    const t = Date.UTC(2026, 2, 2, 12);
+    expect((await store.ingest([hookEvent({ timeMs: t }), hookEvent({ timeMs: t + 1000 })])).inserted).toHaveLength(2);
+    // An open snapshot holds the rebuild (REINDEX CONCURRENTLY waits for older snapshots) while its connection dies.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await holder.query('SELECT count(*) FROM hooks');
+      const pruning = store.prune(t - 86_400_000, t - 86_400_000);
+      // The network drops under the waiting rebuild: its socket is reset (as a failover or a proxy would).
+      type Internal = { activeQuery?: { text?: string }; connection: { stream: { destroy(e: Error): void } } };
+      let killed = 0;
+      for (let i = 0; i < 200 && killed === 0; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        const waiting = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'REINDEX%' AND state = 'active'`);
+        if (waiting.rowCount === 0) continue;
+        for (const c of (store.connectionPool as unknown as { _clients: Internal[] })._clients) {
+          if (c.activeQuery?.text?.startsWith('REINDEX')) {
+            c.connection.stream.destroy(new Error('connection reset'));
+            killed++;
+          }
+        }
+      }
+      expect(killed).toBe(1);
+      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'REINDEX%'`);
+      await expect(pruning).resolves.toBeDefined();
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+      await admin.end();
+    }
+    expect(lines.some((l) => l.includes('events index rebuild failed'))).toBe(true);
+    await store.ping();
+    // The next run drops what the cut rebuild left and packs the day.
+    await store.prune(t - 86_400_000, t - 86_400_000);
+    expect(lines.some((l) => l.includes('rebuilt an index'))).toBe(true);
+  });
+
   it('classifies a failed write during an outage as retryable, and recovers after', async () => {
     const url = await server.createDatabase();
     const store = await open(url);

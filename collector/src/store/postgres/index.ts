@@ -70,8 +70,7 @@ const PACKED_THROUGH = 'events_index_packed_through';
 const PACK_AFTER_MS = 3_600_000;
 /**
  * An index is rebuilt again once its share of its table's size has grown this much past the share it had right
- * after its last rebuild (store_meta `index_packed_share:<index>`; for the events days, one share for every day's
- * unique index, the layout being the same): pages split in halves by writes in the middle of the key order (a
+ * after its last rebuild (store_meta `index_packed_share:<index>`): pages split in halves by writes in the middle of the key order (a
  * rollup row's hook or hour, late events into a finished day) take up to twice the room.
  */
 const REPACK_GROWTH = 1.3;
@@ -79,8 +78,12 @@ const REPACK_GROWTH = 1.3;
 const REPACK_MIN_PAGES = 16;
 /** store_meta key prefix of the share of its table an index had right after its last rebuild. */
 const PACKED_SHARE = 'index_packed_share:';
-/** The shared key of every events day's unique index (its partitions are laid out alike). */
-const EVENTS_PACKED_SHARE = `${PACKED_SHARE}events_hook_time_key`;
+/**
+ * A rebuild's limits: it waits for transactions older than it (a long report, a backup) at most LOCK_TIMEOUT and
+ * runs at most STATEMENT_TIMEOUT; cut short, it leaves an invalid copy that the next run drops, then tries again.
+ */
+const REBUILD_LOCK_TIMEOUT = '5min';
+const REBUILD_STATEMENT_TIMEOUT = '1h';
 /** Heap pages per BRIN range of events_time: ~2,000 events at the compact row size (about 1.5 hours at 1 M a month). */
 const BRIN_PAGES_PER_RANGE = 32;
 
@@ -276,6 +279,18 @@ async function upsertRollups(client: pg.PoolClient, table: string, key: readonly
 /** The rollup tables whose indexes retention rebuilds when they have grown (repackRollupIndexes). */
 const REBUILT_ROLLUP_TABLES = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
 
+/** An index's size and its table's, and the share of it the index had after its last rebuild (if noted). */
+interface IndexSizes {
+  idx: string;
+  indexBytes: number;
+  tableBytes: number;
+  share: number | undefined;
+}
+function sizes(r: Record<string, unknown>): IndexSizes {
+  const share = r['share'];
+  return { idx: String(r['idx']), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']), share: share === null || share === undefined ? undefined : Number(share) };
+}
+
 /** Whether an index (and its table) is big enough to matter and its share of the table grew past REPACK_GROWTH times `packedShare`. */
 function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedShare: number): boolean {
   return p.indexBytes >= REPACK_MIN_PAGES * 8192 && p.tableBytes >= REPACK_MIN_PAGES * 8192 && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
@@ -306,6 +321,8 @@ export class PostgresStore implements Store {
   private readonly attrs = new AttrSetCache();
   /** Days whose event partition is known to exist. */
   private readonly partitions = new Set<number>();
+  /** Whether retention's index rebuilds are under way (packFinishedDays, repackRollupIndexes). */
+  private rebuilding = false;
   private closed: Promise<void> | undefined;
 
   private constructor(opts: PostgresStoreOptions) {
@@ -472,7 +489,14 @@ export class PostgresStore implements Store {
         return { inserted, duplicates: events.length - inserted.length, ...(fold.folded > 0 ? { folded: fold.folded, overflowHooks: fold.overflowHooks } : {}) };
       } catch (err) {
         const code = (err as { code?: string }).code ?? '';
-        if (CONFLICT_SQLSTATE.has(code) && attempt < INGEST_ATTEMPTS) continue;
+        if (CONFLICT_SQLSTATE.has(code)) {
+          if (attempt < INGEST_ATTEMPTS) {
+            await new Promise((r) => setTimeout(r, 10 * attempt));
+            continue;
+          }
+          // Still conflicting after every attempt: the client should try again later, not drop the batch.
+          throw new StoreUnavailableError(`store cannot write: ${this.describe(err)}`);
+        }
         if (code === NO_PARTITION && attempt < INGEST_ATTEMPTS) {
           // Retention dropped a day this replica thought it had: look again and create it.
           this.partitions.clear();
@@ -953,8 +977,17 @@ export class PostgresStore implements Store {
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
-    await this.packFinishedDays();
-    await this.repackRollupIndexes();
+    // One run's rebuilds at a time: a rebuild waiting on an old transaction may outlast the next run's start,
+    // which would otherwise take it for an interrupted one and start the same rebuild beside it.
+    if (!this.rebuilding) {
+      this.rebuilding = true;
+      try {
+        await this.packFinishedDays();
+        await this.repackRollupIndexes();
+      } finally {
+        this.rebuilding = false;
+      }
+    }
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
     const today = Math.floor(Date.now() / DAY_MS);
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i)).catch((err: unknown) => {
@@ -997,36 +1030,29 @@ export class PostgresStore implements Store {
    */
   private async packFinishedDays(): Promise<void> {
     await this.dropInterruptedRebuilds();
-    const meta = await this.write('SELECT key, value FROM store_meta WHERE key = ANY($1::text[])', [[PACKED_THROUGH, EVENTS_PACKED_SHARE]]);
-    const value = (key: string): number | undefined => {
-      const row = meta.find((r) => r['key'] === key);
-      return row ? Number(row['value']) : undefined;
-    };
-    const through = value(PACKED_THROUGH) ?? -Infinity;
-    let packedShare = value(EVENTS_PACKED_SHARE);
+    // Shares noted for day indexes that retention has since dropped go with them.
+    await this.write(`DELETE FROM store_meta WHERE left(key, $1) = $2 AND to_regclass(quote_ident(substr(key, $1 + 1))) IS NULL`, [PACKED_SHARE.length, PACKED_SHARE]);
+    const meta = await this.write('SELECT value FROM store_meta WHERE key = $1', [PACKED_THROUGH]);
+    const through = meta[0] ? Number(meta[0]['value']) : -Infinity;
     const lastDone = Math.floor((Date.now() - PACK_AFTER_MS) / DAY_MS) - 1;
     const parts = (await this.write(
-      `SELECT ci.relname AS idx, ct.relname AS part, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb FROM pg_inherits i
+      `SELECT ci.relname AS idx, ct.relname AS part, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb, m.value AS share FROM pg_inherits i
        JOIN pg_index x ON x.indexrelid = i.inhrelid JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
+       LEFT JOIN store_meta m ON m.key = $1 || ci.relname
        WHERE i.inhparent = 'events_hook_time_key'::regclass`,
-      [],
-    )).map((r) => ({ idx: String(r['idx']), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']) }))
+      [PACKED_SHARE],
+    )).map((r) => ({ ...sizes(r), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)) }))
       .filter((p) => Number.isSafeInteger(p.day) && p.day <= lastDone)
       .sort((a, b) => a.day - b.day);
     const mark = (day: number): Promise<unknown> => this.setMeta(PACKED_THROUGH, String(day));
     for (const p of parts.filter((x) => x.day > through)) {
-      const share = await this.rebuildIndex(p.idx, 'events index rebuild failed');
-      if (share === undefined) return;
-      if (share !== null) {
-        packedShare = share;
-        await this.setMeta(EVENTS_PACKED_SHARE, String(share));
-      }
+      if (!(await this.rebuildIndex(p, 'events index rebuild failed', 'packed once its day is over'))) return;
       await mark(p.day);
     }
     if (lastDone > through) await mark(lastDone);
-    if (packedShare === undefined) return;
-    for (const p of parts.filter((x) => x.day <= through && grownPastPacked(x, packedShare))) {
-      if ((await this.rebuildIndex(p.idx, 'events index rebuild failed', p)) === undefined) return;
+    // Each day against the share its own index had when packed: a day of narrower rows (starts) has a larger one.
+    for (const p of parts.filter((x) => x.day <= through && x.share !== undefined && grownPastPacked(x, x.share))) {
+      if (!(await this.rebuildIndex(p, 'events index rebuild failed', 'grown past its packed size'))) return;
     }
   }
 
@@ -1043,41 +1069,42 @@ export class PostgresStore implements Store {
        WHERE ct.relname = ANY($1::text[]) AND ct.relnamespace = current_schema()::regnamespace AND x.indisvalid ORDER BY 1`,
       [REBUILT_ROLLUP_TABLES, PACKED_SHARE],
     );
-    for (const r of rows) {
-      const p = { idx: String(r['idx']), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']) };
-      const packed = r['share'] === null || r['share'] === undefined ? undefined : Number(r['share']);
-      if (packed === undefined ? p.indexBytes < REPACK_MIN_PAGES * 8192 : !grownPastPacked(p, packed)) continue;
-      const share = await this.rebuildIndex(p.idx, 'rollup index rebuild failed', p);
-      if (share === undefined) return;
-      if (share !== null) await this.setMeta(`${PACKED_SHARE}${p.idx}`, String(share));
+    for (const p of rows.map(sizes)) {
+      const reason = p.share === undefined ? (p.indexBytes >= REPACK_MIN_PAGES * 8192 ? 'never rebuilt' : undefined) : grownPastPacked(p, p.share) ? 'grown past its packed size' : undefined;
+      if (reason === undefined) continue;
+      if (!(await this.rebuildIndex(p, 'rollup index rebuild failed', reason))) return;
     }
   }
 
   /**
-   * REINDEX INDEX CONCURRENTLY `idx` (a name from the catalog, never from input); returns the share of its
-   * table it takes afterwards (null when the table is too small to say), or undefined when the rebuild failed:
-   * only space is at stake, so retention goes on and the next run tries again.
+   * REINDEX INDEX CONCURRENTLY `p.idx` (a name from the catalog, never from input) and notes the share of its
+   * table it takes afterwards (when the table is big enough to say). False when the rebuild failed: only space is
+   * at stake, so retention goes on and the next run tries again.
    */
-  private async rebuildIndex(idx: string, failure: string, before?: { indexBytes: number; tableBytes: number }): Promise<number | null | undefined> {
+  private async rebuildIndex(p: IndexSizes, failure: string, reason: string): Promise<boolean> {
     try {
-      // On a connection of its own without the statement timeout: a large index takes longer to build than an
-      // ingest statement may run, and a rebuild cancelled at the timeout would only start over at the next run.
+      // On a connection of its own, with limits of its own instead of an ingest statement's (a large index takes
+      // longer to build than a minute), closed afterwards so the settings go with it.
       const client = await this.pool.connect();
+      // A connection lost meanwhile fails the query below; without a listener its 'error' event would end the process.
+      const onError = (err: Error): void => this.logger?.warn('postgres connection lost during an index rebuild', { index: p.idx, err: this.describe(err) });
+      client.on('error', onError);
       try {
-        await client.query('SET statement_timeout = 0');
-        await client.query(`REINDEX INDEX CONCURRENTLY ${quoteIdent(idx)}`);
+        await client.query(`SET statement_timeout = '${REBUILD_STATEMENT_TIMEOUT}'; SET lock_timeout = '${REBUILD_LOCK_TIMEOUT}'`);
+        await client.query(`REINDEX INDEX CONCURRENTLY ${quoteIdent(p.idx)}`);
       } finally {
-        // Not returned to the pool: the session setting stays with it.
+        client.off('error', onError);
         client.release(true);
       }
     } catch (err) {
-      this.logger?.warn(failure, { index: idx, err: this.describe(err) });
-      return undefined;
+      this.logger?.warn(failure, { index: p.idx, err: this.describe(err) });
+      return false;
     }
-    const r = (await this.write(`SELECT pg_relation_size(x.indexrelid) AS ib, pg_relation_size(x.indrelid) AS tb FROM pg_index x WHERE x.indexrelid = to_regclass($1)`, [quoteIdent(idx)]))[0];
+    const r = (await this.write(`SELECT pg_relation_size(x.indexrelid) AS ib, pg_relation_size(x.indrelid) AS tb FROM pg_index x WHERE x.indexrelid = to_regclass($1)`, [quoteIdent(p.idx)]))[0];
     const after = { indexBytes: Number(r?.['ib'] ?? 0), tableBytes: Number(r?.['tb'] ?? 0) };
-    if (before) this.logger?.info('rebuilt an index grown past its packed size', { index: idx, bytesBefore: before.indexBytes, bytesAfter: after.indexBytes });
-    return after.tableBytes >= REPACK_MIN_PAGES * 8192 ? after.indexBytes / after.tableBytes : null;
+    this.logger?.info('rebuilt an index', { index: p.idx, reason, bytesBefore: p.indexBytes, bytesAfter: after.indexBytes });
+    if (after.tableBytes >= REPACK_MIN_PAGES * 8192) await this.setMeta(`${PACKED_SHARE}${p.idx}`, String(after.indexBytes / after.tableBytes));
+    return true;
   }
 
   private async setMeta(key: string, value: string): Promise<void> {
