@@ -281,12 +281,13 @@ export const EVENT_COLUMNS = [
 export const ZERO_AS_NULL: ReadonlySet<string> = new Set(['num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted']);
 
 /**
- * An event's values in EVENT_COLUMNS order, with `attrs` the id of its attribute tuple in attr_sets. The receive
- * time is kept only where something reads it: on events with a persisted output (the late-arrival query).
+ * An event's values in EVENT_COLUMNS order, with `attrs` the id of its attribute tuple in attr_sets and `key` its
+ * stored dedup key (compactKey's bytes unless the backend keeps another form). The receive time is kept only
+ * where something reads it: on events with a persisted output (the late-arrival query).
  */
-export function eventValues(e: HookEvent, attrs: number): unknown[] {
+export function eventValues(e: HookEvent, attrs: number, key: unknown = compactKey(e.dedupKey)): unknown[] {
   return [
-    compactKey(e.dedupKey), KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking || null, e.numNonBlockingError || null,
+    key, KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking || null, e.numNonBlockingError || null,
     e.numCancelled || null, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
     e.initialUserMessageChars, e.outputsPersisted || null, e.sizesKnown ? 1 : 0, STATUS_CODES[e.status], attrs,
     (e.outputsPersisted ?? 0) > 0 ? (e.receivedMs ?? null) : null,

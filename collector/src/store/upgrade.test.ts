@@ -361,6 +361,8 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
       const v = (await pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [`index_packed_share:${idx}`])).rows[0]?.value;
       return v === undefined ? undefined : Number(v);
     };
+    /** The share of the day's partition its unique index takes now. */
+    const dayShare = async (): Promise<number | undefined> => (await pool.query<{ s: number }>(`SELECT pg_relation_size(x.indexrelid)::float / pg_relation_size(x.indrelid) AS s FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid WHERE c.relname = $1 AND x.indisunique`, [day])).rows[0]?.s;
     expect((await store.ingest(dayOf(0, 10_000))).inserted).toHaveLength(16_000);
     const written = await files();
     await store.prune(T0 - DAY, T0 - DAY);
@@ -379,12 +381,12 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     // As many events again into the finished day, between the others: its index grows past its packed share and
     // is rebuilt again, and every event is still there once.
     expect((await store.ingest(dayOf(2500, 50_000))).inserted).toHaveLength(16_000);
-    const grown = (await pool.query<{ s: number }>(`SELECT pg_relation_size(x.indexrelid)::float / pg_relation_size(x.indrelid) AS s FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid WHERE c.relname = $1 AND x.indisunique`, [day])).rows[0]?.s;
+    const grown = await dayShare();
     expect(grown).toBeGreaterThan(eventsShare! * 1.3);
     await store.prune(T0 - DAY, T0 - DAY);
     const again = await files();
     expect(dayIndex(again)).not.toBe(dayIndex(packed));
-    const after = (await pool.query<{ s: number }>(`SELECT pg_relation_size(x.indexrelid)::float / pg_relation_size(x.indrelid) AS s FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid WHERE c.relname = $1 AND x.indisunique`, [day])).rows[0]?.s;
+    const after = await dayShare();
     expect(after).toBeLessThan(eventsShare! * 1.3);
     expect((await store.ingest(dayOf(0, 10_000))).inserted).toEqual([]);
     expect((await pool.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM events')).rows[0]?.n).toBe(32_000);

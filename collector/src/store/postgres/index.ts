@@ -74,8 +74,8 @@ const PACK_AFTER_MS = 3_600_000;
  * rollup row's hook or hour, late events into a finished day) take up to twice the room.
  */
 const REPACK_GROWTH = 1.3;
-/** Indexes, and tables, smaller than this (pages of 8 KiB) are never rebuilt for their size: nothing to gain. */
-const REPACK_MIN_PAGES = 16;
+/** Indexes, and tables, smaller than this (16 pages of 8 KiB) are never rebuilt for their size: nothing to gain. */
+const REPACK_MIN_BYTES = 16 * 8192;
 /** store_meta key prefix of the share of its table an index had right after its last rebuild. */
 const PACKED_SHARE = 'index_packed_share:';
 /**
@@ -113,8 +113,6 @@ interface SeriesPart {
 }
 
 const GUARD_SQL = guardTrimSql((n) => `$${n}`);
-/** Where the dedup key stands in EVENT_COLUMNS (eventValues gives it as compactKey's bytes). */
-const KEY_COLUMN = EVENT_COLUMNS.indexOf('key');
 
 /**
  * The rollups' plain sums: nearly always 0 in a row (blocking, errors, cancels, persisted outputs, executions
@@ -124,6 +122,9 @@ const KEY_COLUMN = EVENT_COLUMNS.indexOf('key');
  */
 const ZERO_AS_NULL_SUMS: ReadonlySet<string> = new Set(SUM_COLUMNS.filter((c) => !c.startsWith('sum_')));
 
+/** Every rollup table: migration 12 narrows their maxima, retention rebuilds their indexes when they have grown. */
+const ROLLUP_TABLE_NAMES = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
+
 /**
  * Migration 12. Event counts and sizes, and the rollups' maxima of them, become 4-byte integers
  * (hooks/extract.ts MAX_COUNT is 2^31 - 1; a value an earlier version accepted above it is kept as 2^31 - 1,
@@ -132,11 +133,10 @@ const ZERO_AS_NULL_SUMS: ReadonlySet<string> = new Set(SUM_COLUMNS.filter((c) =>
  */
 function narrowIntegersDdl(): string {
   const narrow = (c: string): string => `ALTER COLUMN ${c} TYPE INTEGER USING (CASE WHEN ${c} > ${MAX_COUNT} THEN ${MAX_COUNT} ELSE ${c} END)`;
-  const rollups = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
   return [
     `ALTER TABLE events ${COUNT_COLUMNS.map(narrow).join(', ')},
       ALTER COLUMN key TYPE BIGINT USING ('x' || encode(substring(key FROM 9 FOR 8), 'hex'))::bit(64)::bigint;`,
-    ...rollups.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
+    ...ROLLUP_TABLE_NAMES.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
   ].join('\n');
 }
 
@@ -210,7 +210,6 @@ export const MIGRATIONS: readonly string[] = [
   narrowIntegersDdl(),
 ];
 
-
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
 const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   key: 'int8', kind: 'int2', hook: 'int8', time_ms: 'int8', num_hooks: 'int4', num_success: 'int4', num_blocking: 'int4',
@@ -276,24 +275,18 @@ async function upsertRollups(client: pg.PoolClient, table: string, key: readonly
   );
 }
 
-/** The rollup tables whose indexes retention rebuilds when they have grown (repackRollupIndexes). */
-const REBUILT_ROLLUP_TABLES = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
-
-/** An index's size and its table's, and the share of it the index had after its last rebuild (if noted). */
+/** An index and its table, their sizes, and the share of the table the index had after its last rebuild (if noted). */
 interface IndexSizes {
   idx: string;
+  table: string;
   indexBytes: number;
   tableBytes: number;
   share: number | undefined;
 }
-function sizes(r: Record<string, unknown>): IndexSizes {
-  const share = r['share'];
-  return { idx: String(r['idx']), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']), share: share === null || share === undefined ? undefined : Number(share) };
-}
 
 /** Whether an index (and its table) is big enough to matter and its share of the table grew past REPACK_GROWTH times `packedShare`. */
 function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedShare: number): boolean {
-  return p.indexBytes >= REPACK_MIN_PAGES * 8192 && p.tableBytes >= REPACK_MIN_PAGES * 8192 && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
+  return p.indexBytes >= REPACK_MIN_BYTES && p.tableBytes >= REPACK_MIN_BYTES && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
 }
 
 export class PostgresStore implements Store {
@@ -538,7 +531,7 @@ export class PostgresStore implements Store {
       const attrs = await this.attrSets(client, sorted);
       const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
       const keys = sorted.map((e) => pgEventKey(e.dedupKey));
-      sorted.forEach((e, i) => eventValues(e, attrs[i] as number).forEach((v, c) => (columns[c] as unknown[]).push(c === KEY_COLUMN ? keys[i] : typeof v === 'bigint' ? v.toString() : v)));
+      sorted.forEach((e, i) => eventValues(e, attrs[i] as number, keys[i]).forEach((v, c) => (columns[c] as unknown[]).push(typeof v === 'bigint' ? v.toString() : v)));
       // The bare-hash key of each event that may have been stored before keys began with the event time (at the
       // same event time: the unique index is on time and key).
       const legacy = sorted.map((e) => (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore ? pgEventKey(e.legacyKey) : null));
@@ -1035,13 +1028,8 @@ export class PostgresStore implements Store {
     const meta = await this.write('SELECT value FROM store_meta WHERE key = $1', [PACKED_THROUGH]);
     const through = meta[0] ? Number(meta[0]['value']) : -Infinity;
     const lastDone = Math.floor((Date.now() - PACK_AFTER_MS) / DAY_MS) - 1;
-    const parts = (await this.write(
-      `SELECT ci.relname AS idx, ct.relname AS part, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb, m.value AS share FROM pg_inherits i
-       JOIN pg_index x ON x.indexrelid = i.inhrelid JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
-       LEFT JOIN store_meta m ON m.key = $1 || ci.relname
-       WHERE i.inhparent = 'events_hook_time_key'::regclass`,
-      [PACKED_SHARE],
-    )).map((r) => ({ ...sizes(r), day: Number(String(r['part']).slice(PARTITION_PREFIX.length)) }))
+    const parts = (await this.indexSizes(`x.indexrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events_hook_time_key'::regclass)`, []))
+      .map((p) => ({ ...p, day: Number(p.table.slice(PARTITION_PREFIX.length)) }))
       .filter((p) => Number.isSafeInteger(p.day) && p.day <= lastDone)
       .sort((a, b) => a.day - b.day);
     const mark = (day: number): Promise<unknown> => this.setMeta(PACKED_THROUGH, String(day));
@@ -1062,15 +1050,9 @@ export class PostgresStore implements Store {
    * update that does not fit its page adds an entry, so their pages fill to about half.
    */
   private async repackRollupIndexes(): Promise<void> {
-    const rows = await this.write(
-      `SELECT ci.relname AS idx, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb, m.value AS share FROM pg_index x
-       JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
-       LEFT JOIN store_meta m ON m.key = $2 || ci.relname
-       WHERE ct.relname = ANY($1::text[]) AND ct.relnamespace = current_schema()::regnamespace AND x.indisvalid ORDER BY 1`,
-      [REBUILT_ROLLUP_TABLES, PACKED_SHARE],
-    );
-    for (const p of rows.map(sizes)) {
-      const reason = p.share === undefined ? (p.indexBytes >= REPACK_MIN_PAGES * 8192 ? 'never rebuilt' : undefined) : grownPastPacked(p, p.share) ? 'grown past its packed size' : undefined;
+    const rows = await this.indexSizes(`ct.relname = ANY($2::text[]) AND ct.relnamespace = current_schema()::regnamespace AND x.indisvalid`, [ROLLUP_TABLE_NAMES]);
+    for (const p of rows) {
+      const reason = p.share === undefined ? (p.indexBytes >= REPACK_MIN_BYTES ? 'never rebuilt' : undefined) : grownPastPacked(p, p.share) ? 'grown past its packed size' : undefined;
       if (reason === undefined) continue;
       if (!(await this.rebuildIndex(p, 'rollup index rebuild failed', reason))) return;
     }
@@ -1100,11 +1082,25 @@ export class PostgresStore implements Store {
       this.logger?.warn(failure, { index: p.idx, err: this.describe(err) });
       return false;
     }
-    const r = (await this.write(`SELECT pg_relation_size(x.indexrelid) AS ib, pg_relation_size(x.indrelid) AS tb FROM pg_index x WHERE x.indexrelid = to_regclass($1)`, [quoteIdent(p.idx)]))[0];
-    const after = { indexBytes: Number(r?.['ib'] ?? 0), tableBytes: Number(r?.['tb'] ?? 0) };
+    const after = (await this.indexSizes('x.indexrelid = to_regclass($2)', [quoteIdent(p.idx)]))[0] ?? { indexBytes: 0, tableBytes: 0 };
     this.logger?.info('rebuilt an index', { index: p.idx, reason, bytesBefore: p.indexBytes, bytesAfter: after.indexBytes });
-    if (after.tableBytes >= REPACK_MIN_PAGES * 8192) await this.setMeta(`${PACKED_SHARE}${p.idx}`, String(after.indexBytes / after.tableBytes));
+    if (after.tableBytes >= REPACK_MIN_BYTES) await this.setMeta(`${PACKED_SHARE}${p.idx}`, String(after.indexBytes / after.tableBytes));
     return true;
+  }
+
+  /** The indexes `where` picks (over pg_index x and its table ct; parameters from $2), with their sizes and noted shares. */
+  private async indexSizes(where: string, params: unknown[]): Promise<IndexSizes[]> {
+    const rows = await this.write(
+      `SELECT ci.relname AS idx, ct.relname AS tbl, pg_relation_size(ci.oid) AS ib, pg_relation_size(ct.oid) AS tb, m.value AS share FROM pg_index x
+       JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
+       LEFT JOIN store_meta m ON m.key = $1 || ci.relname
+       WHERE ${where} ORDER BY 1`,
+      [PACKED_SHARE, ...params],
+    );
+    return rows.map((r) => ({
+      idx: String(r['idx']), table: String(r['tbl']), indexBytes: Number(r['ib']), tableBytes: Number(r['tb']),
+      share: r['share'] === null || r['share'] === undefined ? undefined : Number(r['share']),
+    }));
   }
 
   private async setMeta(key: string, value: string): Promise<void> {
@@ -1122,7 +1118,7 @@ export class PostgresStore implements Store {
       `SELECT ci.relname AS idx FROM pg_index x JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
        WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$' AND ct.relnamespace = current_schema()::regnamespace
          AND (ct.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass) OR ct.relname = ANY($1::text[]))`,
-      [REBUILT_ROLLUP_TABLES],
+      [ROLLUP_TABLE_NAMES],
     );
     for (const r of left) {
       const idx = String(r['idx']);
