@@ -16,7 +16,8 @@ import { startTestServer, type TestServer } from '../../test/support/postgres/se
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { ATTR_ROLLUP_TABLE } from './attr-rollups.ts';
 import { eventsPruneBound } from './minute-sources.ts';
-import { COUNT_COLUMNS } from './sql.ts';
+import { DIM_TABLE_NAMES, ROLLED_DIMENSIONS_META, dimRollupDdl } from './dim-rollups.ts';
+import { COUNT_COLUMNS, counterColumnsDdl } from './sql.ts';
 import type { HookCounters } from './model.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
@@ -172,6 +173,13 @@ function suite(backend: () => Backend): void {
   });
 }
 
+/** The dimension rollup tables of the versions before the rollup per attribute set, empty: the store refills them. */
+function previousDimTables(int: string, tableOptions: string): string {
+  return `${DIM_TABLE_NAMES.map((t) => `DROP TABLE ${t};`).join(' ')}
+    ${dimRollupDdl(counterColumnsDdl(int), int, tableOptions)}
+    DELETE FROM store_meta WHERE key = '${ROLLED_DIMENSIONS_META}';`;
+}
+
 describe('rollup per attribute set: SQLite', () => {
   let dir = '';
   let n = 0;
@@ -201,10 +209,13 @@ describe('rollup per attribute set: SQLite', () => {
           db.close();
         }
       },
-      // What the previous version leaves: the same events, no rollup table, its migration not applied.
+      // What the previous version leaves: the same events, no rollup table, its migration and those after it
+      // not applied (the dimension rollups of that version, rebuilt from the events when the store opens).
       downgrade: async () => {
+        const version = SQLITE_MIGRATIONS.findIndex((m) => m.includes(ATTR_ROLLUP_TABLE)) + 1;
         const db = new DatabaseSync(path);
-        db.exec(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version = ${SQLITE_MIGRATIONS.length};`);
+        db.exec(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
+          ${previousDimTables('INTEGER', ' WITHOUT ROWID')}`);
         db.close();
       },
     };
@@ -246,6 +257,7 @@ describe('rollup per attribute set: PostgreSQL', () => {
         // Back to the version before the rollup: its table gone, and the events indexes of that version back.
         const version = PG_MIGRATIONS.findIndex((m) => m.includes(ATTR_ROLLUP_TABLE)) + 1;
         await sql(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
+          ${previousDimTables('BIGINT', '')}
           DROP INDEX events_hook_time_key; DROP INDEX events_time;
           CREATE UNIQUE INDEX events_key ON events (time_ms, key) WITH (fillfactor = 100);
           CREATE INDEX events_hook_time ON events (hook, time_ms);

@@ -125,7 +125,7 @@ interface OpenOptions {
  * migration 8 create empty tables; the rows come from the raw events when a store opens): no rows, no record of
  * the dimensions rolled up. Later migrations (the compact event layout) stay applied.
  */
-const UNDO_DIM_ROLLUPS = (): string => `DELETE FROM rollup_dim_1h; DELETE FROM rollup_dim_1d; DELETE FROM store_meta WHERE key = 'rolled_dimensions';`;
+const UNDO_DIM_ROLLUPS = (): string => `DELETE FROM rollup_dim_1h; DELETE FROM rollup_dim_1d; DELETE FROM rollup_dim_client_1h; DELETE FROM rollup_dim_client_1d; DELETE FROM store_meta WHERE key = 'rolled_dimensions';`;
 
 interface Backend {
   name: string;

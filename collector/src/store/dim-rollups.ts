@@ -6,9 +6,17 @@
  * - service.name and service.version are keys of the base rollups (rollup_1m/1h/1d): a filter on them, or a
  *   breakdown by them, reads those, exact to the minute.
  * - Every key in `dimensions` (team by default; of the built-ins, organization.id, terminal.type and
- *   hookwatch.source may be listed there too): rollup_dim_1h and rollup_dim_1d, keyed (hook, dimension, bucket, value, client name,
- *   client version). The client is part of the key so the client-version list and a service.version filter or
- *   breakdown combined with one dimension filter are served too (a few versions are live at a time).
+ *   hookwatch.source may be listed there too), in two families of hour and day tables:
+ *   - rollup_dim_1h and rollup_dim_1d, keyed (dimension, value, bucket, hook): what a filtered overview, hook
+ *     list, series or breakdown by the dimension reads. The key leads with the value, so one team's days are
+ *     one contiguous run of rows; the client is not in it, so a (hook, hour, team) is one row however many
+ *     client versions are live (with the client in the key a team's 30 days read 2.75 times as many rows at
+ *     10 M events as at 1 M; without it, the rows stop growing once every hook runs every hour in every team).
+ *   - rollup_dim_client_1h and rollup_dim_client_1d, keyed (dimension, bucket, value, client name, client
+ *     version), across hooks: the client-version list under a dimension filter, and with it a service.name or
+ *     service.version filter. A few versions are live at a time, so they are small.
+ *   A dimension filter combined with a service.name / service.version filter or breakdown on one hook is
+ *   planned 'raw' (below).
  * - user.*, session.id: not rolled up per value (one row per user or session per hour would cost about a row
  *   per event). Their whole hours and days, and those of every other read planned 'raw' below, come from the
  *   rollup per (hook, hour, attribute set) (attr-rollups.ts, pruned with the events); only the partial hours at a
@@ -21,14 +29,29 @@
  * attribute set, the edges from the raw events.
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
-import { SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
+import { MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
 import { DAY, HOUR, type Granularity } from './segments.ts';
 
 export const DIM_ROLLUP_TABLES = { hour: 'rollup_dim_1h', day: 'rollup_dim_1d' } as const;
+/** The client versions per dimension value, across hooks (see the header). */
+export const DIM_CLIENT_TABLES = { hour: 'rollup_dim_client_1h', day: 'rollup_dim_client_1d' } as const;
 export type DimGranularity = keyof typeof DIM_ROLLUP_TABLES;
 export const DIM_GRANULARITIES: readonly DimGranularity[] = ['hour', 'day'];
 /** Key columns of a dimension rollup row, in primary-key order. */
-export const DIM_ROLLUP_KEY = ['hook_id', 'dim', 'bucket', 'value', 'service_name', 'service_version'] as const;
+export const DIM_ROLLUP_KEY = ['dim', 'value', 'bucket', 'hook_id'] as const;
+/** Key columns of a client-per-dimension rollup row, in primary-key order. */
+export const DIM_CLIENT_KEY = ['dim', 'bucket', 'value', 'service_name', 'service_version'] as const;
+
+/** A family of dimension rollup tables: one table per granularity, one key. */
+export interface DimFamily {
+  tables: Readonly<Record<DimGranularity, string>>;
+  key: readonly string[];
+}
+export const DIM_HOOK_FAMILY: DimFamily = { tables: DIM_ROLLUP_TABLES, key: DIM_ROLLUP_KEY };
+export const DIM_CLIENT_FAMILY: DimFamily = { tables: DIM_CLIENT_TABLES, key: DIM_CLIENT_KEY };
+export const DIM_FAMILIES: readonly DimFamily[] = [DIM_HOOK_FAMILY, DIM_CLIENT_FAMILY];
+/** Every dimension rollup table. */
+export const DIM_TABLE_NAMES: readonly string[] = DIM_FAMILIES.flatMap((f) => DIM_GRANULARITIES.map((g) => f.tables[g]));
 
 /** Built-in dimensions with few values per hook and hour, rolled up whatever the configuration. */
 export const ROLLED_BUILTINS = ['organization.id', 'terminal.type', 'hookwatch.source'] as const;
@@ -57,9 +80,8 @@ export function dimValue(e: HookEvent, dim: string): string {
 }
 
 /**
- * Tables of the dimension rollups (one migration of each backend). The primary key serves one hook's reads and
- * the index (dim, value, bucket) a filter across hooks. There is no index on the bucket alone, one index fewer
- * to update on every upsert: retention finds old rows through the primary key (dimPruneSql).
+ * Tables of the dimension rollups as first created (migration 6 of SQLite, 8 of PostgreSQL), keyed (hook,
+ * dimension, bucket, value, client name, client version); dimRollupRekeyDdl replaces them.
  */
 export function dimRollupDdl(counterColumns: string, int: string, tableOptions: string): string {
   return DIM_GRANULARITIES.map((g) => {
@@ -72,34 +94,72 @@ export function dimRollupDdl(counterColumns: string, int: string, tableOptions: 
     service_name TEXT NOT NULL,
     service_version TEXT NOT NULL,
     ${counterColumns},
-    PRIMARY KEY (${DIM_ROLLUP_KEY.join(', ')})
+    PRIMARY KEY (hook_id, dim, bucket, value, service_name, service_version)
   )${tableOptions};
   CREATE INDEX ${t}_value ON ${t} (dim, value, bucket);`;
   }).join('\n  ');
 }
 
-/** One dimension rollup row's worth of a commit. */
+/**
+ * The migration to today's dimension rollups (see the header), in place: each old table folded into a table
+ * keyed (dimension, value, bucket, hook) and into the client table of its granularity, then dropped. The
+ * primary key serves a filter across hooks; the index (hook, dimension, bucket) one hook's reads and retention
+ * (dimPruneSql). `counterColumns` is the backend's counter column DDL as its rollups store them today.
+ */
+export function dimRollupRekeyDdl(counterColumns: string, int: string, tableOptions: string, constraintRenames: boolean): string {
+  const cols = [...SUM_COLUMNS, ...MAX_COLUMNS];
+  const aggregates = [...SUM_COLUMNS.map((c) => `SUM(${c})`), ...MAX_COLUMNS.map((c) => `MAX(${c})`)].join(', ');
+  const keyDdl: Record<string, string> = { dim: 'dim TEXT NOT NULL', value: 'value TEXT NOT NULL', bucket: `bucket ${int} NOT NULL`, hook_id: 'hook_id TEXT NOT NULL', service_name: 'service_name TEXT NOT NULL', service_version: 'service_version TEXT NOT NULL' };
+  return DIM_GRANULARITIES.map((g) => {
+    const old = DIM_ROLLUP_TABLES[g];
+    const next = `${old}_next`;
+    const table = (name: string, key: readonly string[]): string => `CREATE TABLE ${name} (
+    ${key.map((k) => keyDdl[k]).join(',\n    ')},
+    ${counterColumns},
+    PRIMARY KEY (${key.join(', ')})
+  )${tableOptions};
+  INSERT INTO ${name} (${[...key, ...cols].join(', ')}) SELECT ${key.join(', ')}, ${aggregates} FROM ${old} GROUP BY ${key.join(', ')};`;
+    return `${table(next, DIM_ROLLUP_KEY)}
+  ${table(DIM_CLIENT_TABLES[g], DIM_CLIENT_KEY)}
+  DROP TABLE ${old};
+  ALTER TABLE ${next} RENAME TO ${old};
+  ${constraintRenames ? `ALTER TABLE ${old} RENAME CONSTRAINT ${next}_pkey TO ${old}_pkey;` : ''}
+  CREATE INDEX ${old}_hook ON ${old} (hook_id, dim, bucket);`;
+  }).join('\n  ');
+}
+
+/** One dimension rollup row's worth of a commit: its key (in its family's key order) and its counters. */
 export interface DimRollupGroup {
-  hookId: string;
-  dim: string;
-  bucket: number;
-  value: string;
-  serviceName: string;
-  serviceVersion: string;
+  key: (string | number)[];
   row: CounterRow;
+}
+
+/** What a commit adds to each family's table of each granularity. */
+export interface DimRollupRows {
+  hooks: Record<DimGranularity, DimRollupGroup[]>;
+  clients: Record<DimGranularity, DimRollupGroup[]>;
 }
 
 const SIZE: Record<DimGranularity, number> = { hour: HOUR, day: DAY };
 
+function compareKeys(a: readonly (string | number)[], b: readonly (string | number)[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as string | number;
+    const y = b[i] as string | number;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
 /**
  * What a commit adds to the dimension rollups: the events' deltas folded in memory into one group per key, so a
- * batch of thousands of events writes one upsert per (hook, dimension, bucket, value, client), in key order
- * (every backend takes row locks in the same order, as for the base rollups). Each event is folded once, into
- * the group of its hook, hour, client and every rolled value together; those few groups are then merged into the
- * per-dimension rows of each granularity (folding each event once per dimension and granularity cost three
- * times the ingest CPU of the base rollups).
+ * batch of thousands of events writes one upsert per row of each table, in key order (every backend takes row
+ * locks in the same order, as for the base rollups). Each event is folded once, into the group of its hook,
+ * hour, client and every rolled value together; those few groups are then merged into the rows of each family
+ * and granularity (folding each event once per dimension and granularity cost three times the ingest CPU of the
+ * base rollups).
  */
-export function groupForDimRollups(events: readonly HookEvent[], dims: readonly string[]): Record<DimGranularity, DimRollupGroup[]> {
+export function groupForDimRollups(events: readonly HookEvent[], dims: readonly string[]): DimRollupRows {
   const combos = new Map<string, { e: HookEvent; hour: number; values: string[]; row: CounterRow }>();
   for (const e of events) {
     const hour = Math.floor(e.timeMs / HOUR) * HOUR;
@@ -109,23 +169,28 @@ export function groupForDimRollups(events: readonly HookEvent[], dims: readonly 
     if (!combo) combos.set(key, (combo = { e, hour, values, row: emptyRow() }));
     addEvent(combo.row, e);
   }
-  const out = {} as Record<DimGranularity, DimRollupGroup[]>;
-  for (const g of DIM_GRANULARITIES) {
-    const groups = new Map<string, DimRollupGroup>();
-    for (const { e, hour, values, row } of combos.values()) {
-      const bucket = Math.floor(hour / SIZE[g]) * SIZE[g];
-      dims.forEach((dim, i) => {
-        const value = values[i] as string;
-        const key = JSON.stringify([e.hookId, dim, bucket, value, e.serviceName, e.serviceVersion]);
-        let group = groups.get(key);
-        if (!group) groups.set(key, (group = { hookId: e.hookId, dim, bucket, value, serviceName: e.serviceName, serviceVersion: e.serviceVersion, row: emptyRow() }));
-        mergeRow(group.row, row);
-      });
+  const fold = (keyOf: (e: HookEvent, dim: string, bucket: number, value: string) => (string | number)[]): Record<DimGranularity, DimRollupGroup[]> => {
+    const out = {} as Record<DimGranularity, DimRollupGroup[]>;
+    for (const g of DIM_GRANULARITIES) {
+      const groups = new Map<string, DimRollupGroup>();
+      for (const { e, hour, values, row } of combos.values()) {
+        const bucket = Math.floor(hour / SIZE[g]) * SIZE[g];
+        dims.forEach((dim, i) => {
+          const key = keyOf(e, dim, bucket, values[i] as string);
+          const id = JSON.stringify(key);
+          let group = groups.get(id);
+          if (!group) groups.set(id, (group = { key, row: emptyRow() }));
+          mergeRow(group.row, row);
+        });
+      }
+      out[g] = [...groups.values()].sort((a, b) => compareKeys(a.key, b.key));
     }
-    const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-    out[g] = [...groups.values()].sort((a, b) => cmp(a.hookId, b.hookId) || cmp(a.dim, b.dim) || a.bucket - b.bucket || cmp(a.value, b.value) || cmp(a.serviceName, b.serviceName) || cmp(a.serviceVersion, b.serviceVersion));
-  }
-  return out;
+    return out;
+  };
+  return {
+    hooks: fold((e, dim, bucket, value) => [dim, value, bucket, e.hookId]),
+    clients: fold((e, dim, bucket, value) => [dim, bucket, value, e.serviceName, e.serviceVersion]),
+  };
 }
 
 /** What a query groups by: hook, client (name and version), or the values of a dimension. */
@@ -136,7 +201,8 @@ export type Grouping = 'hook' | 'client' | { dimension: string };
  * - rollups: the base rollups (no filter, or filters on service.name / service.version only), `keyFilters` applied
  *   as WHERE on their key columns;
  * - dims: one rolled dimension (filtered on, grouped by, or both): whole hours and days from the dimension
- *   rollups, the rest of the range from raw events;
+ *   rollups (the client tables when grouped by client, `keyFilters` then on their client columns), the rest of
+ *   the range from raw events;
  * - raw: what no rollup of a value serves: whole hours and days from the rollup per attribute set
  *   (attr-rollups.ts), the rest of the range from raw events.
  */
@@ -164,8 +230,13 @@ export function planRead(filters: Record<string, string>, grouping: Grouping, ro
     if (!need(d) || v === '') return { source: 'raw' };
     value = v;
   }
-  if (typeof grouping === 'object' && !Object.hasOwn(ROLLUP_KEY_DIMENSIONS, grouping.dimension) && !need(grouping.dimension)) return { source: 'raw' };
-  return dim === undefined ? { source: 'rollups', keyFilters } : { source: 'dims', dim, value, keyFilters };
+  const byClientKey = typeof grouping === 'object' && Object.hasOwn(ROLLUP_KEY_DIMENSIONS, grouping.dimension);
+  if (typeof grouping === 'object' && !byClientKey && !need(grouping.dimension)) return { source: 'raw' };
+  if (dim === undefined) return { source: 'rollups', keyFilters };
+  // The client columns sit only in the client tables, which have no hook: a client filter or breakdown with a
+  // dimension is served there for the client-version list, and by the rollup per attribute set otherwise.
+  if (byClientKey || (keyFilters.length > 0 && grouping !== 'client')) return { source: 'raw' };
+  return { source: 'dims', dim, value, keyFilters };
 }
 
 /** Columns of a rollup table (base or dimension) a grouping reads. */
@@ -200,7 +271,7 @@ export const ROLLED_DIMENSIONS_META = 'rolled_dimensions';
  * Parameter 1 (rendered by `p`) is the dimension's name.
  */
 export function dimRemoveSql(p: (n: number) => string): string[] {
-  return DIM_GRANULARITIES.map((g) => `DELETE FROM ${DIM_ROLLUP_TABLES[g]} WHERE dim = ${p(1)}`);
+  return DIM_TABLE_NAMES.map((t) => `DELETE FROM ${t} WHERE dim = ${p(1)}`);
 }
 
 /**
@@ -217,21 +288,26 @@ export function dimRebuildSql(
   eventHook: { id: string; group: string },
 ): string[] {
   const v = `COALESCE(${dimExpr(dim)}, '')`;
-  const sn = dimExpr('service.name');
-  const sv = dimExpr('service.version');
-  const cols = [...DIM_ROLLUP_KEY, ...counterColumns].join(', ');
+  const exprs: Record<string, string> = { dim: `CAST(${p(1)} AS TEXT)`, value: v, hook_id: eventHook.id, service_name: dimExpr('service.name'), service_version: dimExpr('service.version') };
+  const groups: Record<string, string> = { ...exprs, hook_id: eventHook.group };
   // A SUM over events that all lack a count is NULL; the rollups' count columns are 0 then (counterColumnsDdl).
   const counts: readonly string[] = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
   const outer = counterColumns.map((c) => (counts.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
-  return [
-    `INSERT INTO ${DIM_ROLLUP_TABLES.hour} (${cols})
-     SELECT hook_id, CAST(${p(1)} AS TEXT), b, v, sn, sv, ${outer} FROM (
-       SELECT ${eventHook.id} AS hook_id, (time_ms / ${HOUR}) * ${HOUR} AS b, ${v} AS v, ${sn} AS sn, ${sv} AS sv, ${aggregates.events}
-       FROM events GROUP BY ${eventHook.group}, (time_ms / ${HOUR}) * ${HOUR}, ${v}, ${sn}, ${sv}) s`,
-    `INSERT INTO ${DIM_ROLLUP_TABLES.day} (${cols})
-     SELECT hook_id, dim, (bucket / ${DAY}) * ${DAY}, value, service_name, service_version, ${aggregates.rollups}
-     FROM ${DIM_ROLLUP_TABLES.hour} WHERE dim = ${p(1)} GROUP BY hook_id, dim, (bucket / ${DAY}) * ${DAY}, value, service_name, service_version`,
-  ];
+  const b = `(time_ms / ${HOUR}) * ${HOUR}`;
+  return DIM_FAMILIES.flatMap((f) => {
+    const cols = [...f.key, ...counterColumns].join(', ');
+    const inner = f.key.filter((k) => k !== 'bucket' && k !== 'dim');
+    const day = f.key.map((k) => (k === 'bucket' ? `(bucket / ${DAY}) * ${DAY}` : k)).join(', ');
+    return [
+      `INSERT INTO ${f.tables.hour} (${cols})
+     SELECT ${f.key.map((k) => (k === 'bucket' ? 'b' : k === 'dim' ? exprs.dim : `k_${k}`)).join(', ')}, ${outer} FROM (
+       SELECT ${b} AS b, ${inner.map((k) => `${exprs[k]} AS k_${k}`).join(', ')}, ${aggregates.events}
+       FROM events GROUP BY ${b}, ${inner.map((k) => groups[k]).join(', ')}) s`,
+      `INSERT INTO ${f.tables.day} (${cols})
+     SELECT ${day}, ${aggregates.rollups}
+     FROM ${f.tables.hour} WHERE dim = ${p(1)} GROUP BY ${day}`,
+    ];
+  });
 }
 
 /** The dimensions to remove and to rebuild, going from the set last synced (`had`, null: never) to `want`. */
@@ -259,12 +335,21 @@ export function rollupWhere(plan: ReadPlan, dims: boolean, param: (v: string) =>
 export const DIM_PRUNE_HOOKS = 100;
 
 /**
- * Retention of a dimension rollup table through its primary key: rows of a chunk of hooks (`hooks`, the SQL
- * that matches hook_id against parameter 1) and one dimension (parameter 2) before (`<`) or from (`>=`) a
- * bucket (parameter 3). Bounded by the chunk, so each statement stays short.
+ * Retention of a dimension rollup table through its (hook, dimension, bucket) index: rows of a chunk of hooks
+ * (`hooks`, the SQL that matches hook_id against parameter 1) and one dimension (parameter 2) before (`<`) or
+ * from (`>=`) a bucket (parameter 3). Bounded by the chunk, so each statement stays short.
  */
 export function dimPruneSql(table: string, hooks: string, op: '<' | '>=', p: (n: number) => string): string {
   return `DELETE FROM ${table} WHERE ${hooks} AND dim = ${p(2)} AND bucket ${op} ${p(3)}`;
+}
+
+/**
+ * Retention of a client-per-dimension table through its primary key (dimension, bucket, ...): one dimension
+ * (parameter 1) before or from a bucket (parameter 2). The table has a row per dimension value, client and hour
+ * across hooks, so one statement per dimension stays short.
+ */
+export function dimClientPruneSql(table: string, op: '<' | '>=', p: (n: number) => string): string {
+  return `DELETE FROM ${table} WHERE dim = ${p(1)} AND bucket ${op} ${p(2)}`;
 }
 
 /** How a store reads what newestFilteredEvent asks. */

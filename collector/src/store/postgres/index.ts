@@ -15,7 +15,7 @@ import { COUNTER_COLUMNS, GRANULARITIES, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, gr
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
+import { DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
 import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
@@ -122,8 +122,18 @@ const GUARD_SQL = guardTrimSql((n) => `$${n}`);
  */
 const ZERO_AS_NULL_SUMS: ReadonlySet<string> = new Set(SUM_COLUMNS.filter((c) => !c.startsWith('sum_')));
 
-/** Every rollup table: migration 12 narrows their maxima, retention rebuilds their indexes when they have grown. */
-const ROLLUP_TABLE_NAMES = [...Object.values(ROLLUP_TABLES), ...Object.values(DIM_ROLLUP_TABLES), ATTR_ROLLUP_TABLE];
+/** The rollup tables migration 12 narrows (those of that version of the schema). */
+const NARROWED_ROLLUP_TABLES = [...Object.values(ROLLUP_TABLES), 'rollup_dim_1h', 'rollup_dim_1d', ATTR_ROLLUP_TABLE];
+/** Every rollup table: retention rebuilds their indexes when they have grown. */
+const ROLLUP_TABLE_NAMES = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE];
+
+/**
+ * The rollups' counter columns as migration 12 left them: 8-byte sums (the plain ones NULL for 0), 4-byte
+ * maxima. Tables created after it use the same.
+ */
+function narrowedCounterColumnsDdl(): string {
+  return [...SUM_COLUMNS.map((c) => `${c} BIGINT${c.startsWith('sum_') ? '' : ' DEFAULT 0'}`), ...MAX_COLUMNS.map((c) => `${c} INTEGER`)].join(',\n  ');
+}
 
 /**
  * Migration 12. Event counts and sizes, and the rollups' maxima of them, become 4-byte integers
@@ -136,7 +146,7 @@ function narrowIntegersDdl(): string {
   return [
     `ALTER TABLE events ${COUNT_COLUMNS.map(narrow).join(', ')},
       ALTER COLUMN key TYPE BIGINT USING ('x' || encode(substring(key FROM 9 FOR 8), 'hex'))::bit(64)::bigint;`,
-    ...ROLLUP_TABLE_NAMES.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
+    ...NARROWED_ROLLUP_TABLES.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
   ].join('\n');
 }
 
@@ -208,6 +218,9 @@ export const MIGRATIONS: readonly string[] = [
   // (narrowIntegersDdl): 271 bytes per event before at the store benchmark's million events. Rewrites the events
   // and rollup tables once.
   narrowIntegersDdl(),
+  // 13: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
+  // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
+  dimRollupRekeyDdl(narrowedCounterColumnsDdl(), 'BIGINT', '', true),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -628,10 +641,12 @@ export class PostgresStore implements Store {
     }
     // Dimension rollups the same way: the batch's deltas folded in memory, one multi-row upsert per table.
     const dimRows = groupForDimRollups(events, this.rolled);
-    const dimKey = DIM_ROLLUP_KEY.map((c): [string, string] => [c, c === 'bucket' ? 'int8' : 'text']);
-    for (const g of DIM_GRANULARITIES) {
-      const list = dimRows[g];
-      await upsertRollups(client, DIM_ROLLUP_TABLES[g], dimKey, list.map((x) => [x.hookId, x.dim, x.bucket, x.value, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
+    for (const [family, rowsOf] of [[DIM_HOOK_FAMILY, dimRows.hooks], [DIM_CLIENT_FAMILY, dimRows.clients]] as const) {
+      const dimKey = family.key.map((c): [string, string] => [c, c === 'bucket' ? 'int8' : 'text']);
+      for (const g of DIM_GRANULARITIES) {
+        const list = rowsOf[g];
+        await upsertRollups(client, family.tables[g], dimKey, list.map((x) => x.key), list.map((x) => x.row));
+      }
     }
   }
 
@@ -719,7 +734,7 @@ export class PostgresStore implements Store {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
         // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
         if (seg.events || (plan.source === 'dims' && dimG === undefined)) return fromEvents(seg.fromMs, seg.toMs);
-        const table = dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
+        const table = dimG !== undefined ? (grouping === 'client' ? DIM_CLIENT_TABLES : DIM_ROLLUP_TABLES)[dimG] : ROLLUP_TABLES[seg.granularity];
         const a = params.push(seg.fromMs);
         const b = params.push(seg.toMs);
         const cond = rollupWhere(plan, dimG !== undefined, (v) => `$${params.push(v)}`);
@@ -955,6 +970,9 @@ export class PostgresStore implements Store {
         for (const t of Object.values(DIM_ROLLUP_TABLES)) {
           for (const dim of this.rolled) await this.write(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]);
         }
+      }
+      for (const t of Object.values(DIM_CLIENT_TABLES)) {
+        for (const dim of this.rolled) await this.write(dimClientPruneSql(t, op, (k) => `$${k}`), [dim, bound]);
       }
     };
     await dimPrune('<', rollupsBeforeMs);

@@ -11,7 +11,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
-import { DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
+import { DIM_CLIENT_KEY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
@@ -75,6 +75,9 @@ export const MIGRATIONS: readonly string[] = [
   }),
   // 8: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
   attrRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', 'INTEGER', ' WITHOUT ROWID'),
+  // 9: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
+  // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
+  dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID', false),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -150,7 +153,7 @@ interface Connection {
   attrTouch: StatementSync;
   upsertHook: StatementSync;
   upserts: Record<Granularity, StatementSync>;
-  dimUpserts: Record<DimGranularity, StatementSync>;
+  dimUpserts: Record<'hooks' | 'clients', Record<DimGranularity, StatementSync>>;
   attrUpsert: StatementSync;
   hookExists: StatementSync;
   hookCount: StatementSync;
@@ -246,12 +249,13 @@ export class SqliteStore implements Store {
           `INSERT INTO ${table} AS t (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
            ON CONFLICT (hook_id, bucket, service_name, service_version) DO UPDATE SET ${upsertSetClause()}`,
         );
-      const dimCols = [...DIM_ROLLUP_KEY, ...COUNTER_COLUMNS];
-      const dimUpsert = (table: string): StatementSync =>
-        db.prepare(
+      const dimUpsert = (table: string, key: readonly string[]): StatementSync => {
+        const dimCols = [...key, ...COUNTER_COLUMNS];
+        return db.prepare(
           `INSERT INTO ${table} AS t (${dimCols.join(', ')}) VALUES (${dimCols.map(() => '?').join(', ')})
-           ON CONFLICT (${DIM_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
+           ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
         );
+      };
       let file: Connection['file'];
       if (this.path !== ':memory:') {
         const st = statSync(this.path);
@@ -270,7 +274,10 @@ export class SqliteStore implements Store {
            ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
         ),
         upserts: { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) },
-        dimUpserts: { hour: dimUpsert(DIM_ROLLUP_TABLES.hour), day: dimUpsert(DIM_ROLLUP_TABLES.day) },
+        dimUpserts: {
+          hooks: { hour: dimUpsert(DIM_ROLLUP_TABLES.hour, DIM_ROLLUP_KEY), day: dimUpsert(DIM_ROLLUP_TABLES.day, DIM_ROLLUP_KEY) },
+          clients: { hour: dimUpsert(DIM_CLIENT_TABLES.hour, DIM_CLIENT_KEY), day: dimUpsert(DIM_CLIENT_TABLES.day, DIM_CLIENT_KEY) },
+        },
         attrUpsert: db.prepare(
           `INSERT INTO ${ATTR_ROLLUP_TABLE} AS t (${[...ATTR_ROLLUP_KEY, ...COUNTER_COLUMNS].join(', ')}) VALUES (${[...ATTR_ROLLUP_KEY, ...COUNTER_COLUMNS].map(() => '?').join(', ')})
            ON CONFLICT (${ATTR_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
@@ -638,9 +645,11 @@ export class SqliteStore implements Store {
   private applyDimRollups(events: HookEvent[]): void {
     if (events.length === 0) return;
     const dimRows = groupForDimRollups(events, this.rolled);
-    for (const g of DIM_GRANULARITIES) {
-      const stmt = this.c.dimUpserts[g];
-      for (const r of dimRows[g]) stmt.run(r.hookId, r.dim, r.bucket, r.value, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
+    for (const family of ['hooks', 'clients'] as const) {
+      for (const g of DIM_GRANULARITIES) {
+        const stmt = this.c.dimUpserts[family][g];
+        for (const r of dimRows[family][g]) stmt.run(...r.key, ...COUNTER_COLUMNS.map((c) => r.row[c]));
+      }
     }
   }
 
@@ -699,7 +708,7 @@ export class SqliteStore implements Store {
       const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
       const fromEvents = readsEvents(seg);
       const fromAttrs = attrRolled(seg);
-      const source = fromEvents ? 'events' : fromAttrs ? ATTR_ROLLUP_TABLE : dimG !== undefined ? DIM_ROLLUP_TABLES[dimG] : ROLLUP_TABLES[seg.granularity];
+      const source = fromEvents ? 'events' : fromAttrs ? ATTR_ROLLUP_TABLE : dimG !== undefined ? (grouping === 'client' ? DIM_CLIENT_TABLES : DIM_ROLLUP_TABLES)[dimG] : ROLLUP_TABLES[seg.granularity];
       // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
       // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute, filtered or not.
       const cacheable = seg.toMs <= openFrom;
@@ -993,6 +1002,10 @@ export class SqliteStore implements Store {
           const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', op, (k) => `?${k}`);
           for (const dim of this.rolled) n += Number(this.read(() => this.c.sql.get(sql).run(chunk, dim, bound).changes));
         }
+      }
+      for (const t of Object.values(DIM_CLIENT_TABLES)) {
+        const sql = dimClientPruneSql(t, op, (k) => `?${k}`);
+        for (const dim of this.rolled) n += Number(this.read(() => this.c.sql.get(sql).run(dim, bound).changes));
       }
       return n;
     };
