@@ -15,7 +15,7 @@ import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
-import { COUNTER_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
+import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { DIM_CLIENT_TABLES, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimRollupDdl } from './dim-rollups.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
@@ -79,7 +79,8 @@ interface Backend {
   /** Columns of the primary key of `table`, in order, and the names of its other indexes. */
   keys(table: string): Promise<{ primary: string[]; indexes: string[] }>;
   prune(store: Store, rollupsBeforeMs: number): Promise<void>;
-  lastVersion: number;
+  /** What else the backend's migration must have done. */
+  checkUpgraded?(): Promise<void>;
 }
 
 function suite(make: () => Backend): void {
@@ -102,6 +103,7 @@ function suite(make: () => Backend): void {
     expect(await b.count(DIM_CLIENT_TABLES.day)).toBe(distinct((e) => [e.extra['team'], day(e), e.serviceName, e.serviceVersion]));
     expect(await b.keys(DIM_ROLLUP_TABLES.hour)).toEqual({ primary: ['dim', 'value', 'bucket', 'hook_id'], indexes: ['rollup_dim_1h_hook'] });
     expect(await b.keys(DIM_CLIENT_TABLES.day)).toEqual({ primary: ['dim', 'bucket', 'value', 'service_name', 'service_version'], indexes: [] });
+    await b.checkUpgraded?.();
 
     // Whole days, and a range with partial hours and days at both edges (hours from the hour tables).
     for (const range of [{ fromMs: T0, toMs: T0 + 3 * DAY }, { fromMs: T0 + 90 * MINUTE + 20_000, toMs: T0 + 2 * DAY + 5 * HOUR + 30 * MINUTE }]) {
@@ -171,7 +173,6 @@ describe('dimension rollups keyed by value first: SQLite upgrade', () => {
       }
     };
     return {
-      lastVersion: SQLITE_MIGRATIONS.length,
       open: async () => {
         const s = new SqliteStore({ path, synchronous: 'normal', dimensions: ['team'] });
         stores.push(s);
@@ -220,19 +221,32 @@ describe('dimension rollups keyed by value first: PostgreSQL upgrade', () => {
       }
     };
     return {
-      lastVersion: PG_MIGRATIONS.length,
       open: async () => {
         const s = await PostgresStore.open({ url: await url(), dimensions: ['team'], poolSize: 3 });
         stores.push(s);
         return s;
       },
+      // As migration 12 left the tables (4-byte maxima, plain sums that may be NULL) and the previous version
+      // wrote them (a plain sum of 0 as NULL).
       downgrade: async (events) => {
         await q(previousDimSql('BIGINT', '', PG_MIGRATIONS.length));
+        const plain = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
+          await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...plain.map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
           for (const r of oldRows(events, size)) {
-            await q(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`, [...r.key, ...COUNTER_COLUMNS.map((c) => r.row[c])]);
+            const values = COUNTER_COLUMNS.map((c) => ((plain as readonly string[]).includes(c) && r.row[c] === 0 ? null : r.row[c]));
+            await q(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`, [...r.key, ...values]);
           }
         }
+        // Retention had rebuilt the old primary keys and noted their packed share; the new keys take their names.
+        await q(`INSERT INTO store_meta (key, value) VALUES ('index_packed_share:rollup_dim_1h_pkey', '0.4'), ('index_packed_share:rollup_1h_pkey', '0.3')
+          ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+      },
+      checkUpgraded: async () => {
+        const noted = await q<{ key: string }>(`SELECT key FROM store_meta WHERE key LIKE 'index_packed_share:%' ORDER BY key`);
+        expect(noted.map((r) => r.key)).toEqual(['index_packed_share:rollup_1h_pkey']);
+        const pkeys = await q<{ n: string }>(`SELECT conname AS n FROM pg_constraint WHERE contype = 'p' AND conrelid::regclass::text LIKE 'rollup_dim%' ORDER BY 1`);
+        expect(pkeys.map((r) => r.n)).toEqual(['rollup_dim_1d_pkey', 'rollup_dim_1h_pkey', 'rollup_dim_client_1d_pkey', 'rollup_dim_client_1h_pkey']);
       },
       count: async (table) => Number((await q<{ n: string }>(`SELECT COUNT(*)::text AS n FROM ${table}`))[0]?.n),
       keys: async (table) => {

@@ -24,9 +24,9 @@
  *
  * There are no per-minute dimension rollups (at org scale nearly one row per event). A range's partial hours at
  * its edges (and the hour being written) are read from the raw events: at most about two hours of events,
- * whatever the length of the history. A filter naming two rolled dimensions, a raw-only dimension, or an empty
- * value (rolled up together with a missing attribute) is planned 'raw': whole hours from the rollup per
- * attribute set, the edges from the raw events.
+ * whatever the length of the history. A filter naming two rolled dimensions (service.name / service.version
+ * count as one), a raw-only dimension, or an empty value (rolled up together with a missing attribute) is planned
+ * 'raw': whole hours from the rollup per attribute set, the edges from the raw events.
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
@@ -61,8 +61,9 @@ export const ROLLUP_KEY_DIMENSIONS: Readonly<Record<string, 'service_name' | 'se
 
 /**
  * The dimensions rolled up for a configuration's `dimensions`: each configured key, and of the built-ins only the
- * low-cardinality ones listed there too (ROLLED_BUILTINS). Every rolled dimension costs rows per hook, hour, value
- * and client at ingest, so only what a team filters by is rolled; the other built-ins read the raw events.
+ * low-cardinality ones listed there too (ROLLED_BUILTINS). Every rolled dimension costs rows per hook, hour and
+ * value (and per client, hour and value) at ingest, so only what a team filters by is rolled; the other built-ins
+ * read the raw events.
  */
 export function rolledDimensions(extraDimensions: readonly string[]): string[] {
   const out: string[] = [];
@@ -200,9 +201,9 @@ export type Grouping = 'hook' | 'client' | { dimension: string };
  * Where a filtered or grouped read comes from:
  * - rollups: the base rollups (no filter, or filters on service.name / service.version only), `keyFilters` applied
  *   as WHERE on their key columns;
- * - dims: one rolled dimension (filtered on, grouped by, or both): whole hours and days from the dimension
- *   rollups (the client tables when grouped by client, `keyFilters` then on their client columns), the rest of
- *   the range from raw events;
+ * - dims: one rolled dimension (filtered on, grouped by, or both) and no client filter: whole hours and days
+ *   from the dimension rollups (the client tables when grouped by client), the rest of the range from raw
+ *   events;
  * - raw: what no rollup of a value serves: whole hours and days from the rollup per attribute set
  *   (attr-rollups.ts), the rest of the range from raw events.
  */
@@ -233,9 +234,9 @@ export function planRead(filters: Record<string, string>, grouping: Grouping, ro
   const byClientKey = typeof grouping === 'object' && Object.hasOwn(ROLLUP_KEY_DIMENSIONS, grouping.dimension);
   if (typeof grouping === 'object' && !byClientKey && !need(grouping.dimension)) return { source: 'raw' };
   if (dim === undefined) return { source: 'rollups', keyFilters };
-  // The client columns sit only in the client tables, which have no hook: a client filter or breakdown with a
-  // dimension is served there for the client-version list, and by the rollup per attribute set otherwise.
-  if (byClientKey || (keyFilters.length > 0 && grouping !== 'client')) return { source: 'raw' };
+  // A dimension and a client at once is two dimensions at once: no table keeps (value, client, hook) together
+  // (with the client in the per-hook key, client versions multiply the rows a dimension filter reads).
+  if (byClientKey || keyFilters.length > 0) return { source: 'raw' };
   return { source: 'dims', dim, value, keyFilters };
 }
 

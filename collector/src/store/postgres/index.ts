@@ -15,7 +15,7 @@ import { COUNTER_COLUMNS, GRANULARITIES, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, gr
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
+import { type DimFamily, type DimGranularity, type DimRollupGroup, type DimRollupRows, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
 import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
@@ -219,8 +219,10 @@ export const MIGRATIONS: readonly string[] = [
   // and rollup tables once.
   narrowIntegersDdl(),
   // 13: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
-  // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
-  dimRollupRekeyDdl(narrowedCounterColumnsDdl(), 'BIGINT', '', true),
+  // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace. The packed share noted for the old
+  // primary keys (retention's index rebuilds) does not describe the new ones, which take their names.
+  `${dimRollupRekeyDdl(narrowedCounterColumnsDdl(), 'BIGINT', '', true)}
+  DELETE FROM store_meta WHERE key IN (${Object.values(DIM_ROLLUP_TABLES).map((t) => `'${PACKED_SHARE}${t}_pkey'`).join(', ')});`,
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -286,6 +288,15 @@ async function upsertRollups(client: pg.PoolClient, table: string, key: readonly
      ON CONFLICT (${key.map(([c]) => c).join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
     params,
   );
+}
+
+/** A family of dimension rollups' rows of a commit (dim-rollups.ts groupForDimRollups): one upsert per table. */
+async function upsertDimFamily(client: pg.PoolClient, family: DimFamily, rows: Record<DimGranularity, DimRollupGroup[]>): Promise<void> {
+  const key = family.key.map((c): [string, string] => [c, c === 'bucket' ? 'int8' : 'text']);
+  for (const g of DIM_GRANULARITIES) {
+    const list = rows[g];
+    await upsertRollups(client, family.tables[g], key, list.map((x) => x.key), list.map((x) => x.row));
+  }
 }
 
 /** An index and its table, their sizes, and the share of the table the index had after its last rebuild (if noted). */
@@ -577,9 +588,12 @@ export class PostgresStore implements Store {
       const fresh = new Set(r.rows.map((row) => String(row.key)));
       const inserted = sorted.filter((_, i) => fresh.has(keys[i] as string));
       if (inserted.length > 0) {
-        await this.applyRollups(client, inserted);
+        const dimRows = await this.applyRollups(client, inserted);
         const attrOf = new Map(sorted.map((e, i) => [e, attrs[i] as number]));
         await this.applyAttrRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number));
+        // Last: the client rows per dimension value are shared by every batch of a team, whatever its hooks, so
+        // their row locks are taken just before the commit that releases them.
+        await upsertDimFamily(client, DIM_CLIENT_FAMILY, dimRows.clients);
       }
       return inserted;
     }, this.onLost);
@@ -626,7 +640,8 @@ export class PostgresStore implements Store {
     });
   }
 
-  private async applyRollups(client: pg.PoolClient, events: HookEvent[]): Promise<void> {
+  /** The hooks and the base and per-hook dimension rollups; returns the dimension rows (the client ones still to write). */
+  private async applyRollups(client: pg.PoolClient, events: HookEvent[]): Promise<DimRollupRows> {
     const { hooks, rows } = groupForRollups(events, Date.now());
     const hookList = [...hooks.entries()];
     await client.query(
@@ -641,13 +656,8 @@ export class PostgresStore implements Store {
     }
     // Dimension rollups the same way: the batch's deltas folded in memory, one multi-row upsert per table.
     const dimRows = groupForDimRollups(events, this.rolled);
-    for (const [family, rowsOf] of [[DIM_HOOK_FAMILY, dimRows.hooks], [DIM_CLIENT_FAMILY, dimRows.clients]] as const) {
-      const dimKey = family.key.map((c): [string, string] => [c, c === 'bucket' ? 'int8' : 'text']);
-      for (const g of DIM_GRANULARITIES) {
-        const list = rowsOf[g];
-        await upsertRollups(client, family.tables[g], dimKey, list.map((x) => x.key), list.map((x) => x.row));
-      }
-    }
+    await upsertDimFamily(client, DIM_HOOK_FAMILY, dimRows.hooks);
+    return dimRows;
   }
 
   /** The hourly rollup per (hook, attribute set) (attr-rollups.ts): one multi-row upsert per commit. */
