@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyBatches } from '../../../test/support/history.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { PostgresStore } from './index.ts';
+import { PostgresStore, READ_RANDOM_PAGE_COST } from './index.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -57,6 +57,20 @@ describe('PostgreSQL read pool', () => {
       expect([...counters.values()].reduce((n, c) => n + c.executions, 0)).toBe(400);
     } finally {
       await locker.end().catch(() => {});
+      await store.close();
+    }
+  });
+
+  it('plans reads for data in memory: no parallel workers, random pages as cheap as sequential ones; ingest connections keep the server\'s settings', async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.open({ url, readers: 1, dimensions: ['team'] });
+    try {
+      const pools = store as unknown as { readPool: pg.Pool; pool: pg.Pool };
+      const settings = async (p: pg.Pool): Promise<Record<string, string>> =>
+        (await p.query<{ w: string; r: string }>("SELECT current_setting('max_parallel_workers_per_gather') AS w, current_setting('random_page_cost') AS r")).rows[0] as Record<string, string>;
+      expect(await settings(pools.readPool)).toEqual({ w: '0', r: String(READ_RANDOM_PAGE_COST) });
+      expect(await settings(pools.pool)).toEqual({ w: '2', r: '4' });
+    } finally {
       await store.close();
     }
   });
