@@ -220,16 +220,18 @@ export const INDEXED_BUILTIN_DIMENSIONS = ['user.id', 'user.email', 'user.accoun
  * configured extra dimension and of INDEXED_BUILTIN_DIMENSIONS (`expr` gives its expression, as the filters write
  * it), so a filter's matching sets (attrFilter 'sets') are found through the index instead of by reading every
  * set of the history (one a session). A set is written once per session, so the indexes cost ingest next to
- * nothing. Named after a hash of the indexed expression: any dimension makes a valid name, and an expression
- * written differently gets a new index (an index on the old one would no longer serve the filters). The stores
- * drop the ones no longer wanted.
+ * nothing. Each index also holds last_ms, so a filter over a recent stretch finds only the sets used in it
+ * (attrFilter `liveFrom`). Named after a hash of the indexed columns: any dimension makes a valid name, and an
+ * expression written differently gets a new index (an index on the old one would no longer serve the
+ * filters). The stores drop the ones no longer wanted.
  */
 export function attrSetIndexes(extraDims: readonly string[], expr: (dim: string) => string): Map<string, string> {
   const out = new Map<string, string>();
   for (const dim of [...INDEXED_BUILTIN_DIMENSIONS, ...extraDims]) {
     const e = expr(dim);
-    const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', e, 'hex').slice(0, 16)}`;
-    out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets ((${e}))`);
+    const cols = `(${e}), last_ms`;
+    const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', cols, 'hex').slice(0, 16)}`;
+    out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets (${cols})`);
   }
   return out;
 }
@@ -256,15 +258,19 @@ export function quoteIdent(name: string): string {
  * their set in `attrs`, in one of two forms:
  * - 'sets': the matching sets first, then their rows. All conditions go in one lookup, so it takes the most
  *   selective index of attr_sets (attrSetIndexes); without one it reads every set of the history (one a
- *   session). Right for a long stretch of rows.
+ *   session). Right for a long stretch of rows. With `liveFrom` (the placeholder of the rows' earliest time)
+ *   only sets used since then: a set's last_ms is at least the time of every row naming it, so no set a row
+ *   from then on names is left out, and the index (value, last_ms) finds a recent stretch's few sets among
+ *   the month's.
  * - 'row': each row's own set looked up by id. It costs what the rows read cost, whatever the history holds;
  *   right for a short stretch (a range's partial hours at its edges, an hour of events).
  * Both select the same rows. No conditions: an empty string.
  */
-export function attrFilter(conds: readonly (readonly [string, string])[], form: 'sets' | 'row' = 'sets'): string {
+export function attrFilter(conds: readonly (readonly [string, string])[], form: 'sets' | 'row' = 'sets', liveFrom?: string): string {
   if (conds.length === 0) return '';
   const where = conds.map(([expr, param]) => `${expr} = ${param}`).join(' AND ');
-  return form === 'sets' ? `attrs IN (SELECT id FROM attr_sets WHERE ${where})` : `EXISTS (SELECT 1 FROM attr_sets WHERE attr_sets.id = attrs AND ${where})`;
+  if (form === 'row') return `EXISTS (SELECT 1 FROM attr_sets WHERE attr_sets.id = attrs AND ${where})`;
+  return `attrs IN (SELECT id FROM attr_sets WHERE ${where}${liveFrom === undefined ? '' : ` AND last_ms >= ${liveFrom}`})`;
 }
 
 export const EVENT_COLUMNS = [

@@ -698,7 +698,6 @@ export class PostgresStore implements Store {
     // Refuses a filter on an unknown dimension whatever is read; the clause itself is numbered on first use (a
     // parameter PostgreSQL sees no use of has no type and fails the statement).
     this.filterClause(filters, []);
-    let where: string | undefined;
     // Over attr_sets' columns (attrGroupedEventsQuery); built first too, so an unknown dimension is refused.
     const eventSelect = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
     const rollupSelect = rollupGroupColumns(grouping).map((g, i) => `${g} AS g${i}`).join(', ');
@@ -709,7 +708,8 @@ export class PostgresStore implements Store {
     const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : '';
     const plan = planRead(filters, grouping, this.rolled);
     const fromEvents = (a: number, b: number): string => {
-      where ??= this.filterClause(filters, params);
+      // Only the sets used since the stretch's start (attrFilter liveFrom): for the recent edges, a few hundred.
+      const where = this.filterClause(filters, params, 'sets', a);
       const pa = params.push(a);
       const pb = params.push(b);
       const cond = `time_ms >= $${pa} AND time_ms < $${pb} ${eventHookParam} ${where}`;
@@ -721,7 +721,7 @@ export class PostgresStore implements Store {
     // Whole hours and days from the rollup per attribute set (attr-rollups.ts): its columns are named as the
     // events' (hook, attrs), so the same hook and filter clauses apply.
     const fromAttrRollups = (a: number, b: number): string => {
-      where ??= this.filterClause(filters, params);
+      const where = this.filterClause(filters, params, 'sets', a);
       const cond = `bucket >= $${params.push(a)} AND bucket < $${params.push(b)} ${eventHookParam} ${where}`;
       return attrRollupQuery(grouping === 'hook' ? null : eventSelect, grouping === 'hook' ? 'g0' : group, cond);
     };
@@ -739,7 +739,6 @@ export class PostgresStore implements Store {
       const statements = runs.map((run) => {
         // Each statement numbers its own parameters after the hook's.
         params.splice(0, params.length, ...first);
-        where = undefined;
         const sql = run.granularity === 'minute' ? fromEvents(run.fromMs, run.toMs) : fromAttrRollups(run.fromMs, run.toMs);
         return { sql, params: [...params] };
       });
@@ -782,8 +781,9 @@ export class PostgresStore implements Store {
   }
 
   /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
-  private filterClause(filters: Record<string, string>, params: unknown[], form: 'sets' | 'row' = 'sets'): string {
-    const clause = attrFilter(Object.entries(filters).map(([dim, value]) => [this.attrExpr(dim), `$${params.push(value)}`] as const), form);
+  private filterClause(filters: Record<string, string>, params: unknown[], form: 'sets' | 'row' = 'sets', liveFromMs?: number): string {
+    const conds = Object.entries(filters).map(([dim, value]) => [this.attrExpr(dim), `$${params.push(value)}`] as const);
+    const clause = attrFilter(conds, form, liveFromMs === undefined || conds.length === 0 ? undefined : `$${params.push(liveFromMs)}`);
     return clause === '' ? '' : `AND ${clause}`;
   }
 

@@ -678,9 +678,12 @@ export class SqliteStore implements Store {
     const hookParam = hookId ? [hookId] : [];
     const filters = q.filters ?? {};
     // Built first: it refuses a filter on an unknown dimension whatever is read.
-    const [where, filterParams] = this.filterClause(filters);
+    const [, filterParams] = this.filterClause(filters);
     // A range's partial hours are read from raw events with each event's own set looked up (attrFilter).
     const [rowWhere] = this.filterClause(filters, 'row');
+    // Longer stretches pick the matching sets used since their start first (attrFilter liveFrom).
+    const [liveWhere] = this.filterClause(filters, 'sets', [], true);
+    const liveParams = (fromMs: number): SQLInputValue[] => (filterParams.length > 0 ? [...filterParams, fromMs] : filterParams);
     const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
     const eventHookClause = hookId ? `AND hook = ${hookRefOf('?')}` : '';
@@ -728,16 +731,17 @@ export class SqliteStore implements Store {
           // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
           // 1.0 s at 2 million events).
           const table = hookId ? 'events' : 'events INDEXED BY events_time';
-          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${seg.toMs - seg.fromMs <= HOUR ? rowWhere : where}`;
+          const short = seg.toMs - seg.fromMs <= HOUR;
+          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${short ? rowWhere : liveWhere}`;
           // Grouped by attributes (a user, a session, a client): folded per attribute set first, each set looked up once.
           sql = grouping === 'hook'
             ? `SELECT ${EVENT_HOOK_ID} AS g, ${eventAggregates()} FROM ${table} WHERE ${cond} GROUP BY hook`
             : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...filterParams];
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...(short ? filterParams : liveParams(seg.fromMs))];
         } else if (fromAttrs) {
           // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
-          sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${where}`);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...filterParams];
+          sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere}`);
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...liveParams(seg.fromMs)];
         } else {
           const rollupParams: SQLInputValue[] = [];
           const cond = rollupWhere(plan, dimG !== undefined, (v) => {
@@ -793,9 +797,10 @@ export class SqliteStore implements Store {
   }
 
   /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
-  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets', params: SQLInputValue[] = []): [string, SQLInputValue[]] {
+  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets', params: SQLInputValue[] = [], liveFrom = false): [string, SQLInputValue[]] {
     const entries = Object.entries(filters);
-    const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form);
+    // With liveFrom the clause ends in one more placeholder: the rows' earliest time (attrFilter liveFrom).
+    const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form, liveFrom ? '?' : undefined);
     params.push(...entries.map(([, value]) => value));
     return [clause === '' ? '' : `AND ${clause}`, params];
   }
