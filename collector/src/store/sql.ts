@@ -242,9 +242,10 @@ export function attrSetIndexes(extraDims: readonly string[], expr: (dim: string)
  */
 export function attrSetIndexChanges(have: readonly string[], extraDims: readonly string[], expr: (dim: string) => string): string[] {
   const wanted = attrSetIndexes(extraDims, expr);
+  // New ones first: a store stopped between the statements still has an index for every filter.
   return [
-    ...have.filter((name) => !wanted.has(name)).map((name) => `DROP INDEX IF EXISTS ${quoteIdent(name)}`),
     ...[...wanted].filter(([name]) => !have.includes(name)).map(([, ddl]) => ddl),
+    ...have.filter((name) => !wanted.has(name)).map((name) => `DROP INDEX IF EXISTS ${quoteIdent(name)}`),
   ];
 }
 

@@ -354,10 +354,9 @@ export class PostgresStore implements Store {
     this.retention = opts.retention;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
-    const pool = (max: number, applicationName: string, options?: string): pg.Pool => {
+    const pool = (max: number, applicationName: string, settings?: string): pg.Pool => {
       const p = new pg.Pool({
         connectionString: opts.url,
-        ...(options ? { options } : {}),
         max,
         connectionTimeoutMillis: 10_000,
         idleTimeoutMillis: 30_000,
@@ -368,6 +367,10 @@ export class PostgresStore implements Store {
       });
       // An idle connection dropped by the server (restart, failover) must not crash the process.
       p.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
+      // Session settings as statements, not the startup `options` (which an `?options=` in the URL replaces):
+      // a client runs its queries in order, so this one runs before anything asked of a new connection. If
+      // it fails, the connection is broken and so is the query after it, which reports that.
+      if (settings) p.on('connect', (client) => void client.query(settings).catch(() => undefined));
       return p;
     };
     this.pool = pool(opts.poolSize ?? 10, 'hookwatch');
@@ -378,7 +381,7 @@ export class PostgresStore implements Store {
     // What reads touch besides the raw events (rollups, attribute sets) is small and stays in memory, so a
     // random page costs what a sequential one does (1.1, as for SSDs): at the default of 4 the planner hashed
     // every attribute set of the month (one a session) to join a few thousand rollup rows to theirs.
-    this.readPool = pool(this.readerCount, 'hookwatch-read', `-c max_parallel_workers_per_gather=0 -c random_page_cost=${READ_RANDOM_PAGE_COST}`);
+    this.readPool = pool(this.readerCount, 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -695,8 +698,8 @@ export class PostgresStore implements Store {
     };
     const filters = q.filters ?? {};
     const params: unknown[] = [];
-    // Refuses a filter on an unknown dimension whatever is read; the clause itself is numbered on first use (a
-    // parameter PostgreSQL sees no use of has no type and fails the statement).
+    // Refuses a filter on an unknown dimension whatever is read; the clause itself is numbered where each
+    // statement uses it (a parameter PostgreSQL sees no use of has no type and fails the statement).
     this.filterClause(filters, []);
     // Over attr_sets' columns (attrGroupedEventsQuery); built first too, so an unknown dimension is refused.
     const eventSelect = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
@@ -1003,7 +1006,9 @@ export class PostgresStore implements Store {
     result.hooks = await this.pruneOrphanHooks(n);
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
-    if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2)', eventsBeforeMs) > 0) this.attrs.clear();
+    // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a
+    // session resumed) is rechecked against the outer WHERE only, and must then stay.
+    if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2) AND last_ms < $1', eventsBeforeMs) > 0) this.attrs.clear();
     // One run's rebuilds at a time: a rebuild waiting on an old transaction may outlast the next run's start,
     // which would otherwise take it for an interrupted one and start the same rebuild beside it.
     if (!this.rebuilding) {

@@ -61,15 +61,19 @@ describe('PostgreSQL read pool', () => {
     }
   });
 
-  it('plans reads for data in memory: no parallel workers, random pages as cheap as sequential ones; ingest connections keep the server\'s settings', async () => {
-    const url = await server.createDatabase();
+  it('plans reads for data in memory: no parallel workers, random pages as cheap as sequential ones, whatever options the URL sets; ingest connections keep the server\'s settings', async () => {
+    // Server options in the URL (libpq's `options`) stay in force beside the read pool's own.
+    const url = `${await server.createDatabase()}?options=${encodeURIComponent('-c work_mem=7MB')}`;
     const store = await PostgresStore.open({ url, readers: 1, dimensions: ['team'] });
     try {
       const pools = store as unknown as { readPool: pg.Pool; pool: pg.Pool };
       const settings = async (p: pg.Pool): Promise<Record<string, string>> =>
-        (await p.query<{ w: string; r: string }>("SELECT current_setting('max_parallel_workers_per_gather') AS w, current_setting('random_page_cost') AS r")).rows[0] as Record<string, string>;
-      expect(await settings(pools.readPool)).toEqual({ w: '0', r: String(READ_RANDOM_PAGE_COST) });
-      expect(await settings(pools.pool)).toEqual({ w: '2', r: '4' });
+        (await p.query<{ w: string; r: string; m: string }>("SELECT current_setting('max_parallel_workers_per_gather') AS w, current_setting('random_page_cost') AS r, current_setting('work_mem') AS m")).rows[0] as Record<string, string>;
+      expect(await settings(pools.readPool)).toEqual({ w: '0', r: String(READ_RANDOM_PAGE_COST), m: '7MB' });
+      expect(await settings(pools.pool)).toEqual({ w: '2', r: '4', m: '7MB' });
+      // A query of the store on a fresh read connection plans with them too.
+      await store.hookCounters({ fromMs: 0, toMs: Date.now() });
+      expect(await settings(pools.readPool)).toEqual({ w: '0', r: String(READ_RANDOM_PAGE_COST), m: '7MB' });
     } finally {
       await store.close();
     }
