@@ -8,11 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { queryOnce } from '../../test/support/postgres/server.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { ATTR_ROLLUP_TABLE } from './attr-rollups.ts';
 import { eventsPruneBound } from './minute-sources.ts';
@@ -223,34 +224,16 @@ describe('rollup per attribute set: SQLite', () => {
 });
 
 describe('rollup per attribute set: PostgreSQL', () => {
-  let server: TestServer;
-  const stores: Store[] = [];
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(async () => {
-    await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
-    await server.stop();
-  });
+  const pgs = useTestServer();
   let url = '';
-  const sql = async <T extends pg.QueryResultRow>(text: string): Promise<T[]> => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    try {
-      return (await c.query<T>(text)).rows;
-    } finally {
-      await c.end();
-    }
-  };
+  const sql = <T extends pg.QueryResultRow>(text: string): Promise<T[]> => queryOnce<T>(url, text);
   suite(() => {
     let created: Promise<string> | undefined;
-    const db = async (): Promise<string> => (url = await (created ??= server.createDatabase()));
+    const db = async (): Promise<string> => (url = await (created ??= pgs.server().createDatabase()));
     return {
       open: async (opts = {}) => {
         await db();
-        const s = await PostgresStore.open({ url, dimensions: ['team'], poolSize: 3, ...opts });
-        stores.push(s);
-        return s;
+        return pgs.track(await PostgresStore.open({ url, dimensions: ['team'], poolSize: 3, ...opts }));
       },
       rows: async () => Number((await sql<{ n: string }>(`SELECT COUNT(*)::text AS n FROM ${ATTR_ROLLUP_TABLE}`))[0]?.n),
       downgrade: async () => {

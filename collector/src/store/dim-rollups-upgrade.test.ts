@@ -9,11 +9,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { queryOnce } from '../../test/support/postgres/server.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { DIM_CLIENT_TABLES, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimRollupDdl } from './dim-rollups.ts';
@@ -199,33 +200,13 @@ describe('dimension rollups keyed by value first: SQLite upgrade', () => {
 });
 
 describe('dimension rollups keyed by value first: PostgreSQL upgrade', () => {
-  let server: TestServer;
-  const stores: Store[] = [];
-  beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(async () => {
-    await Promise.all(stores.map((s) => s.close().catch(() => undefined)));
-    await server.stop();
-  });
+  const pgs = useTestServer();
   suite(() => {
     let created: Promise<string> | undefined;
-    const url = async (): Promise<string> => (created ??= server.createDatabase());
-    const q = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => {
-      const c = new pg.Client({ connectionString: await url() });
-      await c.connect();
-      try {
-        return (await c.query<T>(text, params)).rows;
-      } finally {
-        await c.end();
-      }
-    };
+    const url = async (): Promise<string> => (created ??= pgs.server().createDatabase());
+    const q = async <T extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<T[]> => queryOnce<T>(await url(), text, params);
     return {
-      open: async () => {
-        const s = await PostgresStore.open({ url: await url(), dimensions: ['team'], poolSize: 3 });
-        stores.push(s);
-        return s;
-      },
+      open: async () => pgs.track(await PostgresStore.open({ url: await url(), dimensions: ['team'], poolSize: 3 })),
       // As migration 12 left the tables (4-byte maxima, plain sums that may be NULL) and the previous version
       // wrote them (a plain sum of 0 as NULL).
       downgrade: async (events) => {

@@ -1,12 +1,13 @@
 /**
- * The lifecycle the replica fault tests share, registered with vitest: one PostgreSQL server and a temp dir per
+ * Lifecycles tests share, registered with vitest: a PostgreSQL server for a describe block (useTestServer), and
+ * for the replica fault tests one PostgreSQL server and a temp dir per
  * file, clusters of real replicas per test, everything stopped afterwards (paused replicas resumed first).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { startTestServer, type TestServer } from './server.ts';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
 import { postLogs, startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
 
 export interface ReplicaFixture {
@@ -63,6 +64,32 @@ export function useReplicaFixture(): ReplicaFixture {
       const hook = await startWebhookReceiver();
       closers.push(() => hook.close());
       return hook;
+    },
+  };
+}
+
+/**
+ * A throwaway server for the tests of a describe block (registered with vitest): started before them; after
+ * them the stores they `track` are closed, then the server is stopped.
+ */
+export function useTestServer(opts?: TestServerOptions): { server(): TestServer; track<T extends { close(): Promise<void> }>(store: T): T } {
+  let server: TestServer | undefined;
+  const open: { close(): Promise<void> }[] = [];
+  beforeAll(async () => {
+    server = await startTestServer(opts);
+  });
+  afterAll(async () => {
+    await Promise.all(open.map((s) => s.close().catch(() => undefined)));
+    await server?.stop();
+  });
+  return {
+    server: () => {
+      if (!server) throw new Error('the test server starts before the tests');
+      return server;
+    },
+    track: (store) => {
+      open.push(store);
+      return store;
     },
   };
 }
