@@ -14,7 +14,7 @@
  * fold of the raw events stored.
  */
 import type { HookEvent } from '../hooks/model.ts';
-import { COUNTER_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { HOUR } from './segments.ts';
 import { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE, eventAggregates, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
 
@@ -48,8 +48,7 @@ export function attrRollupDdl(counterColumns: string, int: string, attrId: strin
  * fold's snapshot, and its events are not in that snapshot. (WHERE true: SQLite would read ON CONFLICT as a join.)
  */
 export function attrRollupFillSql(where: string): string {
-  const counts: readonly string[] = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
-  const outer = COUNTER_COLUMNS.map((c) => (counts.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
+  const outer = COUNTER_COLUMNS.map((c) => (COUNT_SUM_COLUMNS.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
   const b = `(time_ms / ${HOUR}) * ${HOUR}`;
   return `INSERT INTO ${ATTR_ROLLUP_TABLE} AS t (hook, bucket, attrs, ${COUNTER_COLUMNS.join(', ')})
     SELECT hook, b, attrs, ${outer} FROM (SELECT hook, ${b} AS b, attrs, ${eventAggregates()} FROM events ${where} GROUP BY hook, ${b}, attrs) s WHERE true

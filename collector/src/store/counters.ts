@@ -21,6 +21,12 @@ export const MAX_COLUMNS = [
 ] as const;
 
 export const COUNTER_COLUMNS = [...SUM_COLUMNS, ...MAX_COLUMNS] as const;
+
+/**
+ * The sums that count (executions, outcomes, duration): 0 when nothing counted. The size sums (sum_*) are not
+ * among them: there NULL means unknown.
+ */
+export const COUNT_SUM_COLUMNS: readonly string[] = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
 export type CounterColumn = (typeof COUNTER_COLUMNS)[number];
 export type CounterRow = Record<CounterColumn, number | null>;
 

@@ -16,7 +16,7 @@ import type { HookEvent } from '../hooks/model.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
-import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { DIM_CLIENT_TABLES, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimRollupDdl } from './dim-rollups.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
@@ -211,11 +211,10 @@ describe('dimension rollups keyed by value first: PostgreSQL upgrade', () => {
       // wrote them (a plain sum of 0 as NULL).
       downgrade: async (events) => {
         await q(previousDimSql('BIGINT', '', PG_MIGRATIONS.length));
-        const plain = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
-          await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...plain.map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
+          await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...COUNT_SUM_COLUMNS.map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
           for (const r of oldRows(events, size)) {
-            const values = COUNTER_COLUMNS.map((c) => ((plain as readonly string[]).includes(c) && r.row[c] === 0 ? null : r.row[c]));
+            const values = COUNTER_COLUMNS.map((c) => (COUNT_SUM_COLUMNS.includes(c) && r.row[c] === 0 ? null : r.row[c]));
             await q(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`, [...r.key, ...values]);
           }
         }

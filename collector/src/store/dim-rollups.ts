@@ -29,7 +29,7 @@
  * 'raw': whole hours from the rollup per attribute set, the edges from the raw events.
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
-import { MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
 import { DAY, HOUR, type Granularity } from './segments.ts';
 
 export const DIM_ROLLUP_TABLES = { hour: 'rollup_dim_1h', day: 'rollup_dim_1d' } as const;
@@ -49,7 +49,11 @@ export interface DimFamily {
 }
 export const DIM_HOOK_FAMILY: DimFamily = { tables: DIM_ROLLUP_TABLES, key: DIM_ROLLUP_KEY };
 export const DIM_CLIENT_FAMILY: DimFamily = { tables: DIM_CLIENT_TABLES, key: DIM_CLIENT_KEY };
-export const DIM_FAMILIES: readonly DimFamily[] = [DIM_HOOK_FAMILY, DIM_CLIENT_FAMILY];
+/** The families by name, as a commit's rows name them (DimRollupRows). */
+export const DIM_FAMILY = { hooks: DIM_HOOK_FAMILY, clients: DIM_CLIENT_FAMILY } as const;
+export type DimFamilyName = keyof typeof DIM_FAMILY;
+export const DIM_FAMILY_NAMES = Object.keys(DIM_FAMILY) as DimFamilyName[];
+export const DIM_FAMILIES: readonly DimFamily[] = Object.values(DIM_FAMILY);
 /** Every dimension rollup table. */
 export const DIM_TABLE_NAMES: readonly string[] = DIM_FAMILIES.flatMap((f) => DIM_GRANULARITIES.map((g) => f.tables[g]));
 
@@ -105,11 +109,11 @@ export function dimRollupDdl(counterColumns: string, int: string, tableOptions: 
  * The migration to today's dimension rollups (see the header), in place: each old table folded into a table
  * keyed (dimension, value, bucket, hook) and into the client table of its granularity, then dropped. The
  * primary key serves a filter across hooks; the index (hook, dimension, bucket) one hook's reads and retention
- * (dimPruneSql). `counterColumns` is the backend's counter column DDL as its rollups store them today.
+ * (dimPruneSql). `counterColumns` is the backend's counter column DDL as its rollups store them today,
+ * `aggregates` the SELECT list that folds rollup rows (sql.ts rollupAggregates).
  */
-export function dimRollupRekeyDdl(counterColumns: string, int: string, tableOptions: string, constraintRenames: boolean): string {
-  const cols = [...SUM_COLUMNS, ...MAX_COLUMNS];
-  const aggregates = [...SUM_COLUMNS.map((c) => `SUM(${c})`), ...MAX_COLUMNS.map((c) => `MAX(${c})`)].join(', ');
+export function dimRollupRekeyDdl(counterColumns: string, aggregates: string, int: string, tableOptions: string, constraintRenames: boolean): string {
+  const cols = COUNTER_COLUMNS;
   const keyDdl: Record<string, string> = { dim: 'dim TEXT NOT NULL', value: 'value TEXT NOT NULL', bucket: `bucket ${int} NOT NULL`, hook_id: 'hook_id TEXT NOT NULL', service_name: 'service_name TEXT NOT NULL', service_version: 'service_version TEXT NOT NULL' };
   return DIM_GRANULARITIES.map((g) => {
     const old = DIM_ROLLUP_TABLES[g];
@@ -136,10 +140,7 @@ export interface DimRollupGroup {
 }
 
 /** What a commit adds to each family's table of each granularity. */
-export interface DimRollupRows {
-  hooks: Record<DimGranularity, DimRollupGroup[]>;
-  clients: Record<DimGranularity, DimRollupGroup[]>;
-}
+export type DimRollupRows = Record<DimFamilyName, Record<DimGranularity, DimRollupGroup[]>>;
 
 const SIZE: Record<DimGranularity, number> = { hour: HOUR, day: DAY };
 
@@ -292,8 +293,7 @@ export function dimRebuildSql(
   const exprs: Record<string, string> = { dim: `CAST(${p(1)} AS TEXT)`, value: v, hook_id: eventHook.id, service_name: dimExpr('service.name'), service_version: dimExpr('service.version') };
   const groups: Record<string, string> = { ...exprs, hook_id: eventHook.group };
   // A SUM over events that all lack a count is NULL; the rollups' count columns are 0 then (counterColumnsDdl).
-  const counts: readonly string[] = SUM_COLUMNS.filter((c) => !c.startsWith('sum_'));
-  const outer = counterColumns.map((c) => (counts.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
+  const outer = counterColumns.map((c) => (COUNT_SUM_COLUMNS.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
   const b = `(time_ms / ${HOUR}) * ${HOUR}`;
   return DIM_FAMILIES.flatMap((f) => {
     const cols = [...f.key, ...counterColumns].join(', ');

@@ -2,16 +2,20 @@
 import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
-import { MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
+import { COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
 import { granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
 
-/** Column definitions of a rollup table body (after the key columns). */
-export function counterColumnsDdl(intType: string): string {
-  return [...SUM_COLUMNS.map((c) => `${c} ${intType}${c.startsWith('sum_') ? '' : ' NOT NULL DEFAULT 0'}`), ...MAX_COLUMNS.map((c) => `${c} ${intType}`)].join(',\n  ');
+/**
+ * Column definitions of a rollup table body (after the key columns): sums and maxima of `intType`, or maxima of
+ * `maxType`, and the count sums NOT NULL unless `countsNullable` (PostgreSQL's rollups since migration 12).
+ */
+export function counterColumnsDdl(intType: string, maxType = intType, countsNullable = false): string {
+  const counts = countsNullable ? ' DEFAULT 0' : ' NOT NULL DEFAULT 0';
+  return [...SUM_COLUMNS.map((c) => `${c} ${intType}${COUNT_SUM_COLUMNS.includes(c) ? counts : ''}`), ...MAX_COLUMNS.map((c) => `${c} ${maxType}`)].join(',\n  ');
 }
 
 /** SET clause of an upsert: sums add, maxima keep the larger; NULL (unknown) never overwrites a value. */

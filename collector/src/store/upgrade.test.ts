@@ -14,10 +14,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_COUNT, hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { HookCounters } from './model.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { queryOnce, startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { COUNT_COLUMNS } from './sql.ts';
+import { DIM_TABLE_NAMES } from './dim-rollups.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 import { model, strip } from '../../test/support/store-model.ts';
@@ -261,18 +262,12 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     const events = history();
     // The layout of the version before (migration 11), with one duration only the earlier bound (2^32 - 1) let in.
     await writePrevious(url, events, 11);
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    try {
-      await c.query(`UPDATE events SET duration_ms = 3000000000 WHERE (hook, time_ms, key) = (SELECT hook, time_ms, key FROM events WHERE kind = 1 ORDER BY time_ms LIMIT 1)`);
-    } finally {
-      await c.end();
-    }
+    await queryOnce(url, `UPDATE events SET duration_ms = 3000000000 WHERE (hook, time_ms, key) = (SELECT hook, time_ms, key FROM events WHERE kind = 1 ORDER BY time_ms LIMIT 1)`);
     const store = await open(url);
     const pool = store.connectionPool;
     expect(await columnTypes(pool, 'events', [...COUNT_COLUMNS, 'key'])).toEqual({ ...Object.fromEntries(COUNT_COLUMNS.map((col) => [col, 'integer'])), key: 'bigint' });
     expect(await columnTypes(pool, `events_d${Math.floor(T0 / DAY)}`, ['key', 'stdout_chars'])).toEqual({ key: 'bigint', stdout_chars: 'integer' });
-    for (const t of ['rollup_1m', 'rollup_1h', 'rollup_1d', 'rollup_dim_1h', 'rollup_dim_1d', 'rollup_attrs_1h']) {
+    for (const t of ['rollup_1m', 'rollup_1h', 'rollup_1d', ...DIM_TABLE_NAMES, 'rollup_attrs_1h']) {
       expect(await columnTypes(pool, t, ['max_stdout', 'lmax_stdout', 'duration_max', 'sum_stdout', 'executions']), t).toEqual({ max_stdout: 'integer', lmax_stdout: 'integer', duration_max: 'integer', sum_stdout: 'bigint', executions: 'bigint' });
     }
     expect((await pool.query<{ m: number }>('SELECT MAX(duration_ms) AS m FROM events')).rows[0]?.m).toBe(MAX_COUNT);

@@ -11,11 +11,11 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { type DimFamily, type DimGranularity, type DimRollupGroup, type DimRollupRows, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
+import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
 import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
@@ -120,7 +120,7 @@ const GUARD_SQL = guardTrimSql((n) => `$${n}`);
  * every read sums them and reads NULL as 0 (counters.ts toCounters). The size sums (sum_*) are not among them:
  * there NULL means unknown.
  */
-const ZERO_AS_NULL_SUMS: ReadonlySet<string> = new Set(SUM_COLUMNS.filter((c) => !c.startsWith('sum_')));
+const ZERO_AS_NULL_SUMS: ReadonlySet<string> = new Set(COUNT_SUM_COLUMNS);
 
 /** random_page_cost of the read connections (see the read pool). */
 export const READ_RANDOM_PAGE_COST = 1.1;
@@ -134,9 +134,7 @@ const ROLLUP_TABLE_NAMES = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES,
  * The rollups' counter columns as migration 12 left them: 8-byte sums (the plain ones NULL for 0), 4-byte
  * maxima. Tables created after it use the same.
  */
-function narrowedCounterColumnsDdl(): string {
-  return [...SUM_COLUMNS.map((c) => `${c} BIGINT${c.startsWith('sum_') ? '' : ' DEFAULT 0'}`), ...MAX_COLUMNS.map((c) => `${c} INTEGER`)].join(',\n  ');
-}
+const NARROWED_COUNTER_COLUMNS = counterColumnsDdl('BIGINT', 'INTEGER', true);
 
 /**
  * Migration 12. Event counts and sizes, and the rollups' maxima of them, become 4-byte integers
@@ -224,7 +222,7 @@ export const MIGRATIONS: readonly string[] = [
   // 13: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
   // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace. The packed share noted for the old
   // primary keys (retention's index rebuilds) does not describe the new ones, which take their names.
-  `${dimRollupRekeyDdl(narrowedCounterColumnsDdl(), 'BIGINT', '', true)}
+  `${dimRollupRekeyDdl(NARROWED_COUNTER_COLUMNS, rollupAggregates(), 'BIGINT', '', true)}
   DELETE FROM store_meta WHERE key IN (${Object.values(DIM_ROLLUP_TABLES).map((t) => `'${PACKED_SHARE}${t}_pkey'`).join(', ')});`,
 ];
 
@@ -597,12 +595,8 @@ export class PostgresStore implements Store {
       const fresh = new Set(r.rows.map((row) => String(row.key)));
       const inserted = sorted.filter((_, i) => fresh.has(keys[i] as string));
       if (inserted.length > 0) {
-        const dimRows = await this.applyRollups(client, inserted);
         const attrOf = new Map(sorted.map((e, i) => [e, attrs[i] as number]));
-        await this.applyAttrRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number));
-        // Last: the client rows per dimension value are shared by every batch of a team, whatever its hooks, so
-        // their row locks are taken just before the commit that releases them.
-        await upsertDimFamily(client, DIM_CLIENT_FAMILY, dimRows.clients);
+        await this.applyRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number));
       }
       return inserted;
     }, this.onLost);
@@ -649,8 +643,13 @@ export class PostgresStore implements Store {
     });
   }
 
-  /** The hooks and the base and per-hook dimension rollups; returns the dimension rows (the client ones still to write). */
-  private async applyRollups(client: pg.PoolClient, events: HookEvent[]): Promise<DimRollupRows> {
+  /**
+   * What the inserted events add, each table in one multi-row statement: the hooks, the base rollups, the
+   * dimension rollups, the rollup per (hook, attribute set) (`attrIds`: each event's set), then the client rows
+   * per dimension value: those are shared by every batch of a team whatever its hooks, so their row locks are
+   * taken last, just before the commit that releases them.
+   */
+  private async applyRollups(client: pg.PoolClient, events: HookEvent[], attrIds: number[]): Promise<void> {
     const { hooks, rows } = groupForRollups(events, Date.now());
     const hookList = [...hooks.entries()];
     await client.query(
@@ -663,16 +662,12 @@ export class PostgresStore implements Store {
       const list = rows[g];
       await upsertRollups(client, ROLLUP_TABLES[g], [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']], list.map((x) => [x.hookId, x.bucket, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
     }
-    // Dimension rollups the same way: the batch's deltas folded in memory, one multi-row upsert per table.
+    // The batch's deltas folded in memory (dim-rollups.ts, attr-rollups.ts).
     const dimRows = groupForDimRollups(events, this.rolled);
     await upsertDimFamily(client, DIM_HOOK_FAMILY, dimRows.hooks);
-    return dimRows;
-  }
-
-  /** The hourly rollup per (hook, attribute set) (attr-rollups.ts): one multi-row upsert per commit. */
-  private async applyAttrRollups(client: pg.PoolClient, events: HookEvent[], attrIds: number[]): Promise<void> {
-    const list = groupForAttrRollups(events, attrIds);
-    await upsertRollups(client, ATTR_ROLLUP_TABLE, [['hook', 'int8'], ['bucket', 'int8'], ['attrs', 'int4']], list.map((x) => [x.hook, x.bucket, x.attrs]), list.map((x) => x.row));
+    const attrRows = groupForAttrRollups(events, attrIds);
+    await upsertRollups(client, ATTR_ROLLUP_TABLE, [['hook', 'int8'], ['bucket', 'int8'], ['attrs', 'int4']], attrRows.map((x) => [x.hook, x.bucket, x.attrs]), attrRows.map((x) => x.row));
+    await upsertDimFamily(client, DIM_CLIENT_FAMILY, dimRows.clients);
   }
 
   async hook(id: string): Promise<HookInfo | undefined> {

@@ -11,7 +11,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
-import { DIM_CLIENT_KEY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_ROLLUP_KEY, DIM_ROLLUP_TABLES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
+import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
@@ -77,7 +77,7 @@ export const MIGRATIONS: readonly string[] = [
   attrRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', 'INTEGER', ' WITHOUT ROWID'),
   // 9: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
   // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
-  dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID', false),
+  dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), rollupAggregates(), 'INTEGER', ' WITHOUT ROWID', false),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -153,7 +153,7 @@ interface Connection {
   attrTouch: StatementSync;
   upsertHook: StatementSync;
   upserts: Record<Granularity, StatementSync>;
-  dimUpserts: Record<'hooks' | 'clients', Record<DimGranularity, StatementSync>>;
+  dimUpserts: Record<DimFamilyName, Record<DimGranularity, StatementSync>>;
   attrUpsert: StatementSync;
   hookExists: StatementSync;
   hookCount: StatementSync;
@@ -274,10 +274,10 @@ export class SqliteStore implements Store {
            ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
         ),
         upserts: { minute: upsert(ROLLUP_TABLES.minute), hour: upsert(ROLLUP_TABLES.hour), day: upsert(ROLLUP_TABLES.day) },
-        dimUpserts: {
-          hooks: { hour: dimUpsert(DIM_ROLLUP_TABLES.hour, DIM_ROLLUP_KEY), day: dimUpsert(DIM_ROLLUP_TABLES.day, DIM_ROLLUP_KEY) },
-          clients: { hour: dimUpsert(DIM_CLIENT_TABLES.hour, DIM_CLIENT_KEY), day: dimUpsert(DIM_CLIENT_TABLES.day, DIM_CLIENT_KEY) },
-        },
+        dimUpserts: Object.fromEntries(DIM_FAMILY_NAMES.map((name) => {
+          const f = DIM_FAMILY[name];
+          return [name, { hour: dimUpsert(f.tables.hour, f.key), day: dimUpsert(f.tables.day, f.key) }];
+        })) as Record<DimFamilyName, Record<DimGranularity, StatementSync>>,
         attrUpsert: db.prepare(
           `INSERT INTO ${ATTR_ROLLUP_TABLE} AS t (${[...ATTR_ROLLUP_KEY, ...COUNTER_COLUMNS].join(', ')}) VALUES (${[...ATTR_ROLLUP_KEY, ...COUNTER_COLUMNS].map(() => '?').join(', ')})
            ON CONFLICT (${ATTR_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`,
@@ -645,7 +645,7 @@ export class SqliteStore implements Store {
   private applyDimRollups(events: HookEvent[]): void {
     if (events.length === 0) return;
     const dimRows = groupForDimRollups(events, this.rolled);
-    for (const family of ['hooks', 'clients'] as const) {
+    for (const family of DIM_FAMILY_NAMES) {
       for (const g of DIM_GRANULARITIES) {
         const stmt = this.c.dimUpserts[family][g];
         for (const r of dimRows[family][g]) stmt.run(...r.key, ...COUNTER_COLUMNS.map((c) => r.row[c]));
@@ -677,12 +677,11 @@ export class SqliteStore implements Store {
     };
     const hookParam = hookId ? [hookId] : [];
     const filters = q.filters ?? {};
-    // Built first: it refuses a filter on an unknown dimension whatever is read.
-    const [, filterParams] = this.filterClause(filters);
+    // Built first: it refuses a filter on an unknown dimension whatever is read. Longer stretches pick the
+    // matching sets used since their start first (attrFilter liveFrom); the filter values are its parameters.
+    const [liveWhere, filterParams] = this.filterClause(filters, 'sets', [], true);
     // A range's partial hours are read from raw events with each event's own set looked up (attrFilter).
     const [rowWhere] = this.filterClause(filters, 'row');
-    // Longer stretches pick the matching sets used since their start first (attrFilter liveFrom).
-    const [liveWhere] = this.filterClause(filters, 'sets', [], true);
     const liveParams = (fromMs: number): SQLInputValue[] => (filterParams.length > 0 ? [...filterParams, fromMs] : filterParams);
     const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
