@@ -65,11 +65,15 @@ function oldRows(events: HookEvent[], size: number): { key: (string | number)[];
 }
 
 /** The previous version's dimension tables, filled, in place of today's; the last migration not applied. */
-function previousDimSql(int: string, tableOptions: string, lastVersion: number): string {
+function previousDimSql(int: string, tableOptions: string, rekeyVersion: number): string {
   return `${DIM_TABLE_NAMES.map((t) => `DROP TABLE ${t};`).join(' ')}
     ${dimRollupDdl(counterColumnsDdl(int), int, tableOptions)}
-    DELETE FROM schema_migrations WHERE version = ${lastVersion};`;
+    DELETE FROM schema_migrations WHERE version >= ${rekeyVersion};`;
 }
+/** The version of each backend's migration to today's key (the one that folds the tables into `_next` ones). */
+const rekeyVersion = (migrations: readonly string[]): number => migrations.findIndex((m) => m.includes('rollup_dim_1h_next')) + 1;
+const SQLITE_REKEY_VERSION = rekeyVersion(SQLITE_MIGRATIONS);
+const PG_REKEY_VERSION = rekeyVersion(PG_MIGRATIONS);
 const OLD_COLUMNS = ['hook_id', 'dim', 'bucket', 'value', 'service_name', 'service_version', ...COUNTER_COLUMNS];
 
 interface Backend {
@@ -180,7 +184,7 @@ describe('dimension rollups keyed by value first: SQLite upgrade', () => {
         return s;
       },
       downgrade: async (events) => q((db) => {
-        db.exec(previousDimSql('INTEGER', ' WITHOUT ROWID', SQLITE_MIGRATIONS.length));
+        db.exec(previousDimSql('INTEGER', ' WITHOUT ROWID', SQLITE_REKEY_VERSION));
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
           const st = db.prepare(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map(() => '?').join(', ')})`);
           for (const r of oldRows(events, size)) st.run(...(r.key as SQLInputValue[]), ...COUNTER_COLUMNS.map((c) => r.row[c]));
@@ -210,7 +214,7 @@ describe('dimension rollups keyed by value first: PostgreSQL upgrade', () => {
       // As migration 12 left the tables (4-byte maxima, plain sums that may be NULL) and the previous version
       // wrote them (a plain sum of 0 as NULL).
       downgrade: async (events) => {
-        await q(previousDimSql('BIGINT', '', PG_MIGRATIONS.length));
+        await q(previousDimSql('BIGINT', '', PG_REKEY_VERSION));
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
           await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...COUNT_SUM_COLUMNS.map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
           for (const r of oldRows(events, size)) {

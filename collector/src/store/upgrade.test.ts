@@ -152,6 +152,8 @@ describe('upgrade to the compact event layout: SQLite', () => {
     expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: SQLITE_MIGRATIONS.length });
     // Sessions share their attribute tuple: far fewer sets than events.
     expect(Number((after.prepare('SELECT COUNT(*) AS n FROM attr_sets').get() as { n: number }).n)).toBeLessThan(events.length / 4);
+    // The time index carries each event's set, so a filter across hooks is tested in the index.
+    expect((after.prepare("SELECT name FROM pragma_index_info('events_time') ORDER BY seqno").all() as { name: string }[]).map((c) => c.name)).toEqual(['time_ms', 'attrs']);
     after.close();
   });
 });

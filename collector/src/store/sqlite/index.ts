@@ -78,6 +78,10 @@ export const MIGRATIONS: readonly string[] = [
   // 9: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
   // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
   dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), rollupAggregates(), 'INTEGER', ' WITHOUT ROWID', false),
+  // 10: the time index carries each event's attribute set, so a filtered read across hooks tests the filter in
+  // the index and reads only the rows that match (a team's hour of events at 10 M a month: 2 ms, not 7).
+  `DROP INDEX events_time;
+  CREATE INDEX events_time ON events (time_ms, attrs);`,
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -677,10 +681,10 @@ export class SqliteStore implements Store {
     };
     const hookParam = hookId ? [hookId] : [];
     const filters = q.filters ?? {};
-    // Built first: it refuses a filter on an unknown dimension whatever is read. Longer stretches pick the
-    // matching sets used since their start first (attrFilter liveFrom); the filter values are its parameters.
+    // Built first: it refuses a filter on an unknown dimension whatever is read. A stretch picks the matching
+    // sets used since its start first (attrFilter liveFrom); the filter values are its parameters.
     const [liveWhere, filterParams] = this.filterClause(filters, 'sets', [], true);
-    // A range's partial hours are read from raw events with each event's own set looked up (attrFilter).
+    // One hook's partial hours at a range's edges: its few events each look up their own set (attrFilter 'row').
     const [rowWhere] = this.filterClause(filters, 'row');
     const liveParams = (fromMs: number): SQLInputValue[] => (filterParams.length > 0 ? [...filterParams, fromMs] : filterParams);
     const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
@@ -730,13 +734,16 @@ export class SqliteStore implements Store {
           // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
           // 1.0 s at 2 million events).
           const table = hookId ? 'events' : 'events INDEXED BY events_time';
-          const short = seg.toMs - seg.fromMs <= HOUR;
-          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${short ? rowWhere : liveWhere}`;
+          // Across hooks, the matching sets used since the stretch's start are tested in the index (events_time
+          // holds each event's set), even for a range's partial hours at its edges: cheaper than looking up each
+          // event's own set (a team's 46 minutes at 10 M events a month: 2.0 ms against 7.4).
+          const byRow = hookId !== undefined && seg.toMs - seg.fromMs <= HOUR;
+          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${byRow ? rowWhere : liveWhere}`;
           // Grouped by attributes (a user, a session, a client): folded per attribute set first, each set looked up once.
           sql = grouping === 'hook'
             ? `SELECT ${EVENT_HOOK_ID} AS g, ${eventAggregates()} FROM ${table} WHERE ${cond} GROUP BY hook`
             : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...(short ? filterParams : liveParams(seg.fromMs))];
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs))];
         } else if (fromAttrs) {
           // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
           sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere}`);
