@@ -59,6 +59,8 @@ interface Backend {
   open(): Promise<Store>;
   /** Minute rollup buckets left before `beforeMs`. */
   minuteRows(store: Store, beforeMs: number): Promise<number>;
+  /** The database of `store` (closed) opened again under another retention, as a restart with a new setting. */
+  reopen(store: Store, retention: typeof RETENTION): Promise<Store>;
   teardown(): Promise<void>;
 }
 
@@ -76,6 +78,12 @@ function sqliteBackend(): Backend {
       const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS, retention: RETENTION });
       paths.set(store, path);
       return store;
+    },
+    async reopen(store, retention) {
+      const path = paths.get(store)!;
+      const again = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS, retention });
+      paths.set(again, path);
+      return again;
     },
     async minuteRows(store, beforeMs) {
       const db = new DatabaseSync(paths.get(store)!, { readOnly: true });
@@ -104,6 +112,12 @@ function postgresBackend(): Backend {
       const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2, retention: RETENTION });
       urls.set(store, url);
       return store;
+    },
+    async reopen(store, retention) {
+      const url = urls.get(store)!;
+      const again = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2, retention });
+      urls.set(again, url);
+      return again;
     },
     async minuteRows(store, beforeMs) {
       const c = new pg.Client({ connectionString: urls.get(store)! });
@@ -177,6 +191,30 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
     expect(strip(await store.hookCounters({ fromMs: OLD, toMs: OLD + 3 * HOUR }))).toEqual(model(all, OLD, OLD + 3 * HOUR));
     expect(strip(await store.hookCounters({ fromMs: ANCIENT, toMs: ANCIENT + 3 * HOUR }))).toEqual(model(all, ANCIENT, ANCIENT + 3 * HOUR));
     await store.close();
+  }, 60_000);
+
+  it('after the retentions are raised, what an earlier prune deleted is never counted on: minutes from the raw events, beyond them whole hours', async () => {
+    // Four days ago: past the minute horizon of 2 days, within one of 7.
+    const mid = spread(Math.floor((NOW - 4 * DAY) / HOUR) * HOUR);
+    const events = [...all, ...mid];
+    const first = await backend.open();
+    await first.ingest(events);
+    await first.prune(NOW - RETENTION.eventsMs, NOW - 400 * DAY);
+    await first.close();
+    const store = await backend.reopen(first, { eventsMs: 60 * DAY, minuteRollupsMs: 7 * DAY });
+    try {
+      const start = mid[0]!.timeMs - 13_000;
+      for (const [a, b] of [[start + 13 * MINUTE, start + 4 * HOUR + 29 * MINUTE], [start + 61 * MINUTE, start + 118 * MINUTE]] as const) {
+        await expectExact(store, events, a, b);
+      }
+      // Forty days ago the raw events went with the old events retention: whole hours, as before the raise.
+      expect(strip(await store.hookCounters({ fromMs: ANCIENT + 70 * MINUTE, toMs: ANCIENT + 130 * MINUTE }))).toEqual(model(events, ANCIENT + HOUR, ANCIENT + 3 * HOUR));
+      // The bounds hold after the next prune under the longer retentions too.
+      await store.prune(NOW - 60 * DAY, NOW - 400 * DAY);
+      await expectExact(store, events, start + 13 * MINUTE, start + 4 * HOUR + 29 * MINUTE);
+    } finally {
+      await store.close();
+    }
   }, 60_000);
 
   it('beyond the events retention, a range covers the whole hours it touches, whether or not retention already ran', async () => {

@@ -35,11 +35,50 @@ export const ALL_MINUTES: MinuteSources = { minuteFrom: -Infinity, eventsFrom: -
  */
 const EVENTS_READ_LEAD_MS = 60_000;
 
-export function minuteSources(nowMs: number, r: MinuteRetention | undefined): MinuteSources {
-  if (!r) return ALL_MINUTES;
+/**
+ * How far retention has deleted so far (kept in store_meta, PRUNED_BEFORE_META): raw events before
+ * `eventsBeforeMs`, minute rollups before `minutesBeforeMs`. A retention raised since (a longer
+ * retention.minuteRollups or retention.events) does not bring those rows back, so reads never count on them.
+ */
+export interface PrunedBounds {
+  eventsBeforeMs: number;
+  minutesBeforeMs: number;
+}
+
+export const NOTHING_PRUNED: PrunedBounds = { eventsBeforeMs: -Infinity, minutesBeforeMs: -Infinity };
+
+/** store_meta key of the store's PrunedBounds (JSON). */
+export const PRUNED_BEFORE_META = 'pruned_before';
+
+/** The later of each bound: what a store knows after a prune, or after reading what another process noted. */
+export function laterBounds(a: PrunedBounds, b: PrunedBounds): PrunedBounds {
+  return { eventsBeforeMs: Math.max(a.eventsBeforeMs, b.eventsBeforeMs), minutesBeforeMs: Math.max(a.minutesBeforeMs, b.minutesBeforeMs) };
+}
+
+/** PrunedBounds from their store_meta value (absent or unreadable: nothing pruned). */
+export function parseBounds(value: string | undefined): PrunedBounds {
+  if (value === undefined) return NOTHING_PRUNED;
+  try {
+    const v = JSON.parse(value) as Partial<Record<keyof PrunedBounds, unknown>>;
+    const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : -Infinity);
+    return { eventsBeforeMs: num(v.eventsBeforeMs), minutesBeforeMs: num(v.minutesBeforeMs) };
+  } catch {
+    return NOTHING_PRUNED;
+  }
+}
+
+/**
+ * The sources at `nowMs` under retention `r`, never before what retention already deleted (`pruned`): after a
+ * retention is raised, the minutes whose minute rollups went are read from the raw events, and beyond the raw
+ * events deleted, from whole hours, until the longer horizon has filled.
+ */
+export function minuteSources(nowMs: number, r: MinuteRetention | undefined, pruned: PrunedBounds = NOTHING_PRUNED): MinuteSources {
+  const configured = r
+    ? { minuteFrom: Math.ceil((nowMs - r.minuteRollupsMs) / HOUR) * HOUR, eventsFrom: Math.floor((nowMs + EVENTS_READ_LEAD_MS - r.eventsMs) / HOUR) * HOUR }
+    : ALL_MINUTES;
   return {
-    minuteFrom: Math.ceil((nowMs - r.minuteRollupsMs) / HOUR) * HOUR,
-    eventsFrom: Math.floor((nowMs + EVENTS_READ_LEAD_MS - r.eventsMs) / HOUR) * HOUR,
+    minuteFrom: Math.max(configured.minuteFrom, pruned.minutesBeforeMs),
+    eventsFrom: Math.max(configured.eventsFrom, pruned.eventsBeforeMs),
   };
 }
 
@@ -101,11 +140,11 @@ export interface SeriesSpan {
  * or at a minute step split by age (minuteParts) into minute rollups (as planned), raw events and whole hours.
  * `rawOnly`: only raw events answer the filter, so nothing before the events horizon counts.
  */
-export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number }, r: MinuteRetention | undefined, rawOnly: boolean, nowMs = Date.now()): { fromMs: number; toMs: number; spans: SeriesSpan[] } {
+export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number }, r: MinuteRetention | undefined, rawOnly: boolean, nowMs = Date.now(), pruned: PrunedBounds = NOTHING_PRUNED): { fromMs: number; toMs: number; spans: SeriesSpan[] } {
   const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
   const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
-  if (!r) return { fromMs, toMs, spans: [{ source: 'planned', fromMs, toMs }] };
-  const s = minuteSources(nowMs, r);
+  if (!r && pruned.minutesBeforeMs === -Infinity && pruned.eventsBeforeMs === -Infinity) return { fromMs, toMs, spans: [{ source: 'planned', fromMs, toMs }] };
+  const s = minuteSources(nowMs, r, pruned);
   if (granularityForStep(q.stepMs) !== 'minute') {
     const from = rawOnly ? Math.max(fromMs, s.eventsFrom) : fromMs;
     return { fromMs, toMs, spans: toMs > from ? [{ source: 'planned', fromMs: from, toMs }] : [] };

@@ -13,7 +13,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
-import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
+import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
@@ -335,6 +335,8 @@ export class PostgresStore implements Store {
   private readonly logger: Logger | undefined;
   private readonly pruneBatch: number;
   private readonly retention: MinuteRetention | undefined;
+  /** How far retention has deleted (minute-sources.ts PrunedBounds): read when the store opens, moved by prune. */
+  private pruned: PrunedBounds = NOTHING_PRUNED;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
   /** Days whose event partition is known to exist. */
@@ -430,6 +432,8 @@ export class PostgresStore implements Store {
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
+    const pruned = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
+    this.pruned = laterBounds(this.pruned, parseBounds(pruned.rows[0]?.value));
     const today = Math.floor(Date.now() / DAY_MS);
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i));
   }
@@ -725,7 +729,7 @@ export class PostgresStore implements Store {
     };
     let parts: string[];
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
-    const sources = minuteSources(Date.now(), this.retention);
+    const sources = minuteSources(Date.now(), this.retention, this.pruned);
     if (plan.source === 'raw') {
       // One statement per segment, the days cut into a run per connection of the read pool, all at once: the
       // partial hours at the edges from the raw events, everything else from the rollup per attribute set; none
@@ -856,7 +860,7 @@ export class PostgresStore implements Store {
     // Refuses a filter on an unknown dimension.
     this.filterClause(filters, []);
     const plan = planRead(filters, 'hook', this.rolled);
-    const { fromMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw');
+    const { fromMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), this.pruned);
     const parts = spans.map((span): SeriesPart => {
       if (span.source === 'planned') return { ...this.seriesSource(q, first), fromMs: span.fromMs, toMs: span.toMs };
       const params = [...first];
@@ -941,6 +945,14 @@ export class PostgresStore implements Store {
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
+    // Noted before anything is deleted: from now on no read of this replica counts on what goes (the others
+    // read the bounds when they open; replicas share one retention configuration).
+    const noted = await this.write('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
+    this.pruned = laterBounds(laterBounds(this.pruned, parseBounds(noted[0] ? String(noted[0]['value']) : undefined)), { eventsBeforeMs, minutesBeforeMs });
+    await this.write(
+      `INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [PRUNED_BEFORE_META, JSON.stringify(this.pruned)],
+    );
     const n = this.pruneBatch;
     // Each batch is its own short transaction: ingest on other replicas never waits long behind retention.
     // The batch size is the last parameter ($2, or $1 without a bound).

@@ -10,7 +10,7 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
-import { eventsPruneBound, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, resolveSegment, seriesSpans, type MinuteRetention } from '../minute-sources.ts';
+import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
@@ -176,6 +176,8 @@ export class SqliteStore implements Store {
   /** Dimensions with rollups of their own (dim-rollups.ts). */
   private readonly rolled: readonly string[];
   private readonly retention: MinuteRetention | undefined;
+  /** How far retention has deleted (minute-sources.ts PrunedBounds): read when the store opens, moved by prune. */
+  private pruned: PrunedBounds = NOTHING_PRUNED;
   private closed = false;
   /** Batches waiting for the next group commit. */
   private readonly waiting: { events: HookEvent[]; resolve: (r: IngestResult) => void; reject: (e: Error) => void }[] = [];
@@ -247,6 +249,8 @@ export class SqliteStore implements Store {
       this.syncAttrIndexes(db);
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
       this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
+      const pruned = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(PRUNED_BEFORE_META) as { value: string } | undefined;
+      this.pruned = laterBounds(this.pruned, parseBounds(pruned?.value));
       const cols = ['hook_id', 'bucket', 'service_name', 'service_version', ...COUNTER_COLUMNS];
       const upsert = (table: string): StatementSync =>
         db.prepare(
@@ -699,7 +703,7 @@ export class SqliteStore implements Store {
     const nowMs = Date.now();
     const openFrom = Math.floor(nowMs / MINUTE) * MINUTE;
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
-    const sources = minuteSources(nowMs, this.retention);
+    const sources = minuteSources(nowMs, this.retention, this.pruned);
     type Part = Segment & { events: boolean };
     // What the rollups cannot serve reads the rollup per attribute set for its whole hours and days
     // (attr-rollups.ts), the raw events for the rest.
@@ -868,7 +872,7 @@ export class SqliteStore implements Store {
     // Built first: it refuses a filter on an unknown dimension.
     const [eventsWhere, eventsParams] = this.filterClause(filters);
     const plan = planRead(filters, 'hook', this.rolled);
-    const { fromMs, toMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw');
+    const { fromMs, toMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), this.pruned);
     const parts = spans.map((span): SeriesPart => {
       if (span.source === 'planned') return { ...this.seriesSource(q), fromMs: span.fromMs, toMs: span.toMs };
       if (span.source === 'events') return { filterWhere: eventsWhere, rollup: undefined, params: [...eventsParams], fromMs: span.fromMs, toMs: span.toMs };
@@ -992,6 +996,9 @@ export class SqliteStore implements Store {
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
+    // Noted before anything is deleted: from now on no read counts on what goes.
+    this.pruned = laterBounds(this.pruned, { eventsBeforeMs, minutesBeforeMs });
+    this.read(() => this.c.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(PRUNED_BEFORE_META, JSON.stringify(this.pruned)));
     const batch = (sql: string, ...params: number[]): number => {
       let total = 0;
       for (;;) {
