@@ -15,7 +15,7 @@ import { MAX_COUNT, hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { HookCounters } from './model.ts';
 import { queryOnce, startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
-import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
+import { BRIN_PAGES_PER_RANGE, MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { COUNT_COLUMNS } from './sql.ts';
 import { DIM_TABLE_NAMES } from './dim-rollups.ts';
@@ -245,7 +245,7 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     for (const d of [day0, day0 + 1, day0 + 2, day0 + 5]) {
       const defs = (indexes.get(`events_d${d}`) ?? []).map((i) => i.def.replace(/^.* USING /, ''));
       expect(defs.sort(), `events_d${d}`).toEqual([
-        'brin (time_ms) WITH (pages_per_range=\'32\', autosummarize=\'on\')',
+        `brin (time_ms) WITH (pages_per_range='${BRIN_PAGES_PER_RANGE}', autosummarize='on')`,
         'btree (hook, time_ms, key) WITH (fillfactor=\'100\')',
         'btree (received_ms) WHERE (outputs_persisted > 0)',
       ]);
