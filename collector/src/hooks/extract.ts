@@ -110,16 +110,30 @@ function text(value: AnyValue | undefined, limit = MAX_DIMENSION_VALUE): string 
   return s.length > limit ? s.slice(0, limit) : s;
 }
 
-const hookIdCache = new Map<string, string>();
+/**
+ * Ids already computed, by hook event then hook name: looked up by the two strings themselves, which repeat on
+ * every event of a hook, rather than by a joined key built and hashed anew each time.
+ */
+const hookIdCache = new Map<string, Map<string, string>>();
+let hookIdCacheSize = 0;
 
 /** Stable, URL-safe id of a hook: 16 hex characters of SHA-256(hookEvent NUL hookName). */
 export function hookId(hookEvent: string, hookName: string): string {
-  const key = `${hookEvent}\u0000${hookName}`;
-  let id = hookIdCache.get(key);
+  let byName = hookIdCache.get(hookEvent);
+  let id = byName?.get(hookName);
   if (id === undefined) {
-    id = createHash('sha256').update(key).digest('hex').slice(0, 16);
-    if (hookIdCache.size > 10_000) hookIdCache.clear();
-    hookIdCache.set(key, id);
+    id = createHash('sha256').update(`${hookEvent}\u0000${hookName}`).digest('hex').slice(0, 16);
+    if (hookIdCacheSize > 10_000) {
+      hookIdCache.clear();
+      hookIdCacheSize = 0;
+      byName = undefined;
+    }
+    if (byName === undefined) {
+      byName = new Map();
+      hookIdCache.set(hookEvent, byName);
+    }
+    byName.set(hookName, id);
+    hookIdCacheSize++;
   }
   return id;
 }
@@ -136,8 +150,25 @@ function stable(v: AnyValue | undefined): string {
 /** Width of the time prefix: 36^9 ms reaches past the year 5000. */
 const TIME_PREFIX_WIDTH = 9;
 const TIME_PREFIX_LIMIT = 36 ** TIME_PREFIX_WIDTH;
-/** An ISO 8601 time that names its offset: the same instant whatever the receiver's time zone. */
-const ZONED_TIME = /(Z|[+-]\d{2}:?\d{2})$/i;
+/** ASCII digit at `i` of `s`. */
+function digitAt(s: string, i: number): boolean {
+  const c = s.charCodeAt(i);
+  return c >= 48 && c <= 57;
+}
+
+/**
+ * An ISO 8601 time that names its offset (ends in Z, ±hh:mm or ±hhmm): the same instant whatever the receiver's
+ * time zone. Read off the last characters: every hook event has a timestamp.
+ */
+function zonedTime(s: string): boolean {
+  const n = s.length;
+  const last = s.charCodeAt(n - 1);
+  if (last === 90 || last === 122) return true; // Z, z
+  if (n < 5 || !digitAt(s, n - 1) || !digitAt(s, n - 2)) return false;
+  const sign = (i: number): boolean => i >= 0 && (s.charCodeAt(i) === 43 || s.charCodeAt(i) === 45); // +, -
+  if (digitAt(s, n - 3) && digitAt(s, n - 4) && sign(n - 5)) return true; // ±hhmm
+  return s.charCodeAt(n - 3) === 58 && digitAt(s, n - 4) && digitAt(s, n - 5) && sign(n - 6); // ±hh:mm
+}
 
 /** The record's event.timestamp: the text (part of the natural key) and its instant, when it is a usable time. */
 interface Timestamp {
@@ -152,7 +183,7 @@ function readTimestamp(value: AnyValue | undefined): Timestamp {
   if (typeof value !== 'string') return { text: text(value), ms: undefined, zoned: false };
   const ms = Date.parse(value);
   // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
-  return { text: text(value), ms: Number.isFinite(ms) && ms >= 0 ? ms : undefined, zoned: ZONED_TIME.test(value) };
+  return { text: text(value), ms: Number.isFinite(ms) && ms >= 0 ? ms : undefined, zoned: zonedTime(value) };
 }
 
 interface Keys {
@@ -322,9 +353,13 @@ const STORED_TEXT: readonly (readonly [keyof HookEvent, string])[] = [
  * rejected on its own on both backends, so the good records of its batch are stored either way.
  */
 function assertStorable(e: HookEvent): void {
-  for (const [field, attribute] of STORED_TEXT) {
-    const v = e[field];
-    if (typeof v === 'string' && v.includes('\u0000')) throw new RecordProblem(`${attribute} contains a NUL character (U+0000), which hookwatch does not store`);
+  // The fields read directly first: nearly every event has no NUL anywhere, and then none is looked up by name.
+  const nul = (v: string): boolean => v.includes('\u0000');
+  if (nul(e.hookEvent) || nul(e.hookName) || nul(e.serviceName) || nul(e.serviceVersion) || nul(e.sessionId) || nul(e.userId) || nul(e.userEmail) || nul(e.userAccountUuid) || nul(e.organizationId) || nul(e.terminalType)) {
+    for (const [field, attribute] of STORED_TEXT) {
+      const v = e[field];
+      if (typeof v === 'string' && v.includes('\u0000')) throw new RecordProblem(`${attribute} contains a NUL character (U+0000), which hookwatch does not store`);
+    }
   }
   for (const [key, v] of Object.entries(e.extra)) {
     if (v.includes('\u0000') || key.includes('\u0000')) throw new RecordProblem(`${key.replaceAll('\u0000', '\\0')} contains a NUL character (U+0000), which hookwatch does not store`);
