@@ -28,6 +28,8 @@ const ODD = `it's "odd".key`;
 const DIMS = ['team', ODD];
 /** Indexes on built-in dimensions, whatever the configuration. */
 const BUILTIN = INDEXED_BUILTIN_DIMENSIONS.length;
+/** Indexes of each configured dimension: its value with last_ms, and with first_ms. */
+const PER_DIM = 2;
 
 function history(count: number): HookEvent[] {
   return Array.from({ length: count }, (_, i) => {
@@ -75,6 +77,43 @@ async function expectFiltered(store: Store, events: HookEvent[]): Promise<void> 
   }
 }
 
+/** Within the events retention, past the minute horizon: minutes at T0 are read from the raw events. */
+const LONG_RETENTION = { eventsMs: 400 * DAY, minuteRollupsMs: 2 * DAY };
+
+/**
+ * A session whose events arrive hours before its first one, after that is stored (once with its set in memory,
+ * once after a restart): a filter over their stretch still finds the set (its first_ms moved back), on raw edges,
+ * whole hours of the rollup per attribute set and the dimension rollups alike.
+ */
+async function expectLateEarlier(open: () => Promise<Store>): Promise<void> {
+  const base = history(1)[0]!;
+  const at = (i: number, timeMs: number): HookEvent => ({ ...base, dedupKey: `late-${i}`, timeMs, sessionId: 's-late', userId: 'u-late', extra: { team: 'team-late', [ODD]: 'v-late' } });
+  const first = [at(1, T0 + 10 * HOUR + 5 * MINUTE), at(2, T0 + 10 * HOUR + 20 * MINUTE)];
+  const late = [at(3, T0 + 2 * HOUR + 10 * MINUTE), at(4, T0 + 30 * MINUTE)];
+  let store = await open();
+  await store.ingest(first);
+  await store.ingest([late[0]!]);
+  await store.close();
+  store = await open();
+  try {
+    await store.ingest([late[1]!]);
+    const events = [...first, ...late];
+    for (const range of [{ fromMs: T0 + 25 * MINUTE, toMs: T0 + 2 * HOUR + 40 * MINUTE }, { fromMs: T0 + 2 * HOUR + 5 * MINUTE, toMs: T0 + 2 * HOUR + 15 * MINUTE }, { fromMs: T0, toMs: T0 + DAY }]) {
+      for (const [filters, keep] of [
+        [{ team: 'team-late' }, (e: HookEvent) => e.extra['team'] === 'team-late'],
+        [{ 'user.id': 'u-late' }, (e: HookEvent) => e.userId === 'u-late'],
+        [{ team: 'team-late', [ODD]: 'v-late' }, (e: HookEvent) => e.extra['team'] === 'team-late'],
+      ] as const) {
+        const got = strip(await store.hookCounters({ ...range, filters }));
+        expect(got, `${JSON.stringify(filters)} ${range.fromMs - T0}`).toEqual(model(events, range.fromMs, range.toMs, keep));
+        expect(got.size).toBe(1);
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}
+
 /** How a store's filter on `dim` picks its sets: the SQL its attrFilter sends. */
 function setsQuery(store: Store, dim: string, param: string): string {
   const expr = (store as unknown as { attrExpr: (d: string) => string }).attrExpr(dim);
@@ -102,7 +141,7 @@ describe('attr_sets indexes: SQLite', () => {
     const events = history(900);
     let store = new SqliteStore({ path, dimensions: DIMS });
     await store.ingest(events);
-    expect(indexes(path)).toHaveLength(BUILTIN + 2);
+    expect(indexes(path)).toHaveLength(BUILTIN + 2 * PER_DIM);
     const db = new DatabaseSync(path, { readOnly: true });
     try {
       for (const dim of [...DIMS, ...INDEXED_BUILTIN_DIMENSIONS]) {
@@ -117,12 +156,24 @@ describe('attr_sets indexes: SQLite', () => {
 
     // A dimension left out loses its index; listed again, it gets it back.
     store = new SqliteStore({ path, dimensions: ['team'] });
-    expect(indexes(path)).toHaveLength(BUILTIN + 1);
+    expect(indexes(path)).toHaveLength(BUILTIN + PER_DIM);
     await store.close();
     store = new SqliteStore({ path, dimensions: DIMS });
-    expect(indexes(path)).toHaveLength(BUILTIN + 2);
+    expect(indexes(path)).toHaveLength(BUILTIN + 2 * PER_DIM);
     await expectFiltered(store, events);
     await store.close();
+  });
+});
+
+describe('attr_sets first_ms: SQLite', () => {
+  it('moves a set\'s first_ms back for events older than its first, so filters over their stretch find them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-attr-first-'));
+    try {
+      const path = join(dir, 'late.db');
+      await expectLateEarlier(async () => new SqliteStore({ path, synchronous: 'normal', dimensions: DIMS, retention: LONG_RETENTION }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -145,7 +196,7 @@ describe('attr_sets indexes: PostgreSQL', () => {
       const events = history(900);
       store = await PostgresStore.open({ url, dimensions: DIMS, poolSize: 3 });
       await store.ingest(events);
-      expect(await indexes()).toHaveLength(BUILTIN + 2);
+      expect(await indexes()).toHaveLength(BUILTIN + 2 * PER_DIM);
       // With sequential scans off the plan takes the index if, and only if, the filter's expression is the indexed one.
       await c.query('SET enable_seqscan = off');
       for (const dim of [...DIMS, ...INDEXED_BUILTIN_DIMENSIONS]) {
@@ -156,14 +207,19 @@ describe('attr_sets indexes: PostgreSQL', () => {
       await store.close();
 
       store = await PostgresStore.open({ url, dimensions: ['team'], poolSize: 3 });
-      expect(await indexes()).toHaveLength(BUILTIN + 1);
+      expect(await indexes()).toHaveLength(BUILTIN + PER_DIM);
       await store.close();
       store = await PostgresStore.open({ url, dimensions: DIMS, poolSize: 3 });
-      expect(await indexes()).toHaveLength(BUILTIN + 2);
+      expect(await indexes()).toHaveLength(BUILTIN + 2 * PER_DIM);
       await expectFiltered(store, events);
     } finally {
       await store?.close().catch(() => undefined);
       await c.end();
     }
+  });
+
+  it('moves a set\'s first_ms back for events older than its first, so filters over their stretch find them', async () => {
+    const url = await server.createDatabase();
+    await expectLateEarlier(() => PostgresStore.open({ url, dimensions: DIMS, poolSize: 3, retention: LONG_RETENTION }));
   });
 });

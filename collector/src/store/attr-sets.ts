@@ -5,7 +5,9 @@
  *
  * attr_sets.last_ms is at least the time of every event referencing the set, so retention can delete the sets
  * older than its bound without scanning the events. It is raised ahead by LAST_MS_SLACK when an event passes it:
- * a live session writes its set about once an hour, not once a batch.
+ * a live session writes its set about once an hour, not once a batch. attr_sets.first_ms is at most the time of
+ * every such event (0 where no bound is known), set behind by the same slack: with both, a filter over a
+ * stretch of time finds the sets live in it, an old stretch as cheaply as a recent one (attrFilter).
  */
 import { ATTR_COLUMNS, attrDigest, attrValues } from './sql.ts';
 import type { HookEvent } from '../hooks/model.ts';
@@ -18,6 +20,7 @@ const CACHE_SIZE = 50_000;
 export interface AttrSet {
   id: number;
   lastMs: number;
+  firstMs: number;
 }
 
 /** A resolution the store must write: a new set, or a known set whose last_ms must move to `lastMs`. */
@@ -25,12 +28,21 @@ export interface AttrWork {
   tuple: string;
   values: string[];
   digest: Buffer;
-  /** The event time that needs covering (last_ms becomes at least this plus the slack). */
+  /** The latest event time that needs covering (last_ms becomes at least this plus the slack). */
   timeMs: number;
+  /** The earliest (first_ms becomes at most this less the slack). */
+  firstTimeMs: number;
 }
 
-/** The values of ATTR_COLUMNS plus the digest, for an INSERT into attr_sets. */
-export const ATTR_INSERT_COLUMNS = ['digest', 'last_ms', ...ATTR_COLUMNS] as const;
+/** The values of ATTR_COLUMNS plus the digest and both bounds, for an INSERT into attr_sets. */
+export const ATTR_INSERT_COLUMNS = ['digest', 'last_ms', 'first_ms', ...ATTR_COLUMNS] as const;
+
+/** The bounds a set must have to cover an event at `timeMs`, given what it has (`set`, if it exists). */
+export function coveringBounds(timeMs: number, set?: { lastMs: number; firstMs: number }): { lastMs: number; firstMs: number } {
+  const lastMs = set && set.lastMs >= timeMs ? set.lastMs : timeMs + LAST_MS_SLACK;
+  const firstMs = set && set.firstMs <= timeMs ? set.firstMs : Math.max(0, timeMs - LAST_MS_SLACK);
+  return { lastMs, firstMs };
+}
 
 /**
  * Known sets by tuple. Only what committed goes in: a rolled-back transaction's new sets never existed, so the
@@ -54,7 +66,7 @@ export class AttrSetCache {
    */
   get(tuple: string, timeMs: number, notBefore = -Infinity): AttrSet | undefined {
     const s = this.pending.get(tuple) ?? this.known.get(tuple);
-    return s && s.lastMs >= timeMs && s.lastMs >= notBefore ? s : undefined;
+    return s && s.lastMs >= timeMs && s.firstMs <= timeMs && s.lastMs >= notBefore ? s : undefined;
   }
 
   /** What is known of a tuple, whether or not it covers a time (to move its last_ms instead of looking it up). */
@@ -88,5 +100,5 @@ export class AttrSetCache {
 
 /** A new tuple's work item. */
 export function attrWork(tuple: string, values: string[], timeMs: number): AttrWork {
-  return { tuple, values, digest: attrDigest(values), timeMs };
+  return { tuple, values, digest: attrDigest(values), timeMs, firstTimeMs: timeMs };
 }

@@ -233,9 +233,13 @@ export function attrSetIndexes(extraDims: readonly string[], expr: (dim: string)
   const out = new Map<string, string>();
   for (const dim of [...INDEXED_BUILTIN_DIMENSIONS, ...extraDims]) {
     const e = expr(dim);
-    const cols = `(${e}), last_ms`;
-    const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', cols, 'hex').slice(0, 16)}`;
-    out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets (${cols})`);
+    // A configured dimension has many sets to a value (a team's sessions): for an old stretch, the sets begun
+    // before its end are the few, found through (value, first_ms).
+    for (const bound of extraDims.includes(dim) ? ['last_ms', 'first_ms'] : ['last_ms']) {
+      const cols = `(${e}), ${bound}`;
+      const name = `${ATTR_SET_INDEX_PREFIX}${hash('sha1', cols, 'hex').slice(0, 16)}`;
+      out.set(name, `CREATE INDEX IF NOT EXISTS ${name} ON attr_sets (${cols})`);
+    }
   }
   return out;
 }
@@ -271,11 +275,41 @@ export function quoteIdent(name: string): string {
  *   right for a short stretch (a range's partial hours at its edges, an hour of events).
  * Both select the same rows. No conditions: an empty string.
  */
-export function attrFilter(conds: readonly (readonly [string, string])[], form: 'sets' | 'row' = 'sets', liveFrom?: string): string {
+export function attrFilter(conds: readonly (readonly [string, string])[], form: 'sets' | 'row' = 'sets', liveFrom?: string, live: LiveTo = {}): string {
   if (conds.length === 0) return '';
   const where = conds.map(([expr, param]) => `${expr} = ${param}`).join(' AND ');
   if (form === 'row') return `EXISTS (SELECT 1 FROM attr_sets WHERE attr_sets.id = attrs AND ${where})`;
-  return `attrs IN (SELECT id FROM attr_sets WHERE ${where}${liveFrom === undefined ? '' : ` AND last_ms >= ${liveFrom}`})`;
+  // A unary + keeps SQLite from using an index for that bound (it has no statistics to choose by).
+  const from = liveFrom === undefined ? '' : ` AND ${live.lead === 'first' ? '+' : ''}last_ms >= ${liveFrom}`;
+  const to = live.to === undefined ? '' : ` AND ${live.lead === 'last' ? '+' : ''}first_ms < ${live.to}`;
+  return `attrs IN (SELECT id FROM attr_sets WHERE ${where}${from}${to})`;
+}
+
+/**
+ * attr_sets.first_ms (attr-sets.ts), filled from the events stored: the earliest time of each set's events, 0
+ * for a set with none left (no bound known).
+ */
+export function attrFirstMsDdl(int: string): string {
+  return `ALTER TABLE attr_sets ADD COLUMN first_ms ${int} NOT NULL DEFAULT 0;
+  UPDATE attr_sets SET first_ms = f.t FROM (SELECT attrs, MIN(time_ms) AS t FROM events GROUP BY attrs) AS f WHERE f.attrs = attr_sets.id;`;
+}
+
+/**
+ * The other bound of attrFilter's 'sets' form: `to`, the placeholder of the end of the rows' stretch, keeps only
+ * the sets whose first_ms is before it. `lead`: which bound should pick the sets through its index, where the
+ * backend cannot tell (liveLead).
+ */
+export interface LiveTo {
+  to?: string;
+  lead?: 'first' | 'last';
+}
+
+/**
+ * Which bound finds fewer sets for a stretch [fromMs, toMs): the sets used since fromMs are about those of the
+ * time from then to now, the sets begun before toMs those of the history before it (the events' horizon on).
+ */
+export function liveLead(fromMs: number, toMs: number, nowMs: number, oldestMs: number): 'first' | 'last' {
+  return toMs - Math.max(oldestMs, 0) < nowMs - fromMs ? 'first' : 'last';
 }
 
 export const EVENT_COLUMNS = [

@@ -13,9 +13,9 @@ import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
-import { AttrSetCache, ATTR_INSERT_COLUMNS, LAST_MS_SLACK } from '../attr-sets.ts';
+import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, attrGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -82,6 +82,8 @@ export const MIGRATIONS: readonly string[] = [
   // the index and reads only the rows that match (a team's hour of events at 10 M a month: 2 ms, not 7).
   `DROP INDEX events_time;
   CREATE INDEX events_time ON events (time_ms, attrs);`,
+  // 11: each attribute set's earliest event time, so a filter over an old stretch finds the few sets live in it.
+  attrFirstMsDdl('INTEGER'),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -274,9 +276,9 @@ export class SqliteStore implements Store {
         sql: new Statements(db),
         insertEvent: db.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (key) DO NOTHING`),
         legacyKeyExists: db.prepare('SELECT 1 AS x FROM events WHERE key = ?'),
-        attrFind: db.prepare('SELECT id, last_ms FROM attr_sets WHERE digest = ?'),
+        attrFind: db.prepare('SELECT id, last_ms, first_ms FROM attr_sets WHERE digest = ?'),
         attrInsert: db.prepare(`INSERT INTO attr_sets (${ATTR_INSERT_COLUMNS.join(', ')}) VALUES (${ATTR_INSERT_COLUMNS.map(() => '?').join(', ')}) RETURNING id`),
-        attrTouch: db.prepare('UPDATE attr_sets SET last_ms = MAX(last_ms, ?) WHERE id = ?'),
+        attrTouch: db.prepare('UPDATE attr_sets SET last_ms = MAX(last_ms, ?), first_ms = MIN(first_ms, ?) WHERE id = ?'),
         upsertHook: db.prepare(
           `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen, ref) VALUES (?, ?, ?, ?, ?, ?)
            ON CONFLICT (hook_id) DO UPDATE SET first_seen = MIN(t.first_seen, excluded.first_seen), last_seen = MAX(t.last_seen, excluded.last_seen)`,
@@ -579,22 +581,23 @@ export class SqliteStore implements Store {
     const { tuple, values } = AttrSetCache.tuple(e);
     const hit = this.attrs.get(tuple, e.timeMs);
     if (hit) return hit.id;
-    const lastMs = e.timeMs + LAST_MS_SLACK;
     let set = this.attrs.peek(tuple);
     if (!set) {
       const digest = attrDigest(values);
-      const row = this.c.attrFind.get(digest) as { id: number; last_ms: number } | undefined;
+      const row = this.c.attrFind.get(digest) as { id: number; last_ms: number; first_ms: number } | undefined;
       if (!row) {
-        const r = this.c.attrInsert.get(digest, lastMs, ...values) as { id: number };
-        set = { id: Number(r.id), lastMs };
+        const { lastMs, firstMs } = coveringBounds(e.timeMs);
+        const r = this.c.attrInsert.get(digest, lastMs, firstMs, ...values) as { id: number };
+        set = { id: Number(r.id), lastMs, firstMs };
         this.attrs.note(tuple, set);
         return set.id;
       }
-      set = { id: Number(row.id), lastMs: Number(row.last_ms) };
+      set = { id: Number(row.id), lastMs: Number(row.last_ms), firstMs: Number(row.first_ms) };
     }
-    if (set.lastMs < e.timeMs) {
-      this.c.attrTouch.run(lastMs, set.id);
-      set = { id: set.id, lastMs };
+    if (set.lastMs < e.timeMs || set.firstMs > e.timeMs) {
+      const { lastMs, firstMs } = coveringBounds(e.timeMs, set);
+      this.c.attrTouch.run(lastMs, firstMs, set.id);
+      set = { id: set.id, lastMs, firstMs };
     }
     this.attrs.note(tuple, set);
     return set.id;
@@ -687,10 +690,13 @@ export class SqliteStore implements Store {
     const filters = q.filters ?? {};
     // Built first: it refuses a filter on an unknown dimension whatever is read. A stretch picks the matching
     // sets used since its start first (attrFilter liveFrom); the filter values are its parameters.
-    const [liveWhere, filterParams] = this.filterClause(filters, 'sets', [], true);
+    const [, filterParams] = this.filterClause(filters, 'sets', [], true);
+    // Sets live in the stretch: used since its start and begun before its end, picked through whichever bound
+    // finds fewer (liveLead); the filter values, then the two bounds, are its parameters.
+    const live = { first: this.filterClause(filters, 'sets', [], true, { to: '?', lead: 'first' })[0], last: this.filterClause(filters, 'sets', [], true, { to: '?', lead: 'last' })[0] };
     // One hook's partial hours at a range's edges: its few events each look up their own set (attrFilter 'row').
     const [rowWhere] = this.filterClause(filters, 'row');
-    const liveParams = (fromMs: number): SQLInputValue[] => (filterParams.length > 0 ? [...filterParams, fromMs] : filterParams);
+    const liveParams = (fromMs: number, toMs: number): SQLInputValue[] => (filterParams.length > 0 ? [...filterParams, fromMs, toMs] : filterParams);
     const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
     const eventHookClause = hookId ? `AND hook = ${hookRefOf('?')}` : '';
@@ -704,6 +710,7 @@ export class SqliteStore implements Store {
     const openFrom = Math.floor(nowMs / MINUTE) * MINUTE;
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(nowMs, this.retention, this.pruned);
+    const liveWhere = (seg: Segment): string => live[liveLead(seg.fromMs, seg.toMs, nowMs, sources.eventsFrom)];
     type Part = Segment & { events: boolean };
     // What the rollups cannot serve reads the rollup per attribute set for its whole hours and days
     // (attr-rollups.ts), the raw events for the rest.
@@ -742,16 +749,16 @@ export class SqliteStore implements Store {
           // holds each event's set), even for a range's partial hours at its edges: cheaper than looking up each
           // event's own set (a team's 46 minutes at 10 M events a month: 2.0 ms against 7.4).
           const byRow = hookId !== undefined && seg.toMs - seg.fromMs <= HOUR;
-          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${byRow ? rowWhere : liveWhere}`;
+          const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${byRow ? rowWhere : liveWhere(seg)}`;
           // Grouped by attributes (a user, a session, a client): folded per attribute set first, each set looked up once.
           sql = grouping === 'hook'
             ? `SELECT ${EVENT_HOOK_ID} AS g, ${eventAggregates()} FROM ${table} WHERE ${cond} GROUP BY hook`
             : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs))];
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
         } else if (fromAttrs) {
           // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
-          sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere}`);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...liveParams(seg.fromMs)];
+          sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere(seg)}`);
+          params = [seg.fromMs, seg.toMs, ...hookParam, ...liveParams(seg.fromMs, seg.toMs)];
         } else {
           const rollupParams: SQLInputValue[] = [];
           const cond = rollupWhere(plan, dimG !== undefined, (v) => {
@@ -807,10 +814,11 @@ export class SqliteStore implements Store {
   }
 
   /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
-  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets', params: SQLInputValue[] = [], liveFrom = false): [string, SQLInputValue[]] {
+  private filterClause(filters: Record<string, string>, form: 'sets' | 'row' = 'sets', params: SQLInputValue[] = [], liveFrom = false, live: LiveTo = {}): [string, SQLInputValue[]] {
     const entries = Object.entries(filters);
-    // With liveFrom the clause ends in one more placeholder: the rows' earliest time (attrFilter liveFrom).
-    const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form, liveFrom ? '?' : undefined);
+    // With liveFrom the clause ends in one more placeholder: the rows' earliest time (attrFilter liveFrom), and
+    // with `live.to` another, their end.
+    const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form, liveFrom ? '?' : undefined, live);
     params.push(...entries.map(([, value]) => value));
     return [clause === '' ? '' : `AND ${clause}`, params];
   }
