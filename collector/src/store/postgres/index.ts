@@ -694,8 +694,8 @@ export class PostgresStore implements Store {
 
   /**
    * Counter rows for [from, to), by grouping: from the base rollups, the dimension rollups (whole hours and days;
-   * the rest from raw events) or the raw events, as planRead decides from the filters. One round trip: every
-   * segment's rows in one UNION ALL, merged here.
+   * the rest from raw events) or the raw events, as planRead decides from the filters. Every rollup segment's
+   * rows in one UNION ALL, each stretch of raw events a statement beside it, all at once, merged here.
    */
   private async aggregate(q: RangeQuery, grouping: Grouping, hookId?: string): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
     const out = new Map<string, { keys: unknown[]; row: CounterRow }>();
@@ -739,7 +739,6 @@ export class PostgresStore implements Store {
       const cond = `bucket >= $${params.push(a)} AND bucket < $${params.push(b)} ${eventHookParam} ${where}`;
       return attrRollupQuery(grouping === 'hook' ? null : eventSelect, grouping === 'hook' ? 'g0' : group, cond);
     };
-    let parts: string[];
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(Date.now(), this.retention, this.pruned);
     if (plan.source === 'raw') {
@@ -759,20 +758,32 @@ export class PostgresStore implements Store {
       for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
       return out;
     } else {
-      parts = segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources)).map((seg) => {
+      const first = [...params];
+      // Raw events (a range's partial hours under a dimension filter, minutes past the minute horizon) are each
+      // a statement of their own, run beside the one that reads every rollup segment: the edges' thousands of
+      // events are read on another connection of the read pool instead of one after the other.
+      const eventParts: { sql: string; params: unknown[] }[] = [];
+      const parts: string[] = [];
+      for (const seg of segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources))) {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
         // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
-        if (seg.events || (plan.source === 'dims' && dimG === undefined)) return fromEvents(seg.fromMs, seg.toMs);
+        if (seg.events || (plan.source === 'dims' && dimG === undefined)) {
+          const own = [...params];
+          params.splice(0, params.length, ...first);
+          eventParts.push({ sql: fromEvents(seg.fromMs, seg.toMs), params: [...params] });
+          params.splice(0, params.length, ...own);
+          continue;
+        }
         const table = dimG !== undefined ? (grouping === 'client' ? DIM_CLIENT_TABLES : DIM_ROLLUP_TABLES)[dimG] : ROLLUP_TABLES[seg.granularity];
         const a = params.push(seg.fromMs);
         const b = params.push(seg.toMs);
         const cond = rollupWhere(plan, dimG !== undefined, (v) => `$${params.push(v)}`);
-        return `SELECT ${rollupSelect}, ${rollupAggregates()} FROM ${table} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} ${cond} GROUP BY ${group}`;
-      });
+        parts.push(`SELECT ${rollupSelect}, ${rollupAggregates()} FROM ${table} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} ${cond} GROUP BY ${group}`);
+      }
+      const statements = parts.length > 0 ? [{ sql: parts.join('\nUNION ALL\n'), params }, ...eventParts] : eventParts;
+      for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
+      return out;
     }
-    if (parts.length === 0) return out;
-    for (const r of await this.query(parts.join('\nUNION ALL\n'), params)) add(r);
-    return out;
   }
 
   /**
