@@ -102,17 +102,38 @@ export interface AttrRollupGroup {
  * into the group of its hook, hour and set; groups in key order, so every backend takes row locks in one order.
  */
 export function groupForAttrRollups(events: readonly HookEvent[], attrIds: readonly number[]): AttrRollupGroup[] {
-  const groups = new Map<string, AttrRollupGroup & { ref: bigint }>();
-  events.forEach((e, i) => {
-    const ref = hookRef(e.hookId) ?? 0n;
+  const groups = new Map<string, AttrFold>();
+  const hooks = new Map<string, AttrHook>();
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i] as HookEvent;
     const bucket = Math.floor(e.timeMs / HOUR) * HOUR;
     const attrs = attrIds[i] as number;
-    const key = `${e.hookId}|${bucket}|${attrs}`;
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = { hook: ref.toString(), ref, bucket, attrs, row: emptyRow() }));
-    addEvent(g.row, e);
-  });
+    let h = hooks.get(e.hookId);
+    if (!h) hooks.set(e.hookId, (h = { ref: hookRef(e.hookId) ?? 0n, last: undefined }));
+    // A hook's events of one batch share a session and nearly always an hour: the group of its last event is
+    // checked first, so the group key is built only when the set or the hour changes.
+    let g = h.last;
+    if (g === undefined || g.group.bucket !== bucket || g.group.attrs !== attrs) {
+      const key = `${e.hookId}|${bucket}|${attrs}`;
+      g = groups.get(key);
+      if (!g) groups.set(key, (g = { ref: h.ref, group: { hook: h.ref.toString(), bucket, attrs, row: emptyRow() } }));
+      h.last = g;
+    }
+    addEvent(g.group.row, e);
+  }
   return [...groups.values()]
-    .sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0) || a.bucket - b.bucket || a.attrs - b.attrs)
-    .map(({ hook, bucket, attrs, row }) => ({ hook, bucket, attrs, row }));
+    .sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0) || a.group.bucket - b.group.bucket || a.group.attrs - b.group.attrs)
+    .map((g) => g.group);
+}
+
+/** A group of a commit and its hook's number, which the key order compares (as a 64-bit integer, not as text). */
+interface AttrFold {
+  ref: bigint;
+  group: AttrRollupGroup;
+}
+
+/** A hook's number, looked up once per commit, and the group its last event went to. */
+interface AttrHook {
+  ref: bigint;
+  last: AttrFold | undefined;
 }

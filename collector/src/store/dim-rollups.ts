@@ -162,20 +162,36 @@ function compareKeys(a: readonly (string | number)[], b: readonly (string | numb
  * base rollups).
  */
 export function groupForDimRollups(events: readonly HookEvent[], dims: readonly string[]): DimRollupRows {
-  const combos = new Map<string, { e: HookEvent; hour: number; values: string[]; row: CounterRow }>();
+  // Combos in the order their first event came, as one Map keyed by the whole combination kept them: rows merge
+  // in that order, so a fractional duration sums to the same double whatever the lookup below.
+  const combos: DimCombo[] = [];
+  const contexts = new Map<string, DimContext>();
+  const valueOf = dims.map(dimReader);
+  let ctx: DimContext | undefined;
   for (const e of events) {
     const hour = Math.floor(e.timeMs / HOUR) * HOUR;
-    const values = dims.map((d) => dimValue(e, d));
-    const key = JSON.stringify([e.hookId, hour, e.serviceName, e.serviceVersion, values]);
-    let combo = combos.get(key);
-    if (!combo) combos.set(key, (combo = { e, hour, values, row: emptyRow() }));
+    // A batch comes from one client and (nearly always) one value of each dimension within an hour: the
+    // context of the previous event is checked first, so the key is built only when the hour, client or a
+    // value changes, and within a context a combo is found by its hook alone.
+    if (ctx === undefined || ctx.hour !== hour || ctx.serviceName !== e.serviceName || ctx.serviceVersion !== e.serviceVersion || !sameValues(ctx.values, valueOf, e)) {
+      const values = valueOf.map((f) => f(e));
+      const key = JSON.stringify([hour, e.serviceName, e.serviceVersion, values]);
+      ctx = contexts.get(key);
+      if (!ctx) contexts.set(key, (ctx = { hour, serviceName: e.serviceName, serviceVersion: e.serviceVersion, values, byHook: new Map() }));
+    }
+    let combo = ctx.byHook.get(e.hookId);
+    if (!combo) {
+      combo = { e, hour, values: ctx.values, row: emptyRow() };
+      ctx.byHook.set(e.hookId, combo);
+      combos.push(combo);
+    }
     addEvent(combo.row, e);
   }
   const fold = (keyOf: (e: HookEvent, dim: string, bucket: number, value: string) => (string | number)[]): Record<DimGranularity, DimRollupGroup[]> => {
     const out = {} as Record<DimGranularity, DimRollupGroup[]>;
     for (const g of DIM_GRANULARITIES) {
       const groups = new Map<string, DimRollupGroup>();
-      for (const { e, hour, values, row } of combos.values()) {
+      for (const { e, hour, values, row } of combos) {
         const bucket = Math.floor(hour / SIZE[g]) * SIZE[g];
         dims.forEach((dim, i) => {
           const key = keyOf(e, dim, bucket, values[i] as string);
@@ -193,6 +209,37 @@ export function groupForDimRollups(events: readonly HookEvent[], dims: readonly 
     hooks: fold((e, dim, bucket, value) => [dim, value, bucket, e.hookId]),
     clients: fold((e, dim, bucket, value) => [dim, bucket, value, e.serviceName, e.serviceVersion]),
   };
+}
+
+/** Events of one hook, hour, client and value of every rolled dimension, folded together. */
+interface DimCombo {
+  e: HookEvent;
+  hour: number;
+  values: string[];
+  row: CounterRow;
+}
+
+/** The combos of one hour, client and value of every rolled dimension, by hook. */
+interface DimContext {
+  hour: number;
+  serviceName: string;
+  serviceVersion: string;
+  values: string[];
+  byHook: Map<string, DimCombo>;
+}
+
+/** dimValue of one dimension, with the built-in-or-extra lookup decided once per commit instead of per event. */
+function dimReader(dim: string): (e: HookEvent) => string {
+  if (Object.hasOwn(BUILTIN_DIMENSIONS, dim)) {
+    const field = (BUILTIN_DIMENSIONS as Record<string, keyof HookEvent>)[dim] as keyof HookEvent;
+    return (e) => String(e[field] ?? '');
+  }
+  return (e) => (Object.hasOwn(e.extra, dim) ? String(e.extra[dim] ?? '') : '');
+}
+
+function sameValues(values: readonly string[], valueOf: readonly ((e: HookEvent) => string)[], e: HookEvent): boolean {
+  for (let i = 0; i < values.length; i++) if ((valueOf[i] as (e: HookEvent) => string)(e) !== values[i]) return false;
+  return true;
 }
 
 /** What a query groups by: hook, client (name and version), or the values of a dimension. */

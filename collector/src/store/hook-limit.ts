@@ -103,9 +103,16 @@ export class KnownHooks {
 
   /** The ids among these events' hooks not known to exist. */
   unknown(events: readonly HookEvent[]): string[] {
-    const out = new Set<string>();
-    for (const e of events) if (!this.ids.has(e.hookId)) out.add(e.hookId);
-    return [...out];
+    // Runs on every batch, and nearly always finds every hook known: nothing is allocated then, and a run of
+    // one hook's events (a start and its completion) is looked up once.
+    let out: Set<string> | undefined;
+    let last: string | undefined;
+    for (const e of events) {
+      if (e.hookId === last) continue;
+      last = e.hookId;
+      if (!this.ids.has(last)) (out ??= new Set()).add(last);
+    }
+    return out === undefined ? [] : [...out];
   }
 
   add(ids: Iterable<string>): void {
