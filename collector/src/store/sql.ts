@@ -65,28 +65,32 @@ export function eventAggregates(): string {
 }
 
 /**
- * Raw events grouped by values of their attribute sets (a user, a session, a client), as eventAggregates would
- * give them, at a fraction of the cost per event. The events are first folded per attribute set and per the few
- * columns eventAggregates' conditions read (kind, status, sizes_known, the hook count), with plain sums and
- * maxima: no condition and no attribute lookup per event. The outer query then looks each set up once in
- * attr_sets and applies the conditions to these partials. Exact: a sum of partial sums is the sum, a maximum of
- * partial maxima the maximum (NULL, unknown, only where every event's value is), and the lower bound
- * ceil(chars / hooks) only grows with chars for a given hook count, so the maximum of the group's largest value
- * divided once is the maximum of the divided values. An event whose set is gone groups under a NULL lookup, like
- * attrValueExpr's. `select` names the group's values (expressions over attr_sets' columns), `group` what to group
- * by; `where` the events' condition (hook, time, filters: over the events' own columns), `table` how to read them.
+ * Raw events folded per `by` (an events column: attrs, hook) and per the few columns eventAggregates' conditions
+ * read (kind, status, sizes_known, the hook count), with plain sums and maxima: no condition per event. The
+ * partials of attrGroupedEventsQuery and hookGroupedEventsQuery, which FOLDED_AGGREGATES turns into counter
+ * columns; `by` is e_by.
  */
-export function attrGroupedEventsQuery(select: string, group: string, where: string, table = 'events'): string {
+function foldedEvents(by: string, where: string, table: string): string {
   const plainSums = ['num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted', 'duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
   const plainMaxes = ['duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
   const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
   const inner = [
-    'attrs AS e_attrs', 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`, 'COUNT(*) AS e_count',
+    `${by} AS e_by`, 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`, 'COUNT(*) AS e_count',
     ...plainSums.map((c) => `SUM(${c}) AS e_sum_${c}`), ...plainMaxes.map((c) => `MAX(${c}) AS e_max_${c}`),
   ].join(', ');
+  return `SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY ${by}, kind, status, sizes_known, e_n`;
+}
+
+/**
+ * The counter columns of foldedEvents' partials, as eventAggregates gives them over the events. Exact: a sum of
+ * partial sums is the sum, a maximum of partial maxima the maximum (NULL, unknown, only where every event's value
+ * is), and the lower bound ceil(chars / hooks) only grows with chars for a given hook count, so the maximum of
+ * the group's largest value divided once is the maximum of the divided values.
+ */
+const FOLDED_AGGREGATES = (() => {
   const complete = (expr: string): string => `CASE WHEN e_kind = ${KIND_CODES.complete} THEN ${expr} END`;
   const count = (cond: string): string => `SUM(CASE WHEN ${cond} THEN e_count ELSE 0 END)`;
-  const outer = [
+  return [
     `${count(`e_kind = ${KIND_CODES.complete}`)} AS executions`,
     `${count(`e_kind = ${KIND_CODES.start}`)} AS starts`,
     `SUM(${complete('e_sum_num_hooks')}) AS num_hooks`,
@@ -104,10 +108,32 @@ export function attrGroupedEventsQuery(select: string, group: string, where: str
     ...SIZE_COLS.map((c) => `MAX((CAST(e_max_${c}_chars AS BIGINT) + e_n - 1) / e_n) AS lmax_${c}`),
     `MAX(${complete('e_max_duration_ms')}) AS duration_max`,
   ].join(',\n  ');
-  return `SELECT ${select}, ${outer}
-  FROM (SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY attrs, kind, status, sizes_known, e_n) e
-  LEFT JOIN attr_sets ON attr_sets.id = e.e_attrs
+})();
+
+/**
+ * Raw events grouped by values of their attribute sets (a user, a session, a client), as eventAggregates would
+ * give them, at a fraction of the cost per event: folded per attribute set first (foldedEvents), no attribute
+ * lookup per event; the outer query then looks each set up once in attr_sets and applies the conditions to the
+ * partials. An event whose set is gone groups under a NULL lookup, like attrValueExpr's. `select` names the
+ * group's values (expressions over attr_sets' columns), `group` what to group by; `where` the events' condition
+ * (hook, time, filters: over the events' own columns), `table` how to read them.
+ */
+export function attrGroupedEventsQuery(select: string, group: string, where: string, table = 'events'): string {
+  return `SELECT ${select}, ${FOLDED_AGGREGATES}
+  FROM (${foldedEvents('attrs', where, table)}) e
+  LEFT JOIN attr_sets ON attr_sets.id = e.e_by
   GROUP BY ${group}`;
+}
+
+/**
+ * Raw events grouped by hook, as eventAggregates would give them, folded first as attrGroupedEventsQuery's are:
+ * the conditions run once per partial instead of once per event (a team's 56 minutes at 10 M events a month,
+ * 1,300 events on SQLite: 1.8 ms instead of 2.7). The hook's id is looked up once per hook, as `id`.
+ */
+export function hookGroupedEventsQuery(id: string, where: string, table = 'events'): string {
+  return `SELECT (SELECT h.hook_id FROM hooks h WHERE h.ref = e.e_by) AS ${id}, ${FOLDED_AGGREGATES}
+  FROM (${foldedEvents('hook', where, table)}) e
+  GROUP BY e.e_by`;
 }
 
 function snake(s: string): string {
