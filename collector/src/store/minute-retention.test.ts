@@ -59,8 +59,8 @@ interface Backend {
   open(): Promise<Store>;
   /** Minute rollup buckets left before `beforeMs`. */
   minuteRows(store: Store, beforeMs: number): Promise<number>;
-  /** The database of `store` (closed) opened again under another retention, as a restart with a new setting. */
-  reopen(store: Store, retention: typeof RETENTION): Promise<Store>;
+  /** The database of `store` opened again under another retention: a restart with a new setting, or another replica. */
+  reopen(store: Store, retention: typeof RETENTION, opts?: { boundsRefreshMs?: number }): Promise<Store>;
   teardown(): Promise<void>;
 }
 
@@ -113,9 +113,9 @@ function postgresBackend(): Backend {
       urls.set(store, url);
       return store;
     },
-    async reopen(store, retention) {
+    async reopen(store, retention, opts = {}) {
       const url = urls.get(store)!;
-      const again = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2, retention });
+      const again = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2, retention, ...opts });
       urls.set(again, url);
       return again;
     },
@@ -239,5 +239,32 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
     await store.prune(NOW - RETENTION.eventsMs, NOW - 400 * DAY);
     await check();
     await store.close();
+  }, 60_000);
+});
+
+describe('replicas of one PostgreSQL database under different retentions', () => {
+  const backend = postgresBackend();
+  beforeAll(() => backend.setup(), 120_000);
+  afterAll(() => backend.teardown());
+
+  it('a replica keeping more than the one that prunes stops counting on what that prune deletes', async () => {
+    const mid = spread(Math.floor((NOW - 4 * DAY) / HOUR) * HOUR);
+    const events = [...all, ...mid];
+    const leader = await backend.open();
+    await leader.ingest(events);
+    // Open before the prune, with the retentions raised on it first (a rolling change of the setting).
+    const replica = await backend.reopen(leader, { eventsMs: 60 * DAY, minuteRollupsMs: 7 * DAY }, { boundsRefreshMs: 0 });
+    try {
+      const start = mid[0]!.timeMs - 13_000;
+      await expectExact(replica, events, start + 13 * MINUTE, start + 4 * HOUR + 29 * MINUTE);
+      // The leader, on the shorter retentions, deletes the raw events of forty days ago and the minutes of four.
+      await leader.prune(NOW - RETENTION.eventsMs, NOW - 400 * DAY);
+      await expectExact(replica, events, start + 13 * MINUTE, start + 4 * HOUR + 29 * MINUTE);
+      expect(strip(await replica.hookCounters({ fromMs: ANCIENT + 70 * MINUTE, toMs: ANCIENT + 130 * MINUTE }))).toEqual(model(events, ANCIENT + HOUR, ANCIENT + 3 * HOUR));
+      expect(strip(await replica.hookCounters({ fromMs: ANCIENT + 70 * MINUTE, toMs: ANCIENT + 130 * MINUTE, filters: { team: 'infra' } }))).toEqual(model(events, ANCIENT + HOUR, ANCIENT + 3 * HOUR, (e) => e.extra['team'] === 'infra'));
+    } finally {
+      await replica.close();
+      await leader.close();
+    }
   }, 60_000);
 });

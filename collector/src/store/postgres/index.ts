@@ -45,7 +45,19 @@ export interface PostgresStoreOptions {
   pruneBatch?: number;
   /** store.maxHooks: events of further hook names are counted under overflow hooks (approximate across replicas). */
   maxHooks?: number;
+  /**
+   * How long a read may count on the retention bounds this replica last read (PrunedBounds) before reading them
+   * again: another replica's prune notes them before it deletes. Default BOUNDS_REFRESH_MS.
+   */
+  boundsRefreshMs?: number;
 }
+
+/**
+ * How long the retention bounds read from store_meta are trusted (PostgresStoreOptions.boundsRefreshMs). They only
+ * matter where this replica keeps more than the one that prunes (a retention raised on some replicas first):
+ * its reads then stop counting on what that prune deletes within this long of the prune starting.
+ */
+export const BOUNDS_REFRESH_MS = 5_000;
 
 /** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
 const MIGRATION_LOCK_KEY = 0x686f6f6b77;
@@ -345,8 +357,15 @@ export class PostgresStore implements Store {
   private readonly logger: Logger | undefined;
   private readonly pruneBatch: number;
   private readonly retention: MinuteRetention | undefined;
-  /** How far retention has deleted (minute-sources.ts PrunedBounds): read when the store opens, moved by prune. */
+  /**
+   * How far retention has deleted (minute-sources.ts PrunedBounds): read when the store opens, moved by prune, and
+   * read again before a read when older than boundsRefreshMs (currentBounds), since any replica may prune.
+   */
   private pruned: PrunedBounds = NOTHING_PRUNED;
+  private readonly boundsRefreshMs: number;
+  /** When the bounds were last read (performance.now()), and the read under way. */
+  private boundsReadAt = -Infinity;
+  private boundsRead: Promise<PrunedBounds> | undefined;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
   /** Days whose event partition is known to exist. */
@@ -361,6 +380,7 @@ export class PostgresStore implements Store {
     this.rolled = rolledDimensions(this.dims);
     this.logger = opts.logger;
     this.pruneBatch = opts.pruneBatch ?? 5000;
+    this.boundsRefreshMs = opts.boundsRefreshMs ?? BOUNDS_REFRESH_MS;
     this.retention = opts.retention;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
@@ -378,9 +398,10 @@ export class PostgresStore implements Store {
       // An idle connection dropped by the server (restart, failover) must not crash the process.
       p.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
       // Session settings as statements, not the startup `options` (which an `?options=` in the URL replaces):
-      // a client runs its queries in order, so this one runs before anything asked of a new connection. If
-      // it fails, the connection is broken and so is the query after it, which reports that.
-      if (settings) p.on('connect', (client) => void client.query(settings).catch(() => undefined));
+      // a client runs its queries in order, so this one runs before anything asked of a new connection. A
+      // broken connection fails the query after it too, which reports that; a setting the server refuses leaves
+      // the connection on the server's defaults (plans, never answers, differ), and is logged.
+      if (settings) p.on('connect', (client) => void client.query(settings).catch((err: unknown) => this.logger?.warn('postgres session settings not applied', { err: this.describe(err) })));
       return p;
     };
     this.pool = pool(opts.poolSize ?? 10, 'hookwatch');
@@ -442,8 +463,7 @@ export class PostgresStore implements Store {
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
-    const pruned = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
-    this.pruned = laterBounds(this.pruned, parseBounds(pruned.rows[0]?.value));
+    await this.currentBounds();
     const today = Math.floor(Date.now() / DAY_MS);
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i));
   }
@@ -741,7 +761,7 @@ export class PostgresStore implements Store {
       return attrRollupQuery(grouping === 'hook' ? null : eventSelect, grouping === 'hook' ? 'g0' : group, cond);
     };
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
-    const sources = minuteSources(Date.now(), this.retention, this.pruned);
+    const sources = minuteSources(Date.now(), this.retention, await this.currentBounds());
     if (plan.source === 'raw') {
       // One statement per segment, the days cut into a run per connection of the read pool, all at once: the
       // partial hours at the edges from the raw events, everything else from the rollup per attribute set; none
@@ -855,7 +875,7 @@ export class PostgresStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const { fromMs, parts } = this.seriesParts(q, [hookId, null, null]);
+    const { fromMs, parts } = await this.seriesParts(q, [hookId, null, null]);
     const rows: [number, CounterRow][] = [];
     for (const part of parts) {
       const { sql } = seriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
@@ -867,7 +887,7 @@ export class PostgresStore implements Store {
   }
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    const { fromMs, parts } = this.seriesParts(q, [null, null]);
+    const { fromMs, parts } = await this.seriesParts(q, [null, null]);
     const out: FleetBucket[] = [];
     for (const part of parts) {
       const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
@@ -883,12 +903,12 @@ export class PostgresStore implements Store {
    * or at a minute step, split by age (minute-sources.ts) into whole hours, raw events and minute rollups. Each
    * part's parameters begin with `first` (its range goes in there).
    */
-  private seriesParts(q: SeriesQuery, first: unknown[]): { fromMs: number; parts: SeriesPart[] } {
+  private async seriesParts(q: SeriesQuery, first: unknown[]): Promise<{ fromMs: number; parts: SeriesPart[] }> {
     const filters = q.filters ?? {};
     // Refuses a filter on an unknown dimension.
     this.filterClause(filters, []);
     const plan = planRead(filters, 'hook', this.rolled);
-    const { fromMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), this.pruned);
+    const { fromMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), await this.currentBounds());
     const parts = spans.map((span): SeriesPart => {
       if (span.source === 'planned') return { ...this.seriesSource(q, first), fromMs: span.fromMs, toMs: span.toMs };
       const params = [...first];
@@ -970,13 +990,35 @@ export class PostgresStore implements Store {
     return b === null || b === undefined ? null : Number(b);
   }
 
+  /**
+   * The retention bounds a read counts on: those of the last prune of any replica (store_meta), read again when
+   * older than boundsRefreshMs; one read at a time, which every caller then waiting shares. Never earlier than
+   * what this replica knew.
+   */
+  private async currentBounds(): Promise<PrunedBounds> {
+    if (performance.now() - this.boundsReadAt < this.boundsRefreshMs) return this.pruned;
+    this.boundsRead ??= (async () => {
+      const startedAt = performance.now();
+      try {
+        const r = await this.query('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
+        const v = r[0]?.['value'];
+        this.pruned = laterBounds(this.pruned, parseBounds(v === undefined || v === null ? undefined : String(v)));
+        this.boundsReadAt = startedAt;
+        return this.pruned;
+      } finally {
+        this.boundsRead = undefined;
+      }
+    })();
+    return this.boundsRead;
+  }
+
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
-    // Noted before anything is deleted: from now on no read of this replica counts on what goes (the others
-    // read the bounds when they open; replicas share one retention configuration).
+    // Noted before anything is deleted: from now on no read of this replica counts on what goes, nor any of
+    // another replica begun more than its boundsRefreshMs later (currentBounds).
     const noted = await this.write('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
     this.pruned = laterBounds(laterBounds(this.pruned, parseBounds(noted[0] ? String(noted[0]['value']) : undefined)), { eventsBeforeMs, minutesBeforeMs });
     await this.write(
