@@ -6,7 +6,8 @@
  * attr_sets.last_ms is at least the time of every event referencing the set, so retention can delete the sets
  * older than its bound without scanning the events. It is raised ahead by LAST_MS_SLACK when an event passes it:
  * a live session writes its set about once an hour, not once a batch. attr_sets.first_ms is at most the time of
- * every such event (0 where no bound is known), set behind by the same slack: with both, a filter over a
+ * every such event (0 where no bound is known; the event time itself where the migration that added it filled it
+ * from the stored events), set behind by the same slack when ingest moves it: with both, a filter over a
  * stretch of time finds the sets live in it, an old stretch as cheaply as a recent one (attrFilter).
  */
 import { ATTR_COLUMNS, attrDigest, attrValues } from './sql.ts';

@@ -4,10 +4,12 @@
  * `retention.events`), and beyond the events only hour and day rollups, so a range edge there resolves to
  * whole hours: the range covers every hour it touches.
  *
- * The choice is made by time, once per read, never by what rows happen to exist: a read gives the same answer
- * whether or not retention already deleted what it does not use. Both bounds are whole hours, and retention
- * deletes behind them (store prune: events before the hour holding the bound, minute rollups an hour behind
- * their horizon), so a read never relies on rows a prune running at the same time may remove.
+ * The choice is made once per read, by time and by how far retention has deleted (PrunedBounds, noted by every
+ * prune before it deletes), never by what rows happen to exist: under unchanged retention a read gives the same
+ * answer whether or not retention already deleted what it does not use; after a retention is raised, what an
+ * earlier prune deleted is never counted on. Both bounds are whole hours, and retention deletes behind them (store
+ * prune: events before the hour holding the bound, minute rollups an hour behind their horizon), so a read never
+ * relies on rows a prune running at the same time may remove.
  */
 import { mergeRow, type CounterRow } from './counters.ts';
 import { HOUR, granularityForStep, type Segment } from './segments.ts';
