@@ -394,14 +394,14 @@ export class PostgresStore implements Store {
         // A stuck statement must not hold an OTLP request (and its row locks) forever.
         statement_timeout: 60_000,
         idle_in_transaction_session_timeout: 60_000,
+        // Session settings as statements, not the startup `options` (which an `?options=` in the URL replaces),
+        // run before the pool hands the new connection out: nothing asked of it runs before them. A setting the
+        // server refuses leaves the connection on the server's defaults (plans, never answers, differ), and is
+        // logged; a broken connection fails the query asked of it next, which reports that.
+        ...(settings ? { onConnect: (client: pg.ClientBase) => client.query(settings).then(() => undefined, (err: unknown) => this.logger?.warn('postgres session settings not applied', { err: this.describe(err) })) } : {}),
       });
       // An idle connection dropped by the server (restart, failover) must not crash the process.
       p.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
-      // Session settings as statements, not the startup `options` (which an `?options=` in the URL replaces):
-      // a client runs its queries in order, so this one runs before anything asked of a new connection. A
-      // broken connection fails the query after it too, which reports that; a setting the server refuses leaves
-      // the connection on the server's defaults (plans, never answers, differ), and is logged.
-      if (settings) p.on('connect', (client) => void client.query(settings).catch((err: unknown) => this.logger?.warn('postgres session settings not applied', { err: this.describe(err) })));
       return p;
     };
     this.pool = pool(opts.poolSize ?? 10, 'hookwatch');

@@ -21,6 +21,24 @@ const DAY = 86_400_000;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('PostgreSQL read pool', () => {
+  // First in the file: the driver warns once per process, so a later test would not see it.
+  it('applies its session settings before a new connection is handed out, not queued beside the first query on it', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.message);
+    process.on('warning', onWarning);
+    const store = await PostgresStore.open({ url: await server.createDatabase(), readers: 3, dimensions: ['team'] });
+    try {
+      // Queries at once, each on a connection of its own opened for it.
+      await Promise.all(Array.from({ length: 6 }, (_, i) => store.hookCounters({ fromMs: 0, toMs: Date.now(), filters: { team: `t${i}` } })));
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('warning', onWarning);
+      await store.close();
+    }
+    // The driver's notice of a query asked while another runs (deprecated; refused from pg 9 on).
+    expect(warnings.filter((m) => /already executing a query/.test(m))).toEqual([]);
+  });
+
   it('an ingest commits while a query holds every read connection', { timeout: 60_000 }, async () => {
     const url = await server.createDatabase();
     // One connection each side: with a shared pool the ingest would queue behind the stuck query.
