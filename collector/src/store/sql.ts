@@ -65,20 +65,20 @@ export function eventAggregates(): string {
 }
 
 /**
- * Raw events folded per `by` (an events column: attrs, hook) and per the few columns eventAggregates' conditions
- * read (kind, status, sizes_known, the hook count), with plain sums and maxima: no condition per event. The
- * partials of attrGroupedEventsQuery and hookGroupedEventsQuery, which FOLDED_AGGREGATES turns into counter
- * columns; `by` is e_by.
+ * Raw events folded per `by` (events columns, each under its alias: attrs as e_by, hook as e_hook) and per the
+ * few columns eventAggregates' conditions read (kind, status, sizes_known, the hook count), with plain sums and
+ * maxima: no condition per event. The partials of attrGroupedEventsQuery, hookGroupedEventsQuery and
+ * hookAndAttrGroupedEventsQuery, which FOLDED_AGGREGATES turns into counter columns.
  */
-function foldedEvents(by: string, where: string, table: string): string {
+function foldedEvents(by: Readonly<Record<string, string>>, where: string, table: string): string {
   const plainSums = ['num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted', 'duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
   const plainMaxes = ['duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
   const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
   const inner = [
-    `${by} AS e_by`, 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`, 'COUNT(*) AS e_count',
+    ...Object.entries(by).map(([alias, column]) => `${column} AS ${alias}`), 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`, 'COUNT(*) AS e_count',
     ...plainSums.map((c) => `SUM(${c}) AS e_sum_${c}`), ...plainMaxes.map((c) => `MAX(${c}) AS e_max_${c}`),
   ].join(', ');
-  return `SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY ${by}, kind, status, sizes_known, e_n`;
+  return `SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY ${Object.values(by).join(', ')}, kind, status, sizes_known, e_n`;
 }
 
 /**
@@ -120,7 +120,7 @@ const FOLDED_AGGREGATES = (() => {
  */
 export function attrGroupedEventsQuery(select: string, group: string, where: string, table = 'events'): string {
   return `SELECT ${select}, ${FOLDED_AGGREGATES}
-  FROM (${foldedEvents('attrs', where, table)}) e
+  FROM (${foldedEvents({ e_by: 'attrs' }, where, table)}) e
   LEFT JOIN attr_sets ON attr_sets.id = e.e_by
   GROUP BY ${group}`;
 }
@@ -131,9 +131,25 @@ export function attrGroupedEventsQuery(select: string, group: string, where: str
  * 1,300 events on SQLite: 1.8 ms instead of 2.7). The hook's id is looked up once per hook, as `id`.
  */
 export function hookGroupedEventsQuery(id: string, where: string, table = 'events'): string {
-  return `SELECT (SELECT h.hook_id FROM hooks h WHERE h.ref = e.e_by) AS ${id}, ${FOLDED_AGGREGATES}
-  FROM (${foldedEvents('hook', where, table)}) e
-  GROUP BY e.e_by`;
+  return `SELECT ${FOLDED_HOOK_ID} AS ${id}, ${FOLDED_AGGREGATES}
+  FROM (${foldedEvents({ e_hook: 'hook' }, where, table)}) e
+  GROUP BY e.e_hook`;
+}
+
+/** The id of the hook of a fold's partial (foldedEvents by hook, as e_hook), looked up once per group. */
+const FOLDED_HOOK_ID = '(SELECT h.hook_id FROM hooks h WHERE h.ref = e.e_hook)';
+
+/**
+ * hookGroupedEventsQuery and attrGroupedEventsQuery of one stretch of events in one statement, the events read
+ * once (SharedReads): folded per hook and attribute set, then grouped each way. Column `t` tells the rows apart:
+ * 0 grouped by hook, 1 by attributes. `hookSelect` names the hook rows' group columns given the hook id's
+ * expression (as many as `attrSelect` names: a NULL for each the hook grouping has not).
+ */
+export function hookAndAttrGroupedEventsQuery(hookSelect: (hookId: string) => string, attrSelect: string, attrGroup: string, where: string, table = 'events'): string {
+  return `WITH e AS MATERIALIZED (${foldedEvents({ e_hook: 'hook', e_by: 'attrs' }, where, table)})
+  SELECT 0 AS t, ${hookSelect(FOLDED_HOOK_ID)}, ${FOLDED_AGGREGATES} FROM e GROUP BY e.e_hook
+  UNION ALL
+  SELECT 1 AS t, ${attrSelect}, ${FOLDED_AGGREGATES} FROM e LEFT JOIN attr_sets ON attr_sets.id = e.e_by GROUP BY ${attrGroup}`;
 }
 
 function snake(s: string): string {

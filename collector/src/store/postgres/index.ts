@@ -18,12 +18,13 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, attrGroupedEventsQuery, hookAndAttrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
+import { SharedReads, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -368,6 +369,8 @@ export class PostgresStore implements Store {
   private boundsRead: Promise<PrunedBounds> | undefined;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
+  /** Stretches of raw events read once for the groupings asked of them in one turn (readEdges). */
+  private readonly edgeReads = new SharedReads<EdgeGrouping, Record<string, unknown>[]>();
   /** Days whose event partition is known to exist. */
   private readonly partitions = new Set<number>();
   /** Whether retention's index rebuilds are under way (packFinishedDays, repackRollupIndexes). */
@@ -741,17 +744,25 @@ export class PostgresStore implements Store {
     // Events name their hook by number: grouped by it, the id is looked up once per group.
     const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : '';
     const plan = planRead(filters, grouping, this.rolled);
-    const fromEvents = (a: number, b: number): string => {
+    const filterKey = JSON.stringify(Object.entries(filters).sort());
+    // A stretch of raw events, as a statement of its own (its parameters after `params`, copied).
+    const fromEvents = (a: number, b: number): (() => Promise<Record<string, unknown>[]>) => {
       // Only the sets live in the stretch (attrFilter): used since its start, begun before its end.
       const where = this.filterClause(filters, params, 'sets', a, b);
       const pa = params.push(a);
       const pb = params.push(b);
       const cond = `time_ms >= $${pa} AND time_ms < $${pb} ${eventHookParam} ${where}`;
+      const own = [...params];
+      // Across hooks, read once for the hook counters and the client versions asked of it in one turn (the
+      // overview asks both: SharedReads).
+      if (!hookId && (grouping === 'hook' || grouping === 'client')) {
+        const g = grouping;
+        return () => this.edgeReads.read(`${filterKey}|${a}|${b}`, g, (gs) => this.readEdges(gs, cond, own));
+      }
       // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set, each set
       // looked up once (sql.ts foldedEvents).
-      return grouping === 'hook'
-        ? hookGroupedEventsQuery('g0', cond)
-        : attrGroupedEventsQuery(eventSelect, group, cond);
+      const sql = grouping === 'hook' ? hookGroupedEventsQuery('g0', cond) : attrGroupedEventsQuery(eventSelect, group, cond);
+      return () => this.query(sql, own);
     };
     // Whole hours and days from the rollup per attribute set (attr-rollups.ts): its columns are named as the
     // events' (hook, attrs), so the same hook and filter clauses apply.
@@ -773,17 +784,19 @@ export class PostgresStore implements Store {
       const statements = runs.map((run) => {
         // Each statement numbers its own parameters after the hook's.
         params.splice(0, params.length, ...first);
-        const sql = run.granularity === 'minute' ? fromEvents(run.fromMs, run.toMs) : fromAttrRollups(run.fromMs, run.toMs);
-        return { sql, params: [...params] };
+        if (run.granularity === 'minute') return fromEvents(run.fromMs, run.toMs);
+        const sql = fromAttrRollups(run.fromMs, run.toMs);
+        const own = [...params];
+        return () => this.query(sql, own);
       });
-      for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
+      for (const rows of await Promise.all(statements.map((st) => st()))) for (const r of rows) add(r);
       return out;
     } else {
       const first = [...params];
       // Raw events (a range's partial hours under a dimension filter, minutes past the minute horizon) are each
       // a statement of their own, run beside the one that reads every rollup segment: the edges' thousands of
       // events are read on another connection of the read pool instead of one after the other.
-      const eventParts: { sql: string; params: unknown[] }[] = [];
+      const eventParts: (() => Promise<Record<string, unknown>[]>)[] = [];
       const parts: string[] = [];
       for (const seg of segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources))) {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
@@ -791,7 +804,7 @@ export class PostgresStore implements Store {
         if (seg.events || (plan.source === 'dims' && dimG === undefined)) {
           const own = [...params];
           params.splice(0, params.length, ...first);
-          eventParts.push({ sql: fromEvents(seg.fromMs, seg.toMs), params: [...params] });
+          eventParts.push(fromEvents(seg.fromMs, seg.toMs));
           params.splice(0, params.length, ...own);
           continue;
         }
@@ -801,10 +814,25 @@ export class PostgresStore implements Store {
         const cond = rollupWhere(plan, dimG !== undefined, (v) => `$${params.push(v)}`);
         parts.push(`SELECT ${rollupSelect}, ${rollupAggregates()} FROM ${table} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} ${cond} GROUP BY ${group}`);
       }
-      const statements = parts.length > 0 ? [{ sql: parts.join('\nUNION ALL\n'), params }, ...eventParts] : eventParts;
-      for (const rows of await Promise.all(statements.map((st) => this.query(st.sql, st.params)))) for (const r of rows) add(r);
+      const statements = parts.length > 0 ? [() => this.query(parts.join('\nUNION ALL\n'), params), ...eventParts] : eventParts;
+      for (const rows of await Promise.all(statements.map((st) => st()))) for (const r of rows) add(r);
       return out;
     }
+  }
+
+  /**
+   * One stretch of raw events across hooks (`cond` over the events, with its parameters) grouped by hook, by client
+   * or both (SharedReads): both in one statement that reads the events once.
+   */
+  private async readEdges(groupings: readonly EdgeGrouping[], cond: string, params: unknown[]): Promise<Map<EdgeGrouping, Record<string, unknown>[]>> {
+    const client = eventGroupExprs('client', (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
+    if (groupings.length === 1) {
+      const only = groupings[0] as EdgeGrouping;
+      const sql = only === 'hook' ? hookGroupedEventsQuery('g0', cond) : attrGroupedEventsQuery(client, 'g0, g1', cond);
+      return new Map([[only, await this.query(sql, params)]]);
+    }
+    const rows = await this.query(hookAndAttrGroupedEventsQuery((id) => `${id} AS g0, NULL AS g1`, client, 'g0, g1', cond), params);
+    return new Map<EdgeGrouping, Record<string, unknown>[]>([['hook', rows.filter((r) => Number(r['t']) === 0)], ['client', rows.filter((r) => Number(r['t']) === 1)]]);
   }
 
   /**

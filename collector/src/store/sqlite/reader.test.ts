@@ -63,9 +63,9 @@ describe('SQLite reads on worker threads', () => {
         let answered = false;
         const first = store.hookCounters(range).then((r) => ((answered = true), r));
         await sleep(5);
-        // Late, into the range's first segment (its oldest minutes, read first from the raw events), so the commit
-        // lands while that read runs.
-        await store.ingest(lateEvents(Math.ceil(range.fromMs / MINUTE) * MINUTE + attempt * 1000, 1, 'team-0'));
+        // Late, into the range's long segment (whole days from the rollup per attribute set), so the commit lands
+        // while that read runs.
+        await store.ingest(lateEvents(Math.ceil((range.fromMs + 10 * DAY) / MINUTE) * MINUTE + attempt * 1000, 1, 'team-0'));
         // Still in flight when the commit resolved, and answered what was there before it.
         const inFlight = !answered;
         if (executions(await first) === expected - 1 && inFlight) raced++;
