@@ -150,7 +150,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const { fromMs, toMs } = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to']);
     // Three questions about the same range, asked at once: the store reads them on its read connections side by
-    // side, so the overview takes about as long as the longest of them, not their sum.
+    // side (as many as it has), and the raw events both the counters and the versions read are read once.
     const [byHook, last, versions] = await Promise.all([
       store.hookCounters({ fromMs, toMs, filters }),
       store.lastEventMs(filters),

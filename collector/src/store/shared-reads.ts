@@ -9,9 +9,10 @@ export type EdgeGrouping = 'hook' | 'client';
  * on SQLite and 6.2 ms instead of 11.3 on PostgreSQL.
  *
  * A read waits for the end of the turn it was asked in (setImmediate): whatever is asked of the same stretch
- * meanwhile joins it, and `run` is called once with every grouping asked. A grouping asked alone is read as it
- * would be without this. A failure fails every read that joined. The rows are shared between the callers of a
- * grouping: they must not change them.
+ * meanwhile joins it, and `run` is called once with every grouping asked. A grouping asked alone is read by the
+ * statement it would be read by without this, a turn later (so behind the reads its caller sent meanwhile). A
+ * failure fails every read that joined. The rows are shared between the callers of a grouping: they must not
+ * change them.
  */
 export class SharedReads<G extends string, R> {
   private readonly waiting = new Map<string, Waiting<G, R>>();

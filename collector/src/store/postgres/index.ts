@@ -745,7 +745,8 @@ export class PostgresStore implements Store {
     const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : '';
     const plan = planRead(filters, grouping, this.rolled);
     const filterKey = JSON.stringify(Object.entries(filters).sort());
-    // A stretch of raw events, as a statement of its own (its parameters after `params`, copied).
+    // A stretch of raw events, read by a statement of its own or by one it shares (its parameters after
+    // `params`, copied).
     const fromEvents = (a: number, b: number): (() => Promise<Record<string, unknown>[]>) => {
       // Only the sets live in the stretch (attrFilter): used since its start, begun before its end.
       const where = this.filterClause(filters, params, 'sets', a, b);
