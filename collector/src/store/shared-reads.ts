@@ -1,5 +1,12 @@
+import type { Grouping } from './dim-rollups.ts';
+
 /** The groupings of a range whose reads of one stretch of raw events are shared: the overview asks both. */
 export type EdgeGrouping = 'hook' | 'client';
+
+/** The grouping under which a read of raw events is shared: across hooks, by hook or by client; else undefined. */
+export function sharedGrouping(grouping: Grouping, hookId: string | undefined): EdgeGrouping | undefined {
+  return hookId === undefined && (grouping === 'hook' || grouping === 'client') ? grouping : undefined;
+}
 
 /**
  * Reads of one stretch of raw events asked in the same turn of the event loop, each for its own grouping, answered

@@ -18,13 +18,13 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, attrGroupedEventsQuery, hookAndAttrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
-import { SharedReads, type EdgeGrouping } from '../shared-reads.ts';
+import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -369,7 +369,7 @@ export class PostgresStore implements Store {
   private boundsRead: Promise<PrunedBounds> | undefined;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
-  /** Stretches of raw events read once for the groupings asked of them in one turn (readEdges). */
+  /** Stretches of raw events read once for the groupings asked of them in one turn (sql.ts edgeEventsQuery). */
   private readonly edgeReads = new SharedReads<EdgeGrouping, Record<string, unknown>[]>();
   /** Days whose event partition is known to exist. */
   private readonly partitions = new Set<number>();
@@ -756,9 +756,12 @@ export class PostgresStore implements Store {
       const own = [...params];
       // Across hooks, read once for the hook counters and the client versions asked of it in one turn (the
       // overview asks both: SharedReads).
-      if (!hookId && (grouping === 'hook' || grouping === 'client')) {
-        const g = grouping;
-        return () => this.edgeReads.read(`${filterKey}|${a}|${b}`, g, (gs) => this.readEdges(gs, cond, own));
+      const shared = sharedGrouping(grouping, hookId);
+      if (shared) {
+        return () => this.edgeReads.read(`${filterKey}|${a}|${b}`, shared, (gs) => {
+          const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond);
+          return this.query(sql, own).then(split);
+        });
       }
       // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set, each set
       // looked up once (sql.ts foldedEvents).
@@ -821,19 +824,10 @@ export class PostgresStore implements Store {
     }
   }
 
-  /**
-   * One stretch of raw events across hooks (`cond` over the events, with its parameters) grouped by hook, by client
-   * or both (SharedReads): both in one statement that reads the events once.
-   */
-  private async readEdges(groupings: readonly EdgeGrouping[], cond: string, params: unknown[]): Promise<Map<EdgeGrouping, Record<string, unknown>[]>> {
-    const client = eventGroupExprs('client', (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
-    if (groupings.length === 1) {
-      const only = groupings[0] as EdgeGrouping;
-      const sql = only === 'hook' ? hookGroupedEventsQuery('g0', cond) : attrGroupedEventsQuery(client, 'g0, g1', cond);
-      return new Map([[only, await this.query(sql, params)]]);
-    }
-    const rows = await this.query(hookAndAttrGroupedEventsQuery((id) => `${id} AS g0, NULL AS g1`, client, 'g0, g1', cond), params);
-    return new Map<EdgeGrouping, Record<string, unknown>[]>([['hook', rows.filter((r) => Number(r['t']) === 0)], ['client', rows.filter((r) => Number(r['t']) === 1)]]);
+  /** How a shared read of raw events names its groups here (sql.ts edgeEventsQuery): g0, g1 as every read's. */
+  private edgeColumns(): EdgeColumns {
+    const client = eventGroupExprs('client', (d) => this.attrExpr(d));
+    return { hookAs: 'g0', hookPadding: ', NULL AS g1', clientSelect: client.map((g, i) => `${g} AS g${i}`).join(', '), clientGroup: client.map((_, i) => `g${i}`).join(', ') };
   }
 
   /**
@@ -1029,9 +1023,7 @@ export class PostgresStore implements Store {
     this.boundsRead ??= (async () => {
       const startedAt = performance.now();
       try {
-        const r = await this.query('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
-        const v = r[0]?.['value'];
-        this.pruned = laterBounds(this.pruned, parseBounds(v === undefined || v === null ? undefined : String(v)));
+        this.pruned = laterBounds(this.pruned, await this.storedBounds((sql, p) => this.query(sql, p)));
         this.boundsReadAt = startedAt;
         return this.pruned;
       } finally {
@@ -1041,6 +1033,12 @@ export class PostgresStore implements Store {
     return this.boundsRead;
   }
 
+  /** The bounds the last prune of any replica noted in store_meta, read through `run` (a pool's query). */
+  private async storedBounds(run: (sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>): Promise<PrunedBounds> {
+    const v = (await run('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]))[0]?.['value'];
+    return parseBounds(v === undefined || v === null ? undefined : String(v));
+  }
+
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
@@ -1048,8 +1046,7 @@ export class PostgresStore implements Store {
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
     // Noted before anything is deleted: from now on no read of this replica counts on what goes, nor any of
     // another replica begun more than its boundsRefreshMs later (currentBounds).
-    const noted = await this.write('SELECT value FROM store_meta WHERE key = $1', [PRUNED_BEFORE_META]);
-    this.pruned = laterBounds(laterBounds(this.pruned, parseBounds(noted[0] ? String(noted[0]['value']) : undefined)), { eventsBeforeMs, minutesBeforeMs });
+    this.pruned = laterBounds(laterBounds(this.pruned, await this.storedBounds((sql, p) => this.write(sql, p))), { eventsBeforeMs, minutesBeforeMs });
     await this.write(
       `INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
       [PRUNED_BEFORE_META, JSON.stringify(this.pruned)],

@@ -15,9 +15,9 @@ import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, attrGroupedEventsQuery, hookAndAttrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
-import { SharedReads, type EdgeGrouping } from '../shared-reads.ts';
+import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
@@ -197,7 +197,7 @@ export class SqliteStore implements Store {
   private readonly known: KnownHooks;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
-  /** Stretches of raw events read once for the groupings asked of them in one turn (readEdges). */
+  /** Stretches of raw events read once for the groupings asked of them in one turn (sql.ts edgeEventsQuery). */
   private readonly edgeReads = new SharedReads<EdgeGrouping, Record<string, unknown>[]>();
   /** Why the store cannot keep data now (file gone, corrupt, disk full...); undefined when healthy. */
   private fault: string | undefined;
@@ -741,11 +741,7 @@ export class SqliteStore implements Store {
         this.closedSegments.set(key, kept);
       }
       if (!rows) {
-        let sql: string;
-        let params: SQLInputValue[];
-        // Across hooks, a stretch of raw events the overview's hook counters and client versions both read is
-        // read once for both (SharedReads).
-        let shared: ((params: SQLInputValue[]) => Promise<Record<string, unknown>[]>) | undefined;
+        let fetch: () => Promise<Record<string, unknown>[]>;
         if (fromEvents) {
           // Across all hooks, read the time range through the time index: grouped by hook, the planner would
           // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
@@ -756,20 +752,26 @@ export class SqliteStore implements Store {
           // event's own set (a team's 46 minutes at 10 M events a month: 2.0 ms against 7.4).
           const byRow = hookId !== undefined && seg.toMs - seg.fromMs <= HOUR;
           const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${byRow ? rowWhere : liveWhere(seg)}`;
-          // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set, each set
-          // looked up once (sql.ts foldedEvents).
-          sql = grouping === 'hook'
-            ? hookGroupedEventsQuery('g', cond, table)
-            : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
-          if (!hookId && (grouping === 'hook' || grouping === 'client')) {
-            const g = grouping;
-            shared = (p) => this.edgeReads.read(`${filterKey}|${seg.fromMs}|${seg.toMs}`, g, (gs) => this.readEdges(gs, cond, table, p));
+          const params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
+          // Across hooks, a stretch the overview's hook counters and client versions both read is read once for
+          // both (SharedReads).
+          const shared = sharedGrouping(grouping, hookId);
+          if (shared) {
+            fetch = () => this.edgeReads.read(`${filterKey}|${seg.fromMs}|${seg.toMs}`, shared, (gs) => {
+              const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond, table);
+              return this.all(sql, params).then(split);
+            });
+          } else {
+            // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set,
+            // each set looked up once (sql.ts foldedEvents).
+            const sql = grouping === 'hook' ? hookGroupedEventsQuery('g', cond, table) : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
+            fetch = () => this.all(sql, params);
           }
         } else if (fromAttrs) {
           // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
-          sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere(seg)}`);
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...liveParams(seg.fromMs, seg.toMs)];
+          const sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere(seg)}`);
+          const params = [seg.fromMs, seg.toMs, ...hookParam, ...liveParams(seg.fromMs, seg.toMs)];
+          fetch = () => this.all(sql, params);
         } else {
           const rollupParams: SQLInputValue[] = [];
           const cond = rollupWhere(plan, dimG !== undefined, (v) => {
@@ -780,10 +782,11 @@ export class SqliteStore implements Store {
           // index. Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks:
           // 18 ms for an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
           const table = !hookId && seg.granularity === 'minute' && dimG === undefined ? `${source} INDEXED BY ${source}_bucket` : source;
-          sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
-          params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
+          const sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
+          const params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
+          fetch = () => this.all(sql, params);
         }
-        const result = await this.readForCache(seg.toMs, () => (shared ? shared(params) : this.all(sql, params)));
+        const result = await this.readForCache(seg.toMs, fetch);
         rows = result.rows.map((r) => [String(r['g']), fromDbRow(r)]);
         if (cacheable && result.keep && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
@@ -802,19 +805,9 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  /**
-   * One stretch of raw events across hooks (`cond` over the events, `table` how to read them) grouped by hook, by
-   * client or both (SharedReads): both in one statement that reads the events once.
-   */
-  private async readEdges(groupings: readonly EdgeGrouping[], cond: string, table: string, params: SQLInputValue[]): Promise<Map<EdgeGrouping, Record<string, unknown>[]>> {
-    const client = `${eventGroupExprs('client', (d) => this.attrExpr(d)).join(' || char(0) || ')} AS g`;
-    if (groupings.length === 1) {
-      const only = groupings[0] as EdgeGrouping;
-      const sql = only === 'hook' ? hookGroupedEventsQuery('g', cond, table) : attrGroupedEventsQuery(client, 'g', cond, table);
-      return new Map([[only, await this.all(sql, params)]]);
-    }
-    const rows = await this.all(hookAndAttrGroupedEventsQuery((id) => `${id} AS g`, client, 'g', cond, table), params);
-    return new Map<EdgeGrouping, Record<string, unknown>[]>([['hook', rows.filter((r) => Number(r['t']) === 0)], ['client', rows.filter((r) => Number(r['t']) === 1)]]);
+  /** How a shared read of raw events names its groups here (sql.ts edgeEventsQuery): one column, `g`. */
+  private edgeColumns(): EdgeColumns {
+    return { hookAs: 'g', hookPadding: '', clientSelect: `${eventGroupExprs('client', (d) => this.attrExpr(d)).join(' || char(0) || ')} AS g`, clientGroup: 'g' };
   }
 
   /**
