@@ -59,10 +59,14 @@ describe('SQLite reads on worker threads', () => {
         const range = { fromMs: now - 30 * DAY, toMs: now, filters };
         // The same events counted through other segments (the history starts after now - 30 d).
         const count = async (): Promise<number> => executions(await store.hookCounters({ fromMs: now - 31 * DAY, toMs: now, filters }));
+        // Timed, to land the commit inside the next read: a read of the same kind and length (its first, nothing kept).
+        const started = performance.now();
         const expected = (await count()) + 1;
+        const readMs = performance.now() - started;
         let answered = false;
         const first = store.hookCounters(range).then((r) => ((answered = true), r));
-        await sleep(5);
+        // A quarter of the way into it: begun on its worker even on a loaded machine, far from done.
+        await sleep(Math.max(5, readMs / 4));
         // Late, into the range's long segment (whole days from the rollup per attribute set), so the commit lands
         // while that read runs.
         await store.ingest(lateEvents(Math.ceil((range.fromMs + 10 * DAY) / MINUTE) * MINUTE + attempt * 1000, 1, 'team-0'));
