@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, toConfig, type HookwatchConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
@@ -54,6 +55,16 @@ describe('openStore and startCoordination', () => {
     let acquired = 0;
     c.onAcquired(() => acquired++);
     expect(acquired).toBe(0);
+  });
+
+  it('gives SQLite\'s write connection the page cache of sqlite.cacheBytes (64 MiB unless set)', async () => {
+    const cacheKiB = (s: Store): number => {
+      const db = (s as unknown as { c: { db: DatabaseSync } }).c.db;
+      return -Number((db.prepare('PRAGMA cache_size').get() as { cache_size: number }).cache_size);
+    };
+    expect(cacheKiB(await open(config({ HOOKWATCH_DB: join(dir, 'cache-default.db') })))).toBe(64 * 1024);
+    expect(cacheKiB(await open(config({ HOOKWATCH_DB: join(dir, 'cache-8.db'), HOOKWATCH_SQLITE_CACHE_BYTES: '8MiB' })))).toBe(8 * 1024);
+    expect(() => config({ HOOKWATCH_SQLITE_CACHE_BYTES: '512KiB' })).toThrow(/sqlite\.cacheBytes/);
   });
 
   it('opens PostgreSQL for a postgres:// URL, and replicas elect exactly one leader', async () => {

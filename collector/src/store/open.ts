@@ -26,7 +26,7 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
   if (isPostgresUrl(config.db)) {
     return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
   }
-  return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
+  return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
 
 /** Who does the once-per-cluster work (alert evaluation and notification, retention). */

@@ -6,6 +6,7 @@ import { ConfigError, type Setting, type SettingValues } from '../config/setting
 import { redactUrlPassword } from '../config/values.ts';
 
 const DAY = 86_400_000;
+const MiB = 1024 * 1024;
 
 export const STORE_SETTINGS: readonly Setting[] = [
   {
@@ -16,6 +17,10 @@ export const STORE_SETTINGS: readonly Setting[] = [
   {
     key: 'sqlite.synchronous', env: 'HOOKWATCH_SQLITE_SYNCHRONOUS', type: 'enum', default: 'full', values: ['full', 'normal'],
     description: 'SQLite durability: `full` syncs every committed batch to disk before the 200 (survives power loss); `normal` survives process crashes only.',
+  },
+  {
+    key: 'sqlite.cacheBytes', env: 'HOOKWATCH_SQLITE_CACHE_BYTES', type: 'bytes', default: 64 * MiB, min: MiB, max: 64 * 1024 * MiB,
+    description: 'Page cache of the SQLite connection that ingest writes on, held in memory once the database is that large. A commit under a busy feed touches hundreds of index pages; a cache smaller than those reads them back from the file at every commit.',
   },
   {
     key: 'postgres.poolSize', env: 'HOOKWATCH_POSTGRES_POOL_SIZE', type: 'int', default: 10, min: 1, max: 1000,
@@ -49,7 +54,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
 
 export interface StoreSettings {
   db: string;
-  sqlite: { synchronous: 'full' | 'normal' };
+  sqlite: { synchronous: 'full' | 'normal'; cacheBytes: number };
   /** Used when db is a postgres:// URL. */
   postgres: { poolSize: number; leaseTtlMs: number };
   retention: { eventsMs: number; rollupsMs: number; minuteRollupsMs: number };
@@ -59,7 +64,7 @@ export interface StoreSettings {
 export function storeConfig(r: SettingValues): StoreSettings {
   return {
     db: nonEmptyDb(r.string('db')),
-    sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']) },
+    sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']), cacheBytes: r.number('sqlite.cacheBytes') },
     postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
     retention: retentionOf(r),
     store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers') },
