@@ -129,7 +129,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)),
-    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed. Unset: persisted, headroom, growth, blind and never_completed with their defaults; [] turns alerting rules off.',
+    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; [] turns alerting rules off.',
   },
   RECEIVERS_SETTING,
   {

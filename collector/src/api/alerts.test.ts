@@ -236,6 +236,25 @@ describe('alerts API', () => {
     expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);
   });
 
+  it('delivers to a receiver URL with user:password@ as Basic authorization, the URL sent without them', async () => {
+    const r = await start({ yaml: (url) => `
+alerting:
+  receivers:
+    - name: ops
+      url: ${url.replace('http://', 'http://alerts:pa%3Ass-7c1d@')}/hooks/${TOKEN}
+` });
+    const res = await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    expect(r.sink.requests[0]?.path).toBe(`/hooks/${TOKEN}`);
+    expect(r.sink.requests[0]?.headers['authorization']).toBe(`Basic ${Buffer.from('alerts:pa:ss-7c1d').toString('base64')}`);
+    expect(JSON.stringify(await (await fetch(`${r.service.httpUrl}/api/v1/alerts`)).json()) + r.logs.join('\n')).not.toContain('pa%3Ass-7c1d');
+    expect(() => configFromYaml(tmpdir(), `
+alerting:
+  receivers:
+    - { name: ops, url: "http://u:p@127.0.0.1:1/x", basicAuth: { username: a, password: b } }
+`)).toThrow(/receivers\[0\]\.url: holds user:password@ and .*basicAuth is set too/);
+  });
+
   it('tests a receiver on demand; unknown receivers are 404', async () => {
     const r = await start();
     const res = await fetch(`${r.service.httpUrl}/api/v1/receivers/ops/test`, { method: 'POST' });

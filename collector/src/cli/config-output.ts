@@ -3,11 +3,28 @@
  * a config file hookwatch reads back; a comment on each value that is not a default names where it came from.
  */
 import { Document, isScalar } from 'yaml';
+import { humanValue } from '../config/format.ts';
 import { effectiveDocument, type LoadedConfig } from '../config/load.ts';
-import { flagName, SETTINGS } from '../config/schema.ts';
+import { findSetting, flagName, SETTINGS } from '../config/schema.ts';
 
-export function renderConfig(loaded: LoadedConfig, format: 'yaml' | 'json'): string {
+/** A value hookwatch runs with that differs from the one set, because another setting moved it. */
+export interface DerivedValue {
+  key: string;
+  value: unknown;
+  /** Why, e.g. "cut to retention.events". */
+  why: string;
+}
+
+export function renderConfig(loaded: LoadedConfig, format: 'yaml' | 'json', derived: readonly DerivedValue[] = []): string {
   const values = effectiveDocument(loaded, { human: true });
+  const moved = derived.filter((d) => d.value !== loaded.values.get(d.key));
+  for (const d of moved) {
+    const setting = findSetting(d.key);
+    const parts = d.key.split('.');
+    let node = values;
+    for (const p of parts.slice(0, -1)) node = node[p] as Record<string, unknown>;
+    node[parts[parts.length - 1] as string] = setting ? humanValue(setting, d.value) : d.value;
+  }
   if (format === 'json') return JSON.stringify(values, null, 2) + '\n';
   const doc = new Document(values);
   doc.commentBefore = ' hookwatch effective configuration (secrets redacted); a valid config file';
@@ -18,6 +35,10 @@ export function renderConfig(loaded: LoadedConfig, format: 'yaml' | 'json'): str
     const node = doc.getIn(s.key.split('.'), true);
     if (isScalar(node)) node.comment = ` from ${from}`;
     else if (node && typeof node === 'object') (node as { commentBefore?: string }).commentBefore = ` from ${from}`;
+  }
+  for (const d of moved) {
+    const node = doc.getIn(d.key.split('.'), true);
+    if (isScalar(node)) node.comment = node.comment ? `${node.comment}; ${d.why}` : ` ${d.why}`;
   }
   return doc.toString({ lineWidth: 0 });
 }

@@ -15,6 +15,7 @@ import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
 import { alertingSecrets } from '../notify/settings.ts';
 import { createLogger, urlPasswords } from '../telemetry/logger.ts';
+import { redactUrlCredentials } from '../config/values.ts';
 
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
   const { startService } = await import('../service.ts');
@@ -160,8 +161,14 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     checkFlagValues(parsed.flags);
     if (command === 'config') {
       const loaded = loadConfig({ flags: parsed.flags, env: io.env });
+      // The checks across settings that serve runs: a configuration serve refuses is not printed as valid.
+      const config = toConfig(loaded);
       for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
-      io.stdout(renderConfig(loaded, parsed.booleans.has('json') ? 'json' : 'yaml'));
+      const derived = [
+        { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },
+        { key: 'retention.minuteRollups', value: config.retention.minuteRollupsMs, why: 'cut to retention.events' },
+      ];
+      io.stdout(renderConfig(loaded, parsed.booleans.has('json') ? 'json' : 'yaml', derived));
       return 0;
     }
     return await serve(parsed.flags, io.env);
@@ -180,7 +187,8 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       return 1;
     }
     const e = err as NodeJS.ErrnoException;
-    io.stderr(`hookwatch: ${e.message ?? String(err)}\n`);
+    // A library's message may quote a URL it was given, credentials and all.
+    io.stderr(`hookwatch: ${redactUrlCredentials(e.message ?? String(err))}\n`);
     return 1;
   }
 }

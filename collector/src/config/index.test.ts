@@ -93,6 +93,44 @@ describe('bad configuration fails at start with a message naming the key', () =>
   });
 });
 
+describe('credentials in a URL setting never reach an error', () => {
+  const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+
+  it('an alerting.otlp.endpoint that is not a URL stops serve with exit 2 naming the key, its password hidden', async () => {
+    const err = await promisify(execFile)(process.execPath, [main, 'serve', '--db', ':memory:'], { env: { ...process.env, HOOKWATCH_ALERT_OTLP_ENDPOINT: 'http://u:AlertPW1@127.0.0.1:notaport' } }).catch((e: { code: number; stderr: string }) => e);
+    expect((err as { code: number }).code).toBe(2);
+    expect((err as { stderr: string }).stderr).toMatch(/alerting\.otlp\.endpoint: .*expected an http:\/\/ or https:\/\/ URL/);
+    expect((err as { stderr: string }).stderr).not.toContain('AlertPW1');
+    expect(() => loadConfig({ env: { HOOKWATCH_ALERT_OTLP_ENDPOINT: 'ftp://collector:4318' } })).toThrow(/alerting\.otlp\.endpoint: .*scheme must be http or https/);
+    expect(loadConfig({ env: { HOOKWATCH_ALERT_OTLP_ENDPOINT: 'http://collector:4318' } }).values.get('alerting.otlp.endpoint')).toBe('http://collector:4318');
+  });
+
+  it('a URL setting given as a list or mapping in the file is refused without echoing it', () => {
+    for (const [yaml, key] of [['db: [postgres://u:LeakPw11@h/db]\n', 'db'], ['forward:\n  endpoint: { u: "http://u:LeakPw11@h" }\n', 'forward.endpoint']] as const) {
+      let message = '';
+      try {
+        loadConfig({ env: { HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => yaml });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toContain(`for ${key}: expected a string`);
+      expect(message).not.toContain('LeakPw11');
+    }
+  });
+
+  it('forward.headers with a control character or a comma-split value is refused at start, the value unnamed', () => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: 'x-key=v\u0001secret-z' } }))).toThrow(/forward\.headers.*"x-key" contains a line break or control character/);
+    let message = '';
+    try {
+      loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: 'a=b,broken-secret-part' } });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('entry 2 of 2 has no "="');
+    expect(message).not.toContain('broken-secret-part');
+  });
+});
+
 describe('redaction', () => {
   it('the effective document hides the token and a database password', () => {
     const doc = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'hunter2-token', HOOKWATCH_DB: 'postgres://hw:pa55word@db:5432/hookwatch' } }));
@@ -112,6 +150,20 @@ describe('redaction', () => {
     expect(doc.db).toBe('/tmp/x.db');
     expect(doc.otlp.ingestToken).toBe('<redacted>');
     expect(stdout).not.toContain('hunter2-token');
+  });
+
+  it('`hookwatch config` refuses what serve refuses, and shows the values other settings moved', async () => {
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const run = (env: Record<string, string>, ...args: string[]) =>
+      promisify(execFile)(process.execPath, [main, 'config', ...args], { env: { ...process.env, ...env } }).catch((e: { code: number; stdout: string; stderr: string }) => e);
+    const refused = (await run({ HOOKWATCH_PRIVACY_HASH: 'foo.bar' })) as { code: number; stderr: string };
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/privacy\.hash/);
+    const yaml = (await run({ HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '200MiB', HOOKWATCH_RETENTION_EVENTS: '1d' })) as { stdout: string };
+    expect(yaml.stdout).toMatch(/maxInflightBytes: 400MiB # raised to twice otlp\.maxRequestBytes/);
+    expect(yaml.stdout).toMatch(/minuteRollups: 1d # cut to retention\.events/);
+    const json = JSON.parse(((await run({ HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '200MiB' }, '--json')) as { stdout: string }).stdout) as { otlp: { maxInflightBytes: string } };
+    expect(json.otlp.maxInflightBytes).toBe('400MiB');
   });
 
   it('a bad configuration makes the command exit 2 naming the key', async () => {

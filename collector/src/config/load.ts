@@ -33,7 +33,10 @@ export interface LoadInput {
 
 function describe(setting: Setting, raw: unknown): string {
   if (setting.secret) return '(redacted)';
-  return JSON.stringify(setting.redactValue ? setting.redactValue(raw) : raw);
+  if (!setting.redactValue) return JSON.stringify(raw);
+  // redactValue knows strings; a list or mapping given instead may hold the same credentials anywhere in it.
+  if (typeof raw !== 'string') return `(${Array.isArray(raw) ? 'a list' : raw === null ? 'null' : `a ${typeof raw}`}, not shown)`;
+  return JSON.stringify(setting.redactValue(raw));
 }
 
 /** Converts a raw value (string from env/flags, or any YAML value) to the setting's type, or throws naming the key. */
@@ -47,9 +50,12 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
     return n;
   };
   switch (setting.type) {
-    case 'string':
+    case 'string': {
       if (typeof raw !== 'string') fail('expected a string');
+      const problem = setting.validate?.(raw);
+      if (problem) fail(problem);
       return raw;
+    }
     case 'addr': {
       if (typeof raw !== 'string') fail('expected host:port');
       const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]*)):(\d{1,5})$/.exec(raw as string);

@@ -34,6 +34,17 @@ export function parseBytes(raw: unknown): number | undefined {
   return unit === undefined ? undefined : Math.round(Number(m[1]) * unit);
 }
 
+/**
+ * A character an HTTP header value cannot hold (RFC 9110 field-value: visible ASCII, space, tab, obs-text).
+ * Node's HTTP client refuses such a value on every request, so a setting holding one is refused at start.
+ */
+export const INVALID_HEADER_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
+
+/** Hides the password of every `scheme://user:password@` in a text, whether the URL around it parses or not. */
+export function redactUrlCredentials(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#@'"]*@/gi, '$1:<redacted>@');
+}
+
 /** `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`. */
 export function redactUrlPassword(value: unknown): unknown {
   if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;

@@ -7,7 +7,7 @@
  * name the header, never its value.
  */
 import type { Setting, SettingValues } from '../config/setting.ts';
-import { redactUrlPassword } from '../config/values.ts';
+import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -16,10 +16,13 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
   const out: Record<string, string> = {};
   if (raw === '' || raw === null || raw === undefined) return out;
   if (typeof raw === 'string') {
-    for (const part of raw.split(',')) {
+    const parts = raw.split(',');
+    for (const [i, part] of parts.entries()) {
       if (!part.trim()) continue;
       const eq = part.indexOf('=');
-      if (eq <= 0) return `expected name=value pairs separated by commas (entry ${JSON.stringify(part.slice(0, Math.max(eq, 0)) || 'without a name')} has no "=")`;
+      // The entry is not quoted: it may be a value (an API key) cut off by a misplaced comma.
+      if (eq < 0) return `expected name=value pairs separated by commas (entry ${i + 1} of ${parts.length} has no "=")`;
+      if (eq === 0) return `expected name=value pairs separated by commas (entry ${i + 1} of ${parts.length} has no name before "=")`;
       const name = part.slice(0, eq).trim();
       let value: string;
       try {
@@ -28,6 +31,7 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
         return `the value of header ${JSON.stringify(name)} is not valid percent-encoding`;
       }
       if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
+      if (INVALID_HEADER_VALUE_CHAR.test(value)) return `the value of header ${JSON.stringify(name)} contains a line break or control character`;
       out[name.toLowerCase()] = value;
     }
     return out;
@@ -36,7 +40,7 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
   for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
     if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
     if (typeof value !== 'string' && typeof value !== 'number') return `the value of header ${JSON.stringify(name)} must be a string`;
-    if (/[\r\n]/.test(String(value))) return `the value of header ${JSON.stringify(name)} contains a line break`;
+    if (INVALID_HEADER_VALUE_CHAR.test(String(value))) return `the value of header ${JSON.stringify(name)} contains a line break or control character`;
     out[name.toLowerCase()] = String(value);
   }
   return out;

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { redactUrlPassword } from '../config/values.ts';
+import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
 import type { ReceiverConfig, ReceiverTls } from './model.ts';
 
 const DAY = 86_400_000;
@@ -23,7 +23,7 @@ export interface NotifyConfig {
 
 export const RECEIVERS_SETTING: Setting = {
   key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers),
-  description: 'Where alerts go (file only): a list of {name, type: webhook|slack, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), timeout, sendResolved}. `webhook` sends the Alertmanager v4 JSON body. URLs, header values and signing secrets are secret.',
+  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret.',
 };
 
 /** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
@@ -33,7 +33,7 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
     description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it.',
   },
   {
-    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword,
+    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: otlpEndpointProblem,
     description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended unless present).',
   },
   {
@@ -57,6 +57,19 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
     description: 'Notifications waiting per receiver; more are recorded as failed (and logged) instead of growing memory.',
   },
 ];
+
+/** alerting.otlp.endpoint: empty (off) or an http(s) URL; checked when the config loads, not by the exporter at start. */
+function otlpEndpointProblem(raw: unknown): string | undefined {
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  if (text === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'expected an http:// or https:// URL such as http://collector:4318';
+  }
+  return url.protocol === 'http:' || url.protocol === 'https:' ? undefined : `the scheme must be http or https, not ${url.protocol.replace(':', '')}`;
+}
 
 /** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
 export function notifyConfig(r: SettingValues): NotifyConfig {
@@ -111,7 +124,7 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     for (const [h, v] of Object.entries(headers)) {
       if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${at}.headers: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
       if (RESERVED_HEADERS.includes(h.toLowerCase())) throw new SettingError(`${at}.headers.${h}: set by hookwatch itself`);
-      if (typeof v !== 'string' || /[\r\n]/.test(v)) throw new SettingError(`${at}.headers.${h}: expected a single-line string`);
+      if (typeof v !== 'string' || INVALID_HEADER_VALUE_CHAR.test(v)) throw new SettingError(`${at}.headers.${h}: expected a single-line string without control characters`);
     }
     const signingSecret = r['signingSecret'] ?? '';
     if (typeof signingSecret !== 'string') throw new SettingError(`${at}.signingSecret: expected a string such as whsec_<base64>`);
@@ -121,13 +134,15 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     }
     const sendResolved = r['sendResolved'] ?? true;
     if (typeof sendResolved !== 'boolean') throw new SettingError(`${at}.sendResolved: expected true or false`);
-    const authorization = authorizationHeader(r, at, headers);
+    const fromUrl = urlCredentials(parsed, at, r, headers);
+    const authorization = fromUrl ? { Authorization: fromUrl.authorization } : authorizationHeader(r, at, headers);
+    const target = fromUrl ? fromUrl.url : (url as string);
     if (r['resendInterval'] !== undefined && type !== 'alertmanager') throw new SettingError(`${at}.resendInterval: only for type alertmanager`);
     return {
       name,
       type: type as ReceiverConfig['type'],
       // An Alertmanager is named by its base URL (as in Prometheus' alertmanager_config); alerts go to its v2 API.
-      url: type === 'alertmanager' ? alertmanagerAlertsUrl(url as string) : (url as string),
+      url: type === 'alertmanager' ? alertmanagerAlertsUrl(target) : target,
       headers: { ...(headers as Record<string, string>), ...authorization },
       signingSecret,
       timeoutMs: r['timeout'] === undefined ? 10_000 : duration(r['timeout'], `${at}.timeout`, 100, 300_000),
@@ -138,6 +153,28 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
   });
 }
 
+/**
+ * `user:password@` in a receiver's URL, as Basic authorization and the URL without it: fetch refuses a URL with
+ * credentials, so it would fail every delivery (forward.endpoint and alerting.otlp.endpoint do the same).
+ */
+function urlCredentials(url: URL, at: string, r: Record<string, unknown>, headers: Record<string, unknown>): { authorization: string; url: string } | undefined {
+  if (!url.username && !url.password) return undefined;
+  const other = r['basicAuth'] !== undefined ? 'basicAuth' : r['bearerToken'] !== undefined ? 'bearerToken' : Object.keys(headers).some((h) => h.toLowerCase() === 'authorization') ? 'headers.Authorization' : undefined;
+  if (other) throw new SettingError(`${at}.url: holds user:password@ and ${at}.${other} is set too; keep one of them`);
+  let user: string;
+  let password: string;
+  try {
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    throw new SettingError(`${at}.url: the user:password@ part is not valid percent-encoding`);
+  }
+  const bare = new URL(url);
+  bare.username = '';
+  bare.password = '';
+  return { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`, url: bare.toString() };
+}
+
 /** `basicAuth` or `bearerToken` as an Authorization header (never both, nor beside a configured one). */
 function authorizationHeader(r: Record<string, unknown>, at: string, headers: Record<string, unknown>): Record<string, string> {
   const basic = r['basicAuth'];
@@ -146,7 +183,7 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
   if (basic !== undefined && bearer !== undefined) throw new SettingError(`${at}: set basicAuth or bearerToken, not both`);
   if (Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) throw new SettingError(`${at}.headers.Authorization: set by ${basic !== undefined ? 'basicAuth' : 'bearerToken'}; remove one of them`);
   if (bearer !== undefined) {
-    if (typeof bearer !== 'string' || bearer === '' || /[\r\n]/.test(bearer)) throw new SettingError(`${at}.bearerToken: expected a single-line string`);
+    if (typeof bearer !== 'string' || bearer === '' || INVALID_HEADER_VALUE_CHAR.test(bearer)) throw new SettingError(`${at}.bearerToken: expected a single-line string without control characters`);
     return { Authorization: `Bearer ${bearer}` };
   }
   if (!isMap(basic)) throw new SettingError(`${at}.basicAuth: expected a mapping with username and password`);
@@ -190,7 +227,7 @@ export function parseHeaders(raw: unknown, key: string): Record<string, string> 
   if (!isMap(raw)) throw new SettingError(`${key}: expected a mapping of header names to values`);
   for (const [h, v] of Object.entries(raw)) {
     if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${key}: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
-    if (typeof v !== 'string' || /[\r\n]/.test(v)) throw new SettingError(`${key}.${h}: expected a single-line string`);
+    if (typeof v !== 'string' || INVALID_HEADER_VALUE_CHAR.test(v)) throw new SettingError(`${key}.${h}: expected a single-line string without control characters`);
   }
   return raw as Record<string, string>;
 }

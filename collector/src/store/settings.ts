@@ -24,7 +24,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'postgres.poolSize', env: 'HOOKWATCH_POSTGRES_POOL_SIZE', type: 'int', default: 10, min: 1, max: 1000,
-    description: 'PostgreSQL connections per replica (db is a postgres:// URL). Replicas x pool size must stay below the server\'s max_connections.',
+    description: 'PostgreSQL connections ingest uses per replica (db is a postgres:// URL). Each replica opens pool size + store.readers + 2 (the leader lease and the signal listener): replicas x that must stay below the server\'s max_connections.',
   },
   {
     key: 'postgres.leaseTtl', env: 'HOOKWATCH_POSTGRES_LEASE_TTL', type: 'duration', default: 15_000, min: 1000, max: 600_000,

@@ -1,6 +1,7 @@
 /** hookwatch's own log: JSON lines with levels, and secrets scrubbed whatever field or escaping they end up in. */
 import { describe, expect, it } from 'vitest';
 import { createLogger, urlPasswords } from './logger.ts';
+import { redactUrlCredentials } from '../config/values.ts';
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error', secrets: string[] = []): { lines: string[]; logger: ReturnType<typeof createLogger> } {
   const lines: string[] = [];
@@ -72,6 +73,13 @@ describe('urlPasswords', () => {
     expect(urlPasswords('postgres://hookwatch:s3cr%40t%21@db:5432/hookwatch')).toEqual(['s3cr%40t%21', 's3cr@t!']);
     expect(urlPasswords('postgres://hookwatch@db/hookwatch')).toEqual([]);
     expect(urlPasswords('./data/hookwatch.db')).toEqual([]);
+  });
+
+  it('finds it in a URL the parser refuses too (a bad port), and redactUrlCredentials hides it in any text', () => {
+    expect(urlPasswords('http://u:AlertPW1@127.0.0.1:notaport/v1/logs')).toEqual(['AlertPW1']);
+    expect(redactUrlCredentials("Could not parse 'http://u:AlertPW1@127.0.0.1:notaport/v1/logs' or postgres://a:b%40c@db/x"))
+      .toBe("Could not parse 'http://u:<redacted>@127.0.0.1:notaport/v1/logs' or postgres://a:<redacted>@db/x");
+    expect(redactUrlCredentials('http://user@host/x and a:b@c')).toBe('http://user@host/x and a:b@c');
   });
 
   it('with the logger, keeps a database password out of a line that quotes the connection error', () => {

@@ -77,7 +77,9 @@ export function urlPasswords(value: string): string[] {
   try {
     url = new URL(value);
   } catch {
-    return [];
+    // Not a URL to the parser (a bad port, say), but its credentials are still secret wherever the text goes.
+    const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:]*:([^/?#@]+)@/i.exec(value);
+    return m ? [m[1] as string] : [];
   }
   if (!url.password) return [];
   let decoded = url.password;
