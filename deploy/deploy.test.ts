@@ -313,6 +313,9 @@ describe('OpenTelemetry Collector configs', () => {
     const filter = JSON.stringify(obj(cfg['processors'])['filter/hook-events']);
     expect(filter).toContain('hook_execution_complete');
     expect(filter).toContain('hook_execution_start');
+    // What hookwatch's own tools send through the same Collector (guard --report, scan --send).
+    expect(filter).toContain('hookwatch.guard_trim');
+    expect(filter).toContain('hookwatch.transcript_finding');
     const pipelines = obj(obj(cfg['service'])['pipelines']);
     const toHookwatch = Object.values(pipelines).map(obj).filter((p) => arr(p['exporters']).includes('otlphttp/hookwatch'));
     expect(toHookwatch).toHaveLength(1);
