@@ -32,9 +32,11 @@ Options:
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook
   --shell <path>       shell for a one-argument command line (default /bin/sh)
-  --install [file]     wrap every command hook of a settings file (default .claude/settings.json); keeps a backup
-  --uninstall [file]   unwrap them again
-  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch);
+  --install [file]     wrap every command hook of a settings file (default .claude/settings.json); the file from
+                       before the first change is kept as <file>.hookwatch-backup, never overwritten
+  --uninstall [file]   unwrap them again, back to the original commands
+  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
+                       in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
                        --budget and --report given with --install are written into every wrapped command
   -h, --help           this help
 `;

@@ -9,7 +9,7 @@ import { captureIO } from '../../../test/support/capture-io.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
-import { BACKUP_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
+import { BACKUP_SUFFIX, STATE_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -101,6 +101,77 @@ describe('hookwatch guard --install', () => {
         child.stdin.end('{}');
       });
     expect(await run(installed)).toBe(await run(command));
+  });
+
+  /** A settings file as a user writes it (one line, not how --install formats it), in a folder of its own. */
+  async function userSettings(name: string): Promise<{ project: string; path: string; original: string }> {
+    const project = join(dir, name);
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    const original = `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"echo hello"}]}],"Stop":[{"hooks":[{"type":"command","command":"printf '%s' \\"it's\\" | tr a-z A-Z # -- 'x'"}]}]}}`;
+    await writeFile(path, original);
+    return { project, path, original };
+  }
+  const commands = async (path: string): Promise<string[]> => {
+    const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+    return Object.values(settings.hooks).flatMap((groups) => groups.flatMap((g) => g.hooks.map((h) => h.command)));
+  };
+
+  it('--install with a custom --command, then --uninstall without it, gives the original file back byte for byte', async () => {
+    const { project, path, original } = await userSettings('custom-prefix');
+    const install = guardIO(project);
+    expect(await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], install)).toEqual({ code: 0 });
+    expect(install.out()).toContain('wrapped 2 of 2');
+    expect((await commands(path))[0]).toBe(`/usr/bin/hookwatch-guard -- 'echo hello'`);
+
+    const undo = guardIO(project);
+    expect(await runGuard(['--uninstall', 's.json'], undo)).toEqual({ code: 0 });
+    expect(undo.out()).toContain('unwrapped 2 of 2');
+    expect(await readFile(path, 'utf8')).toBe(original);
+
+    // Given --command, uninstall recognises its prefix even with no record of the install beside the file.
+    await runGuard(['--install', '--command', '/opt/hw/run guard-it', 's.json'], guardIO(project));
+    await rm(`${path}${STATE_SUFFIX}`);
+    const unknown = guardIO(project);
+    await runGuard(['--uninstall', 's.json'], unknown);
+    expect(unknown.out()).toContain('nothing to change (2 command hook(s), none left to be unwrapped); 2 look wrapped by another prefix: give it as --command <prefix>');
+    const told = guardIO(project);
+    await runGuard(['--uninstall', '--command', '/opt/hw/run guard-it', 's.json'], told);
+    expect(told.out()).toContain('unwrapped 2 of 2');
+    expect(await readFile(path, 'utf8')).toBe(original);
+  });
+
+  it('a second --install, with the same --command or another, changes nothing: it never wraps twice', async () => {
+    const { project, path } = await userSettings('twice');
+    await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], guardIO(project));
+    const once = await readFile(path, 'utf8');
+    expect(await commands(path)).toEqual([`/usr/bin/hookwatch-guard -- 'echo hello'`, `/usr/bin/hookwatch-guard -- ${shellQuote(`printf '%s' "it's" | tr a-z A-Z # -- 'x'`)}`]);
+    for (const args of [['--command', '/usr/bin/hookwatch-guard'], ['--command', '/usr/bin/hookwatch-guard', '--budget', '9000'], ['--command', 'hookwatch guard'], []]) {
+      const again = guardIO(project);
+      await runGuard(['--install', ...args, 's.json'], again);
+      expect(again.out(), args.join(' ')).toContain('nothing to change (2 command hook(s), none left to be wrapped)');
+      expect(await readFile(path, 'utf8')).toBe(once);
+    }
+  });
+
+  it('keeps the backup of the original file through later installs, and says so rather than overwrite it', async () => {
+    const { project, path, original } = await userSettings('backup');
+    const backup = `${path}${BACKUP_SUFFIX}`;
+    await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], guardIO(project));
+    expect(await readFile(backup, 'utf8')).toBe(original);
+    await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], guardIO(project));
+    expect(await readFile(backup, 'utf8')).toBe(original);
+
+    // The user adds a hook; installing again wraps only that one and leaves the backup alone.
+    const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: Record<string, unknown> };
+    settings.hooks.Stop = [{ hooks: [{ type: 'command', command: 'echo added' }] }];
+    await writeFile(path, JSON.stringify(settings));
+    const later = guardIO(project);
+    await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], later);
+    expect(later.out()).toContain('wrapped 1 of 2');
+    expect(later.out()).toContain(`${backup} already holds the file from before hookwatch first changed it; kept as it is`);
+    expect(await readFile(backup, 'utf8')).toBe(original);
+    expect(await commands(path)).toEqual([`/usr/bin/hookwatch-guard -- 'echo hello'`, `/usr/bin/hookwatch-guard -- 'echo added'`]);
   });
 
   it('names the problem in a settings file it cannot use', async () => {

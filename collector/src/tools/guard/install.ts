@@ -1,12 +1,17 @@
-import { copyFile, readFile, rename, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, copyFile, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isDeepStrictEqual } from 'node:util';
 
 import { UsageError } from '../common/args.ts';
 import { parseHookSetup } from '../check/settings.ts';
 
 /** Suffix of the copy of a settings file taken before the first change. */
 export const BACKUP_SUFFIX = '.hookwatch-backup';
+
+/** Suffix of the record, beside a settings file, of the prefixes its commands were wrapped with. */
+export const STATE_SUFFIX = '.hookwatch-guard.json';
 
 /** What --install / --uninstall should do. */
 export interface InstallOptions {
@@ -38,20 +43,55 @@ export function defaultGuardPrefix(): string {
   return `${shellQuote(process.execPath)} ${shellQuote(bin)} guard`;
 }
 
-/** Marks a wrapped command: everything after it is the original command line, shell-quoted as one word. */
-const WRAP = / guard(?: --budget \d+)?(?: --report \S+)? -- /;
+/** The guard options --install writes between the prefix and ` -- `, as they end the part before it. */
+const GUARD_OPTIONS = '(?: --budget \\d+)?(?: --report \\S+)?$';
+/** A call of the guard subcommand (`hookwatch guard`, `<node> <bin> guard`) with those options: no prefix needed. */
+const GUARD_CALL = new RegExp(` guard${GUARD_OPTIONS}`);
+const OPTIONS_ONLY = new RegExp(`^${GUARD_OPTIONS}`);
 
-/** The original command of a command wrapped by the guard, or undefined when `command` is not wrapped. */
-export function unwrapCommand(command: string): string | undefined {
-  const match = WRAP.exec(command);
-  if (!match) return undefined;
-  return shellUnquote(command.slice(match.index + match[0].length));
+/**
+ * The original command of a command wrapped by the guard, or undefined when `command` is not wrapped. A wrapped
+ * command is `<prefix>[ --budget N][ --report URL] -- <original, shell-quoted as one word>`, where the prefix is
+ * one of `prefixes` (the --command of an install) or ends in ` guard`.
+ */
+export function unwrapCommand(command: string, prefixes: readonly string[] = []): string | undefined {
+  return splitWrapped(command, (head) => GUARD_CALL.test(head) || prefixes.some((p) => head.startsWith(p) && OPTIONS_ONLY.test(head.slice(p.length))));
 }
 
-/** Wraps one command line (already wrapped ones are left as they are). */
-export function wrapCommand(command: string, prefix: string, budget: number | undefined, report?: string): string {
-  if (unwrapCommand(command) !== undefined) return command;
+/** The quoted word after the first ` -- ` whose head `callsGuard` accepts; the original may hold ` -- ` itself. */
+function splitWrapped(command: string, callsGuard: (head: string) => boolean): string | undefined {
+  for (let at = command.indexOf(' -- '); at !== -1; at = command.indexOf(' -- ', at + 1)) {
+    const original = shellUnquote(command.slice(at + ' -- '.length));
+    if (original !== undefined && at > 0 && callsGuard(command.slice(0, at))) return original;
+  }
+  return undefined;
+}
+
+/** Wraps one command line (already wrapped ones, by `prefix` or one of `known`, are left as they are). */
+export function wrapCommand(command: string, prefix: string, budget: number | undefined, report?: string, known: readonly string[] = []): string {
+  if (unwrapCommand(command, [prefix, ...known]) !== undefined) return command;
   return `${prefix}${budget === undefined ? '' : ` --budget ${budget}`}${report === undefined ? '' : ` --report ${shellQuote(report)}`} -- ${shellQuote(command)}`;
+}
+
+/**
+ * The prefixes the commands of a settings file were wrapped with, kept beside it (`<file>.hookwatch-guard.json`)
+ * so that --uninstall recognises a custom --command without being given it again; empty when there is none.
+ */
+async function readPrefixes(statePath: string): Promise<string[]> {
+  try {
+    const state = JSON.parse(await readFile(statePath, 'utf8')) as unknown;
+    const prefixes = isObject(state) && Array.isArray(state.prefixes) ? (state.prefixes as unknown[]) : [];
+    return prefixes.filter((p): p is string => typeof p === 'string' && p !== '');
+  } catch {
+    return [];
+  }
+}
+
+/** Writes `text` to `path` atomically: a temporary file renamed over it. */
+async function writeAtomically(path: string, text: string): Promise<void> {
+  const temporary = `${path}.hookwatch-${process.pid}.tmp`;
+  await writeFile(temporary, text);
+  await rename(temporary, path);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -60,7 +100,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * Wraps (or unwraps) every command hook of a settings file in place. Idempotent; the first change keeps a copy
- * of the file beside it; the write is atomic (a temporary file renamed over the original).
+ * of the file beside it, which later changes never overwrite; the write is atomic (a temporary file renamed over
+ * the original). Unwrapping gives each original command back exactly, and the backup's bytes when nothing else
+ * in the file changed since.
  */
 export async function installGuard(options: InstallOptions): Promise<string> {
   const path = resolve(options.cwd, options.settingsPath);
@@ -73,34 +115,76 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   // Validates the hooks section the way check does, with messages naming the bad key.
   parseHookSetup(text, path);
   const settings = JSON.parse(text) as Record<string, unknown>;
+  const statePath = `${path}${STATE_SUFFIX}`;
+  const recorded = await readPrefixes(statePath);
   const prefix = options.prefix ?? defaultGuardPrefix();
+  // Every prefix a command may have been wrapped with: the ones recorded, this one, and the default.
+  const known = [...new Set([...recorded, prefix, defaultGuardPrefix()])];
   let changed = 0;
   let total = 0;
+  let lookWrapped = 0;
   if (isObject(settings.hooks)) {
     for (const groups of Object.values(settings.hooks) as Record<string, unknown>[][]) {
       for (const group of groups) {
         for (const hook of group.hooks as Record<string, unknown>[]) {
           if (hook.type !== 'command' || typeof hook.command !== 'string') continue;
           total++;
-          const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget, options.report) : (unwrapCommand(hook.command) ?? hook.command);
+          const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget, options.report, known) : unwrapFully(hook.command, known);
           if (next !== hook.command) {
             hook.command = next;
             changed++;
-          }
+          } else if (options.mode === 'uninstall' && splitWrapped(hook.command, () => true) !== undefined) lookWrapped++;
         }
       }
     }
   }
   const verb = options.mode === 'install' ? 'wrapped' : 'unwrapped';
-  if (changed === 0) return `hookwatch guard: ${path}: nothing to change (${total} command hook(s), none left to be ${verb})\n`;
   const backup = `${path}${BACKUP_SUFFIX}`;
-  let backupNote = '';
-  if (options.mode === 'install') {
-    await copyFile(path, backup);
-    backupNote = `; the previous file is in ${backup}`;
+  if (changed === 0) {
+    // Only a file hookwatch changed before (it has a backup) is likely to hold commands wrapped with an unknown prefix.
+    const hint =
+      lookWrapped > 0 && (await access(backup).then(() => true, () => false))
+        ? `; ${lookWrapped} look wrapped by another prefix: give it as --command <prefix> to unwrap them`
+        : '';
+    return `hookwatch guard: ${path}: nothing to change (${total} command hook(s), none left to be ${verb})${hint}\n`;
   }
-  const temporary = `${path}.hookwatch-${process.pid}.tmp`;
-  await writeFile(temporary, `${JSON.stringify(settings, null, 2)}\n`);
-  await rename(temporary, path);
-  return `hookwatch guard: ${path}: ${verb} ${changed} of ${total} command hook(s)${backupNote}\n`;
+  let note = '';
+  let newText = `${JSON.stringify(settings, null, 2)}\n`;
+  if (options.mode === 'install') {
+    try {
+      // COPYFILE_EXCL: the backup is the file from before hookwatch first changed it; a later change keeps it.
+      await copyFile(path, backup, constants.COPYFILE_EXCL);
+      note = `; the previous file is in ${backup}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      note = `; ${backup} already holds the file from before hookwatch first changed it; kept as it is`;
+    }
+    if (!recorded.includes(prefix)) await writeAtomically(statePath, `${JSON.stringify({ about: 'how hookwatch guard --install wrapped the commands of the file beside it, for --uninstall', prefixes: [...recorded, prefix] }, null, 2)}\n`);
+  } else {
+    const original = await readFile(backup, 'utf8').catch(() => undefined);
+    if (original !== undefined && sameJson(original, settings)) {
+      newText = original;
+      note = `; the file is again byte for byte ${backup}`;
+    }
+  }
+  await writeAtomically(path, newText);
+  // Nothing recognised is left wrapped: the record of the prefixes has done its work.
+  if (options.mode === 'uninstall') await rm(statePath, { force: true });
+  return `hookwatch guard: ${path}: ${verb} ${changed} of ${total} command hook(s)${note}\n`;
+}
+
+/** The original under every layer of wrapping (an older hookwatch could wrap a custom --command twice). */
+function unwrapFully(command: string, known: readonly string[]): string {
+  let original = command;
+  for (let inner = unwrapCommand(original, known); inner !== undefined; inner = unwrapCommand(original, known)) original = inner;
+  return original;
+}
+
+/** True when `text` holds the same JSON value as `value` (key order aside). */
+function sameJson(text: string, value: unknown): boolean {
+  try {
+    return isDeepStrictEqual(JSON.parse(text), value);
+  } catch {
+    return false;
+  }
 }
