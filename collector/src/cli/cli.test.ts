@@ -71,6 +71,7 @@ describe('hookwatch --help', () => {
     expect(lines(commands).map((l) => /^ {2}([a-z]+) {3,}\S/.exec(l)?.[1])).toEqual(COMMANDS.map((c) => c.name));
     expect(out).toContain('Run "hookwatch <command> --help"');
     expect((await hookwatch(['help'])).stdout).toBe(out);
+    expect((await hookwatch(['help', '--help'])).stdout).toBe(out);
   });
 
   it('serve --help lists every setting flag with its description, human default, variable and file key', async () => {

@@ -136,7 +136,8 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       return await runScan([...args], io);
     }
     if (command === 'help') {
-      const topic = args[0];
+      // "hookwatch help --help" (or -h) asks for help about help: the overview.
+      const topic = args[0] === '--help' || args[0] === '-h' ? undefined : args[0];
       if (topic === 'check' || topic === 'scan') return await runCommand([topic, '--help'], io);
       if (topic === 'guard') {
         const { runGuard } = await import('../tools/guard/index.ts');

@@ -44,9 +44,10 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
   const fail = (why: string): never => {
     throw new ConfigError(`${origin}: invalid value ${describe(setting, raw)} for ${setting.key}: ${why}`);
   };
-  const bounded = (n: number, unit = ''): number => {
-    if (setting.min !== undefined && n < setting.min) fail(`must be at least ${setting.min}${unit}`);
-    if (setting.max !== undefined && n > setting.max) fail(`must be at most ${setting.max}${unit}`);
+  // Bounds in the units the value is written in (10m, 1GiB), as the docs give them.
+  const bounded = (n: number): number => {
+    if (setting.min !== undefined && n < setting.min) fail(`must be at least ${String(humanValue(setting, setting.min))}`);
+    if (setting.max !== undefined && n > setting.max) fail(`must be at most ${String(humanValue(setting, setting.max))}`);
     return n;
   };
   switch (setting.type) {
@@ -70,12 +71,12 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
     case 'bytes': {
       const n = parseBytes(raw);
       if (n === undefined) fail('expected a size such as 20MiB or 1048576');
-      return bounded(n as number, ' bytes');
+      return bounded(n as number);
     }
     case 'duration': {
       const n = parseDuration(raw);
       if (n === undefined) fail('expected a duration such as 30s, 5m, 24h or 30d');
-      return bounded(n as number, ' ms');
+      return bounded(n as number);
     }
     case 'enum': {
       const v = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
