@@ -110,6 +110,30 @@ describe('the store loses its file', () => {
     for (const s of acked) expect(counts.get(s), `acknowledged batch ${s}`).toBe(PER_BATCH);
   });
 
+  it('alert state written after the deleted database was written back is still there after a restart', { timeout: 180_000 }, async () => {
+    const { dir, cleanup } = tempDir('hookwatch-loss-alerts-');
+    cleanups.push(cleanup);
+    const dbPath = join(dir, 'hookwatch.db');
+    let cli = await startCli(dbPath, dir, children);
+    const silence = async (hook: string): Promise<number> =>
+      (await fetch(`${cli.http}/api/v1/silences`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ matchers: [{ name: 'hook_name', value: hook }], endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'test', comment: 'store loss' }),
+      })).status;
+    expect(await silence('Before:loss')).toBe(201);
+    for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
+    // The periodic check notices the loss and writes the database back from the store's open copy.
+    await until('the database written back', async () => cli.logs.some((l) => l['msg'] === 'store database is usable again'));
+    expect(await silence('After:loss')).toBe(201);
+    await stopCli(cli);
+
+    cli = await startCli(dbPath, dir, children);
+    const listed = (await (await fetch(`${cli.http}/api/v1/silences`)).json()) as { silences: { matchers: { value: string }[] }[] };
+    expect(listed.silences.map((s) => s.matchers[0]?.value).sort()).toEqual(['After:loss', 'Before:loss']);
+    await stopCli(cli);
+  });
+
   it('a database corrupted while running answers 503 (retryable), not 500, and /readyz 503', { timeout: 180_000 }, async () => {
     const { dir, cleanup } = tempDir('hookwatch-corrupt-');
     cleanups.push(cleanup);

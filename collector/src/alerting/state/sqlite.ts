@@ -2,23 +2,37 @@
  * Alert state in SQLite, for a single process: the AlertStateStore contract (store.ts) on its own connection to
  * the store's database file. There is one process and so no fencing: the epoch arguments are accepted and ignored.
  */
+import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { Statements, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
 import type { Notification } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
 
-/** SQLite implementation: its own connection to the store's database file (WAL lets both coexist). */
+/**
+ * SQLite implementation: its own connection to the store's database file (WAL lets both coexist). When the file
+ * at the path is no longer the one it opened (the store wrote a deleted file back, or the file was replaced), it
+ * follows before its next read or write; otherwise it would go on writing into the lost file, and every alert
+ * and silence from then on would be gone at the next restart.
+ */
 export class SqliteAlertStateStore implements AlertStateStore {
-  private readonly db: DatabaseSync;
-  private readonly sql: Statements;
+  private readonly path: string;
+  private db: DatabaseSync;
+  private sql: Statements;
+  private file: { ino: number; dev: number } | undefined;
   private closed = false;
 
   constructor(path: string) {
-    // Always synchronous=FULL: a committed alert state must survive power loss, or a restart notifies again.
-    this.db = openSqlite(path, 'full');
+    this.path = path;
+    this.db = this.open();
     this.sql = new Statements(this.db);
-    this.db.exec(`
+  }
+
+  private open(): DatabaseSync {
+    // Always synchronous=FULL: a committed alert state must survive power loss, or a restart notifies again.
+    const db = openSqlite(this.path, 'full');
+    this.file = this.identity();
+    db.exec(`
       CREATE TABLE IF NOT EXISTS alert_instances (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL, data TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS alert_silences (id TEXT PRIMARY KEY, ends_at INTEGER NOT NULL, data TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS alert_notifications (webhook_id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, created_at INTEGER NOT NULL, done TEXT, data TEXT NOT NULL);
@@ -26,25 +40,57 @@ export class SqliteAlertStateStore implements AlertStateStore {
       CREATE TABLE IF NOT EXISTS alert_attempts (id INTEGER PRIMARY KEY, alert_id TEXT NOT NULL, at INTEGER NOT NULL, data TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS alert_attempts_alert ON alert_attempts (alert_id, id);
     `);
+    return db;
+  }
+
+  private identity(): { ino: number; dev: number } | undefined {
+    if (this.path === ':memory:' || this.path === '') return undefined;
+    try {
+      const st = statSync(this.path);
+      return { ino: st.ino, dev: st.dev };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Reopens on the file now at the path when it is another one. While the path is empty (the file deleted and not
+   * yet written back) it keeps writing into the open file: the store's recovery copies that file, with these rows.
+   */
+  private current(): Statements {
+    const opened = this.file;
+    const now = opened ? this.identity() : undefined;
+    if (opened && now && (now.ino !== opened.ino || now.dev !== opened.dev)) {
+      try {
+        this.db.close();
+      } catch {
+        // The lost file's connection: nothing more is read from it.
+      }
+      this.db = this.open();
+      this.sql = new Statements(this.db);
+    }
+    return this.sql;
   }
 
   async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
-    const alerts = (this.sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
-    const outbox = opts.outbox === false ? [] : (this.sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
+    const sql = this.current();
+    const alerts = (sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
+    const outbox = opts.outbox === false ? [] : (sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
     return { alerts, silences: await this.silences(), outbox };
   }
 
   async silences(): Promise<SilenceRecord[]> {
-    return (this.sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
+    return (this.current().get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
   }
 
   async save(changes: StateChanges): Promise<void> {
     if (changes.upsert.length === 0 && changes.remove.length === 0 && changes.notifications.length === 0) return;
-    const upsert = this.sql.get('INSERT INTO alert_instances (id, fingerprint, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data');
-    const remove = this.sql.get('DELETE FROM alert_instances WHERE id = ?');
-    const removeAttempts = this.sql.get('DELETE FROM alert_attempts WHERE alert_id = ?');
-    const removeDone = this.sql.get('DELETE FROM alert_notifications WHERE alert_id = ? AND done IS NOT NULL');
-    const notify = this.sql.get('INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (webhook_id) DO NOTHING');
+    const sql = this.current();
+    const upsert = sql.get('INSERT INTO alert_instances (id, fingerprint, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data');
+    const remove = sql.get('DELETE FROM alert_instances WHERE id = ?');
+    const removeAttempts = sql.get('DELETE FROM alert_attempts WHERE alert_id = ?');
+    const removeDone = sql.get('DELETE FROM alert_notifications WHERE alert_id = ? AND done IS NOT NULL');
+    const notify = sql.get('INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (webhook_id) DO NOTHING');
     inTransaction(this.db, () => {
       for (const a of changes.upsert) upsert.run(a.id, a.fingerprint, a.state, JSON.stringify(a));
       for (const id of changes.remove) {
@@ -57,25 +103,27 @@ export class SqliteAlertStateStore implements AlertStateStore {
   }
 
   async finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void> {
-    this.sql.get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId);
+    this.current().get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId);
   }
 
   async addAttempt(a: StoredAttempt): Promise<void> {
-    this.sql.get('INSERT INTO alert_attempts (alert_id, at, data) VALUES (?, ?, ?)').run(a.alertId, a.atMs, JSON.stringify(a));
-    this.sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
+    const sql = this.current();
+    sql.get('INSERT INTO alert_attempts (alert_id, at, data) VALUES (?, ?, ?)').run(a.alertId, a.atMs, JSON.stringify(a));
+    sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {
-    return (this.sql.get('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
+    return (this.current().get('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
   }
 
   async putSilence(s: SilenceRecord): Promise<void> {
-    this.sql.get('INSERT INTO alert_silences (id, ends_at, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data').run(s.id, s.endsAtMs, JSON.stringify(s));
+    this.current().get('INSERT INTO alert_silences (id, ends_at, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data').run(s.id, s.endsAtMs, JSON.stringify(s));
   }
 
   async prune(beforeMs: number): Promise<void> {
-    this.sql.get('DELETE FROM alert_silences WHERE ends_at < ?').run(beforeMs);
-    this.sql.get('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < ?').run(beforeMs);
+    const sql = this.current();
+    sql.get('DELETE FROM alert_silences WHERE ends_at < ?').run(beforeMs);
+    sql.get('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < ?').run(beforeMs);
   }
 
   async close(): Promise<void> {
