@@ -38,15 +38,19 @@ export function windowText(ms: number): string {
 
 /** persisted: outputs saved to a file while the hook reported success; `late` names arrivals stamped before the window. */
 export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: Arrival | undefined): Annotations | null {
-  // The headline divergence: Claude Code saved output to a file while the hook reported success.
-  if (c.outputsPersisted <= 0 || c.success <= 0) return null;
+  // The headline divergence: Claude Code saved output to a file while the hook reported success. A client that
+  // does not send num_outputs_persisted (older than 2.1.280) still shows it: a measured output over the cap.
+  const inferred = c.outputsPersisted <= 0 ? c.executionsWithPersisted : 0;
+  if ((c.outputsPersisted <= 0 && inferred <= 0) || c.success <= 0) return null;
   const w = windowText(windowMs);
   const max = largestOutput(c);
   const lateText = late
     ? ` ${plural(late.outputsPersisted, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
     : '';
   return {
-    summary: `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
+    summary: inferred > 0
+      ? `${scope}: ${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
+      : `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
     description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}. Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters.${lateText}`,
     outputs_persisted: String(c.outputsPersisted),
     executions: String(c.executions),
@@ -71,8 +75,9 @@ export function ratioCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold' |
 export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold'>, c: HookCounters, scope: string): Annotations | null {
   const limit = rule.threshold * OUTPUT_CAP_CHARS;
   const w = windowText(rule.windowMs);
-  // A hook already over the cap is the persisted rule's: one alert per problem, not two.
-  if (c.outputsPersisted > 0) return null;
+  // A hook already over the cap is the persisted rule's: one alert per problem, not two (also when the client
+  // reports no num_outputs_persisted and the over-cap output is known from its measured size).
+  if (c.outputsPersisted > 0 || c.executionsWithPersisted > 0) return null;
   const max = largestOutput(c);
   if (max === null || max <= limit) return null;
   return {

@@ -134,7 +134,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
-    if (c.outputsPersisted > 0) continue;
+    if (c.outputsPersisted > 0 || c.executionsWithPersisted > 0) continue;
     const series = await ctx.store.series(c.info.id, { fromMs, toMs, stepMs: DAY });
     const points: Point[] = [...series.entries()]
       .map(([t, b]) => ({ t, value: largestOutput(b) }))

@@ -110,6 +110,17 @@ describe('fixture replay (Claude Code 2.1.332)', () => {
   });
 });
 
+describe('a client that does not report num_outputs_persisted', () => {
+  it('an output measured over the cap fires persisted, saying the size is measured; headroom stays quiet', async () => {
+    const r = await start();
+    expect(await post(r, otlpHookBody([{ hookName: 'Stop:old-client', timeMs: Date.now(), outputsPersisted: null, additionalContextChars: 11_000 }]))).toBe(200);
+    await settle(r);
+    const api = (await (await fetch(`${r.service.httpUrl}/api/v1/alerts`)).json()) as AlertsResponse;
+    expect(api.alerts.map((a) => `${a.state} ${a.labels['alertname']} ${a.labels['hook_name']}`)).toEqual(['firing persisted Stop:old-client']);
+    expect(api.alerts[0]?.annotations['summary']).toMatch(/1 execution .* over the 10,000-character cap.*does not report num_outputs_persisted/);
+  });
+});
+
 describe('webhook delivery through the service', () => {
   it('receiver fails with 503 for a while, then recovers: the alert arrives once, same webhook-id on every attempt', async () => {
     const r = await start();

@@ -175,7 +175,8 @@ export function hookEvent(f: EventFacts): HookEvent {
 }
 
 /** An OTLP/JSON logs body with hook_execution_complete records, values as stringValue like Claude Code 2.1.332. */
-export function otlpHookBody(records: { hookName: string; timeMs: number; outputsPersisted: number; additionalContextChars: number; sessionId?: string; sequence?: number }[]): string {
+/** OTLP/JSON hook_execution_complete records; outputsPersisted null leaves num_outputs_persisted out (a client older than 2.1.280). */
+export function otlpHookBody(records: { hookName: string; timeMs: number; outputsPersisted: number | null; additionalContextChars: number; sessionId?: string; sequence?: number }[]): string {
   const s = (v: string | number): { stringValue: string } => ({ stringValue: String(v) });
   return JSON.stringify({
     resourceLogs: [{
@@ -202,7 +203,7 @@ export function otlpHookBody(records: { hookName: string; timeMs: number; output
             additional_context_chars: r.additionalContextChars,
             system_message_chars: 0,
             initial_user_message_chars: 0,
-            num_outputs_persisted: r.outputsPersisted,
+            ...(r.outputsPersisted === null ? {} : { num_outputs_persisted: r.outputsPersisted }),
           }).map(([key, v]) => ({ key, value: s(v) })),
         })),
       }],
