@@ -37,6 +37,11 @@ describe('wire mapping', () => {
     });
     const unknown = { ...counters, outputsPersisted: 0, executionsWithPersisted: 0, maxChars: { stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null } };
     expect(hookSummary(info, unknown)).toMatchObject({ status: 'unknown', headroom: null });
+    // Measured executions all fine, some not measured at all: not healthy, unknown.
+    const measured = { ...counters, executions: 10, outputsPersisted: 0, executionsWithPersisted: 0, nearExecutions: 0 };
+    expect(hookSummary(info, { ...measured, sizeUnknownExecutions: 0 }).status).toBe('ok');
+    expect(hookSummary(info, { ...measured, sizeUnknownExecutions: 2 }).status).toBe('unknown');
+    expect(hookSummary(info, { ...measured, sizeUnknownExecutions: 2, nearExecutions: 1 }).status).toBe('near');
   });
 
   it('gives an empty series bucket no status, and a breakdown row its status', () => {

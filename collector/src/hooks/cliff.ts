@@ -42,7 +42,11 @@ export function classifyExecution(f: SizeFacts, nearThreshold: number): Delivery
   return upper > nearThreshold ? 'near' : 'ok';
 }
 
-/** Status of a hook (or bucket) from its counters over a range. */
+/**
+ * Status of a hook (or bucket) from its counters over a range. `ok` only when every execution was measured: an
+ * execution without size data (a client older than 2.1.280) may have been over the cap, so a hook with any is
+ * `unknown` unless another execution already shows it over or near.
+ */
 export function classifyCounters(c: {
   executions: number;
   outputsPersisted: number;
@@ -53,6 +57,6 @@ export function classifyCounters(c: {
   if (c.outputsPersisted > 0 || c.executionsWithPersisted > 0) return 'over';
   if (c.executions > 0 && c.sizeUnknownExecutions >= c.executions) return 'unknown';
   if (c.nearExecutions > 0) return 'near';
-  if (c.executions === 0) return 'unknown';
+  if (c.executions === 0 || c.sizeUnknownExecutions > 0) return 'unknown';
   return 'ok';
 }
