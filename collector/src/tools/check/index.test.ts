@@ -206,6 +206,7 @@ describe('check: JSON output', () => {
     expect(tight.code).toBe(1);
     const text = await check(['--budget', '9500', '--', hook]);
     expect(text.out).toMatch(/^FAIL: 1 output over the budget of 9,500\.$/m);
+    expect(text.out).not.toMatch(/^OK:/m);
 
     const roomy = await checkJson(['--budget', '9700', '--', hook]);
     expect(roomy.code).toBe(0);
@@ -235,6 +236,7 @@ describe('check: running the hook like Claude Code', () => {
     const text = await check(['--timeout', '1', '--', `sleep 30`]);
     expect(text.out).toContain('TIMED OUT after 1 s');
     expect(text.out).toMatch(/^FAIL: 1 hook timed out or failed\.$/m);
+    expect(text.out).not.toMatch(/^OK:/m);
   });
 
   it('passes the event input on stdin, CLAUDE_PROJECT_DIR in the environment, and runs in the project directory', async () => {

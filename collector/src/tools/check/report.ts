@@ -168,6 +168,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
   if (over > 0) out.push(guardAdvice(hooks.some((h) => h.location !== undefined)));
-  else out.push(`OK: ${plural(hooks.length, 'hook')} checked, every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}.\n`);
+  // OK only when nothing failed: a hook that timed out or failed was not measured, and over budget is not within it.
+  else if (problems.length === 0) out.push(`OK: ${plural(hooks.length, 'hook')} checked, every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}.\n`);
   return out.join('');
 }
