@@ -172,6 +172,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
   app.use(requireHttpAuth(config.http.auth));
   app.get('/metrics', metrics.handler());
+  app.all('/metrics', (_req, res) => {
+    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: 'GET /metrics for the Prometheus exposition' } });
+  });
   app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
   app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, logger, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
   app.use(createClusterRouter({ coordination, logger }));

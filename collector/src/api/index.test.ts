@@ -121,6 +121,21 @@ describe('bad parameters get 400 naming the parameter', () => {
     });
   }
 
+  it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics likewise', async () => {
+    const del = await fetch(`${service.httpUrl}/api/v1/hooks?from=now-1h`, { method: 'DELETE' });
+    expect(del.status).toBe(405);
+    expect(del.headers.get('allow')).toBe('GET, HEAD');
+    expect(((await del.json()) as { error: { code: string } }).error.code).toBe('method_not_allowed');
+    const put = await fetch(`${service.httpUrl}/api/v1/silences`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, HEAD, POST');
+    expect((await fetch(`${service.httpUrl}/api/v1/nope`, { method: 'DELETE' })).status).toBe(404);
+    const metrics = await fetch(`${service.httpUrl}/metrics`, { method: 'POST' });
+    expect(metrics.status).toBe(405);
+    expect(metrics.headers.get('content-type')).toMatch(/application\/json/);
+    expect(metrics.headers.get('allow')).toBe('GET, HEAD');
+  });
+
   it('an unknown hook is 404, health endpoints answer', async () => {
     expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
     expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });

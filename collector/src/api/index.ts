@@ -212,7 +212,13 @@ export function createApiRouter(opts: ApiOptions): Router {
     res.json({ dimensions: dims });
   });
 
-  router.use('/api', (_req, res) => {
+  router.use('/api', (req, res) => {
+    // A route that exists with other methods: 405 with Allow (RFC 9110 §15.5.6), not "no such route".
+    const allow = allowedMethods(req.app, req.originalUrl.split('?')[0] ?? '');
+    if (allow.length > 0) {
+      res.status(405).set('allow', allow.join(', ')).json({ error: { code: 'method_not_allowed', message: `${req.method} is not allowed on this route; allowed: ${allow.join(', ')}` } });
+      return;
+    }
     res.status(404).json({ error: { code: 'not_found', message: 'no such API route; see README "API reference"' } });
   });
 
@@ -242,4 +248,29 @@ export function createApiRouter(opts: ApiOptions): Router {
     res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
   });
   return router;
+}
+
+interface RouteLayer {
+  route?: { path: unknown; methods: Record<string, boolean> };
+  match?: (path: string) => unknown;
+  handle?: { stack?: RouteLayer[] };
+}
+
+/** The methods the app's routes (catch-alls aside) answer on `path` (GET implies HEAD), upper case and sorted; [] when none matches. */
+export function allowedMethods(application: unknown, path: string): string[] {
+  // Express's typings do not expose a route's methods; the layers are read as the router builds them.
+  const app = application as { router?: { stack?: RouteLayer[] } };
+  const found = new Set<string>();
+  const walk = (stack: readonly RouteLayer[] | undefined): void => {
+    for (const layer of stack ?? []) {
+      if (layer.route) {
+        // A catch-all (the dashboard's pages) matches every path: it says nothing about this one.
+        if (String(layer.route.path).includes('*')) continue;
+        if (layer.match?.(path)) for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') found.add(m.toUpperCase());
+      } else walk(layer.handle?.stack);
+    }
+  };
+  walk(app.router?.stack);
+  if (found.has('GET')) found.add('HEAD');
+  return [...found].sort();
 }
