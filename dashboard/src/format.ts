@@ -177,7 +177,9 @@ export function shownStatus(c: { status: DeliveryStatus | null; executions: numb
 /** Why shownStatus says what it says, for the badge's title. */
 export function statusTitle(c: { status: DeliveryStatus | null; executions: number; sizeUnknownExecutions: number }): string {
   const s = shownStatus(c);
-  if (s === 'unknown' && c.status === 'ok') {
+  // Some executions measured, some not (the server calls such a hook unknown; an older one called it ok).
+  const partial = c.sizeUnknownExecutions > 0 && (c.status === 'ok' || c.sizeUnknownExecutions < c.executions);
+  if (s === 'unknown' && partial) {
     return `${num(c.sizeUnknownExecutions)} of ${plural(c.executions, 'execution')} had no size data (client older than 2.1.280): not measurable, never assumed healthy`;
   }
   return STATUS_TITLE[s];
