@@ -3,13 +3,12 @@
  * commits its events, then the request is committed to the queue, and only then does the receiver answer 200.
  * If the queue write fails after the hook stage, the client's retry is deduplicated by the store, so the order
  * costs nothing; the reverse order would send a duplicate downstream on every store hiccup.
- * Metrics and traces, which hookwatch does not decode, are checked (protobuf skimmed, JSON parsed) and then go
- * straight to the queue: a malformed body is refused with 400 rather than acknowledged and merged with others.
+ * Metrics and traces, which hookwatch does not decode, reach it already checked by the receiver
+ * (otlp/validate.ts) and go straight to the queue: a malformed body is refused with 400 before it could be
+ * acknowledged and merged with others.
  */
 import type { LogsRequest } from '../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../pipeline/consumer.ts';
-import { DecodeError } from '../otlp/model.ts';
-import { skimOtlpProto } from '../otlp/skim-proto.ts';
 import { OverloadedError, TooLargeError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { Exporter } from './exporter.ts';
@@ -51,7 +50,6 @@ export class ForwardingStage implements PassThroughConsumer {
 
   async consume(raw: RawRequest): Promise<void> {
     this.check(raw);
-    validatePassThrough(raw);
     this.enqueue(raw, raw.body);
   }
 
@@ -87,22 +85,4 @@ export class ForwardingStage implements PassThroughConsumer {
     const q = this.opts.queue;
     throw new OverloadedError(`the forwarding queue is full (${q.bytes} of ${q.maxBytes} bytes) while the destination catches up; retry later`, this.opts.forwarder.retryAfterSeconds());
   }
-}
-
-/**
- * Refuses (400 / INVALID_ARGUMENT) a metrics or traces body that is not well-formed OTLP: queued protobuf
- * requests are merged by concatenation, so one bad framing would corrupt the requests merged after it.
- */
-export function validatePassThrough(raw: RawRequest): void {
-  if (raw.encoding === 'protobuf') {
-    skimOtlpProto(raw.signal, raw.body);
-    return;
-  }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(raw.body.toString('utf8'));
-  } catch (err) {
-    throw new DecodeError(`malformed JSON ${raw.signal} request: ${(err as Error).message}`);
-  }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new DecodeError(`malformed JSON ${raw.signal} request: expected an object`);
 }

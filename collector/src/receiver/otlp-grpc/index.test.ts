@@ -130,6 +130,19 @@ describe('OTLP/gRPC receiver status codes', () => {
     expect(next.logs).toHaveLength(0);
   });
 
+  it('answers INVALID_ARGUMENT for metrics bytes that are not an ExportMetricsServiceRequest, without passing them on', async () => {
+    const { url, next } = await start();
+    client = new Client(url.replace('http://', ''), credentials.createInsecure());
+    const id = (b: Buffer): Buffer => b;
+    // resource_metrics (field 1) declares 10 bytes, 2 follow.
+    const err = await new Promise<ServiceError | null>((resolve) => {
+      client!.makeUnaryRequest('/opentelemetry.proto.collector.metrics.v1.MetricsService/Export', id, id, Buffer.from([0x0a, 0x0a, 0x01, 0x02]), new Metadata(), { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+    });
+    expect(err?.code).toBe(GrpcStatus.INVALID_ARGUMENT);
+    expect(err?.details).toMatch(/truncated.*declares 10 bytes/);
+    expect(next.passed).toHaveLength(0);
+  });
+
   it('answers RESOURCE_EXHAUSTED over the size limit, measured after decompression', async () => {
     const { url } = await start({ maxRequestBytes: 1024 });
     // 8 KiB of one repeated byte gzips to far below 1 KiB: the limit must apply to the inflated size.

@@ -17,6 +17,7 @@ import {
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 import { splitAddr } from '../../net/addr.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
+import { validatePassThrough } from '../../otlp/validate.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
@@ -202,6 +203,7 @@ export class OtlpGrpcReceiver {
         this.opts.logs.admit?.(raw);
         ({ rejected, message } = await this.opts.logs.consumeLogs(decodeLogsProto(body), raw));
       } else {
+        validatePassThrough(raw);
         await this.opts.passThrough.consume(raw);
       }
       this.count(this.stats.requests, `${signal}:ok`);

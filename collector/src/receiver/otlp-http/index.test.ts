@@ -190,6 +190,26 @@ describe('metrics and traces', () => {
       expect(JSON.parse(res.body.toString())).toEqual({});
     }
   });
+
+  it('refuses with 400 a metrics or traces body that is not OTLP, naming the problem, even with nothing forwarded', async () => {
+    const cases: { path: string; body: string | Buffer; type: string; message: RegExp }[] = [
+      { path: '/v1/metrics', body: '{"resourceMetrics": [', type: 'application/json', message: /malformed JSON metrics request/ },
+      { path: '/v1/metrics', body: '[1, 2]', type: 'application/json', message: /metrics request: expected an object/ },
+      { path: '/v1/metrics', body: '{"resourceMetrics": 5}', type: 'application/json', message: /resourceMetrics must be an array/ },
+      { path: '/v1/traces', body: '{"resourceSpans": [{"scopeSpans": [{"spans": "x"}]}]}', type: 'application/json', message: /resourceSpans\[0\]\.scopeSpans\[0\]\.spans must be an array/ },
+      { path: '/v1/traces', body: '{"resource_spans": [{"resource": "r"}]}', type: 'application/json', message: /resourceSpans\[0\]\.resource must be an object/ },
+      { path: '/v1/metrics', body: Buffer.from([0x0a, 0x0a, 0x01, 0x02]), type: 'application/x-protobuf', message: /truncated.*declares 10 bytes/ },
+    ];
+    for (const c of cases) {
+      const res = await postOtlp(service.otlpHttpUrl, c.path, c.body, { 'content-type': c.type, ...auth });
+      expect(res.status, `${c.path} ${String(c.body)}`).toBe(400);
+      expect(res.body.toString()).toMatch(c.message);
+    }
+    // An empty request and one with empty levels are valid OTLP.
+    for (const body of ['{}', '{"resourceMetrics": []}', '{"resourceMetrics": [{"scopeMetrics": null}]}']) {
+      expect((await postOtlp(service.otlpHttpUrl, '/v1/metrics', body, { 'content-type': 'application/json', ...auth })).status).toBe(200);
+    }
+  });
 });
 
 describe('slow clients', () => {

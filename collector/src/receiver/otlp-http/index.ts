@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { splitAddr } from '../../net/addr.ts';
 import { decodeLogsJson } from '../../otlp/decode-json.ts';
 import { decodeLogsProto } from '../../otlp/decode-proto.ts';
+import { validatePassThrough } from '../../otlp/validate.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
@@ -122,6 +123,7 @@ export class OtlpHttpReceiver {
         const decoded = encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8'));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
+        validatePassThrough(rawRequest);
         await this.opts.passThrough.consume(rawRequest);
       }
       const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);
