@@ -9,7 +9,10 @@
  *    versions, generated through each store's own ingest() (collector/test/support/history.ts), so the figures
  *    follow whatever the stores do with their tables. Then what a filtered dashboard asks, each call a question
  *    not asked before: the overview by team (cycling teams), the hook list by team, a per-user breakdown of one
- *    hook (first call and p95); and bytes per event on disk.
+ *    hook (first call and p95); and bytes per event on disk. HOOKWATCH_BENCH_GROW=length grows the history
+ *    back in time instead, at the same density (1 M events a month: 10 M are 300 days, raw events kept for
+ *    retention.events as a running server keeps them), so the ratios measure the cost of a longer history
+ *    alone; the default, density, puts every size into the same 30 days.
  * 3. OTLP ingest p50/p99 of a real `hookwatch serve` on that history while 8 clients ask the HTTP API filtered
  *    questions that change every call, against the same server's ingest alone.
  */
@@ -101,6 +104,19 @@ function benchSizes(quick: boolean): number[] {
   const sizes = raw.split(',').map((s) => Number(s.trim().replace(/_/g, ''))).filter((n) => Number.isInteger(n) && n > 0);
   if (sizes.length === 0) throw new Error(`HOOKWATCH_BENCH_EVENTS must be a comma list of event counts, got ${JSON.stringify(raw)}`);
   return [...new Set(sizes)].sort((a, b) => a - b);
+}
+
+/**
+ * How sizes grow (HOOKWATCH_BENCH_GROW): `density` puts every size into the same 30 days (10 M events are a
+ * month ten times as busy); `length` keeps the first size's density and adds older days (10 M after 1 M are
+ * 300 days), so the same 30-day questions measure what a longer history alone costs.
+ */
+type Growth = 'density' | 'length';
+
+function benchGrowth(): Growth {
+  const raw = process.env['HOOKWATCH_BENCH_GROW'] ?? 'density';
+  if (raw !== 'density' && raw !== 'length') throw new Error(`HOOKWATCH_BENCH_GROW must be density or length, got ${JSON.stringify(raw)}`);
+  return raw;
 }
 
 interface Timing {
@@ -215,6 +231,8 @@ async function postgresBytes(url: string): Promise<number> {
 
 interface SizeFigures {
   events: number;
+  /** Days of history the events span. */
+  days: number;
   sqlite: QueryFigures;
   postgres: QueryFigures;
   sqliteBytes: number;
@@ -228,6 +246,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const seconds = quick ? 3 : 15;
   const clients = 6;
   const sizes = benchSizes(quick);
+  const growth = benchGrowth();
   // 40 timed calls after the first: their p95 is the third slowest (of 12 it was the slowest, and moved by
   // several times between runs).
   const calls = quick ? 9 : 41;
@@ -251,9 +270,12 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     out.push(result('ingest SQLite, 1 process', sqlite.eventsPerSecond, 'hook events/s', 'SQLite, 1 process', sqlite.eventsPerSecond, note(sqlite)));
 
     // The history: 30 days ending a minute ago (inside the default retention), grown size by size through the
-    // stores' own ingest(), so whatever each store does with its tables the figures include it.
+    // stores' own ingest(), so whatever each store does with its tables the figures include it. Grown in length,
+    // each size adds the days before the ones already there, at the first size's density.
     const endMs = Math.floor((Date.now() - 60_000) / 60_000) * 60_000;
-    const fromMs = endMs - 30 * DAY + 3_600_000;
+    const firstSize = sizes[0] as number;
+    const daysFor = (size: number): number => (growth === 'length' ? Math.round((30 * size) / firstSize) : 30);
+    const startFor = (size: number): number => endMs - daysFor(size) * DAY + 3_600_000;
     const hookIds = historyHooks().map((h) => h.id);
     const sqlitePath = join(dir, 'history.db');
     const pgUrl = await server.createDatabase('history');
@@ -262,8 +284,8 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     let sqliteGen = 0;
     let postgresGen = 0;
     for (const [k, size] of sizes.entries()) {
-      const shape = { events: size - have, fromMs, toMs: endMs, seed: k + 1 };
-      log(`generating ${shape.events.toLocaleString('en-US')} events (to ${size.toLocaleString('en-US')}) over 30 days through ingest(): SQLite...`);
+      const shape = { events: size - have, fromMs: startFor(size), toMs: growth === 'length' && have > 0 ? startFor(have) : endMs, seed: k + 1 };
+      log(`generating ${shape.events.toLocaleString('en-US')} events (to ${size.toLocaleString('en-US')}) over ${Math.round((shape.toMs - shape.fromMs) / DAY)} days through ingest(): SQLite...`);
       const sqliteStore = new SqliteStore({ path: sqlitePath, synchronous: 'normal', dimensions: ['team'], retention: STORE_RETENTION });
       let g = performance.now();
       let stored = await loadHistory(sqliteStore, shape);
@@ -284,6 +306,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
       await postgresBytes(pgUrl);
       figures.push({
         events: size,
+        days: daysFor(size),
         sqlite: await queries(async () => new SqliteStore({ path: sqlitePath, dimensions: ['team'], retention: STORE_RETENTION }), endMs, hookIds, calls),
         postgres: await queries(() => PostgresStore.open({ url: pgUrl, dimensions: ['team'], retention: STORE_RETENTION }), endMs, hookIds, calls),
         sqliteBytes: 0,
@@ -298,7 +321,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
 
     const goal = (name: string, t: (q: QueryFigures) => Timing): void => {
       for (const f of figures) {
-        const size = `${f.events.toLocaleString('en-US')} events, 30 days, 60 hooks, 500 users, ${TEAMS} teams`;
+        const size = `${f.events.toLocaleString('en-US')} events, ${f.days} days${f.days > 30 ? ' (raw events kept 30)' : ''}, 60 hooks, 500 users, ${TEAMS} teams; 30-day questions`;
         for (const [backend, q] of [['SQLite', f.sqlite], ['PostgreSQL', f.postgres]] as const) {
           const x = t(q);
           const calls = `${x.calls} calls, each a question not asked before; p50 ${x.p50.toFixed(1)} ms; ${size}`;
@@ -309,14 +332,16 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
       const [small, large] = [figures[0], figures.at(-1)];
       if (small && large && large !== small) {
         for (const [backend, a, b] of [['SQLite', small.sqlite, large.sqlite], ['PostgreSQL', small.postgres, large.postgres]] as const) {
-          out.push(result(`${name}, ${backend}: p95 at ${large.events.toLocaleString('en-US')} vs ${small.events.toLocaleString('en-US')} events`, t(b).p95, 'ms', `p95 at ${small.events.toLocaleString('en-US')}`, t(a).p95, 'goal: ratio below 1.5x'));
+          const grown = growth === 'length' ? ` (${large.days} vs ${small.days} days, same density)` : ' (same 30 days)';
+          out.push(result(`${name}, ${backend}: p95 at ${large.events.toLocaleString('en-US')} vs ${small.events.toLocaleString('en-US')} events${grown}`, t(b).p95, 'ms', `p95 at ${small.events.toLocaleString('en-US')}`, t(a).p95, `goal: ratio below 1.5x; p50 ${t(b).p50.toFixed(1)} vs ${t(a).p50.toFixed(1)} ms`));
         }
       }
     };
     goal('filtered overview by team (cycling teams)', (q) => q.overviewByTeam);
     goal('filtered hook list by team (GET /api/v1/hooks)', (q) => q.hookListByTeam);
     goal('per-user breakdown of one hook', (q) => q.breakdownByUser);
-    for (const f of figures) {
+    // Grown in length, raw events past retention.events are gone: bytes per event generated would flatter.
+    for (const f of growth === 'length' ? [] : figures) {
       out.push(result(`bytes per event on disk: PostgreSQL, ${f.events.toLocaleString('en-US')} events`, f.postgresBytes / f.events, 'B', 'goal', 200, `pg_total_relation_size of every table (heap, indexes, TOAST) after retention with the default settings and VACUUM; history generated through ingest() in ${f.postgresGenSeconds.toFixed(0)} s (${(f.events / f.postgresGenSeconds).toFixed(0)} events/s, fsync on)`));
       out.push(result(`bytes per event on disk: SQLite, ${f.events.toLocaleString('en-US')} events`, f.sqliteBytes / f.events, 'B', 'goal', 200, `database file in use (less free pages) after retention with the default settings and a WAL checkpoint; history generated through ingest() in ${f.sqliteGenSeconds.toFixed(0)} s (${(f.events / f.sqliteGenSeconds).toFixed(0)} events/s, synchronous=normal)`));
     }
