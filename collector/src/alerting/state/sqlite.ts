@@ -24,14 +24,34 @@ export class SqliteAlertStateStore implements AlertStateStore {
 
   constructor(path: string) {
     this.path = path;
-    this.db = this.open();
-    this.sql = new Statements(this.db);
+    const { db, file } = this.open();
+    this.db = db;
+    this.sql = new Statements(db);
+    this.file = file;
   }
 
-  private open(): DatabaseSync {
+  /**
+   * A connection with the tables in place, and the identity of the file it opened. Nothing is kept when any step
+   * fails: the caller still holds its previous connection and tries again on its next read or write.
+   */
+  private open(): { db: DatabaseSync; file: { ino: number; dev: number } | undefined } {
     // Always synchronous=FULL: a committed alert state must survive power loss, or a restart notifies again.
     const db = openSqlite(this.path, 'full');
-    this.file = this.identity();
+    try {
+      const file = this.identity();
+      this.createTables(db);
+      return { db, file };
+    } catch (err) {
+      try {
+        db.close();
+      } catch {
+        // Closing a connection that failed is best effort; the error that matters is the one thrown.
+      }
+      throw err;
+    }
+  }
+
+  private createTables(db: DatabaseSync): void {
     db.exec(`
       CREATE TABLE IF NOT EXISTS alert_instances (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL, data TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS alert_silences (id TEXT PRIMARY KEY, ends_at INTEGER NOT NULL, data TEXT NOT NULL);
@@ -40,7 +60,6 @@ export class SqliteAlertStateStore implements AlertStateStore {
       CREATE TABLE IF NOT EXISTS alert_attempts (id INTEGER PRIMARY KEY, alert_id TEXT NOT NULL, at INTEGER NOT NULL, data TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS alert_attempts_alert ON alert_attempts (alert_id, id);
     `);
-    return db;
   }
 
   private identity(): { ino: number; dev: number } | undefined {
@@ -61,13 +80,17 @@ export class SqliteAlertStateStore implements AlertStateStore {
     const opened = this.file;
     const now = opened ? this.identity() : undefined;
     if (opened && now && (now.ino !== opened.ino || now.dev !== opened.dev)) {
+      // Opened first: if the file at the path cannot be used yet, this read or write fails and the next one tries
+      // again, instead of every later one failing on a connection already closed.
+      const next = this.open();
       try {
         this.db.close();
       } catch {
         // The lost file's connection: nothing more is read from it.
       }
-      this.db = this.open();
-      this.sql = new Statements(this.db);
+      this.db = next.db;
+      this.sql = new Statements(next.db);
+      this.file = next.file;
     }
     return this.sql;
   }

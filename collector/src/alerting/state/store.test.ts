@@ -3,6 +3,7 @@
  * (a throwaway cluster). Fencing by the lease is PostgreSQL's alone and tested in postgres.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -113,5 +114,28 @@ describe.each(backends)('AlertStateStore on %s', (_name, open) => {
     expect(loaded.alerts.map((x) => x.id)).toEqual(['a1']);
     expect(loaded.outbox).toEqual([]);
     expect(await s.attempts('a1')).toHaveLength(1);
+  });
+});
+
+describe('SQLite alert state when the file at its path changes', () => {
+  it('follows a file written back, and one it cannot use yet fails that call only, not every later one', { timeout: 20_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
+    const path = join(dir, 'h.db');
+    const s = new SqliteAlertStateStore(path);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+    await s.save({ upsert: [alertRecord({ id: 'before', state: 'firing' })], remove: [], notifications: [] });
+    // Another file at the path, locked by a writer for longer than the 5 s SQLite waits: the call that meets it fails...
+    for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
+    const holder = new DatabaseSync(path);
+    holder.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x INTEGER); BEGIN IMMEDIATE');
+    try {
+      await expect(s.load()).rejects.toThrow(/locked|busy/i);
+    } finally {
+      holder.exec('COMMIT');
+      holder.close();
+    }
+    // ...and once the lock is gone, the next call opens that file and writes there.
+    await s.save({ upsert: [alertRecord({ id: 'after', state: 'firing' })], remove: [], notifications: [] });
+    expect((await s.load()).alerts.map((a) => a.id)).toEqual(['after']);
   });
 });
