@@ -323,6 +323,17 @@ describe('other rule kinds', () => {
     expect(h.notes()).toHaveLength(1);
   });
 
+  it('an output measured over the cap from a client without num_outputs_persisted is notified on ingest, not at the next tick', async () => {
+    const h = await harness(null);
+    const measured = { ...hookEvent({ hookName: 'Stop:old-client', additionalContextChars: 11_000, outputsPersisted: 0, timeMs: h.clock.now() }), outputsPersisted: null, status: 'over' as const };
+    const r = await h.store.ingest([measured]);
+    h.alerting.engine.onIngested(r.inserted);
+    // Only what the ingest evaluation queued runs: no timer tick, no evaluation of every rule.
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    expect(h.notes().map((n) => `${n.status} ${n.alertname} ${n.hook}`)).toEqual(['firing persisted Stop:old-client']);
+  });
+
   it('default rules with zero config: persisted fires, nothing else for a healthy feed', async () => {
     const h = await harness(null);
     await h.push(over, fine);

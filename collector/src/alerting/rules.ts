@@ -42,7 +42,8 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
   switch (rule.kind) {
     case 'persisted':
     case 'persisted_ratio':
-      return events.some((e) => (e.outputsPersisted ?? 0) > 0);
+      // 'over' also covers an output measured over the cap from a client that does not report persistence.
+      return events.some((e) => (e.outputsPersisted ?? 0) > 0 || e.status === 'over');
     case 'headroom': {
       const limit = rule.threshold * OUTPUT_CAP_CHARS;
       return events.some((e) => (largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]) ?? 0) > limit);
