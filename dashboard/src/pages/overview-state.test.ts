@@ -72,7 +72,7 @@ describe('hooks ranked by risk', () => {
     expect(names(sortHooks(hooks, 'executions', 'desc', NONE))[0]).toBe(PARTIAL.hookName);
   });
 
-  it('fits forecasts for near and ok hooks only, the riskiest first, and not again within five minutes', () => {
+  it('fits forecasts for near, ok and partly measured hooks only, the riskiest first, and not again within five minutes', () => {
     const many = Array.from({ length: 30 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
     expect(forecastTodo(many, NONE, NOW)).toHaveLength(FORECAST_ROWS);
     expect(forecastTodo(hooks, NONE, NOW).map((h) => h.id)).toEqual([NEAR.id, OK.id, PARTIAL.id]);

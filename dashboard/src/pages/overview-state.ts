@@ -132,9 +132,14 @@ export function sortHooks(hooks: readonly HookSummary[], sort: SortKey, dir: Sor
   return list.map((x) => x.hk);
 }
 
-/** The hooks whose forecast to fit now: near or ok (over needs none), riskiest first, not fitted in the last five minutes. */
+/**
+ * The hooks whose forecast to fit now: near, ok, or unknown with some executions measured (the server calls a
+ * partly measured hook unknown, and its measured sizes still grow towards the cap; over needs none), riskiest
+ * first, not fitted in the last five minutes.
+ */
 export function forecastTodo(hooks: readonly HookSummary[], forecasts: ReadonlyMap<string, ForecastEntry>, nowMs: number): HookSummary[] {
-  return hooks.filter((hk) => hk.status === 'near' || hk.status === 'ok').slice(0, FORECAST_ROWS)
+  const fits = (hk: HookSummary): boolean => hk.status === 'near' || hk.status === 'ok' || (hk.status === 'unknown' && largestOutput(hk) !== null);
+  return hooks.filter(fits).slice(0, FORECAST_ROWS)
     .filter((hk) => (forecasts.get(hk.id)?.at ?? 0) < nowMs - FORECAST_TTL_MS);
 }
 
