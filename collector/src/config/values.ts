@@ -40,9 +40,12 @@ export function parseBytes(raw: unknown): number | undefined {
  */
 export const INVALID_HEADER_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 
-/** Hides the password of every `scheme://user:password@` in a text, whether the URL around it parses or not. */
+/**
+ * Hides the password of every `scheme://user:password@` in a text, whether the URL around it parses or not. The
+ * password runs to the last `@` of the authority, as URL parsers read it, so an unencoded `@` in it hides all of it.
+ */
 export function redactUrlCredentials(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#@'"]*@/gi, '$1:<redacted>@');
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#'"]*@/gi, '$1:<redacted>@');
 }
 
 /** `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`. */

@@ -80,6 +80,10 @@ describe('urlPasswords', () => {
     expect(redactUrlCredentials("Could not parse 'http://u:AlertPW1@127.0.0.1:notaport/v1/logs' or postgres://a:b%40c@db/x"))
       .toBe("Could not parse 'http://u:<redacted>@127.0.0.1:notaport/v1/logs' or postgres://a:<redacted>@db/x");
     expect(redactUrlCredentials('http://user@host/x and a:b@c')).toBe('http://user@host/x and a:b@c');
+    // An unencoded '@' in the password: parsers split at the authority's last '@', so all of it is the password.
+    expect(urlPasswords('http://u:p@ss@127.0.0.1:notaport/v1/logs')).toEqual(['p@ss']);
+    expect(redactUrlCredentials('posting to http://u:p@ss@host:4318/v1/logs failed; see http://other/x@y'))
+      .toBe('posting to http://u:<redacted>@host:4318/v1/logs failed; see http://other/x@y');
   });
 
   it('with the logger, keeps a database password out of a line that quotes the connection error', () => {
