@@ -276,6 +276,8 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     const firstSize = sizes[0] as number;
     const daysFor = (size: number): number => (growth === 'length' ? Math.round((30 * size) / firstSize) : 30);
     const startFor = (size: number): number => endMs - daysFor(size) * DAY + 3_600_000;
+    const longest = daysFor(sizes.at(-1) as number);
+    if (longest * DAY > RETENTION.rollupsMs) throw new Error(`HOOKWATCH_BENCH_GROW=length: ${longest} days is past retention.rollups (${Math.round(RETENTION.rollupsMs / DAY)} days); use sizes at most ${Math.floor(RETENTION.rollupsMs / (30 * DAY))}x the smallest`);
     const hookIds = historyHooks().map((h) => h.id);
     const sqlitePath = join(dir, 'history.db');
     const pgUrl = await server.createDatabase('history');
@@ -321,7 +323,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
 
     const goal = (name: string, t: (q: QueryFigures) => Timing): void => {
       for (const f of figures) {
-        const size = `${f.events.toLocaleString('en-US')} events, ${f.days} days${f.days > 30 ? ' (raw events kept 30)' : ''}, 60 hooks, 500 users, ${TEAMS} teams; 30-day questions`;
+        const size = `${f.events.toLocaleString('en-US')} events, ${f.days} days${f.days * DAY > RETENTION.eventsMs ? ` (raw events kept ${Math.round(RETENTION.eventsMs / DAY)})` : ''}, 60 hooks, 500 users, ${TEAMS} teams; 30-day questions`;
         for (const [backend, q] of [['SQLite', f.sqlite], ['PostgreSQL', f.postgres]] as const) {
           const x = t(q);
           const calls = `${x.calls} calls, each a question not asked before; p50 ${x.p50.toFixed(1)} ms; ${size}`;
