@@ -150,6 +150,7 @@ describe('hookwatch guard --install', () => {
       const again = guardIO(project);
       await runGuard(['--install', ...args, 's.json'], again);
       expect(again.out(), args.join(' ')).toContain('nothing to change (2 command hook(s), none left to be wrapped)');
+      expect(again.out().includes('run --uninstall, then --install with the new ones'), args.join(' ')).toBe(args.includes('--budget'));
       expect(await readFile(path, 'utf8')).toBe(once);
     }
   });

@@ -142,10 +142,14 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   const backup = `${path}${BACKUP_SUFFIX}`;
   if (changed === 0) {
     // Only a file hookwatch changed before (it has a backup) is likely to hold commands wrapped with an unknown prefix.
-    const hint =
+    let hint =
       lookWrapped > 0 && (await access(backup).then(() => true, () => false))
         ? `; ${lookWrapped} look wrapped by another prefix: give it as --command <prefix> to unwrap them`
         : '';
+    // Commands already wrapped keep the options they were wrapped with: say how to change them.
+    if (options.mode === 'install' && total > 0 && (options.budget !== undefined || options.report !== undefined)) {
+      hint += '; wrapped commands keep their --budget and --report: run --uninstall, then --install with the new ones';
+    }
     return `hookwatch guard: ${path}: nothing to change (${total} command hook(s), none left to be ${verb})${hint}\n`;
   }
   let note = '';
