@@ -3,9 +3,19 @@
  * not, POSTed through the real OTLP/HTTP receiver into a real SQLite file (synchronous=full, the default) by a
  * server in a child process. Reports records/s and the server's CPU µs per record, each next to a same-run
  * decode-only baseline: protobufjs decoding the very same bytes (after gunzip for gzip variants; JSON.parse then
- * protobufjs fromObject for JSON). A third figure compares hookwatch's own decoder with protobufjs.
+ * protobufjs fromObject for JSON). A third figure compares hookwatch's own decoder with protobufjs. Last, where the
+ * server's CPU per hook event goes: the same protobuf batches decoded and extracted in this process, then written
+ * through the store's own ingest() on a SQLite file configured as `hookwatch serve` configures it, each part's
+ * CPU per hook event next to the whole server's from the same run.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { loadConfig, toConfig } from '../collector/src/config/index.ts';
+import { extractHookEvents } from '../collector/src/hooks/extract.ts';
+import type { HookEvent } from '../collector/src/hooks/model.ts';
+import { openStore } from '../collector/src/store/open.ts';
 import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
 import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
 import { HOOK_EVENT_SHARE, batchTemplate, gzip, stamp, type WireEncoding } from './lib/batch.ts';
@@ -70,7 +80,14 @@ function timedAlternating(bodies: readonly Buffer[], fns: readonly ((b: Buffer) 
   return passes;
 }
 
-async function runVariant(v: Variant, batches: number): Promise<BenchResult[]> {
+/** What one variant measured, for the breakdown below. */
+interface VariantFigures {
+  results: BenchResult[];
+  /** Server CPU µs per stored hook event. */
+  serverPerEvent: number;
+}
+
+async function runVariant(v: Variant, batches: number): Promise<VariantFigures> {
   const template = batchTemplate(RECORDS, v.encoding);
   const bodies = Array.from({ length: batches + 3 }, () => {
     const b = stamp(template);
@@ -113,14 +130,59 @@ async function runVariant(v: Variant, batches: number): Promise<BenchResult[]> {
     out.push(result(`decode ${v.encoding}: hookwatch decoder CPU per record`, own.cpuMicros / records, 'µs/record', 'protobufjs decode only', base.cpuMicros / records, 'decoder alone, in the benchmark process, same bytes, alternating with the baseline batch by batch'));
   }
   if (failures > 0 || stored !== expectedStored) throw new Error(`ingest ${label(v)}: ${failures} requests failed, ${stored} of ${expectedStored} hook events stored`);
-  return out;
+  return { results: out, serverPerEvent: cpu / (batches * RECORDS * HOOK_EVENT_SHARE) };
+}
+
+/**
+ * The server's CPU per hook event taken apart: the same protobuf batches decoded and their hook events
+ * extracted in this process, then committed through the store's own ingest() to a SQLite file opened as
+ * `hookwatch serve` opens it (synchronous=full), CONCURRENCY batches at a time as the server's group commit
+ * takes concurrent requests. What is left of the server's figure is HTTP, the receiver and the hook stage.
+ */
+async function breakdown(batches: number, serverPerEvent: number): Promise<BenchResult[]> {
+  const template = batchTemplate(RECORDS, 'protobuf');
+  const bodies = Array.from({ length: batches + 3 }, () => stamp(template));
+  const config = toConfig(loadConfig({ flags: {} }));
+  const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
+  // The first batches warm the JIT (as the server's warm-up batches do) and the store's caches.
+  const warm = bodies.slice(0, 3).map((b) => extractHookEvents(decodeLogsProto(b), opts).events);
+  const decoded: HookEvent[][] = [];
+  const cpu = process.cpuUsage();
+  for (const b of bodies.slice(3)) decoded.push(extractHookEvents(decodeLogsProto(b), opts).events);
+  const decodeCpu = cpuMicrosSince(cpu);
+  const events = decoded.reduce((n, e) => n + e.length, 0);
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-ingest-'));
+  const store = await openStore({ ...config, db: join(dir, 'hookwatch.db') });
+  let storeCpu: number;
+  try {
+    for (const e of warm) await store.ingest(e);
+    const before = process.cpuUsage();
+    for (let i = 0; i < decoded.length; i += CONCURRENCY) await Promise.all(decoded.slice(i, i + CONCURRENCY).map((e) => store.ingest(e)));
+    storeCpu = cpuMicrosSince(before);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const rest = serverPerEvent - decodeCpu / events - storeCpu / events;
+  const notes = `${batches} protobuf batches, ${events.toLocaleString('en-US')} hook events; the whole server's CPU per hook event in this run is the baseline`;
+  return [
+    result('ingest protobuf, per hook event: decode + extract', decodeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; in this process`),
+    result('ingest protobuf, per hook event: store commit (SQLite, synchronous=full)', storeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; store.ingest() as the server opens the store, ${CONCURRENCY} batches at a time`),
+    result('ingest protobuf, per hook event: the rest (HTTP, receiver, hook stage)', rest, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; the server's figure less the two above`),
+  ];
 }
 
 /** Runs every ingest variant. */
 export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const batches = opts.quick ? 12 : 150;
   const out: BenchResult[] = [];
-  for (const v of VARIANTS) out.push(...(await runVariant(v, batches)));
+  let protobufPerEvent = Number.NaN;
+  for (const v of VARIANTS) {
+    const f = await runVariant(v, batches);
+    if (v.encoding === 'protobuf' && !v.gzip) protobufPerEvent = f.serverPerEvent;
+    out.push(...f.results);
+  }
+  out.push(...(await breakdown(batches, protobufPerEvent)));
   return out;
 }
 
