@@ -21,9 +21,14 @@ export class SqliteAlertStateStore implements AlertStateStore {
   private sql: Statements;
   private file: { ino: number; dev: number } | undefined;
   private closed = false;
+  /** After a reopen failed: its error, and when the next may be tried (each try may wait 5 s on a lock). */
+  private reopenFailed: { err: unknown; retryAtMs: number } | undefined;
+  private readonly retryMs: number;
 
-  constructor(path: string) {
+  /** `retryMs`: how long after a failed reopen calls fail at once before the file is tried again. */
+  constructor(path: string, opts: { retryMs?: number } = {}) {
     this.path = path;
+    this.retryMs = opts.retryMs ?? 5_000;
     const { db, file } = this.open();
     this.db = db;
     this.sql = new Statements(db);
@@ -80,9 +85,18 @@ export class SqliteAlertStateStore implements AlertStateStore {
     const opened = this.file;
     const now = opened ? this.identity() : undefined;
     if (opened && now && (now.ino !== opened.ino || now.dev !== opened.dev)) {
-      // Opened first: if the file at the path cannot be used yet, this read or write fails and the next one tries
-      // again, instead of every later one failing on a connection already closed.
-      const next = this.open();
+      // Opened first: if the file at the path cannot be used yet, this read or write fails and a later one tries
+      // again, instead of every later one failing on a connection already closed. Not on every call: a try may
+      // wait SQLite's 5 s for a lock on the event loop, so for retryMs after a failure calls fail at once.
+      if (this.reopenFailed && Date.now() < this.reopenFailed.retryAtMs) throw this.reopenFailed.err;
+      let next: { db: DatabaseSync; file: { ino: number; dev: number } | undefined };
+      try {
+        next = this.open();
+      } catch (err) {
+        this.reopenFailed = { err, retryAtMs: Date.now() + this.retryMs };
+        throw err;
+      }
+      this.reopenFailed = undefined;
       try {
         this.db.close();
       } catch {

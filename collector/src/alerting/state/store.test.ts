@@ -2,7 +2,7 @@
  * The AlertStateStore contract, run against both implementations: a real SQLite file and a real PostgreSQL
  * (a throwaway cluster). Fencing by the lease is PostgreSQL's alone and tested in postgres.test.ts.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,20 +121,29 @@ describe('SQLite alert state when the file at its path changes', () => {
   it('follows a file written back, and one it cannot use yet fails that call only, not every later one', { timeout: 20_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
     const path = join(dir, 'h.db');
-    const s = new SqliteAlertStateStore(path);
+    const s = new SqliteAlertStateStore(path, { retryMs: 300 });
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
     await s.save({ upsert: [alertRecord({ id: 'before', state: 'firing' })], remove: [], notifications: [] });
+    const descriptors = (): number => readdirSync('/proc/self/fd').length;
+    const before = descriptors();
     // Another file at the path, locked by a writer for longer than the 5 s SQLite waits: the call that meets it fails...
     for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
     const holder = new DatabaseSync(path);
     holder.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x INTEGER); BEGIN IMMEDIATE');
     try {
       await expect(s.load()).rejects.toThrow(/locked|busy/i);
+      // ...the calls right after it fail at once instead of waiting on the lock again...
+      const t0 = performance.now();
+      await expect(s.load()).rejects.toThrow(/locked|busy/i);
+      expect(performance.now() - t0).toBeLessThan(1_000);
     } finally {
       holder.exec('COMMIT');
       holder.close();
     }
-    // ...and once the lock is gone, the next call opens that file and writes there.
+    // ...no connection is left open by the failed tries...
+    expect(descriptors()).toBeLessThanOrEqual(before + 1);
+    // ...and once the lock is gone, a call after retryMs opens that file and writes there.
+    await new Promise((r) => setTimeout(r, 350));
     await s.save({ upsert: [alertRecord({ id: 'after', state: 'firing' })], remove: [], notifications: [] });
     expect((await s.load()).alerts.map((a) => a.id)).toEqual(['after']);
   });

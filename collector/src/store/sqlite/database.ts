@@ -24,7 +24,13 @@ export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'
     }
   }
   const db = new DatabaseSync(path, { timeout: 5000 });
-  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'};`);
+  try {
+    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'};`);
+  } catch (err) {
+    // A file locked or not a database: the caller gets the error, not a connection it would never close.
+    db.close();
+    throw err;
+  }
   if (onDisk) {
     // Files left by an earlier version (created 0644) are tightened too.
     for (const suffix of ['-wal', '-shm']) {

@@ -1,9 +1,12 @@
 /** The SQLite store's reuse of closed rollup segments must never serve a stale answer. */
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { extractHookEvents } from '../../hooks/extract.ts';
 import type { LogsRequest } from '../../otlp/model.ts';
 import { tempDir } from '../../../test/helpers.ts';
+import { openSqlite } from './database.ts';
 import { SqliteStore } from './index.ts';
 
 const tmp = tempDir();
@@ -141,5 +144,26 @@ describe('opening the file', () => {
     }
     expect((err as Error).message).toContain(path);
     expect((err as Error).name).toBe('StoreUnavailableError');
+  });
+});
+
+describe('opening a file another connection holds', () => {
+  it('refuses after SQLite waits its 5 s, and leaves no connection open behind the error', { timeout: 20_000 }, () => {
+    const path = join(tmp.dir, 'held.db');
+    const descriptors = (): number => readdirSync('/proc/self/fd').length;
+    const before = descriptors();
+    const holder = new DatabaseSync(path);
+    holder.exec('PRAGMA journal_mode = DELETE; CREATE TABLE t (x INTEGER); BEGIN EXCLUSIVE; INSERT INTO t VALUES (1)');
+    try {
+      expect(() => openSqlite(path)).toThrow(/locked|busy/i);
+    } finally {
+      holder.exec('COMMIT');
+      holder.close();
+    }
+    // SQLite keeps a closed connection's file open while another one of this process holds a lock on it.
+    expect(descriptors()).toBeLessThanOrEqual(before);
+    const db = openSqlite(path);
+    expect((db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode).toBe('wal');
+    db.close();
   });
 });
