@@ -45,7 +45,9 @@ export const INVALID_HEADER_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
  * password runs to the last `@` of the authority, as URL parsers read it, so an unencoded `@` in it hides all of it.
  */
 export function redactUrlCredentials(text: string): string {
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#'"]*@/gi, '$1:<redacted>@');
+  // Past an '@' the password goes on only through text a host and port cannot hold (no , ; < > ( ) \), so an
+  // address written after the URL ('...:4318,ops@corp.com') is not taken for part of it.
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#@'"]*(?:@[^\s/?#@'"\\<>,;()]*)*@/gi, '$1:<redacted>@');
 }
 
 /** `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`. */

@@ -84,6 +84,9 @@ describe('urlPasswords', () => {
     expect(urlPasswords('http://u:p@ss@127.0.0.1:notaport/v1/logs')).toEqual(['p@ss']);
     expect(redactUrlCredentials('posting to http://u:p@ss@host:4318/v1/logs failed; see http://other/x@y'))
       .toBe('posting to http://u:<redacted>@host:4318/v1/logs failed; see http://other/x@y');
+    // An address written after the URL is not taken for part of its password.
+    expect(redactUrlCredentials('http://u:p@host:4318,ops@corp.com')).toBe('http://u:<redacted>@host:4318,ops@corp.com');
+    expect(redactUrlCredentials('<http://u:p@host>,<mailto:x@y>')).toBe('<http://u:<redacted>@host>,<mailto:x@y>');
   });
 
   it('with the logger, keeps a database password out of a line that quotes the connection error', () => {

@@ -79,7 +79,7 @@ export function urlPasswords(value: string): string[] {
   } catch {
     // Not a URL to the parser (a bad port, say), but its credentials are still secret wherever the text goes.
     // The password runs to the authority's last '@', as the parser would read it.
-    const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:]*:([^/?#]+)@/i.exec(value);
+    const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:\s]*:([^/?#\s]+)@/i.exec(value);
     return m ? [m[1] as string] : [];
   }
   if (!url.password) return [];
