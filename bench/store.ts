@@ -194,10 +194,12 @@ function sqliteBytes(path: string): number {
 }
 
 /**
- * Retention as a running server applies it (on start and every hour) with the product's defaults: the history
- * lies within retention.events, so what goes are the minute rollups older than retention.minuteRollups. The
- * space they held is reused by the rows written next; PostgreSQL keeps it in the table until then, so that
- * table is rewritten (VACUUM FULL) before it is measured.
+ * Retention as a running server applies it (on start and every hour) with the product's defaults. A history
+ * grown in density lies within retention.events, so what goes are the minute rollups older than
+ * retention.minuteRollups; one grown in length also loses its raw events (and their attribute sets and hourly
+ * rollup per set) older than retention.events. The space the minute rollups held is reused by the rows written
+ * next; PostgreSQL keeps it in the table until then, so that table is rewritten (VACUUM FULL) before it is
+ * measured (rewriting the others too changed no figure measurably: docs/benchmarks.md).
  */
 async function pruneAsServed(sqlitePath: string, pgUrl: string): Promise<void> {
   const nowMs = Date.now();
@@ -276,6 +278,9 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     const firstSize = sizes[0] as number;
     const daysFor = (size: number): number => (growth === 'length' ? Math.round((30 * size) / firstSize) : 30);
     const startFor = (size: number): number => endMs - daysFor(size) * DAY + 3_600_000;
+    if (growth === 'length' && sizes.some((size, i) => i > 0 && daysFor(size) <= daysFor(sizes[i - 1] as number))) {
+      throw new Error(`HOOKWATCH_BENCH_GROW=length: each size must add whole days (30 days per ${firstSize.toLocaleString('en-US')} events); got ${sizes.join(', ')}`);
+    }
     const longest = daysFor(sizes.at(-1) as number);
     if (longest * DAY > RETENTION.rollupsMs) throw new Error(`HOOKWATCH_BENCH_GROW=length: ${longest} days is past retention.rollups (${Math.round(RETENTION.rollupsMs / DAY)} days); use sizes at most ${Math.floor(RETENTION.rollupsMs / (30 * DAY))}x the smallest`);
     const hookIds = historyHooks().map((h) => h.id);
@@ -351,7 +356,8 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     // Ingest while the dashboard asks: a real `hookwatch serve` on the largest history, first ingest alone (the
     // same-run baseline), then with 8 query clients asking filtered questions that change every call.
     const largest = (figures.at(-1) as SizeFigures).events.toLocaleString('en-US');
-    // Retention longer than the history: no prune runs while the figures are taken.
+    // Retention longer than the raw events kept (the history itself, or what pruneAsServed left of it in length
+    // mode): the server's prune finds nothing to delete while the figures are taken.
     const serveEnv = { HOOKWATCH_DIMENSIONS: 'team', HOOKWATCH_SQLITE_SYNCHRONOUS: 'full', HOOKWATCH_RETENTION_EVENTS: '40d' };
     for (const [backend, db] of [['SQLite', sqlitePath], ['PostgreSQL', pgUrl]] as const) {
       log(`${backend}: OTLP ingest alone, then beside 8 query clients (${loadSeconds} s each)`);

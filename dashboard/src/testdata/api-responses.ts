@@ -43,7 +43,7 @@ export const NEAR = hook('0f1e2d3c4b5a6978', 'SessionStart:startup', {
 });
 /** Healthy. */
 export const OK = hook('1111222233334444', 'PostToolUse:format', {});
-/** 16 of 33 executions measured: the API says ok, but it is not known to be healthy. */
+/** 16 of 33 executions measured: not known to be healthy, so the API says unknown. */
 export const PARTIAL = hook('5555666677778888', 'PostToolUse:partial-sizes', {
   status: 'unknown', headroom: 9_600, executions: 33, numHooks: 33, success: 33, sizeUnknownExecutions: 17,
   maxChars: { additionalContext: 300, stdout: 400, systemMessage: null, initialUserMessage: null },
