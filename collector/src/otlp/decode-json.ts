@@ -8,18 +8,21 @@ import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type L
 type Json = unknown;
 type Obj = Record<string, Json>;
 
-function field(o: Obj, camel: string, snake: string): Json {
+/** A field by its lowerCamelCase name, or its snake_case proto name; a null field is unset (protojson). */
+export function field(o: Obj, camel: string, snake: string): Json {
   const v = o[camel];
   return v === undefined || v === null ? o[snake] : v;
 }
 
-function obj(v: Json, path: string): Obj {
+/** `v` as an object ({} when unset); DecodeError naming `path` otherwise. */
+export function obj(v: Json, path: string): Obj {
   if (v === null || v === undefined) return {};
   if (typeof v !== 'object' || Array.isArray(v)) throw new DecodeError(`${path} must be an object`);
   return v as Obj;
 }
 
-function arr(v: Json, path: string): Json[] {
+/** `v` as an array ([] when unset); DecodeError naming `path` otherwise. */
+export function arr(v: Json, path: string): Json[] {
   if (v === null || v === undefined) return [];
   if (!Array.isArray(v)) throw new DecodeError(`${path} must be an array`);
   return v;

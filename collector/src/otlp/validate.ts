@@ -5,10 +5,9 @@
  * Both receivers run this in every mode, so a client gets the same answer whether or not hookwatch forwards.
  */
 import type { RawRequest, Signal } from '../pipeline/consumer.ts';
+import { arr, field, obj } from './decode-json.ts';
 import { DecodeError } from './model.ts';
 import { skimOtlpProto } from './skim-proto.ts';
-
-type Obj = Record<string, unknown>;
 
 /** The repeated levels of each request, outermost first: [lowerCamelCase, snake_case] JSON names. */
 const LEVELS: Record<Exclude<Signal, 'logs'>, readonly (readonly [string, string])[]> = {
@@ -16,49 +15,36 @@ const LEVELS: Record<Exclude<Signal, 'logs'>, readonly (readonly [string, string
   traces: [['resourceSpans', 'resource_spans'], ['scopeSpans', 'scope_spans'], ['spans', 'spans']],
 };
 
-function isObject(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** protojson: a null field is unset; the proto's snake_case name is accepted too, as by the logs decoder. */
-function field(o: Obj, camel: string, snake: string): unknown {
-  const v = o[camel];
-  return v === undefined || v === null ? o[snake] : v;
-}
-
-/** Throws a DecodeError naming the JSON path of the first level that is not an array of objects. */
-function checkLevels(signal: Signal, parent: Obj, path: string, depth: number): void {
-  const levels = LEVELS[signal as Exclude<Signal, 'logs'>];
+/** Throws a DecodeError naming the JSON path of the first level that is not an array of objects (the logs decoder's rules). */
+function checkLevels(levels: readonly (readonly [string, string])[], parent: Record<string, unknown>, path: string, depth: number): void {
   const level = levels[depth];
   if (!level) return;
   const [camel, snake] = level;
   const at = path ? `${path}.${camel}` : camel;
-  const list = field(parent, camel, snake);
-  if (list === undefined || list === null) return;
-  if (!Array.isArray(list)) throw new DecodeError(`malformed JSON ${signal} request: ${at} must be an array`);
-  for (let i = 0; i < list.length; i++) {
-    const item: unknown = list[i];
-    if (!isObject(item)) throw new DecodeError(`malformed JSON ${signal} request: ${at}[${i}] must be an object`);
-    if (depth === 0 && !isObjectOrUnset(item['resource'])) throw new DecodeError(`malformed JSON ${signal} request: ${at}[${i}].resource must be an object`);
-    if (depth === 1 && !isObjectOrUnset(item['scope'])) throw new DecodeError(`malformed JSON ${signal} request: ${at}[${i}].scope must be an object`);
-    checkLevels(signal, item, `${at}[${i}]`, depth + 1);
-  }
-}
-
-function isObjectOrUnset(v: unknown): boolean {
-  return v === undefined || v === null || isObject(v);
+  arr(field(parent, camel, snake), at).forEach((v, i) => {
+    const item = obj(v, `${at}[${i}]`);
+    if (depth === 0) obj(item['resource'], `${at}[${i}].resource`);
+    if (depth === 1) obj(item['scope'], `${at}[${i}].scope`);
+    checkLevels(levels, item, `${at}[${i}]`, depth + 1);
+  });
 }
 
 /** Throws a DecodeError unless `text` is an OTLP/JSON Export<signal>ServiceRequest at least at its fixed levels. */
-export function checkOtlpJson(signal: Signal, text: string): void {
+function checkOtlpJson(signal: Signal, text: string): void {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (err) {
     throw new DecodeError(`malformed JSON ${signal} request: ${(err as Error).message}`);
   }
-  if (!isObject(doc)) throw new DecodeError(`malformed JSON ${signal} request: expected an object`);
-  if (signal !== 'logs') checkLevels(signal, doc, '', 0);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new DecodeError(`malformed JSON ${signal} request: expected an object`);
+  if (signal === 'logs') return;
+  try {
+    checkLevels(LEVELS[signal], doc as Record<string, unknown>, '', 0);
+  } catch (err) {
+    if (!(err instanceof DecodeError)) throw err;
+    throw new DecodeError(`malformed JSON ${signal} request: ${err.message}`);
+  }
 }
 
 /**
