@@ -42,8 +42,10 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
   switch (rule.kind) {
     case 'persisted':
     case 'persisted_ratio':
-      // 'over' also covers an output measured over the cap from a client that does not report persistence.
-      return events.some((e) => (e.outputsPersisted ?? 0) > 0 || e.status === 'over');
+      // An execution is 'over' when outputs were persisted, or, from a client that does not report persistence,
+      // when its measured size is over the cap (cliff.ts classifyExecution): what the rollups count as
+      // executions with persisted output, which these rules read.
+      return events.some((e) => e.status === 'over');
     case 'headroom': {
       const limit = rule.threshold * OUTPUT_CAP_CHARS;
       return events.some((e) => (largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]) ?? 0) > limit);
