@@ -87,13 +87,20 @@ interface VariantFigures {
   serverPerEvent: number;
 }
 
-async function runVariant(v: Variant, batches: number): Promise<VariantFigures> {
+/** WARM_UP batches, then `batches` more, each with records the store has not seen. */
+const WARM_UP = 3;
+function bodiesOf(v: Variant, batches: number): { contentType: string; bodies: Buffer[] } {
   const template = batchTemplate(RECORDS, v.encoding);
-  const bodies = Array.from({ length: batches + 3 }, () => {
+  const bodies = Array.from({ length: batches + WARM_UP }, () => {
     const b = stamp(template);
     return v.gzip ? gzip(b) : b;
   });
-  const headers: Record<string, string> = { 'content-type': template.contentType };
+  return { contentType: template.contentType, bodies };
+}
+
+async function runVariant(v: Variant, batches: number): Promise<VariantFigures> {
+  const { contentType, bodies } = bodiesOf(v, batches);
+  const headers: Record<string, string> = { 'content-type': contentType };
   if (v.gzip) headers['content-encoding'] = 'gzip';
 
   const server = await startServer();
@@ -104,10 +111,10 @@ async function runVariant(v: Variant, batches: number): Promise<VariantFigures> 
   let cpu: number;
   let stored: number;
   try {
-    failures += await postAll(agent, url, bodies.slice(0, 3), headers, 1);
+    failures += await postAll(agent, url, bodies.slice(0, WARM_UP), headers, 1);
     const before = await server.stats();
     const t0 = performance.now();
-    failures += await postAll(agent, url, bodies.slice(3), headers, CONCURRENCY);
+    failures += await postAll(agent, url, bodies.slice(WARM_UP), headers, CONCURRENCY);
     wallMs = performance.now() - t0;
     const after = await server.stats();
     cpu = serverCpuMicros(before, after);
@@ -116,11 +123,11 @@ async function runVariant(v: Variant, batches: number): Promise<VariantFigures> 
     agent.destroy();
     await server.stop();
   }
-  const measured = bodies.slice(3);
+  const measured = bodies.slice(WARM_UP);
   const records = batches * RECORDS;
   const [base, own] = timedAlternating(measured, v.gzip ? [(b) => baselineDecode(v, b)] : [(b) => baselineDecode(v, b), (b) => hookwatchDecode(v, b)]) as [Pass, Pass | undefined];
   const avgBytes = Math.round(measured.reduce((n, b) => n + b.length, 0) / measured.length);
-  const expectedStored = (batches + 3) * RECORDS * HOOK_EVENT_SHARE;
+  const expectedStored = (batches + WARM_UP) * RECORDS * HOOK_EVENT_SHARE;
   const notes = `${batches} batches × ${RECORDS} records (${Math.round(HOOK_EVENT_SHARE * 100)}% hook events), ${avgBytes.toLocaleString('en-US')} B/request, ${CONCURRENCY} clients, SQLite synchronous=full; ${failures} non-200; stored ${stored}/${expectedStored} hook events`;
   const out = [
     result(`ingest ${label(v)}: throughput`, records / (wallMs / 1000), 'records/s', 'protobufjs decode only', records / (base.wallMs / 1000), notes),
@@ -140,15 +147,14 @@ async function runVariant(v: Variant, batches: number): Promise<VariantFigures> 
  * takes concurrent requests. What is left of the server's figure is HTTP, the receiver and the hook stage.
  */
 async function breakdown(batches: number, serverPerEvent: number): Promise<BenchResult[]> {
-  const template = batchTemplate(RECORDS, 'protobuf');
-  const bodies = Array.from({ length: batches + 3 }, () => stamp(template));
+  const { bodies } = bodiesOf({ encoding: 'protobuf', gzip: false }, batches);
   const config = toConfig(loadConfig({ flags: {} }));
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
   // The first batches warm the JIT (as the server's warm-up batches do) and the store's caches.
-  const warm = bodies.slice(0, 3).map((b) => extractHookEvents(decodeLogsProto(b), opts).events);
+  const warm = bodies.slice(0, WARM_UP).map((b) => extractHookEvents(decodeLogsProto(b), opts).events);
   const decoded: HookEvent[][] = [];
   const cpu = process.cpuUsage();
-  for (const b of bodies.slice(3)) decoded.push(extractHookEvents(decodeLogsProto(b), opts).events);
+  for (const b of bodies.slice(WARM_UP)) decoded.push(extractHookEvents(decodeLogsProto(b), opts).events);
   const decodeCpu = cpuMicrosSince(cpu);
   const events = decoded.reduce((n, e) => n + e.length, 0);
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-ingest-'));
