@@ -34,7 +34,8 @@ Options:
   --shell <path>       shell for a one-argument command line (default /bin/sh)
   --install [file]     wrap every command hook of a settings file (default .claude/settings.json); the file from
                        before the first change is kept as <file>.hookwatch-backup, never overwritten
-  --uninstall [file]   unwrap them again, back to the original commands
+  --uninstall [file]   unwrap them again, back to the original commands; when nothing else changed, the file is
+                       the backup again, byte for byte, and the backup is removed
   --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
                        in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
                        --budget and --report given with --install are written into every wrapped command

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -128,6 +128,16 @@ describe('hookwatch guard --install', () => {
     expect(await runGuard(['--uninstall', 's.json'], undo)).toEqual({ code: 0 });
     expect(undo.out()).toContain('unwrapped 2 of 2');
     expect(await readFile(path, 'utf8')).toBe(original);
+    // The backup's work is done once the file is it again: the next --install backs up the file as it is then.
+    expect(undo.out()).toContain(`${path}${BACKUP_SUFFIX} was removed`);
+    await expect(access(`${path}${BACKUP_SUFFIX}`)).rejects.toThrow();
+    const edited = original.replace('echo hello', 'echo edited');
+    await writeFile(path, edited);
+    await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], guardIO(project));
+    expect(await readFile(`${path}${BACKUP_SUFFIX}`, 'utf8')).toBe(edited);
+    await runGuard(['--uninstall', 's.json'], guardIO(project));
+    expect(await readFile(path, 'utf8')).toBe(edited);
+    await writeFile(path, original);
 
     // Given --command, uninstall recognises its prefix even with no record of the install beside the file.
     await runGuard(['--install', '--command', '/opt/hw/run guard-it', 's.json'], guardIO(project));

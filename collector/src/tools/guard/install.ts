@@ -153,6 +153,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
     return `hookwatch guard: ${path}: nothing to change (${total} command hook(s), none left to be ${verb})${hint}\n`;
   }
   let note = '';
+  let restored = false;
   let newText = `${JSON.stringify(settings, null, 2)}\n`;
   if (options.mode === 'install') {
     try {
@@ -168,12 +169,16 @@ export async function installGuard(options: InstallOptions): Promise<string> {
     const original = await readFile(backup, 'utf8').catch(() => undefined);
     if (original !== undefined && sameJson(original, settings)) {
       newText = original;
-      note = `; the file is again byte for byte ${backup}`;
+      restored = true;
+      note = `; the file is again byte for byte as before hookwatch changed it, so ${backup} was removed`;
     }
   }
   await writeAtomically(path, newText);
   // Nothing recognised is left wrapped: the record of the prefixes has done its work.
   if (options.mode === 'uninstall') await rm(statePath, { force: true });
+  // The file is the backup again: kept, it would outlive edits made after this and be taken for the original by
+  // the next --install.
+  if (restored) await rm(backup, { force: true });
   return `hookwatch guard: ${path}: ${verb} ${changed} of ${total} command hook(s)${note}\n`;
 }
 
