@@ -755,9 +755,12 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     const late = ev({ timeMs: now - 61 * MINUTE, receivedMs: now - MINUTE, outputsPersisted: 2, status: 'over', stdoutChars: 30_000 });
     const onTime = ev({ hookName: 'PostToolUse:Edit', timeMs: now - 2 * MINUTE, receivedMs: now - MINUTE, outputsPersisted: 1, status: 'over' });
     const oldArrival = ev({ hookName: 'PostToolUse:Old', timeMs: now - 3 * HOUR, receivedMs: now - 2 * HOUR, outputsPersisted: 1, status: 'over' });
-    await store.ingest([late, onTime, oldArrival, ev({ timeMs: now - 70 * MINUTE, receivedMs: now - MINUTE })]);
+    // Measured over the cap by a client that does not report persistence: late all the same.
+    const measured = ev({ hookName: 'SessionStart:startup', timeMs: now - 62 * MINUTE, receivedMs: now - MINUTE, additionalContextChars: 14_000, outputsPersisted: null, status: 'over' });
+    await store.ingest([late, onTime, oldArrival, measured, ev({ timeMs: now - 70 * MINUTE, receivedMs: now - MINUTE })]);
     const m = await store.latePersisted({ receivedFromMs: now - HOUR, receivedToMs: now, eventBeforeMs: now - HOUR });
-    expect([...m.keys()]).toEqual([late.hookId]);
+    expect(new Set(m.keys())).toEqual(new Set([late.hookId, measured.hookId]));
+    expect(m.get(measured.hookId)).toMatchObject({ executions: 1, executionsWithPersisted: 1, outputsPersisted: 0, firstEventMs: measured.timeMs });
     const a = m.get(late.hookId)!;
     expect(a.outputsPersisted).toBe(2);
     expect(a.executions).toBe(1);

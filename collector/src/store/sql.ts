@@ -386,14 +386,14 @@ export const ZERO_AS_NULL: ReadonlySet<string> = new Set(['num_blocking', 'num_n
 /**
  * An event's values in EVENT_COLUMNS order, with `attrs` the id of its attribute tuple in attr_sets and `key` its
  * stored dedup key (compactKey's bytes unless the backend keeps another form). The receive time is kept only
- * where something reads it: on events with a persisted output (the late-arrival query).
+ * where something reads it: on events classified over the cap (the late-arrival query).
  */
 export function eventValues(e: HookEvent, attrs: number, key: unknown = compactKey(e.dedupKey)): unknown[] {
   return [
     key, KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking || null, e.numNonBlockingError || null,
     e.numCancelled || null, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
     e.initialUserMessageChars, e.outputsPersisted || null, e.sizesKnown ? 1 : 0, STATUS_CODES[e.status], attrs,
-    (e.outputsPersisted ?? 0) > 0 ? (e.receivedMs ?? null) : null,
+    e.status === 'over' ? (e.receivedMs ?? null) : null,
   ];
 }
 
@@ -477,6 +477,16 @@ export function arrivalTimeDdl(int: string): string {
   CREATE INDEX hooks_last_seen ON hooks (last_seen);`;
 }
 
+/**
+ * Migration of every relational backend: the arrival index holds every event classified over the cap, so an
+ * output measured over it from a client that does not report persistence also alerts when it arrives late. The
+ * events with a reported persisted output are all classified over: the index loses none of its rows.
+ */
+export function overArrivalDdl(): string {
+  return `DROP INDEX events_persisted_arrival;
+  CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE status = ${STATUS_CODES.over};`;
+}
+
 /** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
 export const MIGRATION_FUNCTIONS = { key: 'hookwatch_key', hookRef: 'hookwatch_hook_ref', attrDigest: 'hookwatch_attr_digest' } as const;
 
@@ -531,12 +541,13 @@ export function compactEventColumnsDdl(int: string, small: string): string {
 }
 
 /**
- * Persisted outputs per hook that arrived in [$1, $2) with an event time before $3 (older than the rule's
- * window by event time), through the partial arrival index: the cost is the late persisted events, not the table.
+ * Executions over the cap (persisted outputs, reported or measured) per hook that arrived in [$1, $2) with an
+ * event time before $3 (older than the rule's window by event time), through the partial arrival index: the cost
+ * is the late events over the cap, not the table.
  */
 export function latePersistedQuery(p: (n: number) => string): string {
   return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
-    WHERE outputs_persisted > 0 AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
+    WHERE status = ${STATUS_CODES.over} AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
 }
 
 /** Rows of latePersistedQuery as Arrivals by hook id, with the hooks' info (`byId`); rows of unknown hooks are left out. */

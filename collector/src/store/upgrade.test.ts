@@ -247,7 +247,7 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
       expect(defs.sort(), `events_d${d}`).toEqual([
         `brin (time_ms) WITH (pages_per_range='${BRIN_PAGES_PER_RANGE}', autosummarize='on')`,
         'btree (hook, time_ms, key) WITH (fillfactor=\'100\')',
-        'btree (received_ms) WHERE (outputs_persisted > 0)',
+        'btree (received_ms) WHERE (status = 1)',
       ]);
       expect(indexes.get(`events_d${d}`)?.find((i) => i.def.includes('(hook, time_ms, key)'))?.def).toMatch(/^CREATE UNIQUE INDEX/);
     }
