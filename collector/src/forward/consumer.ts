@@ -3,9 +3,9 @@
  * commits its events, then the request is committed to the queue, and only then does the receiver answer 200.
  * If the queue write fails after the hook stage, the client's retry is deduplicated by the store, so the order
  * costs nothing; the reverse order would send a duplicate downstream on every store hiccup.
- * Metrics and traces, which hookwatch does not decode, reach it already checked by the receiver
- * (otlp/validate.ts) and go straight to the queue: a malformed body is refused with 400 before it could be
- * acknowledged and merged with others.
+ * Metrics and traces, which hookwatch does not decode: room in the queue is checked first (admit), so a full
+ * queue costs no parse; then the receiver checks the body (otlp/validate.ts) and it goes straight to the queue: a
+ * malformed body is refused with 400 before it could be acknowledged and merged with others.
  */
 import type { LogsRequest } from '../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../pipeline/consumer.ts';
@@ -46,6 +46,11 @@ export class ForwardingStage implements PassThroughConsumer {
       this.opts.queue.countRefused();
       this.enqueueRefused();
     }
+  }
+
+  /** Metrics and traces: a full queue is answered before the receiver parses the body to check it. */
+  admit(raw: RawRequest): void {
+    this.check(raw);
   }
 
   async consume(raw: RawRequest): Promise<void> {

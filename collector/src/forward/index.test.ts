@@ -233,6 +233,12 @@ describe('inline collector mode over OTLP/HTTP', () => {
     const details = grpcRefused?.metadata.get(STATUS_DETAILS_KEY)[0];
     expect(retryDelayFromStatus(details as Buffer)).toBeGreaterThanOrEqual(1000);
     expect((await forwardingStatus(hw)).destinations[0]!.refusedFull).toBe(2);
+    // Metrics are refused for a full queue before their body is parsed: a malformed one (whole messages, then a
+    // field whose length runs past the end) as large as the logs gets the 503 too, not the 400 it gets otherwise.
+    const copies = Math.ceil(PROTO_LOGS.length / PROTO_METRICS.length);
+    const malformed = Buffer.concat([...Array.from({ length: copies }, () => PROTO_METRICS), Buffer.from([0x0a, 0xff, 0x7f])]);
+    expect((await post(hw.otlpHttpUrl, 'metrics', malformed)).status).toBe(503);
+    expect((await forwardingStatus(hw)).destinations[0]!.refusedFull).toBe(3);
 
     d.mode = { kind: 'accept' };
     hw.forwarding!.forwarder.notify();

@@ -34,6 +34,8 @@ export interface LogsConsumer {
 
 /** Next stage for metrics and traces, which hookwatch does not read (it may forward them). */
 export interface PassThroughConsumer {
+  /** As LogsConsumer.admit: refuses a request it could not take now, before the receiver checks the body. */
+  admit?(raw: RawRequest): void;
   consume(raw: RawRequest): Promise<void>;
 }
 

@@ -203,6 +203,7 @@ export class OtlpGrpcReceiver {
         this.opts.logs.admit?.(raw);
         ({ rejected, message } = await this.opts.logs.consumeLogs(decodeLogsProto(body), raw));
       } else {
+        this.opts.passThrough.admit?.(raw);
         validatePassThrough(raw);
         await this.opts.passThrough.consume(raw);
       }

@@ -123,6 +123,7 @@ export class OtlpHttpReceiver {
         const decoded = encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8'));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
+        this.opts.passThrough.admit?.(rawRequest);
         validatePassThrough(rawRequest);
         await this.opts.passThrough.consume(rawRequest);
       }
