@@ -39,6 +39,13 @@ describe('conditions', () => {
     expect(a?.['event_time']).toBeUndefined();
     const late = { ...c, firstEventMs: T0 - 2 * HOUR, lastEventMs: T0 - 2 * HOUR, outputsPersisted: 1 } as Arrival;
     expect(persistedCondition(c, 'h', HOUR, late)).toMatchObject({ event_time: '2026-11-30T08:00:00.000Z', late_outputs_persisted: '1' });
+    expect(persistedCondition(c, 'h', HOUR, late)?.['description']).toContain(' 1 of them arrived late: stamped 2026-11-30T08:00:00.000Z');
+    // Measured over the cap by a client that does not report persistence: the late ones are counted as executions.
+    const measured = counters({ executions: 5, success: 5, executionsWithPersisted: 3, largest: 14_000 });
+    const lateMeasured = { ...measured, firstEventMs: T0 - 2 * HOUR, lastEventMs: T0 - HOUR, executionsWithPersisted: 2 } as Arrival;
+    const m = persistedCondition(measured, 'h', HOUR, lateMeasured);
+    expect(m?.['summary']).toContain('3 executions in the last 1h with an output over the 10,000-character cap');
+    expect(m?.['description']).toContain(' 2 of them arrived late: stamped 2026-11-30T08:00:00.000Z to 2026-11-30T09:00:00.000Z');
   });
 
   it('persisted_ratio: above the threshold with enough executions only', () => {

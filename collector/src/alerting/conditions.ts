@@ -44,8 +44,9 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   if ((c.outputsPersisted <= 0 && inferred <= 0) || c.success <= 0) return null;
   const w = windowText(windowMs);
   const max = largestOutput(c);
+  // Counted as the summary counts: outputs when the client reports them, else executions measured over the cap.
   const lateText = late
-    ? ` ${plural(late.outputsPersisted, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    ? ` ${plural(inferred > 0 ? late.executionsWithPersisted : late.outputsPersisted, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
     : '';
   return {
     summary: inferred > 0
