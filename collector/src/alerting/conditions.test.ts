@@ -46,6 +46,8 @@ describe('conditions', () => {
     const m = persistedCondition(measured, 'h', HOUR, lateMeasured);
     expect(m?.['summary']).toContain('3 executions in the last 1h with an output over the 10,000-character cap');
     expect(m?.['description']).toContain(' 2 of them arrived late: stamped 2026-11-30T08:00:00.000Z to 2026-11-30T09:00:00.000Z');
+    // On-time events that report persistence, late ones only measured: the late ones still count.
+    expect(persistedCondition(c, 'h', HOUR, lateMeasured)?.['description']).toContain(' 2 of them arrived late');
   });
 
   it('persisted_ratio: above the threshold with enough executions only', () => {

@@ -44,9 +44,11 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   if ((c.outputsPersisted <= 0 && inferred <= 0) || c.success <= 0) return null;
   const w = windowText(windowMs);
   const max = largestOutput(c);
-  // Counted as the summary counts: outputs when the client reports them, else executions measured over the cap.
+  // Outputs when the late events report them, else their executions measured over the cap (also beside on-time
+  // events that do report: never "0 of them").
+  const lateCount = late ? (late.outputsPersisted > 0 ? late.outputsPersisted : late.executionsWithPersisted) : 0;
   const lateText = late
-    ? ` ${plural(inferred > 0 ? late.executionsWithPersisted : late.outputsPersisted, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    ? ` ${plural(lateCount, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
     : '';
   return {
     summary: inferred > 0

@@ -483,8 +483,8 @@ export function arrivalTimeDdl(int: string): string {
  * events with a reported persisted output are all classified over: the index loses none of its rows.
  */
 export function overArrivalDdl(): string {
-  return `DROP INDEX events_persisted_arrival;
-  CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE status = ${STATUS_CODES.over};`;
+  return `CREATE INDEX events_over_arrival ON events (received_ms) WHERE status = ${STATUS_CODES.over};
+  DROP INDEX events_persisted_arrival;`;
 }
 
 /** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
