@@ -238,7 +238,8 @@ describe('inline collector mode over OTLP/HTTP', () => {
     const copies = Math.ceil(PROTO_LOGS.length / PROTO_METRICS.length);
     const malformed = Buffer.concat([...Array.from({ length: copies }, () => PROTO_METRICS), Buffer.from([0x0a, 0xff, 0x7f])]);
     expect((await post(hw.otlpHttpUrl, 'metrics', malformed)).status).toBe(503);
-    expect((await forwardingStatus(hw)).destinations[0]!.refusedFull).toBe(3);
+    expect((await grpcExport(hw.otlpGrpcUrl, 'metrics', malformed))?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect((await forwardingStatus(hw)).destinations[0]!.refusedFull).toBe(4);
 
     d.mode = { kind: 'accept' };
     hw.forwarding!.forwarder.notify();
@@ -336,6 +337,8 @@ describe('inline collector mode over OTLP/gRPC', () => {
     expect(await grpcExport(hw.otlpGrpcUrl, 'metrics', PROTO_METRICS)).toBeNull();
     expect(await grpcExport(hw.otlpGrpcUrl, 'traces', PROTO_METRICS.subarray(0, 0))).toBeNull();
     expect((await post(hw.otlpHttpUrl, 'logs', JSON_LOGS, 'application/json')).status).toBe(415);
+    // JSON metrics too, and before their body is read: a malformed one is told what would never work, not 400.
+    expect((await post(hw.otlpHttpUrl, 'metrics', Buffer.from('{"resourceMetrics": '), 'application/json')).status).toBe(415);
     await until('three requests downstream', () => d.requests.length === 3);
     expect(d.bodies('logs')).toEqual([PROTO_LOGS]);
     expect(d.bodies('metrics')).toEqual([PROTO_METRICS]);

@@ -2,7 +2,9 @@
  * Checks a metrics or traces body, which hookwatch does not decode, before it is acknowledged (and, in inline
  * mode, queued): protobuf is skimmed (skim-proto.ts), JSON parsed and its fixed levels checked for the shape
  * the OTLP/JSON schema requires. The body itself is never re-encoded: it is forwarded byte for byte.
- * Both receivers run this in every mode, so a client gets the same answer whether or not hookwatch forwards.
+ * Both receivers run this in every mode, so a malformed body gets the same 400 whether or not hookwatch forwards;
+ * with forwarding, a request the queue cannot take (full: 503; larger than the queue: 413; JSON to a gRPC
+ * destination: 415) is refused before this runs, as a logs request is refused before its decode.
  */
 import type { RawRequest, Signal } from '../pipeline/consumer.ts';
 import { arr, field, obj } from './decode-json.ts';
