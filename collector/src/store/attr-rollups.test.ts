@@ -24,7 +24,7 @@ import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts'
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
-import { PG_DROP_ATTR_FIRST_MS, sqliteDropAttrFirstMs } from '../../test/support/downgrade.ts';
+import { PG_UNDO_LATER_MIGRATIONS, sqliteUndoLaterMigrations } from '../../test/support/downgrade.ts';
 
 /** 2026-03-02T00:00:00Z. */
 const T0 = Date.UTC(2026, 2, 2);
@@ -218,7 +218,7 @@ describe('rollup per attribute set: SQLite', () => {
         const db = new DatabaseSync(path);
         db.exec(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
           ${previousDimTables('INTEGER', ' WITHOUT ROWID')}`);
-        sqliteDropAttrFirstMs(db);
+        sqliteUndoLaterMigrations(db);
         db.close();
       },
     };
@@ -243,7 +243,7 @@ describe('rollup per attribute set: PostgreSQL', () => {
         const version = PG_MIGRATIONS.findIndex((m) => m.includes(ATTR_ROLLUP_TABLE)) + 1;
         await sql(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
           ${previousDimTables('BIGINT', '')}
-          ${PG_DROP_ATTR_FIRST_MS}
+          ${PG_UNDO_LATER_MIGRATIONS}
           DROP INDEX events_hook_time_key; DROP INDEX events_time;
           CREATE UNIQUE INDEX events_key ON events (time_ms, key) WITH (fillfactor = 100);
           CREATE INDEX events_hook_time ON events (hook, time_ms);

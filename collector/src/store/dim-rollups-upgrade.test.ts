@@ -23,7 +23,7 @@ import { DAY, HOUR, MINUTE } from './segments.ts';
 import { counterColumnsDdl } from './sql.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
-import { PG_DROP_ATTR_FIRST_MS, sqliteDropAttrFirstMs } from '../../test/support/downgrade.ts';
+import { PG_UNDO_LATER_MIGRATIONS, sqliteUndoLaterMigrations } from '../../test/support/downgrade.ts';
 
 /** 2026-03-02T00:00:00Z. */
 const T0 = Date.UTC(2026, 2, 2);
@@ -186,7 +186,7 @@ describe('dimension rollups keyed by value first: SQLite upgrade', () => {
       },
       downgrade: async (events) => q((db) => {
         db.exec(previousDimSql('INTEGER', ' WITHOUT ROWID', SQLITE_REKEY_VERSION));
-        sqliteDropAttrFirstMs(db);
+        sqliteUndoLaterMigrations(db);
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
           const st = db.prepare(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map(() => '?').join(', ')})`);
           for (const r of oldRows(events, size)) st.run(...(r.key as SQLInputValue[]), ...COUNTER_COLUMNS.map((c) => r.row[c]));
@@ -216,7 +216,7 @@ describe('dimension rollups keyed by value first: PostgreSQL upgrade', () => {
       // As migration 12 left the tables (4-byte maxima, plain sums that may be NULL) and the previous version
       // wrote them (a plain sum of 0 as NULL).
       downgrade: async (events) => {
-        await q(`${previousDimSql('BIGINT', '', PG_REKEY_VERSION)} ${PG_DROP_ATTR_FIRST_MS}`);
+        await q(`${previousDimSql('BIGINT', '', PG_REKEY_VERSION)} ${PG_UNDO_LATER_MIGRATIONS}`);
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
           await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...COUNT_SUM_COLUMNS.map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
           for (const r of oldRows(events, size)) {

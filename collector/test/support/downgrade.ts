@@ -4,12 +4,21 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 
-/** Removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an indexed column). */
-export function sqliteDropAttrFirstMs(db: DatabaseSync): void {
+/** The arrival index before it held every event over the cap (SQLite migration 12, PostgreSQL 16), back. */
+const ARRIVAL_INDEX_UNDO = `CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;
+  DROP INDEX events_over_arrival;`;
+
+/**
+ * Undoes SQLite migrations 11 and 12: removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an
+ * indexed column), and puts the previous arrival index back.
+ */
+export function sqliteUndoLaterMigrations(db: DatabaseSync): void {
   const indexes = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets' AND sql LIKE '%first_ms%'`).all() as { name: string }[];
   for (const { name } of indexes) db.exec(`DROP INDEX "${name.replace(/"/g, '""')}"`);
   db.exec('ALTER TABLE attr_sets DROP COLUMN first_ms');
+  db.exec(ARRIVAL_INDEX_UNDO);
 }
 
-/** The same on PostgreSQL (the indexes on the column go with it). */
-export const PG_DROP_ATTR_FIRST_MS = 'ALTER TABLE attr_sets DROP COLUMN first_ms;';
+/** The same on PostgreSQL, migrations 15 and 16 (the indexes on the column go with it). */
+export const PG_UNDO_LATER_MIGRATIONS = `ALTER TABLE attr_sets DROP COLUMN first_ms;
+  ${ARRIVAL_INDEX_UNDO}`;
