@@ -160,9 +160,25 @@ describe('hookwatch guard --install', () => {
       const again = guardIO(project);
       await runGuard(['--install', ...args, 's.json'], again);
       expect(again.out(), args.join(' ')).toContain('nothing to change (2 command hook(s), none left to be wrapped)');
-      expect(again.out().includes('run --uninstall, then --install with the new ones'), args.join(' ')).toBe(args.includes('--budget'));
+      expect(again.out().includes('2 wrapped with another --budget or --report keep it: run --uninstall, then --install with the new ones'), args.join(' ')).toBe(args.includes('--budget'));
       expect(await readFile(path, 'utf8')).toBe(once);
     }
+  });
+
+  it('a second --install with the options the commands were wrapped with says nothing about changing them', async () => {
+    const { project } = await userSettings('same-options');
+    const options = ['--command', '/usr/bin/hookwatch-guard', '--budget', '9000', '--report', 'http://hookwatch:4318'];
+    await runGuard(['--install', ...options, 's.json'], guardIO(project));
+    const same = guardIO(project);
+    await runGuard(['--install', ...options, 's.json'], same);
+    expect(same.out()).toContain('nothing to change');
+    expect(same.out()).not.toContain('--uninstall');
+    const budgetOnly = guardIO(project);
+    await runGuard(['--install', '--budget', '9000', 's.json'], budgetOnly);
+    expect(budgetOnly.out()).not.toContain('--uninstall');
+    const otherReport = guardIO(project);
+    await runGuard(['--install', '--budget', '9000', '--report', 'http://other:4318', 's.json'], otherReport);
+    expect(otherReport.out()).toContain('2 wrapped with another --budget or --report keep it: run --uninstall, then --install with the new ones');
   });
 
   it('keeps the backup of the original file through later installs, and says so rather than overwrite it', async () => {

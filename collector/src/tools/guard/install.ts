@@ -55,16 +55,33 @@ const OPTIONS_ONLY = new RegExp(`^${GUARD_OPTIONS}`);
  * one of `prefixes` (the --command of an install) or ends in ` guard`.
  */
 export function unwrapCommand(command: string, prefixes: readonly string[] = []): string | undefined {
-  return splitWrapped(command, (head) => GUARD_CALL.test(head) || prefixes.some((p) => head.startsWith(p) && OPTIONS_ONLY.test(head.slice(p.length))));
+  return splitWrapped(command, callsGuard(prefixes))?.original;
 }
 
-/** The quoted word after the first ` -- ` whose head `callsGuard` accepts; the original may hold ` -- ` itself. */
-function splitWrapped(command: string, callsGuard: (head: string) => boolean): string | undefined {
+/** Whether the head of a wrapped command calls the guard: a ` guard` call or one of `prefixes`, then its options. */
+function callsGuard(prefixes: readonly string[]): (head: string) => boolean {
+  return (head) => GUARD_CALL.test(head) || prefixes.some((p) => head.startsWith(p) && OPTIONS_ONLY.test(head.slice(p.length)));
+}
+
+/**
+ * The quoted word after the first ` -- ` whose head (the guard call and its options) `callsGuard` accepts, and
+ * that head; the original may hold ` -- ` itself.
+ */
+function splitWrapped(command: string, isGuardCall: (head: string) => boolean): { head: string; original: string } | undefined {
   for (let at = command.indexOf(' -- '); at !== -1; at = command.indexOf(' -- ', at + 1)) {
     const original = shellUnquote(command.slice(at + ' -- '.length));
-    if (original !== undefined && at > 0 && callsGuard(command.slice(0, at))) return original;
+    const head = command.slice(0, at);
+    if (original !== undefined && at > 0 && isGuardCall(head)) return { head, original };
   }
   return undefined;
+}
+
+/** True when a command wrapped before carries another --budget or --report than those given (undefined: any). */
+function otherOptions(command: string, known: readonly string[], budget: number | undefined, report: string | undefined): boolean {
+  const head = splitWrapped(command, callsGuard(known))?.head ?? '';
+  const options = new RegExp(GUARD_OPTIONS).exec(head)?.[0] ?? '';
+  const had = { budget: / --budget (\d+)/.exec(options)?.[1], report: / --report (\S+)/.exec(options)?.[1] };
+  return (budget !== undefined && had.budget !== String(budget)) || (report !== undefined && had.report !== shellQuote(report));
 }
 
 /** Wraps one command line (already wrapped ones, by `prefix` or one of `known`, are left as they are). */
@@ -123,6 +140,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   let changed = 0;
   let total = 0;
   let lookWrapped = 0;
+  let keepOther = 0;
   if (isObject(settings.hooks)) {
     for (const groups of Object.values(settings.hooks) as Record<string, unknown>[][]) {
       for (const group of groups) {
@@ -134,6 +152,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
             hook.command = next;
             changed++;
           } else if (options.mode === 'uninstall' && splitWrapped(hook.command, () => true) !== undefined) lookWrapped++;
+          else if (options.mode === 'install' && otherOptions(hook.command, known, options.budget, options.report)) keepOther++;
         }
       }
     }
@@ -147,8 +166,8 @@ export async function installGuard(options: InstallOptions): Promise<string> {
         ? `; ${lookWrapped} look wrapped by another prefix: give it as --command <prefix> to unwrap them`
         : '';
     // Commands already wrapped keep the options they were wrapped with: say how to change them.
-    if (options.mode === 'install' && total > 0 && (options.budget !== undefined || options.report !== undefined)) {
-      hint += '; wrapped commands keep their --budget and --report: run --uninstall, then --install with the new ones';
+    if (keepOther > 0) {
+      hint += `; ${keepOther} wrapped with another --budget or --report keep it: run --uninstall, then --install with the new ones`;
     }
     return `hookwatch guard: ${path}: nothing to change (${total} command hook(s), none left to be ${verb})${hint}\n`;
   }
