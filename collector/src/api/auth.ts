@@ -4,17 +4,10 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HttpAuthConfig } from './settings.ts';
-import { sameSecret, secretDigest } from '../net/secret.ts';
+import { authCredentials, sameSecret, secretDigest } from '../net/secret.ts';
 
 
 /** `Scheme credentials` with a case-insensitive scheme (RFC 9110); undefined when the scheme differs. */
-function credentials(header: string | undefined, scheme: string): string | undefined {
-  if (!header) return undefined;
-  const m = /^(\S+)\s+(.*)$/.exec(header.trim());
-  if (!m || (m[1] as string).toLowerCase() !== scheme) return undefined;
-  return (m[2] as string).trim();
-}
-
 /** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
 export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   if (auth.mode === 'none') return (_req, _res, next) => next();
@@ -24,12 +17,12 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   const ok = (req: Request): boolean => {
     switch (auth.mode) {
       case 'basic': {
-        const b64 = credentials(req.headers.authorization, 'basic');
+        const b64 = authCredentials(req.headers.authorization, 'basic');
         // Compare even when absent, so a missing header costs the same as a wrong one.
         return sameSecret(b64 === undefined ? '' : Buffer.from(b64, 'base64').toString('utf8'), basicDigest) && b64 !== undefined;
       }
       case 'bearer': {
-        const token = credentials(req.headers.authorization, 'bearer');
+        const token = authCredentials(req.headers.authorization, 'bearer');
         return sameSecret(token ?? '', tokenDigest) && token !== undefined && token !== '';
       }
       default: {

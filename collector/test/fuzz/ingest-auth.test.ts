@@ -51,14 +51,17 @@ function expectDigestComparison(): void {
 }
 
 describe('ingest token', () => {
-  it('the right token gets 200', async () => {
-    expect((await send(`Bearer ${TOKEN}`)).status).toBe(200);
-    expectDigestComparison();
+  it('the right token gets 200, the scheme in any case and after any spaces (RFC 9110 11.1, as the API port)', async () => {
+    for (const h of [`Bearer ${TOKEN}`, `bearer ${TOKEN}`, `BEARER ${TOKEN}`, `Bearer  ${TOKEN}`]) {
+      spy.calls.length = 0;
+      expect((await send(h)).status, h.slice(0, 8)).toBe(200);
+      expectDigestComparison();
+    }
   });
 
   const near = [
     undefined, '', 'Bearer', 'Bearer ', TOKEN, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `Bearer ${TOKEN.slice(1)}`,
-    `Bearer  ${TOKEN}`, `Basic ${Buffer.from(`user:${TOKEN}`).toString('base64')}`, `Bearer ${TOKEN.toUpperCase()}`, `Bearer ${'x'.repeat(8000)}`,
+    `Basic ${Buffer.from(`user:${TOKEN}`).toString('base64')}`, `Bearer ${TOKEN.toUpperCase()}`, `Bearer ${'x'.repeat(8000)}`,
   ];
   for (const h of near) {
     it(`a wrong header (${h === undefined ? 'none' : JSON.stringify(h.slice(0, 40))}) gets 401 without the token`, async () => {

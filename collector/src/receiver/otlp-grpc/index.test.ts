@@ -176,6 +176,11 @@ describe('OTLP/gRPC receiver status codes', () => {
     const ok = await rawExport(url, Buffer.alloc(0), right);
     expect(ok.err).toBeNull();
     expect(next.logs).toHaveLength(1);
+    // The scheme in any case, as over HTTP (RFC 9110 11.1).
+    const lower = new Metadata();
+    lower.set('authorization', `bearer ${token}`);
+    expect((await rawExport(url, Buffer.alloc(0), lower)).err).toBeNull();
+    expect(next.logs).toHaveLength(2);
   });
 
   it('shuts down twice and before start without error', async () => {

@@ -22,7 +22,7 @@ import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
-import { sameSecret, secretDigest } from '../../net/secret.ts';
+import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import type { InflightAccount } from '../inflight.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 
@@ -70,7 +70,7 @@ export class OtlpGrpcReceiver {
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
-    this.tokenDigest = opts.ingestToken ? secretDigest(`Bearer ${opts.ingestToken}`) : undefined;
+    this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.server = new Server({
       'grpc.max_receive_message_length': opts.maxRequestBytes,
       // Idle clients (Claude Code keeps one channel per session) must not pin connections forever.
@@ -190,7 +190,7 @@ export class OtlpGrpcReceiver {
     if (!this.tokenDigest) return true;
     const value = metadata.get('authorization')[0];
     // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
-    return sameSecret(typeof value === 'string' ? value : '', this.tokenDigest);
+    return sameSecret(authCredentials(typeof value === 'string' ? value : undefined, 'bearer') ?? '', this.tokenDigest);
   }
 
   private async handle(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): Promise<void> {

@@ -13,7 +13,7 @@ import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../.
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import { closeServer } from '../../net/close-server.ts';
-import { sameSecret, secretDigest } from '../../net/secret.ts';
+import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 
@@ -36,7 +36,7 @@ export class OtlpHttpReceiver {
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
-    this.tokenDigest = opts.ingestToken ? secretDigest(`Bearer ${opts.ingestToken}`) : undefined;
+    this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.server = createServer({
       requestTimeout: opts.requestTimeoutMs,
       headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
@@ -87,7 +87,7 @@ export class OtlpHttpReceiver {
   private authorized(req: IncomingMessage): boolean {
     if (!this.tokenDigest) return true;
     // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
-    return sameSecret(req.headers.authorization ?? '', this.tokenDigest);
+    return sameSecret(authCredentials(req.headers.authorization, 'bearer') ?? '', this.tokenDigest);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
