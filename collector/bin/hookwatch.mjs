@@ -12,6 +12,9 @@ if (problem) {
 // call then skips most of its startup. Failure to cache (read-only tmp) only costs speed.
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
+// `npm run hookwatch -- <command>` runs in the package's folder; paths the user typed (`scan .`, `guard --install
+// .claude/settings.json`, `--db ./x.db`) mean the folder npm was run from, which npm passes as INIT_CWD.
+if (process.env.npm_lifecycle_event === 'hookwatch' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
 // `guard` runs as a hook command on every tool call: go straight to it without loading the service.
 if (process.argv[2] === 'guard') {
   const { guardMain } = await import('../src/tools/guard/main.ts');

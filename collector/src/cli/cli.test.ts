@@ -5,7 +5,7 @@
  * case costs seconds on a busy machine); the bin wrapper, the start-up line and the old Node run as processes.
  */
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -223,6 +223,16 @@ describe('an older Node.js', () => {
     expect(problem).toContain('hookwatch needs Node.js 24 or newer; this is Node.js 20.20.2 (/usr/bin/node).');
     expect(problem).toContain('npm run hookwatch -- <command>');
     expect(nodeVersionProblem('24.0.0')).toBeUndefined();
+  });
+
+  it('npm run hookwatch -- <command> from another folder reads paths from that folder, not the package', () => {
+    const project = mkdtempSync(join(dir, 'project-'));
+    writeFileSync(join(project, 'settings.json'), JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo hi' }] }] } }));
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const r = spawnSync('npm', ['--prefix', root, 'run', '--silent', 'hookwatch', '--', 'guard', '--install', 'settings.json', '--command', 'hookwatch guard'], { encoding: 'utf8', cwd: project, env: { ...env(), npm_config_update_notifier: 'false' }, timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toContain(`${join(project, 'settings.json')}: wrapped 1 of 1 command hook(s)`);
+    expect(readFileSync(join(project, 'settings.json'), 'utf8')).toContain(`hookwatch guard -- 'echo hi'`);
   });
 
   // The machine's own Node, when it is older than 24 (Debian's is 20): the real refusal, before any .ts loads.
