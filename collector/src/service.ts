@@ -40,7 +40,8 @@ import { HookMetrics } from './pipeline/hook-metrics.ts';
 import { registerIngestMetrics } from './pipeline/metrics.ts';
 import { registerReceiverMetrics } from './receiver/metrics.ts';
 import { instrumentStore } from './store/metrics.ts';
-import { openStore, startCoordination, type Coordination } from './store/open.ts';
+import { isPostgresUrl, openStore, startCoordination, type Coordination } from './store/open.ts';
+import { lockSqliteStore } from './store/sqlite/process-lock.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { MetricsRegistry } from './telemetry/metrics.ts';
@@ -107,7 +108,15 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const now = opts.now ?? Date.now;
   const metrics = new MetricsRegistry({ logger });
   registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
-  const rawStore = opts.store ?? (await openStore(config, { logger }));
+  // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
+  const storeLock = opts.store || isPostgresUrl(config.db) ? undefined : lockSqliteStore(config.db);
+  let rawStore: Store;
+  try {
+    rawStore = opts.store ?? (await openStore(config, { logger }));
+  } catch (err) {
+    storeLock?.release();
+    throw err;
+  }
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
@@ -206,6 +215,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     await alerting.stop();
     await coordination.stop();
     await store.close();
+    storeLock?.release();
     throw err;
   }
   listening = true;
@@ -253,6 +263,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       await closeServer(http);
       await coordination.stop();
       await store.close();
+      storeLock?.release();
     })();
     return stopping;
   };

@@ -4,7 +4,7 @@
  * URL, and an old Node.js refused in words. Most cases run `main` in-process with captured output (a process per
  * case costs seconds on a busy machine); the bin wrapper, the start-up line and the old Node run as processes.
  */
-import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -191,28 +191,52 @@ describe('hookwatch serve', () => {
     expect(r.status).toBe(1);
   });
 
-  it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {
-    const child = spawn(process.execPath, [BIN, 'serve'], { env: env(base()), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-    try {
-      const line = await new Promise<{ msg: string; dashboard: string }>((resolve, reject) => {
-        let buf = '';
-        const timer = setTimeout(() => reject(new Error(`no start-up line: ${buf}`)), 20_000);
-        child.stderr.on('data', (c: Buffer) => {
-          buf += c.toString('utf8');
-          const found = buf.split('\n').find((l) => l.includes('"msg":"dashboard at '));
-          if (found) {
-            clearTimeout(timer);
-            resolve(JSON.parse(found) as { msg: string; dashboard: string });
-          }
-        });
+  /** `hookwatch serve` in a process of its own, once it has said where the dashboard is. */
+  async function serving(vars: Record<string, string>): Promise<{ child: ChildProcess; line: { msg: string; dashboard: string } }> {
+    const child = spawn(process.execPath, [BIN, 'serve'], { env: env(vars), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    const line = await new Promise<{ msg: string; dashboard: string }>((resolve, reject) => {
+      let buf = '';
+      const timer = setTimeout(() => reject(new Error(`no start-up line: ${buf}`)), 20_000);
+      child.stderr.on('data', (c: Buffer) => {
+        buf += c.toString('utf8');
+        const found = buf.split('\n').find((l) => l.includes('"msg":"dashboard at '));
+        if (found) {
+          clearTimeout(timer);
+          resolve(JSON.parse(found) as { msg: string; dashboard: string });
+        }
       });
+    });
+    return { child, line };
+  }
+
+  async function stopped(child: ChildProcess): Promise<void> {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+  }
+
+  it('a second process on the same SQLite file is refused at once, and starts once the first has stopped', async () => {
+    const vars = base();
+    const first = await serving(vars);
+    try {
+      const second = hookwatchProcess(['serve'], vars);
+      expect(second.stderr).toContain(`hookwatch: another hookwatch process serves ${vars['HOOKWATCH_DB']} (it holds ${vars['HOOKWATCH_DB']}.lock): a SQLite store is served by one process at a time`);
+      expect(second.status).toBe(1);
+    } finally {
+      await stopped(first.child);
+    }
+    const third = await serving(vars);
+    await stopped(third.child);
+  });
+
+  it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {
+    const { child, line } = await serving(base());
+    try {
       expect(line.msg).toMatch(/^dashboard at http:\/\/127\.0\.0\.1:\d+\/; send OTLP to http:\/\/127\.0\.0\.1:\d+ \(http\) or http:\/\/127\.0\.0\.1:\d+ \(grpc\)$/);
       const res = await fetch(line.dashboard);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toContain('text/html');
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await stopped(child);
     }
   });
 });

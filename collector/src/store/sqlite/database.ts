@@ -11,18 +11,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
  */
 export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'): DatabaseSync {
   const onDisk = path !== ':memory:' && path !== '';
-  if (onDisk) {
-    // An existing folder (a mounted volume, the working directory) keeps its mode; only new ones are private.
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    const fd = openSync(path, 'a', 0o600);
-    try {
-      fchmodSync(fd, 0o600);
-    } catch {
-      // A file owned by another user (shared through a group) cannot be tightened by us; it still opens.
-    } finally {
-      closeSync(fd);
-    }
-  }
+  if (onDisk) createPrivateFile(path);
   const db = new DatabaseSync(path, { timeout: 5000 });
   try {
     db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'};`);
@@ -42,6 +31,20 @@ export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'
     }
   }
   return db;
+}
+
+/** Creates `path` (and its folder) readable by hookwatch's user only, or tightens an existing file to 0600. */
+export function createPrivateFile(path: string): void {
+  // An existing folder (a mounted volume, the working directory) keeps its mode; only new ones are private.
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const fd = openSync(path, 'a', 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+  } catch {
+    // A file owned by another user (shared through a group) cannot be tightened by us; it still opens.
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Runs `fn` in one write transaction: committed when it returns, rolled back when it throws. */

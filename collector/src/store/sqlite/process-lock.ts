@@ -1,0 +1,59 @@
+/**
+ * One process per SQLite store. Two `hookwatch serve` on one file would each be the leader: every alert notified
+ * twice (with different webhook ids, so receivers cannot deduplicate them) and retention run twice. The process
+ * that serves a store holds an exclusive SQLite lock on a file beside it (`<db>.lock`) until it stops; the
+ * operating system lets go of it when the process dies, so a crash leaves nothing to clean up.
+ */
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { createPrivateFile } from './database.ts';
+
+export const LOCK_SUFFIX = '.lock';
+
+/** Another process serves the store. */
+export class StoreInUseError extends Error {}
+
+export interface StoreLock {
+  /** Lets go of the lock; safe twice. */
+  release(): void;
+}
+
+/**
+ * Lock files this process holds. A POSIX lock goes with any descriptor of the file its process closes, so this
+ * process must not open one of them again (even to find it taken): it is refused from here instead.
+ */
+const held = new Set<string>();
+
+function inUse(dbPath: string, path: string): StoreInUseError {
+  return new StoreInUseError(`another hookwatch process serves ${dbPath} (it holds ${path}): a SQLite store is served by one process at a time; stop the other one, or run replicas on PostgreSQL`);
+}
+
+/** Takes the lock of the store at `dbPath`, or throws StoreInUseError at once (it does not wait). */
+export function lockSqliteStore(dbPath: string): StoreLock {
+  if (dbPath === ':memory:' || dbPath === '') return { release: () => {} };
+  const path = resolve(`${dbPath}${LOCK_SUFFIX}`);
+  if (held.has(path)) throw inUse(dbPath, path);
+  createPrivateFile(path);
+  const db = new DatabaseSync(path, { timeout: 0 });
+  try {
+    // In exclusive locking mode a connection keeps the lock of its first write until it closes.
+    db.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (host TEXT NOT NULL, pid INTEGER NOT NULL, started_ms INTEGER NOT NULL); DELETE FROM holder;');
+    db.prepare('INSERT INTO holder (host, pid, started_ms) VALUES (?, ?, ?)').run(hostname(), process.pid, Date.now());
+    db.exec('COMMIT');
+  } catch (err) {
+    db.close();
+    if ((err as { errcode?: number }).errcode === 5 || /locked|busy/i.test((err as Error).message)) throw inUse(dbPath, path);
+    throw err;
+  }
+  held.add(path);
+  let released = false;
+  return {
+    release: () => {
+      if (released) return;
+      released = true;
+      db.close();
+      held.delete(path);
+    },
+  };
+}
