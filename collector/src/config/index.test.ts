@@ -60,6 +60,8 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],
     ['unknown flag', () => loadConfig({ env: {}, flags: { 'otlp-adr': 'x' } }), /unknown flag --otlp-adr/],
     ['mistyped flag', () => loadConfig({ env: {}, flags: { 'retention-event': '7d' } }), /unknown flag --retention-event; did you mean --retention-events\?/],
+    ['two listeners on one port', () => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:4317' } })), /^otlp\.http\.addr \(127\.0\.0\.1:4317\) and otlp\.grpc\.addr \(127\.0\.0\.1:4317\) ask for the same port: each listener needs its own$/],
+    ['a listener on every interface and one on loopback, same port', () => toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ADDR: '0.0.0.0:4318' } })), /otlp\.http\.addr \(127\.0\.0\.1:4318\) and http\.addr \(0\.0\.0\.0:4318\) ask for the same port/],
   ];
   for (const [name, fn, message] of cases) {
     it(name, () => {
@@ -67,6 +69,11 @@ describe('bad configuration fails at start with a message naming the key', () =>
       expect(fn).toThrow(message);
     });
   }
+
+  it('listeners on port 0, or on one port of two different addresses, are not in each other\'s way', () => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0' } }))).not.toThrow();
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_GRPC_ADDR: '[::1]:4318' } }))).not.toThrow();
+  });
 
   it('an unknown environment variable is a warning naming the nearest setting, not an error', () => {
     const loaded = loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADR: '127.0.0.1:1', HOOKWATCH_ZZZZZZZZZZZZZZZZZZZZZZZZZ: 'x' } });

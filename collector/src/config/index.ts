@@ -1,7 +1,8 @@
 /**
  * The typed configuration the rest of hookwatch sees, built once at start from the loaded settings. Each stage
  * reads and checks its own part (its `settings.ts`); this file only hands every stage the loaded values, and
- * passes the configured dimensions to the stages whose settings are checked against them.
+ * passes the configured dimensions to the stages whose settings are checked against them, and checks that the
+ * three listeners of two stages do not ask for one port.
  */
 import { alertingConfig, type AlertingConfig } from '../alerting/settings.ts';
 import { apiConfig, type ApiSettings } from '../api/settings.ts';
@@ -14,12 +15,15 @@ import { storeConfig, type StoreSettings } from '../store/settings.ts';
 import { telemetryConfig, type TelemetrySettings } from '../telemetry/settings.ts';
 import type { LoadedConfig } from './load.ts';
 import { SettingReader } from './setting-reader.ts';
+import { ConfigError } from './load.ts';
+import { splitAddr } from '../net/addr.ts';
 
 export type HookwatchConfig = ReceiverSettings & ApiSettings & StoreSettings & PipelineSettings & { privacy: PrivacyConfig } & { forward: ForwardConfig } & TelemetrySettings & CliSettings & { alerting: AlertingConfig };
 
 export function toConfig(loaded: LoadedConfig): HookwatchConfig {
   const r = new SettingReader(loaded.values, loaded.sources);
   const pipeline = pipelineConfig(r);
+  distinctPorts([['otlp.http.addr', r.string('otlp.http.addr')], ['otlp.grpc.addr', r.string('otlp.grpc.addr')], ['http.addr', r.string('http.addr')]]);
   return {
     ...receiverConfig(r),
     ...apiConfig(r),
@@ -31,6 +35,24 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     ...cliConfig(r),
     ...alertingConfig(r, dimensionNames(pipeline.dimensions)),
   };
+}
+
+const ANY_HOST = new Set(['0.0.0.0', '::', '']);
+
+/**
+ * Two listeners on one port (port 0 aside: the system picks a free one each) would fail at start with a
+ * message about "another process", though it is this one: refused here, naming both settings.
+ */
+function distinctPorts(addrs: readonly (readonly [string, string])[]): void {
+  const parsed = addrs.map(([key, addr]) => ({ key, addr, ...splitAddr(addr) }));
+  for (const [i, a] of parsed.entries()) {
+    for (const b of parsed.slice(i + 1)) {
+      if (a.port === 0 || a.port !== b.port) continue;
+      if (a.host === b.host || ANY_HOST.has(a.host) || ANY_HOST.has(b.host)) {
+        throw new ConfigError(`${a.key} (${a.addr}) and ${b.key} (${b.addr}) ask for the same port: each listener needs its own`);
+      }
+    }
+  }
 }
 
 export type { AlertingConfig } from '../alerting/settings.ts';
