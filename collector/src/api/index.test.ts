@@ -134,6 +134,13 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect(metrics.status).toBe(405);
     expect(metrics.headers.get('content-type')).toMatch(/application\/json/);
     expect(metrics.headers.get('allow')).toBe('GET, HEAD');
+    // Dashboard paths too: JSON, not Express's HTML "Cannot POST /".
+    for (const path of ['/', '/hooks/0123456789abcdef', '/vendor/chart.umd.min.js']) {
+      const post = await fetch(`${service.httpUrl}${path}`, { method: 'POST' });
+      expect(post.status, path).toBe(405);
+      expect(post.headers.get('allow'), path).toBe('GET, HEAD');
+      expect(((await post.json()) as { error: { code: string } }).error.code, path).toBe('method_not_allowed');
+    }
   });
 
   it('an unknown hook is 404, health endpoints answer', async () => {
