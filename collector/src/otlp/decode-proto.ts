@@ -273,11 +273,12 @@ function anyValue(r: Reader, depth: number): AnyValue {
 function keyValue(r: Reader, into: Attributes, depth: number): void {
   // Nearly every attribute is a short key with a short string value, encoded as protobuf encoders write it:
   // key (field 1), then value (field 2) holding only string_value (field 1), each length a single byte. That
-  // exact shape is read straight off the bytes; anything else takes the general path below.
+  // exact shape is read straight off the bytes; anything else takes the general path below. A value past the
+  // nesting limit takes it too, to be refused there as JSON refuses it.
   const buf = r.buf;
   const p = r.pos;
   const end = r.end;
-  if (buf[p] === 0x0a && p + 1 < end) {
+  if (buf[p] === 0x0a && p + 1 < end && depth <= MAX_ANYVALUE_DEPTH) {
     const keyLen = buf[p + 1] as number;
     const v = p + 2 + keyLen;
     if (keyLen < 0x80 && v + 4 <= end && buf[v] === 0x12 && buf[v + 2] === 0x0a) {

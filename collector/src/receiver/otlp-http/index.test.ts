@@ -38,8 +38,15 @@ function nested(depth: number): string {
   return jsonBatch([{ attributes: [{ key: 'deep', value: '@DEEP@' }] }]).replace('"@DEEP@"', v);
 }
 
-/** Protobuf AnyValue nested `depth` times in array_value, as raw bytes of ExportLogsServiceRequest. */
-function nestedProto(depth: number): Buffer {
+/** A string value inside `depth` kvlists, in JSON. */
+function nestedKvlist(depth: number): string {
+  let v = '{"stringValue":"x"}';
+  for (let i = 0; i < depth; i++) v = `{"kvlistValue":{"values":[{"key":"k","value":${v}}]}}`;
+  return jsonBatch([{ attributes: [{ key: 'deep', value: '@DEEP@' }] }]).replace('"@DEEP@"', v);
+}
+
+/** Protobuf AnyValue nested `depth` times in array_value (or kvlist_value), as raw bytes of ExportLogsServiceRequest. */
+function nestedProto(depth: number, via: 'array' | 'kvlist' = 'array'): Buffer {
   const ld = (field: number, payload: Buffer): Buffer => {
     const len: number[] = [];
     let n = payload.length;
@@ -51,7 +58,7 @@ function nestedProto(depth: number): Buffer {
     return Buffer.concat([Buffer.from([(field << 3) | 2, ...len]), payload]);
   };
   let v = ld(1, Buffer.from('x'));
-  for (let i = 0; i < depth; i++) v = ld(5, ld(1, v));
+  for (let i = 0; i < depth; i++) v = via === 'array' ? ld(5, ld(1, v)) : ld(6, ld(1, Buffer.concat([ld(1, Buffer.from('k')), ld(2, v)])));
   const kv = Buffer.concat([ld(1, Buffer.from('deep')), ld(2, v)]);
   return ld(1, ld(2, ld(2, ld(6, kv))));
 }
@@ -78,6 +85,9 @@ const CASES: Case[] = [
   { name: 'JSON intValue that is not a number', headers: json, body: jsonBatch([hookRecord({ num_success: { intValue: 'abc' } })]), status: 400, message: /intValue must be an integer/ },
   { name: 'a 10,001-deep nested AnyValue (JSON)', headers: json, body: nested(10_001), status: 400, message: /nested deeper than 100/ },
   { name: 'a 10,001-deep nested AnyValue (protobuf)', headers: protobuf, body: nestedProto(10_001), status: 400, message: /nested deeper than 100/ },
+  // The limit is the same in both encodings, to the level (protobuf's fast path for short strings included).
+  { name: 'kvlists nested 101 deep (JSON)', headers: json, body: nestedKvlist(101), status: 400, message: /nested deeper than 100/ },
+  { name: 'kvlists nested 101 deep (protobuf)', headers: protobuf, body: nestedProto(101, 'kvlist'), status: 400, message: /nested deeper than 100/ },
   { name: 'a gzip bomb', headers: { ...protobuf, 'content-encoding': 'gzip' }, body: gzipSync(Buffer.alloc(64 * 1024 * 1024)), status: 413, message: /after decompression/ },
   { name: 'a body over the limit', headers: protobuf, body: Buffer.alloc(2 * 1024 * 1024), status: 413, message: /exceeds the limit/ },
   { name: 'a corrupt gzip body', headers: { ...protobuf, 'content-encoding': 'gzip' }, body: Buffer.from('not gzip at all'), status: 400, message: /not valid gzip/ },
@@ -119,6 +129,12 @@ function decodeStatus(buf: Buffer): { code: number; message: string } {
 }
 
 describe('bad input gets the right status and a clear message', () => {
+  it('kvlists nested 100 deep are taken in both encodings (101 are not: above)', async () => {
+    for (const [headers, body] of [[json, nestedKvlist(100)], [protobuf, nestedProto(100, 'kvlist')]] as const) {
+      expect((await send({ name: '', headers, body, status: 200, message: /./ })).status, headers['content-type']).toBe(200);
+    }
+  });
+
   for (const c of CASES) {
     it(c.name, async () => {
       const res = await send(c);
