@@ -6,8 +6,6 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HttpAuthConfig } from './settings.ts';
 import { authCredentials, sameSecret, secretDigest } from '../net/secret.ts';
 
-
-/** `Scheme credentials` with a case-insensitive scheme (RFC 9110); undefined when the scheme differs. */
 /** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
 export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   if (auth.mode === 'none') return (_req, _res, next) => next();

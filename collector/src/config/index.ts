@@ -1,8 +1,8 @@
 /**
  * The typed configuration the rest of hookwatch sees, built once at start from the loaded settings. Each stage
  * reads and checks its own part (its `settings.ts`); this file only hands every stage the loaded values, and
- * passes the configured dimensions to the stages whose settings are checked against them, and checks that the
- * three listeners of two stages do not ask for one port.
+ * passes the configured dimensions to the stages whose settings are checked against them. One check spans
+ * stages: the three listeners (two of the receivers, one of the API) never ask for one port.
  */
 import { alertingConfig, type AlertingConfig } from '../alerting/settings.ts';
 import { apiConfig, type ApiSettings } from '../api/settings.ts';
@@ -13,9 +13,8 @@ import { privacyConfig, type PrivacyConfig } from '../privacy/settings.ts';
 import { receiverConfig, type ReceiverSettings } from '../receiver/settings.ts';
 import { storeConfig, type StoreSettings } from '../store/settings.ts';
 import { telemetryConfig, type TelemetrySettings } from '../telemetry/settings.ts';
-import type { LoadedConfig } from './load.ts';
+import { ConfigError, type LoadedConfig } from './load.ts';
 import { SettingReader } from './setting-reader.ts';
-import { ConfigError } from './load.ts';
 import { splitAddr } from '../net/addr.ts';
 
 export type HookwatchConfig = ReceiverSettings & ApiSettings & StoreSettings & PipelineSettings & { privacy: PrivacyConfig } & { forward: ForwardConfig } & TelemetrySettings & CliSettings & { alerting: AlertingConfig };

@@ -248,7 +248,7 @@ export const MIGRATIONS: readonly string[] = [
   // 15: each attribute set's earliest event time, so a filter over an old stretch finds the few sets live in it.
   attrFirstMsDdl('BIGINT'),
   // 16: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl),
-  // built again on every partition.
+  // built on every partition before the one it replaces is dropped.
   overArrivalDdl(),
 ];
 
