@@ -37,7 +37,8 @@ export function lockSqliteStore(dbPath: string): StoreLock {
   createPrivateFile(path);
   const db = new DatabaseSync(path, { timeout: 0 });
   try {
-    // In exclusive locking mode a connection keeps the lock of its first write until it closes.
+    // In exclusive locking mode a connection keeps the lock of its first write until it closes. The write is a row
+    // naming the holder, for whoever looks at the file once it is free (the lock keeps everyone out meanwhile).
     db.exec('PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (host TEXT NOT NULL, pid INTEGER NOT NULL, started_ms INTEGER NOT NULL); DELETE FROM holder;');
     db.prepare('INSERT INTO holder (host, pid, started_ms) VALUES (?, ?, ?)').run(hostname(), process.pid, Date.now());
     db.exec('COMMIT');

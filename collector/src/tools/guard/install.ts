@@ -64,7 +64,7 @@ function callsGuard(prefixes: readonly string[]): (head: string) => boolean {
 }
 
 /**
- * The quoted word after the first ` -- ` whose head (the guard call and its options) `callsGuard` accepts, and
+ * The quoted word after the first ` -- ` whose head (the guard call and its options) `isGuardCall` accepts, and
  * that head; the original may hold ` -- ` itself.
  */
 function splitWrapped(command: string, isGuardCall: (head: string) => boolean): { head: string; original: string } | undefined {
