@@ -167,8 +167,11 @@ const SETTINGS_MODULE = /^collector\/src\/[^/]+\/settings\.ts$/;
 const CONFIG_DIR = 'collector/src/config/';
 /** What a settings module may use of config/: the row types and the value parsers, never the loader. */
 const CONFIG_LEAVES = ['collector/src/config/setting.ts', 'collector/src/config/values.ts'];
-/** Low-level leaves of no stage that config/ may use too (e.g. the edit distance behind "did you mean"). */
-const COMMON_LEAVES = ['collector/src/edit-distance.ts', 'collector/src/version.ts'];
+/**
+ * Low-level leaves of no stage that config/ may use too (e.g. the edit distance behind "did you mean", the
+ * host:port splitter behind the check that two listeners never share a port).
+ */
+const COMMON_LEAVES = ['collector/src/edit-distance.ts', 'collector/src/version.ts', 'collector/src/net/addr.ts'];
 
 /**
  * config/ composes the stages' settings and reads files, environment and flags; it reaches a stage only through
