@@ -49,6 +49,14 @@ export function largestKnown(values: Iterable<number | null>): number | null {
   return max;
 }
 
+/**
+ * Outputs persisted, at least: the count the client reports, or, when its executions over the cap were only
+ * measured (a client that does not send num_outputs_persisted), one for each of them, since each lost at least one.
+ */
+export function persistedAtLeast(c: { outputsPersisted: number; executionsWithPersisted: number }): number {
+  return Math.max(c.outputsPersisted, c.executionsWithPersisted);
+}
+
 /** A counters row's largest output over every kind (an upper bound on its largest single string), or null. */
 export function largestOutput(c: { maxChars: Record<OutputKind, number | null> }): number | null {
   return largestKnown(Object.values(c.maxChars));

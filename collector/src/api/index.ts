@@ -4,7 +4,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { DELIVERY_STATUSES, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
@@ -35,7 +35,7 @@ const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok:
 /** Riskiest first: persisted outputs, then least headroom. */
 export function byRisk(a: HookSummary, b: HookSummary): number {
   return RISK[a.status] - RISK[b.status]
-    || b.outputsPersisted - a.outputsPersisted
+    || persistedAtLeast(b) - persistedAtLeast(a)
     || (a.headroom ?? Infinity) - (b.headroom ?? Infinity)
     || a.hookName.localeCompare(b.hookName);
 }

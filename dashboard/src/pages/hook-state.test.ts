@@ -118,6 +118,15 @@ describe('charts\' numbers', () => {
     expect(deliveryView(series).rows[0]).toEqual(['30/11/2026, 05:00', '12', '12', '0', '0']);
   });
 
+  it('counts executions measured over the cap as persisted outputs, at least, when the client reports none', () => {
+    const measured = { ...series, buckets: series.buckets.map((b, i) => (i === 2 ? { ...b, outputsPersisted: 0, executionsWithPersisted: 2 } : b)) };
+    expect(cliffView(measured).persisted[2]).toBe(10_500);
+    expect(cliffView(measured).rows[1]).toEqual(['30/11/2026, 06:00', '10,500', '2']);
+    expect(deliveryView(measured).summary).toBe('27 hook commands reported success; 3 outputs were persisted instead of delivered.');
+    const hk = { ...OVER, outputsPersisted: 0, executionsWithPersisted: 4 };
+    expect(facts(hk, forecastReading(null, { status: 'over' })).find((x) => x.id === 'persisted')).toMatchObject({ value: '4', note: 'at least: measured over the cap, the client does not report num_outputs_persisted' });
+  });
+
   it('places observed sizes on the cliff: what the model saw and what it lost', () => {
     expect(observedSizes(series)).toEqual([{ kind: 'stdout', sent: 4_000 }, { kind: 'stdout', sent: 10_500 }]);
     expect(curveRows(observedSizes(series))).toEqual([['stdout', '4,000', '4,000', '0'], ['stdout', '10,500', '2,000', '8,500']]);

@@ -4,7 +4,7 @@
  * The page turns these into charts and tables. Unit-tested in Node against API-shaped responses.
  */
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, deliveredChars, largestOutput, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, deliveredChars, largestOutput, persistedAtLeast, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
 import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
@@ -78,7 +78,7 @@ export interface Fact {
 export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
   return [
     { id: 'executions', label: 'Executions', value: num(hk.executions) },
-    { id: 'persisted', label: 'Outputs persisted', value: num(hk.outputsPersisted) },
+    { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(hk)), note: hk.executionsWithPersisted > hk.outputsPersisted ? 'at least: measured over the cap, the client does not report num_outputs_persisted' : null },
     { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
     { id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom) },
     { id: 'forecast', label: 'Crosses the cap', value: reading.value, note: reading.note },
@@ -99,25 +99,25 @@ export function kindsIn(buckets: readonly SeriesBucket[]): OutputKind[] {
 export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persisted: (number | null)[]; peak: number | null; summary: string; headers: string[]; rows: string[][] } {
   const kinds = kindsIn(series.buckets);
   const withData = series.buckets.filter((b) => largestOutput(b) !== null);
-  const over = series.buckets.filter((b) => b.outputsPersisted > 0);
+  const over = series.buckets.filter((b) => persistedAtLeast(b) > 0);
   const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null);
   return {
     kinds,
     // A bucket with persisted outputs but no sizes is marked on the cap: it was over it.
-    persisted: series.buckets.map((b) => (b.outputsPersisted > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null)),
+    persisted: series.buckets.map((b) => (persistedAtLeast(b) > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null)),
     peak,
     summary: withData.length === 0
       ? 'No size data in this range.'
       : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
     headers: ['Bucket start', ...kinds, 'Outputs persisted'],
-    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(b.outputsPersisted)]),
+    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
   };
 }
 
 /** Success against persisted outputs: the summary and the data table. */
 export function deliveryView(series: SeriesResponse): { summary: string; rows: string[][] } {
   const success = series.buckets.reduce((s, b) => s + b.success, 0);
-  const persisted = series.buckets.reduce((s, b) => s + b.outputsPersisted, 0);
+  const persisted = series.buckets.reduce((s, b) => s + persistedAtLeast(b), 0);
   return {
     summary: `${plural(success, 'hook command')} reported success; ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`,
     rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]),

@@ -5,7 +5,7 @@
  */
 import type { ChartConfiguration } from 'chart.js';
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, persistedAtLeast, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
@@ -73,7 +73,7 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
       labels,
       datasets: [
         { label: 'hook commands reporting success', data: series.buckets.map((b) => b.success), backgroundColor: COLORS.success },
-        { label: 'outputs persisted (not delivered)', data: series.buckets.map((b) => b.outputsPersisted), backgroundColor: COLORS.persisted },
+        { label: 'outputs persisted (not delivered)', data: series.buckets.map((b) => persistedAtLeast(b)), backgroundColor: COLORS.persisted },
         { label: 'executions with persisted outputs', data: series.buckets.map((b) => b.executionsWithPersisted), backgroundColor: COLORS.executionsWithPersisted },
       ],
     },

@@ -97,6 +97,13 @@ describe('rows', () => {
     expect(hookRow(OK, undefined, NOW)).toMatchObject({ lastSeen: '3 min ago', lastSeenTitle: '30/11/2026, 08:27' });
   });
 
+  it('counts executions measured over the cap as persisted outputs, at least, when the client reports none', () => {
+    const measured = { ...OVER, id: 'measured', hookName: 'SessionStart:measured', outputsPersisted: 0, executionsWithPersisted: 3 };
+    expect(hookRow(measured, undefined, NOW)).toMatchObject({ persisted: '3', persistedTitle: 'at least 3: 3 executions measured over the cap by a client that does not report num_outputs_persisted (each lost at least one output)' });
+    expect(hookRow(OVER, undefined, NOW).persistedTitle).toBe('');
+    expect(names(sortHooks([OK, measured, OVER], 'persisted', 'desc', NONE))).toEqual([measured, OVER, OK].map((h) => h.hookName));
+  });
+
   it('draws the first rows and offers the rest, with the count in the note', () => {
     const many = Array.from({ length: ROW_LIMIT + 5 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
     const first = tableView(many, false);

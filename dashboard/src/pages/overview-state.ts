@@ -4,7 +4,7 @@
  * then draws. Unit-tested in Node against API-shaped responses.
  */
 import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
-import { largestOutput, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketLabel, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
@@ -113,7 +113,7 @@ export function sortHooks(hooks: readonly HookSummary[], sort: SortKey, dir: Sor
     switch (sort) {
       case 'name': return sign * a.hookName.localeCompare(b.hookName);
       case 'executions': return sign * (a.executions - b.executions);
-      case 'persisted': return sign * (a.outputsPersisted - b.outputsPersisted);
+      case 'persisted': return sign * (persistedAtLeast(a) - persistedAtLeast(b));
       case 'largest': return known(largestOutput(a), largestOutput(b));
       case 'headroom': return known(a.headroom, b.headroom);
       case 'forecast': return known(days(a), days(b));
@@ -150,6 +150,8 @@ export interface HookRow {
   executions: string;
   success: string;
   persisted: string;
+  /** Said when the count is a lower bound from measured sizes. */
+  persistedTitle: string;
   largest: string;
   headroom: string;
   headroomTitle: string;
@@ -165,7 +167,10 @@ export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, n
     status: shownStatus(hk),
     executions: num(hk.executions),
     success: num(hk.success),
-    persisted: num(hk.outputsPersisted),
+    persisted: num(persistedAtLeast(hk)),
+    persistedTitle: hk.executionsWithPersisted > hk.outputsPersisted
+      ? `at least ${num(persistedAtLeast(hk))}: ${plural(hk.executionsWithPersisted, 'execution')} measured over the cap by a client that does not report num_outputs_persisted (each lost at least one output)`
+      : '',
     largest: chars(largestOutput(hk)),
     headroom: hk.headroom === null ? 'unknown' : hk.headroom < 0 ? `${num(-hk.headroom)} over` : num(hk.headroom),
     headroomTitle: headroomText(hk.headroom),
@@ -207,7 +212,7 @@ export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], 
   return [
     { id: 'executions', label: 'Executions', value: num(t.executions), note: `${plural(t.numHooks, 'hook command')} run` },
     { id: 'success', label: 'Commands reporting success', value: num(t.success), note: t.numHooks ? pct(t.success / t.numHooks) : undefined },
-    { id: 'persisted', label: 'Outputs persisted', value: num(t.outputsPersisted), note: `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap` },
+    { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(t)), note: `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap` },
     { id: 'hooks', label: 'Hooks', value: num(overview.hooks), note: `${num(sc.over)} over · ${num(sc.near)} near · ${num(sc.ok)} ok · ${num(sc.unknown)} unknown` },
     { id: 'size-share', label: 'Events with size data', value: pct(overview.sizeDataShare), note: `${plural(t.sizeUnknownExecutions, 'execution')} without sizes` },
     filtered

@@ -148,7 +148,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         sparkCell(hk),
         h('td', { class: 'num opt' }, r.executions),
         h('td', { class: 'num opt' }, r.success),
-        h('td', { class: 'num' }, r.persisted),
+        h('td', { class: 'num', ...(r.persistedTitle ? { title: r.persistedTitle } : {}) }, r.persisted),
         h('td', { class: 'num' }, r.largest),
         h('td', { class: 'num opt', title: r.headroomTitle }, r.headroom),
         h('td', { class: 'num opt', 'data-col': 'forecast', title: r.forecastTitle }, r.forecast),
