@@ -88,9 +88,11 @@ describe('forecast from the daily series', () => {
     const shrinking = forecastFrom(dailySeriesOf(OK, Array.from({ length: 5 }, (_v, i) => ({ day: day(i), largest: 6_000 - 250 * i }))));
     const r = forecastReading(shrinking.forecast, { status: 'ok', latest: 5_000, days: 5 });
     expect(r).toMatchObject({ kind: 'flat', value: 'not growing', note: 'shrinking 250 chars/day', days: null });
-    // The latest output over the cap wins over any fit, whatever the status says.
-    expect(forecastReading(shrinking.forecast, { status: 'near', latest: 10_001 }).kind).toBe('over');
-    expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 10_400, slopePerDay: -3 }), {}).value).toBe('over the cap now');
+    // Sizes are upper bounds: past the cap with nothing persisted (the server says near) is at the cap, never
+    // "over" or "persisted already"; only the status says over.
+    expect(forecastReading(shrinking.forecast, { status: 'near', latest: 12_000 })).toMatchObject({ kind: 'crossing', value: 'at the cap', note: 'sizes past it, nothing persisted', days: 0 });
+    expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 10_400, slopePerDay: -3 }), {}).value).toBe('at the cap');
+    expect(forecastReading(null, { status: 'over', latest: 9_000 }).value).toBe('over the cap now');
     expect(forecastReading(null, { latest: 10_000 }).kind).toBe('insufficient');
   });
 

@@ -62,12 +62,21 @@ function slopeText(slope: number): string {
 /**
  * One consistent reading of a hook's forecast. A hook already over the cap is over, whatever the number of
  * days with data; a crossing under a day away is "now", never also a date; a line that grows under a
- * character a day is flat, not a crossing decades out.
+ * character a day is flat, not a crossing decades out. Only the hook's status says "over": the sizes are upper
+ * bounds (summed over the commands of one execution, stdout with the JSON around it), so a size past the cap
+ * with nothing persisted is at the cap, not over it.
  */
 export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number } = {}): ForecastReading {
   const latest = opts.latest ?? null;
-  if (opts.status === 'over' || (latest !== null && latest > OUTPUT_CAP_CHARS) || (f !== null && f.crossesAtMs === null && f.current > OUTPUT_CAP_CHARS)) {
+  if (opts.status === 'over') {
     return { kind: 'over', value: 'over the cap now', note: 'outputs are persisted already', sentence: 'Already over the 10,000 cap: outputs are being persisted now.', days: 0 };
+  }
+  if ((latest !== null && latest > OUTPUT_CAP_CHARS) || (f !== null && f.crossesAtMs === null && f.current > OUTPUT_CAP_CHARS)) {
+    return {
+      kind: 'crossing', value: 'at the cap', note: 'sizes past it, nothing persisted',
+      sentence: 'At the 10,000 cap: its sizes pass it (sums over the commands of one execution, stdout with the JSON around it), but Claude Code persisted nothing, so every string still arrived whole.',
+      days: 0,
+    };
   }
   if (!f) {
     if (opts.status === 'unknown') return { kind: 'unknown', value: 'unknown', note: 'no size data', sentence: 'No size data: no forecast.', days: null };

@@ -128,10 +128,17 @@ describe('charts\' numbers', () => {
   });
 
   it('places observed sizes on the cliff: what the model saw and what it lost', () => {
-    expect(observedSizes(series)).toEqual([{ kind: 'stdout', sent: 4_000 }, { kind: 'stdout', sent: 10_500 }]);
+    expect(observedSizes(series)).toEqual([{ kind: 'stdout', sent: 4_000, delivered: 4_000 }, { kind: 'stdout', sent: 10_500, delivered: 2_000 }]);
     expect(curveRows(observedSizes(series))).toEqual([['stdout', '4,000', '4,000', '0'], ['stdout', '10,500', '2,000', '8,500']]);
     expect(curveSummary(OVER)).toBe('Largest output 10,500 chars: the model saw about 2,000 chars, losing 8,500 chars (81.0%).');
     expect(curveSummary(NEAR)).toBe('Largest output 9,100 chars: delivered whole, 900 chars of headroom.');
+    // Past the cap with nothing persisted (two commands of 6,000 summed, or stdout with the JSON around a
+    // 10,000-character context): an upper bound, delivered whole, never "the model saw about 2,000".
+    const summed = { ...NEAR, status: 'near' as const, outputsPersisted: 0, executionsWithPersisted: 0, maxChars: { ...NEAR.maxChars, additionalContext: 12_000 } };
+    expect(curveSummary(summed)).toBe('Largest output 12,000 chars, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook\'s commands, stdout with the JSON around it), and every string arrived whole.');
+    const unpersisted = { ...series, buckets: series.buckets.map((b) => ({ ...b, outputsPersisted: 0, executionsWithPersisted: 0 })) };
+    expect(observedSizes(unpersisted)).toEqual([{ kind: 'stdout', sent: 4_000, delivered: 4_000 }, { kind: 'stdout', sent: 10_500, delivered: 10_500 }]);
+    expect(curveRows(observedSizes(unpersisted))[1]).toEqual(['stdout', '10,500', '10,500', '0']);
     expect(curveSummary({ ...OK, maxChars: { ...OK.maxChars, additionalContext: 10_000, stdout: 0 } })).toBe('Largest output 10,000 chars: delivered whole, 0 chars of headroom.');
     expect(growthRows([{ t: Date.parse('2026-11-28T00:00:00Z'), value: 9_000 }])).toEqual([['28/11/2026', '9,000']]);
   });

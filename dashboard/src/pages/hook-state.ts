@@ -124,14 +124,27 @@ export function deliveryView(series: SeriesResponse): { summary: string; rows: s
   };
 }
 
-/** Each distinct observed size per kind, smallest first, to place on the cliff curve. */
-export function observedSizes(series: SeriesResponse): { kind: OutputKind; sent: number }[] {
-  const seen = new Map<string, { kind: OutputKind; sent: number }>();
+/** An observed size and what the model saw of it. */
+export interface Observed {
+  kind: OutputKind;
+  sent: number;
+  delivered: number;
+}
+
+/**
+ * Each distinct observed size per kind, smallest first, to place on the cliff curve. A size past the cap in a
+ * bucket where nothing was persisted was delivered whole: sizes are upper bounds (sums over the commands of one
+ * execution, stdout with the JSON around it), and only a persisted output proves a string was over.
+ */
+export function observedSizes(series: SeriesResponse): Observed[] {
+  const seen = new Map<string, Observed>();
   const kinds = kindsIn(series.buckets);
   for (const b of series.buckets) {
+    const persisted = persistedAtLeast(b) > 0;
     for (const k of kinds) {
       const v = b.maxChars[k];
-      if (v !== null && v > 0) seen.set(`${k}:${v}`, { kind: k, sent: v });
+      const delivered = v === null ? 0 : persisted ? deliveredChars(v) : v;
+      if (v !== null && v > 0) seen.set(`${k}:${v}:${delivered}`, { kind: k, sent: v, delivered });
     }
   }
   return [...seen.values()].sort((a, b) => a.sent - b.sent);
@@ -143,14 +156,16 @@ export function curveSummary(hook: HookSummary): string {
   const lost = peak === null ? null : peak - deliveredChars(peak);
   return peak === null
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
+    : lost && lost > 0 && persistedAtLeast(hook) === 0
+      ? `Largest output ${chars(peak)}, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every string arrived whole.`
     : lost && lost > 0
       ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
       : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
 }
 
 /** The cliff curve's data table. */
-export function curveRows(observed: readonly { kind: OutputKind; sent: number }[]): string[][] {
-  return observed.map((o) => [o.kind, num(o.sent), num(deliveredChars(o.sent)), num(o.sent - deliveredChars(o.sent))]);
+export function curveRows(observed: readonly Observed[]): string[][] {
+  return observed.map((o) => [o.kind, num(o.sent), num(o.delivered), num(o.sent - o.delivered)]);
 }
 
 /** The growth chart's data table. */

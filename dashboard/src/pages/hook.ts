@@ -5,7 +5,7 @@
  */
 import type { ChartConfiguration } from 'chart.js';
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, deliveredChars, largestOutput, persistedAtLeast, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
@@ -105,7 +105,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
           .filter((k) => observed.some((o) => o.kind === k))
           .map((k) => ({
             label: `observed ${KIND_LABEL[k]}`,
-            data: observed.filter((o) => o.kind === k).map((o) => ({ x: o.sent, y: deliveredChars(o.sent) })),
+            data: observed.filter((o) => o.kind === k).map((o) => ({ x: o.sent, y: o.delivered })),
             borderColor: COLORS[k], backgroundColor: COLORS[k], pointRadius: 5,
           })),
       ],
@@ -113,7 +113,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
     options: {
       scales: {
         x: { type: 'linear', min: 0, max: Math.round(maxSent), title: { display: true, text: 'characters sent by the hook' } },
-        y: { min: 0, max: 11_000, title: { display: true, text: 'characters the model sees' }, ticks: { precision: 0 } },
+        y: { min: 0, max: Math.round(Math.max(11_000, ...observed.map((o) => o.delivered * 1.05))), title: { display: true, text: 'characters the model sees' }, ticks: { precision: 0 } },
       },
     },
   };
