@@ -128,6 +128,17 @@ describe('overview', () => {
     await screenshot(p, 'hook-narrow');
   });
 
+  it('keeps an alert about a long hook name within a narrow screen', async () => {
+    const long = 'PostToolUse:mcp__internal-knowledge-base-server__search_engineering_design_documents_by_topic';
+    await ingest(hookRequest([{ hookEvent: 'PostToolUse', hookName: long, timeMs: NOW - 60_000, sizes: { stdout: 12_100, additionalContext: 12_000, persisted: 1 } }]));
+    const { page: p } = await page({ width: 390 });
+    await p.goto(svc.httpUrl + '/alerts');
+    await p.waitForFunction((name) => [...document.querySelectorAll('.alert-head')].some((el) => (el.textContent ?? '').includes(name)), long, { timeout: 15_000 });
+    const overflow = await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await screenshot(p, 'alerts-narrow');
+    expect(overflow).toBe(0);
+  });
+
   it('filters by a dimension from the header, in the URL and in the API calls', async () => {
     const { page: p } = await page();
     await p.goto(svc.httpUrl + '/');
