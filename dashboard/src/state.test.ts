@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { apiQuery, buildUrl, keptParams, readState, refreshMs, routePath } from './state.ts';
+import { apiQuery, buildUrl, keptParams, rangeLabel, readState, refreshMs, routePath } from './state.ts';
+import { setTimeZone } from './format.ts';
 
 const at = (url: string) => {
   const u = new URL(url, 'http://x');
@@ -48,5 +49,17 @@ describe('chart buckets', () => {
     expect(chartStep({ kind: 'preset', preset: '24h' })).toBe(1800);
     expect(chartStep({ kind: 'preset', preset: '7d' })).toBe(10_800);
     expect(chartStep({ kind: 'preset', preset: '30d' })).toBe(86_400);
+  });
+});
+
+describe('range labels', () => {
+  it('writes a custom range in the page\'s date format and zone, not as raw timestamps', () => {
+    setTimeZone('UTC');
+    try {
+      expect(rangeLabel({ kind: 'custom', from: '2026-12-01T21:00:00.000Z', to: '2026-12-02T03:30:00.000Z' })).toBe('01/12/2026, 21:00 to 02/12/2026, 03:30');
+      expect(rangeLabel({ kind: 'preset', preset: '7d' })).toBe('last 7 days');
+    } finally {
+      setTimeZone('local');
+    }
   });
 });

@@ -3,6 +3,7 @@
  * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
  */
 import type { Query } from './api.ts';
+import { dateTime } from './format.ts';
 
 export const RANGE_PRESETS = ['1h', '24h', '7d', '30d'] as const;
 export type RangePreset = (typeof RANGE_PRESETS)[number];
@@ -67,9 +68,9 @@ export function apiQuery(state: ViewState): Query {
   return { ...rangeQuery(state.range), ...state.filters };
 }
 
-/** Human text of a range. */
+/** Human text of a range; a custom one in the page's date format and zone, as every other time on it. */
 export function rangeLabel(range: Range): string {
-  if (range.kind === 'custom') return `${range.from} to ${range.to}`;
+  if (range.kind === 'custom') return `${dateTime(range.from)} to ${dateTime(range.to)}`;
   return { '1h': 'last hour', '24h': 'last 24 hours', '7d': 'last 7 days', '30d': 'last 30 days' }[range.preset];
 }
 

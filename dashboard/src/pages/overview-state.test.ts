@@ -4,7 +4,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
-  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetView, forecastOf, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
@@ -78,6 +78,15 @@ describe('hooks ranked by risk', () => {
     expect(forecastTodo(hooks, NONE, NOW).map((h) => h.id)).toEqual([NEAR.id, OK.id, PARTIAL.id]);
     const fresh = new Map([[NEAR.id, { ...fit(3), at: NOW - 60_000 }], [OK.id, { ...fit(3), at: NOW - 600_000 }]]);
     expect(forecastTodo(hooks, fresh, NOW).map((h) => h.id)).toEqual([OK.id, PARTIAL.id]);
+  });
+});
+
+describe('fleet line', () => {
+  it('draws points on short ranges, and on long ones only where a bucket stands alone between gaps', () => {
+    expect(linePointRadii([1, null, 3])).toBe(2);
+    const long = Array.from({ length: 50 }, (_v, i) => (i < 10 ? 100 : i === 20 ? 200 : i === 30 || i === 31 ? 300 : null));
+    const radii = linePointRadii(long) as number[];
+    expect(radii.flatMap((r, i) => (r > 0 ? [i] : []))).toEqual([20]);
   });
 });
 

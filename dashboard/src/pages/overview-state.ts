@@ -276,6 +276,16 @@ export function sparkLabel(hookName: string, f: FleetSeriesHook): string {
   return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs`;
 }
 
+/**
+ * The radius of each point of a line with gaps (unknown buckets are not bridged). Past `denseAfter` buckets the
+ * line draws no points, except where a bucket stands alone between gaps: without its point it would not show.
+ */
+export function linePointRadii(values: readonly (number | null)[], radius = 2, denseAfter = 40): number | number[] {
+  if (values.length <= denseAfter) return radius;
+  const known = (i: number): boolean => i >= 0 && i < values.length && values[i] !== null;
+  return values.map((_v, i) => (known(i) && !known(i - 1) && !known(i + 1) ? radius : 0));
+}
+
 /** The fleet chart's numbers: the top hooks by persisted outputs, the rest grouped, the fleet's largest output per bucket. */
 export interface FleetView {
   labels: string[];

@@ -16,7 +16,7 @@ import type { Page, PageContext } from '../page.ts';
 import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetView, forecastOf, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
@@ -50,7 +50,7 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
     ...(v.restLabel ? [bar(v.restLabel, v.restPersisted, COLORS.other)] : []),
     {
       type: 'line', label: 'largest output in the fleet', data: v.largest, yAxisID: 'y1', borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext,
-      borderWidth: 2, pointRadius: fleet.buckets.length > 40 ? 0 : 2, spanGaps: false, order: 1, pointStyle: 'line',
+      borderWidth: 2, pointRadius: linePointRadii(v.largest), spanGaps: false, order: 1, pointStyle: 'line',
     },
     { ...referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, v.labels.length, capColor(), [6, 4]), type: 'line', yAxisID: 'y1', order: 0 },
   ];
