@@ -6,7 +6,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView,
-  commandRows, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, zoomUrl,
+  commandRows, dayTicks, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, zoomUrl,
 } from './hook-state.ts';
 
 const at = (url: string) => {
@@ -195,5 +195,16 @@ describe('guard trims and commands', () => {
       { command: 'npm run lint -- --format json', over: true, cells: ['4', '10,577 chars', '4', '0', 'none delivered', '2'] },
       { command: '(command not recorded)', over: false, cells: ['1', 'unknown', '0', '1', '120 chars', '1'] },
     ]);
+  });
+});
+
+describe('growth chart ticks', () => {
+  it('sit on the days\' points, every few days on a long axis, at most nine', () => {
+    const first = Date.parse('2026-11-01T00:00:00Z');
+    expect(dayTicks(first, first + 86_400_000)).toEqual([first, first + 86_400_000]);
+    const month = dayTicks(first, first + 29 * 86_400_000);
+    expect(month.length).toBeLessThanOrEqual(9);
+    expect(month.every((t) => (t - first) % (4 * 86_400_000) === 0)).toBe(true);
+    expect(month.map((t) => new Date(t).toISOString().slice(11))).toEqual(month.map(() => '00:00:00.000Z'));
   });
 });

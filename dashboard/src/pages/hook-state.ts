@@ -168,6 +168,16 @@ export function curveRows(observed: readonly Observed[]): string[][] {
   return observed.map((o) => [o.kind, num(o.sent), num(o.delivered), num(o.sent - o.delivered)]);
 }
 
+export const DAY_MS = 86_400_000;
+
+/** The growth chart's ticks: on the days' own points from `first`, every few days so that at most nine show. */
+export function dayTicks(first: number, end: number): number[] {
+  const step = DAY_MS * Math.max(1, Math.ceil((end - first) / DAY_MS / 8));
+  const out: number[] = [];
+  for (let t = first; t <= end; t += step) out.push(t);
+  return out;
+}
+
 /** The growth chart's data table. */
 export function growthRows(points: readonly Point[]): string[][] {
   return points.map((p) => [day(p.t), num(p.value)]);

@@ -19,13 +19,12 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, subtitle, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, subtitle, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
   additionalContext: 'additionalContext', stdout: 'stdout', systemMessage: 'systemMessage', initialUserMessage: 'initialUserMessage',
 };
-const DAY_MS = 86_400_000;
 
 function labelsOf(series: SeriesResponse): string[] {
   const span = Date.parse(series.to) - Date.parse(series.from);
@@ -139,8 +138,15 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
     },
     options: {
       scales: {
-        // Whole days only: one day of data must not label its axis "30/11 30/11 30/11".
-        x: { type: 'linear', min: first - DAY_MS / 2, max: Math.max(end, first + DAY_MS) + DAY_MS / 2, title: { display: true, text: 'day' }, ticks: { stepSize: DAY_MS * Math.max(1, Math.ceil((end - first) / DAY_MS / 8)), callback: (v) => dayMonth(Number(v)), maxTicksLimit: 9 } },
+        // A tick on each day's point (every few days on a long axis), never between two: a label half a day
+        // off would name the wrong day; one day of data must not label its axis "30/11 30/11 30/11".
+        x: {
+          type: 'linear', min: first - DAY_MS / 2, max: Math.max(end, first + DAY_MS) + DAY_MS / 2, title: { display: true, text: 'day' },
+          afterBuildTicks: (axis) => {
+            axis.ticks = dayTicks(first, Math.max(end, first + DAY_MS)).map((value) => ({ value }));
+          },
+          ticks: { callback: (v) => dayMonth(Number(v)) },
+        },
         y: sizeAxis(peak, 'characters'),
       },
     },
