@@ -17,7 +17,7 @@ import {
   REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, filtersUrl, isPlainClick, nextTheme, notFoundView,
   rangeUrl, refreshParam, refreshView, removeFilter, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
-import { RANGE_PRESETS, buildUrl, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
+import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
 
 const TZ_KEY = 'hookwatch.tz';
@@ -74,7 +74,7 @@ export function start(root: HTMLElement): Dashboard {
       navLink('/forwarding', 'Forwarding', state.route.page === 'forwarding', state),
     );
     return h('header', { class: 'top' },
-      h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state), class: 'brand-link', onclick: linkHandler }, 'hookwatch'),
+      h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state, keptParams(state.params)), class: 'brand-link', onclick: linkHandler }, 'hookwatch'),
         h('span', { class: 'muted tagline' }, 'hook output delivery')),
       nav,
       rangePicker(state),
@@ -143,7 +143,7 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
-    return h('a', { href: buildUrl(path, state), 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
+    return h('a', { href: buildUrl(path, state, keptParams(state.params)), 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
   }
 
   /** In-app navigation for plain left clicks; modified clicks open tabs as usual. */

@@ -94,7 +94,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       replace(head, superseded
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
         : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
-        n.hookId ? ctx.link(buildUrl(`/hooks/${n.hookId}`, state), { class: 'hook-link' }, breakable(v.subject.text)) : h('span', { class: 'alert-subject' }, breakable(v.subject.text)),
+        n.hookId ? ctx.link(buildUrl(`/hooks/${n.hookId}`, state, keptParams(state.params)), { class: 'hook-link' }, breakable(v.subject.text)) : h('span', { class: 'alert-subject' }, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         v.silencedBy ? h('span', { class: 'chip' }, v.silencedBy) : null);
       replace(labels, ...v.labels.flatMap(([k, val]) => [h('dt', null, k), h('dd', null, val)]));

@@ -125,7 +125,9 @@ describe('rows', () => {
 
   it('opens a hook with the overview\'s range and filters, or at a bucket', () => {
     const s = at('/?range=7d&f.team=platform&sort=name');
-    expect(hookUrl(s, OK.id)).toBe(`/hooks/${OK.id}?range=7d&f.team=platform`);
+    // The sort (and a paused or changed refresh) rides along, so the way back finds them.
+    expect(hookUrl(s, OK.id)).toBe(`/hooks/${OK.id}?range=7d&f.team=platform&sort=name`);
+    expect(hookUrl(at('/?refresh=off&sort=name&dir=asc'), OK.id)).toBe(`/hooks/${OK.id}?range=24h&sort=name&dir=asc&refresh=off`);
     const f = fleet([]);
     expect(bucketRange(f, 1)).toEqual({ kind: 'custom', from: '2026-11-29T12:00:00.000Z', to: '2026-11-29T18:00:00.000Z' });
     expect(bucketRange(f, 9)).toBeUndefined();

@@ -251,7 +251,8 @@ export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: 
 
 /** A hook's page over the overview's range (or a bucket's), with the overview's filters. */
 export function hookUrl(state: ViewState, id: string, range: Range = state.range): string {
-  return buildUrl(`/hooks/${id}`, { range, filters: state.filters }, {});
+  // The overview's sort, pause and refresh ride along, so "← Overview" (and Back) come back to them.
+  return buildUrl(`/hooks/${id}`, { range, filters: state.filters }, keptParams(state.params));
 }
 
 /** The range of one fleet bucket. */
