@@ -248,9 +248,22 @@ export function start(root: HTMLElement): Dashboard {
     }
   }
 
+  /** A selector finding the focused control again once the view is drawn anew (a sort button, an id). */
+  function focusKey(): string | null {
+    const el = document.activeElement;
+    if (!(el instanceof HTMLElement) || el === document.body) return null;
+    if (el.dataset['sort']) return `[data-sort="${CSS.escape(el.dataset['sort'])}"]`;
+    return el.id ? `#${CSS.escape(el.id)}` : null;
+  }
+
+  let rendered = false;
   function render(): void {
     generation++;
     const gen = generation;
+    // After a user's action (not the first drawing), focus goes back to the control used, or to the content of a
+    // new page, never to the start of the document: a keyboard user does not tab through the header again.
+    const refocus = rendered ? focusKey() ?? '#main' : null;
+    rendered = true;
     clearTimeout(timer);
     inflight?.abort();
     page?.destroy();
@@ -270,7 +283,10 @@ export function start(root: HTMLElement): Dashboard {
       return;
     }
     page = factory(main, ctx);
-    void load(gen);
+    void load(gen).then(() => {
+      if (refocus === null || gen !== generation) return;
+      (root.querySelector<HTMLElement>(refocus) ?? main).focus({ preventScroll: true });
+    });
   }
 
   window.addEventListener('popstate', render);

@@ -111,6 +111,21 @@ describe('overview', () => {
     expect(await p.getAttribute('th[aria-sort="descending"] button', 'data-sort')).toBe('executions');
   });
 
+  it('keeps keyboard focus on the sort button pressed, and puts it on the content of a page opened', async () => {
+    const { page: p } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    await p.focus('button[data-sort="name"]');
+    await p.keyboard.press('Enter');
+    await waitLoaded(p, 2);
+    await p.waitForFunction(() => (document.activeElement as HTMLElement | null)?.dataset['sort'] === 'name');
+    await p.focus('#hook-rows tr:first-child a.hook-link');
+    await p.keyboard.press('Enter');
+    await waitLoaded(p, 3);
+    await p.waitForFunction(() => document.activeElement?.id === 'main');
+    expect(new URL(p.url()).pathname).toMatch(/^\/hooks\//);
+  });
+
   it('is readable on a narrow screen, overview and hook page alike', async () => {
     const { page: p } = await page({ width: 390 });
     const overflow = (): Promise<{ by: number; wide: string[] }> => p.evaluate(() => {

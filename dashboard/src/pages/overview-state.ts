@@ -31,7 +31,7 @@ export const COLUMNS: { key: SortKey | null; label: string; opt?: boolean }[] = 
   { key: 'persisted', label: 'Persisted' },
   { key: 'largest', label: 'Largest output' },
   { key: 'headroom', label: 'Headroom', opt: true },
-  { key: 'forecast', label: 'Days to the cliff', opt: true },
+  { key: 'forecast', label: 'Crosses the cap', opt: true },
   { key: 'lastSeen', label: 'Last seen', opt: true },
 ];
 /** The direction a column sorts in on its first click: the riskiest or largest first. */
