@@ -210,10 +210,16 @@ export function start(root: HTMLElement): Dashboard {
     );
   }
 
-  function showError(err: unknown): void {
+  /** The generation whose page has drawn data at least once. */
+  let shownGeneration = -1;
+  function showError(err: unknown, gen: number): void {
     const msg = err instanceof ApiFailure || err instanceof Error ? err.message : String(err);
+    const period = refreshMs(readState(location).params);
+    // Says what is on the page (the last data, or nothing yet) and whether it will try again by itself.
+    const shown = gen === shownGeneration ? 'showing the last data' : 'nothing to show yet';
+    const next = period === null ? 'refresh is paused: Refresh now tries again' : `retrying every ${period >= 60_000 ? `${period / 60_000} min` : `${period / 1000} s`}`;
     banner.hidden = false;
-    replace(banner, h('strong', null, 'Could not refresh: '), msg, ' (showing the last data; retrying)');
+    replace(banner, h('strong', null, 'Could not refresh: '), msg, ` (${shown}; ${next})`);
   }
 
   function schedule(state: ViewState, gen: number): void {
@@ -235,11 +241,12 @@ export function start(root: HTMLElement): Dashboard {
       if (gen !== generation) return;
       banner.hidden = true;
       lastUpdated = Date.now();
+      shownGeneration = gen;
       showUpdated(readState(location));
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
-      showError(err);
+      showError(err, gen);
     } finally {
       if (gen === generation) {
         document.body.removeAttribute('aria-busy');

@@ -188,7 +188,7 @@ describe('overview', () => {
       const { page: p } = await page({ allow: /status of 500/ });
       await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?refresh=1s`);
       await p.waitForSelector('#error-banner:not([hidden])');
-      expect(await p.textContent('#error-banner')).toContain('internal error');
+      expect(await p.textContent('#error-banner')).toContain('internal error (nothing to show yet; retrying every 1 s)');
       failing = false;
       await p.waitForSelector('#empty-state');
       expect(await p.isHidden('#error-banner')).toBe(true);
