@@ -79,7 +79,8 @@ export function forecastReading(f: Forecast | null, opts: { status?: DeliverySta
     };
   }
   if (!f) {
-    if (opts.status === 'unknown') return { kind: 'unknown', value: 'unknown', note: 'no size data', sentence: 'No size data: no forecast.', days: null };
+    // Unknown with some executions measured is short of days, not without data.
+    if (opts.status === 'unknown' && latest === null) return { kind: 'unknown', value: 'unknown', note: 'no size data', sentence: 'No size data: no forecast.', days: null };
     const have = opts.days ?? 0;
     return {
       kind: 'insufficient', value: 'not enough data',

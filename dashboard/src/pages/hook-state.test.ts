@@ -88,7 +88,10 @@ describe('key figures', () => {
     expect(blind.find((x) => x.id === 'forecast')).toMatchObject({ value: 'unknown', note: 'no size data' });
     const partial = facts(PARTIAL, forecastReading(null, { status: 'unknown', latest: 400, days: 1 }));
     expect(partial.find((x) => x.id === 'size-unknown')).toEqual({ id: 'size-unknown', label: 'Without size data', value: '17 of 33', note: 'executions from clients older than 2.1.280: not measured' });
-    expect(partial.find((x) => x.id === 'forecast')?.value).toBe('unknown');
+    // Partly measured: short of days for a forecast, not without data; the headroom says what it comes from.
+    expect(partial.find((x) => x.id === 'forecast')).toMatchObject({ value: 'not enough data', note: '1 day with size data; needs 3' });
+    expect(partial.find((x) => x.id === 'headroom')?.note).toBe('from the 16 measured executions of 33');
+    expect(facts(OVER, forecastReading(null, { status: 'over' })).find((x) => x.id === 'headroom')?.note).toBeNull();
   });
 });
 

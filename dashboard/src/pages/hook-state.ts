@@ -80,7 +80,10 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
     { id: 'executions', label: 'Executions', value: num(hk.executions) },
     { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(hk)), note: hk.executionsWithPersisted > hk.outputsPersisted ? 'at least: measured over the cap, the client does not report num_outputs_persisted' : null },
     { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
-    { id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom) },
+    {
+      id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom),
+      note: hk.headroom !== null && hk.sizeUnknownExecutions > 0 ? `from the ${plural(hk.executions - hk.sizeUnknownExecutions, 'measured execution')} of ${num(hk.executions)}` : null,
+    },
     { id: 'forecast', label: 'Crosses the cap', value: reading.value, note: reading.note },
     {
       id: 'size-unknown', label: 'Without size data', value: hk.sizeUnknownExecutions === 0 ? '0' : `${num(hk.sizeUnknownExecutions)} of ${num(hk.executions)}`,
