@@ -4,7 +4,7 @@
  * feed them.
  */
 import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
-import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput } from '../../../shared/src/cliff.ts';
+import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { Arrival } from '../store/store.ts';
 import type { RuleConfig } from './settings.ts';
@@ -44,11 +44,9 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   if ((c.outputsPersisted <= 0 && inferred <= 0) || c.success <= 0) return null;
   const w = windowText(windowMs);
   const max = largestOutput(c);
-  // Outputs when the late events report them, else their executions measured over the cap (also beside on-time
-  // events that do report: never "0 of them").
-  const lateCount = late ? (late.outputsPersisted > 0 ? late.outputsPersisted : late.executionsWithPersisted) : 0;
+  // The late ones counted at least once per execution over the cap, reported or measured: never "0 of them".
   const lateText = late
-    ? ` ${plural(lateCount, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    ? ` ${plural(persistedAtLeast(late), 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
     : '';
   return {
     summary: inferred > 0

@@ -52,7 +52,7 @@ function checkOtlpJson(signal: Signal, text: string): void {
 /**
  * Refuses (400 / INVALID_ARGUMENT) a metrics or traces body that is not well-formed OTLP: queued protobuf
  * requests are merged by concatenation, so one bad framing would corrupt the requests merged after it, and a
- * client must get the same answer whether hookwatch forwards (inline mode) or not (fan-out mode).
+ * malformed body must get the same 400 whether hookwatch forwards (inline mode) or not (fan-out mode).
  */
 export function validatePassThrough(raw: RawRequest): void {
   if (raw.encoding === 'protobuf') skimOtlpProto(raw.signal, raw.body);

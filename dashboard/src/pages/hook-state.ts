@@ -146,8 +146,9 @@ export function observedSizes(series: SeriesResponse): Observed[] {
     const persisted = persistedAtLeast(b) > 0;
     for (const k of kinds) {
       const v = b.maxChars[k];
-      const delivered = v === null ? 0 : persisted ? deliveredChars(v) : v;
-      if (v !== null && v > 0) seen.set(`${k}:${v}:${delivered}`, { kind: k, sent: v, delivered });
+      if (v === null || v <= 0) continue;
+      const delivered = persisted ? deliveredChars(v) : v;
+      seen.set(`${k}:${v}:${delivered}`, { kind: k, sent: v, delivered });
     }
   }
   return [...seen.values()].sort((a, b) => a.sent - b.sent);

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createPrivateFile } from './database.ts';
 
-export const LOCK_SUFFIX = '.lock';
+const LOCK_SUFFIX = '.lock';
 
 /** Another process serves the store. */
 export class StoreInUseError extends Error {}

@@ -48,6 +48,8 @@ const GUARD_OPTIONS = '(?: --budget \\d+)?(?: --report \\S+)?$';
 /** A call of the guard subcommand (`hookwatch guard`, `<node> <bin> guard`) with those options: no prefix needed. */
 const GUARD_CALL = new RegExp(` guard${GUARD_OPTIONS}`);
 const OPTIONS_ONLY = new RegExp(`^${GUARD_OPTIONS}`);
+/** The options at the end of a wrapped command's head. */
+const TRAILING_OPTIONS = new RegExp(GUARD_OPTIONS);
 
 /**
  * The original command of a command wrapped by the guard, or undefined when `command` is not wrapped. A wrapped
@@ -79,7 +81,7 @@ function splitWrapped(command: string, isGuardCall: (head: string) => boolean): 
 /** True when a command wrapped before carries another --budget or --report than those given (undefined: any). */
 function otherOptions(command: string, known: readonly string[], budget: number | undefined, report: string | undefined): boolean {
   const head = splitWrapped(command, callsGuard(known))?.head ?? '';
-  const options = new RegExp(GUARD_OPTIONS).exec(head)?.[0] ?? '';
+  const options = TRAILING_OPTIONS.exec(head)?.[0] ?? '';
   const had = { budget: / --budget (\d+)/.exec(options)?.[1], report: / --report (\S+)/.exec(options)?.[1] };
   return (budget !== undefined && had.budget !== String(budget)) || (report !== undefined && had.report !== shellQuote(report));
 }
