@@ -109,7 +109,10 @@ export interface FleetSeriesHook {
   hookName: string;
   /** Largest output per bucket; null where no execution carried size data. */
   largest: (number | null)[];
+  /** Outputs persisted as the client reports them (0 from a client that does not send num_outputs_persisted). */
   outputsPersisted: number[];
+  /** Executions over the cap, reported or measured: persistedAtLeast of the two is the bucket's lower bound. */
+  executionsWithPersisted: number[];
   executions: number[];
   sizeUnknownExecutions: number[];
 }

@@ -1,6 +1,6 @@
 /** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
+import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
@@ -26,6 +26,10 @@ beforeAll(async () => {
     event('SessionStart:startup', '2026-11-30T10:00:30Z', 4, sized(11200, 1)),
     event('UserPromptSubmit', '2026-11-30T11:59:00Z', 5, sized(100, 0)),
     event('Stop', '2026-11-30T11:00:00Z', 6, { num_hooks: '1', num_success: '1' }),
+    // Ten days back (outside the 7-day views above): a client that measures sizes but does not report
+    // num_outputs_persisted, one execution over the cap, beside a healthy hook whose name sorts first.
+    event('PreCompact:old-client', '2026-11-20T10:00:00Z', 7, { num_hooks: '1', num_success: '1', additional_context_chars: '12500' }),
+    event('Notification', '2026-11-20T11:00:00Z', 8, sized(300, 0)),
   ];
   const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify({ resourceLogs: [{ resource: { attributes: [{ key: 'service.version', value: { stringValue: '2.1.332' } }] }, scopeLogs: [{ logRecords: records }] }] }), { 'content-type': 'application/json' });
   expect(res.status).toBe(200);
@@ -79,6 +83,17 @@ describe('GET /api/v1/hooks/:id/series', () => {
     const auto = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=now-24h`);
     expect(auto.body.step).toBe(600);
     expect(auto.body.buckets.reduce((n, b) => n + b.executions, 0)).toBe(2);
+  });
+});
+
+describe('GET /api/v1/fleet/series', () => {
+  it('counts executions measured over the cap where the client reports no persisted outputs, and ranks by them', async () => {
+    const { status, body } = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&step=6h');
+    expect(status).toBe(200);
+    expect(body.hooks.map((h) => [h.hookName, h.outputsPersisted, h.executionsWithPersisted, h.executions])).toEqual([
+      ['PreCompact:old-client', [0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]],
+      ['Notification', [0, 0, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0]],
+    ]);
   });
 });
 

@@ -187,8 +187,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const byId = new Map<string, FleetSeriesHook & { total: number }>();
     for (const c of counters.values()) {
       byId.set(c.info.id, {
-        id: c.info.id, hookEvent: c.info.hookEvent, hookName: c.info.hookName, total: c.outputsPersisted,
-        largest: starts.map(() => null), outputsPersisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
+        id: c.info.id, hookEvent: c.info.hookEvent, hookName: c.info.hookName, total: persistedAtLeast(c),
+        largest: starts.map(() => null), outputsPersisted: starts.map(() => 0), executionsWithPersisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
       });
     }
     for (const r of rows) {
@@ -197,6 +197,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       if (!hk || i < 0 || i >= starts.length) continue;
       hk.largest[i] = r.largest;
       hk.outputsPersisted[i] = r.outputsPersisted;
+      hk.executionsWithPersisted[i] = r.executionsWithPersisted;
       hk.executions[i] = r.executions;
       hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
     }

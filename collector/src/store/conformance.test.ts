@@ -460,6 +460,8 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     const events = [
       ...[0, 30 * MINUTE, 2 * HOUR, DAY + HOUR].map((t) => ev({ timeMs: T0 + t, extra: { team: 'infra' } })),
       ...[5 * MINUTE, 3 * HOUR].map((t) => ev({ hookName: 'SessionStart:startup', hookEvent: 'SessionStart', timeMs: T0 + t, stdoutChars: 12_000, outputsPersisted: 1, status: 'over', extra: { team: 'web' } })),
+      // A client that does not report num_outputs_persisted, measured over the cap: an execution over, no output count.
+      ev({ hookName: 'Stop:report', hookEvent: 'Stop', timeMs: T0 + 2 * HOUR + 30 * MINUTE, additionalContextChars: 12_500, outputsPersisted: null, status: 'over', extra: { team: 'web' } }),
     ];
     await store.ingest(events);
     for (const [stepMs, filters] of [[HOUR, undefined], [DAY, undefined], [HOUR, { team: 'web' }]] as const) {
@@ -469,7 +471,7 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
       expect([...new Set(fleet.map((r) => r.hookId))].sort(), `${stepMs} ${JSON.stringify(filters)}`).toEqual(ids.sort());
       for (const id of ids) {
         const want = [...(await store.series(id, q))].map(([bucketMs, c]) => ({
-          hookId: id, bucketMs, executions: c.executions, outputsPersisted: c.outputsPersisted, sizeUnknownExecutions: c.sizeUnknownExecutions,
+          hookId: id, bucketMs, executions: c.executions, outputsPersisted: c.outputsPersisted, executionsWithPersisted: c.executionsWithPersisted, sizeUnknownExecutions: c.sizeUnknownExecutions,
           largest: Math.max(...Object.values(c.maxChars).filter((v): v is number => v !== null)),
         }));
         expect(fleet.filter((r) => r.hookId === id).sort((a, b) => a.bucketMs - b.bucketMs), `${id} ${stepMs}`).toEqual(want.sort((a, b) => a.bucketMs - b.bucketMs));
@@ -827,8 +829,8 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
           const want = foldBy(events.filter((e) => e.hookId === id), from, to, bucket, keep);
           const label = `${stepMs} ${JSON.stringify(filters)} ${id}`;
           expect(new Map(await store.series(id, q)), label).toEqual(want);
-          expect(new Map(fleet.filter((b) => b.hookId === id).map((b) => [b.bucketMs, [b.executions, b.outputsPersisted, b.sizeUnknownExecutions]])), label)
-            .toEqual(new Map([...want].map(([b, c]) => [b, [c.executions, c.outputsPersisted, c.sizeUnknownExecutions]])));
+          expect(new Map(fleet.filter((b) => b.hookId === id).map((b) => [b.bucketMs, [b.executions, b.outputsPersisted, b.executionsWithPersisted, b.sizeUnknownExecutions]])), label)
+            .toEqual(new Map([...want].map(([b, c]) => [b, [c.executions, c.outputsPersisted, c.executionsWithPersisted, c.sizeUnknownExecutions]])));
         }
       }
     }

@@ -183,6 +183,7 @@ export function mergeFleet(buckets: readonly FleetBucket[], firstMs: number): Fl
     else {
       cur.executions += b.executions;
       cur.outputsPersisted += b.outputsPersisted;
+      cur.executionsWithPersisted += b.executionsWithPersisted;
       cur.sizeUnknownExecutions += b.sizeUnknownExecutions;
       if (b.largest !== null && (cur.largest === null || b.largest > cur.largest)) cur.largest = b.largest;
     }

@@ -635,7 +635,7 @@ export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: n
 }
 
 /** The few columns the fleet series needs, picked from an aggregate list by their aliases. */
-const FLEET_COLUMNS = ['executions', 'outputs_persisted', 'size_unknown', ...SIZE_COLS.map((c) => `max_${c}`)];
+const FLEET_COLUMNS = ['executions', 'outputs_persisted', 'executions_with_persisted', 'size_unknown', ...SIZE_COLS.map((c) => `max_${c}`)];
 function pick(aggregates: string): string {
   return aggregates.split(/,\s*(?=(?:SUM|MAX)\()/).filter((part) => FLEET_COLUMNS.includes(part.trim().split(/\s+AS\s+/).pop() ?? '')).join(', ');
 }
@@ -666,6 +666,6 @@ export function toFleetBucket(r: Record<string, unknown>): FleetBucket {
   }
   return {
     hookId: String(r['hook_id']), bucketMs: Number(r['b']), executions: Number(r['executions'] ?? 0),
-    outputsPersisted: Number(r['outputs_persisted'] ?? 0), sizeUnknownExecutions: Number(r['size_unknown'] ?? 0), largest,
+    outputsPersisted: Number(r['outputs_persisted'] ?? 0), executionsWithPersisted: Number(r['executions_with_persisted'] ?? 0), sizeUnknownExecutions: Number(r['size_unknown'] ?? 0), largest,
   };
 }

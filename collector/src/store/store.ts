@@ -64,6 +64,8 @@ export interface FleetBucket {
   bucketMs: number;
   executions: number;
   outputsPersisted: number;
+  /** Executions over the cap, reported or measured (a client without num_outputs_persisted shows only these). */
+  executionsWithPersisted: number;
   sizeUnknownExecutions: number;
   /** Largest output of any kind; null when no execution carried size data. */
   largest: number | null;

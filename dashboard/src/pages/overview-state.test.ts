@@ -5,7 +5,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
+  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -189,6 +189,19 @@ describe('fleet figures', () => {
     expect(v.tableHeaders).toEqual(['Bucket start', 'Executions', OVER.hookName, 'Other hooks', 'Largest output']);
     expect(v.tableRows[2]).toEqual(['29/11/2026, 18:00', '2', '1', '0', '10,500']);
     expect(fleetView(f, 0)).toMatchObject({ restLabel: 'all hooks', shown: [], restPersisted: [0, 0, 1, 0] });
+  });
+
+  it('counts an execution measured over the cap where the client does not report persisted outputs', () => {
+    // A client without num_outputs_persisted: no output count, one execution over the cap in the third bucket.
+    const measured = fleetHook(OVER, [null, 2_000, 12_500, null], [0, 0, 0, 0], [0, 2, 2, 0], [0, 0, 1, 0]);
+    const v = fleetView(fleet([measured, fleetHook(NEAR, [9_000, 9_100, null, 8_000], [0, 0, 0, 0])]));
+    expect(v.shown.map((x) => x.id)).toEqual([OVER.id]);
+    expect(v.shownPersisted).toEqual([[0, 0, 1, 0]]);
+    expect(v.summary).toBe('1 output persisted across 1 hook, in 1 of 4 buckets; the largest output in the fleet was 12,500 chars.');
+    expect(v.tableRows).toContainEqual(['29/11/2026, 18:00', '2', '1', '0', '12,500']);
+    expect(sparkLabel(OVER.hookName, measured)).toBe('Stop:lint-report: largest output per bucket, peak 12,500 chars; 1 bucket with persisted outputs');
+    // Where the client reports more outputs than executions over the cap, the reported count stands.
+    expect(persistedSeries(fleetHook(OVER, [12_000, 30_000], [1, 3], [1, 1], [1, 1]))).toEqual([1, 3]);
   });
 
   it('says no output was persisted, and keeps unknown buckets unknown', () => {

@@ -270,10 +270,18 @@ export function zoomUrl(state: ViewState, fleet: FleetSeriesResponse | undefined
   return buildUrl('/', { range: customRange(Date.parse(a), Date.parse(b) + fleet.step * 1000), filters: state.filters }, keptParams(state.params));
 }
 
+/**
+ * A hook's outputs persisted per bucket, at least (persistedAtLeast): an execution measured over the cap counts
+ * where its client does not report num_outputs_persisted, so the chart shows what the hook's status says.
+ */
+export function persistedSeries(f: FleetSeriesHook): number[] {
+  return f.outputsPersisted.map((v, i) => persistedAtLeast({ outputsPersisted: v, executionsWithPersisted: f.executionsWithPersisted[i] ?? 0 }));
+}
+
 /** The sparkline's text alternative. */
 export function sparkLabel(hookName: string, f: FleetSeriesHook): string {
   const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-  const persistedBuckets = f.outputsPersisted.filter((v) => v > 0).length;
+  const persistedBuckets = persistedSeries(f).filter((v) => v > 0).length;
   return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs`;
 }
 
@@ -292,6 +300,8 @@ export interface FleetView {
   labels: string[];
   /** Hooks drawn on their own (those with persisted outputs, up to the top N). */
   shown: FleetSeriesHook[];
+  /** Each shown hook's outputs persisted per bucket (persistedSeries), in the order of `shown`. */
+  shownPersisted: number[][];
   restPersisted: number[];
   /** "other hooks", "all hooks" (when none is drawn on its own), or null when the rest persisted nothing. */
   restLabel: string | null;
@@ -307,25 +317,28 @@ export interface FleetView {
 export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetView {
   const span = Date.parse(fleet.to) - Date.parse(fleet.from);
   const labels = fleet.buckets.map((b) => bucketLabel(b, fleet.step, span));
-  const withPersisted = fleet.hooks.filter((hk) => hk.outputsPersisted.some((v) => v > 0));
+  const persisted = new Map(fleet.hooks.map((hk) => [hk, persistedSeries(hk)]));
+  const of = (hk: FleetSeriesHook): number[] => persisted.get(hk) ?? [];
+  const withPersisted = fleet.hooks.filter((hk) => of(hk).some((v) => v > 0));
   const shown = withPersisted.slice(0, top);
+  const shownPersisted = shown.map(of);
   const rest = fleet.hooks.filter((hk) => !shown.includes(hk));
-  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (hk.outputsPersisted[i] ?? 0), 0));
+  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (of(hk)[i] ?? 0), 0));
   const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), 0));
   const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
     const v = hk.largest[i] ?? null;
     return v === null ? m : Math.max(m ?? 0, v);
   }, null));
   const peak = largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-  const totalPersisted = fleet.hooks.reduce((s, hk) => s + hk.outputsPersisted.reduce((a, b) => a + b, 0), 0);
-  const bucketsWith = restPersisted.map((v, i) => v + shown.reduce((s, hk) => s + (hk.outputsPersisted[i] ?? 0), 0)).filter((v) => v > 0).length;
+  const totalPersisted = fleet.hooks.reduce((s, hk) => s + of(hk).reduce((a, b) => a + b, 0), 0);
+  const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
   const summary = totalPersisted === 0
     ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${plural(totalPersisted, 'output')} persisted across ${plural(withPersisted.length, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
-  const tableRows = fleet.buckets.map((b, i) => [dateTime(b), num(executions[i] ?? 0), ...shown.map((hk) => num(hk.outputsPersisted[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
+  const tableRows = fleet.buckets.map((b, i) => [dateTime(b), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
     .filter((_r, i) => (executions[i] ?? 0) > 0);
   return {
-    labels, shown, restPersisted,
+    labels, shown, shownPersisted, restPersisted,
     restLabel: restPersisted.some((v) => v > 0) ? (shown.length ? 'other hooks' : 'all hooks') : null,
     largest, peak, summary,
     tableHeaders: ['Bucket start', 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],

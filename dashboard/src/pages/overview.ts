@@ -17,7 +17,7 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
+  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
@@ -46,7 +46,7 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
     type: 'bar', label, data, backgroundColor: color, stack: 'persisted', yAxisID: 'y', order: 2, pointStyle: 'rect',
   });
   const datasets = [
-    ...v.shown.map((hk, i) => bar(hk.hookName, hk.outputsPersisted, SERIES_COLORS[i % SERIES_COLORS.length] ?? COLORS.persisted)),
+    ...v.shown.map((hk, i) => bar(hk.hookName, v.shownPersisted[i] ?? [], SERIES_COLORS[i % SERIES_COLORS.length] ?? COLORS.persisted)),
     ...(v.restLabel ? [bar(v.restLabel, v.restPersisted, COLORS.other)] : []),
     {
       type: 'line', label: 'largest output in the fleet', data: v.largest, yAxisID: 'y1', borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext,
@@ -121,7 +121,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const fillSpark = (hk: HookSummary, td: HTMLTableCellElement): void => {
     const f = fleetById.get(hk.id);
     if (!f) return;
-    const svg = sparkline(f.largest, f.outputsPersisted, sparkLabel(hk.hookName, f));
+    const svg = sparkline(f.largest, persistedSeries(f), sparkLabel(hk.hookName, f));
     svg.addEventListener('click', (ev) => {
       // A point opens the hook at that bucket's time.
       const box = svg.getBoundingClientRect();

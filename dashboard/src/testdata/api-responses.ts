@@ -68,8 +68,8 @@ export function overview(over: Partial<OverviewResponse> = {}): OverviewResponse
   };
 }
 
-export function fleetHook(h: HookSummary, largest: (number | null)[], persisted: number[], executions: number[] = largest.map((v) => (v === null ? 0 : 2))): FleetSeriesHook {
-  return { id: h.id, hookEvent: h.hookEvent, hookName: h.hookName, largest, outputsPersisted: persisted, executions, sizeUnknownExecutions: executions.map(() => 0) };
+export function fleetHook(h: HookSummary, largest: (number | null)[], persisted: number[], executions: number[] = largest.map((v) => (v === null ? 0 : 2)), withPersisted: number[] = persisted.map((v) => (v > 0 ? 1 : 0))): FleetSeriesHook {
+  return { id: h.id, hookEvent: h.hookEvent, hookName: h.hookName, largest, outputsPersisted: persisted, executionsWithPersisted: withPersisted, executions, sizeUnknownExecutions: executions.map(() => 0) };
 }
 
 /** GET /api/v1/fleet/series over the last 24 hours in 6-hour buckets. */
