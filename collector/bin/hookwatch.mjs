@@ -20,5 +20,19 @@ if (process.argv[2] === 'guard') {
   const { guardMain } = await import('../src/tools/guard/main.ts');
   await guardMain(process.argv.slice(3));
 }
+// A reader that goes away (`scan | head`) is not an error of the command: what it would have read is dropped.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
 const { main } = await import('../src/main.ts');
-process.exit(await main(process.argv.slice(2)));
+const code = await main(process.argv.slice(2));
+// A pipe takes 64 KiB at a time: what it has not taken yet is still queued in this process, and process.exit
+// would drop it (a `scan --json | jq` would read a cut report). An empty write calls back once the ones before
+// it are flushed.
+await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => {
+  if (stream.destroyed || !stream.writable) resolve(undefined);
+  else stream.write('', () => resolve(undefined));
+})));
+process.exit(code);

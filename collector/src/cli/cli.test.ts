@@ -5,7 +5,7 @@
  * case costs seconds on a busy machine); the bin wrapper, the start-up line and the old Node run as processes.
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -238,6 +238,32 @@ describe('hookwatch serve', () => {
     } finally {
       await stopped(child);
     }
+  });
+});
+
+describe('output through a pipe', () => {
+  it('a report larger than the pipe buffer arrives whole before the process exits', () => {
+    // Thirty copies of a real session, each under its own ids: scan --json writes hundreds of KB, far more than
+    // the 64 KiB a pipe holds, and a reader such as jq must get all of it.
+    const session = fileURLToPath(new URL('../../testdata/claude-code-2.1.332/transcripts-a/projects/-home-dev-proj/229cfef5-26c4-44fa-86e5-e4dea73819d9.jsonl', import.meta.url));
+    const text = readFileSync(session, 'utf8');
+    const project = join(dir, 'pipe', 'projects', 'p');
+    mkdirSync(project, { recursive: true });
+    for (let i = 0; i < 30; i++) {
+      const copy = text.replace(/\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-)[0-9a-f]{12}\b/g, (_m, head: string) => `${head}${String(i).padStart(12, '0')}`);
+      writeFileSync(join(project, `session-${i}.jsonl`), copy);
+    }
+    // The reader starts a moment late, as a busy one does: the pipe fills before hookwatch has written it all.
+    const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+    const r = spawnSync('sh', ['-c', `${quote(process.execPath)} ${quote(BIN)} scan --json ${quote(join(dir, 'pipe'))} | (sleep 1; cat)`], { encoding: 'utf8', env: env(), cwd: dir, timeout: 20_000 });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.length).toBeGreaterThan(3 * 65_536);
+    const report = JSON.parse(r.stdout) as { sessions: unknown[] };
+    expect(report.sessions).toHaveLength(30);
+    // A reader that stops early (head) ends the output without an error from hookwatch.
+    const head = spawnSync('sh', ['-c', `${quote(process.execPath)} ${quote(BIN)} scan ${quote(join(dir, 'pipe'))} | (sleep 1; head -c 100) >/dev/null; echo done`], { encoding: 'utf8', env: env(), cwd: dir, timeout: 20_000 });
+    expect(head.stderr).toBe('');
+    expect(head.stdout).toBe('done\n');
   });
 });
 
