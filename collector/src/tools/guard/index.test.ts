@@ -112,6 +112,23 @@ describe('hookwatch guard', () => {
     expect(ran.signal).toBe('SIGTERM');
   });
 
+  it('stops what a shell command line started too, on its timeout and on a stop signal', async () => {
+    // A settings-file command is a shell line: the shell's children hold stdout open until they end.
+    for (const how of ['timeout', 'signal'] as const) {
+      const pidFile = join(dir, `sleep-${how}.pid`);
+      let guardPid = 0;
+      const pending = guard([...(how === 'timeout' ? ['--timeout', '1'] : []), '--', `echo started; sleep 60 & echo $! > ${pidFile}; wait`], { onStart: (pid) => (guardPid = pid) });
+      await waitFor(async () => (await readFile(pidFile, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
+      if (how === 'signal') process.kill(guardPid, 'SIGTERM');
+      const ran = await pending;
+      expect(ran.signal, how).toBe('SIGTERM');
+      // Gone, or dead and not yet reaped (its parent, the shell, is gone too).
+      const sleeper = (await readFile(pidFile, 'utf8')).trim();
+      const state = await readFile(`/proc/${sleeper}/stat`, 'utf8').then((s) => s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3), () => 'gone');
+      expect(['gone', 'Z'], `${how}: the shell's child ended`).toContain(state);
+    }
+  });
+
   it('reports a command that cannot start, and bad usage, with clear messages', async () => {
     const missing = await guard(['--', join(dir, 'no-such-hook'), 'arg']);
     expect(missing.code).toBe(127);

@@ -36,23 +36,34 @@ export interface GuardedRunResult {
 
 /**
  * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
- * its head kept), and its stdout captured. Stop signals sent to the guard are passed on to the command, so
- * Claude Code's timeout still stops the hook.
+ * its head kept), and its stdout captured. Stop signals sent to the guard (and its own timeout) are passed on to
+ * the command's whole process group, so Claude Code's timeout stops the hook: a settings-file command line runs
+ * in a shell, and signalling the shell alone would leave what it started running, holding stdout open.
  */
 export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
   return new Promise((resolve) => {
     const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath });
     const interactive = run.stdin.isTTY === true;
     const [file, ...args] = run.command.length === 1 ? [run.shell, '-c', run.command[0] ?? ''] : run.command;
-    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'] });
+    // Its own process group, except at a terminal: a background group that reads the terminal is stopped.
+    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'], detached: !interactive });
+    const kill = (signal: NodeJS.Signals): void => {
+      if (!interactive && child.pid !== undefined) {
+        try {
+          process.kill(-child.pid, signal);
+          return;
+        } catch {
+          // The group is gone: nothing left to stop.
+        }
+      }
+      child.kill(signal);
+    };
     const inputParts: Buffer[] = [];
     let inputBytes = 0;
     let timedOut = false;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
-    const forward = (signal: NodeJS.Signals): void => {
-      child.kill(signal);
-    };
+    const forward = (signal: NodeJS.Signals): void => kill(signal);
     for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
 
     const onInput = (chunk: Buffer): void => {
@@ -87,8 +98,8 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       timers.push(
         setTimeout(() => {
           timedOut = true;
-          child.kill('SIGTERM');
-          timers.push(setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS));
+          kill('SIGTERM');
+          timers.push(setTimeout(() => kill('SIGKILL'), KILL_GRACE_MS));
         }, run.timeoutMs),
       );
     }
