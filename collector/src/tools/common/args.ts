@@ -49,12 +49,16 @@ function usageProblem(config: ParseArgsConfig, code: string): string {
   return code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? 'unknown flag' : 'a flag is missing its value';
 }
 
-/** Parses a whole-number option; the message names the option and the bad value. */
-export function parseWholeNumber(name: string, raw: string, min = 0): number {
+/**
+ * Parses a whole-number option; the message names the option (or `label`, such as the variable it came from)
+ * and the bad value.
+ */
+export function parseWholeNumber(name: string, raw: string, min = 0, max = Number.MAX_SAFE_INTEGER, label = `--${name}`): number {
   const trimmed = raw.trim();
   const value = Number(trimmed);
-  if (!/^\d+$/.test(trimmed) || !Number.isSafeInteger(value) || value < min) {
-    throw new UsageError(`--${name}: expected a whole number >= ${min}, got "${raw}"`);
+  if (!/^\d+$/.test(trimmed) || !Number.isSafeInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`${label}: expected a whole number ${range}, got "${raw}"`);
   }
   return value;
 }

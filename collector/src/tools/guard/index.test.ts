@@ -133,11 +133,33 @@ describe('hookwatch guard', () => {
     const missing = await guard(['--', join(dir, 'no-such-hook'), 'arg']);
     expect(missing.code).toBe(127);
     expect(missing.stderr).toContain('cannot run');
-    const usage = await guard(['--budget', 'lots', '--', 'true']);
-    expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain('--budget: expected a whole number >= 500, got "lots"');
+    // Nothing to run: exit 1, which Claude Code shows the user without blocking the tool call (2 would block it).
     const noDash = await guard(['./hook.sh']);
+    expect(noDash.code).toBe(1);
     expect(noDash.stderr).toContain('put the hook command after "--"');
+  });
+
+  it('never stops the hook over its own settings: each mistake is named, keeps its default, and the command runs', async () => {
+    const hook = nodeHook(`process.stderr.write('RAN');process.stdout.write('line of the hook\\n'.repeat(800))`);
+    const cases: [string[], NodeJS.ProcessEnv, string][] = [
+      [['--budget', 'lots'], {}, '--budget: expected a whole number from 500 to 10000, got "lots"; the default budget of 9500 is used'],
+      [['--budget', '20000'], {}, '--budget: expected a whole number from 500 to 10000, got "20000"; the default budget of 9500 is used'],
+      [[], { HOOKWATCH_GUARD_BUDGET: '9.5k' }, 'HOOKWATCH_GUARD_BUDGET: expected a whole number from 500 to 10000, got "9.5k"'],
+      [[], { HOOKWATCH_GUARD_REPORT: 'hookwatch:4318' }, 'HOOKWATCH_GUARD_REPORT: expected an http(s) URL, got "hookwatch:4318"; trims are not reported'],
+      [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
+      [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
+    ];
+    for (const [flags, env, message] of cases) {
+      const ran = await guard([...flags, ...hook], { env });
+      const label = JSON.stringify([flags, env]);
+      expect(ran.code, label).toBe(0);
+      expect(ran.stderr, label).toContain('RAN');
+      expect(ran.stderr, label).toContain(message);
+      // 13,600 characters, over the cap: trimmed at the default budget.
+      const out = ran.stdout.toString();
+      expect(out.length, label).toBeLessThanOrEqual(9_500);
+      expect(out.length, label).toBeGreaterThan(9_000);
+    }
   });
 
   it('passes the output through unchanged when the full output cannot be saved, rather than point at nothing', async () => {

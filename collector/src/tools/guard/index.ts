@@ -2,7 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
 
+import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
 import { runGuarded } from './run.ts';
@@ -25,8 +27,13 @@ and the output of a command that exits non-zero, passes through byte for byte.
 
 One argument after -- is a command line run by the shell (as in a settings file); several are run directly.
 
+A mistake in the guard's own flags or HOOKWATCH_GUARD_* variables never stops the hook (exit 2 would block
+every tool call): it is named on stderr, that setting keeps its default and the command runs. Without a
+command to run the guard exits 1.
+
 Options:
-  --budget <chars>     largest output string kept, in UTF-16 code units (default ${DEFAULT_GUARD_BUDGET}; HOOKWATCH_GUARD_BUDGET)
+  --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (default ${DEFAULT_GUARD_BUDGET};
+                       HOOKWATCH_GUARD_BUDGET)
   --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
@@ -72,69 +79,110 @@ function safeName(s: string): string {
   return s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
 }
 
+const GUARD_FLAGS = {
+  budget: { type: 'string' },
+  timeout: { type: 'string' },
+  dir: { type: 'string' },
+  report: { type: 'string' },
+  shell: { type: 'string' },
+  install: { type: 'boolean' },
+  uninstall: { type: 'boolean' },
+  command: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The budget from a flag or the variable; `label` names where it came from in the error. */
+function parseBudget(raw: string, label: string): number {
+  return parseWholeNumber('budget', raw, MIN_GUARD_BUDGET, OUTPUT_CAP_CHARS, label);
+}
+
 /** `hookwatch guard`: runs a hook command and keeps its output strings within the budget. */
 export async function runGuard(argv: readonly string[], io: GuardIO): Promise<GuardExit> {
   const split = argv.indexOf('--');
   const own = split === -1 ? [...argv] : argv.slice(0, split);
   const command = split === -1 ? [] : argv.slice(split + 1);
-  let options: GuardOptions;
+  const fail = (error: unknown, code: number): GuardExit => {
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr(`hookwatch guard: ${message}\n${error instanceof UsageError ? 'Run "hookwatch guard --help" for usage.\n' : ''}`);
+    return { code };
+  };
+  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
-    const { values, positionals } = parseToolArgs({
-      args: own,
-      allowPositionals: true,
-      options: {
-        budget: { type: 'string' },
-        timeout: { type: 'string' },
-        dir: { type: 'string' },
-        report: { type: 'string' },
-        shell: { type: 'string', default: '/bin/sh' },
-        install: { type: 'boolean', default: false },
-        uninstall: { type: 'boolean', default: false },
-        command: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-    if (values.help) {
-      await io.stdout(HELP);
-      return { code: 0 };
-    }
-    const rawBudget = values.budget ?? io.env.HOOKWATCH_GUARD_BUDGET;
-    const budget = rawBudget === undefined || rawBudget === '' ? DEFAULT_GUARD_BUDGET : parseWholeNumber('budget', rawBudget, MIN_GUARD_BUDGET);
-    if (values.install || values.uninstall) {
-      if (values.install && values.uninstall) throw new UsageError('give --install or --uninstall, not both');
+    parsed = parseToolArgs({ args: own, allowPositionals: true, options: GUARD_FLAGS });
+  } catch (error) {
+    // With a hook to run, a flag the guard does not take is named and left out: the hook still runs.
+    if (command.length === 0 || !(error instanceof UsageError)) return fail(error, 1);
+    io.stderr(`hookwatch guard: ${error.message}; ignored, the command runs\n`);
+    // Read leniently: an unknown flag's value reads as a stray argument, which goes with it.
+    parsed = { ...parseArgs({ args: own, allowPositionals: true, options: GUARD_FLAGS, strict: false }), positionals: [] };
+  }
+  const { values, positionals } = parsed;
+  const text = (name: keyof typeof GUARD_FLAGS): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
+  if (values['help'] === true) {
+    await io.stdout(HELP);
+    return { code: 0 };
+  }
+  if (values['install'] === true || values['uninstall'] === true) {
+    // Run at a terminal, not as a hook: a mistake is an error, exit 2, and nothing is written.
+    try {
+      if (values['install'] === true && values['uninstall'] === true) throw new UsageError('give --install or --uninstall, not both');
       if (command.length > 0 || positionals.length > 1) throw new UsageError('--install and --uninstall take one settings file, not a command');
+      const flagBudget = text('budget');
+      const report = text('report');
       const { installGuard } = await import('./install.ts');
       const message = await installGuard({
         settingsPath: positionals[0] ?? join('.claude', 'settings.json'),
         cwd: io.cwd,
-        mode: values.install ? 'install' : 'uninstall',
-        prefix: values.command,
-        budget: values.budget === undefined ? undefined : budget,
-        report: values.report === undefined ? undefined : (await import('./report.ts')).logsUrl(values.report).replace(/\/v1\/logs$/, ''),
+        mode: values['install'] === true ? 'install' : 'uninstall',
+        prefix: text('command'),
+        budget: flagBudget === undefined ? undefined : parseBudget(flagBudget, '--budget'),
+        report: report === undefined ? undefined : (await import('./report.ts')).logsUrl(report).replace(/\/v1\/logs$/, ''),
       });
       await io.stdout(message);
       return { code: 0 };
+    } catch (error) {
+      return fail(error, 2);
     }
-    if (positionals.length > 0) throw new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`);
-    if (command.length === 0) throw new UsageError('no command given (hookwatch guard -- <command> [args...])');
-    const report = values.report ?? (io.env.HOOKWATCH_GUARD_REPORT || undefined);
-    if (report !== undefined) {
-      const { logsUrl } = await import('./report.ts');
-      logsUrl(report);
-    }
-    options = {
-      budget,
-      timeoutMs: values.timeout === undefined ? undefined : parseWholeNumber('timeout', values.timeout, 1) * 1000,
-      dir: values.dir ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir()),
-      report,
-      shell: values.shell,
-    };
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    io.stderr(`hookwatch guard: ${message}\n${error instanceof UsageError ? 'Run "hookwatch guard --help" for usage.\n' : ''}`);
-    return { code: 2 };
   }
-  return guardCommand(command, options, io);
+  if (positionals.length > 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`), 1);
+  if (command.length === 0) return fail(new UsageError('no command given (hookwatch guard -- <command> [args...])'), 1);
+  return guardCommand(command, await runOptions(text, io), io);
+}
+
+/**
+ * The options of a guarded run. Each bad one is named on stderr and keeps its default: the guard must not stop
+ * the hook it wraps over its own settings (a typo in HOOKWATCH_GUARD_REPORT, set for every hook, would).
+ */
+async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | undefined, io: GuardIO): Promise<GuardOptions> {
+  const lenient = <T>(parse: () => T, fallback: T, instead: string): T => {
+    try {
+      return parse();
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      io.stderr(`hookwatch guard: ${error.message}; ${instead}\n`);
+      return fallback;
+    }
+  };
+  const flagBudget = text('budget');
+  const envBudget = io.env.HOOKWATCH_GUARD_BUDGET || undefined;
+  const budget = lenient(
+    () => (flagBudget !== undefined ? parseBudget(flagBudget, '--budget') : envBudget !== undefined ? parseBudget(envBudget, 'HOOKWATCH_GUARD_BUDGET') : DEFAULT_GUARD_BUDGET),
+    DEFAULT_GUARD_BUDGET, `the default budget of ${DEFAULT_GUARD_BUDGET} is used`);
+  const timeout = text('timeout');
+  const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
+  const flagReport = text('report');
+  const report = flagReport ?? (io.env.HOOKWATCH_GUARD_REPORT || undefined);
+  const checkedReport = report === undefined ? undefined : await (async () => {
+    const { logsUrl } = await import('./report.ts');
+    return lenient(() => (logsUrl(report, flagReport === undefined ? 'HOOKWATCH_GUARD_REPORT' : '--report'), report), undefined, 'trims are not reported');
+  })();
+  return {
+    budget,
+    timeoutMs,
+    dir: text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir()),
+    report: checkedReport,
+    shell: text('shell') ?? '/bin/sh',
+  };
 }
 
 async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {

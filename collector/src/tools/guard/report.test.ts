@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,13 +28,15 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function guard(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string }> {
+function guard(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env } });
+    const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env }, cwd: dir });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout }));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(INPUT);
   });
 }
@@ -103,9 +105,17 @@ describe('hookwatch guard --report', () => {
     }
   });
 
-  it('rejects a bad --report URL at once', async () => {
+  it('names a bad --report URL at once, and runs the hook without reporting', async () => {
     const ran = await guard(['--report', 'hookwatch:4318', '--', 'true']);
-    expect(ran.code).toBe(2);
+    expect(ran.code).toBe(0);
+    expect(ran.stderr).toContain('--report: expected an http(s) URL, got "hookwatch:4318"; trims are not reported');
+    // Where nothing runs (--install), the same URL is an error and the settings file is not touched.
+    const settings = JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: './stop.sh' }] }] } });
+    await writeFile(join(dir, 'settings.json'), settings);
+    const install = await guard(['--install', 'settings.json', '--report', 'hookwatch:4318']);
+    expect(install.code).toBe(2);
+    expect(install.stderr).toContain('--report: expected an http(s) URL, got "hookwatch:4318"');
+    expect(await readFile(join(dir, 'settings.json'), 'utf8')).toBe(settings);
   });
 });
 

@@ -13,8 +13,11 @@ export interface GuardReport extends HookIdentity {
   trims: { field: GuardField; sentChars: number; keptChars: number }[];
 }
 
-/** The OTLP/HTTP logs URL for --report: a base URL gets `/v1/logs`, a full `/v1/logs` URL is kept. */
-export const logsUrl = (target: string): string => otlpLogsUrl(target, '--report');
+/**
+ * The OTLP/HTTP logs URL for --report (or `source`, where the target came from): a base URL gets `/v1/logs`, a
+ * full `/v1/logs` URL is kept.
+ */
+export const logsUrl = (target: string, source = '--report'): string => otlpLogsUrl(target, source);
 
 /**
  * Sends the report from a detached process with no stdio of its own: the guard writes the hook's output and
