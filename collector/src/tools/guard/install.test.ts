@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -79,6 +79,29 @@ describe('hookwatch guard --install', () => {
     await runGuard(['--uninstall', '.claude/settings.json'], undo);
     expect(undo.out()).toContain('unwrapped 2 of 2');
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual(SETTINGS);
+  });
+
+  it('keeps the settings file\'s permissions, and changes a linked file where it lives', async () => {
+    const project = join(dir, 'private');
+    await mkdir(join(project, 'dotfiles'), { recursive: true });
+    const target = join(project, 'dotfiles', 'settings.json');
+    const original = `${JSON.stringify(SETTINGS, null, 2)}\n`;
+    await writeFile(target, original);
+    await chmod(target, 0o600);
+    const link = join(project, 'settings.json');
+    await symlink(target, link);
+    const mode = async (p: string): Promise<number> => (await stat(p)).mode & 0o777;
+
+    expect(await runGuard(['--install', 'settings.json', '--command', 'hookwatch guard'], guardIO(project))).toEqual({ code: 0 });
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(await readFile(target, 'utf8')).toContain('hookwatch guard --');
+    expect(await mode(target)).toBe(0o600);
+    expect(await mode(`${target}${BACKUP_SUFFIX}`)).toBe(0o600);
+
+    expect(await runGuard(['--uninstall', 'settings.json'], guardIO(project))).toEqual({ code: 0 });
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(await readFile(target, 'utf8')).toBe(original);
+    expect(await mode(target)).toBe(0o600);
   });
 
   it('a wrapped hook runs through the shell exactly like the original did', async () => {

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { access, copyFile, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, chmod, copyFile, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
@@ -106,10 +106,16 @@ async function readPrefixes(statePath: string): Promise<string[]> {
   }
 }
 
-/** Writes `text` to `path` atomically: a temporary file renamed over it. */
+/**
+ * Writes `text` to `path` atomically: a temporary file renamed over it, with the permissions of the file it
+ * replaces (a settings file may hold tokens in `env`: one kept 0600 stays 0600). The temporary file is only
+ * ever readable by its owner until then.
+ */
 async function writeAtomically(path: string, text: string): Promise<void> {
+  const mode = await stat(path).then((s) => s.mode & 0o7777, () => 0o644);
   const temporary = `${path}.hookwatch-${process.pid}.tmp`;
-  await writeFile(temporary, text);
+  await writeFile(temporary, text, { mode: 0o600 });
+  await chmod(temporary, mode);
   await rename(temporary, path);
 }
 
@@ -124,7 +130,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
  * in the file changed since.
  */
 export async function installGuard(options: InstallOptions): Promise<string> {
-  const path = resolve(options.cwd, options.settingsPath);
+  // A settings file that is a link (to a dotfiles repository, say) is changed where it lives, and stays a link.
+  const given = resolve(options.cwd, options.settingsPath);
+  const path = await realpath(given).catch(() => given);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
