@@ -173,6 +173,29 @@ describe('hookwatch guard', () => {
     expect(spilled.stdout.length).toBe(3_000_000);
   });
 
+  it('keeps a JSON output larger than memory holds valid JSON, its decision and fields intact', async () => {
+    const make = `({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(1_500_000) }, suppressOutput: true })`;
+    const payload = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(1_500_000) }, suppressOutput: true };
+    const ran = await guard(nodeHook(`process.stdout.write(JSON.stringify(${make}))`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    expect(ran.code).toBe(0);
+    const out = JSON.parse(ran.stdout.toString()) as typeof payload;
+    expect(out.hookSpecificOutput.permissionDecision).toBe('deny');
+    expect(out.suppressOutput).toBe(true);
+    expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
+    const path = /the full output is in (\S+)\]$/.exec(out.hookSpecificOutput.additionalContext)?.[1] ?? '';
+    expect(await readFile(path, 'utf8')).toBe(payload.hookSpecificOutput.additionalContext);
+  });
+
+  it('saves the full plain output as the bytes the command wrote, invalid UTF-8 included', async () => {
+    const ran = await guard(nodeHook(`process.stdout.write(Buffer.concat(Array.from({length: 2_000}, (_, i) => Buffer.from([0x61 + (i % 26), 0xff, 0xfe, 0x0a, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67]))))`));
+    const out = ran.stdout.toString();
+    expect(ran.code).toBe(0);
+    const path = /the full output is in (\S+)\]$/.exec(out)?.[1] ?? '';
+    const full = await readFile(path);
+    expect(full.length).toBe(20_000);
+    expect(full.subarray(0, 4)).toEqual(Buffer.from([0x61, 0xff, 0xfe, 0x0a]));
+  });
+
   it('streams an output far larger than memory holds to a file and still delivers its front', async () => {
     const ran = await guard(['--', `head -c 20000000 /dev/zero | tr '\\0' 'a'`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     const out = ran.stdout.toString();

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -60,6 +60,12 @@ export interface GuardIO {
   env: NodeJS.ProcessEnv;
   cwd: string;
 }
+
+/**
+ * A stdout spilled to a file (past HOOKWATCH_GUARD_SPILL_BYTES) that begins like a JSON object is read back and
+ * parsed up to this size; past it, it passes through unchanged.
+ */
+const MAX_SPILLED_JSON_BYTES = 64 * 1024 * 1024;
 
 /** Parsed options of a guarded run. */
 interface GuardOptions {
@@ -209,37 +215,61 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   }
   const captured = result.stdout;
   const ended: GuardExit = result.signal !== null ? { signal: result.signal } : { code: result.exitCode ?? 1 };
+  // The output exactly as the command wrote it.
+  const passThrough = async (): Promise<void> => {
+    if (!captured.spilled) {
+      if (captured.bytes.length > 0) await io.stdout(captured.bytes);
+      return;
+    }
+    const { createReadStream } = await import('node:fs');
+    for await (const chunk of createReadStream(captured.path)) await io.stdout(chunk as Buffer);
+  };
   // Claude Code only measures (and only delivers) the stdout of a hook that exits 0: anything else passes as is.
   if (result.exitCode !== 0) {
-    if (captured.spilled) {
-      const { createReadStream } = await import('node:fs');
-      for await (const chunk of createReadStream(captured.path)) await io.stdout(chunk as Buffer);
-    } else if (captured.bytes.length > 0) await io.stdout(captured.bytes);
+    await passThrough();
     return ended;
   }
+  // The whole output as text: in memory, or a spilled one that may be a JSON object, read back to be parsed
+  // (Claude Code parses it too; trimmed as plain text, its decision and other fields would be lost).
+  let whole: string | undefined;
+  if (!captured.spilled) whole = captured.text;
+  else if (captured.head.trimStart().startsWith('{')) {
+    const size = statSync(captured.path).size;
+    if (size > MAX_SPILLED_JSON_BYTES) {
+      io.stderr(`hookwatch guard: a JSON output of ${size} bytes is more than the guard parses (${MAX_SPILLED_JSON_BYTES}); passed through unchanged\n`);
+      await passThrough();
+      return ended;
+    }
+    whole = readFileSync(captured.path, 'utf8');
+  }
+  const guarded = whole === undefined ? undefined : guardStdout(whole, options.budget, pathFor);
   let trimmed: Trimmed[];
-  if (captured.spilled) {
-    // Too large to hold (or to be a JSON object worth parsing): measured whole as plain text, like Claude Code
-    // would; the spill file already holds the full output.
+  if (captured.spilled && guarded?.format !== 'json') {
+    // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
     const cut = trimText(captured.head, options.budget, captured.path, captured.chars);
     const text = cut?.text ?? captured.head;
     await io.stdout(text);
     trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];
-  } else {
-    const guarded = guardStdout(captured.text, options.budget, pathFor);
+  } else if (guarded !== undefined) {
     try {
       if (guarded.trimmed.length > 0) ensureDir();
-      // 'wx': a new file only, never through a link someone else left in the folder.
-      for (const cut of guarded.trimmed) writeFileSync(pathFor(cut.field), cut.full, { mode: 0o600, flag: 'wx' });
+      // 'wx': a new file only, never through a link someone else left in the folder. Plain stdout is saved as
+      // the bytes the command wrote (invalid UTF-8 included), a JSON field as its text.
+      for (const cut of guarded.trimmed) {
+        writeFileSync(pathFor(cut.field), cut.field === 'stdout' && !captured.spilled ? captured.bytes : cut.full, { mode: 0o600, flag: 'wx' });
+      }
     } catch (error) {
       // A pointer to a file that is not there helps nobody: deliver what Claude Code would have got without the guard.
       io.stderr(`hookwatch guard: cannot save the full output in ${options.dir} (${(error as Error).message}); output passed through unchanged\n`);
-      await io.stdout(captured.bytes);
+      await passThrough();
       return ended;
     }
-    await io.stdout(guarded.replacement ?? captured.bytes);
+    if (guarded.replacement === undefined) await passThrough();
+    else await io.stdout(guarded.replacement);
+    // A spilled JSON output's fields are saved on their own: the spill file is not pointed at.
+    if (captured.spilled) rmSync(captured.path, { force: true });
     trimmed = guarded.trimmed;
-  }
+  } else trimmed = [];
   if (trimmed.length > 0 && options.report !== undefined) {
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
