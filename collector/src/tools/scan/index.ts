@@ -7,7 +7,7 @@ import { EXIT_FINDINGS, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
-import { scanJson, scanText } from './report.ts';
+import { lostOutputs, scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
 import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';
 
@@ -33,7 +33,7 @@ Options:
   --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES})
   -h, --help             this help
 
-Exit status: 0 nothing persisted, 1 hook outputs were persisted, 2 bad usage, unreadable input or no
+Exit status: 0 nothing persisted, 1 hook outputs were persisted (or are over the cap by size), 2 bad usage, unreadable input or no
 transcripts found, 3 the findings could not be sent.
 `;
 
@@ -80,7 +80,7 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     io.stdout(values.json ? `${JSON.stringify(scanJson(result, options), null, 2)}\n` : scanText(result, options));
 
     if (send?.error !== undefined) return EXIT_SEND_FAILED;
-    if (result.totals.outputsPersisted > 0) return EXIT_FINDINGS;
+    if (lostOutputs(result.totals) > 0) return EXIT_FINDINGS;
     if (result.files.some((f) => f.error !== undefined)) return EXIT_USAGE;
     return EXIT_OK;
   } catch (error) {

@@ -114,6 +114,23 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
     expect(out).toMatch(/^FAIL: 8 hook outputs in 2 sessions were over/m);
   });
 
+  it('fails a transcript cut off before the delivery record of an output over the cap by its size', async () => {
+    // The session's first three records, then the start of the fourth: the 12,000-character JSON output ran, its
+    // persisted-output record never made it to disk. Claude Code saves every string over the cap to a file.
+    const lines = (await readFile(join(PROJECT, `${SESSION_A}.jsonl`), 'utf8')).split('\n');
+    const cut = join(dir, 'cut-off', 'projects', 'p');
+    await mkdir(cut, { recursive: true });
+    await writeFile(join(cut, 'session.jsonl'), `${lines.slice(0, 3).join('\n')}\n${lines[3]!.slice(0, 3_000)}`);
+    const { code, result } = await scanJson(join(dir, 'cut-off'));
+    expect(result.totals).toMatchObject({ outputsPersisted: 0, unconfirmed: 1, unconfirmedOverCap: 1, largestOutputChars: 12_000 });
+    expect((result as unknown as { ok: boolean }).ok).toBe(false);
+    expect(code).toBe(1);
+    const text = (await scan([join(dir, 'cut-off')])).out;
+    expect(text).toContain('FAIL: 1 hook output in 1 session was over the 10,000-character cap');
+    expect(text).toContain('known by size alone');
+    expect(text).not.toContain('OK:');
+  });
+
   describe('in a folder holding what real ones hold', () => {
     let projects: string;
     let result: ScanOutput;

@@ -10,7 +10,7 @@ export function scanJson(result: ScanResult, options: { showContent: boolean; se
     tool: 'hookwatch scan',
     capChars: OUTPUT_CAP_CHARS,
     previewChars: PREVIEW_CHARS,
-    ok: result.totals.outputsPersisted === 0,
+    ok: lostOutputs(result.totals) === 0,
     totals: result.totals,
     hooks: result.hooks,
     sessions: result.sessions,
@@ -18,6 +18,11 @@ export function scanJson(result: ScanResult, options: { showContent: boolean; se
     persistedOutputs: result.persistedOutputs.map(({ preview, ...rest }) => (options.showContent ? { ...rest, preview } : rest)),
     ...(options.send ? { send: options.send } : {}),
   };
+}
+
+/** Outputs that did not reach the model whole: persisted, or over the cap by size without a delivery record. */
+export function lostOutputs(counts: DeliveryCounts): number {
+  return counts.outputsPersisted + counts.unconfirmedOverCap;
 }
 
 function countCells(counts: DeliveryCounts, withUnconfirmed: boolean): string[] {
@@ -109,15 +114,19 @@ export function scanText(result: ScanResult, options: { showContent: boolean; se
   }
 
   out.push('\n');
-  if (totals.outputsPersisted > 0) {
-    const sessions = result.sessions.filter((s) => s.outputsPersisted > 0).length;
+  const lost = lostOutputs(totals);
+  if (lost > 0) {
+    const sessions = result.sessions.filter((s) => lostOutputs(s) > 0).length;
+    const bySize = totals.unconfirmedOverCap > 0 ? ` (${formatCount(totals.unconfirmedOverCap)} of them known by size alone: the transcript holds no delivery record)` : '';
     out.push(
-      `FAIL: ${plural(totals.outputsPersisted, 'hook output')} in ${plural(sessions, 'session')} ` +
-        `${totals.outputsPersisted === 1 ? 'was' : 'were'} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap ` +
-        'and saved to a file instead of reaching the model, although the hooks reported success.\n',
+      `FAIL: ${plural(lost, 'hook output')} in ${plural(sessions, 'session')} ` +
+        `${lost === 1 ? 'was' : 'were'} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap ` +
+        `and saved to a file instead of reaching the model, although the hooks reported success${bySize}.\n`,
     );
   } else if (totals.records === 0) {
     out.push('OK: no hook records found.\n');
+  } else if (totals.unconfirmed > 0) {
+    out.push(`OK: no hook output is known to have been saved to a file (none of known size over ${formatCount(OUTPUT_CAP_CHARS)} characters).\n`);
   } else {
     out.push(`OK: every hook output reached the model whole (none over ${formatCount(OUTPUT_CAP_CHARS)} characters).\n`);
   }

@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
-import { PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import type { OutputKind } from '../../../../shared/src/cliff.ts';
 import { measureStdout } from '../check/measure.ts';
 import { headCodeUnits } from '../common/format.ts';
@@ -78,6 +78,11 @@ export interface DeliveryCounts {
   outputsPersisted: number;
   /** JSON output strings whose delivery record is missing: neither delivered nor persisted as far as the transcript shows. */
   unconfirmed: number;
+  /**
+   * Of those, the ones over the cap by their size: Claude Code saves every such string to a file, so they did not
+   * reach the model whole whatever record is missing (a transcript cut off mid-write, say).
+   */
+  unconfirmedOverCap: number;
   /** Largest delivered output; a delivered output is never over the cap. */
   largestDeliveredChars: number | null;
   /** Largest output of known size, delivered or not. */
@@ -206,7 +211,7 @@ export async function collectTranscriptFiles(paths: readonly string[]): Promise<
 }
 
 export function emptyCounts(): DeliveryCounts {
-  return { runs: 0, outputs: 0, delivered: 0, outputsPersisted: 0, unconfirmed: 0, largestDeliveredChars: null, largestOutputChars: null };
+  return { runs: 0, outputs: 0, delivered: 0, outputsPersisted: 0, unconfirmed: 0, unconfirmedOverCap: 0, largestDeliveredChars: null, largestOutputChars: null };
 }
 
 function addFinding(counts: DeliveryCounts, finding: Finding): void {
@@ -215,8 +220,10 @@ function addFinding(counts: DeliveryCounts, finding: Finding): void {
     return;
   }
   const max = (a: number | null, b: number | null): number | null => (b === null ? a : Math.max(a ?? 0, b));
-  if (finding.outcome === 'unconfirmed') counts.unconfirmed++;
-  else {
+  if (finding.outcome === 'unconfirmed') {
+    counts.unconfirmed++;
+    if (finding.chars !== null && finding.chars > OUTPUT_CAP_CHARS) counts.unconfirmedOverCap++;
+  } else {
     counts.outputs++;
     if (finding.outcome === 'delivered') {
       counts.delivered++;
