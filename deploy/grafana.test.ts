@@ -116,6 +116,21 @@ describe('Grafana dashboard', () => {
     expect(dashboard['uid']).toBe('hookwatch');
   });
 
+  it('counts per bar over the bar\'s own interval, so the bars of a range add up to its increase', () => {
+    // increase() over $__rate_interval (four scrape intervals at least) per step counts each event in several bars.
+    for (const p of panelsOf(dashboard)) {
+      for (const t of arr(p['targets']).map(obj)) {
+        const expr = String(t['expr'] ?? '');
+        // Stat panels count over the whole range ($__range): one value, no bars.
+        if (!expr.includes('increase(') || expr.includes('[$__range]')) continue;
+        expect(expr, String(p['title'])).not.toContain('$__rate_interval');
+        expect(expr, String(p['title'])).toContain('[$__interval]');
+        // A floor on the step, so a bar spans several scrapes at any zoom.
+        expect(p['interval'], String(p['title'])).toBe('1m');
+      }
+    }
+  });
+
   it.skipIf(!hasPromtool)('every query parses as PromQL (promtool check rules; skipped only outside CI without promtool)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-grafana-'));
     try {
