@@ -87,6 +87,8 @@ export interface RunningService {
 }
 
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** How far back a hook was seen for its /metrics series to exist from start-up (hook-metrics.ts seed). */
+const HOOK_SERIES_SEED_MS = 30 * 86_400_000;
 
 /** Rule names from a follower's ingest signal; anything malformed names no rule. */
 function ruleNames(payload: string): string[] {
@@ -147,6 +149,11 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);
+  // The hooks seen in the last month get their series at 0 at once, off the start-up path.
+  void store.hookCounters({ fromMs: now() - HOOK_SERIES_SEED_MS, toMs: now() }).then(
+    (known) => hookMetrics.seed([...known.values()].map((c) => c.info)),
+    (err: unknown) => logger.warn('cannot read the known hooks for their /metrics series; each gets its series at its next event', { err }),
+  );
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
   const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);

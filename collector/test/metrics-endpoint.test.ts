@@ -163,6 +163,28 @@ describe('GET /metrics', () => {
     expect(persistedLabelled + (sampleValue(families, 'hookwatch_hook_overflow_outputs_persisted_total') ?? 0)).toBe(hooks.reduce((n, h) => n + h.outputsPersisted, 0));
   });
 
+  it('gives the hooks the store knows their series at 0 after a restart, so a next persisted output is an increase', async () => {
+    const db = join(tmpdir(), `hookwatch-seed-${process.pid}-${Date.now()}.db`);
+    files.push(db, `${db}-wal`, `${db}-shm`, `${db}.lock`);
+    const first = await startServiceUnderTest({ HOOKWATCH_DB: db });
+    await emitExecutions(first.otlpHttpUrl, [
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:memory', additionalContextChars: 9_000, outputsPersisted: 0 },
+      { hookEvent: 'Stop', hookName: 'Stop:report', additionalContextChars: 12_000, outputsPersisted: 1 },
+    ]);
+    await first.close();
+    service = await startServiceUnderTest({ HOOKWATCH_DB: db });
+    const base = service.httpUrl;
+    // The series come from the store shortly after start-up, at 0: counters count since this process started.
+    let samples: { labels: Record<string, string>; value: number }[] = [];
+    for (let i = 0; i < 100 && samples.length < 2; i++) {
+      samples = (await scrape(base)).families.get('hookwatch_hook_outputs_persisted_total')?.samples ?? [];
+      if (samples.length < 2) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(samples.map((s) => [s.labels['hook_name'], s.value]).sort()).toEqual([['SessionStart:memory', 0], ['Stop:report', 0]]);
+    // Size gauges stay absent: nothing is known of this process's executions yet.
+    expect((await scrape(base)).families.get('hookwatch_hook_last_output_chars')?.samples ?? []).toEqual([]);
+  });
+
   it('counts rejections by reason and never shows the ingest token', async () => {
     const token = 'tok-secret-9f8e7d6c5b4a';
     service = await startServiceUnderTest({ HOOKWATCH_INGEST_TOKEN: token });

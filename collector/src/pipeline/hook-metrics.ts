@@ -57,6 +57,20 @@ export class HookMetrics implements IngestListener {
     this.maxSeries = opts.maxSeries;
   }
 
+  /**
+   * Series at 0 for hooks the store already knows, the most recently seen first, as far as the series cap
+   * allows. A counter series that first appears with a persisted output already counted has no earlier sample
+   * for Prometheus' increase() to compare with: after a restart, a known hook's next persisted output would go
+   * unseen. Hooks that already have a series (events ingested meanwhile) keep it.
+   */
+  seed(hooks: readonly { id: string; hookEvent: string; hookName: string; lastSeenMs: number }[]): void {
+    for (const h of [...hooks].sort((a, b) => b.lastSeenMs - a.lastSeenMs)) {
+      if (this.series.size >= this.maxSeries) return;
+      if (this.series.has(h.id)) continue;
+      this.series.set(h.id, { labels: { hook_id: h.id, hook_event: h.hookEvent, hook_name: h.hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity });
+    }
+  }
+
   /** Called with the events a batch inserted (duplicates are not passed on, so nothing counts twice). */
   onIngested(events: readonly HookEvent[]): void {
     for (const e of events) {
