@@ -217,6 +217,21 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     const still = await amAlerts();
     expect(still.filter((a) => a.status.state === 'active').map((a) => a.labels['alertname'])).toEqual(['persisted', 'persisted']);
 
+    // A silence in hookwatch mutes what hookwatch sends, but an alert Alertmanager already has does not end
+    // there: it stays firing (renewed) rather than resolve falsely and fire again when the silence ends.
+    const silenced = await fetch(`${service.httpUrl}/api/v1/silences`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ matchers: [{ name: 'alertname', value: 'persisted' }], endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'test', comment: 'known' }),
+    });
+    expect(silenced.status).toBe(201);
+    const resolvedBefore = notifications('/oncall').filter((n) => n.status === 'resolved').length;
+    // Past the 4 s lifetime a pushed alert has without renewal (4 resend intervals).
+    await new Promise((r) => setTimeout(r, 6000));
+    const kept = (await amAlerts()).filter((a) => a.labels['alertname'] === 'persisted');
+    expect(kept.map((a) => a.status.state)).toEqual(['active', 'active']);
+    expect(kept.every((a) => Date.parse(a.endsAt) > Date.now())).toBe(true);
+    expect(notifications('/oncall').filter((n) => n.status === 'resolved').length).toBe(resolvedBefore);
+
     // The basic-auth password went out only in the Authorization header, never into a log line.
     expect(logs.join('\n')).not.toContain('s3cret-am-password');
   }, 60_000);

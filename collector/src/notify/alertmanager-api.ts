@@ -65,9 +65,11 @@ export interface AlertmanagerRefresherOptions {
 }
 
 /**
- * Pushes every firing, notified, unsilenced alert to each Alertmanager receiver every resend interval. The
- * first push of an alert and its resolution go through the durable outbox like any notification; this keeps
- * endsAt ahead while it fires, and after a restart renews what the previous process pushed.
+ * Pushes every firing alert already notified to each Alertmanager receiver every resend interval. The first
+ * push of an alert and its resolution go through the durable outbox like any notification; this keeps endsAt
+ * ahead while it fires, and after a restart renews what the previous process pushed. A silence in hookwatch
+ * mutes notifications (an alert that fires while silenced is never pushed), but an alert Alertmanager already
+ * holds is still renewed: left to expire it would resolve there, falsely, and fire again when the silence ends.
  */
 export class AlertmanagerRefresher {
   /** Pushes made and failed (for tests and logs). */
@@ -100,7 +102,7 @@ export class AlertmanagerRefresher {
   /** Pushes the firing alerts to one receiver now (one attempt: the next interval is the retry). */
   async push(r: ReceiverConfig): Promise<void> {
     const now = this.opts.now ?? Date.now;
-    const firing = this.opts.alerts().filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.silencedBy.length === 0 && a.startsAt !== null);
+    const firing = this.opts.alerts().filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.startsAt !== null);
     if (firing.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
     const body = JSON.stringify(firing.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, null, this.opts.links, now(), resend)));
