@@ -19,6 +19,7 @@ import { freePort } from '../../test/support/postgres/server.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
 import { sendWithRetry } from './transport.ts';
+import { alertmanagerFingerprint } from './alertmanager.ts';
 import { requireTool, runs } from '../../test/required-tool.ts';
 
 const ALERTMANAGER = 'prometheus-alertmanager';
@@ -163,6 +164,8 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
       { alertname: 'persisted', severity: 'critical', hook_event: 'UserPromptSubmit', hook_name: 'UserPromptSubmit:brief' },
     ]);
     for (const a of persisted) {
+      // The webhook receiver's v4 body names each alert by the fingerprint Alertmanager gives it.
+      expect(alertmanagerFingerprint(a.labels)).toBe(a.fingerprint);
       expect(a.annotations['summary']).toContain('saved to a file');
       expect(a.generatorURL).toMatch(/^http:\/\/hookwatch\.example\.test\/hooks\/[0-9a-f]{16}$/);
       expect(a.status.state).toBe('active');

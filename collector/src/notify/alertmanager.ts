@@ -7,6 +7,32 @@ import { dashboardLink, type BodyRenderer, type LinkContext, type Notification }
 /** Alertmanager's "no end yet" time for firing alerts. */
 const ZERO_TIME = '0001-01-01T00:00:00Z';
 
+const FNV_OFFSET = 0xcbf29ce484222325n;
+const FNV_PRIME = 0x100000001b3n;
+const MASK_64 = 0xffffffffffffffffn;
+
+/**
+ * The fingerprint Alertmanager gives a label set (prometheus/common model.LabelSet.Fingerprint: 64-bit FNV-1a over
+ * the names in byte order, each name and value followed by 0xff), as 16 hex digits. A webhook consumer that also
+ * hears from Alertmanager can then tell it is the same alert. hookwatch's own alert key (lifecycle.ts) is another
+ * hash, kept so stored alerts keep their identity.
+ */
+export function alertmanagerFingerprint(labels: Record<string, string>): string {
+  const names = Object.keys(labels).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  let h = FNV_OFFSET;
+  const add = (bytes: Uint8Array): void => {
+    for (const b of bytes) h = ((h ^ BigInt(b)) * FNV_PRIME) & MASK_64;
+  };
+  const separator = Uint8Array.of(0xff);
+  for (const name of names) {
+    add(Buffer.from(name));
+    add(separator);
+    add(Buffer.from(labels[name] ?? ''));
+    add(separator);
+  }
+  return h.toString(16).padStart(16, '0');
+}
+
 /** The v4 webhook payload shape. */
 export interface AlertmanagerWebhookBody {
   version: '4';
@@ -33,9 +59,10 @@ export interface AlertmanagerWebhookBody {
 export function alertmanagerBody(n: Notification, ctx: LinkContext): AlertmanagerWebhookBody {
   const a = n.alert;
   const groupLabels = { alertname: a.labels['alertname'] ?? a.rule };
+  const fingerprint = alertmanagerFingerprint(a.labels);
   return {
     version: '4',
-    groupKey: `{}:{alertname=${JSON.stringify(groupLabels.alertname)}, fingerprint=${JSON.stringify(a.fingerprint)}}`,
+    groupKey: `{}:{alertname=${JSON.stringify(groupLabels.alertname)}, fingerprint=${JSON.stringify(fingerprint)}}`,
     truncatedAlerts: 0,
     status: n.status,
     receiver: n.receiver,
@@ -50,7 +77,7 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext): Alertmanage
       startsAt: a.startsAt,
       endsAt: n.status === 'resolved' && a.endsAt ? a.endsAt : ZERO_TIME,
       generatorURL: dashboardLink(ctx, a.hookId),
-      fingerprint: a.fingerprint,
+      fingerprint,
     }],
   };
 }
