@@ -177,7 +177,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     if (channel === 'hookwatch_silences') void alerting.engine.evaluate('notify');
     else alerting.engine.trigger(ruleNames(payload));
   });
-  registerNotifyMetrics(metrics, alerting.dispatcher.stats);
+  registerNotifyMetrics(metrics, alerting.dispatcher.stats, alerting.refresher);
   if (forwarding) registerForwardMetrics(metrics, forwarding);
   registerAlertingMetrics(metrics, alerting.engine);
   registerClusterMetrics(metrics, coordination);

@@ -38,6 +38,8 @@ export interface AlertingOptions {
 export interface Alerting {
   engine: AlertEngine;
   dispatcher: Dispatcher;
+  /** Renews the firing alerts at Alertmanager receivers (its counts are on /metrics). */
+  refresher: AlertmanagerRefresher;
   /** Stops evaluation, aborts deliveries in flight (kept in the outbox), flushes alert events, closes state. Safe twice. */
   stop(): Promise<void>;
 }
@@ -105,6 +107,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   return {
     engine,
     dispatcher,
+    refresher,
     stop() {
       stopping ??= (async () => {
         await engine.stop();

@@ -235,6 +235,17 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     expect(kept.every((a) => Date.parse(a.endsAt) > Date.now())).toBe(true);
     expect(notifications('/oncall').filter((n) => n.status === 'resolved').length).toBe(resolvedBefore);
 
+    // Renewals are counted on /metrics; once Alertmanager is gone, the failed ones are too.
+    const renewals = async (outcome: string): Promise<number> => {
+      const text = await (await fetch(`${service?.httpUrl}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`hookwatch_alertmanager_renewals_total{receiver="am",outcome="${outcome}"}`));
+      return line === undefined ? Number.NaN : Number(line.split(' ').pop());
+    };
+    expect(await renewals('delivered')).toBeGreaterThan(0);
+    expect(await renewals('failed')).toBe(0);
+    am?.kill('SIGTERM');
+    await waitFor('a failed renewal on /metrics', async () => ((await renewals('failed')) > 0 ? true : undefined));
+
     // The basic-auth password went out only in the Authorization header, never into a log line.
     expect(logs.join('\n')).not.toContain('s3cret-am-password');
   }, 60_000);

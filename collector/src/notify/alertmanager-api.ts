@@ -74,6 +74,8 @@ export interface AlertmanagerRefresherOptions {
 export class AlertmanagerRefresher {
   /** Pushes made and failed (for tests and logs). */
   readonly stats = { pushes: 0, failures: 0 };
+  /** Renewal pushes per Alertmanager receiver, delivered or failed (for /metrics: from 0, so a first failure shows). */
+  readonly byReceiver = new Map<string, { delivered: number; failed: number }>();
   private readonly opts: AlertmanagerRefresherOptions;
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly abort = new AbortController();
@@ -82,6 +84,7 @@ export class AlertmanagerRefresher {
 
   constructor(opts: AlertmanagerRefresherOptions) {
     this.opts = opts;
+    for (const r of opts.receivers) if (r.type === 'alertmanager') this.byReceiver.set(r.name, { delivered: 0, failed: 0 });
   }
 
   /** Starts one timer per Alertmanager receiver (none without one). */
@@ -111,6 +114,8 @@ export class AlertmanagerRefresher {
     });
     if (result.outcome === 'aborted') return;
     this.stats.pushes++;
+    const counts = this.byReceiver.get(r.name);
+    if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
     if (result.outcome === 'delivered') {
       if (this.failing.delete(r.name)) this.opts.logger.info('alertmanager reachable again; firing alerts renewed', { receiver: r.name, alerts: firing.length });
       return;
