@@ -16,7 +16,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { createApiRouter } from './api/index.ts';
+import { apiErrorHandler, createApiRouter } from './api/index.ts';
 import { closeServer } from './net/close-server.ts';
 import { listenFor } from './net/listen-error.ts';
 import { rejectCrossSiteWrites } from './api/same-origin.ts';
@@ -199,6 +199,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createGuardTrimsRouter({ store, now }));
   app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined) }));
   app.use(createDashboardRouter());
+  // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
+  app.use(apiErrorHandler(logger));
   const http: Server = createServer(app);
 
   let otlpHttpAddress: AddressInfo;

@@ -223,7 +223,17 @@ export function createApiRouter(opts: ApiOptions): Router {
     res.status(404).json({ error: { code: 'not_found', message: 'no such API route; see README "API reference"' } });
   });
 
-  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+  router.use(apiErrorHandler(opts.logger));
+  return router;
+}
+
+/**
+ * The API's answer to an error a route passed on: 400 naming the parameter, 503 with Retry-After while the store
+ * cannot serve, 500 JSON (logged) otherwise. The service also puts it after every router, so an error a router
+ * passes on never reaches Express's HTML page.
+ */
+export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
+  return (err, _req, res, next) => {
     if (res.headersSent) {
       next(err);
       return;
@@ -245,10 +255,9 @@ export function createApiRouter(opts: ApiOptions): Router {
       res.status(400).json({ error: { code: 'bad_request', message: 'malformed URL: a path segment is not valid percent-encoding' } });
       return;
     }
-    opts.logger.error('api request failed', { err });
+    logger.error('api request failed', { err });
     res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
-  });
-  return router;
+  };
 }
 
 interface RouteLayer {

@@ -45,11 +45,17 @@ export class PostgresAlertStateStore implements AlertStateStore {
   async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
     const epoch = this.fence ? this.fence.epoch() : 0;
     const resume = opts.outbox !== false && epoch !== null && epoch !== this.outboxEpoch;
-    const [alerts, silences, outbox] = await Promise.all([
-      this.pool.query<{ data: AlertRecord }>('SELECT data FROM alert_instances'),
-      this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences'),
-      resume ? this.pool.query<{ data: Notification }>('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id') : Promise.resolve({ rows: [] as { data: Notification }[] }),
-    ]);
+    let alerts, silences, outbox;
+    try {
+      [alerts, silences, outbox] = await Promise.all([
+        this.pool.query<{ data: AlertRecord }>('SELECT data FROM alert_instances'),
+        this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences'),
+        resume ? this.pool.query<{ data: Notification }>('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id') : Promise.resolve({ rows: [] as { data: Notification }[] }),
+      ]);
+    } catch (err) {
+      // The API answers 503 for it, as for every read while PostgreSQL is away.
+      throw unavailable(err);
+    }
     if (resume) this.outboxEpoch = epoch;
     return { alerts: alerts.rows.map((r) => r.data), silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data) };
   }

@@ -12,7 +12,7 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type R
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 let server: TestServer;
 let dir: string;
@@ -104,4 +104,29 @@ it('survives a PostgreSQL restart under load: no replica exits and every acknowl
   for (const r of three) {
     await waitFor(`${r.httpUrl} ready`, async () => ((await fetch(`${r.httpUrl}/readyz`)).status === 200 ? true : undefined), 20_000, 200);
   }
+}, 120_000);
+
+it('answers the API with 503 and Retry-After while PostgreSQL is down, every route, and serves again after', async () => {
+  const db = await server.createDatabase();
+  const replica = await startReplica({ db, cwd: mkdtempSync(join(dir, 'replica-')), env: { HOOKWATCH_POSTGRES_LEASE_TTL: '2s' }, startTimeoutMs: 90_000 });
+  replicas.push(replica);
+  const sent = await fetch(`${replica.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: persistedOutputBody(Date.now(), 'down-1') });
+  expect(sent.status).toBe(200);
+  const hooks = (await (await fetch(`${replica.httpUrl}/api/v1/hooks`)).json()) as { hooks: { id: string }[] };
+  const id = hooks.hooks[0]?.id ?? '';
+  const routes = ['/api/v1/hooks', '/api/v1/overview', '/api/v1/alerts', '/api/v1/silences', `/api/v1/hooks/${id}/series`, `/api/v1/hooks/${id}/guard-trims`];
+  await server.down(async () => {
+    for (const route of routes) {
+      const res = await fetch(`${replica.httpUrl}${route}`);
+      const body = await res.text();
+      expect([route, res.status, res.headers.get('content-type')?.split(';')[0]]).toEqual([route, 503, 'application/json']);
+      expect(res.headers.get('retry-after'), route).toMatch(/^\d+$/);
+      // No stack, no file paths: the answer names the problem only.
+      expect(body, route).not.toMatch(/\.ts:\d+|at [A-Z]\w+\./);
+    }
+  });
+  for (const route of routes) {
+    await waitFor(`${route} served again`, async () => ((await fetch(`${replica.httpUrl}${route}`)).status === 200 ? true : undefined), 20_000, 200);
+  }
+  expect(replica.lines.filter((l) => /"level":"error"/.test(l) && /api request failed/.test(l))).toEqual([]);
 }, 120_000);

@@ -33,6 +33,8 @@ export interface TestServer {
   createDatabase(name?: string): Promise<string>;
   /** `pg_ctl restart -m fast`: every connection is cut, the server is back on the same port when this resolves. */
   restart(): Promise<void>;
+  /** Stops the server (`-m fast`), runs `whileDown`, and starts it again on the same port, whatever whileDown did. */
+  down<T>(whileDown: () => Promise<T>): Promise<T>;
   /** Stops the server and removes its files; safe twice. */
   stop(): Promise<void>;
 }
@@ -148,6 +150,14 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     },
     async restart(): Promise<void> {
       await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-m', 'fast', '-w', '-t', '60', 'restart']);
+    },
+    async down<T>(whileDown: () => Promise<T>): Promise<T> {
+      await exec('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+      try {
+        return await whileDown();
+      } finally {
+        await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start']);
+      }
     },
     stop(): Promise<void> {
       stopped ??= (async () => {
