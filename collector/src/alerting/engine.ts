@@ -57,6 +57,10 @@ type Scope = 'all' | 'ingest' | 'notify';
 
 const DAY = 86_400_000;
 
+/** First wait before a failed reload of the alert state is tried again; it doubles up to the maximum. */
+const RELOAD_RETRY_MIN_MS = 1_000;
+const RELOAD_RETRY_MAX_MS = 30_000;
+
 export class AlertEngine implements IngestListener {
   readonly stats: EngineStats = { evaluations: 0, ruleErrors: 0, droppedAlerts: 0, notificationsCreated: 0, lastEvaluationMs: null };
   /** The silences (the API creates and expires them here). */
@@ -73,6 +77,14 @@ export class AlertEngine implements IngestListener {
   private ingestRules = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /**
+   * Set while the persisted state could not be loaded for this leadership. Evaluating on what memory holds
+   * then would notify again what the last leader notified, and leave what it had not delivered undelivered:
+   * nothing is evaluated until a retry loads it.
+   */
+  private stale = false;
+  private reloadTimer: NodeJS.Timeout | undefined;
+  private reloadDelayMs = RELOAD_RETRY_MIN_MS;
 
   constructor(opts: AlertEngineOptions) {
     this.opts = opts;
@@ -103,8 +115,33 @@ export class AlertEngine implements IngestListener {
    * (a replica that just became leader; `resumeOutbox` also delivers what the previous leader left undelivered).
    */
   reload(resumeOutbox = false): Promise<void> {
-    this.chain = this.chain.then(() => this.load(resumeOutbox)).catch((err: unknown) => this.opts.logger.error('cannot reload alert state', { err }));
+    this.chain = this.chain.then(async () => {
+      try {
+        await this.load(resumeOutbox);
+      } catch (err) {
+        this.stale = true;
+        this.opts.logger.error('cannot reload alert state; alerts are not evaluated until it loads', { err, retryInMs: this.reloadDelayMs });
+        this.retryReload(resumeOutbox);
+        return;
+      }
+      if (!this.stale) return;
+      this.stale = false;
+      this.reloadDelayMs = RELOAD_RETRY_MIN_MS;
+      this.opts.logger.info('alert state reloaded; evaluating again');
+      await this.run('all');
+    });
     return this.chain;
+  }
+
+  /** Tries the reload again, backing off, for as long as this replica leads (a new leadership reloads anyway). */
+  private retryReload(resumeOutbox: boolean): void {
+    clearTimeout(this.reloadTimer);
+    const delay = this.reloadDelayMs;
+    this.reloadDelayMs = Math.min(delay * 2, RELOAD_RETRY_MAX_MS);
+    this.reloadTimer = setTimeout(() => {
+      if (!this.stopped && this.leader.isLeader()) void this.reload(resumeOutbox);
+    }, delay);
+    this.reloadTimer.unref();
   }
 
   /**
@@ -168,7 +205,7 @@ export class AlertEngine implements IngestListener {
   }
 
   private async run(scope: Scope): Promise<void> {
-    if (this.stopped || !this.leader.isLeader()) return;
+    if (this.stopped || !this.leader.isLeader() || this.stale) return;
     try {
       await this.evaluateOnce(scope);
     } catch (err) {
@@ -236,6 +273,7 @@ export class AlertEngine implements IngestListener {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    clearTimeout(this.reloadTimer);
     await this.chain;
   }
 }

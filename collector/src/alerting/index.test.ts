@@ -408,4 +408,65 @@ describe('persisted state', () => {
     expect(sink.delivered()).toHaveLength(1);
     expect(alerting.engine.alerts()).toEqual([expect.objectContaining({ state: 'firing' })]);
   });
+
+  it('a new leader whose state load fails evaluates nothing until a retry loads it: no second notification, nothing left undelivered', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
+    const db = join(dir, 'h.db');
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const store = new SqliteStore({ path: db });
+    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
+    // Two replicas on one state: `b` starts as a follower, with nothing in memory yet.
+    let bLeads = false;
+    const real = new SqliteAlertStateStore(db);
+    let failLoads = 0;
+    const flaky = Object.assign(Object.create(real) as SqliteAlertStateStore, {
+      load: async (opts?: { outbox?: boolean }) => {
+        if (failLoads > 0) {
+          failLoads--;
+          throw new Error('canceling statement due to statement timeout');
+        }
+        return real.load(opts);
+      },
+    });
+    const a = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false });
+    const b = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky, leader: { isLeader: () => bLeads } });
+    cleanups.push(async () => {
+      await a.stop();
+      await b.stop();
+      await store.close();
+      await sink.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    // `a` leads: one alert notified, a second one created while the receiver refuses it (left in the outbox).
+    await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    await a.engine.evaluate('all');
+    await sink.waitFor(1);
+    sink.reply = () => ({ status: 503 });
+    await store.ingest([hookEvent({ ...over, hookName: 'Stop:report', timeMs: T0 })]);
+    await a.engine.evaluate('all');
+    await sink.waitFor(2);
+    const pendingId = sink.requests.at(-1)?.headers['webhook-id'];
+    await a.stop();
+    sink.reply = () => ({ status: 200 });
+
+    // `b` takes over; its first load fails. Evaluating now, on its empty memory, would notify both alerts as new.
+    bLeads = true;
+    failLoads = 1;
+    await b.engine.reload(true);
+    await b.engine.evaluate('all');
+    await b.dispatcher.idle();
+    expect(sink.delivered()).toHaveLength(1);
+    // The retry (a second later) loads the state, resumes the undelivered notification and evaluates.
+    await sink.waitFor(3, 5000);
+    await b.dispatcher.idle();
+    clock.advance(TICK);
+    await b.engine.evaluate('all');
+    await b.dispatcher.idle();
+    const delivered = sink.delivered();
+    expect(delivered).toHaveLength(2);
+    expect(delivered[1]?.headers['webhook-id']).toBe(pendingId);
+    expect(b.engine.alerts().map((x) => x.state)).toEqual(['firing', 'firing']);
+  });
 });
