@@ -410,6 +410,17 @@ describe('Kubernetes manifests', () => {
     toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: {}, readFile: () => text }));
     // The base Deployment's literal variables plus the ConfigMap, as the pod starts.
     startsWith(Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e['value']])), text);
+    // The commented alerting block, uncommented, loads with the variables the Deployment sets from the Secret:
+    // the receivers' secrets reach the file through ${env:...}, never through the ConfigMap.
+    const block = text.split('\n').filter((l) => /^# ( {2}|alerting:)/.test(l)).map((l) => l.slice(2)).join('\n');
+    expect(block).toContain('${env:ALERT_WEBHOOK_URL}');
+    const fromSecret = Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).flatMap((e) => {
+      const ref = obj(obj(e['valueFrom'])['secretKeyRef']);
+      return ref['key'] ? [[String(e['name']), String(obj(secret['stringData'])[String(ref['key'])])]] : [];
+    }));
+    const receivers = toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: fromSecret, readFile: () => `${text}\n${block}\n` })).alerting.receivers;
+    expect(receivers.map((r) => r.url)).toEqual([obj(secret['stringData'])['alert-webhook-url']]);
+    expect(text).not.toMatch(/hooks\.example\.com\/replace-me|whsec_/);
   });
 
   it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, and the rendered Deployment still sets only known variables (skipped only outside CI without kubectl)', () => {

@@ -44,6 +44,38 @@ describe('precedence: defaults < file < environment < flags', () => {
   });
 });
 
+describe('${env:NAME} in the config file', () => {
+  const file = [
+    'log: { level: "${env:LEVEL}" }',
+    'alerting:',
+    '  receivers:',
+    '    - name: ops',
+    '      url: "${env:OPS_WEBHOOK_URL}"',
+    '      signingSecret: "whsec_${env:OPS_SIGNING_KEY}"',
+    '      headers: { X-Note: "costs $${HOME} literally" }',
+    '',
+  ].join('\n');
+  const load = (env: NodeJS.ProcessEnv, text = file) => loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml', ...env }, readFile: () => text });
+
+  it('takes values from the environment (a Secret), so the file itself holds none', () => {
+    const env = { LEVEL: 'debug', OPS_WEBHOOK_URL: 'https://hooks.example.com/T0/B0/s3cr3t', OPS_SIGNING_KEY: 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' };
+    const config = toConfig(load(env));
+    expect(config.log.level).toBe('debug');
+    const [ops] = config.alerting.receivers;
+    expect(ops?.url).toBe('https://hooks.example.com/T0/B0/s3cr3t');
+    expect(ops?.signingSecret).toBe('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+    expect(ops?.headers['X-Note']).toBe('costs ${HOME} literally');
+    // `hookwatch config` still hides what came in through a variable.
+    expect(JSON.stringify(effectiveDocument(load(env)))).not.toMatch(/s3cr3t|MfKQ9r8G/);
+  });
+
+  it('an unset variable, or a reference that is not one, stops the start naming the key and the variable', () => {
+    expect(() => load({ LEVEL: 'info', OPS_SIGNING_KEY: 'k' })).toThrow('config file hookwatch.yaml: alerting.receivers[0].url refers to ${env:OPS_WEBHOOK_URL}, which is not set');
+    expect(() => load({}, 'log: { level: "${env:LOG LEVEL}" }\n')).toThrow('log.level: "${env:LOG LEVEL}" is not a variable reference');
+    expect(() => load({}, 'log: { level: "${LEVEL}" }\n')).toThrow('log.level: "${LEVEL}" is not a variable reference; write ${env:NAME}');
+  });
+});
+
 describe('bad configuration fails at start with a message naming the key', () => {
   const cases: [string, () => unknown, RegExp][] = [
     ['unknown key in a file', () => loadConfig({ env: {}, flags: { config: `${configs}unknown-key.yaml` }, readFile }), /unknown key "otlp\.http\.adr"; did you mean "otlp\.http\.addr"\?/],

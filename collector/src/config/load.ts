@@ -102,6 +102,33 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
   }
 }
 
+/** `${env:NAME}` in a config file value, as the OpenTelemetry Collector writes it; `$${` is a literal `${`. */
+const ENV_REFERENCE = /\$\$\{|\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}|\$\{[^}]*\}?/g;
+
+/**
+ * The document with every `${env:NAME}` in its string values replaced by that variable, so a file kept in a
+ * ConfigMap can take secrets (a webhook URL, a signing secret) from variables set by a Secret. An unset variable
+ * is an error naming the key and the variable, never the value.
+ */
+function expandEnv(doc: unknown, env: NodeJS.ProcessEnv, path: string, origin: string): unknown {
+  if (typeof doc === 'string') {
+    if (!doc.includes('${')) return doc;
+    return doc.replace(ENV_REFERENCE, (match, name: string | undefined) => {
+      if (match === '$${') return '${';
+      const where = path || 'the document';
+      if (name === undefined) throw new ConfigError(`${origin}: ${where}: ${JSON.stringify(match)} is not a variable reference; write \${env:NAME}, or $\${ for a literal \${`);
+      const value = env[name];
+      if (value === undefined) throw new ConfigError(`${origin}: ${where} refers to \${env:${name}}, which is not set`);
+      return value;
+    });
+  }
+  if (Array.isArray(doc)) return doc.map((v, i) => expandEnv(v, env, `${path}[${i}]`, origin));
+  if (doc !== null && typeof doc === 'object') {
+    return Object.fromEntries(Object.entries(doc).map(([k, v]) => [k, expandEnv(v, env, path ? `${path}.${k}` : k, origin)]));
+  }
+  return doc;
+}
+
 /** Flattens a parsed YAML/JSON document into dotted keys; object-typed settings stay whole. */
 function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin: string): void {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
@@ -151,6 +178,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     } catch (err) {
       throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
     }
+    doc = expandEnv(doc, env, '', `config file ${file}`);
     const raw = new Map<string, unknown>();
     if (doc !== null && doc !== undefined) flatten(doc, '', raw, `config file ${file}`);
     for (const [key, v] of raw) {
