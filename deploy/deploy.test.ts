@@ -445,7 +445,19 @@ describe('Kubernetes manifests', () => {
         expect(db['value']).toBeUndefined();
         expect(obj(obj(db['valueFrom'])['secretKeyRef'])['key']).toBe('db-url');
         expect(rendered.some((d) => d['kind'] === 'PersistentVolumeClaim')).toBe(false);
+        // Several replicas: a drain evicts one at a time, a rollout never goes below the replica count, and the
+        // scheduler spreads them over nodes.
+        const spec = obj(dep['spec']);
+        const podLabels = obj(obj(obj(spec['template'])['metadata'])['labels']);
+        const pdb = rendered.find((d) => d['kind'] === 'PodDisruptionBudget') as Doc;
+        const selects = obj(obj(obj(pdb['spec'])['selector'])['matchLabels']);
+        for (const [k, v] of Object.entries(selects)) expect(podLabels[k], k).toBe(v);
+        expect(Number(obj(pdb['spec'])['minAvailable'])).toBeLessThan(Number(spec['replicas']));
+        expect(obj(obj(spec['strategy'])['rollingUpdate'])['maxUnavailable']).toBe(0);
+        const spread = arr(obj(obj(spec['template'])['spec'])['topologySpreadConstraints']).map(obj);
+        expect(spread.map((c) => c['topologyKey'])).toContain('kubernetes.io/hostname');
       }
+      expect(obj(obj(dep['spec'])['template'])['spec']).toMatchObject({ automountServiceAccountToken: false });
     }
   });
 });
