@@ -134,6 +134,17 @@ describe('persisted rule', () => {
     expect(resolved.alerts[0]?.endsAt).not.toBe('0001-01-01T00:00:00Z');
   });
 
+  it('adds the rule\'s own labels to its alerts, for routing; a label hookwatch sets itself is refused', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h', labels: { team: 'platform', source: 'hookwatch' } }]);
+    await h.push(over);
+    const body = h.sink.bodies<AlertmanagerWebhookBody>()[0] as AlertmanagerWebhookBody;
+    expect(body.alerts[0]?.labels).toEqual({ alertname: 'persisted', severity: 'critical', hook_event: 'SessionStart', hook_name: 'SessionStart:startup', team: 'platform', source: 'hookwatch' });
+    expect(() => parseRules([{ kind: 'persisted', labels: { hook_name: 'x' } }])).toThrow('alerting.rules[0].labels.hook_name: hookwatch sets this label itself');
+    expect(() => parseRules([{ kind: 'persisted', groupBy: 'team', labels: { team: 'x' } }])).toThrow('labels.team: hookwatch sets this label itself');
+    expect(() => parseRules([{ kind: 'persisted', labels: { 'bad-name': 'x' } }])).toThrow('"bad-name" is not a label name');
+    expect(() => parseRules([{ kind: 'persisted', labels: { team: 3 } }])).toThrow('labels.team: expected a string');
+  });
+
   it('waits for `for`: pending first, firing between for and for + one tick', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h', for: '2m' }]);
     await h.push(over);

@@ -11,7 +11,7 @@ import { totalCounters } from '../store/counters.ts';
 import { isOverflowHook } from '../store/hook-limit.ts';
 import type { HookInfo, Store } from '../store/store.ts';
 import { blindCondition, growthCondition, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
-import type { RuleConfig } from './settings.ts';
+import { dimensionLabel, type RuleConfig } from './settings.ts';
 
 /** One label set whose condition holds at evaluation time. */
 export interface Candidate {
@@ -59,10 +59,6 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
   }
 }
 
-/** Label name for a dimension: dots become underscores (organization.id -> organization_id), as labels are identifiers. */
-export function dimensionLabel(dimension: string): string {
-  return dimension.replace(/[^a-zA-Z0-9_]/g, '_');
-}
 
 function hookLabels(rule: RuleConfig, info: HookInfo): Record<string, string> {
   return { alertname: rule.name, severity: rule.severity, hook_event: info.hookEvent, hook_name: info.hookName };
@@ -199,7 +195,9 @@ const EVALUATORS: Record<RuleConfig['kind'], (rule: RuleConfig, ctx: RuleContext
   hook_limit: hookLimit,
 };
 
-/** The label sets for which the rule's condition holds at ctx.now. */
-export function evaluateRule(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  return EVALUATORS[rule.kind](rule, ctx);
+/** The label sets for which the rule's condition holds at ctx.now, with the rule's own labels added. */
+export async function evaluateRule(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
+  const candidates = await EVALUATORS[rule.kind](rule, ctx);
+  if (Object.keys(rule.labels).length === 0) return candidates;
+  return candidates.map((c) => ({ ...c, labels: { ...c.labels, ...rule.labels } }));
 }

@@ -35,9 +35,16 @@ export interface RuleConfig {
   afterMs: number;
   /** silence: one alert per hook, or one for the whole feed. */
   scope: 'hook' | 'feed';
+  /** Labels added to every alert of the rule (routing in Alertmanager: team, source, ...), as in Prometheus rules. */
+  labels: Record<string, string>;
 }
 
 const DAY = 86_400_000;
+
+/** Label name for a dimension: dots become underscores (organization.id -> organization_id), as labels are identifiers. */
+export function dimensionLabel(dimension: string): string {
+  return dimension.replace(/[^a-zA-Z0-9_]/g, '_');
+}
 
 /**
  * `for` when a rule sets none. never_completed: a start near the end of the window whose complete landed just past
@@ -46,7 +53,7 @@ const DAY = 86_400_000;
  */
 const DEFAULT_FOR_MS: Partial<Record<RuleKind, number>> = { never_completed: 600_000 };
 
-const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs' | 'keepFiringForMs' | 'groupBy' | 'scope'> & { scope?: 'hook' | 'feed' }> = {
+const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs' | 'keepFiringForMs' | 'groupBy' | 'scope' | 'labels'> & { scope?: 'hook' | 'feed' }> = {
   persisted: { severity: 'critical', windowMs: 3_600_000, threshold: 0, minExecutions: 1, horizonDays: 0, afterMs: 0 },
   persisted_ratio: { severity: 'warning', windowMs: DAY, threshold: 0.05, minExecutions: 20, horizonDays: 0, afterMs: 0 },
   headroom: { severity: 'warning', windowMs: DAY, threshold: 0.8, minExecutions: 1, horizonDays: 0, afterMs: 0 },
@@ -60,7 +67,29 @@ const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs'
 /** Rules on with zero configuration. `silence` and `persisted_ratio` need a team's knowledge of its traffic. */
 export const DEFAULT_RULE_KINDS: readonly RuleKind[] = ['persisted', 'headroom', 'growth', 'blind', 'never_completed', 'hook_limit'];
 
-const RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'window', 'groupBy', 'threshold', 'minExecutions', 'horizonDays', 'after', 'scope'];
+const RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'window', 'groupBy', 'threshold', 'minExecutions', 'horizonDays', 'after', 'scope', 'labels'];
+/** Labels every rule sets itself (alertname, severity) or an alert of some kind carries; a rule's labels add to them. */
+const BUILT_IN_LABELS = ['alertname', 'severity', 'hook_event', 'hook_name', 'service_name', 'service_version', 'scope'];
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
+const MAX_RULE_LABELS = 20;
+const MAX_LABEL_VALUE = 256;
+
+/** A rule's `labels`: a few identifier names (not a built-in label, nor its groupBy label) with short string values. */
+function ruleLabels(raw: unknown, at: string, groupBy: string | null): Record<string, string> {
+  if (raw === undefined || raw === null) return {};
+  if (!isMap(raw)) throw new SettingError(`${at}.labels: expected a mapping of label names to values, e.g. { team: platform }`);
+  const entries = Object.entries(raw);
+  if (entries.length > MAX_RULE_LABELS) throw new SettingError(`${at}.labels: at most ${MAX_RULE_LABELS} labels`);
+  const taken = groupBy === null ? BUILT_IN_LABELS : [...BUILT_IN_LABELS, dimensionLabel(groupBy)];
+  const out: Record<string, string> = {};
+  for (const [name, value] of entries) {
+    if (!LABEL_NAME.test(name) || name.startsWith('__')) throw new SettingError(`${at}.labels: ${JSON.stringify(name)} is not a label name (letters, digits and _, starting with a letter or _, not __)`);
+    if (taken.includes(name)) throw new SettingError(`${at}.labels.${name}: hookwatch sets this label itself${name === 'severity' ? ' (use severity:)' : ''}`);
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_LABEL_VALUE) throw new SettingError(`${at}.labels.${name}: expected a string of 1 to ${MAX_LABEL_VALUE} characters`);
+    out[name] = value;
+  }
+  return out;
+}
 const NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
 const MAX_RULES = 100;
 
@@ -123,13 +152,14 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
     horizonDays: raw['horizonDays'] === undefined ? d.horizonDays : num(raw['horizonDays'], `${at}.horizonDays`, 1, 365),
     afterMs: raw['after'] === undefined ? d.afterMs : duration(raw['after'], `${at}.after`, 100, 30 * DAY),
     scope,
+    labels: ruleLabels(raw['labels'], at, groupBy as string | null),
   };
 }
 
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)),
-    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; [] turns alerting rules off.',
+    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; [] turns alerting rules off.',
   },
   RECEIVERS_SETTING,
   {
