@@ -196,6 +196,13 @@ describe('hookwatch guard', () => {
     expect(full.subarray(0, 4)).toEqual(Buffer.from([0x61, 0xff, 0xfe, 0x0a]));
   });
 
+  it('names the full output by an absolute path when --dir is relative', async () => {
+    const ran = await guard(['--dir', 'relative-out', '--', `head -c 12000 /dev/zero | tr '\\0' r`]);
+    const path = /the full output is in (\S+)\]$/.exec(ran.stdout.toString())?.[1] ?? '';
+    expect(path.startsWith(join(dir, 'relative-out'))).toBe(true);
+    expect((await readFile(path, 'utf8')).length).toBe(12_000);
+  });
+
   it('streams an output far larger than memory holds to a file and still delivers its front', async () => {
     const ran = await guard(['--', `head -c 20000000 /dev/zero | tr '\\0' 'a'`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     const out = ran.stdout.toString();

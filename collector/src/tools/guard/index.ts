@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 
@@ -185,7 +185,8 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   return {
     budget,
     timeoutMs,
-    dir: text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir()),
+    // Absolute: the pointer line names the file for the model, which does not run in the hook's directory.
+    dir: resolve(io.cwd, text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir())),
     report: checkedReport,
     shell: text('shell') ?? '/bin/sh',
   };
