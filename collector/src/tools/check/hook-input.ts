@@ -22,6 +22,8 @@ export interface HookInputOptions {
   prompt?: string;
   /** PreToolUse / PostToolUse: the tool the hook fires for. */
   toolName?: string;
+  /** PreCompact: manual or auto. */
+  trigger?: string;
 }
 
 /** Claude Code's project folder name for a working directory: every non-alphanumeric character becomes "-". */
@@ -94,7 +96,7 @@ export function buildHookInput(options: HookInputOptions): Record<string, unknow
       input.message = 'Claude needs your permission to use Bash';
       break;
     case 'PreCompact':
-      input.trigger = 'manual';
+      input.trigger = options.trigger ?? 'manual';
       input.custom_instructions = '';
       break;
     case 'SessionEnd':
@@ -112,6 +114,22 @@ export function matcherQuery(input: Record<string, unknown>): string | undefined
   if (typeof input.tool_name === 'string') return input.tool_name;
   if (typeof input.trigger === 'string') return input.trigger;
   return undefined;
+}
+
+/**
+ * Whether a settings matcher selects a firing's matcher query, as Claude Code decides whether to run the group:
+ * no matcher, an empty one or `*` selects everything; plain names separated by `|` select those names exactly;
+ * anything else is a regular expression over the whole value (`mcp__.*`, `Notebook.*`). A pattern that does not
+ * compile selects nothing.
+ */
+export function matcherSelects(matcher: string | undefined, query: string): boolean {
+  if (matcher === undefined || matcher.trim() === '' || matcher.trim() === '*') return true;
+  if (/^[A-Za-z0-9_\s|-]+$/.test(matcher)) return matcher.split('|').map((m) => m.trim()).includes(query);
+  try {
+    return new RegExp(`^(?:${matcher})$`).test(query);
+  } catch {
+    return false;
+  }
 }
 
 /**

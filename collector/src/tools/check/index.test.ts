@@ -1,4 +1,4 @@
-import { chmod, cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -317,6 +317,34 @@ describe('check --settings', () => {
     const onlyUps = await checkJson(['--settings', join(project, '.claude', 'settings.json'), '--event', 'UserPromptSubmit']);
     expect(onlyUps.result.hooks.map((h) => h.hookName)).toEqual(['UserPromptSubmit']);
     expect(onlyUps.code).toBe(0);
+  });
+
+  it('runs only the groups whose matcher selects the firing, and says which it left out', async () => {
+    const project = join(dir, 'matchers');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const group = (matcher: string, n: number) => ({ matcher, hooks: [{ type: 'command', command: `printf '%${n}s' x` }] });
+    const settings = { hooks: { PreToolUse: [group('Bash', 10), group('Edit|Write', 20), group('*', 30), group('mcp__.*', 40)], SessionStart: [group('startup', 50), group('resume', 60)] } };
+    await writeFile(join(project, '.claude', 'settings.json'), JSON.stringify(settings));
+    const path = join(project, '.claude', 'settings.json');
+    const sizes = (r: { result: { hooks: { hookName: string; outputs: { sent: number }[] }[] } }) => r.result.hooks.map((h) => [h.hookName, h.outputs[0]?.sent]);
+
+    const edit = await check(['--json', '--settings', path, '--event', 'PreToolUse', '--tool-name', 'Edit']);
+    expect(sizes({ result: JSON.parse(edit.out) })).toEqual([['PreToolUse:Edit', 20], ['PreToolUse:Edit', 30]]);
+    expect(edit.err).toContain('hooks.PreToolUse[0].hooks[0]: matcher "Bash" does not select "Edit", so Claude Code would not run it: not checked');
+    expect(edit.err).toContain('hooks.PreToolUse[3].hooks[0]: matcher "mcp__.*" does not select "Edit"');
+
+    // Each group gets a value its matcher selects when none is given; a pattern can be given one.
+    const byMatcher = await checkJson(['--settings', path, '--event', 'PreToolUse']);
+    expect(sizes(byMatcher)).toEqual([['PreToolUse:Bash', 10], ['PreToolUse:Edit', 20], ['PreToolUse:Bash', 30]]);
+    const mcp = await checkJson(['--settings', path, '--event', 'PreToolUse', '--tool-name', 'mcp__github__search']);
+    expect(sizes(mcp)).toEqual([['PreToolUse:mcp__github__search', 30], ['PreToolUse:mcp__github__search', 40]]);
+
+    const resume = await checkJson(['--settings', path, '--event', 'SessionStart', '--source', 'resume']);
+    expect(sizes(resume)).toEqual([['SessionStart:resume', 60]]);
+    // Nothing selected at all: nothing checked, said so.
+    const none = await check(['--settings', path, '--event', 'SessionStart', '--source', 'clear']);
+    expect(none.err).toContain('no hook would run for this firing');
+    expect(none.code).toBe(2);
   });
 
   it.each([

@@ -4,7 +4,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
-import { buildHookInput, KNOWN_EVENTS, matcherQuery, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
+import { buildHookInput, KNOWN_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
 import { measureStdout } from './measure.ts';
 import type { MeasuredStdout } from './measure.ts';
 import { checkJson, checkText, hookFails } from './report.ts';
@@ -126,6 +126,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       const matched = valueForMatcher(hook.matcher);
       const source = values.source ?? (matched !== undefined && (SESSION_START_SOURCES as readonly string[]).includes(matched) ? matched : undefined);
       const toolName = values['tool-name'] ?? matched;
+      const trigger = matched === 'manual' || matched === 'auto' ? matched : undefined;
       const input = buildHookInput({
         event: hook.event,
         projectDir,
@@ -133,7 +134,16 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         ...(source === undefined ? {} : { source }),
         ...(values.prompt === undefined ? {} : { prompt: values.prompt }),
         ...(toolName === undefined ? {} : { toolName }),
+        ...(trigger === undefined ? {} : { trigger }),
       });
+      const query = matcherQuery(input);
+      // Claude Code runs a group only when its matcher selects the firing: one that does not is not measured
+      // under a name it would never have.
+      if (query !== undefined && !matcherSelects(hook.matcher, query)) {
+        const flag = hook.event === 'SessionStart' ? ' (give --source with a value it selects)' : input.tool_name !== undefined ? ' (give --tool-name with a tool it selects)' : '';
+        io.stderr(`hookwatch check: ${hook.location ?? hook.event}: matcher ${JSON.stringify(hook.matcher)} does not select ${JSON.stringify(query)}, so Claude Code would not run it: not checked${flag}\n`);
+        continue;
+      }
       const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, shell: values.shell });
       let status: HookCheckStatus = 'measured';
       if (run.spawnError !== undefined) status = 'not-started';
@@ -141,7 +151,6 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       else if (run.exitCode === 2) status = 'blocked';
       else if (run.exitCode !== 0) status = 'failed';
       const measured: MeasuredStdout = status === 'measured' ? measureStdout(run.stdout, run.stdoutChars, run.stdoutComplete, budget) : { format: 'empty', outputs: [] };
-      const query = matcherQuery(input);
       checks.push({
         hookName: query === undefined ? hook.event : `${hook.event}:${query}`,
         event: hook.event,
@@ -155,6 +164,10 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       });
     }
 
+    if (checks.length === 0) {
+      io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
+      return EXIT_USAGE;
+    }
     const options = { budget, showOutput: values['show-output'], showContent: values['show-content'] };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     return checks.some(hookFails) ? EXIT_FINDINGS : EXIT_OK;
