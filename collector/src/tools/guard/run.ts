@@ -8,6 +8,8 @@ import type { CapturedStdout } from './capture.ts';
 const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
 /** After SIGTERM on timeout, how long the command gets before SIGKILL. */
 const KILL_GRACE_MS = 1_000;
+/** After a stopped command exits, how long output already in the pipe is still read. */
+const STOPPED_OUTPUT_GRACE_MS = 50;
 /** Signals forwarded to the command: what a supervisor (Claude Code on a timeout, a terminal) sends to stop it. */
 const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
 
@@ -36,9 +38,11 @@ export interface GuardedRunResult {
 
 /**
  * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
- * its head kept), and its stdout captured. Stop signals sent to the guard (and its own timeout) are passed on to
- * the command's whole process group, so Claude Code's timeout stops the hook: a settings-file command line runs
- * in a shell, and signalling the shell alone would leave what it started running, holding stdout open.
+ * its head kept), and its stdout captured. Stop signals sent to the guard (Claude Code's timeout) and the
+ * guard's own --timeout are passed on to the command. Once a stopped command is gone the guard stops waiting,
+ * as Claude Code does: what a command line started in the background may hold stdout open and is left running,
+ * as it would be without the guard. A stopped run ends as the stop made it end: by the command's own status when
+ * the stop ended it with one, else by the stop signal (never as a success).
  */
 export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
   return new Promise((resolve) => {
@@ -46,25 +50,26 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     const interactive = run.stdin.isTTY === true;
     const [file, ...args] = run.command.length === 1 ? [run.shell, '-c', run.command[0] ?? ''] : run.command;
     // Its own process group, except at a terminal: a background group that reads the terminal is stopped.
-    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'], detached: !interactive });
-    const kill = (signal: NodeJS.Signals): void => {
-      if (!interactive && child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, signal);
-          return;
-        } catch {
-          // The group is gone: nothing left to stop.
-        }
-      }
-      child.kill(signal);
-    };
+    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'] });
+    /** How the command exited, once it has (stdout may stay open after). */
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    /** The signal that stopped the run (a forwarded one, or SIGTERM of the timeout), and whether the command had exited already. */
+    let stoppedBy: NodeJS.Signals | null = null;
+    let exitedBeforeStop = false;
     const inputParts: Buffer[] = [];
     let inputBytes = 0;
     let timedOut = false;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
-    const forward = (signal: NodeJS.Signals): void => kill(signal);
-    for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stoppedBy === null) {
+        stoppedBy = signal;
+        exitedBeforeStop = exited !== undefined;
+      }
+      if (exited === undefined) child.kill(signal);
+      else afterStop();
+    };
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, stop);
 
     const onInput = (chunk: Buffer): void => {
       if (inputBytes >= MAX_INPUT_HEAD_BYTES) return;
@@ -82,24 +87,41 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       if (settled) return;
       settled = true;
       for (const timer of timers) clearTimeout(timer);
-      for (const sig of FORWARDED_SIGNALS) process.off(sig, forward);
+      for (const sig of FORWARDED_SIGNALS) process.off(sig, stop);
       run.stdin.off('data', onInput);
       run.stdin.unpipe();
       run.stdin.pause();
       resolve({ exitCode, signal, timedOut, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
     };
 
+    /** A stopped command is gone: what is already in the pipe is read for a moment, then the run ends. */
+    const afterStop = (): void => {
+      timers.push(setTimeout(() => {
+        child.stdout?.destroy();
+        const own = exited !== undefined && !exitedBeforeStop && !(exited.code === 0 && exited.signal === null);
+        settle(own ? (exited?.code ?? null) : null, own ? (exited?.signal ?? null) : stoppedBy);
+      }, STOPPED_OUTPUT_GRACE_MS));
+    };
+
     child.stdout?.on('data', (chunk: Buffer) => capture.push(chunk));
     child.on('error', (error) => settle(null, null, error.message));
+    child.on('exit', (code, signal) => {
+      exited = { code, signal };
+      if (stoppedBy !== null) afterStop();
+    });
     // 'close' waits for stdout to end too, so output written just before exit is kept.
-    child.on('close', (code, signal) => settle(code, signal));
+    child.on('close', (code, signal) => {
+      if (stoppedBy === null) settle(code, signal);
+    });
 
     if (run.timeoutMs !== undefined) {
       timers.push(
         setTimeout(() => {
           timedOut = true;
-          kill('SIGTERM');
-          timers.push(setTimeout(() => kill('SIGKILL'), KILL_GRACE_MS));
+          stop('SIGTERM');
+          timers.push(setTimeout(() => {
+            if (exited === undefined) child.kill('SIGKILL');
+          }, KILL_GRACE_MS));
         }, run.timeoutMs),
       );
     }
