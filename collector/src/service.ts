@@ -146,7 +146,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
   registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests });
-  const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries });
+  const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);
   // The hooks seen in the last month get their series at 0 at once, off the start-up path.

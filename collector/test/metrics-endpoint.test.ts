@@ -181,6 +181,10 @@ describe('GET /metrics', () => {
       if (samples.length < 2) await new Promise((r) => setTimeout(r, 50));
     }
     expect(samples.map((s) => [s.labels['hook_name'], s.value]).sort()).toEqual([['SessionStart:memory', 0], ['Stop:report', 0]]);
+    // Each series says when it began, so a rule can tell a young series from an old one.
+    const started = (await scrape(base)).families.get('hookwatch_hook_series_start_time_seconds')?.samples ?? [];
+    expect(started).toHaveLength(2);
+    for (const s of started) expect(Math.abs(s.value - Date.now() / 1000)).toBeLessThan(60);
     // Size gauges stay absent: nothing is known of this process's executions yet.
     expect((await scrape(base)).families.get('hookwatch_hook_last_output_chars')?.samples ?? []).toEqual([]);
   });

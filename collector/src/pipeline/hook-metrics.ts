@@ -32,6 +32,8 @@ interface HookSeries {
   /** Largest output of the newest execution with size data, and that execution's time. */
   lastLargest: number | null;
   lastTimeMs: number;
+  /** When this process created the series: its counters count from then. */
+  createdMs: number;
 }
 
 /** Distinct overflowing hooks remembered at most; past it the count saturates instead of growing memory. */
@@ -53,21 +55,30 @@ export class HookMetrics implements IngestListener {
   private readonly overflow = emptyRow();
   private readonly maxSeries: number;
 
-  constructor(opts: { maxSeries: number }) {
+  private readonly now: () => number;
+
+  constructor(opts: { maxSeries: number; now?: () => number }) {
     this.maxSeries = opts.maxSeries;
+    this.now = opts.now ?? Date.now;
+  }
+
+  private newSeries(id: string, hookEvent: string, hookName: string): HookSeries {
+    const s: HookSeries = { labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity, createdMs: this.now() };
+    this.series.set(id, s);
+    return s;
   }
 
   /**
-   * Series at 0 for hooks the store already knows, the most recently seen first, as far as the series cap
-   * allows. A counter series that first appears with a persisted output already counted has no earlier sample
+   * Series at 0 for hooks the store already knows, the most recently seen first, up to half the series cap (the
+   * rest stays free for hooks active now). A counter series that first appears with a persisted output already counted has no earlier sample
    * for Prometheus' increase() to compare with: after a restart, a known hook's next persisted output would go
    * unseen. Hooks that already have a series (events ingested meanwhile) keep it.
    */
   seed(hooks: readonly { id: string; hookEvent: string; hookName: string; lastSeenMs: number }[]): void {
+    const limit = Math.max(this.series.size, Math.floor(this.maxSeries / 2));
     for (const h of [...hooks].sort((a, b) => b.lastSeenMs - a.lastSeenMs)) {
-      if (this.series.size >= this.maxSeries) return;
-      if (this.series.has(h.id)) continue;
-      this.series.set(h.id, { labels: { hook_id: h.id, hook_event: h.hookEvent, hook_name: h.hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity });
+      if (this.series.size >= limit) return;
+      if (!this.series.has(h.id)) this.newSeries(h.id, h.hookEvent, h.hookName);
     }
   }
 
@@ -81,8 +92,7 @@ export class HookMetrics implements IngestListener {
           addEvent(this.overflow, e);
           continue;
         }
-        s = { labels: { hook_id: e.hookId, hook_event: e.hookEvent, hook_name: e.hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity };
-        this.series.set(e.hookId, s);
+        s = this.newSeries(e.hookId, e.hookEvent, e.hookName);
       }
       addEvent(s.row, e);
       s.counters = undefined;
@@ -124,6 +134,7 @@ export class HookMetrics implements IngestListener {
     perHook('counter', 'hookwatch_hook_near_executions_total', 'Executions whose largest output may exceed the near threshold, nothing persisted, since start.', (c) => c.nearExecutions);
     perHook('counter', 'hookwatch_hook_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280): blind, never healthy.', (c) => c.sizeUnknownExecutions);
     perHook('gauge', 'hookwatch_hook_largest_output_chars', 'Largest output since start (upper bound: Claude Code reports sums over the matching commands); absent when unknown.', (c) => largestOutput(c));
+    perHook('gauge', 'hookwatch_hook_series_start_time_seconds', 'When this process created the hook\'s series (its counters count from then; with increase(), a series younger than the window counts whole).', (_c, s) => s.createdMs / 1000);
     perHook('gauge', 'hookwatch_hook_last_output_chars', 'Largest output of the newest execution with size data (max_over_time gives a window); absent when unknown.', (_c, s) => s.lastLargest);
     one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => this.series.size);
     one('gauge', 'hookwatch_hook_series_dropped', `Hooks left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => this.dropped.size);
