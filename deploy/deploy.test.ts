@@ -420,6 +420,17 @@ describe('Kubernetes manifests', () => {
     }));
     const receivers = toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: fromSecret, readFile: () => `${text}\n${block}\n` })).alerting.receivers;
     expect(receivers.map((r) => r.url)).toEqual([obj(secret['stringData'])['alert-webhook-url']]);
+    // The example's kubectl command, pasted, is one shell command that creates every key the Secret shows.
+    const example = read('deploy/kubernetes/secret.example.yaml').split('\n');
+    const from = example.findIndex((l) => l.startsWith('#   kubectl'));
+    const command: string[] = [];
+    for (let i = from; i >= 0 && i < example.length && example[i]?.startsWith('#  '); i++) {
+      command.push((example[i] ?? '').slice(1));
+      if (!(example[i] ?? '').endsWith('\\')) break;
+    }
+    const sh = spawnSync('bash', ['-n'], { input: command.join('\n'), encoding: 'utf8' });
+    expect(sh.status, sh.stderr).toBe(0);
+    expect([...command.join('\n').matchAll(/--from-literal=([a-z-]+)=/g)].map((m) => m[1]).sort()).toEqual(keys.sort());
     expect(text).not.toMatch(/hooks\.example\.com\/replace-me|whsec_/);
   });
 

@@ -71,8 +71,18 @@ describe('${env:NAME} in the config file', () => {
 
   it('an unset variable, or a reference that is not one, stops the start naming the key and the variable', () => {
     expect(() => load({ LEVEL: 'info', OPS_SIGNING_KEY: 'k' })).toThrow('config file hookwatch.yaml: alerting.receivers[0].url refers to ${env:OPS_WEBHOOK_URL}, which is not set');
-    expect(() => load({}, 'log: { level: "${env:LOG LEVEL}" }\n')).toThrow('log.level: "${env:LOG LEVEL}" is not a variable reference');
-    expect(() => load({}, 'log: { level: "${LEVEL}" }\n')).toThrow('log.level: "${LEVEL}" is not a variable reference; write ${env:NAME}');
+    expect(() => load({}, 'log: { level: "${env:LOG LEVEL}" }\n')).toThrow('log.level holds a ${ that is not a variable reference');
+    expect(() => load({}, 'log: { level: "${LEVEL}" }\n')).toThrow('log.level holds a ${ that is not a variable reference; write ${env:NAME}');
+    // A secret that happens to hold `${` is never quoted back, not even in part.
+    const secret = 'alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.example.com/x", bearerToken: "abc${def-very-secret-token" }\n';
+    let message = '';
+    try {
+      load({}, secret);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('alerting.receivers[0].bearerToken holds a ${');
+    expect(message).not.toMatch(/very-secret|def/);
   });
 });
 

@@ -116,7 +116,8 @@ function expandEnv(doc: unknown, env: NodeJS.ProcessEnv, path: string, origin: s
     return doc.replace(ENV_REFERENCE, (match, name: string | undefined) => {
       if (match === '$${') return '${';
       const where = path || 'the document';
-      if (name === undefined) throw new ConfigError(`${origin}: ${where}: ${JSON.stringify(match)} is not a variable reference; write \${env:NAME}, or $\${ for a literal \${`);
+      // The value may be a secret: the error names the key only, never the text around the `${`.
+      if (name === undefined) throw new ConfigError(`${origin}: ${where} holds a \${ that is not a variable reference; write \${env:NAME}, or $\${ for a literal \${`);
       const value = env[name];
       if (value === undefined) throw new ConfigError(`${origin}: ${where} refers to \${env:${name}}, which is not set`);
       return value;
