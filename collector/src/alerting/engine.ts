@@ -116,26 +116,42 @@ export class AlertEngine implements IngestListener {
    */
   reload(resumeOutbox = false): Promise<void> {
     this.chain = this.chain.then(async () => {
-      try {
-        await this.load(resumeOutbox);
-      } catch (err) {
-        this.stale = true;
-        this.opts.logger.error('cannot reload alert state; alerts are not evaluated until it loads', { err, retryInMs: this.reloadDelayMs });
-        this.retryReload(resumeOutbox);
-        return;
-      }
-      if (!this.stale) return;
-      this.stale = false;
-      this.reloadDelayMs = RELOAD_RETRY_MIN_MS;
-      this.opts.logger.info('alert state reloaded; evaluating again');
-      await this.run('all');
+      // Memory was stale until now: what was not evaluated meanwhile is evaluated at once.
+      if ((await this.loadOrMarkStale(resumeOutbox)) === 'recovered') await this.run('all');
     });
     return this.chain;
+  }
+
+  /** True while memory may differ from the saved state (a load failed): nothing is evaluated or renewed then. */
+  get isStale(): boolean {
+    return this.stale;
+  }
+
+  /**
+   * Loads the saved state. When that fails, memory is marked stale (no evaluation until a load succeeds) and the
+   * load is retried; `recovered` when memory was stale before this load.
+   */
+  private async loadOrMarkStale(resumeOutbox: boolean): Promise<'loaded' | 'recovered' | 'failed'> {
+    try {
+      await this.load(resumeOutbox);
+    } catch (err) {
+      this.stale = true;
+      this.opts.logger.error('cannot load alert state; alerts are not evaluated until it loads', { err, retryInMs: this.reloadDelayMs });
+      this.retryReload(resumeOutbox);
+      return 'failed';
+    }
+    clearTimeout(this.reloadTimer);
+    this.reloadDelayMs = RELOAD_RETRY_MIN_MS;
+    if (!this.stale) return 'loaded';
+    this.stale = false;
+    this.opts.logger.info('alert state loaded again; evaluating');
+    return 'recovered';
   }
 
   /** Tries the reload again, backing off, for as long as this replica leads (a new leadership reloads anyway). */
   private retryReload(resumeOutbox: boolean): void {
     clearTimeout(this.reloadTimer);
+    if (this.stopped) return;
     const delay = this.reloadDelayMs;
     this.reloadDelayMs = Math.min(delay * 2, RELOAD_RETRY_MAX_MS);
     this.reloadTimer = setTimeout(() => {
@@ -241,9 +257,10 @@ export class AlertEngine implements IngestListener {
     try {
       await this.opts.stateStore.save({ upsert: step.upsert, remove: step.remove, notifications }, epoch);
     } catch (err) {
-      // Nothing is sent that is not saved: go back to the saved state; the next evaluation redoes the work.
+      // Nothing is sent that is not saved: go back to the saved state; the next evaluation redoes the work. If that
+      // load fails too, memory holds transitions never saved: stale until a load succeeds.
       this.opts.logger.error('cannot save alert state; nothing notified, reloading the saved state', { err });
-      await this.load(false);
+      await this.loadOrMarkStale(false);
       return;
     }
     for (const n of notifications) this.opts.dispatcher.enqueue(n);

@@ -480,4 +480,56 @@ describe('persisted state', () => {
     expect(delivered[1]?.headers['webhook-id']).toBe(pendingId);
     expect(b.engine.alerts().map((x) => x.state)).toEqual(['firing', 'firing']);
   });
+
+  it('a failed state write whose reload fails too leaves memory stale: the alert is notified once the state loads', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
+    const db = join(dir, 'h.db');
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const store = new SqliteStore({ path: db });
+    const real = new SqliteAlertStateStore(db);
+    let failSaves = 0;
+    let failLoads = 0;
+    const flaky = Object.assign(Object.create(real) as SqliteAlertStateStore, {
+      save: async (c: StateChanges) => {
+        if (failSaves > 0 && c.notifications.length > 0) {
+          failSaves--;
+          throw new Error('disk I/O error');
+        }
+        return real.save(c);
+      },
+      load: async (opts?: { outbox?: boolean }) => {
+        if (failLoads > 0) {
+          failLoads--;
+          throw new Error('disk I/O error');
+        }
+        return real.load(opts);
+      },
+    });
+    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
+    const alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky });
+    cleanups.push(async () => {
+      await alerting.stop();
+      await store.close();
+      await sink.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    failSaves = 1;
+    failLoads = 1;
+    await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    await alerting.engine.evaluate('all');
+    await alerting.dispatcher.idle();
+    expect(sink.requests).toHaveLength(0);
+    expect(alerting.engine.isStale).toBe(true);
+    // Memory holds a firing alert never saved nor sent: evaluating on it would never notify it.
+    clock.advance(TICK);
+    await alerting.engine.evaluate('all');
+    expect(sink.requests).toHaveLength(0);
+    // The retry (a second later) loads the saved state and evaluates: the alert fires and is notified, once.
+    await sink.waitFor(1, 5000);
+    await alerting.dispatcher.idle();
+    expect(alerting.engine.isStale).toBe(false);
+    expect(sink.delivered()).toHaveLength(1);
+  });
 });

@@ -94,7 +94,10 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     throw err;
   }
   // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does.
-  const refresher = new AlertmanagerRefresher({ receivers: config.receivers, links: { externalUrl: config.externalUrl }, alerts: () => engine.readModel.alerts(), logger, now });
+  const refresher = new AlertmanagerRefresher({
+    receivers: config.receivers, links: { externalUrl: config.externalUrl }, alerts: () => engine.readModel.alerts(), logger, now,
+    active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
+  });
   if (opts.timer !== false) {
     engine.startTimer(config.evaluationIntervalMs);
     refresher.start();

@@ -20,6 +20,8 @@ import { createLogger } from '../telemetry/logger.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
 import { sendWithRetry } from './transport.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
+import { AlertmanagerRefresher } from './alertmanager-api.ts';
+import type { AlertSummary } from '../../../shared/src/api.ts';
 import { requireTool, runs } from '../../test/required-tool.ts';
 
 const ALERTMANAGER = 'prometheus-alertmanager';
@@ -249,6 +251,29 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     // The basic-auth password went out only in the Authorization header, never into a log line.
     expect(logs.join('\n')).not.toContain('s3cret-am-password');
   }, 60_000);
+});
+
+describe('alertmanager renewals', () => {
+  it('are pushed only by a process whose alerts are the saved ones (the leader, not stale)', async () => {
+    const sink = new WebhookSink();
+    await sink.start();
+    try {
+      let active = false;
+      const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1s' }]);
+      const firing: AlertSummary = {
+        id: 'a-1', fingerprint: 'fp', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted' }, annotations: {},
+        activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', silencedBy: [], hookId: null,
+      };
+      const refresher = new AlertmanagerRefresher({ receivers: receiver ? [receiver] : [], links: { externalUrl: '' }, alerts: () => [firing], active: () => active, logger: createLogger({ level: 'error', write: () => undefined }) });
+      await refresher.push(receiver as NonNullable<typeof receiver>);
+      expect(sink.requests).toHaveLength(0);
+      active = true;
+      await refresher.push(receiver as NonNullable<typeof receiver>);
+      expect(sink.requests.map((r) => r.path)).toEqual(['/api/v2/alerts']);
+    } finally {
+      await sink.close();
+    }
+  });
 });
 
 describe('alertmanager receiver settings', () => {

@@ -60,6 +60,11 @@ export interface AlertmanagerRefresherOptions {
   links: LinkContext;
   /** The alerts as the engine lists them (firing, pending, recently resolved). */
   alerts: () => AlertSummary[];
+  /**
+   * Whether this process's alerts are the ones to renew (it leads, and its memory is the saved state); a
+   * follower's or a stale view could renew an alert the leader has resolved. Absent: always.
+   */
+  active?: () => boolean;
   logger: Logger;
   now?: () => number;
 }
@@ -105,6 +110,7 @@ export class AlertmanagerRefresher {
   /** Pushes the firing alerts to one receiver now (one attempt: the next interval is the retry). */
   async push(r: ReceiverConfig): Promise<void> {
     const now = this.opts.now ?? Date.now;
+    if (this.opts.active && !this.opts.active()) return;
     const firing = this.opts.alerts().filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.startsAt !== null);
     if (firing.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
