@@ -15,16 +15,16 @@ enableCompileCache?.();
 // `npm run hookwatch -- <command>` runs in the package's folder; paths the user typed (`scan .`, `guard --install
 // .claude/settings.json`, `--db ./x.db`) mean the folder npm was run from, which npm passes as INIT_CWD.
 if (process.env.npm_lifecycle_event === 'hookwatch' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
-// `guard` runs as a hook command on every tool call: go straight to it without loading the service.
-if (process.argv[2] === 'guard') {
-  const { guardMain } = await import('../src/tools/guard/main.ts');
-  await guardMain(process.argv.slice(3));
-}
 // A reader that goes away (`scan | head`) is not an error of the command: what it would have read is dropped.
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err) => {
     if (err.code !== 'EPIPE') throw err;
   });
+}
+// `guard` runs as a hook command on every tool call: go straight to it without loading the service.
+if (process.argv[2] === 'guard') {
+  const { guardMain } = await import('../src/tools/guard/main.ts');
+  await guardMain(process.argv.slice(3));
 }
 const { main } = await import('../src/main.ts');
 const code = await main(process.argv.slice(2));

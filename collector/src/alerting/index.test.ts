@@ -142,7 +142,8 @@ describe('persisted rule', () => {
     expect(() => parseRules([{ kind: 'persisted', labels: { hook_name: 'x' } }])).toThrow('alerting.rules[0].labels.hook_name: hookwatch sets this label itself');
     expect(() => parseRules([{ kind: 'persisted', groupBy: 'team', labels: { team: 'x' } }])).toThrow('labels.team: hookwatch sets this label itself');
     expect(() => parseRules([{ kind: 'persisted', labels: { 'bad-name': 'x' } }])).toThrow('"bad-name" is not a label name');
-    expect(() => parseRules([{ kind: 'persisted', labels: { team: 3 } }])).toThrow('labels.team: expected a string');
+    expect(() => parseRules([{ kind: 'persisted', labels: { team: ['a'] } }])).toThrow('labels.team: expected a string');
+    expect(parseRules([{ kind: 'persisted', labels: { priority: 1, paging: true } }])[0]?.labels).toEqual({ priority: '1', paging: 'true' });
   });
 
   it('waits for `for`: pending first, firing between for and for + one tick', async () => {

@@ -85,8 +85,10 @@ function ruleLabels(raw: unknown, at: string, groupBy: string | null): Record<st
   for (const [name, value] of entries) {
     if (!LABEL_NAME.test(name) || name.startsWith('__')) throw new SettingError(`${at}.labels: ${JSON.stringify(name)} is not a label name (letters, digits and _, starting with a letter or _, not __)`);
     if (taken.includes(name)) throw new SettingError(`${at}.labels.${name}: hookwatch sets this label itself${name === 'severity' ? ' (use severity:)' : ''}`);
-    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_LABEL_VALUE) throw new SettingError(`${at}.labels.${name}: expected a string of 1 to ${MAX_LABEL_VALUE} characters`);
-    out[name] = value;
+    // A number or a boolean is written as text, as Prometheus does with `priority: 1`.
+    const text = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
+    if (typeof text !== 'string' || text.length === 0 || text.length > MAX_LABEL_VALUE) throw new SettingError(`${at}.labels.${name}: expected a string of 1 to ${MAX_LABEL_VALUE} characters`);
+    out[name] = text;
   }
   return out;
 }

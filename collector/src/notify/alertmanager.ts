@@ -62,7 +62,8 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext): Alertmanage
   const fingerprint = alertmanagerFingerprint(a.labels);
   return {
     version: '4',
-    groupKey: `{}:{alertname=${JSON.stringify(groupLabels.alertname)}, fingerprint=${JSON.stringify(fingerprint)}}`,
+    // Keyed by hookwatch's own alert key, as before: a consumer that keys incidents on it still matches them.
+    groupKey: `{}:{alertname=${JSON.stringify(groupLabels.alertname)}, fingerprint=${JSON.stringify(a.fingerprint)}}`,
     truncatedAlerts: 0,
     status: n.status,
     receiver: n.receiver,

@@ -158,6 +158,10 @@ describe('hookwatch guard', () => {
     const noDash = await guard(['./hook.sh']);
     expect(noDash.code).toBe(1);
     expect(noDash.stderr).toContain('put the hook command after "--"');
+    // At a terminal (--install), an unknown flag is a usage error: exit 2, nothing written.
+    const install = await guard(['--install', 'settings.json', '--bugdet', '3000']);
+    expect(install.code).toBe(2);
+    expect(install.stderr).toContain('unknown flag --bugdet (did you mean --budget?)');
   });
 
   it('never stops the hook over its own settings: each mistake is named, keeps its default, and the command runs', async () => {
@@ -205,6 +209,15 @@ describe('hookwatch guard', () => {
     expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
     const path = /the full output is in (\S+)\]$/.exec(out.hookSpecificOutput.additionalContext)?.[1] ?? '';
     expect(await readFile(path, 'utf8')).toBe(payload.hookSpecificOutput.additionalContext);
+  });
+
+  it('trims a large JSON Lines output as text: only a whole object is read back to be parsed', async () => {
+    const ran = await guard(nodeHook(`for (let i = 0; i < 40000; i++) process.stdout.write(JSON.stringify({ line: i, text: 'x'.repeat(40) }) + '\\n')`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    const out = ran.stdout.toString();
+    expect(ran.code).toBe(0);
+    expect(out.length).toBeLessThanOrEqual(9_500);
+    expect(out.startsWith('{"line":0,')).toBe(true);
+    expect(out).toMatch(/more characters left out; the full output is in \S+\]$/);
   });
 
   it('saves the full plain output as the bytes the command wrote, invalid UTF-8 included', async () => {

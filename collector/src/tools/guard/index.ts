@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -67,6 +67,19 @@ export interface GuardIO {
  */
 const MAX_SPILLED_JSON_BYTES = 64 * 1024 * 1024;
 
+/** Whether a file's last character that is not white space is `}`: a JSON object ends so, JSON Lines or a log rarely. */
+function endsLikeObject(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const tail = Buffer.alloc(Math.min(size, 256));
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+    return tail.toString('latin1').trimEnd().endsWith('}');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Parsed options of a guarded run. */
 interface GuardOptions {
   budget: number;
@@ -116,6 +129,8 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
   try {
     parsed = parseToolArgs({ args: own, allowPositionals: true, options: GUARD_FLAGS });
   } catch (error) {
+    // --install and --uninstall run at a terminal: a mistake there is a usage error (2), as below.
+    if (own.includes('--install') || own.includes('--uninstall')) return fail(error, 2);
     // With a hook to run, a flag the guard does not take is named and left out: the hook still runs.
     if (command.length === 0 || !(error instanceof UsageError)) return fail(error, 1);
     io.stderr(`hookwatch guard: ${error.message}; ignored, the command runs\n`);
@@ -224,6 +239,8 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     }
     const { createReadStream } = await import('node:fs');
     for await (const chunk of createReadStream(captured.path)) await io.stdout(chunk as Buffer);
+    // Passed through whole: no pointer names the spill file, so it goes.
+    rmSync(captured.path, { force: true });
   };
   // Claude Code only measures (and only delivers) the stdout of a hook that exits 0: anything else passes as is.
   if (result.exitCode !== 0) {
@@ -234,7 +251,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   // (Claude Code parses it too; trimmed as plain text, its decision and other fields would be lost).
   let whole: string | undefined;
   if (!captured.spilled) whole = captured.text;
-  else if (captured.head.trimStart().startsWith('{')) {
+  else if (captured.head.trimStart().startsWith('{') && endsLikeObject(captured.path)) {
     const size = statSync(captured.path).size;
     if (size > MAX_SPILLED_JSON_BYTES) {
       io.stderr(`hookwatch guard: a JSON output of ${size} bytes is more than the guard parses (${MAX_SPILLED_JSON_BYTES}); passed through unchanged\n`);
@@ -266,9 +283,11 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
       return ended;
     }
     if (guarded.replacement === undefined) await passThrough();
-    else await io.stdout(guarded.replacement);
-    // A spilled JSON output's fields are saved on their own: the spill file is not pointed at.
-    if (captured.spilled) rmSync(captured.path, { force: true });
+    else {
+      await io.stdout(guarded.replacement);
+      // A spilled JSON output's fields are saved on their own: the spill file is not pointed at.
+      if (captured.spilled) rmSync(captured.path, { force: true });
+    }
     trimmed = guarded.trimmed;
   } else trimmed = [];
   if (trimmed.length > 0 && options.report !== undefined) {
