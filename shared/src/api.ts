@@ -230,6 +230,8 @@ export interface ForwardingDestination {
   deadLetters: number;
   /** Requests refused with 503 / UNAVAILABLE because the queue was full. */
   refusedFull: number;
+  /** Records the destination accepted the request of but reported rejected (OTLP partial success), since start. */
+  rejectedByDestination: number;
   consecutiveFailures: number;
   lastError: string | null;
   lastSuccessAt: string | null;

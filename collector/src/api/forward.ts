@@ -45,6 +45,7 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
       retries: s.retries,
       deadLetters: s.deadLetters,
       refusedFull: s.refusedFull,
+      rejectedByDestination: s.rejectedByDestination,
       consecutiveFailures: s.consecutiveFailures,
       lastError: s.lastError,
       lastSuccessAt: iso(s.lastSuccessAtMs),

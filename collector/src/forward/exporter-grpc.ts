@@ -7,7 +7,7 @@
  * forward.retry.maxElapsedTime, like the HTTP exporter's 401/403/404/500. Any other code is permanent.
  */
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
-import type { Encoding } from '../otlp/encode.ts';
+import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
@@ -69,9 +69,10 @@ export class GrpcExporter implements Exporter {
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(this.opts.headers)) metadata.set(k.toLowerCase(), v);
     return new Promise<ExportResult>((resolve) => {
-      this.client.makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null) => {
+      this.client.makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null, response?: Buffer) => {
         if (!err) {
-          resolve({ kind: 'success' });
+          const partial = Buffer.isBuffer(response) ? decodePartialSuccess('protobuf', response) : undefined;
+          resolve(partial ? { kind: 'success', partial } : { kind: 'success' });
           return;
         }
         const details = err.metadata?.get(STATUS_DETAILS_KEY)[0];

@@ -4,12 +4,13 @@
  * when configured. 408/429/502/503/504, timeouts and network errors are retryable without limit, as the
  * specification says ("OTLP/HTTP Throttling" and "Failures"). 401, 403, 404 and other 5xx are retried too, within
  * forward.retry.maxElapsedTime: an expired key, a load balancer without its backends or a deploy in progress
- * answer that way, and the OpenTelemetry Collector's exporterhelper retries them likewise. Retry-After is
- * honoured on every retried answer. Other 4xx (400, 413, 415...) are permanent.
+ * answer that way. The specification (and the OpenTelemetry Collector) drop them at once; hookwatch keeps the
+ * data until then (docs/forwarding.md). Retry-After is honoured on every retried answer. Other 4xx (400, 413,
+ * 415...) are permanent.
  */
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { Encoding } from '../otlp/encode.ts';
+import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
@@ -71,9 +72,13 @@ export class HttpExporter implements Exporter {
       const why = (err as Error).name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : (cause?.code ?? cause?.message ?? (err as Error).message);
       return { kind: 'retryable', message: `cannot reach ${this.description}: ${why}` };
     }
-    // Drain the body so the connection can be reused; its content only matters for the error message.
-    const text = await res.text().catch(() => '');
-    if (res.ok) return { kind: 'success' };
+    // Drain the body so the connection can be reused; it says what was rejected, or why the request was.
+    const raw = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));
+    if (res.ok) {
+      const partial = decodePartialSuccess((res.headers.get('content-type') ?? '').includes('json') ? 'json' : 'protobuf', raw);
+      return partial ? { kind: 'success', partial } : { kind: 'success' };
+    }
+    const text = raw.toString('utf8');
     const message = `${this.description} answered ${res.status}${text && item.encoding === 'json' ? `: ${text.slice(0, 200)}` : ''}`;
     const bounded = !RETRYABLE_STATUS.has(res.status);
     if (!bounded || MAYBE_PERMANENT(res.status)) {

@@ -19,7 +19,8 @@ export interface ExportItem {
  * Without it (unreachable, 502/503/504, 429) the destination is only away and retries never give up.
  */
 export type ExportResult =
-  | { kind: 'success' }
+  /** `partial`: the destination took the request but reported records it rejected (OTLP partial success). */
+  | { kind: 'success'; partial?: { rejected: number; message: string } }
   | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean }
   | { kind: 'permanent'; message: string; status?: number };
 

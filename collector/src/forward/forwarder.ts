@@ -73,6 +73,10 @@ export class Forwarder {
   private readonly batch: BatchOptions;
   /** After a merged batch was refused for good, the head goes alone, so only the bad request is dead-lettered. */
   private isolate = false;
+  private rejectedByDestination = 0;
+  /** Requests given up past forward.retry.maxElapsedTime since start (for the log's rate). */
+  private expiredDeadLetters = 0;
+  private lastPartialMessage: string | undefined;
   private readonly now: () => number;
   private state: ForwarderStatus['state'] = 'idle';
   private failures = 0;
@@ -110,6 +114,17 @@ export class Forwarder {
     return Math.min(60, Math.max(1, Math.ceil(wait / 1000)));
   }
 
+  /**
+   * A partial success: the destination kept the request but dropped some of its records (a quota, a limit).
+   * Not retried, as the specification says; counted, and logged once per message rather than every request.
+   */
+  private notePartial(partial: { rejected: number; message: string }, signal: string, requests: number): void {
+    this.rejectedByDestination += partial.rejected;
+    if (partial.message === this.lastPartialMessage) return;
+    this.lastPartialMessage = partial.message;
+    this.opts.logger.warn('forwarding: the destination rejected some records of accepted requests (partial success)', { destination: this.opts.exporter.description, signal, requests, rejected: partial.rejected, reason: partial.message.slice(0, 500) });
+  }
+
   status(): ForwarderStatus {
     const q = this.opts.queue;
     const c = q.counters();
@@ -125,6 +140,7 @@ export class Forwarder {
       retries: c.retries,
       deadLetters: c.deadLetters,
       refusedFull: c.refusedFull,
+      rejectedByDestination: this.rejectedByDestination,
       consecutiveFailures: this.failures,
       lastError: this.lastError,
       lastSuccessAtMs: this.lastSuccessAtMs,
@@ -191,6 +207,7 @@ export class Forwarder {
     const result = await exporter.export({ signal: item.signal, encoding: item.encoding, body });
     if (result.kind === 'success') {
       queue.ack(...ids);
+      if (result.partial) this.notePartial(result.partial, item.signal, items.length);
       this.isolate = false;
       if (this.failures > 0) logger.info('forwarding recovered', { destination: exporter.description, failedAttempts: this.failures });
       this.failures = 0;
@@ -217,10 +234,21 @@ export class Forwarder {
     const maxElapsed = this.opts.maxElapsedMs ?? DEFAULT_MAX_ELAPSED_MS;
     if (result.bounded && maxElapsed > 0) {
       const expired = items.filter((i) => now - (i.refusedSinceMs ?? now) >= maxElapsed);
+      if (expired.length && items.length > 1) {
+        // Before any is given up, the head goes alone: a refusal that may be about one request's content (a 500
+        // on a body the destination cannot take) must not take the requests merged with it along.
+        this.isolate = true;
+        return;
+      }
       if (expired.length) {
-        const reason = `${result.message} (retried for ${Math.round((now - (expired[0]!.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
-        queue.deadLetter(expired.map((i) => i.id), now, result.status ?? null, reason);
-        logger.warn('forwarding refused past forward.retry.maxElapsedTime; requests moved to dead letters', { destination: exporter.description, signal: item.signal, requests: expired.length, status: result.status ?? null, reason: result.message });
+        // Refused on its own past its time: a dead letter. The next requests travel merged again.
+        this.isolate = false;
+        const reason = `${result.message} (retried for ${Math.round((now - (item.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
+        queue.deadLetter([item.id], now, result.status ?? null, reason);
+        // One line for the first and every hundredth: a long refusal gives up on every queued request in turn.
+        if (this.expiredDeadLetters++ % 100 === 0) {
+          logger.warn('forwarding refused past forward.retry.maxElapsedTime; request moved to dead letters', { destination: exporter.description, signal: item.signal, deadLettersSoFar: this.expiredDeadLetters, status: result.status ?? null, reason: result.message });
+        }
         return;
       }
     }

@@ -32,6 +32,7 @@ export function registerForwardMetrics(metrics: MetricsRegistry, f: ForwardSourc
   counter('hookwatch_forward_delivered_total', 'Requests the downstream accepted.', () => status().delivered);
   counter('hookwatch_forward_retries_total', 'Forwarding attempts that failed and will be retried.', () => status().retries);
   counter('hookwatch_forward_dead_letters_total', 'Requests the downstream refused permanently (kept as dead letters).', () => status().deadLetters);
+  counter('hookwatch_forward_rejected_records_total', 'Records the downstream reported rejected in requests it accepted (OTLP partial success); not retried.', () => status().rejectedByDestination);
   counter('hookwatch_forward_refused_full_total', 'Client requests refused with 503 because the forward queue was full.', () => status().refusedFull);
   gauge('hookwatch_forward_consecutive_failures', 'Failed forwarding attempts since the last success.', () => status().consecutiveFailures);
   metrics.collectedGauge('forward', {

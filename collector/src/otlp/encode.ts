@@ -3,6 +3,7 @@
  * google.rpc.Status for errors (opentelemetry-proto specification, "OTLP/HTTP Response").
  */
 
+import { fields } from './grpc-status.ts';
 import { lengthDelimited, varint } from './proto-write.ts';
 
 export type Encoding = 'protobuf' | 'json';
@@ -30,6 +31,36 @@ export function encodeExportResponse(encoding: Encoding, rejected: number, messa
   if (rejected > 0) parts.push(Buffer.from([0x08, ...varint(rejected)]));
   if (message) parts.push(lengthDelimited(2, Buffer.from(message, 'utf8')));
   return lengthDelimited(1, Buffer.concat(parts));
+}
+
+/**
+ * The partial success in an Export*ServiceResponse a destination answered (any signal: the rejected count is
+ * field 1 of partial_success in each, rejectedLogRecords / rejectedDataPoints / rejectedSpans in JSON);
+ * undefined when it reports none or the body is not a response.
+ */
+export function decodePartialSuccess(encoding: Encoding, body: Buffer): { rejected: number; message: string } | undefined {
+  if (body.length === 0) return undefined;
+  if (encoding === 'json') {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(body.toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    const partial = (doc as { partialSuccess?: Record<string, unknown> } | null)?.partialSuccess;
+    if (!partial || typeof partial !== 'object') return undefined;
+    const rejected = Number(partial['rejectedLogRecords'] ?? partial['rejectedDataPoints'] ?? partial['rejectedSpans'] ?? 0);
+    const message = typeof partial['errorMessage'] === 'string' ? partial['errorMessage'] : '';
+    return (Number.isFinite(rejected) && rejected > 0) || message ? { rejected: Number.isFinite(rejected) ? rejected : 0, message } : undefined;
+  }
+  const partial = fields(body)?.find((f) => f.num === 1 && Buffer.isBuffer(f.value))?.value;
+  if (!Buffer.isBuffer(partial)) return undefined;
+  const inner = fields(partial) ?? [];
+  const rejected = inner.find((f) => f.num === 1 && typeof f.value === 'number')?.value;
+  const text = inner.find((f) => f.num === 2 && Buffer.isBuffer(f.value))?.value;
+  const message = Buffer.isBuffer(text) ? text.toString('utf8') : '';
+  const count = typeof rejected === 'number' ? rejected : 0;
+  return count > 0 || message ? { rejected: count, message } : undefined;
 }
 
 /** Encodes a google.rpc.Status. */

@@ -31,7 +31,7 @@ interface Field {
 }
 
 /** Reads the top-level fields of a message; undefined when it is not valid protobuf. */
-function fields(buf: Buffer): Field[] | undefined {
+export function fields(buf: Buffer): Field[] | undefined {
   const out: Field[] = [];
   let pos = 0;
   const readVarint = (): number | undefined => {

@@ -63,6 +63,39 @@ it('still dead-letters a 400 at once, and gives up on a 401 after forward.retry.
   expect(s.deadLetters[0]!.reason).toMatch(/answered 401 \(retried for \d+ s, forward\.retry\.maxElapsedTime\)/);
 });
 
+it('a request refused with 500 every time becomes the only dead letter: the requests merged with it arrive', async () => {
+  rig = await startForwardRig({ HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME: '1s' });
+  const { hw, downstream } = rig;
+  // Down while they arrive, so they queue and travel merged once it is back.
+  downstream.mode = { kind: 'status', status: 503, retryAfter: '0' };
+  const names = ['good-0', 'good-1', 'POISON-2', 'good-3', 'good-4', 'good-5'];
+  const acked: string[] = [];
+  for (const name of names) acked.push(...(await sendSpans(hw.otlpHttpUrl, [name], { concurrency: 1 })));
+  expect(acked).toEqual(names);
+  // Back, but it refuses the one request with 500 each time (a body it cannot take), whatever it is merged with.
+  downstream.mode = { kind: 'poison', marker: 'POISON', status: 500 };
+  await until('the queue drains', () => hw.forwarding!.queue.depth === 0);
+  const arrived = new Set(downstream.bodies('traces').flatMap(spanNames));
+  expect(names.filter((n) => !arrived.has(n))).toEqual(['POISON-2']);
+  const s = await forwardingStatus(hw.httpUrl);
+  expect(s.destinations[0]!.deadLetters).toBe(1);
+  expect(s.deadLetters.map((d) => d.status)).toEqual([500]);
+});
+
+it('counts the records a destination rejects in a partial success, and says why, without retrying', async () => {
+  rig = await startForwardRig();
+  const { hw, downstream } = rig;
+  downstream.mode = { kind: 'partial', rejected: 3, message: 'backend dropped 3 records: quota' };
+  expect(await sendSpans(hw.otlpHttpUrl, ['kept-1'], { concurrency: 1 })).toEqual(['kept-1']);
+  expect(await sendSpans(hw.otlpHttpUrl, ['kept-2'], { concurrency: 1 })).toEqual(['kept-2']);
+  await until('both delivered', () => hw.forwarding!.queue.depth === 0 && downstream.bodies('traces').length >= 2);
+  const s = (await forwardingStatus(hw.httpUrl)).destinations[0]!;
+  expect(s).toMatchObject({ delivered: 2, rejectedByDestination: 6, deadLetters: 0, consecutiveFailures: 0 });
+  expect(downstream.bodies('traces')).toHaveLength(2);
+  const metrics = await (await fetch(`${hw.httpUrl}/metrics`)).text();
+  expect(metrics).toMatch(/^hookwatch_forward_rejected_records_total 6$/m);
+});
+
 it('honours Retry-After on a 500 as on a 503', async () => {
   rig = await startForwardRig();
   const { hw, downstream } = rig;

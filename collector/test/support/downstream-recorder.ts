@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { Metadata, Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
+import { encodeExportResponse } from '../../src/otlp/encode.ts';
 import type { Signal } from '../../src/pipeline/consumer.ts';
 
 /** One request as the downstream saw it, body decompressed. */
@@ -21,6 +22,10 @@ export interface RecordedRequest {
 export type DownstreamMode =
   | { kind: 'accept' }
   | { kind: 'status'; status: number; retryAfter?: string }
+  /** Refuses with `status` a request whose (decompressed) body contains `marker`; accepts the others. */
+  | { kind: 'poison'; marker: string; status: number }
+  /** Accepts, answering a partial success: `rejected` records dropped, with `message`. */
+  | { kind: 'partial'; rejected: number; message: string }
   | { kind: 'drop' };
 
 const SIGNALS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
@@ -53,6 +58,12 @@ export class HttpDownstream {
         }
         const raw = Buffer.concat(chunks);
         const encoding = String(req.headers['content-encoding'] ?? '');
+        if (mode.kind === 'poison' && (encoding === 'gzip' ? gunzipSync(raw) : raw).includes(mode.marker)) {
+          this.refused++;
+          res.writeHead(mode.status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ code: 13, message: 'downstream refuses this request' }));
+          return;
+        }
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
         this.requests.push({
@@ -64,7 +75,8 @@ export class HttpDownstream {
         });
         const json = String(req.headers['content-type']).startsWith('application/json');
         res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' });
-        res.end(json ? '{}' : '');
+        if (mode.kind === 'partial') res.end(encodeExportResponse(json ? 'json' : 'protobuf', mode.rejected, mode.message, 'rejectedSpans'));
+        else res.end(json ? '{}' : '');
       });
     });
     this.server.on('connection', (s: Socket) => {

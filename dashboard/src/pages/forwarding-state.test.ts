@@ -6,7 +6,7 @@ import { age, deadLetterRows, deadLetterSummaryView, destinationView, replayNote
 /** The downstream collector has been down for four minutes: the queue backs off and grows. */
 const down: ForwardingDestination = {
   destination: 'http://otel-collector:4318', state: 'backing_off', depth: 37, bytes: 8_519_680, maxBytes: 268_435_456,
-  oldestAgeMs: 250_400, delivered: 1_204, retries: 9, deadLetters: 1, refusedFull: 0, consecutiveFailures: 9,
+  oldestAgeMs: 250_400, delivered: 1_204, retries: 9, deadLetters: 1, refusedFull: 0, rejectedByDestination: 0, consecutiveFailures: 9,
   lastError: 'connect ECONNREFUSED 10.0.0.7:4318', lastSuccessAt: '2026-11-30T08:26:00.000Z', nextAttemptAt: '2026-11-30T08:30:08.000Z',
 };
 const idle: ForwardingDestination = {
@@ -35,6 +35,7 @@ describe('a destination', () => {
       ['dead-letters', '1', 'refused for good by the destination'],
       ['refused-full', '0', undefined],
     ]);
+    expect(destinationView({ ...down, rejectedByDestination: 3 }).figures.at(-1)).toEqual({ id: 'rejected', label: 'Records rejected downstream', value: '3', note: 'in requests it accepted (partial success); see the log for why' });
   });
 
   it('reads an idle, never-used queue without dividing by zero', () => {

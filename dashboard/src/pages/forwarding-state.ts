@@ -48,6 +48,10 @@ export function destinationView(d: ForwardingDestination): { alarm: boolean; sta
       { id: 'retries', label: 'Retries', value: num(d.retries), note: d.consecutiveFailures ? `${num(d.consecutiveFailures)} failures in a row` : undefined },
       { id: 'dead-letters', label: 'Dead letters', value: num(d.deadLetters), note: 'refused for good by the destination' },
       { id: 'refused-full', label: 'Refused (queue full)', value: num(d.refusedFull) },
+      // Only when it happened: a destination that drops records of requests it accepted says so in its answer.
+      ...(d.rejectedByDestination > 0
+        ? [{ id: 'rejected', label: 'Records rejected downstream', value: num(d.rejectedByDestination), note: 'in requests it accepted (partial success); see the log for why' }]
+        : []),
     ],
   };
 }
