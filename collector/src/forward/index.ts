@@ -3,6 +3,7 @@
  * delivered to one downstream endpoint unchanged. With no endpoint (fan-out mode) nothing is built and
  * nothing is forwarded.
  */
+import { existsSync } from 'node:fs';
 import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ForwardingStage } from './consumer.ts';
@@ -55,6 +56,26 @@ export function checkEndpoint(config: ForwardConfig): void {
   }
 }
 
+/**
+ * Fan-out mode over a queue file inline mode left (forward.endpoint removed while requests waited): they are
+ * not delivered, so the start says so, and retention still removes what is past retention.events (the file
+ * holds raw telemetry). A missing file is not created.
+ */
+function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): void {
+  if (!existsSync(config.queue.path)) return;
+  const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes });
+  try {
+    if (opts.retentionMs !== undefined) queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
+    const queued = queue.depth;
+    const deadLetters = queue.deadLetterSummary().count;
+    if (queued + deadLetters > 0) {
+      opts.logger.warn('forwarding is off (no forward.endpoint), but the forward queue holds requests from when it was on: they are not delivered; set forward.endpoint again to deliver them, or remove the file', { path: config.queue.path, queued, deadLetters });
+    }
+  } finally {
+    queue.close();
+  }
+}
+
 /** Builds the exporter named by `forward.protocol`. */
 export function createExporter(config: ForwardConfig, now?: () => number): Exporter {
   checkEndpoint(config);
@@ -66,7 +87,10 @@ export function createExporter(config: ForwardConfig, now?: () => number): Expor
 
 /** Opens the queue and starts delivery; undefined in fan-out mode (no endpoint). */
 export function startForwarding(config: ForwardConfig, opts: ForwardingOptions): Forwarding | undefined {
-  if (!config.endpoint) return undefined;
+  if (!config.endpoint) {
+    checkLeftQueue(config, opts);
+    return undefined;
+  }
   const exporter = createExporter(config, opts.now);
   const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
   const forwarder = new Forwarder({

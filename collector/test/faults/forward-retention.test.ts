@@ -7,6 +7,9 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { tempDir } from '../helpers.ts';
+import { loadConfig, toConfig } from '../../src/config/index.ts';
+import { startForwarding } from '../../src/forward/index.ts';
+import { createLogger } from '../../src/telemetry/logger.ts';
 import { forwardingStatus, sendSpans, startForwardRig, until, type ForwardRig } from './forward-support.ts';
 
 const rigs: ForwardRig[] = [];
@@ -56,5 +59,30 @@ it('removes queued requests and dead letters past retention.events, leaving no c
   expect(s.destinations[0]!.depth).toBe(0);
   expect(s.deadLetterSummary).toMatchObject({ count: 0, expired: 4 });
   expect(later.downstream.requests).toHaveLength(0);
+  for (const f of queueFiles(dir)) expect([f, readFileSync(f).includes(EMAIL)]).toEqual([f, false]);
+});
+
+it('in fan-out mode, says what a queue left from inline mode holds, and still removes it past retention', async () => {
+  const { dir, cleanup } = tempDir('hookwatch-fwd-left-');
+  dirs.push(cleanup);
+  const inline = await startForwardRig({}, { dir });
+  inline.downstream.mode = { kind: 'status', status: 503 };
+  expect(await sendSpans(inline.hw.otlpHttpUrl, ['left-1', 'left-2'], { attributes: { 'user.email': EMAIL } })).toHaveLength(2);
+  await inline.hw.stop();
+  await inline.downstream.stop();
+
+  // forward.endpoint removed: fan-out mode over the same folder.
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
+  const config = toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db') } })).forward;
+  expect(config.endpoint).toBe('');
+  expect(startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
+  const warning = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l['msg']).includes('forwarding is off'));
+  expect(warning).toMatchObject({ level: 'warn', queued: 2, deadLetters: 0 });
+
+  // Two hours later, past retention.events: removed, and nothing left to warn about.
+  lines.length = 0;
+  startForwarding(config, { logger, retentionMs: 3_600_000, now: () => Date.now() + 2 * 3_600_000 });
+  expect(lines.filter((l) => l.includes('forwarding is off'))).toEqual([]);
   for (const f of queueFiles(dir)) expect([f, readFileSync(f).includes(EMAIL)]).toEqual([f, false]);
 });
