@@ -134,6 +134,11 @@ describe('charts\' numbers', () => {
     expect(observedSizes(series)).toEqual([{ kind: 'stdout', sent: 4_000, delivered: 4_000 }, { kind: 'stdout', sent: 10_500, delivered: 2_000 }]);
     expect(curveRows(observedSizes(series))).toEqual([['stdout', '4,000', '4,000', '0'], ['stdout', '10,500', '2,000', '8,500']]);
     expect(curveSummary(OVER)).toBe('Largest output 10,500 chars: the model saw about 2,000 chars, losing 8,500 chars (81.0%).');
+    // A bound, not one string's size: two commands' outputs summed, or stdout around a JSON field over the cap.
+    const twoCommands = { ...OVER, maxChars: { ...OVER.maxChars, stdout: 20_000 }, maxCharsLowerBound: { ...OVER.maxCharsLowerBound, stdout: 10_000 } };
+    expect(curveSummary(twoCommands)).toBe('Largest output up to 20,000 chars (summed over the hook\'s commands, or stdout with the JSON around it): a string over the 10,000 cap reaches the model as a ~2,000-character preview, so up to 18,000 chars (90.0%) was lost.');
+    const jsonAround = { ...OVER, maxChars: { ...OVER.maxChars, stdout: 12_578, additionalContext: 12_000 }, maxCharsLowerBound: { ...OVER.maxCharsLowerBound, stdout: 12_578, additionalContext: 12_000 } };
+    expect(curveSummary(jsonAround)).toMatch(/^Largest output up to 12,578 chars/);
     expect(curveSummary(NEAR)).toBe('Largest output 9,100 chars: delivered whole, 900 chars of headroom.');
     // Past the cap with nothing persisted (two commands of 6,000 summed, or stdout with the JSON around a
     // 10,000-character context): an upper bound, delivered whole, never "the model saw about 2,000".

@@ -4,7 +4,7 @@
  * The page turns these into charts and tables. Unit-tested in Node against API-shaped responses.
  */
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, deliveredChars, largestOutput, persistedAtLeast, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, OUTPUT_KINDS, deliveredChars, largestOutput, persistedAtLeast, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
 import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
@@ -162,9 +162,21 @@ export function curveSummary(hook: HookSummary): string {
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
     : lost && lost > 0 && persistedAtLeast(hook) === 0
       ? `Largest output ${chars(peak)}, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every string arrived whole.`
+    : lost && lost > 0 && !peakIsOneString(hook, peak)
+      ? `Largest output up to ${chars(peak)} (summed over the hook's commands, or stdout with the JSON around it): a string over the 10,000 cap reaches the model as a ~2,000-character preview, so up to ${chars(lost)} (${pct(lost / peak)}) was lost.`
     : lost && lost > 0
       ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
       : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
+}
+
+/**
+ * Whether a hook's largest output is the size of one string: not a sum over several commands (its lower bound is
+ * the same), and not a stdout that held JSON fields (those are measured on their own, the stdout around them).
+ */
+function peakIsOneString(hook: HookSummary, peak: number): boolean {
+  const kind = OUTPUT_KINDS.find((k) => hook.maxChars[k] === peak);
+  if (kind === undefined || hook.maxCharsLowerBound[kind] !== peak) return false;
+  return kind !== 'stdout' || OUTPUT_KINDS.every((k) => k === 'stdout' || !hook.maxChars[k]);
 }
 
 /** The cliff curve's data table. */

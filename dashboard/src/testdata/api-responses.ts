@@ -35,6 +35,7 @@ export function hook(id: string, hookName: string, over: Partial<HookSummary> = 
 export const OVER = hook('a1b2c3d4e5f60718', 'Stop:lint-report', {
   status: 'over', headroom: -500, outputsPersisted: 1, executionsWithPersisted: 1,
   maxChars: { additionalContext: 0, stdout: 10_500, systemMessage: null, initialUserMessage: null },
+  maxCharsLowerBound: { additionalContext: 0, stdout: 10_500, systemMessage: null, initialUserMessage: null },
 });
 /** Near the cap. */
 export const NEAR = hook('0f1e2d3c4b5a6978', 'SessionStart:startup', {
