@@ -108,7 +108,7 @@ export function timeOfDay(ms: number): string {
  */
 export function bucketLabel(iso: string | number, stepSeconds: number, spanMs = 0): string {
   const d = new Date(iso);
-  if (stepSeconds >= 86_400) return formats.dayMonth.format(d);
+  if (stepSeconds >= 86_400) return utcDayMonth(d.getTime());
   if (spanMs > 0 && spanMs <= 86_400_000 && stepSeconds < 3600) return formats.time.format(d);
   return formats.short.format(d);
 }
@@ -116,6 +116,22 @@ export function bucketLabel(iso: string | number, stepSeconds: number, spanMs = 
 /** A date only. */
 export function day(ms: number): string {
   return formats.day.format(new Date(ms));
+}
+
+const UTC_DAY = new Intl.DateTimeFormat(LOCALE, { timeZone: 'UTC', year: 'numeric', month: '2-digit', day: '2-digit' });
+const UTC_DAY_MONTH = new Intl.DateTimeFormat(LOCALE, { timeZone: 'UTC', month: '2-digit', day: '2-digit' });
+
+/**
+ * The date of a day bucket. The API's day buckets are UTC days (they start at 00:00 UTC): shown in a zone west of
+ * UTC, their start falls on the evening before, and the day would carry the wrong date.
+ */
+export function utcDay(ms: number): string {
+  return UTC_DAY.format(new Date(ms));
+}
+
+/** A day bucket's day and month ("30/11"), as utcDay. */
+export function utcDayMonth(ms: number): string {
+  return UTC_DAY_MONTH.format(new Date(ms));
 }
 
 /** Day and month only ("30/11"). */

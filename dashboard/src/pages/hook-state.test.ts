@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BreakdownResponse, SeriesResponse } from '../../../shared/src/api.ts';
 import { forecastReading } from '../forecast.ts';
-import { setTimeZone } from '../format.ts';
+import { bucketLabel, setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
@@ -149,6 +149,19 @@ describe('charts\' numbers', () => {
     expect(curveRows(observedSizes(unpersisted))[1]).toEqual(['stdout', '10,500', '10,500', '0']);
     expect(curveSummary({ ...OK, maxChars: { ...OK.maxChars, additionalContext: 10_000, stdout: 0 } })).toBe('Largest output 10,000 chars: delivered whole, 0 chars of headroom.');
     expect(growthRows([{ t: Date.parse('2026-11-28T00:00:00Z'), value: 9_000 }])).toEqual([['28/11/2026', '9,000']]);
+    // West of UTC a day bucket starts the evening before: still labelled with its own (UTC) date.
+    const tz = process.env['TZ'];
+    process.env['TZ'] = 'America/New_York';
+    setTimeZone('local');
+    try {
+      expect(new Date(Date.parse('2026-11-30T00:00:00Z')).getDate()).toBe(29);
+      expect(growthRows([{ t: Date.parse('2026-11-30T00:00:00Z'), value: 12_578 }])).toEqual([['30/11/2026', '12,578']]);
+      expect(bucketLabel('2026-11-30T00:00:00.000Z', 86_400)).toBe('30/11');
+    } finally {
+      if (tz === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = tz;
+      setTimeZone('UTC');
+    }
   });
 });
 

@@ -11,7 +11,7 @@ import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
-import { chars, dateTime, day, headroomText, num, pct, plural } from '../format.ts';
+import { chars, dateTime, headroomText, num, pct, plural, utcDay } from '../format.ts';
 import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
@@ -196,7 +196,7 @@ export function dayTicks(first: number, end: number): number[] {
 
 /** The growth chart's data table. */
 export function growthRows(points: readonly Point[]): string[][] {
-  return points.map((p) => [day(p.t), num(p.value)]);
+  return points.map((p) => [utcDay(p.t), num(p.value)]);
 }
 
 /** This hook's alerts from the fleet's list. */

@@ -11,7 +11,7 @@ import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, dayMonth, num, shownStatus, statusBadge } from '../format.ts';
+import { bucketLabel, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -145,13 +145,13 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
           afterBuildTicks: (axis) => {
             axis.ticks = dayTicks(first, Math.max(end, first + DAY_MS)).map((value) => ({ value }));
           },
-          ticks: { callback: (v) => dayMonth(Number(v)) },
+          ticks: { callback: (v) => utcDayMonth(Number(v)) },
         },
         y: sizeAxis(peak, 'characters'),
       },
     },
   };
-  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day', 'Largest output'], growthRows(points)) };
+  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points)) };
 }
 
 function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
