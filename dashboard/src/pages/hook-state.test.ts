@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { BreakdownResponse, SeriesResponse } from '../../../shared/src/api.ts';
 import { forecastReading } from '../forecast.ts';
-import { bucketLabel, setTimeZone } from '../format.ts';
+import { bucketLabel, setTimeZone, statusTitle } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
@@ -112,6 +112,11 @@ describe('charts\' numbers', () => {
     expect(cliffView(blind).summary).toBe('No size data in this range.');
     expect(cliffView(blind).peak).toBeNull();
     expect(curveSummary(BLIND)).toBe('No size data in this range: delivery cannot be measured (client older than 2.1.280).');
+    // Started, never completed (a blocking hook in -p mode, one killed): not an old client's fault.
+    const startsOnly = { ...BLIND, executions: 0, starts: 3, sizeUnknownExecutions: 0, maxChars: { stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null } };
+    expect(curveSummary(startsOnly)).toBe('3 starts and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.');
+    expect(facts(startsOnly, forecastReading(null, { status: 'unknown' }))[0]).toMatchObject({ id: 'executions', value: '0', note: '3 starts: 3 without a completion in this range' });
+    expect(statusTitle({ status: 'unknown', executions: 0, sizeUnknownExecutions: 0 })).toBe('no execution completed in this range, only starts: nothing was delivered to measure');
   });
 
   it('counts success against persisted outputs with agreeing verbs', () => {

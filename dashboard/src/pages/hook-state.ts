@@ -77,7 +77,7 @@ export interface Fact {
 /** The key figures: unknown sizes say unknown, a partly unmeasured hook says how much was not measured. */
 export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
   return [
-    { id: 'executions', label: 'Executions', value: num(hk.executions) },
+    { id: 'executions', label: 'Executions', value: num(hk.executions), note: hk.starts > hk.executions ? `${plural(hk.starts, 'start')}: ${num(hk.starts - hk.executions)} without a completion in this range` : null },
     { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(hk)), note: hk.executionsWithPersisted > hk.outputsPersisted ? 'at least: measured over the cap, the client does not report num_outputs_persisted' : null },
     { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
     {
@@ -158,7 +158,9 @@ export function observedSizes(series: SeriesResponse): Observed[] {
 export function curveSummary(hook: HookSummary): string {
   const peak = largestOutput(hook);
   const lost = peak === null ? null : peak - deliveredChars(peak);
-  return peak === null
+  return peak === null && hook.executions === 0 && hook.starts > 0
+    ? `${plural(hook.starts, 'start')} and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.`
+    : peak === null
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
     : lost && lost > 0 && persistedAtLeast(hook) === 0
       ? `Largest output ${chars(peak)}, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every string arrived whole.`
