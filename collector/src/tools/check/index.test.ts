@@ -370,7 +370,8 @@ describe('check: usage', () => {
 
   it.each([
     [[], 'no hook command given'],
-    [['--budget', 'lots', '--', 'true'], '--budget: expected a whole number >= 1, got "lots"'],
+    [['--budget', 'lots', '--', 'true'], '--budget: expected a whole number from 1 to 10000, got "lots"'],
+    [['--budget', '20000', '--', 'true'], '--budget: expected a whole number from 1 to 10000, got "20000"'],
     [['--timeout', '0', '--', 'true'], '--timeout: expected a whole number >= 1, got "0"'],
     [['--source', 'boot', '--', 'true'], '--source: expected one of startup, resume, clear, compact'],
     [['--frobnicate', '--', 'true'], 'unknown flag --frobnicate'],

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 
+import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
@@ -27,7 +28,7 @@ preview, while the hook still reports success.
 
 Options:
   --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event)
-  --budget <chars>       also fail when an output is longer than this (e.g. 9500, to keep headroom)
+  --budget <chars>       also fail when an output is longer than this (at most 10000; e.g. 9500)
   --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
   --settings <file>      check every command hook of a Claude Code settings file
   --project-dir <dir>    CLAUDE_PROJECT_DIR and working directory (default: the folder holding .claude/, or cwd)
@@ -85,7 +86,8 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       io.stdout(HELP);
       return EXIT_OK;
     }
-    const budget = values.budget === undefined ? undefined : parseWholeNumber('budget', values.budget, 1);
+    // Above the cap a budget would pass outputs Claude Code persists: it is a margin under the cap, not over it.
+    const budget = values.budget === undefined ? undefined : parseWholeNumber('budget', values.budget, 1, OUTPUT_CAP_CHARS);
     const defaultTimeout = values.timeout === undefined ? DEFAULT_HOOK_TIMEOUT_SECONDS : parseWholeNumber('timeout', values.timeout, 1);
     if (values.event !== undefined && !/^[A-Z][A-Za-z]+$/.test(values.event)) {
       throw new UsageError(`--event: "${values.event}" is not a hook event name (known: ${KNOWN_EVENTS.join(', ')})`);
