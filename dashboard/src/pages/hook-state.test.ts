@@ -143,7 +143,8 @@ describe('charts\' numbers', () => {
     const twoCommands = { ...OVER, maxChars: { ...OVER.maxChars, stdout: 20_000 }, maxCharsLowerBound: { ...OVER.maxCharsLowerBound, stdout: 10_000 } };
     expect(curveSummary(twoCommands)).toBe('Largest output up to 20,000 chars (summed over the hook\'s commands, or stdout with the JSON around it): a string over the 10,000 cap reaches the model as a ~2,000-character preview, so up to 18,000 chars (90.0%) was lost.');
     const jsonAround = { ...OVER, maxChars: { ...OVER.maxChars, stdout: 12_578, additionalContext: 12_000 }, maxCharsLowerBound: { ...OVER.maxCharsLowerBound, stdout: 12_578, additionalContext: 12_000 } };
-    expect(curveSummary(jsonAround)).toMatch(/^Largest output up to 12,578 chars/);
+    // The JSON field inside is measured alone: its size is the one the summary states.
+    expect(curveSummary(jsonAround)).toBe('Largest string measured alone 12,000 chars (additionalContext): the model saw about 2,000 chars, losing 10,000 chars (83.3%). The larger 12,578 chars is a bound (summed over the hook\'s commands, or stdout with the JSON around it).');
     expect(curveSummary(NEAR)).toBe('Largest output 9,100 chars: delivered whole, 900 chars of headroom.');
     // Past the cap with nothing persisted (two commands of 6,000 summed, or stdout with the JSON around a
     // 10,000-character context): an upper bound, delivered whole, never "the model saw about 2,000".

@@ -158,17 +158,32 @@ export function observedSizes(series: SeriesResponse): Observed[] {
 export function curveSummary(hook: HookSummary): string {
   const peak = largestOutput(hook);
   const lost = peak === null ? null : peak - deliveredChars(peak);
+  const exact = peak === null || peakIsOneString(hook, peak) ? null : largestOneString(hook);
   return peak === null && hook.executions === 0 && hook.starts > 0
     ? `${plural(hook.starts, 'start')} and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.`
     : peak === null
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
     : lost && lost > 0 && persistedAtLeast(hook) === 0
       ? `Largest output ${chars(peak)}, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every string arrived whole.`
+    : lost && lost > 0 && exact && exact.chars > OUTPUT_CAP_CHARS
+      ? `Largest string measured alone ${chars(exact.chars)} (${exact.kind}): the model saw about ${chars(deliveredChars(exact.chars))}, losing ${chars(exact.chars - deliveredChars(exact.chars))} (${pct((exact.chars - deliveredChars(exact.chars)) / exact.chars)}). The larger ${chars(peak)} is a bound (summed over the hook's commands, or stdout with the JSON around it).`
     : lost && lost > 0 && !peakIsOneString(hook, peak)
       ? `Largest output up to ${chars(peak)} (summed over the hook's commands, or stdout with the JSON around it): a string over the 10,000 cap reaches the model as a ~2,000-character preview, so up to ${chars(lost)} (${pct(lost / peak)}) was lost.`
     : lost && lost > 0
       ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
       : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
+}
+
+/** The largest output of a kind whose size is one string's (see peakIsOneString), or null when none is. */
+function largestOneString(hook: HookSummary): { kind: OutputKind; chars: number } | null {
+  let best: { kind: OutputKind; chars: number } | null = null;
+  for (const kind of OUTPUT_KINDS) {
+    const v = hook.maxChars[kind];
+    if (v === null || v === 0 || hook.maxCharsLowerBound[kind] !== v) continue;
+    if (kind === 'stdout' && OUTPUT_KINDS.some((k) => k !== 'stdout' && hook.maxChars[k])) continue;
+    if (best === null || v > best.chars) best = { kind, chars: v };
+  }
+  return best;
 }
 
 /**
