@@ -381,7 +381,11 @@ describe('persisted state', () => {
     expect(h.sink.delivered()[0]?.headers['webhook-id']).toBe(firstId);
   });
 
-  it('a state write that fails sends nothing; the next evaluation notifies once', async () => {
+  /**
+   * A store, a webhook, and a state store whose next `failSaves` writes carrying notifications and next
+   * `failLoads` loads fail (the stage next door, faked: a full disk, a statement timeout).
+   */
+  async function flakyState(): Promise<{ clock: FakeClock; sink: WebhookSink; store: SqliteStore; db: string; config: AlertingConfig; flaky: SqliteAlertStateStore; fail: { saves: number; loads: number } }> {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
     const db = join(dir, 'h.db');
     const clock = new FakeClock(T0);
@@ -389,25 +393,37 @@ describe('persisted state', () => {
     await sink.start();
     const store = new SqliteStore({ path: db });
     const real = new SqliteAlertStateStore(db);
-    let failNext = false;
+    const fail = { saves: 0, loads: 0 };
     const flaky = Object.assign(Object.create(real) as SqliteAlertStateStore, {
       save: async (c: StateChanges) => {
-        if (failNext && c.notifications.length > 0) {
-          failNext = false;
+        if (fail.saves > 0 && c.notifications.length > 0) {
+          fail.saves--;
           throw new Error('disk full');
         }
         return real.save(c);
       },
+      load: async (opts?: { outbox?: boolean }) => {
+        if (fail.loads > 0) {
+          fail.loads--;
+          throw new Error('canceling statement due to statement timeout');
+        }
+        return real.load(opts);
+      },
     });
-    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
-    const alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky });
     cleanups.push(async () => {
-      await alerting.stop();
       await store.close();
       await sink.close();
       rmSync(dir, { recursive: true, force: true });
     });
-    failNext = true;
+    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
+    return { clock, sink, store, db, config, flaky, fail };
+  }
+
+  it('a state write that fails sends nothing; the next evaluation notifies once', async () => {
+    const { clock, sink, store, db, config, flaky, fail } = await flakyState();
+    const alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky });
+    cleanups.push(() => alerting.stop());
+    fail.saves = 1;
     // One evaluation, the one whose state write fails (an ingest-triggered one beside it would be "the next").
     await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
     await alerting.engine.evaluate('notify');
@@ -422,34 +438,14 @@ describe('persisted state', () => {
   });
 
   it('a new leader whose state load fails evaluates nothing until a retry loads it: no second notification, nothing left undelivered', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
-    const db = join(dir, 'h.db');
-    const clock = new FakeClock(T0);
-    const sink = new WebhookSink(clock.now);
-    await sink.start();
-    const store = new SqliteStore({ path: db });
-    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
+    const { clock, sink, store, db, config, flaky, fail } = await flakyState();
     // Two replicas on one state: `b` starts as a follower, with nothing in memory yet.
     let bLeads = false;
-    const real = new SqliteAlertStateStore(db);
-    let failLoads = 0;
-    const flaky = Object.assign(Object.create(real) as SqliteAlertStateStore, {
-      load: async (opts?: { outbox?: boolean }) => {
-        if (failLoads > 0) {
-          failLoads--;
-          throw new Error('canceling statement due to statement timeout');
-        }
-        return real.load(opts);
-      },
-    });
     const a = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false });
     const b = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky, leader: { isLeader: () => bLeads } });
     cleanups.push(async () => {
       await a.stop();
       await b.stop();
-      await store.close();
-      await sink.close();
-      rmSync(dir, { recursive: true, force: true });
     });
     // `a` leads: one alert notified, a second one created while the receiver refuses it (left in the outbox).
     await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
@@ -465,7 +461,7 @@ describe('persisted state', () => {
 
     // `b` takes over; its first load fails. Evaluating now, on its empty memory, would notify both alerts as new.
     bLeads = true;
-    failLoads = 1;
+    fail.loads = 1;
     await b.engine.reload(true);
     await b.engine.evaluate('all');
     await b.dispatcher.idle();
@@ -483,41 +479,11 @@ describe('persisted state', () => {
   });
 
   it('a failed state write whose reload fails too leaves memory stale: the alert is notified once the state loads', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
-    const db = join(dir, 'h.db');
-    const clock = new FakeClock(T0);
-    const sink = new WebhookSink(clock.now);
-    await sink.start();
-    const store = new SqliteStore({ path: db });
-    const real = new SqliteAlertStateStore(db);
-    let failSaves = 0;
-    let failLoads = 0;
-    const flaky = Object.assign(Object.create(real) as SqliteAlertStateStore, {
-      save: async (c: StateChanges) => {
-        if (failSaves > 0 && c.notifications.length > 0) {
-          failSaves--;
-          throw new Error('disk I/O error');
-        }
-        return real.save(c);
-      },
-      load: async (opts?: { outbox?: boolean }) => {
-        if (failLoads > 0) {
-          failLoads--;
-          throw new Error('disk I/O error');
-        }
-        return real.load(opts);
-      },
-    });
-    const config = alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]);
+    const { clock, sink, store, db, config, flaky, fail } = await flakyState();
     const alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky });
-    cleanups.push(async () => {
-      await alerting.stop();
-      await store.close();
-      await sink.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
-    failSaves = 1;
-    failLoads = 1;
+    cleanups.push(() => alerting.stop());
+    fail.saves = 1;
+    fail.loads = 1;
     await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
     await alerting.engine.evaluate('all');
     await alerting.dispatcher.idle();
