@@ -63,7 +63,14 @@ export function checkEndpoint(config: ForwardConfig): void {
  */
 function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): void {
   if (!existsSync(config.queue.path)) return;
-  const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes });
+  let queue: DurableQueue;
+  try {
+    queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes });
+  } catch (err) {
+    // Fan-out mode does not need the file: one it cannot read is reported, not a reason to stop.
+    opts.logger.warn('forwarding is off (no forward.endpoint); a forward queue file is there but cannot be read, so what it may hold is neither delivered nor expired', { path: config.queue.path, err });
+    return;
+  }
   try {
     if (opts.retentionMs !== undefined) queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
     const queued = queue.depth;

@@ -157,10 +157,16 @@ export class DurableQueue {
     this.maxBytes = opts.maxBytes;
     this.deadLetterMaxBytes = opts.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES;
     this.db = openPrivate(opts.path, opts.synchronous);
-    this.db.exec(SCHEMA);
-    // Queue files written before refused_since existed.
-    const columns = this.db.prepare('PRAGMA table_info(queue)').all() as { name: string }[];
-    if (!columns.some((c) => c.name === 'refused_since')) this.db.exec('ALTER TABLE queue ADD COLUMN refused_since INTEGER');
+    try {
+      this.db.exec(SCHEMA);
+      // Queue files written before refused_since existed.
+      const columns = this.db.prepare('PRAGMA table_info(queue)').all() as { name: string }[];
+      if (!columns.some((c) => c.name === 'refused_since')) this.db.exec('ALTER TABLE queue ADD COLUMN refused_since INTEGER');
+    } catch (err) {
+      // Not a queue this version can use (a corrupt file, another process holding it): the handle is not kept.
+      this.db.close();
+      throw err;
+    }
     const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
     this.depthHeld = totals.n;
     const dead = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM dead_letters').get() as { n: number; b: number };

@@ -3,7 +3,7 @@
  * readable by its owner only, and neither queued requests nor dead letters outlive retention.events; once they
  * expire, no copy of their bytes is left in the queue files.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { tempDir } from '../helpers.ts';
@@ -85,4 +85,19 @@ it('in fan-out mode, says what a queue left from inline mode holds, and still re
   startForwarding(config, { logger, retentionMs: 3_600_000, now: () => Date.now() + 2 * 3_600_000 });
   expect(lines.filter((l) => l.includes('forwarding is off'))).toEqual([]);
   for (const f of queueFiles(dir)) expect([f, readFileSync(f).includes(EMAIL)]).toEqual([f, false]);
+});
+
+it('in fan-out mode, neither creates a queue file nor stops over one it cannot read', () => {
+  const { dir, cleanup } = tempDir('hookwatch-fwd-bad-');
+  dirs.push(cleanup);
+  const lines: string[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
+  const path = join(dir, 'forward-queue.db');
+  const config = toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_PATH: path } })).forward;
+  expect(startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
+  expect(existsSync(path)).toBe(false);
+  writeFileSync(path, 'not a database, whatever it once was '.repeat(200));
+  expect(startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
+  const warning = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l['msg']).includes('cannot be read'));
+  expect(warning).toMatchObject({ level: 'warn', path });
 });
