@@ -75,7 +75,9 @@ export class HttpExporter implements Exporter {
     // Drain the body so the connection can be reused; it says what was rejected, or why the request was.
     const raw = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));
     if (res.ok) {
-      const partial = decodePartialSuccess((res.headers.get('content-type') ?? '').includes('json') ? 'json' : 'protobuf', raw);
+      // The answer's encoding from its content type; the request's when it names none we know.
+      const type = res.headers.get('content-type') ?? '';
+      const partial = decodePartialSuccess(type.includes('json') ? 'json' : type.includes('protobuf') ? 'protobuf' : item.encoding, raw);
       return partial ? { kind: 'success', partial } : { kind: 'success' };
     }
     const text = raw.toString('utf8');

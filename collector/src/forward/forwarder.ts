@@ -38,6 +38,8 @@ export const DEFAULT_BATCH: BatchOptions = { maxRequests: 100, maxBytes: 2 * 102
  */
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, maxRetryAfterMs: 300_000 };
 
+/** How often a destination's partial successes are logged at most (each is counted). */
+const PARTIAL_LOG_INTERVAL_MS = 60_000;
 /** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
 export const DEFAULT_MAX_ELAPSED_MS = 86_400_000;
 
@@ -74,9 +76,9 @@ export class Forwarder {
   /** After a merged batch was refused for good, the head goes alone, so only the bad request is dead-lettered. */
   private isolate = false;
   private rejectedByDestination = 0;
-  /** Requests given up past forward.retry.maxElapsedTime since start (for the log's rate). */
+  /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
-  private lastPartialMessage: string | undefined;
+  private lastPartialLogMs = -Infinity;
   private readonly now: () => number;
   private state: ForwarderStatus['state'] = 'idle';
   private failures = 0;
@@ -120,8 +122,10 @@ export class Forwarder {
    */
   private notePartial(partial: { rejected: number; message: string }, signal: string, requests: number): void {
     this.rejectedByDestination += partial.rejected;
-    if (partial.message === this.lastPartialMessage) return;
-    this.lastPartialMessage = partial.message;
+    // At most once a minute, whatever the reasons say (one may carry a count that changes every time).
+    const now = this.now();
+    if (now - this.lastPartialLogMs < PARTIAL_LOG_INTERVAL_MS) return;
+    this.lastPartialLogMs = now;
     this.opts.logger.warn('forwarding: the destination rejected some records of accepted requests (partial success)', { destination: this.opts.exporter.description, signal, requests, rejected: partial.rejected, reason: partial.message.slice(0, 500) });
   }
 
@@ -209,6 +213,7 @@ export class Forwarder {
       queue.ack(...ids);
       if (result.partial) this.notePartial(result.partial, item.signal, items.length);
       this.isolate = false;
+      this.expiredDeadLetters = 0;
       if (this.failures > 0) logger.info('forwarding recovered', { destination: exporter.description, failedAttempts: this.failures });
       this.failures = 0;
       this.lastError = null;
@@ -241,10 +246,12 @@ export class Forwarder {
         return;
       }
       if (expired.length) {
-        // Refused on its own past its time: a dead letter. The next requests travel merged again.
-        this.isolate = false;
+        // Refused on its own past its time: a dead letter. The next ones go alone while they are past their time
+        // too (each is tried alone once before it is given up, no merged resend between), then merged again.
         const reason = `${result.message} (retried for ${Math.round((now - (item.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
         queue.deadLetter([item.id], now, result.status ?? null, reason);
+        const next = queue.head();
+        this.isolate = next !== undefined && next.refusedSinceMs !== null && now - next.refusedSinceMs >= maxElapsed;
         // One line for the first and every hundredth: a long refusal gives up on every queued request in turn.
         if (this.expiredDeadLetters++ % 100 === 0) {
           logger.warn('forwarding refused past forward.retry.maxElapsedTime; request moved to dead letters', { destination: exporter.description, signal: item.signal, deadLettersSoFar: this.expiredDeadLetters, status: result.status ?? null, reason: result.message });
