@@ -149,11 +149,6 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);
-  // The hooks seen in the last month get their series at 0 at once, off the start-up path.
-  void store.hookCounters({ fromMs: now() - HOOK_SERIES_SEED_MS, toMs: now() }).then(
-    (known) => hookMetrics.seed([...known.values()].map((c) => c.info)),
-    (err: unknown) => logger.warn('cannot read the known hooks for their /metrics series; each gets its series at its next event', { err }),
-  );
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
   const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
@@ -229,6 +224,11 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   }
   listening = true;
   const httpAddress = http.address() as AddressInfo;
+  // Once serving: the hooks seen in the last month get their series at 0, off the start-up path.
+  void store.hookCounters({ fromMs: now() - HOOK_SERIES_SEED_MS, toMs: now() }).then(
+    (known) => hookMetrics.seed([...known.values()].map((c) => c.info)),
+    (err: unknown) => logger.warn('cannot read the known hooks for their /metrics series; each gets its series at its next event', { err }),
+  );
 
   const prune = async (): Promise<void> => {
     // Each replica's forward queue is its own file: every replica applies retention to it, leader or not. Raw

@@ -118,15 +118,15 @@ export function matcherQuery(input: Record<string, unknown>): string | undefined
 
 /**
  * Whether a settings matcher selects a firing's matcher query, as Claude Code decides whether to run the group:
- * no matcher, an empty one or `*` selects everything; plain names separated by `|` select those names exactly;
- * anything else is a regular expression over the whole value (`mcp__.*`, `Notebook.*`). A pattern that does not
- * compile selects nothing.
+ * no matcher, an empty one or `*` selects everything; names separated by `|` select those names exactly
+ * (`Write` is not `MultiWrite`); anything else is a regular expression tested anywhere in the value, as Claude
+ * Code tests it (`^mcp__`, `Edit.*` selects `NotebookEdit` too). A pattern that does not compile selects nothing.
  */
 export function matcherSelects(matcher: string | undefined, query: string): boolean {
   if (matcher === undefined || matcher.trim() === '' || matcher.trim() === '*') return true;
-  if (/^[A-Za-z0-9_\s|-]+$/.test(matcher)) return matcher.split('|').map((m) => m.trim()).includes(query);
+  if (/^[A-Za-z0-9_|]+$/.test(matcher)) return matcher.split('|').includes(query);
   try {
-    return new RegExp(`^(?:${matcher})$`).test(query);
+    return new RegExp(matcher).test(query);
   } catch {
     return false;
   }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
 import { runCheck } from './index.ts';
+import { matcherSelects } from './hook-input.ts';
 import type { MeasuredOutput } from './measure.ts';
 
 const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));
@@ -338,6 +339,12 @@ describe('check --settings', () => {
     expect(sizes(byMatcher)).toEqual([['PreToolUse:Bash', 10], ['PreToolUse:Edit', 20], ['PreToolUse:Bash', 30]]);
     const mcp = await checkJson(['--settings', path, '--event', 'PreToolUse', '--tool-name', 'mcp__github__search']);
     expect(sizes(mcp)).toEqual([['PreToolUse:mcp__github__search', 30], ['PreToolUse:mcp__github__search', 40]]);
+    // A pattern is tested anywhere in the name, as Claude Code tests it; plain names match exactly.
+    expect(matcherSelects('Edit.*', 'NotebookEdit')).toBe(true);
+    expect(matcherSelects('^mcp__', 'mcp__github__search')).toBe(true);
+    expect(matcherSelects('Write', 'MultiWrite')).toBe(false);
+    expect(matcherSelects('Edit|Write', 'Write')).toBe(true);
+    expect(matcherSelects('[', 'Bash')).toBe(false);
 
     const resume = await checkJson(['--settings', path, '--event', 'SessionStart', '--source', 'resume']);
     expect(sizes(resume)).toEqual([['SessionStart:resume', 60]]);

@@ -42,8 +42,11 @@ Options:
   --show-content         print whole outputs and stderr (implies --show-output)
   -h, --help             this help
 
+With --settings, a group runs only when its matcher selects the firing, as in Claude Code (names exactly,
+patterns as regular expressions); the groups left out are named on stderr.
+
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
-timed out or failed, 2 bad usage.
+timed out or failed, 2 bad usage or no hook selected by the firing.
 `;
 
 /** A plain word passes through the shell unchanged; anything else is single-quoted. */
