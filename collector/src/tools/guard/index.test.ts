@@ -212,12 +212,14 @@ describe('hookwatch guard', () => {
   });
 
   it('trims a large JSON Lines output as text: only a whole object is read back to be parsed', async () => {
-    const ran = await guard(nodeHook(`for (let i = 0; i < 40000; i++) process.stdout.write(JSON.stringify({ line: i, text: 'x'.repeat(40) }) + '\\n')`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    // 10 MB, past what the guard parses at this spill size (8 MiB): taken for one object it would pass whole.
+    const ran = await guard(nodeHook(`for (let i = 0; i < 160000; i++) process.stdout.write(JSON.stringify({ line: i, text: 'x'.repeat(40) }) + '\\n')`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     const out = ran.stdout.toString();
     expect(ran.code).toBe(0);
     expect(out.length).toBeLessThanOrEqual(9_500);
     expect(out.startsWith('{"line":0,')).toBe(true);
-    expect(out).toMatch(/more characters left out; the full output is in \S+\]$/);
+    expect(out).toMatch(/more characters left out; the full output is in \S+-spill\.txt\]$/);
+    expect(ran.stderr).toBe('');
   });
 
   it('saves the full plain output as the bytes the command wrote, invalid UTF-8 included', async () => {

@@ -62,12 +62,32 @@ export interface GuardIO {
 }
 
 /**
- * A stdout spilled to a file (past HOOKWATCH_GUARD_SPILL_BYTES) that begins like a JSON object is read back and
- * parsed up to this size; past it, it passes through unchanged.
+ * A stdout spilled to a file (past HOOKWATCH_GUARD_SPILL_BYTES, 8 MiB by default) that may be one JSON object is
+ * read back and parsed up to this many times the spill size (64 MiB by default); past it, it passes through
+ * unchanged.
  */
-const MAX_SPILLED_JSON_BYTES = 64 * 1024 * 1024;
+const MAX_SPILLED_JSON_SPILLS = 8;
 
-/** Whether a file's last character that is not white space is `}`: a JSON object ends so, JSON Lines or a log rarely. */
+/**
+ * Whether a spilled stdout may be one JSON object, to be parsed whole: it begins with `{` and ends with `}`, and
+ * is not JSON Lines (a first line that is a whole JSON value with more after it).
+ */
+function mayBeOneObject(head: string, path: string): boolean {
+  const text = head.trimStart();
+  if (!text.startsWith('{')) return false;
+  const newline = text.indexOf('\n');
+  if (newline !== -1 && text.slice(newline + 1).trim() !== '') {
+    try {
+      JSON.parse(text.slice(0, newline));
+      return false;
+    } catch {
+      // The first line is not a whole value: one object over several lines, perhaps.
+    }
+  }
+  return endsLikeObject(path);
+}
+
+/** Whether a file's last character that is not white space is `}`, as a JSON object's is. */
 function endsLikeObject(path: string): boolean {
   const fd = openSync(path, 'r');
   try {
@@ -213,12 +233,13 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   const ensureDir = (): void => {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
   };
+  const spillBytes = Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES;
   const result = await runGuarded({
     command,
     shell: options.shell,
     stdin: io.stdin,
     timeoutMs: options.timeoutMs,
-    spillBytes: Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES,
+    spillBytes,
     headChars: options.budget,
     spillPath: () => {
       ensureDir();
@@ -251,10 +272,11 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   // (Claude Code parses it too; trimmed as plain text, its decision and other fields would be lost).
   let whole: string | undefined;
   if (!captured.spilled) whole = captured.text;
-  else if (captured.head.trimStart().startsWith('{') && endsLikeObject(captured.path)) {
+  else if (mayBeOneObject(captured.head, captured.path)) {
+    const maxJsonBytes = MAX_SPILLED_JSON_SPILLS * spillBytes;
     const size = statSync(captured.path).size;
-    if (size > MAX_SPILLED_JSON_BYTES) {
-      io.stderr(`hookwatch guard: a JSON output of ${size} bytes is more than the guard parses (${MAX_SPILLED_JSON_BYTES}); passed through unchanged\n`);
+    if (size > maxJsonBytes) {
+      io.stderr(`hookwatch guard: a JSON output of ${size} bytes is more than the guard parses (${maxJsonBytes}); passed through unchanged\n`);
       await passThrough();
       return ended;
     }
