@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,34 +115,41 @@ describe('hookwatch guard', () => {
 
   it('stops waiting once a stopped shell command line is gone, and never reports a stopped run as a success', async () => {
     // A settings-file command is a shell line: what it starts in the background can hold stdout open for long.
+    // A stop signal (Claude Code's timeout) ends the shell and leaves its children as Claude Code leaves them;
+    // the guard's own --timeout ends what the shell started too, while the shell still runs.
     const cases = [
-      // The shell waits for its background child: the stop ends the shell, the child is left as Claude Code leaves it.
-      { how: 'timeout', line: (pidFile: string) => `echo started; sleep 60 & echo $! > ${pidFile}; wait` },
-      { how: 'signal', line: (pidFile: string) => `echo started; sleep 60 & echo $! > ${pidFile}; wait` },
+      { how: 'timeout', line: (f: string) => `echo $$ > ${f}.sh; echo started; sleep 60 & echo $! > ${f}; wait`, backgroundSurvives: false },
+      { how: 'signal', line: (f: string) => `echo $$ > ${f}.sh; echo started; sleep 60 & echo $! > ${f}; wait`, backgroundSurvives: true },
       // The shell has exited 0 already; only its child holds stdout. Stopped, the run is not a success.
-      { how: 'timeout', line: (pidFile: string) => `echo hi; sleep 60 & echo $! > ${pidFile}; exit 0` },
-      { how: 'signal', line: (pidFile: string) => `echo hi; sleep 60 & echo $! > ${pidFile}; exit 0` },
+      { how: 'timeout', line: (f: string) => `echo $$ > ${f}.sh; echo hi; sleep 60 & echo $! > ${f}; exit 0`, backgroundSurvives: true },
+      { how: 'signal', line: (f: string) => `echo $$ > ${f}.sh; echo hi; sleep 60 & echo $! > ${f}; exit 0`, backgroundSurvives: true },
     ] as const;
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        return false;
+      }
+      // Dead but not reaped yet (its parent, the shell, is gone) is not alive.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    };
     for (const [i, c] of cases.entries()) {
       const pidFile = join(dir, `background-${i}.pid`);
       let guardPid = 0;
       const pending = guard([...(c.how === 'timeout' ? ['--timeout', '1'] : []), '--', c.line(pidFile)], { onStart: (pid) => (guardPid = pid) });
       await waitFor(async () => (await readFile(pidFile, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
-      if (c.how === 'signal') process.kill(guardPid, 'SIGTERM');
       const background = Number(await readFile(pidFile, 'utf8'));
-      const alive = (pid: number): boolean => {
-        try {
-          process.kill(pid, 0);
-          return true;
-        } catch {
-          return false;
-        }
-      };
+      const shell = Number(await readFile(`${pidFile}.sh`, 'utf8'));
+      // "exited 0 before the stop" means it: the signal goes once the shell is gone.
+      if (c.line('f').endsWith('exit 0')) await waitFor(async () => !alive(shell));
+      if (c.how === 'signal') process.kill(guardPid, 'SIGTERM');
       try {
-        // The guard exits while the background child still runs (it keeps the inherited stderr open, so the
-        // guard's pipes close only once it is gone).
+        // The guard exits while what is left runs on (a survivor keeps the inherited stderr open, so the guard's
+        // pipes close only once it is gone).
         await waitFor(async () => !alive(guardPid));
-        expect(alive(background)).toBe(true);
+        if (c.backgroundSurvives) expect(alive(background), c.line('pid')).toBe(true);
+        else await waitFor(async () => !alive(background));
       } finally {
         if (alive(background)) process.kill(background, 'SIGKILL');
       }

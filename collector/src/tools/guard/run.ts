@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 
 import { StdoutCapture } from './capture.ts';
@@ -12,6 +13,44 @@ const KILL_GRACE_MS = 1_000;
 const STOPPED_OUTPUT_GRACE_MS = 50;
 /** Signals forwarded to the command: what a supervisor (Claude Code on a timeout, a terminal) sends to stop it. */
 const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/**
+ * The processes below `root` now (children, their children...), from /proc; none where there is no /proc. The
+ * guard's own timeout stops them with the command: a command line's pipeline (`curl | jq`) would otherwise
+ * outlive it.
+ */
+export function descendants(root: number): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const childrenOf = new Map<number, number[]>();
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const list = childrenOf.get(ppid) ?? [];
+    list.push(Number(entry));
+    childrenOf.set(ppid, list);
+  }
+  const out: number[] = [];
+  const queue = [root];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    for (const child of childrenOf.get(pid) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
 
 /** How to run the wrapped command. */
 export interface GuardedRun {
@@ -49,7 +88,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath });
     const interactive = run.stdin.isTTY === true;
     const [file, ...args] = run.command.length === 1 ? [run.shell, '-c', run.command[0] ?? ''] : run.command;
-    // Its own process group, except at a terminal: a background group that reads the terminal is stopped.
+    // In the guard's own session and group, as under Claude Code: it keeps the terminal a hook may prompt on.
     const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'] });
     /** How the command exited, once it has (stdout may stay open after). */
     let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -118,8 +157,21 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       timers.push(
         setTimeout(() => {
           timedOut = true;
+          // The guard's own timeout ends what the command started as well, found while the command still runs.
+          const below = exited === undefined && child.pid !== undefined ? descendants(child.pid) : [];
+          const signalAll = (signal: NodeJS.Signals): void => {
+            for (const pid of below) {
+              try {
+                process.kill(pid, signal);
+              } catch {
+                // Gone already.
+              }
+            }
+          };
+          signalAll('SIGTERM');
           stop('SIGTERM');
           timers.push(setTimeout(() => {
+            signalAll('SIGKILL');
             if (exited === undefined) child.kill('SIGKILL');
           }, KILL_GRACE_MS));
         }, run.timeoutMs),
