@@ -204,7 +204,9 @@ export class ChartPanel {
           ctx.fillRect(x0, chartArea.top, x1 - x0, 4);
           ctx.fillStyle = cssColor('--text');
           ctx.font = '11px system-ui, sans-serif';
-          ctx.fillText(b.label, bandLabelX(x0, ctx.measureText(b.label).width, chartArea), chartArea.top + 15, chartArea.right - chartArea.left - 6);
+          // At most the band's width (40 px at least): labels of bands side by side do not run into each other.
+          const maxWidth = Math.max(40, x1 - x0 - 6);
+          ctx.fillText(b.label, bandLabelX(x0, Math.min(ctx.measureText(b.label).width, maxWidth), chartArea), chartArea.top + 15, maxWidth);
         }
         ctx.restore();
       },
@@ -217,7 +219,6 @@ export class ChartPanel {
   }
 }
 
-/** A horizontal reference line (cap, preview) as a dataset over category labels. */
 /**
  * Where an alert band's label starts: at the band's left edge, moved left as far as needed to end inside the plot
  * (a band that begins near the right edge would otherwise show "pe" of "persisted firing"), never left of the plot.
@@ -226,6 +227,7 @@ export function bandLabelX(bandLeft: number, textWidth: number, area: { left: nu
   return Math.max(area.left + 3, Math.min(bandLeft + 3, area.right - 3 - textWidth));
 }
 
+/** A horizontal reference line (cap, preview) as a dataset over category labels. */
 export function referenceLine(label: string, value: number, count: number, color: string, dash: number[]): ChartConfiguration<'line'>['data']['datasets'][number] {
   return {
     label,

@@ -191,21 +191,21 @@ export function shownStatus(c: { status: DeliveryStatus | null; executions: numb
 }
 
 /** Why shownStatus says what it says, for the badge's title. */
-export function statusTitle(c: { status: DeliveryStatus | null; executions: number; sizeUnknownExecutions: number }, counted = true): string {
+export function statusTitle(c: { status: DeliveryStatus | null; executions: number; sizeUnknownExecutions: number; starts?: number }): string {
   const s = shownStatus(c);
   // Some executions measured, some not (the server calls such a hook unknown; an older one called it ok).
   const partial = c.sizeUnknownExecutions > 0 && (c.status === 'ok' || c.sizeUnknownExecutions < c.executions);
   if (s === 'unknown' && partial) {
     return `${num(c.sizeUnknownExecutions)} of ${plural(c.executions, 'execution')} had no size data (client older than 2.1.280): not measurable, never assumed healthy`;
   }
-  // Listed with no execution completed: it only started (blocked, killed or timed out), whatever the client.
-  if (s === 'unknown' && c.executions === 0 && counted) return 'no execution completed in this range, only starts: nothing was delivered to measure';
+  // Listed with no execution completed, only starts (blocked, killed or timed out), whatever the client.
+  if (s === 'unknown' && c.executions === 0 && (c.starts ?? 0) > 0) return 'no execution completed in this range, only starts: nothing was delivered to measure';
   return STATUS_TITLE[s];
 }
 
 /** A status badge whose meaning is in the text, not only the colour. */
-export function statusBadge(status: DeliveryStatus | null, counts?: { executions: number; sizeUnknownExecutions: number }): HTMLSpanElement {
-  const c = { status, executions: counts?.executions ?? 0, sizeUnknownExecutions: counts?.sizeUnknownExecutions ?? 0 };
+export function statusBadge(status: DeliveryStatus | null, counts?: { executions: number; sizeUnknownExecutions: number; starts?: number }): HTMLSpanElement {
+  const c = { status, executions: counts?.executions ?? 0, sizeUnknownExecutions: counts?.sizeUnknownExecutions ?? 0, starts: counts?.starts ?? 0 };
   const s = shownStatus(c);
-  return h('span', { class: `status status-${s}`, title: statusTitle(c, counts !== undefined) }, STATUS_TEXT[s]);
+  return h('span', { class: `status status-${s}`, title: statusTitle(c) }, STATUS_TEXT[s]);
 }

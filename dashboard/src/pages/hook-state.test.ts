@@ -116,7 +116,8 @@ describe('charts\' numbers', () => {
     const startsOnly = { ...BLIND, executions: 0, starts: 3, sizeUnknownExecutions: 0, maxChars: { stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null } };
     expect(curveSummary(startsOnly)).toBe('3 starts and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.');
     expect(facts(startsOnly, forecastReading(null, { status: 'unknown' }))[0]).toMatchObject({ id: 'executions', value: '0', note: '3 starts: 3 without a completion in this range' });
-    expect(statusTitle({ status: 'unknown', executions: 0, sizeUnknownExecutions: 0 })).toBe('no execution completed in this range, only starts: nothing was delivered to measure');
+    expect(statusTitle({ status: 'unknown', executions: 0, sizeUnknownExecutions: 0, starts: 3 })).toBe('no execution completed in this range, only starts: nothing was delivered to measure');
+    expect(statusTitle({ status: 'unknown', executions: 0, sizeUnknownExecutions: 0, starts: 0 })).toBe('no size data (client older than 2.1.280): not measurable, never assumed healthy');
   });
 
   it('counts success against persisted outputs with agreeing verbs', () => {
