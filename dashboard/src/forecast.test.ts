@@ -93,6 +93,8 @@ describe('forecast from the daily series', () => {
     expect(forecastReading(shrinking.forecast, { status: 'near', latest: 12_000 })).toMatchObject({ kind: 'crossing', value: 'at the cap', note: 'sizes past it, nothing persisted', days: 0 });
     expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 10_400, slopePerDay: -3 }), {}).value).toBe('at the cap');
     expect(forecastReading(null, { status: 'over', latest: 9_000 }).value).toBe('over the cap now');
+    // A custom range that has ended says what happened in it, not "now".
+    expect(forecastReading(null, { status: 'over', pastRange: true })).toMatchObject({ value: 'over the cap', note: 'outputs were persisted in this range' });
     expect(forecastReading(null, { latest: 10_000 }).kind).toBe('insufficient');
   });
 

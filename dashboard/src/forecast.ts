@@ -66,10 +66,13 @@ function slopeText(slope: number): string {
  * bounds (summed over the commands of one execution, stdout with the JSON around it), so a size past the cap
  * with nothing persisted is at the cap, not over it.
  */
-export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number } = {}): ForecastReading {
+export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number; pastRange?: boolean } = {}): ForecastReading {
   const latest = opts.latest ?? null;
   if (opts.status === 'over') {
-    return { kind: 'over', value: 'over the cap now', note: 'outputs are persisted already', sentence: 'Already over the 10,000 cap: outputs are being persisted now.', days: 0 };
+    // A range that has ended (a custom one) tells what happened in it, not what happens now.
+    return opts.pastRange
+      ? { kind: 'over', value: 'over the cap', note: 'outputs were persisted in this range', sentence: 'Over the 10,000 cap in this range: outputs were persisted.', days: 0 }
+      : { kind: 'over', value: 'over the cap now', note: 'outputs are persisted already', sentence: 'Already over the 10,000 cap: outputs are being persisted now.', days: 0 };
   }
   if ((latest !== null && latest > OUTPUT_CAP_CHARS) || (f !== null && f.crossesAtMs === null && f.current > OUTPUT_CAP_CHARS)) {
     return {

@@ -87,9 +87,9 @@ export function headerCells(state: ViewState, sort: SortKey, dir: SortDir): Head
  * How a hook's forecast reads in its row: over the cap whatever the fit, unknown without size data, and
  * undefined (a dash) while it has not been fitted.
  */
-export function forecastOf(hk: HookSummary, forecasts: ReadonlyMap<string, ForecastEntry>): ForecastReading | undefined {
+export function forecastOf(hk: HookSummary, forecasts: ReadonlyMap<string, ForecastEntry>, pastRange = false): ForecastReading | undefined {
   const status = shownStatus(hk);
-  if (status === 'over') return forecastReading(null, { status });
+  if (status === 'over') return forecastReading(null, { status, pastRange });
   const f = forecasts.get(hk.id);
   if (!f) return status === 'unknown' && largestOutput(hk) === null ? forecastReading(null, { status }) : undefined;
   return forecastReading(f.forecast, { status, latest: largestOutput(hk), days: f.days });

@@ -141,7 +141,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     const now = Date.now();
     const view = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll);
     replace(tbody, ...view.shown.map((hk) => {
-      const r = hookRow(hk, forecastOf(hk, forecasts), now);
+      const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
         h('td', null, statusBadge(hk.status, hk)),
         h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(state, hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
