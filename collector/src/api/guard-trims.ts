@@ -2,10 +2,10 @@
  * GET /api/v1/hooks/:id/guard-trims: what `hookwatch guard` trimmed for one hook over a range (the largest
  * trim's sent and delivered sizes, and per-bucket maxima aligned with the series buckets), for the hook page.
  */
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Router } from 'express';
 import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { Store } from '../store/store.ts';
-import { ParamError, parseHookId, parseRange, parseStep } from './params.ts';
+import { parseHookId, parseRange, parseStep } from './params.ts';
 
 export interface GuardTrimsApiOptions {
   store: Store;
@@ -35,12 +35,7 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
     };
     res.json(body);
   });
-  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    if (err instanceof ParamError) {
-      res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
-      return;
-    }
-    next(err);
-  });
+  // Errors (a bad parameter: 400; the store away: 503) get the API's answer from the handler the service puts
+  // after every router (api/index.ts apiErrorHandler).
   return router;
 }

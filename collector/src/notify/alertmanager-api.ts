@@ -77,8 +77,6 @@ export interface AlertmanagerRefresherOptions {
  * holds is still renewed: left to expire it would resolve there, falsely, and fire again when the silence ends.
  */
 export class AlertmanagerRefresher {
-  /** Pushes made and failed (for tests and logs). */
-  readonly stats = { pushes: 0, failures: 0 };
   /** Renewal pushes per Alertmanager receiver, delivered or failed (for /metrics: from 0, so a first failure shows). */
   readonly byReceiver = new Map<string, { delivered: number; failed: number }>();
   private readonly opts: AlertmanagerRefresherOptions;
@@ -119,14 +117,12 @@ export class AlertmanagerRefresher {
       url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: r.tls ?? null,
     });
     if (result.outcome === 'aborted') return;
-    this.stats.pushes++;
     const counts = this.byReceiver.get(r.name);
     if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
     if (result.outcome === 'delivered') {
       if (this.failing.delete(r.name)) this.opts.logger.info('alertmanager reachable again; firing alerts renewed', { receiver: r.name, alerts: firing.length });
       return;
     }
-    this.stats.failures++;
     // Logged once per outage, not every interval.
     if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: result.httpStatus, error: result.error });
     this.failing.add(r.name);

@@ -49,9 +49,10 @@ export function decodePartialSuccess(encoding: Encoding, body: Buffer): { reject
     }
     const partial = (doc as { partialSuccess?: Record<string, unknown> } | null)?.partialSuccess;
     if (!partial || typeof partial !== 'object') return undefined;
-    const rejected = Number(partial['rejectedLogRecords'] ?? partial['rejectedDataPoints'] ?? partial['rejectedSpans'] ?? 0);
+    const count = Number(partial['rejectedLogRecords'] ?? partial['rejectedDataPoints'] ?? partial['rejectedSpans'] ?? 0);
+    const rejected = Number.isFinite(count) && count > 0 ? count : 0;
     const message = typeof partial['errorMessage'] === 'string' ? partial['errorMessage'] : '';
-    return (Number.isFinite(rejected) && rejected > 0) || message ? { rejected: Number.isFinite(rejected) ? rejected : 0, message } : undefined;
+    return rejected > 0 || message ? { rejected, message } : undefined;
   }
   const partial = fields(body)?.find((f) => f.num === 1 && Buffer.isBuffer(f.value))?.value;
   if (!Buffer.isBuffer(partial)) return undefined;

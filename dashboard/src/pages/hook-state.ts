@@ -158,7 +158,10 @@ export function observedSizes(series: SeriesResponse): Observed[] {
 export function curveSummary(hook: HookSummary): string {
   const peak = largestOutput(hook);
   const lost = peak === null ? null : peak - deliveredChars(peak);
-  const exact = peak === null || peakIsOneString(hook, peak) ? null : largestOneString(hook);
+  // The largest size that is one string's: the peak itself, or a smaller one beside a peak that is a bound.
+  const one = largestOneString(hook);
+  const peakIsOne = peak !== null && one?.chars === peak;
+  const exact = peakIsOne ? null : one;
   return peak === null && hook.executions === 0 && hook.starts > 0
     ? `${plural(hook.starts, 'start')} and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.`
     : peak === null
@@ -167,14 +170,18 @@ export function curveSummary(hook: HookSummary): string {
       ? `Largest output ${chars(peak)}, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every string arrived whole.`
     : lost && lost > 0 && exact && exact.chars > OUTPUT_CAP_CHARS
       ? `Largest string measured alone ${chars(exact.chars)} (${exact.kind}): the model saw about ${chars(deliveredChars(exact.chars))}, losing ${chars(exact.chars - deliveredChars(exact.chars))} (${pct((exact.chars - deliveredChars(exact.chars)) / exact.chars)}). The larger ${chars(peak)} is a bound (summed over the hook's commands, or stdout with the JSON around it).`
-    : lost && lost > 0 && !peakIsOneString(hook, peak)
+    : lost && lost > 0 && !peakIsOne
       ? `Largest output up to ${chars(peak)} (summed over the hook's commands, or stdout with the JSON around it): a string over the 10,000 cap reaches the model as a ~2,000-character preview, so up to ${chars(lost)} (${pct(lost / peak)}) was lost.`
     : lost && lost > 0
       ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
       : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
 }
 
-/** The largest output of a kind whose size is one string's (see peakIsOneString), or null when none is. */
+/**
+ * The largest output of a kind whose size is one string's, or null when none is: not a sum over several commands
+ * (its lower bound is the same), and not a stdout that held JSON fields (those are measured on their own, the
+ * stdout around them).
+ */
 function largestOneString(hook: HookSummary): { kind: OutputKind; chars: number } | null {
   let best: { kind: OutputKind; chars: number } | null = null;
   for (const kind of OUTPUT_KINDS) {
@@ -184,16 +191,6 @@ function largestOneString(hook: HookSummary): { kind: OutputKind; chars: number 
     if (best === null || v > best.chars) best = { kind, chars: v };
   }
   return best;
-}
-
-/**
- * Whether a hook's largest output is the size of one string: not a sum over several commands (its lower bound is
- * the same), and not a stdout that held JSON fields (those are measured on their own, the stdout around them).
- */
-function peakIsOneString(hook: HookSummary, peak: number): boolean {
-  const kind = OUTPUT_KINDS.find((k) => hook.maxChars[k] === peak);
-  if (kind === undefined || hook.maxCharsLowerBound[kind] !== peak) return false;
-  return kind !== 'stdout' || OUTPUT_KINDS.every((k) => k === 'stdout' || !hook.maxChars[k]);
 }
 
 /** The cliff curve's data table. */

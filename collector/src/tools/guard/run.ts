@@ -68,7 +68,6 @@ export interface GuardedRun {
 export interface GuardedRunResult {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
-  timedOut: boolean;
   stdout: CapturedStdout;
   /** The first part of what arrived on stdin (the hook input JSON). */
   input: string;
@@ -97,7 +96,6 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     let exitedBeforeStop = false;
     const inputParts: Buffer[] = [];
     let inputBytes = 0;
-    let timedOut = false;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
     const stop = (signal: NodeJS.Signals): void => {
@@ -130,7 +128,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       run.stdin.off('data', onInput);
       run.stdin.unpipe();
       run.stdin.pause();
-      resolve({ exitCode, signal, timedOut, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
+      resolve({ exitCode, signal, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
     };
 
     /** A stopped command is gone: what is already in the pipe is read for a moment, then the run ends. */
@@ -156,7 +154,6 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     if (run.timeoutMs !== undefined) {
       timers.push(
         setTimeout(() => {
-          timedOut = true;
           // The guard's own timeout ends what the command started as well, found while the command still runs.
           const below = exited === undefined && child.pid !== undefined ? descendants(child.pid) : [];
           const signalAll = (signal: NodeJS.Signals): void => {
