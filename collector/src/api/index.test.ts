@@ -58,6 +58,10 @@ describe('GET /api/v1/hooks', () => {
     expect(lastHour.body.hooks.map((h) => h.hookName)).toEqual(['Stop', 'UserPromptSubmit']);
     const rfc = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=2026-11-28T00:00:00Z&to=2026-11-29T00:00:00Z');
     expect(rfc.body.hooks.map((h) => [h.hookName, h.executions, h.status])).toEqual([['SessionStart:startup', 1, 'ok']]);
+    // The store counts whole minutes: a range inside one minute counts that minute, and says so.
+    const sub = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=2026-11-30T10:00:40Z&to=2026-11-30T10:00:50.5Z');
+    expect(sub.body.hooks.map((h) => [h.hookName, h.executions])).toEqual([['SessionStart:startup', 2]]);
+    expect([sub.body.from, sub.body.to]).toEqual(['2026-11-30T10:00:00.000Z', '2026-11-30T10:01:00.000Z']);
   });
 
   it('filters by a dimension and by status', async () => {

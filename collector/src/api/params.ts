@@ -1,6 +1,7 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
 import { parseDuration } from '../config/values.ts';
 import { BadParameterError } from '../request-error.ts';
+import { alignRange } from '../store/segments.ts';
 
 /** A query parameter or path segment the API cannot accept. */
 export class ParamError extends BadParameterError {
@@ -32,6 +33,7 @@ export function parseTime(value: string, now: number, parameter: string): number
   throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z) or a relative time (now-24h)`);
 }
 
+/** A range of whole minutes: from rounded down, to rounded up. */
 export interface TimeRange {
   fromMs: number;
   toMs: number;
@@ -47,7 +49,8 @@ export function parseRange(query: Record<string, unknown>, now: number, defaultS
   const fromMs = from === undefined ? toMs - defaultSpanMs : parseTime(from, now, 'from');
   if (fromMs >= toMs) throw new ParamError('from', 'from must be earlier than to');
   if (toMs - fromMs > MAX_RANGE_MS) throw new ParamError('from', `the range from..to is longer than the maximum of ${MAX_RANGE_MS / 86_400_000} days`);
-  return { fromMs, toMs };
+  // The store counts whole minutes (segments.ts): the answer names the range it covered.
+  return alignRange(fromMs, toMs);
 }
 
 /** The only steps a series uses: whole minutes that tile hours and days. */
