@@ -3,7 +3,8 @@
  * proto's snake_case names accepted too, as the Go collector does), int64 as string or number, unknown fields
  * ignored. Wrong types fail with the JSON path of the offending value.
  */
-import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
+import type { DecodeBudget} from './model.ts';
+import { DECODED_BYTES, DecodeError, DecodeLimitError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -80,7 +81,7 @@ function set(o: Obj, camel: string, snake: string): boolean {
   return v !== undefined && v !== null;
 }
 
-function anyValue(v: Json, path: string, depth: number): AnyValue {
+function anyValue(v: Json, path: string, depth: number, budget: DecodeBudget): AnyValue {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels at ${path}`);
   const o = obj(v, path);
   if (set(o, 'stringValue', 'string_value')) return str(field(o, 'stringValue', 'string_value'), `${path}.stringValue`);
@@ -93,11 +94,14 @@ function anyValue(v: Json, path: string, depth: number): AnyValue {
   if (set(o, 'doubleValue', 'double_value')) return double(field(o, 'doubleValue', 'double_value'), `${path}.doubleValue`);
   if (set(o, 'arrayValue', 'array_value')) {
     const a = obj(field(o, 'arrayValue', 'array_value'), `${path}.arrayValue`);
-    return arr(a['values'], `${path}.arrayValue.values`).map((x, i) => anyValue(x, `${path}.arrayValue.values[${i}]`, depth + 1));
+    return arr(a['values'], `${path}.arrayValue.values`).map((x, i) => {
+      budget.charge(DECODED_BYTES.value);
+      return anyValue(x, `${path}.arrayValue.values[${i}]`, depth + 1, budget);
+    });
   }
   if (set(o, 'kvlistValue', 'kvlist_value')) {
     const kv = obj(field(o, 'kvlistValue', 'kvlist_value'), `${path}.kvlistValue`);
-    return { kvlist: attributes(kv['values'], `${path}.kvlistValue.values`, depth + 1) };
+    return { kvlist: attributes(kv['values'], `${path}.kvlistValue.values`, budget, depth + 1) };
   }
   if (set(o, 'bytesValue', 'bytes_value')) {
     const b = str(field(o, 'bytesValue', 'bytes_value'), `${path}.bytesValue`);
@@ -107,30 +111,52 @@ function anyValue(v: Json, path: string, depth: number): AnyValue {
   return null;
 }
 
-function attributes(v: Json, path: string, depth = 0): Attributes {
+function attributes(v: Json, path: string, budget: DecodeBudget, depth = 0): Attributes {
   const out: Attributes = new Map();
   const list = arr(v, path);
   for (let i = 0; i < list.length; i++) {
+    budget.charge(DECODED_BYTES.value);
     const kv = obj(list[i], `${path}[${i}]`);
-    out.set(str(kv['key'], `${path}[${i}].key`), kv['value'] === undefined ? null : anyValue(kv['value'], `${path}[${i}].value`, depth));
+    out.set(str(kv['key'], `${path}[${i}].key`), kv['value'] === undefined ? null : anyValue(kv['value'], `${path}[${i}].value`, depth, budget));
   }
   return out;
 }
 
-function logRecord(v: Json, path: string): LogRecord {
+function logRecord(v: Json, path: string, budget: DecodeBudget): LogRecord {
+  budget.charge(DECODED_BYTES.record);
   const o = obj(v, path);
   const body = o['body'];
   return {
     timeUnixNano: nanos(field(o, 'timeUnixNano', 'time_unix_nano'), `${path}.timeUnixNano`),
     observedTimeUnixNano: nanos(field(o, 'observedTimeUnixNano', 'observed_time_unix_nano'), `${path}.observedTimeUnixNano`),
     eventName: str(field(o, 'eventName', 'event_name'), `${path}.eventName`),
-    body: body === undefined || body === null ? undefined : anyValue(body, `${path}.body`, 0),
-    attributes: attributes(o['attributes'], `${path}.attributes`),
+    body: body === undefined || body === null ? undefined : anyValue(body, `${path}.body`, 0, budget),
+    attributes: attributes(o['attributes'], `${path}.attributes`, budget),
   };
 }
 
-/** Decodes OTLP/JSON text. Throws DecodeError naming the JSON path on malformed input. */
-export function decodeLogsJson(text: string): LogsRequest {
+/**
+ * Throws DecodeLimitError when the parse tree of `text` could hold more than `budget` allows: every object and
+ * array is a node (DECODED_BYTES.jsonNode), and a node can be two bytes of text, so only a text longer than
+ * that could exceed it is counted (a brace inside a string counts too: an upper bound).
+ */
+export function checkJsonNodes(text: string, budget: DecodeBudget): void {
+  const max = Math.floor(budget.maxBytes / DECODED_BYTES.jsonNode);
+  if (text.length <= 2 * max) return;
+  let nodes = 0;
+  for (const c of ['{', '[']) {
+    for (let i = text.indexOf(c); i !== -1; i = text.indexOf(c, i + 1)) {
+      if (++nodes > max) throw new DecodeLimitError(budget.maxBytes);
+    }
+  }
+}
+
+/**
+ * Decodes OTLP/JSON text. Throws DecodeError naming the JSON path on malformed input, and DecodeLimitError when
+ * its parse tree or what it decodes to would hold more memory than `budget` allows.
+ */
+export function decodeLogsJson(text: string, budget: DecodeBudget = unbounded()): LogsRequest {
+  checkJsonNodes(text, budget);
   let doc: Json;
   try {
     doc = JSON.parse(text);
@@ -142,20 +168,22 @@ export function decodeLogsJson(text: string): LogsRequest {
   const rls = arr(field(root, 'resourceLogs', 'resource_logs'), 'resourceLogs');
   return {
     resourceLogs: rls.map((rlv, i) => {
+      budget.charge(DECODED_BYTES.record);
       const p = `resourceLogs[${i}]`;
       const rl = obj(rlv, p);
       const resource = obj(rl['resource'], `${p}.resource`);
       const sls = arr(field(rl, 'scopeLogs', 'scope_logs'), `${p}.scopeLogs`);
       return {
-        resource: attributes(resource['attributes'], `${p}.resource.attributes`),
+        resource: attributes(resource['attributes'], `${p}.resource.attributes`, budget),
         scopeLogs: sls.map((slv, j): ScopeLogs => {
+          budget.charge(DECODED_BYTES.record);
           const sp = `${p}.scopeLogs[${j}]`;
           const sl = obj(slv, sp);
           const scope = obj(sl['scope'], `${sp}.scope`);
           const recs = arr(field(sl, 'logRecords', 'log_records'), `${sp}.logRecords`);
           return {
             scope: { name: str(scope['name'], `${sp}.scope.name`), version: str(scope['version'], `${sp}.scope.version`) },
-            logRecords: recs.map((r, k) => logRecord(r, `${sp}.logRecords[${k}]`)),
+            logRecords: recs.map((r, k) => logRecord(r, `${sp}.logRecords[${k}]`, budget)),
           };
         }),
       };

@@ -3,7 +3,8 @@
  * opentelemetry-proto (no npm package ships the current .proto files); it decodes only what hookwatch reads
  * and skips the rest, so unknown or newer fields pass through harmlessly.
  */
-import { DecodeError, MAX_ANYVALUE_DEPTH, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
+import type { DecodeBudget} from './model.ts';
+import { DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /** Slots of a StringCache (a power of two). */
 const STRING_SLOTS = 1024;
@@ -40,12 +41,15 @@ export class Reader {
   end: number;
   /** Strings decoded so far from `buf`, shared by every Reader of the same body. */
   readonly strings: StringCache | undefined;
+  /** What the decoded request holds so far, shared by every Reader of the same body. */
+  readonly budget: DecodeBudget;
 
-  constructor(buf: Buffer, pos: number, end: number, strings?: StringCache) {
+  constructor(buf: Buffer, pos: number, end: number, strings?: StringCache, budget: DecodeBudget = unbounded()) {
     this.buf = buf;
     this.pos = pos;
     this.end = end;
     this.strings = strings;
+    this.budget = budget;
   }
 
   /** A varint used as a tag or a length; values past 2^53 lose precision and then fail the bounds checks. */
@@ -197,7 +201,7 @@ function expectWire(wireType: number, want: number, what: string): void {
 function sub(r: Reader, wireType: number, what: string): Reader {
   expectWire(wireType, 2, what);
   const end = r.lengthEnd();
-  const child = new Reader(r.buf, r.pos, end, r.strings);
+  const child = new Reader(r.buf, r.pos, end, r.strings, r.budget);
   r.pos = end;
   return child;
 }
@@ -238,6 +242,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
         while (r.pos < r.end) {
           const t = r.tag();
           if (t >>> 3 === 1) {
+            r.budget.charge(DECODED_BYTES.value);
             const arrayEnd = enter(r, t & 7, 'ArrayValue.values');
             values.push(anyValue(r, depth + 1));
             leave(r, arrayEnd);
@@ -253,6 +258,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
         while (r.pos < r.end) {
           const t = r.tag();
           if (t >>> 3 === 1) {
+            r.budget.charge(DECODED_BYTES.value);
             const listEnd = enter(r, t & 7, 'KeyValueList.values');
             keyValue(r, map, depth + 1);
             leave(r, listEnd);
@@ -312,6 +318,7 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
 }
 
 function attributesInto(r: Reader, wt: number, into: Attributes, what: string): void {
+  r.budget.charge(DECODED_BYTES.value);
   const outer = enter(r, wt, what);
   keyValue(r, into, 0);
   leave(r, outer);
@@ -350,6 +357,7 @@ function scopeLogs(r: Reader): ScopeLogs {
         else s.skip(t & 7);
       }
     } else if (field === 2) {
+      r.budget.charge(DECODED_BYTES.record);
       out.logRecords.push(logRecord(sub(r, wt, 'ScopeLogs.log_records')));
     } else {
       r.skip(wt);
@@ -372,6 +380,7 @@ function resourceLogs(r: Reader): ResourceLogs {
         else res.skip(t & 7);
       }
     } else if (field === 2) {
+      r.budget.charge(DECODED_BYTES.record);
       out.scopeLogs.push(scopeLogs(sub(r, wt, 'ResourceLogs.scope_logs')));
     } else {
       r.skip(wt);
@@ -380,15 +389,20 @@ function resourceLogs(r: Reader): ResourceLogs {
   return out;
 }
 
-/** Decodes an ExportLogsServiceRequest. Throws DecodeError naming the problem on malformed input. */
-export function decodeLogsProto(body: Uint8Array): LogsRequest {
+/**
+ * Decodes an ExportLogsServiceRequest. Throws DecodeError naming the problem on malformed input, and
+ * DecodeLimitError when what it decodes to would hold more memory than `budget` allows.
+ */
+export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbounded()): LogsRequest {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const r = new Reader(buf, 0, buf.length, new StringCache(buf));
+  const r = new Reader(buf, 0, buf.length, new StringCache(buf), budget);
   const req: LogsRequest = { resourceLogs: [] };
   while (r.pos < r.end) {
     const tag = r.tag();
-    if (tag >>> 3 === 1) req.resourceLogs.push(resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
-    else r.skip(tag & 7);
+    if (tag >>> 3 === 1) {
+      r.budget.charge(DECODED_BYTES.record);
+      req.resourceLogs.push(resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
+    } else r.skip(tag & 7);
   }
   return req;
 }

@@ -7,8 +7,8 @@
  * destination: 415) is refused before this runs, as a logs request is refused before its decode.
  */
 import type { RawRequest, Signal } from '../pipeline/consumer.ts';
-import { arr, field, obj } from './decode-json.ts';
-import { DecodeError } from './model.ts';
+import { arr, checkJsonNodes, field, obj } from './decode-json.ts';
+import { DecodeError, unbounded, type DecodeBudget } from './model.ts';
 import { skimOtlpProto } from './skim-proto.ts';
 
 /** The repeated levels of each request, outermost first: [lowerCamelCase, snake_case] JSON names. */
@@ -32,7 +32,8 @@ function checkLevels(levels: readonly (readonly [string, string])[], parent: Rec
 }
 
 /** Throws a DecodeError unless `text` is an OTLP/JSON Export<signal>ServiceRequest at least at its fixed levels. */
-function checkOtlpJson(signal: Signal, text: string): void {
+function checkOtlpJson(signal: Signal, text: string, bound: DecodeBudget): void {
+  checkJsonNodes(text, bound);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -54,7 +55,7 @@ function checkOtlpJson(signal: Signal, text: string): void {
  * requests are merged by concatenation, so one bad framing would corrupt the requests merged after it, and a
  * malformed body must get the same 400 whether hookwatch forwards (inline mode) or not (fan-out mode).
  */
-export function validatePassThrough(raw: RawRequest): void {
+export function validatePassThrough(raw: RawRequest, bound: DecodeBudget = unbounded()): void {
   if (raw.encoding === 'protobuf') skimOtlpProto(raw.signal, raw.body);
-  else checkOtlpJson(raw.signal, raw.body.toString('utf8'));
+  else checkOtlpJson(raw.signal, raw.body.toString('utf8'), bound);
 }

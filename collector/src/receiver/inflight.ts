@@ -3,7 +3,15 @@
  * inflated, on both ports). A flood of large or compressed requests then costs at most this much; past it the
  * answer is 503 / UNAVAILABLE with Retry-After, which OTLP clients retry, instead of memory growth.
  */
-import { OverloadedError } from '../pipeline/errors.ts';
+import { decodeLogsJson } from '../otlp/decode-json.ts';
+import { decodeLogsProto } from '../otlp/decode-proto.ts';
+import type { Encoding } from '../otlp/encode.ts';
+import { DecodeBudget, DecodeLimitError, type LogsRequest } from '../otlp/model.ts';
+import { OverloadedError, TooLargeError } from '../pipeline/errors.ts';
+
+function heldError(limitBytes: number): OverloadedError {
+  return new OverloadedError(`hookwatch is holding otlp.maxInflightBytes (${limitBytes} bytes) of requests in memory; retry later`);
+}
 
 export class InflightBudget {
   private used = 0;
@@ -20,6 +28,11 @@ export class InflightBudget {
   /** A per-request account; what it took is given back by its release(). */
   open(): InflightAccount {
     return new InflightAccount(this);
+  }
+
+  /** Bytes no open request holds. */
+  get freeBytes(): number {
+    return this.limitBytes - this.used;
   }
 
   /** @internal used by InflightAccount. */
@@ -47,7 +60,7 @@ export class InflightAccount {
   take(bytes: number): void {
     if (this.released) throw new Error('in-flight account used after release');
     if (!this.budget.tryTake(bytes)) {
-      throw new OverloadedError(`hookwatch is holding otlp.maxInflightBytes (${this.budget.limitBytes} bytes) of requests in memory; retry later`);
+      throw heldError(this.budget.limitBytes);
     }
     this.held += bytes;
   }
@@ -66,4 +79,31 @@ export class InflightAccount {
     this.budget.give(this.held);
     this.held = 0;
   }
+}
+
+/**
+ * Runs a decode (`fn`) bounded by what the process has left of otlp.maxInflightBytes, then charges what the
+ * decoded request holds to the request's account, so a body of tiny records (two bytes each on the wire,
+ * hundreds in memory) is bounded like a large body. One request may decode to at most half of the budget (past
+ * it: 413, the client must send smaller batches); when other requests hold the rest, 503 with Retry-After.
+ * Decoding is synchronous, so nothing else takes from the budget between the bound and the charge.
+ */
+export function decodeWithin<T>(account: InflightAccount, budget: InflightBudget, fn: (bound: DecodeBudget) => T): T {
+  const perRequest = Math.floor(budget.limitBytes / 2);
+  const bound = new DecodeBudget(Math.min(perRequest, budget.freeBytes));
+  let decoded: T;
+  try {
+    decoded = fn(bound);
+  } catch (err) {
+    if (!(err instanceof DecodeLimitError)) throw err;
+    if (bound.maxBytes < perRequest) throw heldError(budget.limitBytes);
+    throw new TooLargeError(`the request decodes to more than ${perRequest} bytes in memory (half of otlp.maxInflightBytes): too many log records or attributes for one request; send smaller batches`);
+  }
+  account.take(bound.bytes);
+  return decoded;
+}
+
+/** A logs body decoded as `encoding` (decodeWithin's bound applies). */
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget): LogsRequest {
+  return encoding === 'protobuf' ? decodeLogsProto(body, bound) : decodeLogsJson(body.toString('utf8'), bound);
 }

@@ -34,7 +34,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'otlp.maxInflightBytes', env: 'HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES', type: 'bytes', default: 256 * MiB, min: 1024, max: 64 * 1024 * MiB,
-    description: 'Request bytes both OTLP receivers may hold in memory at once. Before reading, an HTTP request reserves the most its body can inflate to (Content-Length, x1032 when compressed, at most otlp.maxRequestBytes) and a gRPC call twice otlp.maxRequestBytes, then keeps its real size until answered. Past it requests get 503 / UNAVAILABLE with Retry-After instead of growing memory. At least twice otlp.maxRequestBytes (the default grows to that when otlp.maxRequestBytes is raised past 128MiB).',
+    description: 'Request bytes both OTLP receivers may hold in memory at once. Before reading, an HTTP request reserves the most its body can inflate to (Content-Length, x1032 when compressed, at most otlp.maxRequestBytes) and a gRPC call twice otlp.maxRequestBytes, then keeps its real size, and what it decodes to (a log record about 256 bytes, an attribute 64), until answered; one request may decode to at most half of this (past it: 413 / RESOURCE_EXHAUSTED). Past it requests get 503 / UNAVAILABLE with Retry-After instead of growing memory. At least twice otlp.maxRequestBytes (the default grows to that when otlp.maxRequestBytes is raised past 128MiB).',
   },
   {
     key: 'otlp.grpc.addr', env: 'HOOKWATCH_OTLP_GRPC_ADDR', type: 'addr', default: '127.0.0.1:4317',

@@ -16,14 +16,13 @@ import {
 } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 import { splitAddr } from '../../net/addr.ts';
-import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { validatePassThrough } from '../../otlp/validate.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
-import type { InflightAccount } from '../inflight.ts';
+import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 
 const SERVICES: Record<Signal, string> = {
@@ -194,6 +193,8 @@ export class OtlpGrpcReceiver {
   }
 
   private async handle(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): Promise<void> {
+    // What the decoded request holds, apart from the message bytes the interceptor's account holds.
+    const decodedAccount = this.opts.inflight.open();
     try {
       const body = call.request;
       const raw = { signal, body, encoding: 'protobuf' as const, receivedAtMs: Date.now() };
@@ -201,10 +202,10 @@ export class OtlpGrpcReceiver {
       let message = '';
       if (signal === 'logs') {
         this.opts.logs.admit?.(raw);
-        ({ rejected, message } = await this.opts.logs.consumeLogs(decodeLogsProto(body), raw));
+        ({ rejected, message } = await this.opts.logs.consumeLogs(decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound)), raw));
       } else {
         this.opts.passThrough.admit?.(raw);
-        validatePassThrough(raw);
+        decodeWithin(decodedAccount, this.opts.inflight, (bound) => validatePassThrough(raw, bound));
         await this.opts.passThrough.consume(raw);
       }
       this.count(this.stats.requests, `${signal}:ok`);
@@ -215,6 +216,8 @@ export class OtlpGrpcReceiver {
       this.count(this.stats.requests, `${signal}:${status.code}`);
       if (status.code === GrpcStatus.INTERNAL) this.opts.logger.error('otlp grpc request failed', { signal, err });
       callback(status);
+    } finally {
+      decodedAccount.release();
     }
   }
 }

@@ -6,8 +6,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { splitAddr } from '../../net/addr.ts';
-import { decodeLogsJson } from '../../otlp/decode-json.ts';
-import { decodeLogsProto } from '../../otlp/decode-proto.ts';
 import { validatePassThrough } from '../../otlp/validate.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
@@ -16,6 +14,7 @@ import { closeServer } from '../../net/close-server.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
+import { decodeLogs, decodeWithin } from '../inflight.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -120,11 +119,11 @@ export class OtlpHttpReceiver {
       let message = '';
       if (signal === 'logs') {
         this.opts.logs.admit?.(rawRequest);
-        const decoded = encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8'));
+        const decoded = decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
         this.opts.passThrough.admit?.(rawRequest);
-        validatePassThrough(rawRequest);
+        decodeWithin(account, this.opts.inflight, (bound) => validatePassThrough(rawRequest, bound));
         await this.opts.passThrough.consume(rawRequest);
       }
       const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);
