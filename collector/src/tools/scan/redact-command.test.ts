@@ -19,4 +19,13 @@ describe('redactCommand', () => {
       expect(redactCommand(command)).toBe(command);
     }
   });
+
+  // A command is anyone's text in a transcript. With backtracking regexes these took minutes to hours (12,000
+  // characters: 17 s, each doubling about 8 times longer); the test's timeout only guards against a hang.
+  it('takes time linear in a long hostile command', { timeout: 30_000 }, () => {
+    const names = '-token'.repeat(12_000);
+    expect(redactCommand(names)).toBe(names);
+    const assignments = 'a_token'.repeat(10_000);
+    expect(redactCommand(`${assignments}=x`)).toBe(`${assignments}=[redacted]`);
+  });
 });

@@ -1,0 +1,18 @@
+import { describe, expect, it } from 'vitest';
+
+import { findPersistedOutputs } from './persisted-marker.ts';
+
+const marker = (preview: string): string =>
+  `<persisted-output>\nOutput too large (17.7KB). Full output saved to: /x/tool-results/hook-1-x.txt\n\nPreview (first 2KB):\n${preview}\n</persisted-output>`;
+
+describe('findPersistedOutputs', () => {
+  it('reads the size, the saved path and the preview without its trailing blanks', () => {
+    expect(findPersistedOutputs(marker('first line\nsecond  \t'))).toEqual([{ sizeLabel: '17.7KB', savedPath: '/x/tool-results/hook-1-x.txt', preview: 'first line\nsecond' }]);
+  });
+
+  // A transcript is anyone's text: trimming the preview with /\s+$/ was quadratic in a run of blanks (80,000
+  // spaces: 6 s). The test's timeout only guards against a hang.
+  it('takes time linear in a preview of 400,000 blanks', { timeout: 30_000 }, () => {
+    expect(findPersistedOutputs(marker(`${' '.repeat(400_000)}x`))[0]?.preview).toBe(`${' '.repeat(400_000)}x`);
+  });
+});
