@@ -117,15 +117,32 @@ export interface FleetSeriesHook {
   sizeUnknownExecutions: number[];
 }
 
-/** Every hook's series over one range and step: the overview's fleet chart and sparklines. */
+/** The hooks of a fleet series past its `limit`, summed per bucket (arrays aligned with its buckets). */
+export interface FleetSeriesRest {
+  /** How many hooks, and how many of them persisted outputs in the range. */
+  hooks: number;
+  hooksWithPersisted: number;
+  /** The largest output of any of them per bucket. */
+  largest: (number | null)[];
+  /** Each hook's persistedAtLeast per bucket, summed. */
+  persisted: number[];
+  executions: number[];
+  sizeUnknownExecutions: number[];
+}
+
+/** The riskiest hooks' series over one range and step, the others summed: the overview's fleet chart and sparklines. */
 export interface FleetSeriesResponse {
   from: string;
   to: string;
   step: number;
   /** Bucket starts (RFC 3339). */
   buckets: string[];
-  /** Hooks with events in the range, most persisted outputs first. */
+  /** The `limit` riskiest hooks with events in the range (the order of /api/v1/hooks), most persisted outputs first. */
   hooks: FleetSeriesHook[];
+  /** The hooks past `limit`, or null when there are none. */
+  rest: FleetSeriesRest | null;
+  /** Hooks with events in the range. */
+  total: number;
 }
 
 export interface BreakdownRow extends HookCounters {

@@ -98,6 +98,23 @@ describe('GET /api/v1/fleet/series', () => {
       ['PreCompact:old-client', [0, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]],
       ['Notification', [0, 0, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0]],
     ]);
+    expect([body.rest, body.total]).toEqual([null, 2]);
+  });
+
+  it('gives the riskiest `limit` hooks their series and sums the rest, so the answer stays bounded', async () => {
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-30d');
+    expect(hooks.hooks.map((h) => h.hookName)).toEqual(['SessionStart:startup', 'PreCompact:old-client', 'Stop', 'Notification', 'UserPromptSubmit']);
+    const { status, body } = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=now-30d&step=1d&limit=2');
+    expect(status).toBe(200);
+    expect(body.hooks.map((h) => h.hookName)).toEqual(['SessionStart:startup', 'PreCompact:old-client']);
+    expect(body.total).toBe(5);
+    const day = (t: string): number => body.buckets.indexOf(`${t}T00:00:00.000Z`);
+    // Stop, Notification and UserPromptSubmit: one execution each, on 20 and 30 November.
+    expect(body.rest).toMatchObject({ hooks: 3, hooksWithPersisted: 0 });
+    expect(body.rest!.executions.reduce((a, b) => a + b, 0)).toBe(3);
+    expect([body.rest!.executions[day('2026-11-20')], body.rest!.executions[day('2026-11-30')]]).toEqual([1, 2]);
+    expect([body.rest!.largest[day('2026-11-20')], body.rest!.largest[day('2026-11-30')], body.rest!.sizeUnknownExecutions[day('2026-11-30')]]).toEqual([320, 120, 1]);
+    expect((await getJson(service.httpUrl, '/api/v1/fleet/series?limit=0')).status).toBe(400);
   });
 });
 

@@ -3,7 +3,7 @@
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
@@ -178,33 +178,52 @@ export function createApiRouter(opts: ApiOptions): Router {
     const q = req.query as Record<string, unknown>;
     const range = parseRange(q, now());
     const step = parseStep(q, range);
-    const filters = parseFilters(q, ['from', 'to', 'step'], dims);
+    const filters = filtersOf(q, ['from', 'to', 'step', 'limit']);
+    const { limit } = parsePage(q);
     const stepMs = step * 1000;
     const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters }), store.hookCounters({ ...range, filters })]);
     const first = Math.floor(range.fromMs / stepMs) * stepMs;
     const starts: number[] = [];
     for (let t = first; t < range.toMs; t += stepMs) starts.push(t);
+    // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
+    // so the answer stays bounded whatever the number of hooks, and the fleet's totals stay whole.
+    const ranked = summarize(counters).hooks;
     const byId = new Map<string, FleetSeriesHook & { total: number }>();
-    for (const c of counters.values()) {
-      byId.set(c.info.id, {
-        id: c.info.id, hookEvent: c.info.hookEvent, hookName: c.info.hookName, total: persistedAtLeast(c),
+    for (const hk of ranked.slice(0, limit)) {
+      byId.set(hk.id, {
+        id: hk.id, hookEvent: hk.hookEvent, hookName: hk.hookName, total: persistedAtLeast(hk),
         largest: starts.map(() => null), outputsPersisted: starts.map(() => 0), executionsWithPersisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
       });
     }
+    const restHooks = ranked.slice(limit);
+    const rest: FleetSeriesRest | null = restHooks.length === 0 ? null : {
+      hooks: restHooks.length, hooksWithPersisted: restHooks.filter((hk) => persistedAtLeast(hk) > 0).length,
+      largest: starts.map(() => null), persisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
+    };
     for (const r of rows) {
-      const hk = byId.get(r.hookId);
       const i = (r.bucketMs - first) / stepMs;
-      if (!hk || i < 0 || i >= starts.length) continue;
-      hk.largest[i] = r.largest;
-      hk.outputsPersisted[i] = r.outputsPersisted;
-      hk.executionsWithPersisted[i] = r.executionsWithPersisted;
-      hk.executions[i] = r.executions;
-      hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
+      if (i < 0 || i >= starts.length) continue;
+      const hk = byId.get(r.hookId);
+      if (hk) {
+        hk.largest[i] = r.largest;
+        hk.outputsPersisted[i] = r.outputsPersisted;
+        hk.executionsWithPersisted[i] = r.executionsWithPersisted;
+        hk.executions[i] = r.executions;
+        hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
+      } else if (rest && counters.has(r.hookId)) {
+        const largest = rest.largest[i] ?? null;
+        rest.largest[i] = r.largest === null ? largest : Math.max(largest ?? 0, r.largest);
+        rest.persisted[i] = (rest.persisted[i] ?? 0) + persistedAtLeast(r);
+        rest.executions[i] = (rest.executions[i] ?? 0) + r.executions;
+        rest.sizeUnknownExecutions[i] = (rest.sizeUnknownExecutions[i] ?? 0) + r.sizeUnknownExecutions;
+      }
     }
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
       from: iso(range.fromMs), to: iso(range.toMs), step, buckets: starts.map(iso),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
+      rest,
+      total: ranked.length,
     };
     res.json(body);
   });

@@ -7,7 +7,7 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { BreakdownResponse, HooksResponse } from '../../../shared/src/api.ts';
+import type { BreakdownResponse, FleetSeriesResponse, HooksResponse } from '../../../shared/src/api.ts';
 import { fixtureRequests } from '../helpers.ts';
 import { cliPerTest } from './cli-child.ts';
 
@@ -79,6 +79,9 @@ describe('privacy', () => {
     expect(alice.hooks.find((h) => h.hookName === 'SessionStart:startup')?.executions).toBe(1);
     const nobody = (await (await fetch(`${cli.http}/api/v1/hooks?${RANGE}&user.email=carol@example.com`)).json()) as HooksResponse;
     expect(nobody.hooks.find((h) => h.hookName === 'SessionStart:startup')).toBeUndefined();
+    // The overview's fleet chart and sparklines take the same cleartext filter.
+    const aliceFleet = (await (await fetch(`${cli.http}/api/v1/fleet/series?${RANGE}&user.email=${encodeURIComponent(PEOPLE[0]?.email ?? '')}`)).json()) as FleetSeriesResponse;
+    expect(aliceFleet.hooks.find((h) => h.hookName === 'SessionStart:startup')?.executions.reduce((a, b) => a + b, 0)).toBe(1);
     // Dropped: nothing to group by.
     const org = (await (await fetch(`${cli.http}/api/v1/hooks/${id}/breakdown?dimension=organization.id&${RANGE}`)).json()) as BreakdownResponse;
     expect(org.rows.map((r) => r.value)).toEqual(['']);

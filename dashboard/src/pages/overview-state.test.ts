@@ -191,6 +191,16 @@ describe('fleet figures', () => {
     expect(fleetView(f, 0)).toMatchObject({ restLabel: 'all hooks', shown: [], restPersisted: [0, 0, 1, 0] });
   });
 
+  it('adds the hooks past the answer\'s limit to the grouped rest, the executions, the largest output and the summary', () => {
+    const f = fleet([fleetHook(OVER, [null, 2_000, 10_500, null], [0, 0, 1, 0])],
+      { hooks: 40, hooksWithPersisted: 2, largest: [11_000, null, 3_000, null], persisted: [2, 0, 1, 0], executions: [5, 0, 3, 0], sizeUnknownExecutions: [0, 0, 0, 0] });
+    const v = fleetView(f);
+    expect(v.restPersisted).toEqual([2, 0, 1, 0]);
+    expect(v.largest).toEqual([11_000, 2_000, 10_500, null]);
+    expect(v.summary).toBe('4 outputs persisted across 3 hooks, in 2 of 4 buckets; the largest output in the fleet was 11,000 chars.');
+    expect(v.tableRows.map((r) => r[1])).toEqual(['5', '2', '5']);
+  });
+
   it('counts an execution measured over the cap where the client does not report persisted outputs', () => {
     // A client without num_outputs_persisted: no output count, one execution over the cap in the third bucket.
     const measured = fleetHook(OVER, [null, 2_000, 12_500, null], [0, 0, 0, 0], [0, 2, 2, 0], [0, 0, 1, 0]);

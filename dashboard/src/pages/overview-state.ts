@@ -323,18 +323,21 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const shown = withPersisted.slice(0, top);
   const shownPersisted = shown.map(of);
   const rest = fleet.hooks.filter((hk) => !shown.includes(hk));
-  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (of(hk)[i] ?? 0), 0));
-  const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), 0));
+  // The hooks past the answer's limit come summed (fleet.rest): they belong to the grouped rest and the totals.
+  const beyond = fleet.rest;
+  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (of(hk)[i] ?? 0), beyond?.persisted[i] ?? 0));
+  const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), beyond?.executions[i] ?? 0));
   const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
     const v = hk.largest[i] ?? null;
     return v === null ? m : Math.max(m ?? 0, v);
-  }, null));
+  }, beyond?.largest[i] ?? null));
   const peak = largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-  const totalPersisted = fleet.hooks.reduce((s, hk) => s + of(hk).reduce((a, b) => a + b, 0), 0);
+  const totalPersisted = fleet.hooks.reduce((s, hk) => s + of(hk).reduce((a, b) => a + b, 0), beyond ? beyond.persisted.reduce((a, b) => a + b, 0) : 0);
+  const hooksWithPersisted = withPersisted.length + (beyond?.hooksWithPersisted ?? 0);
   const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
   const summary = totalPersisted === 0
     ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
-    : `${plural(totalPersisted, 'output')} persisted across ${plural(withPersisted.length, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
+    : `${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
   const tableRows = fleet.buckets.map((b, i) => [dateTime(b), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
     .filter((_r, i) => (executions[i] ?? 0) > 0);
   return {

@@ -3,7 +3,7 @@
  * the values a hookwatch fed Claude Code 2.1.332 telemetry answers (hook ids are 16 hex digits, times RFC 3339).
  */
 import type {
-  AlertSummary, FleetSeriesHook, FleetSeriesResponse, HookCounters, HookSummary, OverviewResponse, SeriesBucket, SeriesResponse,
+  AlertSummary, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookCounters, HookSummary, OverviewResponse, SeriesBucket, SeriesResponse,
 } from '../../../shared/src/api.ts';
 
 export const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -73,12 +73,14 @@ export function fleetHook(h: HookSummary, largest: (number | null)[], persisted:
   return { id: h.id, hookEvent: h.hookEvent, hookName: h.hookName, largest, outputsPersisted: persisted, executionsWithPersisted: withPersisted, executions, sizeUnknownExecutions: executions.map(() => 0) };
 }
 
-/** GET /api/v1/fleet/series over the last 24 hours in 6-hour buckets. */
-export function fleet(hooks: FleetSeriesHook[]): FleetSeriesResponse {
+/** GET /api/v1/fleet/series over the last 24 hours in 6-hour buckets (`rest`: the hooks past its limit). */
+export function fleet(hooks: FleetSeriesHook[], rest: FleetSeriesRest | null = null): FleetSeriesResponse {
   return {
     from: '2026-11-29T06:00:00.000Z', to: '2026-11-30T06:00:00.000Z', step: 21_600,
     buckets: ['2026-11-29T06:00:00.000Z', '2026-11-29T12:00:00.000Z', '2026-11-29T18:00:00.000Z', '2026-11-30T00:00:00.000Z'],
     hooks,
+    rest,
+    total: hooks.length + (rest?.hooks ?? 0),
   };
 }
 
