@@ -2,11 +2,12 @@
  * Optional enrichment (`forward.enrich`): adds the attribute `hookwatch.delivery` = over|near|ok|unknown to each
  * forwarded hook_execution_complete record, so the downstream backend can chart the cliff without hookwatch.
  * Everything else in the request is kept: protobuf bodies are spliced (only the enclosing lengths change and the
- * new attribute is appended to the record); OTLP/JSON bodies are re-serialized, which keeps every value but
- * not the original whitespace or key order.
+ * new attribute is appended to the record); OTLP/JSON bodies are re-serialized, which keeps every value (numbers in
+ * their source text) but not the original whitespace or key order.
  */
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { LogsTransform } from './consumer.ts';
+import { field } from '../otlp/decode-json.ts';
 import { lengthDelimited } from '../otlp/proto-write.ts';
 
 /** The attribute added to forwarded hook records. */
@@ -72,32 +73,55 @@ export function enrichProto(body: Buffer, statuses: readonly (DeliveryStatus | u
   );
 }
 
-interface JsonRecord {
-  attributes?: unknown[];
+type JsonObject = Record<string, unknown>;
+
+/** JSON.rawJSON (Node 22+): a value JSON.stringify writes as the given text. */
+const rawJson = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+
+/** The objects of a repeated field as the decoder reads it (decode-json.ts `field`): null entries stay in place. */
+function entries(parent: unknown, camel: string, snake: string): unknown[] {
+  if (parent === null || typeof parent !== 'object') return [];
+  const list = field(parent as JsonObject, camel, snake);
+  return Array.isArray(list) ? list : [];
 }
 
-/** Adds the delivery attribute to hook records of an OTLP/JSON ExportLogsServiceRequest. */
+/**
+ * Adds the delivery attribute to hook records of an OTLP/JSON ExportLogsServiceRequest. Records are walked as the
+ * decoder walked them (snake_case names, null entries), so the statuses, in its order, land on their records;
+ * numbers keep their source text (an int64 past 2^53 sent as a JSON number stays exact).
+ */
 export function enrichJson(body: Buffer, statuses: readonly (DeliveryStatus | undefined)[]): Buffer {
-  const doc = JSON.parse(body.toString('utf8')) as { resourceLogs?: { scopeLogs?: { logRecords?: JsonRecord[] }[] }[] };
+  const doc: unknown = JSON.parse(body.toString('utf8'), (_key, value: unknown, context?: { source?: string }) =>
+    typeof value === 'number' && context?.source !== undefined && String(value) !== context.source ? rawJson(context.source) : value);
   let i = 0;
-  for (const rl of doc.resourceLogs ?? []) {
-    for (const sl of rl.scopeLogs ?? []) {
-      for (const rec of sl.logRecords ?? []) {
+  for (const rl of entries(doc, 'resourceLogs', 'resource_logs')) {
+    for (const sl of entries(rl, 'scopeLogs', 'scope_logs')) {
+      for (const rec of entries(sl, 'logRecords', 'log_records')) {
         const status = statuses[i++];
-        if (!status) continue;
-        rec.attributes = [...(Array.isArray(rec.attributes) ? rec.attributes : []), { key: DELIVERY_ATTRIBUTE, value: { stringValue: status } }];
+        if (!status || rec === null || typeof rec !== 'object') continue;
+        const r = rec as JsonObject;
+        r['attributes'] = [...(Array.isArray(r['attributes']) ? r['attributes'] : []), { key: DELIVERY_ATTRIBUTE, value: { stringValue: status } }];
       }
     }
   }
   return Buffer.from(JSON.stringify(doc));
 }
 
-/** The transform the forwarding stage applies when enrichment is on; unchanged bytes when no record is a hook execution. */
-export function deliveryEnricher(): LogsTransform {
+/**
+ * The transform the forwarding stage applies when enrichment is on; unchanged bytes when no record is a hook
+ * execution. It runs after the hook stage committed the request, so a body it cannot rewrite is forwarded as it
+ * came (and `onError` told) rather than failing a request whose events are already stored.
+ */
+export function deliveryEnricher(onError: (err: unknown) => void): LogsTransform {
   return (raw, result) => {
     // The hook stage has already classified every record; its statuses are in wire order.
     const statuses = result.statuses ?? [];
     if (!statuses.some(Boolean)) return raw.body;
-    return raw.encoding === 'protobuf' ? enrichProto(raw.body, statuses) : enrichJson(raw.body, statuses);
+    try {
+      return raw.encoding === 'protobuf' ? enrichProto(raw.body, statuses) : enrichJson(raw.body, statuses);
+    } catch (err) {
+      onError(err);
+      return raw.body;
+    }
   };
 }

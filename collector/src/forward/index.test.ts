@@ -18,6 +18,7 @@ import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ForwardingResponse, HooksResponse } from '../../../shared/src/api.ts';
 import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
+import { decodeLogsJson } from '../otlp/decode-json.ts';
 import { decodeLogsProto } from '../otlp/decode-proto.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { LogsRequest } from '../otlp/model.ts';
@@ -299,6 +300,25 @@ describe('inline collector mode over OTLP/HTTP', () => {
     const json = JSON.parse(d.requests[1]!.body.toString()) as { resourceLogs: { scopeLogs: { logRecords: { attributes: { key: string; value: { stringValue?: string } }[] }[] }[] }[] };
     const tagged = json.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords)).map((r) => [r.attributes.find((a) => a.key === 'hook_name')?.value.stringValue, r.attributes.find((a) => a.key === DELIVERY_ATTRIBUTE)?.value.stringValue]).filter(([, v]) => v);
     expect(tagged).toEqual([['SessionStart:startup', 'over']]);
+  });
+
+  it('labels the right JSON records whatever the field spelling or null entries, and keeps large numbers exact', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_ENRICH: 'true' });
+    const hook = (name: string, attrs: Record<string, string>): unknown => ({
+      attributes: Object.entries({ 'event.name': 'hook_execution_complete', hook_event: 'SessionStart', hook_name: name, num_hooks: '1', num_success: '1', ...attrs })
+        .map(([key, v]) => ({ key, value: { stringValue: v } })),
+    });
+    // The snake_case resource holds the record over the cap, after a null scope and a null record; the camelCase
+    // one holds a healthy record whose time is a JSON number past 2^53.
+    const body = `{"resourceLogs":[null,{"scope_logs":[null,{"log_records":[null,${JSON.stringify(hook('SessionStart:over', { num_outputs_persisted: '1', additional_context_chars: '12000' }))}]}]},`
+      + `{"scopeLogs":[{"logRecords":[{"timeUnixNano":1764552755360123457,${JSON.stringify(hook('SessionStart:fine', { num_outputs_persisted: '0', additional_context_chars: '300' })).slice(1)}]}]}]}`;
+    expect((await post(hw.otlpHttpUrl, 'logs', Buffer.from(body), 'application/json')).status).toBe(200);
+    await until('the request downstream', () => d.requests.length === 1);
+    const text = d.requests[0]!.body.toString();
+    expect(text).toContain('"timeUnixNano":1764552755360123457');
+    const labels = records(decodeLogsJson(text)).map((attrs) => new Map(attrs)).filter((m) => m.has('hook_name')).map((m) => [m.get('hook_name'), m.get(DELIVERY_ATTRIBUTE)]);
+    expect(labels).toEqual([['SessionStart:over', 'over'], ['SessionStart:fine', 'ok']]);
   });
 
   it('keeps secrets (downstream headers, a password in the endpoint) out of logs, the API and the config dump', async () => {

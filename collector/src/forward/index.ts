@@ -108,7 +108,7 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     backoff: { initialMs: config.retry.initialMs, maxMs: Math.max(config.retry.maxMs, config.retry.initialMs), ...opts.backoff },
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher() } : {}) });
+  const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher((err) => opts.logger.warn('forwarding a logs request without hookwatch.delivery: it could not be rewritten', { destination: exporter.description, err })) } : {}) });
   // Before delivery resumes: nothing past retention is sent on after a long stop.
   if (opts.retentionMs !== undefined) {
     const expired = queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
