@@ -6,7 +6,7 @@ import { NEAR, OK, dailySeriesOf } from './testdata/api-responses.ts';
 
 const DAY = 86_400_000;
 const T = Date.parse('2026-11-30T00:00:00Z');
-const f = (over: Partial<Forecast>): Forecast => ({ slopePerDay: 100, current: 9_000, crossesAtMs: T + 10 * DAY, daysToCap: 10, points: 10, ...over });
+const f = (over: Partial<Forecast>): Forecast => ({ slopePerDay: 100, current: 9_000, crossesAtMs: T + 10 * DAY, daysToCap: 10, points: 10, lastMs: T, stale: false, ...over });
 
 describe('forecast wording', () => {
   setTimeZone('UTC');
@@ -72,20 +72,30 @@ describe('forecast from the daily series', () => {
     expect(forecastReading(null, { status: 'near', days: 0 }).note).toBe('0 days with size data; needs 3');
   });
 
-  it('carries a growing hook to the cap and gives the day it crosses', () => {
-    // 9,000 growing 100 a day over ten days: 9,900 on the last day, the cap about a day later.
-    const { forecast, points } = forecastFrom(dailySeriesOf(NEAR, Array.from({ length: 10 }, (_v, i) => ({ day: day(i), largest: 9_000 + 100 * i }))));
+  it('carries a growing hook to the cap and gives the day it crosses, counted from now', () => {
+    // 9,000 growing 50 a day from 20/11: 9,450 on 29/11, the cap on 10/12; the series ends (now) 30/11 08:30.
+    const { forecast, points } = forecastFrom(dailySeriesOf(NEAR, Array.from({ length: 10 }, (_v, i) => ({ day: day(i), largest: 9_000 + 50 * i }))));
     expect(points).toHaveLength(10);
-    expect(forecast?.slopePerDay).toBeCloseTo(100, 6);
-    const r = forecastReading(forecast, { status: 'near', latest: 9_900, days: points.length });
+    expect(forecast?.slopePerDay).toBeCloseTo(50, 6);
+    const r = forecastReading(forecast, { status: 'near', latest: 9_450, days: points.length });
     expect(r.kind).toBe('soon');
-    expect(r.value).toBe('30/11/2026');
-    expect(r.note).toBe('in 1 day');
-    expect(r.sentence).toBe('Trend growing 100 chars/day; it reaches the 10,000 cap around 30/11/2026 (in 1 day).');
+    expect(r.value).toBe('10/12/2026');
+    expect(r.note).toBe('in 10 days');
+    expect(r.sentence).toBe('Trend growing 50 chars/day; it reaches the 10,000 cap around 10/12/2026 (in 10 days).');
+    // 100 a day: 9,900 on 29/11 and the line at the cap at midnight, before now: within a day, never a past date.
+    const close = forecastFrom(dailySeriesOf(NEAR, Array.from({ length: 10 }, (_v, i) => ({ day: day(i), largest: 9_000 + 100 * i }))));
+    expect(forecastReading(close.forecast, { status: 'near', latest: 9_900, days: 10 })).toMatchObject({ kind: 'crossing', value: 'within a day' });
+  });
+
+  it('gives no crossing for a hook with no size data in the last four days', () => {
+    // The same growth, but its days end on 25/11: on 30/11 the line says "crossed", the hook says nothing.
+    const quiet = forecastFrom(dailySeriesOf(NEAR, Array.from({ length: 6 }, (_v, i) => ({ day: day(i), largest: 9_000 + 100 * i }))));
+    expect(quiet.forecast).toMatchObject({ stale: true, crossesAtMs: null, daysToCap: null });
+    expect(forecastReading(quiet.forecast, { status: 'near', latest: 9_500, days: 6 })).toMatchObject({ kind: 'quiet', value: 'no recent data', note: 'last size data 25/11/2026', days: null });
   });
 
   it('calls a shrinking hook not growing, and never flat when it is over the cap', () => {
-    const shrinking = forecastFrom(dailySeriesOf(OK, Array.from({ length: 5 }, (_v, i) => ({ day: day(i), largest: 6_000 - 250 * i }))));
+    const shrinking = forecastFrom(dailySeriesOf(OK, Array.from({ length: 5 }, (_v, i) => ({ day: day(i + 5), largest: 6_000 - 250 * i }))));
     const r = forecastReading(shrinking.forecast, { status: 'ok', latest: 5_000, days: 5 });
     expect(r).toMatchObject({ kind: 'flat', value: 'not growing', note: 'shrinking 250 chars/day', days: null });
     // Sizes are upper bounds: past the cap with nothing persisted (the server says near) is at the cap, never

@@ -37,15 +37,15 @@ export function dailySeries(hookId: string, to: string, filters: Record<string, 
   return api.series(hookId, dailySeriesQuery(to, filters), signal);
 }
 
-/** Fits the forecast; null with fewer than three days of size data. */
+/** Fits the forecast, counted from the series' end (now, or a past range's end); null with fewer than three days of size data. */
 export function forecastFrom(series: SeriesResponse): { forecast: Forecast | null; points: Point[] } {
   const points = dailyPoints(series);
-  return { forecast: forecastCrossing(points), points };
+  return { forecast: forecastCrossing(points, Date.parse(series.to)), points };
 }
 
 /** How a forecast reads: a short value (a table cell, a KPI), a note under it, and a full sentence. */
 export interface ForecastReading {
-  kind: 'over' | 'crossing' | 'soon' | 'far' | 'flat' | 'insufficient' | 'unknown';
+  kind: 'over' | 'crossing' | 'soon' | 'far' | 'flat' | 'quiet' | 'insufficient' | 'unknown';
   value: string;
   note: string | null;
   sentence: string;
@@ -91,6 +91,9 @@ export function forecastReading(f: Forecast | null, opts: { status?: DeliverySta
       sentence: `Not enough days with size data for a forecast (${num(have)} of the ${FORECAST_MIN_DAYS} needed in the last ${FORECAST_DAYS} days).`,
       days: null,
     };
+  }
+  if (f.stale) {
+    return { kind: 'quiet', value: 'no recent data', note: `last size data ${day(f.lastMs)}`, sentence: `No size data since ${day(f.lastMs)}: the trend then says nothing about when it reaches the 10,000 cap.`, days: null };
   }
   const slope = slopeText(f.slopePerDay);
   if (f.crossesAtMs !== null && f.daysToCap !== null && f.slopePerDay >= 1) {

@@ -16,17 +16,32 @@ export interface Forecast {
   slopePerDay: number;
   /** Fitted value at the last point's time. */
   current: number;
-  /** When the fitted line reaches the cap; null when it is flat or shrinking, or already past the cap. */
+  /**
+   * When the fitted line reaches the cap; null when it is flat or shrinking, already past the cap at the last
+   * point, or stale.
+   */
   crossesAtMs: number | null;
-  /** Days from the last point to crossing; null as above. */
+  /** Days from now to the crossing, 0 when the line has reached the cap by now; null as above. */
   daysToCap: number | null;
   points: number;
+  /** Time of the last point. */
+  lastMs: number;
+  /**
+   * The last point is more than four days before now (a long weekend without sessions is not stale): the hook
+   * has sent no size data since, and its trend says nothing about when it reaches the cap.
+   */
+  stale: boolean;
 }
 
 const DAY_MS = 86_400_000;
+/** A last point older than this before now makes the forecast stale. */
+const STALE_AFTER_MS = 4 * DAY_MS;
 
-/** Fits a line through at least `minPoints` points; null with fewer. */
-export function forecastCrossing(points: readonly Point[], cap = OUTPUT_CAP_CHARS, minPoints = 3): Forecast | null {
+/**
+ * Fits a line through at least `minPoints` points (null with fewer) and tells when it reaches the cap, counted
+ * from `nowMs`: the end of the range the points cover (now, or a past range's end).
+ */
+export function forecastCrossing(points: readonly Point[], nowMs: number, cap = OUTPUT_CAP_CHARS, minPoints = 3): Forecast | null {
   if (points.length < minPoints) return null;
   const n = points.length;
   const t0 = points[0]?.t ?? 0;
@@ -48,12 +63,13 @@ export function forecastCrossing(points: readonly Point[], cap = OUTPUT_CAP_CHAR
   const lastT = points[n - 1]?.t ?? t0;
   const lastX = (lastT - t0) / DAY_MS;
   const current = intercept + slope * lastX;
+  const stale = nowMs - lastT > STALE_AFTER_MS;
   let crossesAtMs: number | null = null;
   let daysToCap: number | null = null;
-  if (slope > 0 && current <= cap) {
-    const xCross = (cap - intercept) / slope;
-    daysToCap = Math.max(0, xCross - lastX);
-    crossesAtMs = lastT + daysToCap * DAY_MS;
+  if (slope > 0 && current <= cap && !stale) {
+    // On the line, not before its last point; what is left of it is counted from now.
+    crossesAtMs = t0 + Math.max((cap - intercept) / slope, lastX) * DAY_MS;
+    daysToCap = Math.max(0, (crossesAtMs - nowMs) / DAY_MS);
   }
-  return { slopePerDay: slope, current, crossesAtMs, daysToCap, points: n };
+  return { slopePerDay: slope, current, crossesAtMs, daysToCap, points: n, lastMs: lastT, stale };
 }

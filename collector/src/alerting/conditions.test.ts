@@ -74,11 +74,23 @@ describe('conditions', () => {
 
   it('growth: a trend that reaches the cap within the horizon, not one that does not', () => {
     const rising = Array.from({ length: 7 }, (_, i) => ({ t: T0 - (6 - i) * DAY, value: 5000 + i * 500 }));
-    const a = growthCondition({ horizonDays: 14 }, rising, 'h');
+    const a = growthCondition({ horizonDays: 14 }, rising, 'h', T0);
     expect(Number(a?.['days_to_cap'])).toBeGreaterThan(0);
     expect(Number(a?.['days_to_cap'])).toBeLessThanOrEqual(14);
-    expect(growthCondition({ horizonDays: 1 }, rising, 'h')).toBeNull();
-    expect(growthCondition({ horizonDays: 14 }, rising.map((p) => ({ ...p, value: 5000 })), 'h')).toBeNull();
+    expect(growthCondition({ horizonDays: 1 }, rising, 'h', T0)).toBeNull();
+    expect(growthCondition({ horizonDays: 14 }, rising.map((p) => ({ ...p, value: 5000 })), 'h', T0)).toBeNull();
+  });
+
+  it('growth: days to the cap count from now, and a hook quiet for more than four days has no trend', () => {
+    // 500 more a day from 5,000: the line reaches 10,000 four days after its last point, T0 + 4 days.
+    const rising = Array.from({ length: 7 }, (_, i) => ({ t: T0 - (6 - i) * DAY, value: 5000 + i * 500 }));
+    expect(growthCondition({ horizonDays: 14 }, rising, 'h', T0 + DAY / 2)).toMatchObject({ days_to_cap: '3.5', crosses_at: '2026-12-04T10:00:00.000Z' });
+    // 2,000 higher, the line is at the cap on its last day: within a day, dated now, not at a time already past.
+    const steep = rising.map((p) => ({ ...p, value: p.value + 2_000 }));
+    expect(growthCondition({ horizonDays: 14 }, steep, 'h', T0 + DAY / 2)).toMatchObject({ days_to_cap: '0.0', crosses_at: '2026-11-30T22:00:00.000Z' });
+    expect(growthCondition({ horizonDays: 14 }, steep, 'h', T0 + DAY / 2)?.['summary']).toMatch(/reaches the 10,000-character cap within a day\.$/);
+    // The same days, ten days ago: the line passed the cap on paper, but the hook has sent nothing since.
+    expect(growthCondition({ horizonDays: 14 }, rising, 'h', T0 + 10 * DAY)).toBeNull();
   });
 
   it('blind: a client version with executions that carried no sizes', () => {

@@ -104,14 +104,17 @@ export function neverCompletedCondition(rule: Pick<RuleConfig, 'windowMs' | 'aft
 }
 
 /** growth: the daily largest output (sorted points) is on course to reach the cap within `horizonDays`. */
-export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: readonly Point[], hookName: string): Annotations | null {
-  const f = forecastCrossing([...points]);
+export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: readonly Point[], hookName: string, now: number): Annotations | null {
+  const f = forecastCrossing([...points], now);
+  // A stale trend (no size data for over four days) has no crossing: a quiet hook is not growing.
   if (!f || f.daysToCap === null || f.crossesAtMs === null || f.daysToCap > rule.horizonDays) return null;
+  const at = Math.max(f.crossesAtMs, now);
+  const when = f.daysToCap < 1 ? 'within a day' : `in about ${f.daysToCap.toFixed(1)} days (${iso(at).slice(0, 10)})`;
   return {
-    summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap in about ${f.daysToCap.toFixed(1)} days (${iso(f.crossesAtMs).slice(0, 10)}).`,
-    description: `Trend over ${f.points} days with data, now about ${fmt(f.current)} characters. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview.`,
+    summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap ${when}.`,
+    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${iso(f.lastMs).slice(0, 10)}. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview.`,
     days_to_cap: f.daysToCap.toFixed(1),
-    crosses_at: iso(f.crossesAtMs),
+    crosses_at: iso(at),
   };
 }
 

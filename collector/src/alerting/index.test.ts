@@ -263,7 +263,8 @@ describe('other rule kinds', () => {
   });
 
   it('growth: a daily largest output on course to cross the cap within the horizon', async () => {
-    const start = T0 - 5 * DAY;
+    // Four days up to today, 1,000 more a day: 8,000 today, the cap two days after today's start.
+    const start = T0 - 3 * DAY;
     const h = await harness([{ kind: 'growth', horizonDays: 14 }], { start: T0 });
     const days = [5000, 6000, 7000, 8000];
     await h.pushAt(days.map((v, i) => ({ hookName: 'Stop', additionalContextChars: v, stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })));

@@ -139,7 +139,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
       .map(([t, b]) => ({ t, value: largestOutput(b) }))
       .filter((p): p is Point => p.value !== null)
       .sort((a, b) => a.t - b.t);
-    const annotations = growthCondition(rule, points, c.info.hookName);
+    const annotations = growthCondition(rule, points, c.info.hookName, ctx.now);
     if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id });
   }
   return out;

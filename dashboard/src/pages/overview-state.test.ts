@@ -14,7 +14,7 @@ const at = (url: string) => {
 };
 const DAY = 86_400_000;
 const fit = (daysToCap: number | null, over: Partial<Forecast> = {}): ForecastEntry => ({
-  forecast: { slopePerDay: 100, current: 9_000, crossesAtMs: daysToCap === null ? null : NOW + daysToCap * DAY, daysToCap, points: 10, ...over },
+  forecast: { slopePerDay: 100, current: 9_000, crossesAtMs: daysToCap === null ? null : NOW + daysToCap * DAY, daysToCap, points: 10, lastMs: NOW, stale: false, ...over },
   days: 10, at: NOW,
 });
 const names = (hooks: { hookName: string }[]): string[] => hooks.map((h) => h.hookName);
