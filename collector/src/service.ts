@@ -19,7 +19,7 @@ import express from 'express';
 import { apiErrorHandler, createApiRouter } from './api/index.ts';
 import { closeServer } from './net/close-server.ts';
 import { listenFor } from './net/listen-error.ts';
-import { rejectCrossSiteWrites } from './api/same-origin.ts';
+import { allowKnownHosts, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
 import { splitAddr } from './net/addr.ts';
@@ -180,6 +180,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
+  // Before anything answers: a name rebound to 127.0.0.1 by another site gets nothing.
+  app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, ...(config.alerting.externalUrl ? { externalUrl: config.alerting.externalUrl } : {}) }));
   // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
   app.use(requireHttpAuth(config.http.auth));
   app.get('/metrics', metrics.handler());

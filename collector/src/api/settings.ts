@@ -10,6 +10,10 @@ export const API_SETTINGS: readonly Setting[] = [
     description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
   },
   {
+    key: 'http.allowedHosts', env: 'HOOKWATCH_HTTP_ALLOWED_HOSTS', type: 'list', default: [],
+    description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl`; `*` allows any. While `http.addr` is a loopback address any other name gets 403, so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some.',
+  },
+  {
     key: 'http.auth.mode', env: 'HOOKWATCH_HTTP_AUTH_MODE', type: 'enum', default: 'none', values: ['none', 'basic', 'bearer', 'proxy-header'],
     description: 'Authentication on the HTTP port: everything but GET /healthz (dashboard, API, /metrics, /readyz) then needs credentials (401 otherwise). `basic` prompts browsers; `bearer` is for scripts and Prometheus; `proxy-header` trusts a header set by an authenticating reverse proxy.',
   },
@@ -42,13 +46,14 @@ export interface HttpAuthConfig {
 }
 
 export interface ApiSettings {
-  http: { addr: string; auth: HttpAuthConfig };
+  http: { addr: string; allowedHosts: string[]; auth: HttpAuthConfig };
 }
 
 export function apiConfig(r: SettingValues): ApiSettings {
   return {
     http: {
       addr: r.string('http.addr'),
+      allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
     },
   };

@@ -2,7 +2,10 @@
  * The API's state-changing routes (silences, receiver tests) cannot be driven by a web page a team member
  * happens to visit: browsers send cross-site "simple" POSTs (text/plain, no preflight) with an Origin header,
  * and hookwatch refuses them with 403. Clients that are not browsers (curl, scripts) send no Origin and work.
+ * A page whose own name is rebound to 127.0.0.1 (DNS rebinding) passes Origin checks, so the Host it sends is
+ * checked too.
  */
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers.ts';
 
@@ -56,3 +59,46 @@ describe('cross-site writes', () => {
     expect((await fetch(`${service.httpUrl}/api/v1/hooks`, { headers: { origin: 'https://evil.example' } })).status).toBe(200);
   });
 });
+
+/** A request with the Host header a browser sends after DNS rebinding (fetch does not let a caller set Host). */
+function withHost(url: string, host: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: opts.method ?? 'GET', headers: { host, ...opts.headers } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+describe('DNS rebinding', () => {
+  it('answers nothing to a name rebound to 127.0.0.1 while hookwatch listens on loopback, and names the setting', async () => {
+    const before = await silences();
+    const port = new URL(service.httpUrl).port;
+    const rebound = `evil.example:${port}`;
+    const origin = `http://${rebound}`;
+    const post = await withHost(`${service.httpUrl}/api/v1/silences`, rebound, { method: 'POST', headers: { 'content-type': 'application/json', origin, 'sec-fetch-site': 'same-origin' }, body: silence() });
+    expect(post.status).toBe(403);
+    expect(post.body).toContain('http.allowedHosts');
+    for (const path of ['/api/v1/hooks', '/api/v1/alerts', '/metrics', '/']) expect((await withHost(`${service.httpUrl}${path}`, rebound)).status, path).toBe(403);
+    expect(await silences()).toBe(before);
+    // The names a local browser or tool uses still work.
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `dash.localhost:${port}`]) {
+      expect((await withHost(`${service.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
+    }
+  });
+
+  it('answers the names listed in http.allowedHosts and alerting.externalUrl\'s host', async () => {
+    const listed = await startTestService({ HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal', HOOKWATCH_EXTERNAL_URL: 'https://hooks.example.com/' });
+    try {
+      for (const host of ['hookwatch.internal:9318', 'HOOKS.example.com', '10.0.0.7:9318']) expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
+      expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, 'evil.example')).status).toBe(403);
+    } finally {
+      await listed.close();
+    }
+  });
+});
+
