@@ -75,6 +75,10 @@ describe('format', () => {
     expect(pct(0.975)).toBe('97.5%');
     expect(pct(52 / 81)).toBe('64.2%');
     expect(pct(1)).toBe('100.0%');
+    // Only all is 100%, only none is 0%.
+    expect(pct(47_000 / 47_003)).toBe('>99.9%');
+    expect(pct(0.999)).toBe('99.9%');
+    expect(pct(3 / 47_003)).toBe('<0.1%');
   });
 
   it('agrees nouns with rounded counts', () => {

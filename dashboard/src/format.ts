@@ -78,6 +78,9 @@ export function bytes(n: number): string {
 /** A 0..1 share as "97.5%", or "unknown". */
 export function pct(share: number | null | undefined): string {
   if (share === null || share === undefined) return 'unknown';
+  // Never rounded to a whole 100% or 0%: 3 executions without sizes in 47,000 are not "100.0%" measured.
+  if (share < 1 && share >= 0.9995) return '>99.9%';
+  if (share > 0 && share < 0.0005) return '<0.1%';
   return `${(Math.round(share * 1000) / 10).toFixed(1)}%`;
 }
 

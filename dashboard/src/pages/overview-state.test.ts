@@ -37,7 +37,7 @@ describe('sort in the URL', () => {
     const largest = cells.find((c) => c.key === 'largest');
     expect(largest).toMatchObject({ ariaSort: 'descending', arrow: ' ▼', url: '/?range=7d&f.team=platform&sort=largest&dir=asc&refresh=off' });
     expect(cells.find((c) => c.key === 'executions')).toMatchObject({ ariaSort: 'none', arrow: '', url: '/?range=7d&f.team=platform&sort=executions&dir=desc&refresh=off' });
-    expect(cells.filter((c) => c.url === null).map((c) => c.label)).toEqual(['Largest output over time', 'Success']);
+    expect(cells.filter((c) => c.url === null).map((c) => c.label)).toEqual(['Largest output over time', 'Commands OK']);
     expect(cells.filter((c) => !c.opt).map((c) => c.label)).toEqual(['Status', 'Hook', 'Persisted', 'Largest output']);
   });
 });

@@ -27,7 +27,7 @@ export const COLUMNS: { key: SortKey | null; label: string; opt?: boolean }[] = 
   { key: 'name', label: 'Hook' },
   { key: null, label: 'Largest output over time', opt: true },
   { key: 'executions', label: 'Executions', opt: true },
-  { key: null, label: 'Success', opt: true },
+  { key: null, label: 'Commands OK', opt: true },
   { key: 'persisted', label: 'Persisted' },
   { key: 'largest', label: 'Largest output' },
   { key: 'headroom', label: 'Headroom', opt: true },
