@@ -169,7 +169,7 @@ describe('alerts page', () => {
   it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, and follows the range', async () => {
     const now = Date.parse('2026-11-30T08:30:00Z');
     const iso = (ms: number): string => new Date(ms).toISOString();
-    const base = { fingerprint: '0123456789abcdef', annotations: {}, lastNotifiedAt: null, silencedBy: [] as string[] };
+    const base = { fingerprint: '0123456789abcdef', annotations: {}, lastNotifiedAt: null, deliveries: [], silencedBy: [] as string[] };
     const hook = 'aaaaaaaaaaaaaaaa';
     const alerts: AlertSummary[] = [
       { ...base, id: '0123456789abcdef-1', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 600_000), startsAt: iso(now - 600_000), endsAt: null, hookId: hook },

@@ -180,11 +180,23 @@ export interface AlertSummary {
   startsAt: string | null;
   /** When it resolved; null while active. */
   endsAt: string | null;
+  /** When its last notification was sent out (queued): see `deliveries` for whether it arrived. */
   lastNotifiedAt: string | null;
+  /** Per receiver, the outcome of the latest delivery attempt (empty until one was made). */
+  deliveries: LastDelivery[];
   /** Ids of silences muting it now. */
   silencedBy: string[];
   /** Link to the hook on the dashboard, when the alert is about one hook. */
   hookId: string | null;
+}
+
+/** The latest delivery attempt of an alert's notifications to one receiver. */
+export interface LastDelivery {
+  receiver: string;
+  status: 'firing' | 'resolved';
+  outcome: 'delivered' | 'retrying' | 'failed';
+  at: string;
+  httpStatus: number | null;
 }
 
 export interface DeliveryAttempt {

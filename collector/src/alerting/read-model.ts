@@ -3,7 +3,7 @@
  * their state, the silences muting each and when it was last notified, and each alert's delivery attempts. Reads
  * the engine's alert set and silences and the state store; changes nothing.
  */
-import type { AlertSummary, DeliveryAttempt } from '../../../shared/src/api.ts';
+import type { AlertSummary, DeliveryAttempt, LastDelivery } from '../../../shared/src/api.ts';
 import type { AlertSet } from './alert-set.ts';
 import type { AlertRecord } from './model.ts';
 import type { Silences } from './silencing.ts';
@@ -15,7 +15,7 @@ export const MAX_RESOLVED_LISTED = 1000;
 export interface ReadModelOptions {
   alerts: AlertSet;
   silences: Pick<Silences, 'mutedBy'>;
-  stateStore: Pick<AlertStateStore, 'attempts'>;
+  stateStore: Pick<AlertStateStore, 'attempts' | 'lastAttempts'>;
   receivers: readonly { name: string }[];
   now: () => number;
   /** Brings alerts and silences up to date with shared state before an answer (absent: memory is the state). */
@@ -25,12 +25,12 @@ export interface ReadModelOptions {
 const ORDER = { firing: 0, pending: 1, resolved: 2 } as const;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** The API view of one alert, muted by these silences. */
-export function alertSummary(a: AlertRecord, silencedBy: readonly string[]): AlertSummary {
+/** The API view of one alert, muted by these silences, with its latest delivery to each receiver. */
+export function alertSummary(a: AlertRecord, silencedBy: readonly string[], deliveries: LastDelivery[] = []): AlertSummary {
   return {
     id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: a.state, labels: a.labels, annotations: a.annotations,
     activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), lastNotifiedAt: iso(a.lastNotifiedMs),
-    silencedBy: [...silencedBy], hookId: a.hookId,
+    deliveries, silencedBy: [...silencedBy], hookId: a.hookId,
   };
 }
 
@@ -58,6 +58,17 @@ export class AlertReadModel {
   alert(id: string): AlertSummary | undefined {
     const found = this.opts.alerts.get(id);
     return found ? this.summary(found) : undefined;
+  }
+
+  /** Alerts as alerts() lists them, each with the outcome of its latest delivery to each receiver. */
+  async alertsWithDeliveries(): Promise<AlertSummary[]> {
+    const byAlert = new Map<string, LastDelivery[]>();
+    for (const a of await this.opts.stateStore.lastAttempts()) {
+      const list = byAlert.get(a.alertId) ?? [];
+      list.push({ receiver: a.receiver, status: a.status, outcome: a.outcome, at: new Date(a.atMs).toISOString(), httpStatus: a.httpStatus });
+      byAlert.set(a.alertId, list);
+    }
+    return this.alerts().map((s) => ({ ...s, deliveries: (byAlert.get(s.id) ?? []).sort((x, y) => x.receiver.localeCompare(y.receiver)) }));
   }
 
   /** Delivery attempts of one alert, oldest first. */

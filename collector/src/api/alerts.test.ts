@@ -213,6 +213,16 @@ describe('alerts API', () => {
     expect(metrics).toMatch(/^hookwatch_alert_evaluations_total [1-9]\d*$/m);
   });
 
+  it('lists the outcome of each alert\'s latest delivery: a receiver that answers 404 is never "notified"', async () => {
+    const r = await start();
+    r.sink.reply = () => ({ status: 404 });
+    await post(r, otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000 }]));
+    await settle(r);
+    const { alerts } = (await (await fetch(`${r.service.httpUrl}/api/v1/alerts?state=firing`)).json()) as AlertsResponse;
+    expect(alerts[0]?.lastNotifiedAt).not.toBeNull();
+    expect(alerts[0]?.deliveries).toEqual([{ receiver: 'ops', status: 'firing', outcome: 'failed', at: expect.any(String), httpStatus: 404 }]);
+  });
+
   it('creates, lists and expires silences; a silenced alert shows silencedBy and is not notified', async () => {
     const r = await start();
     const api = (path: string, init?: RequestInit): Promise<Response> => fetch(`${r.service.httpUrl}${path}`, init);

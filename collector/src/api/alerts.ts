@@ -50,7 +50,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       return;
     }
     await view.refresh();
-    const alerts = view.alerts();
+    const alerts = await view.alertsWithDeliveries();
     const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, receivers: view.receiverNames(), now: new Date(now()).toISOString() };
     res.json(body);
   });

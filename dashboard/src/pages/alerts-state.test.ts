@@ -21,7 +21,7 @@ const headroomResolved = alert('a2', {
 });
 const pendingNear = alert('a3', {
   rule: 'growth', state: 'pending', labels: { alertname: 'HookGrowing', rule: 'growth', hook_id: NEAR.id, hook_name: NEAR.hookName },
-  hookId: NEAR.id, startsAt: null, lastNotifiedAt: null, activeAt: iso(NOW - 2 * HOUR),
+  hookId: NEAR.id, startsAt: null, lastNotifiedAt: null, deliveries: [], activeAt: iso(NOW - 2 * HOUR),
 });
 const oldResolved = alert('a4', { state: 'resolved', activeAt: iso(NOW - 3 * 86_400_000), endsAt: iso(NOW - 2 * 86_400_000) });
 const clients = alert('a5', {
@@ -74,9 +74,21 @@ describe('one alert', () => {
     expect(supersededBy(headroomResolved, all)?.id).toBe('a1');
     const v = cardView(headroomResolved, all, ['team-webhook']);
     expect(v.state).toBe('superseded');
-    expect(v.times.join('')).toBe('active since 30/11/2026, 03:30 · firing since 30/11/2026, 03:30 · superseded 30/11/2026, 08:20 · last notified 30/11/2026, 08:25');
+    expect(v.times.join('')).toBe('active since 30/11/2026, 03:30 · firing since 30/11/2026, 03:30 · superseded 30/11/2026, 08:20 · ops notified 30/11/2026, 08:25');
     expect(cardView(headroomResolved, [headroomResolved], ['team-webhook']).state).toBe('resolved');
     expect(supersededBy(oldResolved, all)).toBeUndefined();
+  });
+
+  it('tells a notification delivered from one that failed or is still retrying, per receiver', () => {
+    const failed = alert('a9', {
+      deliveries: [
+        { receiver: 'oncall', status: 'firing', outcome: 'failed', at: '2026-11-30T08:25:02.000Z', httpStatus: 404 },
+        { receiver: 'slack', status: 'firing', outcome: 'retrying', at: '2026-11-30T08:26:00.000Z', httpStatus: 503 },
+      ],
+    });
+    expect(cardView(failed, [failed], ['oncall', 'slack']).times.at(-1)).toBe(' · delivery to oncall failed (HTTP 404) 30/11/2026, 08:25: nobody there was notified · delivery to slack retrying (HTTP 503), last tried 30/11/2026, 08:26');
+    // Sent out, no attempt made yet: never "notified".
+    expect(cardView(alert('a10', { deliveries: [] }), [], ['oncall']).times.at(-1)).toBe(' · notification sent out 30/11/2026, 08:25, not yet delivered');
   });
 
   it('says whether anyone was notified', () => {

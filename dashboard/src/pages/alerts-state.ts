@@ -118,9 +118,25 @@ export function cardView(a: AlertSummary, all: readonly AlertSummary[], receiver
     labels: [...Object.entries(a.labels), ...Object.entries(a.annotations)],
     times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
       a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',
-      a.lastNotifiedAt ? ` · last notified ${dateTime(a.lastNotifiedAt)}`
-        : receivers && receivers.length === 0 ? ' · no receiver is configured: shown here only, nobody is notified' : ' · not notified yet'],
+      notifiedText(a, receivers)],
   };
+}
+
+/**
+ * Whether anyone heard of the alert, by receiver: a notification sent out is not one delivered (a receiver
+ * answering 404 gave up on it), so the card says which arrived, which are retrying and which failed.
+ */
+function notifiedText(a: AlertSummary, receivers: string[] | undefined): string {
+  if (a.deliveries.length > 0) {
+    return a.deliveries.map((d) => {
+      const http = d.httpStatus === null ? '' : ` (HTTP ${d.httpStatus})`;
+      if (d.outcome === 'delivered') return ` · ${d.receiver} notified ${dateTime(d.at)}`;
+      if (d.outcome === 'retrying') return ` · delivery to ${d.receiver} retrying${http}, last tried ${dateTime(d.at)}`;
+      return ` · delivery to ${d.receiver} failed${http} ${dateTime(d.at)}: nobody there was notified`;
+    }).join('');
+  }
+  if (a.lastNotifiedAt) return ` · notification sent out ${dateTime(a.lastNotifiedAt)}, not yet delivered`;
+  return receivers && receivers.length === 0 ? ' · no receiver is configured: shown here only, nobody is notified' : ' · not notified yet';
 }
 
 /** The silence form's summary line, by what the alert is about. */

@@ -121,6 +121,11 @@ export class PostgresAlertStateStore implements AlertStateStore {
     });
   }
 
+  async lastAttempts(): Promise<StoredAttempt[]> {
+    const r = await this.pool.query<{ data: StoredAttempt }>("SELECT data FROM alert_attempts WHERE id IN (SELECT MAX(id) FROM alert_attempts GROUP BY alert_id, data->>'receiver')");
+    return r.rows.map((row) => row.data);
+  }
+
   async attempts(alertId: string): Promise<StoredAttempt[]> {
     const r = await this.pool.query<{ data: StoredAttempt }>('SELECT data FROM alert_attempts WHERE alert_id = $1 ORDER BY id', [alertId]);
     return r.rows.map((x) => x.data);

@@ -149,6 +149,11 @@ export class SqliteAlertStateStore implements AlertStateStore {
     sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
   }
 
+  async lastAttempts(): Promise<StoredAttempt[]> {
+    return (this.current().get("SELECT data FROM alert_attempts WHERE id IN (SELECT MAX(id) FROM alert_attempts GROUP BY alert_id, json_extract(data, '$.receiver'))").all() as { data: string }[])
+      .map((r) => JSON.parse(r.data) as StoredAttempt);
+  }
+
   async attempts(alertId: string): Promise<StoredAttempt[]> {
     return (this.current().get('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
   }

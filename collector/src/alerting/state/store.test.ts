@@ -104,6 +104,16 @@ describe.each(backends)('AlertStateStore on %s', (_name, open) => {
     expect(await s.attempts('a2')).toHaveLength(1);
   });
 
+  it('gives the latest attempt of each alert to each receiver', async () => {
+    const s = await open();
+    await s.addAttempt({ ...attempt('a1', 1), receiver: 'ops', outcome: 'retrying', httpStatus: 503 });
+    await s.addAttempt({ ...attempt('a1', 1), receiver: 'chat', outcome: 'delivered', httpStatus: 200 });
+    await s.addAttempt({ ...attempt('a1', 2), receiver: 'ops', outcome: 'failed', httpStatus: 404 });
+    await s.addAttempt({ ...attempt('a2', 1), receiver: 'ops', outcome: 'delivered', httpStatus: 200 });
+    const last = (await s.lastAttempts()).map((a) => [a.alertId, a.receiver, a.outcome, a.httpStatus]).sort();
+    expect(last).toEqual([['a1', 'chat', 'delivered', 200], ['a1', 'ops', 'failed', 404], ['a2', 'ops', 'delivered', 200]]);
+  });
+
   it('accepts any fencing token when nothing fences it (a single process, or no lease)', async () => {
     const s = await open();
     const a = alertRecord({ id: 'a1' });

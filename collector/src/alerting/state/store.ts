@@ -33,6 +33,8 @@ export interface AlertStateStore {
   /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
   confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;
   attempts(alertId: string): Promise<StoredAttempt[]>;
+  /** The latest attempt of each alert to each receiver. */
+  lastAttempts(): Promise<StoredAttempt[]>;
   /** Silences come from the API on any replica: never fenced. */
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
