@@ -17,7 +17,7 @@ import { AlertSet } from './alert-set.ts';
 import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
-import { planNotifications } from './notification-plan.ts';
+import { markSuperseded, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -252,6 +252,7 @@ export class AlertEngine implements IngestListener {
     // not when this evaluation began: one created while its queries ran mutes what it would send.
     const silencedAt = Math.max(now, this.now());
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
+    markSuperseded(this.set.activeAlerts(), step.transitions);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
     this.stats.notificationsCreated += notifications.length;
     try {

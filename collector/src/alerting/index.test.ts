@@ -254,6 +254,18 @@ describe('other rule kinds', () => {
     expect(h.alerting.engine.alerts()[0]?.annotations['headroom']).toBe(String(10_000 - 8_550));
   });
 
+  it('headroom: resolving because the hook went over the cap is sent as superseded, not as an all-clear', async () => {
+    const h = await harness([{ kind: 'headroom', window: '1m' }, { kind: 'persisted', window: '1m' }]);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });
+    expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'headroom']]);
+    h.clock.advance(2 * 60_000);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1 });
+    await h.run(TICK);
+    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
+    expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
+    expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert persisted is firing\)\. PreToolUse:Bash: largest output/);
+  });
+
   it('headroom: a sum over the cap with nothing persisted reads "over the cap", never a negative "below"', async () => {
     const h = await harness([{ kind: 'headroom' }]);
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_000, stdoutChars: 10_069, outputsPersisted: 0 });

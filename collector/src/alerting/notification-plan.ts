@@ -52,6 +52,29 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
   return out;
 }
 
+/** Rules whose alert on a hook resolves when the hook goes over the cap: the `persisted` rule takes it over. */
+const SUPERSEDED_BY_PERSISTED = new Set(['headroom', 'growth']);
+
+/**
+ * Marks the headroom and growth alerts resolving in this evaluation while their hook has an active `persisted`
+ * alert: they resolved because the hook got worse, not better. Their resolution keeps Alertmanager's status
+ * (receivers close what they opened) but says so: a `superseded_by` annotation and a summary that begins with
+ * "Superseded", so nobody reads an all-clear beside the persisted alert that fires for the same hook.
+ */
+export function markSuperseded(active: readonly AlertRecord[], transitions: readonly Transition[]): void {
+  for (const t of transitions) {
+    const a = t.alert;
+    if (t.to !== 'resolved' || !SUPERSEDED_BY_PERSISTED.has(a.rule) || a.hookId === null) continue;
+    const by = active.find((x) => x.rule === 'persisted' && x.hookId === a.hookId);
+    if (!by) continue;
+    a.annotations = {
+      ...a.annotations,
+      summary: `Superseded: the hook went over the cap (alert ${by.rule} is ${by.state}). ${a.annotations['summary'] ?? ''}`.trimEnd(),
+      superseded_by: by.rule,
+    };
+  }
+}
+
 /** One notification of `a` to one receiver. */
 export function notification(a: AlertRecord, receiver: string, status: 'firing' | 'resolved', now: number): Notification {
   // Derived from the alert episode, the transition and the receiver: stable across retries and restarts.
