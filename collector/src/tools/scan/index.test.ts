@@ -166,6 +166,19 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(1);
   });
 
+  it("does not count another session's hook output marker quoted in a tool result", async () => {
+    // Claude ran `grep -r persisted-output ~/.claude/projects`: the result quotes session B's marker.
+    const quoted = `${savedPath(SESSION_B, 'b2')}:${persistedMarker({ savedPath: savedPath(SESSION_B, 'b2'), preview: 'C'.repeat(200) })}`;
+    const file = await transcript('quotes-another-session.jsonl', [
+      hookRecord({ uuid: 'h-grep', sessionId: 's-grep', hookName: 'Stop', stdout: 'ok' }),
+      messageRecord({ uuid: 'm-grep', sessionId: 's-grep', role: 'user', text: quoted }),
+    ]);
+    const { code, out } = await scan([file]);
+    expect(out).not.toContain('(unknown hook)');
+    expect(out).toContain('OK: every hook output reached the model whole');
+    expect(code).toBe(0);
+  });
+
   it('skips a line over --max-line-bytes and still reads the lines after it', async () => {
     const file = await transcript('long-line.jsonl', [
       messageRecord({ uuid: 'm1', sessionId: 's-long', role: 'assistant', text: 'z'.repeat(5_000) }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { findPersistedOutputs } from './persisted-marker.ts';
+import { findPersistedOutputs, savedPathSession } from './persisted-marker.ts';
 
 const marker = (preview: string): string =>
   `<persisted-output>\nOutput too large (17.7KB). Full output saved to: /x/tool-results/hook-1-x.txt\n\nPreview (first 2KB):\n${preview}\n</persisted-output>`;
@@ -14,5 +14,15 @@ describe('findPersistedOutputs', () => {
   // spaces: 6 s). The test's timeout only guards against a hang.
   it('takes time linear in a preview of 400,000 blanks', { timeout: 30_000 }, () => {
     expect(findPersistedOutputs(marker(`${' '.repeat(400_000)}x`))[0]?.preview).toBe(`${' '.repeat(400_000)}x`);
+  });
+});
+
+describe('savedPathSession', () => {
+  it('names the session folder the output was saved in, and nothing for a path laid out otherwise', () => {
+    expect(savedPathSession('/home/dev/.claude/projects/-home-dev-proj/229cfef5-26c4/tool-results/hook-1-x.txt')).toBe('229cfef5-26c4');
+    expect(savedPathSession('C:\\Users\\dev\\.claude\\projects\\p\\s-1\\tool-results\\hook-1-x.txt')).toBe('s-1');
+    expect(savedPathSession('/tmp/hook-1-x.txt')).toBeUndefined();
+    expect(savedPathSession('tool-results/hook-1-x.txt')).toBeUndefined();
+    expect(savedPathSession(undefined)).toBeUndefined();
   });
 });

@@ -50,6 +50,16 @@ export function isHookOutputPath(savedPath: string | undefined): boolean {
   return savedPath !== undefined && /(^|[/\\])hook-[^/\\]*$/.test(savedPath);
 }
 
+/**
+ * The session a saved output belongs to: Claude Code saves it in the session's own folder beside the transcript,
+ * `<project>/<session id>/tool-results/hook-...txt`. Undefined when the path is not laid out that way.
+ */
+export function savedPathSession(savedPath: string | undefined): string | undefined {
+  // Split, not one unanchored regex: that would be quadratic in a long path without separators.
+  const parts = savedPath?.split(/[/\\]/) ?? [];
+  return parts.length >= 3 && parts[parts.length - 2] === 'tool-results' ? parts[parts.length - 3] || undefined : undefined;
+}
+
 function parseMarkerBody(body: string): PersistedOutput {
   const size = /Output too large \(([^)\n]{1,32})\)/.exec(body);
   const saved = /Full output saved to:\s*(\S+)/.exec(body);

@@ -10,7 +10,7 @@ import { readLines } from '../common/lines.ts';
 import type { LineStats } from '../common/lines.ts';
 import { digestOf, PendingOutputs } from './output-links.ts';
 import type { DeliveryRecordKeys, PendingOutput } from './output-links.ts';
-import { findPersistedOutputs, isHookOutputPath, mayHoldMarker } from './persisted-marker.ts';
+import { findPersistedOutputs, isHookOutputPath, mayHoldMarker, savedPathSession } from './persisted-marker.ts';
 import { redactCommand } from './redact-command.ts';
 import type { PersistedOutput } from './persisted-marker.ts';
 
@@ -451,10 +451,19 @@ export class TranscriptScanner {
   private async considerStrayMarkers(record: Record<string, unknown>, at: { file: FileSummary; fallbackSession: string; lineNumber: number }): Promise<void> {
     const strings: string[] = [];
     collectStrings(record, strings);
-    // Only markers of hook output files count (tool results use the same marker).
-    const markers = strings.filter(mayHoldMarker).flatMap(findPersistedOutputs).filter((m) => isHookOutputPath(m.savedPath) && !this.seenSavedPaths.has(m.savedPath!));
-    if (markers.length === 0) return;
     const sessionId = stringField(record.sessionId) ?? at.fallbackSession;
+    // Only markers of hook output files count (tool results use the same marker), and only those saved in this
+    // session's own folder: a tool result can quote another session's marker (grep over ~/.claude/projects).
+    const ownSessions = new Set([sessionId, at.fallbackSession]);
+    const ours = (savedPath: string | undefined): boolean => {
+      const session = savedPathSession(savedPath);
+      return session !== undefined && ownSessions.has(session);
+    };
+    const markers = strings
+      .filter(mayHoldMarker)
+      .flatMap(findPersistedOutputs)
+      .filter((m) => isHookOutputPath(m.savedPath) && ours(m.savedPath) && !this.seenSavedPaths.has(m.savedPath!));
+    if (markers.length === 0) return;
     const uuid = stringField(record.uuid);
     const ctx: RecordContext = {
       recordId: uuid ?? `${sessionId}:${basename(at.file.path)}:${at.lineNumber}`, sessionId, timestamp: stringField(record.timestamp), file: at.file.path, lineNumber: at.lineNumber,
