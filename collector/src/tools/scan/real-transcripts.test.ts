@@ -65,10 +65,14 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
       // Same hook names (SessionStart:startup, not the bare SessionStart; no "(unknown hook)"), same persisted counts.
       expect(persisted(result.hooks)).toEqual(persisted(telemetry.hooks));
       expect(result.totals.outputsPersisted).toBe(telemetry.hooks.reduce((sum, h) => sum + h.outputsPersisted, 0));
-      // Commands run, where the transcript records them (a UserPromptSubmit command with JSON output has no hook_success record in 2.1.332).
-      for (const hook of telemetry.hooks.filter((h) => h.hookName !== 'UserPromptSubmit')) {
+      // Commands run, including a UserPromptSubmit command with JSON output, which has no hook_success record in
+      // 2.1.332: its delivery record shows it ran.
+      for (const hook of telemetry.hooks) {
         expect(result.hooks.find((h) => h.hookName === hook.hookName)?.runs, hook.hookName).toBe(hook.success);
       }
+      const runs = telemetry.hooks.reduce((sum, h) => sum + h.success, 0);
+      expect(result.totals.runs).toBe(runs);
+      expect(result.sessions.map((s) => s.runs)).toEqual([runs / 2, runs / 2]);
       expect(code).toBe(1);
     });
 
@@ -102,8 +106,8 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
     expect(rows('PostToolUse:Bash')).toEqual([['ctx 10500', 2, 0, 2, 10_500], ['ctx 3000', 2, 2, 0, 3_000]]);
     expect(rows('SessionStart:startup')).toEqual([['plain 20000', 2, 0, 2, 20_000], ['sysmsg 10001', 2, 0, 2, 10_001], ['ctx 9999', 2, 2, 0, 9_999]]);
     expect(rows('Stop')).toEqual([['emoji 5001', 2, 0, 2, 10_002]]);
-    // The JSON command's run is not in the transcript: its persisted output is counted, its command not guessed.
-    expect(rows('UserPromptSubmit')).toEqual([['(command not recorded)', 0, 0, 2, 10_001], ['plain 500', 2, 2, 0, 500]]);
+    // The JSON command's run record is not in the transcript: its run and persisted output are counted, its command not guessed.
+    expect(rows('UserPromptSubmit')).toEqual([['(command not recorded)', 2, 0, 2, 10_001], ['plain 500', 2, 2, 0, 500]]);
   });
 
   it('names the command in the text report', async () => {

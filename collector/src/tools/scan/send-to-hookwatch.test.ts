@@ -71,7 +71,7 @@ describe('scan --send to hookwatch', () => {
       ['ctx 10000', 2, 0, 10_000],
     ]);
     expect((await commandsOf('UserPromptSubmit', 'UserPromptSubmit')).commands).toEqual([
-      { command: '', runs: 0, outputs: 2, delivered: 0, persisted: 2, unconfirmed: 0, largestOutputChars: 10_001, largestDeliveredChars: null, sessions: 2 },
+      { command: '', runs: 2, outputs: 2, delivered: 0, persisted: 2, unconfirmed: 0, largestOutputChars: 10_001, largestDeliveredChars: null, sessions: 2 },
     ]);
 
     // Telemetry's figures are exactly what they were: transcript findings are not hook_execution_complete events.

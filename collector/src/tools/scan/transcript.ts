@@ -26,7 +26,10 @@ export type OutputOutcome = 'delivered' | 'persisted' | 'unconfirmed';
 /** Shown where the transcript does not say which command produced an output. */
 export const UNKNOWN_COMMAND = '(command not recorded)';
 
-/** One run of a hook command (a `hook_success` or hook error record), counted once by its record id. */
+/**
+ * One run of a hook command (a `hook_success` or hook error record), counted once by its record id; or a run that
+ * only a delivery record shows (its output string linked to no run record), with its command unknown.
+ */
 export interface HookRun {
   kind: 'run';
   /** Stable across scans of the same transcript: the record's uuid (or session and line when it has none). */
@@ -68,7 +71,7 @@ export type Finding = HookRun | HookOutput;
 
 /** Delivery counts of a hook, a command, a session or everything. */
 export interface DeliveryCounts {
-  /** Command runs (hook_success and hook error records). */
+  /** Command runs (hook_success and hook error records, and runs only a delivery record shows). */
   runs: number;
   /** Output strings whose outcome the transcript shows. */
   outputs: number;
@@ -424,20 +427,33 @@ export class TranscriptScanner {
     }
   }
 
-  /** A record that delivers JSON output strings: one outcome per string, each linked to the command that printed it. */
+  /**
+   * A record that delivers JSON output strings: one outcome per string, each linked to the command that printed it.
+   * A string no run record accounts for still had a command run (Claude Code 2.1.332 writes no `hook_success` for a
+   * UserPromptSubmit command with JSON output): that run is counted, its command unknown.
+   */
   private async considerDelivery(attachment: Record<string, unknown>, kind: OutputKind, hookEvent: string, ctx: RecordContext, pending: PendingOutputs): Promise<void> {
     const keys: DeliveryRecordKeys = { sessionId: ctx.sessionId, hookEvent, toolUseId: stringField(attachment.toolUseID), kind };
     const unlinkedName = this.hookNameFor(attachment, hookEvent, ctx.sessionId);
+    const unrecordedRun = async (index: number, part = 0): Promise<void> => {
+      await this.emit({
+        kind: 'run', id: `${ctx.recordId}#run${index}${part > 0 ? `.${part}` : ''}`, sessionId: ctx.sessionId, hookName: unlinkedName, hookEvent, command: undefined,
+        outcome: 'success', timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber,
+      });
+    };
     const entries = contentStrings(attachment.content);
     for (const [index, text] of entries.entries()) {
       if (mayHoldMarker(text)) {
+        let part = 0;
         for (const marker of findPersistedOutputs(text)) {
           const link = pending.claimPersisted(keys, marker);
+          if (!link) await unrecordedRun(index, part++);
           const where = link ? { hookName: link.hookName, hookEvent, command: link.command, chars: link.chars } : { hookName: unlinkedName, hookEvent, command: undefined, chars: null };
           await this.emitPersisted(marker, { ...where, field: kind }, ctx, index);
         }
       } else if (text.length > 0) {
         const link = pending.claimDelivered(keys, text);
+        if (!link) await unrecordedRun(index);
         await this.emitOutput(
           { hookName: link?.hookName ?? unlinkedName, hookEvent, command: link?.command, field: kind, outcome: 'delivered', chars: text.length, saved: undefined },
           ctx,
