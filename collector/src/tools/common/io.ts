@@ -15,3 +15,5 @@ export const EXIT_FINDINGS = 1;
 export const EXIT_USAGE = 2;
 /** The findings could not be sent to the hookwatch server. */
 export const EXIT_SEND_FAILED = 3;
+/** Nothing was found lost, but part of the input was skipped unread (a line over the line limit): the result is unknown. */
+export const EXIT_INCOMPLETE = 4;

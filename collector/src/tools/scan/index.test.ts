@@ -16,6 +16,7 @@ import { hookRecord, messageRecord, persistedMarker } from '../../../test/suppor
 /** The shape of `scan --json`, as far as these tests read it. */
 interface ScanOutput {
   ok: boolean;
+  complete: boolean;
   totals: { records: number; runs: number; outputs: number; delivered: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
   hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null }[];
   sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
@@ -188,6 +189,21 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const { code, result } = await scanJson(['--max-line-bytes', '2048', file]);
     expect(result.totals).toMatchObject({ lines: 2, oversizedLines: 1, records: 1, outputsPersisted: 1 });
     expect(code).toBe(1);
+  });
+
+  it('does not pass when a line was skipped as too long: the output in it is unknown, exit 4', async () => {
+    const file = await transcript('skipped-hook-line.jsonl', [
+      hookRecord({ uuid: 'h1', sessionId: 's-skip', hookName: 'SessionStart:startup', content: persistedMarker({ savedPath: savedPath('s-skip', 'h1'), preview: 'x'.repeat(3_000) }) }),
+      hookRecord({ uuid: 'h2', sessionId: 's-skip', hookName: 'Stop', stdout: 'ok' }),
+    ]);
+    const text = await scan(['--max-line-bytes', '2048', file]);
+    expect(text.out).not.toContain('OK:');
+    expect(text.out).toMatch(/^INCOMPLETE: 1 line over the line limit of 2,048 bytes was skipped unread/m);
+    expect(text.code).toBe(4);
+    const { code, result } = await scanJson(['--max-line-bytes', '2048', file]);
+    expect(result).toMatchObject({ ok: false, complete: false, totals: { oversizedLines: 1, outputsPersisted: 0 } });
+    expect(code).toBe(4);
+    expect((await scan(['--help'])).out).toContain('4 nothing found persisted but lines over --max-line-bytes were skipped');
   });
 
   it('passes when nothing was persisted', async () => {

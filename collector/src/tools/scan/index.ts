@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
-import { EXIT_FINDINGS, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
+import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
@@ -30,11 +30,13 @@ Options:
                          (hookwatch.transcript_finding, kept apart from telemetry; sending again counts nothing
                          twice) (e.g. http://hookwatch:4318; /v1/logs is appended to a base URL)
   --show-content         print the previews of persisted outputs (hook output is not printed otherwise)
-  --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES})
+  --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES}); a skipped
+                         line leaves the scan incomplete (exit status 4 unless outputs were found lost)
   -h, --help             this help
 
 Exit status: 0 nothing persisted, 1 hook outputs were persisted (or are over the cap by size), 2 bad usage, unreadable input or no
-transcripts found, 3 the findings could not be sent.
+transcripts found, 3 the findings could not be sent, 4 nothing found persisted but lines over --max-line-bytes were skipped
+unread, so outputs in them may have been lost unseen (INCOMPLETE, not OK).
 `;
 
 /** `hookwatch scan`: finds hook outputs that Claude Code saved to a file instead of delivering. Returns the exit code. */
@@ -76,12 +78,14 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     const send: SendOutcome | undefined = sender ? await sender.finish() : undefined;
     const result = scanner.result();
 
-    const options = { showContent: values['show-content'], send };
+    const options = { showContent: values['show-content'], send, maxLineBytes };
     io.stdout(values.json ? `${JSON.stringify(scanJson(result, options), null, 2)}\n` : scanText(result, options));
 
     if (send?.error !== undefined) return EXIT_SEND_FAILED;
     if (lostOutputs(result.totals) > 0) return EXIT_FINDINGS;
     if (result.files.some((f) => f.error !== undefined)) return EXIT_USAGE;
+    // Nothing found lost, but not everything was read: not a pass.
+    if (result.totals.oversizedLines > 0) return EXIT_INCOMPLETE;
     return EXIT_OK;
   } catch (error) {
     if (sender) await sender.finish();

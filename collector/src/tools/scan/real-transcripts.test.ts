@@ -135,6 +135,15 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
     expect(text).not.toContain('OK:');
   });
 
+  it('never passes when hook records were skipped as too long', async () => {
+    // At 2,000 bytes every record holding a persisted output is over the line limit; what is left was delivered.
+    const { code, out } = await scan(['--max-line-bytes', '2000', join(FIXTURE, 'projects')]);
+    expect(out).toContain('28 oversized lines skipped');
+    expect(out).not.toContain('OK:');
+    expect(out).toMatch(/^INCOMPLETE: 28 lines over the line limit of 2,000 bytes were skipped unread/m);
+    expect(code).toBe(4);
+  });
+
   describe('in a folder holding what real ones hold', () => {
     let projects: string;
     let result: ScanOutput;

@@ -4,13 +4,23 @@ import { UNKNOWN_COMMAND } from './transcript.ts';
 import type { DeliveryCounts, ScanResult } from './transcript.ts';
 import type { SendOutcome } from './send.ts';
 
+/** How the report is printed. */
+export interface ReportOptions {
+  showContent: boolean;
+  send: SendOutcome | undefined;
+  /** The line limit lines were skipped over, to name in the report. */
+  maxLineBytes?: number;
+}
+
 /** What `scan --json` prints: stable keys for CI. Previews are included only with --show-content. */
-export function scanJson(result: ScanResult, options: { showContent: boolean; send: SendOutcome | undefined }): unknown {
+export function scanJson(result: ScanResult, options: ReportOptions): unknown {
   return {
     tool: 'hookwatch scan',
     capChars: OUTPUT_CAP_CHARS,
     previewChars: PREVIEW_CHARS,
-    ok: lostOutputs(result.totals) === 0,
+    // Not ok when part of the input went unread: an output in it may have been lost unseen.
+    ok: lostOutputs(result.totals) === 0 && !incomplete(result),
+    complete: !incomplete(result),
     totals: result.totals,
     hooks: result.hooks,
     sessions: result.sessions,
@@ -23,6 +33,14 @@ export function scanJson(result: ScanResult, options: { showContent: boolean; se
 /** Outputs that did not reach the model whole: persisted, or over the cap by size without a delivery record. */
 export function lostOutputs(counts: DeliveryCounts): number {
   return counts.outputsPersisted + counts.unconfirmedOverCap;
+}
+
+/**
+ * True when part of the input went unread (a line over the line limit, a file that could not be read): a hook
+ * output in it may have been saved to a file without the scan seeing it, so the scan cannot say nothing was lost.
+ */
+export function incomplete(result: ScanResult): boolean {
+  return result.totals.oversizedLines > 0 || result.files.some((f) => f.error !== undefined);
 }
 
 function countCells(counts: DeliveryCounts, withUnconfirmed: boolean): string[] {
@@ -43,7 +61,7 @@ function countHeader(withUnconfirmed: boolean): string[] {
 }
 
 /** The human-readable report. Prints no hook output unless showContent (and then only the previews). */
-export function scanText(result: ScanResult, options: { showContent: boolean; send: SendOutcome | undefined }): string {
+export function scanText(result: ScanResult, options: ReportOptions): string {
   const { totals } = result;
   const out: string[] = [];
   const skipped = Object.entries(totals.skippedRecordTypes);
@@ -123,12 +141,23 @@ export function scanText(result: ScanResult, options: { showContent: boolean; se
         `${lost === 1 ? 'was' : 'were'} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap ` +
         `and saved to a file instead of reaching the model, although the hooks reported success${bySize}.\n`,
     );
+  } else if (incomplete(result)) {
+    // No OK: the INCOMPLETE line below says what was not read.
   } else if (totals.records === 0) {
     out.push('OK: no hook records found.\n');
   } else if (totals.unconfirmed > 0) {
     out.push(`OK: no hook output is known to have been saved to a file (none of known size over ${formatCount(OUTPUT_CAP_CHARS)} characters).\n`);
   } else {
     out.push(`OK: every hook output reached the model whole (none over ${formatCount(OUTPUT_CAP_CHARS)} characters).\n`);
+  }
+  if (incomplete(result)) {
+    const unreadable = result.files.filter((f) => f.error !== undefined).length;
+    const limit = options.maxLineBytes === undefined ? '' : ` of ${formatCount(options.maxLineBytes)} bytes`;
+    const parts = [
+      totals.oversizedLines > 0 ? `${plural(totals.oversizedLines, 'line')} over the line limit${limit} ${totals.oversizedLines === 1 ? 'was' : 'were'} skipped unread (--max-line-bytes)` : '',
+      unreadable > 0 ? `${plural(unreadable, 'file')} could not be read` : '',
+    ].filter(Boolean);
+    out.push(`INCOMPLETE: ${parts.join(' and ')}; a hook output there may have been saved to a file without this scan seeing it.\n`);
   }
   if (totals.unconfirmed > 0) {
     out.push(
