@@ -130,6 +130,16 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(1);
   });
 
+  it('reads a file once however often the paths reach it', async () => {
+    const once = await scanJson([projects]);
+    const sessionFile = join(projects, '-home-dev-project', `${SESSION_A}.jsonl`);
+    const twice = await scanJson([projects, projects, sessionFile, `${projects}/./-home-dev-project/../`]);
+    expect(twice.result.files.map((f) => f.path)).toEqual(once.result.files.map((f) => f.path));
+    expect(twice.result.totals).toEqual(once.result.totals);
+    expect((await scan([projects, projects])).out).toMatch(/^Scanned 2 files /);
+    expect(twice.code).toBe(1);
+  });
+
   it('prints no hook output unless --show-content, and then only the previews', async () => {
     const plain = await scan([projects]);
     expect(plain.code).toBe(1);

@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
@@ -192,9 +192,19 @@ const DELIVERY_TYPES: Record<string, OutputKind> = {
   hook_initial_user_message: 'initialUserMessage',
 };
 
-/** Files to read for the given paths: files as given, directories searched recursively for `*.jsonl`. */
+/**
+ * Files to read for the given paths: files as given, directories searched recursively for `*.jsonl`. A file is
+ * listed once however often the paths reach it (a folder given twice, a folder and a file in it, a link to it).
+ */
 export async function collectTranscriptFiles(paths: readonly string[]): Promise<string[]> {
   const files: string[] = [];
+  const seen = new Set<string>();
+  const add = async (file: string): Promise<void> => {
+    const real = await realpath(file);
+    if (seen.has(real)) return;
+    seen.add(real);
+    files.push(file);
+  };
   const walk = async (dir: string): Promise<void> => {
     const entries = await readdir(dir, { withFileTypes: true });
     entries.sort((a, b) => a.name.localeCompare(b.name));
@@ -202,13 +212,13 @@ export async function collectTranscriptFiles(paths: readonly string[]): Promise<
       const full = join(dir, entry.name);
       // Symbolic links are not followed: a link back up the tree would loop.
       if (entry.isDirectory()) await walk(full);
-      else if (entry.isFile() && entry.name.endsWith('.jsonl')) files.push(full);
+      else if (entry.isFile() && entry.name.endsWith('.jsonl')) await add(full);
     }
   };
   for (const path of paths) {
     const info = await stat(path);
     if (info.isDirectory()) await walk(path);
-    else files.push(path);
+    else await add(path);
   }
   return files;
 }
