@@ -226,5 +226,17 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
       expect(text).toContain('1 record of unknown type skipped (some-future-record: 1)');
       expect(code).toBe(1);
     });
+
+    it('adds up: each session is the sum of its hooks, each hook of its commands, the totals of either', () => {
+      const fields = ['runs', 'outputs', 'delivered', 'outputsPersisted', 'unconfirmed', 'unconfirmedOverCap'] as const;
+      const sum = (rows: Counts[]): Record<string, number> => Object.fromEntries(fields.map((f) => [f, rows.reduce((n, row) => n + row[f], 0)]));
+      const pick = (row: Counts): Record<string, number> => Object.fromEntries(fields.map((f) => [f, row[f]]));
+      expect(result.totals.unconfirmed).toBe(1);
+      for (const session of result.sessions) expect(pick(session), session.sessionId).toEqual(sum(session.hooks));
+      for (const hook of result.hooks) expect(pick(hook), hook.hookName).toEqual(sum(hook.commands));
+      expect(pick(result.totals)).toEqual(sum(result.sessions));
+      expect(pick(result.totals)).toEqual(sum(result.hooks));
+      expect(text).toContain('"outputs" is delivered plus persisted in every table; "unconfirmed" outputs are counted apart');
+    });
   });
 });

@@ -95,6 +95,8 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
     const unconfirmed = totals.unconfirmed > 0;
     const header = countHeader(unconfirmed);
     out.push('\nPer hook (named as telemetry names them; sizes in characters, UTF-16 code units)\n');
+    // Every table counts alike: a row's outputs are its delivered plus persisted ones, its unconfirmed ones apart.
+    if (unconfirmed) out.push('"outputs" is delivered plus persisted in every table; "unconfirmed" outputs are counted apart\n');
     out.push(renderTable(['hook', 'event', ...header], result.hooks.map((h) => [h.hookName, h.hookEvent, ...countCells(h, unconfirmed)]), '  '));
     out.push('\nPer command (telemetry sums the commands of one event; the transcript tells them apart)\n');
     out.push(
