@@ -115,7 +115,7 @@ describe('hookwatch config', () => {
     const r = await hookwatch(['config', '--retention-events', '7d'], { HOOKWATCH_DB: join(dir, 'x.db'), HOOKWATCH_INGEST_TOKEN: 'tok-very-secret-1234' });
     expect(r.status, r.stderr).toBe(0);
     const out = r.stdout;
-    expect(lines(out)[0]).toMatch(/^# hookwatch effective configuration \(secrets redacted\)/);
+    expect(lines(out)[0]).toMatch(/^# hookwatch effective configuration \(secrets redacted\); a valid config file once the redacted secrets are put back$/);
     expect(out).toMatch(/^ {2}maxRequestBytes: 20MiB$/m);
     expect(out).toMatch(/^ {2}rollups: 400d$/m);
     expect(out).toMatch(/^ {2}events: 1w # from --retention-events$/m);

@@ -27,7 +27,7 @@ export function renderConfig(loaded: LoadedConfig, format: 'yaml' | 'json', deri
   }
   if (format === 'json') return JSON.stringify(values, null, 2) + '\n';
   const doc = new Document(values);
-  doc.commentBefore = ' hookwatch effective configuration (secrets redacted); a valid config file';
+  doc.commentBefore = ' hookwatch effective configuration (secrets redacted); a valid config file once the redacted secrets are put back';
   for (const s of SETTINGS) {
     const source = loaded.sources.get(s.key);
     if (!source || source === 'default') continue;

@@ -137,7 +137,7 @@ export function serveHelp(): string {
 /** `hookwatch config --help`. */
 export function configHelp(): string {
   return helpPage('hookwatch config [--json] [flags]', [
-    'Prints the effective configuration (defaults, config file, environment and flags merged) with secrets redacted, and exits. The YAML is a valid config file: durations and sizes are in units (30d, 20MiB), and a comment names where each value that is not a default came from.',
+    'Prints the effective configuration (defaults, config file, environment and flags merged) with secrets redacted, and exits. The YAML is a valid config file once each secret printed as <redacted> is put back (loading a <redacted> is an error naming the key): durations and sizes are in units (30d, 20MiB), and a comment names where each value that is not a default came from.',
   ], [...flagBlock('--json', 'print JSON instead of YAML', []), ...CONFIG_FLAG, ...HELP_FLAG], 'It takes every flag "hookwatch serve" takes, to show what they would change (hookwatch serve --help lists them).');
 }
 

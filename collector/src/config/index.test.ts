@@ -84,6 +84,13 @@ describe('${env:NAME} in the config file', () => {
     expect(message).toContain('alerting.receivers[0].bearerToken holds a ${');
     expect(message).not.toMatch(/very-secret|def/);
   });
+
+  it('refuses the <redacted> that `hookwatch config` prints for a secret, naming the key', () => {
+    const printed = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'tok-123' } }));
+    expect(JSON.stringify(printed)).toContain('<redacted>');
+    expect(() => load({}, JSON.stringify(printed))).toThrow(/config file hookwatch\.yaml: otlp\.ingestToken holds <redacted>, which `hookwatch config` prints in place of a secret/);
+    expect(() => load({}, 'alerting:\n  receivers:\n    - { name: ops, url: "https://alerts.example.com/<redacted>" }\n')).toThrow(/alerting\.receivers\[0\]\.url holds <redacted>/);
+  });
 });
 
 describe('bad configuration fails at start with a message naming the key', () => {

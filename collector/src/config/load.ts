@@ -112,6 +112,9 @@ const ENV_REFERENCE = /\$\$\{|\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}|\$\{[^}]*\}?/g;
  */
 function expandEnv(doc: unknown, env: NodeJS.ProcessEnv, path: string, origin: string): unknown {
   if (typeof doc === 'string') {
+    // `hookwatch config` prints secrets as <redacted>: its output read back would send alerts to ".../<redacted>"
+    // or accept "<redacted>" as the ingest token.
+    if (doc.includes(REDACTED)) throw new ConfigError(`${origin}: ${path || 'the document'} holds ${REDACTED}, which \`hookwatch config\` prints in place of a secret; put the secret back, or \${env:NAME} to take it from a variable`);
     if (!doc.includes('${')) return doc;
     return doc.replace(ENV_REFERENCE, (match, name: string | undefined) => {
       if (match === '$${') return '${';
