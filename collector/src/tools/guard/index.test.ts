@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { StdoutCapture } from './capture.ts';
+import { shellQuote } from './shell-quote.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -30,8 +31,17 @@ interface Ran {
 
 /** Runs `hookwatch guard` as Claude Code would: a real process, the hook input on stdin. */
 function guard(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; onStart?: (pid: number) => void } = {}): Promise<Ran> {
+  return spawnHook(process.execPath, [BIN, 'guard', ...args], options);
+}
+
+/** Runs a settings file's hook command line the way Claude Code does: through `sh -c`. */
+function hookLine(line: string, options: { env?: NodeJS.ProcessEnv } = {}): Promise<Ran> {
+  return spawnHook('/bin/sh', ['-c', line], options);
+}
+
+function spawnHook(file: string, args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; onStart?: (pid: number) => void }): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: dir });
+    const child = spawn(file, args, { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: dir });
     const out: Buffer[] = [];
     let err = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -157,6 +167,29 @@ describe('hookwatch guard', () => {
       expect([i, ran.signal, ran.code], c.line('pid')).toEqual([i, 'SIGTERM', null]);
     }
   }, 20_000);
+
+  it('runs a hook file whose path holds a space, given as the shell expanded it or quoted for the guard\'s shell', async () => {
+    const project = join(dir, 'sp ace');
+    const hooks = join(project, '.claude', 'hooks');
+    await mkdir(hooks, { recursive: true });
+    await writeFile(join(hooks, 'session-brief.sh'), `#!/bin/sh\nprintf 'brief of %s\\n' "$CLAUDE_PROJECT_DIR"\n`);
+    // A hook file without a #! line runs too, as the shell runs it without the guard.
+    await writeFile(join(hooks, 'plain.sh'), `echo plain`);
+    for (const name of ['session-brief.sh', 'plain.sh']) await chmod(join(hooks, name), 0o755);
+    const guardCall = `${shellQuote(process.execPath)} ${shellQuote(BIN)} guard`;
+    const env = { CLAUDE_PROJECT_DIR: project };
+    // Written by hand, the path is expanded by Claude Code's shell: the guard gets one word with a space in it.
+    const expanded = await hookLine(`${guardCall} -- "$CLAUDE_PROJECT_DIR"/.claude/hooks/session-brief.sh`, { env });
+    expect([expanded.code, expanded.stdout.toString(), expanded.stderr]).toEqual([0, `brief of ${project}\n`, '']);
+    // As --install writes it, the guard's shell expands it.
+    const quoted = await hookLine(`${guardCall} -- '"$CLAUDE_PROJECT_DIR"/.claude/hooks/session-brief.sh'`, { env });
+    expect([quoted.code, quoted.stdout.toString(), quoted.stderr]).toEqual([0, `brief of ${project}\n`, '']);
+    const plain = await hookLine(`${guardCall} -- "$CLAUDE_PROJECT_DIR"/.claude/hooks/plain.sh`, { env });
+    expect([plain.code, plain.stdout.toString(), plain.stderr]).toEqual([0, 'plain\n', '']);
+    // A word that is not a file stays a command line.
+    const line = await hookLine(`${guardCall} -- 'echo "$CLAUDE_PROJECT_DIR" | tr a-z A-Z'`, { env });
+    expect(line.stdout.toString()).toBe(`${project.toUpperCase()}\n`);
+  });
 
   it('reports a command that cannot start, and bad usage, with clear messages', async () => {
     const missing = await guard(['--', join(dir, 'no-such-hook'), 'arg']);

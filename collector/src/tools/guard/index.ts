@@ -25,7 +25,10 @@ Plain stdout is measured whole; with JSON output, additionalContext (top level a
 systemMessage and initialUserMessage are trimmed separately and the rest is untouched. Output within budget,
 and the output of a command that exits non-zero, passes through byte for byte.
 
-One argument after -- is a command line run by the shell (as in a settings file); several are run directly.
+One argument after -- is a command line run by the shell (as in a settings file); several are run directly. In a
+settings file, single-quote the command line after -- (as --install does): -- '"$CLAUDE_PROJECT_DIR"/hook.sh'.
+One argument that is the path of an existing file is run as that file, not split again at a space in the path,
+so -- "$CLAUDE_PROJECT_DIR"/hook.sh works too.
 
 A mistake in the guard's own flags or HOOKWATCH_GUARD_* variables never stops the hook (exit 2 would block
 every tool call): it is named on stderr, that setting keeps its default and the command runs. Without a

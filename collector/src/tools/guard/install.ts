@@ -6,6 +6,9 @@ import { isDeepStrictEqual } from 'node:util';
 
 import { UsageError } from '../common/args.ts';
 import { parseHookSetup } from '../check/settings.ts';
+import { shellQuote, shellUnquote } from './shell-quote.ts';
+
+export { shellQuote, shellUnquote };
 
 /** Suffix of the copy of a settings file taken before the first change. */
 export const BACKUP_SUFFIX = '.hookwatch-backup';
@@ -23,18 +26,6 @@ export interface InstallOptions {
   budget: number | undefined;
   /** Written into each wrapped command as --report, when given. */
   report: string | undefined;
-}
-
-/** A plain word passes through the shell unchanged; anything else is single-quoted. */
-export function shellQuote(arg: string): string {
-  return /^[A-Za-z0-9_/.:=@%+,-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The inverse of shellQuote for one word; undefined when `word` is not something shellQuote produces. */
-export function shellUnquote(word: string): string | undefined {
-  if (/^[A-Za-z0-9_/.:=@%+,-]+$/.test(word)) return word;
-  const match = /^'((?:[^']|'\\'')*)'$/.exec(word);
-  return match ? (match[1] ?? '').replace(/'\\''/g, `'`) : undefined;
 }
 
 /** `<node> <hookwatch bin> guard`: absolute paths, so the hook runs the same Node 24 whatever PATH Claude Code has. */
