@@ -354,6 +354,18 @@ describe('check --settings', () => {
     expect(none.code).toBe(2);
   });
 
+  it('does not measure a command hook with fields it does not know, and says so', async () => {
+    const project = join(dir, 'unknown-fields');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    const hooks = [{ type: 'command', command: 'echo', args: ['x'.repeat(12_000)] }, { type: 'command', command: 'echo fine' }];
+    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks }] } }));
+    const { code, result, err } = await checkJson(['--settings', path]);
+    expect(err).toContain('hookwatch check: hooks.Stop[0].hooks[0] has fields hookwatch does not know ("args"): not checked');
+    expect(result.hooks.map((h) => h.location)).toEqual(['hooks.Stop[0].hooks[1]']);
+    expect(code).toBe(0);
+  });
+
   it.each([
     ['command-not-a-string.json', 'hooks.SessionStart[0].hooks[0].command: expected a non-empty string'],
     ['hooks-not-an-object.json', 'hooks: expected an object of events'],

@@ -11,7 +11,7 @@ import type { MeasuredStdout } from './measure.ts';
 import { checkJson, checkText, hookFails } from './report.ts';
 import type { HookCheck, HookCheckStatus } from './report.ts';
 import { runHook } from './run-hook.ts';
-import { loadHookSetup } from './settings.ts';
+import { fieldList, loadHookSetup } from './settings.ts';
 
 /** Claude Code's default timeout of a command hook, in seconds. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
@@ -43,7 +43,9 @@ Options:
   -h, --help             this help
 
 With --settings, a group runs only when its matcher selects the firing, as in Claude Code (names exactly,
-patterns as regular expressions); the groups left out are named on stderr.
+patterns as regular expressions); the groups left out are named on stderr. A command hook with fields hookwatch
+does not know (anything but type, command and timeout) is not run, and named on stderr: its command alone may
+not be what Claude Code runs.
 
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
 timed out or failed, 2 bad usage or no hook selected by the firing.
@@ -113,6 +115,9 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
       }
       for (const skipped of setup.skipped) io.stderr(`hookwatch check: ${skipped.location} is a "${skipped.type}" hook, not a command: not checked\n`);
+      for (const unknown of setup.unknown) {
+        io.stderr(`hookwatch check: ${unknown.location} has fields hookwatch does not know (${fieldList(unknown.fields)}): not checked, its command alone may not be what Claude Code runs\n`);
+      }
       if (planned.length === 0) {
         io.stderr(`hookwatch check: no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}\n`);
         return EXIT_USAGE;

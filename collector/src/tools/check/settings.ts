@@ -18,6 +18,25 @@ export interface CommandHook {
 export interface HookSetup {
   hooks: CommandHook[];
   skipped: { location: string; type: string }[];
+  /** Command hooks with fields hookwatch does not know (not run by check): their command alone may not be what runs. */
+  unknown: { location: string; fields: string[] }[];
+}
+
+/** The fields of a command hook that hookwatch knows what they mean. */
+const KNOWN_COMMAND_HOOK_FIELDS = new Set(['type', 'command', 'timeout']);
+
+/**
+ * The fields of a command hook that hookwatch does not know. What such a field changes in how Claude Code runs
+ * the hook (arguments, another shell...) is not guessed: a hook that has one is neither run by check nor wrapped
+ * by guard --install.
+ */
+export function unknownHookFields(hook: Record<string, unknown>): string[] {
+  return Object.keys(hook).filter((key) => !KNOWN_COMMAND_HOOK_FIELDS.has(key));
+}
+
+/** `"args", "shell"`: field names for a message. */
+export function fieldList(fields: readonly string[]): string {
+  return fields.map((f) => JSON.stringify(f)).join(', ');
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -37,7 +56,7 @@ export function parseHookSetup(text: string, source: string): HookSetup {
     throw new UsageError(`${source}: not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }
   if (!isObject(settings)) throw new UsageError(`${source}: expected a JSON object`);
-  const setup: HookSetup = { hooks: [], skipped: [] };
+  const setup: HookSetup = { hooks: [], skipped: [], unknown: [] };
   if (settings.hooks === undefined) return setup;
   if (!isObject(settings.hooks)) throw new UsageError(`${source}: hooks: expected an object of events`);
   for (const [event, groups] of Object.entries(settings.hooks)) {
@@ -60,7 +79,9 @@ export function parseHookSetup(text: string, source: string): HookSetup {
         if (hook.timeout !== undefined && (typeof hook.timeout !== 'number' || !(hook.timeout > 0))) {
           throw new UsageError(`${source}: ${location}.timeout: expected a number of seconds > 0`);
         }
-        setup.hooks.push({ event, matcher, command: hook.command, timeoutSeconds: hook.timeout, location });
+        const unknown = unknownHookFields(hook);
+        if (unknown.length > 0) setup.unknown.push({ location, fields: unknown });
+        else setup.hooks.push({ event, matcher, command: hook.command, timeoutSeconds: hook.timeout, location });
       });
     });
   }

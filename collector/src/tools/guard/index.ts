@@ -43,7 +43,9 @@ Options:
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook
   --shell <path>       shell for a one-argument command line (default /bin/sh)
   --install [file]     wrap every command hook of a settings file (default .claude/settings.json); the file from
-                       before the first change is kept as <file>.hookwatch-backup, never overwritten
+                       before the first change is kept as <file>.hookwatch-backup, never overwritten. A hook with
+                       fields the guard does not know (anything but type, command and timeout) is left as it is,
+                       and named on stderr
   --uninstall [file]   unwrap them again, back to the original commands; when nothing else changed, the file is
                        the backup again, byte for byte, and the backup is removed
   --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
@@ -181,6 +183,7 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
         prefix: text('command'),
         budget: flagBudget === undefined ? undefined : parseBudget(flagBudget, '--budget'),
         report: report === undefined ? undefined : (await import('./report.ts')).logsUrl(report).replace(/\/v1\/logs$/, ''),
+        warn: io.stderr,
       });
       await io.stdout(message);
       return { code: 0 };

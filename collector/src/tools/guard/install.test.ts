@@ -224,6 +224,21 @@ describe('hookwatch guard --install', () => {
     expect(await commands(path)).toEqual([`/usr/bin/hookwatch-guard -- 'echo hello'`, `/usr/bin/hookwatch-guard -- 'echo added'`]);
   });
 
+  it('leaves a command hook with fields it does not know as it is, and names it', async () => {
+    const project = join(dir, 'unknown-fields');
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    const withArgs = { type: 'command', command: './lint.sh', args: ['--fix', 'a b'] };
+    await writeFile(path, JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [withArgs] }], Stop: [{ hooks: [{ type: 'command', command: 'echo done' }] }] } }));
+    const io = guardIO(project);
+    expect(await runGuard(['--install', '--command', 'hookwatch guard', 's.json'], io)).toEqual({ code: 0 });
+    expect(io.err()).toBe('hookwatch guard: hooks.PreToolUse[0].hooks[0] (PreToolUse, matcher "Bash") has fields the guard does not know ("args"): left as it is, not wrapped\n');
+    expect(io.out()).toContain('wrapped 1 of 1 command hook(s)');
+    const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: { PreToolUse: { hooks: unknown[] }[] } };
+    expect(settings.hooks.PreToolUse[0]?.hooks[0]).toEqual(withArgs);
+    expect(await commands(path)).toEqual(['./lint.sh', `hookwatch guard -- 'echo done'`]);
+  });
+
   it('names the problem in a settings file it cannot use', async () => {
     const path = join(dir, 'bad.json');
     await writeFile(path, '{"hooks": {"Stop": {}}}');

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 
 import { UsageError } from '../common/args.ts';
-import { parseHookSetup } from '../check/settings.ts';
+import { fieldList, parseHookSetup, unknownHookFields } from '../check/settings.ts';
 import { shellQuote, shellUnquote } from './shell-quote.ts';
 
 export { shellQuote, shellUnquote };
@@ -26,6 +26,8 @@ export interface InstallOptions {
   budget: number | undefined;
   /** Written into each wrapped command as --report, when given. */
   report: string | undefined;
+  /** Where a hook left alone is named (stderr). */
+  warn: (message: string) => void;
 }
 
 /** `<node> <hookwatch bin> guard`: absolute paths, so the hook runs the same Node 24 whatever PATH Claude Code has. */
@@ -143,10 +145,19 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   let lookWrapped = 0;
   let keepOther = 0;
   if (isObject(settings.hooks)) {
-    for (const groups of Object.values(settings.hooks) as Record<string, unknown>[][]) {
-      for (const group of groups) {
-        for (const hook of group.hooks as Record<string, unknown>[]) {
+    for (const [event, groups] of Object.entries(settings.hooks) as [string, Record<string, unknown>[]][]) {
+      for (const [groupIndex, group] of groups.entries()) {
+        for (const [hookIndex, hook] of (group.hooks as Record<string, unknown>[]).entries()) {
           if (hook.type !== 'command' || typeof hook.command !== 'string') continue;
+          const unknown = unknownHookFields(hook);
+          if (options.mode === 'install' && unknown.length > 0) {
+            // Wrapping only "command" could change what such a hook runs: the guard does not guess what the field means.
+            const matcher = typeof group.matcher === 'string' && group.matcher !== '' ? `, matcher ${JSON.stringify(group.matcher)}` : '';
+            options.warn(
+              `hookwatch guard: hooks.${event}[${groupIndex}].hooks[${hookIndex}] (${event}${matcher}) has fields the guard does not know (${fieldList(unknown)}): left as it is, not wrapped\n`,
+            );
+            continue;
+          }
           total++;
           const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget, options.report, known) : unwrapFully(hook.command, known);
           if (next !== hook.command) {
