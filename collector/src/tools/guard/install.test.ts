@@ -239,6 +239,31 @@ describe('hookwatch guard --install', () => {
     expect(await commands(path)).toEqual(['./lint.sh', `hookwatch guard -- 'echo done'`]);
   });
 
+  it('changes only the command strings: the rest of the file keeps its bytes', async () => {
+    const project = join(dir, 'layout');
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    const layout = (command: string, allow = '"Read"'): string =>
+      `{\n\t"model": "sonnet", "ratio": 1.0, "id": 12345678901234567890,\n\t"permissions": {"allow": ["Bash(ls)", ${allow}]},\n` +
+      `\t"hooks": {\n\t\t"Stop": [ { "hooks": [ { "type": "command", "command": ${JSON.stringify(command)}, "timeout": 30 } ] } ]\n\t}\n}\n`;
+    await writeFile(path, layout('echo done'));
+    await runGuard(['--install', '--command', 'hookwatch guard', 's.json'], guardIO(project));
+    expect(await readFile(path, 'utf8')).toBe(layout(`hookwatch guard -- 'echo done'`));
+    // Edited since the install, the file is not the backup again: --uninstall too changes the command alone.
+    await writeFile(path, layout(`hookwatch guard -- 'echo done'`, '"Read", "Edit"'));
+    await runGuard(['--uninstall', 's.json'], guardIO(project));
+    expect(await readFile(path, 'utf8')).toBe(layout('echo done', '"Read", "Edit"'));
+    await expect(access(`${path}${BACKUP_SUFFIX}`)).resolves.toBeUndefined();
+
+    // A key given twice leaves it unclear which command is meant: nothing is written.
+    const twice = `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo a"}]}]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo b"}]}]}}`;
+    await writeFile(path, twice);
+    const io = guardIO(project);
+    expect(await runGuard(['--install', 's.json'], io)).toEqual({ code: 2 });
+    expect(io.err()).toContain('cannot change the commands in place (is a key given twice?); nothing written');
+    expect(await readFile(path, 'utf8')).toBe(twice);
+  });
+
   it('names the problem in a settings file it cannot use', async () => {
     const path = join(dir, 'bad.json');
     await writeFile(path, '{"hooks": {"Stop": {}}}');

@@ -4,6 +4,9 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 
+import { applyEdits, modify } from 'jsonc-parser';
+import type { Edit } from 'jsonc-parser';
+
 import { UsageError } from '../common/args.ts';
 import { fieldList, parseHookSetup, unknownHookFields } from '../check/settings.ts';
 import { shellQuote, shellUnquote } from './shell-quote.ts';
@@ -117,7 +120,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * Wraps (or unwraps) every command hook of a settings file in place. Idempotent; the first change keeps a copy
+ * Wraps (or unwraps) every command hook of a settings file in place, changing nothing in the file but those
+ * command strings (its layout, number spellings such as 1.0 and integers past 2^53 keep their bytes). Idempotent; the first change keeps a copy
  * of the file beside it, which later changes never overwrite; the write is atomic (a temporary file renamed over
  * the original). Unwrapping gives each original command back exactly, and the backup's bytes when nothing else
  * in the file changed since.
@@ -140,6 +144,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   const prefix = options.prefix ?? defaultGuardPrefix();
   // Every prefix a command may have been wrapped with: the ones recorded, this one, and the default.
   const known = [...new Set([...recorded, prefix, defaultGuardPrefix()])];
+  const edits: Edit[] = [];
   let changed = 0;
   let total = 0;
   let lookWrapped = 0;
@@ -162,6 +167,8 @@ export async function installGuard(options: InstallOptions): Promise<string> {
           const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget, options.report, known) : unwrapFully(hook.command, known);
           if (next !== hook.command) {
             hook.command = next;
+            // Only the command string changes: the rest of the file keeps its bytes (layout, 1.0, integers past 2^53).
+            edits.push(...modify(text, ['hooks', event, groupIndex, 'hooks', hookIndex, 'command'], next, {}));
             changed++;
           } else if (options.mode === 'uninstall' && splitWrapped(hook.command, () => true) !== undefined) lookWrapped++;
           else if (options.mode === 'install' && otherOptions(hook.command, known, options.budget, options.report)) keepOther++;
@@ -185,7 +192,9 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   }
   let note = '';
   let restored = false;
-  let newText = `${JSON.stringify(settings, null, 2)}\n`;
+  let newText = applyEdits(text, edits);
+  // The edits name keys by path; a file where that is ambiguous (a key given twice) is not changed blindly.
+  if (!sameJson(newText, settings)) throw new UsageError(`${path}: cannot change the commands in place (is a key given twice?); nothing written`);
   if (options.mode === 'install') {
     try {
       // COPYFILE_EXCL: the backup is the file from before hookwatch first changed it; a later change keeps it.
