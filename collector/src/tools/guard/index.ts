@@ -47,7 +47,9 @@ Options:
                        fields the guard does not know (anything but type, command and timeout) is left as it is,
                        and named on stderr
   --uninstall [file]   unwrap them again, back to the original commands; when nothing else changed, the file is
-                       the backup again, byte for byte, and the backup is removed
+                       the backup again, byte for byte, and the backup is removed. Only commands in the exact form
+                       --install writes are unwrapped; a guard call written another way is left as it is (and
+                       --install never wraps a command that calls the guard already)
   --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
                        in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
                        --budget and --report given with --install are written into every wrapped command

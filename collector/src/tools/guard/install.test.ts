@@ -46,11 +46,11 @@ const SETTINGS = {
 describe('hookwatch guard --install', () => {
   it('shell-quotes so that unquoting gives the original back', () => {
     for (const s of ['plain', `it's "quoted" $HOME | x`, "''", 'a\nb']) expect(shellUnquote(shellQuote(s))).toBe(s);
-    expect(unwrapCommand(wrapCommand('echo hi', 'hookwatch guard', 9000))).toBe('echo hi');
+    expect(unwrapCommand(wrapCommand('echo hi', 'hookwatch guard', 9000), ['hookwatch guard'])).toBe('echo hi');
     const reporting = wrapCommand('echo "$X"', 'hookwatch guard', 9000, 'http://hookwatch:4318');
     expect(reporting).toBe(`hookwatch guard --budget 9000 --report http://hookwatch:4318 -- 'echo "$X"'`);
-    expect(unwrapCommand(reporting)).toBe('echo "$X"');
-    expect(unwrapCommand('echo guard')).toBeUndefined();
+    expect(unwrapCommand(reporting, ['hookwatch guard'])).toBe('echo "$X"');
+    expect(unwrapCommand('echo guard', ['hookwatch guard'])).toBeUndefined();
   });
 
   it('wraps every command hook, keeps a backup, is idempotent, and --uninstall restores the commands', async () => {
@@ -202,6 +202,31 @@ describe('hookwatch guard --install', () => {
     const otherReport = guardIO(project);
     await runGuard(['--install', '--budget', '9000', '--report', 'http://other:4318', 's.json'], otherReport);
     expect(otherReport.out()).toContain('2 wrapped with another --budget or --report keep it: run --uninstall, then --install with the new ones');
+  });
+
+  it('never wraps a guard call written by hand, and --uninstall unwraps only what --install wrote', async () => {
+    const project = join(dir, 'by-hand');
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    const byHand = [
+      `/usr/bin/node /opt/hookwatch/collector/bin/hookwatch.mjs guard --report http://x:4318 -- "$CLAUDE_PROJECT_DIR"/.claude/hooks/brief.sh`,
+      `hookwatch guard --timeout 10 -- './x.sh'`,
+      'hookwatch guard -- ./mine.sh',
+    ];
+    const hooks = [...byHand, 'echo plain'].map((command) => ({ type: 'command', command }));
+    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks }] } }));
+    const install = guardIO(project);
+    await runGuard(['--install', 's.json'], install);
+    expect(install.out()).toContain('wrapped 1 of 4 command hook(s)');
+    const wrapped = await commands(path);
+    expect(wrapped.slice(0, 3)).toEqual(byHand);
+    expect(wrapped[3]).toMatch(/ guard -- 'echo plain'$/);
+
+    const undo = guardIO(project);
+    await runGuard(['--uninstall', 's.json'], undo);
+    expect(undo.out()).toContain('unwrapped 1 of 4 command hook(s)');
+    expect(await commands(path)).toEqual([...byHand, 'echo plain']);
+    for (const i of [0, 1, 2]) expect(undo.err()).toContain(`hookwatch guard: hooks.Stop[0].hooks[${i}] (Stop) calls the guard in a form --install did not write: left as it is\n`);
   });
 
   it('keeps the backup of the original file through later installs, and says so rather than overwrite it', async () => {

@@ -41,24 +41,34 @@ export function defaultGuardPrefix(): string {
 
 /** The guard options --install writes between the prefix and ` -- `, as they end the part before it. */
 const GUARD_OPTIONS = '(?: --budget \\d+)?(?: --report \\S+)?$';
-/** A call of the guard subcommand (`hookwatch guard`, `<node> <bin> guard`) with those options: no prefix needed. */
-const GUARD_CALL = new RegExp(` guard${GUARD_OPTIONS}`);
 const OPTIONS_ONLY = new RegExp(`^${GUARD_OPTIONS}`);
 /** The options at the end of a wrapped command's head. */
 const TRAILING_OPTIONS = new RegExp(GUARD_OPTIONS);
+/** A word naming hookwatch: `hookwatch`, `/usr/local/bin/hookwatch`, `…/collector/bin/hookwatch.mjs`, quoted or not. */
+const HOOKWATCH_WORD = /^['"]?(?:\S*\/)?hookwatch(?:\.mjs)?['"]?$/;
 
 /**
- * The original command of a command wrapped by the guard, or undefined when `command` is not wrapped. A wrapped
- * command is `<prefix>[ --budget N][ --report URL] -- <original, shell-quoted as one word>`, where the prefix is
- * one of `prefixes` (the --command of an install) or ends in ` guard`.
+ * The original command of a command --install wrapped, or undefined when `command` is not one. It is exactly what
+ * --install writes: `<prefix>[ --budget N][ --report URL] -- <original, shell-quoted as one word>`, where the prefix
+ * is one of `prefixes` (those installs used). A guard call written another way is the user's own, never unwrapped.
  */
-export function unwrapCommand(command: string, prefixes: readonly string[] = []): string | undefined {
-  return splitWrapped(command, callsGuard(prefixes))?.original;
+export function unwrapCommand(command: string, prefixes: readonly string[]): string | undefined {
+  return splitWrapped(command, installedBy(prefixes))?.original;
 }
 
-/** Whether the head of a wrapped command calls the guard: a ` guard` call or one of `prefixes`, then its options. */
-function callsGuard(prefixes: readonly string[]): (head: string) => boolean {
-  return (head) => GUARD_CALL.test(head) || prefixes.some((p) => head.startsWith(p) && OPTIONS_ONLY.test(head.slice(p.length)));
+/** Whether the head of a wrapped command is one of `prefixes`, then the options --install writes. */
+function installedBy(prefixes: readonly string[]): (head: string) => boolean {
+  return (head) => prefixes.some((p) => head.startsWith(p) && OPTIONS_ONLY.test(head.slice(p.length)));
+}
+
+/**
+ * Whether a command line calls the guard in any form (`hookwatch guard --timeout 10 -- ./x.sh`, `<node> <bin>
+ * guard -- "$CLAUDE_PROJECT_DIR"/x.sh`...): a word naming hookwatch, then `guard`, then a `--` word. Its output
+ * is guarded already.
+ */
+export function callsGuard(command: string): boolean {
+  const words = command.trim().split(/\s+/);
+  return words.some((word, i) => word === 'guard' && HOOKWATCH_WORD.test(words[i - 1] ?? '') && words.includes('--', i + 1));
 }
 
 /**
@@ -74,17 +84,18 @@ function splitWrapped(command: string, isGuardCall: (head: string) => boolean): 
   return undefined;
 }
 
-/** True when a command wrapped before carries another --budget or --report than those given (undefined: any). */
+/** True when a command --install wrapped carries another --budget or --report than those given (undefined: any). */
 function otherOptions(command: string, known: readonly string[], budget: number | undefined, report: string | undefined): boolean {
-  const head = splitWrapped(command, callsGuard(known))?.head ?? '';
+  const head = splitWrapped(command, installedBy(known))?.head;
+  if (head === undefined) return false;
   const options = TRAILING_OPTIONS.exec(head)?.[0] ?? '';
   const had = { budget: / --budget (\d+)/.exec(options)?.[1], report: / --report (\S+)/.exec(options)?.[1] };
   return (budget !== undefined && had.budget !== String(budget)) || (report !== undefined && had.report !== shellQuote(report));
 }
 
-/** Wraps one command line (already wrapped ones, by `prefix` or one of `known`, are left as they are). */
+/** Wraps one command line; one wrapped already (by `prefix` or one of `known`), or that calls the guard, stays as it is. */
 export function wrapCommand(command: string, prefix: string, budget: number | undefined, report?: string, known: readonly string[] = []): string {
-  if (unwrapCommand(command, [prefix, ...known]) !== undefined) return command;
+  if (unwrapCommand(command, [prefix, ...known]) !== undefined || callsGuard(command)) return command;
   return `${prefix}${budget === undefined ? '' : ` --budget ${budget}`}${report === undefined ? '' : ` --report ${shellQuote(report)}`} -- ${shellQuote(command)}`;
 }
 
@@ -157,10 +168,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
           const unknown = unknownHookFields(hook);
           if (options.mode === 'install' && unknown.length > 0) {
             // Wrapping only "command" could change what such a hook runs: the guard does not guess what the field means.
-            const matcher = typeof group.matcher === 'string' && group.matcher !== '' ? `, matcher ${JSON.stringify(group.matcher)}` : '';
-            options.warn(
-              `hookwatch guard: hooks.${event}[${groupIndex}].hooks[${hookIndex}] (${event}${matcher}) has fields the guard does not know (${fieldList(unknown)}): left as it is, not wrapped\n`,
-            );
+            options.warn(`hookwatch guard: ${where(event, groupIndex, group, hookIndex)} has fields the guard does not know (${fieldList(unknown)}): left as it is, not wrapped\n`);
             continue;
           }
           total++;
@@ -170,8 +178,11 @@ export async function installGuard(options: InstallOptions): Promise<string> {
             // Only the command string changes: the rest of the file keeps its bytes (layout, 1.0, integers past 2^53).
             edits.push(...modify(text, ['hooks', event, groupIndex, 'hooks', hookIndex, 'command'], next, {}));
             changed++;
-          } else if (options.mode === 'uninstall' && splitWrapped(hook.command, () => true) !== undefined) lookWrapped++;
-          else if (options.mode === 'install' && otherOptions(hook.command, known, options.budget, options.report)) keepOther++;
+          } else if (options.mode === 'uninstall' && (callsGuard(hook.command) || splitWrapped(hook.command, () => true) !== undefined)) {
+            // Not in the form --install writes with a prefix it knows: the user's own guard call, or another --command's.
+            lookWrapped++;
+            options.warn(`hookwatch guard: ${where(event, groupIndex, group, hookIndex)} calls the guard in a form --install did not write: left as it is\n`);
+          } else if (options.mode === 'install' && otherOptions(hook.command, known, options.budget, options.report)) keepOther++;
         }
       }
     }
@@ -220,6 +231,12 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   // the next --install.
   if (restored) await rm(backup, { force: true });
   return `hookwatch guard: ${path}: ${verb} ${changed} of ${total} command hook(s)${note}\n`;
+}
+
+/** A hook for a message: `hooks.PreToolUse[0].hooks[1] (PreToolUse, matcher "Bash")`. */
+function where(event: string, groupIndex: number, group: Record<string, unknown>, hookIndex: number): string {
+  const matcher = typeof group.matcher === 'string' && group.matcher !== '' ? `, matcher ${JSON.stringify(group.matcher)}` : '';
+  return `hooks.${event}[${groupIndex}].hooks[${hookIndex}] (${event}${matcher})`;
 }
 
 /** The original under every layer of wrapping (an older hookwatch could wrap a custom --command twice). */
