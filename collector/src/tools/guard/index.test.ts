@@ -30,7 +30,7 @@ interface Ran {
 }
 
 /** Runs `hookwatch guard` as Claude Code would: a real process, the hook input on stdin. */
-function guard(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; onStart?: (pid: number) => void } = {}): Promise<Ran> {
+function guard(args: string[], options: HookOptions = {}): Promise<Ran> {
   return spawnHook(process.execPath, [BIN, 'guard', ...args], options);
 }
 
@@ -39,9 +39,17 @@ function hookLine(line: string, options: { env?: NodeJS.ProcessEnv } = {}): Prom
   return spawnHook('/bin/sh', ['-c', line], options);
 }
 
-function spawnHook(file: string, args: string[], options: { input?: string; env?: NodeJS.ProcessEnv; onStart?: (pid: number) => void }): Promise<Ran> {
+interface HookOptions {
+  input?: string;
+  env?: NodeJS.ProcessEnv;
+  onStart?: (pid: number) => void;
+  /** A run that should end by itself is killed (SIGKILL) after this long, so that a hang fails the test instead. */
+  killAfterMs?: number;
+}
+
+function spawnHook(file: string, args: string[], options: HookOptions): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: dir });
+    const child = spawn(file, args, { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: dir, timeout: options.killAfterMs, killSignal: 'SIGKILL' });
     const out: Buffer[] = [];
     let err = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -237,6 +245,16 @@ describe('hookwatch guard', () => {
     expect(ran.stderr).toContain('cannot save the full output');
     const spilled = await guard(['--dir', join(blocker, 'sub'), '--', '/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' q`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     expect(spilled.stdout.length).toBe(3_000_000);
+  });
+
+  it('never hangs on a folder for the full output that cannot be made (under /proc): the output passes through', async () => {
+    const line = `head -c 12000 /dev/zero | tr '\\0' q`;
+    for (const [args, env] of [[['--dir', '/proc/nope'], {}], [[], { HOOKWATCH_GUARD_DIR: '/proc/nope/deeper' }]] as const) {
+      const ran = await guard([...args, '--', line], { env, killAfterMs: 5_000 });
+      expect([ran.signal, ran.code], JSON.stringify(args)).toEqual([null, 0]);
+      expect(ran.stdout.toString()).toBe('q'.repeat(12_000));
+      expect(ran.stderr).toContain('hookwatch guard: cannot save the full output in /proc/nope');
+    }
   });
 
   it('keeps a JSON output larger than memory holds valid JSON, its decision and fields intact', async () => {

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 
@@ -235,12 +235,36 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   };
 }
 
+/**
+ * Creates `dir` and the folders missing above it (mode 0700). Not mkdirSync's `recursive`: under /proc, where a
+ * folder cannot be made, it retries a lasting ENOENT for ever, and a hook must never hang. Here each missing folder
+ * is made once, from the first existing one down, and any failure is thrown to the caller.
+ */
+export function makeDir(dir: string): void {
+  const missing: string[] = [];
+  for (let at = resolve(dir); ; at = dirname(at)) {
+    try {
+      if (statSync(at).isDirectory()) break;
+      throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: 'ENOTDIR' });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(at) === at) throw error;
+      missing.push(at);
+    }
+  }
+  for (const folder of missing.reverse()) {
+    try {
+      mkdirSync(folder, { mode: 0o700 });
+    } catch (error) {
+      // Made meanwhile by another hook run: fine, as long as it is a folder.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(folder).isDirectory()) throw error;
+    }
+  }
+}
+
 async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {
   const stamp = `${Date.now()}-${process.pid}`;
   const pathFor = (field: GuardField | 'spill'): string => join(options.dir, `${stamp}-${safeName(field)}.txt`);
-  const ensureDir = (): void => {
-    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
-  };
+  const ensureDir = (): void => makeDir(options.dir);
   const spillBytes = Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES;
   const result = await runGuarded({
     command,
