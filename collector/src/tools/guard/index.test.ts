@@ -236,6 +236,18 @@ describe('hookwatch guard', () => {
     }
   });
 
+  it('keeps the stderr of a hook that blocks (exit 2) exactly the command\'s: its own warnings come after, and not then', async () => {
+    const hook = nodeHook(`process.stderr.write('why');process.exitCode=Number(process.env.EXIT)`);
+    for (const [flags, env] of [[['--bugdet', '3000'], {}], [[], { HOOKWATCH_GUARD_BUDGET: '20000' }]] as const) {
+      const label = JSON.stringify([flags, env]);
+      const blocked = await guard([...flags, ...hook], { env: { ...env, EXIT: '2' } });
+      expect([blocked.code, blocked.stderr], label).toEqual([2, 'why']);
+      const failed = await guard([...flags, ...hook], { env: { ...env, EXIT: '1' } });
+      expect(failed.code, label).toBe(1);
+      expect(failed.stderr, label).toMatch(/^whyhookwatch guard: .+; (ignored, the command runs|the default budget of 9500 is used)\n$/s);
+    }
+  });
+
   it('passes the output through unchanged when the full output cannot be saved, rather than point at nothing', async () => {
     const blocker = join(dir, 'not-a-folder');
     await writeFile(blocker, 'x');

@@ -31,8 +31,9 @@ One argument that is the path of an existing file is run as that file, not split
 so -- "$CLAUDE_PROJECT_DIR"/hook.sh works too.
 
 A mistake in the guard's own flags or HOOKWATCH_GUARD_* variables never stops the hook (exit 2 would block
-every tool call): it is named on stderr, that setting keeps its default and the command runs. Without a
-command to run the guard exits 1.
+every tool call): that setting keeps its default, the command runs, and the mistake is named on stderr after
+the command's own stderr, unless the command exits 2 (Claude Code gives that stderr to the model as the
+reason for the block: it stays exactly the command's). Without a command to run the guard exits 1.
 
 Options:
   --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (default ${DEFAULT_GUARD_BUDGET};
@@ -152,6 +153,8 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
     io.stderr(`hookwatch guard: ${message}\n${error instanceof UsageError ? 'Run "hookwatch guard --help" for usage.\n' : ''}`);
     return { code };
   };
+  // The guard's own warnings about a run, written once the command has ended (see afterRun).
+  const warnings: string[] = [];
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
     parsed = parseToolArgs({ args: own, allowPositionals: true, options: GUARD_FLAGS });
@@ -160,7 +163,7 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
     if (own.includes('--install') || own.includes('--uninstall')) return fail(error, 2);
     // With a hook to run, a flag the guard does not take is named and left out: the hook still runs.
     if (command.length === 0 || !(error instanceof UsageError)) return fail(error, 1);
-    io.stderr(`hookwatch guard: ${error.message}; ignored, the command runs\n`);
+    warnings.push(`hookwatch guard: ${error.message}; ignored, the command runs\n`);
     // Read leniently: an unknown flag's value reads as a stray argument, which goes with it.
     parsed = { ...parseArgs({ args: own, allowPositionals: true, options: GUARD_FLAGS, strict: false }), positionals: [] };
   }
@@ -195,20 +198,32 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
   }
   if (positionals.length > 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`), 1);
   if (command.length === 0) return fail(new UsageError('no command given (hookwatch guard -- <command> [args...])'), 1);
-  return guardCommand(command, await runOptions(text, io), io);
+  const exit = await guardCommand(command, await runOptions(text, io, warnings), io);
+  afterRun(exit, warnings, io);
+  return exit;
 }
 
 /**
- * The options of a guarded run. Each bad one is named on stderr and keeps its default: the guard must not stop
+ * Writes the guard's warnings about its own settings after the command's stderr, and not at all when the command
+ * exits 2: Claude Code then gives that stderr to the model as the reason for the block, which must stay exactly
+ * the command's.
+ */
+function afterRun(exit: GuardExit, warnings: readonly string[], io: GuardIO): void {
+  if ('code' in exit && exit.code === 2) return;
+  for (const warning of warnings) io.stderr(warning);
+}
+
+/**
+ * The options of a guarded run. Each bad one is named in `warnings` and keeps its default: the guard must not stop
  * the hook it wraps over its own settings (a typo in HOOKWATCH_GUARD_REPORT, set for every hook, would).
  */
-async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | undefined, io: GuardIO): Promise<GuardOptions> {
+async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | undefined, io: GuardIO, warnings: string[]): Promise<GuardOptions> {
   const lenient = <T>(parse: () => T, fallback: T, instead: string): T => {
     try {
       return parse();
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
-      io.stderr(`hookwatch guard: ${error.message}; ${instead}\n`);
+      warnings.push(`hookwatch guard: ${error.message}; ${instead}\n`);
       return fallback;
     }
   };
