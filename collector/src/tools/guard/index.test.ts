@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -308,6 +308,19 @@ describe('hookwatch guard', () => {
     const path = /the full output is in (\S+)\]$/.exec(ran.stdout.toString())?.[1] ?? '';
     expect(path.startsWith(join(dir, 'relative-out'))).toBe(true);
     expect((await readFile(path, 'utf8')).length).toBe(12_000);
+  });
+
+  it('keeps a small budget with a long --dir: the pointer line leaves out a path that does not fit', async () => {
+    const longDir = join(dir, 'a'.repeat(200), 'b'.repeat(200), 'c'.repeat(200));
+    const ran = await guard(['--budget', '500', '--dir', longDir, '--', `for i in $(seq 1 300); do echo "line $i"; done`]);
+    const out = ran.stdout.toString();
+    expect(ran.code).toBe(0);
+    expect(out.length).toBeLessThanOrEqual(500);
+    expect(out.startsWith('line 1\nline 2\n')).toBe(true);
+    expect(out).toMatch(/\n\[hookwatch guard: [\d,]+ more characters left out; the full output is saved, its path is too long for the budget\]$/);
+    // Saved all the same, where --dir says.
+    const [saved] = await readdir(longDir);
+    expect((await readFile(join(longDir, saved ?? ''), 'utf8')).startsWith('line 1\n')).toBe(true);
   });
 
   it('streams an output far larger than memory holds to a file and still delivers its front', async () => {

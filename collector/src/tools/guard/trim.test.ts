@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
-import { DEFAULT_GUARD_BUDGET, frontAtBoundary, guardStdout, pointerLine, trimText } from './trim.ts';
+import { DEFAULT_GUARD_BUDGET, frontAtBoundary, guardStdout, MIN_GUARD_BUDGET, pointerLine, pointerLineWithoutPath, trimText } from './trim.ts';
 import type { GuardField } from './trim.ts';
 
 const PATH = '/tmp/hookwatch-guard/full.txt';
@@ -72,6 +72,18 @@ describe('trimText', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('leaves the path out of a pointer line that would not fit the budget, never past the budget', () => {
+    const text = 'word '.repeat(2_000);
+    for (const length of [300, 420, 480, 600, 5_000]) {
+      const path = `/${'d'.repeat(length - 1)}`;
+      const cut = trimText(text, MIN_GUARD_BUDGET, path);
+      expect(cut?.text.length, String(length)).toBeLessThanOrEqual(MIN_GUARD_BUDGET);
+      const omitted = text.length - (cut?.keptFront.length ?? 0);
+      const fits = pointerLine(text.length, path).length <= MIN_GUARD_BUDGET;
+      expect(cut?.text.endsWith(fits ? pointerLine(omitted, path) : pointerLineWithoutPath(omitted)), String(length)).toBe(true);
+    }
   });
 
   it('frontAtBoundary falls back to a hard cut when there is no boundary nearby', () => {

@@ -35,6 +35,14 @@ export function pointerLine(omitted: number, path: string): string {
   return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; the full output is in ${path}]`;
 }
 
+/**
+ * The pointer line when the file's path does not fit the budget with it (a long --dir, a small budget): it says
+ * that the full output was saved but cannot be named in the space there is.
+ */
+export function pointerLineWithoutPath(omitted: number): string {
+  return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; the full output is saved, its path is too long for the budget]`;
+}
+
 function isHighSurrogate(unit: number): boolean {
   return unit >= 0xd800 && unit <= 0xdbff;
 }
@@ -59,14 +67,17 @@ export function frontAtBoundary(text: string, max: number): string {
 /**
  * `text` cut to fit `budget` code units with the pointer line, or undefined when it already fits. `text` may be
  * only the head of a longer output of `totalChars` (a spilled stdout). The pointer's own length depends on the
- * count it states, so the front is sized for the longest possible count first.
+ * count it states, so the front is sized for the longest possible count first. A pointer line that would not fit
+ * the budget leaves the path out (pointerLineWithoutPath), so the result never overruns the budget.
  */
 export function trimText(text: string, budget: number, path: string, totalChars = text.length): { text: string; keptFront: string } | undefined {
   if (totalChars <= budget) return undefined;
-  const room = budget - pointerLine(totalChars, path).length - 1;
+  const withPath = pointerLine(totalChars, path).length <= budget;
+  const pointer = (omitted: number): string => (withPath ? pointerLine(omitted, path) : pointerLineWithoutPath(omitted));
+  const room = budget - pointer(totalChars).length - 1;
   const front = frontAtBoundary(text, Math.max(0, room));
   const separator = front.endsWith('\n') || front === '' ? '' : '\n';
-  return { text: `${front}${separator}${pointerLine(totalChars - front.length, path)}`, keptFront: front };
+  return { text: `${front}${separator}${pointer(totalChars - front.length)}`, keptFront: front };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
