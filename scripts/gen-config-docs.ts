@@ -79,7 +79,7 @@ export function renderConfigReference(settings: readonly Setting[] = SETTINGS): 
     '(`--config FILE` or `HOOKWATCH_CONFIG`, YAML or JSON, keys nested by their dots) < environment variables < flags.',
     '`hookwatch config` prints the effective configuration with secrets redacted.',
     '',
-    'Durations take `ms`, `s`, `m`, `h`, `d`, `w` (`90s`, `1h30m`, `30d`) or plain milliseconds; sizes take `KiB`,',
+    'Durations need a unit: `ms`, `s`, `m`, `h`, `d`, `w` (`90s`, `1h30m`, `30d`); a bare number other than 0 is refused, as Prometheus refuses it. Sizes take `KiB`,',
     '`MiB`, `GiB`, `kB`, `MB`, `GB` or plain bytes; lists are comma-separated in the environment and flags.',
     'Structured settings are set in the config file only, except `forward.headers`, which also takes',
     '`HOOKWATCH_FORWARD_HEADERS` (`name=value,name2=value2`, as `OTEL_EXPORTER_OTLP_HEADERS`).',

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { humanValue } from './format.ts';
-import { parseBytes, parseDuration } from './values.ts';
+import { parseBytes, parseDuration, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
@@ -74,6 +74,8 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return bounded(n as number);
     }
     case 'duration': {
+      const unitless = unitlessDuration(raw);
+      if (unitless) fail(unitless);
       const n = parseDuration(raw);
       if (n === undefined) fail('expected a duration such as 30s, 5m, 24h or 30d');
       return bounded(n as number);

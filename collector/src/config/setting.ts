@@ -3,7 +3,7 @@
  * stage's `settings.ts` imports this (and `values.ts`) and nothing else of config/, so the stages own their
  * settings without config/ knowing them and without an import cycle.
  */
-import { parseDuration } from './values.ts';
+import { parseDuration, unitlessDuration } from './values.ts';
 
 export type ValueType = 'string' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
 
@@ -76,6 +76,8 @@ export function isMapping(v: unknown): v is Record<string, unknown> {
 
 /** A duration inside a structured setting (`alerting.rules[0].for`), in ms, or a SettingError naming `key`. */
 export function durationWithin(v: unknown, key: string, min: number, max: number): number {
+  const unitless = unitlessDuration(v);
+  if (unitless) throw new SettingError(`${key}: ${unitless}`);
   const ms = parseDuration(v);
   if (ms === undefined) throw new SettingError(`${key}: expected a duration such as 30s, 5m, 1h or 14d`);
   if (ms < min || ms > max) throw new SettingError(`${key}: must be between ${min} ms and ${max} ms`);

@@ -6,7 +6,7 @@
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 
-/** Parses `30s`, `5m`, `1h30m`, `30d` or a number of milliseconds. */
+/** Parses `30s`, `5m`, `1h30m`, `30d`, or a number of milliseconds (settings refuse those: unitlessDuration). */
 export function parseDuration(raw: unknown): number | undefined {
   if (typeof raw === 'number') return Number.isFinite(raw) && raw >= 0 ? raw : undefined;
   if (typeof raw !== 'string') return undefined;
@@ -20,6 +20,16 @@ export function parseDuration(raw: unknown): number | undefined {
     matched = re.lastIndex;
   }
   return matched === text.length && matched > 0 ? Math.round(total) : undefined;
+}
+
+/**
+ * The message for a duration setting written without a unit (other than 0), or undefined. Prometheus and the
+ * OpenTelemetry Collector refuse them too: `window: 3600` meant an hour to whoever wrote it, and would be 3.6 s.
+ */
+export function unitlessDuration(raw: unknown): string | undefined {
+  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined;
+  if (text === undefined || !/^\d+(\.\d+)?$/.test(text) || Number(text) === 0) return undefined;
+  return `${text} has no unit: write ${text}s, ${text}m, ${text}h or ${text}ms`;
 }
 
 /** Parses `20MiB`, `1.5GB` or a plain number of bytes (decimal and binary units). */
