@@ -692,6 +692,16 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(again.duplicates).toBe(batch.length);
   });
 
+  it('holds store.maxHooks when batches of new hook names arrive at the same time', async () => {
+    const store = await open({ maxHooks: 5 });
+    const batches = Array.from({ length: 12 }, (_, i) => [ev({ hookEvent: 'PreToolUse', hookName: `PreToolUse:mh${i}` })]);
+    const results = await Promise.all(batches.map((b) => store.ingest(b)));
+    expect(results.reduce((n, r) => n + (r.folded ?? 0), 0)).toBe(7);
+    const names = [...(await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values()].map((c) => c.info.hookName);
+    expect(names.filter((n) => n !== 'PreToolUse:(overflow)')).toHaveLength(5);
+    expect(names).toContain('PreToolUse:(overflow)');
+  });
+
   it('retention removes hooks with nothing left, which frees room under store.maxHooks', async () => {
     const store = await open({ maxHooks: 2 });
     await store.ingest([ev({ hookName: 'PostToolUse:old', timeMs: T0 }), ev({ hookName: 'PostToolUse:kept', timeMs: T0 + 3 * DAY })]);

@@ -540,11 +540,12 @@ export class PostgresStore implements Store {
     const sorted = [...unique.values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : a.dedupKey > b.dedupKey ? 1 : 0));
     for (let attempt = 1; ; attempt++) {
       try {
-        const { events: folded, fold } = await this.foldBeyondLimit(sorted);
-        await this.ensurePartitions(folded.map((e) => Math.floor(e.timeMs / DAY_MS)));
+        const admitting = await this.admitsNewHooks(sorted);
+        await this.ensurePartitions(sorted.map((e) => Math.floor(e.timeMs / DAY_MS)));
         let inserted: HookEvent[];
+        let fold: { folded: number; overflowHooks: string[] };
         try {
-          inserted = await this.ingestOnce(folded, sorted, fold.folded > 0);
+          ({ inserted, fold } = await this.ingestOnce(sorted, admitting));
         } catch (err) {
           this.attrs.discard();
           throw err;
@@ -573,32 +574,43 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Moves the events of hooks past store.maxHooks onto overflow hooks. Read outside the ingest transaction:
-   * replicas admitting new hooks at the same moment may together pass the limit by a batch's worth of names.
+   * Whether the batch names hooks the hooks table does not hold (a cheap look outside the transaction: a steady
+   * feed of known hooks costs nothing). Only such a batch can pass store.maxHooks.
    */
-  private async foldBeyondLimit(sorted: HookEvent[]): Promise<{ events: HookEvent[]; fold: { folded: number; overflowHooks: string[] } }> {
+  private async admitsNewHooks(sorted: HookEvent[]): Promise<boolean> {
     const unknown = this.known.unknown(sorted);
-    const none = { events: sorted, fold: { folded: 0, overflowHooks: [] } };
-    if (unknown.length === 0) return none;
-    const rows = await this.write('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [[...unknown, ...overflowIds(sorted)]]);
+    if (unknown.length === 0) return false;
+    const rows = await this.write('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [unknown]);
     const existing = new Set(rows.map((r) => String(r['hook_id'])));
     this.known.add(existing);
-    if (unknown.every((id) => existing.has(id))) return none;
-    const count = Number((await this.write('SELECT COUNT(*) AS n FROM hooks', []))[0]?.['n'] ?? 0);
-    const r = foldNewHooks(sorted, (id) => this.known.has(id) || existing.has(id), count, this.maxHooks);
+    return !unknown.every((id) => existing.has(id));
+  }
+
+  /**
+   * Moves the events of hooks past store.maxHooks onto overflow hooks, inside the ingest transaction and under the
+   * exclusive fold lock: batches (of any replica) admitting new hooks count the table one after another, so
+   * together they never pass the limit.
+   */
+  private async foldBeyondLimit(client: pg.PoolClient, sorted: HookEvent[]): Promise<{ events: HookEvent[]; fold: { folded: number; overflowHooks: string[] } }> {
+    const rows = await client.query<{ hook_id: string }>('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [[...new Set(sorted.map((e) => e.hookId)), ...overflowIds(sorted)]]);
+    const existing = new Set(rows.rows.map((r) => String(r.hook_id)));
+    const count = Number((await client.query<{ n: string }>('SELECT COUNT(*) AS n FROM hooks')).rows[0]?.n ?? 0);
+    const r = foldNewHooks(sorted, (id) => existing.has(id), count, this.maxHooks);
     // Folding changes hook ids only, not the dedup keys the rows are sorted by.
     return { events: r.events, fold: r };
   }
 
   /**
-   * `sorted`: the events as stored (folded); `original`: the same events before folding, in the same order;
-   * `folding`: whether any was folded.
+   * `original`: the batch's events in key order; `admitting`: it names hooks the table did not hold, so its
+   * events are folded past store.maxHooks here, under the exclusive fold lock.
    */
-  private async ingestOnce(sorted: HookEvent[], original: readonly HookEvent[], folding: boolean): Promise<HookEvent[]> {
+  private async ingestOnce(original: HookEvent[], admitting: boolean): Promise<{ inserted: HookEvent[]; fold: { folded: number; overflowHooks: string[] } }> {
     return inTransaction(this.pool, async (client) => {
-      // Taken first, before any row lock. A batch that folds waits for the ingests in flight and they for it:
-      // the copy of an event stored under another of its hooks is committed before the other looks for it.
-      await client.query(folding ? 'SELECT pg_advisory_xact_lock($1)' : 'SELECT pg_advisory_xact_lock_shared($1)', [FOLD_LOCK_KEY]);
+      // Taken first, before any row lock. A batch that admits hooks (and may fold) waits for the ingests in
+      // flight and they for it: the hooks table is counted by one batch at a time, and the copy of an event
+      // stored under another of its hooks is committed before the other looks for it.
+      await client.query(admitting ? 'SELECT pg_advisory_xact_lock($1)' : 'SELECT pg_advisory_xact_lock_shared($1)', [FOLD_LOCK_KEY]);
+      const { events: sorted, fold } = admitting ? await this.foldBeyondLimit(client, original) : { events: original, fold: { folded: 0, overflowHooks: [] } };
       const attrs = await this.attrSets(client, sorted);
       const columns = EVENT_COLUMNS.map(() => [] as unknown[]);
       const keys = sorted.map((e) => pgEventKey(e.dedupKey));
@@ -638,7 +650,7 @@ export class PostgresStore implements Store {
         const attrOf = new Map(sorted.map((e, i) => [e, attrs[i] as number]));
         await this.applyRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number));
       }
-      return inserted;
+      return { inserted, fold };
     }, this.onLost);
   }
 
