@@ -92,3 +92,22 @@ describe('back-pressure', () => {
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' })).status).toBe(200);
   });
 });
+
+describe('events retention has passed', () => {
+  it('are rejected in the partial success, named and counted, not stored again', async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'expired.db') });
+    await store.prune(Date.parse('2026-06-01T00:00:00Z'), Date.parse('2026-01-01T00:00:00Z'));
+    service = await start(store);
+    const old = JSON.parse(batch(1)) as { resourceLogs: { scopeLogs: { logRecords: { attributes: unknown[] }[] }[] }[] };
+    old.resourceLogs[0]!.scopeLogs[0]!.logRecords[0]!.attributes.push({ key: 'event.timestamp', value: { stringValue: '2026-05-01T10:00:00Z' } });
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify(old), { 'content-type': 'application/json' });
+    expect(res.status).toBe(200);
+    const body = JSON.parse(res.body.toString()) as { partialSuccess?: { rejectedLogRecords?: number | string; errorMessage?: string } };
+    expect(Number(body.partialSuccess?.rejectedLogRecords)).toBe(1);
+    expect(body.partialSuccess?.errorMessage).toMatch(/^1 hook record\(s\) rejected: 1 older than what retention\.events already deleted \(before \d{4}-\d\d-\d\dT[\d:.]+Z\), so a retry could not be told from a first delivery$/);
+    const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^hookwatch_hook_events_expired_total 1$/m);
+    expect(metrics).toMatch(/^hookwatch_hook_events_stored_total 0$/m);
+  });
+});
+

@@ -42,12 +42,14 @@ export interface IngestStats {
   transcriptFindingDuplicates: number;
   /** Events counted under an overflow hook (store.maxHooks reached). */
   folded: number;
+  /** Hook events older than what retention already deleted, not stored (IngestResult.expired). */
+  expired: number;
   /** Events stamped too far ahead, stored at their receive time. */
   clampedFuture: number;
 }
 
 export class HookIngest implements LogsConsumer {
-  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0, folded: 0, clampedFuture: 0 };
+  readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0, folded: 0, clampedFuture: 0, expired: 0 };
   private pending = 0;
   private readonly listeners: IngestListener[] = [];
   private readonly opts: HookIngestOptions;
@@ -93,6 +95,7 @@ export class HookIngest implements LogsConsumer {
       this.stats.transcriptFindingDuplicates += r.duplicates;
     }
     if (guard.trims.length > 0) await this.storeWrite(() => this.opts.store.recordGuardTrims(guard.trims));
+    let expired: { count: number; problem: string } | undefined;
     if (x.events.length > 0) {
       const privacy = this.opts.privacy;
       const events = privacy ? x.events.map((e) => privacy.apply(e)) : x.events;
@@ -103,11 +106,15 @@ export class HookIngest implements LogsConsumer {
         this.stats.folded += r.folded;
         notes.push(`${r.folded} hook record(s) of new hook names counted under ${(r.overflowHooks ?? []).map((n) => JSON.stringify(n)).join(', ')}: the store holds its limit of ${this.opts.store.maxHooks} hooks (store.maxHooks)`);
       }
+      if (r.expired) {
+        this.stats.expired += r.expired;
+        expired = { count: r.expired, problem: `older than what retention.events already deleted (before ${new Date(r.expiredBeforeMs ?? 0).toISOString()}), so a retry could not be told from a first delivery` };
+      }
       if (r.inserted.length > 0) this.notify(r.inserted);
     }
-    const rejected = x.rejected + t.rejected + guard.rejected;
+    const rejected = x.rejected + t.rejected + guard.rejected + (expired?.count ?? 0);
     if (rejected > 0) {
-      const problems = [...x.problems, ...t.problems, ...guard.problems];
+      const problems = [...(expired ? [`${expired.count} ${expired.problem}`] : []), ...x.problems, ...t.problems, ...guard.problems];
       const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
       notes.unshift(`${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`);
     }

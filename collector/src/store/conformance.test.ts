@@ -561,8 +561,9 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(strip(await store.hookCounters(after))).toEqual(model(events, after.fromMs, after.toMs));
     const all = await store.hookCounters({ fromMs: T0, toMs: T0 + 6 * DAY, filters: { 'user.id': 'u-1' } });
     expect(all.get(events[0]!.hookId)?.executions).toBe(events.length - r.events);
-    // A pruned event's key may come again (a very late retry) and is stored again: retention bounds dedup.
-    expect((await store.ingest([events[0]!])).inserted).toHaveLength(1);
+    // A pruned event's key may come again (a very late retry): with its first copy deleted it could not be told
+    // from a first delivery, so it is not stored.
+    expect(await store.ingest([events[0]!])).toMatchObject({ inserted: [], expired: 1 });
   });
 
   it('serves ping until closed, and closes twice safely', async () => {
@@ -700,6 +701,19 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     const names = [...(await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values()].map((c) => c.info.hookName);
     expect(names.filter((n) => n !== 'PreToolUse:(overflow)')).toHaveLength(5);
     expect(names).toContain('PreToolUse:(overflow)');
+  });
+
+  it('does not store again events older than what retention deleted: their retry cannot be told from a first delivery', async () => {
+    const store = await open();
+    const old = [ev({ hookName: 'SessionStart:startup', timeMs: T0 }), ev({ hookName: 'SessionStart:startup', timeMs: T0 + MINUTE })];
+    const kept = ev({ hookName: 'SessionStart:startup', timeMs: T0 + 3 * DAY });
+    await store.ingest([...old, kept]);
+    const count = async (): Promise<number> => (await store.hookCounters({ fromMs: T0, toMs: T0 + 4 * DAY })).get(kept.hookId)?.executions ?? 0;
+    expect(await count()).toBe(3);
+    await store.prune(T0 + 2 * DAY, T0 - DAY);
+    const again = await store.ingest([...old, kept]);
+    expect(again).toMatchObject({ inserted: [], duplicates: 1, expired: 2, expiredBeforeMs: T0 + 2 * DAY });
+    expect(await count()).toBe(3);
   });
 
   it('retention removes hooks with nothing left, which frees room under store.maxHooks', async () => {

@@ -17,6 +17,19 @@ export interface IngestResult {
   folded?: number;
   /** Names of the overflow hooks they went to. */
   overflowHooks?: string[];
+  /**
+   * Events older than what retention already deleted of the raw events (the time in `expiredBeforeMs`), not
+   * stored: with their earlier copies deleted, a retry could not be told from a first delivery.
+   */
+  expired?: number;
+  expiredBeforeMs?: number;
+}
+
+/** The events of a batch retention has already passed (see IngestResult.expired), and the rest. */
+export function splitExpired(events: readonly HookEvent[], eventsBeforeMs: number): { kept: HookEvent[]; expired: number } {
+  if (!(eventsBeforeMs > -Infinity) || events.every((e) => e.timeMs >= eventsBeforeMs)) return { kept: events as HookEvent[], expired: 0 };
+  const kept = events.filter((e) => e.timeMs >= eventsBeforeMs);
+  return { kept, expired: events.length - kept.length };
 }
 
 /** Late arrivals: events received in [receivedFromMs, receivedToMs) whose event time is before eventBeforeMs. */

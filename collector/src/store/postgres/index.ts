@@ -25,7 +25,7 @@ import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcript
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
-import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -535,8 +535,12 @@ export class PostgresStore implements Store {
     if (events.length === 0) return { inserted: [], duplicates: 0 };
     // One row per dedup key, in key order: a batch repeating a key counts it once, and every transaction takes
     // its row locks in the same order, so overlapping batches from several replicas queue instead of deadlocking.
+    const bounds = await this.currentBounds();
+    const { kept, expired } = splitExpired(events, bounds.eventsBeforeMs);
+    const old = expired > 0 ? { expired, expiredBeforeMs: bounds.eventsBeforeMs } : {};
+    if (kept.length === 0) return { inserted: [], duplicates: 0, ...old };
     const unique = new Map<string, HookEvent>();
-    for (const e of events) if (!unique.has(e.dedupKey)) unique.set(e.dedupKey, e);
+    for (const e of kept) if (!unique.has(e.dedupKey)) unique.set(e.dedupKey, e);
     const sorted = [...unique.values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : a.dedupKey > b.dedupKey ? 1 : 0));
     for (let attempt = 1; ; attempt++) {
       try {
@@ -551,7 +555,7 @@ export class PostgresStore implements Store {
           throw err;
         }
         this.attrs.commit();
-        return { inserted, duplicates: events.length - inserted.length, ...(fold.folded > 0 ? { folded: fold.folded, overflowHooks: fold.overflowHooks } : {}) };
+        return { inserted, duplicates: kept.length - inserted.length, ...(fold.folded > 0 ? { folded: fold.folded, overflowHooks: fold.overflowHooks } : {}), ...old };
       } catch (err) {
         const code = (err as { code?: string }).code ?? '';
         if (CONFLICT_SQLSTATE.has(code)) {

@@ -23,7 +23,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -552,7 +552,8 @@ export class SqliteStore implements Store {
         const all: HookEvent[] = [];
         const allAttrs: number[] = [];
         const out = group.map((w) => {
-          const { events, folded, overflowHooks } = this.foldBeyondLimit(w.events);
+          const { kept, expired } = splitExpired(w.events, this.pruned.eventsBeforeMs);
+          const { events, folded, overflowHooks } = this.foldBeyondLimit(kept);
           const inserted: HookEvent[] = [];
           for (const e of events) {
             if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.c.legacyKeyExists.get(compactKey(e.legacyKey))) continue;
@@ -566,7 +567,7 @@ export class SqliteStore implements Store {
           all.push(...inserted);
           // Applied per batch: the next batch's fold sees the hooks this one added.
           this.applyRollups(inserted);
-          return { inserted, duplicates: w.events.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}) };
+          return { inserted, duplicates: kept.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}), ...(expired > 0 ? { expired, expiredBeforeMs: this.pruned.eventsBeforeMs } : {}) };
         });
         // Once per commit: every batch's deltas folded together, one upsert per dimension rollup row.
         this.applyDimRollups(all);
