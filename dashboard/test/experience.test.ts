@@ -47,20 +47,28 @@ describe('overview charts', () => {
     expect(await p.$$('#hook-rows svg.spark .spark-persisted')).not.toHaveLength(0);
     expect(await p.textContent('#chart-fleet-summary')).toMatch(/outputs persisted across 2 hooks/);
 
-    // A bar opens its hook at that bucket's time.
-    const bar = await p.evaluate(() => {
-      type Meta = { data: { x: number; y: number }[] };
+    // A bar opens its own hook at that bucket's time: the last hook's bar, not the first hook of its column.
+    const shown = chart.datasets.filter((d) => over.some((hk) => hk.hookName === d.label)).length;
+    expect(shown).toBeGreaterThan(1);
+    const bar = await p.evaluate((di) => {
+      type Meta = { data: { x: number; y: number; base: number }[] };
       const c = (window as unknown as { Chart: { getChart(id: string): { getDatasetMeta(i: number): Meta; data: { datasets: { data: number[] }[] } } } }).Chart.getChart('chart-fleet');
-      const i = c.data.datasets[0]?.data.findIndex((v) => v > 0) ?? -1;
-      const el = c.getDatasetMeta(0).data[i] as { x: number; y: number };
-      return { i, x: el.x, y: el.y + 3 };
-    });
+      const i = c.data.datasets[di]?.data.findIndex((v) => v > 0) ?? -1;
+      const el = c.getDatasetMeta(di).data[i] as { x: number; y: number; base: number };
+      // A bucket where no bar stands: nothing was persisted there.
+      const empty = c.data.datasets[0]?.data.findIndex((_v, j) => c.data.datasets.slice(0, di + 1).every((d) => !(d.data[j] as number))) ?? -1;
+      const e = c.getDatasetMeta(0).data[empty] as { x: number; y: number };
+      return { i, x: el.x, y: (el.y + el.base) / 2, emptyX: e.x, emptyY: e.y - 20 };
+    }, shown - 1);
     const box = await p.locator('#chart-fleet').boundingBox();
     if (!box) throw new Error('no fleet chart');
+    await p.mouse.click(box.x + bar.emptyX, box.y + bar.emptyY);
+    await p.waitForTimeout(300);
+    expect(new URL(p.url()).pathname).toBe('/');
     await p.mouse.click(box.x + bar.x, box.y + bar.y);
     await p.waitForURL(/\/hooks\/[0-9a-f]{16}\?/);
     const u = new URL(p.url());
-    expect(u.pathname).toBe(`/hooks/${over[0]?.id}`);
+    expect(u.pathname).toBe(`/hooks/${fleet.hooks.find((hk) => hk.hookName === chart.datasets[shown - 1]?.label)?.id}`);
     expect(u.searchParams.get('range')).toBe('custom');
     expect(u.searchParams.get('from')).toBe(new Date(fleet.buckets[bar.i] as string).toISOString());
     await waitLoaded(p);

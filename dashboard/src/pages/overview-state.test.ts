@@ -4,7 +4,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
-  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
@@ -199,6 +199,29 @@ describe('fleet figures', () => {
     expect(v.largest).toEqual([11_000, 2_000, 10_500, null]);
     expect(v.summary).toBe('4 outputs persisted across 3 hooks, in 2 of 4 buckets; the largest output in the fleet was 11,000 chars.');
     expect(v.tableRows.map((r) => r[1])).toEqual(['5', '2', '5']);
+  });
+
+  it('opens the hook of the bar under the pointer, zooms to the bucket for the grouped bar, and opens nothing on an empty bucket', () => {
+    const s = at('/?range=7d&f.team=platform');
+    const f = fleet([
+      fleetHook(OVER, [null, 2_000, 10_500, 12_000], [0, 0, 1, 2]),
+      fleetHook(NEAR, [9_000, 9_100, 11_000, 8_000], [0, 0, 3, 0]),
+    ], { hooks: 4, hooksWithPersisted: 1, largest: [null, 12_000, null, null], persisted: [0, 1, 0, 0], executions: [0, 1, 0, 0], sizeUnknownExecutions: [0, 0, 0, 0] });
+    const v = fleetView(f, 2);
+    // The second hook's bar, with the first hook's bar of the same bucket below it: the second hook opens.
+    expect(fleetClickUrl(s, f, v, [{ datasetIndex: 1, index: 2 }])).toBe(`/hooks/${NEAR.id}?range=custom&from=2026-11-29T18%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&f.team=platform`);
+    expect(fleetClickUrl(s, f, v, [{ datasetIndex: 0, index: 3 }])).toBe(`/hooks/${OVER.id}?range=custom&from=2026-11-30T00%3A00%3A00.000Z&to=2026-11-30T06%3A00%3A00.000Z&f.team=platform`);
+    // A bar of nothing (zero high) under the pointer is passed over for one with a value.
+    expect(fleetClickUrl(s, f, v, [{ datasetIndex: 1, index: 3 }, { datasetIndex: 0, index: 3 }])).toMatch(new RegExp(`^/hooks/${OVER.id}\\?`));
+    // The grouped hooks: the overview over that bucket, no single hook.
+    expect(fleetClickUrl(s, f, v, [{ datasetIndex: 2, index: 1 }])).toBe(zoomUrl(s, f, 1, 1));
+    // Nothing persisted in the bucket, the line, or nothing under the pointer: no page opens.
+    expect(fleetClickUrl(s, f, v, [{ datasetIndex: 0, index: 0 }, { datasetIndex: 1, index: 0 }])).toBeUndefined();
+    expect(fleetClickUrl(s, f, v, [{ datasetIndex: 3, index: 2 }])).toBeUndefined();
+    expect(fleetClickUrl(s, f, v, [])).toBeUndefined();
+    // Without a grouped bar, the dataset after the hooks' bars is the line.
+    const alone = fleet([fleetHook(OVER, [null, 2_000, 10_500, 12_000], [0, 0, 1, 2])]);
+    expect(fleetClickUrl(s, alone, fleetView(alone), [{ datasetIndex: 1, index: 2 }])).toBeUndefined();
   });
 
   it('counts an execution measured over the cap where the client does not report persisted outputs', () => {

@@ -270,6 +270,32 @@ export function zoomUrl(state: ViewState, fleet: FleetSeriesResponse | undefined
   return buildUrl('/', { range: customRange(Date.parse(a), Date.parse(b) + fleet.step * 1000), filters: state.filters }, keptParams(state.params));
 }
 
+/** A chart element under the pointer: which dataset, which bucket. */
+export interface ChartHit {
+  datasetIndex: number;
+  index: number;
+}
+
+/**
+ * Where a click on the fleet chart goes: a hook's bar opens that hook at its bucket's time; the grouped bar (many
+ * hooks) zooms the overview to that bucket; a bucket where nothing was persisted, the line and the gaps open
+ * nothing. Only bars under the pointer with a value count, never the others of the same column.
+ */
+export function fleetClickUrl(state: ViewState, fleet: FleetSeriesResponse | undefined, view: Pick<FleetView, 'shown' | 'shownPersisted' | 'restPersisted' | 'restLabel'>, hits: readonly ChartHit[]): string | undefined {
+  for (const hit of hits) {
+    const shown = view.shown[hit.datasetIndex];
+    if (shown) {
+      if ((view.shownPersisted[hit.datasetIndex]?.[hit.index] ?? 0) <= 0) continue;
+      const r = bucketRange(fleet, hit.index);
+      return r ? hookUrl(state, shown.id, r) : undefined;
+    }
+    if (hit.datasetIndex === view.shown.length && view.restLabel !== null && (view.restPersisted[hit.index] ?? 0) > 0) {
+      return zoomUrl(state, fleet, hit.index, hit.index);
+    }
+  }
+  return undefined;
+}
+
 /**
  * A hook's outputs persisted per bucket, at least (persistedAtLeast): an execution measured over the cap counts
  * where its client does not report num_outputs_persisted, so the chart shows what the hook's status says.

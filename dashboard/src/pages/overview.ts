@@ -16,8 +16,8 @@ import type { Page, PageContext } from '../page.ts';
 import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry, type Kpi,
+  COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ChartHit, type FleetView, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
@@ -40,7 +40,7 @@ function kpi(k: Kpi): HTMLElement {
 }
 
 /** The fleet chart: persisted outputs per bucket, stacked by hook (top N, rest grouped), and the fleet's largest output against the cap. */
-export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { config: ChartConfiguration; summary: string; table: HTMLTableElement; topIds: (string | null)[] } {
+export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { config: ChartConfiguration; summary: string; table: HTMLTableElement; view: FleetView } {
   const v = fleetView(fleet, top);
   const bar = (label: string, data: number[], color: string): Record<string, unknown> => ({
     type: 'bar', label, data, backgroundColor: color, stack: 'persisted', yAxisID: 'y', order: 2, pointStyle: 'rect',
@@ -68,7 +68,7 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
     },
   } as unknown as ChartConfiguration;
   const t = table('Persisted outputs per bucket by hook', v.tableHeaders, v.tableRows);
-  return { config, summary: v.summary, table: t, topIds: v.topIds };
+  return { config, summary: v.summary, table: t, view: v };
 }
 
 /** Builds the overview page: draws what overview-state.ts decides, fetching and refreshing in place. */
@@ -84,7 +84,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const versions = h('div', { id: 'client-versions' });
   const tbody = h('tbody', { id: 'hook-rows' });
   const tableNote = h('p', { class: 'hint', id: 'table-note' });
-  const fleetPanel = new ChartPanel('fleet', 'Persisted outputs over time', `Outputs saved to a file instead of delivered, per bucket, for the ${FLEET_TOP} hooks with the most (the rest grouped), and the largest output in the fleet against the 10,000 cap. Click a bar to open that hook at that time; drag across the chart to zoom.`);
+  const fleetPanel = new ChartPanel('fleet', 'Persisted outputs over time', `Outputs saved to a file instead of delivered, per bucket, for the ${FLEET_TOP} hooks with the most (the rest grouped), and the largest output in the fleet against the 10,000 cap. Click a hook's bar to open that hook at that time, the grouped bar to zoom to its bucket; drag across the chart to zoom.`);
   const headRow = h('tr', null, ...headerCells(state, sort, dir).map((c) => {
     const cls = c.opt ? 'opt' : undefined;
     if (!c.key || c.url === null) return h('th', { scope: 'col', class: cls }, c.label);
@@ -188,11 +188,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       ...c.config,
       options: {
         ...c.config.options,
-        onClick: (_ev: unknown, elements: { datasetIndex: number; index: number }[]) => {
-          const el = elements.find((e) => e.datasetIndex < c.topIds.length && c.topIds[e.datasetIndex]);
-          const id = el ? c.topIds[el.datasetIndex] : undefined;
-          const r = el ? bucketRange(last?.fleet, el.index) : undefined;
-          if (id && r) ctx.navigate(hookUrl(state, id, r));
+        onClick: (ev: unknown, _elements: unknown, chart: { getElementsAtEventForMode(e: unknown, mode: string, opts: { intersect: boolean }, useFinal: boolean): ChartHit[] }) => {
+          // The bars under the pointer, not every dataset of the column the tooltip lists.
+          const url = fleetClickUrl(state, last?.fleet, c.view, chart.getElementsAtEventForMode(ev, 'point', { intersect: true }, false));
+          if (url) ctx.navigate(url);
         },
       },
     } as ChartConfiguration, c.summary, c.table);
