@@ -12,6 +12,7 @@ import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, typ
 import { createDashboardRouter } from '../server.ts';
 import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
+import { OK, dailySeriesOf, hook, overview } from '../src/testdata/api-responses.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
 const XSS = '<img src=x onerror=alert(1)>';
@@ -192,6 +193,49 @@ describe('overview', () => {
       failing = false;
       await p.waitForSelector('#empty-state');
       expect(await p.isHidden('#error-banner')).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('more hooks than one page', () => {
+  it('says the table holds the riskiest page, and lists every hook on "Show all"', async () => {
+    const all = Array.from({ length: 1001 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${String(i).padStart(4, '0')}`));
+    const asked: string[] = [];
+    const app = express();
+    app.get('/api/v1/overview', (_req, res) => void res.json(overview({ hooks: all.length, statusCounts: { over: 0, near: 0, ok: 1001, unknown: 0 } })));
+    app.get('/api/v1/hooks', (req, res) => {
+      asked.push(req.url);
+      const from = Number(req.query['cursor'] ?? 0);
+      const limit = Number(req.query['limit'] ?? 1000);
+      const end = Math.min(all.length, from + limit);
+      res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: all.slice(from, end), total: all.length, nextCursor: end < all.length ? String(end) : null });
+    });
+    app.get('/api/v1/hooks/:id/series', (req, res) => void res.json(dailySeriesOf(all.find((x) => x.id === req.params.id) ?? OK, [])));
+    app.get('/api/v1/fleet/series', (_req, res) => void res.status(404).json({ error: { code: 'not_found', message: 'no such route' } }));
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { page: p } = await page({ allow: /status of 404/ });
+      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?refresh=off`);
+      await waitLoaded(p);
+      expect(await p.textContent('#table-note')).toMatch(/^1,000 of 1,001 hooks \(the riskiest\)\./);
+      expect(await p.textContent('[data-kpi="hooks"] .kpi-note')).toContain('1,001 ok');
+      await p.click('#show-all');
+      await p.waitForFunction(() => document.querySelectorAll('#hook-rows tr').length === 1001);
+      expect(await p.textContent('#table-note')).toMatch(/^1,001 hooks\./);
+      expect(await p.$$('#show-all')).toHaveLength(0);
+      // The next pages cover the range the first resolved.
+      expect(asked.at(-1)).toContain('cursor=1000');
+      expect(asked.at(-1)).toContain('from=2026-11-29T08%3A30%3A00.000Z');
+      // A refresh keeps every hook.
+      await p.click('#refresh-now');
+      await waitLoaded(p, 2);
+      expect(await p.$$eval('#hook-rows tr', (r) => r.length)).toBe(1001);
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

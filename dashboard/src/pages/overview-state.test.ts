@@ -123,6 +123,17 @@ describe('rows', () => {
     expect(tableView([OK], false)).toMatchObject({ showAllLabel: null, note: expect.stringMatching(/^1 hook\. /) as unknown });
   });
 
+  it('says when only the riskiest page of hooks is loaded, and offers every hook', () => {
+    const page = Array.from({ length: 1000 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
+    const v = tableView(page, false, 1001);
+    expect(v.note).toMatch(/^1,000 of 1,001 hooks \(the riskiest\)\. Forecasts/);
+    expect(v.showAllLabel).toBe(' Show all 1,001');
+    // Every loaded row drawn is still short of every hook.
+    expect(tableView(page, true, 1001)).toMatchObject({ showAllLabel: ' Show all 1,001' });
+    expect(tableView(page.slice(0, 3), false, 1001).showAllLabel).toBe(' Show all 1,001');
+    expect(tableView([...page, OK], true, 1001)).toMatchObject({ showAllLabel: null, note: expect.stringMatching(/^1,001 hooks\. /) as unknown });
+  });
+
   it('opens a hook with the overview\'s range and filters, or at a bucket', () => {
     const s = at('/?range=7d&f.team=platform&sort=name');
     // The sort (and a paused or changed refresh) rides along, so the way back finds them.
@@ -147,6 +158,11 @@ describe('fleet figures', () => {
       ['size-share', '64.2%', '29 executions without sizes'],
       ['last-event', '3 min ago', '30/11/2026, 08:27'],
     ]);
+  });
+
+  it('counts the statuses of every hook, not of the page loaded, when only the riskiest are loaded', () => {
+    const k = kpis(overview({ hooks: 1001, statusCounts: { over: 3, near: 10, ok: 900, unknown: 88 } }), [OVER, NEAR, OK], {}, NOW);
+    expect(k.find((x) => x.id === 'hooks')).toMatchObject({ value: '1,001', note: '3 over · 10 near · 900 ok · 88 unknown' });
   });
 
   it('follows a filter in the last-event card, and says when nothing matches', () => {

@@ -181,13 +181,19 @@ export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, n
   };
 }
 
-/** The rows drawn (the first ROW_LIMIT until "Show all"), the note under the table and the button's label. */
-export function tableView(sorted: readonly HookSummary[], showAll: boolean): { shown: HookSummary[]; note: string; showAllLabel: string | null } {
+/**
+ * The rows drawn (the first ROW_LIMIT until "Show all"), the note under the table and the button's label. `total`
+ * is how many hooks match over all the API's pages: when fewer were loaded (the riskiest first), the note says
+ * so and "Show all" offers every one of them.
+ */
+export function tableView(sorted: readonly HookSummary[], showAll: boolean, total = sorted.length): { shown: HookSummary[]; note: string; showAllLabel: string | null } {
   const shown = showAll ? [...sorted] : sorted.slice(0, ROW_LIMIT);
+  const all = Math.max(total, sorted.length);
+  const count = all > sorted.length ? `${num(sorted.length)} of ${plural(all, 'hook')} (the riskiest)` : plural(all, 'hook');
   return {
     shown,
-    note: `${plural(sorted.length, 'hook')}. Forecasts are fitted for the ${FORECAST_ROWS} riskiest hooks that are not over the cap (daily largest output, last 30 days).`,
-    showAllLabel: sorted.length > shown.length ? ` Show all ${num(sorted.length)}` : null,
+    note: `${count}. Forecasts are fitted for the ${FORECAST_ROWS} riskiest hooks that are not over the cap (daily largest output, last 30 days).`,
+    showAllLabel: all > shown.length ? ` Show all ${num(all)}` : null,
   };
 }
 
@@ -203,11 +209,15 @@ export function filterText(filters: Record<string, string>): string {
   return Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
 }
 
-/** The fleet KPIs; the status counts are counted from the rows as the table shows them (partly unmeasured is unknown). */
+/**
+ * The fleet KPIs; the status counts are counted from the rows as the table shows them (partly unmeasured is
+ * unknown), or taken from the server's counts over every hook while only the riskiest are loaded.
+ */
 export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], filters: Record<string, string>, nowMs: number): Kpi[] {
   const t = overview.totals;
   const sc: Record<DeliveryStatus, number> = { over: 0, near: 0, ok: 0, unknown: 0 };
-  for (const hk of hooks) sc[shownStatus(hk)]++;
+  if (hooks.length < overview.hooks) Object.assign(sc, overview.statusCounts);
+  else for (const hk of hooks) sc[shownStatus(hk)]++;
   const filtered = Object.keys(filters).length > 0;
   return [
     { id: 'executions', label: 'Executions', value: num(t.executions), note: `${plural(t.numHooks, 'hook command')} run` },

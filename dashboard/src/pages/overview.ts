@@ -7,7 +7,7 @@
 import type { ChartConfiguration } from 'chart.js';
 import type { FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
-import { ApiFailure, api } from '../api.ts';
+import { ApiFailure, api, type Query } from '../api.ts';
 import { COLORS, ChartPanel, SERIES_COLORS, capColor, countAxis, referenceLine, sizeAxis } from '../charts.ts';
 import { breakable, h, replace, table } from '../dom.ts';
 import { num, statusBadge } from '../format.ts';
@@ -38,6 +38,9 @@ function kpi(k: Kpi): HTMLElement {
     h('div', { class: 'kpi-value' }, k.value),
     k.note ? h('div', { class: 'kpi-note' }, k.note) : null);
 }
+
+/** Hooks asked for per page after the first (the API's largest page). */
+const HOOKS_PAGE = 5000;
 
 /** The fleet chart: persisted outputs per bucket, stacked by hook (top N, rest grouped), and the fleet's largest output against the cap. */
 export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { config: ChartConfiguration; summary: string; table: HTMLTableElement; view: FleetView } {
@@ -133,13 +136,24 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     replace(td, svg);
   };
 
+  /** Every page of the hooks past `first`, over the range it resolved: "Show all" lists every hook, not the riskiest page. */
+  const allPages = async (first: HooksResponse, q: Query, signal?: AbortSignal): Promise<HooksResponse> => {
+    const hooks = [...first.hooks];
+    for (let cursor = first.nextCursor; cursor !== null && cursor !== undefined;) {
+      const next = await api.hooks({ ...q, from: first.from, to: first.to, cursor, limit: String(HOOKS_PAGE) }, signal);
+      hooks.push(...next.hooks);
+      cursor = next.nextCursor;
+    }
+    return { ...first, hooks, nextCursor: null };
+  };
+
   let fleetById = new Map<string, FleetSeriesResponse['hooks'][number]>();
   const drawRows = (): void => {
     if (!last) return;
     if (last.fleet) fleetById = new Map(last.fleet.hooks.map((x) => [x.id, x]));
     sparkCells = new Map();
     const now = Date.now();
-    const view = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll);
+    const view = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total);
     replace(tbody, ...view.shown.map((hk) => {
       const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
@@ -164,7 +178,20 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     replace(tableNote, view.note,
       view.showAllLabel ? h('button', { type: 'button', id: 'show-all', onclick: () => {
         showAll = true;
-        drawRows();
+        const shown = last;
+        if (!shown?.hooks.nextCursor) {
+          drawRows();
+          return;
+        }
+        replace(tableNote, 'Loading every hook…');
+        void allPages(shown.hooks, apiQuery(state)).then((hooks) => {
+          // A refresh that answered meanwhile asked for every page itself.
+          if (last === shown) last = { ...shown, hooks };
+          drawRows();
+        }, (err: unknown) => {
+          showAll = false;
+          replace(tableNote, `Could not load every hook: ${(err as Error).message}. `);
+        });
       } }, view.showAllLabel) : null);
   };
 
@@ -213,7 +240,9 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       const fleetCall = api.fleetSeries({ ...q, step: String(chartStep(state.range)) }, signal)
         .catch((err: unknown) => (err instanceof ApiFailure && err.status === 404 ? undefined : Promise.reject(err)));
       fleetCall.catch(() => undefined);
-      const hooks = await hooksCall;
+      const firstPage = await hooksCall;
+      // After "Show all", every page, not only the riskiest.
+      const hooks = showAll ? await allPages(firstPage, q, signal) : firstPage;
       const same = { ...q, from: hooks.from, to: hooks.to };
       const overviewCall = api.overview(same, signal);
       overviewCall.catch(() => undefined);
