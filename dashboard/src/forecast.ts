@@ -4,7 +4,7 @@ import { OUTPUT_CAP_CHARS, type DeliveryStatus } from '../../shared/src/cliff.ts
 import { forecastCrossing, type Forecast, type Point } from '../../shared/src/forecast.ts';
 import { api, type Query } from './api.ts';
 import { largestOutput } from '../../shared/src/cliff.ts';
-import { day, num, plural } from './format.ts';
+import { dateTime, day, num, plural } from './format.ts';
 
 /** Days of history the forecast fits. */
 export const FORECAST_DAYS = 30;
@@ -66,7 +66,7 @@ function slopeText(slope: number): string {
  * bounds (summed over the commands of one execution, stdout with the JSON around it), so a size past the cap
  * with nothing persisted is at the cap, not over it.
  */
-export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number; pastRange?: boolean } = {}): ForecastReading {
+export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number; pastRange?: boolean; quietSince?: string | null } = {}): ForecastReading {
   const latest = opts.latest ?? null;
   if (opts.status === 'over') {
     // A range that has ended (a custom one) tells what happened in it, not what happens now.
@@ -82,8 +82,13 @@ export function forecastReading(f: Forecast | null, opts: { status?: DeliverySta
     };
   }
   if (!f) {
-    // Unknown with some executions measured is short of days, not without data.
-    if (opts.status === 'unknown' && latest === null) return { kind: 'unknown', value: 'unknown', note: 'no size data', sentence: 'No size data: no forecast.', days: null };
+    // Unknown with some executions measured is short of days, not without data; so is a range without
+    // executions (`quietSince`: when the hook was last seen) whose last 30 days had some with sizes.
+    if (opts.status === 'unknown' && latest === null && !opts.days) {
+      return opts.quietSince
+        ? { kind: 'unknown', value: 'unknown', note: 'no executions in this range', sentence: `No executions in this range (last seen ${dateTime(opts.quietSince)}) nor size data in the ${FORECAST_DAYS} days before its end: no forecast.`, days: null }
+        : { kind: 'unknown', value: 'unknown', note: 'no size data', sentence: 'No size data: no forecast.', days: null };
+    }
     const have = opts.days ?? 0;
     return {
       kind: 'insufficient', value: 'not enough data',

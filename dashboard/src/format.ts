@@ -203,6 +203,8 @@ export function statusTitle(c: { status: DeliveryStatus | null; executions: numb
   }
   // Listed with no execution completed, only starts (blocked, killed or timed out), whatever the client.
   if (s === 'unknown' && c.executions === 0 && (c.starts ?? 0) > 0) return 'no execution completed in this range, only starts: nothing was delivered to measure';
+  // Nothing ran in the range at all: no client is to blame.
+  if (s === 'unknown' && c.executions === 0) return 'no executions in this range: nothing to measure';
   return STATUS_TITLE[s];
 }
 

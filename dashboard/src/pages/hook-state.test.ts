@@ -117,7 +117,23 @@ describe('charts\' numbers', () => {
     expect(curveSummary(startsOnly)).toBe('3 starts and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.');
     expect(facts(startsOnly, forecastReading(null, { status: 'unknown' }))[0]).toMatchObject({ id: 'executions', value: '0', note: '3 starts: 3 without a completion in this range' });
     expect(statusTitle({ status: 'unknown', executions: 0, sizeUnknownExecutions: 0, starts: 3 })).toBe('no execution completed in this range, only starts: nothing was delivered to measure');
-    expect(statusTitle({ status: 'unknown', executions: 0, sizeUnknownExecutions: 0, starts: 0 })).toBe('no size data (client older than 2.1.280): not measurable, never assumed healthy');
+    expect(statusTitle({ status: 'unknown', executions: 12, sizeUnknownExecutions: 12, starts: 12 })).toBe('no size data (client older than 2.1.280): not measurable, never assumed healthy');
+  });
+
+  it('says a range without executions has none, and when the hook was last seen, blaming no client', () => {
+    const quiet = { ...BLIND, executions: 0, starts: 0, numHooks: 0, success: 0, sizeUnknownExecutions: 0, lastSeen: '2026-11-29T06:10:00.000Z', maxChars: { stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null } };
+    expect(curveSummary(quiet)).toBe('No executions in this range: nothing to measure. The hook was last seen 29/11/2026, 06:10.');
+    expect(statusTitle(quiet)).toBe('no executions in this range: nothing to measure');
+    const empty = { ...series, buckets: series.buckets.map((b) => ({ ...b, ...counters({ executions: 0, starts: 0, maxChars: { stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null } }) })) };
+    expect(cliffView(empty).summary).toBe('No executions in this range.');
+    // The forecast reads the 30 days before the range's end: days with sizes there are short of days, not without data.
+    const some = facts(quiet, forecastReading(null, { status: 'unknown', latest: null, days: 1, quietSince: quiet.lastSeen }));
+    expect(some.find((x) => x.id === 'forecast')).toMatchObject({ value: 'not enough data', note: '1 day with size data; needs 3' });
+    expect(some.find((x) => x.id === 'executions')).toMatchObject({ value: '0', note: 'none in this range; last seen 29/11/2026, 06:10' });
+    const none = forecastReading(null, { status: 'unknown', latest: null, days: 0, quietSince: quiet.lastSeen });
+    expect(none).toMatchObject({ value: 'unknown', note: 'no executions in this range' });
+    expect(none.sentence).toBe('No executions in this range (last seen 29/11/2026, 06:10) nor size data in the 30 days before its end: no forecast.');
+    for (const text of [curveSummary(quiet), statusTitle(quiet), none.sentence, none.note ?? '']) expect(text).not.toMatch(/client|2\.1\.280/);
   });
 
   it('counts success against persisted outputs with agreeing verbs', () => {

@@ -77,7 +77,11 @@ export interface Fact {
 /** The key figures: unknown sizes say unknown, a partly unmeasured hook says how much was not measured. */
 export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
   return [
-    { id: 'executions', label: 'Executions', value: num(hk.executions), note: hk.starts > hk.executions ? `${plural(hk.starts, 'start')}: ${num(hk.starts - hk.executions)} without a completion in this range` : null },
+    {
+      id: 'executions', label: 'Executions', value: num(hk.executions),
+      note: hk.starts > hk.executions ? `${plural(hk.starts, 'start')}: ${num(hk.starts - hk.executions)} without a completion in this range`
+        : hk.executions === 0 ? `none in this range; last seen ${dateTime(hk.lastSeen)}` : null,
+    },
     { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(hk)), note: hk.executionsWithPersisted > hk.outputsPersisted ? 'at least: measured over the cap, the client does not report num_outputs_persisted' : null },
     { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
     {
@@ -110,7 +114,7 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
     persisted: series.buckets.map((b) => (persistedAtLeast(b) > 0 ? largestOutput(b) ?? OUTPUT_CAP_CHARS : null)),
     peak,
     summary: withData.length === 0
-      ? 'No size data in this range.'
+      ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
       : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
     headers: ['Bucket start', ...kinds, 'Outputs persisted'],
     rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
@@ -164,6 +168,8 @@ export function curveSummary(hook: HookSummary): string {
   const exact = peakIsOne ? null : one;
   return peak === null && hook.executions === 0 && hook.starts > 0
     ? `${plural(hook.starts, 'start')} and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.`
+    : peak === null && hook.executions === 0
+    ? `No executions in this range: nothing to measure. The hook was last seen ${dateTime(hook.lastSeen)}.`
     : peak === null
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
     : lost && lost > 0 && persistedAtLeast(hook) === 0

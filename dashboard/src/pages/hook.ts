@@ -257,7 +257,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
           h('p', { class: 'muted range-label' }, subtitle(hk, state, series.step)), content);
       }
       const { forecast, points } = forecastFrom(daily);
-      const reading = forecastReading(forecast, { status: shownStatus(hk), latest: largestOutput(hk), days: points.length, pastRange: state.range.kind === 'custom' });
+      const reading = forecastReading(forecast, {
+        status: shownStatus(hk), latest: largestOutput(hk), days: points.length, pastRange: state.range.kind === 'custom',
+        quietSince: hk.executions === 0 && hk.starts === 0 ? hk.lastSeen : null,
+      });
       replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims));
       cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
