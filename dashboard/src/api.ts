@@ -4,13 +4,19 @@ import type {
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
 
-/** A failed API call: the HTTP status (0 when the server could not be reached) and the API's own message. */
+/**
+ * A failed API call: the HTTP status (0 when the server could not be reached) and the API's own message.
+ * `signedOut`: the credentials are gone (401, or a sign-in proxy redirecting to its login page); asking again
+ * will not help until the page is loaded again.
+ */
 export class ApiFailure extends Error {
   override name = 'ApiFailure';
   status: number;
-  constructor(status: number, message: string) {
+  signedOut: boolean;
+  constructor(status: number, message: string, signedOut = false) {
     super(message);
     this.status = status;
+    this.signedOut = signedOut;
   }
 }
 
@@ -31,11 +37,18 @@ async function call<T>(method: string, path: string, query?: Query, body?: unkno
       headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
       body: body === undefined ? null : JSON.stringify(body),
       signal: signal ?? null,
+      // A sign-in proxy whose session expired answers with a redirect to its login page: followed, it would be
+      // refused (another origin) and read as "hookwatch did not answer".
+      redirect: 'manual',
     });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
     throw new ApiFailure(0, 'hookwatch did not answer (is it running?)');
   }
+  if (res.type === 'opaqueredirect') {
+    throw new ApiFailure(res.status, 'the sign-in session has expired (the server redirected to a login page); reload the page to sign in', true);
+  }
+  if (res.status === 401) throw new ApiFailure(401, 'hookwatch asks for credentials again; reload the page to sign in', true);
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   let json: unknown;

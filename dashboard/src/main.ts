@@ -212,7 +212,27 @@ export function start(root: HTMLElement): Dashboard {
 
   /** The generation whose page has drawn data at least once. */
   let shownGeneration = -1;
+  /** The page's content, where a page says what stops it from showing anything. */
+  let content: HTMLElement | undefined;
+  /**
+   * Signed out (401, or a sign-in redirect): polling stops, since every request would fail the same way until
+   * the page is loaded again; the last data stays, or the page says why it shows none.
+   */
+  function showSignedOut(err: ApiFailure, gen: number): void {
+    const reload = (): HTMLButtonElement => h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload to sign in');
+    banner.hidden = false;
+    replace(banner, h('strong', null, 'Signed out: '), err.message,
+      ` (${gen === shownGeneration ? 'showing the last data' : 'nothing to show'}; refresh stopped) `, reload());
+    if (gen !== shownGeneration && content) {
+      replace(content, h('section', { class: 'panel empty', id: 'signed-out' }, h('h1', null, 'Signed out'), h('p', null, err.message, '. '), reload()));
+    }
+  }
+
   function showError(err: unknown, gen: number): void {
+    if (err instanceof ApiFailure && err.signedOut) {
+      showSignedOut(err, gen);
+      return;
+    }
     const msg = err instanceof ApiFailure || err instanceof Error ? err.message : String(err);
     const period = refreshMs(readState(location).params);
     // Says what is on the page (the last data, or nothing yet) and whether it will try again by itself.
@@ -236,6 +256,7 @@ export function start(root: HTMLElement): Dashboard {
     inflight = ctl;
     const state = readState(location);
     document.body.setAttribute('aria-busy', 'true');
+    let again = true;
     try {
       await page.refresh(ctl.signal);
       if (gen !== generation) return;
@@ -246,11 +267,12 @@ export function start(root: HTMLElement): Dashboard {
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
+      again = !(err instanceof ApiFailure && err.signedOut);
       showError(err, gen);
     } finally {
       if (gen === generation) {
         document.body.removeAttribute('aria-busy');
-        schedule(state, gen);
+        if (again) schedule(state, gen);
       }
     }
   }
@@ -278,6 +300,7 @@ export function start(root: HTMLElement): Dashboard {
     banner.hidden = true;
     const state = readState(location);
     const main = h('main', { id: 'main', tabindex: '-1' });
+    content = main;
     replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), header(state), banner, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
     const ctx: PageContext = { state, navigate, dimensions, link };

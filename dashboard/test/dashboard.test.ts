@@ -200,6 +200,61 @@ describe('overview', () => {
   });
 });
 
+describe('signed out', () => {
+  const serve = async (answer: (res: express.Response) => void): Promise<{ url: string; calls: () => number; close(): Promise<void> }> => {
+    let calls = 0;
+    const app = express();
+    app.use('/api', (_req, res) => {
+      calls++;
+      answer(res);
+    });
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      calls: () => calls,
+      async close() {
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  };
+
+  it('says signed out on a 401, stops asking, and shows no endless "Loading…"', async () => {
+    const srv = await serve((res) => void res.status(401).json({ error: { code: 'unauthorized', message: 'authentication required' } }));
+    try {
+      const { page: p } = await page({ allow: /status of 401/ });
+      await p.goto(`${srv.url}/alerts?refresh=1s`);
+      await p.waitForSelector('#signed-out');
+      expect(await p.textContent('#error-banner')).toContain('Signed out: hookwatch asks for credentials again; reload the page to sign in (nothing to show; refresh stopped)');
+      expect(await p.textContent('#main')).not.toContain('Loading…');
+      const asked = srv.calls();
+      await p.waitForTimeout(2500);
+      expect(srv.calls()).toBe(asked);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('says the sign-in session expired when a proxy redirects to its login page', async () => {
+    const srv = await serve((res) => void res.redirect(302, 'https://sso.invalid/login'));
+    try {
+      const { page: p } = await page();
+      await p.goto(`${srv.url}/?refresh=1s`);
+      await p.waitForSelector('#signed-out');
+      const text = await p.textContent('#error-banner');
+      expect(text).toContain('the sign-in session has expired');
+      expect(text).not.toContain('did not answer');
+      const asked = srv.calls();
+      await p.waitForTimeout(2500);
+      expect(srv.calls()).toBe(asked);
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
 describe('more hooks than one page', () => {
   it('says the table holds the riskiest page, and lists every hook on "Show all"', async () => {
     const all = Array.from({ length: 1001 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${String(i).padStart(4, '0')}`));
