@@ -7,20 +7,22 @@
  */
 import { ApiFailure, api } from './api.ts';
 import { h, replace, type Attrs, type Child } from './dom.ts';
-import { inputDateTime, setTimeZone, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
+import { ago, inputDateTime, setTimeZone, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
 import type { Page, PageContext, PageFactory } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
 import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, filtersUrl, isPlainClick, nextTheme, notFoundView,
-  rangeUrl, refreshParam, refreshView, removeFilter, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersUrl, isPlainClick, nextTheme, notFoundView,
+  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
 
 const TZ_KEY = 'hookwatch.tz';
+/** How often relative times and the age of the data shown are read again. */
+const AGE_TICK_MS = 5000;
 
 const PAGES: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
 
@@ -228,25 +230,53 @@ export function start(root: HTMLElement): Dashboard {
     }
   }
 
+  /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
+  let failures = 0;
+  let failure: { msg: string; gen: number } | undefined;
+  let signedOut = false;
+
+  /** The failure banner: says how old the data on the page is (or that there is none) and when it tries again. */
+  function drawFailure(): void {
+    if (!failure) return;
+    banner.hidden = false;
+    const note = failureNote({ lastUpdated: failure.gen === shownGeneration ? lastUpdated : undefined, nowMs: Date.now(), periodMs: refreshMs(readState(location).params), failures });
+    replace(banner, h('strong', null, 'Could not refresh: '), failure.msg, ` (${note})`);
+  }
+
   function showError(err: unknown, gen: number): void {
     if (err instanceof ApiFailure && err.signedOut) {
+      signedOut = true;
+      failure = undefined;
       showSignedOut(err, gen);
       return;
     }
-    const msg = err instanceof ApiFailure || err instanceof Error ? err.message : String(err);
-    const period = refreshMs(readState(location).params);
-    // Says what is on the page (the last data, or nothing yet) and whether it will try again by itself.
-    const shown = gen === shownGeneration ? 'showing the last data' : 'nothing to show yet';
-    const next = period === null ? 'refresh is paused: Refresh now tries again' : `retrying every ${period >= 60_000 ? `${period / 60_000} min` : `${period / 1000} s`}`;
-    banner.hidden = false;
-    replace(banner, h('strong', null, 'Could not refresh: '), msg, ` (${shown}; ${next})`);
+    failures++;
+    failure = { msg: err instanceof ApiFailure || err instanceof Error ? err.message : String(err), gen };
+    drawFailure();
   }
 
+  /** The next refresh: none while paused or while the tab is hidden (it refreshes when shown again). */
   function schedule(state: ViewState, gen: number): void {
     clearTimeout(timer);
     const period = refreshMs(state.params);
-    if (period === null) return;
-    timer = setTimeout(() => void load(gen), period);
+    if (period === null || document.hidden) return;
+    timer = setTimeout(() => void load(gen), retryDelay(period, failures));
+  }
+
+  function onVisibility(): void {
+    if (document.hidden) {
+      clearTimeout(timer);
+      return;
+    }
+    if (refreshMs(readState(location).params) !== null && !signedOut) void load(generation);
+  }
+
+  /** Relative times ("3 min ago") keep counting between refreshes, and while the server fails. */
+  function tick(): void {
+    if (document.hidden) return;
+    const now = Date.now();
+    for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(el.dataset['ago'] ?? null, now);
+    drawFailure();
   }
 
   async function load(gen: number): Promise<void> {
@@ -261,6 +291,9 @@ export function start(root: HTMLElement): Dashboard {
       await page.refresh(ctl.signal);
       if (gen !== generation) return;
       banner.hidden = true;
+      failures = 0;
+      failure = undefined;
+      signedOut = false;
       lastUpdated = Date.now();
       shownGeneration = gen;
       showUpdated(readState(location));
@@ -298,6 +331,7 @@ export function start(root: HTMLElement): Dashboard {
     page?.destroy();
     page = undefined;
     banner.hidden = true;
+    failure = undefined;
     const state = readState(location);
     const main = h('main', { id: 'main', tabindex: '-1' });
     content = main;
@@ -320,10 +354,14 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   window.addEventListener('popstate', render);
+  document.addEventListener('visibilitychange', onVisibility);
+  const ticker = setInterval(tick, AGE_TICK_MS);
   render();
   return {
     stop() {
       window.removeEventListener('popstate', render);
+      document.removeEventListener('visibilitychange', onVisibility);
+      clearInterval(ticker);
       generation++;
       clearTimeout(timer);
       inflight?.abort();

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeZone } from './format.ts';
 import {
-  addFilter, customFieldBounds, customRangeFrom, filtersUrl, isPlainClick, nextTheme, notFoundView, rangeUrl, refreshParam, refreshView,
-  removeFilter, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  MAX_RETRY_MS, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersUrl, isPlainClick, nextTheme, notFoundView, rangeUrl, refreshParam, refreshView,
+  removeFilter, retryDelay, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
 
@@ -13,6 +13,23 @@ const at = (url: string) => {
 const params = (qs: string) => new URLSearchParams(qs);
 
 afterEach(() => setTimeZone('local'));
+
+describe('while the server fails', () => {
+  it('waits twice as long after each failure in a row, up to a minute, and the chosen period again after a success', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 9].map((n) => retryDelay(5000, n))).toEqual([5000, 5000, 10_000, 20_000, 40_000, MAX_RETRY_MS, MAX_RETRY_MS, MAX_RETRY_MS]);
+    // A period longer than a minute is never shortened.
+    expect(retryDelay(300_000, 4)).toBe(300_000);
+  });
+
+  it('says how old the data shown is, counting on, and when it tries again', () => {
+    const t = Date.parse('2026-11-30T08:30:00Z');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: 5000, failures: 1 })).toBe('showing data from 4 s ago; retrying every 5 s');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 120_000, periodMs: 5000, failures: 4 })).toBe('showing data from 2 min ago; retrying less often, every 40 s');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 600_000, periodMs: 5000, failures: 9 })).toBe('showing data from 10 min ago; retrying less often, every 1 min');
+    expect(failureNote({ lastUpdated: undefined, nowMs: t, periodMs: 1000, failures: 1 })).toBe('nothing to show yet; retrying every 1 s');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 60_000, periodMs: null, failures: 3 })).toBe('showing data from 1 min ago; refresh is paused: Refresh now tries again');
+  });
+});
 
 describe('refresh control', () => {
   it('shows 15 s by default, the URL\'s period otherwise, and an odd period as its own option', () => {

@@ -3,7 +3,7 @@
  * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
-import { dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
+import { ago, dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
 import { buildUrl, keptParams, refreshMs, routePath, type Range, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
@@ -53,6 +53,34 @@ export function withRefresh(loc: { pathname: string; search: string }, value: st
 export function updatedText(lastUpdated: number | undefined, params: URLSearchParams): string | null {
   if (lastUpdated === undefined) return null;
   return `Updated ${dateTime(lastUpdated)}${refreshMs(params) === null ? ' · paused' : ''}`;
+}
+
+/** The longest wait between two tries while the server keeps failing (unless the chosen period is longer). */
+export const MAX_RETRY_MS = 60_000;
+
+/**
+ * How long to wait before the next refresh: the chosen period, doubled after each failure in a row up to a
+ * minute (a failing server is not asked every few seconds by every open dashboard), back to the period once a
+ * refresh succeeds (`failures` 0).
+ */
+export function retryDelay(periodMs: number, failures: number): number {
+  if (failures <= 1) return periodMs;
+  return Math.max(periodMs, Math.min(MAX_RETRY_MS, periodMs * 2 ** (failures - 1)));
+}
+
+/** "5 s", "2 min". */
+function duration(ms: number): string {
+  return ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
+}
+
+/**
+ * What the error banner adds to a failure: how old the data on the page is (or that there is none) and when it
+ * tries again by itself. Read again as time passes, so the age keeps counting during an outage.
+ */
+export function failureNote(o: { lastUpdated: number | undefined; nowMs: number; periodMs: number | null; failures: number }): string {
+  const shown = o.lastUpdated === undefined ? 'nothing to show yet' : `showing data from ${ago(new Date(o.lastUpdated).toISOString(), o.nowMs)}`;
+  const next = o.periodMs === null ? 'refresh is paused: Refresh now tries again' : `retrying ${o.failures > 1 ? 'less often, ' : ''}every ${duration(retryDelay(o.periodMs, o.failures))}`;
+  return `${shown}; ${next}`;
 }
 
 /** The URL of the same page over another range, with its filters and page parameters kept. */

@@ -200,6 +200,85 @@ describe('overview', () => {
   });
 });
 
+describe('kept open all day', () => {
+  /** A hookwatch that answers with one hook until `failing` is set, and counts the calls for the rows. */
+  const serve = async (): Promise<{ url: string; calls: () => number; fail(on: boolean): void; close(): Promise<void> }> => {
+    let calls = 0;
+    let failing = false;
+    const lastEventAt = new Date(Date.now() - 4000).toISOString();
+    const app = express();
+    app.use('/api/v1', (req, res, next) => {
+      if (req.path === '/hooks') calls++;
+      if (failing) res.status(503).json({ error: { code: 'unavailable', message: 'service unavailable' } });
+      else next();
+    });
+    app.get('/api/v1/overview', (_req, res) => void res.json(overview({ hooks: 1, lastEventAt })));
+    app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: [{ ...OK, lastSeen: lastEventAt }], total: 1, nextCursor: null }));
+    app.get('/api/v1/hooks/:id/series', (_req, res) => void res.json(dailySeriesOf(OK, [])));
+    app.get('/api/v1/fleet/series', (_req, res) => void res.status(404).json({ error: { code: 'not_found', message: 'no such route' } }));
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      calls: () => calls,
+      fail: (on) => void (failing = on),
+      async close() {
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      },
+    };
+  };
+
+  it('during an outage, says how old the data is, keeps relative times counting, and asks less and less often', async () => {
+    const srv = await serve();
+    try {
+      const { page: p } = await page({ allow: /status of (503|404)/ });
+      await p.goto(`${srv.url}/?refresh=1s`);
+      await waitLoaded(p);
+      const before = await p.textContent('[data-kpi="last-event"] .kpi-value');
+      srv.fail(true);
+      const from = srv.calls();
+      await p.waitForSelector('#error-banner:not([hidden])');
+      await p.waitForTimeout(7000);
+      // Tries after 1, 1, 2 and 4 s (not seven times): the server is given room to come back.
+      expect(srv.calls() - from).toBeLessThanOrEqual(4);
+      expect(await p.textContent('#error-banner')).toMatch(/service unavailable \(showing data from \d+ s ago; retrying less often, every \d+ s\)/);
+      expect(await p.textContent('[data-kpi="last-event"] .kpi-value')).not.toBe(before);
+      expect(await p.textContent('#hook-rows time')).not.toBe(before);
+      srv.fail(false);
+      await p.click('#refresh-now');
+      await p.waitForSelector('#error-banner', { state: 'hidden' });
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('does not refresh while the tab is hidden, and refreshes at once when it shows again', async () => {
+    const srv = await serve();
+    try {
+      const { page: p } = await page({ allow: /status of 404/ });
+      await p.goto(`${srv.url}/?refresh=1s`);
+      await waitLoaded(p);
+      const visible = (on: boolean): Promise<void> => p.evaluate((v) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => !v });
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (v ? 'visible' : 'hidden') });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, on);
+      await visible(false);
+      await p.waitForTimeout(300);
+      const hidden = srv.calls();
+      await p.waitForTimeout(2500);
+      expect(srv.calls()).toBe(hidden);
+      await visible(true);
+      await expect.poll(() => srv.calls(), { timeout: 700, interval: 50 }).toBeGreaterThan(hidden);
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
 describe('signed out', () => {
   const serve = async (answer: (res: express.Response) => void): Promise<{ url: string; calls: () => number; close(): Promise<void> }> => {
     let calls = 0;

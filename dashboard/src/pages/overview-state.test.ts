@@ -158,6 +158,8 @@ describe('fleet figures', () => {
       ['size-share', '64.2%', '29 executions without sizes'],
       ['last-event', '3 min ago', '30/11/2026, 08:27'],
     ]);
+    // The card keeps counting from the event, not from the last refresh.
+    expect(k.at(-1)?.agoOf).toBe('2026-11-30T08:27:00.000Z');
   });
 
   it('counts the statuses of every hook, not of the page loaded, when only the riskiest are loaded', () => {

@@ -201,6 +201,8 @@ export interface Kpi {
   id: string;
   label: string;
   value: string;
+  /** The time a relative value ("3 min ago") counts from, so it can keep counting. */
+  agoOf?: string | undefined;
   note?: string | undefined;
 }
 
@@ -227,10 +229,10 @@ export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], 
     { id: 'size-share', label: 'Events with size data', value: pct(overview.sizeDataShare), note: `${plural(t.sizeUnknownExecutions, 'execution')} without sizes` },
     filtered
       ? {
-        id: 'last-event', label: 'Last matching event', value: overview.lastEventAt === null ? 'none' : ago(overview.lastEventAt, nowMs),
+        id: 'last-event', label: 'Last matching event', value: overview.lastEventAt === null ? 'none' : ago(overview.lastEventAt, nowMs), agoOf: overview.lastEventAt ?? undefined,
         note: overview.lastEventAt === null ? `nothing matches ${filterText(filters)}` : dateTime(overview.lastEventAt),
       }
-      : { id: 'last-event', label: 'Last event', value: ago(overview.lastEventAt, nowMs), note: dateTime(overview.lastEventAt) },
+      : { id: 'last-event', label: 'Last event', value: ago(overview.lastEventAt, nowMs), agoOf: overview.lastEventAt ?? undefined, note: dateTime(overview.lastEventAt) },
   ];
 }
 

@@ -35,7 +35,7 @@ export function setupHelp(otlpHttpPort: number | undefined): HTMLElement {
 function kpi(k: Kpi): HTMLElement {
   return h('div', { class: 'kpi', 'data-kpi': k.id },
     h('div', { class: 'kpi-label' }, k.label),
-    h('div', { class: 'kpi-value' }, k.value),
+    h('div', { class: 'kpi-value', 'data-ago': k.agoOf }, k.value),
     k.note ? h('div', { class: 'kpi-note' }, k.note) : null);
 }
 
@@ -166,7 +166,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         h('td', { class: 'num' }, r.largest),
         h('td', { class: 'num opt', title: r.headroomTitle }, r.headroom),
         h('td', { class: 'num opt', 'data-col': 'forecast', title: r.forecastTitle }, r.forecast),
-        h('td', { class: 'opt' }, h('time', { datetime: hk.lastSeen, title: r.lastSeenTitle }, r.lastSeen)),
+        h('td', { class: 'opt' }, h('time', { datetime: hk.lastSeen, 'data-ago': hk.lastSeen, title: r.lastSeenTitle }, r.lastSeen)),
       );
       // The whole row opens the hook (the name stays the link for keyboards and new tabs).
       row.addEventListener('click', (ev) => {
