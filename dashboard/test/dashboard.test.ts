@@ -464,6 +464,18 @@ describe('refresh and empty states', () => {
     expect(await p.textContent('#hook-rows tr:first-child a.hook-link')).toBe(XSS < 'Stop:aaa-new-hook' ? XSS : 'Stop:aaa-new-hook');
   });
 
+  it('keeps keyboard focus on the hook link it was on when a refresh draws the rows anew', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?refresh=1s`);
+    await waitLoaded(p);
+    const id = await p.getAttribute('#hook-rows tr:nth-child(2)', 'data-hook-id');
+    await p.focus('#hook-rows tr:nth-child(2) a.hook-link');
+    const loaded = Number(await p.evaluate(() => document.body.dataset['loaded']));
+    await waitLoaded(p, loaded + 2);
+    expect(await p.evaluate(() => document.activeElement?.closest('tr')?.getAttribute('data-hook-id') ?? document.activeElement?.tagName)).toBe(id);
+    expect(await p.evaluate(() => document.activeElement?.classList.contains('hook-link'))).toBe(true);
+  });
+
   it('shows how to point Claude Code at hookwatch before any event', async () => {
     const empty = await startTestService(PORTS);
     try {

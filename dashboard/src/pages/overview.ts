@@ -154,6 +154,9 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     sparkCells = new Map();
     const now = Date.now();
     const view = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total);
+    // The rows are drawn anew: a keyboard user's focus on a hook's link stays on that hook's link.
+    const active = document.activeElement;
+    const focusedId = active instanceof HTMLElement && tbody.contains(active) ? active.closest('tr')?.dataset['hookId'] : undefined;
     replace(tbody, ...view.shown.map((hk) => {
       const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
@@ -175,6 +178,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       });
       return row;
     }));
+    if (focusedId) tbody.querySelector<HTMLElement>(`tr[data-hook-id="${CSS.escape(focusedId)}"] a.hook-link`)?.focus({ preventScroll: true });
     replace(tableNote, view.note,
       view.showAllLabel ? h('button', { type: 'button', id: 'show-all', onclick: () => {
         showAll = true;
