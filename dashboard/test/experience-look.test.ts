@@ -83,6 +83,33 @@ describe('range, time zone and refresh', () => {
 });
 
 describe('dark mode, phones and every page', () => {
+  it('keeps white text on every status badge and the custom range\'s muted text readable (WCAG AA), light and dark', async () => {
+    for (const colorScheme of ['light', 'dark'] as const) {
+      const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, colorScheme });
+      try {
+        const p = await context.newPage();
+        await p.goto(`${fx.svc().httpUrl}/`);
+        await waitLoaded(p);
+        const badges = await p.evaluate(() => ['status-over', 'status-near', 'status-ok', 'status-unknown', 'state-firing', 'state-pending', 'state-resolved', 'state-superseded'].map((cls) => {
+          const el = document.createElement('span');
+          el.className = `status ${cls}`;
+          el.textContent = 'x';
+          document.querySelector('main')?.appendChild(el);
+          const st = getComputedStyle(el);
+          const out = { cls, fg: st.color, bg: st.backgroundColor };
+          el.remove();
+          return out;
+        }));
+        for (const b of badges) expect({ scheme: colorScheme, cls: b.cls, ok: contrast(b.fg, b.bg) >= 4.5 }).toEqual({ scheme: colorScheme, cls: b.cls, ok: true });
+        await p.click('details.custom > summary');
+        const [fg, bg] = await p.locator('.custom-range .muted').evaluate((el) => [getComputedStyle(el).color, getComputedStyle(el.closest('.custom-range') as Element).backgroundColor]);
+        expect(contrast(fg as string, bg as string)).toBeGreaterThanOrEqual(4.5);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
   it('follows a dark system theme, charts included, and the toggle overrides it', async () => {
     const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
     try {
