@@ -14,7 +14,7 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersUrl, isPlainClick, nextTheme, notFoundView,
+  REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
@@ -194,7 +194,12 @@ export function start(root: HTMLElement): Dashboard {
     );
   }
 
-  function filterBar(state: ViewState): HTMLElement {
+  function filterBar(state: ViewState): HTMLElement | null {
+    if (!filtersApply(state.route)) {
+      // Chips here would claim a filtering the page does not do; the filters stay in the URL for the way back.
+      const note = notFilteredNote(state.filters);
+      return note === null ? null : h('p', { class: 'filters muted small', id: 'filters-not-applied' }, note);
+    }
     const select = h('select', { id: 'filter-dimension', 'aria-label': 'Filter dimension' });
     const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', maxlength: 512 });
     void dimensions().then((dims) => {

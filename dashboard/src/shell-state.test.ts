@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeZone } from './format.ts';
 import {
-  MAX_RETRY_MS, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersUrl, isPlainClick, nextTheme, notFoundView, rangeUrl, refreshParam, refreshView,
+  MAX_RETRY_MS, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   removeFilter, retryDelay, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -13,6 +13,18 @@ const at = (url: string) => {
 const params = (qs: string) => new URLSearchParams(qs);
 
 afterEach(() => setTimeZone('local'));
+
+describe('filters', () => {
+  it('narrow the overview and hook pages only, and the other pages say so instead of showing chips', () => {
+    expect(filtersApply(at('/?f.team=a').route)).toBe(true);
+    expect(filtersApply(at('/hooks/0123456789abcdef?f.team=a').route)).toBe(true);
+    expect(filtersApply(at('/alerts?f.team=a').route)).toBe(false);
+    expect(filtersApply(at('/forwarding?f.team=a').route)).toBe(false);
+    expect(notFilteredNote({ 'service.version': '9.9.9' })).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = 9.9.9 applies to the overview and hook pages.');
+    expect(notFilteredNote({ team: 'a', 'user.id': 'b' })).toBe('This page is not filtered: it shows the whole fleet. The filters team = a, user.id = b apply to the overview and hook pages.');
+    expect(notFilteredNote({})).toBeNull();
+  });
+});
 
 describe('while the server fails', () => {
   it('waits twice as long after each failure in a row, up to a minute, and the chosen period again after a success', () => {

@@ -4,7 +4,7 @@
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
 import { ago, dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
-import { buildUrl, keptParams, refreshMs, routePath, type Range, type ViewState } from './state.ts';
+import { buildUrl, keptParams, refreshMs, routePath, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -91,6 +91,21 @@ export function rangeUrl(state: ViewState, range: Range): string {
 /** The URL of the same page and range with other filters. */
 export function filtersUrl(state: ViewState, filters: Record<string, string>): string {
   return buildUrl(routePath(state.route), { range: state.range, filters }, keptParams(state.params));
+}
+
+/** Whether a page's figures follow the header's filters: the overview and the hook pages; alerts and forwarding are the whole fleet's. */
+export function filtersApply(route: Route): boolean {
+  return route.page === 'overview' || route.page === 'hook';
+}
+
+/**
+ * What the header says instead of filter chips on a page the filters do not narrow (they stay in the URL for the
+ * way back); null with no filters.
+ */
+export function notFilteredNote(filters: Record<string, string>): string | null {
+  const list = Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
+  const one = Object.keys(filters).length === 1;
+  return list ? `This page is not filtered: it shows the whole fleet. The filter${one ? '' : 's'} ${list} appl${one ? 'ies' : 'y'} to the overview and hook pages.` : null;
 }
 
 /** The filters with one more (or a changed) dimension; null when the form is not filled in. */

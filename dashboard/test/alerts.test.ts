@@ -77,6 +77,19 @@ afterAll(async () => {
 });
 
 describe('alerts page', () => {
+  it('shows no filter chips it does not apply, says the page is the whole fleet\'s, and keeps the filters for the way back', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?f.service.version=9.9.9`);
+    await waitLoaded(p);
+    expect(await p.$$('.chip:not(.superseded-note)')).toHaveLength(0);
+    expect(await p.$$('#filter-value')).toHaveLength(0);
+    expect(await p.textContent('#filters-not-applied')).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = 9.9.9 applies to the overview and hook pages.');
+    await p.click('nav a:text-is("Overview")');
+    await waitLoaded(p, 2);
+    expect(new URL(p.url()).searchParams.get('f.service.version')).toBe('9.9.9');
+    expect(await p.textContent('.chip')).toContain('service.version = 9.9.9');
+  });
+
   it('lists the alerts with their delivery attempts, renders labels as text, and silences a hook', async () => {
     const alert = await until('a firing persisted alert', async () => {
       const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
