@@ -137,6 +137,19 @@ export function utcDayMonth(ms: number): string {
   return UTC_DAY_MONTH.format(new Date(ms));
 }
 
+/**
+ * A bucket's start in a data table: its UTC date for day (and longer) buckets, as the chart's axis labels it,
+ * the date and time in the chosen zone otherwise.
+ */
+export function bucketStart(iso: string, stepSeconds: number): string {
+  return stepSeconds >= 86_400 ? utcDay(Date.parse(iso)) : dateTime(iso);
+}
+
+/** The heading of the column bucketStart fills. */
+export function bucketStartHeader(stepSeconds: number): string {
+  return stepSeconds >= 86_400 ? 'Day (UTC)' : 'Bucket start';
+}
+
 /** Day and month only ("30/11"). */
 export function dayMonth(ms: number): string {
   return formats.dayMonth.format(new Date(ms));

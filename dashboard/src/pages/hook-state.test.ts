@@ -180,6 +180,15 @@ describe('charts\' numbers', () => {
       expect(new Date(Date.parse('2026-11-30T00:00:00Z')).getDate()).toBe(29);
       expect(growthRows([{ t: Date.parse('2026-11-30T00:00:00Z'), value: 12_578 }])).toEqual([['30/11/2026', '12,578']]);
       expect(bucketLabel('2026-11-30T00:00:00.000Z', 86_400)).toBe('30/11');
+      // The data tables under the charts give day buckets the date their axis label has.
+      const daily: SeriesResponse = { ...series, step: 86_400, buckets: [bucket('2026-11-30T00:00:00.000Z', { maxChars: { additionalContext: 9_000, stdout: 10, systemMessage: null, initialUserMessage: null } })] };
+      expect(cliffView(daily).headers[0]).toBe('Day (UTC)');
+      expect(cliffView(daily).rows[0]?.[0]).toBe('30/11/2026');
+      expect(deliveryView(daily).headers[0]).toBe('Day (UTC)');
+      expect(deliveryView(daily).rows[0]?.[0]).toBe('30/11/2026');
+      // Shorter buckets keep their local start.
+      expect(cliffView(series).rows[0]?.[0]).toBe('30/11/2026, 00:00');
+      expect(deliveryView(series).headers[0]).toBe('Bucket start');
     } finally {
       if (tz === undefined) delete process.env['TZ'];
       else process.env['TZ'] = tz;

@@ -11,7 +11,7 @@ import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
-import { chars, dateTime, headroomText, num, pct, plural, utcDay } from '../format.ts';
+import { bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, utcDay } from '../format.ts';
 import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
@@ -116,18 +116,19 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
     summary: withData.length === 0
       ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
       : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
-    headers: ['Bucket start', ...kinds, 'Outputs persisted'],
-    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), ...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
+    headers: [bucketStartHeader(series.step), ...kinds, 'Outputs persisted'],
+    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [bucketStart(b.start, series.step), ...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
   };
 }
 
 /** Success against persisted outputs: the summary and the data table. */
-export function deliveryView(series: SeriesResponse): { summary: string; rows: string[][] } {
+export function deliveryView(series: SeriesResponse): { summary: string; headers: string[]; rows: string[][] } {
   const success = series.buckets.reduce((s, b) => s + b.success, 0);
   const persisted = series.buckets.reduce((s, b) => s + persistedAtLeast(b), 0);
   return {
     summary: `${plural(success, 'hook command')} reported success; ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`,
-    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [dateTime(b.start), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]),
+    headers: [bucketStartHeader(series.step), 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted'],
+    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [bucketStart(b.start, series.step), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]),
   };
 }
 

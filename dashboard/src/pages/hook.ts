@@ -86,7 +86,7 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
   return {
     config,
     summary: v.summary,
-    table: table('Success and persisted outputs per bucket', ['Bucket start', 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted'], v.rows),
+    table: table('Success and persisted outputs per bucket', v.headers, v.rows),
   };
 }
 

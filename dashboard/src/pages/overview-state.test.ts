@@ -209,6 +209,23 @@ describe('fleet figures', () => {
     expect(fleetView(f, 0)).toMatchObject({ restLabel: 'all hooks', shown: [], restPersisted: [0, 0, 1, 0] });
   });
 
+  it('labels day buckets in the data table by their UTC day, as the axis does, west of UTC too', () => {
+    const tz = process.env['TZ'];
+    process.env['TZ'] = 'America/Los_Angeles';
+    setTimeZone('local');
+    try {
+      const days = { ...fleet([fleetHook(OVER, [10_500, 2_000], [1, 0])]), step: 86_400, buckets: ['2026-12-02T00:00:00.000Z', '2026-12-03T00:00:00.000Z'], from: '2026-12-02T00:00:00.000Z', to: '2026-12-04T00:00:00.000Z' };
+      const v = fleetView(days);
+      expect(v.labels).toEqual(['02/12', '03/12']);
+      expect(v.tableHeaders[0]).toBe('Day (UTC)');
+      expect(v.tableRows.map((r) => r[0])).toEqual(['02/12/2026', '03/12/2026']);
+    } finally {
+      if (tz === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = tz;
+      setTimeZone('UTC');
+    }
+  });
+
   it('adds the hooks past the answer\'s limit to the grouped rest, the executions, the largest output and the summary', () => {
     const f = fleet([fleetHook(OVER, [null, 2_000, 10_500, null], [0, 0, 1, 0])],
       { hooks: 40, hooksWithPersisted: 2, largest: [11_000, null, 3_000, null], persisted: [2, 0, 1, 0], executions: [5, 0, 3, 0], sizeUnknownExecutions: [0, 0, 0, 0] });

@@ -7,7 +7,7 @@ import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewRespons
 import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
-import { ago, bucketLabel, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
+import { ago, bucketLabel, bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, customRange, keptParams, rangeLabel, type Range, type ViewState } from '../state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
@@ -376,13 +376,13 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const summary = totalPersisted === 0
     ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
-  const tableRows = fleet.buckets.map((b, i) => [dateTime(b), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
+  const tableRows = fleet.buckets.map((b, i) => [bucketStart(b, fleet.step), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
     .filter((_r, i) => (executions[i] ?? 0) > 0);
   return {
     labels, shown, shownPersisted, restPersisted,
     restLabel: restPersisted.some((v) => v > 0) ? (shown.length ? 'other hooks' : 'all hooks') : null,
     largest, peak, summary,
-    tableHeaders: ['Bucket start', 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],
+    tableHeaders: [bucketStartHeader(fleet.step), 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],
     tableRows,
     topIds: [...shown.map((hk) => hk.id), null],
   };
