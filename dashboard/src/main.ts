@@ -190,8 +190,24 @@ export function start(root: HTMLElement): Dashboard {
         'aria-pressed': state.range.kind === 'preset' && state.range.preset === p ? 'true' : 'false',
         onclick: () => navigate(rangeUrl(state, { kind: 'preset', preset: p })),
       }, p)),
-      h('details', { class: 'custom', open: state.range.kind === 'custom' }, h('summary', null, 'Custom'), form),
+      customPopover(form),
     );
+  }
+
+  /**
+   * The Custom range popover: opened by the user only (a custom range from a link, a zoom or a bar click does not
+   * cover the header's controls with it), and closed again by Escape.
+   */
+  function customPopover(form: HTMLElement): HTMLDetailsElement {
+    const summary = h('summary', null, 'Custom');
+    const details = h('details', { class: 'custom' }, summary, form);
+    details.addEventListener('keydown', (ev) => {
+      if (ev.key !== 'Escape' || !details.open) return;
+      ev.preventDefault();
+      details.open = false;
+      summary.focus();
+    });
+    return details;
   }
 
   function filterBar(state: ViewState): HTMLElement | null {

@@ -50,6 +50,7 @@ describe('range, time zone and refresh', () => {
       // UTC: every time on the page moves to UTC, and the inputs with it.
       await p.selectOption('#time-zone', 'UTC');
       await waitLoaded(p);
+      await p.click('details.custom > summary');
       expect(await p.inputValue('#range-from')).toBe('29/11/2026 07:00');
       await p.fill('#range-from', '31/02/2026 07:00');
       await p.locator('.custom-range button.apply').click();
@@ -58,6 +59,21 @@ describe('range, time zone and refresh', () => {
     } finally {
       await context.close();
     }
+  });
+
+  it('opens the Custom range only when asked, whatever the range, and closes it on Escape', async () => {
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/?range=custom&from=2026-11-29T08:00:00.000Z&to=2026-11-30T08:00:00.000Z`);
+    await waitLoaded(p);
+    const open = (): Promise<boolean> => p.evaluate(() => (document.querySelector('details.custom') as HTMLDetailsElement).open);
+    expect(await open()).toBe(false);
+    await p.focus('details.custom > summary');
+    await p.keyboard.press('Enter');
+    expect(await open()).toBe(true);
+    await p.focus('#range-from');
+    await p.keyboard.press('Escape');
+    expect(await open()).toBe(false);
+    expect(await p.evaluate(() => document.activeElement?.tagName)).toBe('SUMMARY');
   });
 
   it('pauses, resumes, refreshes now and changes the interval without losing the view', async () => {
