@@ -49,15 +49,22 @@ export function table(caption: string, headers: string[], rows: Child[][], attrs
   );
 }
 
+/** A run longer than this without a separator may also wrap inside, every this many characters. */
+const LONGEST_RUN = 24;
+
 /**
- * Text that may wrap after its separators (":", "/", "_", ".", "-") when a column is narrow, and nowhere else:
- * "SessionStart:" over "startup", never "claud" over "e-code".
+ * Text that may wrap after its separators (":", "/", "_", ".", "-", "|", ",", ";", "=", "+", "&", "@") when a
+ * column is narrow, and inside a run only when it is longer than LONGEST_RUN: "SessionStart:" over "startup",
+ * never "claud" over "e-code"; a command line like "jq|sort|uniq" wraps at its pipes instead of pushing the
+ * table's other columns off a phone's screen.
  */
 export function breakable(text: string): DocumentFragment {
   const f = document.createDocumentFragment();
-  for (const part of text.split(/(?<=[-:/_.])/)) {
-    if (f.childNodes.length) f.appendChild(document.createElement('wbr'));
-    f.appendChild(document.createTextNode(part));
+  for (const part of text.split(/(?<=[-:/_.|,;=+&@])/)) {
+    for (let i = 0; i < part.length; i += LONGEST_RUN) {
+      if (f.childNodes.length) f.appendChild(document.createElement('wbr'));
+      f.appendChild(document.createTextNode(part.slice(i, i + LONGEST_RUN)));
+    }
   }
   return f;
 }

@@ -170,7 +170,7 @@ describe('dark mode, phones and every page', () => {
     await p.goto(`${fx.svc().httpUrl}/`);
     await waitLoaded(p);
     await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
-    const m = await p.evaluate(() => {
+    const measure = () => p.evaluate(() => {
       const t = document.querySelector('#hooks-table') as HTMLElement;
       const rows = [...document.querySelectorAll('#hook-rows tr')];
       const visible = (sel: string): boolean => rows.every((r) => {
@@ -187,9 +187,16 @@ describe('dark mode, phones and every page', () => {
         tallest: Math.max(...rows.map((r) => r.getBoundingClientRect().height)),
       };
     });
+    const m = await measure();
     expect(m).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true, optHidden: true });
     expect(m.table).toBeLessThanOrEqual(0);
     expect(m.tallest).toBeLessThan(100);
+    // A hook named by its command line, pipes and all, with no separator the name used to break at.
+    // (A string: the test runner would rewrite an import() written in a function.)
+    const name = 'PreToolUse:Bash(jq|sort|uniq|head|tail|xargs|grep|sed|awk|wc|cut|tr)';
+    await p.evaluate(`import('/dashboard/src/dom.ts').then((dom) => dom.replace(document.querySelector('#hook-rows tr a.hook-link'), dom.breakable(${JSON.stringify(name)})))`);
+    expect(await p.textContent('#hook-rows tr a.hook-link')).toBe(name);
+    expect(await measure()).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true });
   });
 
   it('answers an unknown path with its own 404 page, and keeps heading levels in order', async () => {
