@@ -199,6 +199,19 @@ describe('dark mode, phones and every page', () => {
     expect(await measure()).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true });
   });
 
+  it('uses a 2560×1440 wall screen: wider content and taller charts, a laptop unchanged', async () => {
+    const size = async (width: number, height: number): Promise<{ main: number; chart: number }> => {
+      const { page: p } = await page({ width, height });
+      await p.goto(`${fx.svc().httpUrl}/`);
+      await waitLoaded(p);
+      return p.evaluate(() => ({ main: (document.querySelector('main') as HTMLElement).getBoundingClientRect().width, chart: (document.querySelector('.chart-box') as HTMLElement).getBoundingClientRect().height }));
+    };
+    const wall = await size(2560, 1440);
+    expect(wall.main).toBeGreaterThan(2200);
+    expect(wall.chart).toBeGreaterThan(450);
+    expect(await size(1280, 900)).toMatchObject({ chart: 300 });
+  });
+
   it('answers an unknown path with its own 404 page, and keeps heading levels in order', async () => {
     const res = await fetch(`${fx.svc().httpUrl}/nope`);
     expect(res.status).toBe(404);
