@@ -87,6 +87,8 @@ describe('fleet line', () => {
     const long = Array.from({ length: 50 }, (_v, i) => (i < 10 ? 100 : i === 20 ? 200 : i === 30 || i === 31 ? 300 : null));
     const radii = linePointRadii(long) as number[];
     expect(radii.flatMap((r, i) => (r > 0 ? [i] : []))).toEqual([20]);
+    // A bucket alone is the line's only mark there: larger than a point on a short line, so it shows.
+    expect(radii[20]).toBe(4);
   });
 });
 

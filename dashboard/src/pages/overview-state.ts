@@ -325,12 +325,13 @@ export function sparkLabel(hookName: string, f: FleetSeriesHook): string {
 
 /**
  * The radius of each point of a line with gaps (unknown buckets are not bridged). Past `denseAfter` buckets the
- * line draws no points, except where a bucket stands alone between gaps: without its point it would not show.
+ * line draws no points, except where a bucket stands alone between gaps: without its point it would not show,
+ * and it is drawn larger (`alone`), as the line's only mark there.
  */
-export function linePointRadii(values: readonly (number | null)[], radius = 2, denseAfter = 40): number | number[] {
+export function linePointRadii(values: readonly (number | null)[], radius = 2, denseAfter = 40, alone = 4): number | number[] {
   if (values.length <= denseAfter) return radius;
   const known = (i: number): boolean => i >= 0 && i < values.length && values[i] !== null;
-  return values.map((_v, i) => (known(i) && !known(i - 1) && !known(i + 1) ? radius : 0));
+  return values.map((_v, i) => (known(i) && !known(i - 1) && !known(i + 1) ? alone : 0));
 }
 
 /** The fleet chart's numbers: the top hooks by persisted outputs, the rest grouped, the fleet's largest output per bucket. */
