@@ -166,9 +166,12 @@ export interface ApiError {
 export type AlertState = 'pending' | 'firing' | 'resolved';
 
 export interface AlertSummary {
-  /** Stable id of this alert instance (fingerprint plus the time it became active). */
+  /** Stable id of this alert instance (hookwatch's key for the label set plus the time it became active). */
   id: string;
-  /** Fingerprint of the sorted label set (dedup key, as Alertmanager's). */
+  /**
+   * Alertmanager's fingerprint of the label set: the one webhook bodies carry in alerts[].fingerprint (and an
+   * Alertmanager receiver computes), so an alert here and in a notification match.
+   */
   fingerprint: string;
   rule: string;
   state: AlertState;

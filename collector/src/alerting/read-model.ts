@@ -4,6 +4,7 @@
  * the engine's alert set and silences and the state store; changes nothing.
  */
 import type { AlertSummary, DeliveryAttempt, LastDelivery } from '../../../shared/src/api.ts';
+import { alertmanagerFingerprint } from '../notify/alertmanager.ts';
 import type { AlertSet } from './alert-set.ts';
 import type { AlertRecord } from './model.ts';
 import type { Silences } from './silencing.ts';
@@ -28,7 +29,8 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 /** The API view of one alert, muted by these silences, with its latest delivery to each receiver. */
 export function alertSummary(a: AlertRecord, silencedBy: readonly string[], deliveries: LastDelivery[] = []): AlertSummary {
   return {
-    id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: a.state, labels: a.labels, annotations: a.annotations,
+    // The fingerprint receivers see (webhook alerts[].fingerprint, Alertmanager's own), not the internal key.
+    id: a.id, fingerprint: alertmanagerFingerprint(a.labels), rule: a.rule, state: a.state, labels: a.labels, annotations: a.annotations,
     activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), lastNotifiedAt: iso(a.lastNotifiedMs),
     deliveries, silencedBy: [...silencedBy], hookId: a.hookId,
   };

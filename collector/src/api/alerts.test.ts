@@ -201,6 +201,10 @@ describe('alerts API', () => {
     expect(alerts).toHaveLength(1);
     expect(alerts[0]).toMatchObject({ rule: 'persisted', state: 'firing', silencedBy: [], hookId: expect.stringMatching(/^[0-9a-f]{16}$/) });
     expect(alerts[0]?.id).toMatch(/^[0-9a-f]{16}-[0-9a-z]+$/);
+    // The fingerprint is the one the webhook carries (Alertmanager's), so the two can be matched.
+    const sent = JSON.parse(r.sink.delivered()[0]?.body ?? '{}') as { alerts: { fingerprint: string }[] };
+    expect(alerts[0]?.fingerprint).toBe(sent.alerts[0]?.fingerprint);
+    expect(alerts[0]?.fingerprint).toMatch(/^[0-9a-f]{16}$/);
     const one = await fetch(`${r.service.httpUrl}/api/v1/alerts/${alerts[0]?.id}`);
     expect(((await one.json()) as AlertDetailResponse).attempts).toEqual([expect.objectContaining({ receiver: 'ops', outcome: 'delivered', status: 'firing', attempt: 1 })]);
     expect((await fetch(`${r.service.httpUrl}/api/v1/alerts?state=nope`)).status).toBe(400);

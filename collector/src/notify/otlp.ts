@@ -7,6 +7,7 @@ import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import type { AlertIdentity, AlertState } from './model.ts';
+import { alertmanagerFingerprint } from './alertmanager.ts';
 
 /** One alert transition as emitted. */
 export interface AlertEvent extends AlertIdentity {
@@ -54,7 +55,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
     const severity = e.state === 'resolved' ? SeverityNumber.INFO : (SEVERITY[e.labels['severity'] ?? ''] ?? SeverityNumber.WARN);
     const attributes: Record<string, string> = {
       'hookwatch.alert.id': e.id,
-      'hookwatch.alert.fingerprint': e.fingerprint,
+      'hookwatch.alert.fingerprint': alertmanagerFingerprint(e.labels),
       'hookwatch.alert.rule': e.rule,
       'hookwatch.alert.state': e.state,
     };
