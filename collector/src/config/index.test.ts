@@ -105,6 +105,7 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],
     ['out of range', () => loadConfig({ env: { HOOKWATCH_NEAR_THRESHOLD: '12000' } }), /delivery\.nearThreshold: must be at most 10000/],
     ['a duration out of range, in its units', () => loadConfig({ env: { HOOKWATCH_POSTGRES_LEASE_TTL: '20m' } }), /postgres\.leaseTtl: must be at most 10m$/],
+    ['a libpq keyword/value string for db, its password not repeated', () => loadConfig({ env: { HOOKWATCH_DB: "host=db.internal dbname=hookwatch user=hw password=KvSECRET7" } }), /^environment HOOKWATCH_DB: invalid value "host=db\.internal dbname=hookwatch user=hw password=<redacted>" for db: a libpq keyword\/value connection string is not accepted: give a postgres:\/\/ URL/],
     ['a duration without a unit', () => loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: '30' } }), /shutdown\.timeout: 30 has no unit: write 30s, 30m, 30h or 30ms$/],
     ['a rule window without a unit', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  rules:\n    - { kind: persisted, window: 3600 }\n' })), /alerting\.rules\[0\]\.window: 3600 has no unit/],
     ['a size out of range, in its units', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '2GiB' } }), /otlp\.maxRequestBytes: must be at most 1GiB$/],

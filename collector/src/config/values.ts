@@ -60,8 +60,15 @@ export function redactUrlCredentials(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#@'"]*(?:@[^\s/?#@'"\\<>,;()]*)*@/gi, '$1:<redacted>@');
 }
 
-/** `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`. */
+/** A libpq keyword/value connection string (`host=db dbname=hookwatch password=...`), not a URL or a path. */
+export const LIBPQ_KEYWORDS = /(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|sslmode|service)\s*=/i;
+
+/**
+ * `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`; in a libpq keyword/value string,
+ * `password=secret` -> `password=<redacted>`.
+ */
 export function redactUrlPassword(value: unknown): unknown {
+  if (typeof value === 'string' && LIBPQ_KEYWORDS.test(value)) return value.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1<redacted>');
   if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
   try {
     const url = new URL(value);
