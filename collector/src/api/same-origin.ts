@@ -9,7 +9,7 @@
  */
 import { isIP } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { splitAddr } from '../net/addr.ts';
+import { isLoopbackAddr } from '../net/addr.ts';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -68,11 +68,6 @@ function hostName(host: string): string {
   return colon === -1 ? h : h.slice(0, colon);
 }
 
-function isLoopback(addr: string): boolean {
-  const { host } = splitAddr(addr);
-  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
-}
-
 /**
  * Express middleware against DNS rebinding: a page on evil.example whose name is made to resolve to 127.0.0.1
  * is same-origin with hookwatch in the victim's browser, so Origin checks pass and it can read the API and post
@@ -84,7 +79,7 @@ export function allowKnownHosts(opts: AllowedHostsOptions): (req: Request, res: 
   const listed = new Set(opts.allowedHosts);
   const external = opts.externalUrl ? hostOf(opts.externalUrl) : undefined;
   if (external) listed.add(hostName(external));
-  const enforce = !listed.has('*') && (isLoopback(opts.addr) || opts.allowedHosts.length > 0);
+  const enforce = !listed.has('*') && (isLoopbackAddr(opts.addr) || opts.allowedHosts.length > 0);
   return (req, res, next) => {
     const host = req.headers.host;
     if (!enforce || host === undefined) {

@@ -192,10 +192,11 @@ describe('hookwatch serve', () => {
   });
 
   /** `hookwatch serve` in a process of its own, once it has said where the dashboard is. */
-  async function serving(vars: Record<string, string>): Promise<{ child: ChildProcess; line: { msg: string; dashboard: string } }> {
+  async function serving(vars: Record<string, string>): Promise<{ child: ChildProcess; line: { msg: string; dashboard: string }; logged: () => Record<string, unknown>[] }> {
     const child = spawn(process.execPath, [BIN, 'serve'], { env: env(vars), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+    let buf = '';
+    const logged = (): Record<string, unknown>[] => buf.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     const line = await new Promise<{ msg: string; dashboard: string }>((resolve, reject) => {
-      let buf = '';
       const timer = setTimeout(() => reject(new Error(`no start-up line: ${buf}`)), 20_000);
       child.stderr.on('data', (c: Buffer) => {
         buf += c.toString('utf8');
@@ -206,7 +207,7 @@ describe('hookwatch serve', () => {
         }
       });
     });
-    return { child, line };
+    return { child, line, logged };
   }
 
   async function stopped(child: ChildProcess): Promise<void> {
@@ -226,6 +227,27 @@ describe('hookwatch serve', () => {
     }
     const third = await serving(vars);
     await stopped(third.child);
+  });
+
+  it('says where each port listens and which database it uses, and warns of ports open to all without credentials', async () => {
+    const vars: Record<string, string> = { ...base(), HOOKWATCH_OTLP_HTTP_ADDR: '0.0.0.0:0', HOOKWATCH_OTLP_GRPC_ADDR: '0.0.0.0:0', HOOKWATCH_HTTP_ADDR: '0.0.0.0:0' };
+    const { child, logged } = await serving(vars);
+    try {
+      const lines = logged();
+      expect(lines.find((l) => l['msg'] === 'hookwatch started')).toMatchObject({ listen: { otlpHttp: '0.0.0.0:0', otlpGrpc: '0.0.0.0:0', http: '0.0.0.0:0' }, store: 'sqlite', db: vars['HOOKWATCH_DB'] });
+      const warnings = lines.filter((l) => l['level'] === 'warn').map((l) => String(l['msg']));
+      expect(warnings).toContain('the API and dashboard listen on 0.0.0.0:0 without authentication: anyone who can reach it reads hook data and can create silences; set http.auth.mode (or listen on 127.0.0.1 behind an authenticating proxy)');
+      expect(warnings).toContain('the OTLP receivers listen on 0.0.0.0:0 and 0.0.0.0:0 without otlp.ingestToken: anyone who can reach them can send telemetry');
+    } finally {
+      await stopped(child);
+    }
+    // On loopback (the default) there is nothing to warn of.
+    const local = await serving(base());
+    try {
+      expect(local.logged().filter((l) => l['level'] === 'warn')).toEqual([]);
+    } finally {
+      await stopped(local.child);
+    }
   });
 
   it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {

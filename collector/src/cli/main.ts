@@ -15,7 +15,24 @@ import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
 import { alertingSecrets } from '../notify/settings.ts';
 import { createLogger, urlPasswords } from '../telemetry/logger.ts';
-import { redactUrlCredentials } from '../config/values.ts';
+import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
+import { isLoopbackAddr } from '../net/addr.ts';
+
+/**
+ * Ports open beyond this machine with nothing asked of callers: said at start, as a trusted network may want
+ * it so, but nobody should find out later.
+ */
+export function exposureWarnings(config: ReturnType<typeof toConfig>): string[] {
+  const out: string[] = [];
+  if (!isLoopbackAddr(config.http.addr) && config.http.auth.mode === 'none') {
+    out.push(`the API and dashboard listen on ${config.http.addr} without authentication: anyone who can reach it reads hook data and can create silences; set http.auth.mode (or listen on 127.0.0.1 behind an authenticating proxy)`);
+  }
+  const open = [config.otlp.http.addr, config.otlpGrpc.addr].filter((a) => !isLoopbackAddr(a));
+  if (open.length > 0 && config.otlp.ingestToken === '') {
+    out.push(`the OTLP receivers listen on ${open.join(' and ')} without otlp.ingestToken: anyone who can reach them can send telemetry`);
+  }
+  return out;
+}
 
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
   const { startService } = await import('../service.ts');
@@ -66,9 +83,13 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     otlpGrpc: service.otlpGrpcUrl,
     forwardTo: service.forwarding?.exporter.description ?? null,
     http: service.httpUrl,
+    // Where each port listens (the URLs above are where a client on this machine reaches it).
+    listen: { otlpHttp: config.otlp.http.addr, otlpGrpc: config.otlpGrpc.addr, http: config.http.addr },
     store: service.store.kind,
+    db: redactUrlPassword(config.db),
     configFile: loaded.file ?? null,
   });
+  for (const w of exposureWarnings(config)) logger.warn(w);
   // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
   const dashboard = `${config.alerting.externalUrl.replace(/\/+$/, '') || service.httpUrl}/`;
   logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (http) or ${service.otlpGrpcUrl} (grpc)`, { dashboard });
