@@ -93,6 +93,7 @@ const CASES: Case[] = [
   { name: 'a corrupt gzip body', headers: { ...protobuf, 'content-encoding': 'gzip' }, body: Buffer.from('not gzip at all'), status: 400, message: /not valid gzip/ },
   { name: 'an unknown content encoding', headers: { ...protobuf, 'content-encoding': 'br' }, body: Buffer.from('x'), status: 415, message: /Content-Encoding "br"/ },
   { name: 'a wrong content type', headers: { 'content-type': 'text/plain', ...auth }, body: 'hello', status: 415, message: /Content-Type "text\/plain" is not supported/ },
+  { name: 'JSON declared in a charset other than UTF-8', headers: { 'content-type': 'application/json; charset=iso-8859-1', ...auth }, body: '{}', status: 415, message: /Content-Type "application\/json; charset=iso-8859-1" is not supported; use application\/x-protobuf or application\/json \(UTF-8\)/ },
   { name: 'a missing token', headers: { 'content-type': 'application/json' }, body: '{}', status: 401, message: /bearer token/ },
   { name: 'a wrong token', headers: { 'content-type': 'application/json', authorization: 'Bearer nope' }, body: '{}', status: 401, message: /bearer token/ },
   { name: 'GET on /v1/logs', headers: json, body: '', method: 'GET', status: 405, message: /use POST/ },

@@ -20,9 +20,13 @@ const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metr
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
 
 function mediaType(header: string | undefined): Encoding | undefined {
-  const type = (header ?? '').split(';')[0]?.trim().toLowerCase();
+  const [type, ...params] = (header ?? '').split(';').map((p) => p.trim().toLowerCase());
   if (type === 'application/x-protobuf' || type === 'application/protobuf') return 'protobuf';
-  if (type === 'application/json') return 'json';
+  if (type === 'application/json') {
+    // JSON is UTF-8 (RFC 8259); a body declared in another charset would be read wrong, so it is refused.
+    const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/^"|"$/g, '');
+    return charset === undefined || charset === 'utf-8' || charset === 'utf8' ? 'json' : undefined;
+  }
   return undefined;
 }
 
@@ -111,7 +115,7 @@ export class OtlpHttpReceiver {
       // Authentication comes before a byte of the body is read or inflated.
       if (!this.authorized(req)) throw new UnauthenticatedError('missing or wrong bearer token (Authorization: Bearer <token>)');
       if (!encoding) {
-        throw new UnsupportedMediaTypeError(`Content-Type ${JSON.stringify(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json`);
+        throw new UnsupportedMediaTypeError(`Content-Type ${JSON.stringify(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json (UTF-8)`);
       }
       const body = await readBody(req, this.opts.maxRequestBytes, account);
       const rawRequest = { signal, body, encoding, receivedAtMs: Date.now() };
