@@ -47,6 +47,13 @@ describe('time parameters out of range', () => {
     expect(body.error).toMatchObject({ code: 'bad_parameter', parameter });
   });
 
+  it('parseTime refuses a calendar date that does not exist instead of rolling it over', () => {
+    expect(() => parseTime('2026-02-30T00:00:00Z', NOW, 'from')).toThrow(ParamError);
+    expect(() => parseTime('2026-13-01T00:00:00Z', NOW, 'from')).toThrow(ParamError);
+    expect(() => parseTime('2026-11-30T24:30:00Z', NOW, 'from')).toThrow(ParamError);
+    expect(parseTime('2028-02-29T23:59:59+01:00', NOW, 'from')).toBe(Date.parse('2028-02-29T22:59:59Z'));
+  });
+
   it('parseTime refuses a relative time a Date cannot hold', () => {
     expect(() => parseTime('now+100000000d', NOW, 'to')).toThrow(ParamError);
     expect(parseTime('now-7d', NOW, 'from')).toBe(NOW - 7 * 86_400_000);

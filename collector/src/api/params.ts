@@ -13,6 +13,13 @@ const MAX_DATE_MS = 8.64e15;
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
 
+/** Whether the date part of an RFC 3339 time is a day of the calendar (and its hour and minute in range). */
+function realDate(v: string): boolean {
+  const [y, mo, d, h, mi, s] = v.slice(0, 19).split(/[-T:]/).map(Number) as [number, number, number, number, number, number];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && h < 24 && mi < 60 && s < 61;
+}
+
 /** `now`, `now-24h`, `now-7d`, `now+5m`, or an RFC 3339 timestamp. */
 export function parseTime(value: string, now: number, parameter: string): number {
   const v = value.trim();
@@ -28,7 +35,8 @@ export function parseTime(value: string, now: number, parameter: string): number
   }
   if (RFC3339.test(v)) {
     const t = Date.parse(v);
-    if (Number.isFinite(t)) return t;
+    // Date.parse rolls a day that does not exist over (2026-02-30 is 2 March): the calendar date must be real.
+    if (Number.isFinite(t) && realDate(v)) return t;
   }
   throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z) or a relative time (now-24h)`);
 }
