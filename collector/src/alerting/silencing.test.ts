@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SilenceRecord } from './model.ts';
 import { parseSilence } from './silences.ts';
-import { Silences } from './silencing.ts';
+import { MAX_SILENCES, SilenceLimitError, Silences } from './silencing.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -33,6 +33,18 @@ const silence = (over: Partial<Parameters<typeof parseSilence>[0] & object> = {}
   parseSilence({ matchers: [{ name: 'hook_name', value: 'Session.*', isRegex: true }], endsAt: new Date(T0 + 10 * MIN).toISOString(), createdBy: 'ops', comment: 'deploy', ...over }, T0);
 
 describe('Silences', () => {
+  it(`holds at most ${MAX_SILENCES} silences not yet expired, and takes new ones again once some expire`, async () => {
+    let t = T0;
+    const silences = new Silences({ store: { putSilence: async () => undefined, silences: async () => [] }, now: () => t });
+    for (let i = 0; i < MAX_SILENCES; i++) await silences.add(silence({ comment: `s${i}` }));
+    await expect(silences.add(silence())).rejects.toThrow(SilenceLimitError);
+    await expect(silences.add(silence())).rejects.toThrow(`${MAX_SILENCES} silences have not expired yet`);
+    await silences.expire(silences.list()[0]!.id);
+    expect(await silences.add(silence())).toMatchObject({ state: 'active' });
+    t = T0 + 11 * MIN;
+    expect(await silences.add(silence({ endsAt: new Date(t + MIN).toISOString() }))).toMatchObject({ state: 'active' });
+  });
+
   it('saves a silence before it counts: another reader of the store sees it, and it mutes matching labels', async () => {
     const { silences, db } = setup();
     const s = silence();

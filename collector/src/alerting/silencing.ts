@@ -8,6 +8,14 @@ import type { SilenceRecord } from './model.ts';
 import { silenceMatches, silenceState, toSilence } from './silences.ts';
 import type { AlertStateStore } from './state/store.ts';
 
+/** Silences not yet expired that may be held at once (Alertmanager's --silences.max-silences); each is matched against every alert. */
+export const MAX_SILENCES = 1000;
+
+/** A new silence past MAX_SILENCES. */
+export class SilenceLimitError extends Error {
+  override name = 'SilenceLimitError';
+}
+
 export interface SilencesOptions {
   store: Pick<AlertStateStore, 'putSilence' | 'silences'>;
   now: () => number;
@@ -42,6 +50,10 @@ export class Silences {
 
   /** Saves a new silence (validated by parseSilence); it mutes from the next evaluation on. */
   async add(s: SilenceRecord): Promise<Silence> {
+    const now = this.opts.now();
+    let live = 0;
+    for (const x of this.byId.values()) if (x.endsAtMs > now) live++;
+    if (live >= MAX_SILENCES) throw new SilenceLimitError(`${live} silences have not expired yet, the most hookwatch holds (${MAX_SILENCES}): expire some (DELETE /api/v1/silences/:id) before creating more`);
     await this.opts.store.putSilence(s);
     this.byId.set(s.id, s);
     return toSilence(s, this.opts.now());

@@ -8,7 +8,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { AlertDetailResponse, AlertsResponse, AlertState } from '../../../shared/src/api.ts';
 import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence, SilenceError } from '../alerting/silences.ts';
-import type { Silences } from '../alerting/silencing.ts';
+import { SilenceLimitError, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -81,7 +81,17 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       res.status(415).json({ error: { code: 'unsupported_media_type', message: 'send the silence as Content-Type: application/json' } });
       return;
     }
-    const silence = await silences.add(parseSilence(req.body, now()));
+    const parsed = parseSilence(req.body, now());
+    // Created on other replicas too: counted against the limit with the shared store's.
+    await view.refresh();
+    let silence;
+    try {
+      silence = await silences.add(parsed);
+    } catch (err) {
+      if (!(err instanceof SilenceLimitError)) throw err;
+      res.status(400).json({ error: { code: 'too_many_silences', message: err.message } });
+      return;
+    }
     opts.onSilencesChanged?.();
     res.status(201).json({ silence });
   });
