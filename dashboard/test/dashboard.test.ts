@@ -202,6 +202,25 @@ describe('overview', () => {
   });
 });
 
+/**
+ * A stand-in hookwatch on loopback: `app`'s own routes, then a server without the fleet series (an older one:
+ * its 404 is allowed by the pages that use this), the dimensions and the dashboard itself.
+ */
+async function stubHookwatch(app: express.Express): Promise<{ url: string; close(): Promise<void> }> {
+  app.get('/api/v1/fleet/series', (_req, res) => void res.status(404).json({ error: { code: 'not_found', message: 'no such route' } }));
+  app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
+  app.use(createDashboardRouter());
+  const server = createServer(app);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 describe('kept open all day', () => {
   /** A hookwatch that answers with one hook until `failing` is set, and counts the calls for the rows. */
   const serve = async (): Promise<{ url: string; calls: () => number; fail(on: boolean): void; close(): Promise<void> }> => {
@@ -217,20 +236,8 @@ describe('kept open all day', () => {
     app.get('/api/v1/overview', (_req, res) => void res.json(overview({ hooks: 1, lastEventAt })));
     app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: [{ ...OK, lastSeen: lastEventAt }], total: 1, nextCursor: null }));
     app.get('/api/v1/hooks/:id/series', (_req, res) => void res.json(dailySeriesOf(OK, [])));
-    app.get('/api/v1/fleet/series', (_req, res) => void res.status(404).json({ error: { code: 'not_found', message: 'no such route' } }));
-    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
-    app.use(createDashboardRouter());
-    const server = createServer(app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    return {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      calls: () => calls,
-      fail: (on) => void (failing = on),
-      async close() {
-        server.closeAllConnections();
-        await new Promise((r) => server.close(r));
-      },
-    };
+    const stub = await stubHookwatch(app);
+    return { ...stub, calls: () => calls, fail: (on) => void (failing = on) };
   };
 
   it('during an outage, says how old the data is, keeps relative times counting, and asks less and less often', async () => {
@@ -350,14 +357,10 @@ describe('more hooks than one page', () => {
       res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: all.slice(from, end), total: all.length, nextCursor: end < all.length ? String(end) : null });
     });
     app.get('/api/v1/hooks/:id/series', (req, res) => void res.json(dailySeriesOf(all.find((x) => x.id === req.params.id) ?? OK, [])));
-    app.get('/api/v1/fleet/series', (_req, res) => void res.status(404).json({ error: { code: 'not_found', message: 'no such route' } }));
-    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
-    app.use(createDashboardRouter());
-    const server = createServer(app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const stub = await stubHookwatch(app);
     try {
       const { page: p } = await page({ allow: /status of 404/ });
-      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?refresh=off`);
+      await p.goto(`${stub.url}/?refresh=off`);
       await waitLoaded(p);
       expect(await p.textContent('#table-note')).toMatch(/^1,000 of 1,001 hooks \(the riskiest\)\./);
       expect(await p.textContent('[data-kpi="hooks"] .kpi-note')).toContain('1,001 ok');
@@ -373,8 +376,7 @@ describe('more hooks than one page', () => {
       await waitLoaded(p, 2);
       expect(await p.$$eval('#hook-rows tr', (r) => r.length)).toBe(1001);
     } finally {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await stub.close();
     }
   });
 });

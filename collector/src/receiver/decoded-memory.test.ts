@@ -9,6 +9,7 @@ import { request, type ClientRequest } from 'node:http';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureRequests, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
+import { lengthDelimited } from '../otlp/proto-write.ts';
 
 let service: TestService;
 
@@ -19,21 +20,9 @@ afterAll(async () => {
   await service.close();
 });
 
-/** A length-delimited protobuf field. */
-function ld(field: number, payload: Buffer): Buffer {
-  const len: number[] = [];
-  let n = payload.length;
-  while (n >= 0x80) {
-    len.push((n & 0x7f) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  len.push(n);
-  return Buffer.concat([Buffer.from([(field << 3) | 2, ...len]), payload]);
-}
-
 /** ExportLogsServiceRequest with `n` empty log records: two bytes each. */
 function emptyRecordsProto(n: number): Buffer {
-  return ld(1, ld(2, Buffer.alloc(2 * n, Buffer.from([0x12, 0x00]))));
+  return lengthDelimited(1, lengthDelimited(2, Buffer.alloc(2 * n, Buffer.from([0x12, 0x00]))));
 }
 
 function emptyRecordsJson(n: number): string {
