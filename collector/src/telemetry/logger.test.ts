@@ -73,6 +73,8 @@ describe('urlPasswords', () => {
     expect(urlPasswords('postgres://hookwatch:s3cr%40t%21@db:5432/hookwatch')).toEqual(['s3cr%40t%21', 's3cr@t!']);
     expect(urlPasswords('postgres://hookwatch@db/hookwatch')).toEqual([]);
     expect(urlPasswords('./data/hookwatch.db')).toEqual([]);
+    // libpq also takes it from the query string.
+    expect(urlPasswords('postgres://hookwatch@db/hookwatch?sslmode=require&password=Kv%26SECRET7')).toEqual(['Kv&SECRET7', 'Kv%26SECRET7']);
   });
 
   it('finds it in a URL the parser refuses too (a bad port), and redactUrlCredentials hides it in any text', () => {

@@ -82,14 +82,21 @@ export function urlPasswords(value: string): string[] {
     const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:\s]*:([^/?#\s]+)@/i.exec(value);
     return m ? [m[1] as string] : [];
   }
-  if (!url.password) return [];
-  let decoded = url.password;
-  try {
-    decoded = decodeURIComponent(url.password);
-  } catch {
-    // Malformed escapes: the written form is still scrubbed.
+  // The userinfo password, and a query parameter libpq and other clients take one from (`?password=`).
+  const written = [url.password, ...[...url.searchParams].filter(([k]) => /pass|secret|token|key/i.test(k)).map(([, v]) => v)].filter(Boolean);
+  const out = new Set<string>();
+  for (const w of written) {
+    out.add(w);
+    try {
+      out.add(decodeURIComponent(w));
+    } catch {
+      // Malformed escapes: the written form is still scrubbed.
+    }
   }
-  return [...new Set([url.password, decoded])];
+  // searchParams gives the decoded form: the form as written in the URL is scrubbed too.
+  const raw = /[?&](?:[^=&#]*(?:pass|secret|token|key)[^=&#]*)=([^&#]+)/gi;
+  for (let m = raw.exec(value); m; m = raw.exec(value)) out.add(m[1] as string);
+  return [...out];
 }
 
 /** A logger that drops everything (tests, tools). */
