@@ -99,14 +99,19 @@ describe('events retention has passed', () => {
     await store.prune(Date.parse('2026-06-01T00:00:00Z'), Date.parse('2026-01-01T00:00:00Z'));
     service = await start(store);
     const old = JSON.parse(batch(1)) as { resourceLogs: { scopeLogs: { logRecords: { attributes: unknown[] }[] }[] }[] };
-    old.resourceLogs[0]!.scopeLogs[0]!.logRecords[0]!.attributes.push({ key: 'event.timestamp', value: { stringValue: '2026-05-01T10:00:00Z' } });
+    const records = old.resourceLogs[0]!.scopeLogs[0]!.logRecords;
+    records[0]!.attributes.push({ key: 'event.timestamp', value: { stringValue: '2026-05-01T10:00:00Z' } });
+    // A second old record, and one rejected for its own problem (a count that is not a number).
+    records.push({ attributes: [...(records[0]!.attributes as { key: string }[]).filter((a) => a.key !== 'event.sequence'), { key: 'event.sequence', value: { stringValue: '2' } }] });
+    records.push({ attributes: [...(records[0]!.attributes as { key: string }[]).filter((a) => a.key !== 'num_success' && a.key !== 'event.sequence'), { key: 'event.sequence', value: { stringValue: '3' } }, { key: 'num_success', value: { stringValue: 'many' } }] });
     const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify(old), { 'content-type': 'application/json' });
     expect(res.status).toBe(200);
     const body = JSON.parse(res.body.toString()) as { partialSuccess?: { rejectedLogRecords?: number | string; errorMessage?: string } };
-    expect(Number(body.partialSuccess?.rejectedLogRecords)).toBe(1);
-    expect(body.partialSuccess?.errorMessage).toMatch(/^1 hook record\(s\) rejected: 1 older than what retention\.events already deleted \(before \d{4}-\d\d-\d\dT[\d:.]+Z\), so a retry could not be told from a first delivery$/);
+    expect(Number(body.partialSuccess?.rejectedLogRecords)).toBe(3);
+    expect(body.partialSuccess?.errorMessage).toMatch(/^3 hook record\(s\) rejected: 2 older than what retention\.events already deleted \(before \d{4}-\d\d-\d\dT[\d:.]+Z\), so a retry could not be told from a first delivery; [^;]*num_success[^;]*$/);
+    expect(body.partialSuccess?.errorMessage).not.toContain('more)');
     const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
-    expect(metrics).toMatch(/^hookwatch_hook_events_expired_total 1$/m);
+    expect(metrics).toMatch(/^hookwatch_hook_events_expired_total 2$/m);
     expect(metrics).toMatch(/^hookwatch_hook_events_stored_total 0$/m);
   });
 });

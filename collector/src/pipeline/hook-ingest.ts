@@ -112,11 +112,14 @@ export class HookIngest implements LogsConsumer {
       }
       if (r.inserted.length > 0) this.notify(r.inserted);
     }
-    const rejected = x.rejected + t.rejected + guard.rejected + (expired?.count ?? 0);
+    // The records rejected one by one list a few of their problems; the expired ones share one line.
+    const each = x.rejected + t.rejected + guard.rejected;
+    const rejected = each + (expired?.count ?? 0);
     if (rejected > 0) {
-      const problems = [...(expired ? [`${expired.count} ${expired.problem}`] : []), ...x.problems, ...t.problems, ...guard.problems];
-      const more = rejected > problems.length ? ` (and ${rejected - problems.length} more)` : '';
-      notes.unshift(`${rejected} hook record(s) rejected: ${problems.join('; ')}${more}`);
+      const listed = [...x.problems, ...t.problems, ...guard.problems];
+      const more = each > listed.length ? ` (and ${each - listed.length} more)` : '';
+      const problems = [...(expired ? [`${expired.count} ${expired.problem}`] : []), ...(listed.length > 0 ? [`${listed.join('; ')}${more}`] : [])];
+      notes.unshift(`${rejected} hook record(s) rejected: ${problems.join('; ')}`);
     }
     return { rejected, message: notes.join('. '), statuses: x.statuses };
   }
