@@ -52,6 +52,9 @@ describe('time parameters out of range', () => {
     expect(() => parseTime('2026-13-01T00:00:00Z', NOW, 'from')).toThrow(ParamError);
     expect(() => parseTime('2026-11-30T24:30:00Z', NOW, 'from')).toThrow(ParamError);
     expect(parseTime('2028-02-29T23:59:59+01:00', NOW, 'from')).toBe(Date.parse('2028-02-29T22:59:59Z'));
+    // RFC 3339 allows a lower-case t and z; a year before 100 is a year too.
+    expect(parseTime('2026-02-10t08:00:00z', NOW, 'from')).toBe(Date.parse('2026-02-10T08:00:00Z'));
+    expect(parseTime('0050-03-01T00:00:00Z', NOW, 'from')).toBe(Date.parse('0050-03-01T00:00:00Z'));
   });
 
   it('parseTime refuses a relative time a Date cannot hold', () => {

@@ -15,8 +15,10 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 
 /** Whether the date part of an RFC 3339 time is a day of the calendar (and its hour and minute in range). */
 function realDate(v: string): boolean {
-  const [y, mo, d, h, mi, s] = v.slice(0, 19).split(/[-T:]/).map(Number) as [number, number, number, number, number, number];
-  const day = new Date(Date.UTC(y, mo - 1, d));
+  const [y, mo, d, h, mi, s] = v.slice(0, 19).split(/[-Tt:]/).map(Number) as [number, number, number, number, number, number];
+  // setUTCFullYear, not Date.UTC: that reads years 0-99 as 1900-1999.
+  const day = new Date(0);
+  day.setUTCFullYear(y, mo - 1, d);
   return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && h < 24 && mi < 60 && s < 61;
 }
 
