@@ -27,15 +27,16 @@ export interface Forecast {
   /** Time of the last point. */
   lastMs: number;
   /**
-   * The last point is more than four days before now (a long weekend without sessions is not stale): the hook
-   * has sent no size data since, and its trend says nothing about when it reaches the cap.
+   * The day of the last point ended more than four days before now (points are the starts of their days; a long
+   * weekend without sessions is not stale): the hook has sent no size data since, and its trend says nothing
+   * about when it reaches the cap.
    */
   stale: boolean;
 }
 
 const DAY_MS = 86_400_000;
-/** A last point older than this before now makes the forecast stale. */
-const STALE_AFTER_MS = 4 * DAY_MS;
+/** A last point (the start of its day) older than this before now makes the forecast stale: its day plus four. */
+const STALE_AFTER_MS = 5 * DAY_MS;
 
 /**
  * Fits a line through at least `minPoints` points (null with fewer) and tells when it reaches the cap, counted

@@ -91,6 +91,8 @@ describe('conditions', () => {
     expect(growthCondition({ horizonDays: 14 }, steep, 'h', T0 + DAY / 2)?.['summary']).toMatch(/reaches the 10,000-character cap within a day\.$/);
     // The same days, ten days ago: the line passed the cap on paper, but the hook has sent nothing since.
     expect(growthCondition({ horizonDays: 14 }, rising, 'h', T0 + 10 * DAY)).toBeNull();
+    // A long weekend without sessions (Friday's day to Tuesday evening) is not that: the trend still speaks.
+    expect(growthCondition({ horizonDays: 14 }, rising, 'h', T0 + 4.5 * DAY)).not.toBeNull();
   });
 
   it('blind: a client version with executions that carried no sizes', () => {

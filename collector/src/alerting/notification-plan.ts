@@ -65,11 +65,12 @@ export function markSuperseded(active: readonly AlertRecord[], transitions: read
   for (const t of transitions) {
     const a = t.alert;
     if (t.to !== 'resolved' || !SUPERSEDED_BY_PERSISTED.has(a.rule) || a.hookId === null) continue;
-    const by = active.find((x) => x.rule === 'persisted' && x.hookId === a.hookId);
+    // Firing, not pending: a persisted alert that clears before its `for` never tells anyone the hook went over.
+    const by = active.find((x) => x.rule === 'persisted' && x.state === 'firing' && x.hookId === a.hookId);
     if (!by) continue;
     a.annotations = {
       ...a.annotations,
-      summary: `Superseded: the hook went over the cap (alert ${by.rule} is ${by.state}). ${a.annotations['summary'] ?? ''}`.trimEnd(),
+      summary: `Superseded: the hook went over the cap (alert ${by.rule} is firing). ${a.annotations['summary'] ?? ''}`.trimEnd(),
       superseded_by: by.rule,
     };
   }
