@@ -90,6 +90,10 @@ describe('${env:NAME} in the config file', () => {
     expect(JSON.stringify(printed)).toContain('<redacted>');
     expect(() => load({}, JSON.stringify(printed))).toThrow(/config file hookwatch\.yaml: otlp\.ingestToken holds <redacted>, which `hookwatch config` prints in place of a secret/);
     expect(() => load({}, 'alerting:\n  receivers:\n    - { name: ops, url: "https://alerts.example.com/<redacted>" }\n')).toThrow(/alerting\.receivers\[0\]\.url holds <redacted>/);
+    // A secret in a URL's query string is printed the same way, and refused the same way.
+    const db = effectiveDocument(loadConfig({ env: { HOOKWATCH_DB: 'postgres://hw@db/hookwatch?sslmode=require&password=s3cret' } })) as { db: string };
+    expect(db.db).toBe('postgres://hw@db/hookwatch?sslmode=require&password=<redacted>');
+    expect(() => load({}, `db: "${db.db}"\n`)).toThrow(/config file hookwatch\.yaml: db holds <redacted>/);
   });
 });
 

@@ -63,6 +63,9 @@ export function redactUrlCredentials(text: string): string {
 /** A libpq keyword/value connection string (`host=db dbname=hookwatch password=...`), not a URL or a path. */
 export const LIBPQ_KEYWORDS = /(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|sslmode|service)\s*=/i;
 
+/** What a secret query parameter holds while its URL is written back (then `<redacted>`). */
+const QUERY_REDACTED = 'hookwatch-redacted-value';
+
 /**
  * `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`; in a libpq keyword/value string,
  * `password=secret` -> `password=<redacted>`.
@@ -74,9 +77,11 @@ export function redactUrlPassword(value: unknown): unknown {
     const url = new URL(value);
     if (url.password) url.password = 'redacted';
     for (const key of [...url.searchParams.keys()]) {
-      if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, 'redacted');
+      if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, QUERY_REDACTED);
     }
-    return url.toString().replace(':redacted@', ':<redacted>@');
+    // <redacted> as everywhere else (set as a token, since the URL would percent-encode the brackets), so a value
+    // printed by `hookwatch config` and read back is refused, not used.
+    return url.toString().replace(':redacted@', ':<redacted>@').replaceAll(QUERY_REDACTED, '<redacted>');
   } catch {
     return '<unparsable URL redacted>';
   }
