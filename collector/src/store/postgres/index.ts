@@ -66,6 +66,7 @@ const MIGRATION_LOCK_KEY = 0x686f6f6b77;
 const PARTITION_LOCK_KEY = 0x686f6f6b78;
 
 const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
 /** Event partitions are named by their day number since the epoch (events_d20514 holds 2026-03-02 UTC). */
 const PARTITION_PREFIX = 'events_d';
 /** Days of partitions created ahead at open (and whenever an ingest meets a day without one). */
@@ -535,7 +536,7 @@ export class PostgresStore implements Store {
     if (events.length === 0) return { inserted: [], duplicates: 0 };
     // One row per dedup key, in key order: a batch repeating a key counts it once, and every transaction takes
     // its row locks in the same order, so overlapping batches from several replicas queue instead of deadlocking.
-    const bounds = await this.currentBounds();
+    const bounds = await this.ingestBounds(events);
     const { kept, expired } = splitExpired(events, bounds.eventsBeforeMs);
     const old = expired > 0 ? { expired, expiredBeforeMs: bounds.eventsBeforeMs } : {};
     if (kept.length === 0) return { inserted: [], duplicates: 0, ...old };
@@ -1042,7 +1043,7 @@ export class PostgresStore implements Store {
     this.boundsRead ??= (async () => {
       const startedAt = performance.now();
       try {
-        this.pruned = laterBounds(this.pruned, await this.storedBounds((sql, p) => this.query(sql, p)));
+        this.notePruned(await this.storedBounds((sql, p) => this.query(sql, p)));
         this.boundsReadAt = startedAt;
         return this.pruned;
       } finally {
@@ -1050,6 +1051,31 @@ export class PostgresStore implements Store {
       }
     })();
     return this.boundsRead;
+  }
+
+  /**
+   * Takes bounds read from store_meta. A later prune than this replica knew may have removed hooks too (retention
+   * removes hooks with nothing left): the cache of hooks known to exist is dropped, so store.maxHooks counts again.
+   */
+  private notePruned(read: PrunedBounds): void {
+    if (read.eventsBeforeMs > this.pruned.eventsBeforeMs) this.known.clear();
+    this.pruned = laterBounds(this.pruned, read);
+  }
+
+  /**
+   * The bounds an ingest refuses expired events by, read on the write pool (never waiting behind the API's
+   * reads). A batch of events from the last hour (a live feed) takes what this replica read within
+   * boundsRefreshMs; an older one (a backlog, a late retry) reads store_meta first, so another replica's prune a
+   * moment ago is not missed and its deleted events are not stored again.
+   */
+  private async ingestBounds(events: readonly HookEvent[]): Promise<PrunedBounds> {
+    let oldest = Infinity;
+    for (const e of events) if (e.timeMs < oldest) oldest = e.timeMs;
+    if (oldest >= Date.now() - HOUR_MS && performance.now() - this.boundsReadAt < this.boundsRefreshMs) return this.pruned;
+    const startedAt = performance.now();
+    this.notePruned(await this.storedBounds((sql, p) => this.write(sql, p)));
+    this.boundsReadAt = Math.max(this.boundsReadAt, startedAt);
+    return this.pruned;
   }
 
   /** The bounds the last prune of any replica noted in store_meta, read through `run` (a pool's query). */
