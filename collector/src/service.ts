@@ -136,6 +136,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
+    allowedHosts: config.http.allowedHosts,
     inflight,
     logs,
     passThrough,

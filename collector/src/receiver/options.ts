@@ -14,6 +14,8 @@ export interface OtlpReceiverOptions {
   requestTimeoutMs: number;
   /** Empty: no authentication. Otherwise `authorization: Bearer <token>` (an HTTP header or gRPC metadata). */
   ingestToken: string;
+  /** http.allowedHosts: names the OTLP/HTTP port answers to while it listens on loopback (net/allowed-hosts.ts). */
+  allowedHosts?: readonly string[];
   /** Shared by both receivers: bytes of requests held in memory at once. */
   inflight: InflightBudget;
   logs: LogsConsumer;

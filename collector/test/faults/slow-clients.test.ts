@@ -58,9 +58,9 @@ describe('slow clients', () => {
     const slow: Slow[] = [];
     for (let i = 0; i < SLOW; i++) {
       // Headers that never end: one more header line every 200 ms.
-      slow.push(slowClient('POST /v1/logs HTTP/1.1\r\nHost: hookwatch\r\n', `X-Slow-${i}: 1\r\n`, 200));
+      slow.push(slowClient('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\n', `X-Slow-${i}: 1\r\n`, 200));
       // Complete headers, then a body of 1,000 bytes at 1 byte/s (it would take 17 minutes).
-      slow.push(slowClient('POST /v1/logs HTTP/1.1\r\nHost: hookwatch\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n', ' ', 1000));
+      slow.push(slowClient('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n', ' ', 1000));
     }
     const fixture = fixtureRequests('run2-httpprotobuf').find((f) => f.path === '/v1/logs');
     if (!fixture) throw new Error('fixture missing');

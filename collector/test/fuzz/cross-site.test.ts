@@ -91,6 +91,16 @@ describe('DNS rebinding', () => {
     }
   });
 
+  it('takes no telemetry on the OTLP/HTTP port through a rebound name, and takes it through localhost', async () => {
+    const port = new URL(service.otlpHttpUrl).port;
+    const body = JSON.stringify({ resourceLogs: [] });
+    const headers = { 'content-type': 'application/json' };
+    const rebound = await withHost(`${service.otlpHttpUrl}/v1/logs`, `evil.example:${port}`, { method: 'POST', headers, body });
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).toContain('http.allowedHosts');
+    expect((await withHost(`${service.otlpHttpUrl}/v1/logs`, `localhost:${port}`, { method: 'POST', headers, body })).status).toBe(200);
+  });
+
   it('answers the names listed in http.allowedHosts and alerting.externalUrl\'s host', async () => {
     const listed = await startTestService({ HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal', HOOKWATCH_EXTERNAL_URL: 'https://hooks.example.com/' });
     try {

@@ -15,6 +15,7 @@ import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
+import { hostCheck } from '../../net/allowed-hosts.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -36,10 +37,13 @@ export class OtlpHttpReceiver {
   private readonly server: Server;
   private readonly opts: OtlpReceiverOptions;
   private readonly tokenDigest: Buffer | undefined;
+  /** A web page reaching this port through a name rebound to 127.0.0.1 could send telemetry: refused. */
+  private readonly hostRefusal: (host: string | undefined) => string | undefined;
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
+    this.hostRefusal = hostCheck({ addr: opts.addr, allowedHosts: opts.allowedHosts ?? [] });
     this.server = createServer({
       requestTimeout: opts.requestTimeoutMs,
       headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
@@ -101,6 +105,13 @@ export class OtlpHttpReceiver {
     if (!signal) {
       this.count(this.stats.rejected, 'not_found');
       this.fail(res, answerEncoding, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
+      req.resume();
+      return;
+    }
+    const refusal = this.hostRefusal(req.headers.host);
+    if (refusal !== undefined) {
+      this.count(this.stats.rejected, 'host_not_allowed');
+      this.fail(res, answerEncoding, 403, RpcCode.PERMISSION_DENIED, refusal);
       req.resume();
       return;
     }

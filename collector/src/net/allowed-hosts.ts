@@ -1,0 +1,54 @@
+/**
+ * Which names (Host headers) a port answers to, against DNS rebinding: shared by the HTTP port (the API and the
+ * dashboard) and the OTLP/HTTP receiver.
+ */
+import { isIP } from 'node:net';
+import { isLoopbackAddr } from './addr.ts';
+
+/** The host (and port) of a URL, lower case; undefined when it does not parse. */
+export function hostOf(url: string): string | undefined {
+  try {
+    return new URL(url).host.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+export interface AllowedHostsOptions {
+  /** The port's listen address: while it is a loopback address, only known names are answered. */
+  addr: string;
+  /** http.allowedHosts (lower case); `*` allows any. */
+  allowedHosts: readonly string[];
+  /** alerting.externalUrl: its host is always allowed. */
+  externalUrl?: string;
+}
+
+/** The name in a Host header, without its port; an IPv6 literal keeps its brackets off too. */
+function hostName(host: string): string {
+  const h = host.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(1, h.indexOf(']') === -1 ? undefined : h.indexOf(']'));
+  const colon = h.lastIndexOf(':');
+  return colon === -1 ? h : h.slice(0, colon);
+}
+
+/**
+ * Against DNS rebinding: a page on evil.example whose name is made to resolve to 127.0.0.1 is same-origin with
+ * hookwatch in the victim's browser, so Origin checks pass and it can read the API, post silences or send
+ * telemetry. Its requests still carry Host: evil.example. Returns the refusal for a Host header (undefined: let
+ * it in): an IP address, localhost and the listed names pass. Applied while the port listens on loopback only
+ * (what rebinding reaches), or whenever http.allowedHosts lists names. A request without Host (not a browser)
+ * passes.
+ */
+export function hostCheck(opts: AllowedHostsOptions): (host: string | undefined) => string | undefined {
+  const listed = new Set(opts.allowedHosts);
+  const external = opts.externalUrl ? hostOf(opts.externalUrl) : undefined;
+  if (external) listed.add(hostName(external));
+  const enforce = !listed.has('*') && (isLoopbackAddr(opts.addr) || opts.allowedHosts.length > 0);
+  return (host) => {
+    if (!enforce || host === undefined) return undefined;
+    const name = hostName(host);
+    if (isIP(name) !== 0 || name === 'localhost' || name.endsWith('.localhost') || listed.has(name)) return undefined;
+    return `host ${JSON.stringify(name.slice(0, 253))} is not allowed: add it to http.allowedHosts to reach hookwatch by that name`;
+  };
+}
+
