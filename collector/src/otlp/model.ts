@@ -49,8 +49,9 @@ export const MAX_ANYVALUE_DEPTH = 100;
 
 /**
  * What a decoded request holds in memory, estimated as it is decoded (measured on Node 24: a log record with its
- * attribute map about 256 bytes, an attribute or array item about 50, a node of a JSON parse tree about 64). A
- * protobuf log record can be two bytes on the wire, so without this a small body decodes to gigabytes.
+ * attribute map about 256 bytes, an attribute or array item about 53, charged 64, a node of a JSON parse tree
+ * about 64). A protobuf log record can be two bytes on the wire, so without this a small body decodes to
+ * gigabytes.
  */
 export const DECODED_BYTES = { record: 256, value: 64, jsonNode: 64 } as const;
 
