@@ -52,7 +52,11 @@ export function start(root: HTMLElement): Dashboard {
   let dimensionList: Promise<string[]> | undefined;
   let lastUpdated: number | undefined;
 
-  const banner = h('div', { id: 'error-banner', class: 'banner banner-error', role: 'alert', hidden: true });
+  // What went wrong is announced once, in the alert; the age of the data and the next try, which change every few
+  // seconds during an outage, are beside it, outside the alert, so a screen reader does not repeat the failure.
+  const alertText = h('span', { id: 'error-alert', role: 'alert' });
+  const failureAge = h('span', { id: 'error-age' });
+  const banner = h('div', { id: 'error-banner', class: 'banner banner-error', hidden: true }, alertText, failureAge);
   const updated = h('span', { id: 'last-updated', class: 'muted', 'aria-live': 'polite' });
 
   function dimensions(): Promise<string[]> {
@@ -244,8 +248,9 @@ export function start(root: HTMLElement): Dashboard {
   function showSignedOut(err: ApiFailure, gen: number): void {
     const reload = (): HTMLButtonElement => h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload to sign in');
     banner.hidden = false;
-    replace(banner, h('strong', null, 'Signed out: '), err.message,
+    replace(alertText, h('strong', null, 'Signed out: '), err.message,
       ` (${gen === shownGeneration ? 'showing the last data' : 'nothing to show'}; refresh stopped) `, reload());
+    replace(failureAge);
     if (gen !== shownGeneration && content) {
       replace(content, h('section', { class: 'panel empty', id: 'signed-out' }, h('h1', null, 'Signed out'), h('p', null, err.message, '. '), reload()));
     }
@@ -256,12 +261,24 @@ export function start(root: HTMLElement): Dashboard {
   let failure: { msg: string; gen: number } | undefined;
   let signedOut = false;
 
-  /** The failure banner: says how old the data on the page is (or that there is none) and when it tries again. */
+  /**
+   * The failure banner: what failed (the alert, rewritten only when that changes) and, outside the alert, how old
+   * the data on the page is (or that there is none) and when it tries again.
+   */
   function drawFailure(): void {
     if (!failure) return;
     banner.hidden = false;
+    const said = `Could not refresh: ${failure.msg}`;
+    if (alertText.textContent !== said) replace(alertText, h('strong', null, 'Could not refresh: '), failure.msg);
     const note = failureNote({ lastUpdated: failure.gen === shownGeneration ? lastUpdated : undefined, nowMs: Date.now(), periodMs: refreshMs(readState(location).params), failures });
-    replace(banner, h('strong', null, 'Could not refresh: '), failure.msg, ` (${note})`);
+    failureAge.textContent = ` (${note})`;
+  }
+
+  /** No failure to show: the next one is announced again, even with the same message. */
+  function hideBanner(): void {
+    banner.hidden = true;
+    replace(alertText);
+    replace(failureAge);
   }
 
   function showError(err: unknown, gen: number): void {
@@ -311,7 +328,7 @@ export function start(root: HTMLElement): Dashboard {
     try {
       await page.refresh(ctl.signal);
       if (gen !== generation) return;
-      banner.hidden = true;
+      hideBanner();
       failures = 0;
       failure = undefined;
       signedOut = false;
@@ -351,7 +368,7 @@ export function start(root: HTMLElement): Dashboard {
     inflight?.abort();
     page?.destroy();
     page = undefined;
-    banner.hidden = true;
+    hideBanner();
     failure = undefined;
     const state = readState(location);
     const main = h('main', { id: 'main', tabindex: '-1' });

@@ -250,10 +250,20 @@ describe('kept open all day', () => {
       srv.fail(true);
       const from = srv.calls();
       await p.waitForSelector('#error-banner:not([hidden])');
+      // A screen reader hears the failure once: what changes while it lasts is outside the alert.
+      const firstNote = await p.textContent('#error-banner');
+      await p.evaluate(() => {
+        const w = window as unknown as { alertChanges: number };
+        w.alertChanges = 0;
+        new MutationObserver((m) => void (w.alertChanges += m.length)).observe(document.querySelector('[role="alert"]')!, { subtree: true, childList: true, characterData: true, attributes: true });
+      });
       await p.waitForTimeout(7000);
       // Tries after 1, 1, 2 and 4 s (not seven times): the server is given room to come back.
       expect(srv.calls() - from).toBeLessThanOrEqual(4);
       expect(await p.textContent('#error-banner')).toMatch(/service unavailable \(showing data from \d+ s ago; retrying less often, every \d+ s\)/);
+      expect(await p.textContent('#error-banner')).not.toBe(firstNote);
+      expect(await p.textContent('[role="alert"]')).toBe('Could not refresh: service unavailable');
+      expect(await p.evaluate(() => (window as unknown as { alertChanges: number }).alertChanges)).toBe(0);
       expect(await p.textContent('[data-kpi="last-event"] .kpi-value')).not.toBe(before);
       expect(await p.textContent('#hook-rows time')).not.toBe(before);
       srv.fail(false);
