@@ -222,7 +222,9 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         onClick: (ev: unknown, _elements: unknown, chart: { getElementsAtEventForMode(e: unknown, mode: string, opts: { intersect: boolean }, useFinal: boolean): ChartHit[] }) => {
           // The bars under the pointer, not every dataset of the column the tooltip lists.
           const url = fleetClickUrl(state, last?.fleet, c.view, chart.getElementsAtEventForMode(ev, 'point', { intersect: true }, false));
-          if (url) ctx.navigate(url);
+          // Once Chart.js is done with the click: it still draws the bar's hover after this returns, and the page
+          // the link opens destroys this chart.
+          if (url) queueMicrotask(() => ctx.navigate(url));
         },
       },
     } as ChartConfiguration, c.summary, c.table);
