@@ -229,6 +229,18 @@ describe('hookwatch guard --install', () => {
     for (const i of [0, 1, 2]) expect(undo.err()).toContain(`hookwatch guard: hooks.Stop[0].hooks[${i}] (Stop) calls the guard in a form --install did not write: left as it is\n`);
   });
 
+  it('--uninstall says nothing of hooks that only pass arguments after --, calling no guard', async () => {
+    const project = join(dir, 'double-dash');
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    const hooks = ['npm run lint -- --fix', 'rg -n TODO -- src'].map((command) => ({ type: 'command', command }));
+    await writeFile(path, JSON.stringify({ hooks: { PostToolUse: [{ matcher: 'Edit', hooks }] } }));
+    const undo = guardIO(project);
+    expect(await runGuard(['--uninstall', 's.json'], undo)).toEqual({ code: 0 });
+    expect(undo.out()).toContain('nothing to change (2 command hook(s), none left to be unwrapped)\n');
+    expect(undo.err()).toBe('');
+  });
+
   it('keeps the backup of the original file through later installs, and says so rather than overwrite it', async () => {
     const { project, path, original } = await userSettings('backup');
     const backup = `${path}${BACKUP_SUFFIX}`;

@@ -178,10 +178,14 @@ export async function installGuard(options: InstallOptions): Promise<string> {
             // Only the command string changes: the rest of the file keeps its bytes (layout, 1.0, integers past 2^53).
             edits.push(...modify(text, ['hooks', event, groupIndex, 'hooks', hookIndex, 'command'], next, {}));
             changed++;
-          } else if (options.mode === 'uninstall' && (callsGuard(hook.command) || splitWrapped(hook.command, () => true) !== undefined)) {
-            // Not in the form --install writes with a prefix it knows: the user's own guard call, or another --command's.
+          } else if (options.mode === 'uninstall' && callsGuard(hook.command)) {
+            // Not in the form --install writes with a prefix it knows: the user's own guard call.
             lookWrapped++;
             options.warn(`hookwatch guard: ${where(event, groupIndex, group, hookIndex)} calls the guard in a form --install did not write: left as it is\n`);
+          } else if (options.mode === 'uninstall' && splitWrapped(hook.command, () => true) !== undefined) {
+            // Perhaps wrapped with another --command: only the hint below says so, since `npm run lint -- --fix`
+            // ends in ` -- <word>` too and calls no guard.
+            lookWrapped++;
           } else if (options.mode === 'install' && otherOptions(hook.command, known, options.budget, options.report)) keepOther++;
         }
       }
