@@ -130,6 +130,23 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(1);
   });
 
+  it('counts one run for a command whose two kinds of output came in two delivery records and no run record', async () => {
+    // Claude Code 2.1.332 writes no hook_success for a UserPromptSubmit command with JSON output.
+    const delivery = (uuid: string, toolUseID: string, type: string, content: string | string[]): Record<string, unknown> => {
+      const record = hookRecord({ uuid, sessionId: SESSION_A, hookName: 'UserPromptSubmit', type, content });
+      (record.attachment as Record<string, unknown>).toolUseID = toolUseID;
+      return record;
+    };
+    const file = await transcript('two-kinds.jsonl', [
+      delivery('ups-1', 'hook-1', 'hook_additional_context', ['context for the first prompt']),
+      delivery('ups-2', 'hook-1', 'hook_system_message', 'a message for the first prompt'),
+      delivery('ups-3', 'hook-2', 'hook_additional_context', ['context for the second prompt']),
+    ]);
+    const { result } = await scanJson([file]);
+    expect(result.totals).toMatchObject({ runs: 2, outputs: 3, delivered: 3 });
+    expect(result.hooks.map((h) => [h.hookName, h.runs, h.outputs])).toEqual([['UserPromptSubmit', 2, 3]]);
+  });
+
   it('reads a file once however often the paths reach it', async () => {
     const once = await scanJson([projects]);
     const sessionFile = join(projects, '-home-dev-project', `${SESSION_A}.jsonl`);

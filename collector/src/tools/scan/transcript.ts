@@ -291,6 +291,8 @@ export class TranscriptScanner {
   private readonly seenSavedPaths = new Set<string>();
   /** Hook name (with matcher) of the latest run per session and event, for delivery records that carry the bare event. */
   private readonly latestHookName = new Map<string, string>();
+  /** Command runs counted from delivery records alone, by firing: a command printing two kinds of output ran once. */
+  private readonly unrecordedRuns = new Set<string>();
   private readonly hooks = new Map<string, HookCounts>();
   private readonly sessions = new Map<string, { summary: Omit<SessionSummary, 'hooks' | 'files'>; files: Set<string>; hooks: Map<string, HookCounts> }>();
   private readonly files: FileSummary[] = [];
@@ -440,12 +442,19 @@ export class TranscriptScanner {
   /**
    * A record that delivers JSON output strings: one outcome per string, each linked to the command that printed it.
    * A string no run record accounts for still had a command run (Claude Code 2.1.332 writes no `hook_success` for a
-   * UserPromptSubmit command with JSON output): that run is counted, its command unknown.
+   * UserPromptSubmit command with JSON output): that run is counted, its command unknown, once per firing: the
+   * additionalContext and the systemMessage one command printed come in two records with the same toolUseID
+   * and the same place in their content. A toolUseID that is only the event's name ("SessionStart") tells no
+   * firing from another: such a record counts its own runs.
    */
   private async considerDelivery(attachment: Record<string, unknown>, kind: OutputKind, hookEvent: string, ctx: RecordContext, pending: PendingOutputs): Promise<void> {
     const keys: DeliveryRecordKeys = { sessionId: ctx.sessionId, hookEvent, toolUseId: stringField(attachment.toolUseID), kind };
     const unlinkedName = this.hookNameFor(attachment, hookEvent, ctx.sessionId);
+    const firing = keys.toolUseId !== undefined && keys.toolUseId !== hookEvent ? `${ctx.sessionId}\u0000${hookEvent}\u0000${keys.toolUseId}` : ctx.recordId;
     const unrecordedRun = async (index: number, part = 0): Promise<void> => {
+      const run = `${firing}\u0000${index}.${part}`;
+      if (this.unrecordedRuns.has(run)) return;
+      this.unrecordedRuns.add(run);
       await this.emit({
         kind: 'run', id: `${ctx.recordId}#run${index}${part > 0 ? `.${part}` : ''}`, sessionId: ctx.sessionId, hookName: unlinkedName, hookEvent, command: undefined,
         outcome: 'success', timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber,
