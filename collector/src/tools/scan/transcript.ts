@@ -200,7 +200,13 @@ export async function collectTranscriptFiles(paths: readonly string[]): Promise<
   const files: string[] = [];
   const seen = new Set<string>();
   const add = async (file: string): Promise<void> => {
-    const real = await realpath(file);
+    // A file gone since its folder was listed (a session deleted meanwhile) is still listed: reading it then
+    // records its error as that file's, as for any unreadable file, and the rest of the scan goes on.
+    const real = await realpath(file).catch(() => undefined);
+    if (real === undefined) {
+      files.push(file);
+      return;
+    }
     if (seen.has(real)) return;
     seen.add(real);
     files.push(file);
