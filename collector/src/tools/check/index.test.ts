@@ -363,6 +363,39 @@ describe('check --settings', () => {
     const { code, result, err } = await checkJson(['--settings', path]);
     expect(err).toContain('hookwatch check: hooks.Stop[0].hooks[0] has fields hookwatch does not know ("args"): not checked');
     expect(result.hooks.map((h) => h.location)).toEqual(['hooks.Stop[0].hooks[1]']);
+    // What the hook left out prints is unknown: never a pass.
+    expect(result).toMatchObject({ ok: false, complete: false, notChecked: [{ location: 'hooks.Stop[0].hooks[0]', fields: ['args'] }] });
+    expect(code).toBe(4);
+    const text = await check(['--settings', path]);
+    expect(text.out).not.toContain('OK');
+    expect(text.out).toContain('INCOMPLETE: 1 hook checked, every output within the 10,000-character cap; 1 command hook not run for fields hookwatch does not know (named on stderr): its output is unknown.\n');
+    expect(text.code).toBe(4);
+  });
+
+  it('says FAIL, exit 1, when a hook checked is over the cap, whatever was left out', async () => {
+    const project = join(dir, 'unknown-fields-over');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    const hooks = [{ type: 'command', command: 'echo', args: ['x'] }, { type: 'command', command: `head -c 12000 /dev/zero | tr '\\0' x` }];
+    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks }] } }));
+    const { code, out } = await check(['--settings', path]);
+    expect(out).toContain('FAIL: 1 output over the 10,000-character cap');
+    expect(out).toContain('INCOMPLETE: 1 command hook not run for fields hookwatch does not know');
+    expect(out).not.toContain('OK');
+    expect(code).toBe(1);
+  });
+
+  it('names, and counts as left out, only hooks of the --event checked', async () => {
+    const project = join(dir, 'unknown-fields-event');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    await writeFile(path, JSON.stringify({ hooks: {
+      Stop: [{ hooks: [{ type: 'command', command: 'echo stop', args: ['x'] }, { type: 'prompt', prompt: 'judge' }] }],
+      SessionStart: [{ hooks: [{ type: 'command', command: 'echo start' }] }],
+    } }));
+    const { code, out, err } = await check(['--settings', path, '--event', 'SessionStart']);
+    expect(err).toBe('');
+    expect(out).toContain('OK: 1 hook checked');
     expect(code).toBe(0);
   });
 

@@ -3,7 +3,7 @@ import { basename, dirname, resolve } from 'node:path';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
-import { EXIT_FINDINGS, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
+import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { buildHookInput, KNOWN_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
 import { measureStdout } from './measure.ts';
@@ -45,10 +45,11 @@ Options:
 With --settings, a group runs only when its matcher selects the firing, as in Claude Code (names exactly,
 patterns as regular expressions); the groups left out are named on stderr. A command hook with fields hookwatch
 does not know (anything but type, command and timeout) is not run, and named on stderr: its command alone may
-not be what Claude Code runs.
+not be what Claude Code runs. Such a check is INCOMPLETE, never OK: what that hook prints is unknown.
 
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
-timed out or failed, 2 bad usage or no hook selected by the firing.
+timed out or failed, 2 bad usage or no hook selected by the firing, 4 nothing found over the cap or budget but
+hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK).
 `;
 
 /** A plain word passes through the shell unchanged; anything else is single-quoted. */
@@ -107,15 +108,16 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     else if (settingsPath !== undefined && basename(dirname(settingsPath)) === '.claude') projectDir = dirname(dirname(settingsPath));
 
     const planned: PlannedHook[] = [];
+    /** Command hooks of the selected event not run for fields hookwatch does not know: the check is incomplete. */
+    const notChecked: { location: string; fields: string[] }[] = [];
     if (settingsPath !== undefined) {
       if (positionals.length > 0) throw new UsageError('give either --settings or a hook command, not both');
       const setup = await loadHookSetup(settingsPath);
-      for (const hook of setup.hooks) {
-        if (values.event !== undefined && hook.event !== values.event) continue;
-        planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
-      }
-      for (const skipped of setup.skipped) io.stderr(`hookwatch check: ${skipped.location} is a "${skipped.type}" hook, not a command: not checked\n`);
-      for (const unknown of setup.unknown) {
+      const selected = (hook: { event: string }): boolean => values.event === undefined || hook.event === values.event;
+      for (const hook of setup.hooks.filter(selected)) planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
+      for (const skipped of setup.skipped.filter(selected)) io.stderr(`hookwatch check: ${skipped.location} is a "${skipped.type}" hook, not a command: not checked\n`);
+      for (const unknown of setup.unknown.filter(selected)) {
+        notChecked.push({ location: unknown.location, fields: unknown.fields });
         io.stderr(`hookwatch check: ${unknown.location} has fields hookwatch does not know (${fieldList(unknown.fields)}): not checked, its command alone may not be what Claude Code runs\n`);
       }
       if (planned.length === 0) {
@@ -178,9 +180,11 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
-    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'] };
+    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
-    return checks.some(hookFails) ? EXIT_FINDINGS : EXIT_OK;
+    if (checks.some(hookFails)) return EXIT_FINDINGS;
+    // Nothing found over, but hooks were left unrun: their outputs are unknown, which is not a pass.
+    return notChecked.length > 0 ? EXIT_INCOMPLETE : EXIT_OK;
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`hookwatch check: ${error.message}\nRun "hookwatch check --help" for usage.\n`);

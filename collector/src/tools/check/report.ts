@@ -38,6 +38,8 @@ export interface ReportOptions {
   showOutput: boolean;
   /** Whole outputs and stderr (--show-content; implies showOutput). */
   showContent: boolean;
+  /** Hooks of a settings file not run for fields hookwatch does not know (none when not given). */
+  notChecked?: readonly { location: string; fields: string[] }[];
 }
 
 function outputJson(output: MeasuredOutput, options: ReportOptions): Record<string, unknown> {
@@ -53,7 +55,9 @@ export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
     capChars: OUTPUT_CAP_CHARS,
     previewChars: PREVIEW_CHARS,
     budget: options.budget ?? null,
-    ok: !hooks.some(hookFails),
+    ok: !hooks.some(hookFails) && (options.notChecked ?? []).length === 0,
+    complete: (options.notChecked ?? []).length === 0,
+    notChecked: options.notChecked ?? [],
     hooks: hooks.map((hook) => ({
       hookName: hook.hookName,
       event: hook.event,
@@ -168,7 +172,17 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
   if (over > 0) out.push(guardAdvice(hooks.some((h) => h.location !== undefined)));
-  // OK only when nothing failed: a hook that timed out or failed was not measured, and over budget is not within it.
-  else if (problems.length === 0) out.push(`OK: ${plural(hooks.length, 'hook')} checked, every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}.\n`);
+  const within = `every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}`;
+  const notChecked = options.notChecked?.length ?? 0;
+  // OK only when nothing failed: a hook that timed out or failed was not measured, and over budget is not within
+  // it; and only when every hook was run: one left out for fields hookwatch does not know may print anything.
+  if (over === 0 && problems.length === 0 && notChecked === 0) out.push(`OK: ${plural(hooks.length, 'hook')} checked, ${within}.\n`);
+  if (notChecked > 0) {
+    const checked = problems.length === 0 ? `${plural(hooks.length, 'hook')} checked, ${within}; ` : '';
+    out.push(
+      `INCOMPLETE: ${checked}${plural(notChecked, 'command hook')} not run for fields hookwatch does not know (named on stderr): ` +
+        `${notChecked === 1 ? 'its output is' : 'their outputs are'} unknown.\n`,
+    );
+  }
   return out.join('');
 }

@@ -17,9 +17,9 @@ export interface CommandHook {
 /** The command hooks of a settings file, and the hooks that are not commands (not run by check). */
 export interface HookSetup {
   hooks: CommandHook[];
-  skipped: { location: string; type: string }[];
+  skipped: { location: string; event: string; type: string }[];
   /** Command hooks with fields hookwatch does not know (not run by check): their command alone may not be what runs. */
-  unknown: { location: string; fields: string[] }[];
+  unknown: { location: string; event: string; fields: string[] }[];
 }
 
 /** The fields of a command hook that hookwatch knows what they mean. */
@@ -72,7 +72,7 @@ export function parseHookSetup(text: string, source: string): HookSetup {
         if (!isObject(hook)) throw new UsageError(`${source}: ${location}: expected an object`);
         if (typeof hook.type !== 'string') throw new UsageError(`${source}: ${location}.type: expected a string such as "command"`);
         if (hook.type !== 'command') {
-          setup.skipped.push({ location, type: hook.type });
+          setup.skipped.push({ location, event, type: hook.type });
           return;
         }
         if (typeof hook.command !== 'string' || hook.command.trim() === '') throw new UsageError(`${source}: ${location}.command: expected a non-empty string`);
@@ -80,7 +80,7 @@ export function parseHookSetup(text: string, source: string): HookSetup {
           throw new UsageError(`${source}: ${location}.timeout: expected a number of seconds > 0`);
         }
         const unknown = unknownHookFields(hook);
-        if (unknown.length > 0) setup.unknown.push({ location, fields: unknown });
+        if (unknown.length > 0) setup.unknown.push({ location, event, fields: unknown });
         else setup.hooks.push({ event, matcher, command: hook.command, timeoutSeconds: hook.timeout, location });
       });
     });
