@@ -359,17 +359,27 @@ describe('more hooks than one page', () => {
   it('says the table holds the riskiest page, and lists every hook on "Show all"', async () => {
     const all = Array.from({ length: 1001 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${String(i).padStart(4, '0')}`));
     const asked: string[] = [];
+    /** An overview call held until the test lets it answer, and a way to know it was asked. */
+    let held: { asked: () => void; release: Promise<void> } | undefined;
     const app = express();
-    app.get('/api/v1/overview', (_req, res) => void res.json(overview({ hooks: all.length, statusCounts: { over: 0, near: 0, ok: 1001, unknown: 0 } })));
+    app.get('/api/v1/overview', (_req, res) => {
+      const answer = (): void => void res.json(overview({ hooks: all.length, statusCounts: { over: 0, near: 0, ok: 1001, unknown: 0 } }));
+      if (!held) return answer();
+      held.asked();
+      void held.release.then(answer);
+    });
     app.get('/api/v1/hooks', (req, res) => {
       asked.push(req.url);
       const from = Number(req.query['cursor'] ?? 0);
       const limit = Number(req.query['limit'] ?? 1000);
       const end = Math.min(all.length, from + limit);
       res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: all.slice(from, end), total: all.length, nextCursor: end < all.length ? String(end) : null });
+      // The ranking is made anew for every request: the hooks on each side of the first page's boundary trade places.
+      all.splice(999, 2, all[1000]!, all[999]!);
     });
     app.get('/api/v1/hooks/:id/series', (req, res) => void res.json(dailySeriesOf(all.find((x) => x.id === req.params.id) ?? OK, [])));
     const stub = await stubHookwatch(app);
+    const rowIds = (p: WatchedPage['page']): Promise<string[]> => p.$$eval('#hook-rows tr', (rows) => rows.map((r) => r.getAttribute('data-hook-id') ?? ''));
     try {
       const { page: p } = await page({ allow: /status of 404/ });
       await p.goto(`${stub.url}/?refresh=off`);
@@ -377,16 +387,37 @@ describe('more hooks than one page', () => {
       expect(await p.textContent('#table-note')).toMatch(/^1,000 of 1,001 hooks \(the riskiest\)\./);
       expect(await p.textContent('[data-kpi="hooks"] .kpi-note')).toContain('1,001 ok');
       await p.click('#show-all');
-      await p.waitForFunction(() => document.querySelectorAll('#hook-rows tr').length === 1001);
+      await p.waitForSelector('#table-note:not(:has(#show-all)):not(:text("Loading"))');
       expect(await p.textContent('#table-note')).toMatch(/^1,001 hooks\./);
-      expect(await p.$$('#show-all')).toHaveLength(0);
-      // The next pages cover the range the first resolved.
-      expect(asked.at(-1)).toContain('cursor=1000');
+      // Every hook once, though the ranking moved between the requests.
+      expect(new Set(await rowIds(p))).toEqual(new Set(all.map((x) => x.id)));
+      expect(await rowIds(p)).toHaveLength(1001);
+      // The rest in one request from the top, in the API's largest pages, over the range the first resolved.
+      expect(asked.at(-1)).not.toContain('cursor=');
+      expect(asked.at(-1)).toContain('limit=5000');
       expect(asked.at(-1)).toContain('from=2026-11-29T08%3A30%3A00.000Z');
       // A refresh keeps every hook.
       await p.click('#refresh-now');
       await waitLoaded(p, 2);
-      expect(await p.$$eval('#hook-rows tr', (r) => r.length)).toBe(1001);
+      expect(await rowIds(p)).toHaveLength(1001);
+
+      // "Show all" pressed while a refresh asked before it is still under way: every hook stays, no button back.
+      await p.goto(`${stub.url}/?refresh=off`);
+      await waitLoaded(p);
+      let release = (): void => undefined;
+      const overviewAsked = new Promise<void>((resolveAsked) => {
+        held = { asked: resolveAsked, release: new Promise<void>((r) => void (release = r)) };
+      });
+      await p.click('#refresh-now');
+      await overviewAsked;
+      await p.click('#show-all');
+      await p.waitForFunction(() => document.querySelectorAll('#hook-rows tr').length === 1001);
+      held = undefined;
+      release();
+      await waitLoaded(p, 2);
+      expect(await rowIds(p)).toHaveLength(1001);
+      expect(await p.$$('#show-all')).toHaveLength(0);
+      expect(await p.textContent('#table-note')).toMatch(/^1,001 hooks\./);
     } finally {
       await stub.close();
     }

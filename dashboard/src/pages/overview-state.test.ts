@@ -5,7 +5,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ForecastEntry,
+  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -134,6 +134,12 @@ describe('rows', () => {
     expect(tableView(page, true, 1001)).toMatchObject({ showAllLabel: ' Show all 1,001' });
     expect(tableView(page.slice(0, 3), false, 1001).showAllLabel).toBe(' Show all 1,001');
     expect(tableView([...page, OK], true, 1001)).toMatchObject({ showAllLabel: null, note: expect.stringMatching(/^1,001 hooks\. /) as unknown });
+  });
+
+  it('lists a hook that came on two pages once: the ranking moved between the requests', () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => hook(x.repeat(16), `Stop:${x}`)) as [ReturnType<typeof hook>, ReturnType<typeof hook>, ReturnType<typeof hook>];
+    expect(names(uniqueHooks([[a, b], [{ ...b, executions: 99 }, c]]))).toEqual(['Stop:a', 'Stop:b', 'Stop:c']);
+    expect(uniqueHooks([[a, b], [{ ...b, executions: 99 }, c]])[1]).toBe(b);
   });
 
   it('opens a hook with the overview\'s range and filters, or at a bucket', () => {

@@ -182,6 +182,16 @@ export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, n
 }
 
 /**
+ * Every hook of pages asked one after another, each once (its first answer kept). The API ranks the hooks anew
+ * for each page, so a hook whose risk changed between two requests can come on both sides of their boundary.
+ */
+export function uniqueHooks(pages: readonly (readonly HookSummary[])[]): HookSummary[] {
+  const byId = new Map<string, HookSummary>();
+  for (const hooks of pages) for (const hk of hooks) if (!byId.has(hk.id)) byId.set(hk.id, hk);
+  return [...byId.values()];
+}
+
+/**
  * The rows drawn (the first ROW_LIMIT until "Show all"), the note under the table and the button's label. `total`
  * is how many hooks match over all the API's pages: when fewer were loaded (the riskiest first), the note says
  * so and "Show all" offers every one of them.

@@ -17,7 +17,7 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, versionsView, zoomUrl, type ChartHit, type FleetView, type ForecastEntry, type Kpi,
+  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
@@ -80,6 +80,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const { sort, dir } = readSort(state.params);
   const forecasts = new Map<string, ForecastEntry>();
   let showAll = false;
+  /** "Show all" was pressed and every hook is on its way: the table says so instead of offering the button again. */
+  let loadingAll = false;
   let last: { hooks: HooksResponse; fleet?: FleetSeriesResponse } | undefined;
 
   document.title = 'Overview · hookwatch';
@@ -136,15 +138,22 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     replace(td, svg);
   };
 
-  /** Every page of the hooks past `first`, over the range it resolved: "Show all" lists every hook, not the riskiest page. */
+  /**
+   * Every hook over the range `first` resolved: "Show all" lists every hook, not the riskiest page. Asked again
+   * from the top in the API's largest pages, so one request usually holds them all: pages follow one ranking only
+   * within one answer, and a hook crossing the boundary between two requests would come twice or not at all. With
+   * more pages, each hook is listed once, and one of `first` the later pages missed is kept.
+   */
   const allPages = async (first: HooksResponse, q: Query, signal?: AbortSignal): Promise<HooksResponse> => {
-    const hooks = [...first.hooks];
-    for (let cursor = first.nextCursor; cursor !== null && cursor !== undefined;) {
-      const next = await api.hooks({ ...q, from: first.from, to: first.to, cursor, limit: String(HOOKS_PAGE) }, signal);
-      hooks.push(...next.hooks);
+    const ask = (cursor?: string): Promise<HooksResponse> => api.hooks({ ...q, from: first.from, to: first.to, ...(cursor ? { cursor } : {}), limit: String(HOOKS_PAGE) }, signal);
+    const top = await ask();
+    const pages = [top.hooks];
+    for (let cursor = top.nextCursor; cursor !== null && cursor !== undefined;) {
+      const next = await ask(cursor);
+      pages.push(next.hooks);
       cursor = next.nextCursor;
     }
-    return { ...first, hooks, nextCursor: null };
+    return { ...top, hooks: uniqueHooks([...pages, first.hooks]), nextCursor: null };
   };
 
   let fleetById = new Map<string, FleetSeriesResponse['hooks'][number]>();
@@ -179,6 +188,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       return row;
     }));
     if (focusedId) tbody.querySelector<HTMLElement>(`tr[data-hook-id="${CSS.escape(focusedId)}"] a.hook-link`)?.focus({ preventScroll: true });
+    if (loadingAll && view.showAllLabel) {
+      replace(tableNote, 'Loading every hook…');
+      return;
+    }
     replace(tableNote, view.note,
       view.showAllLabel ? h('button', { type: 'button', id: 'show-all', onclick: () => {
         showAll = true;
@@ -187,12 +200,16 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
           drawRows();
           return;
         }
+        loadingAll = true;
         replace(tableNote, 'Loading every hook…');
         void allPages(shown.hooks, apiQuery(state)).then((hooks) => {
-          // A refresh that answered meanwhile asked for every page itself.
-          if (last === shown) last = { ...shown, hooks };
+          loadingAll = false;
+          // Unless a refresh that answered meanwhile brought every hook itself, these are the rows: a refresh
+          // asked before the click has only the first page.
+          if (last?.hooks.nextCursor) last = { ...last, hooks };
           drawRows();
         }, (err: unknown) => {
+          loadingAll = false;
           showAll = false;
           replace(tableNote, `Could not load every hook: ${(err as Error).message}. `);
         });
@@ -248,7 +265,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       fleetCall.catch(() => undefined);
       const firstPage = await hooksCall;
       // After "Show all", every page, not only the riskiest.
-      const hooks = showAll ? await allPages(firstPage, q, signal) : firstPage;
+      let hooks = showAll && firstPage.nextCursor ? await allPages(firstPage, q, signal) : firstPage;
       const same = { ...q, from: hooks.from, to: hooks.to };
       const overviewCall = api.overview(same, signal);
       overviewCall.catch(() => undefined);
@@ -264,6 +281,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         return;
       }
       show();
+      // "Show all" pressed while this refresh was under way: it brings every hook too, not the first page alone.
+      if (showAll && hooks.nextCursor) hooks = await allPages(hooks, q, signal);
       last = { hooks, ...(fleet ? { fleet } : {}) };
       const now = Date.now();
       replace(kpisEl, ...kpis(overview, hooks.hooks, state.filters, now).map(kpi));
