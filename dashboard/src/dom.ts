@@ -49,6 +49,10 @@ export function table(caption: string, headers: string[], rows: Child[][], attrs
   );
 }
 
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
 /** A run longer than this without a separator may also wrap inside, every this many characters. */
 const LONGEST_RUN = 24;
 
@@ -61,9 +65,13 @@ const LONGEST_RUN = 24;
 export function breakable(text: string): DocumentFragment {
   const f = document.createDocumentFragment();
   for (const part of text.split(/(?<=[-:/_.|,;=+&@])/)) {
-    for (let i = 0; i < part.length; i += LONGEST_RUN) {
+    for (let i = 0; i < part.length;) {
+      let end = Math.min(part.length, i + LONGEST_RUN);
+      // Never between the two halves of an emoji (a surrogate pair): the cut goes before it.
+      if (end < part.length && end - 1 > i && isHighSurrogate(part.charCodeAt(end - 1))) end--;
       if (f.childNodes.length) f.appendChild(document.createElement('wbr'));
-      f.appendChild(document.createTextNode(part.slice(i, i + LONGEST_RUN)));
+      f.appendChild(document.createTextNode(part.slice(i, end)));
+      i = end;
     }
   }
   return f;

@@ -199,6 +199,18 @@ describe('dark mode, phones and every page', () => {
     expect(await measure()).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true });
   });
 
+  it('wraps a long name inside a run without cutting an emoji in two', async () => {
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    // The 24th code unit is the first half of the emoji: the cut goes before it, not between its halves.
+    const name = `${'a'.repeat(23)}😀${'b'.repeat(30)}`;
+    const pieces = (await p.evaluate(`import('/dashboard/src/dom.ts').then((dom) => [...dom.breakable(${JSON.stringify(name)}).childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent))`)) as string[];
+    expect(pieces.join('')).toBe(name);
+    for (const piece of pieces) expect(piece.isWellFormed()).toBe(true);
+    expect(pieces[0]).toBe('a'.repeat(23));
+  });
+
   it('uses a 2560×1440 wall screen: wider content and taller charts, a laptop unchanged', async () => {
     const size = async (width: number, height: number): Promise<{ main: number; chart: number }> => {
       const { page: p } = await page({ width, height });
