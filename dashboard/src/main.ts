@@ -194,16 +194,17 @@ export function start(root: HTMLElement): Dashboard {
         'aria-pressed': state.range.kind === 'preset' && state.range.preset === p ? 'true' : 'false',
         onclick: () => navigate(rangeUrl(state, { kind: 'preset', preset: p })),
       }, p)),
-      customPopover(form),
+      customPopover(form, state.range.kind === 'custom'),
     );
   }
 
   /**
    * The Custom range popover: opened by the user only (a custom range from a link, a zoom or a bar click does not
-   * cover the header's controls with it), and closed again by Escape.
+   * cover the header's controls with it), and closed again by Escape. With a custom range shown, its summary is
+   * the range control marked current, as a preset's button is pressed.
    */
-  function customPopover(form: HTMLElement): HTMLDetailsElement {
-    const summary = h('summary', null, 'Custom');
+  function customPopover(form: HTMLElement, current: boolean): HTMLDetailsElement {
+    const summary = h('summary', { 'aria-current': current ? 'true' : undefined }, 'Custom');
     const details = h('details', { class: 'custom' }, summary, form);
     details.addEventListener('keydown', (ev) => {
       if (ev.key !== 'Escape' || !details.open) return;

@@ -67,6 +67,11 @@ describe('range, time zone and refresh', () => {
     await waitLoaded(p);
     const open = (): Promise<boolean> => p.evaluate(() => (document.querySelector('details.custom') as HTMLDetailsElement).open);
     expect(await open()).toBe(false);
+    // The range shown is custom: its control looks selected, as a preset's does, and no preset does.
+    expect(await p.getAttribute('details.custom > summary', 'aria-current')).toBe('true');
+    expect(await p.$$('button.range-preset[aria-pressed="true"]')).toHaveLength(0);
+    const look = (sel: string): Promise<string> => p.$eval(sel, (el) => getComputedStyle(el).backgroundColor);
+    expect(await look('details.custom > summary')).not.toBe(await look('button.range-preset'));
     await p.focus('details.custom > summary');
     await p.keyboard.press('Enter');
     expect(await open()).toBe(true);
@@ -74,6 +79,10 @@ describe('range, time zone and refresh', () => {
     await p.keyboard.press('Escape');
     expect(await open()).toBe(false);
     expect(await p.evaluate(() => document.activeElement?.tagName)).toBe('SUMMARY');
+    await p.click('button[data-range="7d"]');
+    await p.waitForURL(/range=7d/);
+    expect(await p.getAttribute('details.custom > summary', 'aria-current')).toBeNull();
+    expect(await p.getAttribute('button[data-range="7d"]', 'aria-pressed')).toBe('true');
   });
 
   it('pauses, resumes, refreshes now and changes the interval without losing the view', async () => {
