@@ -12,6 +12,7 @@ import { checkJson, checkText, hookFails } from './report.ts';
 import type { HookCheck, HookCheckStatus } from './report.ts';
 import { runHook } from './run-hook.ts';
 import { fieldList, loadHookSetup } from './settings.ts';
+import { shellQuote } from '../common/shell-quote.ts';
 
 /** Claude Code's default timeout of a command hook, in seconds. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
@@ -52,10 +53,6 @@ timed out or failed, 2 bad usage or no hook selected by the firing, 4 nothing fo
 hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK).
 `;
 
-/** A plain word passes through the shell unchanged; anything else is single-quoted. */
-function shellQuote(arg: string): string {
-  return /^[A-Za-z0-9_/.:=@%+,-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
-}
 
 /** One hook to run: from the command line or from a settings file. */
 interface PlannedHook {

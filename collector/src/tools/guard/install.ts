@@ -9,7 +9,7 @@ import type { Edit } from 'jsonc-parser';
 
 import { UsageError } from '../common/args.ts';
 import { fieldList, parseHookSetup, unknownHookFields } from '../check/settings.ts';
-import { shellQuote, shellUnquote } from './shell-quote.ts';
+import { shellQuote, shellUnquote } from '../common/shell-quote.ts';
 
 export { shellQuote, shellUnquote };
 

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 
 import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
-import { shellQuote } from './shell-quote.ts';
+import { shellQuote } from '../common/shell-quote.ts';
 
 /** Hook input kept for naming the hook in reports; Claude Code's input JSON is a few KB at most. */
 const MAX_INPUT_HEAD_BYTES = 1024 * 1024;

@@ -1,4 +1,4 @@
-/** Quoting of shell words, as the guard writes them into command lines (and reads them back). */
+/** Quoting of shell words, as guard and check write them into command lines (and guard reads them back). */
 
 /** A plain word passes through the shell unchanged; anything else is single-quoted. */
 export function shellQuote(arg: string): string {
