@@ -86,6 +86,14 @@ describe('check: the cliff at 10,000 characters', () => {
     expect(code).toBe(0);
   });
 
+  it('runs a hook file whose path holds a space, given as one word (a shell expanded "$CLAUDE_PROJECT_DIR" already)', async () => {
+    await mkdir(join(dir, 'sp ace'), { recursive: true });
+    const hook = await hookScript(join('sp ace', 'brief.sh'), '#!/bin/sh\nprintf brief-ok\n');
+    const { code, result } = await checkJson(['--', hook]);
+    expect(onlyOutput(result)).toMatchObject({ kind: 'stdout', sent: 'brief-ok'.length });
+    expect(code).toBe(0);
+  });
+
   it('fails at 10,001 characters and shows the 2,000-character preview the model gets', async () => {
     const hook = await nodeHook('over-by-one.mjs', `'A'.repeat(${PREVIEW_CHARS}) + 'B'.repeat(${OUTPUT_CAP_CHARS + 1 - PREVIEW_CHARS})`);
     const { code, result } = await checkJson(['--show-output', '--', hook]);

@@ -12,7 +12,7 @@ import { checkJson, checkText, hookFails } from './report.ts';
 import type { HookCheck, HookCheckStatus } from './report.ts';
 import { runHook } from './run-hook.ts';
 import { fieldList, loadHookSetup } from './settings.ts';
-import { shellQuote } from '../common/shell-quote.ts';
+import { oneWordCommandLine, shellQuote } from '../common/shell-quote.ts';
 
 /** Claude Code's default timeout of a command hook, in seconds. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
@@ -25,7 +25,9 @@ input JSON on stdin, CLAUDE_PROJECT_DIR set and a timeout) and measures every st
 against its 10,000-character cap: plain stdout, or additionalContext (under hookSpecificOutput),
 systemMessage and initialUserMessage of JSON output. Lengths are UTF-16 code units (JS string length), so an
 emoji counts 2. Exactly 10,000 is delivered; 10,001 is saved to a file and the model sees a ~2,000-character
-preview, while the hook still reports success.
+preview, while the hook still reports success. One argument after -- is a command line, as in a settings file,
+unless it is the path of an existing file (it holds a /), which runs as that file even when the path holds a
+space; several arguments are one command and its arguments.
 
 Options:
   --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event)
@@ -123,7 +125,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       }
     } else {
       if (positionals.length === 0) throw new UsageError('no hook command given (hookwatch check -- <command...>)');
-      const command = positionals.length === 1 ? (positionals[0] ?? '') : positionals.map(shellQuote).join(' ');
+      const command = positionals.length === 1 ? oneWordCommandLine(positionals[0] ?? '') : positionals.map(shellQuote).join(' ');
       planned.push({ event: values.event ?? 'SessionStart', matcher: undefined, command, timeoutSeconds: defaultTimeout, location: undefined });
     }
 

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 
 import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
-import { shellQuote } from '../common/shell-quote.ts';
+import { oneWordCommandLine } from '../common/shell-quote.ts';
 
 /** Hook input kept for naming the hook in reports; Claude Code's input JSON is a few KB at most. */
 const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
@@ -53,25 +53,10 @@ export function descendants(root: number): number[] {
   return out;
 }
 
-/**
- * The argv that runs `command`. Several words are run directly. One word is a command line for the shell, as in
- * a settings file, unless it is the path of an existing file (it holds a `/`, as a path the shell would not look
- * up on PATH): the shell that ran the guard has expanded it already (`-- "$CLAUDE_PROJECT_DIR"/hook.sh`), and
- * read as a command line again it would be split at a space in the path. That file is run by the shell as one
- * quoted word, so it runs as the shell runs a hook file (a script without a #! line included).
- */
+/** The argv that runs `command`: several words directly, one word as a command line (oneWordCommandLine). */
 export function commandArgv(command: readonly string[], shell: string): string[] {
   if (command.length !== 1) return [...command];
-  const line = command[0] ?? '';
-  return [shell, '-c', line.includes('/') && isFile(line) ? shellQuote(line) : line];
-}
-
-function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
+  return [shell, '-c', oneWordCommandLine(command[0] ?? '')];
 }
 
 /** How to run the wrapped command. */
