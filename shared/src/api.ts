@@ -183,7 +183,7 @@ export interface AlertSummary {
   startsAt: string | null;
   /** When it resolved; null while active. */
   endsAt: string | null;
-  /** When its last notification was sent out (queued): see `deliveries` for whether it arrived. */
+  /** When its last firing notification was delivered (or, until one is, sent out): `deliveries` says which arrived. */
   lastNotifiedAt: string | null;
   /** Per receiver, the outcome of the latest delivery attempt (empty until one was made). */
   deliveries: LastDelivery[];

@@ -213,6 +213,27 @@ export class AlertEngine implements IngestListener {
     });
   }
 
+  /**
+   * A firing notification of alert `id` was delivered at `atMs`: repeatInterval counts from here, as
+   * Alertmanager counts it from the last successful notification (a receiver that took retries to answer does
+   * not get the repeat early). Queued behind evaluations, saved under the fencing token.
+   */
+  noteDelivered(id: string, atMs: number): Promise<void> {
+    if (this.stopped) return this.chain;
+    this.chain = this.chain.then(async () => {
+      const a = this.set.get(id);
+      if (!a || a.state !== 'firing' || (a.lastNotifiedMs ?? -Infinity) >= atMs || !this.leader.isLeader() || this.stale) return;
+      a.lastNotifiedMs = atMs;
+      try {
+        await this.opts.stateStore.save({ upsert: [a], remove: [], notifications: [] }, this.leader.epoch?.());
+      } catch (err) {
+        // Kept in memory; the alert's next save writes it.
+        this.opts.logger.warn('cannot record when an alert was last notified', { err });
+      }
+    });
+    return this.chain;
+  }
+
   /** Runs an evaluation after any in progress; resolves when it is done (tests and the timer). */
   evaluate(scope: Scope = 'all'): Promise<void> {
     if (this.stopped) return this.chain;

@@ -195,6 +195,26 @@ describe('persisted rule', () => {
     expect(new Set(ids).size).toBe(2);
   });
 
+  it('counts repeat_interval from the delivery, as Alertmanager does, not from the first failed attempt', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: 2 * MIN });
+    h.sink.reply = () => ({ status: 503 });
+    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    h.alerting.engine.onIngested(r.inserted);
+    await h.sink.waitFor(2);
+    // The receiver answers again 50 s later: the notification arrives then.
+    h.clock.advance(50_000);
+    h.sink.reply = () => ({ status: 200 });
+    await h.alerting.dispatcher.idle();
+    expect(h.notes().map((n) => n.at)).toEqual([50_000]);
+    // Two minutes after the first attempt, but not after the delivery: no repeat yet.
+    await h.run(80_000);
+    expect(h.notes()).toHaveLength(1);
+    await h.run(60_000);
+    const repeats = h.notes().slice(1);
+    expect(repeats).toHaveLength(1);
+    expect(repeats[0]?.at).toBeGreaterThanOrEqual(50_000 + 2 * MIN);
+  });
+
   it('splits by groupBy: only the team whose hook lost output is alerted', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
     await h.push({ ...over, team: 'platform' }, { ...over, outputsPersisted: 0, additionalContextChars: 9000, team: 'web' });

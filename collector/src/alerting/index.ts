@@ -72,6 +72,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     },
     onFinished: (n, outcome, token) => {
       stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+      if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, now());
     },
   });
   const engine = new AlertEngine({
