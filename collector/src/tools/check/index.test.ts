@@ -1,6 +1,6 @@
 import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +48,14 @@ async function hookScript(name: string, body: string): Promise<string> {
   const path = join(dir, name);
   await writeFile(path, body);
   await chmod(path, 0o755);
+  return path;
+}
+
+/** A project `name` under the test folder whose .claude/settings.json holds `settings`; its path. */
+async function settingsFile(name: string, settings: unknown): Promise<string> {
+  const path = join(dir, name, '.claude', 'settings.json');
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, JSON.stringify(settings));
   return path;
 }
 
@@ -329,12 +337,8 @@ describe('check --settings', () => {
   });
 
   it('runs only the groups whose matcher selects the firing, and says which it left out', async () => {
-    const project = join(dir, 'matchers');
-    await mkdir(join(project, '.claude'), { recursive: true });
     const group = (matcher: string, n: number) => ({ matcher, hooks: [{ type: 'command', command: `printf '%${n}s' x` }] });
-    const settings = { hooks: { PreToolUse: [group('Bash', 10), group('Edit|Write', 20), group('*', 30), group('mcp__.*', 40)], SessionStart: [group('startup', 50), group('resume', 60)] } };
-    await writeFile(join(project, '.claude', 'settings.json'), JSON.stringify(settings));
-    const path = join(project, '.claude', 'settings.json');
+    const path = await settingsFile('matchers', { hooks: { PreToolUse: [group('Bash', 10), group('Edit|Write', 20), group('*', 30), group('mcp__.*', 40)], SessionStart: [group('startup', 50), group('resume', 60)] } });
     const sizes = (r: { result: { hooks: { hookName: string; outputs: { sent: number }[] }[] } }) => r.result.hooks.map((h) => [h.hookName, h.outputs[0]?.sent]);
 
     const edit = await check(['--json', '--settings', path, '--event', 'PreToolUse', '--tool-name', 'Edit']);
@@ -363,11 +367,8 @@ describe('check --settings', () => {
   });
 
   it('does not measure a command hook with fields it does not know, and says so', async () => {
-    const project = join(dir, 'unknown-fields');
-    await mkdir(join(project, '.claude'), { recursive: true });
-    const path = join(project, '.claude', 'settings.json');
     const hooks = [{ type: 'command', command: 'echo', args: ['x'.repeat(12_000)] }, { type: 'command', command: 'echo fine' }];
-    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks }] } }));
+    const path = await settingsFile('unknown-fields', { hooks: { Stop: [{ hooks }] } });
     const { code, result, err } = await checkJson(['--settings', path]);
     expect(err).toContain('hookwatch check: hooks.Stop[0].hooks[0] has fields hookwatch does not know ("args"): not checked');
     expect(result.hooks.map((h) => h.location)).toEqual(['hooks.Stop[0].hooks[1]']);
@@ -381,11 +382,8 @@ describe('check --settings', () => {
   });
 
   it('says FAIL, exit 1, when a hook checked is over the cap, whatever was left out', async () => {
-    const project = join(dir, 'unknown-fields-over');
-    await mkdir(join(project, '.claude'), { recursive: true });
-    const path = join(project, '.claude', 'settings.json');
     const hooks = [{ type: 'command', command: 'echo', args: ['x'] }, { type: 'command', command: `head -c 12000 /dev/zero | tr '\\0' x` }];
-    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks }] } }));
+    const path = await settingsFile('unknown-fields-over', { hooks: { Stop: [{ hooks }] } });
     const { code, out } = await check(['--settings', path]);
     expect(out).toContain('FAIL: 1 output over the 10,000-character cap');
     expect(out).toContain('INCOMPLETE: 1 command hook not run for fields hookwatch does not know');
@@ -394,13 +392,10 @@ describe('check --settings', () => {
   });
 
   it('names, and counts as left out, only hooks of the --event checked', async () => {
-    const project = join(dir, 'unknown-fields-event');
-    await mkdir(join(project, '.claude'), { recursive: true });
-    const path = join(project, '.claude', 'settings.json');
-    await writeFile(path, JSON.stringify({ hooks: {
+    const path = await settingsFile('unknown-fields-event', { hooks: {
       Stop: [{ hooks: [{ type: 'command', command: 'echo stop', args: ['x'] }, { type: 'prompt', prompt: 'judge' }] }],
       SessionStart: [{ hooks: [{ type: 'command', command: 'echo start' }] }],
-    } }));
+    } });
     const { code, out, err } = await check(['--settings', path, '--event', 'SessionStart']);
     expect(err).toBe('');
     expect(out).toContain('OK: 1 hook checked');
