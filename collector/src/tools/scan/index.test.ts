@@ -147,6 +147,53 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(result.hooks.map((h) => [h.hookName, h.runs, h.outputs])).toEqual([['UserPromptSubmit', 2, 3]]);
   });
 
+  it('counts one run per command of a firing whose delivery records carry no toolUseID of their own', async () => {
+    // Delivery records with no run record; toolUseID as given (null: none), parent as written.
+    const delivery = (uuid: string, parentUuid: string | null, hookName: string, toolUseID: string | null, type: string, content: string | string[]): Record<string, unknown> => {
+      const record = hookRecord({ uuid, sessionId: SESSION_A, hookName, type, content });
+      const attachment = record.attachment as Record<string, unknown>;
+      if (toolUseID === null) delete attachment.toolUseID;
+      else attachment.toolUseID = toolUseID;
+      return { ...record, parentUuid };
+    };
+    const message = (uuid: string, parentUuid: string): Record<string, unknown> => ({
+      ...messageRecord({ uuid, sessionId: SESSION_A, role: 'user', text: 'next prompt' }), parentUuid,
+    });
+    const file = await transcript('no-tool-use-id.jsonl', [
+      // SessionStart as 2.1.332 writes it: a systemMessage with the firing's id, then the additionalContexts of all
+      // its commands in one record whose toolUseID is only the event's name, the child of the record before it.
+      // The first command printed both kinds, the second an additionalContext only: two runs.
+      delivery('start-1', null, 'SessionStart:startup', 'firing-start-1', 'hook_system_message', 'a message at start'),
+      delivery('start-2', 'start-1', 'SessionStart', 'SessionStart', 'hook_additional_context', ['context of the first command', 'context of the second command']),
+      // A firing whose records carry no toolUseID at all: one command printed both kinds, another a systemMessage (two runs)...
+      message('prompt-1', 'start-2'),
+      delivery('prompt-1-a', 'prompt-1', 'UserPromptSubmit', null, 'hook_additional_context', ['context for the first prompt']),
+      delivery('prompt-1-b', 'prompt-1-a', 'UserPromptSubmit', null, 'hook_system_message', 'a message for the first prompt'),
+      delivery('prompt-1-c', 'prompt-1-b', 'UserPromptSubmit', null, 'hook_system_message', 'another command for the first prompt'),
+      // ...and the next firing of the same event, after the next prompt: a run of its own.
+      message('prompt-2', 'prompt-1-c'),
+      delivery('prompt-2-a', 'prompt-2', 'UserPromptSubmit', null, 'hook_system_message', 'a message for the second prompt'),
+    ]);
+    const { result } = await scanJson([file]);
+    const byEvent = (event: string): number[] =>
+      result.hooks.filter((h) => h.hookEvent === event).reduce(([runs, outputs], h) => [runs! + h.runs, outputs! + h.outputs], [0, 0]);
+    expect(byEvent('SessionStart')).toEqual([2, 3]);
+    expect(byEvent('UserPromptSubmit')).toEqual([3, 4]);
+    expect(result.totals).toMatchObject({ runs: 5, outputs: 7, delivered: 7 });
+  });
+
+  it('counts two runs for two commands of one firing that each delivered the same kind at the same place', async () => {
+    // As 2.1.332 writes two commands of one tool event: a record each, same toolUseID, one entry each.
+    const delivery = (uuid: string, parentUuid: string | null, content: string): Record<string, unknown> => {
+      const record = hookRecord({ uuid, sessionId: SESSION_A, hookName: 'PostToolUse:Bash', type: 'hook_additional_context', content: [content] });
+      (record.attachment as Record<string, unknown>).toolUseID = 'toolu_same';
+      return { ...record, parentUuid };
+    };
+    const file = await transcript('same-kind-twice.jsonl', [delivery('post-1', null, 'context of the first command'), delivery('post-2', 'post-1', 'context of the second command')]);
+    const { result } = await scanJson([file]);
+    expect(result.hooks.map((h) => [h.hookName, h.runs, h.outputs])).toEqual([['PostToolUse:Bash', 2, 2]]);
+  });
+
   it('reads a file once however often the paths reach it', async () => {
     const once = await scanJson([projects]);
     const sessionFile = join(projects, '-home-dev-project', `${SESSION_A}.jsonl`);

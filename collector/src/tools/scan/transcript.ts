@@ -297,8 +297,13 @@ export class TranscriptScanner {
   private readonly seenSavedPaths = new Set<string>();
   /** Hook name (with matcher) of the latest run per session and event, for delivery records that carry the bare event. */
   private readonly latestHookName = new Map<string, string>();
-  /** Command runs counted from delivery records alone, by firing: a command printing two kinds of output ran once. */
-  private readonly unrecordedRuns = new Set<string>();
+  /** The firing of each hook record by uuid, for the records after it that carry no id of their firing (firingOf). */
+  private readonly firings = new Map<string, { sessionId: string; hookEvent: string; firing: string }>();
+  /**
+   * Command runs counted from delivery records alone, by firing and place in the records' content: the output kinds
+   * each such run delivered (a command printing two kinds of output ran once; two strings of one kind, twice).
+   */
+  private readonly unrecordedRuns = new Map<string, Set<OutputKind>[]>();
   private readonly hooks = new Map<string, HookCounts>();
   private readonly sessions = new Map<string, { summary: Omit<SessionSummary, 'hooks' | 'files'>; files: Set<string>; hooks: Map<string, HookCounts> }>();
   private readonly files: FileSummary[] = [];
@@ -394,10 +399,11 @@ export class TranscriptScanner {
       lineNumber: at.lineNumber,
     };
     const hookEvent = stringField(attachment.hookEvent) ?? stringField(attachment.hookName)?.split(':')[0] ?? '(unknown event)';
+    const firing = this.firingOf(record, attachment, hookEvent, ctx);
     const runOutcome = RUN_TYPES[attachmentType];
     const deliveryKind = DELIVERY_TYPES[attachmentType];
     if (runOutcome !== undefined) await this.considerRun(attachment, runOutcome, hookEvent, ctx, at.pending);
-    else if (deliveryKind !== undefined) await this.considerDelivery(attachment, deliveryKind, hookEvent, ctx, at.pending);
+    else if (deliveryKind !== undefined) await this.considerDelivery(attachment, deliveryKind, hookEvent, firing, ctx, at.pending);
     else {
       // A hook record type this version does not know: skipped, but an output it says was persisted still counts.
       this.skipType(`attachment:${attachmentType}`);
@@ -446,21 +452,53 @@ export class TranscriptScanner {
   }
 
   /**
+   * The firing (one firing of a hook event, all its commands) a hook record belongs to. Claude Code 2.1.332 names
+   * the firing in a record's `toolUseID` (the tool call's id for tool events, an id generated per firing for the
+   * others), except in SessionStart's `hook_additional_context`, whose toolUseID is only the event's name and tells
+   * no firing from another; a record without a toolUseID tells none either. It writes the records of one firing
+   * one after the other, each the child (`parentUuid`) of the record before it, and the next firing of the event
+   * only after other records (the next prompt, the model's reply). So a record that does not name its firing
+   * belongs to the firing of its parent when that parent is a hook record of the same session and event, and
+   * starts a firing of its own otherwise.
+   */
+  private firingOf(record: Record<string, unknown>, attachment: Record<string, unknown>, hookEvent: string, ctx: RecordContext): string {
+    const toolUseId = stringField(attachment.toolUseID);
+    let firing: string;
+    if (toolUseId !== undefined && toolUseId !== hookEvent) firing = `${ctx.sessionId}\u0000${hookEvent}\u0000${toolUseId}`;
+    else {
+      const parentUuid = stringField(record.parentUuid);
+      const parent = parentUuid === undefined ? undefined : this.firings.get(parentUuid);
+      firing = parent !== undefined && parent.sessionId === ctx.sessionId && parent.hookEvent === hookEvent ? parent.firing : ctx.recordId;
+    }
+    const uuid = stringField(record.uuid);
+    if (uuid !== undefined) this.firings.set(uuid, { sessionId: ctx.sessionId, hookEvent, firing });
+    return firing;
+  }
+
+  /**
    * A record that delivers JSON output strings: one outcome per string, each linked to the command that printed it.
    * A string no run record accounts for still had a command run (Claude Code 2.1.332 writes no `hook_success` for a
-   * UserPromptSubmit command with JSON output): that run is counted, its command unknown, once per firing: the
-   * additionalContext and the systemMessage one command printed come in two records with the same toolUseID
-   * and the same place in their content. A toolUseID that is only the event's name ("SessionStart") tells no
-   * firing from another: such a record counts its own runs.
+   * UserPromptSubmit command with JSON output): that run is counted, its command unknown, once per command of the
+   * firing (firingOf). The transcript does not say which strings one command printed: those of one firing at the
+   * same place in their records' content are taken as one command's (its additionalContext and its systemMessage
+   * come in two records), unless they are of the same kind, which one command prints once (two commands of one
+   * tool event each deliver through a record of their own, both strings first in their content).
    */
-  private async considerDelivery(attachment: Record<string, unknown>, kind: OutputKind, hookEvent: string, ctx: RecordContext, pending: PendingOutputs): Promise<void> {
+  private async considerDelivery(
+    attachment: Record<string, unknown>, kind: OutputKind, hookEvent: string, firing: string, ctx: RecordContext, pending: PendingOutputs,
+  ): Promise<void> {
     const keys: DeliveryRecordKeys = { sessionId: ctx.sessionId, hookEvent, toolUseId: stringField(attachment.toolUseID), kind };
     const unlinkedName = this.hookNameFor(attachment, hookEvent, ctx.sessionId);
-    const firing = keys.toolUseId !== undefined && keys.toolUseId !== hookEvent ? `${ctx.sessionId}\u0000${hookEvent}\u0000${keys.toolUseId}` : ctx.recordId;
     const unrecordedRun = async (index: number, part = 0): Promise<void> => {
-      const run = `${firing}\u0000${index}.${part}`;
-      if (this.unrecordedRuns.has(run)) return;
-      this.unrecordedRuns.add(run);
+      const place = `${firing}\u0000${index}.${part}`;
+      const runs = this.unrecordedRuns.get(place) ?? [];
+      const same = runs.find((kinds) => !kinds.has(kind));
+      if (same !== undefined) {
+        same.add(kind);
+        return;
+      }
+      runs.push(new Set([kind]));
+      this.unrecordedRuns.set(place, runs);
       await this.emit({
         kind: 'run', id: `${ctx.recordId}#run${index}${part > 0 ? `.${part}` : ''}`, sessionId: ctx.sessionId, hookName: unlinkedName, hookEvent, command: undefined,
         outcome: 'success', timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber,
