@@ -75,7 +75,10 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
       sender = createHookEventSender(values.send, HOOKWATCH_VERSION);
     }
     const scanner = new TranscriptScanner({ maxLineBytes, ...(sender ? { sink: sender.sink } : {}) });
-    for (const file of files) await scanner.scanFile(file);
+    for (const file of files) {
+      if (file.error === undefined) await scanner.scanFile(file.path);
+      else scanner.unreadable(file.path, file.error);
+    }
     const send: SendOutcome | undefined = sender ? await sender.finish() : undefined;
     const result = scanner.result();
 

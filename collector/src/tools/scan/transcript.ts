@@ -1,3 +1,4 @@
+import type { Dirent } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
@@ -113,6 +114,7 @@ export interface SessionSummary extends DeliveryCounts {
 
 /** What reading one file found. */
 export interface FileSummary {
+  /** The file; or a folder that could not be listed, with its error. */
   path: string;
   bytes: number;
   lines: number;
@@ -192,27 +194,41 @@ const DELIVERY_TYPES: Record<string, OutputKind> = {
   hook_initial_user_message: 'initialUserMessage',
 };
 
+/** A transcript file to read, or a folder that could not be listed (`error` set). */
+export interface TranscriptPath {
+  path: string;
+  error?: string;
+}
+
 /**
  * Files to read for the given paths: files as given, directories searched recursively for `*.jsonl`. A file is
  * listed once however often the paths reach it (a folder given twice, a folder and a file in it, a link to it).
  */
-export async function collectTranscriptFiles(paths: readonly string[]): Promise<string[]> {
-  const files: string[] = [];
+export async function collectTranscriptFiles(paths: readonly string[]): Promise<TranscriptPath[]> {
+  const files: TranscriptPath[] = [];
   const seen = new Set<string>();
   const add = async (file: string): Promise<void> => {
     // A file gone since its folder was listed (a session deleted meanwhile) is still listed: reading it then
     // records its error as that file's, as for any unreadable file, and the rest of the scan goes on.
     const real = await realpath(file).catch(() => undefined);
     if (real === undefined) {
-      files.push(file);
+      files.push({ path: file });
       return;
     }
     if (seen.has(real)) return;
     seen.add(real);
-    files.push(file);
+    files.push({ path: file });
   };
   const walk = async (dir: string): Promise<void> => {
-    const entries = await readdir(dir, { withFileTypes: true });
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      // Likewise a folder gone since its parent was listed (Claude Code removed a session's folder meanwhile):
+      // listed with its error, reported as unreadable as such a file is, and the rest of the scan goes on.
+      files.push({ path: dir, error: error instanceof Error ? error.message : String(error) });
+      return;
+    }
     entries.sort((a, b) => a.name.localeCompare(b.name));
     for (const entry of entries) {
       const full = join(dir, entry.name);
@@ -318,6 +334,15 @@ export class TranscriptScanner {
   constructor(options: { sink?: FindingSink; maxLineBytes?: number } = {}) {
     this.sink = options.sink;
     this.maxLineBytes = options.maxLineBytes;
+  }
+
+  /** Records a path that could not be read at all (a folder that could not be listed), as an unreadable file is. */
+  unreadable(path: string, error: string): FileSummary {
+    const file: FileSummary = {
+      path, bytes: 0, lines: 0, unparsableLines: 0, oversizedLines: 0, truncatedLastLine: false, hookRecords: 0, duplicateRecords: 0, error,
+    };
+    this.files.push(file);
+    return file;
   }
 
   /** Reads one transcript file; a file that cannot be read is recorded with its error, not thrown. */
