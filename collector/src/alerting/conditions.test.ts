@@ -108,8 +108,16 @@ describe('conditions', () => {
     expect(quietHookCondition({ afterMs: HOUR }, 'h', T0 - 2 * HOUR, T0)?.['summary']).toContain('h: no executions for 2h (alert after 1h)');
   });
 
-  it('hook_limit: events folded under the overflow hook', () => {
+  it('hook_limit: events folded under the overflow hook, naming late arrivals', () => {
     expect(hookLimitCondition({ windowMs: HOUR }, undefined, '(other)', 1000)).toBeNull();
-    expect(hookLimitCondition({ windowMs: HOUR }, counters({ executions: 2, starts: 1 }), '(other)', 1000)).toMatchObject({ folded_events: '3', max_hooks: '1000' });
+    const c = counters({ executions: 2, starts: 1 });
+    const a = hookLimitCondition({ windowMs: HOUR }, c, '(other)', 1000);
+    expect(a).toMatchObject({ folded_events: '3', max_hooks: '1000' });
+    expect(a?.['event_time']).toBeUndefined();
+    expect(a?.['description']).not.toContain('arrived late');
+    const late = { ...counters({ executions: 1, starts: 1 }), firstEventMs: T0 - 3 * HOUR, lastEventMs: T0 - 2 * HOUR } as Arrival;
+    const l = hookLimitCondition({ windowMs: HOUR }, c, '(other)', 1000, late);
+    expect(l).toMatchObject({ folded_events: '3', late_folded_events: '2', first_event_time: '2026-11-30T07:00:00.000Z', event_time: '2026-11-30T08:00:00.000Z' });
+    expect(l?.['description']).toContain(' 2 of them arrived late: stamped 2026-11-30T07:00:00.000Z to 2026-11-30T08:00:00.000Z, received in the last 1h.');
   });
 });

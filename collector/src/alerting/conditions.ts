@@ -149,14 +149,23 @@ export function quietHookCondition(rule: Pick<RuleConfig, 'afterMs'>, hookName: 
   };
 }
 
-/** hook_limit: events of new hook names counted under an overflow hook (store.maxHooks reached). */
-export function hookLimitCondition(rule: Pick<RuleConfig, 'windowMs'>, c: HookCounters | undefined, overflowName: string, maxHooks: number): Annotations | null {
+/**
+ * hook_limit: events of new hook names counted under an overflow hook (store.maxHooks reached); `c` counts those of
+ * the window by event time and by arrival, `late` names the arrivals stamped before the window.
+ */
+export function hookLimitCondition(rule: Pick<RuleConfig, 'windowMs'>, c: HookCounters | undefined, overflowName: string, maxHooks: number, late?: Arrival): Annotations | null {
   const n = c ? c.executions + c.starts : 0;
   if (n <= 0) return null;
+  const w = windowText(rule.windowMs);
+  const lateEvents = late ? late.executions + late.starts : 0;
+  const lateText = late && lateEvents > 0
+    ? ` ${plural(lateEvents, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    : '';
   return {
-    summary: `${plural(n, 'hook event')} of new hook names in the last ${windowText(rule.windowMs)} were counted under ${overflowName}: hookwatch holds its limit of ${fmt(maxHooks)} hooks (store.maxHooks).`,
-    description: 'Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.',
+    summary: `${plural(n, 'hook event')} of new hook names in the last ${w} were counted under ${overflowName}: hookwatch holds its limit of ${fmt(maxHooks)} hooks (store.maxHooks).`,
+    description: `Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.${lateText}`,
     folded_events: String(n),
     max_hooks: String(maxHooks),
+    ...(late && lateEvents > 0 ? { event_time: iso(late.lastEventMs), first_event_time: iso(late.firstEventMs), late_folded_events: String(lateEvents) } : {}),
   };
 }

@@ -171,14 +171,21 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
 }
 
 /**
- * Events of new hook names counted under an overflow hook in the window: store.maxHooks is reached. Reads the
- * few overflow hooks one by one, never every hook (it runs on each ingest that folds events).
+ * Events of new hook names counted under an overflow hook in the window: store.maxHooks is reached. By event time
+ * or by arrival: an event is folded when it arrives, so one stamped before the window (a Collector queue draining
+ * after an outage, a client clock behind) still tells that the store is at its limit now, for `window` after it
+ * arrives. Reads the few overflow hooks one by one, never every hook (it runs on each ingest that folds events).
  */
 async function hookLimit(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
+  const fromMs = ctx.now - rule.windowMs;
+  const toMs = ctx.now + FUTURE_SKEW_MS;
+  // Arrivals in the window whose event time is before it: the event-time window below does not count them.
+  const late = await ctx.store.lateFolded({ receivedFromMs: fromMs, receivedToMs: toMs, eventBeforeMs: fromMs });
   const out: Candidate[] = [];
   for (const info of await ctx.store.overflowHooks()) {
-    const c = (await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS, hookId: info.id })).get(info.id);
-    const annotations = hookLimitCondition(rule, c, info.hookName, ctx.store.maxHooks);
+    const c = (await ctx.store.hookCounters({ fromMs, toMs, hookId: info.id })).get(info.id);
+    const l = late.get(info.id);
+    const annotations = hookLimitCondition(rule, c && l ? totalCounters([c, l]) : (c ?? l), info.hookName, ctx.store.maxHooks, l);
     if (annotations) out.push({ labels: hookLabels(rule, info), annotations, hookId: info.id });
   }
   return out;

@@ -22,6 +22,8 @@ import { MAX_OVERFLOW_HOOKS, overflowHookName } from './hook-limit.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { alignRange } from './segments.ts';
 import { UnknownDimensionError, type Store } from './store.ts';
+import { evaluateRule } from '../alerting/rules.ts';
+import { parseRules } from '../alerting/settings.ts';
 
 const DIMENSIONS = ['team', 'project'];
 /** 2026-03-02T00:00:00Z, a Monday: UTC day, hour and minute aligned. */
@@ -794,6 +796,31 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(a.lastEventMs).toBe(late.timeMs);
     expect(a.info.hookName).toBe('PostToolUse:Bash');
   });
+  it('the hook_limit rule counts events folded into an overflow hook when they arrive, however old their event time', async () => {
+    const store = await open({ maxHooks: 2 });
+    const now = T0 + 5 * HOUR;
+    const [rule] = parseRules([{ kind: 'hook_limit' }]);
+    const evaluate = async (): Promise<Record<string, string>[]> => (await evaluateRule(rule!, { store, now })).map((c) => ({ ...c.labels, ...c.annotations }));
+    await store.ingest([ev({ hookName: 'PostToolUse:a', timeMs: now - 3 * HOUR, receivedMs: now - 3 * HOUR }), ev({ hookName: 'PostToolUse:b', timeMs: now - 3 * HOUR, receivedMs: now - 3 * HOUR })]);
+    // Folded two hours ago: past the rule's window by arrival and by event time.
+    expect((await store.ingest([ev({ hookName: 'PostToolUse:c', timeMs: now - 2 * HOUR, receivedMs: now - 2 * HOUR })])).folded).toBe(1);
+    expect(await evaluate()).toEqual([]);
+    // Folded a minute ago, stamped three hours before (a Collector queue draining after an outage): the store
+    // is at its limit now.
+    const late = [ev({ hookName: 'PostToolUse:d', timeMs: now - 3 * HOUR, receivedMs: now - MINUTE }), ev({ hookName: 'PostToolUse:e', timeMs: now - 90 * MINUTE, receivedMs: now - MINUTE })];
+    expect((await store.ingest(late)).folded).toBe(2);
+    expect(await evaluate()).toEqual([expect.objectContaining({
+      alertname: 'hook_limit', hook_name: 'PostToolUse:(overflow)', folded_events: '2', late_folded_events: '2',
+      first_event_time: new Date(now - 3 * HOUR).toISOString(), event_time: new Date(now - 90 * MINUTE).toISOString(),
+    })]);
+    // One folded on time counts beside them, once.
+    await store.ingest([ev({ hookName: 'PostToolUse:f', timeMs: now - 5 * MINUTE, receivedMs: now - MINUTE })]);
+    expect(await evaluate()).toEqual([expect.objectContaining({ folded_events: '3', late_folded_events: '2' })]);
+    // An event over the cap of a hook of its own that arrived late is the persisted rule's, not this one's.
+    await store.ingest([ev({ hookName: 'PostToolUse:a', timeMs: now - 2 * HOUR, receivedMs: now - MINUTE, outputsPersisted: 1, status: 'over' })]);
+    expect(await evaluate()).toEqual([expect.objectContaining({ folded_events: '3' })]);
+  });
+
   it('answers filtered views, series, client versions and breakdowns as a fold of the raw events (dimension rollups and their raw edges)', async () => {
     const store = await open();
     const events = dimensionEvents(11, 400);

@@ -4,6 +4,7 @@ import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
+import { isOverflowHook } from './hook-limit.ts';
 import { granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeGrouping } from './shared-reads.ts';
@@ -386,14 +387,15 @@ export const ZERO_AS_NULL: ReadonlySet<string> = new Set(['num_blocking', 'num_n
 /**
  * An event's values in EVENT_COLUMNS order, with `attrs` the id of its attribute tuple in attr_sets and `key` its
  * stored dedup key (compactKey's bytes unless the backend keeps another form). The receive time is kept only
- * where something reads it: on events classified over the cap (the late-arrival query).
+ * where something reads it: on events classified over the cap (the late persisted-output query) and on events
+ * stored under an overflow hook (the late folded-event query of the hook_limit alert).
  */
 export function eventValues(e: HookEvent, attrs: number, key: unknown = compactKey(e.dedupKey)): unknown[] {
   return [
     key, KIND_CODES[e.kind], hookRef(e.hookId), e.timeMs, e.numHooks, e.numSuccess, e.numBlocking || null, e.numNonBlockingError || null,
     e.numCancelled || null, e.durationMs, e.stdoutChars, e.additionalContextChars, e.systemMessageChars,
     e.initialUserMessageChars, e.outputsPersisted || null, e.sizesKnown ? 1 : 0, STATUS_CODES[e.status], attrs,
-    e.status === 'over' ? (e.receivedMs ?? null) : null,
+    e.status === 'over' || isOverflowHook(e) ? (e.receivedMs ?? null) : null,
   ];
 }
 
@@ -487,6 +489,17 @@ export function overArrivalDdl(): string {
   DROP INDEX events_persisted_arrival;`;
 }
 
+/**
+ * Migration of every relational backend: the arrival index holds every event with a receive time, those over the
+ * cap as before and, from this version on, those stored under an overflow hook, whose late arrivals the hook_limit
+ * alert counts (eventValues). Built from the same rows as the index it replaces: only events over the cap had a
+ * receive time until now.
+ */
+export function arrivalIndexDdl(): string {
+  return `CREATE INDEX events_arrival ON events (received_ms) WHERE received_ms IS NOT NULL;
+  DROP INDEX events_over_arrival;`;
+}
+
 /** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
 export const MIGRATION_FUNCTIONS = { key: 'hookwatch_key', hookRef: 'hookwatch_hook_ref', attrDigest: 'hookwatch_attr_digest' } as const;
 
@@ -543,11 +556,20 @@ export function compactEventColumnsDdl(int: string, small: string): string {
 /**
  * Executions over the cap (persisted outputs, reported or measured) per hook that arrived in [$1, $2) with an
  * event time before $3 (older than the rule's window by event time), through the partial arrival index: the cost
- * is the late events over the cap, not the table.
+ * is the late events with a receive time, not the table.
  */
 export function latePersistedQuery(p: (n: number) => string): string {
   return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
     WHERE status = ${STATUS_CODES.over} AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
+}
+
+/**
+ * Every event with a receive time (over the cap, or stored under an overflow hook: eventValues) per hook that
+ * arrived in [$1, $2) with an event time before $3, through the partial arrival index as latePersistedQuery.
+ */
+export function lateArrivalsQuery(p: (n: number) => string): string {
+  return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
+    WHERE received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
 }
 
 /** Rows of latePersistedQuery as Arrivals by hook id, with the hooks' info (`byId`); rows of unknown hooks are left out. */

@@ -132,6 +132,11 @@ export interface Store {
   overflowHooks(): Promise<HookInfo[]>;
   /** Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound. */
   latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>>;
+  /**
+   * Per overflow hook (hook-limit.ts), the events counted under it that arrived in a range of receive time with an
+   * event time before a bound: folded when they arrived, whatever their event time.
+   */
+  lateFolded(q: ArrivalQuery): Promise<Map<string, Arrival>>;
   /** Time of the newest event (matching the filters, when given), or null. */
   lastEventMs(filters?: Record<string, string>): Promise<number | null>;
   /**

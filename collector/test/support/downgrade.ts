@@ -4,12 +4,15 @@
  */
 import type { DatabaseSync } from 'node:sqlite';
 
-/** The arrival index before it held every event over the cap (SQLite migration 12, PostgreSQL 16), back. */
+/**
+ * The arrival index before it held every event over the cap (SQLite migration 12, PostgreSQL 16) and then every
+ * event with a receive time (SQLite 13, PostgreSQL 17), back.
+ */
 const ARRIVAL_INDEX_UNDO = `CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;
-  DROP INDEX events_over_arrival;`;
+  DROP INDEX events_arrival;`;
 
 /**
- * Undoes SQLite migrations 11 and 12: removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an
+ * Undoes SQLite migrations 11 to 13: removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an
  * indexed column), and puts the previous arrival index back.
  */
 export function sqliteUndoLaterMigrations(db: DatabaseSync): void {
@@ -19,6 +22,6 @@ export function sqliteUndoLaterMigrations(db: DatabaseSync): void {
   db.exec(ARRIVAL_INDEX_UNDO);
 }
 
-/** The same on PostgreSQL, migrations 15 and 16 (the indexes on the column go with it). */
+/** The same on PostgreSQL, migrations 15 to 17 (the indexes on the column go with it). */
 export const PG_UNDO_LATER_MIGRATIONS = `ALTER TABLE attr_sets DROP COLUMN first_ms;
   ${ARRIVAL_INDEX_UNDO}`;

@@ -8,7 +8,7 @@ import type { LogsRequest } from '../../otlp/model.ts';
 import { tempDir } from '../../../test/helpers.ts';
 import { openSqlite } from './database.ts';
 import { SqliteStore } from './index.ts';
-import { latePersistedQuery } from '../sql.ts';
+import { lateArrivalsQuery, latePersistedQuery } from '../sql.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -170,15 +170,17 @@ describe('opening a file another connection holds', () => {
 });
 
 describe('query plans', () => {
-  it('the late-arrival query of the persisted alert reads the partial arrival index, not the table', async () => {
+  it('the late-arrival queries of the persisted and hook_limit alerts read the partial arrival index, not the table', async () => {
     const path = join(tmp.dir, 'plans.db');
     const store = new SqliteStore({ path, dimensions: [] });
     await store.ingest(events(Date.parse('2026-11-30T10:00:00Z'), 1, 1));
     await store.close();
     const db = new DatabaseSync(path, { readOnly: true });
     try {
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${latePersistedQuery(() => '?')}`).all(0, 1, 2) as { detail: string }[]).map((r) => r.detail).join('; ');
-      expect(plan).toContain('SEARCH events USING INDEX events_over_arrival (received_ms>? AND received_ms<?)');
+      for (const query of [latePersistedQuery, lateArrivalsQuery]) {
+        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${query(() => '?')}`).all(0, 1, 2) as { detail: string }[]).map((r) => r.detail).join('; ');
+        expect(plan, query.name).toContain('SEARCH events USING INDEX events_arrival (received_ms>? AND received_ms<?)');
+      }
     } finally {
       db.close();
     }

@@ -12,10 +12,10 @@ import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, t
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
-import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
+import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
@@ -96,6 +96,9 @@ export const MIGRATIONS: readonly string[] = [
   attrFirstMsDdl('INTEGER'),
   // 12: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl).
   overArrivalDdl(),
+  // 13: the arrival index holds every event with a receive time, those folded into an overflow hook too (sql.ts
+  // arrivalIndexDdl).
+  arrivalIndexDdl(),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -893,6 +896,14 @@ export class SqliteStore implements Store {
   async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
     const rows = await this.all(latePersistedQuery(() => '?'), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     return rows.length === 0 ? new Map() : toArrivals(rows, await this.infos(rows.map((r) => String(r['g']))));
+  }
+
+  async lateFolded(q: ArrivalQuery): Promise<Map<string, Arrival>> {
+    const rows = await this.all(lateArrivalsQuery(() => '?'), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
+    if (rows.length === 0) return new Map();
+    // The late events over the cap of the other hooks are the persisted rule's.
+    const infos = await this.infos(rows.map((r) => String(r['g'])));
+    return toArrivals(rows, new Map([...infos].filter(([, info]) => isOverflowHook(info))));
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
