@@ -64,7 +64,9 @@ async function hookwatch(): Promise<Running> {
   const config = toConfig(loadConfig({ flags: {} }));
   const logger = createLogger({ level: 'warn', secrets: [config.otlp.ingestToken].filter(Boolean) });
   const service = await startService(config, { logger });
-  return { otlpHttpUrl: service.otlpHttpUrl, httpUrl: service.httpUrl, stop: () => service.stop(), stats: () => service.ingest.stats };
+  return { otlpHttpUrl: service.otlpHttpUrl, httpUrl: service.httpUrl, stop: async () => {
+    await service.stop();
+  }, stats: () => service.ingest.stats };
 }
 
 async function main(): Promise<void> {

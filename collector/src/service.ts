@@ -11,7 +11,9 @@
  *   store, alert engine, forwarding, /metrics -> Express on http.addr: API, dashboard
  *
  * Replicas on one PostgreSQL elect one leader (coordination) for alert evaluation, notifications and retention.
- * Start returns once every listener is bound; stop is safe twice and closes the store last.
+ * Start returns once every listener is bound; stop is safe twice and closes the store last. On a database server,
+ * each step of the stop that waits on it is bounded (databaseStepTimeoutMs): one that does not answer costs a few
+ * seconds, not shutdown.timeout, and the stop reports what it left undone.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,6 +48,7 @@ import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { MetricsRegistry } from './telemetry/metrics.ts';
 import { registerProcessMetrics } from './telemetry/process-metrics.ts';
+import { ShutdownSteps, unboundedStep, type ShutdownStep } from './shutdown.ts';
 import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
@@ -83,7 +86,27 @@ export interface RunningService {
   alerting: Alerting;
   /** Which replica runs alert evaluation and retention (always this one on SQLite). */
   coordination: Coordination;
-  stop(): Promise<void>;
+  /** Stops intake, drains, hands leadership back and closes the store; safe twice. */
+  stop(): Promise<StopReport>;
+}
+
+/** How a stop went. */
+export interface StopReport {
+  /**
+   * Steps that timed out, failed, or could not do their job (the leader lease not handed back): empty when the
+   * stop was clean. What they waited on was cut off; nothing acknowledged depends on them.
+   */
+  unfinished: string[];
+}
+
+/**
+ * The bound of each step of a stop that waits on a database server (batches and API requests waiting on a
+ * statement, the alert evaluation and deliveries in progress, the hand-back of the leader lease, closing the
+ * connections): one lease renewal period (postgres.leaseTtl / 3, what the lease allows itself to connect), and at
+ * most a tenth of shutdown.timeout, so that those steps timing out one after another still leave half of it.
+ */
+export function databaseStepTimeoutMs(config: Pick<HookwatchConfig, 'postgres' | 'shutdown'>): number {
+  return Math.max(100, Math.round(Math.min(config.postgres.leaseTtlMs / 3, config.shutdown.timeoutMs / 10)));
 }
 
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -263,19 +286,35 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     if (leader) void prune();
   });
 
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
+  let stopping: Promise<StopReport> | undefined;
+  const stop = (): Promise<StopReport> => {
     stopping ??= (async () => {
       listening = false;
       clearInterval(retentionTimer);
+      const steps = new ShutdownSteps(logger);
+      // A database server can hang (a frozen host, a network dropping packets): what waits on it gets a bound,
+      // and past it the store's connections are closed without waiting for the server, which fails every store
+      // call still in flight at once (503 to a client: nothing it sent was acknowledged, it sends it again). A
+      // SQLite file has no server to wait on: its steps run as before.
+      const cutStore = rawStore.cutConnections?.bind(rawStore);
+      const stepMs = databaseStepTimeoutMs(config);
+      const dbStep: ShutdownStep = cutStore ? (name, work, abandon = cutStore) => steps.run(name, stepMs, work, abandon) : unboundedStep;
+      // Batches (and API requests) still waiting on a statement once intake stops: each gets the bound from then
+      // on. Clients that hold their own requests open are bounded by shutdown.timeout alone, as before.
+      const unwatch = cutStore ? steps.watch('requests waiting on the database', stepMs, instrumented.oldestStartedAt, cutStore) : () => {};
       await receiver.shutdown();
       await grpcReceiver.shutdown();
       await forwarding?.stop();
-      await alerting.stop();
-      await closeServer(http);
-      await coordination.stop();
-      await store.close();
+      await alerting.stop(dbStep);
+      await dbStep('API requests in flight', () => closeServer(http), () => {
+        cutStore?.();
+        http.closeAllConnections();
+      });
+      unwatch();
+      await coordination.stop(dbStep);
+      await dbStep('store close', () => store.close());
       storeLock?.release();
+      return { unfinished: steps.unfinished };
     })();
     return stopping;
   };

@@ -10,6 +10,7 @@ import { Dispatcher } from '../notify/dispatcher.ts';
 import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
 import { AlertEngine } from './engine.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertStateStore, LeaderElector } from './state/store.ts';
@@ -40,8 +41,12 @@ export interface Alerting {
   dispatcher: Dispatcher;
   /** Renews the firing alerts at Alertmanager receivers (its counts are on /metrics). */
   refresher: AlertmanagerRefresher;
-  /** Stops evaluation, aborts deliveries in flight (kept in the outbox), flushes alert events, closes state. Safe twice. */
-  stop(): Promise<void>;
+  /**
+   * Stops evaluation, aborts deliveries in flight (kept in the outbox), flushes alert events, closes state. Safe
+   * twice. The evaluation and deliveries in progress wait on the store: each runs as a `step` (service.ts bounds
+   * them on a database server; unbounded by default).
+   */
+  stop(step?: ShutdownStep): Promise<void>;
 }
 
 export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
@@ -112,11 +117,11 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     engine,
     dispatcher,
     refresher,
-    stop() {
+    stop(step = unboundedStep) {
       stopping ??= (async () => {
-        await engine.stop();
+        await step('alert evaluation in progress', () => engine.stop());
         await refresher.stop();
-        await dispatcher.stop();
+        await step('alert deliveries in progress', () => dispatcher.stop());
         try {
           await events.shutdown();
         } catch (err) {

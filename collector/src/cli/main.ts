@@ -58,9 +58,14 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     }, config.shutdown.timeoutMs);
     deadline.unref();
     service.stop().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
+      ({ unfinished }) => {
+        // Exit 0 only for a clean stop; a step cut off or undone (the lease left to expire) is an unclean one.
+        if (unfinished.length === 0) {
+          logger.info('stopped');
+          process.exit(0);
+        }
+        logger.error('stopped without finishing every shutdown step', { unfinished });
+        process.exit(1);
       },
       (err: unknown) => {
         logger.error('shutdown failed', { err });

@@ -7,6 +7,8 @@ export interface InstrumentedStore<S extends Store> {
   store: S;
   /** Calls of `operation` running now; for ingest this is the queue of batches waiting for their commit. */
   inFlight(operation: string): number;
+  /** When (performance.now()) the call running longest began, any operation; undefined when none runs. */
+  oldestStartedAt(): number | undefined;
 }
 
 /** Wraps a store so each async call is timed and counted in flight, and registers those metrics. */
@@ -23,6 +25,9 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
   const add = (operation: string, d: number): void => {
     inFlight.set(operation, (inFlight.get(operation) ?? 0) + d);
   };
+  // Calls running now by start, in the order they began (a Map keeps insertion order): the first is the oldest.
+  const running = new Map<number, number>();
+  let seq = 0;
   const wrapped = new Map<PropertyKey, unknown>();
   // A Proxy rather than a class: stores grow methods (alerts, silences) and each one is timed without edits here.
   const proxy = new Proxy(store, {
@@ -34,6 +39,7 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
         const operation = { operation: prop };
         fn = (...args: unknown[]): unknown => {
           const started = performance.now();
+          const id = seq++;
           add(prop, 1);
           let result: unknown;
           try {
@@ -47,14 +53,17 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
             add(prop, -1);
             return result;
           }
+          running.set(id, started);
           return result.then(
             (v: unknown) => {
               add(prop, -1);
+              running.delete(id);
               latency.observe(operation, (performance.now() - started) / 1000);
               return v;
             },
             (err: unknown) => {
               add(prop, -1);
+              running.delete(id);
               errors.inc(operation);
               latency.observe(operation, (performance.now() - started) / 1000);
               throw err;
@@ -66,5 +75,9 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
       return fn;
     },
   });
-  return { store: proxy, inFlight: (operation) => inFlight.get(operation) ?? 0 };
+  return {
+    store: proxy,
+    inFlight: (operation) => inFlight.get(operation) ?? 0,
+    oldestStartedAt: () => running.values().next().value,
+  };
 }

@@ -9,6 +9,7 @@ import { PostgresAlertStateStore } from '../alerting/state/postgres.ts';
 import type { AlertStateStore } from '../alerting/state/store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { PostgresBus, type BusChannel } from './postgres/bus.ts';
 import { PostgresLease, readCluster } from './postgres/lease.ts';
@@ -48,8 +49,11 @@ export interface Coordination {
   publish(channel: BusChannel, payload?: string): void;
   /** Registers a receiver of signals from any replica (this one included). */
   onSignal(cb: (channel: BusChannel, payload: string) => void): void;
-  /** Hands leadership over (if held) and stops renewing; safe twice. */
-  stop(): Promise<void>;
+  /**
+   * Hands leadership over (if held) and stops renewing; safe twice. Each part that waits on the database runs as a
+   * `step` (service.ts bounds them; unbounded by default).
+   */
+  stop(step?: ShutdownStep): Promise<void>;
 }
 
 /**
@@ -102,9 +106,16 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     cluster: () => readCluster(store.connectionPool, { name: lease.name, holder: lease.holder, ttlMs: config.postgres.leaseTtlMs }),
     publish: (channel, payload) => void bus.publish(channel, payload),
     onSignal: (cb) => void signals.push(cb),
-    stop: async () => {
-      await bus.stop();
-      await lease.stop();
+    stop: async (step = unboundedStep) => {
+      // Apart, each on its own connection: a hung listening connection does not keep the lease from being handed back.
+      await Promise.all([
+        step('replica signal connection close', () => bus.stop(), () => bus.cutConnections()),
+        step('leader lease hand-back', async () => {
+          await lease.stop();
+          // Not handed back: the step did not do its job (the lease said so), the stop is not clean.
+          return !lease.leftBehind;
+        }, () => lease.cutConnections()),
+      ]);
     },
   };
 }

@@ -150,6 +150,12 @@ export interface Store {
   ping(): Promise<void>;
   /** Safe to call twice. */
   close(): Promise<void>;
+  /**
+   * A store on a database server: closes its connections at once, without waiting for the server (a stop that
+   * cannot wait on a database that does not answer). Calls in flight fail (503: nothing they carried was
+   * acknowledged), as does every call after it. Safe twice, and after close().
+   */
+  cutConnections?(): void;
 }
 
 /** The store cannot take writes right now (disk full, read-only, locked): retryable, 503 + Retry-After. */

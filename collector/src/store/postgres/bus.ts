@@ -8,6 +8,7 @@
 import pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
+import { ConnectionSockets } from './sockets.ts';
 
 export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences';
 const CHANNELS: readonly BusChannel[] = ['hookwatch_ingest', 'hookwatch_silences'];
@@ -30,6 +31,8 @@ export class PostgresBus {
   private stopped = false;
   private retryMs: number;
   private timer: NodeJS.Timeout | undefined;
+  /** The sockets of the listening connection (cutConnections). */
+  private readonly sockets = new ConnectionSockets();
   /** True while the listening connection is up (for tests and logs). */
   listening = false;
 
@@ -45,7 +48,7 @@ export class PostgresBus {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.opts.url, application_name: 'hookwatch-listen' });
+    const client = new pg.Client({ connectionString: this.opts.url, application_name: 'hookwatch-listen', stream: this.sockets.stream });
     this.client = client;
     let failed = false;
     const lost = (err?: Error): void => {
@@ -94,11 +97,19 @@ export class PostgresBus {
     }
   }
 
-  /** Closes the listening connection; safe twice. */
+  /** Closes the listening connection; safe twice. A database that does not answer holds this until cutConnections(). */
   async stop(): Promise<void> {
     this.stopped = true;
     this.listening = false;
     if (this.timer) clearTimeout(this.timer);
     await this.client?.end().catch(() => {});
+  }
+
+  /** Closes the listening connection at once, without waiting for the database; stop() then resolves. Safe twice. */
+  cutConnections(): void {
+    this.stopped = true;
+    this.listening = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.sockets.destroyAll();
   }
 }

@@ -24,6 +24,7 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
+import { ConnectionSockets } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
@@ -383,6 +384,10 @@ export class PostgresStore implements Store {
   /** Whether retention's index rebuilds are under way (packFinishedDays, repackRollupIndexes). */
   private rebuilding = false;
   private closed: Promise<void> | undefined;
+  /** The sockets of both pools' connections (cutConnections). */
+  private readonly sockets = new ConnectionSockets();
+  /** Set by cutConnections: the connections it closes are not reported as lost. */
+  private cut = false;
 
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
@@ -401,6 +406,7 @@ export class PostgresStore implements Store {
         connectionTimeoutMillis: 10_000,
         idleTimeoutMillis: 30_000,
         application_name: applicationName,
+        stream: this.sockets.stream,
         // A stuck statement must not hold an OTLP request (and its row locks) forever.
         statement_timeout: 60_000,
         idle_in_transaction_session_timeout: 60_000,
@@ -411,7 +417,9 @@ export class PostgresStore implements Store {
         ...(settings ? { onConnect: (client: pg.ClientBase) => client.query(settings).then(() => undefined, (err: unknown) => this.logger?.warn('postgres session settings not applied', { err: this.describe(err) })) } : {}),
       });
       // An idle connection dropped by the server (restart, failover) must not crash the process.
-      p.on('error', (err) => this.logger?.warn('postgres connection lost', { err: this.describe(err) }));
+      p.on('error', (err) => {
+        if (!this.cut) this.logger?.warn('postgres connection lost', { err: this.describe(err) });
+      });
       return p;
     };
     this.pool = pool(opts.poolSize ?? 10, 'hookwatch');
@@ -1398,6 +1406,13 @@ export class PostgresStore implements Store {
   close(): Promise<void> {
     this.closed ??= Promise.all([this.pool.end().catch(() => {}), this.readPool.end().catch(() => {})]).then(() => {});
     return this.closed;
+  }
+
+  cutConnections(): void {
+    this.cut = true;
+    // Ended first, so nothing opens a connection again; then the sockets go, and with them what waits on them.
+    void this.close();
+    this.sockets.destroyAll();
   }
 
   /** A read query, on the read pool. */

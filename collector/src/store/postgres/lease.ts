@@ -13,6 +13,7 @@ import type { ClusterState } from '../model.ts';
 import type { LeaderElector } from '../../alerting/state/store.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
+import { ConnectionSockets } from './sockets.ts';
 
 export interface PostgresLeaseOptions {
   /** postgres:// URL (the lease uses its own single connection, so a busy ingest pool never delays renewal). */
@@ -35,6 +36,15 @@ export interface PostgresLeaseOptions {
 /** Share of the ttl the holder trusts: a margin for clock-rate drift between this host and the database. */
 const TRUST = 0.9;
 
+/**
+ * Leaving, in one statement (one round trip to wait for when stopping): the lease handed back if this replica
+ * holds it, so another replica takes over at its next renewal, and this replica's heartbeat removed.
+ */
+const LEAVE_SQL = `WITH handback AS (
+    UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2 RETURNING 1
+  )
+  DELETE FROM replica_heartbeats WHERE name = $1 AND replica = $2`;
+
 /** The state of one replica's lease, as seen by that replica. */
 export class PostgresLease implements LeaderElector {
   readonly holder: string;
@@ -43,6 +53,11 @@ export class PostgresLease implements LeaderElector {
   private readonly now: () => number;
   private readonly pool: pg.Pool;
   private validUntil = -Infinity;
+  /**
+   * Until when the lease row may still name this replica, on this replica's clock: ttl after the answer of its
+   * last successful renewal (the database set the expiry before answering).
+   */
+  private rowUntil = -Infinity;
   private currentEpoch: number | null = null;
   private wasLeader = false;
   private timer: NodeJS.Timeout | undefined;
@@ -51,6 +66,10 @@ export class PostgresLease implements LeaderElector {
   private inFlight: Promise<boolean> | undefined;
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  /** Set by stop() when it could not hand back a lease the database may still hold (said in the log). */
+  leftBehind = false;
+  /** The sockets of the lease's connection (cutConnections). */
+  private readonly sockets = new ConnectionSockets();
 
   constructor(opts: PostgresLeaseOptions) {
     if (!(opts.ttlMs > 0)) throw new RangeError('lease ttl must be positive');
@@ -63,12 +82,15 @@ export class PostgresLease implements LeaderElector {
       connectionString: opts.url,
       max: 1,
       application_name: 'hookwatch-lease',
+      stream: this.sockets.stream,
       connectionTimeoutMillis: Math.max(500, renew),
       // A renewal that takes longer than the lease is worthless: give up and try again next period.
       statement_timeout: Math.max(500, Math.round(opts.ttlMs)),
       query_timeout: Math.max(500, Math.round(opts.ttlMs)),
     });
-    this.pool.on('error', (err) => this.opts.logger?.warn('leader lease connection lost', { err: scrubSecret(err.message, opts.url) }));
+    this.pool.on('error', (err) => {
+      if (!this.stopped) this.opts.logger?.warn('leader lease connection lost', { err: scrubSecret(err.message, opts.url) });
+    });
   }
 
   /** How long a lease lasts without renewal. */
@@ -122,6 +144,7 @@ export class PostgresLease implements LeaderElector {
         [this.name, this.holder, this.opts.ttlMs],
       );
       const row = r.rows[0];
+      if (row) this.rowUntil = this.now() + this.opts.ttlMs;
       if (row && !this.stopped) {
         this.validUntil = sent + this.opts.ttlMs * TRUST;
         this.currentEpoch = Number(row.epoch);
@@ -132,7 +155,10 @@ export class PostgresLease implements LeaderElector {
       }
     } catch (err) {
       // Keep what we had: a lease already granted lapses on its own clock; no renewal means no extension.
-      this.opts.logger?.warn('leader lease renewal failed', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+      const fields = { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) };
+      // A renewal cut off by stop() is no news.
+      if (this.stopped) this.opts.logger?.debug('leader lease renewal failed', fields);
+      else this.opts.logger?.warn('leader lease renewal failed', fields);
     }
     this.report();
     await this.heartbeat();
@@ -174,27 +200,46 @@ export class PostgresLease implements LeaderElector {
     }
   }
 
-  /** Stops renewing and hands the lease back so another replica takes over at its next renewal. Safe twice. */
+  /**
+   * Stops renewing, hands the lease back so another replica takes over at its next renewal, and removes this
+   * replica's heartbeat. When the hand-back fails while the database may still hold the lease for this replica,
+   * the log says so and leftBehind is set: the lease expires on its own and another replica takes over as after
+   * a crash. A database that does not answer holds this until cutConnections(). Safe twice.
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.stopped = true;
       if (this.timer) clearInterval(this.timer);
       if (this.expiry) clearTimeout(this.expiry);
       await this.inFlight;
-      const held = this.now() < this.validUntil;
       this.validUntil = -Infinity;
       this.report();
-      if (held) {
-        try {
-          await this.pool.query("UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2", [this.name, this.holder]);
-        } catch (err) {
-          this.opts.logger?.warn('leader lease release failed; it expires on its own', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+      try {
+        await this.pool.query(LEAVE_SQL, [this.name, this.holder]);
+      } catch (err) {
+        const fields = { lease: this.name, holder: this.holder, err: scrubSecret((err as Error).message ?? String(err), this.opts.url) };
+        const rowMsLeft = this.rowUntil - this.now();
+        if (rowMsLeft > 0) {
+          this.leftBehind = true;
+          this.opts.logger?.warn('leader lease not handed back; another replica takes over when it expires', { ...fields, expiresWithinMs: Math.ceil(rowMsLeft) });
+        } else {
+          this.opts.logger?.warn('replica heartbeat not removed; the replica shows as not heard from until forgotten after a day', fields);
         }
       }
-      await this.pool.query('DELETE FROM replica_heartbeats WHERE name = $1 AND replica = $2', [this.name, this.holder]).catch(() => {});
       await this.pool.end().catch(() => {});
     })();
     return this.stopping;
+  }
+
+  /**
+   * Closes the lease's connection at once, without waiting for the database (a stop that cannot wait any longer):
+   * a renewal or hand-back in flight fails, and stop() resolves. Safe twice.
+   */
+  cutConnections(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    void this.pool.end().catch(() => {});
+    this.sockets.destroyAll();
   }
 }
 

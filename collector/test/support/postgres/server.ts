@@ -4,7 +4,7 @@
  * user (PostgreSQL refuses to run as root).
  */
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +35,12 @@ export interface TestServer {
   restart(): Promise<void>;
   /** Stops the server (`-m fast`), runs `whileDown`, and starts it again on the same port, whatever whileDown did. */
   down<T>(whileDown: () => Promise<T>): Promise<T>;
+  /**
+   * SIGSTOPs the server and every one of its processes, runs `whileFrozen`, then SIGCONTs them, whatever whileFrozen
+   * did: a host that hangs. Connections stay open and nothing answers; a new connection is accepted by the kernel
+   * and then waits.
+   */
+  frozen<T>(whileFrozen: () => Promise<T>): Promise<T>;
   /** Stops the server and removes its files; safe twice. */
   stop(): Promise<void>;
 }
@@ -69,6 +75,24 @@ export function freePort(): Promise<number> {
 }
 
 let databaseSeq = 0;
+
+/** The postmaster's pid and those of its children (backends, background workers), from /proc. */
+function serverPids(data: string): number[] {
+  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+      const stat = readFileSync(join('/proc', entry, 'stat'), 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === postmaster) children.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return [postmaster, ...children];
+}
 
 /** Creates and starts a cluster; throws with a clear message when PostgreSQL is not installed. */
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
@@ -157,6 +181,24 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
         return await whileDown();
       } finally {
         await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start']);
+      }
+    },
+    async frozen<T>(whileFrozen: () => Promise<T>): Promise<T> {
+      // The postmaster first: stopped, it forks no new process that would escape the freeze.
+      const pids = serverPids(data);
+      for (const pid of pids) process.kill(pid, 'SIGSTOP');
+      const rest = serverPids(data).filter((p) => !pids.includes(p));
+      for (const pid of rest) process.kill(pid, 'SIGSTOP');
+      try {
+        return await whileFrozen();
+      } finally {
+        for (const pid of [...pids, ...rest]) {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // Exited meanwhile.
+          }
+        }
       }
     },
     stop(): Promise<void> {

@@ -1,0 +1,114 @@
+/**
+ * Fault test on real replicas and a real PostgreSQL: the database hangs (every server process SIGSTOPped, as a
+ * frozen host looks to its clients) while the leader holds its lease and a request waits on a commit, and the
+ * leader gets SIGTERM. Each shutdown step against the database is bounded, so the process exits well within
+ * shutdown.timeout, with status 1 (the stop was not clean), naming the steps that timed out and saying that its
+ * lease was not handed back; the request waiting on the database is not acknowledged; nothing acknowledged is
+ * lost; the database password is in no log line. Once the database answers again another replica leads.
+ */
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { expect, it } from 'vitest';
+import { PostgresStore } from './index.ts';
+import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
+import { leaseHolderPid, persistedOutputBody, postLogs, startReplica, waitFor } from '../../../test/support/postgres/replicas.ts';
+
+// Renewed every 3 s: still held in the database when the stop tries to hand it back (a renewal period, the time
+// before the signal, and a step or two later).
+const TTL_MS = 9000;
+const SHUTDOWN_TIMEOUT_MS = 10_000;
+/** Each database step's bound: min(ttl / 3, shutdown.timeout / 10). */
+const STEP_MS = 1000;
+const fx = useReplicaFixture();
+
+/** The fields of the JSON log lines whose msg is `msg`. */
+function entries(lines: readonly string[], msg: string): Record<string, unknown>[] {
+  return lines.flatMap((l) => {
+    try {
+      const e = JSON.parse(l) as Record<string, unknown>;
+      return e['msg'] === msg ? [e] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is prompt and says what was left undone', async () => {
+  const url = await fx.server().createDatabase();
+  const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` };
+  const leader = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
+  fx.adopt([leader]);
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  fx.defer(() => db.end());
+  await waitFor('the replica to lead', async () => ((await leaseHolderPid(db)) === leader.pid ? true : undefined), 15_000);
+  // Acknowledged before the database hangs: committed, so it must be there afterwards.
+  await fx.post(leader, persistedOutputBody(Date.now(), 'before-freeze'));
+
+  const { tookMs, pending } = await fx.server().frozen(async () => {
+    // A batch sent now waits on a commit that cannot happen.
+    const pending = postLogs(leader, persistedOutputBody(Date.now(), 'during-freeze')).catch((err: unknown) => (err as Error).message);
+    await new Promise((r) => setTimeout(r, 500));
+    const t0 = performance.now();
+    leader.child.kill('SIGTERM');
+    await leader.exited;
+    return { tookMs: performance.now() - t0, pending: await pending };
+  });
+  const log = leader.lines.join('\n');
+  // eslint-disable-next-line no-console
+  console.log(`SIGTERM with PostgreSQL frozen: exit ${leader.child.exitCode} after ${Math.round(tookMs)} ms (shutdown.timeout ${SHUTDOWN_TIMEOUT_MS} ms); the waiting batch got ${pending}`);
+
+  // Well within shutdown.timeout, which is left to clients that hold their requests open.
+  expect(tookMs, log).toBeLessThan(SHUTDOWN_TIMEOUT_MS / 2);
+  expect(leader.child.exitCode, log).toBe(1);
+  expect(log).not.toContain('shutdown took too long');
+  const timedOut = entries(leader.lines, 'shutdown step timed out');
+  expect(timedOut.length, log).toBeGreaterThan(0);
+  expect(timedOut.every((e) => typeof e['step'] === 'string' && e['timeoutMs'] === STEP_MS), log).toBe(true);
+  expect(timedOut.map((e) => e['step'])).toContain('leader lease hand-back');
+  const notHandedBack = entries(leader.lines, 'leader lease not handed back; another replica takes over when it expires');
+  expect(notHandedBack, log).toHaveLength(1);
+  expect(notHandedBack[0]!['expiresWithinMs'], log).toBeLessThanOrEqual(TTL_MS);
+  const stopped = entries(leader.lines, 'stopped without finishing every shutdown step');
+  expect(stopped, log).toHaveLength(1);
+  expect(stopped[0]!['unfinished'], log).toEqual(expect.arrayContaining(timedOut.map((e) => e['step'])));
+  expect(entries(leader.lines, 'stopped'), log).toHaveLength(0);
+  expect(log).not.toContain(fx.server().password);
+  // Never acknowledged: its client still owns it and sends it again.
+  expect(pending).not.toBe(200);
+
+  // The database answers again: the acknowledged batch is stored, and another replica takes the lease.
+  const store = await PostgresStore.open({ url });
+  try {
+    const counters = await store.hookCounters({ fromMs: Date.now() - 3_600_000, toMs: Date.now() + 3_600_000 });
+    expect([...counters.values()].map((c) => [c.info.hookName, c.executions])).toEqual([['PostToolUse:Bash', 1]]);
+  } finally {
+    await store.close();
+  }
+  const next = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
+  fx.adopt([next]);
+  await waitFor('another replica to lead', async () => ((await leaseHolderPid(db)) === next.pid ? true : undefined), TTL_MS + TTL_MS / 3 + 10_000);
+}, 180_000);
+
+it('SIGTERM while PostgreSQL answers: the lease is handed back and the heartbeat removed, and the exit is 0', async () => {
+  const url = await fx.server().createDatabase();
+  const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` };
+  const leader = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
+  fx.adopt([leader]);
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  fx.defer(() => db.end());
+  await waitFor('the replica to lead', async () => ((await leaseHolderPid(db)) === leader.pid ? true : undefined), 15_000);
+  await waitFor('its heartbeat', async () => ((await db.query('SELECT 1 FROM replica_heartbeats')).rowCount === 1 ? true : undefined), 10_000);
+  await fx.post(leader, persistedOutputBody(Date.now(), 'clean-stop'));
+  leader.child.kill('SIGTERM');
+  await leader.exited;
+  const log = leader.lines.join('\n');
+  expect(leader.child.exitCode, log).toBe(0);
+  expect(entries(leader.lines, 'stopped'), log).toHaveLength(1);
+  expect(entries(leader.lines, 'shutdown step timed out'), log).toEqual([]);
+  // Handed back: expired now, not ttl from the last renewal.
+  expect((await db.query('SELECT 1 FROM leader_lease WHERE expires_at > now()')).rowCount).toBe(0);
+  expect((await db.query('SELECT 1 FROM replica_heartbeats')).rowCount).toBe(0);
+}, 120_000);
