@@ -24,7 +24,7 @@ import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
-import { splitAddr } from './net/addr.ts';
+import { reachableHost, reachableUrl, splitAddr } from './net/addr.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
@@ -53,6 +53,7 @@ import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';
+import type { LinkContext } from './notify/model.ts';
 
 export interface ServiceOptions {
   logger: Logger;
@@ -82,6 +83,11 @@ export interface RunningService {
   /** Base URLs, e.g. http://127.0.0.1:4318 */
   otlpHttpUrl: string;
   httpUrl: string;
+  /**
+   * The dashboard's URL as people open it, which notifications link under: alerting.externalUrl, else
+   * http://<host>:<port> of the HTTP port (the machine's name for a wildcard address).
+   */
+  externalUrl: string;
   /** Rules, lifecycle and notifications. */
   alerting: Alerting;
   /** Which replica runs alert evaluation and retention (always this one on SQLite). */
@@ -173,8 +179,17 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);
+  // Links in notifications (webhook externalURL and generatorURL, Slack, Alertmanager's generatorURL): to
+  // alerting.externalUrl, else to the HTTP port where a person opens the dashboard, as Alertmanager defaults its
+  // own to its listen address. A port chosen at bind time (:0) is known once bound: no link is given before.
+  let externalUrl = config.alerting.externalUrl || reachableUrl(config.http.addr);
+  const links: LinkContext = {
+    get externalUrl() {
+      return externalUrl;
+    },
+  };
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
-  const alerting = await startAlerting({ config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
+  const alerting = await startAlerting({ links, config: config.alerting, db: config.db, store, logger, now, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
   // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left,
   // and evaluates at once: an alert due while there was no leader goes out now, not at the next timer tick.
@@ -205,7 +220,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const app = express();
   app.disable('x-powered-by');
   // Before anything answers: a name rebound to 127.0.0.1 by another site gets nothing.
-  app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, ...(config.alerting.externalUrl ? { externalUrl: config.alerting.externalUrl } : {}) }));
+  // The host notifications link to is always answered (the default's: the machine's name on a wildcard address).
+  app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, externalUrl: config.alerting.externalUrl || `http://${reachableHost(config.http.addr)}` }));
   // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
   app.use(requireHttpAuth(config.http.auth));
   app.get('/metrics', metrics.handler());
@@ -250,6 +266,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   }
   listening = true;
   const httpAddress = http.address() as AddressInfo;
+  if (!config.alerting.externalUrl) externalUrl = reachableUrl(config.http.addr, httpAddress.port);
   // Once serving: the hooks seen in the last month get their series at 0, off the start-up path.
   void store.hookCounters({ fromMs: now() - HOOK_SERIES_SEED_MS, toMs: now() }).then(
     (known) => hookMetrics.seed([...known.values()].map((c) => c.info)),
@@ -321,5 +338,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `http://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), externalUrl, stop };
 }

@@ -7,6 +7,7 @@
 import type { AlertingConfig } from './settings.ts';
 import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
+import type { LinkContext } from '../notify/model.ts';
 import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -34,6 +35,11 @@ export interface AlertingOptions {
   serviceVersion?: string;
   /** Skip the timer (tests drive evaluation on a controlled clock). */
   timer?: boolean;
+  /**
+   * Where notifications link to, read when each is rendered: the service's (alerting.externalUrl, else the
+   * HTTP port's URL once it is bound). Default: alerting.externalUrl as configured.
+   */
+  links?: LinkContext;
 }
 
 export interface Alerting {
@@ -57,13 +63,14 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0' })
     : noAlertEvents);
   const leader = opts.leader;
+  const links = opts.links ?? { externalUrl: config.externalUrl };
   const confirm = stateStore.confirmDelivery?.bind(stateStore);
   // Replicas: deliveries are fenced by the lease (checked locally, then confirmed with the store, before each attempt).
   const fence = leader?.epoch && confirm ? { token: () => leader.epoch?.() ?? null, confirm: (token: number, n: { webhookId: string }) => confirm(token, n.webhookId) } : undefined;
   // Filled in below: the dispatcher reports into the state store the engine owns.
   const dispatcher = new Dispatcher({
     receivers: config.receivers,
-    links: { externalUrl: config.externalUrl },
+    links,
     logger,
     now,
     deadlineMs: config.delivery.deadlineMs,
@@ -101,7 +108,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   }
   // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does.
   const refresher = new AlertmanagerRefresher({
-    receivers: config.receivers, links: { externalUrl: config.externalUrl }, alerts: () => engine.readModel.alerts(), logger, now,
+    receivers: config.receivers, links, alerts: () => engine.readModel.alerts(), logger, now,
     active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
   });
   if (opts.timer !== false) {

@@ -162,6 +162,35 @@ describe('webhook delivery through the service', () => {
   });
 });
 
+describe('without alerting.externalUrl', () => {
+  it('links go to the HTTP port, as Alertmanager links to its listen address: externalURL, generatorURL and Slack, and they open the dashboard', async () => {
+    const r = await start({
+      yaml: (url) => `
+alerting:
+  receivers:
+    - { name: ops, url: "${url}/hooks/${TOKEN}" }
+    - { name: chat, type: slack, url: "${url}/services/T0/B0/${TOKEN}" }
+`,
+    });
+    // http.addr is 127.0.0.1:0: the bound port, on the address it listens on.
+    const expected = `http://127.0.0.1:${r.service.httpAddress.port}`;
+    expect(await post(r, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 10_500 }]))).toBe(200);
+    await r.sink.waitFor(2, 10_000);
+    const webhook = JSON.parse(r.sink.requests.find((q) => q.path.startsWith('/hooks/'))?.body ?? '{}') as AlertmanagerWebhookBody;
+    expect(webhook.externalURL).toBe(expected);
+    const link = webhook.alerts[0]?.generatorURL ?? '';
+    expect(link).toMatch(new RegExp(`^${expected.replaceAll('.', '\\.')}/hooks/[0-9a-f]{16}$`));
+    const text = (JSON.parse(r.sink.requests.find((q) => q.path.startsWith('/services/'))?.body ?? '{}') as { text: string }).text;
+    expect(text).toContain(`<${link}|Open in hookwatch>`);
+    const page = await fetch(link);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    await page.arrayBuffer();
+    // The same URL as the start-up line's "dashboard at".
+    expect(r.service.externalUrl).toBe(expected);
+  });
+});
+
 describe('Slack and OTLP out', () => {
   it('sends readable Slack text and exports the transition as an OTLP log record', async () => {
     const r = await start({

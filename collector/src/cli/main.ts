@@ -96,7 +96,7 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   });
   for (const w of exposureWarnings(config)) logger.warn(w);
   // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
-  const dashboard = `${config.alerting.externalUrl.replace(/\/+$/, '') || service.httpUrl}/`;
+  const dashboard = `${service.externalUrl.replace(/\/+$/, '')}/`;
   logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (http) or ${service.otlpGrpcUrl} (grpc)`, { dashboard });
   return new Promise<number>(() => {});
 }

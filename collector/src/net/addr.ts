@@ -1,5 +1,6 @@
 /** Listen addresses as the settings spell them (`host:port`, `[::1]:port`, `:port`). */
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 
 /** Splits `host:port` / `[::1]:port` into parts for net.listen; an empty host listens on every interface. */
 export function splitAddr(addr: string): { host: string; port: number } {
@@ -12,4 +13,29 @@ export function splitAddr(addr: string): { host: string; port: number } {
 export function isLoopbackAddr(addr: string): boolean {
   const { host } = splitAddr(addr);
   return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
+}
+
+/** Whether a host listens on every interface: empty, 0.0.0.0 or the IPv6 unspecified address (`::`). */
+function isWildcardHost(host: string): boolean {
+  return host === '' || host === '0.0.0.0' || (isIP(host) === 6 && /^[0:]+$/.test(host));
+}
+
+/**
+ * The host part of the URL a person opens to reach a listen address: its host as written (an IPv6 address in
+ * brackets), or for a wildcard address the machine's name (`hostname`), as Alertmanager and Prometheus default
+ * their external URL to.
+ */
+export function reachableHost(addr: string, machine: () => string = hostname): string {
+  const { host } = splitAddr(addr);
+  const name = isWildcardHost(host) ? machine() : host;
+  return name.includes(':') ? `[${name}]` : name;
+}
+
+/**
+ * The URL a person opens to reach a listen address: `http://<reachableHost>:<port>`, with `boundPort` for an
+ * address that asks for any free port (`:0`). Empty while that port is not known yet.
+ */
+export function reachableUrl(addr: string, boundPort?: number, machine: () => string = hostname): string {
+  const port = splitAddr(addr).port || boundPort;
+  return port ? `http://${reachableHost(addr, machine)}:${port}` : '';
 }

@@ -6,6 +6,7 @@
  * checked too.
  */
 import { request } from 'node:http';
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers.ts';
 
@@ -105,6 +106,18 @@ describe('DNS rebinding', () => {
     const listed = await startTestService({ HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal', HOOKWATCH_EXTERNAL_URL: 'https://hooks.example.com/' });
     try {
       for (const host of ['hookwatch.internal:9318', 'HOOKS.example.com', '10.0.0.7:9318']) expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
+      expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, 'evil.example')).status).toBe(403);
+    } finally {
+      await listed.close();
+    }
+  });
+
+  it('without alerting.externalUrl answers the host its notifications link to: the machine\'s name on a wildcard address', async () => {
+    const listed = await startTestService({ HOOKWATCH_HTTP_ADDR: '0.0.0.0:0', HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal' });
+    try {
+      const linked = new URL(listed.externalUrl);
+      expect(linked.hostname).toBe(hostname().toLowerCase());
+      for (const host of [linked.host, 'hookwatch.internal']) expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
       expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, 'evil.example')).status).toBe(403);
     } finally {
       await listed.close();
