@@ -55,11 +55,6 @@ export class ShutdownSteps {
     return false;
   }
 
-  /** A step run with this bound. */
-  bounded(timeoutMs: number): ShutdownStep {
-    return (name, work, abandon) => this.run(name, timeoutMs, work, abandon);
-  }
-
   /**
    * Watches work that keeps arriving while something else finishes (requests completing during the drain): once
    * the oldest piece in flight has waited timeoutMs, counted from now at the earliest, the step times out and
