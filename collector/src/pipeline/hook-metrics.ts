@@ -32,12 +32,26 @@ interface HookSeries {
   /** Largest output of the newest execution with size data, and that execution's time. */
   lastLargest: number | null;
   lastTimeMs: number;
+  /**
+   * Largest output received in the current and the previous RECENT_OUTPUT_MS slot (slot = floor(receive time /
+   * RECENT_OUTPUT_MS)), so every output stays in hookwatch_hook_last_output_chars for at least RECENT_OUTPUT_MS.
+   */
+  recent: { slot: number; largest: number };
+  previous: { slot: number; largest: number };
   /** When this process created the series: its counters count from then. */
   createdMs: number;
 }
 
 /** Distinct overflowing hooks remembered at most; past it the count saturates instead of growing memory. */
 const MAX_TRACKED_DROPPED = 100_000;
+
+/**
+ * How long each received output counts in hookwatch_hook_last_output_chars, at least. A gauge is only seen when
+ * Prometheus scrapes it: holding only the newest execution's size, every execution but the last one between two
+ * scrapes would be invisible to max_over_time (a hook that runs every few seconds would hide its near-cap
+ * outputs). Two minutes covers every scrape interval up to the longest Prometheus advises (2m).
+ */
+export const RECENT_OUTPUT_MS = 120_000;
 
 function counters(s: HookSeries): HookCounters {
   s.counters ??= toCounters(s.row);
@@ -63,7 +77,10 @@ export class HookMetrics implements IngestListener {
   }
 
   private newSeries(id: string, hookEvent: string, hookName: string): HookSeries {
-    const s: HookSeries = { labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity, createdMs: this.now() };
+    const s: HookSeries = {
+      labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity,
+      recent: { slot: -Infinity, largest: -Infinity }, previous: { slot: -Infinity, largest: -Infinity }, createdMs: this.now(),
+    };
     this.series.set(id, s);
     return s;
   }
@@ -84,6 +101,7 @@ export class HookMetrics implements IngestListener {
 
   /** Called with the events a batch inserted (duplicates are not passed on, so nothing counts twice). */
   onIngested(events: readonly HookEvent[]): void {
+    const slot = Math.floor(this.now() / RECENT_OUTPUT_MS);
     for (const e of events) {
       let s = this.series.get(e.hookId);
       if (!s) {
@@ -97,11 +115,30 @@ export class HookMetrics implements IngestListener {
       addEvent(s.row, e);
       s.counters = undefined;
       const largest = e.kind === 'complete' ? largestOf(e) : null;
-      if (largest !== null && e.timeMs >= s.lastTimeMs) {
+      if (largest === null) continue;
+      if (e.timeMs >= s.lastTimeMs) {
         s.lastLargest = largest;
         s.lastTimeMs = e.timeMs;
       }
+      if (s.recent.slot !== slot) {
+        s.previous = s.recent;
+        s.recent = { slot, largest };
+      } else if (largest > s.recent.largest) {
+        s.recent.largest = largest;
+      }
     }
+  }
+
+  /**
+   * hookwatch_hook_last_output_chars: the largest output received in the last RECENT_OUTPUT_MS to
+   * 2 x RECENT_OUTPUT_MS, so any scrape within RECENT_OUTPUT_MS of an execution sees it; once none is that
+   * recent, the newest execution's.
+   */
+  private lastOutput(s: HookSeries): number | null {
+    const slot = Math.floor(this.now() / RECENT_OUTPUT_MS);
+    let v = -Infinity;
+    for (const r of [s.recent, s.previous]) if (r.slot >= slot - 1 && r.largest > v) v = r.largest;
+    return v === -Infinity ? s.lastLargest : v;
   }
 
   /** Registers the per-hook families on /metrics; their values are read from these counters when scraped. */
@@ -135,7 +172,7 @@ export class HookMetrics implements IngestListener {
     perHook('counter', 'hookwatch_hook_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280): blind, never healthy.', (c) => c.sizeUnknownExecutions);
     perHook('gauge', 'hookwatch_hook_largest_output_chars', 'Largest output since start (upper bound: Claude Code reports sums over the matching commands); absent when unknown.', (c) => largestOutput(c));
     perHook('gauge', 'hookwatch_hook_series_start_time_seconds', 'When this process created the hook\'s series (its counters count from then; with increase(), a series younger than the window counts whole).', (_c, s) => s.createdMs / 1000);
-    perHook('gauge', 'hookwatch_hook_last_output_chars', 'Largest output of the newest execution with size data (max_over_time gives a window); absent when unknown.', (_c, s) => s.lastLargest);
+    perHook('gauge', 'hookwatch_hook_last_output_chars', `Largest output received in the last ${RECENT_OUTPUT_MS / 60_000} to ${(2 * RECENT_OUTPUT_MS) / 60_000} minutes (the newest execution's when none is that recent), so every output is seen by a scrape and max_over_time gives any window; absent when unknown.`, (_c, s) => this.lastOutput(s));
     one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => this.series.size);
     one('gauge', 'hookwatch_hook_series_dropped', `Hooks left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => this.dropped.size);
     one('counter', 'hookwatch_hook_overflow_executions_total', 'Executions of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executions);

@@ -1,0 +1,59 @@
+/**
+ * hookwatch_hook_last_output_chars as Prometheus sees it: only at scrapes. max_over_time over the samples must
+ * find every output of a hook that runs many times between two scrapes, and the gauge must still come down
+ * once the large output is old.
+ */
+import { describe, expect, it } from 'vitest';
+import { FakeClock, hookEvent } from '../../test/support/alerting.ts';
+import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
+import { MetricsRegistry } from '../telemetry/metrics.ts';
+import { HookMetrics, RECENT_OUTPUT_MS } from './hook-metrics.ts';
+
+const HOOK = 'PreToolUse:Bash';
+
+async function lastOutput(metrics: MetricsRegistry): Promise<number | undefined> {
+  return sampleValue(parseExposition(await metrics.render()), 'hookwatch_hook_last_output_chars', { hook_name: HOOK });
+}
+
+describe('hookwatch_hook_last_output_chars', () => {
+  for (const scrapeEveryMs of [15_000, 60_000, 120_000]) {
+    it(`a near-cap output between two scrapes reaches max_over_time (scrape every ${scrapeEveryMs / 1000} s), and the gauge comes down after`, async () => {
+      const clock = new FakeClock(1_800_000_000_123);
+      const start = clock.t;
+      const hooks = new HookMetrics({ maxSeries: 10, now: clock.now });
+      const metrics = new MetricsRegistry();
+      hooks.register(metrics);
+      // The hook runs every 2 s with 300 characters; once, 62 s in, with 9,500 (no scrape interval divides 62 s).
+      const samples: { atMs: number; value: number | undefined }[] = [];
+      let nextScrape = start + scrapeEveryMs;
+      for (let at = start; at <= start + 15 * 60_000; at += 2_000) {
+        while (nextScrape <= at) {
+          clock.t = nextScrape;
+          samples.push({ atMs: nextScrape, value: await lastOutput(metrics) });
+          nextScrape += scrapeEveryMs;
+        }
+        clock.t = at;
+        hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: at, additionalContextChars: at === start + 62_000 ? 9_500 : 300, stdoutChars: 0 })]);
+      }
+      const seen = samples.map((s) => s.value ?? 0);
+      // max_over_time(hookwatch_hook_last_output_chars[1h]) over what Prometheus stored.
+      expect(Math.max(...seen)).toBe(9_500);
+      // Not a since-start maximum: the samples taken well after it are the hook's current size again.
+      const late = samples.filter((s) => s.atMs > start + 62_000 + 2 * RECENT_OUTPUT_MS + scrapeEveryMs);
+      expect(late.length).toBeGreaterThan(0);
+      for (const s of late) expect(s.value).toBe(300);
+    });
+  }
+
+  it('holds the newest execution\'s size while the hook is idle, and stays absent for a hook without size data', async () => {
+    const clock = new FakeClock(1_800_000_000_000);
+    const hooks = new HookMetrics({ maxSeries: 10, now: clock.now });
+    const metrics = new MetricsRegistry();
+    hooks.register(metrics);
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: clock.t, additionalContextChars: 4_000, stdoutChars: 0 })]);
+    hooks.onIngested([hookEvent({ hookName: 'Stop', timeMs: clock.t, additionalContextChars: null })]);
+    clock.advance(24 * 3_600_000);
+    expect(await lastOutput(metrics)).toBe(4_000);
+    expect(sampleValue(parseExposition(await metrics.render()), 'hookwatch_hook_last_output_chars', { hook_name: 'Stop' })).toBeUndefined();
+  });
+});
