@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { parseExposition, type ParsedFamily } from '../collector/test/support/prometheus-text.ts';
+import { parseExposition, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../collector/test/helpers.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
 
@@ -140,6 +140,38 @@ describe('Grafana dashboard', () => {
       const failed = /record: grafana:query_(\d+)/.exec(r.stdout + r.stderr);
       expect(r.status, `${r.stdout}${r.stderr}${failed ? `\n${all[Number(failed[1])]?.where}` : ''}`).toBe(0);
       expect(r.stdout).toContain(`${all.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!hasPromtool)('counts each of hookwatch\'s alerts once when several replicas report the shared alert state (skipped only outside CI without promtool)', async () => {
+    // Replicas on one PostgreSQL each export hookwatch_alerts read from the shared alert tables: Prometheus holds
+    // the same figures once per replica, and the panel must show them once.
+    let own: ParsedSample[] = [];
+    // The fixtures' persisted outputs fire an alert once the engine has evaluated the ingested batches.
+    for (const deadline = performance.now() + 15_000; !own.length && performance.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      own = parseExposition(await (await fetch(`${service?.httpUrl}/metrics`)).text()).get('hookwatch_alerts')?.samples ?? [];
+    }
+    expect(own.length, 'the fixtures fire at least one alert').toBeGreaterThan(0);
+    const q = all.find((x) => namesIn(x.expr).metrics.has('hookwatch_alerts'));
+    expect(q).toBeDefined();
+    const labelsOf = (l: Record<string, string>): string => `{${Object.entries(l).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+    const series = ['hookwatch-0:9318', 'hookwatch-1:9318'].flatMap((instance) => own.map((x) => ({
+      series: `hookwatch_alerts${labelsOf({ ...x.labels, job: 'hookwatch', instance })}`, values: `${x.value}x10`,
+    })));
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-grafana-'));
+    try {
+      writeFileSync(join(dir, 'none.yml'), 'groups: []\n');
+      writeFileSync(join(dir, 'test.yml'), JSON.stringify({
+        rule_files: ['none.yml'],
+        tests: [{
+          interval: '1m', input_series: series,
+          promql_expr_test: [{ expr: substitute(q?.expr ?? ''), eval_time: '5m', exp_samples: own.map((x) => ({ labels: labelsOf(x.labels), value: x.value })) }],
+        }],
+      }));
+      const r = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, `${q?.where}: ${q?.expr}\n${r.stdout}${r.stderr}`).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
