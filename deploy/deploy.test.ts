@@ -392,6 +392,19 @@ describe('Kubernetes manifests', () => {
     expect(obj(obj(obj(doc['spec'])['template'])['metadata'])['annotations']).toMatchObject({ 'prometheus.io/port': String(HTTP_PORT), 'prometheus.io/path': '/metrics' });
   });
 
+  it('base Deployment: a start that migrates a large database is not restarted by the liveness probe (a startupProbe allows minutes)', () => {
+    const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
+    const c = containersOf(doc)[0] as Doc;
+    // hookwatch serves nothing until its store is open, and a start that migrates a large database (or waits
+    // for the replica migrating it) takes minutes (docs/postgres.md: a rewrite of a large table takes longer
+    // than a minute). Without a startup probe, the liveness probe's budget alone would kill it mid-migration
+    // and the restart would begin the migration again.
+    const budgetSeconds = (p: Doc): number => Number(p['initialDelaySeconds'] ?? 0) + Number(p['periodSeconds'] ?? 10) * Number(p['failureThreshold'] ?? 3);
+    const startup = obj(c['startupProbe']);
+    expect(obj(startup['httpGet']), 'a startupProbe on /healthz').toMatchObject({ path: '/healthz', port: 'http' });
+    expect(budgetSeconds(startup), 'seconds a start may take before the kubelet restarts it').toBeGreaterThanOrEqual(300);
+  });
+
   it('Service targets the container\'s named ports; secrets referenced exist in the example Secret; the ConfigMap loads strictly', () => {
     const { doc: svc } = docs.find((d) => d.doc['kind'] === 'Service') as { doc: Doc };
     const { doc: dep } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
