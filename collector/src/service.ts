@@ -25,6 +25,7 @@ import { allowKnownHosts, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
 import { reachableHost, reachableUrl, splitAddr } from './net/addr.ts';
+import { TlsCredentials } from './net/tls.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
@@ -71,7 +72,7 @@ export interface RunningService {
   ingest: HookIngest;
   receiver: OtlpHttpReceiver;
   grpcReceiver: OtlpGrpcReceiver;
-  /** Port of the OTLP/gRPC receiver and its address for clients, e.g. http://127.0.0.1:4317 */
+  /** Port of the OTLP/gRPC receiver and its address for clients, e.g. http://127.0.0.1:4317 (https:// with otlp.tls) */
   otlpGrpcPort: number;
   otlpGrpcUrl: string;
   /** Undefined in fan-out mode (no forward.endpoint). */
@@ -80,7 +81,7 @@ export interface RunningService {
   metrics: MetricsRegistry;
   otlpHttpAddress: AddressInfo;
   httpAddress: AddressInfo;
-  /** Base URLs, e.g. http://127.0.0.1:4318 */
+  /** Base URLs, e.g. http://127.0.0.1:4318 (https:// where TLS is on) */
   otlpHttpUrl: string;
   httpUrl: string;
   /**
@@ -129,14 +130,16 @@ function ruleNames(payload: string): string[] {
   }
 }
 
-function url(a: AddressInfo): string {
+function url(a: AddressInfo, tls: boolean): string {
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-  return `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${a.port}`;
+  return `${tls ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${a.port}`;
 }
 
 export async function startService(config: HookwatchConfig, opts: ServiceOptions): Promise<RunningService> {
   const { logger } = opts;
   const now = opts.now ?? Date.now;
+  // Before anything is opened: a certificate or key that cannot be used stops the start, naming its setting.
+  const otlpTls = config.otlp.tls ? TlsCredentials.open(config.otlp.tls, logger) : undefined;
   const metrics = new MetricsRegistry({ logger });
   registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
   // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
@@ -166,6 +169,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
     allowedHosts: config.http.allowedHosts,
+    ...(otlpTls ? { tls: otlpTls } : {}),
     inflight,
     logs,
     passThrough,
@@ -265,6 +269,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     throw err;
   }
   listening = true;
+  // Rotated certificates are looked for once every port serves.
+  otlpTls?.start();
   const httpAddress = http.address() as AddressInfo;
   if (!config.alerting.externalUrl) externalUrl = reachableUrl(config.http.addr, httpAddress.port);
   // Once serving: the hooks seen in the last month get their series at 0, off the start-up path.
@@ -308,6 +314,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     stopping ??= (async () => {
       listening = false;
       clearInterval(retentionTimer);
+      otlpTls?.stop();
       const steps = new ShutdownSteps(logger);
       // A database server can hang (a frozen host, a network dropping packets): what waits on it gets a bound,
       // and past it the store's connections are closed without waiting for the server, which fails every store
@@ -337,6 +344,6 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   };
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
-  const otlpGrpcUrl = `http://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress), httpUrl: url(httpAddress), externalUrl, stop };
+  const otlpGrpcUrl = `${otlpTls ? 'https' : 'http'}://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, false), externalUrl, stop };
 }

@@ -46,6 +46,7 @@ function wrap(text: string, indent: string): string[] {
 function placeholder(s: Setting): string {
   switch (s.type) {
     case 'addr': return '<host:port>';
+    case 'file': return '<path>';
     case 'duration': return '<duration>';
     case 'bytes': return '<size>';
     case 'int': return '<n>';

@@ -14,9 +14,10 @@ import { UsageError } from '../tools/common/args.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
 import { alertingSecrets } from '../notify/settings.ts';
-import { createLogger, urlPasswords } from '../telemetry/logger.ts';
+import { createLogger, silentLogger, urlPasswords } from '../telemetry/logger.ts';
 import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
+import { TlsCredentials } from '../net/tls.ts';
 
 /**
  * Ports open beyond this machine with nothing asked of callers: said at start, as a trusted network may want
@@ -190,6 +191,8 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       const loaded = loadConfig({ flags: parsed.flags, env: io.env });
       // The checks across settings that serve runs: a configuration serve refuses is not printed as valid.
       const config = toConfig(loaded);
+      // The TLS files too: a key that does not match its certificate stops serve, so it is no valid configuration.
+      for (const tls of [config.otlp.tls]) if (tls) TlsCredentials.open(tls, silentLogger);
       for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },

@@ -31,8 +31,13 @@ export interface LoadInput {
   readFile?: (path: string) => string;
 }
 
+/** PEM text (a certificate or a private key) or any multi-line text, where a file's path belongs. */
+const FILE_CONTENTS = /-----BEGIN|[\r\n]/;
+
 function describe(setting: Setting, raw: unknown): string {
   if (setting.secret) return '(redacted)';
+  // A key pasted where its path belongs (a Secret's tls.key set as the variable) must not reach an error message.
+  if (setting.type === 'file' && typeof raw === 'string' && FILE_CONTENTS.test(raw)) return '(the text of a file, not shown)';
   if (!setting.redactValue) return JSON.stringify(raw);
   // redactValue knows strings; a list or mapping given instead may hold the same credentials anywhere in it.
   if (typeof raw !== 'string') return `(${Array.isArray(raw) ? 'a list' : raw === null ? 'null' : `a ${typeof raw}`}, not shown)`;
@@ -55,6 +60,11 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       if (typeof raw !== 'string') fail('expected a string');
       const problem = setting.validate?.(raw);
       if (problem) fail(problem);
+      return raw;
+    }
+    case 'file': {
+      if (typeof raw !== 'string') fail('expected the path of a file');
+      if (FILE_CONTENTS.test(raw as string)) fail('expected the path of a file, not its contents: write the PEM text to a file (e.g. a mounted Secret) and give its path');
       return raw;
     }
     case 'addr': {
@@ -81,7 +91,8 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return bounded(n as number);
     }
     case 'enum': {
-      const v = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
+      // A YAML number (`minVersion: 1.3`) is the value as written.
+      const v = typeof raw === 'string' ? raw.trim().toLowerCase() : typeof raw === 'number' ? String(raw) : raw;
       if (typeof v !== 'string' || !setting.values?.includes(v)) fail(`expected one of ${setting.values?.join(', ')}`);
       return v;
     }

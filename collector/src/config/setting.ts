@@ -5,7 +5,8 @@
  */
 import { parseDuration, unitlessDuration } from './values.ts';
 
-export type ValueType = 'string' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
+/** `file`: the path of a file (a certificate, a key); text a file would hold, given in its place, is refused unechoed. */
+export type ValueType = 'string' | 'file' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
 
 export interface Setting {
   /** Dotted path in the config file, e.g. `otlp.http.addr`. */

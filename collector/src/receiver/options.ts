@@ -3,6 +3,7 @@
  * authentication and in-flight budget mean the same on either transport.
  */
 import type { LogsConsumer, PassThroughConsumer } from '../pipeline/consumer.ts';
+import type { TlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
 
@@ -14,6 +15,8 @@ export interface OtlpReceiverOptions {
   requestTimeoutMs: number;
   /** Empty: no authentication. Otherwise `authorization: Bearer <token>` (an HTTP header or gRPC metadata). */
   ingestToken: string;
+  /** otlp.tls: serve TLS (mutual TLS with a client CA) with these files, re-read as they rotate; absent: plain text. */
+  tls?: TlsCredentials;
   /** http.allowedHosts: names the OTLP/HTTP port answers to while it listens on loopback (net/allowed-hosts.ts). */
   allowedHosts?: readonly string[];
   /** Shared by both receivers: bytes of requests held in memory at once. */

@@ -1,8 +1,9 @@
 /**
  * The OTLP receivers' settings (`otlp.*`): where they listen, how big and slow a request may be, the ingest
- * token and the in-flight byte budget both ports share. A leaf: config/ composes these rows into the one table.
+ * token, TLS and the in-flight byte budget both ports share. A leaf: config/ composes these rows into the one table.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 const MiB = 1024 * 1024;
 const DAY = 86_400_000;
@@ -40,6 +41,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
     key: 'otlp.grpc.addr', env: 'HOOKWATCH_OTLP_GRPC_ADDR', type: 'addr', default: '127.0.0.1:4317',
     description: 'Where the OTLP/gRPC receiver listens (LogsService, MetricsService, TraceService Export; gzip accepted). Use 0.0.0.0:4317 to accept other hosts.',
   },
+  ...tlsSettings('otlp.tls', 'HOOKWATCH_OTLP_TLS', 'both OTLP receivers'),
 ];
 
 export interface ReceiverSettings {
@@ -51,6 +53,8 @@ export interface ReceiverSettings {
     maxFutureSkewMs: number;
     ingestToken: string;
     maxInflightBytes: number;
+    /** TLS on both receivers; undefined: plain text. */
+    tls: TlsConfig | undefined;
   };
   /** OTLP/gRPC receiver. */
   otlpGrpc: { addr: string };
@@ -67,6 +71,7 @@ export function receiverConfig(r: SettingValues): ReceiverSettings {
       maxFutureSkewMs: r.number('otlp.maxFutureSkew'),
       ingestToken: r.string('otlp.ingestToken'),
       maxInflightBytes: inflightBytes(r.number('otlp.maxInflightBytes'), maxRequestBytes, r.isDefault('otlp.maxInflightBytes')),
+      tls: tlsConfig(r, 'otlp.tls'),
     },
     otlpGrpc: { addr: r.string('otlp.grpc.addr') },
   };

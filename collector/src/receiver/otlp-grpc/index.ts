@@ -9,6 +9,9 @@
  * process-wide in-flight budget before letting the message be read, and ends a call whose message has not
  * arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at most the reserved
  * bytes with it.
+ *
+ * With otlp.tls the port speaks TLS (mutual TLS with a client CA): grpc-js takes a rotated certificate through
+ * its server credentials' update hook, so new connections get it without a restart.
  */
 import {
   Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus,
@@ -16,6 +19,7 @@ import {
 } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 import { splitAddr } from '../../net/addr.ts';
+import type { TlsCredentials } from '../../net/tls.ts';
 import { validatePassThrough } from '../../otlp/validate.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
@@ -59,6 +63,21 @@ function resetStream(call: ServerInterceptingCallInterface): void {
   if (stream && typeof stream.close === 'function' && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
 }
 
+/**
+ * Server credentials from otlp.tls that follow its files: grpc-js asks credentials for the options of the TLS
+ * server it makes, and hands each later update to that server (setSecureContext) for new connections.
+ */
+class RotatingServerCredentials extends ServerCredentials {
+  constructor(tls: TlsCredentials, handshakeTimeoutMs: number) {
+    super({ requestCert: tls.mutual, rejectUnauthorized: tls.mutual, handshakeTimeout: handshakeTimeoutMs }, tls.contextOptions());
+    tls.onChange((options) => this.updateSecureContextOptions(options));
+  }
+
+  override _equals(other: ServerCredentials): boolean {
+    return other === this;
+  }
+}
+
 export class OtlpGrpcReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
   private readonly server: Server;
@@ -93,7 +112,8 @@ export class OtlpGrpcReceiver {
     const { host, port } = splitAddr(this.opts.addr);
     const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     const bound = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync(target, ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+      const credentials = this.opts.tls ? new RotatingServerCredentials(this.opts.tls, Math.min(this.opts.requestTimeoutMs, 120_000)) : ServerCredentials.createInsecure();
+      this.server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p)));
     });
     this.started = true;
     return { host, port: bound };

@@ -1,9 +1,11 @@
 /**
  * OTLP/HTTP receiver (opentelemetry-proto specification, "OTLP/HTTP"): POST /v1/logs, /v1/metrics and
  * /v1/traces in application/x-protobuf or application/json, gzip accepted, answers in the request's encoding.
- * Plain node:http rather than Express: the receiver needs exact control of body limits and status codes.
+ * Plain node:http (node:https with otlp.tls) rather than Express: the receiver needs exact control of body
+ * limits and status codes.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { splitAddr } from '../../net/addr.ts';
 import { validatePassThrough } from '../../otlp/validate.ts';
@@ -44,18 +46,29 @@ export class OtlpHttpReceiver {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.hostRefusal = hostCheck({ addr: opts.addr, allowedHosts: opts.allowedHosts ?? [] });
-    this.server = createServer({
+    const options: ServerOptions = {
       requestTimeout: opts.requestTimeoutMs,
       headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
       // Node checks the timeouts above only every connectionsCheckingInterval (30 s by default), which let a
       // slow client hold its connection up to 30 s past otlp.requestTimeout; check at least every second.
       connectionsCheckingInterval: Math.min(1000, opts.requestTimeoutMs / 2),
-    }, (req, res) => {
+    };
+    const listener = (req: IncomingMessage, res: ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         opts.logger.error('otlp request failed unexpectedly', { err });
         if (!res.headersSent) this.fail(res, 'json', 500, RpcCode.INTERNAL, 'internal error');
       });
-    });
+    };
+    const tls = opts.tls;
+    if (tls) {
+      // A client that never finishes the handshake is cut off like one that never finishes its request.
+      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: Math.min(opts.requestTimeoutMs, 120_000) }, listener);
+      // A rotated certificate serves the connections made from now on.
+      tls.onChange((context) => server.setSecureContext(context));
+      this.server = server;
+    } else {
+      this.server = createServer(options, listener);
+    }
     this.server.keepAliveTimeout = 65_000;
   }
 

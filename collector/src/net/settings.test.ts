@@ -1,0 +1,109 @@
+/**
+ * The TLS settings as people write them: off unless a certificate and key are given, checked together at start,
+ * file paths shown where settings are shown and the text of a key never, even when it is pasted in place of
+ * its path.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
+import { tempDir } from '../../test/helpers.ts';
+import { HAVE_OPENSSL, certAuthority, issue, pemBody, type CertFiles } from '../../test/support/certs.ts';
+import { readFileSync } from 'node:fs';
+
+const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+const SECTIONS = [{ section: 'otlp.tls', env: 'HOOKWATCH_OTLP_TLS' }] as const;
+
+/** `hookwatch <args>` with `env`; its exit status and output. */
+async function hookwatch(args: readonly string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return promisify(execFile)(process.execPath, [MAIN, ...args], { env: { PATH: process.env['PATH'] ?? '', ...env } }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+}
+
+describe('TLS settings', () => {
+  it('leave every listener plain by default', () => {
+    const c = toConfig(loadConfig({ env: {} }));
+    expect(c.otlp.tls).toBeUndefined();
+  });
+
+  for (const { section, env } of SECTIONS) {
+    it(`${section}: certFile and keyFile go together, and clientCaFile needs both`, () => {
+      const refused = (vars: Record<string, string>): string => {
+        try {
+          toConfig(loadConfig({ env: vars }));
+        } catch (err) {
+          expect(err).toBeInstanceOf(ConfigError);
+          return (err as Error).message;
+        }
+        return 'accepted';
+      };
+      expect(refused({ [`${env}_CERT_FILE`]: '/etc/tls/tls.crt' })).toBe(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
+      expect(refused({ [`${env}_KEY_FILE`]: '/etc/tls/tls.key' })).toBe(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
+      expect(refused({ [`${env}_CLIENT_CA_FILE`]: '/etc/tls/ca.crt' })).toBe(`${section}.clientCaFile needs ${section}.certFile and ${section}.keyFile: mutual TLS is TLS with client certificates`);
+      expect(refused({ [`${env}_MIN_VERSION`]: '1.1' })).toMatch(new RegExp(`invalid value "1.1" for ${section.replace('.', '\\.')}\\.minVersion: expected one of 1\\.2, 1\\.3`));
+    });
+
+    it(`${section}: PEM text where a path belongs is refused, and not repeated`, () => {
+      const pem = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSeCrEtKeYtExT\n-----END PRIVATE KEY-----\n';
+      let message = '';
+      try {
+        loadConfig({ env: { [`${env}_KEY_FILE`]: pem } });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toBe(`environment ${env}_KEY_FILE: invalid value (the text of a file, not shown) for ${section}.keyFile: expected the path of a file, not its contents: write the PEM text to a file (e.g. a mounted Secret) and give its path`);
+      const [group, sub] = section.split('.') as [string, string];
+      const yaml = `${group}:\n  ${sub}:\n    keyFile: "${pem.replace(/\n/g, '\\n')}"\n`;
+      expect(() => loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml })).toThrow(/the text of a file, not shown/);
+      expect(() => loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml })).not.toThrow(/SeCrEtKeYtExT/);
+    });
+  }
+});
+
+describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
+  let tmp: { dir: string; cleanup: () => void };
+  let server: CertFiles;
+  let other: CertFiles;
+  let caFile: string;
+  beforeAll(() => {
+    tmp = tempDir('hookwatch-tls-settings-');
+    const ca = certAuthority(tmp.dir, 'settings');
+    caFile = ca.certFile;
+    server = issue(ca, 'server', 'server');
+    other = issue(ca, 'other', 'server');
+  });
+  afterAll(() => tmp.cleanup());
+
+  for (const { section, env } of SECTIONS) {
+    it(`${section}: read from the file, minVersion written as a YAML number`, () => {
+      const [group, sub] = section.split('.') as [string, string];
+      const yaml = `${group}:\n  ${sub}:\n    certFile: ${server.certFile}\n    keyFile: ${server.keyFile}\n    clientCaFile: ${caFile}\n    minVersion: 1.3\n    reloadInterval: 10s\n`;
+      const loaded = loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml });
+      const tls = section === 'otlp.tls' ? toConfig(loaded).otlp.tls : undefined;
+      expect(tls).toEqual({ section, certFile: server.certFile, keyFile: server.keyFile, clientCaFile: caFile, minVersion: '1.3', reloadIntervalMs: 10_000 });
+      expect(JSON.stringify(effectiveDocument(loaded))).not.toContain(pemBody(server.keyFile));
+      expect(env).toMatch(/^HOOKWATCH_/);
+    });
+
+    it(`${section}: \`hookwatch config\` shows the paths, never the key, and refuses a key that is not the certificate's`, async () => {
+      const ok = await hookwatch(['config', '--json'], { [`${env}_CERT_FILE`]: server.certFile, [`${env}_KEY_FILE`]: server.keyFile });
+      expect(ok.code, ok.stderr).toBe(0);
+      const [group, sub] = section.split('.') as [string, string];
+      const doc = JSON.parse(ok.stdout) as Record<string, Record<string, Record<string, unknown>>>;
+      expect(doc[group]?.[sub]).toEqual({ certFile: server.certFile, keyFile: server.keyFile, clientCaFile: '', minVersion: '1.2', reloadInterval: '30s' });
+      expect(ok.stdout).not.toContain(pemBody(server.keyFile));
+      expect(ok.stdout).not.toContain(readFileSync(server.certFile, 'utf8').split('\n')[1]);
+
+      const bad = await hookwatch(['config'], { [`${env}_CERT_FILE`]: server.certFile, [`${env}_KEY_FILE`]: other.keyFile });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toBe(`hookwatch: configuration error: ${section}.keyFile ${other.keyFile} is not the key of the certificate in ${section}.certFile ${server.certFile}\n`);
+      const served = await hookwatch(['serve'], { [`${env}_CERT_FILE`]: server.certFile, [`${env}_KEY_FILE`]: join(tmp.dir, 'gone.key'), HOOKWATCH_DB: join(tmp.dir, 'h.db') });
+      expect(served.code).toBe(2);
+      expect(served.stderr).toContain(`hookwatch: configuration error: ${section}.keyFile ${join(tmp.dir, 'gone.key')}: cannot read it (ENOENT)\n`);
+    });
+  }
+});

@@ -1,0 +1,69 @@
+/**
+ * TLS on a listener, as the OpenTelemetry Collector's receivers (configtls) and Prometheus (web.config) offer it:
+ * a certificate and key, a client CA that turns on mutual TLS, the lowest protocol version, and how often the
+ * files are checked for a rotated certificate. The rows and their typed reading, shared by the receivers'
+ * `otlp.tls.*` and the HTTP port's `http.tls.*` so both spell and check them alike. A leaf: the stages' settings
+ * modules list these rows; net/tls.ts reads the files.
+ */
+import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+
+export const TLS_MIN_VERSIONS = ['1.2', '1.3'] as const;
+export type TlsMinVersion = (typeof TLS_MIN_VERSIONS)[number];
+
+/** TLS of one listener (or of the two OTLP receivers together). */
+export interface TlsConfig {
+  /** The settings' prefix, e.g. `otlp.tls`: messages name `<section>.certFile` and the like. */
+  section: string;
+  certFile: string;
+  keyFile: string;
+  /** Empty: clients are not asked for a certificate. Otherwise mutual TLS against these CA certificates. */
+  clientCaFile: string;
+  minVersion: TlsMinVersion;
+  reloadIntervalMs: number;
+}
+
+/**
+ * The rows of `<section>.*` (e.g. `otlp.tls`), their variables under `<envPrefix>_*` (`HOOKWATCH_OTLP_TLS`);
+ * `who` names the listeners in the descriptions ("both OTLP receivers").
+ */
+export function tlsSettings(section: string, envPrefix: string, who: string): Setting[] {
+  return [
+    {
+      key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: '',
+      description: `PEM certificate ${who} present, followed by any intermediate certificates. With \`${section}.keyFile\` set, ${who} speak TLS only (https, and TLS for gRPC); a client speaking plain text is refused. Unset (the default): plain text.`,
+    },
+    {
+      key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: '',
+      description: `PEM private key (unencrypted) of \`${section}.certFile\`. Its path may show in logs and \`hookwatch config\`; what the file holds never does.`,
+    },
+    {
+      key: `${section}.clientCaFile`, env: `${envPrefix}_CLIENT_CA_FILE`, type: 'file', default: '',
+      description: `PEM CA certificates for mutual TLS: when set, ${who} require a client certificate signed by one of them, checked during the TLS handshake, before a request is read; a client without one is refused. Needs \`${section}.certFile\`.`,
+    },
+    {
+      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: '1.2', values: TLS_MIN_VERSIONS,
+      description: 'Lowest TLS version accepted: `1.2` or `1.3`.',
+    },
+    {
+      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
+      description: `How often the certificate, key and client CA files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to new connections without a restart; a new set that cannot be used (unreadable, not PEM, a key that does not match the certificate) is logged as an error and the certificate in use is kept.`,
+    },
+  ];
+}
+
+/** The typed `<section>.*`, or undefined when TLS is off (no certificate and key). */
+export function tlsConfig(r: SettingValues, section: string): TlsConfig | undefined {
+  const certFile = r.string(`${section}.certFile`);
+  const keyFile = r.string(`${section}.keyFile`);
+  const clientCaFile = r.string(`${section}.clientCaFile`);
+  const minVersion = r.oneOf(`${section}.minVersion`, TLS_MIN_VERSIONS);
+  const reloadIntervalMs = r.number(`${section}.reloadInterval`);
+  if ((certFile === '') !== (keyFile === '')) {
+    throw new ConfigError(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
+  }
+  if (certFile === '') {
+    if (clientCaFile !== '') throw new ConfigError(`${section}.clientCaFile needs ${section}.certFile and ${section}.keyFile: mutual TLS is TLS with client certificates`);
+    return undefined;
+  }
+  return { section, certFile, keyFile, clientCaFile, minVersion, reloadIntervalMs };
+}

@@ -1,0 +1,227 @@
+/**
+ * TLS on the OTLP receivers (otlp.tls.*), driven the way a user's clients drive it: the real OpenTelemetry JS
+ * exporters (OTLP/HTTP JSON and protobuf, OTLP/gRPC) given the CA, and for mutual TLS a client certificate,
+ * through the standard OTEL_EXPORTER_OTLP_CERTIFICATE / _CLIENT_CERTIFICATE / _CLIENT_KEY variables.
+ */
+import { X509Certificate } from 'node:crypto';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, type ConnectionOptions } from 'node:tls';
+import { OTLPLogExporter as JsonExporter } from '@opentelemetry/exporter-logs-otlp-http';
+import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto';
+import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError } from '../src/config/index.ts';
+import type { Logger } from '../src/telemetry/logger.ts';
+import { tempDir } from './helpers.ts';
+import { HAVE_OPENSSL, certAuthority, issue, pemBody, type Authority, type CertFiles } from './support/certs.ts';
+import { startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
+
+type Kind = 'http/json' | 'http/protobuf' | 'grpc';
+const KINDS: readonly Kind[] = ['http/json', 'http/protobuf', 'grpc'];
+
+/** What a client is given, as the OpenTelemetry SDK's variables name it. */
+interface ClientTls {
+  ca?: string;
+  cert?: CertFiles;
+}
+
+const OTEL_TLS_VARS = ['OTEL_EXPORTER_OTLP_CERTIFICATE', 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', 'OTEL_EXPORTER_OTLP_CLIENT_KEY'] as const;
+
+/** Counts what the wrapped exporter reported: 0 for success, 1 for failure (ExportResultCode). */
+class RecordingExporter implements LogRecordExporter {
+  readonly codes: number[] = [];
+  readonly errors: string[] = [];
+  private readonly inner: LogRecordExporter;
+  constructor(inner: LogRecordExporter) {
+    this.inner = inner;
+  }
+  export(logs: ReadableLogRecord[], done: Parameters<LogRecordExporter['export']>[1]): void {
+    this.inner.export(logs, (result) => {
+      this.codes.push(result.code);
+      if (result.error) this.errors.push(result.error.message);
+      done(result);
+    });
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+}
+
+/**
+ * Sends one hook_execution_complete named `hookName` with the real exporter of `kind` to `base` (the receiver's
+ * URL as hookwatch reports it) and returns the export results. The TLS variables are set while the exporter is
+ * made and sends, as they would be in Claude Code's environment.
+ */
+async function send(kind: Kind, base: string, hookName: string, tls: ClientTls, timeoutMillis = 5000): Promise<RecordingExporter> {
+  const saved = OTEL_TLS_VARS.map((name) => [name, process.env[name]] as const);
+  const set = (name: string, value: string | undefined): void => {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  };
+  set('OTEL_EXPORTER_OTLP_CERTIFICATE', tls.ca);
+  set('OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', tls.cert?.certFile);
+  set('OTEL_EXPORTER_OTLP_CLIENT_KEY', tls.cert?.keyFile);
+  try {
+    const inner = kind === 'grpc' ? new GrpcExporter({ url: base, timeoutMillis }) : kind === 'http/json' ? new JsonExporter({ url: `${base}/v1/logs`, timeoutMillis }) : new ProtoExporter({ url: `${base}/v1/logs`, timeoutMillis });
+    const exporter = new RecordingExporter(inner);
+    const provider = new LoggerProvider({ resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }), processors: [new SimpleLogRecordProcessor({ exporter })] });
+    provider.getLogger('com.anthropic.claude_code.events', '2.1.332').emit({
+      body: 'claude_code.hook_execution_complete',
+      attributes: { 'event.name': 'hook_execution_complete', 'event.timestamp': new Date().toISOString(), 'session.id': `tls-${hookName}`, hook_event: 'SessionStart', hook_name: hookName, num_hooks: '1', num_success: '1', num_outputs_persisted: '0', additional_context_chars: '100', stdout_chars: '0', system_message_chars: '0', initial_user_message_chars: '0' },
+    });
+    await provider.forceFlush();
+    await provider.shutdown();
+    return exporter;
+  } finally {
+    for (const [name, value] of saved) set(name, value);
+  }
+}
+
+/** The receiver's base URL for `kind`. */
+const baseFor = (s: ServiceUnderTest, kind: Kind): string => (kind === 'grpc' ? s.otlpGrpcUrl : s.otlpHttpUrl);
+
+/** What a probe offers: the gRPC port speaks HTTP/2 only (h2), the OTLP/HTTP port HTTP/1.1. */
+const ALPN = ['h2', 'http/1.1'];
+
+/** The certificate a fresh TLS connection to `port` is shown. */
+function servedFingerprint(port: number, opts: ConnectionOptions = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, ...opts }, () => {
+      resolve(socket.getPeerCertificate().fingerprint256);
+      socket.end();
+    });
+    socket.once('error', reject);
+  });
+}
+
+const fingerprint = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
+const portOf = (url: string): number => Number(new URL(url).port);
+
+interface Logged {
+  level: string;
+  msg: string;
+}
+
+function recordingLogger(): { logger: Logger; lines: Logged[] } {
+  const lines: Logged[] = [];
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>): void => void lines.push({ level, msg: fields ? `${msg} ${JSON.stringify(fields)}` : msg });
+  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, lines };
+}
+
+describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
+  let tmp: { dir: string; cleanup: () => void };
+  let ca: Authority;
+  let other: Authority;
+  let server: CertFiles;
+  let rotated: CertFiles;
+  let client: CertFiles;
+  let stranger: CertFiles;
+  beforeAll(() => {
+    tmp = tempDir('hookwatch-tls-otlp-');
+    ca = certAuthority(tmp.dir, 'team');
+    other = certAuthority(tmp.dir, 'other');
+    server = issue(ca, 'hookwatch', 'server');
+    rotated = issue(ca, 'hookwatch-renewed', 'server');
+    client = issue(ca, 'laptop', 'client');
+    stranger = issue(other, 'stranger', 'client');
+  });
+  afterAll(() => tmp.cleanup());
+
+  let service: ServiceUnderTest | undefined;
+  afterEach(async () => {
+    await service?.close();
+    service = undefined;
+  });
+
+  const tlsEnv = (files: CertFiles, extra: Record<string, string> = {}): Record<string, string> => ({ HOOKWATCH_OTLP_TLS_CERT_FILE: files.certFile, HOOKWATCH_OTLP_TLS_KEY_FILE: files.keyFile, ...extra });
+
+  it('the OTLP/HTTP (JSON, protobuf) and OTLP/gRPC exporters trusting the CA deliver over TLS, and the events are counted', async () => {
+    service = await startServiceUnderTest(tlsEnv(server));
+    expect(service.otlpHttpUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(service.otlpGrpcUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    for (const kind of KINDS) {
+      const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile });
+      expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);
+    }
+    expect(service.ingest.stats.stored).toBe(3);
+    // A client that does not trust the CA refuses hookwatch's certificate: nothing is sent.
+    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), 'SessionStart:untrusted', {}, 2000)).codes).toEqual([1]);
+    expect(service.ingest.stats.stored).toBe(3);
+  });
+
+  it('mutual TLS: exporters with a client certificate from the CA deliver; without one, or with another CA\'s, they are refused', async () => {
+    service = await startServiceUnderTest(tlsEnv(server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: ca.certFile }));
+    for (const kind of KINDS) {
+      const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile, cert: client });
+      expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);
+    }
+    expect(service.ingest.stats.stored).toBe(3);
+    for (const kind of KINDS) {
+      expect((await send(kind, baseFor(service, kind), 'SessionStart:no-cert', { ca: ca.certFile }, 2000)).codes, `${kind} without a client certificate`).toEqual([1]);
+      expect((await send(kind, baseFor(service, kind), 'SessionStart:stranger', { ca: ca.certFile, cert: stranger }, 2000)).codes, `${kind} with another CA's certificate`).toEqual([1]);
+    }
+    expect(service.ingest.stats.stored).toBe(3);
+    // Refused during the handshake: not one request was read, so none was counted.
+    expect(service.receiver.stats.requests).toEqual({ 'logs:ok': 2 });
+  });
+
+  it('plain text to a TLS port fails, and a TLS version below otlp.tls.minVersion is refused', async () => {
+    service = await startServiceUnderTest(tlsEnv(server, { HOOKWATCH_OTLP_TLS_MIN_VERSION: '1.3' }));
+    const plainHttp = service.otlpHttpUrl.replace('https://', 'http://');
+    await expect(fetch(`${plainHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).rejects.toThrow();
+    expect((await send('http/protobuf', plainHttp, 'SessionStart:plain', {}, 2000)).codes).toEqual([1]);
+    expect((await send('grpc', service.otlpGrpcUrl.replace('https://', 'http://'), 'SessionStart:plain', {}, 2000)).codes).toEqual([1]);
+    expect(service.ingest.stats.stored).toBe(0);
+    for (const port of [portOf(service.otlpHttpUrl), portOf(service.otlpGrpcUrl)]) {
+      await expect(servedFingerprint(port, { ca: readFileSync(ca.certFile), maxVersion: 'TLSv1.2', ALPNProtocols: ALPN })).rejects.toThrow(/version/i);
+      expect(await servedFingerprint(port, { ca: readFileSync(ca.certFile), minVersion: 'TLSv1.3', ALPNProtocols: ALPN })).toBe(fingerprint(server.certFile));
+    }
+  });
+
+  it('a rotated certificate is served to new connections on both ports without a restart; a bad new key keeps the old one', async () => {
+    const dir = join(tmp.dir, 'secret');
+    mkdirSync(dir, { recursive: true });
+    const files = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
+    const put = (from: CertFiles, which: 'both' | 'cert' = 'both'): void => {
+      copyFileSync(from.certFile, files.certFile);
+      if (which === 'both') copyFileSync(from.keyFile, files.keyFile);
+    };
+    put(server);
+    const { logger, lines } = recordingLogger();
+    service = await startServiceUnderTest(tlsEnv(files, { HOOKWATCH_OTLP_TLS_RELOAD_INTERVAL: '1s' }), logger);
+    const ports = [portOf(service.otlpHttpUrl), portOf(service.otlpGrpcUrl)];
+    for (const port of ports) expect(await servedFingerprint(port, { ALPNProtocols: ALPN })).toBe(fingerprint(server.certFile));
+
+    put(rotated);
+    for (const port of ports) {
+      await expect.poll(() => servedFingerprint(port, { ALPNProtocols: ALPN }), { timeout: 5000, interval: 200 }).toBe(fingerprint(rotated.certFile));
+    }
+    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile })).codes).toEqual([0]);
+    expect(service.ingest.stats.stored).toBe(3);
+
+    // Only the certificate is replaced: the key in the folder is not its key. The renewed certificate stays.
+    put(server, 'cert');
+    await expect.poll(() => lines.filter((l) => l.level === 'error').map((l) => l.msg), { timeout: 5000, interval: 200 }).toEqual([
+      expect.stringMatching(/^otlp\.tls\.keyFile .*tls\.key is not the key of the certificate in otlp\.tls\.certFile .*tls\.crt; still serving the certificate loaded before/),
+    ]);
+    for (const port of ports) expect(await servedFingerprint(port, { ALPNProtocols: ALPN })).toBe(fingerprint(rotated.certFile));
+    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile })).codes).toEqual([0]);
+    expect(JSON.stringify(lines)).not.toContain(pemBody(server.keyFile));
+    expect(JSON.stringify(lines)).not.toContain(pemBody(rotated.keyFile));
+  });
+
+  it('a start with a file that cannot be read or used fails, naming the setting and never showing the key', async () => {
+    const missing = join(tmp.dir, 'missing.key');
+    await expect(startServiceUnderTest(tlsEnv({ certFile: server.certFile, keyFile: missing }))).rejects.toThrow(new ConfigError(`otlp.tls.keyFile ${missing}: cannot read it (ENOENT)`));
+    const mismatched = startServiceUnderTest(tlsEnv({ certFile: server.certFile, keyFile: rotated.keyFile }));
+    await expect(mismatched).rejects.toThrow(`otlp.tls.keyFile ${rotated.keyFile} is not the key of the certificate in otlp.tls.certFile ${server.certFile}`);
+    await expect(mismatched).rejects.not.toThrow(pemBody(rotated.keyFile));
+    await expect(startServiceUnderTest(tlsEnv(server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: server.keyFile }))).rejects.toThrow(`otlp.tls.clientCaFile ${server.keyFile}: no PEM certificate in it`);
+  });
+});
