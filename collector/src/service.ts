@@ -16,6 +16,7 @@
  * seconds, not shutdown.timeout, and the stop reports what it left undone.
  */
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { apiErrorHandler, createApiRouter } from './api/index.ts';
@@ -140,6 +141,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const now = opts.now ?? Date.now;
   // Before anything is opened: a certificate or key that cannot be used stops the start, naming its setting.
   const otlpTls = config.otlp.tls ? TlsCredentials.open(config.otlp.tls, logger) : undefined;
+  const httpTls = config.http.tls ? TlsCredentials.open(config.http.tls, logger) : undefined;
   const metrics = new MetricsRegistry({ logger });
   registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
   // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
@@ -242,7 +244,15 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createDashboardRouter());
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));
-  const http: Server = createServer(app);
+  let http: Server;
+  if (httpTls) {
+    const server = createHttpsServer(httpTls.serverOptions(), app);
+    // A rotated certificate serves the connections made from now on.
+    httpTls.onChange((context) => server.setSecureContext(context));
+    http = server;
+  } else {
+    http = createServer(app);
+  }
 
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;
@@ -271,6 +281,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   listening = true;
   // Rotated certificates are looked for once every port serves.
   otlpTls?.start();
+  httpTls?.start();
   const httpAddress = http.address() as AddressInfo;
   if (!config.alerting.externalUrl) externalUrl = reachableUrl(config.http.addr, httpAddress.port);
   // Once serving: the hooks seen in the last month get their series at 0, off the start-up path.
@@ -315,6 +326,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       listening = false;
       clearInterval(retentionTimer);
       otlpTls?.stop();
+      httpTls?.stop();
       const steps = new ShutdownSteps(logger);
       // A database server can hang (a frozen host, a network dropping packets): what waits on it gets a bound,
       // and past it the store's connections are closed without waiting for the server, which fails every store
@@ -345,5 +357,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `${otlpTls ? 'https' : 'http'}://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, false), externalUrl, stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, stop };
 }

@@ -9,11 +9,11 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 export const CHROMIUM = process.env['HOOKWATCH_CHROMIUM'] ?? '/usr/bin/chromium';
 export const SCREENSHOTS = fileURLToPath(new URL('./screenshots/', import.meta.url));
 
-/** Launches headless Chromium with nothing reaching past loopback. */
-export async function launch(): Promise<Browser> {
+/** Launches headless Chromium with nothing reaching past loopback; `args` adds command-line switches. */
+export async function launch(args: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--no-first-run', '--disable-component-update', '--disable-sync', ...args],
     timeout: 30_000,
   });
 }

@@ -1,8 +1,9 @@
 /**
- * The HTTP port's settings (`http.*`): where the API and dashboard listen and how callers authenticate,
+ * The HTTP port's settings (`http.*`): where the API and dashboard listen, TLS, and how callers authenticate,
  * checked together so a mode never starts without its credentials. A leaf: config/ composes these rows.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 export const API_SETTINGS: readonly Setting[] = [
   {
@@ -33,6 +34,7 @@ export const API_SETTINGS: readonly Setting[] = [
     key: 'http.auth.proxyHeader', env: 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', type: 'string', default: '',
     description: 'Header for `http.auth.mode: proxy-header`, e.g. `x-forwarded-user`: requests without it (or with it empty) get 401. Only safe when the proxy is the sole way in and strips the header from client requests.',
   },
+  ...tlsSettings('http.tls', 'HOOKWATCH_HTTP_TLS', 'the HTTP port (API, dashboard, /metrics, /healthz, /readyz)', 'https'),
 ];
 
 /** Typed `http.auth.*` settings: what the HTTP port asks for (mode none: nothing). */
@@ -46,7 +48,8 @@ export interface HttpAuthConfig {
 }
 
 export interface ApiSettings {
-  http: { addr: string; allowedHosts: string[]; auth: HttpAuthConfig };
+  /** tls: undefined for plain HTTP. */
+  http: { addr: string; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
 }
 
 export function apiConfig(r: SettingValues): ApiSettings {
@@ -55,6 +58,7 @@ export function apiConfig(r: SettingValues): ApiSettings {
       addr: r.string('http.addr'),
       allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
+      tls: tlsConfig(r, 'http.tls'),
     },
   };
 }

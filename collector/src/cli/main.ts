@@ -192,7 +192,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       // The checks across settings that serve runs: a configuration serve refuses is not printed as valid.
       const config = toConfig(loaded);
       // The TLS files too: a key that does not match its certificate stops serve, so it is no valid configuration.
-      for (const tls of [config.otlp.tls]) if (tls) TlsCredentials.open(tls, silentLogger);
+      for (const tls of [config.otlp.tls, config.http.tls]) if (tls) TlsCredentials.open(tls, silentLogger);
       for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },

@@ -14,7 +14,7 @@ import { HAVE_OPENSSL, certAuthority, issue, pemBody, type CertFiles } from '../
 import { readFileSync } from 'node:fs';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
-const SECTIONS = [{ section: 'otlp.tls', env: 'HOOKWATCH_OTLP_TLS' }] as const;
+const SECTIONS = [{ section: 'otlp.tls', env: 'HOOKWATCH_OTLP_TLS' }, { section: 'http.tls', env: 'HOOKWATCH_HTTP_TLS' }] as const;
 
 /** `hookwatch <args>` with `env`; its exit status and output. */
 async function hookwatch(args: readonly string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -25,9 +25,16 @@ async function hookwatch(args: readonly string[], env: Record<string, string>): 
 }
 
 describe('TLS settings', () => {
-  it('leave every listener plain by default', () => {
-    const c = toConfig(loadConfig({ env: {} }));
+  it('leave every listener plain by default, with TLS 1.2 and a 30 s reload once turned on', () => {
+    const loaded = loadConfig({ env: {} });
+    const c = toConfig(loaded);
     expect(c.otlp.tls).toBeUndefined();
+    expect(c.http.tls).toBeUndefined();
+    for (const { section } of SECTIONS) {
+      expect(loaded.values.get(`${section}.certFile`)).toBe('');
+      expect(loaded.values.get(`${section}.minVersion`)).toBe('1.2');
+      expect(loaded.values.get(`${section}.reloadInterval`)).toBe(30_000);
+    }
   });
 
   for (const { section, env } of SECTIONS) {
@@ -83,7 +90,8 @@ describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
       const [group, sub] = section.split('.') as [string, string];
       const yaml = `${group}:\n  ${sub}:\n    certFile: ${server.certFile}\n    keyFile: ${server.keyFile}\n    clientCaFile: ${caFile}\n    minVersion: 1.3\n    reloadInterval: 10s\n`;
       const loaded = loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml });
-      const tls = section === 'otlp.tls' ? toConfig(loaded).otlp.tls : undefined;
+      const config = toConfig(loaded);
+      const tls = section === 'otlp.tls' ? config.otlp.tls : config.http.tls;
       expect(tls).toEqual({ section, certFile: server.certFile, keyFile: server.keyFile, clientCaFile: caFile, minVersion: '1.3', reloadIntervalMs: 10_000 });
       expect(JSON.stringify(effectiveDocument(loaded))).not.toContain(pemBody(server.keyFile));
       expect(env).toMatch(/^HOOKWATCH_/);

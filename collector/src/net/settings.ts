@@ -24,13 +24,13 @@ export interface TlsConfig {
 
 /**
  * The rows of `<section>.*` (e.g. `otlp.tls`), their variables under `<envPrefix>_*` (`HOOKWATCH_OTLP_TLS`);
- * `who` names the listeners in the descriptions ("both OTLP receivers").
+ * `where` names the listeners in the descriptions ("both OTLP ports"), `speaks` what they speak with TLS on.
  */
-export function tlsSettings(section: string, envPrefix: string, who: string): Setting[] {
+export function tlsSettings(section: string, envPrefix: string, where: string, speaks: string): Setting[] {
   return [
     {
       key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: '',
-      description: `PEM certificate ${who} present, followed by any intermediate certificates. With \`${section}.keyFile\` set, ${who} speak TLS only (https, and TLS for gRPC); a client speaking plain text is refused. Unset (the default): plain text.`,
+      description: `PEM certificate for ${where}, followed by any intermediate certificates. Set with \`${section}.keyFile\`, it turns TLS on there (${speaks}) and a client speaking plain text is refused. Unset (the default): plain text.`,
     },
     {
       key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: '',
@@ -38,15 +38,15 @@ export function tlsSettings(section: string, envPrefix: string, who: string): Se
     },
     {
       key: `${section}.clientCaFile`, env: `${envPrefix}_CLIENT_CA_FILE`, type: 'file', default: '',
-      description: `PEM CA certificates for mutual TLS: when set, ${who} require a client certificate signed by one of them, checked during the TLS handshake, before a request is read; a client without one is refused. Needs \`${section}.certFile\`.`,
+      description: `PEM CA certificates for mutual TLS on ${where}: when set, a client must present a certificate signed by one of them, checked during the TLS handshake before a request is read; a client without one is refused. Needs \`${section}.certFile\`.`,
     },
     {
       key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: '1.2', values: TLS_MIN_VERSIONS,
-      description: 'Lowest TLS version accepted: `1.2` or `1.3`.',
+      description: `Lowest TLS version accepted on ${where}: \`1.2\` or \`1.3\`.`,
     },
     {
       key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
-      description: `How often the certificate, key and client CA files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to new connections without a restart; a new set that cannot be used (unreadable, not PEM, a key that does not match the certificate) is logged as an error and the certificate in use is kept.`,
+      description: 'How often the certificate, key and client CA files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to new connections without a restart; a new set that cannot be used (unreadable, not PEM, a key that does not match the certificate) is logged as an error and the certificate in use is kept.',
     },
   ];
 }

@@ -41,7 +41,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
     key: 'otlp.grpc.addr', env: 'HOOKWATCH_OTLP_GRPC_ADDR', type: 'addr', default: '127.0.0.1:4317',
     description: 'Where the OTLP/gRPC receiver listens (LogsService, MetricsService, TraceService Export; gzip accepted). Use 0.0.0.0:4317 to accept other hosts.',
   },
-  ...tlsSettings('otlp.tls', 'HOOKWATCH_OTLP_TLS', 'both OTLP receivers'),
+  ...tlsSettings('otlp.tls', 'HOOKWATCH_OTLP_TLS', 'both OTLP ports', 'https, and TLS for gRPC'),
 ];
 
 export interface ReceiverSettings {
