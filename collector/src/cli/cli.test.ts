@@ -13,10 +13,14 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../config/load.ts';
+import { toConfig } from '../config/index.ts';
 import { SETTINGS, flagName } from '../config/schema.ts';
 import { nodeVersionProblem } from '../../bin/node-version.mjs';
 import { main } from '../main.ts';
 import { COMMANDS, defaultText, flagSettings } from './help.ts';
+import { exposureWarnings } from './main.ts';
+import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
+import { request as httpsRequest } from 'node:https';
 
 const BIN = fileURLToPath(new URL('../../bin/hookwatch.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'hookwatch-cli-'));
@@ -250,6 +254,28 @@ describe('hookwatch serve', () => {
     }
   });
 
+  it.skipIf(!HAVE_OPENSSL)('with TLS on, says https and grpcs, and that URL serves the dashboard over https', async () => {
+    const tls = mkdtempSync(join(dir, 'tls-'));
+    const ca = certAuthority(tls, 'cli');
+    const cert = issue(ca, 'hookwatch', 'server');
+    const vars = { ...base(), HOOKWATCH_OTLP_TLS_CERT_FILE: cert.certFile, HOOKWATCH_OTLP_TLS_KEY_FILE: cert.keyFile, HOOKWATCH_HTTP_TLS_CERT_FILE: cert.certFile, HOOKWATCH_HTTP_TLS_KEY_FILE: cert.keyFile, HOOKWATCH_HTTP_TLS_CLIENT_CA_FILE: ca.certFile };
+    const { child, line, logged } = await serving(vars);
+    try {
+      expect(line.msg).toMatch(/^dashboard at https:\/\/127\.0\.0\.1:\d+\/; send OTLP to https:\/\/127\.0\.0\.1:\d+ \(https\) or https:\/\/127\.0\.0\.1:\d+ \(grpcs\)$/);
+      expect(logged().find((l) => l['msg'] === 'hookwatch started')).toMatchObject({ tls: { otlp: 'tls', http: 'mutual' } });
+      const client = issue(ca, 'browser', 'client');
+      const status = await new Promise<number>((resolve, reject) => {
+        httpsRequest(line.dashboard, { ca: readFileSync(ca.certFile), cert: readFileSync(client.certFile), key: readFileSync(client.keyFile), servername: 'localhost' }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on('error', reject).end();
+      });
+      expect(status).toBe(200);
+    } finally {
+      await stopped(child);
+    }
+  });
+
   it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {
     const { child, line } = await serving(base());
     try {
@@ -260,6 +286,32 @@ describe('hookwatch serve', () => {
     } finally {
       await stopped(child);
     }
+  });
+});
+
+describe('exposure warnings', () => {
+  const open = { HOOKWATCH_OTLP_HTTP_ADDR: '0.0.0.0:4318', HOOKWATCH_OTLP_GRPC_ADDR: '0.0.0.0:4317', HOOKWATCH_HTTP_ADDR: '0.0.0.0:9318' };
+  const otlpTls = { HOOKWATCH_OTLP_TLS_CERT_FILE: '/etc/hookwatch-tls/tls.crt', HOOKWATCH_OTLP_TLS_KEY_FILE: '/etc/hookwatch-tls/tls.key' };
+  const httpTls = { HOOKWATCH_HTTP_TLS_CERT_FILE: '/etc/hookwatch-tls/tls.crt', HOOKWATCH_HTTP_TLS_KEY_FILE: '/etc/hookwatch-tls/tls.key' };
+  const warnings = (vars: Record<string, string>): string[] => exposureWarnings(toConfig(loadConfig({ env: { ...open, HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef', ...vars } })));
+  const otlpInClear = 'the OTLP receivers listen on 0.0.0.0:4318 and 0.0.0.0:4317 without TLS: otlp.ingestToken crosses the network in clear with every request; set otlp.tls.certFile and otlp.tls.keyFile (or terminate TLS in a proxy or OpenTelemetry Collector in front)';
+  const httpInClear = 'the API and dashboard listen on 0.0.0.0:9318 without TLS: the token of http.auth.mode bearer crosses the network in clear; set http.tls.certFile and http.tls.keyFile (or terminate TLS in a proxy in front)';
+
+  it('a token or password sent to a port open to the network without TLS is said to cross it in clear', () => {
+    expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-123456' })).toEqual([httpInClear, otlpInClear]);
+    expect(warnings({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-123456', ...otlpTls, HOOKWATCH_INGEST_TOKEN: 'ingest-123456' })).toEqual([httpInClear.replace('the token of http.auth.mode bearer', 'the password of http.auth.mode basic')]);
+    expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-123456', ...otlpTls, ...httpTls })).toEqual([]);
+    // On loopback nothing crosses a network.
+    expect(exposureWarnings(toConfig(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'ingest-123456', HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef' } })))).toEqual([]);
+  });
+
+  it('a client certificate under mutual TLS counts as authentication; TLS alone does not', () => {
+    const anyone = 'the OTLP receivers listen on 0.0.0.0:4318 and 0.0.0.0:4317 without otlp.ingestToken: anyone who can reach them can send telemetry';
+    expect(warnings({ ...otlpTls, ...httpTls })).toEqual([anyone]);
+    expect(warnings({ ...otlpTls, ...httpTls, HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: '/etc/hookwatch-tls/ca.crt' })).toEqual([]);
+    const noAuth = toConfig(loadConfig({ env: { ...open, ...httpTls, ...otlpTls, HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: '/etc/hookwatch-tls/ca.crt' } }));
+    expect(exposureWarnings(noAuth)).toEqual([expect.stringMatching(/^the API and dashboard listen on 0\.0\.0\.0:9318 without authentication/)]);
+    expect(exposureWarnings({ ...noAuth, http: { ...noAuth.http, tls: { ...noAuth.http.tls!, clientCaFile: '/etc/hookwatch-tls/ca.crt' } } })).toEqual([]);
   });
 });
 

@@ -19,18 +19,31 @@ import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
 import { TlsCredentials } from '../net/tls.ts';
 
+/** How a listener speaks: plain text, TLS, or TLS with client certificates. */
+function tlsMode(tls: { clientCaFile: string } | undefined): 'off' | 'tls' | 'mutual' {
+  return !tls ? 'off' : tls.clientCaFile !== '' ? 'mutual' : 'tls';
+}
+
 /**
- * Ports open beyond this machine with nothing asked of callers: said at start, as a trusted network may want
- * it so, but nobody should find out later.
+ * Ports open beyond this machine with nothing asked of callers, or with credentials that cross the network in
+ * clear: said at start, as a trusted network (or a proxy terminating TLS in front) may want it so, but nobody
+ * should find out later. A client certificate under mutual TLS counts as asking.
  */
 export function exposureWarnings(config: ReturnType<typeof toConfig>): string[] {
   const out: string[] = [];
-  if (!isLoopbackAddr(config.http.addr) && config.http.auth.mode === 'none') {
+  const httpOpen = !isLoopbackAddr(config.http.addr);
+  if (httpOpen && config.http.auth.mode === 'none' && tlsMode(config.http.tls) !== 'mutual') {
     out.push(`the API and dashboard listen on ${config.http.addr} without authentication: anyone who can reach it reads hook data and can create silences; set http.auth.mode (or listen on 127.0.0.1 behind an authenticating proxy)`);
   }
+  if (httpOpen && (config.http.auth.mode === 'basic' || config.http.auth.mode === 'bearer') && !config.http.tls) {
+    out.push(`the API and dashboard listen on ${config.http.addr} without TLS: the ${config.http.auth.mode === 'basic' ? 'password' : 'token'} of http.auth.mode ${config.http.auth.mode} crosses the network in clear; set http.tls.certFile and http.tls.keyFile (or terminate TLS in a proxy in front)`);
+  }
   const open = [config.otlp.http.addr, config.otlpGrpc.addr].filter((a) => !isLoopbackAddr(a));
-  if (open.length > 0 && config.otlp.ingestToken === '') {
+  if (open.length > 0 && config.otlp.ingestToken === '' && tlsMode(config.otlp.tls) !== 'mutual') {
     out.push(`the OTLP receivers listen on ${open.join(' and ')} without otlp.ingestToken: anyone who can reach them can send telemetry`);
+  }
+  if (open.length > 0 && config.otlp.ingestToken !== '' && !config.otlp.tls) {
+    out.push(`the OTLP receivers listen on ${open.join(' and ')} without TLS: otlp.ingestToken crosses the network in clear with every request; set otlp.tls.certFile and otlp.tls.keyFile (or terminate TLS in a proxy or OpenTelemetry Collector in front)`);
   }
   return out;
 }
@@ -91,6 +104,7 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     http: service.httpUrl,
     // Where each port listens (the URLs above are where a client on this machine reaches it).
     listen: { otlpHttp: config.otlp.http.addr, otlpGrpc: config.otlpGrpc.addr, http: config.http.addr },
+    tls: { otlp: tlsMode(config.otlp.tls), http: tlsMode(config.http.tls) },
     store: service.store.kind,
     db: redactUrlPassword(config.db),
     configFile: loaded.file ?? null,
@@ -98,7 +112,8 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   for (const w of exposureWarnings(config)) logger.warn(w);
   // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
   const dashboard = `${service.externalUrl.replace(/\/+$/, '')}/`;
-  logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (http) or ${service.otlpGrpcUrl} (grpc)`, { dashboard });
+  const [httpLabel, grpcLabel] = config.otlp.tls ? ['https', 'grpcs'] : ['http', 'grpc'];
+  logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (${httpLabel}) or ${service.otlpGrpcUrl} (${grpcLabel})`, { dashboard });
   return new Promise<number>(() => {});
 }
 
