@@ -43,7 +43,7 @@ USER 1000:1000
 VOLUME ["/data"]
 # 4317 OTLP/gRPC, 4318 OTLP/HTTP, 9318 API, dashboard, /healthz, /readyz and /metrics.
 EXPOSE 4317 4318 9318
-# Slim has no curl: the check uses Node's fetch against the port HOOKWATCH_HTTP_ADDR names.
+# Slim has no curl: the check asks /healthz with Node's http (https with http.tls) on the port HOOKWATCH_HTTP_ADDR names.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 CMD ["node", "deploy/docker/healthcheck.mjs"]
 # node is PID 1 and gets SIGTERM itself (no npm or shell in between): hookwatch drains and exits 0.
 STOPSIGNAL SIGTERM

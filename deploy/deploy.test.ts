@@ -17,6 +17,8 @@ import { isServiceLinkName } from '../collector/src/config/env-names.ts';
 import { parseExposition } from '../collector/test/support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from '../collector/test/support/service.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
+import { tempDir } from '../collector/test/helpers.ts';
+import { HAVE_OPENSSL, certAuthority, issue } from '../collector/test/support/certs.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
@@ -583,6 +585,34 @@ describe('container helpers', () => {
     const closedPort = new URL(closed.httpUrl).port;
     await closed.close();
     expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: `0.0.0.0:${closedPort}` })).code).toBe(1);
+  });
+
+  it.skipIf(!HAVE_OPENSSL)('the HEALTHCHECK script asks over https when the port speaks TLS, set in the environment or the config file, mutual TLS included', async () => {
+    const tmp = tempDir('hookwatch-healthcheck-tls-');
+    const ca = certAuthority(tmp.dir, 'health');
+    const cert = issue(ca, 'hookwatch', 'server');
+    const servers: ServiceUnderTest[] = [];
+    try {
+      const check = async (env: Record<string, string>, checkEnv: (port: string) => Record<string, string>): Promise<number | null> => {
+        const s = await startServiceUnderTest(env);
+        servers.push(s);
+        expect(s.httpUrl).toMatch(/^https:/);
+        return (await runNode('deploy/docker/healthcheck.mjs', checkEnv(new URL(s.httpUrl).port))).code;
+      };
+      const tls = { HOOKWATCH_HTTP_TLS_CERT_FILE: cert.certFile, HOOKWATCH_HTTP_TLS_KEY_FILE: cert.keyFile };
+      // As the image runs it: the same variables for hookwatch and the check.
+      expect(await check(tls, (port) => ({ ...tls, HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` }))).toBe(0);
+      // TLS from the config file: the check sees only the address, and is hung up on over plain HTTP first.
+      expect(await check(tls, (port) => ({ HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` }))).toBe(0);
+      const mutual = { ...tls, HOOKWATCH_HTTP_TLS_CLIENT_CA_FILE: ca.certFile };
+      expect(await check(mutual, (port) => ({ ...mutual, HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` }))).toBe(0);
+      const closed = servers.pop()!;
+      await closed.close();
+      expect((await runNode('deploy/docker/healthcheck.mjs', { ...mutual, HOOKWATCH_HTTP_ADDR: `0.0.0.0:${new URL(closed.httpUrl).port}` })).code).toBe(1);
+    } finally {
+      for (const s of servers) await s.close();
+      tmp.cleanup();
+    }
   });
 
   it('webhook-echo prints each notification as one JSON line and checks Standard Webhooks signatures', async () => {
