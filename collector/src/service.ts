@@ -188,7 +188,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Links in notifications (webhook externalURL and generatorURL, Slack, Alertmanager's generatorURL): to
   // alerting.externalUrl, else to the HTTP port where a person opens the dashboard, as Alertmanager defaults its
   // own to its listen address. A port chosen at bind time (:0) is known once bound: no link is given before.
-  let externalUrl = config.alerting.externalUrl || reachableUrl(config.http.addr);
+  let externalUrl = config.alerting.externalUrl || reachableUrl(config.http.addr, { tls: httpTls !== undefined });
   const links: LinkContext = {
     get externalUrl() {
       return externalUrl;
@@ -283,7 +283,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   otlpTls?.start();
   httpTls?.start();
   const httpAddress = http.address() as AddressInfo;
-  if (!config.alerting.externalUrl) externalUrl = reachableUrl(config.http.addr, httpAddress.port);
+  if (!config.alerting.externalUrl) externalUrl = reachableUrl(config.http.addr, { boundPort: httpAddress.port, tls: httpTls !== undefined });
   // Once serving: the hooks seen in the last month get their series at 0, off the start-up path.
   void store.hookCounters({ fromMs: now() - HOOK_SERIES_SEED_MS, toMs: now() }).then(
     (known) => hookMetrics.seed([...known.values()].map((c) => c.info)),

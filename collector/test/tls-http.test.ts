@@ -71,6 +71,8 @@ describe.skipIf(!HAVE_OPENSSL)('the HTTP port over TLS', () => {
   it('serves the API, the dashboard, /metrics and the probes over https; plain http to the port fails', async () => {
     service = await startServiceUnderTest(tlsEnv(server));
     expect(service.httpUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    // Without alerting.externalUrl, notifications link to the port as it is opened: over https.
+    expect(service.externalUrl).toBe(service.httpUrl);
     // The OTLP ports stay plain: each listener has its own TLS settings.
     expect(service.otlpHttpUrl).toMatch(/^http:\/\//);
     await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 9_000, stdoutChars: 0 }]);

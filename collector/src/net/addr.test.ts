@@ -15,22 +15,26 @@ describe('listen addresses', () => {
   });
 
   it('are reached at their own host, or at the machine name when they listen on every interface (as Alertmanager defaults its external URL)', () => {
-    expect(reachableUrl('127.0.0.1:9318', undefined, machine)).toBe('http://127.0.0.1:9318');
-    expect(reachableUrl('localhost:9318', undefined, machine)).toBe('http://localhost:9318');
-    expect(reachableUrl('10.1.2.3:9318', undefined, machine)).toBe('http://10.1.2.3:9318');
-    expect(reachableUrl('[::1]:9318', undefined, machine)).toBe('http://[::1]:9318');
+    expect(reachableUrl('127.0.0.1:9318', { machine })).toBe('http://127.0.0.1:9318');
+    expect(reachableUrl('localhost:9318', { machine })).toBe('http://localhost:9318');
+    expect(reachableUrl('10.1.2.3:9318', { machine })).toBe('http://10.1.2.3:9318');
+    expect(reachableUrl('[::1]:9318', { machine })).toBe('http://[::1]:9318');
     for (const wildcard of ['0.0.0.0:9318', ':9318', '[::]:9318', '[0:0:0:0:0:0:0:0]:9318']) {
-      expect(reachableUrl(wildcard, undefined, machine), wildcard).toBe('http://hookwatch-1.example.internal:9318');
+      expect(reachableUrl(wildcard, { machine }), wildcard).toBe('http://hookwatch-1.example.internal:9318');
     }
     expect(reachableHost('0.0.0.0:9318')).toBe(hostname());
     expect(reachableHost('[::]:9318', () => 'fe80::1')).toBe('[fe80::1]');
   });
 
   it('asking for any free port (:0) are reached at the port bound, and have no URL before it is', () => {
-    expect(reachableUrl('127.0.0.1:0', 40123, machine)).toBe('http://127.0.0.1:40123');
-    expect(reachableUrl('0.0.0.0:0', 40123, machine)).toBe('http://hookwatch-1.example.internal:40123');
-    expect(reachableUrl('127.0.0.1:0', undefined, machine)).toBe('');
+    expect(reachableUrl('127.0.0.1:0', { boundPort: 40123, machine })).toBe('http://127.0.0.1:40123');
+    expect(reachableUrl('0.0.0.0:0', { boundPort: 40123, machine })).toBe('http://hookwatch-1.example.internal:40123');
+    expect(reachableUrl('127.0.0.1:0', { machine })).toBe('');
     // A fixed port is the port.
-    expect(reachableUrl('127.0.0.1:9318', 40123, machine)).toBe('http://127.0.0.1:9318');
+    expect(reachableUrl('127.0.0.1:9318', { boundPort: 40123, machine })).toBe('http://127.0.0.1:9318');
+  });
+
+  it('speaking TLS are reached over https', () => {
+    expect(reachableUrl('0.0.0.0:9318', { tls: true, machine })).toBe('https://hookwatch-1.example.internal:9318');
   });
 });

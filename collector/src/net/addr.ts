@@ -32,10 +32,11 @@ export function reachableHost(addr: string, machine: () => string = hostname): s
 }
 
 /**
- * The URL a person opens to reach a listen address: `http://<reachableHost>:<port>`, with `boundPort` for an
- * address that asks for any free port (`:0`). Empty while that port is not known yet.
+ * The URL a person opens to reach a listen address: `http://<reachableHost>:<port>` (`https://` when the port
+ * speaks TLS), with `boundPort` for an address that asks for any free port (`:0`). Empty while that port is not
+ * known yet.
  */
-export function reachableUrl(addr: string, boundPort?: number, machine: () => string = hostname): string {
-  const port = splitAddr(addr).port || boundPort;
-  return port ? `http://${reachableHost(addr, machine)}:${port}` : '';
+export function reachableUrl(addr: string, opts: { boundPort?: number; tls?: boolean; machine?: () => string } = {}): string {
+  const port = splitAddr(addr).port || opts.boundPort;
+  return port ? `${opts.tls ? 'https' : 'http'}://${reachableHost(addr, opts.machine)}:${port}` : '';
 }
