@@ -51,6 +51,8 @@ export function start(root: HTMLElement): Dashboard {
   let generation = 0;
   let dimensionList: Promise<string[]> | undefined;
   let lastUpdated: number | undefined;
+  /** The header drawn for the URL; drawn again when a page changes the URL in place. */
+  let headerEl: HTMLElement | undefined;
 
   // What went wrong is announced once, in the alert; the age of the data and the next try, which change every few
   // seconds during an outage, are beside it, outside the alert, so a screen reader does not repeat the failure.
@@ -71,6 +73,18 @@ export function start(root: HTMLElement): Dashboard {
     if (opts.replace) history.replaceState(null, '', url);
     else history.pushState(null, '', url);
     render();
+  }
+
+  /**
+   * A change a page made in place (the overview's search): the URL takes it, and the header is drawn again from
+   * it, so its links and range buttons carry it as they carry the filters. The page itself stays as it is.
+   */
+  function replaceUrl(url: string): void {
+    history.replaceState(null, '', url);
+    if (!headerEl) return;
+    const next = header(readState(location));
+    headerEl.replaceWith(next);
+    headerEl = next;
   }
 
   function header(state: ViewState): HTMLElement {
@@ -374,9 +388,10 @@ export function start(root: HTMLElement): Dashboard {
     const state = readState(location);
     const main = h('main', { id: 'main', tabindex: '-1' });
     content = main;
-    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), header(state), banner, main);
+    headerEl = header(state);
+    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
-    const ctx: PageContext = { state, navigate, dimensions, link };
+    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen) };
     const factory = PAGES[state.route.page];
     if (!factory) {
       const nf = notFoundView(location.pathname);

@@ -10,6 +10,13 @@ export interface PageContext {
   link(url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement;
   /** Dimension names the API accepts as filters and breakdowns. */
   dimensions(): Promise<string[]>;
+  /**
+   * Puts a change the page made in place (a search typed) into the URL without a history entry or drawing the
+   * page again; the header's links and controls follow it.
+   */
+  replaceUrl(url: string): void;
+  /** Fetches the page's data again now, as Refresh now does. */
+  refresh(): void;
 }
 
 export interface Page {

@@ -4,7 +4,7 @@
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
 import { ago, dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
-import { buildUrl, keptParams, refreshMs, routePath, type Range, type Route, type ViewState } from './state.ts';
+import { buildUrl, keptParams, refreshMs, routePath, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -42,11 +42,7 @@ export function toggledRefresh(params: URLSearchParams, selected: string): strin
 
 /** The URL (path and query) with `refresh=` set or removed, everything else kept as it is. */
 export function withRefresh(loc: { pathname: string; search: string }, value: string | undefined): string {
-  const params = new URLSearchParams(loc.search);
-  if (value === undefined) params.delete('refresh');
-  else params.set('refresh', value);
-  const qs = params.toString();
-  return loc.pathname + (qs ? `?${qs}` : '');
+  return withParam(loc, 'refresh', value);
 }
 
 /** "Updated 30/11/2026, 08:30 · paused"; null before the first load. */

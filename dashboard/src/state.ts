@@ -90,6 +90,15 @@ export function buildUrl(path: string, state: Pick<ViewState, 'range' | 'filters
   return qs ? `${path}?${qs}` : path;
 }
 
+/** The URL (path and query) with one parameter set, or removed when undefined; everything else kept as it is. */
+export function withParam(loc: { pathname: string; search: string }, key: string, value: string | undefined): string {
+  const params = new URLSearchParams(loc.search);
+  if (value === undefined) params.delete(key);
+  else params.set(key, value);
+  const qs = params.toString();
+  return loc.pathname + (qs ? `?${qs}` : '');
+}
+
 /** Path of the current route. */
 export function routePath(route: Route): string {
   if (route.page === 'hook') return `/hooks/${route.hookId}`;
@@ -98,10 +107,13 @@ export function routePath(route: Route): string {
   return '/';
 }
 
-/** Page-specific parameters of the current URL that a range or filter change keeps (sort, breakdown, refresh). */
+/**
+ * Page-specific parameters of the current URL that a range or filter change keeps (sort, breakdown, refresh, the
+ * overview's hook name search).
+ */
 export function keptParams(params: URLSearchParams): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of ['sort', 'dir', 'by', 'state', 'refresh']) {
+  for (const k of ['sort', 'dir', 'by', 'state', 'refresh', 'name']) {
     const v = params.get(k);
     if (v !== null) out[k] = v;
   }

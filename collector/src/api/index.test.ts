@@ -70,6 +70,22 @@ describe('GET /api/v1/hooks', () => {
     const over = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d&status=over');
     expect(over.body.hooks.map((h) => h.hookName)).toEqual(['SessionStart:startup']);
   });
+
+  it('narrows by a part of the hook name, whatever its case, before paging', async () => {
+    const names = async (path: string): Promise<[string[], number, string | null]> => {
+      const { status, body } = await getJson<HooksResponse>(service.httpUrl, path);
+      expect(status).toBe(200);
+      return [body.hooks.map((h) => h.hookName), body.total, body.nextCursor];
+    };
+    expect(await names('/api/v1/hooks?from=now-7d&name=START')).toEqual([['SessionStart:startup'], 1, null]);
+    // Pages and total count the matching hooks only, still riskiest first.
+    expect(await names('/api/v1/hooks?from=now-30d&name=sT&limit=1')).toEqual([['SessionStart:startup'], 2, '1']);
+    expect(await names('/api/v1/hooks?from=now-30d&name=sT&limit=1&cursor=1')).toEqual([['Stop'], 2, null]);
+    expect(await names('/api/v1/hooks?from=now-30d&name=st&status=unknown')).toEqual([['Stop'], 1, null]);
+    expect(await names('/api/v1/hooks?from=now-30d&name=%3Aold-')).toEqual([['PreCompact:old-client'], 1, null]);
+    expect(await names('/api/v1/hooks?from=now-30d&name=no-such-hook')).toEqual([[], 0, null]);
+    expect((await names('/api/v1/hooks?from=now-30d&name='))[1]).toBe(5);
+  });
 });
 
 describe('GET /api/v1/hooks/:id/series', () => {
@@ -142,6 +158,8 @@ describe('bad parameters get 400 naming the parameter', () => {
     ['/api/v1/hooks?from=now-1000d', 'from'],
     ['/api/v1/hooks?colour=blue', 'colour'],
     ['/api/v1/hooks?status=fine', 'status'],
+    ['/api/v1/hooks?name=a&name=b', 'name'],
+    [`/api/v1/hooks?name=${'x'.repeat(513)}`, 'name'],
     ['/api/v1/hooks?from=now-1h&from=now-2h', 'from'],
     ['/api/v1/hooks/0123456789abcdef/series?step=5s', 'step'],
     ['/api/v1/hooks/0123456789abcdef/series?from=now-30d&step=1m', 'step'],

@@ -11,7 +11,7 @@ import { dimensionNames } from '../pipeline/settings.ts';
 import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
-import { ParamError, parseFilters, parseHookId, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, nameMatches, parseFilters, parseHookId, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 
@@ -81,9 +81,11 @@ export function createApiRouter(opts: ApiOptions): Router {
     if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryStatus)) {
       throw new ParamError('status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
+    const name = parseNameFilter(q);
     const page = parsePage(q);
-    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status', 'limit', 'cursor']);
-    const matching = status ? hooks.filter((h) => h.status === status) : hooks;
+    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status', 'name', 'limit', 'cursor']);
+    // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first.
+    const matching = status || name !== undefined ? hooks.filter((h) => (!status || h.status === status) && nameMatches(h.hookName, name)) : hooks;
     const end = page.offset + page.limit;
     const body: HooksResponse = {
       from: iso(fromMs),

@@ -104,6 +104,25 @@ export function parsePage(query: Record<string, unknown>): { limit: number; offs
   return { limit, offset };
 }
 
+/** Longest `name` a hook list is narrowed by, as for a filter's value. */
+export const MAX_NAME_CHARS = 512;
+
+/**
+ * `name`: only the hooks whose name contains it, whatever the case (case folded with toLowerCase, so the same
+ * in every locale); undefined when absent or empty.
+ */
+export function parseNameFilter(query: Record<string, unknown>): string | undefined {
+  const v = single(query, 'name');
+  if (v === undefined || v === '') return undefined;
+  if (v.length > MAX_NAME_CHARS) throw new ParamError('name', `name is longer than ${MAX_NAME_CHARS} characters`);
+  return v.toLowerCase();
+}
+
+/** Whether a hook's name contains `needle` (as parseNameFilter returns it, already lower case). */
+export function nameMatches(hookName: string, needle: string | undefined): boolean {
+  return needle === undefined || hookName.toLowerCase().includes(needle);
+}
+
 export function single(query: Record<string, unknown>, name: string): string | undefined {
   const v = query[name];
   if (v === undefined) return undefined;

@@ -5,7 +5,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
+  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -39,6 +39,30 @@ describe('sort in the URL', () => {
     expect(cells.find((c) => c.key === 'executions')).toMatchObject({ ariaSort: 'none', arrow: '', url: '/?range=7d&f.team=platform&sort=executions&dir=desc&refresh=off' });
     expect(cells.filter((c) => c.url === null).map((c) => c.label)).toEqual(['Largest output over time', 'Commands OK']);
     expect(cells.filter((c) => !c.opt).map((c) => c.label)).toEqual(['Status', 'Hook', 'Persisted', 'Largest output']);
+  });
+});
+
+describe('hook name search', () => {
+  it('lives in the URL\'s name=, without the spaces around it, and rides along with every link the overview draws', () => {
+    expect(searchOf(new URLSearchParams('name=%20brief%20'))).toBe('brief');
+    expect(searchOf(new URLSearchParams('name=%20'))).toBe('');
+    expect(searchOf(new URLSearchParams(''))).toBe('');
+    expect(searchUrl({ pathname: '/', search: '?range=7d&sort=name' }, ' Session Start ')).toBe('/?range=7d&sort=name&name=Session+Start');
+    expect(searchUrl({ pathname: '/', search: '?range=7d&name=x' }, '  ')).toBe('/?range=7d');
+    const s = at('/?range=7d&f.team=platform&name=brief');
+    expect(headerCells(s, 'risk', 'asc').find((c) => c.key === 'name')?.url).toBe('/?range=7d&f.team=platform&sort=name&dir=asc&name=brief');
+    expect(hookUrl(s, OK.id)).toBe(`/hooks/${OK.id}?range=7d&f.team=platform&name=brief`);
+  });
+
+  it('counts the hooks whose name matches, and says so when none does while the range has hooks', () => {
+    expect(tableView([OK, NEAR], false, 2, 'o')).toMatchObject({ count: '2 hooks with "o" in the name.', note: expect.stringMatching(/^2 hooks with "o" in the name\. Forecasts/) as unknown });
+    const page = Array.from({ length: 1000 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
+    expect(tableView(page, false, 1500, 'h').count).toBe('1,000 of 1,500 hooks with "h" in the name (the riskiest).');
+    expect(emptyTable(at('/?range=1h&name=zzz'), overview(), NOW, 'zzz')).toEqual({ text: 'No hook in the last hour has "zzz" in its name. ', clearUrl: null, clearSearch: true });
+    expect(emptyTable(at('/?range=1h&f.team=a&name=zzz'), overview(), NOW, 'zzz').text).toBe('No hook matching team = a in the last hour has "zzz" in its name. ');
+    // No hook at all in the range: the filters or the quiet range are why, not the search.
+    expect(emptyTable(at('/?range=1h&f.team=nobody&name=zzz'), overview({ hooks: 0 }), NOW, 'zzz'))
+      .toEqual({ text: 'No hook executions match team = nobody in the last hour. ', clearUrl: '/?range=1h&name=zzz' });
   });
 });
 

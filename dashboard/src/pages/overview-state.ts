@@ -8,7 +8,7 @@ import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../s
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketLabel, bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
-import { buildUrl, customRange, keptParams, rangeLabel, type Range, type ViewState } from '../state.ts';
+import { buildUrl, customRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -78,7 +78,7 @@ export function headerCells(state: ViewState, sort: SortKey, dir: SortDir): Head
       key, label: c.label, opt: c.opt === true,
       ariaSort: active ? (dir === 'asc' ? 'ascending' : 'descending') : 'none',
       arrow: active ? (dir === 'asc' ? ' ▲' : ' ▼') : '',
-      url: buildUrl('/', state, { sort: key, dir: nextDir, refresh: state.params.get('refresh') ?? undefined }),
+      url: buildUrl('/', state, { sort: key, dir: nextDir, refresh: state.params.get('refresh') ?? undefined, name: state.params.get('name') ?? undefined }),
     };
   });
 }
@@ -191,17 +191,33 @@ export function uniqueHooks(pages: readonly (readonly HookSummary[])[]): HookSum
   return [...byId.values()];
 }
 
+/** The longest hook name search the overview sends (the API's limit). */
+export const SEARCH_MAX = 512;
+
+/** The overview's hook name search from the URL's `name=`, without the spaces around it; '' for none. */
+export function searchOf(params: URLSearchParams): string {
+  return (params.get('name') ?? '').trim().slice(0, SEARCH_MAX);
+}
+
+/** The URL (path and query) with the hook name search set, or removed when empty; everything else kept. */
+export function searchUrl(loc: { pathname: string; search: string }, search: string): string {
+  const s = search.trim().slice(0, SEARCH_MAX);
+  return withParam(loc, 'name', s === '' ? undefined : s);
+}
+
 /**
  * The rows drawn (the first ROW_LIMIT until "Show all"), the note under the table and the button's label. `total`
  * is how many hooks match over all the API's pages: when fewer were loaded (the riskiest first), the note says
- * so and "Show all" offers every one of them.
+ * so and "Show all" offers every one of them. With a search, the count is of the hooks whose name matches.
  */
-export function tableView(sorted: readonly HookSummary[], showAll: boolean, total = sorted.length): { shown: HookSummary[]; note: string; showAllLabel: string | null } {
+export function tableView(sorted: readonly HookSummary[], showAll: boolean, total = sorted.length, search = ''): { shown: HookSummary[]; count: string; note: string; showAllLabel: string | null } {
   const shown = showAll ? [...sorted] : sorted.slice(0, ROW_LIMIT);
   const all = Math.max(total, sorted.length);
-  const count = all > sorted.length ? `${num(sorted.length)} of ${plural(all, 'hook')} (the riskiest)` : plural(all, 'hook');
+  const matching = search === '' ? '' : ` with "${search}" in the name`;
+  const count = all > sorted.length ? `${num(sorted.length)} of ${plural(all, 'hook')}${matching} (the riskiest)` : `${plural(all, 'hook')}${matching}`;
   return {
     shown,
+    count: `${count}.`,
     note: `${count}. Forecasts are fitted for the ${FORECAST_ROWS} riskiest hooks that are not over the cap (daily largest output, last 30 days).`,
     showAllLabel: all > shown.length ? ` Show all ${num(all)}` : null,
   };
@@ -263,8 +279,15 @@ export function showsSetup(overview: OverviewResponse, filters: Record<string, s
   return overview.lastEventAt === null && Object.keys(filters).length === 0;
 }
 
-/** Why the table is empty: a filter that matches nothing (with a way out), or a quiet range. */
-export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: number): { text: string; clearUrl: string | null } {
+/**
+ * Why the table is empty: a search no hook name matches while the range has hooks (clearSearch: the way out), a
+ * filter that matches nothing (with a way out), or a quiet range.
+ */
+export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: number, search = ''): { text: string; clearUrl: string | null; clearSearch?: true } {
+  if (search !== '' && overview.hooks > 0) {
+    const filtered = Object.keys(state.filters).length > 0 ? ` matching ${filterText(state.filters)}` : '';
+    return { text: `No hook${filtered} in the ${rangeLabel(state.range)} has "${search}" in its name. `, clearUrl: null, clearSearch: true };
+  }
   if (Object.keys(state.filters).length > 0) {
     return { text: `No hook executions match ${filterText(state.filters)} in the ${rangeLabel(state.range)}. `, clearUrl: buildUrl('/', { range: state.range, filters: {} }, keptParams(state.params)) };
   }

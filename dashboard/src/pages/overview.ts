@@ -13,11 +13,12 @@ import { breakable, h, replace, table } from '../dom.ts';
 import { num, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
-import { apiQuery, chartStep, rangeLabel, rangeQuery } from '../state.ts';
+import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView, type ForecastEntry, type Kpi,
+  persistedSeries, SEARCH_MAX, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
+  type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
@@ -41,6 +42,8 @@ function kpi(k: Kpi): HTMLElement {
 
 /** Hooks asked for per page after the first (the API's largest page). */
 const HOOKS_PAGE = 5000;
+/** How long typing pauses before the search asks for its hooks. */
+const SEARCH_DEBOUNCE_MS = 300;
 
 /** The fleet chart: persisted outputs per bucket, stacked by hook (top N, rest grouped), and the fleet's largest output against the cap. */
 export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { config: ChartConfiguration; summary: string; table: HTMLTableElement; view: FleetView } {
@@ -78,6 +81,12 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
 export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const { state } = ctx;
   const { sort, dir } = readSort(state.params);
+  /** The view as the URL now states it: the search changes it in place, and every link drawn follows it. */
+  let view: ViewState = state;
+  /** The hook name search: the API lists the hooks whose name contains it, over every hook, not the rows loaded. */
+  let search = searchOf(state.params);
+  /** The search changed: once its rows are drawn, a screen reader hears how many match. */
+  let announce = false;
   const forecasts = new Map<string, ForecastEntry>();
   let showAll = false;
   /** "Show all" was pressed and every hook is on its way: the table says so instead of offering the button again. */
@@ -95,15 +104,60 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     if (!c.key || c.url === null) return h('th', { scope: 'col', class: cls }, c.label);
     const url = c.url;
     return h('th', { scope: 'col', class: cls, 'aria-sort': c.ariaSort },
-      h('button', { type: 'button', class: 'sort', 'data-sort': c.key, onclick: () => ctx.navigate(url, { replace: true }) }, c.label, c.arrow));
+      h('button', {
+        type: 'button', class: 'sort', 'data-sort': c.key,
+        // With the search as it is now, not as it was when the header was drawn.
+        onclick: () => ctx.navigate(headerCells(view, sort, dir).find((x) => x.key === c.key)?.url ?? url, { replace: true }),
+      }, c.label, c.arrow));
   }));
   const heading = (): HTMLElement => h('h1', null, 'Overview ', h('span', { class: 'muted range-label' }, rangeLabel(state.range)));
+  const searchBox = h('input', {
+    type: 'search', id: 'hook-search', value: search, maxlength: SEARCH_MAX, autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'part of a hook name', 'aria-controls': 'hooks-table', 'aria-describedby': 'table-note',
+  });
+  const searchStatus = h('span', { class: 'sr-only', role: 'status', id: 'hook-search-status' });
+  let typing: ReturnType<typeof setTimeout> | undefined;
+  /** Lists the hooks whose name contains `text`: in the URL at once (a reload or a link keeps it), then asked for. */
+  const applySearch = (text: string): void => {
+    clearTimeout(typing);
+    const next = text.trim().slice(0, SEARCH_MAX);
+    if (next === search) return;
+    search = next;
+    ctx.replaceUrl(searchUrl(location, next));
+    view = readState(location);
+    // A new list: "Show all" applies to the hooks of this search, offered again when they are many.
+    showAll = false;
+    loadingAll = false;
+    announce = true;
+    ctx.refresh();
+  };
+  searchBox.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => applySearch(searchBox.value), SEARCH_DEBOUNCE_MS);
+  });
+  searchBox.addEventListener('keydown', (ev) => {
+    // Escape empties the search and lists every hook again (a search box already empty lets Escape through).
+    if (ev.key !== 'Escape' || searchBox.value === '') return;
+    ev.preventDefault();
+    searchBox.value = '';
+    applySearch('');
+  });
+  const clearSearch = (): void => {
+    searchBox.value = '';
+    applySearch('');
+    searchBox.focus();
+  };
+  const searchForm = h('form', { class: 'table-search', role: 'search', 'aria-label': 'Hook search', onsubmit: (ev: Event) => {
+    ev.preventDefault();
+    applySearch(searchBox.value);
+  } }, h('label', { for: 'hook-search' }, 'Search hooks by name'), searchBox, searchStatus);
   const content = h('div', { id: 'overview-content' },
     h('section', { class: 'panel', 'aria-labelledby': 'kpi-title' }, h('h2', { id: 'kpi-title' }, 'Fleet'), kpisEl, versions),
     fleetPanel.element,
     h('section', { class: 'panel', 'aria-labelledby': 'hooks-title' },
       h('h2', { id: 'hooks-title' }, 'Hooks by risk'),
       h('p', { class: 'hint' }, 'Persisted outputs first (the model saw a ~2,000-character preview instead), then the least headroom under the 10,000-character cap, then the soonest forecast crossing. The sparkline is the largest output per bucket against the cap (dashed); triangles mark persisted outputs.'),
+      searchForm,
       h('div', { class: 'table-scroll' }, h('table', { id: 'hooks-table', class: 'data' }, h('caption', { class: 'sr-only' }, 'Hooks ranked by delivery risk'), h('thead', null, headRow), tbody)),
       tableNote),
   );
@@ -111,7 +165,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   replace(root, heading(), placeholder);
 
   fleetPanel.enableZoom((i, j) => {
-    const url = zoomUrl(state, last?.fleet, i, j);
+    const url = zoomUrl(view, last?.fleet, i, j);
     if (url) ctx.navigate(url);
   });
 
@@ -133,7 +187,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       const i = sparkGeometry(f.largest).index(((ev.clientX - box.left) / box.width) * svg.viewBox.baseVal.width);
       const r = bucketRange(last?.fleet, i);
       ev.stopPropagation();
-      if (r) ctx.navigate(hookUrl(state, hk.id, r));
+      if (r) ctx.navigate(hookUrl(view, hk.id, r));
     });
     replace(td, svg);
   };
@@ -156,21 +210,31 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     return { ...top, hooks: uniqueHooks([...pages, first.hooks]), nextCursor: null };
   };
 
+  /** After a search, how many hooks match (or why none does), said once to a screen reader. */
+  const said = (text: string): void => {
+    if (!announce) return;
+    announce = false;
+    searchStatus.textContent = text;
+  };
+
+  /** The hook list's query: range, filters and the search (which the fleet figures do not take). */
+  const hooksQuery = (): Query => ({ ...apiQuery(state), name: search === '' ? undefined : search });
+
   let fleetById = new Map<string, FleetSeriesResponse['hooks'][number]>();
   const drawRows = (): void => {
     if (!last) return;
     if (last.fleet) fleetById = new Map(last.fleet.hooks.map((x) => [x.id, x]));
     sparkCells = new Map();
     const now = Date.now();
-    const view = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total);
+    const table = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total, search);
     // The rows are drawn anew: a keyboard user's focus on a hook's link stays on that hook's link.
     const active = document.activeElement;
     const focusedId = active instanceof HTMLElement && tbody.contains(active) ? active.closest('tr')?.dataset['hookId'] : undefined;
-    replace(tbody, ...view.shown.map((hk) => {
+    replace(tbody, ...table.shown.map((hk) => {
       const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
         h('td', null, statusBadge(hk.status, hk)),
-        h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(state, hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
+        h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(view, hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
         sparkCell(hk),
         h('td', { class: 'num opt' }, r.executions),
         h('td', { class: 'num opt' }, r.success),
@@ -183,17 +247,18 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       // The whole row opens the hook (the name stays the link for keyboards and new tabs).
       row.addEventListener('click', (ev) => {
         if ((ev.target as Element).closest('a, button, svg')) return;
-        ctx.navigate(hookUrl(state, hk.id));
+        ctx.navigate(hookUrl(view, hk.id));
       });
       return row;
     }));
     if (focusedId) tbody.querySelector<HTMLElement>(`tr[data-hook-id="${CSS.escape(focusedId)}"] a.hook-link`)?.focus({ preventScroll: true });
-    if (loadingAll && view.showAllLabel) {
+    said(table.count);
+    if (loadingAll && table.showAllLabel) {
       replace(tableNote, 'Loading every hook…');
       return;
     }
-    replace(tableNote, view.note,
-      view.showAllLabel ? h('button', { type: 'button', id: 'show-all', onclick: () => {
+    replace(tableNote, table.note,
+      table.showAllLabel ? h('button', { type: 'button', id: 'show-all', onclick: () => {
         showAll = true;
         const shown = last;
         if (!shown?.hooks.nextCursor) {
@@ -202,18 +267,22 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         }
         loadingAll = true;
         replace(tableNote, 'Loading every hook…');
-        void allPages(shown.hooks, apiQuery(state)).then((hooks) => {
+        const asked = search;
+        void allPages(shown.hooks, hooksQuery()).then((hooks) => {
+          // The search changed meanwhile: these are another search's hooks.
+          if (search !== asked) return;
           loadingAll = false;
           // Unless a refresh that answered meanwhile brought every hook itself, these are the rows: a refresh
           // asked before the click has only the first page.
           if (last?.hooks.nextCursor) last = { ...last, hooks };
           drawRows();
         }, (err: unknown) => {
+          if (search !== asked) return;
           loadingAll = false;
           showAll = false;
           replace(tableNote, `Could not load every hook: ${(err as Error).message}. `);
         });
-      } }, view.showAllLabel) : null);
+      } }, table.showAllLabel) : null);
   };
 
   const fitForecasts = async (hooks: HookSummary[], signal: AbortSignal): Promise<void> => {
@@ -238,7 +307,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         ...c.config.options,
         onClick: (ev: unknown, _elements: unknown, chart: { getElementsAtEventForMode(e: unknown, mode: string, opts: { intersect: boolean }, useFinal: boolean): ChartHit[] }) => {
           // The bars under the pointer, not every dataset of the column the tooltip lists.
-          const url = fleetClickUrl(state, last?.fleet, c.view, chart.getElementsAtEventForMode(ev, 'point', { intersect: true }, false));
+          const url = fleetClickUrl(view, last?.fleet, c.view, chart.getElementsAtEventForMode(ev, 'point', { intersect: true }, false));
           // Once Chart.js is done with the click: it still draws the bar's hover after this returns, and the page
           // the link opens destroys this chart.
           if (url) queueMicrotask(() => ctx.navigate(url));
@@ -254,10 +323,11 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   return {
     async refresh(signal) {
       const q = apiQuery(state);
+      const hq = hooksQuery();
       // The ranked hooks are what a visitor came for: ask for them first and draw them as soon as they arrive
       // (the server answers one SQLite query at a time). The other calls then use the range this one resolved,
       // so every number on the page covers the same span even while events keep arriving.
-      const hooksCall = api.hooks(q, signal);
+      const hooksCall = api.hooks(hq, signal);
       // The fleet chart is asked for at once, right behind the rows (its buckets are aligned to the step: a
       // second later draws the same chart); a hookwatch without it (an older server) still gets its tables.
       const fleetCall = api.fleetSeries({ ...q, step: String(chartStep(state.range)) }, signal)
@@ -265,7 +335,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       fleetCall.catch(() => undefined);
       const firstPage = await hooksCall;
       // After "Show all", every page, not only the riskiest.
-      let hooks = showAll && firstPage.nextCursor ? await allPages(firstPage, q, signal) : firstPage;
+      let hooks = showAll && firstPage.nextCursor ? await allPages(firstPage, hq, signal) : firstPage;
       const same = { ...q, from: hooks.from, to: hooks.to };
       const overviewCall = api.overview(same, signal);
       overviewCall.catch(() => undefined);
@@ -282,7 +352,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       }
       show();
       // "Show all" pressed while this refresh was under way: it brings every hook too, not the first page alone.
-      if (showAll && hooks.nextCursor) hooks = await allPages(hooks, q, signal);
+      if (showAll && hooks.nextCursor) hooks = await allPages(hooks, hq, signal);
       last = { hooks, ...(fleet ? { fleet } : {}) };
       const now = Date.now();
       replace(kpisEl, ...kpis(overview, hooks.hooks, state.filters, now).map(kpi));
@@ -298,12 +368,17 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         vv.blind ? h('p', { class: 'warn', id: 'blind-versions' }, vv.blind) : null,
       );
       if (hooks.hooks.length === 0) {
-        fleetPanel.element.hidden = true;
-        const why = emptyTable(state, overview, now);
+        const why = emptyTable(view, overview, now, search);
         replace(tbody, h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty-row' }, why.text,
-          why.clearUrl === null ? null : ctx.link(why.clearUrl, { id: 'clear-filters' }, 'Remove the filters'))));
+          why.clearUrl === null ? null : ctx.link(why.clearUrl, { id: 'clear-filters' }, 'Remove the filters'),
+          why.clearSearch ? h('button', { type: 'button', id: 'clear-search', onclick: clearSearch }, 'Clear the search') : null)));
         replace(tableNote);
-        return;
+        said(why.text);
+        // A search that matches no name leaves the fleet as it is: its chart stays.
+        if (!why.clearSearch) {
+          fleetPanel.element.hidden = true;
+          return;
+        }
       }
       fleetPanel.element.hidden = fleet === undefined;
       if (fleet) {
@@ -315,10 +390,12 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         }
       }
       if (performance.getEntriesByName('hookwatch:first-charts').length === 0) performance.mark('hookwatch:first-charts');
+      if (hooks.hooks.length === 0) return;
       await fitForecasts(hooks.hooks, signal);
       drawRows();
     },
     destroy() {
+      clearTimeout(typing);
       forecasts.clear();
       fleetPanel.destroy();
     },

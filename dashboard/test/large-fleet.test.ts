@@ -1,0 +1,122 @@
+/**
+ * The overview of a fleet larger than one page of hooks, in headless Chromium against a real hookwatch (real
+ * sockets, real SQLite): 1,000 hooks near each other in size plus three small ones ranked after them, so the
+ * three are past the first page of GET /api/v1/hooks and past the fleet series' limit.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest, type HookExecution } from './otlp-json.ts';
+
+const NOW = Date.parse('2026-11-30T08:30:00Z');
+const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
+const BULK = 1000;
+/** Ranked last: the smallest outputs leave them the most headroom. */
+const NEEDLES = ['PostToolUse:needle-one', 'PostToolUse:Needle-two', 'PostToolUse:needle-three'];
+
+let browser: Browser;
+let svc: TestService;
+const open: WatchedPage[] = [];
+
+async function page(opts: { width?: number; height?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
+  const w = await watchedPage(browser, opts);
+  open.push(w);
+  return w;
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  svc = await startTestService(PORTS, { now: () => NOW });
+  const executions: HookExecution[] = [
+    ...Array.from({ length: BULK }, (_v, i) => ({ hookEvent: 'Stop', hookName: `Stop:bulk-${String(i).padStart(4, '0')}`, timeMs: NOW - 600_000, sizes: { stdout: 5000 + i, additionalContext: 0, persisted: 0 } })),
+    ...NEEDLES.map((hookName) => ({ hookEvent: 'PostToolUse', hookName, timeMs: NOW - 900_000, sizes: { stdout: 10, additionalContext: 0, persisted: 0 } })),
+  ];
+  const seq = { n: 0 };
+  for (let i = 0; i < executions.length; i += 250) {
+    const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions.slice(i, i + 250), seq), { 'content-type': 'application/json' });
+    expect(r.status).toBe(200);
+  }
+});
+
+afterEach(async () => {
+  expect(await closePages(open)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+
+const rowNames = (p: Page): Promise<string[]> => p.$$eval('#hook-rows tr[data-hook-id] .hook-link', (links) => links.map((a) => a.textContent ?? ''));
+const rowCount = (p: Page, n: number): Promise<unknown> => p.waitForFunction((want) => document.querySelectorAll('#hook-rows tr[data-hook-id]').length === want, n);
+
+describe('hook name search', () => {
+  it('finds hooks past the page loaded by a part of their name, whatever its case, and keeps the search in the URL', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    expect(await p.textContent('#table-note')).toMatch(/^1,000 of 1,003 hooks \(the riskiest\)\./);
+    expect((await rowNames(p)).filter((n) => /needle/i.test(n))).toEqual([]);
+
+    // The label names the box: a click on it puts the caret there, and the keyboard does the rest.
+    await p.getByText('Search hooks by name').click();
+    await p.keyboard.type('NEEDLE');
+    await rowCount(p, 3);
+    expect((await rowNames(p)).sort()).toEqual([...NEEDLES].sort());
+    expect(new URL(p.url()).searchParams.get('name')).toBe('NEEDLE');
+    expect(await p.textContent('#table-note')).toMatch(/^3 hooks with "NEEDLE" in the name\./);
+    expect(await p.textContent('#hook-search-status')).toBe('3 hooks with "NEEDLE" in the name.');
+    // The rows came in place: the box still has the focus and the text typed.
+    expect(await p.evaluate(() => document.activeElement?.id)).toBe('hook-search');
+    expect(await p.getByRole('searchbox', { name: 'Search hooks by name' }).inputValue()).toBe('NEEDLE');
+    await screenshot(p, 'overview-search');
+
+    // Another range keeps the search, as it keeps the filters.
+    await p.click('[data-range="7d"]');
+    await p.waitForURL(/range=7d/);
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('name')).toBe('NEEDLE');
+    expect(await p.inputValue('#hook-search')).toBe('NEEDLE');
+    await rowCount(p, 3);
+
+    // A reload, and a hook's page and back, come back to the same search.
+    await p.reload();
+    await waitLoaded(p);
+    expect(await p.inputValue('#hook-search')).toBe('NEEDLE');
+    await rowCount(p, 3);
+    await p.click('#hook-rows tr:first-child a.hook-link');
+    await p.waitForURL(/\/hooks\/[0-9a-f]{16}\?/);
+    await waitLoaded(p);
+    await p.click('a.back');
+    await p.waitForURL((u) => u.pathname === '/');
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('name')).toBe('NEEDLE');
+    await rowCount(p, 3);
+  });
+
+  it('says when no hook name matches, keeps the fleet chart, and Escape or "Clear the search" lists every hook again', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?refresh=off&name=no-such-hook`);
+    await waitLoaded(p);
+    await p.waitForSelector('#clear-search');
+    expect(await p.textContent('#hook-rows')).toBe('No hook in the last 24 hours has "no-such-hook" in its name. Clear the search');
+    expect(await p.isVisible('[data-chart="fleet"]')).toBe(true);
+    await screenshot(p, 'overview-search-none');
+    await p.click('#clear-search');
+    await rowCount(p, 200);
+    expect(new URL(p.url()).searchParams.has('name')).toBe(false);
+    expect(await p.evaluate(() => document.activeElement?.id)).toBe('hook-search');
+
+    // Typed and applied with Enter at once; Escape empties it.
+    await p.keyboard.type('bulk-0999');
+    await p.keyboard.press('Enter');
+    await rowCount(p, 1);
+    expect(await rowNames(p)).toEqual(['Stop:bulk-0999']);
+    await p.keyboard.press('Escape');
+    await rowCount(p, 200);
+    expect(await p.inputValue('#hook-search')).toBe('');
+    expect(new URL(p.url()).search).toBe('?refresh=off');
+    expect(await p.textContent('#table-note')).toMatch(/^1,000 of 1,003 hooks \(the riskiest\)\./);
+  });
+});
