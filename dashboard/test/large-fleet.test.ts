@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
+import type { FleetSeriesResponse } from '../../shared/src/api.ts';
 import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
@@ -118,5 +119,78 @@ describe('hook name search', () => {
     expect(await p.inputValue('#hook-search')).toBe('');
     expect(new URL(p.url()).search).toBe('?refresh=off');
     expect(await p.textContent('#table-note')).toMatch(/^1,000 of 1,003 hooks \(the riskiest\)\./);
+  });
+});
+
+describe('sparklines past the fleet chart\'s limit', () => {
+  /** The fleet series requests that name hooks (`ids`), as the page sends them. */
+  const idRequests = (p: Page): string[][] => {
+    const asked: string[][] = [];
+    p.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.pathname === '/api/v1/fleet/series' && u.searchParams.has('ids')) asked.push((u.searchParams.get('ids') ?? '').split(','));
+    });
+    return asked;
+  };
+  const sparkLabels = (p: Page): Promise<string[]> => p.$$eval('#hook-rows svg.spark', (svgs) => svgs.map((s) => s.getAttribute('aria-label') ?? ''));
+
+  it('draws the sparkline of every row shown: the hooks a search finds, and every hook listed, as their rows come into view', async () => {
+    const { page: p } = await page();
+    const asked = idRequests(p);
+    const byId = p.waitForResponse((r) => new URL(r.url()).searchParams.has('ids'));
+    await p.goto(`${svc.httpUrl}/?refresh=off&name=needle`);
+    await waitLoaded(p);
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 3);
+    expect((await sparkLabels(p)).map((l) => l.split(':').slice(0, 2).join(':')).sort()).toEqual([...NEEDLES].sort());
+    expect(await sparkLabels(p)).toContain('PostToolUse:needle-one: largest output per bucket, peak 10 chars; 0 buckets with persisted outputs');
+    // One request for the three rows, none for the rows the fleet answer already held.
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toHaveLength(3);
+    // Another search asks once, over the fleet answer of its own refresh, not also over the one before it.
+    await p.fill('#hook-search', 'bulk-0999');
+    await rowCount(p, 1);
+    await waitLoaded(p, 2);
+    await p.fill('#hook-search', 'needle-t');
+    await rowCount(p, 2);
+    await waitLoaded(p, 3);
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 2);
+    expect(asked).toHaveLength(2);
+    expect(asked[1]).toHaveLength(2);
+
+    // A point of such a sparkline opens its hook at that bucket's time, as any other does.
+    const id = await p.getAttribute('#hook-rows tr:first-child', 'data-hook-id');
+    await p.locator('#hook-rows tr:first-child svg.spark').click({ position: { x: 119, y: 14 } });
+    await p.waitForURL(`**/hooks/${id}?**`);
+    const answer = (await (await byId).json()) as FleetSeriesResponse;
+    expect(new URL(p.url()).searchParams.get('range')).toBe('custom');
+    expect(new URL(p.url()).searchParams.get('from')).toBe(answer.buckets.at(-1));
+    await waitLoaded(p);
+
+    // Every hook listed: the rows past the fleet answer are asked for once they come into view, not before.
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    await p.click('#show-all');
+    await rowCount(p, 1003);
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 1000);
+    const before = asked.length;
+    await p.waitForTimeout(500);
+    expect(asked.length).toBe(before);
+    expect(await p.textContent('#hook-rows tr:last-child .spark-cell')).toBe('loading…');
+    await p.locator('#hook-rows tr:last-child').scrollIntoViewIfNeeded();
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 1003);
+    expect(asked.slice(before).flat().sort()).toEqual(await p.$$eval('#hook-rows tr:nth-last-child(-n+3)', (rows) => rows.map((r) => r.getAttribute('data-hook-id') ?? '').sort()));
+  });
+
+  it('says "not loaded" where a sparkline could not be loaded', async () => {
+    const { page: p } = await page({ allow: /status of 503/ });
+    await p.route((u) => u.pathname === '/api/v1/fleet/series' && u.searchParams.has('ids'), (route) => route.fulfill({
+      status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }),
+    }));
+    await p.goto(`${svc.httpUrl}/?refresh=off&name=needle`);
+    await waitLoaded(p);
+    await p.waitForFunction(() => [...document.querySelectorAll('#hook-rows .spark-cell')].filter((c) => c.textContent === 'not loaded').length === 3);
+    expect(await p.getAttribute('#hook-rows tr:first-child .spark-state', 'title')).toBe('Could not load this sparkline: the store is not ready. It is asked for again at the next refresh.');
+    // The rows and the rest of the page are there: only those sparklines are missing.
+    expect(await p.isVisible('#error-banner')).toBe(false);
   });
 });

@@ -132,6 +132,23 @@ describe('GET /api/v1/fleet/series', () => {
     expect([body.rest!.largest[day('2026-11-20')], body.rest!.largest[day('2026-11-30')], body.rest!.sizeUnknownExecutions[day('2026-11-30')]]).toEqual([320, 120, 1]);
     expect((await getJson(service.httpUrl, '/api/v1/fleet/series?limit=0')).status).toBe(400);
   });
+
+  it('answers for the hooks named in `ids` only, as if the fleet were those, past the riskiest `limit` too', async () => {
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-30d');
+    const id = (name: string): string => hooks.hooks.find((h) => h.hookName === name)!.id;
+    const all = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=now-30d&step=1d');
+    const ids = [id('UserPromptSubmit'), id('Notification'), 'ffffffffffffffff'].join(',');
+    const { status, body } = await getJson<FleetSeriesResponse>(service.httpUrl, `/api/v1/fleet/series?from=now-30d&step=1d&limit=1&ids=${ids}`);
+    expect(status).toBe(200);
+    // Ranked as /api/v1/hooks ranks them; a hook without executions in the range (or unknown) is not there.
+    expect(body.hooks.map((h) => h.hookName)).toEqual(['Notification']);
+    expect(body.hooks[0]).toEqual(all.body.hooks.find((h) => h.hookName === 'Notification'));
+    expect(body.rest).toMatchObject({ hooks: 1, hooksWithPersisted: 0 });
+    expect(body.rest!.executions.reduce((a, b) => a + b, 0)).toBe(1);
+    expect([body.total, body.buckets]).toEqual([2, all.body.buckets]);
+    const two = await getJson<FleetSeriesResponse>(service.httpUrl, `/api/v1/fleet/series?from=now-30d&step=1d&ids=${ids}`);
+    expect([two.body.hooks.map((h) => h.hookName), two.body.rest]).toEqual([['Notification', 'UserPromptSubmit'], null]);
+  });
 });
 
 describe('GET /api/v1/overview and breakdown', () => {
@@ -165,6 +182,10 @@ describe('bad parameters get 400 naming the parameter', () => {
     ['/api/v1/hooks/0123456789abcdef/series?from=now-30d&step=1m', 'step'],
     ['/api/v1/hooks/..%2F..%2Fetc%2Fpasswd/series', 'id'],
     ['/api/v1/hooks/0123456789abcdef/breakdown?dimension=password', 'dimension'],
+    ['/api/v1/fleet/series?ids=0123456789ABCDEF', 'ids'],
+    ['/api/v1/fleet/series?ids=', 'ids'],
+    ['/api/v1/fleet/series?ids=0123456789abcdef,', 'ids'],
+    [`/api/v1/fleet/series?ids=${Array.from({ length: 201 }, () => '0123456789abcdef').join(',')}`, 'ids'],
   ];
   for (const [path, parameter] of cases) {
     it(path, async () => {

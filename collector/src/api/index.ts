@@ -11,7 +11,7 @@ import { dimensionNames } from '../pipeline/settings.ts';
 import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
-import { ParamError, nameMatches, parseFilters, parseHookId, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, nameMatches, parseFilters, parseHookId, parseHookIds, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 
@@ -180,8 +180,12 @@ export function createApiRouter(opts: ApiOptions): Router {
     const q = req.query as Record<string, unknown>;
     const range = parseRange(q, now());
     const step = parseStep(q, range);
-    const filters = filtersOf(q, ['from', 'to', 'step', 'limit']);
+    const filters = filtersOf(q, ['from', 'to', 'step', 'limit', 'ids']);
     const { limit } = parsePage(q);
+    // Only the hooks named, as if the fleet were those: a table showing rows past the riskiest `limit` (a search,
+    // every hook listed) asks for their series so.
+    const ids = parseHookIds(q);
+    const listed = (id: string): boolean => ids === undefined || ids.has(id);
     const stepMs = step * 1000;
     const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters }), store.hookCounters({ ...range, filters })]);
     const first = Math.floor(range.fromMs / stepMs) * stepMs;
@@ -189,7 +193,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     for (let t = first; t < range.toMs; t += stepMs) starts.push(t);
     // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
     // so the answer stays bounded whatever the number of hooks, and the fleet's totals stay whole.
-    const ranked = summarize(counters).hooks;
+    const ranked = summarize(counters).hooks.filter((hk) => listed(hk.id));
     const byId = new Map<string, FleetSeriesHook & { total: number }>();
     for (const hk of ranked.slice(0, limit)) {
       byId.set(hk.id, {
@@ -212,7 +216,7 @@ export function createApiRouter(opts: ApiOptions): Router {
         hk.executionsWithPersisted[i] = r.executionsWithPersisted;
         hk.executions[i] = r.executions;
         hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
-      } else if (rest && counters.has(r.hookId)) {
+      } else if (rest && counters.has(r.hookId) && listed(r.hookId)) {
         const largest = rest.largest[i] ?? null;
         rest.largest[i] = r.largest === null ? largest : Math.max(largest ?? 0, r.largest);
         rest.persisted[i] = (rest.persisted[i] ?? 0) + persistedAtLeast(r);

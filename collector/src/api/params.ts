@@ -147,6 +147,21 @@ export function parseFilters(query: Record<string, unknown>, reserved: readonly 
 
 const HOOK_ID = /^[0-9a-f]{16}$/;
 
+/** Hooks one fleet series request may name in `ids`: 200 ids keep its URL under 4 KB. */
+export const MAX_IDS = 200;
+
+/** `ids`: hook ids separated by commas (at most MAX_IDS); undefined when absent. */
+export function parseHookIds(query: Record<string, unknown>): Set<string> | undefined {
+  const v = single(query, 'ids');
+  if (v === undefined) return undefined;
+  const ids = v.length > MAX_IDS * 17 ? [] : v.split(',');
+  if (ids.length === 0 || ids.length > MAX_IDS) throw new ParamError('ids', `ids lists 1 to ${MAX_IDS} hook ids, separated by commas`);
+  for (const id of ids) {
+    if (!HOOK_ID.test(id)) throw new ParamError('ids', `ids: ${JSON.stringify(id.slice(0, 64))} is not a hook id (16 lowercase hex characters, see GET /api/v1/hooks)`);
+  }
+  return new Set(ids);
+}
+
 export function parseHookId(id: string): string {
   if (!HOOK_ID.test(id)) throw new ParamError('id', 'hook id must be 16 lowercase hex characters (see GET /api/v1/hooks)');
   return id;

@@ -5,7 +5,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
+  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -311,6 +311,12 @@ describe('fleet figures', () => {
     expect(v.tableHeaders).toEqual(['Bucket start', 'Executions', 'All hooks', 'Largest output']);
     expect(sparkLabel(BLIND.hookName, fleetHook(BLIND, [null, null], [0, 0]))).toBe('UserPromptSubmit:context: largest output per bucket, peak unknown; 0 buckets with persisted outputs');
     expect(sparkLabel(OVER.hookName, fleetHook(OVER, [2_000, 10_500], [0, 1]))).toBe('Stop:lint-report: largest output per bucket, peak 10,500 chars; 1 bucket with persisted outputs');
+  });
+
+  it('asks for the sparklines of rows past the fleet answer by id, over its range and step (its buckets), with the filters', () => {
+    expect(sparkQuery(fleet([]), { team: 'platform' }, [OK.id, NEAR.id])).toEqual({
+      team: 'platform', from: '2026-11-29T06:00:00.000Z', to: '2026-11-30T06:00:00.000Z', step: '21600', ids: `${OK.id},${NEAR.id}`,
+    });
   });
 });
 

@@ -6,6 +6,7 @@
 import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
 import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
+import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketLabel, bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, customRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
@@ -347,6 +348,17 @@ export function fleetClickUrl(state: ViewState, fleet: FleetSeriesResponse | und
  */
 export function persistedSeries(f: FleetSeriesHook): number[] {
   return f.outputsPersisted.map((v, i) => persistedAtLeast({ outputsPersisted: v, executionsWithPersisted: f.executionsWithPersisted[i] ?? 0 }));
+}
+
+/** Hooks whose sparklines one request asks for by id (the API takes up to 200 `ids`). */
+export const SPARK_BATCH = 100;
+
+/**
+ * The fleet series query for the sparklines of `ids`, rows past the fleet answer's limit: the answer's range and
+ * step (its buckets, so the sparklines line up with the others) and the page's filters.
+ */
+export function sparkQuery(fleet: Pick<FleetSeriesResponse, 'from' | 'to' | 'step'>, filters: Record<string, string>, ids: readonly string[]): Query {
+  return { ...filters, from: fleet.from, to: fleet.to, step: String(fleet.step), ids: ids.join(',') };
 }
 
 /** The sparkline's text alternative. */

@@ -5,7 +5,7 @@
  * sparkline point opens the hook; dragging across the chart zooms the range.
  */
 import type { ChartConfiguration } from 'chart.js';
-import type { FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
+import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { ApiFailure, api, type Query } from '../api.ts';
 import { COLORS, ChartPanel, SERIES_COLORS, capColor, countAxis, referenceLine, sizeAxis } from '../charts.ts';
@@ -16,8 +16,8 @@ import type { Page, PageContext } from '../page.ts';
 import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState } from '../state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, SEARCH_MAX, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
+  COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
@@ -42,6 +42,13 @@ function kpi(k: Kpi): HTMLElement {
 
 /** Hooks asked for per page after the first (the API's largest page). */
 const HOOKS_PAGE = 5000;
+/** A row's sparkline cell: `eager` among the first ROW_LIMIT rows (its sparkline asked for at once if missing). */
+interface SparkCell {
+  hk: HookSummary;
+  td: HTMLTableCellElement;
+  eager: boolean;
+}
+
 /** How long typing pauses before the search asks for its hooks. */
 const SEARCH_DEBOUNCE_MS = 300;
 
@@ -170,26 +177,123 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   });
 
   /** Each drawn row's sparkline cell, so the sparklines can arrive after the rows without redrawing them. */
-  let sparkCells = new Map<string, HTMLTableCellElement>();
-  const sparkCell = (hk: HookSummary): HTMLElement => {
-    const td = h('td', { class: 'opt spark-cell' });
-    sparkCells.set(hk.id, td);
-    fillSpark(hk, td);
-    return td;
+  let sparkCells = new Map<string, SparkCell>();
+  const sparkCell = (hk: HookSummary, row: number): HTMLElement => {
+    const cell = { hk, td: h('td', { class: 'opt spark-cell' }), eager: row < ROW_LIMIT };
+    sparkCells.set(hk.id, cell);
+    fillSpark(cell);
+    return cell.td;
   };
-  const fillSpark = (hk: HookSummary, td: HTMLTableCellElement): void => {
-    const f = fleetById.get(hk.id);
-    if (!f) return;
+  /** A hook's sparkline from a fleet answer; a point opens the hook at that bucket's time. */
+  const drawSpark = (hk: HookSummary, td: HTMLTableCellElement, f: FleetSeriesHook, fleet: FleetSeriesResponse): void => {
     const svg = sparkline(f.largest, persistedSeries(f), sparkLabel(hk.hookName, f));
     svg.addEventListener('click', (ev) => {
-      // A point opens the hook at that bucket's time.
       const box = svg.getBoundingClientRect();
       const i = sparkGeometry(f.largest).index(((ev.clientX - box.left) / box.width) * svg.viewBox.baseVal.width);
-      const r = bucketRange(last?.fleet, i);
+      const r = bucketRange(fleet, i);
       ev.stopPropagation();
       if (r) ctx.navigate(hookUrl(view, hk.id, r));
     });
     replace(td, svg);
+  };
+
+  /**
+   * Sparklines of the rows past the fleet answer's riskiest `limit` (a search, "Show all"): asked for by id, a
+   * batch at a time, over the fleet answer's range and step; at once for the first ROW_LIMIT rows, past them (every
+   * hook listed) once a row comes near the screen. Each is kept with the answer it came in (its buckets) and drawn
+   * until the one asked over a newer fleet answer replaces it.
+   */
+  const extraSeries = new Map<string, { series: FleetSeriesHook; fleet: FleetSeriesResponse }>();
+  /** Since the current fleet answer: the hooks asked for, those whose request failed (and why), those it did not hold. */
+  let sparkAsked = new Set<string>();
+  let sparkFailed = new Map<string, string>();
+  let sparkNone = new Set<string>();
+  const sparkWanted = new Set<string>();
+  let sparkLoading = false;
+  let sparkQueued = false;
+  /** Rows drawn ahead of a refresh's fleet answer: none is asked for until it comes. */
+  let sparkHold = false;
+  /** Asks for the wanted sparklines once the rows being drawn have all said what they want. */
+  const queueSparks = (): void => {
+    if (sparkQueued) return;
+    sparkQueued = true;
+    queueMicrotask(() => {
+      sparkQueued = false;
+      void loadSparks();
+    });
+  };
+  const sparkAbort = new AbortController();
+  const sparkObserver = new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!e.isIntersecting) continue;
+      sparkObserver.unobserve(e.target);
+      const id = e.target.closest('tr')?.dataset['hookId'];
+      if (id && !sparkAsked.has(id)) sparkWanted.add(id);
+    }
+    queueSparks();
+  }, { rootMargin: '600px 0px' });
+  const loadSparks = async (): Promise<void> => {
+    if (sparkLoading) return;
+    sparkLoading = true;
+    try {
+      for (let fleet = last?.fleet; fleet && sparkWanted.size > 0; fleet = last?.fleet) {
+        const ids = [...sparkWanted].slice(0, SPARK_BATCH);
+        const asked = sparkAsked;
+        for (const id of ids) {
+          sparkWanted.delete(id);
+          asked.add(id);
+        }
+        try {
+          const answer = await api.fleetSeries(sparkQuery(fleet, state.filters, ids), sparkAbort.signal);
+          // A newer fleet answer came meanwhile: its own requests ask for these again over its range.
+          if (asked !== sparkAsked) continue;
+          for (const series of answer.hooks) extraSeries.set(series.id, { series, fleet: answer });
+          for (const id of ids) if (!answer.hooks.some((x) => x.id === id)) sparkNone.add(id);
+        } catch (err) {
+          if (sparkAbort.signal.aborted) return;
+          if (asked !== sparkAsked) continue;
+          for (const id of ids) sparkFailed.set(id, (err as Error).message);
+        }
+        for (const id of ids) {
+          const cell = sparkCells.get(id);
+          if (cell) fillSpark(cell);
+        }
+      }
+    } finally {
+      sparkLoading = false;
+    }
+  };
+  /** A newer fleet answer: the sparklines asked for by id are asked again over its range as their rows show. */
+  const newSparkRound = (): void => {
+    for (const id of extraSeries.keys()) if (!sparkCells.has(id)) extraSeries.delete(id);
+    sparkAsked = new Set();
+    sparkFailed = new Map();
+    sparkNone = new Set();
+    sparkWanted.clear();
+  };
+
+  const fillSpark = ({ hk, td, eager }: SparkCell): void => {
+    const fleet = last?.fleet;
+    // Before the first fleet answer (or from a hookwatch without one) the cell stays empty.
+    if (!fleet) return;
+    const own = fleetById.get(hk.id);
+    if (own) {
+      drawSpark(hk, td, own, fleet);
+      return;
+    }
+    const extra = extraSeries.get(hk.id);
+    const failed = sparkFailed.get(hk.id);
+    // The fleet answer holds every hook of its range: this one had no execution in it.
+    const none = sparkNone.has(hk.id) || fleet.rest === null;
+    if (extra) drawSpark(hk, td, extra.series, extra.fleet);
+    else if (failed !== undefined) replace(td, h('span', { class: 'spark-state muted small', title: `Could not load this sparkline: ${failed}. It is asked for again at the next refresh.` }, 'not loaded'));
+    else if (none) replace(td, h('span', { class: 'spark-state muted small', title: 'No execution in the chart\'s range' }, 'no data'));
+    else replace(td, h('span', { class: 'spark-state muted small' }, 'loading…'));
+    if (none || sparkHold || sparkAsked.has(hk.id)) return;
+    if (eager) {
+      sparkWanted.add(hk.id);
+      queueSparks();
+    } else sparkObserver.observe(td);
   };
 
   /**
@@ -224,18 +328,20 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const drawRows = (): void => {
     if (!last) return;
     if (last.fleet) fleetById = new Map(last.fleet.hooks.map((x) => [x.id, x]));
+    // The cells drawn before are gone: only the new ones are watched for coming into view.
+    sparkObserver.disconnect();
     sparkCells = new Map();
     const now = Date.now();
     const table = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total, search);
     // The rows are drawn anew: a keyboard user's focus on a hook's link stays on that hook's link.
     const active = document.activeElement;
     const focusedId = active instanceof HTMLElement && tbody.contains(active) ? active.closest('tr')?.dataset['hookId'] : undefined;
-    replace(tbody, ...table.shown.map((hk) => {
+    replace(tbody, ...table.shown.map((hk, i) => {
       const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
         h('td', null, statusBadge(hk.status, hk)),
         h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(view, hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
-        sparkCell(hk),
+        sparkCell(hk, i),
         h('td', { class: 'num opt' }, r.executions),
         h('td', { class: 'num opt' }, r.success),
         h('td', { class: 'num', ...(r.persistedTitle ? { title: r.persistedTitle } : {}) }, r.persisted),
@@ -342,7 +448,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       last = { hooks, ...(last?.fleet ? { fleet: last.fleet } : {}) };
       if (hooks.hooks.length > 0) {
         show();
+        // The fleet answer on its way replaces the one these rows would ask their sparklines over: they wait for it.
+        sparkHold = true;
         drawRows();
+        sparkHold = false;
         if (performance.getEntriesByName('hookwatch:first-rows').length === 0) performance.mark('hookwatch:first-rows');
       }
       const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined] = await Promise.all([overviewCall, fleetCall]);
@@ -384,10 +493,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       if (fleet) {
         drawFleet(fleet);
         fleetById = new Map(fleet.hooks.map((x) => [x.id, x]));
-        for (const hk of hooks.hooks) {
-          const td = sparkCells.get(hk.id);
-          if (td) fillSpark(hk, td);
-        }
+        newSparkRound();
+        for (const cell of sparkCells.values()) fillSpark(cell);
       }
       if (performance.getEntriesByName('hookwatch:first-charts').length === 0) performance.mark('hookwatch:first-charts');
       if (hooks.hooks.length === 0) return;
@@ -396,6 +503,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     },
     destroy() {
       clearTimeout(typing);
+      sparkObserver.disconnect();
+      sparkAbort.abort();
       forecasts.clear();
       fleetPanel.destroy();
     },
