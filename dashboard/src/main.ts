@@ -59,7 +59,8 @@ export function start(root: HTMLElement): Dashboard {
   const alertText = h('span', { id: 'error-alert', role: 'alert' });
   const failureAge = h('span', { id: 'error-age' });
   const banner = h('div', { id: 'error-banner', class: 'banner banner-error', hidden: true }, alertText, failureAge);
-  const updated = h('span', { id: 'last-updated', class: 'muted', 'aria-live': 'polite' });
+  // The age of the data counts on every few seconds: in a live region a screen reader would read it out each time.
+  const updated = h('span', { id: 'last-updated', class: 'muted' });
 
   function dimensions(): Promise<string[]> {
     dimensionList ??= api.dimensions().then((r) => r.dimensions, (err: unknown) => {
@@ -158,8 +159,10 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   function showUpdated(state: ViewState): void {
-    const text = updatedText(lastUpdated, state.params);
-    if (text !== null) updated.textContent = text;
+    const u = updatedText(lastUpdated, state.params, Date.now());
+    if (u === null) return;
+    updated.textContent = u.text;
+    updated.title = u.title;
   }
 
   function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
@@ -324,11 +327,15 @@ export function start(root: HTMLElement): Dashboard {
     if (refreshMs(readState(location).params) !== null && !signedOut) void load(generation);
   }
 
-  /** Relative times ("3 min ago") keep counting between refreshes, and while the server fails. */
+  /**
+   * Relative times ("3 min ago") keep counting between refreshes, and while the server fails; so does the age of
+   * the data on the Updated line, so a screen left open shows it going stale.
+   */
   function tick(): void {
     if (document.hidden) return;
     const now = Date.now();
     for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(el.dataset['ago'] ?? null, now);
+    showUpdated(readState(location));
     drawFailure();
   }
 

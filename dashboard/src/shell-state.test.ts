@@ -67,12 +67,13 @@ describe('refresh control', () => {
     expect(withRefresh({ pathname: '/', search: '' }, undefined)).toBe('/');
   });
 
-  it('says when it last updated, and that it is paused', () => {
+  it('says how long ago it last updated, counting on, and that it is paused, with the time in its title', () => {
     setTimeZone('UTC');
     const t = Date.parse('2026-11-30T08:30:00Z');
-    expect(updatedText(undefined, params(''))).toBeNull();
-    expect(updatedText(t, params(''))).toBe('Updated 30/11/2026, 08:30');
-    expect(updatedText(t, params('refresh=off'))).toBe('Updated 30/11/2026, 08:30 · paused');
+    expect(updatedText(undefined, params(''), t)).toBeNull();
+    expect(updatedText(t, params(''), t + 12_000)).toEqual({ text: 'Updated 12 s ago', title: 'Last updated 30/11/2026, 08:30' });
+    expect(updatedText(t, params(''), t + 180_000)?.text).toBe('Updated 3 min ago');
+    expect(updatedText(t, params('refresh=off'), t + 7_200_000)?.text).toBe('Updated 2 h ago · paused');
   });
 });
 

@@ -45,10 +45,16 @@ export function withRefresh(loc: { pathname: string; search: string }, value: st
   return withParam(loc, 'refresh', value);
 }
 
-/** "Updated 30/11/2026, 08:30 · paused"; null before the first load. */
-export function updatedText(lastUpdated: number | undefined, params: URLSearchParams): string | null {
+/**
+ * How old the data shown is, read again as time passes: "Updated 12 s ago", "Updated 3 min ago · paused" (a wall
+ * screen shows it going stale, outage or not), and the time itself for its title; null before the first load.
+ */
+export function updatedText(lastUpdated: number | undefined, params: URLSearchParams, nowMs: number): { text: string; title: string } | null {
   if (lastUpdated === undefined) return null;
-  return `Updated ${dateTime(lastUpdated)}${refreshMs(params) === null ? ' · paused' : ''}`;
+  return {
+    text: `Updated ${ago(new Date(lastUpdated).toISOString(), nowMs)}${refreshMs(params) === null ? ' · paused' : ''}`,
+    title: `Last updated ${dateTime(lastUpdated)}`,
+  };
 }
 
 /** The longest wait between two tries while the server keeps failing (unless the chosen period is longer). */

@@ -274,6 +274,35 @@ describe('kept open all day', () => {
     }
   });
 
+  it('says how old the data shown is on the Updated line, counting on between refreshes, paused or not', async () => {
+    const srv = await serve();
+    try {
+      const { page: p } = await page({ allow: /status of 404/ });
+      await p.clock.install();
+      await p.goto(`${srv.url}/?refresh=off`);
+      await waitLoaded(p);
+      expect(await p.textContent('#last-updated')).toBe('Updated 0 s ago · paused');
+      expect(await p.getAttribute('#last-updated', 'title')).toMatch(/^Last updated \d\d\/\d\d\/\d{4}, \d\d:\d\d$/);
+      // No outage: the banner stays hidden, and the line itself shows the data going stale.
+      await p.clock.fastForward('00:20');
+      expect(await p.textContent('#last-updated')).toMatch(/^Updated (1[5-9]|20) s ago · paused$/);
+      await p.clock.fastForward('02:00');
+      expect(await p.textContent('#last-updated')).toBe('Updated 2 min ago · paused');
+      expect(await p.isVisible('#error-banner')).toBe(false);
+
+      // Refreshing every minute: it counts up to the next refresh, then starts again.
+      await p.goto(`${srv.url}/?refresh=1m`);
+      await waitLoaded(p);
+      await p.clock.fastForward('00:30');
+      expect(await p.textContent('#last-updated')).toMatch(/^Updated (2[5-9]|30) s ago$/);
+      await p.clock.fastForward('00:31');
+      await waitLoaded(p, 2);
+      expect(await p.textContent('#last-updated')).toMatch(/^Updated [0-5] s ago$/);
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('does not refresh while the tab is hidden, and refreshes at once when it shows again', async () => {
     const srv = await serve();
     try {
