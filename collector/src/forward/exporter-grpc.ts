@@ -42,6 +42,7 @@ export function grpcTarget(endpoint: string): { target: string; tls: boolean } {
 
 export class GrpcExporter implements Exporter {
   readonly description: string;
+  readonly timeoutMs: number;
   private readonly opts: GrpcExporterOptions;
   private readonly client: Client;
   private closed = false;
@@ -49,6 +50,7 @@ export class GrpcExporter implements Exporter {
   constructor(opts: GrpcExporterOptions) {
     this.opts = opts;
     this.description = `${safeEndpoint(opts.endpoint)} (grpc)`;
+    this.timeoutMs = opts.timeoutMs;
     const { target, tls } = grpcTarget(opts.endpoint);
     this.client = new Client(target, tls ? credentials.createSsl() : credentials.createInsecure(), {
       // 2 = gzip in grpc-js's compression algorithm enum.
@@ -79,7 +81,7 @@ export class GrpcExporter implements Exporter {
         const retryAfterMs = Buffer.isBuffer(details) ? retryDelayFromStatus(details) : undefined;
         const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${err.details}`.slice(0, 500);
         if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
-          resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+          resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(err.code === GrpcStatus.DEADLINE_EXCEEDED ? { timedOut: true } : {}) });
         } else if (MAYBE_PERMANENT.has(err.code)) {
           resolve({ kind: 'retryable', message, status: err.code, bounded: true, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
         } else {

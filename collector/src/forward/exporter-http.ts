@@ -32,6 +32,7 @@ const MAYBE_PERMANENT = (status: number): boolean => status === 401 || status ==
 
 export class HttpExporter implements Exporter {
   readonly description: string;
+  readonly timeoutMs: number;
   private readonly opts: HttpExporterOptions;
   private readonly base: string;
   private readonly basicAuth: string | undefined;
@@ -45,6 +46,7 @@ export class HttpExporter implements Exporter {
     url.password = '';
     this.base = url.toString().replace(/\/+$/, '');
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
+    this.timeoutMs = opts.timeoutMs;
   }
 
   accepts(_encoding: Encoding): boolean {
@@ -69,8 +71,8 @@ export class HttpExporter implements Exporter {
     } catch (err) {
       // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const why = (err as Error).name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : (cause?.code ?? cause?.message ?? (err as Error).message);
-      return { kind: 'retryable', message: `cannot reach ${this.description}: ${why}` };
+      if ((err as Error).name === 'TimeoutError') return { kind: 'retryable', message: `cannot reach ${this.description}: no answer within ${this.opts.timeoutMs} ms`, timedOut: true };
+      return { kind: 'retryable', message: `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}` };
     }
     // Drain the body so the connection can be reused; it says what was rejected, or why the request was.
     const raw = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));

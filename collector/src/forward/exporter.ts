@@ -21,13 +21,16 @@ export interface ExportItem {
 export type ExportResult =
   /** `partial`: the destination took the request but reported records it rejected (OTLP partial success). */
   | { kind: 'success'; partial?: { rejected: number; message: string } }
-  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean }
+  /** `timedOut`: no answer within forward.timeout (the destination may be slow for a request this large). */
+  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean }
   | { kind: 'permanent'; message: string; status?: number };
 
 /** A downstream OTLP destination. */
 export interface Exporter {
   /** A description without secrets, for logs and the API (e.g. `http://collector:4318 (http/protobuf)`). */
   readonly description: string;
+  /** How long one attempt may take (forward.timeout). */
+  readonly timeoutMs?: number;
   /** Whether requests in this encoding can be sent unchanged (OTLP/gRPC carries protobuf only). */
   accepts(encoding: Encoding): boolean;
   export(item: ExportItem): Promise<ExportResult>;

@@ -1,13 +1,17 @@
 /**
- * The forwarder's delivery loop over a real queue file, with the destination faked (the stage next door): how it
- * gives up on requests a destination keeps refusing.
+ * The forwarder's delivery loop over a real queue file, with the destination faked (the stage next door) or a
+ * real HTTP server on loopback: how it gives up on requests a destination keeps refusing, and how it gets a
+ * backlog through a destination too slow for large merged requests.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
+import { HttpExporter } from './exporter-http.ts';
 import { Forwarder } from './forwarder.ts';
 import { DurableQueue } from './queue.ts';
 
@@ -52,4 +56,52 @@ it('gives up on each expired request after trying it alone once, without resendi
   // resending the rest of a merged batch after each dead letter took two and a hundredfold upload.
   expect(destination.attempts).toBeLessThan(requests * 1.5);
   expect(destination.sent).toBeLessThan(requests * 20);
+});
+
+/** An OTLP/HTTP destination on 127.0.0.1:0 that takes `msPerRequest` per merged request before it answers 200. */
+async function slowDestination(msPerRequest: number): Promise<{ url: string; carried: number[]; close(): Promise<void> }> {
+  const carried: number[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      // Each request is the two bytes of an empty ResourceSpans: merged ones are concatenated.
+      const requests = Buffer.concat(chunks).length / 2;
+      carried.push(requests);
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+        res.end();
+      }, requests * msPerRequest);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    carried,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+it('sends fewer requests per attempt after a merged attempt timed out, so a backlog drains through a slow destination', { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  // 10 ms per request: a merged attempt of 100 takes a second, over the 400 ms timeout; 25 take 250 ms.
+  const destination = await slowDestination(10);
+  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 400 });
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+  // A backlog, as after an outage: 300 requests queued before delivery starts.
+  const requests = 300;
+  for (let i = 0; i < requests; i++) queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+  forwarder.start();
+  const until = Date.now() + 20_000;
+  while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(queue.depth).toBe(0);
+  // The attempts that timed out were resent smaller, not as large again and again (each of those may be a
+  // duplicate downstream): a few at 100 and 50, then attempts of 25 that fit the timeout.
+  expect(destination.carried.reduce((a, b) => a + b, 0)).toBeLessThan(requests * 2);
+  expect(Math.max(...destination.carried.slice(-3))).toBeLessThanOrEqual(25);
 });

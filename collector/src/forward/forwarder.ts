@@ -75,6 +75,13 @@ export class Forwarder {
   private readonly batch: BatchOptions;
   /** After a merged batch was refused for good, the head goes alone, so only the bad request is dead-lettered. */
   private isolate = false;
+  /**
+   * Requests one attempt may carry now. An attempt that timed out is not resent as large: a destination that
+   * takes longer than forward.timeout for a large merged request (and may well have taken it, so every resend
+   * is a duplicate) gets half as many next time, down to one; attempts that finish well within the timeout
+   * raise it again.
+   */
+  private batchLimit: number;
   private rejectedByDestination = 0;
   /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
@@ -93,6 +100,7 @@ export class Forwarder {
     this.opts = opts;
     this.backoff = { ...DEFAULT_BACKOFF, ...opts.backoff };
     this.batch = { ...DEFAULT_BATCH, ...opts.batch };
+    this.batchLimit = this.batch.maxRequests;
     this.now = opts.now ?? Date.now;
   }
 
@@ -197,7 +205,7 @@ export class Forwarder {
   /** One delivery attempt of the oldest request (or a wait for one). */
   private async step(): Promise<void> {
     const { queue, exporter, logger } = this.opts;
-    const items = queue.batch(this.isolate ? 1 : this.batch.maxRequests, this.batch.maxBytes);
+    const items = queue.batch(this.isolate ? 1 : this.batchLimit, this.batch.maxBytes);
     const item = items[0];
     if (!item) {
       this.state = 'idle';
@@ -208,9 +216,16 @@ export class Forwarder {
     this.state = 'sending';
     const ids = items.map((i) => i.id);
     const body = items.length === 1 ? item.body : Buffer.concat(items.map((i) => i.body));
+    const started = performance.now();
     const result = await exporter.export({ signal: item.signal, encoding: item.encoding, body });
+    const tookMs = performance.now() - started;
     if (result.kind === 'success') {
       queue.ack(...ids);
+      // A full attempt that used under a quarter of the timeout: twice as many can go next time.
+      const timeoutMs = exporter.timeoutMs;
+      if (this.batchLimit < this.batch.maxRequests && items.length >= this.batchLimit && (timeoutMs === undefined || tookMs < timeoutMs / 4)) {
+        this.batchLimit = Math.min(this.batch.maxRequests, this.batchLimit * 2);
+      }
       if (result.partial) this.notePartial(result.partial, item.signal, items.length);
       this.isolate = false;
       this.expiredDeadLetters = 0;
@@ -233,6 +248,10 @@ export class Forwarder {
       queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
       logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
       return;
+    }
+    if (result.kind === 'retryable' && result.timedOut && items.length > 1) {
+      this.batchLimit = Math.max(1, Math.floor(items.length / 2));
+      logger.warn('forwarding attempt timed out; the next attempts carry fewer requests', { destination: exporter.description, requestsInAttempt: items.length, bytes: body.length, nextAttemptAtMost: this.batchLimit });
     }
     const now = this.now();
     queue.retry(ids, result.bounded ? now : undefined);
