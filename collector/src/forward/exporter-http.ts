@@ -30,6 +30,32 @@ const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
 /** Refusals that are often fixed by an operator within hours: retried for a bounded time. */
 const MAYBE_PERMANENT = (status: number): boolean => status === 401 || status === 403 || status === 404 || (status >= 500 && status <= 599);
 
+/**
+ * How much of a response body is read, as the OpenTelemetry Collector's otlphttp exporter does (64 KiB): an
+ * ExportLogsServiceResponse or a google.rpc.Status is far smaller.
+ */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+
+/** The first `limit` bytes of a response body; the rest is not read (the connection is then closed). */
+async function readAtMost(res: Response, limit: number): Promise<Buffer> {
+  const reader = res.body?.getReader();
+  if (!reader) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read();
+      if (done) return Buffer.concat(chunks);
+      chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
+      size += value.byteLength;
+    }
+    await reader.cancel().catch(() => undefined);
+  } catch {
+    // Cut off or timed out mid-body: what arrived is all there is.
+  }
+  return Buffer.concat(chunks).subarray(0, limit);
+}
+
 export class HttpExporter implements Exporter {
   readonly description: string;
   readonly timeoutMs: number;
@@ -74,8 +100,9 @@ export class HttpExporter implements Exporter {
       if ((err as Error).name === 'TimeoutError') return { kind: 'retryable', message: `cannot reach ${this.description}: no answer within ${this.opts.timeoutMs} ms`, timedOut: true };
       return { kind: 'retryable', message: `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}` };
     }
-    // Drain the body so the connection can be reused; it says what was rejected, or why the request was.
-    const raw = Buffer.from(await res.arrayBuffer().catch(() => new ArrayBuffer(0)));
+    // The body says what was rejected, or why the request was. Only its start is read: a destination (or a
+    // proxy in front of it) answering with a large or endless body must not fill hookwatch's memory.
+    const raw = await readAtMost(res, MAX_RESPONSE_BYTES);
     if (res.ok) {
       // The answer's encoding from its content type; the request's when it names none we know.
       const type = res.headers.get('content-type') ?? '';

@@ -1,0 +1,60 @@
+/**
+ * The OTLP/HTTP exporter against real HTTP servers on loopback: how much of an answer it reads.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, it } from 'vitest';
+import { HttpExporter, MAX_RESPONSE_BYTES } from './exporter-http.ts';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  }
+});
+
+async function listen(server: Server): Promise<string> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A destination that answers `status` with a body of `total` bytes, counting the bytes it got out before the client hung up. */
+async function floodingDestination(status: number, total: number): Promise<{ url: string; sent: () => number; closed: Promise<void> }> {
+  let sent = 0;
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (resolveClosed = resolve));
+  const chunk = Buffer.alloc(1024 * 1024, 0x41);
+  const url = await listen(createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      const pump = (): void => {
+        while (sent < total && !res.destroyed) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return;
+        }
+        if (sent >= total) res.end();
+      };
+      res.on('drain', pump);
+      res.on('close', resolveClosed);
+      pump();
+    });
+  }));
+  return { url, sent: () => sent, closed };
+}
+
+for (const status of [200, 503]) {
+  it(`reads at most ${MAX_RESPONSE_BYTES} bytes of a ${status} answer, however large its body`, async () => {
+    const total = 512 * 1024 * 1024;
+    const destination = await floodingDestination(status, total);
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/json', headers: {}, compression: 'none', timeoutMs: 20_000 });
+    const result = await exporter.export({ signal: 'logs', encoding: 'json', body: Buffer.from('{}') });
+    expect(result.kind).toBe(status === 200 ? 'success' : 'retryable');
+    if (result.kind === 'retryable') expect(result.message.length).toBeLessThan(1000);
+    // The connection is given up once the start is read, instead of the whole body being buffered.
+    await destination.closed;
+    expect(destination.sent()).toBeLessThan(64 * 1024 * 1024);
+  });
+}
