@@ -64,14 +64,14 @@ export class GrpcExporter implements Exporter {
     return encoding === 'protobuf';
   }
 
-  export(item: ExportItem): Promise<ExportResult> {
+  export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
     if (item.encoding !== 'protobuf') {
       return Promise.resolve({ kind: 'permanent', message: 'OTLP/JSON cannot be sent over gRPC unchanged' });
     }
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(this.opts.headers)) metadata.set(k.toLowerCase(), v);
     return new Promise<ExportResult>((resolve) => {
-      this.client.makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null, response?: Buffer) => {
+      const call = this.client.makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null, response?: Buffer) => {
         if (!err) {
           const partial = Buffer.isBuffer(response) ? decodePartialSuccess('protobuf', response) : undefined;
           resolve(partial ? { kind: 'success', partial } : { kind: 'success' });
@@ -88,6 +88,9 @@ export class GrpcExporter implements Exporter {
           resolve({ kind: 'permanent', message, status: err.code });
         }
       });
+      // Cancelled, the call ends with CANCELLED: retryable, the request stays queued.
+      if (signal?.aborted) call.cancel();
+      else signal?.addEventListener('abort', () => call.cancel(), { once: true });
     });
   }
 

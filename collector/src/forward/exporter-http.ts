@@ -79,7 +79,7 @@ export class HttpExporter implements Exporter {
     return true;
   }
 
-  async export(item: ExportItem): Promise<ExportResult> {
+  async export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
     const now = this.opts.now ?? Date.now;
     const headers: Record<string, string> = {
       ...(this.basicAuth ? { authorization: this.basicAuth } : {}),
@@ -93,8 +93,10 @@ export class HttpExporter implements Exporter {
     }
     let res: Response;
     try {
-      res = await fetch(`${this.base}/v1/${item.signal}`, { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: AbortSignal.timeout(this.opts.timeoutMs) });
+      const timeout = AbortSignal.timeout(this.opts.timeoutMs);
+      res = await fetch(`${this.base}/v1/${item.signal}`, { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
     } catch (err) {
+      if (signal?.aborted) return { kind: 'retryable', message: `${this.description} had not answered when hookwatch stopped` };
       // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       if ((err as Error).name === 'TimeoutError') return { kind: 'retryable', message: `cannot reach ${this.description}: no answer within ${this.opts.timeoutMs} ms`, timedOut: true };

@@ -33,7 +33,8 @@ export interface Exporter {
   readonly timeoutMs?: number;
   /** Whether requests in this encoding can be sent unchanged (OTLP/gRPC carries protobuf only). */
   accepts(encoding: Encoding): boolean;
-  export(item: ExportItem): Promise<ExportResult>;
+  /** `signal` aborts the attempt (hookwatch is stopping): it resolves as retryable and the request stays queued. */
+  export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult>;
   /** Safe to call twice. */
   close(): Promise<void>;
 }

@@ -12,7 +12,7 @@ import { afterEach, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { HttpExporter } from './exporter-http.ts';
-import { Forwarder } from './forwarder.ts';
+import { Forwarder, STOP_GRACE_MS } from './forwarder.ts';
 import { DurableQueue } from './queue.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -105,3 +105,47 @@ it('sends fewer requests per attempt after a merged attempt timed out, so a back
   expect(destination.carried.reduce((a, b) => a + b, 0)).toBeLessThan(requests * 2);
   expect(Math.max(...destination.carried.slice(-3))).toBeLessThanOrEqual(25);
 });
+
+/** An OTLP/HTTP destination on 127.0.0.1:0 that answers every request with `answer` after `delayMs`, or never when undefined. */
+async function answeringDestination(delayMs: number | undefined, answer: { status: number; retryAfter?: string }): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      if (delayMs === undefined) return;
+      setTimeout(() => {
+        res.writeHead(answer.status, answer.retryAfter ? { 'retry-after': answer.retryAfter } : {});
+        res.end();
+      }, delayMs);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => received,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+for (const [name, delayMs, timeoutMs] of [['answers 503 with Retry-After: 300 while hookwatch stops', 300, 10_000], ['does not answer within a long forward.timeout', undefined, 120_000]] as const) {
+  it(`stops within seconds, keeping the request queued, when the destination ${name}`, { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+    const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+    const destination = await answeringDestination(delayMs, { status: 503, retryAfter: '300' });
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs });
+    const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close());
+    queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+    forwarder.start();
+    while (destination.received() === 0) await new Promise((r) => setTimeout(r, 5));
+    // The stop comes while the attempt is in flight (SIGTERM): shutdown.timeout is 25 s by default.
+    const started = Date.now();
+    await forwarder.stop();
+    expect(Date.now() - started).toBeLessThan(STOP_GRACE_MS + 2_000);
+    expect(queue.depth).toBe(1);
+  });
+}

@@ -10,7 +10,7 @@
 import type { ForwardingDestination } from '../../../shared/src/api.ts';
 import { fullJitterBackoff } from '../net/backoff.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { Exporter } from './exporter.ts';
+import type { ExportResult, Exporter } from './exporter.ts';
 import type { DurableQueue } from './queue.ts';
 
 export interface BackoffOptions {
@@ -38,6 +38,11 @@ export const DEFAULT_BATCH: BatchOptions = { maxRequests: 100, maxBytes: 2 * 102
  */
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000, multiplier: 1.5, maxRetryAfterMs: 300_000 };
 
+/**
+ * How long stop() lets an attempt in flight finish before it is aborted (the request stays queued and is sent
+ * again at the next start), so a destination that does not answer cannot hold shutdown for forward.timeout.
+ */
+export const STOP_GRACE_MS = 2_000;
 /** How often a destination's partial successes are logged at most (each is counted). */
 const PARTIAL_LOG_INTERVAL_MS = 60_000;
 /** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
@@ -95,6 +100,8 @@ export class Forwarder {
   private wake: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private stopping = false;
+  /** Aborts the attempt in flight, if any. */
+  private attempt: AbortController | undefined;
 
   constructor(opts: ForwarderOptions) {
     this.opts = opts;
@@ -160,11 +167,19 @@ export class Forwarder {
     };
   }
 
-  /** Stops after the attempt in flight; what is left stays queued on disk for the next start. Safe twice. */
+  /**
+   * Stops after the attempt in flight (aborted after STOP_GRACE_MS), without waiting for a retry delay; what is
+   * left stays queued on disk for the next start. Safe twice.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wakeUp();
-    await this.running;
+    const grace = setTimeout(() => this.attempt?.abort(), STOP_GRACE_MS);
+    try {
+      await this.running;
+    } finally {
+      clearTimeout(grace);
+    }
     this.state = 'stopped';
   }
 
@@ -175,6 +190,8 @@ export class Forwarder {
   }
 
   private wait(ms: number | undefined): Promise<void> {
+    // Stopping: no retry delay (up to a Retry-After of minutes) is waited out, whenever stop() came.
+    if (this.stopping) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const timer = ms === undefined ? undefined : setTimeout(() => this.wakeUp(), ms);
       this.wake = () => {
@@ -217,7 +234,14 @@ export class Forwarder {
     const ids = items.map((i) => i.id);
     const body = items.length === 1 ? item.body : Buffer.concat(items.map((i) => i.body));
     const started = performance.now();
-    const result = await exporter.export({ signal: item.signal, encoding: item.encoding, body });
+    const attempt = new AbortController();
+    this.attempt = attempt;
+    let result: ExportResult;
+    try {
+      result = await exporter.export({ signal: item.signal, encoding: item.encoding, body }, attempt.signal);
+    } finally {
+      this.attempt = undefined;
+    }
     const tookMs = performance.now() - started;
     if (result.kind === 'success') {
       queue.ack(...ids);
