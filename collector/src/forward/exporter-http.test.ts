@@ -58,3 +58,19 @@ for (const status of [200, 503]) {
     expect(destination.sent()).toBeLessThan(64 * 1024 * 1024);
   });
 }
+
+it('appends the signal path to the endpoint\'s path and keeps its query (an API key passed in the URL)', async () => {
+  const seen: string[] = [];
+  const url = await listen(createServer((req, res) => {
+    seen.push(req.url ?? '');
+    req.resume();
+    req.on('end', () => res.end());
+  }));
+  const exporter = new HttpExporter({ endpoint: `${url}/otlp/?api-key=k3y-0123&region=eu`, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  for (const signal of ['logs', 'metrics', 'traces'] as const) {
+    expect((await exporter.export({ signal, encoding: 'protobuf', body: Buffer.alloc(0) })).kind).toBe('success');
+  }
+  expect(seen).toEqual(['/otlp/v1/logs?api-key=k3y-0123&region=eu', '/otlp/v1/metrics?api-key=k3y-0123&region=eu', '/otlp/v1/traces?api-key=k3y-0123&region=eu']);
+  // The key stays out of what is logged and shown.
+  expect(exporter.description).not.toContain('k3y');
+});

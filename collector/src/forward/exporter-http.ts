@@ -1,7 +1,7 @@
 /**
- * OTLP/HTTP exporter: POST {endpoint}/v1/{signal} with the body exactly as received, in the encoding it arrived
- * in (hookwatch never transcodes, so the content downstream is the content the client sent), gzip-compressed
- * when configured. 408/429/502/503/504, timeouts and network errors are retryable without limit, as the
+ * OTLP/HTTP exporter: POST {endpoint}/v1/{signal} (appended to the endpoint's path, its query kept) with the body
+ * exactly as received, in the encoding it arrived in (hookwatch never transcodes, so the content downstream is the
+ * content the client sent), gzip-compressed when configured. 408/429/502/503/504, timeouts and network errors are retryable without limit, as the
  * specification says ("OTLP/HTTP Throttling" and "Failures"). 401, 403, 404 and other 5xx are retried too, within
  * forward.retry.maxElapsedTime: an expired key, a load balancer without its backends or a deploy in progress
  * answer that way. The specification (and the OpenTelemetry Collector) drop them at once; hookwatch keeps the
@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
+import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
 const gzipAsync = promisify(gzip);
@@ -60,7 +61,8 @@ export class HttpExporter implements Exporter {
   readonly description: string;
   readonly timeoutMs: number;
   private readonly opts: HttpExporterOptions;
-  private readonly base: string;
+  /** The URL of each signal: the endpoint's path + /v1/{signal}, its query (an API key, say) kept. */
+  private readonly urls: Record<Signal, string>;
   private readonly basicAuth: string | undefined;
 
   constructor(opts: HttpExporterOptions) {
@@ -70,7 +72,13 @@ export class HttpExporter implements Exporter {
     this.basicAuth = url.username || url.password ? `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` : undefined;
     url.username = '';
     url.password = '';
-    this.base = url.toString().replace(/\/+$/, '');
+    url.hash = '';
+    const path = url.pathname.replace(/\/+$/, '');
+    const at = (signal: Signal): string => {
+      url.pathname = `${path}/v1/${signal}`;
+      return url.toString();
+    };
+    this.urls = { logs: at('logs'), metrics: at('metrics'), traces: at('traces') };
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
     this.timeoutMs = opts.timeoutMs;
   }
@@ -94,7 +102,7 @@ export class HttpExporter implements Exporter {
     let res: Response;
     try {
       const timeout = AbortSignal.timeout(this.opts.timeoutMs);
-      res = await fetch(`${this.base}/v1/${item.signal}`, { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
+      res = await fetch(this.urls[item.signal], { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
     } catch (err) {
       if (signal?.aborted) return { kind: 'retryable', message: `${this.description} had not answered when hookwatch stopped` };
       // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
