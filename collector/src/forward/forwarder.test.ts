@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { silentLogger } from '../telemetry/logger.ts';
+import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, STOP_GRACE_MS } from './forwarder.ts';
@@ -149,3 +149,39 @@ for (const [name, delayMs, timeoutMs] of [['answers 503 with Retry-After: 300 wh
     expect(queue.depth).toBe(1);
   });
 }
+
+/** Refuses every request for good (400), as a destination does with a body it will never take. */
+class RejectingDestination implements Exporter {
+  readonly description = 'rejecting destination';
+  accepts(): boolean {
+    return true;
+  }
+  export(): Promise<ExportResult> {
+    return Promise.resolve({ kind: 'permanent', message: 'answered 400', status: 400 });
+  }
+  async close(): Promise<void> {}
+}
+
+it('logs the dead letters it evicts over forward.deadLetters.maxBytes, not only counts them', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  // Room for one 600-byte dead letter: each new one evicts the one before.
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9, deadLetterMaxBytes: 1000 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  const forwarder = new Forwarder({ queue, exporter: new RejectingDestination(), logger, backoff: { initialMs: 10, maxMs: 50 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close());
+  forwarder.start();
+  for (let i = 0; i < 5; i++) {
+    queue.enqueue('logs', 'json', Buffer.alloc(600, 0x20), Date.now());
+    forwarder.notify();
+  }
+  const until = Date.now() + 10_000;
+  while (queue.counters().deadLetters < 5 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  await forwarder.stop();
+  expect(queue.counters().deadLettersEvicted).toBe(4);
+  const evictions = lines.filter((l) => String(l['msg']).includes('forward.deadLetters.maxBytes'));
+  // The first at once, the rest (held back by the once-a-minute bound) when delivery stops.
+  expect(evictions.length).toBeGreaterThanOrEqual(1);
+  expect(evictions.reduce((n, l) => n + Number(l['evicted']), 0)).toBe(4);
+  expect(evictions.at(-1)).toMatchObject({ level: 'warn', evictedTotal: 4, deadLettersHeld: 1, maxBytes: 1000 });
+});

@@ -45,6 +45,8 @@ export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000
 export const STOP_GRACE_MS = 2_000;
 /** How often a destination's partial successes are logged at most (each is counted). */
 const PARTIAL_LOG_INTERVAL_MS = 60_000;
+/** How often dead letters evicted over forward.deadLetters.maxBytes are logged at most (each is counted). */
+const EVICTION_LOG_INTERVAL_MS = 60_000;
 /** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
 export const DEFAULT_MAX_ELAPSED_MS = 86_400_000;
 
@@ -91,6 +93,11 @@ export class Forwarder {
   /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
   private lastPartialLogMs = -Infinity;
+  /** Dead letters evicted since the last line that said so. */
+  private evictedUnlogged = 0;
+  private lastEvictionLogMs = -Infinity;
+  /** Writes the line for evictions held back by the interval. */
+  private evictionFlush: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private state: ForwarderStatus['state'] = 'idle';
   private failures = 0;
@@ -144,6 +151,32 @@ export class Forwarder {
     this.opts.logger.warn('forwarding: the destination rejected some records of accepted requests (partial success)', { destination: this.opts.exporter.description, signal, requests, rejected: partial.rejected, reason: partial.message.slice(0, 500) });
   }
 
+  /**
+   * Dead letters evicted to stay within forward.deadLetters.maxBytes are data given up for good: each is counted
+   * (hookwatch_forward_dead_letters_evicted_total) and they are logged, the first at once, then at most once a
+   * minute with how many since the last line.
+   */
+  private noteEvicted(evicted: number, flush = false): void {
+    this.evictedUnlogged += evicted;
+    if (this.evictedUnlogged === 0) return;
+    const now = this.now();
+    const wait = this.lastEvictionLogMs + EVICTION_LOG_INTERVAL_MS - now;
+    if (!flush && wait > 0) {
+      this.evictionFlush ??= setTimeout(() => {
+        this.evictionFlush = undefined;
+        this.noteEvicted(0, true);
+      }, wait).unref();
+      return;
+    }
+    clearTimeout(this.evictionFlush);
+    this.evictionFlush = undefined;
+    this.lastEvictionLogMs = now;
+    const { queue, exporter, logger } = this.opts;
+    const held = queue.deadLetterSummary();
+    logger.warn('dead letters over forward.deadLetters.maxBytes removed, oldest first; their requests are lost', { destination: exporter.description, evicted: this.evictedUnlogged, evictedTotal: queue.counters().deadLettersEvicted, deadLettersHeld: held.count, deadLetterBytes: held.bytes, maxBytes: held.maxBytes });
+    this.evictedUnlogged = 0;
+  }
+
   status(): ForwarderStatus {
     const q = this.opts.queue;
     const c = q.counters();
@@ -180,6 +213,8 @@ export class Forwarder {
     } finally {
       clearTimeout(grace);
     }
+    // Before the queue closes: evictions not yet logged are.
+    this.noteEvicted(0, true);
     this.state = 'stopped';
   }
 
@@ -269,8 +304,9 @@ export class Forwarder {
     }
     if (result.kind === 'permanent') {
       this.isolate = false;
-      queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
+      const evicted = queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
       logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
+      if (evicted) this.noteEvicted(evicted);
       return;
     }
     if (result.kind === 'retryable' && result.timedOut && items.length > 1) {
@@ -292,7 +328,8 @@ export class Forwarder {
         // Refused on its own past its time: a dead letter. The next ones go alone while they are past their time
         // too (each is tried alone once before it is given up, no merged resend between), then merged again.
         const reason = `${result.message} (retried for ${Math.round((now - (item.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
-        queue.deadLetter([item.id], now, result.status ?? null, reason);
+        const evicted = queue.deadLetter([item.id], now, result.status ?? null, reason);
+        if (evicted) this.noteEvicted(evicted);
         const next = queue.head();
         this.isolate = next !== undefined && next.refusedSinceMs !== null && now - next.refusedSinceMs >= maxElapsed;
         // One line for the first and every hundredth: a long refusal gives up on every queued request in turn.

@@ -298,9 +298,9 @@ export class DurableQueue {
 
   /**
    * Moves requests the destination refused for good to the dead letters, in one transaction, then evicts the
-   * oldest dead letters beyond their byte bound (counted as deadLettersEvicted).
+   * oldest dead letters beyond their byte bound (counted as deadLettersEvicted). Returns how many were evicted.
    */
-  deadLetter(ids: readonly number[], failedAtMs: number, status: number | null, reason: string): void {
+  deadLetter(ids: readonly number[], failedAtMs: number, status: number | null, reason: string): number {
     const removed = inTransaction(this.db, () => {
       const out: number[] = [];
       for (const id of ids) {
@@ -327,6 +327,7 @@ export class DurableQueue {
     }
     this.deadBytes = removed.bytes;
     this.deadCount += removed.out.length - removed.evicted;
+    return removed.evicted;
   }
 
   /** Count, bytes and age of the dead letters held. */
