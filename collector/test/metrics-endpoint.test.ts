@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HookSummary, HooksResponse } from '../../shared/src/api.ts';
 import { OUTPUT_KINDS } from '../../shared/src/cliff.ts';
+import { REJECT_REASONS } from '../src/receiver/options.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { EXPOSITION_CONTENT_TYPE } from '../src/telemetry/metrics.ts';
 import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
@@ -202,12 +203,33 @@ describe('GET /metrics', () => {
     expect(await post({ 'content-type': 'text/plain', authorization: `Bearer ${token}` }, 'x')).toBe(415);
     await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], { authorization: `Bearer ${token}` });
     const { text, families } = await scrape(service.httpUrl);
-    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { reason: 'unauthenticated' })).toBe(1);
-    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { reason: 'bad_request' })).toBe(1);
-    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { reason: 'unsupported_media_type' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'unauthenticated' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'bad_request' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'unsupported_media_type' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'grpc', reason: 'unauthenticated' })).toBe(0);
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { signal: 'logs', outcome: '401' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_hook_executions_total', { hook_name: 'Stop' })).toBe(1);
     expect(text).not.toContain(token);
+  });
+
+  it('shows every rejection reason, metrics collector and store operation at 0 before the first failure, so increase() sees it', async () => {
+    // A labelled counter series that first appears with its first event already counted has no earlier sample:
+    // increase() and rate() over it read 0, so a single refusal or collector failure would go unseen.
+    service = await startServiceUnderTest();
+    await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }]);
+    const { families } = await scrape(service.httpUrl);
+    const rejected = (families.get('hookwatch_otlp_requests_rejected_total')?.samples ?? []).map((x) => `${x.labels['transport']} ${x.labels['reason']} ${x.value}`).sort();
+    expect(rejected).toEqual([...REJECT_REASONS.http.map((r) => `http ${r} 0`), ...REJECT_REASONS.grpc.map((r) => `grpc ${r} 0`)].sort());
+    const collectors = (families.get('hookwatch_metrics_collector_errors_total')?.samples ?? []).map((x) => x.labels['collector']);
+    expect(collectors).toEqual(expect.arrayContaining(['otlp', 'ingest', 'hooks', 'store', 'notify', 'alerting', 'process']));
+    for (const x of families.get('hookwatch_metrics_collector_errors_total')?.samples ?? []) expect(x.value, x.labels['collector']).toBe(0);
+    expect(sampleValue(families, 'hookwatch_store_errors_total', { operation: 'ingest' })).toBe(0);
+    // A refusal then counts under its series, the others stay at 0.
+    const res = await fetch(`${service.otlpHttpUrl}/v1/nothing`, { method: 'POST' });
+    await res.arrayBuffer();
+    const after = (await scrape(service.httpUrl)).families;
+    expect(sampleValue(after, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'not_found' })).toBe(1);
+    expect(sampleValue(after, 'hookwatch_otlp_requests_rejected_total', { transport: 'grpc', reason: 'request_timeout' })).toBe(0);
   });
 
   it('logs nothing per record or per request on the hot path', async () => {

@@ -29,6 +29,10 @@ export class UnsupportedMediaTypeError extends Error {
   override name = 'UnsupportedMediaTypeError';
 }
 
+/** Every reason mapError gives: the label values of hookwatch's rejection counters that both receivers share. */
+export const MAPPED_REJECT_REASONS = ['bad_request', 'too_large', 'unsupported_media_type', 'unauthenticated', 'overloaded', 'store_unavailable', 'internal'] as const;
+export type MappedRejectReason = (typeof MAPPED_REJECT_REASONS)[number];
+
 export interface ErrorMapping {
   httpStatus: number;
   /** google.rpc.Code / gRPC status code. */
@@ -37,7 +41,7 @@ export interface ErrorMapping {
   /** Safe to show the client (no internals, no secrets). */
   message: string;
   /** Label for hookwatch's own rejection counters. */
-  reason: string;
+  reason: MappedRejectReason;
 }
 
 /** The one mapping from an ingest error to HTTP and gRPC answers. */

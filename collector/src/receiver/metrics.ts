@@ -1,6 +1,6 @@
 /** The receivers' figures for /metrics: OTLP requests by transport, signal and outcome, and rejections by reason. */
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import type { ReceiverStats } from './options.ts';
+import { REJECT_REASONS, type ReceiverStats } from './options.ts';
 
 /** One receiver's counters and the transport it is reported under. */
 export interface ReceiverSource {
@@ -27,7 +27,11 @@ export function registerReceiverMetrics(metrics: MetricsRegistry, receivers: rea
     name: 'hookwatch_otlp_requests_rejected_total', help: 'OTLP requests refused, by reason (bad_request, too_large, unauthenticated, overloaded, store_unavailable, ...).',
     labelNames: ['transport', 'reason'],
     collect: (set) => {
-      for (const { transport, stats } of receivers) for (const [reason, value] of Object.entries(stats.rejected)) set({ transport, reason }, value);
+      // Every reason the transport can give, at 0 until it happens, so the first refusal is an increase.
+      for (const { transport, stats } of receivers) {
+        const counted: Partial<Record<string, number>> = stats.rejected;
+        for (const reason of new Set<string>([...REJECT_REASONS[transport], ...Object.keys(counted)])) set({ transport, reason }, counted[reason] ?? 0);
+      }
     },
   });
 }

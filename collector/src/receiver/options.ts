@@ -3,6 +3,7 @@
  * authentication and in-flight budget mean the same on either transport.
  */
 import type { LogsConsumer, PassThroughConsumer } from '../pipeline/consumer.ts';
+import { MAPPED_REJECT_REASONS } from '../pipeline/errors.ts';
 import type { TlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
@@ -26,8 +27,20 @@ export interface OtlpReceiverOptions {
   logger: Logger;
 }
 
+/**
+ * Every reason a receiver counts a refusal under, by transport: mapError's, and those the transport decides
+ * itself (OTLP/HTTP: a path, Host or method it does not serve; OTLP/gRPC: a message not received within
+ * otlp.requestTimeout). /metrics shows each of them at 0 from the start: a series that first appears with its
+ * first refusal already counted has no earlier sample, and increase() or rate() over it would miss that refusal.
+ */
+export const REJECT_REASONS = {
+  http: [...MAPPED_REJECT_REASONS, 'not_found', 'host_not_allowed', 'method_not_allowed'],
+  grpc: [...MAPPED_REJECT_REASONS, 'request_timeout'],
+} as const;
+export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][number];
+
 /** Counters for /metrics and tests: requests by signal and outcome, rejections by reason. */
 export interface ReceiverStats {
   requests: Record<string, number>;
-  rejected: Record<string, number>;
+  rejected: Partial<Record<RejectReason, number>>;
 }

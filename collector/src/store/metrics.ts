@@ -37,6 +37,8 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
       let fn = wrapped.get(prop);
       if (!fn) {
         const operation = { operation: prop };
+        // At 0 from the operation's first call, so increase() and rate() see its first failure.
+        errors.inc(operation, 0);
         fn = (...args: unknown[]): unknown => {
           const started = performance.now();
           const id = seq++;

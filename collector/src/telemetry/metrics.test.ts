@@ -116,12 +116,32 @@ describe('MetricsRegistry failures', () => {
     expect(families.get('c_total')?.samples).toEqual([]);
     expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'throws' })).toBe(2);
     expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'invalid' })).toBe(2);
-    expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'good' })).toBeUndefined();
+    expect(sampleValue(families, 'hookwatch_metrics_collector_errors_total', { collector: 'good' })).toBe(0);
     expect(warnings).toHaveLength(4);
     expect(warnings[0]).toMatchObject({ msg: 'metrics collector failed', collector: 'throws', metric: 'b' });
 
     broken = false;
     expect(sampleValue(parseExposition(await metrics.render()), 'b', { x: '1' })).toBe(1);
+  });
+
+  it('shows each source\'s error counter at 0 before it fails, so increase() sees the first failure', async () => {
+    // A counter series that first appears with its first failure already counted has no earlier sample:
+    // increase() and rate() over it would read 0, and one failure would never fire an alert.
+    const metrics = new MetricsRegistry();
+    let broken = false;
+    metrics.collectedGauge('store', {
+      name: 'g', help: 'h',
+      collect: (set) => {
+        if (broken) throw new Error('boom');
+        set({}, 1);
+      },
+    });
+    metrics.collectedCounter('otlp', { name: 'c_total', help: 'h', collect: (set) => set({}, 1) });
+    const before = parseExposition(await metrics.render());
+    expect(before.get('hookwatch_metrics_collector_errors_total')?.samples.map((x) => [x.labels['collector'], x.value]).sort()).toEqual([['otlp', 0], ['store', 0]]);
+    broken = true;
+    const after = parseExposition(await metrics.render());
+    expect([sampleValue(after, 'hookwatch_metrics_collector_errors_total', { collector: 'store' }), sampleValue(after, 'hookwatch_metrics_collector_errors_total', { collector: 'otlp' })]).toEqual([1, 0]);
   });
 
   it('counts a failure in each of two scrapes that overlap', async () => {

@@ -4,7 +4,8 @@
  * service.ts hands it (receiver/metrics.ts, pipeline/metrics.ts, ...). Most values are kept by the stages as
  * plain numbers and read at scrape time through prom-client's collect() callbacks, so nothing is computed
  * between scrapes. A callback that throws must not fail the whole scrape: its metric is left without samples
- * for that scrape, and hookwatch_metrics_collector_errors_total counts it.
+ * for that scrape, and hookwatch_metrics_collector_errors_total counts it (each source's series is there at 0
+ * from its registration, so increase() sees a source's first failure).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Request, Response } from 'express';
@@ -82,6 +83,7 @@ export class MetricsRegistry {
   /** A counter read from the stage when scraped; `source` names the stage in hookwatch_metrics_collector_errors_total. */
   collectedCounter<L extends string = never>(source: string, def: CollectedMetric<L>): void {
     checkCounterName(def.name);
+    this.collectorErrors.inc({ collector: source }, 0);
     const guard = this.guard.bind(this);
     new Counter<L>({
       name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], registers: [this.registry],
@@ -93,6 +95,7 @@ export class MetricsRegistry {
 
   /** A gauge read from the stage when scraped. */
   collectedGauge<L extends string = never>(source: string, def: CollectedMetric<L>): void {
+    this.collectorErrors.inc({ collector: source }, 0);
     const guard = this.guard.bind(this);
     new Gauge<L>({
       name: def.name, help: def.help, labelNames: [...(def.labelNames ?? [])], registers: [this.registry],

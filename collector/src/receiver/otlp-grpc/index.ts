@@ -201,7 +201,7 @@ export class OtlpGrpcReceiver {
     return { code: m.grpcCode, details: m.message, metadata };
   }
 
-  private count(map: Record<string, number>, key: string): void {
+  private count<K extends string>(map: Partial<Record<K, number>>, key: K): void {
     map[key] = (map[key] ?? 0) + 1;
   }
 

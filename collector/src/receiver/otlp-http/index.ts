@@ -90,7 +90,7 @@ export class OtlpHttpReceiver {
     await closeServer(this.server);
   }
 
-  private count(map: Record<string, number>, key: string): void {
+  private count<K extends string>(map: Partial<Record<K, number>>, key: K): void {
     map[key] = (map[key] ?? 0) + 1;
   }
 
