@@ -4,8 +4,9 @@
  * equal what /api/v1/hooks answers.
  */
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
@@ -230,6 +231,35 @@ describe('GET /metrics', () => {
     const after = (await scrape(service.httpUrl)).families;
     expect(sampleValue(after, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'not_found' })).toBe(1);
     expect(sampleValue(after, 'hookwatch_otlp_requests_rejected_total', { transport: 'grpc', reason: 'request_timeout' })).toBe(0);
+  });
+
+  it('counts an OTLP/HTTP request cut off at otlp.requestTimeout as request_timeout and one the client aborts as client_aborted, not as bad requests', async () => {
+    service = await startServiceUnderTest({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
+    const url = new URL(service.otlpHttpUrl);
+    const head = `POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"resourceLogs":`;
+    const open = async (): Promise<{ socket: Socket; answer: Promise<string> }> => {
+      const socket = connect(Number(url.port), url.hostname);
+      await once(socket, 'connect');
+      socket.write(head);
+      let answer = '';
+      socket.on('data', (d: Buffer) => (answer += d.toString()));
+      socket.on('error', () => {});
+      return { socket, answer: once(socket, 'close').then(() => answer) };
+    };
+    // Half a body, then nothing: Node answers 408 at the timeout.
+    const slow = await open();
+    expect(await slow.answer).toMatch(/^HTTP\/1\.1 408 /);
+    // Half a body, then the client closes the connection.
+    const quitter = await open();
+    await new Promise((r) => setTimeout(r, 100));
+    quitter.socket.destroy();
+    const rejected = (f: Map<string, ParsedFamily>): Record<string, number> => Object.fromEntries((f.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
+      .filter((x) => x.labels['transport'] === 'http' && x.value > 0).map((x) => [x.labels['reason'] as string, x.value]));
+    await until('the aborted request counted', async () => Object.keys(rejected((await scrape(service?.httpUrl ?? '')).families)).length === 2);
+    const { families } = await scrape(service.httpUrl);
+    expect(rejected(families)).toEqual({ request_timeout: 1, client_aborted: 1 });
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '408' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '499' })).toBe(1);
   });
 
   it('logs nothing per record or per request on the hot path', async () => {

@@ -24,6 +24,14 @@ function inflater(contentEncoding: string | undefined): Gunzip | Inflate | undef
   throw new UnsupportedMediaTypeError(`Content-Encoding ${JSON.stringify(enc)} is not supported (use gzip or none)`);
 }
 
+/**
+ * The client closed the connection before its body was whole (or Node closed it at otlp.requestTimeout): no
+ * answer reaches it, and nothing in the body was wrong.
+ */
+export class ClientAbortedError extends Error {
+  override name = 'ClientAbortedError';
+}
+
 /** Deflate cannot expand more than 1032:1 (RFC 1951 blocks), so a declared compressed length bounds the output. */
 const DEFLATE_MAX_RATIO = 1032;
 
@@ -86,7 +94,7 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
       if (rawSize > limit) fail(new TooLargeError(`request body exceeds the limit of ${limit} bytes`));
     });
     req.on('error', (err) => fail(err));
-    req.on('aborted', () => fail(new DecodeError('client aborted the request')));
+    req.on('aborted', () => fail(new ClientAbortedError('client aborted the request')));
     if (zlib) {
       zlib.on('data', keep);
       zlib.on('end', finish);

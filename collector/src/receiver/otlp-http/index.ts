@@ -14,7 +14,7 @@ import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import { closeServer } from '../../net/close-server.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
-import { readBody } from './body.ts';
+import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
@@ -33,6 +33,13 @@ function mediaType(header: string | undefined): Encoding | undefined {
   return undefined;
 }
 
+/**
+ * Node ended this request at otlp.requestTimeout (the server's requestTimeout): it answered 408 itself and
+ * closed the socket with ERR_HTTP_REQUEST_TIMEOUT, and the body then reads as aborted.
+ */
+function timedOut(req: IncomingMessage): boolean {
+  return (req.socket.errored as NodeJS.ErrnoException | null)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+}
 
 export class OtlpHttpReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
@@ -159,6 +166,14 @@ export class OtlpHttpReceiver {
       res.writeHead(200, { 'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf', 'content-length': out.length });
       res.end(out);
     } catch (err) {
+      if (err instanceof ClientAbortedError) {
+        // No answer can reach the client. A request cut off at otlp.requestTimeout is counted as the gRPC
+        // receiver counts its own; one the client gave up on is not a bad request either.
+        const timeout = timedOut(req);
+        this.count(this.stats.requests, `${signal}:${timeout ? 408 : 499}`);
+        this.count(this.stats.rejected, timeout ? 'request_timeout' : 'client_aborted');
+        return;
+      }
       const m = mapError(err);
       this.count(this.stats.requests, `${signal}:${m.httpStatus}`);
       this.count(this.stats.rejected, m.reason);
