@@ -6,7 +6,8 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS } from '../collector/src/config/schema.ts';
 import { isServiceLinkName } from '../collector/src/config/env-names.ts';
+import { REJECT_REASONS, type RejectReason } from '../collector/src/receiver/options.ts';
 import { parseExposition } from '../collector/test/support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from '../collector/test/support/service.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
@@ -514,6 +516,36 @@ describe('Prometheus files', () => {
     run('check', 'config', 'prometheus.yml');
     run('check', 'rules', 'rules.yml');
     run('test', 'rules', 'rules.test.yml');
+  });
+
+  it.skipIf(!hasPromtool)('every reason hookwatch refuses a request for pages through exactly one alert, or none by decision (skipped only outside CI without promtool)', () => {
+    // Typed over every reason the receivers count: a new reason does not compile until it is decided here.
+    const pagedBy: Record<RejectReason, string | null> = {
+      bad_request: 'HookwatchRejectingRequests', too_large: 'HookwatchRejectingRequests', unsupported_media_type: 'HookwatchRejectingRequests',
+      unauthenticated: 'HookwatchRejectingRequests', not_found: 'HookwatchRejectingRequests', method_not_allowed: 'HookwatchRejectingRequests',
+      host_not_allowed: 'HookwatchRejectingRequests',
+      overloaded: 'HookwatchOverloaded', store_unavailable: 'HookwatchStoreUnavailable', internal: 'HookwatchInternalErrors',
+      request_timeout: 'HookwatchRequestTimeouts',
+      // The client gave up on its own request: nothing to do at hookwatch (a slow hookwatch is HookwatchStoreSlow's).
+      client_aborted: null,
+    };
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-rules-'));
+    try {
+      const tests = (Object.keys(REJECT_REASONS) as (keyof typeof REJECT_REASONS)[]).flatMap((transport) => REJECT_REASONS[transport].map((reason: RejectReason) => {
+        const alert = pagedBy[reason];
+        return {
+          name: `${transport} ${reason}`,
+          interval: '1m',
+          input_series: [{ series: `hookwatch_otlp_requests_rejected_total{job="hookwatch",instance="a:9318",transport="${transport}",reason="${reason}"}`, values: '0+5x40' }],
+          promql_expr_test: [{ expr: 'count by (alertname) (ALERTS{alertstate="firing"})', eval_time: '25m', exp_samples: alert ? [{ labels: `{alertname="${alert}"}`, value: 1 }] : [] }],
+        };
+      }));
+      writeFileSync(join(dir, 'test.yml'), JSON.stringify({ rule_files: [join(ROOT, 'deploy/prometheus/rules.yml')], evaluation_interval: '1m', tests }));
+      const r = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('every hookwatch metric the rules use is one a running hookwatch exposes (forwarding on, so its metrics exist)', async () => {
