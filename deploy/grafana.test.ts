@@ -209,6 +209,27 @@ describe('Grafana dashboard', () => {
     for (const q of bars) expectSamples(q, series, '5m', [{ labels: '{hook_name="SessionStart:audit"}', value: 1 }]);
   });
 
+  it.skipIf(!hasPromtool)('counts the executions and blind executions a new hook\'s series held when it appeared (skipped only outside CI without promtool)', () => {
+    // Two hooks first seen since hookwatch started, their series appearing at 5m (created at 4m30s) with their
+    // first executions counted: one from a client with size data, one from a client without (blind).
+    const sized = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '4', hook_event: 'SessionStart', hook_name: 'SessionStart:audit' };
+    const blind = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '9', hook_event: 'Stop', hook_name: 'Stop:legacy' };
+    const series = [
+      { series: `hookwatch_hook_executions_total${labelsOf(sized)}`, values: '_x5 1x30' },
+      { series: `hookwatch_hook_size_unknown_executions_total${labelsOf(sized)}`, values: '_x5 0x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(sized)}`, values: '_x5 270x30' },
+      { series: `hookwatch_hook_executions_total${labelsOf(blind)}`, values: '_x5 3x30' },
+      { series: `hookwatch_hook_size_unknown_executions_total${labelsOf(blind)}`, values: '_x5 3x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(blind)}`, values: '_x5 270x30' },
+    ];
+    expectSamples(all.find((x) => x.where.startsWith('panel "Executions in range"')), series, '10m', [{ labels: '{}', value: 4 }]);
+    expectSamples(all.find((x) => x.where.startsWith('panel "Executions without size data"')), series, '10m', [{ labels: '{}', value: 0.75 }]);
+    expectSamples(all.find((x) => x.where.startsWith('panel "Blind executions per hook"')), series, '5m', [
+      { labels: '{hook_name="SessionStart:audit"}', value: 0 },
+      { labels: '{hook_name="Stop:legacy"}', value: 3 },
+    ]);
+  });
+
   it('names only series a running hookwatch exports, and only labels they carry', () => {
     const exposed = [...families.keys()];
     expect(exposed.length).toBeGreaterThan(20);
