@@ -325,6 +325,36 @@ describe('OpenTelemetry Collector configs', () => {
     expect(toHookwatch).toHaveLength(1);
     expect(arr(toHookwatch[0]?.['processors'])).toContain('filter/hook-events');
   });
+
+  it('fan-out retries hookwatch with no time limit from a bounded queue, and docs/deploy.md states the bound', () => {
+    const cfg = obj(parseYaml(read('deploy/otel-collector/fan-out.yaml')));
+    const exporter = obj(obj(cfg['exporters'])['otlphttp/hookwatch']);
+    // The exporter's default gives up on a batch after 300 s: an outage of hookwatch longer than that lost it.
+    const retry = obj(exporter['retry_on_failure']);
+    expect(retry['enabled']).toBe(true);
+    expect(String(retry['max_elapsed_time'])).toMatch(/^0s?$/);
+    // Bounded, and never blocking: a full queue must not hold up the pipelines to the backend.
+    const queue = obj(exporter['sending_queue']);
+    expect(queue['enabled']).toBe(true);
+    expect(queue['blocking'] ?? false).toBe(false);
+    expect(queue['block_on_overflow'] ?? false).toBe(false);
+    const batches = Number(queue['queue_size']);
+    expect(batches).toBeGreaterThan(0);
+    // Each queued batch holds a bounded number of events: the batch processor of hookwatch's pipeline caps it.
+    const pipeline = Object.values(obj(obj(cfg['service'])['pipelines'])).map(obj).find((p) => arr(p['exporters']).includes('otlphttp/hookwatch'));
+    const batchers = arr(pipeline?.['processors']).map(String).filter((n) => n.split('/')[0] === 'batch');
+    expect(batchers).toHaveLength(1);
+    const batch = obj(obj(cfg['processors'])[batchers[0] as string]);
+    const perBatch = Number(batch['send_batch_max_size']);
+    expect(perBatch).toBeGreaterThan(0);
+    expect(Number(batch['send_batch_size'])).toBeLessThanOrEqual(perBatch);
+    // What is lost when is documented with the figures the config sets.
+    const docs = read('docs/deploy.md').replace(/\s+/g, ' ');
+    const n = (x: number): string => x.toLocaleString('en-US');
+    expect(docs).toContain(`at most ${n(batches)} batches of at most ${n(perBatch)} hook events (${n(batches * perBatch)} events`);
+    expect(docs).toContain('max_elapsed_time: 0s');
+    expect(read('deploy/otel-collector/fan-out.yaml')).toContain(`${n(batches)} batches of at most ${n(perBatch)} hook events (${n(batches * perBatch)} events`);
+  });
 });
 
 // ---------------------------------------------------------------------------------------------------------
