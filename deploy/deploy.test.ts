@@ -27,6 +27,7 @@ const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
 // Under CI=true a missing tool fails here; .ci/run installs each of them.
 const hasCompose = requireTool(runs('docker-compose', ['version']), 'docker-compose', 'apt-get install docker-compose');
 const hasPromtool = requireTool(runs('promtool', ['--version']), 'promtool', 'apt-get install prometheus');
+const hasAmtool = requireTool(runs('amtool', ['--version']), 'amtool', 'apt-get install prometheus-alertmanager');
 const hasKubectl = requireTool(runs('kubectl', ['version', '--client']), 'kubectl (for kubectl kustomize)', 'bash .ci/install-kubectl');
 
 const KNOWN_ENV = new Set(SETTINGS.flatMap((s) => (s.env ? [s.env] : [])).concat('HOOKWATCH_CONFIG'));
@@ -274,6 +275,35 @@ describe('docker-compose.yml', () => {
     const receivers = arr(obj(obj(parseYaml(read(configFile as string)))['alerting'])['receivers']).map(obj);
     const echoPort = String(envOfService('webhook-echo')['PORT']);
     expect(receivers.map((r) => new URL(String(r['url'])).host)).toContain(`webhook-echo:${echoPort}`);
+  });
+
+  it('sends the alerts of the Prometheus rules to an Alertmanager of the same profile, which sends them to webhook-echo', () => {
+    // Without an alerting section Prometheus evaluates the rules' alerts and sends them nowhere.
+    const prometheus = obj(services['prometheus']);
+    const am = obj(services['alertmanager']);
+    expect(String(am['image'])).toMatch(/^prom\/alertmanager:v\d+\.\d+\.\d+$/);
+    expect(arr(am['profiles'])).toEqual(arr(prometheus['profiles']));
+    expect(arr(prometheus['depends_on'])).toContain('alertmanager');
+    const promConfig = obj(parseYaml(read(mounts('prometheus').find((m) => m.target === '/etc/prometheus/prometheus.yml')?.source ?? 'missing')));
+    const alertmanagers = arr(obj(promConfig['alerting'])['alertmanagers']).map(obj);
+    const targets = alertmanagers.flatMap((a) => arr(a['static_configs']).flatMap((c) => arr(obj(c)['targets']).map(String)));
+    const amPort = String(arr(am['ports'])[0]).split(':').pop();
+    expect(targets).toEqual([`alertmanager:${amPort}`]);
+    // Alertmanager reads the mounted file; its receivers are the echo service, which prints what arrives.
+    const configPath = arr(am['command']).map(String).find((a) => a.startsWith('--config.file='))?.slice('--config.file='.length);
+    const source = mounts('alertmanager').find((m) => m.target === configPath)?.source;
+    expect(source).toBe('./deploy/prometheus/alertmanager.yml');
+    const amConfig = obj(parseYaml(read(source as string)));
+    const receivers = arr(amConfig['receivers']).map(obj);
+    expect(receivers.map((r) => r['name'])).toContain(obj(amConfig['route'])['receiver']);
+    const urls = receivers.flatMap((r) => arr(r['webhook_configs']).map((w) => new URL(String(obj(w)['url']))));
+    expect(urls.length).toBeGreaterThan(0);
+    for (const u of urls) expect(u.host).toBe(`webhook-echo:${String(envOfService('webhook-echo')['PORT'])}`);
+  });
+
+  it.skipIf(!hasAmtool)('amtool accepts the stack\'s Alertmanager config (skipped only outside CI without amtool)', () => {
+    const r = spawnSync('amtool', ['check-config', 'alertmanager.yml'], { cwd: join(ROOT, 'deploy/prometheus'), encoding: 'utf8', timeout: 30_000 });
+    expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
   });
 
   it('publishes the Collector\'s OTLP ports for Claude Code and the dashboard on the API port', () => {
