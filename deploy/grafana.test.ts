@@ -162,6 +162,43 @@ describe('Grafana dashboard', () => {
     }
   });
 
+  it('gives each series a unit that says what it counts, and puts different units on different axes', () => {
+    // Grafana's ids for per-second rates (Throughput); `short` would show a rate as if it were a count.
+    const PER_SECOND = new Set(['cps', 'ops', 'reqps', 'rps', 'wps', 'iops', 'eps', 'mps', 'recps', 'rowsps']);
+    const kindOf = (expr: string): 'seconds' | 'per second' | 'count' => (expr.includes('histogram_quantile(') ? 'seconds' : /\b(rate|irate)\(/.test(expr) ? 'per second' : 'count');
+    let checked = 0;
+    for (const p of panelsOf(dashboard).filter((x) => x['type'] === 'timeseries')) {
+      const fc = obj(p['fieldConfig']);
+      const defaults = obj(fc['defaults']);
+      const axes = new Map<string, string>();
+      for (const t of arr(p['targets']).map(obj)) {
+        // A field's config: the panel's defaults, then each override that matches its query (by refId or legend).
+        const config: Record<string, unknown> = { unit: defaults['unit'], placement: obj(defaults['custom'])['axisPlacement'] ?? 'auto' };
+        for (const o of arr(fc['overrides']).map(obj)) {
+          const m = obj(o['matcher']);
+          const hit = (m['id'] === 'byFrameRefID' && m['options'] === t['refId']) || (m['id'] === 'byName' && m['options'] === t['legendFormat']);
+          if (!hit) continue;
+          for (const prop of arr(o['properties']).map(obj)) {
+            if (prop['id'] === 'unit') config['unit'] = prop['value'];
+            if (prop['id'] === 'custom.axisPlacement') config['placement'] = prop['value'];
+          }
+        }
+        const where = `panel "${String(p['title'])}" ${String(t['refId'])}`;
+        const kind = kindOf(String(t['expr']));
+        const unit = String(config['unit'] ?? 'short');
+        if (kind === 'per second') expect(PER_SECOND, `${where} is a rate: unit ${unit}`).toContain(unit);
+        else if (kind === 'seconds') expect(unit, where).toBe('s');
+        else expect(PER_SECOND.has(unit) || unit === 's', `${where} is a count: unit ${unit}`).toBe(false);
+        const placement = String(config['placement']);
+        const onAxis = axes.get(placement);
+        expect(onAxis === undefined || onAxis === kind, `${where}: ${kind} shares the ${placement} axis with ${onAxis}`).toBe(true);
+        axes.set(placement, kind);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+
   it.skipIf(!hasPromtool)('every query parses as PromQL (promtool check rules; skipped only outside CI without promtool)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-grafana-'));
     try {
