@@ -511,12 +511,16 @@ describe('Kubernetes manifests', () => {
     expect(text).not.toMatch(/hooks\.example\.com\/replace-me|whsec_/);
   });
 
-  it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, and the rendered Deployment still sets only known variables (skipped only outside CI without kubectl)', () => {
+  it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, labels every resource alike, and the rendered Deployment still sets only known variables (skipped only outside CI without kubectl)', () => {
     for (const overlay of ['sqlite', 'postgres']) {
       const r = spawnSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
       expect(r.stderr, overlay).toBe('');
       expect(r.status).toBe(0);
       const rendered = parseAllDocuments(r.stdout).map((d) => obj(d.toJS()));
+      // Every resource an overlay renders, its own (PVC, PDB) as well as the base's, carries the same labels.
+      for (const d of rendered) {
+        expect(obj(obj(d['metadata'])['labels']), `${overlay}: ${String(d['kind'])}`).toMatchObject({ 'app.kubernetes.io/name': 'hookwatch', 'app.kubernetes.io/part-of': 'hookwatch' });
+      }
       const dep = rendered.find((d) => d['kind'] === 'Deployment') as Doc;
       const env = arr((containersOf(dep)[0] as Doc)['env']).map(obj);
       expect(envProblems(overlay, Object.fromEntries(env.map((e) => [String(e['name']), e['value'] ?? '(secret)'])))).toEqual([]);
