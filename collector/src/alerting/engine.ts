@@ -273,7 +273,7 @@ export class AlertEngine implements IngestListener {
     // not when this evaluation began: one created while its queries ran mutes what it would send.
     const silencedAt = Math.max(now, this.now());
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
-    markSuperseded(this.set.activeAlerts(), step.transitions);
+    markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
     this.stats.notificationsCreated += notifications.length;
     try {

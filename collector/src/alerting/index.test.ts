@@ -286,6 +286,17 @@ describe('other rule kinds', () => {
     expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert persisted is firing\)\. PreToolUse:Bash: largest output/);
   });
 
+  it('headroom: superseded by a persisted rule whatever the two rules are named', async () => {
+    const h = await harness([{ kind: 'headroom', name: 'near_cap', window: '1m' }, { kind: 'persisted', name: 'hook_output_lost', window: '1m' }]);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });
+    h.clock.advance(2 * 60_000);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1 });
+    await h.run(TICK);
+    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
+    expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'near_cap', null], ['firing', 'hook_output_lost', null], ['resolved', 'near_cap', 'hook_output_lost']]);
+    expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert hook_output_lost is firing\)\./);
+  });
+
   it('headroom: a sum over the cap with nothing persisted reads "over the cap", never a negative "below"', async () => {
     const h = await harness([{ kind: 'headroom' }]);
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_000, stdoutChars: 10_069, outputsPersisted: 0 });

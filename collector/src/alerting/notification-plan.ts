@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Notification, ReceiverConfig } from '../notify/model.ts';
 import type { Transition } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
+import type { RuleKind } from './settings.ts';
 
 export interface PlanOptions {
   now: number;
@@ -52,21 +53,24 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
   return out;
 }
 
-/** Rules whose alert on a hook resolves when the hook goes over the cap: the `persisted` rule takes it over. */
-const SUPERSEDED_BY_PERSISTED = new Set(['headroom', 'growth']);
+/** Kinds of rules whose alert on a hook resolves when the hook goes over the cap: a `persisted` rule takes it over. */
+const SUPERSEDED_BY_PERSISTED: ReadonlySet<RuleKind> = new Set(['headroom', 'growth']);
 
 /**
  * Marks the headroom and growth alerts resolving in this evaluation while their hook has an active `persisted`
  * alert: they resolved because the hook got worse, not better. Their resolution keeps Alertmanager's status
- * (receivers close what they opened) but says so: a `superseded_by` annotation and a summary that begins with
- * "Superseded", so nobody reads an all-clear beside the persisted alert that fires for the same hook.
+ * (receivers close what they opened) but says so: a `superseded_by` annotation (the persisted rule's name) and a
+ * summary that begins with "Superseded", so nobody reads an all-clear beside the persisted alert that fires for
+ * the same hook. Rules are told apart by kind, not name: `kindOf` gives the kind of a configured rule's name
+ * (a rule named `near_cap` is a headroom rule), undefined for a rule no longer configured.
  */
-export function markSuperseded(active: readonly AlertRecord[], transitions: readonly Transition[]): void {
+export function markSuperseded(active: readonly AlertRecord[], transitions: readonly Transition[], kindOf: (rule: string) => RuleKind | undefined): void {
   for (const t of transitions) {
     const a = t.alert;
-    if (t.to !== 'resolved' || !SUPERSEDED_BY_PERSISTED.has(a.rule) || a.hookId === null) continue;
+    const kind = kindOf(a.rule);
+    if (t.to !== 'resolved' || kind === undefined || !SUPERSEDED_BY_PERSISTED.has(kind) || a.hookId === null) continue;
     // Firing, not pending: a persisted alert that clears before its `for` never tells anyone the hook went over.
-    const by = active.find((x) => x.rule === 'persisted' && x.state === 'firing' && x.hookId === a.hookId);
+    const by = active.find((x) => kindOf(x.rule) === 'persisted' && x.state === 'firing' && x.hookId === a.hookId);
     if (!by) continue;
     a.annotations = {
       ...a.annotations,

@@ -79,6 +79,19 @@ describe('one alert', () => {
     expect(supersededBy(oldResolved, all)).toBeUndefined();
   });
 
+  it('calls a resolved alert superseded when the server says so, whatever the rules are named', () => {
+    const lost = alert('b1', { rule: 'hook_output_lost', hookId: OVER.id });
+    const nearCap = alert('b2', {
+      rule: 'near_cap', state: 'resolved', hookId: OVER.id, labels: { alertname: 'near_cap', hook_name: OVER.hookName },
+      annotations: { summary: 'Superseded: the hook went over the cap (alert hook_output_lost is firing).', superseded_by: 'hook_output_lost' },
+      activeAt: iso(NOW - 5 * HOUR), startsAt: iso(NOW - 5 * HOUR), endsAt: iso(NOW - 10 * 60_000),
+    });
+    expect(supersededBy(nearCap, [lost, nearCap])?.id).toBe('b1');
+    expect(cardView(nearCap, [lost, nearCap], ['team-webhook']).state).toBe('superseded');
+    // Once the persisted alert is gone too, it reads as resolved, as a headroom rule named after its kind does.
+    expect(cardView(nearCap, [nearCap], ['team-webhook']).state).toBe('resolved');
+  });
+
   it('tells a notification delivered from one that failed or is still retrying, per receiver', () => {
     const failed = alert('a9', {
       deliveries: [

@@ -35,10 +35,15 @@ const SUPERSEDED_BY_PERSISTED = ['headroom', 'growth'];
 
 /**
  * A resolved headroom or growth alert whose hook now has an active `persisted` alert did not get better: it
- * was superseded. Shown as such, never as a green "resolved".
+ * was superseded. Shown as such, never as a green "resolved". The server says so in the `superseded_by`
+ * annotation, naming the persisted rule, whatever the rules are named (a headroom rule named `near_cap`);
+ * without it, the rules named after their kind are matched.
  */
 export function supersededBy(a: AlertSummary, all: readonly AlertSummary[]): AlertSummary | undefined {
-  if (a.state !== 'resolved' || !SUPERSEDED_BY_PERSISTED.includes(a.rule) || !a.hookId) return undefined;
+  if (a.state !== 'resolved' || !a.hookId) return undefined;
+  const by = a.annotations['superseded_by'];
+  if (by !== undefined) return all.find((x) => x.rule === by && x.hookId === a.hookId && x.state !== 'resolved');
+  if (!SUPERSEDED_BY_PERSISTED.includes(a.rule)) return undefined;
   return all.find((x) => x.rule === 'persisted' && x.hookId === a.hookId && x.state !== 'resolved');
 }
 
