@@ -15,6 +15,8 @@ export class SilenceError extends BadParameterError {
 }
 
 const MAX_MATCHERS = 20;
+/** A label name as alerts carry them (Prometheus' label name syntax). */
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,127}$/;
 const MAX_REGEX = 256;
 const regexCache = new Map<string, RE2JS | Error>();
 
@@ -94,7 +96,13 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
     const f = `matchers[${i}]`;
     if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new SilenceError(f, `${f} must be an object with name and value`);
     const x = m as Record<string, unknown>;
-    if (typeof x['name'] !== 'string' || !/^[a-zA-Z_][a-zA-Z0-9_.]{0,127}$/.test(x['name'])) throw new SilenceError(`${f}.name`, `${f}.name must be a label name`);
+    if (typeof x['name'] !== 'string' || !LABEL_NAME.test(x['name'])) {
+      // Alert labels never hold a dot (a groupBy dimension's dots become _): such a matcher would match no label,
+      // so a silence on organization.id would mute nothing, and organization.id!=x every alert of its other matchers.
+      const hint = typeof x['name'] === 'string' && /^[a-zA-Z_][a-zA-Z0-9_.]{0,127}$/.test(x['name'])
+        ? `: alert labels write dots as _ (${x['name'].replace(/\./g, '_')})` : ' (letters, digits and _, not starting with a digit)';
+      throw new SilenceError(`${f}.name`, `${f}.name must be a label name${hint}`);
+    }
     if (typeof x['value'] !== 'string' || x['value'].length > 1024) throw new SilenceError(`${f}.value`, `${f}.value must be a string of at most 1024 characters`);
     for (const flag of ['isRegex', 'isEqual']) {
       if (x[flag] !== undefined && typeof x[flag] !== 'boolean') throw new SilenceError(`${f}.${flag}`, `${f}.${flag} must be true or false`);

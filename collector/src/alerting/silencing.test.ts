@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SilenceRecord } from './model.ts';
-import { parseSilence } from './silences.ts';
+import { parseSilence, SilenceError } from './silences.ts';
 import { MAX_SILENCES, SilenceLimitError, Silences } from './silencing.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 
@@ -92,5 +92,21 @@ describe('Silences', () => {
     expect(silences.list().map((x) => x.id)).toEqual([b.id, a.id]);
     silences.forgetExpiredBefore(T0 + 15 * MIN);
     expect(silences.list().map((x) => x.id)).toEqual([b.id]);
+  });
+});
+
+describe('silence matchers', () => {
+  const matching = (name: string, isEqual = true): unknown => ({ matchers: [{ name: 'alertname', value: 'persisted' }, { name, value: 'acme', isEqual }], endsAt: new Date(T0 + 10 * MIN).toISOString(), createdBy: 'ops', comment: 'maintenance' });
+
+  it('name labels as alerts carry them: a dimension\'s dotted name is refused with the label it stands for', () => {
+    // groupBy organization.id labels alerts organization_id: a matcher on organization.id would match no label,
+    // muting nothing (=) or every persisted alert, acme's included (!=).
+    for (const isEqual of [true, false]) {
+      expect(() => parseSilence(matching('organization.id', isEqual), T0)).toThrow(SilenceError);
+      expect(() => parseSilence(matching('organization.id', isEqual), T0)).toThrow('matchers[1].name must be a label name: alert labels write dots as _ (organization_id)');
+    }
+    expect(() => parseSilence(matching('1team'), T0)).toThrow('matchers[1].name must be a label name (letters, digits and _, not starting with a digit)');
+    const s = parseSilence(matching('organization_id'), T0);
+    expect(s.matchers[1]).toEqual({ name: 'organization_id', value: 'acme', isRegex: false, isEqual: true });
   });
 });
