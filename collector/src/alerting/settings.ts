@@ -68,6 +68,21 @@ const KIND_DEFAULTS: Record<RuleKind, Omit<RuleConfig, 'name' | 'kind' | 'forMs'
 export const DEFAULT_RULE_KINDS: readonly RuleKind[] = ['persisted', 'headroom', 'growth', 'blind', 'never_completed', 'hook_limit'];
 
 const RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'window', 'groupBy', 'threshold', 'minExecutions', 'horizonDays', 'after', 'scope', 'labels'];
+/**
+ * The keys each kind reads besides name, kind, for, keepFiringFor, severity and labels. A key a kind does not
+ * read is refused: `threshold: 0.5` on a persisted rule would otherwise look set and change nothing.
+ */
+const KIND_KEYS: Record<RuleKind, readonly string[]> = {
+  persisted: ['window', 'groupBy'],
+  persisted_ratio: ['window', 'groupBy', 'threshold', 'minExecutions'],
+  headroom: ['window', 'groupBy', 'threshold'],
+  growth: ['window', 'horizonDays'],
+  blind: ['window'],
+  silence: ['window', 'after', 'scope'],
+  never_completed: ['window', 'groupBy', 'after'],
+  hook_limit: ['window'],
+};
+const COMMON_RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'labels'];
 /** Labels every rule sets itself (alertname, severity) or an alert of some kind carries; a rule's labels add to them. */
 const BUILT_IN_LABELS = ['alertname', 'severity', 'hook_event', 'hook_name', 'service_name', 'service_version', 'scope'];
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
@@ -127,6 +142,12 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   }
   const k = kind as RuleKind;
   const d = KIND_DEFAULTS[k];
+  for (const key of Object.keys(raw)) {
+    // groupBy has its own message below.
+    if (COMMON_RULE_KEYS.includes(key) || KIND_KEYS[k].includes(key) || key === 'groupBy') continue;
+    const kinds = RULE_KINDS.filter((x) => KIND_KEYS[x].includes(key));
+    throw new SettingError(`${at}.${key}: not used by kind ${k} (only by ${kinds.join(', ')})`);
+  }
   const name = raw['name'] ?? k;
   if (typeof name !== 'string' || !NAME.test(name)) throw new SettingError(`${at}.name: expected letters, digits and _ (at most 64), starting with a letter or _`);
   const severity = raw['severity'] ?? d.severity;
@@ -139,7 +160,8 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   }
   const scope = raw['scope'] ?? d.scope ?? 'hook';
   if (scope !== 'hook' && scope !== 'feed') throw new SettingError(`${at}.scope: expected hook or feed`);
-  if (raw['scope'] !== undefined && k !== 'silence') throw new SettingError(`${at}.scope: only for kind silence`);
+  // A feed goes quiet as a whole: no hook has to have been active within a window.
+  if (scope === 'feed' && raw['window'] !== undefined) throw new SettingError(`${at}.window: not used with scope feed (it alerts on no event at all for after)`);
   const thresholdMax = 1;
   return {
     name,

@@ -364,6 +364,26 @@ alerting:
     expect(() => load('alerting:\n  rules:\n    - { kind: persisted, groupBy: dept }\n')).toThrow(/alerting\.rules\[0\]\.groupBy: unknown dimension "dept"/);
     expect(() => load('alerting:\n  rules:\n    - { kind: growth, groupBy: team }\n')).toThrow(/alerting\.rules\[0\]\.groupBy: not supported for kind growth/);
     expect(() => load('alerting:\n  rules:\n    - { kind: persisted, for: soon }\n')).toThrow(/alerting\.rules\[0\]\.for: expected a duration/);
+    // A key the kind does not read is refused, not left looking set while it changes nothing.
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted, threshold: 0.5 }\n')).toThrow(/alerting\.rules\[0\]\.threshold: not used by kind persisted \(only by persisted_ratio, headroom\)/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: headroom, minExecutions: 5 }\n')).toThrow(/alerting\.rules\[0\]\.minExecutions: not used by kind headroom \(only by persisted_ratio\)/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted, after: 5m }\n')).toThrow(/alerting\.rules\[0\]\.after: not used by kind persisted \(only by silence, never_completed\)/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: headroom, horizonDays: 7 }\n')).toThrow(/alerting\.rules\[0\]\.horizonDays: not used by kind headroom \(only by growth\)/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: blind, scope: feed }\n')).toThrow(/alerting\.rules\[0\]\.scope: not used by kind blind \(only by silence\)/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: silence, scope: feed, window: 1d }\n')).toThrow(/alerting\.rules\[0\]\.window: not used with scope feed/);
+    // Every key a kind reads is taken.
+    expect(() => load([
+      'alerting:', '  rules:',
+      '    - { kind: persisted, window: 1h, groupBy: team, for: 1m, keepFiringFor: 5m, severity: page, name: lost, labels: { source: hookwatch } }',
+      '    - { kind: persisted_ratio, window: 1d, groupBy: team, threshold: 0.1, minExecutions: 5 }',
+      '    - { kind: headroom, window: 1d, groupBy: team, threshold: 0.9 }',
+      '    - { kind: growth, window: 14d, horizonDays: 7 }',
+      '    - { kind: blind, window: 1d }',
+      '    - { kind: silence, window: 7d, after: 2h, scope: hook }',
+      '    - { kind: silence, name: feed_quiet, after: 2h, scope: feed }',
+      '    - { kind: never_completed, window: 1h, groupBy: team, after: 5m }',
+      '    - { kind: hook_limit, window: 1h }', '',
+    ].join('\n'))).not.toThrow();
     const defaults = toConfig(loadConfig({ env: {} })).alerting;
     expect(defaults.rules.map((x) => x.kind)).toEqual(['persisted', 'headroom', 'growth', 'blind', 'never_completed', 'hook_limit']);
     expect(defaults.receivers).toEqual([]);
