@@ -4,15 +4,11 @@
  * loader, so what one prints the other reads.
  */
 import type { Setting } from './setting.ts';
+import { formatDuration } from './values.ts';
 
-const UNITS: [number, string][] = [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
+export { formatDuration };
+
 const BYTE_UNITS: [number, string][] = [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']];
-
-/** 1_500 -> `1500ms`, 25_000 -> `25s`, 30 days -> `30d`: the largest unit that divides evenly. */
-export function formatDuration(ms: number): string {
-  for (const [size, unit] of UNITS) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms}ms`;
-}
 
 /** 20971520 -> `20MiB`; a size no binary unit divides stays a plain number of bytes. */
 export function formatSize(n: number): string {

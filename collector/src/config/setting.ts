@@ -3,7 +3,7 @@
  * stage's `settings.ts` imports this (and `values.ts`) and nothing else of config/, so the stages own their
  * settings without config/ knowing them and without an import cycle.
  */
-import { parseDuration, unitlessDuration } from './values.ts';
+import { formatDuration, parseDuration, unitlessDuration } from './values.ts';
 
 /** `file`: the path of a file (a certificate, a key); text a file would hold, given in its place, is refused unechoed. */
 export type ValueType = 'string' | 'file' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
@@ -81,6 +81,6 @@ export function durationWithin(v: unknown, key: string, min: number, max: number
   if (unitless) throw new SettingError(`${key}: ${unitless}`);
   const ms = parseDuration(v);
   if (ms === undefined) throw new SettingError(`${key}: expected a duration such as 30s, 5m, 1h or 14d`);
-  if (ms < min || ms > max) throw new SettingError(`${key}: must be between ${min} ms and ${max} ms`);
+  if (ms < min || ms > max) throw new SettingError(`${key}: must be between ${formatDuration(min)} and ${formatDuration(max)}`);
   return ms;
 }

@@ -6,6 +6,14 @@
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 
+const DURATION_UNITS_LARGEST_FIRST: [number, string][] = [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
+
+/** 1_500 -> `1500ms`, 25_000 -> `25s`, 30 days -> `30d`: the largest unit that divides evenly. */
+export function formatDuration(ms: number): string {
+  for (const [size, unit] of DURATION_UNITS_LARGEST_FIRST) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
 /** Parses `30s`, `5m`, `1h30m`, `30d`, or a number of milliseconds (settings refuse those: unitlessDuration). */
 export function parseDuration(raw: unknown): number | undefined {
   if (typeof raw === 'number') return Number.isFinite(raw) && raw >= 0 ? raw : undefined;
