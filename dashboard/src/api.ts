@@ -83,6 +83,7 @@ export const api = {
   createSilence: (body: { matchers: SilenceMatcher[]; startsAt?: string; endsAt: string; createdBy: string; comment: string }) =>
     call<Silence | { silence: Silence } | { silenceId: string }>('POST', '/api/v1/silences', undefined, body),
   expireSilence: (id: string) => call<unknown>('DELETE', `/api/v1/silences/${encodeURIComponent(id)}`),
+  silences: (signal?: AbortSignal) => call<{ silences: Silence[] }>('GET', '/api/v1/silences', undefined, undefined, signal),
 };
 
 /** The id of a created silence, whichever envelope the API uses. */

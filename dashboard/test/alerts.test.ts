@@ -133,6 +133,33 @@ describe('alerts page', () => {
     await screenshot(p, 'alerts');
   });
 
+  it('lists the silences in force after a reload, and expires one from the page', async () => {
+    // Made earlier, through the API: the page has no form result to expire it from.
+    const created = await fetch(`${svc.httpUrl}/api/v1/silences`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:.*', isRegex: true }], endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'release captain', comment: 'deploy window' }),
+    });
+    expect(created.status).toBe(201);
+    const { silence } = await created.json() as { silence: Silence };
+    const { page: p, dialogs } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
+    await waitLoaded(p);
+    const row = p.locator('#silences table.silences tbody tr', { hasText: silence.id });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('hook_name=~"PostToolUse:.*"');
+    expect(await row.textContent()).toContain('release captain');
+    expect(await row.textContent()).toContain('deploy window');
+    await row.locator('button', { hasText: 'Expire' }).click();
+    await until('the silence expired', async () => {
+      const list = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences;
+      return list.find((s) => s.id === silence.id && s.state === 'expired');
+    });
+    // Expired silences mute nothing: the next refresh leaves it out.
+    await p.locator('#silences table.silences tbody tr', { hasText: silence.id }).waitFor({ state: 'detached' });
+    expect(dialogs).toEqual([]);
+  });
+
   it('keeps the state filter in the URL', async () => {
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/alerts`);
@@ -193,6 +220,7 @@ describe('alerts page', () => {
     const app = express();
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['service.version', 'user.id'] }));
     app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, receivers: [], now: iso(now) } satisfies AlertsResponse));
+    app.get('/api/v1/silences', (_req, res) => void res.json({ silences: [] as Silence[] }));
     app.get('/api/v1/cluster', (_req, res) => void res.json({ backend: 'sqlite', self: 'test', leader: null, leaseTtlSeconds: null, replicas: [] } satisfies ClusterResponse));
     app.use(createDashboardRouter());
     const server = createServer(app);

@@ -4,7 +4,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
 import {
-  alertSubject, alertsView, attemptRows, cardView, hookMatchers, rangeBounds, silencePrompt, silenceRequest, silencedText, supersededBy,
+  alertSubject, alertsView, attemptRows, cardView, hookMatchers, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows, silencedText, supersededBy,
 } from './alerts-state.ts';
 
 const at = (url: string) => {
@@ -167,5 +167,21 @@ describe('delivery attempts', () => {
       ['team-webhook', 'firing', '2', '30/11/2026, 08:30', 'delivered', '200', '', '12 ms'],
     ]);
     expect(attemptRows({ alert: firing, attempts: [] })).toBeNull();
+  });
+});
+
+describe('silences in force', () => {
+  it('lists active and pending silences with what they match, who made them, why and until when; not expired ones', () => {
+    const base = { createdBy: 'platform on-call', comment: 'rolling out a fix', startsAt: iso(NOW - HOUR), endsAt: iso(NOW + 4 * HOUR) };
+    const rows = silenceRows([
+      { ...base, id: 's1', state: 'active', matchers: [{ name: 'hook_name', value: 'SessionStart:startup', isRegex: false, isEqual: true }, { name: 'alertname', value: 'near_.*', isRegex: true, isEqual: false }] },
+      { ...base, id: 's2', state: 'pending', startsAt: iso(NOW + HOUR), matchers: [{ name: 'team', value: 'platform', isRegex: false, isEqual: false }] },
+      { ...base, id: 's3', state: 'expired', endsAt: iso(NOW - 1), matchers: [{ name: 'team', value: 'a|b', isRegex: true, isEqual: true }] },
+    ]);
+    expect(rows).toEqual([
+      { id: 's1', state: 'active', matchers: 'hook_name="SessionStart:startup", alertname!~"near_.*"', when: 'until 30/11/2026, 12:30', createdBy: 'platform on-call', comment: 'rolling out a fix' },
+      { id: 's2', state: 'pending', matchers: 'team!="platform"', when: 'from 30/11/2026, 09:30 until 30/11/2026, 12:30', createdBy: 'platform on-call', comment: 'rolling out a fix' },
+    ]);
+    expect(matcherText({ name: 'team', value: 'a|b', isRegex: true })).toBe('team=~"a|b"');
   });
 });

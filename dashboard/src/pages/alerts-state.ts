@@ -3,7 +3,7 @@
  * grouped, what each card says (superseded, silenced, notified or not), the notice above the list, the silence a
  * form asks the API for and what its result reads. Unit-tested in Node against API-shaped responses.
  */
-import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, SilenceMatcher } from '../../../shared/src/api.ts';
+import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { dateTime, num, plural } from '../format.ts';
 import { rangeLabel, type Range, type ViewState } from '../state.ts';
 
@@ -169,4 +169,37 @@ export function silencedText(endsAtMs: number, id: string | undefined): string {
 export function attemptRows(detail: AlertDetailResponse): string[][] | null {
   if (detail.attempts.length === 0) return null;
   return detail.attempts.map((t) => [t.receiver, t.status, num(t.attempt), dateTime(t.at), t.outcome, t.httpStatus === null ? '–' : String(t.httpStatus), t.error ?? '', `${num(t.durationMs)} ms`]);
+}
+
+/** A matcher as Alertmanager and amtool write it: name="value", !=, =~ or !~. */
+export function matcherText(m: SilenceMatcher): string {
+  const op = m.isRegex ? (m.isEqual === false ? '!~' : '=~') : (m.isEqual === false ? '!=' : '=');
+  return `${m.name}${op}${JSON.stringify(m.value)}`;
+}
+
+/** One silence in force (active, or pending until it starts), as the page's silences table lists it. */
+export interface SilenceRow {
+  id: string;
+  state: 'active' | 'pending';
+  matchers: string;
+  /** "until …" for an active silence, "from … until …" for one that starts later. */
+  when: string;
+  createdBy: string;
+  comment: string;
+}
+
+/**
+ * The silences in force, in the API's order (newest first): whoever silenced what, why and until when, so a
+ * silence made earlier (here or through the API) can be found and expired after the page was reloaded. Expired
+ * ones are left out: they mute nothing.
+ */
+export function silenceRows(silences: readonly Silence[]): SilenceRow[] {
+  return silences.filter((s): s is Silence & { state: 'active' | 'pending' } => s.state !== 'expired').map((s) => ({
+    id: s.id,
+    state: s.state,
+    matchers: s.matchers.map(matcherText).join(', '),
+    when: s.state === 'pending' ? `from ${dateTime(s.startsAt)} until ${dateTime(s.endsAt)}` : `until ${dateTime(s.endsAt)}`,
+    createdBy: s.createdBy,
+    comment: s.comment,
+  }));
 }

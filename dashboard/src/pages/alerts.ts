@@ -1,6 +1,7 @@
 /**
  * Alerts: pending, firing and resolved, each with its notification delivery attempts, and a way to silence the
- * hook an alert is about. When the alerts API is not there (404) the page says so instead of failing.
+ * hook an alert is about; the silences in force, each with a way to expire it. When the alerts API is not there
+ * (404) the page says so instead of failing.
  */
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
@@ -9,7 +10,8 @@ import { breakable, h, replace, table } from '../dom.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams } from '../state.ts';
 import {
-  DURATIONS, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, silencePrompt, silenceRequest, silencedText, stateFilter,
+  DURATIONS, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, silencePrompt, silenceRequest, silenceRows, silencedText, stateFilter,
+  type SilenceRow,
 } from './alerts-state.ts';
 
 /** Builds the alerts page: draws what alerts-state.ts decides; the silence form and the attempts call the API. */
@@ -24,7 +26,9 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   stateSelect.addEventListener('change', () => ctx.navigate(buildUrl('/alerts', state, { ...keptParams(state.params), state: stateSelect.value || undefined }), { replace: true }));
   // Which replica sends the notifications listed here.
   const cluster = clusterPanel();
-  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, list, cluster.element);
+  // The silences in force, each with a way to expire it: found again after a reload, wherever it was made.
+  const silencesPanel = h('section', { class: 'panel', id: 'silences', 'aria-labelledby': 'silences-heading', hidden: true });
+  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, list, silencesPanel, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
 
@@ -71,6 +75,35 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     duration, comment, by, h('button', { type: 'submit' }, 'Silence'), result);
   };
 
+  const expireButton = (row: SilenceRow): HTMLElement => {
+    const result = h('span', { class: 'silence-result', role: 'status' });
+    const button = h('button', { type: 'button', 'aria-label': `Expire silence ${row.id}`, onclick: async () => {
+      button.disabled = true;
+      try {
+        await api.expireSilence(row.id);
+        replace(result, 'Expired.');
+        ctx.refresh();
+      } catch (err) {
+        button.disabled = false;
+        replace(result, `Could not expire the silence: ${(err as Error).message}`);
+      }
+    } }, 'Expire');
+    return h('span', null, button, ' ', result);
+  };
+  const drawSilences = (rows: SilenceRow[]): void => {
+    silencesPanel.hidden = rows.length === 0;
+    replace(silencesPanel, h('h2', { id: 'silences-heading' }, `Silences (${rows.length})`),
+      h('div', { class: 'table-scroll' }, table('Silences in force', ['Matchers', 'State', 'When', 'By', 'Comment', 'Id', ''],
+        rows.map((r) => [breakable(r.matchers), r.state, r.when, r.createdBy, r.comment, breakable(r.id), expireButton(r)]), { class: 'data silences' })));
+  };
+
+  const drawSilencesFailure = (err: Error): void => {
+    // No silences API there (404): nothing to list. Any other failure is said, the alerts still shown.
+    const missing = err instanceof ApiFailure && (err.status === 404 || err.status === 501);
+    silencesPanel.hidden = missing;
+    replace(silencesPanel, missing ? null : h('h2', { id: 'silences-heading' }, 'Silences'), missing ? null : h('p', { class: 'warn' }, `Could not load the silences: ${err.message}`));
+  };
+
   let receivers: string[] | undefined;
   let all: AlertSummary[] = [];
   const makeCard = (a: AlertSummary): { card: HTMLElement; update(a: AlertSummary): void } => {
@@ -110,7 +143,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       await cluster.refresh(signal);
       let view;
       try {
-        const r = await api.alerts({}, signal);
+        // The silences are an addition to the page: a server without them (or failing on them) still lists its alerts.
+        const [r, silences] = await Promise.all([api.alerts({}, signal), api.silences(signal).catch((err: unknown) => err as Error)]);
+        if (silences instanceof Error) {
+          if (silences.name === 'AbortError') throw silences;
+          drawSilencesFailure(silences);
+        } else drawSilences(silenceRows(silences.silences));
         all = r.alerts;
         receivers = r.receivers;
         view = alertsView(r, state, Date.now());
