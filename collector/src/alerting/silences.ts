@@ -8,6 +8,7 @@ import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
 import { BadParameterError } from '../request-error.ts';
+import { parseRfc3339 } from '../rfc3339.ts';
 
 /** A silence request the API could not accept; the message and `parameter` name the field. */
 export class SilenceError extends BadParameterError {
@@ -75,11 +76,9 @@ export function toSilence(s: SilenceRecord, now: number): Silence {
 }
 
 function time(v: unknown, field: string): number {
-  if (typeof v !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(v)) {
-    throw new SilenceError(field, `${field} must be an RFC 3339 time such as 2026-11-30T12:00:00Z`);
-  }
-  const t = Date.parse(v);
-  if (!Number.isFinite(t)) throw new SilenceError(field, `${field} is not a valid time`);
+  const t = typeof v === 'string' ? parseRfc3339(v) : undefined;
+  // A day not on the calendar (2027-02-30) is refused, not rolled over into the next month.
+  if (t === undefined) throw new SilenceError(field, `${field} must be an RFC 3339 time such as 2026-11-30T12:00:00Z, on a day of the calendar`);
   return t;
 }
 

@@ -110,3 +110,15 @@ describe('silence matchers', () => {
     expect(s.matchers[1]).toEqual({ name: 'organization_id', value: 'acme', isRegex: false, isEqual: true });
   });
 });
+
+describe('silence times', () => {
+  const until = (endsAt: string, startsAt?: string): unknown => ({ matchers: [{ name: 'alertname', value: 'persisted' }], endsAt, ...(startsAt ? { startsAt } : {}), createdBy: 'ops', comment: 'maintenance' });
+
+  it('refuses a day that is not on the calendar instead of rolling it over into the next month', () => {
+    expect(() => parseSilence(until('2027-02-30T12:00:00Z'), T0)).toThrow('endsAt must be an RFC 3339 time such as 2026-11-30T12:00:00Z, on a day of the calendar');
+    expect(() => parseSilence(until('2027-03-01T12:00:00Z', '2026-11-31T12:00:00Z'), T0)).toThrow('startsAt must be an RFC 3339 time');
+    expect(() => parseSilence(until('2026-12-01T24:00:00Z'), T0)).toThrow(SilenceError);
+    // A real day, lower-case t and z included, is taken.
+    expect(parseSilence(until('2028-02-29t12:00:00z'), T0).endsAtMs).toBe(Date.parse('2028-02-29T12:00:00Z'));
+  });
+});

@@ -1,6 +1,7 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
 import { parseDuration } from '../config/values.ts';
 import { BadParameterError } from '../request-error.ts';
+import { parseRfc3339 } from '../rfc3339.ts';
 import { alignRange } from '../store/segments.ts';
 
 /** A query parameter or path segment the API cannot accept. */
@@ -10,17 +11,6 @@ export class ParamError extends BadParameterError {
 
 /** Largest time a JavaScript Date holds (ECMA-262: 8.64e15 ms either side of the epoch). */
 const MAX_DATE_MS = 8.64e15;
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
-
-/** Whether the date part of an RFC 3339 time is a day of the calendar (and its hour and minute in range). */
-function realDate(v: string): boolean {
-  const [y, mo, d, h, mi, s] = v.slice(0, 19).split(/[-Tt:]/).map(Number) as [number, number, number, number, number, number];
-  // setUTCFullYear, not Date.UTC: that reads years 0-99 as 1900-1999.
-  const day = new Date(0);
-  day.setUTCFullYear(y, mo - 1, d);
-  return day.getUTCFullYear() === y && day.getUTCMonth() === mo - 1 && day.getUTCDate() === d && h < 24 && mi < 60 && s < 61;
-}
 
 /** `now`, `now-24h`, `now-7d`, `now+5m`, or an RFC 3339 timestamp. */
 export function parseTime(value: string, now: number, parameter: string): number {
@@ -35,11 +25,8 @@ export function parseTime(value: string, now: number, parameter: string): number
     if (!(Math.abs(t) <= MAX_DATE_MS)) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is outside the range of dates`);
     return t;
   }
-  if (RFC3339.test(v)) {
-    const t = Date.parse(v);
-    // Date.parse rolls a day that does not exist over (2026-02-30 is 2 March): the calendar date must be real.
-    if (Number.isFinite(t) && realDate(v)) return t;
-  }
+  const t = parseRfc3339(v);
+  if (t !== undefined) return t;
   throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z) or a relative time (now-24h)`);
 }
 
