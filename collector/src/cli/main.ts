@@ -17,7 +17,7 @@ import { alertingSecrets } from '../notify/settings.ts';
 import { createLogger, silentLogger, urlPasswords } from '../telemetry/logger.ts';
 import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
-import { TlsCredentials } from '../net/tls.ts';
+import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
 
 /** How a listener speaks: plain text, TLS, or TLS with client certificates. */
 function tlsMode(tls: { clientCaFile: string } | undefined): 'off' | 'tls' | 'mutual' {
@@ -208,6 +208,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       const config = toConfig(loaded);
       // The TLS files too: a key that does not match its certificate stops serve, so it is no valid configuration.
       for (const tls of [config.otlp.tls, config.http.tls]) if (tls) TlsCredentials.open(tls, silentLogger);
+      if (config.forward.endpoint && config.forward.tls) ClientTlsCredentials.open(config.forward.tls, silentLogger);
       for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },

@@ -4,9 +4,12 @@
  * CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS, and RESOURCE_EXHAUSTED only with
  * RetryInfo; the RetryInfo delay is honoured. UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED,
  * INTERNAL and UNKNOWN (what a gateway answers for HTTP 401, 403, 404 and 5xx) are retried within
- * forward.retry.maxElapsedTime, like the HTTP exporter's 401/403/404/500. Any other code is permanent.
+ * forward.retry.maxElapsedTime, like the HTTP exporter's 401/403/404/500, and so is a failed TLS handshake (grpc-js
+ * reports it as UNAVAILABLE, which would otherwise be retried forever). Any other code is permanent. An https://
+ * endpoint speaks TLS with forward.tls.* (CA, client certificate, server name), a new channel taking rotated files.
  */
-import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { Client, Metadata, credentials, status as GrpcStatus, type ChannelCredentials, type ChannelOptions, type ServiceError } from '@grpc/grpc-js';
+import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { Signal } from '../pipeline/consumer.ts';
@@ -18,6 +21,8 @@ export interface GrpcExporterOptions {
   headers: Record<string, string>;
   compression: 'gzip' | 'none';
   timeoutMs: number;
+  /** forward.tls.* for an https:// endpoint: a CA, a client certificate, the server name; absent for the system's defaults. */
+  tls?: ClientTlsCredentials;
 }
 
 const PATHS: Record<Signal, string> = {
@@ -44,7 +49,11 @@ export class GrpcExporter implements Exporter {
   readonly description: string;
   readonly timeoutMs: number;
   private readonly opts: GrpcExporterOptions;
-  private readonly client: Client;
+  private readonly target: string;
+  private readonly secure: boolean;
+  private client: Client;
+  /** The forward.tls generation the client was made with: rotated files get a new channel. */
+  private generation: number;
   private closed = false;
 
   constructor(opts: GrpcExporterOptions) {
@@ -52,12 +61,38 @@ export class GrpcExporter implements Exporter {
     this.description = `${safeEndpoint(opts.endpoint)} (grpc)`;
     this.timeoutMs = opts.timeoutMs;
     const { target, tls } = grpcTarget(opts.endpoint);
-    this.client = new Client(target, tls ? credentials.createSsl() : credentials.createInsecure(), {
+    this.target = target;
+    this.secure = tls;
+    this.generation = opts.tls?.generation ?? 0;
+    this.client = this.makeClient();
+  }
+
+  private makeClient(): Client {
+    const tls = this.opts.tls?.connectOptions();
+    let channelCredentials: ChannelCredentials = credentials.createInsecure();
+    if (this.secure) {
+      channelCredentials = credentials.createSsl(tls?.ca ?? null, tls?.key ?? null, tls?.cert ?? null, { rejectUnauthorized: tls?.rejectUnauthorized ?? true });
+    }
+    const options: ChannelOptions = {
       // 2 = gzip in grpc-js's compression algorithm enum.
-      ...(opts.compression === 'gzip' ? { 'grpc.default_compression_algorithm': 2 } : {}),
+      ...(this.opts.compression === 'gzip' ? { 'grpc.default_compression_algorithm': 2 } : {}),
       // The queue already holds a large request; let the downstream decide its own limit.
       'grpc.max_send_message_length': -1,
-    });
+      // forward.tls.serverName: the name checked in the certificate and sent as SNI.
+      ...(this.secure && tls?.servername ? { 'grpc.ssl_target_name_override': tls.servername } : {}),
+    };
+    return new Client(this.target, channelCredentials, options);
+  }
+
+  /** The client for forward.tls as it is now; the old channel has no call in flight (one attempt at a time). */
+  private current(): Client {
+    const generation = this.opts.tls?.generation ?? 0;
+    if (generation !== this.generation) {
+      this.client.close();
+      this.generation = generation;
+      this.client = this.makeClient();
+    }
+    return this.client;
   }
 
   accepts(encoding: Encoding): boolean {
@@ -71,7 +106,7 @@ export class GrpcExporter implements Exporter {
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(this.opts.headers)) metadata.set(k.toLowerCase(), v);
     return new Promise<ExportResult>((resolve) => {
-      const call = this.client.makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null, response?: Buffer) => {
+      const call = this.current().makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null, response?: Buffer) => {
         if (!err) {
           const partial = Buffer.isBuffer(response) ? decodePartialSuccess('protobuf', response) : undefined;
           resolve(partial ? { kind: 'success', partial } : { kind: 'success' });
@@ -79,6 +114,12 @@ export class GrpcExporter implements Exporter {
         }
         const details = err.metadata?.get(STATUS_DETAILS_KEY)[0];
         const retryAfterMs = Buffer.isBuffer(details) ? retryDelayFromStatus(details) : undefined;
+        // grpc-js reports a failed handshake as UNAVAILABLE, the TLS error only in its text.
+        const tls = err.code === GrpcStatus.UNAVAILABLE && this.secure ? tlsFailure({ message: err.details }) : undefined;
+        if (tls) {
+          resolve({ kind: 'retryable', message: `TLS with ${this.description} failed: ${tls}`.slice(0, 500), status: err.code, bounded: true, tls: true });
+          return;
+        }
         const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${err.details}`.slice(0, 500);
         if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
           resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(err.code === GrpcStatus.DEADLINE_EXCEEDED ? { timedOut: true } : {}) });

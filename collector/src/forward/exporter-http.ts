@@ -5,13 +5,16 @@
  * specification says ("OTLP/HTTP Throttling" and "Failures"). 401, 403, 404 and other 5xx are retried too, within
  * forward.retry.maxElapsedTime: an expired key, a load balancer without its backends or a deploy in progress
  * answer that way. The specification (and the OpenTelemetry Collector) drop them at once; hookwatch keeps the
- * data until then (docs/forwarding.md). Retry-After is honoured on every retried answer. Other 4xx (400, 413,
- * 415...) are permanent.
+ * data until then (docs/forwarding.md). A failed TLS handshake is retried the same way. Retry-After is honoured on
+ * every retried answer. Other 4xx (400, 413, 415...) are permanent. An https:// endpoint speaks TLS with
+ * forward.tls.* (CA, client certificate, server name), a new connection pool taking rotated files.
  */
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
+import { Agent } from 'undici';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
+import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
@@ -24,6 +27,8 @@ export interface HttpExporterOptions {
   headers: Record<string, string>;
   compression: 'gzip' | 'none';
   timeoutMs: number;
+  /** forward.tls.*: a CA, a client certificate, the server name; absent for the system's defaults. */
+  tls?: ClientTlsCredentials;
   now?: () => number;
 }
 
@@ -64,6 +69,8 @@ export class HttpExporter implements Exporter {
   /** The URL of each signal: the endpoint's path + /v1/{signal}, its query (an API key, say) kept. */
   private readonly urls: Record<Signal, string>;
   private readonly basicAuth: string | undefined;
+  /** The connection pool for forward.tls, made again when its files change (the generation it was made for). */
+  private agent: { pool: Agent; generation: number } | undefined;
 
   constructor(opts: HttpExporterOptions) {
     this.opts = opts;
@@ -87,6 +94,18 @@ export class HttpExporter implements Exporter {
     return true;
   }
 
+  /** The pool that connects with forward.tls as it is now; undefined without forward.tls (fetch's own). */
+  private dispatcher(): Agent | undefined {
+    const tls = this.opts.tls;
+    if (!tls) return undefined;
+    if (this.agent?.generation !== tls.generation) {
+      // Rotated files: connections from now on use them. The old pool has no attempt in flight (one at a time).
+      void this.agent?.pool.close().catch(() => undefined);
+      this.agent = { pool: new Agent({ connect: { ...tls.connectOptions() } }), generation: tls.generation };
+    }
+    return this.agent.pool;
+  }
+
   async export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
     const now = this.opts.now ?? Date.now;
     const headers: Record<string, string> = {
@@ -102,12 +121,16 @@ export class HttpExporter implements Exporter {
     let res: Response;
     try {
       const timeout = AbortSignal.timeout(this.opts.timeoutMs);
-      res = await fetch(this.urls[item.signal], { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
+      const dispatcher = this.dispatcher();
+      res = await fetch(this.urls[item.signal], { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: signal ? AbortSignal.any([timeout, signal]) : timeout, ...(dispatcher ? { dispatcher } : {}) } as RequestInit);
     } catch (err) {
       if (signal?.aborted) return { kind: 'retryable', message: `${this.description} had not answered when hookwatch stopped` };
       // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       if ((err as Error).name === 'TimeoutError') return { kind: 'retryable', message: `cannot reach ${this.description}: no answer within ${this.opts.timeoutMs} ms`, timedOut: true };
+      // Nothing was sent: the handshake failed. Retried for forward.retry.maxElapsedTime, like a refused key.
+      const tls = tlsFailure(cause);
+      if (tls) return { kind: 'retryable', message: `TLS with ${this.description} failed: ${tls}`, bounded: true, tls: true };
       return { kind: 'retryable', message: `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}` };
     }
     // The body says what was rejected, or why the request was. Only its start is read: a destination (or a
@@ -129,5 +152,9 @@ export class HttpExporter implements Exporter {
     return { kind: 'permanent', message, status: res.status };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    const agent = this.agent;
+    this.agent = undefined;
+    await agent?.pool.destroy().catch(() => undefined);
+  }
 }

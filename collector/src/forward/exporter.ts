@@ -21,8 +21,12 @@ export interface ExportItem {
 export type ExportResult =
   /** `partial`: the destination took the request but reported records it rejected (OTLP partial success). */
   | { kind: 'success'; partial?: { rejected: number; message: string } }
-  /** `timedOut`: no answer within forward.timeout (the destination may be slow for a request this large). */
-  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean }
+  /**
+   * `timedOut`: no answer within forward.timeout (the destination may be slow for a request this large). `tls`:
+   * the TLS handshake failed (the destination's certificate not trusted, for another name or out of date; the
+   * client certificate refused), which only a change of forward.tls.* or of the destination's certificate fixes.
+   */
+  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean; tls?: boolean }
   | { kind: 'permanent'; message: string; status?: number };
 
 /** A downstream OTLP destination. */

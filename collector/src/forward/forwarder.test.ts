@@ -185,3 +185,43 @@ it('logs the dead letters it evicts over forward.deadLetters.maxBytes, not only 
   expect(evictions.reduce((n, l) => n + Number(l['evicted']), 0)).toBe(4);
   expect(evictions.at(-1)).toMatchObject({ level: 'warn', evictedTotal: 4, deadLettersHeld: 1, maxBytes: 1000 });
 });
+
+/** Fails every handshake, as a destination with a certificate hookwatch does not trust does. */
+class UntrustedDestination implements Exporter {
+  readonly description = 'untrusted destination';
+  attempts = 0;
+  accepts(): boolean {
+    return true;
+  }
+  export(): Promise<ExportResult> {
+    this.attempts++;
+    return Promise.resolve({ kind: 'retryable', message: 'TLS with untrusted destination failed: self-signed certificate in certificate chain (SELF_SIGNED_CERT_IN_CHAIN)', bounded: true, tls: true });
+  }
+  async close(): Promise<void> {}
+}
+
+it('counts every failed TLS handshake and says so as an error, at most once a minute, keeping the request queued', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  let now = Date.now();
+  const destination = new UntrustedDestination();
+  const forwarder = new Forwarder({ queue, exporter: destination, logger, now: () => now, backoff: { initialMs: 1, maxMs: 2 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => forwarder.stop());
+  queue.enqueue('logs', 'json', Buffer.from('{}'), now);
+  forwarder.start();
+  while (destination.attempts < 30) await new Promise((r) => setTimeout(r, 5));
+  const tlsLines = (): Record<string, unknown>[] => lines.filter((l) => String(l['msg']).includes('TLS handshake'));
+  expect(tlsLines()).toHaveLength(1);
+  expect(tlsLines()[0]).toMatchObject({ level: 'error', destination: 'untrusted destination', reason: expect.stringContaining('SELF_SIGNED_CERT_IN_CHAIN'), failedHandshakes: 1 });
+  // Not also the generic retry line for each.
+  expect(lines.filter((l) => l['msg'] === 'forwarding failed; will retry')).toHaveLength(0);
+  now += 61_000;
+  const seen = destination.attempts;
+  while (destination.attempts < seen + 2) await new Promise((r) => setTimeout(r, 5));
+  expect(tlsLines()).toHaveLength(2);
+  expect(Number(tlsLines()[1]?.['failedHandshakes'])).toBeGreaterThanOrEqual(seen);
+  expect(forwarder.status().tlsFailures).toBeGreaterThanOrEqual(destination.attempts - 1);
+  expect(queue.depth).toBe(1);
+});

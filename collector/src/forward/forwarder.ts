@@ -45,6 +45,8 @@ export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 5_000, maxMs: 30_000
 export const STOP_GRACE_MS = 2_000;
 /** How often a destination's partial successes are logged at most (each is counted). */
 const PARTIAL_LOG_INTERVAL_MS = 60_000;
+/** How often failed TLS handshakes with the destination are logged at most (each is counted). */
+const TLS_LOG_INTERVAL_MS = 60_000;
 /** How often dead letters evicted over forward.deadLetters.maxBytes are logged at most (each is counted). */
 const EVICTION_LOG_INTERVAL_MS = 60_000;
 /** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
@@ -69,6 +71,8 @@ export interface ForwarderOptions {
 export type ForwarderStatus = Omit<ForwardingDestination, 'lastSuccessAt' | 'nextAttemptAt'> & {
   lastSuccessAtMs: number | null;
   nextAttemptAtMs: number | null;
+  /** Attempts whose TLS handshake with the destination failed, since start. */
+  tlsFailures: number;
 };
 
 /** The wait before retry number `failures` (1-based), before Retry-After: random(0, min(max, initial * multiplier^(failures-1))). */
@@ -93,6 +97,10 @@ export class Forwarder {
   /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
   private lastPartialLogMs = -Infinity;
+  private tlsFailures = 0;
+  /** TLS failures since the last line that said so. */
+  private tlsFailuresUnlogged = 0;
+  private lastTlsLogMs = -Infinity;
   /** Dead letters evicted since the last line that said so. */
   private evictedUnlogged = 0;
   private lastEvictionLogMs = -Infinity;
@@ -177,6 +185,22 @@ export class Forwarder {
     this.evictedUnlogged = 0;
   }
 
+  /**
+   * A failed TLS handshake is no outage that passes by itself: the destination's certificate is not trusted (a
+   * private CA not in forward.tls.caFile), names another host, is out of date, or the destination refused the
+   * client certificate. Each is counted (hookwatch_forward_tls_failures_total) and logged as an error, the first at
+   * once, then at most once a minute with how many since.
+   */
+  private noteTlsFailure(message: string, queued: number): void {
+    this.tlsFailures++;
+    this.tlsFailuresUnlogged++;
+    const now = this.now();
+    if (now - this.lastTlsLogMs < TLS_LOG_INTERVAL_MS) return;
+    this.lastTlsLogMs = now;
+    this.opts.logger.error('forwarding: the TLS handshake with the destination failed; requests stay queued and are retried (check forward.tls.caFile, forward.tls.serverName and the client certificate, or the destination\'s certificate)', { destination: this.opts.exporter.description, reason: message, failedHandshakes: this.tlsFailuresUnlogged, queued });
+    this.tlsFailuresUnlogged = 0;
+  }
+
   status(): ForwarderStatus {
     const q = this.opts.queue;
     const c = q.counters();
@@ -194,6 +218,7 @@ export class Forwarder {
       refusedFull: c.refusedFull,
       rejectedByDestination: this.rejectedByDestination,
       consecutiveFailures: this.failures,
+      tlsFailures: this.tlsFailures,
       lastError: this.lastError,
       lastSuccessAtMs: this.lastSuccessAtMs,
       nextAttemptAtMs: this.nextAttemptAtMs,
@@ -313,6 +338,7 @@ export class Forwarder {
       this.batchLimit = Math.max(1, Math.floor(items.length / 2));
       logger.warn('forwarding attempt timed out; the next attempts carry fewer requests', { destination: exporter.description, requestsInAttempt: items.length, bytes: body.length, nextAttemptAtMost: this.batchLimit });
     }
+    if (result.tls) this.noteTlsFailure(result.message, queue.depth);
     const now = this.now();
     queue.retry(ids, result.bounded ? now : undefined);
     const maxElapsed = this.opts.maxElapsedMs ?? DEFAULT_MAX_ELAPSED_MS;
@@ -343,7 +369,8 @@ export class Forwarder {
     let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
     if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
     this.nextAttemptAtMs = this.now() + delay;
-    if (this.failures === 1 || this.failures % 20 === 0) {
+    // A TLS failure has its own line (noteTlsFailure).
+    if (!result.tls && (this.failures === 1 || this.failures % 20 === 0)) {
       logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, requestsInAttempt: items.length, reason: result.message });
     }
     this.state = 'backing_off';

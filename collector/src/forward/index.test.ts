@@ -28,6 +28,8 @@ import { createLogger } from '../telemetry/logger.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import { DELIVERY_ATTRIBUTE } from './enrich.ts';
 import { GrpcDownstream, HttpDownstream } from '../../test/support/downstream-recorder.ts';
+import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
+import { tempDir } from '../../test/helpers.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -381,6 +383,31 @@ describe('inline collector mode over OTLP/gRPC', () => {
     expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
     await until('delivery', () => d.requests.length === 1);
     expect(d.bodies('metrics')).toEqual([PROTO_METRICS]);
+  });
+});
+
+describe.skipIf(!HAVE_OPENSSL)('inline collector mode over OTLP/gRPC with TLS', () => {
+  it('delivers to a destination with a private CA through forward.tls.caFile; without it says why, counts and keeps the request', async () => {
+    const tmp = tempDir('hookwatch-forward-tls-');
+    cleanups.push(() => tmp.cleanup());
+    const ca = certAuthority(tmp.dir, 'private');
+    const server = issue(ca, 'destination', 'server');
+    const { d, url } = await downstream(new GrpcDownstream({ cert: readFileSync(server.certFile), key: readFileSync(server.keyFile) }));
+    const untrusting = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'grpc' });
+    expect((await post(untrusting.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    const scrape = async (): Promise<string> => (await fetch(`${untrusting.httpUrl}/metrics`)).text();
+    await until('TLS failures counted', async () => /^hookwatch_forward_tls_failures_total [1-9]/m.test(await scrape()));
+    const errors = untrusting.lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['level'] === 'error' && String(l['msg']).includes('TLS handshake'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.['reason']).toMatch(/unable to verify the first certificate/);
+    expect((await forwardingStatus(untrusting)).destinations[0]).toMatchObject({ depth: 1, deadLetters: 0 });
+    expect(d.requests).toHaveLength(0);
+    await untrusting.close();
+
+    const trusting = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_PROTOCOL: 'grpc', HOOKWATCH_FORWARD_TLS_CA_FILE: ca.certFile });
+    expect((await post(trusting.otlpHttpUrl, 'logs', PROTO_LOGS_2)).status).toBe(200);
+    await until('delivery', () => d.requests.length === 1);
+    expect(d.bodies('logs')).toEqual([PROTO_LOGS_2]);
   });
 });
 

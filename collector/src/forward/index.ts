@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { ConfigError } from '../config/setting.ts';
+import { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ForwardingStage } from './consumer.ts';
 import { deliveryEnricher } from './enrich.ts';
@@ -83,13 +84,13 @@ function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): void {
   }
 }
 
-/** Builds the exporter named by `forward.protocol`. */
-export function createExporter(config: ForwardConfig, now?: () => number): Exporter {
+/** Builds the exporter named by `forward.protocol`, connecting with `tls` (forward.tls.*) when given. */
+export function createExporter(config: ForwardConfig, now?: () => number, tls?: ClientTlsCredentials): Exporter {
   checkEndpoint(config);
   if (config.protocol === 'grpc') {
-    return new GrpcExporter({ endpoint: config.endpoint, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs });
+    return new GrpcExporter({ endpoint: config.endpoint, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs, ...(tls ? { tls } : {}) });
   }
-  return new HttpExporter({ endpoint: config.endpoint, protocol: config.protocol, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs, ...(now ? { now } : {}) });
+  return new HttpExporter({ endpoint: config.endpoint, protocol: config.protocol, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs, ...(tls ? { tls } : {}), ...(now ? { now } : {}) });
 }
 
 /** Opens the queue and starts delivery; undefined in fan-out mode (no endpoint). */
@@ -98,7 +99,9 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     checkLeftQueue(config, opts);
     return undefined;
   }
-  const exporter = createExporter(config, opts.now);
+  // Before the queue opens: a CA, certificate or key that cannot be used stops the start, naming its setting.
+  const tls = config.tls ? ClientTlsCredentials.open(config.tls, opts.logger, opts.now) : undefined;
+  const exporter = createExporter(config, opts.now, tls);
   const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
   const forwarder = new Forwarder({
     queue,
@@ -115,6 +118,8 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     if (expired) opts.logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { destination: exporter.description, removed: expired });
   }
   forwarder.start();
+  // A rotated CA or client certificate is used for the connections made from then on.
+  tls?.start();
   if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
   let stopping: Promise<void> | undefined;
   return {
@@ -136,6 +141,7 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
     expire: (beforeMs) => queue.expire(beforeMs),
     stop: () => {
       stopping ??= (async () => {
+        tls?.stop();
         await forwarder.stop();
         await exporter.close();
         queue.close();

@@ -34,6 +34,7 @@ export function registerForwardMetrics(metrics: MetricsRegistry, f: ForwardSourc
   counter('hookwatch_forward_dead_letters_total', 'Requests the downstream refused permanently (kept as dead letters).', () => status().deadLetters);
   counter('hookwatch_forward_rejected_records_total', 'Records the downstream reported rejected in requests it accepted (OTLP partial success); not retried.', () => status().rejectedByDestination);
   counter('hookwatch_forward_refused_full_total', 'Client requests refused with 503 because the forward queue was full.', () => status().refusedFull);
+  counter('hookwatch_forward_tls_failures_total', 'Forwarding attempts whose TLS handshake with the destination failed (certificate not trusted, for another name or out of date; client certificate refused); retried.', () => status().tlsFailures);
   gauge('hookwatch_forward_consecutive_failures', 'Failed forwarding attempts since the last success.', () => status().consecutiveFailures);
   metrics.collectedGauge('forward', {
     name: 'hookwatch_forward_state', help: 'Forwarder state: 1 for the current one.', labelNames: ['state'],

@@ -6,8 +6,9 @@
  * OTEL_EXPORTER_OTLP_HEADERS (values URL-decoded). They usually carry an API key, so messages about them
  * name the header, never its value.
  */
-import type { Setting, SettingValues } from '../config/setting.ts';
+import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
+import { clientTlsConfig, clientTlsSettings, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -52,7 +53,7 @@ const DAY = 86_400_000;
 export const FORWARD_SETTINGS: readonly Setting[] = [
   {
     key: 'forward.endpoint', env: 'HOOKWATCH_FORWARD_ENDPOINT', type: 'string', default: '',
-    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc. Empty: fan-out mode, nothing is forwarded.',
+    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc; https:// for TLS (see forward.tls.*). Empty: fan-out mode, nothing is forwarded.',
     redactValue: redactUrlPassword,
   },
   {
@@ -97,12 +98,13 @@ export const FORWARD_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'forward.retry.maxElapsedTime', env: 'HOOKWATCH_FORWARD_RETRY_MAX_ELAPSED_TIME', type: 'duration', default: DAY, min: 0, max: 30 * DAY,
-    description: 'How long a request refused with 401, 403, 404 or a 5xx other than 502/503/504 (gRPC UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED, INTERNAL, UNKNOWN) keeps being retried before it becomes a dead letter: long enough for an expired key to be rotated the next working day. 0: never give up. Unreachable, 408, 429, 502, 503, 504 are retried without a deadline; 400, 413, 415 and other 4xx are dead letters at once.',
+    description: 'How long a request refused with 401, 403, 404 or a 5xx other than 502/503/504 (gRPC UNAUTHENTICATED, PERMISSION_DENIED, NOT_FOUND, UNIMPLEMENTED, INTERNAL, UNKNOWN), or whose TLS handshake with the destination fails (see forward.tls.*), keeps being retried before it becomes a dead letter: long enough for an expired key to be rotated the next working day. 0: never give up. Unreachable, 408, 429, 502, 503, 504 are retried without a deadline; 400, 413, 415 and other 4xx are dead letters at once.',
   },
   {
     key: 'forward.deadLetters.maxBytes', env: 'HOOKWATCH_FORWARD_DEAD_LETTERS_MAX_BYTES', type: 'bytes', default: 256 * MiB, min: 1024,
     description: 'Bound on the bodies of dead letters (kept in the queue file apart from forward.queue.maxBytes, for POST /api/v1/forwarding/dead-letters/replay). Over it the oldest are removed and counted. Like queued requests, dead letters older than retention.events are removed.',
   },
+  ...clientTlsSettings('forward.tls', 'HOOKWATCH_FORWARD_TLS', 'the forwarding destination', 'forward.endpoint'),
 ];
 
 /** Typed `forward.*` settings; endpoint '' is fan-out mode (nothing forwarded). */
@@ -116,12 +118,24 @@ export interface ForwardConfig {
   retry: { initialMs: number; maxMs: number; maxElapsedMs: number };
   deadLetters: { maxBytes: number };
   enrich: boolean;
+  /** forward.tls.*; undefined: the system's CAs, no client certificate. */
+  tls?: ClientTlsConfig;
+}
+
+/** forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused. */
+function checkTlsEndpoint(endpoint: string, tls: ClientTlsConfig | undefined): void {
+  if (!tls || endpoint === '' || /^https:\/\//i.test(endpoint)) return;
+  const set = tls.caFile ? 'caFile' : tls.certFile ? 'certFile' : tls.serverName ? 'serverName' : 'insecureSkipVerify';
+  throw new ConfigError(`forward.tls.${set} is set but forward.endpoint is not an https:// URL, so no TLS is spoken with the destination: write the endpoint as https://host:port, or unset forward.tls.*`);
 }
 
 export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
+  const endpoint = r.string('forward.endpoint').trim();
+  const tls = clientTlsConfig(r, 'forward.tls');
+  checkTlsEndpoint(endpoint, tls);
   return {
     forward: {
-      endpoint: r.string('forward.endpoint').trim(),
+      endpoint,
       protocol: r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']),
       // Validated by the row when loaded, so this is a header map.
       headers: parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>,
@@ -131,6 +145,7 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
       retry: { initialMs: r.number('forward.retry.initialInterval'), maxMs: r.number('forward.retry.maxInterval'), maxElapsedMs: r.number('forward.retry.maxElapsedTime') },
       deadLetters: { maxBytes: r.number('forward.deadLetters.maxBytes') },
       enrich: r.boolean('forward.enrich'),
+      ...(tls ? { tls } : {}),
     },
   };
 }

@@ -114,4 +114,17 @@ describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
       expect(served.stderr).toContain(`hookwatch: configuration error: ${section}.keyFile ${join(tmp.dir, 'gone.key')}: cannot read it (ENOENT)\n`);
     });
   }
+
+  it('forward.tls: `hookwatch config` shows the paths, never the key, and refuses a key that is not the certificate\'s', async () => {
+    const env = { HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CA_FILE: caFile, HOOKWATCH_FORWARD_TLS_CERT_FILE: server.certFile };
+    const ok = await hookwatch(['config', '--json'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: server.keyFile });
+    expect(ok.code, ok.stderr).toBe(0);
+    const doc = JSON.parse(ok.stdout) as { forward: { tls: unknown } };
+    expect(doc.forward.tls).toEqual({ caFile, certFile: server.certFile, keyFile: server.keyFile, serverName: '', insecureSkipVerify: false, reloadInterval: '30s' });
+    expect(ok.stdout).not.toContain(pemBody(server.keyFile));
+    const bad = await hookwatch(['config'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: other.keyFile });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(`hookwatch: configuration error: forward.tls.keyFile ${other.keyFile} is not the key of the certificate in forward.tls.certFile ${server.certFile}\n`);
+    expect(bad.stderr).not.toContain(pemBody(other.keyFile));
+  });
 });

@@ -2,8 +2,10 @@
  * TLS on a listener, as the OpenTelemetry Collector's receivers (configtls) and Prometheus (web.config) offer it:
  * a certificate and key, a client CA that turns on mutual TLS, the lowest protocol version, and how often the
  * files are checked for a rotated certificate. The rows and their typed reading, shared by the receivers'
- * `otlp.tls.*` and the HTTP port's `http.tls.*` so both spell and check them alike. A leaf: the stages' settings
- * modules list these rows; net/tls.ts reads the files.
+ * `otlp.tls.*` and the HTTP port's `http.tls.*` so both spell and check them alike. And TLS as a client
+ * (`forward.tls.*`), with the names the alert receivers' `tls` uses (Prometheus' tls_config): a CA file, a client
+ * certificate and key, the server name, insecureSkipVerify. A leaf: the stages' settings modules list these
+ * rows; net/tls.ts reads the files.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 
@@ -66,4 +68,73 @@ export function tlsConfig(r: SettingValues, section: string): TlsConfig | undefi
     return undefined;
   }
   return { section, certFile, keyFile, clientCaFile, minVersion, reloadIntervalMs };
+}
+
+/** TLS of a client (the forwarding destination's connections). */
+export interface ClientTlsConfig {
+  /** The settings' prefix, e.g. `forward.tls`. */
+  section: string;
+  /** Empty: the system's CAs. */
+  caFile: string;
+  /** Empty (both): no client certificate. */
+  certFile: string;
+  keyFile: string;
+  /** Empty: the endpoint's host. */
+  serverName: string;
+  insecureSkipVerify: boolean;
+  reloadIntervalMs: number;
+}
+
+/**
+ * The rows of a client's `<section>.*` (e.g. `forward.tls`), their variables under `<envPrefix>_*`; `server`
+ * names who is connected to ("the forwarding destination"), `endpoint` the setting of its URL.
+ */
+export function clientTlsSettings(section: string, envPrefix: string, server: string, endpoint: string): Setting[] {
+  return [
+    {
+      key: `${section}.caFile`, env: `${envPrefix}_CA_FILE`, type: 'file', default: '',
+      description: `PEM CA certificates that the certificate of ${server} must chain to, instead of the system's: a private CA. Unset (the default): the system's CAs. Used when \`${endpoint}\` is https://.`,
+    },
+    {
+      key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: '',
+      description: `PEM client certificate hookwatch presents to ${server} (mutual TLS), followed by any intermediate certificates. Set with \`${section}.keyFile\`.`,
+    },
+    {
+      key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: '',
+      description: `PEM private key (unencrypted) of \`${section}.certFile\`. Its path may show in logs and \`hookwatch config\`; what the file holds never does.`,
+    },
+    {
+      key: `${section}.serverName`, env: `${envPrefix}_SERVER_NAME`, type: 'string', default: '',
+      description: `Name the certificate of ${server} must carry, also sent as SNI, when it is not the host of \`${endpoint}\` (an IP address, a name only a proxy knows). Unset: that host.`,
+    },
+    {
+      key: `${section}.insecureSkipVerify`, env: `${envPrefix}_INSECURE_SKIP_VERIFY`, type: 'bool', default: false,
+      description: `Accept any certificate from ${server}, unchecked: for a test setup only, since anyone on the path can then read and change what is sent. Warned about at start. Prefer \`${section}.caFile\`.`,
+    },
+    {
+      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
+      description: 'How often the CA, client certificate and key files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to the connections made from then on without a restart; a new set that cannot be used is logged as an error and the files in use are kept.',
+    },
+  ];
+}
+
+/** The typed client `<section>.*`, or undefined when none is set (the system's defaults). */
+export function clientTlsConfig(r: SettingValues, section: string): ClientTlsConfig | undefined {
+  const config: ClientTlsConfig = {
+    section,
+    caFile: r.string(`${section}.caFile`),
+    certFile: r.string(`${section}.certFile`),
+    keyFile: r.string(`${section}.keyFile`),
+    serverName: r.string(`${section}.serverName`).trim(),
+    insecureSkipVerify: r.boolean(`${section}.insecureSkipVerify`),
+    reloadIntervalMs: r.number(`${section}.reloadInterval`),
+  };
+  if ((config.certFile === '') !== (config.keyFile === '')) {
+    throw new ConfigError(`${section}.certFile and ${section}.keyFile go together: set both to present a client certificate, or neither`);
+  }
+  if (config.serverName !== '' && !/^[A-Za-z0-9.-]+$/.test(config.serverName)) {
+    throw new ConfigError(`invalid value for ${section}.serverName: expected a host name such as otlp.example.com`);
+  }
+  if (config.caFile === '' && config.certFile === '' && config.serverName === '' && !config.insecureSkipVerify) return undefined;
+  return config;
 }

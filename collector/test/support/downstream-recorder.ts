@@ -108,14 +108,19 @@ const GRPC_PATHS: Record<Signal, string> = {
 
 const identity = (b: Buffer): Buffer => b;
 
-/** An OTLP/gRPC downstream on 127.0.0.1:0. Mode `status` answers that gRPC code. */
+/**
+ * An OTLP/gRPC downstream on 127.0.0.1:0. Mode `status` answers that gRPC code. With `tls` (PEM certificate and
+ * key) it speaks TLS and its URL is https://.
+ */
 export class GrpcDownstream {
   readonly requests: RecordedRequest[] = [];
   mode: DownstreamMode = { kind: 'accept' };
   refused = 0;
   private readonly server = new GrpcServer();
+  private readonly tls: { cert: Buffer; key: Buffer } | undefined;
 
-  constructor() {
+  constructor(tls?: { cert: Buffer; key: Buffer }) {
+    this.tls = tls;
     for (const signal of Object.keys(GRPC_PATHS) as Signal[]) {
       this.server.addService(
         { Export: { path: GRPC_PATHS[signal], requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity } },
@@ -138,8 +143,9 @@ export class GrpcDownstream {
   }
 
   async start(): Promise<string> {
-    const port = await new Promise<number>((resolve, reject) => this.server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
-    return `http://127.0.0.1:${port}`;
+    const credentials = this.tls ? ServerCredentials.createSsl(null, [{ cert_chain: this.tls.cert, private_key: this.tls.key }]) : ServerCredentials.createInsecure();
+    const port = await new Promise<number>((resolve, reject) => this.server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))));
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   }
 
   bodies(signal: Signal): Buffer[] {
