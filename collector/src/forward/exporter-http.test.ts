@@ -74,3 +74,23 @@ it('appends the signal path to the endpoint\'s path and keeps its query (an API 
   // The key stays out of what is logged and shown.
   expect(exporter.description).not.toContain('k3y');
 });
+
+for (const status of [301, 302, 303, 307, 308]) {
+  it(`does not follow a ${status} redirect: the request is not delivered, and the message says so`, async () => {
+    const seen: string[] = [];
+    const url = await listen(createServer((req, res) => {
+      seen.push(`${req.method ?? ''} ${req.url ?? ''}`);
+      req.resume();
+      req.on('end', () => {
+        // A login page: anything but the OTLP path answers 200.
+        if (req.url?.startsWith('/v1/')) res.writeHead(status, { location: '/login?session=s3cr3t' }).end();
+        else res.writeHead(200, { 'content-type': 'text/html' }).end('<html>sign in</html>');
+      });
+    }));
+    const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: { 'x-api-key': 'k3y' }, compression: 'none', timeoutMs: 5_000 });
+    const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
+    expect(result).toMatchObject({ kind: 'retryable', status, bounded: true });
+    expect((result as { message: string }).message).toBe(`${url} (http/protobuf) answered ${status}, a redirect to ${url}/login; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`);
+    expect(seen).toEqual(['POST /v1/logs']);
+  });
+}

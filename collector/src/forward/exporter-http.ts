@@ -5,7 +5,8 @@
  * specification says ("OTLP/HTTP Throttling" and "Failures"). 401, 403, 404 and other 5xx are retried too, within
  * forward.retry.maxElapsedTime: an expired key, a load balancer without its backends or a deploy in progress
  * answer that way. The specification (and the OpenTelemetry Collector) drop them at once; hookwatch keeps the
- * data until then (docs/forwarding.md). A failed TLS handshake is retried the same way. Retry-After is honoured on
+ * data until then (docs/forwarding.md). A failed TLS handshake and a redirect (3xx, never followed: a POST
+ * redirected with 301/302/303 arrives as a GET without its body) are retried the same way. Retry-After is honoured on
  * every retried answer. Other 4xx (400, 413, 415...) are permanent. An https:// endpoint speaks TLS with
  * forward.tls.* (CA, client certificate, server name), a new connection pool taking rotated files.
  */
@@ -33,8 +34,21 @@ export interface HttpExporterOptions {
 }
 
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
-/** Refusals that are often fixed by an operator within hours: retried for a bounded time. */
-const MAYBE_PERMANENT = (status: number): boolean => status === 401 || status === 403 || status === 404 || (status >= 500 && status <= 599);
+/**
+ * Refusals that are often fixed by an operator within hours: retried for a bounded time. A redirect is one: the
+ * endpoint moved (or is a login page), and forward.endpoint must say where to.
+ */
+const MAYBE_PERMANENT = (status: number): boolean => (status >= 300 && status <= 399) || status === 401 || status === 403 || status === 404 || (status >= 500 && status <= 599);
+
+/** Where a redirect points, without credentials or query (they may hold a key), for messages. */
+function redirectTarget(location: string | null, base: string): string {
+  if (!location) return 'no Location';
+  try {
+    return safeEndpoint(new URL(location, base).toString());
+  } catch {
+    return 'an unparsable Location';
+  }
+}
 
 /**
  * How much of a response body is read, as the OpenTelemetry Collector's otlphttp exporter does (64 KiB): an
@@ -122,7 +136,10 @@ export class HttpExporter implements Exporter {
     try {
       const timeout = AbortSignal.timeout(this.opts.timeoutMs);
       const dispatcher = this.dispatcher();
-      res = await fetch(this.urls[item.signal], { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, signal: signal ? AbortSignal.any([timeout, signal]) : timeout, ...(dispatcher ? { dispatcher } : {}) } as RequestInit);
+      // Redirects are not followed: fetch would resend a POST answered 301, 302 or 303 as a GET without the body,
+      // and a login page answering it 200 would count as delivered. Nor 307/308: the key in forward.headers would
+      // go wherever the answer points.
+      res = await fetch(this.urls[item.signal], { method: 'POST', headers, body: body as Uint8Array<ArrayBuffer>, redirect: 'manual', signal: signal ? AbortSignal.any([timeout, signal]) : timeout, ...(dispatcher ? { dispatcher } : {}) } as RequestInit);
     } catch (err) {
       if (signal?.aborted) return { kind: 'retryable', message: `${this.description} had not answered when hookwatch stopped` };
       // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
@@ -143,7 +160,10 @@ export class HttpExporter implements Exporter {
       return partial ? { kind: 'success', partial } : { kind: 'success' };
     }
     const text = raw.toString('utf8');
-    const message = `${this.description} answered ${res.status}${text && item.encoding === 'json' ? `: ${text.slice(0, 200)}` : ''}`;
+    const redirect = res.status >= 300 && res.status <= 399;
+    const message = redirect
+      ? `${this.description} answered ${res.status}, a redirect to ${redirectTarget(res.headers.get('location'), this.urls[item.signal])}; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`
+      : `${this.description} answered ${res.status}${text && item.encoding === 'json' ? `: ${text.slice(0, 200)}` : ''}`;
     const bounded = !RETRYABLE_STATUS.has(res.status);
     if (!bounded || MAYBE_PERMANENT(res.status)) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
