@@ -194,6 +194,35 @@ describe('credentials in a URL setting never reach an error', () => {
     expect(message).toContain('entry 2 of 2 has no "="');
     expect(message).not.toContain('broken-secret-part');
   });
+
+  it('forward.headers that gRPC metadata cannot carry are refused at start with forward.protocol grpc, naming the header and not its value', () => {
+    const forwarding = (protocol: string, headers: string | Record<string, string>): unknown => {
+      const env = { HOOKWATCH_FORWARD_ENDPOINT: 'http://collector:4317', HOOKWATCH_FORWARD_PROTOCOL: protocol };
+      if (typeof headers === 'string') return toConfig(loadConfig({ env: { ...env, HOOKWATCH_FORWARD_HEADERS: headers } })).forward.headers;
+      const yaml = `forward:\n  headers:\n${Object.entries(headers).map(([k, v]) => `    ${k}: ${JSON.stringify(v)}\n`).join('')}`;
+      return toConfig(loadConfig({ env: { ...env, HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => yaml })).forward.headers;
+    };
+    const refusal = (protocol: string, headers: string | Record<string, string>): string => {
+      try {
+        forwarding(protocol, headers);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as Error).message).not.toMatch(/s3cr3t/);
+        return (err as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    expect(refusal('grpc', 'x-token-bin=s3cr3t')).toBe('invalid value for forward.headers (forward.protocol grpc): "x-token-bin" ends in -bin, which in gRPC metadata marks a binary value; forward.headers carries text: name the header without -bin');
+    expect(refusal('grpc', { 'X-Token-Bin': 's3cr3t' })).toMatch(/"x-token-bin" ends in -bin/);
+    expect(refusal('grpc', 'x-key=s%C3%A9cr3t')).toBe('invalid value for forward.headers (forward.protocol grpc): the value of header "x-key" has characters gRPC metadata cannot carry (printable ASCII only)');
+    expect(refusal('grpc', { 'x!key': 's3cr3t' })).toMatch(/"x!key" is not a valid gRPC metadata name/);
+    expect(refusal('grpc', 'grpc-timeout=1S')).toMatch(/"grpc-timeout": names starting with grpc- are reserved/);
+    // A body sent without gzip would be labelled gzip: every request refused.
+    expect(refusal('http/protobuf', 'content-encoding=gzip')).toMatch(/"content-encoding" is set by hookwatch or the transport/);
+    // What HTTP carries fine stays allowed there.
+    expect(forwarding('http/protobuf', 'x-token-bin=s3cr3t,x-key=s%C3%A9cr3t')).toEqual({ 'x-token-bin': 's3cr3t', 'x-key': 'sécr3t' });
+    expect(forwarding('grpc', 'x-api-key=s3cr3t')).toEqual({ 'x-api-key': 's3cr3t' });
+  });
 });
 
 describe('redaction', () => {

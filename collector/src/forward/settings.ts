@@ -47,6 +47,31 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
   return out;
 }
 
+/**
+ * Headers the transport or hookwatch itself sets: one given in forward.headers would break every request (a
+ * Content-Encoding the body does not have) or be refused by the HTTP client at each attempt.
+ */
+const RESERVED_HEADERS = new Set(['content-type', 'content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'te', 'trailer']);
+
+/**
+ * What forward.headers cannot carry over `protocol`, as a message naming the header (never its value), or
+ * undefined. gRPC metadata is stricter than HTTP: names in lower-case letters, digits and `-_.` only, `grpc-`
+ * reserved, `-bin` for binary values (forward.headers holds text), values in printable ASCII. Checked at start, as
+ * grpc-js would otherwise refuse the metadata at every attempt, with the value in its error.
+ */
+export function forwardHeadersProblem(headers: Record<string, string>, protocol: ForwardConfig['protocol']): string | undefined {
+  for (const [name, value] of Object.entries(headers)) {
+    const quoted = JSON.stringify(name);
+    if (RESERVED_HEADERS.has(name)) return `${quoted} is set by hookwatch or the transport for each request; remove it`;
+    if (protocol !== 'grpc') continue;
+    if (name.endsWith('-bin')) return `${quoted} ends in -bin, which in gRPC metadata marks a binary value; forward.headers carries text: name the header without -bin`;
+    if (name.startsWith('grpc-')) return `${quoted}: names starting with grpc- are reserved for gRPC itself`;
+    if (!/^[0-9a-z_.-]+$/.test(name)) return `${quoted} is not a valid gRPC metadata name (lower-case letters, digits, "-", "_" and "." only)`;
+    if (!/^[ -~]*$/.test(value)) return `the value of header ${quoted} has characters gRPC metadata cannot carry (printable ASCII only)`;
+  }
+  return undefined;
+}
+
 const MiB = 1024 * 1024;
 const DAY = 86_400_000;
 
@@ -62,7 +87,7 @@ export const FORWARD_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'forward.headers', env: 'HOOKWATCH_FORWARD_HEADERS', type: 'object', default: {}, secret: true,
-    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS.',
+    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS. Checked at start: Content-Type, Content-Encoding, Content-Length and the connection headers are set by hookwatch and refused; with grpc so are names ending in -bin (binary metadata) or starting with grpc-, names other than lower-case letters, digits and -_., and values other than printable ASCII.',
     validate: (v) => {
       const r = parseForwardHeaders(v);
       return typeof r === 'string' ? r : undefined;
@@ -131,14 +156,18 @@ function checkTlsEndpoint(endpoint: string, tls: ClientTlsConfig | undefined): v
 
 export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   const endpoint = r.string('forward.endpoint').trim();
+  const protocol = r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']);
+  // Validated by the row when loaded, so this is a header map.
+  const headers = parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>;
+  const problem = endpoint === '' ? undefined : forwardHeadersProblem(headers, protocol);
+  if (problem) throw new ConfigError(`invalid value for forward.headers (forward.protocol ${protocol}): ${problem}`);
   const tls = clientTlsConfig(r, 'forward.tls');
   checkTlsEndpoint(endpoint, tls);
   return {
     forward: {
       endpoint,
-      protocol: r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']),
-      // Validated by the row when loaded, so this is a header map.
-      headers: parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>,
+      protocol,
+      headers,
       compression: r.oneOf('forward.compression', ['gzip', 'none']),
       timeoutMs: r.number('forward.timeout'),
       queue: { path: r.string('forward.queue.path'), maxBytes: r.number('forward.queue.maxBytes') },
