@@ -8,9 +8,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
+import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, STOP_GRACE_MS } from './forwarder.ts';
 import { DurableQueue } from './queue.ts';
@@ -225,3 +227,65 @@ it('counts every failed TLS handshake and says so as an error, at most once a mi
   expect(forwarder.status().tlsFailures).toBeGreaterThanOrEqual(destination.attempts - 1);
   expect(queue.depth).toBe(1);
 });
+
+it('logs requests refused for good at most once a minute with how many, the rest when delivery stops', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  const forwarder = new Forwarder({ queue, exporter: new RejectingDestination(), logger, backoff: { initialMs: 10, maxMs: 50 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close());
+  forwarder.start();
+  const requests = 50;
+  for (let i = 0; i < requests; i++) {
+    queue.enqueue('logs', 'json', Buffer.from('{}'), Date.now());
+    forwarder.notify();
+  }
+  const until = Date.now() + 10_000;
+  while (queue.counters().deadLetters < requests && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  const refusals = (): Record<string, unknown>[] => lines.filter((l) => l['msg'] === 'forwarding refused for good; request moved to dead letters');
+  // The first at once; the other 49 held back by the once-a-minute bound.
+  expect(refusals()).toHaveLength(1);
+  expect(refusals()[0]).toMatchObject({ level: 'warn', destination: 'rejecting destination', signal: 'logs', status: 400, reason: 'answered 400', refused: 1, deadLettersTotal: 1 });
+  await forwarder.stop();
+  expect(refusals()).toHaveLength(2);
+  expect(refusals()[1]).toMatchObject({ refused: requests - 1, deadLettersTotal: requests });
+});
+
+/** An OTLP/gRPC destination on 127.0.0.1:0 that never answers, counting the calls it got. */
+async function silentGrpcDestination(): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+  let received = 0;
+  const server = new GrpcServer();
+  const id = (b: Buffer): Buffer => b;
+  server.addService({ Export: { path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export', requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } }, {
+    Export: () => {
+      received++;
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { url: `http://127.0.0.1:${port}`, received: () => received, close: async () => void server.forceShutdown() };
+}
+
+for (const protocol of ['http/protobuf', 'grpc'] as const) {
+  it(`does not count or log an attempt cut off by stop as a failed one (${protocol})`, { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+    const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const destination = protocol === 'grpc' ? await silentGrpcDestination() : await answeringDestination(undefined, { status: 200 });
+    const options = { endpoint: destination.url, headers: {}, compression: 'none' as const, timeoutMs: 120_000 };
+    const exporter = protocol === 'grpc' ? new GrpcExporter(options) : new HttpExporter({ ...options, protocol });
+    const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 10, maxMs: 50 } });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close());
+    queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+    forwarder.start();
+    while (destination.received() === 0) await new Promise((r) => setTimeout(r, 5));
+    // SIGTERM while the attempt is in flight: it is cut off after the grace period.
+    await forwarder.stop();
+    expect(queue.depth).toBe(1);
+    expect(queue.counters().retries).toBe(0);
+    expect(queue.head()?.attempts).toBe(0);
+    expect(forwarder.status()).toMatchObject({ consecutiveFailures: 0, state: 'stopped' });
+    expect(lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error')).toEqual([]);
+  });
+}

@@ -49,6 +49,8 @@ const PARTIAL_LOG_INTERVAL_MS = 60_000;
 const TLS_LOG_INTERVAL_MS = 60_000;
 /** How often dead letters evicted over forward.deadLetters.maxBytes are logged at most (each is counted). */
 const EVICTION_LOG_INTERVAL_MS = 60_000;
+/** How often requests refused for good (moved to the dead letters at once) are logged at most (each is counted). */
+const REFUSED_LOG_INTERVAL_MS = 60_000;
 /** One day: an expired key or a broken route is usually fixed by the next working day (see docs/forwarding.md). */
 export const DEFAULT_MAX_ELAPSED_MS = 86_400_000;
 
@@ -74,6 +76,47 @@ export type ForwarderStatus = Omit<ForwardingDestination, 'lastSuccessAt' | 'nex
   /** Attempts whose TLS handshake with the destination failed, since start. */
   tlsFailures: number;
 };
+
+/**
+ * A log line about something that may happen once per request: the first is written at once, then at most one
+ * line per interval, with how many happened since the last; what the interval held back is written when it ends,
+ * or by flush() (delivery stopping).
+ */
+class ThrottledLine {
+  private readonly intervalMs: number;
+  private readonly now: () => number;
+  private readonly write: (count: number) => void;
+  private unlogged = 0;
+  private lastMs = -Infinity;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(intervalMs: number, now: () => number, write: (count: number) => void) {
+    this.intervalMs = intervalMs;
+    this.now = now;
+    this.write = write;
+  }
+
+  note(count = 1): void {
+    this.unlogged += count;
+    const wait = this.lastMs + this.intervalMs - this.now();
+    if (wait > 0) {
+      this.timer ??= setTimeout(() => this.flush(), wait).unref();
+      return;
+    }
+    this.flush();
+  }
+
+  /** Writes what is held back now, if anything. */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.unlogged === 0) return;
+    this.lastMs = this.now();
+    const count = this.unlogged;
+    this.unlogged = 0;
+    this.write(count);
+  }
+}
 
 /** The wait before retry number `failures` (1-based), before Retry-After: random(0, min(max, initial * multiplier^(failures-1))). */
 export function backoffDelay(failures: number, b: BackoffOptions, random: () => number): number {
@@ -101,11 +144,11 @@ export class Forwarder {
   /** TLS failures since the last line that said so. */
   private tlsFailuresUnlogged = 0;
   private lastTlsLogMs = -Infinity;
-  /** Dead letters evicted since the last line that said so. */
-  private evictedUnlogged = 0;
-  private lastEvictionLogMs = -Infinity;
-  /** Writes the line for evictions held back by the interval. */
-  private evictionFlush: NodeJS.Timeout | undefined;
+  /** Dead letters evicted over forward.deadLetters.maxBytes (see noteEvicted). */
+  private readonly evictions: ThrottledLine;
+  /** Requests refused for good; the line names the last of them. */
+  private readonly refusals: ThrottledLine;
+  private lastRefusal: { signal: string; bytes: number; status: number | null; reason: string } | undefined;
   private readonly now: () => number;
   private state: ForwarderStatus['state'] = 'idle';
   private failures = 0;
@@ -124,6 +167,14 @@ export class Forwarder {
     this.batch = { ...DEFAULT_BATCH, ...opts.batch };
     this.batchLimit = this.batch.maxRequests;
     this.now = opts.now ?? Date.now;
+    this.evictions = new ThrottledLine(EVICTION_LOG_INTERVAL_MS, this.now, (evicted) => {
+      const { queue, exporter, logger } = this.opts;
+      const held = queue.deadLetterSummary();
+      logger.warn('dead letters over forward.deadLetters.maxBytes removed, oldest first; their requests are lost', { destination: exporter.description, evicted, evictedTotal: queue.counters().deadLettersEvicted, deadLettersHeld: held.count, deadLetterBytes: held.bytes, maxBytes: held.maxBytes });
+    });
+    this.refusals = new ThrottledLine(REFUSED_LOG_INTERVAL_MS, this.now, (refused) => {
+      this.opts.logger.warn('forwarding refused for good; request moved to dead letters', { destination: this.opts.exporter.description, ...this.lastRefusal, refused, deadLettersTotal: this.opts.queue.counters().deadLetters });
+    });
   }
 
   /** Starts the delivery loop (returns at once). */
@@ -164,25 +215,8 @@ export class Forwarder {
    * (hookwatch_forward_dead_letters_evicted_total) and they are logged, the first at once, then at most once a
    * minute with how many since the last line.
    */
-  private noteEvicted(evicted: number, flush = false): void {
-    this.evictedUnlogged += evicted;
-    if (this.evictedUnlogged === 0) return;
-    const now = this.now();
-    const wait = this.lastEvictionLogMs + EVICTION_LOG_INTERVAL_MS - now;
-    if (!flush && wait > 0) {
-      this.evictionFlush ??= setTimeout(() => {
-        this.evictionFlush = undefined;
-        this.noteEvicted(0, true);
-      }, wait).unref();
-      return;
-    }
-    clearTimeout(this.evictionFlush);
-    this.evictionFlush = undefined;
-    this.lastEvictionLogMs = now;
-    const { queue, exporter, logger } = this.opts;
-    const held = queue.deadLetterSummary();
-    logger.warn('dead letters over forward.deadLetters.maxBytes removed, oldest first; their requests are lost', { destination: exporter.description, evicted: this.evictedUnlogged, evictedTotal: queue.counters().deadLettersEvicted, deadLettersHeld: held.count, deadLetterBytes: held.bytes, maxBytes: held.maxBytes });
-    this.evictedUnlogged = 0;
+  private noteEvicted(evicted: number): void {
+    this.evictions.note(evicted);
   }
 
   /**
@@ -238,8 +272,9 @@ export class Forwarder {
     } finally {
       clearTimeout(grace);
     }
-    // Before the queue closes: evictions not yet logged are.
-    this.noteEvicted(0, true);
+    // Before the queue closes: evictions and refusals not yet logged are.
+    this.evictions.flush();
+    this.refusals.flush();
     this.state = 'stopped';
   }
 
@@ -302,6 +337,11 @@ export class Forwarder {
     } finally {
       this.attempt = undefined;
     }
+    if (result.kind !== 'success' && attempt.signal.aborted) {
+      // Cut off by stop() (SIGTERM), not refused: the requests stay queued as they were, for the next start, and
+      // the attempt is neither a retry nor a failure.
+      return;
+    }
     const tookMs = performance.now() - started;
     if (result.kind === 'success') {
       queue.ack(...ids);
@@ -330,7 +370,10 @@ export class Forwarder {
     if (result.kind === 'permanent') {
       this.isolate = false;
       const evicted = queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
-      logger.warn('forwarding refused for good; request moved to dead letters', { destination: exporter.description, signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message });
+      // Counted each (hookwatch_forward_dead_letters_total); a destination refusing every request gets a line a
+      // minute, with how many since and the last one's reason, not one per request.
+      this.lastRefusal = { signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message };
+      this.refusals.note();
       if (evicted) this.noteEvicted(evicted);
       return;
     }
