@@ -289,3 +289,43 @@ for (const protocol of ['http/protobuf', 'grpc'] as const) {
     expect(lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error')).toEqual([]);
   });
 }
+
+/** Takes every request, reporting a partial success whose reason differs each time (a count in it). */
+class PartialDestination implements Exporter {
+  readonly description = 'partial destination';
+  attempts = 0;
+  accepts(): boolean {
+    return true;
+  }
+  export(): Promise<ExportResult> {
+    this.attempts++;
+    return Promise.resolve({ kind: 'success', partial: { rejected: 1, message: `quota: ${this.attempts} records over` } });
+  }
+  async close(): Promise<void> {}
+}
+
+it('logs partial successes at most once a minute, whatever their reasons, and counts every rejected record', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  let now = Date.now();
+  const destination = new PartialDestination();
+  const forwarder = new Forwarder({ queue, exporter: destination, logger, now: () => now });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => forwarder.stop());
+  forwarder.start();
+  const deliver = async (): Promise<void> => {
+    // JSON requests travel one by one: one partial success each.
+    queue.enqueue('logs', 'json', Buffer.from('{}'), now);
+    forwarder.notify();
+    while (queue.depth > 0) await new Promise((r) => setTimeout(r, 5));
+  };
+  for (let i = 0; i < 5; i++) await deliver();
+  const partials = (): Record<string, unknown>[] => lines.filter((l) => String(l['msg']).includes('partial success'));
+  expect(partials()).toHaveLength(1);
+  expect(partials()[0]).toMatchObject({ reason: 'quota: 1 records over' });
+  now += 61_000;
+  await deliver();
+  expect(partials()).toHaveLength(2);
+  expect(forwarder.status().rejectedByDestination).toBe(6);
+});

@@ -199,7 +199,7 @@ export class Forwarder {
 
   /**
    * A partial success: the destination kept the request but dropped some of its records (a quota, a limit).
-   * Not retried, as the specification says; counted, and logged once per message rather than every request.
+   * Not retried, as the specification says; counted, and logged at most once a minute, whatever the reasons.
    */
   private notePartial(partial: { rejected: number; message: string }, signal: string, requests: number): void {
     this.rejectedByDestination += partial.rejected;
