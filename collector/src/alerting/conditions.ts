@@ -6,7 +6,7 @@
 import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
-import type { Arrival } from '../store/store.ts';
+import type { Arrival, ArrivalCounters } from '../store/store.ts';
 import type { RuleConfig } from './settings.ts';
 
 type Annotations = Record<string, string>;
@@ -37,7 +37,7 @@ export function windowText(ms: number): string {
 }
 
 /** persisted: outputs saved to a file while the hook reported success; `late` names arrivals stamped before the window. */
-export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: Arrival | undefined): Annotations | null {
+export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: ArrivalCounters | undefined): Annotations | null {
   // The headline divergence: Claude Code saved output to a file while the hook reported success. A client that
   // does not send num_outputs_persisted (older than 2.1.280) still shows it: a measured output over the cap.
   const inferred = c.outputsPersisted <= 0 ? c.executionsWithPersisted : 0;

@@ -222,6 +222,30 @@ describe('persisted rule', () => {
     expect(notes).toHaveLength(1);
     expect(notes[0]?.labels).toMatchObject({ alertname: 'persisted', hook_name: 'SessionStart:startup', team: 'platform' });
   });
+
+  it('with groupBy, a late persisted output alerts its own team, whether or not the hook has other events in the window', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
+    // The hook runs fine for team web in the window.
+    await h.push({ ...fine, hookName: 'PostToolUse:Bash', team: 'web' });
+    expect(h.notes()).toEqual([]);
+    // A Collector queue drains: outputs of team platform persisted two hours ago, of this hook and of one with
+    // nothing else in the window.
+    const stamped = h.clock.now() - 2 * HOUR;
+    await h.pushAt([
+      { ...over, hookName: 'PostToolUse:Bash', team: 'platform', timeMs: stamped, receivedMs: h.clock.now() },
+      { ...over, hookName: 'PostToolUse:Edit', team: 'platform', timeMs: stamped + MIN, receivedMs: h.clock.now() },
+    ]);
+    const notes = h.notes();
+    expect(notes.map((n) => [n.status, n.hook, n.labels['team']]).sort()).toEqual([['firing', 'PostToolUse:Bash', 'platform'], ['firing', 'PostToolUse:Edit', 'platform']]);
+    const alerts = h.sink.bodies<AlertmanagerWebhookBody>().flatMap((b) => b.alerts);
+    for (const a of alerts) expect(a.annotations).toMatchObject({ late_outputs_persisted: '1' });
+    expect(alerts.find((a) => a.labels['hook_name'] === 'PostToolUse:Bash')?.annotations).toMatchObject({ event_time: new Date(stamped).toISOString() });
+    // The summary names the team the outputs were lost for.
+    expect(alerts.find((a) => a.labels['hook_name'] === 'PostToolUse:Bash')?.annotations['summary']).toContain('(team=platform)');
+    // A window after their arrival, both resolve.
+    await h.run(HOUR + MIN + TICK);
+    expect(h.notes().filter((n) => n.status === 'resolved').map((n) => [n.hook, n.labels['team']]).sort()).toEqual([['PostToolUse:Bash', 'platform'], ['PostToolUse:Edit', 'platform']]);
+  });
 });
 
 describe('silences', () => {

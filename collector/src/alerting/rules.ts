@@ -9,7 +9,7 @@ import { largestKnown, largestOutput, OUTPUT_CAP_CHARS } from '../../../shared/s
 import type { HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import { isOverflowHook } from '../store/hook-limit.ts';
-import type { HookInfo, Store } from '../store/store.ts';
+import type { ArrivalCounters, HookInfo, Store } from '../store/store.ts';
 import { blindCondition, growthCondition, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
 
@@ -64,7 +64,20 @@ function hookLabels(rule: RuleConfig, info: HookInfo): Record<string, string> {
   return { alertname: rule.name, severity: rule.severity, hook_event: info.hookEvent, hook_name: info.hookName };
 }
 
-type HookCondition = (c: HookCounters, info: HookInfo, scope: string) => Record<string, string> | null;
+/** The condition of one hook, or of one value of the rule's groupBy dimension (`value`, '' without one) of it. */
+type HookCondition = (c: HookCounters, info: HookInfo, scope: string, value?: string) => Record<string, string> | null;
+
+/** The scope a condition names: the hook, and the groupBy value when there is one. */
+function scopeText(rule: RuleConfig, info: HookInfo, value: string | undefined): string {
+  return rule.groupBy && value ? `${info.hookName} (${rule.groupBy}=${value})` : info.hookName;
+}
+
+/** The hook's labels, plus the groupBy label when the rule has one and the value is set. */
+function groupLabels(rule: RuleConfig, info: HookInfo, value: string | undefined): Record<string, string> {
+  const labels = hookLabels(rule, info);
+  if (rule.groupBy && value) labels[dimensionLabel(rule.groupBy)] = value;
+  return labels;
+}
 
 /** Per hook, or per hook and dimension value when the rule has groupBy. */
 async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition): Promise<Candidate[]> {
@@ -72,17 +85,14 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
   const out: Candidate[] = [];
   for (const c of counters.values()) {
     if (!rule.groupBy) {
-      const annotations = cond(c, c.info, c.info.hookName);
+      const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id });
       continue;
     }
     const rows = await ctx.store.breakdown(c.info.id, rule.groupBy, { fromMs, toMs });
     for (const row of rows) {
-      const annotations = cond(row, c.info, row.value ? `${c.info.hookName} (${rule.groupBy}=${row.value})` : c.info.hookName);
-      if (!annotations) continue;
-      const labels = hookLabels(rule, c.info);
-      if (row.value) labels[dimensionLabel(rule.groupBy)] = row.value;
-      out.push({ labels, annotations, hookId: c.info.id });
+      const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
+      if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id });
     }
   }
   return out;
@@ -91,24 +101,33 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
 /**
  * Persisted outputs in the window, by event time or by arrival: a batch stamped an hour ago (a Collector queue
  * draining after an outage, a client clock behind) still notifies when it arrives, with its event times named.
+ * With groupBy, late arrivals count for their own value of the dimension, as the events of the window do.
  */
 async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = ctx.now - rule.windowMs;
   const toMs = ctx.now + FUTURE_SKEW_MS;
   // Arrivals in the window whose event time is before it: the event-time window below does not count them.
-  const late = await ctx.store.latePersisted({ receivedFromMs: fromMs, receivedToMs: toMs, eventBeforeMs: fromMs });
+  const late = await ctx.store.latePersisted({ receivedFromMs: fromMs, receivedToMs: toMs, eventBeforeMs: fromMs, ...(rule.groupBy ? { dimension: rule.groupBy } : {}) });
+  const lateOf = (id: string, value: string | undefined): ArrivalCounters | undefined => {
+    const a = late.get(id);
+    return rule.groupBy ? a?.byValue?.get(value ?? '') : a;
+  };
   const seen = new Set<string>();
-  const cond: HookCondition = (c, info, scope) => {
-    seen.add(info.id);
-    // Late arrivals are counted per hook: split by a dimension, they would be added to every group.
-    const l = rule.groupBy ? undefined : late.get(info.id);
+  const key = (id: string, value: string | undefined): string => `${id}\u0000${value ?? ''}`;
+  const cond: HookCondition = (c, info, scope, value) => {
+    seen.add(key(info.id, value));
+    const l = lateOf(info.id, value);
     return persistedCondition(l ? totalCounters([c, l]) : c, scope, rule.windowMs, l);
   };
   const out = await perHook(rule, ctx, fromMs, toMs, cond);
-  for (const l of late.values()) {
-    if (seen.has(l.info.id)) continue;
-    const annotations = persistedCondition(l, l.info.hookName, rule.windowMs, l);
-    if (annotations) out.push({ labels: hookLabels(rule, l.info), annotations, hookId: l.info.id });
+  // Late arrivals of a hook (or a value of it) with nothing else in the window.
+  for (const a of late.values()) {
+    const groups: [string | undefined, ArrivalCounters][] = rule.groupBy ? [...(a.byValue ?? [])] : [[undefined, a]];
+    for (const [value, l] of groups) {
+      if (seen.has(key(a.info.id, value))) continue;
+      const annotations = persistedCondition(l, scopeText(rule, a.info, value), rule.windowMs, l);
+      if (annotations) out.push({ labels: groupLabels(rule, a.info, value), annotations, hookId: a.info.id });
+    }
   }
   return out;
 }

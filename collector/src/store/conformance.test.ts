@@ -796,6 +796,54 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(a.lastEventMs).toBe(late.timeMs);
     expect(a.info.hookName).toBe('PostToolUse:Bash');
   });
+  it('splits late persisted outputs by the value of a dimension, and the persisted rule with groupBy counts each for its own value', async () => {
+    const store = await open();
+    const now = T0 + 5 * HOUR;
+    const lateAt = (timeMs: number, over: Partial<HookEvent>): HookEvent => ev({ timeMs, receivedMs: now - MINUTE, outputsPersisted: 1, status: 'over', stdoutChars: 30_000, ...over });
+    await store.ingest([
+      lateAt(now - 90 * MINUTE, { extra: { team: 'infra' } }),
+      lateAt(now - 70 * MINUTE, { extra: { team: 'infra' }, outputsPersisted: 2, organizationId: 'org-2' }),
+      lateAt(now - 80 * MINUTE, { extra: { team: 'web' } }),
+      // Without the dimension: grouped under '', as breakdown names it.
+      lateAt(now - 75 * MINUTE, {}),
+      // In the window by event time: the team has other events there, none persisted.
+      ev({ timeMs: now - 10 * MINUTE, receivedMs: now - 10 * MINUTE, extra: { team: 'web' } }),
+      // On time, of a team with no late arrival.
+      ev({ timeMs: now - 5 * MINUTE, receivedMs: now - 5 * MINUTE, outputsPersisted: 1, status: 'over', stdoutChars: 30_000, extra: { team: 'data' } }),
+    ]);
+    const q = { receivedFromMs: now - HOUR, receivedToMs: now, eventBeforeMs: now - HOUR };
+    const hook = ev().hookId;
+    const byTeam = (await store.latePersisted({ ...q, dimension: 'team' })).get(hook)!;
+    // The hook's own figures are those asked without a dimension.
+    const { byValue: none, ...plain } = (await store.latePersisted(q)).get(hook)!;
+    expect(none).toBeUndefined();
+    const { byValue, ...total } = byTeam;
+    expect(total).toEqual(plain);
+    expect(total).toMatchObject({ outputsPersisted: 5, executions: 4, firstEventMs: now - 90 * MINUTE, lastEventMs: now - 70 * MINUTE });
+    expect(new Set(byValue!.keys())).toEqual(new Set(['infra', 'web', '']));
+    expect(byValue!.get('infra')).toMatchObject({ outputsPersisted: 3, executions: 2, executionsWithPersisted: 2, firstEventMs: now - 90 * MINUTE, lastEventMs: now - 70 * MINUTE });
+    expect(byValue!.get('web')).toMatchObject({ outputsPersisted: 1, executions: 1, firstEventMs: now - 80 * MINUTE, lastEventMs: now - 80 * MINUTE });
+    expect(byValue!.get('')).toMatchObject({ outputsPersisted: 1, executions: 1, firstEventMs: now - 75 * MINUTE });
+    // A built-in dimension, a column of the attribute set.
+    const byOrg = (await store.latePersisted({ ...q, dimension: 'organization.id' })).get(hook)!.byValue!;
+    expect(Object.fromEntries([...byOrg].map(([v, a]) => [v, a.outputsPersisted]))).toEqual({ 'org-1': 3, 'org-2': 2 });
+    await expect(store.latePersisted({ ...q, dimension: 'nope' })).rejects.toThrow(UnknownDimensionError);
+
+    const [rule] = parseRules([{ kind: 'persisted', window: '1h', groupBy: 'team' }], [...DIMENSIONS, 'organization.id']);
+    const alerts = (await evaluateRule(rule!, { store, now })).map((c) => ({ ...c.labels, ...c.annotations }));
+    const of = (team: string | undefined): Record<string, string> | undefined => alerts.find((a) => a['team'] === team);
+    expect(alerts).toHaveLength(4);
+    // Only late arrivals: alerted with the team's label, so a route by team gets it.
+    expect(of('infra')).toMatchObject({ alertname: 'persisted', hook_name: 'PostToolUse:Bash', late_outputs_persisted: '3', first_event_time: new Date(now - 90 * MINUTE).toISOString(), event_time: new Date(now - 70 * MINUTE).toISOString() });
+    // Late arrivals beside the team's own events of the window: counted, not hidden by them.
+    expect(of('web')).toMatchObject({ late_outputs_persisted: '1', event_time: new Date(now - 80 * MINUTE).toISOString() });
+    expect(of('web')?.['description']).toMatch(/^1 of 2 executions lost output/);
+    expect(of('data')).toMatchObject({ alertname: 'persisted' });
+    expect(of('data')?.['late_outputs_persisted']).toBeUndefined();
+    // Events without the dimension: the hook's labels alone, as breakdown's '' row gets.
+    expect(of(undefined)).toMatchObject({ late_outputs_persisted: '1', hook_name: 'PostToolUse:Bash' });
+  });
+
   it('the hook_limit rule counts events folded into an overflow hook when they arrive, however old their event time', async () => {
     const store = await open({ maxHooks: 2 });
     const now = T0 + 5 * HOUR;

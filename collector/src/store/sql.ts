@@ -2,11 +2,11 @@
 import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
-import { COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, fromDbRow, toCounters } from './counters.ts';
+import { COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
 import { isOverflowHook } from './hook-limit.ts';
 import { granularityForStep, type Granularity } from './segments.ts';
-import { UnknownDimensionError, type Arrival, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
+import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeGrouping } from './shared-reads.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
@@ -556,11 +556,20 @@ export function compactEventColumnsDdl(int: string, small: string): string {
 /**
  * Executions over the cap (persisted outputs, reported or measured) per hook that arrived in [$1, $2) with an
  * event time before $3 (older than the rule's window by event time), through the partial arrival index: the cost
- * is the late events with a receive time, not the table.
+ * is the late events with a receive time, not the table. With `attrExpr` (a dimension over attr_sets' columns,
+ * from dimensionExpr), per hook and value of it as column `v`: each late event's set is looked up by its id, one
+ * probe per late event, and an event without the value (or whose set is gone) groups under '', as breakdown's.
  */
-export function latePersistedQuery(p: (n: number) => string): string {
-  return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
-    WHERE status = ${STATUS_CODES.over} AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
+export function latePersistedQuery(p: (n: number) => string, attrExpr?: string): string {
+  const where = `status = ${STATUS_CODES.over} AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)}`;
+  if (attrExpr === undefined) {
+    return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
+    WHERE ${where} GROUP BY hook`;
+  }
+  const value = `COALESCE(${attrExpr}, '')`;
+  return `SELECT ${EVENT_HOOK_ID} AS g, ${value} AS v, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()}
+    FROM events LEFT JOIN attr_sets ON attr_sets.id = events.attrs
+    WHERE ${where} GROUP BY hook, ${value}`;
 }
 
 /**
@@ -572,12 +581,32 @@ export function lateArrivalsQuery(p: (n: number) => string): string {
     WHERE received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)} GROUP BY hook`;
 }
 
-/** Rows of latePersistedQuery as Arrivals by hook id, with the hooks' info (`byId`); rows of unknown hooks are left out. */
+/**
+ * Rows of latePersistedQuery (or lateArrivalsQuery) as Arrivals by hook id, with the hooks' info (`byId`); rows
+ * of unknown hooks are left out. Rows split by a dimension's value (column `v`) are summed per hook, each kept in
+ * the hook's byValue.
+ */
 export function toArrivals(rows: readonly Record<string, unknown>[], byId: ReadonlyMap<string, HookInfo>): Map<string, Arrival> {
-  const out = new Map<string, Arrival>();
+  const totals = new Map<string, { row: CounterRow; info: HookInfo; first: number; last: number; byValue?: Map<string, ArrivalCounters> }>();
   for (const r of rows) {
     const info = byId.get(String(r['g']));
-    if (info) out.set(info.id, { ...toCounters(fromDbRow(r)), info, firstEventMs: Number(r['first_event']), lastEventMs: Number(r['last_event']) });
+    if (!info) continue;
+    const row = fromDbRow(r);
+    const first = Number(r['first_event']);
+    const last = Number(r['last_event']);
+    let t = totals.get(info.id);
+    if (!t) {
+      t = { row: emptyRow(), info, first, last };
+      totals.set(info.id, t);
+    }
+    mergeRow(t.row, row);
+    t.first = Math.min(t.first, first);
+    t.last = Math.max(t.last, last);
+    if ('v' in r) (t.byValue ??= new Map()).set(String(r['v'] ?? ''), { ...toCounters(row), firstEventMs: first, lastEventMs: last });
+  }
+  const out = new Map<string, Arrival>();
+  for (const [id, t] of totals) {
+    out.set(id, { ...toCounters(t.row), info: t.info, firstEventMs: t.first, lastEventMs: t.last, ...(t.byValue ? { byValue: t.byValue } : {}) });
   }
   return out;
 }

@@ -39,11 +39,29 @@ export interface ArrivalQuery {
   eventBeforeMs: number;
 }
 
-/** One hook's persisted outputs that arrived late, with the range of their event times. */
-export interface Arrival extends HookCounters {
-  info: HookInfo;
+/** Late persisted outputs, per hook or per value of a dimension (ArrivalQuery.dimension). */
+export interface LatePersistedQuery extends ArrivalQuery {
+  /**
+   * A dimension (attribute name): each hook's arrivals are also split by its value, read through the events'
+   * attribute sets (Arrival.byValue), as `breakdown` splits the counters.
+   */
+  dimension?: string;
+}
+
+/** Late arrivals' counters, with the range of their event times. */
+export interface ArrivalCounters extends HookCounters {
   firstEventMs: number;
   lastEventMs: number;
+}
+
+/** One hook's persisted outputs that arrived late, with the range of their event times. */
+export interface Arrival extends ArrivalCounters {
+  info: HookInfo;
+  /**
+   * Asked by a dimension: the same arrivals by its value ('' for events without it, as `breakdown` names them);
+   * the hook's own figures are their sum.
+   */
+  byValue?: Map<string, ArrivalCounters>;
 }
 
 /** A time range [fromMs, toMs) plus optional dimension filters (attribute name -> value). */
@@ -130,8 +148,12 @@ export interface Store {
   metaValue(key: string, create: () => string): Promise<string>;
   /** The overflow hooks (hook-limit.ts) that exist: few, whatever the number of hooks. */
   overflowHooks(): Promise<HookInfo[]>;
-  /** Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound. */
-  latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>>;
+  /**
+   * Per-hook persisted outputs that arrived in a range of receive time with an event time before a bound; with
+   * q.dimension, also split by its value (Arrival.byValue). Throws UnknownDimensionError for a dimension the store
+   * does not know.
+   */
+  latePersisted(q: LatePersistedQuery): Promise<Map<string, Arrival>>;
   /**
    * Per overflow hook (hook-limit.ts), the events counted under it that arrived in a range of receive time with an
    * event time before a bound: folded when they arrived, whatever their event time.

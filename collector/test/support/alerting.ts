@@ -129,6 +129,8 @@ export interface EventFacts {
   outputsPersisted?: number | null;
   serviceVersion?: string;
   team?: string;
+  /** When hookwatch received it (a late arrival: long after timeMs); unset, the event has no receive time. */
+  receivedMs?: number;
 }
 
 /** A hook event as the extractor would make it. */
@@ -171,6 +173,7 @@ export function hookEvent(f: EventFacts): HookEvent {
     terminalType: 'test',
     source: 'otlp',
     extra: f.team ? { team: f.team } : {},
+    ...(f.receivedMs === undefined ? {} : { receivedMs: f.receivedMs }),
   };
 }
 

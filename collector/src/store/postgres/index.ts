@@ -26,7 +26,7 @@ import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type Guar
 import { inTransaction } from './connection.ts';
 import { ConnectionSockets } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
-import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -923,8 +923,10 @@ export class PostgresStore implements Store {
     return (await this.query(OVERFLOW_HOOKS, [])).map(toInfo);
   }
 
-  async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
-    const rows = await this.query(latePersistedQuery((n) => `$${n}`), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
+  async latePersisted(q: LatePersistedQuery): Promise<Map<string, Arrival>> {
+    // Built first: an unknown dimension is refused whether or not anything arrived late.
+    const sql = latePersistedQuery((n) => `$${n}`, q.dimension === undefined ? undefined : this.attrExpr(q.dimension));
+    const rows = await this.query(sql, [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     return rows.length === 0 ? new Map() : toArrivals(rows, await this.infos(rows.map((r) => String(r['g']))));
   }
 

@@ -23,7 +23,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -893,8 +893,10 @@ export class SqliteStore implements Store {
     return (await this.all(OVERFLOW_HOOKS)).map(toInfo);
   }
 
-  async latePersisted(q: ArrivalQuery): Promise<Map<string, Arrival>> {
-    const rows = await this.all(latePersistedQuery(() => '?'), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
+  async latePersisted(q: LatePersistedQuery): Promise<Map<string, Arrival>> {
+    // Built first: an unknown dimension is refused whether or not anything arrived late.
+    const sql = latePersistedQuery(() => '?', q.dimension === undefined ? undefined : this.attrExpr(q.dimension));
+    const rows = await this.all(sql, [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     return rows.length === 0 ? new Map() : toArrivals(rows, await this.infos(rows.map((r) => String(r['g']))));
   }
 
