@@ -126,6 +126,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       receiver: name,
       status: 'firing',
       createdAtMs: t,
+      test: true,
       alert: {
         id: `0000000000000000-${t.toString(36)}`,
         fingerprint: '0000000000000000',

@@ -20,7 +20,8 @@ import { createLogger } from '../telemetry/logger.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
 import { sendWithRetry } from './transport.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
-import { AlertmanagerRefresher } from './alertmanager-api.ts';
+import { AlertmanagerRefresher, alertmanagerApiRenderer } from './alertmanager-api.ts';
+import type { Notification } from './model.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import { requireTool, runs } from '../../test/required-tool.ts';
 
@@ -149,6 +150,18 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('a receiver test reaches Alertmanager without leaving an alert firing there or paging through a route', async () => {
+    const s = service as RunningService;
+    const res = await fetch(`${s.httpUrl}/api/v1/receivers/am/test`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ receiver: 'am', delivered: true, httpStatus: 200 });
+    // Past group_wait and group_interval (1 s each): a route would have been notified by now, and a firing
+    // test alert (4 resend intervals of lifetime) would still be listed.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await amAlerts()).map((a) => a.labels['alertname'])).not.toContain('hookwatch_test');
+    expect([...notifications('/team'), ...notifications('/oncall')].flatMap((n) => n.alerts.map((a) => a.labels['alertname']))).not.toContain('hookwatch_test');
+  }, 30_000);
+
   it('pushes, groups, routes, renews, survives a restart without a duplicate, and resolves', async () => {
     const s = service as RunningService;
     await emitExecutions(s.otlpHttpUrl, [
@@ -273,6 +286,19 @@ describe('alertmanager renewals', () => {
     } finally {
       await sink.close();
     }
+  });
+});
+
+describe('alertmanager receiver test notification', () => {
+  it('is posted resolved on arrival (endsAt = startsAt); a notification of a rule is posted firing', () => {
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', resendInterval: '1m' }]);
+    const render = alertmanagerApiRenderer({ externalUrl: '' }, receiver!, () => Date.parse('2026-12-01T00:00:30.000Z'));
+    const n: Notification = {
+      webhookId: 'msg_1', receiver: 'am', status: 'firing', createdAtMs: 0,
+      alert: { id: 'a', fingerprint: 'f', rule: 'hookwatch_test', labels: { alertname: 'hookwatch_test' }, annotations: {}, startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, hookId: null },
+    };
+    expect(JSON.parse(render.render({ ...n, test: true }))).toEqual([expect.objectContaining({ startsAt: '2026-12-01T00:00:00.000Z', endsAt: '2026-12-01T00:00:00.000Z' })]);
+    expect(JSON.parse(render.render(n))).toEqual([expect.objectContaining({ endsAt: '2026-12-01T00:04:30.000Z' })]);
   });
 });
 

@@ -44,12 +44,18 @@ export function postableAlert(
   };
 }
 
-/** Renderer for `type: alertmanager`: a one-alert array, endsAt computed when the request is built. */
+/**
+ * Renderer for `type: alertmanager`: a one-alert array, endsAt computed when the request is built. A test
+ * notification ends when it starts: Alertmanager validates and stores it (so its 2xx proves the URL, credentials
+ * and TLS work and it takes hookwatch's alerts), but holds it as resolved, never as firing. No route notifies it
+ * either: Alertmanager sends a group's resolution only after having sent it firing. A firing test alert would
+ * page through the team's routes and stay firing until its endsAt, with nothing to resolve it.
+ */
 export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConfig, now: () => number): BodyRenderer {
   const resend = receiver.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
   return {
     render: (n: Notification) => {
-      const resolvedAt = n.status === 'resolved' ? (n.alert.endsAt ?? new Date(now()).toISOString()) : null;
+      const resolvedAt = n.test ? n.alert.startsAt : n.status === 'resolved' ? (n.alert.endsAt ?? new Date(now()).toISOString()) : null;
       return JSON.stringify([postableAlert(n.alert, resolvedAt, ctx, now(), resend)]);
     },
   };

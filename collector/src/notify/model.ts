@@ -61,6 +61,11 @@ export interface Notification {
   status: 'firing' | 'resolved';
   alert: NotifiedAlert;
   createdAtMs: number;
+  /**
+   * A test notification (POST /api/v1/receivers/:name/test), of no rule. An `alertmanager` receiver gets it
+   * resolved on arrival, so it leaves no alert firing there.
+   */
+  test?: boolean;
 }
 
 /** Renders the request body of a notification for one kind of receiver. */
