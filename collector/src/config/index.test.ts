@@ -146,6 +146,24 @@ describe('bad configuration fails at start with a message naming the key', () =>
     expect(loaded.warnings).toEqual([]);
   });
 
+  it('a bad rule or receiver is named by its key path and reason, the list it sits in not repeated', () => {
+    const message = (yaml: string): string => {
+      try {
+        loadConfig({ env: { HOOKWATCH_CONFIG: 'x.yaml' }, readFile: () => yaml });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error('loaded');
+    };
+    const rules = 'alerting:\n  rules:\n    - { kind: persisted, name: first_rule }\n    - { kind: growth }\n    - { kind: blind }\n    - { kind: headroom, threshold: 7 }\n';
+    expect(message(rules)).toBe('config file x.yaml: alerting.rules[3].threshold: must be between 0 and 1');
+    expect(message('alerting:\n  rules: { kind: persisted }\n')).toBe('config file x.yaml: alerting.rules: expected a list of rules');
+    const receivers = 'alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.example.com/T0/LeakPath77", signingSecret: "whsec_LeakSecret88", bearer: x }\n';
+    expect(message(receivers)).toMatch(/^config file x\.yaml: alerting\.receivers\[0\]: unknown key "bearer" \(known: name, type, url, [^)]*\)$/);
+    expect(message(receivers)).not.toMatch(/LeakPath77|LeakSecret88/);
+  });
+
   it('never repeats a secret value in an error', () => {
     let message = '';
     try {

@@ -44,6 +44,11 @@ function describe(setting: Setting, raw: unknown): string {
   return JSON.stringify(setting.redactValue(raw));
 }
 
+/** True when `message` begins with `key` or a path inside it (`key[3].threshold: ...`, `key.name: ...`). */
+function namesKeyWithin(message: string, key: string): boolean {
+  return message.startsWith(key) && /^[[.:]/.test(message.slice(key.length));
+}
+
 /** Converts a raw value (string from env/flags, or any YAML value) to the setting's type, or throws naming the key. */
 export function coerce(setting: Setting, raw: unknown, origin: string): unknown {
   const fail = (why: string): never => {
@@ -109,6 +114,9 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
     }
     case 'object': {
       const problem = setting.validate?.(raw);
+      // A structured setting's parser names the key inside it (alerting.rules[3].threshold): that path and the
+      // reason say it all, where the value would be the whole list of rules, or receivers holding secrets.
+      if (problem && namesKeyWithin(problem, setting.key)) throw new ConfigError(`${origin}: ${problem}`);
       if (problem) fail(problem);
       return raw;
     }
