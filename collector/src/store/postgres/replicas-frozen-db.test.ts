@@ -12,7 +12,7 @@ import pg from 'pg';
 import { expect, it } from 'vitest';
 import { PostgresStore } from './index.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, persistedOutputBody, postLogs, startReplica, waitFor } from '../../../test/support/postgres/replicas.ts';
+import { leaseHolderPid, persistedOutputBody, postLogs, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 // Renewed every 3 s: still held in the database when the stop tries to hand it back (a renewal period, the time
 // before the signal, and a step or two later).
@@ -34,7 +34,8 @@ function entries(lines: readonly string[], msg: string): Record<string, unknown>
   });
 }
 
-it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is prompt and says what was left undone', async () => {
+/** A new database with one replica on it, leading, and a client of the test's own on that database. */
+async function leaderOnNewDatabase(): Promise<{ url: string; env: Record<string, string>; leader: Replica; db: pg.Client }> {
   const url = await fx.server().createDatabase();
   const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` };
   const leader = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
@@ -43,6 +44,11 @@ it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is 
   await db.connect();
   fx.defer(() => db.end());
   await waitFor('the replica to lead', async () => ((await leaseHolderPid(db)) === leader.pid ? true : undefined), 15_000);
+  return { url, env, leader, db };
+}
+
+it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is prompt and says what was left undone', async () => {
+  const { url, env, leader, db } = await leaderOnNewDatabase();
   // Acknowledged before the database hangs: committed, so it must be there afterwards.
   await fx.post(leader, persistedOutputBody(Date.now(), 'before-freeze'));
 
@@ -92,14 +98,7 @@ it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is 
 }, 180_000);
 
 it('SIGTERM while PostgreSQL answers: the lease is handed back and the heartbeat removed, and the exit is 0', async () => {
-  const url = await fx.server().createDatabase();
-  const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` };
-  const leader = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
-  fx.adopt([leader]);
-  const db = new pg.Client({ connectionString: url });
-  await db.connect();
-  fx.defer(() => db.end());
-  await waitFor('the replica to lead', async () => ((await leaseHolderPid(db)) === leader.pid ? true : undefined), 15_000);
+  const { leader, db } = await leaderOnNewDatabase();
   await waitFor('its heartbeat', async () => ((await db.query('SELECT 1 FROM replica_heartbeats')).rowCount === 1 ? true : undefined), 10_000);
   await fx.post(leader, persistedOutputBody(Date.now(), 'clean-stop'));
   leader.child.kill('SIGTERM');
