@@ -183,17 +183,17 @@ export function createApiRouter(opts: ApiOptions): Router {
     const filters = filtersOf(q, ['from', 'to', 'step', 'limit', 'ids']);
     const { limit } = parsePage(q);
     // Only the hooks named, as if the fleet were those: a table showing rows past the riskiest `limit` (a search,
-    // every hook listed) asks for their series so.
+    // every hook listed) asks for their series so, a screenful at a time, and the store reads those hooks only.
     const ids = parseHookIds(q);
-    const listed = (id: string): boolean => ids === undefined || ids.has(id);
+    const only = ids === undefined ? {} : { hookIds: [...ids] };
     const stepMs = step * 1000;
-    const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters }), store.hookCounters({ ...range, filters })]);
+    const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters, ...only }), store.hookCounters({ ...range, filters, ...only })]);
     const first = Math.floor(range.fromMs / stepMs) * stepMs;
     const starts: number[] = [];
     for (let t = first; t < range.toMs; t += stepMs) starts.push(t);
     // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
     // so the answer stays bounded whatever the number of hooks, and the fleet's totals stay whole.
-    const ranked = summarize(counters).hooks.filter((hk) => listed(hk.id));
+    const ranked = summarize(counters).hooks;
     const byId = new Map<string, FleetSeriesHook & { total: number }>();
     for (const hk of ranked.slice(0, limit)) {
       byId.set(hk.id, {
@@ -216,7 +216,7 @@ export function createApiRouter(opts: ApiOptions): Router {
         hk.executionsWithPersisted[i] = r.executionsWithPersisted;
         hk.executions[i] = r.executions;
         hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
-      } else if (rest && counters.has(r.hookId) && listed(r.hookId)) {
+      } else if (rest && counters.has(r.hookId)) {
         const largest = rest.largest[i] ?? null;
         rest.largest[i] = r.largest === null ? largest : Math.max(largest ?? 0, r.largest);
         rest.persisted[i] = (rest.persisted[i] ?? 0) + persistedAtLeast(r);

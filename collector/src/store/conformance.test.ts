@@ -21,7 +21,7 @@ import { SqliteStore } from './sqlite/index.ts';
 import { MAX_OVERFLOW_HOOKS, overflowHookName } from './hook-limit.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { alignRange } from './segments.ts';
-import { UnknownDimensionError, type Store } from './store.ts';
+import { UnknownDimensionError, type FleetBucket, type Store } from './store.ts';
 import { evaluateRule } from '../alerting/rules.ts';
 import { parseRules } from '../alerting/settings.ts';
 
@@ -477,7 +477,11 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
           largest: Math.max(...Object.values(c.maxChars).filter((v): v is number => v !== null)),
         }));
         expect(fleet.filter((r) => r.hookId === id).sort((a, b) => a.bucketMs - b.bucketMs), `${id} ${stepMs}`).toEqual(want.sort((a, b) => a.bucketMs - b.bucketMs));
+        // Asked for this hook only (with one the store does not know), the same rows.
+        expect((await store.fleetSeries({ ...q, hookIds: [id, 'ffffffffffffffff'] })).sort((a, b) => a.bucketMs - b.bucketMs), `${id} ${stepMs} alone`).toEqual(want);
       }
+      expect(await store.fleetSeries({ ...q, hookIds: [] })).toEqual([]);
+      expect((await store.hookCounters({ ...q, hookIds: [] })).size).toBe(0);
     }
     // A late event for a bucket already answered shows in the next answer (nothing kept hides it).
     const q = { fromMs: T0, toMs: T0 + 2 * DAY, stepMs: HOUR };
@@ -890,6 +894,9 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
           expect(byVersion(versionsTogether), label).toEqual(wantVersions);
           expect(strip(await store.hookCounters({ ...q, filters })), label).toEqual(model(events, q.fromMs, q.toMs, keep));
           expect(strip(await store.hookCounters({ ...q, filters, hookId: id })), label).toEqual(model(events.filter((e) => e.hookId === id), q.fromMs, q.toMs, keep));
+          // A few hooks (the sparklines of rows past the fleet series' riskiest), an unknown one among them.
+          const few = [id, hooks.find((h) => h !== id)!, 'ffffffffffffffff'];
+          expect(strip(await store.hookCounters({ ...q, filters, hookIds: few })), label).toEqual(model(events.filter((e) => few.includes(e.hookId)), q.fromMs, q.toMs, keep));
           expect(byVersion(await store.clientVersions({ ...q, filters })), label).toEqual(wantVersions);
         }
         const mine = events.filter((e) => e.hookId === id);
@@ -924,10 +931,13 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
         const to = Math.ceil(q.toMs / stepMs) * stepMs;
         const bucket = (e: HookEvent): number => Math.floor(e.timeMs / stepMs) * stepMs;
         const fleet = await store.fleetSeries(q);
+        const byBucket = (rows: FleetBucket[]): FleetBucket[] => [...rows].sort((a, b) => a.hookId.localeCompare(b.hookId) || a.bucketMs - b.bucketMs);
         for (const id of hooks) {
           const want = foldBy(events.filter((e) => e.hookId === id), from, to, bucket, keep);
           const label = `${stepMs} ${JSON.stringify(filters)} ${id}`;
           expect(new Map(await store.series(id, q)), label).toEqual(want);
+          const few = [id, 'ffffffffffffffff'];
+          expect(byBucket(await store.fleetSeries({ ...q, hookIds: few })), label).toEqual(byBucket(fleet.filter((b) => b.hookId === id)));
           expect(new Map(fleet.filter((b) => b.hookId === id).map((b) => [b.bucketMs, [b.executions, b.outputsPersisted, b.executionsWithPersisted, b.sizeUnknownExecutions]])), label)
             .toEqual(new Map([...want].map(([b, c]) => [b, [c.executions, c.outputsPersisted, c.executionsWithPersisted, c.sizeUnknownExecutions]])));
         }

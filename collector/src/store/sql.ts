@@ -692,19 +692,35 @@ function pick(aggregates: string): string {
 }
 
 /**
+ * Clauses keeping only some hooks (RangeQuery.hookIds), each `AND ...`: `byId` on a table naming its hook by id
+ * (`hook_id`: the rollups), `byRef` on one naming it by number (`hook`: the events, the rollup per attribute set).
+ */
+export interface HookScope {
+  byId: string;
+  byRef: string;
+}
+
+/** HookScope from the backend's test of a column against the set of ids (one parameter, the same in both clauses). */
+export function hookScope(inSet: (column: string) => string): HookScope {
+  return { byId: `AND ${inSet('hook_id')}`, byRef: `AND hook IN (SELECT h.ref FROM hooks h WHERE ${inSet('h.hook_id')})` };
+}
+
+/**
  * Every hook's series at once (the overview's fleet chart and sparklines): one statement grouped by hook and
  * bucket, and only the columns a sparkline draws (a thousand hooks times 30 buckets of full counters cost
  * more to build than to read). Parameters as seriesQuery's without the hook id: 1 and 2 the aligned range,
- * then the filters.
+ * then (with `hooks`, only those hooks: its clause right after the range) the set of hook ids, then the filters.
  */
-export function fleetSeriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity): { sql: string; fromMs: number; toMs: number } {
+export function fleetSeriesQuery(
+  q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity, hooks?: HookScope,
+): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
   const sql = rollup?.attrs
-    ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup.where} GROUP BY hook, b`
+    ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byRef ?? ''} ${rollup.where} GROUP BY hook, b`
     : filterWhere === null
-    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${rollup?.where ?? ''} GROUP BY hook_id, b`
-    : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${filterWhere} GROUP BY hook, b`;
+    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byId ?? ''} ${rollup?.where ?? ''} GROUP BY hook_id, b`
+    : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${hooks?.byRef ?? ''} ${filterWhere} GROUP BY hook, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
 

@@ -32,6 +32,16 @@ export function splitExpired(events: readonly HookEvent[], eventsBeforeMs: numbe
   return { kept, expired: events.length - kept.length };
 }
 
+/**
+ * The hooks a RangeQuery asks for: one (hookId), a few (hookIds, each once, sorted), every hook (undefined), or none
+ * (null: hookIds empty, or without hookId).
+ */
+export function hookSelection(q: Pick<RangeQuery, 'hookId' | 'hookIds'>): string | string[] | undefined | null {
+  if (q.hookIds === undefined) return q.hookId;
+  if (q.hookId !== undefined) return q.hookIds.includes(q.hookId) ? q.hookId : null;
+  return q.hookIds.length === 0 ? null : [...new Set(q.hookIds)].sort();
+}
+
 /** Late arrivals: events received in [receivedFromMs, receivedToMs) whose event time is before eventBeforeMs. */
 export interface ArrivalQuery {
   receivedFromMs: number;
@@ -71,6 +81,11 @@ export interface RangeQuery {
   filters?: Record<string, string>;
   /** Only this hook (hookCounters): a hook's own page need not aggregate every other hook. */
   hookId?: string;
+  /**
+   * Only these hooks (hookCounters, fleetSeries): a client showing hooks past the fleet series' riskiest (their
+   * sparklines, a screenful at a time) reads what they hold, not every hook of the fleet. Empty: none.
+   */
+  hookIds?: readonly string[];
 }
 
 export interface SeriesQuery extends RangeQuery {

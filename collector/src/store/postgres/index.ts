@@ -18,7 +18,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -26,7 +26,7 @@ import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type Guar
 import { inTransaction } from './connection.ts';
 import { ConnectionSockets } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
-import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -751,7 +751,7 @@ export class PostgresStore implements Store {
    * the rest from raw events) or the raw events, as planRead decides from the filters. Every rollup segment's
    * rows in one UNION ALL, each stretch of raw events a statement beside it, all at once, merged here.
    */
-  private async aggregate(q: RangeQuery, grouping: Grouping, hookId?: string): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
+  private async aggregate(q: RangeQuery, grouping: Grouping, hooks?: string | readonly string[]): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
     const out = new Map<string, { keys: unknown[]; row: CounterRow }>();
     const add = (r: Record<string, unknown>): void => {
       const keys = rollupGroupColumns(grouping).map((_, i) => r[`g${i}`]);
@@ -770,10 +770,14 @@ export class PostgresStore implements Store {
     const eventSelect = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
     const rollupSelect = rollupGroupColumns(grouping).map((g, i) => `${g} AS g${i}`).join(', ');
     const group = rollupGroupColumns(grouping).map((_, i) => `g${i}`).join(', ');
-    const hookIndex = hookId ? params.push(hookId) : 0;
-    const hookParam = hookId ? `AND hook_id = $${hookIndex}` : '';
+    // One hook (its page, a breakdown), or a few (RangeQuery.hookIds: rows past the fleet series' riskiest).
+    const hookId = typeof hooks === 'string' && hooks !== '' ? hooks : undefined;
+    const few = typeof hooks === 'object' ? hooks : undefined;
+    const hookIndex = hookId ? params.push(hookId) : few ? params.push([...few]) : 0;
+    const scope = few ? hookScope((column) => `${column} = ANY($${hookIndex}::text[])`) : undefined;
+    const hookParam = hookId ? `AND hook_id = $${hookIndex}` : scope?.byId ?? '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
-    const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : '';
+    const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : scope?.byRef ?? '';
     const plan = planRead(filters, grouping, this.rolled);
     const filterKey = JSON.stringify(Object.entries(filters).sort());
     // A stretch of raw events, read by a statement of its own or by one it shares (its parameters after
@@ -787,7 +791,7 @@ export class PostgresStore implements Store {
       const own = [...params];
       // Across hooks, read once for the hook counters and the client versions asked of it in one turn (the
       // overview asks both: SharedReads).
-      const shared = sharedGrouping(grouping, hookId);
+      const shared = sharedGrouping(grouping, hookId ?? few?.join(','));
       if (shared) {
         return () => this.edgeReads.read(`${filterKey}|${a}|${b}`, shared, (gs) => {
           const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond);
@@ -903,8 +907,10 @@ export class PostgresStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = await this.aggregate(q, 'hook', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
+    const hooks = hookSelection(q);
+    if (hooks === null) return out;
+    const rows = await this.aggregate(q, 'hook', hooks);
     if (rows.size === 0) return out;
     const byId = await this.infos([...rows.values()].map((x) => String(x.keys[0])));
     for (const { keys, row } of rows.values()) {
@@ -951,10 +957,14 @@ export class PostgresStore implements Store {
   }
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
+    if (q.hookIds?.length === 0) return [];
     const { fromMs, parts } = await this.seriesParts(q, [null, null]);
     const out: FleetBucket[] = [];
     for (const part of parts) {
-      const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
+      // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
+      const ids = q.hookIds ? part.params.push([...q.hookIds]) : 0;
+      const scope = q.hookIds ? hookScope((column) => `${column} = ANY($${ids}::text[])`) : undefined;
+      const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
       part.params[0] = part.fromMs;
       part.params[1] = part.toMs;
       out.push(...(await this.query(sql, part.params)).map(toFleetBucket));

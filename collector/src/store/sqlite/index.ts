@@ -15,7 +15,7 @@ import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
@@ -23,7 +23,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -700,14 +700,19 @@ export class SqliteStore implements Store {
    * Rows of counter columns for [from, to), by grouping: from the base rollups, the dimension rollups (whole
    * hours and days; the rest from raw events) or the raw events, as planRead decides from the filters.
    */
-  private async aggregate(q: RangeQuery, grouping: Grouping, hookId?: string): Promise<Map<string, CounterRow>> {
+  private async aggregate(q: RangeQuery, grouping: Grouping, hooks?: string | readonly string[]): Promise<Map<string, CounterRow>> {
     const out = new Map<string, CounterRow>();
     const add = (key: string, row: CounterRow): void => {
       const cur = out.get(key);
       if (cur) mergeRow(cur, row);
       else out.set(key, row);
     };
-    const hookParam = hookId ? [hookId] : [];
+    // One hook (its page, a breakdown), or a few (RangeQuery.hookIds: rows past the fleet series' riskiest).
+    const hookId = typeof hooks === 'string' && hooks !== '' ? hooks : undefined;
+    const few = typeof hooks === 'object' ? hooks : undefined;
+    const scope = few ? hookScope((column) => `${column} IN (SELECT value FROM json_each(?))`) : undefined;
+    const hookParam = hookId ? [hookId] : few ? [JSON.stringify(few)] : [];
+    const someHooks = hookId !== undefined || few !== undefined;
     const filters = q.filters ?? {};
     // Built first: each refuses a filter on an unknown dimension whatever is read. A stretch picks the matching
     // sets live in it (used since its start, begun before its end) through whichever bound finds fewer
@@ -718,9 +723,9 @@ export class SqliteStore implements Store {
     // One hook's partial hours at a range's edges: its few events each look up their own set (attrFilter 'row').
     const [rowWhere] = this.filterClause(filters, 'row');
     const liveParams = (fromMs: number, toMs: number): SQLInputValue[] => (filterParams.length > 0 ? [...filterParams, fromMs, toMs] : filterParams);
-    const rollupHookClause = hookId ? 'AND hook_id = ?' : '';
+    const rollupHookClause = hookId ? 'AND hook_id = ?' : scope?.byId ?? '';
     // Events name their hook by number: grouped by it, the id is looked up once per group.
-    const eventHookClause = hookId ? `AND hook = ${hookRefOf('?')}` : '';
+    const eventHookClause = hookId ? `AND hook = ${hookRefOf('?')}` : scope?.byRef ?? '';
     // Over attr_sets' columns (attrGroupedEventsQuery); built first too, so an unknown dimension is refused.
     const attrGroup = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).join(' || char(0) || ');
     const rollupGroup = rollupGroupColumns(grouping).join(' || char(0) || ');
@@ -749,7 +754,8 @@ export class SqliteStore implements Store {
       const source = fromEvents ? 'events' : fromAttrs ? ATTR_ROLLUP_TABLE : dimG !== undefined ? (grouping === 'client' ? DIM_CLIENT_TABLES : DIM_ROLLUP_TABLES)[dimG] : ROLLUP_TABLES[seg.granularity];
       // A closed segment only changes when an event for its time arrives or a prune removes rows (both drop it
       // from the cache), so a dashboard refreshing a 30-day view re-reads only the open minute, filtered or not.
-      const cacheable = seg.toMs <= openFrom;
+      // Not a few hooks' (asked once per screenful of rows): kept, they would push out what every refresh reads.
+      const cacheable = seg.toMs <= openFrom && few === undefined;
       const key = `${source}|${filterKey}|${seg.fromMs}|${seg.toMs}|${JSON.stringify(grouping)}|${hookId ?? ''}`;
       const kept = cacheable ? this.closedSegments.get(key) : undefined;
       let rows = kept?.rows;
@@ -764,16 +770,16 @@ export class SqliteStore implements Store {
           // Across all hooks, read the time range through the time index: grouped by hook, the planner would
           // rather skip-scan (hook_id, time_ms) once per hook, 10 times slower over 30 days (9.7 s instead of
           // 1.0 s at 2 million events).
-          const table = hookId ? 'events' : 'events INDEXED BY events_time';
+          const table = someHooks ? 'events' : 'events INDEXED BY events_time';
           // Across hooks, the matching sets live in the stretch are tested in the index (events_time
           // holds each event's set), even for a range's partial hours at its edges: cheaper than looking up each
           // event's own set (a team's 46 minutes at 10 M events a month: 2.0 ms against 7.4).
-          const byRow = hookId !== undefined && seg.toMs - seg.fromMs <= HOUR;
+          const byRow = someHooks && seg.toMs - seg.fromMs <= HOUR;
           const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${byRow ? rowWhere : liveWhere(seg)}`;
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
           // Across hooks, a stretch the overview's hook counters and client versions both read is read once for
           // both (SharedReads).
-          const shared = sharedGrouping(grouping, hookId);
+          const shared = sharedGrouping(grouping, hookId ?? few?.join(','));
           if (shared) {
             fetch = () => this.edgeReads.read(`${filterKey}|${seg.fromMs}|${seg.toMs}`, shared, (gs) => {
               const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond, table);
@@ -799,7 +805,7 @@ export class SqliteStore implements Store {
           // Minutes across all hooks (at most an hour's worth, read on every refresh): through the bucket
           // index. Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks:
           // 18 ms for an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
-          const table = !hookId && seg.granularity === 'minute' && dimG === undefined ? `${source} INDEXED BY ${source}_bucket` : source;
+          const table = !someHooks && seg.granularity === 'minute' && dimG === undefined ? `${source} INDEXED BY ${source}_bucket` : source;
           const sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
           fetch = () => this.all(sql, params);
@@ -872,8 +878,10 @@ export class SqliteStore implements Store {
   }
 
   async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const rows = await this.aggregate(q, 'hook', q.hookId);
     const out = new Map<string, HookCounters & { info: HookInfo }>();
+    const hooks = hookSelection(q);
+    if (hooks === null) return out;
+    const rows = await this.aggregate(q, 'hook', hooks);
     if (rows.size === 0) return out;
     const byId = await this.infos([...rows.keys()]);
     for (const [id, row] of rows) {
@@ -944,13 +952,17 @@ export class SqliteStore implements Store {
 
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
+    if (q.hookIds?.length === 0) return [];
     const { fromMs, toMs, parts } = this.seriesParts(q);
+    // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
+    const scope = q.hookIds ? hookScope((column) => `${column} IN (SELECT value FROM json_each(?))`) : undefined;
+    const scopeParams = q.hookIds ? [JSON.stringify(q.hookIds)] : [];
     const readPart = async (part: SeriesPart, a: number, b: number): Promise<FleetBucket[]> => {
       if (b <= a) return [];
-      const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity);
+      const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, scope);
       // Across every hook, read the range through the time indexes, not a seek per hook.
-      const indexed = part.filterWhere === null ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
-      return (await this.all(indexed, [a, b, ...part.params])).map(toFleetBucket);
+      const indexed = part.filterWhere === null || scope ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
+      return (await this.all(indexed, [a, b, ...scopeParams, ...part.params])).map(toFleetBucket);
     };
     const read = async (a: number, b: number): Promise<FleetBucket[]> => {
       const out: FleetBucket[] = [];
@@ -959,7 +971,8 @@ export class SqliteStore implements Store {
       // One part of the step's own table (the dashboard's recent charts) has nothing to merge.
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
-    if (Object.keys(q.filters ?? {}).length > 0) return read(fromMs, toMs);
+    // A few hooks' series are asked once per screenful of rows: not kept beside the fleet's.
+    if (Object.keys(q.filters ?? {}).length > 0 || scope) return read(fromMs, toMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
     const openFrom = Math.min(toMs, Math.max(fromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
