@@ -51,6 +51,8 @@ export function start(root: HTMLElement): Dashboard {
   let generation = 0;
   let dimensionList: Promise<string[]> | undefined;
   let lastUpdated: number | undefined;
+  /** The generation whose page has drawn data at least once. */
+  let shownGeneration = -1;
   /** The header drawn for the URL; drawn again when a page changes the URL in place. */
   let headerEl: HTMLElement | undefined;
 
@@ -159,10 +161,12 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   function showUpdated(state: ViewState): void {
-    const u = updatedText(lastUpdated, state.params, Date.now());
-    if (u === null) return;
-    updated.textContent = u.text;
-    updated.title = u.title;
+    // The age of the data this page shows: until its first refresh succeeds it shows none (the failure banner says
+    // "nothing to show yet"), and the page drawn before it is not its age.
+    const u = updatedText(shownGeneration === generation ? lastUpdated : undefined, state.params, Date.now());
+    updated.textContent = u?.text ?? '';
+    if (u) updated.title = u.title;
+    else updated.removeAttribute('title');
   }
 
   function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
@@ -255,8 +259,6 @@ export function start(root: HTMLElement): Dashboard {
     );
   }
 
-  /** The generation whose page has drawn data at least once. */
-  let shownGeneration = -1;
   /** The page's content, where a page says what stops it from showing anything. */
   let content: HTMLElement | undefined;
   /**

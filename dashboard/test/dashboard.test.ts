@@ -303,6 +303,29 @@ describe('kept open all day', () => {
     }
   });
 
+  it('says nothing of the age of the data on a page that has shown none yet, not the age of the page before it', async () => {
+    const { page: p } = await page({ allow: /status of 503/ });
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    await p.clock.fastForward('01:00');
+    expect(await p.textContent('#last-updated')).toBe('Updated 1 min ago · paused');
+    // The alerts page cannot load: it shows nothing, and says so; the overview's age is not this page's.
+    const alerts = (u: URL): boolean => u.pathname === '/api/v1/alerts';
+    await p.route(alerts, (route) => route.fulfill({
+      status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }),
+    }));
+    await p.click('nav a[href^="/alerts"]');
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-banner')).toContain('nothing to show yet');
+    await p.clock.fastForward('00:10');
+    expect(await p.textContent('#last-updated')).toBe('');
+    await p.unroute(alerts);
+    await p.click('#refresh-now');
+    await p.waitForSelector('#error-banner', { state: 'hidden' });
+    expect(await p.textContent('#last-updated')).toBe('Updated 0 s ago · paused');
+  });
+
   it('does not refresh while the tab is hidden, and refreshes at once when it shows again', async () => {
     const srv = await serve();
     try {
