@@ -198,10 +198,14 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
 async function hookLimit(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = ctx.now - rule.windowMs;
   const toMs = ctx.now + FUTURE_SKEW_MS;
+  // Below store.maxHooks (the usual state, read at every evaluation) there is none, and nothing more to read: the
+  // late arrivals below read every event with a receive time of the window, those over the cap included.
+  const overflow = await ctx.store.overflowHooks();
+  if (overflow.length === 0) return [];
   // Arrivals in the window whose event time is before it: the event-time window below does not count them.
   const late = await ctx.store.lateFolded({ receivedFromMs: fromMs, receivedToMs: toMs, eventBeforeMs: fromMs });
   const out: Candidate[] = [];
-  for (const info of await ctx.store.overflowHooks()) {
+  for (const info of overflow) {
     const c = (await ctx.store.hookCounters({ fromMs, toMs, hookId: info.id })).get(info.id);
     const l = late.get(info.id);
     const annotations = hookLimitCondition(rule, c && l ? totalCounters([c, l]) : (c ?? l), info.hookName, ctx.store.maxHooks, l);
