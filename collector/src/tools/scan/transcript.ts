@@ -313,8 +313,11 @@ export class TranscriptScanner {
   private readonly seenSavedPaths = new Set<string>();
   /** Hook name (with matcher) of the latest run per session and event, for delivery records that carry the bare event. */
   private readonly latestHookName = new Map<string, string>();
-  /** The firing of each hook record by uuid, for the records after it that carry no id of their firing (firingOf). */
-  private readonly firings = new Map<string, { sessionId: string; hookEvent: string; firing: string }>();
+  /**
+   * The latest hook record of each session (its uuid, event and firing), for the record after it that carries no
+   * id of its firing (firingOf): one per session, not one per record, so memory follows the sessions read.
+   */
+  private readonly lastHookRecord = new Map<string, { uuid: string; hookEvent: string; firing: string }>();
   /**
    * Command runs counted from delivery records alone, by firing and place in the records' content: the output kinds
    * each such run delivered (a command printing two kinds of output ran once; two strings of one kind, twice).
@@ -483,8 +486,8 @@ export class TranscriptScanner {
    * no firing from another; a record without a toolUseID tells none either. It writes the records of one firing
    * one after the other, each the child (`parentUuid`) of the record before it, and the next firing of the event
    * only after other records (the next prompt, the model's reply). So a record that does not name its firing
-   * belongs to the firing of its parent when that parent is a hook record of the same session and event, and
-   * starts a firing of its own otherwise.
+   * belongs to the firing of its parent when that parent is the session's hook record just before it, of the same
+   * event, and starts a firing of its own otherwise.
    */
   private firingOf(record: Record<string, unknown>, attachment: Record<string, unknown>, hookEvent: string, ctx: RecordContext): string {
     const toolUseId = stringField(attachment.toolUseID);
@@ -492,11 +495,11 @@ export class TranscriptScanner {
     if (toolUseId !== undefined && toolUseId !== hookEvent) firing = `${ctx.sessionId}\u0000${hookEvent}\u0000${toolUseId}`;
     else {
       const parentUuid = stringField(record.parentUuid);
-      const parent = parentUuid === undefined ? undefined : this.firings.get(parentUuid);
-      firing = parent !== undefined && parent.sessionId === ctx.sessionId && parent.hookEvent === hookEvent ? parent.firing : ctx.recordId;
+      const parent = this.lastHookRecord.get(ctx.sessionId);
+      firing = parent !== undefined && parentUuid === parent.uuid && parent.hookEvent === hookEvent ? parent.firing : ctx.recordId;
     }
     const uuid = stringField(record.uuid);
-    if (uuid !== undefined) this.firings.set(uuid, { sessionId: ctx.sessionId, hookEvent, firing });
+    if (uuid !== undefined) this.lastHookRecord.set(ctx.sessionId, { uuid, hookEvent, firing });
     return firing;
   }
 
