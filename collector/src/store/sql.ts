@@ -490,14 +490,14 @@ export function overArrivalDdl(): string {
 }
 
 /**
- * Migration of every relational backend: the arrival index holds every event with a receive time, those over the
- * cap as before and, from this version on, those stored under an overflow hook, whose late arrivals the hook_limit
- * alert counts (eventValues). Built from the same rows as the index it replaces: only events over the cap had a
- * receive time until now.
+ * Migration of every relational backend: an arrival index of every event with a receive time, those over the cap
+ * and, from this version on, those stored under an overflow hook, whose late arrivals the hook_limit alert counts
+ * (eventValues). It is built beside events_over_arrival, which the persisted alert's late query keeps reading: that
+ * query runs on every ingest with an output over the cap, and through this index it would also read every event
+ * counted under an overflow hook, most of the window's arrivals when the store is at store.maxHooks.
  */
 export function arrivalIndexDdl(): string {
-  return `CREATE INDEX events_arrival ON events (received_ms) WHERE received_ms IS NOT NULL;
-  DROP INDEX events_over_arrival;`;
+  return 'CREATE INDEX events_arrival ON events (received_ms) WHERE received_ms IS NOT NULL;';
 }
 
 /** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
@@ -555,26 +555,28 @@ export function compactEventColumnsDdl(int: string, small: string): string {
 
 /**
  * Executions over the cap (persisted outputs, reported or measured) per hook that arrived in [$1, $2) with an
- * event time before $3 (older than the rule's window by event time), through the partial arrival index: the cost
- * is the late events with a receive time, not the table. With `attrExpr` (a dimension over attr_sets' columns,
- * from dimensionExpr), per hook and value of it as column `v`: each late event's set is looked up by its id, one
- * probe per late event, and an event without the value (or whose set is gone) groups under '', as breakdown's.
+ * event time before $3 (older than the rule's window by event time), through the partial index of the events over
+ * the cap (events_over_arrival): the cost is the window's late events over the cap, not the table, nor the events
+ * counted under an overflow hook. With `attrExpr` (a dimension over attr_sets' columns, from dimensionExpr), per
+ * hook and value of it as column `v`: each late event's set is looked up by its id, one probe per late event, and
+ * an event without the value (or whose set is gone) groups under '', as breakdown's. `events` is how the query
+ * names the table: SQLite, without statistics to tell the two partial arrival indexes apart, is told which.
  */
-export function latePersistedQuery(p: (n: number) => string, attrExpr?: string): string {
+export function latePersistedQuery(p: (n: number) => string, attrExpr?: string, events = 'events'): string {
   const where = `status = ${STATUS_CODES.over} AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)}`;
   if (attrExpr === undefined) {
-    return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events
+    return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM ${events}
     WHERE ${where} GROUP BY hook`;
   }
   const value = `COALESCE(${attrExpr}, '')`;
   return `SELECT ${EVENT_HOOK_ID} AS g, ${value} AS v, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()}
-    FROM events LEFT JOIN attr_sets ON attr_sets.id = events.attrs
+    FROM ${events} LEFT JOIN attr_sets ON attr_sets.id = events.attrs
     WHERE ${where} GROUP BY hook, ${value}`;
 }
 
 /**
  * Every event with a receive time (over the cap, or stored under an overflow hook: eventValues) per hook that
- * arrived in [$1, $2) with an event time before $3, through the partial arrival index as latePersistedQuery.
+ * arrived in [$1, $2) with an event time before $3, through the partial arrival index (arrivalIndexDdl).
  */
 export function lateArrivalsQuery(p: (n: number) => string): string {
   return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM events

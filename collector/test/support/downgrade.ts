@@ -5,11 +5,12 @@
 import type { DatabaseSync } from 'node:sqlite';
 
 /**
- * The arrival index before it held every event over the cap (SQLite migration 12, PostgreSQL 16) and then every
- * event with a receive time (SQLite 13, PostgreSQL 17), back.
+ * The arrival index before it held every event over the cap (SQLite migration 12, PostgreSQL 16), and before an
+ * index of every event with a receive time joined it (SQLite 13, PostgreSQL 17), back.
  */
 const ARRIVAL_INDEX_UNDO = `CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;
-  DROP INDEX events_arrival;`;
+  DROP INDEX events_arrival;
+  DROP INDEX events_over_arrival;`;
 
 /**
  * Undoes SQLite migrations 11 to 13: removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an

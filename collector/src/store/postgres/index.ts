@@ -252,8 +252,8 @@ export const MIGRATIONS: readonly string[] = [
   // 16: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl),
   // built on every partition before the one it replaces is dropped.
   overArrivalDdl(),
-  // 17: the arrival index holds every event with a receive time, those folded into an overflow hook too (sql.ts
-  // arrivalIndexDdl), built on every partition before the one it replaces is dropped.
+  // 17: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
+  // arrivalIndexDdl), built on every partition beside the index of the events over the cap.
   arrivalIndexDdl(),
 ];
 

@@ -96,10 +96,13 @@ export const MIGRATIONS: readonly string[] = [
   attrFirstMsDdl('INTEGER'),
   // 12: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl).
   overArrivalDdl(),
-  // 13: the arrival index holds every event with a receive time, those folded into an overflow hook too (sql.ts
-  // arrivalIndexDdl).
+  // 13: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
+  // arrivalIndexDdl), beside the index of the events over the cap.
   arrivalIndexDdl(),
 ];
+
+/** The late persisted-output query's table, with the index it reads named (sql.ts latePersistedQuery). */
+export const LATE_PERSISTED_EVENTS = 'events INDEXED BY events_over_arrival';
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
 function registerMigrationFunctions(db: DatabaseSync): void {
@@ -903,7 +906,7 @@ export class SqliteStore implements Store {
 
   async latePersisted(q: LatePersistedQuery): Promise<Map<string, Arrival>> {
     // Built first: an unknown dimension is refused whether or not anything arrived late.
-    const sql = latePersistedQuery(() => '?', q.dimension === undefined ? undefined : this.attrExpr(q.dimension));
+    const sql = latePersistedQuery(() => '?', q.dimension === undefined ? undefined : this.attrExpr(q.dimension), LATE_PERSISTED_EVENTS);
     const rows = await this.all(sql, [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     return rows.length === 0 ? new Map() : toArrivals(rows, await this.infos(rows.map((r) => String(r['g']))));
   }
