@@ -6,7 +6,7 @@
  * to the rollups by upsert, so a batch retried on another replica is never counted twice and concurrent
  * replicas never lose a count. Rows are written in key order so concurrent batches cannot deadlock each other.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -24,7 +24,7 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
-import { ConnectionSockets } from './sockets.ts';
+import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
 
@@ -351,12 +351,12 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres';
   readonly maxHooks: number;
   private readonly known: KnownHooks;
-  private readonly pool: pg.Pool;
+  private readonly pool: CuttablePool;
   /**
    * Queries (the API, the dashboard, alert evaluation) run on their own pool: a burst of dashboard queries holds
    * these connections, never the ones an ingest transaction needs, so an OTLP request never waits behind one.
    */
-  private readonly readPool: pg.Pool;
+  private readonly readPool: CuttablePool;
   /** Connections of the read pool: statements that can run at once. */
   private readonly readerCount: number;
   private readonly url: string;
@@ -399,8 +399,8 @@ export class PostgresStore implements Store {
     this.retention = opts.retention;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
-    const pool = (max: number, applicationName: string, settings?: string): pg.Pool => {
-      const p = new pg.Pool({
+    const pool = (max: number, applicationName: string, settings?: string): CuttablePool => {
+      const p = new CuttablePool({
         connectionString: opts.url,
         max,
         connectionTimeoutMillis: 10_000,
@@ -1422,8 +1422,12 @@ export class PostgresStore implements Store {
 
   cutConnections(): void {
     this.cut = true;
-    // Ended first, so nothing opens a connection again; then the sockets go, and with them what waits on them.
+    // Ended first, so nothing opens a connection again; then the calls waiting for a connection fail, and the
+    // sockets go, and with them what waits on them.
     void this.close();
+    const reason = new Error('Connection closed: the store was cut off from the database while stopping');
+    this.pool.cut(reason);
+    this.readPool.cut(reason);
     this.sockets.destroyAll();
   }
 
