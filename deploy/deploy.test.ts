@@ -469,6 +469,19 @@ describe('Kubernetes manifests', () => {
     expect(budgetSeconds(startup), 'seconds a start may take before the kubelet restarts it').toBeGreaterThanOrEqual(300);
   });
 
+  it('the TLS patch of docs/deploy.md moves every httpGet probe of the base Deployment to https, the startup probe included', () => {
+    const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
+    const base = containersOf(doc)[0] as Doc;
+    const probes = Object.keys(base).filter((k) => k.endsWith('Probe') && obj(base[k])['httpGet'] !== undefined);
+    expect(probes).toEqual(expect.arrayContaining(['startupProbe', 'readinessProbe', 'livenessProbe']));
+    const block = [...read('docs/deploy.md').matchAll(/```yaml\n([\s\S]*?)\n```/g)].map((m) => m[1] as string).find((b) => b.includes('HOOKWATCH_HTTP_TLS_CERT_FILE'));
+    expect(block, 'the Deployment patch in docs/deploy.md, "TLS"').toBeDefined();
+    const patched = containersOf(obj(parseYaml(block ?? ''))).find((c) => c['name'] === base['name']) ?? {};
+    // A strategic merge patch leaves a probe it does not name as it was: over plain HTTP, which a TLS port hangs up
+    // on, so the kubelet would restart the pod (a startup probe that never passes does so after 10 minutes).
+    for (const probe of probes) expect(obj(obj(patched[probe])['httpGet'])['scheme'], probe).toBe('HTTPS');
+  });
+
   it('Service targets the container\'s named ports; secrets referenced exist in the example Secret; the ConfigMap loads strictly', () => {
     const { doc: svc } = docs.find((d) => d.doc['kind'] === 'Service') as { doc: Doc };
     const { doc: dep } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
