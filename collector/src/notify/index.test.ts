@@ -237,6 +237,13 @@ describe('dispatcher', () => {
 });
 
 describe('OTLP alert events', () => {
+  it('appends /v1/logs to the endpoint\'s path and keeps its query (a vendor\'s key) after it', () => {
+    expect(logsUrl('https://otlp.example.com/otlp?api-key=K')).toBe('https://otlp.example.com/otlp/v1/logs?api-key=K');
+    expect(logsUrl('https://otlp.example.com/otlp/?api-key=K')).toBe('https://otlp.example.com/otlp/v1/logs?api-key=K');
+    expect(logsUrl('https://otlp.example.com/otlp/v1/logs?api-key=K')).toBe('https://otlp.example.com/otlp/v1/logs?api-key=K');
+    expect(logsUrl('http://collector:4318')).toBe('http://collector:4318/v1/logs');
+  });
+
   it('exports each transition as an OTLP log record to the configured endpoint', async () => {
     const s = await sink();
     expect(logsUrl(`${s.url}/`)).toBe(`${s.url}/v1/logs`);

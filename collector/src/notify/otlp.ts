@@ -30,10 +30,22 @@ export interface OtlpEmitterOptions {
   scheduledDelayMs?: number;
 }
 
-/** The logs URL for an endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT does it. */
+/**
+ * The logs URL for an endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT does it: `/v1/logs` after the endpoint's path
+ * unless it ends so, and its query (some vendors take the key there) kept after it.
+ */
 export function logsUrl(endpoint: string): string {
-  const base = endpoint.replace(/\/+$/, '');
-  return /\/v1\/logs$/.test(base) ? base : `${base}/v1/logs`;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    // Checked when loaded (alerting.otlp.endpoint); the exporter reports what it cannot parse.
+    const base = endpoint.replace(/\/+$/, '');
+    return /\/v1\/logs$/.test(base) ? base : `${base}/v1/logs`;
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  url.pathname = /\/v1\/logs$/.test(path) ? path : `${path}/v1/logs`;
+  return url.toString();
 }
 
 const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERROR, error: SeverityNumber.ERROR, warning: SeverityNumber.WARN, info: SeverityNumber.INFO };
