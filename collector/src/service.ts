@@ -240,7 +240,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now }));
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined) }));
+  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined }));
   app.use(createDashboardRouter());
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));

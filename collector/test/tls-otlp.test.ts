@@ -13,6 +13,7 @@ import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-ot
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { OverviewResponse } from '../../shared/src/api.ts';
 import { ConfigError } from '../src/config/index.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
 import { tempDir } from './helpers.ts';
@@ -145,6 +146,9 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
     service = await startServiceUnderTest(tlsEnv(server));
     expect(service.otlpHttpUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(service.otlpGrpcUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    // The dashboard (plain HTTP here) gives its setup snippet the scheme the OTLP port speaks, not its own.
+    const overview = await (await fetch(`${service.httpUrl}/api/v1/overview`)).json() as OverviewResponse;
+    expect(overview).toMatchObject({ otlpHttpPort: portOf(service.otlpHttpUrl), otlpHttpTls: true });
     for (const kind of KINDS) {
       const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile });
       expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);

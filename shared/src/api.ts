@@ -100,6 +100,8 @@ export interface OverviewResponse {
   lastEventAt: string | null;
   /** Port of the OTLP/HTTP receiver, for the setup snippet (absent when not known). */
   otlpHttpPort?: number;
+  /** Whether that port speaks TLS (otlp.tls, apart from the dashboard's http.tls): the snippet's scheme. */
+  otlpHttpTls?: boolean;
 }
 
 /** One hook's buckets in a fleet series (arrays aligned with FleetSeriesResponse.buckets). */

@@ -26,6 +26,8 @@ export interface ApiOptions {
   privacy?: Pick<Privacy, 'filters'>;
   /** Port the OTLP/HTTP receiver listens on, once it does (shown in the dashboard's setup snippet). */
   otlpHttpPort?: () => number | undefined;
+  /** Whether that port speaks TLS (otlp.tls): the setup snippet's scheme. */
+  otlpHttpTls?: boolean;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -171,7 +173,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: versions.map(clientVersion),
       lastEventAt: last === null ? null : iso(last),
-      ...(port === undefined ? {} : { otlpHttpPort: port }),
+      ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true }),
     };
     res.json(body);
   });

@@ -329,6 +329,12 @@ describe('before the first event', () => {
     expect(v.note).toBe('This hookwatch receives OTLP/HTTP on port 14318. If Claude Code runs on another machine, use this host\'s address as it reaches it.');
   });
 
+  it('uses the scheme the OTLP/HTTP port speaks (otlp.tls), whatever the dashboard\'s page is served over (http.tls)', () => {
+    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, 4318, false).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=http://hookwatch.internal:4318');
+    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 4318, true).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
+    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, 4318, true).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
+  });
+
   it('falls back to the default port and says where to find the real one', () => {
     const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, undefined);
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');

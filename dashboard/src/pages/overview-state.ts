@@ -436,16 +436,18 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
 
 /**
  * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when
- * pasted (this host, the OTLP/HTTP port it reports), and a note on the port and on clients without sizes.
+ * pasted (this host, the OTLP/HTTP port it reports and the scheme that port speaks, which TLS on the dashboard's
+ * own port says nothing of), and a note on the port and on clients without sizes.
  */
-export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined): { lines: string[]; note: string } {
+export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined, otlpHttpTls?: boolean): { lines: string[]; note: string } {
   const port = otlpHttpPort ?? 4318;
+  const scheme = otlpHttpTls === undefined ? loc.protocol : otlpHttpTls ? 'https:' : 'http:';
   return {
     lines: [
       'export CLAUDE_CODE_ENABLE_TELEMETRY=1',
       'export OTEL_LOGS_EXPORTER=otlp',
       'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
-      `export OTEL_EXPORTER_OTLP_ENDPOINT=${loc.protocol}//${loc.hostname}:${port}`,
+      `export OTEL_EXPORTER_OTLP_ENDPOINT=${scheme}//${loc.hostname}:${port}`,
       '# optional: lets you filter and break down by team',
       'export OTEL_RESOURCE_ATTRIBUTES=team=platform',
     ],
