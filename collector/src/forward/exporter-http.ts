@@ -16,6 +16,7 @@ import { Agent } from 'undici';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
+import { otlpSignalUrl } from '../net/otlp-url.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
@@ -93,13 +94,7 @@ export class HttpExporter implements Exporter {
     this.basicAuth = url.username || url.password ? `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` : undefined;
     url.username = '';
     url.password = '';
-    url.hash = '';
-    const path = url.pathname.replace(/\/+$/, '');
-    const at = (signal: Signal): string => {
-      url.pathname = `${path}/v1/${signal}`;
-      return url.toString();
-    };
-    this.urls = { logs: at('logs'), metrics: at('metrics'), traces: at('traces') };
+    this.urls = { logs: otlpSignalUrl(url, 'logs'), metrics: otlpSignalUrl(url, 'metrics'), traces: otlpSignalUrl(url, 'traces') };
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
     this.timeoutMs = opts.timeoutMs;
   }

@@ -8,6 +8,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
+import { otlpSignalUrl } from '../net/otlp-url.ts';
 
 /** One alert transition as emitted. */
 export interface AlertEvent extends AlertIdentity {
@@ -43,9 +44,7 @@ export function logsUrl(endpoint: string): string {
     const base = endpoint.replace(/\/+$/, '');
     return /\/v1\/logs$/.test(base) ? base : `${base}/v1/logs`;
   }
-  const path = url.pathname.replace(/\/+$/, '');
-  url.pathname = /\/v1\/logs$/.test(path) ? path : `${path}/v1/logs`;
-  return url.toString();
+  return otlpSignalUrl(url, 'logs', { fullAllowed: true });
 }
 
 const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERROR, error: SeverityNumber.ERROR, warning: SeverityNumber.WARN, info: SeverityNumber.INFO };

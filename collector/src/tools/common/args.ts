@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { didYouMean } from '../../cli/suggest.ts';
+import { otlpSignalUrl } from '../../net/otlp-url.ts';
 
 /** A mistake in how the tool was called or configured; the tools print it with the usage hint and exit 2. */
 export class UsageError extends Error {
@@ -75,6 +76,5 @@ export function otlpLogsUrl(target: string, flag: string): string {
     throw new UsageError(`${flag}: not a URL: "${target}" (expected e.g. http://hookwatch:4318)`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${flag}: expected an http(s) URL, got "${target}"`);
-  if (!url.pathname.endsWith('/v1/logs')) url.pathname = `${url.pathname.replace(/\/+$/, '')}/v1/logs`;
-  return url.toString();
+  return otlpSignalUrl(url, 'logs', { fullAllowed: true });
 }

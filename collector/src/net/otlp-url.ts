@@ -1,0 +1,16 @@
+/** OTLP/HTTP signal URLs from an endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT is read. */
+
+export type OtlpSignal = 'logs' | 'metrics' | 'traces';
+
+/**
+ * `url` with `/v1/<signal>` after its path, its query kept (some vendors take an API key there) and its fragment
+ * dropped. With `fullAllowed`, a path that already ends in `/v1/<signal>` (a signal's full URL) is kept as it is.
+ */
+export function otlpSignalUrl(url: URL, signal: OtlpSignal, opts: { fullAllowed?: boolean } = {}): string {
+  const out = new URL(url);
+  out.hash = '';
+  const path = out.pathname.replace(/\/+$/, '');
+  const tail = `/v1/${signal}`;
+  out.pathname = opts.fullAllowed && path.endsWith(tail) ? path : `${path}${tail}`;
+  return out.toString();
+}
