@@ -20,7 +20,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { apiErrorHandler, createApiRouter } from './api/index.ts';
-import { closeServer } from './net/close-server.ts';
+import { closeServer, trackConnections } from './net/close-server.ts';
 import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
@@ -249,9 +249,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     const server = createHttpsServer(httpTls.serverOptions(), app);
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
-    http = server;
+    http = trackConnections(server);
   } else {
-    http = createServer(app);
+    http = trackConnections(createServer(app));
   }
 
   let otlpHttpAddress: AddressInfo;

@@ -12,7 +12,7 @@ import { validatePassThrough } from '../../otlp/validate.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
-import { closeServer } from '../../net/close-server.ts';
+import { closeServer, trackConnections } from '../../net/close-server.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
@@ -72,9 +72,9 @@ export class OtlpHttpReceiver {
       const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: Math.min(opts.requestTimeoutMs, 120_000) }, listener);
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
-      this.server = server;
+      this.server = trackConnections(server);
     } else {
-      this.server = createServer(options, listener);
+      this.server = trackConnections(createServer(options, listener));
     }
     this.server.keepAliveTimeout = 65_000;
   }
