@@ -47,7 +47,8 @@ export function start(root: HTMLElement): Dashboard {
 
   let page: Page | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  let inflight: AbortController | undefined;
+  /** The fetch under way: a whole refresh, or the part of the page a change in place depends on. */
+  let inflight: { ctl: AbortController; whole: boolean } | undefined;
   let generation = 0;
   let dimensionList: Promise<string[]> | undefined;
   let lastUpdated: number | undefined;
@@ -278,7 +279,7 @@ export function start(root: HTMLElement): Dashboard {
 
   /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
   let failures = 0;
-  let failure: { msg: string; gen: number } | undefined;
+  let failure: { msg: string; gen: number; part: boolean } | undefined;
   let signedOut = false;
 
   /**
@@ -301,7 +302,7 @@ export function start(root: HTMLElement): Dashboard {
     replace(failureAge);
   }
 
-  function showError(err: unknown, gen: number): void {
+  function showError(err: unknown, gen: number, part = false): void {
     if (err instanceof ApiFailure && err.signedOut) {
       signedOut = true;
       failure = undefined;
@@ -309,7 +310,7 @@ export function start(root: HTMLElement): Dashboard {
       return;
     }
     failures++;
-    failure = { msg: err instanceof ApiFailure || err instanceof Error ? err.message : String(err), gen };
+    failure = { msg: err instanceof ApiFailure || err instanceof Error ? err.message : String(err), gen, part };
     drawFailure();
   }
 
@@ -343,9 +344,9 @@ export function start(root: HTMLElement): Dashboard {
 
   async function load(gen: number): Promise<void> {
     if (gen !== generation || !page) return;
-    inflight?.abort();
+    inflight?.ctl.abort();
     const ctl = new AbortController();
-    inflight = ctl;
+    inflight = { ctl, whole: true };
     const state = readState(location);
     document.body.setAttribute('aria-busy', 'true');
     let again = true;
@@ -365,10 +366,43 @@ export function start(root: HTMLElement): Dashboard {
       again = !(err instanceof ApiFailure && err.signedOut);
       showError(err, gen);
     } finally {
+      if (inflight?.ctl === ctl) inflight = undefined;
       if (gen === generation) {
-        document.body.removeAttribute('aria-busy');
+        if (!inflight) document.body.removeAttribute('aria-busy');
         if (again) schedule(state, gen);
       }
+    }
+  }
+
+  /**
+   * Part of the page fetched again after a change made in place: only what that change depends on. A whole
+   * refresh under way asked with the page as it was, so it is asked again whole instead. The age of the data
+   * stays that of the last whole refresh, and the next refresh stays when it was due; a failure is shown as a
+   * refresh's is, and cleared once such a part comes through.
+   */
+  async function loadPart(gen: number, part: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    if (gen !== generation || !page) return;
+    if (inflight?.whole) return load(gen);
+    inflight?.ctl.abort();
+    const ctl = new AbortController();
+    inflight = { ctl, whole: false };
+    document.body.setAttribute('aria-busy', 'true');
+    try {
+      await part(ctl.signal);
+      if (gen !== generation) return;
+      if (failure?.part) {
+        hideBanner();
+        failures = 0;
+        failure = undefined;
+      }
+      document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
+    } catch (err) {
+      if ((err as Error).name === 'AbortError' || gen !== generation) return;
+      showError(err, gen, true);
+      if (!signedOut) schedule(readState(location), gen);
+    } finally {
+      if (inflight?.ctl === ctl) inflight = undefined;
+      if (gen === generation && !inflight) document.body.removeAttribute('aria-busy');
     }
   }
 
@@ -389,7 +423,7 @@ export function start(root: HTMLElement): Dashboard {
     const refocus = rendered ? focusKey() ?? '#main' : null;
     rendered = true;
     clearTimeout(timer);
-    inflight?.abort();
+    inflight?.ctl.abort();
     page?.destroy();
     page = undefined;
     hideBanner();
@@ -400,7 +434,7 @@ export function start(root: HTMLElement): Dashboard {
     headerEl = header(state);
     replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
-    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen) };
+    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part) };
     const factory = PAGES[state.route.page];
     if (!factory) {
       const nf = notFoundView(location.pathname);
@@ -427,7 +461,7 @@ export function start(root: HTMLElement): Dashboard {
       clearInterval(ticker);
       generation++;
       clearTimeout(timer);
-      inflight?.abort();
+      inflight?.ctl.abort();
       page?.destroy();
       page = undefined;
     },

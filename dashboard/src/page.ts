@@ -17,6 +17,12 @@ export interface PageContext {
   replaceUrl(url: string): void;
   /** Fetches the page's data again now, as Refresh now does. */
   refresh(): void;
+  /**
+   * Fetches again only the part of the page a change made in place depends on (the overview's search: its hooks),
+   * with the busy state and failure banner of a refresh; a refresh under way is asked again whole instead. The
+   * age of the data shown and the next refresh stay as they were.
+   */
+  update(part: (signal: AbortSignal) => Promise<void>): void;
 }
 
 export interface Page {

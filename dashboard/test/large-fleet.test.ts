@@ -96,6 +96,44 @@ describe('hook name search', () => {
     await rowCount(p, 3);
   });
 
+  it('asks only for the hooks a search lists, not again for the fleet figures, chart and forecasts shown', async () => {
+    const { page: p } = await page();
+    const asked: URL[] = [];
+    p.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.pathname.startsWith('/api/')) asked.push(u);
+    });
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    const first = asked.find((u) => u.pathname === '/api/v1/hooks');
+    asked.length = 0;
+
+    await p.fill('#hook-search', 'needle');
+    await rowCount(p, 3);
+    await waitLoaded(p, 2);
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 3);
+    const paths = asked.map((u) => u.pathname);
+    // The hooks of the search, over the range the figures beside them cover; the sparklines of the rows past the
+    // fleet answer; the forecasts of the hooks that had none. No fleet chart, no fleet figures.
+    expect(paths.filter((x) => x === '/api/v1/hooks')).toHaveLength(1);
+    const hooks = asked.find((u) => u.pathname === '/api/v1/hooks');
+    expect(hooks?.searchParams.get('name')).toBe('needle');
+    const resolved = (await (await fetch(first?.href ?? '')).json()) as { from: string; to: string };
+    expect([hooks?.searchParams.get('from'), hooks?.searchParams.get('to')]).toEqual([resolved.from, resolved.to]);
+    expect(paths.filter((x) => x === '/api/v1/overview')).toEqual([]);
+    expect(asked.filter((u) => u.pathname === '/api/v1/fleet/series' && !u.searchParams.has('ids'))).toEqual([]);
+    expect(asked.filter((u) => u.pathname === '/api/v1/fleet/series' && u.searchParams.has('ids'))).toHaveLength(1);
+    expect(paths.filter((x) => x.endsWith('/series') && x !== '/api/v1/fleet/series')).toHaveLength(3);
+    expect(await p.textContent('#kpis')).toMatch(/1,003/);
+
+    // Back to every hook: their forecasts were fitted already, their sparklines are in the fleet answer.
+    asked.length = 0;
+    await p.fill('#hook-search', '');
+    await rowCount(p, 200);
+    await waitLoaded(p, 3);
+    expect(asked.map((u) => u.pathname)).toEqual(['/api/v1/hooks']);
+  });
+
   it('says when no hook name matches, keeps the fleet chart, and Escape or "Clear the search" lists every hook again', async () => {
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/?refresh=off&name=no-such-hook`);
@@ -138,24 +176,25 @@ describe('sparklines past the fleet chart\'s limit', () => {
     const { page: p } = await page();
     const asked = idRequests(p);
     const byId = p.waitForResponse((r) => new URL(r.url()).searchParams.has('ids'));
-    await p.goto(`${svc.httpUrl}/?refresh=off&name=needle`);
+    await p.goto(`${svc.httpUrl}/?refresh=off&name=needle-t`);
     await waitLoaded(p);
-    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 3);
-    expect((await sparkLabels(p)).map((l) => l.split(':').slice(0, 2).join(':')).sort()).toEqual([...NEEDLES].sort());
-    expect(await sparkLabels(p)).toContain('PostToolUse:needle-one: largest output per bucket, peak 10 chars; 0 buckets with persisted outputs');
-    // One request for the three rows, none for the rows the fleet answer already held.
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 2);
+    // One request for the two rows, none for the rows the fleet answer already held.
     expect(asked).toHaveLength(1);
-    expect(asked[0]).toHaveLength(3);
-    // Another search asks once, over the fleet answer of its own refresh, not also over the one before it.
+    expect(asked[0]).toHaveLength(2);
+    // Another search asks for the rows it shows anew only: the fleet answer is the same, and so are the
+    // sparklines already asked over it.
     await p.fill('#hook-search', 'bulk-0999');
     await rowCount(p, 1);
     await waitLoaded(p, 2);
-    await p.fill('#hook-search', 'needle-t');
-    await rowCount(p, 2);
+    await p.fill('#hook-search', 'needle');
+    await rowCount(p, 3);
     await waitLoaded(p, 3);
-    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 2);
+    await p.waitForFunction(() => document.querySelectorAll('#hook-rows svg.spark').length === 3);
+    expect((await sparkLabels(p)).map((l) => l.split(':').slice(0, 2).join(':')).sort()).toEqual([...NEEDLES].sort());
+    expect(await sparkLabels(p)).toContain('PostToolUse:needle-one: largest output per bucket, peak 10 chars; 0 buckets with persisted outputs');
     expect(asked).toHaveLength(2);
-    expect(asked[1]).toHaveLength(2);
+    expect(asked[1]).toEqual(await p.$$eval('#hook-rows tr[data-hook-id]', (rows) => rows.filter((r) => r.querySelector('.hook-link')?.textContent === 'PostToolUse:needle-one').map((r) => r.getAttribute('data-hook-id'))));
 
     // A point of such a sparkline opens its hook at that bucket's time, as any other does.
     const id = await p.getAttribute('#hook-rows tr:first-child', 'data-hook-id');

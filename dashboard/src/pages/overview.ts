@@ -99,6 +99,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   /** "Show all" was pressed and every hook is on its way: the table says so instead of offering the button again. */
   let loadingAll = false;
   let last: { hooks: HooksResponse; fleet?: FleetSeriesResponse } | undefined;
+  /** The fleet figures last drawn: why the table is empty is said from them. */
+  let lastOverview: OverviewResponse | undefined;
 
   document.title = 'Overview · hookwatch';
   const kpisEl = h('div', { class: 'kpis', id: 'kpis' });
@@ -136,7 +138,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     showAll = false;
     loadingAll = false;
     announce = true;
-    ctx.refresh();
+    // Only the hook list takes the search: the fleet figures, chart and forecasts already shown stay. Before the
+    // page has shown them, it is fetched whole.
+    if (last && lastOverview) ctx.update(searchRows);
+    else ctx.refresh();
   };
   searchBox.addEventListener('input', () => {
     clearTimeout(typing);
@@ -422,6 +427,41 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     } as ChartConfiguration, c.summary, c.table);
   };
 
+  /**
+   * No row to show: says why, with a way out. False when the range has no hook at all (the fleet chart is hidden
+   * too); a search that matches no name leaves the fleet as it is, its chart included.
+   */
+  const drawEmpty = (overview: OverviewResponse, now: number): boolean => {
+    const why = emptyTable(view, overview, now, search);
+    replace(tbody, h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty-row' }, why.text,
+      why.clearUrl === null ? null : ctx.link(why.clearUrl, { id: 'clear-filters' }, 'Remove the filters'),
+      why.clearSearch ? h('button', { type: 'button', id: 'clear-search', onclick: clearSearch }, 'Clear the search') : null)));
+    replace(tableNote);
+    said(why.text);
+    if (!why.clearSearch) fleetPanel.element.hidden = true;
+    return why.clearSearch === true;
+  };
+
+  /**
+   * The search changed: its hooks, over the range the figures shown were resolved to, so the rows cover the
+   * same span as the KPIs and the fleet chart beside them. Rows past the fleet answer ask for their sparklines
+   * over it; forecasts are fitted for the hooks that have none yet.
+   */
+  async function searchRows(signal: AbortSignal): Promise<void> {
+    const shown = last;
+    const overview = lastOverview;
+    if (!shown || !overview) return;
+    const hooks = await api.hooks({ ...hooksQuery(), from: shown.hooks.from, to: shown.hooks.to }, signal);
+    last = { ...shown, hooks };
+    if (hooks.hooks.length === 0) {
+      drawEmpty(overview, Date.now());
+      return;
+    }
+    drawRows();
+    await fitForecasts(hooks.hooks, signal);
+    drawRows();
+  }
+
   const show = (): void => {
     if (!content.isConnected) replace(root, heading(), content);
   };
@@ -463,6 +503,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       // "Show all" pressed while this refresh was under way: it brings every hook too, not the first page alone.
       if (showAll && hooks.nextCursor) hooks = await allPages(hooks, hq, signal);
       last = { hooks, ...(fleet ? { fleet } : {}) };
+      lastOverview = overview;
       const now = Date.now();
       replace(kpisEl, ...kpis(overview, hooks.hooks, state.filters, now).map(kpi));
       const vv = versionsView(overview);
@@ -476,19 +517,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         )),
         vv.blind ? h('p', { class: 'warn', id: 'blind-versions' }, vv.blind) : null,
       );
-      if (hooks.hooks.length === 0) {
-        const why = emptyTable(view, overview, now, search);
-        replace(tbody, h('tr', null, h('td', { colspan: COLUMNS.length, class: 'empty-row' }, why.text,
-          why.clearUrl === null ? null : ctx.link(why.clearUrl, { id: 'clear-filters' }, 'Remove the filters'),
-          why.clearSearch ? h('button', { type: 'button', id: 'clear-search', onclick: clearSearch }, 'Clear the search') : null)));
-        replace(tableNote);
-        said(why.text);
-        // A search that matches no name leaves the fleet as it is: its chart stays.
-        if (!why.clearSearch) {
-          fleetPanel.element.hidden = true;
-          return;
-        }
-      }
+      if (hooks.hooks.length === 0 && !drawEmpty(overview, now)) return;
       fleetPanel.element.hidden = fleet === undefined;
       if (fleet) {
         drawFleet(fleet);
