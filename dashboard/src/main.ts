@@ -54,7 +54,7 @@ export function start(root: HTMLElement): Dashboard {
   let lastUpdated: number | undefined;
   /** The generation whose page has drawn data at least once. */
   let shownGeneration = -1;
-  /** The header drawn for the URL; drawn again when a page changes the URL in place. */
+  /** The header drawn for the URL; its links follow when a page changes the URL in place. */
   let headerEl: HTMLElement | undefined;
 
   // What went wrong is announced once, in the alert; the age of the data and the next try, which change every few
@@ -80,16 +80,19 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   /**
-   * A change a page made in place (the overview's search): the URL takes it, and the header is drawn again from
-   * it, so its links and range buttons carry it as they carry the filters. The page itself stays as it is.
+   * A change a page made in place (the overview's search): the URL takes it, and the header's links follow it (its
+   * buttons and forms read the URL when used), so they carry it as they carry the filters. Nothing else is drawn
+   * again: what is half typed in the header's filter or custom range, and the focus, stay.
    */
   function replaceUrl(url: string): void {
     history.replaceState(null, '', url);
     if (!headerEl) return;
-    const next = header(readState(location));
-    headerEl.replaceWith(next);
-    headerEl = next;
+    const state = readState(location);
+    for (const a of headerEl.querySelectorAll<HTMLAnchorElement>('a[data-path]')) a.href = buildUrl(a.dataset['path'] ?? '/', state, keptParams(state.params));
   }
+
+  /** The view as the URL states it now: a page may have changed it in place since the header was drawn. */
+  const current = (): ViewState => readState(location);
 
   function header(state: ViewState): HTMLElement {
     const nav = h('nav', { 'aria-label': 'Pages' },
@@ -98,7 +101,7 @@ export function start(root: HTMLElement): Dashboard {
       navLink('/forwarding', 'Forwarding', state.route.page === 'forwarding', state),
     );
     return h('header', { class: 'top' },
-      h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state, keptParams(state.params)), class: 'brand-link', onclick: linkHandler }, 'hookwatch'),
+      h('div', { class: 'brand' }, h('a', { href: buildUrl('/', state, keptParams(state.params)), 'data-path': '/', class: 'brand-link', onclick: linkHandler }, 'hookwatch'),
         h('span', { class: 'muted tagline' }, 'hook output delivery')),
       nav,
       rangePicker(state),
@@ -171,7 +174,7 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
-    return h('a', { href: buildUrl(path, state, keptParams(state.params)), 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
+    return h('a', { href: buildUrl(path, state, keptParams(state.params)), 'data-path': path, 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
   }
 
   /** In-app navigation for plain left clicks; modified clicks open tabs as usual. */
@@ -201,7 +204,7 @@ export function start(root: HTMLElement): Dashboard {
         ev.preventDefault();
         const r = customRangeFrom(customFrom.value, customTo.value);
         if ('error' in r) customError.textContent = r.error;
-        else navigate(rangeUrl(state, r.range));
+        else navigate(rangeUrl(current(), r.range));
       },
     },
     h('label', { for: 'range-from' }, 'From'), customFrom,
@@ -214,7 +217,7 @@ export function start(root: HTMLElement): Dashboard {
         class: 'range-preset',
         'data-range': p,
         'aria-pressed': state.range.kind === 'preset' && state.range.preset === p ? 'true' : 'false',
-        onclick: () => navigate(rangeUrl(state, { kind: 'preset', preset: p })),
+        onclick: () => navigate(rangeUrl(current(), { kind: 'preset', preset: p })),
       }, p)),
       customPopover(form, state.range.kind === 'custom'),
     );
@@ -249,12 +252,12 @@ export function start(root: HTMLElement): Dashboard {
       for (const d of dims) select.appendChild(h('option', { value: d }, d));
     }, () => undefined);
     const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${v}`,
-      h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => navigate(filtersUrl(state, removeFilter(state.filters, k))) }, '×')));
+      h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => navigate(filtersUrl(current(), removeFilter(state.filters, k))) }, '×')));
     return h('div', { class: 'filters' },
       h('form', { class: 'filter-form', onsubmit: (ev: Event) => {
         ev.preventDefault();
         const next = addFilter(state.filters, select.value, input.value);
-        if (next) navigate(filtersUrl(state, next));
+        if (next) navigate(filtersUrl(current(), next));
       } }, select, input, h('button', { type: 'submit' }, 'Add filter')),
       ...chips,
     );

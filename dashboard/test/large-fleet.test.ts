@@ -134,6 +134,31 @@ describe('hook name search', () => {
     expect(asked.map((u) => u.pathname)).toEqual(['/api/v1/hooks']);
   });
 
+  it('keeps what is half typed in the header, and its focus, while the search lists its hooks', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    await p.click('details.custom summary');
+    await p.fill('#range-from', '29/11/2026 1');
+    // Typed in the search, then on at once to the header's filter before the search applies.
+    await p.fill('#hook-search', 'needle');
+    await p.fill('#filter-value', 'platf');
+    await rowCount(p, 3);
+    await waitLoaded(p, 2);
+    expect(await p.inputValue('#range-from')).toBe('29/11/2026 1');
+    expect(await p.getAttribute('details.custom', 'open')).toBe('');
+    expect(await p.evaluate(() => document.activeElement?.id)).toBe('filter-value');
+    await p.keyboard.type('orm');
+    expect(await p.inputValue('#filter-value')).toBe('platform');
+    // The header's links and range buttons carry the search all the same.
+    expect(new URL(await p.getAttribute('nav a[href^="/alerts"]', 'href') ?? '', svc.httpUrl).searchParams.get('name')).toBe('needle');
+    expect(new URL(await p.getAttribute('a.brand-link', 'href') ?? '', svc.httpUrl).searchParams.get('name')).toBe('needle');
+    await p.click('[data-range="7d"]');
+    await p.waitForURL(/range=7d/);
+    expect(new URL(p.url()).searchParams.get('name')).toBe('needle');
+    await waitLoaded(p);
+  });
+
   it('says when no hook name matches, keeps the fleet chart, and Escape or "Clear the search" lists every hook again', async () => {
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/?refresh=off&name=no-such-hook`);
