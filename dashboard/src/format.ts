@@ -14,13 +14,14 @@ export type TimeZoneChoice = 'local' | 'UTC';
 let zone: TimeZoneChoice = 'local';
 let formats = makeFormats();
 
-function makeFormats(): { dateTime: Intl.DateTimeFormat; short: Intl.DateTimeFormat; time: Intl.DateTimeFormat; day: Intl.DateTimeFormat; dayMonth: Intl.DateTimeFormat } {
+function makeFormats(): { dateTime: Intl.DateTimeFormat; short: Intl.DateTimeFormat; time: Intl.DateTimeFormat; seconds: Intl.DateTimeFormat; day: Intl.DateTimeFormat; dayMonth: Intl.DateTimeFormat } {
   const tz = zone === 'UTC' ? { timeZone: 'UTC' } : {};
   const base = { ...tz, hourCycle: 'h23' as const };
   return {
     dateTime: new Intl.DateTimeFormat(LOCALE, { ...base, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }),
     short: new Intl.DateTimeFormat(LOCALE, { ...base, month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }),
     time: new Intl.DateTimeFormat(LOCALE, { ...base, hour: '2-digit', minute: '2-digit' }),
+    seconds: new Intl.DateTimeFormat(LOCALE, { ...base, hour: '2-digit', minute: '2-digit', second: '2-digit' }),
     day: new Intl.DateTimeFormat(LOCALE, { ...tz, year: 'numeric', month: '2-digit', day: '2-digit' }),
     dayMonth: new Intl.DateTimeFormat(LOCALE, { ...tz, month: '2-digit', day: '2-digit' }),
   };
@@ -103,6 +104,11 @@ export function dateTime(iso: string | number | null): string {
 /** A time of day in the chosen zone. */
 export function timeOfDay(ms: number): string {
   return formats.time.format(new Date(ms));
+}
+
+/** A time of day to the second in the chosen zone (two refreshes a minute apart or less read apart). */
+export function timeOfDaySeconds(ms: number): string {
+  return formats.seconds.format(new Date(ms));
 }
 
 /**

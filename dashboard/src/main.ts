@@ -7,7 +7,7 @@
  */
 import { ApiFailure, api } from './api.ts';
 import { h, replace, type Attrs, type Child } from './dom.ts';
-import { ago, inputDateTime, setTimeZone, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
+import { ago, inputDateTime, setTimeZone, timeOfDaySeconds, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
 import type { Page, PageContext, PageFactory } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
 import { forwardingPage } from './pages/forwarding.ts';
@@ -23,6 +23,8 @@ import { applyTheme, setTheme, themeChoice } from './theme.ts';
 const TZ_KEY = 'hookwatch.tz';
 /** How often relative times and the age of the data shown are read again. */
 const AGE_TICK_MS = 5000;
+/** A screen reader hears that a refresh changed the data at most this often (a recovery is said at once). */
+const NEWS_MIN_MS = 60_000;
 
 const PAGES: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
 
@@ -64,6 +66,14 @@ export function start(root: HTMLElement): Dashboard {
   const banner = h('div', { id: 'error-banner', class: 'banner banner-error', hidden: true }, alertText, failureAge);
   // The age of the data counts on every few seconds: in a live region a screen reader would read it out each time.
   const updated = h('span', { id: 'last-updated', class: 'muted' });
+  // What a screen reader is told of refreshes instead: one that changed what the page shows (at most once a minute)
+  // and hookwatch answering again after a failure (the failure itself is the alert's).
+  const news = h('div', { id: 'refresh-news', class: 'sr-only', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
+  /** The page's text as last shown, without relative times: a refresh that leaves it as it was changed nothing. */
+  let shownText: string | undefined;
+  /** A refresh changed the page since the last announcement, not said yet (said when the minute is up). */
+  let newsDue: number | undefined;
+  let newsAt = -Infinity;
 
   function dimensions(): Promise<string[]> {
     dimensionList ??= api.dimensions().then((r) => r.dimensions, (err: unknown) => {
@@ -162,6 +172,44 @@ export function start(root: HTMLElement): Dashboard {
     const now = h('button', { type: 'button', id: 'refresh-now', class: 'header-button' }, 'Refresh now');
     now.addEventListener('click', () => void load(generation));
     return h('div', { class: 'refresh-control', role: 'group', 'aria-label': 'Refresh' }, h('label', { for: 'refresh-interval' }, 'Refresh'), select, pause, now);
+  }
+
+  /** What the page shows, as text, without the relative times that count on by themselves. */
+  function pageText(): string {
+    if (!content) return '';
+    const parts: string[] = [];
+    const walk = document.createTreeWalker(content, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => n instanceof HTMLElement && n.dataset['ago'] !== undefined ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+    });
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) if (n.nodeType === Node.TEXT_NODE) parts.push(n.nodeValue ?? '');
+    return parts.join('\u0000');
+  }
+
+  function say(text: string, now: number): void {
+    news.textContent = text;
+    newsAt = now;
+    newsDue = undefined;
+  }
+
+  /** A change not said yet is said once a minute has passed since the last announcement. */
+  function sayNews(now: number): void {
+    if (newsDue !== undefined && now - newsAt >= NEWS_MIN_MS) say(`Data refreshed at ${timeOfDaySeconds(newsDue)}: it changed.`, now);
+  }
+
+  /**
+   * A whole refresh came through: said at once if it ends a failure, otherwise only if the page shows something
+   * else than before (not its first drawing), and no more than once a minute.
+   */
+  function refreshNews(recovered: boolean, firstShown: boolean): void {
+    const now = Date.now();
+    const text = pageText();
+    const changed = !firstShown && shownText !== undefined && text !== shownText;
+    shownText = text;
+    if (recovered) say(`Data refreshed at ${timeOfDaySeconds(now)}: hookwatch answers again${changed || newsDue !== undefined ? ', and the data changed' : ''}.`, now);
+    else if (changed) {
+      newsDue = now;
+      sayNews(now);
+    }
   }
 
   function showUpdated(state: ViewState): void {
@@ -343,6 +391,7 @@ export function start(root: HTMLElement): Dashboard {
     for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(el.dataset['ago'] ?? null, now);
     showUpdated(readState(location));
     drawFailure();
+    sayNews(now);
   }
 
   async function load(gen: number): Promise<void> {
@@ -356,13 +405,16 @@ export function start(root: HTMLElement): Dashboard {
     try {
       await page.refresh(ctl.signal);
       if (gen !== generation) return;
+      const recovered = failures > 0;
       hideBanner();
       failures = 0;
       failure = undefined;
       signedOut = false;
       lastUpdated = Date.now();
+      const firstShown = shownGeneration !== gen;
       shownGeneration = gen;
       showUpdated(readState(location));
+      refreshNews(recovered, firstShown);
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
@@ -398,6 +450,8 @@ export function start(root: HTMLElement): Dashboard {
         failures = 0;
         failure = undefined;
       }
+      // The page changed at the user's request, not by a refresh: nothing to tell.
+      shownText = pageText();
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
@@ -431,11 +485,13 @@ export function start(root: HTMLElement): Dashboard {
     page = undefined;
     hideBanner();
     failure = undefined;
+    shownText = undefined;
+    newsDue = undefined;
     const state = readState(location);
     const main = h('main', { id: 'main', tabindex: '-1' });
     content = main;
     headerEl = header(state);
-    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, main);
+    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, news, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
     const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part) };
     const factory = PAGES[state.route.page];

@@ -222,10 +222,14 @@ async function stubHookwatch(app: express.Express): Promise<{ url: string; close
 }
 
 describe('kept open all day', () => {
-  /** A hookwatch that answers with one hook until `failing` is set, and counts the calls for the rows. */
-  const serve = async (): Promise<{ url: string; calls: () => number; fail(on: boolean): void; close(): Promise<void> }> => {
+  /**
+   * A hookwatch that answers with one hook until `failing` is set, and counts the calls for the rows; `more` adds
+   * executions to the hook, a change the next refresh shows.
+   */
+  const serve = async (): Promise<{ url: string; calls: () => number; fail(on: boolean): void; more(): void; close(): Promise<void> }> => {
     let calls = 0;
     let failing = false;
+    let executions = OK.executions;
     const lastEventAt = new Date(Date.now() - 4000).toISOString();
     const app = express();
     app.use('/api/v1', (req, res, next) => {
@@ -234,10 +238,10 @@ describe('kept open all day', () => {
       else next();
     });
     app.get('/api/v1/overview', (_req, res) => void res.json(overview({ hooks: 1, lastEventAt })));
-    app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: [{ ...OK, lastSeen: lastEventAt }], total: 1, nextCursor: null }));
+    app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', hooks: [{ ...OK, executions, lastSeen: lastEventAt }], total: 1, nextCursor: null }));
     app.get('/api/v1/hooks/:id/series', (_req, res) => void res.json(dailySeriesOf(OK, [])));
     const stub = await stubHookwatch(app);
-    return { ...stub, calls: () => calls, fail: (on) => void (failing = on) };
+    return { ...stub, calls: () => calls, fail: (on) => void (failing = on), more: () => void (executions += 100) };
   };
 
   it('during an outage, says how old the data is, keeps relative times counting, and asks less and less often', async () => {
@@ -298,6 +302,55 @@ describe('kept open all day', () => {
       await p.clock.fastForward('00:31');
       await waitLoaded(p, 2);
       expect(await p.textContent('#last-updated')).toMatch(/^Updated [0-5] s ago$/);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('tells a screen reader of refreshes that changed the data, at most once a minute, and of hookwatch answering again', async () => {
+    const srv = await serve();
+    try {
+      const { page: p } = await page({ allow: /status of (503|404)/ });
+      await p.clock.install();
+      await p.goto(`${srv.url}/?refresh=15s`);
+      await waitLoaded(p);
+      const region = p.locator('#refresh-news');
+      expect(await region.getAttribute('aria-live')).toBe('polite');
+      expect(await p.getByRole('status').filter({ hasText: 'Data refreshed' }).count()).toBe(0);
+      let loads = 1;
+      const refresh = async (): Promise<string> => {
+        await p.clock.fastForward('00:15');
+        await waitLoaded(p, ++loads);
+        return (await region.textContent()) ?? '';
+      };
+      // The first drawing and refreshes that change nothing (relative times count on) are not news.
+      expect(await refresh()).toBe('');
+      expect(await refresh()).toBe('');
+      srv.more();
+      const first = await refresh();
+      expect(first).toMatch(/^Data refreshed at \d\d:\d\d:\d\d: it changed\.$/);
+      expect(await p.getByRole('status').filter({ hasText: 'Data refreshed' }).count()).toBe(1);
+      // Another change within the minute waits for it, and is then said once.
+      srv.more();
+      expect(await refresh()).toBe(first);
+      expect(await refresh()).toBe(first);
+      expect(await refresh()).toBe(first);
+      await p.clock.fastForward('00:16');
+      await waitLoaded(p, ++loads);
+      const second = (await region.textContent()) ?? '';
+      expect(second).toMatch(/^Data refreshed at .*: it changed\.$/);
+      expect(second).not.toBe(first);
+      expect(await refresh()).toBe(second);
+
+      // A failure is the alert's to say; hookwatch answering again is said at once.
+      srv.fail(true);
+      await p.clock.fastForward('00:15');
+      await p.waitForSelector('#error-banner:not([hidden])');
+      expect(await region.textContent()).toBe(second);
+      srv.fail(false);
+      await p.click('#refresh-now');
+      await p.waitForSelector('#error-banner', { state: 'hidden' });
+      await expect.poll(() => region.textContent()).toMatch(/^Data refreshed at .*: hookwatch answers again\.$/);
     } finally {
       await srv.close();
     }
