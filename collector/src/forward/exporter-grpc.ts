@@ -36,6 +36,9 @@ const RETRYABLE = new Set<number>([GrpcStatus.CANCELLED, GrpcStatus.DEADLINE_EXC
 /** Codes an operator can usually fix (a key, a route, a deploy): retried for a bounded time. */
 const MAYBE_PERMANENT = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.PERMISSION_DENIED, GrpcStatus.NOT_FOUND, GrpcStatus.UNIMPLEMENTED, GrpcStatus.INTERNAL, GrpcStatus.UNKNOWN]);
 
+/** What grpc-js says of a connection reset or closed while a call was in flight. */
+const CUT_OFF = /ECONNRESET|EPIPE|Connection dropped|socket hang up|Stream refused/i;
+
 const identity = (b: Buffer): Buffer => b;
 
 /** Turns an endpoint URL (or bare host:port) into a grpc-js target and whether to use TLS. */
@@ -122,7 +125,9 @@ export class GrpcExporter implements Exporter {
         }
         const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${err.details}`.slice(0, 500);
         if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
-          resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(err.code === GrpcStatus.DEADLINE_EXCEEDED ? { timedOut: true } : {}) });
+          // A connection dropped under the call (grpc-js: UNAVAILABLE, "Connection dropped" or the socket's error).
+          const cutOff = err.code === GrpcStatus.UNAVAILABLE && CUT_OFF.test(err.details);
+          resolve({ kind: 'retryable', message, status: err.code, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(err.code === GrpcStatus.DEADLINE_EXCEEDED ? { timedOut: true } : {}), ...(cutOff ? { cutOff } : {}) });
         } else if (MAYBE_PERMANENT.has(err.code)) {
           resolve({ kind: 'retryable', message, status: err.code, bounded: true, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
         } else {

@@ -36,6 +36,11 @@ export interface HttpExporterOptions {
 
 const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
 /**
+ * A connection reset or closed before the answer (undici's UND_ERR_SOCKET: "other side closed"): unlike a refused
+ * connection, the destination or a proxy in front of it took the connection and then dropped the request.
+ */
+const CUT_OFF_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+/**
  * Refusals that are often fixed by an operator within hours: retried for a bounded time. A redirect is one: the
  * endpoint moved (or is a login page), and forward.endpoint must say where to.
  */
@@ -143,7 +148,8 @@ export class HttpExporter implements Exporter {
       // Nothing was sent: the handshake failed. Retried for forward.retry.maxElapsedTime, like a refused key.
       const tls = tlsFailure(cause);
       if (tls) return { kind: 'retryable', message: `TLS with ${this.description} failed: ${tls}`, bounded: true, tls: true };
-      return { kind: 'retryable', message: `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}` };
+      const message = `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}`;
+      return CUT_OFF_CODES.has(cause?.code ?? '') ? { kind: 'retryable', message, cutOff: true } : { kind: 'retryable', message };
     }
     // The body says what was rejected, or why the request was. Only its start is read: a destination (or a
     // proxy in front of it) answering with a large or endless body must not fill hookwatch's memory.

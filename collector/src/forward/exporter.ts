@@ -25,8 +25,10 @@ export type ExportResult =
    * `timedOut`: no answer within forward.timeout (the destination may be slow for a request this large). `tls`:
    * the TLS handshake failed (the destination's certificate not trusted, for another name or out of date; the
    * client certificate refused), which only a change of forward.tls.* or of the destination's certificate fixes.
+   * `cutOff`: the connection was reset or closed before an answer came (a proxy that drops uploads over a size
+   * limit ends that way), so the request may well have been too large to get through.
    */
-  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean; tls?: boolean }
+  | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean; cutOff?: boolean; tls?: boolean }
   | { kind: 'permanent'; message: string; status?: number };
 
 /** A downstream OTLP destination. */

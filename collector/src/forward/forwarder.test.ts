@@ -329,3 +329,54 @@ it('logs partial successes at most once a minute, whatever their reasons, and co
   expect(partials()).toHaveLength(2);
   expect(forwarder.status().rejectedByDestination).toBe(6);
 });
+
+/** An OTLP/HTTP destination on 127.0.0.1:0 behind a "proxy" that resets the connection of any upload over `maxBytes`. */
+async function resettingDestination(maxBytes: number): Promise<{ url: string; carried: number[]; resets: () => number; close(): Promise<void> }> {
+  const carried: number[] = [];
+  let resets = 0;
+  const server = createServer((req, res) => {
+    if (Number(req.headers['content-length']) > maxBytes) {
+      resets++;
+      req.socket.resetAndDestroy();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      // Each request is the two bytes of an empty ResourceSpans: merged ones are concatenated.
+      carried.push(Buffer.concat(chunks).length / 2);
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    carried,
+    resets: () => resets,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+it('sends fewer requests per attempt after a merged attempt was cut off by a connection reset, so a backlog drains through a proxy that resets large uploads', { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  // Up to 25 merged requests (50 bytes) get through; 100 or 50 are reset.
+  const destination = await resettingDestination(50);
+  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+  const requests = 300;
+  for (let i = 0; i < requests; i++) queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+  forwarder.start();
+  const until = Date.now() + 10_000;
+  while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(queue.depth).toBe(0);
+  expect(destination.carried.reduce((a, b) => a + b, 0)).toBe(requests);
+  // Halved after each reset (100, then 50), doubled again after quick successes and halved back: about one
+  // reset per successful attempt at most, not a full-size resend forever.
+  expect(destination.resets()).toBeLessThanOrEqual(destination.carried.length + 2);
+});

@@ -133,7 +133,8 @@ export class Forwarder {
    * Requests one attempt may carry now. An attempt that timed out is not resent as large: a destination that
    * takes longer than forward.timeout for a large merged request (and may well have taken it, so every resend
    * is a duplicate) gets half as many next time, down to one; attempts that finish well within the timeout
-   * raise it again.
+   * raise it again. An attempt whose connection was reset or closed before an answer is treated the same: a
+   * proxy that drops uploads over its size limit would otherwise get the same large request forever.
    */
   private batchLimit: number;
   private rejectedByDestination = 0;
@@ -377,9 +378,9 @@ export class Forwarder {
       if (evicted) this.noteEvicted(evicted);
       return;
     }
-    if (result.kind === 'retryable' && result.timedOut && items.length > 1) {
+    if (result.kind === 'retryable' && (result.timedOut || result.cutOff) && items.length > 1) {
       this.batchLimit = Math.max(1, Math.floor(items.length / 2));
-      logger.warn('forwarding attempt timed out; the next attempts carry fewer requests', { destination: exporter.description, requestsInAttempt: items.length, bytes: body.length, nextAttemptAtMost: this.batchLimit });
+      logger.warn(`forwarding attempt ${result.timedOut ? 'timed out' : 'cut off (connection reset or closed before an answer)'}; the next attempts carry fewer requests`, { destination: exporter.description, requestsInAttempt: items.length, bytes: body.length, nextAttemptAtMost: this.batchLimit });
     }
     if (result.tls) this.noteTlsFailure(result.message, queue.depth);
     const now = this.now();

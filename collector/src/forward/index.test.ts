@@ -194,12 +194,14 @@ describe('inline collector mode over OTLP/HTTP', () => {
     d.mode = { kind: 'accept' };
     const sent = Buffer.concat([PROTO_LOGS, PROTO_LOGS_2, PROTO_LOGS]);
     await until('the queue drains', () => Buffer.concat(d.bodies('logs')).length >= sent.length);
-    // Queued protobuf requests of one signal travel as one: concatenated messages merge their repeated
-    // fields, so the downstream decodes the same records in the same order.
-    expect(d.requests).toHaveLength(1);
-    expect(d.bodies('logs')[0]).toEqual(sent);
+    // Queued protobuf requests of one signal travel merged: concatenated messages merge their repeated fields, so
+    // the downstream decodes the same records in the same order. After dropped connections an attempt carries
+    // fewer of them (a proxy may be cutting large uploads), so they may arrive in more than one request.
+    expect(d.requests.length).toBeGreaterThanOrEqual(1);
+    expect(d.requests.length).toBeLessThanOrEqual(3);
+    expect(Buffer.concat(d.bodies('logs'))).toEqual(sent);
     expect(records(decodeLogsProto(sent))).toEqual([...records(decodeLogsProto(PROTO_LOGS)), ...records(decodeLogsProto(PROTO_LOGS_2)), ...records(decodeLogsProto(PROTO_LOGS))]);
-    expect(d.requests[0]!.contentEncoding).toBe('');
+    expect(d.requests.map((r) => r.contentEncoding)).toEqual(d.requests.map(() => ''));
     expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ depth: 0, consecutiveFailures: 0, lastError: null });
   });
 
