@@ -269,7 +269,10 @@ export interface ForwardingDestination {
   consecutiveFailures: number;
   lastError: string | null;
   lastSuccessAt: string | null;
+  /** When the next attempt is due (waiting to retry); null while idle or while an attempt is in flight. */
   nextAttemptAt: string | null;
+  /** When the attempt in flight began (state `sending`); null when none is. */
+  attemptStartedAt: string | null;
 }
 
 /** A request the destination refused for good (kept for inspection, body not shown). */

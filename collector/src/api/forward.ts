@@ -50,6 +50,7 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
       lastError: s.lastError,
       lastSuccessAt: iso(s.lastSuccessAtMs),
       nextAttemptAt: iso(s.nextAttemptAtMs),
+      attemptStartedAt: iso(s.attemptStartedAtMs),
     };
     const deadLetters: DeadLetterInfo[] = f.deadLetters(limit).map((d) => ({
       id: d.id,

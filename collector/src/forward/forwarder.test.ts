@@ -380,3 +380,46 @@ it('sends fewer requests per attempt after a merged attempt was cut off by a con
   // reset per successful attempt at most, not a full-size resend forever.
   expect(destination.resets()).toBeLessThanOrEqual(destination.carried.length + 2);
 });
+
+/** Refuses the first attempt with 503; answers the next ones only when told to. */
+class HeldDestination implements Exporter {
+  readonly description = 'held destination';
+  attempts = 0;
+  private release: (() => void) | undefined;
+  accepts(): boolean {
+    return true;
+  }
+  export(_item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
+    this.attempts++;
+    if (this.attempts === 1) return Promise.resolve({ kind: 'retryable', message: 'answered 503', status: 503 });
+    return new Promise((resolve) => {
+      this.release = () => resolve({ kind: 'success' });
+      signal?.addEventListener('abort', () => resolve({ kind: 'retryable', message: 'stopped' }), { once: true });
+    });
+  }
+  answer(): void {
+    this.release?.();
+  }
+  async close(): Promise<void> {}
+}
+
+it('shows an attempt in flight, and since when, instead of the time the attempt was due', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  let now = 1_800_000_000_000;
+  const destination = new HeldDestination();
+  const forwarder = new Forwarder({ queue, exporter: destination, logger: silentLogger, now: () => now, backoff: { initialMs: 10, maxMs: 10 }, random: () => 1 });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => forwarder.stop());
+  queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), now);
+  forwarder.start();
+  while (forwarder.status().state !== 'backing_off') await new Promise((r) => setTimeout(r, 2));
+  expect(forwarder.status()).toMatchObject({ state: 'backing_off', nextAttemptAtMs: now + 10, attemptStartedAtMs: null });
+  now += 10;
+  while (destination.attempts < 2) await new Promise((r) => setTimeout(r, 2));
+  now += 5_000;
+  // The retry is in flight: the time it was due is past and says nothing; when it began does.
+  expect(forwarder.status()).toMatchObject({ state: 'sending', nextAttemptAtMs: null, attemptStartedAtMs: now - 5_000 });
+  destination.answer();
+  while (queue.depth > 0) await new Promise((r) => setTimeout(r, 2));
+  expect(forwarder.status()).toMatchObject({ state: 'idle', nextAttemptAtMs: null, attemptStartedAtMs: null });
+});

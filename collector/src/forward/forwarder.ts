@@ -70,9 +70,10 @@ export interface ForwarderOptions {
  * What an operator sees of one destination: the API's ForwardingDestination (/api/v1/forwarding), with times
  * kept as epoch milliseconds until the API formats them.
  */
-export type ForwarderStatus = Omit<ForwardingDestination, 'lastSuccessAt' | 'nextAttemptAt'> & {
+export type ForwarderStatus = Omit<ForwardingDestination, 'lastSuccessAt' | 'nextAttemptAt' | 'attemptStartedAt'> & {
   lastSuccessAtMs: number | null;
   nextAttemptAtMs: number | null;
+  attemptStartedAtMs: number | null;
   /** Attempts whose TLS handshake with the destination failed, since start. */
   tlsFailures: number;
 };
@@ -156,6 +157,8 @@ export class Forwarder {
   private lastError: string | null = null;
   private lastSuccessAtMs: number | null = null;
   private nextAttemptAtMs: number | null = null;
+  /** When the attempt in flight began; null when none is. */
+  private attemptStartedAtMs: number | null = null;
   private wake: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private stopping = false;
@@ -257,6 +260,7 @@ export class Forwarder {
       lastError: this.lastError,
       lastSuccessAtMs: this.lastSuccessAtMs,
       nextAttemptAtMs: this.nextAttemptAtMs,
+      attemptStartedAtMs: this.attemptStartedAtMs,
     };
   }
 
@@ -327,6 +331,9 @@ export class Forwarder {
       return;
     }
     this.state = 'sending';
+    // The wait that led here is over: what the API shows is the attempt in flight, not when it was due.
+    this.nextAttemptAtMs = null;
+    this.attemptStartedAtMs = this.now();
     const ids = items.map((i) => i.id);
     const body = items.length === 1 ? item.body : Buffer.concat(items.map((i) => i.body));
     const started = performance.now();
@@ -337,6 +344,7 @@ export class Forwarder {
       result = await exporter.export({ signal: item.signal, encoding: item.encoding, body }, attempt.signal);
     } finally {
       this.attempt = undefined;
+      this.attemptStartedAtMs = null;
     }
     if (result.kind !== 'success' && attempt.signal.aborted) {
       // Cut off by stop() (SIGTERM), not refused: the requests stay queued as they were, for the next start, and

@@ -10,7 +10,7 @@ export interface ForwardSource {
 }
 
 /** The parts of the forwarder's status that /metrics reports (no destination URL: it may hold credentials). */
-export type ForwardStatusLike = Omit<ForwarderStatus, 'destination' | 'lastError' | 'lastSuccessAtMs' | 'nextAttemptAtMs'>;
+export type ForwardStatusLike = Omit<ForwarderStatus, 'destination' | 'lastError' | 'lastSuccessAtMs' | 'nextAttemptAtMs' | 'attemptStartedAtMs'>;
 
 const FORWARD_STATES = ['idle', 'sending', 'backing_off', 'stopped'] as const;
 

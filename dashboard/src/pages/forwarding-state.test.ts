@@ -8,6 +8,7 @@ const down: ForwardingDestination = {
   destination: 'http://otel-collector:4318', state: 'backing_off', depth: 37, bytes: 8_519_680, maxBytes: 268_435_456,
   oldestAgeMs: 250_400, delivered: 1_204, retries: 9, deadLetters: 1, refusedFull: 0, rejectedByDestination: 0, consecutiveFailures: 9,
   lastError: 'connect ECONNREFUSED 10.0.0.7:4318', lastSuccessAt: '2026-11-30T08:26:00.000Z', nextAttemptAt: '2026-11-30T08:30:08.000Z',
+  attemptStartedAt: null,
 };
 const idle: ForwardingDestination = {
   ...down, state: 'idle', depth: 0, bytes: 0, oldestAgeMs: null, retries: 0, deadLetters: 0, consecutiveFailures: 0,
@@ -36,6 +37,13 @@ describe('a destination', () => {
       ['refused-full', '0', undefined],
     ]);
     expect(destinationView({ ...down, rejectedByDestination: 3 }).figures.at(-1)).toEqual({ id: 'rejected', label: 'Records rejected downstream', value: '3', note: 'in requests it accepted (partial success); see the log for why' });
+  });
+
+  it('says an attempt is in flight, and since when, instead of when the one before was due', () => {
+    const sending: ForwardingDestination = { ...down, state: 'sending', nextAttemptAt: null, attemptStartedAt: '2026-11-30T08:30:09.000Z' };
+    const v = destinationView(sending);
+    expect(v.alarm).toBe(false);
+    expect(v.state.join('')).toBe('State: sending (attempt in flight since 30/11/2026, 08:30) · last error: connect ECONNREFUSED 10.0.0.7:4318');
   });
 
   it('reads an idle, never-used queue without dividing by zero', () => {

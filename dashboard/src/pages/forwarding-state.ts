@@ -39,7 +39,7 @@ function share(used: number, max: number): string {
 export function destinationView(d: ForwardingDestination): { alarm: boolean; state: string[]; figures: Figure[] } {
   return {
     alarm: d.state === 'backing_off',
-    state: [`State: ${STATE_TEXT[d.state]}`, d.nextAttemptAt ? ` (next attempt ${dateTime(d.nextAttemptAt)})` : '', d.lastError ? ` · last error: ${d.lastError}` : ''],
+    state: [`State: ${STATE_TEXT[d.state]}`, d.attemptStartedAt ? ` (attempt in flight since ${dateTime(d.attemptStartedAt)})` : d.nextAttemptAt ? ` (next attempt ${dateTime(d.nextAttemptAt)})` : '', d.lastError ? ` · last error: ${d.lastError}` : ''],
     figures: [
       { id: 'depth', label: 'Queued requests', value: num(d.depth) },
       { id: 'bytes', label: 'Queue size', value: bytes(d.bytes), note: `${share(d.bytes, d.maxBytes)}; full means clients get 503` },
