@@ -17,6 +17,7 @@ import { AlertSet } from './alert-set.ts';
 import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
+import { restoredAlert } from './lifecycle.ts';
 import { markSuperseded, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy } from './rules.ts';
@@ -103,7 +104,9 @@ export class AlertEngine implements IngestListener {
 
   private async load(resumeOutbox: boolean): Promise<void> {
     const state = await this.opts.stateStore.load({ outbox: resumeOutbox });
-    this.set.replace(state.alerts);
+    // keep_firing_for counts from a last-held time no earlier than the one before the restart.
+    const now = this.now();
+    this.set.replace(state.alerts.map((a) => restoredAlert(a, now)));
     this.silences.replace(state.silences);
     if (!resumeOutbox) return;
     for (const n of state.outbox) this.opts.dispatcher.enqueue(n);

@@ -180,6 +180,35 @@ describe('persisted rule', () => {
     expect(notes[1]?.at).toBeLessThanOrEqual(8 * MIN + TICK);
   });
 
+  it('does not resolve a keepFiringFor alert earlier for a restart, wherever the restart falls', async () => {
+    const rules = [{ kind: 'persisted', window: '2m', keepFiringFor: '5m' }];
+    const resolvedAt = async (restartAt: number | undefined): Promise<number | undefined> => {
+      const h = await harness(rules);
+      await h.push(over);
+      if (restartAt !== undefined) {
+        await h.run(restartAt);
+        // Down for 15 s: no evaluation sees whether the condition still held meanwhile.
+        await h.alerting.stop();
+        h.clock.advance(DOWN);
+        await h.restart();
+      }
+      await h.run(20 * MIN - (restartAt === undefined ? 0 : restartAt + DOWN));
+      return h.notes().find((n) => n.status === 'resolved')?.at;
+    };
+    const DOWN = 15_000;
+    const unbroken = (await resolvedAt(undefined)) ?? NaN;
+    expect(unbroken).toBeGreaterThan(7 * MIN);
+    // The condition is first found absent at 3m: restarts while it still holds, across the moment it clears,
+    // just after and later. The last time it held was saved at most once a minute; no restart may cut
+    // keepFiringFor short. The evaluations after a restart fall 15 s later than without it (up to one tick
+    // more); a restart before the condition was found absent may also keep the alert for the downtime.
+    for (let at = 2 * MIN; at <= 4 * MIN; at += TICK) {
+      const resolved = (await resolvedAt(at)) ?? NaN;
+      const latest = unbroken + TICK + (at < 3 * MIN ? DOWN : 0);
+      expect({ at, early: resolved < unbroken, late: resolved > latest }).toEqual({ at, early: false, late: false });
+    }
+  });
+
   it('repeats a still-firing alert after repeat_interval, not before', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: HOUR });
     await h.push(over);

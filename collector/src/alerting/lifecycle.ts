@@ -9,7 +9,8 @@ import type { RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
 
-const ACTIVE_SAVE_INTERVAL_MS = 60_000;
+/** How often the last time an alert's condition held is saved at most while it keeps holding. */
+export const ACTIVE_SAVE_INTERVAL_MS = 60_000;
 /** When each alert's lastActiveMs was last handed to the state store. */
 const savedActiveMs = new WeakMap<AlertRecord, number>();
 
@@ -74,7 +75,11 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
       step.transitions.push({ alert: a, from: 'pending', to: 'firing' });
       if (!step.upsert.includes(a)) step.upsert.push(a);
     }
-    if (step.upsert[step.upsert.length - 1] === a) savedActiveMs.set(a, now);
+    if (step.upsert[step.upsert.length - 1] === a) {
+      savedActiveMs.set(a, now);
+      // The condition may hold at evaluations to come that save nothing.
+      a.lastActiveProvisional = true;
+    }
   }
   for (const [fp, a] of active) {
     if (seen.has(fp)) continue;
@@ -85,10 +90,27 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
     } else if (a.state === 'firing' && now - a.lastActiveMs >= rule.keepFiringForMs) {
       a.state = 'resolved';
       a.endsAtMs = now;
+      delete a.lastActiveProvisional;
       active.delete(fp);
       step.upsert.push(a);
       step.transitions.push({ alert: a, from: 'firing', to: 'resolved' });
+    } else if (a.state === 'firing' && a.lastActiveProvisional) {
+      // keep_firing_for counts from the last time the condition held: saved now that it is final, once, so a
+      // restart during keep_firing_for does not count from an older save and resolve early.
+      delete a.lastActiveProvisional;
+      savedActiveMs.set(a, a.lastActiveMs);
+      step.upsert.push(a);
     }
   }
   return step;
+}
+
+/**
+ * An alert as loaded after a restart (or by a new leader). A firing alert whose last-held time was saved while
+ * its condition still held may have held up to ACTIVE_SAVE_INTERVAL_MS later, though not after `nowMs`: counting
+ * keep_firing_for from that bound may keep it firing a little longer, never shorter than without the restart.
+ */
+export function restoredAlert(a: AlertRecord, nowMs: number): AlertRecord {
+  if (a.state !== 'firing' || !a.lastActiveProvisional) return a;
+  return { ...a, lastActiveMs: Math.max(a.lastActiveMs, Math.min(a.lastActiveMs + ACTIVE_SAVE_INTERVAL_MS, nowMs)) };
 }

@@ -11,6 +11,12 @@ export interface AlertRecord extends AlertIdentity {
   endsAtMs: number | null;
   /** Last evaluation at which the condition held (for keep_firing_for). */
   lastActiveMs: number;
+  /**
+   * Set when lastActiveMs was saved while the condition still held: later evaluations may have found it holding
+   * without saving (at most ACTIVE_SAVE_INTERVAL_MS later, see lifecycle.ts), so a restart reads it as a lower
+   * bound. Absent once the time is final (saved when the condition was first found absent).
+   */
+  lastActiveProvisional?: boolean;
   /** Last firing notification created (repeat_interval counts from it); null when none. */
   lastNotifiedMs: number | null;
   /** A firing notification went out in this episode, so its resolution is notified too. */
