@@ -1,0 +1,119 @@
+/**
+ * keepFiringFor across a restart with the state on PostgreSQL (index.test.ts runs the same timeline on SQLite).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { AlertingConfig } from '../config/index.ts';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { parseReceivers } from '../notify/settings.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
+import { PostgresStore } from '../store/postgres/index.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { FakeClock, hookEvent, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { startAlerting, type Alerting } from './index.ts';
+import { parseRules } from './settings.ts';
+import { PostgresAlertStateStore } from './state/postgres.ts';
+
+const T0 = Date.parse('2026-11-30T10:00:00Z');
+const MIN = 60_000;
+const TICK = 10_000;
+
+let server: TestServer;
+const cleanups: (() => Promise<void>)[] = [];
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+function alertingConfig(rules: unknown, receivers: unknown[]): AlertingConfig {
+  return {
+    rules: parseRules(rules, dimensionNames([])),
+    receivers: parseReceivers(receivers),
+    evaluationIntervalMs: TICK,
+    repeatIntervalMs: 4 * 3_600_000,
+    externalUrl: 'http://hookwatch.test',
+    otlp: { endpoint: '', headers: {} },
+    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+  };
+}
+
+async function harness(rules: unknown) {
+  const url = await server.createDatabase();
+  const store = await PostgresStore.open({ url, poolSize: 2 });
+  const clock = new FakeClock(T0);
+  const sink = new WebhookSink(clock.now);
+  await sink.start();
+  const config = alertingConfig(rules, [{ name: 'ops', url: `${sink.url}/hook` }]);
+  const start = (): Promise<Alerting> => startAlerting({
+    config, db: '', store, stateStore: new PostgresAlertStateStore({ pool: store.connectionPool }), logger: silentLogger, now: clock.now, timer: false, random: () => 0.5,
+  });
+  let alerting = await start();
+  const h = {
+    clock,
+    get alerting() { return alerting; },
+    async push(facts: Omit<EventFacts, 'timeMs'>) {
+      const r = await store.ingest([hookEvent({ ...facts, timeMs: clock.now() })]);
+      alerting.engine.onIngested(r.inserted);
+      await alerting.engine.evaluate('notify');
+      await alerting.dispatcher.idle();
+    },
+    async run(ms: number) {
+      const end = clock.now() + ms;
+      while (clock.now() < end) {
+        clock.advance(Math.min(TICK, end - clock.now()));
+        await alerting.engine.evaluate('all');
+        await alerting.dispatcher.idle();
+      }
+    },
+    async restart() {
+      await alerting.stop();
+      alerting = await start();
+      await alerting.engine.evaluate('notify');
+      await alerting.dispatcher.idle();
+    },
+    resolvedAt(): number | undefined {
+      const r = sink.delivered().find((d) => (JSON.parse(d.body) as AlertmanagerWebhookBody).status === 'resolved');
+      return r === undefined ? undefined : r.at - T0;
+    },
+  };
+  cleanups.push(async () => {
+    await alerting.stop();
+    await store.close();
+    await sink.close();
+  });
+  await alerting.engine.evaluate('notify');
+  return h;
+}
+
+const over = { hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 };
+
+describe('keepFiringFor on PostgreSQL', () => {
+  it('does not resolve a keepFiringFor alert earlier for a restart, wherever the restart falls', async () => {
+    const rules = [{ kind: 'persisted', window: '2m', keepFiringFor: '5m' }];
+    const DOWN = 15_000;
+    const resolvedAt = async (restartAt: number | undefined): Promise<number | undefined> => {
+      const h = await harness(rules);
+      await h.push(over);
+      if (restartAt !== undefined) {
+        await h.run(restartAt);
+        await h.alerting.stop();
+        h.clock.advance(DOWN);
+        await h.restart();
+      }
+      await h.run(20 * MIN - (restartAt === undefined ? 0 : restartAt + DOWN));
+      return h.resolvedAt();
+    };
+    const unbroken = (await resolvedAt(undefined)) ?? NaN;
+    expect(unbroken).toBeGreaterThan(7 * MIN);
+    for (let at = 2 * MIN; at <= 4 * MIN; at += 2 * TICK) {
+      const resolved = (await resolvedAt(at)) ?? NaN;
+      const latest = unbroken + TICK + (at < 3 * MIN ? DOWN : 0);
+      expect({ at, early: resolved < unbroken, late: resolved > latest }).toEqual({ at, early: false, late: false });
+    }
+  }, 240_000);
+});
