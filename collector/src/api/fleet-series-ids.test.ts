@@ -2,24 +2,20 @@
  * GET /api/v1/fleet/series?ids=: the overview asks it for the sparklines of rows past the fleet series' riskiest, a
  * screenful at a time, so what each request reads must follow the hooks it names, not the size of the fleet.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse } from '../../../shared/src/api.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
 import type { RangeQuery } from '../store/store.ts';
-import { silentLogger } from '../telemetry/logger.ts';
-import { createApiRouter } from './index.ts';
+import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const HOOKS = Array.from({ length: 12 }, (_v, i) => `PostToolUse:h${String(i).padStart(2, '0')}`);
 const store = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
 /** What the API asked the store, per method. */
 const asked: { fleetSeries: RangeQuery[]; hookCounters: RangeQuery[] } = { fleetSeries: [], hookCounters: [] };
-let server: Server;
+let api: ApiServer;
 let base: string;
 
 function execution(hookName: string, i: number): HookEvent {
@@ -48,14 +44,11 @@ beforeAll(async () => {
       return (value as (...a: unknown[]) => unknown).bind(target);
     },
   });
-  const app = express();
-  app.use(createApiRouter({ store: watched, dimensions: ['team'], logger: silentLogger, now: () => NOW }));
-  server = app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  api = await serveApi(watched, NOW);
+  base = api.base;
 });
 afterAll(async () => {
-  await new Promise((r) => server.close(r));
+  await api.close();
   await store.close();
 });
 

@@ -2,30 +2,23 @@
  * Hostile and odd query parameters get a 400 naming the parameter, never a 500: relative times past the range
  * a date can hold, calendar dates that do not exist, repeated parameters.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hookId } from '../hooks/extract.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
-import { silentLogger } from '../telemetry/logger.ts';
-import { createApiRouter } from './index.ts';
+import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
 import { ParamError, parseTime } from './params.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const store = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
-let server: Server;
+let api: ApiServer;
 let base: string;
 
 beforeAll(async () => {
-  const app = express();
-  app.use(createApiRouter({ store, dimensions: ['team'], logger: silentLogger, now: () => NOW }));
-  server = app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  api = await serveApi(store, NOW);
+  base = api.base;
 });
 afterAll(async () => {
-  await new Promise((r) => server.close(r));
+  await api.close();
   await store.close();
 });
 
