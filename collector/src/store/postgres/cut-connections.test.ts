@@ -3,11 +3,9 @@
  * once, those still waiting for a free connection of a busy pool too (pg's end() would leave them to wait out the
  * pool's connection timeout, 10 s), so what the stop waits on after it is bounded by the stop, not by the pool.
  */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { historyBatches } from '../../../test/support/history.ts';
+import { stuckRead } from '../../../test/support/postgres/stuck-read.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { PostgresStore } from './index.ts';
 import { StoreUnavailableError } from '../store.ts';
 
 let server: TestServer;
@@ -18,8 +16,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const DAY = 86_400_000;
-
 /** When (ms after `t0`) `p` settled, and what it rejected with (undefined: it resolved). */
 async function settled(p: Promise<unknown>, t0: number): Promise<{ ms: number; rejected: boolean; err: unknown }> {
   const err = await p.then(() => undefined, (e: unknown) => e ?? new Error('rejected'));
@@ -28,26 +24,13 @@ async function settled(p: Promise<unknown>, t0: number): Promise<{ ms: number; r
 
 describe('PostgreSQL store cut off', () => {
   it('fails the calls waiting on a statement and those waiting for a connection of the busy pool at once', { timeout: 60_000 }, async () => {
-    const url = await server.createDatabase();
-    const store = await PostgresStore.open({ url, poolSize: 1, readers: 1, dimensions: ['team'] });
-    const locker = new pg.Client({ connectionString: url });
-    await locker.connect();
+    // Another session holds the table a hook's commands are read from: the first read waits on its lock with the
+    // only read connection, the second waits for that connection.
+    const stuck = await stuckRead(server, 20, 20);
+    const { store, now } = stuck;
     try {
-      const now = Date.now();
-      const batches = [...historyBatches({ events: 20, fromMs: now - 2 * DAY, toMs: now - 60_000 }, 20)];
-      await store.ingest(batches[0] ?? []);
-      const hookId = batches[0]?.[0]?.hookId ?? '';
-      // Another session holds the table a hook's commands are read from: the first read waits on its lock with the
-      // only read connection, the second waits for that connection.
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE transcript_findings IN ACCESS EXCLUSIVE MODE');
-      const first = store.transcriptCommands(hookId, { fromMs: now - DAY, toMs: now });
-      for (let i = 0; i < 200; i++) {
-        const waiting = await locker.query<{ n: string }>('SELECT count(*)::text AS n FROM pg_locks WHERE NOT granted');
-        if (Number(waiting.rows[0]?.n) > 0) break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      const second = store.transcriptCommands(hookId, { fromMs: now - DAY, toMs: now });
+      const first = stuck.read;
+      const second = stuck.readAgain();
       await new Promise((r) => setTimeout(r, 200));
       const t0 = performance.now();
       store.cutConnections();
@@ -63,9 +46,7 @@ describe('PostgreSQL store cut off', () => {
       const closed = await settled(store.close(), performance.now());
       expect(closed.ms).toBeLessThan(2000);
     } finally {
-      await locker.query('ROLLBACK').catch(() => {});
-      await locker.end();
-      await store.close();
+      await stuck.close();
     }
   });
 });

@@ -3,9 +3,9 @@
  * waiting on a lock another session holds) never makes an ingest transaction wait for a connection, and a query
  * after an ingest resolved sees its events.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { historyBatches } from '../../../test/support/history.ts';
+import { stuckRead } from '../../../test/support/postgres/stuck-read.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import { PostgresStore, READ_RANDOM_PAGE_COST } from './index.ts';
 
@@ -40,26 +40,13 @@ describe('PostgreSQL read pool', () => {
   });
 
   it('an ingest commits while a query holds every read connection', { timeout: 60_000 }, async () => {
-    const url = await server.createDatabase();
-    // One connection each side: with a shared pool the ingest would queue behind the stuck query.
-    const store = await PostgresStore.open({ url, poolSize: 1, readers: 1, dimensions: ['team'] });
-    const locker = new pg.Client({ connectionString: url });
-    await locker.connect();
+    // One connection each side: with a shared pool the ingest would queue behind the stuck query. Another session
+    // holds the transcript findings table: a query of a hook's commands waits on it.
+    const stuck = await stuckRead(server, 400, 200);
+    const { store, locker, now, batches } = stuck;
     try {
-      const now = Date.now();
-      const batches = [...historyBatches({ events: 400, fromMs: now - 2 * DAY, toMs: now - 60_000 }, 200)];
-      await store.ingest(batches[0] ?? []);
-      const hookId = batches[0]?.[0]?.hookId ?? '';
-      // Another session holds the transcript findings table: a query of a hook's commands waits on it.
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE transcript_findings IN ACCESS EXCLUSIVE MODE');
       const order: string[] = [];
-      const read = store.transcriptCommands(hookId, { fromMs: now - DAY, toMs: now }).then(() => void order.push('query'));
-      for (let i = 0; i < 200; i++) {
-        const waiting = await locker.query<{ n: string }>('SELECT count(*)::text AS n FROM pg_locks WHERE NOT granted');
-        if (Number(waiting.rows[0]?.n) > 0) break;
-        await sleep(25);
-      }
+      const read = stuck.read.then(() => void order.push('query'));
       const ingest = store.ingest(batches[1] ?? []).then((r) => {
         order.push('ingest');
         return r;
@@ -74,8 +61,7 @@ describe('PostgreSQL read pool', () => {
       const counters = await store.hookCounters({ fromMs: now - 3 * DAY, toMs: now });
       expect([...counters.values()].reduce((n, c) => n + c.executions, 0)).toBe(400);
     } finally {
-      await locker.end().catch(() => {});
-      await store.close();
+      await stuck.close();
     }
   });
 
