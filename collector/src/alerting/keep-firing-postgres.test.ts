@@ -8,7 +8,7 @@ import { parseReceivers } from '../notify/settings.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
 import { PostgresStore } from '../store/postgres/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { FakeClock, hookEvent, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { FakeClock, hookEvent, keepFiringAcrossRestarts, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
@@ -90,30 +90,10 @@ async function harness(rules: unknown) {
   return h;
 }
 
-const over = { hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 };
-
 describe('keepFiringFor on PostgreSQL', () => {
   it('does not resolve a keepFiringFor alert earlier for a restart, wherever the restart falls', async () => {
-    const rules = [{ kind: 'persisted', window: '2m', keepFiringFor: '5m' }];
-    const DOWN = 15_000;
-    const resolvedAt = async (restartAt: number | undefined): Promise<number | undefined> => {
-      const h = await harness(rules);
-      await h.push(over);
-      if (restartAt !== undefined) {
-        await h.run(restartAt);
-        await h.alerting.stop();
-        h.clock.advance(DOWN);
-        await h.restart();
-      }
-      await h.run(20 * MIN - (restartAt === undefined ? 0 : restartAt + DOWN));
-      return h.resolvedAt();
-    };
-    const unbroken = (await resolvedAt(undefined)) ?? NaN;
-    expect(unbroken).toBeGreaterThan(7 * MIN);
-    for (let at = 2 * MIN; at <= 4 * MIN; at += 2 * TICK) {
-      const resolved = (await resolvedAt(at)) ?? NaN;
-      const latest = unbroken + TICK + (at < 3 * MIN ? DOWN : 0);
-      expect({ at, early: resolved < unbroken, late: resolved > latest }).toEqual({ at, early: false, late: false });
-    }
+    const r = await keepFiringAcrossRestarts(harness, (h) => h.resolvedAt(), { tick: TICK, every: 2 * TICK });
+    expect(r.unbrokenMs).toBeGreaterThan(7 * MIN);
+    for (const at of r.restarts) expect(at).toEqual({ at: at.at, early: false, late: false });
   }, 240_000);
 });

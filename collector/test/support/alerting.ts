@@ -224,3 +224,54 @@ export function alertRecord(over: Partial<AlertRecord> & { id: string }): AlertR
     ...over,
   };
 }
+
+/** What the keepFiringFor restart timeline drives: an alerting harness on one store, restartable. */
+export interface RestartableAlerting {
+  clock: FakeClock;
+  readonly alerting: { stop(): Promise<void> };
+  push(facts: Omit<EventFacts, 'timeMs'>): Promise<void>;
+  /** Steps the clock by the evaluation interval up to `ms`, evaluating at each step. */
+  run(ms: number): Promise<void>;
+  restart(): Promise<void>;
+}
+
+/**
+ * keepFiringFor across a restart, as every alert state store must keep it: a persisted output over the cap (the
+ * condition holds for the 2 m window, is found absent at about 3 m, and the alert keeps firing 5 m more), with the
+ * process down for 15 s at each restart time from 2 to 4 minutes, every `every` ms, against the same timeline
+ * without a restart. The last time the condition held is saved at most once a minute, so a restart must not cut
+ * keepFiringFor short; the evaluations after it fall 15 s later (up to one tick more), and a restart before the
+ * condition was found absent may keep the alert for the downtime too. Returns the unbroken resolve time and, per
+ * restart time, whether the alert resolved earlier than that or later than allowed.
+ */
+export async function keepFiringAcrossRestarts<H extends RestartableAlerting>(
+  start: (rules: unknown) => Promise<H>,
+  resolvedAt: (h: H) => number | undefined,
+  opts: { tick: number; every: number },
+): Promise<{ unbrokenMs: number; restarts: { at: number; early: boolean; late: boolean }[] }> {
+  const MIN = 60_000;
+  const DOWN = 15_000;
+  const rules = [{ kind: 'persisted', window: '2m', keepFiringFor: '5m' }];
+  const over = { hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 };
+  const timeline = async (restartAt: number | undefined): Promise<number> => {
+    const h = await start(rules);
+    await h.push(over);
+    if (restartAt !== undefined) {
+      await h.run(restartAt);
+      // Down for 15 s: no evaluation sees whether the condition still held meanwhile.
+      await h.alerting.stop();
+      h.clock.advance(DOWN);
+      await h.restart();
+    }
+    await h.run(20 * MIN - (restartAt === undefined ? 0 : restartAt + DOWN));
+    return resolvedAt(h) ?? NaN;
+  };
+  const unbrokenMs = await timeline(undefined);
+  const restarts: { at: number; early: boolean; late: boolean }[] = [];
+  for (let at = 2 * MIN; at <= 4 * MIN; at += opts.every) {
+    const resolved = await timeline(at);
+    const latest = unbrokenMs + opts.tick + (at < 3 * MIN ? DOWN : 0);
+    restarts.push({ at, early: resolved < unbrokenMs, late: resolved > latest });
+  }
+  return { unbrokenMs, restarts };
+}
