@@ -3,6 +3,7 @@
  * timer, expect a notification (or none) between t1 and t2. Real SQLite store, real webhook receiver on port 0.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -16,7 +17,7 @@ import { parseReceivers } from '../notify/settings.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
-import type { StateChanges } from './model.ts';
+import type { AlertRecord, StateChanges } from './model.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -184,6 +185,48 @@ describe('persisted rule', () => {
     const r = await keepFiringAcrossRestarts(harness, (h) => h.notes().find((n) => n.status === 'resolved')?.at, { tick: TICK, every: TICK });
     expect(r.unbrokenMs).toBeGreaterThan(7 * MIN);
     for (const at of r.restarts) expect(at).toEqual({ at: at.at, early: false, late: false });
+  });
+
+  it('does not resolve a keepFiringFor alert earlier across an upgrade from the previous release', async () => {
+    // The previous release saved the last time the condition held only while it held (at most once a minute),
+    // nothing when it was found absent, and no mark: its firing records are all such lower bounds.
+    const rules = [{ kind: 'persisted', window: '2m', keepFiringFor: '5m' }];
+    const DOWN = 15_000;
+    const stored = (h: Harness): AlertRecord => {
+      const db = new DatabaseSync(h.db);
+      try {
+        return JSON.parse((db.prepare('SELECT data FROM alert_instances').get() as { data: string }).data) as AlertRecord;
+      } finally {
+        db.close();
+      }
+    };
+    const unbroken = await harness(rules);
+    await unbroken.push(over);
+    await unbroken.run(20 * MIN);
+    const unbrokenMs = unbroken.notes().find((n) => n.status === 'resolved')?.at ?? NaN;
+    expect(unbrokenMs).toBeGreaterThan(7 * MIN);
+    for (let at = 2 * MIN; at <= 4 * MIN; at += TICK) {
+      const h = await harness(rules);
+      await h.push(over);
+      // What the previous release had on disk: the last time saved while the condition held.
+      let heldSave = stored(h).lastActiveMs;
+      for (let t = 0; t < at; t += TICK) {
+        await h.run(TICK);
+        const r = stored(h);
+        if (r.lastActiveProvisional === true) heldSave = r.lastActiveMs;
+      }
+      await h.alerting.stop();
+      const { lastActiveProvisional: _mark, ...previous } = stored(h);
+      const db = new DatabaseSync(h.db);
+      db.prepare('UPDATE alert_instances SET data = ?').run(JSON.stringify({ ...previous, lastActiveMs: heldSave }));
+      db.close();
+      h.clock.advance(DOWN);
+      await h.restart();
+      await h.run(20 * MIN - at - DOWN);
+      const resolved = h.notes().find((n) => n.status === 'resolved')?.at ?? NaN;
+      // Never earlier; at most the downtime, a tick and the save interval later.
+      expect({ at, early: resolved < unbrokenMs, late: resolved > unbrokenMs + DOWN + TICK + MIN }).toEqual({ at, early: false, late: false });
+    }
   });
 
   it('repeats a still-firing alert after repeat_interval, not before', async () => {

@@ -94,10 +94,12 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
       active.delete(fp);
       step.upsert.push(a);
       step.transitions.push({ alert: a, from: 'firing', to: 'resolved' });
-    } else if (a.state === 'firing' && a.lastActiveProvisional) {
+    } else if (a.state === 'firing' && a.lastActiveProvisional !== false) {
       // keep_firing_for counts from the last time the condition held: saved now that it is final, once, so a
-      // restart during keep_firing_for does not count from an older save and resolve early.
-      delete a.lastActiveProvisional;
+      // restart during keep_firing_for does not count from an older save and resolve early. Marked final with
+      // false, not left unmarked: a record without the mark is one the previous release saved while the
+      // condition held, which restoredAlert reads as a lower bound.
+      a.lastActiveProvisional = false;
       savedActiveMs.set(a, a.lastActiveMs);
       step.upsert.push(a);
     }
@@ -109,8 +111,10 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
  * An alert as loaded after a restart (or by a new leader). A firing alert whose last-held time was saved while
  * its condition still held may have held up to ACTIVE_SAVE_INTERVAL_MS later, though not after `nowMs`: counting
  * keep_firing_for from that bound may keep it firing a little longer, never shorter than without the restart.
+ * A record with no mark at all was saved by the previous release, which saved the time only while the condition
+ * held (never once it was found absent): it is such a lower bound too, or an upgrade would cut keepFiringFor short.
  */
 export function restoredAlert(a: AlertRecord, nowMs: number): AlertRecord {
-  if (a.state !== 'firing' || !a.lastActiveProvisional) return a;
+  if (a.state !== 'firing' || a.lastActiveProvisional === false) return a;
   return { ...a, lastActiveMs: Math.max(a.lastActiveMs, Math.min(a.lastActiveMs + ACTIVE_SAVE_INTERVAL_MS, nowMs)) };
 }

@@ -12,9 +12,10 @@ export interface AlertRecord extends AlertIdentity {
   /** Last evaluation at which the condition held (for keep_firing_for). */
   lastActiveMs: number;
   /**
-   * Set when lastActiveMs was saved while the condition still held: later evaluations may have found it holding
+   * True when lastActiveMs was saved while the condition still held: later evaluations may have found it holding
    * without saving (at most ACTIVE_SAVE_INTERVAL_MS later, see lifecycle.ts), so a restart reads it as a lower
-   * bound. Absent once the time is final (saved when the condition was first found absent).
+   * bound. False once the time is final (saved when the condition was first found absent). Absent in records of
+   * the previous release, which saved it only while the condition held: read as true.
    */
   lastActiveProvisional?: boolean;
   /** Last firing notification created (repeat_interval counts from it); null when none. */
