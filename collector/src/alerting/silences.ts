@@ -43,9 +43,13 @@ function fullMatch(pattern: string, value: string): boolean {
   return re instanceof Error ? false : re.matches(value);
 }
 
-/** True when one matcher accepts the labels (a missing label is the empty string, as in Alertmanager). */
+/**
+ * True when one matcher accepts the labels (a missing label is the empty string, as in Alertmanager). A dotted
+ * name, which only a silence made before such names were refused can hold, reads the label it stands for (alert
+ * labels write a dimension's dots as _): organization.id matches organization_id, as its author meant.
+ */
 export function matcherMatches(m: SilenceMatcher, labels: Record<string, string>): boolean {
-  const value = labels[m.name] ?? '';
+  const value = labels[m.name.includes('.') ? m.name.replace(/\./g, '_') : m.name] ?? '';
   const hit = m.isRegex ? fullMatch(m.value, value) : value === m.value;
   return (m.isEqual ?? true) ? hit : !hit;
 }

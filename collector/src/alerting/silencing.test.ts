@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SilenceRecord } from './model.ts';
-import { parseSilence, SilenceError } from './silences.ts';
+import { parseSilence, SilenceError, silenceMatches } from './silences.ts';
 import { MAX_SILENCES, SilenceLimitError, Silences } from './silencing.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 
@@ -108,6 +108,15 @@ describe('silence matchers', () => {
     expect(() => parseSilence(matching('1team'), T0)).toThrow('matchers[1].name must be a label name (letters, digits and _, not starting with a digit)');
     const s = parseSilence(matching('organization_id'), T0);
     expect(s.matchers[1]).toEqual({ name: 'organization_id', value: 'acme', isRegex: false, isEqual: true });
+  });
+
+  it('reads a dotted name kept from before such names were refused as the label it stands for', () => {
+    // Stored as it was made: a dotted name would match no label, muting nothing (=) or every persisted alert (!=).
+    const kept = (isEqual: boolean): SilenceRecord => ({ ...parseSilence(matching('organization_id'), T0), matchers: [{ name: 'alertname', value: 'persisted', isRegex: false, isEqual: true }, { name: 'organization.id', value: 'acme', isRegex: false, isEqual }] });
+    const acme = { alertname: 'persisted', organization_id: 'acme' };
+    const other = { alertname: 'persisted', organization_id: 'globex' };
+    expect([silenceMatches(kept(true), acme), silenceMatches(kept(true), other)]).toEqual([true, false]);
+    expect([silenceMatches(kept(false), acme), silenceMatches(kept(false), other)]).toEqual([false, true]);
   });
 });
 
