@@ -27,6 +27,7 @@ import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
 import { reachableHost, reachableUrl, splitAddr } from './net/addr.ts';
 import { TlsCredentials } from './net/tls.ts';
+import { HandshakeFailures, registerHandshakeMetrics } from './net/handshake-failures.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
@@ -166,12 +167,14 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   // One budget for both ports: a flood split across them must not get twice the memory.
   const inflight = new InflightBudget(config.otlp.maxInflightBytes);
+  // Failed TLS handshakes on the three ports: no request is ever read from them, so no other counter sees them.
+  const handshakes = new HandshakeFailures({ logger, now });
   const receiverOptions = {
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
     ingestToken: config.otlp.ingestToken,
     allowedHosts: config.http.allowedHosts,
-    ...(otlpTls ? { tls: otlpTls } : {}),
+    ...(otlpTls ? { tls: otlpTls, handshakes } : {}),
     inflight,
     logs,
     passThrough,
@@ -180,6 +183,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
   const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, ...receiverOptions });
 
+  registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
   registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests });
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
@@ -249,6 +253,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     const server = createHttpsServer(httpTls.serverOptions(), app);
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
+    handshakes.watch('http', server);
     http = trackConnections(server);
   } else {
     http = trackConnections(createServer(app));

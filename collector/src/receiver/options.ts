@@ -4,6 +4,7 @@
  */
 import type { LogsConsumer, PassThroughConsumer } from '../pipeline/consumer.ts';
 import { MAPPED_REJECT_REASONS } from '../pipeline/errors.ts';
+import type { HandshakeFailures } from '../net/handshake-failures.ts';
 import type { TlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
@@ -18,6 +19,8 @@ export interface OtlpReceiverOptions {
   ingestToken: string;
   /** otlp.tls: serve TLS (mutual TLS with a client CA) with these files, re-read as they rotate; absent: plain text. */
   tls?: TlsCredentials;
+  /** With tls: where the port's failed handshakes are counted (hookwatch_tls_handshake_failures_total). */
+  handshakes?: HandshakeFailures;
   /** http.allowedHosts: names the OTLP/HTTP port answers to while it listens on loopback (net/allowed-hosts.ts). */
   allowedHosts?: readonly string[];
   /** Shared by both receivers: bytes of requests held in memory at once. */

@@ -18,6 +18,8 @@ import {
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
+import { Server as NetServer } from 'node:net';
+import type { Server as TlsServer } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
 import type { TlsCredentials } from '../../net/tls.ts';
 import { validatePassThrough } from '../../otlp/validate.ts';
@@ -116,7 +118,17 @@ export class OtlpGrpcReceiver {
       this.server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p)));
     });
     this.started = true;
+    if (this.opts.tls && this.opts.handshakes) for (const server of this.listeningServers()) this.opts.handshakes.watch('otlp_grpc', server as TlsServer);
     return { host, port: bound };
+  }
+
+  /**
+   * The node:http2 servers grpc-js listens with (one per bound address). grpc-js does not offer them, so they are
+   * read from its field; a grpc-js without it gives none, and what needs them is skipped.
+   */
+  private listeningServers(): NetServer[] {
+    const servers = (this.server as unknown as { http2Servers?: unknown }).http2Servers;
+    return servers instanceof Map ? [...(servers as Map<unknown, unknown>).keys()].filter((s): s is NetServer => s instanceof NetServer) : [];
   }
 
   /** Stops accepting and lets in-flight calls finish (forced after 10 s). Safe to call twice or before start. */

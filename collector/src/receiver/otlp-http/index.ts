@@ -72,6 +72,7 @@ export class OtlpHttpReceiver {
       const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: Math.min(opts.requestTimeoutMs, 120_000) }, listener);
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
+      opts.handshakes?.watch('otlp_http', server);
       this.server = trackConnections(server);
     } else {
       this.server = trackConnections(createServer(options, listener));
