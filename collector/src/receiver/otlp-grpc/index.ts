@@ -18,7 +18,8 @@ import {
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
-import { Server as NetServer } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
+import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
 import type { Server as TlsServer } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
 import type { TlsCredentials } from '../../net/tls.ts';
@@ -87,6 +88,8 @@ export class OtlpGrpcReceiver {
   private readonly tokenDigest: Buffer | undefined;
   private started = false;
   private stopped: Promise<void> | undefined;
+  /** TCP connections that have not started a call yet, by peer, with when each opened. */
+  private readonly fresh = new Map<string, { socket: Socket; openedMs: number }>();
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
@@ -118,6 +121,7 @@ export class OtlpGrpcReceiver {
       this.server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p)));
     });
     this.started = true;
+    for (const server of this.listeningServers()) this.trackFresh(server);
     if (this.opts.tls && this.opts.handshakes) for (const server of this.listeningServers()) this.opts.handshakes.watch('otlp_grpc', server as TlsServer);
     return { host, port: bound };
   }
@@ -131,19 +135,52 @@ export class OtlpGrpcReceiver {
     return servers instanceof Map ? [...(servers as Map<unknown, unknown>).keys()].filter((s): s is NetServer => s instanceof NetServer) : [];
   }
 
-  /** Stops accepting and lets in-flight calls finish (forced after 10 s). Safe to call twice or before start. */
+  /**
+   * Follows the connections that have not started a call (a load balancer's TCP check, a TLS handshake never
+   * finished, a client that connected and said nothing): grpc-js's shutdown waits for them as for any other, and
+   * they would hold it until the forced end.
+   */
+  private trackFresh(server: NetServer): void {
+    const peer = (s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): string => `${s.remoteAddress ?? ''}|${s.remotePort ?? ''}`;
+    server.on('connection', (socket: Socket) => {
+      const key = peer(socket);
+      this.fresh.set(key, { socket, openedMs: performance.now() });
+      socket.once('close', () => this.fresh.delete(key));
+    });
+    server.on('stream', (stream: ServerHttp2Stream) => {
+      const socket = stream.session?.socket;
+      if (socket) this.fresh.delete(peer(socket));
+    });
+  }
+
+  /**
+   * Stops accepting and lets in-flight calls finish (forced after 10 s). A connection that has not started a call
+   * is closed once it has been open NEW_CONNECTION_GRACE_MS, as the HTTP ports close theirs. Safe to call twice or
+   * before start.
+   */
   shutdown(): Promise<void> {
     if (!this.started) return Promise.resolve();
     this.stopped ??= new Promise<void>((resolve) => {
-      const force = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, 10_000);
-      force.unref();
-      this.server.tryShutdown(() => {
+      const closeFresh = (): void => {
+        const before = performance.now() - NEW_CONNECTION_GRACE_MS;
+        for (const { socket, openedMs } of this.fresh.values()) if (openedMs <= before) socket.destroy();
+      };
+      const sweep = setInterval(closeFresh, 50);
+      sweep.unref();
+      const done = (): void => {
+        clearInterval(sweep);
         clearTimeout(force);
         resolve();
-      });
+      };
+      const force = setTimeout(() => {
+        this.server.forceShutdown();
+        // grpc-js ends the calls; a connection that never became one is not its to end.
+        for (const { socket } of this.fresh.values()) socket.destroy();
+        done();
+      }, 10_000);
+      force.unref();
+      this.server.tryShutdown(done);
+      closeFresh();
     });
     return this.stopped;
   }
