@@ -5,25 +5,18 @@
  * ports close theirs, instead of holding the stop until the forced end 10 s later.
  */
 import { connect as netConnect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NEW_CONNECTION_GRACE_MS } from '../src/net/close-server.ts';
-import { tempDir } from './helpers.ts';
-import { HAVE_OPENSSL, certAuthority, issue, type CertFiles } from './support/certs.ts';
+import { HAVE_OPENSSL, useTestPki } from './support/certs.ts';
 import { startServiceUnderTest } from './support/service.ts';
 
 describe.skipIf(!HAVE_OPENSSL)('stopping with a silent connection to the OTLP/gRPC port', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let server: CertFiles;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-grpc-stop-');
-    server = issue(certAuthority(tmp.dir, 'team'), 'hookwatch', 'server');
-  });
-  afterAll(() => tmp.cleanup());
+  const pki = useTestPki('hookwatch-grpc-stop-');
 
   for (const tls of [false, true]) {
     it(`${tls ? 'with otlp.tls, an unfinished handshake' : 'in plain text, a silent TCP connection'} is closed after the grace and the stop ends`, { timeout: 30_000 }, async () => {
       // A request timeout far past the bound: only the stop's own rule can close the connection in time.
-      const env: Record<string, string> = { HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s', ...(tls ? { HOOKWATCH_OTLP_TLS_CERT_FILE: server.certFile, HOOKWATCH_OTLP_TLS_KEY_FILE: server.keyFile } : {}) };
+      const env: Record<string, string> = { HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s', ...(tls ? { HOOKWATCH_OTLP_TLS_CERT_FILE: pki.server.certFile, HOOKWATCH_OTLP_TLS_KEY_FILE: pki.server.keyFile } : {}) };
       const service = await startServiceUnderTest(env);
       const socket = netConnect(Number(new URL(service.otlpGrpcUrl).port), '127.0.0.1');
       socket.on('error', () => {});

@@ -9,11 +9,10 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { connect, type ConnectionOptions } from 'node:tls';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { HANDSHAKE_FAILURE_REASONS, TLS_LISTENERS, handshakeFailureReason } from '../src/net/handshake-failures.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
-import { tempDir } from './helpers.ts';
-import { HAVE_OPENSSL, certAuthority, issue, pemBody, type Authority, type CertFiles } from './support/certs.ts';
+import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
@@ -70,29 +69,15 @@ it('a handshake error is given its reason', () => {
 });
 
 describe.skipIf(!HAVE_OPENSSL)('failed TLS handshakes on the listeners', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let ca: Authority;
-  let other: Authority;
-  let server: CertFiles;
-  let client: CertFiles;
-  let stranger: CertFiles;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-tls-handshakes-');
-    ca = certAuthority(tmp.dir, 'team');
-    other = certAuthority(tmp.dir, 'other');
-    server = issue(ca, 'hookwatch', 'server');
-    client = issue(ca, 'laptop', 'client');
-    stranger = issue(other, 'stranger', 'client');
-  });
+  const pki = useTestPki('hookwatch-tls-handshakes-');
   let service: ServiceUnderTest | undefined;
   afterAll(async () => {
     await service?.close();
-    tmp.cleanup();
   });
 
   it('are counted by listener and reason from 0, a silent TCP check is not, and logged once a minute per listener with the peer', { timeout: 60_000 }, async () => {
     const { logger, lines } = recordingLogger();
-    const mutual = (prefix: string): Record<string, string> => ({ [`${prefix}_CERT_FILE`]: server.certFile, [`${prefix}_KEY_FILE`]: server.keyFile, [`${prefix}_CLIENT_CA_FILE`]: ca.certFile, [`${prefix}_MIN_VERSION`]: '1.3' });
+    const mutual = (prefix: string): Record<string, string> => ({ [`${prefix}_CERT_FILE`]: pki.server.certFile, [`${prefix}_KEY_FILE`]: pki.server.keyFile, [`${prefix}_CLIENT_CA_FILE`]: pki.ca.certFile, [`${prefix}_MIN_VERSION`]: '1.3' });
     service = await startServiceUnderTest({ ...mutual('HOOKWATCH_OTLP_TLS'), ...mutual('HOOKWATCH_HTTP_TLS') }, logger);
     const s = service;
     const ports = { otlp_http: portOf(s.otlpHttpUrl), otlp_grpc: portOf(s.otlpGrpcUrl), http: portOf(s.httpUrl) } as const;
@@ -101,16 +86,16 @@ describe.skipIf(!HAVE_OPENSSL)('failed TLS handshakes on the listeners', () => {
     // Every reason of every listener, before any handshake failed.
     for (const listener of TLS_LISTENERS) for (const reason of HANDSHAKE_FAILURE_REASONS) expect(await value(listener, reason), `${listener} ${reason}`).toBe(0);
 
-    const trusted = readFileSync(ca.certFile);
+    const trusted = readFileSync(pki.ca.certFile);
     for (const port of Object.values(ports)) {
       await plain(port, '');
       await attempt(port, { ca: trusted });
-      await attempt(port, { ca: trusted, cert: readFileSync(stranger.certFile), key: readFileSync(stranger.keyFile) });
-      await attempt(port, { ca: trusted, cert: readFileSync(client.certFile), key: readFileSync(client.keyFile), maxVersion: 'TLSv1.2' });
+      await attempt(port, { ca: trusted, cert: readFileSync(pki.stranger.certFile), key: readFileSync(pki.stranger.keyFile) });
+      await attempt(port, { ca: trusted, cert: readFileSync(pki.client.certFile), key: readFileSync(pki.client.keyFile), maxVersion: 'TLSv1.2' });
       await plain(port, 'POST /v1/logs HTTP/1.1\r\nHost: localhost\r\n\r\n');
-      await refusingClient(port, other.certFile, client);
+      await refusingClient(port, pki.other.certFile, pki.client);
       // And one that succeeds is no failure.
-      await attempt(port, { ca: trusted, cert: readFileSync(client.certFile), key: readFileSync(client.keyFile) });
+      await attempt(port, { ca: trusted, cert: readFileSync(pki.client.certFile), key: readFileSync(pki.client.keyFile) });
     }
     for (const listener of TLS_LISTENERS) {
       await expect.poll(() => value(listener, 'not_tls'), { timeout: 5000 }).toBe(1);
@@ -131,6 +116,6 @@ describe.skipIf(!HAVE_OPENSSL)('failed TLS handshakes on the listeners', () => {
     }
     expect(logged.find((l) => l.fields['listener'] === 'http')?.msg).toMatch(/^http\.tls: /);
     const all = JSON.stringify(lines);
-    for (const file of [server.keyFile, client.keyFile, stranger.keyFile]) expect(all).not.toContain(pemBody(file));
+    for (const file of [pki.server.keyFile, pki.client.keyFile, pki.stranger.keyFile]) expect(all).not.toContain(pemBody(file));
   });
 });

@@ -12,12 +12,11 @@ import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-o
 import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
 import { ConfigError } from '../src/config/index.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
-import { tempDir } from './helpers.ts';
-import { HAVE_OPENSSL, certAuthority, issue, pemBody, type Authority, type CertFiles } from './support/certs.ts';
+import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 type Kind = 'http/json' | 'http/protobuf' | 'grpc';
@@ -116,23 +115,7 @@ function recordingLogger(): { logger: Logger; lines: Logged[] } {
 }
 
 describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let ca: Authority;
-  let other: Authority;
-  let server: CertFiles;
-  let rotated: CertFiles;
-  let client: CertFiles;
-  let stranger: CertFiles;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-tls-otlp-');
-    ca = certAuthority(tmp.dir, 'team');
-    other = certAuthority(tmp.dir, 'other');
-    server = issue(ca, 'hookwatch', 'server');
-    rotated = issue(ca, 'hookwatch-renewed', 'server');
-    client = issue(ca, 'laptop', 'client');
-    stranger = issue(other, 'stranger', 'client');
-  });
-  afterAll(() => tmp.cleanup());
+  const pki = useTestPki('hookwatch-tls-otlp-');
 
   let service: ServiceUnderTest | undefined;
   afterEach(async () => {
@@ -143,14 +126,14 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
   const tlsEnv = (files: CertFiles, extra: Record<string, string> = {}): Record<string, string> => ({ HOOKWATCH_OTLP_TLS_CERT_FILE: files.certFile, HOOKWATCH_OTLP_TLS_KEY_FILE: files.keyFile, ...extra });
 
   it('the OTLP/HTTP (JSON, protobuf) and OTLP/gRPC exporters trusting the CA deliver over TLS, and the events are counted', async () => {
-    service = await startServiceUnderTest(tlsEnv(server));
+    service = await startServiceUnderTest(tlsEnv(pki.server));
     expect(service.otlpHttpUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     expect(service.otlpGrpcUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     // The dashboard (plain HTTP here) gives its setup snippet the scheme the OTLP port speaks, not its own.
     const overview = await (await fetch(`${service.httpUrl}/api/v1/overview`)).json() as OverviewResponse;
     expect(overview).toMatchObject({ otlpHttpPort: portOf(service.otlpHttpUrl), otlpHttpTls: true });
     for (const kind of KINDS) {
-      const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile });
+      const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: pki.ca.certFile });
       expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);
     }
     expect(service.ingest.stats.stored).toBe(3);
@@ -160,15 +143,15 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
   });
 
   it('mutual TLS: exporters with a client certificate from the CA deliver; without one, or with another CA\'s, they are refused', async () => {
-    service = await startServiceUnderTest(tlsEnv(server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: ca.certFile }));
+    service = await startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: pki.ca.certFile }));
     for (const kind of KINDS) {
-      const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile, cert: client });
+      const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: pki.ca.certFile, cert: pki.client });
       expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);
     }
     expect(service.ingest.stats.stored).toBe(3);
     for (const kind of KINDS) {
-      expect((await send(kind, baseFor(service, kind), 'SessionStart:no-cert', { ca: ca.certFile }, 2000)).codes, `${kind} without a client certificate`).toEqual([1]);
-      expect((await send(kind, baseFor(service, kind), 'SessionStart:stranger', { ca: ca.certFile, cert: stranger }, 2000)).codes, `${kind} with another CA's certificate`).toEqual([1]);
+      expect((await send(kind, baseFor(service, kind), 'SessionStart:no-cert', { ca: pki.ca.certFile }, 2000)).codes, `${kind} without a client certificate`).toEqual([1]);
+      expect((await send(kind, baseFor(service, kind), 'SessionStart:stranger', { ca: pki.ca.certFile, cert: pki.stranger }, 2000)).codes, `${kind} with another CA's certificate`).toEqual([1]);
     }
     expect(service.ingest.stats.stored).toBe(3);
     // Refused during the handshake: not one request was read, so none was counted.
@@ -176,56 +159,56 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
   });
 
   it('plain text to a TLS port fails, and a TLS version below otlp.tls.minVersion is refused', async () => {
-    service = await startServiceUnderTest(tlsEnv(server, { HOOKWATCH_OTLP_TLS_MIN_VERSION: '1.3' }));
+    service = await startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_OTLP_TLS_MIN_VERSION: '1.3' }));
     const plainHttp = service.otlpHttpUrl.replace('https://', 'http://');
     await expect(fetch(`${plainHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).rejects.toThrow();
     expect((await send('http/protobuf', plainHttp, 'SessionStart:plain', {}, 2000)).codes).toEqual([1]);
     expect((await send('grpc', service.otlpGrpcUrl.replace('https://', 'http://'), 'SessionStart:plain', {}, 2000)).codes).toEqual([1]);
     expect(service.ingest.stats.stored).toBe(0);
     for (const port of [portOf(service.otlpHttpUrl), portOf(service.otlpGrpcUrl)]) {
-      await expect(servedFingerprint(port, { ca: readFileSync(ca.certFile), maxVersion: 'TLSv1.2', ALPNProtocols: ALPN })).rejects.toThrow(/version/i);
-      expect(await servedFingerprint(port, { ca: readFileSync(ca.certFile), minVersion: 'TLSv1.3', ALPNProtocols: ALPN })).toBe(fingerprint(server.certFile));
+      await expect(servedFingerprint(port, { ca: readFileSync(pki.ca.certFile), maxVersion: 'TLSv1.2', ALPNProtocols: ALPN })).rejects.toThrow(/version/i);
+      expect(await servedFingerprint(port, { ca: readFileSync(pki.ca.certFile), minVersion: 'TLSv1.3', ALPNProtocols: ALPN })).toBe(fingerprint(pki.server.certFile));
     }
   });
 
   it('a rotated certificate is served to new connections on both ports without a restart; a bad new key keeps the old one', async () => {
-    const dir = join(tmp.dir, 'secret');
+    const dir = join(pki.dir, 'secret');
     mkdirSync(dir, { recursive: true });
     const files = { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key') };
     const put = (from: CertFiles, which: 'both' | 'cert' = 'both'): void => {
       copyFileSync(from.certFile, files.certFile);
       if (which === 'both') copyFileSync(from.keyFile, files.keyFile);
     };
-    put(server);
+    put(pki.server);
     const { logger, lines } = recordingLogger();
     service = await startServiceUnderTest(tlsEnv(files, { HOOKWATCH_OTLP_TLS_RELOAD_INTERVAL: '1s' }), logger);
     const ports = [portOf(service.otlpHttpUrl), portOf(service.otlpGrpcUrl)];
-    for (const port of ports) expect(await servedFingerprint(port, { ALPNProtocols: ALPN })).toBe(fingerprint(server.certFile));
+    for (const port of ports) expect(await servedFingerprint(port, { ALPNProtocols: ALPN })).toBe(fingerprint(pki.server.certFile));
 
-    put(rotated);
+    put(pki.rotated);
     for (const port of ports) {
-      await expect.poll(() => servedFingerprint(port, { ALPNProtocols: ALPN }), { timeout: 5000, interval: 200 }).toBe(fingerprint(rotated.certFile));
+      await expect.poll(() => servedFingerprint(port, { ALPNProtocols: ALPN }), { timeout: 5000, interval: 200 }).toBe(fingerprint(pki.rotated.certFile));
     }
-    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile })).codes).toEqual([0]);
+    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: pki.ca.certFile })).codes).toEqual([0]);
     expect(service.ingest.stats.stored).toBe(3);
 
     // Only the certificate is replaced: the key in the folder is not its key. The renewed certificate stays.
-    put(server, 'cert');
+    put(pki.server, 'cert');
     await expect.poll(() => lines.filter((l) => l.level === 'error').map((l) => l.msg), { timeout: 5000, interval: 200 }).toEqual([
       expect.stringMatching(/^otlp\.tls\.keyFile .*tls\.key is not the key of the certificate in otlp\.tls\.certFile .*tls\.crt; still serving the certificate loaded before/),
     ]);
-    for (const port of ports) expect(await servedFingerprint(port, { ALPNProtocols: ALPN })).toBe(fingerprint(rotated.certFile));
-    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: ca.certFile })).codes).toEqual([0]);
-    expect(JSON.stringify(lines)).not.toContain(pemBody(server.keyFile));
-    expect(JSON.stringify(lines)).not.toContain(pemBody(rotated.keyFile));
+    for (const port of ports) expect(await servedFingerprint(port, { ALPNProtocols: ALPN })).toBe(fingerprint(pki.rotated.certFile));
+    for (const kind of KINDS) expect((await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: pki.ca.certFile })).codes).toEqual([0]);
+    expect(JSON.stringify(lines)).not.toContain(pemBody(pki.server.keyFile));
+    expect(JSON.stringify(lines)).not.toContain(pemBody(pki.rotated.keyFile));
   });
 
   it('a start with a file that cannot be read or used fails, naming the setting and never showing the key', async () => {
-    const missing = join(tmp.dir, 'missing.key');
-    await expect(startServiceUnderTest(tlsEnv({ certFile: server.certFile, keyFile: missing }))).rejects.toThrow(new ConfigError(`otlp.tls.keyFile ${missing}: cannot read it (ENOENT)`));
-    const mismatched = startServiceUnderTest(tlsEnv({ certFile: server.certFile, keyFile: rotated.keyFile }));
-    await expect(mismatched).rejects.toThrow(`otlp.tls.keyFile ${rotated.keyFile} is not the key of the certificate in otlp.tls.certFile ${server.certFile}`);
-    await expect(mismatched).rejects.not.toThrow(pemBody(rotated.keyFile));
-    await expect(startServiceUnderTest(tlsEnv(server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: server.keyFile }))).rejects.toThrow(`otlp.tls.clientCaFile ${server.keyFile}: no PEM certificate in it`);
+    const missing = join(pki.dir, 'missing.key');
+    await expect(startServiceUnderTest(tlsEnv({ certFile: pki.server.certFile, keyFile: missing }))).rejects.toThrow(new ConfigError(`otlp.tls.keyFile ${missing}: cannot read it (ENOENT)`));
+    const mismatched = startServiceUnderTest(tlsEnv({ certFile: pki.server.certFile, keyFile: pki.rotated.keyFile }));
+    await expect(mismatched).rejects.toThrow(`otlp.tls.keyFile ${pki.rotated.keyFile} is not the key of the certificate in otlp.tls.certFile ${pki.server.certFile}`);
+    await expect(mismatched).rejects.not.toThrow(pemBody(pki.rotated.keyFile));
+    await expect(startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: pki.server.keyFile }))).rejects.toThrow(`otlp.tls.clientCaFile ${pki.server.keyFile}: no PEM certificate in it`);
   });
 });

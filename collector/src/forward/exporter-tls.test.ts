@@ -9,14 +9,14 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { Server as GrpcServer, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { ConfigError } from '../config/setting.ts';
 import type { ClientTlsConfig } from '../net/settings.ts';
 import { ClientTlsCredentials } from '../net/tls.ts';
 import { silentLogger, type Logger } from '../telemetry/logger.ts';
 import { tempDir } from '../../test/helpers.ts';
-import { HAVE_OPENSSL, certAuthority, issue, pemBody, type Authority, type CertFiles } from '../../test/support/certs.ts';
+import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from '../../test/support/certs.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import type { ExportResult, Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
@@ -78,19 +78,7 @@ function recordingLogger(): { logger: Logger; lines: string[] } {
 const tls = (extra: Partial<ClientTlsConfig>): ClientTlsConfig => ({ section: 'forward.tls', caFile: '', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, reloadIntervalMs: 1000, ...extra });
 
 describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let ca: Authority;
-  let otherCa: Authority;
-  let server: CertFiles;
-  let client: CertFiles;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-forward-tls-');
-    ca = certAuthority(tmp.dir, 'private');
-    otherCa = certAuthority(tmp.dir, 'other');
-    server = issue(ca, 'destination', 'server');
-    client = issue(ca, 'hookwatch-client', 'client');
-  });
-  afterAll(() => tmp.cleanup());
+  const pki = useTestPki('hookwatch-forward-tls-');
 
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -98,7 +86,7 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
   });
 
   async function destination(protocol: Protocol, clientCa?: string): Promise<Destination> {
-    const d = protocol === 'grpc' ? await grpcDestination(server, clientCa) : await httpsDestination(server, clientCa);
+    const d = protocol === 'grpc' ? await grpcDestination(pki.server, clientCa) : await httpsDestination(pki.server, clientCa);
     cleanups.push(() => d.stop());
     return d;
   }
@@ -120,17 +108,17 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
         const untrusted = await send(exporter(protocol, d.url).exporter);
         expect(untrusted).toMatchObject({ kind: 'retryable', tls: true, bounded: true });
         expect((untrusted as { message: string }).message).toMatch(/^TLS with https:\/\/127\.0\.0\.1:\d+ \((http\/protobuf|grpc)\) failed: .*(unable to verify the first certificate|UNABLE_TO_VERIFY_LEAF_SIGNATURE)/);
-        expect(await send(exporter(protocol, d.url, tls({ caFile: ca.certFile })).exporter)).toEqual({ kind: 'success' });
+        expect(await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile })).exporter)).toEqual({ kind: 'success' });
         // Another CA does not vouch for the destination.
-        expect(await send(exporter(protocol, d.url, tls({ caFile: otherCa.certFile })).exporter)).toMatchObject({ kind: 'retryable', tls: true });
+        expect(await send(exporter(protocol, d.url, tls({ caFile: pki.other.certFile })).exporter)).toMatchObject({ kind: 'retryable', tls: true });
       });
 
       it('presents the client certificate to a destination that requires one (mutual TLS)', async () => {
-        const d = await destination(protocol, ca.certFile);
-        expect(await send(exporter(protocol, d.url, tls({ caFile: ca.certFile, certFile: client.certFile, keyFile: client.keyFile })).exporter)).toEqual({ kind: 'success' });
-        expect(d.peers).toEqual(['hookwatch-client']);
+        const d = await destination(protocol, pki.ca.certFile);
+        expect(await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile })).exporter)).toEqual({ kind: 'success' });
+        expect(d.peers).toEqual(['client']);
         // Without it the destination refuses the handshake; nothing is delivered.
-        const refused = await send(exporter(protocol, d.url, tls({ caFile: ca.certFile })).exporter);
+        const refused = await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile })).exporter);
         expect(refused.kind).toBe('retryable');
         expect(d.peers).toHaveLength(1);
       });
@@ -138,10 +126,10 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
       it('checks the certificate against serverName, and not at all with insecureSkipVerify', async () => {
         const d = await destination(protocol);
         // The certificate names localhost and 127.0.0.1, not the name given.
-        const other = await send(exporter(protocol, d.url, tls({ caFile: ca.certFile, serverName: 'otlp.example.com' })).exporter);
-        expect(other).toMatchObject({ kind: 'retryable', tls: true });
-        expect((other as { message: string }).message).toMatch(/otlp\.example\.com/);
-        expect(await send(exporter(protocol, d.url, tls({ caFile: ca.certFile, serverName: 'localhost' })).exporter)).toEqual({ kind: 'success' });
+        const misnamed = await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile, serverName: 'otlp.example.com' })).exporter);
+        expect(misnamed).toMatchObject({ kind: 'retryable', tls: true });
+        expect((misnamed as { message: string }).message).toMatch(/otlp\.example\.com/);
+        expect(await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile, serverName: 'localhost' })).exporter)).toEqual({ kind: 'success' });
         const { logger, lines } = recordingLogger();
         expect(await send(exporter(protocol, d.url, tls({ insecureSkipVerify: true }), logger).exporter)).toEqual({ kind: 'success' });
         expect(lines.some((l) => l.startsWith('warn forward.tls.insecureSkipVerify is on'))).toBe(true);
@@ -149,12 +137,12 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
 
       it('connects with a CA file rotated in place once it is read again, without a restart', async () => {
         const d = await destination(protocol);
-        const dir = join(tmp.dir, `rotate-${protocol.replace('/', '-')}`);
+        const dir = join(pki.dir, `rotate-${protocol.replace('/', '-')}`);
         mkdirSync(dir, { recursive: true });
-        copyFileSync(otherCa.certFile, join(dir, 'ca.crt'));
+        copyFileSync(pki.other.certFile, join(dir, 'ca.crt'));
         const { exporter: e, credentials } = exporter(protocol, d.url, tls({ caFile: join(dir, 'ca.crt') }));
         expect(await send(e)).toMatchObject({ kind: 'retryable', tls: true });
-        copyFileSync(ca.certFile, join(dir, 'ca.crt'));
+        copyFileSync(pki.ca.certFile, join(dir, 'ca.crt'));
         expect(await credentials?.reload()).toBe('reloaded');
         expect(await send(e)).toEqual({ kind: 'success' });
       });
@@ -167,35 +155,35 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
         ClientTlsCredentials.open(config, silentLogger);
       } catch (err) {
         expect(err).toBeInstanceOf(ConfigError);
-        expect((err as Error).message).not.toContain(pemBody(client.keyFile));
+        expect((err as Error).message).not.toContain(pemBody(pki.client.keyFile));
         return (err as Error).message;
       }
       throw new Error('opened');
     };
-    const missing = join(tmp.dir, 'missing.crt');
+    const missing = join(pki.dir, 'missing.crt');
     expect(failure(tls({ caFile: missing }))).toBe(`forward.tls.caFile ${missing}: cannot read it (ENOENT)`);
-    expect(failure(tls({ caFile: client.keyFile }))).toBe(`forward.tls.caFile ${client.keyFile}: no PEM certificate in it`);
-    expect(failure(tls({ certFile: client.certFile, keyFile: server.keyFile }))).toBe(`forward.tls.keyFile ${server.keyFile} is not the key of the certificate in forward.tls.certFile ${client.certFile}`);
-    expect(failure(tls({ certFile: client.keyFile, keyFile: client.certFile }))).toBe(`forward.tls.certFile ${client.keyFile}: no PEM certificate in it`);
+    expect(failure(tls({ caFile: pki.client.keyFile }))).toBe(`forward.tls.caFile ${pki.client.keyFile}: no PEM certificate in it`);
+    expect(failure(tls({ certFile: pki.client.certFile, keyFile: pki.server.keyFile }))).toBe(`forward.tls.keyFile ${pki.server.keyFile} is not the key of the certificate in forward.tls.certFile ${pki.client.certFile}`);
+    expect(failure(tls({ certFile: pki.client.keyFile, keyFile: pki.client.certFile }))).toBe(`forward.tls.certFile ${pki.client.keyFile}: no PEM certificate in it`);
   });
 
   it('is read from the settings, and refused with an endpoint that speaks no TLS', () => {
     const dir = tempDir('hookwatch-forward-tls-config-');
     cleanups.push(() => dir.cleanup());
     const config = (env: Record<string, string>): ReturnType<typeof toConfig> => toConfig(loadConfig({ env: { ...isolatedEnv(dir.dir), ...env } }));
-    const files = { HOOKWATCH_FORWARD_TLS_CA_FILE: ca.certFile, HOOKWATCH_FORWARD_TLS_CERT_FILE: client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: client.keyFile };
-    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', ...files, HOOKWATCH_FORWARD_TLS_SERVER_NAME: 'otlp.internal' }).forward.tls).toEqual({ section: 'forward.tls', caFile: ca.certFile, certFile: client.certFile, keyFile: client.keyFile, serverName: 'otlp.internal', insecureSkipVerify: false, reloadIntervalMs: 30_000 });
+    const files = { HOOKWATCH_FORWARD_TLS_CA_FILE: pki.ca.certFile, HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: pki.client.keyFile };
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', ...files, HOOKWATCH_FORWARD_TLS_SERVER_NAME: 'otlp.internal' }).forward.tls).toEqual({ section: 'forward.tls', caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile, serverName: 'otlp.internal', insecureSkipVerify: false, reloadIntervalMs: 30_000 });
     expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com' }).forward.tls).toBeUndefined();
     expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'http://otlp.example.com:4318', ...files })).toThrow('forward.tls.caFile is set but forward.endpoint is not an https:// URL');
     expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'collector:4317', HOOKWATCH_FORWARD_PROTOCOL: 'grpc', HOOKWATCH_FORWARD_TLS_INSECURE_SKIP_VERIFY: 'true' })).toThrow(/forward\.tls\.insecureSkipVerify is set but forward\.endpoint is not an https/);
-    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: client.certFile })).toThrow('forward.tls.certFile and forward.tls.keyFile go together');
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.client.certFile })).toThrow('forward.tls.certFile and forward.tls.keyFile go together');
     // The text of a key given in place of its path is refused unechoed.
-    const pem = readFileSync(client.keyFile, 'utf8');
-    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: pem })).toThrow(/expected the path of a file, not its contents/);
+    const pem = readFileSync(pki.client.keyFile, 'utf8');
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: pem })).toThrow(/expected the path of a file, not its contents/);
     try {
-      config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: pem });
+      config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: pem });
     } catch (err) {
-      expect((err as Error).message).not.toContain(pemBody(client.keyFile));
+      expect((err as Error).message).not.toContain(pemBody(pki.client.keyFile));
     }
   });
 });

@@ -8,10 +8,9 @@ import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { NEW_CONNECTION_GRACE_MS, closeServer, trackConnections } from './close-server.ts';
-import { HAVE_OPENSSL, certAuthority, issue, type CertFiles } from '../../test/support/certs.ts';
-import { tempDir } from '../../test/helpers.ts';
+import { HAVE_OPENSSL, useTestPki } from '../../test/support/certs.ts';
 
 const sockets: Socket[] = [];
 afterEach(() => {
@@ -90,16 +89,10 @@ describe('closeServer', () => {
 });
 
 describe.skipIf(!HAVE_OPENSSL)('closeServer over TLS', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let server: CertFiles;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-close-server-');
-    server = issue(certAuthority(tmp.dir, 'close'), 'hookwatch', 'server');
-  });
-  afterAll(() => tmp.cleanup());
+  const pki = useTestPki('hookwatch-close-server-');
 
   it('closes a connection whose TLS handshake never began', async () => {
-    const https = trackConnections(createHttpsServer({ cert: readFileSync(server.certFile), key: readFileSync(server.keyFile) }, (_req, res) => res.end()));
+    const https = trackConnections(createHttpsServer({ cert: readFileSync(pki.server.certFile), key: readFileSync(pki.server.keyFile) }, (_req, res) => res.end()));
     const port = await listen(https);
     const quiet = await silent(port);
     await closeServer(https);

@@ -7,10 +7,9 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
-import { tempDir } from '../../test/helpers.ts';
-import { HAVE_OPENSSL, certAuthority, issue, pemBody, type CertFiles } from '../../test/support/certs.ts';
+import { HAVE_OPENSSL, pemBody, useTestPki } from '../../test/support/certs.ts';
 import { readFileSync } from 'node:fs';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
@@ -72,59 +71,48 @@ describe('TLS settings', () => {
 });
 
 describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let server: CertFiles;
-  let other: CertFiles;
-  let caFile: string;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-tls-settings-');
-    const ca = certAuthority(tmp.dir, 'settings');
-    caFile = ca.certFile;
-    server = issue(ca, 'server', 'server');
-    other = issue(ca, 'other', 'server');
-  });
-  afterAll(() => tmp.cleanup());
+  const pki = useTestPki('hookwatch-tls-settings-');
 
   for (const { section, env } of SECTIONS) {
     it(`${section}: read from the file, minVersion written as a YAML number`, () => {
       const [group, sub] = section.split('.') as [string, string];
-      const yaml = `${group}:\n  ${sub}:\n    certFile: ${server.certFile}\n    keyFile: ${server.keyFile}\n    clientCaFile: ${caFile}\n    minVersion: 1.3\n    reloadInterval: 10s\n`;
+      const yaml = `${group}:\n  ${sub}:\n    certFile: ${pki.server.certFile}\n    keyFile: ${pki.server.keyFile}\n    clientCaFile: ${pki.ca.certFile}\n    minVersion: 1.3\n    reloadInterval: 10s\n`;
       const loaded = loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml });
       const config = toConfig(loaded);
       const tls = section === 'otlp.tls' ? config.otlp.tls : config.http.tls;
-      expect(tls).toEqual({ section, certFile: server.certFile, keyFile: server.keyFile, clientCaFile: caFile, minVersion: '1.3', reloadIntervalMs: 10_000 });
-      expect(JSON.stringify(effectiveDocument(loaded))).not.toContain(pemBody(server.keyFile));
+      expect(tls).toEqual({ section, certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: pki.ca.certFile, minVersion: '1.3', reloadIntervalMs: 10_000 });
+      expect(JSON.stringify(effectiveDocument(loaded))).not.toContain(pemBody(pki.server.keyFile));
       expect(env).toMatch(/^HOOKWATCH_/);
     });
 
     it(`${section}: \`hookwatch config\` shows the paths, never the key, and refuses a key that is not the certificate's`, async () => {
-      const ok = await hookwatch(['config', '--json'], { [`${env}_CERT_FILE`]: server.certFile, [`${env}_KEY_FILE`]: server.keyFile });
+      const ok = await hookwatch(['config', '--json'], { [`${env}_CERT_FILE`]: pki.server.certFile, [`${env}_KEY_FILE`]: pki.server.keyFile });
       expect(ok.code, ok.stderr).toBe(0);
       const [group, sub] = section.split('.') as [string, string];
       const doc = JSON.parse(ok.stdout) as Record<string, Record<string, Record<string, unknown>>>;
-      expect(doc[group]?.[sub]).toEqual({ certFile: server.certFile, keyFile: server.keyFile, clientCaFile: '', minVersion: '1.2', reloadInterval: '30s' });
-      expect(ok.stdout).not.toContain(pemBody(server.keyFile));
-      expect(ok.stdout).not.toContain(readFileSync(server.certFile, 'utf8').split('\n')[1]);
+      expect(doc[group]?.[sub]).toEqual({ certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: '', minVersion: '1.2', reloadInterval: '30s' });
+      expect(ok.stdout).not.toContain(pemBody(pki.server.keyFile));
+      expect(ok.stdout).not.toContain(readFileSync(pki.server.certFile, 'utf8').split('\n')[1]);
 
-      const bad = await hookwatch(['config'], { [`${env}_CERT_FILE`]: server.certFile, [`${env}_KEY_FILE`]: other.keyFile });
+      const bad = await hookwatch(['config'], { [`${env}_CERT_FILE`]: pki.server.certFile, [`${env}_KEY_FILE`]: pki.rotated.keyFile });
       expect(bad.code).toBe(2);
-      expect(bad.stderr).toBe(`hookwatch: configuration error: ${section}.keyFile ${other.keyFile} is not the key of the certificate in ${section}.certFile ${server.certFile}\n`);
-      const served = await hookwatch(['serve'], { [`${env}_CERT_FILE`]: server.certFile, [`${env}_KEY_FILE`]: join(tmp.dir, 'gone.key'), HOOKWATCH_DB: join(tmp.dir, 'h.db') });
+      expect(bad.stderr).toBe(`hookwatch: configuration error: ${section}.keyFile ${pki.rotated.keyFile} is not the key of the certificate in ${section}.certFile ${pki.server.certFile}\n`);
+      const served = await hookwatch(['serve'], { [`${env}_CERT_FILE`]: pki.server.certFile, [`${env}_KEY_FILE`]: join(pki.dir, 'gone.key'), HOOKWATCH_DB: join(pki.dir, 'h.db') });
       expect(served.code).toBe(2);
-      expect(served.stderr).toContain(`hookwatch: configuration error: ${section}.keyFile ${join(tmp.dir, 'gone.key')}: cannot read it (ENOENT)\n`);
+      expect(served.stderr).toContain(`hookwatch: configuration error: ${section}.keyFile ${join(pki.dir, 'gone.key')}: cannot read it (ENOENT)\n`);
     });
   }
 
   it('forward.tls: `hookwatch config` shows the paths, never the key, and refuses a key that is not the certificate\'s', async () => {
-    const env = { HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CA_FILE: caFile, HOOKWATCH_FORWARD_TLS_CERT_FILE: server.certFile };
-    const ok = await hookwatch(['config', '--json'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: server.keyFile });
+    const env = { HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CA_FILE: pki.ca.certFile, HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.server.certFile };
+    const ok = await hookwatch(['config', '--json'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: pki.server.keyFile });
     expect(ok.code, ok.stderr).toBe(0);
     const doc = JSON.parse(ok.stdout) as { forward: { tls: unknown } };
-    expect(doc.forward.tls).toEqual({ caFile, certFile: server.certFile, keyFile: server.keyFile, serverName: '', insecureSkipVerify: false, reloadInterval: '30s' });
-    expect(ok.stdout).not.toContain(pemBody(server.keyFile));
-    const bad = await hookwatch(['config'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: other.keyFile });
+    expect(doc.forward.tls).toEqual({ caFile: pki.ca.certFile, certFile: pki.server.certFile, keyFile: pki.server.keyFile, serverName: '', insecureSkipVerify: false, reloadInterval: '30s' });
+    expect(ok.stdout).not.toContain(pemBody(pki.server.keyFile));
+    const bad = await hookwatch(['config'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: pki.rotated.keyFile });
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe(`hookwatch: configuration error: forward.tls.keyFile ${other.keyFile} is not the key of the certificate in forward.tls.certFile ${server.certFile}\n`);
-    expect(bad.stderr).not.toContain(pemBody(other.keyFile));
+    expect(bad.stderr).toBe(`hookwatch: configuration error: forward.tls.keyFile ${pki.rotated.keyFile} is not the key of the certificate in forward.tls.certFile ${pki.server.certFile}\n`);
+    expect(bad.stderr).not.toContain(pemBody(pki.rotated.keyFile));
   });
 });

@@ -5,11 +5,10 @@
 import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { tempDir } from '../../test/helpers.ts';
-import { HAVE_OPENSSL, certAuthority, issue, pemBody, type Authority, type CertFiles } from '../../test/support/certs.ts';
+import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from '../../test/support/certs.ts';
 import type { TlsConfig } from './settings.ts';
 import { TlsCredentials } from './tls.ts';
 
@@ -28,17 +27,7 @@ function recordingLogger(): { logger: Logger; lines: Logged[] } {
 const fingerprint = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
 
 describe.skipIf(!HAVE_OPENSSL)('TLS files', () => {
-  let tmp: { dir: string; cleanup: () => void };
-  let ca: Authority;
-  let first: CertFiles;
-  let second: CertFiles;
-  beforeAll(() => {
-    tmp = tempDir('hookwatch-tls-');
-    ca = certAuthority(tmp.dir, 'unit');
-    first = issue(ca, 'first', 'server');
-    second = issue(ca, 'second', 'server');
-    return () => tmp.cleanup();
-  });
+  const pki = useTestPki('hookwatch-tls-');
 
   const live: TlsCredentials[] = [];
   afterEach(() => {
@@ -47,7 +36,7 @@ describe.skipIf(!HAVE_OPENSSL)('TLS files', () => {
 
   /** A folder with tls.crt and tls.key copied from `files`, and the config naming them. */
   function served(files: CertFiles, extra: Partial<TlsConfig> = {}): { dir: string; config: TlsConfig } {
-    const dir = join(tmp.dir, `served-${Math.random().toString(36).slice(2)}`);
+    const dir = join(pki.dir, `served-${Math.random().toString(36).slice(2)}`);
     mkdirSync(dir);
     copyFileSync(files.certFile, join(dir, 'tls.crt'));
     copyFileSync(files.keyFile, join(dir, 'tls.key'));
@@ -61,24 +50,24 @@ describe.skipIf(!HAVE_OPENSSL)('TLS files', () => {
   }
 
   it('serves the certificate and key, with the client CA and a required client certificate for mutual TLS', () => {
-    const { config } = served(first);
+    const { config } = served(pki.server);
     const plain = open(config);
-    expect(plain.certificate().fingerprint256).toBe(fingerprint(first.certFile));
+    expect(plain.certificate().fingerprint256).toBe(fingerprint(pki.server.certFile));
     expect(plain.serverOptions()).toMatchObject({ requestCert: false, rejectUnauthorized: false, minVersion: 'TLSv1.2' });
-    const mutual = open({ ...config, clientCaFile: ca.certFile, minVersion: '1.3' });
+    const mutual = open({ ...config, clientCaFile: pki.ca.certFile, minVersion: '1.3' });
     expect(mutual.mutual).toBe(true);
-    expect(mutual.serverOptions()).toMatchObject({ requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3', ca: readFileSync(ca.certFile) });
+    expect(mutual.serverOptions()).toMatchObject({ requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3', ca: readFileSync(pki.ca.certFile) });
   });
 
   it('refuses to start on a file that cannot be read or used, naming the setting and the path, never the key', () => {
-    const { dir, config } = served(first);
+    const { dir, config } = served(pki.server);
     const failure = (c: TlsConfig): ConfigError => {
       try {
         TlsCredentials.open(c, recordingLogger().logger);
       } catch (err) {
         expect(err).toBeInstanceOf(ConfigError);
-        expect((err as Error).message).not.toContain(pemBody(first.keyFile));
-        expect((err as Error).message).not.toContain(pemBody(second.keyFile));
+        expect((err as Error).message).not.toContain(pemBody(pki.server.keyFile));
+        expect((err as Error).message).not.toContain(pemBody(pki.rotated.keyFile));
         return err as ConfigError;
       }
       throw new Error('opened');
@@ -87,33 +76,33 @@ describe.skipIf(!HAVE_OPENSSL)('TLS files', () => {
     expect(failure({ ...config, certFile: join(dir, 'missing.crt') }).message).toBe(`otlp.tls.certFile ${join(dir, 'missing.crt')}: cannot read it (ENOENT)`);
     expect(failure({ ...config, clientCaFile: join(dir, 'missing-ca.crt') }).message).toBe(`otlp.tls.clientCaFile ${join(dir, 'missing-ca.crt')}: cannot read it (ENOENT)`);
     // The key of another certificate: the usual mistake when a rotation copies one file and not the other.
-    expect(failure({ ...config, keyFile: second.keyFile }).message).toBe(`otlp.tls.keyFile ${second.keyFile} is not the key of the certificate in otlp.tls.certFile ${config.certFile}`);
+    expect(failure({ ...config, keyFile: pki.rotated.keyFile }).message).toBe(`otlp.tls.keyFile ${pki.rotated.keyFile} is not the key of the certificate in otlp.tls.certFile ${config.certFile}`);
     // Certificate and key swapped.
-    expect(failure({ ...config, certFile: first.keyFile, keyFile: first.certFile }).message).toBe(`otlp.tls.certFile ${first.keyFile}: no PEM certificate in it`);
-    expect(failure({ ...config, keyFile: first.certFile }).message).toBe(`otlp.tls.keyFile ${first.certFile}: no PEM private key in it (an encrypted key cannot be used)`);
-    expect(failure({ ...config, clientCaFile: first.keyFile }).message).toBe(`otlp.tls.clientCaFile ${first.keyFile}: no PEM certificate in it`);
+    expect(failure({ ...config, certFile: pki.server.keyFile, keyFile: pki.server.certFile }).message).toBe(`otlp.tls.certFile ${pki.server.keyFile}: no PEM certificate in it`);
+    expect(failure({ ...config, keyFile: pki.server.certFile }).message).toBe(`otlp.tls.keyFile ${pki.server.certFile}: no PEM private key in it (an encrypted key cannot be used)`);
+    expect(failure({ ...config, clientCaFile: pki.server.keyFile }).message).toBe(`otlp.tls.clientCaFile ${pki.server.keyFile}: no PEM certificate in it`);
   });
 
   it('takes a rotated certificate into use, and keeps it when the next files cannot be used, logging that once', async () => {
-    const { dir, config } = served(first);
+    const { dir, config } = served(pki.server);
     const { logger, lines } = recordingLogger();
     const credentials = open(config, logger);
     const applied: string[] = [];
     credentials.onChange((o) => applied.push(new X509Certificate(o.cert as Buffer).fingerprint256));
     expect(await credentials.reload()).toBe('unchanged');
 
-    copyFileSync(second.certFile, join(dir, 'tls.crt'));
-    copyFileSync(second.keyFile, join(dir, 'tls.key'));
+    copyFileSync(pki.rotated.certFile, join(dir, 'tls.crt'));
+    copyFileSync(pki.rotated.keyFile, join(dir, 'tls.key'));
     expect(await credentials.reload()).toBe('reloaded');
-    expect(credentials.certificate().fingerprint256).toBe(fingerprint(second.certFile));
-    expect(applied).toEqual([fingerprint(second.certFile)]);
-    expect(lines.find((l) => l.msg === 'otlp.tls: certificate reloaded')?.fields).toMatchObject({ certFile: config.certFile, certificate: { sha256: fingerprint(second.certFile) } });
+    expect(credentials.certificate().fingerprint256).toBe(fingerprint(pki.rotated.certFile));
+    expect(applied).toEqual([fingerprint(pki.rotated.certFile)]);
+    expect(lines.find((l) => l.msg === 'otlp.tls: certificate reloaded')?.fields).toMatchObject({ certFile: config.certFile, certificate: { sha256: fingerprint(pki.rotated.certFile) } });
 
     // Only the certificate rotated: the key no longer matches. The certificate in use stays, one error says why.
-    copyFileSync(first.certFile, join(dir, 'tls.crt'));
+    copyFileSync(pki.server.certFile, join(dir, 'tls.crt'));
     expect(await credentials.reload()).toBe('refused');
     expect(await credentials.reload()).toBe('unchanged');
-    expect(credentials.certificate().fingerprint256).toBe(fingerprint(second.certFile));
+    expect(credentials.certificate().fingerprint256).toBe(fingerprint(pki.rotated.certFile));
     const errors = lines.filter((l) => l.level === 'error');
     expect(errors.map((l) => l.msg)).toEqual([`otlp.tls.keyFile ${config.keyFile} is not the key of the certificate in otlp.tls.certFile ${config.certFile}; still serving the certificate loaded before`]);
     // A file gone for a while: logged once too, and the certificate in use stays.
@@ -121,53 +110,53 @@ describe.skipIf(!HAVE_OPENSSL)('TLS files', () => {
     expect(await credentials.reload()).toBe('refused');
     expect(await credentials.reload()).toBe('refused');
     expect(lines.filter((l) => l.level === 'error')).toHaveLength(2);
-    copyFileSync(first.keyFile, join(dir, 'tls.key'));
+    copyFileSync(pki.server.keyFile, join(dir, 'tls.key'));
     expect(await credentials.reload()).toBe('reloaded');
-    expect(credentials.certificate().fingerprint256).toBe(fingerprint(first.certFile));
-    expect(applied).toEqual([fingerprint(second.certFile), fingerprint(first.certFile)]);
-    expect(JSON.stringify(lines)).not.toContain(pemBody(first.keyFile));
-    expect(JSON.stringify(lines)).not.toContain(pemBody(second.keyFile));
+    expect(credentials.certificate().fingerprint256).toBe(fingerprint(pki.server.certFile));
+    expect(applied).toEqual([fingerprint(pki.rotated.certFile), fingerprint(pki.server.certFile)]);
+    expect(JSON.stringify(lines)).not.toContain(pemBody(pki.server.keyFile));
+    expect(JSON.stringify(lines)).not.toContain(pemBody(pki.rotated.keyFile));
   });
 
   it('sees a Kubernetes Secret volume update: the ..data symlink swapped to a new folder', async () => {
     // The kubelet writes a Secret's files into a new timestamped folder and renames a symlink over ..data; the
     // paths hookwatch reads (tls.crt -> ..data/tls.crt) never change, nor does any file's modification time.
-    const root = join(tmp.dir, `secret-${Math.random().toString(36).slice(2)}`);
+    const root = join(pki.dir, `secret-${Math.random().toString(36).slice(2)}`);
     const version = (name: string, files: CertFiles): void => {
       mkdirSync(join(root, name), { recursive: true });
       copyFileSync(files.certFile, join(root, name, 'tls.crt'));
       copyFileSync(files.keyFile, join(root, name, 'tls.key'));
-      copyFileSync(ca.certFile, join(root, name, 'ca.crt'));
+      copyFileSync(pki.ca.certFile, join(root, name, 'ca.crt'));
     };
-    version('..2026_01_01', first);
+    version('..2026_01_01', pki.server);
     symlinkSync('..2026_01_01', join(root, '..data'));
     for (const f of ['tls.crt', 'tls.key', 'ca.crt']) symlinkSync(join('..data', f), join(root, f));
     const credentials = open({ section: 'http.tls', certFile: join(root, 'tls.crt'), keyFile: join(root, 'tls.key'), clientCaFile: join(root, 'ca.crt'), minVersion: '1.2', reloadIntervalMs: 1000 });
-    version('..2026_02_01', second);
+    version('..2026_02_01', pki.rotated);
     symlinkSync('..2026_02_01', join(root, '..data_tmp'));
     renameSync(join(root, '..data_tmp'), join(root, '..data'));
     expect(await credentials.reload()).toBe('reloaded');
-    expect(credentials.certificate().fingerprint256).toBe(fingerprint(second.certFile));
+    expect(credentials.certificate().fingerprint256).toBe(fingerprint(pki.rotated.certFile));
   });
 
   it('reads the files again every reloadInterval once started, and not after stop', async () => {
-    const { dir, config } = served(first);
+    const { dir, config } = served(pki.server);
     const credentials = open(config);
     credentials.start();
-    copyFileSync(second.certFile, join(dir, 'tls.crt'));
-    copyFileSync(second.keyFile, join(dir, 'tls.key'));
-    await expect.poll(() => credentials.certificate().fingerprint256, { timeout: 5000, interval: 100 }).toBe(fingerprint(second.certFile));
+    copyFileSync(pki.rotated.certFile, join(dir, 'tls.crt'));
+    copyFileSync(pki.rotated.keyFile, join(dir, 'tls.key'));
+    await expect.poll(() => credentials.certificate().fingerprint256, { timeout: 5000, interval: 100 }).toBe(fingerprint(pki.rotated.certFile));
     credentials.stop();
-    copyFileSync(first.certFile, join(dir, 'tls.crt'));
-    copyFileSync(first.keyFile, join(dir, 'tls.key'));
+    copyFileSync(pki.server.certFile, join(dir, 'tls.crt'));
+    copyFileSync(pki.server.keyFile, join(dir, 'tls.key'));
     await new Promise((r) => setTimeout(r, 1500));
-    expect(credentials.certificate().fingerprint256).toBe(fingerprint(second.certFile));
+    expect(credentials.certificate().fingerprint256).toBe(fingerprint(pki.rotated.certFile));
   });
 
   it('warns of a certificate clients will refuse for its dates', () => {
-    const { config } = served(first);
-    const validTo = Date.parse(new X509Certificate(readFileSync(first.certFile)).validTo);
-    const validFrom = Date.parse(new X509Certificate(readFileSync(first.certFile)).validFrom);
+    const { config } = served(pki.server);
+    const validTo = Date.parse(new X509Certificate(readFileSync(pki.server.certFile)).validTo);
+    const validFrom = Date.parse(new X509Certificate(readFileSync(pki.server.certFile)).validFrom);
     const warnings = (now: number): string[] => {
       const { logger, lines } = recordingLogger();
       open(config, logger, now);

@@ -4,8 +4,10 @@
  * them takes milliseconds.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { requireTool, runs } from '../required-tool.ts';
 
 /** Whether openssl can be run; under CI=true its absence fails instead. */
@@ -56,4 +58,43 @@ export function pemBody(file: string): string {
   const line = readFileSync(file, 'utf8').split('\n').find((l) => l !== '' && !l.startsWith('-----'));
   if (!line) throw new Error(`no PEM body in ${file}`);
   return line;
+}
+
+/**
+ * What a file of TLS tests uses: a team CA issuing hookwatch's certificate (`server`, for localhost and 127.0.0.1),
+ * its renewal (`rotated`) and a client's (`client`), and another CA (`other`) with a client certificate of its
+ * own (`stranger`), all in one temporary folder (`dir`).
+ */
+export interface TestPki {
+  dir: string;
+  ca: Authority;
+  other: Authority;
+  server: CertFiles;
+  rotated: CertFiles;
+  client: CertFiles;
+  stranger: CertFiles;
+}
+
+/**
+ * A TestPki made before the enclosing describe's tests (beforeAll) and removed after them; its fields are there
+ * from the first test on. Call it inside the describe that needs it, so a skipped describe makes nothing.
+ */
+export function useTestPki(prefix: string): TestPki {
+  const pki = {} as TestPki;
+  let cleanup = (): void => {};
+  beforeAll(() => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    cleanup = () => rmSync(dir, { recursive: true, force: true });
+    const ca = certAuthority(dir, 'team');
+    const other = certAuthority(dir, 'other');
+    Object.assign(pki, {
+      dir, ca, other,
+      server: issue(ca, 'hookwatch', 'server'),
+      rotated: issue(ca, 'hookwatch-renewed', 'server'),
+      client: issue(ca, 'client', 'client'),
+      stranger: issue(other, 'stranger', 'client'),
+    } satisfies TestPki);
+  });
+  afterAll(() => cleanup());
+  return pki;
 }
