@@ -56,6 +56,20 @@ function readNow(section: string, paths: Record<string, string>): TlsFiles {
   return files;
 }
 
+/**
+ * Reads the files and checks them now, at start (`check` throws TlsFileError on a set that cannot be used): any
+ * problem is a ConfigError naming the setting, and hookwatch does not start.
+ */
+function loadNow<L>(section: string, paths: Record<string, string>, check: (files: TlsFiles) => L): { files: TlsFiles; loaded: L } {
+  const files = readNow(section, paths);
+  try {
+    return { files, loaded: check(files) };
+  } catch (err) {
+    if (err instanceof TlsFileError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
 /** A certificate and its key, checked to belong together; throws TlsFileError naming the settings. */
 function checkKeyPair(section: string, certFile: string, keyFile: string, cert: Buffer, key: Buffer): X509Certificate {
   let certificate: X509Certificate;
@@ -240,14 +254,7 @@ export class TlsCredentials extends ReloadingTlsFiles<Served> {
 
   /** Reads and checks the files now; a problem is a ConfigError naming the setting (hookwatch does not start). */
   static open(config: TlsConfig, logger: Logger, now: () => number = Date.now): TlsCredentials {
-    const files = readNow(config.section, servedPaths(config));
-    let loaded: Served;
-    try {
-      loaded = checkServed(config, files);
-    } catch (err) {
-      if (err instanceof TlsFileError) throw new ConfigError(err.message);
-      throw err;
-    }
+    const { files, loaded } = loadNow(config.section, servedPaths(config), (f) => checkServed(config, f));
     const credentials = new TlsCredentials(config, logger, now, files, loaded);
     credentials.noteValidity('serving');
     return credentials;
@@ -365,14 +372,7 @@ export class ClientTlsCredentials extends ReloadingTlsFiles<Presented> {
 
   /** Reads and checks the files now; a problem is a ConfigError naming the setting (hookwatch does not start). */
   static open(config: ClientTlsConfig, logger: Logger, now: () => number = Date.now): ClientTlsCredentials {
-    const files = readNow(config.section, clientPaths(config));
-    let loaded: Presented;
-    try {
-      loaded = checkPresented(config, files);
-    } catch (err) {
-      if (err instanceof TlsFileError) throw new ConfigError(err.message);
-      throw err;
-    }
+    const { files, loaded } = loadNow(config.section, clientPaths(config), (f) => checkPresented(config, f));
     const credentials = new ClientTlsCredentials(config, logger, now, files, loaded);
     if (config.insecureSkipVerify) logger.warn(`${config.section}.insecureSkipVerify is on: the server's certificate is not checked, so anyone between hookwatch and it can read and change what is sent`, { setting: config.section });
     credentials.noteValidity('using');
