@@ -56,7 +56,7 @@ describe('AlertReadModel', () => {
   it("serves an alert's delivery attempts in the API shape, and receiver names only", async () => {
     const stored: StoredAttempt = { alertId: 'a', receiver: 'ops', webhookId: 'msg_1', attempt: 2, atMs: NOW, status: 'firing', outcome: 'retrying', httpStatus: 503, error: 'HTTP 503', durationMs: 12 };
     const asked: string[] = [];
-    const view = model(new AlertSet(), { stateStore: { attempts: async (id) => (asked.push(id), [stored]), lastAttempts: async () => [stored] } });
+    const view = model(new AlertSet(), { stateStore: { attempts: async (id) => (asked.push(id), [stored]), lastAttempts: async (ids) => (ids.includes(stored.alertId) ? [stored] : []) } });
     expect(await view.attempts('a')).toEqual([{ receiver: 'ops', webhookId: 'msg_1', attempt: 2, at: new Date(NOW).toISOString(), status: 'firing', outcome: 'retrying', httpStatus: 503, error: 'HTTP 503', durationMs: 12 }]);
     expect(asked).toEqual(['a']);
     expect(view.receiverNames()).toEqual(['ops', 'chat']);

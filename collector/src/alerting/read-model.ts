@@ -64,13 +64,15 @@ export class AlertReadModel {
 
   /** Alerts as alerts() lists them, each with the outcome of its latest delivery to each receiver. */
   async alertsWithDeliveries(): Promise<AlertSummary[]> {
+    const listed = this.alerts();
     const byAlert = new Map<string, LastDelivery[]>();
-    for (const a of await this.opts.stateStore.lastAttempts()) {
+    // The listed alerts' attempts only: the table also holds those of every resolved alert past the list.
+    for (const a of await this.opts.stateStore.lastAttempts(listed.map((s) => s.id))) {
       const list = byAlert.get(a.alertId) ?? [];
       list.push({ receiver: a.receiver, status: a.status, outcome: a.outcome, at: new Date(a.atMs).toISOString(), httpStatus: a.httpStatus });
       byAlert.set(a.alertId, list);
     }
-    return this.alerts().map((s) => ({ ...s, deliveries: (byAlert.get(s.id) ?? []).sort((x, y) => x.receiver.localeCompare(y.receiver)) }));
+    return listed.map((s) => ({ ...s, deliveries: (byAlert.get(s.id) ?? []).sort((x, y) => x.receiver.localeCompare(y.receiver)) }));
   }
 
   /** Delivery attempts of one alert, oldest first. */

@@ -26,6 +26,10 @@ export class NotLeaderError extends Error {
   override name = 'NotLeaderError';
 }
 
+/** The latest attempt of each listed alert ($1, an array) to each receiver, through alert_attempts_alert. */
+export const POSTGRES_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
+  SELECT MAX(id) FROM alert_attempts WHERE alert_id = ANY($1::text[]) GROUP BY alert_id, data->>'receiver')`;
+
 /** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations, store/postgres/index.ts). */
 export class PostgresAlertStateStore implements AlertStateStore {
   private readonly pool: pg.Pool;
@@ -121,8 +125,9 @@ export class PostgresAlertStateStore implements AlertStateStore {
     });
   }
 
-  async lastAttempts(): Promise<StoredAttempt[]> {
-    const r = await this.pool.query<{ data: StoredAttempt }>("SELECT data FROM alert_attempts WHERE id IN (SELECT MAX(id) FROM alert_attempts GROUP BY alert_id, data->>'receiver')");
+  async lastAttempts(alertIds: readonly string[]): Promise<StoredAttempt[]> {
+    if (alertIds.length === 0) return [];
+    const r = await this.pool.query<{ data: StoredAttempt }>(POSTGRES_LAST_ATTEMPTS, [alertIds]);
     return r.rows.map((row) => row.data);
   }
 

@@ -9,6 +9,10 @@ import type { Notification } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
 
+/** The latest attempt of each listed alert (a JSON array) to each receiver, through alert_attempts_alert. */
+export const SQLITE_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
+  SELECT MAX(id) FROM alert_attempts WHERE alert_id IN (SELECT value FROM json_each(?)) GROUP BY alert_id, json_extract(data, '$.receiver'))`;
+
 /**
  * SQLite implementation: its own connection to the store's database file (WAL lets both coexist). When the file
  * at the path is no longer the one it opened (the store wrote a deleted file back, or the file was replaced), it
@@ -149,9 +153,9 @@ export class SqliteAlertStateStore implements AlertStateStore {
     sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
   }
 
-  async lastAttempts(): Promise<StoredAttempt[]> {
-    return (this.current().get("SELECT data FROM alert_attempts WHERE id IN (SELECT MAX(id) FROM alert_attempts GROUP BY alert_id, json_extract(data, '$.receiver'))").all() as { data: string }[])
-      .map((r) => JSON.parse(r.data) as StoredAttempt);
+  async lastAttempts(alertIds: readonly string[]): Promise<StoredAttempt[]> {
+    if (alertIds.length === 0) return [];
+    return (this.current().get(SQLITE_LAST_ATTEMPTS).all(JSON.stringify(alertIds)) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {

@@ -12,8 +12,8 @@ import { PostgresStore } from '../../store/postgres/index.ts';
 import { alertRecord } from '../../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import type { AlertRecord, StoredAttempt } from '../model.ts';
-import { PostgresAlertStateStore } from './postgres.ts';
-import { SqliteAlertStateStore } from './sqlite.ts';
+import { POSTGRES_LAST_ATTEMPTS, PostgresAlertStateStore } from './postgres.ts';
+import { SQLITE_LAST_ATTEMPTS, SqliteAlertStateStore } from './sqlite.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore } from './store.ts';
 
 let server: TestServer | undefined;
@@ -110,8 +110,11 @@ describe.each(backends)('AlertStateStore on %s', (_name, open) => {
     await s.addAttempt({ ...attempt('a1', 1), receiver: 'chat', outcome: 'delivered', httpStatus: 200 });
     await s.addAttempt({ ...attempt('a1', 2), receiver: 'ops', outcome: 'failed', httpStatus: 404 });
     await s.addAttempt({ ...attempt('a2', 1), receiver: 'ops', outcome: 'delivered', httpStatus: 200 });
-    const last = (await s.lastAttempts()).map((a) => [a.alertId, a.receiver, a.outcome, a.httpStatus]).sort();
+    const last = (await s.lastAttempts(['a1', 'a2', 'a3'])).map((a) => [a.alertId, a.receiver, a.outcome, a.httpStatus]).sort();
     expect(last).toEqual([['a1', 'chat', 'delivered', 200], ['a1', 'ops', 'failed', 404], ['a2', 'ops', 'delivered', 200]]);
+    // Only the alerts asked for: the others' attempts are not read.
+    expect((await s.lastAttempts(['a2'])).map((a) => [a.alertId, a.receiver])).toEqual([['a2', 'ops']]);
+    expect(await s.lastAttempts([])).toEqual([]);
   });
 
   it('accepts any fencing token when nothing fences it (a single process, or no lease)', async () => {
@@ -156,5 +159,54 @@ describe('SQLite alert state when the file at its path changes', () => {
     await new Promise((r) => setTimeout(r, 350));
     await s.save({ upsert: [alertRecord({ id: 'after', state: 'firing' })], remove: [], notifications: [] });
     expect((await s.load()).alerts.map((a) => a.id)).toEqual(['after']);
+  });
+});
+
+/**
+ * GET /api/v1/alerts reads the latest attempt of the alerts it lists, while the table holds the attempts of every
+ * alert still in retention (a flapping rule resolves thousands a day, a receiver down for days retries each up
+ * to MAX_ATTEMPTS_PER_ALERT times): the read goes through the attempts' alert index, never across the table.
+ */
+describe('latest attempts of the listed alerts on a long history', () => {
+  const ALERTS = 400;
+  const RECEIVERS = ['ops', 'chat', 'pager'];
+  const fill = async (s: AlertStateStore): Promise<void> => {
+    for (let i = 0; i < ALERTS; i++) {
+      for (const receiver of RECEIVERS) for (let n = 1; n <= 3; n++) await s.addAttempt({ ...attempt(`r${i}`, n), receiver });
+    }
+  };
+  const listed = ['r7', 'r300'];
+
+  it('SQLite searches the alert index for the alerts asked, and scans no table', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
+    const path = join(dir, 'h.db');
+    const s = new SqliteAlertStateStore(path);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+    await fill(s);
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_LAST_ATTEMPTS}`).all(JSON.stringify(listed)) as { detail: string }[]).map((r) => r.detail);
+      const onAttempts = plan.filter((d) => d.includes('alert_attempts'));
+      expect(onAttempts.length, plan.join('; ')).toBeGreaterThan(0);
+      for (const d of onAttempts) expect(d, plan.join('; ')).toMatch(/^SEARCH alert_attempts USING (COVERING )?(INDEX alert_attempts_alert \(alert_id=\?\)|INTEGER PRIMARY KEY)/);
+    } finally {
+      db.close();
+    }
+    const last = await s.lastAttempts(listed);
+    expect(last.map((a) => [a.alertId, a.receiver, a.attempt]).sort()).toEqual(listed.flatMap((id) => RECEIVERS.map((r) => [id, r, 3])).sort());
+  });
+
+  it('PostgreSQL reads the alert index for the alerts asked, with no sequential scan', { timeout: 120_000 }, async () => {
+    server ??= await startTestServer();
+    const store = await PostgresStore.open({ url: await server.createDatabase(), poolSize: 2 });
+    const s = new PostgresAlertStateStore({ pool: store.connectionPool });
+    cleanups.push(() => store.close(), () => s.close());
+    await fill(s);
+    await store.connectionPool.query('ANALYZE alert_attempts');
+    const plan = (await store.connectionPool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${POSTGRES_LAST_ATTEMPTS}`, [listed])).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).not.toMatch(/Seq Scan on alert_attempts/);
+    expect(plan).toMatch(/Index Cond: \(alert_id = ANY/);
+    const last = await s.lastAttempts(listed);
+    expect(last.map((a) => [a.alertId, a.receiver, a.attempt]).sort()).toEqual(listed.flatMap((id) => RECEIVERS.map((r) => [id, r, 3])).sort());
   });
 });

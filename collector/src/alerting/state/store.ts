@@ -33,8 +33,11 @@ export interface AlertStateStore {
   /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
   confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;
   attempts(alertId: string): Promise<StoredAttempt[]>;
-  /** The latest attempt of each alert to each receiver. */
-  lastAttempts(): Promise<StoredAttempt[]>;
+  /**
+   * The latest attempt of each of these alerts to each receiver: only the alerts asked for (those the API lists),
+   * read through the attempts' alert index, never the whole table, which holds every alert in retention.
+   */
+  lastAttempts(alertIds: readonly string[]): Promise<StoredAttempt[]>;
   /** Silences come from the API on any replica: never fenced. */
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
