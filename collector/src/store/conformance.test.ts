@@ -24,6 +24,7 @@ import { alignRange } from './segments.ts';
 import { UnknownDimensionError, type FleetBucket, type Store } from './store.ts';
 import { evaluateRule } from '../alerting/rules.ts';
 import { parseRules } from '../alerting/settings.ts';
+import { LATE_ARRIVAL_MS } from './sql.ts';
 
 const DIMENSIONS = ['team', 'project'];
 /** 2026-03-02T00:00:00Z, a Monday: UTC day, hour and minute aligned. */
@@ -871,6 +872,30 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     // An event over the cap of a hook of its own that arrived late is the persisted rule's, not this one's.
     await store.ingest([ev({ hookName: 'PostToolUse:a', timeMs: now - 2 * HOUR, receivedMs: now - MINUTE, outputsPersisted: 1, status: 'over' })]);
     expect(await evaluate()).toEqual([expect.objectContaining({ folded_events: '3' })]);
+  });
+
+  it('counts every folded event that arrived in the window stamped before it once, however late, on either side of LATE_ARRIVAL_MS', async () => {
+    const store = await open({ maxHooks: 1 });
+    const now = T0 + 5 * HOUR;
+    const from = now - HOUR;
+    await store.ingest([ev({ hookName: 'PostToolUse:a', timeMs: from - 2 * HOUR, receivedMs: from - 2 * HOUR })]);
+    let n = 0;
+    const folded = (timeMs: number, receivedMs: number): HookEvent => ev({ hookName: `PostToolUse:n${n++}`, timeMs, receivedMs });
+    const late = [
+      folded(from - 1000, from + 1000), // seconds late, across the window's start
+      folded(from - 1, from - 1 + LATE_ARRIVAL_MS), // exactly LATE_ARRIVAL_MS late: not in the late index
+      folded(from - 1, from + LATE_ARRIVAL_MS), // one millisecond more
+      folded(from - 10 * MINUTE, from + MINUTE),
+      folded(from - 3 * HOUR, now - MINUTE), // a queue drained after an outage
+    ];
+    const notLate = [
+      folded(from + MINUTE, from + 2 * MINUTE), // stamped in the window
+      folded(from - 2 * HOUR, from - 1), // arrived before it
+      folded(from - 2 * MINUTE, now + MINUTE), // arrived after it
+    ];
+    expect((await store.ingest([...late, ...notLate])).folded).toBe(late.length + notLate.length);
+    const m = await store.lateFolded({ receivedFromMs: from, receivedToMs: now, eventBeforeMs: from });
+    expect([...m.values()].map((a) => [a.info.hookName, a.executions, a.firstEventMs, a.lastEventMs])).toEqual([['PostToolUse:(overflow)', late.length, from - 3 * HOUR, from - 1]]);
   });
 
   it('answers filtered views, series, client versions and breakdowns as a fold of the raw events (dimension rollups and their raw edges)', async () => {

@@ -241,12 +241,13 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     const later = { ...events[1]!, ...keys(T0 + 5 * DAY, 3000), timeMs: T0 + 5 * DAY };
     expect((await store.ingest([later])).inserted).toHaveLength(1);
     const indexes = await eventIndexes(store.connectionPool);
-    expect(indexes.get('events')?.map((i) => i.name)).toEqual(['events_arrival', 'events_hook_time_key', 'events_over_arrival', 'events_time']);
+    expect(indexes.get('events')?.map((i) => i.name)).toEqual(['events_arrival', 'events_hook_time_key', 'events_late_arrival', 'events_over_arrival', 'events_time']);
     for (const d of [day0, day0 + 1, day0 + 2, day0 + 5]) {
       const defs = (indexes.get(`events_d${d}`) ?? []).map((i) => i.def.replace(/^.* USING /, ''));
       expect(defs.sort(), `events_d${d}`).toEqual([
         `brin (time_ms) WITH (pages_per_range='${BRIN_PAGES_PER_RANGE}', autosummarize='on')`,
         'btree (hook, time_ms, key) WITH (fillfactor=\'100\')',
+        'btree (received_ms) WHERE (received_ms > (time_ms + 300000))',
         'btree (received_ms) WHERE (received_ms IS NOT NULL)',
         'btree (received_ms) WHERE (status = 1)',
       ]);

@@ -6,14 +6,16 @@ import type { DatabaseSync } from 'node:sqlite';
 
 /**
  * The arrival index before it held every event over the cap (SQLite migration 12, PostgreSQL 16), and before an
- * index of every event with a receive time joined it (SQLite 13, PostgreSQL 17), back.
+ * index of every event with a receive time (SQLite 13, PostgreSQL 17) and one of the late events (SQLite 14,
+ * PostgreSQL 18) joined it, back.
  */
 const ARRIVAL_INDEX_UNDO = `CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;
+  DROP INDEX events_late_arrival;
   DROP INDEX events_arrival;
   DROP INDEX events_over_arrival;`;
 
 /**
- * Undoes SQLite migrations 11 to 13: removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an
+ * Undoes SQLite migrations 11 to 14: removes attr_sets.first_ms and the indexes on it (SQLite cannot drop an
  * indexed column), and puts the previous arrival index back.
  */
 export function sqliteUndoLaterMigrations(db: DatabaseSync): void {
@@ -23,6 +25,6 @@ export function sqliteUndoLaterMigrations(db: DatabaseSync): void {
   db.exec(ARRIVAL_INDEX_UNDO);
 }
 
-/** The same on PostgreSQL, migrations 15 to 17 (the indexes on the column go with it). */
+/** The same on PostgreSQL, migrations 15 to 18 (the indexes on the column go with it). */
 export const PG_UNDO_LATER_MIGRATIONS = `ALTER TABLE attr_sets DROP COLUMN first_ms;
   ${ARRIVAL_INDEX_UNDO}`;

@@ -10,6 +10,8 @@ import { StoreUnavailableError } from '../store.ts';
 import { MIGRATIONS, PostgresStore, scrubSecret } from './index.ts';
 import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import { hookEvent } from '../../../test/support/alerting.ts';
+import { HOUR } from '../segments.ts';
+import { LATE_ARRIVAL_MS, lateArrivalsQuery } from '../sql.ts';
 
 let server: TestServer;
 const stores: PostgresStore[] = [];
@@ -219,5 +221,43 @@ describe('PostgresStore', () => {
     const url = 'postgres://u:p%40ss%2Fw0rd@db.example:5432/h';
     expect(scrubSecret('failed for postgres://u:p%40ss%2Fw0rd@db.example:5432/h', url)).toBe('failed for <db url>');
     expect(scrubSecret('p%40ss%2Fw0rd and p@ss/w0rd', url)).toBe('<redacted> and <redacted>');
+  });
+});
+
+describe('the hook_limit alert late-arrival query', () => {
+  it('reads the late-arrival index and the arrival index, never the events folded across the window', { timeout: 60_000 }, async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 2, maxHooks: 1 });
+    stores.push(store);
+    const now = Date.UTC(2026, 2, 2, 12);
+    // At store.maxHooks: an hour of events folded on time, and a few that arrived an hour late.
+    const folded = Array.from({ length: 2000 }, (_, i) => hookEvent({ hookName: `PostToolUse:n${i}`, timeMs: now - HOUR + i * 1500, receivedMs: now - HOUR + i * 1500 + 2000 }));
+    const late = Array.from({ length: 5 }, (_, i) => hookEvent({ hookName: `PostToolUse:late${i}`, timeMs: now - 2 * HOUR, receivedMs: now - 10 * 60_000 }));
+    for (let i = 0; i < folded.length; i += 500) await store.ingest(folded.slice(i, i + 500));
+    await store.ingest(late);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query('ANALYZE events');
+      // With sequential scans off the plan takes an index if, and only if, one fits each part of the query.
+      await c.query('SET enable_seqscan = off');
+      // Each partition's copy of the two partial indexes, named by PostgreSQL.
+      const parts = async (index: string): Promise<string[]> => (await c.query<{ name: string }>(
+        'SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = $1', [index],
+      )).rows.map((r) => r.name);
+      const lateParts = await parts('events_late_arrival');
+      const arrivalParts = await parts('events_arrival');
+      const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${lateArrivalsQuery((n) => `$${n}`)}`, [now - HOUR, now, now - HOUR])).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const scanned = [...plan.matchAll(/Index (?:Only )?Scan using (\S+)/g)].map((x) => x[1]);
+      expect(scanned.filter((name) => lateParts.includes(name!)).length, plan).toBeGreaterThan(0);
+      expect(scanned.filter((name) => arrivalParts.includes(name!)).length, plan).toBeGreaterThan(0);
+      // The arrival index is read over LATE_ARRIVAL_MS of arrivals only.
+      expect(plan).toContain(`(received_ms < '${now - HOUR + LATE_ARRIVAL_MS}'::bigint)`);
+      expect(plan).not.toMatch(/Seq Scan/);
+    } finally {
+      await c.end();
+    }
+    const m = await store.lateFolded({ receivedFromMs: now - HOUR, receivedToMs: now, eventBeforeMs: now - HOUR });
+    expect([...m.values()].map((a) => a.executions)).toEqual([late.length]);
   });
 });

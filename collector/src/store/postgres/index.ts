@@ -18,7 +18,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -255,6 +255,9 @@ export const MIGRATIONS: readonly string[] = [
   // 17: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
   // arrivalIndexDdl), built on every partition beside the index of the events over the cap.
   arrivalIndexDdl(),
+  // 18: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), built on every partition, so the
+  // hook_limit alert's late arrivals read those and a few minutes of arrivals, not every event folded in its window.
+  lateArrivalIndexDdl(),
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */

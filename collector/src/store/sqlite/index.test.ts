@@ -7,7 +7,7 @@ import { extractHookEvents } from '../../hooks/extract.ts';
 import type { LogsRequest } from '../../otlp/model.ts';
 import { tempDir } from '../../../test/helpers.ts';
 import { openSqlite } from './database.ts';
-import { LATE_PERSISTED_EVENTS, SqliteStore } from './index.ts';
+import { LATE_ARRIVAL_EVENTS, LATE_PERSISTED_EVENTS, SqliteStore } from './index.ts';
 import { lateArrivalsQuery, latePersistedQuery } from '../sql.ts';
 
 const tmp = tempDir();
@@ -182,12 +182,18 @@ describe('query plans', () => {
       const persisted = (p: (n: number) => string): string => latePersistedQuery(p, undefined, LATE_PERSISTED_EVENTS);
       // The persisted rule's, on every ingest with an output over the cap, reads the events over the cap only, not
       // also every event counted under an overflow hook (at store.maxHooks, most of the window's arrivals).
-      const cases = [['latePersistedQuery', persisted, 'events_over_arrival'], ['lateArrivalsQuery', lateArrivalsQuery, 'events_arrival'], ['latePersistedQuery by a dimension', byTeam, 'events_over_arrival']] as const;
-      for (const [name, query, index] of cases) {
+      const cases = [['latePersistedQuery', persisted, ['events_over_arrival']], ['latePersistedQuery by a dimension', byTeam, ['events_over_arrival']]] as const;
+      for (const [name, query, indexes] of cases) {
         const plan = (db.prepare(`EXPLAIN QUERY PLAN ${query(() => '?')}`).all(0, 1, 2) as { detail: string }[]).map((r) => r.detail).join('; ');
-        expect(plan, name).toContain(`SEARCH events USING INDEX ${index} (received_ms>? AND received_ms<?)`);
+        for (const index of indexes) expect(plan, name).toContain(`SEARCH events USING INDEX ${index} (received_ms>? AND received_ms<?)`);
         expect(plan, name).not.toMatch(/SCAN (events|attr_sets)\b/);
       }
+      // The hook_limit alert's, on each ingest that folds: the events more than LATE_ARRIVAL_MS late through their
+      // own index, the others among the arrivals of LATE_ARRIVAL_MS only, never every event folded in the window.
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${lateArrivalsQuery((n) => `?${n}`, LATE_ARRIVAL_EVENTS)}`).all(0, 1, 2) as { detail: string }[]).map((r) => r.detail).join('; ');
+      expect(plan).toContain('SEARCH events USING INDEX events_late_arrival (received_ms>? AND received_ms<?)');
+      expect(plan).toContain('SEARCH events USING INDEX events_arrival (received_ms>? AND received_ms<?)');
+      expect(plan).not.toMatch(/SCAN (events|attr_sets)\b/);
     } finally {
       db.close();
     }

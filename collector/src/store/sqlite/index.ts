@@ -15,7 +15,7 @@ import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { Statements, inTransaction, openSqlite } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
@@ -99,10 +99,16 @@ export const MIGRATIONS: readonly string[] = [
   // 13: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
   // arrivalIndexDdl), beside the index of the events over the cap.
   arrivalIndexDdl(),
+  // 14: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), so the hook_limit alert's late
+  // arrivals read those and a few minutes of arrivals, not every event folded in the rule's window.
+  lateArrivalIndexDdl(),
 ];
 
 /** The late persisted-output query's table, with the index it reads named (sql.ts latePersistedQuery). */
 export const LATE_PERSISTED_EVENTS = 'events INDEXED BY events_over_arrival';
+
+/** The two parts of the hook_limit alert's late-arrival query, each with the index it reads named (sql.ts lateArrivalsQuery). */
+export const LATE_ARRIVAL_EVENTS = { late: 'events INDEXED BY events_late_arrival', arrivals: 'events INDEXED BY events_arrival' };
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
 function registerMigrationFunctions(db: DatabaseSync): void {
@@ -912,7 +918,7 @@ export class SqliteStore implements Store {
   }
 
   async lateFolded(q: ArrivalQuery): Promise<Map<string, Arrival>> {
-    const rows = await this.all(lateArrivalsQuery(() => '?'), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
+    const rows = await this.all(lateArrivalsQuery((n) => `?${n}`, LATE_ARRIVAL_EVENTS), [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     if (rows.length === 0) return new Map();
     // The late events over the cap of the other hooks are the persisted rule's.
     const infos = await this.infos(rows.map((r) => String(r['g'])));
