@@ -8,13 +8,66 @@ export interface HookIdentity {
   sessionId: string | undefined;
 }
 
+/** The index of the `"` that ends the JSON string starting at `start`, or -1 when the text ends first. */
+function stringEnd(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit === 0x5c) i++;
+    else if (unit === 0x22) return i;
+  }
+  return -1;
+}
+
+/**
+ * The string members of the outermost object of a JSON text that may be cut short: only the head of a large hook
+ * input is kept (a PostToolUse for a Write of a 2 MB file carries the file), while the fields naming the hook come
+ * first. Strings inside nested values (a tool's input quoting `"source":"startup"`) are not members and are skipped.
+ */
+export function topLevelStrings(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  const open = text.search(/\S/);
+  if (open === -1 || text[open] !== '{') return fields;
+  let depth = 1;
+  let key: string | undefined;
+  let value = false;
+  for (let i = open + 1; i < text.length && depth > 0; i++) {
+    const c = text[i];
+    if (c === '"') {
+      const end = stringEnd(text, i);
+      if (end === -1) break;
+      if (depth === 1) {
+        let s: unknown;
+        try {
+          s = JSON.parse(text.slice(i, end + 1));
+        } catch {
+          break;
+        }
+        if (typeof s !== 'string') break;
+        if (value && key !== undefined) fields[key] = s;
+        else key = s;
+        value = false;
+      }
+      i = end;
+    } else if (depth === 1 && c === ':') value = true;
+    else if (depth === 1 && c === ',') {
+      key = undefined;
+      value = false;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      value = false;
+    } else if (c === '}' || c === ']') depth--;
+  }
+  return fields;
+}
+
 /** The hook named by `input`; "unknown" when the input is not Claude Code's hook JSON (a manual run). */
 export function hookIdentity(input: string): HookIdentity {
   let parsed: unknown;
   try {
     parsed = JSON.parse(input);
   } catch {
-    parsed = undefined;
+    // Only the head of a large input is kept: its first members still name the hook.
+    parsed = topLevelStrings(input);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return { hookEvent: 'unknown', hookName: 'unknown', sessionId: undefined };
   const fields = parsed as Record<string, unknown>;

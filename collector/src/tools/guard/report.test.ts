@@ -28,7 +28,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function guard(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function guard(args: string[], env: NodeJS.ProcessEnv = {}, input = INPUT): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env }, cwd: dir });
     let stdout = '';
@@ -37,7 +37,8 @@ function guard(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: num
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(INPUT);
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
   });
 }
 
@@ -71,6 +72,24 @@ describe('hookwatch guard --report', () => {
     await guard(['--', 'echo', 'small'], { HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl });
     await guard(['--', '/bin/sh', '-c', `head -c 11000 /dev/zero | tr '\\0' x`], { HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl });
     expect((await until(trims, (t) => t.trims >= 3)).trims).toBe(3);
+  });
+
+  it('names the hook of an input larger than the guard keeps (a PostToolUse for a Write of a big file)', async () => {
+    const input = JSON.stringify({
+      session_id: 'sess-big-input',
+      hook_event_name: 'PostToolUse',
+      tool_name: 'Write',
+      tool_input: { file_path: join(dir, 'big.txt'), content: 'w'.repeat(3 * 1024 * 1024) },
+      tool_response: { success: true },
+      tool_use_id: 'toolu_big',
+    });
+    const hook = hookId('PostToolUse', 'PostToolUse:Write');
+    const ran = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' x`], {}, input);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout.length).toBeLessThanOrEqual(9_500);
+    const read = async (): Promise<GuardTrimsResponse> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body;
+    const body = await until(read, (t) => t.trims >= 1);
+    expect(body.largest).toMatchObject({ field: 'stdout', sentChars: 12_000 });
   });
 
   it('does not hold the hook when the endpoint never answers', async () => {

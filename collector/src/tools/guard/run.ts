@@ -6,7 +6,10 @@ import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
 import { oneWordCommandLine } from '../common/shell-quote.ts';
 
-/** Hook input kept for naming the hook in reports; Claude Code's input JSON is a few KB at most. */
+/**
+ * Hook input kept for naming the hook in reports. Most inputs are a few KB; a tool's input or response can be far
+ * larger (a Write of a big file), and then only this head is kept: the members naming the hook come first.
+ */
 const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
 /** After SIGTERM on timeout, how long the command gets before SIGKILL. */
 const KILL_GRACE_MS = 1_000;
