@@ -53,7 +53,9 @@ Options:
                        --install never wraps a command that calls the guard already)
   --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
                        in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
-                       --budget and --report given with --install are written into every wrapped command
+                       --budget and --report given with --install are written into every wrapped command; the
+                       other options of a run (--dir, --timeout, --shell) go in <prefix>, and given on their own
+                       with --install they are an error
   -h, --help           this help
 `;
 
@@ -138,6 +140,23 @@ const GUARD_FLAGS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** Flags of a guarded run that --install does not write into the commands it wraps. */
+const RUN_ONLY_FLAGS = ['dir', 'timeout', 'shell'] as const;
+
+/**
+ * Why flags given with --install or --uninstall would do nothing, or undefined when each one is used: --install
+ * writes --budget and --report into every wrapped command and nothing else of a run, and --uninstall takes only
+ * --command. Said, not ignored: the user asked for them, and a hook run without them would not show it.
+ */
+function setupUnusedFlags(mode: 'install' | 'uninstall', values: Record<string, string | boolean | undefined>): string | undefined {
+  const names = mode === 'install' ? RUN_ONLY_FLAGS : (['budget', 'report', ...RUN_ONLY_FLAGS] as const);
+  const given = names.filter((name) => values[name] !== undefined).map((name) => `--${name}`);
+  if (given.length === 0) return undefined;
+  const list = given.join(', ');
+  if (mode === 'uninstall') return `--uninstall takes a settings file and --command only, not ${list}; nothing was changed`;
+  return `--install writes --budget and --report into the wrapped commands, not ${list}; give ${given.length === 1 ? 'it' : 'them'} in the guard call of --command instead (--command '<node> <hookwatch.mjs> guard ${given[0]} …'); nothing was changed`;
+}
+
 /** The budget from a flag or the variable; `label` names where it came from in the error. */
 function parseBudget(raw: string, label: string): number {
   return parseWholeNumber('budget', raw, MIN_GUARD_BUDGET, OUTPUT_CAP_CHARS, label);
@@ -178,6 +197,8 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
     try {
       if (values['install'] === true && values['uninstall'] === true) throw new UsageError('give --install or --uninstall, not both');
       if (command.length > 0 || positionals.length > 1) throw new UsageError('--install and --uninstall take one settings file, not a command');
+      const unused = setupUnusedFlags(values['install'] === true ? 'install' : 'uninstall', values);
+      if (unused !== undefined) throw new UsageError(unused);
       const flagBudget = text('budget');
       const report = text('report');
       const { installGuard } = await import('./install.ts');

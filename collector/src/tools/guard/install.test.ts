@@ -301,6 +301,29 @@ describe('hookwatch guard --install', () => {
     expect(await readFile(path, 'utf8')).toBe(twice);
   });
 
+  it('refuses options it would not write into the commands, and changes nothing', async () => {
+    const project = join(dir, 'run-options');
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    const original = `${JSON.stringify(SETTINGS, null, 2)}\n`;
+    await writeFile(path, original);
+    for (const args of [['--dir', join(project, 'full')], ['--timeout', '5'], ['--shell', '/bin/bash'], ['--budget', '9000', '--timeout', '5']]) {
+      const io = guardIO(project);
+      expect(await runGuard(['--install', ...args, 's.json'], io), args.join(' ')).toEqual({ code: 2 });
+      expect(io.err()).toContain(`--install writes --budget and --report into the wrapped commands, not ${args.includes('--budget') ? '--timeout' : args[0]}`);
+      expect(await readFile(path, 'utf8')).toBe(original);
+      await expect(access(`${path}${BACKUP_SUFFIX}`)).rejects.toThrow();
+    }
+    // In the guard call of --command they are written, and --uninstall recognises that call.
+    expect(await runGuard(['--install', '--command', `hookwatch guard --dir ${join(project, 'full')}`, 's.json'], guardIO(project))).toEqual({ code: 0 });
+    expect(await readFile(path, 'utf8')).toContain(`hookwatch guard --dir ${join(project, 'full')} -- `);
+    const undo = guardIO(project);
+    expect(await runGuard(['--uninstall', '--report', 'http://hookwatch:4318', 's.json'], undo)).toEqual({ code: 2 });
+    expect(undo.err()).toContain('--uninstall takes a settings file and --command only, not --report');
+    expect(await runGuard(['--uninstall', 's.json'], guardIO(project))).toEqual({ code: 0 });
+    expect(await readFile(path, 'utf8')).toBe(original);
+  });
+
   it('names the problem in a settings file it cannot use', async () => {
     const path = join(dir, 'bad.json');
     await writeFile(path, '{"hooks": {"Stop": {}}}');
