@@ -146,6 +146,7 @@ describe('mistakes on the command line', () => {
     [['--bogus'], 'hookwatch: unknown flag --bogus\nRun "hookwatch --help" for the flags.'],
     [['serve', '--retention-event', '7d'], 'hookwatch: unknown flag --retention-event (did you mean --retention-events?)\nRun "hookwatch serve --help" for the flags.'],
     [['srve'], 'hookwatch: unknown command "srve" (did you mean serve?)\nRun "hookwatch --help" for the commands.'],
+    [['help', 'gaurd'], 'hookwatch: unknown command "gaurd" (did you mean guard?)\nRun "hookwatch --help" for the commands.'],
     [['config', '--retention-events', '7x'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
     [['serve', '--db'], 'hookwatch: flag --db needs a value\nRun "hookwatch serve --help" for the flags.'],
     [['serve', '--db', '--json'], 'hookwatch: flag --db needs a value\nRun "hookwatch serve --help" for the flags.'],

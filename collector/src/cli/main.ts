@@ -186,7 +186,11 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
         const exit = await runGuard(['--help'], { stdin: process.stdin, stdout: async (data) => io.stdout(String(data)), stderr: io.stderr, env: io.env, cwd: io.cwd });
         return 'code' in exit ? exit.code : 1;
       }
-      if (topic !== undefined && !COMMAND_NAMES.includes(topic)) throw new UsageError(`unknown command ${JSON.stringify(topic)}${didYouMean(topic, COMMAND_NAMES)}`);
+      if (topic !== undefined && !COMMAND_NAMES.includes(topic)) {
+        // The same words as for "hookwatch <unknown>": what helps is the list of commands, not help's own flags.
+        io.stderr(`hookwatch: unknown command ${JSON.stringify(topic)}${didYouMean(topic, COMMAND_NAMES)}\nRun "hookwatch --help" for the commands.\n`);
+        return 2;
+      }
       io.stdout(topic ? (commandHelp(topic) ?? globalHelp()) : globalHelp());
       return 0;
     }
