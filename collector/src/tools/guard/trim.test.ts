@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
+import { measureStdout } from '../check/measure.ts';
 import { DEFAULT_GUARD_BUDGET, frontAtBoundary, guardStdout, MIN_GUARD_BUDGET, pointerLine, pointerLineWithoutPath, trimText } from './trim.ts';
 import type { GuardField } from './trim.ts';
 
@@ -138,5 +139,19 @@ describe('guardStdout', () => {
     expect(guarded.trimmed[0]?.field).toBe('stdout');
     expect(guarded.replacement?.startsWith('{"additionalContext": "qqq')).toBe(true);
     expect(guardStdout(`["${'q'.repeat(12_000)}"]`, 9_500, pathFor).trimmed[0]?.field).toBe('stdout');
+  });
+
+  it('reads a JSON output as hookwatch check does, white space or a byte order mark before it included', () => {
+    const json = JSON.stringify({ decision: 'block', reason: 'stop here', hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'word '.repeat(3_000) } });
+    for (const before of ['\uFEFF', '\u00A0\n', '\n\t ']) {
+      const stdout = `${before}${json}\n`;
+      expect(measureStdout(stdout, stdout.length, true, undefined).format, JSON.stringify(before)).toBe('json');
+      const guarded = guardStdout(stdout, 9_500, pathFor);
+      expect(guarded.format, JSON.stringify(before)).toBe('json');
+      expect(guarded.trimmed.map((t) => t.field)).toEqual(['hookSpecificOutput.additionalContext']);
+      const delivered = JSON.parse(guarded.replacement ?? '') as { decision: string; reason: string; hookSpecificOutput: { additionalContext: string } };
+      expect(delivered).toMatchObject({ decision: 'block', reason: 'stop here' });
+      expect(delivered.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
+    }
   });
 });

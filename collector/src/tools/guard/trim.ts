@@ -101,11 +101,13 @@ export interface GuardedStdout {
  * else untouched; anything else, invalid JSON included, as one plain string.
  */
 export function guardStdout(stdout: string, budget: number, pathFor: FullOutputPath): GuardedStdout {
-  const trimmedStart = stdout.trimStart();
-  if (trimmedStart.startsWith('{')) {
+  // Trimmed as `hookwatch check` reads it (measureStdout): a byte order mark or other white space that JSON.parse
+  // would refuse before the object does not make a JSON output plain text, to be cut with its decision fields.
+  const trimmed = stdout.trim();
+  if (trimmed.startsWith('{')) {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(stdout);
+      parsed = JSON.parse(trimmed);
     } catch {
       parsed = undefined;
     }
