@@ -83,8 +83,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err }));
     },
     onFinished: (n, outcome, token) => {
-      stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
       if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, now());
+      // Awaited by the dispatcher: until the outbox marks it done, a resumed copy of it is not sent again.
+      return stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },
   });
   const engine = new AlertEngine({

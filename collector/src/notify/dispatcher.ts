@@ -25,7 +25,8 @@ export interface DispatcherOptions {
   maxDelayMs?: number;
   random?: () => number;
   onAttempt?: (n: Notification, a: AttemptResult, token: number | null) => void;
-  onFinished?: (n: Notification, outcome: 'delivered' | 'failed', token: number | null) => void;
+  /** The outcome of a notification; a promise that resolves once it is recorded (the outbox marks it done). */
+  onFinished?: (n: Notification, outcome: 'delivered' | 'failed', token: number | null) => void | Promise<void>;
   /** Replicas: only the current leader delivers, and only while its lease (the fencing token) is unchanged. */
   fence?: DeliveryFence;
 }
@@ -83,6 +84,12 @@ export class Dispatcher {
   private abort = new AbortController();
   /** The fencing token each queued or in-flight notification was enqueued under. */
   private readonly tokens = new WeakMap<Notification, number | null>();
+  /**
+   * Notifications queued or in flight by webhook-id, until their outcome is recorded. The outbox can hand out one
+   * that is already here (a leader that took its lease back at the same epoch resumes it while the evaluation
+   * that wrote it is delivering it): that copy is the same notification and is not sent again.
+   */
+  private readonly owned = new Map<string, Notification>();
   private readonly running = new Set<Promise<void>>();
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
@@ -104,15 +111,17 @@ export class Dispatcher {
     const token = this.opts.fence ? this.opts.fence.token() : null;
     // Not the leader (any more): the notification stays in the shared outbox for the replica that leads.
     if (this.opts.fence && token === null) return false;
+    if (this.owned.has(n.webhookId)) return true;
     this.tokens.set(n, token);
     if (lane.queue.length >= this.opts.maxQueue) {
       this.stats.dropped++;
       this.opts.logger.error('notification queue full; notification dropped', { receiver: n.receiver, alert: n.alert.id, status: n.status });
       this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 }, token);
-      this.opts.onFinished?.(n, 'failed', token);
+      void Promise.resolve(this.opts.onFinished?.(n, 'failed', token)).catch((err: unknown) => this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err }));
       return false;
     }
     this.stats.enqueued++;
+    this.owned.set(n.webhookId, n);
     lane.queue.push(n);
     this.pump(lane);
     return true;
@@ -127,6 +136,7 @@ export class Dispatcher {
       const [n] = lane.queue.splice(index, 1) as [Notification];
       lane.inFlight.add(n.alert.fingerprint);
       const p = this.deliver(lane, n).finally(() => {
+        if (this.owned.get(n.webhookId) === n) this.owned.delete(n.webhookId);
         lane.inFlight.delete(n.alert.fingerprint);
         this.running.delete(p);
         this.pump(lane);
@@ -170,7 +180,13 @@ export class Dispatcher {
       this.stats.failed++;
       this.opts.logger.warn('notification not delivered', { receiver: n.receiver, alert: n.alert.id, status: n.status, attempts: result.attempts, httpStatus: result.httpStatus, error: result.error });
     }
-    this.opts.onFinished?.(n, result.outcome, token);
+    // Settled once the outcome is recorded: the outbox no longer hands it out, and the alert's next notification
+    // (its resolution) follows it.
+    try {
+      await this.opts.onFinished?.(n, result.outcome, token);
+    } catch (err) {
+      this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err });
+    }
   }
 
   /**
@@ -181,6 +197,8 @@ export class Dispatcher {
     this.abort.abort();
     this.abort = new AbortController();
     for (const lane of this.lanes.values()) lane.queue.length = 0;
+    // Nothing here is this replica's any more: what a later leadership resumes from the outbox is sent afresh.
+    this.owned.clear();
     this.checkIdle();
   }
 
@@ -214,6 +232,7 @@ export class Dispatcher {
     this.abort.abort();
     await Promise.allSettled([...this.running]);
     for (const lane of this.lanes.values()) lane.queue.length = 0;
+    this.owned.clear();
     this.checkIdle();
   }
 }

@@ -120,7 +120,7 @@ describe('dispatcher', () => {
     s.reply = ({ index }) => ({ status: index < 3 ? 503 : 200 });
     const attempts: AttemptResult[] = [];
     const finished: string[] = [];
-    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: 'http://hw.test' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20, onAttempt: (_n, a) => attempts.push(a), onFinished: (_n, o) => finished.push(o) });
+    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: 'http://hw.test' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20, onAttempt: (_n, a) => attempts.push(a), onFinished: (_n, o) => void finished.push(o) });
     expect(d.enqueue(notification())).toBe(true);
     await d.idle();
     expect(s.requests).toHaveLength(4);
@@ -151,7 +151,7 @@ describe('dispatcher', () => {
         // Deposed while retrying (another replica took the lease).
         if (a.attempt === 2) token = 8;
       },
-      onFinished: (_n, o) => finished.push(o),
+      onFinished: (_n, o) => void finished.push(o),
     });
     expect(d.enqueue(notification())).toBe(true);
     await d.idle();
@@ -170,11 +170,51 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('a notification handed over again while it is queued or being delivered is sent once', async () => {
+    // A leader that took its lease back at the same epoch resumes the outbox while the evaluation that wrote a
+    // notification is still delivering it: the outbox hands out that notification a second time.
+    const s = await sink();
+    s.reply = () => ({ status: 200, delayMs: 100 });
+    const done = new Set<string>();
+    const finished: string[] = [];
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10,
+      // The outbox as the shared store keeps it: the outcome is committed a little after the delivery ends.
+      fence: { token: () => 7, confirm: async (_t, n) => !done.has(n.webhookId) },
+      onFinished: async (n, o) => {
+        await new Promise((r) => setTimeout(r, 50));
+        done.add(n.webhookId);
+        finished.push(o);
+      },
+    });
+    expect(d.enqueue(notification())).toBe(true);
+    while (s.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    // Delivered, and the copy that was handed over meanwhile is not sent again once the outcome is recorded.
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests.map((r) => r.headers['webhook-id'])).toEqual(['msg_test1']);
+    expect(finished).toEqual(['delivered']);
+    // The same webhook-id handed out again after a lost leadership (suspend) is the new leadership's to send.
+    s.reply = () => ({ status: 200, delayMs: 5000 });
+    d.enqueue(notification({ webhookId: 'msg_test4' }));
+    while (s.requests.length < 2) await new Promise((r) => setTimeout(r, 5));
+    d.suspend();
+    s.reply = () => ({ status: 200 });
+    expect(d.enqueue(notification({ webhookId: 'msg_test4' }))).toBe(true);
+    await d.idle();
+    // Sent again (the aborted attempt was never recorded as delivered), not refused as a copy of the aborted one.
+    expect(s.requests.map((r) => r.headers['webhook-id'])).toEqual(['msg_test1', 'msg_test4', 'msg_test4']);
+    expect(finished).toEqual(['delivered', 'delivered']);
+    await d.stop();
+  });
+
   it('suspend drops the queue and aborts deliveries in flight without finishing them', async () => {
     const s = await sink();
     s.reply = () => ({ status: 200, delayMs: 5000 });
     const finished: string[] = [];
-    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, concurrencyPerReceiver: 1, onFinished: (_n, o) => finished.push(o) });
+    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, concurrencyPerReceiver: 1, onFinished: (_n, o) => void finished.push(o) });
     d.enqueue(notification());
     d.enqueue(notification({ webhookId: 'msg_other', alert: { ...notification().alert, fingerprint: 'other' } }));
     while (s.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
