@@ -4,7 +4,7 @@
  * and skips the rest, so unknown or newer fields pass through harmlessly.
  */
 import type { DecodeBudget} from './model.ts';
-import { DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
+import { DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type KvList, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /** Slots of a StringCache (a power of two). */
 const STRING_SLOTS = 1024;
@@ -194,6 +194,10 @@ export class Reader {
   }
 }
 
+function isKvList(v: AnyValue): v is KvList {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
 function expectWire(wireType: number, want: number, what: string): void {
   if (wireType !== want) throw new DecodeError(`malformed protobuf: ${what} has wire type ${wireType}, expected ${want}`);
 }
@@ -223,10 +227,15 @@ function leave(r: Reader, outer: number): void {
   r.end = outer;
 }
 
-/** The AnyValue that `r` is narrowed to (enter). */
-function anyValue(r: Reader, depth: number): AnyValue {
+/**
+ * The AnyValue that `r` is narrowed to (enter), merged into `into`: the value an earlier occurrence of the same
+ * field decoded to. Protobuf merges a message field that occurs more than once: a later member of the oneof
+ * replaces the value, a later array_value or kvlist_value appends to the one before, and an empty AnyValue leaves
+ * it as it was.
+ */
+function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`);
-  let value: AnyValue = null;
+  let value: AnyValue = into;
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
@@ -238,7 +247,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
       case 4: expectWire(wt, 1, 'AnyValue.double_value'); value = r.double(); break;
       case 5: {
         const outer = enter(r, wt, 'AnyValue.array_value');
-        const values: AnyValue[] = [];
+        const values: AnyValue[] = Array.isArray(value) ? value : [];
         while (r.pos < r.end) {
           const t = r.tag();
           if (t >>> 3 === 1) {
@@ -254,7 +263,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
       }
       case 6: {
         const outer = enter(r, wt, 'AnyValue.kvlist_value');
-        const map: Attributes = new Map();
+        const map: Attributes = isKvList(value) ? value.kvlist : new Map();
         while (r.pos < r.end) {
           const t = r.tag();
           if (t >>> 3 === 1) {
@@ -265,7 +274,7 @@ function anyValue(r: Reader, depth: number): AnyValue {
           } else r.skip(t & 7);
         }
         leave(r, outer);
-        value = { kvlist: map };
+        value = isKvList(value) ? value : { kvlist: map };
         break;
       }
       case 7: expectWire(wt, 2, 'AnyValue.bytes_value'); value = r.bytes(); break;
@@ -308,7 +317,7 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
       key = r.string();
     } else if (field === 2) {
       const outer = enter(r, tag & 7, 'KeyValue.value');
-      value = anyValue(r, depth);
+      value = anyValue(r, depth, value);
       leave(r, outer);
     } else {
       r.skip(tag & 7);
@@ -333,7 +342,7 @@ function logRecord(r: Reader): LogRecord {
     switch (field) {
       case 1: expectWire(wt, 1, 'LogRecord.time_unix_nano'); rec.timeUnixNano = r.fixed64(); break;
       case 11: expectWire(wt, 1, 'LogRecord.observed_time_unix_nano'); rec.observedTimeUnixNano = r.fixed64(); break;
-      case 5: rec.body = anyValue(sub(r, wt, 'LogRecord.body'), 0); break;
+      case 5: rec.body = anyValue(sub(r, wt, 'LogRecord.body'), 0, rec.body ?? null); break;
       case 6: attributesInto(r, wt, rec.attributes, 'LogRecord.attributes'); break;
       case 12: expectWire(wt, 2, 'LogRecord.event_name'); rec.eventName = r.string(); break;
       default: r.skip(wt);

@@ -12,6 +12,7 @@ import { decodeLogsJson } from './decode-json.ts';
 import { decodeLogsProto } from './decode-proto.ts';
 import { DecodeError, type AnyValue, type LogsRequest } from './model.ts';
 import { protoType } from '../../test/support/otlp-proto.ts';
+import { lengthDelimited } from './proto-write.ts';
 
 const Request = protoType('ExportLogsServiceRequest');
 
@@ -172,6 +173,32 @@ describe('decodeLogsProto', () => {
     const body = encode({ resource_logs: [{ scope_logs: [{ log_records: attrs.map((a) => ({ attributes: a.map(([key, v]) => ({ key, value: { string_value: v } })) })) }] }] });
     const records = decodeLogsProto(body).resourceLogs[0]?.scopeLogs[0]?.logRecords ?? [];
     expect(records.map((r) => [...r.attributes])).toEqual(attrs);
+  });
+
+  it('a message field sent more than once merges, as protobuf parsers merge it, instead of the last replacing the first', () => {
+    const ld = (field: number, ...parts: Buffer[]): Buffer => lengthDelimited(field, Buffer.concat(parts));
+    const str = (field: number, s: string): Buffer => ld(field, Buffer.from(s));
+    const int = (n: number): Buffer => Buffer.from([0x18, n]);
+    const record = (...fields: Buffer[]) => ld(1, ld(2, ld(2, ...fields)));
+    const attr = (...values: Buffer[]) => record(ld(6, str(1, 'k'), ...values.map((v) => ld(2, v))));
+    const cases: [Buffer, AnyValue | undefined][] = [
+      // KeyValue.value twice: an empty second value leaves the first; another member replaces it.
+      [attr(str(1, '5'), Buffer.alloc(0)), '5'],
+      [attr(str(1, '5'), int(7)), 7],
+      // LogRecord.body twice, and array_value / kvlist_value twice in one AnyValue: the lists concatenate.
+      [record(ld(5, ld(5, ld(1, str(1, 'a')))), ld(5, ld(5, ld(1, str(1, 'b'))))), ['a', 'b']],
+      [record(ld(5, ld(5, ld(1, str(1, 'a'))), ld(5, ld(1, str(1, 'b'))))), ['a', 'b']],
+      [record(ld(5, ld(6, ld(1, str(1, 'x'), ld(2, int(1)))), ld(6, ld(1, str(1, 'y'), ld(2, int(2)))))), { kvlist: new Map([['x', 1], ['y', 2]]) }],
+      [record(ld(5, str(1, 'x')), ld(5)), 'x'],
+    ];
+    for (const [body, want] of cases) {
+      const rec = decodeLogsProto(body).resourceLogs[0]?.scopeLogs[0]?.logRecords[0];
+      expect(rec?.attributes.size ? rec.attributes.get('k') : rec?.body).toEqual(want);
+      // protobufjs reads the same bytes the same way.
+      const pb = Request.toObject(Request.decode(body), { longs: String }) as { resource_logs: { scope_logs: { log_records: { body?: unknown; attributes?: { value: unknown }[] }[] }[] }[] };
+      const pbRec = pb.resource_logs[0]?.scope_logs[0]?.log_records[0];
+      expect(plain(decodeLogsJson(JSON.stringify({ resource_logs: [{ scope_logs: [{ log_records: [pbRec] }] }] })).resourceLogs[0]?.scopeLogs[0]?.logRecords[0])).toEqual(plain(rec));
+    }
   });
 
   it('an empty body is an empty request', () => {
