@@ -138,17 +138,35 @@ function logRecord(v: Json, path: string, budget: DecodeBudget): LogRecord {
 /**
  * Throws DecodeLimitError when the parse tree of `text` could hold more than `budget` allows: every object and
  * array is a node (DECODED_BYTES.jsonNode), and a node can be two bytes of text, so only a text longer than
- * that could exceed it is counted (a brace inside a string counts too: an upper bound).
+ * that could exceed it is counted. Braces and brackets inside strings are text, not nodes: string contents are
+ * passed over a closing quote at a time, so attribute values full of '{' or '[' count for nothing.
  */
 export function checkJsonNodes(text: string, budget: DecodeBudget): void {
   const max = Math.floor(budget.maxBytes / DECODED_BYTES.jsonNode);
   if (text.length <= 2 * max) return;
   let nodes = 0;
-  for (const c of ['{', '[']) {
-    for (let i = text.indexOf(c); i !== -1; i = text.indexOf(c, i + 1)) {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b || c === 0x5b) {
       if (++nodes > max) throw new DecodeLimitError(budget.maxBytes);
+    } else if (c === 0x22) {
+      i = stringEnd(text, i);
+      // An unterminated string: JSON.parse refuses the text, and nothing after the quote is a node.
+      if (i === -1) return;
     }
   }
+}
+
+/** Where the JSON string opened by the quote at `open` closes (its unescaped closing quote), or -1. */
+function stringEnd(text: string, open: number): number {
+  let q = text.indexOf('"', open + 1);
+  while (q !== -1) {
+    let backslashes = 0;
+    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return q;
+    q = text.indexOf('"', q + 1);
+  }
+  return -1;
 }
 
 /**

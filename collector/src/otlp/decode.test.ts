@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeLogsJson } from './decode-json.ts';
 import { decodeLogsProto } from './decode-proto.ts';
-import { DecodeError, type AnyValue, type LogsRequest } from './model.ts';
+import { DECODED_BYTES, DecodeBudget, DecodeError, DecodeLimitError, type AnyValue, type LogsRequest } from './model.ts';
 import { protoType } from '../../test/support/otlp-proto.ts';
 import { lengthDelimited } from './proto-write.ts';
 
@@ -246,6 +246,27 @@ describe('decodeLogsJson', () => {
     fc.assert(fc.property(request, (g) => {
       expect(plain(decodeLogsJson(JSON.stringify(camel(toJson(g.pb)))))).toEqual(plain(jsonModel(g.model)));
     }), { numRuns: 200 });
+  });
+});
+
+describe('decodeLogsJson parse-tree bound', () => {
+  // Room for 1,000 parse-tree nodes; texts over 2,000 characters are counted.
+  const budget = (): DecodeBudget => new DecodeBudget(1000 * DECODED_BYTES.jsonNode);
+  const withValue = (value: string, extra = ''): string => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: [{ key: 'k', value: { stringValue: value } }] }] }] }] }).replace(/}$/, `${extra}}`);
+
+  it('braces and brackets inside strings, escaped quotes included, are not nodes', () => {
+    for (const value of ['{'.repeat(5000), '[['.repeat(3000), '\\"{['.repeat(2000), '\\'.repeat(3000) + '{'.repeat(3000)]) {
+      const attrs = decodeLogsJson(withValue(value), budget()).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes;
+      expect(attrs?.get('k')).toBe(value);
+    }
+  });
+
+  it('still refuses a text with more nodes than the bound, after strings that end in escaped backslashes', () => {
+    const nodes = `,"x":[${Array(1200).fill('[]').join(',')}]`;
+    expect(() => decodeLogsJson(withValue('\\', nodes), budget())).toThrow(DecodeLimitError);
+    expect(() => decodeLogsJson(withValue('a\\"b\\\\', nodes), budget())).toThrow(DecodeLimitError);
+    // An unterminated string is malformed JSON, not a reason to stop at the limit.
+    expect(() => decodeLogsJson(`{"x":"${'{'.repeat(5000)}`, budget())).toThrow(DecodeError);
   });
 });
 

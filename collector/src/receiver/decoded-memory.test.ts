@@ -73,6 +73,15 @@ describe('what a request decodes to is bounded', () => {
     expect(metrics.status).toBe(413);
   });
 
+  it('takes JSON whose attribute strings hold more braces and brackets than the bound allows nodes', async () => {
+    // 200,000 of each inside one string value: text, not parse-tree nodes (one request may hold 65,536 nodes).
+    const value = JSON.stringify({ stringValue: '{['.repeat(200_000) });
+    const logs = await postOtlp(service.otlpHttpUrl, '/v1/logs', `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"attributes":[{"key":"k","value":${value}}]}]}]}]}`, json);
+    expect(logs.status).toBe(200);
+    const metrics = await postOtlp(service.otlpHttpUrl, '/v1/metrics', `{"resourceMetrics":[{"resource":{"attributes":[{"key":"k","value":${value}}]}}]}`, json);
+    expect(metrics.status).toBe(200);
+  });
+
   it('refuses it on gRPC with RESOURCE_EXHAUSTED', async () => {
     const err = await grpcExport(emptyRecordsProto(20_000));
     expect(err?.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
