@@ -37,14 +37,13 @@ function str(v: Json, path: string): string {
 
 const INT_RE = /^-?\d{1,20}$/;
 
+/** An int64 as the model holds it (a number when it fits 2^53, else a bigint), from a number or a decimal string. */
 function int64(v: Json, path: string): number | bigint {
-  if (typeof v === 'number') {
-    if (!Number.isInteger(v)) throw new DecodeError(`${path} must be an integer`);
-    return v;
-  }
-  if (typeof v === 'string' && INT_RE.test(v)) {
+  if (typeof v === 'number' && !Number.isInteger(v)) throw new DecodeError(`${path} must be an integer`);
+  if (typeof v === 'number' || (typeof v === 'string' && INT_RE.test(v))) {
     const n = Number(v);
     if (Number.isSafeInteger(n)) return n;
+    // A JSON number past 2^53 has already lost digits to JSON.parse; it is at least kept within the int64 range.
     const b = BigInt(v);
     if (b > 0x7fffffffffffffffn || b < -0x8000000000000000n) throw new DecodeError(`${path} is out of the int64 range`);
     return b;
@@ -55,7 +54,7 @@ function int64(v: Json, path: string): number | bigint {
 /** A fixed64 (unsigned) timestamp: the whole uint64 range is valid, as the protobuf decoder accepts it. */
 function nanos(v: Json, path: string): bigint {
   if (v === null || v === undefined) return 0n;
-  if (typeof v === 'string' && /^\d{19,20}$/.test(v)) {
+  if ((typeof v === 'string' && /^\d{19,20}$/.test(v)) || (typeof v === 'number' && Number.isInteger(v) && v > Number.MAX_SAFE_INTEGER)) {
     const b = BigInt(v);
     if (b > 0xffffffffffffffffn) throw new DecodeError(`${path} is out of the uint64 range`);
     return b;

@@ -270,6 +270,25 @@ describe('decodeLogsJson parse-tree bound', () => {
   });
 });
 
+describe('decodeLogsJson integers written as JSON numbers', () => {
+  const rec = (r: object) => decodeLogsJson(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [r] }] }] })).resourceLogs[0]?.scopeLogs[0]?.logRecords[0];
+  const int = (n: number) => rec({ attributes: [{ key: 'k', value: { intValue: n } }] })?.attributes.get('k');
+
+  it('an intValue past 2^53 is a bigint, as from a string or protobuf, and one past the int64 range is refused', () => {
+    expect(int(2 ** 60)).toBe(2n ** 60n);
+    expect(int(-(2 ** 62))).toBe(-(2n ** 62n));
+    expect(int(42)).toBe(42);
+    expect(() => int(1e20)).toThrow(/intValue is out of the int64 range/);
+    expect(() => int(-1e19)).toThrow(/intValue is out of the int64 range/);
+  });
+
+  it('a timestamp past 2^53 keeps the uint64 range: past 2^63 is taken, past 2^64 refused', () => {
+    expect(rec({ timeUnixNano: 1.8e19 })?.timeUnixNano).toBe(BigInt(1.8e19));
+    expect(rec({ observedTimeUnixNano: 2 ** 60 })?.observedTimeUnixNano).toBe(2n ** 60n);
+    expect(() => rec({ timeUnixNano: 1e25 })).toThrow(/timeUnixNano is out of the uint64 range/);
+  });
+});
+
 describe('decodeLogsJson null values', () => {
   const record = (value: unknown): string => JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: [{ key: 'k', value }] }] }] }] });
   const decoded = (value: unknown): AnyValue | undefined => decodeLogsJson(record(value)).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes.get('k');
