@@ -363,6 +363,8 @@ function scopeLogs(r: Reader): ScopeLogs {
         const t = s.tag();
         if (t >>> 3 === 1) { expectWire(t & 7, 2, 'InstrumentationScope.name'); out.scope.name = s.string(); }
         else if (t >>> 3 === 2) { expectWire(t & 7, 2, 'InstrumentationScope.version'); out.scope.version = s.string(); }
+        // Not kept, but read: the body may be forwarded as it is, and a backend refuses a malformed one.
+        else if (t >>> 3 === 3) attributesInto(s, t & 7, new Map(), 'InstrumentationScope.attributes');
         else s.skip(t & 7);
       }
     } else if (field === 2) {

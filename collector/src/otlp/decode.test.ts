@@ -201,6 +201,15 @@ describe('decodeLogsProto', () => {
     }
   });
 
+  it('refuses a malformed InstrumentationScope.attributes, which protobufjs refuses, though it keeps none of them', () => {
+    const scopeAttrs = (kv: Buffer): Buffer => lengthDelimited(1, lengthDelimited(2, lengthDelimited(1, lengthDelimited(3, kv))));
+    const bad = scopeAttrs(Buffer.from([0x00, 0x01])); // field number 0
+    expect(() => Request.decode(bad)).toThrow();
+    expect(() => decodeLogsProto(bad)).toThrow(DecodeError);
+    const good = scopeAttrs(Buffer.concat([lengthDelimited(1, Buffer.from('k')), lengthDelimited(2, lengthDelimited(1, Buffer.from('v')))]));
+    expect(decodeLogsProto(good).resourceLogs[0]?.scopeLogs[0]?.scope).toEqual({ name: '', version: '' });
+  });
+
   it('an empty body is an empty request', () => {
     expect(decodeLogsProto(new Uint8Array(0))).toEqual({ resourceLogs: [] });
   });
