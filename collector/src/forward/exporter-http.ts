@@ -12,10 +12,10 @@
  */
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { Agent } from 'undici';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
+import { ClientTlsAgent } from '../net/tls-agent.ts';
 import { otlpSignalUrl } from '../net/otlp-url.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
@@ -89,8 +89,8 @@ export class HttpExporter implements Exporter {
   /** The URL of each signal: the endpoint's path + /v1/{signal}, its query (an API key, say) kept. */
   private readonly urls: Record<Signal, string>;
   private readonly basicAuth: string | undefined;
-  /** The connection pool for forward.tls, made again when its files change (the generation it was made for). */
-  private agent: { pool: Agent; generation: number } | undefined;
+  /** The connection pool for forward.tls, made again when its files change. */
+  private readonly agent: ClientTlsAgent | undefined;
 
   constructor(opts: HttpExporterOptions) {
     this.opts = opts;
@@ -102,22 +102,11 @@ export class HttpExporter implements Exporter {
     this.urls = { logs: otlpSignalUrl(url, 'logs'), metrics: otlpSignalUrl(url, 'metrics'), traces: otlpSignalUrl(url, 'traces') };
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
     this.timeoutMs = opts.timeoutMs;
+    this.agent = opts.tls ? new ClientTlsAgent(opts.tls) : undefined;
   }
 
   accepts(_encoding: Encoding): boolean {
     return true;
-  }
-
-  /** The pool that connects with forward.tls as it is now; undefined without forward.tls (fetch's own). */
-  private dispatcher(): Agent | undefined {
-    const tls = this.opts.tls;
-    if (!tls) return undefined;
-    if (this.agent?.generation !== tls.generation) {
-      // Rotated files: connections from now on use them. The old pool has no attempt in flight (one at a time).
-      void this.agent?.pool.close().catch(() => undefined);
-      this.agent = { pool: new Agent({ connect: { ...tls.connectOptions() } }), generation: tls.generation };
-    }
-    return this.agent.pool;
   }
 
   async export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
@@ -135,7 +124,7 @@ export class HttpExporter implements Exporter {
     let res: Response;
     try {
       const timeout = AbortSignal.timeout(this.opts.timeoutMs);
-      const dispatcher = this.dispatcher();
+      const dispatcher = this.agent?.dispatcher();
       // Redirects are not followed: fetch would resend a POST answered 301, 302 or 303 as a GET without the body,
       // and a login page answering it 200 would count as delivered. Nor 307/308: the key in forward.headers would
       // go wherever the answer points.
@@ -174,8 +163,6 @@ export class HttpExporter implements Exporter {
   }
 
   async close(): Promise<void> {
-    const agent = this.agent;
-    this.agent = undefined;
-    await agent?.pool.destroy().catch(() => undefined);
+    await this.agent?.destroy();
   }
 }
