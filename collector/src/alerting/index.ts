@@ -8,7 +8,9 @@ import type { AlertingConfig } from './settings.ts';
 import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
 import type { LinkContext } from '../notify/model.ts';
+import type { ClientTlsCredentials } from '../net/tls.ts';
 import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
+import { openReceiverTls } from '../notify/transport.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
@@ -25,6 +27,11 @@ export interface AlertingOptions {
   now?: () => number;
   /** Replaces the SQLite state store: the PostgreSQL one (state/postgres.ts) when replicas share a database, or tests. */
   stateStore?: AlertStateStore;
+  /**
+   * The receivers' TLS files, opened before anything else starts (service.ts); started and stopped with
+   * alerting. Default: opened here.
+   */
+  receiverTls?: Map<string, ClientTlsCredentials>;
   /** Replaces the OTLP emitter (tests). */
   events?: AlertEventSink;
   leader?: LeaderElector;
@@ -58,6 +65,8 @@ export interface Alerting {
 export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   const { config, logger } = opts;
   const now = opts.now ?? Date.now;
+  // Before anything opens: a receiver's CA, certificate or key that cannot be used stops the start, naming its setting.
+  const tls = opts.receiverTls ?? openReceiverTls(config.receivers, logger, opts.now);
   const stateStore: AlertStateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
   const events = opts.events ?? (config.otlp.endpoint
     ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0' })
@@ -79,6 +88,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     maxDelayMs: config.delivery.maxBackoffMs,
     ...(opts.random ? { random: opts.random } : {}),
     ...(fence ? { fence } : {}),
+    tls,
     onAttempt: (n, a, token) => {
       stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err }));
     },
@@ -109,13 +119,15 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   }
   // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does.
   const refresher = new AlertmanagerRefresher({
-    receivers: config.receivers, links, alerts: () => engine.readModel.alerts(), logger, now,
+    receivers: config.receivers, links, alerts: () => engine.readModel.alerts(), logger, now, tls,
     active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
   });
   if (opts.timer !== false) {
     engine.startTimer(config.evaluationIntervalMs);
     refresher.start();
   }
+  // A rotated CA or client certificate of a receiver is used for its next notification.
+  for (const credentials of tls.values()) credentials.start();
   // A first evaluation at start: time passed while hookwatch was down (resolutions, repeats).
   void engine.evaluate('all');
   logger.info('alerting started', { rules: config.rules.map((r) => r.name), receivers: config.receivers.map((r) => `${r.name} (${r.type})`), otlp: config.otlp.endpoint ? 'on' : 'off' });
@@ -127,6 +139,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     refresher,
     stop(step = unboundedStep) {
       stopping ??= (async () => {
+        for (const credentials of tls.values()) credentials.stop();
         await step('alert evaluation in progress', () => engine.stop());
         await refresher.stop();
         await step('alert deliveries in progress', () => dispatcher.stop());

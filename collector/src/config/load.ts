@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { humanValue } from './format.ts';
-import { parseBytes, parseDuration, unitlessDuration } from './values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
@@ -30,9 +30,6 @@ export interface LoadInput {
   /** Reads a config file; injectable for tests. */
   readFile?: (path: string) => string;
 }
-
-/** PEM text (a certificate or a private key) or any multi-line text, where a file's path belongs. */
-const FILE_CONTENTS = /-----BEGIN|[\r\n]/;
 
 function describe(setting: Setting, raw: unknown): string {
   if (setting.secret) return '(redacted)';
@@ -69,7 +66,7 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
     }
     case 'file': {
       if (typeof raw !== 'string') fail('expected the path of a file');
-      if (FILE_CONTENTS.test(raw as string)) fail('expected the path of a file, not its contents: write the PEM text to a file (e.g. a mounted Secret) and give its path');
+      if (FILE_CONTENTS.test(raw as string)) fail(FILE_CONTENTS_PROBLEM);
       return raw;
     }
     case 'addr': {

@@ -1,8 +1,14 @@
 /**
- * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`; and URLs with their password redacted.
+ * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`; URLs with their password redacted; and a
+ * file's text given where its path belongs, recognised.
  * A leaf that imports nothing, so the loader, the API's query parameters and each stage's settings module can
  * all use it without importing the loader.
  */
+/** PEM text (a certificate or a private key) or any multi-line text, where a file's path belongs. */
+export const FILE_CONTENTS = /-----BEGIN|[\r\n]/;
+/** Why such a value is refused; the value itself is never echoed. */
+export const FILE_CONTENTS_PROBLEM = 'expected the path of a file, not its contents: write the PEM text to a file (e.g. a mounted Secret) and give its path';
+
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
 

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
 import { HAVE_OPENSSL, pemBody, useTestPki } from '../../test/support/certs.ts';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 const SECTIONS = [{ section: 'otlp.tls', env: 'HOOKWATCH_OTLP_TLS' }, { section: 'http.tls', env: 'HOOKWATCH_HTTP_TLS' }] as const;
@@ -114,5 +114,25 @@ describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe(`hookwatch: configuration error: forward.tls.keyFile ${pki.rotated.keyFile} is not the key of the certificate in forward.tls.certFile ${pki.server.certFile}\n`);
     expect(bad.stderr).not.toContain(pemBody(pki.rotated.keyFile));
+  });
+
+  it('alerting.receivers[].tls: `hookwatch config` and `serve` check the files as for forward.tls, never showing the key', async () => {
+    const file = join(pki.dir, 'receivers.yaml');
+    const write = (tls: Record<string, string>): Record<string, string> => {
+      writeFileSync(file, JSON.stringify({ alerting: { receivers: [{ name: 'team', type: 'webhook', url: 'https://hooks.example.com/alert', tls }] } }));
+      return { HOOKWATCH_CONFIG: file, HOOKWATCH_DB: join(pki.dir, 'receivers.db') };
+    };
+    const ok = await hookwatch(['config', '--json'], write({ caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile, reloadInterval: '1m' }));
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).not.toContain(pemBody(pki.client.keyFile));
+    const bad = await hookwatch(['config'], write({ caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.rotated.keyFile }));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(`hookwatch: configuration error: alerting.receivers[0].tls.keyFile ${pki.rotated.keyFile} is not the key of the certificate in alerting.receivers[0].tls.certFile ${pki.client.certFile}\n`);
+    expect(bad.stderr).not.toContain(pemBody(pki.rotated.keyFile));
+    const notCa = await hookwatch(['config'], write({ caFile: pki.client.keyFile }));
+    expect(notCa.stderr).toBe(`hookwatch: configuration error: alerting.receivers[0].tls.caFile ${pki.client.keyFile}: no PEM certificate in it\n`);
+    const served = await hookwatch(['serve'], write({ caFile: join(pki.dir, 'gone.crt') }));
+    expect(served.code).toBe(2);
+    expect(served.stderr).toContain(`hookwatch: configuration error: alerting.receivers[0].tls.caFile ${join(pki.dir, 'gone.crt')}: cannot read it (ENOENT)\n`);
   });
 });

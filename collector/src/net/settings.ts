@@ -70,9 +70,9 @@ export function tlsConfig(r: SettingValues, section: string): TlsConfig | undefi
   return { section, certFile, keyFile, clientCaFile, minVersion, reloadIntervalMs };
 }
 
-/** TLS of a client (the forwarding destination's connections). */
+/** TLS of a client (the forwarding destination's connections, an alert receiver's). */
 export interface ClientTlsConfig {
-  /** The settings' prefix, e.g. `forward.tls`. */
+  /** The settings' prefix, e.g. `forward.tls` or `alerting.receivers[0].tls`. */
   section: string;
   /** Empty: the system's CAs. */
   caFile: string;
@@ -129,12 +129,16 @@ export function clientTlsConfig(r: SettingValues, section: string): ClientTlsCon
     insecureSkipVerify: r.boolean(`${section}.insecureSkipVerify`),
     reloadIntervalMs: r.number(`${section}.reloadInterval`),
   };
-  if ((config.certFile === '') !== (config.keyFile === '')) {
-    throw new ConfigError(`${section}.certFile and ${section}.keyFile go together: set both to present a client certificate, or neither`);
-  }
-  if (config.serverName !== '' && !/^[A-Za-z0-9.-]+$/.test(config.serverName)) {
-    throw new ConfigError(`invalid value for ${section}.serverName: expected a host name such as otlp.example.com`);
-  }
+  const problem = clientTlsProblem(config);
+  if (problem) throw new ConfigError(problem);
   if (config.caFile === '' && config.certFile === '' && config.serverName === '' && !config.insecureSkipVerify) return undefined;
   return config;
+}
+
+/** What is wrong with a client's settings taken together (a certificate without its key, a bad server name), or undefined. */
+export function clientTlsProblem(config: ClientTlsConfig): string | undefined {
+  const { section } = config;
+  if ((config.certFile === '') !== (config.keyFile === '')) return `${section}.certFile and ${section}.keyFile go together: set both to present a client certificate, or neither`;
+  if (config.serverName !== '' && !/^[A-Za-z0-9.-]+$/.test(config.serverName)) return `invalid value for ${section}.serverName: expected a host name such as otlp.example.com`;
+  return undefined;
 }

@@ -16,7 +16,8 @@ import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
 // Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
 import { freePort } from '../../test/support/postgres/server.ts';
-import { createLogger } from '../telemetry/logger.ts';
+import { createLogger, silentLogger } from '../telemetry/logger.ts';
+import { ClientTlsCredentials } from '../net/tls.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
 import { sendWithRetry } from './transport.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
@@ -323,8 +324,16 @@ describe('alertmanager receiver settings', () => {
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'x', basicAuth: { username: 'u', password: 'p' } }])).toThrow(/basicAuth or bearerToken, not both/);
     expect(() => parseReceivers([{ name: 'w', type: 'webhook', url: 'http://x', resendInterval: '1m' }])).toThrow(/resendInterval: only for type alertmanager/);
     expect(() => parseReceivers([{ name: 'w', type: 'pagerduty', url: 'http://x' }])).toThrow(/type: expected webhook, slack, alertmanager/);
-    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { caFile: '/nonexistent/ca.pem' } }])).toThrow(/tls\.caFile: cannot read/);
-    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x' } }])).toThrow(/certFile and keyFile go together/);
+    // The files are read when alerting starts (net/tls.ts), named by the receiver's settings.
+    expect(parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { caFile: '/nonexistent/ca.pem', reloadInterval: '5m' } }])[0]?.tls).toEqual({
+      section: 'alerting.receivers[0].tls', caFile: '/nonexistent/ca.pem', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, reloadIntervalMs: 300_000,
+    });
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x' } }])).toThrow('alerting.receivers[0].tls.certFile and alerting.receivers[0].tls.keyFile go together');
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { reloadInterval: '10ms' } }])).toThrow(/tls\.reloadInterval/);
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { serverName: 'a b' } }])).toThrow('invalid value for alerting.receivers[0].tls.serverName');
+    const pasted = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n';
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x', keyFile: pasted } }])).toThrow('alerting.receivers[0].tls.keyFile: expected the path of a file, not its contents');
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x', keyFile: pasted } }])).not.toThrow(/MIGHAgEA/);
   });
 });
 
@@ -344,7 +353,7 @@ describe('receiver tls', () => {
       const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
       const send = (tls: unknown): ReturnType<typeof sendWithRetry> => {
         const [r] = parseReceivers([{ name: 'am', type: 'alertmanager', url, bearerToken: 'tok-abcdef', ...(tls ? { tls } : {}) }]);
-        return sendWithRetry(() => ({ body: '[]', headers: r!.headers }), { url: r!.url, timeoutMs: 5000, deadlineMs: Date.now() + 5000, maxAttempts: 1, tls: r!.tls ?? null });
+        return sendWithRetry(() => ({ body: '[]', headers: r!.headers }), { url: r!.url, timeoutMs: 5000, deadlineMs: Date.now() + 5000, maxAttempts: 1, tls: r!.tls ? ClientTlsCredentials.open(r!.tls, silentLogger) : null });
       };
       expect((await send(null)).outcome).toBe('failed');
       expect(await send({ caFile: join(dir, 'cert.pem') })).toMatchObject({ outcome: 'delivered', httpStatus: 200 });

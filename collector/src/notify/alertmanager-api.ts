@@ -7,6 +7,7 @@
  * retry, a restart of hookwatch) updates it instead of duplicating it.
  */
 import type { AlertSummary } from '../../../shared/src/api.ts';
+import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { dashboardLink, type BodyRenderer, type LinkContext, type Notification, type ReceiverConfig } from './model.ts';
 import { sendWithRetry } from './transport.ts';
@@ -71,6 +72,8 @@ export interface AlertmanagerRefresherOptions {
    * follower's or a stale view could renew an alert the leader has resolved. Absent: always.
    */
   active?: () => boolean;
+  /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
+  tls?: ReadonlyMap<string, ClientTlsCredentials>;
   logger: Logger;
   now?: () => number;
 }
@@ -120,7 +123,7 @@ export class AlertmanagerRefresher {
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
     const body = JSON.stringify(firing.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, null, this.opts.links, now(), resend)));
     const result = await sendWithRetry(() => ({ body, headers: r.headers }), {
-      url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: r.tls ?? null,
+      url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
     });
     if (result.outcome === 'aborted') return;
     const counts = this.byReceiver.get(r.name);

@@ -3,6 +3,7 @@
  * per receiver (a hanging receiver delays only itself), one alert's notifications in order, every attempt
  * reported. The outbox in the state store is the durable copy; this queue is only the work list.
  */
+import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { alertmanagerRenderer } from './alertmanager.ts';
 import { alertmanagerApiRenderer } from './alertmanager-api.ts';
@@ -29,6 +30,8 @@ export interface DispatcherOptions {
   onFinished?: (n: Notification, outcome: 'delivered' | 'failed', token: number | null) => void | Promise<void>;
   /** Replicas: only the current leader delivers, and only while its lease (the fencing token) is unchanged. */
   fence?: DeliveryFence;
+  /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
+  tls?: ReadonlyMap<string, ClientTlsCredentials>;
 }
 
 /**
@@ -159,7 +162,7 @@ export class Dispatcher {
         deadlineMs: n.createdAtMs + this.opts.deadlineMs,
         signal: this.abort.signal,
         now,
-        tls: lane.receiver.tls ?? null,
+        tls: this.opts.tls?.get(lane.receiver.name) ?? null,
         ...(proceed ? { proceed } : {}),
         ...(this.opts.baseDelayMs !== undefined ? { baseDelayMs: this.opts.baseDelayMs } : {}),
         ...(this.opts.maxDelayMs !== undefined ? { maxDelayMs: this.opts.maxDelayMs } : {}),
@@ -207,7 +210,7 @@ export class Dispatcher {
     const lane = this.lanes.get(n.receiver);
     if (!lane) return { outcome: 'failed', attempts: 0, httpStatus: null, error: 'unknown receiver' };
     const now = this.opts.now ?? Date.now;
-    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now() + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: lane.receiver.tls ?? null });
+    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now() + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(lane.receiver.name) ?? null });
   }
 
   private checkIdle(): void {

@@ -1,4 +1,5 @@
 /** What the notify stage receives from alerting, and how receivers are configured. */
+import type { ClientTlsConfig } from '../net/settings.ts';
 
 /** A receiver as configured under `alerting.receivers` (validated once at load). */
 export interface ReceiverConfig {
@@ -19,19 +20,11 @@ export interface ReceiverConfig {
   sendResolved: boolean;
   /** `alertmanager`: how often firing alerts are pushed again with a renewed `endsAt` (Prometheus' resend delay). */
   resendIntervalMs?: number;
-  /** TLS client settings (a private CA, a client certificate); null for the system defaults. */
-  tls?: ReceiverTls | null;
-}
-
-/** TLS settings of a receiver, as Prometheus' `tls_config` names them. File contents are read at load. */
-export interface ReceiverTls {
-  /** PEM CA bundle to trust instead of the system's. */
-  ca?: string;
-  /** PEM client certificate and key (mutual TLS). */
-  cert?: string;
-  key?: string;
-  serverName?: string;
-  insecureSkipVerify: boolean;
+  /**
+   * TLS client settings (a private CA, a client certificate), as `forward.tls.*` has them, `section` naming
+   * `alerting.receivers[<i>].tls`; null for the system defaults. The files are read when alerting starts.
+   */
+  tls?: ClientTlsConfig | null;
 }
 
 /** What names one alert instance, wherever it goes (stored, notified, emitted as an event). */

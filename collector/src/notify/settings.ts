@@ -3,12 +3,12 @@
  * that name the bad key and never echo a secret), the link base, alert events as OTLP logs, and the delivery
  * retry schedule and queue. Their keys sit under `alerting.*`, the stage that drives delivery, so
  * alerting/settings.ts places these rows in the table. A leaf: it imports only config/setting.ts,
- * config/values.ts and the receiver types of model.ts.
+ * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
-import { readFileSync } from 'node:fs';
 import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import type { ReceiverConfig, ReceiverTls } from './model.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
+import { clientTlsProblem, type ClientTlsConfig } from '../net/settings.ts';
+import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
 const MAX_RECEIVERS = 20;
@@ -23,7 +23,7 @@ export interface NotifyConfig {
 
 export const RECEIVERS_SETTING: Setting = {
   key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers),
-  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret.',
+  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify, reloadInterval}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret. The tls files are read and checked at start (a file that cannot be used stops hookwatch, naming the setting) and read again every tls.reloadInterval (default 30s): a rotated CA, client certificate or key is used for the next notification without a restart, and a new set that cannot be used is logged once and the files in use kept.',
 };
 
 /** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
@@ -88,7 +88,9 @@ export function notifyConfig(r: SettingValues): NotifyConfig {
 
 const RECEIVER_KEYS = ['name', 'type', 'url', 'headers', 'signingSecret', 'timeout', 'sendResolved', 'basicAuth', 'bearerToken', 'tls', 'resendInterval'];
 const RECEIVER_TYPES = ['webhook', 'slack', 'alertmanager'];
-const TLS_KEYS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify'];
+const TLS_KEYS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify', 'reloadInterval'];
+/** Files of a receiver's `tls`, read and checked when alerting starts (net/tls.ts). */
+const TLS_FILE_KEYS = ['caFile', 'certFile', 'keyFile'] as const;
 /** Headers hookwatch sets itself; a receiver may not override them. */
 const RESERVED_HEADERS = ['content-type', 'content-length', 'host', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
 
@@ -194,31 +196,37 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
   return { Authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` };
 }
 
-function readPem(file: unknown, key: string): string {
-  if (typeof file !== 'string' || file === '') throw new SettingError(`${key}: expected a file path`);
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new SettingError(`${key}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
-}
-
-/** `tls` of a receiver: the files are read now, so a missing one stops hookwatch at start rather than at the first alert. */
-function parseTls(raw: unknown, at: string): ReceiverTls | null {
+/**
+ * `tls` of a receiver, as `forward.tls.*` names it (Prometheus' tls_config). The paths are checked here; the files
+ * are read and checked when alerting starts, and again as they rotate (net/tls.ts).
+ */
+function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
   if (raw === undefined || raw === null) return null;
-  if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName or insecureSkipVerify`);
+  if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName, insecureSkipVerify or reloadInterval`);
   for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${TLS_KEYS.join(', ')})`);
-  if ((raw['certFile'] === undefined) !== (raw['keyFile'] === undefined)) throw new SettingError(`${at}: certFile and keyFile go together`);
+  const files: Record<(typeof TLS_FILE_KEYS)[number], string> = { caFile: '', certFile: '', keyFile: '' };
+  for (const k of TLS_FILE_KEYS) {
+    const file = raw[k];
+    if (file === undefined) continue;
+    // A key pasted where its path belongs must not reach a message.
+    if (typeof file !== 'string' || file === '') throw new SettingError(`${at}.${k}: expected a file path`);
+    if (FILE_CONTENTS.test(file)) throw new SettingError(`${at}.${k}: ${FILE_CONTENTS_PROBLEM}`);
+    files[k] = file;
+  }
   const insecureSkipVerify = raw['insecureSkipVerify'] ?? false;
   if (typeof insecureSkipVerify !== 'boolean') throw new SettingError(`${at}.insecureSkipVerify: expected true or false`);
-  const serverName = raw['serverName'];
-  if (serverName !== undefined && (typeof serverName !== 'string' || serverName === '')) throw new SettingError(`${at}.serverName: expected a host name`);
-  return {
-    ...(raw['caFile'] !== undefined ? { ca: readPem(raw['caFile'], `${at}.caFile`) } : {}),
-    ...(raw['certFile'] !== undefined ? { cert: readPem(raw['certFile'], `${at}.certFile`), key: readPem(raw['keyFile'], `${at}.keyFile`) } : {}),
-    ...(serverName !== undefined ? { serverName } : {}),
+  const serverName = raw['serverName'] ?? '';
+  if (typeof serverName !== 'string' || (raw['serverName'] !== undefined && serverName === '')) throw new SettingError(`${at}.serverName: expected a host name`);
+  const config: ClientTlsConfig = {
+    section: at,
+    ...files,
+    serverName,
     insecureSkipVerify,
+    reloadIntervalMs: raw['reloadInterval'] === undefined ? 30_000 : duration(raw['reloadInterval'], `${at}.reloadInterval`, 1000, DAY),
   };
+  const problem = clientTlsProblem(config);
+  if (problem) throw new SettingError(problem);
+  return config;
 }
 
 /** Parses `alerting.otlp.headers`. */

@@ -2,12 +2,16 @@
  * One HTTP POST transport with retries, wrapped around every receiver (retry is not each sender's business):
  * per-attempt timeout, exponential backoff with full jitter (net/backoff.ts: sleep = random(0, min(cap, base * 2^attempt))),
  * Retry-After honoured, an overall deadline. 2xx delivers; 408, 429, 5xx and network errors retry; any other
- * status is permanent. Redirects are not followed: a signed body must not travel to another host.
+ * status is permanent. Redirects are not followed: a signed body must not travel to another host. A receiver's
+ * `tls` files are those of net/tls.ts: checked at start, re-read as they rotate, the next connection using them.
  */
 
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
 import { fullJitterBackoff, parseRetryAfter } from '../net/backoff.ts';
-import type { ReceiverTls } from './model.ts';
+import { ClientTlsAgent } from '../net/tls-agent.ts';
+import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { ReceiverConfig } from './model.ts';
 
 /** What one attempt came to. */
 export interface AttemptResult {
@@ -40,31 +44,35 @@ export interface SendOptions {
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   onAttempt?: (a: AttemptResult) => void;
-  /** The receiver's TLS settings (private CA, client certificate); absent for the system defaults. */
-  tls?: ReceiverTls | null;
+  /** The receiver's TLS files (private CA, client certificate) as they are now; absent for the system defaults. */
+  tls?: ClientTlsCredentials | null;
   /** Asked before every attempt; false ends the delivery as aborted (another replica owns it now). */
   proceed?: () => Promise<boolean>;
 }
 
-/** One connection pool per receiver's TLS settings, made on first use. */
-const tlsAgents = new WeakMap<ReceiverTls, Agent>();
+/** One connection pool per receiver's TLS files, made on first use and again when they rotate. */
+const tlsAgents = new WeakMap<ClientTlsCredentials, ClientTlsAgent>();
 
-/** The fetch dispatcher for a receiver's TLS settings; undefined uses fetch's default. */
-export function tlsDispatcher(tls: ReceiverTls | null | undefined): Agent | undefined {
+/** The fetch dispatcher for a receiver's TLS files; undefined uses fetch's default. */
+export function tlsDispatcher(tls: ClientTlsCredentials | null | undefined): Agent | undefined {
   if (!tls) return undefined;
   let agent = tlsAgents.get(tls);
   if (!agent) {
-    agent = new Agent({
-      connect: {
-        ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
-        ...(tls.cert !== undefined ? { cert: tls.cert, key: tls.key } : {}),
-        ...(tls.serverName !== undefined ? { servername: tls.serverName } : {}),
-        rejectUnauthorized: !tls.insecureSkipVerify,
-      },
-    });
+    agent = new ClientTlsAgent(tls);
     tlsAgents.set(tls, agent);
   }
-  return agent;
+  return agent.dispatcher();
+}
+
+/**
+ * The TLS files of every receiver with `tls`, by receiver name, read and checked now: a file that cannot be used
+ * is a ConfigError naming the setting (`alerting.receivers[0].tls.keyFile`), and hookwatch does not start. They
+ * are read again every reloadInterval once started.
+ */
+export function openReceiverTls(receivers: readonly ReceiverConfig[], logger: Logger, now?: () => number): Map<string, ClientTlsCredentials> {
+  const out = new Map<string, ClientTlsCredentials>();
+  for (const r of receivers) if (r.tls) out.set(r.name, ClientTlsCredentials.open(r.tls, logger, now));
+  return out;
 }
 
 export interface SendResult {
@@ -97,7 +105,9 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
 export function describeError(err: unknown, url: string): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   let msg: string;
+  const tls = tlsFailure(e?.cause);
   if (e?.name === 'TimeoutError') msg = 'timed out';
+  else if (tls) msg = `TLS handshake failed: ${tls}`;
   else if (e?.cause?.code) msg = String(e.cause.code);
   else msg = e?.cause?.message ?? e?.message ?? String(err);
   return scrubUrl(msg, url).slice(0, 300);

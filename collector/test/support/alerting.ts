@@ -1,9 +1,12 @@
 /**
- * Test support for alerting and notify: a real webhook receiver on port 0 that records every request and
- * answers as told, a controllable clock, hook events built from a few facts, and OTLP/JSON bodies with them.
+ * Test support for alerting and notify: a real webhook receiver on port 0 (plain HTTP, or HTTPS with mutual TLS)
+ * that records every request and answers as told, a controllable clock, hook events built from a few facts, and OTLP/JSON bodies with them.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { hookId } from '../../src/hooks/extract.ts';
 import type { HookEvent } from '../../src/hooks/model.ts';
 import type { AlertRecord } from '../../src/alerting/model.ts';
@@ -20,6 +23,18 @@ export interface ReceivedRequest {
   body: string;
   /** The status the sink answered. */
   status: number;
+  /** Over mutual TLS: the common name of the client certificate presented. */
+  peer?: string;
+}
+
+/**
+ * A sink that speaks TLS: its certificate and key, and for mutual TLS the CA files client certificates must be
+ * signed by (a client without one is refused in the handshake).
+ */
+export interface SinkTls {
+  certFile: string;
+  keyFile: string;
+  clientCaFiles?: string[];
 }
 
 /** How the sink answers one request: a status, optional headers, optional delay before answering. */
@@ -29,25 +44,29 @@ export interface SinkReply {
   delayMs?: number;
 }
 
-/** A real HTTP receiver on 127.0.0.1 port 0. `reply` decides each answer (default 200). */
+/** A real HTTP (or HTTPS) receiver on 127.0.0.1 port 0. `reply` decides each answer (default 200). */
 export class WebhookSink {
   readonly requests: ReceivedRequest[] = [];
   reply: (req: { path: string; headers: IncomingHttpHeaders; body: string; index: number }) => SinkReply = () => ({ status: 200 });
   private readonly server: Server;
   private readonly clock: () => number;
+  private readonly scheme: 'http' | 'https';
   private waiters: { n: number; resolve: () => void }[] = [];
   url = '';
 
-  constructor(clock: () => number = Date.now) {
+  constructor(clock: () => number = Date.now, tls?: SinkTls) {
     this.clock = clock;
-    this.server = createServer((req, res) => {
+    this.scheme = tls ? 'https' : 'http';
+    const mutual = tls?.clientCaFiles?.length ? { ca: tls.clientCaFiles.map((f) => readFileSync(f)), requestCert: true, rejectUnauthorized: true } : {};
+    const handler: Parameters<typeof createServer>[1] = (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const index = this.requests.length;
         const r = this.reply({ path: req.url ?? '', headers: req.headers, body, index });
-        this.requests.push({ at: this.clock(), perfMs: performance.now(), path: req.url ?? '', headers: req.headers, body, status: r.status });
+        const peer = tls ? (req.socket as TLSSocket).getPeerCertificate().subject?.CN : undefined;
+        this.requests.push({ at: this.clock(), perfMs: performance.now(), path: req.url ?? '', headers: req.headers, body, status: r.status, ...(peer ? { peer: String(peer) } : {}) });
         const answer = (): void => {
           res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
           res.end(r.status < 300 ? 'ok' : 'no');
@@ -56,12 +75,13 @@ export class WebhookSink {
         else answer();
         this.wake();
       });
-    });
+    };
+    this.server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...mutual }, handler) : createServer(handler);
   }
 
   async start(): Promise<string> {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = `${this.scheme}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this.url;
   }
 
