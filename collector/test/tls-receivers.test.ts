@@ -13,6 +13,7 @@ import { startService, type RunningService } from '../src/service.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
 import { otlpHookBody, WebhookSink } from './support/alerting.ts';
 import { HAVE_OPENSSL, issue, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
+import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { configFromYaml } from './support/service.ts';
 import { postOtlp, tempDir } from './helpers.ts';
 
@@ -121,6 +122,12 @@ describe.skipIf(!HAVE_OPENSSL)('alert receivers over TLS', () => {
     const test = await fetch(`${service.httpUrl}/api/v1/receivers/team/test`, { method: 'POST' });
     expect(test.status).toBe(502);
     expect(((await test.json()) as { error: string }).error).toMatch(/^TLS handshake failed: (self-signed certificate in certificate chain|unable to verify the first certificate)/);
+    // An alert's notification meets the same refusal; its attempts are counted as failed handshakes.
+    const tlsFailures = async (): Promise<number | undefined> => sampleValue(parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text()), 'hookwatch_notification_tls_failures_total');
+    expect(await tlsFailures()).toBe(0);
+    await persist(service, 'PostToolUse:fourth');
+    await expect.poll(tlsFailures, { timeout: 10_000, interval: 200 }).toBeGreaterThanOrEqual(1);
+    expect(notifiedFor(receiver, 'PostToolUse:fourth')).toBeUndefined();
   });
 
   it('refuses to start with a file that cannot be used, naming the setting, never showing the key', async () => {

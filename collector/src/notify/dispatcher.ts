@@ -10,7 +10,7 @@ import { alertmanagerApiRenderer } from './alertmanager-api.ts';
 import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
 import { signHeaders } from './signing.ts';
 import { slackRenderer } from './slack.ts';
-import { sendWithRetry, type AttemptResult, type OutgoingRequest, type SendResult } from './transport.ts';
+import { sendWithRetry, TLS_FAILURE_PREFIX, type AttemptResult, type OutgoingRequest, type SendResult } from './transport.ts';
 
 export interface DispatcherOptions {
   receivers: readonly ReceiverConfig[];
@@ -53,6 +53,8 @@ export interface DispatcherStats {
   failed: number;
   dropped: number;
   attempts: number;
+  /** Attempts whose TLS handshake with the receiver failed (a CA that does not vouch for it, a refused client certificate). */
+  tlsFailures: number;
 }
 
 interface Lane {
@@ -81,7 +83,7 @@ export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: (
 }
 
 export class Dispatcher {
-  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, attempts: 0 };
+  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, attempts: 0, tlsFailures: 0 };
   private readonly opts: DispatcherOptions;
   private readonly lanes = new Map<string, Lane>();
   private abort = new AbortController();
@@ -169,6 +171,7 @@ export class Dispatcher {
         ...(this.opts.random ? { random: this.opts.random } : {}),
         onAttempt: (a) => {
           this.stats.attempts++;
+          if (a.error?.startsWith(TLS_FAILURE_PREFIX)) this.stats.tlsFailures++;
           this.opts.onAttempt?.(n, a, token);
         },
       });

@@ -14,6 +14,11 @@ export function registerNotifyMetrics(metrics: MetricsRegistry, stats: Dispatche
     },
   });
   metrics.collectedCounter('notify', { name: 'hookwatch_notification_attempts_total', help: 'Delivery attempts of alert notifications, retries included.', collect: (set) => set({}, stats.attempts) });
+  metrics.collectedCounter('notify', {
+    name: 'hookwatch_notification_tls_failures_total',
+    help: 'Delivery attempts of alert notifications whose TLS handshake with the receiver failed (its certificate not trusted, for another name or out of date; the client certificate refused); retried.',
+    collect: (set) => set({}, stats.tlsFailures),
+  });
   if (!refresher) return;
   metrics.collectedCounter('notify', {
     name: 'hookwatch_alertmanager_renewals_total',

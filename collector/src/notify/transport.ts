@@ -101,13 +101,16 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
   });
 }
 
+/** How an attempt's error begins when the TLS handshake with the receiver failed (counted on /metrics). */
+export const TLS_FAILURE_PREFIX = 'TLS handshake failed: ';
+
 /** A network error as a short reason; never the URL (it may carry a token). */
 export function describeError(err: unknown, url: string): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   let msg: string;
   const tls = tlsFailure(e?.cause);
   if (e?.name === 'TimeoutError') msg = 'timed out';
-  else if (tls) msg = `TLS handshake failed: ${tls}`;
+  else if (tls) msg = TLS_FAILURE_PREFIX + tls;
   else if (e?.cause?.code) msg = String(e.cause.code);
   else msg = e?.cause?.message ?? e?.message ?? String(err);
   return scrubUrl(msg, url).slice(0, 300);
