@@ -15,7 +15,7 @@ import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter, type 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
 import { ConfigError } from '../src/config/index.ts';
-import type { Logger } from '../src/telemetry/logger.ts';
+import { recordingLogger } from './support/recording-logger.ts';
 import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
@@ -102,17 +102,6 @@ function servedFingerprint(port: number, opts: ConnectionOptions = {}): Promise<
 
 const fingerprint = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
 const portOf = (url: string): number => Number(new URL(url).port);
-
-interface Logged {
-  level: string;
-  msg: string;
-}
-
-function recordingLogger(): { logger: Logger; lines: Logged[] } {
-  const lines: Logged[] = [];
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>): void => void lines.push({ level, msg: fields ? `${msg} ${JSON.stringify(fields)}` : msg });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, lines };
-}
 
 describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
   const pki = useTestPki('hookwatch-tls-otlp-');

@@ -12,21 +12,11 @@ import { ConfigError } from '../src/config/index.ts';
 import { startService, type RunningService } from '../src/service.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
 import { otlpHookBody, WebhookSink } from './support/alerting.ts';
+import { recordingLogger } from './support/recording-logger.ts';
 import { HAVE_OPENSSL, issue, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { configFromYaml } from './support/service.ts';
 import { postOtlp, tempDir } from './helpers.ts';
-
-interface Logged {
-  level: string;
-  msg: string;
-}
-
-function recordingLogger(): { logger: Logger; lines: Logged[] } {
-  const lines: Logged[] = [];
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>): void => void lines.push({ level, msg: fields ? `${msg} ${JSON.stringify(fields)}` : msg });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, lines };
-}
 
 /**
  * A folder laid out as Kubernetes mounts a Secret: each version in a folder of its own, `..data` a symlink to the
