@@ -53,6 +53,14 @@ describe('AlertReadModel', () => {
     expect(view.alert('nope')).toBeUndefined();
   });
 
+  it('lists labels and annotations by name, whatever order they were stored in', () => {
+    const set = new AlertSet();
+    set.replace([alertRecord({ id: 'a', labels: { severity: 'warning', alertname: 'persisted', hook_name: 'h' }, annotations: { summary: 's', description: 'd' } })]);
+    const a = model(set).alert('a');
+    expect(Object.keys(a?.labels ?? {})).toEqual(['alertname', 'hook_name', 'severity']);
+    expect(Object.keys(a?.annotations ?? {})).toEqual(['description', 'summary']);
+  });
+
   it("serves an alert's delivery attempts in the API shape, and receiver names only", async () => {
     const stored: StoredAttempt = { alertId: 'a', receiver: 'ops', webhookId: 'msg_1', attempt: 2, atMs: NOW, status: 'firing', outcome: 'retrying', httpStatus: 503, error: 'HTTP 503', durationMs: 12 };
     const asked: string[] = [];

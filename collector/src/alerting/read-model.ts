@@ -25,12 +25,17 @@ export interface ReadModelOptions {
 
 const ORDER = { firing: 0, pending: 1, resolved: 2 } as const;
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+/**
+ * Labels and annotations by name: the same alert reads the same from every replica, whether it comes from memory
+ * (the order its rule built them) or from PostgreSQL's JSONB (which orders keys by length).
+ */
+const byName = (r: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(r).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
 /** The API view of one alert, muted by these silences, with its latest delivery to each receiver. */
 export function alertSummary(a: AlertRecord, silencedBy: readonly string[], deliveries: LastDelivery[] = []): AlertSummary {
   return {
     // The fingerprint receivers see (webhook alerts[].fingerprint, Alertmanager's own), not the internal key.
-    id: a.id, fingerprint: alertmanagerFingerprint(a.labels), rule: a.rule, state: a.state, labels: a.labels, annotations: a.annotations,
+    id: a.id, fingerprint: alertmanagerFingerprint(a.labels), rule: a.rule, state: a.state, labels: byName(a.labels), annotations: byName(a.annotations),
     activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), lastNotifiedAt: iso(a.lastNotifiedMs),
     deliveries, silencedBy: [...silencedBy], hookId: a.hookId,
   };
