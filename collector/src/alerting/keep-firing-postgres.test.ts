@@ -1,7 +1,7 @@
 /**
  * keepFiringFor across a restart with the state on PostgreSQL (index.test.ts runs the same timeline on SQLite).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AlertingConfig } from '../config/index.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { parseReceivers } from '../notify/settings.ts';
@@ -9,7 +9,7 @@ import { dimensionNames } from '../pipeline/settings.ts';
 import { PostgresStore } from '../store/postgres/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
@@ -18,17 +18,7 @@ const T0 = Date.parse('2026-11-30T10:00:00Z');
 const MIN = 60_000;
 const TICK = 10_000;
 
-let server: TestServer;
-const cleanups: (() => Promise<void>)[] = [];
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const pg = useTestServer();
 
 function alertingConfig(rules: unknown, receivers: unknown[]): AlertingConfig {
   return {
@@ -43,7 +33,7 @@ function alertingConfig(rules: unknown, receivers: unknown[]): AlertingConfig {
 }
 
 async function harness(rules: unknown) {
-  const url = await server.createDatabase();
+  const url = await pg.server().createDatabase();
   const store = await PostgresStore.open({ url, poolSize: 2 });
   const clock = new FakeClock(T0);
   const sink = new WebhookSink(clock.now);
@@ -81,7 +71,7 @@ async function harness(rules: unknown) {
       return r === undefined ? undefined : r.at - T0;
     },
   };
-  cleanups.push(async () => {
+  pg.defer(async () => {
     await alerting.stop();
     await store.close();
     await sink.close();

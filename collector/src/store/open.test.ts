@@ -3,28 +3,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, toConfig, type HookwatchConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { openStore, startCoordination, type Coordination } from './open.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 
-let server: TestServer;
+const pg = useTestServer();
 let dir: string;
-const cleanups: (() => Promise<void>)[] = [];
 
-beforeAll(async () => {
-  server = await startTestServer();
+beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'hookwatch-open-'));
 });
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-afterAll(async () => {
-  await server?.stop();
+afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -34,13 +28,13 @@ function config(env: Record<string, string>): HookwatchConfig {
 
 async function open(cfg: HookwatchConfig): Promise<Store> {
   const s = await openStore(cfg, { logger: silentLogger });
-  cleanups.push(() => s.close());
+  pg.defer(() => s.close());
   return s;
 }
 
 function coordinate(store: Store, cfg: HookwatchConfig): Coordination {
   const c = startCoordination(store, cfg, silentLogger);
-  cleanups.push(() => c.stop());
+  pg.defer(() => c.stop());
   return c;
 }
 
@@ -68,7 +62,7 @@ describe('openStore and startCoordination', () => {
   });
 
   it('opens PostgreSQL for a postgres:// URL, and replicas elect exactly one leader', async () => {
-    const url = await server.createDatabase();
+    const url = await pg.server().createDatabase();
     const cfg = config({ HOOKWATCH_DB: url.replace(/^postgres:/, 'postgresql:'), HOOKWATCH_POSTGRES_LEASE_TTL: '1s' });
     const stores = [await open(cfg), await open(cfg), await open(cfg)];
     for (const s of stores) expect(s).toBeInstanceOf(PostgresStore);
@@ -95,9 +89,9 @@ describe('openStore and startCoordination', () => {
   });
 
   it('deletes in bounded batches and still removes everything due', async () => {
-    const url = await server.createDatabase();
+    const url = await pg.server().createDatabase();
     const store = await PostgresStore.open({ url, pruneBatch: 7 });
-    cleanups.push(() => store.close());
+    pg.defer(() => store.close());
     const pool = store.connectionPool;
     // Inserted directly into day 10 (its partition made here): 30 events before the bound (noon) and 5 after it.
     // The bound's day is deleted from in batches (5 batches of 7), not dropped; the day before goes whole.

@@ -1,24 +1,13 @@
 /** Alert state on PostgreSQL: fencing by the leader lease (the contract shared with SQLite is in store.test.ts). */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Notification } from '../../notify/model.ts';
 import { PostgresStore } from '../../store/postgres/index.ts';
 import { PostgresLease } from '../../store/postgres/lease.ts';
 import type { AlertRecord } from '../model.ts';
 import { NotLeaderError, PostgresAlertStateStore } from './postgres.ts';
-import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 
-let server: TestServer;
-const cleanups: (() => Promise<void>)[] = [];
-
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const pg = useTestServer();
 
 function alert(id: string, state: AlertRecord['state']): AlertRecord {
   return {
@@ -32,9 +21,9 @@ function notification(a: AlertRecord, webhookId: string): Notification {
 }
 
 async function setup(): Promise<{ store: PostgresStore; url: string }> {
-  const url = await server.createDatabase();
+  const url = await pg.server().createDatabase();
   const store = await PostgresStore.open({ url, poolSize: 2 });
-  cleanups.push(() => store.close());
+  pg.defer(() => store.close());
   return { store, url };
 }
 
@@ -43,7 +32,7 @@ describe('PostgresAlertStateStore', () => {
     const { store, url } = await setup();
     const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
     const b = new PostgresLease({ url, holder: 'b', ttlMs: 60_000 });
-    cleanups.push(() => a.stop(), () => b.stop());
+    pg.defer(() => a.stop(), () => b.stop());
     expect(await a.tick()).toBe(true);
     expect(await b.tick()).toBe(false);
     const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
@@ -63,7 +52,7 @@ describe('PostgresAlertStateStore', () => {
     const { store, url } = await setup();
     const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
     const b = new PostgresLease({ url, holder: 'b', ttlMs: 60_000 });
-    cleanups.push(() => a.stop(), () => b.stop());
+    pg.defer(() => a.stop(), () => b.stop());
     expect(await a.tick()).toBe(true);
     const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
     const asB = new PostgresAlertStateStore({ pool: store.connectionPool, fence: b });
@@ -84,7 +73,7 @@ describe('PostgresAlertStateStore', () => {
   it('carries the fencing token: old-token writes and delivery attempts are refused, delivered is always recorded', async () => {
     const { store, url } = await setup();
     const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
-    cleanups.push(() => a.stop());
+    pg.defer(() => a.stop());
     expect(await a.tick()).toBe(true);
     const epoch = a.epoch()!;
     const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
@@ -111,7 +100,7 @@ describe('PostgresAlertStateStore', () => {
   it('reads alerts and silences without the outbox, and hands the outbox out again after leadership lapsed', async () => {
     const { store, url } = await setup();
     const a = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
-    cleanups.push(() => a.stop());
+    pg.defer(() => a.stop());
     expect(await a.tick()).toBe(true);
     const asA = new PostgresAlertStateStore({ pool: store.connectionPool, fence: a });
     await asA.save({ upsert: [alert('x', 'firing')], remove: [], notifications: [notification(alert('x', 'firing'), 'msg_x')] });

@@ -69,14 +69,19 @@ export function useReplicaFixture(): ReplicaFixture {
 }
 
 /**
- * A throwaway server for the tests of a describe block (registered with vitest): started before them; after
- * them the stores they `track` are closed, then the server is stopped.
+ * A throwaway server for the tests of a describe block or file (registered with vitest): started before them;
+ * what a test `defer`s is closed after it, last deferred first; after them all the stores they `track` are
+ * closed, then the server is stopped.
  */
-export function useTestServer(opts?: TestServerOptions): { server(): TestServer; track<T extends { close(): Promise<void> }>(store: T): T } {
+export function useTestServer(opts?: TestServerOptions): { server(): TestServer; track<T extends { close(): Promise<void> }>(store: T): T; defer(...close: (() => Promise<void>)[]): void } {
   let server: TestServer | undefined;
   const open: { close(): Promise<void> }[] = [];
+  const deferred: (() => Promise<void>)[] = [];
   beforeAll(async () => {
     server = await startTestServer(opts);
+  });
+  afterEach(async () => {
+    for (const close of deferred.splice(0).reverse()) await close();
   });
   afterAll(async () => {
     await Promise.all(open.map((s) => s.close().catch(() => undefined)));
@@ -91,5 +96,6 @@ export function useTestServer(opts?: TestServerOptions): { server(): TestServer;
       open.push(store);
       return store;
     },
+    defer: (...close) => void deferred.push(...close),
   };
 }
