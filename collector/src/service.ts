@@ -241,7 +241,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: 'GET /metrics for the Prometheus exposition' } });
   });
   app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
-  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, logger, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
+  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
   app.use(createClusterRouter({ coordination, logger }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));

@@ -268,7 +268,10 @@ describe('alerts API', () => {
     expect(all.status).toBe(400);
     const past = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt: '2020-01-01T00:00:00Z', createdBy: 'me', comment: 'x' });
     expect(((await past.json()) as { error: { parameter: string } }).error.parameter).toBe('endsAt');
-    expect((await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' })).status).toBe(400);
+    const notJson = await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
+    expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'bad_body', message: 'body is not valid JSON' } }]);
+    const large = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x'.repeat(70_000) });
+    expect([large.status, await large.json()]).toEqual([413, { error: { code: 'bad_body', message: 'body larger than 64 KiB' } }]);
     expect((await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x' }) })).status).toBe(415);
 
     const ok = await create({ matchers: [{ name: 'hook_name', value: 'SessionStart:startup' }], endsAt, createdBy: 'me', comment: 'fix in flight' });

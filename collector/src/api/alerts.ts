@@ -4,21 +4,18 @@
  * signing secret.
  */
 import { randomUUID } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Response, type Router } from 'express';
 import type { AlertDetailResponse, AlertsResponse, AlertState } from '../../../shared/src/api.ts';
 import type { AlertReadModel } from '../alerting/read-model.ts';
-import { parseSilence, SilenceError } from '../alerting/silences.ts';
+import { parseSilence } from '../alerting/silences.ts';
 import { SilenceLimitError, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
-import { StoreUnavailableError } from '../store/store.ts';
-import type { Logger } from '../telemetry/logger.ts';
 
 export interface AlertsApiOptions {
   /** The alerts as alerting serves them (refreshed from shared state before each answer). */
   alerts: AlertReadModel;
   silences: Silences;
   dispatcher: Dispatcher;
-  logger: Logger;
   now?: () => number;
   /** Tells the other replicas that silences changed (the leader re-reads them and notifies at once). */
   onSilencesChanged?: () => void;
@@ -142,32 +139,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     res.status(delivered ? 200 : 502).json({ receiver: name, webhookId, delivered, httpStatus: result.httpStatus, error: result.error });
   });
 
-  router.use('/api/v1/alerts', errorHandler(opts.logger));
-  router.use('/api/v1/silences', errorHandler(opts.logger));
-  router.use('/api/v1/receivers', errorHandler(opts.logger));
+  // Errors (a bad parameter or body: 400; the state store away: 503) get the API's answer from the handler the
+  // service puts after every router (api/index.ts apiErrorHandler).
   return router;
-}
-
-function errorHandler(logger: Logger) {
-  return (err: unknown, _req: Request, res: Response, next: NextFunction): void => {
-    if (res.headersSent) {
-      next(err);
-      return;
-    }
-    if (err instanceof SilenceError) {
-      badParameter(res, err.parameter, err.message);
-      return;
-    }
-    if (err instanceof StoreUnavailableError) {
-      res.status(503).set('retry-after', '1').json({ error: { code: 'unavailable', message: 'the alert state cannot be read or written right now; retry' } });
-      return;
-    }
-    const e = err as { type?: string; status?: number };
-    if (e?.type === 'entity.parse.failed' || e?.type === 'entity.too.large') {
-      res.status(e.status ?? 400).json({ error: { code: 'bad_body', message: e.type === 'entity.too.large' ? 'body larger than 64 KiB' : 'body is not valid JSON' } });
-      return;
-    }
-    logger.error('alerts api request failed', { err });
-    res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
-  };
 }

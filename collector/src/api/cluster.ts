@@ -8,6 +8,7 @@ import type { ClusterResponse } from '../../../shared/src/api.ts';
 import type { ClusterState } from '../store/model.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { unavailable } from './index.ts';
 import { clusterResponse } from './wire.ts';
 
 export interface ClusterSource {
@@ -23,7 +24,7 @@ export function createClusterRouter(opts: { coordination: ClusterSource; logger:
       res.json(body);
     } catch (err) {
       opts.logger.warn('cluster state unavailable', { err });
-      res.status(503).set('retry-after', '1').json({ error: { code: 'unavailable', message: 'the shared store cannot be read right now; retry' } });
+      unavailable(res, 'the shared store cannot be read right now; retry');
     }
   });
   return router;

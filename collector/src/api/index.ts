@@ -11,6 +11,7 @@ import { dimensionNames } from '../pipeline/settings.ts';
 import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
+import { BadParameterError } from '../request-error.ts';
 import { ParamError, nameMatches, parseFilters, parseHookId, parseHookIds, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -255,8 +256,9 @@ export function createApiRouter(opts: ApiOptions): Router {
 }
 
 /**
- * The API's answer to an error a route passed on: 400 naming the parameter, 503 with Retry-After while the store
- * cannot serve, 500 JSON (logged) otherwise. The service also puts it after every router, so an error a router
+ * The API's answer to an error a route passed on, the one error path of every /api route: 400 naming the
+ * parameter (or the body that cannot be read), 503 with Retry-After while the store cannot serve, 500 JSON
+ * (logged) otherwise. The service also puts it after every router, so an error a router
  * passes on never reaches Express's HTML page.
  */
 export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
@@ -265,12 +267,22 @@ export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, re
       next(err);
       return;
     }
-    if (err instanceof ParamError) {
+    // A query parameter, a path segment or a body field (a silence's): named, so a client sees what to fix.
+    if (err instanceof BadParameterError) {
       res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
       return;
     }
     if (err instanceof StoreUnavailableError) {
-      res.status(503).set('retry-after', '5').json({ error: { code: 'unavailable', message: err.message } });
+      unavailable(res, err.message);
+      return;
+    }
+    // express.json's refusals (http-errors with a `type`): a body that is not JSON, too large, in another charset.
+    const body = err as { type?: unknown; status?: unknown; limit?: unknown; expose?: unknown; message?: unknown };
+    if (typeof body?.type === 'string' && body.expose === true && typeof body.status === 'number' && body.status >= 400 && body.status < 500) {
+      const message = body.type === 'entity.parse.failed' ? 'body is not valid JSON'
+        : body.type === 'entity.too.large' && typeof body.limit === 'number' ? `body larger than ${body.limit / 1024} KiB`
+          : String(body.message);
+      res.status(body.status).json({ error: { code: 'bad_body', message } });
       return;
     }
     if (err instanceof UnknownDimensionError) {
@@ -285,6 +297,14 @@ export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, re
     logger.error('api request failed', { err });
     res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
   };
+}
+
+/** Seconds a client waits before asking again while the store cannot serve. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** 503 with Retry-After: the store (or the shared state) cannot serve now; the same request may pass later. */
+export function unavailable(res: Response, message: string): void {
+  res.status(503).set('retry-after', String(RETRY_AFTER_SECONDS)).json({ error: { code: 'unavailable', message } });
 }
 
 interface RouteLayer {

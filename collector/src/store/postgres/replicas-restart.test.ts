@@ -114,17 +114,22 @@ it('answers the API with 503 and Retry-After while PostgreSQL is down, every rou
   expect(sent.status).toBe(200);
   const hooks = (await (await fetch(`${replica.httpUrl}/api/v1/hooks`)).json()) as { hooks: { id: string }[] };
   const id = hooks.hooks[0]?.id ?? '';
-  const routes = ['/api/v1/hooks', '/api/v1/overview', '/api/v1/alerts', '/api/v1/silences', `/api/v1/hooks/${id}/series`, `/api/v1/hooks/${id}/guard-trims`];
+  const routes = ['/api/v1/hooks', '/api/v1/overview', '/api/v1/alerts', '/api/v1/silences', '/api/v1/cluster', `/api/v1/hooks/${id}/series`, `/api/v1/hooks/${id}/guard-trims`];
+  const retryAfter: Record<string, string | null> = {};
   await server.down(async () => {
     for (const route of routes) {
       const res = await fetch(`${replica.httpUrl}${route}`);
       const body = await res.text();
       expect([route, res.status, res.headers.get('content-type')?.split(';')[0]]).toEqual([route, 503, 'application/json']);
-      expect(res.headers.get('retry-after'), route).toMatch(/^\d+$/);
+      // One error path for the whole API: the same wait and the same body shape, whichever route was asked.
+      retryAfter[route] = res.headers.get('retry-after');
+      expect(retryAfter[route], route).toMatch(/^\d+$/);
+      expect(JSON.parse(body), route).toEqual({ error: { code: 'unavailable', message: expect.any(String) } });
       // No stack, no file paths: the answer names the problem only.
       expect(body, route).not.toMatch(/\.ts:\d+|at [A-Z]\w+\./);
     }
   });
+  expect(retryAfter).toEqual(Object.fromEntries(routes.map((r) => [r, retryAfter['/api/v1/hooks']])));
   for (const route of routes) {
     await waitFor(`${route} served again`, async () => ((await fetch(`${replica.httpUrl}${route}`)).status === 200 ? true : undefined), 20_000, 200);
   }
