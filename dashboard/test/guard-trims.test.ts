@@ -82,5 +82,11 @@ describe('the hook page with guarded outputs', () => {
     expect(delivered).toEqual([kept]);
     expect(kept).toBeLessThan(10_000);
     await screenshot(w.page, 'hook-guarded');
+
+    // Narrowed by a dimension, the page still shows the guard's figures: guard trims are not kept per
+    // dimension, so the page asks for them over the range only (the route refuses a filter as unknown).
+    await w.page.goto(`${svc.httpUrl}/hooks/${ID}?f.user.id=user-a`);
+    await waitLoaded(w.page);
+    expect(await kpi.textContent()).toBe(`trimmed by guard: sent 15,002, delivered ${kept.toLocaleString('en-US')}`);
   });
 });

@@ -10,6 +10,7 @@ import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
 import { SilenceLimitError, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
+import { onlyParams, single } from './params.ts';
 
 export interface AlertsApiOptions {
   /** The alerts as alerting serves them (refreshed from shared state before each answer). */
@@ -41,8 +42,10 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   const json = express.json({ limit: '64kb', type: 'application/json' });
 
   router.get('/api/v1/alerts', async (req, res) => {
-    const state = req.query['state'];
-    if (state !== undefined && (typeof state !== 'string' || !STATES.includes(state as AlertState))) {
+    const q = req.query as Record<string, unknown>;
+    onlyParams(q, ['state']);
+    const state = single(q, 'state');
+    if (state !== undefined && !STATES.includes(state as AlertState)) {
       badParameter(res, 'state', `state must be one of ${STATES.join(', ')}`);
       return;
     }
@@ -53,6 +56,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   });
 
   router.get('/api/v1/alerts/:id', async (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     const id = String(req.params['id']);
     if (!ALERT_ID.test(id)) {
       badParameter(res, 'id', 'alert id must look like <16 hex>-<base36>, as listed by GET /api/v1/alerts');
@@ -68,12 +72,14 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     res.json(body);
   });
 
-  router.get('/api/v1/silences', async (_req, res) => {
+  router.get('/api/v1/silences', async (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     await view.refresh();
     res.json({ silences: silences.list() });
   });
 
   router.post('/api/v1/silences', json, async (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     if (!req.is('application/json')) {
       res.status(415).json({ error: { code: 'unsupported_media_type', message: 'send the silence as Content-Type: application/json' } });
       return;
@@ -94,6 +100,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   });
 
   router.delete('/api/v1/silences/:id', async (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     const id = String(req.params['id']);
     if (!SILENCE_ID.test(id)) {
       badParameter(res, 'id', 'silence id must be a UUID, as returned by POST /api/v1/silences');
@@ -111,6 +118,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   });
 
   router.post('/api/v1/receivers/:name/test', async (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     const name = String(req.params['name']);
     if (!dispatcher.receiverNames().includes(name)) {
       notFound(res, `no receiver named ${JSON.stringify(name.slice(0, 64))}; configured: ${dispatcher.receiverNames().join(', ') || '(none)'}`);

@@ -9,6 +9,7 @@ import type { ClusterState } from '../store/model.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { unavailable } from './index.ts';
+import { onlyParams } from './params.ts';
 import { clusterResponse } from './wire.ts';
 
 export interface ClusterSource {
@@ -18,7 +19,8 @@ export interface ClusterSource {
 
 export function createClusterRouter(opts: { coordination: ClusterSource; logger: Logger }): Router {
   const router = express.Router();
-  router.get('/api/v1/cluster', async (_req, res) => {
+  router.get('/api/v1/cluster', async (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     try {
       const body: ClusterResponse = clusterResponse(await opts.coordination.cluster());
       res.json(body);

@@ -6,7 +6,7 @@
 import express, { type Router } from 'express';
 import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse, ReplayResponse } from '../../../shared/src/api.ts';
 import type { Forwarding } from '../forward/index.ts';
-import { ParamError } from './params.ts';
+import { onlyParams, ParamError, single } from './params.ts';
 
 export interface ForwardingApiOptions {
   /** Undefined in fan-out mode. */
@@ -19,13 +19,12 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 export function createForwardingRouter(opts: ForwardingApiOptions): Router {
   const router = express.Router();
   router.get('/api/v1/forwarding', (req, res) => {
-    const raw = (req.query as Record<string, unknown>)['deadLetters'];
-    const limitText = typeof raw === 'string' || raw === undefined ? raw : '';
+    const q = req.query as Record<string, unknown>;
+    onlyParams(q, ['deadLetters']);
+    const limitText = single(q, 'deadLetters');
     const limit = limitText === undefined ? 20 : Number(limitText);
     if (!Number.isInteger(limit) || limit < 0 || limit > 1000) {
-      const err = new ParamError('deadLetters', 'deadLetters must be a whole number from 0 to 1000');
-      res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
-      return;
+      throw new ParamError('deadLetters', 'deadLetters must be a whole number from 0 to 1000');
     }
     const f = opts.forwarding;
     if (!f) {
@@ -73,7 +72,8 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
     res.json(body);
   });
   // Behind http.auth and the cross-site write check, like every /api route.
-  router.post('/api/v1/forwarding/dead-letters/replay', (_req, res) => {
+  router.post('/api/v1/forwarding/dead-letters/replay', (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     const f = opts.forwarding;
     if (!f) {
       res.status(409).json({ error: { code: 'not_forwarding', message: 'forwarding is off (fan-out mode: forward.endpoint is empty), so there are no dead letters to replay' } });

@@ -5,7 +5,7 @@
 import express, { type Router } from 'express';
 import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { Store } from '../store/store.ts';
-import { parseHookId, parseRange, parseStep } from './params.ts';
+import { onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
 
 export interface GuardTrimsApiOptions {
   store: Store;
@@ -21,6 +21,7 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
   router.get('/api/v1/hooks/:id/guard-trims', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
+    onlyParams(q, ['from', 'to', 'step']);
     const range = parseRange(q, now());
     const step = parseStep(q, range);
     const stats = await opts.store.guardTrims(id, { ...range, stepMs: step * 1000 });

@@ -196,6 +196,35 @@ describe('bad parameters get 400 naming the parameter', () => {
     });
   }
 
+  // Every route the same way: a parameter it does not take, or one given twice, is a 400 naming it, never ignored.
+  const H = '0123456789abcdef';
+  const refused: [string, string, string, RegExp][] = [
+    ['GET', '/api/v1/alerts?state=firing&state=pending', 'state', /^state must be given once$/],
+    ['GET', '/api/v1/alerts?colour=blue', 'colour', /^unknown parameter "colour"; this route takes: state$/],
+    ['GET', `/api/v1/alerts/${H}-zz?x=1`, 'x', /^unknown parameter "x"; this route takes no query parameters$/],
+    ['GET', '/api/v1/silences?colour=blue', 'colour', /^unknown parameter "colour"/],
+    ['POST', '/api/v1/silences?colour=blue', 'colour', /^unknown parameter "colour"/],
+    ['DELETE', '/api/v1/silences/00000000-0000-0000-0000-000000000000?colour=blue', 'colour', /^unknown parameter "colour"/],
+    ['POST', '/api/v1/receivers/ops/test?colour=blue', 'colour', /^unknown parameter "colour"/],
+    ['GET', `/api/v1/hooks/${H}/guard-trims?colour=blue`, 'colour', /^unknown parameter "colour"; this route takes: from, to, step$/],
+    ['GET', `/api/v1/hooks/${H}/guard-trims?step=5m&step=10m`, 'step', /^step must be given once$/],
+    ['GET', `/api/v1/hooks/${H}/commands?team=a`, 'team', /^unknown parameter "team"; this route takes: from, to$/],
+    ['GET', `/api/v1/hooks/${H}/commands?from=now-1h&from=now-2h`, 'from', /^from must be given once$/],
+    ['GET', '/api/v1/cluster?colour=blue', 'colour', /^unknown parameter "colour"/],
+    ['GET', '/api/v1/dimensions?colour=blue', 'colour', /^unknown parameter "colour"/],
+    ['GET', '/api/v1/forwarding?deadLetters=1&deadLetters=2', 'deadLetters', /^deadLetters must be given once$/],
+    ['GET', '/api/v1/forwarding?colour=blue', 'colour', /^unknown parameter "colour"; this route takes: deadLetters$/],
+    ['POST', '/api/v1/forwarding/dead-letters/replay?colour=blue', 'colour', /^unknown parameter "colour"/],
+  ];
+  for (const [method, path, parameter, message] of refused) {
+    it(`${method} ${path}`, async () => {
+      const res = await fetch(`${service.httpUrl}${path}`, { method, signal: AbortSignal.timeout(10_000) });
+      const body = (await res.json()) as { error: { code: string; parameter: string; message: string } };
+      expect([res.status, body.error.code, body.error.parameter]).toEqual([400, 'bad_parameter', parameter]);
+      expect(body.error.message).toMatch(message);
+    });
+  }
+
   it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics likewise', async () => {
     const del = await fetch(`${service.httpUrl}/api/v1/hooks?from=now-1h`, { method: 'DELETE' });
     expect(del.status).toBe(405);

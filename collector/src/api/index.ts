@@ -12,7 +12,7 @@ import { StoreUnavailableError, UnknownDimensionError, type Store } from '../sto
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadParameterError } from '../request-error.ts';
-import { ParamError, nameMatches, parseFilters, parseHookId, parseHookIds, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, nameMatches, onlyParams, parseFilters, parseHookId, parseHookIds, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 
@@ -237,7 +237,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     res.json(body);
   });
 
-  router.get('/api/v1/dimensions', (_req, res) => {
+  router.get('/api/v1/dimensions', (req, res) => {
+    onlyParams(req.query as Record<string, unknown>, []);
     res.json({ dimensions: dims });
   });
 

@@ -117,6 +117,20 @@ export function single(query: Record<string, unknown>, name: string): string | u
   return v;
 }
 
+/**
+ * Refuses a parameter the route does not take, and one given more than once, as a 400 naming it: a misspelt
+ * filter must not answer as if there were none.
+ */
+export function onlyParams(query: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const name of Object.keys(query)) {
+    if (!allowed.includes(name)) {
+      const takes = allowed.length === 0 ? 'this route takes no query parameters' : `this route takes: ${allowed.join(', ')}`;
+      throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 64))}; ${takes}`);
+    }
+    single(query, name);
+  }
+}
+
 /** Dimension filters: every parameter that is not a reserved one must be a known dimension. */
 export function parseFilters(query: Record<string, unknown>, reserved: readonly string[], known: readonly string[]): Record<string, string> {
   const filters: Record<string, string> = {};

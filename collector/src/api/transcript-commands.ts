@@ -5,13 +5,15 @@
 import type { Router } from 'express';
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
 import type { Store } from '../store/store.ts';
-import { parseHookId, parseRange } from './params.ts';
+import { onlyParams, parseHookId, parseRange } from './params.ts';
 import { transcriptCommand } from './wire.ts';
 
 export function addTranscriptCommandsRoute(router: Router, opts: { store: Store; now: () => number }): void {
   router.get('/api/v1/hooks/:id/commands', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
-    const range = parseRange(req.query as Record<string, unknown>, opts.now());
+    const q = req.query as Record<string, unknown>;
+    onlyParams(q, ['from', 'to']);
+    const range = parseRange(q, opts.now());
     const commands = await opts.store.transcriptCommands(id, range);
     const body: TranscriptCommandsResponse = {
       source: 'transcript',

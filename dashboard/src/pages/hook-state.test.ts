@@ -56,6 +56,8 @@ describe('the hook page in the URL', () => {
     expect(q.series).toEqual({ ...q.range, step: '1800' });
     expect(q.versions).toEqual({ ...q.range, dimension: 'service.version' });
     expect(q.dimension).toEqual({ ...q.range, dimension: 'team' });
+    expect(q.commands).toEqual({ from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z' });
+    expect(q.guardTrims).toEqual({ ...q.commands, step: '1800' });
   });
 
   it('zooms to the dragged buckets', () => {

@@ -54,12 +54,17 @@ export function zoomUrl(state: ViewState, hookId: string, series: SeriesResponse
 
 /**
  * The queries after the first answer: every later call covers the span it resolved, so the key figures and the
- * breakdowns agree while events keep arriving. The chart step follows the range.
+ * breakdowns agree while events keep arriving. The chart step follows the range. Transcript commands and guard
+ * trims are not kept per dimension: their routes take the range only (and refuse a filter as unknown).
  */
-export function followQueries(state: ViewState, resolved: { from: string; to: string }, by: string): { range: Query; series: Query; versions: Query; dimension: Query } {
+export function followQueries(state: ViewState, resolved: { from: string; to: string }, by: string): { range: Query; series: Query; versions: Query; dimension: Query; commands: Query; guardTrims: Query } {
   const range = { ...apiQuery(state), from: resolved.from, to: resolved.to };
   const step = String(chartStep(state.range));
-  return { range, series: { ...range, step }, versions: { ...range, dimension: 'service.version' }, dimension: { ...range, dimension: by } };
+  const span = { from: resolved.from, to: resolved.to };
+  return {
+    range, series: { ...range, step }, versions: { ...range, dimension: 'service.version' }, dimension: { ...range, dimension: by },
+    commands: span, guardTrims: { ...span, step },
+  };
 }
 
 /** "PostToolUse · last 24 hours · buckets of 30 min". */

@@ -245,8 +245,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         api.breakdown(hookId, q.versions, signal),
         api.breakdown(hookId, q.dimension, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
         api.alerts({}, signal).then((r) => alertsOf(r.alerts, hookId), (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
-        commands.refresh(hookId, q.range, signal),
-        loadGuardTrims(hookId, q.series, signal),
+        commands.refresh(hookId, q.commands, signal),
+        loadGuardTrims(hookId, q.guardTrims, signal),
       ]);
       lastSeries = series;
       const hk = detail.hook;
