@@ -1,6 +1,6 @@
 /** The dashboard's typed client for /api/v1: one place that turns HTTP failures into messages a person can act on. */
 import type {
-  AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher,
+  AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher, SilencesResponse,
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
 
@@ -83,7 +83,8 @@ export const api = {
   createSilence: (body: { matchers: SilenceMatcher[]; startsAt?: string; endsAt: string; createdBy: string; comment: string }) =>
     call<Silence | { silence: Silence } | { silenceId: string }>('POST', '/api/v1/silences', undefined, body),
   expireSilence: (id: string) => call<unknown>('DELETE', `/api/v1/silences/${encodeURIComponent(id)}`),
-  silences: (signal?: AbortSignal) => call<{ silences: Silence[] }>('GET', '/api/v1/silences', undefined, undefined, signal),
+  /** The silences in force (active) or to come (pending), the ones the alerts page lists; not the expired ones. */
+  silences: (signal?: AbortSignal) => call<SilencesResponse>('GET', '/api/v1/silences', { state: 'active,pending' }, undefined, signal),
 };
 
 /** The id of a created silence, whichever envelope the API uses. */

@@ -143,8 +143,11 @@ describe('alerts page', () => {
     expect(created.status).toBe(201);
     const { silence } = await created.json() as { silence: Silence };
     const { page: p, dialogs } = await page();
+    // The page lists the silences in force and to come: it asks for those only, not every expired one kept.
+    const asked = p.waitForRequest((req) => new URL(req.url()).pathname === '/api/v1/silences' && req.method() === 'GET');
     await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
     await waitLoaded(p);
+    expect(new URL((await asked).url()).searchParams.get('state')).toBe('active,pending');
     const row = p.locator('#silences table.silences tbody tr', { hasText: silence.id });
     await row.waitFor();
     expect(await row.textContent()).toContain('hook_name=~"PostToolUse:.*"');

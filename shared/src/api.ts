@@ -245,7 +245,18 @@ export interface Silence {
   endsAt: string;
   createdBy: string;
   comment: string;
-  state: 'active' | 'pending' | 'expired';
+  state: SilenceState;
+}
+
+/** Alertmanager's silence states: in force, starting later, or over (kept for the resolved-retention period). */
+export const SILENCE_STATES = ['active', 'pending', 'expired'] as const;
+export type SilenceState = (typeof SILENCE_STATES)[number];
+
+/** GET /api/v1/silences: one page, newest first; `total` counts the silences in the states asked for. */
+export interface SilencesResponse {
+  silences: Silence[];
+  total: number;
+  nextCursor: string | null;
 }
 
 /** One forwarding destination as GET /api/v1/forwarding shows it. Times are ISO strings; ages in ms. */

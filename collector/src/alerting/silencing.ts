@@ -3,7 +3,7 @@
  * any replica), written to the state store before they count, and asked which alerts they mute. Matching and
  * request validation are in silences.ts.
  */
-import type { Silence } from '../../../shared/src/api.ts';
+import type { Silence, SilenceState } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
 import { silenceMatches, silenceState, toSilence } from './silences.ts';
 import type { AlertStateStore } from './state/store.ts';
@@ -42,10 +42,11 @@ export class Silences {
     this.replace(await this.opts.store.silences());
   }
 
-  /** Newest first, in the API's shape. */
-  list(): Silence[] {
+  /** Newest first, in the API's shape; only those in `states` when given. */
+  list(states?: ReadonlySet<SilenceState>): Silence[] {
     const now = this.opts.now();
-    return [...this.byId.values()].sort((a, b) => b.createdAtMs - a.createdAtMs).map((s) => toSilence(s, now));
+    const held = [...this.byId.values()].filter((s) => states === undefined || states.has(silenceState(s, now)));
+    return held.sort((a, b) => b.createdAtMs - a.createdAtMs || a.id.localeCompare(b.id)).map((s) => toSilence(s, now));
   }
 
   /** Saves a new silence (validated by parseSilence); it mutes from the next evaluation on. */

@@ -293,6 +293,51 @@ describe('alerts API', () => {
     expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);
   });
 
+  it('lists silences by state, as Alertmanager names them, a bounded page at a time', async () => {
+    const r = await start();
+    const api = async <T>(path: string, init?: RequestInit): Promise<{ status: number; body: T }> => {
+      const res = await fetch(`${r.service.httpUrl}${path}`, init);
+      return { status: res.status, body: (await res.json()) as T };
+    };
+    const create = async (value: string, startsInMs: number): Promise<Silence> => {
+      const body = { matchers: [{ name: 'hook_name', value }], startsAt: new Date(Date.now() + startsInMs).toISOString(), endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'me', comment: value };
+      const res = await api<{ silence: Silence }>('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.status).toBe(201);
+      return res.body.silence;
+    };
+    const expired = await create('Stop', 0);
+    expect((await api(`/api/v1/silences/${expired.id}`, { method: 'DELETE' })).status).toBe(200);
+    const active = await create('SessionStart:startup', 0);
+    const pending = await create('PreCompact', 1_800_000);
+    type Listed = { silences: Silence[]; total: number; nextCursor: string | null };
+    const ids = async (query: string): Promise<string[]> => (await api<Listed>(`/api/v1/silences${query}`)).body.silences.map((s) => s.id);
+
+    expect(new Set(await ids(''))).toEqual(new Set([expired.id, active.id, pending.id]));
+    expect(await ids('?state=active')).toEqual([active.id]);
+    expect(await ids('?state=pending')).toEqual([pending.id]);
+    expect(await ids('?state=expired')).toEqual([expired.id]);
+    expect(new Set(await ids('?state=active,pending'))).toEqual(new Set([active.id, pending.id]));
+
+    // Pages: `total` counts the silences in the states asked for; nextCursor leads to the rest, each once.
+    const first = await api<Listed>('/api/v1/silences?limit=2');
+    expect([first.body.silences.length, first.body.total, first.body.nextCursor]).toEqual([2, 3, '2']);
+    const second = await api<Listed>('/api/v1/silences?limit=2&cursor=2');
+    expect([second.body.silences.length, second.body.total, second.body.nextCursor]).toEqual([1, 3, null]);
+    expect(new Set([...first.body.silences, ...second.body.silences].map((s) => s.id)).size).toBe(3);
+
+    for (const [query, parameter, message] of [
+      ['?state=silenced', 'state', /"silenced" is not a silence state; state lists one or more of active, pending, expired/],
+      ['?state=', 'state', /"" is not a silence state/],
+      ['?state=active&state=expired', 'state', /^state must be given once$/],
+      ['?limit=1001', 'limit', /^limit must be a whole number from 1 to 1000$/],
+      ['?filter=alertname%3Dx', 'filter', /^unknown parameter "filter"; this route takes: state, limit, cursor$/],
+    ] as const) {
+      const res = await api<{ error: { code: string; parameter: string; message: string } }>(`/api/v1/silences${query}`);
+      expect([query, res.status, res.body.error.code, res.body.error.parameter]).toEqual([query, 400, 'bad_parameter', parameter]);
+      expect(res.body.error.message).toMatch(message);
+    }
+  });
+
   it('delivers to a receiver URL with user:password@ as Basic authorization, the URL sent without them', async () => {
     const r = await start({ yaml: (url) => `
 alerting:

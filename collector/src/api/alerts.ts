@@ -5,12 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import express, { type Response, type Router } from 'express';
-import type { AlertDetailResponse, AlertsResponse, AlertState } from '../../../shared/src/api.ts';
+import { SILENCE_STATES, type AlertDetailResponse, type AlertsResponse, type AlertState, type SilencesResponse, type SilenceState } from '../../../shared/src/api.ts';
 import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
-import { SilenceLimitError, type Silences } from '../alerting/silencing.ts';
+import { MAX_SILENCES, SilenceLimitError, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
-import { onlyParams, single } from './params.ts';
+import { onlyParams, ParamError, parsePage, single } from './params.ts';
 
 export interface AlertsApiOptions {
   /** The alerts as alerting serves them (refreshed from shared state before each answer). */
@@ -32,6 +32,19 @@ function notFound(res: Response, message: string): void {
 
 function badParameter(res: Response, parameter: string, message: string): void {
   res.status(400).json({ error: { code: 'bad_parameter', message, parameter } });
+}
+
+/** `state`: silence states separated by commas (as Alertmanager names them); undefined when absent (every state). */
+function parseSilenceStates(q: Record<string, unknown>): Set<SilenceState> | undefined {
+  const v = single(q, 'state');
+  if (v === undefined) return undefined;
+  const states = v.split(',');
+  for (const s of states) {
+    if (!SILENCE_STATES.includes(s as SilenceState)) {
+      throw new ParamError('state', `state: ${JSON.stringify(s.slice(0, 64))} is not a silence state; state lists one or more of ${SILENCE_STATES.join(', ')}, separated by commas`);
+    }
+  }
+  return new Set(states as SilenceState[]);
 }
 
 export function createAlertsRouter(opts: AlertsApiOptions): Router {
@@ -73,9 +86,17 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   });
 
   router.get('/api/v1/silences', async (req, res) => {
-    onlyParams(req.query as Record<string, unknown>, []);
+    const q = req.query as Record<string, unknown>;
+    onlyParams(q, ['state', 'limit', 'cursor']);
+    const states = parseSilenceStates(q);
+    // Expired silences are kept for the resolved-retention period and may be many: an answer holds one page.
+    // The default page holds every silence that may be in force at once (MAX_SILENCES).
+    const page = parsePage(q, MAX_SILENCES, MAX_SILENCES);
     await view.refresh();
-    res.json({ silences: silences.list() });
+    const matching = silences.list(states);
+    const end = page.offset + page.limit;
+    const body: SilencesResponse = { silences: matching.slice(page.offset, end), total: matching.length, nextCursor: end < matching.length ? String(end) : null };
+    res.json(body);
   });
 
   router.post('/api/v1/silences', json, async (req, res) => {

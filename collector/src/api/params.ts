@@ -74,13 +74,13 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
 export const DEFAULT_PAGE_SIZE = 1000;
 export const MAX_PAGE_SIZE = 5000;
 
-/** `limit` (1..MAX_PAGE_SIZE) and `cursor` (the nextCursor of the previous page). */
-export function parsePage(query: Record<string, unknown>): { limit: number; offset: number } {
+/** `limit` (1..max, `fallback` when absent) and `cursor` (the nextCursor of the previous page). */
+export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): { limit: number; offset: number } {
   const limitRaw = single(query, 'limit');
   const cursor = single(query, 'cursor');
-  let limit = DEFAULT_PAGE_SIZE;
+  let limit = fallback;
   if (limitRaw !== undefined) {
-    if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > MAX_PAGE_SIZE) throw new ParamError('limit', `limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+    if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > max) throw new ParamError('limit', `limit must be a whole number from 1 to ${max}`);
     limit = Number(limitRaw);
   }
   let offset = 0;
