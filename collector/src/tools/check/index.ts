@@ -13,6 +13,7 @@ import type { HookCheck, HookCheckStatus } from './report.ts';
 import { runHook } from './run-hook.ts';
 import { fieldList, loadHookSetup } from './settings.ts';
 import { oneWordCommandLine, shellQuote } from '../common/shell-quote.ts';
+import { GUARD_NO_REPORT_ENV } from '../guard/index.ts';
 
 /** Claude Code's default timeout of a command hook, in seconds. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
@@ -28,6 +29,10 @@ emoji counts 2. Exactly 10,000 is delivered; 10,001 is saved to a file and the m
 preview, while the hook still reports success. One argument after -- is a command line, as in a settings file,
 unless it is the path of an existing file (it holds a /), which runs as that file even when the path holds a
 space; several arguments are one command and its arguments.
+
+Hooks run with HOOKWATCH_GUARD_NO_REPORT=1: one wrapped with "hookwatch guard" trims its output as it would for
+Claude Code, so what is measured is what would be delivered, but reports no trims to hookwatch (--report,
+HOOKWATCH_GUARD_REPORT): the input is made up, and its trims must not show on the real hook's pages.
 
 Options:
   --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event)
@@ -130,7 +135,9 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     }
 
     const home = io.env.HOME ?? homedir();
-    const env: NodeJS.ProcessEnv = { ...io.env, CLAUDE_PROJECT_DIR: projectDir };
+    // A guard wrapping a hook measures and trims as it would for Claude Code, but reports nothing: a trim of
+    // made-up input must not show on the real hook's pages.
+    const env: NodeJS.ProcessEnv = { ...io.env, CLAUDE_PROJECT_DIR: projectDir, [GUARD_NO_REPORT_ENV]: '1' };
     const checks: HookCheck[] = [];
     // One at a time: simpler to read, and a machine running CI is not flooded by many hooks at once.
     for (const hook of planned) {

@@ -1,5 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatCount, plural, renderTable } from '../common/format.ts';
+import { callsGuard } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
 import type { HookRunResult } from './run-hook.ts';
@@ -129,6 +130,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   for (const hook of hooks) {
     out.push(`${hook.hookName}  ${hook.command}${hook.location === undefined ? '' : `  (${hook.location})`}\n`);
     out.push(`  ${runText(hook)}\n`);
+    if (callsGuard(hook.command)) out.push('  hookwatch guard ran with HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported to hookwatch\n');
     if (hook.measured.jsonError !== undefined) out.push(`  stdout starts with "{" but is not a JSON object (${hook.measured.jsonError}): measured as plain text\n`);
     if (hook.status === 'measured' && hook.measured.outputs.length > 0) {
       const rows = hook.measured.outputs.map((o) => [

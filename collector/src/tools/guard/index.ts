@@ -41,7 +41,9 @@ Options:
   --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
-                       HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook
+                       HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook;
+                       HOOKWATCH_GUARD_NO_REPORT=1 turns reports off whatever --report says (hookwatch check sets
+                       it for the hooks it runs: their input is made up)
   --shell <path>       shell for a one-argument command line (default /bin/sh)
   --install [file]     wrap every command hook of a settings file (default .claude/settings.json); the file from
                        before the first change is kept as <file>.hookwatch-backup, never overwritten. A hook with
@@ -58,6 +60,13 @@ Options:
                        with --install they are an error
   -h, --help           this help
 `;
+
+/**
+ * Set (to anything but the empty string) in a guard's environment, no trim is reported, whatever --report or
+ * HOOKWATCH_GUARD_REPORT say: `hookwatch check` sets it, so a CI run of a guarded hook on made-up input never
+ * shows on the real hook's pages.
+ */
+export const GUARD_NO_REPORT_ENV = 'HOOKWATCH_GUARD_NO_REPORT';
 
 /** How the guard process should end: with the command's exit code, or killed by the command's signal. */
 export type GuardExit = { code: number } | { signal: NodeJS.Signals };
@@ -256,7 +265,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   const timeout = text('timeout');
   const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
   const flagReport = text('report');
-  const report = flagReport ?? (io.env.HOOKWATCH_GUARD_REPORT || undefined);
+  const report = io.env[GUARD_NO_REPORT_ENV] ? undefined : flagReport ?? (io.env.HOOKWATCH_GUARD_REPORT || undefined);
   const checkedReport = report === undefined ? undefined : await (async () => {
     const { logsUrl } = await import('./report.ts');
     return lenient(() => (logsUrl(report, flagReport === undefined ? 'HOOKWATCH_GUARD_REPORT' : '--report'), report), undefined, 'trims are not reported');

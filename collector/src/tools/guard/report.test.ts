@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GuardTrimsResponse } from '../../../../shared/src/guard-trims.ts';
 import { getJson, postOtlp, startTestService } from '../../../test/helpers.ts';
 import type { TestService } from '../../../test/helpers.ts';
+import { captureIO } from '../../../test/support/capture-io.ts';
 import { hookId } from '../../hooks/extract.ts';
+import { runCheck } from '../check/index.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const INPUT = JSON.stringify({ session_id: 'sess-report', hook_event_name: 'SessionStart', source: 'startup' });
@@ -122,6 +124,32 @@ describe('hookwatch guard --report', () => {
     } finally {
       await guarded.close();
     }
+  });
+
+  it('reports nothing when hookwatch check runs the guarded hook on made-up input, and still measures what it delivers', async () => {
+    const hook = hookId('UserPromptSubmit', 'UserPromptSubmit');
+    const read = async (): Promise<GuardTrimsResponse> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body;
+    const original = `cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' q`;
+    const command = `${process.execPath} ${BIN} guard --report ${service.otlpHttpUrl} -- ${JSON.stringify(original)}`;
+    const project = join(dir, 'checked');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    await writeFile(join(project, '.claude', 'settings.json'), JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command }] }] } }));
+    const out = captureIO(project, { ...process.env, HOOKWATCH_GUARD_DIR: dir, HOOKWATCH_GUARD_REPORT: service.otlpHttpUrl });
+    expect(await runCheck(['--settings', '.claude/settings.json', '--json'], out.io)).toBe(0);
+    const checked = JSON.parse(out.stdout()) as { hooks: { outputs: { field: string; sent: number }[] }[] };
+    expect(checked.hooks[0]?.outputs).toEqual([expect.objectContaining({ field: 'stdout' })]);
+    expect(checked.hooks[0]?.outputs[0]?.sent).toBeLessThanOrEqual(9_500);
+    const text = captureIO(project, { ...process.env, HOOKWATCH_GUARD_DIR: dir });
+    await runCheck(['--settings', '.claude/settings.json'], text.io);
+    expect(text.stdout()).toContain('HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported');
+
+    // The same hook run by Claude Code (no such variable) reports its trim; it arrives after any the checks sent,
+    // which were sent first: exactly one means the checks sent none.
+    const ran = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', original], {}, JSON.stringify({ session_id: 'sess-real', hook_event_name: 'UserPromptSubmit', prompt: 'hi' }));
+    expect(ran.code).toBe(0);
+    await until(read, (t) => t.trims >= 1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await read()).trims).toBe(1);
   });
 
   it('names a bad --report URL at once, and runs the hook without reporting', async () => {
