@@ -222,6 +222,7 @@ describe('hookwatch guard', () => {
       [[], { HOOKWATCH_GUARD_REPORT: 'hookwatch:4318' }, 'HOOKWATCH_GUARD_REPORT: expected an http(s) URL, got "hookwatch:4318"; trims are not reported'],
       [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
+      [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],
     ];
     for (const [flags, env, message] of cases) {
       const ran = await guard([...flags, ...hook], { env });

@@ -227,6 +227,7 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
     }
   }
   if (positionals.length > 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`), 1);
+  if (values['command'] !== undefined) warnings.push('hookwatch guard: --command is for --install and --uninstall; ignored, the command runs\n');
   if (command.length === 0) return fail(new UsageError('no command given (hookwatch guard -- <command> [args...])'), 1);
   const exit = await guardCommand(command, await runOptions(text, io, warnings), io);
   afterRun(exit, warnings, io);
