@@ -223,6 +223,7 @@ describe('hookwatch guard', () => {
       [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
       [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],
+      [['--help'], {}, '--help with a command to run; ignored, the command runs ("hookwatch guard --help" prints the help)'],
     ];
     for (const [flags, env, message] of cases) {
       const ran = await guard([...flags, ...hook], { env });

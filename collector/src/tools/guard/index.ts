@@ -58,7 +58,8 @@ Options:
                        --budget and --report given with --install are written into every wrapped command; the
                        other options of a run (--dir, --timeout, --shell) go in <prefix>, and given on their own
                        with --install they are an error
-  -h, --help           this help
+  -h, --help           this help (on stdout, when no command follows --; with one, the command runs and --help
+                       is named on stderr, as is --command without --install or --uninstall)
 `;
 
 /**
@@ -197,10 +198,13 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
   }
   const { values, positionals } = parsed;
   const text = (name: keyof typeof GUARD_FLAGS): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
-  if (values['help'] === true) {
+  // With a hook to run (a settings entry), stdout is the hook's output: help there would replace it. The hook
+  // runs and the flag is named, as other mistakes in the guard's flags are.
+  if (values['help'] === true && command.length === 0) {
     await io.stdout(HELP);
     return { code: 0 };
   }
+  if (values['help'] === true) warnings.push('hookwatch guard: --help with a command to run; ignored, the command runs ("hookwatch guard --help" prints the help)\n');
   if (values['install'] === true || values['uninstall'] === true) {
     // Run at a terminal, not as a hook: a mistake is an error, exit 2, and nothing is written.
     try {
