@@ -6,6 +6,19 @@ export const KNOWN_EVENTS = [
   'SessionStart', 'UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'SubagentStop', 'Notification', 'PreCompact', 'SessionEnd',
 ] as const;
 
+/**
+ * Every hook event Claude Code fires, by the names settings files key hooks under: `--event` takes these (and any
+ * event the settings file checked uses), so a typo is refused rather than simulated as an event that never fires.
+ * Those not in KNOWN_EVENTS get the common input fields only.
+ */
+export const HOOK_EVENTS = [
+  ...KNOWN_EVENTS,
+  'PostToolUseFailure', 'PostToolBatch', 'PermissionRequest', 'PermissionDenied', 'UserPromptExpansion', 'StopFailure',
+  'SubagentStart', 'PostCompact', 'Elicitation', 'ElicitationResult', 'TeammateIdle', 'TaskCreated', 'TaskCompleted',
+  'Setup', 'InstructionsLoaded', 'CwdChanged', 'FileChanged', 'ConfigChange', 'WorktreeCreate', 'WorktreeRemove',
+  'PreModelSwitch', 'PostModelSwitch', 'MessageDisplay', 'DirectoryAdded',
+] as const;
+
 /** The values of `source` a SessionStart hook can receive (and its matcher selects on). */
 export const SESSION_START_SOURCES = ['startup', 'resume', 'clear', 'compact'] as const;
 

@@ -417,6 +417,13 @@ describe('check --settings', () => {
 });
 
 describe('check: usage', () => {
+  it('takes an --event that the settings file keys hooks under, listed or not', async () => {
+    const path = await settingsFile('own-event', { hooks: { NewerEvent: [{ hooks: [{ type: 'command', command: 'echo newer' }] }] } });
+    const { code, out } = await check(['--settings', path, '--event', 'NewerEvent']);
+    expect(out).toContain('OK: 1 hook checked');
+    expect(code).toBe(0);
+  });
+
   it('prints help and exits 0', async () => {
     const { code, out } = await check(['--help']);
     expect(out).toMatch(/^Usage: hookwatch check/);
@@ -432,6 +439,9 @@ describe('check: usage', () => {
     [['--frobnicate', '--', 'true'], 'unknown flag --frobnicate'],
     [['--bugdet', '9500', '--', 'true'], 'unknown flag --bugdet (did you mean --budget?)'],
     [['--event'], 'flag --event needs a value'],
+    [['--event', 'Bogus', '--', 'true'], '--event: "Bogus" is not a Claude Code hook event; known: SessionStart, UserPromptSubmit,'],
+    [['--event', 'PostToolUSe', '--', 'true'], '--event: "PostToolUSe" is not a Claude Code hook event (did you mean PostToolUse?)'],
+    [['--event', 'SesionStart', '--settings', join(realSetup, 'settings.json')], '(did you mean SessionStart?)'],
   ])('rejects %j with exit 2', async (argv, message) => {
     const { code, err } = await check(argv);
     expect(err).toContain(message);

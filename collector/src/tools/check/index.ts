@@ -5,7 +5,7 @@ import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
-import { buildHookInput, KNOWN_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
+import { buildHookInput, HOOK_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
 import { measureStdout } from './measure.ts';
 import type { MeasuredStdout } from './measure.ts';
 import { checkJson, checkText, hookFails } from './report.ts';
@@ -14,6 +14,7 @@ import { runHook } from './run-hook.ts';
 import { fieldList, loadHookSetup } from './settings.ts';
 import { oneWordCommandLine, shellQuote } from '../common/shell-quote.ts';
 import { GUARD_NO_REPORT_ENV } from '../guard/index.ts';
+import { didYouMean } from '../../cli/suggest.ts';
 
 /** Claude Code's default timeout of a command hook, in seconds. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 60;
@@ -35,7 +36,8 @@ Claude Code, so what is measured is what would be delivered, but reports no trim
 HOOKWATCH_GUARD_REPORT): the input is made up, and its trims must not show on the real hook's pages.
 
 Options:
-  --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event)
+  --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event);
+                         a name Claude Code does not fire (nor the settings file uses) is refused
   --budget <chars>       also fail when an output is longer than this (at most 10000; e.g. 9500)
   --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
   --settings <file>      check every command hook of a Claude Code settings file
@@ -60,6 +62,17 @@ timed out or failed, 2 bad usage or no hook selected by the firing, 4 nothing fo
 hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK).
 `;
 
+
+/**
+ * Refuses an --event that is no hook event Claude Code fires (nor one of `alsoKnown`, those of the settings file),
+ * naming the nearest: a typo would otherwise run the hooks with input for an event that never fires, or with
+ * --settings select nothing.
+ */
+function checkEvent(event: string, alsoKnown: readonly string[]): void {
+  const known = [...new Set([...HOOK_EVENTS, ...alsoKnown])];
+  if (known.includes(event)) return;
+  throw new UsageError(`--event: "${event}" is not a Claude Code hook event${didYouMean(event, known)}; known: ${known.join(', ')}`);
+}
 
 /** One hook to run: from the command line or from a settings file. */
 interface PlannedHook {
@@ -99,14 +112,12 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     // Above the cap a budget would pass outputs Claude Code persists: it is a margin under the cap, not over it.
     const budget = values.budget === undefined ? undefined : parseWholeNumber('budget', values.budget, 1, OUTPUT_CAP_CHARS);
     const defaultTimeout = values.timeout === undefined ? DEFAULT_HOOK_TIMEOUT_SECONDS : parseWholeNumber('timeout', values.timeout, 1);
-    if (values.event !== undefined && !/^[A-Z][A-Za-z]+$/.test(values.event)) {
-      throw new UsageError(`--event: "${values.event}" is not a hook event name (known: ${KNOWN_EVENTS.join(', ')})`);
-    }
     if (values.source !== undefined && !(SESSION_START_SOURCES as readonly string[]).includes(values.source)) {
       throw new UsageError(`--source: expected one of ${SESSION_START_SOURCES.join(', ')}, got "${values.source}"`);
     }
 
     const settingsPath = values.settings === undefined ? undefined : resolve(io.cwd, values.settings);
+    if (values.event !== undefined && settingsPath === undefined) checkEvent(values.event, []);
     let projectDir = io.cwd;
     if (values['project-dir'] !== undefined) projectDir = resolve(io.cwd, values['project-dir']);
     else if (settingsPath !== undefined && basename(dirname(settingsPath)) === '.claude') projectDir = dirname(dirname(settingsPath));
@@ -117,6 +128,8 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     if (settingsPath !== undefined) {
       if (positionals.length > 0) throw new UsageError('give either --settings or a hook command, not both');
       const setup = await loadHookSetup(settingsPath);
+      // An event the file keys hooks under is one its Claude Code fires, listed here or not.
+      if (values.event !== undefined) checkEvent(values.event, [...setup.hooks, ...setup.skipped, ...setup.unknown].map((h) => h.event));
       const selected = (hook: { event: string }): boolean => values.event === undefined || hook.event === values.event;
       for (const hook of setup.hooks.filter(selected)) planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
       for (const skipped of setup.skipped.filter(selected)) io.stderr(`hookwatch check: ${skipped.location} is a "${skipped.type}" hook, not a command: not checked\n`);
