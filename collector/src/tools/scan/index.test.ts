@@ -298,6 +298,32 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect((await scan(['--help'])).out).toMatch(/^Usage: hookwatch scan/);
   });
 
+  it('exits 2 on a file that is not a transcript, saying how many lines could not be read, and never says OK', async () => {
+    const readme = join(dir, 'README.md');
+    await writeFile(readme, '# A project\n\nSome words.\n\n- a list\n');
+    const text = await scan([readme]);
+    expect(text.out).toContain(`${readme}: unreadable: not a Claude Code transcript: none of its 3 lines could be read as a transcript record, 3 unparsable lines`);
+    expect(text.out).not.toContain('OK');
+    expect(text.code).toBe(2);
+    // JSON that is not JSON Lines of transcript entries: a document over several lines, or objects without a type.
+    const pretty = join(dir, 'settings.json');
+    await writeFile(pretty, JSON.stringify({ hooks: { Stop: [] } }, null, 2));
+    const untyped = join(dir, 'rows.jsonl');
+    await writeFile(untyped, '{"a":1}\n{"a":2}\n');
+    for (const [file, why] of [[pretty, '5 lines could be read as a transcript record'], [untyped, '2 lines could be read as a transcript record (2 JSON without a record type)']] as const) {
+      const { code, result } = await scanJson([file]);
+      expect((result.files[0] as { error?: string }).error).toContain(why);
+      expect(result.ok).toBe(false);
+      expect(code).toBe(2);
+    }
+    // A transcript with a corrupt line is still read, and passes: the line is counted.
+    const corrupt = join(dir, 'corrupt.jsonl');
+    await writeFile(corrupt, `${jsonl([hookRecord({ uuid: 'c1', sessionId: 's-corrupt', hookName: 'Stop', stdout: 'fine' })])}not json\n`);
+    const tolerated = await scanJson([corrupt]);
+    expect(tolerated.result.totals.unparsableLines).toBe(1);
+    expect(tolerated.code).toBe(0);
+  });
+
   it('exits 2 when the paths hold no transcripts, so a job pointed at the wrong folder fails', async () => {
     const empty = join(dir, 'empty', 'nested');
     await mkdir(empty, { recursive: true });

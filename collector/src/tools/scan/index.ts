@@ -21,7 +21,8 @@ as telemetry names them (SessionStart:startup); per command is what telemetry ca
 commands of one event was over.
 Records are counted once by their uuid, persisted outputs once by their saved file; copies of API requests are
 not counted; records of unknown types are skipped and counted. Files are streamed line by line; unparsable
-lines are skipped and counted.
+lines are skipped and counted, and a file none of whose lines is a transcript record (a README, a JSON document)
+is unreadable input: named with how many lines could not be read, exit status 2.
 
 Paths default to ~/.claude/projects.
 

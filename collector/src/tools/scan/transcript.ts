@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import type { OutputKind } from '../../../../shared/src/cliff.ts';
 import { measureStdout } from '../check/measure.ts';
-import { headCodeUnits } from '../common/format.ts';
+import { formatCount, headCodeUnits, plural } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 import { readLines } from '../common/lines.ts';
 import type { LineStats } from '../common/lines.ts';
@@ -356,10 +356,15 @@ export class TranscriptScanner {
     };
     const fallbackSession = basename(path).replace(/\.jsonl$/, '');
     const pending = new PendingOutputs();
+    // Lines read, and those that are transcript records (JSON objects with a type): a file with lines and no
+    // record is not a transcript (a README, a JSON document), not one with a few corrupt lines.
+    let read = 0;
+    let records = 0;
     try {
       const options = this.maxLineBytes === undefined ? { stats } : { stats, maxLineBytes: this.maxLineBytes };
       for await (const line of readLines(path, options)) {
         if (line.bytes.length === 0 || isBlank(line.bytes)) continue;
+        read++;
         let parsed: unknown;
         try {
           parsed = JSON.parse(line.bytes.toString('utf8'));
@@ -372,10 +377,19 @@ export class TranscriptScanner {
           file.unparsableLines++;
           continue;
         }
+        if (typeof parsed.type === 'string') records++;
         await this.consider(parsed, { file, pending, fallbackSession, lineNumber: line.lineNumber, mayHoldMarker: line.bytes.includes(MARKER_BYTES) });
       }
     } catch (error) {
       file.error = error instanceof Error ? error.message : String(error);
+    }
+    // Unreadable as a transcript, as a file that cannot be opened is; a lone line cut off mid-write (a session
+    // just begun) is not that. Lines over the line limit were not read: they may be records.
+    if (file.error === undefined && records === 0 && read > 0 && stats.oversizedLines === 0 && !(read === 1 && file.truncatedLastLine)) {
+      // The lines that are not JSON objects are counted as unparsable beside this; the others are said here.
+      const untyped = read - file.unparsableLines;
+      const why = untyped > 0 ? ` (${formatCount(untyped)} JSON without a record type)` : '';
+      file.error = `not a Claude Code transcript: none of its ${plural(read, 'line')} could be read as a transcript record${why}`;
     }
     // JSON output strings whose delivery record never came (a session cut off, a record lost).
     for (const entry of pending.drain()) await this.emitUnconfirmed(entry, path);
