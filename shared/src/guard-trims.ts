@@ -6,7 +6,11 @@
 /** The event name of the OTLP log record the guard sends per trimmed output. */
 export const GUARD_TRIM_EVENT = 'hookwatch.guard_trim';
 
-/** The output fields the guard trims (stdout whole, or a JSON output's fields). */
+/**
+ * The output fields the guard reports trims of (stdout whole, or a JSON output's capped strings). A top-level
+ * `additionalContext`, which Claude Code does not cap, is no longer trimmed; reports of it from earlier guards
+ * are still accepted.
+ */
 export const GUARD_FIELDS = [
   'stdout',
   'additionalContext',

@@ -1,9 +1,11 @@
 import { DEFAULT_NEAR_THRESHOLD_CHARS, deliveredChars, isPersisted, measuredLength, OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import type { OutputKind } from '../../../../shared/src/cliff.ts';
+import { cappedStrings, isObject } from '../common/capped-fields.ts';
+import type { CappedJsonField } from '../common/capped-fields.ts';
 import { countCodePoints, headCodeUnits } from '../common/format.ts';
 
 /** Where a measured string came from in the hook's output. */
-export type OutputField = 'stdout' | 'hookSpecificOutput.additionalContext' | 'systemMessage' | 'hookSpecificOutput.initialUserMessage' | 'initialUserMessage';
+export type OutputField = 'stdout' | CappedJsonField;
 
 /**
  * over: past the cap, saved to a file (fails the check); over-budget: delivered but past --budget (fails the
@@ -63,13 +65,9 @@ export function measureString(kind: OutputKind, field: OutputField, text: string
   };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
- * The strings Claude Code measures in a successful hook's stdout: a JSON object's `additionalContext` (under
- * hookSpecificOutput), `systemMessage` and `initialUserMessage`, each on its own; otherwise the plain stdout
+ * The strings Claude Code measures in a successful hook's stdout: a JSON object's capped strings (cappedStrings,
+ * the ones the guard trims), each on its own; otherwise the plain stdout
  * as a whole. With JSON output the wrapper itself is not measured (the 2.1.332 fixtures: a 12,078-character
  * JSON stdout with a 12,000-character additionalContext counts as one persisted output, not two).
  */
@@ -95,16 +93,5 @@ export function measureStdout(stdout: string, stdoutChars: number, complete: boo
 }
 
 function measureJsonFields(output: Record<string, unknown>, budget: number | undefined): MeasuredOutput[] {
-  const specific = isObject(output.hookSpecificOutput) ? output.hookSpecificOutput : {};
-  const outputs: MeasuredOutput[] = [];
-  if (typeof specific.additionalContext === 'string') {
-    outputs.push(measureString('additionalContext', 'hookSpecificOutput.additionalContext', specific.additionalContext, budget));
-  }
-  if (typeof output.systemMessage === 'string') outputs.push(measureString('systemMessage', 'systemMessage', output.systemMessage, budget));
-  if (typeof specific.initialUserMessage === 'string') {
-    outputs.push(measureString('initialUserMessage', 'hookSpecificOutput.initialUserMessage', specific.initialUserMessage, budget));
-  } else if (typeof output.initialUserMessage === 'string') {
-    outputs.push(measureString('initialUserMessage', 'initialUserMessage', output.initialUserMessage, budget));
-  }
-  return outputs;
+  return cappedStrings(output).map((c) => measureString(c.kind, c.field, c.value, budget));
 }

@@ -21,9 +21,11 @@ Code delivers up to 10,000 characters (UTF-16 code units) whole and replaces any
 ~2,000-character preview; the guard keeps the front of an over-budget string, cut at a line or word boundary,
 and ends it with one line saying how much was left out and which file holds the full output.
 
-Plain stdout is measured whole; with JSON output, additionalContext (top level and under hookSpecificOutput),
-systemMessage and initialUserMessage are trimmed separately and the rest is untouched. Output within budget,
-and the output of a command that exits non-zero, passes through byte for byte.
+Plain stdout is measured whole; with JSON output, the strings Claude Code caps (those hookwatch check measures:
+hookSpecificOutput.additionalContext, systemMessage, and initialUserMessage under hookSpecificOutput or else at
+the top level) are trimmed separately and the rest is untouched, a top-level additionalContext included (Claude
+Code neither delivers nor caps it). Output within budget, and the output of a command that exits non-zero,
+passes through byte for byte.
 
 One argument after -- is a command line run by the shell (as in a settings file); several are run directly. In a
 settings file, single-quote the command line after -- (as --install does): -- '"$CLAUDE_PROJECT_DIR"/hook.sh'.

@@ -117,19 +117,41 @@ describe('guardStdout', () => {
     const guarded = guardStdout(JSON.stringify(input), 9_500, pathFor);
     expect(guarded.format).toBe('json');
     const out = JSON.parse(guarded.replacement ?? '') as typeof input;
-    expect(guarded.trimmed.map((t) => t.field).sort()).toEqual(['additionalContext', 'hookSpecificOutput.additionalContext', 'systemMessage']);
-    for (const value of [out.additionalContext, out.systemMessage, out.hookSpecificOutput.additionalContext]) {
+    // A top-level additionalContext is not one Claude Code reads or caps: left whole, as check leaves it unmeasured.
+    expect(guarded.trimmed.map((t) => t.field).sort()).toEqual(['hookSpecificOutput.additionalContext', 'systemMessage']);
+    expect(out.additionalContext).toBe(input.additionalContext);
+    for (const value of [out.systemMessage, out.hookSpecificOutput.additionalContext]) {
       expect(value.length).toBeLessThanOrEqual(9_500);
       expect(value).toMatch(/\[hookwatch guard: [\d,]+ more characters left out; the full output is in \/tmp\/hookwatch-guard\/[\w.]+\.txt\]$/);
     }
     expect(out.hookSpecificOutput.additionalContext).toContain(pathFor('hookSpecificOutput.additionalContext'));
-    expect({ ...out, additionalContext: '', systemMessage: '', hookSpecificOutput: { ...out.hookSpecificOutput, additionalContext: '' } }).toEqual({
+    expect({ ...out, systemMessage: '', hookSpecificOutput: { ...out.hookSpecificOutput, additionalContext: '' } }).toEqual({
       ...input,
-      additionalContext: '',
       systemMessage: '',
       hookSpecificOutput: { ...input.hookSpecificOutput, additionalContext: '' },
     });
     for (const t of guarded.trimmed) expect(t.keptChars).toBeLessThan(OUTPUT_CAP_CHARS);
+  });
+
+  it('trims exactly the strings hookwatch check measures over the budget, so check and guard agree', () => {
+    const long = 'w '.repeat(6_000);
+    const outputs: unknown[] = [
+      { additionalContext: long },
+      { initialUserMessage: long },
+      { initialUserMessage: long, hookSpecificOutput: { hookEventName: 'SessionStart', initialUserMessage: 'short' } },
+      { initialUserMessage: 'short', hookSpecificOutput: { hookEventName: 'SessionStart', initialUserMessage: long } },
+      { systemMessage: long, reason: long, hookSpecificOutput: { hookEventName: 'PostToolUse', additionalContext: long, permissionDecisionReason: long } },
+      { hookSpecificOutput: long, additionalContext: long },
+    ];
+    for (const output of outputs) {
+      const stdout = JSON.stringify(output);
+      const measured = measureStdout(stdout, stdout.length, true, 9_500).outputs.filter((o) => o.overBudget).map((o) => o.field);
+      const trimmed = guardStdout(stdout, 9_500, pathFor).trimmed.map((t) => t.field);
+      expect(trimmed, stdout.slice(0, 80)).toEqual(measured);
+      // What check measures of the guarded output is within the budget.
+      const after = guardStdout(stdout, 9_500, pathFor).replacement ?? stdout;
+      expect(measureStdout(after, after.length, true, 9_500).outputs.filter((o) => o.overBudget), stdout.slice(0, 80)).toEqual([]);
+    }
   });
 
   it('treats invalid JSON and non-object JSON as plain text', () => {

@@ -6,6 +6,7 @@
  */
 
 import type { GuardField } from '../../../../shared/src/guard-trims.ts';
+import { cappedStrings, isObject } from '../common/capped-fields.ts';
 
 /** Default budget in UTF-16 code units: under the 10,000 cap with headroom for a pointer line and slack. */
 export const DEFAULT_GUARD_BUDGET = 9_500;
@@ -80,10 +81,6 @@ export function trimText(text: string, budget: number, path: string, totalChars 
   return { text: `${front}${separator}${pointer(totalChars - front.length)}`, keptFront: front };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Names the file that will hold a trimmed field's full text; called only for fields that are trimmed. */
 export type FullOutputPath = (field: GuardField) => string;
 
@@ -96,9 +93,9 @@ export interface GuardedStdout {
 }
 
 /**
- * Applies the budget to a complete stdout the way Claude Code measures it: a JSON object's additionalContext
- * (top level and under hookSpecificOutput), systemMessage and initialUserMessage each on its own, everything
- * else untouched; anything else, invalid JSON included, as one plain string.
+ * Applies the budget to a complete stdout the way Claude Code measures it: a JSON object's capped strings
+ * (cappedStrings: additionalContext under hookSpecificOutput, systemMessage, initialUserMessage) each on its own,
+ * everything else untouched; anything else, invalid JSON included, as one plain string.
  */
 export function guardStdout(stdout: string, budget: number, pathFor: FullOutputPath): GuardedStdout {
   // Trimmed as `hookwatch check` reads it (measureStdout): a byte order mark or other white space that JSON.parse
@@ -120,20 +117,12 @@ export function guardStdout(stdout: string, budget: number, pathFor: FullOutputP
 
 function guardJson(output: Record<string, unknown>, budget: number, pathFor: FullOutputPath): GuardedStdout {
   const trimmed: Trimmed[] = [];
-  const apply = (holder: Record<string, unknown>, key: string, field: GuardField): void => {
-    const value = holder[key];
-    if (typeof value !== 'string') return;
+  // The strings `hookwatch check` measures, and only those: a field Claude Code does not cap is not cut.
+  for (const { field, holder, key, value } of cappedStrings(output)) {
     const cut = trimText(value, budget, pathFor(field));
-    if (cut === undefined) return;
+    if (cut === undefined) continue;
     holder[key] = cut.text;
     trimmed.push({ field, sentChars: value.length, keptChars: cut.text.length, full: value });
-  };
-  apply(output, 'additionalContext', 'additionalContext');
-  apply(output, 'systemMessage', 'systemMessage');
-  apply(output, 'initialUserMessage', 'initialUserMessage');
-  if (isObject(output.hookSpecificOutput)) {
-    apply(output.hookSpecificOutput, 'additionalContext', 'hookSpecificOutput.additionalContext');
-    apply(output.hookSpecificOutput, 'initialUserMessage', 'hookSpecificOutput.initialUserMessage');
   }
   if (trimmed.length === 0) return { replacement: undefined, format: 'json', trimmed };
   return { replacement: `${JSON.stringify(output)}\n`, format: 'json', trimmed };
