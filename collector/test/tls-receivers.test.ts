@@ -120,6 +120,27 @@ describe.skipIf(!HAVE_OPENSSL)('alert receivers over TLS', () => {
     expect(notifiedFor(receiver, 'PostToolUse:fourth')).toBeUndefined();
   });
 
+  it('with tls.minVersion 1.3 refuses a receiver that speaks TLS 1.2 at most, reported as a failed handshake', async () => {
+    const receiver = new WebhookSink(Date.now, { ...pki.server, maxVersion: 'TLSv1.2' });
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const receivers = [
+      { name: 'lenient', type: 'webhook', url: `${receiver.url}/hook`, tls: { caFile: pki.ca.certFile } },
+      // Written as YAML writes it unquoted: a number.
+      { name: 'strict', type: 'webhook', url: `${receiver.url}/hook`, tls: { caFile: pki.ca.certFile, minVersion: 1.3 } },
+    ];
+    const service = await start(JSON.stringify({ alerting: { receivers } }), recordingLogger().logger);
+    const test = async (name: string): Promise<{ status: number; error: string | null }> => {
+      const res = await fetch(`${service.httpUrl}/api/v1/receivers/${name}/test`, { method: 'POST' });
+      return { status: res.status, error: ((await res.json()) as { error: string | null }).error };
+    };
+    expect(await test('lenient')).toEqual({ status: 200, error: null });
+    const strict = await test('strict');
+    expect(strict.status).toBe(502);
+    expect(strict.error).toMatch(/^TLS handshake failed: .*protocol version/);
+    expect(receiver.requests).toHaveLength(1);
+  });
+
   it('refuses to start with a file that cannot be used, naming the setting, never showing the key', async () => {
     const receiver = await sink();
     const missing = join(pki.dir, 'missing.crt');

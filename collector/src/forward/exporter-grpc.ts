@@ -6,8 +6,10 @@
  * INTERNAL and UNKNOWN (what a gateway answers for HTTP 401, 403, 404 and 5xx) are retried within
  * forward.retry.maxElapsedTime, like the HTTP exporter's 401/403/404/500, and so is a failed TLS handshake (grpc-js
  * reports it as UNAVAILABLE, which would otherwise be retried forever). Any other code is permanent. An https://
- * endpoint speaks TLS with forward.tls.* (CA, client certificate, server name), a new channel taking rotated files.
+ * endpoint speaks TLS with forward.tls.* (CA, client certificate, server name, lowest version), a new channel
+ * taking rotated files.
  */
+import { createSecureContext } from 'node:tls';
 import { Client, Metadata, credentials, status as GrpcStatus, type ChannelCredentials, type ChannelOptions, type ServiceError } from '@grpc/grpc-js';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
@@ -74,7 +76,9 @@ export class GrpcExporter implements Exporter {
     const tls = this.opts.tls?.connectOptions();
     let channelCredentials: ChannelCredentials = credentials.createInsecure();
     if (this.secure) {
-      channelCredentials = credentials.createSsl(tls?.ca ?? null, tls?.key ?? null, tls?.cert ?? null, { rejectUnauthorized: tls?.rejectUnauthorized ?? true });
+      // A secure context of its own, as createSsl takes no lowest TLS version (forward.tls.minVersion).
+      const context = createSecureContext({ ...(tls?.ca ? { ca: tls.ca } : {}), ...(tls?.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}), minVersion: tls?.minVersion ?? 'TLSv1.2' });
+      channelCredentials = credentials.createFromSecureContext(context, { rejectUnauthorized: tls?.rejectUnauthorized ?? true });
     }
     const options: ChannelOptions = {
       // 2 = gzip in grpc-js's compression algorithm enum.

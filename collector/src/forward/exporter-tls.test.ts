@@ -5,7 +5,8 @@
  */
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createSecureServer } from 'node:http2';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { Server as GrpcServer, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
@@ -69,13 +70,37 @@ async function grpcDestination(server: CertFiles, clientCa?: string): Promise<De
   return { url: `https://127.0.0.1:${port}`, peers, stop: async () => void s.forceShutdown() };
 }
 
+/**
+ * A destination that speaks TLS 1.2 at most, over HTTP/2 (gRPC) and HTTP/1.1, answering 200 to everything;
+ * `handshakes` counts the TLS handshakes completed.
+ */
+async function tls12Destination(server: CertFiles): Promise<{ url: string; handshakes: () => number; stop(): Promise<void> }> {
+  let handshakes = 0;
+  const s = createSecureServer({ cert: readFileSync(server.certFile), key: readFileSync(server.keyFile), maxVersion: 'TLSv1.2', allowHTTP1: true }, (req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  s.on('secureConnection', () => handshakes++);
+  const sockets = new Set<Socket>();
+  s.on('connection', (socket: Socket) => sockets.add(socket));
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `https://127.0.0.1:${(s.address() as AddressInfo).port}`,
+    handshakes: () => handshakes,
+    stop: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    },
+  };
+}
+
 function recordingLogger(): { logger: Logger; lines: string[] } {
   const lines: string[] = [];
   const at = (level: string) => (msg: string, fields?: Record<string, unknown>): void => void lines.push(`${level} ${msg} ${JSON.stringify(fields ?? {})}`);
   return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, lines };
 }
 
-const tls = (extra: Partial<ClientTlsConfig>): ClientTlsConfig => ({ section: 'forward.tls', caFile: '', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, reloadIntervalMs: 1000, ...extra });
+const tls = (extra: Partial<ClientTlsConfig>): ClientTlsConfig => ({ section: 'forward.tls', caFile: '', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadIntervalMs: 1000, ...extra });
 
 describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
   const pki = useTestPki('hookwatch-forward-tls-');
@@ -135,6 +160,18 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
         expect(lines.some((l) => l.startsWith('warn forward.tls.insecureSkipVerify is on'))).toBe(true);
       });
 
+      it('with minVersion 1.3 refuses a destination that speaks TLS 1.2 at most, reported as TLS', async () => {
+        const d = await tls12Destination(pki.server);
+        cleanups.push(() => d.stop());
+        const lenient = await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile })).exporter);
+        if (protocol === 'http/protobuf') expect(lenient).toEqual({ kind: 'success' });
+        expect(d.handshakes()).toBe(1);
+        const strict = await send(exporter(protocol, d.url, tls({ caFile: pki.ca.certFile, minVersion: '1.3' })).exporter);
+        expect(strict).toMatchObject({ kind: 'retryable', tls: true, bounded: true });
+        expect((strict as { message: string }).message).toMatch(/protocol version/);
+        expect(d.handshakes()).toBe(1);
+      });
+
       it('connects with a CA file rotated in place once it is read again, without a restart', async () => {
         const d = await destination(protocol);
         const dir = join(pki.dir, `rotate-${protocol.replace('/', '-')}`);
@@ -172,8 +209,11 @@ describe.skipIf(!HAVE_OPENSSL)('forward.tls', () => {
     cleanups.push(() => dir.cleanup());
     const config = (env: Record<string, string>): ReturnType<typeof toConfig> => toConfig(loadConfig({ env: { ...isolatedEnv(dir.dir), ...env } }));
     const files = { HOOKWATCH_FORWARD_TLS_CA_FILE: pki.ca.certFile, HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.client.certFile, HOOKWATCH_FORWARD_TLS_KEY_FILE: pki.client.keyFile };
-    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', ...files, HOOKWATCH_FORWARD_TLS_SERVER_NAME: 'otlp.internal' }).forward.tls).toEqual({ section: 'forward.tls', caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile, serverName: 'otlp.internal', insecureSkipVerify: false, reloadIntervalMs: 30_000 });
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', ...files, HOOKWATCH_FORWARD_TLS_SERVER_NAME: 'otlp.internal' }).forward.tls).toEqual({ section: 'forward.tls', caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile, serverName: 'otlp.internal', insecureSkipVerify: false, minVersion: '1.2', reloadIntervalMs: 30_000 });
     expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com' }).forward.tls).toBeUndefined();
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_MIN_VERSION: '1.3' }).forward.tls).toMatchObject({ minVersion: '1.3', caFile: '' });
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_MIN_VERSION: '1.1' })).toThrow('invalid value "1.1" for forward.tls.minVersion: expected one of 1.2, 1.3');
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'http://otlp.example.com', HOOKWATCH_FORWARD_TLS_MIN_VERSION: '1.3' })).toThrow('forward.tls.minVersion is set but forward.endpoint is not an https:// URL');
     expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'http://otlp.example.com:4318', ...files })).toThrow('forward.tls.caFile is set but forward.endpoint is not an https:// URL');
     expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'collector:4317', HOOKWATCH_FORWARD_PROTOCOL: 'grpc', HOOKWATCH_FORWARD_TLS_INSECURE_SKIP_VERIFY: 'true' })).toThrow(/forward\.tls\.insecureSkipVerify is set but forward\.endpoint is not an https/);
     expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp.example.com', HOOKWATCH_FORWARD_TLS_CERT_FILE: pki.client.certFile })).toThrow('forward.tls.certFile and forward.tls.keyFile go together');

@@ -8,7 +8,7 @@
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { clientTlsConfig, clientTlsSettings, type ClientTlsConfig } from '../net/settings.ts';
+import { clientTlsConfig, clientTlsSet, clientTlsSettings, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -150,7 +150,7 @@ export interface ForwardConfig {
 /** forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused. */
 function checkTlsEndpoint(endpoint: string, tls: ClientTlsConfig | undefined): void {
   if (!tls || endpoint === '' || /^https:\/\//i.test(endpoint)) return;
-  const set = tls.caFile ? 'caFile' : tls.certFile ? 'certFile' : tls.serverName ? 'serverName' : 'insecureSkipVerify';
+  const set = clientTlsSet(tls) ?? 'caFile';
   throw new ConfigError(`forward.tls.${set} is set but forward.endpoint is not an https:// URL, so no TLS is spoken with the destination: write the endpoint as https://host:port, or unset forward.tls.*`);
 }
 

@@ -108,7 +108,7 @@ describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
     const ok = await hookwatch(['config', '--json'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: pki.server.keyFile });
     expect(ok.code, ok.stderr).toBe(0);
     const doc = JSON.parse(ok.stdout) as { forward: { tls: unknown } };
-    expect(doc.forward.tls).toEqual({ caFile: pki.ca.certFile, certFile: pki.server.certFile, keyFile: pki.server.keyFile, serverName: '', insecureSkipVerify: false, reloadInterval: '30s' });
+    expect(doc.forward.tls).toEqual({ caFile: pki.ca.certFile, certFile: pki.server.certFile, keyFile: pki.server.keyFile, serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadInterval: '30s' });
     expect(ok.stdout).not.toContain(pemBody(pki.server.keyFile));
     const bad = await hookwatch(['config'], { ...env, HOOKWATCH_FORWARD_TLS_KEY_FILE: pki.rotated.keyFile });
     expect(bad.code).toBe(2);

@@ -82,6 +82,8 @@ export interface ClientTlsConfig {
   /** Empty: the endpoint's host. */
   serverName: string;
   insecureSkipVerify: boolean;
+  /** Lowest TLS version a connection is made with: the server must speak it or later. */
+  minVersion: TlsMinVersion;
   reloadIntervalMs: number;
 }
 
@@ -112,6 +114,10 @@ export function clientTlsSettings(section: string, envPrefix: string, server: st
       description: `Accept any certificate from ${server}, unchecked: for a test setup only, since anyone on the path can then read and change what is sent. Warned about at start. Prefer \`${section}.caFile\`.`,
     },
     {
+      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: '1.2', values: TLS_MIN_VERSIONS,
+      description: `Lowest TLS version hookwatch connects to ${server} with: \`1.2\` or \`1.3\`. A server that speaks only older versions fails the handshake.`,
+    },
+    {
       key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
       description: 'How often the CA, client certificate and key files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to the connections made from then on without a restart; a new set that cannot be used is logged as an error and the files in use are kept.',
     },
@@ -127,12 +133,22 @@ export function clientTlsConfig(r: SettingValues, section: string): ClientTlsCon
     keyFile: r.string(`${section}.keyFile`),
     serverName: r.string(`${section}.serverName`).trim(),
     insecureSkipVerify: r.boolean(`${section}.insecureSkipVerify`),
+    minVersion: r.oneOf(`${section}.minVersion`, TLS_MIN_VERSIONS),
     reloadIntervalMs: r.number(`${section}.reloadInterval`),
   };
   const problem = clientTlsProblem(config);
   if (problem) throw new ConfigError(problem);
-  if (config.caFile === '' && config.certFile === '' && config.serverName === '' && !config.insecureSkipVerify) return undefined;
-  return config;
+  return clientTlsSet(config) ? config : undefined;
+}
+
+/** The first of a client's settings that is set (not its default), or undefined when none is: the system's defaults. */
+export function clientTlsSet(config: ClientTlsConfig): 'caFile' | 'certFile' | 'serverName' | 'insecureSkipVerify' | 'minVersion' | undefined {
+  if (config.caFile !== '') return 'caFile';
+  if (config.certFile !== '') return 'certFile';
+  if (config.serverName !== '') return 'serverName';
+  if (config.insecureSkipVerify) return 'insecureSkipVerify';
+  if (config.minVersion !== '1.2') return 'minVersion';
+  return undefined;
 }
 
 /** What is wrong with a client's settings taken together (a certificate without its key, a bad server name), or undefined. */

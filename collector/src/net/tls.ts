@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { ClientTlsConfig, TlsConfig } from './settings.ts';
+import type { ClientTlsConfig, TlsConfig, TlsMinVersion } from './settings.ts';
 
 /** The files of a set by their setting's last part (`certFile`); undefined for one not set. */
 type TlsFiles = Record<string, Buffer | undefined>;
@@ -110,6 +110,11 @@ function checkContext(section: string, what: string, options: SecureContextOptio
   } catch (err) {
     throw new TlsFileError(`${section}: the ${what} cannot be used (${(err as Error).message})`);
   }
+}
+
+/** A `minVersion` setting (`1.2`, `1.3`) as OpenSSL names the protocol. */
+function protocolVersion(v: TlsMinVersion): 'TLSv1.2' | 'TLSv1.3' {
+  return v === '1.3' ? 'TLSv1.3' : 'TLSv1.2';
 }
 
 /** What a log line says of a certificate: who it names, until when, and its fingerprint. */
@@ -225,7 +230,7 @@ function checkServed(config: TlsConfig, files: TlsFiles): Served {
   const ca = files['clientCaFile'];
   const certificate = checkKeyPair(section, config.certFile, config.keyFile, cert, key);
   if (ca) checkCa(`${section}.clientCaFile`, config.clientCaFile, ca);
-  const options: SecureContextOptions = { cert, key, ...(ca ? { ca } : {}), minVersion: config.minVersion === '1.3' ? 'TLSv1.3' : 'TLSv1.2' };
+  const options: SecureContextOptions = { cert, key, ...(ca ? { ca } : {}), minVersion: protocolVersion(config.minVersion) };
   checkContext(section, 'certificate, key or client CA', options);
   return { options, certificate };
 }
@@ -314,7 +319,8 @@ export class TlsCredentials extends ReloadingTlsFiles<Served> {
 /**
  * What a TLS connection to a server is made with: the CAs its certificate must chain to (undefined: the
  * system's), a client certificate and key (mutual TLS), the name its certificate must carry (undefined: the
- * host connected to) and whether the certificate is checked at all. The names are those of tls.connect().
+ * host connected to), whether the certificate is checked at all and the lowest TLS version. The names are those
+ * of tls.connect().
  */
 export interface ClientTlsOptions {
   ca?: Buffer;
@@ -322,6 +328,8 @@ export interface ClientTlsOptions {
   key?: Buffer;
   servername?: string;
   rejectUnauthorized: boolean;
+  /** The lowest TLS version offered: a server speaking only older ones fails the handshake. */
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
 }
 
 /** What a client connects with, and its client certificate for logs. */
@@ -347,6 +355,7 @@ function checkPresented(config: ClientTlsConfig, files: TlsFiles): Presented {
     ...(cert && key ? { cert, key } : {}),
     ...(config.serverName ? { servername: config.serverName } : {}),
     rejectUnauthorized: !config.insecureSkipVerify,
+    minVersion: protocolVersion(config.minVersion),
   };
   checkContext(section, 'CA, client certificate or key', { ...(ca ? { ca } : {}), ...(cert && key ? { cert, key } : {}) });
   return { options, certificate };
@@ -354,8 +363,8 @@ function checkPresented(config: ClientTlsConfig, files: TlsFiles): Presented {
 
 /**
  * The TLS a client connects with (`forward.tls.*`): a CA to trust instead of the system's, a client certificate
- * and key, the server name, whether the server's certificate is checked. `generation` grows each time a rotated
- * set of files is taken into use, so the connections made from then on use it.
+ * and key, the server name, whether the server's certificate is checked, the lowest TLS version. `generation`
+ * grows each time a rotated set of files is taken into use, so the connections made from then on use it.
  */
 export class ClientTlsCredentials extends ReloadingTlsFiles<Presented> {
   readonly config: ClientTlsConfig;

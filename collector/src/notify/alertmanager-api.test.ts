@@ -326,11 +326,13 @@ describe('alertmanager receiver settings', () => {
     expect(() => parseReceivers([{ name: 'w', type: 'pagerduty', url: 'http://x' }])).toThrow(/type: expected webhook, slack, alertmanager/);
     // The files are read when alerting starts (net/tls.ts), named by the receiver's settings.
     expect(parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { caFile: '/nonexistent/ca.pem', reloadInterval: '5m' } }])[0]?.tls).toEqual({
-      section: 'alerting.receivers[0].tls', caFile: '/nonexistent/ca.pem', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, reloadIntervalMs: 300_000,
+      section: 'alerting.receivers[0].tls', caFile: '/nonexistent/ca.pem', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadIntervalMs: 300_000,
     });
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x' } }])).toThrow('alerting.receivers[0].tls.certFile and alerting.receivers[0].tls.keyFile go together');
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { reloadInterval: '10ms' } }])).toThrow(/tls\.reloadInterval/);
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { serverName: 'a b' } }])).toThrow('invalid value for alerting.receivers[0].tls.serverName');
+    expect(parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { minVersion: '1.3' } }])[0]?.tls?.minVersion).toBe('1.3');
+    expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { minVersion: 1.1 } }])).toThrow('invalid value "1.1" for alerting.receivers[0].tls.minVersion: expected one of 1.2, 1.3');
     const pasted = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n';
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x', keyFile: pasted } }])).toThrow('alerting.receivers[0].tls.keyFile: expected the path of a file, not its contents');
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x', keyFile: pasted } }])).not.toThrow(/MIGHAgEA/);

@@ -7,7 +7,7 @@
  */
 import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { clientTlsProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { TLS_MIN_VERSIONS, clientTlsProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
@@ -23,7 +23,7 @@ export interface NotifyConfig {
 
 export const RECEIVERS_SETTING: Setting = {
   key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers),
-  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify, reloadInterval}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret. The tls files are read and checked at start (a file that cannot be used stops hookwatch, naming the setting) and read again every tls.reloadInterval (default 30s): a rotated CA, client certificate or key is used for the next notification without a restart, and a new set that cannot be used is logged once and the files in use kept.',
+  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion (1.2 or 1.3, default 1.2), reloadInterval}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret. The tls files are read and checked at start (a file that cannot be used stops hookwatch, naming the setting) and read again every tls.reloadInterval (default 30s): a rotated CA, client certificate or key is used for the next notification without a restart, and a new set that cannot be used is logged once and the files in use kept.',
 };
 
 /** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
@@ -88,7 +88,7 @@ export function notifyConfig(r: SettingValues): NotifyConfig {
 
 const RECEIVER_KEYS = ['name', 'type', 'url', 'headers', 'signingSecret', 'timeout', 'sendResolved', 'basicAuth', 'bearerToken', 'tls', 'resendInterval'];
 const RECEIVER_TYPES = ['webhook', 'slack', 'alertmanager'];
-const TLS_KEYS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify', 'reloadInterval'];
+const TLS_KEYS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify', 'minVersion', 'reloadInterval'];
 /** Files of a receiver's `tls`, read and checked when alerting starts (net/tls.ts). */
 const TLS_FILE_KEYS = ['caFile', 'certFile', 'keyFile'] as const;
 /** Headers hookwatch sets itself; a receiver may not override them. */
@@ -202,7 +202,7 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
  */
 function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
   if (raw === undefined || raw === null) return null;
-  if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName, insecureSkipVerify or reloadInterval`);
+  if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion or reloadInterval`);
   for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${TLS_KEYS.join(', ')})`);
   const files: Record<(typeof TLS_FILE_KEYS)[number], string> = { caFile: '', certFile: '', keyFile: '' };
   for (const k of TLS_FILE_KEYS) {
@@ -217,11 +217,15 @@ function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
   if (typeof insecureSkipVerify !== 'boolean') throw new SettingError(`${at}.insecureSkipVerify: expected true or false`);
   const serverName = raw['serverName'] ?? '';
   if (typeof serverName !== 'string' || (raw['serverName'] !== undefined && serverName === '')) throw new SettingError(`${at}.serverName: expected a host name`);
+  // As the rows of forward.tls.minVersion take it: `1.3` or "1.3", a YAML number or a string.
+  const minVersion = raw['minVersion'] === undefined ? '1.2' : TLS_MIN_VERSIONS.find((v) => v === String(raw['minVersion']));
+  if (!minVersion) throw new SettingError(`invalid value ${JSON.stringify(String(raw['minVersion']).slice(0, 20))} for ${at}.minVersion: expected one of ${TLS_MIN_VERSIONS.join(', ')}`);
   const config: ClientTlsConfig = {
     section: at,
     ...files,
     serverName,
     insecureSkipVerify,
+    minVersion,
     reloadIntervalMs: raw['reloadInterval'] === undefined ? 30_000 : duration(raw['reloadInterval'], `${at}.reloadInterval`, 1000, DAY),
   };
   const problem = clientTlsProblem(config);

@@ -35,6 +35,8 @@ export interface SinkTls {
   certFile: string;
   keyFile: string;
   clientCaFiles?: string[];
+  /** The newest TLS version the sink speaks (default: Node's, TLS 1.3). */
+  maxVersion?: 'TLSv1.2';
 }
 
 /** How the sink answers one request: a status, optional headers, optional delay before answering. */
@@ -76,7 +78,7 @@ export class WebhookSink {
         this.wake();
       });
     };
-    this.server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...mutual }, handler) : createServer(handler);
+    this.server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...mutual, ...(tls.maxVersion ? { maxVersion: tls.maxVersion } : {}) }, handler) : createServer(handler);
   }
 
   async start(): Promise<string> {
