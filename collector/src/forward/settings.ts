@@ -8,7 +8,7 @@
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { clientTlsConfig, clientTlsSet, clientTlsSettings, type ClientTlsConfig } from '../net/settings.ts';
+import { clientTlsConfig, clientTlsSettings, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -147,13 +147,6 @@ export interface ForwardConfig {
   tls?: ClientTlsConfig;
 }
 
-/** forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused. */
-function checkTlsEndpoint(endpoint: string, tls: ClientTlsConfig | undefined): void {
-  if (!tls || endpoint === '' || /^https:\/\//i.test(endpoint)) return;
-  const set = clientTlsSet(tls) ?? 'caFile';
-  throw new ConfigError(`forward.tls.${set} is set but forward.endpoint is not an https:// URL, so no TLS is spoken with the destination: write the endpoint as https://host:port, or unset forward.tls.*`);
-}
-
 export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   const endpoint = r.string('forward.endpoint').trim();
   const protocol = r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']);
@@ -162,7 +155,9 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   const problem = endpoint === '' ? undefined : forwardHeadersProblem(headers, protocol);
   if (problem) throw new ConfigError(`invalid value for forward.headers (forward.protocol ${protocol}): ${problem}`);
   const tls = clientTlsConfig(r, 'forward.tls');
-  checkTlsEndpoint(endpoint, tls);
+  // forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused.
+  const plain = plainUrlProblem(tls, endpoint, 'forward.endpoint', 'the destination', 'endpoint');
+  if (plain) throw new ConfigError(plain);
   return {
     forward: {
       endpoint,

@@ -131,6 +131,11 @@ describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
     expect(bad.stderr).not.toContain(pemBody(pki.rotated.keyFile));
     const notCa = await hookwatch(['config'], write({ caFile: pki.client.keyFile }));
     expect(notCa.stderr).toBe(`hookwatch: configuration error: alerting.receivers[0].tls.caFile ${pki.client.keyFile}: no PEM certificate in it\n`);
+    // tls beside an http:// URL speaks no TLS: refused as forward.tls.* is, before any file is read.
+    writeFileSync(file, JSON.stringify({ alerting: { receivers: [{ name: 'team', type: 'webhook', url: 'http://hooks.example.com/alert', tls: { caFile: pki.ca.certFile } }] } }));
+    const plain = await hookwatch(['config'], { HOOKWATCH_CONFIG: file });
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('alerting.receivers[0].tls.caFile is set but alerting.receivers[0].url is not an https:// URL, so no TLS is spoken with the receiver');
     const served = await hookwatch(['serve'], write({ caFile: join(pki.dir, 'gone.crt') }));
     expect(served.code).toBe(2);
     expect(served.stderr).toContain(`hookwatch: configuration error: alerting.receivers[0].tls.caFile ${join(pki.dir, 'gone.crt')}: cannot read it (ENOENT)\n`);

@@ -151,6 +151,17 @@ export function clientTlsSet(config: ClientTlsConfig): 'caFile' | 'certFile' | '
   return undefined;
 }
 
+/**
+ * A client's TLS settings beside a URL that speaks no TLS (http://, a bare host:port for gRPC) would be ignored, so
+ * they are refused: the message, naming the first one set and `urlSetting`, or undefined. `server` names who is
+ * connected to ("the destination"), `noun` what `urlSetting` is ("endpoint").
+ */
+export function plainUrlProblem(config: ClientTlsConfig | null | undefined, url: string, urlSetting: string, server: string, noun: string): string | undefined {
+  if (!config || url === '' || /^https:\/\//i.test(url)) return undefined;
+  const set = clientTlsSet(config);
+  return `${set ? `${config.section}.${set}` : config.section} is set but ${urlSetting} is not an https:// URL, so no TLS is spoken with ${server}: write the ${noun} as https://host:port, or unset ${config.section}.*`;
+}
+
 /** What is wrong with a client's settings taken together (a certificate without its key, a bad server name), or undefined. */
 export function clientTlsProblem(config: ClientTlsConfig): string | undefined {
   const { section } = config;

@@ -333,6 +333,13 @@ describe('alertmanager receiver settings', () => {
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { serverName: 'a b' } }])).toThrow('invalid value for alerting.receivers[0].tls.serverName');
     expect(parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { minVersion: '1.3' } }])[0]?.tls?.minVersion).toBe('1.3');
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { minVersion: 1.1 } }])).toThrow('invalid value "1.1" for alerting.receivers[0].tls.minVersion: expected one of 1.2, 1.3');
+    // tls beside an http:// URL would speak no TLS: refused as forward.tls.* is with an http:// forward.endpoint, the URL not shown.
+    const plain = (tls: Record<string, unknown>): (() => unknown) => () => parseReceivers([{ name: 'w', type: 'webhook', url: 'http://hooks.example.com/T0/secret-path', tls }]);
+    expect(plain({ caFile: '/etc/ca.pem' })).toThrow('alerting.receivers[0].tls.caFile is set but alerting.receivers[0].url is not an https:// URL, so no TLS is spoken with the receiver: write the url as https://host:port, or unset alerting.receivers[0].tls.*');
+    expect(plain({ insecureSkipVerify: true })).toThrow(/^alerting\.receivers\[0\]\.tls\.insecureSkipVerify is set but alerting\.receivers\[0\]\.url is not an https:\/\/ URL/);
+    expect(plain({ minVersion: 1.3 })).toThrow(/^alerting\.receivers\[0\]\.tls\.minVersion is set but/);
+    expect(plain({})).toThrow(/^alerting\.receivers\[0\]\.tls is set but/);
+    expect(plain({ caFile: '/etc/ca.pem' })).not.toThrow(/secret-path/);
     const pasted = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n';
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x', keyFile: pasted } }])).toThrow('alerting.receivers[0].tls.keyFile: expected the path of a file, not its contents');
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'https://am', tls: { certFile: '/x', keyFile: pasted } }])).not.toThrow(/MIGHAgEA/);

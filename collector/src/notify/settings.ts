@@ -7,7 +7,7 @@
  */
 import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { TLS_MIN_VERSIONS, clientTlsProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { TLS_MIN_VERSIONS, clientTlsProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
@@ -140,6 +140,10 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     const authorization = fromUrl ? { Authorization: fromUrl.authorization } : authorizationHeader(r, at, headers);
     const target = fromUrl ? fromUrl.url : (url as string);
     if (r['resendInterval'] !== undefined && type !== 'alertmanager') throw new SettingError(`${at}.resendInterval: only for type alertmanager`);
+    const tls = parseTls(r['tls'], `${at}.tls`);
+    // As forward.tls.*: tls beside an http:// URL would be ignored, so it is refused. The URL itself is not shown.
+    const plain = plainUrlProblem(tls, target, `${at}.url`, 'the receiver', 'url');
+    if (plain) throw new SettingError(plain);
     return {
       name,
       type: type as ReceiverConfig['type'],
@@ -150,7 +154,7 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
       timeoutMs: r['timeout'] === undefined ? 10_000 : duration(r['timeout'], `${at}.timeout`, 100, 300_000),
       sendResolved,
       resendIntervalMs: r['resendInterval'] === undefined ? 60_000 : duration(r['resendInterval'], `${at}.resendInterval`, 1000, 3_600_000),
-      tls: parseTls(r['tls'], `${at}.tls`),
+      tls,
     };
   });
 }
