@@ -141,6 +141,20 @@ describe.skipIf(!HAVE_OPENSSL)('alert receivers over TLS', () => {
     expect(receiver.requests).toHaveLength(1);
   });
 
+  it('closes its connections to the receiver when hookwatch stops', async () => {
+    const receiver = await sink();
+    // An idle connection would stay open for ten minutes unless hookwatch closes it.
+    receiver.keepConnectionsFor(600_000);
+    const service = await start(receiverYaml(receiver.url, { caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile }), recordingLogger().logger);
+    const test = await fetch(`${service.httpUrl}/api/v1/receivers/team/test`, { method: 'POST' });
+    expect(test.status).toBe(200);
+    expect(receiver.delivered()).toMatchObject([{ peer: 'client' }]);
+    expect(receiver.openConnections()).toBe(1);
+    await service.stop();
+    // The close travels to the receiver; the timeout only catches a connection left open.
+    await expect.poll(() => receiver.openConnections(), { timeout: 5000, interval: 50 }).toBe(0);
+  });
+
   it('refuses to start with a file that cannot be used, naming the setting, never showing the key', async () => {
     const receiver = await sink();
     const missing = join(pki.dir, 'missing.crt');

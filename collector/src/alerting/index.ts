@@ -10,7 +10,7 @@ import { Dispatcher } from '../notify/dispatcher.ts';
 import type { LinkContext } from '../notify/model.ts';
 import type { ClientTlsCredentials } from '../net/tls.ts';
 import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
-import { openReceiverTls } from '../notify/transport.ts';
+import { closeTlsDispatchers, openReceiverTls } from '../notify/transport.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
@@ -55,9 +55,9 @@ export interface Alerting {
   /** Renews the firing alerts at Alertmanager receivers (its counts are on /metrics). */
   refresher: AlertmanagerRefresher;
   /**
-   * Stops evaluation, aborts deliveries in flight (kept in the outbox), flushes alert events, closes state. Safe
-   * twice. The evaluation and deliveries in progress wait on the store: each runs as a `step` (service.ts bounds
-   * them on a database server; unbounded by default).
+   * Stops evaluation, aborts deliveries in flight (kept in the outbox), closes the receivers' TLS connections,
+   * flushes alert events, closes state. Safe twice. The evaluation and deliveries in progress wait on the store:
+   * each runs as a `step` (service.ts bounds them on a database server; unbounded by default).
    */
   stop(step?: ShutdownStep): Promise<void>;
 }
@@ -143,6 +143,8 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
         await step('alert evaluation in progress', () => engine.stop());
         await refresher.stop();
         await step('alert deliveries in progress', () => dispatcher.stop());
+        // The receivers' TLS connection pools: their keep-alive connections would otherwise stay open.
+        await closeTlsDispatchers(tls.values());
         try {
           await events.shutdown();
         } catch (err) {

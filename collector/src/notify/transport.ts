@@ -65,6 +65,19 @@ export function tlsDispatcher(tls: ClientTlsCredentials | null | undefined): Age
 }
 
 /**
+ * Closes the connection pools made for these TLS files, connections in flight included: when alerting stops, once
+ * its deliveries have ended, so no connection to a receiver outlives hookwatch's stop.
+ */
+export async function closeTlsDispatchers(tls: Iterable<ClientTlsCredentials>): Promise<void> {
+  const agents = [...tls].map((credentials) => {
+    const agent = tlsAgents.get(credentials);
+    tlsAgents.delete(credentials);
+    return agent;
+  });
+  await Promise.all(agents.map((agent) => agent?.destroy()));
+}
+
+/**
  * The TLS files of every receiver with `tls`, by receiver name, read and checked now: a file that cannot be used
  * is a ConfigError naming the setting (`alerting.receivers[0].tls.keyFile`), and hookwatch does not start. They
  * are read again every reloadInterval once started.

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { hookId } from '../../src/hooks/extract.ts';
 import type { HookEvent } from '../../src/hooks/model.ts';
@@ -54,6 +54,7 @@ export class WebhookSink {
   private readonly clock: () => number;
   private readonly scheme: 'http' | 'https';
   private waiters: { n: number; resolve: () => void }[] = [];
+  private readonly sockets = new Set<Socket>();
   url = '';
 
   constructor(clock: () => number = Date.now, tls?: SinkTls) {
@@ -79,6 +80,23 @@ export class WebhookSink {
       });
     };
     this.server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...mutual, ...(tls.maxVersion ? { maxVersion: tls.maxVersion } : {}) }, handler) : createServer(handler);
+    this.server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  /**
+   * Keeps an idle connection open for `ms` and tells clients so (`Keep-Alive: timeout=...`), instead of Node's 5 s:
+   * a connection still open after its client stopped is then the client's doing.
+   */
+  keepConnectionsFor(ms: number): void {
+    this.server.keepAliveTimeout = ms;
+  }
+
+  /** Connections open now, idle ones included. */
+  openConnections(): number {
+    return this.sockets.size;
   }
 
   async start(): Promise<string> {
