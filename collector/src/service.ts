@@ -36,6 +36,7 @@ import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
 import { createGuardTrimsRouter } from './api/guard-trims.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
+import { openAlertEventTls } from './notify/otlp.ts';
 import { openReceiverTls } from './notify/transport.ts';
 import { createAlertsRouter } from './api/alerts.ts';
 import { createClusterRouter, registerClusterMetrics } from './api/cluster.ts';
@@ -145,6 +146,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const otlpTls = config.otlp.tls ? TlsCredentials.open(config.otlp.tls, logger) : undefined;
   const httpTls = config.http.tls ? TlsCredentials.open(config.http.tls, logger) : undefined;
   const receiverTls = openReceiverTls(config.alerting.receivers, logger, opts.now);
+  const eventTls = openAlertEventTls(config.alerting.otlp, logger, opts.now);
   const metrics = new MetricsRegistry({ logger });
   registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
   // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
@@ -201,7 +203,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     },
   };
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
-  const alerting = await startAlerting({ links, config: config.alerting, db: config.db, store, logger, now, receiverTls, serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
+  const alerting = await startAlerting({ links, config: config.alerting, db: config.db, store, logger, now, receiverTls, ...(eventTls ? { eventTls } : {}), serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
   ingest.addListener(alerting.engine);
   // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left,
   // and evaluates at once: an alert due while there was no leader goes out now, not at the next timer tick.

@@ -9,7 +9,7 @@ import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
 import type { LinkContext } from '../notify/model.ts';
 import type { ClientTlsCredentials } from '../net/tls.ts';
-import { noAlertEvents, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
+import { noAlertEvents, openAlertEventTls, OtlpAlertEmitter, type AlertEventSink } from '../notify/otlp.ts';
 import { closeTlsDispatchers, openReceiverTls } from '../notify/transport.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -32,6 +32,8 @@ export interface AlertingOptions {
    * alerting. Default: opened here.
    */
   receiverTls?: Map<string, ClientTlsCredentials>;
+  /** alerting.otlp.tls.*, opened with the receivers' (notify/otlp.ts: openAlertEventTls). Default: opened here. */
+  eventTls?: ClientTlsCredentials;
   /** Replaces the OTLP emitter (tests). */
   events?: AlertEventSink;
   leader?: LeaderElector;
@@ -65,11 +67,12 @@ export interface Alerting {
 export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   const { config, logger } = opts;
   const now = opts.now ?? Date.now;
-  // Before anything opens: a receiver's CA, certificate or key that cannot be used stops the start, naming its setting.
+  // Before anything opens: a CA, certificate or key (a receiver's, the alert events') that cannot be used stops the start, naming its setting.
   const tls = opts.receiverTls ?? openReceiverTls(config.receivers, logger, opts.now);
+  const eventTls = opts.eventTls ?? openAlertEventTls(config.otlp, logger, opts.now);
   const stateStore: AlertStateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
   const events = opts.events ?? (config.otlp.endpoint
-    ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0' })
+    ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0', ...(eventTls ? { tls: eventTls } : {}) })
     : noAlertEvents);
   const leader = opts.leader;
   const links = opts.links ?? { externalUrl: config.externalUrl };
@@ -128,6 +131,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   }
   // A rotated CA or client certificate of a receiver is used for its next notification.
   for (const credentials of tls.values()) credentials.start();
+  eventTls?.start();
   // A first evaluation at start: time passed while hookwatch was down (resolutions, repeats).
   void engine.evaluate('all');
   logger.info('alerting started', { rules: config.rules.map((r) => r.name), receivers: config.receivers.map((r) => `${r.name} (${r.type})`), otlp: config.otlp.endpoint ? 'on' : 'off' });
@@ -140,6 +144,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     stop(step = unboundedStep) {
       stopping ??= (async () => {
         for (const credentials of tls.values()) credentials.stop();
+        eventTls?.stop();
         await step('alert evaluation in progress', () => engine.stop());
         await refresher.stop();
         await step('alert deliveries in progress', () => dispatcher.stop());

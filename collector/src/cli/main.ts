@@ -18,6 +18,7 @@ import { createLogger, silentLogger, urlPasswords } from '../telemetry/logger.ts
 import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
+import { openAlertEventTls } from '../notify/otlp.ts';
 
 /** How a listener speaks: plain text, TLS, or TLS with client certificates. */
 function tlsMode(tls: { clientCaFile: string } | undefined): 'off' | 'tls' | 'mutual' {
@@ -210,11 +211,12 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       const loaded = loadConfig({ flags: parsed.flags, env: io.env });
       // The checks across settings that serve runs: a configuration serve refuses is not printed as valid.
       const config = toConfig(loaded);
-      // The TLS files too (the listeners', forwarding's, the alert receivers'): a key that does not match its
-      // certificate stops serve, so it is no valid configuration.
+      // The TLS files too (the listeners', forwarding's, the alert receivers', the alert events'): a key that does
+      // not match its certificate stops serve, so it is no valid configuration.
       for (const tls of [config.otlp.tls, config.http.tls]) if (tls) TlsCredentials.open(tls, silentLogger);
       if (config.forward.endpoint && config.forward.tls) ClientTlsCredentials.open(config.forward.tls, silentLogger);
       for (const r of config.alerting.receivers) if (r.tls) ClientTlsCredentials.open(r.tls, silentLogger);
+      openAlertEventTls(config.alerting.otlp, silentLogger);
       for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },

@@ -1,6 +1,8 @@
 /**
  * Alert transitions out as OpenTelemetry log records (sdk-logs + the OTLP/HTTP exporter), so a team sees
  * hookwatch's findings in the backend it already uses. Best effort: the exporter retries 429/502/503/504 itself.
+ * An https:// endpoint speaks TLS with alerting.otlp.tls.* (a CA, a client certificate, the server name, the lowest
+ * version), rotated files taken into use for the connections made from then on.
  */
 import { SeverityNumber, type Logger as OtelLogger } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
@@ -9,6 +11,10 @@ import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs
 import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
 import { otlpSignalUrl } from '../net/otlp-url.ts';
+import { ClientTlsCredentials } from '../net/tls.ts';
+import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { NotifyConfig } from './settings.ts';
 
 /** One alert transition as emitted. */
 export interface AlertEvent extends AlertIdentity {
@@ -29,6 +35,16 @@ export interface OtlpEmitterOptions {
   serviceVersion: string;
   /** Batch delay; small, since an alert is news. */
   scheduledDelayMs?: number;
+  /** alerting.otlp.tls.*, opened (openAlertEventTls); absent for the system's defaults. */
+  tls?: ClientTlsCredentials;
+}
+
+/**
+ * The TLS files of the alert event export (`alerting.otlp.tls.*`), read and checked now: a file that cannot be used
+ * is a ConfigError naming the setting, and hookwatch does not start. Undefined without an endpoint or settings.
+ */
+export function openAlertEventTls(otlp: NotifyConfig['otlp'], logger: Logger, now?: () => number): ClientTlsCredentials | undefined {
+  return otlp.endpoint && otlp.tls ? ClientTlsCredentials.open(otlp.tls, logger, now) : undefined;
 }
 
 /**
@@ -52,9 +68,12 @@ const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERRO
 export class OtlpAlertEmitter implements AlertEventSink {
   private readonly provider: LoggerProvider;
   private readonly logger: OtelLogger;
+  private readonly agent: ClientTlsHttpsAgent | undefined;
 
   constructor(opts: OtlpEmitterOptions) {
-    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000 });
+    const agent = opts.tls ? new ClientTlsHttpsAgent(opts.tls) : undefined;
+    this.agent = agent;
+    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, ...(agent ? { httpAgentOptions: () => agent } : {}) });
     this.provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'hookwatch', 'service.version': opts.serviceVersion }),
       processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: 2048, exportTimeoutMillis: 5000 })],
@@ -84,9 +103,13 @@ export class OtlpAlertEmitter implements AlertEventSink {
     });
   }
 
-  /** Flushes what is batched, then stops. */
+  /** Flushes what is batched, then stops, closing the connections of alerting.otlp.tls. */
   async shutdown(): Promise<void> {
-    await this.provider.shutdown();
+    try {
+      await this.provider.shutdown();
+    } finally {
+      this.agent?.destroy();
+    }
   }
 }
 

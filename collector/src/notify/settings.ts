@@ -5,9 +5,9 @@
  * alerting/settings.ts places these rows in the table. A leaf: it imports only config/setting.ts,
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
-import { SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
+import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { TLS_MIN_VERSIONS, clientTlsProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
@@ -17,7 +17,8 @@ const MAX_RECEIVERS = 20;
 export interface NotifyConfig {
   receivers: ReceiverConfig[];
   externalUrl: string;
-  otlp: { endpoint: string; headers: Record<string, string> };
+  /** tls: alerting.otlp.tls.*; undefined for the system's CAs, no client certificate. */
+  otlp: { endpoint: string; headers: Record<string, string>; tls?: ClientTlsConfig };
   delivery: { deadlineMs: number; initialBackoffMs: number; maxBackoffMs: number; maxQueue: number };
 }
 
@@ -34,12 +35,13 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: otlpEndpointProblem,
-    description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended to its path unless present, any query kept after it).',
+    description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended to its path unless present, any query kept after it); https:// for TLS (see alerting.otlp.tls.*).',
   },
   {
     key: 'alerting.otlp.headers', type: 'object', default: {}, secret: true, redactValue: redactHeaders, validate: validator((v) => parseHeaders(v, 'alerting.otlp.headers')),
     description: 'Headers for the alert OTLP export (file only), e.g. an Authorization header; values are secret.',
   },
+  ...clientTlsSettings('alerting.otlp.tls', 'HOOKWATCH_ALERT_OTLP_TLS', 'the alert event endpoint', 'alerting.otlp.endpoint'),
   {
     key: 'alerting.delivery.deadline', env: 'HOOKWATCH_ALERT_DELIVERY_DEADLINE', type: 'duration', default: 600_000, min: 1000, max: DAY,
     description: 'How long a notification is retried (exponential backoff with full jitter, Retry-After honoured) before it is recorded as failed.',
@@ -73,10 +75,15 @@ function otlpEndpointProblem(raw: unknown): string | undefined {
 
 /** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
 export function notifyConfig(r: SettingValues): NotifyConfig {
+  const endpoint = r.string('alerting.otlp.endpoint').trim();
+  const tls = clientTlsConfig(r, 'alerting.otlp.tls');
+  // As forward.tls.*: settings beside an http:// endpoint would be ignored, so they are refused.
+  const plain = plainUrlProblem(tls, endpoint, 'alerting.otlp.endpoint', 'the alert event endpoint', 'endpoint');
+  if (plain) throw new ConfigError(plain);
   return {
     receivers: parseReceivers(r.raw('alerting.receivers')),
     externalUrl: r.string('alerting.externalUrl').trim(),
-    otlp: { endpoint: r.string('alerting.otlp.endpoint').trim(), headers: parseHeaders(r.raw('alerting.otlp.headers'), 'alerting.otlp.headers') },
+    otlp: { endpoint, headers: parseHeaders(r.raw('alerting.otlp.headers'), 'alerting.otlp.headers'), ...(tls ? { tls } : {}) },
     delivery: {
       deadlineMs: r.number('alerting.delivery.deadline'),
       initialBackoffMs: r.number('alerting.delivery.initialBackoff'),
