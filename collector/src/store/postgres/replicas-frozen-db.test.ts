@@ -12,7 +12,7 @@ import pg from 'pg';
 import { expect, it } from 'vitest';
 import { PostgresStore } from './index.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, persistedOutputBody, postLogs, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { leaseHolderPid, logEntries, persistedOutputBody, postLogs, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 // Renewed every 3 s: still held in the database when the stop tries to hand it back (a renewal period, the time
 // before the signal, and a step or two later).
@@ -21,18 +21,6 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** Each database step's bound: min(ttl / 3, shutdown.timeout / 10). */
 const STEP_MS = 1000;
 const fx = useReplicaFixture();
-
-/** The fields of the JSON log lines whose msg is `msg`. */
-function entries(lines: readonly string[], msg: string): Record<string, unknown>[] {
-  return lines.flatMap((l) => {
-    try {
-      const e = JSON.parse(l) as Record<string, unknown>;
-      return e['msg'] === msg ? [e] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 
 /** A new database with one replica on it, leading, and a client of the test's own on that database. */
 async function leaderOnNewDatabase(): Promise<{ url: string; env: Record<string, string>; leader: Replica; db: pg.Client }> {
@@ -69,17 +57,17 @@ it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is 
   expect(tookMs, log).toBeLessThan(SHUTDOWN_TIMEOUT_MS / 2);
   expect(leader.child.exitCode, log).toBe(1);
   expect(log).not.toContain('shutdown took too long');
-  const timedOut = entries(leader.lines, 'shutdown step timed out');
+  const timedOut = logEntries(leader.lines, 'shutdown step timed out');
   expect(timedOut.length, log).toBeGreaterThan(0);
   expect(timedOut.every((e) => typeof e['step'] === 'string' && e['timeoutMs'] === STEP_MS), log).toBe(true);
   expect(timedOut.map((e) => e['step'])).toContain('leader lease hand-back');
-  const notHandedBack = entries(leader.lines, 'leader lease not handed back; another replica takes over when it expires');
+  const notHandedBack = logEntries(leader.lines, 'leader lease not handed back; another replica takes over when it expires');
   expect(notHandedBack, log).toHaveLength(1);
   expect(notHandedBack[0]!['expiresWithinMs'], log).toBeLessThanOrEqual(TTL_MS);
-  const stopped = entries(leader.lines, 'stopped without finishing every shutdown step');
+  const stopped = logEntries(leader.lines, 'stopped without finishing every shutdown step');
   expect(stopped, log).toHaveLength(1);
   expect(stopped[0]!['unfinished'], log).toEqual(expect.arrayContaining(timedOut.map((e) => e['step'])));
-  expect(entries(leader.lines, 'stopped'), log).toHaveLength(0);
+  expect(logEntries(leader.lines, 'stopped'), log).toHaveLength(0);
   expect(log).not.toContain(fx.server().password);
   // Never acknowledged: its client still owns it and sends it again.
   expect(pending).not.toBe(200);
@@ -105,8 +93,8 @@ it('SIGTERM while PostgreSQL answers: the lease is handed back and the heartbeat
   await leader.exited;
   const log = leader.lines.join('\n');
   expect(leader.child.exitCode, log).toBe(0);
-  expect(entries(leader.lines, 'stopped'), log).toHaveLength(1);
-  expect(entries(leader.lines, 'shutdown step timed out'), log).toEqual([]);
+  expect(logEntries(leader.lines, 'stopped'), log).toHaveLength(1);
+  expect(logEntries(leader.lines, 'shutdown step timed out'), log).toEqual([]);
   // Handed back: expired now, not ttl from the last renewal.
   expect((await db.query('SELECT 1 FROM leader_lease WHERE expires_at > now()')).rowCount).toBe(0);
   expect((await db.query('SELECT 1 FROM replica_heartbeats')).rowCount).toBe(0);

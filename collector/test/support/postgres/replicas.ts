@@ -161,6 +161,18 @@ export async function startDroppingProxy(targets: () => string[], opts: { dropEv
   };
 }
 
+/** The fields of a replica's JSON log lines whose msg is `msg`. */
+export function logEntries(lines: readonly string[], msg: string): Record<string, unknown>[] {
+  return lines.flatMap((l) => {
+    try {
+      const e = JSON.parse(l) as Record<string, unknown>;
+      return e['msg'] === msg ? [e] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** Polls fn until it returns something other than undefined. */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
