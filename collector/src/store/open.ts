@@ -75,6 +75,8 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     url: config.db,
     ttlMs: config.postgres.leaseTtlMs,
     logger,
+    // The database answers again: the listening connection need not wait out its backoff.
+    onConnected: () => bus.databaseReachable(),
     onChange: (leader) => {
       // Whatever was queued is dropped on loss (service.ts): a later acquisition resumes the outbox afresh.
       if (!leader) alertStateStore.forgetOutbox();
@@ -82,7 +84,6 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     },
   });
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
-  lease.start();
   const signals: ((channel: BusChannel, payload: string) => void)[] = [];
   const bus = new PostgresBus({
     url: config.db,
@@ -92,7 +93,9 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
       for (const cb of signals) cb(channel, payload);
     },
   });
+  store.onConnected(() => bus.databaseReachable());
   void bus.start();
+  lease.start();
   return {
     leader: lease,
     alertStateStore,

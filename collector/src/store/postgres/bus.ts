@@ -3,7 +3,9 @@
  * an alert tells the leader (which evaluates at once instead of at its next timer tick), and a silence created
  * or expired on any replica tells the leader to re-read silences and notify. Signals only speed things up:
  * everything they announce is also in the shared tables, read by the leader's timer, so a signal lost while
- * the listening connection is down costs latency, never correctness.
+ * the listening connection is down costs latency, never correctness. The connection reconnects with a backoff,
+ * and at once when another connection to the database succeeds (databaseReachable); onResumed then tells the
+ * replica that signals sent meanwhile were missed.
  */
 import pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -21,6 +23,8 @@ export interface PostgresBusOptions {
   pool: pg.Pool;
   logger?: Logger;
   onMessage: (channel: BusChannel, payload: string) => void;
+  /** Called each time the listening connection is up again after it was lost: signals sent meanwhile were missed. */
+  onResumed?: () => void;
   /** Reconnect delay after the listening connection is lost (doubles up to 10 s). */
   reconnectMs?: number;
 }
@@ -30,7 +34,12 @@ export class PostgresBus {
   private client: pg.Client | undefined;
   private stopped = false;
   private retryMs: number;
+  /** The backoff's next attempt, while the connection is down and no attempt is under way. */
   private timer: NodeJS.Timeout | undefined;
+  /** Whether databaseReachable() brought an attempt forward since the backoff's own last one. */
+  private broughtForward = false;
+  /** Whether the connection was ever lost (or failed to connect): the next one up resumes. */
+  private wasLost = false;
   /** The sockets of the listening connection (cutConnections). */
   private readonly sockets = new ConnectionSockets();
   /** True while the listening connection is up (for tests and logs). */
@@ -56,9 +65,14 @@ export class PostgresBus {
       failed = true;
       this.listening = false;
       if (this.stopped) return;
+      this.wasLost = true;
       this.opts.logger?.warn('replica signal connection lost; reconnecting', { err: err ? scrubSecret(err.message, this.opts.url) : 'connection ended', retryMs: this.retryMs });
       client.end().catch(() => {});
-      this.timer = setTimeout(() => void this.connect(), this.retryMs);
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.broughtForward = false;
+        void this.connect();
+      }, this.retryMs);
       this.timer.unref();
       this.retryMs = Math.min(this.retryMs * 2, 10_000);
     };
@@ -82,9 +96,33 @@ export class PostgresBus {
       }
       this.listening = true;
       this.retryMs = this.opts.reconnectMs ?? 250;
+      this.broughtForward = false;
+      if (this.wasLost) {
+        this.wasLost = false;
+        this.opts.logger?.info('replica signal connection restored');
+        try {
+          this.opts.onResumed?.();
+        } catch (err) {
+          this.opts.logger?.error('replica signal handler failed', { err });
+        }
+      }
     } catch (err) {
       lost(err as Error);
     }
+  }
+
+  /**
+   * Another connection to the database just succeeded (a pool's, the lease's): a listening connection waiting
+   * out its backoff reconnects now instead of up to 10 s later. At most one attempt is brought forward between
+   * two of the backoff's own, so a database that takes other connections but fails this one is still tried at
+   * the backoff's pace (twice as often at most), never in a loop.
+   */
+  databaseReachable(): void {
+    if (this.stopped || !this.timer || this.broughtForward) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.broughtForward = true;
+    void this.connect();
   }
 
   /** Sends a signal to every replica (this one included). Best effort: failures are logged, never thrown. */

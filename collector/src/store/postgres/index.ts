@@ -460,6 +460,11 @@ export class PostgresStore implements Store {
     return this.pool;
   }
 
+  /** Calls cb each time either pool opens a new connection: the database answers (again, after an outage). */
+  onConnected(cb: () => void): void {
+    for (const p of [this.pool, this.readPool]) p.on('connect', () => cb());
+  }
+
   private async migrate(): Promise<void> {
     const current = await inTransaction(this.pool, async (client) => {
       // A migration may rewrite a table (12 rewrites the events), which takes longer than any ingest statement may:

@@ -31,6 +31,8 @@ export interface PostgresLeaseOptions {
   now?: () => number;
   /** Called with true when this replica becomes leader, false when it stops being leader. */
   onChange?: (leader: boolean) => void;
+  /** Called each time the lease opens a new connection: the database answers (again, after an outage). */
+  onConnected?: () => void;
 }
 
 /** Share of the ttl the holder trusts: a margin for clock-rate drift between this host and the database. */
@@ -91,6 +93,7 @@ export class PostgresLease implements LeaderElector {
     this.pool.on('error', (err) => {
       if (!this.stopped) this.opts.logger?.warn('leader lease connection lost', { err: scrubSecret(err.message, opts.url) });
     });
+    this.pool.on('connect', () => this.opts.onConnected?.());
   }
 
   /** How long a lease lasts without renewal. */
