@@ -15,6 +15,8 @@ import { clusterResponse } from './wire.ts';
 export interface ClusterSource {
   cluster(): Promise<ClusterState>;
   leader: { isLeader(): boolean; epoch?(): number | null };
+  /** Whether the connection listening for other replicas' signals is up; undefined without one (SQLite). */
+  signalsListening?(): boolean | undefined;
 }
 
 export function createClusterRouter(opts: { coordination: ClusterSource; logger: Logger }): Router {
@@ -37,6 +39,13 @@ export function registerClusterMetrics(metrics: MetricsRegistry, source: Cluster
   metrics.collectedGauge('cluster', {
     name: 'hookwatch_leader', help: '1 while this replica holds the leader lease (alert evaluation, notifications, retention), else 0.',
     collect: (set) => set({}, source.leader.isLeader() ? 1 : 0),
+  });
+  metrics.collectedGauge('cluster', {
+    name: 'hookwatch_cluster_signals_listening', help: '1 while this replica listens for the other replicas\' signals (PostgreSQL LISTEN), 0 while that connection reconnects; no sample on SQLite.',
+    collect: (set) => {
+      const listening = source.signalsListening?.();
+      if (listening !== undefined) set({}, listening ? 1 : 0);
+    },
   });
   // The store may be away: this replica's own role is still known; the shared view then has no samples.
   const shared = metrics.perScrape(() => source.cluster().catch(() => undefined));

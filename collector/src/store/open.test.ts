@@ -46,6 +46,8 @@ describe('openStore and startCoordination', () => {
     const c = coordinate(store, cfg);
     expect(c.leader.isLeader()).toBe(true);
     expect(c.alertStateStore).toBeUndefined();
+    // No connection listens for other replicas: unknown, not "down" (no sample on /metrics).
+    expect(c.signalsListening()).toBeUndefined();
     let acquired = 0;
     c.onAcquired(() => acquired++);
     expect(acquired).toBe(0);

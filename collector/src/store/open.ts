@@ -49,6 +49,8 @@ export interface Coordination {
   publish(channel: BusChannel, payload?: string): void;
   /** Registers a receiver of signals from any replica (this one included). */
   onSignal(cb: (channel: BusChannel, payload: string) => void): void;
+  /** Whether the connection listening for signals is up; undefined for a single process, which has none. */
+  signalsListening(): boolean | undefined;
   /**
    * Hands leadership over (if held) and stops renewing; safe twice. Each part that waits on the database runs as a
    * `step` (service.ts bounds them; unbounded by default).
@@ -69,7 +71,7 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
       backend: 'sqlite', self, leader: { replica: self, epoch: 0, expiresAtMs: null }, leaseTtlSeconds: null,
       replicas: [{ replica: self, leader: true, self: true, startedAtMs, lastHeartbeatMs: Date.now(), heartbeatAgeSeconds: 0, alive: true }],
     });
-    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, stop: async () => {} };
+    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, signalsListening: () => undefined, stop: async () => {} };
   }
   const lease = new PostgresLease({
     url: config.db,
@@ -109,6 +111,7 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     cluster: () => readCluster(store.connectionPool, { name: lease.name, holder: lease.holder, ttlMs: config.postgres.leaseTtlMs }),
     publish: (channel, payload) => void bus.publish(channel, payload),
     onSignal: (cb) => void signals.push(cb),
+    signalsListening: () => bus.listening,
     stop: async (step = unboundedStep) => {
       // Apart, each on its own connection: a hung listening connection does not keep the lease from being handed back.
       await Promise.all([

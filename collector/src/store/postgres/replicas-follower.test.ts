@@ -125,6 +125,8 @@ it('every replica names the same leader, epoch and replicas in GET /api/v1/clust
   for (const r of three) {
     const text = await (await fetch(`${r.httpUrl}/metrics`)).text();
     expect(text).toContain(`hookwatch_leader ${r === leader ? 1 : 0}\n`);
+    // Every replica listens for the others' signals.
+    expect(text).toContain('hookwatch_cluster_signals_listening 1\n');
     expect(text).toContain(`hookwatch_cluster_leader_info{replica="${holder.holder}"} 1`);
     expect(text).toContain(`hookwatch_cluster_leader_epoch ${holder.epoch}`);
     expect(text.match(/^hookwatch_cluster_replica_heartbeat_timestamp_seconds\{/gm)).toHaveLength(3);
