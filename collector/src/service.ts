@@ -225,6 +225,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     if (channel === 'hookwatch_silences') void alerting.engine.evaluate('notify');
     else alerting.engine.trigger(ruleNames(payload));
   });
+  // Signals sent while the listening connection was down (a database restart) were missed: the leader evaluates
+  // every rule once it hears again, instead of leaving what they announced to its next timer tick.
+  coordination.onSignalsResumed(() => void alerting.engine.evaluate('all'));
   registerNotifyMetrics(metrics, alerting.dispatcher.stats, alerting.refresher);
   if (forwarding) registerForwardMetrics(metrics, forwarding);
   registerAlertingMetrics(metrics, alerting.engine);

@@ -49,6 +49,11 @@ export interface Coordination {
   publish(channel: BusChannel, payload?: string): void;
   /** Registers a receiver of signals from any replica (this one included). */
   onSignal(cb: (channel: BusChannel, payload: string) => void): void;
+  /**
+   * Registers a callback for when this replica hears signals again after its listening connection was lost
+   * (signals sent meanwhile were missed). Never for a single process.
+   */
+  onSignalsResumed(cb: () => void): void;
   /** Whether the connection listening for signals is up; undefined for a single process, which has none. */
   signalsListening(): boolean | undefined;
   /**
@@ -71,7 +76,7 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
       backend: 'sqlite', self, leader: { replica: self, epoch: 0, expiresAtMs: null }, leaseTtlSeconds: null,
       replicas: [{ replica: self, leader: true, self: true, startedAtMs, lastHeartbeatMs: Date.now(), heartbeatAgeSeconds: 0, alive: true }],
     });
-    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, signalsListening: () => undefined, stop: async () => {} };
+    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, onSignalsResumed: () => {}, signalsListening: () => undefined, stop: async () => {} };
   }
   const lease = new PostgresLease({
     url: config.db,
@@ -87,12 +92,16 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
   });
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
   const signals: ((channel: BusChannel, payload: string) => void)[] = [];
+  const resumed: (() => void)[] = [];
   const bus = new PostgresBus({
     url: config.db,
     pool: store.connectionPool,
     logger,
     onMessage: (channel, payload) => {
       for (const cb of signals) cb(channel, payload);
+    },
+    onResumed: () => {
+      for (const cb of resumed) cb();
     },
   });
   store.onConnected(() => bus.databaseReachable());
@@ -111,6 +120,7 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     cluster: () => readCluster(store.connectionPool, { name: lease.name, holder: lease.holder, ttlMs: config.postgres.leaseTtlMs }),
     publish: (channel, payload) => void bus.publish(channel, payload),
     onSignal: (cb) => void signals.push(cb),
+    onSignalsResumed: (cb) => void resumed.push(cb),
     signalsListening: () => bus.listening,
     stop: async (step = unboundedStep) => {
       // Apart, each on its own connection: a hung listening connection does not keep the lease from being handed back.
