@@ -131,6 +131,37 @@ describe('http.auth configuration', () => {
     }
   });
 
+  // A token no Authorization header can carry would start a hookwatch on which every client gets 401.
+  it.each([
+    ['a trailing newline', `${TOKEN}\n`],
+    ['a leading space', ` ${TOKEN}`],
+    ['only spaces', '   '],
+    ['a non-ASCII character', `${TOKEN}\u00e9`],
+  ])('refuses a bearer token with %s, naming the setting and not the token', (_what, token) => {
+    for (const [key, env] of [['http.auth.token', { HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token }], ['otlp.ingestToken', { HOOKWATCH_INGEST_TOKEN: token }]] as const) {
+      let message = '';
+      try {
+        build(env)();
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as Error).message;
+      }
+      expect(message).toContain(key);
+      expect(message).toContain('every request would get 401');
+      expect(message).not.toContain(TOKEN);
+    }
+  });
+
+  it('keeps a token with a space inside, which a header carries', async () => {
+    const token = `${TOKEN} inner`;
+    const svc = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token });
+    try {
+      expect((await get(svc.httpUrl, '/api/v1/hooks?from=now-1h', { authorization: `Bearer ${token}` })).status).toBe(200);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it('redacts the password and token in the effective configuration', () => {
     const loaded = loadConfig({ env: { HOOKWATCH_DB: '/tmp/unused.db', HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: PASSWORD, HOOKWATCH_HTTP_AUTH_TOKEN: TOKEN } });
     const text = JSON.stringify(effectiveDocument(loaded));

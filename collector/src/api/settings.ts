@@ -3,7 +3,7 @@
  * checked together so a mode never starts without its credentials. A leaf: config/ composes these rows.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
+import { bearerTokenProblem, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 export const API_SETTINGS: readonly Setting[] = [
   {
@@ -27,8 +27,8 @@ export const API_SETTINGS: readonly Setting[] = [
     description: 'Password for `http.auth.mode: basic`.',
   },
   {
-    key: 'http.auth.token', env: 'HOOKWATCH_HTTP_AUTH_TOKEN', type: 'string', default: '', secret: true,
-    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`.',
+    key: 'http.auth.token', env: 'HOOKWATCH_HTTP_AUTH_TOKEN', type: 'string', default: '', secret: true, validate: bearerTokenProblem,
+    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`. Printable ASCII without white space at either end (a token no header can carry is refused at start).',
   },
   {
     key: 'http.auth.proxyHeader', env: 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', type: 'string', default: '',

@@ -169,3 +169,15 @@ export function clientTlsProblem(config: ClientTlsConfig): string | undefined {
   if (config.serverName !== '' && !/^[A-Za-z0-9.-]+$/.test(config.serverName)) return `invalid value for ${section}.serverName: expected a host name such as otlp.example.com`;
   return undefined;
 }
+
+/**
+ * Why a configured bearer token (otlp.ingestToken, http.auth.token) could never arrive in an Authorization header,
+ * or undefined: a token with white space at either end (a trailing newline from a file or a Kubernetes Secret) or
+ * characters outside printable ASCII would make every client get 401, with nothing saying why.
+ */
+export function bearerTokenProblem(raw: unknown): string | undefined {
+  if (typeof raw !== 'string' || raw === '') return undefined;
+  if (raw.trim() !== raw) return 'it begins or ends with white space (a trailing newline from a file or Secret?), which no Authorization header can carry, so every request would get 401: remove it';
+  if (!/^[\x20-\x7e]+$/.test(raw)) return 'it holds a control or non-ASCII character, which clients cannot send in an Authorization header, so every request would get 401: use printable ASCII';
+  return undefined;
+}

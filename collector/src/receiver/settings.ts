@@ -3,7 +3,7 @@
  * token, TLS and the in-flight byte budget both ports share. A leaf: config/ composes these rows into the one table.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
+import { bearerTokenProblem, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 const MiB = 1024 * 1024;
 const DAY = 86_400_000;
@@ -30,8 +30,8 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
     description: 'A hook record stamped further than this ahead of the receive time (a client clock running ahead) is stored at the receive time instead, and the OTLP partial-success message says how many were clamped. Retention removes rows stored before with such times.',
   },
   {
-    key: 'otlp.ingestToken', env: 'HOOKWATCH_INGEST_TOKEN', type: 'string', default: '', secret: true,
-    description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise).',
+    key: 'otlp.ingestToken', env: 'HOOKWATCH_INGEST_TOKEN', type: 'string', default: '', secret: true, validate: bearerTokenProblem,
+    description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise). Printable ASCII without white space at either end (a token no header can carry is refused at start).',
   },
   {
     key: 'otlp.maxInflightBytes', env: 'HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES', type: 'bytes', default: 256 * MiB, min: 1024, max: 64 * 1024 * MiB,
