@@ -22,7 +22,7 @@ import express from 'express';
 import { apiErrorHandler, createApiRouter } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { listenFor } from './net/listen-error.ts';
-import { allowKnownHosts, rejectCrossSiteWrites } from './api/same-origin.ts';
+import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
 import { reachableHost, reachableUrl, splitAddr } from './net/addr.ts';
@@ -236,6 +236,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
+  // Every answer, refusals included: not cached, not sniffed, not framed (the dashboard sets its own CSP).
+  app.use(browserHardening());
   // Before anything answers: a name rebound to 127.0.0.1 by another site gets nothing.
   // The host notifications link to is always answered (the default's: the machine's name on a wildcard address).
   app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, externalUrl: config.alerting.externalUrl || `http://${reachableHost(config.http.addr)}` }));

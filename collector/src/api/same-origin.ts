@@ -42,6 +42,25 @@ export function rejectCrossSiteWrites(opts: SameOriginOptions = {}): (req: Reque
   };
 }
 
+/**
+ * Headers on every answer of the HTTP port, errors included, so a browser neither keeps nor reinterprets what the
+ * API says: hook names, session and user ids stay out of the browser's disk cache and shared caches (`no-store`),
+ * JSON is never sniffed into a script or a page (`nosniff`, a CSP that allows nothing), and no other site frames
+ * it (clickjacking). The dashboard's routes set their own Content-Security-Policy and Cache-Control over these.
+ */
+export const API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'";
+
+export function browserHardening(): (req: Request, res: Response, next: NextFunction) => void {
+  return (_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Content-Security-Policy', API_CONTENT_SECURITY_POLICY);
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    next();
+  };
+}
+
 /** hostCheck as Express middleware: 403 with the refusal. */
 export function allowKnownHosts(opts: AllowedHostsOptions): (req: Request, res: Response, next: NextFunction) => void {
   const check = hostCheck(opts);

@@ -125,3 +125,54 @@ describe('DNS rebinding', () => {
   });
 });
 
+describe('answers a browser keeps or reinterprets', () => {
+  const hardened = (headers: Headers, what: string): void => {
+    expect(headers.get('cache-control'), what).toBe('no-store');
+    expect(headers.get('x-content-type-options'), what).toBe('nosniff');
+    expect(headers.get('x-frame-options'), what).toBe('DENY');
+    expect(headers.get('content-security-policy'), what).toContain("frame-ancestors 'none'");
+  };
+
+  it('are not cached, sniffed or framed: API answers, errors, /metrics and /readyz', async () => {
+    const silence = await fetch(`${service.httpUrl}/api/v1/silences`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'Stop:x' }], endsAt: new Date(Date.now() + 60_000).toISOString(), createdBy: 'a', comment: 'b' }) });
+    expect(silence.status).toBe(201);
+    hardened(silence.headers, 'POST /api/v1/silences');
+    for (const path of ['/api/v1/hooks', '/api/v1/overview', '/api/v1/alerts', '/api/v1/silences', '/api/v1/cluster', '/api/v1/forwarding', '/api/v1/hooks?from=bad', '/api/v1/nope', '/readyz', '/healthz', '/metrics']) {
+      const res = await fetch(`${service.httpUrl}${path}`);
+      await res.arrayBuffer();
+      hardened(res.headers, path);
+    }
+    // The API's JSON allows nothing to run or load, if a browser were made to render it.
+    const hooks = await fetch(`${service.httpUrl}/api/v1/hooks`);
+    expect(hooks.headers.get('content-security-policy')).toContain("default-src 'none'");
+  });
+
+  it('hold for refusals too: a rebound name and a request without credentials', async () => {
+    const port = new URL(service.httpUrl).port;
+    const rebound = await new Promise<Headers>((resolve, reject) => {
+      request(`${service.httpUrl}/api/v1/hooks`, { headers: { host: `evil.example:${port}` } }, (res) => {
+        res.resume();
+        resolve(new Headers(res.headers as Record<string, string>));
+      }).on('error', reject).end();
+    });
+    hardened(rebound, 'rebound name');
+    const guarded = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-cache-3c1e' });
+    try {
+      const res = await fetch(`${guarded.httpUrl}/api/v1/hooks`);
+      expect(res.status).toBe(401);
+      hardened(res.headers, '401');
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('leave the dashboard its own policy: scripts from itself only, pages revalidated, never framed', async () => {
+    const page = await fetch(`${service.httpUrl}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.headers.get('cache-control')).toBe('no-cache');
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+});
+
