@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
 import { startTestService, type TestService } from '../../test/helpers.ts';
@@ -97,6 +98,33 @@ describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
   it('leaves the OTLP port to its own ingest token', async () => {
     const res = await fetch(svc.otlpHttpUrl + '/v1/logs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"resourceLogs":[]}' });
     expect(res.status).toBe(200);
+  });
+});
+
+describe('bearer credentials in other places', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: TOKEN });
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+
+  it('never reads a token from the query string', async () => {
+    for (const q of [`access_token=${TOKEN}`, `token=${TOKEN}`, `authorization=Bearer%20${TOKEN}`]) {
+      expect((await get(svc.httpUrl, `/api/v1/hooks?${q}`)).status, q).toBe(401);
+    }
+  });
+
+  it('counts only the first of repeated Authorization headers', async () => {
+    const status = (values: string[]): Promise<number> => new Promise((resolve, reject) => {
+      request(`${svc.httpUrl}/api/v1/hooks`, { headers: ['host', new URL(svc.httpUrl).host, ...values.flatMap((v) => ['authorization', v])] }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject).end();
+    });
+    expect(await status(['Bearer wrong', `Bearer ${TOKEN}`])).toBe(401);
+    expect(await status([`Bearer ${TOKEN}`, 'Bearer wrong'])).toBe(200);
   });
 });
 
