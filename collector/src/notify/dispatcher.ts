@@ -155,7 +155,9 @@ export class Dispatcher {
     const now = this.opts.now ?? Date.now;
     const token = this.tokens.get(n) ?? null;
     const fence = this.opts.fence;
-    const proceed = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) : undefined;
+    // The lease by this replica's clock, the store's word, then the clock again: a replica paused while the store's
+    // answer was on its way (SIGSTOP, a VM freeze) finds its lease run out, and another replica may hold it by now.
+    const proceed = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
     let result: SendResult;
     try {
       result = await sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), {

@@ -170,6 +170,21 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('fenced by the lease: a lease that ran out while the store was confirming it sends nothing', async () => {
+    // Paused (SIGSTOP, a VM freeze) while the store's answer was on its way: the store confirmed the lease as it
+    // stood then, but by this replica's clock it has run out since, and another replica may have taken over.
+    const s = await sink();
+    let token: number | null = 7;
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10,
+      fence: { token: () => token, confirm: async () => ((token = null), true) },
+    });
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests).toHaveLength(0);
+    await d.stop();
+  });
+
   it('a notification handed over again while it is queued or being delivered is sent once', async () => {
     // A leader that took its lease back at the same epoch resumes the outbox while the evaluation that wrote a
     // notification is still delivering it: the outbox hands out that notification a second time.
