@@ -3,6 +3,7 @@
  * /api/v1 alert routes, and the real Claude Code 2.1.332 captures replayed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -26,6 +27,7 @@ interface Running {
   logs: string[];
   clock: FakeClock | undefined;
   logger: Logger;
+  dir: string;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -57,7 +59,7 @@ alerting:
     await sink.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  return { service, sink, logs, clock, logger };
+  return { service, sink, logs, clock, logger, dir };
 }
 
 async function post(r: Running, body: string, contentType = 'application/json'): Promise<number> {
@@ -291,6 +293,27 @@ describe('alerts API', () => {
     await settle(r);
     expect(r.sink.delivered()).toHaveLength(1);
     expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);
+  });
+
+  it('answers 503 with Retry-After, not 500, while the SQLite file holding the alert state is locked', { timeout: 30_000 }, async () => {
+    const r = await start();
+    const endsAt = new Date(Date.now() + 3_600_000).toISOString();
+    const create = (): Promise<Response> => fetch(`${r.service.httpUrl}/api/v1/silences`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x' }) });
+    // Another process holds the write lock for longer than SQLite waits for it.
+    const holder = new DatabaseSync(join(r.dir, 'h.db'));
+    holder.exec('BEGIN IMMEDIATE');
+    let locked: Response;
+    try {
+      locked = await create();
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    const body = (await locked.json()) as { error: { code: string; message: string } };
+    expect([locked.status, locked.headers.get('retry-after'), body.error.code]).toEqual([503, '5', 'unavailable']);
+    expect(body.error.message).toMatch(/alert state.*locked/);
+    // Once the lock is gone the same request passes.
+    expect((await create()).status).toBe(201);
   });
 
   it('lists silences by state, as Alertmanager names them, a bounded page at a time', async () => {

@@ -5,6 +5,7 @@
 import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { Statements, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
+import { classifySqliteError } from '../../store/sqlite/index.ts';
 import type { Notification } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
@@ -17,7 +18,8 @@ export const SQLITE_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN
  * SQLite implementation: its own connection to the store's database file (WAL lets both coexist). When the file
  * at the path is no longer the one it opened (the store wrote a deleted file back, or the file was replaced), it
  * follows before its next read or write; otherwise it would go on writing into the lost file, and every alert
- * and silence from then on would be gone at the next restart.
+ * and silence from then on would be gone at the next restart. Failures are classified as the store classifies
+ * them: a locked, unwritable, full, corrupt or missing file is StoreUnavailableError (503 with Retry-After).
  */
 export class SqliteAlertStateStore implements AlertStateStore {
   private readonly path: string;
@@ -113,63 +115,76 @@ export class SqliteAlertStateStore implements AlertStateStore {
     return this.sql;
   }
 
+  /** Runs a read or write on the current connection; a failure is classified as the store classifies it. */
+  private guard<T>(fn: (sql: Statements) => T): T {
+    try {
+      return fn(this.current());
+    } catch (err) {
+      throw classifySqliteError(err, `alert state (${this.path})`);
+    }
+  }
+
   async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
-    const sql = this.current();
-    const alerts = (sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord);
-    const outbox = opts.outbox === false ? [] : (sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification);
+    const { alerts, outbox } = this.guard((sql) => ({
+      alerts: (sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord),
+      outbox: opts.outbox === false ? [] : (sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification),
+    }));
     return { alerts, silences: await this.silences(), outbox };
   }
 
   async silences(): Promise<SilenceRecord[]> {
-    return (this.current().get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord);
+    return this.guard((sql) => (sql.get('SELECT data FROM alert_silences').all() as { data: string }[]).map((r) => JSON.parse(r.data) as SilenceRecord));
   }
 
   async save(changes: StateChanges): Promise<void> {
     if (changes.upsert.length === 0 && changes.remove.length === 0 && changes.notifications.length === 0) return;
-    const sql = this.current();
-    const upsert = sql.get('INSERT INTO alert_instances (id, fingerprint, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data');
-    const remove = sql.get('DELETE FROM alert_instances WHERE id = ?');
-    const removeAttempts = sql.get('DELETE FROM alert_attempts WHERE alert_id = ?');
-    const removeDone = sql.get('DELETE FROM alert_notifications WHERE alert_id = ? AND done IS NOT NULL');
-    const notify = sql.get('INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (webhook_id) DO NOTHING');
-    inTransaction(this.db, () => {
-      for (const a of changes.upsert) upsert.run(a.id, a.fingerprint, a.state, JSON.stringify(a));
-      for (const id of changes.remove) {
-        remove.run(id);
-        removeAttempts.run(id);
-        removeDone.run(id);
-      }
-      for (const n of changes.notifications) notify.run(n.webhookId, n.alert.id, n.createdAtMs, JSON.stringify(n));
+    this.guard((sql) => {
+      const upsert = sql.get('INSERT INTO alert_instances (id, fingerprint, state, data) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data');
+      const remove = sql.get('DELETE FROM alert_instances WHERE id = ?');
+      const removeAttempts = sql.get('DELETE FROM alert_attempts WHERE alert_id = ?');
+      const removeDone = sql.get('DELETE FROM alert_notifications WHERE alert_id = ? AND done IS NOT NULL');
+      const notify = sql.get('INSERT INTO alert_notifications (webhook_id, alert_id, created_at, done, data) VALUES (?, ?, ?, NULL, ?) ON CONFLICT (webhook_id) DO NOTHING');
+      inTransaction(this.db, () => {
+        for (const a of changes.upsert) upsert.run(a.id, a.fingerprint, a.state, JSON.stringify(a));
+        for (const id of changes.remove) {
+          remove.run(id);
+          removeAttempts.run(id);
+          removeDone.run(id);
+        }
+        for (const n of changes.notifications) notify.run(n.webhookId, n.alert.id, n.createdAtMs, JSON.stringify(n));
+      });
     });
   }
 
   async finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void> {
-    this.current().get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId);
+    this.guard((sql) => sql.get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId));
   }
 
   async addAttempt(a: StoredAttempt): Promise<void> {
-    const sql = this.current();
-    sql.get('INSERT INTO alert_attempts (alert_id, at, data) VALUES (?, ?, ?)').run(a.alertId, a.atMs, JSON.stringify(a));
-    sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
+    this.guard((sql) => {
+      sql.get('INSERT INTO alert_attempts (alert_id, at, data) VALUES (?, ?, ?)').run(a.alertId, a.atMs, JSON.stringify(a));
+      sql.get(`DELETE FROM alert_attempts WHERE alert_id = ? AND id NOT IN (SELECT id FROM alert_attempts WHERE alert_id = ? ORDER BY id DESC LIMIT ${MAX_ATTEMPTS_PER_ALERT})`).run(a.alertId, a.alertId);
+    });
   }
 
   async lastAttempts(alertIds: readonly string[]): Promise<StoredAttempt[]> {
     if (alertIds.length === 0) return [];
-    return (this.current().get(SQLITE_LAST_ATTEMPTS).all(JSON.stringify(alertIds)) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
+    return this.guard((sql) => (sql.get(SQLITE_LAST_ATTEMPTS).all(JSON.stringify(alertIds)) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt));
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {
-    return (this.current().get('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt);
+    return this.guard((sql) => (sql.get('SELECT data FROM alert_attempts WHERE alert_id = ? ORDER BY id').all(alertId) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt));
   }
 
   async putSilence(s: SilenceRecord): Promise<void> {
-    this.current().get('INSERT INTO alert_silences (id, ends_at, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data').run(s.id, s.endsAtMs, JSON.stringify(s));
+    this.guard((sql) => sql.get('INSERT INTO alert_silences (id, ends_at, data) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET ends_at = excluded.ends_at, data = excluded.data').run(s.id, s.endsAtMs, JSON.stringify(s)));
   }
 
   async prune(beforeMs: number): Promise<void> {
-    const sql = this.current();
-    sql.get('DELETE FROM alert_silences WHERE ends_at < ?').run(beforeMs);
-    sql.get('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < ?').run(beforeMs);
+    this.guard((sql) => {
+      sql.get('DELETE FROM alert_silences WHERE ends_at < ?').run(beforeMs);
+      sql.get('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < ?').run(beforeMs);
+    });
   }
 
   async close(): Promise<void> {

@@ -2,13 +2,14 @@
  * The AlertStateStore contract, run against both implementations: a real SQLite file and a real PostgreSQL
  * (a throwaway cluster). Fencing by the lease is PostgreSQL's alone and tested in postgres.test.ts.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Notification } from '../../notify/model.ts';
 import { PostgresStore } from '../../store/postgres/index.ts';
+import { StoreUnavailableError } from '../../store/store.ts';
 import { alertRecord } from '../../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import type { AlertRecord, StoredAttempt } from '../model.ts';
@@ -159,6 +160,31 @@ describe('SQLite alert state when the file at its path changes', () => {
     await new Promise((r) => setTimeout(r, 350));
     await s.save({ upsert: [alertRecord({ id: 'after', state: 'firing' })], remove: [], notifications: [] });
     expect((await s.load()).alerts.map((a) => a.id)).toEqual(['after']);
+  });
+});
+
+describe('SQLite alert state when its file fails', () => {
+  it('a locked file and a file that is not a database are StoreUnavailableError (503), as the store answers', { timeout: 20_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
+    const path = join(dir, 'h.db');
+    const s = new SqliteAlertStateStore(path, { retryMs: 0 });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+    await s.putSilence({ id: 's1', matchers: [{ name: 'hook_name', value: 'Stop', isRegex: false }], startsAtMs: 0, endsAtMs: 9e12, createdBy: 'me', comment: 'x', createdAtMs: 0 });
+    const holder = new DatabaseSync(path);
+    holder.exec('BEGIN IMMEDIATE');
+    try {
+      const locked = s.addAttempt(attempt('a1', 1));
+      await expect(locked).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(locked).rejects.toThrow(/alert state .*locked/);
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
+    // The file replaced by one that is not a database (a bad restore): every read and write says so.
+    for (const f of [path, `${path}-wal`, `${path}-shm`]) rmSync(f, { force: true });
+    writeFileSync(path, 'this is not a SQLite database, only text long enough to have a header page'.repeat(100));
+    await expect(s.silences()).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(s.save({ upsert: [alertRecord({ id: 'a1', state: 'firing' })], remove: [], notifications: [] })).rejects.toThrow(/alert state .*corrupt/);
   });
 });
 

@@ -168,6 +168,19 @@ function faultOf(err: unknown): string | undefined {
   return FAULTS.find(([re]) => re.test(text))?.[1];
 }
 
+/**
+ * A SQLite failure another user of the database file meets (the alert state), as the store classifies it: a file
+ * fault or lock contention is retryable (StoreUnavailableError, 503 with Retry-After), anything else stays as is.
+ * `what` names what failed, for the message.
+ */
+export function classifySqliteError(err: unknown, what: string): Error {
+  if (err instanceof StoreUnavailableError) return err;
+  const fault = faultOf(err);
+  if (fault) return new StoreUnavailableError(`${what}: ${fault}: ${describe(err)}`);
+  if (BUSY.test(describe(err))) return new StoreUnavailableError(`${what}: the database is locked: ${describe(err)}`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
 const CORRUPT_CAUSE = 'the database file is corrupt';
 const MIN_RECOVERY_GAP_MS = 1000;
 
