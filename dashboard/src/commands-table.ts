@@ -37,14 +37,18 @@ export function commandsTable(r: TranscriptCommandsResponse): HTMLElement {
   ));
 }
 
-/** The panel on the hook page; `refresh` loads it for the page's hook and range. */
-export function commandsPanel(): { element: HTMLElement; refresh(hookId: string, q: Query, signal?: AbortSignal): Promise<void> } {
+/**
+ * The panel on the hook page; `refresh` loads it for the page's hook and range. `unfiltered`: what it says on a
+ * page narrowed by filters, which transcripts do not follow.
+ */
+export function commandsPanel(unfiltered: string | null = null): { element: HTMLElement; refresh(hookId: string, q: Query, signal?: AbortSignal): Promise<void> } {
   const holder = h('div', { id: 'commands-holder' });
   const element = h('section', { class: 'panel', 'aria-labelledby': 'commands-title', id: 'commands-panel' },
     h('h2', { id: 'commands-title' }, 'Commands'),
     h('p', { class: 'hint', id: 'commands-source' },
       'Source: transcripts (hookwatch scan --send), stored apart from telemetry and counted once however often they are sent. ',
       'The figures above come from telemetry (hook_execution_complete), which sums the commands of one execution.'),
+    unfiltered === null ? null : h('p', { class: 'warn', id: 'commands-not-filtered' }, unfiltered),
     holder,
   );
   return {

@@ -29,8 +29,11 @@ export async function loadGuardTrims(hookId: string, q: Query, signal?: AbortSig
   }
 }
 
-/** The KPI beside Claude Code's counters: "trimmed by guard: sent 15,000, delivered 9,500"; null when nothing was trimmed. */
-export function guardTrimsKpi(g: GuardTrimsResponse | null): HTMLElement | null {
+/**
+ * The KPI beside Claude Code's counters: "trimmed by guard: sent 15,000, delivered 9,500"; null when nothing was
+ * trimmed. `unfiltered`: what it says on a page narrowed by filters, which guard trims do not follow.
+ */
+export function guardTrimsKpi(g: GuardTrimsResponse | null, unfiltered: string | null = null): HTMLElement | null {
   const v = guardTrimsView(g);
   if (!v) return null;
   return h('div', { class: 'kpi', 'data-kpi': 'guard-trims' },
@@ -38,6 +41,7 @@ export function guardTrimsKpi(g: GuardTrimsResponse | null): HTMLElement | null 
     h('div', { class: 'kpi-value' }, v.value),
     h('div', { class: 'kpi-note', 'data-guard-largest': v.field }, v.note),
     h('div', { class: 'kpi-note' }, 'instead of a ~2,000-character preview'),
+    unfiltered === null ? null : h('div', { class: 'kpi-note warn', id: 'guard-trims-not-filtered' }, unfiltered),
   );
 }
 

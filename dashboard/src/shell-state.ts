@@ -4,7 +4,7 @@
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
 import { ago, dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
-import { buildUrl, keptParams, refreshMs, routePath, withParam, type Range, type Route, type ViewState } from './state.ts';
+import { buildUrl, filterList, keptParams, refreshMs, routePath, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -105,7 +105,7 @@ export function filtersApply(route: Route): boolean {
  * way back); null with no filters.
  */
 export function notFilteredNote(filters: Record<string, string>): string | null {
-  const list = Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
+  const list = filterList(filters);
   const one = Object.keys(filters).length === 1;
   return list ? `This page is not filtered: it shows the whole fleet. The filter${one ? '' : 's'} ${list} appl${one ? 'ies' : 'y'} to the overview and hook pages.` : null;
 }

@@ -63,6 +63,11 @@ export function rangeQuery(range: Range): { from: string; to: string } {
   return { from: `now-${range.preset}`, to: 'now' };
 }
 
+/** The filters as people read them: "team = a, user.id = b"; '' with none. */
+export function filterList(filters: Record<string, string>): string {
+  return Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
+}
+
 /** Range plus filters, as API query parameters. */
 export function apiQuery(state: ViewState): Query {
   return { ...rangeQuery(state.range), ...state.filters };

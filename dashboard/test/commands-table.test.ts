@@ -59,6 +59,16 @@ describe('hook page: commands from transcripts', () => {
       expect(await w.page.getAttribute('#commands', 'data-source')).toBe('transcript');
       expect(await w.page.textContent('#commands-source')).toMatch(/Source: transcripts \(hookwatch scan --send\).*figures above come from telemetry/);
       await screenshot(w.page, 'hook-commands');
+      expect(await w.page.locator('#commands-not-filtered').count()).toBe(0);
+
+      // Narrowed by a dimension, the same commands are shown (transcripts are not kept per dimension), and the
+      // panel says they are everyone's.
+      await w.page.goto(`${svc.httpUrl}/hooks/${id}?range=7d&f.user.id=someone-else`);
+      await waitLoaded(w.page);
+      await w.page.waitForSelector('#commands');
+      expect(await w.page.$$eval('#commands tbody tr', (trs) => trs.length)).toBe(rows.length);
+      expect(await w.page.textContent('#commands-panel #commands-not-filtered'))
+        .toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = someone-else.');
       expect([...w.errors, ...w.dialogs]).toEqual([]);
     } finally {
       await w.close();

@@ -84,9 +84,14 @@ describe('the hook page with guarded outputs', () => {
     await screenshot(w.page, 'hook-guarded');
 
     // Narrowed by a dimension, the page still shows the guard's figures: guard trims are not kept per
-    // dimension, so the page asks for them over the range only (the route refuses a filter as unknown).
+    // dimension, so the page asks for them over the range only (the route refuses a filter as unknown). It says
+    // so beside them, and keeps them off the cliff chart, whose figures are the filtered ones.
+    expect(await w.page.locator('#guard-trims-not-filtered').count()).toBe(0);
     await w.page.goto(`${svc.httpUrl}/hooks/${ID}?f.user.id=user-a`);
     await waitLoaded(w.page);
     expect(await kpi.textContent()).toBe(`trimmed by guard: sent 15,002, delivered ${kept.toLocaleString('en-US')}`);
+    expect(await w.page.locator('[data-kpi="guard-trims"] #guard-trims-not-filtered').textContent())
+      .toBe('Not filtered: guard trims are not kept per dimension, so these figures count everyone, not only user.id = user-a.');
+    expect((await chartData(w.page, 'chart-cliff')).datasets.map((d) => d.label).filter((l) => l.startsWith('guarded'))).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView,
-  commandRows, dayTicks, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, zoomUrl,
+  commandRows, dayTicks, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
 const at = (url: string) => {
@@ -261,5 +261,12 @@ describe('growth chart ticks', () => {
     expect(month.length).toBeLessThanOrEqual(9);
     expect(month.every((t) => (t - first) % (4 * 86_400_000) === 0)).toBe(true);
     expect(month.map((t) => new Date(t).toISOString().slice(11))).toEqual(month.map(() => '00:00:00.000Z'));
+  });
+});
+
+describe('panels not kept per dimension', () => {
+  it('say under a filter that they count everyone, and nothing without one', () => {
+    expect(unfilteredPanelNote({}, 'guard trims')).toBeNull();
+    expect(unfilteredPanelNote({ 'user.id': 'u1', team: 'a' }, 'transcripts')).toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = u1, team = a.');
   });
 });

@@ -12,7 +12,7 @@ import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
 import { bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, utcDay } from '../format.ts';
-import { apiQuery, buildUrl, chartStep, customRange, keptParams, rangeLabel, type ViewState } from '../state.ts';
+import { apiQuery, buildUrl, chartStep, customRange, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
 const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
@@ -269,6 +269,17 @@ export function breakdownRows(r: BreakdownResponse): BreakdownRowView[] {
 /** The page for a hook id the API does not know. */
 export function noSuchHook(hookId: string): string {
   return `hookwatch has no hook with id ${hookId}. It may have been pruned by retention.`;
+}
+
+/**
+ * What a panel whose figures are not kept per dimension (guard trims, transcript commands) says on a page narrowed
+ * by filters: that it counts every value of them, so its figures are not read as the filtered ones; null with no
+ * filters.
+ */
+export function unfilteredPanelNote(filters: Record<string, string>, what: string): string | null {
+  const list = filterList(filters);
+  if (!list) return null;
+  return `Not filtered: ${what} are not kept per dimension, so these figures count everyone, not only ${list}.`;
 }
 
 /** What `hookwatch guard` did for the hook, beside Claude Code's counters; null when it trimmed nothing (or the server cannot say). */

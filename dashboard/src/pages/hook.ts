@@ -19,7 +19,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, subtitle, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -207,7 +207,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   cliff.enableZoom(zoom);
   delivery.enableZoom(zoom);
 
-  const commands = commandsPanel();
+  // Guard trims and transcripts are not kept per dimension: under a filter their panels say they count everyone,
+  // and the guard's points stay off the filtered cliff chart.
+  const guardUnfiltered = unfilteredPanelNote(state.filters, 'guard trims');
+  const commands = commandsPanel(unfilteredPanelNote(state.filters, 'transcripts'));
   const content = h('div', { id: 'hook-content' },
     h('section', { class: 'panel', 'aria-label': 'Key figures' }, factsEl),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
@@ -261,10 +264,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         status: shownStatus(hk), latest: largestOutput(hk), days: points.length, pastRange: state.range.kind === 'custom',
         quietSince: hk.executions === 0 && hk.starts === 0 ? hk.lastSeen : null,
       });
-      replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims));
+      replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims, guardUnfiltered));
       cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
-      addGuardTrimsToCliff(c1.config, series, guardTrims);
+      if (guardUnfiltered === null) addGuardTrimsToCliff(c1.config, series, guardTrims);
       cliff.render(c1.config, c1.summary, c1.table);
       const c2 = deliveryChart(series);
       delivery.render(c2.config, c2.summary, c2.table);
