@@ -56,7 +56,7 @@ describe('range labels', () => {
   it('writes a custom range in the page\'s date format and zone, not as raw timestamps', () => {
     setTimeZone('UTC');
     try {
-      expect(rangeLabel({ kind: 'custom', from: '2026-12-01T21:00:00.000Z', to: '2026-12-02T03:30:00.000Z' })).toBe('01/12/2026, 21:00 to 02/12/2026, 03:30');
+      expect(rangeLabel({ kind: 'custom', from: '2026-12-01T21:00:00.000Z', to: '2026-12-02T03:30:00.000Z' })).toBe('01/12/2026, 21:00 to 02/12/2026, 03:30 UTC');
       expect(rangeLabel({ kind: 'preset', preset: '7d' })).toBe('last 7 days');
     } finally {
       setTimeZone('local');

@@ -28,9 +28,12 @@ export interface WatchedPage {
   close(): Promise<void>;
 }
 
-/** A fresh context and page that records JavaScript errors and dialogs; `allow` filters expected console noise. */
-export async function watchedPage(browser: Browser, opts: { width?: number; height?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
-  const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 900 } });
+/**
+ * A fresh context and page that records JavaScript errors and dialogs; `allow` filters expected console noise,
+ * `timezoneId` is the browser's zone (a reader elsewhere).
+ */
+export async function watchedPage(browser: Browser, opts: { width?: number; height?: number; allow?: RegExp; timezoneId?: string } = {}): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 900 }, ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}) });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const errors: string[] = [];
