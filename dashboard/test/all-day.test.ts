@@ -1,8 +1,8 @@
 /**
  * The dashboard on a wall screen all day, against a real hookwatch (real sockets, real SQLite) in headless
- * Chromium: links shared.
+ * Chromium: many refreshes, the server restarted underneath, links shared, the browser's back and forward.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -54,6 +54,44 @@ async function fedService(): Promise<TestService> {
   return svc;
 }
 
+/** Options of a select, by value. */
+function options(p: Page, selector: string): Promise<string[]> {
+  return p.$$eval(`${selector} option`, (os) => os.map((o) => (o as HTMLOptionElement).value));
+}
+
+describe('the server restarted while the page is open', () => {
+  it('says hookwatch does not answer, then shows data again by itself, without a reload', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    let svc = await hookwatch(dir);
+    await feed(svc);
+    const port = String((new URL(svc.httpUrl)).port);
+    const env = { HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` };
+    await svc.stop();
+    svc = await hookwatch(dir, env);
+    cleanups.push(() => svc.stop().then(() => undefined));
+
+    const { page: p } = await page(/Failed to load resource|ERR_CONNECTION_REFUSED/);
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    await p.evaluate(() => void ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+    await svc.stop();
+
+    await p.waitForSelector('#error-banner:not([hidden])', { timeout: 20_000 });
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: hookwatch did not answer (is it running?)');
+    // In the outage a link is followed: the page it opens lists the filter dimensions once hookwatch is back.
+    await p.click('a.back');
+    await p.waitForSelector('#error-banner:not([hidden])', { timeout: 20_000 });
+
+    svc = await hookwatch(dir, env);
+    await p.waitForSelector('#error-banner', { state: 'hidden', timeout: 30_000 });
+    await p.waitForSelector('#hook-rows');
+    expect(await p.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    await p.waitForFunction(() => document.querySelectorAll('#filter-dimension option').length > 0, undefined, { timeout: 20_000 });
+    expect(await options(p, '#filter-dimension')).toContain('user.id');
+  });
+});
+
 describe('a link shared with a colleague', () => {
   it('opens the same view: page, range, filters and breakdown; a custom range names the zone its times are in', async () => {
     const svc = await fedService();
@@ -87,5 +125,72 @@ describe('a link shared with a colleague', () => {
     expect(vb['range']).toBe('31/10/2026, 20:00 to 30/11/2026, 19:00 America/New_York (UTC-04:00)');
     const series = new URL(asked.find((u) => u.includes('/series')) ?? '');
     expect([series.searchParams.get('from'), series.searchParams.get('to'), series.searchParams.get('terminal.type')]).toEqual([from, to, 'vscode']);
+  });
+});
+
+describe('back and forward', () => {
+  it('move between the views followed, each as it was', async () => {
+    const svc = await fedService();
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?range=7d`);
+    await waitLoaded(p);
+    await p.click(`#hook-rows a[href*="/hooks/${ID}"]`);
+    await p.waitForSelector('#hook-title');
+    await waitLoaded(p);
+    await p.click('button[data-range="30d"]');
+    await p.waitForFunction(() => location.search.includes('range=30d'));
+    await waitLoaded(p);
+    const pressed = (): Promise<string | null> => p.evaluate(() => document.querySelector('button[aria-pressed="true"]')?.getAttribute('data-range') ?? null);
+    expect(await pressed()).toBe('30d');
+
+    await p.goBack();
+    await p.waitForFunction(() => location.search.includes('range=7d') && location.pathname.startsWith('/hooks/'));
+    await waitLoaded(p);
+    expect([await pressed(), await p.textContent('#hook-title')]).toEqual(['7d', expect.stringContaining('SessionStart:startup')]);
+    await p.goBack();
+    await p.waitForFunction(() => location.pathname === '/');
+    await p.waitForSelector('#hook-rows');
+    expect(await pressed()).toBe('7d');
+    await p.goForward();
+    await p.waitForSelector('#hook-title');
+    await p.goForward();
+    await p.waitForFunction(() => location.search.includes('range=30d'));
+    await waitLoaded(p);
+    expect(await pressed()).toBe('30d');
+  });
+});
+
+describe('left open for hours', () => {
+  it('keeps its DOM, listeners and JavaScript heap bounded over many automatic refreshes', { timeout: 180_000 }, async () => {
+    const svc = await fedService();
+    for (const path of [`/hooks/${ID}?range=7d`, '/?range=7d']) {
+      const w = await page();
+      const cdp = await w.context.newCDPSession(w.page);
+      await w.page.clock.install();
+      await w.page.goto(`${svc.httpUrl}${path}&refresh=15s`);
+      await waitLoaded(w.page);
+      const measure = async (): Promise<{ nodes: number; listeners: number; heap: number }> => {
+        await cdp.send('HeapProfiler.collectGarbage');
+        const d = await cdp.send('Memory.getDOMCounters');
+        const heap = await cdp.send('Runtime.getHeapUsage');
+        return { nodes: d.nodes, listeners: d.jsEventListeners, heap: heap.usedSize };
+      };
+      // The refresh timer is the dashboard's own, run by the page's clock: each 15 s is one refresh.
+      const cycles = async (from: number, n: number): Promise<void> => {
+        for (let i = from + 1; i <= from + n; i++) {
+          await w.page.clock.runFor(15_000);
+          await w.page.waitForFunction((k) => Number(document.body.dataset['loaded']) >= k && !document.body.hasAttribute('aria-busy'), i + 1, { polling: 20 });
+        }
+      };
+      await cycles(0, 30);
+      const warm = await measure();
+      await cycles(30, 120);
+      const after = await measure();
+      // What a refresh draws replaces what the one before drew: a node or listener left behind by each of the 120
+      // refreshes would pass these bounds (a chart's tooltip or a row may be mid-change when measured).
+      expect({ path, nodes: after.nodes - warm.nodes < 60, listeners: after.listeners - warm.listeners < 30 }).toEqual({ path, nodes: true, listeners: true });
+      // 120 refreshes (half an hour at 15 s) may leave JIT code and caches behind, not a copy of the page per refresh.
+      expect(after.heap - warm.heap).toBeLessThan(1024 * 1024);
+    }
   });
 });
