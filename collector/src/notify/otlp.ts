@@ -4,6 +4,8 @@
  * An https:// endpoint speaks TLS with alerting.otlp.tls.* (a CA, a client certificate, the server name, the lowest
  * version), rotated files taken into use for the connections made from then on.
  */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { SeverityNumber, type Logger as OtelLogger } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -65,15 +67,24 @@ export function logsUrl(endpoint: string): string {
 
 const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERROR, error: SeverityNumber.ERROR, warning: SeverityNumber.WARN, info: SeverityNumber.INFO };
 
+/**
+ * The connection pool of the export, closed at shutdown (the exporter's own keeps its idle keep-alive connections
+ * open, and nothing closes it): alerting.otlp.tls's, or a keep-alive agent for the endpoint's scheme.
+ */
+function exportAgent(endpoint: string, tls: ClientTlsCredentials | undefined): HttpAgent {
+  if (tls) return new ClientTlsHttpsAgent(tls);
+  return /^https:/i.test(endpoint) ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+}
+
 export class OtlpAlertEmitter implements AlertEventSink {
   private readonly provider: LoggerProvider;
   private readonly logger: OtelLogger;
-  private readonly agent: ClientTlsHttpsAgent | undefined;
+  private readonly agent: HttpAgent;
 
   constructor(opts: OtlpEmitterOptions) {
-    const agent = opts.tls ? new ClientTlsHttpsAgent(opts.tls) : undefined;
+    const agent = exportAgent(opts.endpoint, opts.tls);
     this.agent = agent;
-    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, ...(agent ? { httpAgentOptions: () => agent } : {}) });
+    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, httpAgentOptions: () => agent });
     this.provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'hookwatch', 'service.version': opts.serviceVersion }),
       processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: 2048, exportTimeoutMillis: 5000 })],
@@ -103,12 +114,12 @@ export class OtlpAlertEmitter implements AlertEventSink {
     });
   }
 
-  /** Flushes what is batched, then stops, closing the connections of alerting.otlp.tls. */
+  /** Flushes what is batched, then stops, closing the export's connections (over http:// too). */
   async shutdown(): Promise<void> {
     try {
       await this.provider.shutdown();
     } finally {
-      this.agent?.destroy();
+      this.agent.destroy();
     }
   }
 }
