@@ -42,7 +42,7 @@ import { createAlertsRouter } from './api/alerts.ts';
 import { createClusterRouter, registerClusterMetrics } from './api/cluster.ts';
 import { registerAlertingMetrics } from './alerting/metrics.ts';
 import { registerForwardMetrics } from './forward/metrics.ts';
-import { registerNotifyMetrics } from './notify/metrics.ts';
+import { registerAlertEventMetrics, registerNotifyMetrics } from './notify/metrics.ts';
 import { HookMetrics } from './pipeline/hook-metrics.ts';
 import { registerIngestMetrics } from './pipeline/metrics.ts';
 import { registerReceiverMetrics } from './receiver/metrics.ts';
@@ -229,6 +229,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // every rule once it hears again, instead of leaving what they announced to its next timer tick.
   coordination.onSignalsResumed(() => void alerting.engine.evaluate('all'));
   registerNotifyMetrics(metrics, alerting.dispatcher.stats, alerting.refresher);
+  registerAlertEventMetrics(metrics, alerting.events.stats);
   if (forwarding) registerForwardMetrics(metrics, forwarding);
   registerAlertingMetrics(metrics, alerting.engine);
   registerClusterMetrics(metrics, coordination);

@@ -1,16 +1,25 @@
 /**
  * The export of alert events (alerting.otlp.endpoint) against a real OTLP/HTTP receiver on loopback, driven as a
- * user drives it: hook events over OTLP raise an alert, and its log record reaches the receiver. The export's
- * keep-alive connection is closed when hookwatch stops.
+ * user drives it: hook events over OTLP raise an alert, and what became of its log record is on /metrics and in
+ * the log. An endpoint that accepts it counts it exported; one that answers 401 or 503, or a port nobody listens
+ * on, counts it failed by reason and says so at warn, never showing the endpoint's key or headers; a full export
+ * queue counts the events it drops. The export's keep-alive connection is closed when hookwatch stops.
  */
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
 import { startService, type RunningService } from '../src/service.ts';
 import { otlpHookBody, WebhookSink } from './support/alerting.ts';
-import { recordingLogger } from './support/recording-logger.ts';
+import { parseExposition, sampleValue } from './support/prometheus-text.ts';
+import { recordingLogger, type Logged } from './support/recording-logger.ts';
 import { configFromYaml } from './support/service.ts';
 import { postOtlp, tempDir } from './helpers.ts';
 
-describe('alert event export', () => {
+const TOKEN = 'Bearer s3cret-alert-token';
+const KEY = 'k3y-in-the-query';
+
+describe('alert event export outcomes', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
@@ -24,13 +33,23 @@ describe('alert event export', () => {
     return s;
   }
 
-  async function start(endpoint: string): Promise<RunningService> {
+  /** A loopback port nothing listens on. */
+  async function closedPort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return port;
+  }
+
+  async function start(endpoint: string): Promise<{ service: RunningService; lines: Logged[] }> {
     const dir = tempDir('hookwatch-alert-event-export-');
     cleanups.push(() => dir.cleanup());
-    const yaml = JSON.stringify({ alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint } } });
-    const service = await startService(configFromYaml(dir.dir, yaml), { logger: recordingLogger().logger });
+    const yaml = JSON.stringify({ alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint: `${endpoint}/?api-key=${KEY}`, headers: { authorization: TOKEN } } } });
+    const { logger, lines } = recordingLogger();
+    const service = await startService(configFromYaml(dir.dir, yaml), { logger });
     cleanups.push(async () => void (await service.stop()));
-    return service;
+    return { service, lines };
   }
 
   /** A hook output over the cap, sent as Claude Code sends it: the persisted rule fires. */
@@ -39,15 +58,101 @@ describe('alert event export', () => {
     expect(res.status).toBe(200);
   }
 
+  async function metrics(service: RunningService): Promise<ReturnType<typeof parseExposition>> {
+    return parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+  }
+
+  const events = async (service: RunningService, outcome: string): Promise<number | undefined> => sampleValue(await metrics(service), 'hookwatch_alert_events_total', { outcome });
+  const failures = async (service: RunningService, reason: string): Promise<number | undefined> => sampleValue(await metrics(service), 'hookwatch_alert_event_failures_total', { reason });
+  const warnings = (lines: Logged[]): Logged[] => lines.filter((l) => l.level === 'warn' && l.msg.startsWith('alert events not exported'));
+
+  it('counts an event the endpoint accepts as exported, every series at 0 before', async () => {
+    const receiver = await otlpReceiver(200);
+    const { service, lines } = await start(receiver.url);
+    const before = await metrics(service);
+    for (const outcome of ['exported', 'failed', 'dropped']) expect(sampleValue(before, 'hookwatch_alert_events_total', { outcome }), outcome).toBe(0);
+    for (const reason of ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other']) expect(sampleValue(before, 'hookwatch_alert_event_failures_total', { reason }), reason).toBe(0);
+    await raiseAlert(service, 'PostToolUse:accepted');
+    await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(1);
+    expect(receiver.delivered()).toHaveLength(1);
+    expect(await events(service, 'failed')).toBe(0);
+    expect(warnings(lines)).toEqual([]);
+  });
+
+  it.each([
+    { answer: 401, reason: 'refused_4xx', says: '"status":401' },
+    // Retried by the exporter for up to 5 s, then given up.
+    { answer: 503, reason: 'refused_5xx', says: '"status":503' },
+  ])('counts an event the endpoint answers $answer as failed ($reason) and logs it without the endpoint\'s secrets', async ({ answer, reason, says }) => {
+    const receiver = await otlpReceiver(answer);
+    const { service, lines } = await start(receiver.url);
+    await raiseAlert(service, 'PostToolUse:refused');
+    await expect.poll(() => failures(service, reason), { timeout: 15_000, interval: 100 }).toBe(1);
+    expect(await events(service, 'failed')).toBe(1);
+    expect(await events(service, 'exported')).toBe(0);
+    expect(receiver.requests.length).toBeGreaterThan(0);
+    expect(receiver.requests[0]?.headers['authorization']).toBe(TOKEN);
+    const logged = warnings(lines);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]?.msg).toContain(`"reason":"${reason}"`);
+    expect(logged[0]?.msg).toContain(says);
+    expect(logged[0]?.msg).toContain(`"endpoint":"${receiver.url}"`);
+    for (const l of lines) {
+      expect(l.msg).not.toContain(KEY);
+      expect(l.msg).not.toContain('s3cret');
+    }
+  });
+
+  it('counts an event for a port nobody listens on as failed (unreachable), and logs a second failure within the minute only at stop', async () => {
+    const port = await closedPort();
+    const { service, lines } = await start(`http://127.0.0.1:${port}`);
+    await raiseAlert(service, 'PostToolUse:unreachable');
+    await expect.poll(() => failures(service, 'unreachable'), { timeout: 15_000, interval: 100 }).toBe(1);
+    expect(warnings(lines)).toEqual([expect.objectContaining({ msg: expect.stringContaining('"reason":"unreachable"') as string })]);
+    await raiseAlert(service, 'PostToolUse:unreachable-again');
+    await expect.poll(() => failures(service, 'unreachable'), { timeout: 15_000, interval: 100 }).toBe(2);
+    expect(await events(service, 'failed')).toBe(2);
+    // Rate-limited: the second waits for the minute, or for the export to stop.
+    expect(warnings(lines)).toHaveLength(1);
+    await service.stop();
+    expect(warnings(lines)).toHaveLength(2);
+    expect(warnings(lines)[1]?.msg).toContain('"events":1');
+    for (const l of lines) expect(l.msg).not.toContain(KEY);
+  });
+
   it('closes its idle keep-alive connection to the endpoint when hookwatch stops', async () => {
     const receiver = await otlpReceiver(200);
     // An idle connection would stay open for ten minutes unless hookwatch closes it.
     receiver.keepConnectionsFor(600_000);
-    const service = await start(receiver.url);
+    const { service } = await start(receiver.url);
     await raiseAlert(service, 'PostToolUse:kept-alive');
-    await expect.poll(() => receiver.delivered().filter((r) => r.body.includes('PostToolUse:kept-alive')), { timeout: 10_000, interval: 100 }).toHaveLength(1);
+    await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(1);
     expect(receiver.openConnections()).toBe(1);
     await service.stop();
     await expect.poll(() => receiver.openConnections(), { timeout: 5000, interval: 50 }).toBe(0);
+  });
+
+  it('counts and logs the events a full export queue drops, and exports the ones it kept', async () => {
+    const receiver = new WebhookSink();
+    // The first export waits for its answer while more events come.
+    receiver.reply = ({ index }) => ({ status: 200, ...(index === 0 ? { delayMs: 500 } : {}) });
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const { logger, lines } = recordingLogger();
+    const emitter = new OtlpAlertEmitter({ endpoint: receiver.url, headers: {}, serviceVersion: '0.1.0', scheduledDelayMs: 10, logger, maxQueue: 2 });
+    cleanups.push(() => emitter.shutdown());
+    const emit = (rule: string): void => emitter.emit({ id: rule, fingerprint: rule, rule, state: 'firing', labels: { alertname: rule }, annotations: {}, atMs: Date.now() });
+    emit('first');
+    await receiver.waitFor(1, 10_000);
+    for (const rule of ['queued-1', 'queued-2', 'dropped-1', 'dropped-2']) emit(rule);
+    expect(emitter.stats.dropped).toBe(2);
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([expect.objectContaining({ msg: expect.stringContaining('alert event export queue full; events dropped') as string })]);
+    await emitter.shutdown();
+    expect(emitter.stats).toMatchObject({ exported: 3, failed: 0, dropped: 2 });
+    const sent = receiver.delivered().map((r) => r.body).join('\n');
+    for (const rule of ['first', 'queued-1', 'queued-2']) expect(sent).toContain(rule);
+    expect(sent).not.toContain('dropped-');
+    // The second drop, held back within the minute, is logged as the export stops.
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([expect.stringContaining('"events":1'), expect.stringContaining('"events":1')]);
   });
 });

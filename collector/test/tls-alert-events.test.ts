@@ -2,8 +2,8 @@
  * alerting.otlp.tls.* against a real OTLP/HTTP receiver on loopback that requires a client certificate (mutual
  * TLS), driven as a user drives it: hook events over OTLP raise an alert, its log record arrives over TLS with the
  * client certificate; the connection is closed when hookwatch stops; a rotated client certificate is used once read
- * again; files that cannot be used stop hookwatch naming the setting, and settings beside an http:// endpoint are
- * refused as forward.tls.* are.
+ * again; a receiver whose certificate is not trusted counts the event failed (tls); files that cannot be used stop
+ * hookwatch naming the setting, and settings beside an http:// endpoint are refused as forward.tls.* are.
  */
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { startService, type RunningService } from '../src/service.ts';
 import { silentLogger } from '../src/telemetry/logger.ts';
 import { otlpHookBody, WebhookSink } from './support/alerting.ts';
 import { HAVE_OPENSSL, issue, pemBody, useTestPki } from './support/certs.ts';
+import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { recordingLogger } from './support/recording-logger.ts';
 import { configFromYaml, isolatedEnv } from './support/service.ts';
 import { postOtlp, tempDir } from './helpers.ts';
@@ -35,11 +36,11 @@ describe.skipIf(!HAVE_OPENSSL)('alert events over TLS', () => {
     return s;
   }
 
-  async function start(endpoint: string, tls: Record<string, string>): Promise<RunningService> {
+  async function start(endpoint: string, tls?: Record<string, string>, logger = recordingLogger().logger): Promise<RunningService> {
     const dir = tempDir('hookwatch-tls-alert-events-service-');
     cleanups.push(() => dir.cleanup());
-    const yaml = JSON.stringify({ alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint, tls } } });
-    const service = await startService(configFromYaml(dir.dir, yaml), { logger: recordingLogger().logger });
+    const yaml = JSON.stringify({ alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint, ...(tls ? { tls } : {}) } } });
+    const service = await startService(configFromYaml(dir.dir, yaml), { logger });
     cleanups.push(async () => void (await service.stop()));
     return service;
   }
@@ -59,6 +60,21 @@ describe.skipIf(!HAVE_OPENSSL)('alert events over TLS', () => {
     await expect.poll(() => receiver.openConnections(), { timeout: 5000, interval: 50 }).toBe(0);
   });
 
+  it('counts an event whose TLS handshake fails (the endpoint\'s CA not trusted) as failed (tls), and logs why', async () => {
+    const receiver = new WebhookSink(Date.now, pki.server);
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const { logger, lines } = recordingLogger();
+    // No alerting.otlp.tls: the system's CAs, which do not vouch for the team CA.
+    const service = await start(receiver.url, undefined, logger);
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: 'PostToolUse:untrusted', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 's1' }]), { 'content-type': 'application/json' });
+    expect(res.status).toBe(200);
+    const failures = async (): Promise<number | undefined> => sampleValue(parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text()), 'hookwatch_alert_event_failures_total', { reason: 'tls' });
+    await expect.poll(failures, { timeout: 15_000, interval: 100 }).toBe(1);
+    expect(receiver.requests).toEqual([]);
+    expect(lines.filter((l) => l.level === 'warn' && l.msg.startsWith('alert events not exported'))).toEqual([expect.objectContaining({ msg: expect.stringMatching(/"reason":"tls".*TLS failed: .*certificate/) as string })]);
+  });
+
   it('presents a rotated client certificate once the files are read again', async () => {
     const receiver = await otlpReceiver();
     const dir = join(pki.dir, 'rotate');
@@ -66,7 +82,7 @@ describe.skipIf(!HAVE_OPENSSL)('alert events over TLS', () => {
     copyFileSync(pki.client.certFile, join(dir, 'tls.crt'));
     copyFileSync(pki.client.keyFile, join(dir, 'tls.key'));
     const credentials = ClientTlsCredentials.open({ section: 'alerting.otlp.tls', caFile: pki.ca.certFile, certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadIntervalMs: 1000 }, silentLogger);
-    const emitter = new OtlpAlertEmitter({ endpoint: receiver.url, headers: {}, serviceVersion: '0.1.0', scheduledDelayMs: 10, tls: credentials });
+    const emitter = new OtlpAlertEmitter({ endpoint: receiver.url, headers: {}, serviceVersion: '0.1.0', scheduledDelayMs: 10, tls: credentials, logger: silentLogger });
     cleanups.push(() => emitter.shutdown());
     const emit = (rule: string): void => emitter.emit({ id: rule, fingerprint: rule, rule, state: 'firing', labels: { alertname: rule }, annotations: {}, atMs: Date.now() });
 

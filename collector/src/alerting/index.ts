@@ -56,6 +56,8 @@ export interface Alerting {
   dispatcher: Dispatcher;
   /** Renews the firing alerts at Alertmanager receivers (its counts are on /metrics). */
   refresher: AlertmanagerRefresher;
+  /** The export of alert transitions to alerting.otlp.endpoint (its counts are on /metrics). */
+  events: AlertEventSink;
   /**
    * Stops evaluation, aborts deliveries in flight (kept in the outbox), closes the receivers' TLS connections,
    * flushes alert events, closes state. Safe twice. The evaluation and deliveries in progress wait on the store:
@@ -72,7 +74,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   const eventTls = opts.eventTls ?? openAlertEventTls(config.otlp, logger, opts.now);
   const stateStore: AlertStateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
   const events = opts.events ?? (config.otlp.endpoint
-    ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0', ...(eventTls ? { tls: eventTls } : {}) })
+    ? new OtlpAlertEmitter({ endpoint: config.otlp.endpoint, headers: config.otlp.headers, serviceVersion: opts.serviceVersion ?? '0.1.0', logger, ...(opts.now ? { now: opts.now } : {}), ...(eventTls ? { tls: eventTls } : {}) })
     : noAlertEvents);
   const leader = opts.leader;
   const links = opts.links ?? { externalUrl: config.externalUrl };
@@ -141,6 +143,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     engine,
     dispatcher,
     refresher,
+    events,
     stop(step = unboundedStep) {
       stopping ??= (async () => {
         for (const credentials of tls.values()) credentials.stop();

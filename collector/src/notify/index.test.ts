@@ -303,7 +303,7 @@ describe('OTLP alert events', () => {
     const s = await sink();
     expect(logsUrl(`${s.url}/`)).toBe(`${s.url}/v1/logs`);
     expect(logsUrl(`${s.url}/v1/logs`)).toBe(`${s.url}/v1/logs`);
-    const e = new OtlpAlertEmitter({ endpoint: s.url, headers: { authorization: 'Bearer t0ken' }, serviceVersion: '0.1.0', scheduledDelayMs: 10 });
+    const e = new OtlpAlertEmitter({ endpoint: s.url, headers: { authorization: 'Bearer t0ken' }, serviceVersion: '0.1.0', scheduledDelayMs: 10, logger: silentLogger });
     e.emit({ id: 'f-1', fingerprint: 'f', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', severity: 'critical', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, annotations: { summary: 'lost' }, atMs: Date.now() });
     await e.shutdown();
     await s.waitFor(1);

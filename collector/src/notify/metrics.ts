@@ -1,7 +1,11 @@
-/** The dispatcher's figures for /metrics: notifications by outcome and delivery attempts. */
+/**
+ * The dispatcher's figures for /metrics: notifications by outcome and delivery attempts; and what became of the
+ * alert events exported to alerting.otlp.endpoint.
+ */
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { AlertmanagerRefresher } from './alertmanager-api.ts';
 import type { DispatcherStats } from './dispatcher.ts';
+import { ALERT_EVENT_FAILURE_REASONS, type AlertEventStats } from './otlp.ts';
 
 const OUTCOMES = ['enqueued', 'delivered', 'failed', 'dropped'] as const;
 
@@ -29,6 +33,28 @@ export function registerNotifyMetrics(metrics: MetricsRegistry, stats: Dispatche
         set({ receiver, outcome: 'delivered' }, counts.delivered);
         set({ receiver, outcome: 'failed' }, counts.failed);
       }
+    },
+  });
+}
+
+/** Every series at 0 from the start, alerting.otlp.endpoint set or not (without it nothing is exported). */
+export function registerAlertEventMetrics(metrics: MetricsRegistry, stats: AlertEventStats): void {
+  metrics.collectedCounter('notify', {
+    name: 'hookwatch_alert_events_total',
+    help: 'Alert transitions exported as OpenTelemetry log records to alerting.otlp.endpoint, by outcome: exported (the endpoint accepted them), failed (refused, unreachable, timed out or TLS failed, after the exporter\'s retries; lost), dropped (the export queue was full; lost).',
+    labelNames: ['outcome'],
+    collect: (set) => {
+      set({ outcome: 'exported' }, stats.exported);
+      set({ outcome: 'failed' }, stats.failed);
+      set({ outcome: 'dropped' }, stats.dropped);
+    },
+  });
+  metrics.collectedCounter('notify', {
+    name: 'hookwatch_alert_event_failures_total',
+    help: 'Alert events whose export to alerting.otlp.endpoint failed, by reason: refused_3xx, refused_4xx, refused_5xx (the status class answered), unreachable, timeout, tls (the handshake failed), other.',
+    labelNames: ['reason'],
+    collect: (set) => {
+      for (const reason of ALERT_EVENT_FAILURE_REASONS) set({ reason }, stats.byReason[reason]);
     },
   });
 }

@@ -1,21 +1,26 @@
 /**
  * Alert transitions out as OpenTelemetry log records (sdk-logs + the OTLP/HTTP exporter), so a team sees
- * hookwatch's findings in the backend it already uses. Best effort: the exporter retries 429/502/503/504 itself.
+ * hookwatch's findings in the backend it already uses. Not retried past the exporter's own retries of
+ * 429/502/503/504 (within 5 s), but never lost silently: every event is counted on /metrics as exported, failed
+ * (by reason) or dropped (the export queue full), and failures and drops are logged, at most a line a minute each.
  * An https:// endpoint speaks TLS with alerting.otlp.tls.* (a CA, a client certificate, the server name, the lowest
  * version), rotated files taken into use for the connections made from then on.
  */
-import { Agent as HttpAgent } from 'node:http';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { Agent as HttpAgent, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { SeverityNumber, type Logger as OtelLogger } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
+import { safeEndpoint } from '../forward/exporter.ts';
 import { otlpSignalUrl } from '../net/otlp-url.ts';
-import { ClientTlsCredentials } from '../net/tls.ts';
+import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { NotifyConfig } from './settings.ts';
 
 /** One alert transition as emitted. */
@@ -24,8 +29,35 @@ export interface AlertEvent extends AlertIdentity {
   atMs: number;
 }
 
+/**
+ * Why alert events were not exported, as /metrics names it (hookwatch_alert_event_failures_total{reason}):
+ * - refused_3xx, refused_4xx, refused_5xx: the endpoint answered that status class (429, 502, 503 and 504 after
+ *   the exporter's retries ran out; a redirect is not followed);
+ * - unreachable: no connection (refused, reset, no route, a name that does not resolve);
+ * - timeout: no answer within the export timeout;
+ * - tls: the TLS handshake failed (the endpoint's certificate not trusted, for another name or out of date; the
+ *   client certificate of alerting.otlp.tls refused);
+ * - other: anything else (an answer too large to read).
+ */
+export const ALERT_EVENT_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'] as const;
+export type AlertEventFailureReason = (typeof ALERT_EVENT_FAILURE_REASONS)[number];
+
+/** What became of the alert events handed to a sink, since start (hookwatch_alert_events_total). */
+export interface AlertEventStats {
+  /** Accepted by the endpoint. */
+  exported: number;
+  /** Given up: refused, unreachable, timed out, TLS failed (byReason says which). */
+  failed: number;
+  /** Not sent: the export queue was full, or the export had stopped. */
+  dropped: number;
+  byReason: Record<AlertEventFailureReason, number>;
+}
+
+export const noAlertEventStats = (): AlertEventStats => ({ exported: 0, failed: 0, dropped: 0, byReason: Object.fromEntries(ALERT_EVENT_FAILURE_REASONS.map((r) => [r, 0])) as AlertEventStats['byReason'] });
+
 /** Receives alert transitions (the OTLP emitter, or nothing). */
 export interface AlertEventSink {
+  readonly stats: AlertEventStats;
   emit(e: AlertEvent): void;
   shutdown(): Promise<void>;
 }
@@ -39,6 +71,11 @@ export interface OtlpEmitterOptions {
   scheduledDelayMs?: number;
   /** alerting.otlp.tls.*, opened (openAlertEventTls); absent for the system's defaults. */
   tls?: ClientTlsCredentials;
+  /** Where failures and drops are logged. */
+  logger: Logger;
+  /** Events waiting for their export at most; more are dropped (counted). Default 2048. */
+  maxQueue?: number;
+  now?: () => number;
 }
 
 /**
@@ -67,6 +104,78 @@ export function logsUrl(endpoint: string): string {
 
 const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERROR, error: SeverityNumber.ERROR, warning: SeverityNumber.WARN, info: SeverityNumber.INFO };
 
+/** How often failed exports, and drops, are logged at most (each event is counted). */
+const FAILURE_LOG_INTERVAL_MS = 60_000;
+const DEFAULT_MAX_QUEUE = 2048;
+/** Network errors that mean no connection could be made or kept (Node's codes). */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+
+/** One failed export, classified; `message` names no secret (no URL, header or answer body). */
+export interface AlertEventFailure {
+  reason: AlertEventFailureReason;
+  status?: number;
+  message: string;
+}
+
+/**
+ * Why an export failed, from the exporter's error and the last HTTP status the endpoint answered during it (the
+ * exporter reports 429/502/503/504 after its retries without the status).
+ */
+export function alertEventFailure(error: unknown, lastStatus: number | undefined): AlertEventFailure {
+  const err = (error ?? {}) as { code?: unknown; message?: unknown };
+  const code = err.code;
+  // OTLPExporterError: the status of an answer that is not retried (400, 401, 413, 500...).
+  const status = typeof code === 'number' ? code : undefined;
+  if (status !== undefined && status >= 300) return refused(status);
+  const tls = tlsFailure(err);
+  if (tls) return { reason: 'tls', message: `TLS failed: ${tls}` };
+  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return { reason: 'unreachable', message: `cannot reach the endpoint: ${code}` };
+  if (code === 'ETIMEDOUT' || err.message === 'Request timed out') return { reason: 'timeout', message: 'no answer within 5000 ms' };
+  if (lastStatus !== undefined && lastStatus >= 300) return refused(lastStatus);
+  return { reason: 'other', message: typeof err.message === 'string' ? err.message.slice(0, 200) : 'unknown error' };
+}
+
+function refused(status: number): AlertEventFailure {
+  const reason: AlertEventFailureReason = status >= 500 ? 'refused_5xx' : status >= 400 ? 'refused_4xx' : 'refused_3xx';
+  return { reason, status, message: status < 400 ? `answered ${status}, a redirect (not followed)` : `answered ${status}` };
+}
+
+/**
+ * The OTLP/HTTP exporter, with the result of each export counted and logged: the SDK's batch processor throws
+ * results away. Records leave the export queue as they are handed to it.
+ */
+class CountingExporter implements LogRecordExporter {
+  private readonly inner: OTLPLogExporter;
+  private readonly onStart: (records: number) => void;
+  private readonly onResult: (records: number, failure: AlertEventFailure | undefined) => void;
+  /** The last HTTP status the endpoint answered in the export in progress (the batch processor runs one at a time). */
+  lastStatus: number | undefined;
+
+  constructor(inner: OTLPLogExporter, onStart: (records: number) => void, onResult: (records: number, failure: AlertEventFailure | undefined) => void) {
+    this.inner = inner;
+    this.onStart = onStart;
+    this.onResult = onResult;
+  }
+
+  export(records: ReadableLogRecord[], resultCallback: Parameters<LogRecordExporter['export']>[1]): void {
+    this.onStart(records.length);
+    this.lastStatus = undefined;
+    this.inner.export(records, (result) => {
+      // ExportResultCode.SUCCESS
+      this.onResult(records.length, result.code === 0 ? undefined : alertEventFailure(result.error, this.lastStatus));
+      resultCallback(result);
+    });
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+}
+
 /**
  * The connection pool of the export, closed at shutdown (the exporter's own keeps its idle keep-alive connections
  * open, and nothing closes it): alerting.otlp.tls's, or a keep-alive agent for the endpoint's scheme.
@@ -77,22 +186,68 @@ function exportAgent(endpoint: string, tls: ClientTlsCredentials | undefined): H
 }
 
 export class OtlpAlertEmitter implements AlertEventSink {
+  readonly stats: AlertEventStats = noAlertEventStats();
   private readonly provider: LoggerProvider;
   private readonly logger: OtelLogger;
   private readonly agent: HttpAgent;
+  private readonly exporter: CountingExporter;
+  private readonly maxQueue: number;
+  /** Events emitted and not yet handed to the exporter; the SDK's own queue never holds more. */
+  private queued = 0;
+  private stopped = false;
+  private readonly failures: ThrottledLine;
+  private readonly drops: ThrottledLine;
+  private lastFailure: AlertEventFailure | undefined;
+  private readonly onResponse: (message: unknown) => void;
 
   constructor(opts: OtlpEmitterOptions) {
+    const endpoint = safeEndpoint(opts.endpoint);
+    const now = opts.now ?? Date.now;
+    this.maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     const agent = exportAgent(opts.endpoint, opts.tls);
     this.agent = agent;
-    const exporter = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, httpAgentOptions: () => agent });
+    this.failures = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (events) => {
+      opts.logger.warn('alert events not exported to alerting.otlp.endpoint; they are lost', { endpoint, ...this.lastFailure, events, failedTotal: this.stats.failed });
+    });
+    this.drops = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (events) => {
+      opts.logger.warn('alert event export queue full; events dropped', { endpoint, events, droppedTotal: this.stats.dropped, maxQueue: this.maxQueue });
+    });
+    const inner = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, httpAgentOptions: () => agent });
+    this.exporter = new CountingExporter(inner, (records) => (this.queued -= records), (records, failure) => this.noteResult(records, failure));
+    // The status of each answer to this export's requests (the exporter reports a retried 503 without it).
+    this.onResponse = (message) => {
+      const { request, response } = message as { request: ClientRequest & { agent?: unknown }; response: IncomingMessage };
+      if (request.agent === agent) this.exporter.lastStatus = response.statusCode;
+    };
+    subscribe('http.client.response.finish', this.onResponse);
     this.provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'hookwatch', 'service.version': opts.serviceVersion }),
-      processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: 2048, exportTimeoutMillis: 5000 })],
+      processors: [new BatchLogRecordProcessor({ exporter: this.exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: this.maxQueue, maxExportBatchSize: Math.min(512, this.maxQueue), exportTimeoutMillis: 10_000 })],
     });
+    // The processor's timeout is longer than the exporter's (5 s, retries included): each export's result is the
+    // exporter's, and the next export starts only once it is in.
     this.logger = this.provider.getLogger('hookwatch.alerting', opts.serviceVersion);
   }
 
+  private noteResult(records: number, failure: AlertEventFailure | undefined): void {
+    if (!failure) {
+      this.stats.exported += records;
+      return;
+    }
+    this.stats.failed += records;
+    this.stats.byReason[failure.reason] += records;
+    this.lastFailure = failure;
+    this.failures.note(records);
+  }
+
   emit(e: AlertEvent): void {
+    // The batch processor drops what its full queue cannot take without a word: the bound is kept here, counted.
+    if (this.stopped || this.queued >= this.maxQueue) {
+      this.stats.dropped++;
+      this.drops.note();
+      return;
+    }
+    this.queued++;
     const severity = e.state === 'resolved' ? SeverityNumber.INFO : (SEVERITY[e.labels['severity'] ?? ''] ?? SeverityNumber.WARN);
     const attributes: Record<string, string> = {
       'hookwatch.alert.id': e.id,
@@ -114,15 +269,19 @@ export class OtlpAlertEmitter implements AlertEventSink {
     });
   }
 
-  /** Flushes what is batched, then stops, closing the export's connections (over http:// too). */
+  /** Flushes what is batched, then stops, closing the export's connections; what is not yet logged is. */
   async shutdown(): Promise<void> {
+    this.stopped = true;
     try {
       await this.provider.shutdown();
     } finally {
       this.agent.destroy();
+      unsubscribe('http.client.response.finish', this.onResponse);
+      this.failures.flush();
+      this.drops.flush();
     }
   }
 }
 
 /** Sink that drops everything (no downstream endpoint configured). */
-export const noAlertEvents: AlertEventSink = { emit() {}, async shutdown() {} };
+export const noAlertEvents: AlertEventSink = { stats: noAlertEventStats(), emit() {}, async shutdown() {} };
