@@ -21,6 +21,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { apiErrorHandler, createApiRouter } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
+import { KEEP_ALIVE_TIMEOUT_MS, handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
@@ -258,16 +259,19 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createDashboardRouter());
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));
+  // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.
+  const httpLimits = slowClientLimits(config.http.requestTimeoutMs);
   let http: Server;
   if (httpTls) {
-    const server = createHttpsServer(httpTls.serverOptions(), app);
+    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: handshakeTimeout(config.http.requestTimeoutMs) }, app);
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);
     http = trackConnections(server);
   } else {
-    http = trackConnections(createServer(app));
+    http = trackConnections(createServer(httpLimits, app));
   }
+  http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
 
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;

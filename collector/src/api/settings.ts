@@ -11,6 +11,10 @@ export const API_SETTINGS: readonly Setting[] = [
     description: 'Where the API (/api/v1), the dashboard (/), /healthz and /readyz listen.',
   },
   {
+    key: 'http.requestTimeout', env: 'HOOKWATCH_HTTP_REQUEST_TIMEOUT', type: 'duration', default: 30_000, min: 1000, max: 600_000,
+    description: 'Time a client of the HTTP port has to send a whole request (headers and body; with `http.tls`, its TLS handshake too); slower clients get 408 and are cut off so they cannot hold connections open. The time taken to answer is not bounded by it.',
+  },
+  {
     key: 'http.allowedHosts', env: 'HOOKWATCH_HTTP_ALLOWED_HOSTS', type: 'list', default: [],
     description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl` (unset: of its default, the machine\'s host name when `http.addr` is a wildcard address); `*` allows any. While `http.addr` is a loopback address any other name gets 403 there (and on the OTLP/HTTP port while `otlp.http.addr` is), so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some.',
   },
@@ -49,13 +53,14 @@ export interface HttpAuthConfig {
 
 export interface ApiSettings {
   /** tls: undefined for plain HTTP. */
-  http: { addr: string; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
+  http: { addr: string; requestTimeoutMs: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
 }
 
 export function apiConfig(r: SettingValues): ApiSettings {
   return {
     http: {
       addr: r.string('http.addr'),
+      requestTimeoutMs: r.number('http.requestTimeout'),
       allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
       tls: tlsConfig(r, 'http.tls'),

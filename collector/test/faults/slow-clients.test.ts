@@ -1,6 +1,7 @@
 /**
  * Slow clients (slowloris headers, a body trickled at 1 byte/s) are cut off after otlp.requestTimeout and never
- * starve the clients that send at normal speed.
+ * starve the clients that send at normal speed; on the HTTP port (API, dashboard, /metrics), after
+ * http.requestTimeout.
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ const sockets: Socket[] = [];
 const timers: NodeJS.Timeout[] = [];
 
 beforeAll(async () => {
-  service = await startTestService({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: `${TIMEOUT_MS}ms` });
+  service = await startTestService({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: `${TIMEOUT_MS}ms`, HOOKWATCH_HTTP_REQUEST_TIMEOUT: `${TIMEOUT_MS}ms` });
 });
 
 afterAll(async () => {
@@ -29,9 +30,9 @@ interface Slow {
   answer: string;
 }
 
-/** Opens a raw connection that sends `first` at once, then `drip` every `everyMs`. */
-function slowClient(first: string, drip: string, everyMs: number): Slow {
-  const port = Number(new URL(service.otlpHttpUrl).port);
+/** Opens a raw connection to the OTLP/HTTP port (or `base`) that sends `first` at once, then `drip` every `everyMs`. */
+function slowClient(first: string, drip: string, everyMs: number, base = service.otlpHttpUrl): Slow {
+  const port = Number(new URL(base).port);
   const s = connect(port, '127.0.0.1');
   sockets.push(s);
   const state: Slow = { cutAfterMs: undefined, answer: '' };
@@ -83,6 +84,23 @@ describe('slow clients', () => {
       expect(s.cutAfterMs as number).toBeGreaterThanOrEqual(TIMEOUT_MS * 0.9);
       expect(s.cutAfterMs as number).toBeLessThan(TIMEOUT_MS + 2000);
       if (s.answer) expect(s.answer).toMatch(/^HTTP\/1\.1 408/);
+    }
+  });
+
+  it('on the HTTP port, slowloris headers and a trickled body are cut off after http.requestTimeout, while the API answers', async () => {
+    const slow = [
+      slowClient('GET /api/v1/overview HTTP/1.1\r\nHost: 127.0.0.1\r\n', 'X-Slow: 1\r\n', 200, service.httpUrl),
+      slowClient('POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n', ' ', 200, service.httpUrl),
+    ];
+    // Bounded only so that a server keeping the connections open (Node's 60 s and 300 s) ends the test.
+    for (let i = 0; i < 100 && slow.some((s) => s.cutAfterMs === undefined); i++) {
+      expect((await fetch(`${service.httpUrl}/healthz`)).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    for (const s of slow) {
+      expect(s.cutAfterMs, 'slow connection still open past http.requestTimeout').toBeDefined();
+      expect(s.cutAfterMs as number).toBeGreaterThanOrEqual(TIMEOUT_MS * 0.9);
+      expect(s.answer).toMatch(/^HTTP\/1\.1 408/);
     }
   });
 });

@@ -18,6 +18,7 @@ import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
+import { KEEP_ALIVE_TIMEOUT_MS, handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -53,13 +54,7 @@ export class OtlpHttpReceiver {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.hostRefusal = hostCheck({ addr: opts.addr, allowedHosts: opts.allowedHosts ?? [] });
-    const options: ServerOptions = {
-      requestTimeout: opts.requestTimeoutMs,
-      headersTimeout: Math.min(opts.requestTimeoutMs, 60_000),
-      // Node checks the timeouts above only every connectionsCheckingInterval (30 s by default), which let a
-      // slow client hold its connection up to 30 s past otlp.requestTimeout; check at least every second.
-      connectionsCheckingInterval: Math.min(1000, opts.requestTimeoutMs / 2),
-    };
+    const options: ServerOptions = slowClientLimits(opts.requestTimeoutMs);
     const listener = (req: IncomingMessage, res: ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         opts.logger.error('otlp request failed unexpectedly', { err });
@@ -68,8 +63,7 @@ export class OtlpHttpReceiver {
     };
     const tls = opts.tls;
     if (tls) {
-      // A client that never finishes the handshake is cut off like one that never finishes its request.
-      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: Math.min(opts.requestTimeoutMs, 120_000) }, listener);
+      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: handshakeTimeout(opts.requestTimeoutMs) }, listener);
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
       opts.handshakes?.watch('otlp_http', server);
@@ -77,7 +71,7 @@ export class OtlpHttpReceiver {
     } else {
       this.server = trackConnections(createServer(options, listener));
     }
-    this.server.keepAliveTimeout = 65_000;
+    this.server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
