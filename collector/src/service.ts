@@ -36,6 +36,7 @@ import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
 import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
 import { createGuardTrimsRouter } from './api/guard-trims.ts';
+import { QueryGate, registerQueryMetrics } from './api/query-gate.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
 import { openAlertEventTls } from './notify/otlp.ts';
 import { openReceiverTls } from './notify/transport.ts';
@@ -235,6 +236,10 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   registerAlertingMetrics(metrics, alerting.engine);
   registerClusterMetrics(metrics, coordination);
 
+  // One bound for every query route: a burst of expensive queries gets 503s, not a queue every later request waits in.
+  const queries = new QueryGate(config.http.maxPendingQueries);
+  registerQueryMetrics(metrics, queries);
+
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
@@ -254,8 +259,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createClusterRouter({ coordination, logger }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
-  app.use(createGuardTrimsRouter({ store, now }));
-  app.use(createApiRouter({ store, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined }));
+  app.use(createGuardTrimsRouter({ store, now, queries }));
+  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined }));
   app.use(createDashboardRouter());
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));

@@ -6,10 +6,13 @@ import express, { type Router } from 'express';
 import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { Store } from '../store/store.ts';
 import { onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
+import type { QueryGate } from './query-gate.ts';
 
 export interface GuardTrimsApiOptions {
   store: Store;
   now?: () => number;
+  /** Bounds the store reads the query routes have pending (http.maxPendingQueries). */
+  queries?: QueryGate;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -18,13 +21,14 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
   const now = opts.now ?? Date.now;
   const router = express.Router();
+  const store = opts.queries ? opts.queries.mount(router, opts.store) : opts.store;
   router.get('/api/v1/hooks/:id/guard-trims', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
     onlyParams(q, ['from', 'to', 'step']);
     const range = parseRange(q, now());
     const step = parseStep(q, range);
-    const stats = await opts.store.guardTrims(id, { ...range, stepMs: step * 1000 });
+    const stats = await store.guardTrims(id, { ...range, stepMs: step * 1000 });
     const body: GuardTrimsResponse = {
       hookId: id,
       from: iso(range.fromMs),

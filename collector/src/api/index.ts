@@ -14,6 +14,7 @@ import type { Privacy } from '../privacy/index.ts';
 import { BadParameterError } from '../request-error.ts';
 import { ParamError, nameMatches, onlyParams, parseFilters, parseHookId, parseHookIds, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
+import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 
 export interface ApiOptions {
@@ -29,6 +30,8 @@ export interface ApiOptions {
   otlpHttpPort?: () => number | undefined;
   /** Whether that port speaks TLS (otlp.tls): the setup snippet's scheme. */
   otlpHttpTls?: boolean;
+  /** Bounds the store reads the query routes have pending (http.maxPendingQueries); unbounded without. */
+  queries?: QueryGate;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -45,14 +48,14 @@ export function byRisk(a: HookSummary, b: HookSummary): number {
 
 
 export function createApiRouter(opts: ApiOptions): Router {
-  const { store } = opts;
+  const router = express.Router();
+  const store = opts.queries ? opts.queries.mount(router, opts.store) : opts.store;
   const now = opts.now ?? Date.now;
   const dims = dimensionNames(opts.dimensions);
   const filtersOf = (q: Record<string, unknown>, reserved: readonly string[]): Record<string, string> => {
     const filters = parseFilters(q, reserved, dims);
     return opts.privacy ? opts.privacy.filters(filters) : filters;
   };
-  const router = express.Router();
 
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });

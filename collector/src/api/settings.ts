@@ -15,6 +15,10 @@ export const API_SETTINGS: readonly Setting[] = [
     description: 'Time a client of the HTTP port has to send a whole request (headers and body; with `http.tls`, its TLS handshake too); slower clients get 408 and are cut off so they cannot hold connections open. The time taken to answer is not bounded by it.',
   },
   {
+    key: 'http.maxPendingQueries', env: 'HOOKWATCH_HTTP_MAX_PENDING_QUERIES', type: 'int', default: 32, min: 1, max: 100_000,
+    description: 'Store reads the API may have asked for and not had answered at once (running on one of the `store.readers` read connections or waiting for one; an overview asks three, other queries one or two). Past it the query routes (`/api/v1/hooks`, `/api/v1/overview`, `/api/v1/fleet/series`) answer 503 with Retry-After instead of making every later request wait behind a burst; the dashboard shows it and asks again at its next refresh.',
+  },
+  {
     key: 'http.allowedHosts', env: 'HOOKWATCH_HTTP_ALLOWED_HOSTS', type: 'list', default: [],
     description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl` (unset: of its default, the machine\'s host name when `http.addr` is a wildcard address); `*` allows any. While `http.addr` is a loopback address any other name gets 403 there (and on the OTLP/HTTP port while `otlp.http.addr` is), so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some.',
   },
@@ -53,7 +57,7 @@ export interface HttpAuthConfig {
 
 export interface ApiSettings {
   /** tls: undefined for plain HTTP. */
-  http: { addr: string; requestTimeoutMs: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
+  http: { addr: string; requestTimeoutMs: number; maxPendingQueries: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
 }
 
 export function apiConfig(r: SettingValues): ApiSettings {
@@ -61,6 +65,7 @@ export function apiConfig(r: SettingValues): ApiSettings {
     http: {
       addr: r.string('http.addr'),
       requestTimeoutMs: r.number('http.requestTimeout'),
+      maxPendingQueries: r.number('http.maxPendingQueries'),
       allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
       tls: tlsConfig(r, 'http.tls'),

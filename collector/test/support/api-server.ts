@@ -2,6 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createApiRouter } from '../../src/api/index.ts';
+import type { QueryGate } from '../../src/api/query-gate.ts';
 import type { Store } from '../../src/store/store.ts';
 import { silentLogger } from '../../src/telemetry/logger.ts';
 
@@ -11,10 +12,10 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** Serves /api/v1 over `store` with the `team` dimension and a fixed clock. */
-export async function serveApi(store: Store, now: number): Promise<ApiServer> {
+/** Serves /api/v1 over `store` with the `team` dimension and a fixed clock (and the query bound given). */
+export async function serveApi(store: Store, now: number, queries?: QueryGate): Promise<ApiServer> {
   const app = express();
-  app.use(createApiRouter({ store, dimensions: ['team'], logger: silentLogger, now: () => now }));
+  app.use(createApiRouter({ store, dimensions: ['team'], logger: silentLogger, now: () => now, ...(queries ? { queries } : {}) }));
   const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   return {
