@@ -15,7 +15,8 @@ import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { Signal } from '../pipeline/consumer.ts';
-import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
+import { safeEndpoint } from '../net/otlp-url.ts';
+import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 
 export interface GrpcExporterOptions {
   /** http://host:4317 (plaintext) or https://host:4317 (TLS), as in OTEL_EXPORTER_OTLP_ENDPOINT. */

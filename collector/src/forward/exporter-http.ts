@@ -16,9 +16,9 @@ import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import { ClientTlsAgent } from '../net/tls-agent.ts';
-import { otlpSignalUrl } from '../net/otlp-url.ts';
+import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
 import type { Signal } from '../pipeline/consumer.ts';
-import { safeEndpoint, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
+import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 
 const gzipAsync = promisify(gzip);
 

@@ -45,15 +45,3 @@ export interface Exporter {
   close(): Promise<void>;
 }
 
-/** A destination's URL with any password, token or key query parameter removed, for logs and the API. */
-export function safeEndpoint(endpoint: string): string {
-  try {
-    const url = new URL(endpoint);
-    url.username = '';
-    url.password = '';
-    url.search = '';
-    return url.toString().replace(/\/$/, '');
-  } catch {
-    return '<unparsable endpoint>';
-  }
-}

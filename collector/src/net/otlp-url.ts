@@ -1,4 +1,7 @@
-/** OTLP/HTTP signal URLs from an endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT is read. */
+/**
+ * OTLP/HTTP signal URLs from an endpoint, as OTEL_EXPORTER_OTLP_ENDPOINT is read; and an endpoint as logs and the
+ * API may show it (forwarding's destination, the alert events' endpoint).
+ */
 
 export type OtlpSignal = 'logs' | 'metrics' | 'traces';
 
@@ -13,4 +16,17 @@ export function otlpSignalUrl(url: URL, signal: OtlpSignal, opts: { fullAllowed?
   const tail = `/v1/${signal}`;
   out.pathname = opts.fullAllowed && path.endsWith(tail) ? path : `${path}${tail}`;
   return out.toString();
+}
+
+/** An endpoint's URL with any password, token or key query parameter removed, for logs and the API. */
+export function safeEndpoint(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    url.username = '';
+    url.password = '';
+    url.search = '';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return '<unparsable endpoint>';
+  }
 }
