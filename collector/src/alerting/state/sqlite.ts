@@ -4,8 +4,7 @@
  */
 import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
-import { Statements, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
-import { classifySqliteError } from '../../store/sqlite/index.ts';
+import { Statements, classifySqliteError, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
 import type { Notification } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';

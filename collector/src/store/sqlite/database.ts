@@ -1,7 +1,11 @@
-/** What every SQLite file of hookwatch shares: how it is opened, transactions, and prepared statements. */
+/**
+ * What every SQLite file of hookwatch shares: how it is opened, transactions, prepared statements, and how its
+ * failures are told apart (a lock held elsewhere, a file that failed).
+ */
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { StoreUnavailableError } from '../store.ts';
 
 /**
  * Opens (creating its folder) a database in WAL mode, waiting up to 5 s for another connection's lock.
@@ -85,4 +89,47 @@ export class Statements {
     this.byText.set(sql, s);
     return s;
   }
+}
+
+/**
+ * Contention (another connection holds the lock), or the connection closed while the file is being reopened:
+ * the next attempt will likely pass.
+ */
+export const SQLITE_BUSY = /SQLITE_(BUSY|LOCKED)|database is locked|database is not open/i;
+/**
+ * The file itself failed: I/O error, corruption, disk full, read-only, gone. Retryable for the client (503), but
+ * the store is not ready until the fault clears: the first such error is logged once, with the path.
+ */
+const FAULTS: [RegExp, string][] = [
+  [/SQLITE_(CORRUPT|NOTADB)|malformed|not a database/i, 'the database file is corrupt'],
+  [/SQLITE_FULL|disk is full|database or disk is full/i, 'the disk is full'],
+  [/SQLITE_READONLY|readonly|read-only/i, 'the database file is read-only'],
+  [/SQLITE_IOERR|disk I\/O error/i, 'I/O error on the database file'],
+  [/SQLITE_(CANTOPEN|PERM)|unable to open|permission/i, 'the database file cannot be opened'],
+];
+
+/** A failure's message and SQLite error string together, for classification. */
+export function describeSqliteError(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  const str = (err as { errstr?: string } | undefined)?.errstr ?? '';
+  return str && !msg.includes(str) ? `${msg} (${str})` : msg;
+}
+
+/** What kind of file fault an error is, or undefined for other errors. */
+export function sqliteFault(err: unknown): string | undefined {
+  const text = describeSqliteError(err);
+  return FAULTS.find(([re]) => re.test(text))?.[1];
+}
+
+/**
+ * A SQLite failure as the store classifies it, for the other users of its database file (the alert state): a file
+ * fault or lock contention is retryable (StoreUnavailableError, 503 with Retry-After), anything else stays as is.
+ * `what` names what failed, for the message.
+ */
+export function classifySqliteError(err: unknown, what: string): Error {
+  if (err instanceof StoreUnavailableError) return err;
+  const fault = sqliteFault(err);
+  if (fault) return new StoreUnavailableError(`${what}: ${fault}: ${describeSqliteError(err)}`);
+  if (SQLITE_BUSY.test(describeSqliteError(err))) return new StoreUnavailableError(`${what}: the database is locked: ${describeSqliteError(err)}`);
+  return err instanceof Error ? err : new Error(String(err));
 }

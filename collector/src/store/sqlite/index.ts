@@ -16,7 +16,7 @@ import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
-import { Statements, inTransaction, openSqlite } from './database.ts';
+import { SQLITE_BUSY, Statements, describeSqliteError, inTransaction, openSqlite, sqliteFault } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -138,49 +138,6 @@ const CLOSED_SEGMENT_CACHE_SIZE = 512;
  */
 const CLOSED_SEGMENT_ROW_BUDGET = 100_000;
 
-/**
- * Contention (another connection holds the lock), or the connection closed while the file is being reopened:
- * the next attempt will likely pass.
- */
-const BUSY = /SQLITE_(BUSY|LOCKED)|database is locked|database is not open/i;
-/**
- * The file itself failed: I/O error, corruption, disk full, read-only, gone. Retryable for the client (503), but
- * the store is not ready until the fault clears: the first such error is logged once, with the path.
- */
-const FAULTS: [RegExp, string][] = [
-  [/SQLITE_(CORRUPT|NOTADB)|malformed|not a database/i, 'the database file is corrupt'],
-  [/SQLITE_FULL|disk is full|database or disk is full/i, 'the disk is full'],
-  [/SQLITE_READONLY|readonly|read-only/i, 'the database file is read-only'],
-  [/SQLITE_IOERR|disk I\/O error/i, 'I/O error on the database file'],
-  [/SQLITE_(CANTOPEN|PERM)|unable to open|permission/i, 'the database file cannot be opened'],
-];
-
-/** A failure's message and SQLite error string together, for classification. */
-function describe(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
-  const str = (err as { errstr?: string } | undefined)?.errstr ?? '';
-  return str && !msg.includes(str) ? `${msg} (${str})` : msg;
-}
-
-/** What kind of file fault an error is, or undefined for other errors. */
-function faultOf(err: unknown): string | undefined {
-  const text = describe(err);
-  return FAULTS.find(([re]) => re.test(text))?.[1];
-}
-
-/**
- * A SQLite failure another user of the database file meets (the alert state), as the store classifies it: a file
- * fault or lock contention is retryable (StoreUnavailableError, 503 with Retry-After), anything else stays as is.
- * `what` names what failed, for the message.
- */
-export function classifySqliteError(err: unknown, what: string): Error {
-  if (err instanceof StoreUnavailableError) return err;
-  const fault = faultOf(err);
-  if (fault) return new StoreUnavailableError(`${what}: ${fault}: ${describe(err)}`);
-  if (BUSY.test(describe(err))) return new StoreUnavailableError(`${what}: the database is locked: ${describe(err)}`);
-  return err instanceof Error ? err : new Error(String(err));
-}
-
 const CORRUPT_CAUSE = 'the database file is corrupt';
 const MIN_RECOVERY_GAP_MS = 1000;
 
@@ -282,7 +239,7 @@ export class SqliteStore implements Store {
       db = openSqlite(this.path, this.synchronous);
     } catch (err) {
       // SQLite says "unable to open database file" without saying which.
-      throw new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${describe(err)}`);
+      throw new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${describeSqliteError(err)}`);
     }
     try {
       // A negative cache_size is in KiB.
@@ -340,8 +297,8 @@ export class SqliteStore implements Store {
       };
     } catch (err) {
       db.close();
-      const fault = faultOf(err);
-      throw fault ? new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${fault}: ${describe(err)}`) : err;
+      const fault = sqliteFault(err);
+      throw fault ? new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${fault}: ${describeSqliteError(err)}`) : err;
     }
   }
 
@@ -363,7 +320,7 @@ export class SqliteStore implements Store {
   private noteFault(cause: string, err?: unknown): void {
     if (this.fault !== undefined) return;
     this.fault = cause;
-    this.logger?.error('store cannot keep data: refusing writes (503) until the database file is usable again', { path: this.path, cause, ...(err ? { error: describe(err) } : {}) });
+    this.logger?.error('store cannot keep data: refusing writes (503) until the database file is usable again', { path: this.path, cause, ...(err ? { error: describeSqliteError(err) } : {}) });
   }
 
   /** The periodic check: notices a lost file, and tries to recover while failed. */
@@ -398,7 +355,7 @@ export class SqliteStore implements Store {
             how = 'restored every committed event from the still-open copy of the deleted file';
           } catch (err) {
             rmSync(this.path, { force: true });
-            how = `created a new empty database (the open copy could not be read: ${describe(err)})`;
+            how = `created a new empty database (the open copy could not be read: ${describeSqliteError(err)})`;
           }
         } else {
           how = 'opened the file now at the path';
@@ -423,7 +380,7 @@ export class SqliteStore implements Store {
         how = 'a write succeeded again';
       }
     } catch (err) {
-      this.logger?.debug('store still cannot keep data', { path: this.path, error: describe(err) });
+      this.logger?.debug('store still cannot keep data', { path: this.path, error: describeSqliteError(err) });
       return false;
     }
     this.cleared(how);
@@ -445,14 +402,14 @@ export class SqliteStore implements Store {
   /** Maps a failure: file faults mark the store failed; they and lock contention are retryable (503). */
   private classify(err: unknown): Error {
     if (err instanceof StoreUnavailableError) return err;
-    const fault = faultOf(err);
+    const fault = sqliteFault(err);
     if (fault) {
       // A file gone from its path explains the error it caused (a commit that cannot open its journal there):
       // that is the cause to report, whichever of the write and the periodic check notices it first.
       this.noteFault(this.fileProblem() ?? fault, err);
       return this.unavailable();
     }
-    if (BUSY.test(describe(err))) return new StoreUnavailableError(`store cannot write: ${describe(err)}`);
+    if (SQLITE_BUSY.test(describeSqliteError(err))) return new StoreUnavailableError(`store cannot write: ${describeSqliteError(err)}`);
     return err instanceof Error ? err : new Error(String(err));
   }
 
