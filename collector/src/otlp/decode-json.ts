@@ -5,6 +5,7 @@
  */
 import type { DecodeBudget} from './model.ts';
 import { DECODED_BYTES, DecodeError, DecodeLimitError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
+import { jsonStringEnd } from '../json-string.ts';
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -149,23 +150,11 @@ export function checkJsonNodes(text: string, budget: DecodeBudget): void {
     if (c === 0x7b || c === 0x5b) {
       if (++nodes > max) throw new DecodeLimitError(budget.maxBytes);
     } else if (c === 0x22) {
-      i = stringEnd(text, i);
+      i = jsonStringEnd(text, i);
       // An unterminated string: JSON.parse refuses the text, and nothing after the quote is a node.
       if (i === -1) return;
     }
   }
-}
-
-/** Where the JSON string opened by the quote at `open` closes (its unescaped closing quote), or -1. */
-function stringEnd(text: string, open: number): number {
-  let q = text.indexOf('"', open + 1);
-  while (q !== -1) {
-    let backslashes = 0;
-    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
-    if (backslashes % 2 === 0) return q;
-    q = text.indexOf('"', q + 1);
-  }
-  return -1;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { matcherQuery } from '../check/hook-input.ts';
+import { jsonStringEnd } from '../../json-string.ts';
 
 /** Which hook fired, from the input JSON Claude Code wrote to the hook's stdin; telemetry names it the same way. */
 export interface HookIdentity {
@@ -6,16 +7,6 @@ export interface HookIdentity {
   /** `SessionStart:startup`, `PreToolUse:Bash`, or the event alone when there is no matcher query. */
   hookName: string;
   sessionId: string | undefined;
-}
-
-/** The index of the `"` that ends the JSON string starting at `start`, or -1 when the text ends first. */
-function stringEnd(text: string, start: number): number {
-  for (let i = start + 1; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit === 0x5c) i++;
-    else if (unit === 0x22) return i;
-  }
-  return -1;
 }
 
 /**
@@ -33,7 +24,7 @@ export function topLevelStrings(text: string): Record<string, string> {
   for (let i = open + 1; i < text.length && depth > 0; i++) {
     const c = text[i];
     if (c === '"') {
-      const end = stringEnd(text, i);
+      const end = jsonStringEnd(text, i);
       if (end === -1) break;
       if (depth === 1) {
         let s: unknown;
