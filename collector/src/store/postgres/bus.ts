@@ -96,10 +96,12 @@ export class PostgresBus {
       }
       this.listening = true;
       this.retryMs = this.opts.reconnectMs ?? 250;
+      // Restored by an attempt databaseReachable() brought forward, or by the backoff's own.
+      const aheadOfBackoff = this.broughtForward;
       this.broughtForward = false;
       if (this.wasLost) {
         this.wasLost = false;
-        this.opts.logger?.info('replica signal connection restored');
+        this.opts.logger?.info('replica signal connection restored', { aheadOfBackoff });
         try {
           this.opts.onResumed?.();
         } catch (err) {
