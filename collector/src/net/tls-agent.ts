@@ -9,10 +9,19 @@ import { Agent as HttpsAgent, type RequestOptions } from 'node:https';
 import { Agent } from 'undici';
 import type { ClientTlsCredentials } from './tls.ts';
 
+/** Pools of rotated files kept at most (see ClientTlsAgent.retiring). */
+const MAX_RETIRING = 4;
+
 export class ClientTlsAgent {
   private readonly credentials: ClientTlsCredentials;
   /** The pool and the generation of the files it was made for. */
   private current: { pool: Agent; generation: number } | undefined;
+  /**
+   * Pools of rotated files, still finishing the requests they had; they take no new one, and their idle connections
+   * end with their keep-alive. Not close()d: undici's destroy() does not end the requests of a pool that is closing,
+   * and a stop must end them all. The oldest beyond MAX_RETIRING (rotations ago, long past any request's timeout) go.
+   */
+  private readonly retiring: Agent[] = [];
 
   constructor(credentials: ClientTlsCredentials) {
     this.credentials = credentials;
@@ -22,18 +31,19 @@ export class ClientTlsAgent {
   dispatcher(): Agent {
     const { generation } = this.credentials;
     if (this.current?.generation !== generation) {
-      // Rotated files: the old pool takes no new request and closes once those in flight have their answers.
-      void this.current?.pool.close().catch(() => undefined);
+      // Rotated files: the old pool takes no new request; those in flight finish on it.
+      if (this.current) this.retiring.push(this.current.pool);
+      while (this.retiring.length > MAX_RETIRING) void this.retiring.shift()?.destroy().catch(() => undefined);
       this.current = { pool: new Agent({ connect: { ...this.credentials.connectOptions() } }), generation };
     }
     return this.current.pool;
   }
 
-  /** Closes the pool now, requests in flight included. */
+  /** Closes the pools now, requests in flight included (those of rotated files too). */
   async destroy(): Promise<void> {
-    const current = this.current;
+    const pools = [...this.retiring.splice(0), ...(this.current ? [this.current.pool] : [])];
     this.current = undefined;
-    await current?.pool.destroy().catch(() => undefined);
+    await Promise.all(pools.map((p) => p.destroy().catch(() => undefined)));
   }
 }
 
