@@ -264,11 +264,6 @@ export function bucketTooltip(executions: readonly number[]): Record<string, unk
   };
 }
 
-/** A dataset's values with zeros as gaps: a kind never used draws nothing rather than a row of dots on 0. */
-export function zeroAsGap(values: readonly (number | null)[]): (number | null)[] {
-  return values.map((v) => (v === 0 ? null : v));
-}
-
 /** Whether any value is above zero (a series worth drawing). */
 export function anyPositive(values: readonly (number | null)[]): boolean {
   return values.some((v) => v !== null && v > 0);

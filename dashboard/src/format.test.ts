@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   ago, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
-  statusTitle, timeOfDay, timeZone, timeZoneLabel,
+  statusTitle, timeOfDaySeconds, timeZone, timeZoneLabel,
 } from './format.ts';
 
 const TZ = process.env['TZ'];
@@ -112,12 +112,12 @@ describe('format', () => {
   it('shows the time of day, the day and the day and month in the chosen zone', () => {
     setTimeZone('UTC');
     const t = Date.parse('2026-11-30T23:45:00Z');
-    expect(timeOfDay(t)).toBe('23:45');
+    expect(timeOfDaySeconds(t)).toBe('23:45:00');
     expect(day(t)).toBe('30/11/2026');
     expect(dayMonth(t)).toBe('30/11');
     expect(dateTime(null)).toBe('never');
     browserIn('Australia/Adelaide');
-    expect(timeOfDay(t)).toBe('10:15');
+    expect(timeOfDaySeconds(t)).toBe('10:15:00');
     expect(day(t)).toBe('01/12/2026');
     expect(dayMonth(t)).toBe('01/12');
   });

@@ -101,11 +101,6 @@ export function dateTime(iso: string | number | null): string {
   return formats.dateTime.format(new Date(iso));
 }
 
-/** A time of day in the chosen zone. */
-export function timeOfDay(ms: number): string {
-  return formats.time.format(new Date(ms));
-}
-
 /** A time of day to the second in the chosen zone (two refreshes a minute apart or less read apart). */
 export function timeOfDaySeconds(ms: number): string {
   return formats.seconds.format(new Date(ms));

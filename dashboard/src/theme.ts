@@ -35,13 +35,6 @@ export function applyTheme(choice: ThemeChoice = stored()): void {
   else document.documentElement.dataset['theme'] = choice;
 }
 
-/** The theme in effect now. */
-export function isDark(): boolean {
-  const c = stored();
-  if (c !== 'auto') return c === 'dark';
-  return window.matchMedia('(prefers-color-scheme: dark)').matches;
-}
-
 /**
  * A colour from the stylesheet (e.g. '--text') as the canvas can use it: resolved through a probe element,
  * since the property itself holds a light-dark() pair that only CSS understands.
