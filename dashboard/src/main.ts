@@ -52,7 +52,11 @@ export function start(root: HTMLElement): Dashboard {
   /** The fetch under way: a whole refresh, or the part of the page a change in place depends on. */
   let inflight: { ctl: AbortController; whole: boolean } | undefined;
   let generation = 0;
-  let dimensionList: Promise<string[]> | undefined;
+  /** The dimension names once the API gave them (they change only with hookwatch's configuration). */
+  let dimensionList: string[] | undefined;
+  /** What waits for the dimension names until a request gets them, and whether one is under way. */
+  let dimensionsWanted: PromiseWithResolvers<string[]> | undefined;
+  let dimensionsAsking = false;
   let lastUpdated: number | undefined;
   /** The generation whose page has drawn data at least once. */
   let shownGeneration = -1;
@@ -75,12 +79,28 @@ export function start(root: HTMLElement): Dashboard {
   let newsDue: number | undefined;
   let newsAt = -Infinity;
 
+  /**
+   * The dimension names, for the filter and breakdown lists. A request that fails leaves the promise waiting, and
+   * the next refresh asks again: lists drawn while hookwatch was away fill in once it answers.
+   */
   function dimensions(): Promise<string[]> {
-    dimensionList ??= api.dimensions().then((r) => r.dimensions, (err: unknown) => {
-      dimensionList = undefined;
-      throw err;
+    if (dimensionList) return Promise.resolve(dimensionList);
+    dimensionsWanted ??= Promise.withResolvers();
+    askDimensions();
+    return dimensionsWanted.promise;
+  }
+
+  function askDimensions(): void {
+    if (!dimensionsWanted || dimensionsAsking) return;
+    const wanted = dimensionsWanted;
+    dimensionsAsking = true;
+    api.dimensions().then((r) => {
+      dimensionList = r.dimensions;
+      dimensionsWanted = undefined;
+      wanted.resolve(r.dimensions);
+    }, () => undefined).finally(() => {
+      dimensionsAsking = false;
     });
-    return dimensionList;
   }
 
   function navigate(url: string, opts: { replace?: boolean } = {}): void {
@@ -298,7 +318,7 @@ export function start(root: HTMLElement): Dashboard {
     const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', maxlength: 512 });
     void dimensions().then((dims) => {
       for (const d of dims) select.appendChild(h('option', { value: d }, d));
-    }, () => undefined);
+    });
     const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${v}`,
       h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => navigate(filtersUrl(current(), removeFilter(state.filters, k))) }, '×')));
     return h('div', { class: 'filters' },
@@ -401,6 +421,7 @@ export function start(root: HTMLElement): Dashboard {
     inflight = { ctl, whole: true };
     const state = readState(location);
     document.body.setAttribute('aria-busy', 'true');
+    askDimensions();
     let again = true;
     try {
       await page.refresh(ctl.signal);

@@ -8,7 +8,10 @@ export interface PageContext {
   navigate(url: string, opts?: { replace?: boolean }): void;
   /** An in-app link (plain clicks navigate without a reload; the href stays shareable). */
   link(url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement;
-  /** Dimension names the API accepts as filters and breakdowns. */
+  /**
+   * Dimension names the API accepts as filters and breakdowns. Never rejects: while the API cannot be reached it
+   * waits, asked again at each refresh, and resolves once an answer comes.
+   */
   dimensions(): Promise<string[]>;
   /**
    * Puts a change the page made in place (a search typed) into the URL without a history entry or drawing the

@@ -92,6 +92,28 @@ describe('the server restarted while the page is open', () => {
   });
 });
 
+describe('hookwatch not answering as the page opens', () => {
+  it('fills the filter and breakdown lists at the first refresh it answers, without a navigation', async () => {
+    const svc = await fedService();
+    const { page: p } = await page(/status of 503/);
+    // Every API request fails as the page is first drawn: the lists have nothing to show yet.
+    const apiCalls = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(apiCalls, (route) => route.fulfill({
+      status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }),
+    }));
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=1s`);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await options(p, '#filter-dimension')).toEqual([]);
+    expect(await options(p, '#breakdown-dimension')).toEqual([]);
+
+    await p.unroute(apiCalls);
+    await p.waitForSelector('#error-banner', { state: 'hidden' });
+    await p.waitForFunction(() => document.querySelectorAll('#filter-dimension option').length > 0 && document.querySelectorAll('#breakdown-dimension option').length > 0);
+    expect(await options(p, '#filter-dimension')).toContain('user.id');
+    expect(await options(p, '#breakdown-dimension')).toContain('user.id');
+  });
+});
+
 describe('a link shared with a colleague', () => {
   it('opens the same view: page, range, filters and breakdown; a custom range names the zone its times are in', async () => {
     const svc = await fedService();

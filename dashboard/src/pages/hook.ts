@@ -198,7 +198,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   dimSelect.addEventListener('change', () => ctx.navigate(breakdownUrl(state, hookId, dimSelect.value), { replace: true }));
   void ctx.dimensions().then((dims) => {
     replace(dimSelect, ...dimensionOptions(dims, by).map((d) => h('option', { value: d.value, selected: d.selected }, d.value)));
-  }, () => undefined);
+  });
   let lastSeries: SeriesResponse | undefined;
   const zoom = (i: number, j: number): void => {
     const url = zoomUrl(state, hookId, lastSeries, i, j);
