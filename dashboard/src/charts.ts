@@ -6,7 +6,7 @@
  */
 import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
 import { h, replace, type Child } from './dom.ts';
-import { LOCALE, num } from './format.ts';
+import { LOCALE, bucketAxisTitle, num } from './format.ts';
 import { cssColor } from './theme.ts';
 
 type ChartCtor = typeof ChartJs;
@@ -62,6 +62,12 @@ export function previewColor(): string {
 /** A y axis for sizes: from 0 to above the cap (the cap line never sits on the frame). */
 export function sizeAxis(peak: number | null, title = 'characters (UTF-16 code units)'): Record<string, unknown> {
   return { beginAtZero: true, suggestedMax: Math.max(11_000, Math.ceil(((peak ?? 0) * 1.08) / 1000) * 1000), title: { display: true, text: title }, ticks: { precision: 0 } };
+}
+
+/** The time axis of buckets of `stepSeconds`, titled as bucketAxisTitle has it. */
+export function bucketAxis(stepSeconds: number): Record<string, unknown> {
+  const title = bucketAxisTitle(stepSeconds);
+  return title === null ? {} : { title: { display: true, text: title } };
 }
 
 /** A y axis for counts: whole numbers only. */

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ago, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
+  ago, bucketAxisTitle, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
   statusTitle, timeOfDaySeconds, timeZone, timeZoneLabel,
 } from './format.ts';
 
@@ -50,6 +50,15 @@ describe('format', () => {
     expect(new Set(hours).size).toBe(3);
     expect(bucketLabel('2026-11-30T00:00:00Z', 86_400, 30 * 86_400_000)).toBe('30/11');
     expect(bucketLabel('2026-11-30T06:00:00Z', 21_600, 7 * 86_400_000)).toBe('30/11, 06:00');
+  });
+
+  it('titles an axis of day buckets as UTC days, whatever the zone chosen, and an axis of shorter buckets not at all', () => {
+    browserIn('America/Los_Angeles');
+    // The bucket starting at 00:00 UTC on 30/11 is the evening of 29/11 here; its label is the UTC day.
+    expect(bucketLabel('2026-11-30T00:00:00Z', 86_400, 30 * 86_400_000)).toBe('30/11');
+    expect(bucketAxisTitle(86_400)).toBe('day (UTC)');
+    expect(bucketAxisTitle(2 * 86_400)).toBe('day (UTC)');
+    expect(bucketAxisTitle(21_600)).toBeNull();
   });
 
   it('does not call a hook healthy when some executions lack size data', () => {

@@ -151,6 +151,14 @@ export function bucketStartHeader(stepSeconds: number): string {
   return stepSeconds >= 86_400 ? 'Day (UTC)' : 'Bucket start';
 }
 
+/**
+ * The title of a time axis bucketLabel labels: day buckets are UTC days, unlike every other time on the page (in
+ * the chosen zone, which the header names), so their axis says so; other axes need none.
+ */
+export function bucketAxisTitle(stepSeconds: number): string | null {
+  return stepSeconds >= 86_400 ? 'day (UTC)' : null;
+}
+
 /** Day and month only ("30/11"). */
 export function dayMonth(ms: number): string {
   return formats.dayMonth.format(new Date(ms));

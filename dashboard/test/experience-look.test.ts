@@ -61,6 +61,39 @@ describe('range, time zone and refresh', () => {
     }
   });
 
+  it('titles an axis of day buckets as UTC days, read west of UTC where a day starts the evening before', async () => {
+    const context = await fx.browser().newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'America/Los_Angeles' });
+    try {
+      const p = await context.newPage();
+      const errors: string[] = [];
+      p.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+      const axisTitles = (ids: string[]): Promise<Record<string, unknown>> => p.evaluate((canvases) => {
+        const C = (window as unknown as { Chart: { getChart(id: string): { options: { scales: { x: { title?: { display?: boolean; text?: string } } } } } | undefined } }).Chart;
+        return Object.fromEntries(canvases.map((c) => {
+          const t = C.getChart(c)?.options.scales.x.title;
+          return [c, t?.display ? t.text : null];
+        }));
+      }, ids);
+      const id = await hookId('SessionStart:startup');
+      // 30 days: one bucket a day, each labelled with its UTC date; the page's other times are Los Angeles'.
+      await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=30d`);
+      await waitLoaded(p);
+      await p.waitForSelector('#chart-growth-summary:not(:empty)');
+      expect(await p.textContent('#time-zone option[value="local"]')).toContain('America/Los_Angeles');
+      expect(await axisTitles(['chart-cliff', 'chart-delivery', 'chart-growth'])).toEqual({ 'chart-cliff': 'day (UTC)', 'chart-delivery': 'day (UTC)', 'chart-growth': 'day (UTC)' });
+      await p.goto(`${fx.svc().httpUrl}/?range=30d`);
+      await waitLoaded(p);
+      expect(await axisTitles(['chart-fleet'])).toEqual({ 'chart-fleet': 'day (UTC)' });
+      // Hours are in the zone the header names: no title claims otherwise.
+      await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=24h`);
+      await waitLoaded(p);
+      expect(await axisTitles(['chart-cliff', 'chart-delivery'])).toEqual({ 'chart-cliff': null, 'chart-delivery': null });
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('opens the Custom range only when asked, whatever the range, and closes it on Escape', async () => {
     const { page: p } = await page();
     await p.goto(`${fx.svc().httpUrl}/?range=custom&from=2026-11-29T08:00:00.000Z&to=2026-11-30T08:00:00.000Z`);

@@ -8,7 +8,7 @@ import type { AlertSummary, BreakdownResponse, HookSummary, SeriesResponse } fro
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
-import { COLORS, ChartPanel, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
+import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
 import { bucketLabel, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
@@ -57,7 +57,7 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
     options: {
       interaction: { mode: 'index', intersect: false },
       plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
-      scales: { y: sizeAxis(v.peak) },
+      scales: { x: bucketAxis(series.step), y: sizeAxis(v.peak) },
     },
   };
   return { config, summary: v.summary, table: table('Largest output per bucket', v.headers, v.rows) };
@@ -79,7 +79,7 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
     options: {
       interaction: { mode: 'index', intersect: false },
       plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
-      scales: { y: countAxis() },
+      scales: { x: bucketAxis(series.step), y: countAxis() },
     },
   };
   const v = deliveryView(series);
@@ -141,7 +141,7 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
         // A tick on each day's point (every few days on a long axis), never between two: a label half a day
         // off would name the wrong day; one day of data must not label its axis "30/11 30/11 30/11".
         x: {
-          type: 'linear', min: first - DAY_MS / 2, max: Math.max(end, first + DAY_MS) + DAY_MS / 2, title: { display: true, text: 'day' },
+          type: 'linear', min: first - DAY_MS / 2, max: Math.max(end, first + DAY_MS) + DAY_MS / 2, ...bucketAxis(DAY_MS / 1000),
           afterBuildTicks: (axis) => {
             axis.ticks = dayTicks(first, Math.max(end, first + DAY_MS)).map((value) => ({ value }));
           },
