@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseExposition, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
-import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../collector/test/helpers.ts';
+import { FIXTURE_RUNS, fixtureRequests, postOtlp } from '../collector/test/helpers.ts';
+import { documentedAs, documentedMetrics, startFullyConfiguredService, type FullyConfiguredService } from '../collector/test/support/metrics-coverage.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -83,30 +84,6 @@ function namesIn(expr: string): { metrics: Set<string>; labels: Set<string> } {
   return { metrics, labels };
 }
 
-/**
- * The metric names of docs/deploy.md's metrics table, as written there: a name starting with `_` continues the
- * `hookwatch_<part>` of the name before it (`hookwatch_forward_queue_depth`, `_queue_bytes`), and `*` stays a
- * wildcard (`process_*`).
- */
-function documentedMetrics(md: string): string[] {
-  const start = md.indexOf('| Metric | Type | What it says |');
-  expect(start, 'docs/deploy.md has its metrics table').toBeGreaterThan(-1);
-  const out: string[] = [];
-  for (const line of md.slice(start).split('\n').slice(2)) {
-    if (!line.startsWith('|')) break;
-    let prefix = '';
-    for (const m of (line.split('|')[1] ?? '').matchAll(/`([a-z_*:]+)(?:\{[^}]*\})?`/g)) {
-      const name = m[1] as string;
-      if (name.startsWith('_')) out.push(`${prefix}${name}`);
-      else {
-        prefix = name.split('_').slice(0, 2).join('_');
-        out.push(name);
-      }
-    }
-  }
-  return out;
-}
-
 const FORWARDING = 'forwarding: inline mode only; GET /api/v1/forwarding and hookwatch\'s dashboard show it';
 const HOOK_DETAIL = 'a detail of each hook, which GET /api/v1/hooks answers';
 /** Metrics of docs/deploy.md's table that no panel charts, and why. */
@@ -124,9 +101,13 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_hook_events_duplicate_total', 'retried batches: a detail of ingest, not a trend to watch'],
   ['hookwatch_hook_events_clamped_total', 'clients with a clock ahead: a detail of ingest, logged'],
   ['hookwatch_hook_events_expired_total', 'events older than retention: rejected in the partial success the client sees'],
+  ['hookwatch_hook_events_folded_total', 'the hook_limit alert fires when the store is full of hooks; the folded hooks show as <hook_event>:(overflow)'],
   ['hookwatch_ingest_store_errors_total', 'store errors are charted by operation (hookwatch_store_errors_total)'],
   ['hookwatch_ingest_store_seconds_total', 'the commit latency is charted as its p99 (hookwatch_store_operation_duration_seconds)'],
   ['hookwatch_store_inflight_operations', 'the ingest queue and the API\'s pending reads chart the load the store is under'],
+  ['hookwatch_alert_evaluations_total', 'the alert engine at work: a steady count, not a trend to watch'],
+  ['hookwatch_alert_label_sets_dropped_total', 'a rule over its alert limit is logged with the rule'],
+  ['hookwatch_alert_notifications_created_total', 'notifications are charted by outcome (hookwatch_notifications_total)'],
   ['hookwatch_notification_tls_failures_total', 'a cause of failed notifications, which are charted; the receiver\'s logs name it'],
   ['hookwatch_forward_queue_depth', FORWARDING],
   ['hookwatch_forward_queue_bytes', FORWARDING],
@@ -187,13 +168,15 @@ function expectSamples(q: Query | undefined, series: InputSeries[], evalTime: st
 }
 
 describe('Grafana dashboard', () => {
-  let service: TestService | undefined;
+  let full: FullyConfiguredService | undefined;
   let families = new Map<string, ParsedFamily>();
   const all = queries(dashboard);
 
   beforeAll(async () => {
-    // A real hookwatch that has ingested every captured Claude Code run: the series the dashboard will see.
-    service = await startTestService();
+    // A real hookwatch that has ingested every captured Claude Code run, forwarding to a local downstream and
+    // notifying local receivers: the series the dashboard will see.
+    full = await startFullyConfiguredService();
+    const service = full.service;
     for (const run of FIXTURE_RUNS) {
       for (const r of fixtureRequests(run)) expect((await postOtlp(service.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
     }
@@ -201,7 +184,7 @@ describe('Grafana dashboard', () => {
   });
 
   afterAll(async () => {
-    await service?.close();
+    await full?.close();
   });
 
   it('covers persisted vs success, the largest output against the cap, headroom, blind clients, ingest and notifications', () => {
@@ -222,10 +205,7 @@ describe('Grafana dashboard', () => {
     const documented = documentedMetrics(read('docs/deploy.md'));
     expect(documented.length).toBeGreaterThan(40);
     const used = [...new Set(all.flatMap((q) => [...namesIn(q.expr).metrics]))].map((n) => n.replace(/_(bucket|sum|count)$/, ''));
-    const charted = (name: string): boolean => {
-      const pattern = new RegExp(`^${name.replace(/\*/g, '[a-z0-9_]*')}$`);
-      return used.some((u) => pattern.test(u));
-    };
+    const charted = (name: string): boolean => used.some((u) => documentedAs(name, u));
     expect(documented.filter((m) => !charted(m) && !NOT_CHARTED.has(m))).toEqual([]);
     // The list stays true: nothing on it is charted, and nothing on it has left the table.
     expect([...NOT_CHARTED.keys()].filter((m) => charted(m) || !documented.includes(m))).toEqual([]);
@@ -303,7 +283,7 @@ describe('Grafana dashboard', () => {
     let own: ParsedSample[] = [];
     // The fixtures' persisted outputs fire an alert once the engine has evaluated the ingested batches.
     for (const deadline = performance.now() + 15_000; !own.length && performance.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-      own = parseExposition(await (await fetch(`${service?.httpUrl}/metrics`)).text()).get('hookwatch_alerts')?.samples ?? [];
+      own = parseExposition(await (await fetch(`${full?.service.httpUrl}/metrics`)).text()).get('hookwatch_alerts')?.samples ?? [];
     }
     expect(own.length, 'the fixtures fire at least one alert').toBeGreaterThan(0);
     const q = all.find((x) => namesIn(x.expr).metrics.has('hookwatch_alerts'));

@@ -41,8 +41,11 @@ export interface TestService extends RunningService {
   close(): Promise<void>;
 }
 
-/** Starts hookwatch on 127.0.0.1 port 0 with a fresh SQLite file; env-style overrides apply on top. */
-export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string } = {}): Promise<TestService> {
+/**
+ * Starts hookwatch on 127.0.0.1 port 0 with a fresh SQLite file; env-style overrides apply on top, and over the
+ * config file `yaml` when given.
+ */
+export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string; yaml?: string } = {}): Promise<TestService> {
   const tmp = opts.dir ? { dir: opts.dir, cleanup: () => rmSync(opts.dir as string, { recursive: true, force: true }) } : tempDir();
   const config: HookwatchConfig = toConfig(loadConfig({
     env: {
@@ -51,8 +54,10 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
       HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
       HOOKWATCH_FORWARD_QUEUE_PATH: join(tmp.dir, 'forward-queue.db'),
       HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+      ...(opts.yaml === undefined ? {} : { HOOKWATCH_CONFIG: 'hookwatch.yaml' }),
       ...env,
     },
+    ...(opts.yaml === undefined ? {} : { readFile: () => opts.yaml as string }),
   }));
   const service = await startService(config, { logger: silentLogger, ...(opts.now ? { now: opts.now } : {}) });
   return {

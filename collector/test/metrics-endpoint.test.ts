@@ -19,6 +19,7 @@ import { OUTPUT_KINDS } from '../../shared/src/cliff.ts';
 import { REJECT_REASONS } from '../src/receiver/options.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { EXPOSITION_CONTENT_TYPE } from '../src/telemetry/metrics.ts';
+import { documentedAs, documentedMetrics, startFullyConfiguredService } from './support/metrics-coverage.ts';
 import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
@@ -315,5 +316,20 @@ describe('GET /metrics', () => {
     expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'delivered' })).toBe(webhook.hits.get('/alerts'));
     expect(sampleValue(families, 'hookwatch_notification_attempts_total')).toBeGreaterThanOrEqual(webhook.hits.get('/alerts') ?? 1);
     expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'failed' })).toBe(0);
+  });
+
+  it('exports only families docs/deploy.md\'s metrics table lists, and every family it lists', async () => {
+    // Forwarding, a webhook and an Alertmanager receiver on: the families that only exist with them appear too.
+    const full = await startFullyConfiguredService();
+    try {
+      await emitExecutions(full.service.otlpHttpUrl, [{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 12_345, outputsPersisted: 1 }]);
+      const exported = [...(await scrape(full.service.httpUrl)).families.keys()];
+      const documented = documentedMetrics();
+      expect(exported.filter((name) => !documented.some((d) => documentedAs(d, name))), 'exported but not in docs/deploy.md').toEqual([]);
+      expect(documented.filter((d) => !exported.some((name) => documentedAs(d, name))), 'in docs/deploy.md but never exported').toEqual([]);
+      for (const name of ['hookwatch_forward_queue_depth', 'hookwatch_alertmanager_renewals_total', 'hookwatch_alerts']) expect(exported).toContain(name);
+    } finally {
+      await full.close();
+    }
   });
 });
