@@ -6,7 +6,7 @@
  */
 import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
 import { h, replace, type Child } from './dom.ts';
-import { LOCALE, bucketAxisTitle, num } from './format.ts';
+import { LOCALE, bucketAxisTitle, bucketTooltipTitle, num } from './format.ts';
 import { cssColor } from './theme.ts';
 
 type ChartCtor = typeof ChartJs;
@@ -68,6 +68,11 @@ export function sizeAxis(peak: number | null, title = 'characters (UTF-16 code u
 export function bucketAxis(stepSeconds: number): Record<string, unknown> {
   const title = bucketAxisTitle(stepSeconds);
   return title === null ? {} : { title: { display: true, text: title } };
+}
+
+/** Tooltip callbacks titling a hovered bucket of `stepSeconds` as bucketTooltipTitle has it ("30/11 (UTC)"). */
+export function bucketTitle(stepSeconds: number): { title: (items: readonly { label: string }[]) => string } {
+  return { title: (items) => bucketTooltipTitle(items[0]?.label ?? '', stepSeconds) };
 }
 
 /** A y axis for counts: whole numbers only. */
@@ -255,7 +260,7 @@ export function referenceLine(label: string, value: number, count: number, color
  * Tooltip options for bucketed charts: reference lines are left out, and an empty bucket says it is empty
  * instead of listing only the cap and the preview.
  */
-export function bucketTooltip(executions: readonly number[]): Record<string, unknown> {
+export function bucketTooltip(executions: readonly number[], stepSeconds: number): Record<string, unknown> {
   const isRef = (item: TooltipItem<'line'>): boolean => (item.dataset as { reference?: boolean }).reference === true;
   const empty = (i: number): boolean => (executions[i] ?? 0) === 0;
   return {
@@ -265,6 +270,7 @@ export function bucketTooltip(executions: readonly number[]): Record<string, unk
       return empty(item.dataIndex) && items.find((x) => isRef(x)) === item;
     },
     callbacks: {
+      ...bucketTitle(stepSeconds),
       label: (item: TooltipItem<'line'>) => (isRef(item) ? 'no executions in this bucket' : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`),
     },
   };

@@ -159,6 +159,14 @@ export function bucketAxisTitle(stepSeconds: number): string | null {
   return stepSeconds >= 86_400 ? 'day (UTC)' : null;
 }
 
+/**
+ * The title of a hovered bucket: its axis label, and for a day bucket "(UTC)" after it ("30/11 (UTC)"), as
+ * bucketAxisTitle titles the axis.
+ */
+export function bucketTooltipTitle(label: string, stepSeconds: number): string {
+  return stepSeconds >= 86_400 ? `${label} (UTC)` : label;
+}
+
 /** Day and month only ("30/11"). */
 export function dayMonth(ms: number): string {
   return formats.dayMonth.format(new Date(ms));

@@ -74,6 +74,18 @@ describe('range, time zone and refresh', () => {
           return [c, t?.display ? t.text : null];
         }));
       }, ids);
+      // The title of the tooltip over each chart's newest bucket (the last point of its first dataset).
+      const tooltipTitles = (ids: string[]): Promise<Record<string, string>> => p.evaluate((canvases) => {
+        type T = { setActiveElements(a: { datasetIndex: number; index: number }[], at: { x: number; y: number }): void; title: string[] };
+        const C = (window as unknown as { Chart: { getChart(id: string): { tooltip: T; data: { datasets: { data: unknown[] }[] }; update(): void } | undefined } }).Chart;
+        return Object.fromEntries(canvases.map((c) => {
+          const chart = C.getChart(c);
+          if (!chart) return [c, 'no chart'];
+          chart.tooltip.setActiveElements([{ datasetIndex: 0, index: (chart.data.datasets[0]?.data.length ?? 1) - 1 }], { x: 10, y: 10 });
+          chart.update();
+          return [c, chart.tooltip.title.join(' ')];
+        }));
+      }, ids);
       const id = await hookId('SessionStart:startup');
       // 30 days: one bucket a day, each labelled with its UTC date; the page's other times are Los Angeles'.
       await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=30d`);
@@ -81,13 +93,18 @@ describe('range, time zone and refresh', () => {
       await p.waitForSelector('#chart-growth-summary:not(:empty)');
       expect(await p.textContent('#time-zone option[value="local"]')).toContain('America/Los_Angeles');
       expect(await axisTitles(['chart-cliff', 'chart-delivery', 'chart-growth'])).toEqual({ 'chart-cliff': 'day (UTC)', 'chart-delivery': 'day (UTC)', 'chart-growth': 'day (UTC)' });
+      // Hovering a day says it is a UTC day too, not just "30/11" beside the page's Los Angeles times.
+      const utcDay = expect.stringMatching(/^\d\d\/\d\d \(UTC\)$/);
+      expect(await tooltipTitles(['chart-cliff', 'chart-delivery', 'chart-growth'])).toEqual({ 'chart-cliff': utcDay, 'chart-delivery': utcDay, 'chart-growth': utcDay });
       await p.goto(`${fx.svc().httpUrl}/?range=30d`);
       await waitLoaded(p);
       expect(await axisTitles(['chart-fleet'])).toEqual({ 'chart-fleet': 'day (UTC)' });
+      expect(await tooltipTitles(['chart-fleet'])).toEqual({ 'chart-fleet': utcDay });
       // Hours are in the zone the header names: no title claims otherwise.
       await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=24h`);
       await waitLoaded(p);
       expect(await axisTitles(['chart-cliff', 'chart-delivery'])).toEqual({ 'chart-cliff': null, 'chart-delivery': null });
+      expect(Object.values(await tooltipTitles(['chart-cliff', 'chart-delivery'])).filter((t) => t.includes('UTC'))).toEqual([]);
       expect(errors).toEqual([]);
     } finally {
       await context.close();

@@ -11,7 +11,7 @@ import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
+import { bucketLabel, bucketTooltipTitle, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -56,7 +56,7 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step) },
       scales: { x: bucketAxis(series.step), y: sizeAxis(v.peak) },
     },
   };
@@ -78,7 +78,7 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions)) },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step) },
       scales: { x: bucketAxis(series.step), y: countAxis() },
     },
   };
@@ -137,6 +137,8 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
       ],
     },
     options: {
+      // A point is a UTC day, as the axis title says.
+      plugins: { tooltip: { callbacks: { title: (items) => bucketTooltipTitle(utcDayMonth(items[0]?.parsed.x ?? 0), DAY_MS / 1000) } } },
       scales: {
         // A tick on each day's point (every few days on a long axis), never between two: a label half a day
         // off would name the wrong day; one day of data must not label its axis "30/11 30/11 30/11".
