@@ -192,6 +192,8 @@ export interface WebhookDelivery {
   at: number;
   /** The HTTP status the receiver answered. */
   answered: number;
+  /** The body's externalURL: each replica's own HTTP address unless http.externalUrl is set, so it names the sender. */
+  externalUrl: string;
 }
 
 export interface WebhookReceiver {
@@ -210,8 +212,8 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { status?: string; alerts?: { labels?: Record<string, string> }[] };
-      deliveries.push({ webhookId: String(req.headers['webhook-id']), status: String(body.status), labels: body.alerts?.[0]?.labels ?? {}, at: Date.now(), answered: status });
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { status?: string; externalURL?: string; alerts?: { labels?: Record<string, string> }[] };
+      deliveries.push({ webhookId: String(req.headers['webhook-id']), status: String(body.status), labels: body.alerts?.[0]?.labels ?? {}, at: Date.now(), answered: status, externalUrl: String(body.externalURL) });
       res.writeHead(status, status === 503 ? { 'retry-after': '0' } : {}).end(status === 200 ? 'ok' : 'unavailable');
     });
   });
