@@ -4,7 +4,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HttpAuthConfig } from './settings.ts';
-import { authCredentials, sameSecret, secretDigest } from '../net/secret.ts';
+import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../net/secret.ts';
 
 /** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
 export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
@@ -15,12 +15,12 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   const ok = (req: Request): boolean => {
     switch (auth.mode) {
       case 'basic': {
-        const b64 = authCredentials(req.headers.authorization, 'basic');
+        const b64 = authCredentials(onlyAuthorization(req), 'basic');
         // Compare even when absent, so a missing header costs the same as a wrong one.
         return sameSecret(b64 === undefined ? '' : Buffer.from(b64, 'base64').toString('utf8'), basicDigest) && b64 !== undefined;
       }
       case 'bearer': {
-        const token = authCredentials(req.headers.authorization, 'bearer');
+        const token = authCredentials(onlyAuthorization(req), 'bearer');
         return sameSecret(token ?? '', tokenDigest) && token !== undefined && token !== '';
       }
       default: {

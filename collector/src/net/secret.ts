@@ -20,6 +20,17 @@ export function authCredentials(header: string | undefined, scheme: string): str
   return (m[2] as string).trim();
 }
 
+/**
+ * The request's Authorization header when it carries exactly one; undefined when it carries none or several. Node
+ * keeps the first of repeated ones, while a proxy in front may act on the last: a request that names two sets of
+ * credentials is refused whichever one is right.
+ */
+export function onlyAuthorization(req: { headers: { authorization?: string | undefined }; rawHeaders: string[] }): string | undefined {
+  let n = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).toLowerCase() === 'authorization') n++;
+  return n === 1 ? req.headers.authorization : undefined;
+}
+
 /** True when `given` is the secret whose digest is `expected`. */
 export function sameSecret(given: string, expected: Buffer): boolean {
   return timingSafeEqual(secretDigest(given), expected);

@@ -49,11 +49,12 @@ function grpcExport(authorization: string | undefined): Promise<ServiceError | n
   });
 }
 
-/** An empty JSON logs export over HTTP with this Authorization header (none when undefined). */
-function httpExport(authorization: string | undefined): Promise<{ status: number; body: string; challenge: string | undefined }> {
+/** An empty JSON logs export over HTTP with this Authorization header, or these (none when undefined). */
+function httpExport(authorization: string | string[] | undefined): Promise<{ status: number; body: string; challenge: string | undefined }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (authorization !== undefined) headers['authorization'] = authorization;
+    const values = authorization === undefined ? [] : typeof authorization === 'string' ? [authorization] : authorization;
+    // As raw pairs, so a header can be sent more than once.
+    const headers = ['host', `127.0.0.1:${httpPort}`, 'content-type', 'application/json', ...values.flatMap((v) => ['authorization', v])];
     const req = request({ host: '127.0.0.1', port: httpPort, path: '/v1/logs', method: 'POST', headers }, (res) => {
       let body = '';
       res.setEncoding('utf8');
@@ -106,6 +107,12 @@ describe('ingest token: the same answer on OTLP/gRPC and OTLP/HTTP', () => {
       expect((await httpExport(authorization)).status).toBe(200);
     });
   }
+
+  it('refuses over HTTP a request with repeated Authorization headers, the right token first or last (HTTP/2 clients cannot send two)', async () => {
+    for (const authorization of [[`Bearer ${TOKEN}`, 'Bearer nope'], ['Bearer nope', `Bearer ${TOKEN}`], [`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]]) {
+      expect((await httpExport(authorization)).status).toBe(401);
+    }
+  });
 
   it('refuses white space alone as a missing token on both (HTTP/2 drops a header value with white space at its ends)', async () => {
     for (const authorization of [' ', '   ', 'Bearer ', 'Bearer    ']) {

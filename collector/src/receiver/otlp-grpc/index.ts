@@ -256,7 +256,9 @@ export class OtlpGrpcReceiver {
 
   private authorized(metadata: Metadata): boolean {
     if (!this.tokenDigest) return true;
-    const value = metadata.get('authorization')[0];
+    // One token or none: repeated entries (which one would a proxy in front act on?) are refused.
+    const values = metadata.get('authorization');
+    const value = values.length === 1 ? values[0] : undefined;
     // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
     return sameSecret(authCredentials(typeof value === 'string' ? value : undefined, 'bearer') ?? '', this.tokenDigest);
   }

@@ -13,7 +13,7 @@ import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../.
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import { closeServer, trackConnections } from '../../net/close-server.ts';
-import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
+import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
@@ -109,7 +109,7 @@ export class OtlpHttpReceiver {
   private authorized(req: IncomingMessage): boolean {
     if (!this.tokenDigest) return true;
     // Compare digests so the time taken does not depend on where a wrong token differs, nor on its length.
-    return sameSecret(authCredentials(req.headers.authorization, 'bearer') ?? '', this.tokenDigest);
+    return sameSecret(authCredentials(onlyAuthorization(req), 'bearer') ?? '', this.tokenDigest);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
