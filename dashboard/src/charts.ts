@@ -6,7 +6,8 @@
  */
 import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
 import { h, replace, type Child } from './dom.ts';
-import { LOCALE, bucketAxisTitle, bucketTooltipTitle, num } from './format.ts';
+import { OUTPUT_CAP_CHARS } from '../../shared/src/cliff.ts';
+import { LOCALE, bucketAxisTitle, bucketTooltipTitle, chars, headroomText, num } from './format.ts';
 import { cssColor } from './theme.ts';
 
 type ChartCtor = typeof ChartJs;
@@ -73,6 +74,11 @@ export function bucketAxis(stepSeconds: number): Record<string, unknown> {
 /** Tooltip callbacks titling a hovered bucket of `stepSeconds` as bucketTooltipTitle has it ("30/11 (UTC)"). */
 export function bucketTitle(stepSeconds: number): { title: (items: readonly { label: string }[]) => string } {
   return { title: (items) => bucketTooltipTitle(items[0]?.label ?? '', stepSeconds) };
+}
+
+/** A size as a tooltip line reads it: "largest stdout: 12,578 chars (2,578 chars over the cap)". */
+export function sizeLine(label: string, n: number | null): string {
+  return n === null ? `${label}: unknown` : `${label}: ${chars(n)} (${headroomText(OUTPUT_CAP_CHARS - n)})`;
 }
 
 /** A y axis for counts: whole numbers only. */

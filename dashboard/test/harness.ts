@@ -82,3 +82,42 @@ export async function chartData(page: Page, canvasId: string): Promise<{ labels:
     return { labels: chart.data.labels ?? [], datasets: chart.data.datasets.map((d) => ({ label: d.label ?? '', data: d.data })) };
   }, canvasId);
 }
+
+/**
+ * Moves the mouse over a chart's points as a reader would (each point with a value and a few evenly spaced others
+ * per dataset, scrolled into view) and returns each tooltip shown, once: "title | line | line".
+ */
+export async function hoverTooltips(page: Page, canvasId: string): Promise<string[]> {
+  const canvas = page.locator(`#${canvasId}`);
+  await canvas.scrollIntoViewIfNeeded();
+  const points = await page.evaluate((id) => {
+    type Meta = { data: { x: number; y: number }[] };
+    const C = (window as unknown as { Chart: { getChart(el: string): { data: { datasets: { data: unknown[] }[] }; getDatasetMeta(i: number): Meta } | undefined } }).Chart;
+    const chart = C.getChart(id);
+    if (!chart) throw new Error(`no chart on #${id}`);
+    return chart.data.datasets.flatMap((d, di) => {
+      const els = chart.getDatasetMeta(di).data;
+      const every = Math.max(1, Math.floor(els.length / 6));
+      return els.flatMap((el, i) => {
+        const v = d.data[i];
+        const valued = v !== null && v !== 0;
+        return Number.isFinite(el.x) && Number.isFinite(el.y) && (valued || i % every === 0) ? [{ x: el.x, y: el.y }] : [];
+      });
+    });
+  }, canvasId);
+  const box = await canvas.boundingBox();
+  if (!box) throw new Error(`#${canvasId} is not shown`);
+  const seen = new Set<string>();
+  for (const pt of points) {
+    await page.mouse.move(box.x + pt.x, box.y + pt.y);
+    const shown = await page.evaluate((id) => {
+      type T = { opacity: number; title: string[]; body: { lines: string[] }[] };
+      const t = (window as unknown as { Chart: { getChart(el: string): { tooltip: T } | undefined } }).Chart.getChart(id)?.tooltip;
+      if (!t || t.opacity === 0) return null;
+      return [t.title.join(' '), ...t.body.flatMap((b) => b.lines)].join(' | ');
+    }, canvasId);
+    if (shown !== null) seen.add(shown);
+  }
+  await page.mouse.move(0, 0);
+  return [...seen];
+}

@@ -8,10 +8,10 @@ import type { AlertSummary, BreakdownResponse, HookSummary, SeriesResponse } fro
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
-import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis } from '../charts.ts';
+import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, bucketTooltipTitle, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
+import { bucketLabel, bucketTooltipTitle, chars, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -110,6 +110,8 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
       ],
     },
     options: {
+      // Both coordinates are sizes: "sent 12,578 chars, the model sees 2,000 chars", not "(12,578, 2,000)".
+      plugins: { tooltip: { callbacks: { label: (item) => `${item.dataset.label ?? ''}: sent ${chars(item.parsed.x)}, the model sees ${chars(item.parsed.y)}` } } },
       scales: {
         x: { type: 'linear', min: 0, max: Math.round(maxSent), title: { display: true, text: 'characters sent by the hook' } },
         y: { min: 0, max: Math.round(Math.max(11_000, ...observed.map((o) => o.delivered * 1.05))), title: { display: true, text: 'characters the model sees' }, ticks: { precision: 0 } },
@@ -127,18 +129,26 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
   const fitAt = (t: number): number | null => (forecast ? forecast.current + forecast.slopePerDay * ((t - last) / DAY_MS) : null);
   const fit = forecast ? [{ x: first, y: fitAt(first) ?? 0 }, { x: end, y: fitAt(end) ?? 0 }] : [];
   const peak = Math.max(0, ...points.map((p) => p.value), ...fit.map((p) => p.y));
+  const cap = `cap (${num(OUTPUT_CAP_CHARS)})`;
   const config: ChartConfiguration<'scatter'> = {
     type: 'scatter',
     data: {
       datasets: [
         { label: 'daily largest output', data: points.map((p) => ({ x: p.t, y: p.value })), showLine: true, borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext, pointRadius: 3 },
         { label: 'trend (least squares)', data: fit, showLine: true, borderColor: COLORS.fit, backgroundColor: COLORS.fit, borderDash: [5, 4], pointRadius: 0 },
-        { label: `cap (${num(OUTPUT_CAP_CHARS)})`, data: [{ x: first, y: OUTPUT_CAP_CHARS }, { x: Math.max(end, first + DAY_MS), y: OUTPUT_CAP_CHARS }], showLine: true, borderColor: capColor(), backgroundColor: capColor(), borderDash: [6, 4], pointRadius: 0 },
+        { label: cap, data: [{ x: first, y: OUTPUT_CAP_CHARS }, { x: Math.max(end, first + DAY_MS), y: OUTPUT_CAP_CHARS }], showLine: true, borderColor: capColor(), backgroundColor: capColor(), borderDash: [6, 4], pointRadius: 0 },
       ],
     },
     options: {
-      // A point is a UTC day, as the axis title says.
-      plugins: { tooltip: { callbacks: { title: (items) => bucketTooltipTitle(utcDayMonth(items[0]?.parsed.x ?? 0), DAY_MS / 1000) } } },
+      // A point is a UTC day, as the axis title says; its line tells the size, never the x value (milliseconds).
+      plugins: {
+        tooltip: {
+          callbacks: {
+            title: (items) => bucketTooltipTitle(utcDayMonth(items[0]?.parsed.x ?? 0), DAY_MS / 1000),
+            label: (item) => (item.dataset.label === cap ? cap : sizeLine(item.dataset.label ?? '', item.parsed.y)),
+          },
+        },
+      },
       scales: {
         // A tick on each day's point (every few days on a long axis), never between two: a label half a day
         // off would name the wrong day; one day of data must not label its axis "30/11 30/11 30/11".

@@ -1,0 +1,33 @@
+/**
+ * Chart tooltips as a reader hovering the points sees them, in a zone west of UTC: times in the page's zone (a day
+ * bucket marked UTC), counts and sizes as numbers a person reads, sizes in characters against the cap.
+ */
+import { describe, expect, it } from 'vitest';
+import { useFixture } from './experience-fixture.ts';
+import { hoverTooltips, waitLoaded, watchedPage } from './harness.ts';
+
+const fx = useFixture();
+
+/** What no tooltip line may hold: raw milliseconds (13 digits, with or without separators), undefined, NaN. */
+const UNREADABLE = /\d{1,3}(?:,\d{3}){4}|\d{13}|undefined|NaN/;
+
+describe('chart tooltips', () => {
+  it('read the growth and the cliff curve in characters, never a raw timestamp', async () => {
+    const w = await watchedPage(fx.browser(), { timezoneId: 'America/Los_Angeles' });
+    try {
+      const id = await fx.hookId('SessionStart:startup');
+      await w.page.goto(`${fx.svc().httpUrl}/hooks/${id}?range=30d`);
+      await waitLoaded(w.page);
+      await w.page.waitForSelector('#chart-growth-summary:not(:empty)');
+      const growth = await hoverTooltips(w.page, 'chart-growth');
+      expect(growth.filter((t) => UNREADABLE.test(t))).toEqual([]);
+      expect(growth).toContain('30/11 (UTC) | daily largest output: 12,578 chars (2,578 chars over the cap)');
+      const curve = await hoverTooltips(w.page, 'chart-curve');
+      expect(curve.filter((t) => UNREADABLE.test(t))).toEqual([]);
+      expect(curve).toContain(' | observed stdout: sent 12,578 chars, the model sees 2,000 chars');
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  });
+});
