@@ -71,9 +71,12 @@ export function bucketAxis(stepSeconds: number): Record<string, unknown> {
   return title === null ? {} : { title: { display: true, text: title } };
 }
 
-/** Tooltip callbacks titling a hovered bucket of `stepSeconds` as bucketTooltipTitle has it ("30/11 (UTC)"). */
+/**
+ * Tooltip callbacks titling a hovered bucket of `stepSeconds` as bucketTooltipTitle has it ("30/11 (UTC)"); a
+ * bucket with nothing to list has no title, so no tooltip shows (not a box reading "(UTC)").
+ */
 export function bucketTitle(stepSeconds: number): { title: (items: readonly { label: string }[]) => string } {
-  return { title: (items) => bucketTooltipTitle(items[0]?.label ?? '', stepSeconds) };
+  return { title: (items) => (items[0] ? bucketTooltipTitle(items[0].label, stepSeconds) : '') };
 }
 
 /** A size as a tooltip line reads it: "largest stdout: 12,578 chars (2,578 chars over the cap)". */
@@ -264,20 +267,20 @@ export function referenceLine(label: string, value: number, count: number, color
 
 /**
  * Tooltip options for bucketed charts: reference lines are left out, and an empty bucket says it is empty
- * instead of listing only the cap and the preview.
+ * instead of listing only the cap and the preview (or nothing, on a chart without them).
  */
 export function bucketTooltip(executions: readonly number[], stepSeconds: number): Record<string, unknown> {
   const isRef = (item: TooltipItem<'line'>): boolean => (item.dataset as { reference?: boolean }).reference === true;
   const empty = (i: number): boolean => (executions[i] ?? 0) === 0;
   return {
     filter: (item: TooltipItem<'line'>, _i: number, items: TooltipItem<'line'>[]) => {
-      if (!isRef(item)) return !empty(item.dataIndex) && item.raw !== null;
-      // An empty bucket keeps exactly one item, relabelled below.
-      return empty(item.dataIndex) && items.find((x) => isRef(x)) === item;
+      if (!empty(item.dataIndex)) return !isRef(item) && item.raw !== null;
+      // An empty bucket keeps exactly one item (a reference line's, if the chart has one), relabelled below.
+      return (items.find((x) => isRef(x)) ?? items[0]) === item;
     },
     callbacks: {
       ...bucketTitle(stepSeconds),
-      label: (item: TooltipItem<'line'>) => (isRef(item) ? 'no executions in this bucket' : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`),
+      label: (item: TooltipItem<'line'>) => (empty(item.dataIndex) ? 'no executions in this bucket' : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`),
     },
   };
 }

@@ -113,8 +113,10 @@ export async function hoverTooltips(page: Page, canvasId: string): Promise<strin
     const shown = await page.evaluate((id) => {
       type T = { opacity: number; title: string[]; body: { lines: string[] }[] };
       const t = (window as unknown as { Chart: { getChart(el: string): { tooltip: T } | undefined } }).Chart.getChart(id)?.tooltip;
-      if (!t || t.opacity === 0) return null;
-      return [t.title.join(' '), ...t.body.flatMap((b) => b.lines)].join(' | ');
+      const lines = t?.body.flatMap((b) => b.lines) ?? [];
+      // Chart.js draws nothing without a title or a line.
+      if (!t || t.opacity === 0 || (t.title.join('') === '' && lines.length === 0)) return null;
+      return [t.title.join(' '), ...lines].join(' | ');
     }, canvasId);
     if (shown !== null) seen.add(shown);
   }

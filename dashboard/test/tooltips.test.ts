@@ -30,4 +30,24 @@ describe('chart tooltips', () => {
       await w.close();
     }
   });
+
+  it('say an empty day bucket is empty, never show a box reading only "(UTC)"', async () => {
+    const w = await watchedPage(fx.browser(), { timezoneId: 'America/Los_Angeles' });
+    try {
+      const id = await fx.hookId('SessionStart:startup');
+      await w.page.goto(`${fx.svc().httpUrl}/hooks/${id}?range=30d`);
+      await waitLoaded(w.page);
+      const delivery = await hoverTooltips(w.page, 'chart-delivery');
+      expect(delivery).toContain('31/10 (UTC) | no executions in this bucket');
+      expect(delivery.filter((t) => !/^\d\d\/\d\d \(UTC\) \| /.test(t))).toEqual([]);
+      await w.page.goto(`${fx.svc().httpUrl}/?range=30d`);
+      await waitLoaded(w.page);
+      const fleet = await hoverTooltips(w.page, 'chart-fleet');
+      expect(fleet.length).toBeGreaterThan(0);
+      expect(fleet.filter((t) => !/^\d\d\/\d\d \(UTC\) \| /.test(t))).toEqual([]);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  });
 });
