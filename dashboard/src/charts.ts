@@ -267,9 +267,9 @@ export function referenceLine(label: string, value: number, count: number, color
 
 /**
  * Tooltip options for bucketed charts: reference lines are left out, and an empty bucket says it is empty
- * instead of listing only the cap and the preview (or nothing, on a chart without them).
+ * instead of listing only the cap and the preview (or nothing, on a chart without them); `line` words an item.
  */
-export function bucketTooltip(executions: readonly number[], stepSeconds: number): Record<string, unknown> {
+export function bucketTooltip(executions: readonly number[], stepSeconds: number, line: (item: TooltipItem<'line'>) => string = (item) => `${item.dataset.label ?? ''}: ${num(item.raw as number)}`): Record<string, unknown> {
   const isRef = (item: TooltipItem<'line'>): boolean => (item.dataset as { reference?: boolean }).reference === true;
   const empty = (i: number): boolean => (executions[i] ?? 0) === 0;
   return {
@@ -280,7 +280,7 @@ export function bucketTooltip(executions: readonly number[], stepSeconds: number
     },
     callbacks: {
       ...bucketTitle(stepSeconds),
-      label: (item: TooltipItem<'line'>) => (empty(item.dataIndex) ? 'no executions in this bucket' : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`),
+      label: (item: TooltipItem<'line'>) => (empty(item.dataIndex) ? 'no executions in this bucket' : line(item)),
     },
   };
 }

@@ -50,4 +50,24 @@ describe('chart tooltips', () => {
       await w.close();
     }
   });
+
+  it('give sizes in characters against the cap on the cliff and fleet charts, hours in the page\'s zone', async () => {
+    const w = await watchedPage(fx.browser(), { timezoneId: 'America/Los_Angeles' });
+    try {
+      const id = await fx.hookId('SessionStart:startup');
+      // Three-hour buckets: times of day in Los Angeles, the newest bucket starting 22:00 on 29/11.
+      await w.page.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d`);
+      await waitLoaded(w.page);
+      expect(await hoverTooltips(w.page, 'chart-cliff')).toContain('29/11, 22:00 | largest additionalContext: 12,000 chars (2,000 chars over the cap)'
+        + ' | largest stdout: 12,578 chars (2,578 chars over the cap) | bucket with persisted outputs: 3 outputs persisted');
+      await w.page.goto(`${fx.svc().httpUrl}/?range=7d`);
+      await waitLoaded(w.page);
+      const fleet = await hoverTooltips(w.page, 'chart-fleet');
+      expect(fleet).toContain('29/11, 22:00 | largest output in the fleet: 12,578 chars (2,578 chars over the cap) | SessionStart:startup: 3 | PostToolUse:Bash: 1');
+      expect(fleet.filter((t) => UNREADABLE.test(t))).toEqual([]);
+      expect(w.errors).toEqual([]);
+    } finally {
+      await w.close();
+    }
+  });
 });

@@ -3,7 +3,7 @@
  * and the preview), success against persisted outputs, sent against delivered on the cliff curve, the growth
  * trend with its forecast crossing, and breakdowns by client version and a chosen dimension.
  */
-import type { ChartConfiguration } from 'chart.js';
+import type { ChartConfiguration, TooltipItem } from 'chart.js';
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Forecast, Point } from '../../../shared/src/forecast.ts';
@@ -11,7 +11,7 @@ import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, table } from '../dom.ts';
-import { bucketLabel, bucketTooltipTitle, chars, num, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
+import { bucketLabel, bucketTooltipTitle, chars, num, plural, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -36,6 +36,12 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
   const labels = labelsOf(series);
   const dots = series.buckets.length > 40 ? 2 : 3;
   const v = cliffView(series);
+  const marker = 'bucket with persisted outputs';
+  // Every line is a size against the cap, but the marker's: its height is the bucket's size, its news the count.
+  const line = (item: TooltipItem<'line'>): string => {
+    const b = series.buckets[item.dataIndex];
+    return item.dataset.label === marker && b ? `${marker}: ${plural(persistedAtLeast(b), 'output')} persisted` : sizeLine(item.dataset.label ?? '', item.raw as number | null);
+  };
   const config: ChartConfiguration<'line'> = {
     type: 'line',
     data: {
@@ -49,14 +55,14 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
         referenceLine(`cap (${num(OUTPUT_CAP_CHARS)})`, OUTPUT_CAP_CHARS, labels.length, capColor(), [6, 4]),
         referenceLine(`preview (~${num(PREVIEW_CHARS)})`, PREVIEW_CHARS, labels.length, previewColor(), [2, 3]),
         {
-          label: 'bucket with persisted outputs', data: v.persisted, showLine: false, pointStyle: 'triangle', pointRadius: 7,
+          label: marker, data: v.persisted, showLine: false, pointStyle: 'triangle', pointRadius: 7,
           borderColor: COLORS.persisted, backgroundColor: COLORS.persisted,
         },
       ],
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step) },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line) },
       scales: { x: bucketAxis(series.step), y: sizeAxis(v.peak) },
     },
   };

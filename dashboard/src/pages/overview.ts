@@ -8,7 +8,7 @@ import type { ChartConfiguration } from 'chart.js';
 import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { ApiFailure, api, type Query } from '../api.ts';
-import { COLORS, ChartPanel, SERIES_COLORS, bucketAxis, bucketTitle, capColor, countAxis, referenceLine, sizeAxis } from '../charts.ts';
+import { COLORS, ChartPanel, SERIES_COLORS, bucketAxis, bucketTitle, capColor, countAxis, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { breakable, h, replace, table } from '../dom.ts';
 import { num, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom } from '../forecast.ts';
@@ -72,7 +72,17 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
     data: { labels: v.labels, datasets },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: { filter: (item: { dataset: { reference?: boolean }; raw: unknown }) => item.dataset.reference !== true && item.raw !== null && item.raw !== 0, callbacks: bucketTitle(fleet.step) } },
+      plugins: {
+        tooltip: {
+          filter: (item: { dataset: { reference?: boolean }; raw: unknown }) => item.dataset.reference !== true && item.raw !== null && item.raw !== 0,
+          callbacks: {
+            ...bucketTitle(fleet.step),
+            // Bars count outputs; the line is a size, read against the cap.
+            label: (item: { dataset: { label?: string; yAxisID?: string }; raw: unknown }) =>
+              item.dataset.yAxisID === 'y1' ? sizeLine(item.dataset.label ?? '', item.raw as number) : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`,
+          },
+        },
+      },
       scales: {
         x: { ...bucketAxis(fleet.step), stacked: true },
         y: { ...countAxis('outputs persisted'), stacked: true, position: 'left' },
