@@ -50,6 +50,17 @@ describe('API query bound', () => {
       expect(gate.pending).toBe(LIMIT);
       // Routes that read no hook data still answer.
       expect((await fetch(`${api.base}/api/v1/dimensions`)).status).toBe(200);
+      // A request no query route answers is told so, as below the bound: 405 with Allow, or 404; never "try again".
+      const post = await fetch(`${api.base}/api/v1/hooks?${range}`, { method: 'POST' });
+      expect(post.status).toBe(405);
+      expect(post.headers.get('allow')).toBe('GET, HEAD');
+      expect(((await post.json()) as { error: { code: string } }).error.code).toBe('method_not_allowed');
+      const deleted = await fetch(`${api.base}/api/v1/hooks/${stuck.hookId}/series`, { method: 'DELETE' });
+      expect(deleted.status).toBe(405);
+      await deleted.body?.cancel();
+      const unknown = await fetch(`${api.base}/api/v1/hooks/${stuck.hookId}/series/more`);
+      expect(unknown.status).toBe(404);
+      expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('not_found');
       const text = await metrics.render();
       expect(text).toMatch(/^hookwatch_api_queries_refused_total 5$/m);
       expect(text).toMatch(/^hookwatch_api_queries_pending 3$/m);

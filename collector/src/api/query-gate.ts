@@ -4,13 +4,15 @@
  * queries (30-day filtered overviews, breakdowns) would make every later request wait behind all of them. Past
  * http.maxPendingQueries, a query route answers 503 with Retry-After before it asks the store anything, as the
  * OTLP receivers do past otlp.maxPendingRequests; the dashboard shows it and asks again at its next refresh.
+ * A request no query route would answer (POST /api/v1/hooks, an unknown path under them) is not refused: it gets
+ * the API's 405 or 404 as at any other time.
  *
  * A read is counted from when a route asks for it until the store answers it, whether or not its client is still
  * there: a client that gives up and asks again cannot pile up work the store still has to do.
  */
 import type { RequestHandler, Router } from 'express';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import { unavailable } from './index.ts';
+import { allowedMethods, unavailable } from './index.ts';
 
 /** The routes that read hook data from the store (hooks, a hook's series, breakdown, commands, guard trims; overview; fleet series). */
 const QUERY_PATHS = ['/api/v1/hooks', '/api/v1/overview', '/api/v1/fleet'];
@@ -35,8 +37,14 @@ export class QueryGate {
     return this.wrap(store);
   }
 
-  private readonly admit: RequestHandler = (_req, res, next) => {
+  private readonly admit: RequestHandler = (req, res, next) => {
     if (this.pending < this.limit) {
+      next();
+      return;
+    }
+    // A request no query route answers (another method, a path none matches) reads nothing: it gets the API's
+    // usual 405 with Allow or 404, as it would below the bound, not a 503 that says to try the same again later.
+    if (!allowedMethods(req.app, req.originalUrl.split('?')[0] ?? '').includes(req.method)) {
       next();
       return;
     }
