@@ -11,6 +11,16 @@ import type { AlertStateStore } from './state/store.ts';
 /** Silences not yet expired that may be held at once (Alertmanager's --silences.max-silences); each is matched against every alert. */
 export const MAX_SILENCES = 1000;
 
+/** A place in the silences' order (newest first, then by id): the creation time and id of the silence there. */
+export interface SilencePosition {
+  createdAtMs: number;
+  id: string;
+}
+
+function newestFirst(a: SilencePosition, b: SilencePosition): number {
+  return b.createdAtMs - a.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
 /** A new silence past MAX_SILENCES. */
 export class SilenceLimitError extends Error {
   override name = 'SilenceLimitError';
@@ -44,9 +54,22 @@ export class Silences {
 
   /** Newest first, in the API's shape; only those in `states` when given. */
   list(states?: ReadonlySet<SilenceState>): Silence[] {
+    return this.page(states, Infinity).silences;
+  }
+
+  /**
+   * Up to `limit` of list()'s silences, those after `after` (where the previous page ended), with the count of
+   * all in `states` and where this page ends when more follow. A position, not an offset: a silence created or
+   * expired between two pages does not make the next one repeat or skip another.
+   */
+  page(states: ReadonlySet<SilenceState> | undefined, limit: number, after?: SilencePosition): { silences: Silence[]; total: number; next: SilencePosition | null } {
     const now = this.opts.now();
-    const held = [...this.byId.values()].filter((s) => states === undefined || states.has(silenceState(s, now)));
-    return held.sort((a, b) => b.createdAtMs - a.createdAtMs || a.id.localeCompare(b.id)).map((s) => toSilence(s, now));
+    const held = [...this.byId.values()].filter((s) => states === undefined || states.has(silenceState(s, now))).sort(newestFirst);
+    const start = after === undefined ? 0 : held.findIndex((s) => newestFirst(s, after) > 0);
+    const page = start < 0 ? [] : held.slice(start, start + limit);
+    const last = page.at(-1);
+    const next = last !== undefined && start + page.length < held.length ? { createdAtMs: last.createdAtMs, id: last.id } : null;
+    return { silences: page.map((s) => toSilence(s, now)), total: held.length, next };
   }
 
   /** Saves a new silence (validated by parseSilence); it mutes from the next evaluation on. */

@@ -343,8 +343,8 @@ describe('alerts API', () => {
 
     // Pages: `total` counts the silences in the states asked for; nextCursor leads to the rest, each once.
     const first = await api<Listed>('/api/v1/silences?limit=2');
-    expect([first.body.silences.length, first.body.total, first.body.nextCursor]).toEqual([2, 3, '2']);
-    const second = await api<Listed>('/api/v1/silences?limit=2&cursor=2');
+    expect([first.body.silences.length, first.body.total, typeof first.body.nextCursor]).toEqual([2, 3, 'string']);
+    const second = await api<Listed>(`/api/v1/silences?limit=2&cursor=${first.body.nextCursor}`);
     expect([second.body.silences.length, second.body.total, second.body.nextCursor]).toEqual([1, 3, null]);
     expect(new Set([...first.body.silences, ...second.body.silences].map((s) => s.id)).size).toBe(3);
 
@@ -353,12 +353,61 @@ describe('alerts API', () => {
       ['?state=', 'state', /"" is not a silence state/],
       ['?state=active&state=expired', 'state', /^state must be given once$/],
       ['?limit=1001', 'limit', /^limit must be a whole number from 1 to 1000$/],
+      ['?cursor=2', 'cursor', /^cursor must be the nextCursor of a previous page$/],
+      [`?cursor=${Buffer.from('12:not-a-silence-id').toString('base64url')}`, 'cursor', /^cursor must be the nextCursor of a previous page$/],
       ['?filter=alertname%3Dx', 'filter', /^unknown parameter "filter"; this route takes: state, limit, cursor$/],
     ] as const) {
       const res = await api<{ error: { code: string; parameter: string; message: string } }>(`/api/v1/silences${query}`);
       expect([query, res.status, res.body.error.code, res.body.error.parameter]).toEqual([query, 400, 'bad_parameter', parameter]);
       expect(res.body.error.message).toMatch(message);
     }
+  });
+
+  it('walks the silences a page at a time while others are created and expired, each listed once', async () => {
+    const r = await start({ now: Date.parse('2026-03-02T10:00:00Z') });
+    const clock = r.clock!;
+    type Listed = { silences: Silence[]; total: number; nextCursor: string | null };
+    const list = async (query: string): Promise<Listed> => {
+      const res = await fetch(`${r.service.httpUrl}/api/v1/silences${query}`);
+      expect(res.status).toBe(200);
+      return (await res.json()) as Listed;
+    };
+    const create = async (value: string): Promise<string> => {
+      clock.advance(1000);
+      const body = { matchers: [{ name: 'hook_name', value }], endsAt: new Date(clock.now() + 3_600_000).toISOString(), createdBy: 'me', comment: value };
+      const res = await fetch(`${r.service.httpUrl}/api/v1/silences`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(res.status).toBe(201);
+      return ((await res.json()) as { silence: Silence }).silence.id;
+    };
+    const walk = async (query: string, between: (listed: string[]) => Promise<void>): Promise<string[]> => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      for (let page = 0; page < 10; page++) {
+        const body = await list(`${query}&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`);
+        const listed = body.silences.map((s) => s.id);
+        seen.push(...listed);
+        cursor = body.nextCursor;
+        if (cursor === null) return seen;
+        await between(listed);
+      }
+      throw new Error('the pages did not end');
+    };
+    const before: string[] = [];
+    for (const v of ['Stop', 'PreCompact', 'SessionStart:startup', 'Notification', 'SubagentStop']) before.unshift(await create(v));
+
+    // A silence created between two pages sorts before them all: the pages after it go on where they were.
+    const created: string[] = [];
+    const walked = await walk('?state=active', async () => void created.push(await create(`UserPromptSubmit-${created.length}`)));
+    expect(walked).toEqual(before);
+
+    // One expired between two pages (the first of the page just listed) leaves the state asked for: the next page
+    // still starts after the last one listed, so none of those still active is passed over.
+    const active = (await list('?state=active')).silences.map((s) => s.id);
+    expect(active).toEqual([...created.reverse(), ...before]);
+    const walkedActive = await walk('?state=active', async (listed) => {
+      expect((await fetch(`${r.service.httpUrl}/api/v1/silences/${listed[0]}`, { method: 'DELETE' })).status).toBe(200);
+    });
+    expect(walkedActive).toEqual(active);
   });
 
   it('delivers to a receiver URL with user:password@ as Basic authorization, the URL sent without them', async () => {

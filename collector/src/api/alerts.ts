@@ -8,9 +8,9 @@ import express, { type Response, type Router } from 'express';
 import { SILENCE_STATES, type AlertDetailResponse, type AlertsResponse, type AlertState, type SilencesResponse, type SilenceState } from '../../../shared/src/api.ts';
 import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
-import { MAX_SILENCES, SilenceLimitError, type Silences } from '../alerting/silencing.ts';
+import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
-import { onlyParams, ParamError, parsePage, single } from './params.ts';
+import { badCursor, onlyParams, ParamError, parseLimit, single } from './params.ts';
 
 export interface AlertsApiOptions {
   /** The alerts as alerting serves them (refreshed from shared state before each answer). */
@@ -45,6 +45,20 @@ function parseSilenceStates(q: Record<string, unknown>): Set<SilenceState> | und
     }
   }
   return new Set(states as SilenceState[]);
+}
+
+/** A silences page's nextCursor: where it ended (the last silence's creation time and id), opaque to clients. */
+function silenceCursor(p: SilencePosition): string {
+  return Buffer.from(`${p.createdAtMs}:${p.id}`).toString('base64url');
+}
+
+/** `cursor`: a nextCursor silenceCursor gave; undefined when absent (the first page). */
+function parseSilenceCursor(q: Record<string, unknown>): SilencePosition | undefined {
+  const v = single(q, 'cursor');
+  if (v === undefined) return undefined;
+  const m = /^(\d{1,15}):([0-9a-f-]{36})$/.exec(v.length <= 128 ? Buffer.from(v, 'base64url').toString('latin1') : '');
+  if (!m) throw badCursor();
+  return { createdAtMs: Number(m[1]), id: String(m[2]) };
 }
 
 export function createAlertsRouter(opts: AlertsApiOptions): Router {
@@ -91,11 +105,12 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     const states = parseSilenceStates(q);
     // Expired silences are kept for the resolved-retention period and may be many: an answer holds one page.
     // The default page holds every silence that may be in force at once (MAX_SILENCES).
-    const page = parsePage(q, MAX_SILENCES, MAX_SILENCES);
+    const limit = parseLimit(q, MAX_SILENCES, MAX_SILENCES);
+    const after = parseSilenceCursor(q);
     await view.refresh();
-    const matching = silences.list(states);
-    const end = page.offset + page.limit;
-    const body: SilencesResponse = { silences: matching.slice(page.offset, end), total: matching.length, nextCursor: end < matching.length ? String(end) : null };
+    // The next page starts after the last silence of this one, wherever silences created or expired since put it.
+    const page = silences.page(states, limit, after);
+    const body: SilencesResponse = { silences: page.silences, total: page.total, nextCursor: page.next === null ? null : silenceCursor(page.next) };
     res.json(body);
   });
 

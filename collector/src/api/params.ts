@@ -74,18 +74,26 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
 export const DEFAULT_PAGE_SIZE = 1000;
 export const MAX_PAGE_SIZE = 5000;
 
+/** `limit`: 1..max, `fallback` when absent. */
+export function parseLimit(query: Record<string, unknown>, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): number {
+  const limitRaw = single(query, 'limit');
+  if (limitRaw === undefined) return fallback;
+  if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > max) throw new ParamError('limit', `limit must be a whole number from 1 to ${max}`);
+  return Number(limitRaw);
+}
+
+/** The 400 for a `cursor` that is not a nextCursor this route gave. */
+export function badCursor(): ParamError {
+  return new ParamError('cursor', 'cursor must be the nextCursor of a previous page');
+}
+
 /** `limit` (1..max, `fallback` when absent) and `cursor` (the nextCursor of the previous page). */
 export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): { limit: number; offset: number } {
-  const limitRaw = single(query, 'limit');
+  const limit = parseLimit(query, max, fallback);
   const cursor = single(query, 'cursor');
-  let limit = fallback;
-  if (limitRaw !== undefined) {
-    if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > max) throw new ParamError('limit', `limit must be a whole number from 1 to ${max}`);
-    limit = Number(limitRaw);
-  }
   let offset = 0;
   if (cursor !== undefined) {
-    if (!/^\d{1,9}$/.test(cursor)) throw new ParamError('cursor', 'cursor must be the nextCursor of a previous page');
+    if (!/^\d{1,9}$/.test(cursor)) throw badCursor();
     offset = Number(cursor);
   }
   return { limit, offset };
