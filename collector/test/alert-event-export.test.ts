@@ -7,6 +7,7 @@
  */
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { diag } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
 import { startService, type RunningService } from '../src/service.ts';
@@ -27,7 +28,8 @@ describe('alert event export outcomes', () => {
 
   async function otlpReceiver(status: number): Promise<WebhookSink> {
     const s = new WebhookSink();
-    s.reply = () => ({ status });
+    // As an OTLP/HTTP receiver answers: an empty ExportLogsServiceResponse when it takes the records.
+    s.reply = () => (status < 300 ? { status, headers: { 'content-type': 'application/json' }, body: '{}' } : { status });
     await s.start();
     cleanups.push(() => s.close());
     return s;
@@ -103,6 +105,46 @@ describe('alert event export outcomes', () => {
     }
   });
 
+  it('logs what the OpenTelemetry SDK reports about an export (a partial success), at most a line a minute, without the key or headers', async () => {
+    // An OTLP receiver that accepts the request but rejects its record, naming the URL it was sent to.
+    const receiver = new WebhookSink();
+    receiver.reply = (req) => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partialSuccess: { rejectedLogRecords: '1', errorMessage: `record rejected at ${receiver.url}${req.path} (${String(req.headers['authorization'])})` } }),
+    });
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const { service, lines } = await start(receiver.url);
+    const sdkLines = (): Logged[] => lines.filter((l) => l.msg.startsWith('OpenTelemetry SDK reported'));
+    await raiseAlert(service, 'PostToolUse:partial');
+    await expect.poll(() => sdkLines().length, { timeout: 10_000, interval: 100 }).toBe(1);
+    expect(receiver.requests[0]?.path).toContain(KEY);
+    const first = sdkLines()[0]!;
+    expect(first.level).toBe('warn');
+    const fields = JSON.parse(first.msg.slice(first.msg.indexOf(' {') + 1)) as { endpoint: string; message: string; times: number };
+    expect(fields).toEqual({
+      endpoint: receiver.url,
+      message: `Received Partial Success response: {"rejectedLogRecords":"1","errorMessage":"record rejected at ${receiver.url}/v1/logs (<redacted>)"}`,
+      times: 1,
+    });
+    // Another export within the minute: counted, written when the export stops.
+    await raiseAlert(service, 'PostToolUse:partial-again');
+    await expect.poll(() => receiver.requests.length, { timeout: 10_000, interval: 100 }).toBe(2);
+    await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(2);
+    expect(sdkLines()).toHaveLength(1);
+    await service.stop();
+    expect(sdkLines()).toHaveLength(2);
+    expect(sdkLines()[1]?.msg).toContain('"times":1');
+    // Once stopped, the SDK's diagnostics are no longer taken.
+    diag.warn('after stop');
+    expect(lines.filter((l) => l.msg.includes('after stop'))).toEqual([]);
+    for (const l of lines) {
+      expect(l.msg).not.toContain(KEY);
+      expect(l.msg).not.toContain('s3cret');
+    }
+  });
+
   it('counts an event for a port nobody listens on as failed (unreachable), and logs a second failure within the minute only at stop', async () => {
     const port = await closedPort();
     const { service, lines } = await start(`http://127.0.0.1:${port}`);
@@ -135,7 +177,7 @@ describe('alert event export outcomes', () => {
   it('counts and logs the events a full export queue drops, and exports the ones it kept', async () => {
     const receiver = new WebhookSink();
     // The first export waits for its answer while more events come.
-    receiver.reply = ({ index }) => ({ status: 200, ...(index === 0 ? { delayMs: 500 } : {}) });
+    receiver.reply = ({ index }) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{}', ...(index === 0 ? { delayMs: 500 } : {}) });
     await receiver.start();
     cleanups.push(() => receiver.close());
     const { logger, lines } = recordingLogger();

@@ -18,7 +18,8 @@ import { alertmanagerFingerprint } from './alertmanager.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
-import type { Logger } from '../telemetry/logger.ts';
+import { routeSdkDiagnostics } from './otel-diag.ts';
+import { urlPasswords, type Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { NotifyConfig } from './settings.ts';
 
@@ -140,6 +141,27 @@ function refused(status: number): AlertEventFailure {
 }
 
 /**
+ * Removes the export's secrets from text the SDK wrote: the endpoint (and its logs URL) written without its
+ * credentials and query, and the values of its credentials, query parameters and headers wherever they appear.
+ */
+export function secretScrubber(endpoint: string, headers: Record<string, string>): (text: string) => string {
+  const urls = [logsUrl(endpoint), endpoint].filter((u) => u !== safeEndpoint(u));
+  // The whole query goes from the endpoint as logged (safeEndpoint), so each of its values does from the text.
+  const values = [...Object.values(headers), ...urlPasswords(endpoint)];
+  if (URL.canParse(endpoint)) {
+    const url = new URL(endpoint);
+    values.push(url.username, url.search.slice(1), ...url.searchParams.values(), ...[...url.search.matchAll(/=([^&#]+)/g)].map((m) => m[1] ?? ''));
+  }
+  const secrets = [...new Set(values.filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
+  return (text) => {
+    let out = text;
+    for (const u of urls) out = out.split(u).join(safeEndpoint(u));
+    for (const v of secrets) out = out.split(v).join('<redacted>');
+    return out;
+  };
+}
+
+/**
  * The OTLP/HTTP exporter, with the result of each export counted and logged: the SDK's batch processor throws
  * results away. Records leave the export queue as they are handed to it.
  */
@@ -198,6 +220,9 @@ export class OtlpAlertEmitter implements AlertEventSink {
   private readonly drops: ThrottledLine;
   private lastFailure: AlertEventFailure | undefined;
   private readonly onResponse: (message: unknown) => void;
+  /** The OpenTelemetry SDK's warnings and errors (a partial success, an answer that is not OTLP), logged as failures are. */
+  private readonly sdkLines: Record<'warn' | 'error', { line: ThrottledLine; last: string }>;
+  private readonly unrouteSdk: () => void;
 
   constructor(opts: OtlpEmitterOptions) {
     const endpoint = safeEndpoint(opts.endpoint);
@@ -211,6 +236,22 @@ export class OtlpAlertEmitter implements AlertEventSink {
     this.drops = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (events) => {
       opts.logger.warn('alert event export queue full; events dropped', { endpoint, events, droppedTotal: this.stats.dropped, maxQueue: this.maxQueue });
     });
+    const scrub = secretScrubber(opts.endpoint, opts.headers);
+    const sdkLine = (level: 'warn' | 'error'): { line: ThrottledLine; last: string } => {
+      const entry = {
+        last: '',
+        line: new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (times) => {
+          opts.logger[level]('OpenTelemetry SDK reported a problem with the alert event export', { endpoint, message: entry.last, times });
+        }),
+      };
+      return entry;
+    };
+    this.sdkLines = { warn: sdkLine('warn'), error: sdkLine('error') };
+    const noteSdk = (level: 'warn' | 'error', message: string): void => {
+      this.sdkLines[level].last = scrub(message);
+      this.sdkLines[level].line.note();
+    };
+    this.unrouteSdk = routeSdkDiagnostics({ warn: (m) => noteSdk('warn', m), error: (m) => noteSdk('error', m) });
     const inner = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, httpAgentOptions: () => agent });
     this.exporter = new CountingExporter(inner, (records) => (this.queued -= records), (records, failure) => this.noteResult(records, failure));
     // The status of each answer to this export's requests (the exporter reports a retried 503 without it).
@@ -276,8 +317,11 @@ export class OtlpAlertEmitter implements AlertEventSink {
     } finally {
       this.agent.destroy();
       unsubscribe('http.client.response.finish', this.onResponse);
+      this.unrouteSdk();
       this.failures.flush();
       this.drops.flush();
+      this.sdkLines.warn.line.flush();
+      this.sdkLines.error.line.flush();
     }
   }
 }

@@ -39,10 +39,12 @@ export interface SinkTls {
   maxVersion?: 'TLSv1.2';
 }
 
-/** How the sink answers one request: a status, optional headers, optional delay before answering. */
+/** How the sink answers one request: a status, optional headers and body, optional delay before answering. */
 export interface SinkReply {
   status: number;
   headers?: Record<string, string>;
+  /** The answer's body; `ok` (2xx) or `no` otherwise when absent. */
+  body?: string;
   delayMs?: number;
 }
 
@@ -72,7 +74,7 @@ export class WebhookSink {
         this.requests.push({ at: this.clock(), perfMs: performance.now(), path: req.url ?? '', headers: req.headers, body, status: r.status, ...(peer ? { peer: String(peer) } : {}) });
         const answer = (): void => {
           res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
-          res.end(r.status < 300 ? 'ok' : 'no');
+          res.end(r.body ?? (r.status < 300 ? 'ok' : 'no'));
         };
         if (r.delayMs) setTimeout(answer, r.delayMs).unref();
         else answer();
