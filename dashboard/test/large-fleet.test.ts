@@ -63,8 +63,11 @@ describe('hook name search', () => {
     // The label names the box: a click on it puts the caret there, and the keyboard does the rest.
     await p.getByText('Search hooks by name').click();
     await p.keyboard.type('NEEDLE');
+    // The whole word searched, not a part typed before the pause that starts a search ("NEE" finds the same rows).
+    await p.waitForFunction(() => document.querySelector('#hook-search-status')?.textContent?.includes('"NEEDLE"') === true);
     await rowCount(p, 3);
     expect((await rowNames(p)).sort()).toEqual([...NEEDLES].sort());
+    await p.waitForURL((u) => u.searchParams.get('name') === 'NEEDLE');
     expect(new URL(p.url()).searchParams.get('name')).toBe('NEEDLE');
     expect(await p.textContent('#table-note')).toMatch(/^3 hooks with "NEEDLE" in the name\./);
     expect(await p.textContent('#hook-search-status')).toBe('3 hooks with "NEEDLE" in the name.');
