@@ -3,27 +3,21 @@
  * another session's lock: queries past http.maxPendingQueries are answered 503 with Retry-After while the reads
  * already asked wait, and those complete once the lock goes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { serveApi } from '../../test/support/api-server.ts';
 import { stuckRead } from '../../test/support/postgres/stuck-read.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { QueryGate, registerQueryMetrics } from './query-gate.ts';
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const pg = useTestServer();
 
 const LIMIT = 3;
 const EXTRA = 5;
 
 describe('API query bound', () => {
   it('answers 503 with Retry-After past http.maxPendingQueries while the readers are busy, and the queries let in complete once they are free', { timeout: 60_000 }, async () => {
-    const stuck = await stuckRead(server, 40, 20);
+    const stuck = await stuckRead(pg.server(), 40, 20);
     const gate = new QueryGate(LIMIT);
     const metrics = new MetricsRegistry();
     registerQueryMetrics(metrics, gate);
