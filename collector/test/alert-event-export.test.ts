@@ -73,7 +73,7 @@ describe('alert event export outcomes', () => {
     const { service, lines } = await start(receiver.url);
     const before = await metrics(service);
     for (const outcome of ['exported', 'failed', 'dropped']) expect(sampleValue(before, 'hookwatch_alert_events_total', { outcome }), outcome).toBe(0);
-    for (const reason of ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other']) expect(sampleValue(before, 'hookwatch_alert_event_failures_total', { reason }), reason).toBe(0);
+    for (const reason of ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'rejected', 'other']) expect(sampleValue(before, 'hookwatch_alert_event_failures_total', { reason }), reason).toBe(0);
     await raiseAlert(service, 'PostToolUse:accepted');
     await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(1);
     expect(receiver.delivered()).toHaveLength(1);
@@ -105,7 +105,7 @@ describe('alert event export outcomes', () => {
     }
   });
 
-  it('logs what the OpenTelemetry SDK reports about an export (a partial success), at most a line a minute, without the key or headers', async () => {
+  it('counts the records a partial success rejects as failed (rejected), and logs the endpoint\'s message at most a line a minute, without the key or headers', async () => {
     // An OTLP receiver that accepts the request but rejects its record, naming the URL it was sent to.
     const receiver = new WebhookSink();
     receiver.reply = (req) => ({
@@ -116,21 +116,50 @@ describe('alert event export outcomes', () => {
     await receiver.start();
     cleanups.push(() => receiver.close());
     const { service, lines } = await start(receiver.url);
-    const sdkLines = (): Logged[] => lines.filter((l) => l.msg.startsWith('OpenTelemetry SDK reported'));
+    const partialLines = (): Logged[] => lines.filter((l) => l.msg.startsWith('alerting.otlp.endpoint answered a partial success'));
     await raiseAlert(service, 'PostToolUse:partial');
-    await expect.poll(() => sdkLines().length, { timeout: 10_000, interval: 100 }).toBe(1);
+    await expect.poll(() => failures(service, 'rejected'), { timeout: 10_000, interval: 100 }).toBe(1);
+    expect(await events(service, 'failed')).toBe(1);
+    expect(await events(service, 'exported')).toBe(0);
     expect(receiver.requests[0]?.path).toContain(KEY);
+    expect(partialLines()).toHaveLength(1);
+    const first = partialLines()[0]!;
+    expect(first.level).toBe('warn');
+    const fields = JSON.parse(first.msg.slice(first.msg.indexOf(' {') + 1)) as Record<string, unknown>;
+    expect(fields).toEqual({ endpoint: receiver.url, answers: 1, rejected: 1, message: `record rejected at ${receiver.url}/v1/logs (<redacted>)`, rejectedTotal: 1 });
+    // Another export within the minute: counted, written when the export stops.
+    await raiseAlert(service, 'PostToolUse:partial-again');
+    await expect.poll(() => failures(service, 'rejected'), { timeout: 10_000, interval: 100 }).toBe(2);
+    expect(partialLines()).toHaveLength(1);
+    await service.stop();
+    expect(partialLines()).toHaveLength(2);
+    expect(partialLines()[1]?.msg).toContain('"answers":1');
+    // Counted and logged once: not again as what the SDK reports.
+    expect(lines.filter((l) => l.msg.startsWith('OpenTelemetry SDK reported'))).toEqual([]);
+    for (const l of lines) {
+      expect(l.msg).not.toContain(KEY);
+      expect(l.msg).not.toContain('s3cret');
+    }
+  });
+
+  it('logs what the OpenTelemetry SDK reports about an export (an answer that is not OTLP), at most a line a minute, and nothing once stopped', async () => {
+    const receiver = new WebhookSink();
+    receiver.reply = () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' });
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const { service, lines } = await start(receiver.url);
+    const sdkLines = (): Logged[] => lines.filter((l) => l.msg.startsWith('OpenTelemetry SDK reported'));
+    await raiseAlert(service, 'PostToolUse:not-otlp');
+    await expect.poll(() => sdkLines().length, { timeout: 10_000, interval: 100 }).toBe(1);
     const first = sdkLines()[0]!;
     expect(first.level).toBe('warn');
     const fields = JSON.parse(first.msg.slice(first.msg.indexOf(' {') + 1)) as { endpoint: string; message: string; times: number };
-    expect(fields).toEqual({
-      endpoint: receiver.url,
-      message: `Received Partial Success response: {"rejectedLogRecords":"1","errorMessage":"record rejected at ${receiver.url}/v1/logs (<redacted>)"}`,
-      times: 1,
-    });
-    // Another export within the minute: counted, written when the export stops.
-    await raiseAlert(service, 'PostToolUse:partial-again');
-    await expect.poll(() => receiver.requests.length, { timeout: 10_000, interval: 100 }).toBe(2);
+    expect(fields.endpoint).toBe(receiver.url);
+    expect(fields.message).toMatch(/^Failed to parse logs export response: .*"ok" is not valid JSON/);
+    expect(fields.times).toBe(1);
+    // Accepted all the same (a 200): exported, not failed.
+    await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(1);
+    await raiseAlert(service, 'PostToolUse:not-otlp-again');
     await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(2);
     expect(sdkLines()).toHaveLength(1);
     await service.stop();
@@ -139,10 +168,7 @@ describe('alert event export outcomes', () => {
     // Once stopped, the SDK's diagnostics are no longer taken.
     diag.warn('after stop');
     expect(lines.filter((l) => l.msg.includes('after stop'))).toEqual([]);
-    for (const l of lines) {
-      expect(l.msg).not.toContain(KEY);
-      expect(l.msg).not.toContain('s3cret');
-    }
+    for (const l of lines) expect(l.msg).not.toContain(KEY);
   });
 
   it('counts an event for a port nobody listens on as failed (unreachable), and logs a second failure within the minute only at stop', async () => {

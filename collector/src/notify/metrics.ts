@@ -41,7 +41,7 @@ export function registerNotifyMetrics(metrics: MetricsRegistry, stats: Dispatche
 export function registerAlertEventMetrics(metrics: MetricsRegistry, stats: AlertEventStats): void {
   metrics.collectedCounter('notify', {
     name: 'hookwatch_alert_events_total',
-    help: 'Alert transitions exported as OpenTelemetry log records to alerting.otlp.endpoint, by outcome: exported (the endpoint accepted them), failed (refused, unreachable, timed out or TLS failed, after the exporter\'s retries; lost), dropped (the export queue was full; lost).',
+    help: 'Alert transitions exported as OpenTelemetry log records to alerting.otlp.endpoint, by outcome: exported (the endpoint accepted them), failed (refused, unreachable, timed out or TLS failed, after the exporter\'s retries, or rejected in a partial success; lost), dropped (the export queue was full; lost).',
     labelNames: ['outcome'],
     collect: (set) => {
       set({ outcome: 'exported' }, stats.exported);
@@ -51,7 +51,7 @@ export function registerAlertEventMetrics(metrics: MetricsRegistry, stats: Alert
   });
   metrics.collectedCounter('notify', {
     name: 'hookwatch_alert_event_failures_total',
-    help: 'Alert events whose export to alerting.otlp.endpoint failed, by reason: refused_3xx, refused_4xx, refused_5xx (the status class answered), unreachable, timeout, tls (the handshake failed), other.',
+    help: 'Alert events whose export to alerting.otlp.endpoint failed, by reason: refused_3xx, refused_4xx, refused_5xx (the status class answered), unreachable, timeout, tls (the handshake failed), rejected (the endpoint took the request but rejected these records: an OTLP partial success), other.',
     labelNames: ['reason'],
     collect: (set) => {
       for (const reason of ALERT_EVENT_FAILURE_REASONS) set({ reason }, stats.byReason[reason]);

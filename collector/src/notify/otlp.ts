@@ -3,6 +3,8 @@
  * hookwatch's findings in the backend it already uses. Not retried past the exporter's own retries of
  * 429/502/503/504 (within 5 s), but never lost silently: every event is counted on /metrics as exported, failed
  * (by reason) or dropped (the export queue full), and failures and drops are logged, at most a line a minute each.
+ * Records the endpoint answers it rejected (an OTLP partial success) are failed too (reason `rejected`), as the
+ * OpenTelemetry Collector has it: logged at warn with the endpoint's error message, at most a line a minute.
  * An https:// endpoint speaks TLS with alerting.otlp.tls.* (a CA, a client certificate, the server name, the lowest
  * version), rotated files taken into use for the connections made from then on.
  */
@@ -16,6 +18,8 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type R
 import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
+import { decodePartialSuccess } from '../otlp/encode.ts';
+import { MAX_RESPONSE_BYTES } from '../forward/exporter-http.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
 import { routeSdkDiagnostics } from './otel-diag.ts';
@@ -37,16 +41,17 @@ export interface AlertEvent extends AlertIdentity {
  * - timeout: no answer within the export timeout;
  * - tls: the TLS handshake failed (the endpoint's certificate not trusted, for another name or out of date; the
  *   client certificate of alerting.otlp.tls refused);
+ * - rejected: the endpoint took the request but answered that it rejected these records (an OTLP partial success);
  * - other: anything else (an answer too large to read).
  */
-export const ALERT_EVENT_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'] as const;
+export const ALERT_EVENT_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'rejected', 'other'] as const;
 export type AlertEventFailureReason = (typeof ALERT_EVENT_FAILURE_REASONS)[number];
 
 /** What became of the alert events handed to a sink, since start (hookwatch_alert_events_total). */
 export interface AlertEventStats {
   /** Accepted by the endpoint. */
   exported: number;
-  /** Given up: refused, unreachable, timed out, TLS failed (byReason says which). */
+  /** Given up: refused, unreachable, timed out, TLS failed, rejected by the endpoint (byReason says which). */
   failed: number;
   /** Not sent: the export queue was full, or the export had stopped. */
   dropped: number;
@@ -107,8 +112,13 @@ const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERRO
 /** How often failed exports, and drops, are logged at most (each event is counted). */
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 const DEFAULT_MAX_QUEUE = 2048;
+/** How the SDK's exporter writes a partial success to its diagnostics. */
+const SDK_PARTIAL_SUCCESS = 'Received Partial Success response';
 /** Network errors that mean no connection could be made or kept (Node's codes). */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+
+/** Records an endpoint took the request of but rejected, and its message why (OTLP partial success). */
+type PartialSuccess = NonNullable<ReturnType<typeof decodePartialSuccess>>;
 
 /** One failed export, classified; `message` names no secret (no URL, header or answer body). */
 export interface AlertEventFailure {
@@ -168,11 +178,13 @@ export function secretScrubber(endpoint: string, headers: Record<string, string>
 class CountingExporter implements LogRecordExporter {
   private readonly inner: OTLPLogExporter;
   private readonly onStart: (records: number) => void;
-  private readonly onResult: (records: number, failure: AlertEventFailure | undefined) => void;
+  private readonly onResult: (records: number, failure: AlertEventFailure | undefined, partial: PartialSuccess | undefined) => void;
   /** The last HTTP status the endpoint answered in the export in progress (the batch processor runs one at a time). */
   lastStatus: number | undefined;
+  /** The last answer's content type and the start of its body (the SDK reads it too, and only logs a partial success). */
+  lastAnswer: { type: string; chunks: Buffer[]; bytes: number } | undefined;
 
-  constructor(inner: OTLPLogExporter, onStart: (records: number) => void, onResult: (records: number, failure: AlertEventFailure | undefined) => void) {
+  constructor(inner: OTLPLogExporter, onStart: (records: number) => void, onResult: (records: number, failure: AlertEventFailure | undefined, partial: PartialSuccess | undefined) => void) {
     this.inner = inner;
     this.onStart = onStart;
     this.onResult = onResult;
@@ -181,11 +193,34 @@ class CountingExporter implements LogRecordExporter {
   export(records: ReadableLogRecord[], resultCallback: Parameters<LogRecordExporter['export']>[1]): void {
     this.onStart(records.length);
     this.lastStatus = undefined;
+    this.lastAnswer = undefined;
     this.inner.export(records, (result) => {
       // ExportResultCode.SUCCESS
-      this.onResult(records.length, result.code === 0 ? undefined : alertEventFailure(result.error, this.lastStatus));
+      const ok = result.code === 0;
+      this.onResult(records.length, ok ? undefined : alertEventFailure(result.error, this.lastStatus), ok ? this.partialSuccess() : undefined);
       resultCallback(result);
     });
+  }
+
+  /** Notes the answer to one of this export's requests (a retried one's included: the last one counts). */
+  answered(response: IncomingMessage): void {
+    this.lastStatus = response.statusCode;
+    const answer = { type: String(response.headers['content-type'] ?? ''), chunks: [] as Buffer[], bytes: 0 };
+    this.lastAnswer = answer;
+    // The body arrives after this (the SDK's transport reads it too): its start is enough for a response message.
+    response.on('data', (chunk: Buffer) => {
+      if (answer.bytes >= MAX_RESPONSE_BYTES) return;
+      answer.chunks.push(chunk);
+      answer.bytes += chunk.length;
+    });
+  }
+
+  /** The partial success of the export's accepted answer, if it reported one. */
+  private partialSuccess(): PartialSuccess | undefined {
+    const answer = this.lastAnswer;
+    if (!answer) return undefined;
+    // The SDK's OTLP/HTTP exporter sends JSON; the answer's content type says how it is written.
+    return decodePartialSuccess(answer.type.includes('protobuf') ? 'protobuf' : 'json', Buffer.concat(answer.chunks).subarray(0, MAX_RESPONSE_BYTES));
   }
 
   forceFlush(): Promise<void> {
@@ -219,6 +254,9 @@ export class OtlpAlertEmitter implements AlertEventSink {
   private readonly failures: ThrottledLine;
   private readonly drops: ThrottledLine;
   private lastFailure: AlertEventFailure | undefined;
+  /** Partial successes the endpoint answered: records rejected, and its message, as the OpenTelemetry Collector logs it. */
+  private readonly partials: ThrottledLine;
+  private lastPartial: PartialSuccess | undefined;
   private readonly onResponse: (message: unknown) => void;
   /** The OpenTelemetry SDK's warnings and errors (a partial success, an answer that is not OTLP), logged as failures are. */
   private readonly sdkLines: Record<'warn' | 'error', { line: ThrottledLine; last: string }>;
@@ -237,6 +275,10 @@ export class OtlpAlertEmitter implements AlertEventSink {
       opts.logger.warn('alert event export queue full; events dropped', { endpoint, events, droppedTotal: this.stats.dropped, maxQueue: this.maxQueue });
     });
     const scrub = secretScrubber(opts.endpoint, opts.headers);
+    this.partials = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (answers) => {
+      const last = this.lastPartial;
+      opts.logger.warn('alerting.otlp.endpoint answered a partial success; the alert events it rejected are lost', { endpoint, answers, rejected: last?.rejected ?? 0, message: scrub(last?.message ?? '').slice(0, 500), rejectedTotal: this.stats.byReason.rejected });
+    });
     const sdkLine = (level: 'warn' | 'error'): { line: ThrottledLine; last: string } => {
       const entry = {
         last: '',
@@ -248,16 +290,18 @@ export class OtlpAlertEmitter implements AlertEventSink {
     };
     this.sdkLines = { warn: sdkLine('warn'), error: sdkLine('error') };
     const noteSdk = (level: 'warn' | 'error', message: string): void => {
+      // Counted and logged with the export's result (partials), once.
+      if (message.startsWith(SDK_PARTIAL_SUCCESS)) return;
       this.sdkLines[level].last = scrub(message);
       this.sdkLines[level].line.note();
     };
     this.unrouteSdk = routeSdkDiagnostics({ warn: (m) => noteSdk('warn', m), error: (m) => noteSdk('error', m) });
     const inner = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, httpAgentOptions: () => agent });
-    this.exporter = new CountingExporter(inner, (records) => (this.queued -= records), (records, failure) => this.noteResult(records, failure));
+    this.exporter = new CountingExporter(inner, (records) => (this.queued -= records), (records, failure, partial) => this.noteResult(records, failure, partial));
     // The status of each answer to this export's requests (the exporter reports a retried 503 without it).
     this.onResponse = (message) => {
       const { request, response } = message as { request: ClientRequest & { agent?: unknown }; response: IncomingMessage };
-      if (request.agent === agent) this.exporter.lastStatus = response.statusCode;
+      if (request.agent === agent) this.exporter.answered(response);
     };
     subscribe('http.client.response.finish', this.onResponse);
     this.provider = new LoggerProvider({
@@ -269,9 +313,17 @@ export class OtlpAlertEmitter implements AlertEventSink {
     this.logger = this.provider.getLogger('hookwatch.alerting', opts.serviceVersion);
   }
 
-  private noteResult(records: number, failure: AlertEventFailure | undefined): void {
+  private noteResult(records: number, failure: AlertEventFailure | undefined, partial: PartialSuccess | undefined): void {
     if (!failure) {
-      this.stats.exported += records;
+      // An endpoint that says it rejected more records than were sent rejected them all.
+      const rejected = Math.min(records, partial?.rejected ?? 0);
+      this.stats.exported += records - rejected;
+      this.stats.failed += rejected;
+      this.stats.byReason.rejected += rejected;
+      if (partial) {
+        this.lastPartial = partial;
+        this.partials.note();
+      }
       return;
     }
     this.stats.failed += records;
@@ -320,6 +372,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
       this.unrouteSdk();
       this.failures.flush();
       this.drops.flush();
+      this.partials.flush();
       this.sdkLines.warn.line.flush();
       this.sdkLines.error.line.flush();
     }
