@@ -11,7 +11,7 @@ import { diag } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
 import { startService, type RunningService } from '../src/service.ts';
-import { otlpHookBody, WebhookSink } from './support/alerting.ts';
+import { otlpAccepted, otlpHookBody, WebhookSink } from './support/alerting.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { recordingLogger, type Logged } from './support/recording-logger.ts';
 import { configFromYaml } from './support/service.ts';
@@ -28,8 +28,7 @@ describe('alert event export outcomes', () => {
 
   async function otlpReceiver(status: number): Promise<WebhookSink> {
     const s = new WebhookSink();
-    // As an OTLP/HTTP receiver answers: an empty ExportLogsServiceResponse when it takes the records.
-    s.reply = () => (status < 300 ? { status, headers: { 'content-type': 'application/json' }, body: '{}' } : { status });
+    s.reply = (req) => (status < 300 ? otlpAccepted(req) : { status });
     await s.start();
     cleanups.push(() => s.close());
     return s;
@@ -203,7 +202,7 @@ describe('alert event export outcomes', () => {
   it('counts and logs the events a full export queue drops, and exports the ones it kept', async () => {
     const receiver = new WebhookSink();
     // The first export waits for its answer while more events come.
-    receiver.reply = ({ index }) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{}', ...(index === 0 ? { delayMs: 500 } : {}) });
+    receiver.reply = (req) => ({ ...otlpAccepted(req), ...(req.index === 0 ? { delayMs: 500 } : {}) });
     await receiver.start();
     cleanups.push(() => receiver.close());
     const { logger, lines } = recordingLogger();

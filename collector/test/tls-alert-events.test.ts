@@ -13,7 +13,7 @@ import { ClientTlsCredentials } from '../src/net/tls.ts';
 import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
 import { startService, type RunningService } from '../src/service.ts';
 import { silentLogger } from '../src/telemetry/logger.ts';
-import { otlpHookBody, WebhookSink } from './support/alerting.ts';
+import { otlpAccepted, otlpHookBody, WebhookSink } from './support/alerting.ts';
 import { HAVE_OPENSSL, issue, pemBody, useTestPki } from './support/certs.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { recordingLogger } from './support/recording-logger.ts';
@@ -31,6 +31,7 @@ describe.skipIf(!HAVE_OPENSSL)('alert events over TLS', () => {
   /** An OTLP/HTTP receiver serving a certificate of the team CA and taking client certificates of the team CA only. */
   async function otlpReceiver(): Promise<WebhookSink> {
     const s = new WebhookSink(Date.now, { ...pki.server, clientCaFiles: [pki.ca.certFile] });
+    s.reply = otlpAccepted;
     await s.start();
     cleanups.push(() => s.close());
     return s;
@@ -51,13 +52,16 @@ describe.skipIf(!HAVE_OPENSSL)('alert events over TLS', () => {
     const receiver = await otlpReceiver();
     // An idle connection would stay open for ten minutes unless hookwatch closes it.
     receiver.keepConnectionsFor(600_000);
-    const service = await start(receiver.url, { caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile });
+    const { logger, lines } = recordingLogger();
+    const service = await start(receiver.url, { caFile: pki.ca.certFile, certFile: pki.client.certFile, keyFile: pki.client.keyFile }, logger);
     const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: 'PostToolUse:events', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 's1' }]), { 'content-type': 'application/json' });
     expect(res.status).toBe(200);
     await expect.poll(() => logRecords(receiver, 'PostToolUse:events'), { timeout: 10_000, interval: 100 }).toEqual([expect.objectContaining({ path: '/v1/logs', peer: 'client' })]);
     expect(receiver.openConnections()).toBe(1);
     await service.stop();
     await expect.poll(() => receiver.openConnections(), { timeout: 5000, interval: 50 }).toBe(0);
+    // The receiver's answer is OTLP: nothing about the export at warn or error.
+    expect(lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
   });
 
   it('counts an event whose TLS handshake fails (the endpoint\'s CA not trusted) as failed (tls), and logs why', async () => {

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
 import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
 import { alertingSecrets } from '../notify/settings.ts';
-import { FakeClock, otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
+import { FakeClock, otlpAccepted, otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { startService, type RunningService } from '../service.ts';
 import { createLogger, type Logger } from '../telemetry/logger.ts';
@@ -204,6 +204,7 @@ alerting:
     - { name: chat, type: slack, url: "${url}/services/T0/B0/${TOKEN}" }
 `,
     });
+    r.sink.reply = (req) => (req.path.startsWith('/otlp/') ? otlpAccepted(req) : { status: 200 });
     await post(r, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 10_500 }]));
     await r.sink.waitFor(2, 10_000);
     const slack = r.sink.requests.find((q) => q.path.startsWith('/services/'));
@@ -218,6 +219,10 @@ alerting:
     expect(otlp?.body).toContain('firing');
     expect(otlp?.body).toContain('PostToolUse:Bash');
     expect(r.logs.join('\n')).not.toContain('otlp-secret-value');
+    // Stopped, the export has logged all it will: the endpoint's OTLP answer gave it nothing to report.
+    await r.service.stop();
+    expect(r.service.alerting.events.stats).toMatchObject({ exported: 1, failed: 0 });
+    expect(r.logs.filter((l) => l.includes('alert event export'))).toEqual([]);
   });
 });
 

@@ -2,7 +2,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
-import { WebhookSink } from '../../test/support/alerting.ts';
+import { otlpAccepted, WebhookSink } from '../../test/support/alerting.ts';
+import { recordingLogger } from '../../test/support/recording-logger.ts';
 import { alertmanagerBody } from './alertmanager.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { Notification, ReceiverConfig } from './model.ts';
@@ -301,12 +302,17 @@ describe('OTLP alert events', () => {
 
   it('exports each transition as an OTLP log record to the configured endpoint', async () => {
     const s = await sink();
+    s.reply = otlpAccepted;
     expect(logsUrl(`${s.url}/`)).toBe(`${s.url}/v1/logs`);
     expect(logsUrl(`${s.url}/v1/logs`)).toBe(`${s.url}/v1/logs`);
-    const e = new OtlpAlertEmitter({ endpoint: s.url, headers: { authorization: 'Bearer t0ken' }, serviceVersion: '0.1.0', scheduledDelayMs: 10, logger: silentLogger });
+    const { logger, lines } = recordingLogger();
+    const e = new OtlpAlertEmitter({ endpoint: s.url, headers: { authorization: 'Bearer t0ken' }, serviceVersion: '0.1.0', scheduledDelayMs: 10, logger });
     e.emit({ id: 'f-1', fingerprint: 'f', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', severity: 'critical', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, annotations: { summary: 'lost' }, atMs: Date.now() });
     await e.shutdown();
     await s.waitFor(1);
+    // Accepted as an OTLP receiver answers: nothing for the SDK to warn about, nothing failed.
+    expect(e.stats).toMatchObject({ exported: 1, failed: 0, dropped: 0 });
+    expect(lines).toEqual([]);
     const r = s.requests[0];
     expect(r?.path).toBe('/v1/logs');
     expect(r?.headers['authorization']).toBe('Bearer t0ken');

@@ -48,6 +48,16 @@ export interface SinkReply {
   delayMs?: number;
 }
 
+/**
+ * How an OTLP/HTTP receiver takes a request: an empty Export*ServiceResponse in the request's encoding (JSON `{}`,
+ * or a protobuf one, which is no bytes), so an OpenTelemetry exporter reads an answer it understands.
+ */
+export function otlpAccepted(req: { headers: IncomingHttpHeaders }): SinkReply {
+  return String(req.headers['content-type'] ?? '').includes('protobuf')
+    ? { status: 200, headers: { 'content-type': 'application/x-protobuf' }, body: '' }
+    : { status: 200, headers: { 'content-type': 'application/json' }, body: '{}' };
+}
+
 /** A real HTTP (or HTTPS) receiver on 127.0.0.1 port 0. `reply` decides each answer (default 200). */
 export class WebhookSink {
   readonly requests: ReceivedRequest[] = [];
