@@ -8,7 +8,7 @@
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { clientTlsConfig, clientTlsSettings, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -156,7 +156,7 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   if (problem) throw new ConfigError(`invalid value for forward.headers (forward.protocol ${protocol}): ${problem}`);
   const tls = clientTlsConfig(r, 'forward.tls');
   // forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused.
-  const plain = plainUrlProblem(tls, endpoint, 'forward.endpoint', 'the destination', 'endpoint');
+  const plain = plainUrlProblem(tls, endpoint, 'forward.endpoint', 'the destination', 'endpoint') ?? clientTlsWithoutUrlProblem(r, 'forward.tls', endpoint, 'forward.endpoint', 'the destination');
   if (plain) throw new ConfigError(plain);
   return {
     forward: {

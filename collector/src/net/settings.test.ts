@@ -50,6 +50,9 @@ describe('TLS settings', () => {
       expect(refused({ [`${env}_CERT_FILE`]: '/etc/tls/tls.crt' })).toBe(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
       expect(refused({ [`${env}_KEY_FILE`]: '/etc/tls/tls.key' })).toBe(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
       expect(refused({ [`${env}_CLIENT_CA_FILE`]: '/etc/tls/ca.crt' })).toBe(`${section}.clientCaFile needs ${section}.certFile and ${section}.keyFile: mutual TLS is TLS with client certificates`);
+      // Set without a certificate they would apply to nothing: refused, named, not silently ignored.
+      expect(refused({ [`${env}_MIN_VERSION`]: '1.3' })).toBe(`${section}.minVersion is set but ${section}.certFile and ${section}.keyFile are not, so no TLS is served: set both, or unset ${section}.*`);
+      expect(refused({ [`${env}_RELOAD_INTERVAL`]: '10s' })).toBe(`${section}.reloadInterval is set but ${section}.certFile and ${section}.keyFile are not, so no TLS is served: set both, or unset ${section}.*`);
       expect(refused({ [`${env}_MIN_VERSION`]: '1.1' })).toMatch(new RegExp(`invalid value "1.1" for ${section.replace('.', '\\.')}\\.minVersion: expected one of 1\\.2, 1\\.3`));
     });
 
@@ -66,6 +69,35 @@ describe('TLS settings', () => {
       const yaml = `${group}:\n  ${sub}:\n    keyFile: "${pem.replace(/\n/g, '\\n')}"\n`;
       expect(() => loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml })).toThrow(/the text of a file, not shown/);
       expect(() => loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => yaml })).not.toThrow(/SeCrEtKeYtExT/);
+    });
+  }
+});
+
+describe('client TLS settings without their endpoint', () => {
+  const CLIENTS = [
+    { section: 'forward.tls', env: 'HOOKWATCH_FORWARD_TLS', endpoint: 'forward.endpoint', endpointEnv: 'HOOKWATCH_FORWARD_ENDPOINT', server: 'the destination' },
+    { section: 'alerting.otlp.tls', env: 'HOOKWATCH_ALERT_OTLP_TLS', endpoint: 'alerting.otlp.endpoint', endpointEnv: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', server: 'the alert event endpoint' },
+  ] as const;
+  for (const { section, env, endpoint, endpointEnv, server } of CLIENTS) {
+    it(`${section}: refused without ${endpoint}, naming the setting and never its value`, () => {
+      const refused = (vars: Record<string, string>): string => {
+        try {
+          toConfig(loadConfig({ env: vars }));
+        } catch (err) {
+          expect(err).toBeInstanceOf(ConfigError);
+          return (err as Error).message;
+        }
+        return 'accepted';
+      };
+      for (const [name, variable, value] of [['caFile', 'CA_FILE', '/etc/tls/secret-ca.crt'], ['serverName', 'SERVER_NAME', 'otlp.example.com'], ['insecureSkipVerify', 'INSECURE_SKIP_VERIFY', 'true'], ['minVersion', 'MIN_VERSION', '1.3'], ['reloadInterval', 'RELOAD_INTERVAL', '10s']] as const) {
+        const message = refused({ [`${env}_${variable}`]: value });
+        expect(message).toBe(`${section}.${name} is set but ${endpoint} is not, so no connection is made to ${server}: set ${endpoint} to an https:// URL, or unset ${section}.*`);
+        expect(message).not.toContain(value);
+      }
+      expect(refused({ [`${env}_CERT_FILE`]: '/etc/tls/tls.crt', [`${env}_KEY_FILE`]: '/etc/tls/tls.key' })).toBe(`${section}.certFile is set but ${endpoint} is not, so no connection is made to ${server}: set ${endpoint} to an https:// URL, or unset ${section}.*`);
+      // With the endpoint set, or with nothing set, there is nothing to refuse.
+      expect(refused({ [endpointEnv]: 'https://otlp.example.com', [`${env}_MIN_VERSION`]: '1.3' })).toBe('accepted');
+      expect(refused({})).toBe('accepted');
     });
   }
 });

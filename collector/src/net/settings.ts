@@ -44,7 +44,7 @@ export function tlsSettings(section: string, envPrefix: string, where: string, s
     },
     {
       key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: '1.2', values: TLS_MIN_VERSIONS,
-      description: `Lowest TLS version accepted on ${where}: \`1.2\` or \`1.3\`.`,
+      description: `Lowest TLS version accepted on ${where}: \`1.2\` or \`1.3\`. Set (like \`${section}.reloadInterval\`) without \`${section}.certFile\`, it would apply to nothing, so hookwatch does not start, naming it.`,
     },
     {
       key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
@@ -65,6 +65,9 @@ export function tlsConfig(r: SettingValues, section: string): TlsConfig | undefi
   }
   if (certFile === '') {
     if (clientCaFile !== '') throw new ConfigError(`${section}.clientCaFile needs ${section}.certFile and ${section}.keyFile: mutual TLS is TLS with client certificates`);
+    // Without a certificate no TLS is served, and what else is set would be ignored without a word.
+    const set = firstSet(r, section, ['minVersion', 'reloadInterval']);
+    if (set) throw new ConfigError(`${section}.${set} is set but ${section}.certFile and ${section}.keyFile are not, so no TLS is served: set both, or unset ${section}.*`);
     return undefined;
   }
   return { section, certFile, keyFile, clientCaFile, minVersion, reloadIntervalMs };
@@ -95,7 +98,7 @@ export function clientTlsSettings(section: string, envPrefix: string, server: st
   return [
     {
       key: `${section}.caFile`, env: `${envPrefix}_CA_FILE`, type: 'file', default: '',
-      description: `PEM CA certificates that the certificate of ${server} must chain to, instead of the system's: a private CA. Unset (the default): the system's CAs. Used when \`${endpoint}\` is https://.`,
+      description: `PEM CA certificates that the certificate of ${server} must chain to, instead of the system's: a private CA. Unset (the default): the system's CAs. Used when \`${endpoint}\` is https://; any \`${section}.*\` set beside an \`${endpoint}\` that is unset or http:// would apply to nothing, so hookwatch does not start, naming the setting.`,
     },
     {
       key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: '',
@@ -122,6 +125,23 @@ export function clientTlsSettings(section: string, envPrefix: string, server: st
       description: 'How often the CA, client certificate and key files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to the connections made from then on without a restart; a new set that cannot be used is logged as an error and the files in use are kept.',
     },
   ];
+}
+
+/** The first of `<section>.<name>` that a file, the environment or a flag set, or undefined. */
+function firstSet(r: SettingValues, section: string, names: readonly string[]): string | undefined {
+  return names.find((name) => !r.isDefault(`${section}.${name}`));
+}
+
+const CLIENT_TLS_NAMES = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify', 'minVersion', 'reloadInterval'] as const;
+
+/**
+ * A client's TLS settings without the URL they are for would be ignored, so they are refused, as beside an http://
+ * one: the message, naming the first one set and `urlSetting` (never a value), or undefined.
+ */
+export function clientTlsWithoutUrlProblem(r: SettingValues, section: string, url: string, urlSetting: string, server: string): string | undefined {
+  if (url !== '') return undefined;
+  const set = firstSet(r, section, CLIENT_TLS_NAMES);
+  return set ? `${section}.${set} is set but ${urlSetting} is not, so no connection is made to ${server}: set ${urlSetting} to an https:// URL, or unset ${section}.*` : undefined;
 }
 
 /** The typed client `<section>.*`, or undefined when none is set (the system's defaults). */

@@ -7,7 +7,7 @@
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
-import { TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
@@ -78,7 +78,7 @@ export function notifyConfig(r: SettingValues): NotifyConfig {
   const endpoint = r.string('alerting.otlp.endpoint').trim();
   const tls = clientTlsConfig(r, 'alerting.otlp.tls');
   // As forward.tls.*: settings beside an http:// endpoint would be ignored, so they are refused.
-  const plain = plainUrlProblem(tls, endpoint, 'alerting.otlp.endpoint', 'the alert event endpoint', 'endpoint');
+  const plain = plainUrlProblem(tls, endpoint, 'alerting.otlp.endpoint', 'the alert event endpoint', 'endpoint') ?? clientTlsWithoutUrlProblem(r, 'alerting.otlp.tls', endpoint, 'alerting.otlp.endpoint', 'the alert event endpoint');
   if (plain) throw new ConfigError(plain);
   return {
     receivers: parseReceivers(r.raw('alerting.receivers')),
