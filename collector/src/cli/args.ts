@@ -14,9 +14,10 @@ const BOOLEAN_OPTIONS: ParseArgsOptionsConfig = { help: { type: 'boolean', short
  * Reads `--key value`, `--key=value`, `-h` and positional arguments with node:util parseArgs, strictly: a flag
  * not in `known` (names without dashes, each taking a value) or a boolean flag is a UsageError naming it, with
  * the closest known one; so is a value flag given none. Positionals are returned for the caller to refuse.
+ * `booleans` names a command's own boolean flags, beside --help, --json and --version.
  */
-export function parseFlags(argv: readonly string[], known: readonly string[]): ParsedArgs {
-  const options: ParseArgsOptionsConfig = { ...Object.fromEntries(known.map((name) => [name, { type: 'string' }])), ...BOOLEAN_OPTIONS };
+export function parseFlags(argv: readonly string[], known: readonly string[], booleans: readonly string[] = []): ParsedArgs {
+  const options: ParseArgsOptionsConfig = { ...Object.fromEntries(known.map((name) => [name, { type: 'string' }])), ...Object.fromEntries(booleans.map((name) => [name, { type: 'boolean' }])), ...BOOLEAN_OPTIONS };
   const { values, positionals } = parseToolArgs({ args: [...argv], options, strict: true, allowPositionals: true });
   const out: ParsedArgs = { flags: {}, booleans: new Set(), positionals };
   for (const [name, value] of Object.entries(values)) {

@@ -16,6 +16,7 @@ export interface CommandInfo {
 export const COMMANDS: readonly CommandInfo[] = [
   { name: 'serve', summary: 'receive OTLP, store per-hook delivery, alert, serve the API and dashboard (default)' },
   { name: 'config', summary: 'print the effective configuration (secrets redacted) and exit' },
+  { name: 'backup', summary: 'copy the SQLite store while hookwatch runs (hookwatch backup --to <file>)' },
   { name: 'check', summary: 'run a hook command and measure its output against the 10,000-character cap' },
   { name: 'scan', summary: 'scan Claude Code transcripts for hook output that was saved to a file' },
   { name: 'guard', summary: 'run a hook command and keep each output under the cap (~9,500 delivered, not a preview)' },
@@ -142,10 +143,24 @@ export function configHelp(): string {
   ], [...flagBlock('--json', 'print JSON instead of YAML', []), ...CONFIG_FLAG, ...HELP_FLAG], 'It takes every flag "hookwatch serve" takes, to show what they would change (hookwatch serve --help lists them).');
 }
 
-/** `hookwatch help <command>` for serve, config, help, version; check and scan print their own. */
+/** `hookwatch backup --help`. */
+export function backupHelp(): string {
+  return helpPage('hookwatch backup --to <file> [--force] [flags]', [
+    'Copies the SQLite store (db) to <file> while hookwatch serve keeps running on it: the copy is the store as it was at one commit, the WAL included, and ingest goes on meanwhile. It is written beside <file> under a temporary name and renamed once whole; the size and the time taken are printed. Exits 1 with the reason when there is no database, the target cannot be written or the disk is full.',
+    'The store is found as serve finds it: give the same config file, environment or --db. To restore, stop hookwatch, put the copy in place of the database file, remove its -wal and -shm files, and start it (docs/deploy.md). A PostgreSQL store is backed up with pg_dump (docs/postgres.md).',
+  ], [
+    ...flagBlock('--to <file>', 'where the copy goes (required)', []),
+    ...flagBlock('--force', 'replace <file> if it exists', []),
+    ...flagBlock('--db <path>', 'the SQLite database to copy', [`[default: ${defaultText(SETTINGS.find((s) => s.key === 'db') as Setting)}]`, '[env: HOOKWATCH_DB]']),
+    ...CONFIG_FLAG, ...HELP_FLAG,
+  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s matters.');
+}
+
+/** `hookwatch help <command>` for serve, config, backup, help, version; check and scan print their own. */
 export function commandHelp(command: string): string | undefined {
   if (command === 'serve') return serveHelp();
   if (command === 'config') return configHelp();
+  if (command === 'backup') return backupHelp();
   if (command === 'help' || command === 'version') return globalHelp();
   return undefined;
 }

@@ -1,11 +1,13 @@
 /**
  * The hookwatch commands but `guard`: `serve` (default) runs the service; `config` prints the effective
- * configuration with secrets redacted; `check` and `scan` measure hook output before it ships and in transcripts.
+ * configuration with secrets redacted; `backup` copies the SQLite store while it is served; `check` and `scan`
+ * measure hook output before it ships and in transcripts.
  * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
  */
 import { ConfigError, SETTINGS, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
 import { coerce } from '../config/load.ts';
 import { parseFlags } from './args.ts';
+import { BACKUP_FLAGS, runBackup } from './backup.ts';
 import { renderConfig } from './config-output.ts';
 import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
 import { didYouMean } from './suggest.ts';
@@ -195,7 +197,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       io.stdout(topic ? (commandHelp(topic) ?? globalHelp()) : globalHelp());
       return 0;
     }
-    const parsed = parseFlags(args, configFlagNames());
+    const parsed = command === 'backup' ? parseFlags(args, [...configFlagNames(), ...BACKUP_FLAGS.values], BACKUP_FLAGS.booleans) : parseFlags(args, configFlagNames());
     if (parsed.booleans.has('help')) {
       io.stdout(helpFor === 'hookwatch' ? globalHelp() : (commandHelp(command) ?? globalHelp()));
       return 0;
@@ -207,6 +209,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
     if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
     checkFlagValues(parsed.flags);
+    if (command === 'backup') return await runBackup(parsed, io);
     if (command === 'config') {
       const loaded = loadConfig({ flags: parsed.flags, env: io.env });
       // The checks across settings that serve runs: a configuration serve refuses is not printed as valid.

@@ -1,0 +1,28 @@
+/**
+ * `hookwatch backup --to <file>`: an online copy of the SQLite store, taken while `hookwatch serve` runs on it
+ * (store/sqlite/backup.ts). It finds the store as serve does (defaults < config file < environment < flags), so
+ * in a container `hookwatch backup --to /data/backup.db` copies the store of the process beside it.
+ */
+import { resolve } from 'node:path';
+import { loadConfig, toConfig } from '../config/index.ts';
+import { isPostgresUrl } from '../store/open.ts';
+import { backupSqlite } from '../store/sqlite/backup.ts';
+import { UsageError } from '../tools/common/args.ts';
+import { formatBytes } from '../tools/common/format.ts';
+import type { ToolIO } from '../tools/common/io.ts';
+import type { ParsedArgs } from './args.ts';
+
+/** The flags backup takes besides every setting flag: where the copy goes, and whether it may replace a file. */
+export const BACKUP_FLAGS = { values: ['to'], booleans: ['force'] } as const;
+
+export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number> {
+  const { to, ...settingFlags } = parsed.flags;
+  if (to === undefined || to === '') throw new UsageError('backup needs --to <file>: where the copy goes');
+  const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
+  if (isPostgresUrl(config.db)) throw new Error('db is a PostgreSQL URL: back it up with pg_dump and restore it with pg_restore (docs/postgres.md, "Backup and restore")');
+  const db = config.db === ':memory:' || config.db === '' ? config.db : resolve(io.cwd, config.db);
+  const result = await backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force') });
+  const seconds = (result.durationMs / 1000).toFixed(result.durationMs < 10_000 ? 2 : 1);
+  io.stdout(`backed up ${db} to ${result.path}: ${formatBytes(result.bytes)} (${result.pages} pages, schema version ${result.schemaVersion}) in ${seconds}s\n`);
+  return 0;
+}

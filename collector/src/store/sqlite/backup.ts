@@ -1,0 +1,181 @@
+/**
+ * An online copy of a SQLite store, taken while `hookwatch serve` keeps writing to it: SQLite's backup API
+ * (node:sqlite `backup`) on a read-only connection of this process. The connection holds one read transaction
+ * from the first page to the last, so the copy is the store as it was at one commit, the WAL's committed frames
+ * included. In WAL mode a reader never blocks the writer: ingest goes on committing meanwhile (into the WAL, which
+ * the next checkpoint folds back once the backup ends). Without that transaction each step would start a read of
+ * its own, and any commit between two steps would start the copy over: under a steady feed it would never end.
+ *
+ * The service's process lock (`<db>.lock`, process-lock.ts) is a file of its own, so a backup is not refused by it
+ * and takes nothing from it. The copy is written to a temporary file beside the target, synced, and renamed over
+ * the target only once whole: a failed or interrupted backup leaves no file that looks like a backup.
+ */
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { backup, DatabaseSync } from 'node:sqlite';
+import { describeSqliteError, sqliteFault } from './database.ts';
+
+/** A backup that could not be taken; the message says why and what to do. */
+export class BackupError extends Error {
+  override name = 'BackupError';
+}
+
+export interface BackupOptions {
+  /** The store's database file (config `db`). */
+  db: string;
+  /** Where the copy goes. */
+  to: string;
+  /** Replace an existing file at `to`. */
+  force?: boolean;
+  /** Pages copied per step (default 128: 512 KiB of 4 KiB pages); the progress callback runs after each. */
+  pagesPerStep?: number;
+  /** Called after each step with the pages left and in all. */
+  onProgress?: (progress: { remainingPages: number; totalPages: number }) => void;
+}
+
+export interface BackupResult {
+  /** The copy's path, absolute. */
+  path: string;
+  bytes: number;
+  pages: number;
+  /** The schema version of the copy (its highest migration). */
+  schemaVersion: number;
+  durationMs: number;
+}
+
+const DEFAULT_PAGES_PER_STEP = 128;
+
+function errnoCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Why a file operation on the target failed, in words. */
+function fileProblem(err: unknown): string {
+  switch (errnoCode(err)) {
+    case 'ENOENT': return 'its folder does not exist';
+    case 'EACCES':
+    case 'EPERM': return 'permission denied';
+    case 'EROFS': return 'the file system is read-only';
+    case 'ENOSPC': return 'the disk is full';
+    case 'EISDIR': return 'it is a folder';
+    case 'ENOTDIR': return 'a part of its path is not a folder';
+    default: return (err as Error).message;
+  }
+}
+
+/** Removes a file if it is there; a failure to remove is not the error that matters. */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // Left behind; named in the error the caller reports.
+  }
+}
+
+/** Flushes a file (or folder) to disk. */
+function sync(path: string, flags: 'r' | 'r+'): void {
+  const fd = openSync(path, flags);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Checks the source before anything is written: a file there, a SQLite database, a hookwatch store. */
+function openSource(db: string): { source: DatabaseSync; schemaVersion: number } {
+  if (db === '' || db === ':memory:') throw new BackupError('the store is in memory (db is ":memory:"): there is no file to back up');
+  let isFile: boolean;
+  try {
+    isFile = statSync(db).isFile();
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') throw new BackupError(`no database at ${db}: give the path hookwatch serve uses (--db, HOOKWATCH_DB or db in the config file)`);
+    throw new BackupError(`cannot read ${db}: ${fileProblem(err)}`);
+  }
+  if (!isFile) throw new BackupError(`${db} is not a file: give the path of the SQLite database (db)`);
+  let source: DatabaseSync;
+  try {
+    source = new DatabaseSync(db, { readOnly: true, timeout: 5000 });
+  } catch (err) {
+    throw new BackupError(`cannot open ${db}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+  }
+  try {
+    // One read transaction for the whole copy (see the top of this file); its first read fixes the snapshot.
+    source.exec('BEGIN');
+    let version: unknown;
+    try {
+      version = (source.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: unknown } | undefined)?.v;
+    } catch (err) {
+      if (/no such table/i.test(describeSqliteError(err))) throw new BackupError(`${db} is not a hookwatch database (it has no schema_migrations table)`);
+      throw err;
+    }
+    if (typeof version !== 'number') throw new BackupError(`${db} is not a hookwatch database (no migration has run on it)`);
+    return { source, schemaVersion: version };
+  } catch (err) {
+    source.close();
+    if (err instanceof BackupError) throw err;
+    throw new BackupError(`cannot read ${db}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+  }
+}
+
+/**
+ * The checks on the target that need nothing copied: not the store itself, not an existing file unless `force`,
+ * and no -wal or -shm file beside it (SQLite would apply such a file to the new copy when it opens).
+ */
+function checkTarget(db: string, to: string, force: boolean): void {
+  if (resolve(to) === resolve(db)) throw new BackupError(`the target ${to} is the database itself: give another path`);
+  for (const suffix of ['-wal', '-shm']) {
+    if (existsSync(to + suffix)) throw new BackupError(`${to + suffix} exists: a process has ${to} open, or did not close it; stop it, or remove the file if nothing uses it`);
+  }
+  let target;
+  try {
+    target = statSync(to);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return;
+    throw new BackupError(`cannot write ${to}: ${fileProblem(err)}`);
+  }
+  if (!target.isFile()) throw new BackupError(`cannot write ${to}: it is not a file`);
+  if (!force) throw new BackupError(`${to} exists: give another path, or --force to replace it`);
+}
+
+/** Takes an online, consistent copy of the SQLite store at `opts.db` into `opts.to`. */
+export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
+  const started = performance.now();
+  const force = opts.force ?? false;
+  checkTarget(opts.db, opts.to, force);
+  const { source, schemaVersion } = openSource(opts.db);
+  const target = resolve(opts.to);
+  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+  let pages: number;
+  try {
+    try {
+      // Created here, not by SQLite: private (0600) like the store, and a clear error for a folder we cannot write.
+      closeSync(openSync(temp, 'wx', 0o600));
+    } catch (err) {
+      throw new BackupError(`cannot write beside ${opts.to}: ${fileProblem(err)}`);
+    }
+    try {
+      pages = await backup(source, temp, { rate: opts.pagesPerStep ?? DEFAULT_PAGES_PER_STEP, ...(opts.onProgress ? { progress: opts.onProgress } : {}) });
+      sync(temp, 'r+');
+    } catch (err) {
+      const fault = sqliteFault(err) ?? (errnoCode(err) ? fileProblem(err) : undefined);
+      throw new BackupError(`backup of ${opts.db} to ${opts.to} failed: ${fault ? `${fault}: ` : ''}${describeSqliteError(err)}`);
+    }
+    // Checked again: another backup may have written the target meanwhile.
+    if (!force && existsSync(target)) throw new BackupError(`${opts.to} exists: give another path, or --force to replace it`);
+    try {
+      renameSync(temp, target);
+      sync(dirname(target), 'r');
+    } catch (err) {
+      throw new BackupError(`cannot write ${opts.to}: ${fileProblem(err)}`);
+    }
+  } catch (err) {
+    removeQuietly(temp);
+    removeQuietly(`${temp}-journal`);
+    throw err;
+  } finally {
+    // Ends the read transaction: the service's next checkpoint folds the WAL back into the file.
+    source.close();
+  }
+  return { path: target, bytes: statSync(target).size, pages, schemaVersion, durationMs: performance.now() - started };
+}

@@ -1,0 +1,259 @@
+/**
+ * `hookwatch backup` as an operator runs it: hookwatch serves a SQLite store and keeps taking telemetry from the
+ * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
+ * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
+ * serves the hooks, alerts and silences the original served. Then the ways a backup fails: no database, a target
+ * that exists, a folder that cannot be written, a full disk.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { DatabaseSync } from 'node:sqlite';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { openSqlite } from '../src/store/sqlite/database.ts';
+import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
+import { getJson, startTestService, tempDir, type TestService } from './helpers.ts';
+import { emitExecutions } from './support/service.ts';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const run = promisify(execFile);
+
+interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `hookwatch backup ...` in a process of its own, as an operator (or kubectl exec) runs it. */
+async function hookwatchBackup(args: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
+  const [file, argv] = shell === undefined ? [process.execPath, [MAIN, 'backup', ...args]] : ['/bin/sh', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, MAIN, 'backup', ...args]];
+  try {
+    const { stdout, stderr } = await run(file, argv, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000 });
+    return { status: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { status: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/**
+ * A Claude Code session sending one batch at a time through the real exporter, each batch awaited: the events
+ * acknowledged are always the first `acked` of the stream, event i stamped `fromMs + i`.
+ */
+class Stream {
+  acked = 0;
+  failures = 0;
+  private readonly results: number[] = [];
+  private readonly provider: LoggerProvider;
+  private readonly hookName: string;
+  private readonly fromMs: number;
+  private sent = 0;
+  private stopped = false;
+
+  constructor(otlpHttpUrl: string, hookName: string, fromMs: number) {
+    this.hookName = hookName;
+    this.fromMs = fromMs;
+    const inner = new OTLPLogExporter({ url: `${otlpHttpUrl}/v1/logs`, timeoutMillis: 20_000 });
+    const exporter: LogRecordExporter = {
+      export: (records: ReadableLogRecord[], done) => inner.export(records, (r) => {
+        this.results.push(r.code);
+        done(r);
+      }),
+      shutdown: () => inner.shutdown(),
+      forceFlush: () => inner.forceFlush(),
+    };
+    this.provider = new LoggerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
+      processors: [new BatchLogRecordProcessor({ exporter, maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 60_000 })],
+    });
+  }
+
+  /** Sends `batches` batches of `size`, or until stop(); resolves when the last one is answered. */
+  async send(batches: number, size: number): Promise<void> {
+    const logger = this.provider.getLogger('com.anthropic.claude_code.events', '2.1.332');
+    for (let b = 0; b < batches && !this.stopped; b++) {
+      for (let i = 0; i < size; i++) {
+        const n = this.sent++;
+        logger.emit({
+          body: 'claude_code.hook_execution_complete',
+          timestamp: new Date(this.fromMs + n),
+          attributes: {
+            'event.name': 'hook_execution_complete', 'event.timestamp': new Date(this.fromMs + n).toISOString(), 'event.sequence': String(n),
+            'session.id': `backup-${this.hookName}`, hook_event: this.hookName.split(':')[0] as string, hook_name: this.hookName,
+            num_hooks: '1', num_success: '1', num_blocking: '0', num_non_blocking_error: '0', num_cancelled: '0', total_duration_ms: '7',
+            stdout_chars: String(n % 5000), additional_context_chars: '0', system_message_chars: '0', initial_user_message_chars: '0', num_outputs_persisted: '0',
+          },
+        });
+      }
+      const before = this.results.length;
+      await this.provider.forceFlush();
+      // One export per batch; a refused one leaves the rest unacknowledged, as the stream stops counting.
+      if (this.results.length === before + 1 && this.results[before] === 0 && this.failures === 0) this.acked += size;
+      else this.failures++;
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  shutdown(): Promise<void> {
+    return this.provider.shutdown();
+  }
+}
+
+/** The views an operator reads, over `range`: every hook but `except`, its series, the alerts and the silences. */
+async function views(base: string, range: string, except: string[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  const { body } = await getJson<{ hooks: { id: string; hookName: string }[] }>(base, `/api/v1/hooks?${range}`);
+  out['hooks'] = body.hooks.filter((h) => !except.includes(h.hookName));
+  for (const h of out['hooks'] as { id: string; hookName: string }[]) out[`series ${h.hookName}`] = (await getJson(base, `/api/v1/hooks/${h.id}/series?${range}&step=1h`)).body;
+  out['silences'] = (await getJson(base, '/api/v1/silences')).body;
+  const { alerts } = (await getJson<{ alerts: Record<string, unknown>[] }>(base, '/api/v1/alerts')).body;
+  out['alerts'] = alerts.map((a) => ({ id: a['id'], state: a['state'], labels: a['labels'], startsAt: a['startsAt'], silencedBy: a['silencedBy'] }));
+  return out;
+}
+
+const ALERTING = `alerting:
+  evaluationInterval: 100ms
+  rules:
+    - { kind: persisted, window: 1h }
+`;
+
+let services: TestService[] = [];
+const tmp = tempDir('hookwatch-backup-');
+afterAll(() => tmp.cleanup());
+afterEach(async () => {
+  for (const s of services) await s.close();
+  services = [];
+});
+
+describe('hookwatch backup on SQLite', () => {
+  it('copies the store while it ingests: every acknowledged event, intact, and a hookwatch on the copy serves the same views', async () => {
+    const dir = join(tmp.dir, 'live');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'hookwatch.yaml'), ALERTING);
+    const env = { HOOKWATCH_CONFIG: join(dir, 'hookwatch.yaml') };
+    const now = Date.now();
+    const range = `from=${new Date(now - 3_600_000).toISOString()}&to=${new Date(now + 3_600_000).toISOString()}`;
+    const original = await startTestService(env, { dir });
+    services.push(original);
+
+    // A store with some history (several MiB, so the copy takes many steps), an alert and a silence.
+    const filler = new Stream(original.otlpHttpUrl, 'Notification:history', now - 50 * 60_000);
+    await filler.send(60, 500);
+    await filler.shutdown();
+    expect(filler.failures).toBe(0);
+    await emitExecutions(original.otlpHttpUrl, [
+      { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Bash', stdoutChars: 14_000, outputsPersisted: 1 },
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', stdoutChars: 900 },
+      { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Edit', additionalContextChars: 12_000, outputsPersisted: 1 },
+    ]);
+    const silence = await fetch(`${original.httpUrl}/api/v1/silences`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:Edit' }], endsAt: new Date(now + 86_400_000).toISOString(), createdBy: 'ops', comment: 'known' }),
+    });
+    expect(silence.status).toBe(201);
+    await expect.poll(async () => (await getJson<{ alerts: { state: string }[] }>(original.httpUrl, '/api/v1/alerts')).body.alerts.filter((a) => a.state === 'firing').length, { timeout: 10_000 }).toBe(2);
+    const seen = await views(original.httpUrl, range, ['Stop:live']);
+
+    // Telemetry keeps arriving while the backup runs.
+    const live = new Stream(original.otlpHttpUrl, 'Stop:live', now - 40 * 60_000);
+    const streaming = live.send(100_000, 20);
+    await expect.poll(() => live.acked, { timeout: 10_000 }).toBeGreaterThan(100);
+    const ackedBefore = live.acked;
+    const copy = join(tmp.dir, 'copies', 'hookwatch-backup.db');
+    mkdirSync(join(tmp.dir, 'copies'));
+    const backup = await hookwatchBackup(['--to', copy], { HOOKWATCH_DB: join(dir, 'hookwatch.db') });
+    const ackedAfter = live.acked;
+    live.stop();
+    await streaming;
+    await live.shutdown();
+    expect(backup.stderr).toBe('');
+    expect(backup.status).toBe(0);
+    expect(backup.stdout).toMatch(new RegExp(`^backed up ${join(dir, 'hookwatch.db')} to ${copy}: \\d+\\.\\d MiB \\(\\d+ pages, schema version ${MIGRATIONS.length}\\) in \\d+\\.\\d+s\\n$`));
+    // Ingest was not held up: batches were acknowledged while the copy was taken, none refused.
+    expect(ackedAfter).toBeGreaterThan(ackedBefore);
+    expect(live.failures).toBe(0);
+    // Nothing but the copy beside it: the temporary file was renamed.
+    expect(readdirSync(join(tmp.dir, 'copies'))).toEqual(['hookwatch-backup.db']);
+
+    const db = new DatabaseSync(copy, { readOnly: true });
+    try {
+      expect(db.prepare('PRAGMA integrity_check').all()).toEqual([{ integrity_check: 'ok' }]);
+      // The stream's events are a prefix of it: every one acknowledged before the backup started is there.
+      const { n } = db.prepare('SELECT COUNT(*) AS n FROM events WHERE time_ms >= ? AND time_ms < ?').get(now - 40 * 60_000, now - 30 * 60_000) as { n: number };
+      expect(n).toBeGreaterThanOrEqual(ackedBefore);
+      expect(n).toBeLessThanOrEqual(ackedAfter + 20);
+      const prefix = db.prepare('SELECT COUNT(*) AS n FROM events WHERE time_ms >= ? AND time_ms < ?').get(now - 40 * 60_000, now - 40 * 60_000 + ackedBefore) as { n: number };
+      expect(prefix.n).toBe(ackedBefore);
+    } finally {
+      db.close();
+    }
+    await original.stop();
+    services = [];
+
+    // Restore: the copy in place of the database file of a hookwatch that starts on it.
+    const restoredDir = join(tmp.dir, 'restored');
+    mkdirSync(restoredDir);
+    writeFileSync(join(restoredDir, 'hookwatch.yaml'), ALERTING);
+    await run('cp', [copy, join(restoredDir, 'hookwatch.db')]);
+    const restored = await startTestService({ HOOKWATCH_CONFIG: join(restoredDir, 'hookwatch.yaml') }, { dir: restoredDir });
+    services.push(restored);
+    expect(await views(restored.httpUrl, range, ['Stop:live'])).toEqual(seen);
+  }, 120_000);
+
+  it('fails with the reason, and leaves nothing half-written: no database, a target that exists, a folder it cannot write, a full disk', async () => {
+    const dir = join(tmp.dir, 'failures');
+    mkdirSync(dir);
+    const path = join(dir, 'hookwatch.db');
+    await new SqliteStore({ path }).close();
+    const db = openSqlite(path);
+    db.exec('CREATE TABLE padding (pad BLOB NOT NULL)');
+    for (let i = 0; i < 300; i++) db.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
+    db.close();
+    const env = { HOOKWATCH_DB: path };
+
+    const missing = await hookwatchBackup(['--to', join(dir, 'copy.db')], { HOOKWATCH_DB: join(dir, 'nothing-here.db') });
+    expect(missing).toMatchObject({ status: 1, stdout: '' });
+    expect(missing.stderr).toBe(`hookwatch: no database at ${join(dir, 'nothing-here.db')}: give the path hookwatch serve uses (--db, HOOKWATCH_DB or db in the config file)\n`);
+    expect(readdirSync(dir)).not.toContain('nothing-here.db');
+
+    const usage = await hookwatchBackup([], env);
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain('backup needs --to <file>');
+
+    const existing = join(dir, 'existing.db');
+    writeFileSync(existing, 'an older backup');
+    const refused = await hookwatchBackup(['--to', existing], env);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toBe(`hookwatch: ${existing} exists: give another path, or --force to replace it\n`);
+    expect(readFileSync(existing, 'utf8')).toBe('an older backup');
+    const replaced = await hookwatchBackup(['--to', existing, '--force'], env);
+    expect(replaced.status).toBe(0);
+    const copy = new DatabaseSync(existing, { readOnly: true });
+    try {
+      expect(copy.prepare('SELECT COUNT(*) AS n FROM padding').get()).toEqual({ n: 300 });
+    } finally {
+      copy.close();
+    }
+
+    const noFolder = await hookwatchBackup(['--to', join(dir, 'absent', 'copy.db')], env);
+    expect(noFolder.status).toBe(1);
+    expect(noFolder.stderr).toBe(`hookwatch: cannot write beside ${join(dir, 'absent', 'copy.db')}: its folder does not exist\n`);
+
+    // A file size limit below the database's size: the writes fail as on a full disk (SQLITE_FULL).
+    const full = join(dir, 'full');
+    mkdirSync(full);
+    const diskFull = await hookwatchBackup(['--to', join(full, 'copy.db')], env, "trap '' XFSZ; ulimit -f 400");
+    expect(diskFull.status).toBe(1);
+    expect(diskFull.stderr).toMatch(/^hookwatch: backup of .*hookwatch\.db to .*copy\.db failed: (the disk is full|I\/O error on the database file): /);
+    expect(readdirSync(full)).toEqual([]);
+  }, 60_000);
+});
