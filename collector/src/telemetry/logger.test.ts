@@ -66,6 +66,15 @@ describe('createLogger', () => {
     expect(line).not.toContain('pa\\"ss');
     expect(JSON.parse(line)).toMatchObject({ msg: 'cannot connect with <redacted>', nested: { headers: { authorization: 'Bearer <redacted>' } } });
   });
+
+  it('scrubs the secrets added later (a reloaded configuration\'s) as well as the first ones', () => {
+    const first = 'tok-0123456789';
+    const added = 'https://hooks.example/T000/B000/added-later';
+    const { lines, logger } = capture('info', [first]);
+    logger.addSecrets?.([added, 'abc']);
+    logger.info('notification not delivered', { url: added, token: first, short: 'abc' });
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ url: '<redacted>', token: '<redacted>', short: 'abc' });
+  });
 });
 
 describe('urlPasswords', () => {

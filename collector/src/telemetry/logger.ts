@@ -12,6 +12,8 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Scrubs these values too from now on (the secrets of a reloaded configuration); absent: the logger has no list. */
+  addSecrets?(values: readonly string[]): void;
 }
 
 export interface LoggerOptions {
@@ -49,8 +51,9 @@ function nested(err: Error, depth: number): Record<string, unknown> | string {
 export function createLogger(opts: LoggerOptions): Logger {
   const min = ORDER[opts.level];
   // A secret is scrubbed as written and as JSON escapes it inside a string (a quote or backslash in a password).
-  const secrets = [...new Set((opts.secrets ?? []).filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))]
+  const scrubbed = (values: readonly string[]): string[] => [...new Set(values.filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))]
     .sort((a, b) => b.length - a.length);
+  let secrets = scrubbed(opts.secrets ?? []);
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   const now = opts.now ?? (() => new Date());
   const log = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
@@ -68,6 +71,9 @@ export function createLogger(opts: LoggerOptions): Logger {
     info: (m, f) => log('info', m, f),
     warn: (m, f) => log('warn', m, f),
     error: (m, f) => log('error', m, f),
+    addSecrets: (values) => {
+      secrets = scrubbed([...secrets, ...values]);
+    },
   };
 }
 
