@@ -109,6 +109,8 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_alert_notifications_created_total', 'notifications are charted by outcome (hookwatch_notifications_total)'],
   ['hookwatch_notification_tls_failures_total', 'a cause of failed notifications, which are charted; the receiver\'s logs name it'],
   ['hookwatch_tls_handshake_failures_total', 'a port\'s TLS failures: logged with the peer, for the operator of that client'],
+  ['hookwatch_config_last_reload_successful', 'HookwatchConfigReloadFailed alerts while a reload is refused; the log names the problem'],
+  ['hookwatch_config_last_reload_success_timestamp_seconds', 'when the configuration was last loaded: a fact to look up, not a trend to watch'],
   ['hookwatch_metrics_collector_errors_total', 'about /metrics itself: a scrape that lacks a part shows as gaps in the panels'],
   ['hookwatch_cluster_leader_info', 'which replica leads is charted as hookwatch_leader per instance'],
   ['hookwatch_cluster_leader_epoch', 'changes of leader: GET /api/v1/cluster and the dashboard\'s Replicas panel show them'],

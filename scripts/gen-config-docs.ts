@@ -41,6 +41,7 @@ function typeOf(s: Setting): string {
   }
   if (s.secret) parts.push('**secret** (redacted)');
   else if (s.redactValue) parts.push('passwords in it redacted');
+  if (s.reloadable) parts.push('**reloadable**');
   return parts.join('; ');
 }
 
@@ -78,6 +79,11 @@ export function renderConfigReference(settings: readonly Setting[] = SETTINGS): 
     '`HOOKWATCH_PORT_<n>_<PROTO>*`, also for Services named `hookwatch-*`) are ignored silently. Sources, lowest to highest: built-in defaults < the config file',
     '(`--config FILE` or `HOOKWATCH_CONFIG`, YAML or JSON, keys nested by their dots) < environment variables < flags.',
     '`hookwatch config` prints the effective configuration with secrets redacted.',
+    '',
+    '`kill -HUP <pid>` or `POST /-/reload` reads the file, environment and flags again, as Prometheus reloads its',
+    'configuration: an invalid configuration changes nothing (the reload fails naming the problem), a valid one',
+    'applies the settings marked **reloadable** at once, and names every other setting that changed as needing a',
+    'restart (it keeps its running value until then). See docs/alerting.md, "Reloading the configuration".',
     '',
     'Durations need a unit: `ms`, `s`, `m`, `h`, `d`, `w` (`90s`, `1h30m`, `30d`); a bare number other than 0 is refused, as Prometheus refuses it. Sizes take `KiB`,',
     '`MiB`, `GiB`, `kB`, `MB`, `GB` or plain bytes; lists are comma-separated in the environment and flags.',

@@ -60,6 +60,8 @@ import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
 import { createDashboardRouter } from '../../dashboard/server.ts';
+import { ConfigReloader, type ConfigSource, type ReloadResult } from './config-reload.ts';
+import { createReloadRouter } from './api/reload.ts';
 import type { LinkContext } from './notify/model.ts';
 
 export interface ServiceOptions {
@@ -70,6 +72,8 @@ export interface ServiceOptions {
   passThrough?: PassThroughConsumer;
   /** Alerting test hooks: no timer (drive evaluation on a controlled clock), a fixed jitter source, an event sink. */
   alerting?: Pick<AlertingOptions, 'timer' | 'random' | 'events'>;
+  /** Where `config` was loaded from, read again by a reload (SIGHUP, POST /-/reload); absent: reload answers it cannot. */
+  configSource?: ConfigSource;
 }
 
 export interface RunningService {
@@ -99,6 +103,11 @@ export interface RunningService {
   alerting: Alerting;
   /** Which replica runs alert evaluation and retention (always this one on SQLite). */
   coordination: Coordination;
+  /**
+   * Reads the configuration again and applies what can change while running (config-reload.ts); rejects with
+   * ConfigError, the running configuration kept, when it is invalid.
+   */
+  reload(): Promise<ReloadResult>;
   /** Stops intake, drains, hands leadership back and closes the store; safe twice. */
   stop(): Promise<StopReport>;
 }
@@ -235,6 +244,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   if (forwarding) registerForwardMetrics(metrics, forwarding);
   registerAlertingMetrics(metrics, alerting.engine);
   registerClusterMetrics(metrics, coordination);
+  // Each replica reloads its own file; only the leader evaluates, so a follower's reload changes what it would
+  // evaluate once it leads, and which rules its batches tell the leader about.
+  const reloader = new ConfigReloader({ source: opts.configSource, running: config, alerting, logger, metrics, now });
 
   // One bound for every query route: a burst of expensive queries gets 503s, not a queue every later request waits in.
   const queries = new QueryGate(config.http.maxPendingQueries);
@@ -254,7 +266,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.all('/metrics', (_req, res) => {
     res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: 'GET /metrics for the Prometheus exposition' } });
   });
-  app.use('/api', rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
+  app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
+  app.use(createReloadRouter({ reload: () => reloader.reload() }));
   app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
   app.use(createClusterRouter({ coordination, logger }));
   // Before the API router, whose /api catch-all answers 404.
@@ -381,5 +394,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `${otlpTls ? 'https' : 'http'}://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, reload: () => reloader.reload(), stop };
 }

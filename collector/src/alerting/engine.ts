@@ -68,7 +68,8 @@ export class AlertEngine implements IngestListener {
   readonly silences: Silences;
   /** What the API and the dashboard read. */
   readonly readModel: AlertReadModel;
-  private readonly opts: AlertEngineOptions;
+  /** Rules, receivers and repeat interval are replaced by a reload (reconfigure), between two evaluations. */
+  private opts: AlertEngineOptions;
   private readonly now: () => number;
   private readonly leader: LeaderElector;
   private readonly set = new AlertSet();
@@ -77,6 +78,7 @@ export class AlertEngine implements IngestListener {
   /** Rules a committed batch may have made true, waiting for the next ingest evaluation. */
   private ingestRules = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  private timerIntervalMs = 0;
   private stopped = false;
   /**
    * Set while the persisted state could not be loaded for this leadership. Evaluating on what memory holds
@@ -93,7 +95,14 @@ export class AlertEngine implements IngestListener {
     this.leader = opts.leader ?? alwaysLeader;
     // An early-expired silence may leave a firing alert due a notification: send it now, not at the next tick.
     this.silences = new Silences({ store: opts.stateStore, now: this.now, onExpired: () => void this.evaluate('notify') });
-    this.readModel = new AlertReadModel({ alerts: this.set, silences: this.silences, stateStore: opts.stateStore, receivers: opts.receivers, now: this.now, refresh: () => this.refresh() });
+    // The receivers configured now, after any reload.
+    const receivers = (): readonly ReceiverConfig[] => this.opts.receivers;
+    this.readModel = new AlertReadModel({
+      alerts: this.set, silences: this.silences, stateStore: opts.stateStore, now: this.now, refresh: () => this.refresh(),
+      get receivers() {
+        return receivers();
+      },
+    });
   }
 
   /** Loads persisted state and resumes undelivered notifications (same webhook-id). */
@@ -187,8 +196,27 @@ export class AlertEngine implements IngestListener {
 
   /** Evaluates every rule each `intervalMs` (real time). */
   startTimer(intervalMs: number): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timerIntervalMs = intervalMs;
     this.timer = setInterval(() => void this.evaluate('all'), intervalMs);
     this.timer.unref();
+  }
+
+  /**
+   * A reloaded configuration: the evaluation in progress finishes on the rules it started with, and the next one
+   * runs on these rules, plans for these receivers and repeats at this interval. Alerts are keyed by rule name and
+   * labels, so those of a rule still configured keep their state (a firing alert is not notified again); those of
+   * a rule no longer configured resolve at that evaluation, which runs at once. A running timer takes the new
+   * interval.
+   */
+  reconfigure(next: Pick<AlertEngineOptions, 'rules' | 'receivers' | 'repeatIntervalMs'> & { evaluationIntervalMs: number }): Promise<void> {
+    this.chain = this.chain.then(() => {
+      this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
+      // Triggered rules that no longer exist are not evaluated.
+      for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
+      if (this.timer && !this.stopped && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
+    });
+    return this.evaluate('all');
   }
 
   /** Called by the hook stage once events are committed: evaluate the event-driven rules now. */

@@ -64,13 +64,22 @@ export interface Alerting {
    * each runs as a `step` (service.ts bounds them on a database server; unbounded by default).
    */
   stop(step?: ShutdownStep): Promise<void>;
+  /**
+   * Applies a reloaded configuration's rules, receivers, intervals and delivery settings (engine.reconfigure).
+   * The receivers' TLS files are opened first: one that cannot be used throws ConfigError naming its setting, and
+   * nothing has changed. alerting.externalUrl and alerting.otlp.* are kept as started (they need a restart).
+   */
+  reconfigure(next: AlertingConfig): Promise<void>;
 }
 
 export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   const { config, logger } = opts;
   const now = opts.now ?? Date.now;
   // Before anything opens: a CA, certificate or key (a receiver's, the alert events') that cannot be used stops the start, naming its setting.
-  const tls = opts.receiverTls ?? openReceiverTls(config.receivers, logger, opts.now);
+  let tls = opts.receiverTls ?? openReceiverTls(config.receivers, logger, opts.now);
+  let receivers = config.receivers;
+  /** TLS files of receivers a reload removed or changed: their connections close when alerting stops. */
+  const retiredTls: ClientTlsCredentials[] = [];
   const eventTls = opts.eventTls ?? openAlertEventTls(config.otlp, logger, opts.now);
   const stateStore: AlertStateStore = opts.stateStore ?? new SqliteAlertStateStore(opts.db);
   const events = opts.events ?? (config.otlp.endpoint
@@ -144,6 +153,28 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     dispatcher,
     refresher,
     events,
+    reconfigure(next) {
+      // A receiver whose tls is unchanged keeps its credentials (and connections); the others' files are read now.
+      const unchanged = (r: (typeof next.receivers)[number]): boolean => receivers.some((o) => o.name === r.name && JSON.stringify(o.tls) === JSON.stringify(r.tls));
+      const opened = openReceiverTls(next.receivers.filter((r) => !unchanged(r)), logger, opts.now);
+      const nextTls = new Map<string, ClientTlsCredentials>();
+      for (const r of next.receivers) {
+        const credentials = opened.get(r.name) ?? (unchanged(r) ? tls.get(r.name) : undefined);
+        if (credentials) nextTls.set(r.name, credentials);
+      }
+      for (const [name, credentials] of tls) {
+        if (nextTls.get(name) === credentials) continue;
+        credentials.stop();
+        retiredTls.push(credentials);
+      }
+      if (!stopping) for (const credentials of opened.values()) credentials.start();
+      tls = nextTls;
+      receivers = next.receivers;
+      const { deadlineMs, maxQueue, initialBackoffMs, maxBackoffMs } = next.delivery;
+      dispatcher.reconfigure({ receivers, tls, deadlineMs, maxQueue, baseDelayMs: initialBackoffMs, maxDelayMs: maxBackoffMs });
+      refresher.reconfigure({ receivers, tls });
+      return engine.reconfigure({ rules: next.rules, receivers, repeatIntervalMs: next.repeatIntervalMs, evaluationIntervalMs: next.evaluationIntervalMs });
+    },
     stop(step = unboundedStep) {
       stopping ??= (async () => {
         for (const credentials of tls.values()) credentials.stop();
@@ -152,7 +183,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
         await refresher.stop();
         await step('alert deliveries in progress', () => dispatcher.stop());
         // The receivers' TLS connection pools: their keep-alive connections would otherwise stay open.
-        await closeTlsDispatchers(tls.values());
+        await closeTlsDispatchers([...tls.values(), ...retiredTls]);
         try {
           await events.shutdown();
         } catch (err) {

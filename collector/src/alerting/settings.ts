@@ -182,16 +182,16 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
 
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
-    key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)),
+    key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)), reloadable: true,
     description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; [] turns alerting rules off.',
   },
   RECEIVERS_SETTING,
   {
-    key: 'alerting.evaluationInterval', env: 'HOOKWATCH_ALERT_EVALUATION_INTERVAL', type: 'duration', default: 10_000, min: 50, max: 600_000,
+    key: 'alerting.evaluationInterval', env: 'HOOKWATCH_ALERT_EVALUATION_INTERVAL', type: 'duration', default: 10_000, min: 50, max: 600_000, reloadable: true,
     description: 'How often every alert rule is evaluated for time-based transitions (for, keepFiringFor, repeats, silence, growth). Persisted outputs are evaluated on ingest, not on this timer.',
   },
   {
-    key: 'alerting.repeatInterval', env: 'HOOKWATCH_ALERT_REPEAT_INTERVAL', type: 'duration', default: 4 * 3_600_000, min: 1000, max: 30 * DAY,
+    key: 'alerting.repeatInterval', env: 'HOOKWATCH_ALERT_REPEAT_INTERVAL', type: 'duration', default: 4 * 3_600_000, min: 1000, max: 30 * DAY, reloadable: true,
     description: 'A still-firing alert is notified again after this long (Alertmanager repeat_interval).',
   },
   ...DELIVERY_SETTINGS,

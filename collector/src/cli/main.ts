@@ -21,6 +21,7 @@ import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
 import { openAlertEventTls } from '../notify/otlp.ts';
+import type { ConfigSource } from '../config-reload.ts';
 
 /** How a listener speaks: plain text, TLS, or TLS with client certificates. */
 function tlsMode(tls: { clientCaFile: string } | undefined): 'off' | 'tls' | 'mutual' {
@@ -51,12 +52,27 @@ export function exposureWarnings(config: ReturnType<typeof toConfig>): string[] 
   return out;
 }
 
+/** Every secret value of a configuration, for the logger to scrub. */
+function configSecrets(config: ReturnType<typeof toConfig>): string[] {
+  return [config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
+}
+
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
   const { startService } = await import('../service.ts');
   const loaded = loadConfig({ flags, env });
   const config = toConfig(loaded);
-  const secrets = [config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
-  const logger = createLogger({ level: config.log.level, secrets });
+  const logger = createLogger({ level: config.log.level, secrets: configSecrets(config) });
+  // A reload reads the file, the environment and the flags as the start did; a new receiver's URL or token is
+  // scrubbed from the log before anything can log it.
+  const configSource: ConfigSource = {
+    loaded,
+    load: () => {
+      const next = loadConfig({ flags, env });
+      const nextConfig = toConfig(next);
+      logger.addSecrets?.(configSecrets(nextConfig));
+      return { loaded: next, config: nextConfig };
+    },
+  };
   for (const warning of loaded.warnings) logger.warn(warning);
   // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
   // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
@@ -92,14 +108,29 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // SIGHUP reloads the configuration, as it does Prometheus' and Alertmanager's (its default action would kill
+  // the process). One that arrives during the start is done once the service runs: the file may have changed after
+  // the start read it. A failed reload is logged by the reload itself.
+  let reloadPending = false;
+  const reload = (): void => {
+    if (!service) {
+      reloadPending = true;
+      return;
+    }
+    logger.info('reloading the configuration', { signal: 'SIGHUP' });
+    service.reload().catch(() => {});
+  };
+  process.on('SIGHUP', reload);
   try {
-    service = await startService(config, { logger });
+    service = await startService(config, { logger, configSource });
   } catch (err) {
     // Nothing to drain: the caller reports the error and exits.
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    process.off('SIGHUP', reload);
     throw err;
   }
+  if (reloadPending) reload();
   logger.info('hookwatch started', {
     otlpHttp: service.otlpHttpUrl,
     otlpGrpc: service.otlpGrpcUrl,

@@ -57,6 +57,6 @@ function distinctPorts(addrs: readonly (readonly [string, string])[]): void {
 export type { AlertingConfig } from '../alerting/settings.ts';
 export type { HttpAuthConfig } from '../api/settings.ts';
 export type { ForwardConfig } from '../forward/settings.ts';
-export { loadConfig, ConfigError, effectiveDocument, redact } from './load.ts';
+export { loadConfig, ConfigError, effectiveDocument, redact, restartRequired } from './load.ts';
 export { parseDuration } from './values.ts';
 export { SETTINGS, flagName, settingForFlag } from './schema.ts';

@@ -238,6 +238,14 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
   return { values, sources, warnings, ...(file ? { file } : {}) };
 }
 
+/**
+ * The settings whose effective value differs between two loads that a reload cannot apply (listen addresses, the
+ * database, TLS files, ...): they take effect at the next restart. Names only, never values.
+ */
+export function restartRequired(running: LoadedConfig, next: LoadedConfig): string[] {
+  return SETTINGS.filter((s) => !s.reloadable && JSON.stringify(running.values.get(s.key)) !== JSON.stringify(next.values.get(s.key))).map((s) => s.key);
+}
+
 const REDACTED = '<redacted>';
 
 /** Replaces a secret with a marker; an empty secret stays empty so "not set" is visible. */

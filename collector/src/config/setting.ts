@@ -27,6 +27,8 @@ export interface Setting {
   max?: number;
   /** Validator for `object` settings; returns a message naming what is wrong, or undefined. */
   validate?: (value: unknown) => string | undefined;
+  /** Applied by a reload of the configuration (SIGHUP, POST /-/reload); every other setting takes a restart. */
+  reloadable?: boolean;
 }
 
 /** A configuration that hookwatch refuses to start with; the message names the setting. */

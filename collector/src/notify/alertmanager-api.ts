@@ -88,8 +88,9 @@ export interface AlertmanagerRefresherOptions {
 export class AlertmanagerRefresher {
   /** Renewal pushes per Alertmanager receiver, delivered or failed (for /metrics: from 0, so a first failure shows). */
   readonly byReceiver = new Map<string, { delivered: number; failed: number }>();
-  private readonly opts: AlertmanagerRefresherOptions;
+  private opts: AlertmanagerRefresherOptions;
   private readonly timers: NodeJS.Timeout[] = [];
+  private started = false;
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
   private readonly failing = new Set<string>();
@@ -99,8 +100,23 @@ export class AlertmanagerRefresher {
     for (const r of opts.receivers) if (r.type === 'alertmanager') this.byReceiver.set(r.name, { delivered: 0, failed: 0 });
   }
 
+  /**
+   * The receivers of a reloaded configuration: an Alertmanager receiver added is renewed from now on, one removed
+   * no longer, and each runs on its new resend interval.
+   */
+  reconfigure(next: Pick<AlertmanagerRefresherOptions, 'receivers' | 'tls'>): void {
+    this.opts = { ...this.opts, ...next };
+    const names = new Set(next.receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
+    for (const name of this.byReceiver.keys()) if (!names.has(name)) this.byReceiver.delete(name);
+    for (const name of names) if (!this.byReceiver.has(name)) this.byReceiver.set(name, { delivered: 0, failed: 0 });
+    if (!this.started) return;
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    this.start();
+  }
+
   /** Starts one timer per Alertmanager receiver (none without one). */
   start(): void {
+    this.started = true;
     for (const r of this.opts.receivers) {
       if (r.type !== 'alertmanager') continue;
       const t = setInterval(() => void this.track(this.push(r)), r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS);
@@ -139,6 +155,7 @@ export class AlertmanagerRefresher {
 
   /** Stops the timers and aborts pushes in flight. Safe twice. */
   async stop(): Promise<void> {
+    this.started = false;
     for (const t of this.timers.splice(0)) clearInterval(t);
     this.abort.abort();
     await Promise.allSettled([...this.running]);

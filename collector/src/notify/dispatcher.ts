@@ -84,8 +84,10 @@ export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: (
 
 export class Dispatcher {
   readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, attempts: 0, tlsFailures: 0 };
-  private readonly opts: DispatcherOptions;
+  private opts: DispatcherOptions;
   private readonly lanes = new Map<string, Lane>();
+  /** Lanes of receivers a reload removed: they deliver what they already hold, then go. */
+  private readonly retired = new Set<Lane>();
   private abort = new AbortController();
   /** The fencing token each queued or in-flight notification was enqueued under. */
   private readonly tokens = new WeakMap<Notification, number | null>();
@@ -102,6 +104,32 @@ export class Dispatcher {
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
     for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now), queue: [], inFlight: new Set() });
+  }
+
+  /**
+   * The receivers and delivery settings of a reloaded configuration, for notifications queued from now on. A
+   * receiver still configured keeps its queue, sent with its new settings; one no longer configured delivers what
+   * it already holds with the settings it had, and takes nothing new.
+   */
+  reconfigure(next: Pick<DispatcherOptions, 'receivers' | 'tls' | 'deadlineMs' | 'maxQueue' | 'baseDelayMs' | 'maxDelayMs'>): void {
+    this.opts = { ...this.opts, ...next };
+    const names = new Set(next.receivers.map((r) => r.name));
+    for (const [name, lane] of this.lanes) {
+      if (names.has(name)) continue;
+      this.lanes.delete(name);
+      if (lane.queue.length > 0 || lane.inFlight.size > 0) this.retired.add(lane);
+    }
+    for (const r of next.receivers) {
+      const lane = this.lanes.get(r.name);
+      const renderer = rendererFor(r, this.opts.links, this.opts.now);
+      if (lane) Object.assign(lane, { receiver: r, renderer });
+      else this.lanes.set(r.name, { receiver: r, renderer, queue: [], inFlight: new Set() });
+    }
+  }
+
+  /** Every lane with work: the configured receivers' and the removed ones still delivering. */
+  private allLanes(): Lane[] {
+    return [...this.lanes.values(), ...this.retired];
   }
 
   /** Names of the configured receivers. */
@@ -145,6 +173,7 @@ export class Dispatcher {
         lane.inFlight.delete(n.alert.fingerprint);
         this.running.delete(p);
         this.pump(lane);
+        if (lane.queue.length === 0 && lane.inFlight.size === 0) this.retired.delete(lane);
         this.checkIdle();
       });
       this.running.add(p);
@@ -204,7 +233,8 @@ export class Dispatcher {
   suspend(): void {
     this.abort.abort();
     this.abort = new AbortController();
-    for (const lane of this.lanes.values()) lane.queue.length = 0;
+    for (const lane of this.allLanes()) lane.queue.length = 0;
+    this.retired.clear();
     // Nothing here is this replica's any more: what a later leadership resumes from the outbox is sent afresh.
     this.owned.clear();
     this.checkIdle();
@@ -220,7 +250,7 @@ export class Dispatcher {
 
   private checkIdle(): void {
     if (this.running.size > 0) return;
-    for (const lane of this.lanes.values()) if (lane.queue.length > 0) return;
+    for (const lane of this.allLanes()) if (lane.queue.length > 0) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const w of waiters) w();
@@ -239,7 +269,8 @@ export class Dispatcher {
     this.stopped = true;
     this.abort.abort();
     await Promise.allSettled([...this.running]);
-    for (const lane of this.lanes.values()) lane.queue.length = 0;
+    for (const lane of this.allLanes()) lane.queue.length = 0;
+    this.retired.clear();
     this.owned.clear();
     this.checkIdle();
   }

@@ -23,7 +23,7 @@ export interface NotifyConfig {
 }
 
 export const RECEIVERS_SETTING: Setting = {
-  key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers),
+  key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers), reloadable: true,
   description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion (1.2 or 1.3, default 1.2), reloadInterval}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret. The tls files are read and checked at start (a file that cannot be used stops hookwatch, naming the setting) and read again every tls.reloadInterval (default 30s): a rotated CA, client certificate or key is used for the next notification without a restart, and a new set that cannot be used is logged once and the files in use kept.',
 };
 
@@ -43,19 +43,19 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
   },
   ...clientTlsSettings('alerting.otlp.tls', 'HOOKWATCH_ALERT_OTLP_TLS', 'the alert event endpoint', 'alerting.otlp.endpoint'),
   {
-    key: 'alerting.delivery.deadline', env: 'HOOKWATCH_ALERT_DELIVERY_DEADLINE', type: 'duration', default: 600_000, min: 1000, max: DAY,
+    key: 'alerting.delivery.deadline', env: 'HOOKWATCH_ALERT_DELIVERY_DEADLINE', type: 'duration', default: 600_000, min: 1000, max: DAY, reloadable: true,
     description: 'How long a notification is retried (exponential backoff with full jitter, Retry-After honoured) before it is recorded as failed.',
   },
   {
-    key: 'alerting.delivery.initialBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF', type: 'duration', default: 500, min: 1, max: 600_000,
+    key: 'alerting.delivery.initialBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF', type: 'duration', default: 500, min: 1, max: 600_000, reloadable: true,
     description: 'Backoff ceiling of the first retry; it doubles per attempt up to alerting.delivery.maxBackoff (the wait is random below it).',
   },
   {
-    key: 'alerting.delivery.maxBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
+    key: 'alerting.delivery.maxBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF', type: 'duration', default: 30_000, min: 1, max: 3_600_000, reloadable: true,
     description: 'Largest backoff ceiling between delivery attempts.',
   },
   {
-    key: 'alerting.delivery.maxQueue', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_QUEUE', type: 'int', default: 1000, min: 1, max: 1_000_000,
+    key: 'alerting.delivery.maxQueue', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_QUEUE', type: 'int', default: 1000, min: 1, max: 1_000_000, reloadable: true,
     description: 'Notifications waiting per receiver; more are recorded as failed (and logged) instead of growing memory.',
   },
 ];

@@ -1,0 +1,99 @@
+/**
+ * `kill -HUP` on a real `hookwatch serve` process: the rewritten file's rule and receiver take over without a
+ * restart, an invalid file is logged (without its secrets) and the running configuration kept, and the process
+ * keeps running throughout.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
+import { intoLogEntries, waitForStarted } from '../../test/support/started.ts';
+
+const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function summary(s: WebhookSink): string[] {
+  return s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['alertname']}`);
+}
+
+describe('SIGHUP', () => {
+  it('reloads the file: the new rule notifies the new receiver; an invalid file is refused and the process runs on', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-sighup-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const before = new WebhookSink();
+    const after = new WebhookSink();
+    await before.start();
+    await after.start();
+    cleanups.push(() => before.close(), () => after.close());
+    const file = join(dir, 'hookwatch.yaml');
+    const rules = '    - { kind: persisted, window: 1h }\n';
+    writeFileSync(file, `alerting:\n  evaluationInterval: 100ms\n  repeatInterval: 1h\n  rules:\n${rules}  receivers:\n    - { name: ops, url: "${before.url}/hook" }\n`);
+    const child = spawn(process.execPath, [MAIN, 'serve'], {
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        HOOKWATCH_CONFIG: file,
+        HOOKWATCH_DB: join(dir, 'h.db'),
+        HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+        HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+        HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+        HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    });
+    const logs: Record<string, unknown>[] = [];
+    const started = await waitForStarted(child, 30_000, intoLogEntries(logs));
+    const res = await fetch(`${started.otlpHttp}/v1/logs`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 'a' }]),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    await before.waitFor(1, 10_000);
+
+    // An invalid file: one error naming the problem, never the secrets in it; the process keeps running.
+    writeFileSync(file, `alerting:\n  rules:\n    - { kind: persisted, window: 1h, threshold: 0.5 }\n  receivers:\n    - { name: oncall, url: "${after.url}/sighup-secret-path-token", bearerToken: "sighup-secret-bearer" }\n`);
+    child.kill('SIGHUP');
+    await until(() => logs.some((l) => l['msg'] === 'configuration reload failed; the running configuration is kept'));
+    const failed = logs.filter((l) => l['level'] === 'error');
+    expect(failed).toHaveLength(1);
+    expect(String(failed[0]?.['problem'])).toContain('alerting.rules[0].threshold');
+    expect(child.exitCode).toBeNull();
+
+    writeFileSync(file, `alerting:\n  evaluationInterval: 100ms\n  repeatInterval: 1h\n  rules:\n${rules}    - { kind: persisted, name: persisted_too, window: 1h }\n  receivers:\n    - { name: oncall, url: "${after.url}/sighup-secret-path-token", bearerToken: "sighup-secret-bearer" }\n`);
+    child.kill('SIGHUP');
+    await after.waitFor(1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(summary(after)).toEqual(['firing persisted_too']);
+    expect(after.requests[0]?.headers['authorization']).toBe('Bearer sighup-secret-bearer');
+    expect(summary(before)).toEqual(['firing persisted']);
+    expect(logs.some((l) => l['msg'] === 'configuration reloaded')).toBe(true);
+    expect(child.exitCode).toBeNull();
+    // Neither the refused file's secrets (never registered with the log's scrubber) nor the new receiver's are in any line.
+    expect(JSON.stringify(logs)).not.toContain('sighup-secret');
+
+    child.kill('SIGTERM');
+    await exited;
+    expect(child.exitCode).toBe(0);
+  });
+});

@@ -1,0 +1,190 @@
+/**
+ * Reloading the configuration of a running hookwatch through POST /-/reload: a real service started from a real
+ * file, the file rewritten, and the next evaluation and notification checked on real webhook receivers.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, toConfig } from './config/index.ts';
+import { startService, type RunningService } from './service.ts';
+import type { AlertmanagerWebhookBody } from './notify/alertmanager.ts';
+import { otlpHookBody, WebhookSink } from '../test/support/alerting.ts';
+import { recordingLogger, type Logged } from '../test/support/recording-logger.ts';
+import { parseExposition, sampleValue } from '../test/support/prometheus-text.ts';
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+interface Reloadable {
+  service: RunningService;
+  file: string;
+  lines: Logged[];
+}
+
+/** hookwatch started from `yaml` in a file, as `hookwatch serve` starts it, with every later load reading the file again. */
+async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}): Promise<Reloadable> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-reload-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'hookwatch.yaml');
+  writeFileSync(file, yaml);
+  const env = {
+    HOOKWATCH_CONFIG: file,
+    HOOKWATCH_DB: join(dir, 'h.db'),
+    HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+    HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+    HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+    HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
+    ...extraEnv,
+  };
+  const loaded = loadConfig({ env });
+  const { logger, lines } = recordingLogger();
+  const service = await startService(toConfig(loaded), {
+    logger,
+    configSource: {
+      loaded,
+      load: () => {
+        const next = loadConfig({ env });
+        return { loaded: next, config: toConfig(next) };
+      },
+    },
+  });
+  cleanups.push(() => service.stop());
+  return { service, file, lines };
+}
+
+async function sink(): Promise<WebhookSink> {
+  const s = new WebhookSink();
+  await s.start();
+  cleanups.push(() => s.close());
+  return s;
+}
+
+/** A persisted output of SessionStart:startup, now. */
+async function persistedOutput(service: RunningService, sessionId: string): Promise<void> {
+  const res = await fetch(`${service.otlpHttpUrl}/v1/logs`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId }]),
+  });
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+}
+
+async function reload(service: RunningService, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${service.httpUrl}/-/reload`, { method: 'POST', headers });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+function summary(s: WebhookSink): string[] {
+  return s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['alertname']}`);
+}
+
+const settle = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function reloadMetrics(service: RunningService): Promise<{ successful: number | undefined; at: number | undefined }> {
+  const text = await (await fetch(`${service.httpUrl}/metrics`)).text();
+  const families = parseExposition(text);
+  return { successful: sampleValue(families, 'hookwatch_config_last_reload_successful'), at: sampleValue(families, 'hookwatch_config_last_reload_success_timestamp_seconds') };
+}
+
+describe('POST /-/reload', () => {
+  it('evaluates the new rules and notifies the new receivers; a firing alert of an unchanged rule is not notified again', { timeout: 30_000 }, async () => {
+    const before = await sink();
+    const after = await sink();
+    const rules = '    - { kind: persisted, window: 1h }\n';
+    const { service, file } = await startFromFile(`alerting:\n  evaluationInterval: 100ms\n  repeatInterval: 1h\n  rules:\n${rules}  receivers:\n    - { name: ops, url: "${before.url}/hook" }\n`);
+    await persistedOutput(service, 'a');
+    await before.waitFor(1, 10_000);
+    expect(summary(before)).toEqual(['firing persisted']);
+
+    writeFileSync(file, `alerting:\n  evaluationInterval: 100ms\n  repeatInterval: 1h\n  rules:\n${rules}    - { kind: persisted, name: persisted_too, window: 1h }\n  receivers:\n    - { name: oncall, url: "${after.url}/hook" }\n`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+
+    // The new rule fires at the next evaluation, on what is already stored, and goes to the new receiver only.
+    await after.waitFor(1, 10_000);
+    // Several evaluations later: the alert of the unchanged rule kept its state, and was not notified again.
+    await settle(1000);
+    expect(summary(after)).toEqual(['firing persisted_too']);
+    expect(summary(before)).toEqual(['firing persisted']);
+    const firing = (await (await fetch(`${service.httpUrl}/api/v1/alerts?state=firing`)).json()) as { alerts: { rule: string }[]; receivers: string[] };
+    expect(firing.alerts.map((a) => a.rule).sort()).toEqual(['persisted', 'persisted_too']);
+    expect(firing.receivers).toEqual(['oncall']);
+  });
+
+  it('resolves the alerts of a rule the new file removed', { timeout: 30_000 }, async () => {
+    const ops = await sink();
+    const receivers = `  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`;
+    const { service, file } = await startFromFile(`alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n${receivers}`);
+    await persistedOutput(service, 'a');
+    await ops.waitFor(1, 10_000);
+    writeFileSync(file, `alerting:\n  evaluationInterval: 100ms\n  rules: []\n${receivers}`);
+    expect((await reload(service)).status).toBe(200);
+    await ops.waitFor(2, 10_000);
+    expect(summary(ops)).toEqual(['firing persisted', 'resolved persisted']);
+  });
+
+  it('refuses an invalid file with 400 naming the problem, keeps the running configuration, and never shows a secret', { timeout: 30_000 }, async () => {
+    const ops = await sink();
+    const { service, file, lines } = await startFromFile(`alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);
+    const secretUrl = 'https://hooks.slack.example/services/T000/B000/reload-secret-url-token';
+    writeFileSync(file, `alerting:\n  rules:\n    - { kind: persisted, window: 1h }\n  receivers:\n    - { name: chat, type: slack, url: "${secretUrl}", signingSecret: "reload-secret-signing-value" }\n`);
+    const refused = await reload(service);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ error: { code: 'invalid_config', message: expect.stringContaining('alerting.receivers[0].signingSecret') as string } });
+    const errors = lines.filter((l) => l.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.msg).toContain('alerting.receivers[0].signingSecret');
+    for (const text of [JSON.stringify(refused.body), ...lines.map((l) => l.msg)]) {
+      expect(text).not.toContain('reload-secret');
+      expect(text).not.toContain('T000/B000');
+    }
+    expect((await reloadMetrics(service)).successful).toBe(0);
+
+    // Still the running rules and receiver: the alert goes to ops.
+    await persistedOutput(service, 'a');
+    await ops.waitFor(1, 10_000);
+    expect(summary(ops)).toEqual(['firing persisted']);
+
+    // A file that is not YAML at all is refused the same way.
+    writeFileSync(file, 'alerting: [unclosed\n');
+    const notYaml = await reload(service);
+    expect(notYaml.status).toBe(400);
+    expect((notYaml.body['error'] as { message: string }).message).toMatch(/not valid YAML/);
+
+    // Fixed: reloaded, and the metrics say so.
+    const startedAt = (await reloadMetrics(service)).at as number;
+    writeFileSync(file, `alerting:\n  rules: []\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);
+    expect((await reload(service)).status).toBe(200);
+    const now = await reloadMetrics(service);
+    expect(now.successful).toBe(1);
+    expect(now.at).toBeGreaterThanOrEqual(startedAt);
+  });
+
+  it('applies what it can and names the changed settings that need a restart', { timeout: 30_000 }, async () => {
+    const ops = await sink();
+    const { service, file, lines } = await startFromFile(`retention:\n  events: 30d\nalerting:\n  rules: []\n`);
+    writeFileSync(file, `retention:\n  events: 10d\nhttp:\n  maxPendingQueries: 7\nalerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: ['http.maxPendingQueries', 'retention.events'] } });
+    expect(lines.filter((l) => l.level === 'warn' && l.msg.includes('restart')).map((l) => l.msg)).toEqual([expect.stringContaining('["http.maxPendingQueries","retention.events"]')]);
+    await persistedOutput(service, 'a');
+    await ops.waitFor(1, 10_000);
+    expect(summary(ops)).toEqual(['firing persisted']);
+  });
+
+  it('answers 405 to GET, and sits behind authentication and the cross-site write refusal', { timeout: 30_000 }, async () => {
+    const token = 'reload-bearer-token-0123456789abcdef';
+    const { service, file, lines } = await startFromFile('alerting:\n  rules: []\n', { HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token });
+    const auth = { authorization: `Bearer ${token}` };
+    const get = await fetch(`${service.httpUrl}/-/reload`, { headers: auth });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    await get.arrayBuffer();
+    writeFileSync(file, 'alerting:\n  rules:\n    - { kind: persisted }\n');
+    expect((await reload(service)).status).toBe(401);
+    expect((await reload(service, { ...auth, origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect(lines.some((l) => l.msg.startsWith('configuration reload'))).toBe(false);
+    expect(await reload(service, auth)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+  });
+});

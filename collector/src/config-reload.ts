@@ -1,0 +1,102 @@
+/**
+ * Reloading the configuration of a running hookwatch, as Prometheus and Alertmanager do (SIGHUP, POST /-/reload):
+ * the file, environment and flags are read again exactly as at start and checked whole first. An invalid
+ * configuration changes nothing: the running one is kept, one error names the problem, and the reload reports it.
+ * A valid one is applied at once to what can change while running, the alerting rules, receivers, intervals and
+ * delivery settings (the settings marked reloadable); every other setting that changed (listen addresses, the
+ * database, TLS files, ...) is named as needing a restart, and keeps its running value until then.
+ */
+import { ConfigError, restartRequired, type HookwatchConfig } from './config/index.ts';
+import type { LoadedConfig } from './config/load.ts';
+import type { Alerting } from './alerting/index.ts';
+import { dimensionNames } from './pipeline/settings.ts';
+import type { Logger } from './telemetry/logger.ts';
+import type { MetricsRegistry } from './telemetry/metrics.ts';
+
+/** Where the service's configuration came from, to read it again. */
+export interface ConfigSource {
+  /** The settings the service started with, as loaded. */
+  loaded: LoadedConfig;
+  /** Reads the file, environment and flags again, as at start; throws ConfigError naming the problem. */
+  load(): { loaded: LoadedConfig; config: HookwatchConfig };
+}
+
+/** What a reload applied. */
+export interface ReloadResult {
+  /** Settings that changed but keep their running value until the next restart (names only). */
+  restartRequired: string[];
+}
+
+/** No source to read again: the service was started from a configuration built in code. */
+export class ReloadUnavailableError extends Error {
+  override name = 'ReloadUnavailableError';
+}
+
+export interface ConfigReloaderOptions {
+  source: ConfigSource | undefined;
+  /** The configuration the service started with. */
+  running: HookwatchConfig;
+  alerting: Pick<Alerting, 'reconfigure'>;
+  logger: Logger;
+  metrics: MetricsRegistry;
+  now: () => number;
+}
+
+export class ConfigReloader {
+  private readonly opts: ConfigReloaderOptions;
+  private chain: Promise<unknown> = Promise.resolve();
+  private readonly successful;
+  private readonly successAt;
+
+  constructor(opts: ConfigReloaderOptions) {
+    this.opts = opts;
+    // As Prometheus: the configuration loaded at start counts as the first successful load.
+    this.successful = opts.metrics.gauge({ name: 'hookwatch_config_last_reload_successful', help: 'Whether the last configuration reload attempt was successful (1) or not (0); 1 at start.' });
+    this.successAt = opts.metrics.gauge({ name: 'hookwatch_config_last_reload_success_timestamp_seconds', help: 'Time of the last successful configuration load (the start, or a reload), in seconds since the epoch.' });
+    this.successful.set(1);
+    this.successAt.set(opts.now() / 1000);
+  }
+
+  /**
+   * Reads the configuration again and applies it (one reload at a time). Rejects with ConfigError when it is
+   * invalid (nothing changed), or ReloadUnavailableError when there is nothing to read again.
+   */
+  reload(): Promise<ReloadResult> {
+    const run = this.chain.then(() => this.reloadOnce());
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
+  private async reloadOnce(): Promise<ReloadResult> {
+    const { source, logger } = this.opts;
+    if (!source) throw new ReloadUnavailableError('this hookwatch was not started from a configuration file, environment and flags it can read again');
+    let result: ReloadResult;
+    try {
+      const next = source.load();
+      const restart = restartRequired(source.loaded, next.loaded);
+      if (restart.includes('dimensions')) this.checkRuleDimensions(next.config);
+      await this.opts.alerting.reconfigure(next.config.alerting);
+      result = { restartRequired: restart };
+    } catch (err) {
+      this.successful.set(0);
+      // A ConfigError names the setting and never its secret value; anything else is logged as an error.
+      logger.error('configuration reload failed; the running configuration is kept', err instanceof ConfigError ? { problem: err.message } : { err });
+      throw err;
+    }
+    this.successful.set(1);
+    this.successAt.set(this.opts.now() / 1000);
+    if (result.restartRequired.length > 0) logger.warn('configuration reloaded; these changed settings keep their running value until hookwatch restarts', { settings: result.restartRequired });
+    else logger.info('configuration reloaded');
+    return result;
+  }
+
+  /** A rule grouping by a dimension the running ingest does not record (dimensions takes a restart) is refused. */
+  private checkRuleDimensions(next: HookwatchConfig): void {
+    const recorded = dimensionNames(this.opts.running.dimensions);
+    next.alerting.rules.forEach((rule, i) => {
+      if (rule.groupBy !== null && !recorded.includes(rule.groupBy)) {
+        throw new ConfigError(`alerting.rules[${i}].groupBy: dimension ${JSON.stringify(rule.groupBy)} is not recorded until hookwatch restarts with the new dimensions`);
+      }
+    });
+  }
+}
