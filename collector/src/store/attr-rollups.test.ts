@@ -240,7 +240,7 @@ describe('rollup per attribute set: PostgreSQL', () => {
       rows: async () => Number((await sql<{ n: string }>(`SELECT COUNT(*)::text AS n FROM ${ATTR_ROLLUP_TABLE}`))[0]?.n),
       downgrade: async () => {
         // Back to the version before the rollup: its table gone, and the events indexes of that version back.
-        const version = PG_MIGRATIONS.findIndex((m) => m.includes(ATTR_ROLLUP_TABLE)) + 1;
+        const version = PG_MIGRATIONS.findIndex((m) => typeof m === 'string' && m.includes(ATTR_ROLLUP_TABLE)) + 1;
         await sql(`DROP TABLE ${ATTR_ROLLUP_TABLE}; DELETE FROM schema_migrations WHERE version >= ${version};
           ${previousDimTables('BIGINT', '')}
           ${PG_UNDO_LATER_MIGRATIONS}

@@ -72,7 +72,7 @@ function previousDimSql(int: string, tableOptions: string, rekeyVersion: number)
     DELETE FROM schema_migrations WHERE version >= ${rekeyVersion};`;
 }
 /** The version of each backend's migration to today's key (the one that folds the tables into `_next` ones). */
-const rekeyVersion = (migrations: readonly string[]): number => migrations.findIndex((m) => m.includes('rollup_dim_1h_next')) + 1;
+const rekeyVersion = (migrations: readonly unknown[]): number => migrations.findIndex((m) => typeof m === 'string' && m.includes('rollup_dim_1h_next')) + 1;
 const SQLITE_REKEY_VERSION = rekeyVersion(SQLITE_MIGRATIONS);
 const PG_REKEY_VERSION = rekeyVersion(PG_MIGRATIONS);
 const OLD_COLUMNS = ['hook_id', 'dim', 'bucket', 'value', 'service_name', 'service_version', ...COUNTER_COLUMNS];

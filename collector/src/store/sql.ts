@@ -489,9 +489,26 @@ export function arrivalTimeDdl(int: string): string {
  * events with a reported persisted output are all classified over: the index loses none of its rows.
  */
 export function overArrivalDdl(): string {
-  return `CREATE INDEX events_over_arrival ON events (received_ms) WHERE status = ${STATUS_CODES.over};
+  return `${eventIndexDdl(OVER_ARRIVAL_INDEX)}
   DROP INDEX events_persisted_arrival;`;
 }
+
+/** An index of the events table: its name and what follows `ON events` (method, columns, options, predicate). */
+export interface EventIndex {
+  name: string;
+  def: string;
+}
+
+/** The statement that creates an index of the events table, in one go. */
+export function eventIndexDdl(ix: EventIndex): string {
+  return `CREATE INDEX ${ix.name} ON events ${ix.def};`;
+}
+
+/** The arrival index of the events classified over the cap (overArrivalDdl). */
+export const OVER_ARRIVAL_INDEX: EventIndex = { name: 'events_over_arrival', def: `(received_ms) WHERE status = ${STATUS_CODES.over}` };
+
+/** The arrival index of every event with a receive time (arrivalIndexDdl). */
+export const ARRIVAL_INDEX: EventIndex = { name: 'events_arrival', def: '(received_ms) WHERE received_ms IS NOT NULL' };
 
 /**
  * Migration of every relational backend: an arrival index of every event with a receive time, those over the cap
@@ -501,7 +518,7 @@ export function overArrivalDdl(): string {
  * counted under an overflow hook, most of the window's arrivals when the store is at store.maxHooks.
  */
 export function arrivalIndexDdl(): string {
-  return 'CREATE INDEX events_arrival ON events (received_ms) WHERE received_ms IS NOT NULL;';
+  return eventIndexDdl(ARRIVAL_INDEX);
 }
 
 /** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
@@ -591,8 +608,11 @@ export const LATE_ARRIVAL_MS = 300_000;
  * LATE_ARRIVAL_MS of arrivals, not every event an overflow hook took in the rule's window.
  */
 export function lateArrivalIndexDdl(): string {
-  return `CREATE INDEX events_late_arrival ON events (received_ms) WHERE received_ms > time_ms + ${LATE_ARRIVAL_MS};`;
+  return eventIndexDdl(LATE_ARRIVAL_INDEX);
 }
+
+/** The index of the events that arrived late (lateArrivalIndexDdl). */
+export const LATE_ARRIVAL_INDEX: EventIndex = { name: 'events_late_arrival', def: `(received_ms) WHERE received_ms > time_ms + ${LATE_ARRIVAL_MS}` };
 
 /**
  * Every event with a receive time (over the cap, or stored under an overflow hook: eventValues) per hook that

@@ -18,12 +18,13 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
+import { buildEventsIndex, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
@@ -62,7 +63,7 @@ export interface PostgresStoreOptions {
 export const BOUNDS_REFRESH_MS = 5_000;
 
 /** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
-const MIGRATION_LOCK_KEY = 0x686f6f6b77;
+export const MIGRATION_LOCK_KEY = 0x686f6f6b77;
 /** Advisory lock key that serialises creating event partitions across replicas. */
 const PARTITION_LOCK_KEY = 0x686f6f6b78;
 
@@ -170,8 +171,12 @@ function narrowIntegersDdl(): string {
   ].join('\n');
 }
 
-/** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
-export const MIGRATIONS: readonly string[] = [
+/**
+ * Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. An index over the events is added as a
+ * `build` (migrate.ts): built partition by partition while other replicas go on writing, never in a transaction
+ * that holds writes to the events for the whole build.
+ */
+export const MIGRATIONS: readonly Migration[] = [
   `${coreSchemaDdl({ int: 'BIGINT', flag: 'SMALLINT', id: 'BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY', json: 'JSONB', rollupTableOptions: '' })}
   CREATE TABLE leader_lease (
     name TEXT PRIMARY KEY,
@@ -244,20 +249,31 @@ export const MIGRATIONS: readonly string[] = [
   `${dimRollupRekeyDdl(NARROWED_COUNTER_COLUMNS, rollupAggregates(), 'BIGINT', '', true)}
   DELETE FROM store_meta WHERE key IN (${Object.values(DIM_ROLLUP_TABLES).map((t) => `'${PACKED_SHARE}${t}_pkey'`).join(', ')});`,
   // 14: the BRIN on time_ms with ranges of BRIN_PAGES_PER_RANGE pages, built again on every partition (a BRIN
-  // build reads the heap once: seconds at 10 M events).
-  `DROP INDEX events_time;
-  CREATE INDEX events_time ON events USING brin (time_ms) WITH (pages_per_range = ${BRIN_PAGES_PER_RANGE}, autosummarize = on);`,
+  // build reads the heap once: seconds at 10 M events). The one of 32 pages a range is put aside under another
+  // name (only while it has 32, so a build run again after the rename keeps the new one) and dropped once the new
+  // one is built.
+  {
+    build: {
+      index: { name: 'events_time', def: `USING brin (time_ms) WITH (pages_per_range = ${BRIN_PAGES_PER_RANGE}, autosummarize = on)` },
+      before: `DO $$ BEGIN
+        IF EXISTS (SELECT 1 FROM pg_class WHERE relname = 'events_time' AND relnamespace = current_schema()::regnamespace AND reloptions @> ARRAY['pages_per_range=32']) THEN
+          ALTER INDEX events_time RENAME TO events_time_32;
+        END IF;
+      END $$;`,
+      after: 'DROP INDEX IF EXISTS events_time_32;',
+    },
+  },
   // 15: each attribute set's earliest event time, so a filter over an old stretch finds the few sets live in it.
   attrFirstMsDdl('BIGINT'),
   // 16: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl),
   // built on every partition before the one it replaces is dropped.
-  overArrivalDdl(),
+  { build: { index: OVER_ARRIVAL_INDEX, after: 'DROP INDEX IF EXISTS events_persisted_arrival;' } },
   // 17: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
   // arrivalIndexDdl), built on every partition beside the index of the events over the cap.
-  arrivalIndexDdl(),
+  { build: { index: ARRIVAL_INDEX } },
   // 18: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), built on every partition, so the
   // hook_limit alert's late arrivals read those and a few minutes of arrivals, not every event folded in its window.
-  lateArrivalIndexDdl(),
+  { build: { index: LATE_ARRIVAL_INDEX } },
 ];
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
@@ -466,26 +482,35 @@ export class PostgresStore implements Store {
   }
 
   private async migrate(): Promise<void> {
-    const current = await inTransaction(this.pool, async (client) => {
-      // A migration may rewrite a table (12 rewrites the events), which takes longer than any ingest statement may:
-      // no statement timeout for this transaction, nor for a replica waiting on its lock meanwhile.
-      await client.query('SET LOCAL statement_timeout = 0');
-      // Held until COMMIT: a second replica starting now waits here, then finds every migration applied.
-      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    // Held until the end: a second replica starting now waits, then finds every migration applied. Each version is
+    // recorded as it is applied, so a replica that dies halfway leaves the next one the versions after it.
+    const current = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
       await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
       const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
       const from = r.rows[0]?.v ?? 0;
       if (from > MIGRATIONS.length) {
         throw new Error(`the database schema is version ${from}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
       }
+      if (from < MIGRATIONS.length) this.logger?.info('postgres schema migrating', { from, to: MIGRATIONS.length });
+      const record = 'INSERT INTO schema_migrations (version) VALUES ($1)';
       for (let v = from; v < MIGRATIONS.length; v++) {
-        await client.query(MIGRATIONS[v] as string);
-        await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [v + 1]);
+        const m = MIGRATIONS[v] as Migration;
+        if (typeof m === 'string') {
+          await inMigrationTransaction(client, async () => {
+            await client.query(m);
+            await client.query(record, [v + 1]);
+          });
+        } else {
+          await buildEventsIndex(client, m.build, this.logger);
+          await client.query(record, [v + 1]);
+        }
       }
-      await this.syncDimensions(client);
-      await this.syncAttrIndexes(client);
+      await inMigrationTransaction(client, async () => {
+        await this.syncDimensions(client);
+        await this.syncAttrIndexes(client);
+      });
       return from;
-    }, this.onLost);
+    });
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;

@@ -1,0 +1,161 @@
+/**
+ * How the PostgreSQL schema is migrated while other replicas keep ingesting. One replica at a time migrates,
+ * holding a session advisory lock on a connection of its own; each versioned migration is either one transaction
+ * (DDL that changes what rows look like) or an index of the events built without holding writes: the index is made
+ * on the partitioned table alone (ON ONLY, invalid, no rows read), each partition's index is built with CREATE INDEX
+ * CONCURRENTLY and attached, and the parent index becomes valid once every partition has its own, PostgreSQL's
+ * documented way for a partitioned table. Every step can run again after the process died halfway: a build cut
+ * short leaves an invalid index, which is dropped and built again.
+ */
+import type pg from 'pg';
+import type { Logger } from '../../telemetry/logger.ts';
+import { quoteIdent, type EventIndex } from '../sql.ts';
+
+/**
+ * An index of the events built partition by partition without holding writes. `before` and `after`: short
+ * statements run first and once every partition has its index (putting aside, or dropping, the index it
+ * replaces); each must be idempotent (IF EXISTS), as the whole build may run again.
+ */
+export interface EventsIndexBuild {
+  index: EventIndex;
+  before?: string;
+  after?: string;
+}
+
+/** A versioned migration: SQL applied in one transaction, or an index of the events built concurrently. */
+export type Migration = string | { build: EventsIndexBuild };
+
+/**
+ * How long a short step (creating the empty parent index, attaching a partition's index, dropping or renaming an
+ * index) waits for its lock before giving up and trying again: while it waits, writes to the events queue behind
+ * it, so it never waits long; a long dashboard read or a stuck write then holds up the migration, not ingest.
+ */
+export const MIGRATION_STEP_LOCK_TIMEOUT_MS = 1000;
+/** Attempts of a short step, and of one partition's build (a deadlock with another index build is retried). */
+const STEP_ATTEMPTS = 60;
+/** How often a replica waiting for another one's migration asks for the lock again. */
+const LOCK_POLL_MS = 500;
+
+/** SQLSTATEs after which a step is tried again: lock_not_available (lock_timeout), deadlock_detected. */
+const RETRY_STEP = new Set(['55P03', '40P01']);
+/** SQLSTATE of a relation that went away meanwhile (retention dropped a day's partition). */
+const UNDEFINED_TABLE = '42P01';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const codeOf = (err: unknown): string => (err as { code?: string }).code ?? '';
+
+/**
+ * Runs fn on a connection of its own holding the migration lock (a session advisory lock). The lock is asked for
+ * with pg_try_advisory_lock every LOCK_POLL_MS, never waited on in a statement: a statement waiting on the lock
+ * holds a snapshot, which the holder's CREATE INDEX CONCURRENTLY would wait for in turn. The connection is closed
+ * afterwards, which releases the lock (a process that dies releases it with its connection).
+ */
+export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logger: Logger | undefined, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  // A lost connection rejects the query in flight; this only keeps the process alive.
+  const onError = (): void => {};
+  client.on('error', onError);
+  try {
+    // A migration may rewrite a table or build an index over every event: longer than any ingest statement may.
+    await client.query('SET statement_timeout = 0');
+    let waiting = false;
+    for (;;) {
+      const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [lockKey]);
+      if (r.rows[0]?.ok) break;
+      if (!waiting) logger?.info('waiting for another replica to finish migrating the schema');
+      waiting = true;
+      await sleep(LOCK_POLL_MS);
+    }
+    return await fn(client);
+  } finally {
+    // Closed, not handed back: it holds the lock and session settings no other query should run with.
+    client.release(true);
+  }
+}
+
+/** Runs a short DDL statement with MIGRATION_STEP_LOCK_TIMEOUT_MS, again while its lock is not granted in time. */
+async function shortStep(client: pg.PoolClient, sql: string, logger: Logger | undefined): Promise<void> {
+  await client.query(`SET lock_timeout = ${MIGRATION_STEP_LOCK_TIMEOUT_MS}`);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.query(sql);
+        return;
+      } catch (err) {
+        if (!RETRY_STEP.has(codeOf(err)) || attempt >= STEP_ATTEMPTS) throw err;
+        logger?.info('schema migration step waiting for a lock; trying again', { attempt });
+        await sleep(Math.min(100 * attempt, 2000));
+      }
+    }
+  } finally {
+    await client.query('SET lock_timeout = 0');
+  }
+}
+
+/** The name of a partition's part of an events index: the partition's name and the index's after `events_`. */
+export function partIndexName(partition: string, index: string): string {
+  return `${partition}_${index.replace(/^events_/, '')}`;
+}
+
+/**
+ * Builds an events index without holding writes (see the top of this file). Ingest on other replicas goes on:
+ * a partition's build takes a lock that writes do not wait for, and the short steps wait at most
+ * MIGRATION_STEP_LOCK_TIMEOUT_MS at a time. A partition made meanwhile (ingest, retention) gets its part of the
+ * index from PostgreSQL as it is created; one dropped meanwhile is skipped.
+ */
+export async function buildEventsIndex(client: pg.PoolClient, build: EventsIndexBuild, logger: Logger | undefined): Promise<void> {
+  const { name, def } = build.index;
+  if (build.before) await shortStep(client, build.before, logger);
+  await shortStep(client, `CREATE INDEX IF NOT EXISTS ${name} ON ONLY events ${def}`, logger);
+  for (let round = 1; ; round++) {
+    // The partitions without a part of the index attached to it.
+    const missing = await client.query<{ part: string }>(
+      `SELECT c.relname AS part FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = 'events'::regclass AND NOT EXISTS (
+         SELECT 1 FROM pg_inherits j JOIN pg_index x ON x.indexrelid = j.inhrelid WHERE j.inhparent = $1::regclass AND x.indrelid = c.oid)
+       ORDER BY 1`,
+      [name],
+    );
+    if (missing.rows.length === 0) break;
+    if (round > STEP_ATTEMPTS) throw new Error(`the index ${name} still misses partitions after ${STEP_ATTEMPTS} rounds: ${missing.rows.map((r) => r.part).join(', ')}`);
+    for (const { part } of missing.rows) {
+      try {
+        await buildPart(client, part, build.index, logger);
+      } catch (err) {
+        // Retention dropped the day meanwhile, or the build met another one in a deadlock: the next round sees.
+        if (codeOf(err) !== UNDEFINED_TABLE && !RETRY_STEP.has(codeOf(err))) throw err;
+        logger?.info('schema migration index build of a partition to be tried again', { index: name, partition: part, code: codeOf(err) });
+      }
+    }
+  }
+  const valid = await client.query<{ valid: boolean }>('SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = $1::regclass', [name]);
+  if (!valid.rows[0]?.valid) throw new Error(`the index ${name} is not valid after every partition's part was attached`);
+  if (build.after) await shortStep(client, build.after, logger);
+}
+
+/** One partition's part of an index: an invalid one left by an interrupted build is dropped, then built and attached. */
+async function buildPart(client: pg.PoolClient, part: string, ix: EventIndex, logger: Logger | undefined): Promise<void> {
+  const child = partIndexName(part, ix.name);
+  const found = await client.query<{ valid: boolean }>(
+    `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+    [child],
+  );
+  if (found.rows[0] && !found.rows[0].valid) {
+    await client.query(`DROP INDEX CONCURRENTLY IF EXISTS ${quoteIdent(child)}`);
+    logger?.info('dropped an index left by an interrupted schema migration', { index: child });
+  }
+  if (!found.rows[0]?.valid) await client.query(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${quoteIdent(child)} ON ${quoteIdent(part)} ${ix.def}`);
+  await shortStep(client, `ALTER INDEX ${ix.name} ATTACH PARTITION ${quoteIdent(child)}`, logger);
+}
+
+/** Runs fn in a transaction on the migration's connection (closed afterwards, so a failed ROLLBACK leaves nothing). */
+export async function inMigrationTransaction(client: pg.PoolClient, fn: () => Promise<void>): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await fn();
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
