@@ -489,6 +489,8 @@ export class PostgresStore implements Store {
       const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
       const from = r.rows[0]?.v ?? 0;
       if (from > MIGRATIONS.length) {
+        // A replica of an older version (a restart mid-rollout, a rollback) writes nothing to a schema it does not know.
+        this.logger?.error('postgres schema newer than this hookwatch; not starting', { schemaVersion: from, knownVersion: MIGRATIONS.length });
         throw new Error(`the database schema is version ${from}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
       }
       if (from < MIGRATIONS.length) this.logger?.info('postgres schema migrating', { from, to: MIGRATIONS.length });

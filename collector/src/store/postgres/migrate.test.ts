@@ -153,4 +153,13 @@ describe('PostgreSQL schema migrations beside live ingest', () => {
     const invalid = await c.query<{ n: string }>('SELECT c.relname AS n FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid WHERE NOT x.indisvalid');
     expect(invalid.rows).toEqual([]);
   });
+
+  it('refuses a schema newer than it knows with a log line naming both versions', async () => {
+    const url = await t.server().createDatabase();
+    await (await PostgresStore.open({ url, poolSize: 1 })).close();
+    await queryOnce(url, 'INSERT INTO schema_migrations (version) VALUES ($1)', [MIGRATIONS.length + 1]);
+    const log = recordingLogger();
+    await expect(PostgresStore.open({ url, poolSize: 1, logger: log.logger })).rejects.toThrow(`the database schema is version ${MIGRATIONS.length + 1}, newer than this hookwatch (${MIGRATIONS.length})`);
+    expect(log.lines).toContainEqual({ level: 'error', msg: `postgres schema newer than this hookwatch; not starting {"schemaVersion":${MIGRATIONS.length + 1},"knownVersion":${MIGRATIONS.length}}` });
+  });
 });
