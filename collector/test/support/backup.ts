@@ -1,0 +1,119 @@
+/**
+ * What the backup tests of both stores share: `hookwatch backup` run as an operator runs it, a telemetry stream
+ * through the real OpenTelemetry exporter whose acknowledged events are always a prefix, and the views an
+ * operator reads to compare a restored store with its original.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import { getJson } from '../helpers.ts';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+export const run = promisify(execFile);
+
+export interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** `hookwatch backup ...` in a process of its own, as an operator (or kubectl exec) runs it. */
+export async function hookwatchBackup(args: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
+  const [file, argv] = shell === undefined ? [process.execPath, [MAIN, 'backup', ...args]] : ['/bin/sh', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, MAIN, 'backup', ...args]];
+  try {
+    const { stdout, stderr } = await run(file, argv, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000 });
+    return { status: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { status: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+/**
+ * A Claude Code session sending one batch at a time through the real exporter, each batch awaited: the events
+ * acknowledged are always the first `acked` of the stream, event i stamped `fromMs + i`.
+ */
+export class Stream {
+  acked = 0;
+  failures = 0;
+  private readonly results: number[] = [];
+  private readonly provider: LoggerProvider;
+  private readonly hookName: string;
+  private readonly fromMs: number;
+  private sent = 0;
+  private stopped = false;
+
+  constructor(otlpHttpUrl: string, hookName: string, fromMs: number) {
+    this.hookName = hookName;
+    this.fromMs = fromMs;
+    const inner = new OTLPLogExporter({ url: `${otlpHttpUrl}/v1/logs`, timeoutMillis: 20_000 });
+    const exporter: LogRecordExporter = {
+      export: (records: ReadableLogRecord[], done) => inner.export(records, (r) => {
+        this.results.push(r.code);
+        done(r);
+      }),
+      shutdown: () => inner.shutdown(),
+      forceFlush: () => inner.forceFlush(),
+    };
+    this.provider = new LoggerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
+      processors: [new BatchLogRecordProcessor({ exporter, maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 60_000 })],
+    });
+  }
+
+  /** Sends `batches` batches of `size`, or until stop(); resolves when the last one is answered. */
+  async send(batches: number, size: number): Promise<void> {
+    const logger = this.provider.getLogger('com.anthropic.claude_code.events', '2.1.332');
+    for (let b = 0; b < batches && !this.stopped; b++) {
+      for (let i = 0; i < size; i++) {
+        const n = this.sent++;
+        logger.emit({
+          body: 'claude_code.hook_execution_complete',
+          timestamp: new Date(this.fromMs + n),
+          attributes: {
+            'event.name': 'hook_execution_complete', 'event.timestamp': new Date(this.fromMs + n).toISOString(), 'event.sequence': String(n),
+            'session.id': `backup-${this.hookName}`, hook_event: this.hookName.split(':')[0] as string, hook_name: this.hookName,
+            num_hooks: '1', num_success: '1', num_blocking: '0', num_non_blocking_error: '0', num_cancelled: '0', total_duration_ms: '7',
+            stdout_chars: String(n % 5000), additional_context_chars: '0', system_message_chars: '0', initial_user_message_chars: '0', num_outputs_persisted: '0',
+          },
+        });
+      }
+      const before = this.results.length;
+      await this.provider.forceFlush();
+      // One export per batch; a refused one leaves the rest unacknowledged, as the stream stops counting.
+      if (this.results.length === before + 1 && this.results[before] === 0 && this.failures === 0) this.acked += size;
+      else this.failures++;
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  shutdown(): Promise<void> {
+    return this.provider.shutdown();
+  }
+}
+
+/** The views an operator reads, over `range`: every hook but `except`, its series, the alerts and the silences. */
+export async function views(base: string, range: string, except: string[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  const { body } = await getJson<{ hooks: { id: string; hookName: string }[] }>(base, `/api/v1/hooks?${range}`);
+  out['hooks'] = body.hooks.filter((h) => !except.includes(h.hookName));
+  for (const h of out['hooks'] as { id: string; hookName: string }[]) out[`series ${h.hookName}`] = (await getJson(base, `/api/v1/hooks/${h.id}/series?${range}&step=1h`)).body;
+  out['silences'] = (await getJson(base, '/api/v1/silences')).body;
+  const { alerts } = (await getJson<{ alerts: Record<string, unknown>[] }>(base, '/api/v1/alerts')).body;
+  out['alerts'] = alerts.map((a) => ({ id: a['id'], state: a['state'], labels: a['labels'], startsAt: a['startsAt'], silencedBy: a['silencedBy'] }));
+  return out;
+}
+
+/** A `persisted` rule evaluated often: the alerts the backup tests fire. */
+export const ALERTING = `alerting:
+  evaluationInterval: 100ms
+  rules:
+    - { kind: persisted, window: 1h }
+`;
