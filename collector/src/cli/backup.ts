@@ -19,7 +19,7 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
   const { to, ...settingFlags } = parsed.flags;
   if (to === undefined || to === '') throw new UsageError('backup needs --to <file>: where the copy goes');
   const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
-  if (isPostgresUrl(config.db)) throw new Error('db is a PostgreSQL URL: hookwatch backup copies a SQLite store; back PostgreSQL up with its own tools (pg_dump)');
+  if (isPostgresUrl(config.db)) throw new Error('db is a PostgreSQL URL: hookwatch backup copies a SQLite store; back PostgreSQL up with pg_dump and restore it with pg_restore, as docs/postgres.md says under "Backup and restore"');
   const db = config.db === ':memory:' || config.db === '' ? config.db : resolve(io.cwd, config.db);
   const result = await backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force') });
   const seconds = (result.durationMs / 1000).toFixed(result.durationMs < 10_000 ? 2 : 1);
