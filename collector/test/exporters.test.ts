@@ -72,14 +72,14 @@ describe('real OpenTelemetry exporters as clients', () => {
   for (const kind of ['json', 'protobuf'] as const) {
     for (const gzip of [false, true]) {
       it(`exporter-logs-otlp-${kind === 'json' ? 'http' : 'proto'}${gzip ? ' with gzip' : ''}`, async () => {
-        service = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'tok-123456' });
+        service = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'tok-1234567890abcd' });
         await emit(kind, gzip, [
           { hookName: 'SessionStart:startup', attrs: sized(2, 1, 12000, 12578) },
           { hookName: 'SessionStart:startup', attrs: sized(2, 0, 9000, 9100) },
           { hookName: 'UserPromptSubmit', attrs: sized(1, 0, 0, 100) },
           // A client older than 2.1.280: no size attributes at all.
           { hookName: 'Stop', attrs: { num_hooks: '1', num_success: '1' } },
-        ], { Authorization: 'Bearer tok-123456' });
+        ], { Authorization: 'Bearer tok-1234567890abcd' });
         const { body } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1h&to=now%2B1h');
         const by = new Map(body.hooks.map((h) => [h.hookName, h]));
         expect(by.get('SessionStart:startup')).toMatchObject({ executions: 2, outputsPersisted: 1, status: 'over', maxChars: { additionalContext: 12000, stdout: 12578 } });
@@ -97,7 +97,7 @@ describe('real OpenTelemetry exporters as clients', () => {
   }
 
   it('an exporter without the token is refused and stores nothing', async () => {
-    service = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'tok-123456' });
+    service = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'tok-1234567890abcd' });
     await emit('protobuf', false, [{ hookName: 'Stop', attrs: sized(1, 0, 0, 5) }]);
     const { body } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1h&to=now%2B1h');
     expect(body.hooks).toEqual([]);

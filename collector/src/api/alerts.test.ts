@@ -430,7 +430,7 @@ alerting:
     expect(() => configFromYaml(tmpdir(), `
 alerting:
   receivers:
-    - { name: ops, url: "http://u:p@127.0.0.1:1/x", basicAuth: { username: a, password: b } }
+    - { name: ops, url: "http://u:pw-secret@127.0.0.1:1/x", basicAuth: { username: a, password: b-secret } }
 `)).toThrow(/receivers\[0\]\.url: holds user:password@ and .*basicAuth is set too/);
   });
 

@@ -86,7 +86,7 @@ describe('${env:NAME} in the config file', () => {
   });
 
   it('refuses the <redacted> that `hookwatch config` prints for a secret, naming the key', () => {
-    const printed = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'tok-123' } }));
+    const printed = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'tok-123-0123456789' } }));
     expect(JSON.stringify(printed)).toContain('<redacted>');
     expect(() => load({}, JSON.stringify(printed))).toThrow(/config file hookwatch\.yaml: otlp\.ingestToken holds <redacted>, which `hookwatch config` prints in place of a secret/);
     expect(() => load({}, 'alerting:\n  receivers:\n    - { name: ops, url: "https://alerts.example.com/<redacted>" }\n')).toThrow(/alerting\.receivers\[0\]\.url holds <redacted>/);
@@ -205,7 +205,7 @@ describe('credentials in a URL setting never reach an error', () => {
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: 'x-key=v\u0001secret-z' } }))).toThrow(/forward\.headers.*"x-key" contains a line break or control character/);
     let message = '';
     try {
-      loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: 'a=b,broken-secret-part' } });
+      loadConfig({ env: { HOOKWATCH_FORWARD_HEADERS: 'a=b-value,broken-secret-part' } });
     } catch (err) {
       message = (err as Error).message;
     }
@@ -234,7 +234,7 @@ describe('credentials in a URL setting never reach an error', () => {
     expect(refusal('grpc', { 'X-Token-Bin': 's3cr3t' })).toMatch(/"x-token-bin" ends in -bin/);
     expect(refusal('grpc', 'x-key=s%C3%A9cr3t')).toBe('invalid value for forward.headers (forward.protocol grpc): the value of header "x-key" has characters gRPC metadata cannot carry (printable ASCII only)');
     expect(refusal('grpc', { 'x!key': 's3cr3t' })).toMatch(/"x!key" is not a valid gRPC metadata name/);
-    expect(refusal('grpc', 'grpc-timeout=1S')).toMatch(/"grpc-timeout": names starting with grpc- are reserved/);
+    expect(refusal('grpc', 'grpc-timeout=1000m')).toMatch(/"grpc-timeout": names starting with grpc- are reserved/);
     // A body sent without gzip would be labelled gzip: every request refused.
     expect(refusal('http/protobuf', 'content-encoding=gzip')).toMatch(/"content-encoding" is set by hookwatch or the transport/);
     // What HTTP carries fine stays allowed there.
@@ -245,9 +245,9 @@ describe('credentials in a URL setting never reach an error', () => {
 
 describe('redaction', () => {
   it('the effective document hides the token and a database password', () => {
-    const doc = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'hunter2-token', HOOKWATCH_DB: 'postgres://hw:pa55word@db:5432/hookwatch' } }));
+    const doc = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'hunter2-token-0a1b2c', HOOKWATCH_DB: 'postgres://hw:pa55word@db:5432/hookwatch' } }));
     const text = JSON.stringify(doc);
-    expect(text).not.toContain('hunter2-token');
+    expect(text).not.toContain('hunter2-token-0a1b2c');
     expect(text).not.toContain('pa55word');
     expect(text).toContain('<redacted>');
     expect(text).toContain('postgres://hw:<redacted>@db:5432/hookwatch');
@@ -256,12 +256,12 @@ describe('redaction', () => {
   it('`hookwatch config` prints the effective config with secrets redacted', async () => {
     const main = fileURLToPath(new URL('../main.ts', import.meta.url));
     const { stdout } = await promisify(execFile)(process.execPath, [main, 'config', '--json', '--db', '/tmp/x.db'], {
-      env: { ...process.env, HOOKWATCH_INGEST_TOKEN: 'hunter2-token' },
+      env: { ...process.env, HOOKWATCH_INGEST_TOKEN: 'hunter2-token-0a1b2c' },
     });
     const doc = JSON.parse(stdout) as { db: string; otlp: { ingestToken: string } };
     expect(doc.db).toBe('/tmp/x.db');
     expect(doc.otlp.ingestToken).toBe('<redacted>');
-    expect(stdout).not.toContain('hunter2-token');
+    expect(stdout).not.toContain('hunter2-token-0a1b2c');
   });
 
   it('`hookwatch config` refuses what serve refuses, and shows the values other settings moved', async () => {

@@ -87,7 +87,7 @@ for (const status of [301, 302, 303, 307, 308]) {
         else res.writeHead(200, { 'content-type': 'text/html' }).end('<html>sign in</html>');
       });
     }));
-    const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: { 'x-api-key': 'k3y' }, compression: 'none', timeoutMs: 5_000 });
+    const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: { 'x-api-key': 'k3y-0123' }, compression: 'none', timeoutMs: 5_000 });
     const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
     expect(result).toMatchObject({ kind: 'retryable', status, bounded: true });
     expect((result as { message: string }).message).toBe(`${url} (http/protobuf) answered ${status}, a redirect to ${url}/login; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`);

@@ -314,12 +314,12 @@ describe('alertmanager receiver settings', () => {
     const [basic] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', basicAuth: { username: 'u', password: 'pass:word' } }]);
     expect(basic?.headers['Authorization']).toBe(`Basic ${Buffer.from('u:pass:word').toString('base64')}`);
     expect(basic?.resendIntervalMs).toBe(60_000);
-    const [bearer] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-123456' }]);
-    expect(bearer?.headers['Authorization']).toBe('Bearer tok-123456');
-    expect(alertingSecrets([basic!, bearer!], {})).toEqual(expect.arrayContaining(['pass:word', 'tok-123456']));
-    const printed = JSON.stringify(redactReceivers([{ name: 'a', type: 'alertmanager', url: 'http://am:9093', basicAuth: { username: 'u', password: 'pass:word' } }, { name: 'b', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-123456' }]));
+    const [bearer] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-1234567890abcd' }]);
+    expect(bearer?.headers['Authorization']).toBe('Bearer tok-1234567890abcd');
+    expect(alertingSecrets([basic!, bearer!], {})).toEqual(expect.arrayContaining(['pass:word', 'tok-1234567890abcd']));
+    const printed = JSON.stringify(redactReceivers([{ name: 'a', type: 'alertmanager', url: 'http://am:9093', basicAuth: { username: 'u', password: 'pass:word' } }, { name: 'b', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'tok-1234567890abcd' }]));
     expect(printed).not.toContain('pass:word');
-    expect(printed).not.toContain('tok-123456');
+    expect(printed).not.toContain('tok-1234567890abcd');
     expect(printed).toContain('"username":"u"');
     expect(() => parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', bearerToken: 'x', basicAuth: { username: 'u', password: 'p' } }])).toThrow(/basicAuth or bearerToken, not both/);
     expect(() => parseReceivers([{ name: 'w', type: 'webhook', url: 'http://x', resendInterval: '1m' }])).toThrow(/resendInterval: only for type alertmanager/);
@@ -361,14 +361,14 @@ describe('receiver tls', () => {
     try {
       const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
       const send = (tls: unknown): ReturnType<typeof sendWithRetry> => {
-        const [r] = parseReceivers([{ name: 'am', type: 'alertmanager', url, bearerToken: 'tok-abcdef', ...(tls ? { tls } : {}) }]);
+        const [r] = parseReceivers([{ name: 'am', type: 'alertmanager', url, bearerToken: 'tok-abcdef-0123456', ...(tls ? { tls } : {}) }]);
         return sendWithRetry(() => ({ body: '[]', headers: r!.headers }), { url: r!.url, timeoutMs: 5000, deadlineMs: Date.now() + 5000, maxAttempts: 1, tls: r!.tls ? ClientTlsCredentials.open(r!.tls, silentLogger) : null });
       };
       expect((await send(null)).outcome).toBe('failed');
       expect(await send({ caFile: join(dir, 'cert.pem') })).toMatchObject({ outcome: 'delivered', httpStatus: 200 });
       expect((await send({ caFile: join(dir, 'cert.pem'), serverName: 'other.test' })).outcome).toBe('failed');
       expect((await send({ insecureSkipVerify: true })).outcome).toBe('delivered');
-      expect(seen).toEqual(['Bearer tok-abcdef', 'Bearer tok-abcdef']);
+      expect(seen).toEqual(['Bearer tok-abcdef-0123456', 'Bearer tok-abcdef-0123456']);
     } finally {
       server.close();
       rmSync(dir, { recursive: true, force: true });

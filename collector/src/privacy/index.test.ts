@@ -98,8 +98,8 @@ describe('the hash key', () => {
   it('set: used as given and never written to the store', async () => {
     const { path, open } = tempStore();
     const store = open();
-    const p = await openPrivacy({ hash: ['user.email'], hashKey: 'operator-key', drop: [] }, store);
-    expect(p.apply(event()).userEmail).toBe(new Privacy({ hash: ['user.email'], drop: [], key: Buffer.from('operator-key') }).apply(event()).userEmail);
+    const p = await openPrivacy({ hash: ['user.email'], hashKey: 'operator-hash-key-42', drop: [] }, store);
+    expect(p.apply(event()).userEmail).toBe(new Privacy({ hash: ['user.email'], drop: [], key: Buffer.from('operator-hash-key-42') }).apply(event()).userEmail);
     await store.close();
     const db = new DatabaseSync(path);
     expect(db.prepare('SELECT value FROM store_meta WHERE key = ?').get(HASH_KEY_META)).toBeUndefined();

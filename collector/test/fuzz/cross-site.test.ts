@@ -156,7 +156,7 @@ describe('answers a browser keeps or reinterprets', () => {
       }).on('error', reject).end();
     });
     hardened(rebound, 'rebound name');
-    const guarded = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-cache-3c1e' });
+    const guarded = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-cache-3c1e9b7a' });
     try {
       const res = await fetch(`${guarded.httpUrl}/api/v1/hooks`);
       expect(res.status).toBe(401);

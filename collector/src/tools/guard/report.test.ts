@@ -114,11 +114,11 @@ describe('hookwatch guard --report', () => {
   });
 
   it('authenticates with the OTLP headers Claude Code passes on to its hooks when hookwatch needs an ingest token', async () => {
-    const guarded = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'guard-secret' });
+    const guarded = await startTestService({ HOOKWATCH_INGEST_TOKEN: 'guard-secret-8d2f4a' });
     try {
       const path = `/api/v1/hooks/${HOOK}/guard-trims?from=now-1h`;
       const hook = ['--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' z`];
-      await guard(['--report', guarded.otlpHttpUrl, ...hook], { OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer guard-secret' });
+      await guard(['--report', guarded.otlpHttpUrl, ...hook], { OTEL_EXPORTER_OTLP_HEADERS: 'Authorization=Bearer guard-secret-8d2f4a' });
       const stored = await until(async () => (await getJson<GuardTrimsResponse>(guarded.httpUrl, path)).body, (t) => t.trims > 0);
       expect(stored.trims).toBe(1);
     } finally {
