@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { loadConfig, toConfig } from '../../collector/src/config/index.ts';
+import { configSecrets, loadConfig, toConfig } from '../../collector/src/config/index.ts';
 import { startService } from '../../collector/src/service.ts';
 import { createLogger } from '../../collector/src/telemetry/logger.ts';
 
@@ -62,7 +62,7 @@ async function nullServer(): Promise<Running> {
 
 async function hookwatch(): Promise<Running> {
   const config = toConfig(loadConfig({ flags: {} }));
-  const logger = createLogger({ level: 'warn', secrets: [config.otlp.ingestToken].filter(Boolean) });
+  const logger = createLogger({ level: 'warn', secrets: configSecrets(config) });
   const service = await startService(config, { logger });
   return { otlpHttpUrl: service.otlpHttpUrl, httpUrl: service.httpUrl, stop: async () => {
     await service.stop();

@@ -3,7 +3,11 @@
  * checked together so a mode never starts without its credentials. A leaf: config/ composes these rows.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { shortSecretProblem } from '../config/values.ts';
 import { bearerTokenProblem, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
+
+/** The shortest `http.auth.password` accepted, as NIST SP 800-63B has it for passwords people choose. */
+export const MIN_PASSWORD_CHARS = 8;
 
 export const API_SETTINGS: readonly Setting[] = [
   {
@@ -32,11 +36,12 @@ export const API_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'http.auth.password', env: 'HOOKWATCH_HTTP_AUTH_PASSWORD', type: 'string', default: '', secret: true,
-    description: 'Password for `http.auth.mode: basic`.',
+    validate: (v) => shortSecretProblem(String(v), MIN_PASSWORD_CHARS),
+    description: 'Password for `http.auth.mode: basic`, at least 8 characters (a shorter one is refused at start).',
   },
   {
     key: 'http.auth.token', env: 'HOOKWATCH_HTTP_AUTH_TOKEN', type: 'string', default: '', secret: true, validate: bearerTokenProblem,
-    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`. Printable ASCII without white space at either end (a token no header can carry is refused at start).',
+    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`. At least 16 characters of printable ASCII without white space at either end, e.g. from `openssl rand -hex 32`; a shorter token, or one no header can carry, is refused at start.',
   },
   {
     key: 'http.auth.proxyHeader', env: 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', type: 'string', default: '',

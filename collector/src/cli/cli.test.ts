@@ -277,6 +277,30 @@ describe('hookwatch serve', () => {
     }
   });
 
+  // A token that short can be guessed, and the shortest ones could not be scrubbed from the log.
+  it.each([
+    ['otlp.ingestToken', { HOOKWATCH_INGEST_TOKEN: 'Zq9-too-short-1' }],
+    ['http.auth.token', { HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'Zq9-too-short-2' }],
+  ])('%s shorter than 16 characters stops the start, naming the setting and the minimum, never the token', (key, vars) => {
+    const r = hookwatchProcess(['serve'], { ...base(), ...vars });
+    expect(r.stderr).toContain(`for ${key}: shorter than 16 characters`);
+    expect(r.stderr).not.toMatch(/Zq9-too-short/);
+    expect(r.status).toBe(2);
+  });
+
+  it('starts with tokens of 16 characters, and the API answers the bearer one', async () => {
+    const token = 'Zq9-sixteen-char';
+    const { child, line, logged } = await serving({ ...base(), HOOKWATCH_INGEST_TOKEN: 'Zq9-ingest-16chr', HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token });
+    try {
+      const api = new URL('/api/v1/hooks', line.dashboard);
+      expect((await fetch(api, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+      expect((await fetch(api)).status).toBe(401);
+      expect(JSON.stringify(logged())).not.toMatch(/Zq9-/);
+    } finally {
+      await stopped(child);
+    }
+  });
+
   it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {
     const { child, line } = await serving(base());
     try {
@@ -294,16 +318,16 @@ describe('exposure warnings', () => {
   const open = { HOOKWATCH_OTLP_HTTP_ADDR: '0.0.0.0:4318', HOOKWATCH_OTLP_GRPC_ADDR: '0.0.0.0:4317', HOOKWATCH_HTTP_ADDR: '0.0.0.0:9318' };
   const otlpTls = { HOOKWATCH_OTLP_TLS_CERT_FILE: '/etc/hookwatch-tls/tls.crt', HOOKWATCH_OTLP_TLS_KEY_FILE: '/etc/hookwatch-tls/tls.key' };
   const httpTls = { HOOKWATCH_HTTP_TLS_CERT_FILE: '/etc/hookwatch-tls/tls.crt', HOOKWATCH_HTTP_TLS_KEY_FILE: '/etc/hookwatch-tls/tls.key' };
-  const warnings = (vars: Record<string, string>): string[] => exposureWarnings(toConfig(loadConfig({ env: { ...open, HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef', ...vars } })));
+  const warnings = (vars: Record<string, string>): string[] => exposureWarnings(toConfig(loadConfig({ env: { ...open, HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef-0123456', ...vars } })));
   const otlpInClear = 'the OTLP receivers listen on 0.0.0.0:4318 and 0.0.0.0:4317 without TLS: otlp.ingestToken crosses the network in clear with every request; set otlp.tls.certFile and otlp.tls.keyFile (or terminate TLS in a proxy or OpenTelemetry Collector in front)';
   const httpInClear = 'the API and dashboard listen on 0.0.0.0:9318 without TLS: the token of http.auth.mode bearer crosses the network in clear; set http.tls.certFile and http.tls.keyFile (or terminate TLS in a proxy in front)';
 
   it('a token or password sent to a port open to the network without TLS is said to cross it in clear', () => {
-    expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-123456' })).toEqual([httpInClear, otlpInClear]);
-    expect(warnings({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-123456', ...otlpTls, HOOKWATCH_INGEST_TOKEN: 'ingest-123456' })).toEqual([httpInClear.replace('the token of http.auth.mode bearer', 'the password of http.auth.mode basic')]);
-    expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-123456', ...otlpTls, ...httpTls })).toEqual([]);
+    expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab' })).toEqual([httpInClear, otlpInClear]);
+    expect(warnings({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-123456', ...otlpTls, HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab' })).toEqual([httpInClear.replace('the token of http.auth.mode bearer', 'the password of http.auth.mode basic')]);
+    expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab', ...otlpTls, ...httpTls })).toEqual([]);
     // On loopback nothing crosses a network.
-    expect(exposureWarnings(toConfig(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'ingest-123456', HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef' } })))).toEqual([]);
+    expect(exposureWarnings(toConfig(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab', HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef-0123456' } })))).toEqual([]);
   });
 
   it('a client certificate under mutual TLS counts as authentication; TLS alone does not', () => {

@@ -4,7 +4,7 @@
  * measure hook output before it ships and in transcripts.
  * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
  */
-import { ConfigError, SETTINGS, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
+import { ConfigError, SETTINGS, configSecrets, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
 import { coerce } from '../config/load.ts';
 import { parseFlags } from './args.ts';
 import { BACKUP_FLAGS, runBackup } from './backup.ts';
@@ -15,8 +15,7 @@ import { ListenError } from '../net/listen-error.ts';
 import { UsageError } from '../tools/common/args.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
-import { alertingSecrets } from '../notify/settings.ts';
-import { createLogger, silentLogger, urlPasswords } from '../telemetry/logger.ts';
+import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
@@ -50,11 +49,6 @@ export function exposureWarnings(config: ReturnType<typeof toConfig>): string[] 
     out.push(`the OTLP receivers listen on ${open.join(' and ')} without TLS: otlp.ingestToken crosses the network in clear with every request; set otlp.tls.certFile and otlp.tls.keyFile (or terminate TLS in a proxy or OpenTelemetry Collector in front)`);
   }
   return out;
-}
-
-/** Every secret value of a configuration, for the logger to scrub. */
-function configSecrets(config: ReturnType<typeof toConfig>): string[] {
-  return [config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers), ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers), ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords)].filter(Boolean);
 }
 
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {

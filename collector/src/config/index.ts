@@ -16,6 +16,8 @@ import { telemetryConfig, type TelemetrySettings } from '../telemetry/settings.t
 import { ConfigError, type LoadedConfig } from './load.ts';
 import { SettingReader } from './setting-reader.ts';
 import { splitAddr } from '../net/addr.ts';
+import { alertingSecrets } from '../notify/settings.ts';
+import { urlPasswords } from './values.ts';
 
 export type HookwatchConfig = ReceiverSettings & ApiSettings & StoreSettings & PipelineSettings & { privacy: PrivacyConfig } & { forward: ForwardConfig } & TelemetrySettings & CliSettings & { alerting: AlertingConfig };
 
@@ -34,6 +36,19 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
     ...cliConfig(r),
     ...alertingConfig(r, dimensionNames(pipeline.dimensions)),
   };
+}
+
+/**
+ * Every secret the configuration holds, for the log scrubber: the tokens, passwords and hash key, header values,
+ * the alert receivers' credentials and the passwords in URLs. Each is at least MIN_SECRET_CHARS long (shorter
+ * ones are refused at load), so each is scrubbed.
+ */
+export function configSecrets(config: HookwatchConfig): string[] {
+  return [
+    config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers),
+    ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers),
+    ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords),
+  ].filter(Boolean);
 }
 
 const ANY_HOST = new Set(['0.0.0.0', '::', '']);

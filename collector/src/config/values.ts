@@ -1,6 +1,6 @@
 /**
- * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`; URLs with their password redacted; and a
- * file's text given where its path belongs, recognised.
+ * Setting values as people write them, parsed: `30s`, `1h30m`, `20MiB`; URLs with their password redacted; a
+ * file's text given where its path belongs, recognised; and secrets too short to keep out of logs, refused.
  * A leaf that imports nothing, so the loader, the API's query parameters and each stage's settings module can
  * all use it without importing the loader.
  */
@@ -99,4 +99,63 @@ export function redactUrlPassword(value: unknown): unknown {
   } catch {
     return '<unparsable URL redacted>';
   }
+}
+
+/** The password of a URL such as postgres://user:pw@host/db, as written and decoded, for the logger's secrets. */
+export function urlPasswords(value: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    // Not a URL to the parser (a bad port, say), but its credentials are still secret wherever the text goes.
+    // The password runs to the authority's last '@', as the parser would read it.
+    const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:\s]*:([^/?#\s]+)@/i.exec(value);
+    return m ? [m[1] as string] : [];
+  }
+  // The userinfo password, and a query parameter libpq and other clients take one from (`?password=`).
+  const written = [url.password, ...[...url.searchParams].filter(([k]) => /pass|secret|token|key/i.test(k)).map(([, v]) => v)].filter(Boolean);
+  const out = new Set<string>();
+  for (const w of written) {
+    out.add(w);
+    try {
+      out.add(decodeURIComponent(w));
+    } catch {
+      // Malformed escapes: the written form is still scrubbed.
+    }
+  }
+  // searchParams gives the decoded form: the form as written in the URL is scrubbed too.
+  const raw = /[?&](?:[^=&#]*(?:pass|secret|token|key)[^=&#]*)=([^&#]+)/gi;
+  for (let m = raw.exec(value); m; m = raw.exec(value)) out.add(m[1] as string);
+  return [...out];
+}
+
+/**
+ * The shortest secret a setting accepts. The log scrubber replaces every secret wherever it appears in a line; a
+ * shorter one would match inside ordinary words and numbers, so it is left alone there, and is refused at start.
+ */
+export const MIN_SECRET_CHARS = 4;
+
+const TOO_SHORT_TO_SCRUB = `shorter than ${MIN_SECRET_CHARS} characters, too short to be kept out of logs: use a longer one`;
+
+/**
+ * Why a secret is too short, or undefined (empty is "not set"); `min` above MIN_SECRET_CHARS for secrets that must
+ * also resist guessing (bearer tokens, the privacy hash key). The message never holds the secret, nor its length.
+ */
+export function shortSecretProblem(secret: string, min = MIN_SECRET_CHARS): string | undefined {
+  if (secret === '' || secret.length >= min) return undefined;
+  if (min <= MIN_SECRET_CHARS) return TOO_SHORT_TO_SCRUB;
+  return `shorter than ${min} characters, too short to be secret: use at least ${min} random characters, e.g. from \`openssl rand -hex 32\``;
+}
+
+/** Why a URL's password (or a secret query parameter: urlPasswords) is too short, or undefined. Never the value. */
+export function urlPasswordProblem(url: string): string | undefined {
+  return urlPasswords(url).some((p) => p.length < MIN_SECRET_CHARS) ? `its password is ${TOO_SHORT_TO_SCRUB}` : undefined;
+}
+
+/**
+ * Why a header value kept secret (an API key, an Authorization header) is too short to keep out of logs, or
+ * undefined: the whole value, and the credential of a Basic or Bearer one, which is scrubbed on its own too.
+ */
+export function headerSecretProblem(value: string): string | undefined {
+  return shortSecretProblem(value) ?? shortSecretProblem(value.replace(/^(Basic|Bearer)\s+/i, ''));
 }

@@ -262,8 +262,8 @@ describe('forward.endpoint', () => {
 
 describe('small parsers', () => {
   it('reads forward.headers from the environment form and the file form, naming the bad header', () => {
-    expect(parseForwardHeaders('x-api-key=a%20b, dd-api-key=c')).toEqual({ 'x-api-key': 'a b', 'dd-api-key': 'c' });
-    expect(parseForwardHeaders({ 'X-Honeycomb-Team': 'k' })).toEqual({ 'x-honeycomb-team': 'k' });
+    expect(parseForwardHeaders('x-api-key=a%20b12, dd-api-key=c123')).toEqual({ 'x-api-key': 'a b12', 'dd-api-key': 'c123' });
+    expect(parseForwardHeaders({ 'X-Honeycomb-Team': 'k123' })).toEqual({ 'x-honeycomb-team': 'k123' });
     expect(parseForwardHeaders('bad header=1')).toMatch(/"bad header" is not a valid header name/);
     expect(parseForwardHeaders({ x: 'a\r\nb' })).toMatch(/line break/);
   });

@@ -7,7 +7,7 @@
  * name the header, never its value.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
+import { INVALID_HEADER_VALUE_CHAR, headerSecretProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
 import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -32,7 +32,8 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
         return `the value of header ${JSON.stringify(name)} is not valid percent-encoding`;
       }
       if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
-      if (INVALID_HEADER_VALUE_CHAR.test(value)) return `the value of header ${JSON.stringify(name)} contains a line break or control character`;
+      const problem = headerValueProblem(name, value);
+      if (problem) return problem;
       out[name.toLowerCase()] = value;
     }
     return out;
@@ -41,10 +42,18 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
   for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
     if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
     if (typeof value !== 'string' && typeof value !== 'number') return `the value of header ${JSON.stringify(name)} must be a string`;
-    if (INVALID_HEADER_VALUE_CHAR.test(String(value))) return `the value of header ${JSON.stringify(name)} contains a line break or control character`;
+    const problem = headerValueProblem(name, String(value));
+    if (problem) return problem;
     out[name.toLowerCase()] = String(value);
   }
   return out;
+}
+
+/** What is wrong with the value of header `name` (never the value itself), or undefined. */
+function headerValueProblem(name: string, value: string): string | undefined {
+  if (INVALID_HEADER_VALUE_CHAR.test(value)) return `the value of header ${JSON.stringify(name)} contains a line break or control character`;
+  const short = headerSecretProblem(value);
+  return short ? `the value of header ${JSON.stringify(name)} is ${short}` : undefined;
 }
 
 /**
@@ -78,8 +87,9 @@ const DAY = 86_400_000;
 export const FORWARD_SETTINGS: readonly Setting[] = [
   {
     key: 'forward.endpoint', env: 'HOOKWATCH_FORWARD_ENDPOINT', type: 'string', default: '',
-    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc; https:// for TLS (see forward.tls.*). Empty: fan-out mode, nothing is forwarded.',
+    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc; https:// for TLS (see forward.tls.*). Empty: fan-out mode, nothing is forwarded. A password in it (user:password@, ?password=) is redacted everywhere and refused at start when shorter than 4 characters, too short to be scrubbed from logs.',
     redactValue: redactUrlPassword,
+    validate: (v) => urlPasswordProblem(String(v)),
   },
   {
     key: 'forward.protocol', env: 'HOOKWATCH_FORWARD_PROTOCOL', type: 'enum', default: 'http/protobuf', values: ['http/protobuf', 'http/json', 'grpc'],
@@ -87,7 +97,7 @@ export const FORWARD_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'forward.headers', env: 'HOOKWATCH_FORWARD_HEADERS', type: 'object', default: {}, secret: true,
-    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS. Checked at start: Content-Type, Content-Encoding, Content-Length and the connection headers are set by hookwatch and refused; with grpc so are names ending in -bin (binary metadata) or starting with grpc-, names other than lower-case letters, digits and -_., and values other than printable ASCII.',
+    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS. Checked at start: Content-Type, Content-Encoding, Content-Length and the connection headers are set by hookwatch and refused; with grpc so are names ending in -bin (binary metadata) or starting with grpc-, names other than lower-case letters, digits and -_., and values other than printable ASCII. Values are secret: one shorter than 4 characters (or the credential after `Bearer `/`Basic `), too short to be scrubbed from logs, is refused.',
     validate: (v) => {
       const r = parseForwardHeaders(v);
       return typeof r === 'string' ? r : undefined;

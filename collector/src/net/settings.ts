@@ -8,6 +8,7 @@
  * rows; net/tls.ts reads the files.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { shortSecretProblem } from '../config/values.ts';
 
 export const TLS_MIN_VERSIONS = ['1.2', '1.3'] as const;
 export type TlsMinVersion = (typeof TLS_MIN_VERSIONS)[number];
@@ -190,14 +191,18 @@ export function clientTlsProblem(config: ClientTlsConfig): string | undefined {
   return undefined;
 }
 
+/** The shortest bearer token hookwatch accepts (otlp.ingestToken, http.auth.token). */
+export const MIN_TOKEN_CHARS = 16;
+
 /**
  * Why a configured bearer token (otlp.ingestToken, http.auth.token) could never arrive in an Authorization header,
  * or undefined: a token with white space at either end (a trailing newline from a file or a Kubernetes Secret) or
- * characters outside printable ASCII would make every client get 401, with nothing saying why.
+ * characters outside printable ASCII would make every client get 401, with nothing saying why. A token shorter
+ * than MIN_TOKEN_CHARS is refused too: it can be guessed, and the shortest cannot be scrubbed from logs.
  */
 export function bearerTokenProblem(raw: unknown): string | undefined {
   if (typeof raw !== 'string' || raw === '') return undefined;
   if (raw.trim() !== raw) return 'it begins or ends with white space (a trailing newline from a file or Secret?), which no Authorization header can carry, so every request would get 401: remove it';
   if (!/^[\x20-\x7e]+$/.test(raw)) return 'it holds a control or non-ASCII character, which clients cannot send in an Authorization header, so every request would get 401: use printable ASCII';
-  return undefined;
+  return shortSecretProblem(raw, MIN_TOKEN_CHARS);
 }

@@ -23,7 +23,8 @@ import { MAX_RESPONSE_BYTES } from '../forward/exporter-http.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
 import { routeSdkDiagnostics } from './otel-diag.ts';
-import { urlPasswords, type Logger } from '../telemetry/logger.ts';
+import { MIN_SECRET_CHARS, urlPasswords } from '../config/values.ts';
+import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { NotifyConfig } from './settings.ts';
 
@@ -162,7 +163,7 @@ export function secretScrubber(endpoint: string, headers: Record<string, string>
     const url = new URL(endpoint);
     values.push(url.username, url.search.slice(1), ...url.searchParams.values(), ...[...url.search.matchAll(/=([^&#]+)/g)].map((m) => m[1] ?? ''));
   }
-  const secrets = [...new Set(values.filter((v) => v.length >= 4))].sort((a, b) => b.length - a.length);
+  const secrets = [...new Set(values.filter((v) => v.length >= MIN_SECRET_CHARS))].sort((a, b) => b.length - a.length);
   return (text) => {
     let out = text;
     for (const u of urls) out = out.split(u).join(safeEndpoint(u));

@@ -6,7 +6,7 @@
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, redactUrlPassword } from '../config/values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
 import { TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
@@ -24,7 +24,7 @@ export interface NotifyConfig {
 
 export const RECEIVERS_SETTING: Setting = {
   key: 'alerting.receivers', type: 'object', default: [], secret: true, redactValue: redactReceivers, validate: validator(parseReceivers), reloadable: true,
-  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion (1.2 or 1.3, default 1.2), reloadInterval}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret. The tls files are read and checked at start (a file that cannot be used stops hookwatch, naming the setting) and read again every tls.reloadInterval (default 30s): a rotated CA, client certificate or key is used for the next notification without a restart, and a new set that cannot be used is logged once and the files in use kept.',
+  description: 'Where alerts go (file only): a list of {name, type: webhook|slack|alertmanager, url, headers, signingSecret (whsec_<base64>, Standard Webhooks), basicAuth {username, password} or bearerToken, tls {caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion (1.2 or 1.3, default 1.2), reloadInterval}, timeout, sendResolved, resendInterval (alertmanager)}. `webhook` sends the Alertmanager v4 JSON body; `alertmanager` pushes to its v2 API. user:password@ in a url becomes Basic authorization. URLs, header values, passwords, tokens and signing secrets are secret: the password of a url, a header value, a bearerToken or a basicAuth password shorter than 4 characters, too short to be scrubbed from logs, is refused at start. The tls files are read and checked at start (a file that cannot be used stops hookwatch, naming the setting) and read again every tls.reloadInterval (default 30s): a rotated CA, client certificate or key is used for the next notification without a restart, and a new set that cannot be used is logged once and the files in use kept.',
 };
 
 /** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
@@ -35,11 +35,11 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: otlpEndpointProblem,
-    description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended to its path unless present, any query kept after it); https:// for TLS (see alerting.otlp.tls.*).',
+    description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended to its path unless present, any query kept after it); https:// for TLS (see alerting.otlp.tls.*). A password in it (user:password@, ?password=) shorter than 4 characters, too short to be scrubbed from logs, is refused at start.',
   },
   {
     key: 'alerting.otlp.headers', type: 'object', default: {}, secret: true, redactValue: redactHeaders, validate: validator((v) => parseHeaders(v, 'alerting.otlp.headers')),
-    description: 'Headers for the alert OTLP export (file only), e.g. an Authorization header; values are secret.',
+    description: 'Headers for the alert OTLP export (file only), e.g. an Authorization header; values are secret, and one shorter than 4 characters (or the credential after `Bearer `/`Basic `), too short to be scrubbed from logs, is refused at start.',
   },
   ...clientTlsSettings('alerting.otlp.tls', 'HOOKWATCH_ALERT_OTLP_TLS', 'the alert event endpoint', 'alerting.otlp.endpoint'),
   {
@@ -70,7 +70,8 @@ function otlpEndpointProblem(raw: unknown): string | undefined {
   } catch {
     return 'expected an http:// or https:// URL such as http://collector:4318';
   }
-  return url.protocol === 'http:' || url.protocol === 'https:' ? undefined : `the scheme must be http or https, not ${url.protocol.replace(':', '')}`;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme must be http or https, not ${url.protocol.replace(':', '')}`;
+  return urlPasswordProblem(text);
 }
 
 /** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
@@ -128,13 +129,14 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     }
     // The URL is secret (it often holds a token): the message says what is wrong without echoing it.
     if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new SettingError(`${at}.url: expected an http:// or https:// URL`);
+    const shortPassword = urlPasswordProblem(url as string);
+    if (shortPassword) throw new SettingError(`${at}.url: ${shortPassword}`);
     const headers = r['headers'] ?? {};
     if (!isMap(headers)) throw new SettingError(`${at}.headers: expected a mapping of header names to values`);
-    for (const [h, v] of Object.entries(headers)) {
-      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${at}.headers: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
+    for (const h of Object.keys(headers)) {
       if (RESERVED_HEADERS.includes(h.toLowerCase())) throw new SettingError(`${at}.headers.${h}: set by hookwatch itself`);
-      if (typeof v !== 'string' || INVALID_HEADER_VALUE_CHAR.test(v)) throw new SettingError(`${at}.headers.${h}: expected a single-line string without control characters`);
     }
+    parseHeaders(headers, `${at}.headers`);
     const signingSecret = r['signingSecret'] ?? '';
     if (typeof signingSecret !== 'string') throw new SettingError(`${at}.signingSecret: expected a string such as whsec_<base64>`);
     if (signingSecret !== '') {
@@ -197,6 +199,7 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
   if (Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) throw new SettingError(`${at}.headers.Authorization: set by ${basic !== undefined ? 'basicAuth' : 'bearerToken'}; remove one of them`);
   if (bearer !== undefined) {
     if (typeof bearer !== 'string' || bearer === '' || INVALID_HEADER_VALUE_CHAR.test(bearer)) throw new SettingError(`${at}.bearerToken: expected a single-line string without control characters`);
+    secretLongEnough(bearer, `${at}.bearerToken`);
     return { Authorization: `Bearer ${bearer}` };
   }
   if (!isMap(basic)) throw new SettingError(`${at}.basicAuth: expected a mapping with username and password`);
@@ -204,6 +207,7 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
   const { username, password } = basic;
   if (typeof username !== 'string' || username === '' || username.includes(':')) throw new SettingError(`${at}.basicAuth.username: expected a string without ":"`);
   if (typeof password !== 'string') throw new SettingError(`${at}.basicAuth.password: expected a string`);
+  secretLongEnough(password, `${at}.basicAuth.password`);
   return { Authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` };
 }
 
@@ -251,8 +255,16 @@ export function parseHeaders(raw: unknown, key: string): Record<string, string> 
   for (const [h, v] of Object.entries(raw)) {
     if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${key}: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
     if (typeof v !== 'string' || INVALID_HEADER_VALUE_CHAR.test(v)) throw new SettingError(`${key}.${h}: expected a single-line string without control characters`);
+    const short = headerSecretProblem(v);
+    if (short) throw new SettingError(`${key}.${h}: ${short}`);
   }
   return raw as Record<string, string>;
+}
+
+/** A secret too short to be scrubbed from logs, refused as a SettingError naming `key` (never the secret). */
+function secretLongEnough(secret: string, key: string): void {
+  const problem = shortSecretProblem(secret);
+  if (problem) throw new SettingError(`${key}: ${problem}`);
 }
 
 /** Receivers with their secret parts replaced, for `hookwatch config` and anything else that prints config. */
@@ -307,7 +319,7 @@ export function alertingSecrets(receivers: readonly ReceiverConfig[], otlpHeader
     }
   }
   out.push(...Object.values(otlpHeaders));
-  return out.filter((s) => s.length >= 4);
+  return out.filter((s) => s.length >= MIN_SECRET_CHARS);
 }
 
 /** Standard Webhooks signing secrets start with this; the base64 key follows. */

@@ -4,9 +4,13 @@
  * config/ composes these rows and passes in the configured dimensions.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { shortSecretProblem } from '../config/values.ts';
 
 /** Built-in attributes that identify people or their sessions and may be hashed or dropped. */
 export const PRIVATE_BUILTINS = ['session.id', 'user.id', 'user.email', 'user.account_uuid', 'organization.id', 'terminal.type'] as const;
+
+/** The shortest `privacy.hashKey` accepted; the generated one is 32 random bytes. */
+export const MIN_HASH_KEY_CHARS = 16;
 
 export const PRIVACY_SETTINGS: readonly Setting[] = [
   {
@@ -15,7 +19,8 @@ export const PRIVACY_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'privacy.hashKey', env: 'HOOKWATCH_PRIVACY_HASH_KEY', type: 'string', default: '', secret: true,
-    description: 'Key of the privacy.hash digests. Unset: one is generated once and kept in the store (shared by replicas on PostgreSQL), so digests stay stable across restarts; set it to keep the key out of the database. Changing it changes every digest from then on.',
+    validate: (v) => shortSecretProblem(String(v), MIN_HASH_KEY_CHARS),
+    description: 'Key of the privacy.hash digests: at least 16 characters (a shorter key is refused at start: the digests of guessable values such as e-mail addresses would be as easy to reverse as the key is to guess), e.g. from `openssl rand -hex 32`. Unset: one is generated once and kept in the store (shared by replicas on PostgreSQL), so digests stay stable across restarts; set it to keep the key out of the database. Changing it changes every digest from then on.',
   },
   {
     key: 'privacy.drop', env: 'HOOKWATCH_PRIVACY_DROP', type: 'list', default: [],

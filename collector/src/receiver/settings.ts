@@ -31,7 +31,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'otlp.ingestToken', env: 'HOOKWATCH_INGEST_TOKEN', type: 'string', default: '', secret: true, validate: bearerTokenProblem,
-    description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise). Printable ASCII without white space at either end (a token no header can carry is refused at start).',
+    description: 'When set, OTLP requests need `Authorization: Bearer <token>` (401 otherwise). At least 16 characters of printable ASCII without white space at either end, e.g. from `openssl rand -hex 32`; a shorter token, or one no header can carry, is refused at start.',
   },
   {
     key: 'otlp.maxInflightBytes', env: 'HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES', type: 'bytes', default: 256 * MiB, min: 1024, max: 64 * 1024 * MiB,

@@ -3,7 +3,7 @@
  * and the per-hook limit. A leaf: config/ composes these rows into the one table.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { LIBPQ_KEYWORDS, redactUrlPassword } from '../config/values.ts';
+import { LIBPQ_KEYWORDS, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
 
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
@@ -11,10 +11,10 @@ const MiB = 1024 * 1024;
 export const STORE_SETTINGS: readonly Setting[] = [
   {
     key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
-    description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere).',
+    description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere, and refused at start when shorter than 4 characters, too short to be scrubbed from logs).',
     redactValue: redactUrlPassword,
     // Taken for a file name, a keyword/value string would become a SQLite file named after the password.
-    validate: (v) => (typeof v === 'string' && LIBPQ_KEYWORDS.test(v) ? 'a libpq keyword/value connection string is not accepted: give a postgres:// URL, e.g. postgres://user:password@host:5432/hookwatch' : undefined),
+    validate: (v) => (typeof v === 'string' && LIBPQ_KEYWORDS.test(v) ? 'a libpq keyword/value connection string is not accepted: give a postgres:// URL, e.g. postgres://user:password@host:5432/hookwatch' : urlPasswordProblem(String(v))),
   },
   {
     key: 'sqlite.synchronous', env: 'HOOKWATCH_SQLITE_SYNCHRONOUS', type: 'enum', default: 'full', values: ['full', 'normal'],

@@ -1,7 +1,7 @@
 /** hookwatch's own log: JSON lines with levels, and secrets scrubbed whatever field or escaping they end up in. */
 import { describe, expect, it } from 'vitest';
-import { createLogger, urlPasswords } from './logger.ts';
-import { redactUrlCredentials } from '../config/values.ts';
+import { createLogger } from './logger.ts';
+import { redactUrlCredentials, urlPasswords } from '../config/values.ts';
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error', secrets: string[] = []): { lines: string[]; logger: ReturnType<typeof createLogger> } {
   const lines: string[] = [];

@@ -3,6 +3,8 @@
  * from every line, whatever field they end up in. An Error field keeps its name, message, stack and cause
  * chain (bounded), so a 500 in the log says where it came from, not only what it said.
  */
+import { MIN_SECRET_CHARS } from '../config/values.ts';
+
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -51,7 +53,7 @@ function nested(err: Error, depth: number): Record<string, unknown> | string {
 export function createLogger(opts: LoggerOptions): Logger {
   const min = ORDER[opts.level];
   // A secret is scrubbed as written and as JSON escapes it inside a string (a quote or backslash in a password).
-  const scrubbed = (values: readonly string[]): string[] => [...new Set(values.filter((s) => s.length >= 4).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))]
+  const scrubbed = (values: readonly string[]): string[] => [...new Set(values.filter((s) => s.length >= MIN_SECRET_CHARS).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))]
     .sort((a, b) => b.length - a.length);
   let secrets = scrubbed(opts.secrets ?? []);
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
@@ -75,34 +77,6 @@ export function createLogger(opts: LoggerOptions): Logger {
       secrets = scrubbed([...secrets, ...values]);
     },
   };
-}
-
-/** The password of a URL such as postgres://user:pw@host/db, as written and decoded, for the logger's secrets. */
-export function urlPasswords(value: string): string[] {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    // Not a URL to the parser (a bad port, say), but its credentials are still secret wherever the text goes.
-    // The password runs to the authority's last '@', as the parser would read it.
-    const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:\s]*:([^/?#\s]+)@/i.exec(value);
-    return m ? [m[1] as string] : [];
-  }
-  // The userinfo password, and a query parameter libpq and other clients take one from (`?password=`).
-  const written = [url.password, ...[...url.searchParams].filter(([k]) => /pass|secret|token|key/i.test(k)).map(([, v]) => v)].filter(Boolean);
-  const out = new Set<string>();
-  for (const w of written) {
-    out.add(w);
-    try {
-      out.add(decodeURIComponent(w));
-    } catch {
-      // Malformed escapes: the written form is still scrubbed.
-    }
-  }
-  // searchParams gives the decoded form: the form as written in the URL is scrubbed too.
-  const raw = /[?&](?:[^=&#]*(?:pass|secret|token|key)[^=&#]*)=([^&#]+)/gi;
-  for (let m = raw.exec(value); m; m = raw.exec(value)) out.add(m[1] as string);
-  return [...out];
 }
 
 /** A logger that drops everything (tests, tools). */

@@ -11,6 +11,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
+import { MIN_SECRET_CHARS } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
@@ -315,7 +316,7 @@ export function scrubSecret(message: string, url: string): string {
   try {
     const u = new URL(url);
     for (const s of [url, u.password, decodeURIComponent(u.password)]) {
-      if (s && s.length >= 4) out = out.split(s).join(s === url ? '<db url>' : '<redacted>');
+      if (s && s.length >= MIN_SECRET_CHARS) out = out.split(s).join(s === url ? '<db url>' : '<redacted>');
     }
   } catch {
     out = out.split(url).join('<db url>');
