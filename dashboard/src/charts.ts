@@ -5,7 +5,7 @@
  * shaded bands (alert timelines).
  */
 import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
-import { h, replace, type Child } from './dom.ts';
+import { h, replace, scrollBox, type Child } from './dom.ts';
 import { OUTPUT_CAP_CHARS } from '../../shared/src/cliff.ts';
 import { LOCALE, bucketAxisTitle, bucketTooltipTitle, chars, headroomText, num } from './format.ts';
 import { cssColor } from './theme.ts';
@@ -115,7 +115,7 @@ export class ChartPanel {
     this.id = id;
     this.canvas = h('canvas', { id: `chart-${id}`, role: 'img', 'aria-label': title });
     this.summary = h('p', { class: 'chart-summary', id: `chart-${id}-summary` });
-    this.tableHolder = h('div', { class: 'table-scroll' });
+    this.tableHolder = scrollBox(`${title}: data table`);
     this.selection = h('div', { class: 'zoom-selection', hidden: true });
     this.box = h('div', { class: 'chart-box' }, this.canvas, this.selection);
     this.element = h('section', { class: 'panel chart-panel', 'aria-labelledby': `chart-${id}-title`, 'data-chart': id },

@@ -6,7 +6,7 @@
  */
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
 import { ApiFailure, type Query } from './api.ts';
-import { h, replace } from './dom.ts';
+import { h, replace, scrollBox } from './dom.ts';
 import { commandRows } from './pages/hook-state.ts';
 
 async function fetchCommands(hookId: string, q: Query, signal?: AbortSignal): Promise<TranscriptCommandsResponse> {
@@ -27,7 +27,7 @@ export function commandsTable(r: TranscriptCommandsResponse): HTMLElement {
   if (r.commands.length === 0) {
     return h('p', { class: 'muted', id: 'commands-empty' }, 'No transcripts sent for this hook in this range. Run `hookwatch scan --send <hookwatch OTLP URL>` to see which command each output came from.');
   }
-  return h('div', { class: 'table-scroll' }, h('table', { class: 'data', id: 'commands', 'data-source': r.source },
+  return scrollBox('Commands, from transcripts', h('table', { class: 'data', id: 'commands', 'data-source': r.source },
     h('caption', { class: 'sr-only' }, 'Commands, from transcripts'),
     h('thead', null, h('tr', null, ...['Command', 'Runs', 'Largest output', 'Persisted', 'Delivered', 'Largest delivered', 'Sessions'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', null, ...commandRows(r).map((c) => h('tr', { class: c.over ? 'over' : '' },

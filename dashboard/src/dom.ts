@@ -40,8 +40,16 @@ export function replace(parent: Node, ...children: Child[]): void {
   append(parent, ...children);
 }
 
+/**
+ * The box a table scrolls sideways in on a narrow screen: it takes the keyboard focus (the arrow keys scroll it)
+ * and is named after its table, so a keyboard-only reader reaches the last columns too.
+ */
+export function scrollBox(label: string, ...children: Child[]): HTMLDivElement {
+  return h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': label }, ...children);
+}
+
 /** A table from a header row and rows of cells (strings are text). */
-export function table(caption: string, headers: string[], rows: Child[][], attrs?: Attrs): HTMLTableElement {
+export function table(caption: string, headers: Child[], rows: Child[][], attrs?: Attrs): HTMLTableElement {
   return h('table', attrs ?? null,
     h('caption', null, caption),
     h('thead', null, h('tr', null, ...headers.map((t) => h('th', { scope: 'col' }, t)))),

@@ -6,7 +6,7 @@
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
-import { breakable, h, replace, table } from '../dom.ts';
+import { breakable, h, replace, scrollBox, table } from '../dom.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams } from '../state.ts';
 import {
@@ -93,7 +93,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   const drawSilences = (rows: SilenceRow[]): void => {
     silencesPanel.hidden = rows.length === 0;
     replace(silencesPanel, h('h2', { id: 'silences-heading' }, `Silences (${rows.length})`),
-      h('div', { class: 'table-scroll' }, table('Silences in force', ['Matchers', 'State', 'When', 'By', 'Comment', 'Id', ''],
+      scrollBox('Silences in force', table('Silences in force', ['Matchers', 'State', 'When', 'By', 'Comment', 'Id', h('span', { class: 'sr-only' }, 'Expire')],
         rows.map((r) => [breakable(r.matchers), r.state, r.when, r.createdBy, r.comment, breakable(r.id), expireButton(r)]), { class: 'data silences' })));
   };
 

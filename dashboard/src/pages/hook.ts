@@ -10,7 +10,7 @@ import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
-import { h, replace, table } from '../dom.ts';
+import { h, replace, scrollBox, table } from '../dom.ts';
 import { bucketLabel, bucketTooltipTitle, chars, num, plural, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
@@ -174,7 +174,7 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
 
 function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
   if (r.rows.length === 0) return h('p', { class: 'muted', id }, 'No executions in this range.');
-  return h('div', { class: 'table-scroll' }, h('table', { class: 'data', id },
+  return scrollBox(`By ${r.dimension}`, h('table', { class: 'data', id },
     h('caption', { class: 'sr-only' }, `By ${r.dimension}`),
     h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', null, ...breakdownRows(r).map((row) => h('tr', null,
@@ -192,7 +192,7 @@ function fact(f: Fact): HTMLElement {
 /** The alert timeline's table: every alert of this hook, when it fired and when it resolved. */
 function alertTable(alerts: AlertSummary[]): HTMLElement {
   if (alerts.length === 0) return h('p', { class: 'muted', id: 'hook-alerts-none' }, 'No alerts for this hook.');
-  return h('div', { class: 'table-scroll' }, table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
+  return scrollBox('Alerts on this hook', table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
     alertRows(alerts).map((a) => [a.cells[0], h('span', { class: `status state-${a.state}` }, a.cells[1]), ...a.cells.slice(2)]),
     { class: 'data', id: 'hook-alerts' }));
 }

@@ -9,7 +9,7 @@ import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, 
 import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { ApiFailure, api, type Query } from '../api.ts';
 import { COLORS, ChartPanel, SERIES_COLORS, bucketAxis, bucketTitle, capColor, countAxis, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
-import { breakable, h, replace, table } from '../dom.ts';
+import { breakable, h, replace, scrollBox, table } from '../dom.ts';
 import { num, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -180,7 +180,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       h('h2', { id: 'hooks-title' }, 'Hooks by risk'),
       h('p', { class: 'hint' }, 'Persisted outputs first (the model saw a ~2,000-character preview instead), then the least headroom under the 10,000-character cap, then the soonest forecast crossing. The sparkline is the largest output per bucket against the cap (dashed); triangles mark persisted outputs.'),
       searchForm,
-      h('div', { class: 'table-scroll' }, h('table', { id: 'hooks-table', class: 'data' }, h('caption', { class: 'sr-only' }, 'Hooks ranked by delivery risk'), h('thead', null, headRow), tbody)),
+      scrollBox('Hooks ranked by delivery risk', h('table', { id: 'hooks-table', class: 'data' }, h('caption', { class: 'sr-only' }, 'Hooks ranked by delivery risk'), h('thead', null, headRow), tbody)),
       tableNote),
   );
   const placeholder = h('p', { class: 'muted' }, 'Loading…');
@@ -519,7 +519,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       const vv = versionsView(overview);
       replace(versions,
         h('h3', null, 'Client versions'),
-        vv.rows.length === 0 ? h('p', { class: 'muted' }, 'No executions in this range.') : h('div', { class: 'table-scroll' }, h('table', { class: 'data', id: 'versions-table' },
+        vv.rows.length === 0 ? h('p', { class: 'muted' }, 'No executions in this range.') : scrollBox('Client versions in the range', h('table', { class: 'data', id: 'versions-table' },
           h('caption', { class: 'sr-only' }, 'Client versions in the range'),
           h('thead', null, h('tr', null, ...['Client', 'Version', 'Executions', 'Without size data', 'Sizes'].map((x) => h('th', { scope: 'col' }, x)))),
           h('tbody', null, ...vv.rows.map((v) => h('tr', { 'data-version': v.version },
