@@ -2,7 +2,7 @@
  * The dashboard for every engineer on a team, keyboard-only and screen-reader users included, in headless
  * Chromium against real hookwatch services (one fed the captured Claude Code requests, with alerts and a silence;
  * one with no data yet): axe-core finds no WCAG 2.1 A/AA violation on any view, with data and empty, in either
- * theme.
+ * theme; Tab walks the controls in order with a focus ring that stands out; a refresh leaves the focus where it was.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -75,6 +75,54 @@ async function axeViolations(p: Page): Promise<string[]> {
   });
 }
 
+/**
+ * The control with the focus, as "tag#id.class: text", and what is wrong with its focus ring: none drawn, thinner
+ * than 2 px, or under 3:1 against what it is drawn on (WCAG 1.4.11).
+ */
+async function focused(p: Page): Promise<{ name: string; ring: string | null }> {
+  return p.evaluate(() => {
+    const el = document.activeElement as HTMLElement;
+    const rgb = (c: string): number[] | null => {
+      const srgb = /^color\(srgb ([\d.]+) ([\d.]+) ([\d.]+)(?: \/ ([\d.]+))?\)$/.exec(c);
+      if (srgb) return [Number(srgb[1]) * 255, Number(srgb[2]) * 255, Number(srgb[3]) * 255, srgb[4] === undefined ? 1 : Number(srgb[4])];
+      const m = /^rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)$/.exec(c);
+      return m ? [Number(m[1]), Number(m[2]), Number(m[3]), m[4] === undefined ? 1 : Number(m[4])] : null;
+    };
+    const lum = (c: number[]): number => {
+      const [r, g, b] = c.slice(0, 3).map((v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4)) as [number, number, number];
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    // The ring is drawn outside the control: on the first opaque background of its ancestors.
+    let bg: number[] | null = null;
+    for (let e = el.parentElement; e && !bg; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c && (c[3] ?? 0) > 0.9) bg = c;
+    }
+    bg ??= rgb(getComputedStyle(document.documentElement).backgroundColor) ?? [255, 255, 255, 1];
+    const s = getComputedStyle(el);
+    const ring = rgb(s.outlineColor);
+    const [hi, lo] = [lum(ring ?? bg), lum(bg)].sort((a, b) => b - a) as [number, number];
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const name = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.className && typeof el.className === 'string' ? `.${el.className.split(' ')[0]}` : ''}: ${(el.getAttribute('aria-label') ?? el.textContent ?? '').trim().slice(0, 40)}`;
+    const problem = s.outlineStyle === 'none' ? 'no focus ring'
+      : parseFloat(s.outlineWidth) < 2 ? `a ${s.outlineWidth} ring`
+        : ratio < 3 ? `ring ${s.outlineColor} on ${bg.join(',')} is ${ratio.toFixed(2)}:1` : null;
+    return { name, ring: problem };
+  });
+}
+
+/** Presses Tab from the top of the page until the focus leaves it (`most` presses at most), listing each control reached. */
+async function tabWalk(p: Page, most: number): Promise<{ name: string; ring: string | null }[]> {
+  await p.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  const seen: { name: string; ring: string | null }[] = [];
+  for (let i = 0; i < most; i++) {
+    await p.keyboard.press('Tab');
+    if (await p.evaluate(() => document.activeElement === null || document.activeElement === document.body)) break;
+    seen.push(await focused(p));
+  }
+  return seen;
+}
+
 describe('accessibility', () => {
   it('has no axe-core violation on any view, with data and empty, in light and dark', async () => {
     const views = [
@@ -95,4 +143,19 @@ describe('accessibility', () => {
     }
     expect(found).toEqual([]);
   }, 120_000);
+
+  it('walks every control with Tab, in order, each with a focus ring that stands out, in light and dark', async () => {
+    for (const scheme of ['light', 'dark'] as const) {
+      const p = await opened(`${svc.httpUrl}/?refresh=off`, scheme);
+      const walk = await tabWalk(p, 80);
+      expect(walk[0]?.name).toBe('a.skip: Skip to content');
+      const at = (re: RegExp): number => walk.findIndex((w) => re.test(w.name));
+      // The header, then the search, the table and its hook links, in the order they read.
+      expect(at(/^button\.range-preset: 1h/)).toBeGreaterThan(0);
+      expect(at(/^input#hook-search/)).toBeGreaterThan(at(/^button#theme-toggle/));
+      expect(at(/^a\.hook-link/)).toBeGreaterThan(at(/^input#hook-search/));
+      expect(walk.filter((w) => w.ring !== null).map((w) => `${w.name}: ${w.ring}`)).toEqual([]);
+      expect(await closePages(open)).toEqual([]);
+    }
+  }, 60_000);
 });
