@@ -26,6 +26,9 @@ const AGE_TICK_MS = 5000;
 /** A screen reader hears that a refresh changed the data at most this often (a recovery is said at once). */
 const NEWS_MIN_MS = 60_000;
 
+/** The controls a keyboard reaches. */
+const FOCUSABLE = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
+
 const PAGES: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
 
 function storedZone(): TimeZoneChoice {
@@ -420,6 +423,8 @@ export function start(root: HTMLElement): Dashboard {
     const ctl = new AbortController();
     inflight = { ctl, whole: true };
     const state = readState(location);
+    const focused = document.activeElement;
+    const refocus = focusFinder();
     document.body.setAttribute('aria-busy', 'true');
     askDimensions();
     let again = true;
@@ -444,6 +449,7 @@ export function start(root: HTMLElement): Dashboard {
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
       if (gen === generation) {
+        keepFocus(focused, refocus);
         if (!inflight) document.body.removeAttribute('aria-busy');
         if (again) schedule(state, gen);
       }
@@ -462,6 +468,8 @@ export function start(root: HTMLElement): Dashboard {
     inflight?.ctl.abort();
     const ctl = new AbortController();
     inflight = { ctl, whole: false };
+    const focused = document.activeElement;
+    const refocus = focusFinder();
     document.body.setAttribute('aria-busy', 'true');
     try {
       await part(ctl.signal);
@@ -480,16 +488,39 @@ export function start(root: HTMLElement): Dashboard {
       if (!signedOut) schedule(readState(location), gen);
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
+      if (gen === generation) keepFocus(focused, refocus);
       if (gen === generation && !inflight) document.body.removeAttribute('aria-busy');
     }
   }
 
-  /** A selector finding the focused control again once the view is drawn anew (a sort button, an id). */
-  function focusKey(): string | null {
+  /**
+   * How to find the focused control again once it is drawn anew: by its sort key or id, else by its place among
+   * the controls of the nearest part of the page that keeps its identity (an alert's card, a hook's row, a panel
+   * with an id). Null when no control has the focus.
+   */
+  function focusFinder(): (() => HTMLElement | null) | null {
     const el = document.activeElement;
     if (!(el instanceof HTMLElement) || el === document.body) return null;
-    if (el.dataset['sort']) return `[data-sort="${CSS.escape(el.dataset['sort'])}"]`;
-    return el.id ? `#${CSS.escape(el.id)}` : null;
+    const one = (selector: string) => (): HTMLElement | null => root.querySelector<HTMLElement>(selector);
+    if (el.dataset['sort']) return one(`[data-sort="${CSS.escape(el.dataset['sort'])}"]`);
+    if (el.id) return one(`#${CSS.escape(el.id)}`);
+    const holder = el.parentElement?.closest<HTMLElement>('[data-alert-id], [data-hook-id], [id]');
+    if (!holder) return null;
+    const [attr, value] = holder.id ? ['id', holder.id] : holder.dataset['alertId'] ? ['data-alert-id', holder.dataset['alertId']] : ['data-hook-id', holder.dataset['hookId'] ?? ''];
+    const scope = `[${attr}="${CSS.escape(value)}"]`;
+    const index = [...holder.querySelectorAll(FOCUSABLE)].indexOf(el);
+    return () => root.querySelector(scope)?.querySelectorAll<HTMLElement>(FOCUSABLE)[index] ?? null;
+  }
+
+  /**
+   * A refresh drew anew the control that had the focus: the focus goes to the control drawn in its place, not
+   * back to the start of the document (a keyboard user would tab through the header again, a screen reader would
+   * start reading from the top).
+   */
+  function keepFocus(before: Element | null, find: (() => HTMLElement | null) | null): void {
+    if (!find || !before || before.isConnected) return;
+    if (document.activeElement !== null && document.activeElement !== document.body) return;
+    find()?.focus({ preventScroll: true });
   }
 
   let rendered = false;
@@ -498,7 +529,7 @@ export function start(root: HTMLElement): Dashboard {
     const gen = generation;
     // After a user's action (not the first drawing), focus goes back to the control used, or to the content of a
     // new page, never to the start of the document: a keyboard user does not tab through the header again.
-    const refocus = rendered ? focusKey() ?? '#main' : null;
+    const refocus = rendered ? focusFinder() ?? (() => null) : null;
     rendered = true;
     clearTimeout(timer);
     inflight?.ctl.abort();
@@ -526,7 +557,7 @@ export function start(root: HTMLElement): Dashboard {
     page = factory(main, ctx);
     void load(gen).then(() => {
       if (refocus === null || gen !== generation) return;
-      (root.querySelector<HTMLElement>(refocus) ?? main).focus({ preventScroll: true });
+      (refocus() ?? main).focus({ preventScroll: true });
     });
   }
 

@@ -158,4 +158,21 @@ describe('accessibility', () => {
       expect(await closePages(open)).toEqual([]);
     }
   }, 60_000);
+
+  it('leaves the focus on the control it was on when a refresh draws the page anew', async () => {
+    const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light');
+    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
+    const active = (): Promise<string> => p.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      return `${el.closest('[data-alert-id]')?.getAttribute('data-alert-id') ?? ''} ${el.tagName} ${el.getAttribute('aria-label') ?? el.textContent ?? ''}`;
+    });
+    // A silence's Expire button, then the hook link on an alert's card: both are drawn anew at each refresh.
+    for (const selector of ['#silences button[aria-label^="Expire silence"]', 'article[data-alert-id] a.hook-link']) {
+      await p.focus(selector);
+      const before = await active();
+      await waitLoaded(p, (await loads()) + 2);
+      expect(await active()).toBe(before);
+    }
+    expect(await closePages(open)).toEqual([]);
+  });
 });
