@@ -175,4 +175,21 @@ describe('accessibility', () => {
     }
     expect(await closePages(open)).toEqual([]);
   });
+
+  it('says nothing again in a live region when a refresh leaves what it says as it was', async () => {
+    const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light');
+    expect(await p.locator('#alerts-notice').textContent()).toContain('No receiver is configured');
+    // A screen reader reads out what is added to a live region: count what refreshes put in them.
+    await p.evaluate(() => {
+      const w = window as unknown as { liveChanges: string[] };
+      w.liveChanges = [];
+      const seen = new MutationObserver((records) => {
+        for (const r of records) w.liveChanges.push((r.target instanceof Element ? r.target : r.target.parentElement)?.closest('[aria-live], [role="status"], [role="alert"]')?.id || 'a live region');
+      });
+      for (const el of document.querySelectorAll('[aria-live], [role="status"], [role="alert"]')) seen.observe(el, { childList: true, subtree: true, characterData: true });
+    });
+    await waitLoaded(p, Number(await p.evaluate(() => document.body.dataset['loaded'])) + 3);
+    expect(await p.evaluate(() => (window as unknown as { liveChanges: string[] }).liveChanges)).toEqual([]);
+    expect(await closePages(open)).toEqual([]);
+  });
 });

@@ -161,9 +161,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         }
         throw err;
       }
-      replace(notice, view.noReceivers
-        ? h('p', { class: 'warn', id: 'no-receivers' }, 'No receiver is configured: alerts show here, nobody is notified (see docs/alerting.md).') : null,
-      view.rangeNote ? h('p', { class: 'hint', id: 'alerts-range-note' }, view.rangeNote) : null);
+      const notes = [
+        view.noReceivers ? h('p', { class: 'warn', id: 'no-receivers' }, 'No receiver is configured: alerts show here, nobody is notified (see docs/alerting.md).') : null,
+        view.rangeNote ? h('p', { class: 'hint', id: 'alerts-range-note' }, view.rangeNote) : null,
+      ];
+      // A live region: drawn again only when what it says changes, or a screen reader reads it out at every refresh.
+      if (notes.map((n) => n?.textContent ?? '').join('') !== notice.textContent) replace(notice, ...notes);
       if (view.empty !== null) {
         replace(list, h('section', { class: 'panel empty', id: 'empty-state' }, h('h2', null, 'No alerts'), h('p', null, view.empty)));
         cards.clear();
