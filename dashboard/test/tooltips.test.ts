@@ -39,7 +39,9 @@ describe('chart tooltips', () => {
       expect(growth).toContain('30/11 (UTC) | daily largest output: 12,578 chars (2,578 chars over the cap)');
       const curve = await hoverTooltips(w.page, 'chart-curve');
       expect(curve.filter((t) => UNREADABLE.test(t))).toEqual([]);
-      expect(curve).toContain(' | observed stdout: sent 12,578 chars, the model sees 2,000 chars');
+      // Titled like the other charts' tooltips: by where the point sits on the x axis, the size sent.
+      expect(curve).toContain('sent: 12,578 chars (2,578 chars over the cap) | observed stdout: the model sees 2,000 chars, 10,578 chars lost');
+      expect(curve.filter((t) => t.startsWith(' | '))).toEqual([]);
     });
   });
 

@@ -116,8 +116,19 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
       ],
     },
     options: {
-      // Both coordinates are sizes: "sent 12,578 chars, the model sees 2,000 chars", not "(12,578, 2,000)".
-      plugins: { tooltip: { callbacks: { label: (item) => `${item.dataset.label ?? ''}: sent ${chars(item.parsed.x)}, the model sees ${chars(item.parsed.y)}` } } },
+      // Both coordinates are sizes, never "(12,578, 2,000)": the title is the size sent against the cap (where the
+      // point sits on the x axis, as the other charts title a bucket), each line what the model sees of it.
+      plugins: {
+        tooltip: {
+          callbacks: {
+            title: (items) => (items[0] ? sizeLine('sent', items[0].parsed.x) : ''),
+            label: (item) => {
+              const { x, y } = item.parsed;
+              return `${item.dataset.label ?? ''}: the model sees ${chars(y)}${x !== null && y !== null && x > y ? `, ${chars(x - y)} lost` : ''}`;
+            },
+          },
+        },
+      },
       scales: {
         x: { type: 'linear', min: 0, max: Math.round(maxSent), title: { display: true, text: 'characters sent by the hook' } },
         y: { min: 0, max: Math.round(Math.max(11_000, ...observed.map((o) => o.delivered * 1.05))), title: { display: true, text: 'characters the model sees' }, ticks: { precision: 0 } },
