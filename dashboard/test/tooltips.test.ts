@@ -3,7 +3,7 @@
  * bucket marked UTC), counts and sizes as numbers a person reads, sizes in characters against the cap.
  */
 import { describe, expect, it } from 'vitest';
-import { useFixture } from './experience-fixture.ts';
+import { PARTIAL, useFixture } from './experience-fixture.ts';
 import { hoverTooltips, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 
 const fx = useFixture();
@@ -56,6 +56,16 @@ describe('chart tooltips', () => {
       const fleet = await hoverTooltips(w.page, 'chart-fleet');
       expect(fleet.length).toBeGreaterThan(0);
       expect(fleet.filter((t) => !/^\d\d\/\d\d \(UTC\) \| /.test(t))).toEqual([]);
+    });
+  });
+
+  it('say "none known" of persisted outputs where executions sent no size data, never a bare 0', async () => {
+    await inLosAngeles(async (w, open) => {
+      await open(`/hooks/${await fx.hookId(PARTIAL)}`);
+      const delivery = await hoverTooltips(w.page, 'chart-delivery');
+      const persisted = delivery.flatMap((t) => t.split(' | ')).filter((l) => l.startsWith('outputs persisted'));
+      expect(persisted).toEqual(['outputs persisted (not delivered): none known (17 executions sent no size data)']);
+      expect(await w.page.locator('#chart-delivery-summary').textContent()).toBe('33 hook commands reported success; no output is known to have been persisted instead of delivered (17 executions sent no size data).');
     });
   });
 

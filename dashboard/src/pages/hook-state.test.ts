@@ -5,7 +5,7 @@ import { bucketLabel, setTimeZone, statusTitle } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
-  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView,
+  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, persistedKnown,
   commandRows, dayTicks, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
@@ -139,17 +139,31 @@ describe('charts\' numbers', () => {
   });
 
   it('counts success against persisted outputs with agreeing verbs', () => {
-    expect(deliveryView(series).summary).toBe('27 hook commands reported success; 3 outputs were persisted instead of delivered.');
+    // The last bucket's executions sent no size data: what they lost is not known, so the count is a lower bound.
+    expect(deliveryView(series).summary).toBe('27 hook commands reported success; at least 3 outputs were persisted instead of delivered (3 executions sent no size data).');
+    const sized = { ...series, buckets: series.buckets.slice(0, 3) };
+    expect(deliveryView(sized).summary).toBe('24 hook commands reported success; 2 outputs were persisted instead of delivered.');
     const one = { ...series, buckets: [series.buckets[2] ?? bucket('x')].map((b) => ({ ...b, success: 1, outputsPersisted: 1 })) };
     expect(deliveryView(one).summary).toBe('1 hook command reported success; 1 output was persisted instead of delivered.');
-    expect(deliveryView(series).rows[0]).toEqual(['30/11/2026, 05:00', '12', '12', '0', '0']);
+    expect(deliveryView(series).rows[0]).toEqual(['30/11/2026, 05:00', '12', '12', '0', '0', '0']);
+  });
+
+  it('says a persisted count is a lower bound where executions sent no size data, and why', () => {
+    expect(deliveryView(series).rows[2]).toEqual(['30/11/2026, 07:00', '3', '3', 'at least 1', '1', '3']);
+    const none = { ...series, buckets: series.buckets.map((b, i) => (i === 1 ? { ...b, sizeUnknownExecutions: 1 } : { ...b, outputsPersisted: 0, executionsWithPersisted: 0, sizeUnknownExecutions: 0 })) };
+    expect(deliveryView(none).summary).toBe('27 hook commands reported success; no output is known to have been persisted instead of delivered (1 execution sent no size data).');
+    expect(deliveryView(none).rows[0]).toEqual(['30/11/2026, 05:00', '12', '12', 'none known', '0', '1']);
+    expect(persistedKnown({ outputsPersisted: 3, executionsWithPersisted: 2, sizeUnknownExecutions: 0 })).toEqual({ count: 3, text: '3', why: null });
+    expect(persistedKnown({ outputsPersisted: 1, executionsWithPersisted: 2, sizeUnknownExecutions: 4 }))
+      .toEqual({ count: 2, text: 'at least 2', why: '4 executions sent no size data; 2 executions measured over the cap, counted as one output each' });
   });
 
   it('counts executions measured over the cap as persisted outputs, at least, when the client reports none', () => {
     const measured = { ...series, buckets: series.buckets.map((b, i) => (i === 2 ? { ...b, outputsPersisted: 0, executionsWithPersisted: 2 } : b)) };
     expect(cliffView(measured).persisted[2]).toBe(10_500);
     expect(cliffView(measured).rows[1]).toEqual(['30/11/2026, 06:00', '10,500', '2']);
-    expect(deliveryView(measured).summary).toBe('27 hook commands reported success; 3 outputs were persisted instead of delivered.');
+    expect(deliveryView(measured).summary).toBe('27 hook commands reported success; at least 3 outputs were persisted instead of delivered (3 executions sent no size data; 2 executions measured over the cap, counted as one output each).');
+    expect(deliveryView(measured).rows[1]).toEqual(['30/11/2026, 06:00', '12', '12', 'at least 2', '2', '0']);
     const hk = { ...OVER, outputsPersisted: 0, executionsWithPersisted: 4 };
     expect(facts(hk, forecastReading(null, { status: 'over' })).find((x) => x.id === 'persisted')).toMatchObject({ value: '4', note: 'at least: measured over the cap, the client does not report num_outputs_persisted' });
   });

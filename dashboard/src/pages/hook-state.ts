@@ -127,13 +127,44 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
 }
 
 /** Success against persisted outputs: the summary and the data table. */
+/**
+ * Outputs persisted as far as they are known, for a bucket or a range: the count (persistedAtLeast), its words,
+ * and why it is only a lower bound when it is one. Executions without size data (clients before 2.1.280) may
+ * have lost output unseen; executions a client measured over the cap without reporting num_outputs_persisted
+ * count one output each.
+ */
+export function persistedKnown(c: Pick<SeriesBucket, 'outputsPersisted' | 'executionsWithPersisted' | 'sizeUnknownExecutions'>): { count: number; text: string; why: string | null } {
+  const count = persistedAtLeast(c);
+  const why = lowerBoundWhy(c.sizeUnknownExecutions, measuredOnly(c));
+  return { count, text: why === null ? num(count) : count === 0 ? 'none known' : `at least ${num(count)}`, why };
+}
+
+/** Executions counted as one persisted output each: measured over the cap, the count itself not reported. */
+function measuredOnly(c: Pick<SeriesBucket, 'outputsPersisted' | 'executionsWithPersisted'>): number {
+  return c.executionsWithPersisted > c.outputsPersisted ? c.executionsWithPersisted : 0;
+}
+
+/** Why a count of persisted outputs is a lower bound, or null when it is exact. */
+function lowerBoundWhy(sizeUnknown: number, measured: number): string | null {
+  const why = [
+    sizeUnknown > 0 ? `${plural(sizeUnknown, 'execution')} sent no size data` : null,
+    measured > 0 ? `${plural(measured, 'execution')} measured over the cap, counted as one output each` : null,
+  ].filter((x) => x !== null);
+  return why.length === 0 ? null : why.join('; ');
+}
+
 export function deliveryView(series: SeriesResponse): { summary: string; headers: string[]; rows: string[][] } {
   const success = series.buckets.reduce((s, b) => s + b.success, 0);
   const persisted = series.buckets.reduce((s, b) => s + persistedAtLeast(b), 0);
+  // A lower bound says so, and why: unknown is not zero.
+  const why = lowerBoundWhy(series.buckets.reduce((s, b) => s + b.sizeUnknownExecutions, 0), series.buckets.reduce((s, b) => s + measuredOnly(b), 0));
+  const lost = why === null ? `${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`
+    : persisted === 0 ? `no output is known to have been persisted instead of delivered (${why}).`
+      : `at least ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered (${why}).`;
   return {
-    summary: `${plural(success, 'hook command')} reported success; ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered.`,
-    headers: [bucketStartHeader(series.step), 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted'],
-    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [bucketStart(b.start, series.step), num(b.executions), num(b.success), num(b.outputsPersisted), num(b.executionsWithPersisted)]),
+    summary: `${plural(success, 'hook command')} reported success; ${lost}`,
+    headers: [bucketStartHeader(series.step), 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted', 'Without size data'],
+    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [bucketStart(b.start, series.step), num(b.executions), num(b.success), persistedKnown(b).text, num(b.executionsWithPersisted), num(b.sizeUnknownExecutions)]),
   };
 }
 

@@ -19,7 +19,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -40,7 +40,9 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
   // Every line is a size against the cap, but the marker's: its height is the bucket's size, its news the count.
   const line = (item: TooltipItem<'line'>): string => {
     const b = series.buckets[item.dataIndex];
-    return item.dataset.label === marker && b ? `${marker}: ${plural(persistedAtLeast(b), 'output')} persisted` : sizeLine(item.dataset.label ?? '', item.raw as number | null);
+    if (item.dataset.label !== marker || !b) return sizeLine(item.dataset.label ?? '', item.raw as number | null);
+    const known = persistedKnown(b);
+    return `${marker}: ${known.why === null ? '' : 'at least '}${plural(known.count, 'output')} persisted`;
   };
   const config: ChartConfiguration<'line'> = {
     type: 'line',
@@ -72,19 +74,28 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
 /** Success against persisted outputs per bucket: success keeps being reported while output is lost. */
 export function deliveryChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
   const labels = labelsOf(series);
+  const persisted = 'outputs persisted (not delivered)';
+  // The persisted bar is a lower bound where a bucket's executions sent no size data or no persisted count: its
+  // line says "at least" (or "none known") and why, never a bare count read as exact.
+  const line = (item: TooltipItem<'line'>): string => {
+    const b = series.buckets[item.dataIndex];
+    if (item.dataset.label !== persisted || !b) return `${item.dataset.label ?? ''}: ${num(item.raw as number)}`;
+    const known = persistedKnown(b);
+    return `${persisted}: ${known.text}${known.why === null ? '' : ` (${known.why})`}`;
+  };
   const config: ChartConfiguration<'bar'> = {
     type: 'bar',
     data: {
       labels,
       datasets: [
         { label: 'hook commands reporting success', data: series.buckets.map((b) => b.success), backgroundColor: COLORS.success },
-        { label: 'outputs persisted (not delivered)', data: series.buckets.map((b) => persistedAtLeast(b)), backgroundColor: COLORS.persisted },
+        { label: persisted, data: series.buckets.map((b) => persistedAtLeast(b)), backgroundColor: COLORS.persisted },
         { label: 'executions with persisted outputs', data: series.buckets.map((b) => b.executionsWithPersisted), backgroundColor: COLORS.executionsWithPersisted },
       ],
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step) },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line) },
       scales: { x: bucketAxis(series.step), y: countAxis() },
     },
   };
