@@ -1,6 +1,6 @@
 /**
  * Chart.js, loaded locally as /vendor/chart.umd.min.js, behind one helper that keeps each chart paired with its
- * text alternative: an aria-label summary and a data table holding the very numbers the chart draws. Time
+ * text alternative: a summary sentence describing it and a data table holding the very numbers the chart draws. Time
  * charts can be zoomed by dragging across them (the page turns the bounds into a URL range) and can carry
  * shaded bands (alert timelines).
  */
@@ -97,7 +97,7 @@ export interface Band {
   color: string;
 }
 
-/** A chart panel: title, canvas (role img + summary), and a collapsible data table. */
+/** A chart panel: title, canvas (an image named by the title, described by the summary), and a collapsible data table. */
 export class ChartPanel {
   readonly element: HTMLElement;
   readonly canvas: HTMLCanvasElement;
@@ -191,8 +191,9 @@ export class ChartPanel {
   render(config: ChartConfiguration, summary: string, dataTable: HTMLTableElement | Child): void {
     const C = ctor();
     configure(C);
+    // The canvas is named by its title and described by the summary beside it: a screen reader reads the summary
+    // once, not once as the name and again as the description.
     this.summary.textContent = summary;
-    this.canvas.setAttribute('aria-label', summary);
     replace(this.tableHolder, dataTable);
     if (this.chart && (this.chart.config as { type?: string }).type === config.type) {
       this.chart.data = config.data;

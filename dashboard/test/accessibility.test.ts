@@ -76,6 +76,20 @@ async function axeViolations(p: Page): Promise<string[]> {
 }
 
 /**
+ * What is wrong with the charts' text alternatives: each canvas is an image named by its title and described by
+ * its summary, which a screen reader reads once, not as both name and description.
+ */
+async function chartNames(p: Page): Promise<string[]> {
+  return p.evaluate(() => [...document.querySelectorAll('canvas')].flatMap((c) => {
+    const name = c.getAttribute('aria-label') ?? '';
+    const description = document.getElementById(c.getAttribute('aria-describedby') ?? '')?.textContent ?? '';
+    const title = c.closest('section')?.querySelector('.chart-title')?.textContent ?? '';
+    if (c.getAttribute('role') !== 'img' || name === '' || description === '') return [`#${c.id}: no name or no description`];
+    return name === title && description !== name ? [] : [`#${c.id}: named "${name.slice(0, 60)}", described "${description.slice(0, 60)}"`];
+  }));
+}
+
+/**
  * The control with the focus, as "tag#id.class: text", and what is wrong with its focus ring: none drawn, thinner
  * than 2 px, or under 3:1 against what it is drawn on (WCAG 1.4.11).
  */
@@ -138,7 +152,7 @@ describe('accessibility', () => {
         await p.evaluate(() => {
           for (const d of document.querySelectorAll('details')) d.open = true;
         });
-        found.push(...(await axeViolations(p)).map((v) => `${view} (${scheme}): ${v}`), ...await closePages(open));
+        found.push(...(await axeViolations(p)).map((v) => `${view} (${scheme}): ${v}`), ...(await chartNames(p)).map((v) => `${view} (${scheme}): ${v}`), ...await closePages(open));
       }
     }
     expect(found).toEqual([]);
