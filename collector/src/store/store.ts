@@ -122,7 +122,16 @@ export interface PruneResult {
   rollups: number;
   /** Hooks with no event or rollup left. */
   hooks: number;
+  /** Whole days of events dropped with their partition (PostgreSQL; their events are counted in `events`). */
+  partitions?: number;
 }
+
+/**
+ * Bytes the store takes on disk, by part; the parts add up to the whole. SQLite: `database` (the file) and `wal`
+ * (its write-ahead log). PostgreSQL: `events` (the daily partitions), `rollups` and `other` (hooks, alert state,
+ * findings...), each with its indexes and TOAST.
+ */
+export type StoreSize = Record<string, number>;
 
 export interface Store {
   /** The backend's name, for logs and /metrics ('sqlite', 'postgres'). */
@@ -183,6 +192,11 @@ export interface Store {
    * far ahead before such times were clamped).
    */
   prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult>;
+  /**
+   * What the store takes on disk (StoreSize); undefined for one without files (an in-memory database). A stat of
+   * the files on SQLite; a catalog query on PostgreSQL, which /metrics runs periodically, never per scrape.
+   */
+  diskUsage?(): Promise<StoreSize | undefined>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */

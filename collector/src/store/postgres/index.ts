@@ -28,7 +28,7 @@ import { inTransaction } from './connection.ts';
 import { buildEventsIndex, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
-import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -1152,7 +1152,7 @@ export class PostgresStore implements Store {
   }
 
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
-    const result: PruneResult = { events: 0, rollups: 0, hooks: 0 };
+    const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, partitions: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
@@ -1177,7 +1177,9 @@ export class PostgresStore implements Store {
       }
     };
     // Whole days go with their partition; only the day holding the bound is deleted from, in batches.
-    result.events = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
+    const dropped = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
+    result.events = dropped.events;
+    result.partitions = dropped.partitions;
     result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
     result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
@@ -1213,7 +1215,9 @@ export class PostgresStore implements Store {
     };
     await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
-      result.events += await this.dropPartitions((d) => d * DAY_MS >= futureFromMs);
+      const ahead = await this.dropPartitions((d) => d * DAY_MS >= futureFromMs);
+      result.events += ahead.events;
+      result.partitions += ahead.partitions;
       result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
       const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
@@ -1390,16 +1394,17 @@ export class PostgresStore implements Store {
 
   /**
    * Detaches and drops the event partitions of the days `due` picks, each in its own short transaction; returns
-   * how many events they held. The partitions ahead of today are made again at the next open or ingest.
+   * how many partitions went and how many events they held. The partitions ahead of today are made again at the
+   * next open or ingest.
    */
-  private async dropPartitions(due: (day: number) => boolean): Promise<number> {
-    let dropped = 0;
+  private async dropPartitions(due: (day: number) => boolean): Promise<{ partitions: number; events: number }> {
+    const dropped = { partitions: 0, events: 0 };
     for (const d of (await this.partitionDays()).filter(due)) {
       const name = `${PARTITION_PREFIX}${d}`;
-      dropped += await inTransaction(this.pool, async (client) => {
+      const events = await inTransaction(this.pool, async (client) => {
         await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
         const exists = await client.query(`SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass AND c.relname = $1`, [name]);
-        if (exists.rowCount === 0) return 0;
+        if (exists.rowCount === 0) return undefined;
         const n = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${name}`);
         await client.query(`ALTER TABLE events DETACH PARTITION ${name}`);
         await client.query(`DROP TABLE ${name}`);
@@ -1408,6 +1413,10 @@ export class PostgresStore implements Store {
         throw this.classify(err, 'retention failed');
       });
       this.partitions.delete(d);
+      // Dropped by another replica meanwhile: not counted here.
+      if (events === undefined) continue;
+      dropped.partitions++;
+      dropped.events += events;
     }
     return dropped;
   }
@@ -1444,6 +1453,22 @@ export class PostgresStore implements Store {
     await this.write('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, create()]);
     const rows = await this.query('SELECT value FROM store_meta WHERE key = $1', [key]);
     return String(rows[0]?.['value']);
+  }
+
+  /**
+   * The tables of hookwatch's schema with their indexes and TOAST, by part (StoreSize): the event partitions, the
+   * rollups, and the rest. A catalog query on the read pool: /metrics runs it periodically, never per scrape.
+   */
+  async diskUsage(): Promise<StoreSize> {
+    const rows = await this.query(
+      `SELECT CASE WHEN c.relname = 'events' OR c.relname LIKE '${PARTITION_PREFIX}%' THEN 'events' WHEN c.relname = ANY($1::text[]) THEN 'rollups' ELSE 'other' END AS part,
+              sum(pg_total_relation_size(c.oid))::text AS bytes
+       FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' GROUP BY 1`,
+      [ROLLUP_TABLE_NAMES],
+    );
+    const size: StoreSize = { events: 0, rollups: 0, other: 0 };
+    for (const r of rows) size[String(r['part'])] = Number(r['bytes']);
+    return size;
   }
 
   async ping(): Promise<void> {

@@ -3,6 +3,7 @@
  * failures are told apart (a lock held elsewhere, a file that failed).
  */
 import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { StoreUnavailableError } from '../store.ts';
@@ -35,6 +36,21 @@ export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'
     }
   }
   return db;
+}
+
+/**
+ * Bytes a database takes on disk: its file and its write-ahead log (`-wal`; 0 once a checkpoint truncated it,
+ * or before its first write). Two stat calls on the thread pool, never a query: cheap to read at every scrape.
+ * Undefined for an in-memory database, which has no file.
+ */
+export async function sqliteFileBytes(path: string): Promise<{ database: number; wal: number } | undefined> {
+  if (path === ':memory:' || path === '') return undefined;
+  const database = (await stat(path)).size;
+  const wal = await stat(`${path}-wal`).then((s) => s.size, (err: unknown) => {
+    if ((err as { code?: string }).code === 'ENOENT') return 0;
+    throw err;
+  });
+  return { database, wal };
 }
 
 /** Creates `path` (and its folder) readable by hookwatch's user only, or tightens an existing file to 0600. */

@@ -16,14 +16,14 @@ import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
-import { SQLITE_BUSY, Statements, describeSqliteError, inTransaction, openSqlite, sqliteFault } from './database.ts';
+import { SQLITE_BUSY, Statements, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -1155,6 +1155,10 @@ export class SqliteStore implements Store {
     } catch (err) {
       throw this.classify(err);
     }
+  }
+
+  async diskUsage(): Promise<StoreSize | undefined> {
+    return sqliteFileBytes(this.path);
   }
 
   /** Ready when the file opened is still the one at the path and the last fault has cleared. */
