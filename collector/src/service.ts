@@ -48,7 +48,8 @@ import { registerAlertEventMetrics, registerNotifyMetrics } from './notify/metri
 import { HookMetrics } from './pipeline/hook-metrics.ts';
 import { registerIngestMetrics } from './pipeline/metrics.ts';
 import { registerReceiverMetrics } from './receiver/metrics.ts';
-import { instrumentStore } from './store/metrics.ts';
+import { instrumentStore, registerStoreSizeMetrics } from './store/metrics.ts';
+import { Retention, registerRetentionMetrics } from './store/retention.ts';
 import { isPostgresUrl, openStore, startCoordination, type Coordination } from './store/open.ts';
 import { lockSqliteStore } from './store/sqlite/process-lock.ts';
 import type { Store } from './store/store.ts';
@@ -72,6 +73,8 @@ export interface ServiceOptions {
   passThrough?: PassThroughConsumer;
   /** Alerting test hooks: no timer (drive evaluation on a controlled clock), a fixed jitter source, an event sink. */
   alerting?: Pick<AlertingOptions, 'timer' | 'random' | 'events'>;
+  /** How often a PostgreSQL store's size is read for /metrics (default once a minute); tests shorten it. */
+  storeSizeRefreshMs?: number;
   /** Where `config` was loaded from, read again by a reload (SIGHUP, POST /-/reload); absent: reload answers it cannot. */
   configSource?: ConfigSource;
 }
@@ -103,6 +106,8 @@ export interface RunningService {
   alerting: Alerting;
   /** Which replica runs alert evaluation and retention (always this one on SQLite). */
   coordination: Coordination;
+  /** Retention, run every hour and on becoming leader; run() runs it now (what a run did is in /metrics). */
+  retention: Retention;
   /**
    * Reads the configuration again and applies what can change while running (config-reload.ts); rejects with
    * ConfigError, the running configuration kept, when it is invalid.
@@ -132,6 +137,8 @@ export function databaseStepTimeoutMs(config: Pick<HookwatchConfig, 'postgres' |
 }
 
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** How often a store on a database server is asked its size for /metrics (hookwatch_store_size_bytes). */
+const STORE_SIZE_REFRESH_MS = 60_000;
 /** How far back a hook was seen for its /metrics series to exist from start-up (hook-metrics.ts seed). */
 const HOOK_SERIES_SEED_MS = 30 * 86_400_000;
 
@@ -244,6 +251,15 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   if (forwarding) registerForwardMetrics(metrics, forwarding);
   registerAlertingMetrics(metrics, alerting.engine);
   registerClusterMetrics(metrics, coordination);
+  // Retention is once-per-cluster work: only the leader deletes from the store (each replica expires its own
+  // forward queue file). It runs once serving, then every hour and whenever this replica becomes leader.
+  const retention = new Retention({
+    store, eventsMs: config.retention.eventsMs, rollupsMs: config.retention.rollupsMs, maxFutureSkewMs: config.otlp.maxFutureSkewMs,
+    isLeader: () => coordination.leader.isLeader(), ...(forwarding ? { expireForwarded: (beforeMs: number) => forwarding.expire(beforeMs) } : {}), logger, now,
+  });
+  registerRetentionMetrics(metrics, retention, rawStore.kind);
+  // A stat of the SQLite files at every scrape; PostgreSQL's catalog query at most once a minute, never per scrape.
+  registerStoreSizeMetrics(metrics, rawStore, { refreshMs: rawStore.kind === 'sqlite' ? 0 : (opts.storeSizeRefreshMs ?? STORE_SIZE_REFRESH_MS) });
   // Each replica reloads its own file; only the leader evaluates, so a follower's reload changes what it would
   // evaluate once it leads, and which rules its batches tell the leader about.
   const reloader = new ConfigReloader({ source: opts.configSource, running: config, alerting, logger, metrics, now });
@@ -327,34 +343,11 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     (err: unknown) => logger.warn('cannot read the known hooks for their /metrics series; each gets its series at its next event', { err }),
   );
 
-  const prune = async (): Promise<void> => {
-    // Each replica's forward queue is its own file: every replica applies retention to it, leader or not. Raw
-    // bodies (user emails included) are not kept past retention.events, delivered or not.
-    try {
-      const expired = forwarding?.expire(now() - config.retention.eventsMs) ?? 0;
-      if (expired) logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { removed: expired });
-    } catch (err) {
-      logger.warn('forwarding retention failed', { err });
-    }
-    // Retention is once-per-cluster work: only the leader deletes, in bounded batches.
-    if (!coordination.leader.isLeader()) return;
-    try {
-      const t = now();
-      // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
-      const r = await store.prune(t - config.retention.eventsMs, t - config.retention.rollupsMs, t + config.otlp.maxFutureSkewMs + 60_000);
-      if (r.events || r.rollups || r.hooks) logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks });
-      // Transcript findings are kept as long as raw events.
-      const findings = await store.pruneTranscriptFindings(t - config.retention.eventsMs);
-      if (findings) logger.info('retention removed old transcript findings', { transcriptFindings: findings });
-    } catch (err) {
-      logger.warn('retention run failed', { err });
-    }
-  };
-  const retentionTimer = setInterval(() => void prune(), RETENTION_INTERVAL_MS);
+  const retentionTimer = setInterval(() => void retention.run(), RETENTION_INTERVAL_MS);
   retentionTimer.unref();
-  void prune();
+  void retention.run();
   coordination.onLeaderChange((leader) => {
-    if (leader) void prune();
+    if (leader) void retention.run();
   });
 
   let stopping: Promise<StopReport> | undefined;
@@ -394,5 +387,5 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `${otlpTls ? 'https' : 'http'}://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, reload: () => reloader.reload(), stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, retention, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, reload: () => reloader.reload(), stop };
 }

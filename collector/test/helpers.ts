@@ -45,7 +45,7 @@ export interface TestService extends RunningService {
  * Starts hookwatch on 127.0.0.1 port 0 with a fresh SQLite file; env-style overrides apply on top, and over the
  * config file `yaml` when given.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string; yaml?: string } = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string; yaml?: string; storeSizeRefreshMs?: number } = {}): Promise<TestService> {
   const tmp = opts.dir ? { dir: opts.dir, cleanup: () => rmSync(opts.dir as string, { recursive: true, force: true }) } : tempDir();
   const config: HookwatchConfig = toConfig(loadConfig({
     env: {
@@ -59,7 +59,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     },
     ...(opts.yaml === undefined ? {} : { readFile: () => opts.yaml as string }),
   }));
-  const service = await startService(config, { logger: silentLogger, ...(opts.now ? { now: opts.now } : {}) });
+  const service = await startService(config, { logger: silentLogger, ...(opts.now ? { now: opts.now } : {}), ...(opts.storeSizeRefreshMs === undefined ? {} : { storeSizeRefreshMs: opts.storeSizeRefreshMs }) });
   return {
     ...service,
     dir: tmp.dir,

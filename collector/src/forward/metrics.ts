@@ -1,4 +1,5 @@
 /** The forwarding stage's figures for /metrics: the durable queue, delivery outcomes, dead letters, state. */
+import { sqliteFileBytes } from '../store/sqlite/database.ts';
 import type { MetricsRegistry, SetSample } from '../telemetry/metrics.ts';
 import type { ForwarderStatus } from './forwarder.ts';
 
@@ -6,7 +7,8 @@ import type { ForwarderStatus } from './forwarder.ts';
 export interface ForwardSource {
   status(): ForwardStatusLike;
   deadLetterSummary?(): { count: number; bytes: number; maxBytes: number };
-  queue?: { counters(): { deadLettersEvicted: number; expired: number } };
+  /** The queue file (`path`; ':memory:' has none). */
+  queue?: { readonly path?: string; counters(): { deadLettersEvicted: number; expired: number } };
 }
 
 /** The parts of the forwarder's status that /metrics reports (no destination URL: it may hold credentials). */
@@ -56,5 +58,16 @@ export function registerForwardMetrics(metrics: MetricsRegistry, f: ForwardSourc
     const counters = metrics.perScrape(() => queue.counters());
     counter('hookwatch_forward_dead_letters_evicted_total', 'Dead letters removed, oldest first, to stay within forward.deadLetters.maxBytes.', () => counters().deadLettersEvicted);
     counter('hookwatch_forward_expired_total', 'Queued requests and dead letters removed by retention (retention.events).', () => counters().expired);
+    const path = queue.path;
+    if (path !== undefined) {
+      // The file with its write-ahead log, as it takes the disk: pages freed by deliveries are reused, not returned.
+      metrics.collectedGauge('forward', {
+        name: 'hookwatch_forward_queue_file_bytes', help: 'Bytes the forward queue file (forward.queue.path) and its write-ahead log take on disk; absent for an in-memory queue.',
+        collect: async (set: SetSample<never>) => {
+          const size = await sqliteFileBytes(path);
+          if (size) set({}, size.database + size.wal);
+        },
+      });
+    }
   }
 }

@@ -1,6 +1,9 @@
-/** The store's figures for /metrics: the time each store call takes, calls running now and calls that failed. */
+/**
+ * The store's figures for /metrics: the time each store call takes, calls running now and calls that failed, and
+ * what it takes on disk.
+ */
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import type { Store } from './store.ts';
+import type { Store, StoreSize } from './store.ts';
 
 /** A store whose calls are timed, and how many calls of one operation are running now. */
 export interface InstrumentedStore<S extends Store> {
@@ -82,4 +85,46 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
     inFlight: (operation) => inFlight.get(operation) ?? 0,
     oldestStartedAt: () => running.values().next().value,
   };
+}
+
+/**
+ * hookwatch_store_size_bytes{part}: what the store takes on disk (Store.diskUsage). With `refreshMs` 0 it is read
+ * at every scrape (SQLite: two stat calls). Otherwise (PostgreSQL: a catalog query) it is read every `refreshMs`
+ * at most, one read at a time however often /metrics is scraped, and a scrape shows the last value read without
+ * waiting; nothing before the first read has answered. A read that failed leaves the family out of the scrapes
+ * until one succeeds (counted in hookwatch_metrics_collector_errors_total{collector="store_size"}).
+ */
+export function registerStoreSizeMetrics(metrics: MetricsRegistry, store: Pick<Store, 'diskUsage'>, opts: { refreshMs: number; now?: () => number }): void {
+  const read = store.diskUsage?.bind(store);
+  if (!read) return;
+  const now = opts.now ?? performance.now.bind(performance);
+  let last: { at: number; size: StoreSize | undefined } | undefined;
+  let failure: unknown;
+  let reading: Promise<void> | undefined;
+  const refresh = (): Promise<void> => {
+    reading ??= read().then(
+      (size) => {
+        last = { at: now(), size };
+        failure = undefined;
+      },
+      (err: unknown) => {
+        // Tried again at the next scrape past refreshMs; the value before it is not shown as if current.
+        last = { at: now(), size: undefined };
+        failure = err;
+      },
+    ).finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+  if (opts.refreshMs > 0) void refresh();
+  metrics.collectedGauge('store_size', {
+    name: 'hookwatch_store_size_bytes', help: 'Bytes the store takes on disk, by part (SQLite: database and wal files; PostgreSQL: events, rollups and other tables with their indexes); the parts add up to the whole.', labelNames: ['part'],
+    collect: async (set) => {
+      if (opts.refreshMs === 0) await refresh();
+      else if (last !== undefined && now() - last.at >= opts.refreshMs) void refresh();
+      if (failure !== undefined) throw failure;
+      for (const [part, bytes] of Object.entries(last?.size ?? {})) set({ part }, bytes);
+    },
+  });
 }

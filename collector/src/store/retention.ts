@@ -1,0 +1,120 @@
+/**
+ * Retention: once an hour (and when this replica becomes leader), raw events and transcript findings older than
+ * retention.events, rollups older than retention.rollups and hooks with nothing left are deleted, in bounded
+ * batches. It is once-per-cluster work: only the leader deletes from the store. Each replica's forward queue is
+ * its own file, so every replica applies retention.events to it, leader or not.
+ *
+ * What each run did is kept for /metrics (registerRetentionMetrics): runs by outcome, when the last one
+ * succeeded, and what they removed, as Prometheus reports its own TSDB retention and compaction.
+ */
+import type { Logger } from '../telemetry/logger.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import type { Store } from './store.ts';
+
+/** What /metrics counts of the rows retention removed (`partitions`: PostgreSQL's daily event partitions). */
+export const REMOVED_KINDS = ['events', 'rollups', 'hooks', 'transcript_findings', 'partitions'] as const;
+export type RemovedKind = (typeof REMOVED_KINDS)[number];
+
+export interface RetentionOptions {
+  store: Store;
+  /** The retention settings (config.retention) and the future skew past which rows are removed too. */
+  eventsMs: number;
+  rollupsMs: number;
+  maxFutureSkewMs: number;
+  /** Whether this replica leads (always true on SQLite). */
+  isLeader(): boolean;
+  /** This replica's forward queue (inline mode): expires what is older than the bound, returns how many. */
+  expireForwarded?(beforeMs: number): number;
+  logger: Logger;
+  now: () => number;
+}
+
+/** What the runs of this process did, for /metrics. */
+export interface RetentionStats {
+  /** Runs of the store's retention (leader only), by outcome. */
+  succeeded: number;
+  failed: number;
+  /** Time (ms) the last successful run began; undefined while none has succeeded in this process. */
+  lastSuccessMs: number | undefined;
+  removed: Record<RemovedKind, number>;
+}
+
+export class Retention {
+  readonly stats: RetentionStats = { succeeded: 0, failed: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, partitions: 0 } };
+  private readonly opts: RetentionOptions;
+  private running: Promise<void> | undefined;
+
+  constructor(opts: RetentionOptions) {
+    this.opts = opts;
+  }
+
+  /** Runs retention once; a call while a run is under way waits for that run instead of starting a second one. */
+  run(): Promise<void> {
+    this.running ??= this.runOnce().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async runOnce(): Promise<void> {
+    const { store, logger, now } = this.opts;
+    // Raw bodies (user emails included) are not kept past retention.events, delivered or not.
+    try {
+      const expired = this.opts.expireForwarded?.(now() - this.opts.eventsMs) ?? 0;
+      if (expired) logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { removed: expired });
+    } catch (err) {
+      logger.warn('forwarding retention failed', { err });
+    }
+    if (!this.opts.isLeader()) return;
+    const t = now();
+    try {
+      // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
+      const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000);
+      this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, partitions: r.partitions ?? 0 });
+      if (r.events || r.rollups || r.hooks) logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks, ...(r.partitions ? { partitions: r.partitions } : {}) });
+      // Transcript findings are kept as long as raw events.
+      const findings = await store.pruneTranscriptFindings(t - this.opts.eventsMs);
+      this.count({ transcript_findings: findings });
+      if (findings) logger.info('retention removed old transcript findings', { transcriptFindings: findings });
+    } catch (err) {
+      this.stats.failed++;
+      logger.warn('retention run failed', { err });
+      return;
+    }
+    this.stats.succeeded++;
+    this.stats.lastSuccessMs = t;
+  }
+
+  private count(removed: Partial<Record<RemovedKind, number>>): void {
+    for (const kind of REMOVED_KINDS) this.stats.removed[kind] += removed[kind] ?? 0;
+  }
+}
+
+/**
+ * hookwatch_retention_*: runs by outcome, the last success, and what the runs removed by kind. Only the leader runs
+ * retention: a follower's counters stay where they were (at 0 if it never led), and its last success is absent
+ * until it has led and succeeded. `partitions` exists on PostgreSQL only (a SQLite store has none).
+ */
+export function registerRetentionMetrics(metrics: MetricsRegistry, retention: Retention, storeKind: string): void {
+  const stats = retention.stats;
+  metrics.collectedCounter('retention', {
+    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success or failure.', labelNames: ['outcome'],
+    collect: (set) => {
+      set({ outcome: 'success' }, stats.succeeded);
+      set({ outcome: 'failure' }, stats.failed);
+    },
+  });
+  metrics.collectedGauge('retention', {
+    name: 'hookwatch_retention_last_success_timestamp_seconds', help: 'When the last successful retention run of this replica began (Unix seconds); absent while none has succeeded here (a follower that never led).',
+    collect: (set) => {
+      if (stats.lastSuccessMs !== undefined) set({}, stats.lastSuccessMs / 1000);
+    },
+  });
+  const kinds = REMOVED_KINDS.filter((k) => k !== 'partitions' || storeKind === 'postgres');
+  metrics.collectedCounter('retention', {
+    name: 'hookwatch_retention_removed_total', help: 'What retention runs of this replica removed, by kind: events, rollups (rows), hooks, transcript_findings, and on PostgreSQL partitions (whole days of events).', labelNames: ['kind'],
+    collect: (set) => {
+      for (const kind of kinds) set({ kind }, stats.removed[kind]);
+    },
+  });
+}

@@ -1,0 +1,234 @@
+/**
+ * How big the store is and whether retention keeps up, as /metrics shows it to whoever sizes and runs hookwatch:
+ * a real hookwatch (SQLite, and PostgreSQL on a throwaway cluster) fed by the real OTLP exporter, /metrics
+ * scraped over HTTP, retention run on a controlled clock.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from './helpers.ts';
+import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
+import { emitExecutions, type SyntheticExecution } from './support/service.ts';
+import { HttpDownstream } from './support/downstream-recorder.ts';
+import { useTestServer } from './support/postgres/fixture.ts';
+import { MetricsRegistry } from '../src/telemetry/metrics.ts';
+import { Retention, registerRetentionMetrics } from '../src/store/retention.ts';
+import { registerStoreSizeMetrics } from '../src/store/metrics.ts';
+import { silentLogger } from '../src/telemetry/logger.ts';
+import type { Store } from '../src/store/store.ts';
+
+const DAY = 86_400_000;
+
+const services: TestService[] = [];
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const s of services.splice(0)) await s.close();
+  for (const c of closers.splice(0)) await c();
+});
+
+async function scrape(base: string): Promise<Map<string, ParsedFamily>> {
+  const res = await fetch(`${base}/metrics`);
+  expect(res.status).toBe(200);
+  const text = await res.text();
+  checkExposition(text);
+  return parseExposition(text);
+}
+
+function parts(families: Map<string, ParsedFamily>): Record<string, number> {
+  return Object.fromEntries((families.get('hookwatch_store_size_bytes')?.samples ?? []).map((s) => [s.labels['part'], s.value]));
+}
+
+const total = (p: Record<string, number>): number => Object.values(p).reduce((a, b) => a + b, 0);
+
+/** `n` executions of a few hooks, with sizes, as Claude Code reports them. */
+function executions(n: number): SyntheticExecution[] {
+  return Array.from({ length: n }, (_, i) => ({ hookEvent: 'PostToolUse', hookName: `PostToolUse:tool-${i % 7}`, additionalContextChars: 500 + i, stdoutChars: 1200 + i, outputsPersisted: i % 3 === 0 ? 1 : 0 }));
+}
+
+async function until<T>(what: string, read: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (v !== undefined) return v;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('store size and retention in /metrics (SQLite)', () => {
+  it('shows the database and WAL files growing with ingest, the forward queue file, and retention removing old events', async () => {
+    const downstream = new HttpDownstream();
+    const forwardUrl = await downstream.start();
+    closers.push(() => downstream.stop());
+    let clock = Date.now();
+    const service = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: forwardUrl, HOOKWATCH_FORWARD_COMPRESSION: 'none' }, { now: () => clock });
+    services.push(service);
+    // The run at start-up, on an empty store: a success that removed nothing.
+    const started = await until('the first retention run', async () => {
+      const f = await scrape(service.httpUrl);
+      return sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' }) === 1 ? f : undefined;
+    });
+    expect(sampleValue(started, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(0);
+    expect(sampleValue(started, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(clock / 1000);
+    expect(sampleValue(started, 'hookwatch_retention_removed_total', { kind: 'events' })).toBe(0);
+    // A SQLite store has no partitions: no series rather than a 0 that would mean "none dropped".
+    expect(sampleValue(started, 'hookwatch_retention_removed_total', { kind: 'partitions' })).toBeUndefined();
+    const before = parts(started);
+    expect(Object.keys(before).sort()).toEqual(['database', 'wal']);
+    expect(before['database']).toBeGreaterThan(0);
+
+    await emitExecutions(service.otlpHttpUrl, executions(2000));
+    const after = await scrape(service.httpUrl);
+    expect(sampleValue(after, 'hookwatch_hook_events_stored_total')).toBe(2000);
+    expect(total(parts(after))).toBeGreaterThan(total(before));
+    expect(sampleValue(after, 'hookwatch_forward_queue_file_bytes')).toBeGreaterThan(0);
+
+    // A month and a day later, the next run removes every event; the rollups stay (retention.rollups).
+    clock += 31 * DAY;
+    await service.retention.run();
+    const pruned = await scrape(service.httpUrl);
+    expect(sampleValue(pruned, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(2);
+    expect(sampleValue(pruned, 'hookwatch_retention_removed_total', { kind: 'events' })).toBe(2000);
+    expect(sampleValue(pruned, 'hookwatch_retention_removed_total', { kind: 'hooks' })).toBe(0);
+    expect(sampleValue(pruned, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(clock / 1000);
+  });
+});
+
+describe('store size and retention in /metrics (PostgreSQL)', () => {
+  const pg = useTestServer();
+
+  it('shows the size of events, rollups and the rest from a periodic query, and the partitions retention drops', async () => {
+    let clock = Date.now();
+    const url = await pg.server().createDatabase();
+    const service = await startTestService({ HOOKWATCH_DB: url }, { now: () => clock, storeSizeRefreshMs: 200 });
+    services.push(service);
+    const before = await until('the first size read', async () => {
+      const p = parts(await scrape(service.httpUrl));
+      return Object.keys(p).length ? p : undefined;
+    });
+    expect(Object.keys(before).sort()).toEqual(['events', 'other', 'rollups']);
+
+    await emitExecutions(service.otlpHttpUrl, executions(2000));
+    // Read again within the refresh period, not at the scrape: grows once the next read has run.
+    const grown = await until('the events to take more room', async () => {
+      const p = parts(await scrape(service.httpUrl));
+      return (p['events'] ?? 0) > (before['events'] ?? 0) && (p['rollups'] ?? 0) > (before['rollups'] ?? 0) ? p : undefined;
+    });
+    expect(total(grown)).toBeGreaterThan(total(before));
+
+    clock += 31 * DAY;
+    await service.retention.run();
+    const f = await scrape(service.httpUrl);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(2);
+    expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'events' })).toBe(2000);
+    expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'partitions' })).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(clock / 1000);
+    // The dropped partitions are gone from the next size read.
+    await until('the events to take less room', async () => {
+      const p = parts(await scrape(service.httpUrl));
+      return (p['events'] ?? Infinity) < (grown['events'] ?? 0) ? p : undefined;
+    });
+  });
+});
+
+/** A store whose retention and size reads fail or answer as told: the stage next to the retention runner. */
+function storeNextDoor(opts: { pruneFails?: boolean; sizes?: (() => Promise<Record<string, number>>) } = {}): Store & { pruned: number } {
+  const store = {
+    kind: 'postgres',
+    pruned: 0,
+    async prune() {
+      this.pruned++;
+      if (opts.pruneFails) throw new Error('retention failed: canceling statement due to lock timeout');
+      return { events: 5, rollups: 2, hooks: 1, partitions: 1 };
+    },
+    async pruneTranscriptFindings() {
+      return 3;
+    },
+    ...(opts.sizes ? { diskUsage: opts.sizes } : {}),
+  };
+  return store as unknown as Store & { pruned: number };
+}
+
+describe('retention metrics', () => {
+  it('count a failed run as a failure, and leave the last success absent when none succeeded', async () => {
+    const metrics = new MetricsRegistry();
+    const store = storeNextDoor({ pruneFails: true });
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 1_000_000 });
+    registerRetentionMetrics(metrics, retention, store.kind);
+    await retention.run();
+    const f = parseExposition(await metrics.render());
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(1);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
+    expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
+  });
+
+  it('move nothing on a follower: only the leader runs retention, while every replica expires its forward queue', async () => {
+    const metrics = new MetricsRegistry();
+    const store = storeNextDoor();
+    let leader = false;
+    const expired: number[] = [];
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => leader, expireForwarded: (b) => expired.push(b), logger: silentLogger, now: () => 40 * DAY });
+    registerRetentionMetrics(metrics, retention, store.kind);
+    await retention.run();
+    let f = parseExposition(await metrics.render());
+    expect(store.pruned).toBe(0);
+    expect(expired).toEqual([10 * DAY]);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
+    expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'partitions' })).toBe(0);
+    expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
+    leader = true;
+    await Promise.all([retention.run(), retention.run()]);
+    f = parseExposition(await metrics.render());
+    // Two calls during one run are one run.
+    expect(store.pruned).toBe(1);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(1);
+    expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(40 * 86_400);
+    expect(Object.fromEntries((f.get('hookwatch_retention_removed_total')?.samples ?? []).map((s) => [s.labels['kind'], s.value]))).toEqual({ events: 5, rollups: 2, hooks: 1, transcript_findings: 3, partitions: 1 });
+  });
+});
+
+describe('store size metrics', () => {
+  it('read a database server at most once per refresh period, one read at a time, however often scraped', async () => {
+    let reads = 0;
+    let release: (() => void) | undefined;
+    const store = storeNextDoor({
+      sizes: () => {
+        reads++;
+        return new Promise((resolve) => {
+          release = () => resolve({ events: 100 * reads, rollups: 10, other: 1 });
+        });
+      },
+    });
+    let t = 0;
+    const metrics = new MetricsRegistry();
+    registerStoreSizeMetrics(metrics, store, { refreshMs: 60_000, now: () => t });
+    // The first read is under way: scrapes neither wait for it nor start another, and show nothing yet.
+    for (let i = 0; i < 5; i++) expect(parts(parseExposition(await metrics.render()))).toEqual({});
+    expect(reads).toBe(1);
+    release?.();
+    await new Promise((r) => setImmediate(r));
+    expect(parts(parseExposition(await metrics.render()))).toEqual({ events: 100, rollups: 10, other: 1 });
+    t = 60_000;
+    // Past the period: the scrape starts one read and shows the last value until it answers.
+    for (let i = 0; i < 5; i++) expect(parts(parseExposition(await metrics.render()))['events']).toBe(100);
+    expect(reads).toBe(2);
+    release?.();
+    await new Promise((r) => setImmediate(r));
+    expect(parts(parseExposition(await metrics.render()))['events']).toBe(200);
+  });
+
+  it('leave the size out, and count the collector failing, when the read fails', async () => {
+    let fail = false;
+    const store = storeNextDoor({ sizes: () => (fail ? Promise.reject(new Error('store query failed: connection terminated')) : Promise.resolve({ events: 1, rollups: 1, other: 1 })) });
+    const metrics = new MetricsRegistry();
+    let t = 0;
+    registerStoreSizeMetrics(metrics, store, { refreshMs: 1000, now: () => t });
+    await new Promise((r) => setImmediate(r));
+    expect(total(parts(parseExposition(await metrics.render())))).toBe(3);
+    fail = true;
+    t = 1000;
+    await metrics.render();
+    await new Promise((r) => setImmediate(r));
+    const f = parseExposition(await metrics.render());
+    expect(parts(f)).toEqual({});
+    expect(sampleValue(f, 'hookwatch_metrics_collector_errors_total', { collector: 'store_size' })).toBeGreaterThanOrEqual(1);
+  });
+});
