@@ -77,6 +77,13 @@ const DAYS_AHEAD = 2;
 /** SQLSTATE of an insert that found no partition for its row (dropped by retention on another replica). */
 const NO_PARTITION = '23514';
 /**
+ * How long DDL on the events table (a partition created, an old day's detached) waits for its lock. While it
+ * waits, every later statement on events that conflicts with it queues behind it; and what it waits for can last
+ * hours (a pg_dump holds ACCESS SHARE on every table until it ends, a long read until it has read). Past this it
+ * gives up: an ingest answers 503 and its exporter sends it again.
+ */
+const PARTITION_DDL_LOCK_TIMEOUT_MS = 1000;
+/**
  * Advisory lock key between ingests that fold events onto overflow hooks (exclusive) and all others (shared):
  * two deliveries of one event racing with different fold decisions would otherwise both find no copy.
  */
@@ -298,9 +305,10 @@ export function pgEventKey(dedupKey: string): string {
 
 /**
  * SQLSTATE classes where a retry can help: connection exceptions (08), serialization failure and deadlock (40),
- * insufficient resources (53), operator intervention such as a shutdown or failover (57), read-only replica (25006).
+ * insufficient resources (53), operator intervention such as a shutdown or failover (57), read-only replica
+ * (25006), a lock not granted within lock_timeout (55P03: partition DDL giving way to a backup or a long read).
  */
-const RETRYABLE_SQLSTATE = /^(08|40|53|57)|^25006$/;
+const RETRYABLE_SQLSTATE = /^(08|40|53|57)|^(25006|55P03)$/;
 const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 /**
  * Conflicts between concurrent transactions that a fresh attempt of the same transaction resolves. A unique
@@ -522,9 +530,9 @@ export class PostgresStore implements Store {
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i));
   }
 
-  /** The days that have an event partition, from the catalog. */
-  private async partitionDays(): Promise<number[]> {
-    const r = await this.pool.query<{ name: string }>(
+  /** The days that have an event partition, from the catalog (on `client` when given, in its transaction). */
+  private async partitionDays(client: pg.ClientBase | pg.Pool = this.pool): Promise<number[]> {
+    const r = await client.query<{ name: string }>(
       `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`,
     );
     return r.rows.map((x) => x.name).filter((n) => n.startsWith(PARTITION_PREFIX)).map((n) => Number(n.slice(PARTITION_PREFIX.length))).filter(Number.isSafeInteger);
@@ -533,14 +541,25 @@ export class PostgresStore implements Store {
   /**
    * Creates the daily partitions of these days that do not exist yet, so an insert never meets a day without one
    * (a late event, a backfill). Once across replicas: under an advisory lock, IF NOT EXISTS.
+   *
+   * Each is made as a table of its own and attached: ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE on events,
+   * which neither inserts nor reads (a pg_dump's ACCESS SHARE) conflict with, where CREATE TABLE ... PARTITION OF
+   * takes ACCESS EXCLUSIVE, waits for every read of events to end and holds every insert behind it meanwhile.
+   * The attach gives each of events' indexes its part, as PARTITION OF does. What it still conflicts with (an
+   * ANALYZE of events, another replica's partition DDL) it waits for at most PARTITION_DDL_LOCK_TIMEOUT_MS, then
+   * fails with 55P03 (retryable: the batch is answered 503 and sent again).
    */
   private async ensurePartitions(days: Iterable<number>): Promise<void> {
     const missing = [...new Set(days)].filter((d) => !this.partitions.has(d)).sort((a, b) => a - b);
     if (missing.length === 0) return;
     await inTransaction(this.pool, async (client) => {
+      await client.query(`SET LOCAL lock_timeout = ${PARTITION_DDL_LOCK_TIMEOUT_MS}`);
       await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
-      for (const d of missing) {
-        await client.query(`CREATE TABLE IF NOT EXISTS ${PARTITION_PREFIX}${d} PARTITION OF events FOR VALUES FROM (${d * DAY_MS}) TO (${(d + 1) * DAY_MS})`);
+      const attached = new Set(await this.partitionDays(client));
+      for (const d of missing.filter((x) => !attached.has(x))) {
+        const name = `${PARTITION_PREFIX}${d}`;
+        await client.query(`CREATE TABLE IF NOT EXISTS ${name} (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)`);
+        await client.query(`ALTER TABLE events ATTACH PARTITION ${name} FOR VALUES FROM (${d * DAY_MS}) TO (${(d + 1) * DAY_MS})`);
       }
     }, this.onLost);
     for (const d of missing) this.partitions.add(d);

@@ -1,0 +1,82 @@
+/**
+ * The DDL on the partitioned events table (retention detaching an old day, a new day's partition created) against
+ * the locks other sessions hold on it: a pg_dump (ACCESS SHARE on every table until it ends), an ANALYZE. Ingest
+ * never queues behind DDL waiting on them: the DDL gives way after a short wait and is tried again later.
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { mapError } from '../../pipeline/errors.ts';
+import { StoreUnavailableError } from '../store.ts';
+import { PostgresStore } from './index.ts';
+import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { hookEvent } from '../../../test/support/alerting.ts';
+
+const DAY = 86_400_000;
+/** A hang guard only: what waits on a lock for good fails the test here instead of at the test's timeout. */
+const HANG_MS = 20_000;
+
+const t = useTestServer();
+
+function within<T>(what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${HANG_MS} ms`)), HANG_MS);
+  });
+  return Promise.race([p, hung]).finally(() => clearTimeout(timer));
+}
+
+async function session(url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  t.defer(async () => {
+    await c.query('ROLLBACK').catch(() => {});
+    await c.end();
+  });
+  return c;
+}
+
+describe('event partitions and the locks of other sessions', () => {
+  it('answers 503 for a day whose partition cannot be made yet, and goes on ingesting into the others', async () => {
+    const url = await t.server().createDatabase();
+    const store = t.track(await PostgresStore.open({ url, poolSize: 3 }));
+    const now = Date.now();
+    const backfillDay = Math.floor(now / DAY) - 12;
+    // What an ANALYZE of events holds while it samples every partition: inserts go on beside it.
+    const analyze = await session(url);
+    await analyze.query('BEGIN');
+    await analyze.query('LOCK TABLE events IN SHARE UPDATE EXCLUSIVE MODE');
+
+    const backfill = [hookEvent({ timeMs: backfillDay * DAY + 1000 })];
+    const refused = within('a backfill while events is locked', store.ingest(backfill)).then(() => undefined, (e: unknown) => e);
+    const r = await within('an ingest while a backfill waits', store.ingest([hookEvent({ timeMs: now - 1000 })]));
+    expect(r.inserted).toHaveLength(1);
+    const err = await refused;
+    expect(err).toBeInstanceOf(StoreUnavailableError);
+    expect(mapError(err).httpStatus).toBe(503);
+    expect(String((err as Error).message)).toMatch(/lock/);
+
+    await analyze.query('COMMIT');
+    expect((await within('the backfill sent again', store.ingest(backfill))).inserted).toHaveLength(1);
+  }, 90_000);
+
+  it('makes a partition with the columns and indexes CREATE TABLE ... PARTITION OF gives it', async () => {
+    const url = await t.server().createDatabase();
+    const store = t.track(await PostgresStore.open({ url, poolSize: 2 }));
+    const day = Math.floor(Date.now() / DAY) - 5;
+    await store.ingest([hookEvent({ timeMs: day * DAY + 1000 })]);
+    const admin = await session(url);
+    await admin.query(`CREATE TABLE events_d${day - 1} PARTITION OF events FOR VALUES FROM (${(day - 1) * DAY}) TO (${day * DAY})`);
+    const shape = async (d: number): Promise<unknown> => {
+      const name = `events_d${d}`;
+      const cols = await admin.query(`SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull, attstorage, attcompression FROM pg_attribute
+        WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, [name]);
+      const idx = await admin.query<{ indexname: string; indexdef: string; parent: string }>(`SELECT i.indexname, i.indexdef, p.relname AS parent FROM pg_indexes i
+        JOIN pg_inherits h ON h.inhrelid = to_regclass(i.indexname) JOIN pg_class p ON p.oid = h.inhparent
+        WHERE i.tablename = $1 ORDER BY p.relname`, [name]);
+      return { cols: cols.rows, idx: idx.rows.map((r) => ({ ...r, indexname: r.indexname.replace(name, '?'), indexdef: r.indexdef.split(name).join('?') })) };
+    };
+    const made = await shape(day);
+    expect((made as { idx: unknown[] }).idx.length).toBeGreaterThan(0);
+    expect(made).toEqual(await shape(day - 1));
+  }, 90_000);
+});
