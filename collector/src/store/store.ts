@@ -124,6 +124,11 @@ export interface PruneResult {
   hooks: number;
   /** Whole days of events dropped with their partition (PostgreSQL; their events are counted in `events`). */
   partitions?: number;
+  /**
+   * Partitions of the raw events (PostgreSQL) this run left to the next one: dropping or creating them needed a
+   * lock on the events table that was not granted in time (a backup or a long read held it). Absent when none.
+   */
+  partitionsDeferred?: number;
 }
 
 /**

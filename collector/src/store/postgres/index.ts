@@ -76,11 +76,13 @@ const PARTITION_PREFIX = 'events_d';
 const DAYS_AHEAD = 2;
 /** SQLSTATE of an insert that found no partition for its row (dropped by retention on another replica). */
 const NO_PARTITION = '23514';
+/** SQLSTATE lock_not_available: a statement gave up waiting for a lock (lock_timeout). */
+const LOCK_NOT_AVAILABLE = '55P03';
 /**
  * How long DDL on the events table (a partition created, an old day's detached) waits for its lock. While it
  * waits, every later statement on events that conflicts with it queues behind it; and what it waits for can last
  * hours (a pg_dump holds ACCESS SHARE on every table until it ends, a long read until it has read). Past this it
- * gives up: an ingest answers 503 and its exporter sends it again.
+ * gives up: retention leaves the day to its next run, an ingest answers 503 and its exporter sends it again.
  */
 const PARTITION_DDL_LOCK_TIMEOUT_MS = 1000;
 /**
@@ -1195,11 +1197,15 @@ export class PostgresStore implements Store {
         if ((r.rowCount ?? 0) < n) return total;
       }
     };
-    // Whole days go with their partition; only the day holding the bound is deleted from, in batches.
-    const dropped = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
-    result.events = dropped.events;
-    result.partitions = dropped.partitions;
-    result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms < $1 ORDER BY time_ms LIMIT $2)', eventsBeforeMs);
+    // Whole days go with their partition; only the day holding the bound is deleted from, in batches. A day whose
+    // partition is left to the next run (a lock not granted in time) is not deleted from row by row meanwhile.
+    const deferred: string[] = [];
+    const old = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
+    deferred.push(...old.deferred);
+    result.events = old.events;
+    result.partitions = old.partitions;
+    const boundDayMs = Math.floor(eventsBeforeMs / DAY_MS) * DAY_MS;
+    result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 ORDER BY time_ms LIMIT $3)', boundDayMs, eventsBeforeMs);
     result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     // The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
@@ -1234,10 +1240,14 @@ export class PostgresStore implements Store {
     };
     await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
-      const ahead = await this.dropPartitions((d) => d * DAY_MS >= futureFromMs);
+      // Once a lock was not granted, the days ahead wait for the next run too: each attempt would hold ingest
+      // behind it for as long again.
+      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions((d) => d * DAY_MS >= futureFromMs);
+      deferred.push(...ahead.deferred);
       result.events += ahead.events;
       result.partitions += ahead.partitions;
-      result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 LIMIT $2)', futureFromMs);
+      const nextDayMs = Math.ceil(futureFromMs / DAY_MS) * DAY_MS;
+      result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 LIMIT $3)', futureFromMs, nextDayMs);
       const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
       for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
       await dimPrune('>=', futureFromMs);
@@ -1261,10 +1271,17 @@ export class PostgresStore implements Store {
       }
     }
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
+    // Not made now (a lock not granted in time): the next run makes them, or the first ingest that needs one.
     const today = Math.floor(Date.now() / DAY_MS);
-    await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i)).catch((err: unknown) => {
-      throw this.classify(err, 'retention failed');
+    const ahead = Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i);
+    await this.ensurePartitions(ahead).catch((err: unknown) => {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw this.classify(err, 'retention failed');
+      deferred.push(...ahead.filter((d) => !this.partitions.has(d)).map((d) => `${PARTITION_PREFIX}${d}`));
     });
+    if (deferred.length > 0) {
+      result.partitionsDeferred = deferred.length;
+      this.logger?.warn('event partitions left to the next retention run: a lock on events was not granted in time', { partitions: deferred, lockTimeoutMs: PARTITION_DDL_LOCK_TIMEOUT_MS });
+    }
     return result;
   }
 
@@ -1413,31 +1430,43 @@ export class PostgresStore implements Store {
 
   /**
    * Detaches and drops the event partitions of the days `due` picks, each in its own short transaction; returns
-   * how many partitions went and how many events they held. The partitions ahead of today are made again at the
-   * next open or ingest.
+   * how many partitions went and how many events they held, and the partitions left for the next run. The partitions ahead of today are made
+   * again at the next open or ingest.
+   *
+   * DETACH takes ACCESS EXCLUSIVE on events: it waits for every statement on events to end, and the inserts that
+   * come meanwhile queue behind it. So it waits at most PARTITION_DDL_LOCK_TIMEOUT_MS: past that (a pg_dump or a
+   * long read holds ACCESS SHARE) this day and the ones after it are left for the next run, which drops them.
+   * Not DETACH ... CONCURRENTLY: it waits for those same transactions to end (a dump's, for hours), and cut short
+   * by a timeout it leaves the partition pending, to be finished by hand or by the next run.
    */
-  private async dropPartitions(due: (day: number) => boolean): Promise<{ partitions: number; events: number }> {
-    const dropped = { partitions: 0, events: 0 };
-    for (const d of (await this.partitionDays()).filter(due)) {
+  private async dropPartitions(due: (day: number) => boolean): Promise<{ events: number; partitions: number; deferred: string[] }> {
+    let events = 0;
+    let partitions = 0;
+    const days = (await this.partitionDays()).filter(due).sort((a, b) => a - b);
+    for (const [i, d] of days.entries()) {
       const name = `${PARTITION_PREFIX}${d}`;
-      const events = await inTransaction(this.pool, async (client) => {
-        await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
-        const exists = await client.query(`SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass AND c.relname = $1`, [name]);
-        if (exists.rowCount === 0) return undefined;
-        const n = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${name}`);
-        await client.query(`ALTER TABLE events DETACH PARTITION ${name}`);
-        await client.query(`DROP TABLE ${name}`);
-        return Number(n.rows[0]?.n ?? 0);
-      }, this.onLost).catch((err: unknown) => {
+      let held: number | undefined;
+      try {
+        held = await inTransaction(this.pool, async (client) => {
+          await client.query(`SET LOCAL lock_timeout = ${PARTITION_DDL_LOCK_TIMEOUT_MS}`);
+          await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
+          if (!(await this.partitionDays(client)).includes(d)) return undefined;
+          const n = await client.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${name}`);
+          await client.query(`ALTER TABLE events DETACH PARTITION ${name}`);
+          await client.query(`DROP TABLE ${name}`);
+          return Number(n.rows[0]?.n ?? 0);
+        }, this.onLost);
+      } catch (err) {
+        if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return { events, partitions, deferred: days.slice(i).map((x) => `${PARTITION_PREFIX}${x}`) };
         throw this.classify(err, 'retention failed');
-      });
+      }
       this.partitions.delete(d);
       // Dropped by another replica meanwhile: not counted here.
-      if (events === undefined) continue;
-      dropped.partitions++;
-      dropped.events += events;
+      if (held === undefined) continue;
+      partitions++;
+      events += held;
     }
-    return dropped;
+    return { events, partitions, deferred: [] };
   }
 
   async recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult> {

@@ -6,9 +6,11 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { mapError } from '../../pipeline/errors.ts';
+import { createLogger } from '../../telemetry/logger.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { PostgresStore } from './index.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { logEntries } from '../../../test/support/postgres/replicas.ts';
 import { hookEvent } from '../../../test/support/alerting.ts';
 
 const DAY = 86_400_000;
@@ -35,7 +37,66 @@ async function session(url: string): Promise<pg.Client> {
   return c;
 }
 
+async function partitionNames(c: pg.Client): Promise<string[]> {
+  const r = await c.query<{ name: string }>(`SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`);
+  return r.rows.map((x) => x.name);
+}
+
 describe('event partitions and the locks of other sessions', () => {
+  it('keeps ingesting while a dump runs; retention leaves the old day to its next run, then drops it', async () => {
+    const url = await t.server().createDatabase();
+    const lines: string[] = [];
+    const store = t.track(await PostgresStore.open({ url, poolSize: 3, logger: createLogger({ level: 'debug', write: (l) => lines.push(l) }) }));
+    const now = Date.now();
+    const today = Math.floor(now / DAY);
+    const oldDay = today - 40;
+    await store.ingest([hookEvent({ timeMs: oldDay * DAY + 3_600_000 }), hookEvent({ timeMs: now - 60_000 })]);
+    // A first run with a retention longer than the old day: nothing goes, the finished days' indexes are rebuilt
+    // (a rebuild waits for a dump as it would for any older transaction: not what this test is about).
+    expect((await store.prune(now - 100 * DAY, now - 400 * DAY, now + 6 * 60_000)).events).toBe(0);
+
+    const admin = await session(url);
+    expect(await partitionNames(admin)).toContain(`events_d${oldDay}`);
+    // What pg_dump does: one snapshot, ACCESS SHARE on every table it dumps, held until it ends.
+    const dump = await session(url);
+    await dump.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await dump.query('SELECT count(*) FROM events');
+
+    let pruned = false;
+    const pruning = store.prune(now - 30 * DAY, now - 400 * DAY, now + 6 * 60_000).finally(() => {
+      pruned = true;
+    });
+    // Batches keep committing while retention runs (into today's partition, and a backfill into a day that has none).
+    let stored = 0;
+    for (let i = 0; !pruned || i < 3; i++) {
+      const r = await within('an ingest during the dump', store.ingest([hookEvent({ timeMs: now - i * 1000 })]));
+      stored += r.inserted.length;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(stored).toBeGreaterThanOrEqual(3);
+    const backfillDay = today - 10;
+    expect((await within('a backfill during the dump', store.ingest([hookEvent({ timeMs: backfillDay * DAY + 1000 })]))).inserted).toHaveLength(1);
+
+    const first = await within('retention during the dump', pruning);
+    expect(first.partitionsDeferred).toBeGreaterThan(0);
+    // The old day is left whole, not deleted from row by row meanwhile.
+    expect(first.events).toBe(0);
+    expect(await partitionNames(admin)).toContain(`events_d${oldDay}`);
+    expect(await partitionNames(admin)).toContain(`events_d${backfillDay}`);
+    const waited = logEntries(lines, 'event partitions left to the next retention run: a lock on events was not granted in time');
+    expect(waited).toHaveLength(1);
+
+    await dump.query('COMMIT');
+    const second = await within('retention after the dump', store.prune(now - 30 * DAY, now - 400 * DAY, now + 6 * 60_000));
+    expect(second.partitionsDeferred ?? 0).toBe(0);
+    expect(second.events).toBe(1);
+    const left = await partitionNames(admin);
+    expect(left).not.toContain(`events_d${oldDay}`);
+    for (const d of [backfillDay, today, today + 1, today + 2]) expect(left).toContain(`events_d${d}`);
+    const counted = await admin.query<{ n: string }>('SELECT count(*)::text AS n FROM events');
+    expect(Number(counted.rows[0]?.n)).toBe(1 + stored + 1);
+  }, 90_000);
+
   it('answers 503 for a day whose partition cannot be made yet, and goes on ingesting into the others', async () => {
     const url = await t.server().createDatabase();
     const store = t.track(await PostgresStore.open({ url, poolSize: 3 }));
