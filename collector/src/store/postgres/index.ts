@@ -1242,7 +1242,7 @@ export class PostgresStore implements Store {
     if (futureFromMs !== undefined) {
       // Once a lock was not granted, the days ahead wait for the next run too: each attempt would hold ingest
       // behind it for as long again.
-      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions((d) => d * DAY_MS >= futureFromMs);
+      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions((d) => d * DAY_MS >= futureFromMs, { keepEmpty: true });
       deferred.push(...ahead.deferred);
       result.events += ahead.events;
       result.partitions += ahead.partitions;
@@ -1430,8 +1430,8 @@ export class PostgresStore implements Store {
 
   /**
    * Detaches and drops the event partitions of the days `due` picks, each in its own short transaction; returns
-   * how many partitions went and how many events they held, and the partitions left for the next run. The partitions ahead of today are made
-   * again at the next open or ingest.
+   * how many partitions went and how many events they held, and the partitions left for the next run. The
+   * partitions ahead of today are made again at the next open or ingest; with keepEmpty, empty ones are kept.
    *
    * DETACH takes ACCESS EXCLUSIVE on events: it waits for every statement on events to end, and the inserts that
    * come meanwhile queue behind it. So it waits at most PARTITION_DDL_LOCK_TIMEOUT_MS: past that (a pg_dump or a
@@ -1439,12 +1439,15 @@ export class PostgresStore implements Store {
    * Not DETACH ... CONCURRENTLY: it waits for those same transactions to end (a dump's, for hours), and cut short
    * by a timeout it leaves the partition pending, to be finished by hand or by the next run.
    */
-  private async dropPartitions(due: (day: number) => boolean): Promise<{ events: number; partitions: number; deferred: string[] }> {
+  private async dropPartitions(due: (day: number) => boolean, opts: { keepEmpty?: boolean } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
     let events = 0;
     let partitions = 0;
     const days = (await this.partitionDays()).filter(due).sort((a, b) => a - b);
     for (const [i, d] of days.entries()) {
       const name = `${PARTITION_PREFIX}${d}`;
+      // The days ahead made ready for ingest hold nothing yet: dropped, each would be made again at once, and each
+      // DETACH and CREATE takes a lock on events that ingest waits behind.
+      if (opts.keepEmpty && !(await this.pool.query(`SELECT 1 FROM ${name} LIMIT 1`).catch(() => ({ rowCount: 1 }))).rowCount) continue;
       let held: number | undefined;
       try {
         held = await inTransaction(this.pool, async (client) => {

@@ -140,4 +140,31 @@ describe('event partitions and the locks of other sessions', () => {
     expect((made as { idx: unknown[] }).idx.length).toBeGreaterThan(0);
     expect(made).toEqual(await shape(day - 1));
   }, 90_000);
+
+  it('keeps the empty days ahead across retention runs, and drops a day ahead that holds events from the future', async () => {
+    const url = await t.server().createDatabase();
+    const store = t.track(await PostgresStore.open({ url, poolSize: 2 }));
+    const now = Date.now();
+    const today = Math.floor(now / DAY);
+    const admin = await session(url);
+    const oids = async (): Promise<Map<string, string>> => {
+      const r = await admin.query<{ name: string; oid: string }>(`SELECT c.relname AS name, c.oid::text AS oid FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass`);
+      return new Map(r.rows.map((x) => [x.name, x.oid]));
+    };
+    const ahead = [`events_d${today + 1}`, `events_d${today + 2}`];
+    const before = await oids();
+    for (const name of ahead) expect(before.has(name)).toBe(true);
+    await store.prune(now - 30 * DAY, now - 400 * DAY, now + 6 * 60_000);
+    const after = await oids();
+    // The same tables: not detached, dropped and made again.
+    for (const name of ahead) expect(after.get(name)).toBe(before.get(name));
+
+    // An event two days ahead (a client's clock) is past the bound: its day goes (made again when ingest needs it).
+    await store.ingest([hookEvent({ timeMs: (today + 2) * DAY + 1000 })]);
+    const r = await store.prune(now - 30 * DAY, now - 400 * DAY, now + 6 * 60_000);
+    expect(r.events).toBe(1);
+    const again = await oids();
+    expect(again.get(ahead[0]!)).toBe(before.get(ahead[0]!));
+    expect(again.get(ahead[1]!)).not.toBe(before.get(ahead[1]!));
+  });
 });
