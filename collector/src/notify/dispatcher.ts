@@ -7,7 +7,7 @@ import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { alertmanagerRenderer } from './alertmanager.ts';
 import { alertmanagerApiRenderer } from './alertmanager-api.ts';
-import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
+import type { BodyRenderer, LinkContext, Notification, NotificationOutcome, ReceiverConfig } from './model.ts';
 import { signHeaders } from './signing.ts';
 import { slackRenderer } from './slack.ts';
 import { sendWithRetry, TLS_FAILURE_PREFIX, type AttemptResult, type OutgoingRequest, type SendResult } from './transport.ts';
@@ -27,7 +27,7 @@ export interface DispatcherOptions {
   random?: () => number;
   onAttempt?: (n: Notification, a: AttemptResult, token: number | null) => void;
   /** The outcome of a notification; a promise that resolves once it is recorded (the outbox marks it done). */
-  onFinished?: (n: Notification, outcome: 'delivered' | 'failed', token: number | null) => void | Promise<void>;
+  onFinished?: (n: Notification, outcome: NotificationOutcome, token: number | null) => void | Promise<void>;
   /** Replicas: only the current leader delivers, and only while its lease (the fencing token) is unchanged. */
   fence?: DeliveryFence;
   /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
@@ -52,6 +52,8 @@ export interface DispatcherStats {
   delivered: number;
   failed: number;
   dropped: number;
+  /** Notifications dropped because their receiver is no longer configured (left in the outbox by a restart or a reload). */
+  discarded: number;
   attempts: number;
   /** Attempts whose TLS handshake with the receiver failed (a CA that does not vouch for it, a refused client certificate). */
   tlsFailures: number;
@@ -83,7 +85,7 @@ export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: (
 }
 
 export class Dispatcher {
-  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, attempts: 0, tlsFailures: 0 };
+  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, discarded: 0, attempts: 0, tlsFailures: 0 };
   private opts: DispatcherOptions;
   private readonly lanes = new Map<string, Lane>();
   /** Lanes of receivers a reload removed: they deliver what they already hold, then go. */
@@ -98,6 +100,8 @@ export class Dispatcher {
    */
   private readonly owned = new Map<string, Notification>();
   private readonly running = new Set<Promise<void>>();
+  /** Receivers no longer configured whose left-over notifications were dropped: logged once each. */
+  private readonly discardedFor = new Set<string>();
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
 
@@ -114,6 +118,8 @@ export class Dispatcher {
   reconfigure(next: Pick<DispatcherOptions, 'receivers' | 'tls' | 'deadlineMs' | 'maxQueue' | 'baseDelayMs' | 'maxDelayMs'>): void {
     this.opts = { ...this.opts, ...next };
     const names = new Set(next.receivers.map((r) => r.name));
+    // A receiver configured again is logged again if it is removed again.
+    for (const name of names) this.discardedFor.delete(name);
     for (const [name, lane] of this.lanes) {
       if (names.has(name)) continue;
       this.lanes.delete(name);
@@ -137,14 +143,21 @@ export class Dispatcher {
     return [...this.lanes.keys()];
   }
 
-  /** Queues a notification; false (and recorded as failed) when its receiver's queue is full or unknown. */
+  /**
+   * Queues a notification; false when its receiver's queue is full (recorded as failed) or its receiver is no
+   * longer configured (recorded as dropped).
+   */
   enqueue(n: Notification): boolean {
-    const lane = this.lanes.get(n.receiver);
-    if (!lane || this.stopped) return false;
+    if (this.stopped) return false;
     const token = this.opts.fence ? this.opts.fence.token() : null;
     // Not the leader (any more): the notification stays in the shared outbox for the replica that leads.
     if (this.opts.fence && token === null) return false;
     if (this.owned.has(n.webhookId)) return true;
+    const lane = this.lanes.get(n.receiver);
+    if (!lane) {
+      this.discard(n, token);
+      return false;
+    }
     this.tokens.set(n, token);
     if (lane.queue.length >= this.opts.maxQueue) {
       this.stats.dropped++;
@@ -158,6 +171,20 @@ export class Dispatcher {
     lane.queue.push(n);
     this.pump(lane);
     return true;
+  }
+
+  /**
+   * A notification for a receiver no longer configured (resumed from the outbox after a restart or a leadership
+   * change, or planned just before a reload removed its receiver): dropped, as Alertmanager drops what was pending
+   * for a receiver its new configuration no longer has, and marked so in the outbox, which no longer hands it out.
+   */
+  private discard(n: Notification, token: number | null): void {
+    this.stats.discarded++;
+    if (!this.discardedFor.has(n.receiver)) {
+      this.discardedFor.add(n.receiver);
+      this.opts.logger.warn('receiver no longer configured; its undelivered notifications are dropped', { receiver: n.receiver });
+    }
+    void Promise.resolve(this.opts.onFinished?.(n, 'dropped', token)).catch((err: unknown) => this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err }));
   }
 
   private pump(lane: Lane): void {

@@ -7,11 +7,11 @@ import type { AlertmanagerRefresher } from './alertmanager-api.ts';
 import type { DispatcherStats } from './dispatcher.ts';
 import { ALERT_EVENT_FAILURE_REASONS, type AlertEventStats } from './otlp.ts';
 
-const OUTCOMES = ['enqueued', 'delivered', 'failed', 'dropped'] as const;
+const OUTCOMES = ['enqueued', 'delivered', 'failed', 'dropped', 'discarded'] as const;
 
 export function registerNotifyMetrics(metrics: MetricsRegistry, stats: DispatcherStats, refresher?: Pick<AlertmanagerRefresher, 'byReceiver'>): void {
   metrics.collectedCounter('notify', {
-    name: 'hookwatch_notifications_total', help: 'Alert notifications (webhook, Slack, Alertmanager) by outcome: enqueued, delivered, failed (gave up after the delivery deadline or a permanent error), dropped (queue full).',
+    name: 'hookwatch_notifications_total', help: 'Alert notifications (webhook, Slack, Alertmanager) by outcome: enqueued, delivered, failed (gave up after the delivery deadline or a permanent error), dropped (queue full), discarded (its receiver is no longer configured: removed from the file before a restart, or by a reload).',
     labelNames: ['outcome'],
     collect: (set) => {
       for (const outcome of OUTCOMES) set({ outcome }, stats[outcome]);

@@ -61,6 +61,13 @@ export interface Notification {
   test?: boolean;
 }
 
+/**
+ * How a notification left the outbox: delivered, failed (given up on: its deadline passed, a permanent error, its
+ * receiver's queue full), or dropped (its receiver is no longer configured, as Alertmanager forgets what was
+ * pending for a receiver its new configuration no longer has).
+ */
+export type NotificationOutcome = 'delivered' | 'failed' | 'dropped';
+
 /** Renders the request body of a notification for one kind of receiver. */
 export interface BodyRenderer {
   render(n: Notification): string;

@@ -5,7 +5,7 @@
  * notifications, so a takeover never produces a second notification for the same transition.
  */
 import type pg from 'pg';
-import type { Notification } from '../../notify/model.ts';
+import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import { inTransaction } from '../../store/postgres/connection.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
@@ -105,10 +105,10 @@ export class PostgresAlertStateStore implements AlertStateStore {
     });
   }
 
-  async finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void> {
+  async finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null): Promise<void> {
     await this.transaction(async (c) => {
       // "Delivered" is recorded whoever sent it: the receiver has it, and forgetting that would make the next
-      // leader send it again. Giving up is a leader's decision, so it is fenced like every other write.
+      // leader send it again. Giving up (or dropping) is a leader's decision, so it is fenced like every other write.
       if (outcome !== 'delivered') await this.checkFence(c, epoch);
       await c.query('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
     });

@@ -5,7 +5,7 @@
 import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
 import { Statements, classifySqliteError, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
-import type { Notification } from '../../notify/model.ts';
+import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
 
@@ -155,7 +155,7 @@ export class SqliteAlertStateStore implements AlertStateStore {
     });
   }
 
-  async finishNotification(webhookId: string, outcome: 'delivered' | 'failed'): Promise<void> {
+  async finishNotification(webhookId: string, outcome: NotificationOutcome): Promise<void> {
     this.guard((sql) => sql.get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId));
   }
 

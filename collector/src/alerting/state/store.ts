@@ -5,7 +5,7 @@
  * backend beside it: `sqlite.ts` (a single process) and `postgres.ts` (replicas sharing one database, every
  * leader write fenced by the lease epoch).
  */
-import type { Notification } from '../../notify/model.ts';
+import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 
 export interface LoadedState {
@@ -27,8 +27,8 @@ export interface AlertStateStore {
   silences(): Promise<SilenceRecord[]>;
   /** Writes one evaluation's changes atomically; `epoch` is the fencing token the evaluation ran under. */
   save(changes: StateChanges, epoch?: number | null): Promise<void>;
-  /** Marks a notification finished (delivered, or given up on); `epoch` as for save. */
-  finishNotification(webhookId: string, outcome: 'delivered' | 'failed', epoch?: number | null): Promise<void>;
+  /** Marks a notification finished (delivered, given up on, or dropped with its receiver); `epoch` as for save. */
+  finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null): Promise<void>;
   addAttempt(a: StoredAttempt, epoch?: number | null): Promise<void>;
   /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
   confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;

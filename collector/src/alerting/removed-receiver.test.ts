@@ -1,0 +1,196 @@
+/**
+ * Notifications left in the outbox for a receiver no longer configured (removed from the file before a restart,
+ * or by a reload while an evaluation planned for it) are dropped, as Alertmanager forgets what was pending for a
+ * receiver its new configuration no longer has: marked finished, counted on /metrics, logged once per receiver.
+ * The same timeline on SQLite and on PostgreSQL, real webhook receivers on port 0.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { AlertingConfig } from '../config/index.ts';
+import { registerNotifyMetrics } from '../notify/metrics.ts';
+import { parseReceivers } from '../notify/settings.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
+import { PostgresStore } from '../store/postgres/index.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import type { Store } from '../store/store.ts';
+import { MetricsRegistry } from '../telemetry/metrics.ts';
+import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
+import { recordingLogger, type Logged } from '../../test/support/recording-logger.ts';
+import { startAlerting, type Alerting } from './index.ts';
+import { parseRules } from './settings.ts';
+import { PostgresAlertStateStore } from './state/postgres.ts';
+import type { AlertStateStore } from './state/store.ts';
+
+const T0 = Date.parse('2026-11-30T10:00:00Z');
+const DROPPED_MSG = 'receiver no longer configured; its undelivered notifications are dropped';
+
+/** One store backend: where alerts are evaluated from, the alert state, and the outbox as its table holds it. */
+interface Backend {
+  store: Store;
+  db: string;
+  stateStore(): AlertStateStore | undefined;
+  /** What each notification to `receiver` in alert_notifications became (done; null while pending), oldest first. */
+  outbox(receiver: string): Promise<(string | null)[]>;
+  close(): Promise<void>;
+}
+
+function alertingConfig(receivers: unknown[]): AlertingConfig {
+  return {
+    rules: parseRules([{ kind: 'persisted', window: '1h' }], dimensionNames([])),
+    receivers: parseReceivers(receivers),
+    evaluationIntervalMs: 10_000,
+    repeatIntervalMs: 4 * 3_600_000,
+    externalUrl: 'http://hookwatch.test',
+    otlp: { endpoint: '', headers: {} },
+    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+  };
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function discardedOnMetrics(alerting: Alerting): Promise<number | undefined> {
+  const metrics = new MetricsRegistry();
+  registerNotifyMetrics(metrics, alerting.dispatcher.stats);
+  return sampleValue(parseExposition(await metrics.render()), 'hookwatch_notifications_total', { outcome: 'discarded' });
+}
+
+/** The timelines, run on one backend. */
+function removedReceiverTimelines(open: () => Promise<Backend>): void {
+  async function setUp() {
+    const backend = await open();
+    const clock = new FakeClock(T0);
+    const ops = new WebhookSink(clock.now);
+    const gone = new WebhookSink(clock.now);
+    await ops.start();
+    await gone.start();
+    const both = alertingConfig([{ name: 'ops', url: `${ops.url}/hook` }, { name: 'gone', url: `${gone.url}/secret-path-token` }]);
+    const opsOnly = alertingConfig([{ name: 'ops', url: `${ops.url}/hook` }]);
+    const running: Alerting[] = [];
+    const start = async (config: AlertingConfig): Promise<{ alerting: Alerting; lines: Logged[] }> => {
+      const { logger, lines } = recordingLogger();
+      const stateStore = backend.stateStore();
+      const alerting = await startAlerting({ config, db: backend.db, store: backend.store, logger, now: clock.now, timer: false, random: () => 0.5, ...(stateStore ? { stateStore } : {}) });
+      running.push(alerting);
+      return { alerting, lines };
+    };
+    const close = async (): Promise<void> => {
+      for (const a of running) await a.stop();
+      await backend.close();
+      await ops.close();
+      await gone.close();
+    };
+    return { backend, clock, ops, gone, both, opsOnly, start, close };
+  }
+
+  it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    try {
+      // `gone` never answers 2xx: its notification stays undelivered in the outbox when hookwatch stops.
+      t.gone.reply = () => ({ status: 503 });
+      const first = await t.start(t.both);
+      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+      first.alerting.engine.onIngested(r.inserted);
+      await t.gone.waitFor(2);
+      await t.ops.waitFor(1);
+      await first.alerting.stop();
+      expect(await t.backend.outbox('gone')).toEqual([null]);
+
+      const second = await t.start(t.opsOnly);
+      await second.alerting.engine.evaluate('notify');
+      await second.alerting.dispatcher.idle();
+      await until(async () => (await t.backend.outbox('gone'))[0] !== null);
+      expect(await t.backend.outbox('gone')).toEqual(['dropped']);
+      expect(second.alerting.dispatcher.stats.discarded).toBe(1);
+      expect(await discardedOnMetrics(second.alerting)).toBe(1);
+      const warned = second.lines.filter((l) => l.msg.startsWith(DROPPED_MSG));
+      expect(warned).toEqual([{ level: 'warn', msg: `${DROPPED_MSG} {"receiver":"gone"}` }]);
+      expect(JSON.stringify(second.lines)).not.toContain('secret-path-token');
+      // Nothing more went out, to anyone.
+      expect(t.gone.delivered()).toHaveLength(0);
+      expect(t.ops.requests).toHaveLength(1);
+      await second.alerting.stop();
+
+      // Marked finished: the next start does not load it again.
+      const third = await t.start(t.opsOnly);
+      await third.alerting.engine.evaluate('notify');
+      await third.alerting.dispatcher.idle();
+      expect(third.alerting.dispatcher.stats.discarded).toBe(0);
+      expect(third.lines.some((l) => l.msg.startsWith(DROPPED_MSG))).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a notification planned for a receiver as a reload removes it is dropped, not left in the outbox', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    try {
+      const { alerting, lines } = await t.start(t.both);
+      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+      // The evaluation this batch triggers is under way (on the receivers it started with) when the reload lands.
+      alerting.engine.onIngested(r.inserted);
+      await alerting.reconfigure(t.opsOnly);
+      await alerting.dispatcher.idle();
+      await until(async () => (await t.backend.outbox('gone'))[0] !== null);
+      expect(await t.backend.outbox('gone')).toEqual(['dropped']);
+      expect(alerting.dispatcher.stats.discarded).toBe(1);
+      expect(lines.filter((l) => l.msg.startsWith(DROPPED_MSG))).toHaveLength(1);
+      expect(t.gone.requests).toHaveLength(0);
+      expect(t.ops.delivered()).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
+}
+
+describe('a removed receiver\'s notifications, SQLite', () => {
+  removedReceiverTimelines(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-removed-receiver-'));
+    const db = join(dir, 'h.db');
+    const store = new SqliteStore({ path: db });
+    return {
+      store, db,
+      stateStore: () => undefined,
+      async outbox(receiver) {
+        const sql = new DatabaseSync(db, { readOnly: true });
+        try {
+          return (sql.prepare('SELECT done, data FROM alert_notifications ORDER BY created_at').all() as { done: string | null; data: string }[])
+            .filter((row) => (JSON.parse(row.data) as { receiver: string }).receiver === receiver).map((row) => row.done);
+        } finally {
+          sql.close();
+        }
+      },
+      async close() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  });
+});
+
+describe('a removed receiver\'s notifications, PostgreSQL', () => {
+  const pg = useTestServer();
+  removedReceiverTimelines(async () => {
+    const url = await pg.server().createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 2 });
+    return {
+      store, db: '',
+      stateStore: () => new PostgresAlertStateStore({ pool: store.connectionPool }),
+      async outbox(receiver) {
+        const r = await store.connectionPool.query<{ done: string | null }>("SELECT done FROM alert_notifications WHERE data->>'receiver' = $1 ORDER BY created_at", [receiver]);
+        return r.rows.map((row) => row.done);
+      },
+      close: () => store.close(),
+    };
+  });
+});
