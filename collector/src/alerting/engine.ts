@@ -18,7 +18,7 @@ import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { restoredAlert } from './lifecycle.ts';
-import { markSuperseded, planNotifications } from './notification-plan.ts';
+import { markSuperseded, planForAddedReceivers, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -88,6 +88,11 @@ export class AlertEngine implements IngestListener {
   private stale = false;
   private reloadTimer: NodeJS.Timeout | undefined;
   private reloadDelayMs = RELOAD_RETRY_MIN_MS;
+  /**
+   * Receivers a reload added, owed the alerts firing then: notified at the next evaluation this replica saves as
+   * leader (a follower's reload, once it leads), then forgotten.
+   */
+  private addedReceivers = new Set<string>();
 
   constructor(opts: AlertEngineOptions) {
     this.opts = opts;
@@ -206,11 +211,14 @@ export class AlertEngine implements IngestListener {
    * A reloaded configuration: the evaluation in progress finishes on the rules it started with, and the next one
    * runs on these rules, plans for these receivers and repeats at this interval. Alerts are keyed by rule name and
    * labels, so those of a rule still configured keep their state (a firing alert is not notified again); those of
-   * a rule no longer configured resolve at that evaluation, which runs at once. A running timer takes the new
-   * interval.
+   * a rule no longer configured resolve at that evaluation, which runs at once. A receiver the reload added is
+   * notified of the alerts firing then, at that evaluation. A running timer takes the new interval.
    */
   reconfigure(next: Pick<AlertEngineOptions, 'rules' | 'receivers' | 'repeatIntervalMs'> & { evaluationIntervalMs: number }): Promise<void> {
     this.chain = this.chain.then(() => {
+      const names = new Set(next.receivers.map((r) => r.name));
+      for (const name of this.addedReceivers) if (!names.has(name)) this.addedReceivers.delete(name);
+      for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
       this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
       // Triggered rules that no longer exist are not evaluated.
       for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
@@ -306,6 +314,7 @@ export class AlertEngine implements IngestListener {
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
     markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
+    notifications.push(...planForAddedReceivers(this.set.activeAlerts(), [...this.addedReceivers], notifications, { now, muted }));
     this.stats.notificationsCreated += notifications.length;
     try {
       await this.opts.stateStore.save({ upsert: step.upsert, remove: step.remove, notifications }, epoch);
@@ -316,6 +325,8 @@ export class AlertEngine implements IngestListener {
       await this.loadOrMarkStale(false);
       return;
     }
+    // Saved with their notifications: the added receivers have them (the outbox resumes them after a restart).
+    this.addedReceivers.clear();
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
     announceTransitions(step.transitions, now, this.opts.events, this.opts.logger);
     if (scope === 'all') await this.opts.stateStore.prune(now - keep);

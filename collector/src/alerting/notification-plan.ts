@@ -53,6 +53,24 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
   return out;
 }
 
+/**
+ * Receivers a reload added get the alerts firing now, once, as Alertmanager routes the active alerts to a new
+ * receiver within its group_wait instead of leaving it to the next repeat: every firing alert no silence mutes,
+ * except those this evaluation already planned (they went to every receiver). Only the added receivers are
+ * notified: the alert's other receivers are not notified again, and its repeat keeps its time. The webhook-id
+ * names the receiver, so it is its own notification of the alert's latest firing.
+ */
+export function planForAddedReceivers(active: readonly AlertRecord[], added: readonly string[], planned: readonly Notification[], opts: Pick<PlanOptions, 'now' | 'muted'>): Notification[] {
+  if (added.length === 0) return [];
+  const notified = new Set(planned.map((n) => n.alert.id));
+  const out: Notification[] = [];
+  for (const a of active) {
+    if (a.state !== 'firing' || notified.has(a.id) || opts.muted(a.labels)) continue;
+    for (const receiver of added) out.push(notification(a, receiver, 'firing', opts.now));
+  }
+  return out;
+}
+
 /** Kinds of rules whose alert on a hook resolves when the hook goes over the cap: a `persisted` rule takes it over. */
 const SUPERSEDED_BY_PERSISTED: ReadonlySet<RuleKind> = new Set(['headroom', 'growth']);
 

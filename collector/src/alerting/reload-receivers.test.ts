@@ -1,8 +1,8 @@
 /**
- * Notifications left in the outbox for a receiver no longer configured (removed from the file before a restart,
- * or by a reload while an evaluation planned for it) are dropped, as Alertmanager forgets what was pending for a
- * receiver its new configuration no longer has: marked finished, counted on /metrics, logged once per receiver.
- * The same timeline on SQLite and on PostgreSQL, real webhook receivers on port 0.
+ * Receivers added and removed, as Alertmanager treats them: notifications left in the outbox for a receiver no
+ * longer configured (removed from the file before a restart, or by a reload while an evaluation planned for it)
+ * are dropped (marked finished, counted on /metrics, logged once per receiver), and a receiver a reload adds gets
+ * the alerts firing then, once. The same timelines on SQLite and on PostgreSQL, real webhook receivers on port 0.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
@@ -17,12 +17,14 @@ import { PostgresStore } from '../store/postgres/index.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
 import type { Store } from '../store/store.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
 import { recordingLogger, type Logged } from '../../test/support/recording-logger.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
+import { parseSilence } from './silences.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
 import type { AlertStateStore } from './state/store.ts';
 
@@ -71,10 +73,10 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     const backend = await open();
     const clock = new FakeClock(T0);
     const ops = new WebhookSink(clock.now);
-    const gone = new WebhookSink(clock.now);
+    const oncall = new WebhookSink(clock.now);
     await ops.start();
-    await gone.start();
-    const both = alertingConfig([{ name: 'ops', url: `${ops.url}/hook` }, { name: 'gone', url: `${gone.url}/secret-path-token` }]);
+    await oncall.start();
+    const both = alertingConfig([{ name: 'ops', url: `${ops.url}/hook` }, { name: 'oncall', url: `${oncall.url}/secret-path-token` }]);
     const opsOnly = alertingConfig([{ name: 'ops', url: `${ops.url}/hook` }]);
     const running: Alerting[] = [];
     const start = async (config: AlertingConfig): Promise<{ alerting: Alerting; lines: Logged[] }> => {
@@ -88,36 +90,36 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       for (const a of running) await a.stop();
       await backend.close();
       await ops.close();
-      await gone.close();
+      await oncall.close();
     };
-    return { backend, clock, ops, gone, both, opsOnly, start, close };
+    return { backend, clock, ops, oncall, both, opsOnly, start, close };
   }
 
   it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
     const t = await setUp();
     try {
-      // `gone` never answers 2xx: its notification stays undelivered in the outbox when hookwatch stops.
-      t.gone.reply = () => ({ status: 503 });
+      // `oncall` never answers 2xx: its notification stays undelivered in the outbox when hookwatch stops.
+      t.oncall.reply = () => ({ status: 503 });
       const first = await t.start(t.both);
       const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
       first.alerting.engine.onIngested(r.inserted);
-      await t.gone.waitFor(2);
+      await t.oncall.waitFor(2);
       await t.ops.waitFor(1);
       await first.alerting.stop();
-      expect(await t.backend.outbox('gone')).toEqual([null]);
+      expect(await t.backend.outbox('oncall')).toEqual([null]);
 
       const second = await t.start(t.opsOnly);
       await second.alerting.engine.evaluate('notify');
       await second.alerting.dispatcher.idle();
-      await until(async () => (await t.backend.outbox('gone'))[0] !== null);
-      expect(await t.backend.outbox('gone')).toEqual(['dropped']);
+      await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
+      expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
       expect(second.alerting.dispatcher.stats.discarded).toBe(1);
       expect(await discardedOnMetrics(second.alerting)).toBe(1);
       const warned = second.lines.filter((l) => l.msg.startsWith(DROPPED_MSG));
-      expect(warned).toEqual([{ level: 'warn', msg: `${DROPPED_MSG} {"receiver":"gone"}` }]);
+      expect(warned).toEqual([{ level: 'warn', msg: `${DROPPED_MSG} {"receiver":"oncall"}` }]);
       expect(JSON.stringify(second.lines)).not.toContain('secret-path-token');
       // Nothing more went out, to anyone.
-      expect(t.gone.delivered()).toHaveLength(0);
+      expect(t.oncall.delivered()).toHaveLength(0);
       expect(t.ops.requests).toHaveLength(1);
       await second.alerting.stop();
 
@@ -141,19 +143,61 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       alerting.engine.onIngested(r.inserted);
       await alerting.reconfigure(t.opsOnly);
       await alerting.dispatcher.idle();
-      await until(async () => (await t.backend.outbox('gone'))[0] !== null);
-      expect(await t.backend.outbox('gone')).toEqual(['dropped']);
+      await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
+      expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
       expect(alerting.dispatcher.stats.discarded).toBe(1);
       expect(lines.filter((l) => l.msg.startsWith(DROPPED_MSG))).toHaveLength(1);
-      expect(t.gone.requests).toHaveLength(0);
+      expect(t.oncall.requests).toHaveLength(0);
       expect(t.ops.delivered()).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a receiver a reload adds gets the alerts firing then, once, not the silenced one; the others get nothing again', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    const hooks = (s: WebhookSink): string[] => s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`).sort();
+    try {
+      const { alerting } = await t.start(t.opsOnly);
+      const silence = parseSilence({ matchers: [{ name: 'hook_name', value: 'PreCompact' }], endsAt: new Date(T0 + 3_600_000).toISOString(), createdBy: 'ops', comment: 'known' }, T0);
+      await alerting.engine.silences.add(silence);
+      const over = { additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 };
+      const r = await t.backend.store.ingest([hookEvent({ ...over, hookName: 'SessionStart:startup' }), hookEvent({ ...over, hookName: 'PreCompact' })]);
+      alerting.engine.onIngested(r.inserted);
+      await alerting.engine.evaluate('notify');
+      await alerting.dispatcher.idle();
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
+
+      t.clock.advance(60_000);
+      await alerting.reconfigure(t.both);
+      await alerting.dispatcher.idle();
+      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup']);
+      const welcome = t.oncall.requests[0]?.headers['webhook-id'];
+      expect(welcome).not.toBe(t.ops.requests[0]?.headers['webhook-id']);
+
+      // Later evaluations (short of repeatInterval) and a reload that adds nothing send nothing more, to anyone.
+      for (let i = 0; i < 3; i++) {
+        t.clock.advance(10_000);
+        await alerting.engine.evaluate('all');
+      }
+      await alerting.reconfigure(t.both);
+      await alerting.dispatcher.idle();
+      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup']);
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
+
+      // Its resolution goes to both, as to every receiver that had its firing.
+      t.clock.advance(2 * 3_600_000);
+      await alerting.engine.evaluate('all');
+      await alerting.dispatcher.idle();
+      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
     } finally {
       await t.close();
     }
   });
 }
 
-describe('a removed receiver\'s notifications, SQLite', () => {
+describe('receivers added and removed by a reload, SQLite', () => {
   removedReceiverTimelines(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-removed-receiver-'));
     const db = join(dir, 'h.db');
@@ -178,7 +222,7 @@ describe('a removed receiver\'s notifications, SQLite', () => {
   });
 });
 
-describe('a removed receiver\'s notifications, PostgreSQL', () => {
+describe('receivers added and removed by a reload, PostgreSQL', () => {
   const pg = useTestServer();
   removedReceiverTimelines(async () => {
     const url = await pg.server().createDatabase();
