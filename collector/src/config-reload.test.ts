@@ -10,6 +10,7 @@ import { loadConfig, toConfig } from './config/index.ts';
 import { startService, type RunningService } from './service.ts';
 import type { AlertmanagerWebhookBody } from './notify/alertmanager.ts';
 import { otlpHookBody, WebhookSink } from '../test/support/alerting.ts';
+import { createLogger, type Logger } from './telemetry/logger.ts';
 import { recordingLogger, type Logged } from '../test/support/recording-logger.ts';
 import { parseExposition, sampleValue } from '../test/support/prometheus-text.ts';
 
@@ -25,7 +26,7 @@ interface Reloadable {
 }
 
 /** hookwatch started from `yaml` in a file, as `hookwatch serve` starts it, with every later load reading the file again. */
-async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}): Promise<Reloadable> {
+async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}, log?: Logger): Promise<Reloadable> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-reload-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'hookwatch.yaml');
@@ -42,7 +43,7 @@ async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}
   const loaded = loadConfig({ env });
   const { logger, lines } = recordingLogger();
   const service = await startService(toConfig(loaded), {
-    logger,
+    logger: log ?? logger,
     configSource: {
       loaded,
       load: () => {
@@ -172,6 +173,33 @@ describe('POST /-/reload', () => {
     await persistedOutput(service, 'a');
     await ops.waitFor(1, 10_000);
     expect(summary(ops)).toEqual(['firing persisted']);
+  });
+
+  it('applies log.level to the lines written after it, without naming a restart; a refused reload keeps the level', { timeout: 30_000 }, async () => {
+    const written: { level: string; msg: string }[] = [];
+    const logger = createLogger({ level: 'warn', write: (line) => void written.push(JSON.parse(line) as { level: string; msg: string }) });
+    const alerting = 'alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n';
+    const { service, file } = await startFromFile(`log:\n  level: warn\n${alerting}`, {}, logger);
+    expect(written.filter((l) => l.level === 'info')).toEqual([]);
+
+    writeFileSync(file, `log:\n  level: info\n${alerting}`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    // Written at info, after the level changed.
+    expect(written.filter((l) => l.msg === 'configuration reloaded')).toHaveLength(1);
+
+    // Refused (an unknown key beside the new level): info lines are still written.
+    writeFileSync(file, `log:\n  level: error\n  colour: true\n${alerting}`);
+    expect((await reload(service)).status).toBe(400);
+    await persistedOutput(service, 'a');
+    const end = Date.now() + 10_000;
+    while (!written.some((l) => l.msg === 'alert firing') && Date.now() < end) await settle(50);
+    expect(written.filter((l) => l.msg === 'alert firing')).toHaveLength(1);
+
+    // Back to error: the next success is no longer written, and nothing is named as needing a restart.
+    writeFileSync(file, `log:\n  level: error\n${alerting}`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    expect(written.filter((l) => l.msg === 'configuration reloaded')).toHaveLength(1);
+    expect(written.filter((l) => l.level === 'warn' && l.msg.includes('restart'))).toEqual([]);
   });
 
   it('answers 405 to GET, and sits behind authentication and the cross-site write refusal', { timeout: 30_000 }, async () => {

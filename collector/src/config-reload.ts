@@ -3,8 +3,8 @@
  * the file, environment and flags are read again exactly as at start and checked whole first. An invalid
  * configuration changes nothing: the running one is kept, one error names the problem, and the reload reports it.
  * A valid one is applied at once to what can change while running, the alerting rules, receivers, intervals and
- * delivery settings (the settings marked reloadable); every other setting that changed (listen addresses, the
- * database, TLS files, ...) is named as needing a restart, and keeps its running value until then.
+ * delivery settings, and the log level (the settings marked reloadable); every other setting that changed (listen
+ * addresses, the database, TLS files, ...) is named as needing a restart, and keeps its running value until then.
  */
 import { ConfigError, restartRequired, type HookwatchConfig } from './config/index.ts';
 import type { LoadedConfig } from './config/load.ts';
@@ -76,6 +76,8 @@ export class ConfigReloader {
       const restart = restartRequired(source.loaded, next.loaded);
       if (restart.includes('dimensions')) this.checkRuleDimensions(next.config);
       await this.opts.alerting.reconfigure(next.config.alerting);
+      // Last, once nothing can refuse the reload: a refused one keeps the running level too.
+      logger.setLevel?.(next.config.log.level);
       result = { restartRequired: restart };
     } catch (err) {
       this.successful.set(0);

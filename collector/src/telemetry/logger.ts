@@ -16,6 +16,8 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
   /** Scrubs these values too from now on (the secrets of a reloaded configuration); absent: the logger has no list. */
   addSecrets?(values: readonly string[]): void;
+  /** Writes from this level on (a reloaded log.level); absent: the logger has no level of its own. */
+  setLevel?(level: Level): void;
 }
 
 export interface LoggerOptions {
@@ -51,7 +53,7 @@ function nested(err: Error, depth: number): Record<string, unknown> | string {
 }
 
 export function createLogger(opts: LoggerOptions): Logger {
-  const min = ORDER[opts.level];
+  let min = ORDER[opts.level];
   // A secret is scrubbed as written and as JSON escapes it inside a string (a quote or backslash in a password).
   const scrubbed = (values: readonly string[]): string[] => [...new Set(values.filter((s) => s.length >= MIN_SECRET_CHARS).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))]
     .sort((a, b) => b.length - a.length);
@@ -75,6 +77,9 @@ export function createLogger(opts: LoggerOptions): Logger {
     error: (m, f) => log('error', m, f),
     addSecrets: (values) => {
       secrets = scrubbed([...secrets, ...values]);
+    },
+    setLevel: (level) => {
+      min = ORDER[level];
     },
   };
 }

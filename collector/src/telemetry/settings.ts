@@ -6,8 +6,8 @@ import type { Setting, SettingValues } from '../config/setting.ts';
 
 export const TELEMETRY_SETTINGS: readonly Setting[] = [
   {
-    key: 'log.level', env: 'HOOKWATCH_LOG_LEVEL', type: 'enum', default: 'info', values: ['debug', 'info', 'warn', 'error'],
-    description: 'Lowest level of hookwatch\'s own JSON log lines (written to stderr).',
+    key: 'log.level', env: 'HOOKWATCH_LOG_LEVEL', type: 'enum', default: 'info', values: ['debug', 'info', 'warn', 'error'], reloadable: true,
+    description: 'Lowest level of hookwatch\'s own JSON log lines (written to stderr). A reload applies it to every line written after it: turn on debug while looking into a problem, and back, without a restart.',
   },
   {
     key: 'metrics.maxHookSeries', env: 'HOOKWATCH_METRICS_MAX_HOOK_SERIES', type: 'int', default: 500, min: 0, max: 100_000,
