@@ -134,6 +134,32 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     }
   });
 
+  it('a reload that removes a receiver stops its retries and drops what it held, queued or in flight', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    try {
+      t.oncall.reply = () => ({ status: 503 });
+      const { alerting } = await t.start(t.both);
+      // Five alerts: four deliveries in flight to `oncall` (retrying), the fifth queued behind them.
+      const hooks = ['SessionStart:startup', 'PreCompact', 'Stop', 'UserPromptSubmit', 'Notification'];
+      const r = await t.backend.store.ingest(hooks.map((hookName) => hookEvent({ hookName, additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })));
+      alerting.engine.onIngested(r.inserted);
+      await t.ops.waitFor(5);
+      await t.oncall.waitFor(8);
+      await alerting.reconfigure(t.opsOnly);
+      await until(async () => (await t.backend.outbox('oncall')).every((done) => done !== null));
+      expect(await t.backend.outbox('oncall')).toEqual(Array(5).fill('dropped'));
+      expect(alerting.dispatcher.stats.discarded).toBe(5);
+      await alerting.dispatcher.idle();
+      // Nothing more is tried.
+      const tried = t.oncall.requests.length;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(t.oncall.requests).toHaveLength(tried);
+      expect(t.ops.delivered()).toHaveLength(5);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('a notification planned for a receiver as a reload removes it is dropped, not left in the outbox', { timeout: 60_000 }, async () => {
     const t = await setUp();
     try {

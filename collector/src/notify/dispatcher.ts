@@ -64,6 +64,8 @@ interface Lane {
   renderer: BodyRenderer;
   queue: Notification[];
   inFlight: Set<string>;
+  /** Aborted when a reload removes the receiver: its deliveries in flight stop, and are dropped. */
+  removed: AbortController;
 }
 
 /** Builds the request of one attempt: rendered body, configured headers, Standard Webhooks signature. */
@@ -88,7 +90,7 @@ export class Dispatcher {
   readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, discarded: 0, attempts: 0, tlsFailures: 0 };
   private opts: DispatcherOptions;
   private readonly lanes = new Map<string, Lane>();
-  /** Lanes of receivers a reload removed: they deliver what they already hold, then go. */
+  /** Lanes of receivers a reload removed, until their deliveries in flight have stopped. */
   private readonly retired = new Set<Lane>();
   private abort = new AbortController();
   /** The fencing token each queued or in-flight notification was enqueued under. */
@@ -107,13 +109,14 @@ export class Dispatcher {
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
-    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now), queue: [], inFlight: new Set() });
+    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now), queue: [], inFlight: new Set(), removed: new AbortController() });
   }
 
   /**
    * The receivers and delivery settings of a reloaded configuration, for notifications queued from now on. A
-   * receiver still configured keeps its queue, sent with its new settings; one no longer configured delivers what
-   * it already holds with the settings it had, and takes nothing new.
+   * receiver still configured keeps its queue, sent with its new settings. What one no longer configured holds is
+   * dropped, as Alertmanager drops what was pending for it: its queue at once, its deliveries in flight (retries
+   * included) as soon as their attempt in progress ends.
    */
   reconfigure(next: Pick<DispatcherOptions, 'receivers' | 'tls' | 'deadlineMs' | 'maxQueue' | 'baseDelayMs' | 'maxDelayMs'>): void {
     this.opts = { ...this.opts, ...next };
@@ -123,17 +126,22 @@ export class Dispatcher {
     for (const [name, lane] of this.lanes) {
       if (names.has(name)) continue;
       this.lanes.delete(name);
-      if (lane.queue.length > 0 || lane.inFlight.size > 0) this.retired.add(lane);
+      lane.removed.abort();
+      for (const n of lane.queue.splice(0)) {
+        if (this.owned.get(n.webhookId) === n) this.owned.delete(n.webhookId);
+        this.discard(n, this.tokens.get(n) ?? null);
+      }
+      if (lane.inFlight.size > 0) this.retired.add(lane);
     }
     for (const r of next.receivers) {
       const lane = this.lanes.get(r.name);
       const renderer = rendererFor(r, this.opts.links, this.opts.now);
       if (lane) Object.assign(lane, { receiver: r, renderer });
-      else this.lanes.set(r.name, { receiver: r, renderer, queue: [], inFlight: new Set() });
+      else this.lanes.set(r.name, { receiver: r, renderer, queue: [], inFlight: new Set(), removed: new AbortController() });
     }
   }
 
-  /** Every lane with work: the configured receivers' and the removed ones still delivering. */
+  /** Every lane with work: the configured receivers' and the removed ones whose deliveries are stopping. */
   private allLanes(): Lane[] {
     return [...this.lanes.values(), ...this.retired];
   }
@@ -174,9 +182,10 @@ export class Dispatcher {
   }
 
   /**
-   * A notification for a receiver no longer configured (resumed from the outbox after a restart or a leadership
-   * change, or planned just before a reload removed its receiver): dropped, as Alertmanager drops what was pending
-   * for a receiver its new configuration no longer has, and marked so in the outbox, which no longer hands it out.
+   * A notification for a receiver no longer configured (queued or in flight when a reload removed it, resumed from
+   * the outbox after a restart or a leadership change, or planned just before the reload): dropped, as Alertmanager
+   * drops what was pending for a receiver its new configuration no longer has, and marked so in the outbox, which
+   * no longer hands it out.
    */
   private discard(n: Notification, token: number | null): void {
     this.stats.discarded++;
@@ -220,7 +229,7 @@ export class Dispatcher {
         url: lane.receiver.url,
         timeoutMs: lane.receiver.timeoutMs,
         deadlineMs: n.createdAtMs + this.opts.deadlineMs,
-        signal: this.abort.signal,
+        signal: AbortSignal.any([this.abort.signal, lane.removed.signal]),
         now,
         tls: this.opts.tls?.get(lane.receiver.name) ?? null,
         ...(proceed ? { proceed } : {}),
@@ -237,8 +246,12 @@ export class Dispatcher {
       this.opts.logger.error('notification delivery crashed', { receiver: n.receiver, err });
       result = { outcome: 'failed', attempts: 0, httpStatus: null, error: 'internal error' };
     }
-    // Shutdown, or the lease moved: the outbox keeps it for the next start or the next leader.
-    if (result.outcome === 'aborted') return;
+    if (result.outcome === 'aborted') {
+      // Its receiver was removed: dropped (while this replica still leads under the token it was queued with).
+      if (lane.removed.signal.aborted && !this.stopped && (!fence || fence.token() === token)) this.discard(n, token);
+      // Shutdown, or the lease moved: the outbox keeps it for the next start or the next leader.
+      return;
+    }
     if (result.outcome === 'delivered') this.stats.delivered++;
     else {
       this.stats.failed++;
