@@ -130,14 +130,14 @@ describe('store size and retention in /metrics (PostgreSQL)', () => {
 });
 
 /** A store whose retention and size reads fail or answer as told: the stage next to the retention runner. */
-function storeNextDoor(opts: { pruneFails?: boolean; sizes?: (() => Promise<Record<string, number>>) } = {}): Store & { pruned: number } {
+function storeNextDoor(opts: { pruneFails?: boolean; partitionsDeferred?: number; sizes?: (() => Promise<Record<string, number>>) } = {}): Store & { pruned: number } {
   const store = {
     kind: 'postgres',
     pruned: 0,
     async prune() {
       this.pruned++;
       if (opts.pruneFails) throw new Error('retention failed: canceling statement due to lock timeout');
-      return { events: 5, rollups: 2, hooks: 1, partitions: 1 };
+      return { events: 5, rollups: 2, hooks: 1, partitions: 1, ...(opts.partitionsDeferred ? { partitionsDeferred: opts.partitionsDeferred } : {}) };
     },
     async pruneTranscriptFindings() {
       return 3;
@@ -158,6 +158,22 @@ describe('retention metrics', () => {
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
     expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
+  });
+
+  it('count a run that left old days to the next one as deferred, not as a success', async () => {
+    const metrics = new MetricsRegistry();
+    const store = storeNextDoor({ partitionsDeferred: 2 });
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 40 * DAY });
+    registerRetentionMetrics(metrics, retention, store.kind);
+    await retention.run();
+    const f = parseExposition(await metrics.render());
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'deferred' })).toBe(1);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(0);
+    // The days it left are still stored: the age of the last success keeps growing until a run drops them.
+    expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
+    // What it did remove is counted.
+    expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'rollups' })).toBe(2);
   });
 
   it('move nothing on a follower: only the leader runs retention, while every replica expires its forward queue', async () => {

@@ -34,13 +34,18 @@ export interface RetentionStats {
   /** Runs of the store's retention (leader only), by outcome. */
   succeeded: number;
   failed: number;
+  /**
+   * Runs that did the rest of their work but left old days' partitions to the next run (PostgreSQL: a lock on the
+   * events table not granted in time). Not a success: those days are still stored.
+   */
+  deferred: number;
   /** Time (ms) the last successful run began; undefined while none has succeeded in this process. */
   lastSuccessMs: number | undefined;
   removed: Record<RemovedKind, number>;
 }
 
 export class Retention {
-  readonly stats: RetentionStats = { succeeded: 0, failed: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, partitions: 0 } };
+  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, partitions: 0 } };
   private readonly opts: RetentionOptions;
   private running: Promise<void> | undefined;
 
@@ -67,10 +72,12 @@ export class Retention {
     }
     if (!this.opts.isLeader()) return;
     const t = now();
+    let deferred: boolean;
     try {
       // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
       const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000);
       this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, partitions: r.partitions ?? 0 });
+      deferred = (r.partitionsDeferred ?? 0) > 0;
       if (r.events || r.rollups || r.hooks) logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks, ...(r.partitions ? { partitions: r.partitions } : {}) });
       // Transcript findings are kept as long as raw events.
       const findings = await store.pruneTranscriptFindings(t - this.opts.eventsMs);
@@ -79,6 +86,12 @@ export class Retention {
     } catch (err) {
       this.stats.failed++;
       logger.warn('retention run failed', { err });
+      return;
+    }
+    // The store logged which days it left; the run is not counted as a success, so a lock held for hours (a session
+    // idle in a transaction) shows in hookwatch_retention_last_success_timestamp_seconds and its alert.
+    if (deferred) {
+      this.stats.deferred++;
       return;
     }
     this.stats.succeeded++;
@@ -98,10 +111,11 @@ export class Retention {
 export function registerRetentionMetrics(metrics: MetricsRegistry, retention: Retention, storeKind: string): void {
   const stats = retention.stats;
   metrics.collectedCounter('retention', {
-    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success or failure.', labelNames: ['outcome'],
+    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success, failure, or deferred (old days left to the next run: a lock on events not granted in time).', labelNames: ['outcome'],
     collect: (set) => {
       set({ outcome: 'success' }, stats.succeeded);
       set({ outcome: 'failure' }, stats.failed);
+      set({ outcome: 'deferred' }, stats.deferred);
     },
   });
   metrics.collectedGauge('retention', {
