@@ -1,9 +1,10 @@
 /**
- * An upgrade from the previous release on SQLite, as an operator runs it: hookwatch receives the real Claude Code
- * captures, fires alerts to a webhook and keeps a silence; it stops, the file is taken back to the previous
- * release's schema (SQLite migration 13: the late-arrival index of migration 14 did not exist), and the current
- * hookwatch starts on the same file and config. The migration runs, every view answers as before, the alerts and
- * the silence are carried over, and nothing already delivered is notified again.
+ * An upgrade on SQLite, as an operator runs it: hookwatch receives the real Claude Code captures, fires alerts to
+ * a webhook and keeps a silence; it stops, the file is taken back to the schema a release left, and the current
+ * hookwatch starts on the same file and config. From the previous release (SQLite migration 14) there is nothing
+ * to migrate; from the release before it (migration 13: the late-arrival index of migration 14 did not exist)
+ * the migration runs. Either way every view answers as before, the alerts and the silence are carried over, and
+ * nothing already delivered is notified again.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,9 +14,11 @@ import { MIGRATIONS } from '../src/store/sqlite/index.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from './helpers.ts';
 import { WebhookSink } from './support/alerting.ts';
 
-/** The schema the previous release left: its last migration, and what the later ones add, taken back. */
-const PREVIOUS_RELEASE = 13;
-const UNDO_LATER = 'DROP INDEX events_late_arrival;';
+/** The schema each release left: its last migration, and what the later ones add, taken back. */
+const RELEASES = [
+  { name: 'the previous release', schema: 14, undo: '' },
+  { name: 'the release before it', schema: 13, undo: 'DROP INDEX events_late_arrival;' },
+];
 
 /** The JSON captures (run1, run5) with their times moved to `nowMs`, as if Claude Code had just sent them. */
 function capturesNow(nowMs: number): { path: string; body: string }[] {
@@ -62,16 +65,26 @@ async function evaluations(base: string): Promise<number> {
 }
 
 let service: TestService | undefined;
-const sink = new WebhookSink();
-const tmp = tempDir('hookwatch-upgrade-');
+/** Each case's webhook sink and folder. */
+let opened: { sink: WebhookSink; tmp: ReturnType<typeof tempDir> } | undefined;
 afterEach(async () => {
   await service?.close();
-  await sink.close();
-  tmp.cleanup();
+  await opened?.sink.close();
+  opened?.tmp.cleanup();
+  service = undefined;
+  opened = undefined;
 });
 
-describe('upgrade from the previous release on SQLite', () => {
-  it('migrates the file in place; views, alerts and silences carry over, nothing is notified twice', async () => {
+describe('upgrade on SQLite', () => {
+  it('finds the previous release\'s schema unchanged, as the upgrade notes say (README "Upgrading")', () => {
+    // A migration added since: the notes must say so (and that the previous release refuses the file after it).
+    expect(RELEASES[0]!.schema).toBe(MIGRATIONS.length);
+  });
+
+  it.each(RELEASES)('from $name (schema $schema): views, alerts and silences carry over, nothing is notified twice', async (release) => {
+    const sink = new WebhookSink();
+    const tmp = tempDir('hookwatch-upgrade-');
+    opened = { sink, tmp };
     await sink.start();
     const config = join(tmp.dir, 'hookwatch.yaml');
     writeFileSync(config, `alerting:
@@ -100,8 +113,8 @@ describe('upgrade from the previous release on SQLite', () => {
     const notified = sink.requests.length;
 
     const db = new DatabaseSync(join(tmp.dir, 'hookwatch.db'));
-    db.exec(UNDO_LATER);
-    db.prepare('DELETE FROM schema_migrations WHERE version > ?').run(PREVIOUS_RELEASE);
+    if (release.undo) db.exec(release.undo);
+    db.prepare('DELETE FROM schema_migrations WHERE version > ?').run(release.schema);
     db.close();
 
     service = await startTestService(env, { dir: tmp.dir });
