@@ -3,16 +3,17 @@
  * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
  * serves the hooks, alerts and silences the original served. Then the ways a backup fails: no database, a target
- * that exists, a folder that cannot be written, a full disk.
+ * that exists, a folder that cannot be written, a full disk; and a backup stopped by Ctrl-C or SIGTERM.
  */
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, readdirSync, watch, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { getJson, startTestService, tempDir, type TestService } from './helpers.ts';
-import { ALERTING, hookwatchBackup, run, Stream, views } from './support/backup.ts';
+import { ALERTING, hookwatchBackup, run, startBackup, Stream, views } from './support/backup.ts';
 import { emitExecutions } from './support/service.ts';
 
 let services: TestService[] = [];
@@ -144,5 +145,33 @@ describe('hookwatch backup on SQLite', () => {
     expect(diskFull.status).toBe(1);
     expect(diskFull.stderr).toMatch(/^hookwatch: backup of .*hookwatch\.db to .*copy\.db failed: (the disk is full|I\/O error on the database file): /);
     expect(readdirSync(full)).toEqual([]);
+  }, 60_000);
+
+  it('stops on SIGINT or SIGTERM, removes its temporary file and exits 130 or 143', async () => {
+    const dir = join(tmp.dir, 'stopped');
+    mkdirSync(dir);
+    const path = join(dir, 'hookwatch.db');
+    await new SqliteStore({ path }).close();
+    const db = openSqlite(path);
+    // Large enough (64 MiB, hundreds of steps) that the copy is still under way when the signal arrives.
+    db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
+    for (let i = 0; i < 16_000; i++) db.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
+    db.exec('COMMIT');
+    db.close();
+    const copies = join(dir, 'copies');
+    mkdirSync(copies);
+    const to = join(copies, 'copy.db');
+    for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+      const watcher = watch(copies);
+      const created = once(watcher, 'change');
+      const { child, done } = startBackup(['--to', to], { HOOKWATCH_DB: path });
+      // The temporary file appears as the copy starts.
+      const [, name] = await created as [string, string];
+      watcher.close();
+      expect(name).toBe(`.copy.db.${child.pid}.partial`);
+      child.kill(signal);
+      expect(await done).toEqual({ status, signal: null, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} stopped (${signal}): the partial copy was removed\n` });
+      expect(readdirSync(copies)).toEqual([]);
+    }
   }, 60_000);
 });

@@ -3,7 +3,7 @@
  * through the real OpenTelemetry exporter whose acknowledged events are always a prefix, and the views an
  * operator reads to compare a restored store with its original.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
@@ -20,17 +20,26 @@ export interface Run {
   stderr: string;
 }
 
-/** `hookwatch backup ...` in a process of its own, as an operator (or kubectl exec) runs it. */
-export async function hookwatchBackup(args: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
+/** `hookwatch backup ...` started in a process of its own, as an operator (or kubectl exec) runs it. */
+export function startBackup(args: string[], env: Record<string, string> = {}, shell?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
   const [file, argv] = shell === undefined ? [process.execPath, [MAIN, 'backup', ...args]] : ['/bin/sh', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, MAIN, 'backup', ...args]];
-  try {
-    const { stdout, stderr } = await run(file, argv, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000 });
-    return { status: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: unknown; stdout?: string; stderr?: string };
-    if (typeof e.code !== 'number') throw err;
-    return { status: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
+  const child = spawn(file, argv, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<Run & { signal: NodeJS.Signals | null }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ status: code ?? -1, signal, stdout, stderr }));
+  });
+  return { child, done };
+}
+
+/** `hookwatch backup ...` run to its end. */
+export async function hookwatchBackup(args: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
+  const { status, stdout, stderr, signal } = await startBackup(args, env, shell).done;
+  if (signal !== null) throw new Error(`hookwatch backup was killed by ${signal}: ${stderr}`);
+  return { status, stdout, stderr };
 }
 
 /**

@@ -8,7 +8,8 @@
  *
  * The service's process lock (`<db>.lock`, process-lock.ts) is a file of its own, so a backup is not refused by it
  * and takes nothing from it. The copy is written to a temporary file beside the target, synced, and renamed over
- * the target only once whole: a failed or interrupted backup leaves no file that looks like a backup.
+ * the target only once whole: a failed or interrupted backup leaves no file that looks like a backup. An abort
+ * (`signal`: the command's SIGINT or SIGTERM) stops the copy between two steps and removes the temporary file.
  */
 import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -18,6 +19,11 @@ import { describeSqliteError, sqliteFault } from './database.ts';
 /** A backup that could not be taken; the message says why and what to do. */
 export class BackupError extends Error {
   override name = 'BackupError';
+}
+
+/** A backup stopped by its `signal`; the temporary file is removed. */
+export class BackupAbortedError extends BackupError {
+  override name = 'BackupAbortedError';
 }
 
 export interface BackupOptions {
@@ -31,6 +37,8 @@ export interface BackupOptions {
   pagesPerStep?: number;
   /** Called after each step with the pages left and in all. */
   onProgress?: (progress: { remainingPages: number; totalPages: number }) => void;
+  /** Stops the copy at the next step (and before the rename); backupSqlite then rejects with BackupAbortedError. */
+  signal?: AbortSignal;
 }
 
 export interface BackupResult {
@@ -154,10 +162,21 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
     } catch (err) {
       throw new BackupError(`cannot write beside ${opts.to}: ${fileProblem(err)}`);
     }
+    const { signal, onProgress } = opts;
+    const aborted = (): BackupAbortedError => new BackupAbortedError(`backup of ${opts.db} to ${opts.to} stopped (${String(signal?.reason)}): the partial copy was removed`);
     try {
-      pages = await backup(source, temp, { rate: opts.pagesPerStep ?? DEFAULT_PAGES_PER_STEP, ...(opts.onProgress ? { progress: opts.onProgress } : {}) });
+      // A step runs on a worker thread; the progress callback runs between two, when nothing writes the file.
+      // Throwing from it ends the copy there and rejects.
+      const progress = (p: { remainingPages: number; totalPages: number }): void => {
+        if (signal?.aborted) throw aborted();
+        onProgress?.(p);
+      };
+      pages = await backup(source, temp, { rate: opts.pagesPerStep ?? DEFAULT_PAGES_PER_STEP, progress });
+      // Stopped during the last step (no progress call comes after it): the copy is whole, but not wanted.
+      if (signal?.aborted) throw aborted();
       sync(temp, 'r+');
     } catch (err) {
+      if (err instanceof BackupAbortedError) throw err;
       const fault = sqliteFault(err) ?? (errnoCode(err) ? fileProblem(err) : undefined);
       throw new BackupError(`backup of ${opts.db} to ${opts.to} failed: ${fault ? `${fault}: ` : ''}${describeSqliteError(err)}`);
     }
