@@ -3,8 +3,10 @@
  * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
  * serves the hooks, alerts and silences the original served. Then the ways a backup fails: no database, a target
- * that exists, a folder that cannot be written, a full disk; and a backup stopped by Ctrl-C or SIGTERM.
+ * that exists, a folder that cannot be written, a full disk; and a backup stopped by Ctrl-C or SIGTERM, or killed
+ * (the next backup removes what it left).
  */
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readFileSync, readdirSync, watch, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -173,5 +175,30 @@ describe('hookwatch backup on SQLite', () => {
       expect(await done).toEqual({ status, signal: null, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} stopped (${signal}): the partial copy was removed\n` });
       expect(readdirSync(copies)).toEqual([]);
     }
+  }, 60_000);
+
+  it('removes the temporary files killed backups to the same target left, and nothing else', async () => {
+    const dir = join(tmp.dir, 'stale');
+    mkdirSync(dir);
+    const path = join(dir, 'hookwatch.db');
+    await new SqliteStore({ path }).close();
+    const copies = join(dir, 'copies');
+    mkdirSync(copies);
+    // A process that ran and is gone: its pid no longer runs.
+    const gone = spawnSync('true').pid;
+    const running = process.pid;
+    const left = [`.copy.db.${gone}.partial`, `.copy.db.${gone}.partial-journal`];
+    const kept = [
+      `.copy.db.${running}.partial`, `.other.db.${gone}.partial`, `.copy.db.${gone}.partial.bak`, `copy.db.${gone}.partial`,
+      `.copy.db.x${gone}.partial`, `.copy.db.0${gone}.partial`,
+    ];
+    for (const name of [...left, ...kept]) writeFileSync(join(copies, name), 'half a copy');
+    mkdirSync(join(copies, `.copy.db.${gone}.partial-journal.d`));
+    const to = join(copies, 'copy.db');
+    const out = await hookwatchBackup(['--to', to], { HOOKWATCH_DB: path });
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+    expect(out.stdout.split('\n')[0]).toBe(`removed ${left.join(', ')} beside ${to}: left by backups that were killed`);
+    expect(readdirSync(copies).sort()).toEqual(['copy.db', ...kept, `.copy.db.${gone}.partial-journal.d`].sort());
   }, 60_000);
 });

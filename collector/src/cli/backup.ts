@@ -44,6 +44,7 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+  if (result.removedPartials.length > 0) io.stdout(`removed ${result.removedPartials.join(', ')} beside ${result.path}: left by backups that were killed\n`);
   const seconds = (result.durationMs / 1000).toFixed(result.durationMs < 10_000 ? 2 : 1);
   io.stdout(`backed up ${db} to ${result.path}: ${formatBytes(result.bytes)} (${result.pages} pages, schema version ${result.schemaVersion}) in ${seconds}s\n`);
   return 0;

@@ -10,8 +10,10 @@
  * and takes nothing from it. The copy is written to a temporary file beside the target, synced, and renamed over
  * the target only once whole: a failed or interrupted backup leaves no file that looks like a backup. An abort
  * (`signal`: the command's SIGINT or SIGTERM) stops the copy between two steps and removes the temporary file.
+ * What a killed backup left (SIGKILL, a crash) is removed by the next backup to the same target, once the process
+ * that wrote it no longer runs.
  */
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { backup, DatabaseSync } from 'node:sqlite';
 import { describeSqliteError, sqliteFault } from './database.ts';
@@ -49,6 +51,8 @@ export interface BackupResult {
   /** The schema version of the copy (its highest migration). */
   schemaVersion: number;
   durationMs: number;
+  /** Temporary files of earlier backups to the same target whose process no longer runs, removed (names). */
+  removedPartials: string[];
 }
 
 const DEFAULT_PAGES_PER_STEP = 128;
@@ -78,6 +82,46 @@ function removeQuietly(path: string): void {
   } catch {
     // Left behind; named in the error the caller reports.
   }
+}
+
+/** Whether a process with this pid runs (EPERM: it does, as another user's). */
+function pidRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errnoCode(err) === 'EPERM';
+  }
+}
+
+/**
+ * Removes what backups to `target` left when they were killed before they could clean up: files named exactly
+ * `.<name>.<pid>.partial` (or its `-journal`) beside it, of a pid that no longer runs. Returns the names removed.
+ */
+function removeStalePartials(target: string): string[] {
+  const folder = dirname(target);
+  const prefix = `.${basename(target)}.`;
+  let entries: string[];
+  try {
+    entries = readdirSync(folder);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const entry of entries) {
+    if (!entry.startsWith(prefix)) continue;
+    const pid = /^([1-9][0-9]*)\.partial(-journal)?$/.exec(entry.slice(prefix.length))?.[1];
+    if (pid === undefined || Number(pid) === process.pid || pidRuns(Number(pid))) continue;
+    const path = join(folder, entry);
+    try {
+      if (!lstatSync(path).isFile()) continue;
+      rmSync(path);
+      removed.push(entry);
+    } catch {
+      // Left for the next backup: it is not this one's copy.
+    }
+  }
+  return removed.sort();
 }
 
 /** Flushes a file (or folder) to disk. */
@@ -154,6 +198,7 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
   const { source, schemaVersion } = openSource(opts.db);
   const target = resolve(opts.to);
   const temp = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
+  const removedPartials = removeStalePartials(target);
   let pages: number;
   try {
     try {
@@ -196,5 +241,5 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
     // Ends the read transaction: the service's next checkpoint folds the WAL back into the file.
     source.close();
   }
-  return { path: target, bytes: statSync(target).size, pages, schemaVersion, durationMs: performance.now() - started };
+  return { path: target, bytes: statSync(target).size, pages, schemaVersion, durationMs: performance.now() - started, removedPartials };
 }
