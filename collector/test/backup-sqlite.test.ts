@@ -4,11 +4,11 @@
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
  * serves the hooks, alerts and silences the original served. Then the ways a backup fails: no database, a target
  * that exists, a folder that cannot be written, a full disk; and a backup stopped by Ctrl-C or SIGTERM, or killed
- * (the next backup removes what it left).
+ * (the next backup removes what it left); and a damaged store, whose copy fails PRAGMA quick_check.
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, readdirSync, watch, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -200,5 +200,27 @@ describe('hookwatch backup on SQLite', () => {
     expect(out.status).toBe(0);
     expect(out.stdout.split('\n')[0]).toBe(`removed ${left.join(', ')} beside ${to}: left by backups that were killed`);
     expect(readdirSync(copies).sort()).toEqual(['copy.db', ...kept, `.copy.db.${gone}.partial-journal.d`].sort());
+  }, 60_000);
+
+  it('refuses a copy that fails PRAGMA quick_check: a damaged store gives no backup', async () => {
+    const dir = join(tmp.dir, 'damaged');
+    mkdirSync(dir);
+    const path = join(dir, 'hookwatch.db');
+    await new SqliteStore({ path }).close();
+    const db = openSqlite(path);
+    db.exec('CREATE TABLE padding (pad BLOB NOT NULL)');
+    for (let i = 0; i < 300; i++) db.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
+    const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
+    db.close();
+    // The table's root page overwritten: the migrations table still reads, the padding table no longer does.
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(size, 0x5a), 0, size, (root - 1) * size);
+    closeSync(fd);
+    const copies = join(dir, 'copies');
+    mkdirSync(copies);
+    const out = await hookwatchBackup(['--to', join(copies, 'copy.db')], { HOOKWATCH_DB: path });
+    expect(out.status).toBe(1);
+    expect(out.stderr).toMatch(new RegExp(`^hookwatch: the copy of ${path} fails PRAGMA quick_check, so the store itself is damaged \\(or the disk under ${join(copies, 'copy.db')}\\): .+\\. Check the store with sqlite3 ${path} 'PRAGMA integrity_check'\\n$`));
+    expect(readdirSync(copies)).toEqual([]);
   }, 60_000);
 });

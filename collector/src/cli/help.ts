@@ -146,7 +146,7 @@ export function configHelp(): string {
 /** `hookwatch backup --help`. */
 export function backupHelp(): string {
   return helpPage('hookwatch backup --to <file> [--force] [flags]', [
-    'Copies the SQLite store (db) to <file> while hookwatch serve keeps running on it: the copy is the store as it was at one commit, the WAL included, and ingest goes on meanwhile. It is written beside <file> under a temporary name and renamed once whole; the size and the time taken are printed. Exits 1 with the reason when there is no database, the target cannot be written or the disk is full; Ctrl-C or SIGTERM stops it, removes the temporary file and exits 130 or 143.',
+    'Copies the SQLite store (db) to <file> while hookwatch serve keeps running on it: the copy is the store as it was at one commit, the WAL included, and ingest goes on meanwhile. It is written beside <file> under a temporary name, checked with PRAGMA quick_check and renamed once whole; the size and the time taken are printed. Exits 1 with the reason when there is no database, the target cannot be written or the disk is full; Ctrl-C or SIGTERM stops it, removes the temporary file and exits 130 or 143.',
     'The store is found as serve finds it: give the same config file, environment or --db. To restore, stop hookwatch, put the copy in place of the database file, remove its -wal and -shm files, and start it (docs/deploy.md). A PostgreSQL store is backed up with pg_dump and restored with pg_restore (docs/postgres.md, "Backup and restore").',
   ], [
     ...flagBlock('--to <file>', 'where the copy goes (required)', []),
