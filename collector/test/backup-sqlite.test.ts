@@ -26,6 +26,27 @@ afterEach(async () => {
   services = [];
 });
 
+/**
+ * A folder of its own holding an empty store with a `padding` table of `padRows` rows of 4,000 random bytes
+ * (about a page each), where its root page is, and an empty folder for copies.
+ */
+async function scratchStore(name: string, padRows = 0): Promise<{ dir: string; path: string; copies: string; root: number; pageSize: number }> {
+  const dir = join(tmp.dir, name);
+  mkdirSync(dir);
+  const path = join(dir, 'hookwatch.db');
+  await new SqliteStore({ path }).close();
+  const db = openSqlite(path);
+  db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
+  const insert = db.prepare('INSERT INTO padding VALUES (randomblob(4000))');
+  for (let i = 0; i < padRows; i++) insert.run();
+  db.exec('COMMIT');
+  const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
+  db.close();
+  const copies = join(dir, 'copies');
+  mkdirSync(copies);
+  return { dir, path, copies, root, pageSize: size };
+}
+
 describe('hookwatch backup on SQLite', () => {
   it('copies the store while it ingests: every acknowledged event, intact, and a hookwatch on the copy serves the same views', async () => {
     const dir = join(tmp.dir, 'live');
@@ -102,14 +123,7 @@ describe('hookwatch backup on SQLite', () => {
   }, 120_000);
 
   it('fails with the reason, and leaves nothing half-written: no database, a target that exists, a folder it cannot write, a full disk', async () => {
-    const dir = join(tmp.dir, 'failures');
-    mkdirSync(dir);
-    const path = join(dir, 'hookwatch.db');
-    await new SqliteStore({ path }).close();
-    const db = openSqlite(path);
-    db.exec('CREATE TABLE padding (pad BLOB NOT NULL)');
-    for (let i = 0; i < 300; i++) db.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
-    db.close();
+    const { dir, path } = await scratchStore('failures', 300);
     const env = { HOOKWATCH_DB: path };
 
     const missing = await hookwatchBackup(['--to', join(dir, 'copy.db')], { HOOKWATCH_DB: join(dir, 'nothing-here.db') });
@@ -150,18 +164,8 @@ describe('hookwatch backup on SQLite', () => {
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM, removes its temporary file and exits 130 or 143', async () => {
-    const dir = join(tmp.dir, 'stopped');
-    mkdirSync(dir);
-    const path = join(dir, 'hookwatch.db');
-    await new SqliteStore({ path }).close();
-    const db = openSqlite(path);
     // Large enough (64 MiB, hundreds of steps) that the copy is still under way when the signal arrives.
-    db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
-    for (let i = 0; i < 16_000; i++) db.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
-    db.exec('COMMIT');
-    db.close();
-    const copies = join(dir, 'copies');
-    mkdirSync(copies);
+    const { path, copies } = await scratchStore('stopped', 16_000);
     const to = join(copies, 'copy.db');
     for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
       const watcher = watch(copies);
@@ -178,12 +182,7 @@ describe('hookwatch backup on SQLite', () => {
   }, 60_000);
 
   it('removes the temporary files killed backups to the same target left, and nothing else', async () => {
-    const dir = join(tmp.dir, 'stale');
-    mkdirSync(dir);
-    const path = join(dir, 'hookwatch.db');
-    await new SqliteStore({ path }).close();
-    const copies = join(dir, 'copies');
-    mkdirSync(copies);
+    const { path, copies } = await scratchStore('stale');
     // A process that ran and is gone: its pid no longer runs.
     const gone = spawnSync('true').pid;
     const running = process.pid;
@@ -203,21 +202,11 @@ describe('hookwatch backup on SQLite', () => {
   }, 60_000);
 
   it('refuses a copy that fails PRAGMA quick_check: a damaged store gives no backup', async () => {
-    const dir = join(tmp.dir, 'damaged');
-    mkdirSync(dir);
-    const path = join(dir, 'hookwatch.db');
-    await new SqliteStore({ path }).close();
-    const db = openSqlite(path);
-    db.exec('CREATE TABLE padding (pad BLOB NOT NULL)');
-    for (let i = 0; i < 300; i++) db.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
-    const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
-    db.close();
+    const { path, copies, root, pageSize: size } = await scratchStore('damaged', 300);
     // The table's root page overwritten: the migrations table still reads, the padding table no longer does.
     const fd = openSync(path, 'r+');
     writeSync(fd, Buffer.alloc(size, 0x5a), 0, size, (root - 1) * size);
     closeSync(fd);
-    const copies = join(dir, 'copies');
-    mkdirSync(copies);
     const out = await hookwatchBackup(['--to', join(copies, 'copy.db')], { HOOKWATCH_DB: path });
     expect(out.status).toBe(1);
     expect(out.stderr).toMatch(new RegExp(`^hookwatch: the copy of ${path} fails PRAGMA quick_check, so the store itself is damaged \\(or the disk under ${join(copies, 'copy.db')}\\): .+\\. Check the store with sqlite3 ${path} 'PRAGMA integrity_check'\\n$`));
