@@ -10,8 +10,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { getJson, startTestService, type TestService } from './helpers.ts';
-import { ALERTING, hookwatchBackup, run, Stream, views } from './support/backup.ts';
+import { startTestService, type TestService } from './helpers.ts';
+import { ALERTING, firing, hookwatchBackup, run, seedHistory, Stream, views } from './support/backup.ts';
 import { useTestServer } from './support/postgres/fixture.ts';
 import { startWebhookReceiver } from './support/postgres/replicas.ts';
 import { findPostgresBin, queryOnce } from './support/postgres/server.ts';
@@ -44,7 +44,6 @@ async function serveOn(url: string, name: string, yaml: string): Promise<TestSer
   return s;
 }
 
-const firing = async (base: string): Promise<number> => (await getJson<{ alerts: { state: string }[] }>(base, '/api/v1/alerts')).body.alerts.filter((a) => a.state === 'firing').length;
 
 describe('PostgreSQL backup with pg_dump and pg_restore', () => {
   it('a dump taken while replicas ingest restores into a new database that serves the same views and ingests on', async () => {
@@ -56,21 +55,7 @@ describe('PostgreSQL backup with pg_dump and pg_restore', () => {
     const originalUrl = await pg.server().createDatabase('hookwatch_original');
     const original = await serveOn(originalUrl, 'original', yaml);
 
-    const filler = new Stream(original.otlpHttpUrl, 'Notification:history', now - 50 * 60_000);
-    await filler.send(20, 500);
-    await filler.shutdown();
-    expect(filler.failures).toBe(0);
-    await emitExecutions(original.otlpHttpUrl, [
-      { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Bash', stdoutChars: 14_000, outputsPersisted: 1 },
-      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', stdoutChars: 900 },
-      { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Edit', additionalContextChars: 12_000, outputsPersisted: 1 },
-    ]);
-    const silence = await fetch(`${original.httpUrl}/api/v1/silences`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:Edit' }], endsAt: new Date(now + DAY_MS).toISOString(), createdBy: 'ops', comment: 'known' }),
-    });
-    expect(silence.status).toBe(201);
-    await expect.poll(() => firing(original.httpUrl), { timeout: 15_000 }).toBe(2);
+    await seedHistory(original, now, 20);
     // Their notifications are delivered, and settled in the outbox, before the dump.
     const outbox = async (): Promise<string> => {
       const [o] = await queryOnce<{ pending: number; delivered: number }>(originalUrl, "SELECT count(*) FILTER (WHERE done IS NULL)::int AS pending, count(*) FILTER (WHERE done = 'delivered')::int AS delivered FROM alert_notifications");

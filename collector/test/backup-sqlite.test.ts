@@ -14,9 +14,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
-import { getJson, startTestService, tempDir, type TestService } from './helpers.ts';
-import { ALERTING, hookwatchBackup, run, startBackup, Stream, views } from './support/backup.ts';
-import { emitExecutions } from './support/service.ts';
+import { startTestService, tempDir, type TestService } from './helpers.ts';
+import { ALERTING, hookwatchBackup, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
 
 let services: TestService[] = [];
 const tmp = tempDir('hookwatch-backup-');
@@ -59,21 +58,7 @@ describe('hookwatch backup on SQLite', () => {
     services.push(original);
 
     // A store with some history (several MiB, so the copy takes many steps), an alert and a silence.
-    const filler = new Stream(original.otlpHttpUrl, 'Notification:history', now - 50 * 60_000);
-    await filler.send(60, 500);
-    await filler.shutdown();
-    expect(filler.failures).toBe(0);
-    await emitExecutions(original.otlpHttpUrl, [
-      { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Bash', stdoutChars: 14_000, outputsPersisted: 1 },
-      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', stdoutChars: 900 },
-      { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Edit', additionalContextChars: 12_000, outputsPersisted: 1 },
-    ]);
-    const silence = await fetch(`${original.httpUrl}/api/v1/silences`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:Edit' }], endsAt: new Date(now + 86_400_000).toISOString(), createdBy: 'ops', comment: 'known' }),
-    });
-    expect(silence.status).toBe(201);
-    await expect.poll(async () => (await getJson<{ alerts: { state: string }[] }>(original.httpUrl, '/api/v1/alerts')).body.alerts.filter((a) => a.state === 'firing').length, { timeout: 10_000 }).toBe(2);
+    await seedHistory(original, now, 60);
     const seen = await views(original.httpUrl, range, ['Stop:live']);
 
     // Telemetry keeps arriving while the backup runs.

@@ -9,7 +9,9 @@ import { promisify } from 'node:util';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import { expect } from 'vitest';
 import { getJson } from '../helpers.ts';
+import { emitExecutions } from './service.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 export const run = promisify(execFile);
@@ -126,3 +128,31 @@ export const ALERTING = `alerting:
   rules:
     - { kind: persisted, window: 1h }
 `;
+
+/** How many alerts hookwatch at `base` has firing. */
+export async function firing(base: string): Promise<number> {
+  return (await getJson<{ alerts: { state: string }[] }>(base, '/api/v1/alerts')).body.alerts.filter((a) => a.state === 'firing').length;
+}
+
+/**
+ * A history the backup tests copy: `batches` batches of 500 events of `Notification:history` from 50 minutes ago,
+ * three hooks of which two go over the cap (two alerts of the ALERTING rule), one of them silenced; returns once
+ * both fire.
+ */
+export async function seedHistory(service: { otlpHttpUrl: string; httpUrl: string }, now: number, batches: number): Promise<void> {
+  const filler = new Stream(service.otlpHttpUrl, 'Notification:history', now - 50 * 60_000);
+  await filler.send(batches, 500);
+  await filler.shutdown();
+  expect(filler.failures).toBe(0);
+  await emitExecutions(service.otlpHttpUrl, [
+    { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Bash', stdoutChars: 14_000, outputsPersisted: 1 },
+    { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', stdoutChars: 900 },
+    { hookEvent: 'PostToolUse', hookName: 'PostToolUse:Edit', additionalContextChars: 12_000, outputsPersisted: 1 },
+  ]);
+  const silence = await fetch(`${service.httpUrl}/api/v1/silences`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:Edit' }], endsAt: new Date(now + 86_400_000).toISOString(), createdBy: 'ops', comment: 'known' }),
+  });
+  expect(silence.status).toBe(201);
+  await expect.poll(() => firing(service.httpUrl), { timeout: 15_000 }).toBe(2);
+}
