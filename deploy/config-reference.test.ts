@@ -3,16 +3,39 @@
  * so the reference cannot drift from the code. Also checks that the example config in it loads strictly.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS, type Setting } from '../collector/src/config/schema.ts';
 import { CONFIG_DOC_PATH, formatDuration, renderConfigReference } from '../scripts/gen-config-docs.ts';
 
 const SCRIPT = fileURLToPath(new URL('../scripts/gen-config-docs.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** README.md and every page of docs/, as a reader finds them. */
+const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+/** The fenced code blocks of a Markdown text with their language and the line they start on. */
+function codeBlocks(text: string): { lang: string; line: number; body: string }[] {
+  return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```/gm)].map((m) => ({ lang: m[1] as string, line: text.slice(0, m.index).split('\n').length, body: m[2] as string }));
+}
+
+/** Top-level keys of hookwatch's config file (`otlp`, `http`, `alerting`, ...). */
+const TOP_LEVEL_KEYS = new Set(SETTINGS.map((s) => s.key.split('.')[0] as string));
+
+/** `HOOKWATCH_*=value` lines of a shell block, with literal values only (no `$(...)` or `$VAR` to expand). */
+function envAssignments(body: string): Record<string, string> | undefined {
+  const env: Record<string, string> = {};
+  for (const m of body.matchAll(/^(?:export\s+)?(HOOKWATCH_[A-Z0-9_]+)=(?:'([^']*)'|"([^"]*)"|(\S*))/gm)) {
+    const value = m[2] ?? m[3] ?? m[4] ?? '';
+    if (!value.includes('$')) env[m[1] as string] = value;
+  }
+  return Object.keys(env).length > 0 ? env : undefined;
+}
 
 describe('docs/configuration.md', () => {
   it('is what scripts/gen-config-docs.ts generates from the schema (run `node scripts/gen-config-docs.ts` when this fails)', () => {
@@ -62,5 +85,44 @@ describe('docs/configuration.md', () => {
     expect(formatDuration(25_000)).toBe('25s');
     expect(formatDuration(30 * 86_400_000)).toBe('30d');
     expect(formatDuration(1500)).toBe('1500ms');
+  });
+});
+
+describe('config snippets in README.md and docs/*.md', () => {
+  const blocks = DOCS.flatMap((file) => codeBlocks(readFileSync(join(ROOT, file), 'utf8')).map((b) => ({ ...b, where: `${file}:${b.line}` })));
+
+  it('every hookwatch config file shown loads with the strict loader, as `hookwatch config --config FILE` loads it', () => {
+    const configs = blocks.filter((b) => b.lang === 'yaml').filter((b) => {
+      const doc: unknown = parseYaml(b.body);
+      return typeof doc === 'object' && doc !== null && !Array.isArray(doc) && Object.keys(doc).some((k) => TOP_LEVEL_KEYS.has(k));
+    });
+    // README's alerting and example files, docs/alerting.md's receivers and Alertmanager, docs/configuration.md's example.
+    expect(configs.length, 'config snippets found').toBeGreaterThanOrEqual(5);
+    const refused = configs.flatMap((b) => {
+      try {
+        toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: {}, readFile: () => b.body }));
+        return [];
+      } catch (err) {
+        return [`${b.where}: ${(err as Error).message}`];
+      }
+    });
+    expect(refused).toEqual([]);
+  });
+
+  it('every set of HOOKWATCH_* variables shown in a shell block loads with the strict loader', () => {
+    const sets = blocks.filter((b) => b.lang === 'sh').flatMap((b) => {
+      const env = envAssignments(b.body);
+      return env ? [{ where: b.where, env }] : [];
+    });
+    expect(sets.map((s) => s.where), 'shell blocks setting variables').toEqual(expect.arrayContaining([expect.stringMatching(/^docs\/forwarding\.md:/)]));
+    const refused = sets.flatMap((s) => {
+      try {
+        toConfig(loadConfig({ flags: {}, env: s.env }));
+        return [];
+      } catch (err) {
+        return [`${s.where}: ${(err as Error).message}`];
+      }
+    });
+    expect(refused).toEqual([]);
   });
 });
