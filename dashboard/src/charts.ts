@@ -1,8 +1,8 @@
 /**
  * Chart.js, loaded locally as /vendor/chart.umd.min.js, behind one helper that keeps each chart paired with its
  * text alternative: a summary sentence describing it and a data table holding the very numbers the chart draws. Time
- * charts can be zoomed by dragging across them (the page turns the bounds into a URL range) and can carry
- * shaded bands (alert timelines).
+ * charts can be zoomed by dragging across them, or from the keyboard (the page turns the bounds into a URL range),
+ * and can carry shaded bands (alert timelines).
  */
 import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
 import { h, replace, scrollBox, type Child } from './dom.ts';
@@ -108,6 +108,11 @@ export class ChartPanel {
   private chart: ChartJs | undefined;
   private bands: Band[] = [];
   private zoom: ((fromIndex: number, toIndex: number) => void) | undefined;
+  private zoomOut: (() => void) | undefined;
+  /** The bucket picked with the keyboard (highlighted, its tooltip shown); null with none. */
+  private cursor: number | null = null;
+  /** Where the bucket picked is said to a screen reader, once the key is let go. */
+  private readonly said: HTMLParagraphElement;
 
   readonly id: string;
 
@@ -117,6 +122,7 @@ export class ChartPanel {
     this.summary = h('p', { class: 'chart-summary', id: `chart-${id}-summary` });
     this.tableHolder = scrollBox(`${title}: data table`);
     this.selection = h('div', { class: 'zoom-selection', hidden: true });
+    this.said = h('p', { class: 'sr-only', role: 'status', id: `chart-${id}-said` });
     this.box = h('div', { class: 'chart-box' }, this.canvas, this.selection);
     this.element = h('section', { class: 'panel chart-panel', 'aria-labelledby': `chart-${id}-title`, 'data-chart': id },
       h(opts.heading ?? 'h2', { id: `chart-${id}-title`, class: 'chart-title' }, title),
@@ -136,15 +142,18 @@ export class ChartPanel {
 
   /**
    * Lets a drag across a category (bucket) axis choose a range: `onZoom` gets the first and last bucket index
-   * dragged over. A press without a drag stays a click.
+   * dragged over. A press without a drag stays a click. The keyboard does the same (enableKeys); `onZoomOut`
+   * widens the range.
    */
-  enableZoom(onZoom: (fromIndex: number, toIndex: number) => void): void {
+  enableZoom(onZoom: (fromIndex: number, toIndex: number) => void, onZoomOut?: () => void): void {
+    this.zoomOut = onZoomOut;
     if (this.zoom) {
       this.zoom = onZoom;
       return;
     }
     this.zoom = onZoom;
     this.box.classList.add('zoomable');
+    this.enableKeys();
     let startX: number | null = null;
     const x = (ev: PointerEvent): number => ev.clientX - this.canvas.getBoundingClientRect().left;
     const area = (): { left: number; right: number } | undefined => this.chart?.chartArea;
@@ -187,6 +196,77 @@ export class ChartPanel {
     });
   }
 
+  /**
+   * The keyboard's way to what the pointer does: the focused chart takes ← and → (Home, End) to pick a bucket,
+   * highlighted with its tooltip and said once the key is let go (holding a key down says only where it stopped);
+   * Enter zooms to that bucket, + zooms in around it, − zooms out, Escape lets it go. Tab leaves the chart as any
+   * other control, and the picked bucket with it. The keys are written under the chart.
+   */
+  private enableKeys(): void {
+    const keys = h('p', { class: 'hint chart-keys', id: `chart-${this.id}-keys` }, 'Keyboard: ← and → pick a bucket, Enter zooms to it, + and − zoom in and out, Esc lets go.');
+    this.box.after(keys, this.said);
+    this.canvas.tabIndex = 0;
+    // Keys reach the chart, not a screen reader's browse mode.
+    this.canvas.setAttribute('role', 'application');
+    this.canvas.setAttribute('aria-describedby', `chart-${this.id}-summary chart-${this.id}-keys`);
+    this.canvas.addEventListener('keydown', (ev) => {
+      if (!ev.altKey && !ev.ctrlKey && !ev.metaKey && this.onKey(ev.key)) ev.preventDefault();
+    });
+    this.canvas.addEventListener('keyup', (ev) => {
+      if (MOVE_KEYS.includes(ev.key)) this.say();
+    });
+    this.canvas.addEventListener('blur', () => this.pick(null));
+  }
+
+  /** Does what `key` asks on the focused chart; false for a key it leaves to the page. */
+  private onKey(key: string): boolean {
+    const n = this.chart?.data.labels?.length ?? 0;
+    if (n === 0 || !this.zoom) return false;
+    const at = this.cursor;
+    switch (key) {
+      case 'ArrowRight': this.pick(at === null ? 0 : Math.min(n - 1, at + 1)); return true;
+      case 'ArrowLeft': this.pick(at === null ? n - 1 : Math.max(0, at - 1)); return true;
+      case 'Home': this.pick(0); return true;
+      case 'End': this.pick(n - 1); return true;
+      case 'Enter':
+        if (at === null) this.said.textContent = 'Pick a bucket with ← or → first.';
+        else this.zoom(at, at);
+        return true;
+      case '+': case '=': this.zoom(...zoomInBuckets(n, at)); return true;
+      case '-': case '_':
+        if (this.zoomOut) this.zoomOut();
+        return this.zoomOut !== undefined;
+      case 'Escape':
+        if (at === null) return false;
+        this.pick(null);
+        return true;
+      default: return false;
+    }
+  }
+
+  /** Highlights bucket `i` (none with null) as hovering it does: its bars and points, and its tooltip. */
+  private pick(i: number | null): void {
+    this.cursor = i;
+    const chart = this.chart;
+    if (!chart) return;
+    const items = i === null ? [] : chart.data.datasets.flatMap((_d, di) => (chart.isDatasetVisible(di) ? [{ datasetIndex: di, index: i }] : []));
+    const area = chart.chartArea;
+    chart.setActiveElements(items);
+    chart.tooltip?.setActiveElements(items, { x: i === null ? 0 : (chart.scales['x']?.getPixelForValue(i) ?? 0), y: (area.top + area.bottom) / 2 });
+    chart.update('none');
+  }
+
+  /** Says the bucket picked as its tooltip reads (a bucket without one by its label), unless that is what was said last. */
+  private say(): void {
+    const chart = this.chart;
+    const i = this.cursor;
+    if (!chart || i === null) return;
+    const t = chart.tooltip;
+    const lines = t && t.opacity > 0 ? [t.title.join(' '), ...t.body.flatMap((b) => b.lines)].filter((l) => l !== '') : [];
+    const text = lines.length > 0 ? lines.join('; ') : `${String(chart.data.labels?.[i] ?? '')}: nothing drawn in this bucket`;
+    if (this.said.textContent !== text) this.said.textContent = text;
+  }
+
   /** Draws (or redraws in place) with a fresh config, summary sentence and data table. */
   render(config: ChartConfiguration, summary: string, dataTable: HTMLTableElement | Child): void {
     const C = ctor();
@@ -199,21 +279,31 @@ export class ChartPanel {
       this.chart.data = config.data;
       if (config.options) this.chart.options = config.options;
       this.chart.update('none');
-      return;
+    } else {
+      this.chart?.destroy();
+      this.chart = new C(this.canvas, { ...config, plugins: [...(config.plugins ?? []), this.bandPlugin()] } as ChartConfiguration);
     }
-    this.chart?.destroy();
-    this.chart = new C(this.canvas, { ...config, plugins: [...(config.plugins ?? []), this.bandPlugin()] } as ChartConfiguration);
+    // A bucket picked stays picked across a refresh (the last one if there are fewer now), without being said again.
+    if (this.cursor !== null) this.pick(Math.min(this.cursor, (this.chart.data.labels?.length ?? 1) - 1));
   }
 
-  /** Draws the bands under the datasets, each with its label at the top. */
+  /** Draws the bands under the datasets, each with its label at the top, and the bucket picked from the keyboard. */
   private bandPlugin(): Plugin {
     return {
       id: 'hookwatchBands',
       beforeDatasetsDraw: (chart) => {
         const scale = chart.scales['x'];
-        if (!scale || this.bands.length === 0) return;
+        if (!scale) return;
         const { ctx, chartArea } = chart;
         ctx.save();
+        if (this.cursor !== null) {
+          const x0 = Math.max(chartArea.left, scale.getPixelForValue(this.cursor - 0.5));
+          const x1 = Math.min(chartArea.right, scale.getPixelForValue(this.cursor + 0.5));
+          ctx.fillStyle = cssColor('--focus');
+          ctx.globalAlpha = 0.16;
+          ctx.fillRect(x0, chartArea.top, x1 - x0, chartArea.bottom - chartArea.top);
+          ctx.globalAlpha = 1;
+        }
         for (const b of this.bands) {
           const x0 = Math.max(chartArea.left, scale.getPixelForValue(b.fromIndex - 0.5));
           const x1 = Math.min(chartArea.right, scale.getPixelForValue(b.toIndex + 0.5));
@@ -238,6 +328,17 @@ export class ChartPanel {
     this.chart?.destroy();
     this.chart = undefined;
   }
+}
+
+/** Keys that move the bucket picked on a chart. */
+const MOVE_KEYS = ['ArrowLeft', 'ArrowRight', 'Home', 'End'];
+
+/** The buckets + zooms to: half of the `n` shown (one at least), around bucket `at` (the middle with none picked). */
+export function zoomInBuckets(n: number, at: number | null): [number, number] {
+  const w = Math.max(1, Math.ceil(n / 2));
+  const centre = at ?? Math.floor((n - 1) / 2);
+  const i = Math.min(Math.max(0, centre - Math.floor(w / 2)), n - w);
+  return [i, i + w - 1];
 }
 
 /**

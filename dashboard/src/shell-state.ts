@@ -4,7 +4,7 @@
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
 import { ago, dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
-import { buildUrl, filterList, keptParams, refreshMs, routePath, withParam, type Range, type Route, type ViewState } from './state.ts';
+import { buildUrl, filterList, keptParams, refreshMs, routePath, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -88,6 +88,12 @@ export function failureNote(o: { lastUpdated: number | undefined; nowMs: number;
 /** The URL of the same page over another range, with its filters and page parameters kept. */
 export function rangeUrl(state: ViewState, range: Range): string {
   return buildUrl(routePath(state.route), { range, filters: state.filters }, keptParams(state.params));
+}
+
+/** The URL of the same page zoomed out one step (widerRange); undefined at the widest range already. */
+export function zoomOutUrl(state: ViewState, nowMs: number): string | undefined {
+  const range = widerRange(state.range, nowMs);
+  return range && rangeUrl(state, range);
 }
 
 /** The URL of the same page and range with other filters. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apiQuery, buildUrl, keptParams, rangeLabel, readState, refreshMs, routePath } from './state.ts';
+import { apiQuery, buildUrl, keptParams, rangeLabel, readState, refreshMs, routePath, widerRange } from './state.ts';
 import { setTimeZone } from './format.ts';
 
 const at = (url: string) => {
@@ -61,5 +61,22 @@ describe('range labels', () => {
     } finally {
       setTimeZone('local');
     }
+  });
+});
+
+describe('zooming out', () => {
+  const now = Date.parse('2026-11-30T08:30:00Z');
+  it('widens a preset to the next, and stops at the widest', () => {
+    expect(widerRange({ kind: 'preset', preset: '1h' }, now)).toEqual({ kind: 'preset', preset: '24h' });
+    expect(widerRange({ kind: 'preset', preset: '7d' }, now)).toEqual({ kind: 'preset', preset: '30d' });
+    expect(widerRange({ kind: 'preset', preset: '30d' }, now)).toBeUndefined();
+  });
+
+  it('doubles a custom range around its middle, never past now, up to a year', () => {
+    expect(widerRange({ kind: 'custom', from: '2026-11-20T10:00:00.000Z', to: '2026-11-20T12:00:00.000Z' }, now))
+      .toEqual({ kind: 'custom', from: '2026-11-20T09:00:00.000Z', to: '2026-11-20T13:00:00.000Z' });
+    expect(widerRange({ kind: 'custom', from: '2026-11-30T06:00:00.000Z', to: '2026-11-30T08:00:00.000Z' }, now))
+      .toEqual({ kind: 'custom', from: '2026-11-30T04:30:00.000Z', to: '2026-11-30T08:30:00.000Z' });
+    expect(widerRange({ kind: 'custom', from: '2025-01-01T00:00:00.000Z', to: '2026-01-01T00:00:00.000Z' }, now)).toBeUndefined();
   });
 });

@@ -157,3 +157,23 @@ export function chartStep(range: Range): number {
 export function customRange(fromMs: number, toMs: number): Range {
   return { kind: 'custom', from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString() };
 }
+
+/** The longest custom range zooming out gives (the API's own limit is longer). */
+const WIDEST_MS = 365 * 86_400_000;
+
+/**
+ * The range one zoom-out step away: a preset widens to the next (the last hour to the last 24 hours…), a custom
+ * range to twice its span around the same middle, its end never past `nowMs`; undefined at the widest already.
+ */
+export function widerRange(range: Range, nowMs: number): Range | undefined {
+  if (range.kind === 'preset') {
+    const next = RANGE_PRESETS[RANGE_PRESETS.indexOf(range.preset) + 1];
+    return next === undefined ? undefined : { kind: 'preset', preset: next };
+  }
+  const from = Date.parse(range.from);
+  const to = Date.parse(range.to);
+  const span = Math.min(WIDEST_MS, (to - from) * 2);
+  if (span <= to - from) return undefined;
+  const end = Math.min(nowMs, (from + to + span) / 2);
+  return customRange(Math.round(end - span), Math.round(end));
+}

@@ -77,14 +77,17 @@ async function axeViolations(p: Page): Promise<string[]> {
 
 /**
  * What is wrong with the charts' text alternatives: each canvas is an image named by its title and described by
- * its summary, which a screen reader reads once, not as both name and description.
+ * its summary, which a screen reader reads once, not as both name and description; a chart that takes keys is
+ * an application in the Tab order (its keys reach it, not browse mode), described by its summary and its keys.
  */
 async function chartNames(p: Page): Promise<string[]> {
   return p.evaluate(() => [...document.querySelectorAll('canvas')].flatMap((c) => {
     const name = c.getAttribute('aria-label') ?? '';
-    const description = document.getElementById(c.getAttribute('aria-describedby') ?? '')?.textContent ?? '';
+    const described = (c.getAttribute('aria-describedby') ?? '').split(' ').map((id) => document.getElementById(id)?.textContent ?? '');
+    const description = described.every((d) => d !== '') ? described.join(' ') : '';
     const title = c.closest('section')?.querySelector('.chart-title')?.textContent ?? '';
-    if (c.getAttribute('role') !== 'img' || name === '' || description === '') return [`#${c.id}: no name or no description`];
+    const role = c.tabIndex === 0 && described.length === 2 && /Enter/.test(described[1] ?? '') ? 'application' : 'img';
+    if (c.getAttribute('role') !== role || name === '' || description === '') return [`#${c.id}: not an ${role}, no name or no description`];
     return name === title && description !== name ? [] : [`#${c.id}: named "${name.slice(0, 60)}", described "${description.slice(0, 60)}"`];
   }));
 }
@@ -167,6 +170,9 @@ describe('accessibility', () => {
       // The header, then the search, the table and its hook links, in the order they read.
       expect(at(/^button\.range-preset: 1h/)).toBeGreaterThan(0);
       expect(at(/^input#hook-search/)).toBeGreaterThan(at(/^button#theme-toggle/));
+      // The fleet chart takes keys (its bars and zoom): reached between the header and the search, ringed as any control.
+      expect(at(/^canvas#chart-fleet/)).toBeGreaterThan(at(/^button#theme-toggle/));
+      expect(at(/^input#hook-search/)).toBeGreaterThan(at(/^canvas#chart-fleet/));
       expect(at(/^a\.hook-link/)).toBeGreaterThan(at(/^input#hook-search/));
       expect(walk.filter((w) => w.ring !== null).map((w) => `${w.name}: ${w.ring}`)).toEqual([]);
       expect(await closePages(open)).toEqual([]);

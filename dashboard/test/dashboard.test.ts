@@ -566,7 +566,7 @@ describe('hook page', () => {
     expect(await p.textContent('#chart-curve-summary')).toMatch(/^Largest output up to 12,578 chars .* so up to 10,578 chars \(84\.1%\) was lost\.$/);
     const detail = (await getJson<{ hook: { outputsPersisted: number } }>(svc.httpUrl, `/api/v1/hooks/${id}?from=${pageSeries.from}&to=${pageSeries.to}`)).body;
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe(String(detail.hook.outputsPersisted));
-    expect(await p.getAttribute('#chart-cliff', 'role')).toBe('img');
+    expect(await p.getAttribute('#chart-cliff', 'role')).toBe('application');
     expect(await p.textContent('#by-version')).toContain('2.1.332');
     await screenshot(p, 'hook');
   });

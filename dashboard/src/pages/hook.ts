@@ -15,6 +15,7 @@ import { bucketLabel, bucketTooltipTitle, chars, num, plural, shownStatus, statu
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
+import { zoomOutUrl } from '../shell-state.ts';
 import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
@@ -244,8 +245,12 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
     const url = zoomUrl(state, hookId, lastSeries, i, j);
     if (url) ctx.navigate(url);
   };
-  cliff.enableZoom(zoom);
-  delivery.enableZoom(zoom);
+  const zoomOut = (): void => {
+    const url = zoomOutUrl(state, Date.now());
+    if (url) ctx.navigate(url);
+  };
+  cliff.enableZoom(zoom, zoomOut);
+  delivery.enableZoom(zoom, zoomOut);
 
   // Guard trims and transcripts are not kept per dimension: under a filter their panels say they count everyone,
   // and the guard's points stay off the filtered cliff chart.

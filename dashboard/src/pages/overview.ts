@@ -14,6 +14,7 @@ import { num, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
 import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState } from '../state.ts';
+import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
@@ -188,6 +189,9 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
 
   fleetPanel.enableZoom((i, j) => {
     const url = zoomUrl(view, last?.fleet, i, j);
+    if (url) ctx.navigate(url);
+  }, () => {
+    const url = zoomOutUrl(view, Date.now());
     if (url) ctx.navigate(url);
   });
 
