@@ -14,11 +14,12 @@ import type { Store } from '../store/store.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { AlertSet } from './alert-set.ts';
+import type { AlertRecord } from './model.ts';
 import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { restoredAlert } from './lifecycle.ts';
-import { markSuperseded, planForAddedReceivers, planNotifications } from './notification-plan.ts';
+import { markSuperseded, planForOwedReceivers, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -93,6 +94,12 @@ export class AlertEngine implements IngestListener {
    * leader (a follower's reload, once it leads), then forgotten.
    */
   private addedReceivers = new Set<string>();
+  /**
+   * Set by a load as leader (a start, a new leadership): the next evaluation this replica saves notifies each
+   * configured receiver of the firing alerts whose firing it never had (a receiver added to the file before the
+   * restart), as a reload notifies the receivers it adds. The state store says who had each: see firingReceivers.
+   */
+  private catchUp = false;
 
   constructor(opts: AlertEngineOptions) {
     this.opts = opts;
@@ -123,6 +130,7 @@ export class AlertEngine implements IngestListener {
     this.set.replace(state.alerts.map((a) => restoredAlert(a, now)));
     this.silences.replace(state.silences);
     if (!resumeOutbox) return;
+    this.catchUp = true;
     for (const n of state.outbox) this.opts.dispatcher.enqueue(n);
     if (state.outbox.length > 0) this.opts.logger.info('resuming undelivered notifications', { count: state.outbox.length });
   }
@@ -295,6 +303,9 @@ export class AlertEngine implements IngestListener {
     const epoch = this.leader.epoch?.();
     // A silence created on any replica mutes from the next evaluation on.
     if (this.opts.shared) await this.silences.reload();
+    // Read before this evaluation changes any alert: who had the firing of each alert already notified.
+    const catchUp = this.catchUp;
+    const missed = catchUp ? await this.receiversMissed() : new Map<string, string[]>();
     const now = this.now();
     const keep = this.opts.resolvedRetentionMs ?? DAY;
     const outcomes = await this.query(scope, now);
@@ -314,7 +325,9 @@ export class AlertEngine implements IngestListener {
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
     markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
-    notifications.push(...planForAddedReceivers(this.set.activeAlerts(), [...this.addedReceivers], notifications, { now, muted }));
+    const added = [...this.addedReceivers];
+    const owed = (a: AlertRecord): string[] => [...new Set([...added, ...(missed.get(a.id) ?? [])])];
+    notifications.push(...planForOwedReceivers(this.set.activeAlerts(), owed, notifications, step.upsert, { now, muted }));
     this.stats.notificationsCreated += notifications.length;
     try {
       await this.opts.stateStore.save({ upsert: step.upsert, remove: step.remove, notifications }, epoch);
@@ -325,13 +338,32 @@ export class AlertEngine implements IngestListener {
       await this.loadOrMarkStale(false);
       return;
     }
-    // Saved with their notifications: the added receivers have them (the outbox resumes them after a restart).
+    // Saved with their notifications: the owed receivers have them (the outbox resumes them after a restart).
     this.addedReceivers.clear();
+    if (catchUp) this.catchUp = false;
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
     announceTransitions(step.transitions, now, this.opts.events, this.opts.logger);
     if (scope === 'all') await this.opts.stateStore.prune(now - keep);
     this.stats.evaluations++;
     this.stats.lastEvaluationMs = now;
+  }
+
+  /**
+   * The configured receivers each firing alert already notified has never had (by the state store's record of
+   * its notifications and attempts), by alert id. An alert not yet notified is left to planNotifications, which
+   * notifies every receiver.
+   */
+  private async receiversMissed(): Promise<Map<string, string[]>> {
+    const missed = new Map<string, string[]>();
+    const receivers = this.opts.receivers.map((r) => r.name);
+    const firing = this.set.activeAlerts().filter((a) => a.state === 'firing' && a.lastNotifiedMs !== null);
+    if (receivers.length === 0 || firing.length === 0) return missed;
+    const had = new Set((await this.opts.stateStore.firingReceivers(firing.map((a) => a.id))).map((r) => `${r.alertId}\u0000${r.receiver}`));
+    for (const a of firing) {
+      const owed = receivers.filter((name) => !had.has(`${a.id}\u0000${name}`));
+      if (owed.length > 0) missed.set(a.id, owed);
+    }
+    return missed;
   }
 
   /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones; `notify`: none). */

@@ -27,12 +27,7 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
   const { now, receivers } = opts;
   const out: Notification[] = [];
   if (receivers.length === 0) return out;
-  const touched = new Set(upsert);
-  const touch = (a: AlertRecord): void => {
-    if (touched.has(a)) return;
-    touched.add(a);
-    upsert.push(a);
-  };
+  const touch = toucher(upsert);
   for (const a of active) {
     if (a.state !== 'firing') continue;
     if (a.lastNotifiedMs !== null && now - a.lastNotifiedMs < opts.repeatIntervalMs) continue;
@@ -54,21 +49,37 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
 }
 
 /**
- * Receivers a reload added get the alerts firing now, once, as Alertmanager routes the active alerts to a new
- * receiver within its group_wait instead of leaving it to the next repeat: every firing alert no silence mutes,
- * except those this evaluation already planned (they went to every receiver). Only the added receivers are
- * notified: the alert's other receivers are not notified again, and its repeat keeps its time. The webhook-id
- * names the receiver, so it is its own notification of the alert's latest firing.
+ * Receivers owed the alerts firing now get them, once, as Alertmanager routes the active alerts to a receiver
+ * within its group_wait instead of leaving it to the next repeat: those a reload added, and after a start (or a
+ * new leadership) those never notified of an alert's firing. `owed` names them per alert. Every firing alert no
+ * silence mutes, except those this evaluation already planned (they went to every receiver). Only the owed
+ * receivers are notified: the alert's other receivers are not notified again, and its repeat keeps its time. The
+ * alert's notifySeq moves on (the alert is added to `upsert`), so the webhook-id is new even for a receiver that
+ * had one of the alert before: one dropped when it left the configuration is never reused.
  */
-export function planForAddedReceivers(active: readonly AlertRecord[], added: readonly string[], planned: readonly Notification[], opts: Pick<PlanOptions, 'now' | 'muted'>): Notification[] {
-  if (added.length === 0) return [];
+export function planForOwedReceivers(active: readonly AlertRecord[], owed: (a: AlertRecord) => readonly string[], planned: readonly Notification[], upsert: AlertRecord[], opts: Pick<PlanOptions, 'now' | 'muted'>): Notification[] {
   const notified = new Set(planned.map((n) => n.alert.id));
+  const touch = toucher(upsert);
   const out: Notification[] = [];
   for (const a of active) {
-    if (a.state !== 'firing' || notified.has(a.id) || opts.muted(a.labels)) continue;
-    for (const receiver of added) out.push(notification(a, receiver, 'firing', opts.now));
+    if (a.state !== 'firing' || notified.has(a.id)) continue;
+    const receivers = owed(a);
+    if (receivers.length === 0 || opts.muted(a.labels)) continue;
+    a.notifySeq++;
+    for (const receiver of receivers) out.push(notification(a, receiver, 'firing', opts.now));
+    touch(a);
   }
   return out;
+}
+
+/** Adds an alert to `upsert` once, so it is saved with the notifications planned for it. */
+function toucher(upsert: AlertRecord[]): (a: AlertRecord) => void {
+  const touched = new Set(upsert);
+  return (a) => {
+    if (touched.has(a)) return;
+    touched.add(a);
+    upsert.push(a);
+  };
 }
 
 /** Kinds of rules whose alert on a hook resolves when the hook goes over the cap: a `persisted` rule takes it over. */

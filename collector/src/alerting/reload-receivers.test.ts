@@ -1,8 +1,9 @@
 /**
  * Receivers added and removed, as Alertmanager treats them: notifications left in the outbox for a receiver no
  * longer configured (removed from the file before a restart, or by a reload while an evaluation planned for it)
- * are dropped (marked finished, counted on /metrics, logged once per receiver), and a receiver a reload adds gets
- * the alerts firing then, once. The same timelines on SQLite and on PostgreSQL, real webhook receivers on port 0.
+ * are dropped (marked finished, counted on /metrics, logged once per receiver), and a receiver a reload adds, or
+ * one added to the file before a restart, gets the alerts firing then, once. The same timelines on SQLite and on
+ * PostgreSQL, real webhook receivers on port 0.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
@@ -26,6 +27,7 @@ import { startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
 import { parseSilence } from './silences.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
+import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertStateStore } from './state/store.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -38,6 +40,8 @@ interface Backend {
   stateStore(): AlertStateStore | undefined;
   /** What each notification to `receiver` in alert_notifications became (done; null while pending), oldest first. */
   outbox(receiver: string): Promise<(string | null)[]>;
+  /** Prunes the finished notifications created before `beforeMs`, as retention does a day after. */
+  pruneFinished(beforeMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -221,6 +225,93 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await t.close();
     }
   });
+
+  it('a receiver added to the file before a restart gets the alerts firing then, once; an unchanged file notifies nobody', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    const hooks = (s: WebhookSink): string[] => s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`).sort();
+    const restart = async (config: AlertingConfig): Promise<Alerting> => {
+      t.clock.advance(60_000);
+      const { alerting } = await t.start(config);
+      await alerting.engine.evaluate('all');
+      await alerting.dispatcher.idle();
+      return alerting;
+    };
+    try {
+      const first = await t.start(t.opsOnly);
+      const silence = parseSilence({ matchers: [{ name: 'hook_name', value: 'PreCompact' }], endsAt: new Date(T0 + 3_600_000).toISOString(), createdBy: 'ops', comment: 'known' }, T0);
+      await first.alerting.engine.silences.add(silence);
+      const over = { additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 };
+      const r = await t.backend.store.ingest([hookEvent({ ...over, hookName: 'SessionStart:startup' }), hookEvent({ ...over, hookName: 'PreCompact' })]);
+      first.alerting.engine.onIngested(r.inserted);
+      await first.alerting.engine.evaluate('notify');
+      await first.alerting.dispatcher.idle();
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
+      await first.alerting.stop();
+
+      // The same file again, after retention pruned the delivered notification: its delivery attempt still says
+      // ops had it.
+      await t.backend.pruneFinished(T0 + 60_000);
+      expect(await t.backend.outbox('ops')).toEqual([]);
+      await (await restart(t.opsOnly)).stop();
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
+
+      // oncall added to the file: it gets the alert firing (not the silenced one), once; ops nothing again.
+      const third = await restart(t.both);
+      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup']);
+      expect(t.oncall.requests[0]?.headers['webhook-id']).not.toBe(t.ops.requests[0]?.headers['webhook-id']);
+      for (let i = 0; i < 3; i++) {
+        t.clock.advance(10_000);
+        await third.engine.evaluate('all');
+      }
+      await third.dispatcher.idle();
+      await third.stop();
+      await (await restart(t.both)).stop();
+      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup']);
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
+
+      // Its resolution goes to both, as to every receiver that had its firing.
+      t.clock.advance(2 * 3_600_000);
+      const last = await restart(t.both);
+      await last.engine.evaluate('all');
+      await last.dispatcher.idle();
+      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a receiver whose notification was dropped when it left the file gets the alert when a restart brings it back', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    try {
+      t.oncall.reply = () => ({ status: 503 });
+      const first = await t.start(t.both);
+      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+      first.alerting.engine.onIngested(r.inserted);
+      await t.oncall.waitFor(2);
+      await t.ops.waitFor(1);
+      await first.alerting.stop();
+
+      const second = await t.start(t.opsOnly);
+      await second.alerting.engine.evaluate('notify');
+      await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
+      await second.alerting.stop();
+      expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
+
+      // Back in the file and answering: its attempts never delivered, so it is owed the alert, once.
+      t.oncall.reply = () => ({ status: 200 });
+      const third = await t.start(t.both);
+      await third.alerting.engine.evaluate('notify');
+      await third.alerting.dispatcher.idle();
+      await third.alerting.engine.evaluate('all');
+      await third.alerting.dispatcher.idle();
+      expect(t.oncall.delivered()).toHaveLength(1);
+      expect(await t.backend.outbox('oncall')).toEqual(['dropped', 'delivered']);
+      expect(t.ops.requests).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
 }
 
 describe('receivers added and removed by a reload, SQLite', () => {
@@ -238,6 +329,14 @@ describe('receivers added and removed by a reload, SQLite', () => {
             .filter((row) => (JSON.parse(row.data) as { receiver: string }).receiver === receiver).map((row) => row.done);
         } finally {
           sql.close();
+        }
+      },
+      async pruneFinished(beforeMs) {
+        const state = new SqliteAlertStateStore(db);
+        try {
+          await state.prune(beforeMs);
+        } finally {
+          await state.close();
         }
       },
       async close() {
@@ -260,6 +359,7 @@ describe('receivers added and removed by a reload, PostgreSQL', () => {
         const r = await store.connectionPool.query<{ done: string | null }>("SELECT done FROM alert_notifications WHERE data->>'receiver' = $1 ORDER BY created_at", [receiver]);
         return r.rows.map((row) => row.done);
       },
+      pruneFinished: (beforeMs) => new PostgresAlertStateStore({ pool: store.connectionPool }).prune(beforeMs),
       close: () => store.close(),
     };
   });

@@ -30,6 +30,12 @@ export class NotLeaderError extends Error {
 export const POSTGRES_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
   SELECT MAX(id) FROM alert_attempts WHERE alert_id = ANY($1::text[]) GROUP BY alert_id, data->>'receiver')`;
 
+/** Receivers each listed alert's ($1, an array) firing was notified to (store.ts, firingReceivers). */
+export const POSTGRES_FIRING_RECEIVERS = `SELECT alert_id, data->>'receiver' AS receiver FROM alert_notifications
+  WHERE alert_id = ANY($1::text[]) AND data->>'status' = 'firing' AND (done IS NULL OR done <> 'dropped')
+  UNION SELECT alert_id, data->>'receiver' FROM alert_attempts
+  WHERE alert_id = ANY($1::text[]) AND data->>'status' = 'firing' AND data->>'outcome' IN ('delivered', 'failed')`;
+
 /** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations, store/postgres/index.ts). */
 export class PostgresAlertStateStore implements AlertStateStore {
   private readonly pool: pg.Pool;
@@ -129,6 +135,17 @@ export class PostgresAlertStateStore implements AlertStateStore {
     if (alertIds.length === 0) return [];
     const r = await this.pool.query<{ data: StoredAttempt }>(POSTGRES_LAST_ATTEMPTS, [alertIds]);
     return r.rows.map((row) => row.data);
+  }
+
+  async firingReceivers(alertIds: readonly string[]): Promise<{ alertId: string; receiver: string }[]> {
+    if (alertIds.length === 0) return [];
+    let r;
+    try {
+      r = await this.pool.query<{ alert_id: string; receiver: string }>(POSTGRES_FIRING_RECEIVERS, [alertIds]);
+    } catch (err) {
+      throw unavailable(err);
+    }
+    return r.rows.map((row) => ({ alertId: row.alert_id, receiver: row.receiver }));
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {

@@ -38,6 +38,12 @@ export interface AlertStateStore {
    * read through the attempts' alert index, never the whole table, which holds every alert in retention.
    */
   lastAttempts(alertIds: readonly string[]): Promise<StoredAttempt[]>;
+  /**
+   * Which receivers each of these alerts' firing was notified to: a firing notification still in the outbox,
+   * delivered or given up on (not one dropped with its receiver), or a firing attempt that delivered or gave up
+   * (kept after the finished notification is pruned). Read once a start or a new leadership loads the state.
+   */
+  firingReceivers(alertIds: readonly string[]): Promise<{ alertId: string; receiver: string }[]>;
   /** Silences come from the API on any replica: never fenced. */
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
