@@ -2,13 +2,15 @@
  * Reloading the configuration on two real replicas sharing one real PostgreSQL (POST /-/reload on each): the
  * leader's reload takes effect at its next evaluation, and its notifications use it; a follower's reload sends
  * nothing while it follows, and takes effect once it leads: a receiver it added then gets the alerts firing, and
- * what the outbox held for a receiver it removed is dropped.
+ * what the outbox held for a receiver it removed is dropped. A replica started on a file with a receiver the leader's
+ * lacks (a rolling update) notifies it of the alerts firing once it leads, as a reload would.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, logEntries, persistedOutputBody, startCluster, waitFor, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { leaseHolderPid, logEntries, persistedOutputBody, startCluster, startReplica, waitFor, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
 
 const fx = useReplicaFixture();
 
@@ -83,4 +85,45 @@ it('the leader notifies with the rule it reloaded; a follower\'s reload sends no
   await waitFor('the outbox settled', async () => (JSON.stringify(await outbox()) === JSON.stringify(settled) ? true : undefined), 10_000);
   expect(logEntries(follower.lines, 'receiver no longer configured; its undelivered notifications are dropped')).toEqual([expect.objectContaining({ level: 'warn', receiver: 'gone' })]);
   expect(follower.lines.join('\n')).not.toContain(gone.url);
+}, 180_000);
+
+it('a replica started with a receiver the leader\'s file lacks notifies it of the alerts firing once it leads; an unchanged file notifies nobody', async () => {
+  const ops = await fx.webhook();
+  const oncall = await fx.webhook();
+  const before = join(fx.dir(), 'rolling-before.yaml');
+  const after = join(fx.dir(), 'rolling-after.yaml');
+  writeFileSync(before, alertingYaml(['persisted_output'], [{ name: 'ops', url: ops.url }]));
+  writeFileSync(after, alertingYaml(['persisted_output'], [{ name: 'ops', url: ops.url }, { name: 'oncall', url: oncall.url }]));
+  const url = await fx.server().createDatabase();
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  fx.defer(() => db.end());
+  const replica = async (file: string): Promise<Replica> => {
+    const r = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env: { HOOKWATCH_CONFIG: file, HOOKWATCH_POSTGRES_LEASE_TTL: '2s' }, startTimeoutMs: 90_000 });
+    fx.adopt([r]);
+    return r;
+  };
+  const leads = (r: Replica): Promise<true> => waitFor(`replica ${r.pid} leading`, async () => ((await leaseHolderPid(db)) === r.pid ? true : undefined), 20_000);
+
+  const old = await replica(before);
+  await leads(old);
+  await fx.post(old, persistedOutputBody(Date.now(), 'rolling-a'));
+  await waitFor('ops notified', async () => (ops.deliveries.length >= 1 ? true : undefined), 20_000);
+
+  // The new pod, on the changed file, follows; it leads once the old one stops: oncall gets the alert, once.
+  const rolled = await replica(after);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  expect(oncall.deliveries).toEqual([]);
+  await old.stop();
+  await leads(rolled);
+  await waitFor('oncall notified', async () => (oncall.deliveries.length >= 1 ? true : undefined), 20_000);
+
+  // Another pod on the same file takes over: nobody is notified again.
+  const next = await replica(after);
+  await rolled.stop();
+  await leads(next);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  expect(firing(oncall)).toEqual(['firing persisted_output']);
+  expect(firing(ops)).toEqual(['firing persisted_output']);
+  expect(oncall.deliveries[0]?.webhookId).not.toBe(ops.deliveries[0]?.webhookId);
 }, 180_000);
