@@ -286,6 +286,18 @@ export const MIGRATIONS: readonly Migration[] = [
   { build: { index: LATE_ARRIVAL_INDEX } },
 ];
 
+/**
+ * The tables the migrations leave in hookwatch's schema (the events' daily partitions apart, PARTITION_NAME),
+ * kept in step with MIGRATIONS (a test compares them): what the store's size counts, in a schema other
+ * applications' tables may share.
+ */
+export const OWN_TABLES: readonly string[] = [
+  'events', ...ROLLUP_TABLE_NAMES, 'hooks', 'attr_sets', 'store_meta', 'schema_migrations', 'leader_lease', 'replica_heartbeats',
+  'alert_instances', 'alert_silences', 'alert_notifications', 'alert_attempts', 'transcript_findings', 'guard_trims',
+];
+/** The name of an events partition (PARTITION_PREFIX and a day number), as a regular expression. */
+const PARTITION_NAME = `^${PARTITION_PREFIX}[0-9]+$`;
+
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
 const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   key: 'int8', kind: 'int2', hook: 'int8', time_ms: 'int8', num_hooks: 'int4', num_success: 'int4', num_blocking: 'int4',
@@ -1512,10 +1524,11 @@ export class PostgresStore implements Store {
    */
   async diskUsage(): Promise<StoreSize> {
     const rows = await this.query(
-      `SELECT CASE WHEN c.relname = 'events' OR c.relname LIKE '${PARTITION_PREFIX}%' THEN 'events' WHEN c.relname = ANY($1::text[]) THEN 'rollups' ELSE 'other' END AS part,
+      `SELECT CASE WHEN c.relname ~ $3 THEN 'events' WHEN c.relname = ANY($1::text[]) THEN 'rollups' ELSE 'other' END AS part,
               sum(pg_total_relation_size(c.oid))::text AS bytes
-       FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' GROUP BY 1`,
-      [ROLLUP_TABLE_NAMES],
+       FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND (c.relname = ANY($2::text[]) OR c.relname ~ $3)
+       GROUP BY 1`,
+      [ROLLUP_TABLE_NAMES, OWN_TABLES, PARTITION_NAME],
     );
     const size: StoreSize = { events: 0, rollups: 0, other: 0 };
     for (const r of rows) size[String(r['part'])] = Number(r['bytes']);
