@@ -137,7 +137,7 @@ function storeNextDoor(opts: { pruneFails?: boolean; partitionsDeferred?: number
     async prune() {
       this.pruned++;
       if (opts.pruneFails) throw new Error('retention failed: canceling statement due to lock timeout');
-      return { events: 5, rollups: 2, hooks: 1, partitions: 1, ...(opts.partitionsDeferred ? { partitionsDeferred: opts.partitionsDeferred } : {}) };
+      return { events: 5, rollups: 2, hooks: 1, guardTrims: 4, partitions: 1, ...(opts.partitionsDeferred ? { partitionsDeferred: opts.partitionsDeferred } : {}) };
     },
     async pruneTranscriptFindings() {
       return 3;
@@ -197,7 +197,7 @@ describe('retention metrics', () => {
     expect(store.pruned).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(40 * 86_400);
-    expect(Object.fromEntries((f.get('hookwatch_retention_removed_total')?.samples ?? []).map((s) => [s.labels['kind'], s.value]))).toEqual({ events: 5, rollups: 2, hooks: 1, transcript_findings: 3, partitions: 1 });
+    expect(Object.fromEntries((f.get('hookwatch_retention_removed_total')?.samples ?? []).map((s) => [s.labels['kind'], s.value]))).toEqual({ events: 5, rollups: 2, hooks: 1, transcript_findings: 3, guard_trims: 4, partitions: 1 });
   });
 });
 

@@ -565,7 +565,7 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     // PostgreSQL drops the two whole days before the bound with their partitions; SQLite has none.
     expect(r.partitions).toBe(store.kind === 'postgres' ? 2 : undefined);
     const again = await store.prune(eventsBefore, rollupsBefore);
-    expect({ ...again, partitions: again.partitions ?? 0 }).toEqual({ events: 0, rollups: 0, hooks: 0, partitions: 0 });
+    expect({ ...again, partitions: again.partitions ?? 0 }).toEqual({ events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 });
     // Data newer than the cut answers as before; raw-event queries no longer see pruned events.
     const after = { fromMs: eventsBefore, toMs: T0 + 6 * DAY };
     expect(strip(await store.hookCounters(after))).toEqual(model(events, after.fromMs, after.toMs));

@@ -89,8 +89,10 @@ for (const backend of backends) {
       expect(await store.hook(HOOK)).toBeUndefined();
     });
 
-    it('are pruned with the raw events', async () => {
-      await store.prune(T0 + HOUR, T0);
+    it('are pruned with the raw events, and counted apart from them', async () => {
+      const removed = await store.prune(T0 + HOUR, T0);
+      expect(removed.guardTrims).toBe(3);
+      expect(removed.events).toBe(0);
       const stats = await store.guardTrims(HOOK, { fromMs: T0, toMs: T0 + 2 * HOUR, stepMs: HOUR });
       expect(stats.trims).toBe(1);
       expect(stats.buckets[0]?.startMs).toBe(T0 + HOUR);

@@ -11,8 +11,11 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { Store } from './store.ts';
 
-/** What /metrics counts of the rows retention removed (`partitions`: PostgreSQL's daily event partitions). */
-export const REMOVED_KINDS = ['events', 'rollups', 'hooks', 'transcript_findings', 'partitions'] as const;
+/**
+ * What /metrics counts of the rows retention removed (`guard_trims`: outputs trimmed by hookwatch guard;
+ * `partitions`: PostgreSQL's daily event partitions).
+ */
+export const REMOVED_KINDS = ['events', 'rollups', 'hooks', 'transcript_findings', 'guard_trims', 'partitions'] as const;
 export type RemovedKind = (typeof REMOVED_KINDS)[number];
 
 export interface RetentionOptions {
@@ -45,7 +48,7 @@ export interface RetentionStats {
 }
 
 export class Retention {
-  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, partitions: 0 } };
+  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, guard_trims: 0, partitions: 0 } };
   private readonly opts: RetentionOptions;
   private running: Promise<void> | undefined;
 
@@ -76,9 +79,11 @@ export class Retention {
     try {
       // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
       const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000);
-      this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, partitions: r.partitions ?? 0 });
+      this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, guard_trims: r.guardTrims, partitions: r.partitions ?? 0 });
       deferred = (r.partitionsDeferred ?? 0) > 0;
-      if (r.events || r.rollups || r.hooks) logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks, ...(r.partitions ? { partitions: r.partitions } : {}) });
+      if (r.events || r.rollups || r.hooks || r.guardTrims) {
+        logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks, ...(r.guardTrims ? { guardTrims: r.guardTrims } : {}), ...(r.partitions ? { partitions: r.partitions } : {}) });
+      }
       // Transcript findings are kept as long as raw events.
       const findings = await store.pruneTranscriptFindings(t - this.opts.eventsMs);
       this.count({ transcript_findings: findings });
@@ -126,7 +131,7 @@ export function registerRetentionMetrics(metrics: MetricsRegistry, retention: Re
   });
   const kinds = REMOVED_KINDS.filter((k) => k !== 'partitions' || storeKind === 'postgres');
   metrics.collectedCounter('retention', {
-    name: 'hookwatch_retention_removed_total', help: 'What retention runs of this replica removed, by kind: events, rollups (rows), hooks, transcript_findings, and on PostgreSQL partitions (whole days of events).', labelNames: ['kind'],
+    name: 'hookwatch_retention_removed_total', help: 'What retention runs of this replica removed, by kind: events, rollups (rows), hooks, transcript_findings, guard_trims (outputs trimmed by hookwatch guard), and on PostgreSQL partitions (whole days of events).', labelNames: ['kind'],
     collect: (set) => {
       for (const kind of kinds) set({ kind }, stats.removed[kind]);
     },

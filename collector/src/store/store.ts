@@ -122,6 +122,8 @@ export interface PruneResult {
   rollups: number;
   /** Hooks with no event or rollup left. */
   hooks: number;
+  /** Outputs trimmed by hookwatch guard (kept as long as the raw events; not events themselves). */
+  guardTrims: number;
   /** Whole days of events dropped with their partition (PostgreSQL; their events are counted in `events`). */
   partitions?: number;
   /**

@@ -1185,7 +1185,7 @@ export class PostgresStore implements Store {
   }
 
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
-    const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, partitions: 0 };
+    const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
@@ -1218,7 +1218,7 @@ export class PostgresStore implements Store {
     result.partitions = old.partitions;
     const boundDayMs = Math.floor(eventsBeforeMs / DAY_MS) * DAY_MS;
     result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 ORDER BY time_ms LIMIT $3)', boundDayMs, eventsBeforeMs);
-    result.events += await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
+    result.guardTrims = await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
     const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     // The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
     // then the hour holding it folded again from its events left, in one transaction.
