@@ -141,6 +141,31 @@ describe('alert event export outcomes', () => {
     }
   });
 
+  it('counts the events of a partial success that rejects nothing as exported, and logs its message as a warning from the endpoint, not as a loss', async () => {
+    // The OTLP specification's warning: a partial success with 0 rejected records and a message.
+    const receiver = new WebhookSink();
+    receiver.reply = () => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partialSuccess: { rejectedLogRecords: '0', errorMessage: `attribute truncated (${TOKEN})` } }),
+    });
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const { service, lines } = await start(receiver.url);
+    await raiseAlert(service, 'PostToolUse:warned');
+    await expect.poll(() => events(service, 'exported'), { timeout: 10_000, interval: 100 }).toBe(1);
+    expect(await events(service, 'failed')).toBe(0);
+    expect(await failures(service, 'rejected')).toBe(0);
+    const warned = lines.filter((l) => l.msg.startsWith('alerting.otlp.endpoint accepted the alert events with a warning'));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]?.level).toBe('warn');
+    const fields = JSON.parse(warned[0]!.msg.slice(warned[0]!.msg.indexOf(' {') + 1)) as Record<string, unknown>;
+    expect(fields).toEqual({ endpoint: receiver.url, answers: 1, message: 'attribute truncated (<redacted>)' });
+    await service.stop();
+    expect(lines.filter((l) => /lost|partial success/.test(l.msg))).toEqual([]);
+    for (const l of lines) expect(l.msg).not.toContain('s3cret');
+  });
+
   it('logs what the OpenTelemetry SDK reports about an export (an answer that is not OTLP), at most a line a minute, and nothing once stopped', async () => {
     const receiver = new WebhookSink();
     receiver.reply = () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' });

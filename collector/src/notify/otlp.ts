@@ -258,6 +258,9 @@ export class OtlpAlertEmitter implements AlertEventSink {
   /** Partial successes the endpoint answered: records rejected, and its message, as the OpenTelemetry Collector logs it. */
   private readonly partials: ThrottledLine;
   private lastPartial: PartialSuccess | undefined;
+  /** Partial successes that rejected nothing but carried a message: a warning from the endpoint (OTLP specification). */
+  private readonly endpointWarnings: ThrottledLine;
+  private lastWarning = '';
   private readonly onResponse: (message: unknown) => void;
   /** The OpenTelemetry SDK's warnings and errors (a partial success, an answer that is not OTLP), logged as failures are. */
   private readonly sdkLines: Record<'warn' | 'error', { line: ThrottledLine; last: string }>;
@@ -279,6 +282,9 @@ export class OtlpAlertEmitter implements AlertEventSink {
     this.partials = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (answers) => {
       const last = this.lastPartial;
       opts.logger.warn('alerting.otlp.endpoint answered a partial success; the alert events it rejected are lost', { endpoint, answers, rejected: last?.rejected ?? 0, message: scrub(last?.message ?? '').slice(0, 500), rejectedTotal: this.stats.byReason.rejected });
+    });
+    this.endpointWarnings = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (answers) => {
+      opts.logger.warn('alerting.otlp.endpoint accepted the alert events with a warning', { endpoint, answers, message: scrub(this.lastWarning).slice(0, 500) });
     });
     const sdkLine = (level: 'warn' | 'error'): { line: ThrottledLine; last: string } => {
       const entry = {
@@ -321,9 +327,13 @@ export class OtlpAlertEmitter implements AlertEventSink {
       this.stats.exported += records - rejected;
       this.stats.failed += rejected;
       this.stats.byReason.rejected += rejected;
-      if (partial) {
+      if (partial && rejected > 0) {
         this.lastPartial = partial;
         this.partials.note();
+      } else if (partial) {
+        // The specification's warning: a partial success that rejects nothing, only a message. Nothing is lost.
+        this.lastWarning = partial.message;
+        this.endpointWarnings.note();
       }
       return;
     }
@@ -374,6 +384,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
       this.failures.flush();
       this.drops.flush();
       this.partials.flush();
+      this.endpointWarnings.flush();
       this.sdkLines.warn.line.flush();
       this.sdkLines.error.line.flush();
     }
