@@ -131,8 +131,13 @@ export class AlertEngine implements IngestListener {
     this.silences.replace(state.silences);
     if (!resumeOutbox) return;
     this.catchUp = true;
-    for (const n of state.outbox) this.opts.dispatcher.enqueue(n);
-    if (state.outbox.length > 0) this.opts.logger.info('resuming undelivered notifications', { count: state.outbox.length });
+    if (state.outbox.length === 0) return;
+    // Those for a receiver no longer configured are dropped as they are handed over (logged once per receiver).
+    const discardedBefore = this.opts.dispatcher.stats.discarded;
+    let resumed = 0;
+    for (const n of state.outbox) if (this.opts.dispatcher.enqueue(n)) resumed++;
+    const dropped = this.opts.dispatcher.stats.discarded - discardedBefore;
+    this.opts.logger.info('resuming undelivered notifications', { count: resumed, ...(dropped > 0 ? { dropped } : {}) });
   }
 
   /**

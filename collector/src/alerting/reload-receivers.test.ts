@@ -32,6 +32,7 @@ import type { AlertStateStore } from './state/store.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
 const DROPPED_MSG = 'receiver no longer configured; its undelivered notifications are dropped';
+const RESUMING_MSG = 'resuming undelivered notifications';
 
 /** One store backend: where alerts are evaluated from, the alert state, and the outbox as its table holds it. */
 interface Backend {
@@ -121,6 +122,8 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       expect(await discardedOnMetrics(second.alerting)).toBe(1);
       const warned = second.lines.filter((l) => l.msg.startsWith(DROPPED_MSG));
       expect(warned).toEqual([{ level: 'warn', msg: `${DROPPED_MSG} {"receiver":"oncall"}` }]);
+      // What is resumed is counted apart from what is dropped.
+      expect(second.lines.filter((l) => l.msg.startsWith(RESUMING_MSG))).toEqual([{ level: 'info', msg: `${RESUMING_MSG} {"count":0,"dropped":1}` }]);
       expect(JSON.stringify(second.lines)).not.toContain('secret-path-token');
       // Nothing more went out, to anyone.
       expect(t.oncall.delivered()).toHaveLength(0);
@@ -133,6 +136,33 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await third.alerting.dispatcher.idle();
       expect(third.alerting.dispatcher.stats.discarded).toBe(0);
       expect(third.lines.some((l) => l.msg.startsWith(DROPPED_MSG))).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a restart logs how many undelivered notifications it resumes apart from those it drops', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    try {
+      // Neither receiver answers 2xx: both notifications stay undelivered in the outbox when hookwatch stops.
+      t.ops.reply = () => ({ status: 503 });
+      t.oncall.reply = () => ({ status: 503 });
+      const first = await t.start(t.both);
+      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+      first.alerting.engine.onIngested(r.inserted);
+      await t.ops.waitFor(1);
+      await t.oncall.waitFor(1);
+      await first.alerting.stop();
+      expect(await t.backend.outbox('ops')).toEqual([null]);
+      expect(await t.backend.outbox('oncall')).toEqual([null]);
+
+      t.ops.reply = () => ({ status: 200 });
+      const second = await t.start(t.opsOnly);
+      expect(second.lines.filter((l) => l.msg.startsWith(RESUMING_MSG))).toEqual([{ level: 'info', msg: `${RESUMING_MSG} {"count":1,"dropped":1}` }]);
+      await second.alerting.dispatcher.idle();
+      await until(async () => (await t.backend.outbox('ops'))[0] !== null && (await t.backend.outbox('oncall'))[0] !== null);
+      expect(await t.backend.outbox('ops')).toEqual(['delivered']);
+      expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
     } finally {
       await t.close();
     }
