@@ -3,6 +3,7 @@
  * file, the file rewritten, and the next evaluation and notification checked on real webhook receivers.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -200,6 +201,29 @@ describe('POST /-/reload', () => {
     expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
     expect(written.filter((l) => l.msg === 'configuration reloaded')).toHaveLength(1);
     expect(written.filter((l) => l.level === 'warn' && l.msg.includes('restart'))).toEqual([]);
+  });
+
+  it('refuses a reload once hookwatch has begun to stop: 503 with Retry-After, nothing read or applied', { timeout: 30_000 }, async () => {
+    const receiver = await sink();
+    const { service, file, lines } = await startFromFile('alerting:\n  rules: []\n');
+    // A client holding an OTLP request open keeps the stop waiting for it, while the HTTP port still answers.
+    const url = new URL('/v1/logs', service.otlpHttpUrl);
+    const held = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '1000' } });
+    held.on('error', () => {});
+    cleanups.push(() => void held.destroy());
+    await new Promise<void>((resolve) => held.write('{"resourceLogs": [', () => resolve()));
+    const stopped = service.stop();
+    writeFileSync(file, `alerting:\n  rules:\n    - { kind: persisted }\n  receivers:\n    - { name: ops, url: "${receiver.url}/hook" }\n`);
+    const res = await fetch(`${service.httpUrl}/-/reload`, { method: 'POST' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toEqual({ error: { code: 'unavailable', message: 'hookwatch is stopping; the configuration is not reloaded' } });
+    // Not a failed reload: the last one's outcome stands.
+    expect((await reloadMetrics(service)).successful).toBe(1);
+    expect(service.alerting.dispatcher.receiverNames()).toEqual([]);
+    held.destroy();
+    await stopped;
+    expect(lines.filter((l) => l.msg.startsWith('configuration reload'))).toEqual([]);
   });
 
   it('answers 405 to GET, and sits behind authentication and the cross-site write refusal', { timeout: 30_000 }, async () => {

@@ -32,6 +32,11 @@ export class ReloadUnavailableError extends Error {
   override name = 'ReloadUnavailableError';
 }
 
+/** The service is stopping: a reload would open TLS files and reconfigure what is being stopped. */
+export class ReloadStoppingError extends Error {
+  override name = 'ReloadStoppingError';
+}
+
 export interface ConfigReloaderOptions {
   source: ConfigSource | undefined;
   /** The configuration the service started with. */
@@ -45,6 +50,7 @@ export interface ConfigReloaderOptions {
 export class ConfigReloader {
   private readonly opts: ConfigReloaderOptions;
   private chain: Promise<unknown> = Promise.resolve();
+  private stopping = false;
   private readonly successful;
   private readonly successAt;
 
@@ -59,7 +65,8 @@ export class ConfigReloader {
 
   /**
    * Reads the configuration again and applies it (one reload at a time). Rejects with ConfigError when it is
-   * invalid (nothing changed), or ReloadUnavailableError when there is nothing to read again.
+   * invalid (nothing changed), ReloadUnavailableError when there is nothing to read again, or ReloadStoppingError
+   * once the service has begun to stop.
    */
   reload(): Promise<ReloadResult> {
     const run = this.chain.then(() => this.reloadOnce());
@@ -67,8 +74,15 @@ export class ConfigReloader {
     return run;
   }
 
+  /** The service has begun to stop: every reload from now on is refused, one waiting for the reload in progress too. */
+  stop(): void {
+    this.stopping = true;
+  }
+
   private async reloadOnce(): Promise<ReloadResult> {
     const { source, logger } = this.opts;
+    // Not a failed reload: the configuration is neither read nor judged, and the last reload's outcome stands.
+    if (this.stopping) throw new ReloadStoppingError('hookwatch is stopping; the configuration is not reloaded');
     if (!source) throw new ReloadUnavailableError('this hookwatch was not started from a configuration file, environment and flags it can read again');
     let result: ReloadResult;
     try {

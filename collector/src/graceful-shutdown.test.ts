@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { request, type ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,13 +66,13 @@ function body(hookName: string, batch: number, n: number): string {
   });
 }
 
-/** Opens a request, sends the headers and half a body, and never finishes it (a hung client). */
-function hangingRequest(base: string): Promise<void> {
+/** Opens a request, sends the headers and half a body, and never finishes it (a hung client) unless destroyed. */
+function hangingRequest(base: string): Promise<ClientRequest> {
   return new Promise((resolve) => {
     const url = new URL('/v1/logs', base);
     const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '1000' } });
     req.on('error', () => {});
-    req.write('{"resourceLogs": [', () => resolve());
+    req.write('{"resourceLogs": [', () => resolve(req));
   });
 }
 
@@ -160,6 +160,24 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     // Far below the 60 s the hung request could otherwise hold it (margin for a busy machine).
     expect(exit.atMs - t0).toBeLessThan(8000);
     expect(child.lines.some((l) => l.includes('shutdown took too long'))).toBe(true);
+  });
+
+  it('a SIGHUP once the stop has begun is refused, logged at info, and the stop goes on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '60s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
+    // The hung request holds the stop until it goes.
+    const hung = await hangingRequest(child.otlpHttp);
+    child.proc.kill('SIGTERM');
+    await waitForLine(child, 'shutting down');
+    child.proc.kill('SIGHUP');
+    await waitForLine(child, 'hookwatch is stopping; the configuration is not reloaded');
+    const refused = child.lines.find((l) => l.includes('"msg":"hookwatch is stopping; the configuration is not reloaded"'));
+    expect(JSON.parse(refused ?? '{}')).toMatchObject({ level: 'info', signal: 'SIGHUP' });
+    hung.destroy();
+    const exit = await child.exited;
+    expect(exit.code, child.lines.join('\n')).toBe(0);
+    expect(child.lines.filter((l) => l.includes('"msg":"configuration reload'))).toEqual([]);
   });
 
   it('a second SIGTERM exits at once', async () => {

@@ -353,6 +353,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   let stopping: Promise<StopReport> | undefined;
   const stop = (): Promise<StopReport> => {
     stopping ??= (async () => {
+      // First: a reload from now on would open TLS files and reconfigure components that are stopping.
+      reloader.stop();
       listening = false;
       clearInterval(retentionTimer);
       otlpTls?.stop();

@@ -1,11 +1,12 @@
 /**
  * POST /-/reload reads the configuration again and applies it, as Prometheus' and Alertmanager's do: 200 with the
  * settings that changed but need a restart, 400 naming the problem when the configuration is invalid (the running
- * one is kept). Any other method is 405. Mounted behind the HTTP port's authentication and cross-site-write refusal.
+ * one is kept), 503 with Retry-After once hookwatch has begun to stop. Any other method is 405. Mounted behind the HTTP port's authentication and cross-site-write refusal.
  */
 import express, { type Router } from 'express';
 import { ConfigError } from '../config/setting.ts';
-import { ReloadUnavailableError, type ReloadResult } from '../config-reload.ts';
+import { ReloadStoppingError, ReloadUnavailableError, type ReloadResult } from '../config-reload.ts';
+import { unavailable } from './index.ts';
 
 export interface ReloadApiOptions {
   reload(): Promise<ReloadResult>;
@@ -21,6 +22,7 @@ export function createReloadRouter(opts: ReloadApiOptions): Router {
       (err: unknown) => {
         if (err instanceof ConfigError) res.status(400).json({ error: { code: 'invalid_config', message: err.message } });
         else if (err instanceof ReloadUnavailableError) res.status(409).json({ error: { code: 'reload_unavailable', message: err.message } });
+        else if (err instanceof ReloadStoppingError) unavailable(res, err.message);
         else next(err);
       },
     );

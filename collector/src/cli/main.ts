@@ -20,7 +20,7 @@ import { redactUrlCredentials, redactUrlPassword } from '../config/values.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
 import { openAlertEventTls } from '../notify/otlp.ts';
-import type { ConfigSource } from '../config-reload.ts';
+import { ReloadStoppingError, type ConfigSource } from '../config-reload.ts';
 
 /** How a listener speaks: plain text, TLS, or TLS with client certificates. */
 function tlsMode(tls: { clientCaFile: string } | undefined): 'off' | 'tls' | 'mutual' {
@@ -112,7 +112,10 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
       return;
     }
     logger.info('reloading the configuration', { signal: 'SIGHUP' });
-    service.reload().catch(() => {});
+    service.reload().catch((err: unknown) => {
+      // A refusal while stopping is no failure (a failed reload is logged by the reload itself).
+      if (err instanceof ReloadStoppingError) logger.info(err.message, { signal: 'SIGHUP' });
+    });
   };
   process.on('SIGHUP', reload);
   try {
