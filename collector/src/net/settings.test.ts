@@ -12,6 +12,18 @@ import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/
 import { HAVE_OPENSSL, pemBody, useTestPki } from '../../test/support/certs.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 
+/** The ConfigError message of a start with these environment variables, or 'accepted'. */
+function refused(vars: Record<string, string>): string {
+  try {
+    toConfig(loadConfig({ env: vars }));
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  return 'accepted';
+}
+
+
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 const SECTIONS = [{ section: 'otlp.tls', env: 'HOOKWATCH_OTLP_TLS' }, { section: 'http.tls', env: 'HOOKWATCH_HTTP_TLS' }] as const;
 
@@ -38,15 +50,6 @@ describe('TLS settings', () => {
 
   for (const { section, env } of SECTIONS) {
     it(`${section}: certFile and keyFile go together, and clientCaFile needs both`, () => {
-      const refused = (vars: Record<string, string>): string => {
-        try {
-          toConfig(loadConfig({ env: vars }));
-        } catch (err) {
-          expect(err).toBeInstanceOf(ConfigError);
-          return (err as Error).message;
-        }
-        return 'accepted';
-      };
       expect(refused({ [`${env}_CERT_FILE`]: '/etc/tls/tls.crt' })).toBe(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
       expect(refused({ [`${env}_KEY_FILE`]: '/etc/tls/tls.key' })).toBe(`${section}.certFile and ${section}.keyFile go together: set both to serve TLS, or neither`);
       expect(refused({ [`${env}_CLIENT_CA_FILE`]: '/etc/tls/ca.crt' })).toBe(`${section}.clientCaFile needs ${section}.certFile and ${section}.keyFile: mutual TLS is TLS with client certificates`);
@@ -80,15 +83,6 @@ describe('client TLS settings without their endpoint', () => {
   ] as const;
   for (const { section, env, endpoint, endpointEnv, server } of CLIENTS) {
     it(`${section}: refused without ${endpoint}, naming the setting and never its value`, () => {
-      const refused = (vars: Record<string, string>): string => {
-        try {
-          toConfig(loadConfig({ env: vars }));
-        } catch (err) {
-          expect(err).toBeInstanceOf(ConfigError);
-          return (err as Error).message;
-        }
-        return 'accepted';
-      };
       for (const [name, variable, value] of [['caFile', 'CA_FILE', '/etc/tls/secret-ca.crt'], ['serverName', 'SERVER_NAME', 'otlp.example.com'], ['insecureSkipVerify', 'INSECURE_SKIP_VERIFY', 'true'], ['minVersion', 'MIN_VERSION', '1.3'], ['reloadInterval', 'RELOAD_INTERVAL', '10s']] as const) {
         const message = refused({ [`${env}_${variable}`]: value });
         expect(message).toBe(`${section}.${name} is set but ${endpoint} is not, so no connection is made to ${server}: set ${endpoint} to an https:// URL, or unset ${section}.*`);
