@@ -3,17 +3,13 @@
  * restart, an invalid file is logged (without its secrets) and the running configuration kept, and the process
  * keeps running throughout.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
-import { intoLogEntries, waitForStarted } from '../../test/support/started.ts';
-
-const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+import { startCli } from '../../test/faults/cli-child.ts';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
@@ -44,26 +40,11 @@ describe('SIGHUP', () => {
     const file = join(dir, 'hookwatch.yaml');
     const rules = '    - { kind: persisted, window: 1h }\n';
     writeFileSync(file, `alerting:\n  evaluationInterval: 100ms\n  repeatInterval: 1h\n  rules:\n${rules}  receivers:\n    - { name: ops, url: "${before.url}/hook" }\n`);
-    const child = spawn(process.execPath, [MAIN, 'serve'], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        HOOKWATCH_CONFIG: file,
-        HOOKWATCH_DB: join(dir, 'h.db'),
-        HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
-        HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-        HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
-        HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const cli = await startCli(dir, { HOOKWATCH_CONFIG: file });
+    cleanups.push(() => cli.stop());
+    const { child, logs } = cli;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    cleanups.push(async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    });
-    const logs: Record<string, unknown>[] = [];
-    const started = await waitForStarted(child, 30_000, intoLogEntries(logs));
-    const res = await fetch(`${started.otlpHttp}/v1/logs`, {
+    const res = await fetch(`${cli.otlpHttp}/v1/logs`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 'a' }]),
     });
