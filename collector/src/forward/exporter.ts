@@ -2,7 +2,7 @@
  * What the forwarder needs from a transport: send one queued request and say whether a retry can help
  * (the OpenTelemetry Collector's split between retryable and permanent errors).
  */
-import type { Encoding } from '../otlp/encode.ts';
+import type { Encoding, PartialSuccess } from '../otlp/encode.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 
 /** One request to send, its body uncompressed and exactly as received. */
@@ -19,8 +19,11 @@ export interface ExportItem {
  * Without it (unreachable, 502/503/504, 429) the destination is only away and retries never give up.
  */
 export type ExportResult =
-  /** `partial`: the destination took the request but reported records it rejected (OTLP partial success). */
-  | { kind: 'success'; partial?: { rejected: number; message: string } }
+  /**
+   * `partial`: the destination took the request but reported records it rejected, or only a warning when it
+   * rejected none (OTLP partial success).
+   */
+  | { kind: 'success'; partial?: PartialSuccess }
   /**
    * `timedOut`: no answer within forward.timeout (the destination may be slow for a request this large). `tls`:
    * the TLS handshake failed (the destination's certificate not trusted, for another name or out of date; the

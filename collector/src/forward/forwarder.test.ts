@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
+import { encodeExportResponse } from '../otlp/encode.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
@@ -329,6 +330,45 @@ it('logs partial successes at most once a minute, whatever their reasons, and co
   expect(partials()).toHaveLength(2);
   expect(forwarder.status().rejectedByDestination).toBe(6);
 });
+
+for (const protocol of ['http/json', 'http/protobuf'] as const) {
+  it(`logs a partial success that rejects nothing (${protocol}) as the destination's warning, and counts nothing rejected`, async () => {
+    // The OTLP specification's warning: a partial success with 0 rejected records and a message.
+    const encoding = protocol === 'http/json' ? 'json' : 'protobuf';
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': protocol === 'http/json' ? 'application/json' : 'application/x-protobuf' });
+        res.end(encodeExportResponse(encoding, 0, 'attribute value truncated'));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+    const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const exporter = new HttpExporter({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, protocol, headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const forwarder = new Forwarder({ queue, exporter, logger });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }), () => forwarder.stop());
+    forwarder.start();
+    for (let i = 0; i < 3; i++) {
+      queue.enqueue('logs', encoding, encoding === 'json' ? Buffer.from('{}') : Buffer.alloc(0), Date.now());
+      forwarder.notify();
+      while (queue.depth > 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    await forwarder.stop();
+    expect(forwarder.status()).toMatchObject({ delivered: 3, rejectedByDestination: 0, deadLetters: 0 });
+    const warnings = lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error');
+    // The first at once, the two held back within the minute when delivery stops.
+    expect(warnings).toHaveLength(2);
+    for (const w of warnings) expect(w).toMatchObject({ msg: 'forwarding: the destination accepted the records with a warning', destination: exporter.description, signal: 'logs', message: 'attribute value truncated' });
+    expect(warnings.map((w) => w['answers'])).toEqual([1, 2]);
+    expect(lines.filter((l) => /reject|partial success|lost/.test(String(l['msg'])))).toEqual([]);
+  });
+}
 
 /** An OTLP/HTTP destination on 127.0.0.1:0 behind a "proxy" that resets the connection of any upload over `maxBytes`. */
 async function resettingDestination(maxBytes: number): Promise<{ url: string; carried: number[]; resets: () => number; close(): Promise<void> }> {

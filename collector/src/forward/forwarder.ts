@@ -9,6 +9,7 @@
  */
 import type { ForwardingDestination } from '../../../shared/src/api.ts';
 import { fullJitterBackoff } from '../net/backoff.ts';
+import { isPartialSuccessWarning, type PartialSuccess } from '../otlp/encode.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { ExportResult, Exporter } from './exporter.ts';
@@ -102,6 +103,9 @@ export class Forwarder {
   /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
   private lastPartialLogMs = -Infinity;
+  /** Partial successes that rejected nothing but carried a message: warnings from the destination; the line names the last. */
+  private readonly destinationWarnings: ThrottledLine;
+  private lastWarning: { signal: string; requests: number; message: string } | undefined;
   private tlsFailures = 0;
   /** TLS failures since the last line that said so. */
   private tlsFailuresUnlogged = 0;
@@ -136,6 +140,10 @@ export class Forwarder {
       const held = queue.deadLetterSummary();
       logger.warn('dead letters over forward.deadLetters.maxBytes removed, oldest first; their requests are lost', { destination: exporter.description, evicted, evictedTotal: queue.counters().deadLettersEvicted, deadLettersHeld: held.count, deadLetterBytes: held.bytes, maxBytes: held.maxBytes });
     });
+    this.destinationWarnings = new ThrottledLine(PARTIAL_LOG_INTERVAL_MS, this.now, (answers) => {
+      const last = this.lastWarning;
+      this.opts.logger.warn('forwarding: the destination accepted the records with a warning', { destination: this.opts.exporter.description, signal: last?.signal, requests: last?.requests, answers, message: last?.message.slice(0, 500) });
+    });
     this.refusals = new ThrottledLine(REFUSED_LOG_INTERVAL_MS, this.now, (refused) => {
       this.opts.logger.warn('forwarding refused for good; request moved to dead letters', { destination: this.opts.exporter.description, ...this.lastRefusal, refused, deadLettersTotal: this.opts.queue.counters().deadLetters });
     });
@@ -164,8 +172,15 @@ export class Forwarder {
   /**
    * A partial success: the destination kept the request but dropped some of its records (a quota, a limit).
    * Not retried, as the specification says; counted, and logged at most once a minute, whatever the reasons.
+   * One that rejects nothing but carries a message is, as the specification says, a warning: nothing is lost or
+   * counted rejected, and it is logged as such at most once a minute.
    */
-  private notePartial(partial: { rejected: number; message: string }, signal: string, requests: number): void {
+  private notePartial(partial: PartialSuccess, signal: string, requests: number): void {
+    if (isPartialSuccessWarning(partial)) {
+      this.lastWarning = { signal, requests, message: partial.message };
+      this.destinationWarnings.note();
+      return;
+    }
     this.rejectedByDestination += partial.rejected;
     // At most once a minute, whatever the reasons say (one may carry a count that changes every time).
     const now = this.now();
@@ -240,6 +255,7 @@ export class Forwarder {
     // Before the queue closes: evictions and refusals not yet logged are.
     this.evictions.flush();
     this.refusals.flush();
+    this.destinationWarnings.flush();
     this.state = 'stopped';
   }
 

@@ -18,7 +18,7 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type R
 import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
-import { decodePartialSuccess } from '../otlp/encode.ts';
+import { decodePartialSuccess, isPartialSuccessWarning, type PartialSuccess } from '../otlp/encode.ts';
 import { MAX_RESPONSE_BYTES } from '../forward/exporter-http.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
@@ -117,9 +117,6 @@ const DEFAULT_MAX_QUEUE = 2048;
 const SDK_PARTIAL_SUCCESS = 'Received Partial Success response';
 /** Network errors that mean no connection could be made or kept (Node's codes). */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
-
-/** Records an endpoint took the request of but rejected, and its message why (OTLP partial success). */
-type PartialSuccess = NonNullable<ReturnType<typeof decodePartialSuccess>>;
 
 /** One failed export, classified; `message` names no secret (no URL, header or answer body). */
 export interface AlertEventFailure {
@@ -327,13 +324,13 @@ export class OtlpAlertEmitter implements AlertEventSink {
       this.stats.exported += records - rejected;
       this.stats.failed += rejected;
       this.stats.byReason.rejected += rejected;
-      if (partial && rejected > 0) {
-        this.lastPartial = partial;
-        this.partials.note();
-      } else if (partial) {
+      if (partial && isPartialSuccessWarning(partial)) {
         // The specification's warning: a partial success that rejects nothing, only a message. Nothing is lost.
         this.lastWarning = partial.message;
         this.endpointWarnings.note();
+      } else if (partial) {
+        this.lastPartial = partial;
+        this.partials.note();
       }
       return;
     }

@@ -34,12 +34,26 @@ export function encodeExportResponse(encoding: Encoding, rejected: number, messa
   return lengthDelimited(1, Buffer.concat(parts));
 }
 
+/** Records a destination took the request of but rejected, and its message why (OTLP partial success). */
+export interface PartialSuccess {
+  rejected: number;
+  message: string;
+}
+
+/**
+ * Whether a partial success is only a warning: the OTLP specification lets a destination answer one that rejects
+ * nothing and carries a message. Its records were all accepted; nothing is lost.
+ */
+export function isPartialSuccessWarning(partial: PartialSuccess): boolean {
+  return partial.rejected === 0;
+}
+
 /**
  * The partial success in an Export*ServiceResponse a destination answered (any signal: the rejected count is
  * field 1 of partial_success in each, rejectedLogRecords / rejectedDataPoints / rejectedSpans in JSON);
  * undefined when it reports none or the body is not a response.
  */
-export function decodePartialSuccess(encoding: Encoding, body: Buffer): { rejected: number; message: string } | undefined {
+export function decodePartialSuccess(encoding: Encoding, body: Buffer): PartialSuccess | undefined {
   if (body.length === 0) return undefined;
   if (encoding === 'json') {
     let doc: unknown;
