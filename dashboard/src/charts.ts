@@ -304,6 +304,8 @@ export class ChartPanel {
           ctx.fillRect(x0, chartArea.top, x1 - x0, chartArea.bottom - chartArea.top);
           ctx.globalAlpha = 1;
         }
+        ctx.font = '11px system-ui, sans-serif';
+        const labels: { text: string; left: number; width: number }[] = [];
         for (const b of this.bands) {
           const x0 = Math.max(chartArea.left, scale.getPixelForValue(b.fromIndex - 0.5));
           const x1 = Math.min(chartArea.right, scale.getPixelForValue(b.toIndex + 0.5));
@@ -313,12 +315,23 @@ export class ChartPanel {
           ctx.fillRect(x0, chartArea.top, x1 - x0, chartArea.bottom - chartArea.top);
           ctx.globalAlpha = 1;
           ctx.fillRect(x0, chartArea.top, x1 - x0, 4);
-          ctx.fillStyle = cssColor('--text');
-          ctx.font = '11px system-ui, sans-serif';
-          // At most the band's width (40 px at least): labels of bands side by side do not run into each other.
-          const maxWidth = Math.max(40, x1 - x0 - 6);
-          ctx.fillText(b.label, bandLabelX(x0, Math.min(ctx.measureText(b.label).width, maxWidth), chartArea), chartArea.top + 15, maxWidth);
+          labels.push({ text: b.label, left: x0, width: ctx.measureText(b.label).width });
         }
+        // Each label whole, in the first row where it runs into no other: bands that begin together (several
+        // alerts of a hook at once) get a line each instead of one smudge. On the panel's colour, so the grid and
+        // the cap line do not run through its letters; the datasets are drawn over it, so it hides no point.
+        const [panel, text] = [cssColor('--panel'), cssColor('--text')];
+        bandLabelRows(labels, chartArea).forEach((at, i) => {
+          const label = labels[i];
+          if (!at || !label) return;
+          const baseline = chartArea.top + 15 + at.row * BAND_LABEL_LINE_PX;
+          ctx.fillStyle = panel;
+          ctx.globalAlpha = 0.85;
+          ctx.fillRect(at.x - 2, baseline - 10, label.width + 4, BAND_LABEL_LINE_PX);
+          ctx.globalAlpha = 1;
+          ctx.fillStyle = text;
+          ctx.fillText(label.text, at.x, baseline);
+        });
         ctx.restore();
       },
     };
@@ -347,6 +360,29 @@ export function zoomInBuckets(n: number, at: number | null): [number, number] {
  */
 export function bandLabelX(bandLeft: number, textWidth: number, area: { left: number; right: number }): number {
   return Math.max(area.left + 3, Math.min(bandLeft + 3, area.right - 3 - textWidth));
+}
+
+/** The height of a line of band labels, in pixels (11 px text). */
+const BAND_LABEL_LINE_PX = 13;
+/** Lines of band labels at most: past them a label is left out (the alert table below the chart lists every alert). */
+const BAND_LABEL_ROWS = 4;
+/** Space kept between two labels on one line, in pixels. */
+const BAND_LABEL_GAP_PX = 6;
+
+/**
+ * Where each band's label goes, in order: its x (bandLabelX) and its line, the first in which it runs into no
+ * label placed before it; null when every line is taken there.
+ */
+export function bandLabelRows(labels: readonly { left: number; width: number }[], area: { left: number; right: number }): ({ x: number; row: number } | null)[] {
+  const rows: { from: number; to: number }[][] = [];
+  return labels.map(({ left, width }) => {
+    const x = bandLabelX(left, width, area);
+    let row = 0;
+    while (row < BAND_LABEL_ROWS && (rows[row] ?? []).some((r) => x < r.to + BAND_LABEL_GAP_PX && r.from < x + width + BAND_LABEL_GAP_PX)) row++;
+    if (row === BAND_LABEL_ROWS) return null;
+    (rows[row] ??= []).push({ from: x, to: x + width });
+    return { x, row };
+  });
 }
 
 /** A horizontal reference line (cap, preview) as a dataset over category labels. */
