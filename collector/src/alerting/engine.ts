@@ -91,7 +91,9 @@ export class AlertEngine implements IngestListener {
   private reloadDelayMs = RELOAD_RETRY_MIN_MS;
   /**
    * Receivers a reload added, owed the alerts firing then: notified at the next evaluation this replica saves as
-   * leader (a follower's reload, once it leads), then forgotten.
+   * leader, then forgotten. A load as leader forgets them too: its catch-up reads from the state store which
+   * receivers never had an alert, so a follower's reload does not notify again, once it leads, a receiver the
+   * leader already notified after the same reload.
    */
   private addedReceivers = new Set<string>();
   /**
@@ -131,6 +133,7 @@ export class AlertEngine implements IngestListener {
     this.silences.replace(state.silences);
     if (!resumeOutbox) return;
     this.catchUp = true;
+    this.addedReceivers.clear();
     if (state.outbox.length === 0) return;
     // Those for a receiver no longer configured are dropped as they are handed over (logged once per receiver).
     const discardedBefore = this.opts.dispatcher.stats.discarded;

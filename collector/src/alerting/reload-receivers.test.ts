@@ -311,6 +311,46 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     }
   });
 
+  it('a follower that reloaded with the leader notifies the added receiver nothing again once it leads', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    let firstLeads = true;
+    const stops: (() => Promise<void>)[] = [];
+    const startAs = async (leads: () => boolean): Promise<Alerting> => {
+      const stateStore = t.backend.stateStore();
+      const alerting = await startAlerting({ config: t.opsOnly, db: t.backend.db, store: t.backend.store, logger: recordingLogger().logger, now: t.clock.now, timer: false, random: () => 0.5, leader: { isLeader: leads }, ...(stateStore ? { stateStore } : {}) });
+      stops.push(() => alerting.stop());
+      return alerting;
+    };
+    try {
+      const leader = await startAs(() => firstLeads);
+      const follower = await startAs(() => !firstLeads);
+      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+      leader.engine.onIngested(r.inserted);
+      await leader.engine.evaluate('notify');
+      await leader.dispatcher.idle();
+      expect(t.ops.delivered()).toHaveLength(1);
+
+      // Both replicas reload the same file, which adds oncall: the leader notifies it.
+      t.clock.advance(60_000);
+      await leader.reconfigure(t.both);
+      await follower.reconfigure(t.both);
+      await leader.dispatcher.idle();
+      expect(t.oncall.delivered()).toHaveLength(1);
+
+      // The follower takes over: oncall had the alert, so nobody is notified again.
+      firstLeads = false;
+      t.clock.advance(60_000);
+      await follower.engine.reload(true);
+      await follower.engine.evaluate('all');
+      await follower.dispatcher.idle();
+      expect(t.oncall.delivered()).toHaveLength(1);
+      expect(t.ops.delivered()).toHaveLength(1);
+    } finally {
+      for (const stop of stops) await stop();
+      await t.close();
+    }
+  });
+
   it('a receiver whose notification was dropped when it left the file gets the alert when a restart brings it back', { timeout: 60_000 }, async () => {
     const t = await setUp();
     try {
