@@ -73,6 +73,7 @@ export class SqliteAlertStateStore implements AlertStateStore {
       CREATE TABLE IF NOT EXISTS alert_silences (id TEXT PRIMARY KEY, ends_at INTEGER NOT NULL, data TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS alert_notifications (webhook_id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, created_at INTEGER NOT NULL, done TEXT, data TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS alert_notifications_pending ON alert_notifications (done, created_at);
+      CREATE INDEX IF NOT EXISTS alert_notifications_alert ON alert_notifications (alert_id);
       CREATE TABLE IF NOT EXISTS alert_attempts (id INTEGER PRIMARY KEY, alert_id TEXT NOT NULL, at INTEGER NOT NULL, data TEXT NOT NULL);
       CREATE INDEX IF NOT EXISTS alert_attempts_alert ON alert_attempts (alert_id, id);
     `);

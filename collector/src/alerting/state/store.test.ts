@@ -14,7 +14,7 @@ import { alertRecord } from '../../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import type { AlertRecord, StoredAttempt } from '../model.ts';
 import { POSTGRES_LAST_ATTEMPTS, PostgresAlertStateStore } from './postgres.ts';
-import { SQLITE_LAST_ATTEMPTS, SqliteAlertStateStore } from './sqlite.ts';
+import { SQLITE_FIRING_RECEIVERS, SQLITE_LAST_ATTEMPTS, SqliteAlertStateStore } from './sqlite.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore } from './store.ts';
 
 let server: TestServer | undefined;
@@ -235,4 +235,28 @@ describe('latest attempts of the listed alerts on a long history', () => {
     const last = await s.lastAttempts(listed);
     expect(last.map((a) => [a.alertId, a.receiver, a.attempt]).sort()).toEqual(listed.flatMap((id) => RECEIVERS.map((r) => [id, r, 3])).sort());
   });
+});
+
+/**
+ * A start (or a new leadership) reads which receivers the firing alerts were notified to, while the outbox holds
+ * the notifications of every alert for a day after they finish: the read goes through the outbox's alert index.
+ */
+it('SQLite reads the receivers that had the firing alerts through the outbox alert index, and scans no table', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
+  const path = join(dir, 'h.db');
+  const s = new SqliteAlertStateStore(path);
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+  const alerts = Array.from({ length: 300 }, (_, i) => alertRecord({ id: `r${i}`, state: 'firing' }));
+  await s.save({ upsert: alerts, remove: [], notifications: alerts.map((a) => notification(a, `msg_${a.id}`)) });
+  const listed = JSON.stringify(['r7', 'r200']);
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_FIRING_RECEIVERS}`).all(listed, listed) as { detail: string }[]).map((r) => r.detail);
+    const onTables = plan.filter((d) => /alert_(notifications|attempts)/.test(d));
+    expect(onTables.length, plan.join('; ')).toBeGreaterThan(0);
+    for (const d of onTables) expect(d, plan.join('; ')).toMatch(/^SEARCH /);
+  } finally {
+    db.close();
+  }
+  expect((await s.firingReceivers(['r7', 'r200'])).sort((a, b) => a.alertId.localeCompare(b.alertId))).toEqual([{ alertId: 'r200', receiver: 'r' }, { alertId: 'r7', receiver: 'r' }]);
 });
