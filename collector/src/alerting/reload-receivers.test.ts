@@ -97,7 +97,12 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await ops.close();
       await oncall.close();
     };
-    return { backend, clock, ops, oncall, both, opsOnly, start, close };
+    /** Over-cap executions of `hooks` at T0, stored and handed to `alerting`'s engine as ingest hands them. */
+    const fire = async (alerting: Alerting, hooks = ['SessionStart:startup']): Promise<void> => {
+      const r = await backend.store.ingest(hooks.map((hookName) => hookEvent({ hookName, additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })));
+      alerting.engine.onIngested(r.inserted);
+    };
+    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire };
   }
 
   it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
@@ -106,8 +111,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       // `oncall` never answers 2xx: its notification stays undelivered in the outbox when hookwatch stops.
       t.oncall.reply = () => ({ status: 503 });
       const first = await t.start(t.both);
-      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-      first.alerting.engine.onIngested(r.inserted);
+      await t.fire(first.alerting);
       await t.oncall.waitFor(2);
       await t.ops.waitFor(1);
       await first.alerting.stop();
@@ -148,8 +152,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       t.ops.reply = () => ({ status: 503 });
       t.oncall.reply = () => ({ status: 503 });
       const first = await t.start(t.both);
-      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-      first.alerting.engine.onIngested(r.inserted);
+      await t.fire(first.alerting);
       await t.ops.waitFor(1);
       await t.oncall.waitFor(1);
       await first.alerting.stop();
@@ -175,8 +178,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       const { alerting } = await t.start(t.both);
       // Five alerts: four deliveries in flight to `oncall` (retrying), the fifth queued behind them.
       const hooks = ['SessionStart:startup', 'PreCompact', 'Stop', 'UserPromptSubmit', 'Notification'];
-      const r = await t.backend.store.ingest(hooks.map((hookName) => hookEvent({ hookName, additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })));
-      alerting.engine.onIngested(r.inserted);
+      await t.fire(alerting, hooks);
       await t.ops.waitFor(5);
       await t.oncall.waitFor(8);
       await alerting.reconfigure(t.opsOnly);
@@ -198,9 +200,8 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     const t = await setUp();
     try {
       const { alerting, lines } = await t.start(t.both);
-      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
       // The evaluation this batch triggers is under way (on the receivers it started with) when the reload lands.
-      alerting.engine.onIngested(r.inserted);
+      await t.fire(alerting);
       await alerting.reconfigure(t.opsOnly);
       await alerting.dispatcher.idle();
       await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
@@ -324,8 +325,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     try {
       const leader = await startAs(() => firstLeads);
       const follower = await startAs(() => !firstLeads);
-      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-      leader.engine.onIngested(r.inserted);
+      await t.fire(leader);
       await leader.engine.evaluate('notify');
       await leader.dispatcher.idle();
       expect(t.ops.delivered()).toHaveLength(1);
@@ -356,8 +356,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     try {
       t.oncall.reply = () => ({ status: 503 });
       const first = await t.start(t.both);
-      const r = await t.backend.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-      first.alerting.engine.onIngested(r.inserted);
+      await t.fire(first.alerting);
       await t.oncall.waitFor(2);
       await t.ops.waitFor(1);
       await first.alerting.stop();
