@@ -66,6 +66,11 @@ async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise
   }
 }
 
+/** What a receiver was sent, as "<status> <hook>", sorted. */
+function hooks(s: WebhookSink): string[] {
+  return s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`).sort();
+}
+
 async function discardedOnMetrics(alerting: Alerting): Promise<number | undefined> {
   const metrics = new MetricsRegistry();
   registerNotifyMetrics(metrics, alerting.dispatcher.stats);
@@ -102,7 +107,14 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       const r = await backend.store.ingest(hooks.map((hookName) => hookEvent({ hookName, additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })));
       alerting.engine.onIngested(r.inserted);
     };
-    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire };
+    /** PreCompact silenced, then it and SessionStart:startup over the cap: `alerting` notifies the second alone. */
+    const fireOneSilenced = async (alerting: Alerting): Promise<void> => {
+      await alerting.engine.silences.add(parseSilence({ matchers: [{ name: 'hook_name', value: 'PreCompact' }], endsAt: new Date(T0 + 3_600_000).toISOString(), createdBy: 'ops', comment: 'known' }, T0));
+      await fire(alerting, ['SessionStart:startup', 'PreCompact']);
+      await alerting.engine.evaluate('notify');
+      await alerting.dispatcher.idle();
+    };
+    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire, fireOneSilenced };
   }
 
   it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
@@ -217,16 +229,9 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
 
   it('a receiver a reload adds gets the alerts firing then, once, not the silenced one; the others get nothing again', { timeout: 60_000 }, async () => {
     const t = await setUp();
-    const hooks = (s: WebhookSink): string[] => s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`).sort();
     try {
       const { alerting } = await t.start(t.opsOnly);
-      const silence = parseSilence({ matchers: [{ name: 'hook_name', value: 'PreCompact' }], endsAt: new Date(T0 + 3_600_000).toISOString(), createdBy: 'ops', comment: 'known' }, T0);
-      await alerting.engine.silences.add(silence);
-      const over = { additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 };
-      const r = await t.backend.store.ingest([hookEvent({ ...over, hookName: 'SessionStart:startup' }), hookEvent({ ...over, hookName: 'PreCompact' })]);
-      alerting.engine.onIngested(r.inserted);
-      await alerting.engine.evaluate('notify');
-      await alerting.dispatcher.idle();
+      await t.fireOneSilenced(alerting);
       expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
 
       t.clock.advance(60_000);
@@ -259,7 +264,6 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
 
   it('a receiver added to the file before a restart gets the alerts firing then, once; an unchanged file notifies nobody', { timeout: 60_000 }, async () => {
     const t = await setUp();
-    const hooks = (s: WebhookSink): string[] => s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`).sort();
     const restart = async (config: AlertingConfig): Promise<Alerting> => {
       t.clock.advance(60_000);
       const { alerting } = await t.start(config);
@@ -269,13 +273,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     };
     try {
       const first = await t.start(t.opsOnly);
-      const silence = parseSilence({ matchers: [{ name: 'hook_name', value: 'PreCompact' }], endsAt: new Date(T0 + 3_600_000).toISOString(), createdBy: 'ops', comment: 'known' }, T0);
-      await first.alerting.engine.silences.add(silence);
-      const over = { additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 };
-      const r = await t.backend.store.ingest([hookEvent({ ...over, hookName: 'SessionStart:startup' }), hookEvent({ ...over, hookName: 'PreCompact' })]);
-      first.alerting.engine.onIngested(r.inserted);
-      await first.alerting.engine.evaluate('notify');
-      await first.alerting.dispatcher.idle();
+      await t.fireOneSilenced(first.alerting);
       expect(hooks(t.ops)).toEqual(['firing SessionStart:startup']);
       await first.alerting.stop();
 
