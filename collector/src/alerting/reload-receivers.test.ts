@@ -114,7 +114,14 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await alerting.engine.evaluate('notify');
       await alerting.dispatcher.idle();
     };
-    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire, fireOneSilenced };
+    /** The next evaluation of `alerting` resolves SessionStart:startup, at both receivers. */
+    const resolvesToBoth = async (alerting: Alerting): Promise<void> => {
+      await alerting.engine.evaluate('all');
+      await alerting.dispatcher.idle();
+      expect(hooks(oncall)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+      expect(hooks(ops)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+    };
+    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire, fireOneSilenced, resolvesToBoth };
   }
 
   it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
@@ -253,10 +260,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
 
       // Its resolution goes to both, as to every receiver that had its firing.
       t.clock.advance(2 * 3_600_000);
-      await alerting.engine.evaluate('all');
-      await alerting.dispatcher.idle();
-      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
-      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+      await t.resolvesToBoth(alerting);
     } finally {
       await t.close();
     }
@@ -300,11 +304,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
 
       // Its resolution goes to both, as to every receiver that had its firing.
       t.clock.advance(2 * 3_600_000);
-      const last = await restart(t.both);
-      await last.engine.evaluate('all');
-      await last.dispatcher.idle();
-      expect(hooks(t.oncall)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
-      expect(hooks(t.ops)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
+      await t.resolvesToBoth(await restart(t.both));
     } finally {
       await t.close();
     }
