@@ -121,19 +121,22 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       expect(hooks(oncall)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
       expect(hooks(ops)).toEqual(['firing SessionStart:startup', 'resolved SessionStart:startup']);
     };
-    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire, fireOneSilenced, resolvesToBoth };
+    /** `oncall` never answers 2xx: started with both, fired and stopped, its notification stays in the outbox. */
+    const leaveOncallPending = async (): Promise<void> => {
+      oncall.reply = () => ({ status: 503 });
+      const first = await start(both);
+      await fire(first.alerting);
+      await oncall.waitFor(2);
+      await ops.waitFor(1);
+      await first.alerting.stop();
+    };
+    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire, fireOneSilenced, resolvesToBoth, leaveOncallPending };
   }
 
   it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
     const t = await setUp();
     try {
-      // `oncall` never answers 2xx: its notification stays undelivered in the outbox when hookwatch stops.
-      t.oncall.reply = () => ({ status: 503 });
-      const first = await t.start(t.both);
-      await t.fire(first.alerting);
-      await t.oncall.waitFor(2);
-      await t.ops.waitFor(1);
-      await first.alerting.stop();
+      await t.leaveOncallPending();
       expect(await t.backend.outbox('oncall')).toEqual([null]);
 
       const second = await t.start(t.opsOnly);
@@ -352,12 +355,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
   it('a receiver whose notification was dropped when it left the file gets the alert when a restart brings it back', { timeout: 60_000 }, async () => {
     const t = await setUp();
     try {
-      t.oncall.reply = () => ({ status: 503 });
-      const first = await t.start(t.both);
-      await t.fire(first.alerting);
-      await t.oncall.waitFor(2);
-      await t.ops.waitFor(1);
-      await first.alerting.stop();
+      await t.leaveOncallPending();
 
       const second = await t.start(t.opsOnly);
       await second.alerting.engine.evaluate('notify');
