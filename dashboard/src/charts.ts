@@ -216,6 +216,13 @@ export class ChartPanel {
       if (MOVE_KEYS.includes(ev.key)) this.say();
     });
     this.canvas.addEventListener('blur', () => this.pick(null));
+    // The pointer takes over: the bucket the keys picked is let go, so one bucket shows highlighted, not two, and
+    // Enter zooms to nothing the pointer has moved away from.
+    this.canvas.addEventListener('pointermove', () => {
+      if (this.cursor === null) return;
+      this.cursor = null;
+      this.chart?.draw();
+    });
   }
 
   /** Does what `key` asks on the focused chart; false for a key it leaves to the page. */
