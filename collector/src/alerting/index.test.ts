@@ -472,6 +472,38 @@ describe('other rule kinds', () => {
 });
 
 describe('persisted state', () => {
+  it('records a delivery attempt before the notification is marked finished, however slow the write', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-attempts-'));
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const db = join(dir, 'h.db');
+    const store = new SqliteStore({ path: db });
+    // The write of an attempt takes a while, as over a network to PostgreSQL under load.
+    class SlowAttempts extends SqliteAlertStateStore {
+      override async addAttempt(...args: Parameters<SqliteAlertStateStore['addAttempt']>): Promise<void> {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return super.addAttempt(...args);
+      }
+    }
+    const stateStore = new SlowAttempts(db);
+    const alerting = await startAlerting({ config: alertingConfig([{ kind: 'persisted', window: '1h' }], HOUR, [{ name: 'ops', url: `${sink.url}/hook` }]), db, store, stateStore, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+    cleanups.push(async () => {
+      await alerting.stop();
+      await store.close();
+      await sink.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const r = await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    alerting.engine.onIngested(r.inserted);
+    await sink.waitFor(1);
+    await alerting.engine.evaluate('notify');
+    await alerting.dispatcher.idle();
+    // Delivered and done: its attempt is there (once the done row is pruned, it is what says ops had the alert).
+    const id = alerting.engine.alerts()[0]?.id ?? '';
+    expect((await stateStore.attempts(id)).map((a) => a.outcome)).toEqual(['delivered']);
+  });
+
   it('a restart neither loses a firing alert nor notifies it again early; resolution still arrives', async () => {
     const h = await harness([{ kind: 'persisted', window: '2m' }], { repeatIntervalMs: HOUR });
     await h.push(over);
