@@ -4,7 +4,7 @@
  * scraped over HTTP, retention run on a controlled clock.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './helpers.ts';
+import { eventually, startTestService, type TestService } from './helpers.ts';
 import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, type SyntheticExecution } from './support/service.ts';
 import { HttpDownstream } from './support/downstream-recorder.ts';
@@ -43,16 +43,6 @@ function executions(n: number): SyntheticExecution[] {
   return Array.from({ length: n }, (_, i) => ({ hookEvent: 'PostToolUse', hookName: `PostToolUse:tool-${i % 7}`, additionalContextChars: 500 + i, stdoutChars: 1200 + i, outputsPersisted: i % 3 === 0 ? 1 : 0 }));
 }
 
-async function until<T>(what: string, read: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('store size and retention in /metrics (SQLite)', () => {
   it('shows the database and WAL files growing with ingest, the forward queue file, and retention removing old events', async () => {
     const downstream = new HttpDownstream();
@@ -62,10 +52,10 @@ describe('store size and retention in /metrics (SQLite)', () => {
     const service = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: forwardUrl, HOOKWATCH_FORWARD_COMPRESSION: 'none' }, { now: () => clock });
     services.push(service);
     // The run at start-up, on an empty store: a success that removed nothing.
-    const started = await until('the first retention run', async () => {
+    const started = await eventually('the first retention run', async () => {
       const f = await scrape(service.httpUrl);
       return sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' }) === 1 ? f : undefined;
-    });
+    }, 15_000);
     expect(sampleValue(started, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(0);
     expect(sampleValue(started, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(clock / 1000);
     expect(sampleValue(started, 'hookwatch_retention_removed_total', { kind: 'events' })).toBe(0);
@@ -100,18 +90,18 @@ describe('store size and retention in /metrics (PostgreSQL)', () => {
     const url = await pg.server().createDatabase();
     const service = await startTestService({ HOOKWATCH_DB: url }, { now: () => clock, storeSizeRefreshMs: 200 });
     services.push(service);
-    const before = await until('the first size read', async () => {
+    const before = await eventually('the first size read', async () => {
       const p = parts(await scrape(service.httpUrl));
       return Object.keys(p).length ? p : undefined;
-    });
+    }, 15_000);
     expect(Object.keys(before).sort()).toEqual(['events', 'other', 'rollups']);
 
     await emitExecutions(service.otlpHttpUrl, executions(2000));
     // Read again within the refresh period, not at the scrape: grows once the next read has run.
-    const grown = await until('the events to take more room', async () => {
+    const grown = await eventually('the events to take more room', async () => {
       const p = parts(await scrape(service.httpUrl));
       return (p['events'] ?? 0) > (before['events'] ?? 0) && (p['rollups'] ?? 0) > (before['rollups'] ?? 0) ? p : undefined;
-    });
+    }, 15_000);
     expect(total(grown)).toBeGreaterThan(total(before));
 
     clock += 31 * DAY;
@@ -122,10 +112,10 @@ describe('store size and retention in /metrics (PostgreSQL)', () => {
     expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'partitions' })).toBeGreaterThanOrEqual(1);
     expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(clock / 1000);
     // The dropped partitions are gone from the next size read.
-    await until('the events to take less room', async () => {
+    await eventually('the events to take less room', async () => {
       const p = parts(await scrape(service.httpUrl));
       return (p['events'] ?? Infinity) < (grown['events'] ?? 0) ? p : undefined;
-    });
+    }, 15_000);
   });
 });
 

@@ -79,3 +79,19 @@ export async function getJson<T = unknown>(base: string, path: string): Promise<
   const res = await fetch(base + path);
   return { status: res.status, body: (await res.json()) as T };
 }
+
+/** Waits until `cond` holds, asking every 20 ms; past `timeoutMs` (a hang guard) fails naming `what`. */
+export async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 25_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until `read` gives a value and returns it, asking every 20 ms; past `timeoutMs` fails naming `what`. */
+export async function eventually<T>(what: string, read: () => Promise<T | undefined>, timeoutMs = 25_000): Promise<T> {
+  let value: T | undefined;
+  await until(what, async () => (value = await read()) !== undefined, timeoutMs);
+  return value as T;
+}

@@ -10,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { until } from '../../test/helpers.ts';
 import type { AlertingConfig } from '../config/index.ts';
 import { registerNotifyMetrics } from '../notify/metrics.ts';
 import { parseReceivers } from '../notify/settings.ts';
@@ -56,14 +57,6 @@ function alertingConfig(receivers: unknown[]): AlertingConfig {
     otlp: { endpoint: '', headers: {} },
     delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
   };
-}
-
-async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** What a receiver was sent, as "<status> <hook>", sorted. */
@@ -142,7 +135,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       const second = await t.start(t.opsOnly);
       await second.alerting.engine.evaluate('notify');
       await second.alerting.dispatcher.idle();
-      await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
+      await until('oncall\'s notification to be finished', async () => (await t.backend.outbox('oncall'))[0] !== null, 10_000);
       expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
       expect(second.alerting.dispatcher.stats.discarded).toBe(1);
       expect(await discardedOnMetrics(second.alerting)).toBe(1);
@@ -185,7 +178,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       const second = await t.start(t.opsOnly);
       expect(second.lines.filter((l) => l.msg.startsWith(RESUMING_MSG))).toEqual([{ level: 'info', msg: `${RESUMING_MSG} {"count":1,"dropped":1}` }]);
       await second.alerting.dispatcher.idle();
-      await until(async () => (await t.backend.outbox('ops'))[0] !== null && (await t.backend.outbox('oncall'))[0] !== null);
+      await until('both notifications to be finished', async () => (await t.backend.outbox('ops'))[0] !== null && (await t.backend.outbox('oncall'))[0] !== null, 10_000);
       expect(await t.backend.outbox('ops')).toEqual(['delivered']);
       expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
     } finally {
@@ -204,7 +197,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await t.ops.waitFor(5);
       await t.oncall.waitFor(8);
       await alerting.reconfigure(t.opsOnly);
-      await until(async () => (await t.backend.outbox('oncall')).every((done) => done !== null));
+      await until('every oncall notification to be finished', async () => (await t.backend.outbox('oncall')).every((done) => done !== null), 10_000);
       expect(await t.backend.outbox('oncall')).toEqual(Array(5).fill('dropped'));
       expect(alerting.dispatcher.stats.discarded).toBe(5);
       await alerting.dispatcher.idle();
@@ -226,7 +219,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await t.fire(alerting);
       await alerting.reconfigure(t.opsOnly);
       await alerting.dispatcher.idle();
-      await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
+      await until('oncall\'s notification to be finished', async () => (await t.backend.outbox('oncall'))[0] !== null, 10_000);
       expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
       expect(alerting.dispatcher.stats.discarded).toBe(1);
       expect(lines.filter((l) => l.msg.startsWith(DROPPED_MSG))).toHaveLength(1);
@@ -359,7 +352,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
 
       const second = await t.start(t.opsOnly);
       await second.alerting.engine.evaluate('notify');
-      await until(async () => (await t.backend.outbox('oncall'))[0] !== null);
+      await until('oncall\'s notification to be finished', async () => (await t.backend.outbox('oncall'))[0] !== null, 10_000);
       await second.alerting.stop();
       expect(await t.backend.outbox('oncall')).toEqual(['dropped']);
 

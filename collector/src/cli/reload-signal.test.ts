@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../test/helpers.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 import { startCli } from '../../test/faults/cli-child.ts';
@@ -15,14 +16,6 @@ const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function summary(s: WebhookSink): string[] {
   return s.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['alertname']}`);
@@ -55,7 +48,7 @@ describe('SIGHUP', () => {
     // An invalid file: one error naming the problem, never the secrets in it; the process keeps running.
     writeFileSync(file, `alerting:\n  rules:\n    - { kind: persisted, window: 1h, threshold: 0.5 }\n  receivers:\n    - { name: oncall, url: "${after.url}/sighup-secret-path-token", bearerToken: "sighup-secret-bearer" }\n`);
     child.kill('SIGHUP');
-    await until(() => logs.some((l) => l['msg'] === 'configuration reload failed; the running configuration is kept'));
+    await until('the refused reload to be logged', () => logs.some((l) => l['msg'] === 'configuration reload failed; the running configuration is kept'), 10_000);
     const failed = logs.filter((l) => l['level'] === 'error');
     expect(failed).toHaveLength(1);
     expect(String(failed[0]?.['problem'])).toContain('alerting.rules[0].threshold');

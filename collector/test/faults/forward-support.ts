@@ -34,13 +34,7 @@ export async function startForwardRig(env: Record<string, string> = {}, opts: { 
   };
 }
 
-export async function until(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 25_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+export { until } from '../helpers.ts';
 
 export async function forwardingStatus(httpUrl: string): Promise<ForwardingResponse> {
   return (await fetch(`${httpUrl}/api/v1/forwarding`)).json() as Promise<ForwardingResponse>;
