@@ -91,8 +91,6 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   // Replicas: deliveries are fenced by the lease (checked locally, then confirmed with the store, before each attempt).
   const fence = leader?.epoch && confirm ? { token: () => leader.epoch?.() ?? null, confirm: (token: number, n: { webhookId: string }) => confirm(token, n.webhookId) } : undefined;
   // Filled in below: the dispatcher reports into the state store the engine owns.
-  /** Attempt records still being written, by notification (webhook-id): its outcome is written after them. */
-  const attemptWrites = new Map<string, Promise<void>>();
   const dispatcher = new Dispatcher({
     receivers: config.receivers,
     links,
@@ -105,17 +103,10 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     ...(opts.random ? { random: opts.random } : {}),
     ...(fence ? { fence } : {}),
     tls,
-    onAttempt: (n, a, token) => {
-      const write = stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err }));
-      const written = Promise.all([attemptWrites.get(n.webhookId), write]).then(() => {
-        if (attemptWrites.get(n.webhookId) === written) attemptWrites.delete(n.webhookId);
-      });
-      attemptWrites.set(n.webhookId, written);
-    },
-    onFinished: async (n, outcome, token) => {
+    // Awaited by the dispatcher before it records the notification's outcome.
+    onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
+    onFinished: (n, outcome, token) => {
       if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, now());
-      // Its attempts first: once the outbox row is done (and later pruned), they are what says the receiver had it.
-      await attemptWrites.get(n.webhookId);
       // Awaited by the dispatcher: until the outbox marks it done, a resumed copy of it is not sent again.
       return stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },

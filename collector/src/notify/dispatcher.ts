@@ -25,7 +25,8 @@ export interface DispatcherOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
   random?: () => number;
-  onAttempt?: (n: Notification, a: AttemptResult, token: number | null) => void;
+  /** Records an attempt; a promise that resolves once it is recorded (the outcome is recorded after it). */
+  onAttempt?: (n: Notification, a: AttemptResult, token: number | null) => void | Promise<void>;
   /** The outcome of a notification; a promise that resolves once it is recorded (the outbox marks it done). */
   onFinished?: (n: Notification, outcome: NotificationOutcome, token: number | null) => void | Promise<void>;
   /** Replicas: only the current leader delivers, and only while its lease (the fencing token) is unchanged. */
@@ -170,8 +171,8 @@ export class Dispatcher {
     if (lane.queue.length >= this.opts.maxQueue) {
       this.stats.dropped++;
       this.opts.logger.error('notification queue full; notification dropped', { receiver: n.receiver, alert: n.alert.id, status: n.status });
-      this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 }, token);
-      void Promise.resolve(this.opts.onFinished?.(n, 'failed', token)).catch((err: unknown) => this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err }));
+      const recorded = this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 }, token);
+      void Promise.allSettled([recorded]).then(() => this.opts.onFinished?.(n, 'failed', token)).catch((err: unknown) => this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err }));
       return false;
     }
     this.stats.enqueued++;
@@ -223,6 +224,9 @@ export class Dispatcher {
     // The lease by this replica's clock, the store's word, then the clock again: a replica paused while the store's
     // answer was on its way (SIGSTOP, a VM freeze) finds its lease run out, and another replica may hold it by now.
     const proceed = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
+    // The attempts' records, written before the outcome's: once the outbox row is done (and later pruned), they
+    // are what says the receiver had the notification.
+    const recording: (void | Promise<void>)[] = [];
     let result: SendResult;
     try {
       result = await sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), {
@@ -239,13 +243,14 @@ export class Dispatcher {
         onAttempt: (a) => {
           this.stats.attempts++;
           if (a.error?.startsWith(TLS_FAILURE_PREFIX)) this.stats.tlsFailures++;
-          this.opts.onAttempt?.(n, a, token);
+          recording.push(this.opts.onAttempt?.(n, a, token));
         },
       });
     } catch (err) {
       this.opts.logger.error('notification delivery crashed', { receiver: n.receiver, err });
       result = { outcome: 'failed', attempts: 0, httpStatus: null, error: 'internal error' };
     }
+    await Promise.allSettled(recording);
     if (result.outcome === 'aborted') {
       // Its receiver was removed: dropped (while this replica still leads under the token it was queued with).
       if (lane.removed.signal.aborted && !this.stopped && (!fence || fence.token() === token)) this.discard(n, token);

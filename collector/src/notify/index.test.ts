@@ -121,7 +121,7 @@ describe('dispatcher', () => {
     s.reply = ({ index }) => ({ status: index < 3 ? 503 : 200 });
     const attempts: AttemptResult[] = [];
     const finished: string[] = [];
-    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: 'http://hw.test' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20, onAttempt: (_n, a) => attempts.push(a), onFinished: (_n, o) => void finished.push(o) });
+    const d = new Dispatcher({ receivers: [receiver(s.url)], links: { externalUrl: 'http://hw.test' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20, onAttempt: (_n, a) => void attempts.push(a), onFinished: (_n, o) => void finished.push(o) });
     expect(d.enqueue(notification())).toBe(true);
     await d.idle();
     expect(s.requests).toHaveLength(4);
