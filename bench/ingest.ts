@@ -6,16 +6,20 @@
  * protobufjs fromObject for JSON). A third figure compares hookwatch's own decoder with protobufjs. Last, where the
  * server's CPU per hook event goes: the same protobuf batches decoded and extracted in this process, then written
  * through the store's own ingest() on a SQLite file configured as `hookwatch serve` configures it, each part's
- * CPU per hook event next to the whole server's from the same run.
+ * CPU per hook event next to the whole server's from the same run; and the floor under the store's part, the
+ * event rows alone, inserted with nothing else.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SQLInputValue } from 'node:sqlite';
 import { gunzipSync } from 'node:zlib';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { extractHookEvents } from '../collector/src/hooks/extract.ts';
 import type { HookEvent } from '../collector/src/hooks/model.ts';
 import { openStore } from '../collector/src/store/open.ts';
+import { EVENT_COLUMNS, eventValues } from '../collector/src/store/sql.ts';
+import { inTransaction, openSqlite } from '../collector/src/store/sqlite/database.ts';
 import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
 import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
 import { HOOK_EVENT_SHARE, batchTemplate, gzip, stamp, type WireEncoding } from './lib/batch.ts';
@@ -169,13 +173,43 @@ async function breakdown(batches: number, serverPerEvent: number): Promise<Bench
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
+  const rowCpu = await rowFloor(config, decoded, warm);
   const rest = serverPerEvent - decodeCpu / events - storeCpu / events;
   const notes = `${batches} protobuf batches, ${events.toLocaleString('en-US')} hook events; the whole server's CPU per hook event in this run is the baseline`;
   return [
     result('ingest protobuf, per hook event: decode + extract', decodeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; in this process`),
     result('ingest protobuf, per hook event: store commit (SQLite, synchronous=full)', storeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; store.ingest() as the server opens the store, ${CONCURRENCY} batches at a time`),
     result('ingest protobuf, per hook event: the rest (HTTP, receiver, hook stage)', rest, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; the server's figure less the two above`),
+    result('ingest protobuf, per hook event: floor, the event row alone (SQLite insert)', rowCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; each event's row and nothing else (no rollups, attribute sets or hook bookkeeping) inserted by one prepared statement into the events table and its indexes as hookwatch's schema has them, synchronous=full, ${CONCURRENCY} batches per commit: what storing raw events durably costs through node:sqlite before any of hookwatch's own work`),
   ];
+}
+
+/**
+ * CPU of the least a durable store of raw events does: the events' rows alone, through one prepared INSERT, into
+ * a file whose schema hookwatch made (so the events table has exactly its columns and indexes), committed
+ * CONCURRENCY batches at a time. Every row points at one attribute set: no attribute-set or rollup work.
+ */
+async function rowFloor(config: ReturnType<typeof toConfig>, decoded: readonly HookEvent[][], warm: readonly HookEvent[][]): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-floor-'));
+  const path = join(dir, 'hookwatch.db');
+  try {
+    await (await openStore({ ...config, db: path })).close();
+    const db = openSqlite(path);
+    try {
+      const insert = db.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (key) DO NOTHING`);
+      const commit = (group: readonly HookEvent[][]): void => inTransaction(db, () => {
+        for (const batch of group) for (const e of batch) insert.run(...(eventValues(e, 1) as SQLInputValue[]));
+      });
+      commit(warm);
+      const before = process.cpuUsage();
+      for (let i = 0; i < decoded.length; i += CONCURRENCY) commit(decoded.slice(i, i + CONCURRENCY));
+      return cpuMicrosSince(before);
+    } finally {
+      db.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Runs every ingest variant. */
