@@ -31,6 +31,11 @@ export interface ExtractResult {
   statuses: (DeliveryStatus | undefined)[];
   /** Events stamped more than maxFutureSkewMs ahead, moved to the receive time. */
   clamped: number;
+  /**
+   * Events whose event.timestamp names no offset or is no time at all ("2026-11-30T08:00:00", "1"): timed by the
+   * record's timeUnixNano instead (else observedTimeUnixNano, else the receive time).
+   */
+  unzoned: number;
 }
 
 const MAX_PROBLEMS = 5;
@@ -219,8 +224,14 @@ function dedupKey(kind: HookEventKind, rec: LogRecord, resource: Attributes, nat
   return { dedupKey: prefixMs.toString(36).padStart(TIME_PREFIX_WIDTH, '0') + hash, legacyKey: hash };
 }
 
+/**
+ * When the event happened: its event.timestamp when that is an instant (it names its offset); else the record's
+ * timeUnixNano, its observedTimeUnixNano, or the receive time. A timestamp without an offset is read by Date.parse
+ * in the receiver's own time zone, so the same record would land hours apart on two replicas in different zones;
+ * Date.parse also reads "1" or "Dec 5" as local times of its own choosing.
+ */
 function eventTime(rec: LogRecord, timestamp: Timestamp, now: () => number): number {
-  if (timestamp.ms !== undefined) return timestamp.ms;
+  if (timestamp.ms !== undefined && timestamp.zoned) return timestamp.ms;
   if (rec.timeUnixNano > 0n) return Number(rec.timeUnixNano / 1_000_000n);
   if (rec.observedTimeUnixNano > 0n) return Number(rec.observedTimeUnixNano / 1_000_000n);
   return now();
@@ -232,7 +243,7 @@ export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): Extra
   // One receive time for the whole request.
   const receivedMs = clock();
   const now = (): number => receivedMs;
-  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [], clamped: 0 };
+  const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [], clamped: 0, unzoned: 0 };
   req.resourceLogs.forEach((rl, i) => {
     rl.scopeLogs.forEach((sl, j) => {
       sl.logRecords.forEach((rec, k) => {
@@ -243,7 +254,7 @@ export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): Extra
           return;
         }
         try {
-          const event = toHookEvent(kind, rec, rl.resource, opts, now);
+          const event = toHookEvent(kind, rec, rl.resource, opts, now, result);
           event.receivedMs = receivedMs;
           // A clock running ahead would put the event where no window looks until that time comes (and keep the
           // feed looking alive): it cannot have happened after it arrived, so it is kept at the receive time.
@@ -267,7 +278,7 @@ export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): Extra
   return result;
 }
 
-function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, opts: ExtractOptions, now: () => number): HookEvent {
+function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, opts: ExtractOptions, now: () => number, counts: Pick<ExtractResult, 'unzoned'>): HookEvent {
   // Record attributes win over resource attributes (Claude Code copies OTEL_RESOURCE_ATTRIBUTES onto both).
   const get = (k: string): AnyValue | undefined => {
     const v = rec.attributes.get(k);
@@ -338,6 +349,8 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   };
   if (keys.legacyKey !== undefined) event.legacyKey = keys.legacyKey;
   assertStorable(event);
+  // Counted once the record is known to be stored: a rejected one is reported for its own problem.
+  if (timestamp.text !== '' && !(timestamp.zoned && timestamp.ms !== undefined)) counts.unzoned++;
   return event;
 }
 

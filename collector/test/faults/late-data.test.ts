@@ -3,13 +3,15 @@
  *  - a persisted output stamped 61 minutes ago (a Collector queue draining after an outage, a client clock
  *    behind) still notifies the webhook receiver when it arrives, and the notification names its event time;
  *  - a record stamped hours ahead (a client clock running ahead) is stored at its receive time, so it shows in
- *    the current range, and the client is told in the partial-success message.
+ *    the current range, and the client is told in the partial-success message;
+ *  - a record whose event.timestamp names no offset, or is no time, is stored at its timeUnixNano whatever the
+ *    receiver's time zone, and the client is told.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OverviewResponse } from '../../../shared/src/api.ts';
+import type { HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
 import { WebhookSink, otlpHookBody } from '../support/alerting.ts';
 import { configFromYaml } from '../support/service.ts';
 import type { AlertmanagerWebhookBody } from '../../src/notify/alertmanager.ts';
@@ -73,5 +75,28 @@ describe('late and early data', () => {
     // Shown now, in the default range that ends now.
     const overview = (await (await fetch(`${service.httpUrl}/api/v1/overview`)).json()) as OverviewResponse;
     expect(overview.totals.executions).toBe(1);
+  });
+
+  it('a record whose event.timestamp names no offset, or is no time, is stored at its timeUnixNano in any receiver time zone', { timeout: 60_000 }, async () => {
+    // Date.parse reads a time without an offset in the process's zone: half an hour off in Kolkata.
+    const zone = process.env['TZ'];
+    process.env['TZ'] = 'Asia/Kolkata';
+    cleanups.push(() => {
+      if (zone === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = zone;
+    });
+    const { service } = await start();
+    const at = Math.floor((Date.now() - 30 * MIN) / 1000) * 1000;
+    const wall = new Date(at).toISOString().slice(0, 19);
+    const r = await send(service, otlpHookBody([
+      { hookName: 'Stop:wall-clock', timeMs: at, outputsPersisted: 0, additionalContextChars: 100, timestamp: wall },
+      // "1" is 2001 to Date.parse: past retention, it would be refused as too old.
+      { hookName: 'Stop:garbled', timeMs: at, outputsPersisted: 0, additionalContextChars: 100, timestamp: '1' },
+    ]));
+    expect(r.status).toBe(200);
+    expect(Number(r.json.partialSuccess?.rejectedLogRecords ?? 0)).toBe(0);
+    expect(r.json.partialSuccess?.errorMessage).toMatch(/^2 hook record\(s\) with an event\.timestamp that names no offset .* were stored at their timeUnixNano/);
+    const hooks = (await (await fetch(`${service.httpUrl}/api/v1/hooks?from=now-2h`)).json()) as HooksResponse;
+    expect(hooks.hooks.map((h) => [h.hookName, h.lastSeen]).sort()).toEqual([['Stop:garbled', new Date(at).toISOString()], ['Stop:wall-clock', new Date(at).toISOString()]]);
   });
 });

@@ -231,7 +231,7 @@ export function hookEvent(f: EventFacts): HookEvent {
 
 /** An OTLP/JSON logs body with hook_execution_complete records, values as stringValue like Claude Code 2.1.332. */
 /** OTLP/JSON hook_execution_complete records; outputsPersisted null leaves num_outputs_persisted out (a client older than 2.1.280). */
-export function otlpHookBody(records: { hookName: string; timeMs: number; outputsPersisted: number | null; additionalContextChars: number; sessionId?: string; sequence?: number }[]): string {
+export function otlpHookBody(records: { hookName: string; timeMs: number; outputsPersisted: number | null; additionalContextChars: number; sessionId?: string; sequence?: number; timestamp?: string }[]): string {
   const s = (v: string | number): { stringValue: string } => ({ stringValue: String(v) });
   return JSON.stringify({
     resourceLogs: [{
@@ -243,7 +243,7 @@ export function otlpHookBody(records: { hookName: string; timeMs: number; output
           body: s('claude_code.hook_execution_complete'),
           attributes: Object.entries({
             'event.name': 'hook_execution_complete',
-            'event.timestamp': new Date(r.timeMs).toISOString(),
+            'event.timestamp': r.timestamp ?? new Date(r.timeMs).toISOString(),
             'event.sequence': r.sequence ?? i,
             'session.id': r.sessionId ?? `s-${r.timeMs}-${i}`,
             hook_event: r.hookName.split(':')[0] ?? r.hookName,
