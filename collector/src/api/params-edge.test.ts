@@ -50,6 +50,26 @@ describe('time parameters out of range', () => {
     expect(parseTime('0050-03-01T00:00:00Z', NOW, 'from')).toBe(Date.parse('0050-03-01T00:00:00Z'));
   });
 
+  it.each([
+    ['/api/v1/hooks?from=now-24', 'from', /no unit|units ms, s, m, h, d, w/],
+    [`/api/v1/hooks/${id}/series?from=now-1h&to=now-2h`, 'from', /earlier than to/],
+    [`/api/v1/hooks/${id}/series?from=now-1h&step=1000000d`, 'step', /at most 400d/],
+    ['/api/v1/overview?from=1764489600000', 'from', /milliseconds\? divide by 1000/],
+  ])('%s is a 400 naming %s and what is wrong', async (path, parameter, message) => {
+    const res = await fetch(base + path, { signal: AbortSignal.timeout(10_000) });
+    const body = (await res.json()) as { error?: { code: string; parameter?: string; message?: string } };
+    expect(res.status).toBe(400);
+    expect(body.error).toMatchObject({ code: 'bad_parameter', parameter });
+    expect(body.error?.message).toMatch(message);
+  });
+
+  it('takes Unix seconds, as Prometheus does, and RFC 3339 times with any offset', async () => {
+    const res = await fetch(`${base}/api/v1/hooks?from=1796018400&to=2026-11-30T12:30:00%2B05:30`, { signal: AbortSignal.timeout(10_000) });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ from: '2026-11-30T06:00:00.000Z', to: '2026-11-30T07:00:00.000Z' });
+    expect(parseTime('1796018400.5', NOW, 'from')).toBe(Date.parse('2026-11-30T06:00:00.500Z'));
+  });
+
   it('parseTime refuses a relative time a Date cannot hold', () => {
     expect(() => parseTime('now+100000000d', NOW, 'to')).toThrow(ParamError);
     expect(parseTime('now-7d', NOW, 'from')).toBe(NOW - 7 * 86_400_000);

@@ -12,22 +12,32 @@ export class ParamError extends BadParameterError {
 /** Largest time a JavaScript Date holds (ECMA-262: 8.64e15 ms either side of the epoch). */
 const MAX_DATE_MS = 8.64e15;
 
-/** `now`, `now-24h`, `now-7d`, `now+5m`, or an RFC 3339 timestamp. */
+/** Largest Unix time in seconds taken (9999-12-31T23:59:59Z): a larger one is milliseconds, as Grafana writes them. */
+const MAX_UNIX_SECONDS = 253_402_300_799;
+
+/** `now`, `now-24h`, `now-7d`, `now+5m`, Unix seconds (`1764489600`, `1764489600.5`), or an RFC 3339 timestamp. */
 export function parseTime(value: string, now: number, parameter: string): number {
   const v = value.trim();
   const rel = /^now(?:([+-])(.+))?$/.exec(v);
   if (rel) {
     if (!rel[1]) return now;
-    const d = parseDuration(rel[2]);
-    if (d === undefined) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value)} is not a relative time such as now-24h`);
+    // A bare number has no unit: now-24 is not 24 milliseconds ago to whoever wrote it.
+    const d = /^\d+$/.test(rel[2] ?? '') ? undefined : parseDuration(rel[2]);
+    if (d === undefined) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not a relative time such as now-24h (units ms, s, m, h, d, w)`);
     const t = rel[1] === '-' ? now - d : now + d;
     // Past what a Date holds the response could not even print the time (RangeError, a 500).
     if (!(Math.abs(t) <= MAX_DATE_MS)) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is outside the range of dates`);
     return t;
   }
+  // Unix seconds, as Prometheus takes them.
+  if (/^\d{1,15}(\.\d{1,9})?$/.test(v)) {
+    const seconds = Number(v);
+    if (seconds > MAX_UNIX_SECONDS) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(v)} is past the year 9999 as Unix seconds (milliseconds? divide by 1000)`);
+    return Math.round(seconds * 1000);
+  }
   const t = parseRfc3339(v);
   if (t !== undefined) return t;
-  throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z) or a relative time (now-24h)`);
+  throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z), Unix seconds (1764489600) or a relative time (now-24h)`);
 }
 
 /** A range of whole minutes: from rounded down, to rounded up. */
@@ -67,6 +77,8 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
     throw new ParamError('step', 'step must be a whole number of minutes, at least 60 (seconds) or 1m');
   }
   if (span / ms > MAX_BUCKETS) throw new ParamError('step', `step too small: the range would need more than ${MAX_BUCKETS} buckets`);
+  // Buckets are aligned to multiples of the step since 1970: a longer one would start decades before the range.
+  if (ms > MAX_RANGE_MS) throw new ParamError('step', `step must be at most ${MAX_RANGE_MS / 86_400_000}d (${MAX_RANGE_MS / 1000} seconds), the longest range`);
   return ms / 1000;
 }
 
