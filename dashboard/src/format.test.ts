@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ago, bucketAxisTitle, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
+  ago, bucketAxisTitle, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
   statusTitle, timeOfDaySeconds, timeZone, timeZoneLabel,
 } from './format.ts';
 
@@ -143,6 +143,22 @@ describe('format', () => {
     expect(timeZoneLabel(Date.parse('2026-11-30T12:00:00Z'))).toBe('Australia/Adelaide (UTC+10:30)');
     // The custom range's days roll over at the browser's midnight, not UTC's.
     expect(parseInputDateTime('01/12/2026')).toBe(Date.parse('2026-11-30T13:30:00Z'));
+  });
+
+  it('names both offsets of a range over a change of daylight saving time, and refuses a time the clocks skip', () => {
+    browserIn('Europe/Berlin');
+    // The clocks go back on 25/10/2026 at 03:00 CEST.
+    expect(timeZoneLabel(Date.parse('2026-10-24T10:00:00Z'), 'local', Date.parse('2026-10-26T11:00:00Z'))).toBe('Europe/Berlin (UTC+02:00 to UTC+01:00)');
+    expect(timeZoneLabel(Date.parse('2026-10-26T10:00:00Z'), 'local', Date.parse('2026-10-27T11:00:00Z'))).toBe('Europe/Berlin (UTC+01:00)');
+    expect(timeZoneLabel(Date.parse('2026-10-24T10:00:00Z'), 'UTC', Date.parse('2026-10-26T11:00:00Z'))).toBe('UTC');
+    // They go forward on 29/03/2026 from 02:00 to 03:00: 02:30 is no time in Berlin.
+    expect(parseInputDateTime('29/03/2026 02:30')).toBeNull();
+    expect(inputDateTimeProblem('29/03/2026 02:30')).toBe('29/03/2026 02:30 does not exist in Europe/Berlin: the clocks skip it when daylight saving time starts.');
+    expect(parseInputDateTime('29/03/2026 03:00')).toBe(Date.parse('2026-03-29T01:00:00Z'));
+    // 02:30 on 25/10 happens twice: the first one, in summer time.
+    expect(parseInputDateTime('25/10/2026 02:30')).toBe(Date.parse('2026-10-25T00:30:00Z'));
+    setTimeZone('UTC');
+    expect(parseInputDateTime('29/03/2026 02:30')).toBe(Date.parse('2026-03-29T02:30:00Z'));
   });
 
   it('labels the browser\'s zone for the picker while UTC is chosen', () => {

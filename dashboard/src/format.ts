@@ -37,14 +37,26 @@ export function timeZone(): TimeZoneChoice {
   return zone;
 }
 
-/** The zone as shown beside the range: "UTC", or the browser's zone with its offset now (the chosen zone unless named). */
-export function timeZoneLabel(nowMs = Date.now(), of: TimeZoneChoice = zone): string {
-  if (of === 'UTC') return 'UTC';
-  const name = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  const off = -new Date(nowMs).getTimezoneOffset();
+/** The browser's offset from UTC at a time: "UTC+05:30". */
+function utcOffset(ms: number): string {
+  const off = -new Date(ms).getTimezoneOffset();
   const sign = off < 0 ? '-' : '+';
   const a = Math.abs(off);
-  const offset = `UTC${sign}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
+  return `UTC${sign}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
+}
+
+/**
+ * The zone as shown beside the range: "UTC", or the browser's zone with its offset now (the chosen zone unless
+ * named). Given `untilMs` too, the offsets at both times: a range over a change of daylight saving time ends in
+ * another offset than it starts in ("Europe/Berlin (UTC+02:00 to UTC+01:00)"), and its end read in the offset of
+ * its start would be an hour off.
+ */
+export function timeZoneLabel(nowMs = Date.now(), of: TimeZoneChoice = zone, untilMs = nowMs): string {
+  if (of === 'UTC') return 'UTC';
+  const name = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const from = utcOffset(nowMs);
+  const to = utcOffset(untilMs);
+  const offset = from === to ? from : `${from} to ${to}`;
   return name && name !== 'UTC' ? `${name} (${offset})` : offset;
 }
 
@@ -191,18 +203,36 @@ export function inputDateTime(ms: number): string {
   return `${pad(d.getDate())}/${pad(d.getMonth() + 1)}/${d.getFullYear()} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
-/** Parses "DD/MM/YYYY HH:MM" (or "DD/MM/YYYY") in the chosen zone; null when it is not a real date. */
-export function parseInputDateTime(text: string): number | null {
+/** "DD/MM/YYYY HH:MM" read in the chosen zone: the time, or why it is none. */
+function readInputDateTime(text: string): number | 'malformed' | 'skipped' {
   const m = /^\s*(\d{1,2})\/(\d{1,2})\/(\d{4})(?:[ T,]+(\d{1,2}):(\d{2}))?\s*$/.exec(text);
-  if (!m) return null;
+  if (!m) return 'malformed';
   const [dd, mm, yyyy, hh = 0, mi = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x))) as number[];
-  if (mm === undefined || dd === undefined || yyyy === undefined) return null;
-  if (mm < 1 || mm > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59) return null;
+  if (mm === undefined || dd === undefined || yyyy === undefined) return 'malformed';
+  if (mm < 1 || mm > 12 || dd < 1 || dd > 31 || hh > 23 || mi > 59) return 'malformed';
   const ms = zone === 'UTC' ? Date.UTC(yyyy, mm - 1, dd, hh, mi) : new Date(yyyy, mm - 1, dd, hh, mi).getTime();
   const back = new Date(ms);
   // 31/02 rolls over to March in Date: refuse it instead of silently moving the range.
   const dayBack = zone === 'UTC' ? back.getUTCDate() : back.getDate();
-  return dayBack === dd ? ms : null;
+  if (dayBack !== dd) return 'malformed';
+  // A time the clocks skip when daylight saving time starts (02:30 in Berlin on 29/03/2026) is moved an hour on by
+  // Date: refused too.
+  if (zone !== 'UTC' && (back.getHours() !== hh || back.getMinutes() !== mi)) return 'skipped';
+  return ms;
+}
+
+/** Parses "DD/MM/YYYY HH:MM" (or "DD/MM/YYYY") in the chosen zone; null when it is not a real date and time there. */
+export function parseInputDateTime(text: string): number | null {
+  const t = readInputDateTime(text);
+  return typeof t === 'number' ? t : null;
+}
+
+/** What is wrong with a custom-range field parseInputDateTime refuses, for the person who typed it. */
+export function inputDateTimeProblem(text: string): string | null {
+  const t = readInputDateTime(text);
+  if (t === 'malformed') return 'Write dates as DD/MM/YYYY HH:MM.';
+  if (t === 'skipped') return `${text.trim()} does not exist in ${Intl.DateTimeFormat().resolvedOptions().timeZone}: the clocks skip it when daylight saving time starts.`;
+  return null;
 }
 
 const STATUS_TEXT: Record<DeliveryStatus, string> = { over: 'over', near: 'near', ok: 'ok', unknown: 'unknown' };

@@ -3,7 +3,7 @@
  * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
-import { ago, dateTime, parseInputDateTime, type TimeZoneChoice } from './format.ts';
+import { ago, dateTime, inputDateTimeProblem, parseInputDateTime, type TimeZoneChoice } from './format.ts';
 import { buildUrl, filterList, keptParams, refreshMs, routePath, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
@@ -131,9 +131,10 @@ export function removeFilter(filters: Record<string, string>, dimension: string)
 
 /** A custom range from the header's two DD/MM/YYYY HH:MM fields (in the chosen zone), or what is wrong with them. */
 export function customRangeFrom(fromText: string, toText: string): { range: Range } | { error: string } {
-  const from = parseInputDateTime(fromText);
-  const to = parseInputDateTime(toText);
-  if (from === null || to === null) return { error: 'Write dates as DD/MM/YYYY HH:MM.' };
+  const problem = inputDateTimeProblem(fromText) ?? inputDateTimeProblem(toText);
+  if (problem !== null) return { error: problem };
+  const from = parseInputDateTime(fromText) as number;
+  const to = parseInputDateTime(toText) as number;
   if (from >= to) return { error: 'The start must be before the end.' };
   return { range: { kind: 'custom', from: new Date(from).toISOString(), to: new Date(to).toISOString() } };
 }

@@ -3,7 +3,7 @@
  * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
  */
 import type { Query } from './api.ts';
-import { dateTime, timeZoneLabel } from './format.ts';
+import { dateTime, timeZone, timeZoneLabel } from './format.ts';
 
 export const RANGE_PRESETS = ['1h', '24h', '7d', '30d'] as const;
 export type RangePreset = (typeof RANGE_PRESETS)[number];
@@ -78,7 +78,7 @@ export function apiQuery(state: ViewState): Query {
  * that zone: a link shared across zones shows each reader other clock times for the same range.
  */
 export function rangeLabel(range: Range): string {
-  if (range.kind === 'custom') return `${dateTime(range.from)} to ${dateTime(range.to)} ${timeZoneLabel(Date.parse(range.from))}`;
+  if (range.kind === 'custom') return `${dateTime(range.from)} to ${dateTime(range.to)} ${timeZoneLabel(Date.parse(range.from), timeZone(), Date.parse(range.to))}`;
   return { '1h': 'last hour', '24h': 'last 24 hours', '7d': 'last 7 days', '30d': 'last 30 days' }[range.preset];
 }
 

@@ -47,11 +47,26 @@ describe('range, time zone and refresh', () => {
       expect(new URL(p.url()).searchParams.get('from')).toBe('2026-11-29T07:00:00.000Z');
       expect(new URL(p.url()).searchParams.get('to')).toBe('2026-11-30T12:30:00.000Z');
       await waitLoaded(p);
+      // Berlin's clocks skip from 02:00 to 03:00 on 29/03/2026: 02:30 is no time there, not 03:30 in silence.
+      await p.click('details.custom > summary');
+      await p.fill('#range-from', '29/03/2026 02:30');
+      await p.fill('#range-to', '29/03/2026 12:00');
+      await apply.click();
+      expect(await p.textContent('.custom-range .form-error')).toBe('29/03/2026 02:30 does not exist in Europe/Berlin: the clocks skip it when daylight saving time starts.');
+      expect(new URL(p.url()).searchParams.get('from')).toBe('2026-11-29T07:00:00.000Z');
+      // Over the night they go back (25/10/2026), the range ends in another offset than it starts in, and says so.
+      await p.fill('#range-from', '24/10/2026 12:00');
+      await p.fill('#range-to', '26/10/2026 12:00');
+      await apply.click();
+      await p.waitForURL(/from=2026-10-24/);
+      expect([new URL(p.url()).searchParams.get('from'), new URL(p.url()).searchParams.get('to')]).toEqual(['2026-10-24T10:00:00.000Z', '2026-10-26T11:00:00.000Z']);
+      await waitLoaded(p);
+      expect(await p.textContent('.range-label')).toContain('24/10/2026, 12:00 to 26/10/2026, 12:00 Europe/Berlin (UTC+02:00 to UTC+01:00)');
       // UTC: every time on the page moves to UTC, and the inputs with it.
       await p.selectOption('#time-zone', 'UTC');
       await waitLoaded(p);
       await p.click('details.custom > summary');
-      expect(await p.inputValue('#range-from')).toBe('29/11/2026 07:00');
+      expect(await p.inputValue('#range-from')).toBe('24/10/2026 10:00');
       await p.fill('#range-from', '31/02/2026 07:00');
       await p.locator('.custom-range button.apply').click();
       expect(await p.textContent('.custom-range .form-error')).toBe('Write dates as DD/MM/YYYY HH:MM.');
