@@ -349,7 +349,7 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   };
   if (keys.legacyKey !== undefined) event.legacyKey = keys.legacyKey;
   assertStorable(event);
-  // Counted once the record is known to be stored: a rejected one is reported for its own problem.
+  // Counted once the record is known to be usable: a rejected one is reported for its own problem.
   if (timestamp.text !== '' && !(timestamp.zoned && timestamp.ms !== undefined)) counts.unzoned++;
   return event;
 }

@@ -88,7 +88,7 @@ export class HookIngest implements LogsConsumer {
     this.stats.clampedFuture += x.clamped;
     // Warnings about records that were kept: OTLP partial success with rejected 0 and a non-empty message.
     const notes: string[] = [];
-    if (x.unzoned > 0) notes.push(`${x.unzoned} hook record(s) with an event.timestamp that names no offset (Z, +01:00) or is no time after 1970 were stored at their timeUnixNano (else observedTimeUnixNano, else the receive time)`);
+    if (x.unzoned > 0) notes.push(`${x.unzoned} hook record(s) with an event.timestamp that names no offset (Z, +01:00) or is no time after 1970 were timed by their timeUnixNano (else observedTimeUnixNano, else the receive time)`);
     if (x.clamped > 0) notes.push(`${x.clamped} hook record(s) stamped more than ${Math.round((this.opts.maxFutureSkewMs ?? 0) / 1000)} s ahead of the receive time were stored at the receive time (check the client's clock)`);
     if (t.findings.length > 0) {
       const r = await this.storeWrite(() => this.opts.store.recordTranscriptFindings(t.findings));

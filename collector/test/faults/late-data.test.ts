@@ -95,7 +95,7 @@ describe('late and early data', () => {
     ]));
     expect(r.status).toBe(200);
     expect(Number(r.json.partialSuccess?.rejectedLogRecords ?? 0)).toBe(0);
-    expect(r.json.partialSuccess?.errorMessage).toMatch(/^2 hook record\(s\) with an event\.timestamp that names no offset .* were stored at their timeUnixNano/);
+    expect(r.json.partialSuccess?.errorMessage).toMatch(/^2 hook record\(s\) with an event\.timestamp that names no offset .* were timed by their timeUnixNano/);
     const hooks = (await (await fetch(`${service.httpUrl}/api/v1/hooks?from=now-2h`)).json()) as HooksResponse;
     expect(hooks.hooks.map((h) => [h.hookName, h.lastSeen]).sort()).toEqual([['Stop:garbled', new Date(at).toISOString()], ['Stop:wall-clock', new Date(at).toISOString()]]);
   });
