@@ -186,7 +186,7 @@ export class Forwarder {
     const now = this.now();
     if (now - this.lastPartialLogMs < PARTIAL_LOG_INTERVAL_MS) return;
     this.lastPartialLogMs = now;
-    this.opts.logger.warn('forwarding: the destination rejected some records of accepted requests (partial success)', { destination: this.opts.exporter.description, signal, requests, rejected: partial.rejected, reason: partial.message.slice(0, 500) });
+    this.opts.logger.warn('forwarding: the destination rejected some records of accepted requests (partial success)', { destination: this.opts.exporter.description, signal, requests, rejected: partial.rejected, message: partial.message.slice(0, 500) });
   }
 
   /**
