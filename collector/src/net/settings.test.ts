@@ -96,6 +96,48 @@ describe('client TLS settings without their endpoint', () => {
   }
 });
 
+describe('client TLS server names', () => {
+  /** The start with `name` as the server name of each client: forward, alert events, a receiver. */
+  const starts = (name: string): string[] => [
+    refused({ HOOKWATCH_FORWARD_ENDPOINT: 'https://10.0.0.5:4318', HOOKWATCH_FORWARD_TLS_SERVER_NAME: name }),
+    refused({ HOOKWATCH_ALERT_OTLP_ENDPOINT: 'https://10.0.0.5:4318', HOOKWATCH_ALERT_OTLP_TLS_SERVER_NAME: name }),
+    (() => {
+      try {
+        toConfig(loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml' }, readFile: () => `alerting:\n  receivers:\n    - { name: am, type: alertmanager, url: 'https://10.0.0.5:9093', tls: { serverName: ${JSON.stringify(name)} } }\n` }));
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      return 'accepted';
+    })(),
+  ];
+
+  it('takes the names Node sends as SNI, underscores of internal DNS names included', () => {
+    for (const name of ['otlp_collector.corp.example', 'OTLP-1.internal', '_collector._tcp.example', 'localhost', 'otlp.example.com.']) {
+      expect(starts(name), name).toEqual(['accepted', 'accepted', 'accepted']);
+    }
+  });
+
+  it('refuses an IP address, which SNI cannot carry, and what is no host name, naming the setting', () => {
+    for (const name of ['10.0.0.5', '::1', '[::1]']) {
+      expect(starts(name), name).toEqual([
+        expect.stringMatching(/^invalid value for forward\.tls\.serverName: an IP address/),
+        expect.stringMatching(/^invalid value for alerting\.otlp\.tls\.serverName: an IP address/),
+        expect.stringMatching(/invalid value for alerting\.receivers\[0\]\.tls\.serverName: an IP address/),
+      ]);
+    }
+    for (const name of ['otlp collector', 'otlp..example', '.example', 'ötlp.example', 'otlp/example', `${'a'.repeat(64)}.example`]) {
+      expect(starts(name), name).toEqual([
+        'invalid value for forward.tls.serverName: expected a host name such as otlp.example.com',
+        'invalid value for alerting.otlp.tls.serverName: expected a host name such as otlp.example.com',
+        expect.stringContaining('invalid value for alerting.receivers[0].tls.serverName: expected a host name such as otlp.example.com'),
+      ]);
+    }
+    // An empty name in a receiver's file is refused; an empty environment variable leaves the setting unset.
+    expect(starts('')[2]).toContain('alerting.receivers[0].tls.serverName: expected a host name');
+  });
+});
+
 describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
   const pki = useTestPki('hookwatch-tls-settings-');
 

@@ -7,6 +7,7 @@
  * certificate and key, the server name, insecureSkipVerify. A leaf: the stages' settings modules list these
  * rows; net/tls.ts reads the files.
  */
+import { isIP } from 'node:net';
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { shortSecretProblem } from '../config/values.ts';
 
@@ -187,7 +188,22 @@ export function plainUrlProblem(config: ClientTlsConfig | null | undefined, url:
 export function clientTlsProblem(config: ClientTlsConfig): string | undefined {
   const { section } = config;
   if ((config.certFile === '') !== (config.keyFile === '')) return `${section}.certFile and ${section}.keyFile go together: set both to present a client certificate, or neither`;
-  if (config.serverName !== '' && !/^[A-Za-z0-9.-]+$/.test(config.serverName)) return `invalid value for ${section}.serverName: expected a host name such as otlp.example.com`;
+  const name = config.serverName === '' ? undefined : serverNameProblem(config.serverName);
+  if (name) return `invalid value for ${section}.serverName: ${name}`;
+  return undefined;
+}
+
+/** A server name's dot-separated labels: letters, digits, dashes and underscores, 63 at most each. */
+const SERVER_NAME = /^[A-Za-z0-9_-]{1,63}(?:\.[A-Za-z0-9_-]{1,63})*\.?$/;
+
+/**
+ * Why `name` cannot be the name a certificate is checked against and sent as SNI, or undefined. Names of internal
+ * DNS with underscores are taken, as Node's TLS takes them. An IP address is not: SNI carries host names only
+ * (RFC 6066), and with the address in the URL the certificate is checked against it already.
+ */
+function serverNameProblem(name: string): string | undefined {
+  if (isIP(name.replace(/^\[(.*)\]$/, '$1'))) return 'an IP address, which TLS does not send as a server name (SNI, RFC 6066): leave it unset and write the address in the URL, the certificate is then checked against it';
+  if (name.length > 253 || !SERVER_NAME.test(name)) return 'expected a host name such as otlp.example.com';
   return undefined;
 }
 
