@@ -11,58 +11,15 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../src/store/sqlite/index.ts';
-import { fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from './helpers.ts';
+import { postOtlp, startTestService, tempDir, type TestService } from './helpers.ts';
 import { WebhookSink } from './support/alerting.ts';
+import { capturesNow, evaluations, silenceBash, upgradeConfigYaml, views } from './support/upgrade.ts';
 
 /** The schema each release left: its last migration, and what the later ones add, taken back. */
 const RELEASES = [
   { name: 'the previous release', schema: 14, undo: '' },
   { name: 'the release before it', schema: 13, undo: 'DROP INDEX events_late_arrival;' },
 ];
-
-/** The JSON captures (run1, run5) with their times moved to `nowMs`, as if Claude Code had just sent them. */
-function capturesNow(nowMs: number): { path: string; body: string }[] {
-  return ['run1-httpjson', 'run5-mockapi-tools-httpjson'].flatMap((run) => {
-    const requests = fixtureRequests(run);
-    const first = BigInt(/"timeUnixNano":"(\d+)"/.exec(requests[0]!.body.toString())![1]!);
-    const shift = BigInt(nowMs) * 1_000_000n - first;
-    return requests.map((r) => ({
-      path: r.path,
-      body: r.body.toString()
-        .replace(/"(timeUnixNano|observedTimeUnixNano|startTimeUnixNano)":"(\d+)"/g, (_, k: string, v: string) => `"${k}":"${BigInt(v) + shift}"`)
-        .replace(/"event\.timestamp","value":\{"stringValue":"([^"]+)"/g, (_, v: string) => `"event.timestamp","value":{"stringValue":"${new Date(Date.parse(v) + Number(shift / 1_000_000n)).toISOString()}"`),
-    }));
-  });
-}
-
-/** Every view over a fixed range, as the dashboard and scripts read them. */
-async function views(base: string, range: string): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  const read = async (name: string, path: string): Promise<unknown> => {
-    const { status, body } = await getJson(base, path);
-    expect(status, path).toBe(200);
-    out[name] = body;
-    return body;
-  };
-  const { hooks } = (await read('hooks', `/api/v1/hooks?${range}`)) as { hooks: { id: string; hookName: string }[] };
-  for (const h of hooks) {
-    await read(`series ${h.hookName}`, `/api/v1/hooks/${h.id}/series?${range}&step=1h`);
-    for (const d of ['service.version', 'session.id', 'terminal.type']) await read(`breakdown ${h.hookName} ${d}`, `/api/v1/hooks/${h.id}/breakdown?dimension=${d}&${range}`);
-  }
-  await read('filtered', `/api/v1/hooks?${range}&service.version=2.1.332&terminal.type=xterm`);
-  const overview = (await read('overview', `/api/v1/overview?${range}`)) as { otlpHttpPort?: unknown };
-  delete overview.otlpHttpPort;
-  await read('fleet', `/api/v1/fleet/series?${range}&step=1h`);
-  await read('silences', '/api/v1/silences');
-  const { alerts } = (await getJson<{ alerts: Record<string, unknown>[] }>(base, '/api/v1/alerts')).body;
-  out['alerts'] = alerts.map((a) => ({ id: a['id'], state: a['state'], labels: a['labels'], startsAt: a['startsAt'], lastNotifiedAt: a['lastNotifiedAt'], silencedBy: a['silencedBy'] }));
-  return out;
-}
-
-async function evaluations(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  return Number(/^hookwatch_alert_evaluations_total (\d+)/m.exec(text)?.[1] ?? NaN);
-}
 
 let service: TestService | undefined;
 /** Each case's webhook sink and folder. */
@@ -87,13 +44,7 @@ describe('upgrade on SQLite', () => {
     opened = { sink, tmp };
     await sink.start();
     const config = join(tmp.dir, 'hookwatch.yaml');
-    writeFileSync(config, `alerting:
-  evaluationInterval: 100ms
-  rules:
-    - { kind: persisted, window: 1h }
-  receivers:
-    - { name: oncall, type: webhook, url: ${sink.url}/hooks, signingSecret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw }
-`);
+    writeFileSync(config, upgradeConfigYaml(sink.url));
     const env = { HOOKWATCH_CONFIG: config };
     const now = Date.now();
     const range = `from=${new Date(now - 3_600_000).toISOString()}&to=${new Date(now + 3_600_000).toISOString()}`;
@@ -101,11 +52,7 @@ describe('upgrade on SQLite', () => {
     const before = await startTestService(env, { dir: tmp.dir });
     for (const r of capturesNow(now)) expect((await postOtlp(before.otlpHttpUrl, r.path, r.body, { 'content-type': 'application/json' })).status).toBe(200);
     // SessionStart:startup and PostToolUse:Bash persisted an output each: two alerts, the second one silenced.
-    const silence = await fetch(`${before.httpUrl}/api/v1/silences`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:Bash' }], endsAt: new Date(now + 86_400_000).toISOString(), createdBy: 'ops', comment: 'known' }),
-    });
-    expect(silence.status).toBe(201);
+    expect(await silenceBash(before.httpUrl, now)).toBe(201);
     await sink.waitFor(1);
     const seen = await views(before.httpUrl, range);
     expect((seen['alerts'] as unknown[]).length).toBeGreaterThan(0);

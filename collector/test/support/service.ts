@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter } from '@opentelemetry/sdk-logs';
 import { SETTINGS, loadConfig, toConfig, type HookwatchConfig } from '../../src/config/index.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import type { Logger } from '../../src/telemetry/logger.ts';
@@ -68,6 +68,9 @@ export async function startServiceUnderTest(env: Record<string, string> = {}, lo
   };
 }
 
+/** How one export ended, as the exporter tells its processor (ExportResultCode SUCCESS 0, FAILED 1). */
+export type ExportResult = Parameters<Parameters<LogRecordExporter['export']>[1]>[0];
+
 /** One hook_execution_complete as the test wants it. */
 export interface SyntheticExecution {
   hookEvent: string;
@@ -82,9 +85,22 @@ export interface SyntheticExecution {
 
 let sessionCounter = 0;
 
-/** Sends executions through OTLPLogExporter (http/protobuf) in batches and resolves once the exporter got its answers. */
-export async function emitExecutions(otlpHttpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}): Promise<void> {
-  const exporter = new OTLPLogExporter({ url: `${otlpHttpUrl}/v1/logs`, headers, timeoutMillis: 10_000 });
+/**
+ * Sends executions through OTLPLogExporter (http/protobuf) in batches and resolves once the exporter got its
+ * answers, with the outcome of each export (after the exporter's own retries). They happened a second before
+ * `atMs` (default: now), a millisecond apart.
+ */
+export async function emitExecutions(otlpHttpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, atMs = Date.now()): Promise<ExportResult[]> {
+  const otlp = new OTLPLogExporter({ url: `${otlpHttpUrl}/v1/logs`, headers, timeoutMillis: 10_000 });
+  const results: ExportResult[] = [];
+  const exporter: LogRecordExporter = {
+    export: (records, done) => otlp.export(records, (result) => {
+      results.push(result);
+      done(result);
+    }),
+    forceFlush: () => otlp.forceFlush(),
+    shutdown: () => otlp.shutdown(),
+  };
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
     // One batch per call, as Claude Code's exporter sends them (every 5 s, up to 512 records).
@@ -92,7 +108,7 @@ export async function emitExecutions(otlpHttpUrl: string, executions: readonly S
   });
   const logger = provider.getLogger('com.anthropic.claude_code.events', '2.1.332');
   const session = `telemetry-test-${process.pid}-${++sessionCounter}`;
-  const now = Date.now();
+  const now = atMs;
   executions.forEach((x, i) => {
     const attributes: Record<string, string> = {
       'event.name': 'hook_execution_complete',
@@ -119,4 +135,5 @@ export async function emitExecutions(otlpHttpUrl: string, executions: readonly S
   });
   await provider.forceFlush();
   await provider.shutdown();
+  return results;
 }
