@@ -3,7 +3,8 @@
  * captures, fire alerts to a webhook and keep a silence; the schema is the one a release left. Then a rolling
  * restart: replica A is restarted first while B goes on serving and ingesting, then B. From the previous release
  * (PostgreSQL migration 18) there is nothing to migrate; from the release before it (migration 17: the
- * late-arrival index of migration 18 did not exist) the first replica restarted builds it while the other ingests.
+ * late-arrival index of migration 18 did not exist) the first replica restarted builds it while the other ingests,
+ * held up by a long read and never holding up ingest.
  * Either way no OTLP request gets an error it may not retry, every event sent is stored, every view answers as
  * before, the alerts and the silence are carried over, and the lease passes from A to B to A without anything
  * already delivered being notified again.
@@ -142,7 +143,23 @@ describe('upgrade on PostgreSQL, replica by replica', () => {
     await leave(a);
     await leads(b);
     expect(await views(b.httpUrl, range)).toEqual(seen);
-    const a2 = await replica();
+    // A long read (a dashboard's, a dump) holds a snapshot: A's index build waits for it, and B ingests meanwhile.
+    const reader = new pg.Client({ connectionString: url });
+    await reader.connect();
+    fx.defer(() => reader.end());
+    await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await reader.query('SELECT count(*) FROM events');
+    let a2Started = false;
+    const starting = replica().finally(() => {
+      a2Started = true;
+    });
+    if (release.schema < MIGRATIONS.length) {
+      await waitFor('the index build waiting for the read', async () => ((await db.query("SELECT 1 FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'")).rowCount ? true : undefined), 60_000);
+      await moreTraffic();
+      expect(a2Started).toBe(false);
+    }
+    await reader.query('COMMIT');
+    const a2 = await starting;
     serving.push(a2);
     expect(logEntries(a2.lines, 'postgres schema migrated')).toEqual(release.schema < MIGRATIONS.length ? [expect.objectContaining({ from: release.schema, to: MIGRATIONS.length })] : []);
     await evaluatesOn(b);
