@@ -11,13 +11,13 @@ import { OTLPLogExporter as JsonExporter } from '@opentelemetry/exporter-logs-ot
 import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
 import { ConfigError } from '../src/config/index.ts';
 import { recordingLogger } from './support/recording-logger.ts';
 import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
-import { startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
+import { RecordingExporter, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 type Kind = 'http/json' | 'http/protobuf' | 'grpc';
 const KINDS: readonly Kind[] = ['http/json', 'http/protobuf', 'grpc'];
@@ -29,29 +29,6 @@ interface ClientTls {
 }
 
 const OTEL_TLS_VARS = ['OTEL_EXPORTER_OTLP_CERTIFICATE', 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE', 'OTEL_EXPORTER_OTLP_CLIENT_KEY'] as const;
-
-/** Counts what the wrapped exporter reported: 0 for success, 1 for failure (ExportResultCode). */
-class RecordingExporter implements LogRecordExporter {
-  readonly codes: number[] = [];
-  readonly errors: string[] = [];
-  private readonly inner: LogRecordExporter;
-  constructor(inner: LogRecordExporter) {
-    this.inner = inner;
-  }
-  export(logs: ReadableLogRecord[], done: Parameters<LogRecordExporter['export']>[1]): void {
-    this.inner.export(logs, (result) => {
-      this.codes.push(result.code);
-      if (result.error) this.errors.push(result.error.message);
-      done(result);
-    });
-  }
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
-  }
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush?.() ?? Promise.resolve();
-  }
-}
 
 /**
  * Sends one hook_execution_complete named `hookName` with the real exporter of `kind` to `base` (the receiver's

@@ -6,9 +6,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter } from '@opentelemetry/sdk-logs';
+import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import { SETTINGS, loadConfig, toConfig, type HookwatchConfig } from '../../src/config/index.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import type { Logger } from '../../src/telemetry/logger.ts';
@@ -68,9 +69,6 @@ export async function startServiceUnderTest(env: Record<string, string> = {}, lo
   };
 }
 
-/** How one export ended, as the exporter tells its processor (ExportResultCode SUCCESS 0, FAILED 1). */
-export type ExportResult = Parameters<Parameters<LogRecordExporter['export']>[1]>[0];
-
 /** One hook_execution_complete as the test wants it. */
 export interface SyntheticExecution {
   hookEvent: string;
@@ -85,22 +83,38 @@ export interface SyntheticExecution {
 
 let sessionCounter = 0;
 
-/**
- * Sends executions through OTLPLogExporter (http/protobuf) in batches and resolves once the exporter got its
- * answers, with the outcome of each export (after the exporter's own retries). They happened a second before
- * `atMs` (default: now), a millisecond apart.
- */
-export async function emitExecutions(otlpHttpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, atMs = Date.now()): Promise<ExportResult[]> {
-  const otlp = new OTLPLogExporter({ url: `${otlpHttpUrl}/v1/logs`, headers, timeoutMillis: 10_000 });
-  const results: ExportResult[] = [];
-  const exporter: LogRecordExporter = {
-    export: (records, done) => otlp.export(records, (result) => {
-      results.push(result);
+/** Counts what the wrapped exporter reported: 0 for success, 1 for failure (ExportResultCode). */
+export class RecordingExporter implements LogRecordExporter {
+  readonly codes: number[] = [];
+  readonly errors: string[] = [];
+  private readonly inner: LogRecordExporter;
+  constructor(inner: LogRecordExporter) {
+    this.inner = inner;
+  }
+  export(logs: ReadableLogRecord[], done: Parameters<LogRecordExporter['export']>[1]): void {
+    this.inner.export(logs, (result) => {
+      this.codes.push(result.code);
+      if (result.error) this.errors.push(result.error.message);
       done(result);
-    }),
-    forceFlush: () => otlp.forceFlush(),
-    shutdown: () => otlp.shutdown(),
-  };
+    });
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+}
+
+/**
+ * Sends executions through the OpenTelemetry exporter of `protocol` (http/protobuf to `${otlpUrl}/v1/logs`, or gRPC
+ * to `otlpUrl`, `headers` over HTTP only) in batches and resolves once the exporter got its answers: what it reported of each export, after
+ * its own retries. They happened a second before `atMs` (default: now), a millisecond apart.
+ */
+export async function emitExecutions(otlpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, opts: { atMs?: number; protocol?: 'http/protobuf' | 'grpc' } = {}): Promise<RecordingExporter> {
+  const exporter = new RecordingExporter(opts.protocol === 'grpc'
+    ? new GrpcLogExporter({ url: otlpUrl, timeoutMillis: 10_000 })
+    : new OTLPLogExporter({ url: `${otlpUrl}/v1/logs`, headers, timeoutMillis: 10_000 }));
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
     // One batch per call, as Claude Code's exporter sends them (every 5 s, up to 512 records).
@@ -108,7 +122,7 @@ export async function emitExecutions(otlpHttpUrl: string, executions: readonly S
   });
   const logger = provider.getLogger('com.anthropic.claude_code.events', '2.1.332');
   const session = `telemetry-test-${process.pid}-${++sessionCounter}`;
-  const now = atMs;
+  const now = opts.atMs ?? Date.now();
   executions.forEach((x, i) => {
     const attributes: Record<string, string> = {
       'event.name': 'hook_execution_complete',
@@ -135,5 +149,5 @@ export async function emitExecutions(otlpHttpUrl: string, executions: readonly S
   });
   await provider.forceFlush();
   await provider.shutdown();
-  return results;
+  return exporter;
 }

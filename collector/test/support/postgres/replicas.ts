@@ -18,6 +18,8 @@ export interface Replica {
   child: ChildProcess;
   pid: number;
   otlpHttpUrl: string;
+  /** http://host:port of the OTLP/gRPC listener. */
+  otlpGrpcUrl: string;
   httpUrl: string;
   /** Every stderr line so far (JSON log lines). */
   lines: string[];
@@ -67,7 +69,7 @@ export async function startReplica(opts: ReplicaOptions): Promise<Replica> {
     await exited;
     clearTimeout(timer);
   };
-  return { child, pid: child.pid ?? -1, otlpHttpUrl: urls.otlpHttp, httpUrl: urls.http, lines, exited, stop };
+  return { child, pid: child.pid ?? -1, otlpHttpUrl: urls.otlpHttp, otlpGrpcUrl: urls.otlpGrpc, httpUrl: urls.http, lines, exited, stop };
 }
 
 /** What the proxy did to one request body (keyed by its SHA-1: a retry sends the same bytes). */
