@@ -9,7 +9,7 @@
  * before, the alerts and the silence are carried over, and the lease passes from A to B to A without anything
  * already delivered being notified again.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ import { MIGRATIONS } from '../src/store/postgres/index.ts';
 import { postOtlp } from './helpers.ts';
 import { WebhookSink } from './support/alerting.ts';
 import { useReplicaFixture } from './support/postgres/fixture.ts';
-import { leaseHolderPid, logEntries, startReplica, waitFor, type Replica } from './support/postgres/replicas.ts';
+import { leading, logEntries, waitFor, type Replica } from './support/postgres/replicas.ts';
 import { emitExecutions } from './support/service.ts';
 import { capturesNow, evaluations, silenceBash, upgradeConfigYaml, views } from './support/upgrade.ts';
 
@@ -94,12 +94,8 @@ describe('upgrade on PostgreSQL, replica by replica', () => {
     const db = new pg.Client({ connectionString: url });
     await db.connect();
     fx.defer(() => db.end());
-    const replica = async (): Promise<Replica> => {
-      const r = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env: { HOOKWATCH_CONFIG: config, HOOKWATCH_POSTGRES_LEASE_TTL: '2s' }, startTimeoutMs: 90_000 });
-      fx.adopt([r]);
-      return r;
-    };
-    const leads = (r: Replica): Promise<true> => waitFor(`replica ${r.pid} leading`, async () => ((await leaseHolderPid(db)) === r.pid ? true : undefined), 20_000);
+    const replica = (): Promise<Replica> => fx.replica(url, { HOOKWATCH_CONFIG: config, HOOKWATCH_POSTGRES_LEASE_TTL: '2s' });
+    const leads = (r: Replica): Promise<true> => leading(db, r);
     /** Waits for `r`'s evaluations to go on past three more than now: the ones that could notify again have run. */
     const evaluatesOn = async (r: Replica): Promise<void> => {
       const started = await evaluations(r.httpUrl);

@@ -6,13 +6,11 @@
  * lease was not handed back; the request waiting on the database is not acknowledged; nothing acknowledged is
  * lost; the database password is in no log line. Once the database answers again another replica leads.
  */
-import { mkdtempSync } from 'node:fs';
-import { join } from 'node:path';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { PostgresStore } from './index.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, logEntries, persistedOutputBody, postLogs, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { leading, logEntries, persistedOutputBody, postLogs, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 // Renewed every 3 s: still held in the database when the stop tries to hand it back (a renewal period, the time
 // before the signal, and a step or two later).
@@ -26,12 +24,11 @@ const fx = useReplicaFixture();
 async function leaderOnNewDatabase(): Promise<{ url: string; env: Record<string, string>; leader: Replica; db: pg.Client }> {
   const url = await fx.server().createDatabase();
   const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` };
-  const leader = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
-  fx.adopt([leader]);
+  const leader = await fx.replica(url, env, 60_000);
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   fx.defer(() => db.end());
-  await waitFor('the replica to lead', async () => ((await leaseHolderPid(db)) === leader.pid ? true : undefined), 15_000);
+  await leading(db, leader, 15_000);
   return { url, env, leader, db };
 }
 
@@ -80,9 +77,8 @@ it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is 
   } finally {
     await store.close();
   }
-  const next = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, startTimeoutMs: 60_000 });
-  fx.adopt([next]);
-  await waitFor('another replica to lead', async () => ((await leaseHolderPid(db)) === next.pid ? true : undefined), TTL_MS + TTL_MS / 3 + 10_000);
+  const next = await fx.replica(url, env, 60_000);
+  await leading(db, next, TTL_MS + TTL_MS / 3 + 10_000);
 }, 180_000);
 
 it('SIGTERM while PostgreSQL answers: the lease is handed back and the heartbeat removed, and the exit is 0', async () => {

@@ -5,12 +5,12 @@
  * what the outbox held for a receiver it removed is dropped. A replica started on a file with a receiver the leader's
  * lacks (a rolling update) notifies it of the alerts firing once it leads, as a reload would.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, logEntries, persistedOutputBody, startCluster, startReplica, waitFor, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { leading, logEntries, persistedOutputBody, startCluster, waitFor, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
 
 const fx = useReplicaFixture();
 
@@ -74,7 +74,7 @@ it('the leader notifies with the rule it reloaded; a follower\'s reload sends no
   // The leader stops; the follower leads with its reloaded configuration: its new receiver gets the alerts
   // firing, once, ops (which had them) is not notified again, and what `gone` had pending is dropped.
   await leader.stop();
-  await waitFor('the follower leading', async () => ((await leaseHolderPid(c.db)) === follower.pid ? true : undefined), 20_000);
+  await leading(c.db, follower);
   await waitFor('the new receiver notified', async () => (oncall.deliveries.length >= 2 ? true : undefined), 20_000);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   expect(firing(oncall)).toEqual(['firing persisted_output', 'firing persisted_too']);
@@ -98,12 +98,8 @@ it('a replica started with a receiver the leader\'s file lacks notifies it of th
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   fx.defer(() => db.end());
-  const replica = async (file: string): Promise<Replica> => {
-    const r = await startReplica({ db: url, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env: { HOOKWATCH_CONFIG: file, HOOKWATCH_POSTGRES_LEASE_TTL: '2s' }, startTimeoutMs: 90_000 });
-    fx.adopt([r]);
-    return r;
-  };
-  const leads = (r: Replica): Promise<true> => waitFor(`replica ${r.pid} leading`, async () => ((await leaseHolderPid(db)) === r.pid ? true : undefined), 20_000);
+  const replica = (file: string): Promise<Replica> => fx.replica(url, { HOOKWATCH_CONFIG: file, HOOKWATCH_POSTGRES_LEASE_TTL: '2s' });
+  const leads = (r: Replica): Promise<true> => leading(db, r);
 
   const old = await replica(before);
   await leads(old);

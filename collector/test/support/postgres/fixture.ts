@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
-import { postLogs, startCluster, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
+import { postLogs, startCluster, startReplica, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
 
 export interface ReplicaFixture {
   /** The temp dir of this file (configs, replica working dirs). */
@@ -17,6 +17,8 @@ export interface ReplicaFixture {
   server(): TestServer;
   /** Replicas started by the test itself, stopped after the test. */
   adopt(replicas: Replica[]): void;
+  /** Starts a replica on `db` in a working dir of its own, stopped after the test. */
+  replica(db: string, env: Record<string, string>, startTimeoutMs?: number): Promise<Replica>;
   /** Something else to close after the test (after the replicas stop). */
   defer(close: () => Promise<void>): void;
   /** Posts an OTLP/HTTP logs body to a replica and expects it acknowledged (200). */
@@ -50,6 +52,11 @@ export function useReplicaFixture(): ReplicaFixture {
     dir: () => dir,
     server: () => server,
     adopt: (started) => void replicas.push(...started),
+    async replica(db, env, startTimeoutMs = 90_000) {
+      const r = await startReplica({ db, cwd: mkdtempSync(join(dir, 'replica-')), env, startTimeoutMs });
+      replicas.push(r);
+      return r;
+    },
     defer: (close) => void closers.push(close),
     async post(replica, body) {
       expect(await postLogs(replica, body)).toBe(200);

@@ -279,6 +279,11 @@ export async function leaseHolderPid(client: pg.Client): Promise<number | undefi
   return h ? Number(h.split(':').at(-2)) : undefined;
 }
 
+/** Waits until `r` holds the lease, read through `client`. */
+export function leading(client: pg.Client, r: Replica, timeoutMs = 20_000): Promise<true> {
+  return waitFor(`replica ${r.pid} leading`, async () => ((await leaseHolderPid(client)) === r.pid ? true : undefined), timeoutMs);
+}
+
 export interface TestCluster {
   replicas: Replica[];
   /** A connection to the replicas' database, for reading the lease and the outbox. */
