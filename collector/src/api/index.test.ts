@@ -165,6 +165,13 @@ describe('GET /api/v1/overview and breakdown', () => {
     const { body } = await getJson<BreakdownResponse>(service.httpUrl, `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`);
     expect(body.rows.map((r) => [r.value, r.executions, r.outputsPersisted])).toEqual([['alice', 2, 1], ['bob', 2, 1]]);
   });
+
+  it('a breakdown of a hook hookwatch does not know is 404, as its page and series are', async () => {
+    for (const path of ['', '/series', '/breakdown', '/breakdown?dimension=user.id']) {
+      const { status, body } = await getJson<{ error: { code: string; message: string } }>(service.httpUrl, `/api/v1/hooks/0123456789abcdef${path}`);
+      expect([status, body.error.code, body.error.message], path).toEqual([404, 'not_found', 'no hook with id 0123456789abcdef']);
+    }
+  });
 });
 
 describe('bad parameters get 400 naming the parameter', () => {

@@ -36,6 +36,11 @@ export interface ApiOptions {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** 404 for a well-formed hook id hookwatch keeps no hook under. */
+function hookNotFound(res: Response, id: string): void {
+  res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
+}
+
 const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
 
 /** Riskiest first: persisted outputs, then least headroom. */
@@ -107,7 +112,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const id = parseHookId(String(req.params['id']));
     const info = await store.hook(id);
     if (!info) {
-      res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
+      hookNotFound(res, id);
       return;
     }
     const q = req.query as Record<string, unknown>;
@@ -125,7 +130,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const filters = filtersOf(q, ['from', 'to', 'step']);
     const info = await store.hook(id);
     if (!info) {
-      res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
+      hookNotFound(res, id);
       return;
     }
     const stepMs = step * 1000;
@@ -146,6 +151,11 @@ export function createApiRouter(opts: ApiOptions): Router {
     if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${JSON.stringify(dimension.slice(0, 64))}; known: ${dims.join(', ')}`);
     const range = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to', 'dimension']);
+    // As the hook's page and series: a hook hookwatch does not know is 404, not an empty breakdown.
+    if (!(await store.hook(id))) {
+      hookNotFound(res, id);
+      return;
+    }
     const rows = await store.breakdown(id, dimension, { ...range, filters });
     const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map(breakdownRow) };
     res.json(body);
