@@ -158,6 +158,10 @@ export interface BreakdownResponse {
   from: string;
   to: string;
   rows: BreakdownRow[];
+  /** Rows in the range, over every page. */
+  total: number;
+  /** The `cursor` of the next page; null on the last. */
+  nextCursor: string | null;
 }
 
 export interface ApiError {

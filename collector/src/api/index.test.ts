@@ -164,6 +164,21 @@ describe('GET /api/v1/overview and breakdown', () => {
     const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
     const { body } = await getJson<BreakdownResponse>(service.httpUrl, `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`);
     expect(body.rows.map((r) => [r.value, r.executions, r.outputsPersisted])).toEqual([['alice', 2, 1], ['bob', 2, 1]]);
+    expect([body.total, body.nextCursor]).toEqual([2, null]);
+  });
+
+  it('pages a breakdown (one row per session or user can be many): limit, cursor, total and nextCursor', async () => {
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
+    const path = `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`;
+    const first = await getJson<BreakdownResponse>(service.httpUrl, `${path}&limit=1`);
+    expect(first.status).toBe(200);
+    expect([first.body.rows.map((r) => r.value), first.body.total, first.body.nextCursor]).toEqual([['alice'], 2, '1']);
+    const second = await getJson<BreakdownResponse>(service.httpUrl, `${path}&limit=1&cursor=${first.body.nextCursor}`);
+    expect([second.body.rows.map((r) => r.value), second.body.total, second.body.nextCursor]).toEqual([['bob'], 2, null]);
+    for (const [query, parameter] of [['limit=0', 'limit'], ['limit=5001', 'limit'], ['cursor=x', 'cursor'], ['limit=1&limit=2', 'limit']]) {
+      const bad = await getJson<{ error: { code: string; parameter: string } }>(service.httpUrl, `${path}&${query}`);
+      expect([bad.status, bad.body.error.code, bad.body.error.parameter], query).toEqual([400, 'bad_parameter', parameter]);
+    }
   });
 
   it('a breakdown of a hook hookwatch does not know is 404, as its page and series are', async () => {

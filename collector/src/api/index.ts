@@ -12,7 +12,7 @@ import { StoreUnavailableError, UnknownDimensionError, type Store } from '../sto
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadParameterError } from '../request-error.ts';
-import { ParamError, nameMatches, onlyParams, parseFilters, parseHookId, parseHookIds, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, nameMatches, onlyParams, parseFilters, parseHookId, parseHookIds, pageOf, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -97,14 +97,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status', 'name', 'limit', 'cursor']);
     // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first.
     const matching = status || name !== undefined ? hooks.filter((h) => (!status || h.status === status) && nameMatches(h.hookName, name)) : hooks;
-    const end = page.offset + page.limit;
-    const body: HooksResponse = {
-      from: iso(fromMs),
-      to: iso(toMs),
-      hooks: matching.slice(page.offset, end),
-      total: matching.length,
-      nextCursor: end < matching.length ? String(end) : null,
-    };
+    const { items, total, nextCursor } = pageOf(matching, page);
+    const body: HooksResponse = { from: iso(fromMs), to: iso(toMs), hooks: items, total, nextCursor };
     res.json(body);
   });
 
@@ -150,14 +144,18 @@ export function createApiRouter(opts: ApiOptions): Router {
     const dimension = single(q, 'dimension') ?? 'service.version';
     if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${JSON.stringify(dimension.slice(0, 64))}; known: ${dims.join(', ')}`);
     const range = parseRange(q, now());
-    const filters = filtersOf(q, ['from', 'to', 'dimension']);
+    const page = parsePage(q);
+    const filters = filtersOf(q, ['from', 'to', 'dimension', 'limit', 'cursor']);
     // As the hook's page and series: a hook hookwatch does not know is 404, not an empty breakdown.
     if (!(await store.hook(id))) {
       hookNotFound(res, id);
       return;
     }
-    const rows = await store.breakdown(id, dimension, { ...range, filters });
-    const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: rows.map(breakdownRow) };
+    // A breakdown by session or user grows with the fleet: one page of rows, most executions first, in an order
+    // that stays the same from one page to the next (ties by value).
+    const rows = (await store.breakdown(id, dimension, { ...range, filters })).sort((a, b) => b.executions - a.executions || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
+    const { items, total, nextCursor } = pageOf(rows, page);
+    const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: items.map(breakdownRow), total, nextCursor };
     res.json(body);
   });
 

@@ -82,7 +82,7 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
   return ms / 1000;
 }
 
-/** Hooks per page of /api/v1/hooks by default, and at most. */
+/** Hooks (or breakdown rows) per page of /api/v1/hooks (and a breakdown) by default, and at most. */
 export const DEFAULT_PAGE_SIZE = 1000;
 export const MAX_PAGE_SIZE = 5000;
 
@@ -109,6 +109,12 @@ export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, f
     offset = Number(cursor);
   }
   return { limit, offset };
+}
+
+/** One page of a ranked list, with the count over every page and the `cursor` of the next (null on the last). */
+export function pageOf<T>(items: readonly T[], page: { limit: number; offset: number }): { items: T[]; total: number; nextCursor: string | null } {
+  const end = page.offset + page.limit;
+  return { items: items.slice(page.offset, end), total: items.length, nextCursor: end < items.length ? String(end) : null };
 }
 
 /** Longest `name` a hook list is narrowed by, as for a filter's value. */

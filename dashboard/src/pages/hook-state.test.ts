@@ -5,7 +5,7 @@ import { bucketLabel, setTimeZone, statusTitle } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
-  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, persistedKnown,
+  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, persistedKnown,
   commandRows, dayTicks, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
@@ -236,10 +236,14 @@ describe('alerts and breakdowns', () => {
         { ...counters({ executions: 17, sizeUnknownExecutions: 17, maxChars: { additionalContext: null, stdout: null, systemMessage: null, initialUserMessage: null } }), value: '', status: 'unknown' },
         { ...counters({ executions: 16 }), value: 'alice', status: 'ok' },
       ],
+      total: 2, nextCursor: null,
     };
     const rows = breakdownRows(r);
     expect(rows[0]).toEqual({ value: '(not set)', status: 'unknown', counts: r.rows[0], cells: ['17', '12', '0', 'unknown', '17'] });
     expect(rows[1]?.cells).toEqual(['16', '12', '0', '4,200 chars', '0']);
+    expect(breakdownCut(r)).toBeNull();
+    // A breakdown by session or user past one page: the table says it shows the first rows only.
+    expect(breakdownCut({ ...r, total: 2500, nextCursor: '2' })).toBe('The 2 values with the most executions, of 2,500.');
   });
 });
 

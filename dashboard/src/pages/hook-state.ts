@@ -297,6 +297,12 @@ export function breakdownRows(r: BreakdownResponse): BreakdownRowView[] {
   }));
 }
 
+/** What a breakdown cut to its first page says about the rows left out; null when it shows every row. */
+export function breakdownCut(r: BreakdownResponse): string | null {
+  if (r.total <= r.rows.length) return null;
+  return `The ${num(r.rows.length)} values with the most executions, of ${num(r.total)}.`;
+}
+
 /** The page for a hook id the API does not know. */
 export function noSuchHook(hookId: string): string {
   return `hookwatch has no hook with id ${hookId}. It may have been pruned by retention.`;

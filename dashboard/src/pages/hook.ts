@@ -19,7 +19,7 @@ import { zoomOutUrl } from '../shell-state.ts';
 import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
-  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
+  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
   DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
@@ -197,7 +197,8 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
 
 function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
   if (r.rows.length === 0) return h('p', { class: 'muted', id }, 'No executions in this range.');
-  return scrollBox(`By ${r.dimension}`, h('table', { class: 'data', id },
+  const cut = breakdownCut(r);
+  const box = scrollBox(`By ${r.dimension}`, h('table', { class: 'data', id },
     h('caption', { class: 'sr-only' }, `By ${r.dimension}`),
     h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', null, ...breakdownRows(r).map((row) => h('tr', null,
@@ -206,6 +207,7 @@ function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
       ...row.cells.map((c) => h('td', { class: 'num' }, c)),
     ))),
   ));
+  return cut === null ? box : h('div', null, box, h('p', { class: 'muted' }, cut));
 }
 
 function fact(f: Fact): HTMLElement {
