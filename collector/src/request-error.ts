@@ -10,3 +10,8 @@ export class BadParameterError extends Error {
     this.parameter = parameter;
   }
 }
+
+/** A request body that cannot be read (it does not decode, say). Every API answers it 400 `bad_body`. */
+export class BadBodyError extends Error {
+  override name = 'BadBodyError';
+}

@@ -280,6 +280,14 @@ describe('alerts API', () => {
     const large = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x'.repeat(70_000) });
     expect([large.status, await large.json()]).toEqual([413, { error: { code: 'bad_body', message: 'body larger than 64 KiB' } }]);
     expect((await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x' }) })).status).toBe(415);
+    // A body that does not decompress as its Content-Encoding says is the client's mistake (400), never a 500;
+    // every 415 has the one code.
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const corrupt = await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: '{"matchers":[]}' });
+      expect([corrupt.status, await corrupt.json()], encoding).toEqual([400, { error: { code: 'bad_body', message: `body does not decode as Content-Encoding "${encoding}"` } }]);
+    }
+    const latin1 = await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json; charset=latin1' }, body: '{}' });
+    expect([latin1.status, await latin1.json()]).toEqual([415, { error: { code: 'unsupported_media_type', message: 'unsupported charset "LATIN1"' } }]);
 
     const ok = await create({ matchers: [{ name: 'hook_name', value: 'SessionStart:startup' }], endsAt, createdBy: 'me', comment: 'fix in flight' });
     expect(ok.status).toBe(201);

@@ -4,12 +4,14 @@
  * signing secret.
  */
 import { randomUUID } from 'node:crypto';
-import express, { type Response, type Router } from 'express';
+import express, { type RequestHandler, type Response, type Router } from 'express';
 import { SILENCE_STATES, type AlertDetailResponse, type AlertsResponse, type AlertState, type SilencesResponse, type SilenceState } from '../../../shared/src/api.ts';
 import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
 import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
+import { BadBodyError } from '../request-error.ts';
+import { isBodyRefusal } from './index.ts';
 import { badCursor, onlyParams, ParamError, parseLimit, single } from './params.ts';
 
 export interface AlertsApiOptions {
@@ -66,7 +68,15 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
   const now = opts.now ?? Date.now;
   const router = express.Router();
   // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight.
-  const json = express.json({ limit: '64kb', type: 'application/json' });
+  const parseJson = express.json({ limit: '64kb', type: 'application/json' });
+  // Bytes that do not decompress as their Content-Encoding says (gzip, deflate, br) fail in zlib, not in the
+  // parser: the client's mistake, answered 400 naming the encoding, not a 500.
+  const json: RequestHandler = (req, res, next) => {
+    parseJson(req, res, (err?: unknown) => {
+      if (err === undefined || isBodyRefusal(err)) next(err);
+      else next(new BadBodyError(`body does not decode as Content-Encoding ${JSON.stringify(String(req.headers['content-encoding']).slice(0, 32))}`));
+    });
+  };
 
   router.get('/api/v1/alerts', async (req, res) => {
     const q = req.query as Record<string, unknown>;

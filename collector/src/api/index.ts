@@ -11,7 +11,7 @@ import { dimensionNames } from '../pipeline/settings.ts';
 import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
-import { BadParameterError } from '../request-error.ts';
+import { BadBodyError, BadParameterError } from '../request-error.ts';
 import { ParamError, nameMatches, onlyParams, parseFilters, parseHookId, parseHookIds, pageOf, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
@@ -284,17 +284,20 @@ export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, re
       res.status(400).json({ error: { code: 'bad_parameter', message: err.message, parameter: err.parameter } });
       return;
     }
+    if (err instanceof BadBodyError) {
+      res.status(400).json({ error: { code: 'bad_body', message: err.message } });
+      return;
+    }
     if (err instanceof StoreUnavailableError) {
       unavailable(res, err.message);
       return;
     }
-    // express.json's refusals (http-errors with a `type`): a body that is not JSON, too large, in another charset.
-    const body = err as { type?: unknown; status?: unknown; limit?: unknown; expose?: unknown; message?: unknown };
-    if (typeof body?.type === 'string' && body.expose === true && typeof body.status === 'number' && body.status >= 400 && body.status < 500) {
-      const message = body.type === 'entity.parse.failed' ? 'body is not valid JSON'
-        : body.type === 'entity.too.large' && typeof body.limit === 'number' ? `body larger than ${body.limit / 1024} KiB`
-          : String(body.message);
-      res.status(body.status).json({ error: { code: 'bad_body', message } });
+    // express.json's refusals: a body that is not JSON, too large (413), in another charset or encoding (415).
+    if (isBodyRefusal(err)) {
+      const message = err.type === 'entity.parse.failed' ? 'body is not valid JSON'
+        : err.type === 'entity.too.large' && typeof err.limit === 'number' ? `body larger than ${err.limit / 1024} KiB`
+          : String(err.message);
+      res.status(err.status).json({ error: { code: err.status === 415 ? 'unsupported_media_type' : 'bad_body', message } });
       return;
     }
     if (err instanceof UnknownDimensionError) {
@@ -309,6 +312,12 @@ export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, re
     logger.error('api request failed', { err });
     res.status(500).json({ error: { code: 'internal', message: 'internal error' } });
   };
+}
+
+/** A refusal of express.json (an http-error with a `type`, meant for the client): its status says which. */
+export function isBodyRefusal(err: unknown): err is { type: string; status: number; limit?: unknown; message?: unknown } {
+  const e = err as { type?: unknown; status?: unknown; expose?: unknown } | undefined;
+  return typeof e?.type === 'string' && e.expose === true && typeof e.status === 'number' && e.status >= 400 && e.status < 500;
 }
 
 /** Seconds a client waits before asking again while the store cannot serve. */
