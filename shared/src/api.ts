@@ -224,6 +224,11 @@ export interface DeliveryAttempt {
 
 export interface AlertsResponse {
   alerts: AlertSummary[];
+  /**
+   * Resolved alerts still kept but left out of `alerts`, which lists the newest 1,000 resolved ones (0 when none
+   * is left out); each is still answered by GET /api/v1/alerts/:id.
+   */
+  resolvedOmitted?: number;
   /** Names of the configured receivers (none: alerts show here but nobody is notified). */
   receivers?: string[];
   /** The server's clock when it answered (what a relative range is measured from). */

@@ -61,6 +61,11 @@ export class AlertReadModel {
       .map((a) => this.summary(a));
   }
 
+  /** Resolved alerts kept (and answered by id) but past the newest MAX_RESOLVED_LISTED, so left out of alerts(). */
+  resolvedNotListed(): number {
+    return Math.max(0, this.opts.alerts.resolvedAlerts().length - MAX_RESOLVED_LISTED);
+  }
+
   /** One alert by id (active or recently resolved). */
   alert(id: string): AlertSummary | undefined {
     const found = this.opts.alerts.get(id);

@@ -87,8 +87,10 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       return;
     }
     await view.refresh();
+    // Counted with the list, before it awaits anything: the two describe the same alerts.
+    const resolvedOmitted = state === undefined || state === 'resolved' ? view.resolvedNotListed() : 0;
     const alerts = await view.alertsWithDeliveries();
-    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, receivers: view.receiverNames(), now: new Date(now()).toISOString() };
+    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, resolvedOmitted, receivers: view.receiverNames(), now: new Date(now()).toISOString() };
     res.json(body);
   });
 

@@ -1,0 +1,61 @@
+/**
+ * GET /api/v1/alerts over a real socket when more alerts resolved than the list holds: a script reading the list
+ * learns it was cut, and how many were left out.
+ */
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AlertsResponse } from '../../../shared/src/api.ts';
+import { alertRecord } from '../../test/support/alerting.ts';
+import { getJson } from '../../test/helpers.ts';
+import { AlertSet } from '../alerting/alert-set.ts';
+import { AlertReadModel, MAX_RESOLVED_LISTED } from '../alerting/read-model.ts';
+import type { Silences } from '../alerting/silencing.ts';
+import type { Dispatcher } from '../notify/dispatcher.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { createAlertsRouter } from './alerts.ts';
+import { apiErrorHandler } from './index.ts';
+
+const NOW = Date.UTC(2026, 10, 30, 10);
+const set = new AlertSet();
+/** An alert id as the API takes it: <16 hex>-<base36>. */
+const resolvedId = (i: number): string => `${i.toString(16).padStart(16, '0')}-r`;
+let server: ReturnType<express.Express['listen']>;
+let base: string;
+
+beforeAll(async () => {
+  set.replace([
+    alertRecord({ id: 'ffffffffffffffff-f', state: 'firing', fingerprint: 'firing', startsAtMs: NOW - 1000 }),
+    ...Array.from({ length: MAX_RESOLVED_LISTED + 3 }, (_, i) => alertRecord({ id: resolvedId(i), state: 'resolved', fingerprint: `fp${i}`, endsAtMs: NOW - i })),
+  ]);
+  const alerts = new AlertReadModel({
+    alerts: set, silences: { mutedBy: () => [] }, stateStore: { attempts: async () => [], lastAttempts: async () => [] }, receivers: [], now: () => NOW,
+  });
+  const app = express();
+  // The silences and receivers are not asked for by these routes.
+  app.use(createAlertsRouter({ alerts, silences: {} as Silences, dispatcher: {} as Dispatcher, now: () => NOW }));
+  app.use(apiErrorHandler(silentLogger));
+  server = app.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((r) => server.close(r));
+});
+
+describe('GET /api/v1/alerts past its bound', () => {
+  it('lists the newest resolved alerts and says how many older ones it left out', async () => {
+    const all = await getJson<AlertsResponse>(base, '/api/v1/alerts');
+    expect(all.status).toBe(200);
+    expect(all.body.alerts).toHaveLength(1 + MAX_RESOLVED_LISTED);
+    expect(all.body.alerts.at(-1)?.id).toBe(resolvedId(MAX_RESOLVED_LISTED - 1));
+    expect(all.body.resolvedOmitted).toBe(3);
+    const resolved = await getJson<AlertsResponse>(base, '/api/v1/alerts?state=resolved');
+    expect([resolved.body.alerts.length, resolved.body.resolvedOmitted]).toEqual([MAX_RESOLVED_LISTED, 3]);
+    // Firing alerts are never cut, so nothing is left out of them.
+    const firing = await getJson<AlertsResponse>(base, '/api/v1/alerts?state=firing');
+    expect([firing.body.alerts.map((a) => a.id), firing.body.resolvedOmitted]).toEqual([['ffffffffffffffff-f'], 0]);
+    // One left out of the list is still there by its id.
+    expect((await getJson(base, `/api/v1/alerts/${resolvedId(MAX_RESOLVED_LISTED + 2)}`)).status).toBe(200);
+  });
+});
