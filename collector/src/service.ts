@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { apiErrorHandler, createApiRouter } from './api/index.ts';
+import { answerOptions, apiErrorHandler, createApiRouter } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { KEEP_ALIVE_TIMEOUT_MS, handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
@@ -278,8 +278,11 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, externalUrl: config.alerting.externalUrl || `http://${reachableHost(config.http.addr)}` }));
   // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
   app.use(requireHttpAuth(config.http.auth));
+  app.use(answerOptions());
   app.get('/metrics', metrics.handler());
-  app.all('/metrics', (_req, res) => {
+  // route().all, not app.all: the route then says it takes every method (`_all`), not each one by name, so the
+  // methods OPTIONS lists for /metrics are GET and HEAD.
+  app.route('/metrics').all((_req, res) => {
     res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: 'GET /metrics for the Prometheus exposition' } });
   });
   app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));

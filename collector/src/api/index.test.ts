@@ -269,6 +269,29 @@ describe('bad parameters get 400 naming the parameter', () => {
     }
   });
 
+  it('OPTIONS answers 204 with the Allow a 405 gives, on every route alike, and no CORS header for another origin', async () => {
+    const H = '0123456789abcdef';
+    const routes: [string, string][] = [
+      ['/api/v1/hooks', 'GET, HEAD'], [`/api/v1/hooks/${H}/breakdown`, 'GET, HEAD'], [`/api/v1/hooks/${H}/guard-trims`, 'GET, HEAD'],
+      ['/api/v1/overview', 'GET, HEAD'], ['/api/v1/silences', 'GET, HEAD, POST'], ['/api/v1/cluster', 'GET, HEAD'],
+      ['/api/v1/forwarding/dead-letters/replay', 'POST'], ['/metrics', 'GET, HEAD'], ['/-/reload', 'POST'],
+    ];
+    for (const [path, allow] of routes) {
+      // What a browser sends before a request a page on another origin makes with a custom header.
+      const res = await fetch(`${service.httpUrl}${path}`, {
+        method: 'OPTIONS', headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
+      expect([res.status, res.headers.get('allow'), await res.text()], path).toEqual([204, allow, '']);
+      expect([...res.headers.keys()].filter((k) => k.startsWith('access-control-')), path).toEqual([]);
+      const wrong = await fetch(`${service.httpUrl}${path}`, { method: 'PATCH' });
+      expect([wrong.status, wrong.headers.get('allow')], path).toEqual([405, allow]);
+    }
+    expect((await fetch(`${service.httpUrl}/api/v1/nope`, { method: 'OPTIONS' })).status).toBe(404);
+    // A page on another origin reading the API directly gets no CORS header either, so its browser shows it nothing.
+    const read = await fetch(`${service.httpUrl}/api/v1/hooks`, { headers: { origin: 'https://elsewhere.example' } });
+    expect([read.status, read.headers.get('access-control-allow-origin')]).toEqual([200, null]);
+  });
+
   it('an unknown hook is 404, health endpoints answer', async () => {
     expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
     expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });

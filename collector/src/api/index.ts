@@ -328,6 +328,27 @@ export function unavailable(res: Response, message: string): void {
   res.status(503).set('retry-after', String(RETRY_AFTER_SECONDS)).json({ error: { code: 'unavailable', message } });
 }
 
+/**
+ * OPTIONS on any route that exists: 204 with the same `Allow` a 405 there gives, from every router alike (each
+ * Express router would answer it for its own routes only, and the API's catch-all 405). No CORS header is ever
+ * added, so a browser's preflight from a page on another origin fails: the API is not readable cross-origin.
+ * Mounted before the routers; a path no route matches goes on (404).
+ */
+export function answerOptions(): (req: Request, res: Response, next: NextFunction) => void {
+  return (req, res, next) => {
+    if (req.method !== 'OPTIONS') {
+      next();
+      return;
+    }
+    const allow = allowedMethods(req.app, req.path);
+    if (allow.length === 0) {
+      next();
+      return;
+    }
+    res.status(204).set('allow', allow.join(', ')).end();
+  };
+}
+
 interface RouteLayer {
   route?: { path: unknown; methods: Record<string, boolean> };
   match?: (path: string) => unknown;
