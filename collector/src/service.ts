@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { answerOptions, apiErrorHandler, createApiRouter } from './api/index.ts';
+import { answerOptions, apiErrorHandler, conditionalRequests, createApiRouter } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { KEEP_ALIVE_TIMEOUT_MS, handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
@@ -279,6 +279,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
   app.use(requireHttpAuth(config.http.auth));
   app.use(answerOptions());
+  app.use(conditionalRequests());
   app.get('/metrics', metrics.handler());
   // route().all, not app.all: the route then says it takes every method (`_all`), not each one by name, so the
   // methods OPTIONS lists for /metrics are GET and HEAD.

@@ -292,6 +292,22 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect([read.status, read.headers.get('access-control-allow-origin')]).toEqual([200, null]);
   });
 
+  it('HEAD, ETag and If-None-Match as a poller uses them; answers are never cached; a trailing slash is the same route', async () => {
+    const path = '/api/v1/hooks?from=now-7d&limit=2';
+    const get = await fetch(`${service.httpUrl}${path}`);
+    const body = await get.text();
+    const etag = get.headers.get('etag');
+    expect([get.status, get.headers.get('cache-control'), etag]).toEqual([200, 'no-store', expect.stringMatching(/^W\/"/)]);
+    const head = await fetch(`${service.httpUrl}${path}`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('etag'), head.headers.get('content-length'), await head.text()]).toEqual([200, etag, String(Buffer.byteLength(body)), '']);
+    const same = await fetch(`${service.httpUrl}${path}`, { headers: { 'if-none-match': etag! } });
+    expect([same.status, await same.text()]).toEqual([304, '']);
+    const other = await fetch(`${service.httpUrl}/api/v1/hooks?from=now-7d&limit=1`, { headers: { 'if-none-match': etag! } });
+    expect(other.status).toBe(200);
+    const slash = await fetch(`${service.httpUrl}/api/v1/hooks/?from=now-7d&limit=2`);
+    expect([slash.status, await slash.text()]).toEqual([200, body]);
+  });
+
   it('an unknown hook is 404, health endpoints answer', async () => {
     expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
     expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });

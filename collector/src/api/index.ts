@@ -349,6 +349,19 @@ export function answerOptions(): (req: Request, res: Response, next: NextFunctio
   };
 }
 
+/**
+ * A conditional GET is answered on its validators alone (RFC 9110 §13.2.1): a request's `Cache-Control` speaks to
+ * the caches on the way, and hookwatch, the origin, keeps none. fetch() (Node's and browsers') adds
+ * `Cache-Control: no-cache` to every request that carries `If-None-Match`, which Express's freshness check takes
+ * as "never 304", so a script polling with the ETag it was given got the whole answer every time.
+ */
+export function conditionalRequests(): (req: Request, res: Response, next: NextFunction) => void {
+  return (req, _res, next) => {
+    if (req.headers['if-none-match'] !== undefined) delete req.headers['cache-control'];
+    next();
+  };
+}
+
 interface RouteLayer {
   route?: { path: unknown; methods: Record<string, boolean> };
   match?: (path: string) => unknown;
