@@ -75,6 +75,26 @@ describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
     }
   });
 
+  it('says whether credentials were missing or not accepted, as a script needs to know which to fix', async () => {
+    const scheme = mode.name === 'basic' ? 'Basic' : 'Bearer';
+    const error = async (headers: Record<string, string>): Promise<[number, string, string | null]> => {
+      const r = await get(svc.httpUrl, '/api/v1/alerts', headers);
+      return [r.status, (JSON.parse(r.text) as { error: { message: string } }).error.message, r.headers.get('www-authenticate')];
+    };
+    const [missing, wrong] = [await error({}), await error(mode.bad[0]!)];
+    if (mode.name === 'proxy-header') {
+      // The proxy signs people in: missing or not, the fix is to come through it.
+      expect([missing, wrong]).toEqual([[401, 'authentication required (through the reverse proxy)', null], [401, 'authentication required (through the reverse proxy)', null]]);
+      return;
+    }
+    expect(missing.slice(0, 2)).toEqual([401, `authentication required: send Authorization: ${scheme} ...`]);
+    expect(wrong.slice(0, 2)).toEqual([401, `the ${scheme} credentials sent were not accepted`]);
+    // RFC 6750: a bearer token that was sent and refused is named invalid_token in the challenge; none sent, no error.
+    if (mode.name === 'bearer') expect([missing[2], wrong[2]]).toEqual(['Bearer realm="hookwatch"', 'Bearer realm="hookwatch", error="invalid_token"']);
+    // Another scheme is not credentials for this one.
+    expect((await error({ authorization: `${scheme === 'Basic' ? 'Bearer' : 'Basic'} abc` }))[1]).toBe(`authentication required: send Authorization: ${scheme} ...`);
+  });
+
   it('serves every route family with credentials', async () => {
     for (const path of ROUTES) {
       const r = await get(svc.httpUrl, path, mode.good);
@@ -117,13 +137,15 @@ describe('bearer credentials in other places', () => {
   });
 
   it('refuses a request carrying repeated Authorization headers, whichever is right', async () => {
-    const status = (values: string[]): Promise<number> => new Promise((resolve, reject) => {
+    const answer = (values: string[]): Promise<{ status: number; body: string }> => new Promise((resolve, reject) => {
       request(`${svc.httpUrl}/api/v1/hooks`, { headers: ['host', new URL(svc.httpUrl).host, ...values.flatMap((v) => ['authorization', v])] }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
       }).on('error', reject).end();
     });
-    expect(await status(['Bearer wrong', `Bearer ${TOKEN}`])).toBe(401);
+    const status = async (values: string[]): Promise<number> => (await answer(values)).status;
+    expect(JSON.parse((await answer(['Bearer wrong', `Bearer ${TOKEN}`])).body)).toEqual({ error: { code: 'unauthorized', message: 'authentication required: send Authorization once' } });
     expect(await status([`Bearer ${TOKEN}`, 'Bearer wrong'])).toBe(401);
     expect(await status([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`])).toBe(401);
     expect(await status([`Bearer ${TOKEN}`])).toBe(200);
