@@ -120,7 +120,12 @@ describe('persisted rule', () => {
     const body = h.sink.bodies<AlertmanagerWebhookBody>()[0] as AlertmanagerWebhookBody;
     expect(body).toMatchObject({ version: '4', status: 'firing', receiver: 'ops', truncatedAlerts: 0, externalURL: 'http://hookwatch.test', groupLabels: { alertname: 'persisted' } });
     expect(body.alerts[0]).toMatchObject({ status: 'firing', endsAt: '0001-01-01T00:00:00Z', startsAt: new Date(T0).toISOString() });
-    expect(body.alerts[0]?.generatorURL).toMatch(/^http:\/\/hookwatch\.test\/hooks\/[0-9a-f]{16}$/);
+    // The hook's page from an hour before the alert to when it was notified.
+    const link = new URL(body.alerts[0]?.generatorURL ?? '');
+    expect(link.origin + link.pathname).toMatch(/^http:\/\/hookwatch\.test\/hooks\/[0-9a-f]{16}$/);
+    expect(link.searchParams.get('range')).toBe('custom');
+    expect(Date.parse(link.searchParams.get('from') ?? '')).toBe(T0 - HOUR);
+    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(T0);
     expect(body.alerts[0]?.annotations['summary']).toContain('saved to a file');
     await h.run(HOUR - MIN);
     expect(h.notes()).toHaveLength(1);

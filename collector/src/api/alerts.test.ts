@@ -181,7 +181,7 @@ alerting:
     const webhook = JSON.parse(r.sink.requests.find((q) => q.path.startsWith('/hooks/'))?.body ?? '{}') as AlertmanagerWebhookBody;
     expect(webhook.externalURL).toBe(expected);
     const link = webhook.alerts[0]?.generatorURL ?? '';
-    expect(link).toMatch(new RegExp(`^${expected.replaceAll('.', '\\.')}/hooks/[0-9a-f]{16}$`));
+    expect(link).toMatch(new RegExp(`^${expected.replaceAll('.', '\\.')}/hooks/[0-9a-f]{16}\\?range=custom&from=[^&]+&to=[^&]+$`));
     const text = (JSON.parse(r.sink.requests.find((q) => q.path.startsWith('/services/'))?.body ?? '{}') as { text: string }).text;
     expect(text).toContain(`<${link}|Open in hookwatch>`);
     const page = await fetch(link);
@@ -212,7 +212,7 @@ alerting:
     expect(text).toContain('[FIRING] persisted');
     expect(text).toContain('PostToolUse:Bash');
     expect(text).toContain('saved to a file');
-    expect(text).toMatch(/<https:\/\/hookwatch\.example\.com\/hooks\/[0-9a-f]{16}\|Open in hookwatch>/);
+    expect(text).toMatch(/<https:\/\/hookwatch\.example\.com\/hooks\/[0-9a-f]{16}\?range=custom&from=[^&|]+&to=[^&|]+\|Open in hookwatch>/);
     const otlp = r.sink.requests.find((q) => q.path === '/otlp/v1/logs');
     expect(otlp?.headers['authorization']).toBe('Bearer otlp-secret-value');
     expect(otlp?.body).toContain('hookwatch.alert.state');

@@ -183,7 +183,7 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
       // The webhook receiver's v4 body names each alert by the fingerprint Alertmanager gives it.
       expect(alertmanagerFingerprint(a.labels)).toBe(a.fingerprint);
       expect(a.annotations['summary']).toContain('saved to a file');
-      expect(a.generatorURL).toMatch(/^http:\/\/hookwatch\.example\.test\/hooks\/[0-9a-f]{16}$/);
+      expect(a.generatorURL).toMatch(/^http:\/\/hookwatch\.example\.test\/hooks\/[0-9a-f]{16}\?range=custom&from=[^&]+&to=[^&]+$/);
       expect(a.status.state).toBe('active');
       expect(Date.parse(a.endsAt)).toBeGreaterThan(Date.now());
     }

@@ -9,7 +9,8 @@
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { dashboardLink, type BodyRenderer, type LinkContext, type Notification, type ReceiverConfig } from './model.ts';
+import { dashboardLink } from './links.ts';
+import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
 import { sendWithRetry } from './transport.ts';
 
 /** Prometheus' default `--rules.alert.resend-delay`. */
@@ -28,13 +29,13 @@ export interface PostableAlert {
 
 /** The alert an Alertmanager receives: firing with a renewed endsAt, or resolved at `resolvedAt`. */
 export function postableAlert(
-  a: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; hookId: string | null },
+  a: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; activeAt?: string; hookId: string | null },
   resolvedAt: string | null,
   ctx: LinkContext,
   nowMs: number,
   resendIntervalMs: number,
 ): PostableAlert {
-  const link = dashboardLink(ctx, a.hookId);
+  const link = dashboardLink(ctx, { ...a, endsAt: resolvedAt }, nowMs);
   return {
     labels: a.labels,
     annotations: a.annotations,

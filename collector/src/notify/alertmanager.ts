@@ -2,7 +2,8 @@
  * The Alertmanager webhook body, version "4", so existing Alertmanager webhook consumers work unchanged.
  * hookwatch sends one alert per notification (no group_wait): the point is minutes, not batching.
  */
-import { dashboardLink, type BodyRenderer, type LinkContext, type Notification } from './model.ts';
+import { dashboardLink } from './links.ts';
+import type { BodyRenderer, LinkContext, Notification } from './model.ts';
 
 /** Alertmanager's "no end yet" time for firing alerts. */
 const ZERO_TIME = '0001-01-01T00:00:00Z';
@@ -77,7 +78,7 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext): Alertmanage
       annotations: a.annotations,
       startsAt: a.startsAt,
       endsAt: n.status === 'resolved' && a.endsAt ? a.endsAt : ZERO_TIME,
-      generatorURL: dashboardLink(ctx, a.hookId),
+      generatorURL: dashboardLink(ctx, a, n.createdAtMs),
       fingerprint,
     }],
   };

@@ -267,21 +267,29 @@ describe('dispatcher', () => {
   });
 
   it('renders the Alertmanager v4 body and a readable Slack text', () => {
-    const n = notification();
+    const n = notification({ createdAtMs: Date.parse('2026-11-30T10:00:00.250Z') });
     const body = alertmanagerBody(n, { externalUrl: 'https://hw.example.com/' });
     expect(Object.keys(body).sort()).toEqual(['alerts', 'commonAnnotations', 'commonLabels', 'externalURL', 'groupKey', 'groupLabels', 'receiver', 'status', 'truncatedAlerts', 'version']);
     expect(Object.keys(body.alerts[0] ?? {}).sort()).toEqual(['annotations', 'endsAt', 'fingerprint', 'generatorURL', 'labels', 'startsAt', 'status']);
-    expect(body.alerts[0]?.generatorURL).toBe('https://hw.example.com/hooks/0123456789abcdef');
+    // The hook's page from an hour before the alert to when it was notified, in whole minutes.
+    const link = 'https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-30T09%3A00%3A00Z&to=2026-11-30T10%3A01%3A00Z';
+    expect(body.alerts[0]?.generatorURL).toBe(link);
     const text = slackText({ ...n, alert: { ...n.alert, labels: { ...n.alert.labels, team: 'a<b' } } }, { externalUrl: 'https://hw.example.com' });
     expect(text).toContain('[FIRING] persisted');
     expect(text).toContain('SessionStart:startup');
     expect(text).toContain('saved to a file');
     expect(text).toContain('Since 2026-11-30T10:00:00.000Z');
     expect(text).toContain('team=a&lt;b');
-    expect(text).toContain('<https://hw.example.com/hooks/0123456789abcdef|Open in hookwatch>');
+    expect(text).toContain(`<${link}|Open in hookwatch>`);
     const resolved = slackText({ ...n, status: 'resolved', alert: { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z' } }, { externalUrl: '' });
     expect(resolved).toContain('[RESOLVED]');
     expect(resolved).toContain('to 2026-11-30T11:00:00.000Z');
+    // A resolved alert's page ends when it resolved; late outputs stamped before it start it an hour earlier.
+    const late = { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z', annotations: { ...n.alert.annotations, first_event_time: '2026-11-20T08:30:05.000Z' } };
+    expect(alertmanagerBody({ ...n, status: 'resolved', alert: late }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL)
+      .toBe('https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-20T07%3A30%3A00Z&to=2026-11-30T11%3A00%3A00Z');
+    // An alert of no single hook links to the alerts page.
+    expect(alertmanagerBody({ ...n, alert: { ...n.alert, hookId: null } }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL).toBe('https://hw.example.com/alerts');
   });
 
   it('checks signing secrets without echoing them', () => {

@@ -77,10 +77,3 @@ export interface BodyRenderer {
 export interface LinkContext {
   externalUrl: string;
 }
-
-/** Link to a hook on the dashboard, or to the dashboard itself. */
-export function dashboardLink(ctx: LinkContext, hookId: string | null): string {
-  const base = ctx.externalUrl.replace(/\/+$/, '');
-  if (!base) return '';
-  return hookId ? `${base}/hooks/${hookId}` : `${base}/alerts`;
-}

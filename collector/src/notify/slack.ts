@@ -2,7 +2,8 @@
  * Slack incoming webhook body: `{"text": ...}` a person reads in a channel: which hook, what was lost, since
  * when, and a link to the dashboard. Slack's mrkdwn needs &, < and > escaped.
  */
-import { dashboardLink, type BodyRenderer, type LinkContext, type Notification } from './model.ts';
+import { dashboardLink } from './links.ts';
+import type { BodyRenderer, LinkContext, Notification } from './model.ts';
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -19,7 +20,7 @@ export function slackText(n: Notification, ctx: LinkContext): string {
   const when = n.status === 'firing' ? `Since ${a.startsAt}` : `From ${a.startsAt} to ${a.endsAt ?? 'now'}`;
   const extra = Object.entries(a.labels).filter(([k]) => !['alertname', 'hook_name', 'hook_event'].includes(k)).map(([k, v]) => `${k}=${v}`);
   lines.push(esc([when, ...extra].join(' · ')));
-  const link = dashboardLink(ctx, a.hookId);
+  const link = dashboardLink(ctx, a, n.createdAtMs);
   if (link) lines.push(`<${link}|Open in hookwatch>`);
   return lines.join('\n');
 }

@@ -1,0 +1,91 @@
+/**
+ * A hook author follows an alert's link, in headless Chromium against a real hookwatch (real sockets, real SQLite)
+ * notifying a real webhook and Slack receiver: a SessionStart hook grew from 9,800 to 18,000 characters over ten
+ * days, and its telemetry arrives now (a Collector queue draining). The link must open the hook over the time the
+ * alert counted, so the page shows the outputs the alert names and when they began, not just the last 24 hours.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { OUTPUT_CAP_CHARS } from '../../shared/src/cliff.ts';
+import type { AlertmanagerWebhookBody } from '../../collector/src/notify/alertmanager.ts';
+import { eventually, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest, type HookExecution } from './otlp-json.ts';
+
+const DAY = 86_400_000;
+const NOW = Date.now();
+
+let browser: Browser;
+let svc: TestService;
+let sink: Server;
+const received: { path: string; body: unknown }[] = [];
+const open: WatchedPage[] = [];
+
+/** One session start every 6 hours for 10 days, its additionalContext growing from 9,800 to 18,000 characters. */
+function growingHook(): HookExecution[] {
+  const out: HookExecution[] = [];
+  const start = NOW - 10 * DAY;
+  for (let t = start, i = 0; t < NOW - 3_600_000; t += DAY / 4, i++) {
+    const size = Math.round(9_800 + ((t - start) / (10 * DAY)) * (18_000 - 9_800));
+    out.push({
+      hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: t, sessionId: `s-${i}`, userId: ['alice', 'bob'][i % 2] ?? 'alice',
+      sizes: { stdout: size + 40, additionalContext: size, persisted: size > OUTPUT_CAP_CHARS ? 1 : 0 },
+    });
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  sink = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', body: JSON.parse(body || 'null') });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  svc = await startTestService({}, { yaml: `alerting:\n  receivers:\n    - { name: oncall, type: webhook, url: "${url}/hook" }\n    - { name: chat, type: slack, url: "${url}/slack" }\n` });
+});
+
+afterEach(async () => {
+  expect(await closePages(open)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  await new Promise((r) => sink?.close(r));
+});
+
+describe('the link in an alert', () => {
+  it('opens the hook over the time the alert counted: the page shows the persisted outputs the alert names, late ones included', async () => {
+    const executions = growingHook();
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
+    const webhook = await eventually('the webhook notification', async () => received.find((r) => r.path === '/hook')?.body as AlertmanagerWebhookBody | undefined);
+    const slack = await eventually('the Slack notification', async () => received.find((r) => r.path === '/slack')?.body as { text: string } | undefined);
+    const alert = webhook.alerts[0];
+    expect(alert?.labels['hook_name']).toBe('SessionStart:startup');
+    const persisted = executions.filter((e) => (e.sizes?.persisted ?? 0) > 0);
+    // Every persisted output, stamped over ten days, counted by the alert: none of them within its 1h window.
+    expect(alert?.annotations['outputs_persisted']).toBe(String(persisted.length));
+    const link = alert?.generatorURL ?? '';
+    expect(slack.text).toContain(`<${link}|Open in hookwatch>`);
+
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(link);
+    await waitLoaded(w.page);
+    // The page counts what the alert counted, and its range begins before the first persisted output.
+    expect(await w.page.textContent('[data-kpi="persisted"] .kpi-value')).toBe(String(persisted.length));
+    const range = new URL(w.page.url()).searchParams;
+    expect(range.get('range')).toBe('custom');
+    expect(Date.parse(range.get('from') ?? '')).toBeLessThan(persisted[0]?.timeMs ?? 0);
+    expect(Date.parse(range.get('to') ?? '')).toBeGreaterThanOrEqual(Date.parse(alert?.startsAt ?? ''));
+    expect(await w.page.textContent('.range-label')).toMatch(/ to /);
+  });
+});

@@ -1,0 +1,44 @@
+/**
+ * The time range that shows one alert on a hook's page: from an hour before the first evidence it was raised on
+ * to when it resolved (or to when it is looked at, while it fires). Notifications link to the hook over it, so a
+ * link opened days later, or for outputs that arrived late, shows the outputs the alert counted and not whatever
+ * the last 24 hours hold.
+ */
+
+/** How far before an alert's first evidence its range starts: the hook as it was just before. */
+export const ALERT_RANGE_LEAD_MS = 3_600_000;
+
+const MINUTE = 60_000;
+
+/** What an alert's range is read from: as notifications and the alerts API carry an alert. */
+export interface AlertTimes {
+  /** When it started firing (a notification's startsAt); null or absent while pending. */
+  startsAt?: string | null;
+  /** When its condition first held (the API's activeAt), when known. */
+  activeAt?: string | null;
+  /** When it resolved; null while active. */
+  endsAt: string | null;
+  /** `first_event_time`: the earliest event time of late outputs, stamped before the window. */
+  annotations: Record<string, string>;
+}
+
+function stamp(ms: number): string {
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
+/**
+ * The range, in whole minutes (the store's resolution), as RFC 3339 `from` and `to`: from an hour before the
+ * earliest of when the alert became active, started firing and its earliest late output, to when it resolved or
+ * `nowMs` while it fires.
+ */
+export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: string } {
+  const times = [a.activeAt, a.startsAt, a.annotations['first_event_time']]
+    .map((t) => (t ? Date.parse(t) : NaN))
+    .filter((t) => Number.isFinite(t));
+  const first = times.length ? Math.min(...times) : nowMs;
+  const ended = a.endsAt ? Date.parse(a.endsAt) : NaN;
+  const end = Number.isFinite(ended) ? ended : nowMs;
+  const fromMs = Math.floor((first - ALERT_RANGE_LEAD_MS) / MINUTE) * MINUTE;
+  const toMs = Math.max(Math.ceil(end / MINUTE) * MINUTE, fromMs + MINUTE);
+  return { from: stamp(fromMs), to: stamp(toMs) };
+}
