@@ -88,4 +88,18 @@ describe('the link in an alert', () => {
     expect(Date.parse(range.get('to') ?? '')).toBeGreaterThanOrEqual(Date.parse(alert?.startsAt ?? ''));
     expect(await w.page.textContent('.range-label')).toMatch(/ to /);
   });
+
+  it('opens the same view from the alert\'s card on the alerts page, whatever range that page is on', async () => {
+    const webhook = await eventually('the webhook notification', async () => received.find((r) => r.path === '/hook')?.body as AlertmanagerWebhookBody | undefined);
+    const counted = webhook.alerts[0]?.annotations['outputs_persisted'];
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/alerts?range=1h`);
+    await waitLoaded(w.page);
+    await w.page.locator('article[data-state="firing"] a.hook-link', { hasText: 'SessionStart:startup' }).click();
+    await w.page.waitForURL(/\/hooks\/[0-9a-f]{16}\?/);
+    await waitLoaded(w.page, 2);
+    expect(await w.page.textContent('[data-kpi="persisted"] .kpi-value')).toBe(counted);
+    expect(new URL(w.page.url()).searchParams.get('range')).toBe('custom');
+  });
 });

@@ -3,6 +3,7 @@
  * hook an alert is about; the silences in force, each with a way to expire it. When the alerts API is not there
  * (404) the page says so instead of failing.
  */
+import { alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
@@ -106,6 +107,10 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
 
   let receivers: string[] | undefined;
   let all: AlertSummary[] = [];
+  // An alert's hook over the time the alert counted, as its notifications link to it: the page then shows the
+  // outputs the alert names, whatever range this page is on.
+  const alertHookUrl = (a: AlertSummary, hookId: string): string =>
+    buildUrl(`/hooks/${hookId}`, { range: { kind: 'custom', ...alertRange(a, Date.now()) }, filters: state.filters }, keptParams(state.params));
   const makeCard = (a: AlertSummary): { card: HTMLElement; update(a: AlertSummary): void } => {
     const head = h('div', { class: 'alert-head' });
     const labels = h('dl', { class: 'labels' });
@@ -127,7 +132,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       replace(head, superseded
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
         : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
-        n.hookId ? ctx.link(buildUrl(`/hooks/${n.hookId}`, state, keptParams(state.params)), { class: 'hook-link' }, breakable(v.subject.text)) : h('span', { class: 'alert-subject' }, breakable(v.subject.text)),
+        n.hookId ? ctx.link(alertHookUrl(n, n.hookId), { class: 'hook-link' }, breakable(v.subject.text)) : h('span', { class: 'alert-subject' }, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         v.silencedBy ? h('span', { class: 'chip' }, v.silencedBy) : null);
       replace(labels, ...v.labels.flatMap(([k, val]) => [h('dt', null, k), h('dd', null, val)]));
