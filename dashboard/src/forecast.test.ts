@@ -102,6 +102,10 @@ describe('forecast from the daily series', () => {
     // "over" or "persisted already"; only the status says over.
     expect(forecastReading(shrinking.forecast, { status: 'near', latest: 12_000 })).toMatchObject({ kind: 'crossing', value: 'at the cap', note: 'sizes past it, nothing persisted', days: 0 });
     expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 10_400, slopePerDay: -3 }), {}).value).toBe('at the cap');
+    // Sizes under the cap in the range (a hook wrapped with hookwatch guard) beside a 30-day line still past it:
+    // under the cap now, never "sizes past it, nothing persisted", which the range does not show.
+    expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 17_500, slopePerDay: 800 }), { status: 'near', latest: 9_721 }))
+      .toMatchObject({ kind: 'flat', value: 'under the cap now', note: 'the 30-day trend is past it', days: null });
     expect(forecastReading(null, { status: 'over', latest: 9_000 }).value).toBe('over the cap now');
     // A custom range that has ended says what happened in it, not "now".
     expect(forecastReading(null, { status: 'over', pastRange: true })).toMatchObject({ value: 'over the cap', note: 'outputs were persisted in this range' });

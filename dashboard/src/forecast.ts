@@ -74,7 +74,17 @@ export function forecastReading(f: Forecast | null, opts: { status?: DeliverySta
       ? { kind: 'over', value: 'over the cap', note: 'outputs were persisted in this range', sentence: 'Over the 10,000 cap in this range: outputs were persisted.', days: 0 }
       : { kind: 'over', value: 'over the cap now', note: 'outputs are persisted already', sentence: 'Already over the 10,000 cap: outputs are being persisted now.', days: 0 };
   }
-  if ((latest !== null && latest > OUTPUT_CAP_CHARS) || (f !== null && f.crossesAtMs === null && f.current > OUTPUT_CAP_CHARS)) {
+  const trendPast = f !== null && f.crossesAtMs === null && f.current > OUTPUT_CAP_CHARS;
+  if (trendPast && latest !== null && latest <= OUTPUT_CAP_CHARS) {
+    // The range's own sizes are under the cap (a hook cut down, or wrapped with hookwatch guard) while the line
+    // fitted to the 30 days before is past it: neither "at the cap" nor "nothing persisted" is known of those days.
+    return {
+      kind: 'flat', value: 'under the cap now', note: 'the 30-day trend is past it',
+      sentence: `Under the 10,000 cap in this range (largest ${num(latest)} chars), but the trend fitted to the last ${FORECAST_DAYS} days' daily largest outputs is past it, at about ${num(f.current)} chars: it does not say when the cap is crossed again.`,
+      days: null,
+    };
+  }
+  if ((latest !== null && latest > OUTPUT_CAP_CHARS) || trendPast) {
     return {
       kind: 'crossing', value: 'at the cap', note: 'sizes past it, nothing persisted',
       sentence: 'At the 10,000 cap: its sizes pass it (sums over the commands of one execution, stdout with the JSON around it), but Claude Code persisted nothing, so every string still arrived whole.',

@@ -1,8 +1,9 @@
 /**
- * A hook author follows an alert's link, in headless Chromium against a real hookwatch (real sockets, real SQLite)
- * notifying a real webhook and Slack receiver: a SessionStart hook grew from 9,800 to 18,000 characters over ten
- * days, and its telemetry arrives now (a Collector queue draining). The link must open the hook over the time the
- * alert counted, so the page shows the outputs the alert names and when they began, not just the last 24 hours.
+ * A hook author's way from an alert to a fix, in headless Chromium against a real hookwatch (real sockets, real
+ * SQLite) notifying a real webhook and Slack receiver: a SessionStart hook grew from 9,800 to 18,000 characters
+ * over ten days, and its telemetry arrives now (a Collector queue draining). The alert's link must open the hook
+ * over the time the alert counted, so the page shows the outputs the alert names and when they began, not just the
+ * last 24 hours; once the hook is wrapped with hookwatch guard, the page must say what is true of its sizes now.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -101,5 +102,26 @@ describe('the link in an alert', () => {
     await waitLoaded(w.page, 2);
     expect(await w.page.textContent('[data-kpi="persisted"] .kpi-value')).toBe(counted);
     expect(new URL(w.page.url()).searchParams.get('range')).toBe('custom');
+  });
+});
+
+describe('after the hook is wrapped with hookwatch guard', () => {
+  it('says the outputs are under the cap now, not that sizes pass it with nothing persisted, while the 30-day trend is still past it', async () => {
+    // What Claude Code reports of the guarded hook: its additionalContext cut to 9,456 characters, nothing persisted.
+    const guarded = hookRequest([{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: NOW - 60_000, sessionId: 's-guarded', sizes: { stdout: 9_721, additionalContext: 9_456, persisted: 0 } }], { n: 1000 });
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', guarded, { 'content-type': 'application/json' })).status).toBe(200);
+    const webhook = await eventually('the webhook notification', async () => received.find((r) => r.path === '/hook')?.body as AlertmanagerWebhookBody | undefined);
+    const w = await watchedPage(browser);
+    open.push(w);
+    const hookUrl = new URL(webhook.alerts[0]?.generatorURL ?? '');
+    await w.page.goto(`${svc.httpUrl}${hookUrl.pathname}?range=1h`);
+    await waitLoaded(w.page);
+    await w.page.locator('#chart-growth-summary').waitFor({ state: 'attached' });
+    expect(await w.page.textContent('[data-kpi="persisted"] .kpi-value')).toBe('0');
+    expect(await w.page.textContent('[data-kpi="forecast"] .kpi-value')).toBe('under the cap now');
+    expect(await w.page.textContent('[data-kpi="forecast"] .kpi-note')).toBe('the 30-day trend is past it');
+    const growth = await w.page.textContent('#chart-growth-summary');
+    expect(growth).toMatch(/^Under the 10,000 cap in this range \(largest 9,721 chars\), but the trend fitted to the last 30 days' daily largest outputs is past it, at about [\d,]+ chars/);
+    expect(growth).not.toContain('persisted nothing');
   });
 });
