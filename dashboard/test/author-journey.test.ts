@@ -74,6 +74,11 @@ describe('the link in an alert', () => {
     const persisted = executions.filter((e) => (e.sizes?.persisted ?? 0) > 0);
     // Every persisted output, stamped over ten days, counted by the alert: none of them within its 1h window.
     expect(alert?.annotations['outputs_persisted']).toBe(String(persisted.length));
+    // What to do about it, and when it stops: the commands that find the string over and keep it delivered meanwhile.
+    expect(alert?.annotations['description']).toContain('`hookwatch check -- <hook command>` measures each output string of the hook against the cap');
+    expect(alert?.annotations['description']).toContain('`hookwatch guard -- <hook command>`');
+    expect(alert?.annotations['description']).toMatch(/It clears once 1h passes with no output persisted \(late ones counted from their arrival\)\.$/);
+    expect(slack.text).toContain('hookwatch guard --install &lt;settings file&gt;');
     const link = alert?.generatorURL ?? '';
     expect(slack.text).toContain(`<${link}|Open in hookwatch>`);
 

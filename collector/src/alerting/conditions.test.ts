@@ -40,6 +40,8 @@ describe('conditions', () => {
     const late = { ...c, firstEventMs: T0 - 2 * HOUR, lastEventMs: T0 - 2 * HOUR, outputsPersisted: 1 } as Arrival;
     expect(persistedCondition(c, 'h', HOUR, late)).toMatchObject({ event_time: '2026-11-30T08:00:00.000Z', late_outputs_persisted: '1' });
     expect(persistedCondition(c, 'h', HOUR, late)?.['description']).toContain(' 1 of them arrived late: stamped 2026-11-30T08:00:00.000Z');
+    // The author is told how to find the string over, what keeps it delivered meanwhile, and when the alert clears.
+    expect(persistedCondition(c, 'h', HOUR, undefined)?.['description']).toMatch(/Keep each output under 10,000 characters: `hookwatch check -- <hook command>`.*`hookwatch guard -- <hook command>`.* keeps the first ~9,500 characters .* It clears once 1h passes with no output persisted\.$/);
     // Measured over the cap by a client that does not report persistence: the late ones are counted as executions.
     const measured = counters({ executions: 5, success: 5, executionsWithPersisted: 3, largest: 14_000 });
     const lateMeasured = { ...measured, firstEventMs: T0 - 2 * HOUR, lastEventMs: T0 - HOUR, executionsWithPersisted: 2 } as Arrival;

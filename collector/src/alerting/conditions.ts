@@ -7,6 +7,7 @@ import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { Arrival, ArrivalCounters } from '../store/store.ts';
+import { DEFAULT_GUARD_BUDGET } from '../tools/guard/trim.ts';
 import type { RuleConfig } from './settings.ts';
 
 type Annotations = Record<string, string>;
@@ -36,6 +37,12 @@ export function windowText(ms: number): string {
   return `${Math.round(ms / 1000)}s`;
 }
 
+/**
+ * What a hook's author does about a persisted output: the fix, how to find the string over, and what keeps the
+ * model reading most of it meanwhile.
+ */
+const PERSISTED_ACTION = `Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters: \`hookwatch check -- <hook command>\` measures each output string of the hook against the cap; until it is fixed, running the hook as \`hookwatch guard -- <hook command>\` (\`hookwatch guard --install <settings file>\` wraps every command hook) keeps the first ~${fmt(DEFAULT_GUARD_BUDGET)} characters of each and a pointer to the rest instead of a ~${fmt(PREVIEW_CHARS)}-character preview.`;
+
 /** persisted: outputs saved to a file while the hook reported success; `late` names arrivals stamped before the window. */
 export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: ArrivalCounters | undefined): Annotations | null {
   // The headline divergence: Claude Code saved output to a file while the hook reported success. A client that
@@ -52,7 +59,7 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
     summary: inferred > 0
       ? `${scope}: ${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
       : `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
-    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}. Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters.${lateText}`,
+    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}.${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
     outputs_persisted: String(c.outputsPersisted),
     executions: String(c.executions),
     ...(max !== null ? { largest_output: String(max) } : {}),
