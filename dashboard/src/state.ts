@@ -2,6 +2,7 @@
  * Everything a view shows is decided by its URL (page, range, filters, sort, chosen dimension), so a link can be
  * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
  */
+import { CHART_BUCKETS, chartStepForSpan } from '../../shared/src/chart-step.ts';
 import type { Query } from './api.ts';
 import { dateTime, timeZone, timeZoneLabel } from './format.ts';
 
@@ -138,19 +139,14 @@ export function refreshMs(params: URLSearchParams): number | null {
   return Math.max(1000, ms);
 }
 
-/** Bucket widths the API accepts for charts (seconds). */
-const CHART_STEPS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400] as const;
-/** At most this many buckets on a chart: bars stay bars, not hairlines, on a 7-day view. */
-export const CHART_BUCKETS = 60;
+export { CHART_BUCKETS };
 
 /** The bucket width (seconds) for a chart of a range: the smallest that keeps it within CHART_BUCKETS. */
 export function chartStep(range: Range): number {
   const span = range.kind === 'custom'
     ? Date.parse(range.to) - Date.parse(range.from)
     : { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 }[range.preset];
-  // Two weeks and more in whole days: day rollups answer those across a thousand hooks in one read.
-  if (span >= 14 * 86_400_000) return 86_400 * Math.max(1, Math.ceil(span / 86_400_000 / CHART_BUCKETS));
-  return CHART_STEPS.find((s) => span / (s * 1000) <= CHART_BUCKETS) ?? 86_400;
+  return chartStepForSpan(span);
 }
 
 /** A custom range for a bucket span [fromMs, toMs), as a URL range. */

@@ -24,11 +24,14 @@ let sink: Server;
 const received: { path: string; body: unknown }[] = [];
 const open: WatchedPage[] = [];
 
-/** One session start every 6 hours for 10 days, its additionalContext growing from 9,800 to 18,000 characters. */
+/**
+ * One session start every 6 hours for 10 days, half an hour into each 6-hour bucket, its additionalContext growing
+ * from 9,800 to 18,000 characters: the first is under the cap, the second (6.5 hours in) the first over it.
+ */
 function growingHook(): HookExecution[] {
   const out: HookExecution[] = [];
-  const start = NOW - 10 * DAY;
-  for (let t = start, i = 0; t < NOW - 3_600_000; t += DAY / 4, i++) {
+  const start = Math.floor((NOW - 10 * DAY) / (DAY / 4)) * (DAY / 4);
+  for (let t = start + 1_800_000, i = 0; t < NOW - 3_600_000; t += DAY / 4, i++) {
     const size = Math.round(9_800 + ((t - start) / (10 * DAY)) * (18_000 - 9_800));
     out.push({
       hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: t, sessionId: `s-${i}`, userId: ['alice', 'bob'][i % 2] ?? 'alice',
@@ -93,6 +96,12 @@ describe('the link in an alert', () => {
     expect(Date.parse(range.get('from') ?? '')).toBeLessThan(persisted[0]?.timeMs ?? 0);
     expect(Date.parse(range.get('to') ?? '')).toBeGreaterThanOrEqual(Date.parse(alert?.startsAt ?? ''));
     expect(await w.page.textContent('.range-label')).toMatch(/ to /);
+    // The figures and the charts count the same executions: the range starts on a bucket of the charts, so the
+    // one under the cap in the first bucket is in both.
+    const counted = Number(await w.page.textContent('[data-kpi="executions"] .kpi-value'));
+    expect(await w.page.textContent('#chart-delivery-summary')).toMatch(new RegExp(`^${counted} hook commands reported success; ${persisted.length} outputs were persisted`));
+    expect(counted).toBe(executions.filter((e) => e.timeMs >= Date.parse(range.get('from') ?? '')).length);
+    expect(counted).toBeGreaterThan(persisted.length);
   });
 
   it('opens the same view from the alert\'s card on the alerts page, whatever range that page is on', async () => {

@@ -1,9 +1,11 @@
 /**
  * The time range that shows one alert on a hook's page: from an hour before the first evidence it was raised on
- * to when it resolved (or to when it is looked at, while it fires). Notifications link to the hook over it, so a
- * link opened days later, or for outputs that arrived late, shows the outputs the alert counted and not whatever
- * the last 24 hours hold.
+ * to when it resolved (or to when it is looked at, while it fires), in whole buckets of the page's charts.
+ * Notifications link to the hook over it, so a link opened days later, or for outputs that arrived late, shows the
+ * outputs the alert counted and not whatever the last 24 hours hold.
  */
+
+import { chartStepForSpan } from './chart-step.ts';
 
 /** How far before an alert's first evidence its range starts: the hook as it was just before. */
 export const ALERT_RANGE_LEAD_MS = 3_600_000;
@@ -27,9 +29,9 @@ function stamp(ms: number): string {
 }
 
 /**
- * The range, in whole minutes (the store's resolution), as RFC 3339 `from` and `to`: from an hour before the
- * earliest of when the alert became active, started firing and its earliest late output, to when it resolved or
- * `nowMs` while it fires.
+ * The range as RFC 3339 `from` and `to`: from an hour before the earliest of when the alert became active, started
+ * firing and its earliest late output, to when it resolved or `nowMs` while it fires, widened to whole buckets of
+ * the chart the dashboard draws for it.
  */
 export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: string } {
   const times = [a.activeAt, a.startsAt, a.annotations['first_event_time']]
@@ -38,7 +40,17 @@ export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: st
   const first = times.length ? Math.min(...times) : nowMs;
   const ended = a.endsAt ? Date.parse(a.endsAt) : NaN;
   const end = Number.isFinite(ended) ? ended : nowMs;
-  const fromMs = Math.floor((first - ALERT_RANGE_LEAD_MS) / MINUTE) * MINUTE;
-  const toMs = Math.max(Math.ceil(end / MINUTE) * MINUTE, fromMs + MINUTE);
+  let fromMs = Math.floor((first - ALERT_RANGE_LEAD_MS) / MINUTE) * MINUTE;
+  let toMs = Math.max(Math.ceil(end / MINUTE) * MINUTE, fromMs + MINUTE);
+  // Widened to the bucket boundaries of the page's charts (which count whole buckets), so its figures and its
+  // charts count the same executions. A wider range may take wider buckets: a few rounds settle it.
+  for (let i = 0; i < 4; i++) {
+    const step = chartStepForSpan(toMs - fromMs) * 1000;
+    const f = Math.floor(fromMs / step) * step;
+    const t = Math.ceil(toMs / step) * step;
+    if (f === fromMs && t === toMs) break;
+    fromMs = f;
+    toMs = t;
+  }
   return { from: stamp(fromMs), to: stamp(toMs) };
 }

@@ -271,8 +271,8 @@ describe('dispatcher', () => {
     const body = alertmanagerBody(n, { externalUrl: 'https://hw.example.com/' });
     expect(Object.keys(body).sort()).toEqual(['alerts', 'commonAnnotations', 'commonLabels', 'externalURL', 'groupKey', 'groupLabels', 'receiver', 'status', 'truncatedAlerts', 'version']);
     expect(Object.keys(body.alerts[0] ?? {}).sort()).toEqual(['annotations', 'endsAt', 'fingerprint', 'generatorURL', 'labels', 'startsAt', 'status']);
-    // The hook's page from an hour before the alert to when it was notified, in whole minutes.
-    const link = 'https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-30T09%3A00%3A00Z&to=2026-11-30T10%3A01%3A00Z';
+    // The hook's page from an hour before the alert to when it was notified, in whole 2-minute buckets (its chart's).
+    const link = 'https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-30T09%3A00%3A00Z&to=2026-11-30T10%3A02%3A00Z';
     expect(body.alerts[0]?.generatorURL).toBe(link);
     const text = slackText({ ...n, alert: { ...n.alert, labels: { ...n.alert.labels, team: 'a<b' } } }, { externalUrl: 'https://hw.example.com' });
     expect(text).toContain('[FIRING] persisted');
@@ -284,10 +284,11 @@ describe('dispatcher', () => {
     const resolved = slackText({ ...n, status: 'resolved', alert: { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z' } }, { externalUrl: '' });
     expect(resolved).toContain('[RESOLVED]');
     expect(resolved).toContain('to 2026-11-30T11:00:00.000Z');
-    // A resolved alert's page ends when it resolved; late outputs stamped before it start it an hour earlier.
+    // A resolved alert's page ends when it resolved; late outputs stamped before it start it an hour earlier (in
+    // the whole 6-hour buckets of a 10-day chart).
     const late = { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z', annotations: { ...n.alert.annotations, first_event_time: '2026-11-20T08:30:05.000Z' } };
     expect(alertmanagerBody({ ...n, status: 'resolved', alert: late }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL)
-      .toBe('https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-20T07%3A30%3A00Z&to=2026-11-30T11%3A00%3A00Z');
+      .toBe('https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-20T06%3A00%3A00Z&to=2026-11-30T12%3A00%3A00Z');
     // An alert of no single hook links to the alerts page.
     expect(alertmanagerBody({ ...n, alert: { ...n.alert, hookId: null } }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL).toBe('https://hw.example.com/alerts');
   });
