@@ -66,6 +66,8 @@ describe('conditions', () => {
     expect(headroomCondition(rule, counters(), 'h')).toBeNull();
     expect(headroomCondition(rule, counters({ largest: 8550 }), 'h')).toMatchObject({ headroom: '1450', largest_output: '8550' });
     expect(headroomCondition(rule, counters({ largest: 10_500 }), 'h')?.['summary']).toContain('500 over the 10,000-character cap');
+    // What to do before it crosses: measure the hook's strings, and fail CI above a budget.
+    expect(headroomCondition(rule, counters({ largest: 8550 }), 'h')?.['description']).toMatch(/ Shorten it before it crosses: `hookwatch check -- <hook command>` measures each output string of the hook against the cap \(with `--budget 9500` it fails above that, for CI\)\.$/);
   });
 
   it('never_completed: starts without completes', () => {
@@ -79,6 +81,7 @@ describe('conditions', () => {
     const a = growthCondition({ horizonDays: 14 }, rising, 'h', T0);
     expect(Number(a?.['days_to_cap'])).toBeGreaterThan(0);
     expect(Number(a?.['days_to_cap'])).toBeLessThanOrEqual(14);
+    expect(a?.['description']).toMatch(/ Shorten it before it crosses: `hookwatch check -- <hook command>`.*`--budget 9500`/);
     expect(growthCondition({ horizonDays: 1 }, rising, 'h', T0)).toBeNull();
     expect(growthCondition({ horizonDays: 14 }, rising.map((p) => ({ ...p, value: 5000 })), 'h', T0)).toBeNull();
   });

@@ -38,10 +38,14 @@ export function windowText(ms: number): string {
 }
 
 /**
- * What a hook's author does about a persisted output: the fix, how to find the string over, and what keeps the
- * model reading most of it meanwhile.
+ * What a hook's author does about an output at or over the cap: how to find the string, the fix, and (once it is
+ * over) what keeps the model reading most of it meanwhile.
  */
-const PERSISTED_ACTION = `Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters: \`hookwatch check -- <hook command>\` measures each output string of the hook against the cap; until it is fixed, running the hook as \`hookwatch guard -- <hook command>\` (\`hookwatch guard --install <settings file>\` wraps every command hook) keeps the first ~${fmt(DEFAULT_GUARD_BUDGET)} characters of each and a pointer to the rest instead of a ~${fmt(PREVIEW_CHARS)}-character preview.`;
+const CHECK_ACTION = '`hookwatch check -- <hook command>` measures each output string of the hook against the cap';
+const PERSISTED_ACTION = `Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters: ${CHECK_ACTION}; until it is fixed, running the hook as \`hookwatch guard -- <hook command>\` (\`hookwatch guard --install <settings file>\` wraps every command hook) keeps the first ~${fmt(DEFAULT_GUARD_BUDGET)} characters of each and a pointer to the rest instead of a ~${fmt(PREVIEW_CHARS)}-character preview.`;
+
+/** Before the cap: find the string that grows and shorten it; `--budget` makes check fail before the cap does. */
+const NEAR_ACTION = `Shorten it before it crosses: ${CHECK_ACTION} (with \`--budget ${DEFAULT_GUARD_BUDGET}\` it fails above that, for CI).`;
 
 /** persisted: outputs saved to a file while the hook reported success; `late` names arrivals stamped before the window. */
 export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: ArrivalCounters | undefined): Annotations | null {
@@ -93,7 +97,7 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
     summary: max > OUTPUT_CAP_CHARS
       ? `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; none was persisted (alert above ${fmt(limit)}).`
       : `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)}).`,
-    description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.`,
+    description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output. ${NEAR_ACTION}`,
     largest_output: String(max),
     headroom: String(OUTPUT_CAP_CHARS - max),
   };
@@ -119,7 +123,7 @@ export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: r
   const when = f.daysToCap < 1 ? 'within a day' : `in about ${f.daysToCap.toFixed(1)} days (${iso(at).slice(0, 10)})`;
   return {
     summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap ${when}.`,
-    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${iso(f.lastMs).slice(0, 10)}. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview.`,
+    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${iso(f.lastMs).slice(0, 10)}. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview. ${NEAR_ACTION}`,
     days_to_cap: f.daysToCap.toFixed(1),
     crosses_at: iso(at),
   };
