@@ -23,6 +23,11 @@ import { applyTheme, setTheme, themeChoice } from './theme.ts';
 const TZ_KEY = 'hookwatch.tz';
 /** How often relative times and the age of the data shown are read again. */
 const AGE_TICK_MS = 5000;
+/**
+ * Two ticks this far apart mean the page's timers stood still while the clock ran on (the computer slept): the
+ * data shown is as old as the sleep, and is refreshed at once rather than when the timer stood still would fire.
+ */
+const WAKE_GAP_MS = 60_000;
 /** A screen reader hears that a refresh changed the data at most this often (a recovery is said at once). */
 const NEWS_MIN_MS = 60_000;
 
@@ -396,21 +401,34 @@ export function start(root: HTMLElement): Dashboard {
     timer = setTimeout(() => void load(gen), retryDelay(period, failures));
   }
 
+  /** When the last tick ran: a much longer gap to the next one is a sleep (WAKE_GAP_MS). */
+  let tickedAt = Date.now();
+
+  /** Refreshes now, unless refresh is paused or signed out (every request would be refused the same way). */
+  function refreshNow(): void {
+    if (refreshMs(readState(location).params) !== null && !signedOut) void load(generation);
+  }
+
   function onVisibility(): void {
     if (document.hidden) {
       clearTimeout(timer);
       return;
     }
-    if (refreshMs(readState(location).params) !== null && !signedOut) void load(generation);
+    // A hidden tab's ticks are held back: the gap since the last one is not a sleep, and this refresh covers it.
+    tickedAt = Date.now();
+    refreshNow();
   }
 
   /**
    * Relative times ("3 min ago") keep counting between refreshes, and while the server fails; so does the age of
-   * the data on the Updated line, so a screen left open shows it going stale.
+   * the data on the Updated line, so a screen left open shows it going stale. After a sleep, the page refreshes.
    */
   function tick(): void {
-    if (document.hidden) return;
     const now = Date.now();
+    const woke = now - tickedAt > WAKE_GAP_MS;
+    tickedAt = now;
+    if (document.hidden) return;
+    if (woke) refreshNow();
     for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(el.dataset['ago'] ?? null, now);
     showUpdated(readState(location));
     drawFailure();

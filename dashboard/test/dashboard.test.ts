@@ -403,6 +403,26 @@ describe('kept open all day', () => {
       await srv.close();
     }
   });
+
+  it('refreshes at once when the computer wakes from sleep, rather than showing hours-old data as current', async () => {
+    const { page: p } = await page();
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=5m`);
+    await waitLoaded(p);
+    // Three hours asleep: the clock jumps on, and the page's timers (the next refresh five minutes away) stood still.
+    await p.clock.setSystemTime(await p.evaluate(() => Date.now() + 3 * 3_600_000));
+    // The next tick of the age sees the jump and refreshes, not five minutes later.
+    await p.clock.runFor(5000);
+    await waitLoaded(p, 2);
+    expect(await p.textContent('#last-updated')).toMatch(/^Updated [0-5] s ago$/);
+    // Paused, it stays paused: the line shows the data's age instead.
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    await p.clock.setSystemTime(await p.evaluate(() => Date.now() + 3 * 3_600_000));
+    await p.clock.runFor(5000);
+    expect(await p.textContent('#last-updated')).toBe('Updated 3 h ago · paused');
+    expect(await p.evaluate(() => document.body.dataset['loaded'])).toBe('1');
+  });
 });
 
 describe('signed out', () => {
