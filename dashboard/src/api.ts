@@ -43,7 +43,8 @@ async function call<T>(method: string, path: string, query?: Query, body?: unkno
     });
   } catch (err) {
     if ((err as Error).name === 'AbortError') throw err;
-    throw new ApiFailure(0, 'hookwatch did not answer (is it running?)');
+    // The browser knows when it has no network at all: that is not hookwatch's doing.
+    throw new ApiFailure(0, navigator.onLine ? 'hookwatch did not answer (is it running?)' : 'this browser is offline (no network connection)');
   }
   if (res.type === 'opaqueredirect') {
     throw new ApiFailure(res.status, 'the sign-in session has expired (the server redirected to a login page); reload the page to sign in', true);

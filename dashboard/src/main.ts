@@ -419,6 +419,11 @@ export function start(root: HTMLElement): Dashboard {
     refreshNow();
   }
 
+  /** The network is back: the next try is not left to the backoff, which may be a minute away. */
+  function onOnline(): void {
+    if (!document.hidden && failures > 0) refreshNow();
+  }
+
   /**
    * Relative times ("3 min ago") keep counting between refreshes, and while the server fails; so does the age of
    * the data on the Updated line, so a screen left open shows it going stale. After a sleep, the page refreshes.
@@ -581,12 +586,14 @@ export function start(root: HTMLElement): Dashboard {
 
   window.addEventListener('popstate', render);
   document.addEventListener('visibilitychange', onVisibility);
+  window.addEventListener('online', onOnline);
   const ticker = setInterval(tick, AGE_TICK_MS);
   render();
   return {
     stop() {
       window.removeEventListener('popstate', render);
       document.removeEventListener('visibilitychange', onVisibility);
+      window.removeEventListener('online', onOnline);
       clearInterval(ticker);
       generation++;
       clearTimeout(timer);

@@ -423,6 +423,26 @@ describe('kept open all day', () => {
     expect(await p.textContent('#last-updated')).toBe('Updated 3 h ago · paused');
     expect(await p.evaluate(() => document.body.dataset['loaded'])).toBe('1');
   });
+
+  it('says the browser is offline while the network is down, and tries again as soon as it is back', async () => {
+    const { page: p, context } = await page({ allow: /ERR_INTERNET_DISCONNECTED/ });
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=15s`);
+    await waitLoaded(p);
+    await context.setOffline(true);
+    // Three refreshes fail: the next try is a minute away.
+    for (const wait of [15_000, 15_000, 30_000]) {
+      await p.clock.runFor(wait);
+      await p.waitForSelector('#error-banner:not([hidden])');
+    }
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: this browser is offline (no network connection)');
+    expect(await p.textContent('#error-age')).toMatch(/retrying less often, every 1 min/);
+    expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
+    await context.setOffline(false);
+    // Back online: refreshed without waiting out the minute (the page's clock does not move).
+    await p.waitForSelector('#error-banner', { state: 'hidden' });
+    await waitLoaded(p, 2);
+  });
 });
 
 describe('signed out', () => {
