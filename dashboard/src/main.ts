@@ -15,7 +15,7 @@ import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
   REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -75,7 +75,9 @@ export function start(root: HTMLElement): Dashboard {
   // seconds during an outage, are beside it, outside the alert, so a screen reader does not repeat the failure.
   const alertText = h('span', { id: 'error-alert', role: 'alert' });
   const failureAge = h('span', { id: 'error-age' });
-  const banner = h('div', { id: 'error-banner', class: 'banner banner-error', hidden: true }, alertText, failureAge);
+  /** What the reader can do about the failure (reload to sign in). */
+  const failureAction = h('span', { id: 'error-action' });
+  const banner = h('div', { id: 'error-banner', class: 'banner banner-error', hidden: true }, alertText, failureAge, failureAction);
   // The age of the data counts on every few seconds: in a live region a screen reader would read it out each time.
   const updated = h('span', { id: 'last-updated', class: 'muted' });
   // What a screen reader is told of refreshes instead: one that changed what the page shows (at most once a minute)
@@ -348,18 +350,27 @@ export function start(root: HTMLElement): Dashboard {
   function showSignedOut(err: ApiFailure, gen: number): void {
     const reload = (): HTMLButtonElement => h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload to sign in');
     banner.hidden = false;
-    replace(alertText, h('strong', null, 'Signed out: '), err.message,
-      ` (${gen === shownGeneration ? 'showing the last data' : 'nothing to show'}; refresh stopped) `, reload());
-    replace(failureAge);
+    replace(alertText, h('strong', null, 'Signed out: '), err.message);
+    signedOutGen = gen;
+    drawSignedOut();
+    replace(failureAction, ' ', reload());
     if (gen !== shownGeneration && content) {
       replace(content, h('section', { class: 'panel empty', id: 'signed-out' }, h('h1', null, 'Signed out'), h('p', null, err.message, '. '), reload()));
     }
+  }
+
+  /** Signed out: the age of the data the page shows, outside the alert, counting on as a failure's does. */
+  function drawSignedOut(): void {
+    if (!signedOut || banner.hidden) return;
+    failureAge.textContent = ` (${signedOutNote(signedOutGen === shownGeneration ? lastUpdated : undefined, Date.now())})`;
   }
 
   /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
   let failures = 0;
   let failure: { msg: string; gen: number; part: boolean } | undefined;
   let signedOut = false;
+  /** The generation of the page that was signed out. */
+  let signedOutGen = -1;
 
   /**
    * The failure banner: what failed (the alert, rewritten only when that changes) and, outside the alert, how old
@@ -379,6 +390,7 @@ export function start(root: HTMLElement): Dashboard {
     banner.hidden = true;
     replace(alertText);
     replace(failureAge);
+    replace(failureAction);
   }
 
   function showError(err: unknown, gen: number, part = false): void {
@@ -437,6 +449,7 @@ export function start(root: HTMLElement): Dashboard {
     for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(el.dataset['ago'] ?? null, now);
     showUpdated(readState(location));
     drawFailure();
+    drawSignedOut();
     sayNews(now);
   }
 

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeZone } from './format.ts';
 import {
   MAX_RETRY_MS, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
-  removeFilter, retryDelay, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  removeFilter, retryDelay, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
 
@@ -40,6 +40,12 @@ describe('while the server fails', () => {
     expect(failureNote({ lastUpdated: t, nowMs: t + 600_000, periodMs: 5000, failures: 9 })).toBe('showing data from 10 min ago; retrying less often, every 1 min');
     expect(failureNote({ lastUpdated: undefined, nowMs: t, periodMs: 1000, failures: 1 })).toBe('nothing to show yet; retrying every 1 s');
     expect(failureNote({ lastUpdated: t, nowMs: t + 60_000, periodMs: null, failures: 3 })).toBe('showing data from 1 min ago; refresh is paused: Refresh now tries again');
+  });
+
+  it('says, signed out, how old the data shown is, counting on, and that refresh stopped', () => {
+    const t = Date.parse('2026-11-30T08:30:00Z');
+    expect(signedOutNote(t, t + 180_000)).toBe('showing data from 3 min ago; refresh stopped');
+    expect(signedOutNote(undefined, t)).toBe('nothing to show; refresh stopped');
   });
 });
 

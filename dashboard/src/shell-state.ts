@@ -80,9 +80,22 @@ function duration(ms: number): string {
  * tries again by itself. Read again as time passes, so the age keeps counting during an outage.
  */
 export function failureNote(o: { lastUpdated: number | undefined; nowMs: number; periodMs: number | null; failures: number }): string {
-  const shown = o.lastUpdated === undefined ? 'nothing to show yet' : `showing data from ${ago(new Date(o.lastUpdated).toISOString(), o.nowMs)}`;
+  const shown = shownNote(o.lastUpdated, o.nowMs, 'nothing to show yet');
   const next = o.periodMs === null ? 'refresh is paused: Refresh now tries again' : `retrying ${o.failures > 1 ? 'less often, ' : ''}every ${duration(retryDelay(o.periodMs, o.failures))}`;
   return `${shown}; ${next}`;
+}
+
+/**
+ * What the signed-out banner adds: how old the data on the page is (or that there is none), counting on, and that
+ * refresh stopped.
+ */
+export function signedOutNote(lastUpdated: number | undefined, nowMs: number): string {
+  return `${shownNote(lastUpdated, nowMs, 'nothing to show')}; refresh stopped`;
+}
+
+/** "showing data from 3 min ago", or `none` when the page has shown no data. */
+function shownNote(lastUpdated: number | undefined, nowMs: number, none: string): string {
+  return lastUpdated === undefined ? none : `showing data from ${ago(new Date(lastUpdated).toISOString(), nowMs)}`;
 }
 
 /** The URL of the same page over another range, with its filters and page parameters kept. */

@@ -92,6 +92,54 @@ describe('the server restarted while the page is open', () => {
   });
 });
 
+describe('the token rotated while the page is open', () => {
+  it('says signed out and how old the data it keeps showing is, and stops asking, even when shown again or woken', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const auth = { HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'a'.repeat(32) };
+    let svc = await hookwatch(dir, auth);
+    await feed(svc);
+    const port = String((new URL(svc.httpUrl)).port);
+    await svc.stop();
+    svc = await hookwatch(dir, { ...auth, HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
+    cleanups.push(() => svc.stop().then(() => undefined));
+
+    const { page: p } = await page(/status of 401/);
+    // The token a proxy in front of the page adds to every request.
+    await p.setExtraHTTPHeaders({ authorization: `Bearer ${'a'.repeat(32)}` });
+    let asked = 0;
+    p.on('request', (r) => void (new URL(r.url()).pathname.startsWith('/api/') && asked++));
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=15s`);
+    await waitLoaded(p);
+    const rows = await p.locator('#hook-rows tr').count();
+    expect(rows).toBeGreaterThan(0);
+
+    // The token is rotated: hookwatch comes back asking for the new one.
+    await svc.stop();
+    svc = await hookwatch(dir, { ...auth, HOOKWATCH_HTTP_AUTH_TOKEN: 'b'.repeat(32), HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
+    await p.clock.runFor(15_000);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-alert')).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
+    // The page's clock runs on in real time besides what the test moves it by: on a busy machine the load took a
+    // few seconds of its own.
+    const age = /^ \(showing data from (\d+) s ago; refresh stopped\)$/.exec((await p.textContent('#error-age')) ?? '');
+    expect(Number(age?.[1])).toBeGreaterThanOrEqual(15);
+    expect(Number(age?.[1])).toBeLessThan(60);
+    expect(await p.locator('#error-banner button.reload').textContent()).toBe('Reload to sign in');
+    expect(await p.locator('#hook-rows tr').count()).toBe(rows);
+    await p.clock.runFor(120_000);
+    expect(await p.textContent('#error-age')).toMatch(/^ \(showing data from [23] min ago; refresh stopped\)$/);
+    const after = asked;
+    // Neither shown again nor woken from sleep does it ask again: every request would be refused the same way.
+    await p.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await p.clock.setSystemTime(await p.evaluate(() => Date.now() + 3_600_000));
+    await p.clock.runFor(60_000);
+    expect(await p.textContent('#error-age')).toBe(' (showing data from 1 h ago; refresh stopped)');
+    expect(asked).toBe(after);
+  });
+});
+
 describe('hookwatch not answering as the page opens', () => {
   it('fills the filter and breakdown lists at the first refresh it answers, without a navigation', async () => {
     const svc = await fedService();
