@@ -29,7 +29,28 @@ function withQuery(path: string, query: Query = {}): string {
   return qs ? `${path}?${qs}` : path;
 }
 
+/**
+ * How long a read may go unanswered before it counts as failed: a network dropped without a word (no reset) leaves
+ * a request waiting for many minutes, and the refreshes after it with it. Writes are not cut short: the server may
+ * be doing what they asked.
+ */
+export const READ_TIMEOUT_MS = 60_000;
+
 async function call<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
+  if (method !== 'GET') return exchange<T>(method, path, query, body, signal);
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), READ_TIMEOUT_MS);
+  try {
+    return await exchange<T>(method, path, query, body, signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal);
+  } catch (err) {
+    if (timeout.signal.aborted && !signal?.aborted) throw new ApiFailure(0, `hookwatch did not answer within ${READ_TIMEOUT_MS / 1000} s`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function exchange<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
   let res: Response;
   try {
     res = await fetch(withQuery(path, query), {

@@ -424,6 +424,27 @@ describe('kept open all day', () => {
     expect(await p.evaluate(() => document.body.dataset['loaded'])).toBe('1');
   });
 
+  it('gives up on a request left unanswered (a network dropped without a word), says so, and tries again', async () => {
+    const { page: p } = await page();
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=15s`);
+    await waitLoaded(p);
+    // Requests go out and nothing ever comes back.
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(api, () => undefined);
+    await p.clock.runFor(15_000);
+    await p.waitForSelector('body[aria-busy="true"]', { state: 'attached' });
+    await p.clock.runFor(60_000);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: hookwatch did not answer within 60 s');
+    expect(await p.textContent('#error-age')).toBe(' (showing data from 1 min ago; retrying every 15 s)');
+    expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
+    await p.unroute(api);
+    await p.clock.runFor(15_000);
+    await p.waitForSelector('#error-banner', { state: 'hidden' });
+    await waitLoaded(p, 2);
+  });
+
   it('says the browser is offline while the network is down, and tries again as soon as it is back', async () => {
     const { page: p, context } = await page({ allow: /ERR_INTERNET_DISCONNECTED/ });
     await p.clock.install();
