@@ -597,6 +597,13 @@ export function start(root: HTMLElement): Dashboard {
     });
   }
 
+  // The system switched between light and dark: the page follows it by itself, the charts take their colours
+  // when they draw, so the page is drawn again (as the theme toggle does), unless a theme is chosen.
+  const dark = matchMedia('(prefers-color-scheme: dark)');
+  const onScheme = (): void => {
+    if (themeChoice() === 'auto') render();
+  };
+  dark.addEventListener('change', onScheme);
   window.addEventListener('popstate', render);
   document.addEventListener('visibilitychange', onVisibility);
   window.addEventListener('online', onOnline);
@@ -604,6 +611,7 @@ export function start(root: HTMLElement): Dashboard {
   render();
   return {
     stop() {
+      dark.removeEventListener('change', onScheme);
       window.removeEventListener('popstate', render);
       document.removeEventListener('visibilitychange', onVisibility);
       window.removeEventListener('online', onOnline);

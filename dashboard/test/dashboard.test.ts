@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { hookId } from '../../collector/src/hooks/extract.ts';
 import { createDashboardRouter } from '../server.ts';
 import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
@@ -422,6 +423,32 @@ describe('kept open all day', () => {
     await p.clock.runFor(5000);
     expect(await p.textContent('#last-updated')).toBe('Updated 3 h ago · paused');
     expect(await p.evaluate(() => document.body.dataset['loaded'])).toBe('1');
+  });
+
+  it('recolours its charts when the system switches between light and dark, even with refresh paused', async () => {
+    const { page: p } = await page();
+    await p.emulateMedia({ colorScheme: 'light' });
+    await p.goto(`${svc.httpUrl}/hooks/${hookId('SessionStart', 'SessionStart:startup')}?refresh=off`);
+    await waitLoaded(p);
+    /** The colour the cliff chart draws its axis text in, and the one the page's text around it is now. */
+    const colours = (): Promise<{ chart: unknown; page: string }> => p.evaluate(() => {
+      const C = (window as unknown as { Chart: { getChart(id: string): { options: { scales: { y: { ticks: { color: unknown } } } } } | undefined } }).Chart;
+      const probe = document.createElement('span');
+      probe.style.color = 'var(--muted)';
+      document.body.append(probe);
+      const page = getComputedStyle(probe).color;
+      probe.remove();
+      return { chart: C.getChart('chart-cliff')?.options.scales.y.ticks.color, page };
+    });
+    const light = await colours();
+    expect(light.chart).toBe(light.page);
+    // Evening: the system turns dark. The page follows it, and so do the charts, drawn again.
+    await p.emulateMedia({ colorScheme: 'dark' });
+    await waitLoaded(p, 2);
+    const dark = await colours();
+    expect(dark.page).not.toBe(light.page);
+    expect(dark.chart).toBe(dark.page);
+    expect(await p.textContent('#refresh-pause')).toBe('Resume');
   });
 
   it('gives up on a request left unanswered (a network dropped without a word), says so, and tries again', async () => {
