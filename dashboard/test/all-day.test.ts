@@ -270,11 +270,13 @@ describe('left open for hours', () => {
       await cycles(0, 30);
       const warm = await measure();
       await cycles(30, 150);
-      const after = await measure();
       // What a refresh draws replaces what the one before drew: the same elements in the page, the same listeners
-      // (media queries and charts' included), the same charts, one document.
-      expect({ path, attached: after['attached'], listeners: after['listeners'], charts: after['charts'], documents: after['documents'] })
-        .toEqual({ path, attached: warm['attached'], listeners: warm['listeners'], charts: warm['charts'], documents: 1 });
+      // (media queries and charts' included), the same charts, one document. Measured again until so: an alert's
+      // attempts open are fetched after the refresh, and Blink may keep a node it just replaced (and its listener)
+      // past one forced collection; what each refresh leaves behind stays however often it is measured.
+      const counted = (m: Record<string, number>): Record<string, unknown> => ({ path, attached: m['attached'], listeners: m['listeners'], charts: m['charts'], documents: m['documents'] });
+      let after = await measure();
+      await expect.poll(async () => counted(after = await measure()), { timeout: 30_000 }).toEqual({ ...counted(warm), documents: 1 });
       // Every node alive counts detached ones too, which Blink may collect later than the forced collection: two
       // left behind per refresh would pass this bound.
       expect(after['nodes']! - warm['nodes']!).toBeLessThan(240);
