@@ -25,7 +25,8 @@ const TZ_KEY = 'hookwatch.tz';
 const AGE_TICK_MS = 5000;
 /**
  * Two ticks this far apart mean the page's timers stood still while the clock ran on (the computer slept): the
- * data shown is as old as the sleep, and is refreshed at once rather than when the timer stood still would fire.
+ * data shown is as old as the sleep, and is refreshed at once rather than when the refresh timer, held back by as
+ * long, comes due.
  */
 const WAKE_GAP_MS = 60_000;
 /** A screen reader hears that a refresh changed the data at most this often (a recovery is said at once). */
