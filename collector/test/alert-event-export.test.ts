@@ -78,6 +78,20 @@ describe('alert event export outcomes', () => {
     expect(receiver.delivered()).toHaveLength(1);
     expect(await events(service, 'failed')).toBe(0);
     expect(warnings(lines)).toEqual([]);
+    // The event links to the dashboard as a notification does: the hook's page over the time the alert counted.
+    type Attr = { key: string; value: { stringValue?: string } };
+    const body = JSON.parse(receiver.requests[0]?.body ?? '{}') as { resourceLogs: { scopeLogs: { logRecords: { attributes: Attr[] }[] }[] }[] };
+    const attrs = Object.fromEntries((body.resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes ?? []).map((a) => [a.key, a.value.stringValue]));
+    const url = new URL(attrs['hookwatch.alert.url'] ?? 'http://missing');
+    expect(url.origin).toBe(service.httpUrl);
+    expect(url.searchParams.get('range')).toBe('custom');
+    const from = Date.parse(url.searchParams.get('from') ?? '');
+    const to = Date.parse(url.searchParams.get('to') ?? '');
+    expect(from).toBeLessThan(Date.now() - 3_000_000);
+    expect(to).toBeGreaterThanOrEqual(Date.now() - 60_000);
+    const hookId = /^\/hooks\/([^/]+)$/.exec(url.pathname)?.[1];
+    const hook = await (await fetch(`${service.httpUrl}/api/v1/hooks/${hookId}?from=now-1h`)).json() as { hook: { hookName: string; outputsPersisted: number } };
+    expect(hook.hook).toMatchObject({ hookName: 'PostToolUse:accepted', outputsPersisted: 1 });
   });
 
   it.each([

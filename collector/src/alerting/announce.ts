@@ -1,10 +1,17 @@
 /** Tells the world about alert transitions: a log line and an OTLP log record (alert events) per transition. */
+import { dashboardLink } from '../notify/links.ts';
+import type { LinkContext } from '../notify/model.ts';
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Transition } from './lifecycle.ts';
 
-/** Announces one evaluation's transitions; an export failure is logged, never thrown. */
-export function announceTransitions(transitions: readonly Transition[], now: number, events: AlertEventSink, logger: Logger): void {
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * Announces one evaluation's transitions; an export failure is logged, never thrown. Each event links to the
+ * dashboard as notifications do (its hook over the time the alert counted), when there is a dashboard to link to.
+ */
+export function announceTransitions(transitions: readonly Transition[], now: number, events: AlertEventSink, logger: Logger, links?: LinkContext): void {
   // With for: 0 an alert goes pending -> firing in one evaluation; announce only where it ended up.
   const firedNow = new Set(transitions.filter((t) => t.to === 'firing').map((t) => t.alert));
   for (const t of transitions) {
@@ -16,7 +23,8 @@ export function announceTransitions(transitions: readonly Transition[], now: num
     }
     if (t.to !== 'pending') logger.info(`alert ${t.to}`, { alert: a.id, rule: a.rule, labels: a.labels });
     try {
-      events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now });
+      const url = links ? dashboardLink(links, { hookId: a.hookId, activeAt: iso(a.activeAtMs), startsAt: a.startsAtMs === null ? null : iso(a.startsAtMs), endsAt: t.to === 'resolved' ? iso(a.endsAtMs ?? now) : null, annotations: a.annotations }, now) : '';
+      events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now, ...(url ? { url } : {}) });
     } catch (err) {
       logger.warn('alert event export failed', { err });
     }

@@ -6,7 +6,7 @@
  * then hand the notifications to the dispatcher. What it holds is served by the read model (read-model.ts).
  */
 import type { Dispatcher } from '../notify/dispatcher.ts';
-import type { ReceiverConfig } from '../notify/model.ts';
+import type { LinkContext, ReceiverConfig } from '../notify/model.ts';
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { IngestListener } from '../pipeline/consumer.ts';
@@ -32,6 +32,8 @@ export interface AlertEngineOptions {
   receivers: readonly ReceiverConfig[];
   dispatcher: Dispatcher;
   events: AlertEventSink;
+  /** Where alert events link to (the dashboard); none without. */
+  links?: LinkContext;
   logger: Logger;
   now?: () => number;
   /** Alertmanager repeat_interval: a still-firing alert is notified again after this long. */
@@ -350,7 +352,7 @@ export class AlertEngine implements IngestListener {
     this.addedReceivers.clear();
     if (catchUp) this.catchUp = false;
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
-    announceTransitions(step.transitions, now, this.opts.events, this.opts.logger);
+    announceTransitions(step.transitions, now, this.opts.events, this.opts.logger, this.opts.links);
     if (scope === 'all') await this.opts.stateStore.prune(now - keep);
     this.stats.evaluations++;
     this.stats.lastEvaluationMs = now;

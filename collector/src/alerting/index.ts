@@ -118,6 +118,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     receivers: config.receivers,
     dispatcher,
     events,
+    links,
     logger,
     now,
     repeatIntervalMs: config.repeatIntervalMs,

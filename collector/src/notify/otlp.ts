@@ -32,6 +32,8 @@ import type { NotifyConfig } from './settings.ts';
 export interface AlertEvent extends AlertIdentity {
   state: AlertState;
   atMs: number;
+  /** The dashboard's page for the alert (its hook over the time it counted), as notifications link to it. */
+  url?: string;
 }
 
 /**
@@ -359,6 +361,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
     for (const [k, v] of Object.entries(e.annotations)) attributes[`hookwatch.alert.annotation.${k}`] = v;
     if (e.labels['hook_event']) attributes['hook_event'] = e.labels['hook_event'];
     if (e.labels['hook_name']) attributes['hook_name'] = e.labels['hook_name'];
+    if (e.url) attributes['hookwatch.alert.url'] = e.url;
     this.logger.emit({
       eventName: 'hookwatch.alert',
       body: `[${e.state.toUpperCase()}] ${e.rule}: ${e.annotations['summary'] ?? ''}`.trim(),
