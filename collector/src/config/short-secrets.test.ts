@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configSecrets, loadConfig, toConfig } from './index.ts';
 import { createLogger } from '../telemetry/logger.ts';
-import { secretScrubber } from '../notify/otlp.ts';
+import { secretScrubber } from '../net/endpoint-secrets.ts';
+import { logsUrl } from '../notify/otlp.ts';
 
 /** Loads `env` and, when given, a config file with `file` as its text. */
 function load(env: Record<string, string>, file?: string): ReturnType<typeof toConfig> {
@@ -88,7 +89,7 @@ describe('secrets too short to be secret', () => {
     for (const s of secrets) logger.info(`refused: ${s}.`, { detail: `(${s})` });
     expect(lines).toHaveLength(secrets.length);
     for (const [i, line] of lines.entries()) expect(line, secrets[i]).not.toContain(secrets[i]);
-    const scrub = secretScrubber(config.alerting.otlp.endpoint, config.alerting.otlp.headers);
+    const scrub = secretScrubber(config.alerting.otlp.endpoint, config.alerting.otlp.headers, [logsUrl(config.alerting.otlp.endpoint)]);
     expect(scrub('export failed: Ae1x, Ah9x')).toBe('export failed: <redacted>, <redacted>');
   });
 });

@@ -16,7 +16,8 @@ import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint } from '../net/otlp-url.ts';
-import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
+import { secretScrubber } from '../net/endpoint-secrets.ts';
+import { scrubbedResult, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
 export interface GrpcExporterOptions {
   /** http://host:4317 (plaintext) or https://host:4317 (TLS), as in OTEL_EXPORTER_OTLP_ENDPOINT. */
@@ -61,10 +62,13 @@ export class GrpcExporter implements Exporter {
   /** The forward.tls generation the client was made with: rotated files get a new channel. */
   private generation: number;
   private closed = false;
+  /** Takes the endpoint's credentials and the metadata values out of what the destination answers. */
+  private readonly scrub: (text: string) => string;
 
   constructor(opts: GrpcExporterOptions) {
     this.opts = opts;
     this.description = `${safeEndpoint(opts.endpoint)} (grpc)`;
+    this.scrub = secretScrubber(opts.endpoint, opts.headers);
     this.timeoutMs = opts.timeoutMs;
     const { target, tls } = grpcTarget(opts.endpoint);
     this.target = target;
@@ -107,7 +111,11 @@ export class GrpcExporter implements Exporter {
     return encoding === 'protobuf';
   }
 
-  export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
+  async export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
+    return scrubbedResult(await this.attempt(item, signal), this.scrub);
+  }
+
+  private attempt(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
     if (item.encoding !== 'protobuf') {
       return Promise.resolve({ kind: 'permanent', message: 'OTLP/JSON cannot be sent over gRPC unchanged' });
     }

@@ -17,8 +17,9 @@ import { parseRetryAfter } from '../net/backoff.ts';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import { ClientTlsAgent } from '../net/tls-agent.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
+import { secretScrubber } from '../net/endpoint-secrets.ts';
 import type { Signal } from '../pipeline/consumer.ts';
-import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
+import { scrubbedResult, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
 
 const gzipAsync = promisify(gzip);
 
@@ -91,6 +92,8 @@ export class HttpExporter implements Exporter {
   private readonly basicAuth: string | undefined;
   /** The connection pool for forward.tls, made again when its files change. */
   private readonly agent: ClientTlsAgent | undefined;
+  /** Takes the endpoint's credentials, query and header values out of what the destination answers. */
+  private readonly scrub: (text: string) => string;
 
   constructor(opts: HttpExporterOptions) {
     this.opts = opts;
@@ -101,6 +104,7 @@ export class HttpExporter implements Exporter {
     url.password = '';
     this.urls = { logs: otlpSignalUrl(url, 'logs'), metrics: otlpSignalUrl(url, 'metrics'), traces: otlpSignalUrl(url, 'traces') };
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
+    this.scrub = secretScrubber(opts.endpoint, { ...opts.headers, ...(this.basicAuth ? { authorization: this.basicAuth } : {}) }, Object.values(this.urls));
     this.timeoutMs = opts.timeoutMs;
     this.agent = opts.tls ? new ClientTlsAgent(opts.tls) : undefined;
   }
@@ -110,6 +114,10 @@ export class HttpExporter implements Exporter {
   }
 
   async export(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
+    return scrubbedResult(await this.attempt(item, signal), this.scrub);
+  }
+
+  private async attempt(item: ExportItem, signal?: AbortSignal): Promise<ExportResult> {
     const now = this.opts.now ?? Date.now;
     const headers: Record<string, string> = {
       ...(this.basicAuth ? { authorization: this.basicAuth } : {}),

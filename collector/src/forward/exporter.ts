@@ -48,3 +48,12 @@ export interface Exporter {
   close(): Promise<void>;
 }
 
+
+/**
+ * `result` with `scrub` applied to the text the destination wrote in it: a gateway's refusal may repeat the key
+ * or the URL it was sent, and these messages reach the log, the API, the dashboard and the dead letters.
+ */
+export function scrubbedResult(result: ExportResult, scrub: (text: string) => string): ExportResult {
+  if (result.kind !== 'success') return { ...result, message: scrub(result.message) };
+  return result.partial ? { ...result, partial: { ...result.partial, message: scrub(result.partial.message) } } : result;
+}

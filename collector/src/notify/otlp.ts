@@ -18,12 +18,12 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type R
 import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
+import { secretScrubber } from '../net/endpoint-secrets.ts';
 import { decodePartialSuccess, isPartialSuccessWarning, type PartialSuccess } from '../otlp/encode.ts';
 import { MAX_RESPONSE_BYTES } from '../forward/exporter-http.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
 import { routeSdkDiagnostics } from './otel-diag.ts';
-import { MIN_SECRET_CHARS, urlPasswords } from '../config/values.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { NotifyConfig } from './settings.ts';
@@ -151,27 +151,6 @@ function refused(status: number): AlertEventFailure {
 }
 
 /**
- * Removes the export's secrets from text the SDK wrote: the endpoint (and its logs URL) written without its
- * credentials and query, and the values of its credentials, query parameters and headers wherever they appear.
- */
-export function secretScrubber(endpoint: string, headers: Record<string, string>): (text: string) => string {
-  const urls = [logsUrl(endpoint), endpoint].filter((u) => u !== safeEndpoint(u));
-  // The whole query goes from the endpoint as logged (safeEndpoint), so each of its values does from the text.
-  const values = [...Object.values(headers), ...urlPasswords(endpoint)];
-  if (URL.canParse(endpoint)) {
-    const url = new URL(endpoint);
-    values.push(url.username, url.search.slice(1), ...url.searchParams.values(), ...[...url.search.matchAll(/=([^&#]+)/g)].map((m) => m[1] ?? ''));
-  }
-  const secrets = [...new Set(values.filter((v) => v.length >= MIN_SECRET_CHARS))].sort((a, b) => b.length - a.length);
-  return (text) => {
-    let out = text;
-    for (const u of urls) out = out.split(u).join(safeEndpoint(u));
-    for (const v of secrets) out = out.split(v).join('<redacted>');
-    return out;
-  };
-}
-
-/**
  * The OTLP/HTTP exporter, with the result of each export counted and logged: the SDK's batch processor throws
  * results away. Records leave the export queue as they are handed to it.
  */
@@ -277,7 +256,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
     this.drops = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (events) => {
       opts.logger.warn('alert event export queue full; events dropped', { endpoint, events, droppedTotal: this.stats.dropped, maxQueue: this.maxQueue });
     });
-    const scrub = secretScrubber(opts.endpoint, opts.headers);
+    const scrub = secretScrubber(opts.endpoint, opts.headers, [logsUrl(opts.endpoint)]);
     this.partials = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (answers) => {
       const last = this.lastPartial;
       opts.logger.warn('alerting.otlp.endpoint answered a partial success; the alert events it rejected are lost', { endpoint, answers, rejected: last?.rejected ?? 0, message: scrub(last?.message ?? '').slice(0, 500), rejectedTotal: this.stats.byReason.rejected });

@@ -13,12 +13,15 @@ export interface ForwardRig {
   close(): Promise<void>;
 }
 
-/** A downstream on port 0 and a hookwatch forwarding to it (protobuf over HTTP, uncompressed, fast retries). */
-export async function startForwardRig(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string } = {}): Promise<ForwardRig> {
+/**
+ * A downstream on port 0 and a hookwatch forwarding to it (protobuf over HTTP, uncompressed, fast retries);
+ * `endpoint` writes forward.endpoint from the downstream's URL (a key in its query, say).
+ */
+export async function startForwardRig(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string; endpoint?: (url: string) => string } = {}): Promise<ForwardRig> {
   const downstream = new HttpDownstream();
   const url = await downstream.start();
   const hw = await startTestService({
-    HOOKWATCH_FORWARD_ENDPOINT: url,
+    HOOKWATCH_FORWARD_ENDPOINT: opts.endpoint ? opts.endpoint(url) : url,
     HOOKWATCH_FORWARD_COMPRESSION: 'none',
     HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '10ms',
     HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '50ms',

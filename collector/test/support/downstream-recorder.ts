@@ -26,6 +26,8 @@ export type DownstreamMode =
   | { kind: 'poison'; marker: string; status: number }
   /** Accepts, answering a partial success: `rejected` records dropped, with `message`. */
   | { kind: 'partial'; rejected: number; message: string }
+  /** Refuses with `status`, its message repeating the request's URL and headers (metadata), as some gateways do. */
+  | { kind: 'echo'; status: number }
   | { kind: 'drop' };
 
 const SIGNALS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
@@ -54,6 +56,12 @@ export class HttpDownstream {
           this.refused++;
           res.writeHead(mode.status, { 'content-type': 'application/json', ...(mode.retryAfter ? { 'retry-after': mode.retryAfter } : {}) });
           res.end(JSON.stringify({ code: 14, message: 'downstream refuses' }));
+          return;
+        }
+        if (mode.kind === 'echo') {
+          this.refused++;
+          res.writeHead(mode.status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ code: 7, message: `refused ${req.url ?? ''} with ${JSON.stringify(req.headers)}` }));
           return;
         }
         const raw = Buffer.concat(chunks);
@@ -129,7 +137,8 @@ export class GrpcDownstream {
             const mode = this.mode;
             if (mode.kind !== 'accept') {
               this.refused++;
-              callback({ code: mode.kind === 'status' ? mode.status : GrpcStatus.UNAVAILABLE, details: 'downstream refuses', metadata: new Metadata() });
+              const details = mode.kind === 'echo' ? `refused with ${JSON.stringify(call.metadata.getMap())}` : 'downstream refuses';
+              callback({ code: mode.kind === 'status' || mode.kind === 'echo' ? mode.status : GrpcStatus.UNAVAILABLE, details, metadata: new Metadata() });
               return;
             }
             const headers: Record<string, string> = {};

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { OTLPLogExporter as JsonLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
@@ -107,14 +108,14 @@ export class RecordingExporter implements LogRecordExporter {
 }
 
 /**
- * Sends executions through the OpenTelemetry exporter of `protocol` (http/protobuf to `${otlpUrl}/v1/logs`, or gRPC
+ * Sends executions through the OpenTelemetry exporter of `protocol` (http/protobuf or http/json to `${otlpUrl}/v1/logs`, or gRPC
  * to `otlpUrl`, `headers` over HTTP only) in batches and resolves once the exporter got its answers: what it reported of each export, after
  * its own retries. They happened a second before `atMs` (default: now), a millisecond apart.
  */
-export async function emitExecutions(otlpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, opts: { atMs?: number; protocol?: 'http/protobuf' | 'grpc' } = {}): Promise<RecordingExporter> {
+export async function emitExecutions(otlpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, opts: { atMs?: number; protocol?: 'http/protobuf' | 'http/json' | 'grpc' } = {}): Promise<RecordingExporter> {
   const exporter = new RecordingExporter(opts.protocol === 'grpc'
     ? new GrpcLogExporter({ url: otlpUrl, timeoutMillis: 10_000 })
-    : new OTLPLogExporter({ url: `${otlpUrl}/v1/logs`, headers, timeoutMillis: 10_000 }));
+    : new (opts.protocol === 'http/json' ? JsonLogExporter : OTLPLogExporter)({ url: `${otlpUrl}/v1/logs`, headers, timeoutMillis: 10_000 }));
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
     // One batch per call, as Claude Code's exporter sends them (every 5 s, up to 512 records).
