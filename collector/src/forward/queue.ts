@@ -4,8 +4,6 @@
  * requests in order of arrival. Bounded by the bytes of the request bodies it holds: over the bound, enqueue
  * refuses (the receivers answer 503 / UNAVAILABLE with Retry-After) instead of accepting and dropping.
  */
-import { chmodSync, closeSync, mkdirSync, openSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import type { Encoding } from '../otlp/encode.ts';
@@ -98,15 +96,10 @@ CREATE INDEX IF NOT EXISTS dead_letters_failed ON dead_letters (failed_at);
 export type QueueCounter = 'delivered' | 'retries' | 'deadLetters' | 'refusedFull' | 'deadLettersEvicted' | 'expired' | 'replayed';
 
 /**
- * Opens (creating when missing) the queue file readable by its owner only: it holds raw request bodies, user
- * emails included. SQLite gives its -wal and -shm files the database file's permissions.
+ * Opens (creating when missing) the queue file readable by its owner only, in a folder it creates 0700: it holds
+ * raw request bodies, user emails included. SQLite gives its -wal and -shm files the database file's permissions.
  */
 function openPrivate(path: string, synchronous: 'full' | 'normal' | undefined): DatabaseSync {
-  if (path !== ':memory:') {
-    mkdirSync(dirname(path), { recursive: true });
-    closeSync(openSync(path, 'a', 0o600));
-    chmodSync(path, 0o600);
-  }
   const db = openSqlite(path, synchronous);
   // Deleted bodies (delivered, expired) are overwritten rather than left in free pages.
   db.exec('PRAGMA secure_delete = ON');

@@ -35,6 +35,18 @@ it('creates the queue files 0600', async () => {
   for (const f of files) expect([f.split('/').pop(), (statSync(f).mode & 0o777).toString(8)]).toEqual([f.split('/').pop(), '600']);
 });
 
+it('creates the folder of forward.queue.path 0700 when it is not there', async () => {
+  const { dir, cleanup } = tempDir('hookwatch-fwd-folder-');
+  dirs.push(cleanup);
+  const folder = join(dir, 'queue');
+  const rig = await startForwardRig({ HOOKWATCH_FORWARD_QUEUE_PATH: join(folder, 'forward-queue.db') }, { dir });
+  rigs.push(rig);
+  expect(await sendSpans(rig.hw.otlpHttpUrl, ['one'])).toEqual(['one']);
+  await until('delivery', () => rig.downstream.requests.length === 1);
+  expect((statSync(folder).mode & 0o777).toString(8)).toBe('700');
+  for (const f of queueFiles(folder)) expect([f.split('/').pop(), (statSync(f).mode & 0o777).toString(8)]).toEqual([f.split('/').pop(), '600']);
+});
+
 it('removes queued requests and dead letters past retention.events, leaving no copy of their bytes', { timeout: 60_000 }, async () => {
   const { dir, cleanup } = tempDir('hookwatch-fwd-retention-');
   dirs.push(cleanup);

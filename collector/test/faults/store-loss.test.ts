@@ -134,6 +134,26 @@ describe('the store loses its file', () => {
     await stopCli(cli);
   });
 
+  it('a data folder deleted with the database is written back readable by hookwatch\'s user only (0700, files 0600)', { timeout: 180_000 }, async () => {
+    const { dir, cleanup } = tempDir('hookwatch-loss-folder-');
+    cleanups.push(cleanup);
+    const dataDir = join(dir, 'data');
+    const dbPath = join(dataDir, 'hookwatch.db');
+    const cli = await startCli(dbPath, dir, children);
+    const template = batchTemplate(RECORDS, 'protobuf');
+    const send = async (): Promise<number> => (await fetch(`${cli.otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': template.contentType }, body: new Uint8Array(stamp(template, randomUUID())) })).status;
+    expect(await send()).toBe(200);
+    expect((statSync(dataDir).mode & 0o777).toString(8)).toBe('700');
+
+    rmSync(dataDir, { recursive: true, force: true });
+    // The store notices the loss, then creates the folder again and writes the database back into it.
+    await until('the database written back', async () => cli.logs.some((l) => l['msg'] === 'store database is usable again'));
+    expect(await send()).toBe(200);
+    expect((statSync(dataDir).mode & 0o777).toString(8), 'mode of the data folder written back').toBe('700');
+    for (const f of readdirSync(dataDir)) expect((statSync(join(dataDir, f)).mode & 0o777).toString(8), `mode of ${f}`).toBe('600');
+    await stopCli(cli);
+  });
+
   it('a database corrupted while running answers 503 (retryable), not 500, and /readyz 503', { timeout: 180_000 }, async () => {
     const { dir, cleanup } = tempDir('hookwatch-corrupt-');
     cleanups.push(cleanup);

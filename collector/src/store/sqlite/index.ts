@@ -2,8 +2,7 @@
  * The embedded default store: SQLite through node:sqlite (no native addon to compile). WAL mode; each ingest
  * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
  */
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
@@ -16,7 +15,7 @@ import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
-import { SQLITE_BUSY, Statements, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
+import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -347,9 +346,11 @@ export class SqliteStore implements Store {
     try {
       if (problem !== undefined) {
         if (!existsSync(this.path)) {
-          mkdirSync(dirname(this.path), { recursive: true });
           // The old WAL and shared-memory files belong to the lost database; a new file must not replay them.
           for (const suffix of ['-wal', '-shm', '-journal']) rmSync(this.path + suffix, { force: true });
+          // The copy goes into an empty file made 0600, in a folder made 0700 when it is gone too: SQLite would
+          // create the file with the umask's mode, readable by others for as long as the copy takes.
+          createPrivateFile(this.path);
           try {
             this.c.db.exec(`VACUUM INTO ${sqlString(this.path)}`);
             how = 'restored every committed event from the still-open copy of the deleted file';
