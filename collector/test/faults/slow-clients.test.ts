@@ -1,11 +1,12 @@
 /**
  * Slow clients (slowloris headers, a body trickled at 1 byte/s) are cut off after otlp.requestTimeout and never
  * starve the clients that send at normal speed; on the HTTP port (API, dashboard, /metrics), after
- * http.requestTimeout.
+ * http.requestTimeout; on the gRPC port, a connection that starts no call, after otlp.requestTimeout too.
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureRequests, postOtlp, startTestService, type TestService } from '../helpers.ts';
+import { emitExecutions } from '../support/service.ts';
 
 const TIMEOUT_MS = 1000;
 const SLOW = 10;
@@ -101,6 +102,41 @@ describe('slow clients', () => {
       expect(s.cutAfterMs, 'slow connection still open past http.requestTimeout').toBeDefined();
       expect(s.cutAfterMs as number).toBeGreaterThanOrEqual(TIMEOUT_MS * 0.9);
       expect(s.answer).toMatch(/^HTTP\/1\.1 408/);
+    }
+  });
+
+  it('on the gRPC port, connections that start no call are closed after otlp.requestTimeout, while an exporter delivers', async () => {
+    const port = Number(new URL(service.otlpGrpcUrl).port);
+    // The HTTP/2 client preface and an empty SETTINGS frame, then a PING every 200 ms: a live connection, no call.
+    const preface = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]);
+    const ping = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    const held = [Buffer.alloc(0), preface].map((first) => {
+      const s = connect(port, '127.0.0.1');
+      sockets.push(s);
+      const state: { closedAfterMs: number | undefined } = { closedAfterMs: undefined };
+      const opened = performance.now();
+      s.on('data', () => {});
+      s.on('error', () => {});
+      s.on('close', () => {
+        state.closedAfterMs = performance.now() - opened;
+      });
+      if (first.length > 0) {
+        s.write(first);
+        timers.push(setInterval(() => {
+          if (s.writable) s.write(ping);
+        }, 200));
+      }
+      return state;
+    });
+    // A real gRPC exporter connects and delivers meanwhile; bounded only so that connections held for minutes
+    // (grpc.max_connection_idle_ms) end the test.
+    for (let i = 0; i < 40 && held.some((h) => h.closedAfterMs === undefined); i++) {
+      expect((await emitExecutions(service.otlpGrpcUrl, [{ hookEvent: 'SessionStart', hookName: `grpc-${i}` }], {}, { protocol: 'grpc' })).codes).toEqual([0]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    for (const h of held) {
+      expect(h.closedAfterMs, 'connection without a call still open past otlp.requestTimeout').toBeDefined();
+      expect(h.closedAfterMs as number).toBeGreaterThanOrEqual(TIMEOUT_MS * 0.9);
     }
   });
 });

@@ -20,6 +20,7 @@ import {
 import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 import { Server as NetServer, type Socket } from 'node:net';
 import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
+import { slowClientLimits } from '../../net/slow-clients.ts';
 import type { Server as TlsServer } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
 import type { TlsCredentials } from '../../net/tls.ts';
@@ -90,6 +91,8 @@ export class OtlpGrpcReceiver {
   private stopped: Promise<void> | undefined;
   /** TCP connections that have not started a call yet, by peer, with when each opened. */
   private readonly fresh = new Map<string, { socket: Socket; openedMs: number }>();
+  /** Closes the connections that have started no call in the time an OTLP/HTTP request has for its headers. */
+  private freshSweep: NodeJS.Timeout | undefined;
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
@@ -122,6 +125,11 @@ export class OtlpGrpcReceiver {
     });
     this.started = true;
     for (const server of this.listeningServers()) this.trackFresh(server);
+    // A client that connects and never starts a call (slowloris) would otherwise hold its connection until
+    // grpc.max_connection_idle_ms, minutes; the OTLP/HTTP port closes such a connection at its headers timeout.
+    const { headersTimeout, connectionsCheckingInterval } = slowClientLimits(this.opts.requestTimeoutMs);
+    this.freshSweep = setInterval(() => this.closeFresh(headersTimeout ?? this.opts.requestTimeoutMs), connectionsCheckingInterval);
+    this.freshSweep.unref();
     if (this.opts.tls && this.opts.handshakes) for (const server of this.listeningServers()) this.opts.handshakes.watch('otlp_grpc', server as TlsServer);
     return { host, port: bound };
   }
@@ -153,6 +161,12 @@ export class OtlpGrpcReceiver {
     });
   }
 
+  /** Closes the connections open `ms` or longer without having started a call. */
+  private closeFresh(ms: number): void {
+    const before = performance.now() - ms;
+    for (const { socket, openedMs } of this.fresh.values()) if (openedMs <= before) socket.destroy();
+  }
+
   /**
    * Stops accepting and lets in-flight calls finish (forced after 10 s). A connection that has not started a call
    * is closed once it has been open NEW_CONNECTION_GRACE_MS, as the HTTP ports close theirs. Safe to call twice or
@@ -160,11 +174,9 @@ export class OtlpGrpcReceiver {
    */
   shutdown(): Promise<void> {
     if (!this.started) return Promise.resolve();
+    clearInterval(this.freshSweep);
     this.stopped ??= new Promise<void>((resolve) => {
-      const closeFresh = (): void => {
-        const before = performance.now() - NEW_CONNECTION_GRACE_MS;
-        for (const { socket, openedMs } of this.fresh.values()) if (openedMs <= before) socket.destroy();
-      };
+      const closeFresh = (): void => this.closeFresh(NEW_CONNECTION_GRACE_MS);
       const sweep = setInterval(closeFresh, 50);
       sweep.unref();
       const done = (): void => {
