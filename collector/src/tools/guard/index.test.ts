@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -259,6 +259,34 @@ describe('hookwatch guard', () => {
     expect(ran.stderr).toContain('cannot save the full output');
     const spilled = await guard(['--dir', join(blocker, 'sub'), '--', '/bin/sh', '-c', `head -c 3000000 /dev/zero | tr '\\0' q`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     expect(spilled.stdout.length).toBe(3_000_000);
+  });
+
+  it('never saves into a folder others may write in, or one another user made first in a shared tmp: the output passes through', async () => {
+    const line = `head -c 12000 /dev/zero | tr '\\0' q`;
+    // Another user could replace a saved output there, and so choose what the model reads.
+    const open = join(dir, 'open-to-all');
+    await mkdir(open);
+    await chmod(open, 0o777);
+    const ran = await guard(['--dir', open, '--', line]);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout.toString()).toBe('q'.repeat(12_000));
+    expect(ran.stderr).toContain(`cannot save the full output in ${open} (${open} can be written by other users (mode 777)`);
+    expect(await readdir(open)).toEqual([]);
+
+    // The default folder, $TMPDIR/hookwatch-guard-<uid>, made beforehand by another user (who can make it only
+    // where a root-run test can hand it over).
+    if (process.getuid?.() === 0) {
+      const shared = join(dir, 'shared-tmp');
+      await mkdir(shared);
+      await chmod(shared, 0o1777);
+      const squatted = join(shared, 'hookwatch-guard-0');
+      await mkdir(squatted, { mode: 0o700 });
+      await chown(squatted, 65534, 65534);
+      const spilled = await guard(['--', line], { env: { TMPDIR: shared, HOOKWATCH_GUARD_DIR: '' } });
+      expect(spilled.stdout.toString()).toBe('q'.repeat(12_000));
+      expect(spilled.stderr).toContain(`(${squatted} belongs to another user (uid 65534)`);
+      expect(await readdir(squatted)).toEqual([]);
+    }
   });
 
   it('never hangs on a folder for the full output that cannot be made (under /proc): the output passes through', async () => {

@@ -313,10 +313,26 @@ export function makeDir(dir: string): void {
   }
 }
 
+/**
+ * Throws unless `dir` belongs to this user and no one else may write in it. The model is told to read the files
+ * saved there: in a folder another user made first in a shared /tmp (the default path is predictable), or one
+ * others may write in, someone else could put their own text in place of a saved output, and so into the session.
+ */
+function checkPrivateDir(dir: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  const st = statSync(dir);
+  if (st.uid !== uid) throw new Error(`${dir} belongs to another user (uid ${st.uid}), who could replace the saved output`);
+  if ((st.mode & 0o022) !== 0) throw new Error(`${dir} can be written by other users (mode ${(st.mode & 0o777).toString(8)}), who could replace the saved output; chmod 700 it`);
+}
+
 async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {
   const stamp = `${Date.now()}-${process.pid}`;
   const pathFor = (field: GuardField | 'spill'): string => join(options.dir, `${stamp}-${safeName(field)}.txt`);
-  const ensureDir = (): void => makeDir(options.dir);
+  const ensureDir = (): void => {
+    makeDir(options.dir);
+    checkPrivateDir(options.dir);
+  };
   const spillBytes = Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES;
   const result = await runGuarded({
     command,
