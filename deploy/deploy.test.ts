@@ -411,7 +411,7 @@ describe('Kubernetes manifests', () => {
     for (const { file, doc } of docs) {
       expect(doc['apiVersion'], file).toBeTruthy();
       expect(doc['kind'], file).toBeTruthy();
-      if (doc['kind'] !== 'Kustomization') expect(obj(doc['metadata'])['name'], file).toBeTruthy();
+      if (doc['kind'] !== 'Kustomization' && doc['kind'] !== 'Component') expect(obj(doc['metadata'])['name'], file).toBeTruthy();
     }
   });
 
@@ -530,11 +530,20 @@ describe('Kubernetes manifests', () => {
       expect(r.stderr, overlay).toBe('');
       expect(r.status).toBe(0);
       const rendered = parseAllDocuments(r.stdout).map((d) => obj(d.toJS()));
-      // Every resource an overlay renders, its own (PVC, PDB) as well as the base's, carries the same labels.
-      for (const d of rendered) {
-        expect(obj(obj(d['metadata'])['labels']), `${overlay}: ${String(d['kind'])}`).toMatchObject({ 'app.kubernetes.io/name': 'hookwatch', 'app.kubernetes.io/part-of': 'hookwatch' });
-      }
       const dep = rendered.find((d) => d['kind'] === 'Deployment') as Doc;
+      // Every resource an overlay renders, its own (PVC, PDB) as well as the base's, and the pods carry the
+      // Kubernetes recommended labels; the version label is the release the image runs.
+      const image = String((containersOf(dep)[0] as Doc)['image']);
+      const version = image.split(':').pop();
+      expect(version).toBe((JSON.parse(read('package.json')) as { version: string }).version);
+      const recommended = {
+        'app.kubernetes.io/name': 'hookwatch', 'app.kubernetes.io/instance': 'hookwatch', 'app.kubernetes.io/version': version,
+        'app.kubernetes.io/component': 'server', 'app.kubernetes.io/part-of': 'hookwatch', 'app.kubernetes.io/managed-by': 'kustomize',
+      };
+      for (const d of rendered) expect(obj(obj(d['metadata'])['labels']), `${overlay}: ${String(d['kind'])}`).toEqual(recommended);
+      expect(obj(obj(obj(dep['spec'])['template'])['metadata'])['labels'], `${overlay}: pod template`).toEqual(recommended);
+      // Selectors stay on the name alone: a Deployment's selector cannot change once it exists.
+      expect(obj(obj(dep['spec'])['selector'])['matchLabels']).toEqual({ 'app.kubernetes.io/name': 'hookwatch' });
       const env = arr((containersOf(dep)[0] as Doc)['env']).map(obj);
       expect(envProblems(overlay, Object.fromEntries(env.map((e) => [String(e['name']), e['value'] ?? '(secret)'])))).toEqual([]);
       const db = env.find((e) => e['name'] === 'HOOKWATCH_DB') as Doc;
