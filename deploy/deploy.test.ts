@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -399,12 +399,21 @@ describe('Kubernetes manifests', () => {
     }
   };
   walk('deploy/kubernetes');
-  const docs = files.flatMap((f) => parseAllDocuments(read(f)).map((d) => {
+  /** Files a configMapGenerator turns into ConfigMaps: hookwatch config files, not manifests. */
+  const generated = files.filter((f) => posix.basename(f) === 'kustomization.yaml').flatMap((f) => arr(obj(parseYaml(read(f)))['configMapGenerator']).flatMap((g) => arr(obj(g)['files']).map((x) => posix.join(posix.dirname(f), String(x)))));
+  const docs = files.filter((f) => !generated.includes(f)).flatMap((f) => parseAllDocuments(read(f)).map((d) => {
     expect(d.errors, f).toEqual([]);
     return { file: f, doc: obj(d.toJS()) };
   }));
   const dockerUser = Number((dockerfile().filter((i) => i.op === 'USER').pop()?.args ?? '').split(':')[0]);
   const containersOf = (doc: Doc): Doc[] => arr(obj(obj(obj(doc['spec'])['template'])['spec'])['containers']).map(obj);
+  /** What `kubectl apply -k <dir>` would apply. */
+  const kustomize = (dir: string): Doc[] => {
+    const r = spawnSync('kubectl', ['kustomize', dir], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    expect(r.stderr, dir).toBe('');
+    expect(r.status, dir).toBe(0);
+    return parseAllDocuments(r.stdout).map((d) => obj(d.toJS()));
+  };
 
   it('parses, and every document has apiVersion, kind and a name', () => {
     expect(files.length).toBeGreaterThanOrEqual(8);
@@ -495,8 +504,8 @@ describe('Kubernetes manifests', () => {
       expect(r['name']).toBe(obj(secret['metadata'])['name']);
       expect(keys).toContain(r['key']);
     }
-    const cm = docs.find((d) => d.doc['kind'] === 'ConfigMap')?.doc as Doc;
-    const text = String(obj(cm['data'])['hookwatch.yaml']);
+    expect(generated).toEqual(['deploy/kubernetes/base/hookwatch.yaml']);
+    const text = read(generated[0] as string);
     toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: {}, readFile: () => text }));
     // The base Deployment's literal variables plus the ConfigMap, as the pod starts.
     startsWith(Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e['value']])), text);
@@ -526,10 +535,7 @@ describe('Kubernetes manifests', () => {
 
   it.skipIf(!hasKubectl)('each overlay builds with kubectl kustomize, labels every resource alike, and the rendered Deployment still sets only known variables (skipped only outside CI without kubectl)', () => {
     for (const overlay of ['sqlite', 'postgres']) {
-      const r = spawnSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
-      expect(r.stderr, overlay).toBe('');
-      expect(r.status).toBe(0);
-      const rendered = parseAllDocuments(r.stdout).map((d) => obj(d.toJS()));
+      const rendered = kustomize(`deploy/kubernetes/${overlay}`);
       const dep = rendered.find((d) => d['kind'] === 'Deployment') as Doc;
       // Every resource an overlay renders, its own (PVC, PDB) as well as the base's, and the pods carry the
       // Kubernetes recommended labels; the version label is the release the image runs.
@@ -572,6 +578,49 @@ describe('Kubernetes manifests', () => {
         expect(spread.map((c) => c['topologyKey'])).toContain('kubernetes.io/hostname');
       }
       expect(obj(obj(dep['spec'])['template'])['spec']).toMatchObject({ automountServiceAccountToken: false });
+    }
+  });
+  it.skipIf(!hasKubectl)('a change of the config file reaches the pods: the ConfigMap is named by its content, so `apply -k` rolls the pods out with it, and an unchanged file restarts nothing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-kustomize-'));
+    try {
+      cpSync(join(ROOT, 'deploy/kubernetes'), dir, { recursive: true });
+      const configFile = join(dir, 'base/hookwatch.yaml');
+      const original = readFileSync(configFile, 'utf8');
+      for (const overlay of ['sqlite', 'postgres']) {
+        const mounted = (rendered: Doc[]): { name: string; template: string; text: unknown } => {
+          const dep = rendered.find((d) => d['kind'] === 'Deployment') as Doc;
+          const pod = obj(obj(obj(dep['spec'])['template'])['spec']);
+          const c = containersOf(dep)[0] as Doc;
+          const configPath = String(arr(c['env']).map(obj).find((e) => e['name'] === 'HOOKWATCH_CONFIG')?.['value']);
+          const mount = arr(c['volumeMounts']).map(obj).find((m) => m['mountPath'] === posix.dirname(configPath)) as Doc;
+          // A subPath mount is never updated by the kubelet: the whole ConfigMap is mounted.
+          expect(mount['subPath']).toBeUndefined();
+          const name = String(obj(arr(pod['volumes']).map(obj).find((v) => v['name'] === mount['name'])?.['configMap'])['name']);
+          const cm = rendered.find((d) => d['kind'] === 'ConfigMap' && obj(d['metadata'])['name'] === name);
+          expect(cm, `${overlay}: the Deployment mounts ConfigMap ${name}, which the overlay renders`).toBeDefined();
+          return { name, template: JSON.stringify(obj(dep['spec'])['template']), text: obj(obj(cm)['data'])[posix.basename(configPath)] };
+        };
+        writeFileSync(configFile, original);
+        const rendered = kustomize(join(dir, overlay));
+        const before = mounted(rendered);
+        // The command docs/deploy.md gives for the live ConfigMap's name finds it in the Deployment.
+        const jsonpath = /kubectl -n hookwatch get deploy hookwatch -o jsonpath='([^']+)'/.exec(read('docs/deploy.md'))?.[1];
+        expect(jsonpath, 'the jsonpath command in docs/deploy.md').toBeDefined();
+        const depFile = join(dir, `${overlay}-deployment.json`);
+        writeFileSync(depFile, JSON.stringify(rendered.find((d) => d['kind'] === 'Deployment')));
+        const named = spawnSync('kubectl', ['label', '--local', '-f', depFile, 'x=y', '-o', `jsonpath=${jsonpath as string}`], { encoding: 'utf8', timeout: 30_000 });
+        expect(named.stdout, named.stderr).toBe(before.name);
+        expect(before.text).toBe(original);
+        expect(before.name).toMatch(/^hookwatch-config-[a-z0-9]{10}$/);
+        expect(mounted(kustomize(join(dir, overlay))).template, `${overlay}: rendered twice from the same file`).toBe(before.template);
+        writeFileSync(configFile, original.replace('maxHookSeries: 500', 'maxHookSeries: 600'));
+        const after = mounted(kustomize(join(dir, overlay)));
+        expect(after.text).toContain('maxHookSeries: 600');
+        expect(after.name, `${overlay}: a changed file gets a new ConfigMap`).not.toBe(before.name);
+        expect(after.template, `${overlay}: a changed file changes the pod template, which rolls the pods out`).not.toBe(before.template);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
