@@ -465,7 +465,7 @@ describe('Kubernetes manifests', () => {
     expect(obj(obj(obj(doc['spec'])['template'])['metadata'])['annotations']).toMatchObject({ 'prometheus.io/port': String(HTTP_PORT), 'prometheus.io/path': '/metrics' });
   });
 
-  it('base Deployment: a start that migrates a large database is not restarted by the liveness probe (a startupProbe allows minutes)', () => {
+  it('base Deployment: a start that migrates a large database is neither restarted by the liveness probe (a startupProbe allows minutes) nor reported as a failed rollout, and a busy store does not fail the probes', () => {
     const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
     const c = containersOf(doc)[0] as Doc;
     // hookwatch serves nothing until its store is open, and a start that migrates a large database (or waits
@@ -476,6 +476,12 @@ describe('Kubernetes manifests', () => {
     const startup = obj(c['startupProbe']);
     expect(obj(startup['httpGet']), 'a startupProbe on /healthz').toMatchObject({ path: '/healthz', port: 'http' });
     expect(budgetSeconds(startup), 'seconds a start may take before the kubelet restarts it').toBeGreaterThanOrEqual(300);
+    // A rollout is reported failed past progressDeadlineSeconds (600 unless set): a start the startup probe still
+    // allows, plus the readiness check after it, must fit, or `kubectl rollout status` fails mid-migration.
+    const readiness = obj(c['readinessProbe']);
+    expect(Number(obj(doc['spec'])['progressDeadlineSeconds'] ?? 600), 'progressDeadlineSeconds').toBeGreaterThan(budgetSeconds(startup) + budgetSeconds(readiness));
+    // /readyz waits for a pooled store connection, busy under ingest load; the kubelet's default timeout is 1s.
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) expect(Number(obj(c[probe])['timeoutSeconds'] ?? 1), `${probe}.timeoutSeconds`).toBeGreaterThanOrEqual(5);
   });
 
   it('the TLS patch of docs/deploy.md moves every httpGet probe of the base Deployment to https, the startup probe included', () => {
