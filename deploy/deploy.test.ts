@@ -586,6 +586,32 @@ describe('Kubernetes manifests', () => {
       expect(obj(obj(dep['spec'])['template'])['spec']).toMatchObject({ automountServiceAccountToken: false });
     }
   });
+  it('the example NetworkPolicy selects the pods and admits every port the Service exposes, by the container\'s port names', () => {
+    const file = 'deploy/kubernetes/networkpolicy.example.yaml';
+    const { doc: policy } = docs.find((d) => d.file === file) as { doc: Doc };
+    expect(policy['kind']).toBe('NetworkPolicy');
+    const { doc: dep } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
+    const podLabels = obj(obj(obj(dep['spec'])['template'])['metadata'])['labels'];
+    const spec = obj(policy['spec']);
+    const selects = obj(obj(spec['podSelector'])['matchLabels']);
+    expect(Object.keys(selects).length).toBeGreaterThan(0);
+    expect(podLabels).toMatchObject(selects);
+    // Ingress only: an Egress policy without rules for DNS and the database would cut hookwatch off from its store.
+    expect(arr(spec['policyTypes'])).toEqual(['Ingress']);
+    const admitted = arr(spec['ingress']).map(obj).flatMap((rule) => {
+      expect(arr(rule['from']).length, 'a rule without sources admits everyone').toBeGreaterThan(0);
+      return arr(rule['ports']).map((p) => obj(p)['port']);
+    });
+    const containerPorts = arr((containersOf(dep)[0] as Doc)['ports']).map((p) => obj(p)['name']);
+    for (const port of admitted) expect(containerPorts, String(port)).toContain(port);
+    const { doc: svc } = docs.find((d) => d.doc['kind'] === 'Service') as { doc: Doc };
+    for (const p of arr(obj(svc['spec'])['ports']).map(obj)) expect(admitted, `Service port ${String(p['name'])}`).toContain(p['targetPort']);
+    // The header's command applies this file, and docs/deploy.md gives the same command.
+    const command = `kubectl -n hookwatch apply -f ${file}`;
+    expect(read(file)).toContain(command);
+    expect(read('docs/deploy.md')).toContain(command);
+  });
+
   it.skipIf(!hasKubectl)('a change of the config file reaches the pods: the ConfigMap is named by its content, so `apply -k` rolls the pods out with it, and an unchanged file restarts nothing', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-kustomize-'));
     try {
