@@ -1,7 +1,8 @@
 /**
  * SIGTERM of the real `hookwatch serve` process (a child process, real sockets, a real SQLite file) while
  * clients keep sending: every record that got a 200 is in the store afterwards, and the process exits 0
- * within the shutdown bound. A hung client cannot hold it past the bound; a second signal exits at once.
+ * within the shutdown bound. While it drains, /readyz says not ready and /healthz still answers. A hung client
+ * cannot hold it past the bound; a second signal exits at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -160,6 +161,27 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     // Far below the 60 s the hung request could otherwise hold it (margin for a busy machine).
     expect(exit.atMs - t0).toBeLessThan(8000);
     expect(child.lines.some((l) => l.includes('shutdown took too long'))).toBe(true);
+  });
+
+  it('while it drains, /readyz answers 503 and /healthz 200: the Service stops routing to the pod, the kubelet does not restart it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '60s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
+    expect((await fetch(`${child.http}/readyz`)).status).toBe(200);
+    // The hung request holds the drain open, as a slow client's upload does during a rolling update.
+    const hung = await hangingRequest(child.otlpHttp);
+    child.proc.kill('SIGTERM');
+    await waitForLine(child, 'shutting down');
+    const ready = await fetch(`${child.http}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ status: 'not ready' });
+    const healthz = await fetch(`${child.http}/healthz`);
+    expect(healthz.status).toBe(200);
+    await healthz.arrayBuffer();
+    expect(child.proc.exitCode).toBeNull(); // still draining
+    hung.destroy();
+    const exit = await child.exited;
+    expect(exit.code, child.lines.join('\n')).toBe(0);
   });
 
   it('a SIGHUP once the stop has begun is refused, logged at info, and the stop goes on', async () => {
