@@ -586,6 +586,44 @@ describe('Kubernetes manifests', () => {
       expect(obj(obj(dep['spec'])['template'])['spec']).toMatchObject({ automountServiceAccountToken: false });
     }
   });
+  it.skipIf(!hasKubectl)('each overlay\'s pod is restricted (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp, read-only root with writable /data and /tmp) and has requests and a memory limit above the ingest budget', () => {
+    const bytes = (q: unknown): number => {
+      const m = /^(\d+)(Mi|Gi)$/.exec(String(q));
+      expect(m, `memory quantity ${String(q)}`).not.toBeNull();
+      return Number(m?.[1]) * (m?.[2] === 'Gi' ? 1024 ** 3 : 1024 ** 2);
+    };
+    for (const overlay of ['sqlite', 'postgres']) {
+      const dep = kustomize(`deploy/kubernetes/${overlay}`).find((d) => d['kind'] === 'Deployment') as Doc;
+      const pod = obj(obj(obj(dep['spec'])['template'])['spec']);
+      expect(obj(pod['securityContext']), overlay).toMatchObject({ runAsNonRoot: true, runAsUser: dockerUser, seccompProfile: { type: 'RuntimeDefault' } });
+      const volumes = Object.fromEntries(arr(pod['volumes']).map(obj).map((v) => [String(v['name']), v]));
+      for (const c of containersOf(dep)) {
+        const where = `${overlay}: container ${String(c['name'])}`;
+        expect(obj(c['securityContext']), where).toMatchObject({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+        expect(obj(obj(c['securityContext'])['capabilities'])['add'], where).toBeUndefined();
+        expect(obj(c['securityContext'])['privileged'] ?? false, where).toBe(false);
+        // What a read-only root leaves writable: the store's volume and /tmp, each a volume of its own.
+        const mounts = Object.fromEntries(arr(c['volumeMounts']).map(obj).map((m) => [String(m['mountPath']), m]));
+        for (const path of ['/data', '/tmp']) {
+          expect(mounts[path], `${where}: ${path} is mounted`).toBeDefined();
+          expect(obj(mounts[path])['readOnly'] ?? false, `${where}: ${path} is writable`).toBe(false);
+          const volume = volumes[String(obj(mounts[path])['name'])];
+          expect(volume, `${where}: ${path}'s volume`).toBeDefined();
+          expect(obj(volume)['emptyDir'] ?? obj(volume)['persistentVolumeClaim'], `${where}: ${path} is an emptyDir or a claim`).toBeDefined();
+        }
+        const resources = obj(c['resources']);
+        expect(Object.keys(obj(resources['requests'])).sort(), where).toEqual(['cpu', 'memory']);
+        const limit = bytes(obj(resources['limits'])['memory']);
+        expect(limit, where).toBeGreaterThanOrEqual(bytes(obj(resources['requests'])['memory']));
+        // Request bodies held at once, and what they decode to, are bounded by otlp.maxInflightBytes; the process
+        // needs room beside them, or a burst of uploads is an OOM kill instead of 503s with Retry-After.
+        const env = Object.fromEntries(arr(c['env']).map(obj).filter((e) => typeof e['value'] === 'string').map((e) => [String(e['name']), String(e['value'])]));
+        const inflight = loadConfig({ env, readFile: () => read('deploy/kubernetes/base/hookwatch.yaml') }).values.get('otlp.maxInflightBytes') as number;
+        expect(limit, `${where}: memory limit against otlp.maxInflightBytes`).toBeGreaterThanOrEqual(2 * inflight);
+      }
+    }
+  });
+
   it('the example NetworkPolicy selects the pods and admits every port the Service exposes, by the container\'s port names', () => {
     const file = 'deploy/kubernetes/networkpolicy.example.yaml';
     const { doc: policy } = docs.find((d) => d.file === file) as { doc: Doc };
