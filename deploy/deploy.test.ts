@@ -624,6 +624,30 @@ describe('Kubernetes manifests', () => {
     }
   });
 
+  it.skipIf(!hasKubectl)('the image docs/deploy.md builds and pushes is the one the overlays run once newName names the registry, and its tag is the release', () => {
+    const section = read('docs/deploy.md').split('\n## Kubernetes\n')[1]?.split('\n## ')[0] ?? '';
+    const pushed = /^docker push (\S+)$/m.exec(section)?.[1];
+    expect(pushed, 'docker push in the Kubernetes section of docs/deploy.md').toBeDefined();
+    expect(section).toMatch(new RegExp(`^docker build -t ${(pushed as string).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\.$`, 'm'));
+    const [name, tag] = (pushed as string).split(/:(?=[^:/]+$)/) as [string, string];
+    expect(tag).toBe((JSON.parse(read('package.json')) as { version: string }).version);
+    expect(section).toContain(`set newName in deploy/kubernetes/release/kustomization.yaml\n# to ${name}`);
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-kustomize-'));
+    try {
+      cpSync(join(ROOT, 'deploy/kubernetes'), dir, { recursive: true });
+      const release = join(dir, 'release/kustomization.yaml');
+      const text = readFileSync(release, 'utf8');
+      expect(text).toMatch(/^ {4}newName: hookwatch$/m);
+      writeFileSync(release, text.replace(/^ {4}newName: hookwatch$/m, `    newName: ${name}`));
+      for (const overlay of ['sqlite', 'postgres']) {
+        const dep = kustomize(join(dir, overlay)).find((d) => d['kind'] === 'Deployment') as Doc;
+        expect(containersOf(dep).map((c) => c['image']), overlay).toEqual([pushed]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the example NetworkPolicy selects the pods and admits every port the Service exposes, by the container\'s port names', () => {
     const file = 'deploy/kubernetes/networkpolicy.example.yaml';
     const { doc: policy } = docs.find((d) => d.file === file) as { doc: Doc };
