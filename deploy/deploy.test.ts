@@ -648,6 +648,29 @@ describe('Kubernetes manifests', () => {
     }
   });
 
+  it('the install commands of docs/deploy.md create, for each overlay, a Secret with every key its Deployment requires', () => {
+    const section = read('docs/deploy.md').split('\n## Kubernetes\n')[1]?.split('\n## ')[0] ?? '';
+    const block = /```sh\n([\s\S]*?)\n```/.exec(section)?.[1] ?? '';
+    const sh = spawnSync('bash', ['-n'], { input: block, encoding: 'utf8' });
+    expect(sh.status, sh.stderr).toBe(0);
+    const commands = block.replace(/\\\n\s*/g, ' ').split('\n').filter((l) => l.startsWith('kubectl'));
+    const secretKeys = Object.keys(obj((docs.find((d) => d.doc['kind'] === 'Secret')?.doc as Doc)['stringData']));
+    const applied: string[] = [];
+    let keys: string[] = [];
+    for (const command of commands) {
+      if (command.includes(' create secret generic hookwatch ')) keys = [...command.matchAll(/--from-literal=([a-z-]+)=/g)].map((m) => m[1] as string);
+      const overlay = / apply -k (\S+)$/.exec(command)?.[1];
+      if (!overlay) continue;
+      applied.push(overlay);
+      // The keys the overlay's Deployment reads without `optional: true` (a missing one stops the pod from starting).
+      const patch = docs.filter((d) => d.doc['kind'] === 'Deployment' && (d.file.startsWith(`${overlay}/`) || d.file.startsWith('deploy/kubernetes/base/')));
+      const required = patch.flatMap((d) => containersOf(d.doc)).flatMap((c) => arr(c['env']).map(obj)).map((e) => obj(obj(e['valueFrom'])['secretKeyRef'])).filter((r) => r['key'] && r['optional'] !== true).map((r) => String(r['key']));
+      for (const key of required) expect(keys, `${overlay} reads ${key} from the Secret`).toContain(key);
+      for (const key of keys) expect(secretKeys, key).toContain(key);
+    }
+    expect(applied).toEqual(['deploy/kubernetes/sqlite', 'deploy/kubernetes/postgres']);
+  });
+
   it('the example NetworkPolicy selects the pods and admits every port the Service exposes, by the container\'s port names', () => {
     const file = 'deploy/kubernetes/networkpolicy.example.yaml';
     const { doc: policy } = docs.find((d) => d.file === file) as { doc: Doc };
