@@ -671,6 +671,28 @@ describe('Kubernetes manifests', () => {
     expect(applied).toEqual(['deploy/kubernetes/sqlite', 'deploy/kubernetes/postgres']);
   });
 
+  it('the example ServiceMonitor scrapes /metrics on the Service\'s http port, under the job the rules watch', () => {
+    const file = 'deploy/kubernetes/servicemonitor.example.yaml';
+    const { doc: monitor } = docs.find((d) => d.file === file) as { doc: Doc };
+    expect(monitor['kind']).toBe('ServiceMonitor');
+    const { doc: svc } = docs.find((d) => d.doc['kind'] === 'Service') as { doc: Doc };
+    const spec = obj(monitor['spec']);
+    const selects = obj(obj(spec['selector'])['matchLabels']);
+    expect(Object.keys(selects).length).toBeGreaterThan(0);
+    expect(obj(obj(svc['metadata'])['labels'])).toMatchObject(selects);
+    const endpoints = arr(spec['endpoints']).map(obj);
+    expect(endpoints).toHaveLength(1);
+    const servicePort = arr(obj(svc['spec'])['ports']).map(obj).find((p) => p['name'] === endpoints[0]?.['port']);
+    expect(servicePort?.['port'], 'the Service port the ServiceMonitor names').toBe(HTTP_PORT);
+    expect(endpoints[0]?.['path']).toBe('/metrics');
+    // The operator's job label is the Service's name unless jobLabel says otherwise; HookwatchDown watches it.
+    expect(spec['jobLabel']).toBeUndefined();
+    expect(read('deploy/prometheus/rules.yml')).toContain(`up{job="${String(obj(svc['metadata'])['name'])}"}`);
+    const command = `kubectl -n hookwatch apply -f ${file}`;
+    expect(read(file)).toContain(command);
+    expect(read('docs/deploy.md')).toContain(command);
+  });
+
   it('the example NetworkPolicy selects the pods and admits every port the Service exposes, by the container\'s port names', () => {
     const file = 'deploy/kubernetes/networkpolicy.example.yaml';
     const { doc: policy } = docs.find((d) => d.file === file) as { doc: Doc };
