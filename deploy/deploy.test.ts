@@ -262,6 +262,16 @@ describe('docker-compose.yml', () => {
     expect(Number(grace?.[1]) * 1000).toBeGreaterThan(SHUTDOWN_MS);
   });
 
+  it('runs hookwatch as the Kubernetes Deployment does: read-only root with writable /data and /tmp, no capabilities, no privilege gain', () => {
+    const hookwatch = obj(services['hookwatch']);
+    expect(hookwatch['read_only']).toBe(true);
+    expect(mounts('hookwatch').find((m) => m.target === '/data')?.source).toBe('hookwatch-data');
+    expect(arr(hookwatch['tmpfs']).map(String)).toContain('/tmp');
+    expect(arr(hookwatch['cap_drop'])).toEqual(['ALL']);
+    expect(hookwatch['cap_add']).toBeUndefined();
+    expect(arr(hookwatch['security_opt'])).toContain('no-new-privileges:true');
+  });
+
   it('mounts files that exist; hookwatch\'s config file loads strictly and its webhook receiver is the echo service', () => {
     for (const name of Object.keys(services)) {
       for (const m of mounts(name).filter((x) => x.source.startsWith('./'))) expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
