@@ -1,11 +1,13 @@
 /**
  * `kill -HUP` on a real `hookwatch serve` process: the rewritten file's rule and receiver take over without a
  * restart, an invalid file is logged (without its secrets) and the running configuration kept, and the process
- * keeps running throughout.
+ * keeps running throughout. A file mounted from a Kubernetes ConfigMap is replaced the way the kubelet does it,
+ * and the next reload reads what it now holds.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../../test/helpers.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
@@ -70,5 +72,44 @@ describe('SIGHUP', () => {
     child.kill('SIGTERM');
     await exited;
     expect(child.exitCode).toBe(0);
+  });
+
+  it('reads a ConfigMap volume as the kubelet updates it (a new folder behind the ..data symlink), on POST /-/reload and on SIGHUP', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-configmap-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // The layout of a ConfigMap volume: each key a symlink into ..data, itself a symlink to the current folder,
+    // which an update replaces by renaming a new symlink over ..data (never a write to the file in place).
+    const volume = join(dir, 'config');
+    mkdirSync(volume);
+    let version = 0;
+    const publish = (text: string): void => {
+      const folder = `..${++version}`;
+      mkdirSync(join(volume, folder));
+      writeFileSync(join(volume, folder, 'hookwatch.yaml'), text);
+      symlinkSync(folder, join(volume, '..data_tmp'));
+      renameSync(join(volume, '..data_tmp'), join(volume, '..data'));
+      if (version > 1) rmSync(join(volume, `..${version - 1}`), { recursive: true });
+    };
+    // The config file the Kubernetes manifests ship.
+    const shipped = readFileSync(fileURLToPath(new URL('../../../deploy/kubernetes/base/hookwatch.yaml', import.meta.url)), 'utf8');
+    expect(shipped).toContain('maxHookSeries: 500');
+    publish(shipped);
+    symlinkSync('..data/hookwatch.yaml', join(volume, 'hookwatch.yaml'));
+    const cli = await startCli(dir, { HOOKWATCH_CONFIG: join(volume, 'hookwatch.yaml') });
+    cleanups.push(() => cli.stop());
+
+    publish(shipped.replace('maxHookSeries: 500', 'maxHookSeries: 600'));
+    const res = await fetch(`${cli.http}/-/reload`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    // The new content was read: the changed setting is one that keeps its running value until a restart.
+    expect(await res.json()).toEqual({ status: 'success', restartRequired: ['metrics.maxHookSeries'] });
+
+    publish(shipped);
+    const reloaded = cli.logs.length;
+    cli.child.kill('SIGHUP');
+    await until('the reload to be logged', () => cli.logs.slice(reloaded).some((l) => String(l['msg']).startsWith('configuration reloaded')), 10_000);
+    // Back to the running value: nothing waits for a restart any more.
+    expect(cli.logs.slice(reloaded).map((l) => l['msg'])).toContain('configuration reloaded');
+    expect(cli.child.exitCode).toBeNull();
   });
 });
