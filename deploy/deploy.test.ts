@@ -611,7 +611,7 @@ describe('Kubernetes manifests', () => {
     for (const overlay of ['sqlite', 'postgres']) {
       const dep = kustomize(`deploy/kubernetes/${overlay}`).find((d) => d['kind'] === 'Deployment') as Doc;
       const pod = obj(obj(obj(dep['spec'])['template'])['spec']);
-      expect(obj(pod['securityContext']), overlay).toMatchObject({ runAsNonRoot: true, runAsUser: dockerUser, seccompProfile: { type: 'RuntimeDefault' } });
+      expect(obj(pod['securityContext']), overlay).toMatchObject({ runAsNonRoot: true, runAsUser: dockerUser, seccompProfile: { type: 'RuntimeDefault' }, fsGroupChangePolicy: 'OnRootMismatch' });
       const volumes = Object.fromEntries(arr(pod['volumes']).map(obj).map((v) => [String(v['name']), v]));
       for (const c of containersOf(dep)) {
         const where = `${overlay}: container ${String(c['name'])}`;
