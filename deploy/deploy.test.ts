@@ -417,6 +417,18 @@ describe('Kubernetes manifests', () => {
   }));
   const dockerUser = Number((dockerfile().filter((i) => i.op === 'USER').pop()?.args ?? '').split(':')[0]);
   const containersOf = (doc: Doc): Doc[] => arr(obj(obj(obj(doc['spec'])['template'])['spec'])['containers']).map(obj);
+  /** Runs `edit` on a scratch copy of deploy/kubernetes, which it may change. */
+  const onCopy = (edit: (dir: string) => void): void => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-kustomize-'));
+    try {
+      cpSync(join(ROOT, 'deploy/kubernetes'), dir, { recursive: true });
+      edit(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  /** The "Kubernetes" section of docs/deploy.md. */
+  const kubernetesDocs = (): string => read('docs/deploy.md').split('\n## Kubernetes\n')[1]?.split('\n## ')[0] ?? '';
   /** What `kubectl apply -k <dir>` would apply. */
   const kustomize = (dir: string): Doc[] => {
     const r = spawnSync('kubectl', ['kustomize', dir], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
@@ -641,16 +653,14 @@ describe('Kubernetes manifests', () => {
   });
 
   it.skipIf(!hasKubectl)('the image docs/deploy.md builds and pushes is the one the overlays run once newName names the registry, and its tag is the release', () => {
-    const section = read('docs/deploy.md').split('\n## Kubernetes\n')[1]?.split('\n## ')[0] ?? '';
+    const section = kubernetesDocs();
     const pushed = /^docker push (\S+)$/m.exec(section)?.[1];
     expect(pushed, 'docker push in the Kubernetes section of docs/deploy.md').toBeDefined();
     expect(section).toMatch(new RegExp(`^docker build -t ${(pushed as string).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\.$`, 'm'));
     const [name, tag] = (pushed as string).split(/:(?=[^:/]+$)/) as [string, string];
     expect(tag).toBe((JSON.parse(read('package.json')) as { version: string }).version);
     expect(section).toContain(`set newName in deploy/kubernetes/release/kustomization.yaml\n# to ${name}`);
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-kustomize-'));
-    try {
-      cpSync(join(ROOT, 'deploy/kubernetes'), dir, { recursive: true });
+    onCopy((dir) => {
       const release = join(dir, 'release/kustomization.yaml');
       const text = readFileSync(release, 'utf8');
       expect(text).toMatch(/^ {4}newName: hookwatch$/m);
@@ -659,13 +669,11 @@ describe('Kubernetes manifests', () => {
         const dep = kustomize(join(dir, overlay)).find((d) => d['kind'] === 'Deployment') as Doc;
         expect(containersOf(dep).map((c) => c['image']), overlay).toEqual([pushed]);
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('the install commands of docs/deploy.md create, for each overlay, a Secret with every key its Deployment requires', () => {
-    const section = read('docs/deploy.md').split('\n## Kubernetes\n')[1]?.split('\n## ')[0] ?? '';
+    const section = kubernetesDocs();
     const block = /```sh\n([\s\S]*?)\n```/.exec(section)?.[1] ?? '';
     const sh = spawnSync('bash', ['-n'], { input: block, encoding: 'utf8' });
     expect(sh.status, sh.stderr).toBe(0);
@@ -736,9 +744,7 @@ describe('Kubernetes manifests', () => {
   });
 
   it.skipIf(!hasKubectl)('a change of the config file reaches the pods: the ConfigMap is named by its content, so `apply -k` rolls the pods out with it, and an unchanged file restarts nothing', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-kustomize-'));
-    try {
-      cpSync(join(ROOT, 'deploy/kubernetes'), dir, { recursive: true });
+    onCopy((dir) => {
       const configFile = join(dir, 'base/hookwatch.yaml');
       const original = readFileSync(configFile, 'utf8');
       for (const overlay of ['sqlite', 'postgres']) {
@@ -774,9 +780,7 @@ describe('Kubernetes manifests', () => {
         expect(after.name, `${overlay}: a changed file gets a new ConfigMap`).not.toBe(before.name);
         expect(after.template, `${overlay}: a changed file changes the pod template, which rolls the pods out`).not.toBe(before.template);
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
