@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -11,6 +12,7 @@ import { runCheck } from './index.ts';
 import { matcherSelects } from './hook-input.ts';
 import type { MeasuredOutput } from './measure.ts';
 
+const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));
 /** The real hook setup that produced the Claude Code 2.1.332 fixtures (settings.json and hooks/). */
 const realSetup = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/hook-setups/proj3-tools/', import.meta.url));
@@ -254,6 +256,41 @@ describe('check: running the hook like Claude Code', () => {
     expect(text.out).toContain('TIMED OUT after 1 s');
     expect(text.out).toMatch(/^FAIL: 1 hook timed out or failed\.$/m);
     expect(text.out).not.toMatch(/^OK:/m);
+  });
+
+  it.each([
+    ['SIGINT', 130, ''],
+    // A hook that ignores SIGTERM is killed after the grace period.
+    ['SIGTERM', 143, `trap '' TERM\n`],
+  ] as const)('stopped by %s, the real command stops the hook it runs as well and exits %i', async (signal, status, trap) => {
+    // The hook runs in a process group of its own, which Ctrl-C at a terminal does not reach.
+    const pidFile = join(dir, `hook-${signal}.pid`);
+    const hook = await hookScript(`stopped-${signal}.sh`, `#!/bin/sh\n${trap}echo $$ > '${pidFile}'\nsleep 60\nsleep 60\n`);
+    const child = spawn(process.execPath, [BIN, 'check', '--', hook], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    let pid = NaN;
+    while (Number.isNaN(pid)) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      pid = Number.parseInt(await readFile(pidFile, 'utf8').catch(() => ''), 10);
+    }
+    child.kill(signal);
+    expect(await exited).toBe(status);
+    expect(stderr).toBe(`hookwatch check: stopped by ${signal} while ${hook} ran; it was stopped too, nothing was reported\n`);
+    expect(stdout).toBe('');
+    // The hook's group (the shell and its sleep) is gone, not left running on its own.
+    const alive = (): boolean => {
+      try {
+        process.kill(-pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (alive()) await new Promise((resolve) => setTimeout(resolve, 50));
   });
 
   it('passes the event input on stdin, CLAUDE_PROJECT_DIR in the environment, and runs in the project directory', async () => {

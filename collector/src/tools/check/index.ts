@@ -1,4 +1,4 @@
-import { homedir } from 'node:os';
+import { constants, homedir } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
@@ -59,7 +59,8 @@ not be what Claude Code runs. Such a check is INCOMPLETE, never OK: what that ho
 
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
 timed out or failed, 2 bad usage or no hook selected by the firing, 4 nothing found over the cap or budget but
-hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK).
+hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK),
+130 or 143 stopped by Ctrl-C or SIGTERM (the hook running then is stopped too; nothing is reported).
 `;
 
 
@@ -176,6 +177,11 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         continue;
       }
       const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, shell: values.shell });
+      if (run.interrupted !== undefined) {
+        // Stopped from outside: no verdict, and no later hook runs. Ends as a shell reports a stopped command.
+        io.stderr(`hookwatch check: stopped by ${run.interrupted} while ${hook.location ?? hook.command} ran; it was stopped too, nothing was reported\n`);
+        return 128 + (constants.signals[run.interrupted] ?? 15);
+      }
       let status: HookCheckStatus = 'measured';
       if (run.spawnError !== undefined) status = 'not-started';
       else if (run.timedOut) status = 'timed-out';

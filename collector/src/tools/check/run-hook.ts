@@ -33,11 +33,18 @@ export interface HookRunResult {
   stderrChars: number;
   /** Set when the command could not be started at all. */
   spawnError?: string;
+  /** Set when hookwatch check itself was stopped (Ctrl-C, SIGTERM) while the hook ran: the hook was stopped too. */
+  interrupted?: NodeJS.Signals;
 }
 
 const STDERR_KEPT_CHARS = 4_000;
 /** After SIGTERM, how long a hook gets before SIGKILL; then how long before its pipes are abandoned. */
 const KILL_GRACE_MS = 1_000;
+/**
+ * Signals that stop hookwatch check (Ctrl-C at a terminal, a CI job cancelled, a closed terminal). The hook runs
+ * in a process group of its own, which they do not reach: they are passed on to it, so it never outlives check.
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /** Collects a stream as text, keeping up to `maxBytes` and counting UTF-16 code units for all of it. */
 class TextCollector {
@@ -79,7 +86,8 @@ class TextCollector {
 /**
  * Runs a hook the way Claude Code runs a command hook: `<shell> -c <command>` in the project directory, the
  * input JSON on stdin, a timeout after which the hook (its whole process group, so children of the shell too)
- * is killed. Never throws: failures are in the result.
+ * is killed. A stop signal sent to hookwatch check while the hook runs is passed on to the hook's group (which
+ * Ctrl-C does not reach) and marks the result `interrupted`. Never throws: failures are in the result.
  */
 export function runHook(run: HookRun): Promise<HookRunResult> {
   const started = performance.now();
@@ -87,6 +95,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     const stdout = new TextCollector(run.maxCapturedStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
     const stderr = new TextCollector(STDERR_KEPT_CHARS * 4);
     let timedOut = false;
+    let interrupted: NodeJS.Signals | undefined;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
 
@@ -111,6 +120,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
       if (settled) return;
       settled = true;
       for (const timer of timers) clearTimeout(timer);
+      for (const sig of STOP_SIGNALS) process.off(sig, onStopSignal);
       const stdoutText = stdout.finish();
       const stderrText = stderr.finish();
       resolve({
@@ -124,8 +134,37 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
         stderrHead: stderrText.slice(0, STDERR_KEPT_CHARS),
         stderrChars: stderr.chars,
         ...(spawnError === undefined ? {} : { spawnError }),
+        ...(interrupted === undefined ? {} : { interrupted }),
       });
     };
+
+    /** Stops the hook's group with `signal`, then SIGKILL after a grace period, then stops waiting for its pipes. */
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      killGroup(signal);
+      if (stopping) return;
+      stopping = true;
+      timers.push(
+        setTimeout(() => {
+          killGroup('SIGKILL');
+          // A grandchild that left the group may still hold the pipes open: stop waiting for it.
+          timers.push(
+            setTimeout(() => {
+              child.stdout.destroy();
+              child.stderr.destroy();
+              settle(child.exitCode, child.signalCode);
+            }, KILL_GRACE_MS),
+          );
+        }, KILL_GRACE_MS),
+      );
+    };
+    // A second stop signal kills the hook at once.
+    const onStopSignal = (signal: NodeJS.Signals): void => {
+      const again = interrupted !== undefined;
+      interrupted ??= signal;
+      stop(again ? 'SIGKILL' : signal);
+    };
+    for (const sig of STOP_SIGNALS) process.on(sig, onStopSignal);
 
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
@@ -140,20 +179,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     timers.push(
       setTimeout(() => {
         timedOut = true;
-        killGroup('SIGTERM');
-        timers.push(
-          setTimeout(() => {
-            killGroup('SIGKILL');
-            // A grandchild that left the group may still hold the pipes open: stop waiting for it.
-            timers.push(
-              setTimeout(() => {
-                child.stdout.destroy();
-                child.stderr.destroy();
-                settle(child.exitCode, child.signalCode);
-              }, KILL_GRACE_MS),
-            );
-          }, KILL_GRACE_MS),
-        );
+        stop('SIGTERM');
       }, run.timeoutMs),
     );
   });
