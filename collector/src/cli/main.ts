@@ -177,7 +177,7 @@ function listenErrorMessage(err: ListenError): string {
 
 /** The process's own streams, environment and directory. */
 function processIO(): ToolIO {
-  return { stdout: (s: string) => void process.stdout.write(s), stderr: (s: string) => void process.stderr.write(s), env: process.env, cwd: process.cwd() };
+  return { stdout: (s: string) => void process.stdout.write(s), stderr: (s: string) => void process.stderr.write(s), stdin: process.stdin, env: process.env, cwd: process.cwd() };
 }
 
 /** Runs one command line; returns the exit status (`serve` runs until a signal). `io` lets tests run it in-process. */

@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * What a CLI tool may touch: its output streams, its environment and its working directory. Passing them in
  * (instead of using `process`) lets tests run a tool in-process and read exactly what a user would see.
@@ -5,6 +7,8 @@
 export interface ToolIO {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
+  /** What `-` reads (scan -); the process's stdin when not given. */
+  stdin?: Readable;
   env: NodeJS.ProcessEnv;
   cwd: string;
 }

@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
 
 import { MAX_LINE_BYTES } from './limits.ts';
 
@@ -34,12 +35,13 @@ const CARRIAGE_RETURN = 0x0d;
 /**
  * Streams a file line by line in bounded memory. Unlike node:readline, which buffers a line however long it
  * is, a line over `maxLineBytes` is dropped piece by piece as it streams past and only counted, so one runaway
- * record cannot take the process down. Memory stays at about one read chunk plus one kept line.
+ * record cannot take the process down. Memory stays at about one read chunk plus one kept line. `source` is a
+ * file's path or a stream already open (standard input), read the same way.
  */
-export async function* readLines(path: string, options: ReadLinesOptions = {}): AsyncGenerator<FileLine> {
+export async function* readLines(source: string | Readable, options: ReadLinesOptions = {}): AsyncGenerator<FileLine> {
   const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
   const stats = options.stats ?? { lines: 0, bytes: 0, oversizedLines: 0 };
-  const stream = createReadStream(path, { highWaterMark: options.chunkBytes ?? 1024 * 1024 });
+  const stream = typeof source === 'string' ? createReadStream(source, { highWaterMark: options.chunkBytes ?? 1024 * 1024 }) : source;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let skipping = false;

@@ -1,10 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -24,6 +26,8 @@ interface ScanOutput {
   persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; preview?: string }[];
   send?: { url: string; emitted: number; exported: number; failed: number; error?: string };
 }
+
+const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 
 let dir: string;
 beforeAll(async () => {
@@ -322,6 +326,30 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const tolerated = await scanJson([corrupt]);
     expect(tolerated.result.totals.unparsableLines).toBe(1);
     expect(tolerated.code).toBe(0);
+  });
+
+  it('reads one transcript from standard input for a path of -, and fails on an empty one', async () => {
+    // The real command: a transcript piped in (from ssh, a CI artifact) counts as the same file read from disk.
+    const file = join(dir, 'projects', '-home-dev-project', `${SESSION_A}.jsonl`);
+    const fromDisk = await scanJson([file]);
+    const run = (args: string[], input: string) => spawnSync(process.execPath, [BIN, 'scan', ...args], { input, encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    const piped = run(['--json', '-'], await readFile(file, 'utf8'));
+    expect(piped.stderr).toBe('');
+    expect(piped.status).toBe(1);
+    const result = JSON.parse(piped.stdout) as ScanOutput;
+    expect(result.totals).toEqual(fromDisk.result.totals);
+    expect(result.hooks).toEqual(fromDisk.result.hooks);
+    expect(result.files.map((f) => f.path)).toEqual(['(stdin)']);
+    // Given with a folder, both are read; given twice, standard input is read once.
+    const both = run(['--json', '-', join(dir, 'projects'), '-'], await readFile(file, 'utf8'));
+    expect((JSON.parse(both.stdout) as ScanOutput).files.map((f) => f.path.replace(dir, ''))).toEqual([
+      `/projects/-home-dev-project/${SESSION_A}.jsonl`, `/projects/-home-dev-project/nested/${SESSION_B}.jsonl`, '(stdin)',
+    ]);
+    // Nothing piped in (the command before the pipe failed) never passes.
+    const empty = run(['-'], '');
+    expect(empty.stdout).toContain('(stdin): unreadable: nothing arrived on standard input');
+    expect(empty.stdout).not.toMatch(/^OK/m);
+    expect(empty.status).toBe(2);
   });
 
   it('exits 2 when the paths hold no transcripts, so a job pointed at the wrong folder fails', async () => {

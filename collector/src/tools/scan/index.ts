@@ -11,6 +11,10 @@ import { lostOutputs, scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
 import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';
 
+/** The path that stands for standard input, and the name its transcript is reported under. */
+const STDIN_PATH = '-';
+const STDIN_NAME = '(stdin)';
+
 const HELP = `Usage: hookwatch scan [options] [paths...]
 
 Reads Claude Code transcripts (*.jsonl; directories are searched recursively, subagent transcripts included;
@@ -24,7 +28,8 @@ not counted; records of unknown types are skipped and counted. Files are streame
 lines are skipped and counted, and a file none of whose lines is a transcript record (a README, a JSON document)
 is unreadable input: named with how many lines could not be read, exit status 2.
 
-Paths default to ~/.claude/projects.
+Paths default to ~/.claude/projects. A path of - reads one transcript from standard input (reported as
+${STDIN_NAME}); an empty standard input is unreadable input (exit status 2).
 
 Options:
   --json                 machine-readable output
@@ -62,13 +67,16 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     }
     const maxLineBytes = values['max-line-bytes'] === undefined ? MAX_LINE_BYTES : parseWholeNumber('max-line-bytes', values['max-line-bytes'], 1);
     const home = io.env.HOME ?? homedir();
-    const paths = positionals.length > 0 ? positionals.map((p) => resolve(io.cwd, p)) : [join(home, '.claude', 'projects')];
+    // `-` is one transcript on standard input (`ssh host cat ... | hookwatch scan -`), read once however often given.
+    const fromStdin = positionals.includes(STDIN_PATH);
+    const given = positionals.filter((p) => p !== STDIN_PATH);
+    const paths = positionals.length > 0 ? given.map((p) => resolve(io.cwd, p)) : [join(home, '.claude', 'projects')];
     for (const path of paths) {
       if (!existsSync(path)) throw new UsageError(`no such file or directory: ${path}`);
     }
     const files = await collectTranscriptFiles(paths);
     // A CI job pointed at the wrong folder must not pass.
-    if (files.length === 0) throw new UsageError(`no transcripts found under ${paths.join(', ')} (looked for *.jsonl files)`);
+    if (files.length === 0 && !fromStdin) throw new UsageError(`no transcripts found under ${paths.join(', ')} (looked for *.jsonl files)`);
 
     if (values.send !== undefined) {
       // Loaded only when sending, so a plain scan does not pay for the OpenTelemetry SDK.
@@ -79,6 +87,11 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     for (const file of files) {
       if (file.error === undefined) await scanner.scanFile(file.path);
       else scanner.unreadable(file.path, file.error);
+    }
+    if (fromStdin) {
+      const file = await scanner.scanFile(STDIN_NAME, io.stdin ?? process.stdin);
+      // Nothing piped in (the command before the pipe failed) is no transcript read, not a clean one.
+      if (file.error === undefined && file.lines === 0) file.error = 'nothing arrived on standard input';
     }
     const send: SendOutcome | undefined = sender ? await sender.finish() : undefined;
     const result = scanner.result();

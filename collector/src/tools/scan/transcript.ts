@@ -1,6 +1,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import type { OutputKind } from '../../../../shared/src/cliff.ts';
@@ -348,8 +349,11 @@ export class TranscriptScanner {
     return file;
   }
 
-  /** Reads one transcript file; a file that cannot be read is recorded with its error, not thrown. */
-  async scanFile(path: string): Promise<FileSummary> {
+  /**
+   * Reads one transcript file; a file that cannot be read is recorded with its error, not thrown. With `input`
+   * (standard input), that stream is read and `path` only names it.
+   */
+  async scanFile(path: string, input?: Readable): Promise<FileSummary> {
     const stats: LineStats = { lines: 0, bytes: 0, oversizedLines: 0 };
     const file: FileSummary = {
       path, bytes: 0, lines: 0, unparsableLines: 0, oversizedLines: 0, truncatedLastLine: false, hookRecords: 0, duplicateRecords: 0,
@@ -362,7 +366,7 @@ export class TranscriptScanner {
     let records = 0;
     try {
       const options = this.maxLineBytes === undefined ? { stats } : { stats, maxLineBytes: this.maxLineBytes };
-      for await (const line of readLines(path, options)) {
+      for await (const line of readLines(input ?? path, options)) {
         if (line.bytes.length === 0 || isBlank(line.bytes)) continue;
         read++;
         let parsed: unknown;
