@@ -196,6 +196,17 @@ describe('hookwatch serve', () => {
     expect(r.status).toBe(1);
   });
 
+  it.each([
+    ['the database', { HOOKWATCH_DB: '/proc/hookwatch-none/h.db' }],
+    ['the forwarding queue', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9', HOOKWATCH_FORWARD_QUEUE_PATH: '/proc/hookwatch-none/fq.db' }],
+  ])('%s in a folder that cannot be made (under /proc) is an error, exit 1, not a process that spins', (_what, vars) => {
+    // The real process, killed with SIGKILL past the timeout: one spinning in a synchronous loop takes no SIGTERM.
+    const r = spawnSync(process.execPath, [BIN, 'serve'], { encoding: 'utf8', env: env({ ...base(), ...vars }), cwd: dir, timeout: 20_000, killSignal: 'SIGKILL' });
+    expect(r.signal).toBeNull();
+    expect(r.stderr).toContain("ENOENT: no such file or directory, mkdir '/proc/hookwatch-none'");
+    expect(r.status).toBe(1);
+  });
+
   /** `hookwatch serve` in a process of its own, once it has said where the dashboard is. */
   async function serving(vars: Record<string, string>): Promise<{ child: ChildProcess; line: { msg: string; dashboard: string }; logged: () => Record<string, unknown>[] }> {
     const child = spawn(process.execPath, [BIN, 'serve'], { env: env(vars), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });

@@ -2,10 +2,11 @@
  * What every SQLite file of hookwatch shares: how it is opened, transactions, prepared statements, and how its
  * failures are told apart (a lock held elsewhere, a file that failed).
  */
-import { chmodSync, closeSync, fchmodSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, fchmodSync, openSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { makeDir } from '../../make-dir.ts';
 import { StoreUnavailableError } from '../store.ts';
 
 /**
@@ -56,7 +57,7 @@ export async function sqliteFileBytes(path: string): Promise<{ database: number;
 /** Creates `path` (and its folder) readable by hookwatch's user only, or tightens an existing file to 0600. */
 export function createPrivateFile(path: string): void {
   // An existing folder (a mounted volume, the working directory) keeps its mode; only new ones are private.
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  makeDir(dirname(path), 0o700);
   const fd = openSync(path, 'a', 0o600);
   try {
     fchmodSync(fd, 0o600);

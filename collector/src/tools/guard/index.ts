@@ -1,11 +1,12 @@
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
 import { runGuarded } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimText } from './trim.ts';
@@ -288,32 +289,6 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
 }
 
 /**
- * Creates `dir` and the folders missing above it (mode 0700). Not mkdirSync's `recursive`: under /proc, where a
- * folder cannot be made, it retries a lasting ENOENT for ever, and a hook must never hang. Here each missing folder
- * is made once, from the first existing one down, and any failure is thrown to the caller.
- */
-export function makeDir(dir: string): void {
-  const missing: string[] = [];
-  for (let at = resolve(dir); ; at = dirname(at)) {
-    try {
-      if (statSync(at).isDirectory()) break;
-      throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: 'ENOTDIR' });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(at) === at) throw error;
-      missing.push(at);
-    }
-  }
-  for (const folder of missing.reverse()) {
-    try {
-      mkdirSync(folder, { mode: 0o700 });
-    } catch (error) {
-      // Made meanwhile by another hook run: fine, as long as it is a folder.
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(folder).isDirectory()) throw error;
-    }
-  }
-}
-
-/**
  * Throws unless `dir` belongs to this user and no one else may write in it. The model is told to read the files
  * saved there: in a folder another user made first in a shared /tmp (the default path is predictable), or one
  * others may write in, someone else could put their own text in place of a saved output, and so into the session.
@@ -330,7 +305,8 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   const stamp = `${Date.now()}-${process.pid}`;
   const pathFor = (field: GuardField | 'spill'): string => join(options.dir, `${stamp}-${safeName(field)}.txt`);
   const ensureDir = (): void => {
-    makeDir(options.dir);
+    // Mode 0700: the files hold whatever the hook printed.
+    makeDir(options.dir, 0o700);
     checkPrivateDir(options.dir);
   };
   const spillBytes = Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES;
