@@ -78,6 +78,22 @@ describe('hookwatch --help', () => {
     expect((await hookwatch(['help', '--help'])).stdout).toBe(out);
   });
 
+  it('says what each exit status means, and the real command exits with them', () => {
+    const help = hookwatchProcess(['--help']).stdout.replace(/\n/g, ' ');
+    expect(help).toContain('Exit status: 0 done');
+    expect(help).toContain('1 a failure: serve could not start');
+    expect(help).toContain('2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse');
+    const cases: [string[], Record<string, string>, number][] = [
+      [['version'], {}, 0],
+      [['backup', '--to', join(dir, 'copy.db'), '--db', join(dir, 'absent.db')], {}, 1],
+      [['nonsense'], {}, 2],
+      [['config', '--bogus'], {}, 2],
+      [['config', '--retention-events', 'forever'], {}, 2],
+      [['config'], { HOOKWATCH_CONFIG: join(dir, 'absent.yaml') }, 2],
+    ];
+    for (const [args, extra, status] of cases) expect(hookwatchProcess(args, extra).status, args.join(' ')).toBe(status);
+  });
+
   it('serve --help lists every setting flag with its description, human default, variable and file key', async () => {
     const r = await hookwatch(['serve', '--help']);
     expect(r.status).toBe(0);

@@ -101,6 +101,9 @@ function settingsFlags(): string[] {
 const CONFIG_FLAG = flagBlock('--config <file>', 'YAML or JSON config file; keys nest by their dots (otlp: { http: { addr: ... } }).', ['[env: HOOKWATCH_CONFIG]']);
 const HELP_FLAG = flagBlock('-h, --help', 'help for this command', []);
 
+/** What the exit statuses of serve, config, backup, help and version mean; check, scan and guard say their own. */
+const EXIT_STATUS_TEXT = '0 done (serve: stopped cleanly by SIGTERM or SIGINT); 1 a failure: serve could not start (a port in use, a database it cannot open) or did not stop cleanly, backup could not copy; 2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse; 130 or 143 backup stopped by Ctrl-C or SIGTERM. check, scan and guard have statuses of their own (their --help).';
+
 /** `hookwatch --help`. */
 export function globalHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 3;
@@ -119,6 +122,8 @@ export function globalHelp(): string {
     '',
     'Run "hookwatch <command> --help" for a command\'s flags.',
     ...wrap('Settings come from defaults < a config file < environment variables < flags; docs/configuration.md lists them all.', ''),
+    '',
+    ...wrap(`Exit status: ${EXIT_STATUS_TEXT}`, ''),
     '',
   ].join('\n');
 }
