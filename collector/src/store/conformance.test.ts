@@ -955,8 +955,9 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     for (const stepMs of [15 * MINUTE, HOUR, 3 * HOUR, DAY]) {
       for (const [filters, keep] of DIMENSION_FILTERS) {
         const q = { fromMs: T0 + 90 * MINUTE, toMs: T0 + 3 * DAY + 20 * MINUTE, stepMs, filters };
-        const from = Math.floor(q.fromMs / stepMs) * stepMs;
-        const to = Math.ceil(q.toMs / stepMs) * stepMs;
+        // Buckets start on the step; the first counts from `from`, the last until `to`.
+        const from = q.fromMs;
+        const to = q.toMs;
         const bucket = (e: HookEvent): number => Math.floor(e.timeMs / stepMs) * stepMs;
         const fleet = await store.fleetSeries(q);
         const byBucket = (rows: FleetBucket[]): FleetBucket[] => [...rows].sort((a, b) => a.hookId.localeCompare(b.hookId) || a.bucketMs - b.bucketMs);
@@ -971,6 +972,63 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
         }
       }
     }
+  });
+
+  it('counts in a series\' buckets what the figures of its range count: the first bucket from `from`, the last until `to`', async () => {
+    const store = await open();
+    const events = dimensionEvents(17, 400);
+    await store.ingest(events);
+    const hooks = [...new Set(events.map((e) => e.hookId))];
+    const filters: [Record<string, string> | undefined, (e: HookEvent) => boolean][] = [[undefined, () => true], ...DIMENSION_FILTERS];
+    /** What a sum of buckets and the figures both give: the counts added, the largest output the largest of any. */
+    const figures = (cs: Iterable<HookCounters>): number[] => {
+      const out = [0, 0, 0, 0, 0, 0, -1];
+      for (const c of cs) {
+        [c.executions, c.starts, c.numHooks, c.outputsPersisted, c.executionsWithPersisted, c.sizeUnknownExecutions].forEach((v, i) => (out[i]! += v));
+        out[6] = Math.max(out[6]!, ...Object.values(c.maxChars).map((v) => v ?? -1));
+      }
+      return out;
+    };
+    const fleetFigures = (bs: Iterable<FleetBucket>): number[] => {
+      const out = [0, 0, 0, 0, -1];
+      for (const b of bs) {
+        [b.executions, b.outputsPersisted, b.executionsWithPersisted, b.sizeUnknownExecutions].forEach((v, i) => (out[i]! += v));
+        out[4] = Math.max(out[4]!, b.largest ?? -1);
+      }
+      return out;
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: -HOUR, max: 4 * DAY }), fc.integer({ min: 1, max: 3 * DAY }), fc.constantFrom(MINUTE, 5 * MINUTE, 30 * MINUTE, HOUR, 3 * HOUR, 6 * HOUR, DAY, 7 * DAY),
+        fc.constantFrom(...hooks), fc.integer({ min: 0, max: filters.length - 1 }),
+        async (a, len, stepMs, id, f) => {
+          const [filter, keep] = filters[f]!;
+          // Steps over an hour cover at least two of their buckets, as a chart's range does (at most 2,000 minutes).
+          const q = { fromMs: T0 + a, toMs: T0 + a + Math.min(Math.max(len, 2 * stepMs), 2000 * stepMs), stepMs, ...(filter ? { filters: filter } : {}) };
+          const r = alignRange(q.fromMs, q.toMs);
+          const label = `${JSON.stringify(filter)} ${a}+${q.toMs - q.fromMs} step ${stepMs} ${id}`;
+          const counted = await store.hookCounters(q);
+          const series = await store.series(id, q);
+          // Each bucket at its aligned start, counting only what falls in the range.
+          expect(new Map(series), label).toEqual(foldBy(events.filter((e) => e.hookId === id), r.fromMs, r.toMs, (e) => Math.floor(e.timeMs / stepMs) * stepMs, keep));
+          const mine = counted.get(id);
+          expect(figures(series.values()), label).toEqual(figures(mine ? [mine] : []));
+          // The fleet series: each hook's buckets add up to its figures, every hook of the figures and only those.
+          const fleet = await store.fleetSeries(q);
+          expect(new Set(fleet.map((b) => b.hookId)), label).toEqual(new Set(counted.keys()));
+          for (const [hook, c] of counted) {
+            const want = figures([c]);
+            expect(fleetFigures(fleet.filter((b) => b.hookId === hook)), `${label} fleet ${hook}`).toEqual([want[0], want[3], want[4], want[5], want[6]]);
+          }
+          expect(fleet.every((b) => b.bucketMs % stepMs === 0 && b.bucketMs >= Math.floor(r.fromMs / stepMs) * stepMs && b.bucketMs < r.toMs), label).toBe(true);
+          // A few hooks asked alone: the same buckets.
+          const few = await store.fleetSeries({ ...q, hookIds: [id, 'ffffffffffffffff'] });
+          const byBucket = (rows: FleetBucket[]): FleetBucket[] => [...rows].sort((x, y) => x.bucketMs - y.bucketMs);
+          expect(byBucket(few), label).toEqual(byBucket(fleet.filter((b) => b.hookId === id)));
+        },
+      ),
+      { numRuns: 40, seed: 5 },
+    );
   });
 
   it('serves filtered views of whole hours and days from dimension rollups after the raw events are pruned', async () => {

@@ -19,7 +19,7 @@ import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { DIM_CLIENT_TABLES, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimRollupDdl } from './dim-rollups.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
-import { DAY, HOUR, MINUTE } from './segments.ts';
+import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
 import { counterColumnsDdl } from './sql.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
@@ -132,7 +132,9 @@ function suite(make: () => Backend): void {
         const want = foldBy(events, range.fromMs, range.toMs, (e) => e.extra['team'] ?? '', (e) => e.hookId === id);
         expect(new Map(byTeam.map(({ value, ...c }) => [value, c])), hookName).toEqual(want);
         const series = await store.series(id, { ...range, stepMs: HOUR, filters: { team: 'web' } });
-        const wantSeries = foldBy(events, Math.floor(range.fromMs / HOUR) * HOUR, Math.ceil(range.toMs / HOUR) * HOUR, (e) => Math.floor(e.timeMs / HOUR) * HOUR, (e) => e.hookId === id && e.extra['team'] === 'web');
+        // The partial hours at the range's ends count from its start and until its end, as the figures do.
+        const aligned = alignRange(range.fromMs, range.toMs);
+        const wantSeries = foldBy(events, aligned.fromMs, aligned.toMs, (e) => Math.floor(e.timeMs / HOUR) * HOUR, (e) => e.hookId === id && e.extra['team'] === 'web');
         expect(new Map([...series].filter(([, c]) => c.executions + c.starts > 0)), hookName).toEqual(wantSeries);
       }
     }

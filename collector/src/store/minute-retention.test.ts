@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HookEvent } from '../hooks/model.ts';
 import { hookId } from '../hooks/extract.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { DAY, HOUR, MINUTE } from './segments.ts';
+import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
@@ -148,7 +148,8 @@ async function expectExact(store: Store, events: HookEvent[], fromMs: number, to
   expect(byTeam).toEqual(foldBy(events, fromMs, toMs, (e) => String(e.extra['team']), (e) => e.hookId === BASH));
   for (const stepMs of [MINUTE, 5 * MINUTE, 7 * MINUTE]) {
     const bucket = (e: HookEvent): number => Math.floor(e.timeMs / stepMs) * stepMs;
-    const aligned = { fromMs: Math.floor(fromMs / stepMs) * stepMs, toMs: Math.ceil(toMs / stepMs) * stepMs };
+    // Buckets start on the step; the first counts from the range's start, the last until its end, as the figures do.
+    const aligned = alignRange(fromMs, toMs);
     expect(await store.series(BASH, { ...range, stepMs })).toEqual(foldBy(events, aligned.fromMs, aligned.toMs, bucket, (e) => e.hookId === BASH));
     expect(await store.series(BASH, { ...range, stepMs, filters: { team: 'web' } })).toEqual(foldBy(events, aligned.fromMs, aligned.toMs, bucket, (e) => e.hookId === BASH && e.extra['team'] === 'web'));
     const fleet = (await store.fleetSeries({ ...range, stepMs })).map((b) => `${b.hookId} ${b.bucketMs} ${b.executions} ${b.outputsPersisted}`).sort();

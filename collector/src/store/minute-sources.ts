@@ -12,7 +12,7 @@
  * relies on rows a prune running at the same time may remove.
  */
 import { mergeRow, type CounterRow } from './counters.ts';
-import { HOUR, granularityForStep, type Segment } from './segments.ts';
+import { HOUR, alignRange, checkStep, granularityForStep, type Segment } from './segments.ts';
 import type { FleetBucket } from './store.ts';
 
 /** How long raw events and per-minute rollups are kept (the store's `retention` option). */
@@ -137,24 +137,70 @@ export interface SeriesSpan {
   toMs: number;
 }
 
+/** A partial bucket at a series range's start or end: `bucketMs`, its start, counts what falls in [fromMs, toMs). */
+export interface SeriesEdge {
+  bucketMs: number;
+  fromMs: number;
+  toMs: number;
+}
+
 /**
- * A series' range aligned to its step, split by where each part is read: one part as the filter's plan decides,
- * or at a minute step split by age (minuteParts) into minute rollups (as planned), raw events and whole hours.
+ * Where a series over [from, to) (aligned to the minute, as every range read is) is read, so that its buckets add
+ * up to the range's figures: bucket starts stay multiples of the step, but the first bucket counts from `from`
+ * and the last until `to`. `fromMs` and `toMs` are the first bucket's start and the last one's end.
+ *
+ * At a minute step the rollups read hold minutes, so the spans simply cover [from, to): one part as the filter's
+ * plan decides, or split by age (minuteParts) into minute rollups (as planned), raw events and whole hours (beyond
+ * the events retention a range covers every hour it touches, as range reads do). At a step of whole hours or days
+ * the spans cover the whole buckets inside the range, and the partial ones at its ends are `edges`, read as a
+ * range read reads them (segments.ts: minutes up to the hour, hours up to the day).
  * `rawOnly`: only raw events answer the filter, so nothing before the events horizon counts.
  */
-export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number }, r: MinuteRetention | undefined, rawOnly: boolean, nowMs = Date.now(), pruned: PrunedBounds = NOTHING_PRUNED): { fromMs: number; toMs: number; spans: SeriesSpan[] } {
-  const fromMs = Math.floor(q.fromMs / q.stepMs) * q.stepMs;
-  const toMs = Math.ceil(q.toMs / q.stepMs) * q.stepMs;
-  if (!r && pruned.minutesBeforeMs === -Infinity && pruned.eventsBeforeMs === -Infinity) return { fromMs, toMs, spans: [{ source: 'planned', fromMs, toMs }] };
-  const s = minuteSources(nowMs, r, pruned);
-  if (granularityForStep(q.stepMs) !== 'minute') {
-    const from = rawOnly ? Math.max(fromMs, s.eventsFrom) : fromMs;
-    return { fromMs, toMs, spans: toMs > from ? [{ source: 'planned', fromMs: from, toMs }] : [] };
+export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number }, r: MinuteRetention | undefined, rawOnly: boolean, nowMs = Date.now(), pruned: PrunedBounds = NOTHING_PRUNED): { fromMs: number; toMs: number; spans: SeriesSpan[]; edges: SeriesEdge[] } {
+  const step = q.stepMs;
+  checkStep(step);
+  const range = alignRange(q.fromMs, q.toMs);
+  const fromMs = Math.floor(range.fromMs / step) * step;
+  const toMs = Math.ceil(range.toMs / step) * step;
+  if (range.toMs <= range.fromMs) return { fromMs, toMs, spans: [], edges: [] };
+  const retained = r !== undefined || pruned.minutesBeforeMs !== -Infinity || pruned.eventsBeforeMs !== -Infinity;
+  if (granularityForStep(step) === 'minute') {
+    if (!retained) return { fromMs, toMs, spans: [{ source: 'planned', ...range }], edges: [] };
+    const spans = minuteParts(range.fromMs, range.toMs, minuteSources(nowMs, r, pruned))
+      .filter((p) => !(rawOnly && p.source === 'hour'))
+      .map((p): SeriesSpan => ({ source: p.source === 'minute' ? 'planned' : p.source, fromMs: p.fromMs, toMs: p.toMs }));
+    return { fromMs, toMs, spans, edges: [] };
   }
-  const spans = minuteParts(fromMs, toMs, s)
-    .filter((p) => !(rawOnly && p.source === 'hour'))
-    .map((p): SeriesSpan => ({ source: p.source === 'minute' ? 'planned' : p.source, fromMs: p.fromMs, toMs: p.toMs }));
-  return { fromMs, toMs, spans };
+  // Whole buckets in [wholeFrom, wholeTo); none when the range lies within one bucket.
+  const wholeFrom = Math.ceil(range.fromMs / step) * step;
+  const wholeTo = Math.max(wholeFrom, Math.floor(range.toMs / step) * step);
+  const edges: SeriesEdge[] = [];
+  const edge = (a: number, b: number): void => {
+    if (b > a) edges.push({ bucketMs: Math.floor(a / step) * step, fromMs: a, toMs: b });
+  };
+  edge(range.fromMs, Math.min(wholeFrom, range.toMs));
+  if (wholeFrom < range.toMs) edge(Math.max(wholeTo, range.fromMs), range.toMs);
+  const from = rawOnly && retained ? Math.max(wholeFrom, minuteSources(nowMs, r, pruned).eventsFrom) : wholeFrom;
+  return { fromMs, toMs, spans: wholeTo > from ? [{ source: 'planned', fromMs: from, toMs: wholeTo }] : [], edges };
+}
+
+/** Per hook, the counters of a series' partial buckets, each by its bucket start. */
+export type EdgeRows = [bucketMs: number, byHook: Map<string, CounterRow>][];
+
+/**
+ * A series' partial buckets (seriesSpans' `edges`), each read at once by `read`: the store's range read per hook,
+ * the one the range's figures come from, so the first and last buckets count what the figures count.
+ */
+export function readEdges(edges: readonly SeriesEdge[], read: (fromMs: number, toMs: number) => Promise<Map<string, CounterRow>>): Promise<EdgeRows> {
+  return Promise.all(edges.map(async (e): Promise<EdgeRows[number]> => [e.bucketMs, await read(e.fromMs, e.toMs)]));
+}
+
+/** One hook's rows of a series' partial buckets, to merge with its whole buckets (mergeSeries). */
+export function hookEdgeRows(edges: EdgeRows, hookId: string): [number, CounterRow][] {
+  return edges.flatMap(([bucketMs, byHook]): [number, CounterRow][] => {
+    const row = byHook.get(hookId);
+    return row ? [[bucketMs, row]] : [];
+  });
 }
 
 /**

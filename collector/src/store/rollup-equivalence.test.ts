@@ -149,8 +149,8 @@ describe('rollups agree with raw events', () => {
         const id = events[0]?.hookId as string;
         await withEvents(events, async (store) => {
           const q = { fromMs: T0 + a, toMs: T0 + a + len, stepMs };
-          const from = Math.floor(q.fromMs / stepMs) * stepMs;
-          const to = Math.ceil(q.toMs / stepMs) * stepMs;
+          // Buckets start on the step; the first counts from `from`, the last until `to` (both to the minute).
+          const { fromMs: from, toMs: to } = alignRange(q.fromMs, q.toMs);
           const want = sorted(fold(events.filter((e) => e.hookId === id), from, to, (e) => Math.floor(e.timeMs / stepMs) * stepMs));
           expect(sorted(await store.series(id, q))).toEqual(want);
           expect(sorted(await store.series(id, { ...q, filters: ALL }))).toEqual(want);

@@ -86,6 +86,11 @@ export function splitDays(seg: Segment, parts: number): Segment[] {
   return out;
 }
 
+/** Refuses a series step that is not a positive whole number of ms: it is written into the SQL. */
+export function checkStep(stepMs: number): void {
+  if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new RangeError('series step must be a positive whole number of ms');
+}
+
 /** The rollup table that serves a series step: the coarsest whose bucket divides the step. */
 export function granularityForStep(stepMs: number): Granularity {
   if (stepMs % DAY === 0) return 'day';

@@ -5,9 +5,10 @@ import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks
 import { COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
 import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
 import { isOverflowHook } from './hook-limit.ts';
-import { granularityForStep, type Granularity } from './segments.ts';
+import { checkStep, granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeGrouping } from './shared-reads.ts';
+import type { EdgeRows } from './minute-sources.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
 
@@ -727,7 +728,7 @@ export function toInfo(r: Record<string, unknown>): HookInfo {
  */
 export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
-  if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
+  checkStep(step);
   const sql = rollup?.attrs
     ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${attrRollupTable(step, granularity)} WHERE hook = ${hookRefOf(p(1))} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup.where} GROUP BY b`
     : filterWhere === null
@@ -766,13 +767,18 @@ export function fleetSeriesQuery(
   q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity, hooks?: HookScope,
 ): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
-  if (!Number.isSafeInteger(step) || step <= 0) throw new RangeError('series step must be a positive whole number of ms');
+  checkStep(step);
   const sql = rollup?.attrs
     ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byRef ?? ''} ${rollup.where} GROUP BY hook, b`
     : filterWhere === null
     ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byId ?? ''} ${rollup?.where ?? ''} GROUP BY hook_id, b`
     : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${hooks?.byRef ?? ''} ${filterWhere} GROUP BY hook, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
+}
+
+/** The fleet series' partial buckets (minute-sources.ts readEdges) as FleetBuckets. */
+export function edgeFleetBuckets(edges: EdgeRows): FleetBucket[] {
+  return edges.flatMap(([bucketMs, byHook]) => [...byHook].map(([hookId, row]) => toFleetBucket({ hook_id: hookId, b: bucketMs, ...row })));
 }
 
 /** A fleet series row as FleetBucket. */

@@ -14,12 +14,12 @@ import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
-import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
+import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -1014,44 +1014,61 @@ export class PostgresStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const { fromMs, parts } = await this.seriesParts(q, [hookId, null, null]);
-    const rows: [number, CounterRow][] = [];
-    for (const part of parts) {
-      const { sql } = seriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
-      part.params[1] = part.fromMs;
-      part.params[2] = part.toMs;
-      for (const r of await this.query(sql, part.params)) rows.push([Number(r['b']), fromDbRow(r)]);
-    }
-    return new Map([...mergeSeries(rows, fromMs)].map(([b, row]) => [b, toCounters(row)]));
+    const { fromMs, parts, edges } = await this.seriesParts(q, [hookId, null, null]);
+    const whole = async (): Promise<[number, CounterRow][]> => {
+      const rows: [number, CounterRow][] = [];
+      for (const part of parts) {
+        const { sql } = seriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity);
+        part.params[1] = part.fromMs;
+        part.params[2] = part.toMs;
+        for (const r of await this.query(sql, part.params)) rows.push([Number(r['b']), fromDbRow(r)]);
+      }
+      return rows;
+    };
+    const [rows, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, hookId)]);
+    return new Map([...mergeSeries([...rows, ...hookEdgeRows(partial, hookId)], fromMs)].map(([b, row]) => [b, toCounters(row)]));
   }
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
     if (q.hookIds?.length === 0) return [];
-    const { fromMs, parts } = await this.seriesParts(q, [null, null]);
-    const out: FleetBucket[] = [];
-    for (const part of parts) {
-      // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
-      const ids = q.hookIds ? part.params.push([...q.hookIds]) : 0;
-      const scope = q.hookIds ? hookScope((column) => `${column} = ANY($${ids}::text[])`) : undefined;
-      const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
-      part.params[0] = part.fromMs;
-      part.params[1] = part.toMs;
-      out.push(...(await this.query(sql, part.params)).map(toFleetBucket));
-    }
-    return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
+    const { fromMs, parts, edges } = await this.seriesParts(q, [null, null]);
+    const whole = async (): Promise<FleetBucket[]> => {
+      const out: FleetBucket[] = [];
+      for (const part of parts) {
+        // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
+        const ids = q.hookIds ? part.params.push([...q.hookIds]) : 0;
+        const scope = q.hookIds ? hookScope((column) => `${column} = ANY($${ids}::text[])`) : undefined;
+        const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
+        part.params[0] = part.fromMs;
+        part.params[1] = part.toMs;
+        out.push(...(await this.query(sql, part.params)).map(toFleetBucket));
+      }
+      return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
+    };
+    // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
+    const [out, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, q.hookIds)]);
+    return [...out, ...edgeFleetBuckets(partial)];
+  }
+
+  /** The partial buckets at a series range's ends (seriesSpans), each read as the range's figures read it. */
+  private seriesEdges(q: SeriesQuery, edges: readonly SeriesEdge[], hooks?: string | readonly string[]): Promise<EdgeRows> {
+    return readEdges(edges, async (fromMs, toMs) => {
+      const rows = await this.aggregate({ fromMs, toMs, filters: q.filters }, 'hook', hooks);
+      return new Map([...rows.values()].map(({ keys, row }) => [String(keys[0]), row]));
+    });
   }
 
   /**
-   * A series' range aligned to its step, and where each part of it is read: one part as seriesSource decides,
-   * or at a minute step, split by age (minute-sources.ts) into whole hours, raw events and minute rollups. Each
-   * part's parameters begin with `first` (its range goes in there).
+   * Where each part of a series is read: its whole buckets as seriesSource decides or, at a minute step, split by
+   * age (minute-sources.ts) into whole hours, raw events and minute rollups; its partial buckets (`edges`) as
+   * range reads read them. Each part's parameters begin with `first` (its range goes in there).
    */
-  private async seriesParts(q: SeriesQuery, first: unknown[]): Promise<{ fromMs: number; parts: SeriesPart[] }> {
+  private async seriesParts(q: SeriesQuery, first: unknown[]): Promise<{ fromMs: number; parts: SeriesPart[]; edges: SeriesEdge[] }> {
     const filters = q.filters ?? {};
     // Refuses a filter on an unknown dimension.
     this.filterClause(filters, []);
     const plan = planRead(filters, 'hook', this.rolled);
-    const { fromMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), await this.currentBounds());
+    const { fromMs, spans, edges } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), await this.currentBounds());
     const parts = spans.map((span): SeriesPart => {
       if (span.source === 'planned') return { ...this.seriesSource(q, first), fromMs: span.fromMs, toMs: span.toMs };
       const params = [...first];
@@ -1059,7 +1076,7 @@ export class PostgresStore implements Store {
       const dims = plan.source === 'dims';
       return { filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params, granularity: 'hour', fromMs: span.fromMs, toMs: span.toMs };
     });
-    return { fromMs, parts };
+    return { fromMs, parts, edges };
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {

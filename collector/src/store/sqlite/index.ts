@@ -9,12 +9,12 @@ import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
-import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, resolveSegment, seriesSpans, type MinuteRetention, type PrunedBounds } from '../minute-sources.ts';
+import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
@@ -897,25 +897,35 @@ export class SqliteStore implements Store {
   }
 
   async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
-    const { fromMs, parts } = this.seriesParts(q);
-    const rows: [number, CounterRow][] = [];
-    for (const part of parts) {
-      const { sql } = seriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity);
-      for (const r of await this.all(sql, [hookId, part.fromMs, part.toMs, ...part.params])) rows.push([Number(r['b']), fromDbRow(r)]);
-    }
-    return new Map([...mergeSeries(rows, fromMs)].map(([b, row]) => [b, toCounters(row)]));
+    const { fromMs, parts, edges } = this.seriesParts(q);
+    const whole = async (): Promise<[number, CounterRow][]> => {
+      const rows: [number, CounterRow][] = [];
+      for (const part of parts) {
+        const { sql } = seriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity);
+        for (const r of await this.all(sql, [hookId, part.fromMs, part.toMs, ...part.params])) rows.push([Number(r['b']), fromDbRow(r)]);
+      }
+      return rows;
+    };
+    const [rows, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, hookId)]);
+    return new Map([...mergeSeries([...rows, ...hookEdgeRows(partial, hookId)], fromMs)].map(([b, row]) => [b, toCounters(row)]));
+  }
+
+  /** The partial buckets at a series range's ends (seriesSpans), each read as the range's figures read it. */
+  private seriesEdges(q: SeriesQuery, edges: readonly SeriesEdge[], hooks?: string | readonly string[]): Promise<EdgeRows> {
+    return readEdges(edges, (fromMs, toMs) => this.aggregate({ fromMs, toMs, filters: q.filters }, 'hook', hooks));
   }
 
   /**
-   * A series' range aligned to its step, and where each part of it is read: one part as seriesSource decides,
-   * or at a minute step, split by age (minute-sources.ts) into whole hours, raw events and minute rollups.
+   * Where each part of a series is read: its whole buckets as seriesSource decides or, at a minute step, split by
+   * age (minute-sources.ts) into whole hours, raw events and minute rollups; its partial buckets (`edges`) as
+   * range reads read them. `readFromMs` and `readToMs` bound what the parts read.
    */
-  private seriesParts(q: SeriesQuery): { fromMs: number; toMs: number; parts: SeriesPart[] } {
+  private seriesParts(q: SeriesQuery): { fromMs: number; readFromMs: number; readToMs: number; parts: SeriesPart[]; edges: SeriesEdge[] } {
     const filters = q.filters ?? {};
     // Built first: it refuses a filter on an unknown dimension.
     const [eventsWhere, eventsParams] = this.filterClause(filters);
     const plan = planRead(filters, 'hook', this.rolled);
-    const { fromMs, toMs, spans } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), this.pruned);
+    const { fromMs, spans, edges } = seriesSpans(q, this.retention, plan.source === 'raw', Date.now(), this.pruned);
     const parts = spans.map((span): SeriesPart => {
       if (span.source === 'planned') return { ...this.seriesSource(q), fromMs: span.fromMs, toMs: span.toMs };
       if (span.source === 'events') return { filterWhere: eventsWhere, rollup: undefined, params: [...eventsParams], fromMs: span.fromMs, toMs: span.toMs };
@@ -927,13 +937,14 @@ export class SqliteStore implements Store {
       });
       return { filterWhere: null, rollup: { dims, where }, params, granularity: 'hour', fromMs: span.fromMs, toMs: span.toMs };
     });
-    return { fromMs, toMs, parts };
+    const readFromMs = parts[0]?.fromMs ?? fromMs;
+    return { fromMs, readFromMs, readToMs: Math.max(readFromMs, parts.at(-1)?.toMs ?? readFromMs), parts, edges };
   }
 
 
   async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
     if (q.hookIds?.length === 0) return [];
-    const { fromMs, toMs, parts } = this.seriesParts(q);
+    const { fromMs, readFromMs, readToMs, parts, edges } = this.seriesParts(q);
     // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
     const scope = q.hookIds ? hookScope((column) => `${column} IN (SELECT value FROM json_each(?))`) : undefined;
     const scopeParams = q.hookIds ? [JSON.stringify(q.hookIds)] : [];
@@ -947,27 +958,34 @@ export class SqliteStore implements Store {
     const read = async (a: number, b: number): Promise<FleetBucket[]> => {
       const out: FleetBucket[] = [];
       // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
-      for (const part of parts) out.push(...(await readPart(part, a <= fromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs))));
+      for (const part of parts) out.push(...(await readPart(part, a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs))));
       // One part of the step's own table (the dashboard's recent charts) has nothing to merge.
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
+    // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
+    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, !!scope, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
+    return [...whole, ...edgeFleetBuckets(partial)];
+  }
+
+  /** The fleet series' whole buckets, those before the one being written kept until an event for their time arrives. */
+  private async wholeFleetBuckets(q: SeriesQuery, scoped: boolean, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<FleetBucket[]>): Promise<FleetBucket[]> {
     // A few hooks' series are asked once per screenful of rows: not kept beside the fleet's.
-    if (Object.keys(q.filters ?? {}).length > 0 || scope) return read(fromMs, toMs);
+    if (Object.keys(q.filters ?? {}).length > 0 || scoped) return read(readFromMs, readToMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
-    const openFrom = Math.min(toMs, Math.max(fromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
+    const openFrom = Math.min(readToMs, Math.max(readFromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
     // Where the parts meet is part of what was read: a cached chart is one of the same sources.
-    const key = `${q.stepMs}|${fromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
+    const key = `${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
     let closed = this.closedFleet.get(key)?.rows;
     if (!closed) {
-      const r = await this.readForCache(openFrom, () => read(fromMs, openFrom));
+      const r = await this.readForCache(openFrom, () => read(readFromMs, openFrom));
       closed = r.rows;
       if (r.keep) {
         if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
         this.closedFleet.set(key, { toMs: openFrom, rows: closed });
       }
     }
-    return [...closed, ...(await read(openFrom, toMs))];
+    return [...closed, ...(await read(openFrom, readToMs))];
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
