@@ -139,3 +139,51 @@ describe('after the hook is wrapped with hookwatch guard', () => {
     expect(growth).not.toContain('persisted nothing');
   });
 });
+
+describe('a preset range', () => {
+  /**
+   * Outputs of one hook around the start of `preset`: one in the chart's first bucket but before the range (the
+   * bucket starts on its step, the range a span before now), two within it. Waits first, when the range's start
+   * is within two minutes of a bucket boundary, so the page opened next starts in the same bucket, after the one.
+   */
+  async function aroundStart(preset: string, spanMs: number, stepMs: number): Promise<{ inRange: number; persisted: number }> {
+    const phase = (): number => (Date.now() - spanMs) % stepMs;
+    while (phase() < 120_000 || phase() > stepMs - 120_000) await new Promise((r) => setTimeout(r, 5_000));
+    const now = Date.now();
+    const bucketStart = Math.floor((now - spanMs) / stepMs) * stepMs;
+    const over = { stdout: 12_040, additionalContext: 12_000, persisted: 1 };
+    const executions: HookExecution[] = [
+      { hookEvent: 'PreToolUse', hookName: `PreToolUse:${preset}`, timeMs: bucketStart + 1_000, sessionId: `before-${preset}`, sizes: over },
+      { hookEvent: 'PreToolUse', hookName: `PreToolUse:${preset}`, timeMs: now - spanMs + 10 * 60_000, sessionId: `in-${preset}`, sizes: over },
+      { hookEvent: 'PreToolUse', hookName: `PreToolUse:${preset}`, timeMs: now - 60_000, sessionId: `in-${preset}`, sizes: { stdout: 240, additionalContext: 200, persisted: 0 } },
+    ];
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions, { n: preset === '7d' ? 3000 : 2000 }), { 'content-type': 'application/json' })).status).toBe(200);
+    return { inRange: 2, persisted: 1 };
+  }
+
+  // 24 hours are charted in 30-minute buckets (a minute step), 7 days in 3-hour ones (whole hours).
+  for (const [preset, spanMs, stepMs] of [['24h', DAY, 1_800_000], ['7d', 7 * DAY, 10_800_000]] as const) {
+    it(`over the last ${preset}, the figures and the charts count the same executions, though the first bucket starts before the range`, async () => {
+      const { inRange, persisted } = await aroundStart(preset, spanMs, stepMs);
+      const id = (await eventually(`the hook of the ${preset} check`, async () => {
+        const list = (await (await fetch(`${svc.httpUrl}/api/v1/hooks?from=now-8d&name=PreToolUse:${preset}`)).json()) as { hooks: { id: string; hookName: string }[] };
+        return list.hooks.find((hk) => hk.hookName === `PreToolUse:${preset}`);
+      })).id;
+      const w = await watchedPage(browser);
+      open.push(w);
+      await w.page.goto(`${svc.httpUrl}/hooks/${id}?range=${preset}`);
+      await waitLoaded(w.page);
+      await w.page.locator('#chart-delivery-summary').waitFor({ state: 'attached' });
+      expect(await w.page.textContent('[data-kpi="executions"] .kpi-value')).toBe(String(inRange));
+      expect(await w.page.textContent('[data-kpi="persisted"] .kpi-value')).toBe(String(persisted));
+      expect(await w.page.textContent('#chart-delivery-summary')).toMatch(new RegExp(`^${inRange} hook commands reported success; ${persisted} output was persisted`));
+
+      // The overview: the fleet's persisted outputs, in the figures and in the fleet chart's summary.
+      await w.page.goto(`${svc.httpUrl}/?range=${preset}`);
+      await waitLoaded(w.page);
+      await w.page.locator('#chart-fleet-summary').waitFor({ state: 'attached' });
+      const fleetPersisted = await w.page.textContent('[data-kpi="persisted"] .kpi-value');
+      expect(await w.page.textContent('#chart-fleet-summary')).toMatch(new RegExp(`^${fleetPersisted} outputs? persisted across`));
+    }, 300_000);
+  }
+});
