@@ -154,6 +154,15 @@ export function customRange(fromMs: number, toMs: number): Range {
   return { kind: 'custom', from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString() };
 }
 
+/**
+ * What a series' buckets from the one starting at `first` to the one starting at `last` count, as a URL range: a
+ * series' first bucket counts from its range's start and its last until its end, so a bar opened or a drag zoomed
+ * to shows the figures its buckets drew.
+ */
+export function bucketsRange(series: { from: string; to: string; step: number }, first: string, last: string): Range {
+  return customRange(Math.max(Date.parse(first), Date.parse(series.from)), Math.min(Date.parse(last) + series.step * 1000, Date.parse(series.to)));
+}
+
 /** The longest custom range zooming out gives (the API's own limit is longer). */
 const WIDEST_MS = 365 * 86_400_000;
 

@@ -65,6 +65,9 @@ describe('the hook page in the URL', () => {
     expect(zoomUrl(s, OVER.id, series, 1, 2)).toBe(`/hooks/${OVER.id}?range=custom&from=2026-11-30T05%3A00%3A00.000Z&to=2026-11-30T07%3A00%3A00.000Z&by=team`);
     expect(zoomUrl(s, OVER.id, undefined, 1, 2)).toBeUndefined();
     expect(zoomUrl(s, OVER.id, series, 1, 9)).toBeUndefined();
+    // The first bucket counts from the range's start (04:30), not its own (04:00): the zoom shows what it drew.
+    expect(zoomUrl(s, OVER.id, series, 0, 1)).toBe(`/hooks/${OVER.id}?range=custom&from=2026-11-30T04%3A30%3A00.000Z&to=2026-11-30T06%3A00%3A00.000Z&by=team`);
+    expect(zoomUrl(s, OVER.id, { ...series, to: '2026-11-30T07:45:00.000Z' }, 2, 3)).toBe(`/hooks/${OVER.id}?range=custom&from=2026-11-30T06%3A00%3A00.000Z&to=2026-11-30T07%3A45%3A00.000Z&by=team`);
   });
 
   it('names the bucket width and the hook that is not there', () => {

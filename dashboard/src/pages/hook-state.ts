@@ -12,7 +12,7 @@ import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
 import { bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, utcDay } from '../format.ts';
-import { apiQuery, buildUrl, chartStep, customRange, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
+import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
 const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
@@ -49,7 +49,7 @@ export function zoomUrl(state: ViewState, hookId: string, series: SeriesResponse
   const a = series?.buckets[i];
   const b = series?.buckets[j];
   if (!series || !a || !b) return undefined;
-  return buildUrl(`/hooks/${hookId}`, { range: customRange(Date.parse(a.start), Date.parse(b.start) + series.step * 1000), filters: state.filters }, keptParams(state.params));
+  return buildUrl(`/hooks/${hookId}`, { range: bucketsRange(series, a.start, b.start), filters: state.filters }, keptParams(state.params));
 }
 
 /**

@@ -175,6 +175,11 @@ describe('rows', () => {
     expect(bucketRange(f, 1)).toEqual({ kind: 'custom', from: '2026-11-29T12:00:00.000Z', to: '2026-11-29T18:00:00.000Z' });
     expect(bucketRange(f, 9)).toBeUndefined();
     expect(bucketRange(undefined, 0)).toBeUndefined();
+    // A range starting and ending inside buckets: the first counts from its start, the last until its end.
+    const inside = { ...f, from: '2026-11-29T07:13:00.000Z', to: '2026-11-30T01:30:00.000Z' };
+    expect(bucketRange(inside, 0)).toEqual({ kind: 'custom', from: '2026-11-29T07:13:00.000Z', to: '2026-11-29T12:00:00.000Z' });
+    expect(bucketRange(inside, 3)).toEqual({ kind: 'custom', from: '2026-11-30T00:00:00.000Z', to: '2026-11-30T01:30:00.000Z' });
+    expect(zoomUrl(s, inside, 0, 3)).toBe('/?range=custom&from=2026-11-29T07%3A13%3A00.000Z&to=2026-11-30T01%3A30%3A00.000Z&f.team=platform&sort=name');
     expect(zoomUrl(s, f, 1, 2)).toBe('/?range=custom&from=2026-11-29T12%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&f.team=platform&sort=name');
   });
 });

@@ -9,7 +9,7 @@ import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketLabel, bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
-import { buildUrl, customRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
+import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -305,7 +305,7 @@ export function hookUrl(state: ViewState, id: string, range: Range = state.range
 export function bucketRange(fleet: FleetSeriesResponse | undefined, i: number): Range | undefined {
   const start = fleet?.buckets[i];
   if (!fleet || !start) return undefined;
-  return customRange(Date.parse(start), Date.parse(start) + fleet.step * 1000);
+  return bucketsRange(fleet, start, start);
 }
 
 /** The overview zoomed to the buckets i..j of the fleet chart. */
@@ -313,7 +313,7 @@ export function zoomUrl(state: ViewState, fleet: FleetSeriesResponse | undefined
   const a = fleet?.buckets[i];
   const b = fleet?.buckets[j];
   if (!fleet || !a || !b) return undefined;
-  return buildUrl('/', { range: customRange(Date.parse(a), Date.parse(b) + fleet.step * 1000), filters: state.filters }, keptParams(state.params));
+  return buildUrl('/', { range: bucketsRange(fleet, a, b), filters: state.filters }, keptParams(state.params));
 }
 
 /** A chart element under the pointer: which dataset, which bucket. */
