@@ -235,6 +235,17 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
       const series = await store.series(BASH, { fromMs: from, toMs: ANCIENT + 130 * MINUTE, stepMs: 5 * MINUTE });
       const hours = foldBy(all, ANCIENT + HOUR, ANCIENT + 3 * HOUR, (e) => Math.max(from, Math.floor(e.timeMs / HOUR) * HOUR), (e) => e.hookId === BASH);
       expect(series).toEqual(hours);
+      // Whatever the step, a series' buckets add up to the figures of its range: the same whole hours.
+      for (const stepMs of [5 * MINUTE, HOUR, 3 * HOUR, DAY]) {
+        for (const [a, b] of [[ANCIENT + 10 * MINUTE, ANCIENT + 20 * MINUTE], [ANCIENT + 70 * MINUTE, ANCIENT + 130 * MINUTE], [ANCIENT - 50 * MINUTE, ANCIENT + 5 * HOUR + 7 * MINUTE]] as const) {
+          const q = { fromMs: a, toMs: b, stepMs };
+          const figures = (await store.hookCounters(q)).get(BASH);
+          const buckets = [...(await store.series(BASH, q)).values()];
+          expect(buckets.reduce((n, c) => n + c.executions, 0), `${stepMs} ${a}..${b}`).toBe(figures?.executions ?? 0);
+          const fleet = (await store.fleetSeries(q)).filter((x) => x.hookId === BASH);
+          expect(fleet.reduce((n, x) => n + x.executions, 0), `fleet ${stepMs} ${a}..${b}`).toBe(figures?.executions ?? 0);
+        }
+      }
     };
     await check();
     await store.prune(NOW - RETENTION.eventsMs, NOW - 400 * DAY);
