@@ -172,11 +172,16 @@ export function start(root: HTMLElement): Dashboard {
 
   /** Light, dark, or whatever the system prefers. */
   function themeToggle(): HTMLElement {
-    const b = h('button', { type: 'button', id: 'theme-toggle', class: 'header-button', 'aria-label': `${THEME_LABEL[themeChoice()]} (change)` }, THEME_LABEL[themeChoice()]);
+    const b = h('button', { type: 'button', id: 'theme-toggle', class: 'header-button' });
+    const label = (): void => {
+      b.textContent = THEME_LABEL[themeChoice()];
+      b.setAttribute('aria-label', `${THEME_LABEL[themeChoice()]} (change)`);
+    };
+    label();
     b.addEventListener('click', () => {
       setTheme(nextTheme(themeChoice()));
-      // Charts take their colours when they draw: draw the page again.
-      render();
+      label();
+      recolour();
     });
     return b;
   }
@@ -598,11 +603,20 @@ export function start(root: HTMLElement): Dashboard {
     });
   }
 
-  // The system switched between light and dark: the page follows it by itself, the charts take their colours
-  // when they draw, so the page is drawn again (as the theme toggle does), unless a theme is chosen.
+  /**
+   * The theme changed: the page's colours follow by themselves, the charts take theirs when they draw, so the page
+   * is refreshed in place. Not drawn anew: a refresh that fails (hookwatch away, the network down) keeps the data
+   * shown, and what is half typed in the header stays. Signed out, every request would be refused: the charts keep
+   * their colours until the page is reloaded.
+   */
+  function recolour(): void {
+    if (!signedOut) void load(generation);
+  }
+
+  // The system switched between light and dark: followed as the theme toggle is, unless a theme is chosen.
   const dark = matchMedia('(prefers-color-scheme: dark)');
   const onScheme = (): void => {
-    if (themeChoice() === 'auto') render();
+    if (themeChoice() === 'auto') recolour();
   };
   dark.addEventListener('change', onScheme);
   window.addEventListener('popstate', render);

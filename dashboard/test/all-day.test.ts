@@ -137,6 +137,11 @@ describe('the token rotated while the page is open', () => {
     await p.clock.setSystemTime(await p.evaluate(() => Date.now() + 3_600_000));
     await p.clock.runFor(60_000);
     expect(await p.textContent('#error-age')).toBe(' (showing data from 1 h ago; refresh stopped)');
+    // Nor when the system turns dark: the data stays, in the charts' colours of before.
+    await p.emulateMedia({ colorScheme: 'dark' });
+    await p.clock.runFor(5000);
+    expect(await p.locator('#hook-rows tr').count()).toBe(rows);
+    expect(await p.textContent('#error-age')).toBe(' (showing data from 1 h ago; refresh stopped)');
     expect(asked).toBe(after);
   });
 });

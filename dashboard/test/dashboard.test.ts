@@ -451,6 +451,41 @@ describe('kept open all day', () => {
     expect(await p.textContent('#refresh-pause')).toBe('Resume');
   });
 
+  it('keeps its data and the view chosen when the system switches between light and dark during an outage', async () => {
+    const srv = await serve();
+    try {
+      const { page: p } = await page({ allow: /status of (404|503)/ });
+      await p.emulateMedia({ colorScheme: 'light' });
+      await p.goto(`${srv.url}/?refresh=off`);
+      await waitLoaded(p);
+      const rows = await p.locator('#hook-rows tr').count();
+      expect(rows).toBeGreaterThan(0);
+      // A range half typed in the header's Custom popover, and hookwatch stops answering.
+      await p.click('details.custom summary');
+      await p.fill('#range-from', '29/11/2026 10:00');
+      srv.fail(true);
+      const asked = srv.calls();
+      await p.emulateMedia({ colorScheme: 'dark' });
+      await expect.poll(() => srv.calls(), { timeout: 20_000 }).toBeGreaterThan(asked);
+      await p.waitForSelector('#error-banner:not([hidden])');
+      // The rows stay, with how old they are, as for any failed refresh; so does what was typed.
+      expect(await p.textContent('#error-age')).toMatch(/^ \(showing data from \d+ s ago; refresh is paused/);
+      expect(await p.locator('#hook-rows tr').count()).toBe(rows);
+      expect(await p.inputValue('#range-from')).toBe('29/11/2026 10:00');
+      expect(await p.getAttribute('details.custom', 'open')).toBe('');
+      // Choosing a theme with the toggle does the same, and the toggle says the choice.
+      const before = srv.calls();
+      await p.click('#theme-toggle');
+      await expect.poll(() => srv.calls(), { timeout: 20_000 }).toBeGreaterThan(before);
+      await p.waitForSelector('body:not([aria-busy])', { state: 'attached' });
+      expect(await p.textContent('#theme-toggle')).toBe('Theme: dark');
+      expect(await p.getAttribute('#theme-toggle', 'aria-label')).toBe('Theme: dark (change)');
+      expect(await p.locator('#hook-rows tr').count()).toBe(rows);
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('gives up on a request left unanswered (a network dropped without a word), says so, and tries again', async () => {
     const { page: p } = await page();
     await p.clock.install();
