@@ -493,7 +493,9 @@ export function start(root: HTMLElement): Dashboard {
       if (gen === generation) {
         keepFocus(focused, refocus);
         if (!inflight) document.body.removeAttribute('aria-busy');
-        if (again) schedule(state, gen);
+        // Given up for a newer refresh, it leaves the next one to that refresh: a timer set now could fire while
+        // that one still waits, and give it up in turn.
+        if (again && !ctl.signal.aborted) schedule(state, gen);
       }
     }
   }

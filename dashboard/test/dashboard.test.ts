@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import type { Browser, Route } from 'playwright-core';
 import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
@@ -484,6 +484,33 @@ describe('kept open all day', () => {
     } finally {
       await srv.close();
     }
+  });
+
+  it('lets a refresh asked for during another finish, however slow, without a second timer cutting it short', async () => {
+    const { page: p } = await page();
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=15s`);
+    await waitLoaded(p);
+    // hookwatch answers slowly: every request waits until the test lets it through.
+    const held: Route[] = [];
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(api, (r) => void held.push(r));
+    let asked = 0;
+    p.on('request', (r) => void (new URL(r.url()).pathname === '/api/v1/hooks' && asked++));
+    // The timer's refresh goes out, and Refresh now is pressed while it waits (as waking or the network coming
+    // back does): the first is given up for the second.
+    await p.clock.runFor(15_000);
+    await expect.poll(() => asked).toBe(1);
+    await p.click('#refresh-now');
+    await expect.poll(() => asked).toBe(2);
+    // The refresh period passes while the second still waits: no third one cuts it short.
+    await p.clock.runFor(15_000);
+    await p.clock.runFor(15_000);
+    expect(asked).toBe(2);
+    await p.unroute(api);
+    for (const r of held) await r.continue().catch(() => undefined);
+    await waitLoaded(p, 2);
+    expect(await p.isHidden('#error-banner')).toBe(true);
   });
 
   it('gives up on a request left unanswered (a network dropped without a word), says so, and tries again', async () => {
