@@ -109,6 +109,8 @@ describe('forecast from the daily series', () => {
     expect(forecastReading(null, { status: 'over', latest: 9_000 }).value).toBe('over the cap now');
     // A custom range that has ended says what happened in it, not "now".
     expect(forecastReading(null, { status: 'over', pastRange: true })).toMatchObject({ value: 'over the cap', note: 'outputs were persisted in this range' });
+    expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 17_500, slopePerDay: 800 }), { status: 'near', latest: 9_721, pastRange: true }))
+      .toMatchObject({ kind: 'flat', value: 'under the cap', note: 'the 30-day trend is past it', days: null });
     expect(forecastReading(null, { latest: 10_000 }).kind).toBe('insufficient');
   });
 

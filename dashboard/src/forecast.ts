@@ -79,7 +79,8 @@ export function forecastReading(f: Forecast | null, opts: { status?: DeliverySta
     // The range's own sizes are under the cap (a hook cut down, or wrapped with hookwatch guard) while the line
     // fitted to the 30 days before is past it: neither "at the cap" nor "nothing persisted" is known of those days.
     return {
-      kind: 'flat', value: 'under the cap now', note: 'the 30-day trend is past it',
+      // A range that has ended (a custom one) tells what was true in it, not what is true now.
+      kind: 'flat', value: opts.pastRange ? 'under the cap' : 'under the cap now', note: 'the 30-day trend is past it',
       sentence: `Under the 10,000 cap in this range (largest ${num(latest)} chars), but the trend fitted to the last ${FORECAST_DAYS} days' daily largest outputs is past it, at about ${num(f.current)} chars: it does not say when the cap is crossed again.`,
       days: null,
     };

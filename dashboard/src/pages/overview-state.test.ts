@@ -122,6 +122,10 @@ describe('rows', () => {
     expect(forecastOf(OK, NONE)).toBeUndefined();
     expect(forecastOf(BLIND, NONE)?.value).toBe('unknown');
     expect(forecastOf(NEAR, new Map([[NEAR.id, fit(10)]]))?.value).toBe('10/12/2026');
+    // Under the cap in the range beside a 30-day trend past it: "now" only while the range ends now.
+    const past = new Map([[NEAR.id, fit(null, { current: 17_500, slopePerDay: 800 })]]);
+    expect(forecastOf(NEAR, past)?.value).toBe('under the cap now');
+    expect(forecastOf(NEAR, past, true)?.value).toBe('under the cap');
   });
 
   it('shows headroom below and over the cap, and never a healthy status for partial size data', () => {
