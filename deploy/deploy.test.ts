@@ -230,6 +230,17 @@ describe('docker-compose.yml', () => {
     return { source, target };
   });
 
+  it('names the stack\'s project in every docker-compose command shown, as docs/deploy.md starts it', () => {
+    // Started with `-p hookwatch`, the stack is that project: a command without it acts on the project named
+    // after the folder of the checkout, and stops, shows or starts another stack (or nothing) there.
+    const shown = ['docs/deploy.md', 'README.md', 'docker-compose.yml', 'deploy/compose/hookwatch.yaml', 'deploy/prometheus/prometheus.yml',
+      'deploy/prometheus/alertmanager.yml', 'deploy/grafana/provisioning/datasources/prometheus.yml'];
+    expect(read('docs/deploy.md')).toContain('docker-compose -p hookwatch up -d --build');
+    const unnamed = shown.flatMap((f) => read(f).split('\n').flatMap((line, i) =>
+      [...line.matchAll(/docker-compose (?!-p hookwatch )[-a-z][^`\n]*/g)].map((m) => `${f}:${i + 1}: ${m[0]}`)));
+    expect(unnamed).toEqual([]);
+  });
+
   it.skipIf(!hasCompose)('passes `docker-compose config -q` (skipped only outside CI without Debian\'s docker-compose)', () => {
     const r = spawnSync('docker-compose', ['-f', 'docker-compose.yml', 'config', '-q'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
     expect(r.stderr).toBe('');
