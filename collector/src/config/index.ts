@@ -17,7 +17,7 @@ import { ConfigError, type LoadedConfig } from './load.ts';
 import { SettingReader } from './setting-reader.ts';
 import { splitAddr } from '../net/addr.ts';
 import { alertingSecrets } from '../notify/settings.ts';
-import { urlPasswords } from './values.ts';
+import { headerSecrets, urlPasswords } from './values.ts';
 
 export type HookwatchConfig = ReceiverSettings & ApiSettings & StoreSettings & PipelineSettings & { privacy: PrivacyConfig } & { forward: ForwardConfig } & TelemetrySettings & CliSettings & { alerting: AlertingConfig };
 
@@ -45,7 +45,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
  */
 export function configSecrets(config: HookwatchConfig): string[] {
   return [
-    config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...Object.values(config.forward.headers),
+    config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...headerSecrets(config.forward.headers),
     ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers),
     ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords),
   ].filter(Boolean);

@@ -75,21 +75,21 @@ describe('secrets too short to be secret', () => {
       HOOKWATCH_PRIVACY_HASH_KEY: 'Hk5-hash-1234567',
       HOOKWATCH_DB: 'postgres://hw:Db4x@db:5432/hookwatch',
       HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp:Fw3x@collector.example.com:4318',
-      HOOKWATCH_FORWARD_HEADERS: 'x-api-key=Fh2x',
+      HOOKWATCH_FORWARD_HEADERS: 'x-api-key=Fh2x,authorization=Bearer Fb0x',
       HOOKWATCH_ALERT_OTLP_ENDPOINT: 'https://otlp:Ae1x@collector.example.com:4318',
     };
-    const file = 'alerting:\n  otlp:\n    headers: { x-api-key: Ah9x }\n  receivers:\n'
+    const file = 'alerting:\n  otlp:\n    headers: { x-api-key: Ah9x, authorization: Bearer Ab0x }\n  receivers:\n'
       + '    - { name: a, url: "https://hw:Ru8x@am.example.com:9093" }\n'
       + '    - { name: b, url: "https://hooks.example.com/b", headers: { X-Key: Rh7x }, bearerToken: Rb6x }\n'
       + '    - { name: c, url: "https://hooks.example.com/c", basicAuth: { username: hw, password: Rp5x } }\n';
     const config = load(env, file);
-    const secrets = ['Ik7-ingest-12345', 'Pw8-pw12', 'Tk6-http-1234567', 'Hk5-hash-1234567', 'Db4x', 'Fw3x', 'Fh2x', 'Ae1x', 'Ah9x', 'Ru8x', 'Rh7x', 'Rb6x', 'Rp5x'];
+    const secrets = ['Ik7-ingest-12345', 'Pw8-pw12', 'Tk6-http-1234567', 'Hk5-hash-1234567', 'Db4x', 'Fw3x', 'Fh2x', 'Ae1x', 'Ah9x', 'Ru8x', 'Rh7x', 'Rb6x', 'Rp5x', 'Fb0x', 'Ab0x'];
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', secrets: configSecrets(config), write: (l) => lines.push(l) });
     for (const s of secrets) logger.info(`refused: ${s}.`, { detail: `(${s})` });
     expect(lines).toHaveLength(secrets.length);
     for (const [i, line] of lines.entries()) expect(line, secrets[i]).not.toContain(secrets[i]);
     const scrub = secretScrubber(config.alerting.otlp.endpoint, config.alerting.otlp.headers, [logsUrl(config.alerting.otlp.endpoint)]);
-    expect(scrub('export failed: Ae1x, Ah9x')).toBe('export failed: <redacted>, <redacted>');
+    expect(scrub('export failed: Ae1x, Ah9x, token Ab0x')).toBe('export failed: <redacted>, <redacted>, token <redacted>');
   });
 });

@@ -159,3 +159,24 @@ export function urlPasswordProblem(url: string): string | undefined {
 export function headerSecretProblem(value: string): string | undefined {
   return shortSecretProblem(value) ?? shortSecretProblem(value.replace(/^(Basic|Bearer)\s+/i, ''));
 }
+
+/**
+ * The secrets in header values (an API key, an Authorization header): each whole value, and the credential of a
+ * Basic or Bearer one with, for Basic, the password it encodes, since a log line or a refusal may repeat the
+ * credential alone ("invalid token <token>").
+ */
+export function headerSecrets(headers: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const v of Object.values(headers)) {
+    out.push(v);
+    const scheme = /^(Basic|Bearer)\s+/i.exec(v);
+    if (!scheme) continue;
+    const credential = v.slice(scheme[0].length);
+    out.push(credential);
+    if (/^Basic/i.test(scheme[1] as string)) {
+      const pair = Buffer.from(credential, 'base64').toString('utf8');
+      out.push(pair.slice(pair.indexOf(':') + 1));
+    }
+  }
+  return out;
+}

@@ -6,7 +6,7 @@
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
 import { TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
@@ -297,17 +297,8 @@ export function redactHeaders(raw: unknown): unknown {
 export function alertingSecrets(receivers: readonly ReceiverConfig[], otlpHeaders: Record<string, string>): string[] {
   const out: string[] = [];
   for (const r of receivers) {
-    out.push(r.url, r.signingSecret, ...Object.values(r.headers));
     // The credential inside an Authorization header (basicAuth, bearerToken) must not leak on its own either.
-    for (const [h, v] of Object.entries(r.headers)) {
-      if (h.toLowerCase() !== 'authorization') continue;
-      const credential = v.replace(/^(Basic|Bearer)\s+/i, '');
-      out.push(credential);
-      if (/^Basic\s/i.test(v)) {
-        const pair = Buffer.from(credential, 'base64').toString('utf8');
-        out.push(pair.slice(pair.indexOf(':') + 1));
-      }
-    }
+    out.push(r.url, r.signingSecret, ...headerSecrets(r.headers));
     try {
       const u = new URL(r.url);
       // A token in the path (Slack: /services/T../B../secret) must not leak even without the host.
@@ -318,7 +309,7 @@ export function alertingSecrets(receivers: readonly ReceiverConfig[], otlpHeader
       // Validated at load; nothing more to add.
     }
   }
-  out.push(...Object.values(otlpHeaders));
+  out.push(...headerSecrets(otlpHeaders));
   return out.filter((s) => s.length >= MIN_SECRET_CHARS);
 }
 

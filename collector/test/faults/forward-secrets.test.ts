@@ -14,6 +14,7 @@ import { forwardingStatus, sendSpans, startForwardRig, until } from './forward-s
 const HEADER_KEY = 'hdr-key-5f1c9a0e7b';
 const QUERY_KEY = 'query-key-3d8e6b2a41';
 const PASSWORD = 'url-pass-9c4f7e1d';
+const TOKEN = 'bearer-token-7a2e5c9f04';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -40,7 +41,7 @@ it('over OTLP/HTTP, a 403 that repeats the key, the URL and the password: the AP
   for (const secret of [HEADER_KEY, QUERY_KEY, PASSWORD, Buffer.from(`hw:${PASSWORD}`).toString('base64')]) expect(text).not.toContain(secret);
   const status = await forwardingStatus(hw.httpUrl);
   expect(status.destinations[0]!.lastError).toMatch(/answered 403: .*refused \/otlp\/v1\/logs/);
-  expect(status.deadLetters[0]!.reason).toMatch(/answered 403: .*<redacted>/);
+  expect(status.deadLetters[0]!.reason).toMatch(/answered 403: .*credential <redacted> not accepted: .*<redacted>/);
 });
 
 it('over OTLP/gRPC, a PERMISSION_DENIED whose details repeat the metadata: the API shows it without the key', async () => {
@@ -51,7 +52,7 @@ it('over OTLP/gRPC, a PERMISSION_DENIED whose details repeat the metadata: the A
   const hw = await startTestService({
     HOOKWATCH_FORWARD_ENDPOINT: url,
     HOOKWATCH_FORWARD_PROTOCOL: 'grpc',
-    HOOKWATCH_FORWARD_HEADERS: `x-api-key=${HEADER_KEY}`,
+    HOOKWATCH_FORWARD_HEADERS: `x-api-key=${HEADER_KEY},authorization=Bearer ${TOKEN}`,
     HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '10ms',
     HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '50ms',
   });
@@ -61,6 +62,7 @@ it('over OTLP/gRPC, a PERMISSION_DENIED whose details repeat the metadata: the A
   await until('a refusal', async () => (await forwardingStatus(hw.httpUrl)).destinations[0]!.lastError !== null);
 
   const text = await (await fetch(`${hw.httpUrl}/api/v1/forwarding`)).text();
-  expect(text).not.toContain(HEADER_KEY);
-  expect((await forwardingStatus(hw.httpUrl)).destinations[0]!.lastError).toMatch(/answered PERMISSION_DENIED: refused with .*"x-api-key":"<redacted>"/);
+  // The token of a Bearer header too, where the answer repeats it alone.
+  for (const secret of [HEADER_KEY, TOKEN]) expect(text).not.toContain(secret);
+  expect((await forwardingStatus(hw.httpUrl)).destinations[0]!.lastError).toMatch(/answered PERMISSION_DENIED: credential <redacted> not accepted: refused with .*"x-api-key":"<redacted>"/);
 });

@@ -26,7 +26,10 @@ export type DownstreamMode =
   | { kind: 'poison'; marker: string; status: number }
   /** Accepts, answering a partial success: `rejected` records dropped, with `message`. */
   | { kind: 'partial'; rejected: number; message: string }
-  /** Refuses with `status`, its message repeating the request's URL and headers (metadata), as some gateways do. */
+  /**
+   * Refuses with `status`, its message repeating the request's URL and headers (metadata), and the credential of its
+   * Authorization header alone, as some gateways do.
+   */
   | { kind: 'echo'; status: number }
   | { kind: 'drop' };
 
@@ -61,7 +64,9 @@ export class HttpDownstream {
         if (mode.kind === 'echo') {
           this.refused++;
           res.writeHead(mode.status, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ code: 7, message: `refused ${req.url ?? ''} with ${JSON.stringify(req.headers)}` }));
+          // As a gateway naming the credential it refused: "invalid token <token>".
+          const credential = (req.headers.authorization ?? '').replace(/^\S+\s+/, '');
+          res.end(JSON.stringify({ code: 7, message: `${credential ? `credential ${credential} not accepted: ` : ''}refused ${req.url ?? ''} with ${JSON.stringify(req.headers)}` }));
           return;
         }
         const raw = Buffer.concat(chunks);
@@ -137,7 +142,8 @@ export class GrpcDownstream {
             const mode = this.mode;
             if (mode.kind !== 'accept') {
               this.refused++;
-              const details = mode.kind === 'echo' ? `refused with ${JSON.stringify(call.metadata.getMap())}` : 'downstream refuses';
+              const credential = String(call.metadata.get('authorization')[0] ?? '').replace(/^\S+\s+/, '');
+              const details = mode.kind === 'echo' ? `${credential ? `credential ${credential} not accepted: ` : ''}refused with ${JSON.stringify(call.metadata.getMap())}` : 'downstream refuses';
               callback({ code: mode.kind === 'status' || mode.kind === 'echo' ? mode.status : GrpcStatus.UNAVAILABLE, details, metadata: new Metadata() });
               return;
             }
