@@ -2,10 +2,14 @@
  * Event time: event.timestamp (Claude Code's ISO string) first, then timeUnixNano, then observedTimeUnixNano, then
  * the clock. A timestamp before 1970 is not a real Claude Code time: it falls back instead of reaching the store,
  * whose integer bucket arithmetic (time_ms / step) * step truncates toward zero and misplaces negative times.
+ * Guard trims and transcript findings are timed the same way.
  */
 import { describe, expect, it } from 'vitest';
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
+import { GUARD_TRIM_EVENT } from '../../../shared/src/guard-trims.ts';
 import { extractHookEvents } from './extract.ts';
+import { extractGuardTrims } from './guard-trim.ts';
+import { FINDING_EVENT_NAME, extractTranscriptFindings } from './transcript-findings.ts';
 
 const NANOS = 1_796_025_322_293_000_000n;
 
@@ -28,5 +32,33 @@ describe('event time', () => {
   it('a timestamp before 1970 falls back to timeUnixNano; no event gets a negative time', () => {
     expect(one({ 'event.timestamp': '1969-12-31T23:30:00Z' })).toBe(Number(NANOS / 1_000_000n));
     expect(one({ 'event.timestamp': '0001-01-01T00:00:00Z' }, { timeUnixNano: 0n })).toBe(42_000);
+  });
+});
+
+describe('guard trims and transcript findings are timed as hook events', () => {
+  /** One record of `attrs`, stamped NANOS, extracted as a guard trim and as a transcript finding. */
+  function times(stamp: AnyValue): { trim: number | undefined; finding: number | undefined } {
+    const request = (attrs: Record<string, AnyValue>): LogsRequest => ({ resourceLogs: [{ resource: new Map(), scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [{
+      timeUnixNano: NANOS, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map(Object.entries({ ...attrs, 'event.timestamp': stamp })),
+    }] }] }] });
+    const trim = extractGuardTrims(request({ 'event.name': GUARD_TRIM_EVENT, hook_event: 'Stop', field: 'stdout', sent_chars: '12000', kept_chars: '9500' }), () => 42_000);
+    const finding = extractTranscriptFindings(request({ 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.id': 'f-1', 'hookwatch.finding.kind': 'run', hook_event: 'Stop' }), () => 42_000);
+    return { trim: trim.trims[0]?.timeMs, finding: finding.findings[0]?.timeMs };
+  }
+
+  it('a timestamp without an offset, or no time, or before 1970, is the same instant in any receiver time zone: timeUnixNano', () => {
+    const zone = process.env['TZ'];
+    const wall = new Date(Number(NANOS / 1_000_000n)).toISOString().slice(0, 23);
+    const fromRecord = Number(NANOS / 1_000_000n);
+    try {
+      for (const tz of ['UTC', 'Asia/Kolkata', 'America/Los_Angeles']) {
+        process.env['TZ'] = tz;
+        for (const stamp of [wall, '1', 'Dec 5 03:00', '1969-12-31T23:30:00Z']) expect(times(stamp), `${stamp} in ${tz}`).toEqual({ trim: fromRecord, finding: fromRecord });
+        expect(times('2026-11-30T13:25:22.293+05:30'), tz).toEqual({ trim: Date.parse('2026-11-30T07:55:22.293Z'), finding: Date.parse('2026-11-30T07:55:22.293Z') });
+      }
+    } finally {
+      if (zone === undefined) delete process.env['TZ'];
+      else process.env['TZ'] = zone;
+    }
   });
 });

@@ -237,6 +237,14 @@ function eventTime(rec: LogRecord, timestamp: Timestamp, now: () => number): num
   return now();
 }
 
+/**
+ * When a record of hookwatch's own (a guard trim, a transcript finding) happened, timed as hook events are: its
+ * event.timestamp `stamp` when that names its offset, else its timeUnixNano, observedTimeUnixNano or `now`.
+ */
+export function recordTime(rec: LogRecord, stamp: AnyValue | undefined, now: () => number): number {
+  return eventTime(rec, readTimestamp(stamp), now);
+}
+
 /** Extracts hook events from every record of a request; other records are counted and passed over. */
 export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): ExtractResult {
   const clock = opts.now ?? Date.now;

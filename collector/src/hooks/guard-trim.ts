@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { GUARD_FIELDS, GUARD_TRIM_EVENT, type GuardField } from '../../../shared/src/guard-trims.ts';
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import type { GuardTrim } from '../store/guard-trims.ts';
-import { hookId, parseCount } from './extract.ts';
+import { hookId, parseCount, recordTime } from './extract.ts';
 import { extractRecords } from './record-extract.ts';
 
 const MAX_NAME = 1024;
@@ -46,8 +46,7 @@ function toTrim(rec: LogRecord, now: () => number): GuardTrim {
   const keptChars = parseCount(get('kept_chars'), 'kept_chars');
   if (sentChars === null || keptChars === null) throw new Error('sent_chars and kept_chars are required');
   const stamp = get('event.timestamp');
-  const parsed = typeof stamp === 'string' ? Date.parse(stamp) : Number.NaN;
-  const timeMs = Number.isFinite(parsed) && parsed >= 0 ? parsed : rec.timeUnixNano > 0n ? Number(rec.timeUnixNano / 1_000_000n) : now();
+  const timeMs = recordTime(rec, stamp, now);
   const sessionId = typeof get('session.id') === 'string' ? (get('session.id') as string).slice(0, MAX_NAME) : '';
   // A retried request resends the same record: its content is its identity.
   const material = [hookEvent, hookName, field, sentChars, keptChars, sessionId, typeof stamp === 'string' ? stamp : '', rec.timeUnixNano.toString()].join('\u0000');

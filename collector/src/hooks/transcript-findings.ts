@@ -5,7 +5,7 @@
  * and telemetry figures never include them.
  */
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
-import { hookId } from './extract.ts';
+import { hookId, recordTime } from './extract.ts';
 import { extractRecords } from './record-extract.ts';
 
 /** The event name (attribute event.name and body) of a transcript finding. */
@@ -106,10 +106,7 @@ function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
   } else {
     field = get(FINDING_ATTRIBUTES.runOutcome, 64, false) || 'success';
   }
-  const stamp = get(FINDING_ATTRIBUTES.timestamp, 64, false);
-  const parsed = stamp === '' ? NaN : Date.parse(stamp);
-  const fromRecord = rec.timeUnixNano > 0n ? Number(rec.timeUnixNano / 1_000_000n) : NaN;
-  const timeMs = Number.isFinite(parsed) ? parsed : Number.isFinite(fromRecord) ? fromRecord : now();
+  const timeMs = recordTime(rec, get(FINDING_ATTRIBUTES.timestamp, 64, false), now);
   return {
     id, kind: kind as TranscriptFinding['kind'], hookId: hookId(hookEvent, hookName), hookEvent, hookName,
     command: get(FINDING_ATTRIBUTES.command, MAX_COMMAND, false), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
