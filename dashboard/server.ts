@@ -166,10 +166,15 @@ export function createDashboardRouter(): Router {
     res.status(404);
     sendIndex(req, res, next);
   });
-  // Another method on a dashboard path: a JSON 405 like the API's, not Express's HTML "Cannot POST".
+  // Another method on a dashboard path: a JSON 405 like the API's, not Express's HTML "Cannot POST". OPTIONS on
+  // one (a file, which no route names) answers 204 with the same Allow, as on every route.
   router.use((req: Request, res: Response, next: NextFunction) => {
     if (req.method === 'GET' || req.method === 'HEAD') {
       next();
+      return;
+    }
+    if (req.method === 'OPTIONS') {
+      res.status(204).set('allow', 'GET, HEAD').end();
       return;
     }
     res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: `${req.method} ${req.path}: the dashboard answers GET and HEAD; the API is under /api/v1` } });

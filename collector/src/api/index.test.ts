@@ -275,6 +275,8 @@ describe('bad parameters get 400 naming the parameter', () => {
       ['/api/v1/hooks', 'GET, HEAD'], [`/api/v1/hooks/${H}/breakdown`, 'GET, HEAD'], [`/api/v1/hooks/${H}/guard-trims`, 'GET, HEAD'],
       ['/api/v1/overview', 'GET, HEAD'], ['/api/v1/silences', 'GET, HEAD, POST'], ['/api/v1/cluster', 'GET, HEAD'],
       ['/api/v1/forwarding/dead-letters/replay', 'POST'], ['/metrics', 'GET, HEAD'], ['/-/reload', 'POST'],
+      // The dashboard's pages and files: a file is served from its folder, not by a route of its own.
+      [`/hooks/${H}`, 'GET, HEAD'], ['/styles.css', 'GET, HEAD'],
     ];
     for (const [path, allow] of routes) {
       // What a browser sends before a request a page on another origin makes with a custom header.
