@@ -55,6 +55,8 @@ describe('time parameters out of range', () => {
     [`/api/v1/hooks/${id}/series?from=now-1h&to=now-2h`, 'from', /earlier than to/],
     [`/api/v1/hooks/${id}/series?from=now-1h&step=1000000d`, 'step', /at most 400d/],
     ['/api/v1/overview?from=1764489600000', 'from', /milliseconds\? divide by 1000/],
+    ['/api/v1/overview?from=2026', 'from', /before 1973 as Unix seconds.*RFC 3339/],
+    ['/api/v1/hooks?to=20261130', 'to', /before 1973 as Unix seconds/],
   ])('%s is a 400 naming %s and what is wrong', async (path, parameter, message) => {
     const res = await fetch(base + path, { signal: AbortSignal.timeout(10_000) });
     const body = (await res.json()) as { error?: { code: string; parameter?: string; message?: string } };

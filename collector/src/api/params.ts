@@ -14,6 +14,8 @@ const MAX_DATE_MS = 8.64e15;
 
 /** Largest Unix time in seconds taken (9999-12-31T23:59:59Z): a larger one is milliseconds, as Grafana writes them. */
 const MAX_UNIX_SECONDS = 253_402_300_799;
+/** Smallest Unix time in seconds taken (1973-03-03T09:46:40Z, the first with 9 digits). */
+const MIN_UNIX_SECONDS = 100_000_000;
 
 /** `now`, `now-24h`, `now-7d`, `now+5m`, Unix seconds (`1764489600`, `1764489600.5`), or an RFC 3339 timestamp. */
 export function parseTime(value: string, now: number, parameter: string): number {
@@ -33,6 +35,9 @@ export function parseTime(value: string, now: number, parameter: string): number
   if (/^\d{1,15}(\.\d{1,9})?$/.test(v)) {
     const seconds = Number(v);
     if (seconds > MAX_UNIX_SECONDS) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(v)} is past the year 9999 as Unix seconds (milliseconds? divide by 1000)`);
+    // Before 1973 as Unix seconds: a year ("2026") or a date written without dashes ("20261130") far more likely
+    // than a time hookwatch never saw, which would answer an empty range without a word.
+    if (seconds < MIN_UNIX_SECONDS) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(v)} is before 1973 as Unix seconds, which have 10 digits today (1764489600); write a date as RFC 3339 (2026-11-30T08:00:00Z)`);
     return Math.round(seconds * 1000);
   }
   const t = parseRfc3339(v);
