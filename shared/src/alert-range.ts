@@ -5,6 +5,7 @@
  * outputs the alert counted and not whatever the last 24 hours hold.
  */
 
+import { MAX_RANGE_MS } from './api.ts';
 import { chartStepForSpan } from './chart-step.ts';
 
 /** How far before an alert's first evidence its range starts: the hook as it was just before. */
@@ -40,8 +41,11 @@ export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: st
   const first = times.length ? Math.min(...times) : nowMs;
   const ended = a.endsAt ? Date.parse(a.endsAt) : NaN;
   const end = Number.isFinite(ended) ? ended : nowMs;
-  let fromMs = Math.floor((first - ALERT_RANGE_LEAD_MS) / MINUTE) * MINUTE;
-  let toMs = Math.max(Math.ceil(end / MINUTE) * MINUTE, fromMs + MINUTE);
+  let toMs = Math.ceil(end / MINUTE) * MINUTE;
+  // An alert active for longer than the API answers shows its last stretch: a link to a range it refuses would
+  // open on an error.
+  let fromMs = Math.max(Math.floor((first - ALERT_RANGE_LEAD_MS) / MINUTE) * MINUTE, toMs - MAX_RANGE_MS);
+  toMs = Math.max(toMs, fromMs + MINUTE);
   // Widened to the bucket boundaries of the page's charts (which count whole buckets), so its figures and its
   // charts count the same executions. A wider range may take wider buckets: a few rounds settle it.
   for (let i = 0; i < 4; i++) {
@@ -52,5 +56,8 @@ export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: st
     fromMs = f;
     toMs = t;
   }
+  // Widened past the longest range: its first buckets go, whole ones, so the rest stay aligned.
+  const step = chartStepForSpan(toMs - fromMs) * 1000;
+  while (toMs - fromMs > MAX_RANGE_MS) fromMs += step;
   return { from: stamp(fromMs), to: stamp(toMs) };
 }

@@ -257,6 +257,9 @@ export interface Silence {
   state: SilenceState;
 }
 
+/** Longest range the API answers; longer ones get 400 instead of an expensive scan. */
+export const MAX_RANGE_MS = 400 * 86_400_000;
+
 /** Alertmanager's silence states: in force, starting later, or over (kept for the resolved-retention period). */
 export const SILENCE_STATES = ['active', 'pending', 'expired'] as const;
 export type SilenceState = (typeof SILENCE_STATES)[number];

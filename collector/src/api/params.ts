@@ -1,4 +1,5 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
+import { MAX_RANGE_MS } from '../../../shared/src/api.ts';
 import { parseDuration } from '../config/values.ts';
 import { BadParameterError } from '../request-error.ts';
 import { parseRfc3339 } from '../rfc3339.ts';
@@ -51,8 +52,7 @@ export interface TimeRange {
   toMs: number;
 }
 
-/** Longest range the API answers; longer ones get 400 instead of an expensive scan. */
-export const MAX_RANGE_MS = 400 * 86_400_000;
+export { MAX_RANGE_MS };
 
 export function parseRange(query: Record<string, unknown>, now: number, defaultSpanMs = 86_400_000): TimeRange {
   const from = single(query, 'from');
