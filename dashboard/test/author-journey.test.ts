@@ -5,13 +5,12 @@
  * over the time the alert counted, so the page shows the outputs the alert names and when they began, not just the
  * last 24 hours; once the hook is wrapped with hookwatch guard, the page must say what is true of its sizes now.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { OUTPUT_CAP_CHARS } from '../../shared/src/cliff.ts';
 import type { AlertmanagerWebhookBody } from '../../collector/src/notify/alertmanager.ts';
 import { eventually, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { WebhookSink } from '../../collector/test/support/alerting.ts';
 import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
 
@@ -20,9 +19,14 @@ const NOW = Date.now();
 
 let browser: Browser;
 let svc: TestService;
-let sink: Server;
-const received: { path: string; body: unknown }[] = [];
+const sink = new WebhookSink();
 const open: WatchedPage[] = [];
+
+/** The first notification the sink received at `path`, parsed; undefined until one has come. */
+function notification<T>(path: string): T | undefined {
+  const r = sink.requests.find((q) => q.path === path);
+  return r ? (JSON.parse(r.body) as T) : undefined;
+}
 
 /**
  * One session start every 6 hours for 10 days, half an hour into each 6-hour bucket, its additionalContext growing
@@ -43,16 +47,7 @@ function growingHook(): HookExecution[] {
 
 beforeAll(async () => {
   browser = await launch();
-  sink = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      received.push({ path: req.url ?? '', body: JSON.parse(body || 'null') });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+  const url = await sink.start();
   svc = await startTestService({}, { yaml: `alerting:\n  receivers:\n    - { name: oncall, type: webhook, url: "${url}/hook" }\n    - { name: chat, type: slack, url: "${url}/slack" }\n` });
 });
 
@@ -63,15 +58,15 @@ afterEach(async () => {
 afterAll(async () => {
   await browser?.close();
   await svc?.close();
-  await new Promise((r) => sink?.close(r));
+  await sink.close();
 });
 
 describe('the link in an alert', () => {
   it('opens the hook over the time the alert counted: the page shows the persisted outputs the alert names, late ones included', async () => {
     const executions = growingHook();
     expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
-    const webhook = await eventually('the webhook notification', async () => received.find((r) => r.path === '/hook')?.body as AlertmanagerWebhookBody | undefined);
-    const slack = await eventually('the Slack notification', async () => received.find((r) => r.path === '/slack')?.body as { text: string } | undefined);
+    const webhook = await eventually('the webhook notification', async () => notification<AlertmanagerWebhookBody>('/hook'));
+    const slack = await eventually('the Slack notification', async () => notification<{ text: string }>('/slack'));
     const alert = webhook.alerts[0];
     expect(alert?.labels['hook_name']).toBe('SessionStart:startup');
     const persisted = executions.filter((e) => (e.sizes?.persisted ?? 0) > 0);
@@ -105,7 +100,7 @@ describe('the link in an alert', () => {
   });
 
   it('opens the same view from the alert\'s card on the alerts page, whatever range that page is on', async () => {
-    const webhook = await eventually('the webhook notification', async () => received.find((r) => r.path === '/hook')?.body as AlertmanagerWebhookBody | undefined);
+    const webhook = await eventually('the webhook notification', async () => notification<AlertmanagerWebhookBody>('/hook'));
     const counted = webhook.alerts[0]?.annotations['outputs_persisted'];
     const w = await watchedPage(browser);
     open.push(w);
@@ -124,7 +119,7 @@ describe('after the hook is wrapped with hookwatch guard', () => {
     // What Claude Code reports of the guarded hook: its additionalContext cut to 9,456 characters, nothing persisted.
     const guarded = hookRequest([{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: NOW - 60_000, sessionId: 's-guarded', sizes: { stdout: 9_721, additionalContext: 9_456, persisted: 0 } }], { n: 1000 });
     expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', guarded, { 'content-type': 'application/json' })).status).toBe(200);
-    const webhook = await eventually('the webhook notification', async () => received.find((r) => r.path === '/hook')?.body as AlertmanagerWebhookBody | undefined);
+    const webhook = await eventually('the webhook notification', async () => notification<AlertmanagerWebhookBody>('/hook'));
     const w = await watchedPage(browser);
     open.push(w);
     const hookUrl = new URL(webhook.alerts[0]?.generatorURL ?? '');
