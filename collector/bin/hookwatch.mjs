@@ -27,12 +27,8 @@ if (process.argv[2] === 'guard') {
   await guardMain(process.argv.slice(3));
 }
 const { main } = await import('../src/main.ts');
+const { flushOutput } = await import('../src/tools/common/io.ts');
 const code = await main(process.argv.slice(2));
-// A pipe takes 64 KiB at a time: what it has not taken yet is still queued in this process, and process.exit
-// would drop it (a `scan --json | jq` would read a cut report). An empty write calls back once the ones before
-// it are flushed.
-await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => {
-  if (stream.destroyed || !stream.writable) resolve(undefined);
-  else stream.write('', () => resolve(undefined));
-})));
+// process.exit would drop what a pipe has not taken yet.
+await flushOutput();
 process.exit(code);

@@ -148,11 +148,11 @@ describe('hookwatch backup on SQLite', () => {
     expect(readdirSync(full)).toEqual([]);
   }, 60_000);
 
-  it('stops on SIGINT or SIGTERM, removes its temporary file and exits 130 or 143', async () => {
+  it('stops on SIGINT or SIGTERM, removes its temporary file and ends killed by the same signal', async () => {
     // Large enough (64 MiB, hundreds of steps) that the copy is still under way when the signal arrives.
     const { path, copies } = await scratchStore('stopped', 16_000);
     const to = join(copies, 'copy.db');
-    for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const watcher = watch(copies);
       const created = once(watcher, 'change');
       const { child, done } = startBackup(['--to', to], { HOOKWATCH_DB: path });
@@ -161,7 +161,8 @@ describe('hookwatch backup on SQLite', () => {
       watcher.close();
       expect(name).toBe(`.copy.db.${child.pid}.partial`);
       child.kill(signal);
-      expect(await done).toEqual({ status, signal: null, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} stopped (${signal}): the partial copy was removed\n` });
+      // Killed by it, not exiting 130 or 143: a shell loop of backups stops on Ctrl-C too.
+      expect(await done).toEqual({ status: -1, signal, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} stopped (${signal}): the partial copy was removed\n` });
       expect(readdirSync(copies)).toEqual([]);
     }
   }, 60_000);

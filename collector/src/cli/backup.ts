@@ -9,13 +9,14 @@ import { isPostgresUrl } from '../store/open.ts';
 import { BackupAbortedError, backupSqlite } from '../store/sqlite/backup.ts';
 import { UsageError } from '../tools/common/args.ts';
 import { formatBytes } from '../tools/common/format.ts';
+import { exitBySignal } from '../tools/common/io.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import type { ParsedArgs } from './args.ts';
 
 /** The flags backup takes besides every setting flag: where the copy goes, and whether it may replace a file. */
 export const BACKUP_FLAGS = { values: ['to'], booleans: ['force'] } as const;
 
-/** The exit status of a command stopped by a signal, as a shell reports it: 128 + the signal's number. */
+/** The exit status of a command stopped by a signal, as a shell reports it: 128 + the signal's number (in-process runs). */
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
 export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number> {
@@ -28,7 +29,7 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
   // a second one exits at once (the next backup beside the target removes what it left).
   const controller = new AbortController();
   const onSignal = (signal: keyof typeof SIGNAL_EXIT): void => {
-    if (controller.signal.aborted) process.exit(SIGNAL_EXIT[signal]);
+    if (controller.signal.aborted) exitBySignal(signal);
     controller.abort(signal);
   };
   process.on('SIGINT', onSignal);
@@ -39,7 +40,10 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
   } catch (err) {
     if (!(err instanceof BackupAbortedError)) throw err;
     io.stderr(`hookwatch: ${err.message}\n`);
-    return SIGNAL_EXIT[controller.signal.reason as keyof typeof SIGNAL_EXIT];
+    // Killed by the same signal once the partial copy is removed, so that a shell loop calling backup stops too.
+    const signal = controller.signal.reason as keyof typeof SIGNAL_EXIT;
+    await io.stoppedBy?.(signal);
+    return SIGNAL_EXIT[signal];
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -102,7 +102,7 @@ const CONFIG_FLAG = flagBlock('--config <file>', 'YAML or JSON config file; keys
 const HELP_FLAG = flagBlock('-h, --help', 'help for this command', []);
 
 /** What the exit statuses of serve, config, backup, help and version mean; check, scan and guard say their own. */
-const EXIT_STATUS_TEXT = '0 done (serve: stopped cleanly by SIGTERM or SIGINT); 1 a failure: serve could not start (a port in use, a database it cannot open) or did not stop cleanly, backup could not copy; 2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse; 130 or 143 backup stopped by Ctrl-C or SIGTERM. check, scan and guard have statuses of their own (their --help).';
+const EXIT_STATUS_TEXT = '0 done (serve: stopped cleanly by SIGTERM or SIGINT); 1 a failure: serve could not start (a port in use, a database it cannot open) or did not stop cleanly, backup could not copy; 2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse; backup stopped by Ctrl-C or SIGTERM ends killed by that signal (a shell shows 130 or 143). check, scan and guard have statuses of their own (their --help).';
 
 /** `hookwatch --help`. */
 export function globalHelp(): string {
@@ -151,7 +151,7 @@ export function configHelp(): string {
 /** `hookwatch backup --help`. */
 export function backupHelp(): string {
   return helpPage('hookwatch backup --to <file> [--force] [flags]', [
-    'Copies the SQLite store (db) to <file> while hookwatch serve keeps running on it: the copy is the store as it was at one commit, the WAL included, and ingest goes on meanwhile. It is written beside <file> under a temporary name, checked with PRAGMA quick_check and renamed once whole; the size and the time taken are printed. Exits 1 with the reason when there is no database, the target cannot be written or the disk is full; Ctrl-C or SIGTERM stops it, removes the temporary file and exits 130 or 143.',
+    'Copies the SQLite store (db) to <file> while hookwatch serve keeps running on it: the copy is the store as it was at one commit, the WAL included, and ingest goes on meanwhile. It is written beside <file> under a temporary name, checked with PRAGMA quick_check and renamed once whole; the size and the time taken are printed. Exits 1 with the reason when there is no database, the target cannot be written or the disk is full; Ctrl-C or SIGTERM stops it, removes the temporary file and ends killed by that signal, so a shell loop of backups stops too (a shell shows 130 or 143).',
     'The store is found as serve finds it: give the same config file, environment or --db. To restore, stop hookwatch, put the copy in place of the database file, remove its -wal and -shm files, and start it (docs/deploy.md). A PostgreSQL store is backed up with pg_dump and restored with pg_restore (docs/postgres.md, "Backup and restore").',
   ], [
     ...flagBlock('--to <file>', 'where the copy goes (required)', []),

@@ -45,6 +45,29 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** The pid a hook wrote to `file` once started. */
+async function pidFrom(file: string): Promise<number> {
+  let pid = NaN;
+  while (Number.isNaN(pid)) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
+  }
+  return pid;
+}
+
+/** Resolves once the process group `pid` leads (a hook's shell and what it started) is gone, not left running on its own. */
+async function groupGone(pid: number): Promise<void> {
+  const alive = (): boolean => {
+    try {
+      process.kill(-pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  while (alive()) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
 /** Writes an executable hook script into the temp dir and returns its path. */
 async function hookScript(name: string, body: string): Promise<string> {
   const path = join(dir, name);
@@ -259,10 +282,10 @@ describe('check: running the hook like Claude Code', () => {
   });
 
   it.each([
-    ['SIGINT', 130, ''],
+    ['SIGINT', ''],
     // A hook that ignores SIGTERM is killed after the grace period.
-    ['SIGTERM', 143, `trap '' TERM\n`],
-  ] as const)('stopped by %s, the real command stops the hook it runs as well and exits %i', async (signal, status, trap) => {
+    ['SIGTERM', `trap '' TERM\n`],
+  ] as const)('stopped by %s, the real command stops the hook it runs as well and ends killed by that signal', async (signal, trap) => {
     // The hook runs in a process group of its own, which Ctrl-C at a terminal does not reach.
     const pidFile = join(dir, `hook-${signal}.pid`);
     const hook = await hookScript(`stopped-${signal}.sh`, `#!/bin/sh\n${trap}echo $$ > '${pidFile}'\nsleep 60\nsleep 60\n`);
@@ -271,26 +294,38 @@ describe('check: running the hook like Claude Code', () => {
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-    let pid = NaN;
-    while (Number.isNaN(pid)) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      pid = Number.parseInt(await readFile(pidFile, 'utf8').catch(() => ''), 10);
-    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+    const pid = await pidFrom(pidFile);
     child.kill(signal);
-    expect(await exited).toBe(status);
+    // Killed by it, not exiting 130 or 143, which tells a shell the command handled the signal.
+    expect(await exited).toEqual({ code: null, signal });
     expect(stderr).toBe(`hookwatch check: stopped by ${signal} while ${hook} ran; it was stopped too, nothing was reported\n`);
     expect(stdout).toBe('');
-    // The hook's group (the shell and its sleep) is gone, not left running on its own.
-    const alive = (): boolean => {
-      try {
-        process.kill(-pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    while (alive()) await new Promise((resolve) => setTimeout(resolve, 50));
+    await groupGone(pid);
+  });
+
+  it('stopped by Ctrl-C in a shell loop, the loop stops too', async () => {
+    // The hook sleeps on its first run only: a loop that carried on would check it again, and pass.
+    const pidFile = join(dir, 'hook-loop.pid');
+    const hook = await hookScript('stopped-loop.sh', `#!/bin/sh
+[ -e '${pidFile}' ] && exit 0
+echo $$ > '${pidFile}'
+sleep 60
+`);
+    const loop = `for i in 1 2; do "$0" "$1" check -- "$2"; echo "carried on after $i"; done`;
+    // bash, in a process group of its own as a terminal's foreground job is, with hookwatch check in it.
+    const shell = spawn('bash', ['-c', loop, process.execPath, BIN, hook], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdout = '';
+    shell.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    shell.stderr.resume();
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => shell.on('close', (code, signal) => resolve({ code, signal })));
+    const pid = await pidFrom(pidFile);
+    // Ctrl-C at a terminal signals the foreground process group: bash and hookwatch check, not the hook.
+    process.kill(-(shell.pid ?? NaN), 'SIGINT');
+    // bash waits for the command, sees it killed by SIGINT and stops the loop (it carries on after a status of 130).
+    expect(await exited).toEqual({ code: null, signal: 'SIGINT' });
+    expect(stdout).toBe('');
+    await groupGone(pid);
   });
 
   it('passes the event input on stdin, CLAUDE_PROJECT_DIR in the environment, and runs in the project directory', async () => {

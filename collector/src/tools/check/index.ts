@@ -60,7 +60,8 @@ not be what Claude Code runs. Such a check is INCOMPLETE, never OK: what that ho
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
 timed out or failed, 2 bad usage or no hook selected by the firing, 4 nothing found over the cap or budget but
 hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK),
-130 or 143 stopped by Ctrl-C or SIGTERM (the hook running then is stopped too; nothing is reported).
+killed by the signal when stopped by Ctrl-C or SIGTERM, so a shell loop calling check stops too (the hook
+running then is stopped too; nothing is reported; a shell shows 130 or 143).
 `;
 
 
@@ -180,6 +181,8 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       if (run.interrupted !== undefined) {
         // Stopped from outside: no verdict, and no later hook runs. Ends as a shell reports a stopped command.
         io.stderr(`hookwatch check: stopped by ${run.interrupted} while ${hook.location ?? hook.command} ran; it was stopped too, nothing was reported\n`);
+        // Killed by the same signal, so that a shell loop calling check stops too.
+        await io.stoppedBy?.(run.interrupted);
         return 128 + (constants.signals[run.interrupted] ?? 15);
       }
       let status: HookCheckStatus = 'measured';

@@ -1,3 +1,4 @@
+import { constants } from 'node:os';
 import type { Readable } from 'node:stream';
 
 /**
@@ -11,6 +12,35 @@ export interface ToolIO {
   stdin?: Readable;
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /**
+   * Ends the process as killed by `signal` once what it wrote is out (flushOutput, then exitBySignal). Given for
+   * the real process only: a tool run in-process (tests) returns 128 + the signal's number instead.
+   */
+  stoppedBy?: (signal: NodeJS.Signals) => Promise<never>;
+}
+
+/**
+ * Resolves once what was written to stdout and stderr is handed to the OS: a pipe takes 64 KiB at a time, and
+ * process.exit would drop what it has not taken yet (a `scan --json | jq` would read a cut report). An empty
+ * write calls back once the ones before it are flushed.
+ */
+export async function flushOutput(): Promise<void> {
+  await Promise.all([process.stdout, process.stderr].map((stream) => new Promise((resolve) => {
+    if (stream.destroyed || !stream.writable) resolve(undefined);
+    else stream.write('', () => resolve(undefined));
+  })));
+}
+
+/**
+ * Ends this process killed by `signal`, as a shell expects of a command stopped by Ctrl-C or SIGTERM: a status of
+ * 128 + n alone tells bash (waiting for a foreground command) that the command handled the signal, and a loop
+ * calling it carries on. The handlers go first, or the signal would only call them again.
+ */
+export function exitBySignal(signal: NodeJS.Signals): never {
+  process.removeAllListeners(signal);
+  process.kill(process.pid, signal);
+  // A signal whose default action is not to terminate: fall back to the shell's convention.
+  process.exit(128 + (constants.signals[signal] ?? 15));
 }
 
 /** Exit codes shared by the tools: 0 clean, 1 findings (the check failed loudly), 2 usage or input error. */

@@ -2,10 +2,9 @@
  * The guard's own entry point. A hook command runs on every tool call, so this path loads only the guard:
  * no config schema, store, server or exporter code (the bench checks the added latency).
  */
-import { constants } from 'node:os';
-
 import { runGuard } from './index.ts';
 import type { GuardExit, GuardIO } from './index.ts';
+import { exitBySignal } from '../common/io.ts';
 
 /** The real process as the guard sees it. */
 export function processGuardIO(): GuardIO {
@@ -22,12 +21,7 @@ export function processGuardIO(): GuardIO {
 
 /** Ends this process the way the command ended: same exit code, or killed by the same signal. */
 export function exitLike(exit: GuardExit): never {
-  if ('signal' in exit) {
-    process.removeAllListeners(exit.signal);
-    process.kill(process.pid, exit.signal);
-    // A signal whose default action is not to terminate: fall back to the shell's convention.
-    process.exit(128 + (constants.signals[exit.signal] ?? 15));
-  }
+  if ('signal' in exit) exitBySignal(exit.signal);
   process.exit(exit.code);
 }
 
