@@ -1,4 +1,4 @@
-import type { ParseArgsOptionsConfig } from 'node:util';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { parseToolArgs } from '../tools/common/args.ts';
 
 /** A command line as the commands read it: setting flags with their values, the boolean flags given, the rest. */
@@ -25,4 +25,19 @@ export function parseFlags(argv: readonly string[], known: readonly string[], bo
     else if (value === true) out.booleans.add(name);
   }
   return out;
+}
+
+/**
+ * Where the command is in `argv`: first, or after flags (`hookwatch --config f.yaml config`, as git and kubectl
+ * take it), those read as the setting flags (`known`, each taking a value) and boolean flags they are. Undefined
+ * when the first argument after the flags is no command (or `--`): then none was named.
+ */
+export function commandIndex(argv: readonly string[], known: readonly string[], commands: readonly string[]): number | undefined {
+  const first = argv[0];
+  if (first === undefined) return undefined;
+  if (!first.startsWith('-')) return 0;
+  const options: ParseArgsOptionsConfig = { ...Object.fromEntries(known.map((name) => [name, { type: 'string' }])), ...BOOLEAN_OPTIONS };
+  const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  const token = tokens.find((t) => t.kind === 'positional' || t.kind === 'option-terminator');
+  return token?.kind === 'positional' && commands.includes(token.value) ? token.index : undefined;
 }

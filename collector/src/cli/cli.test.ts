@@ -127,6 +127,7 @@ describe('hookwatch --help', () => {
     expectReadable(r.stdout);
     expect(lines(r.stdout).slice(0, 2)).toEqual(['Usage:', '  hookwatch config [--json] [flags]']);
     expect(r.stdout).toContain('  --json\n');
+    expect((await hookwatch(['--help', 'config'])).stdout).toBe(r.stdout);
   });
 });
 
@@ -155,6 +156,18 @@ describe('hookwatch config', () => {
     expect(json.retention.events).toBe('30d');
     expect(parseYaml(out)).toBeTruthy();
   });
+
+  it('takes flags before the command as after it, as git and kubectl do', async () => {
+    const file = join(dir, 'before-command.yaml');
+    writeFileSync(file, 'retention:\n  events: 9d\n');
+    const after = await hookwatch(['config', '--config', file, '--json']);
+    expect(after.status, after.stderr).toBe(0);
+    expect((JSON.parse(after.stdout) as { retention: { events: string } }).retention.events).toBe('9d');
+    for (const args of [['--config', file, 'config', '--json'], [`--config=${file}`, '--json', 'config']]) {
+      const r = await hookwatch(args);
+      expect(r, args.join(' ')).toEqual(after);
+    }
+  });
 });
 
 describe('mistakes on the command line', () => {
@@ -169,6 +182,10 @@ describe('mistakes on the command line', () => {
     [['config', '--retention-events=7x'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
     [['config', '--help=yes'], 'hookwatch: flag --help takes no value\nRun "hookwatch config --help" for the flags.'],
     [['config', 'extra'], 'hookwatch: unexpected argument "extra"\nRun "hookwatch config --help" for the flags.'],
+    // A command after flags is taken as given first; a mistyped one is named.
+    [['--db', 'x.db', 'confg'], 'hookwatch: unexpected argument "confg" (did you mean config?)\nRun "hookwatch --help" for the flags.'],
+    [['--db', 'x.db', 'config', 'extra'], 'hookwatch: unexpected argument "extra"\nRun "hookwatch config --help" for the flags.'],
+    [['--retention-events', '7x', 'config'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
     [['config', '--', '--db', 'x'], 'hookwatch: unexpected argument "--db"\nRun "hookwatch config --help" for the flags.'],
     [['check', '--bogus'], 'hookwatch check: unknown flag --bogus\nRun "hookwatch check --help" for usage.'],
     [['check', '--show-ouptut', '--', 'true'], 'hookwatch check: unknown flag --show-ouptut (did you mean --show-output?)\nRun "hookwatch check --help" for usage.'],

@@ -6,7 +6,7 @@
  */
 import { ConfigError, SETTINGS, configSecrets, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
 import { coerce } from '../config/load.ts';
-import { parseFlags } from './args.ts';
+import { commandIndex, parseFlags } from './args.ts';
 import { BACKUP_FLAGS, runBackup } from './backup.ts';
 import { renderConfig } from './config-output.ts';
 import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
@@ -193,19 +193,21 @@ function processIO(): ToolIO {
 
 /** Runs one command line; returns the exit status (`serve` runs until a signal). `io` lets tests run it in-process. */
 export async function runCommand(argv: readonly string[], io: ToolIO = processIO()): Promise<number> {
-  const first = argv[0];
+  // The command comes first, or after flags, which then count as given after it.
+  const at = commandIndex(argv, configFlagNames(), COMMAND_NAMES);
+  const named = at === undefined ? undefined : argv[at];
   let command = 'serve';
   let args = argv;
-  if (first !== undefined && !first.startsWith('-')) {
-    if (!COMMAND_NAMES.includes(first)) {
-      io.stderr(`hookwatch: unknown command ${JSON.stringify(first)}${didYouMean(first, COMMAND_NAMES)}\nRun "hookwatch --help" for the commands.\n`);
+  if (at !== undefined && named !== undefined) {
+    if (!COMMAND_NAMES.includes(named)) {
+      io.stderr(`hookwatch: unknown command ${JSON.stringify(named)}${didYouMean(named, COMMAND_NAMES)}\nRun "hookwatch --help" for the commands.\n`);
       return 2;
     }
-    command = first;
-    args = argv.slice(1);
+    command = named;
+    args = [...argv.slice(0, at), ...argv.slice(at + 1)];
   }
   // "hookwatch --help" is the overview; "hookwatch serve --help" the command's own.
-  const helpFor = command === 'serve' && first !== 'serve' ? 'hookwatch' : command;
+  const helpFor = command === 'serve' && named !== 'serve' ? 'hookwatch' : command;
   try {
     if (command === 'guard') {
       const { guardMain } = await import('../tools/guard/main.ts');
@@ -245,7 +247,9 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       io.stdout(`hookwatch ${HOOKWATCH_VERSION} (Node.js ${process.versions.node})\n`);
       return 0;
     }
-    if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    // A mistyped command after flags (`hookwatch --db x.db confg`) is taken for an argument: name the command it is near.
+    const extra = parsed.positionals[0];
+    if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}${named === undefined ? didYouMean(extra, COMMAND_NAMES) : ''}`);
     if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
     checkFlagValues(parsed.flags);
     if (command === 'backup') return await runBackup(parsed, io);
