@@ -187,6 +187,15 @@ describe('GET /api/v1/overview and breakdown', () => {
       expect([status, body.error.code, body.error.message], path).toEqual([404, 'not_found', 'no hook with id 0123456789abcdef']);
     }
   });
+
+  it('checks the parameters before the id: a bad one is 400 for a hook hookwatch does not know, on its page as on its series and breakdown', async () => {
+    for (const path of ['', '/series', '/breakdown']) {
+      for (const [query, parameter] of [['from=yesterday', 'from'], ['to=2026-13-45', 'to'], ['colour=blue', 'colour']]) {
+        const { status, body } = await getJson<{ error: { code: string; parameter: string } }>(service.httpUrl, `/api/v1/hooks/0123456789abcdef${path}?${query}`);
+        expect([status, body.error.code, body.error.parameter], `${path}?${query}`).toEqual([400, 'bad_parameter', parameter]);
+      }
+    }
+  });
 });
 
 describe('bad parameters get 400 naming the parameter', () => {

@@ -104,14 +104,15 @@ export function createApiRouter(opts: ApiOptions): Router {
 
   router.get('/api/v1/hooks/:id', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
+    const q = req.query as Record<string, unknown>;
+    const range = parseRange(q, now());
+    const filters = filtersOf(q, ['from', 'to']);
+    // Parameters first, as the series and breakdown: a bad one is 400 whether or not the hook is known.
     const info = await store.hook(id);
     if (!info) {
       hookNotFound(res, id);
       return;
     }
-    const q = req.query as Record<string, unknown>;
-    const range = parseRange(q, now());
-    const filters = filtersOf(q, ['from', 'to']);
     const c = (await store.hookCounters({ ...range, filters, hookId: id })).get(id);
     res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: hookSummary(info, c ?? toCounters(emptyRow())) });
   });
