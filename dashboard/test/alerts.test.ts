@@ -209,7 +209,7 @@ describe('alerts page', () => {
     expect((await chartData(p, 'chart-cliff')).labels.length).toBeGreaterThan(0);
   });
 
-  it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, and follows the range', async () => {
+  it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, and follows the range', async () => {
     const now = Date.parse('2026-11-30T08:30:00Z');
     const iso = (ms: number): string => new Date(ms).toISOString();
     const base = { fingerprint: '0123456789abcdef', annotations: {}, lastNotifiedAt: null, deliveries: [], silencedBy: [] as string[] };
@@ -222,7 +222,7 @@ describe('alerts page', () => {
     ];
     const app = express();
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['service.version', 'user.id'] }));
-    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, receivers: [], now: iso(now) } satisfies AlertsResponse));
+    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, resolvedOmitted: 1234, receivers: [], now: iso(now) } satisfies AlertsResponse));
     app.get('/api/v1/silences', (_req, res) => void res.json({ silences: [] as Silence[] }));
     app.get('/api/v1/cluster', (_req, res) => void res.json({ backend: 'sqlite', self: 'test', leader: null, leaseTtlSeconds: null, replicas: [] } satisfies ClusterResponse));
     app.use(createDashboardRouter());
@@ -238,6 +238,10 @@ describe('alerts page', () => {
       expect(await headroom.locator('.alert-head .status').textContent()).toBe('superseded');
       expect(await headroom.locator('.state-resolved').count()).toBe(0);
       expect(await headroom.textContent()).toContain('superseded by persisted: now over the cap');
+      // The API lists the newest resolved alerts only: the rest are counted under the resolved list, after its cards.
+      const more = p.locator('section.alert-group[data-state="resolved"] > :last-child');
+      expect([await more.getAttribute('id'), await more.textContent()]).toEqual(['alerts-resolved-more', '…and 1,234 older resolved alerts not shown']);
+      expect(await p.locator('section.alert-group[data-state="firing"] .hint').count()).toBe(0);
       expect(await p.textContent('#no-receivers')).toContain('No receiver is configured');
       expect(await p.textContent('#alerts-list')).not.toContain('not notified yet');
       const blind = p.locator('article[data-alert-id="0123456789abcdef-3"]');

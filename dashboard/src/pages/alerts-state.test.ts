@@ -35,9 +35,18 @@ beforeEach(() => setTimeZone('UTC'));
 afterEach(() => setTimeZone('local'));
 
 describe('which alerts the page lists', () => {
+  it('says under the resolved list how many older resolved alerts the API left out', () => {
+    const v = alertsView(response({ resolvedOmitted: 1234 }), at('/alerts'), NOW);
+    expect(v.groups.map((g) => [g.state, g.more])).toEqual([['firing', null], ['pending', null], ['resolved', '…and 1,234 older resolved alerts not shown']]);
+    expect(alertsView(response({ resolvedOmitted: 1 }), at('/alerts?state=resolved'), NOW).groups.map((g) => g.more)).toEqual(['…and 1 older resolved alert not shown']);
+    // No resolved list, nothing to add to.
+    expect(alertsView(response({ resolvedOmitted: 5 }), at('/alerts?state=firing'), NOW).groups.map((g) => g.more)).toEqual([null]);
+  });
+
   it('groups the alerts active in the range, firing first, and counts the older ones', () => {
     const v = alertsView(response(), at('/alerts'), NOW);
     expect(v.groups.map((g) => [g.heading, g.alerts.map((a) => a.id)])).toEqual([['Firing (2)', ['a1', 'a5']], ['Pending (1)', ['a3']], ['Resolved (1)', ['a2']]]);
+    expect(v.groups.map((g) => g.more)).toEqual([null, null, null]);
     expect(v.rangeNote).toBe('Alerts active in the last 24 hours; 1 older alert outside the range is not shown.');
     expect(v.noReceivers).toBe(false);
     expect(v.empty).toBeNull();

@@ -72,8 +72,11 @@ export interface AlertsView {
   noReceivers: boolean;
   /** How many alerts lie outside the range, in words; null when none does. */
   rangeNote: string | null;
-  /** Non-empty groups in the order firing, pending, resolved. */
-  groups: { state: AlertState; heading: string; alerts: AlertSummary[] }[];
+  /**
+   * Non-empty groups in the order firing, pending, resolved; `more` says under the resolved one how many older
+   * resolved alerts the API left out (it lists the newest 1,000), null when none.
+   */
+  groups: { state: AlertState; heading: string; alerts: AlertSummary[]; more: string | null }[];
   /** The empty state's text when no alert is shown. */
   empty: string | null;
 }
@@ -90,12 +93,17 @@ export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: nu
   const shown = filter ? alerts.filter((a) => a.state === filter) : alerts;
   const hidden = r.alerts.length - alerts.length;
   const range = rangeLabel(state.range);
+  const omitted = r.resolvedOmitted ?? 0;
   return {
     noReceivers: r.receivers !== undefined && r.receivers.length === 0,
     rangeNote: hidden > 0 ? `Alerts active in the ${range}; ${plural(hidden, 'older alert')} outside the range ${hidden === 1 ? 'is' : 'are'} not shown.` : null,
     groups: STATES.map((s) => ({ state: s, alerts: shown.filter((a) => a.state === s) }))
       .filter((g) => g.alerts.length)
-      .map((g) => ({ ...g, heading: `${g.state[0]?.toUpperCase()}${g.state.slice(1)} (${num(g.alerts.length)})` })),
+      .map((g) => ({
+        ...g,
+        heading: `${g.state[0]?.toUpperCase()}${g.state.slice(1)} (${num(g.alerts.length)})`,
+        more: g.state === 'resolved' && omitted > 0 ? `…and ${plural(omitted, 'older resolved alert')} not shown` : null,
+      })),
     empty: shown.length > 0 ? null
       : filter ? `No ${filter} alerts in the ${range}.`
         : `Nothing was pending, firing or resolved in the ${range}. Alerts appear here when a hook’s output is persisted, nears the cap or is forecast to cross it.`,

@@ -189,7 +189,8 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
             cards.set(a.id, c);
           }
           return c.card;
-        })));
+        }),
+        g.more === null ? null : h('p', { class: 'hint', id: `alerts-${g.state}-more` }, g.more)));
       for (const id of [...cards.keys()]) if (!seen.has(id)) cards.delete(id);
       replace(list, ...sections);
     },
