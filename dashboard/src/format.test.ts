@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ago, bucketAxisTitle, bucketLabel, bytes, chars, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
+  ago, bucketAxisTitle, bucketLabel, bytes, chars, clockTime, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
   statusTitle, timeOfDaySeconds, timeZone, timeZoneLabel,
 } from './format.ts';
 
@@ -125,10 +125,14 @@ describe('format', () => {
     expect(day(t)).toBe('30/11/2026');
     expect(dayMonth(t)).toBe('30/11');
     expect(dateTime(null)).toBe('never');
+    // A clock's time: the day too once it is another day there.
+    expect(clockTime(t, t + 600_000)).toBe('23:45');
+    expect(clockTime(t, t + 1_200_000)).toBe('30/11, 23:45');
     browserIn('Australia/Adelaide');
     expect(timeOfDaySeconds(t)).toBe('10:15:00');
     expect(day(t)).toBe('01/12/2026');
     expect(dayMonth(t)).toBe('01/12');
+    expect(clockTime(t, t + 1_200_000)).toBe('10:15');
   });
 
   it('shows times in the browser\'s zone, half-hour offsets and daylight saving included', () => {

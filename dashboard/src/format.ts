@@ -119,6 +119,14 @@ export function timeOfDaySeconds(ms: number): string {
 }
 
 /**
+ * A time as a clock on the wall reads it, in the chosen zone: "14:02" on the day of `nowMs` there, "29/11, 14:02"
+ * on an earlier one.
+ */
+export function clockTime(ms: number, nowMs: number): string {
+  return (day(ms) === day(nowMs) ? formats.time : formats.short).format(new Date(ms));
+}
+
+/**
  * A bucket label that fits the bucket width and the span: days for day buckets, times of day when every bucket
  * falls on one day, day and time otherwise (never "30/11 30/11 30/11").
  */

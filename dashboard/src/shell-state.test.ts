@@ -33,18 +33,22 @@ describe('while the server fails', () => {
     expect(retryDelay(300_000, 4)).toBe(300_000);
   });
 
-  it('says how old the data shown is, counting on, and when it tries again', () => {
+  it('says how old the data shown is, by the clock in the page\'s zone and counting on, and when it tries again', () => {
+    setTimeZone('UTC');
     const t = Date.parse('2026-11-30T08:30:00Z');
-    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: 5000, failures: 1 })).toBe('showing data from 4 s ago; retrying every 5 s');
-    expect(failureNote({ lastUpdated: t, nowMs: t + 120_000, periodMs: 5000, failures: 4 })).toBe('showing data from 2 min ago; retrying less often, every 40 s');
-    expect(failureNote({ lastUpdated: t, nowMs: t + 600_000, periodMs: 5000, failures: 9 })).toBe('showing data from 10 min ago; retrying less often, every 1 min');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: 5000, failures: 1 })).toBe('showing data from 08:30, 4 s ago; retrying every 5 s');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 120_000, periodMs: 5000, failures: 4 })).toBe('showing data from 08:30, 2 min ago; retrying less often, every 40 s');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 600_000, periodMs: 5000, failures: 9 })).toBe('showing data from 08:30, 10 min ago; retrying less often, every 1 min');
     expect(failureNote({ lastUpdated: undefined, nowMs: t, periodMs: 1000, failures: 1 })).toBe('nothing to show yet; retrying every 1 s');
-    expect(failureNote({ lastUpdated: t, nowMs: t + 60_000, periodMs: null, failures: 3 })).toBe('showing data from 1 min ago; refresh is paused: Refresh now tries again');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 60_000, periodMs: null, failures: 3 })).toBe('showing data from 08:30, 1 min ago; refresh is paused: Refresh now tries again');
+    // Past midnight, the day too.
+    expect(failureNote({ lastUpdated: t, nowMs: t + 86_400_000, periodMs: 5000, failures: 9 })).toBe('showing data from 30/11, 08:30, 1 day ago; retrying less often, every 1 min');
   });
 
-  it('says, signed out, how old the data shown is, counting on, and that refresh stopped', () => {
+  it('says, signed out, how old the data shown is, by the clock and counting on, and that refresh stopped', () => {
+    setTimeZone('UTC');
     const t = Date.parse('2026-11-30T08:30:00Z');
-    expect(signedOutNote(t, t + 180_000)).toBe('showing data from 3 min ago; refresh stopped');
+    expect(signedOutNote(t, t + 180_000)).toBe('showing data from 08:30, 3 min ago; refresh stopped');
     expect(signedOutNote(undefined, t)).toBe('nothing to show; refresh stopped');
   });
 });

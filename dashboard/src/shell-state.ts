@@ -3,7 +3,7 @@
  * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
-import { ago, dateTime, inputDateTimeProblem, parseInputDateTime, type TimeZoneChoice } from './format.ts';
+import { ago, clockTime, dateTime, inputDateTimeProblem, parseInputDateTime, type TimeZoneChoice } from './format.ts';
 import { buildUrl, filterList, keptParams, refreshMs, routePath, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
@@ -93,9 +93,12 @@ export function signedOutNote(lastUpdated: number | undefined, nowMs: number): s
   return `${shownNote(lastUpdated, nowMs, 'nothing to show')}; refresh stopped`;
 }
 
-/** "showing data from 3 min ago", or `none` when the page has shown no data. */
+/**
+ * "showing data from 14:02, 3 min ago", the clock time in the page's zone (a wall screen shows no tooltip), or
+ * `none` when the page has shown no data.
+ */
 function shownNote(lastUpdated: number | undefined, nowMs: number, none: string): string {
-  return lastUpdated === undefined ? none : `showing data from ${ago(new Date(lastUpdated).toISOString(), nowMs)}`;
+  return lastUpdated === undefined ? none : `showing data from ${clockTime(lastUpdated, nowMs)}, ${ago(new Date(lastUpdated).toISOString(), nowMs)}`;
 }
 
 /** The URL of the same page over another range, with its filters and page parameters kept. */

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
 const ID = hookId('SessionStart', 'SessionStart:startup');
@@ -124,24 +124,26 @@ describe('the token rotated while the page is open', () => {
     expect(await p.textContent('#error-alert')).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
     // The page's clock runs on in real time besides what the test moves it by: on a busy machine the load took a
     // few seconds of its own.
-    const age = /^ \(showing data from (\d+) s ago; refresh stopped\)$/.exec((await p.textContent('#error-age')) ?? '');
+    // The clock time too, as the Updated line's tooltip gives it: a wall screen shows no tooltip.
+    const at = await shownAt(p);
+    const age = new RegExp(`^ \\(showing data from ${at}, (\\d+) s ago; refresh stopped\\)$`).exec((await p.textContent('#error-age')) ?? '');
     expect(Number(age?.[1])).toBeGreaterThanOrEqual(15);
     expect(Number(age?.[1])).toBeLessThan(60);
     expect(await p.locator('#error-banner button.reload').textContent()).toBe('Reload to sign in');
     expect(await p.locator('#hook-rows tr').count()).toBe(rows);
     await p.clock.runFor(120_000);
-    expect(await p.textContent('#error-age')).toMatch(/^ \(showing data from [23] min ago; refresh stopped\)$/);
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${at}, [23] min ago; refresh stopped\\)$`));
     const after = asked;
     // Neither shown again nor woken from sleep does it ask again: every request would be refused the same way.
     await p.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
     await p.clock.setSystemTime(await p.evaluate(() => Date.now() + 3_600_000));
     await p.clock.runFor(60_000);
-    expect(await p.textContent('#error-age')).toBe(' (showing data from 1 h ago; refresh stopped)');
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${at}, 1 h ago; refresh stopped\\)$`));
     // Nor when the system turns dark: the data stays, in the charts' colours of before.
     await p.emulateMedia({ colorScheme: 'dark' });
     await p.clock.runFor(5000);
     expect(await p.locator('#hook-rows tr').count()).toBe(rows);
-    expect(await p.textContent('#error-age')).toBe(' (showing data from 1 h ago; refresh stopped)');
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${at}, 1 h ago; refresh stopped\\)$`));
     expect(asked).toBe(after);
   });
 });

@@ -11,7 +11,7 @@ import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shar
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { createDashboardRouter } from '../server.ts';
-import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, launch, screenshot, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { OK, dailySeriesOf, hook, overview } from '../src/testdata/api-responses.ts';
 
@@ -30,7 +30,7 @@ let svc: TestService;
 
 const open: WatchedPage[] = [];
 
-async function page(opts: { width?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
+async function page(opts: { width?: number; allow?: RegExp; timezoneId?: string } = {}): Promise<WatchedPage> {
   const w = await watchedPage(browser, opts);
   open.push(w);
   return w;
@@ -265,7 +265,7 @@ describe('kept open all day', () => {
       await p.waitForTimeout(7000);
       // Tries after 1, 1, 2 and 4 s (not seven times): the server is given room to come back.
       expect(srv.calls() - from).toBeLessThanOrEqual(4);
-      expect(await p.textContent('#error-banner')).toMatch(/service unavailable \(showing data from \d+ s ago; retrying less often, every \d+ s\)/);
+      expect(await p.textContent('#error-banner')).toMatch(new RegExp(`service unavailable \\(showing data from ${await shownAt(p)}, \\d+ s ago; retrying less often, every \\d+ s\\)`));
       expect(await p.textContent('#error-banner')).not.toBe(firstNote);
       expect(await p.textContent('[role="alert"]')).toBe('Could not refresh: service unavailable');
       expect(await p.evaluate(() => (window as unknown as { alertChanges: number }).alertChanges)).toBe(0);
@@ -469,7 +469,7 @@ describe('kept open all day', () => {
       await expect.poll(() => srv.calls(), { timeout: 20_000 }).toBeGreaterThan(asked);
       await p.waitForSelector('#error-banner:not([hidden])');
       // The rows stay, with how old they are, as for any failed refresh; so does what was typed.
-      expect(await p.textContent('#error-age')).toMatch(/^ \(showing data from \d+ s ago; refresh is paused/);
+      expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${await shownAt(p)}, \\d+ s ago; refresh is paused`));
       expect(await p.locator('#hook-rows tr').count()).toBe(rows);
       expect(await p.inputValue('#range-from')).toBe('29/11/2026 10:00');
       expect(await p.getAttribute('details.custom', 'open')).toBe('');
@@ -514,7 +514,8 @@ describe('kept open all day', () => {
   });
 
   it('gives up on a request left unanswered (a network dropped without a word), says so, and tries again', async () => {
-    const { page: p } = await page();
+    // A zone half an hour off UTC: the banner's clock time is the page's, as the Updated line's tooltip is.
+    const { page: p } = await page({ timezoneId: 'Asia/Kolkata' });
     await p.clock.install();
     await p.goto(`${svc.httpUrl}/?refresh=15s`);
     await waitLoaded(p);
@@ -526,7 +527,7 @@ describe('kept open all day', () => {
     await p.clock.runFor(60_000);
     await p.waitForSelector('#error-banner:not([hidden])');
     expect(await p.textContent('#error-alert')).toBe('Could not refresh: hookwatch did not answer within 60 s');
-    expect(await p.textContent('#error-age')).toBe(' (showing data from 1 min ago; retrying every 15 s)');
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${await shownAt(p)}, 1 min ago; retrying every 15 s\\)$`));
     expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
     await p.unroute(api);
     await p.clock.runFor(15_000);

@@ -53,6 +53,18 @@ export async function watchedPage(browser: Browser, opts: { width?: number; heig
 }
 
 /**
+ * The time the stale-data banner gives the data shown, as a pattern: the clock time of the Updated line's tooltip
+ * ("Last updated 30/11/2026, 14:02", in the page's zone), the day and month before it should the page's day have
+ * turned since.
+ */
+export async function shownAt(p: Page): Promise<string> {
+  const title = (await p.getAttribute('#last-updated', 'title')) ?? '';
+  const m = /^Last updated (\d\d\/\d\d)\/\d{4},? (\d\d:\d\d)$/.exec(title);
+  if (!m) throw new Error(`no time in the Updated line's tooltip: ${JSON.stringify(title)}`);
+  return `(?:${m[1]}, )?${m[2]}`;
+}
+
+/**
  * Closes every page a test opened (emptying `open`) and returns what they recorded: errors, then dialogs. A test's
  * afterEach expects this to be empty, so a JavaScript error or a fired XSS payload on any page fails that test.
  */
