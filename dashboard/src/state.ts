@@ -2,7 +2,7 @@
  * Everything a view shows is decided by its URL (page, range, filters, sort, chosen dimension), so a link can be
  * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
  */
-import { CHART_BUCKETS, chartStepForSpan } from '../../shared/src/chart-step.ts';
+import { chartStepForSpan } from '../../shared/src/chart-step.ts';
 import type { Query } from './api.ts';
 import { dateTime, timeZone, timeZoneLabel } from './format.ts';
 
@@ -139,9 +139,7 @@ export function refreshMs(params: URLSearchParams): number | null {
   return Math.max(1000, ms);
 }
 
-export { CHART_BUCKETS };
-
-/** The bucket width (seconds) for a chart of a range: the smallest that keeps it within CHART_BUCKETS. */
+/** The bucket width (seconds) for a chart of a range (chart-step.ts). */
 export function chartStep(range: Range): number {
   const span = range.kind === 'custom'
     ? Date.parse(range.to) - Date.parse(range.from)

@@ -52,8 +52,6 @@ export interface TimeRange {
   toMs: number;
 }
 
-export { MAX_RANGE_MS };
-
 export function parseRange(query: Record<string, unknown>, now: number, defaultSpanMs = 86_400_000): TimeRange {
   const from = single(query, 'from');
   const to = single(query, 'to');
