@@ -43,7 +43,9 @@ export async function watchedPage(browser: Browser, opts: { width?: number; heig
     if (msg.type() !== 'error') return;
     const text = msg.text();
     if (opts.allow?.test(text)) return;
-    errors.push(`console: ${text}`);
+    // A resource that failed to load is named by its location, so a failure says which request it was.
+    const where = msg.location().url;
+    errors.push(`console: ${text}${where && text.startsWith('Failed to load resource') ? ` (${where})` : ''}`);
   });
   page.on('dialog', (d) => {
     dialogs.push(d.message());
