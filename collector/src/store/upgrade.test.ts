@@ -340,7 +340,7 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     expect((await store.ingest(events)).inserted).toEqual([]);
   });
 
-  it('retention rebuilds a finished day\'s index again once late events have grown it, and the rollup indexes grown past their packed size', async () => {
+  it('retention rebuilds a finished day\'s index again once late events have grown it, and the rollup indexes grown past their packed size', { timeout: 120_000 }, async () => {
     const store = await open(await server.createDatabase());
     const pool = store.connectionPool;
     const base = history()[0]!;

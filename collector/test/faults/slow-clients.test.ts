@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureRequests, postOtlp, startTestService, type TestService } from '../helpers.ts';
 import { emitExecutions } from '../support/service.ts';
 
-const TIMEOUT_MS = 1000;
+const TIMEOUT_MS = 2000;
 const SLOW = 10;
 
 let service: TestService;
@@ -76,7 +76,8 @@ describe('slow clients', () => {
       expect(res.status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    expect(Math.max(...latencies)).toBeLessThan(500);
+    // A server the slow connections held up would answer only once they are cut, a request timeout later.
+    expect(Math.max(...latencies)).toBeLessThan(TIMEOUT_MS / 2);
 
     // Every slow connection was refused (408) or closed soon after the timeout, not minutes later.
     await new Promise((resolve) => setTimeout(resolve, 200));
