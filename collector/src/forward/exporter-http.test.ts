@@ -94,3 +94,21 @@ for (const status of [301, 302, 303, 307, 308]) {
     expect(seen).toEqual(['POST /v1/logs']);
   });
 }
+
+it('keeps the authorization header it sends out of a refusal that repeats it, when the endpoint has credentials too', async () => {
+  const received: string[] = [];
+  const url = await listen(createServer((req, res) => {
+    received.push(req.headers.authorization ?? '');
+    req.resume();
+    req.on('end', () => res.writeHead(401, { 'content-type': 'text/plain' }).end(`credential ${req.headers.authorization ?? ''} not accepted`));
+  }));
+  const token = 'fwd-bearer-token-3c2d1e';
+  const exporter = new HttpExporter({ endpoint: url.replace('http://', 'http://user:endpoint-pass-5a4b@'), protocol: 'http/json', headers: { authorization: `Bearer ${token}` }, compression: 'none', timeoutMs: 5_000 });
+  const result = await exporter.export({ signal: 'logs', encoding: 'json', body: Buffer.from('{}') });
+  // forward.headers comes after the endpoint's credentials: its authorization is the one sent.
+  expect(received).toEqual([`Bearer ${token}`]);
+  expect(result).toMatchObject({ kind: 'retryable', status: 401 });
+  const message = (result as { message: string }).message;
+  expect(message).toContain('credential <redacted> not accepted');
+  expect(message).not.toContain(token);
+});

@@ -104,7 +104,8 @@ export class HttpExporter implements Exporter {
     url.password = '';
     this.urls = { logs: otlpSignalUrl(url, 'logs'), metrics: otlpSignalUrl(url, 'metrics'), traces: otlpSignalUrl(url, 'traces') };
     this.description = `${safeEndpoint(opts.endpoint)} (${opts.protocol})`;
-    this.scrub = secretScrubber(opts.endpoint, { ...opts.headers, ...(this.basicAuth ? { authorization: this.basicAuth } : {}) }, Object.values(this.urls));
+    // The headers as sent: forward.headers' authorization, when it sets one, goes instead of the endpoint's.
+    this.scrub = secretScrubber(opts.endpoint, { ...(this.basicAuth ? { authorization: this.basicAuth } : {}), ...opts.headers }, Object.values(this.urls));
     this.timeoutMs = opts.timeoutMs;
     this.agent = opts.tls ? new ClientTlsAgent(opts.tls) : undefined;
   }
