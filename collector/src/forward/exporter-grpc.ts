@@ -63,7 +63,7 @@ export class GrpcExporter implements Exporter {
   private generation: number;
   private closed = false;
   /** Takes the endpoint's credentials and the metadata values out of what the destination answers. */
-  private readonly scrub: (text: string) => string;
+  readonly scrub: (text: string) => string;
 
   constructor(opts: GrpcExporterOptions) {
     this.opts = opts;

@@ -93,7 +93,7 @@ export class HttpExporter implements Exporter {
   /** The connection pool for forward.tls, made again when its files change. */
   private readonly agent: ClientTlsAgent | undefined;
   /** Takes the endpoint's credentials, query and header values out of what the destination answers. */
-  private readonly scrub: (text: string) => string;
+  readonly scrub: (text: string) => string;
 
   constructor(opts: HttpExporterOptions) {
     this.opts = opts;

@@ -27,6 +27,7 @@ import { startService, type RunningService } from '../service.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import { DELIVERY_ATTRIBUTE } from './enrich.ts';
+import { DurableQueue } from './queue.ts';
 import { GrpcDownstream, HttpDownstream } from '../../test/support/downstream-recorder.ts';
 import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
 import { tempDir } from '../../test/helpers.ts';
@@ -350,6 +351,30 @@ describe('inline collector mode over OTLP/HTTP', () => {
     } catch (err) {
       expect((err as Error).message).not.toContain(secret);
     }
+  });
+
+  it('shows dead letters stored before refusals were scrubbed without the credentials they repeat', async () => {
+    const { url } = await downstream(new HttpDownstream());
+    const token = 'fwd-bearer-token-3c2d1e';
+    const key = 'fwd-api-key-7a6b5c';
+    const endpoint = url.replace('http://', 'http://user:endpoint-pass-5a4b@');
+    const { dir, cleanup } = tempDir('hookwatch-old-dead-letters-');
+    cleanups.push(cleanup);
+    const path = join(dir, 'forward-queue.db');
+    // As an earlier version stored a refusal: the destination's text as it came, credentials and all.
+    const old = new DurableQueue({ path, maxBytes: 1 << 20 });
+    const raw = `401 from ${endpoint}/v1/logs: token "${token}" (Authorization: Bearer ${token}) with x-api-key ${key} not accepted`;
+    old.deadLetter([old.enqueue('logs', 'protobuf', PROTO_LOGS, Date.now())], Date.now(), 401, raw);
+    old.close();
+
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_QUEUE_PATH: path, HOOKWATCH_FORWARD_HEADERS: `authorization=Bearer%20${token},x-api-key=${key}` });
+    const status = await forwardingStatus(hw);
+    expect(status.deadLetters).toHaveLength(1);
+    expect(status.deadLetters[0]!.reason).toContain('401 from http://127.0.0.1:');
+    expect(status.deadLetters[0]!.reason).toContain('<redacted>');
+    expect(status.deadLetterSummary!.lastReason).toBe(status.deadLetters[0]!.reason);
+    const api = JSON.stringify(status);
+    for (const secret of [token, key, 'endpoint-pass-5a4b']) expect(api).not.toContain(secret);
   });
 });
 

@@ -86,7 +86,7 @@ function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): void {
 }
 
 /** Builds the exporter named by `forward.protocol`, connecting with `tls` (forward.tls.*) when given. */
-export function createExporter(config: ForwardConfig, now?: () => number, tls?: ClientTlsCredentials): Exporter {
+export function createExporter(config: ForwardConfig, now?: () => number, tls?: ClientTlsCredentials): HttpExporter | GrpcExporter {
   checkEndpoint(config);
   if (config.protocol === 'grpc') {
     return new GrpcExporter({ endpoint: config.endpoint, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs, ...(tls ? { tls } : {}) });
@@ -123,14 +123,20 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
   tls?.start();
   if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
   let stopping: Promise<void> | undefined;
+  // A refusal is scrubbed before it is stored; dead letters an earlier version stored may still repeat a
+  // credential of the destination, so what is shown of them is scrubbed with its current secrets too.
+  const scrub = exporter.scrub;
   return {
     stage,
     forwarder,
     queue,
     exporter,
     status: () => forwarder.status(),
-    deadLetters: (limit) => queue.deadLetters(limit),
-    deadLetterSummary: () => queue.deadLetterSummary(),
+    deadLetters: (limit) => queue.deadLetters(limit).map((d) => ({ ...d, reason: scrub(d.reason) })),
+    deadLetterSummary: () => {
+      const s = queue.deadLetterSummary();
+      return { ...s, lastReason: s.lastReason === null ? null : scrub(s.lastReason) };
+    },
     replayDeadLetters: () => {
       const r = queue.replayDeadLetters();
       if (r.replayed) {
