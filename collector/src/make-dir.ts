@@ -15,7 +15,7 @@ export function makeDir(dir: string, mode = 0o777): void {
   for (let at = resolve(dir); ; at = dirname(at)) {
     try {
       if (statSync(at).isDirectory()) break;
-      throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: 'ENOTDIR' });
+      throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${dir}'`), { code: 'ENOTDIR', syscall: 'mkdir', path: dir });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(at) === at) throw error;
       missing.push(at);

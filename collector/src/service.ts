@@ -26,6 +26,7 @@ import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
+import { openFor } from './config/setting.ts';
 import { reachableHost, reachableUrl, splitAddr } from './net/addr.ts';
 import { TlsCredentials } from './net/tls.ts';
 import { HandshakeFailures, registerHandshakeMetrics } from './net/handshake-failures.ts';
@@ -168,7 +169,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const metrics = new MetricsRegistry({ logger });
   registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
   // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
-  const storeLock = opts.store || isPostgresUrl(config.db) ? undefined : lockSqliteStore(config.db);
+  const storeLock = opts.store || isPostgresUrl(config.db) ? undefined : openFor('db', config.db, () => lockSqliteStore(config.db));
   let rawStore: Store;
   try {
     rawStore = opts.store ?? (await openStore(config, { logger }));

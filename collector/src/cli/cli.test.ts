@@ -230,13 +230,13 @@ describe('hookwatch serve', () => {
   });
 
   it.each([
-    ['the database', { HOOKWATCH_DB: '/proc/hookwatch-none/h.db' }],
-    ['the forwarding queue', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9', HOOKWATCH_FORWARD_QUEUE_PATH: '/proc/hookwatch-none/fq.db' }],
-  ])('%s in a folder that cannot be made (under /proc) is an error, exit 1, not a process that spins', (_what, vars) => {
+    ['the database', { HOOKWATCH_DB: '/proc/hookwatch-none/h.db' }, 'db /proc/hookwatch-none/h.db (HOOKWATCH_DB, --db)'],
+    ['the forwarding queue', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9', HOOKWATCH_FORWARD_QUEUE_PATH: '/proc/hookwatch-none/fq.db' }, 'forward.queue.path /proc/hookwatch-none/fq.db (HOOKWATCH_FORWARD_QUEUE_PATH, --forward-queue-path)'],
+  ])('%s in a folder that cannot be made (under /proc) is an error naming the setting, exit 1, not a process that spins', (_what, vars, setting) => {
     // The real process, killed with SIGKILL past the timeout: one spinning in a synchronous loop takes no SIGTERM.
     const r = spawnSync(process.execPath, [BIN, 'serve'], { encoding: 'utf8', env: env({ ...base(), ...vars }), cwd: dir, timeout: 20_000, killSignal: 'SIGKILL' });
     expect(r.signal).toBeNull();
-    expect(r.stderr).toContain("ENOENT: no such file or directory, mkdir '/proc/hookwatch-none'");
+    expect(r.stderr).toBe(`hookwatch: ${setting}: cannot make its folder (ENOENT: no such file or directory, mkdir '/proc/hookwatch-none')\n`);
     expect(r.status).toBe(1);
   });
 

@@ -5,6 +5,7 @@
  * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
  */
 import { ConfigError, SETTINGS, configSecrets, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
+import { SettingPathError } from '../config/setting.ts';
 import { coerce } from '../config/load.ts';
 import { commandIndex, parseFlags } from './args.ts';
 import { BACKUP_FLAGS, runBackup } from './backup.ts';
@@ -167,10 +168,15 @@ function checkFlagValues(flags: Record<string, string | undefined>): void {
   }
 }
 
+/** Where a setting is set besides the file, as ` (HOOKWATCH_HTTP_ADDR, --http-addr)`. */
+function settingSources(key: string): string {
+  const s = SETTINGS.find((x) => x.key === key);
+  return s ? ` (${[s.env, flagName(s.key)].filter(Boolean).join(', ')})` : '';
+}
+
 /** The message for a listener that could not bind: which setting, which variable and flag change it. */
 function listenErrorMessage(err: ListenError): string {
-  const s = SETTINGS.find((x) => x.key === err.setting);
-  const where = s ? ` (${[s.env, flagName(s.key)].filter(Boolean).join(', ')})` : '';
+  const where = settingSources(err.setting);
   if (err.reason === 'in-use') return `${err.message}${where}: another process listens there; stop it or choose another address`;
   if (err.reason === 'denied') return `${err.message}${where}: ports below 1024 need privileges; choose a port above 1024`;
   return `${err.message}${where}`;
@@ -284,6 +290,10 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     }
     if (err instanceof ListenError) {
       io.stderr(`hookwatch: ${listenErrorMessage(err)}\n`);
+      return 1;
+    }
+    if (err instanceof SettingPathError) {
+      io.stderr(`hookwatch: ${err.setting} ${err.path}${settingSources(err.setting)}: ${err.detail}\n`);
       return 1;
     }
     const e = err as NodeJS.ErrnoException;

@@ -36,6 +36,37 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/**
+ * A file a path setting names (`db`, `forward.queue.path`) that cannot be opened, or whose folder cannot be made
+ * (under /proc, say), with the setting, so the message can say which one to change.
+ */
+export class SettingPathError extends Error {
+  override name = 'SettingPathError';
+  /** The setting's key, e.g. `db`. */
+  readonly setting: string;
+  readonly path: string;
+  /** What went wrong, without the setting: `cannot make its folder (ENOENT: ...)`. */
+  readonly detail: string;
+
+  constructor(setting: string, path: string, cause: NodeJS.ErrnoException) {
+    const detail = `${cause.syscall === 'mkdir' ? 'cannot make its folder' : 'cannot open it'} (${cause.message})`;
+    super(`${setting} ${path}: ${detail}`, { cause });
+    this.setting = setting;
+    this.path = path;
+    this.detail = detail;
+  }
+}
+
+/** Runs `open`; a file system error it throws comes back as a SettingPathError naming `setting`. */
+export function openFor<T>(setting: string, path: string, open: () => T): T {
+  try {
+    return open();
+  } catch (err) {
+    if (typeof (err as NodeJS.ErrnoException).syscall === 'string') throw new SettingPathError(setting, path, err as NodeJS.ErrnoException);
+    throw err;
+  }
+}
+
 /** A problem inside a structured setting (a rule, a receiver), thrown by the stage's parser; the message names the key. */
 export class SettingError extends Error {
   override name = 'SettingError';

@@ -4,7 +4,7 @@
  * nothing is forwarded.
  */
 import { existsSync } from 'node:fs';
-import { ConfigError } from '../config/setting.ts';
+import { ConfigError, openFor } from '../config/setting.ts';
 import { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ForwardingStage } from './consumer.ts';
@@ -103,7 +103,7 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
   // Before the queue opens: a CA, certificate or key that cannot be used stops the start, naming its setting.
   const tls = config.tls ? ClientTlsCredentials.open(config.tls, opts.logger, opts.now) : undefined;
   const exporter = createExporter(config, opts.now, tls);
-  const queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) });
+  const queue = openFor('forward.queue.path', config.queue.path, () => new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) }));
   const forwarder = new Forwarder({
     queue,
     exporter,
