@@ -217,7 +217,7 @@ it('counts every failed TLS handshake and says so as an error, at most once a mi
   while (destination.attempts < 30) await new Promise((r) => setTimeout(r, 5));
   const tlsLines = (): Record<string, unknown>[] => lines.filter((l) => String(l['msg']).includes('TLS handshake'));
   expect(tlsLines()).toHaveLength(1);
-  expect(tlsLines()[0]).toMatchObject({ level: 'error', destination: 'untrusted destination', reason: expect.stringContaining('SELF_SIGNED_CERT_IN_CHAIN'), failedHandshakes: 1 });
+  expect(tlsLines()[0]).toMatchObject({ level: 'error', destination: 'untrusted destination', message: expect.stringContaining('SELF_SIGNED_CERT_IN_CHAIN'), failedHandshakes: 1 });
   // Not also the generic retry line for each.
   expect(lines.filter((l) => l['msg'] === 'forwarding failed; will retry')).toHaveLength(0);
   now += 61_000;
@@ -247,10 +247,53 @@ it('logs requests refused for good at most once a minute with how many, the rest
   const refusals = (): Record<string, unknown>[] => lines.filter((l) => l['msg'] === 'forwarding refused for good; request moved to dead letters');
   // The first at once; the other 49 held back by the once-a-minute bound.
   expect(refusals()).toHaveLength(1);
-  expect(refusals()[0]).toMatchObject({ level: 'warn', destination: 'rejecting destination', signal: 'logs', status: 400, reason: 'answered 400', refused: 1, deadLettersTotal: 1 });
+  expect(refusals()[0]).toMatchObject({ level: 'warn', destination: 'rejecting destination', signal: 'logs', status: 400, message: 'answered 400', refused: 1, deadLettersTotal: 1 });
   await forwarder.stop();
   expect(refusals()).toHaveLength(2);
   expect(refusals()[1]).toMatchObject({ refused: requests - 1, deadLettersTotal: requests });
+});
+
+it('names the destination\'s text `message` in every line that carries it: retry, refusal past its time, refusal for good', async () => {
+  // A real destination on loopback: request "a" is answered 503, then 401 until it is given up; request "b" 400.
+  const answered = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const kind = (JSON.parse(Buffer.concat(chunks).toString()) as { kind: string }).kind;
+      const n = (answered.get(kind) ?? 0) + 1;
+      answered.set(kind, n);
+      const [status, text] = kind === 'b' ? [400, 'body-not-taken'] : n === 1 ? [503, 'busy-now'] : [401, 'key-not-valid'];
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  const exporter = new HttpExporter({ endpoint: url, protocol: 'http/json', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  const forwarder = new Forwarder({ queue, exporter, logger, maxElapsedMs: 100, backoff: { initialMs: 10, maxMs: 20 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  queue.enqueue('logs', 'json', Buffer.from('{"kind":"a"}'), Date.now());
+  queue.enqueue('logs', 'json', Buffer.from('{"kind":"b"}'), Date.now());
+  forwarder.start();
+  const until = Date.now() + 10_000;
+  while (queue.counters().deadLetters < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  await forwarder.stop();
+  await exporter.close();
+  const line = (msg: string, text: string): Record<string, unknown> | undefined => lines.find((l) => String(l['msg']).startsWith(msg) && JSON.stringify(l).includes(text));
+  const retry = line('forwarding failed; will retry', 'busy-now');
+  const expired = line('forwarding refused past forward.retry.maxElapsedTime', 'key-not-valid');
+  const refused = line('forwarding refused for good', 'body-not-taken');
+  expect(retry).toMatchObject({ message: `${exporter.description} answered 503: busy-now` });
+  expect(expired).toMatchObject({ status: 401, message: `${exporter.description} answered 401: key-not-valid` });
+  expect(refused).toMatchObject({ status: 400, message: `${exporter.description} answered 400: body-not-taken` });
+  for (const l of [retry, expired, refused]) expect(l).not.toHaveProperty('reason');
 });
 
 /** An OTLP/gRPC destination on 127.0.0.1:0 that never answers, counting the calls it got. */

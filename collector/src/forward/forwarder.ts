@@ -114,7 +114,7 @@ export class Forwarder {
   private readonly evictions: ThrottledLine;
   /** Requests refused for good; the line names the last of them. */
   private readonly refusals: ThrottledLine;
-  private lastRefusal: { signal: string; bytes: number; status: number | null; reason: string } | undefined;
+  private lastRefusal: { signal: string; bytes: number; status: number | null; message: string } | undefined;
   private readonly now: () => number;
   private state: ForwarderStatus['state'] = 'idle';
   private failures = 0;
@@ -210,7 +210,7 @@ export class Forwarder {
     const now = this.now();
     if (now - this.lastTlsLogMs < TLS_LOG_INTERVAL_MS) return;
     this.lastTlsLogMs = now;
-    this.opts.logger.error('forwarding: the TLS handshake with the destination failed; requests stay queued and are retried (check forward.tls.caFile, forward.tls.serverName and the client certificate, or the destination\'s certificate)', { destination: this.opts.exporter.description, reason: message, failedHandshakes: this.tlsFailuresUnlogged, queued });
+    this.opts.logger.error('forwarding: the TLS handshake with the destination failed; requests stay queued and are retried (check forward.tls.caFile, forward.tls.serverName and the client certificate, or the destination\'s certificate)', { destination: this.opts.exporter.description, message, failedHandshakes: this.tlsFailuresUnlogged, queued });
     this.tlsFailuresUnlogged = 0;
   }
 
@@ -357,7 +357,7 @@ export class Forwarder {
       const evicted = queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
       // Counted each (hookwatch_forward_dead_letters_total); a destination refusing every request gets a line a
       // minute, with how many since and the last one's reason, not one per request.
-      this.lastRefusal = { signal: item.signal, bytes: item.body.length, status: result.status ?? null, reason: result.message };
+      this.lastRefusal = { signal: item.signal, bytes: item.body.length, status: result.status ?? null, message: result.message };
       this.refusals.note();
       if (evicted) this.noteEvicted(evicted);
       return;
@@ -388,7 +388,7 @@ export class Forwarder {
         this.isolate = next !== undefined && next.refusedSinceMs !== null && now - next.refusedSinceMs >= maxElapsed;
         // One line for the first and every hundredth: a long refusal gives up on every queued request in turn.
         if (this.expiredDeadLetters++ % 100 === 0) {
-          logger.warn('forwarding refused past forward.retry.maxElapsedTime; request moved to dead letters', { destination: exporter.description, signal: item.signal, deadLettersSoFar: this.expiredDeadLetters, status: result.status ?? null, reason: result.message });
+          logger.warn('forwarding refused past forward.retry.maxElapsedTime; request moved to dead letters', { destination: exporter.description, signal: item.signal, deadLettersSoFar: this.expiredDeadLetters, status: result.status ?? null, message: result.message });
         }
         return;
       }
@@ -399,7 +399,7 @@ export class Forwarder {
     this.nextAttemptAtMs = this.now() + delay;
     // A TLS failure has its own line (noteTlsFailure).
     if (!result.tls && (this.failures === 1 || this.failures % 20 === 0)) {
-      logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, requestsInAttempt: items.length, reason: result.message });
+      logger.warn('forwarding failed; will retry', { destination: exporter.description, failures: this.failures, retryInMs: delay, queued: queue.depth, requestsInAttempt: items.length, message: result.message });
     }
     this.state = 'backing_off';
     await this.wait(delay);
