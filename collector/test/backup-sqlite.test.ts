@@ -8,7 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -162,6 +162,34 @@ describe('hookwatch backup on SQLite', () => {
       expect(name).toBe(`.copy.db.${child.pid}.partial`);
       child.kill(signal);
       // Killed by it, not exiting 130 or 143: a shell loop of backups stops on Ctrl-C too.
+      expect(await done).toEqual({ status: -1, signal, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} stopped (${signal}): the partial copy was removed\n` });
+      expect(readdirSync(copies)).toEqual([]);
+    }
+  }, 60_000);
+
+  it('stops on a signal during the sync and check after the copy, promptly, leaving no file, killed by the signal', async () => {
+    const { path, copies } = await scratchStore('stopped-late');
+    // A million indexed rows (about 60 MiB of b-tree pages): the check that reads the copy back takes a while.
+    const db = openSqlite(path);
+    db.exec('CREATE TABLE filler (k TEXT NOT NULL); WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000000) INSERT INTO filler SELECT hex(randomblob(12)) FROM n; CREATE INDEX filler_k ON filler (k)');
+    db.close();
+    const to = join(copies, 'copy.db');
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const watcher = watch(copies);
+      const { child, done } = startBackup(['--to', to], { HOOKWATCH_DB: path });
+      const journal = join(copies, `.copy.db.${child.pid}.partial-journal`);
+      // The copy's journal goes when its last step commits: from then on the copy is synced and checked.
+      let journalSeen = false;
+      await new Promise<void>((resolve) => {
+        watcher.on('change', (_event, name) => {
+          if (name !== `.copy.db.${child.pid}.partial-journal`) return;
+          if (existsSync(journal)) journalSeen = true;
+          else if (journalSeen) resolve();
+        });
+      });
+      watcher.close();
+      expect(readdirSync(copies)).toEqual([`.copy.db.${child.pid}.partial`]);
+      child.kill(signal);
       expect(await done).toEqual({ status: -1, signal, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} stopped (${signal}): the partial copy was removed\n` });
       expect(readdirSync(copies)).toEqual([]);
     }

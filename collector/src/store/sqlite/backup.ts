@@ -9,7 +9,8 @@
  * The service's process lock (`<db>.lock`, process-lock.ts) is a file of its own, so a backup is not refused by it
  * and takes nothing from it. The copy is written to a temporary file beside the target, synced, and renamed over
  * the target only once whole: a failed or interrupted backup leaves no file that looks like a backup. An abort
- * (`signal`: the command's SIGINT or SIGTERM) stops the copy between two steps and removes the temporary file.
+ * (`signal`: the command's SIGINT or SIGTERM) stops the copy between two steps, or the sync and the check that
+ * follow it at once (they run off the main thread, left to end unwatched), and removes the temporary file.
  * Before the rename the copy is read back with `PRAGMA quick_check`: the pages are copied as they are, so a damaged
  * store (or a write that did not reach the disk intact) gives a damaged copy, which is refused rather than kept
  * as a backup. It reads the file once more, a fraction of the time the copy takes.
@@ -17,9 +18,11 @@
  * that wrote it no longer runs.
  */
 import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backup, DatabaseSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { describeSqliteError, sqliteFault } from './database.ts';
 
 /** A backup that could not be taken; the message says why and what to do. */
@@ -43,7 +46,10 @@ export interface BackupOptions {
   pagesPerStep?: number;
   /** Called after each step with the pages left and in all. */
   onProgress?: (progress: { remainingPages: number; totalPages: number }) => void;
-  /** Stops the copy at the next step (and before the rename); backupSqlite then rejects with BackupAbortedError. */
+  /**
+   * Stops the copy at the next step, or the sync and check after it at once, until the rename; backupSqlite then
+   * rejects with BackupAbortedError.
+   */
   signal?: AbortSignal;
 }
 
@@ -138,8 +144,46 @@ function sync(path: string, flags: 'r' | 'r+'): void {
   }
 }
 
+/**
+ * `work`, or BackupAbortedError from `aborted` as soon as `signal` aborts: the work is then left to end unwatched
+ * (its outcome ignored), as a file sync or a check under way cannot be cut short.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<T> {
+  if (!signal) return work;
+  return new Promise<T>((resolve, reject) => {
+    const stop = (): void => reject(aborted());
+    if (signal.aborted) stop();
+    signal.addEventListener('abort', stop, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}
+
+/** Flushes a file to disk on the thread pool, so the event loop (and a signal) is not held meanwhile. */
+async function syncApart(path: string): Promise<void> {
+  const file = await open(path, 'r+');
+  try {
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+}
+
+/** quickCheck on a worker thread (backup-check-worker.ts), which ends when the answer comes or the wait does. */
+async function quickCheckApart(path: string, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string[]> {
+  const worker = new Worker(new URL('./backup-check-worker.ts', import.meta.url), { workerData: { path } });
+  try {
+    return await untilAborted(new Promise<string[]>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the check of the copy ended (exit code ${code}) without an answer`)));
+    }), signal, aborted);
+  } finally {
+    void worker.terminate();
+  }
+}
+
 /** The problems `PRAGMA quick_check` finds in the copy at `path` (none: empty). */
-function quickCheck(path: string): string[] {
+export function quickCheck(path: string): string[] {
   // immutable: read as a plain file, with no -wal or -shm made beside it (the copy carries the store's WAL mode).
   const url = pathToFileURL(path);
   url.searchParams.set('immutable', '1');
@@ -238,8 +282,9 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
       pages = await backup(source, temp, { rate: opts.pagesPerStep ?? DEFAULT_PAGES_PER_STEP, progress });
       // Stopped during the last step (no progress call comes after it): the copy is whole, but not wanted.
       if (signal?.aborted) throw aborted();
-      sync(temp, 'r+');
-      const problems = quickCheck(temp);
+      // Seconds on a large copy or a slow disk: a signal meanwhile stops the backup at once, not after them.
+      await untilAborted(syncApart(temp), signal, aborted);
+      const problems = await quickCheckApart(temp, signal, aborted);
       if (problems.length > 0) throw new BackupError(`the copy of ${opts.db} fails PRAGMA quick_check, so the store itself is damaged (or the disk under ${opts.to}): ${problems.join('; ')}. Check the store with sqlite3 ${opts.db} 'PRAGMA integrity_check'`);
     } catch (err) {
       if (err instanceof BackupError) throw err;
@@ -248,6 +293,8 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
     }
     // Checked again: another backup may have written the target meanwhile.
     if (!force && existsSync(target)) throw new BackupError(`${opts.to} exists: give another path, or --force to replace it`);
+    // The last moment a signal stops the backup: once renamed, the copy is whole and kept.
+    if (signal?.aborted) throw aborted();
     try {
       renameSync(temp, target);
       sync(dirname(target), 'r');
