@@ -249,7 +249,14 @@ describe('left open for hours', () => {
       expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
     };
     for (const path of [`/hooks/${ID}?range=7d`, '/?range=7d', '/alerts?range=7d', '/forwarding?range=7d']) {
-      const w = await page();
+      // Over 150 refreshes a kept-alive connection may be reset just as the browser reuses it (the server closes
+      // those idle past its keep-alive timeout); the page then says the read failed and asks again at its next
+      // refresh. That is let through here, rarely and only if the same request loads afterwards; any other failure
+      // to load is an error.
+      const w = await page(/net::ERR_CONNECTION_RESET/);
+      const requests: { url: string; ok: boolean }[] = [];
+      w.page.on('requestfinished', (r) => void requests.push({ url: r.url(), ok: true }));
+      w.page.on('requestfailed', (r) => void (r.failure()?.errorText === 'net::ERR_CONNECTION_RESET' && requests.push({ url: r.url(), ok: false })));
       const cdp = await w.context.newCDPSession(w.page);
       await cdp.send('Performance.enable');
       await w.page.clock.install();
@@ -282,13 +289,21 @@ describe('left open for hours', () => {
       // attempts open are fetched after the refresh, and Blink may keep a node it just replaced (and its listener)
       // past one forced collection; what each refresh leaves behind stays however often it is measured.
       const counted = (m: Record<string, number>): Record<string, unknown> => ({ path, attached: m['attached'], listeners: m['listeners'], charts: m['charts'], documents: m['documents'] });
+      // Each measure after one more refresh: what a refresh draws is what the last one drew, read or not.
       let after = await measure();
-      await expect.poll(async () => counted(after = await measure()), { timeout: 30_000 }).toEqual({ ...counted(warm), documents: 1 });
+      let refreshes = 180;
+      await expect.poll(async () => {
+        await cycles(refreshes++, 1);
+        return counted(after = await measure());
+      }, { timeout: 30_000 }).toEqual({ ...counted(warm), documents: 1 });
       // Every node alive counts detached ones too, which Blink may collect later than the forced collection: two
       // left behind per refresh would pass this bound.
       expect(after['nodes']! - warm['nodes']!).toBeLessThan(240);
       // 150 refreshes (over half an hour at 15 s) may leave JIT code and caches behind, not a copy of the page per refresh.
       expect(after['heap']! - warm['heap']!).toBeLessThan(1024 * 1024);
+      const reset = requests.flatMap((r, i) => (r.ok ? [] : [i]));
+      expect(reset.length, `${path}: ${reset.length} of ${requests.length} requests reset`).toBeLessThanOrEqual(Math.max(2, requests.length / 100));
+      for (const i of reset) expect(requests.slice(i + 1).some((r) => r.ok && r.url === requests[i]!.url), `${requests[i]!.url} loaded after its reset`).toBe(true);
       await w.close();
     }
   });
