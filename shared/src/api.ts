@@ -64,8 +64,14 @@ export interface HooksResponse {
 }
 
 export interface SeriesBucket extends HookCounters {
-  /** Start of the bucket (inclusive). */
+  /** Start of the bucket (inclusive): a multiple of the step, before the answer's `from` in a first bucket `from` cuts. */
   start: string;
+  /**
+   * End of the bucket (exclusive), as `start` is written: start + step for a whole bucket, the answer's `to` for
+   * a last bucket `to` cuts. A bucket counts from the later of `start` and `from` until `end`: one that covers less
+   * than its step is partial (the last one is still filling in a range ending now), and is no dip.
+   */
+  end: string;
   status: DeliveryStatus | null;
 }
 
@@ -137,8 +143,10 @@ export interface FleetSeriesResponse {
   from: string;
   to: string;
   step: number;
-  /** Bucket starts (RFC 3339). */
+  /** Bucket starts (RFC 3339), as SeriesBucket.start. */
   buckets: string[];
+  /** Bucket ends (RFC 3339, aligned with `buckets`), as SeriesBucket.end: the last is `to` when `to` cuts it. */
+  ends: string[];
   /** The `limit` riskiest hooks with events in the range (the order of /api/v1/hooks), most persisted outputs first. */
   hooks: FleetSeriesHook[];
   /** The hooks past `limit`, or null when there are none. */

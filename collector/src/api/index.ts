@@ -36,6 +36,18 @@ export interface ApiOptions {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** A series' bucket starts: multiples of the step (a chart keeps its axis), from the one holding `fromMs` to the one before `toMs`. */
+function bucketStarts(range: { fromMs: number; toMs: number }, stepMs: number): number[] {
+  const starts: number[] = [];
+  for (let t = Math.floor(range.fromMs / stepMs) * stepMs; t < range.toMs; t += stepMs) starts.push(t);
+  return starts;
+}
+
+/** Where the bucket starting at `startMs` ends: a step later, or at `toMs` when the range ends inside it. */
+function bucketEnd(range: { toMs: number }, startMs: number, stepMs: number): number {
+  return Math.min(startMs + stepMs, range.toMs);
+}
+
 /** 404 for a well-formed hook id hookwatch keeps no hook under. */
 function hookNotFound(res: Response, id: string): void {
   res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });
@@ -131,9 +143,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const stepMs = step * 1000;
     const map = await store.series(id, { ...range, stepMs, filters });
     const buckets: SeriesBucket[] = [];
-    const first = Math.floor(range.fromMs / stepMs) * stepMs;
-    for (let t = first; t < range.toMs; t += stepMs) {
-      buckets.push(seriesBucket(t, map.get(t) ?? toCounters(emptyRow())));
+    for (const t of bucketStarts(range, stepMs)) {
+      buckets.push(seriesBucket(t, bucketEnd(range, t, stepMs), map.get(t) ?? toCounters(emptyRow())));
     }
     const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: iso(range.fromMs), to: iso(range.toMs), step, buckets };
     res.json(body);
@@ -203,9 +214,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const only = ids === undefined ? {} : { hookIds: [...ids] };
     const stepMs = step * 1000;
     const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters, ...only }), store.hookCounters({ ...range, filters, ...only })]);
-    const first = Math.floor(range.fromMs / stepMs) * stepMs;
-    const starts: number[] = [];
-    for (let t = first; t < range.toMs; t += stepMs) starts.push(t);
+    const starts = bucketStarts(range, stepMs);
+    const first = starts[0] ?? 0;
     // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
     // so the answer stays bounded whatever the number of hooks, and the fleet's totals stay whole.
     const ranked = summarize(counters).hooks;
@@ -242,6 +252,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
       from: iso(range.fromMs), to: iso(range.toMs), step, buckets: starts.map(iso),
+      ends: starts.map((t) => iso(bucketEnd(range, t, stepMs))),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
       rest,
       total: ranked.length,

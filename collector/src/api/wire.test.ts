@@ -46,8 +46,8 @@ describe('wire mapping', () => {
 
   it('gives an empty series bucket no status, and a breakdown row its status', () => {
     const start = Date.parse('2026-11-30T00:00:00Z');
-    expect(seriesBucket(start, counters)).toMatchObject({ start: '2026-11-30T00:00:00.000Z', executions: 10, status: 'over' });
-    expect(seriesBucket(start, { ...counters, executions: 0 }).status).toBeNull();
+    expect(seriesBucket(start, start + 3_600_000, counters)).toMatchObject({ start: '2026-11-30T00:00:00.000Z', end: '2026-11-30T01:00:00.000Z', executions: 10, status: 'over' });
+    expect(seriesBucket(start, start + 3_600_000, { ...counters, executions: 0 }).status).toBeNull();
     expect(breakdownRow({ ...counters, value: 'alice' })).toStrictEqual({ value: 'alice', ...counters, status: 'over' });
   });
 

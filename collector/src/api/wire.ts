@@ -40,8 +40,8 @@ export function hookSummary(info: HookInfo, c: HookCounters): wire.HookSummary {
 }
 
 /** A series bucket; an empty one has no status rather than a made-up one. */
-export function seriesBucket(startMs: number, c: HookCounters): wire.SeriesBucket {
-  return { start: iso(startMs), ...wireCounters(c), status: c.executions > 0 ? classifyCounters(c) : null };
+export function seriesBucket(startMs: number, endMs: number, c: HookCounters): wire.SeriesBucket {
+  return { start: iso(startMs), end: iso(endMs), ...wireCounters(c), status: c.executions > 0 ? classifyCounters(c) : null };
 }
 
 export function breakdownRow(r: BreakdownRow): wire.BreakdownRow {

@@ -78,14 +78,16 @@ export function fleet(hooks: FleetSeriesHook[], rest: FleetSeriesRest | null = n
   return {
     from: '2026-11-29T06:00:00.000Z', to: '2026-11-30T06:00:00.000Z', step: 21_600,
     buckets: ['2026-11-29T06:00:00.000Z', '2026-11-29T12:00:00.000Z', '2026-11-29T18:00:00.000Z', '2026-11-30T00:00:00.000Z'],
+    ends: ['2026-11-29T12:00:00.000Z', '2026-11-29T18:00:00.000Z', '2026-11-30T00:00:00.000Z', '2026-11-30T06:00:00.000Z'],
     hooks,
     rest,
     total: hooks.length + (rest?.hooks ?? 0),
   };
 }
 
+/** A bucket of a series (an hour long unless `over` says where it ends). */
 export function bucket(start: string, over: Partial<SeriesBucket> = {}): SeriesBucket {
-  return { ...counters(), start, status: 'ok', ...over };
+  return { ...counters(), start, end: new Date(Date.parse(start) + 3_600_000).toISOString(), status: 'ok', ...over };
 }
 
 /** GET /api/v1/hooks/:id/series with one bucket per day (the forecast's input). */
@@ -94,6 +96,7 @@ export function dailySeriesOf(h: HookSummary, days: { day: string; largest: numb
     hook: { id: h.id, hookEvent: h.hookEvent, hookName: h.hookName },
     from: `${days[0]?.day ?? '2026-11-01'}T00:00:00.000Z`, to: '2026-11-30T08:30:00.000Z', step: 86_400,
     buckets: days.map((d) => bucket(`${d.day}T00:00:00.000Z`, {
+      end: new Date(Math.min(Date.parse(`${d.day}T00:00:00.000Z`) + 86_400_000, Date.parse('2026-11-30T08:30:00.000Z'))).toISOString(),
       executions: d.executions ?? (d.largest === null ? 3 : 5),
       sizeUnknownExecutions: d.largest === null ? (d.executions ?? 3) : 0,
       maxChars: { additionalContext: d.largest, stdout: d.largest === null ? null : 12, systemMessage: null, initialUserMessage: null },

@@ -1,0 +1,77 @@
+/**
+ * Where each series bucket ends, on both stores: a whole bucket a step after its start, the last one at `to` when
+ * `to` cuts it, so a client can tell a bucket still filling from a dip.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetSeriesResponse, HooksResponse, SeriesResponse } from '../../../shared/src/api.ts';
+import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
+import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+
+const NOW = Date.parse('2026-11-30T12:00:00Z');
+
+let pgServer: TestServer;
+beforeAll(async () => {
+  pgServer = await startTestServer();
+}, 60_000);
+afterAll(async () => {
+  await pgServer?.stop();
+});
+
+function event(t: string, seq: number): unknown {
+  const attrs: Record<string, string> = {
+    'event.name': 'hook_execution_complete', hook_event: 'SessionStart', hook_name: 'SessionStart:edge', 'session.id': 'ends-test', 'event.sequence': String(seq),
+    'event.timestamp': t, num_hooks: '1', num_success: '1', additional_context_chars: '4000', num_outputs_persisted: '0',
+  };
+  return { attributes: Object.entries(attrs).map(([key, v]) => ({ key, value: { stringValue: v } })) };
+}
+
+const backends: { name: string; db: () => Promise<Record<string, string>> }[] = [
+  { name: 'sqlite', db: async () => ({}) },
+  { name: 'postgres', db: async () => ({ HOOKWATCH_DB: await pgServer.createDatabase() }) },
+];
+
+describe.each(backends)('series bucket ends on $name', (backend) => {
+  let service: TestService;
+  let id: string;
+  beforeAll(async () => {
+    service = await startTestService(await backend.db(), { now: () => NOW });
+    const times = ['2026-11-30T09:10:00Z', '2026-11-30T10:30:00Z', '2026-11-30T11:05:00Z', '2026-11-30T11:20:00Z', '2026-11-30T11:40:00Z'];
+    const body = JSON.stringify({ resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ logRecords: times.map((t, i) => event(t, i + 1)) }] }] });
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    const hooks = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1d');
+    id = hooks.body.hooks[0]?.id ?? '';
+    expect(id).toMatch(/^[0-9a-f]{16}$/);
+  }, 60_000);
+  afterAll(() => service?.close());
+
+  it('ends the last bucket at `to` when `to` cuts it, and every other a step after its start', async () => {
+    const { status, body } = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-30T08:40:00Z&to=2026-11-30T11:23:00Z&step=1h`);
+    expect(status).toBe(200);
+    expect(body.buckets.map((b) => [b.start, b.end, b.executions])).toEqual([
+      ['2026-11-30T08:00:00.000Z', '2026-11-30T09:00:00.000Z', 0],
+      ['2026-11-30T09:00:00.000Z', '2026-11-30T10:00:00.000Z', 1],
+      ['2026-11-30T10:00:00.000Z', '2026-11-30T11:00:00.000Z', 1],
+      ['2026-11-30T11:00:00.000Z', '2026-11-30T11:23:00.000Z', 2],
+    ]);
+    // The first bucket starts before `from` on the step's grid and counts from `from`, as the answer says.
+    expect(body.from).toBe('2026-11-30T08:40:00.000Z');
+    const minutes = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-30T11:00:00Z&to=2026-11-30T11:23:00Z&step=10m`);
+    expect(minutes.body.buckets.map((b) => [b.start.slice(11, 16), b.end.slice(11, 16), b.executions])).toEqual([['11:00', '11:10', 1], ['11:10', '11:20', 0], ['11:20', '11:23', 1]]);
+  });
+
+  it('ends every bucket a step after its start when the range is aligned to the step', async () => {
+    const { body } = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-30T08:00:00Z&to=2026-11-30T12:00:00Z&step=1h`);
+    expect(body.buckets.map((b) => Date.parse(b.end) - Date.parse(b.start))).toEqual([3_600_000, 3_600_000, 3_600_000, 3_600_000]);
+    expect(body.buckets.at(-1)?.end).toBe('2026-11-30T12:00:00.000Z');
+    expect(body.buckets.at(-1)?.executions).toBe(3);
+  });
+
+  it('gives the fleet series the same ends, aligned with its bucket starts', async () => {
+    const cut = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=2026-11-30T08:40:00Z&to=2026-11-30T11:23:00Z&step=1h');
+    expect(cut.status).toBe(200);
+    expect(cut.body.ends).toEqual(['2026-11-30T09:00:00.000Z', '2026-11-30T10:00:00.000Z', '2026-11-30T11:00:00.000Z', '2026-11-30T11:23:00.000Z']);
+    expect(cut.body.hooks[0]?.executions).toEqual([0, 1, 1, 2]);
+    const aligned = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=2026-11-30T08:00:00Z&to=2026-11-30T12:00:00Z&step=1h');
+    expect(aligned.body.ends).toEqual(['2026-11-30T09:00:00.000Z', '2026-11-30T10:00:00.000Z', '2026-11-30T11:00:00.000Z', '2026-11-30T12:00:00.000Z']);
+  });
+});
