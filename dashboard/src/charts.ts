@@ -72,11 +72,12 @@ export function bucketAxis(stepSeconds: number): Record<string, unknown> {
 }
 
 /**
- * Tooltip callbacks titling a hovered bucket of `stepSeconds` as bucketTooltipTitle has it ("30/11 (UTC)"); a
- * bucket with nothing to list has no title, so no tooltip shows (not a box reading "(UTC)").
+ * Tooltip callbacks titling a hovered bucket of `stepSeconds` as bucketTooltipTitle has it ("30/11 (UTC)"), or a
+ * partial one by the time it covers (`partial`, from partialTitles); a bucket with nothing to list has no title, so
+ * no tooltip shows (not a box reading "(UTC)").
  */
-export function bucketTitle(stepSeconds: number): { title: (items: readonly { label: string }[]) => string } {
-  return { title: (items) => (items[0] ? bucketTooltipTitle(items[0].label, stepSeconds) : '') };
+export function bucketTitle(stepSeconds: number, partial: readonly (string | null)[] = []): { title: (items: readonly { label: string; dataIndex: number }[]) => string } {
+  return { title: (items) => (items[0] ? partial[items[0].dataIndex] ?? bucketTooltipTitle(items[0].label, stepSeconds) : '') };
 }
 
 /** A size as a tooltip line reads it: "largest stdout: 12,578 chars (2,578 chars over the cap)". */
@@ -107,6 +108,8 @@ export class ChartPanel {
   private readonly selection: HTMLDivElement;
   private chart: ChartJs | undefined;
   private bands: Band[] = [];
+  /** Per bucket, its partialTitles title when the range cuts it, null when whole. */
+  private partial: readonly (string | null)[] = [];
   private zoom: ((fromIndex: number, toIndex: number) => void) | undefined;
   private zoomOut: (() => void) | undefined;
   /** The bucket picked with the keyboard (highlighted, its tooltip shown); null with none. */
@@ -138,6 +141,16 @@ export class ChartPanel {
   setBands(bands: Band[]): void {
     this.bands = bands;
     this.canvas.dataset['bands'] = bands.map((b) => b.label).join('; ');
+  }
+
+  /**
+   * Marks the buckets the range cuts (partialTitles: a title per partial bucket, null for a whole one); set before
+   * render. Their bars are drawn hatched and lighter, the line segments into them dashed, and the summary names them,
+   * so a bucket still filling does not read as a dip.
+   */
+  setPartial(titles: readonly (string | null)[]): void {
+    this.partial = titles;
+    this.canvas.dataset['partial'] = titles.filter((t) => t !== null).join('; ');
   }
 
   /**
@@ -270,7 +283,7 @@ export class ChartPanel {
     if (!chart || i === null) return;
     const t = chart.tooltip;
     const lines = t && t.opacity > 0 ? [t.title.join(' '), ...t.body.flatMap((b) => b.lines)].filter((l) => l !== '') : [];
-    const text = lines.length > 0 ? lines.join('; ') : `${String(chart.data.labels?.[i] ?? '')}: nothing drawn in this bucket`;
+    const text = lines.length > 0 ? lines.join('; ') : `${this.partial[i] ?? String(chart.data.labels?.[i] ?? '')}: nothing drawn in this bucket`;
     if (this.said.textContent !== text) this.said.textContent = text;
   }
 
@@ -280,15 +293,17 @@ export class ChartPanel {
     configure(C);
     // The canvas is named by its title and described by the summary beside it: a screen reader reads the summary
     // once, not once as the name and again as the description.
-    this.summary.textContent = summary;
+    const cut = this.partial.filter((t) => t !== null);
+    this.summary.textContent = cut.length === 0 ? summary : `${summary} ${cut.length === 1 ? 'Partial bucket' : 'Partial buckets'}, covering less time than the others: ${cut.join('; ')}.`;
     replace(this.tableHolder, dataTable);
+    dashPartialSegments(config, this.partial);
     if (this.chart && (this.chart.config as { type?: string }).type === config.type) {
       this.chart.data = config.data;
       if (config.options) this.chart.options = config.options;
       this.chart.update('none');
     } else {
       this.chart?.destroy();
-      this.chart = new C(this.canvas, { ...config, plugins: [...(config.plugins ?? []), this.bandPlugin()] } as ChartConfiguration);
+      this.chart = new C(this.canvas, { ...config, plugins: [...(config.plugins ?? []), this.bandPlugin(), this.partialPlugin()] } as ChartConfiguration);
     }
     // A bucket picked stays picked across a refresh (the last one if there are fewer now), without being said again.
     if (this.cursor !== null) this.pick(Math.min(this.cursor, (this.chart.data.labels?.length ?? 1) - 1));
@@ -344,9 +359,76 @@ export class ChartPanel {
     };
   }
 
+  /**
+   * Draws each bar of a partial bucket lighter and hatched with a dashed outline, in its own colour over the panel's:
+   * the same look in both themes, and the legend (which shows no bucket) keeps the whole colour.
+   */
+  private partialPlugin(): Plugin {
+    return {
+      id: 'hookwatchPartial',
+      afterDatasetsDraw: (chart) => {
+        if (!this.partial.some((t) => t !== null)) return;
+        const { ctx, chartArea } = chart;
+        const panel = cssColor('--panel');
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(chartArea.left, chartArea.top, chartArea.right - chartArea.left, chartArea.bottom - chartArea.top);
+        ctx.clip();
+        chart.data.datasets.forEach((_d, di) => {
+          const meta = chart.getDatasetMeta(di);
+          if (meta.type !== 'bar' || !chart.isDatasetVisible(di)) return;
+          this.partial.forEach((t, i) => {
+            const bar = meta.data[i] as unknown as { getProps(p: string[], final: boolean): { x: number; y: number; base: number; width: number }; options: { backgroundColor?: unknown } } | undefined;
+            if (t === null || !bar) return;
+            const { x, y, base, width } = bar.getProps(['x', 'y', 'base', 'width'], true);
+            const [top, bottom] = [Math.min(y, base), Math.max(y, base)];
+            if (bottom - top < 1) return;
+            const color = typeof bar.options.backgroundColor === 'string' ? bar.options.backgroundColor : cssColor('--text');
+            const left = x - width / 2;
+            ctx.save();
+            ctx.beginPath();
+            ctx.rect(left, top, width, bottom - top);
+            ctx.clip();
+            ctx.fillStyle = panel;
+            ctx.globalAlpha = 0.6;
+            ctx.fillRect(left, top, width, bottom - top);
+            ctx.globalAlpha = 1;
+            ctx.strokeStyle = color;
+            ctx.lineWidth = 1.5;
+            ctx.beginPath();
+            for (let d = -(bottom - top); d < width; d += 6) {
+              ctx.moveTo(left + d, bottom);
+              ctx.lineTo(left + d + (bottom - top), top);
+            }
+            ctx.stroke();
+            ctx.setLineDash([3, 2]);
+            ctx.strokeRect(left + 0.75, top + 0.75, width - 1.5, bottom - top - 1.5);
+            ctx.restore();
+          });
+        });
+        ctx.restore();
+      },
+    };
+  }
+
   destroy(): void {
     this.chart?.destroy();
     this.chart = undefined;
+  }
+}
+
+/**
+ * Dashes the line segments that run into a partial bucket, and draws its point hollow, on every line of `config`
+ * but the reference lines (the cap is the cap in every bucket).
+ */
+function dashPartialSegments(config: ChartConfiguration, partial: readonly (string | null)[]): void {
+  if (!partial.some((t) => t !== null)) return;
+  const cut = (i: number): boolean => (partial[i] ?? null) !== null;
+  for (const d of config.data.datasets as unknown as (Record<string, unknown> & { type?: string; reference?: boolean })[]) {
+    if ((d.type ?? config.type) !== 'line' || d.reference === true) continue;
+    d['segment'] = { borderDash: (c: { p0DataIndex: number; p1DataIndex: number }) => (cut(c.p0DataIndex) || cut(c.p1DataIndex) ? [5, 4] : undefined) };
+    const fill = d['backgroundColor'];
+    d['pointBackgroundColor'] = (c: { dataIndex: number }) => (cut(c.dataIndex) ? cssColor('--panel') : fill);
   }
 }
 
@@ -414,7 +496,7 @@ export function referenceLine(label: string, value: number, count: number, color
  * Tooltip options for bucketed charts: reference lines are left out, and an empty bucket says it is empty
  * instead of listing only the cap and the preview (or nothing, on a chart without them); `line` words an item.
  */
-export function bucketTooltip(executions: readonly number[], stepSeconds: number, line: (item: TooltipItem<'line'>) => string = (item) => `${item.dataset.label ?? ''}: ${num(item.raw as number)}`): Record<string, unknown> {
+export function bucketTooltip(executions: readonly number[], stepSeconds: number, line: (item: TooltipItem<'line'>) => string = (item) => `${item.dataset.label ?? ''}: ${num(item.raw as number)}`, partial: readonly (string | null)[] = []): Record<string, unknown> {
   const isRef = (item: TooltipItem<'line'>): boolean => (item.dataset as { reference?: boolean }).reference === true;
   const empty = (i: number): boolean => (executions[i] ?? 0) === 0;
   return {
@@ -424,7 +506,7 @@ export function bucketTooltip(executions: readonly number[], stepSeconds: number
       return (items.find((x) => isRef(x)) ?? items[0]) === item;
     },
     callbacks: {
-      ...bucketTitle(stepSeconds),
+      ...bucketTitle(stepSeconds, partial),
       label: (item: TooltipItem<'line'>) => (empty(item.dataIndex) ? 'no executions in this bucket' : line(item)),
     },
   };

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ago, bucketAxisTitle, bucketLabel, bytes, chars, clockTime, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, num, parseInputDateTime, pct, plural, setTimeZone, shownStatus,
+  ago, bucketAxisTitle, bucketCell, bucketCovers, bucketLabel, bytes, chars, clockTime, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, num, parseInputDateTime, partialBucketTitle, pct, plural, setTimeZone, shownStatus,
   statusTitle, timeOfDaySeconds, timeZone, timeZoneLabel,
 } from './format.ts';
 
@@ -50,6 +50,26 @@ describe('format', () => {
     expect(new Set(hours).size).toBe(3);
     expect(bucketLabel('2026-11-30T00:00:00Z', 86_400, 30 * 86_400_000)).toBe('30/11');
     expect(bucketLabel('2026-11-30T06:00:00Z', 21_600, 7 * 86_400_000)).toBe('30/11, 06:00');
+  });
+
+  it('says what a bucket the range cuts covers, and finds none cut in a range aligned to the step', () => {
+    setTimeZone('UTC');
+    const day = { from: '2026-11-29T14:23:00.000Z', to: '2026-11-30T14:23:00.000Z', step: 600 };
+    const starts = ['2026-11-29T14:20:00.000Z', '2026-11-29T14:30:00.000Z', '2026-11-30T14:20:00.000Z'];
+    const covers = bucketCovers(day, starts, ['2026-11-29T14:30:00.000Z', '2026-11-29T14:40:00.000Z', '2026-11-30T14:23:00.000Z']);
+    expect(covers.map((c) => c.partial)).toEqual([true, false, true]);
+    expect(partialBucketTitle(covers[0]!, 600, 86_400_000)).toBe('14:23–14:30 (partial)');
+    expect(partialBucketTitle(covers[2]!, 600, 86_400_000)).toBe('14:20–14:23 (partial)');
+    expect(bucketCell(starts[2]!, covers[2], 600)).toBe('30/11/2026, 14:20–14:23 (partial)');
+    expect(bucketCell(starts[1]!, covers[1], 600)).toBe('29/11/2026, 14:30');
+    // Three-hour buckets over a week: the day too, and the end's day when it is another.
+    const week = { from: '2026-11-23T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', step: 10_800 };
+    const last = bucketCovers(week, ['2026-11-30T06:00:00.000Z'], ['2026-11-30T08:30:00.000Z'])[0]!;
+    expect(partialBucketTitle(last, 10_800, 7 * 86_400_000)).toBe('30/11, 06:00–08:30 (partial)');
+    browserIn('America/Los_Angeles');
+    expect(partialBucketTitle(last, 10_800, 7 * 86_400_000)).toBe('29/11, 22:00–30/11, 00:30 (partial)');
+    // Without the ends (an older answer) the cuts are the range's own; aligned, none is partial.
+    expect(bucketCovers({ from: '2026-11-30T00:00:00.000Z', to: '2026-11-30T02:00:00.000Z', step: 3600 }, ['2026-11-30T00:00:00.000Z', '2026-11-30T01:00:00.000Z']).map((c) => c.partial)).toEqual([false, false]);
   });
 
   it('titles an axis of day buckets as UTC days, whatever the zone chosen, and an axis of shorter buckets not at all', () => {

@@ -166,6 +166,72 @@ export function bucketStart(iso: string, stepSeconds: number): string {
   return stepSeconds >= 86_400 ? utcDay(Date.parse(iso)) : dateTime(iso);
 }
 
+/** What a bucket of a series counted: from the later of its start and the range's `from` until its end. */
+export interface BucketCover {
+  fromMs: number;
+  toMs: number;
+  /** Less than a step: a bucket the range cuts (the last one still filling in a range ending now), no dip. */
+  partial: boolean;
+}
+
+/**
+ * What each bucket of a series counted, from its starts and the ends the API gives (`end`, the fleet's `ends`);
+ * an answer without them ends each bucket a step later or at `to`, as the API cuts them.
+ */
+export function bucketCovers(series: { from: string; to: string; step: number }, starts: readonly string[], ends?: readonly (string | undefined)[]): BucketCover[] {
+  const from = Date.parse(series.from);
+  const to = Date.parse(series.to);
+  const stepMs = series.step * 1000;
+  return starts.map((s, i) => {
+    const start = Date.parse(s);
+    const end = ends?.[i];
+    const toMs = end === undefined ? Math.min(start + stepMs, to) : Date.parse(end);
+    const fromMs = Math.max(start, from);
+    return { fromMs, toMs, partial: toMs - fromMs < stepMs };
+  });
+}
+
+const UTC_TIME = new Intl.DateTimeFormat(LOCALE, { timeZone: 'UTC', hourCycle: 'h23', hour: '2-digit', minute: '2-digit' });
+
+/** A UTC time of day, a day's end as 24:00 (a first day bucket the range cuts runs to midnight, not from it). */
+function utcTime(ms: number, end: boolean): string {
+  return end && ms % 86_400_000 === 0 ? '24:00' : UTC_TIME.format(new Date(ms));
+}
+
+/** The end of a span starting `fromMs`: its time alone on the same day (or when `timeOnly`), with its day otherwise. */
+function spanEnd(fromMs: number, toMs: number, timeOnly: boolean, withDay: Intl.DateTimeFormat): string {
+  return (timeOnly || day(fromMs) === day(toMs - 1) ? formats.time : withDay).format(new Date(toMs));
+}
+
+/**
+ * The title of a hovered partial bucket: the time it covers, as its axis label writes times, and that it is
+ * partial ("14:00–14:23 (partial)"; a day bucket in UTC, "30/11 00:00–08:30 (UTC, partial)").
+ */
+export function partialBucketTitle(c: BucketCover, stepSeconds: number, spanMs = 0): string {
+  if (stepSeconds >= 86_400) return `${utcDayMonth(c.fromMs)} ${utcTime(c.fromMs, false)}–${utcTime(c.toMs, true)} (UTC, partial)`;
+  const start = bucketLabel(c.fromMs, stepSeconds, spanMs);
+  const timeOnly = spanMs > 0 && spanMs <= 86_400_000 && stepSeconds < 3600;
+  return `${start}–${spanEnd(c.fromMs, c.toMs, timeOnly, formats.short)} (partial)`;
+}
+
+/**
+ * Each bucket's title when it is partial (partialBucketTitle: "14:00–14:23 (partial)"), null for a whole one: what
+ * the tooltips, the chart (ChartPanel.setPartial) and its summary say of it.
+ */
+export function partialTitles(covers: readonly BucketCover[], stepSeconds: number, spanMs: number): (string | null)[] {
+  return covers.map((c) => (c.partial ? partialBucketTitle(c, stepSeconds, spanMs) : null));
+}
+
+/**
+ * A bucket in a data table's first column: bucketStart for a whole bucket; for a partial one the time it covers
+ * and that it is partial ("30/11/2026, 14:00–14:23 (partial)"), as its tooltip says.
+ */
+export function bucketCell(start: string, c: BucketCover | undefined, stepSeconds: number): string {
+  if (!c?.partial) return bucketStart(start, stepSeconds);
+  if (stepSeconds >= 86_400) return `${utcDay(c.fromMs)} ${utcTime(c.fromMs, false)}–${utcTime(c.toMs, true)} (UTC, partial)`;
+  return `${dateTime(c.fromMs)}–${spanEnd(c.fromMs, c.toMs, false, formats.dateTime)} (partial)`;
+}
+
 /** The heading of the column bucketStart fills. */
 export function bucketStartHeader(stepSeconds: number): string {
   return stepSeconds >= 86_400 ? 'Day (UTC)' : 'Bucket start';

@@ -25,6 +25,9 @@ async function inLosAngeles(use: (w: WatchedPage, open: (path: string) => Promis
   }
 }
 
+/** A day bucket's tooltip title: its UTC day, or for a day the range cuts the UTC hours it covers. */
+const DAY_TITLE = /^\d\d\/\d\d (?:\(UTC\)|\d\d:\d\d–\d\d:\d\d \(UTC, partial\)) \| /;
+
 /** What no tooltip line may hold: raw milliseconds (13 digits, with or without separators), undefined, NaN. */
 const UNREADABLE = /\d{1,3}(?:,\d{3}){4}|\d{13}|undefined|NaN/;
 
@@ -50,12 +53,13 @@ describe('chart tooltips', () => {
       const id = await fx.hookId('SessionStart:startup');
       await open(`/hooks/${id}?range=30d`);
       const delivery = await hoverTooltips(w.page, 'chart-delivery');
-      expect(delivery).toContain('31/10 (UTC) | no executions in this bucket');
-      expect(delivery.filter((t) => !/^\d\d\/\d\d \(UTC\) \| /.test(t))).toEqual([]);
+      // The first day counts from the range's start (08:30 UTC), and says so.
+      expect(delivery).toContain('31/10 08:30–24:00 (UTC, partial) | no executions in this bucket');
+      expect(delivery.filter((t) => !DAY_TITLE.test(t))).toEqual([]);
       await open('/?range=30d');
       const fleet = await hoverTooltips(w.page, 'chart-fleet');
       expect(fleet.length).toBeGreaterThan(0);
-      expect(fleet.filter((t) => !/^\d\d\/\d\d \(UTC\) \| /.test(t))).toEqual([]);
+      expect(fleet.filter((t) => !DAY_TITLE.test(t))).toEqual([]);
     });
   });
 
@@ -72,13 +76,14 @@ describe('chart tooltips', () => {
   it('give sizes in characters against the cap on the cliff and fleet charts, hours in the page\'s zone', async () => {
     await inLosAngeles(async (w, open) => {
       const id = await fx.hookId('SessionStart:startup');
-      // Three-hour buckets: times of day in Los Angeles, the newest bucket starting 22:00 on 29/11.
+      // Three-hour buckets: times of day in Los Angeles, the newest bucket starting 22:00 on 29/11 and, the range
+      // ending at 00:30 on 30/11 there, partial.
       await open(`/hooks/${id}?range=7d`);
-      expect(await hoverTooltips(w.page, 'chart-cliff')).toContain('29/11, 22:00 | largest additionalContext: 12,000 chars (2,000 chars over the cap)'
+      expect(await hoverTooltips(w.page, 'chart-cliff')).toContain('29/11, 22:00–30/11, 00:30 (partial) | largest additionalContext: 12,000 chars (2,000 chars over the cap)'
         + ' | largest stdout: 12,578 chars (2,578 chars over the cap) | bucket with persisted outputs: 3 outputs persisted');
       await open('/?range=7d');
       const fleet = await hoverTooltips(w.page, 'chart-fleet');
-      expect(fleet).toContain('29/11, 22:00 | largest output in the fleet: 12,578 chars (2,578 chars over the cap) | SessionStart:startup: 3 | PostToolUse:Bash: 1');
+      expect(fleet).toContain('29/11, 22:00–30/11, 00:30 (partial) | largest output in the fleet: 12,578 chars (2,578 chars over the cap) | SessionStart:startup: 3 | PostToolUse:Bash: 1');
       expect(fleet.filter((t) => UNREADABLE.test(t))).toEqual([]);
     });
   });

@@ -200,11 +200,17 @@ describe('charts\' numbers', () => {
       expect(growthRows([{ t: Date.parse('2026-11-30T00:00:00Z'), value: 12_578 }])).toEqual([['30/11/2026', '12,578']]);
       expect(bucketLabel('2026-11-30T00:00:00.000Z', 86_400)).toBe('30/11');
       // The data tables under the charts give day buckets the date their axis label has.
-      const daily: SeriesResponse = { ...series, step: 86_400, buckets: [bucket('2026-11-30T00:00:00.000Z', { maxChars: { additionalContext: 9_000, stdout: 10, systemMessage: null, initialUserMessage: null } })] };
+      const daily: SeriesResponse = {
+        ...series, from: '2026-11-30T00:00:00.000Z', to: '2026-12-01T00:00:00.000Z', step: 86_400,
+        buckets: [bucket('2026-11-30T00:00:00.000Z', { end: '2026-12-01T00:00:00.000Z', maxChars: { additionalContext: 9_000, stdout: 10, systemMessage: null, initialUserMessage: null } })],
+      };
       expect(cliffView(daily).headers[0]).toBe('Day (UTC)');
       expect(cliffView(daily).rows[0]?.[0]).toBe('30/11/2026');
       expect(deliveryView(daily).headers[0]).toBe('Day (UTC)');
       expect(deliveryView(daily).rows[0]?.[0]).toBe('30/11/2026');
+      // A day the range cuts says what it covers, in UTC as its date is.
+      const cut = { ...daily, to: '2026-11-30T08:30:00.000Z', buckets: daily.buckets.map((b) => ({ ...b, end: '2026-11-30T08:30:00.000Z' })) };
+      expect(cliffView(cut).rows[0]?.[0]).toBe('30/11/2026 00:00–08:30 (UTC, partial)');
       // Shorter buckets keep their local start.
       expect(cliffView(series).rows[0]?.[0]).toBe('30/11/2026, 00:00');
       expect(deliveryView(series).headers[0]).toBe('Bucket start');

@@ -11,7 +11,7 @@ import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
-import { bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, utcDay } from '../format.ts';
+import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, utcDay, type BucketCover } from '../format.ts';
 import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
@@ -107,6 +107,17 @@ export function kindsIn(buckets: readonly SeriesBucket[]): OutputKind[] {
   return used.length ? used : ['additionalContext'];
 }
 
+/** What each bucket of the series counted (bucketCovers): the first from the range's start, the last until its end. */
+export function seriesCovers(series: SeriesResponse): BucketCover[] {
+  return bucketCovers(series, series.buckets.map((b) => b.start), series.buckets.map((b) => b.end));
+}
+
+/** A data table's rows, one per bucket with executions, its first cell the bucket as bucketCell writes it. */
+function bucketRows(series: SeriesResponse, cells: (b: SeriesBucket) => string[]): string[][] {
+  const covers = seriesCovers(series);
+  return series.buckets.flatMap((b, i) => (b.executions > 0 ? [[bucketCell(b.start, covers[i], series.step), ...cells(b)]] : []));
+}
+
 /** The cliff chart's numbers: kinds drawn, the persisted markers, the peak, its summary and data table. */
 export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persisted: (number | null)[]; peak: number | null; summary: string; headers: string[]; rows: string[][] } {
   const kinds = kindsIn(series.buckets);
@@ -122,7 +133,7 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
       ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
       : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
     headers: [bucketStartHeader(series.step), ...kinds, 'Outputs persisted'],
-    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [bucketStart(b.start, series.step), ...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
+    rows: bucketRows(series, (b) => [...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
   };
 }
 
@@ -164,7 +175,7 @@ export function deliveryView(series: SeriesResponse): { summary: string; headers
   return {
     summary: `${plural(success, 'hook command')} reported success; ${lost}`,
     headers: [bucketStartHeader(series.step), 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted', 'Without size data'],
-    rows: series.buckets.filter((b) => b.executions > 0).map((b) => [bucketStart(b.start, series.step), num(b.executions), num(b.success), persistedKnown(b).text, num(b.executionsWithPersisted), num(b.sizeUnknownExecutions)]),
+    rows: bucketRows(series, (b) => [num(b.executions), num(b.success), persistedKnown(b).text, num(b.executionsWithPersisted), num(b.sizeUnknownExecutions)]),
   };
 }
 

@@ -11,7 +11,7 @@ import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, scrollBox, table } from '../dom.ts';
-import { bucketLabel, bucketTooltipTitle, chars, num, plural, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
+import { bucketLabel, bucketTooltipTitle, chars, num, partialTitles, plural, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -20,7 +20,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -32,10 +32,16 @@ function labelsOf(series: SeriesResponse): string[] {
   return series.buckets.map((b) => bucketLabel(b.start, series.step, span));
 }
 
+/** Per bucket, its title when the range cuts it (partialTitles), null when whole. */
+function partialOf(series: SeriesResponse): (string | null)[] {
+  return partialTitles(seriesCovers(series), series.step, Date.parse(series.to) - Date.parse(series.from));
+}
+
 /** The cliff over time: one line per kind, the cap and the preview, persisted buckets marked. */
-export function cliffChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
+export function cliffChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement; partial: (string | null)[] } {
   const labels = labelsOf(series);
   const dots = series.buckets.length > 40 ? 2 : 3;
+  const partial = partialOf(series);
   const v = cliffView(series);
   const marker = 'bucket with persisted outputs';
   // Every line is a size against the cap, but the marker's: its height is the bucket's size, its news the count.
@@ -65,16 +71,17 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line) },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line, partial) },
       scales: { x: bucketAxis(series.step), y: sizeAxis(v.peak) },
     },
   };
-  return { config, summary: v.summary, table: table('Largest output per bucket', v.headers, v.rows) };
+  return { config, summary: v.summary, table: table('Largest output per bucket', v.headers, v.rows), partial };
 }
 
 /** Success against persisted outputs per bucket: success keeps being reported while output is lost. */
-export function deliveryChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
+export function deliveryChart(series: SeriesResponse): { config: ChartConfiguration; summary: string; table: HTMLTableElement; partial: (string | null)[] } {
   const labels = labelsOf(series);
+  const partial = partialOf(series);
   const persisted = 'outputs persisted (not delivered)';
   // The persisted bar is a lower bound where a bucket's executions sent no size data or no persisted count: its
   // line says "at least" (or "none known") and why, never a bare count read as exact.
@@ -96,7 +103,7 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line) },
+      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line, partial) },
       scales: { x: bucketAxis(series.step), y: countAxis() },
     },
   };
@@ -105,6 +112,7 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
     config,
     summary: v.summary,
     table: table('Success and persisted outputs per bucket', v.headers, v.rows),
+    partial,
   };
 }
 
@@ -315,8 +323,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
       if (guardUnfiltered === null) addGuardTrimsToCliff(c1.config, series, guardTrims);
+      cliff.setPartial(c1.partial);
       cliff.render(c1.config, c1.summary, c1.table);
       const c2 = deliveryChart(series);
+      delivery.setPartial(c2.partial);
       delivery.render(c2.config, c2.summary, c2.table);
       const c3 = cliffCurveChart(hk, series);
       curve.render(c3.config, c3.summary, c3.table);

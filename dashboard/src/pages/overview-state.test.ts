@@ -255,11 +255,16 @@ describe('fleet figures', () => {
     process.env['TZ'] = 'America/Los_Angeles';
     setTimeZone('local');
     try {
-      const days = { ...fleet([fleetHook(OVER, [10_500, 2_000], [1, 0])]), step: 86_400, buckets: ['2026-12-02T00:00:00.000Z', '2026-12-03T00:00:00.000Z'], from: '2026-12-02T00:00:00.000Z', to: '2026-12-04T00:00:00.000Z' };
+      const days = { ...fleet([fleetHook(OVER, [10_500, 2_000], [1, 0])]), step: 86_400, buckets: ['2026-12-02T00:00:00.000Z', '2026-12-03T00:00:00.000Z'], ends: ['2026-12-03T00:00:00.000Z', '2026-12-04T00:00:00.000Z'], from: '2026-12-02T00:00:00.000Z', to: '2026-12-04T00:00:00.000Z' };
       const v = fleetView(days);
       expect(v.labels).toEqual(['02/12', '03/12']);
       expect(v.tableHeaders[0]).toBe('Day (UTC)');
       expect(v.tableRows.map((r) => r[0])).toEqual(['02/12/2026', '03/12/2026']);
+      expect(v.partial).toEqual([null, null]);
+      // A range from 06:00 until 14:23 UTC on the last day: both days are partial, in UTC as their dates are.
+      const cut = fleetView({ ...days, from: '2026-12-02T06:00:00.000Z', to: '2026-12-03T14:23:00.000Z', ends: ['2026-12-03T00:00:00.000Z', '2026-12-03T14:23:00.000Z'] });
+      expect(cut.partial).toEqual(['02/12 06:00–24:00 (UTC, partial)', '03/12 00:00–14:23 (UTC, partial)']);
+      expect(cut.tableRows.map((r) => r[0])).toEqual(['02/12/2026 06:00–24:00 (UTC, partial)', '03/12/2026 00:00–14:23 (UTC, partial)']);
     } finally {
       if (tz === undefined) delete process.env['TZ'];
       else process.env['TZ'] = tz;

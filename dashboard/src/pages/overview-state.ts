@@ -8,7 +8,7 @@ import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../s
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
-import { ago, bucketLabel, bucketStart, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, shownStatus } from '../format.ts';
+import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialTitles, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
@@ -396,11 +396,14 @@ export interface FleetView {
   tableRows: string[][];
   /** Hook id per bar dataset, null for the grouped rest. */
   topIds: (string | null)[];
+  /** Per bucket, its title when the range cuts it (partialTitles), null when whole. */
+  partial: (string | null)[];
 }
 
 export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetView {
   const span = Date.parse(fleet.to) - Date.parse(fleet.from);
   const labels = fleet.buckets.map((b) => bucketLabel(b, fleet.step, span));
+  const covers = bucketCovers(fleet, fleet.buckets, fleet.ends);
   const persisted = new Map(fleet.hooks.map((hk) => [hk, persistedSeries(hk)]));
   const of = (hk: FleetSeriesHook): number[] => persisted.get(hk) ?? [];
   const withPersisted = fleet.hooks.filter((hk) => of(hk).some((v) => v > 0));
@@ -422,7 +425,7 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const summary = totalPersisted === 0
     ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
-  const tableRows = fleet.buckets.map((b, i) => [bucketStart(b, fleet.step), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
+  const tableRows = fleet.buckets.map((b, i) => [bucketCell(b, covers[i], fleet.step), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
     .filter((_r, i) => (executions[i] ?? 0) > 0);
   return {
     labels, shown, shownPersisted, restPersisted,
@@ -431,6 +434,7 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
     tableHeaders: [bucketStartHeader(fleet.step), 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],
     tableRows,
     topIds: [...shown.map((hk) => hk.id), null],
+    partial: partialTitles(covers, fleet.step, span),
   };
 }
 

@@ -77,7 +77,7 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
         tooltip: {
           filter: (item: { dataset: { reference?: boolean }; raw: unknown }) => item.dataset.reference !== true && item.raw !== null && item.raw !== 0,
           callbacks: {
-            ...bucketTitle(fleet.step),
+            ...bucketTitle(fleet.step, v.partial),
             // Bars count outputs; the line is a size, read against the cap.
             label: (item: { dataset: { label?: string; yAxisID?: string }; raw: unknown }) =>
               item.dataset.yAxisID === 'y1' ? sizeLine(item.dataset.label ?? '', item.raw as number) : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`,
@@ -426,6 +426,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
 
   const drawFleet = (fleet: FleetSeriesResponse): void => {
     const c = fleetChart(fleet);
+    fleetPanel.setPartial(c.view.partial);
     fleetPanel.render({
       ...c.config,
       options: {
