@@ -5,17 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, SeriesResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 
-let pgServer: TestServer;
-beforeAll(async () => {
-  pgServer = await startTestServer();
-}, 60_000);
-afterAll(async () => {
-  await pgServer?.stop();
-});
+const pg = useTestServer();
 
 function event(t: string, seq: number): unknown {
   const attrs: Record<string, string> = {
@@ -27,7 +21,7 @@ function event(t: string, seq: number): unknown {
 
 const backends: { name: string; db: () => Promise<Record<string, string>> }[] = [
   { name: 'sqlite', db: async () => ({}) },
-  { name: 'postgres', db: async () => ({ HOOKWATCH_DB: await pgServer.createDatabase() }) },
+  { name: 'postgres', db: async () => ({ HOOKWATCH_DB: await pg.server().createDatabase() }) },
 ];
 
 describe.each(backends)('series bucket ends on $name', (backend) => {

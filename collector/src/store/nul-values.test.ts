@@ -9,18 +9,12 @@ import type { OverviewResponse } from '../../../shared/src/api.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { tempDir } from '../../test/helpers.ts';
 
 const tmp = tempDir();
-let pgServer: TestServer;
-beforeAll(async () => {
-  pgServer = await startTestServer();
-}, 60_000);
-afterAll(async () => {
-  await pgServer?.stop();
-  tmp.cleanup();
-});
+const pg = useTestServer();
+afterAll(() => tmp.cleanup());
 
 function record(i: number, attrs: Record<string, string> = {}): unknown {
   const all = {
@@ -32,7 +26,7 @@ function record(i: number, attrs: Record<string, string> = {}): unknown {
 
 const backends: { name: string; db: () => Promise<string> }[] = [
   { name: 'sqlite', db: async () => join(tmp.dir, `nul-${Date.now()}.db`) },
-  { name: 'postgres', db: () => pgServer.createDatabase() },
+  { name: 'postgres', db: () => pg.server().createDatabase() },
 ];
 
 describe.each(backends)('NUL in an attribute on $name', (backend) => {
