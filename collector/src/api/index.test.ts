@@ -172,10 +172,15 @@ describe('GET /api/v1/overview and breakdown', () => {
     const path = `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`;
     const first = await getJson<BreakdownResponse>(service.httpUrl, `${path}&limit=1`);
     expect(first.status).toBe(200);
-    expect([first.body.rows.map((r) => r.value), first.body.total, first.body.nextCursor]).toEqual([['alice'], 2, '1']);
+    expect([first.body.rows.map((r) => r.value), first.body.total]).toEqual([['alice'], 2]);
+    // Where the page ended (its last row), not a count: opaque to clients.
+    expect(first.body.nextCursor).toEqual(expect.any(String));
     const second = await getJson<BreakdownResponse>(service.httpUrl, `${path}&limit=1&cursor=${first.body.nextCursor}`);
     expect([second.body.rows.map((r) => r.value), second.body.total, second.body.nextCursor]).toEqual([['bob'], 2, null]);
-    for (const [query, parameter] of [['limit=0', 'limit'], ['limit=5001', 'limit'], ['cursor=x', 'cursor'], ['limit=1&limit=2', 'limit']]) {
+    // A count (what an earlier version gave), another spelling of a cursor, bytes that are not UTF-8: refused.
+    const bent = `${first.body.nextCursor}=`;
+    const notUtf8 = Buffer.from([0x31, 0x3a, 0xff]).toString('base64url');
+    for (const [query, parameter] of [['limit=0', 'limit'], ['limit=5001', 'limit'], ['cursor=x', 'cursor'], ['cursor=1', 'cursor'], [`cursor=${bent}`, 'cursor'], [`cursor=${notUtf8}`, 'cursor'], ['limit=1&limit=2', 'limit']]) {
       const bad = await getJson<{ error: { code: string; parameter: string } }>(service.httpUrl, `${path}&${query}`);
       expect([bad.status, bad.body.error.code, bad.body.error.parameter], query).toEqual([400, 'bad_parameter', parameter]);
     }
@@ -323,5 +328,33 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
     expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });
     expect((await getJson(service.httpUrl, '/readyz')).body).toEqual({ status: 'ready' });
+  });
+});
+
+// Last in the file: it stores more events.
+describe('GET /api/v1/hooks/:id/breakdown while events arrive', () => {
+  it('a value that arrives between two pages makes the next page neither repeat a row nor skip one', async () => {
+    const post = async (records: unknown[]): Promise<void> => {
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: records }] }] }), { 'content-type': 'application/json' });
+      expect(res.status).toBe(200);
+    };
+    // alice 2, bob 2, carol 1.
+    await post(['alice', 'alice', 'bob', 'bob', 'carol'].map((user, i) => event('SubagentStop:paging', `2026-11-30T09:0${i}:00Z`, 100 + i, { 'user.id': user })));
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d&name=paging');
+    const path = `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id&limit=1`;
+    const first = await getJson<BreakdownResponse>(service.httpUrl, path);
+    expect([first.body.rows.map((r) => r.value), first.body.total]).toEqual([['alice'], 3]);
+    // dave, with more executions than anyone, sorts before the page just read.
+    await post([0, 1, 2].map((i) => event('SubagentStop:paging', `2026-11-30T09:1${i}:00Z`, 200 + i, { 'user.id': 'dave' })));
+    const values: string[] = [];
+    const totals = new Set<number>();
+    for (let cursor = first.body.nextCursor; cursor !== null;) {
+      const next = await getJson<BreakdownResponse>(service.httpUrl, `${path}&cursor=${cursor}`);
+      expect(next.status).toBe(200);
+      values.push(...next.body.rows.map((r) => r.value));
+      totals.add(next.body.total);
+      cursor = next.body.nextCursor;
+    }
+    expect([values, [...totals]]).toEqual([['bob', 'carol'], [4]]);
   });
 });

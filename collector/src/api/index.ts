@@ -12,7 +12,7 @@ import { StoreUnavailableError, UnknownDimensionError, type Store } from '../sto
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError } from '../request-error.ts';
-import { ParamError, nameMatches, onlyParams, parseFilters, parseHookId, parseHookIds, pageOf, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, breakdownOrder, breakdownPageOf, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -156,7 +156,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     const dimension = single(q, 'dimension') ?? 'service.version';
     if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${JSON.stringify(dimension.slice(0, 64))}; known: ${dims.join(', ')}`);
     const range = parseRange(q, now());
-    const page = parsePage(q);
+    const limit = parseLimit(q);
+    const after = parseBreakdownCursor(q);
     const filters = filtersOf(q, ['from', 'to', 'dimension', 'limit', 'cursor']);
     // As the hook's page and series: a hook hookwatch does not know is 404, not an empty breakdown.
     if (!(await store.hook(id))) {
@@ -164,9 +165,9 @@ export function createApiRouter(opts: ApiOptions): Router {
       return;
     }
     // A breakdown by session or user grows with the fleet: one page of rows, most executions first, in an order
-    // that stays the same from one page to the next (ties by value).
-    const rows = (await store.breakdown(id, dimension, { ...range, filters })).sort((a, b) => b.executions - a.executions || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
-    const { items, total, nextCursor } = pageOf(rows, page);
+    // that stays the same from one page to the next (ties by value), after the row the cursor names.
+    const rows = (await store.breakdown(id, dimension, { ...range, filters })).sort(breakdownOrder);
+    const { items, total, nextCursor } = breakdownPageOf(rows, limit, after);
     const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: items.map(breakdownRow), total, nextCursor };
     res.json(body);
   });

@@ -114,6 +114,46 @@ export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, f
   return { limit, offset };
 }
 
+/** Where a breakdown page ended: its last row's executions and value. */
+export interface BreakdownPosition {
+  executions: number;
+  value: string;
+}
+
+/** A breakdown's order: most executions first, ties by value (the same from one page to the next). */
+export function breakdownOrder(a: BreakdownPosition, b: BreakdownPosition): number {
+  return b.executions - a.executions || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0);
+}
+
+/** A breakdown page's nextCursor: where it ended (the last row's executions and value), opaque to clients. */
+export function breakdownCursor(p: BreakdownPosition): string {
+  return Buffer.from(`${p.executions}:${p.value}`).toString('base64url');
+}
+
+/** `cursor`: a nextCursor breakdownCursor gave; undefined when absent (the first page). */
+export function parseBreakdownCursor(query: Record<string, unknown>): BreakdownPosition | undefined {
+  const v = single(query, 'cursor');
+  if (v === undefined) return undefined;
+  const text = v.length <= 4096 ? Buffer.from(v, 'base64url').toString('utf8') : '';
+  const m = /^(\d{1,15}):(.*)$/s.exec(text);
+  // Only what breakdownCursor gives: bytes that are not UTF-8, or another spelling of the same bytes, are refused.
+  if (!m || breakdownCursor({ executions: Number(m[1]), value: String(m[2]) }) !== v) throw badCursor();
+  return { executions: Number(m[1]), value: String(m[2]) };
+}
+
+/**
+ * One page of `limit` breakdown rows (sorted by breakdownOrder) after the row `after` names, with the count over
+ * every page and the next page's cursor (null on the last). The cursor names a row, not a count: a value that gains
+ * executions between two requests makes the next page neither repeat nor skip a row.
+ */
+export function breakdownPageOf<T extends BreakdownPosition>(sorted: readonly T[], limit: number, after: BreakdownPosition | undefined): { items: T[]; total: number; nextCursor: string | null } {
+  const found = after ? sorted.findIndex((r) => breakdownOrder(after, r) < 0) : 0;
+  const start = found === -1 ? sorted.length : found;
+  const items = sorted.slice(start, start + limit);
+  const last = items.at(-1);
+  return { items, total: sorted.length, nextCursor: start + limit < sorted.length && last ? breakdownCursor(last) : null };
+}
+
 /** One page of a ranked list, with the count over every page and the `cursor` of the next (null on the last). */
 export function pageOf<T>(items: readonly T[], page: { limit: number; offset: number }): { items: T[]; total: number; nextCursor: string | null } {
   const end = page.offset + page.limit;
