@@ -209,13 +209,14 @@ describe('alerts page', () => {
     expect((await chartData(p, 'chart-cliff')).labels.length).toBeGreaterThan(0);
   });
 
-  it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, and follows the range', async () => {
+  it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, follows the range, and links a hook over all its alert counted', async () => {
     const now = Date.parse('2026-11-30T08:30:00Z');
     const iso = (ms: number): string => new Date(ms).toISOString();
-    const base = { fingerprint: '0123456789abcdef', annotations: {}, lastNotifiedAt: null, deliveries: [], silencedBy: [] as string[] };
+    const base = { fingerprint: '0123456789abcdef', annotations: {}, firstEventAt: null, lastNotifiedAt: null, deliveries: [], silencedBy: [] as string[] };
     const hook = 'aaaaaaaaaaaaaaaa';
     const alerts: AlertSummary[] = [
-      { ...base, id: '0123456789abcdef-1', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 600_000), startsAt: iso(now - 600_000), endsAt: null, hookId: hook },
+      // Raised on an output stamped five hours ago, which has left the rule's window (and its annotations) since.
+      { ...base, id: '0123456789abcdef-1', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 600_000), startsAt: iso(now - 600_000), endsAt: null, firstEventAt: iso(now - 5 * 3_600_000), hookId: hook },
       { ...base, id: '0123456789abcdef-2', rule: 'headroom', state: 'resolved', labels: { alertname: 'headroom', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 3_600_000), startsAt: iso(now - 3_000_000), endsAt: iso(now - 600_000), hookId: hook },
       { ...base, id: '0123456789abcdef-3', rule: 'blind', state: 'firing', labels: { alertname: 'blind', service_name: 'claude-code', service_version: '2.1.250' }, activeAt: iso(now - 900_000), startsAt: iso(now - 900_000), endsAt: null, hookId: null },
       { ...base, id: '0123456789abcdef-4', rule: 'growth', state: 'resolved', labels: { alertname: 'growth', hook_name: 'Stop', hook_event: 'Stop' }, activeAt: iso(now - 20 * 86_400_000), startsAt: iso(now - 20 * 86_400_000), endsAt: iso(now - 19 * 86_400_000), hookId: 'bbbbbbbbbbbbbbbb' },
@@ -233,6 +234,10 @@ describe('alerts page', () => {
       const { page: p } = await page();
       await p.goto(`${base}/alerts`);
       await waitLoaded(p);
+      // The persisted alert's hook opens from an hour before that first output.
+      const link = new URL(await p.locator('article[data-alert-id="0123456789abcdef-1"] a.hook-link').getAttribute('href') ?? '', base);
+      expect(link.pathname).toBe(`/hooks/${hook}`);
+      expect(Date.parse(link.searchParams.get('from') ?? '')).toBeLessThanOrEqual(now - 6 * 3_600_000);
       const headroom = p.locator('article[data-alert-id="0123456789abcdef-2"]');
       expect(await headroom.getAttribute('data-state')).toBe('superseded');
       expect(await headroom.locator('.alert-head .status').textContent()).toBe('superseded');

@@ -21,7 +21,13 @@ export interface AlertTimes {
   activeAt?: string | null;
   /** When it resolved; null while active. */
   endsAt: string | null;
-  /** `first_event_time`: the earliest event time of late outputs, stamped before the window. */
+  /**
+   * The earliest event time of its late outputs (stamped before the rule's window) over its whole episode, kept
+   * once they leave the window; null when none was late; absent where not carried (a notification queued by an
+   * earlier release).
+   */
+  firstEventAt?: string | null;
+  /** `first_event_time`: the earliest event time of the late outputs in the window now. */
   annotations: Record<string, string>;
 }
 
@@ -31,11 +37,11 @@ function stamp(ms: number): string {
 
 /**
  * The range as RFC 3339 `from` and `to`: from an hour before the earliest of when the alert became active, started
- * firing and its earliest late output, to when it resolved or `nowMs` while it fires, widened to whole buckets of
- * the chart the dashboard draws for it.
+ * firing and its earliest late output (ever, or in the window now), to when it resolved or `nowMs` while it fires,
+ * widened to whole buckets of the chart the dashboard draws for it.
  */
 export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: string } {
-  const times = [a.activeAt, a.startsAt, a.annotations['first_event_time']]
+  const times = [a.activeAt, a.startsAt, a.firstEventAt, a.annotations['first_event_time']]
     .map((t) => (t ? Date.parse(t) : NaN))
     .filter((t) => Number.isFinite(t));
   const first = times.length ? Math.min(...times) : nowMs;

@@ -197,6 +197,11 @@ export interface AlertSummary {
   startsAt: string | null;
   /** When it resolved; null while active. */
   endsAt: string | null;
+  /**
+   * The earliest event time of the late outputs (stamped before the rule's window) it was raised on, over its whole
+   * episode: `first_event_time` of its annotations names only those still in the window. Null when none was late.
+   */
+  firstEventAt: string | null;
   /** When its last firing notification was delivered (or, until one is, sent out): `deliveries` says which arrived. */
   lastNotifiedAt: string | null;
   /** Per receiver, the outcome of the latest delivery attempt (empty until one was made). */

@@ -3,7 +3,7 @@ import { dashboardLink } from '../notify/links.ts';
 import type { LinkContext } from '../notify/model.ts';
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { Transition } from './lifecycle.ts';
+import { firstEventMs, type Transition } from './lifecycle.ts';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -23,7 +23,12 @@ export function announceTransitions(transitions: readonly Transition[], now: num
     }
     if (t.to !== 'pending') logger.info(`alert ${t.to}`, { alert: a.id, rule: a.rule, labels: a.labels });
     try {
-      const url = links ? dashboardLink(links, { hookId: a.hookId, activeAt: iso(a.activeAtMs), startsAt: a.startsAtMs === null ? null : iso(a.startsAtMs), endsAt: t.to === 'resolved' ? iso(a.endsAtMs ?? now) : null, annotations: a.annotations }, now) : '';
+      const first = firstEventMs(a);
+      const times = {
+        activeAt: iso(a.activeAtMs), startsAt: a.startsAtMs === null ? null : iso(a.startsAtMs), endsAt: t.to === 'resolved' ? iso(a.endsAtMs ?? now) : null,
+        firstEventAt: first === null ? null : iso(first), annotations: a.annotations,
+      };
+      const url = links ? dashboardLink(links, { hookId: a.hookId, ...times }, now) : '';
       events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now, ...(url ? { url } : {}) });
     } catch (err) {
       logger.warn('alert event export failed', { err });

@@ -18,7 +18,9 @@ import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertRecord, StateChanges } from './model.ts';
-import { FakeClock, hookEvent, keepFiringAcrossRestarts, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { FakeClock, hookEvent, keepFiringAcrossRestarts, otlpAccepted, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { alertRange } from '../../../shared/src/alert-range.ts';
+import type { AlertSummary } from '../../../shared/src/api.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
 const MIN = 60_000;
@@ -45,25 +47,26 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[]): AlertingConfig {
+function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[], eventsUrl = ''): AlertingConfig {
   return {
     rules: parseRules(rules, dimensionNames(['team'])),
     receivers: parseReceivers(receivers),
     evaluationIntervalMs: TICK,
     repeatIntervalMs,
     externalUrl: 'http://hookwatch.test',
-    otlp: { endpoint: '', headers: {} },
+    otlp: { endpoint: eventsUrl, headers: {} },
     delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
   };
 }
 
-async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number } = {}): Promise<Harness> {
+/** `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. */
+async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
   const db = join(dir, 'h.db');
   const clock = new FakeClock(opts.start ?? T0);
   const sink = new WebhookSink(clock.now);
   await sink.start();
-  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', url: `${sink.url}/hook` }]);
+  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', url: `${sink.url}/hook` }], opts.eventsUrl);
   const store = new SqliteStore({ path: db, dimensions: ['team'] });
   const h: Harness = {
     clock, sink, store, db,
@@ -299,6 +302,63 @@ describe('persisted rule', () => {
     // A window after their arrival, both resolve.
     await h.run(HOUR + MIN + TICK);
     expect(h.notes().filter((n) => n.status === 'resolved').map((n) => [n.hook, n.labels['team']]).sort()).toEqual([['PostToolUse:Bash', 'platform'], ['PostToolUse:Edit', 'platform']]);
+  });
+});
+
+describe('links over the time an alert counted', () => {
+  /** The `from` and `to` of a link to a hook's page, in ms. */
+  const range = (link: string): { from: number; to: number } => {
+    const u = new URL(link);
+    expect(u.searchParams.get('range')).toBe('custom');
+    return { from: Date.parse(u.searchParams.get('from') ?? ''), to: Date.parse(u.searchParams.get('to') ?? '') };
+  };
+
+  it('still start an hour before the first late output once it left the window, while the alert fires and once it resolved; a new episode starts afresh', async () => {
+    const events = new WebhookSink();
+    events.reply = otlpAccepted;
+    await events.start();
+    cleanups.push(() => events.close());
+    const h = await harness([{ kind: 'persisted', window: '1h' }], { repeatIntervalMs: 90 * MIN, eventsUrl: events.url });
+    const links = (): { status: string; link: string }[] => h.sink.bodies<AlertmanagerWebhookBody>().map((b) => ({ status: b.status, link: b.alerts[0]?.generatorURL ?? '' }));
+    // A Collector queue drains: an output persisted three hours ago arrives now, and the alert fires on it.
+    const stamped = T0 - 3 * HOUR;
+    await h.pushAt([{ ...over, timeMs: stamped, receivedMs: T0 }]);
+    expect(links().map((l) => l.status)).toEqual(['firing']);
+    expect(range(links()[0]?.link ?? '').from).toBeLessThanOrEqual(stamped - HOUR);
+    // The hook goes on persisting outputs, so the alert fires on after the late one left the window (an hour
+    // after its arrival): its annotations no longer name it.
+    await h.run(50 * MIN);
+    await h.push(over);
+    await h.run(45 * MIN);
+    const [firing] = h.alerting.engine.alerts();
+    expect(firing).toMatchObject({ state: 'firing', firstEventAt: new Date(stamped).toISOString() });
+    expect(firing?.annotations['first_event_time']).toBeUndefined();
+    // The repeat (90 minutes after the first notification) and the alerts API, as the alerts page reads it.
+    expect(links().map((l) => l.status)).toEqual(['firing', 'firing']);
+    expect(range(links()[1]?.link ?? '').from).toBeLessThanOrEqual(stamped - HOUR);
+    expect(Date.parse(alertRange(firing as AlertSummary, h.clock.now()).from)).toBeLessThanOrEqual(stamped - HOUR);
+    // Once the last output leaves the window it resolves: the resolution and the alert event link over it all.
+    await h.run(20 * MIN);
+    expect(links().map((l) => l.status)).toEqual(['firing', 'firing', 'resolved']);
+    const resolved = h.alerting.engine.alerts().find((a) => a.state === 'resolved') as AlertSummary;
+    expect(resolved.firstEventAt).toBe(new Date(stamped).toISOString());
+    const api = alertRange(resolved, h.clock.now());
+    for (const r of [range(links()[2]?.link ?? ''), { from: Date.parse(api.from), to: Date.parse(api.to) }]) {
+      expect(r.from).toBeLessThanOrEqual(stamped - HOUR);
+      expect(r.to).toBeGreaterThanOrEqual(Date.parse(resolved.endsAt ?? ''));
+    }
+    type Attr = { key: string; value: { stringValue?: string } };
+    const eventUrl = async (): Promise<string | undefined> => events.requests.flatMap((r) => {
+      const body = JSON.parse(r.body) as { resourceLogs: { scopeLogs: { logRecords: { attributes: Attr[] }[] }[] }[] };
+      return body.resourceLogs.flatMap((l) => l.scopeLogs.flatMap((sl) => sl.logRecords.map((rec) => Object.fromEntries(rec.attributes.map((a) => [a.key, a.value.stringValue])))));
+    }).find((a) => a['hookwatch.alert.state'] === 'resolved')?.['hookwatch.alert.url'];
+    await expect.poll(eventUrl, { timeout: 10_000, interval: 50 }).toBeDefined();
+    expect(range((await eventUrl()) ?? '').from).toBeLessThanOrEqual(stamped - HOUR);
+    // The hook persists an output again: a new alert, about that output only.
+    await h.push(over);
+    expect(links().map((l) => l.status)).toEqual(['firing', 'firing', 'resolved', 'firing']);
+    expect(range(links()[3]?.link ?? '').from).toBeGreaterThan(T0);
+    expect(h.alerting.engine.alerts().find((a) => a.state === 'firing')?.firstEventAt).toBeNull();
   });
 });
 

@@ -25,6 +25,26 @@ export function alertId(fp: string, activeAtMs: number): string {
   return `${fp}-${activeAtMs.toString(36)}`;
 }
 
+/** The event time an alert's annotations name as its earliest late output (`first_event_time`), or null. */
+function annotatedFirstEventMs(annotations: Record<string, string>): number | null {
+  const t = annotations['first_event_time'];
+  const ms = t === undefined ? NaN : Date.parse(t);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/**
+ * The earliest event time of the late outputs an alert was raised on over its episode (AlertRecord.firstEventMs),
+ * or, in a record without it, the one its annotations name.
+ */
+export function firstEventMs(a: Pick<AlertRecord, 'firstEventMs' | 'annotations'>): number | null {
+  return a.firstEventMs === undefined ? annotatedFirstEventMs(a.annotations) : a.firstEventMs;
+}
+
+/** The earlier of two event times, either unknown (null). */
+function earlier(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
+}
+
 /** One state change, for notifications, the OTLP emitter and logs. */
 export interface Transition {
   alert: AlertRecord;
@@ -56,13 +76,15 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
     if (!a) {
       a = {
         id: alertId(fp, now), fingerprint: fp, rule: rule.name, state: 'pending', labels: c.labels, annotations: c.annotations, hookId: c.hookId,
-        activeAtMs: now, startsAtMs: null, endsAtMs: null, lastActiveMs: now, lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
+        firstEventMs: annotatedFirstEventMs(c.annotations), activeAtMs: now, startsAtMs: null, endsAtMs: null, lastActiveMs: now, lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
       };
       active.set(fp, a);
       step.transitions.push({ alert: a, from: null, to: 'pending' });
       step.upsert.push(a);
     } else {
       const changed = JSON.stringify(a.annotations) !== JSON.stringify(c.annotations);
+      // The late outputs leave the window, and the annotations, while the alert fires on: it keeps the earliest.
+      a.firstEventMs = earlier(firstEventMs(a), annotatedFirstEventMs(c.annotations));
       a.annotations = c.annotations;
       a.lastActiveMs = now;
       // Unchanged alerts are rewritten at most once a minute: enough for keep_firing_for after a restart,

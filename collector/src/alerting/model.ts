@@ -9,6 +9,12 @@ export interface AlertRecord extends AlertIdentity {
   activeAtMs: number;
   startsAtMs: number | null;
   endsAtMs: number | null;
+  /**
+   * The earliest event time of the late outputs (annotation `first_event_time`) this episode was ever raised on,
+   * kept once they leave the rule's window so its links still reach back to them; null when none was late. Absent
+   * in a record an earlier release wrote: its annotations tell then.
+   */
+  firstEventMs?: number | null;
   /** Last evaluation at which the condition held (for keep_firing_for). */
   lastActiveMs: number;
   /**

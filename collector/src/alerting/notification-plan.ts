@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Notification, ReceiverConfig } from '../notify/model.ts';
-import type { Transition } from './lifecycle.ts';
+import { firstEventMs, type Transition } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
 import type { RuleKind } from './settings.ts';
 
@@ -113,6 +113,7 @@ export function markSuperseded(active: readonly AlertRecord[], transitions: read
 export function notification(a: AlertRecord, receiver: string, status: 'firing' | 'resolved', now: number): Notification {
   // Derived from the alert episode, the transition and the receiver: stable across retries and restarts.
   const webhookId = 'msg_' + createHash('sha256').update(`${a.id}|${status}|${a.notifySeq}|${receiver}`).digest('base64url').slice(0, 27);
+  const first = firstEventMs(a);
   return {
     webhookId,
     receiver,
@@ -122,6 +123,7 @@ export function notification(a: AlertRecord, receiver: string, status: 'firing' 
       id: a.id, fingerprint: a.fingerprint, rule: a.rule, labels: a.labels, annotations: a.annotations, hookId: a.hookId,
       startsAt: new Date(a.startsAtMs ?? a.activeAtMs).toISOString(),
       endsAt: a.endsAtMs === null ? null : new Date(a.endsAtMs).toISOString(),
+      firstEventAt: first === null ? null : new Date(first).toISOString(),
     },
   };
 }

@@ -6,6 +6,7 @@
 import type { AlertSummary, DeliveryAttempt, LastDelivery } from '../../../shared/src/api.ts';
 import { alertmanagerFingerprint } from '../notify/alertmanager.ts';
 import type { AlertSet } from './alert-set.ts';
+import { firstEventMs } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
 import type { Silences } from './silencing.ts';
 import type { AlertStateStore } from './state/store.ts';
@@ -36,7 +37,8 @@ export function alertSummary(a: AlertRecord, silencedBy: readonly string[], deli
   return {
     // The fingerprint receivers see (webhook alerts[].fingerprint, Alertmanager's own), not the internal key.
     id: a.id, fingerprint: alertmanagerFingerprint(a.labels), rule: a.rule, state: a.state, labels: byName(a.labels), annotations: byName(a.annotations),
-    activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), lastNotifiedAt: iso(a.lastNotifiedMs),
+    activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), firstEventAt: iso(firstEventMs(a)),
+    lastNotifiedAt: iso(a.lastNotifiedMs),
     deliveries, silencedBy: [...silencedBy], hookId: a.hookId,
   };
 }

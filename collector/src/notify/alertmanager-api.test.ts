@@ -276,7 +276,7 @@ describe('alertmanager renewals', () => {
       const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1s' }]);
       const firing: AlertSummary = {
         id: 'a-1', fingerprint: 'fp', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted' }, annotations: {},
-        activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
+        activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
       };
       const refresher = new AlertmanagerRefresher({ receivers: receiver ? [receiver] : [], links: { externalUrl: '' }, alerts: () => [firing], active: () => active, logger: createLogger({ level: 'error', write: () => undefined }) });
       await refresher.push(receiver as NonNullable<typeof receiver>);

@@ -29,7 +29,7 @@ export interface PostableAlert {
 
 /** The alert an Alertmanager receives: firing with a renewed endsAt, or resolved at `resolvedAt`. */
 export function postableAlert(
-  a: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; activeAt?: string; hookId: string | null },
+  a: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; activeAt?: string; firstEventAt?: string | null; hookId: string | null },
   resolvedAt: string | null,
   ctx: LinkContext,
   nowMs: number,

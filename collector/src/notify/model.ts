@@ -43,6 +43,11 @@ export type AlertState = 'pending' | 'firing' | 'resolved';
 export interface NotifiedAlert extends AlertIdentity {
   startsAt: string;
   endsAt: string | null;
+  /**
+   * The earliest event time of its late outputs over its episode (AlertSummary.firstEventAt), for its link;
+   * absent from a notification an earlier release queued.
+   */
+  firstEventAt?: string | null;
   hookId: string | null;
 }
 
