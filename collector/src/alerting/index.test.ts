@@ -313,7 +313,7 @@ describe('links over the time an alert counted', () => {
     return { from: Date.parse(u.searchParams.get('from') ?? ''), to: Date.parse(u.searchParams.get('to') ?? '') };
   };
 
-  it('still start an hour before the first late output once it left the window, while the alert fires and once it resolved; a new episode starts afresh', async () => {
+  it('still start an hour before the first late output once it left the window, while the alert fires (across a restart) and once it resolved; a new episode starts afresh', async () => {
     const events = new WebhookSink();
     events.reply = otlpAccepted;
     await events.start();
@@ -326,10 +326,12 @@ describe('links over the time an alert counted', () => {
     expect(links().map((l) => l.status)).toEqual(['firing']);
     expect(range(links()[0]?.link ?? '').from).toBeLessThanOrEqual(stamped - HOUR);
     // The hook goes on persisting outputs, so the alert fires on after the late one left the window (an hour
-    // after its arrival): its annotations no longer name it.
+    // after its arrival): its annotations no longer name it. hookwatch restarts meanwhile.
     await h.run(50 * MIN);
     await h.push(over);
-    await h.run(45 * MIN);
+    await h.run(15 * MIN);
+    await h.restart();
+    await h.run(30 * MIN);
     const [firing] = h.alerting.engine.alerts();
     expect(firing).toMatchObject({ state: 'firing', firstEventAt: new Date(stamped).toISOString() });
     expect(firing?.annotations['first_event_time']).toBeUndefined();
