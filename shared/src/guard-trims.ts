@@ -23,8 +23,13 @@ export type GuardField = (typeof GUARD_FIELDS)[number];
 
 /** One time bucket of a hook's trims. */
 export interface GuardTrimBucket {
-  /** Start of the bucket (inclusive), aligned like the series buckets. */
+  /** Start of the bucket (inclusive), aligned like the series buckets (SeriesBucket.start). */
   start: string;
+  /**
+   * End of the bucket (exclusive), as SeriesBucket.end: start + step for a whole bucket, the answer's `to` for a
+   * last bucket `to` cuts. A bucket counts the trims from the later of `start` and `from` until `end`.
+   */
+  end: string;
   trims: number;
   /** Largest output the hook sent (before the guard) and largest the guard delivered, in the bucket. */
   maxSentChars: number;
@@ -42,5 +47,6 @@ export interface GuardTrimsResponse {
   trims: number;
   /** The largest trimmed output: what the hook sent and what was delivered instead; null when none. */
   largest: { field: GuardField; sentChars: number; keptChars: number; time: string } | null;
+  /** The buckets with at least one trim, oldest first (a bucket without trims is left out). */
   buckets: GuardTrimBucket[];
 }

@@ -1,11 +1,12 @@
 /**
  * GET /api/v1/hooks/:id/guard-trims: what `hookwatch guard` trimmed for one hook over a range (the largest
- * trim's sent and delivered sizes, and per-bucket maxima aligned with the series buckets), for the hook page.
+ * trim's sent and delivered sizes, and per-bucket maxima in buckets that start and end as the series buckets do),
+ * for the hook page.
  */
 import express, { type Router } from 'express';
 import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { Store } from '../store/store.ts';
-import { onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
+import { bucketEnd, onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
 import type { QueryGate } from './query-gate.ts';
 
 export interface GuardTrimsApiOptions {
@@ -28,7 +29,8 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
     onlyParams(q, ['from', 'to', 'step']);
     const range = parseRange(q, now());
     const step = parseStep(q, range);
-    const stats = await store.guardTrims(id, { ...range, stepMs: step * 1000 });
+    const stepMs = step * 1000;
+    const stats = await store.guardTrims(id, { ...range, stepMs });
     const body: GuardTrimsResponse = {
       hookId: id,
       from: iso(range.fromMs),
@@ -36,7 +38,7 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
       step,
       trims: stats.trims,
       largest: stats.largest === null ? null : { field: stats.largest.field, sentChars: stats.largest.sentChars, keptChars: stats.largest.keptChars, time: iso(stats.largest.timeMs) },
-      buckets: stats.buckets.map((b) => ({ start: iso(b.startMs), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
+      buckets: stats.buckets.map((b) => ({ start: iso(b.startMs), end: iso(bucketEnd(range, b.startMs, stepMs)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
     };
     res.json(body);
   });

@@ -12,7 +12,7 @@ import { StoreUnavailableError, UnknownDimensionError, type Store } from '../sto
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError } from '../request-error.ts';
-import { ParamError, breakdownOrder, breakdownPageOf, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -35,18 +35,6 @@ export interface ApiOptions {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
-
-/** A series' bucket starts: multiples of the step (a chart keeps its axis), from the one holding `fromMs` to the one before `toMs`. */
-function bucketStarts(range: { fromMs: number; toMs: number }, stepMs: number): number[] {
-  const starts: number[] = [];
-  for (let t = Math.floor(range.fromMs / stepMs) * stepMs; t < range.toMs; t += stepMs) starts.push(t);
-  return starts;
-}
-
-/** Where the bucket starting at `startMs` ends: a step later, or at `toMs` when the range ends inside it. */
-function bucketEnd(range: { toMs: number }, startMs: number, stepMs: number): number {
-  return Math.min(startMs + stepMs, range.toMs);
-}
 
 /** 404 for a well-formed hook id hookwatch keeps no hook under. */
 function hookNotFound(res: Response, id: string): void {

@@ -85,6 +85,21 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
   return ms / 1000;
 }
 
+/**
+ * A series' bucket starts: multiples of the step (a chart keeps its axis), from the one holding `fromMs` to the
+ * one before `toMs`. The hook series, the fleet series and the guard trims share them, so their buckets line up.
+ */
+export function bucketStarts(range: TimeRange, stepMs: number): number[] {
+  const starts: number[] = [];
+  for (let t = Math.floor(range.fromMs / stepMs) * stepMs; t < range.toMs; t += stepMs) starts.push(t);
+  return starts;
+}
+
+/** Where the bucket starting at `startMs` ends: a step later, or at `toMs` when the range ends inside it. */
+export function bucketEnd(range: Pick<TimeRange, 'toMs'>, startMs: number, stepMs: number): number {
+  return Math.min(startMs + stepMs, range.toMs);
+}
+
 /** Hooks (or breakdown rows) per page of /api/v1/hooks (and a breakdown) by default, and at most. */
 export const DEFAULT_PAGE_SIZE = 1000;
 export const MAX_PAGE_SIZE = 5000;

@@ -1,9 +1,10 @@
 /**
  * Where each series bucket ends, on both stores: a whole bucket a step after its start, the last one at `to` when
- * `to` cuts it, so a client can tell a bucket still filling from a dip.
+ * `to` cuts it, so a client can tell a bucket still filling from a dip. The guard trims' buckets end the same way.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, SeriesResponse } from '../../../shared/src/api.ts';
+import { GUARD_TRIM_EVENT, type GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 
@@ -19,6 +20,15 @@ function event(t: string, seq: number): unknown {
   return { attributes: Object.entries(attrs).map(([key, v]) => ({ key, value: { stringValue: v } })) };
 }
 
+/** A record `hookwatch guard --report` sends for an output it trimmed, for the same hook. */
+function guardTrim(t: string, sentChars: number): unknown {
+  const attrs: Record<string, string> = {
+    'event.name': GUARD_TRIM_EVENT, hook_event: 'SessionStart', hook_name: 'SessionStart:edge', 'session.id': 'ends-test', 'event.timestamp': t,
+    field: 'stdout', sent_chars: String(sentChars), kept_chars: '9500',
+  };
+  return { attributes: Object.entries(attrs).map(([key, v]) => ({ key, value: { stringValue: v } })) };
+}
+
 const backends: { name: string; db: () => Promise<Record<string, string>> }[] = [
   { name: 'sqlite', db: async () => ({}) },
   { name: 'postgres', db: async () => ({ HOOKWATCH_DB: await pg.server().createDatabase() }) },
@@ -30,7 +40,8 @@ describe.each(backends)('series bucket ends on $name', (backend) => {
   beforeAll(async () => {
     service = await startTestService(await backend.db(), { now: () => NOW });
     const times = ['2026-11-30T09:10:00Z', '2026-11-30T10:30:00Z', '2026-11-30T11:05:00Z', '2026-11-30T11:20:00Z', '2026-11-30T11:40:00Z'];
-    const body = JSON.stringify({ resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ logRecords: times.map((t, i) => event(t, i + 1)) }] }] });
+    const trims = [guardTrim('2026-11-30T09:15:00Z', 12_000), guardTrim('2026-11-30T11:05:00Z', 15_000), guardTrim('2026-11-30T11:21:00Z', 11_000)];
+    const body = JSON.stringify({ resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ logRecords: [...times.map((t, i) => event(t, i + 1)), ...trims] }] }] });
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
     const hooks = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1d');
     id = hooks.body.hooks[0]?.id ?? '';
@@ -67,5 +78,25 @@ describe.each(backends)('series bucket ends on $name', (backend) => {
     expect(cut.body.hooks[0]?.executions).toEqual([0, 1, 1, 2]);
     const aligned = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=2026-11-30T08:00:00Z&to=2026-11-30T12:00:00Z&step=1h');
     expect(aligned.body.ends).toEqual(['2026-11-30T09:00:00.000Z', '2026-11-30T10:00:00.000Z', '2026-11-30T11:00:00.000Z', '2026-11-30T12:00:00.000Z']);
+  });
+
+  it('ends the guard trims\' buckets as the series\' do: the last one at `to` when `to` cuts it', async () => {
+    const cut = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${id}/guard-trims?from=2026-11-30T08:40:00Z&to=2026-11-30T11:23:00Z&step=1h`);
+    expect(cut.status).toBe(200);
+    expect(cut.body.buckets.map((b) => [b.start, b.end, b.trims, b.maxSentChars])).toEqual([
+      ['2026-11-30T09:00:00.000Z', '2026-11-30T10:00:00.000Z', 1, 12_000],
+      ['2026-11-30T11:00:00.000Z', '2026-11-30T11:23:00.000Z', 2, 15_000],
+    ]);
+    const minutes = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${id}/guard-trims?from=2026-11-30T11:00:00Z&to=2026-11-30T11:23:00Z&step=10m`);
+    expect(minutes.body.buckets.map((b) => [b.start.slice(11, 16), b.end.slice(11, 16), b.trims])).toEqual([['11:00', '11:10', 1], ['11:20', '11:23', 1]]);
+    const aligned = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${id}/guard-trims?from=2026-11-30T08:00:00Z&to=2026-11-30T12:00:00Z&step=1h`);
+    expect(aligned.body.buckets.map((b) => [b.start, b.end])).toEqual([
+      ['2026-11-30T09:00:00.000Z', '2026-11-30T10:00:00.000Z'],
+      ['2026-11-30T11:00:00.000Z', '2026-11-30T12:00:00.000Z'],
+    ]);
+    // Each bucket ends where the series bucket with the same start does.
+    const series = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-30T08:40:00Z&to=2026-11-30T11:23:00Z&step=1h`);
+    const seriesEnds = new Map(series.body.buckets.map((b) => [b.start, b.end]));
+    for (const b of cut.body.buckets) expect(b.end).toBe(seriesEnds.get(b.start));
   });
 });
