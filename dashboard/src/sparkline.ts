@@ -28,28 +28,57 @@ export function sparkGeometry(largest: readonly (number | null)[]): { x(i: numbe
   };
 }
 
-/** The sparkline; `label` is its text alternative. */
-export function sparkline(largest: readonly (number | null)[], persisted: readonly number[], label: string): SVGSVGElement {
+/**
+ * The sparkline; `label` is its text alternative. `partial` (partialTitles: a title per bucket the range cuts,
+ * null for a whole one) marks the buckets that cover less time than the others, the last one still filling in a
+ * range ending now: the line into and out of them is dashed and their point hollow, so a lower value there does
+ * not read as a dip.
+ */
+export function sparkline(largest: readonly (number | null)[], persisted: readonly number[], label: string, partial: readonly (string | null)[] = []): SVGSVGElement {
   const g = sparkGeometry(largest);
   const svg = el('svg', { class: 'spark', width: SPARK_WIDTH, height: SPARK_HEIGHT, viewBox: `0 0 ${SPARK_WIDTH} ${SPARK_HEIGHT}`, role: 'img', 'aria-label': label });
   svg.appendChild(el('title', {})).textContent = label;
+  svg.dataset['partial'] = partial.filter((t) => t !== null).join('; ');
   const capY = g.y(OUTPUT_CAP_CHARS);
   svg.appendChild(el('line', { class: 'spark-cap', x1: 0, x2: SPARK_WIDTH, y1: capY, y2: capY }));
-  // Unknown buckets are gaps: one polyline per run of known values.
-  let run: string[] = [];
+  const cut = (i: number): boolean => (partial[i] ?? null) !== null;
+  const at = (i: number): { cx: string; cy: string } => ({ cx: g.x(i).toFixed(1), cy: g.y(largest[i] ?? 0).toFixed(1) });
+  const point = (i: number): string => `${at(i).cx},${at(i).cy}`;
+  // Unknown buckets are gaps: one polyline per run of known values, split where a segment touches a partial
+  // bucket (dashed) or leaves it (solid again).
+  let run: number[] = [];
   const flush = (): void => {
-    if (run.length > 1) svg.appendChild(el('polyline', { class: 'spark-line', points: run.join(' ') }));
-    else if (run.length === 1) {
-      const [x, y] = (run[0] ?? '0,0').split(',');
-      svg.appendChild(el('circle', { class: 'spark-dot', cx: x ?? 0, cy: y ?? 0, r: 1.5 }));
+    if (run.length === 1) {
+      const i = run[0] ?? 0;
+      if (!cut(i)) svg.appendChild(el('circle', { class: 'spark-dot', ...at(i), r: 1.5 }));
     }
+    let piece: number[] = [];
+    let dashed = false;
+    const draw = (): void => {
+      if (piece.length > 1) svg.appendChild(el('polyline', { class: dashed ? 'spark-line spark-line-partial' : 'spark-line', points: piece.map(point).join(' ') }));
+    };
+    for (let k = 1; k < run.length; k++) {
+      const [a, b] = [run[k - 1] ?? 0, run[k] ?? 0];
+      const d = cut(a) || cut(b);
+      if (piece.length > 0 && d !== dashed) {
+        draw();
+        piece = [];
+      }
+      if (piece.length === 0) piece.push(a);
+      piece.push(b);
+      dashed = d;
+    }
+    draw();
     run = [];
   };
   largest.forEach((v, i) => {
     if (v === null) flush();
-    else run.push(`${g.x(i).toFixed(1)},${g.y(v).toFixed(1)}`);
+    else run.push(i);
   });
   flush();
+  largest.forEach((v, i) => {
+    if (v !== null && cut(i)) svg.appendChild(el('circle', { class: 'spark-partial', ...at(i), r: 2, 'data-bucket': i }));
+  });
   persisted.forEach((p, i) => {
     if (p > 0) {
       const x = g.x(i);

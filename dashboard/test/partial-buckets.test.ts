@@ -2,6 +2,7 @@
  * A bucket the range cuts, in headless Chromium against a real hookwatch fed the captured Claude Code requests:
  * its bars are drawn lighter and hatched in both themes, its tooltip, the keyboard's live region, the chart's
  * summary and its data table give the time it covers and say "partial"; over a range aligned to the buckets none is.
+ * The overview's sparklines draw it so too: the line into it dashed, its point hollow, their text naming it.
  */
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -115,5 +116,91 @@ describe('a bucket the range cuts', () => {
       expect(await saidAtEnd(p, 'chart-fleet')).toMatch(/^08:10 \| 08:10; largest output in the fleet: 400 chars/);
       expect((await firstCells(p, 'fleet')).at(-1)).toBe('30/11/2026, 08:10');
     });
+  });
+});
+
+/** What a row's sparkline draws: its text, the buckets it names partial, its hollow points, its dashed and solid lines. */
+interface SparkDrawn {
+  label: string;
+  title: string;
+  partial: string;
+  hollow: { bucket: number; fill: string; stroke: string }[];
+  dashed: string[];
+  solid: string[];
+}
+
+/** The sparkline of the overview's row for hook `id`, as drawn (computed styles: the page's CSS applies). */
+async function sparkOf(p: Page, id: string): Promise<SparkDrawn> {
+  const sel = `#hook-rows tr[data-hook-id="${id}"] svg.spark`;
+  await p.waitForSelector(sel);
+  return p.$eval(sel, (svg) => {
+    const lines = [...svg.querySelectorAll('polyline')];
+    return {
+      label: svg.getAttribute('aria-label') ?? '',
+      title: svg.querySelector('title')?.textContent ?? '',
+      partial: svg.getAttribute('data-partial') ?? '',
+      hollow: [...svg.querySelectorAll('circle.spark-partial')].map((c) => ({ bucket: Number(c.getAttribute('data-bucket')), fill: getComputedStyle(c).fill, stroke: getComputedStyle(c).stroke })),
+      dashed: lines.filter((l) => getComputedStyle(l).strokeDasharray !== 'none').map((l) => l.getAttribute('points') ?? ''),
+      solid: lines.filter((l) => getComputedStyle(l).strokeDasharray === 'none').map((l) => l.getAttribute('points') ?? ''),
+    };
+  });
+}
+
+/** The page's panel colour, as computed. */
+async function panelColour(p: Page): Promise<string> {
+  return p.evaluate(() => {
+    const probe = document.createElement('div');
+    probe.style.color = 'var(--panel)';
+    document.body.appendChild(probe);
+    const panel = getComputedStyle(probe).color;
+    probe.remove();
+    return panel;
+  });
+}
+
+/** 06:00 until 08:03 UTC: five-minute buckets, the last (08:00) cut after three minutes; 08:05: every one whole. */
+const CUT_LINE = 'range=custom&from=2026-11-30T06%3A00%3A00.000Z&to=2026-11-30T08%3A03%3A00.000Z';
+const ALIGNED_LINE = 'range=custom&from=2026-11-30T06%3A00%3A00.000Z&to=2026-11-30T08%3A05%3A00.000Z';
+
+describe('a row\'s sparkline', () => {
+  it('marks the buckets a range ending now cuts: their point hollow, and its text says the time they cover', async () => {
+    const id = await fx.hookId(PARTIAL);
+    for (const scheme of ['light', 'dark'] as const) {
+      // The last 7 days at 08:30: three-hour buckets, the last (06:00) still filling, the first counted from 08:30.
+      await inScheme(scheme, '/?range=7d&refresh=off', async (p) => {
+        const s = await sparkOf(p, id);
+        expect(s.partial).toBe('23/11, 08:30–09:00 (partial); 30/11, 06:00–08:30 (partial)');
+        expect(s.label).toBe('PostToolUse:partial-sizes: largest output per bucket, peak 400 chars; 0 buckets with persisted outputs; partial buckets, covering less time than the others: 23/11, 08:30–09:00 (partial); 30/11, 06:00–08:30 (partial)');
+        expect(s.title).toBe(s.label);
+        // The hook ran in the last bucket only: its one point is hollow, in the panel's colour inside the line's.
+        const panel = await panelColour(p);
+        expect(s.hollow).toEqual([{ bucket: 56, fill: panel, stroke: 'rgb(0, 114, 178)' }]);
+        expect(panel).toBe(scheme === 'light' ? 'rgb(255, 255, 255)' : 'rgb(24, 32, 40)');
+      });
+    }
+  });
+
+  it('dashes the line into a cut bucket, and over a range aligned to the buckets marks none', async () => {
+    const id = await fx.hookId('SessionStart:startup');
+    await inScheme('light', `/?${CUT_LINE}&refresh=off`, async (p) => {
+      const s = await sparkOf(p, id);
+      expect(s.partial).toBe('08:00–08:03 (partial)');
+      expect(s.label).toMatch(/; partial bucket, covering less time than the others: 08:00–08:03 \(partial\)$/);
+      // Buckets 23 (07:55) and 24 (08:00, cut): the segment between them dashed, none solid, the cut point hollow.
+      expect(s.dashed).toEqual(['112.8,3.1 117.6,3.1']);
+      expect(s.solid).toEqual([]);
+      expect(s.hollow.map((x) => x.bucket)).toEqual([24]);
+    });
+    for (const path of [`/?${ALIGNED_LINE}&refresh=off`, `/?${ALIGNED}&refresh=off`]) {
+      await inScheme('dark', path, async (p) => {
+        const s = await sparkOf(p, id);
+        expect(s.partial).toBe('');
+        expect(s.label).not.toContain('partial');
+        expect(s.hollow).toEqual([]);
+        expect(s.dashed).toEqual([]);
+        expect(s.solid).not.toEqual([]);
+        expect(await p.$$('#hook-rows svg.spark .spark-partial, #hook-rows svg.spark .spark-line-partial')).toHaveLength(0);
+      });
+    }
   });
 });

@@ -4,7 +4,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
-  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
 } from './overview-state.ts';
 
@@ -265,6 +265,10 @@ describe('fleet figures', () => {
       const cut = fleetView({ ...days, from: '2026-12-02T06:00:00.000Z', to: '2026-12-03T14:23:00.000Z', ends: ['2026-12-03T00:00:00.000Z', '2026-12-03T14:23:00.000Z'] });
       expect(cut.partial).toEqual(['02/12 06:00–24:00 (UTC, partial)', '03/12 00:00–14:23 (UTC, partial)']);
       expect(cut.tableRows.map((r) => r[0])).toEqual(['02/12/2026 06:00–24:00 (UTC, partial)', '03/12/2026 00:00–14:23 (UTC, partial)']);
+      // A row's sparkline names them as the chart does.
+      expect(fleetPartial({ ...days, from: '2026-12-02T06:00:00.000Z', to: '2026-12-03T14:23:00.000Z', ends: ['2026-12-03T00:00:00.000Z', '2026-12-03T14:23:00.000Z'] })).toEqual(cut.partial);
+      expect(sparkLabel(OVER.hookName, fleetHook(OVER, [10_500, 2_000], [1, 0]), [null, '03/12 00:00–14:23 (UTC, partial)']))
+        .toBe('Stop:lint-report: largest output per bucket, peak 10,500 chars; 1 bucket with persisted outputs; partial bucket, covering less time than the others: 03/12 00:00–14:23 (UTC, partial)');
     } finally {
       if (tz === undefined) delete process.env['TZ'];
       else process.env['TZ'] = tz;

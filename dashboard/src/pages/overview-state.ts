@@ -361,11 +361,21 @@ export function sparkQuery(fleet: Pick<FleetSeriesResponse, 'from' | 'to' | 'ste
   return { ...filters, from: fleet.from, to: fleet.to, step: String(fleet.step), ids: ids.join(',') };
 }
 
-/** The sparkline's text alternative. */
-export function sparkLabel(hookName: string, f: FleetSeriesHook): string {
+/**
+ * The sparkline's text alternative; `partial` (fleetPartial) names the buckets the range cuts, the last one still
+ * filling in a range ending now, so a lower value there is not read as a dip.
+ */
+export function sparkLabel(hookName: string, f: FleetSeriesHook, partial: readonly (string | null)[] = []): string {
   const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
   const persistedBuckets = persistedSeries(f).filter((v) => v > 0).length;
-  return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs`;
+  const cut = partial.filter((t) => t !== null);
+  const cutText = cut.length === 0 ? '' : `; ${cut.length === 1 ? 'partial bucket' : 'partial buckets'}, covering less time than the others: ${cut.join('; ')}`;
+  return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs${cutText}`;
+}
+
+/** Per bucket of a fleet answer, its title when the range cuts it (partialTitles: "08:10–08:11 (partial)"), null when whole. */
+export function fleetPartial(fleet: FleetSeriesResponse): (string | null)[] {
+  return partialTitles(bucketCovers(fleet, fleet.buckets, fleet.ends), fleet.step, Date.parse(fleet.to) - Date.parse(fleet.from));
 }
 
 /**
@@ -434,7 +444,7 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
     tableHeaders: [bucketStartHeader(fleet.step), 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],
     tableRows,
     topIds: [...shown.map((hk) => hk.id), null],
-    partial: partialTitles(covers, fleet.step, span),
+    partial: fleetPartial(fleet),
   };
 }
 

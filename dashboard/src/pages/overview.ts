@@ -17,7 +17,7 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState 
 import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi,
 } from './overview-state.ts';
@@ -179,7 +179,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     fleetPanel.element,
     h('section', { class: 'panel', 'aria-labelledby': 'hooks-title' },
       h('h2', { id: 'hooks-title' }, 'Hooks by risk'),
-      h('p', { class: 'hint' }, 'Persisted outputs first (the model saw a ~2,000-character preview instead), then the least headroom under the 10,000-character cap, then the soonest forecast crossing. The sparkline is the largest output per bucket against the cap (dashed); triangles mark persisted outputs.'),
+      h('p', { class: 'hint' }, 'Persisted outputs first (the model saw a ~2,000-character preview instead), then the least headroom under the 10,000-character cap, then the soonest forecast crossing. The sparkline is the largest output per bucket against the cap (dashed); triangles mark persisted outputs; a hollow point is a bucket the range cuts (the newest, still filling), the line into it dashed.'),
       searchForm,
       scrollBox('Hooks ranked by delivery risk', h('table', { id: 'hooks-table', class: 'data' }, h('caption', { class: 'sr-only' }, 'Hooks ranked by delivery risk'), h('thead', null, headRow), tbody)),
       tableNote),
@@ -203,9 +203,16 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     fillSpark(cell);
     return cell.td;
   };
-  /** A hook's sparkline from a fleet answer; a point opens the hook at that bucket's time. */
+  /** The buckets each fleet answer's range cuts (fleetPartial), worked out once for all the rows drawn from it. */
+  const sparkPartial = new WeakMap<FleetSeriesResponse, (string | null)[]>();
+  /** A hook's sparkline from a fleet answer, its partial buckets marked; a point opens the hook at that bucket's time. */
   const drawSpark = (hk: HookSummary, td: HTMLTableCellElement, f: FleetSeriesHook, fleet: FleetSeriesResponse): void => {
-    const svg = sparkline(f.largest, persistedSeries(f), sparkLabel(hk.hookName, f));
+    let partial = sparkPartial.get(fleet);
+    if (partial === undefined) {
+      partial = fleetPartial(fleet);
+      sparkPartial.set(fleet, partial);
+    }
+    const svg = sparkline(f.largest, persistedSeries(f), sparkLabel(hk.hookName, f, partial), partial);
     svg.addEventListener('click', (ev) => {
       const box = svg.getBoundingClientRect();
       const i = sparkGeometry(f.largest).index(((ev.clientX - box.left) / box.width) * svg.viewBox.baseVal.width);
