@@ -55,7 +55,9 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
   try {
     res = await fetch(withQuery(path, query), {
       method,
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      // Marked as the page's own: refused under HTTP Basic, it is answered without the challenge that would hold it
+      // behind the browser's sign-in prompt, so the page can say it is signed out at once.
+      headers: { accept: 'application/json', 'x-requested-with': 'XMLHttpRequest', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? null : JSON.stringify(body),
       signal: signal ?? null,
       // A sign-in proxy whose session expired answers with a redirect to its login page: followed, it would be

@@ -11,6 +11,7 @@ import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestSer
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
+import { READ_TIMEOUT_MS } from '../src/api.ts';
 
 const ID = hookId('SessionStart', 'SessionStart:startup');
 
@@ -29,8 +30,8 @@ afterAll(async () => {
   await browser?.close();
 });
 
-async function page(allow?: RegExp, timezoneId?: string): Promise<WatchedPage> {
-  const w = await watchedPage(browser, { ...(allow ? { allow } : {}), ...(timezoneId ? { timezoneId } : {}) });
+async function page(allow?: RegExp, timezoneId?: string, httpCredentials?: { username: string; password: string }): Promise<WatchedPage> {
+  const w = await watchedPage(browser, { ...(allow ? { allow } : {}), ...(timezoneId ? { timezoneId } : {}), ...(httpCredentials ? { httpCredentials } : {}) });
   open.push(w);
   return w;
 }
@@ -145,6 +146,49 @@ describe('the token rotated while the page is open', () => {
     expect(await p.locator('#hook-rows tr').count()).toBe(rows);
     expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${at}, 1 h ago; refresh stopped\\)$`));
     expect(asked).toBe(after);
+  });
+});
+
+describe('the password rotated while the page is open (HTTP Basic)', () => {
+  it('says signed out at the next refresh, not once the read times out, and a reload asks for the new password', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const auth = (password: string) => ({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: password });
+    let svc = await hookwatch(dir, auth('old-pw-7f3c9a'));
+    await feed(svc);
+    const port = String((new URL(svc.httpUrl)).port);
+
+    // A person types the password into the browser's prompt, then leaves the page on a wall screen: a prompt the
+    // browser opens from now on stays unanswered.
+    // A refresh while hookwatch restarts finds nothing listening: the page says so until it answers again.
+    const { page: p, context } = await page(/status of 401|ERR_CONNECTION_REFUSED/, undefined, { username: 'team', password: 'old-pw-7f3c9a' });
+    const refused: string[] = [];
+    p.on('response', (r) => void (r.status() === 401 && refused.push(`${new URL(r.url()).pathname} ${r.headers()['www-authenticate'] ?? '(none)'}`)));
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
+    await context.setHTTPCredentials(null);
+
+    // The password is rotated: hookwatch comes back on the same port asking for the new one.
+    await svc.stop();
+    svc = await hookwatch(dir, { ...auth('new-pw-91ab2d'), HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
+    cleanups.push(() => svc.stop().then(() => undefined));
+    // Well inside the read timeout: a request held behind the browser's prompt would still be waiting then.
+    await expect.poll(() => p.textContent('#error-alert'), { timeout: READ_TIMEOUT_MS / 4 }).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
+    expect(await p.isVisible('#error-banner')).toBe(true);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) expect(r).toMatch(/^\/api\/v1\/\S+ xBasic realm="hookwatch"$/);
+
+    // A script or curl, which does not mark its requests, is challenged as before.
+    const curl = await fetch(`${svc.httpUrl}/api/v1/hooks`, { headers: { authorization: `Basic ${Buffer.from('team:old-pw-7f3c9a').toString('base64')}` } });
+    expect([curl.status, curl.headers.get('www-authenticate')]).toEqual([401, 'Basic realm="hookwatch", charset="UTF-8"']);
+
+    // Reloading loads the document, which the browser's prompt answers: with the new password the page shows data.
+    await context.setHTTPCredentials({ username: 'team', password: 'new-pw-91ab2d' });
+    await Promise.all([p.waitForEvent('load'), p.click('#error-banner button.reload')]);
+    await waitLoaded(p);
+    await p.waitForSelector('#error-banner', { state: 'hidden' });
+    expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
   });
 });
 

@@ -30,10 +30,18 @@ export interface WatchedPage {
 
 /**
  * A fresh context and page that records JavaScript errors and dialogs; `allow` filters expected console noise,
- * `timezoneId` is the browser's zone (a reader elsewhere).
+ * `timezoneId` is the browser's zone (a reader elsewhere), `httpCredentials` what a person types into the browser's
+ * sign-in prompt (given once per challenge; the prompt is dismissed when they are refused).
  */
-export async function watchedPage(browser: Browser, opts: { width?: number; height?: number; allow?: RegExp; timezoneId?: string } = {}): Promise<WatchedPage> {
-  const context = await browser.newContext({ viewport: { width: opts.width ?? 1280, height: opts.height ?? 900 }, ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}) });
+export async function watchedPage(
+  browser: Browser,
+  opts: { width?: number; height?: number; allow?: RegExp; timezoneId?: string; httpCredentials?: { username: string; password: string } } = {},
+): Promise<WatchedPage> {
+  const context = await browser.newContext({
+    viewport: { width: opts.width ?? 1280, height: opts.height ?? 900 },
+    ...(opts.timezoneId ? { timezoneId: opts.timezoneId } : {}),
+    ...(opts.httpCredentials ? { httpCredentials: opts.httpCredentials } : {}),
+  });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const errors: string[] = [];

@@ -95,6 +95,16 @@ describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
     expect((await error({ authorization: `${scheme === 'Basic' ? 'Bearer' : 'Basic'} abc` }))[1]).toBe(`authentication required: send Authorization: ${scheme} ...`);
   });
 
+  it('answers the dashboard page\'s own requests with a challenge no browser prompts for, under Basic only', async () => {
+    for (const path of ['/api/v1/alerts', '/']) {
+      const marked = await get(svc.httpUrl, path, { 'x-requested-with': 'XMLHttpRequest' });
+      const plain = await get(svc.httpUrl, path);
+      expect(marked.status, path).toBe(401);
+      expect(JSON.parse(marked.text), path).toEqual(JSON.parse(plain.text));
+      expect(marked.headers.get('www-authenticate'), path).toBe(mode.name === 'basic' ? 'xBasic realm="hookwatch"' : plain.headers.get('www-authenticate'));
+    }
+  });
+
   it('serves every route family with credentials', async () => {
     for (const path of ROUTES) {
       const r = await get(svc.httpUrl, path, mode.good);

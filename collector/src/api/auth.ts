@@ -6,6 +6,17 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HttpAuthConfig } from './settings.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../net/secret.ts';
 
+/**
+ * A request the dashboard's page sent itself (it marks each with `X-Requested-With: XMLHttpRequest`, as jQuery and
+ * Spring Security's clients do). A `Basic` challenge would make the browser hold it behind its sign-in prompt, which
+ * nobody answers on a screen left open, so such a 401 gets `xBasic`, a scheme browsers do not prompt for: the page
+ * reads it at once, says it is signed out and offers to reload, and the reload is challenged with `Basic`.
+ */
+function fromPage(req: Request): boolean {
+  const v = req.headers['x-requested-with'];
+  return typeof v === 'string' && v.toLowerCase() === 'xmlhttprequest';
+}
+
 /** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
 export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   if (auth.mode === 'none') return (_req, _res, next) => next();
@@ -40,7 +51,7 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
     const scheme = auth.mode === 'basic' ? 'Basic' : 'Bearer';
     const sent = req.rawHeaders.filter((_v, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === 'authorization').length;
     const rejected = sent === 1 && authCredentials(onlyAuthorization(req), scheme.toLowerCase()) !== undefined;
-    if (auth.mode === 'basic') res.setHeader('WWW-Authenticate', 'Basic realm="hookwatch", charset="UTF-8"');
+    if (auth.mode === 'basic') res.setHeader('WWW-Authenticate', fromPage(req) ? 'xBasic realm="hookwatch"' : 'Basic realm="hookwatch", charset="UTF-8"');
     // RFC 6750 §3.1: a token that was sent but is not accepted is invalid_token.
     else if (auth.mode === 'bearer') res.setHeader('WWW-Authenticate', rejected ? 'Bearer realm="hookwatch", error="invalid_token"' : 'Bearer realm="hookwatch"');
     res.setHeader('Cache-Control', 'no-store');
