@@ -20,7 +20,7 @@ interface ModeCase {
   env: Record<string, string>;
   good: Record<string, string>;
   bad: Record<string, string>[];
-  challenge: string | null;
+  challenge: string;
 }
 
 const MODES: ModeCase[] = [
@@ -43,7 +43,7 @@ const MODES: ModeCase[] = [
     env: { HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'X-Forwarded-User' },
     good: { 'x-forwarded-user': 'alice@example.com' },
     bad: [{ 'x-forwarded-user': '' }, { 'x-forwarded-user': '   ' }, { 'x-other-user': 'alice' }],
-    challenge: null,
+    challenge: 'ProxyHeader realm="hookwatch", header="x-forwarded-user"',
   },
 ];
 
@@ -61,7 +61,8 @@ describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
       const r = await get(svc.httpUrl, path);
       expect(r.status, path).toBe(401);
       expect(JSON.parse(r.text), path).toEqual({ error: { code: 'unauthorized', message: expect.any(String) as string } });
-      expect(r.headers.get('www-authenticate') ?? null, path).toEqual(mode.challenge === null ? null : expect.stringContaining(mode.challenge));
+      // RFC 9110 §11.6.1: every 401 carries a challenge.
+      expect(r.headers.get('www-authenticate'), path).toEqual(expect.stringContaining(mode.challenge));
     }
   });
 
@@ -83,8 +84,13 @@ describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
     };
     const [missing, wrong] = [await error({}), await error(mode.bad[0]!)];
     if (mode.name === 'proxy-header') {
-      // The proxy signs people in: missing or not, the fix is to come through it.
-      expect([missing, wrong]).toEqual([[401, 'authentication required (through the reverse proxy)', null], [401, 'authentication required (through the reverse proxy)', null]]);
+      // The proxy signs people in: the fix is to come through it, or to have it set the header hookwatch reads.
+      const challenge = 'ProxyHeader realm="hookwatch", header="x-forwarded-user"';
+      expect([missing, wrong]).toEqual([
+        [401, 'authentication required: no x-forwarded-user header (sign in through the reverse proxy, which sets it)', challenge],
+        [401, 'authentication required: the x-forwarded-user header is empty (sign in through the reverse proxy, which sets it)', challenge],
+      ]);
+      expect((await error({ 'x-other-user': 'alice' }))[1]).toBe('authentication required: no x-forwarded-user header (sign in through the reverse proxy, which sets it)');
       return;
     }
     expect(missing.slice(0, 2)).toEqual([401, `authentication required: send Authorization: ${scheme} ...`]);

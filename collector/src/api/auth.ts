@@ -47,18 +47,26 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
     // Exactly the liveness route: it says only that the process answers.
     if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/healthz') return next();
     if (ok(req)) return next();
+    res.setHeader('Cache-Control', 'no-store');
+    if (auth.mode === 'proxy-header') {
+      // No credentials a client could send hookwatch: the proxy signs people in and names them in this header.
+      // Every 401 still carries a challenge (RFC 9110 §11.6.1); this one names that scheme and the header, and no
+      // browser prompts for it.
+      res.setHeader('WWW-Authenticate', `ProxyHeader realm="hookwatch", header="${auth.proxyHeader}"`);
+      const what = req.headers[auth.proxyHeader] === undefined ? `no ${auth.proxyHeader} header` : `the ${auth.proxyHeader} header is empty`;
+      res.status(401).json({ error: { code: 'unauthorized', message: `authentication required: ${what} (sign in through the reverse proxy, which sets it)` } });
+      return;
+    }
     // Why, without a word of what was sent: none, several, another scheme, or credentials that do not match.
     const scheme = auth.mode === 'basic' ? 'Basic' : 'Bearer';
     const sent = req.rawHeaders.filter((_v, i) => i % 2 === 0 && req.rawHeaders[i]?.toLowerCase() === 'authorization').length;
     const rejected = sent === 1 && authCredentials(onlyAuthorization(req), scheme.toLowerCase()) !== undefined;
     if (auth.mode === 'basic') res.setHeader('WWW-Authenticate', fromPage(req) ? 'xBasic realm="hookwatch"' : 'Basic realm="hookwatch", charset="UTF-8"');
     // RFC 6750 §3.1: a token that was sent but is not accepted is invalid_token.
-    else if (auth.mode === 'bearer') res.setHeader('WWW-Authenticate', rejected ? 'Bearer realm="hookwatch", error="invalid_token"' : 'Bearer realm="hookwatch"');
-    res.setHeader('Cache-Control', 'no-store');
-    const message = auth.mode === 'proxy-header' ? 'authentication required (through the reverse proxy)'
-      : sent > 1 ? 'authentication required: send Authorization once'
-        : rejected ? `the ${scheme} credentials sent were not accepted`
-          : `authentication required: send Authorization: ${scheme} ...`;
+    else res.setHeader('WWW-Authenticate', rejected ? 'Bearer realm="hookwatch", error="invalid_token"' : 'Bearer realm="hookwatch"');
+    const message = sent > 1 ? 'authentication required: send Authorization once'
+      : rejected ? `the ${scheme} credentials sent were not accepted`
+        : `authentication required: send Authorization: ${scheme} ...`;
     res.status(401).json({ error: { code: 'unauthorized', message } });
   };
 }
