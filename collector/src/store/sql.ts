@@ -351,11 +351,20 @@ export function attrFilter(conds: readonly (readonly [string, string])[], form: 
 
 /**
  * attr_sets.first_ms (attr-sets.ts), filled from the events stored: the earliest time of each set's events, 0
- * for a set with none left (no bound known).
+ * for a set with none left (no bound known). `ifNotExists` where the backend allows it (PostgreSQL), so the
+ * column may be added again by a migration run again.
  */
+export function attrFirstMsColumnDdl(int: string, ifNotExists = false): string {
+  return `ALTER TABLE attr_sets ADD COLUMN ${ifNotExists ? 'IF NOT EXISTS ' : ''}first_ms ${int} NOT NULL DEFAULT 0`;
+}
+
+/** Each attribute set's first_ms as rows (id, value): the earliest time of its events. */
+export const ATTR_FIRST_MS_SOURCE = 'SELECT attrs AS id, MIN(time_ms) AS value FROM events GROUP BY attrs';
+
+/** attrFirstMsColumnDdl and its filling, in one transaction (SQLite's migration). */
 export function attrFirstMsDdl(int: string): string {
-  return `ALTER TABLE attr_sets ADD COLUMN first_ms ${int} NOT NULL DEFAULT 0;
-  UPDATE attr_sets SET first_ms = f.t FROM (SELECT attrs, MIN(time_ms) AS t FROM events GROUP BY attrs) AS f WHERE f.attrs = attr_sets.id;`;
+  return `${attrFirstMsColumnDdl(int)};
+  UPDATE attr_sets SET first_ms = f.value FROM (${ATTR_FIRST_MS_SOURCE}) AS f WHERE f.id = attr_sets.id;`;
 }
 
 /**

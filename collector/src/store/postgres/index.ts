@@ -19,13 +19,13 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRebuildSql, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { attrFirstMsDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, EVENT_HOOK_ID, KIND_CODES, attrFilter, attrValueExpr, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction } from './connection.ts';
-import { buildEventsIndex, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
+import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
@@ -274,7 +274,9 @@ export const MIGRATIONS: readonly Migration[] = [
     },
   },
   // 15: each attribute set's earliest event time, so a filter over an old stretch finds the few sets live in it.
-  attrFirstMsDdl('BIGINT'),
+  // Filled in batches (migrate.ts fillColumn), each locking its sets in digest order as ingest's upsert does: in
+  // one UPDATE, the sets were locked for as long as reading every event took, and ingest with them.
+  { fill: { table: 'attr_sets', column: 'first_ms', add: attrFirstMsColumnDdl('BIGINT', true), source: ATTR_FIRST_MS_SOURCE, lockOrder: 'digest' } },
   // 16: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl),
   // built on every partition before the one it replaces is dropped.
   { build: { index: OVER_ARRIVAL_INDEX, after: 'DROP INDEX IF EXISTS events_persisted_arrival;' } },
@@ -526,7 +528,8 @@ export class PostgresStore implements Store {
             await client.query(record, [v + 1]);
           });
         } else {
-          await buildEventsIndex(client, m.build, this.logger);
+          if ('build' in m) await buildEventsIndex(client, m.build, this.logger);
+          else await fillColumn(client, m.fill, this.logger);
           await client.query(record, [v + 1]);
         }
       }

@@ -1,11 +1,14 @@
 /**
  * How the PostgreSQL schema is migrated while other replicas keep ingesting. One replica at a time migrates,
- * holding a session advisory lock on a connection of its own; each versioned migration is either one transaction
- * (DDL that changes what rows look like) or an index of the events built without holding writes: the index is made
- * on the partitioned table alone (ON ONLY, invalid, no rows read), each partition's index is built with CREATE INDEX
- * CONCURRENTLY and attached, and the parent index becomes valid once every partition has its own, PostgreSQL's
- * documented way for a partitioned table. Every step can run again after the process died halfway: a build cut
- * short leaves an invalid index, which is dropped and built again.
+ * holding a session advisory lock on a connection of its own; each versioned migration is one transaction
+ * (DDL that changes what rows look like), an index of the events built without holding writes, or a column added
+ * and filled from the events without holding writes. The index is made on the partitioned table alone (ON ONLY,
+ * invalid, no rows read), each partition's index is built with CREATE INDEX CONCURRENTLY and attached, and the
+ * parent index becomes valid once every partition has its own, PostgreSQL's documented way for a partitioned table.
+ * The column is added with a default (no row rewritten), its values read from the events (which inserts do not
+ * wait for) and written a batch of rows at a time, each batch a short transaction of its own. Every step can run
+ * again after the process died halfway: a build cut short leaves an invalid index, which is dropped and built
+ * again; a fill cut short is done again from the start.
  */
 import type pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -22,8 +25,23 @@ export interface EventsIndexBuild {
   after?: string;
 }
 
-/** A versioned migration: SQL applied in one transaction, or an index of the events built concurrently. */
-export type Migration = string | { build: EventsIndexBuild };
+/**
+ * A column added to a table and filled from the events without holding writes to either (fillColumn). The table
+ * has an integer primary key `id`.
+ */
+export interface ColumnFill {
+  table: string;
+  column: string;
+  /** Adds the column with a default, so no row is rewritten; idempotent (IF NOT EXISTS), as the fill may run again. */
+  add: string;
+  /** The values: a query of rows (id, value), read once. */
+  source: string;
+  /** The column ingest locks the table's rows in order of (several rows in one statement), so a batch locks them so too. */
+  lockOrder: string;
+}
+
+/** A versioned migration: SQL applied in one transaction, an index of the events built concurrently, or a column filled in batches. */
+export type Migration = string | { build: EventsIndexBuild } | { fill: ColumnFill };
 
 /**
  * How long a short step (creating the empty parent index, attaching a partition's index, dropping or renaming an
@@ -33,6 +51,13 @@ export type Migration = string | { build: EventsIndexBuild };
 export const MIGRATION_STEP_LOCK_TIMEOUT_MS = 1000;
 /** Attempts of a short step, and of one partition's build (a deadlock with another index build is retried). */
 const STEP_ATTEMPTS = 60;
+/**
+ * Rows of a column fill written per transaction: the rows ingest waits for while a batch holds them, each for
+ * milliseconds (a few thousand rows' update).
+ */
+export const FILL_BATCH_ROWS = 1000;
+/** The smallest BIGINT: the id a fill's first batch starts after. */
+const MIN_ID = '-9223372036854775808';
 /** How often a replica waiting for another one's migration asks for the lock again. */
 const LOCK_POLL_MS = 500;
 
@@ -73,14 +98,16 @@ export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logge
   }
 }
 
-/** Runs a short DDL statement with MIGRATION_STEP_LOCK_TIMEOUT_MS, again while its lock is not granted in time. */
-async function shortStep(client: pg.PoolClient, sql: string, logger: Logger | undefined): Promise<void> {
+/**
+ * Runs step with MIGRATION_STEP_LOCK_TIMEOUT_MS, again while its lock is not granted in time (or it met a
+ * deadlock): a write waits behind it that long at most, never behind a queue of steps.
+ */
+async function shortSteps<T>(client: pg.PoolClient, logger: Logger | undefined, step: () => Promise<T>): Promise<T> {
   await client.query(`SET lock_timeout = ${MIGRATION_STEP_LOCK_TIMEOUT_MS}`);
   try {
     for (let attempt = 1; ; attempt++) {
       try {
-        await client.query(sql);
-        return;
+        return await step();
       } catch (err) {
         if (!RETRY_STEP.has(codeOf(err)) || attempt >= STEP_ATTEMPTS) throw err;
         logger?.info('schema migration step waiting for a lock; trying again', { attempt });
@@ -90,6 +117,11 @@ async function shortStep(client: pg.PoolClient, sql: string, logger: Logger | un
   } finally {
     await client.query('SET lock_timeout = 0');
   }
+}
+
+/** Runs a short DDL statement with MIGRATION_STEP_LOCK_TIMEOUT_MS, again while its lock is not granted in time. */
+async function shortStep(client: pg.PoolClient, sql: string, logger: Logger | undefined): Promise<void> {
+  await shortSteps(client, logger, () => client.query(sql));
 }
 
 /** The name of a partition's part of an events index: the partition's name and the index's after `events_`. */
@@ -148,12 +180,56 @@ async function buildPart(client: pg.PoolClient, part: string, ix: EventIndex, lo
   await shortStep(client, `ALTER INDEX ${ix.name} ATTACH PARTITION ${quoteIdent(child)}`, logger);
 }
 
+/**
+ * Adds a column and fills it without holding writes (see the top of this file). The values are read into a
+ * temporary table in one statement, which only reads the events: inserts and the other replicas' reads go on.
+ * Then FILL_BATCH_ROWS rows at a time, in order of id, each batch its own transaction: its rows are locked in
+ * the order ingest locks them (no deadlock with an ingest's upsert), waiting at most
+ * MIGRATION_STEP_LOCK_TIMEOUT_MS for a row an ingest holds, and written. A process killed halfway leaves the
+ * column and the batches written; the next start adds nothing and writes every batch again, with the values
+ * read again. Rows the other replicas add after the values were read keep the column's default, as they would
+ * after a fill in one transaction.
+ */
+export async function fillColumn(client: pg.PoolClient, fill: ColumnFill, logger: Logger | undefined): Promise<void> {
+  const { table, column } = fill;
+  await shortStep(client, fill.add, logger);
+  await client.query('DROP TABLE IF EXISTS pg_temp.hookwatch_fill');
+  await client.query('CREATE TEMPORARY TABLE hookwatch_fill (id BIGINT PRIMARY KEY, value BIGINT NOT NULL)');
+  try {
+    await client.query(`INSERT INTO pg_temp.hookwatch_fill (id, value) ${fill.source}`);
+    let after = MIN_ID;
+    for (let batches = 0; ; batches++) {
+      const last = await shortSteps(client, logger, () => inMigrationTransaction(client, async () => {
+        const b = await client.query<{ last: string | null }>(
+          `SELECT max(id)::text AS last FROM (SELECT id FROM pg_temp.hookwatch_fill WHERE id > $1::bigint ORDER BY id LIMIT ${FILL_BATCH_ROWS}) AS b`,
+          [after],
+        );
+        const upTo = b.rows[0]?.last ?? null;
+        if (upTo === null) return null;
+        const range = [after, upTo];
+        await client.query(`SELECT 1 FROM ${table} WHERE id > $1::bigint AND id <= $2::bigint AND id IN (SELECT id FROM pg_temp.hookwatch_fill) ORDER BY ${fill.lockOrder} FOR UPDATE`, range);
+        await client.query(`UPDATE ${table} AS t SET ${column} = f.value FROM pg_temp.hookwatch_fill AS f WHERE f.id = t.id AND f.id > $1::bigint AND f.id <= $2::bigint`, range);
+        return upTo;
+      }));
+      if (last === null) {
+        logger?.info('schema migration column filled', { table, column, batches });
+        return;
+      }
+      after = last;
+    }
+  } finally {
+    // A lost connection took the table with it.
+    await client.query('DROP TABLE IF EXISTS pg_temp.hookwatch_fill').catch(() => undefined);
+  }
+}
+
 /** Runs fn in a transaction on the migration's connection (closed afterwards, so a failed ROLLBACK leaves nothing). */
-export async function inMigrationTransaction(client: pg.PoolClient, fn: () => Promise<void>): Promise<void> {
+export async function inMigrationTransaction<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
   await client.query('BEGIN');
   try {
-    await fn();
+    const result = await fn();
     await client.query('COMMIT');
+    return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;

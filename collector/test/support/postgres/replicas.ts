@@ -35,6 +35,8 @@ export interface ReplicaOptions {
   cwd: string;
   env?: Record<string, string>;
   startTimeoutMs?: number;
+  /** Called with the process as soon as it is spawned, before it has started (to kill it during its start). */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 /** Starts one replica and resolves once it logs `hookwatch started` with its bound URLs. */
@@ -52,6 +54,7 @@ export async function startReplica(opts: ReplicaOptions): Promise<Replica> {
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  opts.onSpawn?.(child);
   const lines: string[] = [];
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
