@@ -197,6 +197,8 @@ export async function fillColumn(client: pg.PoolClient, fill: ColumnFill, logger
   await client.query('CREATE TEMPORARY TABLE hookwatch_fill (id BIGINT PRIMARY KEY, value BIGINT NOT NULL)');
   try {
     await client.query(`INSERT INTO pg_temp.hookwatch_fill (id, value) ${fill.source}`);
+    // Autovacuum never analyzes a temporary table: without statistics a batch may scan it whole.
+    await client.query('ANALYZE pg_temp.hookwatch_fill');
     let after = MIN_ID;
     for (let batches = 0; ; batches++) {
       const last = await shortSteps(client, logger, () => inMigrationTransaction(client, async () => {
