@@ -1,8 +1,9 @@
 /**
  * The time range that shows one alert on a hook's page: from an hour before the first evidence it was raised on
  * to when it resolved (or to when it is looked at, while it fires), in whole buckets of the page's charts.
- * Notifications link to the hook over it, so a link opened days later, or for outputs that arrived late, shows the
- * outputs the alert counted and not whatever the last 24 hours hold.
+ * Notifications link to the hook over it, so a link opened days later, for outputs that arrived late, or for an
+ * alert raised on outputs hours into a long window, shows the outputs the alert counted and not whatever the last
+ * 24 hours hold.
  */
 
 import { MAX_RANGE_MS } from './api.ts';
@@ -22,9 +23,9 @@ export interface AlertTimes {
   /** When it resolved; null while active. */
   endsAt: string | null;
   /**
-   * The earliest event time of its late outputs (stamped before the rule's window) over its whole episode, kept
-   * once they leave the window; null when none was late; absent where not carried (a notification queued by an
-   * earlier release).
+   * When the evidence it was raised on begins over its whole episode (its late outputs, stamped before the rule's
+   * window, and what the rule counted in the window when it became active), kept once they leave the window; null
+   * when unknown; absent where not carried (a notification queued by an earlier release).
    */
   firstEventAt?: string | null;
   /** `first_event_time`: the earliest event time of the late outputs in the window now. */
@@ -37,8 +38,8 @@ function stamp(ms: number): string {
 
 /**
  * The range as RFC 3339 `from` and `to`: from an hour before the earliest of when the alert became active, started
- * firing and its earliest late output (ever, or in the window now), to when it resolved or `nowMs` while it fires,
- * widened to whole buckets of the chart the dashboard draws for it.
+ * firing and its evidence began (firstEventAt, or its late outputs in the window now), to when it resolved or
+ * `nowMs` while it fires, widened to whole buckets of the chart the dashboard draws for it.
  */
 export function alertRange(a: AlertTimes, nowMs: number): { from: string; to: string } {
   const times = [a.activeAt, a.startsAt, a.firstEventAt, a.annotations['first_event_time']]

@@ -198,8 +198,10 @@ export interface AlertSummary {
   /** When it resolved; null while active. */
   endsAt: string | null;
   /**
-   * The earliest event time of the late outputs (stamped before the rule's window) it was raised on, over its whole
-   * episode: `first_event_time` of its annotations names only those still in the window. Null when none was late.
+   * When the evidence it was raised on begins, over its whole episode: the earliest of its late outputs (stamped
+   * before the rule's window; `first_event_time` of its annotations names only those still in the window) and of
+   * what its rule counted in the window when it became active (the start of the chart bucket holding it). Null when
+   * unknown (a rule of no time window, such as `silence`).
    */
   firstEventAt: string | null;
   /** When its last firing notification was delivered (or, until one is, sent out): `deliveries` says which arrived. */

@@ -18,10 +18,10 @@ import type { AlertRecord } from './model.ts';
 import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
-import { restoredAlert } from './lifecycle.ts';
+import { fingerprint, restoredAlert } from './lifecycle.ts';
 import { markSuperseded, planForOwedReceivers, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
-import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy } from './rules.ts';
+import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
 import { alwaysLeader, type AlertStateStore, type LeaderElector } from './state/store.ts';
 
@@ -384,7 +384,15 @@ export class AlertEngine implements IngestListener {
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
       try {
-        outcomes.push({ rule, candidates: await evaluateRule(rule, { store: this.opts.store, now }) });
+        const candidates = await evaluateRule(rule, { store: this.opts.store, now });
+        // When the evidence begins, for the links of the alerts that become active now (those past the rule's
+        // limit are dropped, unread).
+        const active = this.set.activeOf(rule.name);
+        const isNew = (c: { labels: Record<string, string> }): boolean => !active.has(fingerprint(c.labels));
+        const kept = await withEvidence(candidates.slice(0, MAX_ALERTS_PER_RULE), isNew, (err) => {
+          this.opts.logger.warn('cannot read when an alert\'s evidence begins; its links start from when it became active', { rule: rule.name, err });
+        });
+        outcomes.push({ rule, candidates: [...kept, ...candidates.slice(MAX_ALERTS_PER_RULE)] });
       } catch (error) {
         outcomes.push({ rule, error });
       }

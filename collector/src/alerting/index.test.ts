@@ -20,7 +20,11 @@ import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertRecord, StateChanges } from './model.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, otlpAccepted, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { alertRange } from '../../../shared/src/alert-range.ts';
-import type { AlertSummary } from '../../../shared/src/api.ts';
+import type { AlertSummary, HookSummary } from '../../../shared/src/api.ts';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createApiRouter } from '../api/index.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
 const MIN = 60_000;
@@ -40,6 +44,8 @@ interface Harness {
   run(ms: number): Promise<void>;
   notes(): { status: string; alertname: string; hook: string; at: number; labels: Record<string, string> }[];
   restart(): Promise<void>;
+  /** A configuration reload with these rules (the receivers and intervals as started). */
+  reconfigure(rules: unknown): Promise<void>;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -100,6 +106,9 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
       h.alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
       await h.alerting.engine.evaluate('notify');
       await h.alerting.dispatcher.idle();
+    },
+    async reconfigure(next) {
+      await h.alerting.reconfigure({ ...config, rules: parseRules(next, dimensionNames(['team'])) });
     },
   };
   cleanups.push(async () => {
@@ -357,10 +366,66 @@ describe('links over the time an alert counted', () => {
     await expect.poll(eventUrl, { timeout: 10_000, interval: 50 }).toBeDefined();
     expect(range((await eventUrl()) ?? '').from).toBeLessThanOrEqual(stamped - HOUR);
     // The hook persists an output again: a new alert, about that output only.
+    const again = h.clock.now();
     await h.push(over);
     expect(links().map((l) => l.status)).toEqual(['firing', 'firing', 'resolved', 'firing']);
     expect(range(links()[3]?.link ?? '').from).toBeGreaterThan(T0);
-    expect(h.alerting.engine.alerts().find((a) => a.state === 'firing')?.firstEventAt).toBeNull();
+    // Its evidence begins with that output: the start of the chart bucket holding it, not the late one.
+    const evidence = Date.parse(h.alerting.engine.alerts().find((a) => a.state === 'firing')?.firstEventAt ?? '');
+    expect(evidence).toBeGreaterThan(T0);
+    expect(evidence).toBeLessThanOrEqual(again);
+  });
+
+  /** The hook's figures as its page reads them (GET /api/v1/hooks/:id) over a link's range. */
+  async function pageFigures(store: SqliteStore, link: string, now: () => number): Promise<HookSummary> {
+    const app = express();
+    app.use(createApiRouter({ store, dimensions: ['team'], logger: silentLogger, now }));
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const u = new URL(link);
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1${u.pathname}?${new URLSearchParams({ from: u.searchParams.get('from') ?? '', to: u.searchParams.get('to') ?? '' }).toString()}`);
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { hook: HookSummary }).hook;
+    } finally {
+      server.close();
+    }
+  }
+
+  it.each(['a reload adds the rule', 'hookwatch starts with the rule'])('reach back to the outputs a long window counted when %s while they are hours old', async (how) => {
+    // Outputs persisted 20 and 19 hours ago, received then: their page and a rule with a 24-hour window.
+    const stamped = T0 - 20 * HOUR + 7 * MIN;
+    const outputs = [{ ...over, timeMs: stamped, receivedMs: stamped }, { ...over, timeMs: stamped + HOUR, receivedMs: stamped + HOUR }];
+    const rule = [{ kind: 'persisted', window: '24h' }];
+    let h: Harness;
+    if (how === 'a reload adds the rule') {
+      h = await harness([]);
+      await h.pushAt(outputs);
+      expect(h.notes()).toEqual([]);
+      await h.reconfigure(rule);
+    } else {
+      h = await harness(rule);
+      await h.alerting.stop();
+      await h.store.ingest(outputs.map(hookEvent));
+      await h.restart();
+    }
+    await h.run(TICK);
+    const [body] = h.sink.bodies<AlertmanagerWebhookBody>();
+    const alert = body?.alerts[0];
+    expect(alert?.annotations['outputs_persisted']).toBe('2');
+    // Not late (received inside the window): no first_event_time; the alert read when its evidence begins.
+    expect(alert?.annotations['first_event_time']).toBeUndefined();
+    const link = range(alert?.generatorURL ?? '');
+    expect(link.from).toBeLessThanOrEqual(stamped - HOUR);
+    expect(link.to).toBeGreaterThanOrEqual(Date.parse(alert?.startsAt ?? ''));
+    // The page opened from the notification counts the outputs it counted.
+    const page = await pageFigures(h.store, alert?.generatorURL ?? '', h.clock.now);
+    expect(page.outputsPersisted).toBe(2);
+    // So does the alerts page's link, from the alerts API.
+    const [listed] = h.alerting.engine.alerts();
+    expect(Date.parse(alertRange(listed as AlertSummary, h.clock.now()).from)).toBeLessThanOrEqual(stamped - HOUR);
+    expect(Date.parse(listed?.firstEventAt ?? '')).toBeLessThanOrEqual(stamped);
   });
 });
 

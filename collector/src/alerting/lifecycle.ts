@@ -33,8 +33,8 @@ function annotatedFirstEventMs(annotations: Record<string, string>): number | nu
 }
 
 /**
- * The earliest event time of the late outputs an alert was raised on over its episode (AlertRecord.firstEventMs),
- * or, in a record without it, the one its annotations name.
+ * When the evidence an alert was raised on begins, over its episode (AlertRecord.firstEventMs), or, in a record
+ * without it, the earliest late output its annotations name.
  */
 export function firstEventMs(a: Pick<AlertRecord, 'firstEventMs' | 'annotations'>): number | null {
   return a.firstEventMs === undefined ? annotatedFirstEventMs(a.annotations) : a.firstEventMs;
@@ -76,7 +76,7 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
     if (!a) {
       a = {
         id: alertId(fp, now), fingerprint: fp, rule: rule.name, state: 'pending', labels: c.labels, annotations: c.annotations, hookId: c.hookId,
-        firstEventMs: annotatedFirstEventMs(c.annotations), activeAtMs: now, startsAtMs: null, endsAtMs: null, lastActiveMs: now, lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
+        firstEventMs: earlier(annotatedFirstEventMs(c.annotations), c.evidenceFromMs ?? null), activeAtMs: now, startsAtMs: null, endsAtMs: null, lastActiveMs: now, lastNotifiedMs: null, notifiedFiring: false, notifySeq: 0,
       };
       active.set(fp, a);
       step.transitions.push({ alert: a, from: null, to: 'pending' });
@@ -84,7 +84,7 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
     } else {
       const changed = JSON.stringify(a.annotations) !== JSON.stringify(c.annotations);
       // The late outputs leave the window, and the annotations, while the alert fires on: it keeps the earliest.
-      a.firstEventMs = earlier(firstEventMs(a), annotatedFirstEventMs(c.annotations));
+      a.firstEventMs = earlier(earlier(firstEventMs(a), annotatedFirstEventMs(c.annotations)), c.evidenceFromMs ?? null);
       a.annotations = c.annotations;
       a.lastActiveMs = now;
       // Unchanged alerts are rewritten at most once a minute: enough for keep_firing_for after a restart,

@@ -10,9 +10,10 @@ export interface AlertRecord extends AlertIdentity {
   startsAtMs: number | null;
   endsAtMs: number | null;
   /**
-   * The earliest event time of the late outputs (annotation `first_event_time`) this episode was ever raised on,
-   * kept once they leave the rule's window so its links still reach back to them; null when none was late. Absent
-   * in a record an earlier release wrote: its annotations tell then.
+   * When the evidence this episode was raised on begins: the earliest of its late outputs (annotation
+   * `first_event_time`) it was ever raised on and of the evidence in the rule's window when it became active (to
+   * the bucket of the chart its link opens on), kept once they leave the window so its links still reach back to
+   * them; null when neither is known. Absent in a record an earlier release wrote: its annotations tell then.
    */
   firstEventMs?: number | null;
   /** Last evaluation at which the condition held (for keep_firing_for). */

@@ -6,6 +6,8 @@
 import type { HookCounters } from '../store/model.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
 import { largestKnown, largestOutput, OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
+import { ALERT_RANGE_LEAD_MS } from '../../../shared/src/alert-range.ts';
+import { chartStepForSpan } from '../../../shared/src/chart-step.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import { isOverflowHook } from '../store/hook-limit.ts';
@@ -18,6 +20,13 @@ export interface Candidate {
   labels: Record<string, string>;
   annotations: Record<string, string>;
   hookId: string | null;
+  /**
+   * When the evidence the condition counted in the rule's window begins (the start of the bucket holding its
+   * earliest event), when the evaluation read it; null when it holds none; absent when not read.
+   */
+  evidenceFromMs?: number | null;
+  /** Reads evidenceFromMs (withEvidence): only for a candidate that becomes an alert. */
+  readEvidence?: () => Promise<number | null>;
 }
 
 export interface RuleContext {
@@ -79,24 +88,75 @@ function groupLabels(rule: RuleConfig, info: HookInfo, value: string | undefined
   return labels;
 }
 
-/** Per hook, or per hook and dimension value when the rule has groupBy. */
-async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition): Promise<Candidate[]> {
+/** Which of a bucket's counters are the evidence a rule's condition counts. */
+type Evidence = (b: HookCounters) => boolean;
+
+/**
+ * Reads when a hook's evidence in [fromMs, toMs) begins: the first bucket of its series (under `filters`) holding
+ * some, in the buckets of the chart its alert's link opens on, so the time is no coarser than the page shows it.
+ * One series read, made only when an alert becomes active (withEvidence): the counters the condition ran on are
+ * the window's sums, which do not tell when in the window it began.
+ */
+function evidenceReader(ctx: RuleContext, hookId: string, fromMs: number, toMs: number, evidence: Evidence, filters?: Record<string, string>): () => Promise<number | null> {
+  return async () => {
+    const stepMs = chartStepForSpan(toMs - fromMs + ALERT_RANGE_LEAD_MS) * 1000;
+    const series = await ctx.store.series(hookId, { fromMs, toMs, stepMs, ...(filters ? { filters } : {}) });
+    let first: number | null = null;
+    for (const [t, b] of series) if (evidence(b) && (first === null || t < first)) first = t;
+    return first;
+  };
+}
+
+/**
+ * Per hook, or per hook and dimension value when the rule has groupBy; `evidence` says what of the counters the
+ * condition counts, for when it begins (Candidate.readEvidence).
+ */
+async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence): Promise<Candidate[]> {
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
     if (!rule.groupBy) {
       const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
-      if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id });
+      if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence) });
       continue;
     }
     const rows = await ctx.store.breakdown(c.info.id, rule.groupBy, { fromMs, toMs });
     for (const row of rows) {
       const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
-      if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id });
+      // Events without the dimension ('') are read with the hook's others: their evidence begins no later.
+      const filters = row.value ? { [rule.groupBy]: row.value } : undefined;
+      if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, filters) });
     }
   }
   return out;
 }
+
+/**
+ * Reads the evidence times of the candidates that become alerts now (`isNew`): an alert keeps its time over its
+ * episode, so evaluations of alerts already active read nothing more. A read that fails leaves the time unknown
+ * (`onError` says why): the alert still goes pending, and its link starts from when it became active.
+ */
+export async function withEvidence(candidates: readonly Candidate[], isNew: (c: Candidate) => boolean, onError: (err: unknown) => void): Promise<Candidate[]> {
+  const out: Candidate[] = [];
+  for (const { readEvidence, ...c } of candidates) {
+    if (!readEvidence || c.evidenceFromMs !== undefined || !isNew(c)) {
+      out.push(c);
+      continue;
+    }
+    try {
+      out.push({ ...c, evidenceFromMs: await readEvidence() });
+    } catch (err) {
+      onError(err);
+      out.push(c);
+    }
+  }
+  return out;
+}
+
+/** persisted: outputs over the cap, reported or measured. */
+const persistedEvidence: Evidence = (b) => b.outputsPersisted > 0 || b.executionsWithPersisted > 0;
+/** The executions of the window, every one in the share or the count. */
+const executionEvidence: Evidence = (b) => b.executions > 0;
 
 /**
  * Persisted outputs in the window, by event time or by arrival: a batch stamped an hour ago (a Collector queue
@@ -119,7 +179,7 @@ async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[
     const l = lateOf(info.id, value);
     return persistedCondition(l ? totalCounters([c, l]) : c, scope, rule.windowMs, l);
   };
-  const out = await perHook(rule, ctx, fromMs, toMs, cond);
+  const out = await perHook(rule, ctx, fromMs, toMs, cond, persistedEvidence);
   // Late arrivals of a hook (or a value of it) with nothing else in the window.
   for (const a of late.values()) {
     const groups: [string | undefined, ArrivalCounters][] = rule.groupBy ? [...(a.byValue ?? [])] : [[undefined, a]];
@@ -133,17 +193,17 @@ async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[
 }
 
 function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => ratioCondition(rule, c, scope));
+  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => ratioCondition(rule, c, scope), executionEvidence);
 }
 
 function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => headroomCondition(rule, c, scope));
+  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS);
 }
 
 function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   // The window ends `after` ago: a start whose complete is still in flight (next export batch) is not missing yet.
   const toMs = ctx.now - rule.afterMs;
-  return perHook(rule, ctx, toMs - rule.windowMs, toMs, (c, _info, scope) => neverCompletedCondition(rule, c, scope));
+  return perHook(rule, ctx, toMs - rule.windowMs, toMs, (c, _info, scope) => neverCompletedCondition(rule, c, scope), (b) => b.starts > 0);
 }
 
 async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
@@ -159,7 +219,8 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
       .filter((p): p is Point => p.value !== null)
       .sort((a, b) => a.t - b.t);
     const annotations = growthCondition(rule, points, c.info.hookName, ctx.now);
-    if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id });
+    // The trend's first day: read with it.
+    if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: points[0]?.t ?? null });
   }
   return out;
 }
@@ -209,7 +270,7 @@ async function hookLimit(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[
     const c = (await ctx.store.hookCounters({ fromMs, toMs, hookId: info.id })).get(info.id);
     const l = late.get(info.id);
     const annotations = hookLimitCondition(rule, c && l ? totalCounters([c, l]) : (c ?? l), info.hookName, ctx.store.maxHooks, l);
-    if (annotations) out.push({ labels: hookLabels(rule, info), annotations, hookId: info.id });
+    if (annotations) out.push({ labels: hookLabels(rule, info), annotations, hookId: info.id, readEvidence: evidenceReader(ctx, info.id, fromMs, toMs, (b) => b.executions + b.starts > 0) });
   }
   return out;
 }

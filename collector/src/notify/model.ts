@@ -44,7 +44,7 @@ export interface NotifiedAlert extends AlertIdentity {
   startsAt: string;
   endsAt: string | null;
   /**
-   * The earliest event time of its late outputs over its episode (AlertSummary.firstEventAt), for its link;
+   * When the evidence it was raised on begins, over its episode (AlertSummary.firstEventAt), for its link;
    * absent from a notification an earlier release queued.
    */
   firstEventAt?: string | null;
