@@ -18,13 +18,9 @@ import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertRecord, StateChanges } from './model.ts';
-import { FakeClock, hookEvent, keepFiringAcrossRestarts, otlpAccepted, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, otlpAccepted, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { alertRange } from '../../../shared/src/alert-range.ts';
-import type { AlertSummary, HookSummary } from '../../../shared/src/api.ts';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
-import express from 'express';
-import { createApiRouter } from '../api/index.ts';
+import type { AlertSummary } from '../../../shared/src/api.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
 const MIN = 60_000;
@@ -376,56 +372,17 @@ describe('links over the time an alert counted', () => {
     expect(evidence).toBeLessThanOrEqual(again);
   });
 
-  /** The hook's figures as its page reads them (GET /api/v1/hooks/:id) over a link's range. */
-  async function pageFigures(store: SqliteStore, link: string, now: () => number): Promise<HookSummary> {
-    const app = express();
-    app.use(createApiRouter({ store, dimensions: ['team'], logger: silentLogger, now }));
-    const server = app.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    try {
-      const u = new URL(link);
-      const { port } = server.address() as AddressInfo;
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1${u.pathname}?${new URLSearchParams({ from: u.searchParams.get('from') ?? '', to: u.searchParams.get('to') ?? '' }).toString()}`);
-      expect(res.status).toBe(200);
-      return ((await res.json()) as { hook: HookSummary }).hook;
-    } finally {
-      server.close();
-    }
-  }
-
-  it.each(['a reload adds the rule', 'hookwatch starts with the rule'])('reach back to the outputs a long window counted when %s while they are hours old', async (how) => {
-    // Outputs persisted 20 and 19 hours ago, received then: their page and a rule with a 24-hour window.
-    const stamped = T0 - 20 * HOUR + 7 * MIN;
-    const outputs = [{ ...over, timeMs: stamped, receivedMs: stamped }, { ...over, timeMs: stamped + HOUR, receivedMs: stamped + HOUR }];
-    const rule = [{ kind: 'persisted', window: '24h' }];
-    let h: Harness;
-    if (how === 'a reload adds the rule') {
-      h = await harness([]);
-      await h.pushAt(outputs);
-      expect(h.notes()).toEqual([]);
-      await h.reconfigure(rule);
-    } else {
-      h = await harness(rule);
-      await h.alerting.stop();
-      await h.store.ingest(outputs.map(hookEvent));
-      await h.restart();
-    }
-    await h.run(TICK);
-    const [body] = h.sink.bodies<AlertmanagerWebhookBody>();
-    const alert = body?.alerts[0];
-    expect(alert?.annotations['outputs_persisted']).toBe('2');
+  it.each(LONG_WINDOW_CASES)('reach back to the outputs a long window counted when %s while they are hours old', async (how) => {
+    const r = await linksOverLongWindow(harness, how);
+    expect(r.alert?.annotations['outputs_persisted']).toBe('2');
     // Not late (received inside the window): no first_event_time; the alert read when its evidence begins.
-    expect(alert?.annotations['first_event_time']).toBeUndefined();
-    const link = range(alert?.generatorURL ?? '');
-    expect(link.from).toBeLessThanOrEqual(stamped - HOUR);
-    expect(link.to).toBeGreaterThanOrEqual(Date.parse(alert?.startsAt ?? ''));
-    // The page opened from the notification counts the outputs it counted.
-    const page = await pageFigures(h.store, alert?.generatorURL ?? '', h.clock.now);
-    expect(page.outputsPersisted).toBe(2);
-    // So does the alerts page's link, from the alerts API.
-    const [listed] = h.alerting.engine.alerts();
-    expect(Date.parse(alertRange(listed as AlertSummary, h.clock.now()).from)).toBeLessThanOrEqual(stamped - HOUR);
-    expect(Date.parse(listed?.firstEventAt ?? '')).toBeLessThanOrEqual(stamped);
+    expect(r.alert?.annotations['first_event_time']).toBeUndefined();
+    expect(r.link.from).toBeLessThanOrEqual(r.stamped - HOUR);
+    expect(r.link.to).toBeGreaterThanOrEqual(Date.parse(r.alert?.startsAt ?? ''));
+    // The page opened from the notification counts the outputs it counted; so does the alerts page's link.
+    expect(r.page.outputsPersisted).toBe(2);
+    expect(r.listedFrom).toBeLessThanOrEqual(r.stamped - HOUR);
+    expect(Date.parse(r.listed?.firstEventAt ?? '')).toBeLessThanOrEqual(r.stamped);
   });
 });
 

@@ -11,6 +11,11 @@ import { hookId } from '../../src/hooks/extract.ts';
 import type { HookEvent } from '../../src/hooks/model.ts';
 import type { AlertRecord } from '../../src/alerting/model.ts';
 import { classifyExecution } from '../../src/hooks/cliff.ts';
+import type { AlertmanagerWebhookBody } from '../../src/notify/alertmanager.ts';
+import type { Store } from '../../src/store/store.ts';
+import type { AlertSummary, HookSummary } from '../../../shared/src/api.ts';
+import { alertRange } from '../../../shared/src/alert-range.ts';
+import { serveApi } from './api-server.ts';
 
 /** One request the sink received. */
 export interface ReceivedRequest {
@@ -326,4 +331,69 @@ export async function keepFiringAcrossRestarts<H extends RestartableAlerting>(
     restarts.push({ at, early: resolved < unbrokenMs, late: resolved > latest });
   }
   return { unbrokenMs, restarts };
+}
+
+/** What the long-window link timeline drives: an alerting harness over a store (with the `team` dimension). */
+export interface LinkedAlerting {
+  clock: FakeClock;
+  sink: WebhookSink;
+  store: Store;
+  readonly alerting: { stop(): Promise<void>; engine: { alerts(): AlertSummary[] } };
+  /** Stores the events and evaluates the rules they trigger, as the receiver does. */
+  pushAt(facts: EventFacts[]): Promise<void>;
+  /** Steps the clock by the evaluation interval up to `ms`, evaluating at each step. */
+  run(ms: number): Promise<void>;
+  restart(): Promise<void>;
+  /** A configuration reload with these rules. */
+  reconfigure(rules: unknown): Promise<void>;
+}
+
+/** How a rule comes to find outputs already hours old in its window. */
+export const LONG_WINDOW_CASES = ['a reload adds the rule', 'hookwatch starts with the rule', 'a reload adds a rule by team'] as const;
+
+/**
+ * A `persisted` rule with a 24-hour window meets outputs persisted 20 and 19 hours before (received then, so not
+ * late): added by a configuration reload, or there when hookwatch starts with them already stored. Returns the
+ * first notification's alert, its link's range, the hook's figures its page reads over that range (GET
+ * /api/v1/hooks/:id), and the alert as the alerts API lists it.
+ */
+export async function linksOverLongWindow<H extends LinkedAlerting>(start: (rules: unknown) => Promise<H>, how: (typeof LONG_WINDOW_CASES)[number]): Promise<{
+  stamped: number;
+  alert: AlertmanagerWebhookBody['alerts'][number] | undefined;
+  link: { from: number; to: number };
+  page: HookSummary;
+  listed: AlertSummary | undefined;
+  listedFrom: number;
+}> {
+  const HOUR = 3_600_000;
+  const rule = { kind: 'persisted', window: '24h', ...(how === 'a reload adds a rule by team' ? { groupBy: 'team' } : {}) };
+  const startsWithRule = how === 'hookwatch starts with the rule';
+  const h = await start(startsWithRule ? [rule] : []);
+  const stamped = h.clock.now() - 20 * HOUR + 7 * 60_000;
+  const outputs: EventFacts[] = [0, HOUR].map((d) => ({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, team: 'platform', timeMs: stamped + d, receivedMs: stamped + d }));
+  if (startsWithRule) {
+    // Stored while hookwatch was down (by another replica, or before an upgrade): no ingest evaluation saw them.
+    await h.alerting.stop();
+    await h.store.ingest(outputs.map(hookEvent));
+    await h.restart();
+  } else {
+    await h.pushAt(outputs);
+    if (h.sink.requests.length > 0) throw new Error('notified with no rule configured');
+    await h.reconfigure([rule]);
+  }
+  await h.run(10_000);
+  const alert = h.sink.bodies<AlertmanagerWebhookBody>()[0]?.alerts[0];
+  const url = new URL(alert?.generatorURL ?? 'http://unset/');
+  const link = { from: Date.parse(url.searchParams.get('from') ?? ''), to: Date.parse(url.searchParams.get('to') ?? '') };
+  const api = await serveApi(h.store, h.clock.now());
+  let page: HookSummary;
+  try {
+    const res = await fetch(`${api.base}/api/v1${url.pathname}?${new URLSearchParams({ from: url.searchParams.get('from') ?? '', to: url.searchParams.get('to') ?? '' }).toString()}`);
+    if (res.status !== 200) throw new Error(`GET ${url.pathname}: ${res.status} ${await res.text()}`);
+    page = ((await res.json()) as { hook: HookSummary }).hook;
+  } finally {
+    await api.close();
+  }
+  const listed = h.alerting.engine.alerts()[0];
+  return { stamped, alert, link, page, listed, listedFrom: listed ? Date.parse(alertRange(listed, h.clock.now()).from) : NaN };
 }
