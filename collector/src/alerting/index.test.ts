@@ -384,6 +384,27 @@ describe('links over the time an alert counted', () => {
     expect(r.listedFrom).toBeLessThanOrEqual(r.stamped - HOUR);
     expect(Date.parse(r.listed?.firstEventAt ?? '')).toBeLessThanOrEqual(r.stamped);
   });
+
+  it('reach back to what headroom, persisted_ratio and never_completed counted hours into their window', async () => {
+    const h = await harness([]);
+    const at = T0 - 20 * HOUR + 7 * MIN;
+    await h.pushAt([
+      { hookName: 'PreToolUse:Bash', additionalContextChars: 9_000, stdoutChars: 9_050, outputsPersisted: 0, timeMs: at, receivedMs: at },
+      { ...over, hookName: 'Stop', timeMs: at + HOUR, receivedMs: at + HOUR },
+      { kind: 'start', hookName: 'UserPromptSubmit', timeMs: at + 2 * HOUR, receivedMs: at + 2 * HOUR },
+    ]);
+    await h.reconfigure([
+      { kind: 'headroom', window: '24h' },
+      { kind: 'persisted_ratio', window: '24h', threshold: 0.4, minExecutions: 1 },
+      { kind: 'never_completed', window: '24h', after: '2m', for: '0s' },
+    ]);
+    await h.run(TICK);
+    const links = new Map(h.sink.bodies<AlertmanagerWebhookBody>().map((b) => [b.alerts[0]?.labels['alertname'], range(b.alerts[0]?.generatorURL ?? '')]));
+    expect([...links.keys()].sort()).toEqual(['headroom', 'never_completed', 'persisted_ratio']);
+    expect(links.get('headroom')?.from).toBeLessThanOrEqual(at - HOUR);
+    expect(links.get('persisted_ratio')?.from).toBeLessThanOrEqual(at + HOUR - HOUR);
+    expect(links.get('never_completed')?.from).toBeLessThanOrEqual(at + 2 * HOUR - HOUR);
+  });
 });
 
 describe('silences', () => {
@@ -480,6 +501,9 @@ describe('other rule kinds', () => {
     const days2cap = Number(h.alerting.engine.alerts()[0]?.annotations['days_to_cap']);
     expect(days2cap).toBeGreaterThan(1.5);
     expect(days2cap).toBeLessThan(2.5);
+    // Its link opens on the trend it counted, from its first day on.
+    const link = new URL(h.sink.bodies<AlertmanagerWebhookBody>()[0]?.alerts[0]?.generatorURL ?? '');
+    expect(Date.parse(link.searchParams.get('from') ?? '')).toBeLessThanOrEqual(start - HOUR);
   });
 
   it('blind: names the client versions that send no size data', async () => {

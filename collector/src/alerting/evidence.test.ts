@@ -1,0 +1,34 @@
+/** When an alert's evidence begins (rules.ts withEvidence): read once, as the alert becomes active. */
+import { describe, expect, it } from 'vitest';
+import { withEvidence, type Candidate } from './rules.ts';
+
+function candidate(hook: string, read: () => Promise<number | null>): Candidate {
+  return { labels: { alertname: 'persisted', hook_name: hook }, annotations: {}, hookId: hook, readEvidence: read };
+}
+
+describe('withEvidence', () => {
+  it('reads it for the candidates that become alerts only, and keeps a candidate whose read fails, its time unknown', async () => {
+    const reads: string[] = [];
+    const errors: unknown[] = [];
+    const out = await withEvidence([
+      candidate('new', async () => {
+        reads.push('new');
+        return 1_000;
+      }),
+      candidate('active', async () => {
+        reads.push('active');
+        return 2_000;
+      }),
+      candidate('failing', async () => {
+        reads.push('failing');
+        throw new Error('store unavailable');
+      }),
+      { labels: { alertname: 'growth', hook_name: 'read' }, annotations: {}, hookId: 'read', evidenceFromMs: 3_000 },
+    ], (c) => c.labels['hook_name'] !== 'active', (err) => errors.push(err));
+    expect(reads).toEqual(['new', 'failing']);
+    expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs])).toEqual([['new', 1_000], ['active', undefined], ['failing', undefined], ['read', 3_000]]);
+    // Nothing left to read later: the candidates go on to the lifecycle as plain data.
+    expect(out.every((c) => c.readEvidence === undefined)).toBe(true);
+    expect(errors).toEqual([new Error('store unavailable')]);
+  });
+});
