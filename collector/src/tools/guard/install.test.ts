@@ -10,6 +10,7 @@ import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
 import { BACKUP_SUFFIX, STATE_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
+import { DEFAULT_GUARD_BUDGET } from './trim.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -41,6 +42,25 @@ const SETTINGS = {
     SessionStart: [{ matcher: 'startup', hooks: [{ type: 'command', command: 'cat "$CLAUDE_PROJECT_DIR/notes.md" | head -c 15000', timeout: 30 }] }],
     PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: "echo 'it''s ok'" }, { type: 'prompt', prompt: 'judge' }] }],
   },
+};
+
+/** Runs a settings file's command line as Claude Code does: `sh -c`, the hook input JSON on stdin; its stdout. */
+function runHook(command: string, project: string, input = '{}'): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn('/bin/sh', ['-c', command], { cwd: project, env: { ...process.env, CLAUDE_PROJECT_DIR: project, HOOKWATCH_GUARD_DIR: join(project, 'full-outputs') }, stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('close', () => resolve(out));
+    // A command that never reads its input closes the pipe when it exits first (EPIPE), as with a real hook.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
+  });
+}
+
+/** The command strings of a settings file, in order. */
+const commands = async (path: string): Promise<string[]> => {
+  const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+  return Object.values(settings.hooks).flatMap((groups) => groups.flatMap((g) => g.hooks.map((h) => h.command)));
 };
 
 describe('hookwatch guard --install', () => {
@@ -113,17 +133,29 @@ describe('hookwatch guard --install', () => {
     await runGuard(['--install', path], guardIO(project));
     const installed = (JSON.parse(await readFile(path, 'utf8')) as { hooks: { Stop: { hooks: { command: string }[] }[] } }).hooks.Stop[0]?.hooks[0]?.command ?? '';
     expect(installed).toContain(' guard -- ');
-    const run = (cmd: string): Promise<string> =>
-      new Promise((resolve) => {
-        const child = spawn('/bin/sh', ['-c', cmd], { env: { ...process.env, CLAUDE_PROJECT_DIR: project }, stdio: ['pipe', 'pipe', 'inherit'] });
-        let out = '';
-        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-        child.on('close', () => resolve(out));
-        // The original command never reads its input: when it exits first the pipe is closed (EPIPE), as with a real hook.
-        child.stdin.on('error', () => undefined);
-        child.stdin.end('{}');
-      });
-    expect(await run(installed)).toBe(await run(command));
+    expect(await runHook(installed, project)).toBe(await runHook(command, project));
+  });
+
+  it('a wrapped memory hook of long markdown paragraphs still delivers about the budget, cut at a word', async () => {
+    const project = join(dir, 'paragraphs');
+    await mkdir(join(project, '.claude', 'hooks'), { recursive: true });
+    // Headings and paragraphs of about 1,900 characters, each on one line, as markdown memory files are often written.
+    const paragraph = Array.from({ length: 260 }, (_, i) => `word${i}`).join(' ');
+    const memory = Array.from({ length: 8 }, (_, i) => `## Note ${i}\n\n${paragraph}\n\n`).join('');
+    await writeFile(join(project, 'memory.md'), memory);
+    const path = join(project, '.claude', 'settings.json');
+    await writeFile(path, JSON.stringify({ hooks: { SessionStart: [{ matcher: 'startup', hooks: [{ type: 'command', command: 'cat "$CLAUDE_PROJECT_DIR/memory.md"' }] }] } }));
+    await runGuard(['--install', path], guardIO(project));
+    const [installed = ''] = await commands(path);
+    const delivered = await runHook(installed, project, JSON.stringify({ hook_event_name: 'SessionStart', source: 'startup', session_id: 's' }));
+    const pointer = /\n\[hookwatch guard: [\d,]+ more characters left out; the full output is in (\S+)\]$/.exec(delivered);
+    expect(pointer).not.toBeNull();
+    expect(await readFile(pointer?.[1] ?? '', 'utf8')).toBe(memory);
+    const front = delivered.slice(0, pointer?.index);
+    expect(memory.startsWith(front)).toBe(true);
+    expect(front).toMatch(/ $|\n$/);
+    expect(delivered.length).toBeLessThanOrEqual(DEFAULT_GUARD_BUDGET);
+    expect(delivered.length).toBeGreaterThan(9_000);
   });
 
   /** A settings file as a user writes it (one line, not how --install formats it), in a folder of its own. */
@@ -135,10 +167,6 @@ describe('hookwatch guard --install', () => {
     await writeFile(path, original);
     return { project, path, original };
   }
-  const commands = async (path: string): Promise<string[]> => {
-    const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
-    return Object.values(settings.hooks).flatMap((groups) => groups.flatMap((g) => g.hooks.map((h) => h.command)));
-  };
 
   it('--install with a custom --command, then --uninstall without it, gives the original file back byte for byte', async () => {
     const { project, path, original } = await userSettings('custom-prefix');

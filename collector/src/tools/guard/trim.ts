@@ -14,8 +14,12 @@ export const DEFAULT_GUARD_BUDGET = 9_500;
 /** Smallest budget accepted: the pointer line alone needs room. */
 export const MIN_GUARD_BUDGET = 500;
 
-/** A boundary this close to the cut (in code units) is used; further back the cut falls mid-word instead. */
-const BOUNDARY_SEARCH_CHARS = 2_000;
+/**
+ * A boundary this close to the cut (in code units) is used; further back the cut falls mid-word instead. Kept
+ * small: markdown paragraphs are often one line of 1,000 to 2,000 characters, and going back to the last line
+ * break would give away that much of the budget, when a space next to the cut costs almost nothing.
+ */
+const BOUNDARY_SEARCH_CHARS = 300;
 
 /** Where an output string sits in the hook's stdout. */
 export type { GuardField };
