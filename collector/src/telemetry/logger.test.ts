@@ -1,7 +1,8 @@
 /** hookwatch's own log: JSON lines with levels, and secrets scrubbed whatever field or escaping they end up in. */
 import { describe, expect, it } from 'vitest';
 import { createLogger } from './logger.ts';
-import { redactUrlCredentials, urlPasswords } from '../config/values.ts';
+import { urlPasswords } from '../config/values.ts';
+import { redactUrlCredentials } from '../net/otlp-url.ts';
 
 function capture(level: 'debug' | 'info' | 'warn' | 'error', secrets: string[] = []): { lines: string[]; logger: ReturnType<typeof createLogger> } {
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { didYouMean } from '../../cli/suggest.ts';
-import { otlpSignalUrl } from '../../net/otlp-url.ts';
+import { otlpSignalUrl, redactUrlCredentials, safeEndpoint } from '../../net/otlp-url.ts';
 
 /** A mistake in how the tool was called or configured; the tools print it with the usage hint and exit 2. */
 export class UsageError extends Error {
@@ -73,8 +73,10 @@ export function otlpLogsUrl(target: string, flag: string): string {
   try {
     url = new URL(target);
   } catch {
-    throw new UsageError(`${flag}: not a URL: "${target}" (expected e.g. http://hookwatch:4318)`);
+    // Quoted without a password or query (a token may sit there): the message goes to a terminal, or to stderr
+    // of every hook the guard wraps.
+    throw new UsageError(`${flag}: not a URL: "${redactUrlCredentials(target).replace(/[?#].*$/s, '')}" (expected e.g. http://hookwatch:4318)`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${flag}: expected an http(s) URL, got "${target}"`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${flag}: expected an http(s) URL, got "${safeEndpoint(target)}"`);
   return otlpSignalUrl(url, 'logs', { fullAllowed: true });
 }

@@ -44,16 +44,22 @@ const SETTINGS = {
   },
 };
 
-/** Runs a settings file's command line as Claude Code does: `sh -c`, the hook input JSON on stdin; its stdout. */
-function runHook(command: string, project: string, input = '{}'): Promise<string> {
+/**
+ * Runs a settings file's command line as Claude Code does: `sh -c`, the hook input JSON on stdin, the settings'
+ * `env` added to the environment; its stdout and stderr.
+ */
+function runHook(command: string, project: string, options: { input?: string; env?: Record<string, string> } = {}): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('/bin/sh', ['-c', command], { cwd: project, env: { ...process.env, CLAUDE_PROJECT_DIR: project, HOOKWATCH_GUARD_DIR: join(project, 'full-outputs') }, stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('close', () => resolve(out));
+    const env = { ...process.env, CLAUDE_PROJECT_DIR: project, HOOKWATCH_GUARD_DIR: join(project, 'full-outputs'), ...options.env };
+    const child = spawn('/bin/sh', ['-c', command], { cwd: project, env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', () => resolve({ stdout, stderr }));
     // A command that never reads its input closes the pipe when it exits first (EPIPE), as with a real hook.
     child.stdin.on('error', () => undefined);
-    child.stdin.end(input);
+    child.stdin.end(options.input ?? '{}');
   });
 }
 
@@ -133,7 +139,7 @@ describe('hookwatch guard --install', () => {
     await runGuard(['--install', path], guardIO(project));
     const installed = (JSON.parse(await readFile(path, 'utf8')) as { hooks: { Stop: { hooks: { command: string }[] }[] } }).hooks.Stop[0]?.hooks[0]?.command ?? '';
     expect(installed).toContain(' guard -- ');
-    expect(await runHook(installed, project)).toBe(await runHook(command, project));
+    expect((await runHook(installed, project)).stdout).toBe((await runHook(command, project)).stdout);
   });
 
   it('a wrapped memory hook of long markdown paragraphs still delivers about the budget, cut at a word', async () => {
@@ -147,7 +153,7 @@ describe('hookwatch guard --install', () => {
     await writeFile(path, JSON.stringify({ hooks: { SessionStart: [{ matcher: 'startup', hooks: [{ type: 'command', command: 'cat "$CLAUDE_PROJECT_DIR/memory.md"' }] }] } }));
     await runGuard(['--install', path], guardIO(project));
     const [installed = ''] = await commands(path);
-    const delivered = await runHook(installed, project, JSON.stringify({ hook_event_name: 'SessionStart', source: 'startup', session_id: 's' }));
+    const delivered = (await runHook(installed, project, { input: JSON.stringify({ hook_event_name: 'SessionStart', source: 'startup', session_id: 's' }) })).stdout;
     const pointer = /\n\[hookwatch guard: [\d,]+ more characters left out; the full output is in (\S+)\]$/.exec(delivered);
     expect(pointer).not.toBeNull();
     expect(await readFile(pointer?.[1] ?? '', 'utf8')).toBe(memory);
@@ -156,6 +162,32 @@ describe('hookwatch guard --install', () => {
     expect(front).toMatch(/ $|\n$/);
     expect(delivered.length).toBeLessThanOrEqual(DEFAULT_GUARD_BUDGET);
     expect(delivered.length).toBeGreaterThan(9_000);
+  });
+
+  it('never shows the password or token of a mistyped report URL, at install or on every hook run', async () => {
+    const project = join(dir, 'report-secret');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    const original = JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo done' }] }] } });
+    await writeFile(path, original);
+    const secrets = ['Hunter2Secret', 'T0kenValue'];
+    const typos = ['ftps://ops:Hunter2Secret@hookwatch:4318', 'hookwatch:4318/?token=T0kenValue', 'http://ops:Hunter2Secret@hook watch:4318/?token=T0kenValue'];
+    for (const typo of typos) {
+      const install = guardIO(project);
+      expect(await runGuard(['--install', path, '--report', typo], install)).toEqual({ code: 2 });
+      expect(install.err()).toContain('--report: ');
+      for (const secret of secrets) expect(install.err(), typo).not.toContain(secret);
+    }
+    expect(await readFile(path, 'utf8')).toBe(original);
+    await runGuard(['--install', path], guardIO(project));
+    const [installed = ''] = await commands(path);
+    for (const typo of typos) {
+      // Set in the settings' env for every hook, as the README suggests: each run names the mistake on stderr.
+      const run = await runHook(installed, project, { input: JSON.stringify({ hook_event_name: 'Stop' }), env: { HOOKWATCH_GUARD_REPORT: typo } });
+      expect(run.stdout).toBe('done\n');
+      expect(run.stderr).toContain('HOOKWATCH_GUARD_REPORT: ');
+      for (const secret of secrets) expect(run.stderr, typo).not.toContain(secret);
+    }
   });
 
   /** A settings file as a user writes it (one line, not how --install formats it), in a folder of its own. */
