@@ -51,7 +51,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function parseHookSetup(text: string, source: string): HookSetup {
   let settings: unknown;
   try {
-    settings = JSON.parse(text);
+    // After a byte order mark, as Claude Code reads a file saved as "UTF-8 with BOM".
+    settings = JSON.parse(text.replace(/^\uFEFF/, ''));
   } catch (error) {
     throw new UsageError(`${source}: not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }

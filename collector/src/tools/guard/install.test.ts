@@ -65,7 +65,7 @@ function runHook(command: string, project: string, options: { input?: string; en
 
 /** The command strings of a settings file, in order. */
 const commands = async (path: string): Promise<string[]> => {
-  const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+  const settings = JSON.parse((await readFile(path, 'utf8')).replace(/^\uFEFF/, '')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
   return Object.values(settings.hooks).flatMap((groups) => groups.flatMap((g) => g.hooks.map((h) => h.command)));
 };
 
@@ -188,6 +188,29 @@ describe('hookwatch guard --install', () => {
       expect(run.stderr).toContain('HOOKWATCH_GUARD_REPORT: ');
       for (const secret of secrets) expect(run.stderr, typo).not.toContain(secret);
     }
+  });
+
+  it('wraps a settings file saved with a byte order mark, as Windows editors save it, and gives its bytes back', async () => {
+    const project = join(dir, 'bom');
+    await mkdir(join(project, '.claude'), { recursive: true });
+    const path = join(project, '.claude', 'settings.json');
+    // Claude Code reads such a file and runs its hooks; a mark and CRLF line ends are what PowerShell and Notepad write.
+    const original = '\uFEFF{\r\n  "hooks": {\r\n    "Stop": [ { "hooks": [ { "type": "command", "command": "echo \\"it works\\"" } ] } ]\r\n  }\r\n}\r\n';
+    await writeFile(path, original);
+    const install = guardIO(project);
+    expect(await runGuard(['--install', path], install)).toEqual({ code: 0 });
+    expect(install.out()).toContain('wrapped 1 of 1 command hook(s)');
+    const wrapped = await readFile(path, 'utf8');
+    expect(wrapped.startsWith('\uFEFF{\r\n')).toBe(true);
+    const [installed = ''] = await commands(path);
+    expect(installed).toContain(' guard -- ');
+    expect((await runHook(installed, project, { input: JSON.stringify({ hook_event_name: 'Stop' }) })).stdout).toBe('it works\n');
+    const check = captureIO(project);
+    expect(await runCheck(['--settings', path], check.io)).toBe(0);
+    expect(check.stdout()).toContain('OK: 1 hook checked');
+    expect(await runGuard(['--uninstall', path], guardIO(project))).toEqual({ code: 0 });
+    expect(await readFile(path, 'utf8')).toBe(original);
+    await expect(access(`${path}${BACKUP_SUFFIX}`)).rejects.toThrow();
   });
 
   /** A settings file as a user writes it (one line, not how --install formats it), in a folder of its own. */

@@ -16,6 +16,9 @@ export { shellQuote, shellUnquote };
 /** Suffix of the copy of a settings file taken before the first change. */
 export const BACKUP_SUFFIX = '.hookwatch-backup';
 
+/** U+FEFF at the start of a file saved as "UTF-8 with BOM". */
+const BYTE_ORDER_MARK = '\uFEFF';
+
 /** Suffix of the record, beside a settings file, of the prefixes its commands were wrapped with. */
 export const STATE_SUFFIX = '.hookwatch-guard.json';
 
@@ -141,12 +144,16 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   // A settings file that is a link (to a dotfiles repository, say) is changed where it lives, and stays a link.
   const given = resolve(options.cwd, options.settingsPath);
   const path = await realpath(given).catch(() => given);
-  let text: string;
+  let raw: string;
   try {
-    text = await readFile(path, 'utf8');
+    raw = await readFile(path, 'utf8');
   } catch (error) {
     throw new UsageError(`cannot read ${path} (${error instanceof Error ? error.message : String(error)})`);
   }
+  // A byte order mark (PowerShell and Notepad save one; Claude Code reads the file all the same) is held aside
+  // while the JSON after it is read and edited, and written back in front of it.
+  const mark = raw.startsWith(BYTE_ORDER_MARK) ? BYTE_ORDER_MARK : '';
+  const text = raw.slice(mark.length);
   // Validates the hooks section the way check does, with messages naming the bad key.
   parseHookSetup(text, path);
   const settings = JSON.parse(text) as Record<string, unknown>;
@@ -207,7 +214,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   }
   let note = '';
   let restored = false;
-  let newText = applyEdits(text, edits);
+  let newText = mark + applyEdits(text, edits);
   // The edits name keys by path; a file where that is ambiguous (a key given twice) is not changed blindly.
   if (!sameJson(newText, settings)) throw new UsageError(`${path}: cannot change the commands in place (is a key given twice?); nothing written`);
   if (options.mode === 'install') {
@@ -250,10 +257,10 @@ function unwrapFully(command: string, known: readonly string[]): string {
   return original;
 }
 
-/** True when `text` holds the same JSON value as `value` (key order aside). */
+/** True when `text` (after a byte order mark, if any) holds the same JSON value as `value` (key order aside). */
 function sameJson(text: string, value: unknown): boolean {
   try {
-    return isDeepStrictEqual(JSON.parse(text), value);
+    return isDeepStrictEqual(JSON.parse(text.startsWith(BYTE_ORDER_MARK) ? text.slice(BYTE_ORDER_MARK.length) : text), value);
   } catch {
     return false;
   }
