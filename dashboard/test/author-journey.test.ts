@@ -4,6 +4,7 @@
  * over ten days, and its telemetry arrives now (a Collector queue draining). The alert's link must open the hook
  * over the time the alert counted, so the page shows the outputs the alert names and when they began, not just the
  * last 24 hours; once the hook is wrapped with hookwatch guard, the page must say what is true of its sizes now.
+ * And an alert raised on outputs hours into a long window, not late: its link opens the hook from before them too.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -14,6 +15,7 @@ import { WebhookSink } from '../../collector/test/support/alerting.ts';
 import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
 
+const HOUR = 3_600_000;
 const DAY = 86_400_000;
 const NOW = Date.now();
 
@@ -181,4 +183,36 @@ describe('a preset range', () => {
       expect(await w.page.textContent('#chart-fleet-summary')).toMatch(new RegExp(`^${fleetPersisted} outputs? persisted across`));
     }, 300_000);
   }
+});
+
+describe('the link of an alert over a long window', () => {
+  it('opens the hook from before the outputs the alert counted, hours before it fired', async () => {
+    // A `persisted` rule over 24 hours, and two outputs persisted 20 and 19 hours ago that reach hookwatch only now
+    // (a laptop back online): inside the window, so not late.
+    const long = await startTestService({}, { yaml: `alerting:\n  rules:\n    - { kind: persisted, window: 24h }\n  receivers:\n    - { name: oncall, type: webhook, url: "${sink.url}/long" }\n` });
+    try {
+      const first = NOW - 20 * HOUR;
+      const executions: HookExecution[] = [0, 1].map((i) => ({
+        hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: first + i * HOUR, sessionId: `s-${i}`,
+        sizes: { stdout: 12_040, additionalContext: 12_000, persisted: 1 },
+      }));
+      expect((await postOtlp(long.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
+      const webhook = await eventually('the webhook notification', async () => notification<AlertmanagerWebhookBody>('/long'));
+      const alert = webhook.alerts[0];
+      expect(alert?.annotations['outputs_persisted']).toBe('2');
+      // Inside the window: not late, so no first_event_time to reach back to.
+      expect(alert?.annotations['first_event_time']).toBeUndefined();
+
+      const w = await watchedPage(browser);
+      open.push(w);
+      await w.page.goto(alert?.generatorURL ?? '');
+      await waitLoaded(w.page);
+      expect(await w.page.textContent('[data-kpi="persisted"] .kpi-value')).toBe('2');
+      const range = new URL(w.page.url()).searchParams;
+      expect(range.get('range')).toBe('custom');
+      expect(Date.parse(range.get('from') ?? '')).toBeLessThanOrEqual(first - HOUR);
+    } finally {
+      await long.close();
+    }
+  });
 });
