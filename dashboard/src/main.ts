@@ -540,7 +540,9 @@ export function start(root: HTMLElement): Dashboard {
   /**
    * How to find the focused control again once it is drawn anew: by its sort key or id, else by its place among
    * the controls of the nearest part of the page that keeps its identity (an alert's card, a hook's row, a panel
-   * with an id). Null when no control has the focus.
+   * with an id), or that part itself when the control is not drawn again (its list failed to load, say): a keyboard
+   * or screen reader user stays where they were rather than at the start of the document. Null when no control has
+   * the focus.
    */
   function focusFinder(): (() => HTMLElement | null) | null {
     const el = document.activeElement;
@@ -553,7 +555,14 @@ export function start(root: HTMLElement): Dashboard {
     const [attr, value] = holder.id ? ['id', holder.id] : holder.dataset['alertId'] ? ['data-alert-id', holder.dataset['alertId']] : ['data-hook-id', holder.dataset['hookId'] ?? ''];
     const scope = `[${attr}="${CSS.escape(value)}"]`;
     const index = [...holder.querySelectorAll(FOCUSABLE)].indexOf(el);
-    return () => root.querySelector(scope)?.querySelectorAll<HTMLElement>(FOCUSABLE)[index] ?? null;
+    return () => {
+      const part = root.querySelector<HTMLElement>(scope);
+      const control = part?.querySelectorAll<HTMLElement>(FOCUSABLE)[index];
+      if (control || !part || part.hidden) return control ?? null;
+      // Focusable from a script only: the part does not join the tab order.
+      if (!part.hasAttribute('tabindex')) part.tabIndex = -1;
+      return part;
+    };
   }
 
   /**

@@ -196,6 +196,20 @@ describe('accessibility', () => {
     expect(await closePages(open)).toEqual([]);
   });
 
+  it('keeps the focus in the part of the page it was in when a refresh cannot draw the control it was on again', async () => {
+    const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light', /status of 503/);
+    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
+    await p.focus('#silences button[aria-label^="Expire silence"]');
+    // The silences fail to load at the next refresh: the button the focus was on is not drawn again.
+    await p.route((u) => u.pathname === '/api/v1/silences', (route) => route.fulfill({
+      status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }),
+    }));
+    await waitLoaded(p, (await loads()) + 1);
+    expect(await p.textContent('#silences')).toContain('Could not load the silences');
+    expect(await p.evaluate(() => [document.activeElement?.id, document.activeElement?.getAttribute('tabindex')])).toEqual(['silences', '-1']);
+    expect(await closePages(open)).toEqual([]);
+  });
+
   it('says nothing again in a live region when a refresh leaves what it says as it was', async () => {
     const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light');
     expect(await p.locator('#alerts-notice').textContent()).toContain('No receiver is configured');
