@@ -72,6 +72,27 @@ describe('format', () => {
     expect(bucketCovers({ from: '2026-11-30T00:00:00.000Z', to: '2026-11-30T02:00:00.000Z', step: 3600 }, ['2026-11-30T00:00:00.000Z', '2026-11-30T01:00:00.000Z']).map((c) => c.partial)).toEqual([false, false]);
   });
 
+  it('names the end\'s day of a partial bucket longer than a day, as the charts of ranges over 60 days draw them', () => {
+    browserIn('America/Los_Angeles');
+    const span = 90 * 86_400_000;
+    // 90 days in two-day buckets: the last, from 29/11, cut on 30/11 at 08:30, covers a day and a half.
+    const twoDays = { from: '2026-09-01T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z', step: 172_800 };
+    const last = bucketCovers(twoDays, ['2026-11-29T00:00:00.000Z'], ['2026-11-30T08:30:00.000Z'])[0]!;
+    expect(last.partial).toBe(true);
+    expect(partialBucketTitle(last, 172_800, span)).toBe('29/11 00:00–30/11 08:30 (UTC, partial)');
+    expect(bucketCell('2026-11-29T00:00:00.000Z', last, 172_800)).toBe('29/11/2026 00:00–30/11/2026 08:30 (UTC, partial)');
+    // The first of three-day buckets, cut on 01/09 at 08:30, runs to the end of 03/09.
+    const threeDays = { ...twoDays, step: 259_200 };
+    const first = bucketCovers(threeDays, ['2026-09-01T00:00:00.000Z'], ['2026-09-04T00:00:00.000Z'])[0]!;
+    expect(partialBucketTitle(first, 259_200, span)).toBe('01/09 08:30–03/09 24:00 (UTC, partial)');
+    expect(bucketCell('2026-09-01T00:00:00.000Z', first, 259_200)).toBe('01/09/2026 08:30–03/09/2026 24:00 (UTC, partial)');
+    // Cut within one day, the end's day goes without saying, as in a day bucket.
+    const early = bucketCovers(twoDays, ['2026-11-29T00:00:00.000Z'], ['2026-11-29T08:30:00.000Z'])[0]!;
+    expect(partialBucketTitle(early, 172_800, span)).toBe('29/11 00:00–08:30 (UTC, partial)');
+    const dayCut = bucketCovers({ ...twoDays, step: 86_400 }, ['2026-09-01T00:00:00.000Z'], ['2026-09-02T00:00:00.000Z'])[0]!;
+    expect(partialBucketTitle(dayCut, 86_400, span)).toBe('01/09 08:30–24:00 (UTC, partial)');
+  });
+
   it('titles an axis of day buckets as UTC days, whatever the zone chosen, and an axis of shorter buckets not at all', () => {
     browserIn('America/Los_Angeles');
     // The bucket starting at 00:00 UTC on 30/11 is the evening of 29/11 here; its label is the UTC day.

@@ -198,6 +198,15 @@ function utcTime(ms: number, end: boolean): string {
   return end && ms % 86_400_000 === 0 ? '24:00' : UTC_TIME.format(new Date(ms));
 }
 
+/**
+ * The time a partial day (or longer) bucket covers, in UTC: from its day and time to its end's, the end's day named
+ * when it is another (a bucket of several days, on a chart over more than 60 days), written by `dayOf`.
+ */
+function utcSpan(c: BucketCover, dayOf: (ms: number) => string): string {
+  const endDay = utcDay(c.toMs - 1) === utcDay(c.fromMs) ? '' : `${dayOf(c.toMs - 1)} `;
+  return `${dayOf(c.fromMs)} ${utcTime(c.fromMs, false)}–${endDay}${utcTime(c.toMs, true)} (UTC, partial)`;
+}
+
 /** The end of a span starting `fromMs`: its time alone on the same day (or when `timeOnly`), with its day otherwise. */
 function spanEnd(fromMs: number, toMs: number, timeOnly: boolean, withDay: Intl.DateTimeFormat): string {
   return (timeOnly || day(fromMs) === day(toMs - 1) ? formats.time : withDay).format(new Date(toMs));
@@ -208,7 +217,7 @@ function spanEnd(fromMs: number, toMs: number, timeOnly: boolean, withDay: Intl.
  * partial ("14:00–14:23 (partial)"; a day bucket in UTC, "30/11 00:00–08:30 (UTC, partial)").
  */
 export function partialBucketTitle(c: BucketCover, stepSeconds: number, spanMs = 0): string {
-  if (stepSeconds >= 86_400) return `${utcDayMonth(c.fromMs)} ${utcTime(c.fromMs, false)}–${utcTime(c.toMs, true)} (UTC, partial)`;
+  if (stepSeconds >= 86_400) return utcSpan(c, utcDayMonth);
   const start = bucketLabel(c.fromMs, stepSeconds, spanMs);
   const timeOnly = spanMs > 0 && spanMs <= 86_400_000 && stepSeconds < 3600;
   return `${start}–${spanEnd(c.fromMs, c.toMs, timeOnly, formats.short)} (partial)`;
@@ -228,7 +237,7 @@ export function partialTitles(covers: readonly BucketCover[], stepSeconds: numbe
  */
 export function bucketCell(start: string, c: BucketCover | undefined, stepSeconds: number): string {
   if (!c?.partial) return bucketStart(start, stepSeconds);
-  if (stepSeconds >= 86_400) return `${utcDay(c.fromMs)} ${utcTime(c.fromMs, false)}–${utcTime(c.toMs, true)} (UTC, partial)`;
+  if (stepSeconds >= 86_400) return utcSpan(c, utcDay);
   return `${dateTime(c.fromMs)}–${spanEnd(c.fromMs, c.toMs, false, formats.dateTime)} (partial)`;
 }
 
