@@ -390,7 +390,7 @@ export class AlertEngine implements IngestListener {
         const active = this.set.activeOf(rule.name);
         const isNew = (c: { labels: Record<string, string> }): boolean => !active.has(fingerprint(c.labels));
         const kept = await withEvidence(candidates.slice(0, MAX_ALERTS_PER_RULE), isNew, (err) => {
-          this.opts.logger.warn('cannot read when an alert\'s evidence begins; its links start from when it became active', { rule: rule.name, err });
+          this.opts.logger.warn('cannot read when an alert\'s evidence begins; the links of the alerts this evaluation raises start from when they became active', { rule: rule.name, err });
         });
         outcomes.push({ rule, candidates: [...kept, ...candidates.slice(MAX_ALERTS_PER_RULE)] });
       } catch (error) {

@@ -31,4 +31,18 @@ describe('withEvidence', () => {
     expect(out.every((c) => c.readEvidence === undefined)).toBe(true);
     expect(errors).toEqual([new Error('store unavailable')]);
   });
+
+  it('reads no more in an evaluation once a read failed: a store gone away is not waited on once per alert', async () => {
+    const reads: string[] = [];
+    const errors: unknown[] = [];
+    const failing = (hook: string): Candidate => candidate(hook, async () => {
+      reads.push(hook);
+      throw new Error('timeout exceeded when trying to connect');
+    });
+    const out = await withEvidence([failing('a'), failing('b'), failing('c')], () => true, (err) => errors.push(err));
+    expect(reads).toEqual(['a']);
+    expect(errors).toHaveLength(1);
+    // Every candidate still goes on, its time unknown: the alerts go pending, their links from when they became active.
+    expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs, c.readEvidence])).toEqual([['a', undefined, undefined], ['b', undefined, undefined], ['c', undefined, undefined]]);
+  });
 });

@@ -134,18 +134,22 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
 /**
  * Reads the evidence times of the candidates that become alerts now (`isNew`): an alert keeps its time over its
  * episode, so evaluations of alerts already active read nothing more. A read that fails leaves the time unknown
- * (`onError` says why): the alert still goes pending, and its link starts from when it became active.
+ * (`onError` says why): the alert still goes pending, and its link starts from when it became active. So do the
+ * candidates after it, unread: a store that stopped answering is not waited on (a connection timeout each) once
+ * per alert while the notifications wait.
  */
 export async function withEvidence(candidates: readonly Candidate[], isNew: (c: Candidate) => boolean, onError: (err: unknown) => void): Promise<Candidate[]> {
   const out: Candidate[] = [];
+  let failed = false;
   for (const { readEvidence, ...c } of candidates) {
-    if (!readEvidence || c.evidenceFromMs !== undefined || !isNew(c)) {
+    if (failed || !readEvidence || c.evidenceFromMs !== undefined || !isNew(c)) {
       out.push(c);
       continue;
     }
     try {
       out.push({ ...c, evidenceFromMs: await readEvidence() });
     } catch (err) {
+      failed = true;
       onError(err);
       out.push(c);
     }
