@@ -68,8 +68,9 @@ export interface SeriesBucket extends HookCounters {
   start: string;
   /**
    * End of the bucket (exclusive), as `start` is written: start + step for a whole bucket, the answer's `to` for
-   * a last bucket `to` cuts. A bucket counts from the later of `start` and `from` until `end`: one that covers less
-   * than its step is partial (the last one is still filling in a range ending now), and is no dip.
+   * a last bucket `to` cuts, the time of the answer (to the minute) for the bucket still filling when `to` is
+   * later. A bucket counts from the later of `start` and `from` until `end`: one that covers less than its step is
+   * partial (the one still filling, in a range ending now or later), and is no dip.
    */
   end: string;
   status: DeliveryStatus | null;
@@ -145,7 +146,7 @@ export interface FleetSeriesResponse {
   step: number;
   /** Bucket starts (RFC 3339), as SeriesBucket.start. */
   buckets: string[];
-  /** Bucket ends (RFC 3339, aligned with `buckets`), as SeriesBucket.end: the last is `to` when `to` cuts it. */
+  /** Bucket ends (RFC 3339, aligned with `buckets`), as SeriesBucket.end: `to` where `to` cuts one, now where it is still filling. */
   ends: string[];
   /** The `limit` riskiest hooks with events in the range (the order of /api/v1/hooks), most persisted outputs first. */
   hooks: FleetSeriesHook[];

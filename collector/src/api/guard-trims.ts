@@ -27,7 +27,8 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
     onlyParams(q, ['from', 'to', 'step']);
-    const range = parseRange(q, now());
+    const at = now();
+    const range = parseRange(q, at);
     const step = parseStep(q, range);
     const stepMs = step * 1000;
     const stats = await store.guardTrims(id, { ...range, stepMs });
@@ -38,7 +39,7 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
       step,
       trims: stats.trims,
       largest: stats.largest === null ? null : { field: stats.largest.field, sentChars: stats.largest.sentChars, keptChars: stats.largest.keptChars, time: iso(stats.largest.timeMs) },
-      buckets: stats.buckets.map((b) => ({ start: iso(b.startMs), end: iso(bucketEnd(range, b.startMs, stepMs)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
+      buckets: stats.buckets.map((b) => ({ start: iso(b.startMs), end: iso(bucketEnd(range, b.startMs, stepMs, at)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
     };
     res.json(body);
   });

@@ -120,7 +120,8 @@ export function createApiRouter(opts: ApiOptions): Router {
   router.get('/api/v1/hooks/:id/series', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
-    const range = parseRange(q, now());
+    const at = now();
+    const range = parseRange(q, at);
     const step = parseStep(q, range);
     const filters = filtersOf(q, ['from', 'to', 'step']);
     const info = await store.hook(id);
@@ -132,7 +133,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const map = await store.series(id, { ...range, stepMs, filters });
     const buckets: SeriesBucket[] = [];
     for (const t of bucketStarts(range, stepMs)) {
-      buckets.push(seriesBucket(t, bucketEnd(range, t, stepMs), map.get(t) ?? toCounters(emptyRow())));
+      buckets.push(seriesBucket(t, bucketEnd(range, t, stepMs, at), map.get(t) ?? toCounters(emptyRow())));
     }
     const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: iso(range.fromMs), to: iso(range.toMs), step, buckets };
     res.json(body);
@@ -193,7 +194,8 @@ export function createApiRouter(opts: ApiOptions): Router {
 
   router.get('/api/v1/fleet/series', async (req, res) => {
     const q = req.query as Record<string, unknown>;
-    const range = parseRange(q, now());
+    const at = now();
+    const range = parseRange(q, at);
     const step = parseStep(q, range);
     const filters = filtersOf(q, ['from', 'to', 'step', 'limit', 'ids']);
     const { limit } = parsePage(q);
@@ -241,7 +243,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
       from: iso(range.fromMs), to: iso(range.toMs), step, buckets: starts.map(iso),
-      ends: starts.map((t) => iso(bucketEnd(range, t, stepMs))),
+      ends: starts.map((t) => iso(bucketEnd(range, t, stepMs, at))),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
       rest,
       total: ranked.length,

@@ -95,9 +95,15 @@ export function bucketStarts(range: TimeRange, stepMs: number): number[] {
   return starts;
 }
 
-/** Where the bucket starting at `startMs` ends: a step later, or at `toMs` when the range ends inside it. */
-export function bucketEnd(range: Pick<TimeRange, 'toMs'>, startMs: number, stepMs: number): number {
-  return Math.min(startMs + stepMs, range.toMs);
+/**
+ * Where the bucket starting at `startMs` ends: a step later, at `toMs` when the range ends inside it, or at `nowMs`
+ * (to the minute, as the store counts) when it is still filling at a `toMs` later than now, as a firing alert's
+ * link widened to whole buckets asks: it is partial then too, not a dip. A bucket wholly ahead of now is not cut.
+ */
+export function bucketEnd(range: Pick<TimeRange, 'toMs'>, startMs: number, stepMs: number, nowMs: number): number {
+  const end = Math.min(startMs + stepMs, range.toMs);
+  const now = Math.ceil(nowMs / 60_000) * 60_000;
+  return startMs < now && now < end ? now : end;
 }
 
 /** Hooks (or breakdown rows) per page of /api/v1/hooks (and a breakdown) by default, and at most. */

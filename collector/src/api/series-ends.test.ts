@@ -64,6 +64,23 @@ describe.each(backends)('series bucket ends on $name', (backend) => {
     expect(minutes.body.buckets.map((b) => [b.start.slice(11, 16), b.end.slice(11, 16), b.executions])).toEqual([['11:00', '11:10', 1], ['11:10', '11:20', 0], ['11:20', '11:23', 1]]);
   });
 
+  it('ends the bucket still filling now when `to` is later (a firing alert\'s link widened to whole buckets)', async () => {
+    // Now is 12:00 on 30/11: that day's bucket runs until now, not until `to` the next midnight.
+    const { status, body } = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-29T00:00:00Z&to=2026-12-01T00:00:00Z&step=1d`);
+    expect(status).toBe(200);
+    expect(body.buckets.map((b) => [b.start, b.end, b.executions])).toEqual([
+      ['2026-11-29T00:00:00.000Z', '2026-11-30T00:00:00.000Z', 0],
+      ['2026-11-30T00:00:00.000Z', '2026-11-30T12:00:00.000Z', 5],
+    ]);
+    // Buckets wholly ahead of now end a step after their start, as before: they are not cut, only empty.
+    const hours = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-30T10:00:00Z&to=2026-11-30T14:00:00Z&step=90m`);
+    expect(hours.body.buckets.map((b) => [b.start.slice(11, 16), b.end.slice(11, 16)])).toEqual([['09:00', '10:30'], ['10:30', '12:00'], ['12:00', '13:30'], ['13:30', '14:00']]);
+    const fleet = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=2026-11-29T00:00:00Z&to=2026-12-01T00:00:00Z&step=1d');
+    expect(fleet.body.ends).toEqual(['2026-11-30T00:00:00.000Z', '2026-11-30T12:00:00.000Z']);
+    const trims = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${id}/guard-trims?from=2026-11-29T00:00:00Z&to=2026-12-01T00:00:00Z&step=1d`);
+    expect(trims.body.buckets.map((b) => [b.start, b.end])).toEqual([['2026-11-30T00:00:00.000Z', '2026-11-30T12:00:00.000Z']]);
+  });
+
   it('ends every bucket a step after its start when the range is aligned to the step', async () => {
     const { body } = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=2026-11-30T08:00:00Z&to=2026-11-30T12:00:00Z&step=1h`);
     expect(body.buckets.map((b) => Date.parse(b.end) - Date.parse(b.start))).toEqual([3_600_000, 3_600_000, 3_600_000, 3_600_000]);
