@@ -165,7 +165,8 @@ export function parseBreakdownCursor(query: Record<string, unknown>): BreakdownP
 /**
  * One page of `limit` breakdown rows (sorted by breakdownOrder) after the row `after` names, with the count over
  * every page and the next page's cursor (null on the last). The cursor names a row, not a count: a value that gains
- * executions between two requests makes the next page neither repeat nor skip a row.
+ * executions between two requests makes the next page neither repeat a row nor skip another (that value, moved up
+ * past the cursor, is not listed again).
  */
 export function breakdownPageOf<T extends BreakdownPosition>(sorted: readonly T[], limit: number, after: BreakdownPosition | undefined): { items: T[]; total: number; nextCursor: string | null } {
   const found = after ? sorted.findIndex((r) => breakdownOrder(after, r) < 0) : 0;
