@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, chown, lutimes, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,11 +45,14 @@ interface HookOptions {
   onStart?: (pid: number) => void;
   /** A run that should end by itself is killed (SIGKILL) after this long, so that a hang fails the test instead. */
   killAfterMs?: number;
+  cwd?: string;
+  /** Run as this user (and the group of the same number). */
+  uid?: number;
 }
 
 function spawnHook(file: string, args: string[], options: HookOptions): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: dir, timeout: options.killAfterMs, killSignal: 'SIGKILL' });
+    const child = spawn(file, args, { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: options.cwd ?? dir, uid: options.uid, gid: options.uid, timeout: options.killAfterMs, killSignal: 'SIGKILL' });
     const out: Buffer[] = [];
     let err = '';
     child.stdout.on('data', (c: Buffer) => out.push(c));
@@ -221,6 +224,9 @@ describe('hookwatch guard', () => {
       [[], { HOOKWATCH_GUARD_BUDGET: '9.5k' }, 'HOOKWATCH_GUARD_BUDGET: expected a whole number from 500 to 10000, got "9.5k"'],
       [[], { HOOKWATCH_GUARD_REPORT: 'hookwatch:4318' }, 'HOOKWATCH_GUARD_REPORT: expected an http(s) URL, got "hookwatch:4318"; trims are not reported'],
       [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
+      [['--keep-for', '7'], {}, '--keep-for: expected a duration of at least 1h such as 7d or 36h, got "7"; saved outputs are kept for the default 7d'],
+      [[], { HOOKWATCH_GUARD_KEEP_FOR: '10m' }, 'HOOKWATCH_GUARD_KEEP_FOR: expected a duration of at least 1h such as 7d or 36h, got "10m"'],
+      [[], { HOOKWATCH_GUARD_KEEP_SIZE: 'lots' }, 'HOOKWATCH_GUARD_KEEP_SIZE: expected a size such as 1GiB or 500MB, got "lots"; saved outputs are kept up to the default 1GiB'],
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
       [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],
       [['--help'], {}, '--help with a command to run; ignored, the command runs ("hookwatch guard --help" prints the help)'],
@@ -360,6 +366,136 @@ describe('hookwatch guard', () => {
     expect(out).toContain('[hookwatch guard: 19,99');
     const path = /the full output is in (\S+)\]$/.exec(out)?.[1] ?? '';
     expect((await stat(path)).size).toBe(20_000_000);
+  });
+});
+
+describe('the saved outputs the guard keeps', () => {
+  const DAY_MS = 86_400_000;
+  const overBudget = ['--', `head -c 12000 /dev/zero | tr '\\0' k`];
+  /** A file named as the guard names them, last modified `ageMs` ago. */
+  const savedFile = async (folder: string, ageMs: number, kind = 'stdout', bytes = 10): Promise<string> => {
+    const at = Date.now() - ageMs;
+    const name = `${at}-${1000 + Math.floor(Math.random() * 1e6)}-${kind}.txt`;
+    await writeFile(join(folder, name), 'x'.repeat(bytes));
+    await utimes(join(folder, name), at / 1000, at / 1000);
+    return name;
+  };
+  const newFolder = async (name: string): Promise<string> => {
+    const folder = join(dir, name);
+    await mkdir(folder, { mode: 0o700 });
+    return folder;
+  };
+  /** The file the pointer line of a trimmed output names. */
+  const pointedAt = (out: Buffer): string => /the full output is in (\S+)\]$/.exec(out.toString())?.[1] ?? '';
+
+  it('removes saved outputs older than --keep-for (7 days by default) and leaves recent ones and anything the guard did not save', async () => {
+    const folder = await newFolder('keep-age');
+    const old = await savedFile(folder, 8 * DAY_MS);
+    const oldField = await savedFile(folder, 8 * DAY_MS, 'hookSpecificOutput.additionalContext');
+    const oldSpill = await savedFile(folder, 30 * DAY_MS, 'spill');
+    const recent = await savedFile(folder, 6 * DAY_MS);
+    // Not the guard's: other names, a folder, a link (to an old file outside), never followed or removed.
+    const ago = (Date.now() - 30 * DAY_MS) / 1000;
+    const foreign = ['notes.txt', `${Date.now() - 30 * DAY_MS}-4242-notes.txt`, '2024-01-stdout.txt'];
+    for (const name of foreign) {
+      await writeFile(join(folder, name), 'mine');
+      await utimes(join(folder, name), ago, ago);
+    }
+    const outside = join(dir, 'keep-age-target.txt');
+    await writeFile(outside, 'target');
+    await utimes(outside, ago, ago);
+    const link = `${Date.now() - 30 * DAY_MS}-99-stdout.txt`;
+    await symlink(outside, join(folder, link));
+    await lutimes(join(folder, link), ago, ago);
+    const subfolder = `${Date.now() - 30 * DAY_MS}-98-stdout.txt`;
+    await mkdir(join(folder, subfolder));
+    await utimes(join(folder, subfolder), ago, ago);
+    const notMine = `${Date.now() - 30 * DAY_MS}-97-stdout.txt`;
+    if (process.getuid?.() === 0) {
+      await writeFile(join(folder, notMine), 'someone else\'s');
+      await chown(join(folder, notMine), 65534, 65534);
+      await utimes(join(folder, notMine), ago, ago);
+    }
+
+    const ran = await guard(['--dir', folder, ...overBudget]);
+    expect(ran.code).toBe(0);
+    expect(ran.stderr).toBe('');
+    const saved = pointedAt(ran.stdout);
+    expect((await stat(saved)).size).toBe(12_000);
+    const left = await readdir(folder);
+    for (const name of [old, oldField, oldSpill]) expect(left, name).not.toContain(name);
+    const expected = [recent, ...foreign, link, subfolder, basename(saved), ...(process.getuid?.() === 0 ? [notMine] : [])];
+    expect(left.sort()).toEqual(expected.sort());
+    expect(await readFile(outside, 'utf8')).toBe('target');
+
+    // A shorter time, from the variable or the flag (which wins).
+    const env = { HOOKWATCH_GUARD_KEEP_FOR: '5d' };
+    const viaEnv = await guard(['--dir', folder, ...overBudget], { env });
+    expect(viaEnv.stderr).toBe('');
+    expect(await readdir(folder)).not.toContain(recent);
+    const newer = await savedFile(folder, 2 * DAY_MS);
+    await guard(['--dir', folder, '--keep-for', '3d', ...overBudget], { env: { HOOKWATCH_GUARD_KEEP_FOR: '1d' } });
+    expect(await readdir(folder)).toContain(newer);
+    await guard(['--dir', folder, '--keep-for', '36h', ...overBudget]);
+    expect(await readdir(folder)).not.toContain(newer);
+  });
+
+  it('keeps the folder under --keep-size, removing the oldest first and never the output just saved', async () => {
+    const folder = await newFolder('keep-size');
+    const hour = 3_600_000;
+    const byAge = [];
+    for (const hours of [5, 4, 3, 2, 1]) byAge.push(await savedFile(folder, hours * hour, 'stdout', 100_000));
+    // 512,000 bytes with the new output's 12,000: the three oldest go, and the rest fit 250,000.
+    const ran = await guard(['--dir', folder, '--keep-size', '250KB', ...overBudget]);
+    expect(ran.code).toBe(0);
+    expect(ran.stderr).toBe('');
+    const saved = basename(pointedAt(ran.stdout));
+    expect((await readdir(folder)).sort()).toEqual([byAge[3], byAge[4], saved].sort());
+
+    // A size smaller than the output just saved leaves that output alone (the variable says it here).
+    const zero = await guard(['--', `head -c 30000 /dev/zero | tr '\\0' z`], { env: { HOOKWATCH_GUARD_DIR: folder, HOOKWATCH_GUARD_KEEP_SIZE: '20000' } });
+    expect(zero.stderr).toBe('');
+    const last = pointedAt(zero.stdout);
+    expect(await readdir(folder)).toEqual([basename(last)]);
+    expect((await stat(last)).size).toBe(30_000);
+  });
+
+  it('leaves the folder alone on a run that saves nothing: an output within budget, or one of a failing hook', async () => {
+    const folder = await newFolder('keep-untouched');
+    const old = await savedFile(folder, 30 * DAY_MS);
+    const within = await guard(['--dir', folder, '--keep-size', '0', '--', 'printf "short output"']);
+    expect(within.stdout.toString()).toBe('short output');
+    const failing = await guard(['--dir', folder, '--keep-size', '0', '--', `head -c 12000 /dev/zero | tr '\\0' f; exit 1`]);
+    expect(failing.code).toBe(1);
+    expect(failing.stdout.length).toBe(12_000);
+    expect(await readdir(folder)).toEqual([old]);
+  });
+
+  it('delivers the trimmed output when old outputs cannot be removed, and says why once', async () => {
+    const root = process.getuid?.() === 0;
+    // A folder the guard can save in but not list: as another user when the test runs as root, who may list anything.
+    const parent = await mkdtemp(join(tmpdir(), 'hookwatch-guard-keep-'));
+    try {
+      await chmod(parent, 0o755);
+      const folder = join(parent, 'unlistable');
+      await mkdir(folder, { mode: 0o700 });
+      const old = await savedFile(folder, 30 * DAY_MS);
+      await chmod(folder, 0o300);
+      if (root) await chown(folder, 65534, 65534);
+      const ran = await guard(['--dir', folder, ...overBudget], { cwd: parent, uid: root ? 65534 : undefined });
+      await chmod(folder, 0o700);
+      expect(ran.code).toBe(0);
+      const out = ran.stdout.toString();
+      expect(out.length).toBeLessThanOrEqual(9_500);
+      expect(out.startsWith('k'.repeat(9_000))).toBe(true);
+      expect((await stat(pointedAt(ran.stdout))).size).toBe(12_000);
+      expect(ran.stderr).toMatch(new RegExp(`^hookwatch guard: cannot remove old saved outputs in ${folder} \\(EACCES[^\n]*\\); they are kept\n$`));
+      expect(await readdir(folder)).toContain(old);
+
+    } finally {
+      await chmod(join(parent, 'unlistable'), 0o700).catch(() => undefined);
+      await rm(parent, { recursive: true, force: true });
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 
@@ -8,6 +8,8 @@ import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
+import { DEFAULT_KEEP_FOR_MS, DEFAULT_KEEP_SIZE_BYTES, parseKeepFor, parseKeepSize, pruneSaved, savedName } from './keep.ts';
+import type { Keep } from './keep.ts';
 import { runGuarded } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimText } from './trim.ts';
 import type { GuardField, Trimmed } from './trim.ts';
@@ -43,6 +45,10 @@ Options:
                        HOOKWATCH_GUARD_BUDGET)
   --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
+  --keep-for <time>    a run that saves an output removes the saved outputs older than this, at least 1h (default
+                       7d; HOOKWATCH_GUARD_KEEP_FOR)
+  --keep-size <size>   then the oldest others until those left fit this size (default 1GiB; HOOKWATCH_GUARD_KEEP_SIZE);
+                       only files the guard saved are removed, never the ones of the run itself
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook;
                        HOOKWATCH_GUARD_NO_REPORT=1 turns reports off whatever --report says (hookwatch check sets
@@ -59,8 +65,8 @@ Options:
   --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
                        in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
                        --budget and --report given with --install are written into every wrapped command; the
-                       other options of a run (--dir, --timeout, --shell) go in <prefix>, and given on their own
-                       with --install they are an error
+                       other options of a run (--dir, --keep-for, --keep-size, --timeout, --shell) go in <prefix>,
+                       and given on their own with --install they are an error
   -h, --help           this help (on stdout, when no command follows --; with one, the command runs and --help
                        is named on stderr, as is --command without --install or --uninstall)
 `;
@@ -128,6 +134,7 @@ interface GuardOptions {
   budget: number;
   timeoutMs: number | undefined;
   dir: string;
+  keep: Keep;
   report: string | undefined;
   shell: string;
 }
@@ -137,14 +144,12 @@ function defaultDir(): string {
   return join(tmpdir(), `hookwatch-guard-${process.getuid?.() ?? 'user'}`);
 }
 
-function safeName(s: string): string {
-  return s.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
-}
-
 const GUARD_FLAGS = {
   budget: { type: 'string' },
   timeout: { type: 'string' },
   dir: { type: 'string' },
+  'keep-for': { type: 'string' },
+  'keep-size': { type: 'string' },
   report: { type: 'string' },
   shell: { type: 'string' },
   install: { type: 'boolean' },
@@ -154,7 +159,7 @@ const GUARD_FLAGS = {
 } as const;
 
 /** Flags of a guarded run that --install does not write into the commands it wraps. */
-const RUN_ONLY_FLAGS = ['dir', 'timeout', 'shell'] as const;
+const RUN_ONLY_FLAGS = ['dir', 'keep-for', 'keep-size', 'timeout', 'shell'] as const;
 
 /**
  * Why flags given with --install or --uninstall would do nothing, or undefined when each one is used: --install
@@ -281,10 +286,37 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   return {
     budget,
     timeoutMs,
+    keep: await keepOptions(text, io, lenient),
     // Absolute: the pointer line names the file for the model, which does not run in the hook's directory.
     dir: resolve(io.cwd, text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir())),
     report: checkedReport,
     shell: text('shell') ?? '/bin/sh',
+  };
+}
+
+/**
+ * How long and up to what size saved outputs are kept: --keep-for and --keep-size, else HOOKWATCH_GUARD_KEEP_FOR
+ * and HOOKWATCH_GUARD_KEEP_SIZE, else the defaults. The parsers of durations and sizes are loaded only when one
+ * is given: most runs take the defaults.
+ */
+async function keepOptions(
+  text: (name: keyof typeof GUARD_FLAGS) => string | undefined,
+  io: GuardIO,
+  lenient: <T>(parse: () => T, fallback: T, instead: string) => T,
+): Promise<Keep> {
+  const given = (flag: 'keep-for' | 'keep-size', variable: string): [string, string] | undefined => {
+    const flagValue = text(flag);
+    if (flagValue !== undefined) return [flagValue, `--${flag}`];
+    const envValue = io.env[variable] || undefined;
+    return envValue === undefined ? undefined : [envValue, variable];
+  };
+  const keepFor = given('keep-for', 'HOOKWATCH_GUARD_KEEP_FOR');
+  const keepSize = given('keep-size', 'HOOKWATCH_GUARD_KEEP_SIZE');
+  if (keepFor === undefined && keepSize === undefined) return { forMs: DEFAULT_KEEP_FOR_MS, sizeBytes: DEFAULT_KEEP_SIZE_BYTES };
+  const parsers = await import('../../config/values.ts');
+  return {
+    forMs: keepFor === undefined ? DEFAULT_KEEP_FOR_MS : lenient(() => parseKeepFor(parsers, ...keepFor), DEFAULT_KEEP_FOR_MS, 'saved outputs are kept for the default 7d'),
+    sizeBytes: keepSize === undefined ? DEFAULT_KEEP_SIZE_BYTES : lenient(() => parseKeepSize(parsers, ...keepSize), DEFAULT_KEEP_SIZE_BYTES, 'saved outputs are kept up to the default 1GiB'),
   };
 }
 
@@ -302,8 +334,8 @@ function checkPrivateDir(dir: string): void {
 }
 
 async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {
-  const stamp = `${Date.now()}-${process.pid}`;
-  const pathFor = (field: GuardField | 'spill'): string => join(options.dir, `${stamp}-${safeName(field)}.txt`);
+  const time = Date.now();
+  const pathFor = (field: GuardField | 'spill'): string => join(options.dir, savedName(time, process.pid, field));
   const ensureDir = (): void => {
     // Mode 0700: the files hold whatever the hook printed.
     makeDir(options.dir, 0o700);
@@ -360,12 +392,15 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   }
   const guarded = whole === undefined ? undefined : guardStdout(whole, options.budget, pathFor);
   let trimmed: Trimmed[];
+  // The files this run saved and a pointer line names.
+  let saved: string[] = [];
   if (captured.spilled && guarded?.format !== 'json') {
     // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
     const cut = trimText(captured.head, options.budget, captured.path, captured.chars);
     const text = cut?.text ?? captured.head;
     await io.stdout(text);
     trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];
+    saved = [captured.path];
   } else if (guarded !== undefined) {
     try {
       if (guarded.trimmed.length > 0) ensureDir();
@@ -387,12 +422,19 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
       if (captured.spilled) rmSync(captured.path, { force: true });
     }
     trimmed = guarded.trimmed;
+    saved = trimmed.map((cut) => pathFor(cut.field));
   } else trimmed = [];
   if (trimmed.length > 0 && options.report !== undefined) {
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');
     reportInBackground(options.report, { ...hookIdentity(result.input), trims: trimmed.map(({ field, sentChars, keptChars }) => ({ field, sentChars, keptChars })) });
+  }
+  // Only a run that saved a file looks at the folder (most save nothing), once its output is delivered; a
+  // failure costs the hook nothing but the line saying why.
+  if (saved.length > 0) {
+    const problem = pruneSaved(options.dir, options.keep, new Set(saved.map((path) => basename(path))));
+    if (problem !== undefined) io.stderr(`hookwatch guard: cannot remove old saved outputs in ${options.dir} (${problem}); they are kept\n`);
   }
   return ended;
 }
