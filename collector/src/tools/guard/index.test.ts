@@ -445,18 +445,21 @@ describe('the saved outputs the guard keeps', () => {
     const hour = 3_600_000;
     const byAge = [];
     for (const hours of [5, 4, 3, 2, 1]) byAge.push(await savedFile(folder, hours * hour, 'stdout', 100_000));
-    // 512,000 bytes with the new output's 12,000: the three oldest go, and the rest fit 250,000.
-    const ran = await guard(['--dir', folder, '--keep-size', '250KB', ...overBudget]);
+    // Saved seconds ago by a hook running beside this one: its pointer line was just delivered.
+    const beside = await savedFile(folder, 5_000, 'systemMessage', 100_000);
+    // 612,000 bytes with the new output's 12,000: the three oldest go, and the rest fit 350,000.
+    const ran = await guard(['--dir', folder, '--keep-size', '350KB', ...overBudget]);
     expect(ran.code).toBe(0);
     expect(ran.stderr).toBe('');
     const saved = basename(pointedAt(ran.stdout));
-    expect((await readdir(folder)).sort()).toEqual([byAge[3], byAge[4], saved].sort());
+    expect((await readdir(folder)).sort()).toEqual([byAge[3], byAge[4], beside, saved].sort());
 
-    // A size smaller than the output just saved leaves that output alone (the variable says it here).
+    // A size smaller than the output just saved leaves that output alone, and those saved in the last minute (the
+    // variable gives the size here): the older ones go.
     const zero = await guard(['--', `head -c 30000 /dev/zero | tr '\\0' z`], { env: { HOOKWATCH_GUARD_DIR: folder, HOOKWATCH_GUARD_KEEP_SIZE: '20000' } });
     expect(zero.stderr).toBe('');
     const last = pointedAt(zero.stdout);
-    expect(await readdir(folder)).toEqual([basename(last)]);
+    expect((await readdir(folder)).sort()).toEqual([beside, saved, basename(last)].sort());
     expect((await stat(last)).size).toBe(30_000);
   });
 

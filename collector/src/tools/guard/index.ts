@@ -48,7 +48,8 @@ Options:
   --keep-for <time>    a run that saves an output removes the saved outputs older than this, at least 1h (default
                        7d; HOOKWATCH_GUARD_KEEP_FOR)
   --keep-size <size>   then the oldest others until those left fit this size (default 1GiB; HOOKWATCH_GUARD_KEEP_SIZE);
-                       only files the guard saved are removed, never the ones of the run itself
+                       only files the guard saved are removed, never the ones of the run itself, nor to fit the
+                       size one saved in the last minute
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook;
                        HOOKWATCH_GUARD_NO_REPORT=1 turns reports off whatever --report says (hookwatch check sets

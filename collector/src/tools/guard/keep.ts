@@ -19,6 +19,13 @@ export const MIN_KEEP_FOR_MS = 3_600_000;
 /** The folder is kept under this many bytes of saved outputs, the oldest removed first. */
 export const DEFAULT_KEEP_SIZE_BYTES = 1024 ** 3;
 
+/**
+ * A saved output modified this recently is never removed to fit the size: it may be the output of a guarded hook
+ * running beside this one (Claude Code runs an event's hooks in parallel), just named to the model, or still
+ * being written.
+ */
+const IN_USE_MS = 60_000;
+
 /** How saved outputs are kept. */
 export interface Keep {
   forMs: number;
@@ -47,7 +54,8 @@ export function isSavedName(name: string): boolean {
 
 /**
  * Removes the saved outputs in `dir` last modified more than `keep.forMs` ago, then the oldest others until the
- * rest fit `keep.sizeBytes`; never one named in `current` (those of this run). Only regular files with a saved
+ * rest fit `keep.sizeBytes`; never one named in `current` (those of this run), nor to fit the size one modified in
+ * the last minute (IN_USE_MS). Only regular files with a saved
  * output's name, of this user, are removed: a link (never followed), a folder or anyone else's file is left.
  * Returns the first problem met (the folder cannot be read, a file cannot be removed), or undefined; it goes on
  * past a file it cannot remove.
@@ -90,7 +98,7 @@ export function pruneSaved(dir: string, keep: Keep, current: ReadonlySet<string>
     if (!st.isFile() || (uid !== undefined && st.uid !== uid)) continue;
     if (!current.has(name) && now - st.mtimeMs > keep.forMs && remove(path)) continue;
     total += st.size;
-    if (!current.has(name)) older.push({ path, mtimeMs: st.mtimeMs, size: st.size });
+    if (!current.has(name) && now - st.mtimeMs >= IN_USE_MS) older.push({ path, mtimeMs: st.mtimeMs, size: st.size });
   }
   older.sort((a, b) => a.mtimeMs - b.mtimeMs);
   for (const file of older) {
