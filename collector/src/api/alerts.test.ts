@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
+import type { AlertDetailResponse, AlertsResponse, HookSummary, Silence } from '../../../shared/src/api.ts';
 import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
 import { alertingSecrets } from '../notify/settings.ts';
 import { FakeClock, otlpAccepted, otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
@@ -16,7 +16,7 @@ import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { startService, type RunningService } from '../service.ts';
 import { createLogger, type Logger } from '../telemetry/logger.ts';
 import { FIXTURE_RUNS, fixtureRequests } from '../../test/helpers.ts';
-import { configFromYaml } from '../../test/support/service.ts';
+import { configFromYaml, emitExecutions } from '../../test/support/service.ts';
 
 const SECRET = 'whsec_' + Buffer.from('hookwatch-test-signing-key-32byt').toString('base64');
 const TOKEN = 'T0KEN-in-the-path-9f8e7d';
@@ -223,6 +223,48 @@ alerting:
     await r.service.stop();
     expect(r.service.alerting.events.stats).toMatchObject({ exported: 1, failed: 0 });
     expect(r.logs.filter((l) => l.includes('alert event export'))).toEqual([]);
+  });
+});
+
+const HOUR = 3_600_000;
+
+/** The range of an alert's link (generatorURL), and the hook's figures the page opened from it reads. */
+async function linkedPage(r: Running, link: string): Promise<{ from: number; to: number; hook: HookSummary }> {
+  const url = new URL(link);
+  const from = url.searchParams.get('from') ?? '';
+  const to = url.searchParams.get('to') ?? '';
+  const res = await fetch(`${r.service.httpUrl}/api/v1${url.pathname}?${new URLSearchParams({ from, to }).toString()}`);
+  expect(res.status).toBe(200);
+  return { from: Date.parse(from), to: Date.parse(to), hook: ((await res.json()) as { hook: HookSummary }).hook };
+}
+
+describe('links of alerts whose evidence began long before they became active', () => {
+  const rulesYaml = (rules: string) => (url: string): string => `
+alerting:
+  externalUrl: http://hookwatch.test
+  delivery: { initialBackoff: 10ms, maxBackoff: 50ms }
+  rules: ${rules}
+  receivers:
+    - { name: ops, url: "${url}/hook" }
+store: { maxHooks: 2 }
+`;
+
+  it('hook_limit added by a reload: from an hour before the events it counted under the overflow hook, hours into its window', async () => {
+    const t0 = Date.parse('2026-11-30T06:00:00Z');
+    const r = await start({ now: t0, yaml: rulesYaml('[]') });
+    // A third hook name at store.maxHooks 2: its executions are counted under PreToolUse:(overflow).
+    const exported = await emitExecutions(r.service.otlpHttpUrl, ['Bash', 'Edit', 'Write'].map((m) => ({ hookEvent: 'PreToolUse', hookName: `PreToolUse:${m}`, additionalContextChars: 200 })), {}, { atMs: t0 });
+    expect(exported.codes).toEqual([0]);
+    r.clock?.advance(20 * HOUR);
+    const config = configFromYaml(r.dir, rulesYaml('[{ kind: hook_limit, window: 24h }]')(r.sink.url));
+    await r.service.alerting.reconfigure(config.alerting);
+    await settle(r);
+    const [firing] = r.sink.bodies<AlertmanagerWebhookBody>();
+    expect(firing?.alerts[0]?.labels).toMatchObject({ alertname: 'hook_limit', hook_name: 'PreToolUse:(overflow)' });
+    expect(firing?.alerts[0]?.annotations['folded_events']).toBe('1');
+    const page = await linkedPage(r, firing?.alerts[0]?.generatorURL ?? '');
+    expect(page.from).toBeLessThanOrEqual(t0 - HOUR);
+    expect(page.hook.executions).toBe(1);
   });
 });
 
