@@ -201,8 +201,9 @@ export interface AlertSummary {
   /**
    * When the evidence it was raised on begins, over its whole episode: the earliest of its late outputs (stamped
    * before the rule's window; `first_event_time` of its annotations names only those still in the window) and of
-   * what its rule counted in the window when it became active (the start of the chart bucket holding it). Null when
-   * unknown (a rule of no time window, such as `silence`).
+   * what its rule counted in the window when it became active (the start of the chart bucket holding it); for a
+   * `silence` alert of a hook, the hook's last execution, where the quiet stretch begins. Null when unknown (a rule
+   * of no single hook's evidence, such as `blind` or `silence` with `scope: feed`).
    */
   firstEventAt: string | null;
   /** When its last firing notification was delivered (or, until one is, sent out): `deliveries` says which arrived. */

@@ -22,7 +22,8 @@ export interface Candidate {
   hookId: string | null;
   /**
    * When the evidence the condition counted in the rule's window begins (the start of the bucket holding its
-   * earliest event), when the evaluation read it; null when it holds none; absent when not read.
+   * earliest event; for `silence`, the hook's last execution, where the quiet stretch begins), when the evaluation
+   * read it; null when it holds none; absent when not read.
    */
   evidenceFromMs?: number | null;
   /** Reads evidenceFromMs (withEvidence): only for a candidate that becomes an alert. */
@@ -249,7 +250,9 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
   const out: Candidate[] = [];
   for (const c of counters.values()) {
     const annotations = quietHookCondition(rule, c.info.hookName, c.info.lastSeenMs, ctx.now);
-    if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id });
+    // The quiet stretch it reports begins at the hook's last execution, often hours before the alert: read with it,
+    // so the link shows that execution and the gap after it.
+    if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: c.info.lastSeenMs });
   }
   return out;
 }

@@ -249,6 +249,29 @@ alerting:
 store: { maxHooks: 2 }
 `;
 
+  it('silence: from an hour before the hook\'s last execution, so the page shows it and the quiet stretch after it', async () => {
+    const t0 = Date.parse('2026-11-30T06:00:00Z');
+    const r = await start({ now: t0, yaml: rulesYaml('[{ kind: silence, after: 3h, window: 7d }]') });
+    const exported = await emitExecutions(r.service.otlpHttpUrl, [{ hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit', additionalContextChars: 300 }, { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit', additionalContextChars: 300 }], {}, { atMs: t0 });
+    expect(exported.codes).toEqual([0]);
+    const lastSeen = t0 - 1000 + 1;
+    // The timer's evaluations, every ten minutes, until the hook has been quiet for three hours and more.
+    for (let i = 0; i < 20; i++) {
+      r.clock?.advance(10 * 60_000);
+      await r.service.alerting.engine.evaluate('all');
+    }
+    await settle(r);
+    const [firing] = r.sink.bodies<AlertmanagerWebhookBody>();
+    expect(firing?.alerts[0]?.labels).toMatchObject({ alertname: 'silence', hook_name: 'UserPromptSubmit' });
+    expect(firing?.alerts[0]?.annotations['last_seen']).toBe(new Date(lastSeen).toISOString());
+    const page = await linkedPage(r, firing?.alerts[0]?.generatorURL ?? '');
+    expect(page.from).toBeLessThanOrEqual(lastSeen - HOUR);
+    expect(page.to).toBeGreaterThanOrEqual(Date.parse(firing?.alerts[0]?.startsAt ?? ''));
+    expect(page.hook.executions).toBe(2);
+    const api = (await (await fetch(`${r.service.httpUrl}/api/v1/alerts`)).json()) as AlertsResponse;
+    expect(api.alerts[0]?.firstEventAt).toBe(new Date(lastSeen).toISOString());
+  });
+
   it('hook_limit added by a reload: from an hour before the events it counted under the overflow hook, hours into its window', async () => {
     const t0 = Date.parse('2026-11-30T06:00:00Z');
     const r = await start({ now: t0, yaml: rulesYaml('[]') });
