@@ -418,14 +418,14 @@ export class ChartPanel {
 }
 
 /**
- * Dashes the line segments that run into a partial bucket, and draws its point hollow, on every line of `config`
- * but the reference lines (the cap is the cap in every bucket).
+ * Dashes the line segments that run into a partial bucket, and draws its point hollow, on every line (or scatter
+ * of points, one a bucket) of `config` but the reference lines (the cap is the cap in every bucket).
  */
 function dashPartialSegments(config: ChartConfiguration, partial: readonly (string | null)[]): void {
   if (!partial.some((t) => t !== null)) return;
   const cut = (i: number): boolean => (partial[i] ?? null) !== null;
   for (const d of config.data.datasets as unknown as (Record<string, unknown> & { type?: string; reference?: boolean })[]) {
-    if ((d.type ?? config.type) !== 'line' || d.reference === true) continue;
+    if (!['line', 'scatter'].includes(d.type ?? config.type) || d.reference === true) continue;
     d['segment'] = { borderDash: (c: { p0DataIndex: number; p1DataIndex: number }) => (cut(c.p0DataIndex) || cut(c.p1DataIndex) ? [5, 4] : undefined) };
     const fill = d['backgroundColor'];
     d['pointBackgroundColor'] = (c: { dataIndex: number }) => (cut(c.dataIndex) ? cssColor('--panel') : fill);

@@ -165,7 +165,8 @@ describe('wording', () => {
     expect(await p.textContent('[data-kpi="forecast"] .kpi-value')).toBe('over the cap now');
     expect(await p.textContent('#hook-content')).not.toMatch(/not enough days|in crossing/);
     expect(await p.textContent('[data-kpi="headroom"] .kpi-value')).toMatch(/^[\d,]+ chars over the cap$/);
-    expect(await p.textContent('#chart-growth-summary')).toBe('Already over the 10,000 cap: outputs are being persisted now.');
+    // Its one day, today, is still filling: the summary says the hours it covers.
+    expect(await p.textContent('#chart-growth-summary')).toBe('Already over the 10,000 cap: outputs are being persisted now. Partial bucket, covering less time than the others: 30/11 00:00–08:30 (UTC, partial).');
   });
 
   it('does not call a hook healthy when 17 of its 33 executions carry no size data', async () => {

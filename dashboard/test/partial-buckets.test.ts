@@ -2,12 +2,15 @@
  * A bucket the range cuts, in headless Chromium against a real hookwatch fed the captured Claude Code requests:
  * its bars are drawn lighter and hatched in both themes, its tooltip, the keyboard's live region, the chart's
  * summary and its data table give the time it covers and say "partial"; over a range aligned to the buckets none is.
- * The overview's sparklines draw it so too: the line into it dashed, its point hollow, their text naming it.
+ * The overview's sparklines draw it so too: the line into it dashed, its point hollow, their text naming it; and so
+ * does the hook page's growth chart, of its newest day.
  */
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { PARTIAL, useFixture } from './experience-fixture.ts';
-import { waitLoaded, watchedPage } from './harness.ts';
+import { postOtlp } from '../../collector/test/helpers.ts';
+import { NOW, PARTIAL, useFixture } from './experience-fixture.ts';
+import { hoverTooltips, waitLoaded, watchedPage } from './harness.ts';
+import { hookRequest } from './otlp-json.ts';
 
 const fx = useFixture();
 
@@ -200,6 +203,71 @@ describe('a row\'s sparkline', () => {
         expect(s.dashed).toEqual([]);
         expect(s.solid).not.toEqual([]);
         expect(await p.$$('#hook-rows svg.spark .spark-partial, #hook-rows svg.spark .spark-line-partial')).toHaveLength(0);
+      });
+    }
+  });
+});
+
+/** What the growth chart draws of its datasets: per dataset, each point's fill and outline, and its line's segments' dashes. */
+interface GrowthDrawn {
+  label: string;
+  points: { fill: string; stroke: string }[];
+  segments: { start: number; end: number; dash: number[] }[];
+}
+
+/** The hook page's growth chart as drawn: its points' resolved colours and its lines' segments, per dataset. */
+function growthDrawn(p: Page): Promise<GrowthDrawn[]> {
+  return p.evaluate(() => {
+    type El = { options: { backgroundColor: string; borderColor: string; borderDash: number[] } };
+    type Line = El & { segments: { start: number; end: number; style?: { borderDash: number[] } }[] };
+    type C = { data: { datasets: { label: string }[] }; getDatasetMeta(i: number): { data: El[]; dataset?: Line } };
+    const chart = (window as unknown as { Chart: { getChart(x: string): C | undefined } }).Chart.getChart('chart-growth');
+    if (!chart) throw new Error('no growth chart');
+    return chart.data.datasets.map((d, i) => {
+      const meta = chart.getDatasetMeta(i);
+      return {
+        label: d.label,
+        points: meta.data.map((el) => ({ fill: el.options.backgroundColor, stroke: el.options.borderColor })),
+        segments: (meta.dataset?.segments ?? []).map((s) => ({ start: s.start, end: s.end, dash: s.style?.borderDash ?? meta.dataset?.options.borderDash ?? [] })),
+      };
+    });
+  });
+}
+
+describe('the growth chart', () => {
+  it('marks its newest day, still filling, partial: its point hollow, the line into it dashed, its tooltip, summary and table saying the hours it covers', async () => {
+    // A hook growing a thousand characters a day for three days; today, cut at 08:30 by a range ending now, has
+    // seen less so far: drawn like a whole day it reads as a drop.
+    const name = 'PostToolUse:growing';
+    const days = [[3, 6_000], [2, 7_000], [1, 8_000], [0, 5_000]] as const;
+    const at = (daysAgo: number): number => Date.parse('2026-11-30T01:00:00Z') - daysAgo * 86_400_000;
+    const body = hookRequest(days.map(([d, size]) => ({ hookEvent: 'PostToolUse', hookName: name, timeMs: at(d), sessionId: `growing-${d}`, sizes: { stdout: size, additionalContext: 0, persisted: 0 } })));
+    expect(at(0)).toBeLessThan(NOW);
+    expect((await postOtlp(fx.svc().otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    const id = await fx.hookId(name);
+    const today = '30/11 00:00–08:30 (UTC, partial)';
+    for (const scheme of ['light', 'dark'] as const) {
+      await inScheme(scheme, `/hooks/${id}?range=24h&refresh=off`, async (p) => {
+        await p.waitForSelector('#chart-growth-summary:not(:empty)');
+        expect(await p.getAttribute('#chart-growth', 'data-partial')).toBe(today);
+        expect(await p.textContent('#chart-growth-summary')).toContain(`Partial bucket, covering less time than the others: ${today}.`);
+        expect(await firstCells(p, 'growth')).toEqual(['27/11/2026', '28/11/2026', '29/11/2026', '30/11/2026 00:00–08:30 (UTC, partial)']);
+        const shown = await hoverTooltips(p, 'chart-growth');
+        expect(shown).toContain(`${today} | daily largest output: 5,000 chars (5,000 chars below the cap)`);
+        expect(shown).toContain('29/11 (UTC) | daily largest output: 8,000 chars (2,000 chars below the cap)');
+        // The trend's end on that day is a fitted value, not the day's: titled as a day.
+        expect(shown).toContain('30/11 (UTC) | trend (least squares): 6,200 chars (3,800 chars below the cap)');
+        const [daily, trend, cap] = await growthDrawn(p);
+        // The newest day's point hollow (the panel's colour inside the line's), the others filled; the segment into
+        // it dashed, the others solid.
+        const panel = await panelColour(p);
+        const line = daily?.points[0]?.stroke ?? '';
+        expect(daily?.points).toEqual([...Array.from({ length: 3 }, () => ({ fill: line, stroke: line })), { fill: panel, stroke: line }]);
+        expect(daily?.segments).toEqual([{ start: 0, end: 2, dash: [] }, { start: 2, end: 3, dash: [5, 4] }]);
+        // The fitted trend and the cap are lines across the days, not a day's value: drawn as before.
+        expect(trend?.label).toBe('trend (least squares)');
+        expect(trend?.segments.map((s) => s.dash)).toEqual([[5, 4]]);
+        expect(cap?.segments.map((s) => s.dash)).toEqual([[6, 4]]);
       });
     }
   });

@@ -39,7 +39,7 @@ describe('chart tooltips', () => {
       await w.page.waitForSelector('#chart-growth-summary:not(:empty)');
       const growth = await hoverTooltips(w.page, 'chart-growth');
       expect(growth.filter((t) => UNREADABLE.test(t))).toEqual([]);
-      expect(growth).toContain('30/11 (UTC) | daily largest output: 12,578 chars (2,578 chars over the cap)');
+      expect(growth).toContain('30/11 00:00–08:30 (UTC, partial) | daily largest output: 12,578 chars (2,578 chars over the cap)');
       const curve = await hoverTooltips(w.page, 'chart-curve');
       expect(curve.filter((t) => UNREADABLE.test(t))).toEqual([]);
       // Titled like the other charts' tooltips: by where the point sits on the x axis, the size sent.

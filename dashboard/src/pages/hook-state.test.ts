@@ -6,7 +6,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, persistedKnown,
-  commandRows, dayTicks, dimensionOptions, facts, followQueries, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
+  commandRows, dayTicks, dimensionOptions, facts, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
 const at = (url: string) => {
@@ -211,6 +211,16 @@ describe('charts\' numbers', () => {
       // A day the range cuts says what it covers, in UTC as its date is.
       const cut = { ...daily, to: '2026-11-30T08:30:00.000Z', buckets: daily.buckets.map((b) => ({ ...b, end: '2026-11-30T08:30:00.000Z' })) };
       expect(cliffView(cut).rows[0]?.[0]).toBe('30/11/2026 00:00–08:30 (UTC, partial)');
+      // So does the growth chart's newest day, found by its day past days without size data (no point).
+      const days: SeriesResponse = {
+        ...cut, from: '2026-11-28T08:30:00.000Z', buckets: [
+          bucket('2026-11-28T00:00:00.000Z', { end: '2026-11-29T00:00:00.000Z', maxChars: { additionalContext: 8_000, stdout: null, systemMessage: null, initialUserMessage: null } }),
+          bucket('2026-11-29T00:00:00.000Z', { end: '2026-11-30T00:00:00.000Z', sizeUnknownExecutions: 2, maxChars: { additionalContext: null, stdout: null, systemMessage: null, initialUserMessage: null } }),
+          ...cut.buckets,
+        ],
+      };
+      const points = [{ t: Date.parse('2026-11-28T00:00:00Z'), value: 8_000 }, { t: Date.parse('2026-11-30T00:00:00Z'), value: 9_000 }];
+      expect(growthRows(points, growthCovers(days, points))).toEqual([['28/11/2026 08:30–24:00 (UTC, partial)', '8,000'], ['30/11/2026 00:00–08:30 (UTC, partial)', '9,000']]);
       // Shorter buckets keep their local start.
       expect(cliffView(series).rows[0]?.[0]).toBe('30/11/2026, 00:00');
       expect(deliveryView(series).headers[0]).toBe('Bucket start');

@@ -11,7 +11,7 @@ import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import type { ForecastReading } from '../forecast.ts';
-import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, utcDay, type BucketCover } from '../format.ts';
+import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, type BucketCover } from '../format.ts';
 import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
@@ -262,9 +262,19 @@ export function dayTicks(first: number, end: number): number[] {
   return out;
 }
 
-/** The growth chart's data table. */
-export function growthRows(points: readonly Point[]): string[][] {
-  return points.map((p) => [utcDay(p.t), num(p.value)]);
+/**
+ * What each point of the growth chart (dailyPoints of `daily`) counted: its day as seriesCovers has it, so the
+ * newest day, still filling, is partial as the other charts' last bucket is.
+ */
+export function growthCovers(daily: SeriesResponse, points: readonly Point[]): BucketCover[] {
+  const covers = seriesCovers(daily);
+  const byStart = new Map(daily.buckets.map((b, i) => [Date.parse(b.start), covers[i]]));
+  return points.map((p) => byStart.get(p.t) ?? { fromMs: p.t, toMs: p.t + DAY_MS, partial: false });
+}
+
+/** The growth chart's data table: a day as bucketCell writes it (the hours a partial one covers), its largest output. */
+export function growthRows(points: readonly Point[], covers: readonly BucketCover[] = []): string[][] {
+  return points.map((p, i) => [bucketCell(new Date(p.t).toISOString(), covers[i], DAY_MS / 1000), num(p.value)]);
 }
 
 /** This hook's alerts from the fleet's list. */

@@ -11,7 +11,7 @@ import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
 import { h, replace, scrollBox, table } from '../dom.ts';
-import { bucketLabel, bucketTooltipTitle, chars, num, partialTitles, plural, shownStatus, statusBadge, utcDayMonth } from '../format.ts';
+import { bucketLabel, bucketTooltipTitle, chars, num, partialTitles, plural, shownStatus, statusBadge, utcDayMonth, type BucketCover } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -20,7 +20,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, followQueries, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -159,7 +159,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
 }
 
 /** The growth trend: daily largest output, the fitted line carried to the cap, and the forecast date. */
-export function growthChart(points: Point[], forecast: Forecast | null, reading: ForecastReading): { config: ChartConfiguration; summary: string; table: HTMLTableElement } {
+export function growthChart(points: Point[], forecast: Forecast | null, reading: ForecastReading, covers: readonly BucketCover[] = []): { config: ChartConfiguration; summary: string; table: HTMLTableElement; partial: (string | null)[] } {
   const first = points[0]?.t ?? Date.now();
   const last = points[points.length - 1]?.t ?? first;
   const end = reading.kind === 'soon' && forecast?.crossesAtMs ? Math.max(last, forecast.crossesAtMs) : last;
@@ -167,13 +167,16 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
   const fit = forecast ? [{ x: first, y: fitAt(first) ?? 0 }, { x: end, y: fitAt(end) ?? 0 }] : [];
   const peak = Math.max(0, ...points.map((p) => p.value), ...fit.map((p) => p.y));
   const cap = `cap (${num(OUTPUT_CAP_CHARS)})`;
+  // Per point, its title when the range cuts its day (the newest, still filling), as the other charts' buckets.
+  const partial = partialTitles(covers, DAY_MS / 1000, 0);
   const config: ChartConfiguration<'scatter'> = {
     type: 'scatter',
     data: {
       datasets: [
         { label: 'daily largest output', data: points.map((p) => ({ x: p.t, y: p.value })), showLine: true, borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext, pointRadius: 3 },
-        { label: 'trend (least squares)', data: fit, showLine: true, borderColor: COLORS.fit, backgroundColor: COLORS.fit, borderDash: [5, 4], pointRadius: 0 },
-        { label: cap, data: [{ x: first, y: OUTPUT_CAP_CHARS }, { x: Math.max(end, first + DAY_MS), y: OUTPUT_CAP_CHARS }], showLine: true, borderColor: capColor(), backgroundColor: capColor(), borderDash: [6, 4], pointRadius: 0 },
+        // The trend and the cap run across the days, no day's value: reference lines, never drawn partial.
+        { label: 'trend (least squares)', data: fit, showLine: true, borderColor: COLORS.fit, backgroundColor: COLORS.fit, borderDash: [5, 4], pointRadius: 0, ...({ reference: true } as object) },
+        { label: cap, data: [{ x: first, y: OUTPUT_CAP_CHARS }, { x: Math.max(end, first + DAY_MS), y: OUTPUT_CAP_CHARS }], showLine: true, borderColor: capColor(), backgroundColor: capColor(), borderDash: [6, 4], pointRadius: 0, ...({ reference: true } as object) },
       ],
     },
     options: {
@@ -181,7 +184,10 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
       plugins: {
         tooltip: {
           callbacks: {
-            title: (items) => bucketTooltipTitle(utcDayMonth(items[0]?.parsed.x ?? 0), DAY_MS / 1000),
+            title: (items) => {
+              const day = items.find((i) => i.datasetIndex === 0);
+              return (day ? partial[day.dataIndex] : null) ?? bucketTooltipTitle(utcDayMonth(items[0]?.parsed.x ?? 0), DAY_MS / 1000);
+            },
             label: (item) => (item.dataset.label === cap ? cap : sizeLine(item.dataset.label ?? '', item.parsed.y)),
           },
         },
@@ -200,7 +206,7 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
       },
     },
   };
-  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points)) };
+  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points, covers)), partial };
 }
 
 function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
@@ -330,7 +336,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       delivery.render(c2.config, c2.summary, c2.table);
       const c3 = cliffCurveChart(hk, series);
       curve.render(c3.config, c3.summary, c3.table);
-      const c4 = growthChart(points, forecast, reading);
+      const c4 = growthChart(points, forecast, reading, growthCovers(daily, points));
+      growth.setPartial(c4.partial);
       growth.render(c4.config, c4.summary, c4.table);
       replace(alertsHolder, alertTable(alerts));
       replace(byVersion, breakdownTable(versions, 'by-version'));
