@@ -7,6 +7,12 @@
 export const GUARD_TRIM_EVENT = 'hookwatch.guard_trim';
 
 /**
+ * The attribute that identifies one trim (OpenTelemetry's `log.record.uid`, random per trim): a retried export
+ * keeps it, two trims never share it. Guards before it sent none; theirs are told apart by their content.
+ */
+export const GUARD_TRIM_UID = 'log.record.uid';
+
+/**
  * The output fields the guard reports trims of (stdout whole, or a JSON output's capped strings). A top-level
  * `additionalContext`, which Claude Code does not cap, is no longer trimmed; reports of it from earlier guards
  * are still accepted.

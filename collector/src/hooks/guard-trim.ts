@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 
-import { GUARD_FIELDS, GUARD_TRIM_EVENT, type GuardField } from '../../../shared/src/guard-trims.ts';
+import { GUARD_FIELDS, GUARD_TRIM_EVENT, GUARD_TRIM_UID, type GuardField } from '../../../shared/src/guard-trims.ts';
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import type { GuardTrim } from '../store/guard-trims.ts';
 import { hookId, parseCount, recordTime } from './extract.ts';
@@ -48,8 +48,11 @@ function toTrim(rec: LogRecord, now: () => number): GuardTrim {
   const stamp = get('event.timestamp');
   const timeMs = recordTime(rec, stamp, now);
   const sessionId = typeof get('session.id') === 'string' ? (get('session.id') as string).slice(0, MAX_NAME) : '';
-  // A retried request resends the same record: its content is its identity.
-  const material = [hookEvent, hookName, field, sentChars, keptChars, sessionId, typeof stamp === 'string' ? stamp : '', rec.timeUnixNano.toString()].join('\u0000');
+  const uid = str(get(GUARD_TRIM_UID), GUARD_TRIM_UID, false);
+  // A retried request resends the same record: its content is its identity, with the guard's id of the trim when it
+  // sends one (two identical commands of one event, run in parallel, trim alike in the same millisecond).
+  const content = [hookEvent, hookName, field, sentChars, keptChars, sessionId, typeof stamp === 'string' ? stamp : '', rec.timeUnixNano.toString()];
+  const material = (uid === '' ? content : [...content, uid]).join('\u0000');
   return {
     dedupKey: createHash('sha1').update(material).digest('base64url'),
     hookId: hookId(hookEvent, hookName),

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -57,6 +57,35 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
   throw new Error('timed out waiting');
 }
 
+/**
+ * A relay between guards and the test's hookwatch: passes every request on and records its body once hookwatch has
+ * answered it; with `loseFirst`, answers the first 503 instead of hookwatch's answer (lost after it was stored).
+ */
+async function relay(loseFirst = false): Promise<{ url: string; answered: string[]; close(): void }> {
+  const answered: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      void postOtlp(service.otlpHttpUrl, req.url ?? '/v1/logs', body, { 'content-type': req.headers['content-type'] ?? 'application/json' }).then((answer) => {
+        answered.push(body.toString('base64'));
+        if (loseFirst && answered.length === 1) res.writeHead(503).end();
+        else res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(answer.body);
+      }, () => res.writeHead(502).end());
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    answered,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
 describe('hookwatch guard --report', () => {
   it('sends one record per trimmed output that hookwatch stores and serves for the hook', async () => {
     const payload = JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: 'a '.repeat(7_500) }, systemMessage: 'b'.repeat(12_000) });
@@ -92,6 +121,49 @@ describe('hookwatch guard --report', () => {
     const read = async (): Promise<GuardTrimsResponse> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body;
     const body = await until(read, (t) => t.trims >= 1);
     expect(body.largest).toMatchObject({ field: 'stdout', sentChars: 12_000 });
+  });
+
+  it('counts two trims by two identical commands of one event, run in parallel in the same millisecond, as two', async () => {
+    // Claude Code runs an event's hooks in parallel: two guards of the same command, same input, same sizes. Both
+    // processes (and the senders they start, which inherit their Node options) read the same clock, so their records
+    // carry the same time to the millisecond and differ by nothing else they measure.
+    const clock = join(dir, 'frozen-clock.mjs');
+    await writeFile(clock, [
+      'const at = Number(process.env.FROZEN_CLOCK_MS);',
+      'const Real = Date;',
+      'globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(at); else super(...a); } static now() { return at; } };',
+    ].join('\n'));
+    const input = JSON.stringify({ session_id: 'sess-parallel', hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'ls' } });
+    const hook = hookId('PreToolUse', 'PreToolUse:Bash');
+    const to = await relay();
+    try {
+      const command = ['--report', to.url, '--', '/bin/sh', '-c', `cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' p`];
+      const env = { NODE_OPTIONS: `--import ${pathToFileURL(clock).href}`, FROZEN_CLOCK_MS: String(Date.now()) };
+      const ran = await Promise.all([guard(command, env, input), guard(command, env, input)]);
+      expect(ran.map((r) => [r.code, r.stdout.length <= 9_500])).toEqual([[0, true], [0, true]]);
+      // Both reports answered by hookwatch: it holds both trims.
+      await until(async () => to.answered.length, (n) => n >= 2);
+      expect(to.answered).toHaveLength(2);
+      expect((await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body.trims).toBe(2);
+    } finally {
+      to.close();
+    }
+  });
+
+  it('counts a retried export once: an answer lost after hookwatch stored the trim makes the exporter send it again', async () => {
+    const to = await relay(true);
+    try {
+      const input = JSON.stringify({ session_id: 'sess-retry', hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: '/x' } });
+      const hook = hookId('PreToolUse', 'PreToolUse:Read');
+      const ran = await guard(['--report', to.url, '--', '/bin/sh', '-c', `cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' r`], {}, input);
+      expect(ran.code).toBe(0);
+      await until(async () => to.answered.length, (n) => n >= 2);
+      // The same request twice, both stored by hookwatch: one trim.
+      expect(to.answered[1]).toBe(to.answered[0]);
+      expect((await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body.trims).toBe(1);
+    } finally {
+      to.close();
+    }
   });
 
   it('does not hold the hook when the endpoint never answers', async () => {
@@ -186,5 +258,40 @@ describe('ingest of guard records', () => {
     const bad = await getJson<{ error: { parameter: string } }>(service.httpUrl, `/api/v1/hooks/${HOOK}/guard-trims?step=7s`);
     expect(bad.status).toBe(400);
     expect(bad.body.error.parameter).toBe('step');
+  });
+
+  it('tells trims apart by their log.record.uid, and those of guards that send none by their content', async () => {
+    const at = String(Date.now() * 1e6);
+    const record = (uid?: { stringValue: string } | { intValue: string }) => ({
+      timeUnixNano: at,
+      attributes: [
+        { key: 'event.name', value: { stringValue: 'hookwatch.guard_trim' } },
+        { key: 'hook_event', value: { stringValue: 'Notification' } },
+        { key: 'session.id', value: { stringValue: 'sess-uid' } },
+        { key: 'field', value: { stringValue: 'stdout' } },
+        { key: 'sent_chars', value: { stringValue: '12000' } },
+        { key: 'kept_chars', value: { stringValue: '9500' } },
+        ...(uid === undefined ? [] : [{ key: 'log.record.uid', value: uid }]),
+      ],
+    });
+    const send = async (records: object[]): Promise<{ rejectedLogRecords?: number | string; errorMessage?: string } | undefined> => {
+      const body = { resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ logRecords: records }] }] };
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify(body), { 'content-type': 'application/json' });
+      expect(res.status).toBe(200);
+      return (JSON.parse(res.body.toString()) as { partialSuccess?: { rejectedLogRecords?: number | string; errorMessage?: string } }).partialSuccess;
+    };
+    const stored = async (): Promise<number> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hookId('Notification', 'Notification')}/guard-trims?from=now-1h`)).body.trims;
+    // An older guard's record sent twice (a retry) is one trim, as before.
+    await send([record(), record()]);
+    expect(await stored()).toBe(1);
+    // Two trims alike in everything but their uid are two; either sent again is neither a third nor a fourth.
+    await send([record({ stringValue: 'a1' }), record({ stringValue: 'b2' })]);
+    await send([record({ stringValue: 'b2' })]);
+    expect(await stored()).toBe(3);
+    // A uid that is no string is named, and its record rejected alone.
+    const answer = await send([record({ intValue: '7' }), record({ stringValue: 'c3' })]);
+    expect(Number(answer?.rejectedLogRecords)).toBe(1);
+    expect(answer?.errorMessage).toContain('log.record.uid must be a string');
+    expect(await stored()).toBe(4);
   });
 });

@@ -6,7 +6,7 @@ import type { HookIdentity } from './hook-identity.ts';
 import type { GuardField } from './trim.ts';
 
 /** Event name of the record the guard sends per trimmed output; hookwatch's ingest recognises it. */
-export { GUARD_TRIM_EVENT } from '../../../../shared/src/guard-trims.ts';
+export { GUARD_TRIM_EVENT, GUARD_TRIM_UID } from '../../../../shared/src/guard-trims.ts';
 
 /** What one guarded run reports: the hook, and each output string it shortened. */
 export interface GuardReport extends HookIdentity {
