@@ -136,7 +136,7 @@ export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, f
 }
 
 /** Where a breakdown page ended: its last row's executions and value. */
-export interface BreakdownPosition {
+interface BreakdownPosition {
   executions: number;
   value: string;
 }
@@ -147,7 +147,7 @@ export function breakdownOrder(a: BreakdownPosition, b: BreakdownPosition): numb
 }
 
 /** A breakdown page's nextCursor: where it ended (the last row's executions and value), opaque to clients. */
-export function breakdownCursor(p: BreakdownPosition): string {
+function breakdownCursor(p: BreakdownPosition): string {
   return Buffer.from(`${p.executions}:${p.value}`).toString('base64url');
 }
 
