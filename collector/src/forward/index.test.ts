@@ -3,7 +3,7 @@
  * OTLP receiver (HTTP or gRPC, port 0) that records bytes. Clients are the real Claude Code captures and the real
  * OpenTelemetry exporters.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
@@ -353,7 +353,7 @@ describe('inline collector mode over OTLP/HTTP', () => {
     }
   });
 
-  it('shows dead letters stored before refusals were scrubbed without the credentials they repeat', async () => {
+  it('scrubs dead letters stored before refusals were scrubbed, in the file too, of the credentials they repeat', async () => {
     const { url } = await downstream(new HttpDownstream());
     const token = 'fwd-bearer-token-3c2d1e';
     const key = 'fwd-api-key-7a6b5c';
@@ -375,6 +375,14 @@ describe('inline collector mode over OTLP/HTTP', () => {
     expect(status.deadLetterSummary!.lastReason).toBe(status.deadLetters[0]!.reason);
     const api = JSON.stringify(status);
     for (const secret of [token, key, 'endpoint-pass-5a4b']) expect(api).not.toContain(secret);
+    // Nor is any of them left in the queue's files once hookwatch has stopped.
+    await hw.close();
+    const files = readdirSync(dir).filter((f) => f.startsWith('forward-queue.db'));
+    expect(files).toContain('forward-queue.db');
+    for (const f of files) {
+      const bytes = readFileSync(join(dir, f)).toString('latin1');
+      for (const secret of [token, key, 'endpoint-pass-5a4b']) expect(bytes, f).not.toContain(secret);
+    }
   });
 });
 

@@ -104,6 +104,9 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
   const tls = config.tls ? ClientTlsCredentials.open(config.tls, opts.logger, opts.now) : undefined;
   const exporter = createExporter(config, opts.now, tls);
   const queue = openFor('forward.queue.path', config.queue.path, () => new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) }));
+  // A refusal is scrubbed before it is stored; a dead letter an earlier version stored may still repeat a
+  // credential of the destination: its text is scrubbed in the file with the destination's current secrets.
+  queue.scrubDeadLetterReasons(exporter.scrub);
   const forwarder = new Forwarder({
     queue,
     exporter,
@@ -123,20 +126,14 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
   tls?.start();
   if (queue.depth > 0) opts.logger.info('forwarding resumes with queued requests', { destination: exporter.description, queued: queue.depth, bytes: queue.bytes });
   let stopping: Promise<void> | undefined;
-  // A refusal is scrubbed before it is stored; dead letters an earlier version stored may still repeat a
-  // credential of the destination, so what is shown of them is scrubbed with its current secrets too.
-  const scrub = exporter.scrub;
   return {
     stage,
     forwarder,
     queue,
     exporter,
     status: () => forwarder.status(),
-    deadLetters: (limit) => queue.deadLetters(limit).map((d) => ({ ...d, reason: scrub(d.reason) })),
-    deadLetterSummary: () => {
-      const s = queue.deadLetterSummary();
-      return { ...s, lastReason: s.lastReason === null ? null : scrub(s.lastReason) };
-    },
+    deadLetters: (limit) => queue.deadLetters(limit),
+    deadLetterSummary: () => queue.deadLetterSummary(),
     replayDeadLetters: () => {
       const r = queue.replayDeadLetters();
       if (r.replayed) {

@@ -323,6 +323,24 @@ export class DurableQueue {
     return removed.evicted;
   }
 
+  /**
+   * Rewrites the stored reason of each dead letter as `scrub` gives it, in one transaction; returns how many changed.
+   * A dead letter an earlier version stored may repeat a credential the destination echoed: run once at start with
+   * the destination's secrets, it leaves none in the file (secure_delete overwrites the text replaced).
+   */
+  scrubDeadLetterReasons(scrub: (text: string) => string): number {
+    if (this.deadCount === 0) return 0;
+    return inTransaction(this.db, () => {
+      const update = this.db.prepare('UPDATE dead_letters SET reason = ? WHERE id = ?');
+      let changed = 0;
+      for (const r of this.db.prepare('SELECT id, reason FROM dead_letters').all() as { id: number; reason: string }[]) {
+        const clean = scrub(r.reason);
+        if (clean !== r.reason) changed += Number(update.run(clean, r.id).changes);
+      }
+      return changed;
+    });
+  }
+
   /** Count, bytes and age of the dead letters held. */
   deadLetterSummary(): DeadLetterSummary {
     const o = this.deadCount ? (this.stmt.deadOldest.get() as { oldest: number | null; last: string | null }) : { oldest: null, last: null };
