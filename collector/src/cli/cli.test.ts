@@ -5,7 +5,7 @@
  * case costs seconds on a busy machine); the bin wrapper, the start-up line and the old Node run as processes.
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -238,6 +238,19 @@ describe('hookwatch serve', () => {
     expect(r.signal).toBeNull();
     expect(r.stderr).toBe(`hookwatch: ${setting}: cannot make its folder (ENOENT: no such file or directory, mkdir '/proc/hookwatch-none')\n`);
     expect(r.status).toBe(1);
+  });
+
+  it.each([
+    ['the database', 'HOOKWATCH_DB', '--db', 'db', {}],
+    ['the forwarding queue', 'HOOKWATCH_FORWARD_QUEUE_PATH', '--forward-queue-path', 'forward.queue.path', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9' }],
+  ])('%s given as a folder is an error naming the setting, its variable and its flag, exit 1, and leaves no file beside it', (_what, envName, flag, key, vars) => {
+    const parent = mkdtempSync(join(dir, 'folder-'));
+    const folder = join(parent, 'data');
+    mkdirSync(folder);
+    const r = hookwatchProcess(['serve'], { ...base(), ...vars, [envName]: folder });
+    expect(r.stderr).toBe(`hookwatch: ${key} ${folder} (${envName}, ${flag}): cannot open it (EISDIR: illegal operation on a directory, open '${folder}')\n`);
+    expect(r.status).toBe(1);
+    expect(readdirSync(parent), 'files left beside the folder').toEqual(['data']);
   });
 
   /** `hookwatch serve` in a process of its own, once it has said where the dashboard is. */

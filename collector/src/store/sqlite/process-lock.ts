@@ -34,6 +34,9 @@ export function lockSqliteStore(dbPath: string): StoreLock {
   if (dbPath === ':memory:' || dbPath === '') return { release: () => {} };
   const path = resolve(`${dbPath}${LOCK_SUFFIX}`);
   if (held.has(path)) throw inUse(dbPath, path);
+  // The database file first: a path that names a folder (or a file hookwatch may not open) fails here, with the
+  // file system's error for the caller to name the setting, before a lock file is left beside it.
+  createPrivateFile(dbPath);
   createPrivateFile(path);
   const db = new DatabaseSync(path, { timeout: 0 });
   try {
