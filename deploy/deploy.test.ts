@@ -841,7 +841,11 @@ describe('Prometheus files', () => {
         return {
           name: `${transport} ${reason}`,
           interval: '1m',
-          input_series: [{ series: `hookwatch_otlp_requests_rejected_total{job="hookwatch",instance="a:9318",transport="${transport}",reason="${reason}"}`, values: '0+5x40' }],
+          // A hookwatch being scraped (up at 1), as one answering requests is: no target at all is an alert of its own.
+          input_series: [
+            { series: 'up{job="hookwatch",instance="a:9318"}', values: '1x40' },
+            { series: `hookwatch_otlp_requests_rejected_total{job="hookwatch",instance="a:9318",transport="${transport}",reason="${reason}"}`, values: '0+5x40' },
+          ],
           promql_expr_test: [{ expr: 'count by (alertname) (ALERTS{alertstate="firing"})', eval_time: '25m', exp_samples: alert ? [{ labels: `{alertname="${alert}"}`, value: 1 }] : [] }],
         };
       }));
