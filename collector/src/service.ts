@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { answerOptions, apiErrorHandler, conditionalRequests, createApiRouter } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
-import { KEEP_ALIVE_TIMEOUT_MS, handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
+import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
@@ -204,7 +204,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     logger,
   };
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
-  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, ...receiverOptions });
+  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });
 
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
@@ -310,7 +310,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   } else {
     http = trackConnections(createServer(httpLimits, app));
   }
-  http.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
+  http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
 
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;

@@ -4,7 +4,7 @@
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { shortSecretProblem } from '../config/values.ts';
-import { bearerTokenProblem, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
+import { bearerTokenProblem, keepAliveSetting, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 /** The shortest `http.auth.password` accepted, as NIST SP 800-63B has it for passwords people choose. */
 export const MIN_PASSWORD_CHARS = 8;
@@ -18,6 +18,7 @@ export const API_SETTINGS: readonly Setting[] = [
     key: 'http.requestTimeout', env: 'HOOKWATCH_HTTP_REQUEST_TIMEOUT', type: 'duration', default: 30_000, min: 1000, max: 600_000,
     description: 'Time a client of the HTTP port has to send a whole request (headers and body; with `http.tls`, its TLS handshake too); slower clients get 408 and are cut off so they cannot hold connections open. The time taken to answer is not bounded by it.',
   },
+  keepAliveSetting('http.keepAliveTimeout', 'HOOKWATCH_HTTP_KEEP_ALIVE_TIMEOUT', 'the HTTP port (API, dashboard, /metrics, probes)'),
   {
     key: 'http.maxPendingQueries', env: 'HOOKWATCH_HTTP_MAX_PENDING_QUERIES', type: 'int', default: 32, min: 1, max: 100_000,
     description: 'Store reads the API may have asked for and not had answered at once (running on one of the `store.readers` read connections or waiting for one; an overview asks three, other queries one or two). Past it the query routes (`/api/v1/hooks`, `/api/v1/overview`, `/api/v1/fleet/series`) answer 503 with Retry-After instead of making every later request wait behind a burst (a request no query route answers, such as `POST /api/v1/hooks`, still gets its 405 or 404); the dashboard shows it and asks again at its next refresh.',
@@ -62,7 +63,7 @@ export interface HttpAuthConfig {
 
 export interface ApiSettings {
   /** tls: undefined for plain HTTP. */
-  http: { addr: string; requestTimeoutMs: number; maxPendingQueries: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
+  http: { addr: string; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxPendingQueries: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
 }
 
 export function apiConfig(r: SettingValues): ApiSettings {
@@ -70,6 +71,7 @@ export function apiConfig(r: SettingValues): ApiSettings {
     http: {
       addr: r.string('http.addr'),
       requestTimeoutMs: r.number('http.requestTimeout'),
+      keepAliveTimeoutMs: r.number('http.keepAliveTimeout'),
       maxPendingQueries: r.number('http.maxPendingQueries'),
       allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),

@@ -207,6 +207,21 @@ function serverNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Default idle time a kept-alive connection stays open on an HTTP port: past the 60 s of load balancers and proxies
+ * (AWS ALB, nginx), so that they close an idle connection first and never reuse one the server has just closed.
+ * Node's own default is 5 s.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+/** The row of an HTTP port's keep-alive idle time (`otlp.http.keepAliveTimeout`, `http.keepAliveTimeout`); `where` names the port. */
+export function keepAliveSetting(key: string, env: string, where: string): Setting {
+  return {
+    key, env, type: 'duration', default: KEEP_ALIVE_TIMEOUT_MS, min: 1000, max: 3_600_000,
+    description: `How long ${where} keeps an idle kept-alive connection open for the client's next request (announced in the \`Keep-Alive\` response header). Keep it longer than the idle timeout of any load balancer or proxy in front (AWS ALB and nginx 60s; Google Cloud's load balancers 600s, so 620s there): it then closes an idle connection first, and never sends a request on one hookwatch is closing (a 502 or a connection reset for its client). A stop closes idle connections at once, whatever this is.`,
+  };
+}
+
 /** The shortest bearer token hookwatch accepts (otlp.ingestToken, http.auth.token). */
 export const MIN_TOKEN_CHARS = 16;
 

@@ -6,9 +6,6 @@
  */
 import type { ServerOptions } from 'node:http';
 
-/** Idle time a kept-alive connection stays open: past the 60 s of load balancers, which close theirs first. */
-export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
-
 /** node:http server options that end a request not received within `requestTimeoutMs` with 408 and a closed connection. */
 export function slowClientLimits(requestTimeoutMs: number): Pick<ServerOptions, 'requestTimeout' | 'headersTimeout' | 'connectionsCheckingInterval'> {
   return {

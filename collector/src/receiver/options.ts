@@ -15,6 +15,8 @@ export interface OtlpReceiverOptions {
   maxRequestBytes: number;
   /** A request not fully received within this long is ended (over gRPC: counted from its headers, DEADLINE_EXCEEDED). */
   requestTimeoutMs: number;
+  /** OTLP/HTTP only (otlp.http.keepAliveTimeout): how long an idle kept-alive connection stays open; unset, KEEP_ALIVE_TIMEOUT_MS. */
+  keepAliveTimeoutMs?: number;
   /** Empty: no authentication. Otherwise `authorization: Bearer <token>` (an HTTP header or gRPC metadata). */
   ingestToken: string;
   /** otlp.tls: serve TLS (mutual TLS with a client CA) with these files, re-read as they rotate; absent: plain text. */

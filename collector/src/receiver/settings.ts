@@ -3,7 +3,7 @@
  * token, TLS and the in-flight byte budget both ports share. A leaf: config/ composes these rows into the one table.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { bearerTokenProblem, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
+import { bearerTokenProblem, keepAliveSetting, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 const MiB = 1024 * 1024;
 const DAY = 86_400_000;
@@ -13,6 +13,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
     key: 'otlp.http.addr', env: 'HOOKWATCH_OTLP_HTTP_ADDR', type: 'addr', default: '127.0.0.1:4318',
     description: 'Where the OTLP/HTTP receiver listens (POST /v1/logs, /v1/metrics, /v1/traces). Use 0.0.0.0:4318 to accept other hosts.',
   },
+  keepAliveSetting('otlp.http.keepAliveTimeout', 'HOOKWATCH_OTLP_HTTP_KEEP_ALIVE_TIMEOUT', 'the OTLP/HTTP port'),
   {
     key: 'otlp.maxRequestBytes', env: 'HOOKWATCH_OTLP_MAX_REQUEST_BYTES', type: 'bytes', default: 20 * MiB, min: 1024, max: 1024 * MiB,
     description: 'Largest OTLP request accepted, measured after decompression (413 / RESOURCE_EXHAUSTED over it).',
@@ -46,7 +47,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
 
 export interface ReceiverSettings {
   otlp: {
-    http: { addr: string };
+    http: { addr: string; keepAliveTimeoutMs: number };
     maxRequestBytes: number;
     requestTimeoutMs: number;
     maxPendingRequests: number;
@@ -64,7 +65,7 @@ export function receiverConfig(r: SettingValues): ReceiverSettings {
   const maxRequestBytes = r.number('otlp.maxRequestBytes');
   return {
     otlp: {
-      http: { addr: r.string('otlp.http.addr') },
+      http: { addr: r.string('otlp.http.addr'), keepAliveTimeoutMs: r.number('otlp.http.keepAliveTimeout') },
       maxRequestBytes,
       requestTimeoutMs: r.number('otlp.requestTimeout'),
       maxPendingRequests: r.number('otlp.maxPendingRequests'),

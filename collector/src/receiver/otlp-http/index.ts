@@ -18,7 +18,8 @@ import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
-import { KEEP_ALIVE_TIMEOUT_MS, handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
+import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
+import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -71,7 +72,7 @@ export class OtlpHttpReceiver {
     } else {
       this.server = trackConnections(createServer(options, listener));
     }
-    this.server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
