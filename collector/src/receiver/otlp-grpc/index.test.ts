@@ -1,8 +1,11 @@
 /**
  * The OTLP/gRPC receiver against the real OpenTelemetry JS gRPC exporters (logs, metrics, traces; gzip on and
- * off) and a raw grpc-js client for the error paths. The next stage is an in-memory recorder.
+ * off), a raw grpc-js client for the error paths, and node:http2 clients and raw sockets for how connections are
+ * closed (GOAWAY). The next stage is an in-memory recorder.
  */
 import { readFileSync } from 'node:fs';
+import { connect as http2Connect, constants as http2Constants, type ClientHttp2Session } from 'node:http2';
+import { connect as netConnect, type Socket } from 'node:net';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
@@ -11,7 +14,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../../otlp/grpc-status.ts';
 import type { LogsRequest } from '../../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../../pipeline/consumer.ts';
@@ -19,6 +22,8 @@ import { OverloadedError } from '../../pipeline/errors.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { OtlpGrpcReceiver } from './index.ts';
 import { InflightBudget } from '../inflight.ts';
+import { TlsCredentials } from '../../net/tls.ts';
+import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -31,7 +36,13 @@ class Recorder implements LogsConsumer, PassThroughConsumer {
   logs: { req: LogsRequest; raw: RawRequest }[] = [];
   passed: RawRequest[] = [];
   fail: Error | undefined;
+  /** While set, a request waits for it before it is taken: a call kept in flight. */
+  hold: Promise<void> | undefined;
+  /** Requests that have reached this stage, taken or not. */
+  arrived = 0;
   async consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> {
+    this.arrived++;
+    await this.hold;
     if (this.fail) throw this.fail;
     this.logs.push({ req, raw });
     return { rejected: 0, message: '' };
@@ -51,11 +62,11 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-async function start(opts: { token?: string; maxRequestBytes?: number } = {}): Promise<{ url: string; next: Recorder }> {
+async function start(opts: { token?: string; maxRequestBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials } = {}): Promise<{ url: string; next: Recorder }> {
   const next = new Recorder();
-  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: 30_000, ingestToken: opts.token ?? '', inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: silentLogger });
+  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}), inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: silentLogger });
   const { port } = await receiver.start();
-  return { url: `http://127.0.0.1:${port}`, next };
+  return { url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`, next };
 }
 
 /** Sends raw bytes to LogsService/Export; resolves with the error (or null) and the response. */
@@ -189,5 +200,95 @@ describe('OTLP/gRPC receiver status codes', () => {
     await r.start();
     await Promise.all([r.shutdown(), r.shutdown()]);
     await expect(r.shutdown()).resolves.toBeUndefined();
+  });
+});
+
+/** An HTTP/2 client connection that starts no call, and the GOAWAY error code the server sent it, if any. */
+async function idleHttp2(url: string, ca?: Buffer): Promise<{ session: ClientHttp2Session; goaway: () => number | undefined; closed: Promise<void> }> {
+  const session = http2Connect(url, ca ? { ca } : {});
+  session.on('error', () => {});
+  let code: number | undefined;
+  session.on('goaway', (errorCode: number) => {
+    code = errorCode;
+  });
+  const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+  await new Promise<void>((resolve) => session.once('connect', () => resolve()));
+  return { session, goaway: () => code, closed };
+}
+
+describe('OTLP/gRPC receiver closing connections', () => {
+  const sessions: ClientHttp2Session[] = [];
+  const sockets: Socket[] = [];
+  afterEach(() => {
+    for (const s of sessions.splice(0)) s.destroy();
+    for (const s of sockets.splice(0)) s.destroy();
+  });
+
+  it('says GOAWAY (NO_ERROR) to a connection that starts no call within otlp.requestTimeout, before it closes', async () => {
+    const { url } = await start({ requestTimeoutMs: 1000 });
+    const idle = await idleHttp2(url);
+    sessions.push(idle.session);
+    // The sweep closes it (the test's timeout catches a connection kept open).
+    await idle.closed;
+    expect(idle.goaway(), 'closed without a GOAWAY').toBe(http2Constants.NGHTTP2_NO_ERROR);
+  });
+
+  describe.skipIf(!HAVE_OPENSSL)('with otlp.tls', () => {
+    const pki = useTestPki('hookwatch-grpc-goaway-');
+    it('says GOAWAY to a connection that finished its handshake and starts no call', async () => {
+      const tls = TlsCredentials.open({ section: 'otlp.tls', certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: '', minVersion: '1.2', reloadIntervalMs: 3_600_000 }, silentLogger);
+      const { url } = await start({ requestTimeoutMs: 1000, tls });
+      const idle = await idleHttp2(url, readFileSync(pki.ca.certFile));
+      sessions.push(idle.session);
+      await idle.closed;
+      expect(idle.goaway(), 'closed without a GOAWAY').toBe(http2Constants.NGHTTP2_NO_ERROR);
+    });
+  });
+
+  it('destroys a connection whose client ignores the GOAWAY and keeps its side open', { timeout: 15_000 }, async () => {
+    const { url } = await start({ requestTimeoutMs: 1000 });
+    // The HTTP/2 client preface and an empty SETTINGS frame, then a PING every 200 ms; the server's FIN does not end it.
+    const socket = netConnect({ port: Number(new URL(url).port), host: '127.0.0.1', allowHalfOpen: true });
+    sockets.push(socket);
+    socket.on('error', () => {});
+    const frames: number[] = [];
+    let pending = Buffer.alloc(0);
+    socket.on('data', (d: Buffer) => {
+      pending = Buffer.concat([pending, d]);
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        frames.push(pending[3]!);
+        pending = pending.subarray(9 + pending.readUIntBE(0, 3));
+      }
+    });
+    socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    const ping = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    const pinging = setInterval(() => {
+      if (socket.writable) socket.write(ping);
+    }, 200);
+    try {
+      // Once the server has destroyed its end, a PING is answered with a reset (the test's timeout catches a connection kept).
+      await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    } finally {
+      clearInterval(pinging);
+    }
+    const GOAWAY = 0x7;
+    expect(frames, 'closed without a GOAWAY').toContain(GOAWAY);
+  });
+
+  it('at shutdown, says GOAWAY to a connected client and lets its call in flight finish', async () => {
+    const { url, next } = await start();
+    let release = (): void => {};
+    next.hold = new Promise<void>((resolve) => (release = resolve));
+    const idle = await idleHttp2(url);
+    sessions.push(idle.session);
+    const answered = rawExport(url, Buffer.alloc(0));
+    await vi.waitFor(() => expect(next.arrived).toBe(1));
+    const stopping = receiver!.shutdown();
+    await idle.closed;
+    expect(idle.goaway()).toBe(http2Constants.NGHTTP2_NO_ERROR);
+    release();
+    expect((await answered).err).toBeNull();
+    await stopping;
+    expect(next.logs).toHaveLength(1);
   });
 });

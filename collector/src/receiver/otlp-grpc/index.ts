@@ -17,7 +17,7 @@ import {
   Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus,
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
-import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
+import { constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as NetServer, type Socket } from 'node:net';
 import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
 import { slowClientLimits } from '../../net/slow-clients.ts';
@@ -40,6 +40,20 @@ const SERVICES: Record<Signal, string> = {
 };
 
 const identity = (b: Buffer): Buffer => b;
+
+/**
+ * How long a connection told GOAWAY may take to close before its socket is destroyed: a client that ignores the
+ * GOAWAY (or reads nothing, so that it never arrives) must not keep the connection.
+ */
+const GOAWAY_GRACE_MS = 1000;
+
+/** A TCP connection that has not started a call: when it opened, its HTTP/2 session once it has one, and when that was told GOAWAY. */
+interface FreshConnection {
+  socket: Socket;
+  openedMs: number;
+  session?: ServerHttp2Session;
+  goawayMs?: number;
+}
 
 /** A one-method service definition whose messages stay raw bytes. */
 function exportService(path: string): ServiceDefinition {
@@ -89,8 +103,8 @@ export class OtlpGrpcReceiver {
   private readonly tokenDigest: Buffer | undefined;
   private started = false;
   private stopped: Promise<void> | undefined;
-  /** TCP connections that have not started a call yet, by peer, with when each opened. */
-  private readonly fresh = new Map<string, { socket: Socket; openedMs: number }>();
+  /** TCP connections that have not started a call yet, by peer. */
+  private readonly fresh = new Map<string, FreshConnection>();
   /** Closes the connections that have started no call in the time an OTLP/HTTP request has for its headers. */
   private freshSweep: NodeJS.Timeout | undefined;
 
@@ -150,10 +164,16 @@ export class OtlpGrpcReceiver {
    */
   private trackFresh(server: NetServer): void {
     const peer = (s: { remoteAddress?: string | undefined; remotePort?: number | undefined }): string => `${s.remoteAddress ?? ''}|${s.remotePort ?? ''}`;
-    server.on('connection', (socket: Socket) => {
+    // Before node:http2's own listener, which makes a plain-text connection's session (and emits 'session') at once.
+    server.prependListener('connection', (socket: Socket) => {
       const key = peer(socket);
       this.fresh.set(key, { socket, openedMs: performance.now() });
       socket.once('close', () => this.fresh.delete(key));
+    });
+    // Its HTTP/2 session: made at once in plain text, after the handshake with TLS.
+    server.on('session', (session: ServerHttp2Session) => {
+      const connection = this.fresh.get(peer(session.socket));
+      if (connection) connection.session = session;
     });
     server.on('stream', (stream: ServerHttp2Stream) => {
       const socket = stream.session?.socket;
@@ -161,10 +181,26 @@ export class OtlpGrpcReceiver {
     });
   }
 
-  /** Closes the connections open `ms` or longer without having started a call. */
+  /**
+   * Closes the connections open `ms` or longer without having started a call. One with an HTTP/2 session is told
+   * GOAWAY (NO_ERROR), as grpc-js closes a connection idle past grpc.max_connection_idle_ms and grpc-go any it
+   * closes: its client knows the connection is not to be used and opens another for its next export, where a
+   * destroyed socket looks like a network failure. One that has not closed GOAWAY_GRACE_MS after, or that has no
+   * session yet (a TLS handshake not finished), is destroyed. At a stop grpc-js has told each session GOAWAY already.
+   */
   private closeFresh(ms: number): void {
-    const before = performance.now() - ms;
-    for (const { socket, openedMs } of this.fresh.values()) if (openedMs <= before) socket.destroy();
+    const now = performance.now();
+    for (const connection of this.fresh.values()) {
+      if (connection.openedMs > now - ms) continue;
+      const { session } = connection;
+      if (session && !session.closed && !session.destroyed) {
+        // close() sends GOAWAY and ends the session once it has no stream left (it has none: no call started).
+        session.close();
+        connection.goawayMs = now;
+      } else if (connection.goawayMs === undefined || connection.goawayMs <= now - GOAWAY_GRACE_MS) {
+        connection.socket.destroy();
+      }
+    }
   }
 
   /**
