@@ -16,6 +16,12 @@ export interface RawGrpcResult {
   details: boolean;
 }
 
+/** What an HTTP/2 client sends first: the connection preface and an empty SETTINGS frame. */
+export const HTTP2_PREFACE = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]);
+
+/** An HTTP/2 PING frame: traffic on a connection that starts no stream. */
+export const HTTP2_PING = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+
 /** One gRPC message frame: flag byte (1 = compressed), 4-byte big-endian length, then the bytes. */
 export function grpcFrame(payload: Buffer, compressed: boolean): Buffer {
   const head = Buffer.alloc(5);

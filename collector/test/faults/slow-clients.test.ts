@@ -7,6 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureRequests, postOtlp, startTestService, type TestService } from '../helpers.ts';
 import { emitExecutions } from '../support/service.ts';
+import { HTTP2_PING, HTTP2_PREFACE } from './grpc-raw.ts';
 
 const TIMEOUT_MS = 2000;
 const SLOW = 10;
@@ -109,9 +110,7 @@ describe('slow clients', () => {
   it('on the gRPC port, connections that start no call are closed after otlp.requestTimeout, while an exporter delivers', async () => {
     const port = Number(new URL(service.otlpGrpcUrl).port);
     // The HTTP/2 client preface and an empty SETTINGS frame, then a PING every 200 ms: a live connection, no call.
-    const preface = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]);
-    const ping = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
-    const held = [Buffer.alloc(0), preface].map((first) => {
+    const held = [Buffer.alloc(0), HTTP2_PREFACE].map((first) => {
       const s = connect(port, '127.0.0.1');
       sockets.push(s);
       const state: { closedAfterMs: number | undefined } = { closedAfterMs: undefined };
@@ -124,7 +123,7 @@ describe('slow clients', () => {
       if (first.length > 0) {
         s.write(first);
         timers.push(setInterval(() => {
-          if (s.writable) s.write(ping);
+          if (s.writable) s.write(HTTP2_PING);
         }, 200));
       }
       return state;

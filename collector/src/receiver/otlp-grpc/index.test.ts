@@ -24,6 +24,7 @@ import { OtlpGrpcReceiver } from './index.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
 import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
+import { HTTP2_PING, HTTP2_PREFACE } from '../../../test/faults/grpc-raw.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -260,10 +261,9 @@ describe('OTLP/gRPC receiver closing connections', () => {
         pending = pending.subarray(9 + pending.readUIntBE(0, 3));
       }
     });
-    socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
-    const ping = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    socket.write(HTTP2_PREFACE);
     const pinging = setInterval(() => {
-      if (socket.writable) socket.write(ping);
+      if (socket.writable) socket.write(HTTP2_PING);
     }, 200);
     try {
       // Once the server has destroyed its end, a PING is answered with a reset (the test's timeout catches a connection kept).
