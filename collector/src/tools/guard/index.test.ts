@@ -101,6 +101,47 @@ describe('hookwatch guard', () => {
     expect(out.hookSpecificOutput.hookEventName).toBe('SessionStart');
   });
 
+  it('with the default budget, passes every string Claude Code delivers whole (up to 10,000) byte for byte and trims one over it', async () => {
+    const hasLoneSurrogate = (s: string): boolean => /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+    // n code units ending in an emoji: its surrogate pair straddles the old budget (9,501), the cap (10,001) or
+    // ends exactly on it (10,000).
+    const text = (n: number): string => `${'a'.repeat(n - 2)}😀`;
+    const plain = (n: number): Buffer => Buffer.from(text(n));
+    const json = (n: number): Buffer => Buffer.from(`{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ${JSON.stringify(text(n))}}, "n": 1.0}\n`);
+    const contextOf = (out: Buffer): string => (JSON.parse(out.toString()) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext;
+    for (const [kind, make, delivered] of [['plain', plain, (out: Buffer) => out.toString()], ['json', json, contextOf]] as const) {
+      for (const n of [9_501, 10_000, 10_001]) {
+        const label = `${kind} ${n}`;
+        const file = join(dir, `edge-${kind}-${n}.out`);
+        await writeFile(file, make(n));
+        const ran = await guard(['--', '/bin/cat', file]);
+        expect(ran.code, label).toBe(0);
+        if (n <= 10_000) expect(ran.stdout.equals(make(n)), label).toBe(true);
+        else {
+          const out = delivered(ran.stdout);
+          expect(out.length, label).toBeLessThanOrEqual(9_500);
+          expect(out.length, label).toBeGreaterThan(9_000);
+          expect(out, label).toMatch(/more characters left out; the full output is in \S+\]$/);
+          expect(hasLoneSurrogate(out), label).toBe(false);
+        }
+      }
+    }
+    // A budget given is the largest string kept, whatever the cap: 9,501 is trimmed at --budget 9500 (and at
+    // HOOKWATCH_GUARD_BUDGET=9500), and 10,001 fits --budget 10000 once trimmed.
+    const file = join(dir, 'edge-plain-9501.out');
+    for (const [flags, env] of [[['--budget', '9500'], {}], [[], { HOOKWATCH_GUARD_BUDGET: '9500' }]] as const) {
+      const ran = await guard([...flags, '--', '/bin/cat', file], { env });
+      expect(ran.stdout.length, JSON.stringify([flags, env])).toBeLessThanOrEqual(9_500);
+      expect(hasLoneSurrogate(ran.stdout.toString())).toBe(false);
+    }
+    const atCap = await guard(['--budget', '10000', '--', '/bin/cat', join(dir, 'edge-plain-10001.out')]);
+    expect(atCap.stdout.toString().length).toBeLessThanOrEqual(10_000);
+    expect(atCap.stdout.toString()).toMatch(/more characters left out/);
+    // A bad budget keeps the default, and so the default rule.
+    const bad = await guard(['--budget', 'lots', '--', '/bin/cat', join(dir, 'edge-plain-10000.out')]);
+    expect(bad.stdout.equals(plain(10_000))).toBe(true);
+  });
+
   it('passes exit codes through unchanged, 2 included, with stderr and the untouched stdout of a failing hook', async () => {
     for (const code of [0, 1, 2, 3, 42]) {
       const ran = await guard(nodeHook(`process.stderr.write('why ${code}');process.stdout.write('x'.repeat(12000));process.exitCode=${code}`));

@@ -11,7 +11,7 @@ import { DEFAULT_SPILL_BYTES } from './capture.ts';
 import { DEFAULT_KEEP_FOR_MS, DEFAULT_KEEP_SIZE_BYTES, parseKeepFor, parseKeepSize, pruneSaved, savedName } from './keep.ts';
 import type { Keep } from './keep.ts';
 import { runGuarded } from './run.ts';
-import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimText } from './trim.ts';
+import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimAbove, trimText } from './trim.ts';
 import type { GuardField, Trimmed } from './trim.ts';
 
 const HELP = `Usage: hookwatch guard [options] -- <command> [args...]
@@ -24,10 +24,14 @@ Code delivers up to 10,000 characters (UTF-16 code units) whole and replaces any
 ~2,000-character preview; the guard keeps the front of an over-budget string, cut at a line or word boundary,
 and ends it with one line saying how much was left out and which file holds the full output.
 
+Without --budget (or HOOKWATCH_GUARD_BUDGET) a string of up to ${OUTPUT_CAP_CHARS} code units, which Claude Code
+delivers whole, passes untouched, and a longer one is cut to ${DEFAULT_GUARD_BUDGET}. A budget given is the
+largest string kept: any string longer than it is cut to it, one Claude Code would deliver whole included.
+
 Plain stdout is measured whole; with JSON output, the strings Claude Code caps (those hookwatch check measures:
 hookSpecificOutput.additionalContext, systemMessage, and initialUserMessage under hookSpecificOutput or else at
 the top level) are trimmed separately and the rest is untouched, a top-level additionalContext included (Claude
-Code neither delivers nor caps it). Output within budget, and the output of a command that exits non-zero,
+Code neither delivers nor caps it). Output with nothing to trim, and the output of a command that exits non-zero,
 passes through byte for byte.
 
 One argument after -- is a command line run by the shell (as in a settings file); several are run directly. In a
@@ -41,8 +45,8 @@ the command's own stderr, unless the command exits 2 (Claude Code gives that std
 reason for the block: it stays exactly the command's). Without a command to run the guard exits 1.
 
 Options:
-  --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (default ${DEFAULT_GUARD_BUDGET};
-                       HOOKWATCH_GUARD_BUDGET)
+  --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (HOOKWATCH_GUARD_BUDGET;
+                       default: up to ${OUTPUT_CAP_CHARS} kept whole, a longer string cut to ${DEFAULT_GUARD_BUDGET})
   --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --keep-for <time>    a run that saves an output removes the saved outputs older than this, at least 1h (default
@@ -133,6 +137,8 @@ function endsLikeObject(path: string): boolean {
 /** Parsed options of a guarded run. */
 interface GuardOptions {
   budget: number;
+  /** Strings longer than this are cut to the budget (trimAbove). */
+  limit: number;
   timeoutMs: number | undefined;
   dir: string;
   keep: Keep;
@@ -273,9 +279,9 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   };
   const flagBudget = text('budget');
   const envBudget = io.env.HOOKWATCH_GUARD_BUDGET || undefined;
-  const budget = lenient(
-    () => (flagBudget !== undefined ? parseBudget(flagBudget, '--budget') : envBudget !== undefined ? parseBudget(envBudget, 'HOOKWATCH_GUARD_BUDGET') : DEFAULT_GUARD_BUDGET),
-    DEFAULT_GUARD_BUDGET, `the default budget of ${DEFAULT_GUARD_BUDGET} is used`);
+  const givenBudget = lenient(
+    () => (flagBudget !== undefined ? parseBudget(flagBudget, '--budget') : envBudget !== undefined ? parseBudget(envBudget, 'HOOKWATCH_GUARD_BUDGET') : undefined),
+    undefined, `the default budget of ${DEFAULT_GUARD_BUDGET} is used`);
   const timeout = text('timeout');
   const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
   const flagReport = text('report');
@@ -285,7 +291,8 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     return lenient(() => (logsUrl(report, flagReport === undefined ? 'HOOKWATCH_GUARD_REPORT' : '--report'), report), undefined, 'trims are not reported');
   })();
   return {
-    budget,
+    budget: givenBudget ?? DEFAULT_GUARD_BUDGET,
+    limit: trimAbove(givenBudget),
     timeoutMs,
     keep: await keepOptions(text, io, lenient),
     // Absolute: the pointer line names the file for the model, which does not run in the hook's directory.
@@ -391,13 +398,13 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     }
     whole = readFileSync(captured.path, 'utf8');
   }
-  const guarded = whole === undefined ? undefined : guardStdout(whole, options.budget, pathFor);
+  const guarded = whole === undefined ? undefined : guardStdout(whole, options.budget, pathFor, options.limit);
   let trimmed: Trimmed[];
   // The files this run saved and a pointer line names.
   let saved: string[] = [];
   if (captured.spilled && guarded?.format !== 'json') {
     // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
-    const cut = trimText(captured.head, options.budget, captured.path, captured.chars);
+    const cut = trimText(captured.head, options.budget, captured.path, captured.chars, options.limit);
     const text = cut?.text ?? captured.head;
     await io.stdout(text);
     trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];

@@ -5,11 +5,24 @@
  * receiver is told that (and where) something was left out.
  */
 
+import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import type { GuardField } from '../../../../shared/src/guard-trims.ts';
 import { cappedStrings, isObject } from '../common/capped-fields.ts';
 
-/** Default budget in UTF-16 code units: under the 10,000 cap with headroom for a pointer line and slack. */
+/**
+ * Default budget in UTF-16 code units: what a string over the 10,000 cap is cut to, under the cap with headroom
+ * for a pointer line and slack. With it, a string of up to 10,000 is left whole (see trimAbove).
+ */
 export const DEFAULT_GUARD_BUDGET = 9_500;
+
+/**
+ * The length above which a string is trimmed. Without a budget given that is Claude Code's cap: a string it would
+ * deliver whole is never cut, one over it is cut to DEFAULT_GUARD_BUDGET. A budget given (--budget,
+ * HOOKWATCH_GUARD_BUDGET) is the largest string kept: anything longer is cut to it, under the cap or not.
+ */
+export function trimAbove(givenBudget: number | undefined): number {
+  return givenBudget ?? OUTPUT_CAP_CHARS;
+}
 
 /** Smallest budget accepted: the pointer line alone needs room. */
 export const MIN_GUARD_BUDGET = 500;
@@ -70,13 +83,14 @@ export function frontAtBoundary(text: string, max: number): string {
 }
 
 /**
- * `text` cut to fit `budget` code units with the pointer line, or undefined when it already fits. `text` may be
- * only the head of a longer output of `totalChars` (a spilled stdout). The pointer's own length depends on the
+ * `text` cut to fit `budget` code units with the pointer line, or undefined when it is no longer than `limit` (the
+ * budget unless told: see trimAbove). `text` may be only the head of a longer output of `totalChars` (a spilled
+ * stdout). The pointer's own length depends on the
  * count it states, so the front is sized for the longest possible count first. A pointer line that would not fit
  * the budget leaves the path out (pointerLineWithoutPath), so the result never overruns the budget.
  */
-export function trimText(text: string, budget: number, path: string, totalChars = text.length): { text: string; keptFront: string } | undefined {
-  if (totalChars <= budget) return undefined;
+export function trimText(text: string, budget: number, path: string, totalChars = text.length, limit = budget): { text: string; keptFront: string } | undefined {
+  if (totalChars <= limit) return undefined;
   const withPath = pointerLine(totalChars, path).length <= budget;
   const pointer = (omitted: number): string => (withPath ? pointerLine(omitted, path) : pointerLineWithoutPath(omitted));
   const room = budget - pointer(totalChars).length - 1;
@@ -99,9 +113,10 @@ export interface GuardedStdout {
 /**
  * Applies the budget to a complete stdout the way Claude Code measures it: a JSON object's capped strings
  * (cappedStrings: additionalContext under hookSpecificOutput, systemMessage, initialUserMessage) each on its own,
- * everything else untouched; anything else, invalid JSON included, as one plain string.
+ * everything else untouched; anything else, invalid JSON included, as one plain string. A string longer than
+ * `limit` (the budget unless told: see trimAbove) is cut to the budget.
  */
-export function guardStdout(stdout: string, budget: number, pathFor: FullOutputPath): GuardedStdout {
+export function guardStdout(stdout: string, budget: number, pathFor: FullOutputPath, limit = budget): GuardedStdout {
   // Trimmed as `hookwatch check` reads it (measureStdout): a byte order mark or other white space that JSON.parse
   // would refuse before the object does not make a JSON output plain text, to be cut with its decision fields.
   const trimmed = stdout.trim();
@@ -112,18 +127,18 @@ export function guardStdout(stdout: string, budget: number, pathFor: FullOutputP
     } catch {
       parsed = undefined;
     }
-    if (isObject(parsed)) return guardJson(parsed, budget, pathFor);
+    if (isObject(parsed)) return guardJson(parsed, budget, pathFor, limit);
   }
-  const cut = trimText(stdout, budget, pathFor('stdout'));
+  const cut = trimText(stdout, budget, pathFor('stdout'), stdout.length, limit);
   if (cut === undefined) return { replacement: undefined, format: 'plain', trimmed: [] };
   return { replacement: cut.text, format: 'plain', trimmed: [{ field: 'stdout', sentChars: stdout.length, keptChars: cut.text.length, full: stdout }] };
 }
 
-function guardJson(output: Record<string, unknown>, budget: number, pathFor: FullOutputPath): GuardedStdout {
+function guardJson(output: Record<string, unknown>, budget: number, pathFor: FullOutputPath, limit: number): GuardedStdout {
   const trimmed: Trimmed[] = [];
   // The strings `hookwatch check` measures, and only those: a field Claude Code does not cap is not cut.
   for (const { field, holder, key, value } of cappedStrings(output)) {
-    const cut = trimText(value, budget, pathFor(field));
+    const cut = trimText(value, budget, pathFor(field), value.length, limit);
     if (cut === undefined) continue;
     holder[key] = cut.text;
     trimmed.push({ field, sentChars: value.length, keptChars: cut.text.length, full: value });
