@@ -55,7 +55,8 @@ Options:
                        only files the guard saved are removed, never the ones of the run itself, nor to fit the
                        size one saved in the last minute
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
-                       HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook;
+                       HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook, once the output is
+                       written in full (a stopped or killed run, or a closed stdout, reports nothing);
                        HOOKWATCH_GUARD_NO_REPORT=1 turns reports off whatever --report says (hookwatch check sets
                        it for the hooks it runs: their input is made up)
   --shell <path>       shell for a one-argument command line (default /bin/sh)
@@ -89,6 +90,7 @@ export type GuardExit = { code: number } | { signal: NodeJS.Signals };
 /** The process pieces the guard uses; tests pass their own. */
 export interface GuardIO {
   stdin: Readable & { isTTY?: boolean };
+  /** Resolves once `data` is written in full; rejects when it cannot be (the reader of the hook's output is gone). */
   stdout: (data: string | Buffer) => Promise<void>;
   stderr: (s: string) => void;
   env: NodeJS.ProcessEnv;
@@ -216,7 +218,8 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
   // With a hook to run (a settings entry), stdout is the hook's output: help there would replace it. The hook
   // runs and the flag is named, as other mistakes in the guard's flags are.
   if (values['help'] === true && command.length === 0) {
-    await io.stdout(HELP);
+    // A reader that stops early (| head) has what it wanted.
+    await io.stdout(HELP).catch(() => undefined);
     return { code: 0 };
   }
   if (values['help'] === true) warnings.push('hookwatch guard: --help with a command to run; ignored, the command runs ("hookwatch guard --help" prints the help)\n');
@@ -368,14 +371,28 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   }
   const captured = result.stdout;
   const ended: GuardExit = result.signal !== null ? { signal: result.signal } : { code: result.exitCode ?? 1 };
+  // Why the output could not be written in full (Claude Code closed the pipe after its timeout): then it never
+  // reached the model, and no trim of it is reported.
+  let unwritten: string | undefined;
+  const write = async (data: string | Buffer): Promise<void> => {
+    if (unwritten !== undefined) return;
+    try {
+      await io.stdout(data);
+    } catch (error) {
+      unwritten = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    }
+  };
   // The output exactly as the command wrote it.
   const passThrough = async (): Promise<void> => {
     if (!captured.spilled) {
-      if (captured.bytes.length > 0) await io.stdout(captured.bytes);
+      if (captured.bytes.length > 0) await write(captured.bytes);
       return;
     }
     const { createReadStream } = await import('node:fs');
-    for await (const chunk of createReadStream(captured.path)) await io.stdout(chunk as Buffer);
+    for await (const chunk of createReadStream(captured.path)) {
+      await write(chunk as Buffer);
+      if (unwritten !== undefined) break;
+    }
     // Passed through whole: no pointer names the spill file, so it goes.
     rmSync(captured.path, { force: true });
   };
@@ -406,7 +423,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
     const cut = trimText(captured.head, options.budget, captured.path, captured.chars, options.limit);
     const text = cut?.text ?? captured.head;
-    await io.stdout(text);
+    await write(text);
     trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];
     saved = [captured.path];
   } else if (guarded !== undefined) {
@@ -425,14 +442,15 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     }
     if (guarded.replacement === undefined) await passThrough();
     else {
-      await io.stdout(guarded.replacement);
+      await write(guarded.replacement);
       // A spilled JSON output's fields are saved on their own: the spill file is not pointed at.
       if (captured.spilled) rmSync(captured.path, { force: true });
     }
     trimmed = guarded.trimmed;
     saved = trimmed.map((cut) => pathFor(cut.field));
   } else trimmed = [];
-  if (trimmed.length > 0 && options.report !== undefined) {
+  if (trimmed.length > 0 && unwritten !== undefined) io.stderr(`hookwatch guard: the output could not be written (${unwritten}); no trim is reported\n`);
+  else if (trimmed.length > 0 && options.report !== undefined) {
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');

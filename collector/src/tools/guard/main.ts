@@ -8,10 +8,13 @@ import { exitBySignal } from '../common/io.ts';
 
 /** The real process as the guard sees it. */
 export function processGuardIO(): GuardIO {
+  // A write that fails (the reader is gone) is told by its callback: the stream's 'error' event must not end the
+  // guard as well, before it has passed on the command's exit.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   return {
     stdin: process.stdin,
-    stdout: (data) => new Promise((resolve) => {
-      process.stdout.write(data, () => resolve());
+    stdout: (data) => new Promise((resolve, reject) => {
+      process.stdout.write(data, (error) => (error ? reject(error) : resolve()));
     }),
     stderr: (s) => process.stderr.write(s),
     env: process.env,

@@ -30,17 +30,27 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function guard(args: string[], env: NodeJS.ProcessEnv = {}, input = INPUT): Promise<{ code: number | null; stdout: string; stderr: string }> {
+interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function guard(args: string[], env: NodeJS.ProcessEnv = {}, input = INPUT, options: { closeStdout?: boolean; onStart?: (pid: number) => void } = {}): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env }, cwd: dir });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    // The reader of the hook's output gone (Claude Code after its timeout), before the input is even written.
+    if (options.closeStdout === true) child.stdout.destroy();
+    else child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
     child.stdin.on('error', () => undefined);
     child.stdin.end(input);
+    if (child.pid !== undefined) options.onStart?.(child.pid);
   });
 }
 
@@ -222,6 +232,47 @@ describe('hookwatch guard --report', () => {
     await until(read, (t) => t.trims >= 1);
     await new Promise((r) => setTimeout(r, 500));
     expect((await read()).trims).toBe(1);
+  });
+
+  it('reports no trim of an output that never reached the model: a stdout closed unread, a stopped run, a killed command', async () => {
+    const input = JSON.stringify({ session_id: 'sess-undelivered', hook_event_name: 'SubagentStop' });
+    const hook = hookId('SubagentStop', 'SubagentStop');
+    const read = async (): Promise<GuardTrimsResponse> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body;
+    const to = await relay();
+    try {
+      const report = ['--report', to.url];
+      // Over the cap once the hook has read all its input, which arrives only after stdout is closed.
+      const closed = await guard([...report, '--', '/bin/sh', '-c', `cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' u`], {}, input, { closeStdout: true });
+      expect([closed.code, closed.signal]).toEqual([0, null]);
+      expect(closed.stderr).toMatch(/^hookwatch guard: the output could not be written \(EPIPE\b[^\n]*\); no trim is reported\n$/);
+
+      // Stopped the way Claude Code stops a hook on its timeout; the command answers the stop with a full output.
+      const ready = join(dir, 'undelivered-ready');
+      let guardPid = 0;
+      const stoppedRun = guard([...report, '--', process.execPath, '-e', `process.on('SIGTERM',()=>process.stdout.write('s'.repeat(12000),()=>process.exit(0)));require('fs').writeFileSync(${JSON.stringify(ready)},'1');setInterval(()=>{},1000)`], {}, input, {
+        onStart: (pid) => (guardPid = pid),
+      });
+      await until(async () => (await readFile(ready, 'utf8').catch(() => '')) === '1' && guardPid > 0, (ok) => ok);
+      process.kill(guardPid, 'SIGTERM');
+      const stopped = await stoppedRun;
+      expect(stopped.signal).toBe('SIGTERM');
+
+      // The command killed by a signal after writing an output over the cap.
+      const killed = await guard([...report, '--', process.execPath, '-e', `process.stdout.write('k'.repeat(12000),()=>process.kill(process.pid,'SIGKILL'))`], {}, input);
+      expect(killed.signal).toBe('SIGKILL');
+
+      // The same hook delivering its trimmed output reports it; a report of the runs before would have been sent
+      // first, by senders started before this run.
+      const delivered = await guard([...report, '--', '/bin/sh', '-c', `cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' d`], {}, input);
+      expect(delivered.code).toBe(0);
+      expect(delivered.stdout.length).toBeLessThanOrEqual(9_500);
+      await until(read, (t) => t.trims >= 1);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect((await read()).trims).toBe(1);
+      expect(to.answered).toHaveLength(1);
+    } finally {
+      to.close();
+    }
   });
 
   it('names a bad --report URL at once, and runs the hook without reporting', async () => {
