@@ -11,3 +11,72 @@ export function jsonStringEnd(text: string, open: number): number {
   }
   return -1;
 }
+
+/** Where a value sits in a JSON text: `start` at its first character, `end` just past its last. */
+export interface JsonSpan {
+  start: number;
+  end: number;
+}
+
+const WHITE_SPACE = /[ \t\n\r]*/y;
+
+/** The index of the first character at or after `from` that is not JSON white space. */
+function skipWhiteSpace(text: string, from: number): number {
+  WHITE_SPACE.lastIndex = from;
+  WHITE_SPACE.exec(text);
+  return WHITE_SPACE.lastIndex;
+}
+
+const SCALAR = /[^ \t\n\r,\]}]*/y;
+
+/** Just past the JSON value that starts at `start` of a text JSON.parse accepts; -1 when the text ends first. */
+export function jsonValueEnd(text: string, start: number): number {
+  const first = text[start];
+  if (first === '"') {
+    const close = jsonStringEnd(text, start);
+    return close === -1 ? -1 : close + 1;
+  }
+  if (first !== '{' && first !== '[') {
+    // A number, true, false or null: up to the next delimiter.
+    SCALAR.lastIndex = start;
+    SCALAR.exec(text);
+    return SCALAR.lastIndex;
+  }
+  let depth = 0;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      i = jsonStringEnd(text, i);
+      if (i === -1) return -1;
+    } else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return -1;
+}
+
+/**
+ * The members of the JSON object whose `{` is at `open`, in a text JSON.parse accepts: each key (unescaped, as
+ * JSON.parse reads it) and where its value sits. A key given twice is the last one, as JSON.parse keeps it.
+ */
+export function jsonMembers(text: string, open: number): Map<string, JsonSpan> {
+  const members = new Map<string, JsonSpan>();
+  let i = skipWhiteSpace(text, open + 1);
+  while (text[i] === '"') {
+    const keyEnd = jsonStringEnd(text, i);
+    if (keyEnd === -1) break;
+    const key = JSON.parse(text.slice(i, keyEnd + 1)) as string;
+    // Past the colon to the value.
+    const start = skipWhiteSpace(text, skipWhiteSpace(text, keyEnd + 1) + 1);
+    const end = jsonValueEnd(text, start);
+    if (end === -1) break;
+    members.delete(key);
+    members.set(key, { start, end });
+    i = skipWhiteSpace(text, end);
+    if (text[i] !== ',') break;
+    i = skipWhiteSpace(text, i + 1);
+  }
+  return members;
+}

@@ -142,6 +142,18 @@ describe('hookwatch guard', () => {
     expect(bad.stdout.equals(plain(10_000))).toBe(true);
   });
 
+  it('delivers a trimmed JSON output as the hook wrote it but for the trimmed string', async () => {
+    const before = '{\n  "decision" : "block", "score": 1.0, "limit": 1e3, "why": "caf\\u00e9",\n  "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": ';
+    const after = '}\n}\n';
+    const file = join(dir, 'json-as-written.out');
+    await writeFile(file, `${before}${JSON.stringify('line of context\n'.repeat(1_000))}${after}`);
+    const ran = await guard(['--', '/bin/cat', file]);
+    const out = ran.stdout.toString();
+    const context = (JSON.parse(out) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext;
+    expect(context).toMatch(/^line of context\n[^]*more characters left out; the full output is in \S+\]$/);
+    expect(out).toBe(`${before}${JSON.stringify(context)}${after}`);
+  });
+
   it('passes exit codes through unchanged, 2 included, with stderr and the untouched stdout of a failing hook', async () => {
     for (const code of [0, 1, 2, 3, 42]) {
       const ran = await guard(nodeHook(`process.stderr.write('why ${code}');process.stdout.write('x'.repeat(12000));process.exitCode=${code}`));

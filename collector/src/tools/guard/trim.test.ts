@@ -154,6 +154,30 @@ describe('guardStdout', () => {
     }
   });
 
+  it('changes only the trimmed strings of a JSON output, at their exact place: every other byte stays as written', () => {
+    const big = 'word '.repeat(2_500);
+    const escaped = (value: string): string => JSON.stringify(value).replace(/é/g, '\\u00e9').replace(/\n/g, '\\n');
+    const message = `${'é line\n'.repeat(2_000)}end`;
+    // The parts of the text; `context` and `message` are where the strings JSON.parse reads (and Claude Code
+    // measures) sit, the last of each duplicate key.
+    const parts = {
+      head: `\uFEFF{\n  "version": 1.0, "big": 1e3, "neg": -0.50E+2, "esc": "\\u00e9\\/\\u2028",\n  "hookSpecificOutput": {"hookEventName": "Old", "additionalContext": ${JSON.stringify(big)}},\n  "additionalContext": ${JSON.stringify(big)},\n  "hookSpecificOutput" : {\t"hookEventName": "Session\\u0053tart", "nested": {"additionalContext": ${JSON.stringify(big)}, "n": [1.0, {"x": "}"}]}, "additionalContext": "dup", "additionalContext":\n      `,
+      context: JSON.stringify(big),
+      middle: `  },\n  "systemMessage": ${JSON.stringify(big)}, "\\u0073ystemMessage": `,
+      message: escaped(message),
+      tail: ` ,"last": 2.50}\n\n`,
+    };
+    const stdout = Object.values(parts).join('');
+    const parsed = JSON.parse(stdout.slice(1)) as { hookSpecificOutput: { additionalContext: string }; systemMessage: string };
+    expect([parsed.hookSpecificOutput.additionalContext, parsed.systemMessage]).toEqual([big, message]);
+    const guarded = guardStdout(stdout, 9_500, pathFor);
+    expect(guarded.trimmed.map((t) => [t.field, t.full])).toEqual([['hookSpecificOutput.additionalContext', big], ['systemMessage', message]]);
+    const out = JSON.parse((guarded.replacement ?? '').replace(/^\uFEFF/, '')) as typeof parsed;
+    for (const value of [out.hookSpecificOutput.additionalContext, out.systemMessage]) expect(value).toMatch(/more characters left out; the full output is in \S+\]$/);
+    expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
+    expect(guarded.replacement).toBe(Object.values({ ...parts, context: JSON.stringify(out.hookSpecificOutput.additionalContext), message: JSON.stringify(out.systemMessage) }).join(''));
+  });
+
   it('treats invalid JSON and non-object JSON as plain text', () => {
     const broken = `{"additionalContext": "${'q'.repeat(12_000)}"`;
     const guarded = guardStdout(broken, 9_500, pathFor);
@@ -171,7 +195,11 @@ describe('guardStdout', () => {
       const guarded = guardStdout(stdout, 9_500, pathFor);
       expect(guarded.format, JSON.stringify(before)).toBe('json');
       expect(guarded.trimmed.map((t) => t.field)).toEqual(['hookSpecificOutput.additionalContext']);
-      const delivered = JSON.parse(guarded.replacement ?? '') as { decision: string; reason: string; hookSpecificOutput: { additionalContext: string } };
+      // What came before the object stays, and is read past the same way.
+      const replacement = guarded.replacement ?? '';
+      expect(replacement.startsWith(`${before}{`)).toBe(true);
+      expect(measureStdout(replacement, replacement.length, true, undefined).format).toBe('json');
+      const delivered = JSON.parse(replacement.trim()) as { decision: string; reason: string; hookSpecificOutput: { additionalContext: string } };
       expect(delivered).toMatchObject({ decision: 'block', reason: 'stop here' });
       expect(delivered.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
     }

@@ -8,6 +8,8 @@
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import type { GuardField } from '../../../../shared/src/guard-trims.ts';
 import { cappedStrings, isObject } from '../common/capped-fields.ts';
+import { jsonMembers } from '../../json-string.ts';
+import type { JsonSpan } from '../../json-string.ts';
 
 /**
  * Default budget in UTF-16 code units: what a string over the 10,000 cap is cut to, under the cap with headroom
@@ -127,22 +129,45 @@ export function guardStdout(stdout: string, budget: number, pathFor: FullOutputP
     } catch {
       parsed = undefined;
     }
-    if (isObject(parsed)) return guardJson(parsed, budget, pathFor, limit);
+    if (isObject(parsed)) return guardJson(stdout, parsed, budget, pathFor, limit);
   }
   const cut = trimText(stdout, budget, pathFor('stdout'), stdout.length, limit);
   if (cut === undefined) return { replacement: undefined, format: 'plain', trimmed: [] };
   return { replacement: cut.text, format: 'plain', trimmed: [{ field: 'stdout', sentChars: stdout.length, keptChars: cut.text.length, full: stdout }] };
 }
 
-function guardJson(output: Record<string, unknown>, budget: number, pathFor: FullOutputPath, limit: number): GuardedStdout {
+/**
+ * Where the string JSON.parse reads for `field` (`systemMessage`, `hookSpecificOutput.additionalContext`) sits in
+ * the text of a JSON object output: the last of a key given twice, as JSON.parse keeps it.
+ */
+function fieldSpan(stdout: string, field: GuardField): JsonSpan | undefined {
+  // The object's `{` is the first one: only white space, which JSON.parse was spared, comes before it.
+  let span: JsonSpan | undefined = { start: stdout.indexOf('{'), end: stdout.length };
+  for (const key of field.split('.')) {
+    if (span === undefined || stdout[span.start] !== '{') return undefined;
+    span = jsonMembers(stdout, span.start).get(key);
+  }
+  return span !== undefined && stdout[span.start] === '"' ? span : undefined;
+}
+
+function guardJson(stdout: string, output: Record<string, unknown>, budget: number, pathFor: FullOutputPath, limit: number): GuardedStdout {
   const trimmed: Trimmed[] = [];
+  const edits: { span: JsonSpan | undefined; text: string }[] = [];
   // The strings `hookwatch check` measures, and only those: a field Claude Code does not cap is not cut.
   for (const { field, holder, key, value } of cappedStrings(output)) {
     const cut = trimText(value, budget, pathFor(field), value.length, limit);
     if (cut === undefined) continue;
     holder[key] = cut.text;
     trimmed.push({ field, sentChars: value.length, keptChars: cut.text.length, full: value });
+    edits.push({ span: fieldSpan(stdout, field), text: JSON.stringify(cut.text) });
   }
   if (trimmed.length === 0) return { replacement: undefined, format: 'json', trimmed };
-  return { replacement: `${JSON.stringify(output)}\n`, format: 'json', trimmed };
+  // Only the trimmed strings change, each at its place in the text: numbers (1.0, 1e3), key order, escapes, white
+  // space and the rest of the output stay as the hook wrote them.
+  if (edits.some((edit) => edit.span === undefined)) return { replacement: `${JSON.stringify(output)}\n`, format: 'json', trimmed };
+  let replacement = stdout;
+  for (const { span, text } of edits.sort((a, b) => (b.span?.start ?? 0) - (a.span?.start ?? 0))) {
+    if (span !== undefined) replacement = `${replacement.slice(0, span.start)}${text}${replacement.slice(span.end)}`;
+  }
+  return { replacement, format: 'json', trimmed };
 }

@@ -1,0 +1,31 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+
+import { jsonMembers, jsonValueEnd } from './json-string.ts';
+
+describe('jsonMembers', () => {
+  it('property: each member\'s span holds exactly the value JSON.parse reads for it, whatever the layout', () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.constantFrom(undefined, 0, 2, '\t', ' \r\n'), (object, indent) => {
+        const text = ` ${JSON.stringify(object, null, indent)}\n`;
+        const parsed = JSON.parse(text) as Record<string, unknown>;
+        const members = jsonMembers(text, text.indexOf('{'));
+        expect([...members.keys()].sort()).toEqual(Object.keys(parsed).sort());
+        for (const [key, span] of members) expect(JSON.parse(text.slice(span.start, span.end))).toEqual(parsed[key]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps the last of a key given twice, reads escaped keys as JSON.parse does, and leaves numbers as written', () => {
+    const text = '{"a": {"b": "}\\""}, "n" :1.0 , "\\u0061": [1e3, "]"], "x":-0.5E+2}';
+    const members = jsonMembers(text, 0);
+    expect([...members.keys()]).toEqual(['n', 'a', 'x']);
+    const at = (key: string): string => {
+      const span = members.get(key);
+      return span === undefined ? '' : text.slice(span.start, span.end);
+    };
+    expect([at('a'), at('n'), at('x')]).toEqual(['[1e3, "]"]', '1.0', '-0.5E+2']);
+    expect(jsonValueEnd('"ab\\\\"', 0)).toBe(6);
+  });
+});
