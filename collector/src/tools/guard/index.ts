@@ -24,9 +24,9 @@ Code delivers up to 10,000 characters (UTF-16 code units) whole and replaces any
 ~2,000-character preview; the guard keeps the front of an over-budget string, cut at a line or word boundary,
 and ends it with one line saying how much was left out and which file holds the full output.
 
-Without --budget (or HOOKWATCH_GUARD_BUDGET) a string of up to ${OUTPUT_CAP_CHARS} code units, which Claude Code
-delivers whole, passes untouched, and a longer one is cut to ${DEFAULT_GUARD_BUDGET}. A budget given is the
-largest string kept: any string longer than it is cut to it, one Claude Code would deliver whole included.
+Without --budget (or HOOKWATCH_GUARD_BUDGET), a string of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} code units, which Claude Code delivers
+whole, passes untouched, and a longer one is cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')}. A budget given is the largest string kept:
+any string longer is cut to it, even one Claude Code would deliver whole.
 
 Plain stdout is measured whole; with JSON output, the strings Claude Code caps (those hookwatch check measures:
 hookSpecificOutput.additionalContext, systemMessage, and initialUserMessage under hookSpecificOutput or else at
