@@ -48,6 +48,8 @@ interface HookOptions {
   cwd?: string;
   /** Run as this user (and the group of the same number). */
   uid?: number;
+  /** Close the reading end of stdout before the input is written, as Claude Code does once it gave up on a hook. */
+  closeStdout?: boolean;
 }
 
 function spawnHook(file: string, args: string[], options: HookOptions): Promise<Ran> {
@@ -55,7 +57,8 @@ function spawnHook(file: string, args: string[], options: HookOptions): Promise<
     const child = spawn(file, args, { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...options.env }, cwd: options.cwd ?? dir, uid: options.uid, gid: options.uid, timeout: options.killAfterMs, killSignal: 'SIGKILL' });
     const out: Buffer[] = [];
     let err = '';
-    child.stdout.on('data', (c: Buffer) => out.push(c));
+    if (options.closeStdout === true) child.stdout.destroy();
+    else child.stdout.on('data', (c: Buffer) => out.push(c));
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ stdout: Buffer.concat(out), stderr: err, code, signal }));
@@ -180,6 +183,15 @@ describe('hookwatch guard', () => {
     const ran = await pending;
     expect(ran.code).toBe(143);
     expect(await readFile(marker, 'utf8')).toBe('1');
+  });
+
+  it('passes the exit code on when its stdout is closed unread, and says the output could not be written', async () => {
+    const cases = [[`cat >/dev/null; echo short; exit 3`, 3], [`cat >/dev/null; head -c 12000 /dev/zero | tr '\\0' c`, 0], [`cat >/dev/null; echo why >&2; echo out; exit 2`, 2]] as const;
+    for (const [line, code] of cases) {
+      const ran = await guard(['--', line], { closeStdout: true });
+      // The stderr of a command that blocks stays exactly its own.
+      expect([ran.code, ran.signal, ran.stderr], line).toEqual([code, null, code === 2 ? 'why\n' : 'hookwatch guard: the output could not be written (EPIPE)\n']);
+    }
   });
 
   it('--timeout stops a command that runs too long', async () => {

@@ -372,7 +372,8 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   const captured = result.stdout;
   const ended: GuardExit = result.signal !== null ? { signal: result.signal } : { code: result.exitCode ?? 1 };
   // Why the output could not be written in full (Claude Code closed the pipe after its timeout): then it never
-  // reached the model, and no trim of it is reported.
+  // reached the model, and no trim of it is reported. Said on stderr, unless the command blocked (exit 2): that
+  // stderr stays exactly the command's.
   let unwritten: string | undefined;
   const write = async (data: string | Buffer): Promise<void> => {
     if (unwritten !== undefined) return;
@@ -380,6 +381,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
       await io.stdout(data);
     } catch (error) {
       unwritten = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      if (result.exitCode !== 2) io.stderr(`hookwatch guard: the output could not be written (${unwritten})\n`);
     }
   };
   // The output exactly as the command wrote it.
@@ -449,8 +451,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     trimmed = guarded.trimmed;
     saved = trimmed.map((cut) => pathFor(cut.field));
   } else trimmed = [];
-  if (trimmed.length > 0 && unwritten !== undefined) io.stderr(`hookwatch guard: the output could not be written (${unwritten}); no trim is reported\n`);
-  else if (trimmed.length > 0 && options.report !== undefined) {
+  if (trimmed.length > 0 && options.report !== undefined && unwritten === undefined) {
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');
