@@ -137,29 +137,39 @@ export function guardStdout(stdout: string, budget: number, pathFor: FullOutputP
 }
 
 /**
- * Where the string JSON.parse reads for `field` (`systemMessage`, `hookSpecificOutput.additionalContext`) sits in
- * the text of a JSON object output: the last of a key given twice, as JSON.parse keeps it.
+ * Where the string JSON.parse reads for a field (`systemMessage`, `hookSpecificOutput.additionalContext`) sits in
+ * the text of a JSON object output: the last of a key given twice, as JSON.parse keeps it. Each object's members
+ * are scanned once, however many of its fields are asked for.
  */
-function fieldSpan(stdout: string, field: GuardField): JsonSpan | undefined {
-  // The object's `{` is the first one: only white space, which JSON.parse was spared, comes before it.
-  let span: JsonSpan | undefined = { start: stdout.indexOf('{'), end: stdout.length };
-  for (const key of field.split('.')) {
-    if (span === undefined || stdout[span.start] !== '{') return undefined;
-    span = jsonMembers(stdout, span.start).get(key);
-  }
-  return span !== undefined && stdout[span.start] === '"' ? span : undefined;
+function fieldSpans(stdout: string): (field: GuardField) => JsonSpan | undefined {
+  const scanned = new Map<number, Map<string, JsonSpan>>();
+  const members = (open: number): Map<string, JsonSpan> => {
+    const known = scanned.get(open) ?? jsonMembers(stdout, open);
+    scanned.set(open, known);
+    return known;
+  };
+  return (field) => {
+    // The object's `{` is the first one: only white space, which JSON.parse was spared, comes before it.
+    let span: JsonSpan | undefined = { start: stdout.indexOf('{'), end: stdout.length };
+    for (const key of field.split('.')) {
+      if (span === undefined || stdout[span.start] !== '{') return undefined;
+      span = members(span.start).get(key);
+    }
+    return span !== undefined && stdout[span.start] === '"' ? span : undefined;
+  };
 }
 
 function guardJson(stdout: string, output: Record<string, unknown>, budget: number, pathFor: FullOutputPath, limit: number): GuardedStdout {
   const trimmed: Trimmed[] = [];
   const edits: { span: JsonSpan | undefined; text: string }[] = [];
+  const spanOf = fieldSpans(stdout);
   // The strings `hookwatch check` measures, and only those: a field Claude Code does not cap is not cut.
   for (const { field, holder, key, value } of cappedStrings(output)) {
     const cut = trimText(value, budget, pathFor(field), value.length, limit);
     if (cut === undefined) continue;
     holder[key] = cut.text;
     trimmed.push({ field, sentChars: value.length, keptChars: cut.text.length, full: value });
-    edits.push({ span: fieldSpan(stdout, field), text: JSON.stringify(cut.text) });
+    edits.push({ span: spanOf(field), text: JSON.stringify(cut.text) });
   }
   if (trimmed.length === 0) return { replacement: undefined, format: 'json', trimmed };
   // Only the trimmed strings change, each at its place in the text: numbers (1.0, 1e3), key order, escapes, white
