@@ -88,7 +88,7 @@ const HOOK_DETAIL = 'a detail of each hook, which GET /api/v1/hooks answers';
 /** Metrics of docs/deploy.md's table that no panel charts, and why. */
 const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_hook_executions_with_persisted_total', 'persisted outputs are charted per hook; executions with one add little beside them'],
-  ['hookwatch_hook_near_executions_total', 'the largest output against the cap (and its 8,000 line) shows hooks near it'],
+  ['hookwatch_hook_near_executions_total', 'the largest output against the cap (and its near-threshold line) shows hooks near it'],
   ['hookwatch_hook_starts_total', HOOK_DETAIL],
   ['hookwatch_hook_commands_total', HOOK_DETAIL],
   ['hookwatch_hook_largest_output_chars', 'since start only; hookwatch_hook_last_output_chars with max_over_time gives any window'],
@@ -173,7 +173,7 @@ describe('Grafana dashboard', () => {
 
   it('covers persisted vs success, the largest output against the cap, headroom, blind clients, ingest and notifications', () => {
     const used = new Set(all.flatMap((q) => [...namesIn(q.expr).metrics]));
-    for (const name of ['hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_success_total', 'hookwatch_hook_last_output_chars', 'hookwatch_hook_size_unknown_executions_total', 'hookwatch_otlp_requests_total', 'hookwatch_otlp_requests_rejected_total', 'hookwatch_ingest_queue_depth', 'hookwatch_notifications_total', 'hookwatch_alerts']) {
+    for (const name of ['hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_success_total', 'hookwatch_hook_last_output_chars', 'hookwatch_hook_size_unknown_executions_total', 'hookwatch_otlp_requests_total', 'hookwatch_otlp_requests_rejected_total', 'hookwatch_ingest_queue_depth', 'hookwatch_notifications_total', 'hookwatch_alerts', 'hookwatch_delivery_near_threshold_chars', 'hookwatch_delivery_output_cap_chars']) {
       expect(used, name).toContain(name);
     }
     for (const p of panelsOf(dashboard).filter((x) => x['type'] !== 'row')) {
@@ -183,6 +183,32 @@ describe('Grafana dashboard', () => {
     }
     expect(all.every((q) => q.expr.length > 0)).toBe(true);
     expect(dashboard['uid']).toBe('hookwatch');
+  });
+
+  it('takes the near threshold and the cap from hookwatch, never as numbers of its own (delivery.nearThreshold can be changed)', () => {
+    for (const q of all) expect(q.expr, q.where).not.toMatch(/\b(8000|10000)\b/);
+    for (const p of panelsOf(dashboard)) {
+      const steps = arr(obj(obj(obj(p['fieldConfig'])['defaults'])['thresholds'])['steps']).map((x) => obj(x)['value']);
+      expect(steps, String(p['title'])).not.toContain(8000);
+      expect(steps, String(p['title'])).not.toContain(10_000);
+      expect(steps, `${String(p['title'])}: 2,000 is the cap less the default near threshold`).not.toContain(2000);
+    }
+  });
+
+  it.skipIf(!hasPromtool)('draws the near threshold replicas are configured with, and the headroom below the cap hookwatch reports (skipped only outside CI without promtool)', () => {
+    const hook = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '3', hook_event: 'UserPromptSubmit', hook_name: 'UserPromptSubmit' };
+    const series = [
+      { series: `hookwatch_hook_last_output_chars${labelsOf(hook)}`, values: '9500x30' },
+      { series: `hookwatch_delivery_near_threshold_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: '9000x30' },
+      { series: `hookwatch_delivery_near_threshold_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-1:9318' })}`, values: '8500x30' },
+      { series: `hookwatch_delivery_output_cap_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: '10000x30' },
+      { series: `hookwatch_delivery_output_cap_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-1:9318' })}`, values: '10000x30' },
+    ];
+    const lines = all.filter((x) => x.where.startsWith('panel "Largest output against the cap"'));
+    expectSamples(lines.find((x) => x.where.endsWith(' B')), series, '10m', [{ labels: '{}', value: 8500 }]);
+    expectSamples(lines.find((x) => x.where.endsWith(' C')), series, '10m', [{ labels: '{}', value: 10_000 }]);
+    expectSamples(all.find((x) => x.where.startsWith('panel "Smallest headroom (24h)"')), series, '10m', [{ labels: '{}', value: 500 }]);
+    expectSamples(all.find((x) => x.where.startsWith('panel "Headroom per hook (24h)"')), series, '10m', [{ labels: '{hook_name="UserPromptSubmit"}', value: 500 }]);
   });
 
   it('charts every metric docs/deploy.md lists, or says here why not', () => {

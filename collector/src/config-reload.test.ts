@@ -176,6 +176,24 @@ describe('POST /-/reload', () => {
     expect(summary(ops)).toEqual(['firing persisted']);
   });
 
+  it('keeps reporting the near threshold in use on /metrics when a reload changes it, until the restart it names', { timeout: 30_000 }, async () => {
+    const { service, file } = await startFromFile(`delivery:\n  nearThreshold: 9000\nalerting:\n  rules: []\n`);
+    const threshold = async (): Promise<number | undefined> => sampleValue(parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text()), 'hookwatch_delivery_near_threshold_chars');
+    expect(await threshold()).toBe(9000);
+    writeFileSync(file, `delivery:\n  nearThreshold: 7000\nalerting:\n  rules: []\n`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: ['delivery.nearThreshold'] } });
+    // Outputs are still classified against 9000, and the gauge says so: 8,000 characters are not near.
+    const res = await fetch(`${service.otlpHttpUrl}/v1/logs`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 0, additionalContextChars: 8_000, sessionId: 'a' }]),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:startup' })).toBe(0);
+    expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(9000);
+  });
+
   it('applies log.level to the lines written after it, without naming a restart; a refused reload keeps the level', { timeout: 30_000 }, async () => {
     const written: { level: string; msg: string }[] = [];
     const logger = createLogger({ level: 'warn', write: (line) => void written.push(JSON.parse(line) as { level: string; msg: string }) });

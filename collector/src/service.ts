@@ -208,7 +208,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
-  registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests });
+  registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests, nearThreshold: config.delivery.nearThreshold });
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);

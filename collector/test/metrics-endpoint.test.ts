@@ -145,6 +145,25 @@ describe('GET /metrics', () => {
     expect(sampleValue(families, 'hookwatch_ingest_queue_depth')).toBe(0);
     expect(sampleValue(families, 'hookwatch_ingest_queue_capacity')).toBe(64);
     expect(sampleValue(families, 'hookwatch_hook_series_dropped')).toBe(0);
+    // The defaults the Prometheus rules and the Grafana dashboard compare outputs against.
+    expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(8000);
+    expect(sampleValue(families, 'hookwatch_delivery_output_cap_chars')).toBe(10_000);
+  });
+
+  it('reports the configured near threshold, the one its own classification uses, and the cap', async () => {
+    service = await startServiceUnderTest({ HOOKWATCH_NEAR_THRESHOLD: '9000' });
+    await emitExecutions(service.otlpHttpUrl, [
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:below', additionalContextChars: 8_500 },
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:above', additionalContextChars: 9_500 },
+    ]);
+    const { text, families } = await scrape(service.httpUrl);
+    expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(9000);
+    expect(sampleValue(families, 'hookwatch_delivery_output_cap_chars')).toBe(10_000);
+    expect(text).toMatch(/^# HELP hookwatch_delivery_near_threshold_chars .*delivery\.nearThreshold/m);
+    expect(text).toMatch(/^# TYPE hookwatch_delivery_near_threshold_chars gauge$/m);
+    // What hookwatch itself counts as near agrees with the threshold it reports.
+    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:below' })).toBe(0);
+    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:above' })).toBe(1);
   });
 
   it('caps per-hook series: hooks past metrics.maxHookSeries go to overflow counters and are counted, not exploded', async () => {

@@ -1,4 +1,8 @@
-/** The hook stage's figures for /metrics: batches, log records by kind, events stored, the queue before the store. */
+/**
+ * The hook stage's figures for /metrics: batches, log records by kind, events stored, the queue before the store,
+ * and the near threshold and cap outputs are classified against.
+ */
+import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { IngestStats } from './hook-ingest.ts';
 
@@ -8,6 +12,8 @@ export interface IngestMetricsSource {
   queueDepth(): number;
   /** Batches allowed to wait (otlp.maxPendingRequests). */
   capacity: number;
+  /** Characters above which an output is near the cap (delivery.nearThreshold), as this process classifies. */
+  nearThreshold: number;
 }
 
 export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMetricsSource): void {
@@ -32,4 +38,7 @@ export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMe
   counter('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', () => s.storeSeconds);
   metrics.collectedGauge('ingest', { name: 'hookwatch_ingest_queue_depth', help: 'Batches waiting for their store commit now.', collect: (set) => set({}, source.queueDepth()) });
   metrics.gauge({ name: 'hookwatch_ingest_queue_capacity', help: 'Batches allowed to wait before new ones get 503 + Retry-After (otlp.maxPendingRequests).' }).set(source.capacity);
+  // What outputs are compared against: rules and dashboards over /metrics read them instead of repeating them.
+  metrics.gauge({ name: 'hookwatch_delivery_near_threshold_chars', help: 'Characters above which an output counts as near the cap (delivery.nearThreshold), as this process classifies outputs; a changed value applies at restart.' }).set(source.nearThreshold);
+  metrics.gauge({ name: 'hookwatch_delivery_output_cap_chars', help: 'Characters of one hook output string that Claude Code delivers whole; past it the output is saved to a file and the model sees a preview.' }).set(OUTPUT_CAP_CHARS);
 }
