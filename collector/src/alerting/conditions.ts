@@ -6,6 +6,7 @@
 import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
+import type { GuardTrimStats } from '../store/guard-trims.ts';
 import type { Arrival, ArrivalCounters } from '../store/store.ts';
 import { DEFAULT_GUARD_BUDGET } from '../tools/guard/trim.ts';
 import type { RuleConfig } from './settings.ts';
@@ -100,6 +101,24 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
     description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output. ${NEAR_ACTION}`,
     largest_output: String(max),
     headroom: String(OUTPUT_CAP_CHARS - max),
+  };
+}
+
+/**
+ * The annotations an alert on a guarded hook carries (read once, as it becomes active): `hookwatch guard` trims that
+ * hook's outputs already, so sizes near or over the cap are what it is there for. Kept over the episode
+ * (lifecycle.ts), though each evaluation rewrites the rest of the annotations.
+ */
+export const GUARD_ANNOTATIONS = ['guard', 'guard_trims', 'guard_largest_output'] as const;
+
+/** What `hookwatch guard` trimmed of a hook's outputs in the window: its GUARD_ANNOTATIONS; null when nothing. */
+export function guardTrimsNote(windowMs: number, t: GuardTrimStats): Annotations | null {
+  if (t.trims <= 0) return null;
+  const largest = t.largest ? `; the largest was ${fmt(t.largest.sentChars)} characters (${t.largest.field}), ${fmt(t.largest.keptChars)} delivered` : '';
+  return {
+    guard: `\`hookwatch guard\` already trims this hook: ${plural(t.trims, 'output')} trimmed in the ${windowText(windowMs)} before the alert became active${largest}.`,
+    guard_trims: String(t.trims),
+    ...(t.largest ? { guard_largest_output: String(t.largest.sentChars) } : {}),
   };
 }
 

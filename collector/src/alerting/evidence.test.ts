@@ -45,4 +45,23 @@ describe('withEvidence', () => {
     // Every candidate still goes on, its time unknown: the alerts go pending, their links from when they became active.
     expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs, c.readEvidence])).toEqual([['a', undefined, undefined], ['b', undefined, undefined], ['c', undefined, undefined]]);
   });
+
+  it('reads what guard trimmed of the hook once, for a new alert, into its annotations; a trend\'s time read with it is kept', async () => {
+    const reads: string[] = [];
+    const guarded = (hook: string, evidenceFromMs?: number): Candidate => ({
+      labels: { alertname: 'growth', hook_name: hook }, annotations: { summary: hook }, hookId: hook, ...(evidenceFromMs === undefined ? {} : { evidenceFromMs }),
+      readGuard: async () => {
+        reads.push(hook);
+        return hook === 'unguarded' ? null : { guard_trims: '2' };
+      },
+    });
+    const out = await withEvidence([guarded('new', 5_000), guarded('active', 6_000), guarded('unguarded')], (c) => c.labels['hook_name'] !== 'active', () => undefined);
+    expect(reads).toEqual(['new', 'unguarded']);
+    expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs, c.annotations])).toEqual([
+      ['new', 5_000, { summary: 'new', guard_trims: '2' }],
+      ['active', 6_000, { summary: 'active' }],
+      ['unguarded', undefined, { summary: 'unguarded' }],
+    ]);
+    expect(out.every((c) => c.readGuard === undefined)).toBe(true);
+  });
 });

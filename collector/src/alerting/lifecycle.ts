@@ -5,6 +5,7 @@
  * engine persists and notifies.
  */
 import { hash } from 'node:crypto';
+import { GUARD_ANNOTATIONS } from './conditions.ts';
 import type { RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
@@ -38,6 +39,19 @@ function annotatedFirstEventMs(annotations: Record<string, string>): number | nu
  */
 export function firstEventMs(a: Pick<AlertRecord, 'firstEventMs' | 'annotations'>): number | null {
   return a.firstEventMs === undefined ? annotatedFirstEventMs(a.annotations) : a.firstEventMs;
+}
+
+/**
+ * The candidate's annotations, with those read once when the alert became active (what guard trimmed of its hook,
+ * conditions.ts GUARD_ANNOTATIONS) kept from the alert: no later evaluation reads them again.
+ */
+function keptAnnotations(a: AlertRecord, c: Candidate): Record<string, string> {
+  const out = { ...c.annotations };
+  for (const k of GUARD_ANNOTATIONS) {
+    const v = a.annotations[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
 
 /** The earlier of two event times, either unknown (null). */
@@ -82,10 +96,11 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
       step.transitions.push({ alert: a, from: null, to: 'pending' });
       step.upsert.push(a);
     } else {
-      const changed = JSON.stringify(a.annotations) !== JSON.stringify(c.annotations);
+      const annotations = keptAnnotations(a, c);
+      const changed = JSON.stringify(a.annotations) !== JSON.stringify(annotations);
       // The late outputs leave the window, and the annotations, while the alert fires on: it keeps the earliest.
       a.firstEventMs = earlier(earlier(firstEventMs(a), annotatedFirstEventMs(c.annotations)), c.evidenceFromMs ?? null);
-      a.annotations = c.annotations;
+      a.annotations = annotations;
       a.lastActiveMs = now;
       // Unchanged alerts are rewritten at most once a minute: enough for keep_firing_for after a restart,
       // without rewriting every active alert on every ingest.

@@ -12,7 +12,7 @@ import type { HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import { isOverflowHook } from '../store/hook-limit.ts';
 import type { ArrivalCounters, HookInfo, Store } from '../store/store.ts';
-import { blindCondition, growthCondition, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
+import { blindCondition, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
 
 /** One label set whose condition holds at evaluation time. */
@@ -28,6 +28,12 @@ export interface Candidate {
   evidenceFromMs?: number | null;
   /** Reads evidenceFromMs (withEvidence): only for a candidate that becomes an alert. */
   readEvidence?: () => Promise<number | null>;
+  /**
+   * Reads what `hookwatch guard` trimmed of the hook's outputs in the rule's window (withEvidence), as annotations
+   * added to the candidate's (conditions.ts guardTrimsNote); null when it trimmed none. Only for a candidate that
+   * becomes an alert: rules on sizes near or over the cap (`persisted`, `headroom`, `growth`).
+   */
+  readGuard?: () => Promise<Record<string, string> | null>;
 }
 
 export interface RuleContext {
@@ -109,6 +115,18 @@ function evidenceReader(ctx: RuleContext, hookId: string, fromMs: number, toMs: 
 }
 
 /**
+ * Gives each candidate of a hook a reader of the hook's guard trims in [fromMs, toMs) (Candidate.readGuard), one
+ * store read made only when its alert becomes active: a hook that guard trims sits near the cap on purpose.
+ */
+function guarded(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, candidates: Candidate[]): Candidate[] {
+  for (const c of candidates) {
+    const hookId = c.hookId;
+    if (hookId !== null) c.readGuard = async () => guardTrimsNote(rule.windowMs, await ctx.store.guardTrims(hookId, { fromMs, toMs, stepMs: toMs - fromMs }));
+  }
+  return candidates;
+}
+
+/**
  * Per hook, or per hook and dimension value when the rule has groupBy; `evidence` says what of the counters the
  * condition counts, for when it begins (Candidate.readEvidence).
  */
@@ -133,27 +151,30 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
 }
 
 /**
- * Reads the evidence times of the candidates that become alerts now (`isNew`): an alert keeps its time over its
- * episode, so evaluations of alerts already active read nothing more. A read that fails leaves the time unknown
- * (`onError` says why): the alert still goes pending, and its link starts from when it became active. So do the
- * candidates after it, unread: a store that stopped answering is not waited on (a connection timeout each) once
- * per alert while the notifications wait.
+ * Reads the evidence times of the candidates that become alerts now (`isNew`), and what guard trimmed of their
+ * hooks (Candidate.readGuard): an alert keeps both over its episode, so evaluations of alerts already active read
+ * nothing more. A read that fails leaves what it reads unknown (`onError` says why): the alert still goes pending,
+ * and its link starts from when it became active. So do the candidates after it, unread: a store that stopped
+ * answering is not waited on (a connection timeout each) once per alert while the notifications wait.
  */
 export async function withEvidence(candidates: readonly Candidate[], isNew: (c: Candidate) => boolean, onError: (err: unknown) => void): Promise<Candidate[]> {
   const out: Candidate[] = [];
   let failed = false;
-  for (const { readEvidence, ...c } of candidates) {
-    if (failed || !readEvidence || c.evidenceFromMs !== undefined || !isNew(c)) {
+  for (const { readEvidence, readGuard, ...c } of candidates) {
+    if (failed || (!readEvidence && !readGuard) || !isNew(c)) {
       out.push(c);
       continue;
     }
+    const read: Candidate = { ...c };
     try {
-      out.push({ ...c, evidenceFromMs: await readEvidence() });
+      if (readEvidence && c.evidenceFromMs === undefined) read.evidenceFromMs = await readEvidence();
+      const guard = readGuard ? await readGuard() : null;
+      if (guard) read.annotations = { ...c.annotations, ...guard };
     } catch (err) {
       failed = true;
       onError(err);
-      out.push(c);
     }
+    out.push(read);
   }
   return out;
 }
@@ -194,15 +215,17 @@ async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[
       if (annotations) out.push({ labels: groupLabels(rule, a.info, value), annotations, hookId: a.info.id });
     }
   }
-  return out;
+  return guarded(rule, ctx, fromMs, toMs, out);
 }
 
 function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => ratioCondition(rule, c, scope), executionEvidence);
 }
 
-function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS);
+async function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
+  const fromMs = ctx.now - rule.windowMs;
+  const toMs = ctx.now + FUTURE_SKEW_MS;
+  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS));
 }
 
 function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
@@ -227,7 +250,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
     // The trend's first day: read with it.
     if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: points[0]?.t ?? null });
   }
-  return out;
+  return guarded(rule, ctx, fromMs, toMs, out);
 }
 
 async function blind(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
