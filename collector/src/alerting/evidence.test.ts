@@ -1,6 +1,21 @@
-/** When an alert's evidence begins (rules.ts withEvidence): read once, as the alert becomes active. */
-import { describe, expect, it } from 'vitest';
-import { withEvidence, type Candidate } from './rules.ts';
+/**
+ * When an alert's evidence begins and what guard trimmed of its hook (rules.ts withEvidence): read once, as the
+ * alert becomes active, a few alerts at a time.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { parseReceivers } from '../notify/settings.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import type { Store } from '../store/store.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { startAlerting } from './index.ts';
+import { EVIDENCE_READS_AT_ONCE, withEvidence, type Candidate } from './rules.ts';
+import { parseRules } from './settings.ts';
 
 function candidate(hook: string, read: () => Promise<number | null>): Candidate {
   return { labels: { alertname: 'persisted', hook_name: hook }, annotations: {}, hookId: hook, readEvidence: read };
@@ -39,11 +54,13 @@ describe('withEvidence', () => {
       reads.push(hook);
       throw new Error('timeout exceeded when trying to connect');
     });
-    const out = await withEvidence([failing('a'), failing('b'), failing('c')], () => true, (err) => errors.push(err));
-    expect(reads).toEqual(['a']);
+    const hooks = Array.from({ length: EVIDENCE_READS_AT_ONCE * 3 }, (_, i) => `h${i}`);
+    const out = await withEvidence(hooks.map(failing), () => true, (err) => errors.push(err));
+    // Those in flight when the first failed, and no more.
+    expect(reads).toEqual(hooks.slice(0, EVIDENCE_READS_AT_ONCE));
     expect(errors).toHaveLength(1);
     // Every candidate still goes on, its time unknown: the alerts go pending, their links from when they became active.
-    expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs, c.readEvidence])).toEqual([['a', undefined, undefined], ['b', undefined, undefined], ['c', undefined, undefined]]);
+    expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs, c.readEvidence])).toEqual(hooks.map((h) => [h, undefined, undefined]));
   });
 
   it('reads what guard trimmed of the hook once, for a new alert, into its annotations; a trend\'s time read with it is kept', async () => {
@@ -63,5 +80,95 @@ describe('withEvidence', () => {
       ['unguarded', undefined, { summary: 'unguarded' }],
     ]);
     expect(out.every((c) => c.readGuard === undefined)).toBe(true);
+  });
+});
+
+/** A series read held until the test lets it through, counting how many wait at once. */
+class SeriesGate {
+  private waiting: (() => void)[] = [];
+  private arrived: (() => void) | undefined;
+  reads = 0;
+  mostAtOnce = 0;
+
+  /** `store`, its series reads held at this gate. */
+  hold(store: Store): Store {
+    return new Proxy(store, {
+      get: (target, prop) => {
+        if (prop === 'series') {
+          return async (...args: Parameters<Store['series']>) => {
+            this.reads++;
+            await new Promise<void>((resolve) => {
+              this.waiting.push(resolve);
+              this.mostAtOnce = Math.max(this.mostAtOnce, this.waiting.length);
+              this.arrived?.();
+            });
+            return target.series(...args);
+          };
+        }
+        const v: unknown = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  /** Resolves once a read waits (at once when one does). */
+  read(): Promise<void> {
+    if (this.waiting.length > 0) return Promise.resolve();
+    return new Promise((resolve) => (this.arrived = resolve));
+  }
+
+  /** Lets every waiting read through. */
+  open(): void {
+    for (const resolve of this.waiting.splice(0)) resolve();
+  }
+}
+
+describe('a burst of new alerts', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  it('is read a few alerts at a time, never more, and each alert gets its evidence time and its notification', async () => {
+    const T0 = Date.parse('2026-11-30T10:00:00Z');
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-evidence-burst-'));
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const store = new SqliteStore({ path: join(dir, 'h.db') });
+    const gate = new SeriesGate();
+    const config = {
+      rules: parseRules([{ kind: 'persisted', window: '1h' }], dimensionNames([])),
+      receivers: parseReceivers([{ name: 'ops', url: `${sink.url}/hook` }]),
+      evaluationIntervalMs: 10_000, repeatIntervalMs: 4 * 3_600_000, externalUrl: 'http://hookwatch.test', otlp: { endpoint: '', headers: {} },
+      delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+    };
+    const alerting = await startAlerting({ config, db: join(dir, 'h.db'), store: gate.hold(store), logger: silentLogger, now: clock.now, timer: false });
+    cleanups.push(async () => {
+      gate.open();
+      await alerting.stop();
+      await store.close();
+      await sink.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const hooks = Array.from({ length: EVIDENCE_READS_AT_ONCE * 3 + 1 }, (_, i) => `PostToolUse:burst${i}`);
+    // Stamped at the start of a bucket of the chart the alert's link opens on (5 minutes for its range).
+    await store.ingest(hooks.map((hookName) => hookEvent({ hookName, timeMs: T0 - 300_000, additionalContextChars: 12_000, outputsPersisted: 1 })));
+
+    let done = false;
+    const evaluated = alerting.engine.evaluate('all').then(() => (done = true));
+    // Each read waits until the test lets the waiting ones through: reads started side by side wait together.
+    while (!done) {
+      await Promise.race([gate.read(), evaluated]);
+      gate.open();
+    }
+    expect(gate.reads).toBe(hooks.length);
+    expect(gate.mostAtOnce).toBe(EVIDENCE_READS_AT_ONCE);
+
+    await alerting.dispatcher.idle();
+    const alerts = alerting.engine.alerts();
+    expect(alerts.map((a) => a.labels['hook_name']).sort()).toEqual([...hooks].sort());
+    expect(alerts.map((a) => [a.state, a.firstEventAt])).toEqual(hooks.map(() => ['firing', new Date(T0 - 300_000).toISOString()]));
+    expect(sink.bodies<AlertmanagerWebhookBody>().flatMap((b) => b.alerts.map((a) => a.labels['hook_name'])).sort()).toEqual([...hooks].sort());
   });
 });

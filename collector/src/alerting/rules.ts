@@ -151,31 +151,42 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
 }
 
 /**
+ * How many new alerts withEvidence reads at once: a burst of them (up to MAX_ALERTS_PER_RULE of a rule, after the
+ * alert state was lost) is not notified one read later per alert, and the store is not handed them all at once.
+ */
+export const EVIDENCE_READS_AT_ONCE = 4;
+
+/**
  * Reads the evidence times of the candidates that become alerts now (`isNew`), and what guard trimmed of their
- * hooks (Candidate.readGuard): an alert keeps both over its episode, so evaluations of alerts already active read
- * nothing more. A read that fails leaves what it reads unknown (`onError` says why): the alert still goes pending,
- * and its link starts from when it became active. So do the candidates after it, unread: a store that stopped
- * answering is not waited on (a connection timeout each) once per alert while the notifications wait.
+ * hooks (Candidate.readGuard), EVIDENCE_READS_AT_ONCE alerts at a time: an alert keeps both over its episode, so
+ * evaluations of alerts already active read nothing more. A read that fails leaves what it reads unknown (`onError`
+ * says why, once): the alert still goes pending, and its link starts from when it became active. So do the
+ * candidates not started yet, unread (those in flight finish): a store that stopped answering is not waited on (a
+ * connection timeout each) once per alert while the notifications wait. The candidates keep their order.
  */
 export async function withEvidence(candidates: readonly Candidate[], isNew: (c: Candidate) => boolean, onError: (err: unknown) => void): Promise<Candidate[]> {
-  const out: Candidate[] = [];
+  const out: Candidate[] = candidates.map(({ readEvidence: _e, readGuard: _g, ...c }) => c);
+  const due = candidates.flatMap((c, i) => ((c.readEvidence || c.readGuard) && isNew(out[i] as Candidate) ? [i] : []));
+  let next = 0;
   let failed = false;
-  for (const { readEvidence, readGuard, ...c } of candidates) {
-    if (failed || (!readEvidence && !readGuard) || !isNew(c)) {
-      out.push(c);
-      continue;
+  const reader = async (): Promise<void> => {
+    while (!failed && next < due.length) {
+      const i = due[next++] as number;
+      const { readEvidence, readGuard } = candidates[i] as Candidate;
+      const c = out[i] as Candidate;
+      const read: Candidate = { ...c };
+      try {
+        if (readEvidence && c.evidenceFromMs === undefined) read.evidenceFromMs = await readEvidence();
+        const guard = readGuard ? await readGuard() : null;
+        if (guard) read.annotations = { ...c.annotations, ...guard };
+      } catch (err) {
+        if (!failed) onError(err);
+        failed = true;
+      }
+      out[i] = read;
     }
-    const read: Candidate = { ...c };
-    try {
-      if (readEvidence && c.evidenceFromMs === undefined) read.evidenceFromMs = await readEvidence();
-      const guard = readGuard ? await readGuard() : null;
-      if (guard) read.annotations = { ...c.annotations, ...guard };
-    } catch (err) {
-      failed = true;
-      onError(err);
-    }
-    out.push(read);
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(EVIDENCE_READS_AT_ONCE, due.length) }, reader));
   return out;
 }
 
