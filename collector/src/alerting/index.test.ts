@@ -529,14 +529,17 @@ describe('other rule kinds', () => {
     expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
   });
 
-  it('silence (feed): the whole feed quiet', async () => {
+  it('silence (feed): the whole feed quiet, its evidence from the feed\'s last event', async () => {
     const h = await harness([{ kind: 'silence', scope: 'feed', after: '30m' }]);
+    const heard = h.clock.now();
     await h.push(fine);
     await h.run(29 * MIN);
     expect(h.notes()).toEqual([]);
     await h.run(2 * MIN);
     expect(h.notes()).toEqual([expect.objectContaining({ status: 'firing', alertname: 'silence' })]);
     expect(h.notes()[0]?.labels['scope']).toBe('feed');
+    // The quiet stretch begins at the last event the feed sent, as a hook's begins at the hook's last execution.
+    expect(h.alerting.engine.alerts()[0]).toMatchObject({ labels: { scope: 'feed' }, annotations: { last_event: new Date(heard).toISOString() }, firstEventAt: new Date(heard).toISOString() });
   });
 
   it('never_completed: a start with no complete, after the grace; a completed execution is fine', async () => {

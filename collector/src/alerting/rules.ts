@@ -22,8 +22,8 @@ export interface Candidate {
   hookId: string | null;
   /**
    * When the evidence the condition counted in the rule's window begins (the start of the bucket holding its
-   * earliest event; for `silence`, the hook's last execution, where the quiet stretch begins), when the evaluation
-   * read it; null when it holds none; absent when not read.
+   * earliest event; for `silence`, the hook's last execution, or the feed's last event, where the quiet stretch
+   * begins), when the evaluation read it; null when it holds none; absent when not read.
    */
   evidenceFromMs?: number | null;
   /** Reads evidenceFromMs (withEvidence): only for a candidate that becomes an alert. */
@@ -276,8 +276,10 @@ async function blind(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
 
 async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   if (rule.scope === 'feed') {
-    const annotations = quietFeedCondition(rule, await ctx.store.lastEventMs(), ctx.now);
-    return annotations ? [{ labels: { alertname: rule.name, severity: rule.severity, scope: 'feed' }, annotations, hookId: null }] : [];
+    const lastMs = await ctx.store.lastEventMs();
+    const annotations = quietFeedCondition(rule, lastMs, ctx.now);
+    // The quiet stretch begins at the feed's last event, as a hook's begins at the hook's last execution (below).
+    return annotations ? [{ labels: { alertname: rule.name, severity: rule.severity, scope: 'feed' }, annotations, hookId: null, evidenceFromMs: lastMs }] : [];
   }
   // A hook counts as "was active" when it sent anything within the rule's window.
   const counters = await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS });
