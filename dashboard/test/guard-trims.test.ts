@@ -1,7 +1,8 @@
 /**
  * The guard on the hook page, end to end: a real guard trims a 15,000-character additionalContext and reports
  * it to a real hookwatch, Claude Code's own event for the same firing arrives (9,496 delivered, nothing
- * persisted), and headless Chromium shows the guard's figures beside the counters and on the cliff chart.
+ * persisted), and headless Chromium shows the guard's figures beside the counters and on the cliff chart, and on
+ * the card of the alert the guarded hook raises.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,8 +11,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
+import type { AlertsResponse } from '../../shared/src/api.ts';
 import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
-import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { eventually, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
@@ -57,14 +59,15 @@ describe('the hook page with guarded outputs', () => {
   it('shows "trimmed by guard: sent …, delivered …" beside the counters and the guarded output under the cap', async () => {
     const out = JSON.parse(await guardedHook(15_002)) as { hookSpecificOutput: { additionalContext: string } };
     const kept = out.hookSpecificOutput.additionalContext.length;
-    const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest([
-      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: Date.now() - 1_000, sizes: { stdout: kept + 60, additionalContext: kept, persisted: 0 } },
-    ]), { 'content-type': 'application/json' });
-    expect(r.status).toBe(200);
+    // The guard reports at once; Claude Code exports its own event on its interval, after it.
     for (let i = 0; i < 200; i++) {
       if ((await getJson<GuardTrimsResponse>(svc.httpUrl, `/api/v1/hooks/${ID}/guard-trims`)).body.trims > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    const r = await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest([
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: Date.now() - 1_000, sizes: { stdout: kept + 60, additionalContext: kept, persisted: 0 } },
+    ]), { 'content-type': 'application/json' });
+    expect(r.status).toBe(200);
 
     const w = await watchedPage(browser);
     open.push(w);
@@ -93,5 +96,19 @@ describe('the hook page with guarded outputs', () => {
     expect(await w.page.locator('[data-kpi="guard-trims"] #guard-trims-not-filtered').textContent())
       .toBe('Not filtered: guard trims are not kept per dimension, so these figures count everyone, not only user.id = user-a.');
     expect((await chartData(w.page, 'chart-cliff')).datasets.map((d) => d.label).filter((l) => l.startsWith('guarded'))).toEqual([]);
+  });
+
+  it('says on the card of the hook\'s headroom alert that guard trims it, and by how much', async () => {
+    // The guarded output is kept above 80% of the cap: the default headroom rule fires on it.
+    const alert = await eventually('the headroom alert of the guarded hook', async () =>
+      (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.rule === 'headroom' && a.hookId === ID));
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(w.page);
+    const labels = w.page.locator(`article[data-alert-id="${alert.id}"] dl.labels`);
+    expect(await labels.locator('dt:text-is("guard_trims") + dd').textContent()).toBe('1');
+    expect(await labels.locator('dt:text-is("guard_largest_output") + dd').textContent()).toBe('15002');
+    expect(await labels.locator('dt:text-is("guard") + dd').textContent()).toMatch(/^`hookwatch guard` already trims this hook: 1 output trimmed in the 24h before the alert became active; the largest was 15,002 characters \(hookSpecificOutput\.additionalContext\), 9,\d{3} delivered\.$/);
   });
 });
