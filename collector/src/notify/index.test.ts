@@ -293,6 +293,14 @@ describe('dispatcher', () => {
     expect(alertmanagerBody({ ...n, alert: { ...n.alert, hookId: null } }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL).toBe('https://hw.example.com/alerts');
   });
 
+  it('tells Slack that guard trims the hook, when the alert says so', () => {
+    const guard = '`hookwatch guard` already trims this hook: 2 outputs trimmed in the 1h before the alert became active; the largest was 14,200 characters (stdout), 9,500 delivered.';
+    const n = notification();
+    const text = slackText({ ...n, alert: { ...n.alert, annotations: { ...n.alert.annotations, guard, guard_trims: '2' } } }, { externalUrl: '' });
+    expect(text.split('\n')).toContain(guard);
+    expect(slackText(n, { externalUrl: '' })).not.toContain('hookwatch guard` already');
+  });
+
   it('checks signing secrets without echoing them', () => {
     expect(signingSecretProblem(SECRET)).toBeUndefined();
     expect(signingSecretProblem('plain-secret-value')).toMatch(/whsec_/);

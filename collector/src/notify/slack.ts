@@ -17,6 +17,8 @@ export function slackText(n: Notification, ctx: LinkContext): string {
   const lines = [head];
   if (a.annotations['summary']) lines.push(esc(a.annotations['summary']));
   if (a.annotations['description']) lines.push(esc(a.annotations['description']));
+  // A hook hookwatch guard trims sits near the cap on purpose: said beside what the alert reports of it.
+  if (a.annotations['guard']) lines.push(esc(a.annotations['guard']));
   const when = n.status === 'firing' ? `Since ${a.startsAt}` : `From ${a.startsAt} to ${a.endsAt ?? 'now'}`;
   const extra = Object.entries(a.labels).filter(([k]) => !['alertname', 'hook_name', 'hook_event'].includes(k)).map(([k, v]) => `${k}=${v}`);
   lines.push(esc([when, ...extra].join(' · ')));
