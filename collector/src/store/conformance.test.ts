@@ -345,6 +345,20 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(await store.ingest([])).toEqual({ inserted: [], duplicates: 0 });
   });
 
+  it('tells the stored events from the duplicates wherever these fall in a large batch', async () => {
+    const store = await open();
+    const events = Array.from({ length: 150 }, (_, i) => ev({ timeMs: T0 + i * MINUTE }));
+    const odd = events.filter((_, i) => i % 2 === 1);
+    expect((await store.ingest(odd)).inserted).toHaveLength(75);
+    // Every other event stored already, and one of the new ones sent twice within the batch.
+    const batch = [...events.slice(0, 100), events[40]!, ...events.slice(100)];
+    const r = await store.ingest(batch);
+    const even = events.filter((_, i) => i % 2 === 0);
+    expect(r.inserted.map((e) => e.dedupKey)).toEqual(even.map((e) => e.dedupKey));
+    expect(r.duplicates).toBe(76);
+    expect(strip(await store.hookCounters({ fromMs: T0, toMs: T0 + DAY }))).toEqual(model(events, T0, T0 + DAY));
+  });
+
   it('counts once an event sent again with another time than its key was made from (moved from the far future to the receive time)', async () => {
     const store = await open();
     // The key carries the time the client stamped (a day ahead); each receipt moved the event to its receive time.

@@ -14,10 +14,11 @@ import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, isOverflowHook } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, EVENT_HOOK_ID, MIGRATION_FUNCTIONS, attrDigest, attrFilter, attrValueExpr, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, eventAggregates, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders } from './reader.ts';
+import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -145,7 +146,7 @@ interface Connection {
   db: DatabaseSync;
   /** Statements of queries and prunes, prepared once. */
   sql: Statements;
-  insertEvent: StatementSync;
+  insertEvents: EventRowInserts;
   legacyKeyExists: StatementSync;
   attrFind: StatementSync;
   attrInsert: StatementSync;
@@ -272,7 +273,7 @@ export class SqliteStore implements Store {
       return {
         db,
         sql: new Statements(db),
-        insertEvent: db.prepare(`INSERT INTO events (${EVENT_COLUMNS.join(', ')}) VALUES (${EVENT_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (key) DO NOTHING`),
+        insertEvents: new EventRowInserts(db),
         legacyKeyExists: db.prepare('SELECT 1 AS x FROM events WHERE key = ?'),
         attrFind: db.prepare('SELECT id, last_ms, first_ms FROM attr_sets WHERE digest = ?'),
         attrInsert: db.prepare(`INSERT INTO attr_sets (${ATTR_INSERT_COLUMNS.join(', ')}) VALUES (${ATTR_INSERT_COLUMNS.map(() => '?').join(', ')}) RETURNING id`),
@@ -537,16 +538,22 @@ export class SqliteStore implements Store {
         const out = group.map((w) => {
           const { kept, expired } = splitExpired(w.events, this.pruned.eventsBeforeMs);
           const { events, folded, overflowHooks } = this.foldBeyondLimit(kept);
-          const inserted: HookEvent[] = [];
+          const candidates: HookEvent[] = [];
+          const candidateAttrs: number[] = [];
+          const rows: unknown[][] = [];
           for (const e of events) {
             if (e.legacyKey !== undefined && e.timeMs < this.legacyKeysBefore && this.c.legacyKeyExists.get(compactKey(e.legacyKey))) continue;
             const attrs = this.attrSet(e);
-            const r = this.c.insertEvent.run(...(eventValues(e, attrs) as SQLInputValue[]));
-            if (Number(r.changes) > 0) {
-              inserted.push(e);
-              allAttrs.push(attrs);
-            }
+            candidates.push(e);
+            candidateAttrs.push(attrs);
+            rows.push(eventValues(e, attrs));
           }
+          const inserted: HookEvent[] = [];
+          this.c.insertEvents.insert(rows).forEach((stored, i) => {
+            if (!stored) return;
+            inserted.push(candidates[i] as HookEvent);
+            allAttrs.push(candidateAttrs[i] as number);
+          });
           all.push(...inserted);
           // Applied per batch: the next batch's fold sees the hooks this one added.
           this.applyRollups(inserted);
