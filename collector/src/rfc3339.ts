@@ -21,3 +21,13 @@ export function parseRfc3339(v: string): number | undefined {
   const t = Date.parse(v);
   return Number.isFinite(t) && realDate(v) ? t : undefined;
 }
+
+/** An RFC 3339 time in UTC with milliseconds, as the API and notifications write every time. */
+export function formatRfc3339(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** formatRfc3339, null kept: a time that is not known. */
+export function formatRfc3339OrNull(ms: number | null): string | null {
+  return ms === null ? null : formatRfc3339(ms);
+}

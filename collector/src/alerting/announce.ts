@@ -4,8 +4,8 @@ import type { LinkContext } from '../notify/model.ts';
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { firstEventMs, type Transition } from './lifecycle.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 /**
  * Announces one evaluation's transitions; an export failure is logged, never thrown. Each event links to the
@@ -25,8 +25,8 @@ export function announceTransitions(transitions: readonly Transition[], now: num
     try {
       const first = firstEventMs(a);
       const times = {
-        activeAt: iso(a.activeAtMs), startsAt: a.startsAtMs === null ? null : iso(a.startsAtMs), endsAt: t.to === 'resolved' ? iso(a.endsAtMs ?? now) : null,
-        firstEventAt: first === null ? null : iso(first), annotations: a.annotations,
+        activeAt: formatRfc3339(a.activeAtMs), startsAt: a.startsAtMs === null ? null : formatRfc3339(a.startsAtMs), endsAt: t.to === 'resolved' ? formatRfc3339(a.endsAtMs ?? now) : null,
+        firstEventAt: first === null ? null : formatRfc3339(first), annotations: a.annotations,
       };
       const url = links ? dashboardLink(links, { hookId: a.hookId, ...times }, now) : '';
       events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now, ...(url ? { url } : {}) });

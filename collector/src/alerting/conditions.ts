@@ -10,6 +10,7 @@ import type { GuardTrimStats } from '../store/guard-trims.ts';
 import type { Arrival, ArrivalCounters } from '../store/store.ts';
 import { DEFAULT_GUARD_BUDGET } from '../tools/guard/trim.ts';
 import type { RuleConfig } from './settings.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 type Annotations = Record<string, string>;
 
@@ -28,7 +29,6 @@ export function formatCount(n: number): string {
 }
 const fmt = formatCount;
 const plural = (n: number, one: string, many = one + 's'): string => `${fmt(n)} ${n === 1 ? one : many}`;
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Human window: 1h, 24h, 14d. */
 export function windowText(ms: number): string {
@@ -58,7 +58,7 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   const max = largestOutput(c);
   // The late ones counted at least once per execution over the cap, reported or measured: never "0 of them".
   const lateText = late
-    ? ` ${plural(persistedAtLeast(late), 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    ? ` ${plural(persistedAtLeast(late), 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? formatRfc3339(late.firstEventMs) : `${formatRfc3339(late.firstEventMs)} to ${formatRfc3339(late.lastEventMs)}`}, received in the last ${w}.`
     : '';
   return {
     summary: inferred > 0
@@ -68,7 +68,7 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
     outputs_persisted: String(c.outputsPersisted),
     executions: String(c.executions),
     ...(max !== null ? { largest_output: String(max) } : {}),
-    ...(late ? { event_time: iso(late.lastEventMs), first_event_time: iso(late.firstEventMs), late_outputs_persisted: String(late.outputsPersisted) } : {}),
+    ...(late ? { event_time: formatRfc3339(late.lastEventMs), first_event_time: formatRfc3339(late.firstEventMs), late_outputs_persisted: String(late.outputsPersisted) } : {}),
   };
 }
 
@@ -139,12 +139,12 @@ export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: r
   // A stale trend (no size data for over four days) has no crossing: a quiet hook is not growing.
   if (!f || f.daysToCap === null || f.crossesAtMs === null || f.daysToCap > rule.horizonDays) return null;
   const at = Math.max(f.crossesAtMs, now);
-  const when = f.daysToCap < 1 ? 'within a day' : `in about ${f.daysToCap.toFixed(1)} days (${iso(at).slice(0, 10)})`;
+  const when = f.daysToCap < 1 ? 'within a day' : `in about ${f.daysToCap.toFixed(1)} days (${formatRfc3339(at).slice(0, 10)})`;
   return {
     summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap ${when}.`,
-    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${iso(f.lastMs).slice(0, 10)}. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview. ${NEAR_ACTION}`,
+    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${formatRfc3339(f.lastMs).slice(0, 10)}. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview. ${NEAR_ACTION}`,
     days_to_cap: f.daysToCap.toFixed(1),
-    crosses_at: iso(at),
+    crosses_at: formatRfc3339(at),
   };
 }
 
@@ -162,9 +162,9 @@ export function blindCondition(rule: Pick<RuleConfig, 'windowMs'>, v: ClientVers
 export function quietFeedCondition(rule: Pick<RuleConfig, 'afterMs'>, lastMs: number | null, now: number): Annotations | null {
   if (lastMs === null || now - lastMs < rule.afterMs) return null;
   return {
-    summary: `No hook events at all for ${windowText(now - lastMs)} (alert after ${windowText(rule.afterMs)}); last event ${iso(lastMs)}.`,
+    summary: `No hook events at all for ${windowText(now - lastMs)} (alert after ${windowText(rule.afterMs)}); last event ${formatRfc3339(lastMs)}.`,
     description: 'Check that clients still export telemetry (CLAUDE_CODE_ENABLE_TELEMETRY=1, OTEL_LOGS_EXPORTER=otlp) and can reach hookwatch.',
-    last_event: iso(lastMs),
+    last_event: formatRfc3339(lastMs),
   };
 }
 
@@ -173,9 +173,9 @@ export function quietHookCondition(rule: Pick<RuleConfig, 'afterMs'>, hookName: 
   const quietFor = now - lastSeenMs;
   if (quietFor < rule.afterMs) return null;
   return {
-    summary: `${hookName}: no executions for ${windowText(Math.floor(quietFor / 1000) * 1000)} (alert after ${windowText(rule.afterMs)}); last seen ${iso(lastSeenMs)}.`,
+    summary: `${hookName}: no executions for ${windowText(Math.floor(quietFor / 1000) * 1000)} (alert after ${windowText(rule.afterMs)}); last seen ${formatRfc3339(lastSeenMs)}.`,
     description: 'The hook was active and went quiet: removed from settings, failing before it runs, or its clients stopped exporting.',
-    last_seen: iso(lastSeenMs),
+    last_seen: formatRfc3339(lastSeenMs),
   };
 }
 
@@ -189,13 +189,13 @@ export function hookLimitCondition(rule: Pick<RuleConfig, 'windowMs'>, c: HookCo
   const w = windowText(rule.windowMs);
   const lateEvents = late ? late.executions + late.starts : 0;
   const lateText = late && lateEvents > 0
-    ? ` ${plural(lateEvents, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? iso(late.firstEventMs) : `${iso(late.firstEventMs)} to ${iso(late.lastEventMs)}`}, received in the last ${w}.`
+    ? ` ${plural(lateEvents, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? formatRfc3339(late.firstEventMs) : `${formatRfc3339(late.firstEventMs)} to ${formatRfc3339(late.lastEventMs)}`}, received in the last ${w}.`
     : '';
   return {
     summary: `${plural(n, 'hook event')} of new hook names in the last ${w} were counted under ${overflowName}: hookwatch holds its limit of ${fmt(maxHooks)} hooks (store.maxHooks).`,
     description: `Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.${lateText}`,
     folded_events: String(n),
     max_hooks: String(maxHooks),
-    ...(late && lateEvents > 0 ? { event_time: iso(late.lastEventMs), first_event_time: iso(late.firstEventMs), late_folded_events: String(lateEvents) } : {}),
+    ...(late && lateEvents > 0 ? { event_time: formatRfc3339(late.lastEventMs), first_event_time: formatRfc3339(late.firstEventMs), late_folded_events: String(lateEvents) } : {}),
   };
 }

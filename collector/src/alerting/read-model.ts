@@ -10,6 +10,7 @@ import { firstEventMs } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
 import type { Silences } from './silencing.ts';
 import type { AlertStateStore } from './state/store.ts';
+import { formatRfc3339OrNull } from '../rfc3339.ts';
 
 /** A flapping rule can resolve many alerts in a day; the list stays bounded. */
 export const MAX_RESOLVED_LISTED = 1000;
@@ -25,7 +26,6 @@ export interface ReadModelOptions {
 }
 
 const ORDER = { firing: 0, pending: 1, resolved: 2 } as const;
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 /**
  * Labels and annotations by name: the same alert reads the same from every replica, whether it comes from memory
  * (the order its rule built them) or from PostgreSQL's JSONB (which orders keys by length).
@@ -37,8 +37,8 @@ export function alertSummary(a: AlertRecord, silencedBy: readonly string[], deli
   return {
     // The fingerprint receivers see (webhook alerts[].fingerprint, Alertmanager's own), not the internal key.
     id: a.id, fingerprint: alertmanagerFingerprint(a.labels), rule: a.rule, state: a.state, labels: byName(a.labels), annotations: byName(a.annotations),
-    activeAt: new Date(a.activeAtMs).toISOString(), startsAt: iso(a.startsAtMs), endsAt: iso(a.endsAtMs), firstEventAt: iso(firstEventMs(a)),
-    lastNotifiedAt: iso(a.lastNotifiedMs),
+    activeAt: new Date(a.activeAtMs).toISOString(), startsAt: formatRfc3339OrNull(a.startsAtMs), endsAt: formatRfc3339OrNull(a.endsAtMs), firstEventAt: formatRfc3339OrNull(firstEventMs(a)),
+    lastNotifiedAt: formatRfc3339OrNull(a.lastNotifiedMs),
     deliveries, silencedBy: [...silencedBy], hookId: a.hookId,
   };
 }

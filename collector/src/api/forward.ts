@@ -7,13 +7,13 @@ import express, { type Router } from 'express';
 import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse, ReplayResponse } from '../../../shared/src/api.ts';
 import type { Forwarding } from '../forward/index.ts';
 import { onlyParams, ParamError, single } from './params.ts';
+import { formatRfc3339OrNull } from '../rfc3339.ts';
 
 export interface ForwardingApiOptions {
   /** Undefined in fan-out mode. */
   forwarding: Forwarding | undefined;
 }
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** The forwarding status route. */
 export function createForwardingRouter(opts: ForwardingApiOptions): Router {
@@ -47,9 +47,9 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
       rejectedByDestination: s.rejectedByDestination,
       consecutiveFailures: s.consecutiveFailures,
       lastError: s.lastError,
-      lastSuccessAt: iso(s.lastSuccessAtMs),
-      nextAttemptAt: iso(s.nextAttemptAtMs),
-      attemptStartedAt: iso(s.attemptStartedAtMs),
+      lastSuccessAt: formatRfc3339OrNull(s.lastSuccessAtMs),
+      nextAttemptAt: formatRfc3339OrNull(s.nextAttemptAtMs),
+      attemptStartedAt: formatRfc3339OrNull(s.attemptStartedAtMs),
     };
     const deadLetters: DeadLetterInfo[] = f.deadLetters(limit).map((d) => ({
       id: d.id,
@@ -67,7 +67,7 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
       mode: 'inline',
       destinations: [destination],
       deadLetters,
-      deadLetterSummary: { count: sum.count, bytes: sum.bytes, maxBytes: sum.maxBytes, oldestFailedAt: iso(sum.oldestFailedAtMs), lastReason: sum.lastReason, evicted: counters.deadLettersEvicted, expired: counters.expired, replayed: counters.replayed },
+      deadLetterSummary: { count: sum.count, bytes: sum.bytes, maxBytes: sum.maxBytes, oldestFailedAt: formatRfc3339OrNull(sum.oldestFailedAtMs), lastReason: sum.lastReason, evicted: counters.deadLettersEvicted, expired: counters.expired, replayed: counters.replayed },
     };
     res.json(body);
   });

@@ -8,6 +8,7 @@ import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { Store } from '../store/store.ts';
 import { bucketEnd, onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
 import type { QueryGate } from './query-gate.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 export interface GuardTrimsApiOptions {
   store: Store;
@@ -16,7 +17,6 @@ export interface GuardTrimsApiOptions {
   queries?: QueryGate;
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** The guard trims route; mounted before the API router, whose /api catch-all answers 404. */
 export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
@@ -34,12 +34,12 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
     const stats = await store.guardTrims(id, { ...range, stepMs });
     const body: GuardTrimsResponse = {
       hookId: id,
-      from: iso(range.fromMs),
-      to: iso(range.toMs),
+      from: formatRfc3339(range.fromMs),
+      to: formatRfc3339(range.toMs),
       step,
       trims: stats.trims,
-      largest: stats.largest === null ? null : { field: stats.largest.field, sentChars: stats.largest.sentChars, keptChars: stats.largest.keptChars, time: iso(stats.largest.timeMs) },
-      buckets: stats.buckets.map((b) => ({ start: iso(b.startMs), end: iso(bucketEnd(range, b.startMs, stepMs, at)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
+      largest: stats.largest === null ? null : { field: stats.largest.field, sentChars: stats.largest.sentChars, keptChars: stats.largest.keptChars, time: formatRfc3339(stats.largest.timeMs) },
+      buckets: stats.buckets.map((b) => ({ start: formatRfc3339(b.startMs), end: formatRfc3339(bucketEnd(range, b.startMs, stepMs, at)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
     };
     res.json(body);
   });

@@ -16,6 +16,7 @@ import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStarts, n
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -34,7 +35,6 @@ export interface ApiOptions {
   queries?: QueryGate;
 }
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** 404 for a well-formed hook id hookwatch keeps no hook under. */
 function hookNotFound(res: Response, id: string): void {
@@ -98,7 +98,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first.
     const matching = status || name !== undefined ? hooks.filter((h) => (!status || h.status === status) && nameMatches(h.hookName, name)) : hooks;
     const { items, total, nextCursor } = pageOf(matching, page);
-    const body: HooksResponse = { from: iso(fromMs), to: iso(toMs), hooks: items, total, nextCursor };
+    const body: HooksResponse = { from: formatRfc3339(fromMs), to: formatRfc3339(toMs), hooks: items, total, nextCursor };
     res.json(body);
   });
 
@@ -114,7 +114,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       return;
     }
     const c = (await store.hookCounters({ ...range, filters, hookId: id })).get(id);
-    res.json({ from: iso(range.fromMs), to: iso(range.toMs), hook: hookSummary(info, c ?? toCounters(emptyRow())) });
+    res.json({ from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), hook: hookSummary(info, c ?? toCounters(emptyRow())) });
   });
 
   router.get('/api/v1/hooks/:id/series', async (req, res) => {
@@ -135,7 +135,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     for (const t of bucketStarts(range, stepMs)) {
       buckets.push(seriesBucket(t, bucketEnd(range, t, stepMs, at), map.get(t) ?? toCounters(emptyRow())));
     }
-    const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: iso(range.fromMs), to: iso(range.toMs), step, buckets };
+    const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets };
     res.json(body);
   });
 
@@ -157,7 +157,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     // that stays the same from one page to the next (ties by value), after the row the cursor names.
     const rows = (await store.breakdown(id, dimension, { ...range, filters })).sort(breakdownOrder);
     const { items, total, nextCursor } = breakdownPageOf(rows, limit, after);
-    const body: BreakdownResponse = { hookId: id, dimension, from: iso(range.fromMs), to: iso(range.toMs), rows: items.map(breakdownRow), total, nextCursor };
+    const body: BreakdownResponse = { hookId: id, dimension, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), rows: items.map(breakdownRow), total, nextCursor };
     res.json(body);
   });
 
@@ -179,14 +179,14 @@ export function createApiRouter(opts: ApiOptions): Router {
     for (const h of hooks) statusCounts[h.status]++;
     const port = opts.otlpHttpPort?.();
     const body: OverviewResponse = {
-      from: iso(fromMs),
-      to: iso(toMs),
+      from: formatRfc3339(fromMs),
+      to: formatRfc3339(toMs),
       totals: wireCounters(totals),
       hooks: hooks.length,
       statusCounts,
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: versions.map(clientVersion),
-      lastEventAt: last === null ? null : iso(last),
+      lastEventAt: last === null ? null : formatRfc3339(last),
       ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true }),
     };
     res.json(body);
@@ -242,8 +242,8 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
-      from: iso(range.fromMs), to: iso(range.toMs), step, buckets: starts.map(iso),
-      ends: starts.map((t) => iso(bucketEnd(range, t, stepMs, at))),
+      from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets: starts.map(formatRfc3339),
+      ends: starts.map((t) => formatRfc3339(bucketEnd(range, t, stepMs, at))),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
       rest,
       total: ranked.length,

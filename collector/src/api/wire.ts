@@ -9,13 +9,13 @@ import { OUTPUT_CAP_CHARS, largestOutput } from '../../../shared/src/cliff.ts';
 import { classifyCounters } from '../hooks/cliff.ts';
 import { COUNT_FIELDS, SIZE_FIELDS, type BreakdownRow, type ClientVersion, type ClusterState, type HookCounters, type TranscriptCommandRow } from '../store/model.ts';
 import type { HookInfo } from '../store/store.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 /** Fails to compile when the wire counters gain a field the domain counters do not map. */
 type Unmapped = Exclude<keyof wire.HookCounters, keyof HookCounters>;
 const everyWireCounterMapped: [Unmapped] extends [never] ? true : Unmapped = true;
 void everyWireCounterMapped;
 
-const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function wireCounters(c: HookCounters): wire.HookCounters {
   const out = { durationMsMax: c.durationMsMax } as wire.HookCounters;
@@ -34,14 +34,14 @@ export function hookSummary(info: HookInfo, c: HookCounters): wire.HookSummary {
     ...wireCounters(c),
     status: classifyCounters(c),
     headroom: max === null ? null : OUTPUT_CAP_CHARS - max,
-    firstSeen: iso(info.firstSeenMs),
-    lastSeen: iso(info.lastSeenMs),
+    firstSeen: formatRfc3339(info.firstSeenMs),
+    lastSeen: formatRfc3339(info.lastSeenMs),
   };
 }
 
 /** A series bucket; an empty one has no status rather than a made-up one. */
 export function seriesBucket(startMs: number, endMs: number, c: HookCounters): wire.SeriesBucket {
-  return { start: iso(startMs), end: iso(endMs), ...wireCounters(c), status: c.executions > 0 ? classifyCounters(c) : null };
+  return { start: formatRfc3339(startMs), end: formatRfc3339(endMs), ...wireCounters(c), status: c.executions > 0 ? classifyCounters(c) : null };
 }
 
 export function breakdownRow(r: BreakdownRow): wire.BreakdownRow {
@@ -62,10 +62,10 @@ export function clusterResponse(s: ClusterState): wire.ClusterResponse {
   return {
     backend: s.backend,
     self: s.self,
-    leader: s.leader && { replica: s.leader.replica, epoch: s.leader.epoch, expiresAt: s.leader.expiresAtMs === null ? '' : iso(s.leader.expiresAtMs) },
+    leader: s.leader && { replica: s.leader.replica, epoch: s.leader.epoch, expiresAt: s.leader.expiresAtMs === null ? '' : formatRfc3339(s.leader.expiresAtMs) },
     leaseTtlSeconds: s.leaseTtlSeconds,
     replicas: s.replicas.map((r) => ({
-      replica: r.replica, leader: r.leader, self: r.self, startedAt: iso(r.startedAtMs), lastHeartbeat: iso(r.lastHeartbeatMs),
+      replica: r.replica, leader: r.leader, self: r.self, startedAt: formatRfc3339(r.startedAtMs), lastHeartbeat: formatRfc3339(r.lastHeartbeatMs),
       heartbeatAgeSeconds: r.heartbeatAgeSeconds, alive: r.alive,
     })),
   };
