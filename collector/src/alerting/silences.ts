@@ -86,6 +86,14 @@ function time(v: unknown, field: string): number {
   return t;
 }
 
+/**
+ * PostgreSQL keeps no NUL in JSON (the silence could never be stored there, and a retry would fail the same way),
+ * and no alert label holds one (ingest refuses it): refused on every store alike.
+ */
+function noNul(v: string, field: string): void {
+  if (v.includes('\u0000')) throw new SilenceError(field, `${field} contains a NUL character (\\u0000), which a silence cannot hold`);
+}
+
 /** Validates a POST /api/v1/silences body into a new silence. */
 export function parseSilence(body: unknown, now: number): SilenceRecord {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SilenceError('body', 'expected a JSON object with matchers, endsAt, createdBy and comment');
@@ -107,6 +115,7 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
       throw new SilenceError(`${f}.name`, `${f}.name must be a label name${hint}`);
     }
     if (typeof x['value'] !== 'string' || x['value'].length > 1024) throw new SilenceError(`${f}.value`, `${f}.value must be a string of at most 1024 characters`);
+    noNul(x['value'], `${f}.value`);
     for (const flag of ['isRegex', 'isEqual']) {
       if (x[flag] !== undefined && typeof x[flag] !== 'boolean') throw new SilenceError(`${f}.${flag}`, `${f}.${flag} must be true or false`);
     }
@@ -127,6 +136,7 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
   const text = (k: 'createdBy' | 'comment'): string => {
     const v = b[k];
     if (typeof v !== 'string' || v.trim() === '' || v.length > 1000) throw new SilenceError(k, `${k} must be a non-empty string of at most 1000 characters`);
+    noNul(v, k);
     return v;
   };
   return { id: randomUUID(), matchers, startsAtMs, endsAtMs, createdBy: text('createdBy'), comment: text('comment'), createdAtMs: now };

@@ -1,7 +1,8 @@
 /**
  * A NUL character (U+0000) in one record's attribute: PostgreSQL cannot store it in text or JSON, SQLite can.
  * Both backends answer the same way: that record is rejected with a reason (OTLP partial success), the good
- * records of the batch are stored, and a filter value with NUL is a 400.
+ * records of the batch are stored, and a filter value with NUL is a 400. A silence with NUL in a matcher's value,
+ * its author or its comment is a 400 naming the field on both, not a 503 PostgreSQL would answer forever.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,5 +63,31 @@ describe.each(backends)('NUL in an attribute on $name', (backend) => {
     const body = (await res.json()) as { error: { parameter?: string; message: string } };
     expect(body.error.parameter).toBe('team');
     expect(body.error.message).toContain('NUL');
+  });
+});
+
+describe.each(backends)('NUL in a silence on $name', (backend) => {
+  let service: RunningService;
+  beforeAll(async () => {
+    const config = toConfig(loadConfig({ env: {
+      HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_DB: await backend.db(),
+    } }));
+    service = await startService(config, { logger: silentLogger });
+  }, 60_000);
+  afterAll(() => service?.stop());
+
+  const silence = { matchers: [{ name: 'alertname', value: 'HookOutputPersisted' }], endsAt: '2099-01-01T00:00:00Z', createdBy: 'ops', comment: 'maintenance' };
+  it.each([
+    ['matchers[0].value', { ...silence, matchers: [{ name: 'alertname', value: 'Hook\u0000OutputPersisted' }] }],
+    ['createdBy', { ...silence, createdBy: 'o\u0000ps' }],
+    ['comment', { ...silence, comment: 'main\u0000tenance' }],
+  ])('refuses NUL in %s with 400 naming it, and keeps no silence', async (field, body) => {
+    const res = await fetch(`${service.httpUrl}/api/v1/silences`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const answer = (await res.json()) as { error?: { code: string; parameter?: string; message: string } };
+    expect(res.status).toBe(400);
+    expect(answer.error).toMatchObject({ code: 'bad_parameter', parameter: field });
+    expect(answer.error?.message).toContain('NUL');
+    const list = (await (await fetch(`${service.httpUrl}/api/v1/silences`)).json()) as { total: number };
+    expect(list.total).toBe(0);
   });
 });
