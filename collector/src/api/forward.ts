@@ -6,7 +6,7 @@
 import express, { type Router } from 'express';
 import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse, ReplayResponse } from '../../../shared/src/api.ts';
 import type { Forwarding } from '../forward/index.ts';
-import { onlyParams, ParamError, single } from './params.ts';
+import { onlyParams, parseCount } from './params.ts';
 import { formatRfc3339OrNull } from '../rfc3339.ts';
 
 export interface ForwardingApiOptions {
@@ -21,11 +21,7 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
   router.get('/api/v1/forwarding', (req, res) => {
     const q = req.query as Record<string, unknown>;
     onlyParams(q, ['deadLetters']);
-    const limitText = single(q, 'deadLetters');
-    const limit = limitText === undefined ? 20 : Number(limitText);
-    if (!Number.isInteger(limit) || limit < 0 || limit > 1000) {
-      throw new ParamError('deadLetters', 'deadLetters must be a whole number from 0 to 1000');
-    }
+    const limit = parseCount(q, 'deadLetters', 0, 1000, 20);
     const f = opts.forwarding;
     if (!f) {
       const body: ForwardingResponse = { mode: 'fan-out', destinations: [], deadLetters: [] };

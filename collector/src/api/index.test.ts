@@ -250,6 +250,8 @@ describe('bad parameters get 400 naming the parameter', () => {
     ['GET', '/api/v1/dimensions?colour=blue', 'colour', /^unknown parameter "colour"/],
     ['GET', '/api/v1/forwarding?deadLetters=1&deadLetters=2', 'deadLetters', /^deadLetters must be given once$/],
     ['GET', '/api/v1/forwarding?colour=blue', 'colour', /^unknown parameter "colour"; this route takes: deadLetters$/],
+    // Number() reads these as 0, 16 and 100: a whole number is digits only, as limit is.
+    ...['', '%20', '0x10', '1e2', '1.0', '-0', '+5'].map((v): [string, string, string, RegExp] => ['GET', `/api/v1/forwarding?deadLetters=${v}`, 'deadLetters', /^deadLetters must be a whole number from 0 to 1000$/]),
     ['POST', '/api/v1/forwarding/dead-letters/replay?colour=blue', 'colour', /^unknown parameter "colour"/],
   ];
   for (const [method, path, parameter, message] of refused) {

@@ -112,10 +112,18 @@ export const MAX_PAGE_SIZE = 5000;
 
 /** `limit`: 1..max, `fallback` when absent. */
 export function parseLimit(query: Record<string, unknown>, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): number {
-  const limitRaw = single(query, 'limit');
-  if (limitRaw === undefined) return fallback;
-  if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > max) throw new ParamError('limit', `limit must be a whole number from 1 to ${max}`);
-  return Number(limitRaw);
+  return parseCount(query, 'limit', 1, max, fallback);
+}
+
+/**
+ * A count parameter: digits only, min..max, `fallback` when absent. Not Number(): it reads "" and " " as 0, "0x10"
+ * as 16 and "1e2" as 100, answers to a question nobody asked.
+ */
+export function parseCount(query: Record<string, unknown>, name: string, min: number, max: number, fallback: number): number {
+  const raw = single(query, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,7}$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new ParamError(name, `${name} must be a whole number from ${min} to ${max}`);
+  return Number(raw);
 }
 
 /** The 400 for a `cursor` that is not a nextCursor this route gave. */
