@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { answerOptions, apiErrorHandler, conditionalRequests, createApiRouter } from './api/index.ts';
+import { answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
@@ -272,6 +272,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   let listening = false;
   const app = express();
   app.disable('x-powered-by');
+  app.set('query parser', parseQuery);
   // Every answer, refusals included: not cached, not sniffed, not framed (the dashboard sets its own CSP).
   app.use(browserHardening());
   // Before anything answers: a name rebound to 127.0.0.1 by another site gets nothing.

@@ -2,6 +2,7 @@
  * The HTTP API (/api/v1, JSON, camelCase) plus /healthz and /readyz. Routes stay thin: validate parameters,
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
+import { parse as parseQueryString } from 'node:querystring';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
@@ -350,6 +351,16 @@ export function answerOptions(): (req: Request, res: Response, next: NextFunctio
     }
     res.status(204).set('allow', allow.join(', ')).end();
   };
+}
+
+/**
+ * The app's query parser (`app.set('query parser', parseQuery)`): Express's own, Node's querystring, with no cap on
+ * the number of pairs. At its default of 1,000, empty ones (`&&`) included, it dropped whatever came after without a
+ * word, so a filter past them was ignored and the answer covered the whole fleet. The header limit (16 KiB)
+ * bounds a query anyway, and every route refuses a parameter it does not take.
+ */
+export function parseQuery(query: string): Record<string, unknown> {
+  return parseQueryString(query, '&', '=', { maxKeys: 0 });
 }
 
 /**
