@@ -1,7 +1,7 @@
 /**
  * Hostile input through the real OTLP/HTTP receiver and API: gzip bombs, 10,001-deep nesting, a million
  * attributes, invalid UTF-8, huge strings, NaN/Infinity/negative counts, path traversal in ids, oversized
- * ranges. Each gets a clear 4xx (or a partial success), never a 500, a crash or a hang, and the service keeps
+ * ranges, any query string on any API route. Each gets a clear 4xx (or a partial success), never a 500, a crash or a hang, and the service keeps
  * answering after it.
  */
 import fc from 'fast-check';
@@ -172,16 +172,17 @@ describe('counts', () => {
   });
 });
 
-/** A GET with the path sent exactly as given (fetch would normalise `..`). */
-function rawGet(base: string, path: string): Promise<{ status: number; body: string }> {
+/** A GET with the path sent exactly as given (fetch would normalise `..`); a hang past 10 s fails it. */
+function rawGet(base: string, path: string): Promise<{ status: number; contentType: string; body: string }> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: url.hostname, port: url.port, path, method: 'GET' }, (res) => {
       let body = '';
-      res.setEncoding('latin1');
+      res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), body }));
     });
+    req.setTimeout(10_000, () => req.destroy(new Error(`no answer to GET ${path.slice(0, 200)} within 10 s`)));
     req.on('error', reject);
     req.end();
   });
@@ -259,4 +260,46 @@ describe('API ranges', () => {
       }
     }), { numRuns: 100 });
   });
+});
+
+describe('API query strings', () => {
+  /** Every GET route of /api/v1, with the parameters it takes: a known hook's id, so the store is asked too. */
+  const routes = (hook: string): string[] => [
+    '/api/v1/hooks', `/api/v1/hooks/${hook}`, `/api/v1/hooks/${hook}/series`, `/api/v1/hooks/${hook}/breakdown`,
+    `/api/v1/hooks/${hook}/commands`, `/api/v1/hooks/${hook}/guard-trims`, '/api/v1/overview', '/api/v1/fleet/series',
+    '/api/v1/dimensions', '/api/v1/alerts', '/api/v1/alerts/0123456789abcdef-1', '/api/v1/silences', '/api/v1/forwarding', '/api/v1/cluster',
+  ];
+  /** Percent-encodes every byte of the string's UTF-8 that is not unreserved (a lone surrogate becomes U+FFFD). */
+  const encode = (s: string): string => [...Buffer.from(s, 'utf8')].map((b) => (/[A-Za-z0-9._~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  const names = fc.oneof(
+    fc.constantFrom('from', 'to', 'step', 'limit', 'cursor', 'status', 'name', 'ids', 'dimension', 'state', 'deadLetters', 'service.version', 'session.id', 'user.id', '__proto__', 'constructor', 'from[]', ''),
+    fc.string({ unit: 'binary', maxLength: 12 }).map(encode),
+  );
+  const values = fc.oneof(
+    fc.constantFrom('', 'now', 'now-1h', 'now%2B1d', 'now-400d', 'now-401d', '1764489600', '1764489600000', '2026-02-30T00:00:00Z', '9999-12-31T23:59:59Z', '0000-01-01T00:00:00Z',
+      '5m', '1w', '0', '-1', '1.5', '1e3', 'NaN', 'Infinity', '0x10', '5000', '5001', 'over', 'firing', 'active,pending', 'service.version', 'MDpa',
+      '0123456789abcdef', '0123456789abcdef,0123456789abcdef', '%00', '%C3%28', '%ED%A0%80', '%F0%9F%98', '%', '%Z', '%%', '+', 'a'.repeat(600)),
+    fc.string({ unit: 'binary', maxLength: 40 }).map(encode),
+    fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }).map(String),
+    fc.double().map(String),
+  );
+  const query = fc.array(fc.oneof(fc.tuple(names, values).map(([n, v]) => `${n}=${v}`), names, fc.constant('')), { maxLength: 6 }).map((pairs) => pairs.join('&'));
+
+  it('any query string on any GET route: an answer below 500 within the timeout, JSON, an error naming the problem when 4xx', async () => {
+    expect((await postOtlp(small.otlpHttpUrl, '/v1/logs', request([hookRecord({ hook_name: 'PostToolUse:Query' }, 40)]), PROTO)).status).toBe(200);
+    const hook = (await hooks(small)).find((h) => h.hookName === 'PostToolUse:Query')?.id;
+    expect(hook).toBeDefined();
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...routes(hook as string)), query, async (route, q) => {
+      const path = `${route}?${q}`;
+      const res = await rawGet(small.httpUrl, path);
+      expect(res.status, `${path}: ${res.body.slice(0, 300)}`).toBeLessThan(500);
+      expect(res.contentType, path).toMatch(/^application\/json/);
+      const body = JSON.parse(res.body) as { error?: { code?: unknown; message?: unknown; parameter?: unknown } };
+      if (res.status >= 400) {
+        expect(typeof body.error?.code, path).toBe('string');
+        expect(body.error?.message, path).toMatch(/\S/);
+        if (body.error?.code === 'bad_parameter') expect(typeof body.error.parameter, `${path}: ${res.body.slice(0, 300)}`).toBe('string');
+      }
+    }), { numRuns: 400 });
+  }, 120_000);
 });
