@@ -57,6 +57,12 @@ describe('time parameters out of range', () => {
     ['/api/v1/overview?from=1764489600000', 'from', /milliseconds\? divide by 1000/],
     ['/api/v1/overview?from=2026', 'from', /before 1973 as Unix seconds.*RFC 3339/],
     ['/api/v1/hooks?to=20261130', 'to', /before 1973 as Unix seconds/],
+    // Answers write from and to in RFC 3339: a range past its years would come back as +010000-01-01T00:00:00.000Z.
+    ['/api/v1/hooks?from=9999-12-31T23:00:00Z&to=9999-12-31T23:59:59Z', 'to', /must end by 9999-12-31T23:59:00Z/],
+    ['/api/v1/hooks?from=9999-12-31T23:00:00Z&to=253402300799', 'to', /must end by 9999-12-31T23:59:00Z/],
+    ['/api/v1/overview?from=now%2B3000000d&to=now%2B3000001d', 'to', /must end by 9999-12-31T23:59:00Z/],
+    [`/api/v1/hooks/${id}/series?from=now-3000000d&to=now-2999999d`, 'from', /must start at 0000-01-01T00:00:00Z or later/],
+    ['/api/v1/hooks?to=0000-01-01T00:00:00Z', 'to', /default range \(24 hours before to\) must start at 0000-01-01T00:00:00Z/],
   ])('%s is a 400 naming %s and what is wrong', async (path, parameter, message) => {
     const res = await fetch(base + path, { signal: AbortSignal.timeout(10_000) });
     const body = (await res.json()) as { error?: { code: string; parameter?: string; message?: string } };
@@ -70,6 +76,16 @@ describe('time parameters out of range', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ from: '2026-11-30T06:00:00.000Z', to: '2026-11-30T07:00:00.000Z' });
     expect(parseTime('1796018400.5', NOW, 'from')).toBe(Date.parse('2026-11-30T06:00:00.500Z'));
+  });
+
+  it('takes a range at either end of the years RFC 3339 writes, and answers it in RFC 3339', async () => {
+    for (const [from, to] of [['0000-01-01T00:00:00Z', '0000-01-02T00:00:00Z'], ['9999-12-31T00:00:00Z', '9999-12-31T23:59:00Z']] as const) {
+      const res = await fetch(`${base}/api/v1/fleet/series?from=${from}&to=${to}&step=1h`, { signal: AbortSignal.timeout(10_000) });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { from: string; to: string; buckets: string[]; ends: string[] };
+      expect([body.from, body.to]).toEqual([from.replace('Z', '.000Z'), to.replace('Z', '.000Z')]);
+      for (const t of [...body.buckets, ...body.ends]) expect(t).toMatch(/^\d{4}-/);
+    }
   });
 
   it('parseTime refuses a relative time a Date cannot hold', () => {
