@@ -1,4 +1,5 @@
 /** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
@@ -369,5 +370,46 @@ describe('GET /api/v1/hooks/:id/breakdown while events arrive', () => {
       cursor = next.body.nextCursor;
     }
     expect([values, [...totals]]).toEqual([['bob', 'carol'], [4]]);
+  });
+});
+
+describe('README API reference', () => {
+  /** The names at the top level of a documented shape such as `{ from, to, hooks: [{ id, ... }], total }`. */
+  function topLevelKeys(shape: string): string[] {
+    let inner = shape.trim().slice(1, -1);
+    for (let prev = ''; prev !== inner;) {
+      prev = inner;
+      inner = inner.replace(/\{[^{}[\]]*\}|\[[^{}[\]]*\]/g, '');
+    }
+    return inner.split(',').map((part) => /^\s*([A-Za-z]+)/.exec(part)?.[1]).filter((k): k is string => k !== undefined).sort();
+  }
+
+  /** Each GET route of the reference table whose answer is a documented object, with that object. */
+  function documentedAnswers(): [string, string][] {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const table = readme.slice(readme.indexOf('## API reference'), readme.indexOf('## ', readme.indexOf('## API reference') + 3));
+    const rows: [string, string][] = [];
+    for (const m of table.matchAll(/^\| `GET (\/api\/v1\/[^`?]+)[^`]*` \| [^`|]*`(\{.*?\})`/gm)) rows.push([m[1]!, m[2]!]);
+    return rows;
+  }
+
+  it('lists the top-level fields each route answers with, no more and no fewer', async () => {
+    const { body: list } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
+    const id = list.hooks[0]!.id;
+    const rows = documentedAnswers();
+    expect(rows.map(([route]) => route)).toEqual(expect.arrayContaining(['/api/v1/hooks', '/api/v1/hooks/:id', '/api/v1/hooks/:id/commands', '/api/v1/overview', '/api/v1/fleet/series']));
+    for (const [route, shape] of rows) {
+      const { status, body } = await getJson<Record<string, unknown>>(service.httpUrl, `${route.replace(':id', id)}?from=now-7d`);
+      expect(status, route).toBe(200);
+      expect(Object.keys(body).sort(), `${route}: ${shape}`).toEqual(topLevelKeys(shape));
+    }
+    // The items of the lists documented field by field.
+    const { body: overview } = await getJson<Record<string, unknown[]>>(service.httpUrl, '/api/v1/overview?from=now-7d');
+    for (const [route, field, items] of [['/api/v1/hooks', 'hooks', list.hooks], ['/api/v1/overview', 'clientVersions', overview['clientVersions']]] as const) {
+      const shape = rows.find(([r]) => r === route)?.[1] ?? '';
+      const item = new RegExp(`${field}: \\[(\\{.*?\\})\\]`).exec(shape)?.[1] ?? '';
+      expect(items?.length, route).toBeGreaterThan(0);
+      expect(Object.keys(items?.[0] as object).sort(), `${route} ${field}: ${item}`).toEqual(topLevelKeys(item));
+    }
   });
 });
