@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery } from './api/index.ts';
+import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
@@ -313,6 +313,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   }
   // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+  // A request the HTTP parser refuses (a URL over the header limit, one not sent in time) gets a JSON reason too.
+  answerClientErrors(http);
 
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;

@@ -1,5 +1,6 @@
 /** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
@@ -273,6 +274,21 @@ describe('bad parameters get 400 naming the parameter', () => {
     }
     const { status, body } = await getJson<{ error: { parameter: string } }>(service.httpUrl, `/api/v1/dimensions?${'&'.repeat(2000)}x=1`);
     expect([status, body.error.parameter]).toEqual([400, 'x']);
+  });
+
+  it('a URL over the header limit, or a request the parser refuses, is answered with a JSON reason, not an empty body', async () => {
+    const long = await fetch(`${service.httpUrl}/api/v1/hooks?name=${'a'.repeat(20_000)}`, { signal: AbortSignal.timeout(10_000) });
+    expect(long.status).toBe(431);
+    expect(long.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(((await long.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/larger than 16 KiB/) });
+    const { port } = new URL(service.httpUrl);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.end('GET /api/v1/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n'));
+      let text = '';
+      socket.setEncoding('utf8').on('data', (c: string) => (text += c)).on('close', () => resolve(text)).on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'malformed HTTP request' } });
   });
 
   it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics likewise', async () => {

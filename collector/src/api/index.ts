@@ -2,7 +2,9 @@
  * The HTTP API (/api/v1, JSON, camelCase) plus /healthz and /readyz. Routes stay thin: validate parameters,
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
+import type { Server } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
+import type { Duplex } from 'node:stream';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
@@ -322,6 +324,31 @@ export function apiErrorHandler(logger: Logger): (err: unknown, req: Request, re
 export function isBodyRefusal(err: unknown): err is { type: string; status: number; limit?: unknown; message?: unknown } {
   const e = err as { type?: unknown; status?: unknown; expose?: unknown } | undefined;
   return typeof e?.type === 'string' && e.expose === true && typeof e.status === 'number' && e.status >= 400 && e.status < 500;
+}
+
+/** Node's answers to a request its HTTP parser refuses (the same statuses), with the API's JSON error body. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request line and headers (the URL and its query included) are larger than 16 KiB: send fewer or shorter parameters'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'chunk extensions larger than 16 KiB'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request was not received in full within http.requestTimeout'],
+};
+
+/**
+ * Answers a request the HTTP parser refuses as Node would (431 for a URL over the header limit, 408 past
+ * http.requestTimeout, 400 otherwise, then the connection is closed) but with the API's JSON error body saying
+ * what was wrong, where Node's carry no body: a script asking with too long a query read an empty answer.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    // As Node: no answer on a connection that is gone, nor in the middle of one already being written.
+    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+      const [status, reason, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Bad Request', 'malformed HTTP request'];
+      const body = JSON.stringify({ error: { code: status === 408 ? 'request_timeout' : status === 413 ? 'bad_body' : 'bad_request', message } });
+      socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy();
+  });
 }
 
 /** Seconds a client waits before asking again while the store cannot serve. */

@@ -104,6 +104,8 @@ describe('slow clients', () => {
       expect(s.cutAfterMs, 'slow connection still open past http.requestTimeout').toBeDefined();
       expect(s.cutAfterMs as number).toBeGreaterThanOrEqual(TIMEOUT_MS * 0.9);
       expect(s.answer).toMatch(/^HTTP\/1\.1 408/);
+      // With the API's JSON reason, not Node's empty body.
+      expect(s.answer).toContain('{"error":{"code":"request_timeout","message":"the request was not received in full within http.requestTimeout"}}');
     }
   });
 
