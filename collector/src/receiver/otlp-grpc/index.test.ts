@@ -282,7 +282,8 @@ describe('OTLP/gRPC receiver closing connections', () => {
     const idle = await idleHttp2(url);
     sessions.push(idle.session);
     const answered = rawExport(url, Buffer.alloc(0));
-    await vi.waitFor(() => expect(next.arrived).toBe(1));
+    // As long as a loaded machine takes to connect and send it: vi.waitFor gives up after 1 s unless told.
+    await vi.waitFor(() => expect(next.arrived).toBe(1), { timeout: 20_000 });
     const stopping = receiver!.shutdown();
     await idle.closed;
     expect(idle.goaway()).toBe(http2Constants.NGHTTP2_NO_ERROR);
