@@ -424,6 +424,20 @@ describe('hookwatch guard', () => {
     expect((await readFile(join(longDir, saved ?? ''), 'utf8')).startsWith('line 1\n')).toBe(true);
   });
 
+  it('passes a spilled output with nothing to trim through whole, from its file, and keeps no copy', async () => {
+    // Past a small HOOKWATCH_GUARD_SPILL_BYTES only the output's head is held in memory: one within the default
+    // budget, and one over it but within the cap, which the default leaves whole.
+    for (const chars of [9_800, 5_000]) {
+      const file = join(dir, `spilled-${chars}.out`);
+      await writeFile(file, `${'spilled line\n'.repeat(chars / 10)}`.slice(0, chars));
+      const folder = join(dir, `spilled-${chars}`);
+      const ran = await guard(['--dir', folder, '--', '/bin/cat', file], { env: { HOOKWATCH_GUARD_SPILL_BYTES: '1024' } });
+      expect(ran.code, String(chars)).toBe(0);
+      expect(ran.stdout.equals(await readFile(file)), String(chars)).toBe(true);
+      expect(await readdir(folder), String(chars)).toEqual([]);
+    }
+  });
+
   it('streams an output far larger than memory holds to a file and still delivers its front', async () => {
     const ran = await guard(['--', `head -c 20000000 /dev/zero | tr '\\0' 'a'`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     const out = ran.stdout.toString();

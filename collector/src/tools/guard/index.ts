@@ -424,9 +424,14 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   if (captured.spilled && guarded?.format !== 'json') {
     // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
     const cut = trimText(captured.head, options.budget, captured.path, captured.chars, options.limit);
-    const text = cut?.text ?? captured.head;
-    await write(text);
-    trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: text.length, full: '' }];
+    if (cut === undefined) {
+      // Nothing to trim, though spilled (HOOKWATCH_GUARD_SPILL_BYTES under the cap's size): the head in memory holds
+      // only the budget, so the output goes as written, from its file.
+      await passThrough();
+      return ended;
+    }
+    await write(cut.text);
+    trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: cut.text.length, full: '' }];
     saved = [captured.path];
   } else if (guarded !== undefined) {
     try {
