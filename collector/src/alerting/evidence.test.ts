@@ -63,6 +63,21 @@ describe('withEvidence', () => {
     expect(out.map((c) => [c.labels['hook_name'], c.evidenceFromMs, c.readEvidence])).toEqual(hooks.map((h) => [h, undefined, undefined]));
   });
 
+  it('keeps the candidates in their order, whichever read finishes first', async () => {
+    const hooks = Array.from({ length: EVIDENCE_READS_AT_ONCE * 2 }, (_, i) => `h${i}`);
+    const started: { hook: string; finish: (t: number) => void }[] = [];
+    const reading = withEvidence(hooks.map((hook) => candidate(hook, () => new Promise((finish) => started.push({ hook, finish })))), () => true, () => undefined);
+    let finished = false;
+    void reading.then(() => (finished = true));
+    // Of the reads in flight, the one started last finishes first, each time.
+    while (!finished) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const last = started.pop();
+      last?.finish(hooks.indexOf(last.hook) * 1_000);
+    }
+    expect((await reading).map((c) => [c.labels['hook_name'], c.evidenceFromMs])).toEqual(hooks.map((h, i) => [h, i * 1_000]));
+  });
+
   it('reads what guard trimmed of the hook once, for a new alert, into its annotations; a trend\'s time read with it is kept', async () => {
     const reads: string[] = [];
     const guarded = (hook: string, evidenceFromMs?: number): Candidate => ({
