@@ -284,8 +284,8 @@ describe('hookwatch guard', () => {
   it('never stops the hook over its own settings: each mistake is named, keeps its default, and the command runs', async () => {
     const hook = nodeHook(`process.stderr.write('RAN');process.stdout.write('line of the hook\\n'.repeat(800))`);
     const cases: [string[], NodeJS.ProcessEnv, string][] = [
-      [['--budget', 'lots'], {}, '--budget: expected a whole number from 500 to 10000, got "lots"; the default budget of 9500 is used'],
-      [['--budget', '20000'], {}, '--budget: expected a whole number from 500 to 10000, got "20000"; the default budget of 9500 is used'],
+      [['--budget', 'lots'], {}, '--budget: expected a whole number from 500 to 10000, got "lots"; the default is used (strings of up to 10,000 characters left whole, longer ones cut to 9,500)'],
+      [['--budget', '20000'], {}, '--budget: expected a whole number from 500 to 10000, got "20000"; the default is used (strings of up to 10,000 characters left whole, longer ones cut to 9,500)'],
       [[], { HOOKWATCH_GUARD_BUDGET: '9.5k' }, 'HOOKWATCH_GUARD_BUDGET: expected a whole number from 500 to 10000, got "9.5k"'],
       [[], { HOOKWATCH_GUARD_REPORT: 'hookwatch:4318' }, 'HOOKWATCH_GUARD_REPORT: expected an http(s) URL, got "hookwatch:4318"; trims are not reported'],
       [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
@@ -317,7 +317,7 @@ describe('hookwatch guard', () => {
       expect([blocked.code, blocked.stderr], label).toEqual([2, 'why']);
       const failed = await guard([...flags, ...hook], { env: { ...env, EXIT: '1' } });
       expect(failed.code, label).toBe(1);
-      expect(failed.stderr, label).toMatch(/^whyhookwatch guard: .+; (ignored, the command runs|the default budget of 9500 is used)\n$/s);
+      expect(failed.stderr, label).toMatch(/^whyhookwatch guard: .+; (ignored, the command runs|the default is used \(strings of up to 10,000 characters left whole, longer ones cut to 9,500\))\n$/s);
     }
   });
 

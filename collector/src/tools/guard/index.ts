@@ -284,7 +284,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   const envBudget = io.env.HOOKWATCH_GUARD_BUDGET || undefined;
   const givenBudget = lenient(
     () => (flagBudget !== undefined ? parseBudget(flagBudget, '--budget') : envBudget !== undefined ? parseBudget(envBudget, 'HOOKWATCH_GUARD_BUDGET') : undefined),
-    undefined, `the default budget of ${DEFAULT_GUARD_BUDGET} is used`);
+    undefined, `the default is used (strings of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} characters left whole, longer ones cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')})`);
   const timeout = text('timeout');
   const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
   const flagReport = text('report');
