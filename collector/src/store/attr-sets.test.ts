@@ -32,6 +32,23 @@ describe('AttrSetCache.tuple', () => {
     }
   });
 
+  it('gives an event that differs from the one before in any field the tuple is made of its own tuple', () => {
+    // Every field of the event, each changed in turn: whatever fields attrValues reads, now or later, the tuple
+    // reused from the event before must never hide a change in one of them.
+    const full: Required<HookEvent> = { ...base(), legacyKey: 'legacy', receivedMs: 1_700_000_000_500 };
+    const changed = (v: unknown): unknown => {
+      if (typeof v === 'string') return `${v}-other`;
+      if (typeof v === 'number') return v + 1;
+      if (typeof v === 'boolean') return !v;
+      if (v === null) return 7;
+      return { ...(v as object), tier: 'x' };
+    };
+    for (const field of Object.keys(full) as (keyof HookEvent)[]) {
+      expectTuple(full);
+      expectTuple({ ...full, [field]: changed(full[field]) });
+    }
+  });
+
   it('gives events with the same attributes the same tuple, one after the other', () => {
     const a = AttrSetCache.tuple(base());
     const b = AttrSetCache.tuple({ ...base(), dedupKey: 'another', timeMs: 1_700_000_060_000 });

@@ -27,7 +27,7 @@ export interface AttrSet {
 /** A resolution the store must write: a new set, or a known set whose last_ms must move to `lastMs`. */
 export interface AttrWork {
   tuple: string;
-  values: string[];
+  values: readonly string[];
   digest: Buffer;
   /** The latest event time that needs covering (last_ms becomes at least this plus the slack). */
   timeMs: number;
@@ -56,10 +56,10 @@ export class AttrSetCache {
   /**
    * The tuple of an event: the cache key (exact: JSON of the values). A batch's events nearly all share their
    * session's attributes: the previous event's tuple is reused when every field it is made of is the same, so
-   * the JSON is built once per session in a batch instead of once per event. (The answer is shared: not to be
-   * changed by its users.)
+   * the JSON is built once per session in a batch instead of once per event. (The answer is shared, so its values
+   * are read-only.)
    */
-  static tuple(e: HookEvent): { tuple: string; values: string[] } {
+  static tuple(e: HookEvent): { tuple: string; values: readonly string[] } {
     const last = lastTuple;
     if (last !== undefined && sameAttrs(last.event, e)) return last.result;
     const values = attrValues(e);
@@ -109,7 +109,7 @@ export class AttrSetCache {
 }
 
 /** The event whose tuple AttrSetCache.tuple made last, and that tuple. */
-let lastTuple: { event: HookEvent; result: { tuple: string; values: string[] } } | undefined;
+let lastTuple: { event: HookEvent; result: { tuple: string; values: readonly string[] } } | undefined;
 
 /** Whether two events have the same attribute tuple: every field attrValues reads, extra's keys in the same order. */
 function sameAttrs(a: HookEvent, b: HookEvent): boolean {
@@ -127,6 +127,6 @@ function sameAttrs(a: HookEvent, b: HookEvent): boolean {
 }
 
 /** A new tuple's work item. */
-export function attrWork(tuple: string, values: string[], timeMs: number): AttrWork {
+export function attrWork(tuple: string, values: readonly string[], timeMs: number): AttrWork {
   return { tuple, values, digest: attrDigest(values), timeMs, firstTimeMs: timeMs };
 }
