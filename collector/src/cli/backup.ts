@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig, toConfig } from '../config/index.ts';
-import { isPostgresUrl } from '../store/open.ts';
+import { isPostgresUrl } from '../store/settings.ts';
 import { BackupAbortedError, backupSqlite } from '../store/sqlite/backup.ts';
 import { UsageError } from '../tools/common/args.ts';
 import { formatBytes } from '../tools/common/format.ts';

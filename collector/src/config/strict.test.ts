@@ -10,9 +10,19 @@ describe('db', () => {
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).toThrow(/\bdb\b/);
   });
 
+  // A mistyped scheme was taken for a relative file path: hookwatch ran on a SQLite file under ./postgress:/, its
+  // folder named after the password, while the operator believed it wrote to the server.
+  it.each(['postgress://u:LeakPw11@h/db', 'mysql://u:LeakPw11@h/db', 'file:///var/lib/hookwatch/h.db'])('refuses %s, naming the scheme and not the password', (db) => {
+    const scheme = db.slice(0, db.indexOf('://'));
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).toThrow(new RegExp(`\\bdb\\b.*a ${scheme}:// URL is not a store hookwatch opens`));
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/LeakPw11/);
+  });
+
   it('accepts a path or a postgres URL', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: '/var/lib/hookwatch/h.db' } })).db).toBe('/var/lib/hookwatch/h.db');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u@localhost/h' } })).db).toBe('postgres://u@localhost/h');
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'POSTGRESQL://u@localhost/h' } })).db).toBe('POSTGRESQL://u@localhost/h');
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'data/h.db' } })).db).toBe('data/h.db');
   });
 });
 

@@ -14,12 +14,9 @@ import { PostgresStore } from './postgres/index.ts';
 import { PostgresBus, type BusChannel } from './postgres/bus.ts';
 import { PostgresLease, readCluster } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
+import { isPostgresUrl } from './settings.ts';
 import type { Store } from './store.ts';
 
-/** True for postgres:// and postgresql:// URLs. */
-export function isPostgresUrl(db: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(db);
-}
 
 export async function openStore(config: HookwatchConfig, opts: { logger?: Logger } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).

@@ -8,13 +8,25 @@ import { LIBPQ_KEYWORDS, redactUrlPassword, urlPasswordProblem } from '../config
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
 
+/** True for postgres:// and postgresql:// URLs: the `db` values that name a PostgreSQL server. */
+export function isPostgresUrl(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
+}
+
 export const STORE_SETTINGS: readonly Setting[] = [
   {
     key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
     description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere, and refused at start when shorter than 4 characters, too short to be scrubbed from logs).',
     redactValue: redactUrlPassword,
-    // Taken for a file name, a keyword/value string would become a SQLite file named after the password.
-    validate: (v) => (typeof v === 'string' && LIBPQ_KEYWORDS.test(v) ? 'a libpq keyword/value connection string is not accepted: give a postgres:// URL, e.g. postgres://user:password@host:5432/hookwatch' : urlPasswordProblem(String(v))),
+    // Taken for a file name, a keyword/value string, or a URL of another scheme (postgress://, mysql://, file://),
+    // would become a SQLite file named after the password, and hookwatch would run on it instead of the server.
+    validate: (v) => {
+      const db = String(v);
+      if (LIBPQ_KEYWORDS.test(db)) return 'a libpq keyword/value connection string is not accepted: give a postgres:// URL, e.g. postgres://user:password@host:5432/hookwatch';
+      const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db)?.[1];
+      if (scheme !== undefined && !isPostgresUrl(db)) return `a ${scheme}:// URL is not a store hookwatch opens: give a SQLite file path, or a postgres:// (or postgresql://) URL`;
+      return urlPasswordProblem(db);
+    },
   },
   {
     key: 'sqlite.synchronous', env: 'HOOKWATCH_SQLITE_SYNCHRONOUS', type: 'enum', default: 'full', values: ['full', 'normal'],
