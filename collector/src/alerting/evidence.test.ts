@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { hookId } from '../hooks/extract.ts';
 import { parseReceivers } from '../notify/settings.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
@@ -185,5 +186,41 @@ describe('a burst of new alerts', () => {
     expect(alerts.map((a) => a.labels['hook_name']).sort()).toEqual([...hooks].sort());
     expect(alerts.map((a) => [a.state, a.firstEventAt])).toEqual(hooks.map(() => ['firing', new Date(T0 - 300_000).toISOString()]));
     expect(sink.bodies<AlertmanagerWebhookBody>().flatMap((b) => b.alerts.map((a) => a.labels['hook_name'])).sort()).toEqual([...hooks].sort());
+  });
+});
+
+describe('a rule split by groupBy', () => {
+  it('reads what guard trimmed of a hook once for all the hook\'s new alerts, each of which says it', async () => {
+    const T0 = Date.parse('2026-11-30T10:00:00Z');
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-evidence-groupby-'));
+    const store = new SqliteStore({ path: join(dir, 'h.db'), dimensions: ['team'] });
+    const hookName = 'SessionStart:startup';
+    const teams = ['platform', 'web', 'data'];
+    let guardReads = 0;
+    const counted = new Proxy(store, {
+      get: (target, prop) => {
+        const v: unknown = Reflect.get(target, prop, target);
+        if (prop === 'guardTrims') guardReads++;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const config = {
+      rules: parseRules([{ kind: 'persisted', window: '1h', groupBy: 'team' }], dimensionNames(['team'])),
+      receivers: [], evaluationIntervalMs: 10_000, repeatIntervalMs: 4 * 3_600_000, externalUrl: 'http://hookwatch.test', otlp: { endpoint: '', headers: {} },
+      delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+    };
+    const alerting = await startAlerting({ config, db: join(dir, 'h.db'), store: counted, logger: silentLogger, now: () => T0, timer: false });
+    try {
+      await store.recordGuardTrims([{ dedupKey: 'trim-1', hookId: hookId('SessionStart', hookName), hookEvent: 'SessionStart', hookName, field: 'stdout', sentChars: 14_200, keptChars: 9_500, timeMs: T0 - 600_000, sessionId: 'g' }]);
+      await store.ingest(teams.map((team) => hookEvent({ hookName, team, timeMs: T0 - 300_000, additionalContextChars: 12_000, outputsPersisted: 1 })));
+      await alerting.engine.evaluate('all');
+      const alerts = alerting.engine.alerts();
+      expect(alerts.map((a) => [a.labels['team'], a.annotations['guard_trims']]).sort()).toEqual(teams.map((t) => [t, '1']).sort());
+      expect(guardReads).toBe(1);
+    } finally {
+      await alerting.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

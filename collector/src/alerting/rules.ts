@@ -119,9 +119,17 @@ function evidenceReader(ctx: RuleContext, hookId: string, fromMs: number, toMs: 
  * store read made only when its alert becomes active: a hook that guard trims sits near the cap on purpose.
  */
 function guarded(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, candidates: Candidate[]): Candidate[] {
+  // With groupBy a hook has a candidate per dimension value: its trims are read once for all of them.
+  const reads = new Map<string, Promise<Record<string, string> | null>>();
+  const read = async (hookId: string): Promise<Record<string, string> | null> => guardTrimsNote(rule.windowMs, await ctx.store.guardTrims(hookId, { fromMs, toMs, stepMs: toMs - fromMs }));
   for (const c of candidates) {
     const hookId = c.hookId;
-    if (hookId !== null) c.readGuard = async () => guardTrimsNote(rule.windowMs, await ctx.store.guardTrims(hookId, { fromMs, toMs, stepMs: toMs - fromMs }));
+    if (hookId === null) continue;
+    c.readGuard = () => {
+      const known = reads.get(hookId) ?? read(hookId);
+      reads.set(hookId, known);
+      return known;
+    };
   }
   return candidates;
 }
