@@ -268,7 +268,11 @@ describe('GET /metrics', () => {
     };
     // Half a body, then nothing: Node answers 408 at the timeout.
     const slow = await open();
-    expect(await slow.answer).toMatch(/^HTTP\/1\.1 408 /);
+    const answer = await slow.answer;
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    // A google.rpc.Status in the request's encoding, as the receiver's other refusals, not Node's empty body.
+    expect(answer).toMatch(/\r\nContent-Type: application\/json\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ code: 4, message: 'the request was not received in full within otlp.requestTimeout' });
     // Half a body, then the client closes the connection.
     const quitter = await open();
     await new Promise((r) => setTimeout(r, 100));

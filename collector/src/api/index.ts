@@ -4,7 +4,6 @@
  */
 import type { Server } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
-import type { Duplex } from 'node:stream';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
@@ -20,6 +19,7 @@ import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
+import { answerParserRefusals, type ParserRefusal } from '../net/parser-refusals.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -326,11 +326,12 @@ export function isBodyRefusal(err: unknown): err is { type: string; status: numb
   return typeof e?.type === 'string' && e.expose === true && typeof e.status === 'number' && e.status >= 400 && e.status < 500;
 }
 
-/** Node's answers to a request its HTTP parser refuses (the same statuses), with the API's JSON error body. */
-const CLIENT_ERRORS: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request line and headers (the URL and its query included) are larger than 16 KiB: send fewer or shorter parameters'],
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'chunk extensions larger than 16 KiB'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request was not received in full within http.requestTimeout'],
+/** The API's error code and message for each request the HTTP parser refuses. */
+const CLIENT_ERRORS: Record<ParserRefusal, [string, string]> = {
+  header_overflow: ['bad_request', 'the request line and headers (the URL and its query included) are larger than 16 KiB: send fewer or shorter parameters'],
+  chunk_extensions_overflow: ['bad_body', 'chunk extensions larger than 16 KiB'],
+  request_timeout: ['request_timeout', 'the request was not received in full within http.requestTimeout'],
+  malformed: ['bad_request', 'malformed HTTP request'],
 };
 
 /**
@@ -339,15 +340,9 @@ const CLIENT_ERRORS: Record<string, [number, string, string]> = {
  * what was wrong, where Node's carry no body: a script asking with too long a query read an empty answer.
  */
 export function answerClientErrors(server: Server): void {
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    // As Node: no answer on a connection that is gone, nor in the middle of one already being written.
-    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-      const [status, reason, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'Bad Request', 'malformed HTTP request'];
-      const body = JSON.stringify({ error: { code: status === 408 ? 'request_timeout' : status === 413 ? 'bad_body' : 'bad_request', message } });
-      socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`);
-    }
-    socket.destroy();
+  answerParserRefusals(server, (refusal) => {
+    const [code, message] = CLIENT_ERRORS[refusal];
+    return { contentType: 'application/json; charset=utf-8', body: JSON.stringify({ error: { code, message } }) };
   });
 }
 

@@ -12,6 +12,7 @@ export type Encoding = 'protobuf' | 'json';
 export const RpcCode = {
   OK: 0,
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12,

@@ -3,6 +3,7 @@
  * problem in the request's encoding, and the server keeps serving afterwards.
  */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
@@ -155,6 +156,35 @@ describe('bad input gets the right status and a clear message', () => {
   it('never echoes the ingest token', async () => {
     const res = await send({ name: '', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}x` }, body: '{}', status: 401, message: /./ });
     expect(res.body.toString()).not.toContain(TOKEN);
+  });
+});
+
+describe('a request the HTTP parser refuses gets a google.rpc.Status, not an empty body', () => {
+  /** Sends `raw` on a connection of its own and reads the answer until the server closes it. */
+  async function rawAnswer(raw: string): Promise<{ head: string; body: Buffer }> {
+    const socket = connect(Number(new URL(service.otlpHttpUrl).port), '127.0.0.1', () => socket.end(raw));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    await new Promise((resolve, reject) => socket.on('close', resolve).on('error', reject));
+    const all = Buffer.concat(chunks);
+    const end = all.indexOf('\r\n\r\n');
+    return { head: all.subarray(0, end).toString('latin1'), body: all.subarray(end + 4) };
+  }
+
+  it('headers over 16 KiB: 431 with RESOURCE_EXHAUSTED, in protobuf as no content type could be read', async () => {
+    const res = await fetch(service.otlpHttpUrl + '/v1/logs', { method: 'POST', headers: { ...json, 'x-long': 'a'.repeat(20_000) }, body: '{}' });
+    expect(res.status).toBe(431);
+    expect(res.headers.get('content-type')).toBe('application/x-protobuf');
+    expect(decodeStatus(Buffer.from(await res.arrayBuffer()))).toEqual({ code: 8, message: 'the request line and headers are larger than 16 KiB' });
+  });
+
+  it('malformed HTTP: 400 with INVALID_ARGUMENT, and the port keeps serving', async () => {
+    const { head, body } = await rawAnswer('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(head).toMatch(/\r\nContent-Type: application\/x-protobuf\r\n/);
+    expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
+    expect(decodeStatus(body)).toEqual({ code: 3, message: 'malformed HTTP request' });
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json)).status).toBe(200);
   });
 });
 

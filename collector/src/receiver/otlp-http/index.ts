@@ -20,6 +20,7 @@ import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
+import { answerParserRefusals, type ParserRefusal } from '../../net/parser-refusals.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -34,6 +35,26 @@ function mediaType(header: string | undefined): Encoding | undefined {
   }
   return undefined;
 }
+
+/** The encoding of the answer to a request: its own, JSON when it is not OTLP (such as a person's curl). */
+function answerEncoding(req: IncomingMessage): Encoding {
+  return mediaType(req.headers['content-type']) ?? 'json';
+}
+
+function contentType(encoding: Encoding): string {
+  return encoding === 'json' ? 'application/json' : 'application/x-protobuf';
+}
+
+/**
+ * The google.rpc.Status for each request the HTTP parser refuses. The statuses stay Node's (431, 413, 408, 400),
+ * and with them what an exporter does next: OTLP retries only 429, 502, 503 and 504.
+ */
+const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
+  header_overflow: [RpcCode.RESOURCE_EXHAUSTED, 'the request line and headers are larger than 16 KiB'],
+  chunk_extensions_overflow: [RpcCode.RESOURCE_EXHAUSTED, 'chunk extensions larger than 16 KiB'],
+  request_timeout: [RpcCode.DEADLINE_EXCEEDED, 'the request was not received in full within otlp.requestTimeout'],
+  malformed: [RpcCode.INVALID_ARGUMENT, 'malformed HTTP request'],
+};
 
 /**
  * Node ended this request at otlp.requestTimeout (the server's requestTimeout): it answered 408 itself and
@@ -73,6 +94,13 @@ export class OtlpHttpReceiver {
       this.server = trackConnections(createServer(options, listener));
     }
     this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
+    // An exporter reads a google.rpc.Status in its request's encoding, as for the receiver's own refusals; when the
+    // headers could not be read, in protobuf, OTLP/HTTP's default encoding (and the one the Go exporter decodes).
+    answerParserRefusals(this.server, (refusal, req) => {
+      const encoding = req ? answerEncoding(req) : 'protobuf';
+      const [code, message] = PARSER_REFUSALS[refusal];
+      return { contentType: contentType(encoding), body: encodeStatus(encoding, code, message) };
+    });
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
@@ -100,7 +128,7 @@ export class OtlpHttpReceiver {
   private fail(res: ServerResponse, encoding: Encoding, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
     const body = encodeStatus(encoding, code, message);
     res.writeHead(status, {
-      'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+      'content-type': contentType(encoding),
       'content-length': body.length,
       ...headers,
     });
@@ -117,23 +145,23 @@ export class OtlpHttpReceiver {
     const path = (req.url ?? '/').split('?')[0] as string;
     const signal = PATHS[path];
     const encoding = mediaType(req.headers['content-type']);
-    const answerEncoding: Encoding = encoding ?? 'json';
+    const answerIn = answerEncoding(req);
     if (!signal) {
       this.count(this.stats.rejected, 'not_found');
-      this.fail(res, answerEncoding, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
+      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
       req.resume();
       return;
     }
     const refusal = this.hostRefusal(req.headers.host);
     if (refusal !== undefined) {
       this.count(this.stats.rejected, 'host_not_allowed');
-      this.fail(res, answerEncoding, 403, RpcCode.PERMISSION_DENIED, refusal);
+      this.fail(res, answerIn, 403, RpcCode.PERMISSION_DENIED, refusal);
       req.resume();
       return;
     }
     if (req.method !== 'POST') {
       this.count(this.stats.rejected, 'method_not_allowed');
-      this.fail(res, answerEncoding, 405, RpcCode.UNIMPLEMENTED, `method ${req.method} not allowed on ${path}; use POST`, { allow: 'POST' });
+      this.fail(res, answerIn, 405, RpcCode.UNIMPLEMENTED, `method ${req.method} not allowed on ${path}; use POST`, { allow: 'POST' });
       req.resume();
       return;
     }
@@ -159,7 +187,7 @@ export class OtlpHttpReceiver {
       }
       const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);
       this.count(this.stats.requests, `${signal}:ok`);
-      res.writeHead(200, { 'content-type': encoding === 'json' ? 'application/json' : 'application/x-protobuf', 'content-length': out.length });
+      res.writeHead(200, { 'content-type': contentType(encoding), 'content-length': out.length });
       res.end(out);
     } catch (err) {
       if (err instanceof ClientAbortedError) {
@@ -179,7 +207,7 @@ export class OtlpHttpReceiver {
       if (m.httpStatus === 401) headers['www-authenticate'] = 'Bearer';
       // After a refusal mid-body, close the connection instead of reading the rest of a hostile upload.
       if (!req.complete) headers['connection'] = 'close';
-      this.fail(res, answerEncoding, m.httpStatus, m.grpcCode, m.message, headers);
+      this.fail(res, answerIn, m.httpStatus, m.grpcCode, m.message, headers);
       if (!req.complete) req.resume();
     } finally {
       account.release();
