@@ -308,6 +308,9 @@ describe('alerts API', () => {
     expect(alerts[0]?.fingerprint).toMatch(/^[0-9a-f]{16}$/);
     const one = await fetch(`${r.service.httpUrl}/api/v1/alerts/${alerts[0]?.id}`);
     expect(((await one.json()) as AlertDetailResponse).attempts).toEqual([expect.objectContaining({ receiver: 'ops', outcome: 'delivered', status: 'firing', attempt: 1 })]);
+    // Hex and base 36 read the same in either case: an upper-cased id names the same alert.
+    const upper = await fetch(`${r.service.httpUrl}/api/v1/alerts/${alerts[0]?.id.toUpperCase()}`);
+    expect([upper.status, ((await upper.json()) as AlertDetailResponse).alert.id]).toEqual([200, alerts[0]?.id]);
     expect((await fetch(`${r.service.httpUrl}/api/v1/alerts?state=nope`)).status).toBe(400);
     const bad = await fetch(`${r.service.httpUrl}/api/v1/alerts/not-an-id`);
     expect(bad.status).toBe(400);
@@ -365,9 +368,13 @@ describe('alerts API', () => {
     expect(alerts[0]?.silencedBy).toEqual([silence.id]);
     expect(((await (await api('/api/v1/silences')).json()) as { silences: Silence[] }).silences.map((s) => s.id)).toEqual([silence.id]);
 
-    const del = await api(`/api/v1/silences/${silence.id}`, { method: 'DELETE' });
+    // Something 36 characters long that is not a UUID is refused naming the form; a UUID in upper case (RFC 9562:
+    // the same UUID) expires the silence, answered with the id as hookwatch writes it.
+    const notUuid = await api(`/api/v1/silences/${'-'.repeat(36)}`, { method: 'DELETE' });
+    expect([notUuid.status, await notUuid.json()]).toEqual([400, { error: { code: 'bad_parameter', parameter: 'id', message: 'silence id must be a UUID (8-4-4-4-12 hex digits), as returned by POST /api/v1/silences' } }]);
+    const del = await api(`/api/v1/silences/${silence.id.toUpperCase()}`, { method: 'DELETE' });
     expect(del.status).toBe(200);
-    expect(((await del.json()) as { silence: Silence }).silence.state).toBe('expired');
+    expect(((await del.json()) as { silence: Silence }).silence).toMatchObject({ id: silence.id, state: 'expired' });
     await settle(r);
     expect(r.sink.delivered()).toHaveLength(1);
     expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);

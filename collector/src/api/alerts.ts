@@ -25,8 +25,16 @@ export interface AlertsApiOptions {
 }
 
 const ALERT_ID = /^[0-9a-f]{16}-[0-9a-z]{1,12}$/;
-const SILENCE_ID = /^[0-9a-f-]{36}$/;
+const SILENCE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const STATES: readonly AlertState[] = ['pending', 'firing', 'resolved'];
+
+/**
+ * The `:id` of a path in the case hookwatch writes ids, lower: an alert id is hex and base 36, a silence id a UUID,
+ * and each reads the same in either case (RFC 9562 for UUIDs), so an id a client upper-cased names the same one.
+ */
+function pathId(params: Record<string, string | undefined>): string {
+  return String(params['id']).toLowerCase();
+}
 
 function notFound(res: Response, message: string): void {
   res.status(404).json({ error: { code: 'not_found', message } });
@@ -96,7 +104,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
 
   router.get('/api/v1/alerts/:id', async (req, res) => {
     onlyParams(req.query as Record<string, unknown>, []);
-    const id = String(req.params['id']);
+    const id = pathId(req.params);
     if (!ALERT_ID.test(id)) {
       badParameter(res, 'id', 'alert id must look like <16 hex>-<base36>, as listed by GET /api/v1/alerts');
       return;
@@ -149,9 +157,9 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
 
   router.delete('/api/v1/silences/:id', async (req, res) => {
     onlyParams(req.query as Record<string, unknown>, []);
-    const id = String(req.params['id']);
+    const id = pathId(req.params);
     if (!SILENCE_ID.test(id)) {
-      badParameter(res, 'id', 'silence id must be a UUID, as returned by POST /api/v1/silences');
+      badParameter(res, 'id', 'silence id must be a UUID (8-4-4-4-12 hex digits), as returned by POST /api/v1/silences');
       return;
     }
     // Created on another replica: read it from the shared store first.
