@@ -188,6 +188,22 @@ describe('GET /api/v1/overview and breakdown', () => {
     }
   });
 
+  it('a cursor past the end (the list shrank since it was given) is an empty last page on the hook list and a breakdown alike; one never given is 400', async () => {
+    const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
+    const list = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d&cursor=1000');
+    expect([list.status, list.body.hooks, list.body.total, list.body.nextCursor]).toEqual([200, [], hooks.total, null]);
+    // After the last row: a row with no executions sorts after every row listed.
+    const path = `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`;
+    const pastEnd = Buffer.from('0:zzz').toString('base64url');
+    const breakdown = await getJson<BreakdownResponse>(service.httpUrl, `${path}&cursor=${pastEnd}`);
+    expect([breakdown.status, breakdown.body.rows, breakdown.body.total, breakdown.body.nextCursor]).toEqual([200, [], 2, null]);
+    // A page never ends at 0, and a cursor is given without leading zeros: neither was a nextCursor.
+    for (const cursor of ['0', '01', '000000001']) {
+      const bad = await getJson<{ error: { code: string; parameter: string; message: string } }>(service.httpUrl, `/api/v1/hooks?from=now-7d&cursor=${cursor}`);
+      expect([bad.status, bad.body.error], cursor).toEqual([400, { code: 'bad_parameter', parameter: 'cursor', message: 'cursor must be the nextCursor of a previous page' }]);
+    }
+  });
+
   it('a breakdown of a hook hookwatch does not know is 404, as its page and series are', async () => {
     for (const path of ['', '/series', '/breakdown', '/breakdown?dimension=user.id']) {
       const { status, body } = await getJson<{ error: { code: string; message: string } }>(service.httpUrl, `/api/v1/hooks/0123456789abcdef${path}`);

@@ -141,13 +141,16 @@ export function badCursor(): ParamError {
   return new ParamError('cursor', 'cursor must be the nextCursor of a previous page');
 }
 
-/** `limit` (1..max, `fallback` when absent) and `cursor` (the nextCursor of the previous page). */
+/**
+ * `limit` (1..max, `fallback` when absent) and `cursor` (the nextCursor of the previous page). A cursor past the end,
+ * the list having shrunk since it was given, is an empty last page; one never given (0, a leading zero) is refused.
+ */
 export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): { limit: number; offset: number } {
   const limit = parseLimit(query, max, fallback);
   const cursor = single(query, 'cursor');
   let offset = 0;
   if (cursor !== undefined) {
-    if (!/^\d{1,9}$/.test(cursor)) throw badCursor();
+    if (!/^[1-9]\d{0,8}$/.test(cursor)) throw badCursor();
     offset = Number(cursor);
   }
   return { limit, offset };
