@@ -6,7 +6,7 @@
 import express, { type Router } from 'express';
 import type { GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { Store } from '../store/store.ts';
-import { bucketEnd, onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
+import { bucketEnd, bucketStart, onlyParams, parseHookId, parseRange, parseStep } from './params.ts';
 import type { QueryGate } from './query-gate.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
 
@@ -39,7 +39,7 @@ export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
       step,
       trims: stats.trims,
       largest: stats.largest === null ? null : { field: stats.largest.field, sentChars: stats.largest.sentChars, keptChars: stats.largest.keptChars, time: formatRfc3339(stats.largest.timeMs) },
-      buckets: stats.buckets.map((b) => ({ start: formatRfc3339(b.startMs), end: formatRfc3339(bucketEnd(range, b.startMs, stepMs, at)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
+      buckets: stats.buckets.map((b) => ({ start: formatRfc3339(bucketStart(range, b.startMs)), end: formatRfc3339(bucketEnd(range, b.startMs, stepMs, at)), trims: b.trims, maxSentChars: b.maxSentChars, maxKeptChars: b.maxKeptChars })),
     };
     res.json(body);
   });

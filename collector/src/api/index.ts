@@ -14,7 +14,7 @@ import { StoreUnavailableError, UnknownDimensionError, type Store } from '../sto
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError } from '../request-error.ts';
-import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -136,7 +136,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const map = await store.series(id, { ...range, stepMs, filters });
     const buckets: SeriesBucket[] = [];
     for (const t of bucketStarts(range, stepMs)) {
-      buckets.push(seriesBucket(t, bucketEnd(range, t, stepMs, at), map.get(t) ?? toCounters(emptyRow())));
+      buckets.push(seriesBucket(bucketStart(range, t), bucketEnd(range, t, stepMs, at), map.get(t) ?? toCounters(emptyRow())));
     }
     const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets };
     res.json(body);
@@ -245,7 +245,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
-      from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets: starts.map(formatRfc3339),
+      from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets: starts.map((t) => formatRfc3339(bucketStart(range, t))),
       ends: starts.map((t) => formatRfc3339(bucketEnd(range, t, stepMs, at))),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
       rest,

@@ -88,6 +88,33 @@ describe('time parameters out of range', () => {
     }
   });
 
+  it('starts a first bucket that the step\'s grid puts before 0000-01-01 at from, as no answer writes a time it would refuse', async () => {
+    const FIRST = Date.parse('0000-01-01T00:00:00Z');
+    const hook = hookId('Stop', 'Stop:year0');
+    await store.ingest([{
+      kind: 'complete' as const, dedupKey: 'year0', hookId: hook, hookEvent: 'Stop', hookName: 'Stop:year0', timeMs: NOW - 7 * 86_400_000, numHooks: 1, numSuccess: 1,
+      numBlocking: 0, numNonBlockingError: 0, numCancelled: 0, durationMs: 1, stdoutChars: 100, additionalContextChars: null, systemMessageChars: null,
+      initialUserMessageChars: null, outputsPersisted: 0, sizesKnown: true, status: 'ok' as const, serviceName: 'claude-code', serviceVersion: '2.1.332',
+      sessionId: 's', userId: 'u', userEmail: '', userAccountUuid: '', organizationId: '', terminalType: '', source: 'otlp' as const, extra: {},
+    }]);
+    // 1 week and 7 minutes are not on a grid (multiples of the step since 1970) that starts a bucket at year 0000;
+    // a year from 0000-01-01 without a step is answered in weeks. Buckets after the first stay on the grid.
+    const cases = [
+      ['from=0000-01-01T00:00:00Z&to=0000-03-01T00:00:00Z&step=1w', '0000-01-06T00:00:00.000Z'],
+      ['from=0000-01-01T00:00:00Z&to=0000-01-01T01:00:00Z&step=7m', '0000-01-01T00:04:00.000Z'],
+      ['from=0000-01-01T00:00:00Z&to=0001-01-01T00:00:00Z', '0000-01-06T00:00:00.000Z'],
+    ];
+    for (const [query, second] of cases) {
+      const series = (await (await fetch(`${base}/api/v1/hooks/${hook}/series?${query}`)).json()) as { buckets: { start: string; end: string }[] };
+      const fleet = (await (await fetch(`${base}/api/v1/fleet/series?${query}`)).json()) as { buckets: string[]; ends: string[] };
+      expect(series.buckets.slice(0, 2).map((b) => b.start), query).toEqual(['0000-01-01T00:00:00.000Z', second]);
+      expect([series.buckets[0]?.end, ...fleet.buckets.slice(0, 2), fleet.ends[0]], query).toEqual([second, '0000-01-01T00:00:00.000Z', second, second]);
+      for (const t of [...series.buckets.flatMap((b) => [b.start, b.end]), ...fleet.buckets, ...fleet.ends]) {
+        expect(parseTime(t, NOW, 'from'), `${query}: ${t}`).toBeGreaterThanOrEqual(FIRST);
+      }
+    }
+  });
+
   it('parseTime refuses a relative time a Date cannot hold', () => {
     expect(() => parseTime('now+100000000d', NOW, 'to')).toThrow(ParamError);
     expect(parseTime('now-7d', NOW, 'from')).toBe(NOW - 7 * 86_400_000);

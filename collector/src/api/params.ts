@@ -106,6 +106,16 @@ export function bucketStarts(range: TimeRange, stepMs: number): number[] {
 }
 
 /**
+ * Where an answer says the bucket starting at `startMs` (on the step's grid) starts: there, except a first bucket
+ * that would start before 0000-01-01 (a range from the first day RFC 3339 writes, with a step that grid does not
+ * start a bucket on, such as 1w), which starts at `from`: its counts start there anyway, and an answer never writes
+ * a time this API would refuse. Counts are still looked up by `startMs`.
+ */
+export function bucketStart(range: Pick<TimeRange, 'fromMs'>, startMs: number): number {
+  return startMs < FIRST_MS ? range.fromMs : startMs;
+}
+
+/**
  * Where the bucket starting at `startMs` ends: a step later, at `toMs` when the range ends inside it, or at `nowMs`
  * (to the minute, as the store counts) when it is still filling at a `toMs` later than now, as a firing alert's
  * link widened to whole buckets asks: it is partial then too, not a dip. A bucket wholly ahead of now is not cut.
