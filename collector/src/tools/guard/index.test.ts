@@ -210,16 +210,6 @@ describe('hookwatch guard', () => {
       { how: 'timeout', line: (f: string) => `echo $$ > ${f}.sh; echo hi; sleep 60 & echo $! > ${f}; exit 0`, backgroundSurvives: true },
       { how: 'signal', line: (f: string) => `echo $$ > ${f}.sh; echo hi; sleep 60 & echo $! > ${f}; exit 0`, backgroundSurvives: true },
     ] as const;
-    const alive = (pid: number): boolean => {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        return false;
-      }
-      // Dead but not reaped yet (its parent, the shell, is gone) is not alive.
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-    };
     for (const [i, c] of cases.entries()) {
       const pidFile = join(dir, `background-${i}.pid`);
       let guardPid = 0;
@@ -243,6 +233,37 @@ describe('hookwatch guard', () => {
       expect([i, ran.signal, ran.code], c.line('pid')).toEqual([i, 'SIGTERM', null]);
     }
   }, 20_000);
+
+  it('kills a stopped command that ignores the stop signal after a grace period, with what it runs then, and dies by the stop signal', async () => {
+    const fs = `require('fs')`;
+    // Each command writes "<its pid> <a child's pid>" once it ignores SIGTERM; the child runs in the same group.
+    const cases = [
+      // Claude Code's timeout stops the guard: a shell line that ignores TERM (its children inherit that).
+      { how: 'signal', args: (f: string) => ['--', `trap '' TERM; sleep 60 & echo $$ $! > ${f}; wait`] },
+      // The same for a command run directly, with a child it started itself.
+      { how: 'signal', args: (f: string) => nodeHook(`process.on('SIGTERM',()=>{});const c=require('child_process').spawn('sleep',['60'],{stdio:'ignore'});${fs}.writeFileSync(${JSON.stringify(f)},process.pid+' '+c.pid+'\\n');setInterval(()=>{},1000)`) },
+      // The guard's own timeout: the shell ends on TERM, what it started ignores it and holds no stdout.
+      { how: 'timeout', args: (f: string) => ['--timeout', '1', '--', `${shellQuote(process.execPath)} -e ${shellQuote(`process.on('SIGTERM',()=>{});${fs}.writeFileSync(${JSON.stringify(f)},process.ppid+' '+process.pid+'\\n');setInterval(()=>{},1000)`)} >/dev/null & wait`] },
+    ] as const;
+    for (const [i, c] of cases.entries()) {
+      const pidFile = join(dir, `ignores-term-${i}.pid`);
+      let guardPid = 0;
+      const pending = guard([...c.args(pidFile)], { onStart: (pid) => (guardPid = pid) });
+      await waitFor(async () => (await readFile(pidFile, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
+      const pids = (await readFile(pidFile, 'utf8')).trim().split(' ').map(Number);
+      try {
+        if (c.how === 'signal') process.kill(guardPid, 'SIGTERM');
+        // The guard ends, and nothing of the command is left running (what is left would hold the guard's stderr
+        // open, so the guard's exit is watched by its pid).
+        await waitFor(async () => !alive(guardPid));
+        await waitFor(async () => !pids.some(alive));
+      } finally {
+        for (const pid of [guardPid, ...pids].filter(alive)) process.kill(pid, 'SIGKILL');
+      }
+      const ran = await pending;
+      expect([i, ran.signal, ran.code]).toEqual([i, 'SIGTERM', null]);
+    }
+  }, 30_000);
 
   it('runs a hook file whose path holds a space, given as the shell expanded it or quoted for the guard\'s shell', async () => {
     const project = join(dir, 'sp ace');
@@ -626,6 +647,17 @@ describe('StdoutCapture', () => {
     expect(grown).toBeLessThan(8 * 1024 * 1024);
   });
 });
+
+/** Whether a process runs: dead but not reaped yet (its parent, the shell, is gone) is not alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+}
 
 async function waitFor(condition: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 200; i++) {

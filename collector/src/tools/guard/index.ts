@@ -47,7 +47,7 @@ reason for the block: it stays exactly the command's). Without a command to run 
 Options:
   --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (HOOKWATCH_GUARD_BUDGET;
                        default: up to ${OUTPUT_CAP_CHARS} kept whole, a longer string cut to ${DEFAULT_GUARD_BUDGET})
-  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL); default: no own timeout
+  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL a second later); default: no own timeout
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --keep-for <time>    a run that saves an output removes the saved outputs older than this, at least 1h (default
                        7d; HOOKWATCH_GUARD_KEEP_FOR)

@@ -11,12 +11,35 @@ import { oneWordCommandLine } from '../common/shell-quote.ts';
  * larger (a Write of a big file), and then only this head is kept: the members naming the hook come first.
  */
 const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
-/** After SIGTERM on timeout, how long the command gets before SIGKILL. */
+/**
+ * After a stop signal (a forwarded one, or SIGTERM of the guard's own timeout), how long the command gets before
+ * SIGKILL. Short: a hook stopped by Claude Code's timeout has been given up on already, and whoever sent the
+ * signal may kill the guard soon after, leaving a command still running orphaned.
+ */
 const KILL_GRACE_MS = 1_000;
 /** After a stopped command exits, how long output already in the pipe is still read. */
 const STOPPED_OUTPUT_GRACE_MS = 50;
 /** Signals forwarded to the command: what a supervisor (Claude Code on a timeout, a terminal) sends to stop it. */
 const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/**
+ * The fields of /proc/<pid>/stat after `pid (comm)` (state, ppid, ...); undefined once the process is gone, or
+ * where there is no /proc. Comm may hold spaces and parentheses, so the fields are read after the last ')'.
+ */
+function procStat(pid: number | string): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a process still runs: there, and not a zombie waiting for its parent to reap it. */
+function running(pid: number): boolean {
+  const state = procStat(pid)?.[0];
+  return state !== undefined && state !== 'Z';
+}
 
 /**
  * The processes below `root` now (children, their children...), from /proc; none where there is no /proc. The
@@ -33,17 +56,11 @@ export function descendants(root: number): number[] {
   const childrenOf = new Map<number, number[]>();
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    const list = childrenOf.get(ppid) ?? [];
+    const ppid = procStat(entry)?.[1];
+    if (ppid === undefined) continue;
+    const list = childrenOf.get(Number(ppid)) ?? [];
     list.push(Number(entry));
-    childrenOf.set(ppid, list);
+    childrenOf.set(Number(ppid), list);
   }
   const out: number[] = [];
   const queue = [root];
@@ -87,7 +104,8 @@ export interface GuardedRunResult {
 /**
  * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
  * its head kept), and its stdout captured. Stop signals sent to the guard (Claude Code's timeout) and the
- * guard's own --timeout are passed on to the command. Once a stopped command is gone the guard stops waiting,
+ * guard's own --timeout are passed on to the command; one still running a second later is killed (SIGKILL) with
+ * what runs below it (killAfterGrace). Once a stopped command is gone the guard stops waiting,
  * as Claude Code does: what a command line started in the background may hold stdout open and is left running,
  * as it would be without the guard. A stopped run ends as the stop made it end: by the command's own status when
  * the stop ended it with one, else by the stop signal (never as a success).
@@ -104,19 +122,50 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     /** The signal that stopped the run (a forwarded one, or SIGTERM of the timeout), and whether the command had exited already. */
     let stoppedBy: NodeJS.Signals | null = null;
     let exitedBeforeStop = false;
+    /** What the stop signals besides the command (for the guard's own timeout, what the command started). */
+    let stopAlso: readonly number[] = [];
+    /** Whether the SIGKILL after the grace period is still to come, and whether it found the command running. */
+    let killPending = false;
+    let killedAfterGrace = false;
     const inputParts: Buffer[] = [];
     let inputBytes = 0;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
-    const stop = (signal: NodeJS.Signals): void => {
+    /** Sends `signal` to `pids` and to the command while it runs; a process already gone is skipped. */
+    const signalAll = (signal: NodeJS.Signals, pids: readonly number[]): void => {
+      for (const pid of pids) {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          // Gone already.
+        }
+      }
+      if (exited === undefined) child.kill(signal);
+    };
+    /**
+     * After the grace period, a command still running is killed (SIGKILL) with what runs below it then, as
+     * `timeout -k` does: one that ignores the stop signal would otherwise run on past the guard, and be orphaned
+     * once whoever stopped the guard kills it. What the stop signalled besides the command gets SIGKILL too.
+     */
+    const killAfterGrace = (): void => {
+      killPending = false;
+      killedAfterGrace = exited === undefined;
+      signalAll('SIGKILL', [...stopAlso.filter(running), ...(killedAfterGrace && child.pid !== undefined ? descendants(child.pid) : [])]);
+      if (exited !== undefined) afterStop();
+    };
+    const stop = (signal: NodeJS.Signals, also: readonly number[] = []): void => {
       if (stoppedBy === null) {
         stoppedBy = signal;
         exitedBeforeStop = exited !== undefined;
+        stopAlso = also;
+        killPending = true;
+        timers.push(setTimeout(killAfterGrace, KILL_GRACE_MS));
       }
-      if (exited === undefined) child.kill(signal);
-      else afterStop();
+      signalAll(signal, also);
+      if (exited !== undefined) afterStop();
     };
-    for (const signal of FORWARDED_SIGNALS) process.on(signal, stop);
+    const onStopSignal = (signal: NodeJS.Signals): void => stop(signal);
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, onStopSignal);
 
     const onInput = (chunk: Buffer): void => {
       if (inputBytes >= MAX_INPUT_HEAD_BYTES) return;
@@ -134,18 +183,23 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       if (settled) return;
       settled = true;
       for (const timer of timers) clearTimeout(timer);
-      for (const sig of FORWARDED_SIGNALS) process.off(sig, stop);
+      for (const sig of FORWARDED_SIGNALS) process.off(sig, onStopSignal);
       run.stdin.off('data', onInput);
       run.stdin.unpipe();
       run.stdin.pause();
       resolve({ exitCode, signal, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
     };
 
-    /** A stopped command is gone: what is already in the pipe is read for a moment, then the run ends. */
+    /**
+     * A stopped command is gone: what is already in the pipe is read for a moment, then the run ends, once what
+     * the stop signalled besides the command is gone or killed too. A command the guard killed after the grace
+     * period ends the run by the stop signal, not by that SIGKILL.
+     */
     const afterStop = (): void => {
+      if (killPending && stopAlso.some(running)) return;
       timers.push(setTimeout(() => {
         child.stdout?.destroy();
-        const own = exited !== undefined && !exitedBeforeStop && !(exited.code === 0 && exited.signal === null);
+        const own = exited !== undefined && !exitedBeforeStop && !killedAfterGrace && !(exited.code === 0 && exited.signal === null);
         settle(own ? (exited?.code ?? null) : null, own ? (exited?.signal ?? null) : stoppedBy);
       }, STOPPED_OUTPUT_GRACE_MS));
     };
@@ -162,27 +216,8 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     });
 
     if (run.timeoutMs !== undefined) {
-      timers.push(
-        setTimeout(() => {
-          // The guard's own timeout ends what the command started as well, found while the command still runs.
-          const below = exited === undefined && child.pid !== undefined ? descendants(child.pid) : [];
-          const signalAll = (signal: NodeJS.Signals): void => {
-            for (const pid of below) {
-              try {
-                process.kill(pid, signal);
-              } catch {
-                // Gone already.
-              }
-            }
-          };
-          signalAll('SIGTERM');
-          stop('SIGTERM');
-          timers.push(setTimeout(() => {
-            signalAll('SIGKILL');
-            if (exited === undefined) child.kill('SIGKILL');
-          }, KILL_GRACE_MS));
-        }, run.timeoutMs),
-      );
+      // The guard's own timeout ends what the command started as well, found while the command still runs.
+      timers.push(setTimeout(() => stop('SIGTERM', exited === undefined && child.pid !== undefined ? descendants(child.pid) : []), run.timeoutMs));
     }
   });
 }
