@@ -17,6 +17,22 @@ describe('jsonMembers', () => {
     );
   });
 
+  it('reads the head of an object cut short anywhere: the members whose values are whole, none cut short', () => {
+    const text = '{"s": "a\\"b", "n":123, "o": {"k": "v"}, "a": [1, "x"], "t": true, "last": "z"}';
+    const whole = [...jsonMembers(text, 0)];
+    for (let cut = 0; cut <= text.length; cut++) {
+      const head = text.slice(0, cut);
+      // A value is whole in the head once its last character is in it; a number or literal once a delimiter follows.
+      const expected = [];
+      for (const member of whole) {
+        const [, span] = member;
+        if (span.end > cut || (span.end === cut && !/["}\]]/.test(text[span.end - 1] ?? ''))) break;
+        expected.push(member);
+      }
+      expect([...jsonMembers(head, 0)], head).toEqual(expected);
+    }
+  });
+
   it('keeps the last of a key given twice, reads escaped keys as JSON.parse does, and leaves numbers as written', () => {
     const text = '{"a": {"b": "}\\""}, "n" :1.0 , "\\u0061": [1e3, "]"], "x":-0.5E+2}';
     const members = jsonMembers(text, 0);

@@ -31,6 +31,7 @@ const SCALAR = /[^ \t\n\r,\]}]*/y;
 
 /** Just past the JSON value that starts at `start` of a text JSON.parse accepts; -1 when the text ends first. */
 export function jsonValueEnd(text: string, start: number): number {
+  if (start >= text.length) return -1;
   const first = text[start];
   if (first === '"') {
     const close = jsonStringEnd(text, start);
@@ -59,7 +60,10 @@ export function jsonValueEnd(text: string, start: number): number {
 
 /**
  * The members of the JSON object whose `{` is at `open`, in a text JSON.parse accepts: each key (unescaped, as
- * JSON.parse reads it) and where its value sits. A key given twice is the last one, as JSON.parse keeps it.
+ * JSON.parse reads it) and where its value sits. A key given twice is the last one, as JSON.parse keeps it. In
+ * the head of such a text (a large hook input kept in part) the members before the cut are read, and the one it
+ * cuts is left out: a number or literal too once it reaches the end of the head, as it may go on past it. In
+ * text that is not JSON, the members are read up to a key that is no JSON string.
  */
 export function jsonMembers(text: string, open: number): Map<string, JsonSpan> {
   const members = new Map<string, JsonSpan>();
@@ -67,11 +71,18 @@ export function jsonMembers(text: string, open: number): Map<string, JsonSpan> {
   while (text[i] === '"') {
     const keyEnd = jsonStringEnd(text, i);
     if (keyEnd === -1) break;
-    const key = JSON.parse(text.slice(i, keyEnd + 1)) as string;
+    let key: string;
+    try {
+      key = JSON.parse(text.slice(i, keyEnd + 1)) as string;
+    } catch {
+      // Not JSON after all (a bad escape): what came before is all that is read.
+      break;
+    }
     // Past the colon to the value.
     const start = skipWhiteSpace(text, skipWhiteSpace(text, keyEnd + 1) + 1);
     const end = jsonValueEnd(text, start);
-    if (end === -1) break;
+    // A number or literal that reaches the end of the text may go on past a cut.
+    if (end === -1 || (end === text.length && !'"[{'.includes(text.charAt(start)))) break;
     members.delete(key);
     members.set(key, { start, end });
     i = skipWhiteSpace(text, end);

@@ -33,6 +33,19 @@ describe('hookIdentity', () => {
     expect(topLevelStrings('{"a":{"b":"c"},"d":[1,"e"],"f":"g\\"h","i":2,"j":"k')).toEqual({ f: 'g"h' });
   });
 
+  it('reads a member from a head only once its value is whole, wherever the head is cut', () => {
+    const whole = writeInput('small');
+    const named = whole.indexOf('"Write"') + '"Write"'.length;
+    for (let cut = 0; cut <= whole.length; cut++) {
+      const found = hookIdentity(whole.slice(0, cut));
+      expect(['unknown', 'PostToolUse'], String(cut)).toContain(found.hookEvent);
+      expect([undefined, 'sess-big'], String(cut)).toContain(found.sessionId);
+      if (cut >= named) expect(found.hookName, String(cut)).toBe('PostToolUse:Write');
+    }
+    // Text that only looks like JSON is read up to where it stops being JSON.
+    expect(topLevelStrings('{"hook_event_name":"Stop","a":"\\q","\\x":"y","b":"c"}')).toEqual({ hook_event_name: 'Stop' });
+  });
+
   it('is "unknown" for input that is not a JSON object', () => {
     expect(hookIdentity('hello')).toEqual({ hookEvent: 'unknown', hookName: 'unknown', sessionId: undefined });
     expect(hookIdentity('["PostToolUse"')).toEqual({ hookEvent: 'unknown', hookName: 'unknown', sessionId: undefined });

@@ -1,5 +1,5 @@
 import { matcherQuery } from '../check/hook-input.ts';
-import { jsonStringEnd } from '../../json-string.ts';
+import { jsonMembers } from '../../json-string.ts';
 
 /** Which hook fired, from the input JSON Claude Code wrote to the hook's stdin; telemetry names it the same way. */
 export interface HookIdentity {
@@ -18,35 +18,13 @@ export function topLevelStrings(text: string): Record<string, string> {
   const fields: Record<string, string> = {};
   const open = text.search(/\S/);
   if (open === -1 || text[open] !== '{') return fields;
-  let depth = 1;
-  let key: string | undefined;
-  let value = false;
-  for (let i = open + 1; i < text.length && depth > 0; i++) {
-    const c = text[i];
-    if (c === '"') {
-      const end = jsonStringEnd(text, i);
-      if (end === -1) break;
-      if (depth === 1) {
-        let s: unknown;
-        try {
-          s = JSON.parse(text.slice(i, end + 1));
-        } catch {
-          break;
-        }
-        if (typeof s !== 'string') break;
-        if (value && key !== undefined) fields[key] = s;
-        else key = s;
-        value = false;
-      }
-      i = end;
-    } else if (depth === 1 && c === ':') value = true;
-    else if (depth === 1 && c === ',') {
-      key = undefined;
-      value = false;
-    } else if (c === '{' || c === '[') {
-      depth++;
-      value = false;
-    } else if (c === '}' || c === ']') depth--;
+  for (const [key, { start, end }] of jsonMembers(text, open)) {
+    if (text[start] !== '"') continue;
+    try {
+      fields[key] = JSON.parse(text.slice(start, end)) as string;
+    } catch {
+      // Not a JSON string (a bad escape): not read.
+    }
   }
   return fields;
 }
