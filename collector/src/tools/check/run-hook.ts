@@ -3,6 +3,7 @@ import { StringDecoder } from 'node:string_decoder';
 
 import { headCodeUnits } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
+import { KILL_GRACE_MS } from '../common/io.ts';
 
 /** How to run one hook command. */
 export interface HookRun {
@@ -38,8 +39,6 @@ export interface HookRunResult {
 }
 
 const STDERR_KEPT_CHARS = 4_000;
-/** After SIGTERM, how long a hook gets before SIGKILL; then how long before its pipes are abandoned. */
-const KILL_GRACE_MS = 1_000;
 /**
  * Signals that stop hookwatch check (Ctrl-C at a terminal, a CI job cancelled, a closed terminal). The hook runs
  * in a process group of its own, which they do not reach: they are passed on to it, so it never outlives check.
@@ -147,7 +146,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
       timers.push(
         setTimeout(() => {
           killGroup('SIGKILL');
-          // A grandchild that left the group may still hold the pipes open: stop waiting for it.
+          // A grandchild that left the group may still hold the pipes open: stop waiting for it, as long again.
           timers.push(
             setTimeout(() => {
               child.stdout.destroy();

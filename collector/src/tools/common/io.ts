@@ -44,6 +44,13 @@ export function exitBySignal(signal: NodeJS.Signals): never {
 }
 
 /** Exit codes shared by the tools: 0 clean, 1 findings (the check failed loudly), 2 usage or input error. */
+/**
+ * After SIGTERM (a hook's timeout, or a stop signal passed on to it), how long a hook command gets before SIGKILL.
+ * Short: a hook stopped by its timeout has been given up on already, and whoever stopped it may soon kill the tool
+ * that runs it, leaving the command running orphaned.
+ */
+export const KILL_GRACE_MS = 1_000;
+
 export const EXIT_OK = 0;
 export const EXIT_FINDINGS = 1;
 export const EXIT_USAGE = 2;

@@ -5,18 +5,13 @@ import type { Readable } from 'node:stream';
 import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
 import { oneWordCommandLine } from '../common/shell-quote.ts';
+import { KILL_GRACE_MS } from '../common/io.ts';
 
 /**
  * Hook input kept for naming the hook in reports. Most inputs are a few KB; a tool's input or response can be far
  * larger (a Write of a big file), and then only this head is kept: the members naming the hook come first.
  */
 const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
-/**
- * After a stop signal (a forwarded one, or SIGTERM of the guard's own timeout), how long the command gets before
- * SIGKILL. Short: a hook stopped by Claude Code's timeout has been given up on already, and whoever sent the
- * signal may kill the guard soon after, leaving a command still running orphaned.
- */
-const KILL_GRACE_MS = 1_000;
 /** After a stopped command exits, how long output already in the pipe is still read. */
 const STOPPED_OUTPUT_GRACE_MS = 50;
 /** Signals forwarded to the command: what a supervisor (Claude Code on a timeout, a terminal) sends to stop it. */
