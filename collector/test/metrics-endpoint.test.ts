@@ -7,6 +7,7 @@ import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
@@ -57,6 +58,17 @@ async function until(what: string, check: () => Promise<boolean>, ms = 15_000): 
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Sends `raw` on a connection of its own; `answer` is all the server wrote until the connection closed. */
+async function sendRaw(url: URL, raw: string): Promise<{ socket: Socket; answer: Promise<string> }> {
+  const socket = connect(Number(url.port), url.hostname);
+  await once(socket, 'connect');
+  if (raw) socket.write(raw);
+  let answer = '';
+  socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+  socket.on('error', () => {});
+  return { socket, answer: once(socket, 'close').then(() => answer) };
 }
 
 async function scrape(base: string): Promise<{ text: string; families: Map<string, ParsedFamily> }> {
@@ -257,15 +269,7 @@ describe('GET /metrics', () => {
     service = await startServiceUnderTest({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
     const url = new URL(service.otlpHttpUrl);
     const head = `POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"resourceLogs":`;
-    const open = async (): Promise<{ socket: Socket; answer: Promise<string> }> => {
-      const socket = connect(Number(url.port), url.hostname);
-      await once(socket, 'connect');
-      socket.write(head);
-      let answer = '';
-      socket.on('data', (d: Buffer) => (answer += d.toString()));
-      socket.on('error', () => {});
-      return { socket, answer: once(socket, 'close').then(() => answer) };
-    };
+    const open = (): Promise<{ socket: Socket; answer: Promise<string> }> => sendRaw(url, head);
     // Half a body, then nothing: Node answers 408 at the timeout.
     const slow = await open();
     const answer = await slow.answer;
@@ -284,6 +288,38 @@ describe('GET /metrics', () => {
     expect(rejected(families)).toEqual({ request_timeout: 1, client_aborted: 1 });
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '408' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '499' })).toBe(1);
+  });
+
+  it('counts the requests Node\'s HTTP parser refuses on the OTLP/HTTP port under their own reasons, and a connection that sent nothing under none', async () => {
+    service = await startServiceUnderTest({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
+    const url = new URL(service.otlpHttpUrl);
+    const answer = async (raw: string): Promise<string> => (await sendRaw(url, raw)).answer;
+    const rejected = (f: Map<string, ParsedFamily>): Record<string, number> => Object.fromEntries((f.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
+      .filter((x) => x.labels['transport'] === 'http' && x.value > 0).map((x) => [x.labels['reason'] as string, x.value]));
+    // A proxy adding headers past 16 KiB.
+    expect(await answer(`POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Added: ${'a'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`)).toMatch(/^HTTP\/1\.1 431 /);
+    // A client speaking TLS to the plain-text port: its ClientHello is no HTTP method.
+    const tlsClient = tlsConnect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false });
+    const tlsError = await once(tlsClient, 'error').then(([err]) => err as Error);
+    expect(tlsError).toBeInstanceOf(Error);
+    tlsClient.destroy();
+    // An OTLP/gRPC client on the OTLP/HTTP port: HTTP/2's connection preface.
+    expect(await answer('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 /);
+    // Headers never finished: 408 at otlp.requestTimeout.
+    expect(await answer('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\n')).toMatch(/^HTTP\/1\.1 408 /);
+    // Chunked framing that cannot be read, after the headers: the handler's request, counted once, by what ended it.
+    expect(await answer('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toMatch(/^HTTP\/1\.1 400 /);
+    // A connection that says nothing is closed at the timeout, but it made no request.
+    await answer('');
+    // The other refusals are counted as they are answered; the handler's once it has seen its body end.
+    const handled = (f: Map<string, ParsedFamily>): number => (f.get('hookwatch_otlp_requests_total')?.samples ?? []).filter((x) => x.labels['transport'] === 'http').length;
+    await until('the chunked request counted', async () => handled((await scrape(service?.httpUrl ?? '')).families) > 0);
+    const { families } = await scrape(service.httpUrl);
+    expect(rejected(families)).toEqual({ header_overflow: 1, malformed: 3, request_timeout: 1 });
+    // Only the request whose headers were read has a signal to count it under.
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '400' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '499' })).toBeUndefined();
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'chunk_extensions_overflow' })).toBe(0);
   });
 
   it('logs nothing per record or per request on the hot path', async () => {

@@ -24,6 +24,21 @@ const REFUSAL_STATUS: Record<ParserRefusal, [number, string]> = {
   malformed: [400, 'Bad Request'],
 };
 
+/**
+ * The refusal an error of a request's connection is: one of the parser's (HPE_*: HTTP it cannot read) or its
+ * timeout; undefined for anything else (a connection reset or otherwise lost).
+ */
+export function parserRefusal(err: unknown): ParserRefusal | undefined {
+  const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
+  if (typeof code !== 'string') return undefined;
+  return REFUSALS[code] ?? (code.startsWith('HPE_') ? 'malformed' : undefined);
+}
+
+/** The HTTP status a refusal is answered with. */
+export function refusalStatus(refusal: ParserRefusal): number {
+  return REFUSAL_STATUS[refusal][0];
+}
+
 export interface RefusalBody {
   contentType: string;
   body: string | Buffer;
@@ -32,13 +47,25 @@ export interface RefusalBody {
 /**
  * Answers each request `server`'s parser refuses with the body `answer` writes for it. `request` is the request
  * cut short when its headers were read (a body not received in time), so that its content type can be known.
+ *
+ * `unseen` is told of each refusal of a request no handler has seen (its headers were never read whole), so that
+ * it can be counted: a handler sees the refusal of its own request's body as the end of that body, the socket's
+ * error saying which refusal it was (parserRefusal(req.socket.errored)). A connection that sent nothing before
+ * the timeout made no request: it is closed (and answered, as Node does), but `unseen` is not told.
  */
-export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined) => RefusalBody): void {
+export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined) => RefusalBody, unseen?: (refusal: ParserRefusal) => void): void {
+  // The last request each connection's handler was given: one not yet whole when its connection fails is its handler's.
+  const handled = new WeakMap<Duplex, IncomingMessage>();
+  server.on('request', (req: IncomingMessage) => handled.set(req.socket, req));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const refused = parserRefusal(err);
+    const current = handled.get(socket);
+    // bytesRead counts what the parser was given (the plain text, on a TLS connection).
+    if (refused && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refused);
     // As Node: no answer on a connection that is gone, nor in the middle of one already being written.
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-      const refusal = REFUSALS[err.code ?? ''] ?? 'malformed';
+      const refusal = refused ?? 'malformed';
       const [status, reason] = REFUSAL_STATUS[refusal];
       const { contentType, body } = answer(refusal, inFlight?.req);
       socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n`);

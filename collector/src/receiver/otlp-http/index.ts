@@ -20,7 +20,7 @@ import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
-import { answerParserRefusals, type ParserRefusal } from '../../net/parser-refusals.ts';
+import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -56,14 +56,6 @@ const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
   malformed: [RpcCode.INVALID_ARGUMENT, 'malformed HTTP request'],
 };
 
-/**
- * Node ended this request at otlp.requestTimeout (the server's requestTimeout): it answered 408 itself and
- * closed the socket with ERR_HTTP_REQUEST_TIMEOUT, and the body then reads as aborted.
- */
-function timedOut(req: IncomingMessage): boolean {
-  return (req.socket.errored as NodeJS.ErrnoException | null)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-}
-
 export class OtlpHttpReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
   private readonly server: Server;
@@ -96,11 +88,12 @@ export class OtlpHttpReceiver {
     this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
     // An exporter reads a google.rpc.Status in its request's encoding, as for the receiver's own refusals; when the
     // headers could not be read, in protobuf, OTLP/HTTP's default encoding (and the one the Go exporter decodes).
+    // Counted under the refusal's own name; a request whose headers were read is counted by its handler.
     answerParserRefusals(this.server, (refusal, req) => {
       const encoding = req ? answerEncoding(req) : 'protobuf';
       const [code, message] = PARSER_REFUSALS[refusal];
       return { contentType: contentType(encoding), body: encodeStatus(encoding, code, message) };
-    });
+    }, (refusal) => this.count(this.stats.rejected, refusal));
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
@@ -191,11 +184,12 @@ export class OtlpHttpReceiver {
       res.end(out);
     } catch (err) {
       if (err instanceof ClientAbortedError) {
-        // No answer can reach the client. A request cut off at otlp.requestTimeout is counted as the gRPC
-        // receiver counts its own; one the client gave up on is not a bad request either.
-        const timeout = timedOut(req);
-        this.count(this.stats.requests, `${signal}:${timeout ? 408 : 499}`);
-        this.count(this.stats.rejected, timeout ? 'request_timeout' : 'client_aborted');
+        // The body ended early. Either the parser refused it (cut off at otlp.requestTimeout, counted as the gRPC
+        // receiver counts its own; chunked framing it cannot read), and the refusal's status was answered, or the
+        // client gave up on it: not a bad request either, and no answer can reach it.
+        const refused = parserRefusal(req.socket.errored);
+        this.count(this.stats.requests, `${signal}:${refused ? refusalStatus(refused) : 499}`);
+        this.count(this.stats.rejected, refused ?? 'client_aborted');
         return;
       }
       const m = mapError(err);
