@@ -322,6 +322,28 @@ describe('GET /metrics', () => {
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'chunk_extensions_overflow' })).toBe(0);
   });
 
+  it('counts a client that does not speak HTTP/2 on the OTLP/gRPC port as malformed, and a gRPC client not at all', async () => {
+    service = await startServiceUnderTest();
+    const grpcRejected = async (): Promise<Record<string, number>> => Object.fromEntries(((await scrape(service?.httpUrl ?? '')).families.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
+      .filter((x) => x.labels['transport'] === 'grpc' && x.value > 0).map((x) => [x.labels['reason'] as string, x.value]));
+    // A real gRPC exporter: its calls are answered, nothing is refused.
+    expect((await emitExecutions(service.otlpGrpcUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], {}, { protocol: 'grpc' })).codes).toEqual([0]);
+    expect(await grpcRejected()).toEqual({});
+    const url = new URL(service.otlpGrpcUrl);
+    // An OTLP/HTTP request: no HTTP/2 connection preface. node:http2 answers GOAWAY and closes the connection.
+    expect((await (await sendRaw(url, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}')).answer).length).toBeGreaterThan(0);
+    await expect.poll(grpcRejected).toEqual({ malformed: 1 });
+    // A client speaking TLS to the plain-text port.
+    const tlsClient = tlsConnect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false });
+    tlsClient.on('error', () => {});
+    await new Promise((resolve) => tlsClient.on('close', resolve));
+    await expect.poll(grpcRejected).toEqual({ malformed: 2 });
+    // A connection that says nothing and goes is no client of any protocol.
+    (await sendRaw(url, '')).socket.end();
+    expect((await emitExecutions(service.otlpGrpcUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], {}, { protocol: 'grpc' })).codes).toEqual([0]);
+    expect(await grpcRejected()).toEqual({ malformed: 2 });
+  });
+
   it('logs nothing per record or per request on the hot path', async () => {
     const lines: string[] = [];
     service = await startServiceUnderTest({}, createLogger({ level: 'debug', write: (l) => lines.push(l) }));

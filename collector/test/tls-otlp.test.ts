@@ -17,6 +17,7 @@ import type { OverviewResponse } from '../../shared/src/api.ts';
 import { ConfigError } from '../src/config/index.ts';
 import { recordingLogger } from './support/recording-logger.ts';
 import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
+import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { RecordingExporter, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 type Kind = 'http/json' | 'http/protobuf' | 'grpc';
@@ -135,6 +136,24 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
       await expect(servedFingerprint(port, { ca: readFileSync(pki.ca.certFile), maxVersion: 'TLSv1.2', ALPNProtocols: ALPN })).rejects.toThrow(/version/i);
       expect(await servedFingerprint(port, { ca: readFileSync(pki.ca.certFile), minVersion: 'TLSv1.3', ALPNProtocols: ALPN })).toBe(fingerprint(pki.server.certFile));
     }
+  });
+
+  it('on the OTLP/gRPC port, a TLS client that agreed on no protocol (an OTLP/HTTP exporter) is counted as malformed; a gRPC exporter is not', async () => {
+    service = await startServiceUnderTest(tlsEnv(pki.server));
+    const base = service.httpUrl;
+    const sample = async (family: string, labels: Record<string, string>): Promise<number | undefined> => sampleValue(parseExposition(await (await fetch(`${base}/metrics`)).text()), family, labels);
+    const malformed = (): Promise<number | undefined> => sample('hookwatch_otlp_requests_rejected_total', { transport: 'grpc', reason: 'malformed' });
+    expect((await send('grpc', service.otlpGrpcUrl, 'SessionStart:grpc', { ca: pki.ca.certFile })).codes).toEqual([0]);
+    expect(await malformed()).toBe(0);
+    // An OTLP/HTTP exporter given the gRPC port: its TLS handshake offers no protocol, and node:http2 closes it.
+    expect((await send('http/json', service.otlpGrpcUrl, 'SessionStart:http', { ca: pki.ca.certFile }, 2000)).codes).toEqual([1]);
+    await expect.poll(malformed).toBeGreaterThanOrEqual(1);
+    const counted = await malformed();
+    // One that offers HTTP/1.1 only fails the handshake: a failed handshake, not a request.
+    await expect(servedFingerprint(portOf(service.otlpGrpcUrl), { ca: readFileSync(pki.ca.certFile), ALPNProtocols: ['http/1.1'] })).rejects.toThrow(/application protocol/i);
+    await expect.poll(() => sample('hookwatch_tls_handshake_failures_total', { listener: 'otlp_grpc', reason: 'other' })).toBe(1);
+    expect(await malformed()).toBe(counted);
+    expect(service.ingest.stats.stored).toBe(1);
   });
 
   it('a rotated certificate is served to new connections on both ports without a restart; a bad new key keeps the old one', async () => {

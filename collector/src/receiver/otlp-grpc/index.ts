@@ -17,11 +17,11 @@ import {
   Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus,
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
-import { constants as http2Constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { constants as http2Constants, type Http2Session, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as NetServer, type Socket } from 'node:net';
 import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
 import { slowClientLimits } from '../../net/slow-clients.ts';
-import type { Server as TlsServer } from 'node:tls';
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
 import type { TlsCredentials } from '../../net/tls.ts';
 import { validatePassThrough } from '../../otlp/validate.ts';
@@ -107,6 +107,8 @@ export class OtlpGrpcReceiver {
   private readonly fresh = new Map<string, FreshConnection>();
   /** Closes the connections that have started no call in the time an OTLP/HTTP request has for its headers. */
   private freshSweep: NodeJS.Timeout | undefined;
+  /** The HTTP/2 sessions that have started a call: they speak HTTP/2, whatever goes wrong with them later. */
+  private readonly calling = new WeakSet<Http2Session>();
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
@@ -138,7 +140,10 @@ export class OtlpGrpcReceiver {
       this.server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p)));
     });
     this.started = true;
-    for (const server of this.listeningServers()) this.trackFresh(server);
+    for (const server of this.listeningServers()) {
+      this.trackFresh(server);
+      this.countNotHttp2(server);
+    }
     // A client that connects and never starts a call (slowloris) would otherwise hold its connection until
     // grpc.max_connection_idle_ms, minutes; the OTLP/HTTP port closes such a connection at its headers timeout.
     const { headersTimeout, connectionsCheckingInterval } = slowClientLimits(this.opts.requestTimeoutMs);
@@ -176,9 +181,29 @@ export class OtlpGrpcReceiver {
       if (connection) connection.session = session;
     });
     server.on('stream', (stream: ServerHttp2Stream) => {
-      const socket = stream.session?.socket;
+      const { session } = stream;
+      if (session) this.calling.add(session);
+      const socket = session?.socket;
       if (socket) this.fresh.delete(peer(socket));
     });
+  }
+
+  /**
+   * Counts the clients that do not speak HTTP/2 as `malformed`, as the OTLP/HTTP port counts HTTP it cannot read:
+   * an OTLP/HTTP exporter, or one speaking TLS to the plain-text port, whose first bytes node:http2 refuses (a
+   * bad client preface); with otlp.tls, one whose handshake agreed on no protocol (no ALPN), which node:http2
+   * closes without a session. A client that offers only HTTP/1.1 fails the handshake itself, counted with the
+   * failed handshakes (hookwatch_tls_handshake_failures_total), as is a plain-text client on the TLS port.
+   */
+  private countNotHttp2(server: NetServer): void {
+    server.on('sessionError', (err: NodeJS.ErrnoException, session: ServerHttp2Session) => {
+      if (err.code === 'ERR_HTTP2_ERROR' && !this.calling.has(session)) this.count(this.stats.rejected, 'malformed');
+    });
+    if (this.opts.tls) {
+      server.on('secureConnection', (socket: TLSSocket) => {
+        if (socket.alpnProtocol !== 'h2') this.count(this.stats.rejected, 'malformed');
+      });
+    }
   }
 
   /**
