@@ -819,6 +819,36 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(a.lastEventMs).toBe(late.timeMs);
     expect(a.info.hookName).toBe('PostToolUse:Bash');
   });
+  it('counts a persisted output stamped just before the window once, however little or much later it arrived', async () => {
+    const store = await open();
+    const now = T0 + 5 * HOUR;
+    const from = now - HOUR;
+    const over = (hookName: string, timeMs: number, receivedMs: number): HookEvent => ev({ hookName, timeMs, receivedMs, outputsPersisted: 1, status: 'over', stdoutChars: 30_000 });
+    await store.ingest([
+      // Late by seconds, across the window's start: among the arrivals just after it.
+      over('PostToolUse:a', from - 1_000, from + 1_000),
+      // Late by exactly LATE_ARRIVAL_MS, and by a millisecond more: one read by each part of the query.
+      over('PostToolUse:b', from - 1, from - 1 + LATE_ARRIVAL_MS),
+      over('PostToolUse:b', from - 2, from - 1 + LATE_ARRIVAL_MS),
+      // Late by more than LATE_ARRIVAL_MS, arriving long after the window's start.
+      over('PostToolUse:c', from - 10 * MINUTE, now - MINUTE),
+      // In the window by event time, or arrived before it: not late arrivals of the window.
+      over('PostToolUse:d', from, from + 2_000),
+      over('PostToolUse:d', from - 2 * MINUTE, from - 1),
+      // Arrived at the window's end: outside [from, to).
+      over('PostToolUse:d', from - MINUTE, now),
+    ]);
+    const m = await store.latePersisted({ receivedFromMs: from, receivedToMs: now, eventBeforeMs: from });
+    const byName = Object.fromEntries([...m.values()].map((a) => [a.info.hookName, { outputsPersisted: a.outputsPersisted, firstEventMs: a.firstEventMs, lastEventMs: a.lastEventMs }]));
+    expect(byName).toEqual({
+      'PostToolUse:a': { outputsPersisted: 1, firstEventMs: from - 1_000, lastEventMs: from - 1_000 },
+      'PostToolUse:b': { outputsPersisted: 2, firstEventMs: from - 2, lastEventMs: from - 1 },
+      'PostToolUse:c': { outputsPersisted: 1, firstEventMs: from - 10 * MINUTE, lastEventMs: from - 10 * MINUTE },
+    });
+    // Split by a dimension, the same outputs.
+    const byTeam = await store.latePersisted({ receivedFromMs: from, receivedToMs: now, eventBeforeMs: from, dimension: 'team' });
+    expect(Object.fromEntries([...byTeam.values()].map((a) => [a.info.hookName, a.outputsPersisted]))).toEqual({ 'PostToolUse:a': 1, 'PostToolUse:b': 2, 'PostToolUse:c': 1 });
+  });
   it('splits late persisted outputs by the value of a dimension, and the persisted rule with groupBy counts each for its own value', async () => {
     const store = await open();
     const now = T0 + 5 * HOUR;

@@ -586,23 +586,26 @@ export function compactEventColumnsDdl(int: string, small: string): string {
 
 /**
  * Executions over the cap (persisted outputs, reported or measured) per hook that arrived in [$1, $2) with an
- * event time before $3 (older than the rule's window by event time), through the partial index of the events over
- * the cap (events_over_arrival): the cost is the window's late events over the cap, not the table, nor the events
- * counted under an overflow hook. With `attrExpr` (a dimension over attr_sets' columns, from dimensionExpr), per
- * hook and value of it as column `v`: each late event's set is looked up by its id, one probe per late event, and
- * an event without the value (or whose set is gone) groups under '', as breakdown's. `events` is how the query
- * names the table: SQLite, without statistics to tell the two partial arrival indexes apart, is told which.
+ * event time before $3 (older than the rule's window by event time), read as lateArrivalsQuery reads its events:
+ * those more than LATE_ARRIVAL_MS late through their own index, the others among the arrivals over the cap of
+ * LATE_ARRIVAL_MS after $3 only (the partial index of the events over the cap, events_over_arrival). The cost is
+ * the late events and a few minutes of arrivals over the cap, not every output over the cap the window received
+ * (the query runs on every ingest with one), nor the events counted under an overflow hook. With `attrExpr` (a
+ * dimension over attr_sets' columns, from dimensionExpr), per hook and value of it as column `v`: each late
+ * event's set is looked up by its id, one probe per late event, and an event without the value (or whose set is
+ * gone) groups under '', as breakdown's. `tables`: how each part names the table (SQLite, without statistics to
+ * tell the partial arrival indexes apart, is told which).
  */
-export function latePersistedQuery(p: (n: number) => string, attrExpr?: string, events = 'events'): string {
-  const where = `status = ${STATUS_CODES.over} AND received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)}`;
+export function latePersistedQuery(p: (n: number) => string, attrExpr?: string, tables: LateArrivalTables = { late: 'events', arrivals: 'events' }): string {
+  const late = lateArrivals(p, tables, `status = ${STATUS_CODES.over}`);
+  const hook = hookIdOf('arrivals');
   if (attrExpr === undefined) {
-    return `SELECT ${EVENT_HOOK_ID} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM ${events}
-    WHERE ${where} GROUP BY hook`;
+    return `SELECT ${hook} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM ${late} GROUP BY hook`;
   }
   const value = `COALESCE(${attrExpr}, '')`;
-  return `SELECT ${EVENT_HOOK_ID} AS g, ${value} AS v, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()}
-    FROM ${events} LEFT JOIN attr_sets ON attr_sets.id = events.attrs
-    WHERE ${where} GROUP BY hook, ${value}`;
+  return `SELECT ${hook} AS g, ${value} AS v, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()}
+    FROM ${late} LEFT JOIN attr_sets ON attr_sets.id = arrivals.attrs
+    GROUP BY hook, ${value}`;
 }
 
 /**
@@ -624,22 +627,39 @@ export function lateArrivalIndexDdl(): string {
 /** The index of the events that arrived late (lateArrivalIndexDdl). */
 export const LATE_ARRIVAL_INDEX: EventIndex = { name: 'events_late_arrival', def: `(received_ms) WHERE received_ms > time_ms + ${LATE_ARRIVAL_MS}` };
 
+/** How the two parts of a late-arrival read name the events table (SQLite is told which index each reads). */
+export interface LateArrivalTables {
+  late: string;
+  arrivals: string;
+}
+
+/**
+ * The events (where `where`, when given) that arrived in [$1, $2) with an event time before $3, as a subquery
+ * named `arrivals`, in two parts that together hold each such event once: those more than LATE_ARRIVAL_MS late,
+ * through their own index (lateArrivalIndexDdl), and the others, which arrived before $3 + LATE_ARRIVAL_MS (an
+ * event time before $3, at most LATE_ARRIVAL_MS late), through an arrival index. The cost is the late events and
+ * LATE_ARRIVAL_MS of arrivals, not the window's.
+ */
+function lateArrivals(p: (n: number) => string, tables: LateArrivalTables, where?: string): string {
+  const received = (before: string): string => `received_ms >= ${p(1)} AND received_ms < ${before} AND time_ms < ${p(3)}${where ? ` AND ${where}` : ''}`;
+  const lateTerm = `received_ms > time_ms + ${LATE_ARRIVAL_MS}`;
+  // The earlier of $2 and $3 + LATE_ARRIVAL_MS as one bound: given both, SQLite ranges the index over one only
+  // (the first), and every arrival of the window would be read.
+  const onTimeBefore = `CAST(${p(3)} AS BIGINT) + ${LATE_ARRIVAL_MS}`;
+  return `(
+      SELECT * FROM ${tables.late} WHERE ${lateTerm} AND ${received(p(2))}
+      UNION ALL
+      SELECT * FROM ${tables.arrivals} WHERE NOT (${lateTerm}) AND ${received(`CASE WHEN ${p(2)} < ${onTimeBefore} THEN ${p(2)} ELSE ${onTimeBefore} END`)}
+    ) AS arrivals`;
+}
+
 /**
  * Every event with a receive time (over the cap, or stored under an overflow hook: eventValues) per hook that
- * arrived in [$1, $2) with an event time before $3, in two parts that together hold each such event once: those
- * more than LATE_ARRIVAL_MS late, through their own index (lateArrivalIndexDdl), and the others, which arrived
- * before $3 + LATE_ARRIVAL_MS, through the arrival index (arrivalIndexDdl). The cost is the late events and
- * LATE_ARRIVAL_MS of arrivals, not the window's: at store.maxHooks most events of the window are folded, and the
- * query runs on each ingest that folds. `tables`: how each part names the table (SQLite is told which index).
+ * arrived in [$1, $2) with an event time before $3 (lateArrivals, through the arrival index, arrivalIndexDdl): at
+ * store.maxHooks most events of the window are folded, and the query runs on each ingest that folds.
  */
-export function lateArrivalsQuery(p: (n: number) => string, tables: { late: string; arrivals: string } = { late: 'events', arrivals: 'events' }): string {
-  const received = `received_ms >= ${p(1)} AND received_ms < ${p(2)} AND time_ms < ${p(3)}`;
-  const lateTerm = `received_ms > time_ms + ${LATE_ARRIVAL_MS}`;
-  return `SELECT ${hookIdOf('arrivals')} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM (
-      SELECT * FROM ${tables.late} WHERE ${lateTerm} AND ${received}
-      UNION ALL
-      SELECT * FROM ${tables.arrivals} WHERE NOT (${lateTerm}) AND ${received} AND received_ms < CAST(${p(3)} AS BIGINT) + ${LATE_ARRIVAL_MS}
-    ) AS arrivals GROUP BY hook`;
+export function lateArrivalsQuery(p: (n: number) => string, tables: LateArrivalTables = { late: 'events', arrivals: 'events' }): string {
+  return `SELECT ${hookIdOf('arrivals')} AS g, MIN(time_ms) AS first_event, MAX(time_ms) AS last_event, ${eventAggregates()} FROM ${lateArrivals(p, tables)} GROUP BY hook`;
 }
 
 /**

@@ -104,8 +104,8 @@ export const MIGRATIONS: readonly string[] = [
   lateArrivalIndexDdl(),
 ];
 
-/** The late persisted-output query's table, with the index it reads named (sql.ts latePersistedQuery). */
-export const LATE_PERSISTED_EVENTS = 'events INDEXED BY events_over_arrival';
+/** The two parts of the persisted alert's late query, each with the index it reads named (sql.ts latePersistedQuery). */
+export const LATE_PERSISTED_EVENTS = { late: 'events INDEXED BY events_late_arrival', arrivals: 'events INDEXED BY events_over_arrival' };
 
 /** The two parts of the hook_limit alert's late-arrival query, each with the index it reads named (sql.ts lateArrivalsQuery). */
 export const LATE_ARRIVAL_EVENTS = { late: 'events INDEXED BY events_late_arrival', arrivals: 'events INDEXED BY events_arrival' };
@@ -890,7 +890,7 @@ export class SqliteStore implements Store {
 
   async latePersisted(q: LatePersistedQuery): Promise<Map<string, Arrival>> {
     // Built first: an unknown dimension is refused whether or not anything arrived late.
-    const sql = latePersistedQuery(() => '?', q.dimension === undefined ? undefined : this.attrExpr(q.dimension), LATE_PERSISTED_EVENTS);
+    const sql = latePersistedQuery((n) => `?${n}`, q.dimension === undefined ? undefined : this.attrExpr(q.dimension), LATE_PERSISTED_EVENTS);
     const rows = await this.all(sql, [q.receivedFromMs, q.receivedToMs, q.eventBeforeMs]);
     return rows.length === 0 ? new Map() : toArrivals(rows, await this.infos(rows.map((r) => String(r['g']))));
   }
