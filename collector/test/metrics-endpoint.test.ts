@@ -281,13 +281,20 @@ describe('GET /metrics', () => {
     const quitter = await open();
     await new Promise((r) => setTimeout(r, 100));
     quitter.socket.destroy();
+    // Half a body, then the client ends its side (an exporter exiting mid-upload): Node's parser reads the end of
+    // the stream as an error of its own (HPE_INVALID_EOF_STATE), yet nothing the client sent was malformed.
+    const ender = await open();
+    await new Promise((r) => setTimeout(r, 100));
+    ender.socket.end();
+    await ender.answer;
     const rejected = (f: Map<string, ParsedFamily>): Record<string, number> => Object.fromEntries((f.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
       .filter((x) => x.labels['transport'] === 'http' && x.value > 0).map((x) => [x.labels['reason'] as string, x.value]));
-    await until('the aborted request counted', async () => Object.keys(rejected((await scrape(service?.httpUrl ?? '')).families)).length === 2);
+    const counted = (f: Map<string, ParsedFamily>): number => Object.values(rejected(f)).reduce((a, b) => a + b, 0);
+    await until('the aborted requests counted', async () => counted((await scrape(service?.httpUrl ?? '')).families) === 3);
     const { families } = await scrape(service.httpUrl);
-    expect(rejected(families)).toEqual({ request_timeout: 1, client_aborted: 1 });
+    expect(rejected(families)).toEqual({ request_timeout: 1, client_aborted: 2 });
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '408' })).toBe(1);
-    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '499' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '499' })).toBe(2);
   });
 
   it('counts the requests Node\'s HTTP parser refuses on the OTLP/HTTP port under their own reasons, and a connection that sent nothing under none', async () => {
@@ -311,6 +318,10 @@ describe('GET /metrics', () => {
     expect(await answer('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toMatch(/^HTTP\/1\.1 400 /);
     // A connection that says nothing is closed at the timeout, but it made no request.
     await answer('');
+    // Nor one that ends its side before its headers are whole: it gave up, as one resetting the connection does.
+    const ender = await sendRaw(url, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\n');
+    ender.socket.end();
+    await ender.answer;
     // The other refusals are counted as they are answered; the handler's once it has seen its body end.
     const handled = (f: Map<string, ParsedFamily>): number => (f.get('hookwatch_otlp_requests_total')?.samples ?? []).filter((x) => x.labels['transport'] === 'http').length;
     await until('the chunked request counted', async () => handled((await scrape(service?.httpUrl ?? '')).families) > 0);

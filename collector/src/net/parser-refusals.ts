@@ -25,12 +25,18 @@ const REFUSAL_STATUS: Record<ParserRefusal, [number, string]> = {
 };
 
 /**
+ * The parser's error for a connection the client ended (sent its FIN) in the middle of a request: nothing it sent
+ * was wrong, it gave up on the request, as a client resetting the connection does (an exporter exiting mid-upload).
+ */
+const ENDED_MID_REQUEST = 'HPE_INVALID_EOF_STATE';
+
+/**
  * The refusal an error of a request's connection is: one of the parser's (HPE_*: HTTP it cannot read) or its
- * timeout; undefined for anything else (a connection reset or otherwise lost).
+ * timeout; undefined for anything else (a connection reset, ended mid-request or otherwise lost).
  */
 export function parserRefusal(err: unknown): ParserRefusal | undefined {
   const code = (err as NodeJS.ErrnoException | null | undefined)?.code;
-  if (typeof code !== 'string') return undefined;
+  if (typeof code !== 'string' || code === ENDED_MID_REQUEST) return undefined;
   return REFUSALS[code] ?? (code.startsWith('HPE_') ? 'malformed' : undefined);
 }
 
