@@ -343,12 +343,12 @@ describe('GET /metrics', () => {
     const url = new URL(service.otlpGrpcUrl);
     // An OTLP/HTTP request: no HTTP/2 connection preface. node:http2 answers GOAWAY and closes the connection.
     expect((await (await sendRaw(url, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}')).answer).length).toBeGreaterThan(0);
-    await expect.poll(grpcRejected).toEqual({ malformed: 1 });
+    await expect.poll(grpcRejected, { timeout: 15_000 }).toEqual({ malformed: 1 });
     // A client speaking TLS to the plain-text port.
     const tlsClient = tlsConnect({ host: url.hostname, port: Number(url.port), rejectUnauthorized: false });
     tlsClient.on('error', () => {});
     await new Promise((resolve) => tlsClient.on('close', resolve));
-    await expect.poll(grpcRejected).toEqual({ malformed: 2 });
+    await expect.poll(grpcRejected, { timeout: 15_000 }).toEqual({ malformed: 2 });
     // A connection that says nothing and goes is no client of any protocol.
     (await sendRaw(url, '')).socket.end();
     expect((await emitExecutions(service.otlpGrpcUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], {}, { protocol: 'grpc' })).codes).toEqual([0]);

@@ -147,11 +147,11 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
     expect(await malformed()).toBe(0);
     // An OTLP/HTTP exporter given the gRPC port: its TLS handshake offers no protocol, and node:http2 closes it.
     expect((await send('http/json', service.otlpGrpcUrl, 'SessionStart:http', { ca: pki.ca.certFile }, 2000)).codes).toEqual([1]);
-    await expect.poll(malformed).toBeGreaterThanOrEqual(1);
+    await expect.poll(malformed, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
     const counted = await malformed();
     // One that offers HTTP/1.1 only fails the handshake: a failed handshake, not a request.
     await expect(servedFingerprint(portOf(service.otlpGrpcUrl), { ca: readFileSync(pki.ca.certFile), ALPNProtocols: ['http/1.1'] })).rejects.toThrow(/application protocol/i);
-    await expect.poll(() => sample('hookwatch_tls_handshake_failures_total', { listener: 'otlp_grpc', reason: 'other' })).toBe(1);
+    await expect.poll(() => sample('hookwatch_tls_handshake_failures_total', { listener: 'otlp_grpc', reason: 'other' }), { timeout: 15_000 }).toBe(1);
     expect(await malformed()).toBe(counted);
     expect(service.ingest.stats.stored).toBe(1);
   });
