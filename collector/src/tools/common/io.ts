@@ -43,7 +43,6 @@ export function exitBySignal(signal: NodeJS.Signals): never {
   process.exit(128 + (constants.signals[signal] ?? 15));
 }
 
-/** Exit codes shared by the tools: 0 clean, 1 findings (the check failed loudly), 2 usage or input error. */
 /**
  * After SIGTERM (a hook's timeout, or a stop signal passed on to it), how long a hook command gets before SIGKILL.
  * Short: a hook stopped by its timeout has been given up on already, and whoever stopped it may soon kill the tool
@@ -51,6 +50,7 @@ export function exitBySignal(signal: NodeJS.Signals): never {
  */
 export const KILL_GRACE_MS = 1_000;
 
+/** Exit codes shared by the tools: 0 clean, 1 findings (the check failed loudly), 2 usage or input error. */
 export const EXIT_OK = 0;
 export const EXIT_FINDINGS = 1;
 export const EXIT_USAGE = 2;
