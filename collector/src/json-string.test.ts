@@ -33,6 +33,16 @@ describe('jsonMembers', () => {
     }
   });
 
+  it('leaves out a key the head is cut after, before its colon, wherever the object starts', () => {
+    // Past the end of the text the white-space scan started over at 0: the cut key's value was said to sit there.
+    for (const text of [' {"a": "b", "c"', '\n{"a": "b", "c" ', ' {"a": "b", "c" :', '{"a": "b", "c"']) {
+      const open = text.indexOf('{');
+      expect([...jsonMembers(text, open).keys()], JSON.stringify(text)).toEqual(['a']);
+    }
+    // Nor is a key given twice replaced by its cut repeat.
+    expect(jsonMembers(' {"a": "b", "a"', 1).get('a')).toEqual({ start: 7, end: 10 });
+  });
+
   it('keeps the last of a key given twice, reads escaped keys as JSON.parse does, and leaves numbers as written', () => {
     const text = '{"a": {"b": "}\\""}, "n" :1.0 , "\\u0061": [1e3, "]"], "x":-0.5E+2}';
     const members = jsonMembers(text, 0);

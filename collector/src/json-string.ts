@@ -63,7 +63,7 @@ export function jsonValueEnd(text: string, start: number): number {
  * JSON.parse reads it) and where its value sits. A key given twice is the last one, as JSON.parse keeps it. In
  * the head of such a text (a large hook input kept in part) the members before the cut are read, and the one it
  * cuts is left out: a number or literal too once it reaches the end of the head, as it may go on past it. In
- * text that is not JSON, the members are read up to a key that is no JSON string.
+ * text that is not JSON, the members are read up to a key that is no JSON string or has no colon after it.
  */
 export function jsonMembers(text: string, open: number): Map<string, JsonSpan> {
   const members = new Map<string, JsonSpan>();
@@ -78,8 +78,11 @@ export function jsonMembers(text: string, open: number): Map<string, JsonSpan> {
       // Not JSON after all (a bad escape): what came before is all that is read.
       break;
     }
-    // Past the colon to the value.
-    const start = skipWhiteSpace(text, skipWhiteSpace(text, keyEnd + 1) + 1);
+    // Past the colon to the value; a head cut before the colon holds no value (the scan from past the end of the
+    // text would start over at its first character).
+    const colon = skipWhiteSpace(text, keyEnd + 1);
+    if (text[colon] !== ':') break;
+    const start = skipWhiteSpace(text, colon + 1);
     const end = jsonValueEnd(text, start);
     // A number or literal that reaches the end of the text may go on past a cut.
     if (end === -1 || (end === text.length && !'"[{'.includes(text.charAt(start)))) break;
