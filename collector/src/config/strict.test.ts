@@ -18,11 +18,17 @@ describe('db', () => {
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/LeakPw11/);
   });
 
+  it.each(['postgres:/u:LeakPw11@h/db', 'postgresql:u:LeakPw11@h/db', 'postgres//u:LeakPw11@h/db'])('refuses %s, a postgres URL written wrong, without its password', (db) => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).toThrow(/\bdb\b.*looks like a postgres:\/\/ URL written wrong/);
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/LeakPw11/);
+  });
+
   it('accepts a path or a postgres URL', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: '/var/lib/hookwatch/h.db' } })).db).toBe('/var/lib/hookwatch/h.db');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u@localhost/h' } })).db).toBe('postgres://u@localhost/h');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'POSTGRESQL://u@localhost/h' } })).db).toBe('POSTGRESQL://u@localhost/h');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'data/h.db' } })).db).toBe('data/h.db');
+    expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres-data/h.db' } })).db).toBe('postgres-data/h.db');
   });
 });
 

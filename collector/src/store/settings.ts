@@ -13,11 +13,15 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
+/** postgres:/u:pw@h/db, postgresql:u:pw@h/db, postgres//u:pw@h/db: a URL missing a character, not a file to create. */
+const MISWRITTEN_POSTGRES_URL = /^postgres(ql)?(:\/?(?!\/)|\/\/)/i;
+
 export const STORE_SETTINGS: readonly Setting[] = [
   {
     key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
     description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere, and refused at start when shorter than 4 characters, too short to be scrubbed from logs).',
-    redactValue: redactUrlPassword,
+    // A URL written wrong holds its password where the URL parser cannot find it: all of it is withheld.
+    redactValue: (v) => (typeof v === 'string' && MISWRITTEN_POSTGRES_URL.test(v) ? '<redacted>' : redactUrlPassword(v)),
     // Taken for a file name, a keyword/value string, or a URL of another scheme (postgress://, mysql://, file://),
     // would become a SQLite file named after the password, and hookwatch would run on it instead of the server.
     validate: (v) => {
@@ -25,6 +29,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
       if (LIBPQ_KEYWORDS.test(db)) return 'a libpq keyword/value connection string is not accepted: give a postgres:// URL, e.g. postgres://user:password@host:5432/hookwatch';
       const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db)?.[1];
       if (scheme !== undefined && !isPostgresUrl(db)) return `a ${scheme}:// URL is not a store hookwatch opens: give a SQLite file path, or a postgres:// (or postgresql://) URL`;
+      if (MISWRITTEN_POSTGRES_URL.test(db)) return 'this looks like a postgres:// URL written wrong (its scheme must be followed by ://): give a SQLite file path, or a postgres:// (or postgresql://) URL';
       return urlPasswordProblem(db);
     },
   },
