@@ -4,7 +4,7 @@ import type { LinkContext } from '../notify/model.ts';
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { firstEventMs, type Transition } from './lifecycle.ts';
-import { formatRfc3339 } from '../rfc3339.ts';
+import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 
 
 /**
@@ -25,8 +25,8 @@ export function announceTransitions(transitions: readonly Transition[], now: num
     try {
       const first = firstEventMs(a);
       const times = {
-        activeAt: formatRfc3339(a.activeAtMs), startsAt: a.startsAtMs === null ? null : formatRfc3339(a.startsAtMs), endsAt: t.to === 'resolved' ? formatRfc3339(a.endsAtMs ?? now) : null,
-        firstEventAt: first === null ? null : formatRfc3339(first), annotations: a.annotations,
+        activeAt: formatRfc3339(a.activeAtMs), startsAt: formatRfc3339OrNull(a.startsAtMs), endsAt: t.to === 'resolved' ? formatRfc3339(a.endsAtMs ?? now) : null,
+        firstEventAt: formatRfc3339OrNull(first), annotations: a.annotations,
       };
       const url = links ? dashboardLink(links, { hookId: a.hookId, ...times }, now) : '';
       events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now, ...(url ? { url } : {}) });

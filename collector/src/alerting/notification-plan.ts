@@ -9,6 +9,7 @@ import type { Notification, ReceiverConfig } from '../notify/model.ts';
 import { firstEventMs, type Transition } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
 import type { RuleKind } from './settings.ts';
+import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 
 export interface PlanOptions {
   now: number;
@@ -121,9 +122,9 @@ export function notification(a: AlertRecord, receiver: string, status: 'firing' 
     createdAtMs: now,
     alert: {
       id: a.id, fingerprint: a.fingerprint, rule: a.rule, labels: a.labels, annotations: a.annotations, hookId: a.hookId,
-      startsAt: new Date(a.startsAtMs ?? a.activeAtMs).toISOString(),
-      endsAt: a.endsAtMs === null ? null : new Date(a.endsAtMs).toISOString(),
-      firstEventAt: first === null ? null : new Date(first).toISOString(),
+      startsAt: formatRfc3339(a.startsAtMs ?? a.activeAtMs),
+      endsAt: formatRfc3339OrNull(a.endsAtMs),
+      firstEventAt: formatRfc3339OrNull(first),
     },
   };
 }

@@ -10,7 +10,7 @@ import { firstEventMs } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
 import type { Silences } from './silencing.ts';
 import type { AlertStateStore } from './state/store.ts';
-import { formatRfc3339OrNull } from '../rfc3339.ts';
+import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 
 /** A flapping rule can resolve many alerts in a day; the list stays bounded. */
 export const MAX_RESOLVED_LISTED = 1000;
@@ -37,7 +37,7 @@ export function alertSummary(a: AlertRecord, silencedBy: readonly string[], deli
   return {
     // The fingerprint receivers see (webhook alerts[].fingerprint, Alertmanager's own), not the internal key.
     id: a.id, fingerprint: alertmanagerFingerprint(a.labels), rule: a.rule, state: a.state, labels: byName(a.labels), annotations: byName(a.annotations),
-    activeAt: new Date(a.activeAtMs).toISOString(), startsAt: formatRfc3339OrNull(a.startsAtMs), endsAt: formatRfc3339OrNull(a.endsAtMs), firstEventAt: formatRfc3339OrNull(firstEventMs(a)),
+    activeAt: formatRfc3339(a.activeAtMs), startsAt: formatRfc3339OrNull(a.startsAtMs), endsAt: formatRfc3339OrNull(a.endsAtMs), firstEventAt: formatRfc3339OrNull(firstEventMs(a)),
     lastNotifiedAt: formatRfc3339OrNull(a.lastNotifiedMs),
     deliveries, silencedBy: [...silencedBy], hookId: a.hookId,
   };
@@ -81,7 +81,7 @@ export class AlertReadModel {
     // The listed alerts' attempts only: the table also holds those of every resolved alert past the list.
     for (const a of await this.opts.stateStore.lastAttempts(listed.map((s) => s.id))) {
       const list = byAlert.get(a.alertId) ?? [];
-      list.push({ receiver: a.receiver, status: a.status, outcome: a.outcome, at: new Date(a.atMs).toISOString(), httpStatus: a.httpStatus });
+      list.push({ receiver: a.receiver, status: a.status, outcome: a.outcome, at: formatRfc3339(a.atMs), httpStatus: a.httpStatus });
       byAlert.set(a.alertId, list);
     }
     return listed.map((s) => ({ ...s, deliveries: (byAlert.get(s.id) ?? []).sort((x, y) => x.receiver.localeCompare(y.receiver)) }));
@@ -90,7 +90,7 @@ export class AlertReadModel {
   /** Delivery attempts of one alert, oldest first. */
   async attempts(id: string): Promise<DeliveryAttempt[]> {
     return (await this.opts.stateStore.attempts(id)).map((a) => ({
-      receiver: a.receiver, webhookId: a.webhookId, attempt: a.attempt, at: new Date(a.atMs).toISOString(), status: a.status,
+      receiver: a.receiver, webhookId: a.webhookId, attempt: a.attempt, at: formatRfc3339(a.atMs), status: a.status,
       outcome: a.outcome, httpStatus: a.httpStatus, error: a.error, durationMs: a.durationMs,
     }));
   }

@@ -8,7 +8,7 @@ import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
 import { BadParameterError } from '../request-error.ts';
-import { parseRfc3339 } from '../rfc3339.ts';
+import { formatRfc3339, parseRfc3339 } from '../rfc3339.ts';
 
 /** A silence request the API could not accept; the message and `parameter` name the field. */
 export class SilenceError extends BadParameterError {
@@ -71,8 +71,8 @@ export function toSilence(s: SilenceRecord, now: number): Silence {
   return {
     id: s.id,
     matchers: s.matchers,
-    startsAt: new Date(s.startsAtMs).toISOString(),
-    endsAt: new Date(s.endsAtMs).toISOString(),
+    startsAt: formatRfc3339(s.startsAtMs),
+    endsAt: formatRfc3339(s.endsAtMs),
     createdBy: s.createdBy,
     comment: s.comment,
     state: silenceState(s, now),

@@ -13,6 +13,7 @@ import type { Dispatcher } from '../notify/dispatcher.ts';
 import { BadBodyError } from '../request-error.ts';
 import { isBodyRefusal } from './index.ts';
 import { badCursor, onlyParams, ParamError, parseLimit, single } from './params.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 export interface AlertsApiOptions {
   /** The alerts as alerting serves them (refreshed from shared state before each answer). */
@@ -98,7 +99,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     // Counted with the list, before it awaits anything: the two describe the same alerts.
     const resolvedOmitted = state === undefined || state === 'resolved' ? view.resolvedNotListed() : 0;
     const alerts = await view.alertsWithDeliveries();
-    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, resolvedOmitted, receivers: view.receiverNames(), now: new Date(now()).toISOString() };
+    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, resolvedOmitted, receivers: view.receiverNames(), now: formatRfc3339(now()) };
     res.json(body);
   });
 
@@ -194,7 +195,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
         rule: 'hookwatch_test',
         labels: { alertname: 'hookwatch_test', severity: 'info' },
         annotations: { summary: 'Test notification from hookwatch: this receiver is reachable.', description: 'Sent by POST /api/v1/receivers/:name/test; no hook is affected.' },
-        startsAt: new Date(t).toISOString(),
+        startsAt: formatRfc3339(t),
         endsAt: null,
         hookId: null,
       },

@@ -7,7 +7,7 @@ import express, { type Router } from 'express';
 import type { DeadLetterInfo, ForwardingDestination, ForwardingResponse, ReplayResponse } from '../../../shared/src/api.ts';
 import type { Forwarding } from '../forward/index.ts';
 import { onlyParams, parseCount } from './params.ts';
-import { formatRfc3339OrNull } from '../rfc3339.ts';
+import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 
 export interface ForwardingApiOptions {
   /** Undefined in fan-out mode. */
@@ -51,8 +51,8 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
       id: d.id,
       signal: d.signal,
       bytes: d.bytes,
-      receivedAt: new Date(d.receivedAtMs).toISOString(),
-      failedAt: new Date(d.failedAtMs).toISOString(),
+      receivedAt: formatRfc3339(d.receivedAtMs),
+      failedAt: formatRfc3339(d.failedAtMs),
       attempts: d.attempts,
       status: d.status,
       reason: d.reason,

@@ -18,7 +18,7 @@ import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bu
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
-import { formatRfc3339 } from '../rfc3339.ts';
+import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 import { answerParserRefusals, type ParserRefusal } from '../net/parser-refusals.ts';
 
 export interface ApiOptions {
@@ -189,7 +189,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       statusCounts,
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: versions.map(clientVersion),
-      lastEventAt: last === null ? null : formatRfc3339(last),
+      lastEventAt: formatRfc3339OrNull(last),
       ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true }),
     };
     res.json(body);

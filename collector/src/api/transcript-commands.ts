@@ -7,6 +7,7 @@ import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-
 import type { Store } from '../store/store.ts';
 import { onlyParams, parseHookId, parseRange } from './params.ts';
 import { transcriptCommand } from './wire.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 export function addTranscriptCommandsRoute(router: Router, opts: { store: Store; now: () => number }): void {
   router.get('/api/v1/hooks/:id/commands', async (req, res) => {
@@ -18,8 +19,8 @@ export function addTranscriptCommandsRoute(router: Router, opts: { store: Store;
     const body: TranscriptCommandsResponse = {
       source: 'transcript',
       hookId: id,
-      from: new Date(range.fromMs).toISOString(),
-      to: new Date(range.toMs).toISOString(),
+      from: formatRfc3339(range.fromMs),
+      to: formatRfc3339(range.toMs),
       commands: commands.map(transcriptCommand),
     };
     res.json(body);

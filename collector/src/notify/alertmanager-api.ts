@@ -12,6 +12,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import { dashboardLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
 import { sendWithRetry } from './transport.ts';
+import { formatRfc3339 } from '../rfc3339.ts';
 
 /** Prometheus' default `--rules.alert.resend-delay`. */
 export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
@@ -40,7 +41,7 @@ export function postableAlert(
     labels: a.labels,
     annotations: a.annotations,
     startsAt: a.startsAt,
-    endsAt: resolvedAt ?? new Date(nowMs + LIFETIME_INTERVALS * resendIntervalMs).toISOString(),
+    endsAt: resolvedAt ?? formatRfc3339(nowMs + LIFETIME_INTERVALS * resendIntervalMs),
     // Alertmanager validates generatorURL as a URI: without alerting.externalUrl there is none to give.
     ...(link ? { generatorURL: link } : {}),
   };
@@ -57,7 +58,7 @@ export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConf
   const resend = receiver.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
   return {
     render: (n: Notification) => {
-      const resolvedAt = n.test ? n.alert.startsAt : n.status === 'resolved' ? (n.alert.endsAt ?? new Date(now()).toISOString()) : null;
+      const resolvedAt = n.test ? n.alert.startsAt : n.status === 'resolved' ? (n.alert.endsAt ?? formatRfc3339(now())) : null;
       return JSON.stringify([postableAlert(n.alert, resolvedAt, ctx, now(), resend)]);
     },
   };
