@@ -105,18 +105,22 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
 }
 
 /**
- * The annotations an alert on a guarded hook carries (read once, as it becomes active): `hookwatch guard` trims that
- * hook's outputs already, so sizes near or over the cap are what it is there for. Kept over the episode
+ * The annotations an alert on a guarded hook carries: `hookwatch guard` trims that hook's outputs already, so sizes
+ * near or over the cap are what it is there for. Read as the alert becomes active, and again only when guard
+ * trims of its hook are stored while it is active (AlertEngine.noteGuardTrims); kept over the episode
  * (lifecycle.ts), though each evaluation rewrites the rest of the annotations.
  */
 export const GUARD_ANNOTATIONS = ['guard', 'guard_trims', 'guard_largest_output'] as const;
 
-/** What `hookwatch guard` trimmed of a hook's outputs in the window: its GUARD_ANNOTATIONS; null when nothing. */
-export function guardTrimsNote(windowMs: number, t: GuardTrimStats): Annotations | null {
+/**
+ * What `hookwatch guard` trimmed of a hook's outputs in the window before the alert became active, and, with
+ * `since`, from then until the read: its GUARD_ANNOTATIONS; null when nothing.
+ */
+export function guardTrimsNote(windowMs: number, t: GuardTrimStats, since = false): Annotations | null {
   if (t.trims <= 0) return null;
   const largest = t.largest ? `; the largest was ${fmt(t.largest.sentChars)} characters (${t.largest.field}), ${fmt(t.largest.keptChars)} delivered` : '';
   return {
-    guard: `\`hookwatch guard\` already trims this hook: ${plural(t.trims, 'output')} trimmed in the ${windowText(windowMs)} before the alert became active${largest}.`,
+    guard: `\`hookwatch guard\` already trims this hook: ${plural(t.trims, 'output')} trimmed in the ${windowText(windowMs)} before the alert became active${since ? ' and since' : ''}${largest}.`,
     guard_trims: String(t.trims),
     ...(t.largest ? { guard_largest_output: String(t.largest.sentChars) } : {}),
   };

@@ -21,7 +21,7 @@ import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evalua
 import { fingerprint, restoredAlert } from './lifecycle.ts';
 import { markSuperseded, planForOwedReceivers, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
-import { evaluateRule, evaluatesOnIngest, ruleTriggeredBy, withEvidence } from './rules.ts';
+import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
 import { alwaysLeader, type AlertStateStore, type LeaderElector } from './state/store.ts';
 
@@ -80,6 +80,9 @@ export class AlertEngine implements IngestListener {
   private ingestQueued = false;
   /** Rules a committed batch may have made true, waiting for the next ingest evaluation. */
   private ingestRules = new Set<string>();
+  /** Hooks with new guard trims, waiting for their alerts' guard notes to be read again ('all': every hook). */
+  private guardHooks: Set<string> | 'all' = new Set();
+  private guardQueued = false;
   private timer: NodeJS.Timeout | undefined;
   private timerIntervalMs = 0;
   private stopped = false;
@@ -268,6 +271,71 @@ export class AlertEngine implements IngestListener {
       this.ingestQueued = false;
       return this.run('ingest');
     });
+  }
+
+  /** Called by the hook stage once guard trims are committed: the guard notes of these hooks' alerts may be due. */
+  onGuardTrims(hookIds: readonly string[]): void {
+    void this.noteGuardTrims(hookIds);
+  }
+
+  /**
+   * Guard trims of these hooks ('all': of any hook) were stored, here or on another replica: the active alerts of
+   * rules that say what guard trimmed (persisted, headroom, growth) on them read their hook's trims again, once per
+   * hook, and take the guard annotations when they count more trims than the alert carries (none, or an older
+   * count). A trim report races the hook event that raises the alert (each has its own exporter), and guard is often
+   * installed while the alert fires: evaluations never read the trims again, this does, only when trims arrive.
+   * Queued behind evaluations (one in progress has stepped its alerts first) and coalesced. The change is saved as
+   * an evaluation's annotation changes are, and notifies nothing: as in Alertmanager, changed annotations of an
+   * active alert go out with its next notification (its repeat or resolution).
+   */
+  noteGuardTrims(hookIds: readonly string[] | 'all'): Promise<void> {
+    if (this.stopped) return this.chain;
+    if (hookIds === 'all') this.guardHooks = 'all';
+    else if (this.guardHooks !== 'all') for (const id of hookIds) this.guardHooks.add(id);
+    if (this.guardQueued) return this.chain;
+    this.guardQueued = true;
+    this.chain = this.chain.then(() => {
+      const hooks = this.guardHooks;
+      this.guardHooks = new Set();
+      this.guardQueued = false;
+      return this.refreshGuardNotes(hooks);
+    });
+    return this.chain;
+  }
+
+  private async refreshGuardNotes(hooks: ReadonlySet<string> | 'all'): Promise<void> {
+    if (this.stopped || !this.leader.isLeader() || this.stale) return;
+    const epoch = this.leader.epoch?.();
+    const rules = new Map(this.opts.rules.filter(readsGuardTrims).map((r) => [r.name, r]));
+    const due = this.set.activeAlerts().filter((a) => a.hookId !== null && rules.has(a.rule) && (hooks === 'all' || hooks.has(a.hookId)));
+    if (due.length === 0) return;
+    const now = this.now();
+    // Alerts of one hook that became active together (groupBy values, rules of one window) share a read.
+    const reads = new Map<string, Promise<Record<string, string> | null>>();
+    const upsert: AlertRecord[] = [];
+    try {
+      for (const a of due) {
+        const rule = rules.get(a.rule) as RuleConfig;
+        const hookId = a.hookId as string;
+        const key = `${hookId}\u0000${rule.kind}\u0000${rule.windowMs}\u0000${a.activeAtMs}`;
+        const read = reads.get(key) ?? readGuardNoteSince(this.opts.store, rule, hookId, a.activeAtMs, now);
+        reads.set(key, read);
+        const note = await read;
+        if (!note || Number(note['guard_trims']) <= Number(a.annotations['guard_trims'] ?? 0)) continue;
+        a.annotations = { ...a.annotations, ...note };
+        upsert.push(a);
+      }
+    } catch (err) {
+      // Those read before the failure are saved; the others are read again at their hook's next trims.
+      this.opts.logger.warn('cannot read what guard trimmed of a hook with active alerts; their guard annotations are read again at its next trims', { err });
+    }
+    if (upsert.length === 0) return;
+    try {
+      await this.opts.stateStore.save({ upsert, remove: [], notifications: [] }, epoch);
+    } catch (err) {
+      // Kept in memory; the alerts' next save writes them.
+      this.opts.logger.warn('cannot save the guard annotations of alerts', { err });
+    }
   }
 
   /**

@@ -42,8 +42,9 @@ export function firstEventMs(a: Pick<AlertRecord, 'firstEventMs' | 'annotations'
 }
 
 /**
- * The candidate's annotations, with those read once when the alert became active (what guard trimmed of its hook,
- * conditions.ts GUARD_ANNOTATIONS) kept from the alert: no later evaluation reads them again.
+ * The candidate's annotations, with those read when the alert became active (what guard trimmed of its hook,
+ * conditions.ts GUARD_ANNOTATIONS) kept from the alert: no later evaluation reads them again (new guard trims of
+ * its hook do: AlertEngine.noteGuardTrims).
  */
 function keptAnnotations(a: AlertRecord, c: Candidate): Record<string, string> {
   const out = { ...c.annotations };

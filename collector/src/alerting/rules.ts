@@ -114,6 +114,30 @@ function evidenceReader(ctx: RuleContext, hookId: string, fromMs: number, toMs: 
   };
 }
 
+/** Rules on sizes near or over the cap: their alerts say what `hookwatch guard` trimmed of their hook. */
+export function readsGuardTrims(rule: Pick<RuleConfig, 'kind'>): boolean {
+  return rule.kind === 'persisted' || rule.kind === 'headroom' || rule.kind === 'growth';
+}
+
+/** Where the window of a rule evaluated at `now` begins: a growth rule's at the start of its first day. */
+function windowStartMs(rule: Pick<RuleConfig, 'kind' | 'windowMs'>, now: number): number {
+  return rule.kind === 'growth' ? Math.floor((now - rule.windowMs) / DAY) * DAY : now - rule.windowMs;
+}
+
+/** The guard note (conditions.ts guardTrimsNote) of a hook's trims in [fromMs, toMs): one store read. */
+async function readGuardNote(store: Store, rule: RuleConfig, hookId: string, fromMs: number, toMs: number, since: boolean): Promise<Record<string, string> | null> {
+  return guardTrimsNote(rule.windowMs, await store.guardTrims(hookId, { fromMs, toMs, stepMs: toMs - fromMs }), since);
+}
+
+/**
+ * The guard note of an alert of `rule` on `hookId`, active since `activeAtMs`, read again at `now`: the trims of the
+ * rule's window before the alert became active and of the time since, in one read. The engine reads it when guard
+ * trims of the hook are stored while the alert is active, never at an evaluation.
+ */
+export function readGuardNoteSince(store: Store, rule: RuleConfig, hookId: string, activeAtMs: number, now: number): Promise<Record<string, string> | null> {
+  return readGuardNote(store, rule, hookId, windowStartMs(rule, activeAtMs), now + FUTURE_SKEW_MS, true);
+}
+
 /**
  * Gives each candidate of a hook a reader of the hook's guard trims in [fromMs, toMs) (Candidate.readGuard), one
  * store read made only when its alert becomes active: a hook that guard trims sits near the cap on purpose.
@@ -121,7 +145,7 @@ function evidenceReader(ctx: RuleContext, hookId: string, fromMs: number, toMs: 
 function guarded(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, candidates: Candidate[]): Candidate[] {
   // With groupBy a hook has a candidate per dimension value: its trims are read once for all of them.
   const reads = new Map<string, Promise<Record<string, string> | null>>();
-  const read = async (hookId: string): Promise<Record<string, string> | null> => guardTrimsNote(rule.windowMs, await ctx.store.guardTrims(hookId, { fromMs, toMs, stepMs: toMs - fromMs }));
+  const read = (hookId: string): Promise<Record<string, string> | null> => readGuardNote(ctx.store, rule, hookId, fromMs, toMs, false);
   for (const c of candidates) {
     const hookId = c.hookId;
     if (hookId === null) continue;
@@ -209,7 +233,7 @@ const executionEvidence: Evidence = (b) => b.executions > 0;
  * With groupBy, late arrivals count for their own value of the dimension, as the events of the window do.
  */
 async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  const fromMs = ctx.now - rule.windowMs;
+  const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   // Arrivals in the window whose event time is before it: the event-time window below does not count them.
   const late = await ctx.store.latePersisted({ receivedFromMs: fromMs, receivedToMs: toMs, eventBeforeMs: fromMs, ...(rule.groupBy ? { dimension: rule.groupBy } : {}) });
@@ -242,7 +266,7 @@ function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
 }
 
 async function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  const fromMs = ctx.now - rule.windowMs;
+  const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS));
 }
@@ -254,7 +278,7 @@ function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
 }
 
 async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  const fromMs = Math.floor((ctx.now - rule.windowMs) / DAY) * DAY;
+  const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];

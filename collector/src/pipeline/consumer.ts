@@ -42,6 +42,8 @@ export interface PassThroughConsumer {
 /** Told about events once they are committed (alert evaluation runs on ingest). */
 export interface IngestListener {
   onIngested(events: readonly HookEvent[]): void;
+  /** Told the hooks (ids) of `hookwatch guard` trims once new ones are committed. */
+  onGuardTrims?(hookIds: readonly string[]): void;
 }
 
 /** Accepts metrics and traces and keeps nothing: the default when no forwarding is configured. */

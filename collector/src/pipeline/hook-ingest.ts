@@ -1,6 +1,6 @@
 /**
  * The hook stage: extracts hook events from decoded logs, commits them to the store (the OTLP 200 waits for
- * the commit), then tells listeners (alerting) about the newly stored events.
+ * the commit), then tells listeners (alerting) about the newly stored events and guard trims.
  */
 import { extractHookEvents } from '../hooks/extract.ts';
 import { extractTranscriptFindings } from '../hooks/transcript-findings.ts';
@@ -95,7 +95,14 @@ export class HookIngest implements LogsConsumer {
       this.stats.transcriptFindings += r.inserted;
       this.stats.transcriptFindingDuplicates += r.duplicates;
     }
-    if (guard.trims.length > 0) await this.storeWrite(() => this.opts.store.recordGuardTrims(guard.trims));
+    if (guard.trims.length > 0) {
+      // A retried report stores nothing new: its alerts have read it already.
+      const inserted = await this.storeWrite(() => this.opts.store.recordGuardTrims(guard.trims));
+      if (inserted > 0) {
+        const hookIds = [...new Set(guard.trims.map((g) => g.hookId))];
+        this.notify((l) => l.onGuardTrims?.(hookIds));
+      }
+    }
     let expired: { count: number; problem: string } | undefined;
     if (x.events.length > 0) {
       const privacy = this.opts.privacy;
@@ -111,7 +118,7 @@ export class HookIngest implements LogsConsumer {
         this.stats.expired += r.expired;
         expired = { count: r.expired, problem: `older than what retention.events already deleted (before ${new Date(r.expiredBeforeMs ?? 0).toISOString()}), so a retry could not be told from a first delivery` };
       }
-      if (r.inserted.length > 0) this.notify(r.inserted);
+      if (r.inserted.length > 0) this.notify((l) => l.onIngested(r.inserted));
     }
     // The records rejected one by one list a few of their problems; the expired ones share one line.
     const each = x.rejected + t.rejected + guard.rejected;
@@ -140,10 +147,10 @@ export class HookIngest implements LogsConsumer {
     }
   }
 
-  private notify(events: Parameters<IngestListener['onIngested']>[0]): void {
+  private notify(tell: (l: IngestListener) => void): void {
     for (const l of this.listeners) {
       try {
-        l.onIngested(events);
+        tell(l);
       } catch (err) {
         // A listener's failure must never fail an ingest whose data is already committed.
         this.opts.logger.error('ingest listener failed', { err });
