@@ -144,13 +144,26 @@ const STORE_SIZE_REFRESH_MS = 60_000;
 /** How far back a hook was seen for its /metrics series to exist from start-up (hook-metrics.ts seed). */
 const HOOK_SERIES_SEED_MS = 30 * 86_400_000;
 
-/** Rule names from a follower's ingest signal; anything malformed names no rule. */
-function ruleNames(payload: string): string[] {
+/**
+ * Most hooks a follower's guard signal names one by one (16 characters each): past it, it names every hook, and
+ * stays far below the NOTIFY payload limit.
+ */
+const MAX_SIGNALLED_GUARD_HOOKS = 200;
+
+/**
+ * What a follower's ingest signal announces: the names of the rules a batch may have made true (an array, as
+ * before guard trims were signalled), or the hooks it stored guard trims of (`{"guardTrims": [ids] | "all"}`).
+ * Anything malformed announces nothing.
+ */
+function ingestSignal(payload: string): { rules: string[]; guardHooks: string[] | 'all' } {
+  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
   try {
     const v: unknown = JSON.parse(payload);
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    if (Array.isArray(v)) return { rules: strings(v), guardHooks: [] };
+    const g = typeof v === 'object' && v !== null ? (v as { guardTrims?: unknown }).guardTrims : undefined;
+    return { rules: [], guardHooks: g === 'all' ? 'all' : strings(g) };
   } catch {
-    return [];
+    return { rules: [], guardHooks: [] };
   }
 }
 
@@ -227,27 +240,39 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   ingest.addListener(alerting.engine);
   // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left,
   // and evaluates at once: an alert due while there was no leader goes out now, not at the next timer tick.
-  coordination.onAcquired(() => void alerting.engine.reload(true).then(() => alerting.engine.evaluate('all')));
+  // Guard trims stored while no replica led were announced to nobody: its alerts read their guard notes again.
+  coordination.onAcquired(() => void alerting.engine.reload(true).then(() => Promise.all([alerting.engine.evaluate('all'), alerting.engine.noteGuardTrims('all')])));
   // One that stops leading stops delivering before its next attempt; the outbox stays for the new leader.
   coordination.onLeaderChange((leader) => {
     if (!leader) alerting.dispatcher.suspend();
   });
-  // A follower that committed a batch which may fire an alert tells the leader, which evaluates those rules now.
+  // A follower that committed a batch which may fire an alert tells the leader, which evaluates those rules now;
+  // one that committed guard trims tells it their hooks, whose alerts' guard notes the leader reads again.
   ingest.addListener({
     onIngested: (events) => {
       if (coordination.leader.isLeader()) return;
       const rules = alerting.engine.triggeredRules(events);
       if (rules.length > 0) coordination.publish('hookwatch_ingest', JSON.stringify(rules));
     },
+    onGuardTrims: (hookIds) => {
+      if (coordination.leader.isLeader()) return;
+      coordination.publish('hookwatch_ingest', JSON.stringify({ guardTrims: hookIds.length > MAX_SIGNALLED_GUARD_HOOKS ? 'all' : hookIds }));
+    },
   });
   coordination.onSignal((channel, payload) => {
     if (!coordination.leader.isLeader()) return;
-    if (channel === 'hookwatch_silences') void alerting.engine.evaluate('notify');
-    else alerting.engine.trigger(ruleNames(payload));
+    if (channel === 'hookwatch_silences') {
+      void alerting.engine.evaluate('notify');
+      return;
+    }
+    const signal = ingestSignal(payload);
+    alerting.engine.trigger(signal.rules);
+    if (signal.guardHooks === 'all' || signal.guardHooks.length > 0) void alerting.engine.noteGuardTrims(signal.guardHooks);
   });
   // Signals sent while the listening connection was down (a database restart) were missed: the leader evaluates
-  // every rule once it hears again, instead of leaving what they announced to its next timer tick.
-  coordination.onSignalsResumed(() => void alerting.engine.evaluate('all'));
+  // every rule once it hears again, instead of leaving what they announced to its next timer tick, and reads the
+  // guard notes of its active alerts again.
+  coordination.onSignalsResumed(() => void Promise.all([alerting.engine.evaluate('all'), alerting.engine.noteGuardTrims('all')]));
   registerNotifyMetrics(metrics, alerting.dispatcher.stats, alerting.refresher);
   registerAlertEventMetrics(metrics, alerting.events.stats);
   if (forwarding) registerForwardMetrics(metrics, forwarding);
