@@ -42,6 +42,21 @@ describe('Privacy', () => {
     expect(p.apply(event({ userEmail: '' })).userEmail).toBe('');
   });
 
+  it('passes on an event it would not change as it is, and copies one it changes, leaving the original as it was', () => {
+    const p = new Privacy({ hash: ['user.email', 'team'], drop: ['organization.id', 'workflow.name'], key });
+    const untouched = event({ userEmail: '', organizationId: '', extra: { team: 'hmac:0123456789abcdef0123456789abcdef' } });
+    expect(p.apply(untouched)).toBe(untouched);
+    const changes: Partial<HookEvent>[] = [{ userEmail: 'dev@example.com' }, { organizationId: 'org-1' }, { extra: { 'workflow.name': 'ci' } }, { extra: { team: 'platform' } }];
+    for (const over of changes) {
+      const e = event({ userEmail: '', organizationId: '', extra: {}, ...over });
+      const before = structuredClone(e);
+      const out = p.apply(e);
+      expect(out).not.toBe(e);
+      expect(out).not.toEqual(e);
+      expect(e).toEqual(before);
+    }
+  });
+
   it('depends on the key: without it a digest cannot be recomputed from a guessed address', () => {
     const a = new Privacy({ hash: ['user.email'], drop: [], key }).apply(event()).userEmail;
     const b = new Privacy({ hash: ['user.email'], drop: [], key: Buffer.from('another key') }).apply(event()).userEmail;

@@ -19,11 +19,17 @@ export class Privacy {
   private readonly hash: ReadonlySet<string>;
   private readonly drop: ReadonlySet<string>;
   private readonly key: Buffer;
+  /** The built-in fields dropped and hashed (the attributes named in both lists that are built-ins). */
+  private readonly droppedFields: readonly PrivateField[];
+  private readonly hashedFields: readonly PrivateField[];
 
   constructor(opts: { hash: readonly string[]; drop: readonly string[]; key: Buffer }) {
     this.hash = new Set(opts.hash);
     this.drop = new Set(opts.drop);
     this.key = opts.key;
+    const fields = (names: ReadonlySet<string>): PrivateField[] => PRIVATE_BUILTINS.filter((a) => names.has(a)).map((a) => BUILTIN_DIMENSIONS[a] as PrivateField);
+    this.droppedFields = fields(this.drop);
+    this.hashedFields = fields(this.hash);
   }
 
   /** True when nothing is hashed or dropped. */
@@ -33,13 +39,14 @@ export class Privacy {
 
   /** The stored form of `value` for a hashed attribute; the empty string (absent) stays empty. */
   digest(value: string): string {
-    if (value === '' || value.startsWith(DIGEST_PREFIX)) return value;
+    if (!undigested(value)) return value;
     return DIGEST_PREFIX + createHmac('sha256', this.key).update(value, 'utf8').digest('hex').slice(0, 32);
   }
 
   /** The event as it may be stored: hashed attributes digested, dropped ones emptied (built-ins) or removed. */
   apply(e: HookEvent): HookEvent {
-    if (this.inactive) return e;
+    // Most events carry nothing to hash or drop (no e-mail in the telemetry): passed on as they are, not copied.
+    if (this.inactive || !this.alters(e)) return e;
     const out: HookEvent = { ...e, extra: { ...e.extra } };
     for (const attr of PRIVATE_BUILTINS) {
       const field = BUILTIN_DIMENSIONS[attr] as PrivateField;
@@ -53,6 +60,16 @@ export class Privacy {
     return out;
   }
 
+  /** True when apply() changes something in `e`: a dropped attribute that is present, a hashed one not yet digested. */
+  private alters(e: HookEvent): boolean {
+    for (const f of this.droppedFields) if (e[f] !== '') return true;
+    for (const f of this.hashedFields) if (undigested(e[f])) return true;
+    for (const k of Object.keys(e.extra)) {
+      if (this.drop.has(k) || (this.hash.has(k) && undigested(e.extra[k] as string))) return true;
+    }
+    return false;
+  }
+
   /**
    * API filters as the store must see them: a value given in cleartext for a hashed attribute is digested the
    * same way, so `?user.email=dev@example.com` still finds that person's events; a digest is taken as it is.
@@ -62,6 +79,11 @@ export class Privacy {
     for (const [k, v] of Object.entries(filters)) out[k] = this.hash.has(k) ? this.digest(v) : v;
     return out;
   }
+}
+
+/** A value digest() changes: not empty (absent) and not a digest already. */
+function undigested(value: string): boolean {
+  return value !== '' && !value.startsWith(DIGEST_PREFIX);
 }
 
 /** The store_meta row holding the generated hash key when privacy.hashKey is unset. */
