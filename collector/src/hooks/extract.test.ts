@@ -95,6 +95,21 @@ describe('a record with a bad count is rejected alone', () => {
   });
 });
 
+describe('a record with several bad counts', () => {
+  it('is rejected for the first one read: num_hooks, then the sizes, then the execution counts', () => {
+    const bad = { num_hooks: 'x', stdout_chars: '-1', num_outputs_persisted: 'y', num_success: '-1', total_duration_ms: 'z' };
+    const first = (attrs: Record<string, AnyValue>): string | undefined => extractHookEvents(request([record({ ...base, ...attrs })]), opts).problems[0];
+    expect(first(bad)).toMatch(/: num_hooks "x"/);
+    expect(first({ ...bad, num_hooks: '1' })).toMatch(/: stdout_chars "-1"/);
+    expect(first({ ...bad, num_hooks: '1', stdout_chars: '1' })).toMatch(/: num_outputs_persisted "y"/);
+    expect(first({ ...bad, num_hooks: '1', stdout_chars: '1', num_outputs_persisted: '0' })).toMatch(/: num_success "-1"/);
+    // A start carries no sizes: they are not read, so a bad one does not reject it.
+    const start = extractHookEvents(request([record({ ...base, 'event.name': 'hook_execution_start', stdout_chars: '-1', num_hooks: '2' })]), opts);
+    expect(start.problems).toEqual([]);
+    expect(start.events[0]).toMatchObject({ kind: 'start', stdoutChars: null, numHooks: 2, sizesKnown: false, status: 'unknown' });
+  });
+});
+
 describe('dimensions and idempotency keys', () => {
   it('record attributes win over resource attributes; extra dimensions are kept', () => {
     const e = extractHookEvents(request([record({ ...base, team: 'payments', 'session.id': 's1', 'event.sequence': '3' })], { team: 'platform', 'service.name': 'claude-code', 'service.version': '2.1.332' }), opts).events[0]!;

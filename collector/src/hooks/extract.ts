@@ -206,8 +206,7 @@ interface Keys {
  * The time is only ever taken from what the hash covers (event.timestamp with its offset, or timeUnixNano in a
  * content key), so the same record always gets the same key; a record without such a time keeps the bare hash.
  */
-function dedupKey(kind: HookEventKind, rec: LogRecord, resource: Attributes, natural: { session: string; sequence: string; hookName: string; timestamp: Timestamp }): Keys {
-  const { session, sequence, hookName, timestamp } = natural;
+function dedupKey(kind: HookEventKind, rec: LogRecord, resource: Attributes, session: string, sequence: string, hookName: string, timestamp: Timestamp): Keys {
   let material: string;
   let prefixMs = timestamp.zoned ? timestamp.ms : undefined;
   if (session && (sequence || timestamp.text)) {
@@ -286,14 +285,21 @@ export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): Extra
   return result;
 }
 
+/** A record's attribute, else its resource's (Claude Code copies OTEL_RESOURCE_ATTRIBUTES onto both). */
+function attr(rec: LogRecord, resource: Attributes, key: string): AnyValue | undefined {
+  const v = rec.attributes.get(key);
+  return v === undefined ? resource.get(key) : v;
+}
+
+/** A count attribute of the record (else of its resource), parseCount'ed under its own name. */
+function count(rec: LogRecord, resource: Attributes, key: string): number | null {
+  return parseCount(attr(rec, resource, key), key);
+}
+
 function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, opts: ExtractOptions, now: () => number, counts: Pick<ExtractResult, 'unzoned'>): HookEvent {
-  // Record attributes win over resource attributes (Claude Code copies OTEL_RESOURCE_ATTRIBUTES onto both).
-  const get = (k: string): AnyValue | undefined => {
-    const v = rec.attributes.get(k);
-    return v === undefined ? resource.get(k) : v;
-  };
-  const hookEventRaw = get('hook_event');
-  const hookNameRaw = get('hook_name');
+  // Record attributes win over resource attributes. Read through a module function, not a closure made per event.
+  const hookEventRaw = attr(rec, resource, 'hook_event');
+  const hookNameRaw = attr(rec, resource, 'hook_name');
   if (hookEventRaw !== undefined && hookEventRaw !== null && typeof hookEventRaw !== 'string') throw new RecordProblem('hook_event must be a string');
   if (hookNameRaw !== undefined && hookNameRaw !== null && typeof hookNameRaw !== 'string') throw new RecordProblem('hook_name must be a string');
   const hookEvent = (hookEventRaw ?? '').trim();
@@ -302,28 +308,26 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   if (!hookEvent) throw new RecordProblem('hook_event is missing');
   if (hookName.length > MAX_HOOK_NAME || hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
 
-  const count = (key: string): number | null => parseCount(get(key), key);
   const complete = kind === 'complete';
-  const facts = {
-    numHooks: count('num_hooks'),
-    stdoutChars: complete ? count('stdout_chars') : null,
-    additionalContextChars: complete ? count('additional_context_chars') : null,
-    systemMessageChars: complete ? count('system_message_chars') : null,
-    initialUserMessageChars: complete ? count('initial_user_message_chars') : null,
-    outputsPersisted: complete ? count('num_outputs_persisted') : null,
-  };
+  // Read (and refused) in this order: the first bad count is the one the rejection names.
+  const numHooks = count(rec, resource, 'num_hooks');
+  const stdoutChars = complete ? count(rec, resource, 'stdout_chars') : null;
+  const additionalContextChars = complete ? count(rec, resource, 'additional_context_chars') : null;
+  const systemMessageChars = complete ? count(rec, resource, 'system_message_chars') : null;
+  const initialUserMessageChars = complete ? count(rec, resource, 'initial_user_message_chars') : null;
+  const outputsPersisted = complete ? count(rec, resource, 'num_outputs_persisted') : null;
   const extra: Record<string, string> = {};
   for (const key of opts.dimensions) {
-    const v = text(get(key));
+    const v = text(attr(rec, resource, key));
     if (v) extra[key] = v;
   }
-  const sourceAttr = text(get('hookwatch.source'));
+  const sourceAttr = text(attr(rec, resource, 'hookwatch.source'));
   const source: EventSource = sourceAttr === 'transcript' ? 'transcript' : 'otlp';
-  const sessionId = text(get('session.id'));
-  const timestamp = readTimestamp(get('event.timestamp'));
-  const keys = dedupKey(kind, rec, resource, { session: sessionId, sequence: text(get('event.sequence')), hookName, timestamp });
-  // Fields one by one, not spread from `keys` and `facts`: a spread in the middle of a literal builds the object
-  // on V8's slow path, once per event.
+  const sessionId = text(attr(rec, resource, 'session.id'));
+  const timestamp = readTimestamp(attr(rec, resource, 'event.timestamp'));
+  const keys = dedupKey(kind, rec, resource, sessionId, text(attr(rec, resource, 'event.sequence')), hookName, timestamp);
+  // Fields one by one, not spread from `keys`: a spread in the middle of a literal builds the object on V8's slow
+  // path, once per event. The size facts are the event's own fields: classified once it is built.
   const event: HookEvent = {
     kind,
     dedupKey: keys.dedupKey,
@@ -331,30 +335,34 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
     hookEvent,
     hookName,
     timeMs: eventTime(rec, timestamp, now),
-    numSuccess: count('num_success'),
-    numBlocking: count('num_blocking'),
-    numNonBlockingError: count('num_non_blocking_error'),
-    numCancelled: count('num_cancelled'),
-    durationMs: count('total_duration_ms'),
-    numHooks: facts.numHooks,
-    stdoutChars: facts.stdoutChars,
-    additionalContextChars: facts.additionalContextChars,
-    systemMessageChars: facts.systemMessageChars,
-    initialUserMessageChars: facts.initialUserMessageChars,
-    outputsPersisted: facts.outputsPersisted,
-    sizesKnown: complete && hasSizeData(facts),
-    status: complete ? classifyExecution(facts, opts.nearThreshold) : 'unknown',
-    serviceName: text(get('service.name')),
-    serviceVersion: text(get('service.version')),
+    numSuccess: count(rec, resource, 'num_success'),
+    numBlocking: count(rec, resource, 'num_blocking'),
+    numNonBlockingError: count(rec, resource, 'num_non_blocking_error'),
+    numCancelled: count(rec, resource, 'num_cancelled'),
+    durationMs: count(rec, resource, 'total_duration_ms'),
+    numHooks,
+    stdoutChars,
+    additionalContextChars,
+    systemMessageChars,
+    initialUserMessageChars,
+    outputsPersisted,
+    sizesKnown: false,
+    status: 'unknown',
+    serviceName: text(attr(rec, resource, 'service.name')),
+    serviceVersion: text(attr(rec, resource, 'service.version')),
     sessionId,
-    userId: text(get('user.id')),
-    userEmail: text(get('user.email')),
-    userAccountUuid: text(get('user.account_uuid')),
-    organizationId: text(get('organization.id')),
-    terminalType: text(get('terminal.type')),
+    userId: text(attr(rec, resource, 'user.id')),
+    userEmail: text(attr(rec, resource, 'user.email')),
+    userAccountUuid: text(attr(rec, resource, 'user.account_uuid')),
+    organizationId: text(attr(rec, resource, 'organization.id')),
+    terminalType: text(attr(rec, resource, 'terminal.type')),
     source,
     extra,
   };
+  if (complete) {
+    event.sizesKnown = hasSizeData(event);
+    event.status = classifyExecution(event, opts.nearThreshold);
+  }
   if (keys.legacyKey !== undefined) event.legacyKey = keys.legacyKey;
   assertStorable(event);
   // Counted once the record is known to be usable: a rejected one is reported for its own problem.
