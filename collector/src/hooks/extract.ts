@@ -8,6 +8,7 @@ import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
 import type { EventSource, HookEvent, HookEventKind } from './model.ts';
+import type { RecordCollector } from './record-extract.ts';
 
 export interface ExtractOptions {
   nearThreshold: number;
@@ -17,6 +18,8 @@ export interface ExtractOptions {
   now?: () => number;
   /** Events stamped further than this ahead of the receive time are stored at the receive time. */
   maxFutureSkewMs?: number;
+  /** Collectors of other kinds of records, shown every record of the same walk (each record is read once). */
+  others?: readonly RecordCollector<unknown>[];
 }
 
 export interface ExtractResult {
@@ -251,9 +254,11 @@ export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): Extra
   const receivedMs = clock();
   const now = (): number => receivedMs;
   const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [], clamped: 0, unzoned: 0 };
+  const others = opts.others ?? [];
   req.resourceLogs.forEach((rl, i) => {
     rl.scopeLogs.forEach((sl, j) => {
       sl.logRecords.forEach((rec, k) => {
+        for (const c of others) c.visit(rec, i, j, k);
         const kind = hookEventKind(rec);
         if (!kind) {
           result.otherRecords++;

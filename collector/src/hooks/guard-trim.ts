@@ -9,7 +9,7 @@ import { GUARD_FIELDS, GUARD_TRIM_EVENT, GUARD_TRIM_UID, type GuardField } from 
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import type { GuardTrim } from '../store/guard-trims.ts';
 import { hookId, parseCount, recordTime } from './extract.ts';
-import { extractRecords } from './record-extract.ts';
+import { RecordCollector, collect, type RecordExtract } from './record-extract.ts';
 
 const MAX_NAME = 1024;
 
@@ -66,8 +66,17 @@ function toTrim(rec: LogRecord, now: () => number): GuardTrim {
   };
 }
 
+/** Takes the guard trims among the records it visits, for a walk shared with other kinds of records. */
+export function guardTrimCollector(now: () => number = Date.now): RecordCollector<GuardTrim> {
+  return new RecordCollector(isGuardTrim, (rec) => toTrim(rec, now), (err): err is Error => err instanceof Error);
+}
+
+/** What a guardTrimCollector took. */
+export function guardTrimExtract({ items, rejected, problems }: RecordExtract<GuardTrim>): GuardTrimExtract {
+  return { trims: items, rejected, problems };
+}
+
 /** Every guard trim record of a request; a bad one is rejected on its own, never the batch. */
 export function extractGuardTrims(req: LogsRequest, now: () => number = Date.now): GuardTrimExtract {
-  const { items, rejected, problems } = extractRecords(req, isGuardTrim, (rec) => toTrim(rec, now), (err): err is Error => err instanceof Error);
-  return { trims: items, rejected, problems };
+  return guardTrimExtract(collect(req, guardTrimCollector(now)));
 }

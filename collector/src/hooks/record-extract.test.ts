@@ -1,7 +1,11 @@
 /** One bad record is rejected with a reason that points at it; the rest of the batch is kept. */
 import { describe, expect, it } from 'vitest';
-import type { LogRecord, LogsRequest } from '../otlp/model.ts';
+import { GUARD_TRIM_EVENT } from '../../../shared/src/guard-trims.ts';
+import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
+import { extractHookEvents } from './extract.ts';
+import { extractGuardTrims, guardTrimCollector, guardTrimExtract } from './guard-trim.ts';
 import { extractRecords } from './record-extract.ts';
+import { FINDING_EVENT_NAME, extractTranscriptFindings, findingCollector, findingExtract } from './transcript-findings.ts';
 
 const record = (name: string): LogRecord => ({ timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: name, body: undefined, attributes: new Map() });
 const request = (...scopes: string[][]): LogsRequest => ({
@@ -32,5 +36,38 @@ describe('extractRecords', () => {
 
   it('lets an error that is not a rejection through', () => {
     expect(() => extractRecords(request(['a', 'bug']), wanted, convert, isBad)).toThrow(TypeError);
+  });
+});
+
+describe('kinds sharing the hook events\' walk', () => {
+  const at = (attrs: Record<string, AnyValue>): LogRecord => ({ timeUnixNano: 1_764_000_000_000_000_000n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map(Object.entries(attrs)) });
+  const hook = at({ 'event.name': 'hook_execution_complete', hook_event: 'Stop', hook_name: 'Stop', 'session.id': 's', 'event.sequence': '1', stdout_chars: '12' });
+  const finding = at({ 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.id': 'f-1', 'hookwatch.finding.kind': 'run', hook_event: 'Stop' });
+  const badFinding = at({ 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.kind': 'run', hook_event: 'Stop' });
+  const trim = at({ 'event.name': GUARD_TRIM_EVENT, hook_event: 'Stop', field: 'stdout', sent_chars: '12000', kept_chars: '9500' });
+  const badTrim = at({ 'event.name': GUARD_TRIM_EVENT, hook_event: 'Stop', field: 'stdout', sent_chars: '-1', kept_chars: '9500' });
+  const req: LogsRequest = {
+    resourceLogs: [
+      { resource: new Map(), scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [hook, badTrim, finding, at({ 'event.name': 'user_prompt' })] }] },
+      { resource: new Map(), scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [] }, { scope: { name: '', version: '' }, logRecords: [trim, badFinding, hook] }] },
+    ],
+  };
+  const opts = { nearThreshold: 8000, dimensions: [], now: () => 42_000 };
+
+  it('take what walks of their own take, rejections and their positions included, and leave the hook events as they were', () => {
+    const findings = findingCollector(() => 42_000);
+    const trims = guardTrimCollector(() => 42_000);
+    const x = extractHookEvents(req, { ...opts, others: [findings, trims] });
+    expect(x).toEqual(extractHookEvents(req, opts));
+    expect(x.events).toHaveLength(2);
+    const f = findingExtract(findings.out);
+    const g = guardTrimExtract(trims.out);
+    expect(f).toEqual(extractTranscriptFindings(req, () => 42_000));
+    expect(g).toEqual(extractGuardTrims(req, () => 42_000));
+    expect(f.findings.map((r) => r.id)).toEqual(['f-1']);
+    expect(f.problems).toEqual(['resourceLogs[1].scopeLogs[1].logRecords[1]: hookwatch.finding.id is missing']);
+    expect(g.trims.map((r) => r.sentChars)).toEqual([12000]);
+    expect(g.problems).toHaveLength(1);
+    expect(g.problems[0]).toMatch(/^resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[1\]: sent_chars /);
   });
 });

@@ -6,7 +6,7 @@
  */
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { hookId, recordTime } from './extract.ts';
-import { extractRecords } from './record-extract.ts';
+import { RecordCollector, collect, type RecordExtract } from './record-extract.ts';
 
 /** The event name (attribute event.name and body) of a transcript finding. */
 export const FINDING_EVENT_NAME = 'hookwatch.transcript_finding';
@@ -66,10 +66,19 @@ export interface FindingExtract {
   problems: string[];
 }
 
+/** Takes the findings among the records it visits, for a walk shared with other kinds of records. */
+export function findingCollector(now: () => number = Date.now): RecordCollector<TranscriptFinding> {
+  return new RecordCollector(isTranscriptFinding, (rec) => toFinding(rec, now), (err): err is Error => err instanceof FindingProblem);
+}
+
+/** What a findingCollector took. */
+export function findingExtract({ items, rejected, problems }: RecordExtract<TranscriptFinding>): FindingExtract {
+  return { findings: items, rejected, problems };
+}
+
 /** The findings of a request; a record that cannot be used is rejected on its own with a reason. */
 export function extractTranscriptFindings(req: LogsRequest, now: () => number = Date.now): FindingExtract {
-  const { items, rejected, problems } = extractRecords(req, isTranscriptFinding, (rec) => toFinding(rec, now), (err): err is Error => err instanceof FindingProblem);
-  return { findings: items, rejected, problems };
+  return findingExtract(collect(req, findingCollector(now)));
 }
 
 class FindingProblem extends Error {}

@@ -3,8 +3,8 @@
  * the commit), then tells listeners (alerting) about the newly stored events and guard trims.
  */
 import { extractHookEvents } from '../hooks/extract.ts';
-import { extractTranscriptFindings } from '../hooks/transcript-findings.ts';
-import { extractGuardTrims } from '../hooks/guard-trim.ts';
+import { findingCollector, findingExtract } from '../hooks/transcript-findings.ts';
+import { guardTrimCollector, guardTrimExtract } from '../hooks/guard-trim.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
 import type { Privacy } from '../privacy/index.ts';
@@ -70,16 +70,19 @@ export class HookIngest implements LogsConsumer {
 
   async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
     this.admit();
+    // Transcript findings go to their own table, never into telemetry's counts; outputs trimmed by hookwatch guard
+    // are likewise kept apart. Both are taken in the hook events' walk over the records.
+    const findings = findingCollector(this.opts.now);
+    const trims = guardTrimCollector(this.opts.now);
     const x = extractHookEvents(req, {
       nearThreshold: this.opts.nearThreshold,
       dimensions: this.opts.dimensions,
+      others: [findings, trims],
       ...(this.opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: this.opts.maxFutureSkewMs } : {}),
       ...(this.opts.now ? { now: this.opts.now } : {}),
     });
-    // Transcript findings go to their own table, never into telemetry's counts.
-    const t = extractTranscriptFindings(req, this.opts.now);
-    // Outputs trimmed by hookwatch guard, likewise kept apart.
-    const guard = extractGuardTrims(req, this.opts.now);
+    const t = findingExtract(findings.out);
+    const guard = guardTrimExtract(trims.out);
     this.stats.batches++;
     this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
     this.stats.hookEvents += x.events.length;
