@@ -23,12 +23,22 @@ describe('db', () => {
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/LeakPw11/);
   });
 
+  // Quotes kept from an env file (docker --env-file keeps them), a leading space, `;` typed for `:`: the URL parser
+  // does not read these either, so the password would name a SQLite file's folder and show wherever the path does.
+  it.each([' postgres://u:LeakPw11@h/db', '"postgres://u:LeakPw11@h/db"', "'postgresql://u:LeakPw11@h/db'", 'postgres;//u:LeakPw11@h/db', 'postgres ://u:LeakPw11@h/db'])('refuses %j, a postgres URL written wrong, without its password', (db) => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).toThrow(/\bdb\b.*looks like a postgres:\/\/ URL written wrong/);
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/LeakPw11/);
+  });
+
   it('accepts a path or a postgres URL', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: '/var/lib/hookwatch/h.db' } })).db).toBe('/var/lib/hookwatch/h.db');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u@localhost/h' } })).db).toBe('postgres://u@localhost/h');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'POSTGRESQL://u@localhost/h' } })).db).toBe('POSTGRESQL://u@localhost/h');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'data/h.db' } })).db).toBe('data/h.db');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres-data/h.db' } })).db).toBe('postgres-data/h.db');
+    for (const path of ['C:\\hookwatch\\postgres\\h.db', '/srv/a:b/postgres;h.db', 'postgres/h.db', ':memory:']) {
+      expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: path } })).db).toBe(path);
+    }
   });
 });
 

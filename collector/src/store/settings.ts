@@ -13,8 +13,12 @@ export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);
 }
 
-/** postgres:/u:pw@h/db, postgresql:u:pw@h/db, postgres//u:pw@h/db: a URL missing a character, not a file to create. */
-const MISWRITTEN_POSTGRES_URL = /^postgres(ql)?(:\/?(?!\/)|\/\/)/i;
+/**
+ * postgres:/u:pw@h/db, postgresql:u:pw@h/db, postgres//u:pw@h/db (a character missing), postgres;//… and
+ * postgres ://… (one typed wrong), " postgres://…" and "\"postgres://…\"" (a space, or quotes an env file kept, before
+ * it): a URL written wrong, not a file to create.
+ */
+const MISWRITTEN_POSTGRES_URL = /^(?:[\s"'`]+postgres(?:ql)?\s*[:;]|postgres(?:ql)?(?:\s+[:;]|;\/|:\/?(?!\/)|\/\/))/i;
 
 export const STORE_SETTINGS: readonly Setting[] = [
   {
@@ -29,7 +33,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
       if (LIBPQ_KEYWORDS.test(db)) return 'a libpq keyword/value connection string is not accepted: give a postgres:// URL, e.g. postgres://user:password@host:5432/hookwatch';
       const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db)?.[1];
       if (scheme !== undefined && !isPostgresUrl(db)) return `a ${scheme}:// URL is not a store hookwatch opens: give a SQLite file path, or a postgres:// (or postgresql://) URL`;
-      if (MISWRITTEN_POSTGRES_URL.test(db)) return 'this looks like a postgres:// URL written wrong (its scheme must be followed by ://): give a SQLite file path, or a postgres:// (or postgresql://) URL';
+      if (MISWRITTEN_POSTGRES_URL.test(db)) return 'this looks like a postgres:// URL written wrong (the value must begin with postgres:// or postgresql://, with no quotes or spaces): give a SQLite file path, or a postgres:// (or postgresql://) URL';
       return urlPasswordProblem(db);
     },
   },
