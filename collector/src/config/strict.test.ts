@@ -36,7 +36,8 @@ describe('db', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'POSTGRESQL://u@localhost/h' } })).db).toBe('POSTGRESQL://u@localhost/h');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'data/h.db' } })).db).toBe('data/h.db');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres-data/h.db' } })).db).toBe('postgres-data/h.db');
-    for (const path of ['C:\\hookwatch\\postgres\\h.db', '/srv/a:b/postgres;h.db', 'postgres/h.db', ':memory:']) {
+    // postgres//h.db: a folder and a file name joined with one slash too many (${DIR}/h.db with DIR=postgres/).
+    for (const path of ['C:\\hookwatch\\postgres\\h.db', '/srv/a:b/postgres;h.db', 'postgres/h.db', 'postgres//h.db', ':memory:']) {
       expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: path } })).db).toBe(path);
     }
   });

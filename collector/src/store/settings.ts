@@ -16,9 +16,10 @@ export function isPostgresUrl(db: string): boolean {
 /**
  * postgres:/u:pw@h/db, postgresql:u:pw@h/db, postgres//u:pw@h/db (a character missing), postgres;//… and
  * postgres ://… (one typed wrong), " postgres://…" and "\"postgres://…\"" (a space, or quotes an env file kept, before
- * it): a URL written wrong, not a file to create.
+ * it): a URL written wrong, not a file to create. postgres//h.db, with no user or port before the next slash, is a
+ * path (a folder joined to a file name with a slash too many).
  */
-const MISWRITTEN_POSTGRES_URL = /^(?:[\s"'`]+postgres(?:ql)?\s*[:;]|postgres(?:ql)?(?:\s+[:;]|;\/|:\/?(?!\/)|\/\/))/i;
+const MISWRITTEN_POSTGRES_URL = /^(?:[\s"'`]+postgres(?:ql)?\s*[:;]|postgres(?:ql)?(?:\s+[:;]|;\/|:\/?(?!\/)|\/\/[^/]*[@:]))/i;
 
 export const STORE_SETTINGS: readonly Setting[] = [
   {
