@@ -154,8 +154,11 @@ export class AlertEngine implements IngestListener {
    */
   reload(resumeOutbox = false): Promise<void> {
     this.chain = this.chain.then(async () => {
-      // Memory was stale until now: what was not evaluated meanwhile is evaluated at once.
-      if ((await this.loadOrMarkStale(resumeOutbox)) === 'recovered') await this.run('all');
+      // Memory was stale until now: what was not evaluated meanwhile is evaluated at once, and the active alerts read
+      // their hooks' guard trims again (those stored meanwhile were announced while nothing was read).
+      if ((await this.loadOrMarkStale(resumeOutbox)) !== 'recovered') return;
+      await this.run('all');
+      await this.refreshGuardNotes('all');
     });
     return this.chain;
   }

@@ -20,6 +20,7 @@ import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertRecord, StateChanges } from './model.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, otlpAccepted, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { alertRange } from '../../../shared/src/alert-range.ts';
+import { hookId } from '../hooks/extract.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -763,5 +764,29 @@ describe('persisted state', () => {
     await alerting.dispatcher.idle();
     expect(alerting.engine.isStale).toBe(false);
     expect(sink.delivered()).toHaveLength(1);
+  });
+
+  it('guard trims stored while memory is stale reach the active alerts of their hook once the state loads', async () => {
+    const { clock, sink, store, db, config, flaky, fail } = await flakyState();
+    const alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, stateStore: flaky });
+    cleanups.push(() => alerting.stop());
+    await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    await alerting.engine.evaluate('all');
+    await sink.waitFor(1);
+    // Another hook's alert: its state write fails, and so does the reload after it.
+    fail.saves = 1;
+    fail.loads = 1;
+    await store.ingest([hookEvent({ ...over, hookName: 'Stop:report', timeMs: T0 })]);
+    await alerting.engine.evaluate('all');
+    expect(alerting.engine.isStale).toBe(true);
+    // The guard wraps the first hook meanwhile: its report is stored and announced while nothing is evaluated.
+    const guarded = hookId('SessionStart', over.hookName);
+    expect(await store.recordGuardTrims([{ dedupKey: 'stale-1', hookId: guarded, hookEvent: 'SessionStart', hookName: over.hookName, timeMs: T0, field: 'stdout', sentChars: 24_000, keptChars: 9_500, sessionId: 's' }])).toBe(1);
+    await alerting.engine.noteGuardTrims([guarded]);
+    // The retry (a second later) loads the saved state and evaluates: the other alert is notified.
+    await sink.waitFor(2, 5000);
+    await alerting.engine.evaluate('notify');
+    expect(alerting.engine.isStale).toBe(false);
+    expect(alerting.engine.alerts().find((a) => a.labels['hook_name'] === over.hookName)?.annotations['guard_trims']).toBe('1');
   });
 });
