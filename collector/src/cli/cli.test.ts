@@ -157,6 +157,21 @@ describe('hookwatch config', () => {
     expect(parseYaml(out)).toBeTruthy();
   });
 
+  it('prints a file that hookwatch starts with: every check serve makes passes, TLS sections left off included', async () => {
+    // The TLS sections print their defaults (minVersion 1.2, reloadInterval 30s) with no certificate or endpoint
+    // beside them; written back, they are the defaults, not settings that would apply to nothing.
+    for (const format of ['yaml', 'json'] as const) {
+      const printed = await hookwatch(format === 'json' ? ['config', '--json'] : ['config'], { HOOKWATCH_DB: join(dir, 'x.db') });
+      expect(printed.status, printed.stderr).toBe(0);
+      expect(printed.stdout).toMatch(/minVersion/);
+      const file = join(dir, `printed-defaults.${format}`);
+      writeFileSync(file, printed.stdout);
+      const again = await hookwatch(['config', '--config', file]);
+      expect(again.stderr).toBe('');
+      expect(again.status).toBe(0);
+    }
+  });
+
   it('takes flags before the command as after it, as git and kubectl do', async () => {
     const file = join(dir, 'before-command.yaml');
     writeFileSync(file, 'retention:\n  events: 9d\n');

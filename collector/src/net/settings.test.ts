@@ -56,6 +56,8 @@ describe('TLS settings', () => {
       // Set without a certificate they would apply to nothing: refused, named, not silently ignored.
       expect(refused({ [`${env}_MIN_VERSION`]: '1.3' })).toBe(`${section}.minVersion is set but ${section}.certFile and ${section}.keyFile are not, so no TLS is served: set both, or unset ${section}.*`);
       expect(refused({ [`${env}_RELOAD_INTERVAL`]: '10s' })).toBe(`${section}.reloadInterval is set but ${section}.certFile and ${section}.keyFile are not, so no TLS is served: set both, or unset ${section}.*`);
+      // Written as their defaults (as `hookwatch config` prints them) they change nothing: accepted.
+      expect(refused({ [`${env}_MIN_VERSION`]: '1.2', [`${env}_RELOAD_INTERVAL`]: '30s' })).toBe('accepted');
       expect(refused({ [`${env}_MIN_VERSION`]: '1.1' })).toMatch(new RegExp(`invalid value "1.1" for ${section.replace('.', '\\.')}\\.minVersion: expected one of 1\\.2, 1\\.3`));
     });
 
@@ -92,6 +94,7 @@ describe('client TLS settings without their endpoint', () => {
       // With the endpoint set, or with nothing set, there is nothing to refuse.
       expect(refused({ [endpointEnv]: 'https://otlp.example.com', [`${env}_MIN_VERSION`]: '1.3' })).toBe('accepted');
       expect(refused({})).toBe('accepted');
+      expect(refused({ [`${env}_MIN_VERSION`]: '1.2', [`${env}_RELOAD_INTERVAL`]: '30s', [`${env}_INSECURE_SKIP_VERIFY`]: 'false' })).toBe('accepted');
     });
   }
 });

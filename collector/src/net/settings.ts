@@ -14,6 +14,9 @@ import { shortSecretProblem } from '../config/values.ts';
 export const TLS_MIN_VERSIONS = ['1.2', '1.3'] as const;
 export type TlsMinVersion = (typeof TLS_MIN_VERSIONS)[number];
 
+/** The defaults of the TLS rows, the same in every section. */
+const TLS_DEFAULTS: Readonly<Record<string, unknown>> = { caFile: '', certFile: '', keyFile: '', clientCaFile: '', serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadInterval: 30_000 };
+
 /** TLS of one listener (or of the two OTLP receivers together). */
 export interface TlsConfig {
   /** The settings' prefix, e.g. `otlp.tls`: messages name `<section>.certFile` and the like. */
@@ -45,11 +48,11 @@ export function tlsSettings(section: string, envPrefix: string, where: string, s
       description: `PEM CA certificates for mutual TLS on ${where}: when set, a client must present a certificate signed by one of them, checked during the TLS handshake before a request is read; a client without one is refused. Needs \`${section}.certFile\`.`,
     },
     {
-      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: '1.2', values: TLS_MIN_VERSIONS,
-      description: `Lowest TLS version accepted on ${where}: \`1.2\` or \`1.3\`. Set (like \`${section}.reloadInterval\`) without \`${section}.certFile\`, it would apply to nothing, so hookwatch does not start, naming it.`,
+      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: TLS_DEFAULTS['minVersion'], values: TLS_MIN_VERSIONS,
+      description: `Lowest TLS version accepted on ${where}: \`1.2\` or \`1.3\`. Set to \`1.3\` (or \`${section}.reloadInterval\` to another value than its default) without \`${section}.certFile\`, it would apply to nothing, so hookwatch does not start, naming it.`,
     },
     {
-      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
+      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: TLS_DEFAULTS['reloadInterval'], min: 1000, max: 86_400_000,
       description: 'How often the certificate, key and client CA files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to new connections without a restart; a new set that cannot be used (unreadable, not PEM, a key that does not match the certificate) is logged as an error and the certificate in use is kept.',
     },
   ];
@@ -119,19 +122,22 @@ export function clientTlsSettings(section: string, envPrefix: string, server: st
       description: `Accept any certificate from ${server}, unchecked: for a test setup only, since anyone on the path can then read and change what is sent. Warned about at start. Prefer \`${section}.caFile\`.`,
     },
     {
-      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: '1.2', values: TLS_MIN_VERSIONS,
+      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: TLS_DEFAULTS['minVersion'], values: TLS_MIN_VERSIONS,
       description: `Lowest TLS version hookwatch connects to ${server} with: \`1.2\` or \`1.3\`. A server that speaks only older versions fails the handshake.`,
     },
     {
-      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: 30_000, min: 1000, max: 86_400_000,
+      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: TLS_DEFAULTS['reloadInterval'], min: 1000, max: 86_400_000,
       description: 'How often the CA, client certificate and key files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to the connections made from then on without a restart; a new set that cannot be used is logged as an error and the files in use are kept.',
     },
   ];
 }
 
-/** The first of `<section>.<name>` that a file, the environment or a flag set, or undefined. */
+/**
+ * The first of `<section>.<name>` that a file, the environment or a flag set to other than its default, or
+ * undefined: a value written as its default (as `hookwatch config` prints every setting) changes nothing.
+ */
 function firstSet(r: SettingValues, section: string, names: readonly string[]): string | undefined {
-  return names.find((name) => !r.isDefault(`${section}.${name}`));
+  return names.find((name) => r.raw(`${section}.${name}`) !== TLS_DEFAULTS[name]);
 }
 
 const CLIENT_TLS_NAMES = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify', 'minVersion', 'reloadInterval'] as const;
