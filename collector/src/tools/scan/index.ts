@@ -35,7 +35,9 @@ Options:
   --json                 machine-readable output
   --send <url>           also post the findings to a hookwatch server as OTLP log records of their own
                          (hookwatch.transcript_finding, kept apart from telemetry; sending again counts nothing
-                         twice) (e.g. http://hookwatch:4318; /v1/logs is appended to a base URL)
+                         twice) (e.g. http://hookwatch:4318; /v1/logs is appended to a base URL); with the
+                         OTEL_EXPORTER_OTLP_HEADERS (or OTEL_EXPORTER_OTLP_LOGS_HEADERS) of the environment, such as
+                         "Authorization=Bearer <token>" for a hookwatch with an ingest token
   --show-content         print the previews of persisted outputs (hook output is not printed otherwise)
   --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES}); a skipped
                          line leaves the scan incomplete (exit status 4 unless outputs were found lost)

@@ -1,7 +1,7 @@
 /** `scan --send` against a running hookwatch: findings are stored once however often they are sent, apart from telemetry. */
 import { fileURLToPath } from 'node:url';
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import type { HooksResponse } from '../../../../shared/src/api.ts';
 import type { TranscriptCommandsResponse } from '../../../../shared/src/transcript-api.ts';
@@ -76,6 +76,32 @@ describe('scan --send to hookwatch', () => {
 
     // Telemetry's figures are exactly what they were: transcript findings are not hook_execution_complete events.
     expect((await getJson<HooksResponse>(service.httpUrl, `/api/v1/hooks?${RANGE}`)).body.hooks).toEqual(telemetryBefore);
+  });
+
+  it('sends the OTEL_EXPORTER_OTLP_HEADERS of its environment, so a hookwatch with an ingest token takes the findings', async () => {
+    const token = 'scan-send-token-0123456789';
+    const guarded = await startTestService({ HOOKWATCH_INGEST_TOKEN: token }, { now: () => NOW });
+    const scan = async (): Promise<{ code: number; result: ScanSummary }> => {
+      const captured = captureIO(guarded.dir, { ...process.env });
+      const code = await runScan(['--json', '--send', guarded.otlpHttpUrl, PROJECTS], captured.io);
+      return { code, result: JSON.parse(captured.stdout()) as ScanSummary };
+    };
+    try {
+      // Without the header the server refuses them: the scan says so with exit 3.
+      vi.stubEnv('OTEL_EXPORTER_OTLP_HEADERS', '');
+      const refused = await scan();
+      expect(refused.code).toBe(3);
+      expect(refused.result.send.exported).toBe(0);
+      vi.stubEnv('OTEL_EXPORTER_OTLP_HEADERS', `Authorization=Bearer ${token}`);
+      const accepted = await scan();
+      expect(accepted.code).toBe(1);
+      expect(accepted.result.send.failed).toBe(0);
+      expect(accepted.result.send.exported).toBe(accepted.result.send.emitted);
+      expect(guarded.ingest.stats.transcriptFindings).toBe(accepted.result.send.emitted);
+    } finally {
+      vi.unstubAllEnvs();
+      await guarded.close();
+    }
   });
 
   it('refuses a finding without an id, naming the problem', async () => {
