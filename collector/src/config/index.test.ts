@@ -106,6 +106,8 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['bad address in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-addr.yaml` }, readFile }), /http\.addr: expected host:port/],
     ['a file that is not a mapping', () => loadConfig({ env: {}, flags: { config: `${configs}not-a-mapping.yaml` }, readFile }), /must be a mapping/],
     ['a missing file', () => loadConfig({ env: {}, flags: { config: `${configs}nope.yaml` }, readFile }), /cannot read config file/],
+    ['a section given a value', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log: debug\n' }), /^config file x\.yaml: log must be a mapping of keys to values$/],
+    ['a section under a section given a list', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'otlp:\n  http: [a]\n' }), /^config file x\.yaml: otlp\.http must be a mapping of keys to values$/],
     ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],
     ['out of range', () => loadConfig({ env: { HOOKWATCH_NEAR_THRESHOLD: '12000' } }), /delivery\.nearThreshold: must be at most 10000/],
     ['a duration out of range, in its units', () => loadConfig({ env: { HOOKWATCH_POSTGRES_LEASE_TTL: '20m' } }), /postgres\.leaseTtl: must be at most 10m$/],
@@ -125,6 +127,12 @@ describe('bad configuration fails at start with a message naming the key', () =>
       expect(fn).toThrow(message);
     });
   }
+
+  it('an empty section, its keys all commented out, sets nothing', () => {
+    const loaded = loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  # receivers: []\nlog:\notlp:\n  http:\n' });
+    expect(loaded.values).toEqual(loadConfig({ env: {} }).values);
+    expect([...loaded.sources.values()].every((source) => source === 'default')).toBe(true);
+  });
 
   it('listeners on port 0, or on one port of two different addresses, are not in each other\'s way', () => {
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0' } }))).not.toThrow();

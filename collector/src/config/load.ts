@@ -161,8 +161,9 @@ function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin
     const setting = findSetting(key);
     if (setting) {
       out.set(key, v);
-    } else if (v !== null && typeof v === 'object' && !Array.isArray(v) && SETTINGS.some((s) => s.key.startsWith(key + '.'))) {
-      flatten(v, key, out, origin);
+    } else if (SETTINGS.some((s) => s.key.startsWith(key + '.'))) {
+      // A section left empty (`alerting:` with its keys commented out) sets nothing; one given a value is named.
+      if (v !== null) flatten(v, key, out, origin);
     } else {
       const near = nearestName(key, keyPaths());
       throw new ConfigError(`${origin}: unknown key ${JSON.stringify(key)}${near ? `; did you mean ${JSON.stringify(near)}?` : ''}`);
