@@ -38,7 +38,7 @@ export function parseTime(value: string, now: number, parameter: string): number
     if (seconds > MAX_UNIX_SECONDS) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(v)} is past the year 9999 as Unix seconds (milliseconds? divide by 1000)`);
     // Before 1973 as Unix seconds: a year ("2026") or a date written without dashes ("20261130") far more likely
     // than a time hookwatch never saw, which would answer an empty range without a word.
-    if (seconds < MIN_UNIX_SECONDS) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(v)} is before 1973 as Unix seconds, which have 10 digits today (1764489600); write a date as RFC 3339 (2026-11-30T08:00:00Z)`);
+    if (seconds < MIN_UNIX_SECONDS) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(v)} is before 1973 as Unix seconds, which have 10 digits since 2001 (1764489600 is 2025-11-30); write a date as RFC 3339 (2026-11-30T08:00:00Z)`);
     return Math.round(seconds * 1000);
   }
   const t = parseRfc3339(v);
