@@ -781,7 +781,7 @@ describe('persisted state', () => {
     expect(alerting.engine.isStale).toBe(true);
     // The guard wraps the first hook meanwhile: its report is stored and announced while nothing is evaluated.
     const guarded = hookId('SessionStart', over.hookName);
-    expect(await store.recordGuardTrims([{ dedupKey: 'stale-1', hookId: guarded, hookEvent: 'SessionStart', hookName: over.hookName, timeMs: T0, field: 'stdout', sentChars: 24_000, keptChars: 9_500, sessionId: 's' }])).toBe(1);
+    expect(await store.recordGuardTrims([{ dedupKey: 'stale-1', hookId: guarded, hookEvent: 'SessionStart', hookName: over.hookName, timeMs: T0, field: 'stdout', sentChars: 24_000, keptChars: 9_500, sessionId: 's' }])).toHaveLength(1);
     await alerting.engine.noteGuardTrims([guarded]);
     // The retry (a second later) loads the saved state and evaluates: the other alert is notified.
     await sink.waitFor(2, 5000);

@@ -3,6 +3,7 @@ import type { Encoding } from '../otlp/encode.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { HookEvent } from '../hooks/model.ts';
+import type { GuardTrim } from '../store/guard-trims.ts';
 
 export type Signal = 'logs' | 'metrics' | 'traces';
 
@@ -42,8 +43,11 @@ export interface PassThroughConsumer {
 /** Told about events once they are committed (alert evaluation runs on ingest). */
 export interface IngestListener {
   onIngested(events: readonly HookEvent[]): void;
-  /** Told the hooks (ids) of `hookwatch guard` trims once new ones are committed. */
-  onGuardTrims?(hookIds: readonly string[]): void;
+  /**
+   * Told the hooks (ids) of `hookwatch guard` trims once new ones are committed, and those trims (a retried report's
+   * trims already stored are not passed on, so nothing counts twice).
+   */
+  onGuardTrims?(hookIds: readonly string[], trims: readonly GuardTrim[]): void;
 }
 
 /** Accepts metrics and traces and keeps nothing: the default when no forwarding is configured. */

@@ -100,10 +100,10 @@ export class HookIngest implements LogsConsumer {
     }
     if (guard.trims.length > 0) {
       // A retried report stores nothing new: its alerts have read it already.
-      const inserted = await this.storeWrite(() => this.opts.store.recordGuardTrims(guard.trims));
-      if (inserted > 0) {
-        const hookIds = [...new Set(guard.trims.map((g) => g.hookId))];
-        this.notify((l) => l.onGuardTrims?.(hookIds));
+      const stored = await this.storeWrite(() => this.opts.store.recordGuardTrims(guard.trims));
+      if (stored.length > 0) {
+        const hookIds = [...new Set(stored.map((g) => g.hookId))];
+        this.notify((l) => l.onGuardTrims?.(hookIds, stored));
       }
     }
     let expired: { count: number; problem: string } | undefined;

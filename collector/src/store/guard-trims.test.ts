@@ -68,9 +68,9 @@ for (const backend of backends) {
         trim({ timeMs: T0 + HOUR + MINUTE, sentChars: 11_000, keptChars: 9_400 }),
         trim({ hookId: hookId('Stop', 'Stop'), hookEvent: 'Stop', hookName: 'Stop', timeMs: T0 + 6 * MINUTE, sentChars: 99_000, keptChars: 9_000 }),
       ];
-      expect(await store.recordGuardTrims(batch)).toBe(4);
+      expect(await store.recordGuardTrims(batch)).toEqual(batch);
       // A retried request: nothing new.
-      expect(await store.recordGuardTrims(batch.slice(0, 2))).toBe(0);
+      expect(await store.recordGuardTrims(batch.slice(0, 2))).toEqual([]);
 
       const stats = await store.guardTrims(HOOK, { fromMs: T0, toMs: T0 + 2 * HOUR, stepMs: HOUR });
       expect(stats.trims).toBe(3);
@@ -82,6 +82,15 @@ for (const backend of backends) {
       const minutes = await store.guardTrims(HOOK, { fromMs: T0 + 6 * MINUTE, toMs: T0 + HOUR, stepMs: MINUTE });
       expect(minutes.buckets).toEqual([{ startMs: T0 + 7 * MINUTE, trims: 1, maxSentChars: 15_000, maxKeptChars: 9_496 }]);
       expect(await store.guardTrims(hookId('x', 'y'), { fromMs: T0, toMs: T0 + HOUR, stepMs: HOUR })).toEqual({ trims: 0, largest: null, buckets: [] });
+    });
+
+    it('name the trims a batch stored: not those a retry resends, nor a trim repeated within the batch', async () => {
+      const hook = hookId('PreToolUse', 'PreToolUse:retried');
+      const first = trim({ hookId: hook, hookEvent: 'PreToolUse', hookName: 'PreToolUse:retried', timeMs: T0 + 3 * HOUR, sentChars: 20_000 });
+      expect(await store.recordGuardTrims([first])).toEqual([first]);
+      const fresh = trim({ hookId: hook, hookEvent: 'PreToolUse', hookName: 'PreToolUse:retried', timeMs: T0 + 3 * HOUR + MINUTE, sentChars: 30_000 });
+      expect(await store.recordGuardTrims([first, fresh, { ...fresh }])).toEqual([fresh]);
+      expect((await store.guardTrims(hook, { fromMs: T0 + 3 * HOUR, toMs: T0 + 4 * HOUR, stepMs: HOUR })).trims).toBe(2);
     });
 
     it('are not executions: no hook appears and no counter moves', async () => {

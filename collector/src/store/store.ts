@@ -159,8 +159,8 @@ export interface Store {
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
   breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]>;
-  /** Commits outputs trimmed by `hookwatch guard`; resolves with how many were new (retries store nothing twice). */
-  recordGuardTrims(trims: GuardTrim[]): Promise<number>;
+  /** Commits outputs trimmed by `hookwatch guard`; resolves with those that were new (retries store nothing twice). */
+  recordGuardTrims(trims: GuardTrim[]): Promise<GuardTrim[]>;
   /** One hook's guard trims over a range, in buckets of q.stepMs. */
   guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats>;
   /**

@@ -1096,13 +1096,15 @@ export class PostgresStore implements Store {
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
-  async recordGuardTrims(trims: GuardTrim[]): Promise<number> {
-    if (trims.length === 0) return 0;
-    // One statement, so the whole batch commits (or fails) at once before the OTLP 200.
-    const sql = guardTrimSql((n) => `$${n}`, trims.length).insert;
+  async recordGuardTrims(trims: GuardTrim[]): Promise<GuardTrim[]> {
+    if (trims.length === 0) return [];
+    // One statement, so the whole batch commits (or fails) at once before the OTLP 200; it names the rows it
+    // inserted, the trims no replica stored before.
+    const sql = `${guardTrimSql((n) => `$${n}`, trims.length).insert} RETURNING dedup_key`;
     try {
-      const r = await this.pool.query(sql, trims.flatMap(guardTrimValues));
-      return r.rowCount ?? 0;
+      const r = await this.pool.query<{ dedup_key: string }>(sql, trims.flatMap(guardTrimValues));
+      const inserted = new Set(r.rows.map((row) => row.dedup_key));
+      return trims.filter((t) => inserted.delete(t.dedupKey));
     } catch (err) {
       throw this.classify(err, 'store write failed');
     }

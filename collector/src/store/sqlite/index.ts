@@ -1010,13 +1010,9 @@ export class SqliteStore implements Store {
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
-  async recordGuardTrims(trims: GuardTrim[]): Promise<number> {
-    if (trims.length === 0) return 0;
-    return this.sideWrite(() => {
-      let inserted = 0;
-      for (const t of trims) inserted += Number(this.c.sql.get(GUARD_SQL.insert).run(...guardTrimValues(t)).changes);
-      return inserted;
-    });
+  async recordGuardTrims(trims: GuardTrim[]): Promise<GuardTrim[]> {
+    if (trims.length === 0) return [];
+    return this.sideWrite(() => trims.filter((t) => Number(this.c.sql.get(GUARD_SQL.insert).run(...guardTrimValues(t)).changes) > 0));
   }
 
   async guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats> {
