@@ -17,9 +17,14 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HookSummary, HooksResponse } from '../../shared/src/api.ts';
 import { OUTPUT_KINDS } from '../../shared/src/cliff.ts';
+import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
+import { hookId } from '../src/hooks/extract.ts';
 import { REJECT_REASONS } from '../src/receiver/options.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
 import { EXPOSITION_CONTENT_TYPE } from '../src/telemetry/metrics.ts';
+import { sendReport } from '../src/tools/guard/report-send.ts';
+import type { GuardReport } from '../src/tools/guard/report.ts';
+import { HttpDownstream } from './support/downstream-recorder.ts';
 import { documentedAs, documentedMetrics, startFullyConfiguredService } from './support/metrics-coverage.ts';
 import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
@@ -30,9 +35,11 @@ const RUNS = ['run1-httpjson', 'run2-httpprotobuf', 'run5-mockapi-tools-httpjson
 let service: ServiceUnderTest | undefined;
 const servers: Server[] = [];
 const files: string[] = [];
+const downstreams: HttpDownstream[] = [];
 afterEach(async () => {
   await service?.close();
   service = undefined;
+  for (const d of downstreams.splice(0)) await d.stop();
   for (const s of servers.splice(0)) await new Promise((r) => s.close(r));
   for (const f of files.splice(0)) rmSync(f, { force: true });
 });
@@ -102,6 +109,30 @@ async function replayFixtures(otlpUrl: string): Promise<number> {
   return logsRequests;
 }
 
+/**
+ * Sends a guard report the way `hookwatch guard --report` does, and once more as its exporter's retry would: the
+ * same request, captured on its way and posted again.
+ */
+async function sendReportTwice(otlpUrl: string, report: GuardReport): Promise<void> {
+  const capture = new HttpDownstream();
+  downstreams.push(capture);
+  await sendReport(`${await capture.start()}/v1/logs`, report);
+  expect(capture.requests.length).toBeGreaterThan(0);
+  for (let i = 0; i < 2; i++) {
+    for (const sent of capture.requests) {
+      const res = await fetch(`${otlpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': sent.contentType }, body: new Uint8Array(sent.body) });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+  }
+}
+
+async function apiGuardTrims(base: string, hookName: string): Promise<number> {
+  const res = await fetch(`${base}/api/v1/hooks/${hookId(hookName.split(':')[0] as string, hookName)}/guard-trims?from=now-30d&to=now%2B1h`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as GuardTrimsResponse).trims;
+}
+
 /** The API's largest output (upper bound over every kind), as /metrics reports it. */
 function largest(h: HookSummary): number | undefined {
   const v = OUTPUT_KINDS.map((k) => h.maxChars[k]).filter((x): x is number => x !== null);
@@ -162,6 +193,38 @@ describe('GET /metrics', () => {
     expect(sampleValue(families, 'hookwatch_delivery_output_cap_chars')).toBe(10_000);
   });
 
+  it('counts per hook the outputs hookwatch guard trimmed, as stored: a retried report once, a hook known only by its trims gets a series', async () => {
+    service = await startServiceUnderTest();
+    // A guarded hook delivers just under the cap; another runs small and unguarded.
+    await emitExecutions(service.otlpHttpUrl, [
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 9_500, outputsPersisted: 0 },
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 9_400, outputsPersisted: 0 },
+      { hookEvent: 'PreToolUse', hookName: 'PreToolUse:plain', stdoutChars: 400 },
+    ]);
+    await sendReportTwice(service.otlpHttpUrl, {
+      hookEvent: 'SessionStart', hookName: 'SessionStart:startup', sessionId: 's-1',
+      trims: [{ field: 'stdout', sentChars: 24_000, keptChars: 9_500 }, { field: 'hookSpecificOutput.additionalContext', sentChars: 12_000, keptChars: 9_400 }],
+    });
+    // A report whose hook event has not arrived (each has its own exporter).
+    await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'Stop', hookName: 'Stop:guarded', sessionId: 's-2', trims: [{ field: 'stdout', sentChars: 15_000, keptChars: 9_000 }] });
+
+    const { text, families } = await scrape(service.httpUrl);
+    expect(text).toMatch(/^# TYPE hookwatch_hook_guard_trims_total counter$/m);
+    expect(text).toMatch(/^# HELP hookwatch_hook_guard_trims_total .*hookwatch guard/m);
+    const guarded = { hook_id: hookId('SessionStart', 'SessionStart:startup'), hook_event: 'SessionStart', hook_name: 'SessionStart:startup' };
+    expect(sampleValue(families, 'hookwatch_hook_guard_trims_total', guarded)).toBe(2);
+    expect(sampleValue(families, 'hookwatch_hook_guard_sent_chars_total', guarded)).toBe(36_000);
+    expect(sampleValue(families, 'hookwatch_hook_guard_kept_chars_total', guarded)).toBe(18_900);
+    expect(sampleValue(families, 'hookwatch_hook_executions_total', guarded)).toBe(2);
+    // What /metrics counts is what the API stores.
+    expect(await apiGuardTrims(service.httpUrl, 'SessionStart:startup')).toBe(2);
+    expect(sampleValue(families, 'hookwatch_hook_guard_trims_total', { hook_name: 'PreToolUse:plain' })).toBe(0);
+    expect(sampleValue(families, 'hookwatch_hook_guard_trims_total', { hook_name: 'Stop:guarded' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_hook_executions_total', { hook_name: 'Stop:guarded' })).toBe(0);
+    expect(Math.abs((sampleValue(families, 'hookwatch_hook_series_start_time_seconds', { hook_name: 'Stop:guarded' }) ?? 0) - Date.now() / 1000)).toBeLessThan(60);
+    expect(sampleValue(families, 'hookwatch_hook_overflow_guard_trims_total')).toBe(0);
+  });
+
   it('reports the configured near threshold, the one its own classification uses, and the cap', async () => {
     service = await startServiceUnderTest({ HOOKWATCH_NEAR_THRESHOLD: '9000' });
     await emitExecutions(service.otlpHttpUrl, [
@@ -195,6 +258,14 @@ describe('GET /metrics', () => {
     expect(labelled + overflow).toBe(hooks.reduce((n, h) => n + h.executions, 0));
     const persistedLabelled = families.get('hookwatch_hook_outputs_persisted_total')?.samples.reduce((n, s) => n + s.value, 0) ?? 0;
     expect(persistedLabelled + (sampleValue(families, 'hookwatch_hook_overflow_outputs_persisted_total') ?? 0)).toBe(hooks.reduce((n, h) => n + h.outputsPersisted, 0));
+    // Guard trims of a hook left without a series, and of a hook not seen before, go to the overflow counter too.
+    await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'PreToolUse', hookName: 'PreToolUse:tool-9', sessionId: 's-9', trims: [{ field: 'stdout', sentChars: 20_000, keptChars: 9_500 }] });
+    await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'PreToolUse', hookName: 'PreToolUse:tool-new', sessionId: 's-10', trims: [{ field: 'stdout', sentChars: 20_000, keptChars: 9_500 }] });
+    const after = (await scrape(service.httpUrl)).families;
+    expect(after.get('hookwatch_hook_guard_trims_total')?.samples).toHaveLength(3);
+    expect(after.get('hookwatch_hook_guard_trims_total')?.samples.every((s) => s.value === 0)).toBe(true);
+    expect(sampleValue(after, 'hookwatch_hook_overflow_guard_trims_total')).toBe(2);
+    expect(sampleValue(after, 'hookwatch_hook_series_dropped')).toBe(8);
   });
 
   it('gives the hooks the store knows their series at 0 after a restart, so a next persisted output is an increase', async () => {

@@ -8,11 +8,17 @@
  *
  * Label cardinality is bounded: the first `maxSeries` hooks get their own series; events of any further hook
  * are added to the overflow counters and the number of such hooks is reported, never a new series.
+ *
+ * Outputs trimmed by `hookwatch guard` are counted per hook the same way (a trim report names the hook as Claude
+ * Code does, and may come first: it gives the hook its series), from the trims a batch stored. They have no
+ * `field` label: every per-hook family keeps the same labels, so rules match them one to one with `and`/`on`,
+ * and the API's guard trims name the field.
  */
 import type { HookCounters } from '../store/model.ts';
 import { largestKnown, largestOutput } from '../../../shared/src/cliff.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { addEvent, emptyRow, toCounters, type CounterRow } from '../store/counters.ts';
+import type { GuardTrim } from '../store/guard-trims.ts';
 import type { MetricsRegistry, SetSample } from '../telemetry/metrics.ts';
 import type { IngestListener } from './consumer.ts';
 
@@ -40,6 +46,22 @@ interface HookSeries {
   previous: { slot: number; largest: number };
   /** When this process created the series: its counters count from then. */
   createdMs: number;
+  /** `hookwatch guard` trims stored since then, and the sizes of their outputs before and after trimming. */
+  guard: GuardCounts;
+}
+
+interface GuardCounts {
+  trims: number;
+  sentChars: number;
+  keptChars: number;
+}
+
+const noGuardTrims = (): GuardCounts => ({ trims: 0, sentChars: 0, keptChars: 0 });
+
+function addTrim(g: GuardCounts, t: GuardTrim): void {
+  g.trims++;
+  g.sentChars += t.sentChars;
+  g.keptChars += t.keptChars;
 }
 
 /** Distinct overflowing hooks remembered at most; past it the count saturates instead of growing memory. */
@@ -67,6 +89,7 @@ export class HookMetrics implements IngestListener {
   private readonly series = new Map<string, HookSeries>();
   private readonly dropped = new Set<string>();
   private readonly overflow = emptyRow();
+  private readonly overflowGuard = noGuardTrims();
   private readonly maxSeries: number;
 
   private readonly now: () => number;
@@ -79,7 +102,7 @@ export class HookMetrics implements IngestListener {
   private newSeries(id: string, hookEvent: string, hookName: string): HookSeries {
     const s: HookSeries = {
       labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity,
-      recent: { slot: -Infinity, largest: -Infinity }, previous: { slot: -Infinity, largest: -Infinity }, createdMs: this.now(),
+      recent: { slot: -Infinity, largest: -Infinity }, previous: { slot: -Infinity, largest: -Infinity }, createdMs: this.now(), guard: noGuardTrims(),
     };
     this.series.set(id, s);
     return s;
@@ -99,18 +122,25 @@ export class HookMetrics implements IngestListener {
     }
   }
 
+  /** The hook's series, made if the cap allows; undefined once it is reached (the hook is counted as dropped). */
+  private seriesFor(h: { hookId: string; hookEvent: string; hookName: string }): HookSeries | undefined {
+    const s = this.series.get(h.hookId);
+    if (s) return s;
+    if (this.series.size >= this.maxSeries) {
+      if (this.dropped.size < MAX_TRACKED_DROPPED) this.dropped.add(h.hookId);
+      return undefined;
+    }
+    return this.newSeries(h.hookId, h.hookEvent, h.hookName);
+  }
+
   /** Called with the events a batch inserted (duplicates are not passed on, so nothing counts twice). */
   onIngested(events: readonly HookEvent[]): void {
     const slot = Math.floor(this.now() / RECENT_OUTPUT_MS);
     for (const e of events) {
-      let s = this.series.get(e.hookId);
+      const s = this.seriesFor(e);
       if (!s) {
-        if (this.series.size >= this.maxSeries) {
-          if (this.dropped.size < MAX_TRACKED_DROPPED) this.dropped.add(e.hookId);
-          addEvent(this.overflow, e);
-          continue;
-        }
-        s = this.newSeries(e.hookId, e.hookEvent, e.hookName);
+        addEvent(this.overflow, e);
+        continue;
       }
       addEvent(s.row, e);
       s.counters = undefined;
@@ -127,6 +157,11 @@ export class HookMetrics implements IngestListener {
         s.recent.largest = largest;
       }
     }
+  }
+
+  /** Called with the guard trims a batch stored (those of a retried report stored before are not passed on). */
+  onGuardTrims(_hookIds: readonly string[], trims: readonly GuardTrim[]): void {
+    for (const t of trims) addTrim(this.seriesFor(t)?.guard ?? this.overflowGuard, t);
   }
 
   /**
@@ -171,11 +206,15 @@ export class HookMetrics implements IngestListener {
     perHook('counter', 'hookwatch_hook_near_executions_total', 'Executions whose largest output may exceed the near threshold, nothing persisted, since start.', (c) => c.nearExecutions);
     perHook('counter', 'hookwatch_hook_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280): blind, never healthy.', (c) => c.sizeUnknownExecutions);
     perHook('gauge', 'hookwatch_hook_largest_output_chars', 'Largest output since start (upper bound: Claude Code reports sums over the matching commands); absent when unknown.', (c) => largestOutput(c));
+    perHook('counter', 'hookwatch_hook_guard_trims_total', 'Outputs of the hook that hookwatch guard trimmed to fit the cap, as its reports stored since start (a retried report counts once).', (_c, s) => s.guard.trims);
+    perHook('counter', 'hookwatch_hook_guard_sent_chars_total', 'Characters of the outputs hookwatch guard trimmed, before trimming (sum of sent_chars of the trims stored since start).', (_c, s) => s.guard.sentChars);
+    perHook('counter', 'hookwatch_hook_guard_kept_chars_total', 'Characters hookwatch guard kept of the outputs it trimmed, what the model got (sum of kept_chars of the trims stored since start).', (_c, s) => s.guard.keptChars);
     perHook('gauge', 'hookwatch_hook_series_start_time_seconds', 'When this process created the hook\'s series (its counters count from then; with increase(), a series younger than the window counts whole).', (_c, s) => s.createdMs / 1000);
     perHook('gauge', 'hookwatch_hook_last_output_chars', `Largest output received in the last ${RECENT_OUTPUT_MS / 60_000} to ${(2 * RECENT_OUTPUT_MS) / 60_000} minutes (the newest execution's when none is that recent), so every output is seen by a scrape and max_over_time gives any window; absent when unknown.`, (_c, s) => this.lastOutput(s));
     one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => this.series.size);
     one('gauge', 'hookwatch_hook_series_dropped', `Hooks left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => this.dropped.size);
     one('counter', 'hookwatch_hook_overflow_executions_total', 'Executions of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executions);
     one('counter', 'hookwatch_hook_overflow_outputs_persisted_total', 'Persisted outputs of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).outputsPersisted);
+    one('counter', 'hookwatch_hook_overflow_guard_trims_total', 'Outputs trimmed by hookwatch guard of hooks left without a series (cardinality cap).', () => this.overflowGuard.trims);
   }
 }
