@@ -92,6 +92,7 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_hook_starts_total', HOOK_DETAIL],
   ['hookwatch_hook_commands_total', HOOK_DETAIL],
   ['hookwatch_hook_largest_output_chars', 'since start only; hookwatch_hook_last_output_chars with max_over_time gives any window'],
+  ['hookwatch_hook_guard_kept_chars_total', 'what guard keeps is its own limit, about the same for every trim; the largest output against the cap shows what the model got'],
   ['hookwatch_hook_series', 'the cap at work is charted as hooks without a series (hookwatch_hook_series_dropped)'],
   ['hookwatch_hook_overflow_*_total', 'the hooks past the cap are charted as hooks without a series (hookwatch_hook_series_dropped)'],
   ['hookwatch_alertmanager_renewals_total', 'HookwatchAlertmanagerUnreachable alerts on its failures'],
@@ -171,9 +172,9 @@ describe('Grafana dashboard', () => {
     await full?.close();
   });
 
-  it('covers persisted vs success, the largest output against the cap, headroom, blind clients, ingest and notifications', () => {
+  it('covers persisted vs success, the largest output against the cap, headroom, blind clients, guard trims, ingest and notifications', () => {
     const used = new Set(all.flatMap((q) => [...namesIn(q.expr).metrics]));
-    for (const name of ['hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_success_total', 'hookwatch_hook_last_output_chars', 'hookwatch_hook_size_unknown_executions_total', 'hookwatch_otlp_requests_total', 'hookwatch_otlp_requests_rejected_total', 'hookwatch_ingest_queue_depth', 'hookwatch_notifications_total', 'hookwatch_alerts', 'hookwatch_delivery_near_threshold_chars', 'hookwatch_delivery_output_cap_chars']) {
+    for (const name of ['hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_success_total', 'hookwatch_hook_last_output_chars', 'hookwatch_hook_size_unknown_executions_total', 'hookwatch_otlp_requests_total', 'hookwatch_otlp_requests_rejected_total', 'hookwatch_ingest_queue_depth', 'hookwatch_notifications_total', 'hookwatch_alerts', 'hookwatch_delivery_near_threshold_chars', 'hookwatch_delivery_output_cap_chars', 'hookwatch_hook_guard_trims_total']) {
       expect(used, name).toContain(name);
     }
     for (const p of panelsOf(dashboard).filter((x) => x['type'] !== 'row')) {
@@ -345,6 +346,33 @@ describe('Grafana dashboard', () => {
       { labels: '{hook_name="SessionStart:audit"}', value: 0 },
       { labels: '{hook_name="Stop:legacy"}', value: 3 },
     ]);
+  });
+
+  it.skipIf(!hasPromtool)('charts guard trims per hook over replicas, with what a new hook\'s series held when it appeared (skipped only outside CI without promtool)', () => {
+    // A guarded hook on two replicas: one stored 2 trims before its series was first scraped (it appears at 5m,
+    // created at 4m30s), the other 1 trim in the minute before 7m; an unguarded hook next to it.
+    const a = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '4', hook_event: 'SessionStart', hook_name: 'SessionStart:startup' };
+    const b = { ...a, instance: 'hookwatch-1:9318' };
+    const plain = { ...a, hook_id: '5', hook_event: 'Stop', hook_name: 'Stop' };
+    const series = [
+      { series: `hookwatch_hook_guard_trims_total${labelsOf(a)}`, values: '_x5 2x30' },
+      { series: `hookwatch_hook_guard_sent_chars_total${labelsOf(a)}`, values: '_x5 36000x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(a)}`, values: '_x5 270x30' },
+      { series: `hookwatch_hook_guard_trims_total${labelsOf(b)}`, values: '0x6 1x30' },
+      { series: `hookwatch_hook_guard_sent_chars_total${labelsOf(b)}`, values: '0x6 12000x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(b)}`, values: '0x40' },
+      { series: `hookwatch_hook_guard_trims_total${labelsOf(plain)}`, values: '0x40' },
+      { series: `hookwatch_hook_guard_sent_chars_total${labelsOf(plain)}`, values: '0x40' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(plain)}`, values: '0x40' },
+    ];
+    const panel = all.filter((x) => x.where.startsWith('panel "Guard trims per hook"'));
+    expect(panel).toHaveLength(2);
+    const [trims, average] = panel;
+    expectSamples(trims, series, '5m', [{ labels: '{hook_name="SessionStart:startup"}', value: 2 }, { labels: '{hook_name="Stop"}', value: 0 }]);
+    expectSamples(average, series, '5m', [{ labels: '{hook_name="SessionStart:startup"}', value: 18_000 }]);
+    // The bar ending at 7m holds the other replica's trim only; the unguarded hook has no average.
+    expectSamples(trims, series, '7m', [{ labels: '{hook_name="SessionStart:startup"}', value: 1 }, { labels: '{hook_name="Stop"}', value: 0 }]);
+    expectSamples(average, series, '7m', [{ labels: '{hook_name="SessionStart:startup"}', value: 12_000 }]);
   });
 
   it('names only series a running hookwatch exports, and only labels they carry', () => {
