@@ -30,6 +30,33 @@ describe('db', () => {
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/LeakPw11/);
   });
 
+  // A password from `openssl rand -base64` holds `/`: the URL no longer reads, and the store failed at open with
+  // `Invalid URL (ERR_INVALID_URL)` or `URI malformed`, naming neither the setting nor what to change.
+  it.each(['postgres://u:Leak/Pw+1=@h:5432/db', 'postgres://u:Leak#Pw11@h/db', 'postgres://u:Leak?Pw11@h/db', 'postgresql://u:Leak%CdPw11@h/db'])('refuses %s, a password not percent-encoded, saying how to write it and not the password', (db) => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).toThrow(/\bdb\b.*percent-encode.*%2F/);
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: db } }))).not.toThrow(/Leak|Pw11/);
+  });
+
+  it('refuses a postgres URL that does not read for another reason without blaming the password', () => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u:LeakPw11@h:54x2/db' } }))).toThrow(/\bdb\b.*cannot be read as a URL: check its host, port and database name/);
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u:LeakPw11@h:54x2/db' } }))).not.toThrow(/LeakPw11|percent-encode/);
+  });
+
+  it('accepts the URL forms node-postgres reads: encoded passwords, spaces, a Unix socket as host', () => {
+    for (const db of [
+      'postgres://u:Leak%2FPw%2B1%3D@h:5432/db',
+      'postgres://u:Leak@Pw11@h/db',
+      'postgres://u:Leak Pw11@h/db',
+      'postgres://u:Leak%Pw11@h/db',
+      'postgres://u:LeakPw11@/db?host=/var/run/postgresql',
+      'postgres:///db?host=/var/run/postgresql&user=u&password=LeakPw11',
+      'postgres://u:LeakPw11@%2Fvar%2Frun%2Fpostgresql:5432/db',
+      'postgres://u:LeakPw11@h/db?options=-c%20search_path%3Dhookwatch',
+    ]) {
+      expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: db } })).db).toBe(db);
+    }
+  });
+
   it('accepts a path or a postgres URL', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: '/var/lib/hookwatch/h.db' } })).db).toBe('/var/lib/hookwatch/h.db');
     expect(toConfig(loadConfig({ env: { HOOKWATCH_DB: 'postgres://u@localhost/h' } })).db).toBe('postgres://u@localhost/h');

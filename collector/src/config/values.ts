@@ -137,6 +137,47 @@ export function shortSecretProblem(secret: string, min = MIN_SECRET_CHARS): stri
   return `shorter than ${min} characters, too short to be secret: use at least ${min} random characters, e.g. from \`openssl rand -hex 32\``;
 }
 
+/**
+ * True when node-postgres reads `url` as it does at connect time: spaces and a `%` not starting an escape are
+ * encoded first, an empty host before `/` stands for a Unix socket given as `?host=`, and the user name, password
+ * and database name are decoded.
+ */
+function postgresUrlReads(url: string): boolean {
+  try {
+    const text = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url;
+    let parsed: URL;
+    try {
+      parsed = new URL(text);
+    } catch {
+      parsed = new URL(text.replace('@/', '@___socket___/'));
+    }
+    decodeURIComponent(parsed.username);
+    decodeURIComponent(parsed.password);
+    decodeURI(parsed.pathname);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why node-postgres cannot read a postgres:// URL, or undefined: most often a password with `/`, `?`, `#` or `%`
+ * written as it is (one from `openssl rand -base64` holds `/`), which ends the authority early. Never the value.
+ */
+export function postgresUrlProblem(url: string): string | undefined {
+  if (postgresUrlReads(url)) return undefined;
+  // The user name and password (up to the last '@') encoded: if the URL reads then, they were what it tripped on.
+  const m = /^([^:]+:\/\/)(.*)@([^@]*)$/s.exec(url);
+  if (m) {
+    const [user = '', ...password] = (m[2] as string).split(':');
+    const userinfo = [user, ...(password.length > 0 ? [password.join(':')] : [])].map((part) => encodeURIComponent(part)).join(':');
+    if (postgresUrlReads(`${m[1]}${userinfo}@${m[3]}`)) {
+      return 'its user name or password holds a character a URL reserves: percent-encode them (/ as %2F, ? as %3F, # as %23, % as %25; encodeURIComponent in JavaScript, urllib.parse.quote(..., safe="") in Python)';
+    }
+  }
+  return 'it cannot be read as a URL: check its host, port and database name (postgres://user:password@host:5432/hookwatch)';
+}
+
 /** Why a URL's password (or a secret query parameter: urlPasswords) is too short, or undefined. Never the value. */
 export function urlPasswordProblem(url: string): string | undefined {
   return urlPasswords(url).some((p) => p.length < MIN_SECRET_CHARS) ? `its password is ${TOO_SHORT_TO_SCRUB}` : undefined;

@@ -3,7 +3,7 @@
  * and the per-hook limit. A leaf: config/ composes these rows into the one table.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { LIBPQ_KEYWORDS, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
+import { LIBPQ_KEYWORDS, postgresUrlProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
 
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
@@ -24,7 +24,7 @@ const MISWRITTEN_POSTGRES_URL = /^(?:[\s"'`]+postgres(?:ql)?\s*[:;]|postgres(?:q
 export const STORE_SETTINGS: readonly Setting[] = [
   {
     key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
-    description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere, and refused at start when shorter than 4 characters, too short to be scrubbed from logs).',
+    description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere, and refused at start when shorter than 4 characters, too short to be scrubbed from logs; a user name or password holding / ? # or % is percent-encoded, / as %2F).',
     // A URL written wrong holds its password where the URL parser cannot find it: all of it is withheld.
     redactValue: (v) => (typeof v === 'string' && MISWRITTEN_POSTGRES_URL.test(v) ? '<redacted>' : redactUrlPassword(v)),
     // Taken for a file name, a keyword/value string, or a URL of another scheme (postgress://, mysql://, file://),
@@ -35,7 +35,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
       const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(db)?.[1];
       if (scheme !== undefined && !isPostgresUrl(db)) return `a ${scheme}:// URL is not a store hookwatch opens: give a SQLite file path, or a postgres:// (or postgresql://) URL`;
       if (MISWRITTEN_POSTGRES_URL.test(db)) return 'this looks like a postgres:// URL written wrong (the value must begin with postgres:// or postgresql://, with no quotes or spaces): give a SQLite file path, or a postgres:// (or postgresql://) URL';
-      return urlPasswordProblem(db);
+      return (isPostgresUrl(db) ? postgresUrlProblem(db) : undefined) ?? urlPasswordProblem(db);
     },
   },
   {
