@@ -217,6 +217,38 @@ describe('PostgresStore', () => {
     await store.ping();
   });
 
+  it('keeps every table in the schema the URL\'s search_path names, beside another application\'s tables of the same names', async () => {
+    const url = await server.createDatabase();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      // A shared database: another application owns public.events and public.hooks.
+      await admin.query('CREATE SCHEMA hookwatch; CREATE TABLE public.events (id int); CREATE TABLE public.hooks (id int)');
+      const store = await open(`${url}?options=${encodeURIComponent('-c search_path=hookwatch')}`);
+      const old = Date.UTC(2026, 2, 2, 12);
+      const recent = Date.UTC(2026, 2, 20, 12);
+      expect((await store.ingest([hookEvent({ timeMs: old }), hookEvent({ timeMs: recent }), hookEvent({ timeMs: recent + 1000 })])).inserted).toHaveLength(3);
+      // Retention drops the old day's partition and rebuilds the finished days' indexes, in hookwatch's schema.
+      const pruned = await store.prune(Date.UTC(2026, 2, 10), Date.UTC(2025, 0, 1));
+      expect(pruned.partitions).toBeGreaterThan(0);
+      expect([...(await store.hookCounters({ fromMs: Date.UTC(2026, 2, 15), toMs: Date.UTC(2026, 2, 21) })).values()].map((c) => c.executions)).toEqual([2]);
+      // A restart finds its schema migrated and its partitions where it made them.
+      await store.close();
+      stores.splice(stores.indexOf(store), 1);
+      const again = await open(`${url}?options=${encodeURIComponent('-c search_path=hookwatch')}`);
+      expect(await again.schemaVersion()).toBe(MIGRATIONS.length);
+      expect((await again.ingest([hookEvent({ timeMs: recent + 2000 })])).inserted).toHaveLength(1);
+      const tables = async (schema: string): Promise<string[]> =>
+        (await admin.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = $1 ORDER BY 1`, [schema])).rows.map((r) => r.t);
+      expect(await tables('public')).toEqual(['events', 'hooks']);
+      expect(await tables('hookwatch')).toEqual(expect.arrayContaining(['schema_migrations', 'leader_lease', 'hooks', `events_d${Math.floor(recent / 86_400_000)}`]));
+      expect(await tables('hookwatch')).not.toContain(`events_d${Math.floor(old / 86_400_000)}`);
+      expect((await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM public.events')).rows[0]?.n).toBe(0);
+    } finally {
+      await admin.end();
+    }
+  });
+
   it('scrubs the raw and percent-encoded password and the whole URL from messages', () => {
     const url = 'postgres://u:p%40ss%2Fw0rd@db.example:5432/h';
     expect(scrubSecret('failed for postgres://u:p%40ss%2Fw0rd@db.example:5432/h', url)).toBe('failed for <db url>');
