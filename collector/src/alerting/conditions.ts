@@ -30,6 +30,18 @@ export function formatCount(n: number): string {
 const fmt = formatCount;
 const plural = (n: number, one: string, many = one + 's'): string => `${fmt(n)} ${n === 1 ? one : many}`;
 
+/** What an alert says of `n` late arrivals: when they were stamped, and that they arrived in the window `w`. */
+function lateSentence(n: number, late: Pick<ArrivalCounters, 'firstEventMs' | 'lastEventMs'>, w: string): string {
+  const first = formatRfc3339(late.firstEventMs);
+  const stamped = late.firstEventMs === late.lastEventMs ? first : `${first} to ${formatRfc3339(late.lastEventMs)}`;
+  return ` ${plural(n, 'of them', 'of them')} arrived late: stamped ${stamped}, received in the last ${w}.`;
+}
+
+/** The annotations naming late arrivals' event times (the earliest is read back as AlertRecord.firstEventMs). */
+function lateTimes(late: Pick<ArrivalCounters, 'firstEventMs' | 'lastEventMs'>): { event_time: string; first_event_time: string } {
+  return { event_time: formatRfc3339(late.lastEventMs), first_event_time: formatRfc3339(late.firstEventMs) };
+}
+
 /** Human window: 1h, 24h, 14d. */
 export function windowText(ms: number): string {
   if (ms % DAY === 0 && ms >= 2 * DAY) return `${ms / DAY}d`;
@@ -57,9 +69,7 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   const w = windowText(windowMs);
   const max = largestOutput(c);
   // The late ones counted at least once per execution over the cap, reported or measured: never "0 of them".
-  const lateText = late
-    ? ` ${plural(persistedAtLeast(late), 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? formatRfc3339(late.firstEventMs) : `${formatRfc3339(late.firstEventMs)} to ${formatRfc3339(late.lastEventMs)}`}, received in the last ${w}.`
-    : '';
+  const lateText = late ? lateSentence(persistedAtLeast(late), late, w) : '';
   return {
     summary: inferred > 0
       ? `${scope}: ${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
@@ -68,7 +78,7 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
     outputs_persisted: String(c.outputsPersisted),
     executions: String(c.executions),
     ...(max !== null ? { largest_output: String(max) } : {}),
-    ...(late ? { event_time: formatRfc3339(late.lastEventMs), first_event_time: formatRfc3339(late.firstEventMs), late_outputs_persisted: String(late.outputsPersisted) } : {}),
+    ...(late ? { ...lateTimes(late), late_outputs_persisted: String(late.outputsPersisted) } : {}),
   };
 }
 
@@ -192,14 +202,12 @@ export function hookLimitCondition(rule: Pick<RuleConfig, 'windowMs'>, c: HookCo
   if (n <= 0) return null;
   const w = windowText(rule.windowMs);
   const lateEvents = late ? late.executions + late.starts : 0;
-  const lateText = late && lateEvents > 0
-    ? ` ${plural(lateEvents, 'of them', 'of them')} arrived late: stamped ${late.firstEventMs === late.lastEventMs ? formatRfc3339(late.firstEventMs) : `${formatRfc3339(late.firstEventMs)} to ${formatRfc3339(late.lastEventMs)}`}, received in the last ${w}.`
-    : '';
+  const lateText = late && lateEvents > 0 ? lateSentence(lateEvents, late, w) : '';
   return {
     summary: `${plural(n, 'hook event')} of new hook names in the last ${w} were counted under ${overflowName}: hookwatch holds its limit of ${fmt(maxHooks)} hooks (store.maxHooks).`,
     description: `Their counts are kept but not per hook. A client sending a new hook_name per execution (a timestamp or id in the name) is the usual cause; otherwise raise store.maxHooks. Hooks with nothing left in retention are removed, which frees room.${lateText}`,
     folded_events: String(n),
     max_hooks: String(maxHooks),
-    ...(late && lateEvents > 0 ? { event_time: formatRfc3339(late.lastEventMs), first_event_time: formatRfc3339(late.firstEventMs), late_folded_events: String(lateEvents) } : {}),
+    ...(late && lateEvents > 0 ? { ...lateTimes(late), late_folded_events: String(lateEvents) } : {}),
   };
 }
