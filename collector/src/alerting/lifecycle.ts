@@ -6,6 +6,7 @@
  */
 import { hash } from 'node:crypto';
 import { GUARD_ANNOTATIONS } from './conditions.ts';
+import { parseRfc3339 } from '../rfc3339.ts';
 import type { RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
@@ -29,8 +30,7 @@ export function alertId(fp: string, activeAtMs: number): string {
 /** The event time an alert's annotations name as its earliest late output (`first_event_time`), or null. */
 function annotatedFirstEventMs(annotations: Record<string, string>): number | null {
   const t = annotations['first_event_time'];
-  const ms = t === undefined ? NaN : Date.parse(t);
-  return Number.isFinite(ms) ? ms : null;
+  return (t === undefined ? undefined : parseRfc3339(t)) ?? null;
 }
 
 /**
