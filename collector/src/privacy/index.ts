@@ -19,7 +19,7 @@ export class Privacy {
   private readonly hash: ReadonlySet<string>;
   private readonly drop: ReadonlySet<string>;
   private readonly key: Buffer;
-  /** The built-in fields dropped and hashed (the attributes named in both lists that are built-ins). */
+  /** The built-in fields dropped, and those hashed (not dropped: a drop wins), of the attributes the lists name. */
   private readonly droppedFields: readonly PrivateField[];
   private readonly hashedFields: readonly PrivateField[];
 
@@ -27,9 +27,9 @@ export class Privacy {
     this.hash = new Set(opts.hash);
     this.drop = new Set(opts.drop);
     this.key = opts.key;
-    const fields = (names: ReadonlySet<string>): PrivateField[] => PRIVATE_BUILTINS.filter((a) => names.has(a)).map((a) => BUILTIN_DIMENSIONS[a] as PrivateField);
-    this.droppedFields = fields(this.drop);
-    this.hashedFields = fields(this.hash);
+    const fields = (named: (attr: string) => boolean): PrivateField[] => PRIVATE_BUILTINS.filter(named).map((a) => BUILTIN_DIMENSIONS[a] as PrivateField);
+    this.droppedFields = fields((a) => this.drop.has(a));
+    this.hashedFields = fields((a) => this.hash.has(a) && !this.drop.has(a));
   }
 
   /** True when nothing is hashed or dropped. */
@@ -48,11 +48,8 @@ export class Privacy {
     // Most events carry nothing to hash or drop (no e-mail in the telemetry): passed on as they are, not copied.
     if (this.inactive || !this.alters(e)) return e;
     const out: HookEvent = { ...e, extra: { ...e.extra } };
-    for (const attr of PRIVATE_BUILTINS) {
-      const field = BUILTIN_DIMENSIONS[attr] as PrivateField;
-      if (this.drop.has(attr)) out[field] = '';
-      else if (this.hash.has(attr)) out[field] = this.digest(out[field]);
-    }
+    for (const f of this.droppedFields) out[f] = '';
+    for (const f of this.hashedFields) out[f] = this.digest(out[f]);
     for (const k of Object.keys(out.extra)) {
       if (this.drop.has(k)) delete out.extra[k];
       else if (this.hash.has(k)) out.extra[k] = this.digest(out.extra[k] as string);
