@@ -134,9 +134,9 @@ function removeStalePartials(target: string): string[] {
   return removed.sort();
 }
 
-/** Flushes a file (or folder) to disk. */
-function sync(path: string, flags: 'r' | 'r+'): void {
-  const fd = openSync(path, flags);
+/** Flushes a folder to disk (a rename in it). */
+function syncFolder(path: string): void {
+  const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
   } finally {
@@ -297,7 +297,7 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
     if (signal?.aborted) throw aborted();
     try {
       renameSync(temp, target);
-      sync(dirname(target), 'r');
+      syncFolder(dirname(target));
     } catch (err) {
       throw new BackupError(`cannot write ${opts.to}: ${fileProblem(err)}`);
     }
