@@ -14,7 +14,6 @@ export interface ForwardingApiOptions {
   forwarding: Forwarding | undefined;
 }
 
-
 /** The forwarding status route. */
 export function createForwardingRouter(opts: ForwardingApiOptions): Router {
   const router = express.Router();

@@ -17,7 +17,6 @@ export interface GuardTrimsApiOptions {
   queries?: QueryGate;
 }
 
-
 /** The guard trims route; mounted before the API router, whose /api catch-all answers 404. */
 export function createGuardTrimsRouter(opts: GuardTrimsApiOptions): Router {
   const now = opts.now ?? Date.now;

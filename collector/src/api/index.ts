@@ -38,7 +38,6 @@ export interface ApiOptions {
   queries?: QueryGate;
 }
 
-
 /** 404 for a well-formed hook id hookwatch keeps no hook under. */
 function hookNotFound(res: Response, id: string): void {
   res.status(404).json({ error: { code: 'not_found', message: `no hook with id ${id}` } });

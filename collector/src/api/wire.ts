@@ -16,7 +16,6 @@ type Unmapped = Exclude<keyof wire.HookCounters, keyof HookCounters>;
 const everyWireCounterMapped: [Unmapped] extends [never] ? true : Unmapped = true;
 void everyWireCounterMapped;
 
-
 export function wireCounters(c: HookCounters): wire.HookCounters {
   const out = { durationMsMax: c.durationMsMax } as wire.HookCounters;
   for (const f of COUNT_FIELDS) out[f] = c[f];
