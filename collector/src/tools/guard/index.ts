@@ -9,10 +9,10 @@ import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
 import { DEFAULT_KEEP_FOR_MS, DEFAULT_KEEP_SIZE_BYTES, parseKeepFor, parseKeepSize, pruneSaved, savedName } from './keep.ts';
-import type { Keep } from './keep.ts';
+import type { Keep, SavedKind } from './keep.ts';
 import { runGuarded } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimAbove, trimText } from './trim.ts';
-import type { GuardField, Trimmed } from './trim.ts';
+import type { Trimmed } from './trim.ts';
 
 const HELP = `Usage: hookwatch guard [options] -- <command> [args...]
        hookwatch guard --install [.claude/settings.json] [--budget <chars>]
@@ -346,7 +346,7 @@ function checkPrivateDir(dir: string): void {
 
 async function guardCommand(command: readonly string[], options: GuardOptions, io: GuardIO): Promise<GuardExit> {
   const time = Date.now();
-  const pathFor = (field: GuardField | 'spill'): string => join(options.dir, savedName(time, process.pid, field));
+  const pathFor = (field: SavedKind): string => join(options.dir, savedName(time, process.pid, field));
   const ensureDir = (): void => {
     // Mode 0700: the files hold whatever the hook printed.
     makeDir(options.dir, 0o700);

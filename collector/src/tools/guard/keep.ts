@@ -7,7 +7,7 @@
 import { lstatSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { GUARD_FIELDS } from '../../../../shared/src/guard-trims.ts';
+import { GUARD_FIELDS, type GuardField } from '../../../../shared/src/guard-trims.ts';
 import { UsageError } from '../common/args.ts';
 // Types only: the parsers are loaded only when a keep setting is given (see ValueParsers).
 import type { parseBytes, parseDuration } from '../../config/values.ts';
@@ -33,7 +33,7 @@ export interface Keep {
 }
 
 /** What a saved output holds: a trimmed field, or a stdout streamed to the file as it arrived. */
-export type SavedKind = (typeof GUARD_FIELDS)[number] | 'spill';
+export type SavedKind = GuardField | 'spill';
 
 /**
  * The name of a saved output: the time in milliseconds, the guard's pid and what it holds. Nothing but these
@@ -46,11 +46,6 @@ export function savedName(time: number, pid: number, kind: SavedKind): string {
 const escape = (s: string): string => s.replace(/[.]/g, '\\.');
 /** The names savedName gives (13 digits of milliseconds hold every time from 2001 to 2286). */
 const SAVED_NAME = new RegExp(`^\\d{13}-\\d+-(?:${[...GUARD_FIELDS, 'spill'].map(escape).join('|')})\\.txt$`);
-
-/** Whether `name` is one savedName gives. */
-export function isSavedName(name: string): boolean {
-  return SAVED_NAME.test(name);
-}
 
 /**
  * Removes the saved outputs in `dir` last modified more than `keep.forMs` ago, then the oldest others until the
