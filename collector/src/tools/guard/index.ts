@@ -280,24 +280,29 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
       return fallback;
     }
   };
-  const flagBudget = text('budget');
-  const envBudget = io.env.HOOKWATCH_GUARD_BUDGET || undefined;
+  /** The flag's value, else the variable's (an empty one is unset), with the name a message gives it; undefined when neither. */
+  const given: GivenOption = (flag, variable) => {
+    const flagValue = text(flag);
+    if (flagValue !== undefined) return [flagValue, `--${flag}`];
+    const envValue = io.env[variable] || undefined;
+    return envValue === undefined ? undefined : [envValue, variable];
+  };
+  const budgetText = given('budget', 'HOOKWATCH_GUARD_BUDGET');
   const givenBudget = lenient(
-    () => (flagBudget !== undefined ? parseBudget(flagBudget, '--budget') : envBudget !== undefined ? parseBudget(envBudget, 'HOOKWATCH_GUARD_BUDGET') : undefined),
+    () => (budgetText === undefined ? undefined : parseBudget(...budgetText)),
     undefined, `the default is used (strings of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} characters left whole, longer ones cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')})`);
   const timeout = text('timeout');
   const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
-  const flagReport = text('report');
-  const report = io.env[GUARD_NO_REPORT_ENV] ? undefined : flagReport ?? (io.env.HOOKWATCH_GUARD_REPORT || undefined);
+  const report = io.env[GUARD_NO_REPORT_ENV] ? undefined : given('report', 'HOOKWATCH_GUARD_REPORT');
   const checkedReport = report === undefined ? undefined : await (async () => {
     const { logsUrl } = await import('./report.ts');
-    return lenient(() => (logsUrl(report, flagReport === undefined ? 'HOOKWATCH_GUARD_REPORT' : '--report'), report), undefined, 'trims are not reported');
+    return lenient(() => (logsUrl(...report), report[0]), undefined, 'trims are not reported');
   })();
   return {
     budget: givenBudget ?? DEFAULT_GUARD_BUDGET,
     limit: trimAbove(givenBudget),
     timeoutMs,
-    keep: await keepOptions(text, io, lenient),
+    keep: await keepOptions(given, lenient),
     // Absolute: the pointer line names the file for the model, which does not run in the hook's directory.
     dir: resolve(io.cwd, text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir())),
     report: checkedReport,
@@ -305,22 +310,15 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
   };
 }
 
+/** A run option given by its flag or else its environment variable: the text and the name it was given under. */
+type GivenOption = (flag: keyof typeof GUARD_FLAGS, variable: string) => [text: string, label: string] | undefined;
+
 /**
  * How long and up to what size saved outputs are kept: --keep-for and --keep-size, else HOOKWATCH_GUARD_KEEP_FOR
  * and HOOKWATCH_GUARD_KEEP_SIZE, else the defaults. The parsers of durations and sizes are loaded only when one
  * is given: most runs take the defaults.
  */
-async function keepOptions(
-  text: (name: keyof typeof GUARD_FLAGS) => string | undefined,
-  io: GuardIO,
-  lenient: <T>(parse: () => T, fallback: T, instead: string) => T,
-): Promise<Keep> {
-  const given = (flag: 'keep-for' | 'keep-size', variable: string): [string, string] | undefined => {
-    const flagValue = text(flag);
-    if (flagValue !== undefined) return [flagValue, `--${flag}`];
-    const envValue = io.env[variable] || undefined;
-    return envValue === undefined ? undefined : [envValue, variable];
-  };
+async function keepOptions(given: GivenOption, lenient: <T>(parse: () => T, fallback: T, instead: string) => T): Promise<Keep> {
   const keepFor = given('keep-for', 'HOOKWATCH_GUARD_KEEP_FOR');
   const keepSize = given('keep-size', 'HOOKWATCH_GUARD_KEEP_SIZE');
   if (keepFor === undefined && keepSize === undefined) return { forMs: DEFAULT_KEEP_FOR_MS, sizeBytes: DEFAULT_KEEP_SIZE_BYTES };
