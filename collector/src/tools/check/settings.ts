@@ -39,6 +39,14 @@ export function fieldList(fields: readonly string[]): string {
   return fields.map((f) => JSON.stringify(f)).join(', ');
 }
 
+/**
+ * `text` past the byte order mark that starts a file saved as "UTF-8 with BOM" (PowerShell and Notepad save one),
+ * as Claude Code reads a settings file.
+ */
+export function withoutByteOrderMark(text: string): string {
+  return text.startsWith('\uFEFF') ? text.slice(1) : text;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -51,8 +59,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function parseHookSetup(text: string, source: string): HookSetup {
   let settings: unknown;
   try {
-    // After a byte order mark, as Claude Code reads a file saved as "UTF-8 with BOM".
-    settings = JSON.parse(text.replace(/^\uFEFF/, ''));
+    settings = JSON.parse(withoutByteOrderMark(text));
   } catch (error) {
     throw new UsageError(`${source}: not valid JSON (${error instanceof Error ? error.message : String(error)})`);
   }

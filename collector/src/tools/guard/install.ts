@@ -8,16 +8,13 @@ import { applyEdits, modify } from 'jsonc-parser';
 import type { Edit } from 'jsonc-parser';
 
 import { UsageError } from '../common/args.ts';
-import { fieldList, parseHookSetup, unknownHookFields } from '../check/settings.ts';
+import { fieldList, parseHookSetup, unknownHookFields, withoutByteOrderMark } from '../check/settings.ts';
 import { shellQuote, shellUnquote } from '../common/shell-quote.ts';
 
 export { shellQuote, shellUnquote };
 
 /** Suffix of the copy of a settings file taken before the first change. */
 export const BACKUP_SUFFIX = '.hookwatch-backup';
-
-/** U+FEFF at the start of a file saved as "UTF-8 with BOM". */
-const BYTE_ORDER_MARK = '\uFEFF';
 
 /** Suffix of the record, beside a settings file, of the prefixes its commands were wrapped with. */
 export const STATE_SUFFIX = '.hookwatch-guard.json';
@@ -152,8 +149,8 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   }
   // A byte order mark (PowerShell and Notepad save one; Claude Code reads the file all the same) is held aside
   // while the JSON after it is read and edited, and written back in front of it.
-  const mark = raw.startsWith(BYTE_ORDER_MARK) ? BYTE_ORDER_MARK : '';
-  const text = raw.slice(mark.length);
+  const text = withoutByteOrderMark(raw);
+  const mark = raw.slice(0, raw.length - text.length);
   // Validates the hooks section the way check does, with messages naming the bad key.
   parseHookSetup(text, path);
   const settings = JSON.parse(text) as Record<string, unknown>;
@@ -260,7 +257,7 @@ function unwrapFully(command: string, known: readonly string[]): string {
 /** True when `text` (after a byte order mark, if any) holds the same JSON value as `value` (key order aside). */
 function sameJson(text: string, value: unknown): boolean {
   try {
-    return isDeepStrictEqual(JSON.parse(text.startsWith(BYTE_ORDER_MARK) ? text.slice(BYTE_ORDER_MARK.length) : text), value);
+    return isDeepStrictEqual(JSON.parse(withoutByteOrderMark(text)), value);
   } catch {
     return false;
   }
