@@ -7,7 +7,7 @@
 import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
 import { h, replace, scrollBox, type Child } from './dom.ts';
 import { OUTPUT_CAP_CHARS } from '../../shared/src/cliff.ts';
-import { LOCALE, bucketAxisTitle, bucketTooltipTitle, chars, headroomText, num } from './format.ts';
+import { LOCALE, bucketAxisTitle, bucketTooltipTitle, chars, headroomText, num, partialNote } from './format.ts';
 import { cssColor } from './theme.ts';
 
 type ChartCtor = typeof ChartJs;
@@ -293,8 +293,8 @@ export class ChartPanel {
     configure(C);
     // The canvas is named by its title and described by the summary beside it: a screen reader reads the summary
     // once, not once as the name and again as the description.
-    const cut = this.partial.filter((t) => t !== null);
-    this.summary.textContent = cut.length === 0 ? summary : `${summary} ${cut.length === 1 ? 'Partial bucket' : 'Partial buckets'}, covering less time than the others: ${cut.join('; ')}.`;
+    const note = partialNote(this.partial);
+    this.summary.textContent = note === undefined ? summary : `${summary} ${note.charAt(0).toUpperCase()}${note.slice(1)}.`;
     replace(this.tableHolder, dataTable);
     dashPartialSegments(config, this.partial);
     if (this.chart && (this.chart.config as { type?: string }).type === config.type) {

@@ -232,6 +232,16 @@ export function partialTitles(covers: readonly BucketCover[], stepSeconds: numbe
 }
 
 /**
+ * What a chart's summary and a sparkline's text alternative say of the buckets partialTitles names ("partial
+ * bucket, covering less time than the others: 14:00–14:23 (partial)"), so a lower value there is not read as a
+ * dip; undefined when the range cuts none.
+ */
+export function partialNote(partial: readonly (string | null)[]): string | undefined {
+  const cut = partial.filter((t) => t !== null);
+  return cut.length === 0 ? undefined : `${cut.length === 1 ? 'partial bucket' : 'partial buckets'}, covering less time than the others: ${cut.join('; ')}`;
+}
+
+/**
  * A bucket in a data table's first column: bucketStart for a whole bucket; for a partial one the time it covers
  * and that it is partial ("30/11/2026, 14:00–14:23 (partial)"), as its tooltip says.
  */

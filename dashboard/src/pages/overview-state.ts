@@ -8,7 +8,7 @@ import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../s
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
-import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialTitles, pct, plural, shownStatus } from '../format.ts';
+import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
@@ -368,9 +368,8 @@ export function sparkQuery(fleet: Pick<FleetSeriesResponse, 'from' | 'to' | 'ste
 export function sparkLabel(hookName: string, f: FleetSeriesHook, partial: readonly (string | null)[] = []): string {
   const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
   const persistedBuckets = persistedSeries(f).filter((v) => v > 0).length;
-  const cut = partial.filter((t) => t !== null);
-  const cutText = cut.length === 0 ? '' : `; ${cut.length === 1 ? 'partial bucket' : 'partial buckets'}, covering less time than the others: ${cut.join('; ')}`;
-  return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs${cutText}`;
+  const note = partialNote(partial);
+  return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs${note === undefined ? '' : `; ${note}`}`;
 }
 
 /** Per bucket of a fleet answer, its title when the range cuts it (partialTitles: "08:10–08:11 (partial)"), null when whole. */
