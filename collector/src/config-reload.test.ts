@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, toConfig } from './config/index.ts';
 import { startService, type RunningService } from './service.ts';
 import type { AlertmanagerWebhookBody } from './notify/alertmanager.ts';
+import type { HooksResponse } from '../../shared/src/api.ts';
 import { otlpHookBody, WebhookSink } from '../test/support/alerting.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { recordingLogger, type Logged } from '../test/support/recording-logger.ts';
@@ -64,14 +65,19 @@ async function sink(): Promise<WebhookSink> {
   return s;
 }
 
-/** A persisted output of SessionStart:startup, now. */
-async function persistedOutput(service: RunningService, sessionId: string): Promise<void> {
+/** One execution of `hookName`, now, whose additionalContext was `chars` characters. */
+async function hookOutput(service: RunningService, hookName: string, sessionId: string, chars: number, outputsPersisted: number): Promise<void> {
   const res = await fetch(`${service.otlpHttpUrl}/v1/logs`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId }]),
+    body: otlpHookBody([{ hookName, timeMs: Date.now(), outputsPersisted, additionalContextChars: chars, sessionId }]),
   });
   expect(res.status).toBe(200);
   await res.arrayBuffer();
+}
+
+/** A persisted output of SessionStart:startup, now. */
+async function persistedOutput(service: RunningService, sessionId: string): Promise<void> {
+  await hookOutput(service, 'SessionStart:startup', sessionId, 12_000, 1);
 }
 
 async function reload(service: RunningService, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -176,22 +182,22 @@ describe('POST /-/reload', () => {
     expect(summary(ops)).toEqual(['firing persisted']);
   });
 
-  it('keeps reporting the near threshold in use on /metrics when a reload changes it, until the restart it names', { timeout: 30_000 }, async () => {
-    const { service, file } = await startFromFile(`delivery:\n  nearThreshold: 9000\nalerting:\n  rules: []\n`);
-    const threshold = async (): Promise<number | undefined> => sampleValue(parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text()), 'hookwatch_delivery_near_threshold_chars');
-    expect(await threshold()).toBe(9000);
-    writeFileSync(file, `delivery:\n  nearThreshold: 7000\nalerting:\n  rules: []\n`);
-    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: ['delivery.nearThreshold'] } });
-    // Outputs are still classified against 9000, and the gauge says so: 8,000 characters are not near.
-    const res = await fetch(`${service.otlpHttpUrl}/v1/logs`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: otlpHookBody([{ hookName: 'SessionStart:startup', timeMs: Date.now(), outputsPersisted: 0, additionalContextChars: 8_000, sessionId: 'a' }]),
-    });
-    expect(res.status).toBe(200);
-    await res.arrayBuffer();
-    const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
-    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:startup' })).toBe(0);
+  it('classifies outputs received after it by the new near threshold and reports it on /metrics; stored executions keep their status', { timeout: 30_000 }, async () => {
+    const { service, file } = await startFromFile(`delivery:\n  nearThreshold: 8000\nalerting:\n  rules: []\n`);
+    const metrics = async (): Promise<ReturnType<typeof parseExposition>> => parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+    expect(sampleValue(await metrics(), 'hookwatch_delivery_near_threshold_chars')).toBe(8000);
+    // 8,560 characters (8,500 of additionalContext and its JSON wrapper on stdout): above 8000, below 9000.
+    await hookOutput(service, 'SessionStart:startup', 'a', 8_500, 0);
+    writeFileSync(file, `delivery:\n  nearThreshold: 9000\nalerting:\n  rules: []\n`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    await hookOutput(service, 'SessionStart:resume', 'b', 8_500, 0);
+
+    const { hooks } = (await (await fetch(`${service.httpUrl}/api/v1/hooks`)).json()) as HooksResponse;
+    expect(hooks.map((h) => [h.hookName, h.status, h.nearExecutions]).sort()).toEqual([['SessionStart:resume', 'ok', 0], ['SessionStart:startup', 'near', 1]]);
+    const families = await metrics();
     expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(9000);
+    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:startup' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:resume' })).toBe(0);
   });
 
   it('applies log.level to the lines written after it, without naming a restart; a refused reload keeps the level', { timeout: 30_000 }, async () => {

@@ -3,12 +3,14 @@
  * the file, environment and flags are read again exactly as at start and checked whole first. An invalid
  * configuration changes nothing: the running one is kept, one error names the problem, and the reload reports it.
  * A valid one is applied at once to what can change while running, the alerting rules, receivers, intervals and
- * delivery settings, and the log level (the settings marked reloadable); every other setting that changed (listen
+ * delivery settings, the near threshold outputs received from then on are classified by (stored executions keep
+ * their status), and the log level (the settings marked reloadable); every other setting that changed (listen
  * addresses, the database, TLS files, ...) is named as needing a restart, and keeps its running value until then.
  */
 import { ConfigError, restartRequired, type HookwatchConfig } from './config/index.ts';
 import type { LoadedConfig } from './config/load.ts';
 import type { Alerting } from './alerting/index.ts';
+import type { HookIngest } from './pipeline/hook-ingest.ts';
 import { dimensionNames } from './pipeline/settings.ts';
 import type { Logger } from './telemetry/logger.ts';
 import type { MetricsRegistry } from './telemetry/metrics.ts';
@@ -42,6 +44,7 @@ export interface ConfigReloaderOptions {
   /** The configuration the service started with. */
   running: HookwatchConfig;
   alerting: Pick<Alerting, 'reconfigure'>;
+  ingest: Pick<HookIngest, 'setNearThreshold'>;
   logger: Logger;
   metrics: MetricsRegistry;
   now: () => number;
@@ -90,7 +93,8 @@ export class ConfigReloader {
       const restart = restartRequired(source.loaded, next.loaded);
       if (restart.includes('dimensions')) this.checkRuleDimensions(next.config);
       await this.opts.alerting.reconfigure(next.config.alerting);
-      // Last, once nothing can refuse the reload: a refused one keeps the running level too.
+      // Last, once nothing can refuse the reload: a refused one keeps the running threshold and level too.
+      this.opts.ingest.setNearThreshold(next.config.delivery.nearThreshold);
       logger.setLevel?.(next.config.log.level);
       result = { restartRequired: restart };
     } catch (err) {

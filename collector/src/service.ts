@@ -222,7 +222,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
-  registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests, nearThreshold: config.delivery.nearThreshold });
+  registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests, nearThreshold: () => ingest.nearThreshold });
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);
@@ -289,7 +289,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   registerStoreSizeMetrics(metrics, rawStore, { refreshMs: rawStore.kind === 'sqlite' ? 0 : (opts.storeSizeRefreshMs ?? STORE_SIZE_REFRESH_MS) });
   // Each replica reloads its own file; only the leader evaluates, so a follower's reload changes what it would
   // evaluate once it leads, and which rules its batches tell the leader about.
-  const reloader = new ConfigReloader({ source: opts.configSource, running: config, alerting, logger, metrics, now });
+  const reloader = new ConfigReloader({ source: opts.configSource, running: config, alerting, ingest, logger, metrics, now });
 
   // One bound for every query route: a burst of expensive queries gets 503s, not a queue every later request waits in.
   const queries = new QueryGate(config.http.maxPendingQueries);

@@ -14,6 +14,7 @@ import { OverloadedError } from './errors.ts';
 
 export interface HookIngestOptions {
   store: Store;
+  /** delivery.nearThreshold at start; a reload changes it with setNearThreshold. */
   nearThreshold: number;
   dimensions: readonly string[];
   /** Batches waiting for the store at once before new ones get 503 + Retry-After. */
@@ -53,9 +54,21 @@ export class HookIngest implements LogsConsumer {
   private pending = 0;
   private readonly listeners: IngestListener[] = [];
   private readonly opts: HookIngestOptions;
+  private near: number;
 
   constructor(opts: HookIngestOptions) {
     this.opts = opts;
+    this.near = opts.nearThreshold;
+  }
+
+  /** Characters above which an output is near the cap, as executions received now are classified. */
+  get nearThreshold(): number {
+    return this.near;
+  }
+
+  /** A reloaded delivery.nearThreshold: batches extracted from now on are classified by it; stored ones keep theirs. */
+  setNearThreshold(chars: number): void {
+    this.near = chars;
   }
 
   addListener(l: IngestListener): void {
@@ -75,7 +88,7 @@ export class HookIngest implements LogsConsumer {
     const findings = findingCollector(this.opts.now);
     const trims = guardTrimCollector(this.opts.now);
     const x = extractHookEvents(req, {
-      nearThreshold: this.opts.nearThreshold,
+      nearThreshold: this.near,
       dimensions: this.opts.dimensions,
       others: [findings, trims],
       ...(this.opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: this.opts.maxFutureSkewMs } : {}),

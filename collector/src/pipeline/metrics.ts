@@ -12,8 +12,8 @@ export interface IngestMetricsSource {
   queueDepth(): number;
   /** Batches allowed to wait (otlp.maxPendingRequests). */
   capacity: number;
-  /** Characters above which an output is near the cap (delivery.nearThreshold), as this process classifies. */
-  nearThreshold: number;
+  /** Characters above which an output is near the cap (delivery.nearThreshold), as this process classifies now. */
+  nearThreshold(): number;
 }
 
 export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMetricsSource): void {
@@ -39,6 +39,6 @@ export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMe
   metrics.collectedGauge('ingest', { name: 'hookwatch_ingest_queue_depth', help: 'Batches waiting for their store commit now.', collect: (set) => set({}, source.queueDepth()) });
   metrics.gauge({ name: 'hookwatch_ingest_queue_capacity', help: 'Batches allowed to wait before new ones get 503 + Retry-After (otlp.maxPendingRequests).' }).set(source.capacity);
   // What outputs are compared against: rules and dashboards over /metrics read them instead of repeating them.
-  metrics.gauge({ name: 'hookwatch_delivery_near_threshold_chars', help: 'Characters above which an output counts as near the cap (delivery.nearThreshold), as this process classifies outputs; a changed value applies at restart.' }).set(source.nearThreshold);
+  metrics.collectedGauge('ingest', { name: 'hookwatch_delivery_near_threshold_chars', help: 'Characters above which an output counts as near the cap (delivery.nearThreshold), as this process classifies the outputs it receives now (a reload changes it).', collect: (set) => set({}, source.nearThreshold()) });
   metrics.gauge({ name: 'hookwatch_delivery_output_cap_chars', help: 'Characters of one hook output string that Claude Code delivers whole; past it the output is saved to a file and the model sees a preview.' }).set(OUTPUT_CAP_CHARS);
 }

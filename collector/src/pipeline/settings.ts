@@ -8,8 +8,8 @@ import { BUILTIN_DIMENSIONS } from '../hooks/model.ts';
 
 export const PIPELINE_SETTINGS: readonly Setting[] = [
   {
-    key: 'delivery.nearThreshold', env: 'HOOKWATCH_NEAR_THRESHOLD', type: 'int', default: 8000, min: 1, max: 10_000,
-    description: 'An output whose largest string may exceed this many characters (with nothing persisted) is "near" the 10,000 cap.',
+    key: 'delivery.nearThreshold', env: 'HOOKWATCH_NEAR_THRESHOLD', type: 'int', default: 8000, min: 1, max: 10_000, reloadable: true,
+    description: 'An output whose largest string may exceed this many characters (with nothing persisted) is "near" the 10,000 cap. A reload applies a changed value to executions received from then on; those already stored keep the status they were given.',
   },
   {
     key: 'dimensions', env: 'HOOKWATCH_DIMENSIONS', type: 'list', default: ['team'],
