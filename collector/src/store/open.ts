@@ -11,7 +11,7 @@ import type { HookwatchConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
 import { PostgresStore } from './postgres/index.ts';
-import { PostgresBus, type BusChannel } from './postgres/bus.ts';
+import { LEASE_CHANNEL, PostgresBus, type BusChannel } from './postgres/bus.ts';
 import { PostgresLease, readCluster } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import { isPostgresUrl } from './settings.ts';
@@ -26,6 +26,9 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
   }
   return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
+
+/** The channels replicas signal each other on; the lease hands itself back on its own (LEASE_CHANNEL). */
+type SignalChannel = Exclude<BusChannel, typeof LEASE_CHANNEL>;
 
 /** Who does the once-per-cluster work (alert evaluation and notification, retention). */
 export interface Coordination {
@@ -43,9 +46,9 @@ export interface Coordination {
   /** Who leads and which replicas run (GET /api/v1/cluster, /metrics). */
   cluster(): Promise<ClusterState>;
   /** Signals every replica (PostgreSQL LISTEN/NOTIFY); a no-op for a single process. */
-  publish(channel: BusChannel, payload?: string): void;
+  publish(channel: SignalChannel, payload?: string): void;
   /** Registers a receiver of signals from any replica (this one included). */
-  onSignal(cb: (channel: BusChannel, payload: string) => void): void;
+  onSignal(cb: (channel: SignalChannel, payload: string) => void): void;
   /**
    * Registers a callback for when this replica hears signals again after its listening connection was lost
    * (signals sent meanwhile were missed). Never for a single process.
@@ -88,13 +91,15 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     },
   });
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
-  const signals: ((channel: BusChannel, payload: string) => void)[] = [];
+  const signals: ((channel: SignalChannel, payload: string) => void)[] = [];
   const resumed: (() => void)[] = [];
   const bus = new PostgresBus({
     url: config.db,
     pool: store.connectionPool,
     logger,
     onMessage: (channel, payload) => {
+      // The leader handed the lease back (a clean stop, as in a rolling update): take it now, not at the next renewal.
+      if (channel === LEASE_CHANNEL) return lease.handedBack(payload);
       for (const cb of signals) cb(channel, payload);
     },
     onResumed: () => {

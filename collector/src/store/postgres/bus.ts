@@ -1,7 +1,8 @@
 /**
  * Signals between replicas through PostgreSQL LISTEN/NOTIFY: a follower that committed a batch which may fire
- * an alert tells the leader (which evaluates at once instead of at its next timer tick), and a silence created
- * or expired on any replica tells the leader to re-read silences and notify. Signals only speed things up:
+ * an alert tells the leader (which evaluates at once instead of at its next timer tick), a silence created
+ * or expired on any replica tells the leader to re-read silences and notify, and a leader that hands its lease
+ * back tells the followers to try it now instead of at their next renewal. Signals only speed things up:
  * everything they announce is also in the shared tables, read by the leader's timer, so a signal lost while
  * the listening connection is down costs latency, never correctness. The connection reconnects with a backoff,
  * and at once when another connection to the database succeeds (databaseReachable); onResumed then tells the
@@ -12,8 +13,10 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
 import { ConnectionSockets } from './sockets.ts';
 
-export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences';
-const CHANNELS: readonly BusChannel[] = ['hookwatch_ingest', 'hookwatch_silences'];
+export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences' | 'hookwatch_lease';
+/** A leader that stops hands its lease back with this signal (payload: the lease name), sent by the lease itself. */
+export const LEASE_CHANNEL = 'hookwatch_lease' satisfies BusChannel;
+const CHANNELS: readonly BusChannel[] = ['hookwatch_ingest', 'hookwatch_silences', LEASE_CHANNEL];
 /** NOTIFY payloads must stay below 8000 bytes. */
 const MAX_PAYLOAD = 7000;
 

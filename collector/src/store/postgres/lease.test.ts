@@ -4,18 +4,22 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../telemetry/logger.ts';
 import { PostgresStore } from './index.ts';
 import { PostgresLease, type PostgresLeaseOptions } from './lease.ts';
+import { LEASE_CHANNEL, PostgresBus } from './bus.ts';
 import { PostgresAlertStateStore } from '../../alerting/state/postgres.ts';
 import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
 const leases: PostgresLease[] = [];
 const stores: PostgresStore[] = [];
+/** Closed after each test, after the leases. */
+const closers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   server = await startTestServer();
 });
 afterEach(async () => {
   await Promise.all(leases.splice(0).map((l) => l.stop()));
+  for (const close of closers.splice(0)) await close();
   await Promise.all(stores.splice(0).map((s) => s.close()));
 });
 afterAll(async () => {
@@ -36,6 +40,20 @@ function lease(url: string, opts: Partial<PostgresLeaseOptions> = {}): PostgresL
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** A replica's listening connection (PostgresBus), started, with every signal it hears. */
+async function listen(url: string, onMessage: (channel: string, payload: string) => void = () => {}): Promise<{ heard: [string, string][] }> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const heard: [string, string][] = [];
+  const bus = new PostgresBus({ url, pool, onMessage: (channel, payload) => {
+    heard.push([channel, payload]);
+    onMessage(channel, payload);
+  } });
+  closers.push(() => bus.stop(), () => pool.end());
+  await bus.start();
+  expect(bus.listening).toBe(true);
+  return { heard };
+}
+
 describe('PostgresLease', () => {
   it('elects exactly one leader among replicas, and hands over on stop', async () => {
     const url = await freshDb();
@@ -52,6 +70,45 @@ describe('PostgresLease', () => {
     expect(leader.isLeader()).toBe(false);
     const rest = [a, b, c].filter((l) => l !== leader);
     await Promise.all(rest.map((l) => l.tick()));
+    const next = rest.filter((l) => l.isLeader());
+    expect(next).toHaveLength(1);
+    expect(next[0]!.epoch()).toBe(2);
+  });
+
+  it('announces a hand-back to every replica, and only a lease it held', async () => {
+    const url = await freshDb();
+    const { heard } = await listen(url);
+    const [a, b] = [lease(url, { holder: 'a' }), lease(url, { holder: 'b' })];
+    expect(await a.tick()).toBe(true);
+    expect(await b.tick()).toBe(false);
+    // A follower leaving hands nothing back.
+    await b.stop();
+    await sleep(300);
+    expect(heard).toEqual([]);
+    await a.stop();
+    for (let i = 0; i < 100 && heard.length === 0; i++) await sleep(20);
+    expect(heard).toEqual([[LEASE_CHANNEL, 'hookwatch']]);
+  });
+
+  it('hands over at once: followers told of a hand-back try the lease then, and exactly one takes it', async () => {
+    const url = await freshDb();
+    // Renewed every 10 s: a follower waiting for its next renewal would take over far later than asserted.
+    const ls = ['a', 'b', 'c'].map((h) => lease(url, { holder: h, ttlMs: 30_000 }));
+    await listen(url, (channel, payload) => {
+      if (channel === LEASE_CHANNEL) for (const l of ls) l.handedBack(payload);
+    });
+    for (const l of ls) l.start();
+    // The first attempts, which start() made, are over: the next ones are a renewal period away.
+    await Promise.all(ls.map((l) => l.tick()));
+    const leader = ls.find((l) => l.isLeader())!;
+    const rest = ls.filter((l) => l !== leader);
+    const stoppedAt = performance.now();
+    await leader.stop();
+    while (!rest.some((l) => l.isLeader()) && performance.now() - stoppedAt < 3000) await sleep(5);
+    const tookMs = performance.now() - stoppedAt;
+    expect(tookMs).toBeLessThan(1000);
+    // The race settled: still exactly one leader a while later, at the next epoch.
+    await sleep(200);
     const next = rest.filter((l) => l.isLeader());
     expect(next).toHaveLength(1);
     expect(next[0]!.epoch()).toBe(2);

@@ -6,12 +6,14 @@
  * acting before anyone else can take over, so alerts are not evaluated or notified by two replicas at once.
  * A lease row (not a session advisory lock) so leadership also ends when the holder hangs with its connection
  * open. Each takeover increments `epoch`, a fencing token for writes that must come from the current leader.
+ * A leader that stops hands the lease back and announces it (LEASE_CHANNEL), so a follower takes over at once.
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { ClusterState } from '../model.ts';
 import type { LeaderElector } from '../../alerting/state/store.ts';
 import type { Logger } from '../../telemetry/logger.ts';
+import { LEASE_CHANNEL } from './bus.ts';
 import { scrubSecret } from './index.ts';
 import { ConnectionSockets } from './sockets.ts';
 
@@ -40,10 +42,12 @@ const TRUST = 0.9;
 
 /**
  * Leaving, in one statement (one round trip to wait for when stopping): the lease handed back if this replica
- * holds it, so another replica takes over at its next renewal, and this replica's heartbeat removed.
+ * holds it, and then announced on LEASE_CHANNEL (delivered when the statement commits), so the other replicas try
+ * it at once rather than at their next renewal; and this replica's heartbeat removed.
  */
 const LEAVE_SQL = `WITH handback AS (
-    UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2 RETURNING 1
+    UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2
+    RETURNING pg_notify('${LEASE_CHANNEL}', name)
   )
   DELETE FROM replica_heartbeats WHERE name = $1 AND replica = $2`;
 
@@ -168,6 +172,17 @@ export class PostgresLease implements LeaderElector {
     return this.isLeader();
   }
 
+  /**
+   * Another replica handed the lease `name` back (LEASE_CHANNEL): one attempt now instead of at the next renewal.
+   * An attempt under way may have read the lease row before the hand-back, so the one brought forward follows it;
+   * announcements arriving meanwhile share that attempt. Replicas racing for it elect one, as at any renewal.
+   */
+  handedBack(name: string): void {
+    if (name !== this.name || this.stopped || this.isLeader()) return;
+    if (this.inFlight) void this.inFlight.then(() => this.tick());
+    else void this.tick();
+  }
+
   private armExpiry(): void {
     if (this.expiry) clearTimeout(this.expiry);
     const ms = this.validUntil - this.now();
@@ -204,10 +219,11 @@ export class PostgresLease implements LeaderElector {
   }
 
   /**
-   * Stops renewing, hands the lease back so another replica takes over at its next renewal, and removes this
-   * replica's heartbeat. When the hand-back fails while the database may still hold the lease for this replica,
-   * the log says so and leftBehind is set: the lease expires on its own and another replica takes over as after
-   * a crash. A database that does not answer holds this until cutConnections(). Safe twice.
+   * Stops renewing, hands the lease back so another replica takes over at once (told on LEASE_CHANNEL; at its
+   * next renewal should that signal be lost), and removes this replica's heartbeat. When the hand-back fails while
+   * the database may still hold the lease for this replica, the log says so and leftBehind is set: the lease
+   * expires on its own and another replica takes over as after a crash. A database that does not answer holds
+   * this until cutConnections(). Safe twice.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {

@@ -275,11 +275,20 @@ export function writeAlertingConfig(dir: string, webhookUrl: string, opts: { for
   return path;
 }
 
-/** The pid of the replica holding an unexpired lease, read from the lease row (holder is host:pid:random). */
+/** The pid in a replica's name in the lease row and the heartbeats (host:pid:random). */
+const replicaPid = (name: string): number => Number(name.split(':').at(-2));
+
+/** The pid of the replica holding an unexpired lease, read from the lease row. */
 export async function leaseHolderPid(client: pg.Client): Promise<number | undefined> {
   const r = await client.query<{ holder: string }>("SELECT holder FROM leader_lease WHERE name = 'hookwatch' AND expires_at > now()");
   const h = r.rows[0]?.holder;
-  return h ? Number(h.split(':').at(-2)) : undefined;
+  return h ? replicaPid(h) : undefined;
+}
+
+/** How long ago each replica tried the lease, by pid, in ms: its heartbeat is written with every renewal attempt. */
+export async function renewalAgesMs(client: pg.Client): Promise<Map<number, number>> {
+  const r = await client.query<{ replica: string; age_ms: number }>("SELECT replica, EXTRACT(EPOCH FROM now() - last_seen)::float8 * 1000 AS age_ms FROM replica_heartbeats WHERE name = 'hookwatch'");
+  return new Map(r.rows.map((row) => [replicaPid(row.replica), row.age_ms]));
 }
 
 /** Waits until `r` holds the lease, read through `client`. */
