@@ -152,6 +152,33 @@ function expectSamples(q: Query | undefined, series: InputSeries[], evalTime: st
   }
 }
 
+/** The fixed colour a panel's overrides give the series of one of its queries. */
+function colourOf(panel: Doc | undefined, refId: string): string | undefined {
+  for (const o of arr(obj(obj(panel)['fieldConfig'])['overrides']).map(obj)) {
+    const m = obj(o['matcher']);
+    if (m['id'] !== 'byFrameRefID' || m['options'] !== refId) continue;
+    const colour = arr(o['properties']).map(obj).find((x) => x['id'] === 'color');
+    if (colour) return String(obj(colour['value'])['fixedColor']);
+  }
+  return undefined;
+}
+
+type Sample = { labels: string; value: number };
+
+/**
+ * Runs each query of a panel over input series and expects the samples listed under the colour the panel gives
+ * that query (none under a colour listed with no samples). The panel has one query per colour, in this order.
+ */
+function expectColoured(title: string, series: InputSeries[], evalTime: string, byColour: [string, Sample[]][]): void {
+  const panel = panelsOf(dashboard).find((p) => p['title'] === title);
+  const refIds = arr(obj(panel)['targets']).map((t) => String(obj(t)['refId']));
+  expect(refIds.map((r) => colourOf(panel, r)), title).toEqual(byColour.map(([c]) => c));
+  for (const [i, refId] of refIds.entries()) {
+    const q = queries(dashboard).find((x) => x.where === `panel "${title}" ${refId}`);
+    expectSamples(q, series, evalTime, byColour[i]?.[1] ?? []);
+  }
+}
+
 describe('Grafana dashboard', () => {
   let full: FullyConfiguredService | undefined;
   let families = new Map<string, ParsedFamily>();
@@ -196,20 +223,43 @@ describe('Grafana dashboard', () => {
     }
   });
 
-  it.skipIf(!hasPromtool)('draws the near threshold replicas are configured with, and the headroom below the cap hookwatch reports (skipped only outside CI without promtool)', () => {
-    const hook = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '3', hook_event: 'UserPromptSubmit', hook_name: 'UserPromptSubmit' };
-    const series = [
-      { series: `hookwatch_hook_last_output_chars${labelsOf(hook)}`, values: '9500x30' },
-      { series: `hookwatch_delivery_near_threshold_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: '9000x30' },
-      { series: `hookwatch_delivery_near_threshold_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-1:9318' })}`, values: '8500x30' },
-      { series: `hookwatch_delivery_output_cap_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: '10000x30' },
-      { series: `hookwatch_delivery_output_cap_chars${labelsOf({ job: 'hookwatch', instance: 'hookwatch-1:9318' })}`, values: '10000x30' },
-    ];
+  it.skipIf(!hasPromtool)('draws the near threshold replicas are configured with, and colours headroom as hookwatch classifies outputs: red over the cap, orange above the near threshold, green below it (skipped only outside CI without promtool)', () => {
+    const replica = (n: number): Record<string, string> => ({ job: 'hookwatch', instance: `hookwatch-${n}:9318` });
+    const hook = (n: number, name: string): Record<string, string> => ({ ...replica(0), hook_id: String(n), hook_event: name.split(':')[0] as string, hook_name: name });
+    const outputs = (chars: Record<string, number>): InputSeries[] => Object.entries(chars).map(([name, c], i) => ({ series: `hookwatch_hook_last_output_chars${labelsOf(hook(i + 3, name))}`, values: `${c}x30` }));
+    const limits = (near: number[]): InputSeries[] => near.flatMap((n, i) => [
+      { series: `hookwatch_delivery_near_threshold_chars${labelsOf(replica(i))}`, values: `${n}x30` },
+      { series: `hookwatch_delivery_output_cap_chars${labelsOf(replica(i))}`, values: '10000x30' },
+    ]);
+    // Replicas configured with 9,000 and 8,500: the lowest is the line drawn and the one headroom is coloured by.
+    // 8,200 is below it (green), though above the default 8,000.
+    const hooks = { 'PostToolUse:Bash': 10_300, UserPromptSubmit: 9500, 'SessionStart:startup': 8200 };
+    const series = [...outputs(hooks), ...limits([9000, 8500])];
     const lines = all.filter((x) => x.where.startsWith('panel "Largest output against the cap"'));
     expectSamples(lines.find((x) => x.where.endsWith(' B')), series, '10m', [{ labels: '{}', value: 8500 }]);
     expectSamples(lines.find((x) => x.where.endsWith(' C')), series, '10m', [{ labels: '{}', value: 10_000 }]);
-    expectSamples(all.find((x) => x.where.startsWith('panel "Smallest headroom (24h)"')), series, '10m', [{ labels: '{}', value: 500 }]);
-    expectSamples(all.find((x) => x.where.startsWith('panel "Headroom per hook (24h)"')), series, '10m', [{ labels: '{hook_name="UserPromptSubmit"}', value: 500 }]);
+    const name = (n: string): string => `{hook_name=${JSON.stringify(n)}}`;
+    // Riskiest first: the bar gauge lists its queries' series in their order.
+    expectColoured('Headroom per hook (24h)', series, '10m', [
+      ['red', [{ labels: name('PostToolUse:Bash'), value: -300 }]],
+      ['orange', [{ labels: name('UserPromptSubmit'), value: 500 }]],
+      ['green', [{ labels: name('SessionStart:startup'), value: 1800 }]],
+    ]);
+    // With the default near threshold, 8,200 is near.
+    expectColoured('Headroom per hook (24h)', [...outputs({ 'SessionStart:startup': 8200 }), ...limits([8000])], '10m', [
+      ['red', []],
+      ['orange', [{ labels: name('SessionStart:startup'), value: 1800 }]],
+      ['green', []],
+    ]);
+    const smallest = (chars: Record<string, number>, near: number[], colour: string, value: number): void =>
+      expectColoured('Smallest headroom (24h)', [...outputs(chars), ...limits(near)], '10m', ['red', 'orange', 'green'].map((c) => [c, c === colour ? [{ labels: '{}', value }] : []]));
+    smallest(hooks, [9000, 8500], 'red', -300);
+    smallest({ UserPromptSubmit: 9500, 'SessionStart:startup': 8200 }, [9000, 8500], 'orange', 500);
+    smallest({ 'SessionStart:startup': 8200 }, [9000, 8500], 'green', 1800);
+    smallest({ 'SessionStart:startup': 8200 }, [8000], 'orange', 1800);
+    // An output of exactly the near threshold is not near, and one of exactly the cap is delivered whole.
+    smallest({ 'SessionStart:startup': 8500 }, [8500], 'green', 1500);
+    smallest({ 'SessionStart:startup': 10_000 }, [8500], 'orange', 0);
   });
 
   it('charts every metric docs/deploy.md lists, or says here why not', () => {
