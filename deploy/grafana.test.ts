@@ -454,6 +454,21 @@ describe('Grafana dashboard', () => {
     expect(labelsChecked).toBeGreaterThan(all.length / 2);
   });
 
+  it('names in its legends only labels its queries keep', () => {
+    // Each query aggregates: a label it does not group by is gone from its series, and the legend would show it empty.
+    let checked = 0;
+    for (const p of panelsOf(dashboard)) {
+      for (const t of arr(p['targets']).map(obj)) {
+        const kept = namesIn(String(t['expr'] ?? '')).labels;
+        for (const m of String(t['legendFormat'] ?? '').matchAll(/\{\{\s*([a-zA-Z_]\w*)\s*\}\}/g)) {
+          expect(kept, `panel "${String(p['title'])}" ${String(t['refId'])}: {{${m[1] as string}}}`).toContain(m[1]);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+
   it('is provisioned in the compose stack: Grafana loads it from the mounted folder over the stack\'s Prometheus', () => {
     const compose = obj(parseYaml(read('docker-compose.yml')));
     const services = obj(compose['services']);
