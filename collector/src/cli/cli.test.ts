@@ -20,6 +20,8 @@ import { main } from '../main.ts';
 import { COMMANDS, defaultText, flagSettings } from './help.ts';
 import { exposureWarnings } from './main.ts';
 import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { queryOnce } from '../../test/support/postgres/server.ts';
 import { request as httpsRequest } from 'node:https';
 
 const BIN = fileURLToPath(new URL('../../bin/hookwatch.mjs', import.meta.url));
@@ -172,6 +174,17 @@ describe('hookwatch config', () => {
     }
   });
 
+  it('prints a PostgreSQL URL to a Unix socket (no host, the socket folder in ?host=) with only its password redacted', async () => {
+    const r = await hookwatch(['config'], { HOOKWATCH_DB: 'postgres://hw:Sock3t-secret@/hookwatch?host=/var/run/postgresql' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain('\ndb: postgres://hw:<redacted>@/hookwatch?host=/var/run/postgresql # from HOOKWATCH_DB\n');
+    expect(r.stdout).not.toContain('Sock3t-secret');
+    // Refused for a password too short to scrub from logs, the URL shown as above.
+    const short = await hookwatch(['config'], { HOOKWATCH_DB: 'postgres://hw:Q7z@/hookwatch?host=/var/run/postgresql' });
+    expect(short.stderr).toBe('hookwatch: configuration error: environment HOOKWATCH_DB: invalid value "postgres://hw:<redacted>@/hookwatch?host=/var/run/postgresql" for db: its password is shorter than 4 characters, too short to be kept out of logs: use a longer one\n');
+    expect(short.status).toBe(2);
+  });
+
   it('takes flags before the command as after it, as git and kubectl do', async () => {
     const file = join(dir, 'before-command.yaml');
     writeFileSync(file, 'retention:\n  events: 9d\n');
@@ -291,6 +304,39 @@ describe('hookwatch serve', () => {
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
   }
+
+  describe('on PostgreSQL through its Unix socket', () => {
+    const pg = useTestServer();
+    /** postgres://user:password@/database?host=<socket folder>&port=<port>: no host, as libpq and node-postgres take it. */
+    const socketUrl = (database: string, socketDir = pg.server().socketDir): string => {
+      const { user, password, port } = pg.server();
+      return `postgres://${user}:${encodeURIComponent(password)}@/${database}?host=${socketDir}&port=${port}`;
+    };
+
+    it('serves a postgres://user:password@/db?host=<socket folder> URL, connected through the socket, the password redacted', async () => {
+      const name = new URL(await pg.server().createDatabase()).pathname.slice(1);
+      const { child, logged } = await serving({ ...base(), HOOKWATCH_DB: socketUrl(name) });
+      try {
+        const { user, socketDir, port } = pg.server();
+        expect(logged().find((l) => l['msg'] === 'hookwatch started')).toMatchObject({ store: 'postgres', db: `postgres://${user}:<redacted>@/${name}?host=${socketDir}&port=${port}` });
+        // A connection over a Unix socket has no client address; one over TCP (the server listens there too) has one.
+        const sessions = await queryOnce<{ socket: boolean }>(pg.server().url(), "SELECT client_addr IS NULL AS socket FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'hookwatch%'", [name]);
+        expect(sessions.length).toBeGreaterThan(0);
+        expect(sessions.every((s) => s.socket)).toBe(true);
+      } finally {
+        await stopped(child);
+      }
+      expect(JSON.stringify(logged())).not.toContain(pg.server().password);
+    });
+
+    it('a socket folder with no server behind it stops the start with an error that holds no password', () => {
+      const r = hookwatchProcess(['serve'], { ...base(), HOOKWATCH_DB: socketUrl('hookwatch', mkdtempSync(join(dir, 'no-server-'))) });
+      expect(r.stderr).toMatch(/^hookwatch: cannot open the PostgreSQL store: connect ENOENT .*\.s\.PGSQL\.\d+/);
+      expect(r.stderr).not.toContain(pg.server().password);
+      expect(r.stderr).not.toContain(encodeURIComponent(pg.server().password));
+      expect(r.status).toBe(1);
+    });
+  });
 
   it('a second process on the same SQLite file is refused at once, and starts once the first has stopped', async () => {
     const vars = base();

@@ -67,6 +67,23 @@ export const INVALID_HEADER_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 /** A libpq keyword/value connection string (`host=db dbname=hookwatch password=...`), not a URL or a path. */
 export const LIBPQ_KEYWORDS = /(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|sslmode|service)\s*=/i;
 
+/** The host a URL without one is read with (readUrl). */
+const NO_HOST = 'hookwatch-no-host';
+
+/**
+ * A URL as node-postgres reads it: `new URL`, or for one with user info and no host
+ * (`postgres://user:pw@/hookwatch?host=/var/run/postgresql`, a Unix socket libpq and node-postgres connect to, which
+ * `new URL` refuses) the same with a placeholder host; `hostless` says which. Throws when neither reads.
+ */
+function readUrl(text: string): { url: URL; hostless: boolean } {
+  try {
+    return { url: new URL(text), hostless: false };
+  } catch (err) {
+    if (!text.includes('@/')) throw err;
+    return { url: new URL(text.replace('@/', `@${NO_HOST}/`)), hostless: true };
+  }
+}
+
 /** What a secret query parameter holds while its URL is written back (then `<redacted>`). */
 const QUERY_REDACTED = 'hookwatch-redacted-value';
 
@@ -78,14 +95,15 @@ export function redactUrlPassword(value: unknown): unknown {
   if (typeof value === 'string' && LIBPQ_KEYWORDS.test(value)) return value.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1<redacted>');
   if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
   try {
-    const url = new URL(value);
+    const { url, hostless } = readUrl(value);
     if (url.password) url.password = 'redacted';
     for (const key of [...url.searchParams.keys()]) {
       if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, QUERY_REDACTED);
     }
     // <redacted> as everywhere else (set as a token, since the URL would percent-encode the brackets), so a value
     // printed by `hookwatch config` and read back is refused, not used.
-    return url.toString().replace(':redacted@', ':<redacted>@').replaceAll(QUERY_REDACTED, '<redacted>');
+    const text = url.toString().replace(':redacted@', ':<redacted>@').replaceAll(QUERY_REDACTED, '<redacted>');
+    return hostless ? text.replace(`@${NO_HOST}/`, '@/') : text;
   } catch {
     return '<unparsable URL redacted>';
   }
@@ -95,7 +113,7 @@ export function redactUrlPassword(value: unknown): unknown {
 export function urlPasswords(value: string): string[] {
   let url: URL;
   try {
-    url = new URL(value);
+    url = readUrl(value).url;
   } catch {
     // Not a URL to the parser (a bad port, say), but its credentials are still secret wherever the text goes.
     // The password runs to the authority's last '@', as the parser would read it.
@@ -145,12 +163,7 @@ export function shortSecretProblem(secret: string, min = MIN_SECRET_CHARS): stri
 function postgresUrlReads(url: string): boolean {
   try {
     const text = / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(url) ? encodeURI(url).replace(/%25(\d\d)/g, '%$1') : url;
-    let parsed: URL;
-    try {
-      parsed = new URL(text);
-    } catch {
-      parsed = new URL(text.replace('@/', '@___socket___/'));
-    }
+    const parsed = readUrl(text).url;
     decodeURIComponent(parsed.username);
     decodeURIComponent(parsed.password);
     decodeURI(parsed.pathname);

@@ -24,6 +24,8 @@ export interface TestServerOptions {
 export interface TestServer {
   host: string;
   port: number;
+  /** The folder of the server's Unix socket (`.s.PGSQL.<port>`), the `?host=` of a socket URL. */
+  socketDir: string;
   user: string;
   /** The role's password (the tests prove it never leaks). */
   password: string;
@@ -157,6 +159,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   return {
     host,
     port,
+    socketDir: dir,
     user,
     password,
     url,
