@@ -253,6 +253,9 @@ describe('PostgresStore', () => {
     const url = 'postgres://u:p%40ss%2Fw0rd@db.example:5432/h';
     expect(scrubSecret('failed for postgres://u:p%40ss%2Fw0rd@db.example:5432/h', url)).toBe('failed for <db url>');
     expect(scrubSecret('p%40ss%2Fw0rd and p@ss/w0rd', url)).toBe('<redacted> and <redacted>');
+    // A Unix socket URL (no host, the socket folder in ?host=), which `new URL` refuses.
+    const socket = 'postgres://u:p%40ss%2Fw0rd@/h?host=/var/run/postgresql';
+    expect(scrubSecret(`failed for ${socket}: p%40ss%2Fw0rd and p@ss/w0rd`, socket)).toBe('failed for <db url>: <redacted> and <redacted>');
   });
 });
 

@@ -11,7 +11,7 @@ import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
-import { MIN_SECRET_CHARS } from '../../config/values.ts';
+import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
@@ -334,17 +334,10 @@ const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 const CONFLICT_SQLSTATE = new Set(['40001', '40P01', '23505']);
 const INGEST_ATTEMPTS = 4;
 
-/** Removes the URL's password (raw and percent-encoded) from a message. */
+/** Removes the URL and its password (raw and percent-encoded, as urlPasswords reads it) from a message. */
 export function scrubSecret(message: string, url: string): string {
-  let out = message;
-  try {
-    const u = new URL(url);
-    for (const s of [url, u.password, decodeURIComponent(u.password)]) {
-      if (s && s.length >= MIN_SECRET_CHARS) out = out.split(s).join(s === url ? '<db url>' : '<redacted>');
-    }
-  } catch {
-    out = out.split(url).join('<db url>');
-  }
+  let out = url.length >= MIN_SECRET_CHARS ? message.split(url).join('<db url>') : message;
+  for (const s of urlPasswords(url)) if (s.length >= MIN_SECRET_CHARS) out = out.split(s).join('<redacted>');
   return out;
 }
 
