@@ -265,6 +265,37 @@ describe('hookwatch guard', () => {
     }
   }, 30_000);
 
+  it('kills a stopped command that ignores the stop signal at once on a second stop signal, without waiting out the grace period', async () => {
+    const fs = `require('fs')`;
+    // Each command writes "<its pid> <a child's pid>" once it ignores SIGTERM and SIGINT.
+    const cases = [
+      { signal: 'SIGTERM', args: (f: string) => ['--', `trap '' TERM INT; sleep 60 & echo $$ $! > ${f}; wait`] },
+      { signal: 'SIGINT', args: (f: string) => nodeHook(`for(const s of ['SIGTERM','SIGINT'])process.on(s,()=>{});const c=require('child_process').spawn('sleep',['60'],{stdio:'ignore'});${fs}.writeFileSync(${JSON.stringify(f)},process.pid+' '+c.pid+'\\n');setInterval(()=>{},1000)`) },
+    ] as const;
+    for (const [i, c] of cases.entries()) {
+      const pidFile = join(dir, `second-signal-${i}.pid`);
+      let guardPid = 0;
+      // A grace period far longer than the test waits: only the second signal can end the command in time.
+      const pending = guard([...c.args(pidFile)], { onStart: (pid) => (guardPid = pid), env: { HOOKWATCH_GUARD_KILL_GRACE_MS: '60000' } });
+      await waitFor(async () => (await readFile(pidFile, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
+      const pids = (await readFile(pidFile, 'utf8')).trim().split(' ').map(Number);
+      try {
+        process.kill(guardPid, c.signal);
+        // Past the default grace period of a second, the command still runs: the first signal waits out the grace.
+        await new Promise((r) => setTimeout(r, 1_500));
+        expect([i, alive(guardPid), ...pids.map(alive)]).toEqual([i, true, true, true]);
+        const second = performance.now();
+        process.kill(guardPid, c.signal);
+        await waitFor(async () => !alive(guardPid) && !pids.some(alive));
+        expect(performance.now() - second).toBeLessThan(5_000);
+      } finally {
+        for (const pid of [guardPid, ...pids].filter(alive)) process.kill(pid, 'SIGKILL');
+      }
+      const ran = await pending;
+      expect([i, ran.signal, ran.code]).toEqual([i, c.signal, null]);
+    }
+  }, 30_000);
+
   it('runs a hook file whose path holds a space, given as the shell expanded it or quoted for the guard\'s shell', async () => {
     const project = join(dir, 'sp ace');
     const hooks = join(project, '.claude', 'hooks');

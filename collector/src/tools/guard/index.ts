@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { KILL_GRACE_MS } from '../common/io.ts';
 import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
 import { DEFAULT_KEEP_FOR_MS, DEFAULT_KEEP_SIZE_BYTES, parseKeepFor, parseKeepSize, pruneSaved, savedName } from './keep.ts';
@@ -356,6 +357,8 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     shell: options.shell,
     stdin: io.stdin,
     timeoutMs: options.timeoutMs,
+    // Longer under HOOKWATCH_GUARD_KILL_GRACE_MS, so a test can tell a kill at once from one after the grace.
+    killGraceMs: Number(io.env.HOOKWATCH_GUARD_KILL_GRACE_MS) || KILL_GRACE_MS,
     spillBytes,
     headChars: options.budget,
     spillPath: () => {

@@ -5,7 +5,6 @@ import type { Readable } from 'node:stream';
 import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
 import { oneWordCommandLine } from '../common/shell-quote.ts';
-import { KILL_GRACE_MS } from '../common/io.ts';
 
 /**
  * Hook input kept for naming the hook in reports. Most inputs are a few KB; a tool's input or response can be far
@@ -81,6 +80,8 @@ export interface GuardedRun {
   shell: string;
   stdin: Readable & { isTTY?: boolean };
   timeoutMs: number | undefined;
+  /** How long a stopped command gets before SIGKILL (KILL_GRACE_MS). */
+  killGraceMs: number;
   spillBytes: number;
   headChars: number;
   spillPath: () => string;
@@ -99,11 +100,11 @@ export interface GuardedRunResult {
 /**
  * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
  * its head kept), and its stdout captured. Stop signals sent to the guard (Claude Code's timeout) and the
- * guard's own --timeout are passed on to the command; one still running a second later is killed (SIGKILL) with
- * what runs below it (killAfterGrace). Once a stopped command is gone the guard stops waiting,
- * as Claude Code does: what a command line started in the background may hold stdout open and is left running,
- * as it would be without the guard. A stopped run ends as the stop made it end: by the command's own status when
- * the stop ended it with one, else by the stop signal (never as a success).
+ * guard's own --timeout are passed on to the command; one still running a second later, or at a second stop
+ * signal, is killed (SIGKILL) with what runs below it (killStopped). Once a stopped command is gone the guard
+ * stops waiting, as Claude Code does: what a command line started in the background may hold stdout open and is
+ * left running, as it would be without the guard. A stopped run ends as the stop made it end: by the command's
+ * own status when the stop ended it with one, else by the stop signal (never as a success).
  */
 export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
   return new Promise((resolve) => {
@@ -119,9 +120,9 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     let exitedBeforeStop = false;
     /** What the stop signals besides the command (for the guard's own timeout, what the command started). */
     let stopAlso: readonly number[] = [];
-    /** Whether the SIGKILL after the grace period is still to come, and whether it found the command running. */
+    /** Whether the SIGKILL of a stopped command is still to come, and whether it found the command running. */
     let killPending = false;
-    let killedAfterGrace = false;
+    let killedStopped = false;
     const inputParts: Buffer[] = [];
     let inputBytes = 0;
     let settled = false;
@@ -138,14 +139,16 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       if (exited === undefined) child.kill(signal);
     };
     /**
-     * After the grace period, a command still running is killed (SIGKILL) with what runs below it then, as
-     * `timeout -k` does: one that ignores the stop signal would otherwise run on past the guard, and be orphaned
-     * once whoever stopped the guard kills it. What the stop signalled besides the command gets SIGKILL too.
+     * After the grace period, or at a second stop signal, a command still running is killed (SIGKILL) with what
+     * runs below it then, as `timeout -k` does: one that ignores the stop signal would otherwise run on past the
+     * guard, and be orphaned once whoever stopped the guard kills it. What the stop signalled besides the command
+     * gets SIGKILL too. Once only: the grace period's timer may still fire after a second signal.
      */
-    const killAfterGrace = (): void => {
+    const killStopped = (): void => {
+      if (!killPending) return;
       killPending = false;
-      killedAfterGrace = exited === undefined;
-      signalAll('SIGKILL', [...stopAlso.filter(running), ...(killedAfterGrace && child.pid !== undefined ? descendants(child.pid) : [])]);
+      killedStopped = exited === undefined;
+      signalAll('SIGKILL', [...stopAlso.filter(running), ...(killedStopped && child.pid !== undefined ? descendants(child.pid) : [])]);
       if (exited !== undefined) afterStop();
     };
     const stop = (signal: NodeJS.Signals, also: readonly number[] = []): void => {
@@ -154,12 +157,14 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
         exitedBeforeStop = exited !== undefined;
         stopAlso = also;
         killPending = true;
-        timers.push(setTimeout(killAfterGrace, KILL_GRACE_MS));
+        timers.push(setTimeout(killStopped, run.killGraceMs));
       }
       signalAll(signal, also);
       if (exited !== undefined) afterStop();
     };
-    const onStopSignal = (signal: NodeJS.Signals): void => stop(signal);
+    // A stop signal while a stop waits out its grace period (a second Ctrl-C) kills at once, as docker and
+    // systemd do: whoever sends it has stopped waiting.
+    const onStopSignal = (signal: NodeJS.Signals): void => (killPending ? killStopped() : stop(signal));
     for (const signal of FORWARDED_SIGNALS) process.on(signal, onStopSignal);
 
     const onInput = (chunk: Buffer): void => {
@@ -187,14 +192,14 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
 
     /**
      * A stopped command is gone: what is already in the pipe is read for a moment, then the run ends, once what
-     * the stop signalled besides the command is gone or killed too. A command the guard killed after the grace
-     * period ends the run by the stop signal, not by that SIGKILL.
+     * the stop signalled besides the command is gone or killed too. A command the guard killed (killStopped) ends
+     * the run by the stop signal, not by that SIGKILL.
      */
     const afterStop = (): void => {
       if (killPending && stopAlso.some(running)) return;
       timers.push(setTimeout(() => {
         child.stdout?.destroy();
-        const own = exited !== undefined && !exitedBeforeStop && !killedAfterGrace && !(exited.code === 0 && exited.signal === null);
+        const own = exited !== undefined && !exitedBeforeStop && !killedStopped && !(exited.code === 0 && exited.signal === null);
         settle(own ? (exited?.code ?? null) : null, own ? (exited?.signal ?? null) : stoppedBy);
       }, STOPPED_OUTPUT_GRACE_MS));
     };
