@@ -14,8 +14,9 @@ import { shortSecretProblem } from '../config/values.ts';
 export const TLS_MIN_VERSIONS = ['1.2', '1.3'] as const;
 export type TlsMinVersion = (typeof TLS_MIN_VERSIONS)[number];
 
-/** The defaults of the TLS rows, the same in every section. */
-const TLS_DEFAULTS: Readonly<Record<string, unknown>> = { caFile: '', certFile: '', keyFile: '', clientCaFile: '', serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadInterval: 30_000 };
+/** The defaults of the TLS rows, the same in every section and in an alert receiver's `tls`. */
+export const TLS_DEFAULTS = { caFile: '', certFile: '', keyFile: '', clientCaFile: '', serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadInterval: 30_000 } as const satisfies Record<string, unknown> & { minVersion: TlsMinVersion };
+type TlsName = keyof typeof TLS_DEFAULTS;
 
 /** TLS of one listener (or of the two OTLP receivers together). */
 export interface TlsConfig {
@@ -36,23 +37,23 @@ export interface TlsConfig {
 export function tlsSettings(section: string, envPrefix: string, where: string, speaks: string): Setting[] {
   return [
     {
-      key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: '',
+      key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: TLS_DEFAULTS.certFile,
       description: `PEM certificate for ${where}, followed by any intermediate certificates. Set with \`${section}.keyFile\`, it turns TLS on there (${speaks}) and a client speaking plain text is refused. Unset (the default): plain text.`,
     },
     {
-      key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: '',
+      key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: TLS_DEFAULTS.keyFile,
       description: `PEM private key (unencrypted) of \`${section}.certFile\`. Its path may show in logs and \`hookwatch config\`; what the file holds never does.`,
     },
     {
-      key: `${section}.clientCaFile`, env: `${envPrefix}_CLIENT_CA_FILE`, type: 'file', default: '',
+      key: `${section}.clientCaFile`, env: `${envPrefix}_CLIENT_CA_FILE`, type: 'file', default: TLS_DEFAULTS.clientCaFile,
       description: `PEM CA certificates for mutual TLS on ${where}: when set, a client must present a certificate signed by one of them, checked during the TLS handshake before a request is read; a client without one is refused. Needs \`${section}.certFile\`.`,
     },
     {
-      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: TLS_DEFAULTS['minVersion'], values: TLS_MIN_VERSIONS,
+      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: TLS_DEFAULTS.minVersion, values: TLS_MIN_VERSIONS,
       description: `Lowest TLS version accepted on ${where}: \`1.2\` or \`1.3\`. Set to \`1.3\` (or \`${section}.reloadInterval\` to another value than its default) without \`${section}.certFile\`, it would apply to nothing, so hookwatch does not start, naming it.`,
     },
     {
-      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: TLS_DEFAULTS['reloadInterval'], min: 1000, max: 86_400_000,
+      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: TLS_DEFAULTS.reloadInterval, min: 1000, max: 86_400_000,
       description: 'How often the certificate, key and client CA files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to new connections without a restart; a new set that cannot be used (unreadable, not PEM, a key that does not match the certificate) is logged as an error and the certificate in use is kept.',
     },
   ];
@@ -102,31 +103,31 @@ export interface ClientTlsConfig {
 export function clientTlsSettings(section: string, envPrefix: string, server: string, endpoint: string): Setting[] {
   return [
     {
-      key: `${section}.caFile`, env: `${envPrefix}_CA_FILE`, type: 'file', default: '',
+      key: `${section}.caFile`, env: `${envPrefix}_CA_FILE`, type: 'file', default: TLS_DEFAULTS.caFile,
       description: `PEM CA certificates that the certificate of ${server} must chain to, instead of the system's: a private CA. Unset (the default): the system's CAs. Used when \`${endpoint}\` is https://; any \`${section}.*\` set beside an \`${endpoint}\` that is unset or http:// would apply to nothing, so hookwatch does not start, naming the setting.`,
     },
     {
-      key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: '',
+      key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: TLS_DEFAULTS.certFile,
       description: `PEM client certificate hookwatch presents to ${server} (mutual TLS), followed by any intermediate certificates. Set with \`${section}.keyFile\`.`,
     },
     {
-      key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: '',
+      key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: TLS_DEFAULTS.keyFile,
       description: `PEM private key (unencrypted) of \`${section}.certFile\`. Its path may show in logs and \`hookwatch config\`; what the file holds never does.`,
     },
     {
-      key: `${section}.serverName`, env: `${envPrefix}_SERVER_NAME`, type: 'string', default: '',
+      key: `${section}.serverName`, env: `${envPrefix}_SERVER_NAME`, type: 'string', default: TLS_DEFAULTS.serverName,
       description: `Name the certificate of ${server} must carry, also sent as SNI, when it is not the host of \`${endpoint}\` (an IP address, a name only a proxy knows). Unset: that host.`,
     },
     {
-      key: `${section}.insecureSkipVerify`, env: `${envPrefix}_INSECURE_SKIP_VERIFY`, type: 'bool', default: false,
+      key: `${section}.insecureSkipVerify`, env: `${envPrefix}_INSECURE_SKIP_VERIFY`, type: 'bool', default: TLS_DEFAULTS.insecureSkipVerify,
       description: `Accept any certificate from ${server}, unchecked: for a test setup only, since anyone on the path can then read and change what is sent. Warned about at start. Prefer \`${section}.caFile\`.`,
     },
     {
-      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: TLS_DEFAULTS['minVersion'], values: TLS_MIN_VERSIONS,
+      key: `${section}.minVersion`, env: `${envPrefix}_MIN_VERSION`, type: 'enum', default: TLS_DEFAULTS.minVersion, values: TLS_MIN_VERSIONS,
       description: `Lowest TLS version hookwatch connects to ${server} with: \`1.2\` or \`1.3\`. A server that speaks only older versions fails the handshake.`,
     },
     {
-      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: TLS_DEFAULTS['reloadInterval'], min: 1000, max: 86_400_000,
+      key: `${section}.reloadInterval`, env: `${envPrefix}_RELOAD_INTERVAL`, type: 'duration', default: TLS_DEFAULTS.reloadInterval, min: 1000, max: 86_400_000,
       description: 'How often the CA, client certificate and key files are read again. Changed files (a certificate rotated by cert-manager, a Kubernetes Secret updated in its mounted volume) apply to the connections made from then on without a restart; a new set that cannot be used is logged as an error and the files in use are kept.',
     },
   ];
@@ -136,7 +137,7 @@ export function clientTlsSettings(section: string, envPrefix: string, server: st
  * The first of `<section>.<name>` that a file, the environment or a flag set to other than its default, or
  * undefined: a value written as its default (as `hookwatch config` prints every setting) changes nothing.
  */
-function firstSet(r: SettingValues, section: string, names: readonly string[]): string | undefined {
+function firstSet(r: SettingValues, section: string, names: readonly TlsName[]): TlsName | undefined {
   return names.find((name) => r.raw(`${section}.${name}`) !== TLS_DEFAULTS[name]);
 }
 
@@ -175,7 +176,7 @@ export function clientTlsSet(config: ClientTlsConfig): 'caFile' | 'certFile' | '
   if (config.certFile !== '') return 'certFile';
   if (config.serverName !== '') return 'serverName';
   if (config.insecureSkipVerify) return 'insecureSkipVerify';
-  if (config.minVersion !== '1.2') return 'minVersion';
+  if (config.minVersion !== TLS_DEFAULTS.minVersion) return 'minVersion';
   return undefined;
 }
 

@@ -7,7 +7,7 @@
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
-import { TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
@@ -219,7 +219,7 @@ function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
   if (raw === undefined || raw === null) return null;
   if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion or reloadInterval`);
   for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${TLS_KEYS.join(', ')})`);
-  const files: Record<(typeof TLS_FILE_KEYS)[number], string> = { caFile: '', certFile: '', keyFile: '' };
+  const files: Record<(typeof TLS_FILE_KEYS)[number], string> = { caFile: TLS_DEFAULTS.caFile, certFile: TLS_DEFAULTS.certFile, keyFile: TLS_DEFAULTS.keyFile };
   for (const k of TLS_FILE_KEYS) {
     const file = raw[k];
     if (file === undefined) continue;
@@ -228,12 +228,12 @@ function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
     if (FILE_CONTENTS.test(file)) throw new SettingError(`${at}.${k}: ${FILE_CONTENTS_PROBLEM}`);
     files[k] = file;
   }
-  const insecureSkipVerify = raw['insecureSkipVerify'] ?? false;
+  const insecureSkipVerify = raw['insecureSkipVerify'] ?? TLS_DEFAULTS.insecureSkipVerify;
   if (typeof insecureSkipVerify !== 'boolean') throw new SettingError(`${at}.insecureSkipVerify: expected true or false`);
-  const serverName = raw['serverName'] ?? '';
+  const serverName = raw['serverName'] ?? TLS_DEFAULTS.serverName;
   if (typeof serverName !== 'string' || (raw['serverName'] !== undefined && serverName === '')) throw new SettingError(`${at}.serverName: expected a host name`);
   // As the rows of forward.tls.minVersion take it: `1.3` or "1.3", a YAML number or a string.
-  const minVersion = raw['minVersion'] === undefined ? '1.2' : TLS_MIN_VERSIONS.find((v) => v === String(raw['minVersion']));
+  const minVersion = raw['minVersion'] === undefined ? TLS_DEFAULTS.minVersion : TLS_MIN_VERSIONS.find((v) => v === String(raw['minVersion']));
   if (!minVersion) throw new SettingError(`invalid value ${JSON.stringify(String(raw['minVersion']).slice(0, 20))} for ${at}.minVersion: expected one of ${TLS_MIN_VERSIONS.join(', ')}`);
   const config: ClientTlsConfig = {
     section: at,
@@ -241,7 +241,7 @@ function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
     serverName,
     insecureSkipVerify,
     minVersion,
-    reloadIntervalMs: raw['reloadInterval'] === undefined ? 30_000 : duration(raw['reloadInterval'], `${at}.reloadInterval`, 1000, DAY),
+    reloadIntervalMs: raw['reloadInterval'] === undefined ? TLS_DEFAULTS.reloadInterval : duration(raw['reloadInterval'], `${at}.reloadInterval`, 1000, DAY),
   };
   const problem = clientTlsProblem(config);
   if (problem) throw new SettingError(problem);
