@@ -32,7 +32,8 @@ export interface AlertTimes {
   annotations: Record<string, string>;
 }
 
-function stamp(ms: number): string {
+/** A time in RFC 3339, UTC, its milliseconds left out when they are 0: 2026-11-30T08:00:00Z, as links and messages show a range's ends. */
+export function stamp(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');
 }
 

@@ -1,4 +1,5 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
+import { stamp } from '../../../shared/src/alert-range.ts';
 import { MAX_RANGE_MS } from '../../../shared/src/api.ts';
 import { parseDuration } from '../config/values.ts';
 import { BadParameterError } from '../request-error.ts';
@@ -63,15 +64,14 @@ export function parseRange(query: Record<string, unknown>, now: number, defaultS
   const range = alignRange(fromMs, toMs);
   // The answer writes both ends in RFC 3339, whose years have four digits: past them toISOString() writes
   // +010000-01-01T00:00:00.000Z, which no client (nor this API, asked again) reads as a time.
-  if (range.toMs > LAST_MINUTE_MS) throw new ParamError('to', `to: the range must end by ${iso(LAST_MINUTE_MS)} (counted to the whole minute), the last time RFC 3339 writes`);
-  if (range.fromMs < FIRST_MS) throw new ParamError(from === undefined ? 'to' : 'from', `${from === undefined ? 'to: the default range (24 hours before to)' : 'from: the range'} must start at ${iso(FIRST_MS)} or later, the first time RFC 3339 writes`);
+  if (range.toMs > LAST_MINUTE_MS) throw new ParamError('to', `to: the range must end by ${stamp(LAST_MINUTE_MS)} (counted to the whole minute), the last time RFC 3339 writes`);
+  if (range.fromMs < FIRST_MS) throw new ParamError(from === undefined ? 'to' : 'from', `${from === undefined ? 'to: the default range (24 hours before to)' : 'from: the range'} must start at ${stamp(FIRST_MS)} or later, the first time RFC 3339 writes`);
   return range;
 }
 
 /** The first and the last minute an answer can write in RFC 3339 (years 0000 to 9999). */
 const FIRST_MS = Date.parse('0000-01-01T00:00:00Z');
 const LAST_MINUTE_MS = Date.parse('9999-12-31T23:59:00Z');
-const iso = (ms: number): string => new Date(ms).toISOString().replace('.000Z', 'Z');
 
 /** The only steps a series uses: whole minutes that tile hours and days. */
 export const STEPS_SECONDS = [60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800] as const;
