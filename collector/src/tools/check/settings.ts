@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 
 import { UsageError } from '../common/args.ts';
+import { isObject } from '../common/capped-fields.ts';
 import { MAX_SETTINGS_BYTES } from '../common/limits.ts';
 
 /** One `"type": "command"` hook of a settings file. */
@@ -45,10 +46,6 @@ export function fieldList(fields: readonly string[]): string {
  */
 export function withoutByteOrderMark(text: string): string {
   return text.startsWith('\uFEFF') ? text.slice(1) : text;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

@@ -20,6 +20,7 @@ export interface CappedString {
   value: string;
 }
 
+/** A JSON object (not null, not an array), as the tools read hook outputs, settings files and transcripts. */
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

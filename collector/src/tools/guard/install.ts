@@ -9,6 +9,7 @@ import type { Edit } from 'jsonc-parser';
 
 import { UsageError } from '../common/args.ts';
 import { fieldList, parseHookSetup, unknownHookFields, withoutByteOrderMark } from '../check/settings.ts';
+import { isObject } from '../common/capped-fields.ts';
 import { shellQuote, shellUnquote } from '../common/shell-quote.ts';
 
 export { shellQuote, shellUnquote };
@@ -124,10 +125,6 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   await writeFile(temporary, text, { mode: 0o600 });
   await chmod(temporary, mode);
   await rename(temporary, path);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import type { OutputKind } from '../../../../shared/src/cliff.ts';
 import { measureStdout } from '../check/measure.ts';
+import { isObject } from '../common/capped-fields.ts';
 import { formatCount, headCodeUnits, plural } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 import { readLines } from '../common/lines.ts';
@@ -267,10 +268,6 @@ function addFinding(counts: DeliveryCounts, finding: Finding): void {
     } else counts.outputsPersisted++;
   }
   counts.largestOutputChars = max(counts.largestOutputChars, finding.chars);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Every string inside a JSON value (bounded depth), for finding markers wherever Claude Code put them. */
