@@ -241,7 +241,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left,
   // and evaluates at once: an alert due while there was no leader goes out now, not at the next timer tick.
   // Guard trims stored while no replica led were announced to nobody: its alerts read their guard notes again.
-  coordination.onAcquired(() => void alerting.engine.reload(true).then(() => Promise.all([alerting.engine.evaluate('all'), alerting.engine.noteGuardTrims('all')])));
+  coordination.onAcquired(() => void alerting.engine.reload(true).then(() => alerting.engine.evaluateAllWithGuardNotes()));
   // One that stops leading stops delivering before its next attempt; the outbox stays for the new leader.
   coordination.onLeaderChange((leader) => {
     if (!leader) alerting.dispatcher.suspend();
@@ -272,7 +272,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Signals sent while the listening connection was down (a database restart) were missed: the leader evaluates
   // every rule once it hears again, instead of leaving what they announced to its next timer tick, and reads the
   // guard notes of its active alerts again.
-  coordination.onSignalsResumed(() => void Promise.all([alerting.engine.evaluate('all'), alerting.engine.noteGuardTrims('all')]));
+  coordination.onSignalsResumed(() => void alerting.engine.evaluateAllWithGuardNotes());
   registerNotifyMetrics(metrics, alerting.dispatcher.stats, alerting.refresher);
   registerAlertEventMetrics(metrics, alerting.events.stats);
   if (forwarding) registerForwardMetrics(metrics, forwarding);

@@ -157,10 +157,24 @@ export class AlertEngine implements IngestListener {
       // Memory was stale until now: what was not evaluated meanwhile is evaluated at once, and the active alerts read
       // their hooks' guard trims again (those stored meanwhile were announced while nothing was read).
       if ((await this.loadOrMarkStale(resumeOutbox)) !== 'recovered') return;
-      await this.run('all');
-      await this.refreshGuardNotes('all');
+      await this.runAllWithGuardNotes();
     });
     return this.chain;
+  }
+
+  /**
+   * After any evaluation in progress, evaluates every rule and has the active alerts read their hooks' guard trims
+   * again: for what went unseen, as by a replica that just became leader or one that missed signals.
+   */
+  evaluateAllWithGuardNotes(): Promise<void> {
+    if (this.stopped) return this.chain;
+    this.chain = this.chain.then(() => this.runAllWithGuardNotes());
+    return this.chain;
+  }
+
+  private async runAllWithGuardNotes(): Promise<void> {
+    await this.run('all');
+    await this.refreshGuardNotes('all');
   }
 
   /** True while memory may differ from the saved state (a load failed): nothing is evaluated or renewed then. */
