@@ -2,8 +2,8 @@
 import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
-import { COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
-import { DIM_ROLLUP_TABLES } from './dim-rollups.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
+import { DIM_ROLLUP_TABLES, dimRebuildSql } from './dim-rollups.ts';
 import { isOverflowHook } from './hook-limit.ts';
 import { checkStep, granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
@@ -272,6 +272,14 @@ export function hookRefOf(param: string): string {
 /** The value of an attribute expression (over attr_sets, from dimensionExpr) for the event row in scope. */
 export function attrValueExpr(attrExpr: string): string {
   return `(SELECT ${attrExpr} FROM attr_sets WHERE attr_sets.id = events.attrs)`;
+}
+
+/**
+ * dimRebuildSql over the events as both stores keep them: each dimension read through the event's attribute set
+ * (`attrExpr`, the store's dimensionExpr over attr_sets' columns), the counters and hook id as written here.
+ */
+export function dimRebuildFromEventsSql(p: (n: number) => string, attrExpr: (d: string) => string, dim: string): string[] {
+  return dimRebuildSql(p, (d) => attrValueExpr(attrExpr(d)), { events: eventAggregates(), rollups: rollupAggregates() }, COUNTER_COLUMNS, dim, { id: EVENT_HOOK_ID, group: 'hook' });
 }
 
 /** Prefix of the names of attr_sets' indexes on a dimension's value (attrSetIndexes). */
