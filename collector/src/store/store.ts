@@ -7,6 +7,7 @@ import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import type { FindingsResult } from './transcript-findings.ts';
 import type { GuardTrim, GuardTrimStats } from './guard-trims.ts';
+import { toCounters, type CounterRow } from './counters.ts';
 
 export interface IngestResult {
   /** Events stored by this call. */
@@ -40,6 +41,28 @@ export function hookSelection(q: Pick<RangeQuery, 'hookId' | 'hookIds'>): string
   if (q.hookIds === undefined) return q.hookId;
   if (q.hookId !== undefined) return q.hookIds.includes(q.hookId) ? q.hookId : null;
   return q.hookIds.length === 0 ? null : [...new Set(q.hookIds)].sort();
+}
+
+/**
+ * hookCounters as every store answers it, from its counter rows of the hooks asked for (`hookRows`, by hook id)
+ * and those hooks' rows (`infos`): a hook whose row is gone is left out.
+ */
+export async function hookCountersFrom(
+  q: RangeQuery,
+  hookRows: (hooks: string | readonly string[] | undefined) => Promise<Map<string, CounterRow>>,
+  infos: (ids: string[]) => Promise<Map<string, HookInfo>>,
+): Promise<Map<string, HookCounters & { info: HookInfo }>> {
+  const out = new Map<string, HookCounters & { info: HookInfo }>();
+  const hooks = hookSelection(q);
+  if (hooks === null) return out;
+  const rows = await hookRows(hooks);
+  if (rows.size === 0) return out;
+  const byId = await infos([...rows.keys()]);
+  for (const [id, row] of rows) {
+    const info = byId.get(id);
+    if (info) out.set(id, { ...toCounters(row), info });
+  }
+  return out;
 }
 
 /** Late arrivals: events received in [receivedFromMs, receivedToMs) whose event time is before eventBeforeMs. */

@@ -28,7 +28,7 @@ import { inTransaction } from './connection.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
-import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -966,18 +966,14 @@ export class PostgresStore implements Store {
     return dimensionExpr(dim, this.dims, (key) => `(extra ->> ${sqlString(key)})`);
   }
 
-  async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const out = new Map<string, HookCounters & { info: HookInfo }>();
-    const hooks = hookSelection(q);
-    if (hooks === null) return out;
+  hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
+    return hookCountersFrom(q, (hooks) => this.hookRows(q, hooks), (ids) => this.infos(ids));
+  }
+
+  /** Counter rows by hook id (aggregate's per-hook grouping). */
+  private async hookRows(q: RangeQuery, hooks?: string | readonly string[]): Promise<Map<string, CounterRow>> {
     const rows = await this.aggregate(q, 'hook', hooks);
-    if (rows.size === 0) return out;
-    const byId = await this.infos([...rows.values()].map((x) => String(x.keys[0])));
-    for (const { keys, row } of rows.values()) {
-      const info = byId.get(String(keys[0]));
-      if (info) out.set(info.id, { ...toCounters(row), info });
-    }
-    return out;
+    return new Map([...rows.values()].map(({ keys, row }) => [String(keys[0]), row]));
   }
 
   private async infos(ids: string[]): Promise<Map<string, HookInfo>> {
@@ -1043,10 +1039,7 @@ export class PostgresStore implements Store {
 
   /** The partial buckets at a series range's ends (seriesSpans), each read as the range's figures read it. */
   private seriesEdges(q: SeriesQuery, edges: readonly SeriesEdge[], hooks?: string | readonly string[]): Promise<EdgeRows> {
-    return readEdges(edges, async (fromMs, toMs) => {
-      const rows = await this.aggregate({ fromMs, toMs, filters: q.filters }, 'hook', hooks);
-      return new Map([...rows.values()].map(({ keys, row }) => [String(keys[0]), row]));
-    });
+    return readEdges(edges, (fromMs, toMs) => this.hookRows({ fromMs, toMs, filters: q.filters }, hooks));
   }
 
   /**

@@ -23,7 +23,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, hookSelection, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -859,18 +859,8 @@ export class SqliteStore implements Store {
     return dimensionExpr(dim, this.dims, (key) => `json_extract(extra, ${sqlString(`$.${JSON.stringify(key)}`)})`);
   }
 
-  async hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    const out = new Map<string, HookCounters & { info: HookInfo }>();
-    const hooks = hookSelection(q);
-    if (hooks === null) return out;
-    const rows = await this.aggregate(q, 'hook', hooks);
-    if (rows.size === 0) return out;
-    const byId = await this.infos([...rows.keys()]);
-    for (const [id, row] of rows) {
-      const info = byId.get(id);
-      if (info) out.set(id, { ...toCounters(row), info });
-    }
-    return out;
+  hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
+    return hookCountersFrom(q, (hooks) => this.aggregate(q, 'hook', hooks), (ids) => this.infos(ids));
   }
 
   /** The named hooks' rows in one statement: the cost follows the hooks in range, not every hook in the table. */
