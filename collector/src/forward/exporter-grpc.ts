@@ -11,7 +11,7 @@
  */
 import { createSecureContext } from 'node:tls';
 import { Client, Metadata, credentials, status as GrpcStatus, type ChannelCredentials, type ChannelOptions, type ServiceError } from '@grpc/grpc-js';
-import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
+import { DEFAULT_CLIENT_MIN_VERSION, tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { Signal } from '../pipeline/consumer.ts';
@@ -82,7 +82,7 @@ export class GrpcExporter implements Exporter {
     let channelCredentials: ChannelCredentials = credentials.createInsecure();
     if (this.secure) {
       // A secure context of its own, as createSsl takes no lowest TLS version (forward.tls.minVersion).
-      const context = createSecureContext({ ...(tls?.ca ? { ca: tls.ca } : {}), ...(tls?.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}), minVersion: tls?.minVersion ?? 'TLSv1.2' });
+      const context = createSecureContext({ ...(tls?.ca ? { ca: tls.ca } : {}), ...(tls?.cert && tls.key ? { cert: tls.cert, key: tls.key } : {}), minVersion: tls?.minVersion ?? DEFAULT_CLIENT_MIN_VERSION });
       channelCredentials = credentials.createFromSecureContext(context, { rejectUnauthorized: tls?.rejectUnauthorized ?? true });
     }
     const options: ChannelOptions = {

@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { ClientTlsConfig, TlsConfig, TlsMinVersion } from './settings.ts';
+import { TLS_DEFAULTS, type ClientTlsConfig, type TlsConfig, type TlsMinVersion } from './settings.ts';
 
 /** The files of a set by their setting's last part (`certFile`); undefined for one not set. */
 type TlsFiles = Record<string, Buffer | undefined>;
@@ -116,6 +116,9 @@ function checkContext(section: string, what: string, options: SecureContextOptio
 function protocolVersion(v: TlsMinVersion): 'TLSv1.2' | 'TLSv1.3' {
   return v === '1.3' ? 'TLSv1.3' : 'TLSv1.2';
 }
+
+/** The lowest TLS version a client offers when no `<section>.minVersion` applies (no TLS settings at all). */
+export const DEFAULT_CLIENT_MIN_VERSION = protocolVersion(TLS_DEFAULTS.minVersion);
 
 /** What a log line says of a certificate: who it names, until when, and its fingerprint. */
 export function describeCertificate(c: X509Certificate): Record<string, string> {
