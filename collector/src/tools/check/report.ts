@@ -1,6 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatCount, plural, renderTable } from '../common/format.ts';
-import { callsGuard } from '../guard/install.ts';
+import { callsGuard, defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
 import type { HookRunResult } from './run-hook.ts';
@@ -117,10 +117,19 @@ function runText(hook: HookCheck): string {
   }
 }
 
-/** Until the hook itself is fixed, the guard turns the cliff into a ceiling: ~9,500 delivered instead of ~2,000. */
-function guardAdvice(fromSettings: boolean): string {
-  const how = fromSettings ? '"hookwatch guard --install <settings file>" wraps every command hook' : 'run it as "hookwatch guard -- <command>" in settings.json';
-  return `Until the hook is fixed: ${how}, so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview.\n`;
+/**
+ * Until the hook itself is fixed, the guard turns the cliff into a ceiling: ~9,500 delivered instead of ~2,000.
+ * A hook checked on its own gets the command line that wraps it, as --install writes it: absolute paths of this
+ * Node and hookwatch, since Claude Code's PATH need not hold a `hookwatch` (a hook calling it would then fail and
+ * deliver nothing). Printed as settings.json holds it, to be pasted in as it is.
+ */
+function guardAdvice(over: HookCheck[]): string {
+  const gain = `so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview`;
+  if (over.some((h) => h.location !== undefined)) return `Until the hook is fixed: "hookwatch guard --install <settings file>" wraps every command hook, ${gain}.\n`;
+  const unguarded = over.filter((h) => !callsGuard(h.command));
+  if (unguarded.length === 0) return '';
+  const lines = unguarded.map((h) => `  "command": ${JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined))}\n`);
+  return `Until the hook is fixed: run it through hookwatch guard, ${gain}; in settings.json:\n${lines.join('')}(or "hookwatch guard --install <settings file>" wraps every command hook of the file this way)\n`;
 }
 
 /** The human-readable report: a block per hook, then a verdict line. */
@@ -173,7 +182,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
     unmeasured > 0 ? `${plural(unmeasured, 'hook')} timed out or failed` : '',
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
-  if (over > 0) out.push(guardAdvice(hooks.some((h) => h.location !== undefined)));
+  if (over > 0) out.push(guardAdvice(hooks.filter((h) => h.measured.outputs.some((o) => o.persisted))));
   const within = `every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}`;
   const notChecked = options.notChecked?.length ?? 0;
   // OK only when nothing failed: a hook that timed out or failed was not measured, and over budget is not within

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { access, chmod, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -9,8 +10,10 @@ import { captureIO } from '../../../test/support/capture-io.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
-import { BACKUP_SUFFIX, STATE_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
+import { BACKUP_SUFFIX, defaultGuardPrefix, STATE_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
 import { DEFAULT_GUARD_BUDGET } from './trim.ts';
+
+const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 
 let dir: string;
 beforeAll(async () => {
@@ -417,10 +420,31 @@ describe('hookwatch guard --install', () => {
 });
 
 describe('hookwatch check recommends the guard', () => {
-  it('when an output is over the cap', async () => {
-    const captured = captureIO(dir);
-    expect(await runCheck(['--', `head -c 12000 /dev/zero | tr '\\0' x`], captured.io)).toBe(1);
-    expect(captured.stdout()).toContain('Until the hook is fixed: run it as "hookwatch guard -- <command>"');
+  it('with the command line that wraps the hook, which works where hookwatch is not on PATH', async () => {
+    const project = join(dir, 'check advice');
+    await mkdir(join(project, '.claude', 'hooks'), { recursive: true });
+    await writeFile(join(project, '.claude', 'hooks', 'memory.sh'), `#!/bin/sh\nhead -c 12000 /dev/zero | tr '\\0' x\n`);
+    await chmod(join(project, '.claude', 'hooks', 'memory.sh'), 0o755);
+    const hook = '"$CLAUDE_PROJECT_DIR"/.claude/hooks/memory.sh';
+    const checked = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(process.execPath, [BIN, 'check', '--', hook], { cwd: project, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.on('close', (code) => resolve({ code, stdout }));
+    });
+    expect(checked.code).toBe(1);
+    expect(checked.stdout).toContain('Until the hook is fixed:');
+    // Printed as settings.json holds it, so it can be pasted in as it is.
+    const printed = /^ {2}"command": (".*")$/m.exec(checked.stdout)?.[1];
+    expect(printed).toBeDefined();
+    const command = JSON.parse(printed ?? '""') as string;
+    expect(command).toBe(wrapCommand(hook, defaultGuardPrefix(), undefined));
+    // Claude Code's PATH need not hold hookwatch: the line names the Node and hookwatch to run.
+    const ran = await runHook(command, project, { env: { PATH: '/usr/bin:/bin' } });
+    expect(ran.stderr).toBe('');
+    expect(ran.stdout.length).toBeLessThanOrEqual(DEFAULT_GUARD_BUDGET);
+    expect(ran.stdout.startsWith('x'.repeat(9000))).toBe(true);
+    expect(ran.stdout.slice(9000)).toMatch(/^x*\n\[hookwatch guard: [\d,]+ more characters left out; the full output is in .+\]$/);
     const fine = captureIO(dir);
     await runCheck(['--', 'echo fine'], fine.io);
     expect(fine.stdout()).not.toContain('hookwatch guard');
