@@ -100,6 +100,16 @@ async function checkJson(argv: string[], cwd = dir): Promise<{ code: number; res
   return { code, result: JSON.parse(out) as CheckOutput, err };
 }
 
+/** Runs the real `hookwatch check` in `dir`, as a user at a terminal does; its exit code and stdout. */
+function checkCli(argv: string[]): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, 'check', ...argv], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout }));
+  });
+}
+
 function onlyOutput(result: CheckOutput) {
   expect(result.hooks).toHaveLength(1);
   expect(result.hooks[0]?.outputs).toHaveLength(1);
@@ -372,6 +382,24 @@ writeFileSync(${JSON.stringify(record)}, JSON.stringify({ input, projectDir: pro
     const blocking = await checkJson(['--event', 'PreToolUse', '--', `echo no >&2; exit 2`]);
     expect(blocking.result.hooks[0]).toMatchObject({ status: 'blocked', exitCode: 2, hookName: 'PreToolUse:Bash', fails: false });
     expect(blocking.code).toBe(0);
+  });
+
+  it('says what exit 127 and 126 mean, and where the hook ran, since its stderr is hidden by default', async () => {
+    // The real setup keeps settings.json beside hooks/, not in a .claude/ folder: "$CLAUDE_PROJECT_DIR"/.claude/hooks
+    // is then not found, as it would not be in Claude Code started here.
+    const notFound = await checkCli(['--settings', join(realSetup, 'settings.json'), '--event', 'UserPromptSubmit']);
+    expect(notFound.code).toBe(1);
+    expect(notFound.stdout).toContain(`  exit 127: the shell found no such command; it ran in ${dir}, the CLAUDE_PROJECT_DIR it was given (--project-dir to change it)\n`);
+    const project = join(dir, 'real-project');
+    await cp(realSetup, join(project, '.claude'), { recursive: true });
+    const fixed = await checkCli(['--settings', join(realSetup, 'settings.json'), '--event', 'UserPromptSubmit', '--project-dir', project]);
+    expect(fixed).toMatchObject({ code: 0, stdout: expect.stringContaining('OK: 1 hook checked') as unknown });
+
+    const script = join(dir, 'not-executable.sh');
+    await writeFile(script, '#!/bin/sh\necho hi\n');
+    const notRunnable = await checkCli(['--', script]);
+    expect(notRunnable.code).toBe(1);
+    expect(notRunnable.stdout).toContain('  exit 126: the shell found the command but could not run it (is the file executable?);');
   });
 
   it('quotes a command given as several arguments so each reaches the hook unchanged', async () => {

@@ -41,7 +41,8 @@ Options:
   --budget <chars>       also fail when an output is longer than this (at most 10000; e.g. 9500)
   --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
   --settings <file>      check every command hook of a Claude Code settings file
-  --project-dir <dir>    CLAUDE_PROJECT_DIR and working directory (default: the folder holding .claude/, or cwd)
+  --project-dir <dir>    CLAUDE_PROJECT_DIR and working directory (default: the folder holding the .claude/ of
+                         --settings, else the current folder)
   --source <source>      SessionStart source: startup, resume, clear or compact (default startup or the matcher)
   --prompt <text>        UserPromptSubmit prompt
   --tool-name <name>     Pre/PostToolUse tool name (default Bash or the matcher)
@@ -208,7 +209,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
-    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked };
+    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, projectDir };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     if (checks.some(hookFails)) return EXIT_FINDINGS;
     // Nothing found over, but hooks were left unrun: their outputs are unknown, which is not a pass.

@@ -41,6 +41,8 @@ export interface ReportOptions {
   showContent: boolean;
   /** Hooks of a settings file not run for fields hookwatch does not know (none when not given). */
   notChecked?: readonly { location: string; fields: string[] }[];
+  /** Where the hooks ran, their CLAUDE_PROJECT_DIR: named when the shell could not find or run a command. */
+  projectDir?: string;
 }
 
 function outputJson(output: MeasuredOutput, options: ReportOptions): Record<string, unknown> {
@@ -117,6 +119,19 @@ function runText(hook: HookCheck): string {
   }
 }
 
+/** What the shell's exit 127 and 126 mean (stderr, which says so too, is hidden by default). */
+const SHELL_EXITS: Partial<Record<number, string>> = {
+  127: 'the shell found no such command',
+  126: 'the shell found the command but could not run it (is the file executable?)',
+};
+
+function shellExitText(hook: HookCheck, projectDir: string | undefined): string {
+  const meaning = hook.status === 'failed' && hook.run.exitCode !== null ? SHELL_EXITS[hook.run.exitCode] : undefined;
+  if (meaning === undefined) return '';
+  const where = projectDir === undefined ? '' : `; it ran in ${projectDir}, the CLAUDE_PROJECT_DIR it was given (--project-dir to change it)`;
+  return `  exit ${hook.run.exitCode}: ${meaning}${where}\n`;
+}
+
 /**
  * Until the hook itself is fixed, the guard turns the cliff into a ceiling: ~9,500 delivered instead of ~2,000.
  * A hook checked on its own gets the command line that wraps it, as --install writes it: absolute paths of this
@@ -139,6 +154,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   for (const hook of hooks) {
     out.push(`${hook.hookName}  ${hook.command}${hook.location === undefined ? '' : `  (${hook.location})`}\n`);
     out.push(`  ${runText(hook)}\n`);
+    out.push(shellExitText(hook, options.projectDir));
     if (callsGuard(hook.command)) out.push('  hookwatch guard ran with HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported to hookwatch\n');
     if (hook.measured.jsonError !== undefined) out.push(`  stdout starts with "{" but is not a JSON object (${hook.measured.jsonError}): measured as plain text\n`);
     if (hook.status === 'measured' && hook.measured.outputs.length > 0) {
