@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
+import { defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { runCheck } from './index.ts';
 import { matcherSelects } from './hook-input.ts';
 import type { MeasuredOutput } from './measure.ts';
@@ -517,6 +518,26 @@ describe('check --settings', () => {
 });
 
 describe('check: usage', () => {
+  it('runs the hooks of a settings file in its project when started with npm run from another folder, guarded ones too', async () => {
+    const project = join(dir, 'npm-run-project');
+    const path = join(project, '.claude', 'settings.json');
+    await mkdir(dirname(path), { recursive: true });
+    const hooks = [{ type: 'command', command: 'pwd' }, { type: 'command', command: wrapCommand('pwd', defaultGuardPrefix(), undefined) }];
+    await writeFile(path, JSON.stringify({ hooks: { SessionStart: [{ hooks }] } }));
+    // As the README has it: `npm --prefix /path/to/hookwatch run hookwatch -- ...`, here from the test folder.
+    const repo = fileURLToPath(new URL('../../../../', import.meta.url));
+    const argv = ['--prefix', repo, 'run', '--silent', 'hookwatch', '--', 'check', '--json', '--show-content', '--settings', path];
+    const ran = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn('npm', argv, { cwd: dir, env: { PATH: process.env['PATH'] ?? '', HOME: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.on('close', (code) => resolve({ code, stdout }));
+    });
+    expect(ran.code).toBe(0);
+    const result = JSON.parse(ran.stdout) as CheckOutput;
+    expect(result.hooks.map((h) => h.outputs[0]?.content)).toEqual([`${project}\n`, `${project}\n`]);
+  });
+
   it('takes an --event that the settings file keys hooks under, listed or not', async () => {
     const path = await settingsFile('own-event', { hooks: { NewerEvent: [{ hooks: [{ type: 'command', command: 'echo newer' }] }] } });
     const { code, out } = await check(['--settings', path, '--event', 'NewerEvent']);
