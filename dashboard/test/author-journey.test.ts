@@ -76,7 +76,7 @@ describe('the link in an alert', () => {
     expect(alert?.annotations['outputs_persisted']).toBe(String(persisted.length));
     // What to do about it, and when it stops: the commands that find the string over and keep it delivered meanwhile.
     expect(alert?.annotations['description']).toContain('`hookwatch check -- <hook command>` measures each output string of the hook against the cap');
-    expect(alert?.annotations['description']).toContain('`hookwatch guard -- <hook command>`');
+    expect(alert?.annotations['description']).toContain('`hookwatch guard --install <settings file>` wraps every command hook');
     expect(alert?.annotations['description']).toMatch(/It clears once 1h passes with no output persisted \(late ones counted from their arrival\)\.$/);
     expect(slack.text).toContain('hookwatch guard --install &lt;settings file&gt;');
     const link = alert?.generatorURL ?? '';

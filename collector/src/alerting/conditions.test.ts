@@ -41,7 +41,9 @@ describe('conditions', () => {
     expect(persistedCondition(c, 'h', HOUR, late)).toMatchObject({ event_time: '2026-11-30T08:00:00.000Z', late_outputs_persisted: '1' });
     expect(persistedCondition(c, 'h', HOUR, late)?.['description']).toContain(' 1 of them arrived late: stamped 2026-11-30T08:00:00.000Z');
     // The author is told how to find the string over, what keeps it delivered meanwhile, and when the alert clears.
-    expect(persistedCondition(c, 'h', HOUR, undefined)?.['description']).toMatch(/Keep each output under 10,000 characters: `hookwatch check -- <hook command>`.*`hookwatch guard -- <hook command>`.* keeps the first ~9,500 characters .* It clears once 1h passes with no output persisted\.$/);
+    expect(persistedCondition(c, 'h', HOUR, undefined)?.['description']).toMatch(/Keep each output under 10,000 characters: `hookwatch check -- <hook command>`.*`hookwatch guard --install <settings file>` wraps every command hook so that each output keeps the first ~9,500 characters .* It clears once 1h passes with no output persisted\.$/);
+    // Never a bare `hookwatch guard -- ...` to write into settings.json: Claude Code's PATH need not hold hookwatch.
+    expect(persistedCondition(c, 'h', HOUR, undefined)?.['description']).not.toContain('`hookwatch guard -- ');
     // Measured over the cap by a client that does not report persistence: the late ones are counted as executions.
     const measured = counters({ executions: 5, success: 5, executionsWithPersisted: 3, largest: 14_000 });
     const lateMeasured = { ...measured, firstEventMs: T0 - 2 * HOUR, lastEventMs: T0 - HOUR, executionsWithPersisted: 2 } as Arrival;

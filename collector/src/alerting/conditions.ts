@@ -55,7 +55,9 @@ export function windowText(ms: number): string {
  * over) what keeps the model reading most of it meanwhile.
  */
 const CHECK_ACTION = '`hookwatch check -- <hook command>` measures each output string of the hook against the cap';
-const PERSISTED_ACTION = `Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters: ${CHECK_ACTION}; until it is fixed, running the hook as \`hookwatch guard -- <hook command>\` (\`hookwatch guard --install <settings file>\` wraps every command hook) keeps the first ~${fmt(DEFAULT_GUARD_BUDGET)} characters of each and a pointer to the rest instead of a ~${fmt(PREVIEW_CHARS)}-character preview.`;
+// The guard is named by --install, not as `hookwatch guard -- ...` to write into settings.json: Claude Code's PATH
+// need not hold hookwatch, and a hook calling it there would fail and deliver nothing. check prints the line for one.
+const PERSISTED_ACTION = `Keep each output under ${fmt(OUTPUT_CAP_CHARS)} characters: ${CHECK_ACTION}; until it is fixed, \`hookwatch guard --install <settings file>\` wraps every command hook so that each output keeps the first ~${fmt(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${fmt(PREVIEW_CHARS)}-character preview (for one hook, check prints the command line that wraps it).`;
 
 /** Before the cap: find the string that grows and shorten it; `--budget` makes check fail before the cap does. */
 const NEAR_ACTION = `Shorten it before it crosses: ${CHECK_ACTION} (with \`--budget ${DEFAULT_GUARD_BUDGET}\` it fails above that, for CI).`;
