@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -225,9 +225,20 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const home = join(dir, 'home');
     await mkdir(join(home, '.claude', 'projects', 'p'), { recursive: true });
     await writeFile(join(home, '.claude', 'projects', 'p', 's.jsonl'), jsonl([hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]));
-    const { code, out } = await scan([], { ...process.env, HOME: home });
+    const { code, out } = await scan([], { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: undefined });
     expect(out).toContain('OK: every hook output reached the model whole');
     expect(code).toBe(0);
+  });
+
+  it('defaults to $CLAUDE_CONFIG_DIR/projects when that is set, where Claude Code then writes its transcripts', async () => {
+    const config = join(dir, 'claude-config');
+    await cp(fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/transcripts-a/projects/', import.meta.url)), join(config, 'projects'), { recursive: true });
+    // No ~/.claude/projects at all: a scan that looked there would exit 2.
+    const env = { PATH: process.env['PATH'] ?? '', HOME: join(dir, 'home-without-claude'), CLAUDE_CONFIG_DIR: config };
+    const run = spawnSync(process.execPath, [BIN, 'scan', '--json'], { env, encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(1);
+    expect((JSON.parse(run.stdout) as { totals: { outputsPersisted: number } }).totals.outputsPersisted).toBe(8);
   });
 
   it('attributes a hook output marker outside a hook record, and counts records without an id by line', async () => {

@@ -28,8 +28,9 @@ not counted; records of unknown types are skipped and counted. Files are streame
 lines are skipped and counted, and a file none of whose lines is a transcript record (a README, a JSON document)
 is unreadable input: named with how many lines could not be read, exit status 2.
 
-Paths default to ~/.claude/projects. A path of - reads one transcript from standard input (reported as
-${STDIN_NAME}); an empty standard input is unreadable input (exit status 2).
+Paths default to ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects when that is set, as Claude Code writes them.
+A path of - reads one transcript from standard input (reported as ${STDIN_NAME}); an empty standard input is
+unreadable input (exit status 2).
 
 Options:
   --json                 machine-readable output
@@ -72,7 +73,9 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     // `-` is one transcript on standard input (`ssh host cat ... | hookwatch scan -`), read once however often given.
     const fromStdin = positionals.includes(STDIN_PATH);
     const given = positionals.filter((p) => p !== STDIN_PATH);
-    const paths = positionals.length > 0 ? given.map((p) => resolve(io.cwd, p)) : [join(home, '.claude', 'projects')];
+    // Claude Code keeps its data in $CLAUDE_CONFIG_DIR instead of ~/.claude when that is set.
+    const configDir = io.env.CLAUDE_CONFIG_DIR ? resolve(io.cwd, io.env.CLAUDE_CONFIG_DIR) : join(home, '.claude');
+    const paths = positionals.length > 0 ? given.map((p) => resolve(io.cwd, p)) : [join(configDir, 'projects')];
     for (const path of paths) {
       if (!existsSync(path)) throw new UsageError(`no such file or directory: ${path}`);
     }
