@@ -62,14 +62,14 @@ function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?:
   };
 }
 
-/** `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. */
-async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string } = {}): Promise<Harness> {
+/** `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. `receiverType`: the sink's (webhook by default). */
+async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
   const db = join(dir, 'h.db');
   const clock = new FakeClock(opts.start ?? T0);
   const sink = new WebhookSink(clock.now);
   await sink.start();
-  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', url: `${sink.url}/hook` }], opts.eventsUrl);
+  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', type: opts.receiverType, url: `${sink.url}/hook` }], opts.eventsUrl);
   const store = new SqliteStore({ path: db, dimensions: ['team'] });
   const h: Harness = {
     clock, sink, store, db,
@@ -468,6 +468,20 @@ describe('other rule kinds', () => {
     const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
     expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
     expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert persisted is firing\)\. PreToolUse:Bash: largest output/);
+  });
+
+  it('headroom: a Slack channel reads a superseded resolution as the hook going over the cap, never as an all-clear', async () => {
+    const h = await harness([{ kind: 'headroom', window: '1m' }, { kind: 'persisted', window: '1m' }], { receiverType: 'slack' });
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });
+    h.clock.advance(2 * 60_000);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1 });
+    await h.run(TICK);
+    const heads = h.sink.delivered().map((r) => (JSON.parse(r.body) as { text: string }).text.split('\n')[0]);
+    expect(heads).toEqual([
+      ':rotating_light: *[FIRING] headroom* · PreToolUse:Bash',
+      ':rotating_light: *[FIRING] persisted* · PreToolUse:Bash',
+      ':warning: *[SUPERSEDED by persisted] headroom* · PreToolUse:Bash',
+    ]);
   });
 
   it('headroom: superseded by a persisted rule whatever the two rules are named', async () => {

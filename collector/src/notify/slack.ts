@@ -1,6 +1,7 @@
 /**
  * Slack incoming webhook body: `{"text": ...}` a person reads in a channel: which hook, what was lost, since
- * when, and a link to the dashboard. Slack's mrkdwn needs &, < and > escaped.
+ * when, and a link to the dashboard (a superseded resolution said as such, never as an all-clear). Slack's mrkdwn
+ * needs &, < and > escaped.
  */
 import { dashboardLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification } from './model.ts';
@@ -13,7 +14,11 @@ function esc(s: string): string {
 export function slackText(n: Notification, ctx: LinkContext): string {
   const a = n.alert;
   const hook = a.labels['hook_name'] ? ` · ${a.labels['hook_name']}` : '';
-  const head = n.status === 'firing' ? `:rotating_light: *[FIRING] ${esc(a.rule)}*${esc(hook)}` : `:white_check_mark: *[RESOLVED] ${esc(a.rule)}*${esc(hook)}`;
+  // A headroom or growth alert resolves as superseded when its hook went over the cap: no all-clear tick for it.
+  const superseded = a.annotations['superseded_by'];
+  const state = n.status === 'firing' ? ':rotating_light: *[FIRING]'
+    : superseded !== undefined ? `:warning: *[SUPERSEDED by ${superseded}]` : ':white_check_mark: *[RESOLVED]';
+  const head = `${esc(state)} ${esc(a.rule)}*${esc(hook)}`;
   const lines = [head];
   if (a.annotations['summary']) lines.push(esc(a.annotations['summary']));
   if (a.annotations['description']) lines.push(esc(a.annotations['description']));
