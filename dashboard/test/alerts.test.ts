@@ -15,6 +15,7 @@ import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, tem
 import { createDashboardRouter } from '../server.ts';
 import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
+import { alertRange } from '../../shared/src/alert-range.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
 const XSS = '<img src=x onerror=alert(1)>';
@@ -207,6 +208,29 @@ describe('alerts page', () => {
     expect(rows.some((r) => r[0] === 'persisted' && r[1] === 'firing')).toBe(true);
     expect(await p.getAttribute('#chart-cliff', 'data-bands')).toContain('persisted firing');
     expect((await chartData(p, 'chart-cliff')).labels.length).toBeGreaterThan(0);
+  });
+
+  it('shows a headroom alert superseded by persisted as superseded on the hook page its links open, never as resolved', async () => {
+    const hookName = 'PreCompact:manual';
+    const post = async (stdout: number, persisted: number, sessionId: string): Promise<void> => {
+      const body = hookRequest([{ hookEvent: 'PreCompact', hookName, sessionId, timeMs: NOW - 60_000, sizes: { stdout, additionalContext: 0, persisted } }]);
+      expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    };
+    const ofHook = async (): Promise<AlertSummary[]> => (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.filter((a) => a.labels['hook_name'] === hookName);
+    await post(9_000, 0, 'session-near');
+    await until('a firing headroom alert', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'firing'));
+    await post(10_600, 1, 'session-over');
+    const headroom = await until('the headroom alert superseded', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'resolved'));
+    expect(headroom.annotations['superseded_by']).toBe('persisted');
+    const { page: p } = await page();
+    // Opened as a notification's link opens it: the hook over the time the alert counted.
+    await p.goto(`${svc.httpUrl}/hooks/${headroom.hookId}?${new URLSearchParams({ range: 'custom', ...alertRange(headroom, NOW) }).toString()}`);
+    await waitLoaded(p);
+    const row = p.locator('#hook-alerts tbody tr', { hasText: 'headroom' });
+    expect(await row.locator('td').nth(1).textContent()).toBe('superseded');
+    expect(await row.locator('.state-superseded').count()).toBe(1);
+    expect(await p.locator('#hook-alerts .state-resolved').count()).toBe(0);
+    expect(await p.getAttribute('#chart-cliff', 'data-bands')).toContain('headroom superseded');
   });
 
   it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, follows the range, and links a hook over all its alert counted', async () => {

@@ -243,9 +243,11 @@ describe('alerts and breakdowns', () => {
     expect(alertsOf([mine, other], OVER.id)).toEqual([mine]);
     expect(alertBands([mine, resolved, before], series, colors)).toEqual([
       { fromIndex: 1.5, toIndex: 3.5, label: 'persisted firing', color: 'red' },
-      { fromIndex: -0.5, toIndex: 0.5, label: 'headroom resolved', color: 'grey' },
+      // Resolved while the hook's persisted alert fires: superseded, as the alerts page says, never "resolved".
+      { fromIndex: -0.5, toIndex: 0.5, label: 'headroom superseded', color: 'grey' },
     ]);
     expect(alertRows([resolved])).toEqual([{ state: 'resolved', cells: ['headroom', 'resolved', '30/11/2026, 04:00', '–', '30/11/2026, 05:00'] }]);
+    expect(alertRows([mine, resolved])[1]).toEqual({ state: 'superseded', cells: ['headroom', 'superseded', '30/11/2026, 04:00', '–', '30/11/2026, 05:00'] });
   });
 
   it('names an unset value and keeps a partly unmeasured row from reading healthy', () => {

@@ -10,6 +10,7 @@ import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-t
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
+import { supersededBy } from './alerts-state.ts';
 import type { ForecastReading } from '../forecast.ts';
 import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, type BucketCover } from '../format.ts';
 import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
@@ -292,13 +293,21 @@ export function alertBands(alerts: readonly AlertSummary[], series: SeriesRespon
     const from = Date.parse(a.startsAt ?? a.activeAt);
     const to = a.endsAt ? Date.parse(a.endsAt) : endMs;
     if (to < first || from > endMs) return [];
-    return [{ fromIndex: Math.max(-0.5, at(from)), toIndex: Math.min(series.buckets.length - 0.5, at(to)), label: `${a.rule} ${a.state}`, color: colors[a.state] }];
+    return [{ fromIndex: Math.max(-0.5, at(from)), toIndex: Math.min(series.buckets.length - 0.5, at(to)), label: `${a.rule} ${alertState(a, alerts)}`, color: colors[a.state] }];
   });
 }
 
-/** The alert timeline's rows: rule, state, active since, firing since, resolved. */
-export function alertRows(alerts: readonly AlertSummary[]): { state: AlertSummary['state']; cells: string[] }[] {
-  return alerts.map((a) => ({ state: a.state, cells: [a.rule, a.state, dateTime(a.activeAt), a.startsAt ? dateTime(a.startsAt) : '–', a.endsAt ? dateTime(a.endsAt) : '–'] }));
+/** An alert's state as the alerts page names it: `superseded` for one resolved because its hook went over the cap. */
+function alertState(a: AlertSummary, alerts: readonly AlertSummary[]): AlertSummary['state'] | 'superseded' {
+  return supersededBy(a, alerts) ? 'superseded' : a.state;
+}
+
+/** The alert timeline's rows: rule, state (superseded never read as resolved), active since, firing since, resolved. */
+export function alertRows(alerts: readonly AlertSummary[]): { state: AlertSummary['state'] | 'superseded'; cells: string[] }[] {
+  return alerts.map((a) => {
+    const state = alertState(a, alerts);
+    return { state, cells: [a.rule, state, dateTime(a.activeAt), a.startsAt ? dateTime(a.startsAt) : '–', a.endsAt ? dateTime(a.endsAt) : '–'] };
+  });
 }
 
 /** One breakdown row: the value (named when empty), its status and counts. */
