@@ -134,6 +134,33 @@ describe('alerts page', () => {
     await screenshot(p, 'alerts');
   });
 
+  it('shows a silence made or expired from a card at once, with refresh paused', async () => {
+    const body = hookRequest([{ hookEvent: 'SubagentStop', hookName: 'SubagentStop', sessionId: 'session-paused', timeMs: NOW - 60_000, sizes: { stdout: 10_700, additionalContext: 0, persisted: 1 } }]);
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    const alert = await until('a firing alert of the hook', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      return r.alerts.find((a) => a.state === 'firing' && a.labels['hook_name'] === 'SubagentStop');
+    });
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?refresh=off`);
+    await waitLoaded(p);
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    await card.locator('details.silence > summary').click();
+    await card.locator('input[aria-label="Reason"]').fill('paging the hook author');
+    await card.locator('input[aria-label="Your name"]').fill('on-call');
+    await card.locator('.silence-form button[type="submit"]').click();
+    await card.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    const made = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences.find((s) => s.comment === 'paging the hook author');
+    expect(made).toBeDefined();
+    // No timer refreshes this page: the card and the silences in force say so at once all the same.
+    await card.locator('.chip', { hasText: `silenced by ${made?.id}` }).waitFor({ timeout: 3_000 });
+    await p.locator('#silences table.silences tbody tr', { hasText: made?.id ?? '' }).waitFor({ timeout: 3_000 });
+    await card.locator('.silence-result button', { hasText: 'Expire it' }).click();
+    await card.locator('.silence-result', { hasText: 'Silence expired.' }).waitFor();
+    await card.locator('.chip', { hasText: 'silenced by' }).waitFor({ state: 'detached', timeout: 3_000 });
+    await p.locator('#silences table.silences tbody tr', { hasText: made?.id ?? '' }).waitFor({ state: 'detached', timeout: 3_000 });
+  });
+
   it('lists the silences in force after a reload, and expires one from the page', async () => {
     // Made earlier, through the API: the page has no form result to expire it from.
     const created = await fetch(`${svc.httpUrl}/api/v1/silences`, {

@@ -58,11 +58,14 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         try {
           const created = await api.createSilence(silenceRequest(a, Number(duration.value), by.value, comment.value, now));
           const id = silenceIdOf(created);
+          // The card and the silences in force show it at once, not at the next refresh (never while paused).
+          ctx.refresh();
           replace(result, silencedText(now + Number(duration.value), id),
             id ? h('button', { type: 'button', onclick: async () => {
               try {
                 await api.expireSilence(id);
                 replace(result, 'Silence expired.');
+                ctx.refresh();
               } catch (err) {
                 replace(result, `Could not expire the silence: ${(err as Error).message}`);
               }
