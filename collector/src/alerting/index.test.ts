@@ -426,6 +426,20 @@ describe('silences', () => {
     expect(h.alerting.engine.silences.list()[0]?.state).toBe('expired');
   });
 
+  it('mute the resolution of an alert that resolves while silenced, as in Alertmanager; the alerts list says its receiver had its firing only', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }]);
+    await h.push(over);
+    await h.alerting.engine.silences.add(parseSilence({ matchers: [{ name: 'hook_name', value: 'SessionStart:startup' }], endsAt: new Date(T0 + HOUR).toISOString(), createdBy: 'ops', comment: 'on it' }, T0));
+    await h.run(5 * MIN);
+    const resolved = (await h.alerting.engine.readModel.alertsWithDeliveries()).find((a) => a.labels['hook_name'] === 'SessionStart:startup');
+    expect(resolved?.state).toBe('resolved');
+    expect(h.notes().map((n) => n.status)).toEqual(['firing']);
+    expect(resolved?.deliveries.map((d) => [d.receiver, d.status, d.outcome])).toEqual([['ops', 'firing', 'delivered']]);
+    // Expiring the silence afterwards sends nothing either: the resolution was muted, not postponed.
+    await h.run(HOUR);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing']);
+  });
+
   it('end on their own at endsAt', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }]);
     await h.alerting.engine.silences.add(parseSilence({ matchers: [{ name: 'alertname', value: 'persisted' }], endsAt: new Date(T0 + 5 * MIN).toISOString(), createdBy: 'ops', comment: 'deploy' }, T0));

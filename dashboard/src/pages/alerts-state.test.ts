@@ -83,7 +83,7 @@ describe('one alert', () => {
     expect(supersededBy(headroomResolved, all)?.id).toBe('a1');
     const v = cardView(headroomResolved, all, ['team-webhook']);
     expect(v.state).toBe('superseded');
-    expect(v.times.join('')).toBe('active since 30/11/2026, 03:30 · firing since 30/11/2026, 03:30 · superseded 30/11/2026, 08:20 · ops notified 30/11/2026, 08:25');
+    expect(v.times.join('')).toBe('active since 30/11/2026, 03:30 · firing since 30/11/2026, 03:30 · superseded 30/11/2026, 08:20 · ops notified of its firing 30/11/2026, 08:25, not of its resolution');
     expect(cardView(headroomResolved, [headroomResolved], ['team-webhook']).state).toBe('resolved');
     expect(supersededBy(oldResolved, all)).toBeUndefined();
   });
@@ -111,6 +111,18 @@ describe('one alert', () => {
     expect(cardView(failed, [failed], ['oncall', 'slack']).times.at(-1)).toBe(' · delivery to oncall failed (HTTP 404) 30/11/2026, 08:25: nobody there was notified · delivery to slack retrying (HTTP 503), last tried 30/11/2026, 08:26');
     // Sent out, no attempt made yet: never "notified".
     expect(cardView(alert('a10', { deliveries: [] }), [], ['oncall']).times.at(-1)).toBe(' · notification sent out 30/11/2026, 08:25, not yet delivered');
+  });
+
+  it('says of a resolved alert whether each receiver heard of its resolution or only of its firing', () => {
+    const resolved = { state: 'resolved' as const, endsAt: '2026-11-30T08:28:00.000Z' };
+    // Resolved while a silence muted it: the receivers had its firing only, and are not told it cleared.
+    const muted = alert('a11', { ...resolved, deliveries: [
+      { receiver: 'oncall', status: 'firing', outcome: 'delivered', at: '2026-11-30T08:25:01.000Z', httpStatus: 200 },
+      { receiver: 'slack', status: 'resolved', outcome: 'delivered', at: '2026-11-30T08:28:01.000Z', httpStatus: 200 },
+    ] });
+    expect(cardView(muted, [muted], ['oncall', 'slack']).times.at(-1)).toBe(' · oncall notified of its firing 30/11/2026, 08:25, not of its resolution · slack notified of its resolution 30/11/2026, 08:28');
+    // Still firing: its firing is what "notified" means.
+    expect(cardView(firing, [firing], ['ops']).times.at(-1)).toBe(' · ops notified 30/11/2026, 08:25');
   });
 
   it('says whether anyone was notified', () => {

@@ -137,13 +137,18 @@ export function cardView(a: AlertSummary, all: readonly AlertSummary[], receiver
 
 /**
  * Whether anyone heard of the alert, by receiver: a notification sent out is not one delivered (a receiver
- * answering 404 gave up on it), so the card says which arrived, which are retrying and which failed.
+ * answering 404 gave up on it), so the card says which arrived, which are retrying and which failed, and of a
+ * resolved alert whether the receiver heard of its resolution.
  */
 function notifiedText(a: AlertSummary, receivers: string[] | undefined): string {
   if (a.deliveries.length > 0) {
     return a.deliveries.map((d) => {
       const http = d.httpStatus === null ? '' : ` (HTTP ${d.httpStatus})`;
-      if (d.outcome === 'delivered') return ` · ${d.receiver} notified ${dateTime(d.at)}`;
+      if (d.outcome === 'delivered') {
+        // Resolved: whether the receiver heard it cleared, or only that it fired (a silence muted its resolution).
+        if (a.state !== 'resolved') return ` · ${d.receiver} notified ${dateTime(d.at)}`;
+        return d.status === 'resolved' ? ` · ${d.receiver} notified of its resolution ${dateTime(d.at)}` : ` · ${d.receiver} notified of its firing ${dateTime(d.at)}, not of its resolution`;
+      }
       if (d.outcome === 'retrying') return ` · delivery to ${d.receiver} retrying${http}, last tried ${dateTime(d.at)}`;
       return ` · delivery to ${d.receiver} failed${http} ${dateTime(d.at)}: nobody there was notified`;
     }).join('');
