@@ -131,7 +131,10 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
   if (matchers.every((m) => matcherMatches(m, {}))) throw new SilenceError('matchers', 'at least one matcher must not match the empty string');
   const startsAtMs = b['startsAt'] === undefined ? now : time(b['startsAt'], 'startsAt');
   const endsAtMs = time(b['endsAt'], 'endsAt');
-  if (endsAtMs <= startsAtMs) throw new SilenceError('endsAt', 'endsAt must be later than startsAt');
+  if (endsAtMs <= startsAtMs) {
+    // Without startsAt the silence starts now: an endsAt already passed (a date copied from an example) says so.
+    throw new SilenceError('endsAt', b['startsAt'] === undefined ? `endsAt ${String(b['endsAt'])} has passed: a silence without startsAt starts now` : 'endsAt must be later than startsAt');
+  }
   if (endsAtMs <= now) throw new SilenceError('endsAt', 'endsAt must be in the future');
   const text = (k: 'createdBy' | 'comment'): string => {
     const v = b[k];

@@ -342,7 +342,10 @@ describe('alerts API', () => {
     const all = await create({ matchers: [{ name: 'hook_name', value: '.*', isRegex: true }], endsAt, createdBy: 'me', comment: 'x' });
     expect(all.status).toBe(400);
     const past = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt: '2020-01-01T00:00:00Z', createdBy: 'me', comment: 'x' });
-    expect(((await past.json()) as { error: { parameter: string } }).error.parameter).toBe('endsAt');
+    // No startsAt: the silence starts now, so an endsAt already passed is named as such.
+    expect([past.status, await past.json()]).toEqual([400, { error: { code: 'bad_parameter', parameter: 'endsAt', message: 'endsAt 2020-01-01T00:00:00Z has passed: a silence without startsAt starts now' } }]);
+    const before = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], startsAt: endsAt, endsAt: '2020-01-01T00:00:00Z', createdBy: 'me', comment: 'x' });
+    expect(((await before.json()) as { error: { message: string } }).error.message).toBe('endsAt must be later than startsAt');
     const notJson = await api('/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
     expect([notJson.status, await notJson.json()]).toEqual([400, { error: { code: 'bad_body', message: 'body is not valid JSON' } }]);
     const large = await create({ matchers: [{ name: 'hook_name', value: 'Stop' }], endsAt, createdBy: 'me', comment: 'x'.repeat(70_000) });
