@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AlertDetailResponse, AlertsResponse } from '../../../shared/src/api.ts';
+import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
 import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
@@ -136,6 +136,9 @@ describe('one alert', () => {
     const v = cardView(xss, [], []);
     expect(v.labels).toEqual([['hook_name', '<img src=x onerror=alert(1)>'], ['summary', 's']]);
     expect(v.silencedBy).toBe('silenced by s1, s2');
+    // Who silenced it and until when, from the silences in force; the id of one not among them.
+    const s1: Silence = { id: 's1', matchers: [], startsAt: iso(NOW - HOUR), endsAt: iso(NOW + HOUR), createdBy: 'alice', comment: 'rewrite', state: 'active' };
+    expect(cardView(xss, [], [], [s1]).silencedBy).toBe('silenced by alice until 30/11/2026, 09:30, s2');
     expect(cardView(firing, [], []).silencedBy).toBeNull();
   });
 

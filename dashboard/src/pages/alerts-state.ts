@@ -122,12 +122,17 @@ export interface CardView {
   times: string[];
 }
 
-export function cardView(a: AlertSummary, all: readonly AlertSummary[], receivers: string[] | undefined): CardView {
+/** `silences`: those in force, to say who silenced the alert and until when (the id of one not among them). */
+export function cardView(a: AlertSummary, all: readonly AlertSummary[], receivers: string[] | undefined, silences: readonly Silence[] = []): CardView {
   const by = supersededBy(a, all);
+  const silencedBy = a.silencedBy.map((id) => {
+    const s = silences.find((x) => x.id === id);
+    return s ? `${s.createdBy} until ${dateTime(s.endsAt)}` : id;
+  });
   return {
     state: by ? 'superseded' : a.state,
     subject: alertSubject(a),
-    silencedBy: a.silencedBy.length ? `silenced by ${a.silencedBy.join(', ')}` : null,
+    silencedBy: silencedBy.length ? `silenced by ${silencedBy.join(', ')}` : null,
     labels: [...Object.entries(a.labels), ...Object.entries(a.annotations)],
     times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
       a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',

@@ -4,7 +4,7 @@
  * (404) the page says so instead of failing.
  */
 import { alertRange } from '../../../shared/src/alert-range.ts';
-import type { AlertSummary } from '../../../shared/src/api.ts';
+import type { AlertSummary, Silence } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
 import { breakable, h, replace, scrollBox, table } from '../dom.ts';
@@ -110,6 +110,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
 
   let receivers: string[] | undefined;
   let all: AlertSummary[] = [];
+  let silences: Silence[] = [];
   // An alert's hook over the time the alert counted, as its notifications link to it: the page then shows the
   // outputs the alert names, whatever range this page is on.
   const alertHookUrl = (a: AlertSummary, hookId: string): string =>
@@ -129,7 +130,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(a)));
     const update = (n: AlertSummary): void => {
       current = n;
-      const v = cardView(n, all, receivers);
+      const v = cardView(n, all, receivers, silences);
       const superseded = v.state === 'superseded';
       card.dataset['state'] = v.state;
       replace(head, superseded
@@ -152,11 +153,15 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       let view;
       try {
         // The silences are an addition to the page: a server without them (or failing on them) still lists its alerts.
-        const [r, silences] = await Promise.all([api.alerts({}, signal), api.silences(signal).catch((err: unknown) => err as Error)]);
-        if (silences instanceof Error) {
-          if (silences.name === 'AbortError') throw silences;
-          drawSilencesFailure(silences);
-        } else drawSilences(silenceRows(silences.silences));
+        const [r, listed] = await Promise.all([api.alerts({}, signal), api.silences(signal).catch((err: unknown) => err as Error)]);
+        if (listed instanceof Error) {
+          if (listed.name === 'AbortError') throw listed;
+          drawSilencesFailure(listed);
+          silences = [];
+        } else {
+          silences = listed.silences;
+          drawSilences(silenceRows(silences));
+        }
         all = r.alerts;
         receivers = r.receivers;
         view = alertsView(r, state, Date.now());
