@@ -6,12 +6,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request, type ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from './store/sqlite/index.ts';
+import { holdRequest } from '../test/support/held-request.ts';
 import { isolatedEnv } from '../test/support/service.ts';
 import { waitForStarted, type StartedLine } from '../test/support/started.ts';
 
@@ -64,16 +64,6 @@ function body(hookName: string, batch: number, n: number): string {
       resource: { attributes: [{ key: 'service.name', value: { stringValue: 'claude-code' } }, { key: 'service.version', value: { stringValue: '2.1.332' } }] },
       scopeLogs: [{ scope: { name: 'com.anthropic.claude_code.events', version: '2.1.332' }, logRecords }],
     }],
-  });
-}
-
-/** Opens a request, sends the headers and half a body, and never finishes it (a hung client) unless destroyed. */
-function hangingRequest(base: string): Promise<ClientRequest> {
-  return new Promise((resolve) => {
-    const url = new URL('/v1/logs', base);
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '1000' } });
-    req.on('error', () => {});
-    req.write('{"resourceLogs": [', () => resolve(req));
   });
 }
 
@@ -152,7 +142,7 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
     dirs.push(dir);
     const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '1s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
-    await hangingRequest(child.otlpHttp);
+    await holdRequest(child.otlpHttp);
     const t0 = performance.now();
     child.proc.kill('SIGTERM');
     const exit = await child.exited;
@@ -169,7 +159,7 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '60s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
     expect((await fetch(`${child.http}/readyz`)).status).toBe(200);
     // The hung request holds the drain open, as a slow client's upload does during a rolling update.
-    const hung = await hangingRequest(child.otlpHttp);
+    const { req: hung } = await holdRequest(child.otlpHttp);
     child.proc.kill('SIGTERM');
     await waitForLine(child, 'shutting down');
     const ready = await fetch(`${child.http}/readyz`);
@@ -189,7 +179,7 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     dirs.push(dir);
     const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '60s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
     // The hung request holds the stop until it goes.
-    const hung = await hangingRequest(child.otlpHttp);
+    const { req: hung } = await holdRequest(child.otlpHttp);
     child.proc.kill('SIGTERM');
     await waitForLine(child, 'shutting down');
     child.proc.kill('SIGHUP');
@@ -206,7 +196,7 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
     dirs.push(dir);
     const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '60s', HOOKWATCH_OTLP_REQUEST_TIMEOUT: '60s' });
-    await hangingRequest(child.otlpHttp);
+    await holdRequest(child.otlpHttp);
     child.proc.kill('SIGTERM');
     await waitForLine(child, 'shutting down');
     await new Promise((r) => setTimeout(r, 300));
