@@ -90,6 +90,30 @@ describe('PostgresLease', () => {
     expect(heard).toEqual([[LEASE_CHANNEL, 'hookwatch']]);
   });
 
+  it('hands back and stays listed: it tries the lease no more, writes its heartbeat on, and removes it at stop()', async () => {
+    const url = await freshDb();
+    const { heard } = await listen(url);
+    const db = stores.at(-1)!.connectionPool;
+    const lastSeen = async (): Promise<number | undefined> => (await db.query<{ last_seen: Date }>("SELECT last_seen FROM replica_heartbeats WHERE replica = 'a'")).rows[0]?.last_seen.getTime();
+    const [a, b] = [lease(url, { holder: 'a', renewEveryMs: 100 }), lease(url, { holder: 'b' })];
+    a.start();
+    expect(await a.tick()).toBe(true);
+    await a.handBack();
+    expect(a.isLeader()).toBe(false);
+    for (let i = 0; i < 100 && heard.length === 0; i++) await sleep(20);
+    expect(heard).toEqual([[LEASE_CHANNEL, 'hookwatch']]);
+    expect(await b.tick()).toBe(true);
+    // The lease free again: a, renewing every 100 ms, does not take it, and its heartbeat goes on.
+    await b.stop();
+    const seen = await lastSeen();
+    await sleep(400);
+    expect(a.isLeader()).toBe(false);
+    expect((await db.query('SELECT 1 FROM leader_lease WHERE expires_at > now()')).rowCount).toBe(0);
+    expect(await lastSeen()).toBeGreaterThan(seen!);
+    await a.stop();
+    expect(await lastSeen()).toBeUndefined();
+  });
+
   it('hands over at once: followers told of a hand-back try the lease then, and exactly one takes it', async () => {
     const url = await freshDb();
     // Renewed every 10 s: a follower waiting for its next renewal would take over far later than asserted.

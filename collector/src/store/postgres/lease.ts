@@ -41,15 +41,11 @@ export interface PostgresLeaseOptions {
 const TRUST = 0.9;
 
 /**
- * Leaving, in one statement (one round trip to wait for when stopping): the lease handed back if this replica
- * holds it, and then announced on LEASE_CHANNEL (delivered when the statement commits), so the other replicas try
- * it at once rather than at their next renewal; and this replica's heartbeat removed.
+ * The lease handed back if this replica holds it, and then announced on LEASE_CHANNEL (delivered when the
+ * statement commits), so the other replicas try it at once rather than at their next renewal.
  */
-const LEAVE_SQL = `WITH handback AS (
-    UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2
-    RETURNING pg_notify('${LEASE_CHANNEL}', name)
-  )
-  DELETE FROM replica_heartbeats WHERE name = $1 AND replica = $2`;
+const HAND_BACK_SQL = `UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2
+  RETURNING pg_notify('${LEASE_CHANNEL}', name)`;
 
 /** The state of one replica's lease, as seen by that replica. */
 export class PostgresLease implements LeaderElector {
@@ -70,7 +66,13 @@ export class PostgresLease implements LeaderElector {
   /** Fires when the trusted lease runs out without a renewal, so leader work stops then, not at the next tick. */
   private expiry: NodeJS.Timeout | undefined;
   private inFlight: Promise<boolean> | undefined;
+  /** Set by handBack(): this replica no longer tries the lease, and only writes its heartbeat. */
+  private leaving = false;
+  private handingBack: Promise<void> | undefined;
+  /** Set by stop(): no more heartbeats either, the connection closes. */
   private stopped = false;
+  /** Set by cutConnections(): nothing can be sent any more. */
+  private cut = false;
   private stopping: Promise<void> | undefined;
   /** Set by stop() when it could not hand back a lease the database may still hold (said in the log). */
   leftBehind = false;
@@ -111,7 +113,7 @@ export class PostgresLease implements LeaderElector {
 
   /** True while this replica holds an unexpired lease. */
   isLeader(): boolean {
-    return !this.stopped && this.now() < this.validUntil;
+    return !this.leaving && this.now() < this.validUntil;
   }
 
   /** The lease's fencing token while leader (increments on every change of holder), else null. */
@@ -121,7 +123,7 @@ export class PostgresLease implements LeaderElector {
 
   /** Starts renewing in the background (first attempt now). */
   start(): void {
-    if (this.timer || this.stopped) return;
+    if (this.timer || this.leaving) return;
     void this.tick();
     this.timer = setInterval(() => void this.tick(), this.renewEveryMs());
     this.timer.unref();
@@ -137,6 +139,11 @@ export class PostgresLease implements LeaderElector {
 
   private async attempt(): Promise<boolean> {
     if (this.stopped) return false;
+    // Handed back: a replica still draining is still running, and says so.
+    if (this.leaving) {
+      await this.heartbeat();
+      return false;
+    }
     const sent = this.now();
     try {
       const r = await this.pool.query<{ epoch: string }>(
@@ -152,7 +159,7 @@ export class PostgresLease implements LeaderElector {
       );
       const row = r.rows[0];
       if (row) this.rowUntil = this.now() + this.opts.ttlMs;
-      if (row && !this.stopped) {
+      if (row && !this.leaving) {
         this.validUntil = sent + this.opts.ttlMs * TRUST;
         this.currentEpoch = Number(row.epoch);
         this.armExpiry();
@@ -163,8 +170,8 @@ export class PostgresLease implements LeaderElector {
     } catch (err) {
       // Keep what we had: a lease already granted lapses on its own clock; no renewal means no extension.
       const fields = { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) };
-      // A renewal cut off by stop() is no news.
-      if (this.stopped) this.opts.logger?.debug('leader lease renewal failed', fields);
+      // A renewal cut off by handBack() or stop() is no news.
+      if (this.leaving) this.opts.logger?.debug('leader lease renewal failed', fields);
       else this.opts.logger?.warn('leader lease renewal failed', fields);
     }
     this.report();
@@ -178,7 +185,7 @@ export class PostgresLease implements LeaderElector {
    * announcements arriving meanwhile share that attempt. Replicas racing for it elect one, as at any renewal.
    */
   handedBack(name: string): void {
-    if (name !== this.name || this.stopped || this.isLeader()) return;
+    if (name !== this.name || this.leaving || this.isLeader()) return;
     if (this.inFlight) void this.inFlight.then(() => this.tick());
     else void this.tick();
   }
@@ -219,43 +226,68 @@ export class PostgresLease implements LeaderElector {
   }
 
   /**
-   * Stops renewing, hands the lease back so another replica takes over at once (told on LEASE_CHANNEL; at its
-   * next renewal should that signal be lost), and removes this replica's heartbeat. When the hand-back fails while
-   * the database may still hold the lease for this replica, the log says so and leftBehind is set: the lease
-   * expires on its own and another replica takes over as after a crash. A database that does not answer holds
-   * this until cutConnections(). Safe twice.
+   * Stops trying the lease and hands it back (if held) so another replica takes over at once (told on
+   * LEASE_CHANNEL; at its next renewal should that signal be lost). When the hand-back fails while the database
+   * may still hold the lease for this replica, the log says so and leftBehind is set: the lease expires on its
+   * own and another replica takes over as after a crash. The heartbeat goes on until stop(). A database that
+   * does not answer holds this until cutConnections(). Safe twice.
    */
-  stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      this.stopped = true;
-      if (this.timer) clearInterval(this.timer);
+  handBack(): Promise<void> {
+    this.handingBack ??= (async () => {
+      this.leaving = true;
       if (this.expiry) clearTimeout(this.expiry);
+      // A renewal under way extends the row: the hand-back follows it.
       await this.inFlight;
       this.validUntil = -Infinity;
       this.report();
       try {
-        await this.pool.query(LEAVE_SQL, [this.name, this.holder]);
+        await this.pool.query(HAND_BACK_SQL, [this.name, this.holder]);
       } catch (err) {
-        const fields = { lease: this.name, holder: this.holder, err: scrubSecret((err as Error).message ?? String(err), this.opts.url) };
         const rowMsLeft = this.rowUntil - this.now();
-        if (rowMsLeft > 0) {
-          this.leftBehind = true;
-          this.opts.logger?.warn('leader lease not handed back; another replica takes over when it expires', { ...fields, expiresWithinMs: Math.ceil(rowMsLeft) });
-        } else {
-          this.opts.logger?.warn('replica heartbeat not removed; the replica shows as not heard from until forgotten after a day', fields);
-        }
+        if (rowMsLeft <= 0) return;
+        this.leftBehind = true;
+        this.opts.logger?.warn('leader lease not handed back; another replica takes over when it expires', { ...this.failure(err), expiresWithinMs: Math.ceil(rowMsLeft) });
+      }
+    })();
+    return this.handingBack;
+  }
+
+  /**
+   * Hands the lease back (handBack(), if not done yet), stops the heartbeat and removes this replica's row, then
+   * closes the connection. Safe twice.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.handBack();
+      this.stopped = true;
+      if (this.timer) clearInterval(this.timer);
+      try {
+        // Cut off, nothing more can be sent (a heartbeat queued behind the hand-back would wait for a connection).
+        if (this.cut) throw new Error('the lease connection was closed while stopping');
+        // A heartbeat under way would write the row again after its removal.
+        await this.inFlight;
+        await this.pool.query('DELETE FROM replica_heartbeats WHERE name = $1 AND replica = $2', [this.name, this.holder]);
+      } catch (err) {
+        // A lease left behind already said the database did not answer.
+        if (!this.leftBehind) this.opts.logger?.warn('replica heartbeat not removed; the replica shows as not heard from until forgotten after a day', this.failure(err));
       }
       await this.pool.end().catch(() => {});
     })();
     return this.stopping;
   }
 
+  private failure(err: unknown): Record<string, unknown> {
+    return { lease: this.name, holder: this.holder, err: scrubSecret((err as Error).message ?? String(err), this.opts.url) };
+  }
+
   /**
    * Closes the lease's connection at once, without waiting for the database (a stop that cannot wait any longer):
-   * a renewal or hand-back in flight fails, and stop() resolves. Safe twice.
+   * a renewal, hand-back or heartbeat in flight fails, and handBack() and stop() resolve. Safe twice.
    */
   cutConnections(): void {
+    this.leaving = true;
     this.stopped = true;
+    this.cut = true;
     if (this.timer) clearInterval(this.timer);
     void this.pool.end().catch(() => {});
     this.sockets.destroyAll();
