@@ -120,12 +120,13 @@ describe('store size and retention in /metrics (PostgreSQL)', () => {
 });
 
 /** A store whose retention and size reads fail or answer as told: the stage next to the retention runner. */
-function storeNextDoor(opts: { pruneFails?: boolean; partitionsDeferred?: number; sizes?: (() => Promise<Record<string, number>>) } = {}): Store & { pruned: number } {
+function storeNextDoor(opts: { pruneFails?: boolean; partitionsDeferred?: number; sizes?: (() => Promise<Record<string, number>>); pruneUntil?: Promise<void> } = {}): Store & { pruned: number } {
   const store = {
     kind: 'postgres',
     pruned: 0,
     async prune() {
       this.pruned++;
+      await opts.pruneUntil;
       if (opts.pruneFails) throw new Error('retention failed: canceling statement due to lock timeout');
       return { events: 5, rollups: 2, hooks: 1, guardTrims: 4, partitions: 1, ...(opts.partitionsDeferred ? { partitionsDeferred: opts.partitionsDeferred } : {}) };
     },
@@ -188,6 +189,24 @@ describe('retention metrics', () => {
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBe(40 * 86_400);
     expect(Object.fromEntries((f.get('hookwatch_retention_removed_total')?.samples ?? []).map((s) => [s.labels['kind'], s.value]))).toEqual({ events: 5, rollups: 2, hooks: 1, transcript_findings: 3, guard_trims: 4, partitions: 1 });
+  });
+});
+
+describe('retention stop', () => {
+  it('waits for the run under way and starts none after it (a replica handing its lease back)', async () => {
+    let release = (): void => {};
+    const store = storeNextDoor({ pruneUntil: new Promise<void>((r) => (release = r)) });
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 40 * DAY });
+    void retention.run();
+    let stopped = false;
+    const stopping = retention.stop().then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(retention.stats.succeeded).toBe(1);
+    await retention.run();
+    expect(store.pruned).toBe(1);
   });
 });
 

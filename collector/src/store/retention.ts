@@ -51,6 +51,7 @@ export class Retention {
   readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, guard_trims: 0, partitions: 0 } };
   private readonly opts: RetentionOptions;
   private running: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(opts: RetentionOptions) {
     this.opts = opts;
@@ -58,10 +59,17 @@ export class Retention {
 
   /** Runs retention once; a call while a run is under way waits for that run instead of starting a second one. */
   run(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     this.running ??= this.runOnce().finally(() => {
       this.running = undefined;
     });
     return this.running;
+  }
+
+  /** Starts no run from now on; resolves once the run under way, if any, has ended. Safe twice. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running;
   }
 
   private async runOnce(): Promise<void> {
