@@ -115,7 +115,10 @@ export interface RunningService {
    * ConfigError, the running configuration kept, when it is invalid.
    */
   reload(): Promise<ReloadResult>;
-  /** Stops intake, drains, hands leadership back and closes the store; safe twice. */
+  /**
+   * Stops intake, stops leading and hands leadership back (on replicas before the drain), drains and closes the
+   * store; safe twice.
+   */
   stop(): Promise<StopReport>;
 }
 
@@ -405,10 +408,22 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       // Batches (and API requests) still waiting on a statement once intake stops: each gets the bound from then
       // on. Clients that hold their own requests open are bounded by shutdown.timeout alone, as before.
       const unwatch = cutStore ? steps.watch('requests waiting on the database', stepMs, instrumented.oldestStartedAt, cutStore) : () => {};
-      await receiver.shutdown();
-      await grpcReceiver.shutdown();
+      // Intake stops at once; what is in flight drains, for as long as its clients take.
+      const draining = Promise.all([receiver.shutdown(), grpcReceiver.shutdown()]);
+      // The once-per-cluster work stops (alert evaluation and deliveries, retention): only then may the lease go.
+      const stopLeading = async (): Promise<void> => {
+        await Promise.all([alerting.stop(dbStep), dbStep('retention in progress', () => retention.stop())]);
+        await coordination.handBack(dbStep);
+      };
+      // Replicas: leadership is handed over before the drain, not after it, so another replica evaluates and
+      // notifies while this one drains (a batch stored meanwhile is signalled to it, as from any follower), and
+      // a drain cut off by shutdown.timeout leaves no lease behind. This replica's heartbeat stays until it is
+      // gone (coordination.stop): it still serves (its API, the drain, its signals) and /api/v1/cluster lists it.
+      // A single process has no one to hand over to: it evaluates what the drain stores, then stops leading.
+      if (coordination.replicated) await stopLeading();
+      await draining;
       await forwarding?.stop();
-      await alerting.stop(dbStep);
+      if (!coordination.replicated) await stopLeading();
       await dbStep('API requests in flight', () => closeServer(http), () => {
         cutStore?.();
         http.closeAllConnections();

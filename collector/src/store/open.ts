@@ -56,10 +56,16 @@ export interface Coordination {
   onSignalsResumed(cb: () => void): void;
   /** Whether the connection listening for signals is up; undefined for a single process, which has none. */
   signalsListening(): boolean | undefined;
+  /** Whether another replica can take over when this one hands leadership back (PostgreSQL). */
+  replicated: boolean;
   /**
-   * Hands leadership over (if held) and stops renewing; safe twice. Each part that waits on the database runs as a
-   * `step` (service.ts bounds them; unbounded by default).
+   * Leaves the election and hands leadership over (if held) at once, for another replica to take while this one
+   * still drains: call it only once this replica's leader work has stopped. Signals and the heartbeat go on until
+   * stop(). Safe twice; a no-op for a single process. Each part that waits on the database runs as a `step`
+   * (service.ts bounds them; unbounded by default).
    */
+  handBack(step?: ShutdownStep): Promise<void>;
+  /** Hands leadership over (if not done yet), stops listening and removes the heartbeat; safe twice. */
   stop(step?: ShutdownStep): Promise<void>;
 }
 
@@ -76,7 +82,7 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
       backend: 'sqlite', self, leader: { replica: self, epoch: 0, expiresAtMs: null }, leaseTtlSeconds: null,
       replicas: [{ replica: self, leader: true, self: true, startedAtMs, lastHeartbeatMs: Date.now(), heartbeatAgeSeconds: 0, alive: true }],
     });
-    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, onSignalsResumed: () => {}, signalsListening: () => undefined, stop: async () => {} };
+    return { leader: { isLeader: () => true }, alertStateStore: undefined, onLeaderChange: (cb) => void listeners.push(cb), onAcquired: () => {}, cluster, publish: () => {}, onSignal: () => {}, onSignalsResumed: () => {}, signalsListening: () => undefined, replicated: false, handBack: async () => {}, stop: async () => {} };
   }
   const lease = new PostgresLease({
     url: config.db,
@@ -109,6 +115,15 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
   store.onConnected(() => bus.databaseReachable());
   void bus.start();
   lease.start();
+  let handingBack: Promise<void> | undefined;
+  const handBack = (step: ShutdownStep = unboundedStep): Promise<void> => {
+    handingBack ??= step('leader lease hand-back', async () => {
+      await lease.handBack();
+      // Not handed back: the step did not do its job (the lease said so), the stop is not clean.
+      return !lease.leftBehind;
+    }, () => lease.cutConnections()).then(() => {});
+    return handingBack;
+  };
   return {
     leader: lease,
     alertStateStore,
@@ -124,15 +139,13 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     onSignal: (cb) => void signals.push(cb),
     onSignalsResumed: (cb) => void resumed.push(cb),
     signalsListening: () => bus.listening,
+    replicated: true,
+    handBack,
     stop: async (step = unboundedStep) => {
       // Apart, each on its own connection: a hung listening connection does not keep the lease from being handed back.
       await Promise.all([
         step('replica signal connection close', () => bus.stop(), () => bus.cutConnections()),
-        step('leader lease hand-back', async () => {
-          await lease.stop();
-          // Not handed back: the step did not do its job (the lease said so), the stop is not clean.
-          return !lease.leftBehind;
-        }, () => lease.cutConnections()),
+        handBack(step).then(() => step('replica heartbeat removal', () => lease.stop(), () => lease.cutConnections())),
       ]);
     },
   };
