@@ -13,12 +13,15 @@ if (problem) {
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
 // `npm run hookwatch -- <command>` runs in the package's folder; paths the user typed (`scan .`, `guard --install
-// .claude/settings.json`, `--db ./x.db`) mean the folder npm was run from, which npm passes as INIT_CWD. Taken
-// once: a hook that `check` runs in its project and that calls this bin again (a guarded one) inherits the
-// environment, and must stay in the folder it is started in.
-if (process.env.npm_lifecycle_event === 'hookwatch' && process.env.INIT_CWD) {
-  process.chdir(process.env.INIT_CWD);
-  delete process.env.INIT_CWD;
+// .claude/settings.json`, `--db ./x.db`) mean the folder npm was run from, which npm passes as INIT_CWD.
+if (process.env.npm_lifecycle_event === 'hookwatch' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
+// Started by npm (`npm run hookwatch`, `npx hookwatch`), hookwatch has the package's node_modules/.bin first on
+// PATH and npm's variables. What it runs (the hooks `check` runs, the command `guard` wraps) gets the environment
+// of the shell npm was started from instead, as Claude Code would give it. INIT_CWD goes too: a hook that `check`
+// runs in its project and that calls this bin again (a guarded one) must stay in the folder it is started in.
+if (process.env.npm_lifecycle_event) {
+  const { leaveNpmEnvironment, startedByNpm } = await import('../src/tools/common/npm-env.ts');
+  if (startedByNpm(process.env)) leaveNpmEnvironment(process.env);
 }
 // A reader that goes away (`scan | head`) is not an error of the command: what it would have read is dropped.
 for (const stream of [process.stdout, process.stderr]) {

@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
 import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
+import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { runCheck } from './index.ts';
 import { matcherSelects } from './hook-input.ts';
@@ -525,17 +526,24 @@ describe('check: usage', () => {
     const hooks = [{ type: 'command', command: 'pwd' }, { type: 'command', command: wrapCommand('pwd', defaultGuardPrefix(), undefined) }];
     await writeFile(path, JSON.stringify({ hooks: { SessionStart: [{ hooks }] } }));
     // As the README has it: `npm --prefix /path/to/hookwatch run hookwatch -- ...`, here from the test folder.
-    const repo = fileURLToPath(new URL('../../../../', import.meta.url));
-    const argv = ['--prefix', repo, 'run', '--silent', 'hookwatch', '--', 'check', '--json', '--show-content', '--settings', path];
-    const ran = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn('npm', argv, { cwd: dir, env: { PATH: process.env['PATH'] ?? '', HOME: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
-      let stdout = '';
-      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-      child.on('close', (code) => resolve({ code, stdout }));
-    });
+    const ran = await hookwatchThroughNpm('npm run', ['check', '--json', '--show-content', '--settings', path], { cwd: dir, env: { PATH: process.env['PATH'] ?? '', HOME: dir } });
     expect(ran.code).toBe(0);
     const result = JSON.parse(ran.stdout) as CheckOutput;
     expect(result.hooks.map((h) => h.outputs[0]?.content)).toEqual([`${project}\n`, `${project}\n`]);
+  });
+
+  it.each(['npm run', 'npx'] as const)('started with %s, runs hooks with the PATH and variables of the shell npm was started from', async (start) => {
+    // A folder the user put first on PATH before running npm: kept, and first, as in the shell.
+    const path = `${join(dir, 'user-bin')}${delimiter}${shellPath()}`;
+    const hook = 'echo "$PATH"; command -v vitest || echo none; env | grep ^npm_ | wc -l';
+    const ran = await hookwatchThroughNpm(start, ['check', '--json', '--show-content', '--', hook], { cwd: dir, env: { PATH: path, HOME: dir } });
+    expect(ran.code, ran.stderr).toBe(0);
+    const [hookPath, vitest, npmVariables] = (onlyOutput(JSON.parse(ran.stdout) as CheckOutput).content ?? '').split('\n');
+    // npm puts the package's node_modules/.bin (its Node 24, vitest, tsc...) first; Claude Code would not.
+    expect(hookPath?.split(delimiter)).not.toContain(join(PACKAGE_ROOT, 'node_modules', '.bin'));
+    expect(hookPath).toBe(path);
+    expect(vitest).toBe('none');
+    expect(npmVariables?.trim()).toBe('0');
   });
 
   it('takes an --event that the settings file keys hooks under, listed or not', async () => {

@@ -2,13 +2,14 @@ import { spawn } from 'node:child_process';
 import { chmod, chown, lutimes, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { StdoutCapture } from './capture.ts';
 import { shellQuote } from '../common/shell-quote.ts';
+import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -77,6 +78,18 @@ describe('hookwatch guard', () => {
     expect(ran.code).toBe(0);
     const expected = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${JSON.stringify({ in: 'SessionStart', cwd: dir, env: 'kept' })}  \r\n`)]);
     expect(ran.stdout.equals(expected)).toBe(true);
+  });
+
+  it('started through npm, runs the command with the PATH and variables of the shell npm was started from', async () => {
+    // As Claude Code would run the command without the guard; a folder the user put first on PATH stays first.
+    const path = `${join(dir, 'user-bin')}${delimiter}${shellPath()}`;
+    const hook = 'echo "$PATH"; env | grep ^npm_ | wc -l';
+    const ran = await hookwatchThroughNpm('npm run', ['guard', '--', hook], { cwd: dir, env: { PATH: path, HOME: dir, HOOKWATCH_GUARD_DIR: dir }, input: INPUT });
+    expect(ran.code, ran.stderr).toBe(0);
+    const [hookPath, npmVariables] = ran.stdout.split('\n');
+    expect(hookPath?.split(delimiter)).not.toContain(join(PACKAGE_ROOT, 'node_modules', '.bin'));
+    expect(hookPath).toBe(path);
+    expect(npmVariables?.trim()).toBe('0');
   });
 
   it('keeps the front of a 15,000-character plain stdout at the default budget and saves the whole of it', async () => {
