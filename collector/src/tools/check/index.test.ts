@@ -201,13 +201,19 @@ describe('check: UTF-16 code units, not characters', () => {
     expect(text.out).toContain('5,001 code points but 10,002 UTF-16 code units');
   });
 
-  it('never cuts an emoji in half in the preview', async () => {
-    // 'a' then emoji: code unit 2,000 is the high half of an emoji; the preview stops before it.
+  it('never cuts an emoji in half in the preview, and counts what it delivers the same in --json and the report', async () => {
+    // 'a' then emoji: code unit 2,000 is the high half of an emoji; the preview stops before it, 1,999 code units.
     const hook = await nodeHook('emoji-odd.mjs', `'a' + '😀'.repeat(6000)`);
-    const { result } = await checkJson(['--show-output', '--', hook]);
-    const preview = onlyOutput(result).preview ?? '';
-    expect(preview).toBe('a' + '😀'.repeat(999));
-    expect(preview.isWellFormed()).toBe(true);
+    const json = await checkCli(['--json', '--show-output', '--', hook]);
+    const output = onlyOutput(JSON.parse(json.stdout) as CheckOutput);
+    expect(output.preview).toBe('a' + '😀'.repeat(999));
+    expect(output.preview?.isWellFormed()).toBe(true);
+    expect(output).toMatchObject({ sent: 12_001, delivered: PREVIEW_CHARS - 1, persisted: true });
+    const text = await checkCli(['--show-output', '--', hook]);
+    expect(text.stdout).toMatch(/^ {2}stdout +12,001 +~1,999 +-2,001 +OVER/m);
+    expect(text.stdout).toContain('--- what the model sees of stdout: the first 1,999 of 12,001 characters ---');
+    const hidden = await checkCli(['--', hook]);
+    expect(hidden.stdout).toContain('stdout: the model sees only its first 1,999 characters');
   });
 
   it('counts 3-byte CJK characters as 1 each: 10,000 of them (30,000 bytes) still arrive whole', async () => {

@@ -1,4 +1,4 @@
-import { DEFAULT_NEAR_THRESHOLD_CHARS, deliveredChars, isPersisted, measuredLength, OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
+import { DEFAULT_NEAR_THRESHOLD_CHARS, isPersisted, measuredLength, OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import type { OutputKind } from '../../../../shared/src/cliff.ts';
 import { cappedStrings, isObject } from '../common/capped-fields.ts';
 import type { CappedJsonField } from '../common/capped-fields.ts';
@@ -21,7 +21,11 @@ export interface MeasuredOutput {
   sent: number;
   /** Unicode code points, for explaining emoji-heavy output where the two differ. */
   codePoints: number;
-  /** What reaches the model: all of it up to the cap, about the preview size past it. */
+  /**
+   * What reaches the model, in UTF-16 code units: all of it up to the cap, the preview past it. The preview is
+   * the first 2,000 code units, or 1,999 when the 2,000th is the first half of an emoji: half of one is no
+   * character the model can read, so it is neither shown nor counted, and the report and --json say the same.
+   */
   delivered: number;
   /** Characters left before the cap; negative when over. */
   headroom: number;
@@ -45,6 +49,7 @@ export interface MeasuredStdout {
 /** Measures one string; `sent` may exceed text.length when only the head of the output was captured. */
 export function measureString(kind: OutputKind, field: OutputField, text: string, budget: number | undefined, sent = measuredLength(text)): MeasuredOutput {
   const persisted = isPersisted(sent);
+  const preview = persisted ? headCodeUnits(text, PREVIEW_CHARS) : undefined;
   const overBudget = budget !== undefined && sent > budget;
   let status: OutputStatus = 'ok';
   if (persisted) status = 'over';
@@ -55,12 +60,12 @@ export function measureString(kind: OutputKind, field: OutputField, text: string
     field,
     sent,
     codePoints: countCodePoints(text) + (sent - text.length),
-    delivered: deliveredChars(sent),
+    delivered: preview === undefined ? sent : preview.length,
     headroom: OUTPUT_CAP_CHARS - sent,
     persisted,
     overBudget,
     status,
-    preview: persisted ? headCodeUnits(text, PREVIEW_CHARS) : undefined,
+    preview,
     content: text,
   };
 }
