@@ -1,4 +1,6 @@
 /** The bounded steps of a stop: a step past its bound is logged by name, cut off, and makes the stop unclean. */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from './telemetry/logger.ts';
 import { ShutdownSteps, unboundedStep } from './shutdown.ts';
@@ -33,6 +35,17 @@ describe('ShutdownSteps', () => {
     const t0 = performance.now();
     expect(await s.run('stuck', 100, () => new Promise(() => {}))).toBe(false);
     expect(performance.now() - t0).toBeLessThan(1000);
+  });
+
+  it('in a process with nothing else left to run, a stop goes on past a step cut off while it waits on nothing', async () => {
+    // The step's work holds no handle (a promise behind a connection already closed): the grace after its bound
+    // must keep the process alive itself, or Node exits in the middle of the stop.
+    const script = `import { ShutdownSteps } from ${JSON.stringify(new URL('./shutdown.ts', import.meta.url).href)};
+      const steps = new ShutdownSteps({ warn: () => {} });
+      await steps.run('stuck', 50, () => new Promise(() => {}));
+      process.stdout.write('next step ' + steps.unfinished.join());`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { timeout: 10_000 });
+    expect(stdout).toBe('next step stuck');
   });
 
   it('a step that fails, or says it could not do its job, leaves the stop unclean', async () => {

@@ -18,10 +18,8 @@ export const unboundedStep: ShutdownStep = async (_name, work) => (await work())
 /** Once a step is abandoned, how long its work may take to wind down (closed connections fail at once). */
 const ABANDON_GRACE_MS = 1000;
 
-const delay = (ms: number): Promise<void> =>
-  new Promise((resolve) => {
-    setTimeout(resolve, ms).unref();
-  });
+/** Referenced, as the step's own bound: work cut off may hold no handle, and the stop must still go on after it. */
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class ShutdownSteps {
   /** Steps that timed out, failed or could not do their job, in order: the stop was not clean. */
