@@ -2,10 +2,11 @@
  * SIGTERM of the real `hookwatch serve` process (a child process, real sockets, a real SQLite file) while
  * clients keep sending: every record that got a 200 is in the store afterwards, and the process exits 0
  * within the shutdown bound. While it drains, /readyz says not ready and /healthz still answers. A hung client
- * cannot hold it past the bound; a second signal exits at once.
+ * cannot hold it past the bound, nor can a step waiting on nothing end it early and silently; a second signal
+ * exits at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,7 @@ import { isolatedEnv } from '../test/support/service.ts';
 import { waitForStarted, type StartedLine } from '../test/support/started.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+const STORE = new URL('./store/sqlite/index.ts', import.meta.url).href;
 /** Child processes start in ~3 s; on a machine busy with other test runs it can take several times that. */
 const START_TIMEOUT_MS = 45_000;
 const TEST_TIMEOUT_MS = 90_000;
@@ -34,8 +36,8 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function startChild(dir: string, env: Record<string, string> = {}): Promise<Child> {
-  const proc = spawn(process.execPath, [MAIN, 'serve'], {
+async function startChild(dir: string, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Child> {
+  const proc = spawn(process.execPath, [...nodeArgs, MAIN, 'serve'], {
     env: { PATH: process.env['PATH'] ?? '', ...isolatedEnv(dir), HOOKWATCH_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -151,6 +153,24 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     // Far below the 60 s the hung request could otherwise hold it (margin for a busy machine).
     expect(exit.atMs - t0).toBeLessThan(8000);
     expect(child.lines.some((l) => l.includes('shutdown took too long'))).toBe(true);
+  });
+
+  it('a step waiting on a promise that never settles, with nothing else left to run, still ends in the final line and exit 1 within the bound', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    // Closing the store waits on work that will never end and holds no handle: without a timer of its own the
+    // event loop would run dry and the process exit 0 at once, silently, the store still open.
+    const preload = join(dir, 'hang-store-close.mjs');
+    writeFileSync(preload, `import { SqliteStore } from ${JSON.stringify(STORE)};\nSqliteStore.prototype.close = () => new Promise(() => {});\n`);
+    const child = await startChild(dir, { HOOKWATCH_SHUTDOWN_TIMEOUT: '1500ms' }, ['--import', preload]);
+    const t0 = performance.now();
+    child.proc.kill('SIGTERM');
+    const exit = await child.exited;
+    expect(exit.code, child.lines.join('\n')).toBe(1);
+    expect(exit.atMs - t0).toBeGreaterThanOrEqual(1400);
+    // Margin for a busy machine; what matters is that it waited for the bound, and not for ever.
+    expect(exit.atMs - t0).toBeLessThan(10_000);
+    expect(JSON.parse(child.lines.at(-1) ?? '{}')).toMatchObject({ level: 'error', msg: 'shutdown took too long; exiting' });
   });
 
   it('while it drains, /readyz answers 503 and /healthz 200: the Service stops routing to the pod, the kubelet does not restart it', async () => {
