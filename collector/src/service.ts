@@ -13,7 +13,8 @@
  * Replicas on one PostgreSQL elect one leader (coordination) for alert evaluation, notifications and retention.
  * Start returns once every listener is bound; stop is safe twice and closes the store last. On a database server,
  * each step of the stop that waits on it is bounded (databaseStepTimeoutMs): one that does not answer costs a few
- * seconds, not shutdown.timeout, and the stop reports what it left undone.
+ * seconds, not shutdown.timeout, and the stop reports what it left undone. The flush of alert events to
+ * alerting.otlp.endpoint gets the same bound on any store.
  */
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -405,6 +406,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       const cutStore = rawStore.cutConnections?.bind(rawStore);
       const stepMs = databaseStepTimeoutMs(config);
       const dbStep: ShutdownStep = cutStore ? (name, work, abandon = cutStore) => steps.run(name, stepMs, work, abandon) : unboundedStep;
+      // The flush of alert events waits on alerting.otlp.endpoint, whatever the store: it gets the same bound.
+      const exportStep: ShutdownStep = (name, work, abandon) => steps.run(name, stepMs, work, abandon);
       // Batches (and API requests) still waiting on a statement once intake stops: each gets the bound from then
       // on. Clients that hold their own requests open are bounded by shutdown.timeout alone, as before.
       const unwatch = cutStore ? steps.watch('requests waiting on the database', stepMs, instrumented.oldestStartedAt, cutStore) : () => {};
@@ -412,7 +415,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       const draining = Promise.all([receiver.shutdown(), grpcReceiver.shutdown()]);
       // The once-per-cluster work stops (alert evaluation and deliveries, retention): only then may the lease go.
       const stopLeading = async (): Promise<void> => {
-        await Promise.all([alerting.stop(dbStep), dbStep('retention in progress', () => retention.stop())]);
+        await Promise.all([alerting.stop(dbStep, exportStep), dbStep('retention in progress', () => retention.stop())]);
         await coordination.handBack(dbStep);
       };
       // Replicas: leadership is handed over before the drain, not after it, so another replica evaluates and

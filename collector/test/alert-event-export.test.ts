@@ -43,10 +43,10 @@ describe('alert event export outcomes', () => {
     return port;
   }
 
-  async function start(endpoint: string): Promise<{ service: RunningService; lines: Logged[] }> {
+  async function start(endpoint: string, settings: Record<string, unknown> = {}): Promise<{ service: RunningService; lines: Logged[] }> {
     const dir = tempDir('hookwatch-alert-event-export-');
     cleanups.push(() => dir.cleanup());
-    const yaml = JSON.stringify({ alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint: `${endpoint}/?api-key=${KEY}`, headers: { authorization: TOKEN } } } });
+    const yaml = JSON.stringify({ ...settings, alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint: `${endpoint}/?api-key=${KEY}`, headers: { authorization: TOKEN } } } });
     const { logger, lines } = recordingLogger();
     const service = await startService(configFromYaml(dir.dir, yaml), { logger });
     cleanups.push(async () => void (await service.stop()));
@@ -236,6 +236,39 @@ describe('alert event export outcomes', () => {
     expect(receiver.openConnections()).toBe(1);
     await service.stop();
     await expect.poll(() => receiver.openConnections(), { timeout: 5000, interval: 50 }).toBe(0);
+  });
+
+  it('gives the flush at stop a bound when the endpoint takes the request and never answers: the events not exported are logged by number, the stop is unclean', async () => {
+    // Answers after ten minutes: to hookwatch an endpoint that hangs (only the bound at stop ends the wait).
+    const hung = new WebhookSink();
+    hung.reply = () => ({ status: 200, delayMs: 600_000 });
+    await hung.start();
+    cleanups.push(() => hung.close());
+    // A tenth of shutdown.timeout: 500 ms for each step of the stop that waits on another server.
+    const { service, lines } = await start(hung.url, { shutdown: { timeout: '5s' } });
+    await raiseAlert(service, 'PostToolUse:hung-1');
+    await hung.waitFor(1, 10_000);
+    // The second waits in the export queue behind the first, which the endpoint holds.
+    await raiseAlert(service, 'PostToolUse:hung-2');
+    await expect.poll(() => service.alerting.engine.readModel.alerts().length, { timeout: 10_000, interval: 50 }).toBe(2);
+    const t0 = performance.now();
+    const report = await service.stop();
+    // The bound and the grace after it (500 ms each), far below the export's own 5 s timeout.
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(report.unfinished).toEqual(['alert event export']);
+    const cut = lines.filter((l) => l.msg.startsWith('alert event export cut off'));
+    expect(cut).toEqual([expect.objectContaining({ level: 'warn', msg: expect.stringContaining('"events":2') as string })]);
+    expect(service.alerting.events.stats).toMatchObject({ exported: 0, failed: 2 });
+    // Counted once: the answers the cut-off export never got are not logged again as failures.
+    expect(warnings(lines)).toEqual([]);
+    // Cut off for good: the exporter does not send the request again (its first retry comes after about 1 s).
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(hung.requests).toHaveLength(1);
+    expect(hung.openConnections()).toBe(0);
+    for (const l of lines) {
+      expect(l.msg).not.toContain(KEY);
+      expect(l.msg).not.toContain('s3cret');
+    }
   });
 
   it('counts and logs the events a full export queue drops, and exports the ones it kept', async () => {

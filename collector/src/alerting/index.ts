@@ -61,9 +61,11 @@ export interface Alerting {
   /**
    * Stops evaluation, aborts deliveries in flight (kept in the outbox), closes the receivers' TLS connections,
    * flushes alert events, closes state. Safe twice. The evaluation and deliveries in progress wait on the store:
-   * each runs as a `step` (service.ts bounds them on a database server; unbounded by default).
+   * each runs as a `step` (service.ts bounds them on a database server; unbounded by default). The flush of alert
+   * events waits on alerting.otlp.endpoint: it runs as an `exportStep` (service.ts bounds it on any store), cut
+   * off past its bound.
    */
-  stop(step?: ShutdownStep): Promise<void>;
+  stop(step?: ShutdownStep, exportStep?: ShutdownStep): Promise<void>;
   /**
    * Applies a reloaded configuration's rules, receivers, intervals and delivery settings (engine.reconfigure).
    * The receivers' TLS files are opened first: one that cannot be used throws ConfigError naming its setting, and
@@ -175,7 +177,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       refresher.reconfigure({ receivers, tls });
       return engine.reconfigure({ rules: next.rules, receivers, repeatIntervalMs: next.repeatIntervalMs, evaluationIntervalMs: next.evaluationIntervalMs });
     },
-    stop(step = unboundedStep) {
+    stop(step = unboundedStep, exportStep = unboundedStep) {
       stopping ??= (async () => {
         for (const credentials of tls.values()) credentials.stop();
         eventTls?.stop();
@@ -184,11 +186,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
         await step('alert deliveries in progress', () => dispatcher.stop());
         // The receivers' TLS connection pools: their keep-alive connections would otherwise stay open.
         await closeTlsDispatchers([...tls.values(), ...retiredTls]);
-        try {
-          await events.shutdown();
-        } catch (err) {
+        await exportStep('alert event export', () => events.shutdown().catch((err: unknown) => {
           logger.warn('alert event export did not flush', { err });
-        }
+        }), () => events.cut?.());
         await stateStore.close();
       })();
       return stopping;

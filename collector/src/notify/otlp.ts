@@ -67,7 +67,10 @@ export const noAlertEventStats = (): AlertEventStats => ({ exported: 0, failed: 
 export interface AlertEventSink {
   readonly stats: AlertEventStats;
   emit(e: AlertEvent): void;
+  /** Exports what is queued, then stops. */
   shutdown(): Promise<void>;
+  /** Gives up on what shutdown() still waits for (an endpoint that does not answer): those events are lost. */
+  cut?(): void;
 }
 
 export interface OtlpEmitterOptions {
@@ -162,6 +165,10 @@ class CountingExporter implements LogRecordExporter {
   lastStatus: number | undefined;
   /** The last answer's content type and the start of its body (the SDK reads it too, and only logs a partial success). */
   lastAnswer: { type: string; chunks: Buffer[]; bytes: number } | undefined;
+  /** Records of the export in progress, its result not yet in. */
+  inFlight = 0;
+  /** Cut off: nothing more is sent, and the result of the export in progress is no longer counted. */
+  private cutOff = false;
 
   constructor(inner: OTLPLogExporter, onStart: (records: number) => void, onResult: (records: number, failure: AlertEventFailure | undefined, partial: PartialSuccess | undefined) => void) {
     this.inner = inner;
@@ -170,15 +177,29 @@ class CountingExporter implements LogRecordExporter {
   }
 
   export(records: ReadableLogRecord[], resultCallback: Parameters<LogRecordExporter['export']>[1]): void {
+    // ExportResultCode.FAILED: records still queued when the export was cut off, counted by cut().
+    if (this.cutOff) return resultCallback({ code: 1 });
     this.onStart(records.length);
+    this.inFlight = records.length;
     this.lastStatus = undefined;
     this.lastAnswer = undefined;
     this.inner.export(records, (result) => {
+      this.inFlight = 0;
       // ExportResultCode.SUCCESS
       const ok = result.code === 0;
-      this.onResult(records.length, ok ? undefined : alertEventFailure(result.error, this.lastStatus), ok ? this.partialSuccess() : undefined);
+      if (!this.cutOff) this.onResult(records.length, ok ? undefined : alertEventFailure(result.error, this.lastStatus), ok ? this.partialSuccess() : undefined);
       resultCallback(result);
     });
+  }
+
+  /**
+   * Sends nothing more; returns how many records were in the export in progress, whose result is not counted (0
+   * once cut off).
+   */
+  cut(): number {
+    const records = this.cutOff ? 0 : this.inFlight;
+    this.cutOff = true;
+    return records;
   }
 
   /** Notes the answer to one of this export's requests (a retried one's included: the last one counts). */
@@ -220,6 +241,22 @@ function exportAgent(endpoint: string, tls: ClientTlsCredentials | undefined): H
   return /^https:/i.test(endpoint) ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
 }
 
+/**
+ * Closes the export's connections for good, the requests on them failed: the exporter sends again a request whose
+ * connection was reset, and one due to be sent again later (after a 503) would connect anew; neither does. An error
+ * without a code is one the exporter does not retry.
+ */
+function closeForGood(agent: HttpAgent): void {
+  const err = new Error('alert event export cut off at stop');
+  agent.createConnection = (_options, callback) => {
+    // Called back with the error alone, Node fails the request with it.
+    (callback as ((e: Error) => void) | undefined)?.(err);
+    return undefined;
+  };
+  for (const sockets of Object.values(agent.sockets)) for (const socket of sockets ?? []) socket.destroy(err);
+  agent.destroy();
+}
+
 export class OtlpAlertEmitter implements AlertEventSink {
   readonly stats: AlertEventStats = noAlertEventStats();
   private readonly provider: LoggerProvider;
@@ -243,10 +280,12 @@ export class OtlpAlertEmitter implements AlertEventSink {
   /** The OpenTelemetry SDK's warnings and errors (a partial success, an answer that is not OTLP), logged as failures are. */
   private readonly sdkLines: Record<'warn' | 'error', { line: ThrottledLine; last: string }>;
   private readonly unrouteSdk: () => void;
+  private readonly onCut: (events: number) => void;
 
   constructor(opts: OtlpEmitterOptions) {
     const endpoint = safeEndpoint(opts.endpoint);
     const now = opts.now ?? Date.now;
+    this.onCut = (events) => opts.logger.warn('alert event export cut off at stop; the alert events not exported are lost', { endpoint, events, failedTotal: this.stats.failed });
     this.maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     const agent = exportAgent(opts.endpoint, opts.tls);
     this.agent = agent;
@@ -349,6 +388,22 @@ export class OtlpAlertEmitter implements AlertEventSink {
       timestamp: e.atMs,
       attributes,
     });
+  }
+
+  /**
+   * Gives up on the flush of shutdown() (an endpoint that takes the request and does not answer, cut off by the
+   * bound of the stop): the events in the export in progress and those still queued are counted failed (timeout)
+   * and logged by number, the export's connections closed. Safe twice.
+   */
+  cut(): void {
+    this.stopped = true;
+    const lost = this.exporter.cut() + this.queued;
+    this.queued = 0;
+    closeForGood(this.agent);
+    if (lost === 0) return;
+    this.stats.failed += lost;
+    this.stats.byReason.timeout += lost;
+    this.onCut(lost);
   }
 
   /** Flushes what is batched, then stops, closing the export's connections; what is not yet logged is. */
