@@ -7,7 +7,7 @@ import type { Setting, SettingValues } from '../config/setting.ts';
 export const CLI_SETTINGS: readonly Setting[] = [
   {
     key: 'shutdown.timeout', env: 'HOOKWATCH_SHUTDOWN_TIMEOUT', type: 'duration', default: 25_000, min: 1000, max: 600_000,
-    description: 'On SIGTERM/SIGINT, time allowed to finish in-flight requests, flush queues and close the store before exiting 1 anyway; keep it below the orchestrator\'s grace period (Kubernetes: 30s). A second signal exits at once. On PostgreSQL each step that waits on the database (requests waiting on a statement, the alert evaluation and deliveries in progress, handing back the leader lease, closing the connections) gets the smaller of postgres.leaseTtl / 3 and a tenth of this (2.5s by default); past it the step is logged (`shutdown step timed out`), its connections are closed without waiting for the server, and hookwatch exits 1.',
+    description: 'On SIGTERM/SIGINT, time allowed for the stop before exiting 1 anyway: intake closes; alert evaluation, deliveries and retention stop and, on replicas, the leader lease is handed back (a single process does this after the drain); in-flight requests drain; forwarding stops after its attempt in flight; API requests finish; replica signals and heartbeat end; the store closes. Keep it below the orchestrator\'s grace period (Kubernetes: 30s); a second signal exits at once. Each step that waits on another server (the database on PostgreSQL, alerting.otlp.endpoint) gets the smaller of postgres.leaseTtl / 3 and a tenth of this (2.5s by default); past it the step is logged (`shutdown step timed out`) and cut off, and hookwatch exits 1.',
   },
 ];
 
