@@ -28,7 +28,7 @@ export function announceTransitions(transitions: readonly Transition[], now: num
         activeAt: formatRfc3339(a.activeAtMs), startsAt: formatRfc3339OrNull(a.startsAtMs), endsAt: t.to === 'resolved' ? formatRfc3339(a.endsAtMs ?? now) : null,
         firstEventAt: formatRfc3339OrNull(first), annotations: a.annotations,
       };
-      const url = links ? dashboardLink(links, { hookId: a.hookId, ...times }, now) : '';
+      const url = links ? dashboardLink(links, { hookId: a.hookId, labels: a.labels, ...times }, now) : '';
       events.emit({ id: a.id, fingerprint: a.fingerprint, rule: a.rule, state: t.to, labels: a.labels, annotations: a.annotations, atMs: now, ...(url ? { url } : {}) });
     } catch (err) {
       logger.warn('alert event export failed', { err });

@@ -289,8 +289,12 @@ describe('dispatcher', () => {
     const late = { ...n.alert, endsAt: '2026-11-30T11:00:00.000Z', annotations: { ...n.alert.annotations, first_event_time: '2026-11-20T08:30:05.000Z' } };
     expect(alertmanagerBody({ ...n, status: 'resolved', alert: late }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL)
       .toBe('https://hw.example.com/hooks/0123456789abcdef?range=custom&from=2026-11-20T06%3A00%3A00Z&to=2026-11-30T12%3A00%3A00Z');
-    // An alert of no single hook links to the alerts page.
+    // An alert of no single hook links to the alerts page; a quiet feed's to the overview from an hour before its
+    // last event (its evidence) to when it was notified.
     expect(alertmanagerBody({ ...n, alert: { ...n.alert, hookId: null } }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL).toBe('https://hw.example.com/alerts');
+    const feed = { ...n.alert, hookId: null, labels: { alertname: 'silence', severity: 'warning', scope: 'feed' }, firstEventAt: '2026-11-30T07:10:00.000Z', annotations: { last_event: '2026-11-30T07:10:00.000Z' } };
+    expect(alertmanagerBody({ ...n, alert: feed }, { externalUrl: 'https://hw.example.com' }).alerts[0]?.generatorURL)
+      .toBe('https://hw.example.com/?range=custom&from=2026-11-30T06%3A10%3A00Z&to=2026-11-30T10%3A05%3A00Z');
   });
 
   it('tells Slack that guard trims the hook, when the alert says so', () => {

@@ -2,15 +2,21 @@
 import { alertRange, type AlertTimes } from '../../../shared/src/alert-range.ts';
 import type { LinkContext } from './model.ts';
 
+/** externalUrl without its trailing slashes; '' when there is no dashboard to link to. */
+function baseUrl(ctx: LinkContext): string {
+  return ctx.externalUrl.replace(/\/+$/, '');
+}
+
 /**
  * Link to the dashboard for an alert: its hook's page over the alert's time range (alert-range.ts), as of `atMs`
- * while it fires, so the page shows the outputs the alert counted, late ones included; the alerts page for an
+ * while it fires, so the page shows the outputs the alert counted, late ones included; for a quiet feed's alert
+ * (`scope: feed`) the overview over that range, from before the feed's last event; the alerts page for any other
  * alert of no single hook.
  */
-export function dashboardLink(ctx: LinkContext, alert: AlertTimes & { hookId: string | null }, atMs: number): string {
-  const base = ctx.externalUrl.replace(/\/+$/, '');
+export function dashboardLink(ctx: LinkContext, alert: AlertTimes & { hookId: string | null; labels: Record<string, string> }, atMs: number): string {
+  const base = baseUrl(ctx);
   if (!base) return '';
-  if (!alert.hookId) return `${base}/alerts`;
+  if (!alert.hookId && alert.labels['scope'] !== 'feed') return `${base}/alerts`;
   const { from, to } = alertRange(alert, atMs);
-  return `${base}/hooks/${alert.hookId}?${new URLSearchParams({ range: 'custom', from, to }).toString()}`;
+  return `${base}${alert.hookId ? `/hooks/${alert.hookId}` : '/'}?${new URLSearchParams({ range: 'custom', from, to }).toString()}`;
 }
