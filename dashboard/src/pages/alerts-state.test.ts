@@ -4,8 +4,10 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
 import {
-  alertSubject, alertsView, attemptRows, cardView, hookMatchers, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows, silencedText, supersededBy,
+  alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows,
+  silencedText, supersededBy,
 } from './alerts-state.ts';
+import { silenceQuery } from '../../../shared/src/silence-link.ts';
 
 const at = (url: string) => {
   const u = new URL(url, 'http://x');
@@ -153,7 +155,7 @@ describe('one alert', () => {
 
 describe('silencing', () => {
   it('mutes the hook by its hook labels only, ending after the chosen time, with no start of its own', () => {
-    const req = silenceRequest(firing, 4 * HOUR, 'alice', 'fixing the lint report', NOW);
+    const req = silenceRequest(hookMatchers(firing), 4 * HOUR, 'alice', 'fixing the lint report', NOW);
     expect(req).toEqual({
       matchers: [
         { name: 'hook_id', value: OVER.id, isRegex: false, isEqual: true },
@@ -169,6 +171,24 @@ describe('silencing', () => {
   it('falls back to every label but alertname and rule when the alert names no hook', () => {
     expect(hookMatchers(clients).map((m) => m.name)).toEqual(['service_name', 'service_version']);
     expect(silencePrompt(alert('e', { labels: { alertname: 'X', rule: 'x' }, hookId: null }))).toBe('Silence X (matching nothing) for ');
+  });
+
+  it('reads a notification\'s silence link back as equality matchers on every label of its alert', () => {
+    const labels = { alertname: 'persisted', hook_name: 'PreToolUse:Write|Edit', hook_event: 'PreToolUse', team: 'a&b=c' };
+    const state = at(`/alerts?range=7d&${silenceQuery(labels)}&silence.=x&f.team=a`);
+    expect(linkMatchers(state.params)).toEqual(Object.entries(labels).map(([name, value]) => ({ name, value, isRegex: false, isEqual: true })));
+    expect(linkMatchers(at('/alerts?state=firing').params)).toEqual([]);
+    // A label given twice is one matcher, of its last value.
+    expect(linkMatchers(at('/alerts?silence.a=1&silence.a=2').params)).toEqual([{ name: 'a', value: '2', isRegex: false, isEqual: true }]);
+  });
+
+  it('says whether the linked alert is listed, and who silenced it already', () => {
+    const matchers = linkMatchers(at(`/alerts?${silenceQuery(firing.labels)}`).params);
+    expect(linkedAlertText(matchers, [firing], [])).toBe('The alert is firing.');
+    const silence: Silence = { id: 's-1', matchers, startsAt: iso(NOW), endsAt: iso(NOW + HOUR), createdBy: 'alice', comment: 'fixing it', state: 'active' };
+    expect(linkedAlertText(matchers, [{ ...firing, silencedBy: ['s-1'] }], [silence])).toBe('The alert is firing, silenced by alice until 30/11/2026, 09:30.');
+    // An alert with more labels than the link carries is another alert.
+    expect(linkedAlertText(matchers.slice(1), [firing], [])).toBe('No alert with these labels is listed now; the silence mutes it should it fire.');
   });
 
   it('says until when, and which silence', () => {

@@ -4,6 +4,7 @@
  * form asks the API for and what its result reads. Unit-tested in Node against API-shaped responses.
  */
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
+import { silenceLabels } from '../../../shared/src/silence-link.ts';
 import { dateTime, num, plural } from '../format.ts';
 import { rangeLabel, type Range, type ViewState } from '../state.ts';
 
@@ -171,11 +172,30 @@ export function silencePrompt(a: AlertSummary): string {
 }
 
 /**
- * The silence the form creates. No startsAt: the server starts it on its own clock, so a browser clock that
- * runs behind cannot create a silence that only begins later.
+ * The silence a form creates of its matchers (a card's: hookMatchers). No startsAt: the server starts it on its
+ * own clock, so a browser clock that runs behind cannot create a silence that only begins later.
  */
-export function silenceRequest(a: AlertSummary, durationMs: number, createdBy: string, comment: string, nowMs: number): { matchers: SilenceMatcher[]; endsAt: string; createdBy: string; comment: string } {
-  return { matchers: hookMatchers(a), endsAt: new Date(nowMs + durationMs).toISOString(), createdBy, comment };
+export function silenceRequest(matchers: SilenceMatcher[], durationMs: number, createdBy: string, comment: string, nowMs: number): { matchers: SilenceMatcher[]; endsAt: string; createdBy: string; comment: string } {
+  return { matchers, endsAt: new Date(nowMs + durationMs).toISOString(), createdBy, comment };
+}
+
+/**
+ * The silence a notification's link asks for (silence-link.ts): an equality matcher per label of its alert, as
+ * Alertmanager's "Silence" button prefills them; none when the URL is no silence link.
+ */
+export function linkMatchers(params: URLSearchParams): SilenceMatcher[] {
+  return silenceLabels(params).map(([name, value]) => ({ name, value, isRegex: false, isEqual: true }));
+}
+
+/**
+ * What the linked silence form says of the alert it was linked from (the one whose labels are its matchers),
+ * so a person opening a link someone else already followed sees the silence they made.
+ */
+export function linkedAlertText(matchers: readonly SilenceMatcher[], all: readonly AlertSummary[], silences: readonly Silence[]): string {
+  const a = all.find((x) => Object.keys(x.labels).length === matchers.length && matchers.every((m) => x.labels[m.name] === m.value));
+  if (!a) return 'No alert with these labels is listed now; the silence mutes it should it fire.';
+  const by = cardView(a, all, undefined, silences).silencedBy;
+  return `The alert is ${a.state}${by ? `, ${by}` : ''}.`;
 }
 
 /** What the form says once the silence exists. */

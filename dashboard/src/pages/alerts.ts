@@ -1,18 +1,19 @@
 /**
  * Alerts: pending, firing and resolved, each with its notification delivery attempts, and a way to silence the
- * hook an alert is about; the silences in force, each with a way to expire it. When the alerts API is not there
- * (404) the page says so instead of failing.
+ * hook an alert is about; the silences in force, each with a way to expire it. Opened from a notification's
+ * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused. When the
+ * alerts API is not there (404) the page says so instead of failing.
  */
 import { alertRange } from '../../../shared/src/alert-range.ts';
-import type { AlertSummary, Silence } from '../../../shared/src/api.ts';
+import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
 import { breakable, h, replace, scrollBox, table } from '../dom.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams } from '../state.ts';
 import {
-  DURATIONS, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, silencePrompt, silenceRequest, silenceRows, silencedText, stateFilter,
-  type SilenceRow,
+  DURATIONS, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText, silencePrompt,
+  silenceRequest, silenceRows, silencedText, stateFilter, type SilenceRow,
 } from './alerts-state.ts';
 
 /** Builds the alerts page: draws what alerts-state.ts decides; the silence form and the attempts call the API. */
@@ -29,7 +30,11 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   const cluster = clusterPanel();
   // The silences in force, each with a way to expire it: found again after a reload, wherever it was made.
   const silencesPanel = h('section', { class: 'panel', id: 'silences', 'aria-labelledby': 'silences-heading', hidden: true });
-  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, list, silencesPanel, cluster.element);
+  // A notification's silence link: the silence it asks for, above the list, until the person confirms it.
+  const linked = linkMatchers(state.params);
+  const linkPanel = h('section', { class: 'panel', id: 'silence-new', 'aria-labelledby': 'silence-new-heading', hidden: linked.length === 0 });
+  const linkNote = h('p', { class: 'hint', id: 'silence-new-alert', role: 'status' });
+  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, linkPanel, list, silencesPanel, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
 
@@ -45,7 +50,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     }
   };
 
-  const silenceForm = (a: AlertSummary): HTMLElement => {
+  const silenceForm = (matchers: SilenceMatcher[], prompt: string): HTMLFormElement => {
     const duration = h('select', { 'aria-label': 'Silence for' }, ...DURATIONS.map(([label, ms]) => h('option', { value: String(ms) }, label)));
     const comment = h('input', { type: 'text', 'aria-label': 'Reason', placeholder: 'reason (required)', maxlength: 500, required: true });
     const by = h('input', { type: 'text', 'aria-label': 'Your name', placeholder: 'your name', maxlength: 200, required: true });
@@ -56,7 +61,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         ev.preventDefault();
         const now = Date.now();
         try {
-          const created = await api.createSilence(silenceRequest(a, Number(duration.value), by.value, comment.value, now));
+          const created = await api.createSilence(silenceRequest(matchers, Number(duration.value), by.value, comment.value, now));
           const id = silenceIdOf(created);
           // The card and the silences in force show it at once, not at the next refresh (never while paused).
           ctx.refresh();
@@ -75,9 +80,18 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         }
       },
     },
-    h('span', null, silencePrompt(a)),
+    h('span', null, prompt),
     duration, comment, by, h('button', { type: 'submit' }, 'Silence'), result);
   };
+
+  if (linked.length) {
+    const form = silenceForm(linked, 'Silence them for ');
+    replace(linkPanel, h('h2', { id: 'silence-new-heading' }, 'Silence an alert'),
+      h('p', null, 'The notification links the alerts with these labels:'),
+      h('ul', { class: 'silence-matchers' }, ...linked.map((m) => h('li', null, matcherText(m)))), linkNote, form);
+    // The reason is what is left to type: the matchers are given, the duration has its default.
+    form.querySelector<HTMLInputElement>('input[aria-label="Reason"]')?.focus();
+  }
 
   const expireButton = (row: SilenceRow): HTMLElement => {
     const result = h('span', { class: 'silence-result', role: 'status' });
@@ -127,7 +141,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     let current = a;
     const card = h('article', { class: 'panel alert', 'data-alert-id': a.id },
       head, labels, times, details,
-      h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(a)));
+      h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(hookMatchers(a), silencePrompt(a))));
     const update = (n: AlertSummary): void => {
       current = n;
       const v = cardView(n, all, receivers, silences);
@@ -164,6 +178,9 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         }
         all = r.alerts;
         receivers = r.receivers;
+        // A live region: set again only when what it says changes.
+        const said = linked.length ? linkedAlertText(linked, all, silences) : '';
+        if (said !== linkNote.textContent) linkNote.textContent = said;
         view = alertsView(r, state, Date.now());
       } catch (err) {
         if (err instanceof ApiFailure && (err.status === 404 || err.status === 501)) {
