@@ -2,7 +2,7 @@
  * The Alertmanager webhook body, version "4", so existing Alertmanager webhook consumers work unchanged.
  * hookwatch sends one alert per notification (no group_wait): the point is minutes, not batching.
  */
-import { dashboardLink } from './links.ts';
+import { dashboardLink, silenceLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification } from './model.ts';
 
 /** Alertmanager's "no end yet" time for firing alerts. */
@@ -56,11 +56,20 @@ export interface AlertmanagerWebhookBody {
   }[];
 }
 
+/**
+ * The annotation that links a firing alert to the dashboard's silence form prefilled with its labels (links.ts),
+ * where a consumer's template reads links such as `runbook_url`: the v4 schema has no field for it.
+ */
+export const SILENCE_URL_ANNOTATION = 'silence_url';
+
 /** Builds the v4 body for one notification. */
 export function alertmanagerBody(n: Notification, ctx: LinkContext): AlertmanagerWebhookBody {
   const a = n.alert;
   const groupLabels = { alertname: a.labels['alertname'] ?? a.rule };
   const fingerprint = alertmanagerFingerprint(a.labels);
+  const silence = silenceLink(ctx, n);
+  // One alert: its annotations are the group's common ones.
+  const annotations = silence ? { ...a.annotations, [SILENCE_URL_ANNOTATION]: silence } : a.annotations;
   return {
     version: '4',
     // Keyed by hookwatch's own alert key, as before: a consumer that keys incidents on it still matches them.
@@ -70,12 +79,12 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext): Alertmanage
     receiver: n.receiver,
     groupLabels,
     commonLabels: a.labels,
-    commonAnnotations: a.annotations,
+    commonAnnotations: annotations,
     externalURL: ctx.externalUrl,
     alerts: [{
       status: n.status,
       labels: a.labels,
-      annotations: a.annotations,
+      annotations,
       startsAt: a.startsAt,
       endsAt: n.status === 'resolved' && a.endsAt ? a.endsAt : ZERO_TIME,
       generatorURL: dashboardLink(ctx, a, n.createdAtMs),

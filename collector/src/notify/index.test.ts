@@ -297,6 +297,27 @@ describe('dispatcher', () => {
       .toBe('https://hw.example.com/?range=custom&from=2026-11-30T06%3A10%3A00Z&to=2026-11-30T10%3A05%3A00Z');
   });
 
+  it('links a firing alert to the dashboard\'s silence form prefilled with its labels: a webhook annotation, a second Slack link', () => {
+    const n = notification({ createdAtMs: Date.parse('2026-11-30T10:00:00.250Z') });
+    const alert = { ...n.alert, labels: { ...n.alert.labels, hook_name: 'PreToolUse:Write|Edit', team: 'a&b' } };
+    const ctx = { externalUrl: 'https://hw.example.com/' };
+    const silence = 'https://hw.example.com/alerts?silence.alertname=persisted&silence.severity=critical&silence.hook_event=SessionStart&silence.hook_name=PreToolUse%3AWrite%7CEdit&silence.team=a%26b';
+    const body = alertmanagerBody({ ...n, alert }, ctx);
+    // Beside the other annotations, where consumers read links; the v4 shape and generatorURL are unchanged.
+    expect(body.alerts[0]?.annotations).toEqual({ ...n.alert.annotations, silence_url: silence });
+    expect(body.commonAnnotations).toEqual(body.alerts[0]?.annotations);
+    expect(Object.keys(body.alerts[0] ?? {}).sort()).toEqual(['annotations', 'endsAt', 'fingerprint', 'generatorURL', 'labels', 'startsAt', 'status']);
+    expect(body.alerts[0]?.generatorURL).toMatch(/^https:\/\/hw\.example\.com\/hooks\/0123456789abcdef\?/);
+    expect(slackText({ ...n, alert }, ctx).split('\n').at(-1)).toBe(`<${body.alerts[0]?.generatorURL}|Open in hookwatch> · <${silence}|Silence>`);
+    // Never for a resolution, a test notification, or without a dashboard to link to.
+    const resolved = { ...n, status: 'resolved' as const, alert: { ...alert, endsAt: '2026-11-30T11:00:00.000Z' } };
+    expect(alertmanagerBody(resolved, ctx).alerts[0]?.annotations).not.toHaveProperty('silence_url');
+    expect(slackText(resolved, ctx)).not.toContain('|Silence>');
+    expect(alertmanagerBody({ ...n, test: true }, ctx).commonAnnotations).not.toHaveProperty('silence_url');
+    expect(slackText({ ...n, test: true }, ctx)).not.toContain('|Silence>');
+    expect(alertmanagerBody(n, { externalUrl: '' }).alerts[0]?.annotations).not.toHaveProperty('silence_url');
+  });
+
   it('tells Slack that guard trims the hook, when the alert says so', () => {
     const guard = '`hookwatch guard` already trims this hook: 2 outputs trimmed in the 1h before the alert became active; the largest was 14,200 characters (stdout), 9,500 delivered.';
     const n = notification();

@@ -1,6 +1,7 @@
 /** Links from notifications to the dashboard. */
 import { alertRange, type AlertTimes } from '../../../shared/src/alert-range.ts';
-import type { LinkContext } from './model.ts';
+import { silenceQuery } from '../../../shared/src/silence-link.ts';
+import type { LinkContext, Notification } from './model.ts';
 
 /** externalUrl without its trailing slashes; '' when there is no dashboard to link to. */
 function baseUrl(ctx: LinkContext): string {
@@ -19,4 +20,14 @@ export function dashboardLink(ctx: LinkContext, alert: AlertTimes & { hookId: st
   if (!alert.hookId && alert.labels['scope'] !== 'feed') return `${base}/alerts`;
   const { from, to } = alertRange(alert, atMs);
   return `${base}${alert.hookId ? `/hooks/${alert.hookId}` : '/'}?${new URLSearchParams({ range: 'custom', from, to }).toString()}`;
+}
+
+/**
+ * Link to the alerts page's silence form prefilled with the alert's labels (silence-link.ts), as Alertmanager's
+ * "Silence" button: for a firing notification only (a resolved alert needs no silence; a test one is of no rule);
+ * '' otherwise, or when there is no dashboard to link to, as for dashboardLink.
+ */
+export function silenceLink(ctx: LinkContext, n: Pick<Notification, 'status' | 'test' | 'alert'>): string {
+  const base = baseUrl(ctx);
+  return base && n.status === 'firing' && !n.test ? `${base}/alerts?${silenceQuery(n.alert.labels)}` : '';
 }

@@ -31,7 +31,7 @@ export const RECEIVERS_SETTING: Setting = {
 export const DELIVERY_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '',
-    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL` and each alert\'s `generatorURL`, Slack\'s link, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name.',
+    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL`, each alert\'s `generatorURL` and `silence_url` annotation, Slack\'s links, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name.',
   },
   {
     key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: otlpEndpointProblem,

@@ -1,9 +1,9 @@
 /**
  * Slack incoming webhook body: `{"text": ...}` a person reads in a channel: which hook, what was lost, since
- * when, and a link to the dashboard (a superseded resolution said as such, never as an all-clear). Slack's mrkdwn
- * needs &, < and > escaped.
+ * when, and a link to the dashboard, and while it fires one to silence it (a superseded resolution said as such,
+ * never as an all-clear). Slack's mrkdwn needs &, < and > escaped.
  */
-import { dashboardLink } from './links.ts';
+import { dashboardLink, silenceLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification } from './model.ts';
 
 function esc(s: string): string {
@@ -28,7 +28,8 @@ export function slackText(n: Notification, ctx: LinkContext): string {
   const extra = Object.entries(a.labels).filter(([k]) => !['alertname', 'hook_name', 'hook_event'].includes(k)).map(([k, v]) => `${k}=${v}`);
   lines.push(esc([when, ...extra].join(' · ')));
   const link = dashboardLink(ctx, a, n.createdAtMs);
-  if (link) lines.push(`<${link}|Open in hookwatch>`);
+  const silence = silenceLink(ctx, n);
+  if (link) lines.push([`<${link}|Open in hookwatch>`, ...(silence ? [`<${silence}|Silence>`] : [])].join(' · '));
   return lines.join('\n');
 }
 

@@ -1,0 +1,145 @@
+/**
+ * From a notification to a silence, as an on-call engineer goes: a real hookwatch notifies a webhook receiver and
+ * a Slack receiver of a persisted alert; the silence link each carries opens the alerts page in headless Chromium
+ * with the silence form prefilled with the alert's labels; confirming it silences the alert, and its repeat is
+ * not sent. A feed alert's link opens the overview around the feed's last event.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import type { AlertsResponse, Silence } from '../../shared/src/api.ts';
+import type { AlertmanagerWebhookBody } from '../../collector/src/notify/alertmanager.ts';
+import { eventually, getJson, postOtlp, startTestService, until, type TestService } from '../../collector/test/helpers.ts';
+import { FakeClock, WebhookSink } from '../../collector/test/support/alerting.ts';
+import { closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest } from './otlp-json.ts';
+
+const MIN = 60_000;
+// A hook name as Claude Code writes a matcher: a `|` would end a Slack link's URL were it not encoded.
+const HOOK = 'PreToolUse:Write|Edit';
+
+let browser: Browser;
+let svc: TestService;
+// The browser's clock and hookwatch's agree (a silence's end is the browser's now plus its duration); the test
+// moves hookwatch's on to when the alert's repeat is due.
+const clock = new FakeClock(Date.now());
+const webhook = new WebhookSink(clock.now);
+const slack = new WebhookSink(clock.now);
+const open: WatchedPage[] = [];
+/** When the hook's one execution happened: the feed's last event. */
+const eventAt = clock.now() - MIN;
+
+async function page(): Promise<WatchedPage> {
+  const w = await watchedPage(browser);
+  open.push(w);
+  return w;
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  await webhook.start();
+  await slack.start();
+  const yaml = [
+    'alerting:',
+    '  repeatInterval: 1h',
+    '  rules:',
+    '    - { kind: persisted, window: 24h }',
+    '    - { kind: silence, scope: feed, after: 2h }',
+    '  receivers:',
+    `    - { name: oncall, type: webhook, url: "${webhook.url}/hook" }`,
+    `    - { name: team-chat, type: slack, url: "${slack.url}/slack" }`,
+    '',
+  ].join('\n');
+  svc = await startTestService({ HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms' }, { now: clock.now, yaml });
+});
+
+afterEach(async () => {
+  expect(await closePages(open)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  await webhook.close();
+  await slack.close();
+});
+
+describe('silence link', () => {
+  it('opens the silence form prefilled from a Slack message and a webhook body; confirming it mutes the repeat', async () => {
+    const body = hookRequest([{ hookEvent: 'PreToolUse', hookName: HOOK, timeMs: eventAt, sizes: { stdout: 10_600, additionalContext: 0, persisted: 1 } }]);
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    await webhook.waitFor(1, 10_000);
+    await slack.waitFor(1, 10_000);
+    const [sent] = webhook.bodies<AlertmanagerWebhookBody>();
+    const alert = sent?.alerts[0];
+    expect(alert?.labels).toMatchObject({ alertname: 'persisted', hook_name: HOOK, hook_event: 'PreToolUse' });
+    // The link goes with the annotations, where Alertmanager consumers read runbook and dashboard links; the
+    // hook's page stays the generatorURL.
+    const link = alert?.annotations['silence_url'] ?? '';
+    expect(link.startsWith(`${svc.httpUrl}/alerts?`)).toBe(true);
+    expect(sent?.commonAnnotations['silence_url']).toBe(link);
+    expect(alert?.generatorURL.startsWith(`${svc.httpUrl}/hooks/`)).toBe(true);
+    // Slack shows it as a second link, beside the dashboard's.
+    const [text] = slack.bodies<{ text: string }>().map((b) => b.text);
+    expect(text).toContain(`<${alert?.generatorURL}|Open in hookwatch> · <${link}|Silence>`);
+
+    const { page: p } = await page();
+    await p.goto(link);
+    await waitLoaded(p);
+    const form = p.locator('#silence-new form.silence-form');
+    const matchers = await p.locator('#silence-new .silence-matchers li').allTextContents();
+    expect(matchers.sort()).toEqual(Object.entries(alert?.labels ?? {}).map(([k, v]) => `${k}=${JSON.stringify(v)}`).sort());
+    // Focused, waiting for the person to confirm: opening the link created nothing.
+    expect(await p.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Reason');
+    expect((await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences).toEqual([]);
+    expect(await p.textContent('#silence-new-alert')).toBe('The alert is firing.');
+    await screenshot(p, 'silence-link');
+
+    await form.locator('select[aria-label="Silence for"]').selectOption({ label: '4 hours' });
+    await form.locator('input[aria-label="Reason"]').fill('shrinking the Write|Edit hook output');
+    await form.locator('input[aria-label="Your name"]').fill('platform on-call');
+    await form.locator('button[type="submit"]').click();
+    await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    const [made] = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences;
+    expect(made?.matchers.map((m) => [m.name, m.value, m.isRegex, m.isEqual ?? true]).sort())
+      .toEqual(Object.entries(alert?.labels ?? {}).map(([k, v]) => [k, v, false, true]).sort());
+    expect(made?.createdBy).toBe('platform on-call');
+    const silenced = await eventually('the alert silenced', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      return r.alerts.find((a) => a.labels['hook_name'] === HOOK && a.silencedBy.includes(made?.id ?? ''));
+    });
+    expect(silenced.state).toBe('firing');
+    // The page says so on the alert's card too.
+    await p.locator(`article[data-alert-id="${silenced.id}"] .chip`, { hasText: 'silenced by platform on-call' }).waitFor();
+
+    // Past repeatInterval the repeat is due, and muted: neither receiver hears of the alert again...
+    clock.advance(90 * MIN);
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect([webhook.requests.length, slack.requests.length]).toEqual([1, 1]);
+    // ...until the silence is expired: then both are sent it at once, so the repeat was due all along.
+    expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made?.id}`, { method: 'DELETE' })).status).toBe(200);
+    await webhook.waitFor(2, 10_000);
+    await slack.waitFor(2, 10_000);
+    expect(webhook.bodies<AlertmanagerWebhookBody>()[1]?.alerts[0]?.labels['hook_name']).toBe(HOOK);
+  });
+
+  it('links a quiet feed\'s alert to the overview around its last event', async () => {
+    const before = webhook.requests.length;
+    clock.advance(2 * 60 * MIN);
+    const feed = await eventually('the feed alert notified', async () => {
+      await until('a notification', () => webhook.requests.length > before);
+      return webhook.bodies<AlertmanagerWebhookBody>().slice(before).map((b) => b.alerts[0]).find((a) => a?.labels['scope'] === 'feed');
+    });
+    const link = new URL(feed.generatorURL);
+    expect(`${link.origin}${link.pathname}`).toBe(`${svc.httpUrl}/`);
+    expect(link.searchParams.get('range')).toBe('custom');
+    // From an hour before the last event (to a chart bucket), to when it was notified.
+    const from = Date.parse(link.searchParams.get('from') ?? '');
+    expect(from).toBeLessThanOrEqual(eventAt - 60 * MIN);
+    expect(from).toBeGreaterThan(eventAt - 3 * 60 * MIN);
+    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(clock.now() - MIN);
+    const { page: p } = await page();
+    await p.goto(feed.generatorURL);
+    await waitLoaded(p);
+    expect(await p.textContent('h1 .range-label')).toMatch(/ to /);
+  });
+});
