@@ -274,6 +274,21 @@ describe('dark mode, phones and every page', () => {
     expect(await measure()).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true });
   });
 
+  it('shows every column of the hooks table on a 1280 px laptop, Last seen included, without sideways scrolling', async () => {
+    const { page: p } = await page({ width: 1280, height: 800 });
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
+    const m = await p.evaluate(() => {
+      const t = document.querySelector('#hooks-table') as HTMLElement;
+      const box = (t.parentElement as HTMLElement).getBoundingClientRect();
+      const last = [...document.querySelectorAll('#hooks-table thead th, #hook-rows tr > :last-child')].at(-1)?.getBoundingClientRect();
+      return { overflow: t.scrollWidth - (t.parentElement as HTMLElement).clientWidth, lastRight: last?.right ?? Infinity, boxRight: box.right };
+    });
+    expect(m.overflow).toBeLessThanOrEqual(0);
+    expect(m.lastRight).toBeLessThanOrEqual(m.boxRight);
+  });
+
   it('wraps a long name inside a run without cutting an emoji in two', async () => {
     const { page: p } = await page();
     await p.goto(`${fx.svc().httpUrl}/`);
