@@ -183,6 +183,24 @@ describe('wording', () => {
     expect(await p.textContent('#hook-title .status')).toBe('unknown');
     expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('17 of 33');
   });
+
+  it('says "none known" of the persisted outputs of a hook partly without size data, in its row, figures and breakdowns, never a bare 0', async () => {
+    const id = await hookId(PARTIAL);
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    const cell = `#hook-rows tr[data-hook-id="${id}"] td:nth-child(6)`;
+    expect(await p.textContent(cell)).toBe('none known');
+    expect(await p.getAttribute(cell, 'title')).toBe('none known: 17 executions sent no size data');
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('none known');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('17 executions sent no size data');
+    // Both client versions: the one that reports sizes persisted none, the old one cannot say.
+    expect(await p.$$eval('#by-version tbody tr', (rs) => rs.map((r) => [r.querySelector('th')?.textContent, r.querySelectorAll('td')[3]?.textContent]))).toEqual([
+      ['2.1.250', 'none known'], ['2.1.332', '0'],
+    ]);
+  });
 });
 
 describe('charts', () => {

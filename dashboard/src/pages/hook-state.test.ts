@@ -91,6 +91,8 @@ describe('key figures', () => {
     expect(blind.find((x) => x.id === 'largest')?.value).toBe('unknown');
     expect(blind.find((x) => x.id === 'headroom')?.value).toBe('unknown');
     expect(blind.find((x) => x.id === 'forecast')).toMatchObject({ value: 'unknown', note: 'no size data' });
+    // Unknown is not zero: no persisted output is known of executions that sent no size data.
+    expect(blind.find((x) => x.id === 'persisted')).toMatchObject({ value: 'none known', note: '12 executions sent no size data' });
     const partial = facts(PARTIAL, forecastReading(null, { status: 'unknown', latest: 400, days: 1 }));
     expect(partial.find((x) => x.id === 'size-unknown')).toEqual({ id: 'size-unknown', label: 'Without size data', value: '17 of 33', note: 'executions from clients older than 2.1.280: not measured' });
     // Partly measured: short of days for a forecast, not without data; the headroom says what it comes from.
@@ -168,7 +170,7 @@ describe('charts\' numbers', () => {
     expect(deliveryView(measured).summary).toBe('27 hook commands reported success; at least 3 outputs were persisted instead of delivered (3 executions sent no size data; 2 executions measured over the cap, counted as one output each).');
     expect(deliveryView(measured).rows[1]).toEqual(['30/11/2026, 06:00', '12', '12', 'at least 2', '2', '0']);
     const hk = { ...OVER, outputsPersisted: 0, executionsWithPersisted: 4 };
-    expect(facts(hk, forecastReading(null, { status: 'over' })).find((x) => x.id === 'persisted')).toMatchObject({ value: '4', note: 'at least: measured over the cap, the client does not report num_outputs_persisted' });
+    expect(facts(hk, forecastReading(null, { status: 'over' })).find((x) => x.id === 'persisted')).toMatchObject({ value: 'at least 4', note: '4 executions measured over the cap, counted as one output each' });
   });
 
   it('places observed sizes on the cliff: what the model saw and what it lost', () => {
@@ -260,7 +262,7 @@ describe('alerts and breakdowns', () => {
       total: 2, nextCursor: null,
     };
     const rows = breakdownRows(r);
-    expect(rows[0]).toEqual({ value: '(not set)', status: 'unknown', counts: r.rows[0], cells: ['17', '12', '0', 'unknown', '17'] });
+    expect(rows[0]).toEqual({ value: '(not set)', status: 'unknown', counts: r.rows[0], cells: ['17', '12', 'none known', 'unknown', '17'] });
     expect(rows[1]?.cells).toEqual(['16', '12', '0', '4,200 chars', '0']);
     expect(breakdownCut(r)).toBeNull();
     // A breakdown by session or user past one page: the table says it shows the first rows only.

@@ -88,7 +88,7 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
       note: hk.starts > hk.executions ? `${plural(hk.starts, 'start')}: ${num(hk.starts - hk.executions)} without a completion in this range`
         : hk.executions === 0 ? `none in this range; last seen ${dateTime(hk.lastSeen)}` : null,
     },
-    { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(hk)), note: hk.executionsWithPersisted > hk.outputsPersisted ? 'at least: measured over the cap, the client does not report num_outputs_persisted' : null },
+    { id: 'persisted', label: 'Outputs persisted', value: persistedKnown(hk).text, note: persistedKnown(hk).why },
     { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
     {
       id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom),
@@ -323,7 +323,7 @@ export function breakdownRows(r: BreakdownResponse): BreakdownRowView[] {
     value: row.value === '' ? '(not set)' : row.value,
     status: row.status,
     counts: row,
-    cells: [num(row.executions), num(row.success), num(row.outputsPersisted), chars(largestOutput(row)), num(row.sizeUnknownExecutions)],
+    cells: [num(row.executions), num(row.success), persistedKnown(row).text, chars(largestOutput(row)), num(row.sizeUnknownExecutions)],
   }));
 }
 

@@ -10,6 +10,7 @@ import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
+import { persistedKnown } from './hook-state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -151,7 +152,7 @@ export interface HookRow {
   executions: string;
   success: string;
   persisted: string;
-  /** Said when the count is a lower bound from measured sizes. */
+  /** Said when the count is a lower bound: executions without size data, or measured over the cap only. */
   persistedTitle: string;
   largest: string;
   headroom: string;
@@ -163,15 +164,14 @@ export interface HookRow {
 }
 
 export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, nowMs: number): HookRow {
+  const persisted = persistedKnown(hk);
   return {
     id: hk.id,
     status: shownStatus(hk),
     executions: num(hk.executions),
     success: num(hk.success),
-    persisted: num(persistedAtLeast(hk)),
-    persistedTitle: hk.executionsWithPersisted > hk.outputsPersisted
-      ? `at least ${num(persistedAtLeast(hk))}: ${plural(hk.executionsWithPersisted, 'execution')} measured over the cap by a client that does not report num_outputs_persisted (each lost at least one output)`
-      : '',
+    persisted: persisted.text,
+    persistedTitle: persisted.why === null ? '' : `${persisted.text}: ${persisted.why}`,
     largest: chars(largestOutput(hk)),
     headroom: hk.headroom === null ? 'unknown' : hk.headroom < 0 ? `${num(-hk.headroom)} over` : num(hk.headroom),
     headroomTitle: headroomText(hk.headroom),
