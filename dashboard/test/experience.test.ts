@@ -146,6 +146,22 @@ describe('wording', () => {
     await p.waitForSelector('#hook-rows tr[data-hook-id]');
   });
 
+  it('says on a hook\'s page when the filters match none of its executions, and offers to remove them', async () => {
+    const id = await hookId('SessionStart:startup');
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d&f.team=nosuchteam&by=session.id`);
+    await waitLoaded(p);
+    expect(await p.textContent('#filter-empty')).toBe('No executions of this hook match team = nosuchteam in the last 7 days. Remove the filters');
+    await p.click('#filter-empty a');
+    await p.waitForURL((u) => u.pathname === `/hooks/${id}` && !u.search.includes('f.team'));
+    // The range and the breakdown chosen stay.
+    expect(new URL(p.url()).searchParams.get('range')).toBe('7d');
+    expect(new URL(p.url()).searchParams.get('by')).toBe('session.id');
+    await waitLoaded(p, 2);
+    expect(await p.locator('#filter-empty').count()).toBe(0);
+    expect(await p.textContent('[data-kpi="executions"] .kpi-value')).not.toBe('0');
+  });
+
   it('agrees its nouns with one: one hook, one hook command, no executions lost', async () => {
     const { page: p } = await page();
     await p.goto(`${fx.svc().httpUrl}/?f.team=platform`);

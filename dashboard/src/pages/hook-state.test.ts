@@ -6,7 +6,7 @@ import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, persistedKnown,
-  commandRows, dayTicks, dimensionOptions, facts, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
+  commandRows, dayTicks, dimensionOptions, facts, filterEmpty, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
 const at = (url: string) => {
@@ -309,5 +309,15 @@ describe('panels not kept per dimension', () => {
   it('say under a filter that they count everyone, and nothing without one', () => {
     expect(unfilteredPanelNote({}, 'guard trims')).toBeNull();
     expect(unfilteredPanelNote({ 'user.id': 'u1', team: 'a' }, 'transcripts')).toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = u1, team = a.');
+  });
+
+  it('say when the filters match none of the hook\'s executions, with a link that removes only them', () => {
+    const quiet = { ...OK, executions: 0, starts: 0 };
+    expect(filterEmpty(quiet, at(`/hooks/${OK.id}?range=7d&f.team=a&by=session.id&refresh=5s`))).toEqual({
+      text: 'No executions of this hook match team = a in the last 7 days. ', clearUrl: `/hooks/${OK.id}?range=7d&by=session.id&refresh=5s`,
+    });
+    expect(filterEmpty(quiet, at(`/hooks/${OK.id}?range=7d`))).toBeNull();
+    expect(filterEmpty(OK, at(`/hooks/${OK.id}?f.team=a`))).toBeNull();
+    expect(filterEmpty({ ...quiet, starts: 2 }, at(`/hooks/${OK.id}?f.team=a`))).toBeNull();
   });
 });

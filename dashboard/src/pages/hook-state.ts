@@ -339,6 +339,19 @@ export function noSuchHook(hookId: string): string {
 }
 
 /**
+ * What the page says when its filters match none of the hook's executions in the range, with the link that removes
+ * them (range, breakdown and refresh kept); null without filters or with executions.
+ */
+export function filterEmpty(hk: HookSummary, state: ViewState): { text: string; clearUrl: string } | null {
+  const list = filterList(state.filters);
+  if (!list || hk.executions > 0 || hk.starts > 0) return null;
+  return {
+    text: `No executions of this hook match ${list} in the ${rangeLabel(state.range)}. `,
+    clearUrl: buildUrl(`/hooks/${hk.id}`, { range: state.range, filters: {} }, keptParams(state.params)),
+  };
+}
+
+/**
  * What a panel whose figures are not kept per dimension (guard trims, transcript commands) says on a page narrowed
  * by filters: that it counts every value of them, so its figures are not read as the filtered ones; null with no
  * filters.

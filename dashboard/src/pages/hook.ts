@@ -20,7 +20,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -244,6 +244,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
 
   const title = h('h1', { id: 'hook-title' }, 'Hook');
   const factsEl = h('div', { class: 'kpis', id: 'hook-facts' });
+  const filterNote = h('div', { id: 'filter-empty-holder' });
   const cliff = new ChartPanel('cliff', 'The cliff over time', 'Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, shaded spans when alerts were active. Drag across to zoom.');
   const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole. Drag across to zoom.');
   const curve = new ChartPanel('curve', 'Sent against delivered', 'delivered(n) = n up to 10,000, then about 2,000: this hook\'s observed sizes placed on the cliff.');
@@ -273,6 +274,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   const guardUnfiltered = unfilteredPanelNote(state.filters, 'guard trims');
   const commands = commandsPanel(unfilteredPanelNote(state.filters, 'transcripts'));
   const content = h('div', { id: 'hook-content' },
+    filterNote,
     h('section', { class: 'panel', 'aria-label': 'Key figures' }, factsEl),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
     h('section', { class: 'panel', 'aria-labelledby': 'hook-alerts-title' }, h('h2', { id: 'hook-alerts-title' }, 'Alert timeline'),
@@ -325,6 +327,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         status: shownStatus(hk), latest: largestOutput(hk), days: points.length, pastRange: state.range.kind === 'custom',
         quietSince: hk.executions === 0 && hk.starts === 0 ? hk.lastSeen : null,
       });
+      const empty = filterEmpty(hk, state);
+      replace(filterNote, empty && h('p', { class: 'warn', id: 'filter-empty' }, empty.text, ctx.link(empty.clearUrl, {}, 'Remove the filters')));
       replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims, guardUnfiltered));
       cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
