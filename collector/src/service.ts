@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery } from './api/index.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
+import { closeAfterUnreadBodies } from './net/unread-body.ts';
 import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
@@ -337,9 +338,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);
-    http = trackConnections(server);
+    http = closeAfterUnreadBodies(trackConnections(server));
   } else {
-    http = trackConnections(createServer(httpLimits, app));
+    http = closeAfterUnreadBodies(trackConnections(createServer(httpLimits, app)));
   }
   // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;

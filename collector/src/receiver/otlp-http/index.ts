@@ -13,6 +13,7 @@ import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../.
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import { closeServer, trackConnections } from '../../net/close-server.ts';
+import { closeAfterUnreadBodies } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
@@ -81,9 +82,9 @@ export class OtlpHttpReceiver {
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
       opts.handshakes?.watch('otlp_http', server);
-      this.server = trackConnections(server);
+      this.server = closeAfterUnreadBodies(trackConnections(server));
     } else {
-      this.server = trackConnections(createServer(options, listener));
+      this.server = closeAfterUnreadBodies(trackConnections(createServer(options, listener)));
     }
     this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
     // An exporter reads a google.rpc.Status in its request's encoding, as for the receiver's own refusals; when the
@@ -199,8 +200,6 @@ export class OtlpHttpReceiver {
       const headers: Record<string, string> = {};
       if (m.retryAfterSeconds !== undefined) headers['retry-after'] = String(m.retryAfterSeconds);
       if (m.httpStatus === 401) headers['www-authenticate'] = 'Bearer';
-      // After a refusal mid-body, close the connection instead of reading the rest of a hostile upload.
-      if (!req.complete) headers['connection'] = 'close';
       this.fail(res, answerIn, m.httpStatus, m.grpcCode, m.message, headers);
       if (!req.complete) req.resume();
     } finally {
