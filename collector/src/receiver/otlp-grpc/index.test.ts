@@ -24,7 +24,7 @@ import { OtlpGrpcReceiver } from './index.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
 import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
-import { HTTP2_PING, HTTP2_PREFACE } from '../../../test/faults/grpc-raw.ts';
+import { HTTP2_PING, HTTP2_PREFACE, rawGrpcCall } from '../../../test/faults/grpc-raw.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -162,6 +162,20 @@ describe('OTLP/gRPC receiver status codes', () => {
     const { err } = await rawExport(url, body, new Metadata(), true);
     expect(err?.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
     expect(err?.metadata.get(STATUS_DETAILS_KEY)).toHaveLength(0);
+  });
+
+  it('counts the refusals grpc-js answers itself, before hookwatch sees the message, by outcome and reason', async () => {
+    const { url, next } = await start({ maxRequestBytes: 1024 });
+    const gzipped = (await rawExport(url, Buffer.alloc(8192, 0x61), new Metadata(), true)).err?.code;
+    const frame = (flag: number, length: number, bytes: Buffer): Buffer => Buffer.concat([Buffer.from([flag, length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff]), bytes]);
+    // A length prefix past the limit, a compression grpc-js does not speak, gzip that is not gzip.
+    const declared = await rawGrpcCall(url, LOGS_PATH, frame(0, 0xffffffff, Buffer.alloc(16)));
+    const zstd = await rawGrpcCall(url, LOGS_PATH, frame(1, 3, Buffer.from('abc')), { headers: { 'grpc-encoding': 'zstd' } });
+    const notGzip = await rawGrpcCall(url, LOGS_PATH, frame(1, 3, Buffer.from('abc')), { headers: { 'grpc-encoding': 'gzip' } });
+    expect([gzipped, declared.code, zstd.code, notGzip.code]).toEqual([GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.UNIMPLEMENTED, GrpcStatus.INTERNAL]);
+    expect(next.logs).toHaveLength(0);
+    await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:8': 2, 'logs:12': 1, 'logs:13': 1 }));
+    expect(receiver?.stats.rejected).toEqual({ too_large: 2, unsupported_media_type: 1, bad_request: 1 });
   });
 
   it('answers UNAVAILABLE with RetryInfo when the next stage is overloaded', async () => {

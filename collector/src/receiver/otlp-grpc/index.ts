@@ -31,7 +31,7 @@ import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
-import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
+import type { OtlpReceiverOptions, ReceiverStats, RejectReason } from '../options.ts';
 
 const SERVICES: Record<Signal, string> = {
   logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
@@ -79,6 +79,24 @@ function exportService(path: string): ServiceDefinition {
 function resetStream(call: ServerInterceptingCallInterface): void {
   const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
   if (stream && typeof stream.close === 'function' && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+}
+
+/**
+ * The refusals grpc-js answers itself while it reads a message, before hookwatch sees it (its status then bypasses
+ * the interceptor), by the rejection reason hookwatch counts for them: a message over otlp.maxRequestBytes (as
+ * declared, or once inflated), a compression it does not speak, a compressed message that does not inflate.
+ */
+const GRPC_JS_REFUSALS: Partial<Record<number, RejectReason>> = {
+  [GrpcStatus.RESOURCE_EXHAUSTED]: 'too_large',
+  [GrpcStatus.UNIMPLEMENTED]: 'unsupported_media_type',
+  [GrpcStatus.INTERNAL]: 'bad_request',
+};
+
+/** The grpc-status a call's stream was answered with (trailers-only or trailers), read off the stream; undefined without one. */
+function sentStatus(call: ServerInterceptingCallInterface): number | undefined {
+  const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
+  const code = stream?.sentTrailers?.['grpc-status'] ?? stream?.sentHeaders['grpc-status'];
+  return code === undefined ? undefined : Number(code);
 }
 
 /**
@@ -266,6 +284,8 @@ export class OtlpGrpcReceiver {
     const signal = (Object.keys(SERVICES) as Signal[]).find((s) => SERVICES[s] === method.path);
     let account: InflightAccount | undefined;
     let timer: NodeJS.Timeout | undefined;
+    /** Whether a status passed this interceptor: hookwatch's own answers, which count themselves. */
+    let answered = false;
     const finish = (): void => {
       clearTimeout(timer);
       account?.release();
@@ -300,10 +320,21 @@ export class OtlpGrpcReceiver {
             account?.settle(message.length);
             messageNext(message);
           },
-          onCancel: finish,
+          // Every call ends here. One that grpc-js refused while reading its message is counted as the receiver
+          // counts its own refusals, so a batch refused for its size shows in hookwatch_otlp_requests_rejected_total.
+          onCancel: () => {
+            finish();
+            if (answered || !signal) return;
+            const code = sentStatus(next);
+            const reason = code === undefined ? undefined : GRPC_JS_REFUSALS[code];
+            if (reason === undefined) return;
+            this.count(this.stats.requests, `${signal}:${code}`);
+            this.count(this.stats.rejected, reason);
+          },
         });
       },
       sendStatus: (status, statusNext) => {
+        answered = true;
         finish();
         statusNext(status);
       },
