@@ -43,7 +43,8 @@ beforeAll(async () => {
     '  repeatInterval: 1h',
     '  rules:',
     '    - { kind: persisted, window: 24h }',
-    '    - { kind: silence, scope: feed, after: 2h }',
+    // A label of the rule's own, named as a hook might be: the feed's alert is still of no single hook.
+    '    - { kind: silence, scope: feed, after: 2h, labels: { hook: nightly-sync } }',
     '  receivers:',
     `    - { name: oncall, type: webhook, url: "${webhook.url}/hook" }`,
     `    - { name: team-chat, type: slack, url: "${slack.url}/slack" }`,
@@ -141,5 +142,17 @@ describe('silence link', () => {
     await p.goto(feed.generatorURL);
     await waitLoaded(p);
     expect(await p.textContent('h1 .range-label')).toMatch(/ to /);
+  });
+
+  it('names a quiet feed\'s alert on its card as the whole feed\'s, whatever labels its rule adds', async () => {
+    const feed = await eventually('the feed alert listed', async () =>
+      (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.labels['scope'] === 'feed' && a.state === 'firing'));
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?refresh=off`);
+    await waitLoaded(p);
+    const card = p.locator(`article[data-alert-id="${feed.id}"]`);
+    // A rule's own label named `hook` does not make it a hook's alert: it is the whole feed's.
+    expect(await card.locator('.alert-head').textContent()).toContain('all hooks (the whole feed)');
+    expect(await card.locator('details.silence > summary').textContent()).toBe('Silence this alert');
   });
 });

@@ -18,11 +18,11 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 const firing = alert('a1');
 const headroomResolved = alert('a2', {
-  rule: 'headroom', state: 'resolved', labels: { alertname: 'HookNearCap', rule: 'headroom', hook_id: OVER.id, hook_name: OVER.hookName },
+  rule: 'headroom', state: 'resolved', labels: { alertname: 'HookNearCap', rule: 'headroom', hook_event: 'Stop', hook_name: OVER.hookName },
   activeAt: iso(NOW - 5 * HOUR), startsAt: iso(NOW - 5 * HOUR), endsAt: iso(NOW - 10 * 60_000),
 });
 const pendingNear = alert('a3', {
-  rule: 'growth', state: 'pending', labels: { alertname: 'HookGrowing', rule: 'growth', hook_id: NEAR.id, hook_name: NEAR.hookName },
+  rule: 'growth', state: 'pending', labels: { alertname: 'HookGrowing', rule: 'growth', hook_event: 'SessionStart', hook_name: NEAR.hookName },
   hookId: NEAR.id, startsAt: null, lastNotifiedAt: null, deliveries: [], activeAt: iso(NOW - 2 * HOUR),
 });
 const oldResolved = alert('a4', { state: 'resolved', activeAt: iso(NOW - 3 * 86_400_000), endsAt: iso(NOW - 2 * 86_400_000) });
@@ -148,6 +148,10 @@ describe('one alert', () => {
     expect(alertSubject(firing)).toEqual({ text: OVER.hookName, kind: 'hook' });
     expect(alertSubject(clients)).toEqual({ text: 'claude-code 2.1.250 clients', kind: 'clients' });
     expect(alertSubject(alert('f', { labels: { alertname: 'NoTelemetry', scope: 'feed' }, hookId: null }))).toEqual({ text: 'all hooks (the whole feed)', kind: 'feed' });
+    // A rule's own label named `hook` names no hook: the feed's alert stays the feed's, silenced by all its labels.
+    const labelled = alert('l', { labels: { alertname: 'NoTelemetry', severity: 'warning', scope: 'feed', hook: 'nightly-sync' }, hookId: null });
+    expect(alertSubject(labelled)).toEqual({ text: 'all hooks (the whole feed)', kind: 'feed' });
+    expect(hookMatchers(labelled).map((m) => m.name)).toEqual(['severity', 'scope', 'hook']);
     expect(alertSubject(alert('g', { labels: { alertname: 'Other', service_version: '' }, hookId: null })).text).toBe('client (unknown version) clients');
     expect(alertSubject(alert('n', { labels: { alertname: 'Custom' }, hookId: null, rule: 'custom' }))).toEqual({ text: 'Custom', kind: 'alert' });
   });
@@ -158,14 +162,13 @@ describe('silencing', () => {
     const req = silenceRequest(hookMatchers(firing), 4 * HOUR, 'alice', 'fixing the lint report', NOW);
     expect(req).toEqual({
       matchers: [
-        { name: 'hook_id', value: OVER.id, isRegex: false, isEqual: true },
         { name: 'hook_event', value: 'Stop', isRegex: false, isEqual: true },
         { name: 'hook_name', value: OVER.hookName, isRegex: false, isEqual: true },
       ],
       endsAt: '2026-11-30T12:30:00.000Z', createdBy: 'alice', comment: 'fixing the lint report',
     });
     expect(req).not.toHaveProperty('startsAt');
-    expect(silencePrompt(firing)).toBe(`Silence ${OVER.hookName} (matching hook_id=${OVER.id}, hook_event=Stop, hook_name=${OVER.hookName}) for `);
+    expect(silencePrompt(firing)).toBe(`Silence ${OVER.hookName} (matching hook_event=Stop, hook_name=${OVER.hookName}) for `);
   });
 
   it('falls back to every label but alertname and rule when the alert names no hook', () => {

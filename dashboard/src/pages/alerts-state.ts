@@ -9,8 +9,11 @@ import { dateTime, num, plural } from '../format.ts';
 import { rangeLabel, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
-/** Labels that name a hook; a silence matches on these so it mutes that hook and nothing else. */
-const HOOK_LABELS = ['hook_id', 'hook_event', 'hook_name', 'hook'];
+/**
+ * Labels that name a hook, as hookwatch sets them on a hook's alerts; a silence matches on these so it mutes that
+ * hook and nothing else. A rule's own label of another name (even `hook`) names no hook.
+ */
+const HOOK_LABELS = ['hook_event', 'hook_name'];
 export const DURATIONS: [string, number][] = [['1 hour', 3_600_000], ['4 hours', 4 * 3_600_000], ['1 day', 86_400_000], ['7 days', 7 * 86_400_000]];
 
 /** Matchers for silencing the hook an alert is about (its hook labels; all labels when it names none). */
@@ -22,7 +25,7 @@ export function hookMatchers(a: AlertSummary): { name: string; value: string; is
 
 /** What an alert is about, in words: a hook, a set of clients, the whole feed. */
 export function alertSubject(a: AlertSummary): { text: string; kind: 'hook' | 'clients' | 'feed' | 'alert' } {
-  const hook = a.labels['hook_name'] ?? a.labels['hook'];
+  const hook = a.labels['hook_name'];
   if (hook !== undefined || a.hookId) return { text: hook ?? a.hookId ?? '', kind: 'hook' };
   if (a.labels['service_version'] !== undefined) {
     return { text: `${a.labels['service_name'] ?? 'client'} ${a.labels['service_version'] || '(unknown version)'} clients`, kind: 'clients' };

@@ -108,7 +108,7 @@ export function dailySeriesOf(h: HookSummary, days: { day: string; largest: numb
 export function alert(id: string, over: Partial<AlertSummary> = {}): AlertSummary {
   return {
     id, fingerprint: `fp-${id}`, rule: 'persisted', state: 'firing',
-    labels: { alertname: 'HookOutputPersisted', rule: 'persisted', hook_id: OVER.id, hook_event: 'Stop', hook_name: OVER.hookName, severity: 'critical' },
+    labels: { alertname: 'HookOutputPersisted', rule: 'persisted', hook_event: 'Stop', hook_name: OVER.hookName, severity: 'critical' },
     annotations: { summary: 'Stop:lint-report persisted 1 output (over the 10,000-character cap)' },
     activeAt: '2026-11-30T08:25:00.000Z', startsAt: '2026-11-30T08:25:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-11-30T08:25:01.000Z',
     deliveries: [{ receiver: 'ops', status: 'firing', outcome: 'delivered', at: '2026-11-30T08:25:01.000Z', httpStatus: 200 }], silencedBy: [], hookId: OVER.id,
