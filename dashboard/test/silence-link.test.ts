@@ -2,7 +2,7 @@
  * From a notification to a silence, as an on-call engineer goes: a real hookwatch notifies a webhook receiver and
  * a Slack receiver of a persisted alert; the silence link each carries opens the alerts page in headless Chromium
  * with the silence form prefilled with the alert's labels; confirming it silences the alert, and its repeat is
- * not sent. A feed alert's link opens the overview around the feed's last event.
+ * not sent. A feed alert's link, and its card on the alerts page, open the overview around the feed's last event.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -144,7 +144,7 @@ describe('silence link', () => {
     expect(await p.textContent('h1 .range-label')).toMatch(/ to /);
   });
 
-  it('names a quiet feed\'s alert on its card as the whole feed\'s, whatever labels its rule adds', async () => {
+  it('links a quiet feed\'s alert card to the overview around its last event, as its notification does', async () => {
     const feed = await eventually('the feed alert listed', async () =>
       (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.labels['scope'] === 'feed' && a.state === 'firing'));
     const { page: p } = await page();
@@ -154,5 +154,16 @@ describe('silence link', () => {
     // A rule's own label named `hook` does not make it a hook's alert: it is the whole feed's.
     expect(await card.locator('.alert-head').textContent()).toContain('all hooks (the whole feed)');
     expect(await card.locator('details.silence > summary').textContent()).toBe('Silence this alert');
+    const href = await card.locator('.alert-head a').getAttribute('href') ?? '';
+    const link = new URL(href, svc.httpUrl);
+    expect(link.pathname).toBe('/');
+    expect(link.searchParams.get('range')).toBe('custom');
+    const from = Date.parse(link.searchParams.get('from') ?? '');
+    expect(from).toBeLessThanOrEqual(eventAt - 60 * MIN);
+    expect(from).toBeGreaterThan(eventAt - 3 * 60 * MIN);
+    await card.locator('.alert-head a').click();
+    await waitLoaded(p, 2);
+    expect(new URL(p.url()).pathname).toBe('/');
+    expect(await p.textContent('h1 .range-label')).toMatch(/ to /);
   });
 });

@@ -32,6 +32,16 @@ export interface AlertTimes {
   annotations: Record<string, string>;
 }
 
+/**
+ * The dashboard page that shows an alert over its range: its hook's page; the overview for a quiet feed's alert
+ * (`scope: feed`: no single hook, the whole feed stopped); null for any other alert of no single hook. Notifications
+ * and the alerts page's cards link to it alike.
+ */
+export function alertPagePath(alert: { hookId: string | null; labels: Record<string, string> }): string | null {
+  if (alert.hookId) return `/hooks/${alert.hookId}`;
+  return alert.labels['scope'] === 'feed' ? '/' : null;
+}
+
 /** A time in RFC 3339, UTC, its milliseconds left out when they are 0: 2026-11-30T08:00:00Z, as links and messages show a range's ends. */
 export function stamp(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');

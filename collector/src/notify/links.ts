@@ -1,5 +1,5 @@
 /** Links from notifications to the dashboard. */
-import { alertRange, type AlertTimes } from '../../../shared/src/alert-range.ts';
+import { alertPagePath, alertRange, type AlertTimes } from '../../../shared/src/alert-range.ts';
 import { silenceQuery } from '../../../shared/src/silence-link.ts';
 import type { LinkContext, Notification } from './model.ts';
 
@@ -17,9 +17,10 @@ function baseUrl(ctx: LinkContext): string {
 export function dashboardLink(ctx: LinkContext, alert: AlertTimes & { hookId: string | null; labels: Record<string, string> }, atMs: number): string {
   const base = baseUrl(ctx);
   if (!base) return '';
-  if (!alert.hookId && alert.labels['scope'] !== 'feed') return `${base}/alerts`;
+  const path = alertPagePath(alert);
+  if (path === null) return `${base}/alerts`;
   const { from, to } = alertRange(alert, atMs);
-  return `${base}${alert.hookId ? `/hooks/${alert.hookId}` : '/'}?${new URLSearchParams({ range: 'custom', from, to }).toString()}`;
+  return `${base}${path}?${new URLSearchParams({ range: 'custom', from, to }).toString()}`;
 }
 
 /**

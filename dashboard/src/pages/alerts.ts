@@ -4,7 +4,7 @@
  * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused. When the
  * alerts API is not there (404) the page says so instead of failing.
  */
-import { alertRange } from '../../../shared/src/alert-range.ts';
+import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
@@ -125,10 +125,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   let receivers: string[] | undefined;
   let all: AlertSummary[] = [];
   let silences: Silence[] = [];
-  // An alert's hook over the time the alert counted, as its notifications link to it: the page then shows the
-  // outputs the alert names, whatever range this page is on.
-  const alertHookUrl = (a: AlertSummary, hookId: string): string =>
-    buildUrl(`/hooks/${hookId}`, { range: { kind: 'custom', ...alertRange(a, Date.now()) }, filters: state.filters }, keptParams(state.params));
+  // An alert's hook (a quiet feed's alert: the overview) over the time the alert counted, as its notifications link
+  // to it: the page then shows the outputs the alert names, or when the feed stopped, whatever range this page is on.
+  const alertPageUrl = (a: AlertSummary): string | null => {
+    const path = alertPagePath(a);
+    return path === null ? null : buildUrl(path, { range: { kind: 'custom', ...alertRange(a, Date.now()) }, filters: state.filters }, keptParams(state.params));
+  };
   const makeCard = (a: AlertSummary): { card: HTMLElement; update(a: AlertSummary): void } => {
     const head = h('div', { class: 'alert-head' });
     const labels = h('dl', { class: 'labels' });
@@ -145,12 +147,14 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     const update = (n: AlertSummary): void => {
       current = n;
       const v = cardView(n, all, receivers, silences);
+      const url = alertPageUrl(n);
       const superseded = v.state === 'superseded';
       card.dataset['state'] = v.state;
       replace(head, superseded
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
         : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
-        n.hookId ? ctx.link(alertHookUrl(n, n.hookId), { class: 'hook-link' }, breakable(v.subject.text)) : h('span', { class: 'alert-subject' }, breakable(v.subject.text)),
+        url === null ? h('span', { class: 'alert-subject' }, breakable(v.subject.text))
+          : ctx.link(url, { class: n.hookId ? 'hook-link' : 'feed-link' }, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         v.silencedBy ? h('span', { class: 'chip' }, v.silencedBy) : null);
       replace(labels, ...v.labels.flatMap(([k, val]) => [h('dt', null, k), h('dd', null, val)]));
