@@ -94,6 +94,11 @@ describe('range and filters', () => {
     expect(rangeUrl(at('/'), { kind: 'preset', preset: '24h' })).toBe('/');
     expect(rangeUrl(at('/alerts?state=firing'), { kind: 'custom', from: '2026-11-29T00:00:00.000Z', to: '2026-11-30T00:00:00.000Z' }))
       .toBe('/alerts?range=custom&from=2026-11-29T00%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&state=firing');
+    // A silence link's labels stay with its form on the alerts page, and go nowhere else.
+    const linked = at('/alerts?silence.alertname=persisted&silence.hook_name=Stop&state=firing');
+    expect(rangeUrl(linked, { kind: 'preset', preset: '7d' })).toBe('/alerts?range=7d&state=firing&silence.alertname=persisted&silence.hook_name=Stop');
+    expect(filtersUrl(linked, { team: 'platform' })).toBe('/alerts?range=24h&f.team=platform&state=firing&silence.alertname=persisted&silence.hook_name=Stop');
+    expect(rangeUrl(at('/?silence.alertname=persisted'), { kind: 'preset', preset: '7d' })).toBe('/?range=7d');
   });
 
   it('adds, replaces and removes filters', () => {

@@ -4,7 +4,7 @@
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
 import { ago, clockTime, dateTime, inputDateTimeProblem, parseInputDateTime, type TimeZoneChoice } from './format.ts';
-import { buildUrl, filterList, keptParams, refreshMs, routePath, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
+import { buildUrl, filterList, refreshMs, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -103,7 +103,7 @@ function shownNote(lastUpdated: number | undefined, nowMs: number, none: string)
 
 /** The URL of the same page over another range, with its filters and page parameters kept. */
 export function rangeUrl(state: ViewState, range: Range): string {
-  return buildUrl(routePath(state.route), { range, filters: state.filters }, keptParams(state.params));
+  return buildUrl(routePath(state.route), { range, filters: state.filters }, samePageParams(state));
 }
 
 /** The URL of the same page zoomed out one step (widerRange); undefined at the widest range already. */
@@ -114,7 +114,7 @@ export function zoomOutUrl(state: ViewState, nowMs: number): string | undefined 
 
 /** The URL of the same page and range with other filters. */
 export function filtersUrl(state: ViewState, filters: Record<string, string>): string {
-  return buildUrl(routePath(state.route), { range: state.range, filters }, keptParams(state.params));
+  return buildUrl(routePath(state.route), { range: state.range, filters }, samePageParams(state));
 }
 
 /** Whether a page's figures follow the header's filters: the overview and the hook pages; alerts and forwarding are the whole fleet's. */

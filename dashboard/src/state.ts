@@ -3,6 +3,7 @@
  * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
  */
 import { chartStepForSpan } from '../../shared/src/chart-step.ts';
+import { SILENCE_PARAM, silenceLabels } from '../../shared/src/silence-link.ts';
 import type { Query } from './api.ts';
 import { dateTime, timeZone, timeZoneLabel } from './format.ts';
 
@@ -127,6 +128,18 @@ export function keptParams(params: URLSearchParams): Record<string, string> {
     if (v !== null) out[k] = v;
   }
   return out;
+}
+
+/**
+ * What a range, filter or state filter change on the same page keeps: keptParams, and on the alerts page the
+ * labels of a notification's silence link (silence-link.ts), so its form stays open until the silence is made or
+ * the form closed. Other pages, and links to them, take none: the form is the alerts page's.
+ */
+export function samePageParams(state: Pick<ViewState, 'route' | 'params'>): Record<string, string> {
+  const kept = keptParams(state.params);
+  if (state.route.page !== 'alerts') return kept;
+  for (const [k, v] of silenceLabels(state.params)) kept[`${SILENCE_PARAM}${k}`] = v;
+  return kept;
 }
 
 /** Refresh period from `refresh=` (e.g. 5s, 1m, off); 15 s by default, never faster than 1 s. */

@@ -2,7 +2,8 @@
  * From a notification to a silence, as an on-call engineer goes: a real hookwatch notifies a webhook receiver and
  * a Slack receiver of a persisted alert; the silence link each carries opens the alerts page in headless Chromium
  * with the silence form prefilled with the alert's labels; confirming it silences the alert, and its repeat is
- * not sent. A feed alert's link, and its card on the alerts page, open the overview around the feed's last event.
+ * not sent. The form stays, as filled in, through range and state filter changes until the silence is made or the
+ * form closed. A feed alert's link, and its card on the alerts page, open the overview around the feed's last event.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -32,6 +33,18 @@ async function page(): Promise<WatchedPage> {
   const w = await watchedPage(browser);
   open.push(w);
   return w;
+}
+
+/** The silence link of the persisted alert's first notification. */
+function silenceUrl(): string {
+  const link = webhook.bodies<AlertmanagerWebhookBody>()[0]?.alerts[0]?.annotations['silence_url'];
+  if (!link) throw new Error('no silence link notified');
+  return link;
+}
+
+/** The silences made with this reason (expired ones too). */
+async function silencesFor(comment: string): Promise<Silence[]> {
+  return (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences.filter((s) => s.comment === comment);
 }
 
 beforeAll(async () => {
@@ -142,6 +155,58 @@ describe('silence link', () => {
     await p.goto(feed.generatorURL);
     await waitLoaded(p);
     expect(await p.textContent('h1 .range-label')).toMatch(/ to /);
+  });
+
+  it('keeps the linked form as filled in through range and state filter changes; once the silence is made, a reload does not open it again', async () => {
+    const { page: p } = await page();
+    await p.goto(silenceUrl());
+    await waitLoaded(p);
+    const form = p.locator('#silence-new form.silence-form');
+    await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
+    await form.locator('input[aria-label="Reason"]').fill('hook rewrite under review');
+    await p.selectOption('#alert-state', 'firing');
+    await p.waitForURL(/state=firing/);
+    await waitLoaded(p, 2);
+    await p.click('button[data-range="7d"]');
+    await p.waitForURL(/range=7d/);
+    await waitLoaded(p, 3);
+    // Still there, as the person left it: the link's labels stay in the URL until the silence is made or dismissed.
+    expect(await p.isVisible('#silence-new form.silence-form')).toBe(true);
+    expect(await form.locator('input[aria-label="Reason"]').inputValue()).toBe('hook rewrite under review');
+    expect(await form.locator('select[aria-label="Silence for"]').inputValue()).toBe(String(86_400_000));
+    expect([...new URL(p.url()).searchParams.keys()].filter((k) => k.startsWith('silence.')).sort())
+      .toEqual([...new URL(silenceUrl()).searchParams.keys()].sort());
+    expect(new URL(p.url()).searchParams.get('state')).toBe('firing');
+    await form.locator('input[aria-label="Your name"]').fill('platform on-call');
+    await form.locator('button[type="submit"]').click();
+    await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    const [made] = await silencesFor('hook rewrite under review');
+    expect(made?.createdBy).toBe('platform on-call');
+    // Made: the URL no longer asks for it, so a reload (or a range change) shows the page without the form.
+    const url = new URL(p.url());
+    expect([...url.searchParams.keys()].filter((k) => k.startsWith('silence.'))).toEqual([]);
+    expect([url.searchParams.get('state'), url.searchParams.get('range')]).toEqual(['firing', '7d']);
+    await p.reload();
+    await waitLoaded(p);
+    expect(await p.isHidden('#silence-new')).toBe(true);
+    expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made?.id}`, { method: 'DELETE' })).status).toBe(200);
+  });
+
+  it('closes the linked form on Cancel, for good', async () => {
+    const { page: p } = await page();
+    await p.goto(silenceUrl());
+    await waitLoaded(p);
+    await p.locator('#silence-new form.silence-form input[aria-label="Reason"]').fill('not now');
+    await p.locator('#silence-new button', { hasText: 'Cancel' }).click();
+    expect(await p.isHidden('#silence-new')).toBe(true);
+    expect([...new URL(p.url()).searchParams.keys()].filter((k) => k.startsWith('silence.'))).toEqual([]);
+    await p.click('button[data-range="7d"]');
+    await waitLoaded(p, 2);
+    expect(await p.isHidden('#silence-new')).toBe(true);
+    await p.reload();
+    await waitLoaded(p);
+    expect(await p.isHidden('#silence-new')).toBe(true);
+    expect(await silencesFor('not now')).toEqual([]);
   });
 
   it('links a quiet feed\'s alert card to the overview around its last event, as its notification does', async () => {

@@ -4,7 +4,7 @@
  * form asks the API for and what its result reads. Unit-tested in Node against API-shaped responses.
  */
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
-import { silenceLabels } from '../../../shared/src/silence-link.ts';
+import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
 import { dateTime, num, plural } from '../format.ts';
 import { rangeLabel, type Range, type ViewState } from '../state.ts';
 
@@ -188,6 +188,14 @@ export function silenceRequest(matchers: SilenceMatcher[], durationMs: number, c
  */
 export function linkMatchers(params: URLSearchParams): SilenceMatcher[] {
   return silenceLabels(params).map(([name, value]) => ({ name, value, isRegex: false, isEqual: true }));
+}
+
+/** The URL (path and query) without a silence link's labels: the same page, with no silence form to open. */
+export function withoutSilenceLink(loc: { pathname: string; search: string }): string {
+  const params = new URLSearchParams(loc.search);
+  for (const k of [...params.keys()]) if (k.startsWith(SILENCE_PARAM)) params.delete(k);
+  const qs = params.toString();
+  return loc.pathname + (qs ? `?${qs}` : '');
 }
 
 /**

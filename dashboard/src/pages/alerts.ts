@@ -1,20 +1,28 @@
 /**
  * Alerts: pending, firing and resolved, each with its notification delivery attempts, and a way to silence the
  * hook an alert is about; the silences in force, each with a way to expire it. Opened from a notification's
- * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused. When the
- * alerts API is not there (404) the page says so instead of failing.
+ * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused; it stays
+ * through range and state filter changes until the silence is made or the form closed. When the alerts API is not
+ * there (404) the page says so instead of failing.
  */
 import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
-import { breakable, h, replace, scrollBox, table } from '../dom.ts';
+import { breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
 import type { Page, PageContext } from '../page.ts';
-import { buildUrl, keptParams } from '../state.ts';
+import { buildUrl, keptParams, readState, samePageParams } from '../state.ts';
 import {
   DURATIONS, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText, silencePrompt,
-  silenceRequest, silenceRows, silencedText, stateFilter, type SilenceRow,
+  silenceRequest, silenceRows, silencedText, stateFilter, withoutSilenceLink, type SilenceRow,
 } from './alerts-state.ts';
+
+/**
+ * What was filled in on a silence link's form (its duration, reason and name, in order), kept while the page is
+ * drawn anew for a range or state filter change, so the person goes on where they left off; dropped once the
+ * silence is made or the form closed.
+ */
+let linkDraft: { link: string; values: string[] } | undefined;
 
 /** Builds the alerts page: draws what alerts-state.ts decides; the silence form and the attempts call the API. */
 export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
@@ -25,7 +33,11 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   const notice = h('div', { id: 'alerts-notice', role: 'status', 'aria-live': 'polite' });
   const stateSelect = h('select', { id: 'alert-state', 'aria-label': 'Show alerts in state' },
     h('option', { value: '' }, 'all states'), ...STATES.map((s) => h('option', { value: s, selected: s === filter }, s)));
-  stateSelect.addEventListener('change', () => ctx.navigate(buildUrl('/alerts', state, { ...keptParams(state.params), state: stateSelect.value || undefined }), { replace: true }));
+  stateSelect.addEventListener('change', () => {
+    // As the URL is now: a silence link's form closed since the page was drawn stays closed.
+    const now = readState(location);
+    ctx.navigate(buildUrl('/alerts', now, { ...samePageParams(now), state: stateSelect.value || undefined }), { replace: true });
+  });
   // Which replica sends the notifications listed here.
   const cluster = clusterPanel();
   // The silences in force, each with a way to expire it: found again after a reload, wherever it was made.
@@ -50,7 +62,8 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     }
   };
 
-  const silenceForm = (matchers: SilenceMatcher[], prompt: string): HTMLFormElement => {
+  /** `made`: called once the silence exists; `extra`: controls after the Silence button. */
+  const silenceForm = (matchers: SilenceMatcher[], prompt: string, made?: () => void, extra?: Child): HTMLFormElement => {
     const duration = h('select', { 'aria-label': 'Silence for' }, ...DURATIONS.map(([label, ms]) => h('option', { value: String(ms) }, label)));
     const comment = h('input', { type: 'text', 'aria-label': 'Reason', placeholder: 'reason (required)', maxlength: 500, required: true });
     const by = h('input', { type: 'text', 'aria-label': 'Your name', placeholder: 'your name', maxlength: 200, required: true });
@@ -63,6 +76,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         try {
           const created = await api.createSilence(silenceRequest(matchers, Number(duration.value), by.value, comment.value, now));
           const id = silenceIdOf(created);
+          made?.();
           // The card and the silences in force show it at once, not at the next refresh (never while paused).
           ctx.refresh();
           replace(result, silencedText(now + Number(duration.value), id),
@@ -81,16 +95,37 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       },
     },
     h('span', null, prompt),
-    duration, comment, by, h('button', { type: 'submit' }, 'Silence'), result);
+    duration, comment, by, h('button', { type: 'submit' }, 'Silence'), extra, result);
   };
 
   if (linked.length) {
-    const form = silenceForm(linked, 'Silence them for ');
+    const link = JSON.stringify(linked);
+    const close = h('button', { type: 'button', onclick: () => {
+      dismiss();
+      linkPanel.hidden = true;
+      root.focus({ preventScroll: true });
+    } }, 'Cancel');
+    /** The silence made or the form closed: the URL no longer opens it, so a reload or a range change does not. */
+    const dismiss = (): void => {
+      linkDraft = undefined;
+      ctx.replaceUrl(withoutSilenceLink(location));
+      close.textContent = 'Close';
+    };
+    const form = silenceForm(linked, 'Silence them for ', dismiss, close);
     replace(linkPanel, h('h2', { id: 'silence-new-heading' }, 'Silence an alert'),
       h('p', null, 'The notification links the alerts with these labels:'),
       h('ul', { class: 'silence-matchers' }, ...linked.map((m) => h('li', null, matcherText(m)))), linkNote, form);
+    const controls = [...linkPanel.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select')];
+    const restored = linkDraft?.link === link ? linkDraft.values : undefined;
+    controls.forEach((c, i) => {
+      const v = restored?.[i];
+      if (v !== undefined) c.value = v;
+    });
+    linkPanel.addEventListener('input', () => {
+      linkDraft = { link, values: controls.map((c) => c.value) };
+    });
     // The reason is what is left to type: the matchers are given, the duration has its default.
-    form.querySelector<HTMLInputElement>('input[aria-label="Reason"]')?.focus();
+    if (!restored) form.querySelector<HTMLInputElement>('input[aria-label="Reason"]')?.focus();
   }
 
   const expireButton = (row: SilenceRow): HTMLElement => {
