@@ -3,7 +3,8 @@
  * a Slack receiver of a persisted alert; the silence link each carries opens the alerts page in headless Chromium
  * with the silence form prefilled with the alert's labels; confirming it silences the alert, and its repeat is
  * not sent. The form stays, as filled in, through range and state filter changes until the silence is made or the
- * form closed. A feed alert's link, and its card on the alerts page, open the overview around the feed's last event.
+ * form closed, and its matchers can be unchecked to widen it. A feed alert's link, and its card on the alerts page,
+ * open the overview around the feed's last event.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
@@ -164,6 +165,8 @@ describe('silence link', () => {
     const form = p.locator('#silence-new form.silence-form');
     await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
     await form.locator('input[aria-label="Reason"]').fill('hook rewrite under review');
+    const severity = p.locator('#silence-new').getByRole('checkbox', { name: 'severity="critical"', exact: true });
+    await severity.uncheck();
     await p.selectOption('#alert-state', 'firing');
     await p.waitForURL(/state=firing/);
     await waitLoaded(p, 2);
@@ -174,6 +177,7 @@ describe('silence link', () => {
     expect(await p.isVisible('#silence-new form.silence-form')).toBe(true);
     expect(await form.locator('input[aria-label="Reason"]').inputValue()).toBe('hook rewrite under review');
     expect(await form.locator('select[aria-label="Silence for"]').inputValue()).toBe(String(86_400_000));
+    expect(await severity.isChecked()).toBe(false);
     expect([...new URL(p.url()).searchParams.keys()].filter((k) => k.startsWith('silence.')).sort())
       .toEqual([...new URL(silenceUrl()).searchParams.keys()].sort());
     expect(new URL(p.url()).searchParams.get('state')).toBe('firing');
@@ -182,6 +186,7 @@ describe('silence link', () => {
     await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
     const [made] = await silencesFor('hook rewrite under review');
     expect(made?.createdBy).toBe('platform on-call');
+    expect(made?.matchers.map((m) => m.name).sort()).toEqual(['alertname', 'hook_event', 'hook_name']);
     // Made: the URL no longer asks for it, so a reload (or a range change) shows the page without the form.
     const url = new URL(p.url());
     expect([...url.searchParams.keys()].filter((k) => k.startsWith('silence.'))).toEqual([]);
@@ -207,6 +212,39 @@ describe('silence link', () => {
     await waitLoaded(p);
     expect(await p.isHidden('#silence-new')).toBe(true);
     expect(await silencesFor('not now')).toEqual([]);
+  });
+
+  it('widens the linked silence by unchecking matchers, and says one must stay', async () => {
+    const { page: p } = await page();
+    await p.goto(silenceUrl());
+    await waitLoaded(p);
+    const panel = p.locator('#silence-new');
+    const form = panel.locator('form.silence-form');
+    // Each matcher a checkbox, named as the list writes it.
+    const labels = webhook.bodies<AlertmanagerWebhookBody>()[0]?.alerts[0]?.labels ?? {};
+    expect(Object.keys(labels).sort()).toEqual(['alertname', 'hook_event', 'hook_name', 'severity']);
+    const box = (name: string) => panel.getByRole('checkbox', { name: `${name}=${JSON.stringify(labels[name])}`, exact: true });
+    for (const name of Object.keys(labels)) {
+      expect(await box(name).isChecked()).toBe(true);
+      await box(name).uncheck();
+    }
+    // None left: a silence of no matcher would mute every alert; the page says so and creates nothing.
+    await panel.locator('p[role="status"]', { hasText: 'Keep at least one matcher' }).waitFor();
+    // hookwatch's clock has been moved hours past the browser's: a day outlasts the gap.
+    await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
+    await form.locator('input[aria-label="Reason"]').fill('mute every rule of the hook');
+    await form.locator('input[aria-label="Your name"]').fill('platform on-call');
+    await form.locator('button[type="submit"]').click();
+    await form.locator('.silence-result', { hasText: 'Keep at least one matcher' }).waitFor();
+    expect(await silencesFor('mute every rule of the hook')).toEqual([]);
+    // Every rule of the hook, whatever its severity: its hook labels only.
+    await box('hook_name').check();
+    await box('hook_event').check();
+    await form.locator('button[type="submit"]').click();
+    await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    const [made] = await silencesFor('mute every rule of the hook');
+    expect(made?.matchers.map((m) => `${m.name}=${m.value}`).sort()).toEqual(['hook_event=PreToolUse', `hook_name=${HOOK}`]);
+    expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made?.id}`, { method: 'DELETE' })).status).toBe(200);
   });
 
   it('links a quiet feed\'s alert card to the overview around its last event, as its notification does', async () => {

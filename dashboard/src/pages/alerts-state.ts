@@ -198,6 +198,9 @@ export function withoutSilenceLink(loc: { pathname: string; search: string }): s
   return loc.pathname + (qs ? `?${qs}` : '');
 }
 
+/** What a silence form says when no matcher is left to it: Alertmanager refuses a silence of none as well. */
+export const NO_MATCHER = 'Keep at least one matcher: a silence with none would mute every alert.';
+
 /**
  * What the linked silence form says of the alert it was linked from (the one whose labels are its matchers),
  * so a person opening a link someone else already followed sees the silence they made.

@@ -1,9 +1,9 @@
 /**
  * Alerts: pending, firing and resolved, each with its notification delivery attempts, and a way to silence the
  * hook an alert is about; the silences in force, each with a way to expire it. Opened from a notification's
- * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused; it stays
- * through range and state filter changes until the silence is made or the form closed. When the alerts API is not
- * there (404) the page says so instead of failing.
+ * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused, each label
+ * a matcher the person may uncheck to widen it; it stays through range and state filter changes until the silence
+ * is made or the form closed. When the alerts API is not there (404) the page says so instead of failing.
  */
 import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
@@ -13,14 +13,14 @@ import { breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams, readState, samePageParams } from '../state.ts';
 import {
-  DURATIONS, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText, silencePrompt,
-  silenceRequest, silenceRows, silencedText, stateFilter, withoutSilenceLink, type SilenceRow,
+  DURATIONS, NO_MATCHER, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText,
+  silencePrompt, silenceRequest, silenceRows, silencedText, stateFilter, withoutSilenceLink, type SilenceRow,
 } from './alerts-state.ts';
 
 /**
- * What was filled in on a silence link's form (its duration, reason and name, in order), kept while the page is
- * drawn anew for a range or state filter change, so the person goes on where they left off; dropped once the
- * silence is made or the form closed.
+ * What was filled in on a silence link's form (its checkboxes, duration, reason and name, in order), kept while
+ * the page is drawn anew for a range or state filter change, so the person goes on where they left off; dropped
+ * once the silence is made or the form closed.
  */
 let linkDraft: { link: string; values: string[] } | undefined;
 
@@ -63,7 +63,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   };
 
   /** `made`: called once the silence exists; `extra`: controls after the Silence button. */
-  const silenceForm = (matchers: SilenceMatcher[], prompt: string, made?: () => void, extra?: Child): HTMLFormElement => {
+  const silenceForm = (matchers: () => SilenceMatcher[], prompt: string, made?: () => void, extra?: Child): HTMLFormElement => {
     const duration = h('select', { 'aria-label': 'Silence for' }, ...DURATIONS.map(([label, ms]) => h('option', { value: String(ms) }, label)));
     const comment = h('input', { type: 'text', 'aria-label': 'Reason', placeholder: 'reason (required)', maxlength: 500, required: true });
     const by = h('input', { type: 'text', 'aria-label': 'Your name', placeholder: 'your name', maxlength: 200, required: true });
@@ -73,8 +73,13 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       onsubmit: async (ev: Event) => {
         ev.preventDefault();
         const now = Date.now();
+        const chosen = matchers();
+        if (chosen.length === 0) {
+          replace(result, NO_MATCHER);
+          return;
+        }
         try {
-          const created = await api.createSilence(silenceRequest(matchers, Number(duration.value), by.value, comment.value, now));
+          const created = await api.createSilence(silenceRequest(chosen, Number(duration.value), by.value, comment.value, now));
           const id = silenceIdOf(created);
           made?.();
           // The card and the silences in force show it at once, not at the next refresh (never while paused).
@@ -100,6 +105,10 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
 
   if (linked.length) {
     const link = JSON.stringify(linked);
+    // Each label a matcher, checked: unchecking one widens the silence (alertname: every rule of the hook).
+    const boxes = linked.map(() => h('input', { type: 'checkbox', checked: true }));
+    const chosen = (): SilenceMatcher[] => linked.filter((_, i) => boxes[i]?.checked);
+    const noneNote = h('p', { class: 'hint', role: 'status' });
     const close = h('button', { type: 'button', onclick: () => {
       dismiss();
       linkPanel.hidden = true;
@@ -111,18 +120,25 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       ctx.replaceUrl(withoutSilenceLink(location));
       close.textContent = 'Close';
     };
-    const form = silenceForm(linked, 'Silence them for ', dismiss, close);
+    const form = silenceForm(chosen, 'Silence them for ', dismiss, close);
     replace(linkPanel, h('h2', { id: 'silence-new-heading' }, 'Silence an alert'),
-      h('p', null, 'The notification links the alerts with these labels:'),
-      h('ul', { class: 'silence-matchers' }, ...linked.map((m) => h('li', null, matcherText(m)))), linkNote, form);
+      h('p', null, 'The notification links the alerts with these labels; the silence mutes every alert with the checked ones:'),
+      h('ul', { class: 'silence-matchers' }, ...linked.map((m, i) => h('li', null, h('label', null, boxes[i], matcherText(m))))), noneNote, linkNote, form);
     const controls = [...linkPanel.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select')];
     const restored = linkDraft?.link === link ? linkDraft.values : undefined;
     controls.forEach((c, i) => {
       const v = restored?.[i];
-      if (v !== undefined) c.value = v;
+      if (v === undefined) return;
+      if (c instanceof HTMLInputElement && c.type === 'checkbox') c.checked = v === 'true';
+      else c.value = v;
     });
+    const said = (): void => {
+      noneNote.textContent = chosen().length ? '' : NO_MATCHER;
+    };
+    said();
     linkPanel.addEventListener('input', () => {
-      linkDraft = { link, values: controls.map((c) => c.value) };
+      said();
+      linkDraft = { link, values: controls.map((c) => (c instanceof HTMLInputElement && c.type === 'checkbox' ? String(c.checked) : c.value)) };
     });
     // The reason is what is left to type: the matchers are given, the duration has its default.
     if (!restored) form.querySelector<HTMLInputElement>('input[aria-label="Reason"]')?.focus();
@@ -178,7 +194,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     let current = a;
     const card = h('article', { class: 'panel alert', 'data-alert-id': a.id },
       head, labels, times, details,
-      h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(hookMatchers(a), silencePrompt(a))));
+      h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(() => hookMatchers(a), silencePrompt(a))));
     const update = (n: AlertSummary): void => {
       current = n;
       const v = cardView(n, all, receivers, silences);
