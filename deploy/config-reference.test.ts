@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { isServiceLinkName } from '../collector/src/config/env-names.ts';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS, type Setting } from '../collector/src/config/schema.ts';
 import { CONFIG_DOC_PATH, formatDuration, renderConfigReference } from '../scripts/gen-config-docs.ts';
@@ -18,6 +19,9 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 /** README.md and every page of docs/, as a reader finds them. */
 const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+/** The folders whose code reads environment variables: the service, its tools, the dashboard, benchmarks, scripts, tests. */
+const CODE_DIRS = ['collector', 'dashboard', 'shared', 'bench', 'scripts'];
 
 /** The fenced code blocks of a Markdown text with their language and the line they start on. */
 function codeBlocks(text: string): { lang: string; line: number; body: string }[] {
@@ -35,6 +39,28 @@ function envAssignments(body: string): Record<string, string> | undefined {
     if (!value.includes('$')) env[m[1] as string] = value;
   }
   return Object.keys(env).length > 0 ? env : undefined;
+}
+
+/**
+ * `HOOKWATCH_*` names of `text` that are none of: a setting's variable, a name Kubernetes' service links make
+ * (which hookwatch ignores), a variable some code reads (`known`: the guard's, a benchmark's, the tests'); a
+ * name ending in `_` (`HOOKWATCH_OTLP_TLS_*`, `HOOKWATCH_PORT_<n>_...`) must begin one of those.
+ */
+function unknownEnvNames(text: string, known: ReadonlySet<string>): string[] {
+  const names = new Set([...text.matchAll(/\bHOOKWATCH_[A-Z0-9_]*/g)].map((m) => m[0]));
+  return [...names].filter((n) => !(known.has(n) || isServiceLinkName(n) || (n.endsWith('_') && (isServiceLinkName(n.slice(0, -1)) || [...known].some((k) => k.startsWith(n))))));
+}
+
+/** Every `HOOKWATCH_*` name settings declare or code outside the tests' own files reads. */
+function knownEnvNames(): Set<string> {
+  const known = new Set(SETTINGS.flatMap((s) => (s.env ? [s.env] : [])).concat('HOOKWATCH_CONFIG'));
+  for (const dir of CODE_DIRS) {
+    for (const file of readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })) {
+      if (!/\.(ts|mjs)$/.test(file) || file.endsWith('.test.ts') || file.includes('node_modules')) continue;
+      for (const m of readFileSync(join(ROOT, dir, file), 'utf8').matchAll(/\bHOOKWATCH_[A-Z0-9_]*[A-Z0-9]\b/g)) known.add(m[0]);
+    }
+  }
+  return known;
 }
 
 describe('docs/configuration.md', () => {
@@ -124,5 +150,20 @@ describe('config snippets in README.md and docs/*.md', () => {
       }
     });
     expect(refused).toEqual([]);
+  });
+});
+
+describe('HOOKWATCH_* variables named in README.md, SECURITY.md and docs/*.md', () => {
+  it('are settings, Kubernetes service links or variables hookwatch\'s code reads, so none is a name a reader sets in vain', () => {
+    const known = knownEnvNames();
+    expect(known).toContain('HOOKWATCH_GUARD_BUDGET');
+    const unknown = [...DOCS, 'SECURITY.md'].flatMap((file) => unknownEnvNames(readFileSync(join(ROOT, file), 'utf8'), known).map((n) => `${file}: ${n}`));
+    expect(unknown).toEqual([]);
+  });
+
+  it('finds a name nothing reads, and takes a prefix only when a known name begins with it', () => {
+    const known = new Set(['HOOKWATCH_OTLP_TLS_CERT_FILE', 'HOOKWATCH_GUARD_BUDGET']);
+    const text = 'Set `HOOKWATCH_GUARD_BUDGET`, `HOOKWATCH_OTLP_TLS_*`, `HOOKWATCH_PORT_4318_TCP_ADDR`, `HOOKWATCH_GUARD_BUDGT` and `HOOKWATCH_HTTP_TLS_*`.';
+    expect(unknownEnvNames(text, known)).toEqual(['HOOKWATCH_GUARD_BUDGT', 'HOOKWATCH_HTTP_TLS_']);
   });
 });
