@@ -12,7 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import { isServiceLinkName } from '../collector/src/config/env-names.ts';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS, type Setting } from '../collector/src/config/schema.ts';
-import { CONFIG_DOC_PATH, formatDuration, renderConfigReference } from '../scripts/gen-config-docs.ts';
+import { CONFIG_DOC_PATH, formatDuration, formatValue, renderConfigReference } from '../scripts/gen-config-docs.ts';
 
 const SCRIPT = fileURLToPath(new URL('../scripts/gen-config-docs.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -61,6 +61,25 @@ function knownEnvNames(): Set<string> {
     }
   }
   return known;
+}
+
+/**
+ * Rows of hand-written settings tables (`| \`key\` | \`HOOKWATCH_...\` | default | ...`) that disagree with the
+ * schema: an unknown key, another variable, or a default other than the one docs/configuration.md gives. A
+ * default in words (`(none)`, `(generated, kept in the store)`) or left blank stands for an empty one only.
+ */
+function staleSettingRows(text: string, settings: readonly Setting[] = SETTINGS): string[] {
+  const stale: string[] = [];
+  for (const m of text.matchAll(/^\| `([A-Za-z.]+)` \| `(HOOKWATCH_[A-Z0-9_]+)` \|([^|]*)\|/gm)) {
+    const [, key, env, cell] = m as unknown as [string, string, string, string];
+    const s = settings.find((x) => x.key === key);
+    const shown = /^\s*`([^`]*)`\s*$/.exec(cell)?.[1];
+    const empty = s !== undefined && (s.default === '' || s.default === null || (Array.isArray(s.default) && s.default.length === 0));
+    if (!s) stale.push(`${key}: no such setting`);
+    else if (s.env !== env) stale.push(`${key}: its variable is ${s.env ?? '(none)'}, not ${env}`);
+    else if (shown === undefined ? !empty : shown !== formatValue(s, s.default)) stale.push(`${key}: its default is ${formatValue(s, s.default)}, not ${cell.trim()}`);
+  }
+  return stale;
 }
 
 describe('docs/configuration.md', () => {
@@ -165,5 +184,32 @@ describe('HOOKWATCH_* variables named in README.md, SECURITY.md and docs/*.md', 
     const known = new Set(['HOOKWATCH_OTLP_TLS_CERT_FILE', 'HOOKWATCH_GUARD_BUDGET']);
     const text = 'Set `HOOKWATCH_GUARD_BUDGET`, `HOOKWATCH_OTLP_TLS_*`, `HOOKWATCH_PORT_4318_TCP_ADDR`, `HOOKWATCH_GUARD_BUDGT` and `HOOKWATCH_HTTP_TLS_*`.';
     expect(unknownEnvNames(text, known)).toEqual(['HOOKWATCH_GUARD_BUDGT', 'HOOKWATCH_HTTP_TLS_']);
+  });
+});
+
+describe('settings tables in README.md and docs/*.md', () => {
+  it('name each setting with its variable and default as the schema has them', () => {
+    const pages = DOCS.filter((f) => f !== 'docs/configuration.md').map((file) => ({ file, text: readFileSync(join(ROOT, file), 'utf8') }));
+    const rows = pages.flatMap(({ text }) => [...text.matchAll(/^\| `[A-Za-z.]+` \| `HOOKWATCH_/gm)]).length;
+    // README's "Configuration" table and docs/postgres.md's.
+    expect(rows, 'table rows found').toBeGreaterThanOrEqual(25);
+    expect(pages.flatMap(({ file, text }) => staleSettingRows(text).map((p) => `${file}: ${p}`))).toEqual([]);
+  });
+
+  it('finds a row whose key, variable or default the schema does not have', () => {
+    const table = [
+      '| `retention.events` | `HOOKWATCH_RETENTION_EVENTS` | `30d` | raw events |',
+      '| `retention.events` | `HOOKWATCH_RETENTION_EVENTS` | `14d` | raw events |',
+      '| `retention.event` | `HOOKWATCH_RETENTION_EVENTS` | `30d` | raw events |',
+      '| `otlp.maxRequestBytes` | `HOOKWATCH_OTLP_MAX_BYTES` | `20MiB` | size |',
+      '| `otlp.ingestToken` | `HOOKWATCH_INGEST_TOKEN` | (none) | bearer token |',
+      '| `db` | `HOOKWATCH_DB` | (none) | SQLite file |',
+    ].join('\n');
+    expect(staleSettingRows(table)).toEqual([
+      'retention.events: its default is 30d, not `14d`',
+      'retention.event: no such setting',
+      'otlp.maxRequestBytes: its variable is HOOKWATCH_OTLP_MAX_REQUEST_BYTES, not HOOKWATCH_OTLP_MAX_BYTES',
+      'db: its default is ./data/hookwatch.db, not (none)',
+    ]);
   });
 });

@@ -14,7 +14,8 @@ export { formatDuration };
 /** Where the generated reference lives. */
 export const CONFIG_DOC_PATH = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 
-function formatValue(s: Setting, v: unknown): string {
+/** A setting's value as the reference writes it (`30s`, `20MiB`, `team,workflow.name`). */
+export function formatValue(s: Setting, v: unknown): string {
   if (s.type === 'duration' && typeof v === 'number') return formatDuration(v);
   if (s.type === 'bytes' && typeof v === 'number') return formatBytes(v);
   if (s.type === 'list' && Array.isArray(v)) return v.length ? v.join(',') : '(empty)';
