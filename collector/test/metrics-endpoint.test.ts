@@ -25,7 +25,7 @@ import { EXPOSITION_CONTENT_TYPE } from '../src/telemetry/metrics.ts';
 import { sendReport } from '../src/tools/guard/report-send.ts';
 import type { GuardReport } from '../src/tools/guard/report.ts';
 import { HttpDownstream } from './support/downstream-recorder.ts';
-import { documentedAs, documentedMetrics, startFullyConfiguredService } from './support/metrics-coverage.ts';
+import { NOT_METRICS, documentedAs, documentedMetrics, startFullyConfiguredService, undocumentedMetrics } from './support/metrics-coverage.ts';
 import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
@@ -494,5 +494,18 @@ describe('GET /metrics', () => {
     } finally {
       await full.close();
     }
+  });
+
+  it('names in README.md, SECURITY.md and docs/*.md only metrics docs/deploy.md\'s table lists (the table is checked against /metrics above)', () => {
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const pages = ['README.md', 'SECURITY.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const documented = documentedMetrics();
+    expect(pages.flatMap((p) => undocumentedMetrics(readFileSync(join(root, p), 'utf8'), documented).map((n) => `${p}: ${n}`))).toEqual([]);
+    // The words that are not metrics are what they are said to be: the signal channels and the test alert's name.
+    const named = [readFileSync(join(root, 'collector/src/store/postgres/bus.ts'), 'utf8'), readFileSync(join(root, 'collector/src/api/alerts.ts'), 'utf8')].join('\n');
+    expect(NOT_METRICS.filter((n) => !named.includes(`'${n}'`))).toEqual(['hookwatch_restored']);
+    expect(documented.filter((d) => NOT_METRICS.includes(d))).toEqual([]);
+    const found = undocumentedMetrics('`hookwatch_forward_queue_depth`, `hookwatch_hook_overflow_executions_total`, `hookwatch_store_operation_duration_seconds_bucket`, `hookwatch_forward_queue_dept`, `NOTIFY hookwatch_lease`', documented);
+    expect(found).toEqual(['hookwatch_forward_queue_dept']);
   });
 });

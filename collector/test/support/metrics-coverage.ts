@@ -39,6 +39,22 @@ export function documentedAs(documented: string, name: string): boolean {
   return new RegExp(`^${documented.replace(/\*/g, '[a-z0-9_]*')}$`).test(name);
 }
 
+/**
+ * Words of the form `hookwatch_...` in hookwatch's pages that are not metrics: PostgreSQL's signal channels
+ * (`NOTIFY hookwatch_ingest`), the receiver test's alert name, and the database name of a restore example.
+ */
+export const NOT_METRICS = ['hookwatch_ingest', 'hookwatch_lease', 'hookwatch_silences', 'hookwatch_test', 'hookwatch_restored'];
+
+/**
+ * The metric names `text` mentions that docs/deploy.md's table (`documented`) does not list. A histogram's
+ * `_bucket`, `_sum` and `_count` series count as its family; `*` in a mention is a wildcard, as in the table.
+ */
+export function undocumentedMetrics(text: string, documented: readonly string[]): string[] {
+  const mentioned = new Set([...text.matchAll(/\bhookwatch_[a-z0-9_*]*[a-z0-9*]/g)].map((m) => m[0]).filter((n) => !NOT_METRICS.includes(n)));
+  const listed = (name: string): boolean => documented.some((d) => d === name || documentedAs(d, name) || documentedAs(name, d));
+  return [...mentioned].filter((n) => !listed(n) && !listed(n.replace(/_(bucket|sum|count)$/, '')));
+}
+
 export interface FullyConfiguredService {
   service: TestService;
   downstream: HttpDownstream;
