@@ -1,5 +1,5 @@
 /** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
@@ -402,6 +402,46 @@ describe('GET /api/v1/hooks/:id/breakdown while events arrive', () => {
       cursor = next.body.nextCursor;
     }
     expect([values, [...totals]]).toEqual([['bob', 'carol'], [4]]);
+  });
+});
+
+/**
+ * The routes of hookwatch's HTTP port that a page names with their method (`GET /api/v1/hooks/:id`,
+ * `GET/POST /api/v1/silences`, `POST /-/reload`), as [method, path] with each `:param` or `<param>` as `x`.
+ * Paths of the OTLP port (`/v1/logs`) and of other servers (Alertmanager's `/api/v2/alerts`) are left out.
+ */
+function namedRoutes(text: string): [string, string][] {
+  const routes = new Map<string, [string, string]>();
+  for (const m of text.matchAll(/\b((?:GET|HEAD|POST|PUT|PATCH|DELETE)(?:\/(?:GET|HEAD|POST|PUT|PATCH|DELETE))*) (\/(?:api\/v1|-)\/[A-Za-z0-9_:<>./-]*[A-Za-z0-9_>]|\/metrics|\/healthz|\/readyz)/g)) {
+    const path = (m[2] as string).replace(/\/(?::[A-Za-z]+|<[^>]*>)/g, '/x');
+    for (const method of (m[1] as string).split('/')) routes.set(`${method} ${path}`, [method, path]);
+  }
+  return [...routes.values()];
+}
+
+describe('routes named in README.md, SECURITY.md and docs/*.md', () => {
+  /** A request a page names as one no route answers, to say what it gets. */
+  const REFUSED = ['POST /api/v1/hooks'];
+
+  it('are served with that method: OPTIONS on the path lists it in Allow', async () => {
+    const root = new URL('../../../', import.meta.url);
+    const pages = ['README.md', 'SECURITY.md', ...readdirSync(new URL('docs/', root)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const routes = new Map(pages.flatMap((p) => namedRoutes(readFileSync(new URL(p, root), 'utf8'))).map(([m, path]) => [`${m} ${path}`, [m, path] as const]));
+    expect(routes.size, 'routes named').toBeGreaterThan(20);
+    const missing: string[] = [];
+    for (const [name, [method, path]] of routes) {
+      const res = await fetch(`${service.httpUrl}${path}`, { method: 'OPTIONS' });
+      const allow = (res.headers.get('allow') ?? '').split(/,\s*/);
+      if (REFUSED.includes(name) === allow.includes(method)) missing.push(`${name}: OPTIONS answered ${res.status}, Allow: ${allow.join(', ')}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('reads a route with its method, several methods and placeholders, and leaves other servers\' paths out', () => {
+    const text = '`GET/POST /api/v1/silences`, `DELETE /api/v1/silences/:id`, `POST /api/v1/receivers/<name>/test`, `POST /-/reload`, `GET /healthz`, `POST /v1/logs`, `POST /api/v2/alerts`';
+    expect(namedRoutes(text)).toEqual([
+      ['GET', '/api/v1/silences'], ['POST', '/api/v1/silences'], ['DELETE', '/api/v1/silences/x'], ['POST', '/api/v1/receivers/x/test'], ['POST', '/-/reload'], ['GET', '/healthz'],
+    ]);
   });
 });
 
