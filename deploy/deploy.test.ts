@@ -683,6 +683,16 @@ describe('Kubernetes manifests', () => {
     });
   });
 
+  it('names the namespace in every kubectl command the pages show, as docs/deploy.md installs into it', () => {
+    // The manifests carry no namespace: docs/deploy.md creates \`hookwatch\` and applies into it. A command
+    // without \`-n hookwatch\` acts on the current context's namespace, where no hookwatch runs.
+    const pages = ['README.md', 'SECURITY.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    expect(read('docs/deploy.md')).toContain('kubectl create namespace hookwatch');
+    const unnamed = pages.flatMap((f) => read(f).split('\n').flatMap((line, i) =>
+      [...line.matchAll(/(?:^|`)(kubectl (?!-n hookwatch )(?!kustomize\b|create namespace )[^`]*)/g)].map((m) => `${f}:${i + 1}: ${m[1]}`)));
+    expect(unnamed).toEqual([]);
+  });
+
   it('the install commands of docs/deploy.md create, for each overlay, a Secret with every key its Deployment requires', () => {
     const section = kubernetesDocs();
     const block = /```sh\n([\s\S]*?)\n```/.exec(section)?.[1] ?? '';
