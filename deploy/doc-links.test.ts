@@ -45,6 +45,27 @@ function brokenLinks(root: string, page: string, text: string, read: (path: stri
   return broken;
 }
 
+/** The repository's top-level folders a page names files under. */
+const FOLDERS = ['collector', 'dashboard', 'deploy', 'bench', 'scripts', 'shared', 'docs', '.ci'];
+
+/** `.gitignore`'s patterns as expressions: a path they match is made by a command (`npm run bench`), not kept. */
+function ignored(root: string): RegExp[] {
+  return readFileSync(join(root, '.gitignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) => new RegExp(`(^|/)${l.replace(/\/$/, '').replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}(/|$)`));
+}
+
+/**
+ * Repository paths `text` names (`deploy/prometheus/rules.yml`, `collector/test/support/postgres/server.ts`), in
+ * prose and code alike, that are neither in `root` nor made by a command; a path with a placeholder
+ * (`<pod>`, `*`, `{json,md}`, `$VAR`) is a pattern, and `deploy/hookwatch` is kubectl's name of the Deployment.
+ */
+function missingPaths(root: string, text: string): string[] {
+  const patterns = ignored(root);
+  const named = text.matchAll(new RegExp(`(?<![\\w./$~-])(?:${FOLDERS.map((f) => f.replace('.', '\\.')).join('|')})/[A-Za-z0-9_./-]*(?![A-Za-z0-9_./-]*[<*{$])`, 'g'));
+  const paths = new Set([...named].map((m) => m[0].replace(/[./]+$/, '')).filter((p) => p !== 'deploy/hookwatch'));
+  return [...paths].filter((p) => !existsSync(join(root, p)) && !patterns.some((re) => re.test(p)));
+}
+
 describe('links in README.md, SECURITY.md and docs/*.md', () => {
   it('every relative link names an existing file and every anchor a heading of that page', () => {
     const links = PAGES.map((p) => [...prose(readFileSync(join(ROOT, p), 'utf8')).matchAll(/\]\((?![a-z]+:)[^)]+\)/g)].length).reduce((a, b) => a + b, 0);
@@ -61,5 +82,16 @@ describe('links in README.md, SECURITY.md and docs/*.md', () => {
       'deploy.md: missing.md (no file missing.md)',
       'deploy.md: #a-comment (no heading #a-comment in deploy.md)',
     ]);
+  });
+
+  it('every repository path a page names exists, or is made by a command the page gives', () => {
+    const named = PAGES.map((p) => [...readFileSync(join(ROOT, p), 'utf8').matchAll(/(?<![\w./$~-])(?:collector|deploy|bench)\//g)].length).reduce((a, b) => a + b, 0);
+    expect(named, 'paths named').toBeGreaterThan(50);
+    expect(PAGES.flatMap((p) => missingPaths(ROOT, readFileSync(join(ROOT, p), 'utf8')).map((m) => `${p}: ${m}`))).toEqual([]);
+  });
+
+  it('finds a path that is not there, and leaves patterns, generated files and kubectl\'s deploy/hookwatch alone', () => {
+    const text = 'See `deploy/prometheus/rules.yml`, deploy/prometheus/rule.yml, `bench/results/latest.json`, `bench/results/<name>.md`, `kubectl exec deploy/hookwatch`, https://example.com/docs/x.md and `collector/src/nope.ts:12`.';
+    expect(missingPaths(ROOT, text)).toEqual(['deploy/prometheus/rule.yml', 'collector/src/nope.ts']);
   });
 });
