@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { markdownTable, type BenchModule, type BenchResult } from './lib/result.ts';
 
 /** Benchmark modules, in run order (relative to this file). */
@@ -49,8 +50,24 @@ function gitCommit(): string {
   }
 }
 
-/** Runs the modules (all by default) and returns the report. */
-export async function runAll(quick: boolean, modules: readonly string[] = MODULES, log: (line: string) => void = () => {}, onProgress: (partial: BenchReport) => void = () => {}): Promise<BenchReport> {
+const USAGE = `Usage: npm run bench [-- [--quick] [--only MODULE,...] [--out NAME]]
+
+Runs every benchmark module (or those --only names) and writes bench/results/NAME.json and NAME.md
+(NAME defaults to latest, the full run the docs cite).
+  --quick      smoke-test sizes (seconds per module)
+  --only       the modules to run, separated by commas, .ts optional: ${MODULES.join(', ')}
+  --out NAME   the report's name under bench/results/
+  --help       this help
+`;
+
+/** The command that writes the same report again, as the report names it. */
+export function commandOf(quick: boolean, only: readonly string[] | undefined, out: string): string {
+  const args = [quick ? '--quick' : '', only ? `--only ${only.join(',')}` : '', out !== 'latest' ? `--out ${out}` : ''].filter(Boolean);
+  return args.length > 0 ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
+}
+
+/** Runs the modules (all by default) and returns the report, naming `command` as the one that ran. */
+export async function runAll(quick: boolean, modules: readonly string[] = MODULES, log: (line: string) => void = () => {}, onProgress: (partial: BenchReport) => void = () => {}, command = commandOf(quick, modules.length === MODULES.length ? undefined : modules, 'latest')): Promise<BenchReport> {
   const started = Date.now();
   const commit = gitCommit();
   const outcomes: ModuleOutcome[] = [];
@@ -80,15 +97,14 @@ export async function runAll(quick: boolean, modules: readonly string[] = MODULE
   return report();
 
   function report(): BenchReport {
-    return reportOf(quick, modules, started, commit, outcomes);
+    return reportOf(quick, command, started, commit, outcomes);
   }
 }
 
-function reportOf(quick: boolean, modules: readonly string[], started: number, commit: string, outcomes: ModuleOutcome[]): BenchReport {
+function reportOf(quick: boolean, command: string, started: number, commit: string, outcomes: ModuleOutcome[]): BenchReport {
   const cpuList = cpus();
-  const only = modules.length === MODULES.length ? '' : ` --only ${modules.join(',')}`;
   return {
-    command: `npm run bench${quick || only ? ' --' : ''}${quick ? ' --quick' : ''}${only}`,
+    command,
     quick,
     startedAt: new Date(started).toISOString(),
     seconds: (Date.now() - started) / 1000,
@@ -129,21 +145,29 @@ export function renderMarkdown(r: BenchReport): string {
   return lines.join('\n');
 }
 
-/** The value after `--name`, if given. */
-function flag(name: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i === -1 ? undefined : process.argv[i + 1];
+/** The command line, or exit: 0 after --help, 2 with the usage for anything else it does not take. */
+function args(): { quick: boolean; only: string[] | undefined; out: string } {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean' } }, strict: true, allowPositionals: false }));
+  } catch (err) {
+    console.error(`bench: ${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  return { quick: values.quick ?? false, only: values.only?.split(',').map((m) => (m.endsWith('.ts') ? m : `${m}.ts`)), out: values.out ?? 'latest' };
 }
 
 if (import.meta.main) {
-  const quick = process.argv.includes('--quick');
-  const only = flag('--only')?.split(',').map((m) => (m.endsWith('.ts') ? m : `${m}.ts`));
+  const { quick, only, out } = args();
   const unknown = only?.filter((m) => !(MODULES as readonly string[]).includes(m)) ?? [];
   if (unknown.length > 0) {
     console.error(`bench: unknown module(s) ${unknown.join(', ')}; known: ${MODULES.join(', ')}`);
     process.exit(2);
   }
-  const out = flag('--out') ?? 'latest';
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const write = (r: BenchReport): string => {
@@ -152,7 +176,7 @@ if (import.meta.main) {
     writeFileSync(`${dir}${out}.md`, md);
     return md;
   };
-  const report = await runAll(quick, only ?? MODULES, (line) => console.error(line), write);
+  const report = await runAll(quick, only ?? MODULES, (line) => console.error(line), write, commandOf(quick, only, out));
   console.log(write(report));
   const failed = report.modules.filter((m) => m.status === 'failed');
   process.exit(failed.length > 0 ? 1 : 0);
