@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { useFixture } from './experience-fixture.ts';
+import { COLUMNS } from '../src/pages/overview-state.ts';
 import { waitLoaded } from './harness.ts';
 
 const fx = useFixture();
@@ -274,8 +275,8 @@ describe('dark mode, phones and every page', () => {
     expect(await measure()).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true });
   });
 
-  it('shows every column of the hooks table on a 1280 px laptop, Last seen included, without sideways scrolling', async () => {
-    const { page: p } = await page({ width: 1280, height: 800 });
+  it.each([1280, 1024])('shows every column of the hooks table on a %i px laptop, Last seen included, without sideways scrolling', async (width) => {
+    const { page: p } = await page({ width, height: 800 });
     await p.goto(`${fx.svc().httpUrl}/`);
     await waitLoaded(p);
     await p.waitForFunction(() => performance.getEntriesByName('hookwatch:first-charts').length > 0);
@@ -283,10 +284,13 @@ describe('dark mode, phones and every page', () => {
       const t = document.querySelector('#hooks-table') as HTMLElement;
       const box = (t.parentElement as HTMLElement).getBoundingClientRect();
       const last = [...document.querySelectorAll('#hooks-table thead th, #hook-rows tr > :last-child')].at(-1)?.getBoundingClientRect();
-      return { overflow: t.scrollWidth - (t.parentElement as HTMLElement).clientWidth, lastRight: last?.right ?? Infinity, boxRight: box.right };
+      const shown = [...document.querySelectorAll('#hooks-table thead th')].filter((th) => th.getBoundingClientRect().width > 0).map((th) => th.textContent?.replace(/[▲▼]/g, '').trim());
+      return { overflow: t.scrollWidth - (t.parentElement as HTMLElement).clientWidth, lastRight: last?.right ?? Infinity, boxRight: box.right, shown };
     });
     expect(m.overflow).toBeLessThanOrEqual(0);
     expect(m.lastRight).toBeLessThanOrEqual(m.boxRight);
+    // Fitted, not thinned: every column is there.
+    expect(m.shown).toEqual(COLUMNS.map((c) => c.label));
   });
 
   it('wraps a long name inside a run without cutting an emoji in two', async () => {
