@@ -217,6 +217,23 @@ describe('wording', () => {
       ['2.1.250', 'none known'], ['2.1.332', '0'],
     ]);
   });
+
+  it('says "at least" of the fleet\'s outputs persisted while executions in range sent no size data, and "none known" when none did', async () => {
+    const { page: p } = await page();
+    await p.goto(`${fx.svc().httpUrl}/`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toMatch(/^at least [1-9]\d*$/);
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toMatch(/^\d+ executions? lost output to the cap; 17 executions sent no size data$/);
+    // The old client alone: no execution measured, none known persisted; not a bare 0.
+    await p.goto(`${fx.svc().httpUrl}/?f.service.version=2.1.250`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('none known');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('0 executions lost output to the cap; 17 executions sent no size data');
+    // The team whose one execution was measured: exact.
+    await p.goto(`${fx.svc().httpUrl}/?f.team=platform`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('0');
+  });
 });
 
 describe('charts', () => {

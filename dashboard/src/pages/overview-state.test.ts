@@ -1,11 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { OverviewResponse } from '../../../shared/src/api.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry,
+  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -194,13 +195,21 @@ describe('fleet figures', () => {
     expect(k.map((x) => [x.id, x.value, x.note])).toEqual([
       ['executions', '81', '81 hook commands run'],
       ['success', '80', '98.8%'],
-      ['persisted', '1', '1 execution lost output to the cap'],
+      ['persisted', 'at least 1', '1 execution lost output to the cap; 29 executions sent no size data'],
       ['hooks', '5', '1 over · 1 near · 1 ok · 2 unknown'],
       ['size-share', '64.2%', '29 executions without sizes'],
       ['last-event', '3 min ago', '30/11/2026, 08:27'],
     ]);
     // The card keeps counting from the event, not from the last refresh.
     expect(k.at(-1)?.agoOf).toBe('2026-11-30T08:27:00.000Z');
+  });
+
+  it('says of the fleet\'s outputs persisted, as of a hook\'s, "at least N" or "none known" when executions sent no size data', () => {
+    const persisted = (totals: Partial<OverviewResponse['totals']>): Kpi | undefined => kpis(overview({ totals: { ...overview().totals, ...totals } }), [OVER, NEAR, OK, PARTIAL, BLIND], {}, NOW).find((x) => x.id === 'persisted');
+    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 0 })).toMatchObject({ value: 'none known', note: '0 executions lost output to the cap; 29 executions sent no size data' });
+    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 2, sizeUnknownExecutions: 0 })).toMatchObject({ value: 'at least 2', note: '2 executions lost output to the cap; 2 executions measured over the cap, counted as one output each' });
+    // Every execution measured and reporting its count: exact.
+    expect(persisted({ outputsPersisted: 3, executionsWithPersisted: 2, sizeUnknownExecutions: 0 })).toMatchObject({ value: '3', note: '2 executions lost output to the cap' });
   });
 
   it('counts the statuses of every hook, not of the page loaded, when only the riskiest are loaded', () => {

@@ -248,10 +248,13 @@ export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], 
   if (hooks.length < overview.hooks) Object.assign(sc, overview.statusCounts);
   else for (const hk of hooks) sc[shownStatus(hk)]++;
   const filtered = Object.keys(filters).length > 0;
+  // A lower bound says so, and why, as a hook's figure does: unknown is not zero.
+  const persisted = persistedKnown(t);
+  const lost = `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap`;
   return [
     { id: 'executions', label: 'Executions', value: num(t.executions), note: `${plural(t.numHooks, 'hook command')} run` },
     { id: 'success', label: 'Commands reporting success', value: num(t.success), note: t.numHooks ? pct(t.success / t.numHooks) : undefined },
-    { id: 'persisted', label: 'Outputs persisted', value: num(persistedAtLeast(t)), note: `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap` },
+    { id: 'persisted', label: 'Outputs persisted', value: persisted.text, note: persisted.why === null ? lost : `${lost}; ${persisted.why}` },
     { id: 'hooks', label: 'Hooks', value: num(overview.hooks), note: `${num(sc.over)} over · ${num(sc.near)} near · ${num(sc.ok)} ok · ${num(sc.unknown)} unknown` },
     { id: 'size-share', label: 'Events with size data', value: pct(overview.sizeDataShare), note: `${plural(t.sizeUnknownExecutions, 'execution')} without sizes` },
     filtered
