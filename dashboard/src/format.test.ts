@@ -72,6 +72,21 @@ describe('format', () => {
     expect(bucketCovers({ from: '2026-11-30T00:00:00.000Z', to: '2026-11-30T02:00:00.000Z', step: 3600 }, ['2026-11-30T00:00:00.000Z', '2026-11-30T01:00:00.000Z']).map((c) => c.partial)).toEqual([false, false]);
   });
 
+  it('gives the seconds of the bucket still filling, which the answer ends at its own time, not on the minute', () => {
+    setTimeZone('UTC');
+    // The last hour at 11:23:27: minute buckets, the newest run 27 seconds ("11:23–11:23" would say nothing).
+    const hour = { from: '2026-11-30T10:23:00.000Z', to: '2026-11-30T11:24:00.000Z', step: 60 };
+    const covers = bucketCovers(hour, ['2026-11-30T11:22:00.000Z', '2026-11-30T11:23:00.000Z'], ['2026-11-30T11:23:00.000Z', '2026-11-30T11:23:27.000Z']);
+    expect(covers.map((c) => c.partial)).toEqual([false, true]);
+    expect(partialBucketTitle(covers[1]!, 60, 3_660_000)).toBe('11:23–11:23:27 (partial)');
+    expect(bucketCell('2026-11-30T11:23:00.000Z', covers[1], 60)).toBe('30/11/2026, 11:23–11:23:27 (partial)');
+    const tenMinutes = bucketCovers({ ...hour, step: 600 }, ['2026-11-30T11:20:00.000Z'], ['2026-11-30T11:23:27.000Z'])[0]!;
+    expect(partialBucketTitle(tenMinutes, 600, 86_460_000)).toBe('30/11, 11:20–11:23:27 (partial)');
+    // A day bucket keeps its minutes, as its axis does.
+    const today = bucketCovers({ ...hour, from: '2026-11-01T11:23:00.000Z', step: 86_400 }, ['2026-11-30T00:00:00.000Z'], ['2026-11-30T11:23:27.000Z'])[0]!;
+    expect(partialBucketTitle(today, 86_400, 30 * 86_400_000)).toBe('30/11 00:00–11:23 (UTC, partial)');
+  });
+
   it('names the end\'s day of a partial bucket longer than a day, as the charts of ranges over 60 days draw them', () => {
     browserIn('America/Los_Angeles');
     const span = 90 * 86_400_000;

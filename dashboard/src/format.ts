@@ -207,9 +207,14 @@ function utcSpan(c: BucketCover, dayOf: (ms: number) => string): string {
   return `${dayOf(c.fromMs)} ${utcTime(c.fromMs, false)}–${endDay}${utcTime(c.toMs, true)} (UTC, partial)`;
 }
 
-/** The end of a span starting `fromMs`: its time alone on the same day (or when `timeOnly`), with its day otherwise. */
+/**
+ * The end of a span starting `fromMs`: its time alone on the same day (or when `timeOnly`), with its day otherwise.
+ * The bucket still filling ends at the time of the answer, not on a minute: its time then has its seconds, or a
+ * minute bucket would read "11:23–11:23".
+ */
 function spanEnd(fromMs: number, toMs: number, timeOnly: boolean, withDay: Intl.DateTimeFormat): string {
-  return (timeOnly || day(fromMs) === day(toMs - 1) ? formats.time : withDay).format(new Date(toMs));
+  const time = toMs % 60_000 === 0 ? formats.time : formats.seconds;
+  return (timeOnly || day(fromMs) === day(toMs - 1) ? time : withDay).format(new Date(toMs));
 }
 
 /**

@@ -7,8 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { postOtlp } from '../../collector/test/helpers.ts';
-import { NOW, PARTIAL, useFixture } from './experience-fixture.ts';
+import { postOtlp, startTestService } from '../../collector/test/helpers.ts';
+import { hookId } from '../../collector/src/hooks/extract.ts';
+import { NOW, PARTIAL, PORTS, useFixture } from './experience-fixture.ts';
 import { hoverTooltips, waitLoaded, watchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
@@ -19,12 +20,12 @@ const CUT = 'range=custom&from=2026-11-30T06%3A00%3A00.000Z&to=2026-11-30T08%3A1
 /** 06:00 until 08:15 UTC: the same buckets, every one whole. */
 const ALIGNED = 'range=custom&from=2026-11-30T06%3A00%3A00.000Z&to=2026-11-30T08%3A15%3A00.000Z';
 
-/** Opens `path` in UTC in the colour scheme given, runs `use`, and fails on any page error. */
-async function inScheme(scheme: 'light' | 'dark', path: string, use: (p: Page) => Promise<void>): Promise<void> {
+/** Opens `path` (of the fixture's hookwatch, or of `base`) in UTC in the colour scheme given, runs `use`, and fails on any page error. */
+async function inScheme(scheme: 'light' | 'dark', path: string, use: (p: Page) => Promise<void>, base = fx.svc().httpUrl): Promise<void> {
   const w = await watchedPage(fx.browser(), { timezoneId: 'UTC', width: 1920 });
   try {
     await w.page.emulateMedia({ colorScheme: scheme });
-    await w.page.goto(`${fx.svc().httpUrl}${path}`);
+    await w.page.goto(`${base}${path}`);
     await waitLoaded(w.page);
     await use(w.page);
     expect(w.errors).toEqual([]);
@@ -119,6 +120,51 @@ describe('a bucket the range cuts', () => {
       expect(await saidAtEnd(p, 'chart-fleet')).toMatch(/^08:10 \| 08:10; largest output in the fleet: 400 chars/);
       expect((await firstCells(p, 'fleet')).at(-1)).toBe('30/11/2026, 08:10');
     });
+  });
+});
+
+describe('the bucket still filling in a range ending now', () => {
+  it('is partial on every range, the last hour\'s newest minute too, and the first when the range starts inside one', async () => {
+    // 08:33:27: the API counts to 08:34, the whole minute, but the newest bucket has run until now only.
+    const at = NOW + 3 * 60_000 + 27_000;
+    const svc = await startTestService(PORTS, { now: () => at });
+    try {
+      // An execution every half hour for 31 days, and a few in the minute still filling.
+      const times = [...Array.from({ length: 31 * 48 }, (_v, i) => at - 60_000 - i * 1_800_000), at - 20_000, at - 10_000];
+      const body = hookRequest(times.map((timeMs) => ({ hookEvent: 'SessionStart', hookName: 'SessionStart:steady', timeMs, sizes: { stdout: 900, additionalContext: 0, persisted: 0 } })));
+      expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+      const id = hookId('SessionStart', 'SessionStart:steady');
+      // The chart's step per range: a minute (whose first bucket the range starts on), half an hour, 3 hours, a day.
+      const cuts: [string, string][] = [
+        ['1h', '08:33–08:33:27 (partial)'],
+        ['24h', '29/11, 08:33–09:00 (partial); 30/11, 08:30–08:33:27 (partial)'],
+        ['7d', '23/11, 08:33–09:00 (partial); 30/11, 06:00–08:33:27 (partial)'],
+        ['30d', '31/10 08:33–24:00 (UTC, partial); 30/11 00:00–08:33 (UTC, partial)'],
+      ];
+      for (const [range, partial] of cuts) {
+        await inScheme('light', `/hooks/${id}?range=${range}&refresh=off`, async (p) => {
+          await p.waitForSelector('#chart-delivery-summary:not(:empty)');
+          expect(await p.getAttribute('#chart-delivery', 'data-partial'), range).toBe(partial);
+          expect(await p.getAttribute('#chart-cliff', 'data-partial'), range).toBe(partial);
+        }, svc.httpUrl);
+      }
+      // The last hour's newest minute, on the hook page and the overview: drawn lighter and hatched, and its
+      // tooltip, keyboard, summary and table say the seconds it covers.
+      await inScheme('dark', `/hooks/${id}?range=1h&refresh=off`, async (p) => {
+        await p.waitForSelector('#chart-delivery-summary:not(:empty)');
+        expect(await solidShare(p, 'chart-delivery', 0)).toBeLessThan(0.5);
+        expect(await saidAtEnd(p, 'chart-delivery')).toMatch(/^08:33–08:33:27 \(partial\) \| 08:33–08:33:27 \(partial\); hook commands reporting success: 2/);
+        expect(await p.textContent('#chart-delivery-summary')).toContain('Partial bucket, covering less time than the others: 08:33–08:33:27 (partial).');
+        expect((await firstCells(p, 'delivery')).at(-1)).toBe('30/11/2026, 08:33–08:33:27 (partial)');
+      }, svc.httpUrl);
+      await inScheme('light', '/?range=1h&refresh=off', async (p) => {
+        await p.waitForSelector('#chart-fleet-summary:not(:empty)');
+        expect(await p.getAttribute('#chart-fleet', 'data-partial')).toBe('08:33–08:33:27 (partial)');
+        expect((await sparkOf(p, id)).partial).toBe('08:33–08:33:27 (partial)');
+      }, svc.httpUrl);
+    } finally {
+      await svc.close();
+    }
   });
 });
 

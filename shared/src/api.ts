@@ -68,9 +68,10 @@ export interface SeriesBucket extends HookCounters {
   start: string;
   /**
    * End of the bucket (exclusive), as `start` is written: start + step for a whole bucket, the answer's `to` for
-   * a last bucket `to` cuts, the time of the answer (to the minute) for the bucket still filling when `to` is
-   * later. A bucket counts from the later of `start` and `from` until `end`: one that covers less than its step is
-   * partial (the one still filling, in a range ending now or later), and is no dip.
+   * a last bucket `to` cuts, the time of the answer (rounded up to the second) for the bucket still filling, in a range
+   * ending now (whose `to` is rounded up to the whole minute) or later. A bucket counts from the later of `start`
+   * and `from` until `end`: one that covers less than its step is partial (the one still filling, in a range
+   * ending now or later), and is no dip.
    */
   end: string;
   status: DeliveryStatus | null;

@@ -33,8 +33,8 @@ export interface GuardTrimBucket {
   start: string;
   /**
    * End of the bucket (exclusive), as SeriesBucket.end: start + step for a whole bucket, the answer's `to` for a
-   * last bucket `to` cuts, the time of the answer for the one still filling when `to` is later. A bucket counts the
-   * trims from the later of `start` and `from` until `end`.
+   * last bucket `to` cuts, the time of the answer for the one still filling (in a range ending now or later). A
+   * bucket counts the trims from the later of `start` and `from` until `end`.
    */
   end: string;
   trims: number;

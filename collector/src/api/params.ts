@@ -117,12 +117,14 @@ export function bucketStart(range: Pick<TimeRange, 'fromMs'>, startMs: number): 
 
 /**
  * Where the bucket starting at `startMs` ends: a step later, at `toMs` when the range ends inside it, or at `nowMs`
- * (to the minute, as the store counts) when it is still filling at a `toMs` later than now, as a firing alert's
- * link widened to whole buckets asks: it is partial then too, not a dip. A bucket wholly ahead of now is not cut.
+ * (rounded up to the second, as `start` is written) when it is still filling: in a range ending now, whose `toMs`
+ * is rounded up to the whole minute the store counts (the last hour's newest minute would read as whole), and at a
+ * `toMs` later than now, as a firing alert's link widened to whole buckets asks. It is partial then, not a dip. A
+ * bucket wholly ahead of now is not cut.
  */
 export function bucketEnd(range: Pick<TimeRange, 'toMs'>, startMs: number, stepMs: number, nowMs: number): number {
   const end = Math.min(startMs + stepMs, range.toMs);
-  const now = Math.ceil(nowMs / 60_000) * 60_000;
+  const now = Math.ceil(nowMs / 1000) * 1000;
   return startMs < now && now < end ? now : end;
 }
 

@@ -37,8 +37,10 @@ const backends: { name: string; db: () => Promise<Record<string, string>> }[] = 
 describe.each(backends)('series bucket ends on $name', (backend) => {
   let service: TestService;
   let id: string;
+  /** The service's clock: NOW unless a test moves it (and puts it back). */
+  let clock = NOW;
   beforeAll(async () => {
-    service = await startTestService(await backend.db(), { now: () => NOW });
+    service = await startTestService(await backend.db(), { now: () => clock });
     const times = ['2026-11-30T09:10:00Z', '2026-11-30T10:30:00Z', '2026-11-30T11:05:00Z', '2026-11-30T11:20:00Z', '2026-11-30T11:40:00Z'];
     const trims = [guardTrim('2026-11-30T09:15:00Z', 12_000), guardTrim('2026-11-30T11:05:00Z', 15_000), guardTrim('2026-11-30T11:21:00Z', 11_000)];
     const body = JSON.stringify({ resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ logRecords: [...times.map((t, i) => event(t, i + 1)), ...trims] }] }] });
@@ -79,6 +81,39 @@ describe.each(backends)('series bucket ends on $name', (backend) => {
     expect(fleet.body.ends).toEqual(['2026-11-30T00:00:00.000Z', '2026-11-30T12:00:00.000Z']);
     const trims = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${id}/guard-trims?from=2026-11-29T00:00:00Z&to=2026-12-01T00:00:00Z&step=1d`);
     expect(trims.body.buckets.map((b) => [b.start, b.end])).toEqual([['2026-11-30T00:00:00.000Z', '2026-11-30T12:00:00.000Z']]);
+  });
+
+  it('ends the bucket still filling at the time of the answer, not at `to` rounded up to the minute, in a range ending now', async () => {
+    // 11:23:27: the range of the last hour ends at 11:24, the whole minute the store counts, but its last minute
+    // has run 27 seconds: whole, it reads as a dip at the right edge of every refresh.
+    clock = Date.parse('2026-11-30T11:23:27Z');
+    try {
+      const { body } = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=now-1h&to=now`);
+      expect([body.from, body.to, body.step]).toEqual(['2026-11-30T10:23:00.000Z', '2026-11-30T11:24:00.000Z', 60]);
+      expect(body.buckets.at(-1)).toMatchObject({ start: '2026-11-30T11:23:00.000Z', end: '2026-11-30T11:23:27.000Z' });
+      // The first minute the store counts whole, from `from`: not cut. Every other bucket is whole too.
+      expect(body.buckets.slice(0, -1).every((b) => Date.parse(b.end) - Date.parse(b.start) === 60_000)).toBe(true);
+      // The bucket holding now, over ranges the dashboard offers and a firing alert's link widened to whole buckets.
+      for (const [q, last] of [['from=now-6h&to=now', ['11:22', '11:23:27']], ['from=now-24h&to=now', ['11:20', '11:23:27']], ['from=now-7d&to=now&step=3h', ['09:00', '11:23:27']], ['from=2026-11-30T11:00:00Z&to=2026-11-30T12:00:00Z&step=10m', ['11:20', '11:23:27']]] as const) {
+        const r = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?${q}`);
+        expect(r.status, q).toBe(200);
+        const filling = r.body.buckets.find((b) => b.start === `2026-11-30T${last[0]}:00.000Z`);
+        expect(filling?.end.slice(11, 19), q).toBe(last[1]);
+      }
+      // Written to the second, as `start` is: rounded up, so a minute 400 ms old is cut too.
+      for (const [t, end] of [['11:23:26.400', '11:23:27.000'], ['11:23:00.400', '11:23:01.000']]) {
+        clock = Date.parse(`2026-11-30T${t}Z`);
+        const r = await getJson<SeriesResponse>(service.httpUrl, `/api/v1/hooks/${id}/series?from=now-1h&to=now`);
+        expect(r.body.buckets.at(-1)?.end, t).toBe(`2026-11-30T${end}Z`);
+      }
+      clock = Date.parse('2026-11-30T11:23:27Z');
+      const fleet = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=now-1h&to=now');
+      expect(fleet.body.ends.at(-1)).toBe('2026-11-30T11:23:27.000Z');
+      const trims = await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${id}/guard-trims?from=now-1h&to=now&step=10m`);
+      expect(trims.body.buckets.map((b) => [b.start.slice(11, 16), b.end.slice(11, 19)])).toEqual([['11:00', '11:10:00'], ['11:20', '11:23:27']]);
+    } finally {
+      clock = NOW;
+    }
   });
 
   it('ends every bucket a step after its start when the range is aligned to the step', async () => {
