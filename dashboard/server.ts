@@ -156,11 +156,14 @@ export function createDashboardRouter(): Router {
     });
   });
   router.use(express.static(publicDir, { index: false, maxAge: 0 }));
-  // Any other page path: the dashboard's own "No such page" with a 404, not Express's bare "Cannot GET".
-  // Asset and API paths keep a plain 404 (a script URL answered with HTML would only confuse).
+  // Any other path a browser opens as a page: the dashboard's own "No such page" with a 404, not Express's bare
+  // "Cannot GET". Anything else (a file, a module, a script's request) gets the API's JSON 404: a script URL
+  // answered with HTML would only confuse, and a client that did not ask for HTML reads the same error as elsewhere.
   router.get('/*path', (req: Request, res: Response, next: NextFunction) => {
-    if (/^\/(api|dashboard|shared|vendor)(\/|$)/.test(req.path) || /\.[a-z0-9]+$/i.test(req.path)) {
-      next();
+    const asset = /^\/(api|dashboard|shared|vendor)(\/|$)/.test(req.path) || /\.[a-z0-9]+$/i.test(req.path);
+    if (!asset) res.vary('Accept');
+    if (asset || req.accepts(['json', 'html']) !== 'html') {
+      res.status(404).json({ error: { code: 'not_found', message: `no page or file at ${req.path}; the API is under /api/v1` } });
       return;
     }
     res.status(404);

@@ -319,7 +319,8 @@ describe('dark mode, phones and every page', () => {
   });
 
   it('answers an unknown path with its own 404 page, and keeps heading levels in order', async () => {
-    const res = await fetch(`${fx.svc().httpUrl}/nope`);
+    // What a browser sends for a page it opens; a client that asks for JSON gets the API's JSON 404.
+    const res = await fetch(`${fx.svc().httpUrl}/nope`, { headers: { accept: 'text/html,*/*;q=0.8' } });
     expect(res.status).toBe(404);
     const html = await res.text();
     expect(html).not.toContain('Cannot GET');

@@ -370,6 +370,34 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect([slash.status, await slash.text()]).toEqual([200, body]);
   });
 
+  it('every 404 is the JSON error, hardened, but a browser opening a page the dashboard lacks gets its own page', async () => {
+    const BROWSER = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+    const missing: [string, string][] = [
+      ['/style.css', BROWSER], ['/dashboard/src/x.ts', '*/*'], ['/shared/src/nope.ts', '*/*'], ['/vendor/nope.js', '*/*'],
+      ['/api/v1/nope', BROWSER], ['/api', '*/*'], ['/nope', '*/*'], ['/nope', 'application/json'], ['/hooks/0123456789abcdef/nope', '*/*'],
+    ];
+    for (const method of ['GET', 'HEAD']) {
+      for (const [path, accept] of missing) {
+        const res = await fetch(`${service.httpUrl}${path}`, { method, headers: { accept } });
+        const body = await res.text();
+        const what = `${method} ${path} (${accept})`;
+        expect([res.status, res.headers.get('content-type')], what).toEqual([404, 'application/json; charset=utf-8']);
+        expect([res.headers.get('x-content-type-options'), res.headers.get('x-frame-options'), res.headers.get('cache-control')], what).toEqual(['nosniff', 'DENY', 'no-store']);
+        expect(res.headers.get('content-security-policy'), what).toContain("frame-ancestors 'none'");
+        if (method === 'GET') expect((JSON.parse(body) as { error: { code: string } }).error.code, what).toBe('not_found');
+      }
+    }
+    // A browser's navigation to a page the dashboard has not: the page, with a 404, so the dashboard says so itself.
+    const page = await fetch(`${service.httpUrl}/nope`, { headers: { accept: BROWSER } });
+    expect([page.status, page.headers.get('content-type'), page.headers.get('vary')]).toEqual([404, 'text/html; charset=utf-8', 'Accept']);
+    expect(await page.text()).toContain('/dashboard/src/main.ts');
+    // Deep links stay the page, whatever the client accepts.
+    for (const accept of [BROWSER, '*/*', 'application/json']) {
+      const link = await fetch(`${service.httpUrl}/hooks/0123456789abcdef`, { headers: { accept } });
+      expect([link.status, link.headers.get('content-type')], accept).toEqual([200, 'text/html; charset=utf-8']);
+    }
+  });
+
   it('an unknown hook is 404, health endpoints answer', async () => {
     expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
     expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });
