@@ -152,7 +152,9 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     expect(exit.atMs - t0).toBeGreaterThanOrEqual(900);
     // Far below the 60 s the hung request could otherwise hold it (margin for a busy machine).
     expect(exit.atMs - t0).toBeLessThan(8000);
-    expect(child.lines.some((l) => l.includes('shutdown took too long'))).toBe(true);
+    // The line names what the stop still waited on: the request the client holds open.
+    const last = JSON.parse(child.lines.findLast((l) => l.includes('shutdown took too long')) ?? '{}') as { pending?: string[] };
+    expect(last.pending, child.lines.join('\n')).toEqual(['OTLP requests in flight']);
   });
 
   it('a step waiting on a promise that never settles, with nothing else left to run, still ends in the final line and exit 1 within the bound', async () => {
@@ -170,7 +172,7 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     expect(exit.atMs - t0).toBeGreaterThanOrEqual(1400);
     // Margin for a busy machine; what matters is that it waited for the bound, and not for ever.
     expect(exit.atMs - t0).toBeLessThan(10_000);
-    expect(JSON.parse(child.lines.at(-1) ?? '{}')).toMatchObject({ level: 'error', msg: 'shutdown took too long; exiting' });
+    expect(JSON.parse(child.lines.at(-1) ?? '{}')).toMatchObject({ level: 'error', msg: 'shutdown took too long; exiting', pending: ['store close'], unfinished: [] });
   });
 
   it('while it drains, /readyz answers 503 and /healthz 200: the Service stops routing to the pod, the kubelet does not restart it', async () => {

@@ -60,7 +60,7 @@ import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
 import { MetricsRegistry } from './telemetry/metrics.ts';
 import { registerProcessMetrics } from './telemetry/process-metrics.ts';
-import { ShutdownSteps, unboundedStep, type ShutdownStep } from './shutdown.ts';
+import { ShutdownSteps, type ShutdownStep } from './shutdown.ts';
 import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
@@ -122,6 +122,11 @@ export interface RunningService {
    * store; safe twice.
    */
   stop(): Promise<StopReport>;
+  /**
+   * How far the stop has got (nothing before stop()): the steps in progress, in the order they began, and those
+   * already left unfinished. Names only, for the line of a stop that runs past shutdown.timeout.
+   */
+  shutdownProgress(): { pending: string[]; unfinished: string[] };
 }
 
 /** How a stop went. */
@@ -391,6 +396,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   });
 
   let stopping: Promise<StopReport> | undefined;
+  let stopSteps: ShutdownSteps | undefined;
   const stop = (): Promise<StopReport> => {
     stopping ??= (async () => {
       // First: a reload from now on would open TLS files and reconfigure components that are stopping.
@@ -400,20 +406,21 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       otlpTls?.stop();
       httpTls?.stop();
       const steps = new ShutdownSteps(logger);
+      stopSteps = steps;
       // A database server can hang (a frozen host, a network dropping packets): what waits on it gets a bound,
       // and past it the store's connections are closed without waiting for the server, which fails every store
       // call still in flight at once (503 to a client: nothing it sent was acknowledged, it sends it again). A
       // SQLite file has no server to wait on: its steps run as before.
       const cutStore = rawStore.cutConnections?.bind(rawStore);
       const stepMs = databaseStepTimeoutMs(config);
-      const dbStep: ShutdownStep = cutStore ? (name, work, abandon = cutStore) => steps.run(name, stepMs, work, abandon) : unboundedStep;
+      const dbStep: ShutdownStep = cutStore ? (name, work, abandon = cutStore) => steps.run(name, stepMs, work, abandon) : steps.unbounded;
       // The flush of alert events waits on alerting.otlp.endpoint, whatever the store: it gets the same bound.
       const exportStep: ShutdownStep = (name, work, abandon) => steps.run(name, stepMs, work, abandon);
       // Batches (and API requests) still waiting on a statement once intake stops: each gets the bound from then
       // on. Clients that hold their own requests open are bounded by shutdown.timeout alone, as before.
       const unwatch = cutStore ? steps.watch('requests waiting on the database', stepMs, instrumented.oldestStartedAt, cutStore) : () => {};
       // Intake stops at once; what is in flight drains, for as long as its clients take.
-      const draining = Promise.all([receiver.shutdown(), grpcReceiver.shutdown()]);
+      const draining = steps.track('OTLP requests in flight', () => Promise.all([receiver.shutdown(), grpcReceiver.shutdown()]));
       // The once-per-cluster work stops (alert evaluation and deliveries, retention): only then may the lease go.
       const stopLeading = async (): Promise<void> => {
         await Promise.all([alerting.stop(dbStep, exportStep), dbStep('retention in progress', () => retention.stop())]);
@@ -426,7 +433,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       // A single process has no one to hand over to: it evaluates what the drain stores, then stops leading.
       if (coordination.replicated) await stopLeading();
       await draining;
-      await forwarding?.stop();
+      if (forwarding) await steps.track('forwarding delivery in flight', () => forwarding.stop());
       if (!coordination.replicated) await stopLeading();
       await dbStep('API requests in flight', () => closeServer(http), () => {
         cutStore?.();
@@ -443,5 +450,6 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
 
   const grpcHost = splitAddr(config.otlpGrpc.addr).host;
   const otlpGrpcUrl = `${otlpTls ? 'https' : 'http'}://${grpcHost === '0.0.0.0' || grpcHost === '' ? '127.0.0.1' : grpcHost.includes(':') ? `[${grpcHost === '::' ? '::1' : grpcHost}]` : grpcHost}:${otlpGrpcPort}`;
-  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, retention, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, reload: () => reloader.reload(), stop };
+  return { config, store, ingest, receiver, grpcReceiver, otlpGrpcPort, otlpGrpcUrl, forwarding, alerting, coordination, retention, metrics, otlpHttpAddress, httpAddress, otlpHttpUrl: url(otlpHttpAddress, otlpTls !== undefined), httpUrl: url(httpAddress, httpTls !== undefined), externalUrl, reload: () => reloader.reload(), stop,
+    shutdownProgress: () => ({ pending: stopSteps?.pending ?? [], unfinished: [...(stopSteps?.unfinished ?? [])] }) };
 }

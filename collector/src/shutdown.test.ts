@@ -83,6 +83,24 @@ describe('ShutdownSteps', () => {
     expect(s.unfinished).toEqual([]);
   });
 
+  it('names the steps begun and not over yet, bounded or not, in the order they began', async () => {
+    const { steps: s } = steps();
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const bounded = s.run('bounded', 5000, () => held);
+    const unbounded = s.unbounded('unbounded', () => held);
+    const tracked = s.track('tracked', () => held.then(() => 'drained'));
+    const failing = s.track('failing', () => held.then(() => Promise.reject(new Error('boom'))));
+    expect(s.pending).toEqual(['bounded', 'unbounded', 'tracked', 'failing']);
+    release();
+    expect([await bounded, await unbounded, await tracked, await failing.catch((err: unknown) => (err as Error).message)]).toEqual([true, true, 'drained', 'boom']);
+    expect(s.pending).toEqual([]);
+    // Cut off, a step is over: the stop went on without it, and it is unfinished instead.
+    await s.run('stuck', 50, () => new Promise(() => {}));
+    expect([s.pending, s.unfinished]).toEqual([[], ['stuck']]);
+    expect(await s.unbounded('undone', async () => false)).toBe(false);
+  });
+
   it('unbounded, a step runs as it comes and reports whether it did its job', async () => {
     expect(await unboundedStep('x', async () => undefined)).toBe(true);
     expect(await unboundedStep('x', async () => false)).toBe(false);

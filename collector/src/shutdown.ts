@@ -25,13 +25,39 @@ export class ShutdownSteps {
   /** Steps that timed out, failed or could not do their job, in order: the stop was not clean. */
   readonly unfinished: string[] = [];
   private readonly logger: Logger;
+  private readonly inProgress: string[] = [];
 
   constructor(logger: Logger) {
     this.logger = logger;
   }
 
+  /**
+   * The steps begun and not over yet, in the order they began (names only): what a stop past shutdown.timeout
+   * still waited on. A step cut off is over; it is in `unfinished`.
+   */
+  get pending(): string[] {
+    return [...this.inProgress];
+  }
+
+  /** Runs `work` as it comes, named in `pending` until it settles. */
+  async track<T>(name: string, work: () => Promise<T>): Promise<T> {
+    this.inProgress.push(name);
+    try {
+      return await work();
+    } finally {
+      this.inProgress.splice(this.inProgress.indexOf(name), 1);
+    }
+  }
+
+  /** unboundedStep, named in `pending` while it runs. */
+  readonly unbounded: ShutdownStep = (name, work) => this.track(name, () => unboundedStep(name, work));
+
   /** Runs `work` for at most timeoutMs; resolves true when it finished in time and did its job. */
-  async run(name: string, timeoutMs: number, work: () => Promise<unknown>, abandon?: () => void): Promise<boolean> {
+  run(name: string, timeoutMs: number, work: () => Promise<unknown>, abandon?: () => void): Promise<boolean> {
+    return this.track(name, () => this.bounded(name, timeoutMs, work, abandon));
+  }
+
+  private async bounded(name: string, timeoutMs: number, work: () => Promise<unknown>, abandon?: () => void): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), timeoutMs);

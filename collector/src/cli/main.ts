@@ -86,8 +86,10 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     // promise behind a connection already closed). Without it the event loop would run dry and Node exit 0 at
     // once, the stop half done and nothing logged. Every stop so ends in a line saying how it went: exit 0 only
     // when every step finished, 1 otherwise.
+    // The line names the steps still in progress (and any already cut off): what hung.
+    const running = service;
     setTimeout(() => {
-      logger.error('shutdown took too long; exiting', { timeoutMs: config.shutdown.timeoutMs });
+      logger.error('shutdown took too long; exiting', { timeoutMs: config.shutdown.timeoutMs, ...running.shutdownProgress() });
       process.exit(1);
     }, config.shutdown.timeoutMs);
     service.stop().then(
