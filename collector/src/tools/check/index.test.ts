@@ -102,13 +102,15 @@ async function checkJson(argv: string[], cwd = dir): Promise<{ code: number; res
   return { code, result: JSON.parse(out) as CheckOutput, err };
 }
 
-/** Runs the real `hookwatch check` in `dir`, as a user at a terminal does; its exit code and stdout. */
-function checkCli(argv: string[]): Promise<{ code: number | null; stdout: string }> {
+/** Runs the real `hookwatch check` in `cwd` (`dir` by default), as a user at a terminal does; its exit code and output. */
+function checkCli(argv: string[], { cwd = dir, env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'check', ...argv], { cwd: dir, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(process.execPath, [BIN, 'check', ...argv], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout }));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
@@ -442,6 +444,34 @@ describe('check --settings', () => {
     const onlyUps = await checkJson(['--settings', join(project, '.claude', 'settings.json'), '--event', 'UserPromptSubmit']);
     expect(onlyUps.result.hooks.map((h) => h.hookName)).toEqual(['UserPromptSubmit']);
     expect(onlyUps.code).toBe(0);
+  });
+
+  it('runs the hooks of user-level settings in the current folder, as Claude Code in a session started there, and says so', async () => {
+    const home = await mkdtemp(join(dir, 'home-'));
+    const project = await mkdtemp(join(dir, 'user-project-'));
+    const settings = { hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'printf "%s|%s" "$CLAUDE_PROJECT_DIR" "$(pwd)"' }] }] } };
+    const userSettings = join(home, '.claude', 'settings.json');
+    const configDirSettings = join(home, 'claude-config', 'settings.json');
+    for (const path of [userSettings, configDirSettings]) {
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, JSON.stringify(settings));
+    }
+    const env = { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: join(home, 'claude-config') };
+    const ranIn = (ran: { stdout: string }): string | undefined => (JSON.parse(ran.stdout) as CheckOutput).hooks[0]?.outputs[0]?.content;
+    const note = (path: string, where: string): string =>
+      `hookwatch check: ${path} holds user-level settings: its hooks run with CLAUDE_PROJECT_DIR=${where}, the current folder, as in a session started there; pass --project-dir <your project> to run them as in that project\n`;
+    for (const path of [userSettings, configDirSettings]) {
+      const ran = await checkCli(['--json', '--show-content', '--settings', path], { cwd: project, env });
+      expect([ran.code, ranIn(ran), ran.stderr], path).toEqual([0, `${project}|${project}`, note(path, project)]);
+    }
+    // Given a project, the hooks run there, and nothing needs saying.
+    const other = await mkdtemp(join(dir, 'other-project-'));
+    const given = await checkCli(['--json', '--show-content', '--settings', userSettings, '--project-dir', other], { cwd: project, env });
+    expect([given.code, ranIn(given), given.stderr]).toEqual([0, `${other}|${other}`, '']);
+    // A project's own settings still run in the folder holding its .claude/, wherever check is started.
+    const own = await settingsFile('own-project', settings);
+    const projectLevel = await checkCli(['--json', '--show-content', '--settings', own], { cwd: project, env });
+    expect([projectLevel.code, ranIn(projectLevel), projectLevel.stderr]).toEqual([0, `${join(dir, 'own-project')}|${join(dir, 'own-project')}`, '']);
   });
 
   it('runs only the groups whose matcher selects the firing, and says which it left out', async () => {

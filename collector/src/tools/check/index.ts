@@ -11,7 +11,7 @@ import type { MeasuredStdout } from './measure.ts';
 import { checkJson, checkText, hookFails } from './report.ts';
 import type { HookCheck, HookCheckStatus } from './report.ts';
 import { runHook } from './run-hook.ts';
-import { fieldList, loadHookSetup } from './settings.ts';
+import { fieldList, isUserSettings, loadHookSetup, userSettingsDirs } from './settings.ts';
 import { oneWordCommandLine, shellQuote } from '../common/shell-quote.ts';
 import { GUARD_NO_REPORT_ENV } from '../guard/index.ts';
 import { didYouMean } from '../../cli/suggest.ts';
@@ -42,7 +42,8 @@ Options:
   --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
   --settings <file>      check every command hook of a Claude Code settings file
   --project-dir <dir>    CLAUDE_PROJECT_DIR and working directory (default: the folder holding the .claude/ of
-                         --settings, else the current folder)
+                         --settings, else the current folder; the current folder too for user-level settings,
+                         ~/.claude or $CLAUDE_CONFIG_DIR, whose hooks Claude Code runs in the session's project)
   --source <source>      SessionStart source: startup, resume, clear or compact (default startup or the matcher)
   --prompt <text>        UserPromptSubmit prompt
   --tool-name <name>     Pre/PostToolUse tool name (default Bash or the matcher)
@@ -121,9 +122,13 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
 
     const settingsPath = values.settings === undefined ? undefined : resolve(io.cwd, values.settings);
     if (values.event !== undefined && settingsPath === undefined) checkEvent(values.event, []);
+    const home = io.env.HOME ?? homedir();
+    // Claude Code runs the hooks of user-level settings in the project a session is in, never in $HOME: without
+    // --project-dir they run in the current folder, as in a session started here, and the report says so.
+    const userLevel = values['project-dir'] === undefined && settingsPath !== undefined && await isUserSettings(settingsPath, userSettingsDirs(home, io));
     let projectDir = io.cwd;
     if (values['project-dir'] !== undefined) projectDir = resolve(io.cwd, values['project-dir']);
-    else if (settingsPath !== undefined && basename(dirname(settingsPath)) === '.claude') projectDir = dirname(dirname(settingsPath));
+    else if (settingsPath !== undefined && !userLevel && basename(dirname(settingsPath)) === '.claude') projectDir = dirname(dirname(settingsPath));
 
     const planned: PlannedHook[] = [];
     /** Command hooks of the selected event not run for fields hookwatch does not know: the check is incomplete. */
@@ -144,13 +149,15 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         io.stderr(`hookwatch check: no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}\n`);
         return EXIT_USAGE;
       }
+      if (userLevel) {
+        io.stderr(`hookwatch check: ${settingsPath} holds user-level settings: its hooks run with CLAUDE_PROJECT_DIR=${projectDir}, the current folder, as in a session started there; pass --project-dir <your project> to run them as in that project\n`);
+      }
     } else {
       if (positionals.length === 0) throw new UsageError('no hook command given (hookwatch check -- <command...>)');
       const command = positionals.length === 1 ? oneWordCommandLine(positionals[0] ?? '') : positionals.map(shellQuote).join(' ');
       planned.push({ event: values.event ?? 'SessionStart', matcher: undefined, command, timeoutSeconds: defaultTimeout, location: undefined });
     }
 
-    const home = io.env.HOME ?? homedir();
     // A guard wrapping a hook measures and trims as it would for Claude Code, but reports nothing: a trim of
     // made-up input must not show on the real hook's pages.
     const env: NodeJS.ProcessEnv = { ...io.env, CLAUDE_PROJECT_DIR: projectDir, [GUARD_NO_REPORT_ENV]: '1' };

@@ -1,4 +1,5 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 
 import { UsageError } from '../common/args.ts';
 import { isObject } from '../common/capped-fields.ts';
@@ -103,4 +104,17 @@ export async function loadHookSetup(path: string): Promise<HookSetup> {
   }
   if (size > MAX_SETTINGS_BYTES) throw new UsageError(`--settings: ${path} is ${size} bytes, over the ${MAX_SETTINGS_BYTES}-byte limit for a settings file`);
   return parseHookSetup(await readFile(path, 'utf8'), path);
+}
+
+/** The folders Claude Code reads user-level settings from: ~/.claude, and $CLAUDE_CONFIG_DIR when that is set. */
+export function userSettingsDirs(home: string, io: { cwd: string; env: NodeJS.ProcessEnv }): string[] {
+  const configDir = io.env.CLAUDE_CONFIG_DIR;
+  return [join(home, '.claude'), ...(configDir ? [resolve(io.cwd, configDir)] : [])];
+}
+
+/** True when the settings file at `path` lies in one of `userDirs` (symbolic links followed): user-level settings. */
+export async function isUserSettings(path: string, userDirs: readonly string[]): Promise<boolean> {
+  const real = (p: string): Promise<string> => realpath(p).catch(() => resolve(p));
+  const dir = await real(dirname(path));
+  return (await Promise.all(userDirs.map(real))).includes(dir);
 }
