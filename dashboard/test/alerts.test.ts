@@ -123,6 +123,9 @@ describe('alerts page', () => {
     await card.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
     const silences = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences;
     const made = silences.find((s) => s.comment === 'rolling out a smaller context file');
+    // An hour on hookwatch's clock (days behind the browser's here), give or take the time the page took to submit.
+    expect(Date.parse(made?.endsAt ?? '') - NOW).toBeGreaterThanOrEqual(3_600_000);
+    expect(Date.parse(made?.endsAt ?? '') - NOW).toBeLessThan(3_660_000);
     expect(made?.matchers).toEqual(expect.arrayContaining([
       expect.objectContaining({ name: 'hook_name', value: 'SessionStart:startup' }),
       expect.objectContaining({ name: 'hook_event', value: 'SessionStart' }),

@@ -7,7 +7,7 @@
  * open the overview around the feed's last event.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import type { AlertsResponse, Silence } from '../../shared/src/api.ts';
 import type { AlertmanagerWebhookBody } from '../../collector/src/notify/alertmanager.ts';
 import { eventually, getJson, postOtlp, startTestService, until, type TestService } from '../../collector/test/helpers.ts';
@@ -21,14 +21,29 @@ const HOOK = 'PreToolUse:Write|Edit';
 
 let browser: Browser;
 let svc: TestService;
-// The browser's clock and hookwatch's agree (a silence's end is the browser's now plus its duration); the test
-// moves hookwatch's on to when the alert's repeat is due.
+// hookwatch's clock starts at the browser's; the tests move it on, to when the alert's repeat is due and the feed
+// is quiet, hours ahead of the browser's.
 const clock = new FakeClock(Date.now());
 const webhook = new WebhookSink(clock.now);
 const slack = new WebhookSink(clock.now);
 const open: WatchedPage[] = [];
 /** When the hook's one execution happened: the feed's last event. */
 const eventAt = clock.now() - MIN;
+
+/**
+ * Fills in a silence form (its duration left at the first, an hour) and confirms it: the silence made, or the
+ * form's answer when none was.
+ */
+async function silenceWith(form: Locator, reason: string): Promise<Silence> {
+  await form.locator('input[aria-label="Reason"]').fill(reason);
+  await form.locator('input[aria-label="Your name"]').fill('platform on-call');
+  await form.locator('button[type="submit"]').click();
+  const result = form.locator('.silence-result', { hasText: /Silenced until|Could not/ });
+  await result.waitFor();
+  const [made] = await silencesFor(reason);
+  if (!made) throw new Error(`no silence made: ${await result.textContent()}`);
+  return made;
+}
 
 async function page(): Promise<WatchedPage> {
   const w = await watchedPage(browser);
@@ -230,7 +245,6 @@ describe('silence link', () => {
     }
     // None left: a silence of no matcher would mute every alert; the page says so and creates nothing.
     await panel.locator('p[role="status"]', { hasText: 'Keep at least one matcher' }).waitFor();
-    // hookwatch's clock has been moved hours past the browser's: a day outlasts the gap.
     await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
     await form.locator('input[aria-label="Reason"]').fill('mute every rule of the hook');
     await form.locator('input[aria-label="Your name"]').fill('platform on-call');
@@ -245,6 +259,27 @@ describe('silence link', () => {
     const [made] = await silencesFor('mute every rule of the hook');
     expect(made?.matchers.map((m) => `${m.name}=${m.value}`).sort()).toEqual(['hook_event=PreToolUse', `hook_name=${HOOK}`]);
     expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made?.id}`, { method: 'DELETE' })).status).toBe(200);
+  });
+
+  it('ends a silence made from a link or a card the chosen time after hookwatch\'s now, hours ahead of the browser\'s', async () => {
+    // Moved on by the tests above: an hour's silence ending an hour after the browser's now has passed there.
+    expect(clock.now() - Date.now()).toBeGreaterThan(2 * 60 * MIN);
+    const { page: p } = await page();
+    await p.goto(silenceUrl());
+    await waitLoaded(p);
+    const linked = await silenceWith(p.locator('#silence-new form.silence-form'), 'an hour from the link');
+    const alert = await eventually('the alert listed', async () =>
+      (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.labels['hook_name'] === HOOK && a.state === 'firing'));
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    await card.locator('details.silence > summary').click();
+    const fromCard = await silenceWith(card.locator('form.silence-form'), 'an hour from the card');
+    for (const made of [linked, fromCard]) {
+      // Started by hookwatch at its now; ended an hour on, give or take the time the page took to submit it.
+      expect(Date.parse(made.startsAt)).toBe(clock.now());
+      expect(Date.parse(made.endsAt) - clock.now()).toBeGreaterThanOrEqual(60 * MIN);
+      expect(Date.parse(made.endsAt) - clock.now()).toBeLessThan(61 * MIN);
+      expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made.id}`, { method: 'DELETE' })).status).toBe(200);
+    }
   });
 
   it('links a quiet feed\'s alert card to the overview around its last event, as its notification does', async () => {
@@ -264,6 +299,8 @@ describe('silence link', () => {
     const from = Date.parse(link.searchParams.get('from') ?? '');
     expect(from).toBeLessThanOrEqual(eventAt - 60 * MIN);
     expect(from).toBeGreaterThan(eventAt - 3 * 60 * MIN);
+    // To hookwatch's now, as the notification's link: not to the browser's, hours behind it.
+    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(clock.now() - MIN);
     await card.locator('.alert-head a').click();
     await waitLoaded(p, 2);
     expect(new URL(p.url()).pathname).toBe('/');

@@ -4,7 +4,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
 import {
-  alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows,
+  alertSubject, alertsView, attemptRows, cardView, clockOffset, hookMatchers, linkMatchers, linkedAlertText, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows,
   silencedText, supersededBy,
 } from './alerts-state.ts';
 import { silenceQuery } from '../../../shared/src/silence-link.ts';
@@ -197,6 +197,16 @@ describe('silencing', () => {
   it('says until when, and which silence', () => {
     expect(silencedText(NOW + HOUR, 'sil-1')).toBe('Silenced until 30/11/2026, 09:30 (silence sil-1). ');
     expect(silencedText(NOW + HOUR, undefined)).toBe('Silenced until 30/11/2026, 09:30. ');
+  });
+});
+
+describe('the server\'s clock', () => {
+  it('reads how far the server\'s clock runs from the browser\'s, from when the alerts API said what time it is', () => {
+    expect(clockOffset({ now: iso(NOW) }, NOW - 3 * HOUR)).toBe(3 * HOUR);
+    expect(clockOffset({ now: iso(NOW) }, NOW + HOUR)).toBe(-HOUR);
+    // A server that does not say: the browser's clock is all there is.
+    expect(clockOffset({}, NOW)).toBe(0);
+    expect(clockOffset({ now: 'not a time' }, NOW)).toBe(0);
   });
 });
 

@@ -114,6 +114,17 @@ export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: nu
   };
 }
 
+/**
+ * How far the server's clock runs ahead of the browser's (behind: negative), from an answer of the alerts API
+ * received at `browserNowMs`; 0 when it does not say what time it is. A silence's end and a card's link are on the
+ * server's clock, as the range the page lists alerts over is: a browser's clock that is off does not cut a silence
+ * short (or have the server refuse it as already ended) or end a link before the alert's latest evidence.
+ */
+export function clockOffset(r: Pick<AlertsResponse, 'now'>, browserNowMs: number): number {
+  const serverMs = r.now ? Date.parse(r.now) : NaN;
+  return Number.isFinite(serverMs) ? serverMs - browserNowMs : 0;
+}
+
 /** What one alert's card says. */
 export interface CardView {
   /** `superseded` when a persisted alert took over, else the alert's state. */
@@ -175,8 +186,9 @@ export function silencePrompt(a: AlertSummary): string {
 }
 
 /**
- * The silence a form creates of its matchers (a card's: hookMatchers). No startsAt: the server starts it on its
- * own clock, so a browser clock that runs behind cannot create a silence that only begins later.
+ * The silence a form creates of its matchers (a card's: hookMatchers), ending `durationMs` after `nowMs`, the
+ * server's now (clockOffset). No startsAt: the server starts it on its own clock, so a browser clock that runs
+ * behind cannot create a silence that only begins later.
  */
 export function silenceRequest(matchers: SilenceMatcher[], durationMs: number, createdBy: string, comment: string, nowMs: number): { matchers: SilenceMatcher[]; endsAt: string; createdBy: string; comment: string } {
   return { matchers, endsAt: new Date(nowMs + durationMs).toISOString(), createdBy, comment };

@@ -13,7 +13,7 @@ import { breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams, readState, samePageParams } from '../state.ts';
 import {
-  DURATIONS, NO_MATCHER, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, hookMatchers, linkMatchers, linkedAlertText, matcherText,
+  DURATIONS, NO_MATCHER, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, clockOffset, hookMatchers, linkMatchers, linkedAlertText, matcherText,
   silencePrompt, silenceRequest, silenceRows, silencedText, stateFilter, withoutSilenceLink, type SilenceRow,
 } from './alerts-state.ts';
 
@@ -49,6 +49,10 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, linkPanel, list, silencesPanel, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
+  // The server's clock as the alerts API last said it, run on by the browser's since: what silences end after and
+  // cards' links end at.
+  let offsetMs = 0;
+  const serverNow = (): number => Date.now() + offsetMs;
 
   const attemptsFor = async (a: AlertSummary, holder: HTMLElement): Promise<void> => {
     replace(holder, h('p', { class: 'muted' }, 'Loading delivery attempts…'));
@@ -72,7 +76,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       class: 'silence-form',
       onsubmit: async (ev: Event) => {
         ev.preventDefault();
-        const now = Date.now();
+        const now = serverNow();
         const chosen = matchers();
         if (chosen.length === 0) {
           replace(result, NO_MATCHER);
@@ -180,7 +184,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   // to it: the page then shows the outputs the alert names, or when the feed stopped, whatever range this page is on.
   const alertPageUrl = (a: AlertSummary): string | null => {
     const path = alertPagePath(a);
-    return path === null ? null : buildUrl(path, { range: { kind: 'custom', ...alertRange(a, Date.now()) }, filters: state.filters }, keptParams(state.params));
+    return path === null ? null : buildUrl(path, { range: { kind: 'custom', ...alertRange(a, serverNow()) }, filters: state.filters }, keptParams(state.params));
   };
   const makeCard = (a: AlertSummary): { card: HTMLElement; update(a: AlertSummary): void } => {
     const head = h('div', { class: 'alert-head' });
@@ -223,6 +227,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       try {
         // The silences are an addition to the page: a server without them (or failing on them) still lists its alerts.
         const [r, listed] = await Promise.all([api.alerts({}, signal), api.silences(signal).catch((err: unknown) => err as Error)]);
+        offsetMs = clockOffset(r, Date.now());
         if (listed instanceof Error) {
           if (listed.name === 'AbortError') throw listed;
           drawSilencesFailure(listed);
