@@ -27,7 +27,7 @@ const received: unknown[] = [];
 const open: WatchedPage[] = [];
 const tmp = tempDir('hookwatch-alerts-');
 
-async function page(opts: { allow?: RegExp } = {}): Promise<WatchedPage> {
+async function page(opts: { allow?: RegExp; timezoneId?: string } = {}): Promise<WatchedPage> {
   const w = await watchedPage(browser, opts);
   open.push(w);
   return w;
@@ -270,7 +270,11 @@ describe('alerts page', () => {
     const hook = 'aaaaaaaaaaaaaaaa';
     const alerts: AlertSummary[] = [
       // Raised on an output stamped five hours ago, which has left the rule's window (and its annotations) since.
-      { ...base, id: '0123456789abcdef-1', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 600_000), startsAt: iso(now - 600_000), endsAt: null, firstEventAt: iso(now - 5 * 3_600_000), hookId: hook },
+      {
+        ...base, id: '0123456789abcdef-1', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' },
+        annotations: { description: 'stamped 2026-11-30T08:00:00Z', largest_output: '14000', event_time: '2026-11-30T08:00:00.000Z' },
+        activeAt: iso(now - 600_000), startsAt: iso(now - 600_000), endsAt: null, firstEventAt: iso(now - 5 * 3_600_000), hookId: hook,
+      },
       { ...base, id: '0123456789abcdef-2', rule: 'headroom', state: 'resolved', labels: { alertname: 'headroom', hook_name: 'SessionStart:startup', hook_event: 'SessionStart' }, activeAt: iso(now - 3_600_000), startsAt: iso(now - 3_000_000), endsAt: iso(now - 600_000), hookId: hook },
       { ...base, id: '0123456789abcdef-3', rule: 'blind', state: 'firing', labels: { alertname: 'blind', service_name: 'claude-code', service_version: '2.1.250' }, activeAt: iso(now - 900_000), startsAt: iso(now - 900_000), endsAt: null, hookId: null },
       { ...base, id: '0123456789abcdef-4', rule: 'growth', state: 'resolved', labels: { alertname: 'growth', hook_name: 'Stop', hook_event: 'Stop' }, activeAt: iso(now - 20 * 86_400_000), startsAt: iso(now - 20 * 86_400_000), endsAt: iso(now - 19 * 86_400_000), hookId: 'bbbbbbbbbbbbbbbb' },
@@ -285,9 +289,15 @@ describe('alerts page', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const { page: p } = await page();
+      // A reader in India: the page's times are theirs.
+      const { page: p } = await page({ timezoneId: 'Asia/Kolkata' });
       await p.goto(`${base}/alerts`);
       await waitLoaded(p);
+      // Sizes and times read as everywhere else on the dashboard; the exact value is kept in the title to copy.
+      const annotation = (name: string) => p.locator(`article[data-alert-id="0123456789abcdef-1"] dl.labels dt:text-is("${name}") + dd`);
+      expect([await annotation('largest_output').textContent(), await annotation('largest_output').getAttribute('title')]).toEqual(['14,000 chars', '14000']);
+      expect([await annotation('event_time').textContent(), await annotation('event_time').getAttribute('title')]).toEqual(['30/11/2026, 13:30', '2026-11-30T08:00:00.000Z']);
+      expect([await annotation('description').textContent(), await annotation('description').getAttribute('title')]).toEqual(['stamped 2026-11-30T08:00:00Z', null]);
       // The persisted alert's hook opens from an hour before that first output.
       const link = new URL(await p.locator('article[data-alert-id="0123456789abcdef-1"] a.hook-link').getAttribute('href') ?? '', base);
       expect(link.pathname).toBe(`/hooks/${hook}`);

@@ -136,12 +136,37 @@ describe('one alert', () => {
   it('lists labels then annotations, as text, and who silenced it', () => {
     const xss = alert('x', { labels: { hook_name: '<img src=x onerror=alert(1)>' }, annotations: { summary: 's' }, silencedBy: ['s1', 's2'] });
     const v = cardView(xss, [], []);
-    expect(v.labels).toEqual([['hook_name', '<img src=x onerror=alert(1)>'], ['summary', 's']]);
+    expect(v.labels).toEqual([{ name: 'hook_name', text: '<img src=x onerror=alert(1)>', raw: null }, { name: 'summary', text: 's', raw: null }]);
     expect(v.silencedBy).toBe('silenced by s1, s2');
     // Who silenced it and until when, from the silences in force; the id of one not among them.
     const s1: Silence = { id: 's1', matchers: [], startsAt: iso(NOW - HOUR), endsAt: iso(NOW + HOUR), createdBy: 'alice', comment: 'rewrite', state: 'active' };
     expect(cardView(xss, [], [], [s1]).silencedBy).toBe('silenced by alice until 30/11/2026, 09:30, s2');
     expect(cardView(firing, [], []).silencedBy).toBeNull();
+  });
+
+  it('writes the counts, sizes and times hookwatch annotates as the rest of the dashboard does, keeping each raw value', () => {
+    const a = alert('n', {
+      // Labels are names, never numbers: a version or a rule's own label stays as it is.
+      labels: { hook_name: 'Stop', service_version: '2.1.250', executions: '12345' },
+      annotations: {
+        summary: 'stamped 2026-11-30T08:00:00Z', largest_output: '14000', guard_largest_output: '1234567', headroom: '-600', outputs_persisted: '12345',
+        event_time: '2026-11-30T08:00:00.000Z', last_seen: '2026-11-30T08:05:00Z', ratio: '0.1234', days_to_cap: '3.5', guard_trims: 'n/a', crosses_at: 'soon',
+      },
+    });
+    const shown = (text: string, raw: string | null = null) => ({ text, raw });
+    expect(Object.fromEntries(cardView(a, [], []).labels.map((l) => [l.name, { text: l.text, raw: l.raw }]))).toEqual({
+      hook_name: shown('Stop'), service_version: shown('2.1.250'), executions: shown('12345'),
+      // Free text with times in it stays as written.
+      summary: shown('stamped 2026-11-30T08:00:00Z'),
+      largest_output: shown('14,000 chars', '14000'), guard_largest_output: shown('1,234,567 chars', '1234567'), headroom: shown('-600 chars', '-600'),
+      outputs_persisted: shown('12,345', '12345'),
+      event_time: shown('30/11/2026, 08:00', '2026-11-30T08:00:00.000Z'), last_seen: shown('30/11/2026, 08:05', '2026-11-30T08:05:00Z'),
+      ratio: shown('12.3%', '0.1234'), days_to_cap: shown('3.5'),
+      // Not what hookwatch writes there: shown as it is rather than as "NaN" or "Invalid Date".
+      guard_trims: shown('n/a'), crosses_at: shown('soon'),
+    });
+    setTimeZone('local');
+    expect(cardView(a, [], []).labels.find((l) => l.name === 'event_time')?.text).toBe(new Date('2026-11-30T08:00:00Z').toLocaleString('en-GB', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }));
   });
 
   it('names what an alert is about: a hook, a set of clients, the feed', () => {

@@ -5,7 +5,7 @@
  */
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
-import { dateTime, num, plural } from '../format.ts';
+import { chars, dateTime, num, pct, plural } from '../format.ts';
 import { rangeLabel, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
@@ -125,14 +125,46 @@ export function clockOffset(r: Pick<AlertsResponse, 'now'>, browserNowMs: number
   return Number.isFinite(serverMs) ? serverMs - browserNowMs : 0;
 }
 
+/**
+ * hookwatch's annotations that hold a number or a time (collector/src/alerting/conditions.ts), by how the
+ * dashboard writes them. Free text (summary, description, guard) is left as written, times in it included.
+ */
+const ANNOTATION_KINDS = new Map<string, 'chars' | 'count' | 'share' | 'time'>([
+  ...['largest_output', 'guard_largest_output', 'headroom'].map((k) => [k, 'chars'] as const),
+  ...['outputs_persisted', 'executions', 'late_outputs_persisted', 'guard_trims', 'missing', 'executions_without_sizes', 'folded_events', 'late_folded_events', 'max_hooks'].map((k) => [k, 'count'] as const),
+  ['ratio', 'share'],
+  ...['event_time', 'first_event_time', 'last_event', 'last_seen', 'crosses_at'].map((k) => [k, 'time'] as const),
+]);
+const NUMBER_FORMATS = { chars, count: num, share: pct };
+const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+
+/** A label or an annotation as a card lists it. */
+export interface CardLabel {
+  name: string;
+  /** The value as the dashboard writes such values: "14,000 chars", a time in the chosen zone. */
+  text: string;
+  /** The value as the API gives it, when `text` differs: kept to copy exactly. */
+  raw: string | null;
+}
+
+/** An annotation's value as the rest of the dashboard writes it; a value not of its kind as it is. */
+function annotationLabel(name: string, raw: string): CardLabel {
+  const kind = ANNOTATION_KINDS.get(name);
+  const n = raw.trim() === '' ? NaN : Number(raw);
+  const text = kind === undefined ? null
+    : kind === 'time' ? (RFC3339.test(raw) && Number.isFinite(Date.parse(raw)) ? dateTime(raw) : null)
+      : (Number.isFinite(n) ? NUMBER_FORMATS[kind](n) : null);
+  return text === null || text === raw ? { name, text: raw, raw: null } : { name, text, raw };
+}
+
 /** What one alert's card says. */
 export interface CardView {
   /** `superseded` when a persisted alert took over, else the alert's state. */
   state: AlertState | 'superseded';
   subject: { text: string; kind: 'hook' | 'clients' | 'feed' | 'alert' };
   silencedBy: string | null;
-  /** Labels, then annotations, as the card lists them. */
-  labels: [string, string][];
+  /** Labels (as they are), then annotations (counts, sizes and times as the dashboard writes them), as the card lists them. */
+  labels: CardLabel[];
   /** The line of times: active, firing, resolved (or superseded), notified. */
   times: string[];
 }
@@ -148,7 +180,7 @@ export function cardView(a: AlertSummary, all: readonly AlertSummary[], receiver
     state: by ? 'superseded' : a.state,
     subject: alertSubject(a),
     silencedBy: silencedBy.length ? `silenced by ${silencedBy.join(', ')}` : null,
-    labels: [...Object.entries(a.labels), ...Object.entries(a.annotations)],
+    labels: [...Object.entries(a.labels).map(([name, text]) => ({ name, text, raw: null })), ...Object.entries(a.annotations).map(([k, v]) => annotationLabel(k, v))],
     times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
       a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',
       notifiedText(a, receivers)],

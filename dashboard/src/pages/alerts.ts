@@ -212,7 +212,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
           : ctx.link(url, { class: n.hookId ? 'hook-link' : 'feed-link' }, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         v.silencedBy ? h('span', { class: 'chip' }, v.silencedBy) : null);
-      replace(labels, ...v.labels.flatMap(([k, val]) => [h('dt', null, k), h('dd', null, val)]));
+      replace(labels, ...v.labels.flatMap((l) => [h('dt', null, l.name), h('dd', l.raw === null ? null : { title: l.raw }, l.text)]));
       replace(times, ...v.times);
       if (details.open) void attemptsFor(n, attempts);
     };
