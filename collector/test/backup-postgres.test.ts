@@ -3,7 +3,8 @@
  * database and keeps taking telemetry from the real OpenTelemetry exporter while the real `pg_dump -Fc` runs; the
  * dump restored with `pg_restore --no-owner` into a new database holds every event acknowledged before the dump
  * started, and a hookwatch started on it serves the hooks, series, alerts and silences the original served, takes
- * the lease, ingests (into partitions it creates) and sends no notification delivered before the dump again.
+ * the lease, ingests (into partitions it creates) and sends no notification delivered before the dump again: only
+ * those the dump holds undelivered (same webhook-id), then the resolutions.
  * `hookwatch backup` on a PostgreSQL URL names that section.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from './helpers.ts';
-import { ALERTING, firing, hookwatchBackup, run, seedHistory, Stream, views } from './support/backup.ts';
+import { ALERTING, firing, hookwatchBackup, notificationsAcrossRestore, run, seedHistory, Stream, views } from './support/backup.ts';
 import { useTestServer } from './support/postgres/fixture.ts';
 import { startWebhookReceiver } from './support/postgres/replicas.ts';
 import { findPostgresBin, queryOnce } from './support/postgres/server.ts';
@@ -117,6 +118,27 @@ describe('PostgreSQL backup with pg_dump and pg_restore', () => {
     expect(await epoch()).toBe((dumpedEpoch ?? 0) + 1);
     expect(webhook.deliveries.map((d) => d.webhookId).slice(0, deliveredBefore.length)).toEqual(deliveredBefore);
     expect(webhook.deliveries.at(-1)?.labels['hook_name']).toBe('PostToolUse:Write');
+  }, 180_000);
+
+  it('a restored database notifies again only what the dump holds undelivered (same webhook-id), then the resolutions', async () => {
+    const originalUrl = await pg.server().createDatabase('hookwatch_notified');
+    const restoredUrl = await pg.server().createDatabase('hookwatch_notified_restored');
+    const dump = join(tmp, 'notified.dump');
+    let original: TestService | undefined;
+    await notificationsAcrossRestore({
+      serve: async (yaml) => (original = await serveOn(originalUrl, 'notified', yaml)),
+      backup: async () => {
+        expect((await pgTool('pg_dump', ['--format=custom', `--file=${dump}`], originalUrl)).stderr).toBe('');
+      },
+      stop: async () => {
+        await original?.close();
+        services = services.filter((s) => s !== original);
+      },
+      restore: async (yaml) => {
+        expect((await pgTool('pg_restore', ['--no-owner', '--exit-on-error', `--dbname=${new URL(restoredUrl).pathname.slice(1)}`, dump], restoredUrl)).stderr).toBe('');
+        return serveOn(restoredUrl, 'notified-restored', yaml);
+      },
+    });
   }, 180_000);
 
   it('hookwatch backup on a PostgreSQL URL points to the Backup and restore section of docs/postgres.md', async () => {

@@ -2,7 +2,8 @@
  * `hookwatch backup` as an operator runs it: hookwatch serves a SQLite store and keeps taking telemetry from the
  * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
- * serves the hooks, alerts and silences the original served. Then the ways a backup fails: no database, a target
+ * serves the hooks, alerts and silences the original served, and notifies on-call again only of what the copy holds
+ * undelivered, then the resolutions. Then the ways a backup fails: no database, a target
  * that exists, a folder that cannot be written, a full disk; and a backup stopped by Ctrl-C or SIGTERM, or killed
  * (the next backup removes what it left); and a damaged store, whose copy fails PRAGMA quick_check.
  */
@@ -15,7 +16,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
-import { ALERTING, hookwatchBackup, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
+import { ALERTING, hookwatchBackup, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
 
 let services: TestService[] = [];
 const tmp = tempDir('hookwatch-backup-');
@@ -105,6 +106,33 @@ describe('hookwatch backup on SQLite', () => {
     const restored = await startTestService({ HOOKWATCH_CONFIG: join(restoredDir, 'hookwatch.yaml') }, { dir: restoredDir });
     services.push(restored);
     expect(await views(restored.httpUrl, range, ['Stop:live'])).toEqual(seen);
+  }, 120_000);
+
+  it('a restore notifies again only what the copy holds undelivered (same webhook-id), then the resolutions', async () => {
+    const copy = join(tmp.dir, 'notified-backup.db');
+    /** A folder with the config file, and a service on it (on the store already there, if any). */
+    const serveIn = async (name: string, yaml: string, store?: string): Promise<TestService> => {
+      const dir = join(tmp.dir, name);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'hookwatch.yaml'), yaml);
+      if (store !== undefined) await run('cp', [store, join(dir, 'hookwatch.db')]);
+      const s = await startTestService({ HOOKWATCH_CONFIG: join(dir, 'hookwatch.yaml') }, { dir });
+      services.push(s);
+      return s;
+    };
+    let original: TestService | undefined;
+    await notificationsAcrossRestore({
+      serve: async (yaml) => (original = await serveIn('notified', yaml)),
+      backup: async () => {
+        const out = await hookwatchBackup(['--to', copy], { HOOKWATCH_DB: join(tmp.dir, 'notified', 'hookwatch.db') });
+        expect(out.status).toBe(0);
+      },
+      stop: async () => {
+        await original?.stop();
+        services = services.filter((s) => s !== original);
+      },
+      restore: (yaml) => serveIn('notified-restored', yaml, copy),
+    });
   }, 120_000);
 
   it('fails with the reason, and leaves nothing half-written: no database, a target that exists, a folder it cannot write, a full disk', async () => {

@@ -1,7 +1,8 @@
 /**
  * What the backup tests of both stores share: `hookwatch backup` run as an operator runs it, a telemetry stream
  * through the real OpenTelemetry exporter whose acknowledged events are always a prefix, and the views an
- * operator reads to compare a restored store with its original.
+ * operator reads to compare a restored store with its original, and the notifications a receiver gets across a
+ * restore.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import { expect } from 'vitest';
 import { getJson, withoutBucketEnds } from '../helpers.ts';
+import { startWebhookReceiver } from './postgres/replicas.ts';
 import { emitExecutions } from './service.ts';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -156,4 +158,73 @@ export async function seedHistory(service: { otlpHttpUrl: string; httpUrl: strin
   });
   expect(silence.status).toBe(201);
   await expect.poll(() => firing(service.httpUrl), { timeout: 15_000 }).toBe(2);
+}
+
+/** The hookwatch a restore test starts: where to send telemetry and read the API. */
+export interface Served {
+  otlpHttpUrl: string;
+  httpUrl: string;
+}
+
+/**
+ * What on-call receives across a backup and a restore, at a real webhook receiver. On the original: alert A is
+ * notified before the backup; alert C's notification is refused (503, retried) until the backup is taken, then
+ * delivered; alert B fires and is notified after it. `steps.backup` copies the original's store, `steps.stop`
+ * stops it, `steps.restore` starts a hookwatch on the copy. After the restore, over the evaluations until A and C
+ * clear, the receiver gets C's notification again (the copy holds it undelivered) with the same webhook-id, and
+ * the resolutions of A and C; not A's firing again, and nothing of B, whose events and alert the copy lacks.
+ * The events are stamped two minutes back: arrivals older than the rule's window, which clear `window` after
+ * they arrived, so the alerts resolve while the test runs.
+ */
+export async function notificationsAcrossRestore(steps: {
+  serve(yaml: string): Promise<Served>;
+  backup(): Promise<void>;
+  stop(): Promise<void>;
+  restore(yaml: string): Promise<Served>;
+}): Promise<void> {
+  const webhook = await startWebhookReceiver();
+  try {
+    const yaml = `alerting:
+  evaluationInterval: 100ms
+  rules:
+    - { kind: persisted, window: 12s }
+  delivery: { initialBackoff: 50ms, maxBackoff: 100ms }
+  receivers:
+    - { name: ops, type: webhook, url: ${webhook.url} }
+`;
+    const persist = (s: Served, hookName: string): Promise<unknown> =>
+      emitExecutions(s.otlpHttpUrl, [{ hookEvent: 'PostToolUse', hookName, stdoutChars: 14_000, outputsPersisted: 1 }], {}, { atMs: Date.now() - 120_000 });
+    const seen = (): string[] => webhook.deliveries.map((d) => `${d.labels['hook_name']} ${d.status} ${d.answered}`);
+    const original = await steps.serve(yaml);
+    await persist(original, 'PostToolUse:A');
+    await expect.poll(seen, { timeout: 15_000 }).toEqual(['PostToolUse:A firing 200']);
+    webhook.answer(503);
+    await persist(original, 'PostToolUse:C');
+    await expect.poll(seen, { timeout: 15_000 }).toContain('PostToolUse:C firing 503');
+    await steps.backup();
+    webhook.answer(200);
+    await expect.poll(seen, { timeout: 15_000 }).toContain('PostToolUse:C firing 200');
+    await persist(original, 'PostToolUse:B');
+    await expect.poll(seen, { timeout: 15_000 }).toContain('PostToolUse:B firing 200');
+    await steps.stop();
+    // Every alert was still firing when the original stopped: one notification each, C's after retries.
+    expect(new Set(seen())).toEqual(new Set(['PostToolUse:A firing 200', 'PostToolUse:C firing 503', 'PostToolUse:C firing 200', 'PostToolUse:B firing 200']));
+    const before = webhook.deliveries.length;
+    const delivered = (hook: string): string | undefined => webhook.deliveries.find((d) => d.labels['hook_name'] === hook && d.answered === 200)?.webhookId;
+    const [idA, idC] = [delivered('PostToolUse:A'), delivered('PostToolUse:C')];
+
+    const restored = await steps.restore(yaml);
+    const after = (): string[] => seen().slice(before);
+    await expect.poll(after, { timeout: 40_000 }).toEqual(expect.arrayContaining(['PostToolUse:A resolved 200', 'PostToolUse:C resolved 200']));
+    expect(after()).toHaveLength(3);
+    expect(after()[0]).toBe('PostToolUse:C firing 200');
+    const again = webhook.deliveries.slice(before);
+    expect(again[0]?.webhookId).toBe(idC);
+    expect(again.map((d) => d.webhookId)).not.toContain(idA);
+    // B is unknown to the restored hookwatch: its alert list has A and C, resolved.
+    const { alerts } = (await getJson<{ alerts: { state: string; labels: Record<string, string> }[] }>(restored.httpUrl, '/api/v1/alerts')).body;
+    expect(alerts.map((a) => `${a.labels['hook_name']} ${a.state}`).sort()).toEqual(['PostToolUse:A resolved', 'PostToolUse:C resolved']);
+  } finally {
+    await webhook.close();
+  }
 }
