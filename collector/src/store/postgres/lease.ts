@@ -74,7 +74,7 @@ export class PostgresLease implements LeaderElector {
   /** Set by cutConnections(): nothing can be sent any more. */
   private cut = false;
   private stopping: Promise<void> | undefined;
-  /** Set by stop() when it could not hand back a lease the database may still hold (said in the log). */
+  /** Set by handBack() when it could not hand back a lease the database may still hold (said in the log). */
   leftBehind = false;
   /** The sockets of the lease's connection (cutConnections). */
   private readonly sockets = new ConnectionSockets();
