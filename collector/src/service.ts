@@ -140,9 +140,11 @@ export interface StopReport {
 
 /**
  * The bound of each step of a stop that waits on a database server (batches and API requests waiting on a
- * statement, the alert evaluation and deliveries in progress, the hand-back of the leader lease, closing the
- * connections): one lease renewal period (postgres.leaseTtl / 3, what the lease allows itself to connect), and at
- * most a tenth of shutdown.timeout, so that those steps timing out one after another still leave half of it.
+ * statement, the alert evaluation, deliveries and retention in progress, the hand-back of the leader lease and the
+ * removal of the replica's heartbeat, closing the connections): one lease renewal period (postgres.leaseTtl / 3,
+ * what the lease allows itself to connect), and at most a tenth of shutdown.timeout, so that those steps timing
+ * out one after another still leave half of it. The flush of alert events to alerting.otlp.endpoint gets the same
+ * bound, whatever the store.
  */
 export function databaseStepTimeoutMs(config: Pick<HookwatchConfig, 'postgres' | 'shutdown'>): number {
   return Math.max(100, Math.round(Math.min(config.postgres.leaseTtlMs / 3, config.shutdown.timeoutMs / 10)));
