@@ -37,7 +37,7 @@ export function splitExpired(events: readonly HookEvent[], eventsBeforeMs: numbe
  * The hooks a RangeQuery asks for: one (hookId), a few (hookIds, each once, sorted), every hook (undefined), or none
  * (null: hookIds empty, or without hookId).
  */
-export function hookSelection(q: Pick<RangeQuery, 'hookId' | 'hookIds'>): string | string[] | undefined | null {
+function hookSelection(q: Pick<RangeQuery, 'hookId' | 'hookIds'>): string | string[] | undefined | null {
   if (q.hookIds === undefined) return q.hookId;
   if (q.hookId !== undefined) return q.hookIds.includes(q.hookId) ? q.hookId : null;
   return q.hookIds.length === 0 ? null : [...new Set(q.hookIds)].sort();
