@@ -60,7 +60,7 @@ export interface AlertmanagerWebhookBody {
  * The annotation that links a firing alert to the dashboard's silence form prefilled with its labels (links.ts),
  * where a consumer's template reads links such as `runbook_url`: the v4 schema has no field for it.
  */
-export const SILENCE_URL_ANNOTATION = 'silence_url';
+const SILENCE_URL_ANNOTATION = 'silence_url';
 
 /** Builds the v4 body for one notification. */
 export function alertmanagerBody(n: Notification, ctx: LinkContext): AlertmanagerWebhookBody {
