@@ -66,8 +66,8 @@ export function commandOf(quick: boolean, only: readonly string[] | undefined, o
   return args.length > 0 ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
 }
 
-/** Runs the modules (all by default) and returns the report, naming `command` as the one that ran. */
-export async function runAll(quick: boolean, modules: readonly string[] = MODULES, log: (line: string) => void = () => {}, onProgress: (partial: BenchReport) => void = () => {}, command = commandOf(quick, modules.length === MODULES.length ? undefined : modules, 'latest')): Promise<BenchReport> {
+/** Runs the modules and returns the report, naming `command` (commandOf) as the one that ran. */
+async function runAll(quick: boolean, modules: readonly string[], log: (line: string) => void, onProgress: (partial: BenchReport) => void, command: string): Promise<BenchReport> {
   const started = Date.now();
   const commit = gitCommit();
   const outcomes: ModuleOutcome[] = [];
