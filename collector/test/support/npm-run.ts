@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { basename, delimiter } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { outputOf, type ProcessOutput } from './hookwatch-process.ts';
 
 /** The package folder, where `npm --prefix` runs the hookwatch script. */
 export const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -22,16 +23,10 @@ export type NpmStart = 'npm run' | 'npx';
  * <args>` from `cwd`, or `npx hookwatch <args>` in the package folder (where npx finds the bin). Its exit code,
  * stdout and stderr (npm's warnings, such as EBADENGINE under an older system Node, included).
  */
-export function hookwatchThroughNpm(start: NpmStart, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; input?: string }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function hookwatchThroughNpm(start: NpmStart, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; input?: string }): Promise<ProcessOutput> {
   const [command, argv, cwd] = start === 'npx' ? ['npx', ['hookwatch', ...args], PACKAGE_ROOT] : ['npm', ['--prefix', PACKAGE_ROOT, 'run', '--silent', 'hookwatch', '--', ...args], options.cwd];
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, argv, { cwd, env: options.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.input ?? '');
-  });
+  const child = spawn(command, argv, { cwd, env: options.env });
+  const output = outputOf(child);
+  child.stdin.end(options.input ?? '');
+  return output;
 }

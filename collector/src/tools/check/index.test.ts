@@ -8,13 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
+import { HOOKWATCH_BIN as BIN, runHookwatch, type ProcessOutput } from '../../../test/support/hookwatch-process.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { runCheck } from './index.ts';
 import { matcherSelects } from './hook-input.ts';
 import type { MeasuredOutput } from './measure.ts';
 
-const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const testdata = fileURLToPath(new URL('../testdata/', import.meta.url));
 /** The real hook setup that produced the Claude Code 2.1.332 fixtures (settings.json and hooks/). */
 const realSetup = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/hook-setups/proj3-tools/', import.meta.url));
@@ -103,15 +103,8 @@ async function checkJson(argv: string[], cwd = dir): Promise<{ code: number; res
 }
 
 /** Runs the real `hookwatch check` in `cwd` (`dir` by default), as a user at a terminal does; its exit code and output. */
-function checkCli(argv: string[], { cwd = dir, env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'check', ...argv], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function checkCli(argv: string[], { cwd = dir, env = process.env }: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ProcessOutput> {
+  return runHookwatch(['check', ...argv], { cwd, env });
 }
 
 function onlyOutput(result: CheckOutput) {

@@ -2,18 +2,16 @@ import { spawn } from 'node:child_process';
 import { access, chmod, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { captureIO } from '../../../test/support/capture-io.ts';
+import { runHookwatch } from '../../../test/support/hookwatch-process.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
 import { BACKUP_SUFFIX, defaultGuardPrefix, STATE_SUFFIX, shellQuote, shellUnquote, unwrapCommand, wrapCommand } from './install.ts';
 import { DEFAULT_GUARD_BUDGET } from './trim.ts';
-
-const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 
 let dir: string;
 beforeAll(async () => {
@@ -426,12 +424,7 @@ describe('hookwatch check recommends the guard', () => {
     await writeFile(join(project, '.claude', 'hooks', 'memory.sh'), `#!/bin/sh\nhead -c 12000 /dev/zero | tr '\\0' x\n`);
     await chmod(join(project, '.claude', 'hooks', 'memory.sh'), 0o755);
     const hook = '"$CLAUDE_PROJECT_DIR"/.claude/hooks/memory.sh';
-    const checked = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, [BIN, 'check', '--', hook], { cwd: project, stdio: ['ignore', 'pipe', 'inherit'] });
-      let stdout = '';
-      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-      child.on('close', (code) => resolve({ code, stdout }));
-    });
+    const checked = await runHookwatch(['check', '--', hook], { cwd: project });
     expect(checked.code).toBe(1);
     expect(checked.stdout).toContain('Until the hook is fixed:');
     // Printed as settings.json holds it, so it can be pasted in as it is.
