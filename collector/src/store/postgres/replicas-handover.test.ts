@@ -9,7 +9,7 @@
 import { expect, it } from 'vitest';
 import { holdRequest } from '../../../test/support/held-request.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, logEntries, persistedOutputBody, renewalAgesMs, waitFor, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, persistedOutputBody, renewalAgesMs, takenOver, waitFor, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
 
 const TTL_MS = 30_000;
 const RENEW_MS = TTL_MS / 3;
@@ -32,10 +32,7 @@ it('a leader stopped cleanly: a follower leads within 2 s, not at its next renew
   }, 2 * RENEW_MS, 100);
   const stoppedAt = Date.now();
   const stopped = leader.stop();
-  const next = await waitFor('a follower to take the lease', async () => {
-    const pid = await leaseHolderPid(db);
-    return pid !== undefined && pid !== leader.pid ? pid : undefined;
-  }, TTL_MS, 20);
+  const next = await takenOver(db, leader, TTL_MS, 20);
   const tookMs = Date.now() - stoppedAt;
   await stopped;
   const newLeader = followers.find((f) => f.pid === next);
@@ -68,10 +65,8 @@ it('a leader stopped while a slow upload drains: a follower leads within 2 s and
   const held = await holdRequest(leader.otlpHttpUrl, persistedOutputBody(Date.now(), 'drained-session', 'Stop'));
   const stoppedAt = Date.now();
   leader.child.kill('SIGTERM');
-  const next = await waitFor('a follower to take the lease while the leader drains', async () => {
-    const pid = await leaseHolderPid(db);
-    return pid !== undefined && pid !== leader.pid ? pid : undefined;
-  }, DRAIN_MS, 20);
+  // Within DRAIN_MS: while the leader still drains.
+  const next = await takenOver(db, leader, DRAIN_MS, 20);
   const tookMs = Date.now() - stoppedAt;
   expect(tookMs).toBeLessThan(2000);
   expect(leader.child.exitCode).toBeNull(); // still draining

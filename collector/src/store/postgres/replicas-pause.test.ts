@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, persistedOutputBody, waitFor, writeAlertingConfig, type WebhookDelivery } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, takenOver, waitFor, writeAlertingConfig, type WebhookDelivery } from '../../../test/support/postgres/replicas.ts';
 
 const TTL_MS = 2000;
 /** This test's hook: its alert's notifications are told apart from any other on the machine's loopback. */
@@ -28,10 +28,7 @@ it('a leader paused past its lease while retrying never delivers again what its 
   expect(new Set(ours().map((d) => d.webhookId))).toEqual(new Set([webhookId]));
 
   leader.child.kill('SIGSTOP');
-  const next = await waitFor('another replica to take the lease', async () => {
-    const pid = await leaseHolderPid(db);
-    return pid !== undefined && pid !== leader.pid ? pid : undefined;
-  }, 20_000, 50);
+  const next = await takenOver(db, leader, 20_000, 50);
   expect(followers.map((f) => f.pid)).toContain(next);
   hook.answer(200);
   const delivered = await waitFor('the new leader to deliver', async () => ours().find((d) => d.answered === 200), 20_000);

@@ -296,6 +296,14 @@ export function leading(client: pg.Client, r: Replica, timeoutMs = 20_000): Prom
   return waitFor(`replica ${r.pid} leading`, async () => ((await leaseHolderPid(client)) === r.pid ? true : undefined), timeoutMs);
 }
 
+/** Waits until a replica other than `r` (the leader until then) holds the lease, read through `client`; its pid. */
+export function takenOver(client: pg.Client, r: Replica, timeoutMs: number, everyMs: number): Promise<number> {
+  return waitFor(`another replica than ${r.pid} to take the lease`, async () => {
+    const pid = await leaseHolderPid(client);
+    return pid !== undefined && pid !== r.pid ? pid : undefined;
+  }, timeoutMs, everyMs);
+}
+
 export interface TestCluster {
   replicas: Replica[];
   /** A connection to the replicas' database, for reading the lease and the outbox. */
