@@ -209,7 +209,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
         : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
         url === null ? h('span', { class: 'alert-subject' }, breakable(v.subject.text))
-          : ctx.link(url, { class: n.hookId ? 'hook-link' : 'feed-link' }, breakable(v.subject.text)),
+          : ctx.link(url, n.hookId ? { class: 'hook-link' } : null, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         v.silencedBy ? h('span', { class: 'chip' }, v.silencedBy) : null);
       replace(labels, ...v.labels.flatMap((l) => [h('dt', null, l.name), h('dd', l.raw === null ? null : { title: l.raw }, l.text)]));

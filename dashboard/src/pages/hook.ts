@@ -244,7 +244,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
 
   const title = h('h1', { id: 'hook-title' }, 'Hook');
   const factsEl = h('div', { class: 'kpis', id: 'hook-facts' });
-  const filterNote = h('div', { id: 'filter-empty-holder' });
+  const filterNote = h('div');
   const cliff = new ChartPanel('cliff', 'The cliff over time', 'Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, shaded spans when alerts were active. Drag across to zoom.');
   const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole. Drag across to zoom.');
   const curve = new ChartPanel('curve', 'Sent against delivered', 'delivered(n) = n up to 10,000, then about 2,000: this hook\'s observed sizes placed on the cliff.');
