@@ -109,7 +109,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
 
   if (linked.length) {
     const link = JSON.stringify(linked);
-    // Each label a matcher, checked: unchecking one widens the silence (alertname: every rule of the hook).
+    // Each label a matcher, checked: unchecking one widens the silence (hook_event and hook_name alone: every rule of the hook).
     const boxes = linked.map(() => h('input', { type: 'checkbox', checked: true }));
     const chosen = (): SilenceMatcher[] => linked.filter((_, i) => boxes[i]?.checked);
     const noneNote = h('p', { class: 'hint', role: 'status' });
