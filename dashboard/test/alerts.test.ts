@@ -154,7 +154,7 @@ describe('alerts page', () => {
     await card.locator('.silence-form button[type="submit"]').click();
     await card.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
     const made = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences.find((s) => s.comment === 'paging the hook author');
-    expect(made).toBeDefined();
+    expect(made?.createdBy).toBe('on-call');
     // No timer refreshes this page: the card and the silences in force say so at once all the same.
     await card.locator('.chip', { hasText: 'silenced by on-call until' }).waitFor({ timeout: 3_000 });
     await p.locator('#silences table.silences tbody tr', { hasText: made?.id ?? '' }).waitFor({ timeout: 3_000 });

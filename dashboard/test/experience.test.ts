@@ -159,7 +159,8 @@ describe('wording', () => {
     expect(new URL(p.url()).searchParams.get('by')).toBe('session.id');
     await waitLoaded(p, 2);
     expect(await p.locator('#filter-empty').count()).toBe(0);
-    expect(await p.textContent('[data-kpi="executions"] .kpi-value')).not.toBe('0');
+    // Its three captured executions, one per run, all inside the last 7 days.
+    expect(await p.textContent('[data-kpi="executions"] .kpi-value')).toBe('3');
   });
 
   it('agrees its nouns with one: one hook, one hook command, no executions lost', async () => {
@@ -222,8 +223,9 @@ describe('wording', () => {
     const { page: p } = await page();
     await p.goto(`${fx.svc().httpUrl}/`);
     await waitLoaded(p);
-    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toMatch(/^at least [1-9]\d*$/);
-    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toMatch(/^\d+ executions? lost output to the cap; 17 executions sent no size data$/);
+    // The captured runs' four outputs over the cap (SessionStart:startup in each, PostToolUse:Bash once).
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 4');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('4 executions lost output to the cap; 17 executions sent no size data');
     // The old client alone: no execution measured, none known persisted; not a bare 0.
     await p.goto(`${fx.svc().httpUrl}/?f.service.version=2.1.250`);
     await waitLoaded(p);

@@ -8,7 +8,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator } from 'playwright-core';
-import type { AlertsResponse, Silence } from '../../shared/src/api.ts';
+import { alertRange } from '../../shared/src/alert-range.ts';
+import type { AlertSummary, AlertsResponse, Silence } from '../../shared/src/api.ts';
 import type { AlertmanagerWebhookBody } from '../../collector/src/notify/alertmanager.ts';
 import { eventually, getJson, postOtlp, startTestService, until, type TestService } from '../../collector/test/helpers.ts';
 import { FakeClock, WebhookSink } from '../../collector/test/support/alerting.ts';
@@ -56,6 +57,12 @@ function silenceUrl(): string {
   const link = webhook.bodies<AlertmanagerWebhookBody>()[0]?.alerts[0]?.annotations['silence_url'];
   if (!link) throw new Error('no silence link notified');
   return link;
+}
+
+/** The quiet feed's alert, as the alerts API lists it once it fires. */
+function feedAlert(): Promise<AlertSummary> {
+  return eventually('the feed alert listed', async () =>
+    (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.labels['scope'] === 'feed' && a.state === 'firing'));
 }
 
 /** The silences made with this reason (expired ones too). */
@@ -161,12 +168,12 @@ describe('silence link', () => {
     });
     const link = new URL(feed.generatorURL);
     expect(`${link.origin}${link.pathname}`).toBe(`${svc.httpUrl}/`);
-    expect(link.searchParams.get('range')).toBe('custom');
-    // From an hour before the last event (to a chart bucket), to when it was notified.
-    const from = Date.parse(link.searchParams.get('from') ?? '');
-    expect(from).toBeLessThanOrEqual(eventAt - 60 * MIN);
-    expect(from).toBeGreaterThan(eventAt - 3 * 60 * MIN);
-    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(clock.now() - MIN);
+    // The alert's evidence is the feed's last event: its range runs from an hour before it (to a chart bucket) to
+    // when it was notified, hookwatch's now.
+    const listed = await feedAlert();
+    expect(Date.parse(listed.firstEventAt ?? '')).toBe(eventAt);
+    expect(Object.fromEntries(link.searchParams)).toEqual({ range: 'custom', ...alertRange(listed, clock.now()) });
+    expect(Date.parse(link.searchParams.get('from') ?? '')).toBeLessThanOrEqual(eventAt - 60 * MIN);
     const { page: p } = await page();
     await p.goto(feed.generatorURL);
     await waitLoaded(p);
@@ -283,8 +290,7 @@ describe('silence link', () => {
   });
 
   it('links a quiet feed\'s alert card to the overview around its last event, as its notification does', async () => {
-    const feed = await eventually('the feed alert listed', async () =>
-      (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.labels['scope'] === 'feed' && a.state === 'firing'));
+    const feed = await feedAlert();
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/alerts?refresh=off`);
     await waitLoaded(p);
@@ -295,12 +301,12 @@ describe('silence link', () => {
     const href = await card.locator('.alert-head a').getAttribute('href') ?? '';
     const link = new URL(href, svc.httpUrl);
     expect(link.pathname).toBe('/');
-    expect(link.searchParams.get('range')).toBe('custom');
-    const from = Date.parse(link.searchParams.get('from') ?? '');
-    expect(from).toBeLessThanOrEqual(eventAt - 60 * MIN);
-    expect(from).toBeGreaterThan(eventAt - 3 * 60 * MIN);
-    // To hookwatch's now, as the notification's link: not to the browser's, hours behind it.
-    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(clock.now() - MIN);
+    // The notification's range: to hookwatch's now, not to the browser's, hours behind it (give or take the
+    // moment the page took since the alerts API said what time it is).
+    const range = alertRange(feed, clock.now());
+    expect([link.searchParams.get('range'), link.searchParams.get('from')]).toEqual(['custom', range.from]);
+    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(Date.parse(range.to));
+    expect(Date.parse(link.searchParams.get('to') ?? '')).toBeLessThanOrEqual(Date.parse(alertRange(feed, clock.now() + MIN).to));
     await card.locator('.alert-head a').click();
     await waitLoaded(p, 2);
     expect(new URL(p.url()).pathname).toBe('/');
