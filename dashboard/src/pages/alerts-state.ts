@@ -169,17 +169,22 @@ export interface CardView {
   times: string[];
 }
 
-/** `silences`: those in force, to say who silenced the alert and until when (the id of one not among them). */
-export function cardView(a: AlertSummary, all: readonly AlertSummary[], receivers: string[] | undefined, silences: readonly Silence[] = []): CardView {
-  const by = supersededBy(a, all);
-  const silencedBy = a.silencedBy.map((id) => {
+/** Who silenced an alert and until when, from the silences in force (the id of one not among them); null when none did. */
+function silencedByText(a: AlertSummary, silences: readonly Silence[]): string | null {
+  const by = a.silencedBy.map((id) => {
     const s = silences.find((x) => x.id === id);
     return s ? `${s.createdBy} until ${dateTime(s.endsAt)}` : id;
   });
+  return by.length ? `silenced by ${by.join(', ')}` : null;
+}
+
+/** `silences`: those in force, to say who silenced the alert and until when. */
+export function cardView(a: AlertSummary, all: readonly AlertSummary[], receivers: string[] | undefined, silences: readonly Silence[] = []): CardView {
+  const by = supersededBy(a, all);
   return {
     state: by ? 'superseded' : a.state,
     subject: alertSubject(a),
-    silencedBy: silencedBy.length ? `silenced by ${silencedBy.join(', ')}` : null,
+    silencedBy: silencedByText(a, silences),
     labels: [...Object.entries(a.labels).map(([name, text]) => ({ name, text, raw: null })), ...Object.entries(a.annotations).map(([k, v]) => annotationLabel(k, v))],
     times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
       a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',
@@ -252,7 +257,7 @@ export const NO_MATCHER = 'Keep at least one matcher: a silence with none would 
 export function linkedAlertText(matchers: readonly SilenceMatcher[], all: readonly AlertSummary[], silences: readonly Silence[]): string {
   const a = all.find((x) => Object.keys(x.labels).length === matchers.length && matchers.every((m) => x.labels[m.name] === m.value));
   if (!a) return 'No alert with these labels is listed now; the silence mutes it should it fire.';
-  const by = cardView(a, all, undefined, silences).silencedBy;
+  const by = silencedByText(a, silences);
   return `The alert is ${a.state}${by ? `, ${by}` : ''}.`;
 }
 
