@@ -16,8 +16,11 @@ export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
 const HOOK_LABELS = ['hook_event', 'hook_name'];
 export const DURATIONS: [string, number][] = [['1 hour', 3_600_000], ['4 hours', 4 * 3_600_000], ['1 day', 86_400_000], ['7 days', 7 * 86_400_000]];
 
-/** Matchers for silencing the hook an alert is about (its hook labels; all labels when it names none). */
-export function hookMatchers(a: AlertSummary): { name: string; value: string; isRegex: boolean; isEqual: boolean }[] {
+/**
+ * Matchers for silencing the hook an alert is about: its hook labels; when it names no hook, every label but
+ * `alertname` (and a rule's own `rule` label), so the silence covers every rule about the same subject.
+ */
+export function hookMatchers(a: AlertSummary): SilenceMatcher[] {
   const keys = Object.keys(a.labels).filter((k) => HOOK_LABELS.includes(k));
   const use = keys.length ? keys : Object.keys(a.labels).filter((k) => k !== 'alertname' && k !== 'rule');
   return use.map((k) => ({ name: k, value: a.labels[k] ?? '', isRegex: false, isEqual: true }));
