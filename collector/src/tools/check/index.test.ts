@@ -23,6 +23,8 @@ const realSetup = fileURLToPath(new URL('../../../testdata/claude-code-2.1.332/h
 interface CheckOutput {
   ok: boolean;
   budget: number | null;
+  projectDir: string;
+  projectDirFrom: 'flag' | 'settings' | 'cwd';
   hooks: {
     hookName: string;
     event: string;
@@ -451,20 +453,31 @@ describe('check --settings', () => {
     }
     const env = { ...process.env, HOME: home, CLAUDE_CONFIG_DIR: join(home, 'claude-config') };
     const ranIn = (ran: { stdout: string }): string | undefined => (JSON.parse(ran.stdout) as CheckOutput).hooks[0]?.outputs[0]?.content;
+    // --json names the folder the hooks ran in, and why that one, for every run.
+    const where = (ran: { stdout: string }): [string, string] => {
+      const result = JSON.parse(ran.stdout) as CheckOutput;
+      return [result.projectDir, result.projectDirFrom];
+    };
     const note = (path: string, where: string): string =>
       `hookwatch check: ${path} holds user-level settings: its hooks run with CLAUDE_PROJECT_DIR=${where}, the current folder, as in a session started there; pass --project-dir <your project> to run them as in that project\n`;
     for (const path of [userSettings, configDirSettings]) {
       const ran = await checkCli(['--json', '--show-content', '--settings', path], { cwd: project, env });
       expect([ran.code, ranIn(ran), ran.stderr], path).toEqual([0, `${project}|${project}`, note(path, project)]);
+      expect(where(ran), path).toEqual([project, 'cwd']);
     }
     // Given a project, the hooks run there, and nothing needs saying.
     const other = await mkdtemp(join(dir, 'other-project-'));
     const given = await checkCli(['--json', '--show-content', '--settings', userSettings, '--project-dir', other], { cwd: project, env });
     expect([given.code, ranIn(given), given.stderr]).toEqual([0, `${other}|${other}`, '']);
+    expect(where(given)).toEqual([other, 'flag']);
     // A project's own settings still run in the folder holding its .claude/, wherever check is started.
     const own = await settingsFile('own-project', settings);
     const projectLevel = await checkCli(['--json', '--show-content', '--settings', own], { cwd: project, env });
     expect([projectLevel.code, ranIn(projectLevel), projectLevel.stderr]).toEqual([0, `${join(dir, 'own-project')}|${join(dir, 'own-project')}`, '']);
+    expect(where(projectLevel)).toEqual([join(dir, 'own-project'), 'settings']);
+    // A hook given on the command line runs in the current folder.
+    const alone = await checkCli(['--json', '--show-content', '--', settings.hooks.SessionStart[0]?.hooks[0]?.command ?? ''], { cwd: project, env });
+    expect([alone.code, ranIn(alone), ...where(alone)]).toEqual([0, `${project}|${project}`, project, 'cwd']);
   });
 
   it('runs only the groups whose matcher selects the firing, and says which it left out', async () => {

@@ -9,7 +9,7 @@ import { buildHookInput, HOOK_EVENTS, matcherQuery, matcherSelects, SESSION_STAR
 import { measureStdout } from './measure.ts';
 import type { MeasuredStdout } from './measure.ts';
 import { checkJson, checkText, hookFails } from './report.ts';
-import type { HookCheck, HookCheckStatus } from './report.ts';
+import type { HookCheck, HookCheckStatus, ProjectDirFrom } from './report.ts';
 import { runHook } from './run-hook.ts';
 import { fieldList, isUserSettings, loadHookSetup, userSettingsDirs } from './settings.ts';
 import { oneWordCommandLine, shellQuote } from '../common/shell-quote.ts';
@@ -48,7 +48,8 @@ Options:
   --prompt <text>        UserPromptSubmit prompt
   --tool-name <name>     Pre/PostToolUse tool name (default Bash or the matcher)
   --shell <path>         shell that runs the command (default /bin/sh, as with "-c")
-  --json                 machine-readable output
+  --json                 machine-readable output (projectDir names the folder the hooks ran in, projectDirFrom
+                         where it came from: flag, settings or cwd)
   --show-output          print what the model sees of an output over the cap (its preview) and stderr;
                          hidden by default, since hook output can hold secrets and CI logs are widely read
   --show-content         print whole outputs and stderr (implies --show-output)
@@ -127,8 +128,14 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     // --project-dir they run in the current folder, as in a session started here, and the report says so.
     const userLevel = values['project-dir'] === undefined && settingsPath !== undefined && await isUserSettings(settingsPath, userSettingsDirs(home, io));
     let projectDir = io.cwd;
-    if (values['project-dir'] !== undefined) projectDir = resolve(io.cwd, values['project-dir']);
-    else if (settingsPath !== undefined && !userLevel && basename(dirname(settingsPath)) === '.claude') projectDir = dirname(dirname(settingsPath));
+    let projectDirFrom: ProjectDirFrom = 'cwd';
+    if (values['project-dir'] !== undefined) {
+      projectDir = resolve(io.cwd, values['project-dir']);
+      projectDirFrom = 'flag';
+    } else if (settingsPath !== undefined && !userLevel && basename(dirname(settingsPath)) === '.claude') {
+      projectDir = dirname(dirname(settingsPath));
+      projectDirFrom = 'settings';
+    }
 
     const planned: PlannedHook[] = [];
     /** Command hooks of the selected event not run for fields hookwatch does not know: the check is incomplete. */
@@ -216,7 +223,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
-    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, projectDir };
+    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, projectDir, projectDirFrom };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     if (checks.some(hookFails)) return EXIT_FINDINGS;
     // Nothing found over, but hooks were left unrun: their outputs are unknown, which is not a pass.

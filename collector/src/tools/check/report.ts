@@ -32,6 +32,9 @@ export function hookFails(hook: HookCheck): boolean {
   return hook.measured.outputs.some((o) => o.persisted || o.overBudget);
 }
 
+/** Where the hooks' folder came from: --project-dir, the folder holding the settings file's .claude/, or the current folder. */
+export type ProjectDirFrom = 'flag' | 'settings' | 'cwd';
+
 /** How much hook text a report may print: none by default (CI logs are read by many; hooks inject secrets). */
 export interface ReportOptions {
   budget: number | undefined;
@@ -43,6 +46,8 @@ export interface ReportOptions {
   notChecked?: readonly { location: string; fields: string[] }[];
   /** Where the hooks ran, their CLAUDE_PROJECT_DIR: named when the shell could not find or run a command. */
   projectDir?: string;
+  /** Where projectDir came from. */
+  projectDirFrom?: ProjectDirFrom;
 }
 
 function outputJson(output: MeasuredOutput, options: ReportOptions): Record<string, unknown> {
@@ -58,6 +63,8 @@ export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
     capChars: OUTPUT_CAP_CHARS,
     previewChars: PREVIEW_CHARS,
     budget: options.budget ?? null,
+    projectDir: options.projectDir ?? null,
+    projectDirFrom: options.projectDirFrom ?? null,
     ok: !hooks.some(hookFails) && (options.notChecked ?? []).length === 0,
     complete: (options.notChecked ?? []).length === 0,
     notChecked: options.notChecked ?? [],
