@@ -278,6 +278,24 @@ describe('hookwatch guard', () => {
     }
   }, 30_000);
 
+  it('gives a stopped command the --kill-grace (HOOKWATCH_GUARD_KILL_GRACE) to flush before SIGKILL, a second by default', async () => {
+    const fs = `require('fs')`;
+    // On SIGTERM the command takes 1.5 s to flush what it holds, then ends.
+    const flushing = (marker: string): string[] =>
+      ['--timeout', '1', ...nodeHook(`process.on('SIGTERM',()=>setTimeout(()=>{${fs}.writeFileSync(${JSON.stringify(marker)},'flushed');process.exit(0)},1500));setInterval(()=>{},1000)`)];
+    const cases: [string, string[], NodeJS.ProcessEnv, string | undefined][] = [
+      ['default', [], {}, undefined],
+      ['flag', ['--kill-grace', '5s'], { HOOKWATCH_GUARD_KILL_GRACE: '100ms' }, 'flushed'],
+      ['variable', [], { HOOKWATCH_GUARD_KILL_GRACE: '5000ms' }, 'flushed'],
+    ];
+    for (const [name, flags, env, flushed] of cases) {
+      const marker = join(dir, `flushed-${name}`);
+      const ran = await guard([...flags, ...flushing(marker)], { env });
+      // A stopped run never ends as a success: by the stop signal, flushed or killed.
+      expect([name, ran.signal, ran.stderr, await readFile(marker, 'utf8').catch(() => undefined)]).toEqual([name, 'SIGTERM', '', flushed]);
+    }
+  }, 20_000);
+
   it('kills a stopped command that ignores the stop signal at once on a second stop signal, without waiting out the grace period', async () => {
     const fs = `require('fs')`;
     // Each command writes "<its pid> <a child's pid>" once it ignores SIGTERM and SIGINT.
@@ -289,7 +307,7 @@ describe('hookwatch guard', () => {
       const pidFile = join(dir, `second-signal-${i}.pid`);
       let guardPid = 0;
       // A grace period far longer than the test waits: only the second signal can end the command in time.
-      const pending = guard([...c.args(pidFile)], { onStart: (pid) => (guardPid = pid), env: { HOOKWATCH_GUARD_KILL_GRACE_MS: '60000' } });
+      const pending = guard([...c.args(pidFile)], { onStart: (pid) => (guardPid = pid), env: { HOOKWATCH_GUARD_KILL_GRACE: '1m' } });
       await waitFor(async () => (await readFile(pidFile, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
       const pids = (await readFile(pidFile, 'utf8')).trim().split(' ').map(Number);
       try {
@@ -356,6 +374,9 @@ describe('hookwatch guard', () => {
       [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
       [['--keep-for', '7'], {}, '--keep-for: expected a duration of at least 1h such as 7d or 36h, got "7"; saved outputs are kept for the default 7d'],
       [[], { HOOKWATCH_GUARD_KEEP_FOR: '10m' }, 'HOOKWATCH_GUARD_KEEP_FOR: expected a duration of at least 1h such as 7d or 36h, got "10m"'],
+      [['--kill-grace', '5'], {}, '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "5"; a stopped command is killed after the default 1s'],
+      [['--kill-grace', '0s'], {}, '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "0s"'],
+      [[], { HOOKWATCH_GUARD_KILL_GRACE: '2m' }, 'HOOKWATCH_GUARD_KILL_GRACE: expected a duration from 1ms to 1m such as 5s or 1500ms, got "2m"'],
       [[], { HOOKWATCH_GUARD_KEEP_SIZE: 'lots' }, 'HOOKWATCH_GUARD_KEEP_SIZE: expected a size such as 1GiB or 500MB, got "lots"; saved outputs are kept up to the default 1GiB'],
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
       [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],

@@ -48,7 +48,10 @@ reason for the block: it stays exactly the command's). Without a command to run 
 Options:
   --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (HOOKWATCH_GUARD_BUDGET;
                        default: up to ${OUTPUT_CAP_CHARS} kept whole, a longer string cut to ${DEFAULT_GUARD_BUDGET})
-  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL a second later); default: no own timeout
+  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL after the kill grace); default: no own timeout
+  --kill-grace <time>  how long a stopped command (Claude Code's timeout, or --timeout) gets to end before SIGKILL,
+                       from 1ms to 1m, such as 5s or 1500ms (default 1s; HOOKWATCH_GUARD_KILL_GRACE); longer lets
+                       a hook flush on stop, but Claude Code may kill the guard first and leave the command running
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --keep-for <time>    a run that saves an output removes the saved outputs older than this, at least 1h (default
                        7d; HOOKWATCH_GUARD_KEEP_FOR)
@@ -72,8 +75,8 @@ Options:
   --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
                        in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
                        --budget and --report given with --install are written into every wrapped command; the
-                       other options of a run (--dir, --keep-for, --keep-size, --timeout, --shell) go in <prefix>,
-                       and given on their own with --install they are an error
+                       other options of a run (--dir, --keep-for, --keep-size, --timeout, --kill-grace, --shell) go
+                       in <prefix>, and given on their own with --install they are an error
   -h, --help           this help (on stdout, when no command follows --; with one, the command runs and --help
                        is named on stderr, as is --command without --install or --uninstall)
 `;
@@ -143,6 +146,8 @@ interface GuardOptions {
   /** Strings longer than this are cut to the budget (trimAbove). */
   limit: number;
   timeoutMs: number | undefined;
+  /** How long a stopped command gets before SIGKILL. */
+  killGraceMs: number;
   dir: string;
   keep: Keep;
   report: string | undefined;
@@ -157,6 +162,7 @@ function defaultDir(): string {
 const GUARD_FLAGS = {
   budget: { type: 'string' },
   timeout: { type: 'string' },
+  'kill-grace': { type: 'string' },
   dir: { type: 'string' },
   'keep-for': { type: 'string' },
   'keep-size': { type: 'string' },
@@ -169,7 +175,7 @@ const GUARD_FLAGS = {
 } as const;
 
 /** Flags of a guarded run that --install does not write into the commands it wraps. */
-const RUN_ONLY_FLAGS = ['dir', 'keep-for', 'keep-size', 'timeout', 'shell'] as const;
+const RUN_ONLY_FLAGS = ['dir', 'keep-for', 'keep-size', 'timeout', 'kill-grace', 'shell'] as const;
 
 /**
  * Why flags given with --install or --uninstall would do nothing, or undefined when each one is used: --install
@@ -183,6 +189,20 @@ function setupUnusedFlags(mode: 'install' | 'uninstall', values: Record<string, 
   const list = given.join(', ');
   if (mode === 'uninstall') return `--uninstall takes a settings file and --command only, not ${list}; nothing was changed`;
   return `--install writes --budget and --report into the wrapped commands, not ${list}; give ${given.length === 1 ? 'it' : 'them'} in the guard call of --command instead (--command '<node> <hookwatch.mjs> guard ${given[0]} …'); nothing was changed`;
+}
+
+/**
+ * Longest --kill-grace: Claude Code has given up on a stopped hook, and may kill the guard before a longer grace
+ * ends, which would leave the command running orphaned.
+ */
+const MAX_KILL_GRACE_MS = 60_000;
+
+/** --kill-grace or HOOKWATCH_GUARD_KILL_GRACE (`label`): a duration with a unit, more than 0 and at most a minute. */
+function parseKillGrace(parseDuration: (raw: string) => number | undefined, raw: string, label: string): number {
+  // A bare number is refused: "5" meant seconds to whoever wrote it, and would be 5 ms.
+  const ms = /^\s*[\d.]+\s*$/.test(raw) ? undefined : parseDuration(raw);
+  if (ms === undefined || ms < 1 || ms > MAX_KILL_GRACE_MS) throw new UsageError(`${label}: expected a duration from 1ms to 1m such as 5s or 1500ms, got "${raw}"`);
+  return ms;
 }
 
 /** The budget from a flag or the variable; `label` names where it came from in the error. */
@@ -294,6 +314,12 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     undefined, `the default is used (strings of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} characters left whole, longer ones cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')})`);
   const timeout = text('timeout');
   const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
+  const killGrace = given('kill-grace', 'HOOKWATCH_GUARD_KILL_GRACE');
+  // The duration parser is loaded only when a grace is given: most runs take the default.
+  const killGraceMs = killGrace === undefined ? KILL_GRACE_MS : await (async () => {
+    const { parseDuration } = await import('../../config/values.ts');
+    return lenient(() => parseKillGrace(parseDuration, ...killGrace), KILL_GRACE_MS, 'a stopped command is killed after the default 1s');
+  })();
   const report = io.env[GUARD_NO_REPORT_ENV] ? undefined : given('report', 'HOOKWATCH_GUARD_REPORT');
   const checkedReport = report === undefined ? undefined : await (async () => {
     const { logsUrl } = await import('./report.ts');
@@ -303,6 +329,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     budget: givenBudget ?? DEFAULT_GUARD_BUDGET,
     limit: trimAbove(givenBudget),
     timeoutMs,
+    killGraceMs,
     keep: await keepOptions(given, lenient),
     // Absolute: the pointer line names the file for the model, which does not run in the hook's directory.
     dir: resolve(io.cwd, text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir())),
@@ -357,8 +384,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     shell: options.shell,
     stdin: io.stdin,
     timeoutMs: options.timeoutMs,
-    // Longer under HOOKWATCH_GUARD_KILL_GRACE_MS, so a test can tell a kill at once from one after the grace.
-    killGraceMs: Number(io.env.HOOKWATCH_GUARD_KILL_GRACE_MS) || KILL_GRACE_MS,
+    killGraceMs: options.killGraceMs,
     spillBytes,
     headChars: options.budget,
     spillPath: () => {

@@ -391,7 +391,7 @@ describe('hookwatch guard --install', () => {
     const path = join(project, 's.json');
     const original = `${JSON.stringify(SETTINGS, null, 2)}\n`;
     await writeFile(path, original);
-    for (const args of [['--dir', join(project, 'full')], ['--timeout', '5'], ['--shell', '/bin/bash'], ['--keep-for', '3d'], ['--keep-size', '2GiB'], ['--budget', '9000', '--timeout', '5']]) {
+    for (const args of [['--dir', join(project, 'full')], ['--timeout', '5'], ['--shell', '/bin/bash'], ['--keep-for', '3d'], ['--keep-size', '2GiB'], ['--kill-grace', '5s'], ['--budget', '9000', '--timeout', '5']]) {
       const io = guardIO(project);
       expect(await runGuard(['--install', ...args, 's.json'], io), args.join(' ')).toEqual({ code: 2 });
       expect(io.err()).toContain(`--install writes --budget and --report into the wrapped commands, not ${args.includes('--budget') ? '--timeout' : args[0]}`);
