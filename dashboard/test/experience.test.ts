@@ -226,15 +226,20 @@ describe('wording', () => {
     // The captured runs' four outputs over the cap (SessionStart:startup in each, PostToolUse:Bash once).
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 4');
     expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('4 executions lost output to the cap; 17 executions sent no size data');
+    // The fleet chart's summary says so too.
+    const summary = async (): Promise<string | null> => p.locator('#chart-fleet-summary:not(:empty)').textContent();
+    expect(await summary()).toMatch(/^At least 4 outputs persisted across 2 hooks, in \d+ of \d+ buckets \(17 executions sent no size data\); /);
     // The old client alone: no execution measured, none known persisted; not a bare 0.
     await p.goto(`${fx.svc().httpUrl}/?f.service.version=2.1.250`);
     await waitLoaded(p);
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('none known');
     expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('0 executions lost output to the cap; 17 executions sent no size data');
+    expect(await summary()).toMatch(/^No output is known to have been persisted in this range \(17 executions sent no size data\); /);
     // The team whose one execution was measured: exact.
     await p.goto(`${fx.svc().httpUrl}/?f.team=platform`);
     await waitLoaded(p);
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('0');
+    expect(await summary()).toMatch(/^No outputs persisted in this range; /);
   });
 });
 

@@ -157,7 +157,7 @@ function measuredOnly(c: Pick<SeriesBucket, 'outputsPersisted' | 'executionsWith
 }
 
 /** Why a count of persisted outputs is a lower bound, or null when it is exact. */
-function lowerBoundWhy(sizeUnknown: number, measured: number): string | null {
+export function lowerBoundWhy(sizeUnknown: number, measured: number): string | null {
   const why = [
     sizeUnknown > 0 ? `${plural(sizeUnknown, 'execution')} sent no size data` : null,
     measured > 0 ? `${plural(measured, 'execution')} measured over the cap, counted as one output each` : null,

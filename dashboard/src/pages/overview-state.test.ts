@@ -340,6 +340,19 @@ describe('fleet figures', () => {
     expect(sparkLabel(OVER.hookName, fleetHook(OVER, [2_000, 10_500], [0, 1]))).toBe('Stop:lint-report: largest output per bucket, peak 10,500 chars; 1 bucket with persisted outputs');
   });
 
+  it('says "at least" of the outputs persisted, or that none is known, while executions in range sent no size data', () => {
+    const blind = { ...fleetHook(BLIND, [null, null, null, null], [0, 0, 0, 0], [3, 0, 0, 0]), sizeUnknownExecutions: [3, 0, 0, 0] };
+    expect(fleetView(fleet([blind])).summary)
+      .toBe('No output is known to have been persisted in this range (3 executions sent no size data); the largest output in the fleet was unknown against the 10,000 cap.');
+    const over = fleetHook(OVER, [null, 2_000, 10_500, null], [0, 0, 1, 0]);
+    expect(fleetView(fleet([over, blind])).summary)
+      .toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (3 executions sent no size data); the largest output in the fleet was 10,500 chars.');
+    // The hooks past the answer's limit count too.
+    const rest = { hooks: 40, hooksWithPersisted: 0, largest: [null, null, null, null], persisted: [0, 0, 0, 0], executions: [1, 0, 0, 0], sizeUnknownExecutions: [1, 0, 0, 0] };
+    expect(fleetView(fleet([over], rest)).summary)
+      .toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (1 execution sent no size data); the largest output in the fleet was 10,500 chars.');
+  });
+
   it('asks for the sparklines of rows past the fleet answer by id, over its range and step (its buckets), with the filters', () => {
     expect(sparkQuery(fleet([]), { team: 'platform' }, [OK.id, NEAR.id])).toEqual({
       team: 'platform', from: '2026-11-29T06:00:00.000Z', to: '2026-11-30T06:00:00.000Z', step: '21600', ids: `${OK.id},${NEAR.id}`,

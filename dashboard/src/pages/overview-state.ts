@@ -10,7 +10,7 @@ import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
-import { persistedKnown } from './hook-state.ts';
+import { lowerBoundWhy, persistedKnown } from './hook-state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -434,9 +434,12 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const totalPersisted = fleet.hooks.reduce((s, hk) => s + of(hk).reduce((a, b) => a + b, 0), beyond ? beyond.persisted.reduce((a, b) => a + b, 0) : 0);
   const hooksWithPersisted = withPersisted.length + (beyond?.hooksWithPersisted ?? 0);
   const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
+  // A lower bound says so, and why, as the fleet's total does: unknown is not zero.
+  const sizeUnknown = fleet.hooks.reduce((s, hk) => s + hk.sizeUnknownExecutions.reduce((a, b) => a + b, 0), beyond ? beyond.sizeUnknownExecutions.reduce((a, b) => a + b, 0) : 0);
+  const why = lowerBoundWhy(sizeUnknown, 0);
   const summary = totalPersisted === 0
-    ? `No outputs persisted in this range; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
-    : `${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}; the largest output in the fleet was ${chars(peak)}.`;
+    ? `${why === null ? 'No outputs persisted in this range' : `No output is known to have been persisted in this range (${why})`}; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
+    : `${why === null ? '' : 'At least '}${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}${why === null ? '' : ` (${why})`}; the largest output in the fleet was ${chars(peak)}.`;
   const tableRows = fleet.buckets.map((b, i) => [bucketCell(b, covers[i], fleet.step), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
     .filter((_r, i) => (executions[i] ?? 0) > 0);
   return {
