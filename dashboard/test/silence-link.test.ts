@@ -3,7 +3,7 @@
  * a Slack receiver of a persisted alert; the silence link each carries opens the alerts page in headless Chromium
  * with the silence form prefilled with the alert's labels; confirming it silences the alert, and its repeat is
  * not sent. The form stays, as filled in, through range and state filter changes until the silence is made or the
- * form closed, and its matchers can be unchecked to widen it. A feed alert's link, and its card on the alerts page,
+ * form closed (opened again after another page, it starts afresh), and its matchers can be unchecked to widen it. A feed alert's link, and its card on the alerts page,
  * open the overview around the feed's last event.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -217,6 +217,27 @@ describe('silence link', () => {
     await waitLoaded(p);
     expect(await p.isHidden('#silence-new')).toBe(true);
     expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made?.id}`, { method: 'DELETE' })).status).toBe(200);
+  });
+
+  it('opens the linked form afresh when the link is opened again after going elsewhere', async () => {
+    const { page: p } = await page();
+    await p.goto(silenceUrl());
+    await waitLoaded(p);
+    const form = p.locator('#silence-new form.silence-form');
+    await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
+    await form.locator('input[aria-label="Reason"]').fill('left half typed');
+    const severity = p.locator('#silence-new').getByRole('checkbox', { name: 'severity="critical"', exact: true });
+    await severity.uncheck();
+    await p.getByRole('link', { name: 'Overview', exact: true }).click();
+    await p.waitForURL((u) => u.pathname === '/');
+    await waitLoaded(p, 2);
+    // Back to the link in the same tab: a new visit, the form as the link gives it.
+    await p.goBack();
+    await p.waitForURL((u) => u.pathname === '/alerts');
+    await waitLoaded(p, 3);
+    expect(await form.locator('input[aria-label="Reason"]').inputValue()).toBe('');
+    expect(await form.locator('select[aria-label="Silence for"]').inputValue()).toBe(String(3_600_000));
+    expect(await severity.isChecked()).toBe(true);
   });
 
   it('closes the linked form on Cancel, for good', async () => {

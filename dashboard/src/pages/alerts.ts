@@ -3,7 +3,8 @@
  * hook an alert is about; the silences in force, each with a way to expire it. Opened from a notification's
  * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused, each label
  * a matcher the person may uncheck to widen it; it stays through range and state filter changes until the silence
- * is made or the form closed. When the alerts API is not there (404) the page says so instead of failing.
+ * is made or the form closed; opened again after another page, it starts afresh. When the alerts API is not there
+ * (404) the page says so instead of failing.
  */
 import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
@@ -20,7 +21,7 @@ import {
 /**
  * What was filled in on a silence link's form (its checkboxes, duration, reason and name, in order), kept while
  * the page is drawn anew for a range or state filter change, so the person goes on where they left off; dropped
- * once the silence is made or the form closed.
+ * once the silence is made or the form closed, or the page left for another.
  */
 let linkDraft: { link: string; values: string[] } | undefined;
 
@@ -281,6 +282,10 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     },
     destroy() {
       cards.clear();
+      // Left for another page (the header's links, Back): opening the link again later is a new visit, with a
+      // fresh form. Drawn anew for the same link (a range or state change), the draft stays.
+      const next = readState(location);
+      if (next.route.page !== 'alerts' || JSON.stringify(linkMatchers(next.params)) !== JSON.stringify(linked)) linkDraft = undefined;
     },
   };
 }
