@@ -180,15 +180,21 @@ describe('silence link', () => {
     expect(await p.textContent('h1 .range-label')).toMatch(/ to /);
   });
 
-  it('keeps the linked form as filled in through range and state filter changes; once the silence is made, a reload does not open it again', async () => {
+  /** Opens the silence link and fills its form in part: one day, a reason, the severity matcher unchecked. */
+  async function fillLinkedForm(reason: string) {
     const { page: p } = await page();
     await p.goto(silenceUrl());
     await waitLoaded(p);
     const form = p.locator('#silence-new form.silence-form');
     await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
-    await form.locator('input[aria-label="Reason"]').fill('hook rewrite under review');
+    await form.locator('input[aria-label="Reason"]').fill(reason);
     const severity = p.locator('#silence-new').getByRole('checkbox', { name: 'severity="critical"', exact: true });
     await severity.uncheck();
+    return { p, form, severity };
+  }
+
+  it('keeps the linked form as filled in through range and state filter changes; once the silence is made, a reload does not open it again', async () => {
+    const { p, form, severity } = await fillLinkedForm('hook rewrite under review');
     await p.selectOption('#alert-state', 'firing');
     await p.waitForURL(/state=firing/);
     await waitLoaded(p, 2);
@@ -220,14 +226,7 @@ describe('silence link', () => {
   });
 
   it('opens the linked form afresh when the link is opened again after going elsewhere', async () => {
-    const { page: p } = await page();
-    await p.goto(silenceUrl());
-    await waitLoaded(p);
-    const form = p.locator('#silence-new form.silence-form');
-    await form.locator('select[aria-label="Silence for"]').selectOption({ label: '1 day' });
-    await form.locator('input[aria-label="Reason"]').fill('left half typed');
-    const severity = p.locator('#silence-new').getByRole('checkbox', { name: 'severity="critical"', exact: true });
-    await severity.uncheck();
+    const { p, form, severity } = await fillLinkedForm('left half typed');
     await p.getByRole('link', { name: 'Overview', exact: true }).click();
     await p.waitForURL((u) => u.pathname === '/');
     await waitLoaded(p, 2);
