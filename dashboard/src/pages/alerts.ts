@@ -285,7 +285,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       // Left for another page (the header's links, Back): opening the link again later is a new visit, with a
       // fresh form. Drawn anew for the same link (a range or state change), the draft stays.
       const next = readState(location);
-      if (next.route.page !== 'alerts' || JSON.stringify(linkMatchers(next.params)) !== JSON.stringify(linked)) linkDraft = undefined;
+      if (next.route.page !== 'alerts' || JSON.stringify(linkMatchers(next.params)) !== linkDraft?.link) linkDraft = undefined;
     },
   };
 }

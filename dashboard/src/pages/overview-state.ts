@@ -431,12 +431,14 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
     return v === null ? m : Math.max(m ?? 0, v);
   }, beyond?.largest[i] ?? null));
   const peak = largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-  const totalPersisted = fleet.hooks.reduce((s, hk) => s + of(hk).reduce((a, b) => a + b, 0), beyond ? beyond.persisted.reduce((a, b) => a + b, 0) : 0);
+  // A count over the whole range and every hook, those past the answer's limit included.
+  const fleetTotal = (series: (hk: FleetSeriesHook) => readonly number[], beyondSeries: readonly number[] | undefined): number =>
+    [...fleet.hooks.map(series), beyondSeries ?? []].reduce((s, xs) => xs.reduce((a, b) => a + b, s), 0);
+  const totalPersisted = fleetTotal(of, beyond?.persisted);
   const hooksWithPersisted = withPersisted.length + (beyond?.hooksWithPersisted ?? 0);
   const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
   // A lower bound says so, and why, as the fleet's total does: unknown is not zero.
-  const sizeUnknown = fleet.hooks.reduce((s, hk) => s + hk.sizeUnknownExecutions.reduce((a, b) => a + b, 0), beyond ? beyond.sizeUnknownExecutions.reduce((a, b) => a + b, 0) : 0);
-  const why = lowerBoundWhy(sizeUnknown, 0);
+  const why = lowerBoundWhy(fleetTotal((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), 0);
   const summary = totalPersisted === 0
     ? `${why === null ? 'No outputs persisted in this range' : `No output is known to have been persisted in this range (${why})`}; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${why === null ? '' : 'At least '}${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}${why === null ? '' : ` (${why})`}; the largest output in the fleet was ${chars(peak)}.`;
