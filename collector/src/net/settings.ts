@@ -170,14 +170,13 @@ export function clientTlsConfig(r: SettingValues, section: string): ClientTlsCon
   return clientTlsSet(config) ? config : undefined;
 }
 
+/** A client's settings that, set alone, are a choice of TLS, in the order a message names the first. */
+const CLIENT_TLS_CHOICES = ['caFile', 'certFile', 'serverName', 'insecureSkipVerify', 'minVersion'] as const;
+
 /** The first of a client's settings that is set (not its default), or undefined when none is: the system's defaults. */
-export function clientTlsSet(config: ClientTlsConfig): 'caFile' | 'certFile' | 'serverName' | 'insecureSkipVerify' | 'minVersion' | undefined {
-  if (config.caFile !== '') return 'caFile';
-  if (config.certFile !== '') return 'certFile';
-  if (config.serverName !== '') return 'serverName';
-  if (config.insecureSkipVerify) return 'insecureSkipVerify';
-  if (config.minVersion !== TLS_DEFAULTS.minVersion) return 'minVersion';
-  return undefined;
+export function clientTlsSet(config: ClientTlsConfig): (typeof CLIENT_TLS_CHOICES)[number] | undefined {
+  // keyFile goes with certFile, and a reload interval alone changes nothing: neither counts as a choice.
+  return CLIENT_TLS_CHOICES.find((name) => config[name] !== TLS_DEFAULTS[name]);
 }
 
 /**
