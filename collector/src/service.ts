@@ -308,7 +308,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   registerQueryMetrics(metrics, queries);
 
   let listening = false;
-  const app = express();
+  const app = closeAfterUnreadBodies(express());
   app.disable('x-powered-by');
   app.set('query parser', parseQuery);
   // Every answer, refusals included: not cached, not sniffed, not framed (the dashboard sets its own CSP).
@@ -345,9 +345,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);
-    http = closeAfterUnreadBodies(trackConnections(server));
+    http = trackConnections(server);
   } else {
-    http = closeAfterUnreadBodies(trackConnections(createServer(httpLimits, app)));
+    http = trackConnections(createServer(httpLimits, app));
   }
   // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;

@@ -4,8 +4,11 @@
  * the body and throw it away, to keep the connection alive for a next request: a client with no token could make
  * hookwatch read (and, with TLS, decrypt) as many bytes as it cares to send, until the request timeout, and again
  * on every connection it opens. An answer to a request whose body was read, or that has none, keeps the connection.
+ *
+ * The check sits on a prototype every answer inherits, never on each answer: a writeHead replaced per request made
+ * Node's HTTP path cost ~1.5 ms more CPU per 512-record OTLP request.
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage, type ServerOptions } from 'node:http';
 
 /** True while body bytes the request declared have not all arrived. */
 function bodyUnread(req: IncomingMessage): boolean {
@@ -14,19 +17,25 @@ function bodyUnread(req: IncomingMessage): boolean {
 }
 
 /**
- * Makes `server` (HTTP or HTTPS) answer `Connection: close`, and close the connection once the answer is sent,
- * whenever it answers a request whose body has not arrived whole. Call it when the server is made; returns it.
+ * Node's writeHead, after marking the connection to close when the request's body is unread. Every answer passes
+ * here, Express's and res.end()'s implicit headers included; Node reads shouldKeepAlive as it writes the headers.
  */
-export function closeAfterUnreadBodies<S extends Server>(server: S): S {
-  // First, before the listener that answers: a refusal may be written before that listener returns.
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    const writeHead = res.writeHead;
-    // Every answer passes here, Express's and res.end()'s implicit headers included; Node reads shouldKeepAlive as
-    // it writes the headers.
-    res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
-      if (bodyUnread(req)) this.shouldKeepAlive = false;
-      return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
-    } as ServerResponse['writeHead'];
-  });
-  return server;
+function writeHead(this: ServerResponse, ...args: unknown[]): ServerResponse {
+  if (bodyUnread(this.req)) this.shouldKeepAlive = false;
+  return Reflect.apply(ServerResponse.prototype.writeHead, this, args) as ServerResponse;
+}
+
+class ClosingAfterUnreadBody<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
+ClosingAfterUnreadBody.prototype.writeHead = writeHead as ServerResponse['writeHead'];
+
+/** Options of a Node server (HTTP or HTTPS) whose answers close their connection when the request's body is unread. */
+export const CLOSE_AFTER_UNREAD_BODIES: Pick<ServerOptions, 'ServerResponse'> = { ServerResponse: ClosingAfterUnreadBody };
+
+/**
+ * The same for an Express app's answers: Express gives each answer the app's own prototype (`app.response`, over
+ * Node's ServerResponse), so the server's response class does not reach them. Call it when the app is made.
+ */
+export function closeAfterUnreadBodies<A extends { response: ServerResponse }>(app: A): A {
+  app.response.writeHead = writeHead as ServerResponse['writeHead'];
+  return app;
 }

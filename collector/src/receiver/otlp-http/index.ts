@@ -13,7 +13,7 @@ import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../.
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
 import { closeServer, trackConnections } from '../../net/close-server.ts';
-import { closeAfterUnreadBodies } from '../../net/unread-body.ts';
+import { CLOSE_AFTER_UNREAD_BODIES } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
 import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
@@ -69,7 +69,7 @@ export class OtlpHttpReceiver {
     this.opts = opts;
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.hostRefusal = hostCheck({ addr: opts.addr, allowedHosts: opts.allowedHosts ?? [] });
-    const options: ServerOptions = slowClientLimits(opts.requestTimeoutMs);
+    const options: ServerOptions = { ...slowClientLimits(opts.requestTimeoutMs), ...CLOSE_AFTER_UNREAD_BODIES };
     const listener = (req: IncomingMessage, res: ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         opts.logger.error('otlp request failed unexpectedly', { err });
@@ -82,9 +82,9 @@ export class OtlpHttpReceiver {
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
       opts.handshakes?.watch('otlp_http', server);
-      this.server = closeAfterUnreadBodies(trackConnections(server));
+      this.server = trackConnections(server);
     } else {
-      this.server = closeAfterUnreadBodies(trackConnections(createServer(options, listener)));
+      this.server = trackConnections(createServer(options, listener));
     }
     this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
     // An exporter reads a google.rpc.Status in its request's encoding, as for the receiver's own refusals; when the
