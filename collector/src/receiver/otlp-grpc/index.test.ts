@@ -24,7 +24,7 @@ import { OtlpGrpcReceiver } from './index.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
 import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
-import { HTTP2_PING, HTTP2_PREFACE, rawGrpcCall } from '../../../test/faults/grpc-raw.ts';
+import { HTTP2_PING, HTTP2_PREFACE, grpcFrame, rawGrpcCall } from '../../../test/faults/grpc-raw.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -176,6 +176,19 @@ describe('OTLP/gRPC receiver status codes', () => {
     expect(next.logs).toHaveLength(0);
     await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:8': 2, 'logs:12': 1, 'logs:13': 1 }));
     expect(receiver?.stats.rejected).toEqual({ too_large: 2, unsupported_media_type: 1, bad_request: 1 });
+  });
+
+  it('refuses an Export call with more or fewer than one message as INVALID_ARGUMENT, counted as a bad request', async () => {
+    const { url, next } = await start();
+    const empty = grpcFrame(Buffer.alloc(0), false);
+    const two = await rawGrpcCall(url, LOGS_PATH, Buffer.concat([empty, empty]));
+    const none = await rawGrpcCall(url, LOGS_PATH, Buffer.alloc(0));
+    expect([two.code, none.code]).toEqual([GrpcStatus.INVALID_ARGUMENT, GrpcStatus.INVALID_ARGUMENT]);
+    expect(two.message).toBe('an Export call carries exactly one request message; this one carried 2');
+    expect(none.message).toBe('an Export call carries exactly one request message; this one carried none');
+    expect(next.logs).toHaveLength(0);
+    await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:3': 2 }));
+    expect(receiver?.stats.rejected).toEqual({ bad_request: 2 });
   });
 
   it('answers UNAVAILABLE with RetryInfo when the next stage is overloaded', async () => {

@@ -33,6 +33,9 @@ import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import type { OtlpReceiverOptions, ReceiverStats, RejectReason } from '../options.ts';
 
+/** A status as a server interceptor passes it on. */
+type SentStatus = Parameters<NonNullable<ServerInterceptingCall['sendStatus']>>[0];
+
 const SERVICES: Record<Signal, string> = {
   logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
   metrics: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
@@ -286,6 +289,8 @@ export class OtlpGrpcReceiver {
     let timer: NodeJS.Timeout | undefined;
     /** Whether a status passed this interceptor: hookwatch's own answers, which count themselves. */
     let answered = false;
+    /** Messages the call carried: an Export call carries exactly one. */
+    let messages = 0;
     const finish = (): void => {
       clearTimeout(timer);
       account?.release();
@@ -317,6 +322,7 @@ export class OtlpGrpcReceiver {
           },
           onReceiveMessage: (message: Buffer, messageNext) => {
             clearTimeout(timer);
+            messages++;
             account?.settle(message.length);
             messageNext(message);
           },
@@ -336,11 +342,23 @@ export class OtlpGrpcReceiver {
       sendStatus: (status, statusNext) => {
         answered = true;
         finish();
-        statusNext(status);
+        statusNext(signal ? this.oneMessageRefusal(signal, status, messages) : status);
       },
     });
     return call;
   };
+
+  /**
+   * grpc-js refuses a unary call that carries a second message, or none, with UNIMPLEMENTED and words about a
+   * "server streaming method", and no hookwatch code runs: that refusal is answered as the malformed request it is
+   * (INVALID_ARGUMENT, not to be retried), and counted. Any other status passes unchanged.
+   */
+  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number): SentStatus {
+    if (status.code !== GrpcStatus.UNIMPLEMENTED || messages === 1) return status;
+    this.count(this.stats.requests, `${signal}:${GrpcStatus.INVALID_ARGUMENT}`);
+    this.count(this.stats.rejected, 'bad_request');
+    return { ...status, code: GrpcStatus.INVALID_ARGUMENT, details: `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : messages}` };
+  }
 
   /** The status for a refused call, counted; UNAVAILABLE carries RetryInfo. */
   private refusal(err: unknown): StatusObject {
