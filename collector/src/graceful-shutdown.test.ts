@@ -2,8 +2,8 @@
  * SIGTERM of the real `hookwatch serve` process (a child process, real sockets, a real SQLite file) while
  * clients keep sending: every record that got a 200 is in the store afterwards, and the process exits 0
  * within the shutdown bound. While it drains, /readyz says not ready and /healthz still answers. A hung client
- * cannot hold it past the bound, nor can a step waiting on nothing end it early and silently; a second signal
- * exits at once.
+ * cannot hold it past the bound, nor can a step waiting on nothing end it early and silently; a slow but healthy
+ * alert event endpoint gets the time its export is allowed; a second signal exits at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from './store/sqlite/index.ts';
+import { otlpAccepted, otlpHookBody, WebhookSink } from '../test/support/alerting.ts';
 import { holdRequest } from '../test/support/held-request.ts';
 import { isolatedEnv } from '../test/support/service.ts';
 import { waitForStarted, type StartedLine } from '../test/support/started.ts';
@@ -173,6 +174,38 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     // Margin for a busy machine; what matters is that it waited for the bound, and not for ever.
     expect(exit.atMs - t0).toBeLessThan(10_000);
     expect(JSON.parse(child.lines.at(-1) ?? '{}')).toMatchObject({ level: 'error', msg: 'shutdown took too long; exiting', pending: ['store close'], unfinished: [] });
+  });
+
+  it('an alert event endpoint that answers within the export timeout, if slowly, gets its answer at stop: the exit is 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+    dirs.push(dir);
+    // Healthy but slow: each export is answered 3.5 s after it arrives, within the exporter's own 5 s.
+    const endpoint = new WebhookSink();
+    endpoint.reply = (req) => ({ ...otlpAccepted(req), delayMs: 3500 });
+    await endpoint.start();
+    try {
+      const config = join(dir, 'hookwatch.yaml');
+      writeFileSync(config, JSON.stringify({ alerting: { rules: [{ kind: 'persisted', window: '1h' }], otlp: { endpoint: endpoint.url } } }));
+      // shutdown.timeout and postgres.leaseTtl at their defaults.
+      const child = await startChild(dir, { HOOKWATCH_CONFIG: config });
+      const res = await fetch(`${child.otlpHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: otlpHookBody([{ hookName: 'PostToolUse:slow-endpoint', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 's1' }]) });
+      expect(res.status).toBe(200);
+      // The alert's event is on its way: the stop finds its export waiting for the answer.
+      await endpoint.waitFor(1, 15_000);
+      const t0 = performance.now();
+      child.proc.kill('SIGTERM');
+      const exit = await child.exited;
+      const log = child.lines.join('\n');
+      expect(exit.code, log).toBe(0);
+      expect(child.lines.some((l) => l.includes('"msg":"stopped"')), log).toBe(true);
+      expect(log).not.toContain('shutdown step timed out');
+      expect(log).not.toContain('alert event export cut off');
+      // It waited for the answer, which came once: the event was exported, not sent again.
+      expect(exit.atMs - t0, log).toBeGreaterThan(2500);
+      expect(endpoint.requests.map((r) => r.body.includes('PostToolUse:slow-endpoint'))).toEqual([true]);
+    } finally {
+      await endpoint.close();
+    }
   });
 
   it('while it drains, /readyz answers 503 and /healthz 200: the Service stops routing to the pod, the kubelet does not restart it', async () => {

@@ -14,7 +14,7 @@
  * Start returns once every listener is bound; stop is safe twice and closes the store last. On a database server,
  * each step of the stop that waits on it is bounded (databaseStepTimeoutMs): one that does not answer costs a few
  * seconds, not shutdown.timeout, and the stop reports what it left undone. The flush of alert events to
- * alerting.otlp.endpoint gets the same bound on any store.
+ * alerting.otlp.endpoint gets a bound of its own on any store (alertEventFlushTimeoutMs).
  */
 import { createServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -41,7 +41,7 @@ import { createForwardingRouter } from './api/forward.ts';
 import { createGuardTrimsRouter } from './api/guard-trims.ts';
 import { QueryGate, registerQueryMetrics } from './api/query-gate.ts';
 import { startAlerting, type Alerting, type AlertingOptions } from './alerting/index.ts';
-import { openAlertEventTls } from './notify/otlp.ts';
+import { ALERT_EVENT_EXPORT_TIMEOUT_MS, openAlertEventTls } from './notify/otlp.ts';
 import { openReceiverTls } from './notify/transport.ts';
 import { createAlertsRouter } from './api/alerts.ts';
 import { createClusterRouter, registerClusterMetrics } from './api/cluster.ts';
@@ -143,11 +143,23 @@ export interface StopReport {
  * statement, the alert evaluation, deliveries and retention in progress, the hand-back of the leader lease and the
  * removal of the replica's heartbeat, closing the connections): one lease renewal period (postgres.leaseTtl / 3,
  * what the lease allows itself to connect), and at most a tenth of shutdown.timeout, so that those steps timing
- * out one after another still leave half of it. The flush of alert events to alerting.otlp.endpoint gets the same
- * bound, whatever the store.
+ * out one after another still leave half of it.
  */
 export function databaseStepTimeoutMs(config: Pick<HookwatchConfig, 'postgres' | 'shutdown'>): number {
   return Math.max(100, Math.round(Math.min(config.postgres.leaseTtlMs / 3, config.shutdown.timeoutMs / 10)));
+}
+
+/** Beyond the export's own timeout, the time for the flush to hand its export over and read the answer. */
+const ALERT_EVENT_FLUSH_MARGIN_MS = 1000;
+
+/**
+ * The bound of the flush of alert events to alerting.otlp.endpoint at stop, whatever the store: one export as the
+ * exporter allows it (ALERT_EVENT_EXPORT_TIMEOUT_MS, retries included) and a second more, so an endpoint slow but
+ * within that timeout is not cut off; at most a quarter of shutdown.timeout, so the steps after it still fit (the
+ * database steps take at most half of it). 6 s by default; an endpoint that never answers costs no more.
+ */
+export function alertEventFlushTimeoutMs(config: Pick<HookwatchConfig, 'shutdown'>): number {
+  return Math.round(Math.min(ALERT_EVENT_EXPORT_TIMEOUT_MS + ALERT_EVENT_FLUSH_MARGIN_MS, config.shutdown.timeoutMs / 4));
 }
 
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -416,8 +428,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
       const cutStore = rawStore.cutConnections?.bind(rawStore);
       const stepMs = databaseStepTimeoutMs(config);
       const dbStep: ShutdownStep = cutStore ? (name, work, abandon = cutStore) => steps.run(name, stepMs, work, abandon) : steps.unbounded;
-      // The flush of alert events waits on alerting.otlp.endpoint, whatever the store: it gets the same bound.
-      const exportStep: ShutdownStep = (name, work, abandon) => steps.run(name, stepMs, work, abandon);
+      // The flush of alert events waits on alerting.otlp.endpoint, whatever the store: it gets its own bound.
+      const exportMs = alertEventFlushTimeoutMs(config);
+      const exportStep: ShutdownStep = (name, work, abandon) => steps.run(name, exportMs, work, abandon);
       // Batches (and API requests) still waiting on a statement once intake stops: each gets the bound from then
       // on. Clients that hold their own requests open are bounded by shutdown.timeout alone, as before.
       const unwatch = cutStore ? steps.watch('requests waiting on the database', stepMs, instrumented.oldestStartedAt, cutStore) : () => {};

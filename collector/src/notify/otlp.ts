@@ -115,6 +115,12 @@ export function logsUrl(endpoint: string): string {
 
 const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERROR, error: SeverityNumber.ERROR, warning: SeverityNumber.WARN, info: SeverityNumber.INFO };
 
+/**
+ * How long the exporter allows one export, its retries of 429/502/503/504 included: past it the export has failed
+ * (`timeout`). The flush at stop is given time for one such export (service.ts, alertEventFlushTimeoutMs).
+ */
+export const ALERT_EVENT_EXPORT_TIMEOUT_MS = 5000;
+
 /** How often failed exports, and drops, are logged at most (each event is counted). */
 const FAILURE_LOG_INTERVAL_MS = 60_000;
 const DEFAULT_MAX_QUEUE = 2048;
@@ -143,7 +149,7 @@ export function alertEventFailure(error: unknown, lastStatus: number | undefined
   const tls = tlsFailure(err);
   if (tls) return { reason: 'tls', message: `TLS failed: ${tls}` };
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return { reason: 'unreachable', message: `cannot reach the endpoint: ${code}` };
-  if (code === 'ETIMEDOUT' || err.message === 'Request timed out') return { reason: 'timeout', message: 'no answer within 5000 ms' };
+  if (code === 'ETIMEDOUT' || err.message === 'Request timed out') return { reason: 'timeout', message: `no answer within ${ALERT_EVENT_EXPORT_TIMEOUT_MS} ms` };
   if (lastStatus !== undefined && lastStatus >= 300) return refused(lastStatus);
   return { reason: 'other', message: typeof err.message === 'string' ? err.message.slice(0, 200) : 'unknown error' };
 }
@@ -320,7 +326,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
       this.sdkLines[level].line.note();
     };
     this.unrouteSdk = routeSdkDiagnostics({ warn: (m) => noteSdk('warn', m), error: (m) => noteSdk('error', m) });
-    const inner = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: 5000, httpAgentOptions: () => agent });
+    const inner = new OTLPLogExporter({ url: logsUrl(opts.endpoint), headers: opts.headers, timeoutMillis: ALERT_EVENT_EXPORT_TIMEOUT_MS, httpAgentOptions: () => agent });
     this.exporter = new CountingExporter(inner, (records) => (this.queued -= records), (records, failure, partial) => this.noteResult(records, failure, partial));
     // The status of each answer to this export's requests (the exporter reports a retried 503 without it).
     this.onResponse = (message) => {
