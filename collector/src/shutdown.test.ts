@@ -101,6 +101,29 @@ describe('ShutdownSteps', () => {
     expect(await s.unbounded('undone', async () => false)).toBe(false);
   });
 
+  it('names a watch among the steps pending while something it watches waits, and as unfinished once it timed out', async () => {
+    const { steps: s } = steps();
+    let oldest: number | undefined;
+    let release: () => void = () => {};
+    const drain = s.track('drain', () => new Promise<void>((r) => (release = r)));
+    const unwatch = s.watch('waiting', 150, () => oldest, () => (oldest = undefined));
+    // Nothing waits: the watch waits on nothing either.
+    expect(s.pending).toEqual(['drain']);
+    oldest = performance.now();
+    expect(s.pending).toEqual(['drain', 'waiting']);
+    const t0 = performance.now();
+    while (s.unfinished.length === 0 && performance.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 10));
+    expect([s.pending, s.unfinished]).toEqual([['drain'], ['waiting']]);
+    // Ended before its bound, a watch is over too.
+    const ended = s.watch('ended', 60_000, () => performance.now(), () => {});
+    expect(s.pending).toEqual(['drain', 'ended']);
+    unwatch();
+    ended();
+    release();
+    await drain;
+    expect([s.pending, s.unfinished]).toEqual([[], ['waiting']]);
+  });
+
   it('unbounded, a step runs as it comes and reports whether it did its job', async () => {
     expect(await unboundedStep('x', async () => undefined)).toBe(true);
     expect(await unboundedStep('x', async () => false)).toBe(false);

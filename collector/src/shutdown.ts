@@ -25,7 +25,8 @@ export class ShutdownSteps {
   /** Steps that timed out, failed or could not do their job, in order: the stop was not clean. */
   readonly unfinished: string[] = [];
   private readonly logger: Logger;
-  private readonly inProgress: string[] = [];
+  /** Steps begun and not over, in order; a watch waits only while something it watches is in flight. */
+  private readonly inProgress: { name: string; waiting?: () => boolean }[] = [];
 
   constructor(logger: Logger) {
     this.logger = logger;
@@ -33,20 +34,29 @@ export class ShutdownSteps {
 
   /**
    * The steps begun and not over yet, in the order they began (names only): what a stop past shutdown.timeout
-   * still waited on. A step cut off is over; it is in `unfinished`.
+   * still waited on, a watch included while what it watches waits. A step cut off is over; it is in `unfinished`.
    */
   get pending(): string[] {
-    return [...this.inProgress];
+    return this.inProgress.filter((s) => s.waiting?.() ?? true).map((s) => s.name);
   }
 
   /** Runs `work` as it comes, named in `pending` until it settles. */
   async track<T>(name: string, work: () => Promise<T>): Promise<T> {
-    this.inProgress.push(name);
+    const end = this.begin({ name });
     try {
       return await work();
     } finally {
-      this.inProgress.splice(this.inProgress.indexOf(name), 1);
+      end();
     }
+  }
+
+  /** Adds a step to those in progress; returns the function that removes it (safe twice). */
+  private begin(step: { name: string; waiting?: () => boolean }): () => void {
+    this.inProgress.push(step);
+    return () => {
+      const i = this.inProgress.indexOf(step);
+      if (i >= 0) this.inProgress.splice(i, 1);
+    };
   }
 
   /** unboundedStep, named in `pending` while it runs. */
@@ -82,19 +92,24 @@ export class ShutdownSteps {
   /**
    * Watches work that keeps arriving while something else finishes (requests completing during the drain): once
    * the oldest piece in flight has waited timeoutMs, counted from now at the earliest, the step times out and
-   * abandon() runs, once. Returns the function that ends the watch.
+   * abandon() runs, once. Named in `pending` while a piece is in flight. Returns the function that ends the watch.
    */
   watch(name: string, timeoutMs: number, oldestStartedAt: () => number | undefined, abandon: () => void): () => void {
     const from = performance.now();
+    const end = this.begin({ name, waiting: () => oldestStartedAt() !== undefined });
     const check = (): void => {
       const oldest = oldestStartedAt();
       if (oldest === undefined || performance.now() - Math.max(oldest, from) < timeoutMs) return;
       clearInterval(timer);
+      end();
       this.timedOut(name, timeoutMs, abandon);
     };
     const timer = setInterval(check, Math.max(10, Math.min(250, Math.round(timeoutMs / 4))));
     timer.unref();
-    return () => clearInterval(timer);
+    return () => {
+      clearInterval(timer);
+      end();
+    };
   }
 
   private timedOut(name: string, timeoutMs: number, abandon: (() => void) | undefined): void {

@@ -4,11 +4,13 @@
  * leader gets SIGTERM. Each shutdown step against the database is bounded, so the process exits well within
  * shutdown.timeout, with status 1 (the stop was not clean), naming the steps that timed out and saying that its
  * lease was not handed back; the request waiting on the database is not acknowledged; nothing acknowledged is
- * lost; the database password is in no log line. Once the database answers again another replica leads.
+ * lost; the database password is in no log line. Once the database answers again another replica leads. A stop
+ * held past shutdown.timeout while a request waits on the database names that wait in its final line.
  */
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { PostgresStore } from './index.ts';
+import { holdRequest } from '../../../test/support/held-request.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { leading, logEntries, persistedOutputBody, postLogs, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
@@ -21,9 +23,9 @@ const STEP_MS = 1000;
 const fx = useReplicaFixture();
 
 /** A new database with one replica on it, leading, and a client of the test's own on that database. */
-async function leaderOnNewDatabase(): Promise<{ url: string; env: Record<string, string>; leader: Replica; db: pg.Client }> {
+async function leaderOnNewDatabase(shutdownTimeoutMs = SHUTDOWN_TIMEOUT_MS): Promise<{ url: string; env: Record<string, string>; leader: Replica; db: pg.Client }> {
   const url = await fx.server().createDatabase();
-  const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${SHUTDOWN_TIMEOUT_MS}ms` };
+  const env = { HOOKWATCH_POSTGRES_LEASE_TTL: `${TTL_MS}ms`, HOOKWATCH_SHUTDOWN_TIMEOUT: `${shutdownTimeoutMs}ms` };
   const leader = await fx.replica(url, env, 60_000);
   const db = new pg.Client({ connectionString: url });
   await db.connect();
@@ -79,6 +81,33 @@ it('SIGTERM while PostgreSQL hangs: every database step is bounded, the exit is 
   }
   const next = await fx.replica(url, env, 60_000);
   await leading(db, next, TTL_MS + TTL_MS / 3 + 10_000);
+}, 180_000);
+
+it('a stop still running at shutdown.timeout while a request waits on the database names that wait in its final line', async () => {
+  // The watch of requests waiting on the database then has a 2 s bound (min(ttl / 3, shutdown.timeout / 10)): a
+  // request that began waiting in the last 2 s is still watched, not yet cut off, when the stop runs out.
+  const timeoutMs = 20_000;
+  const watchMs = 2000;
+  const { leader } = await leaderOnNewDatabase(timeoutMs);
+  // A client that holds its request open holds the drain, and so the stop, until shutdown.timeout.
+  const held = await holdRequest(leader.otlpHttpUrl);
+  fx.defer(async () => void held.req.destroy());
+  const t0 = performance.now();
+  leader.child.kill('SIGTERM');
+  // Halfway through that last window, the database hangs and a dashboard query waits on it.
+  await new Promise((r) => setTimeout(r, timeoutMs - watchMs / 2));
+  await fx.server().frozen(async () => {
+    const query = fetch(`${leader.httpUrl}/api/v1/hooks?from=now-1h`).then((res) => res.status, () => 0);
+    await leader.exited;
+    return query;
+  });
+  const log = leader.lines.join('\n');
+  expect(performance.now() - t0, log).toBeGreaterThanOrEqual(timeoutMs - 100);
+  expect(leader.child.exitCode, log).toBe(1);
+  // The line names everything the stop still waited on, the wait on the database included.
+  expect(JSON.parse(leader.lines.at(-1) ?? '{}'), log).toMatchObject({
+    msg: 'shutdown took too long; exiting', pending: ['requests waiting on the database', 'OTLP requests in flight'], unfinished: [],
+  });
 }, 180_000);
 
 it('SIGTERM while PostgreSQL answers: the lease is handed back and the heartbeat removed, and the exit is 0', async () => {
