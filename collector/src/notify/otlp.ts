@@ -287,6 +287,8 @@ export class OtlpAlertEmitter implements AlertEventSink {
   private readonly sdkLines: Record<'warn' | 'error', { line: ThrottledLine; last: string }>;
   private readonly unrouteSdk: () => void;
   private readonly onCut: (events: number) => void;
+  /** Set by cut(): the export in progress fails from then on because its connections were closed. */
+  private wasCut = false;
 
   constructor(opts: OtlpEmitterOptions) {
     const endpoint = safeEndpoint(opts.endpoint);
@@ -320,8 +322,9 @@ export class OtlpAlertEmitter implements AlertEventSink {
     };
     this.sdkLines = { warn: sdkLine('warn'), error: sdkLine('error') };
     const noteSdk = (level: 'warn' | 'error', message: string): void => {
-      // Counted and logged with the export's result (partials), once.
-      if (message.startsWith(SDK_PARTIAL_SUCCESS)) return;
+      // Counted and logged with the export's result (partials), once. After a cut, what the SDK reports is the
+      // connections closed under it: those events are counted and logged by cut().
+      if (message.startsWith(SDK_PARTIAL_SUCCESS) || this.wasCut) return;
       this.sdkLines[level].last = scrub(message);
       this.sdkLines[level].line.note();
     };
@@ -403,6 +406,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
    */
   cut(): void {
     this.stopped = true;
+    this.wasCut = true;
     const lost = this.exporter.cut() + this.queued;
     this.queued = 0;
     closeForGood(this.agent);
