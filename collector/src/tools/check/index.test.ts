@@ -296,6 +296,20 @@ describe('check: running the hook like Claude Code', () => {
     expect(text.out).not.toMatch(/^OK:/m);
   });
 
+  it('gives a hook stopped at its timeout the --kill-grace to flush before SIGKILL, a second by default', async () => {
+    // On SIGTERM the hook takes 1.5 s to flush, then prints and exits: within a 3 s grace, past the default 1 s.
+    const hook = await hookScript('slow-flush.sh', `#!/bin/sh\ntrap 'sleep 1.5; printf flushed; exit 0' TERM\nprintf 'started '\nsleep 30 & wait\n`);
+    const graced = await checkCli(['--json', '--timeout', '1', '--kill-grace', '3s', '--', hook]);
+    expect(graced.code, graced.stderr).toBe(1);
+    expect((JSON.parse(graced.stdout) as CheckOutput).hooks[0]).toMatchObject({ status: 'timed-out', timedOut: true, stdoutChars: 'started flushed'.length });
+    const text = await checkCli(['--timeout', '1', '--kill-grace', '3s', '--', hook]);
+    expect(text.stdout).toContain('TIMED OUT after 1 s and was stopped: Claude Code cancels such a hook and none of its output reaches the model (15 stdout characters were printed before it ended)');
+
+    const killed = await checkCli(['--json', '--timeout', '1', '--', hook]);
+    expect(killed.code, killed.stderr).toBe(1);
+    expect((JSON.parse(killed.stdout) as CheckOutput).hooks[0]).toMatchObject({ status: 'timed-out', timedOut: true, stdoutChars: 'started '.length });
+  });
+
   it.each([
     ['SIGINT', ''],
     // A hook that ignores SIGTERM is killed after the grace period.
@@ -598,6 +612,7 @@ describe('check: usage', () => {
   it('prints help and exits 0', async () => {
     const { code, out } = await check(['--help']);
     expect(out).toMatch(/^Usage: hookwatch check/);
+    expect(out).toContain('--kill-grace <time>');
     expect(code).toBe(0);
   });
 
@@ -606,6 +621,9 @@ describe('check: usage', () => {
     [['--budget', 'lots', '--', 'true'], '--budget: expected a whole number from 1 to 10000, got "lots"'],
     [['--budget', '20000', '--', 'true'], '--budget: expected a whole number from 1 to 10000, got "20000"'],
     [['--timeout', '0', '--', 'true'], '--timeout: expected a whole number >= 1, got "0"'],
+    // The same durations as the guard's --kill-grace, refused in the same words.
+    [['--kill-grace', '5', '--', 'true'], '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "5"'],
+    [['--kill-grace', '2m', '--', 'true'], '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "2m"'],
     [['--source', 'boot', '--', 'true'], '--source: expected one of startup, resume, clear, compact'],
     [['--frobnicate', '--', 'true'], 'unknown flag --frobnicate'],
     [['--bugdet', '9500', '--', 'true'], 'unknown flag --bugdet (did you mean --budget?)'],

@@ -2,7 +2,8 @@ import { constants, homedir } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
-import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { parseKillGrace, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { parseDuration } from '../../config/values.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { buildHookInput, HOOK_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
@@ -40,6 +41,9 @@ Options:
                          a name Claude Code does not fire (nor the settings file uses) is refused
   --budget <chars>       also fail when an output is longer than this (at most 10000; e.g. 9500)
   --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
+  --kill-grace <time>    how long a stopped hook (its timeout, or Ctrl-C) gets to end before SIGKILL, from 1ms to
+                         1m, such as 5s or 1500ms (default 1s), as with the guard's --kill-grace; check does not
+                         read HOOKWATCH_GUARD_KILL_GRACE, which reaches the hooks (and a guard wrapping one) as set
   --settings <file>      check every command hook of a Claude Code settings file
   --project-dir <dir>    CLAUDE_PROJECT_DIR and working directory (default: the folder holding the .claude/ of
                          --settings, else the current folder; the current folder too for user-level settings,
@@ -98,6 +102,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         event: { type: 'string' },
         budget: { type: 'string' },
         timeout: { type: 'string' },
+        'kill-grace': { type: 'string' },
         settings: { type: 'string' },
         'project-dir': { type: 'string' },
         source: { type: 'string' },
@@ -117,6 +122,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     // Above the cap a budget would pass outputs Claude Code persists: it is a margin under the cap, not over it.
     const budget = values.budget === undefined ? undefined : parseWholeNumber('budget', values.budget, 1, OUTPUT_CAP_CHARS);
     const defaultTimeout = values.timeout === undefined ? DEFAULT_HOOK_TIMEOUT_SECONDS : parseWholeNumber('timeout', values.timeout, 1);
+    const killGraceMs = values['kill-grace'] === undefined ? undefined : parseKillGrace(parseDuration, values['kill-grace'], '--kill-grace');
     if (values.source !== undefined && !(SESSION_START_SOURCES as readonly string[]).includes(values.source)) {
       throw new UsageError(`--source: expected one of ${SESSION_START_SOURCES.join(', ')}, got "${values.source}"`);
     }
@@ -192,7 +198,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         io.stderr(`hookwatch check: ${hook.location ?? hook.event}: matcher ${JSON.stringify(hook.matcher)} does not select ${JSON.stringify(query)}, so Claude Code would not run it: not checked${flag}\n`);
         continue;
       }
-      const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, shell: values.shell });
+      const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, killGraceMs, shell: values.shell });
       if (run.interrupted !== undefined) {
         // Stopped from outside: no verdict, and no later hook runs. Ends as a shell reports a stopped command.
         io.stderr(`hookwatch check: stopped by ${run.interrupted} while ${hook.location ?? hook.command} ran; it was stopped too, nothing was reported\n`);

@@ -114,8 +114,8 @@ function runText(hook: HookCheck): string {
       return `could not start: ${run.spawnError ?? 'unknown error'}`;
     case 'timed-out':
       return (
-        `TIMED OUT after ${formatCount(hook.timeoutSeconds)} s and was killed: Claude Code cancels such a hook and none ` +
-        `of its output reaches the model (${formatCount(run.stdoutChars)} stdout characters were printed before the timeout)`
+        `TIMED OUT after ${formatCount(hook.timeoutSeconds)} s and was stopped: Claude Code cancels such a hook and none ` +
+        `of its output reaches the model (${formatCount(run.stdoutChars)} stdout characters were printed before it ended)`
       );
     case 'failed':
       return `FAILED with exit ${run.exitCode ?? run.signal ?? '?'} after ${duration}: Claude Code reports a non-blocking error and the model gets none of its stdout`;

@@ -15,6 +15,8 @@ export interface HookRun {
   env: NodeJS.ProcessEnv;
   timeoutMs: number;
   shell: string;
+  /** How long a stopped hook gets to end before SIGKILL (--kill-grace; KILL_GRACE_MS by default). */
+  killGraceMs?: number;
   maxCapturedStdoutBytes?: number;
 }
 
@@ -146,7 +148,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
       timers.push(
         setTimeout(() => {
           killGroup('SIGKILL');
-          // A grandchild that left the group may still hold the pipes open: stop waiting for it, as long again.
+          // A grandchild that left the group may still hold the pipes open: stop waiting for it a moment later.
           timers.push(
             setTimeout(() => {
               child.stdout.destroy();
@@ -154,7 +156,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
               settle(child.exitCode, child.signalCode);
             }, KILL_GRACE_MS),
           );
-        }, KILL_GRACE_MS),
+        }, run.killGraceMs ?? KILL_GRACE_MS),
       );
     };
     // A second stop signal kills the hook at once.

@@ -65,6 +65,23 @@ export function parseWholeNumber(name: string, raw: string, min = 0, max = Numbe
 }
 
 /**
+ * Longest kill grace (--kill-grace of guard and check): whoever runs the hook has given up on it once it is
+ * stopped, and may kill the tool before a longer grace ends, which would leave the command running orphaned.
+ */
+const MAX_KILL_GRACE_MS = 60_000;
+
+/**
+ * A kill grace, from --kill-grace or HOOKWATCH_GUARD_KILL_GRACE (`label`): a duration with a unit, more than 0 and
+ * at most a minute. `parseDuration` is the configuration's, passed in so a tool loads it only when a grace is given.
+ */
+export function parseKillGrace(parseDuration: (raw: string) => number | undefined, raw: string, label: string): number {
+  // A bare number is refused: "5" meant seconds to whoever wrote it, and would be 5 ms.
+  const ms = /^\s*[\d.]+\s*$/.test(raw) ? undefined : parseDuration(raw);
+  if (ms === undefined || ms < 1 || ms > MAX_KILL_GRACE_MS) throw new UsageError(`${label}: expected a duration from 1ms to 1m such as 5s or 1500ms, got "${raw}"`);
+  return ms;
+}
+
+/**
  * The OTLP/HTTP logs URL for what the user gave to `flag`: a base URL gets `/v1/logs`, a full `/v1/logs` URL is
  * kept. Checked when the tool starts, so a typo is an error at once rather than records silently lost later.
  */

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
-import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { parseKillGrace, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
@@ -189,20 +189,6 @@ function setupUnusedFlags(mode: 'install' | 'uninstall', values: Record<string, 
   const list = given.join(', ');
   if (mode === 'uninstall') return `--uninstall takes a settings file and --command only, not ${list}; nothing was changed`;
   return `--install writes --budget and --report into the wrapped commands, not ${list}; give ${given.length === 1 ? 'it' : 'them'} in the guard call of --command instead (--command '<node> <hookwatch.mjs> guard ${given[0]} …'); nothing was changed`;
-}
-
-/**
- * Longest --kill-grace: Claude Code has given up on a stopped hook, and may kill the guard before a longer grace
- * ends, which would leave the command running orphaned.
- */
-const MAX_KILL_GRACE_MS = 60_000;
-
-/** --kill-grace or HOOKWATCH_GUARD_KILL_GRACE (`label`): a duration with a unit, more than 0 and at most a minute. */
-function parseKillGrace(parseDuration: (raw: string) => number | undefined, raw: string, label: string): number {
-  // A bare number is refused: "5" meant seconds to whoever wrote it, and would be 5 ms.
-  const ms = /^\s*[\d.]+\s*$/.test(raw) ? undefined : parseDuration(raw);
-  if (ms === undefined || ms < 1 || ms > MAX_KILL_GRACE_MS) throw new UsageError(`${label}: expected a duration from 1ms to 1m such as 5s or 1500ms, got "${raw}"`);
-  return ms;
 }
 
 /** The budget from a flag or the variable; `label` names where it came from in the error. */
