@@ -296,6 +296,20 @@ describe('hookwatch guard', () => {
     }
   }, 20_000);
 
+  it('gives a hook file the --kill-grace to flush on a stop signal when its command line runs it with exec', async () => {
+    // A settings-file command line runs under sh -c: the stop signal reaches the shell, which exec makes the hook.
+    const ready = join(dir, 'exec-flush-ready');
+    const hook = join(dir, 'exec-flush.sh');
+    await writeFile(hook, `#!/bin/sh\ntrap 'sleep 1.5; printf flushed; exit 0' TERM\nprintf 'started '\necho > '${ready}'\nwhile :; do sleep 0.1; done\n`);
+    await chmod(hook, 0o755);
+    let guardPid = 0;
+    const pending = guard(['--kill-grace', '5s', '--', `exec ${shellQuote(hook)}`], { onStart: (pid) => (guardPid = pid), killAfterMs: 15_000 });
+    await waitFor(async () => (await stat(ready).then(() => true, () => false)) && guardPid > 0);
+    process.kill(guardPid, 'SIGTERM');
+    const ran = await pending;
+    expect([ran.stdout.toString(), ran.signal]).toEqual(['started flushed', 'SIGTERM']);
+  }, 20_000);
+
   it('kills a stopped command that ignores the stop signal at once on a second stop signal, without waiting out the grace period', async () => {
     const fs = `require('fs')`;
     // Each command writes "<its pid> <a child's pid>" once it ignores SIGTERM and SIGINT.
