@@ -229,7 +229,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
-    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, projectDir, projectDirFrom };
+    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, projectDir, projectDirFrom, settingsPath };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     if (checks.some(hookFails)) return EXIT_FINDINGS;
     // Nothing found over, but hooks were left unrun: their outputs are unknown, which is not a pass.

@@ -3,6 +3,7 @@ import { formatCount, plural, renderTable } from '../common/format.ts';
 import { callsGuard, defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
+import { shellQuote } from '../common/shell-quote.ts';
 import type { HookRunResult } from './run-hook.ts';
 
 /**
@@ -48,6 +49,8 @@ export interface ReportOptions {
   projectDir?: string;
   /** Where projectDir came from. */
   projectDirFrom?: ProjectDirFrom;
+  /** The settings file checked (absolute), named in the guard --install line the report recommends. */
+  settingsPath?: string;
 }
 
 function outputJson(output: MeasuredOutput, options: ReportOptions): Record<string, unknown> {
@@ -145,9 +148,10 @@ function shellExitText(hook: HookCheck, projectDir: string | undefined): string 
  * Node and hookwatch, since Claude Code's PATH need not hold a `hookwatch` (a hook calling it would then fail and
  * deliver nothing). Printed as settings.json holds it, to be pasted in as it is.
  */
-function guardAdvice(over: HookCheck[]): string {
+function guardAdvice(over: HookCheck[], settingsPath: string | undefined): string {
   const gain = `so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview`;
-  if (over.some((h) => h.location !== undefined)) return `Until the hook is fixed: "hookwatch guard --install <settings file>" wraps every command hook, ${gain}.\n`;
+  // The file checked, absolute: the line works wherever it is run from.
+  if (settingsPath !== undefined) return `Until the hook is fixed: "hookwatch guard --install ${shellQuote(settingsPath)}" wraps every command hook of it, ${gain}.\n`;
   const unguarded = over.filter((h) => !callsGuard(h.command));
   if (unguarded.length === 0) return '';
   const lines = unguarded.map((h) => `  "command": ${JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined))}\n`);
@@ -205,7 +209,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
     unmeasured > 0 ? `${plural(unmeasured, 'hook')} timed out or failed` : '',
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
-  if (over > 0) out.push(guardAdvice(hooks.filter((h) => h.measured.outputs.some((o) => o.persisted))));
+  if (over > 0) out.push(guardAdvice(hooks.filter((h) => h.measured.outputs.some((o) => o.persisted)), options.settingsPath));
   const within = `every output within the ${options.budget === undefined ? `${formatCount(OUTPUT_CAP_CHARS)}-character cap` : `budget of ${formatCount(options.budget)}`}`;
   const notChecked = options.notChecked?.length ?? 0;
   // OK only when nothing failed: a hook that timed out or failed was not measured, and over budget is not within

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { captureIO } from '../../../test/support/capture-io.ts';
-import { runHookwatch } from '../../../test/support/hookwatch-process.ts';
+import { HOOKWATCH_BIN, runHookwatch } from '../../../test/support/hookwatch-process.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
@@ -441,5 +441,24 @@ describe('hookwatch check recommends the guard', () => {
     const fine = captureIO(dir);
     await runCheck(['--', 'echo fine'], fine.io);
     expect(fine.stdout()).not.toContain('hookwatch guard');
+  });
+
+  it('for a settings file, with the --install line for that file, after which every output is within the cap', async () => {
+    const project = join(dir, 'check settings advice');
+    await mkdir(join(project, '.claude', 'hooks'), { recursive: true });
+    await writeFile(join(project, '.claude', 'hooks', 'dump.sh'), `#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' y\n`);
+    await chmod(join(project, '.claude', 'hooks', 'dump.sh'), 0o755);
+    const path = join(project, '.claude', 'settings.json');
+    await writeFile(path, JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command: '"$CLAUDE_PROJECT_DIR"/.claude/hooks/dump.sh' }] }] } }));
+    // Run from another folder, the settings file given relative to it: the line names the file wherever it is run.
+    const checked = await runHookwatch(['check', '--settings', join('check settings advice', '.claude', 'settings.json')], { cwd: dir });
+    expect(checked.code).toBe(1);
+    const install = `hookwatch guard --install ${shellQuote(path)}`;
+    expect(checked.stdout).toContain(`Until the hook is fixed: "${install}" wraps every command hook of it,`);
+    // That line, run by a shell as printed (hookwatch being this Node and bin), wraps the hook: checked again, it is
+    // within the cap.
+    const installed = await runHook(`hookwatch() { ${shellQuote(process.execPath)} ${shellQuote(HOOKWATCH_BIN)} "$@"; }; ${install}`, project);
+    expect(installed.stdout).toContain('wrapped 1 of 1 command hook(s)');
+    expect(await runHookwatch(['check', '--settings', path], { cwd: dir })).toMatchObject({ code: 0, stdout: expect.stringContaining('OK: 1 hook checked') as unknown });
   });
 });
