@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { captureIO } from '../../../test/support/capture-io.ts';
-import { HOOKWATCH_BIN, runHookwatch } from '../../../test/support/hookwatch-process.ts';
+import { HOOKWATCH_BIN, outputOf, runHookwatch } from '../../../test/support/hookwatch-process.ts';
+import { PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
@@ -414,6 +415,26 @@ describe('hookwatch guard --install', () => {
     const io = guardIO(dir);
     expect(await runGuard(['--install', path], io)).toEqual({ code: 2 });
     expect(io.err()).toContain('hooks.Stop: expected an array of matcher groups');
+  });
+});
+
+describe('hookwatch guard --install as the README shows it', () => {
+  it('wraps the hooks of the project it is run in', async () => {
+    const readme = await readFile(join(PACKAGE_ROOT, 'README.md'), 'utf8');
+    const line = /^npm .* guard --install .*$/m.exec(readme)?.[0];
+    expect(line).toBeDefined();
+    // Without its optional flags, and with this package where the README says /path/to/hookwatch.
+    const command = (line ?? '').replace(/ \[[^\]]*\]/g, '').replace('/path/to/hookwatch', PACKAGE_ROOT);
+    const project = await mkdtemp(join(dir, 'readme-install-'));
+    const path = join(project, '.claude', 'settings.json');
+    await mkdir(join(project, '.claude'));
+    await writeFile(path, JSON.stringify(SETTINGS));
+    // Run in the project, by a shell of the user's: npm and the system Node on PATH, not the package's Node.
+    const ran = await outputOf(spawn('/bin/sh', ['-c', command], { cwd: project, env: { PATH: shellPath(), HOME: project }, stdio: ['ignore', 'pipe', 'pipe'] }));
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain(`${path}: wrapped 2 of 2 command hook(s)`);
+    const wrapped = JSON.parse(await readFile(path, 'utf8')) as typeof SETTINGS;
+    expect(wrapped.hooks.SessionStart[0]?.hooks[0]?.command).toBe(wrapCommand(SETTINGS.hooks.SessionStart[0]?.hooks[0]?.command ?? '', defaultGuardPrefix(), undefined));
   });
 });
 
