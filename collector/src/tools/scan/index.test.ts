@@ -317,7 +317,9 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const readme = join(dir, 'README.md');
     await writeFile(readme, '# A project\n\nSome words.\n\n- a list\n');
     const text = await scan([readme]);
-    expect(text.out).toContain(`${readme}: unreadable: not a Claude Code transcript: none of its 3 lines could be read as a transcript record, 3 unparsable lines`);
+    // Five lines, two of them blank: the count of lines read agrees with the summary's count of lines scanned.
+    expect(text.out).toContain(`${readme}: unreadable: not a Claude Code transcript: none of its 3 non-blank lines could be read as a transcript record, 3 unparsable lines`);
+    expect(text.out).toContain('Scanned 1 file (35 B, 5 lines)');
     expect(text.out).not.toContain('OK');
     expect(text.code).toBe(2);
     // JSON that is not JSON Lines of transcript entries: a document over several lines, or objects without a type.
@@ -325,7 +327,7 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     await writeFile(pretty, JSON.stringify({ hooks: { Stop: [] } }, null, 2));
     const untyped = join(dir, 'rows.jsonl');
     await writeFile(untyped, '{"a":1}\n{"a":2}\n');
-    for (const [file, why] of [[pretty, '5 lines could be read as a transcript record'], [untyped, '2 lines could be read as a transcript record (2 JSON without a record type)']] as const) {
+    for (const [file, why] of [[pretty, '5 non-blank lines could be read as a transcript record'], [untyped, '2 non-blank lines could be read as a transcript record (2 JSON without a record type)']] as const) {
       const { code, result } = await scanJson([file]);
       expect((result.files[0] as { error?: string }).error).toContain(why);
       expect(result.ok).toBe(false);

@@ -390,7 +390,7 @@ export class TranscriptScanner {
       // The lines that are not JSON objects are counted as unparsable beside this; the others are said here.
       const untyped = read - file.unparsableLines;
       const why = untyped > 0 ? ` (${formatCount(untyped)} JSON without a record type)` : '';
-      file.error = `not a Claude Code transcript: none of its ${plural(read, 'line')} could be read as a transcript record${why}`;
+      file.error = `not a Claude Code transcript: none of its ${plural(read, 'non-blank line')} could be read as a transcript record${why}`;
     }
     // JSON output strings whose delivery record never came (a session cut off, a record lost).
     for (const entry of pending.drain()) await this.emitUnconfirmed(entry, path);
