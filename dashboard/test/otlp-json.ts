@@ -10,7 +10,8 @@ export interface HookExecution {
   team?: string;
   numHooks?: number;
   /** Omit for a client older than 2.1.280 (no size attributes). */
-  sizes?: { stdout: number; additionalContext: number; systemMessage?: number; persisted: number };
+  /** `persisted` omitted: a client that reports sizes without num_outputs_persisted. */
+  sizes?: { stdout: number; additionalContext: number; systemMessage?: number; persisted?: number };
 }
 
 const str = (key: string, value: string): { key: string; value: { stringValue: string } } => ({ key, value: { stringValue: value } });
@@ -36,7 +37,7 @@ export function hookRequest(executions: HookExecution[], seq = { n: 0 }): string
             ...(e.sizes ? [
               str('stdout_chars', String(e.sizes.stdout)), str('additional_context_chars', String(e.sizes.additionalContext)),
               str('system_message_chars', String(e.sizes.systemMessage ?? 0)), str('initial_user_message_chars', '0'),
-              str('num_outputs_persisted', String(e.sizes.persisted)),
+              ...(e.sizes.persisted === undefined ? [] : [str('num_outputs_persisted', String(e.sizes.persisted))]),
             ] : []),
           ];
           const nanos = `${BigInt(e.timeMs) * 1_000_000n}`;

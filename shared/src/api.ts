@@ -136,6 +136,8 @@ export interface FleetSeriesRest {
   largest: (number | null)[];
   /** Each hook's persistedAtLeast per bucket, summed. */
   persisted: number[];
+  /** Each hook's measuredOnly per bucket, summed: executions `persisted` counts as one output each, a lower bound. */
+  measuredOnly: number[];
   executions: number[];
   sizeUnknownExecutions: number[];
 }

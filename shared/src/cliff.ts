@@ -57,6 +57,14 @@ export function persistedAtLeast(c: { outputsPersisted: number; executionsWithPe
   return Math.max(c.outputsPersisted, c.executionsWithPersisted);
 }
 
+/**
+ * The executions persistedAtLeast counts as one output each (measured over the cap, the count itself not
+ * reported): what makes the count a lower bound among measured executions; 0 when the reported count stands.
+ */
+export function measuredOnly(c: { outputsPersisted: number; executionsWithPersisted: number }): number {
+  return c.executionsWithPersisted > c.outputsPersisted ? c.executionsWithPersisted : 0;
+}
+
 /** A counters row's largest output over every kind (an upper bound on its largest single string), or null. */
 export function largestOutput(c: { maxChars: Record<OutputKind, number | null> }): number | null {
   return largestKnown(Object.values(c.maxChars));

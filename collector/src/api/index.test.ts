@@ -119,6 +119,17 @@ describe('GET /api/v1/fleet/series', () => {
     expect([body.rest, body.total]).toEqual([null, 2]);
   });
 
+  it('says of the hooks past `limit` how many executions their sum counts as one output each, a lower bound', async () => {
+    const { body } = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=2026-11-20T00:00:00Z&to=2026-11-21T00:00:00Z&step=6h&limit=1');
+    expect(body.hooks.map((h) => h.hookName)).toEqual(['PreCompact:old-client']);
+    expect(body.rest).toMatchObject({ hooks: 1, persisted: [0, 0, 0, 0], measuredOnly: [0, 0, 0, 0] });
+    // PreCompact:old-client summed with the rest: its execution over the cap, no count reported, is one output at least.
+    const summed = await getJson<FleetSeriesResponse>(service.httpUrl, '/api/v1/fleet/series?from=now-30d&step=1d&limit=1');
+    const day = summed.body.buckets.indexOf('2026-11-20T00:00:00.000Z');
+    expect([summed.body.rest?.persisted[day], summed.body.rest?.measuredOnly[day]]).toEqual([1, 1]);
+    expect(summed.body.rest?.measuredOnly.reduce((a, b) => a + b, 0)).toBe(1);
+  });
+
   it('gives the riskiest `limit` hooks their series and sums the rest, so the answer stays bounded', async () => {
     const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-30d');
     expect(hooks.hooks.map((h) => h.hookName)).toEqual(['SessionStart:startup', 'PreCompact:old-client', 'Stop', 'Notification', 'UserPromptSubmit']);

@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { DELIVERY_STATUSES, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { DELIVERY_STATUSES, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
@@ -222,7 +222,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const restHooks = ranked.slice(limit);
     const rest: FleetSeriesRest | null = restHooks.length === 0 ? null : {
       hooks: restHooks.length, hooksWithPersisted: restHooks.filter((hk) => persistedAtLeast(hk) > 0).length,
-      largest: starts.map(() => null), persisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
+      largest: starts.map(() => null), persisted: starts.map(() => 0), measuredOnly: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
     };
     for (const r of rows) {
       const i = (r.bucketMs - first) / stepMs;
@@ -238,6 +238,7 @@ export function createApiRouter(opts: ApiOptions): Router {
         const largest = rest.largest[i] ?? null;
         rest.largest[i] = r.largest === null ? largest : Math.max(largest ?? 0, r.largest);
         rest.persisted[i] = (rest.persisted[i] ?? 0) + persistedAtLeast(r);
+        rest.measuredOnly[i] = (rest.measuredOnly[i] ?? 0) + measuredOnly(r);
         rest.executions[i] = (rest.executions[i] ?? 0) + r.executions;
         rest.sizeUnknownExecutions[i] = (rest.sizeUnknownExecutions[i] ?? 0) + r.sizeUnknownExecutions;
       }

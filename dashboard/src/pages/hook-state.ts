@@ -4,7 +4,7 @@
  * The page turns these into charts and tables. Unit-tested in Node against API-shaped responses.
  */
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, OUTPUT_KINDS, deliveredChars, largestOutput, persistedAtLeast, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, OUTPUT_KINDS, deliveredChars, largestOutput, measuredOnly, persistedAtLeast, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
 import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
@@ -149,11 +149,6 @@ export function persistedKnown(c: Pick<SeriesBucket, 'outputsPersisted' | 'execu
   const count = persistedAtLeast(c);
   const why = lowerBoundWhy(c.sizeUnknownExecutions, measuredOnly(c));
   return { count, text: why === null ? num(count) : count === 0 ? 'none known' : `at least ${num(count)}`, why };
-}
-
-/** Executions counted as one persisted output each: measured over the cap, the count itself not reported. */
-function measuredOnly(c: Pick<SeriesBucket, 'outputsPersisted' | 'executionsWithPersisted'>): number {
-  return c.executionsWithPersisted > c.outputsPersisted ? c.executionsWithPersisted : 0;
 }
 
 /** Why a count of persisted outputs is a lower bound, or null when it is exact. */

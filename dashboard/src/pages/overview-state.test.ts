@@ -287,7 +287,7 @@ describe('fleet figures', () => {
 
   it('adds the hooks past the answer\'s limit to the grouped rest, the executions, the largest output and the summary', () => {
     const f = fleet([fleetHook(OVER, [null, 2_000, 10_500, null], [0, 0, 1, 0])],
-      { hooks: 40, hooksWithPersisted: 2, largest: [11_000, null, 3_000, null], persisted: [2, 0, 1, 0], executions: [5, 0, 3, 0], sizeUnknownExecutions: [0, 0, 0, 0] });
+      { hooks: 40, hooksWithPersisted: 2, largest: [11_000, null, 3_000, null], persisted: [2, 0, 1, 0], measuredOnly: [0, 0, 0, 0], executions: [5, 0, 3, 0], sizeUnknownExecutions: [0, 0, 0, 0] });
     const v = fleetView(f);
     expect(v.restPersisted).toEqual([2, 0, 1, 0]);
     expect(v.largest).toEqual([11_000, 2_000, 10_500, null]);
@@ -300,7 +300,7 @@ describe('fleet figures', () => {
     const f = fleet([
       fleetHook(OVER, [null, 2_000, 10_500, 12_000], [0, 0, 1, 2]),
       fleetHook(NEAR, [9_000, 9_100, 11_000, 8_000], [0, 0, 3, 0]),
-    ], { hooks: 4, hooksWithPersisted: 1, largest: [null, 12_000, null, null], persisted: [0, 1, 0, 0], executions: [0, 1, 0, 0], sizeUnknownExecutions: [0, 0, 0, 0] });
+    ], { hooks: 4, hooksWithPersisted: 1, largest: [null, 12_000, null, null], persisted: [0, 1, 0, 0], measuredOnly: [0, 0, 0, 0], executions: [0, 1, 0, 0], sizeUnknownExecutions: [0, 0, 0, 0] });
     const v = fleetView(f, 2);
     // The second hook's bar, with the first hook's bar of the same bucket below it: the second hook opens.
     expect(fleetClickUrl(s, f, v, [{ datasetIndex: 1, index: 2 }])).toBe(`/hooks/${NEAR.id}?range=custom&from=2026-11-29T18%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&f.team=platform`);
@@ -324,7 +324,8 @@ describe('fleet figures', () => {
     const v = fleetView(fleet([measured, fleetHook(NEAR, [9_000, 9_100, null, 8_000], [0, 0, 0, 0])]));
     expect(v.shown.map((x) => x.id)).toEqual([OVER.id]);
     expect(v.shownPersisted).toEqual([[0, 0, 1, 0]]);
-    expect(v.summary).toBe('1 output persisted across 1 hook, in 1 of 4 buckets; the largest output in the fleet was 12,500 chars.');
+    // One output at least, and the summary says so and why: the count was not reported.
+    expect(v.summary).toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (1 execution measured over the cap, counted as one output each); the largest output in the fleet was 12,500 chars.');
     expect(v.tableRows).toContainEqual(['29/11/2026, 18:00', '2', '1', '0', '12,500']);
     expect(sparkLabel(OVER.hookName, measured)).toBe('Stop:lint-report: largest output per bucket, peak 12,500 chars; 1 bucket with persisted outputs');
     // Where the client reports more outputs than executions over the cap, the reported count stands.
@@ -348,9 +349,13 @@ describe('fleet figures', () => {
     expect(fleetView(fleet([over, blind])).summary)
       .toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (3 executions sent no size data); the largest output in the fleet was 10,500 chars.');
     // The hooks past the answer's limit count too.
-    const rest = { hooks: 40, hooksWithPersisted: 0, largest: [null, null, null, null], persisted: [0, 0, 0, 0], executions: [1, 0, 0, 0], sizeUnknownExecutions: [1, 0, 0, 0] };
+    const rest = { hooks: 40, hooksWithPersisted: 0, largest: [null, null, null, null], persisted: [0, 0, 0, 0], measuredOnly: [0, 0, 0, 0], executions: [1, 0, 0, 0], sizeUnknownExecutions: [1, 0, 0, 0] };
     expect(fleetView(fleet([over], rest)).summary)
       .toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (1 execution sent no size data); the largest output in the fleet was 10,500 chars.');
+    // And so do those of them measured over the cap without a count, though they come summed.
+    const measuredRest = { ...rest, hooksWithPersisted: 1, persisted: [0, 2, 0, 0], measuredOnly: [0, 2, 0, 0], executions: [0, 2, 0, 0], sizeUnknownExecutions: [0, 0, 0, 0] };
+    expect(fleetView(fleet([over], measuredRest)).summary)
+      .toBe('At least 3 outputs persisted across 2 hooks, in 2 of 4 buckets (2 executions measured over the cap, counted as one output each); the largest output in the fleet was 10,500 chars.');
   });
 
   it('asks for the sparklines of rows past the fleet answer by id, over its range and step (its buckets), with the filters', () => {

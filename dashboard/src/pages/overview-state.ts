@@ -4,7 +4,7 @@
  * then draws. Unit-tested in Node against API-shaped responses.
  */
 import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
-import { largestOutput, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
+import { largestOutput, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
@@ -350,7 +350,12 @@ export function fleetClickUrl(state: ViewState, fleet: FleetSeriesResponse | und
  * where its client does not report num_outputs_persisted, so the chart shows what the hook's status says.
  */
 export function persistedSeries(f: FleetSeriesHook): number[] {
-  return f.outputsPersisted.map((v, i) => persistedAtLeast({ outputsPersisted: v, executionsWithPersisted: f.executionsWithPersisted[i] ?? 0 }));
+  return perBucket(f, persistedAtLeast);
+}
+
+/** A figure of a hook's persisted counts (persistedAtLeast, measuredOnly) per bucket. */
+function perBucket(f: FleetSeriesHook, of: (c: { outputsPersisted: number; executionsWithPersisted: number }) => number): number[] {
+  return f.outputsPersisted.map((v, i) => of({ outputsPersisted: v, executionsWithPersisted: f.executionsWithPersisted[i] ?? 0 }));
 }
 
 /** Hooks whose sparklines one request asks for by id (the API takes up to 200 `ids`). */
@@ -437,8 +442,10 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const totalPersisted = fleetTotal(of, beyond?.persisted);
   const hooksWithPersisted = withPersisted.length + (beyond?.hooksWithPersisted ?? 0);
   const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
-  // A lower bound says so, and why, as the fleet's total does: unknown is not zero.
-  const why = lowerBoundWhy(fleetTotal((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), 0);
+  // A lower bound says so, and why, as the fleet's total does: unknown is not zero, and an execution measured over
+  // the cap without its count reported is one output at least, in a hook drawn or past the answer's limit alike.
+  const measured = fleetTotal((hk) => perBucket(hk, measuredOnly), beyond?.measuredOnly);
+  const why = lowerBoundWhy(fleetTotal((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), measured);
   const summary = totalPersisted === 0
     ? `${why === null ? 'No outputs persisted in this range' : `No output is known to have been persisted in this range (${why})`}; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${why === null ? '' : 'At least '}${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}${why === null ? '' : ` (${why})`}; the largest output in the fleet was ${chars(peak)}.`;

@@ -1,0 +1,75 @@
+/**
+ * Outputs persisted told the same way everywhere, in headless Chromium against a real hookwatch (real sockets,
+ * real SQLite) fed through OTLP: a healthy hook per team, a hook over the cap whose client reports
+ * num_outputs_persisted, one over the cap whose client reports sizes without it (each execution counts as one
+ * output, at least), and one from a client older than 2.1.280 (no sizes: unknown). The overview's cards, its fleet
+ * chart's summary and data table, the hooks table and the hook page say the same figure, and "at least" (or "none
+ * known") with the reason wherever it is a lower bound, filtered by team and not.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest, type HookExecution } from './otlp-json.ts';
+
+const NOW = Date.parse('2026-11-30T08:30:00Z');
+const AT = NOW - 10 * 60_000;
+const COUNTED = 'PostToolUse:counted';
+const UNCOUNTED = 'PostToolUse:uncounted';
+const OLD = 'SessionStart:old-client';
+
+let browser: Browser;
+let svc: TestService;
+const open: WatchedPage[] = [];
+
+/** `n` executions of one hook, a second apart, from one client and team. */
+function runs(n: number, e: Omit<HookExecution, 'timeMs'>): HookExecution[] {
+  return Array.from({ length: n }, (_v, i) => ({ ...e, timeMs: AT + i * 1000 }));
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  svc = await startTestService({}, { now: () => NOW });
+  const requests = [
+    runs(2, { hookEvent: 'Stop', hookName: 'Stop:healthy', team: 'platform', sizes: { stdout: 300, additionalContext: 0, persisted: 0 } }),
+    runs(2, { hookEvent: 'Stop', hookName: 'Stop:healthy', team: 'infra', sizes: { stdout: 300, additionalContext: 0, persisted: 0 } }),
+    // Three executions of two outputs persisted each: six, exactly.
+    runs(3, { hookEvent: 'PostToolUse', hookName: COUNTED, team: 'platform', sizes: { stdout: 0, additionalContext: 12_000, systemMessage: 11_000, persisted: 2 } }),
+    // Measured over the cap, no count reported: at least one output each.
+    runs(2, { hookEvent: 'PostToolUse', hookName: UNCOUNTED, team: 'infra', sizes: { stdout: 0, additionalContext: 15_000 } }),
+    // No sizes at all: whatever they persisted is unknown.
+    runs(4, { hookEvent: 'SessionStart', hookName: OLD, team: 'platform', version: '2.1.250' }),
+  ];
+  for (const r of requests) {
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(r), { 'content-type': 'application/json' })).status).toBe(200);
+  }
+});
+
+afterEach(async () => {
+  expect(await closePages(open)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+
+async function overview(query = ''): Promise<Page> {
+  const w = await watchedPage(browser);
+  open.push(w);
+  await w.page.goto(`${svc.httpUrl}/${query}`);
+  await waitLoaded(w.page);
+  return w.page;
+}
+
+const summary = async (p: Page): Promise<string | null> => p.locator('#chart-fleet-summary:not(:empty)').textContent();
+
+const MEASURED = '2 executions measured over the cap, counted as one output each';
+
+describe('outputs persisted across the views', () => {
+  it('says "at least" in the fleet chart\'s summary of executions measured over the cap without a count', async () => {
+    const p = await overview('?f.team=infra');
+    expect(await summary(p)).toMatch(new RegExp(`^At least 2 outputs persisted across 1 hook, in 1 of \\d+ buckets \\(${MEASURED}\\); `));
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 2');
+  });
+});
