@@ -8,7 +8,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import type { HooksResponse, OverviewResponse } from '../../shared/src/api.ts';
+import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
 
@@ -22,9 +23,12 @@ let browser: Browser;
 let svc: TestService;
 const open: WatchedPage[] = [];
 
-/** `n` executions of one hook, a second apart, from one client and team. */
-function runs(n: number, e: Omit<HookExecution, 'timeMs'>): HookExecution[] {
-  return Array.from({ length: n }, (_v, i) => ({ ...e, timeMs: AT + i * 1000 }));
+let sessions = 0;
+
+/** `n` executions of one hook, a second apart, from one client and team, in a session of their own. */
+function runs(n: number, e: Omit<HookExecution, 'timeMs' | 'sessionId'>): HookExecution[] {
+  const sessionId = `session-${++sessions}`;
+  return Array.from({ length: n }, (_v, i) => ({ ...e, sessionId, timeMs: AT + i * 1000 }));
 }
 
 beforeAll(async () => {
@@ -65,11 +69,40 @@ async function overview(query = ''): Promise<Page> {
 const summary = async (p: Page): Promise<string | null> => p.locator('#chart-fleet-summary:not(:empty)').textContent();
 
 const MEASURED = '2 executions measured over the cap, counted as one output each';
+const UNSIZED = '4 executions sent no size data';
+
+/** The hooks table's Persisted cell and its title, by hook name. */
+async function persistedCells(p: Page): Promise<Record<string, [string, string]>> {
+  const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-24h')).body.hooks;
+  const out: Record<string, [string, string]> = {};
+  for (const hk of hooks) {
+    const cell = p.locator(`#hook-rows tr[data-hook-id="${hk.id}"] td:nth-child(6)`);
+    if (await cell.count()) out[hk.hookName] = [(await cell.textContent()) ?? '', (await cell.getAttribute('title')) ?? ''];
+  }
+  return out;
+}
 
 describe('outputs persisted across the views', () => {
   it('says "at least" in the fleet chart\'s summary of executions measured over the cap without a count', async () => {
     const p = await overview('?f.team=infra');
     expect(await summary(p)).toMatch(new RegExp(`^At least 2 outputs persisted across 1 hook, in 1 of \\d+ buckets \\(${MEASURED}\\); `));
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 2');
+  });
+
+  it('gives the fleet\'s card the sum of its hooks\' figures, as its chart and hooks table do, with every reason', async () => {
+    const p = await overview();
+    // 6 reported, 2 measured only, 4 executions unknown: at least 8.
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 8');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe(`5 executions lost output to the cap; ${UNSIZED}; ${MEASURED}`);
+    expect(await summary(p)).toMatch(new RegExp(`^At least 8 outputs persisted across 2 hooks, in 1 of \\d+ buckets \\(${UNSIZED}; ${MEASURED}\\); `));
+    expect(await persistedCells(p)).toEqual({
+      [COUNTED]: ['6', ''], [UNCOUNTED]: ['at least 2', `at least 2: ${MEASURED}`], [OLD]: ['none known', `none known: ${UNSIZED}`], 'Stop:healthy': ['0', ''],
+    });
+    const api = (await getJson<OverviewResponse>(svc.httpUrl, '/api/v1/overview?from=now-24h')).body;
+    expect([api.persisted, api.measuredOnly]).toEqual([8, 2]);
+    // Filtered by team, each figure is the team's own.
+    const platform = await overview('?f.team=platform');
+    expect(await platform.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 6');
+    expect(await summary(platform)).toMatch(new RegExp(`^At least 6 outputs persisted across 1 hook, in 1 of \\d+ buckets \\(${UNSIZED}\\); `));
   });
 });

@@ -101,6 +101,13 @@ export interface OverviewResponse {
   totals: HookCounters;
   hooks: number;
   statusCounts: Record<DeliveryStatus, number>;
+  /**
+   * Outputs persisted, at least: each hook's persistedAtLeast, summed. Not persistedAtLeast of `totals`, whose sums
+   * mix the hooks whose clients report num_outputs_persisted with those whose clients do not.
+   */
+  persisted: number;
+  /** Each hook's measuredOnly, summed: the executions `persisted` counts as one output each, a lower bound. */
+  measuredOnly: number;
   /** Share (0..1) of executions that carried size data; null with no executions. */
   sizeDataShare: number | null;
   clientVersions: ClientVersion[];

@@ -186,6 +186,8 @@ export function createApiRouter(opts: ApiOptions): Router {
       totals: wireCounters(totals),
       hooks: hooks.length,
       statusCounts,
+      persisted: hooks.reduce((s, h) => s + persistedAtLeast(h), 0),
+      measuredOnly: hooks.reduce((s, h) => s + measuredOnly(h), 0),
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: versions.map(clientVersion),
       lastEventAt: formatRfc3339OrNull(last),

@@ -146,8 +146,15 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
  * count one output each.
  */
 export function persistedKnown(c: Pick<SeriesBucket, 'outputsPersisted' | 'executionsWithPersisted' | 'sizeUnknownExecutions'>): { count: number; text: string; why: string | null } {
-  const count = persistedAtLeast(c);
-  const why = lowerBoundWhy(c.sizeUnknownExecutions, measuredOnly(c));
+  return persistedBound(persistedAtLeast(c), c.sizeUnknownExecutions, measuredOnly(c));
+}
+
+/**
+ * A count of persisted outputs (at least) in words, from the executions that make it a lower bound: without size
+ * data, or measured over the cap only (lowerBoundWhy).
+ */
+export function persistedBound(count: number, sizeUnknown: number, measured: number): { count: number; text: string; why: string | null } {
+  const why = lowerBoundWhy(sizeUnknown, measured);
   return { count, text: why === null ? num(count) : count === 0 ? 'none known' : `at least ${num(count)}`, why };
 }
 

@@ -205,11 +205,16 @@ describe('fleet figures', () => {
   });
 
   it('says of the fleet\'s outputs persisted, as of a hook\'s, "at least N" or "none known" when executions sent no size data', () => {
-    const persisted = (totals: Partial<OverviewResponse['totals']>): Kpi | undefined => kpis(overview({ totals: { ...overview().totals, ...totals } }), [OVER, NEAR, OK, PARTIAL, BLIND], {}, NOW).find((x) => x.id === 'persisted');
-    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 0 })).toMatchObject({ value: 'none known', note: '0 executions lost output to the cap; 29 executions sent no size data' });
-    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 2, sizeUnknownExecutions: 0 })).toMatchObject({ value: 'at least 2', note: '2 executions lost output to the cap; 2 executions measured over the cap, counted as one output each' });
+    const persisted = (totals: Partial<OverviewResponse['totals']>, sum: Pick<OverviewResponse, 'persisted' | 'measuredOnly'>): Kpi | undefined =>
+      kpis(overview({ totals: { ...overview().totals, ...totals }, ...sum }), [OVER, NEAR, OK, PARTIAL, BLIND], {}, NOW).find((x) => x.id === 'persisted');
+    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 0 }, { persisted: 0, measuredOnly: 0 })).toMatchObject({ value: 'none known', note: '0 executions lost output to the cap; 29 executions sent no size data' });
+    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 2, sizeUnknownExecutions: 0 }, { persisted: 2, measuredOnly: 2 })).toMatchObject({ value: 'at least 2', note: '2 executions lost output to the cap; 2 executions measured over the cap, counted as one output each' });
     // Every execution measured and reporting its count: exact.
-    expect(persisted({ outputsPersisted: 3, executionsWithPersisted: 2, sizeUnknownExecutions: 0 })).toMatchObject({ value: '3', note: '2 executions lost output to the cap' });
+    expect(persisted({ outputsPersisted: 3, executionsWithPersisted: 2, sizeUnknownExecutions: 0 }, { persisted: 3, measuredOnly: 0 })).toMatchObject({ value: '3', note: '2 executions lost output to the cap' });
+    // A hook reporting 6 outputs of 3 executions and one measured over the cap twice without a count: the hooks'
+    // figures summed (8), not the larger of the fleet's two sums (6), and the reason the count is a lower bound.
+    expect(persisted({ outputsPersisted: 6, executionsWithPersisted: 5, sizeUnknownExecutions: 0 }, { persisted: 8, measuredOnly: 2 }))
+      .toMatchObject({ value: 'at least 8', note: '5 executions lost output to the cap; 2 executions measured over the cap, counted as one output each' });
   });
 
   it('counts the statuses of every hook, not of the page loaded, when only the riskiest are loaded', () => {

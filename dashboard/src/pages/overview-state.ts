@@ -10,7 +10,7 @@ import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
-import { lowerBoundWhy, persistedKnown } from './hook-state.ts';
+import { lowerBoundWhy, persistedBound, persistedKnown } from './hook-state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -248,8 +248,9 @@ export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], 
   if (hooks.length < overview.hooks) Object.assign(sc, overview.statusCounts);
   else for (const hk of hooks) sc[shownStatus(hk)]++;
   const filtered = Object.keys(filters).length > 0;
-  // A lower bound says so, and why, as a hook's figure does: unknown is not zero.
-  const persisted = persistedKnown(t);
+  // The sum of the hooks' figures, as the hooks table and the fleet chart give them; a lower bound says so, and
+  // why, as a hook's figure does: unknown is not zero.
+  const persisted = persistedBound(overview.persisted, t.sizeUnknownExecutions, overview.measuredOnly);
   const lost = `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap`;
   return [
     { id: 'executions', label: 'Executions', value: num(t.executions), note: `${plural(t.numHooks, 'hook command')} run` },

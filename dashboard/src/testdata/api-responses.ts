@@ -59,7 +59,7 @@ export function overview(over: Partial<OverviewResponse> = {}): OverviewResponse
   return {
     from: '2026-11-29T08:30:00.000Z', to: '2026-11-30T08:30:00.000Z',
     totals: counters({ executions: 81, numHooks: 81, success: 80, outputsPersisted: 1, executionsWithPersisted: 1, sizeUnknownExecutions: 29 }),
-    hooks: 5, statusCounts: { over: 1, near: 1, ok: 2, unknown: 1 }, sizeDataShare: 52 / 81,
+    hooks: 5, statusCounts: { over: 1, near: 1, ok: 2, unknown: 1 }, persisted: 1, measuredOnly: 0, sizeDataShare: 52 / 81,
     clientVersions: [
       { serviceName: 'claude-code', version: '2.1.332', executions: 52, sizeUnknownExecutions: 0, hasSizeData: true },
       { serviceName: 'claude-code', version: '2.1.250', executions: 29, sizeUnknownExecutions: 29, hasSizeData: false },
