@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { HooksResponse, OverviewResponse } from '../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { closePages, hoverTooltips, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -82,6 +82,11 @@ async function persistedCells(p: Page): Promise<Record<string, [string, string]>
   return out;
 }
 
+/** The fleet chart's data table: its headers and the rows of buckets with executions. */
+async function fleetTable(p: Page): Promise<string[][]> {
+  return p.$$eval('section[data-chart="fleet"] details.chart-data tr', (rows) => rows.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent ?? '')));
+}
+
 describe('outputs persisted across the views', () => {
   it('says "at least" in the fleet chart\'s summary of executions measured over the cap without a count', async () => {
     const p = await overview('?f.team=infra');
@@ -104,5 +109,15 @@ describe('outputs persisted across the views', () => {
     const platform = await overview('?f.team=platform');
     expect(await platform.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 6');
     expect(await summary(platform)).toMatch(new RegExp(`^At least 6 outputs persisted across 1 hook, in 1 of \\d+ buckets \\(${UNSIZED}\\); `));
+  });
+
+  it('says "at least" and "none known" in the fleet chart\'s data table and tooltip, as the hooks table does', async () => {
+    const p = await overview();
+    const [headers, ...rows] = await fleetTable(p);
+    expect(headers).toEqual(['Bucket start', 'Executions', COUNTED, UNCOUNTED, 'Other hooks', 'Largest output']);
+    expect(rows.map((r) => r.slice(1))).toEqual([['13', '6', 'at least 2', 'none known', '15,000']]);
+    const tips = await hoverTooltips(p, 'chart-fleet');
+    // The one bucket's tooltip: the exact count bare, the lower bound said so (the unknown one draws no bar).
+    expect(tips).toEqual([expect.stringMatching(new RegExp(` \\| ${COUNTED}: 6 \\| ${UNCOUNTED}: at least 2$`))]);
   });
 });

@@ -331,7 +331,7 @@ describe('fleet figures', () => {
     expect(v.shownPersisted).toEqual([[0, 0, 1, 0]]);
     // One output at least, and the summary says so and why: the count was not reported.
     expect(v.summary).toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (1 execution measured over the cap, counted as one output each); the largest output in the fleet was 12,500 chars.');
-    expect(v.tableRows).toContainEqual(['29/11/2026, 18:00', '2', '1', '0', '12,500']);
+    expect(v.tableRows).toContainEqual(['29/11/2026, 18:00', '2', 'at least 1', '0', '12,500']);
     expect(sparkLabel(OVER.hookName, measured)).toBe('Stop:lint-report: largest output per bucket, peak 12,500 chars; 1 bucket with persisted outputs');
     // Where the client reports more outputs than executions over the cap, the reported count stands.
     expect(persistedSeries(fleetHook(OVER, [12_000, 30_000], [1, 3], [1, 1], [1, 1]))).toEqual([1, 3]);

@@ -405,6 +405,9 @@ export interface FleetView {
   /** Each shown hook's outputs persisted per bucket (persistedSeries), in the order of `shown`. */
   shownPersisted: number[][];
   restPersisted: number[];
+  /** shownPersisted and restPersisted in words (persistedBound): "at least" or "none known" where a bucket's is a lower bound. */
+  shownText: string[][];
+  restText: string[];
   /** "other hooks", "all hooks" (when none is drawn on its own), or null when the rest persisted nothing. */
   restLabel: string | null;
   largest: (number | null)[];
@@ -431,6 +434,12 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   // The hooks past the answer's limit come summed (fleet.rest): they belong to the grouped rest and the totals.
   const beyond = fleet.rest;
   const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (of(hk)[i] ?? 0), beyond?.persisted[i] ?? 0));
+  const measured = new Map(fleet.hooks.map((hk) => [hk, perBucket(hk, measuredOnly)]));
+  const measuredOf = (hk: FleetSeriesHook): number[] => measured.get(hk) ?? [];
+  const shownText = shown.map((hk, j) => (shownPersisted[j] ?? []).map((v, i) => persistedBound(v, hk.sizeUnknownExecutions[i] ?? 0, measuredOf(hk)[i] ?? 0).text));
+  const restText = restPersisted.map((v, i) => persistedBound(v,
+    rest.reduce((s, hk) => s + (hk.sizeUnknownExecutions[i] ?? 0), beyond?.sizeUnknownExecutions[i] ?? 0),
+    rest.reduce((s, hk) => s + (measuredOf(hk)[i] ?? 0), beyond?.measuredOnly[i] ?? 0)).text);
   const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), beyond?.executions[i] ?? 0));
   const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
     const v = hk.largest[i] ?? null;
@@ -445,15 +454,14 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
   // A lower bound says so, and why, as the fleet's total does: unknown is not zero, and an execution measured over
   // the cap without its count reported is one output at least, in a hook drawn or past the answer's limit alike.
-  const measured = fleetTotal((hk) => perBucket(hk, measuredOnly), beyond?.measuredOnly);
-  const why = lowerBoundWhy(fleetTotal((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), measured);
+  const why = lowerBoundWhy(fleetTotal((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), fleetTotal(measuredOf, beyond?.measuredOnly));
   const summary = totalPersisted === 0
     ? `${why === null ? 'No outputs persisted in this range' : `No output is known to have been persisted in this range (${why})`}; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${why === null ? '' : 'At least '}${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}${why === null ? '' : ` (${why})`}; the largest output in the fleet was ${chars(peak)}.`;
-  const tableRows = fleet.buckets.map((b, i) => [bucketCell(b, covers[i], fleet.step), num(executions[i] ?? 0), ...shownPersisted.map((p) => num(p[i] ?? 0)), num(restPersisted[i] ?? 0), num(largest[i] ?? null)])
+  const tableRows = fleet.buckets.map((b, i) => [bucketCell(b, covers[i], fleet.step), num(executions[i] ?? 0), ...shownText.map((t) => t[i] ?? '0'), restText[i] ?? '0', num(largest[i] ?? null)])
     .filter((_r, i) => (executions[i] ?? 0) > 0);
   return {
-    labels, shown, shownPersisted, restPersisted,
+    labels, shown, shownPersisted, restPersisted, shownText, restText,
     restLabel: restPersisted.some((v) => v > 0) ? (shown.length ? 'other hooks' : 'all hooks') : null,
     largest, peak, summary,
     tableHeaders: [bucketStartHeader(fleet.step), 'Executions', ...shown.map((hk) => hk.hookName), shown.length ? 'Other hooks' : 'All hooks', 'Largest output'],

@@ -78,9 +78,10 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
           filter: (item: { dataset: { reference?: boolean }; raw: unknown }) => item.dataset.reference !== true && item.raw !== null && item.raw !== 0,
           callbacks: {
             ...bucketTitle(fleet.step, v.partial),
-            // Bars count outputs; the line is a size, read against the cap.
-            label: (item: { dataset: { label?: string; yAxisID?: string }; raw: unknown }) =>
-              item.dataset.yAxisID === 'y1' ? sizeLine(item.dataset.label ?? '', item.raw as number) : `${item.dataset.label ?? ''}: ${num(item.raw as number)}`,
+            // Bars count outputs ("at least" where a bucket's count is a lower bound); the line is a size, read against the cap.
+            label: (item: { dataset: { label?: string; yAxisID?: string }; datasetIndex: number; dataIndex: number; raw: unknown }) =>
+              item.dataset.yAxisID === 'y1' ? sizeLine(item.dataset.label ?? '', item.raw as number)
+                : `${item.dataset.label ?? ''}: ${(item.datasetIndex < v.shown.length ? v.shownText[item.datasetIndex]?.[item.dataIndex] : v.restText[item.dataIndex]) ?? num(item.raw as number)}`,
           },
         },
       },
