@@ -82,9 +82,9 @@ async function persistedCells(p: Page): Promise<Record<string, [string, string]>
   return out;
 }
 
-/** The fleet chart's data table: its headers and the rows of buckets with executions. */
-async function fleetTable(p: Page): Promise<string[][]> {
-  return p.$$eval('section[data-chart="fleet"] details.chart-data tr', (rows) => rows.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent ?? '')));
+/** A chart's data table (`fleet`, `cliff`, `delivery`): its headers and the rows of buckets with executions. */
+async function chartTable(p: Page, chart: string): Promise<string[][]> {
+  return p.$$eval(`section[data-chart="${chart}"] details.chart-data tr`, (rows) => rows.map((r) => [...r.querySelectorAll('th, td')].map((c) => c.textContent ?? '')));
 }
 
 describe('outputs persisted across the views', () => {
@@ -113,11 +113,29 @@ describe('outputs persisted across the views', () => {
 
   it('says "at least" and "none known" in the fleet chart\'s data table and tooltip, as the hooks table does', async () => {
     const p = await overview();
-    const [headers, ...rows] = await fleetTable(p);
+    const [headers, ...rows] = await chartTable(p, 'fleet');
     expect(headers).toEqual(['Bucket start', 'Executions', COUNTED, UNCOUNTED, 'Other hooks', 'Largest output']);
     expect(rows.map((r) => r.slice(1))).toEqual([['13', '6', 'at least 2', 'none known', '15,000']]);
     const tips = await hoverTooltips(p, 'chart-fleet');
     // The one bucket's tooltip: the exact count bare, the lower bound said so (the unknown one draws no bar).
     expect(tips).toEqual([expect.stringMatching(new RegExp(` \\| ${COUNTED}: 6 \\| ${UNCOUNTED}: at least 2$`))]);
+  });
+
+  it('gives each hook\'s page the figure of its row, "at least" or "none known" in its charts\' tables too', async () => {
+    const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-24h')).body.hooks;
+    const cases: [string, string, string | null][] = [[COUNTED, '6', null], [UNCOUNTED, 'at least 2', MEASURED], [OLD, 'none known', UNSIZED]];
+    for (const [name, figure, why] of cases) {
+      const w = await watchedPage(browser);
+      open.push(w);
+      await w.page.goto(`${svc.httpUrl}/hooks/${hooks.find((hk) => hk.hookName === name)?.id ?? ''}`);
+      await waitLoaded(w.page);
+      const note = await w.page.locator('[data-kpi="persisted"] .kpi-note').allTextContents();
+      expect([name, await w.page.textContent('[data-kpi="persisted"] .kpi-value'), note]).toEqual([name, figure, why === null ? [] : [why]]);
+      // The last column of the cliff chart's table, the fourth of the delivery chart's: the bucket's persisted outputs.
+      const [cliffHead, ...cliffRows] = await chartTable(w.page, 'cliff');
+      const [deliveryHead, ...deliveryRows] = await chartTable(w.page, 'delivery');
+      expect([cliffHead?.at(-1), deliveryHead?.[3]]).toEqual(['Outputs persisted', 'Outputs persisted']);
+      expect([name, cliffRows.map((r) => r.at(-1)), deliveryRows.map((r) => r[3])]).toEqual([name, [figure], [figure]]);
+    }
   });
 });

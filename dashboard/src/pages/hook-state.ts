@@ -134,7 +134,7 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
       ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
       : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
     headers: [bucketStartHeader(series.step), ...kinds, 'Outputs persisted'],
-    rows: bucketRows(series, (b) => [...kinds.map((k) => num(b.maxChars[k])), num(persistedAtLeast(b))]),
+    rows: bucketRows(series, (b) => [...kinds.map((k) => num(b.maxChars[k])), persistedKnown(b).text]),
   };
 }
 
