@@ -8,7 +8,9 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import type { HooksResponse, OverviewResponse } from '../../shared/src/api.ts';
+import type { FleetSeriesResponse, HooksResponse, OverviewResponse } from '../../shared/src/api.ts';
+import { persistedAtLeast } from '../../shared/src/cliff.ts';
+import { persistedSeries } from '../src/pages/overview-state.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, hoverTooltips, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
@@ -103,12 +105,20 @@ describe('outputs persisted across the views', () => {
     expect(await persistedCells(p)).toEqual({
       [COUNTED]: ['6', ''], [UNCOUNTED]: ['at least 2', `at least 2: ${MEASURED}`], [OLD]: ['none known', `none known: ${UNSIZED}`], 'Stop:healthy': ['0', ''],
     });
-    const api = (await getJson<OverviewResponse>(svc.httpUrl, '/api/v1/overview?from=now-24h')).body;
-    expect([api.persisted, api.measuredOnly]).toEqual([8, 2]);
+    // The API's answers agree: the overview's figure is its hooks' summed, and the fleet series' buckets add up to it.
+    for (const [filter, persisted, measured] of [['', 8, 2], ['&team=platform', 6, 0], ['&team=infra', 2, 2]] as const) {
+      const api = (await getJson<OverviewResponse>(svc.httpUrl, `/api/v1/overview?from=now-24h${filter}`)).body;
+      const hooks = (await getJson<HooksResponse>(svc.httpUrl, `/api/v1/hooks?from=${api.from}&to=${api.to}${filter}`)).body.hooks;
+      const fleet = (await getJson<FleetSeriesResponse>(svc.httpUrl, `/api/v1/fleet/series?from=${api.from}&to=${api.to}${filter}`)).body;
+      expect([filter, api.persisted, api.measuredOnly, hooks.reduce((s, hk) => s + persistedAtLeast(hk), 0), fleet.hooks.reduce((s, hk) => s + persistedSeries(hk).reduce((a, b) => a + b, 0), 0)])
+        .toEqual([filter, persisted, measured, persisted, persisted]);
+    }
     // Filtered by team, each figure is the team's own.
     const platform = await overview('?f.team=platform');
     expect(await platform.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 6');
     expect(await summary(platform)).toMatch(new RegExp(`^At least 6 outputs persisted across 1 hook, in 1 of \\d+ buckets \\(${UNSIZED}\\); `));
+    expect(await persistedCells(platform)).toEqual({ [COUNTED]: ['6', ''], [OLD]: ['none known', `none known: ${UNSIZED}`], 'Stop:healthy': ['0', ''] });
+    expect(await persistedCells(await overview('?f.team=infra'))).toEqual({ [UNCOUNTED]: ['at least 2', `at least 2: ${MEASURED}`], 'Stop:healthy': ['0', ''] });
   });
 
   it('says "at least" and "none known" in the fleet chart\'s data table and tooltip, as the hooks table does', async () => {
@@ -121,21 +131,22 @@ describe('outputs persisted across the views', () => {
     expect(tips).toEqual([expect.stringMatching(new RegExp(` \\| ${COUNTED}: 6 \\| ${UNCOUNTED}: at least 2$`))]);
   });
 
-  it('gives each hook\'s page the figure of its row, "at least" or "none known" in its charts\' tables too', async () => {
+  it('gives each hook\'s page the figure of its row, with or without its own team\'s filter, "at least" or "none known" in its charts\' tables too', async () => {
     const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-24h')).body.hooks;
-    const cases: [string, string, string | null][] = [[COUNTED, '6', null], [UNCOUNTED, 'at least 2', MEASURED], [OLD, 'none known', UNSIZED]];
-    for (const [name, figure, why] of cases) {
+    const cases: [string, string, string | null, string][] = [[COUNTED, '6', null, 'platform'], [UNCOUNTED, 'at least 2', MEASURED, 'infra'], [OLD, 'none known', UNSIZED, 'platform']];
+    // Every execution of each of these hooks is its team's: the filter changes none of their figures.
+    for (const [name, figure, why, query] of cases.flatMap(([n, f, y, team]) => [[n, f, y, ''], [n, f, y, `?f.team=${team}`]] as const)) {
       const w = await watchedPage(browser);
       open.push(w);
-      await w.page.goto(`${svc.httpUrl}/hooks/${hooks.find((hk) => hk.hookName === name)?.id ?? ''}`);
+      await w.page.goto(`${svc.httpUrl}/hooks/${hooks.find((hk) => hk.hookName === name)?.id ?? ''}${query}`);
       await waitLoaded(w.page);
       const note = await w.page.locator('[data-kpi="persisted"] .kpi-note').allTextContents();
-      expect([name, await w.page.textContent('[data-kpi="persisted"] .kpi-value'), note]).toEqual([name, figure, why === null ? [] : [why]]);
+      expect([name + query, await w.page.textContent('[data-kpi="persisted"] .kpi-value'), note]).toEqual([name + query, figure, why === null ? [] : [why]]);
       // The last column of the cliff chart's table, the fourth of the delivery chart's: the bucket's persisted outputs.
       const [cliffHead, ...cliffRows] = await chartTable(w.page, 'cliff');
       const [deliveryHead, ...deliveryRows] = await chartTable(w.page, 'delivery');
       expect([cliffHead?.at(-1), deliveryHead?.[3]]).toEqual(['Outputs persisted', 'Outputs persisted']);
-      expect([name, cliffRows.map((r) => r.at(-1)), deliveryRows.map((r) => r[3])]).toEqual([name, [figure], [figure]]);
+      expect([name + query, cliffRows.map((r) => r.at(-1)), deliveryRows.map((r) => r[3])]).toEqual([name + query, [figure], [figure]]);
     }
   });
 });
