@@ -4,13 +4,13 @@
  * charts can be zoomed by dragging across them, or from the keyboard (the page turns the bounds into a URL range),
  * and can carry shaded bands (alert timelines).
  */
-import type { Chart as ChartJs, ChartConfiguration, Plugin, TooltipItem } from 'chart.js';
+import type { Chart as ChartJs, ChartConfiguration, LayoutItem, Plugin, TooltipItem, layouts } from 'chart.js';
 import { h, replace, scrollBox, type Child } from './dom.ts';
 import { OUTPUT_CAP_CHARS } from '../../shared/src/cliff.ts';
 import { LOCALE, bucketAxisTitle, bucketTooltipTitle, chars, headroomText, num, partialNote } from './format.ts';
 import { cssColor } from './theme.ts';
 
-type ChartCtor = typeof ChartJs;
+type ChartCtor = typeof ChartJs & { layouts: typeof layouts };
 
 function ctor(): ChartCtor {
   const c = (window as unknown as { Chart?: ChartCtor }).Chart;
@@ -96,6 +96,15 @@ export interface Band {
   toIndex: number;
   label: string;
   color: string;
+}
+
+/** Where a label was drawn on a chart's canvas, in CSS pixels. */
+export interface LabelBox {
+  text: string;
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
 }
 
 /** A chart panel: title, canvas (an image named by the title, described by the summary), and a collapsible data table. */
@@ -309,11 +318,30 @@ export class ChartPanel {
     if (this.cursor !== null) this.pick(Math.min(this.cursor, (this.chart.data.labels?.length ?? 1) - 1));
   }
 
-  /** Draws the bands under the datasets, each with its label at the top, and the bucket picked from the keyboard. */
-  private bandPlugin(): Plugin {
-    return {
+  /**
+   * Draws the bands under the datasets, and the bucket picked from the keyboard. Each band's label goes in a lane
+   * the chart keeps for them between the legend and the plot, a line per band up to BAND_LABEL_ROWS (labels never
+   * need more lines than there are bands), so no point, line or grid line ever runs through a label's letters; a
+   * swatch of the band's colour starts the label, and a strip of it tops the band just below.
+   */
+  private bandPlugin(): Plugin & { drawnLabels: LabelBox[] } {
+    // Closest to the plot of the boxes above it (the legend weighs 1000); Chart.js reads a box's options (none here).
+    const lane: LayoutItem & { options: object } = {
+      position: 'top', weight: 0, fullSize: false, width: 0, height: 0, left: 0, top: 0, right: 0, bottom: 0, options: {},
+      isHorizontal: () => true,
+      update: (width) => {
+        lane.width = width;
+        lane.height = bandLaneHeight(this.bands.length);
+      },
+      draw: () => undefined,
+    };
+    const plugin = {
       id: 'hookwatchBands',
-      beforeDatasetsDraw: (chart) => {
+      /** Where each label was drawn last, as a reader sees it (the page's tests measure it). */
+      drawnLabels: [] as LabelBox[],
+      start: (chart: ChartJs) => ctor().layouts.addBox(chart, lane),
+      stop: (chart: ChartJs) => ctor().layouts.removeBox(chart, lane),
+      beforeDatasetsDraw: (chart: ChartJs) => {
         const scale = chart.scales['x'];
         if (!scale) return;
         const { ctx, chartArea } = chart;
@@ -327,7 +355,7 @@ export class ChartPanel {
           ctx.globalAlpha = 1;
         }
         ctx.font = '11px system-ui, sans-serif';
-        const labels: { text: string; left: number; width: number }[] = [];
+        const labels: { band: Band; left: number; width: number }[] = [];
         for (const b of this.bands) {
           const x0 = Math.max(chartArea.left, scale.getPixelForValue(b.fromIndex - 0.5));
           const x1 = Math.min(chartArea.right, scale.getPixelForValue(b.toIndex + 0.5));
@@ -337,26 +365,26 @@ export class ChartPanel {
           ctx.fillRect(x0, chartArea.top, x1 - x0, chartArea.bottom - chartArea.top);
           ctx.globalAlpha = 1;
           ctx.fillRect(x0, chartArea.top, x1 - x0, 4);
-          labels.push({ text: b.label, left: x0, width: ctx.measureText(b.label).width });
+          labels.push({ band: b, left: x0, width: BAND_SWATCH_PX + ctx.measureText(b.label).width });
         }
-        // Each label whole, in the first row where it runs into no other: bands that begin together (several
-        // alerts of a hook at once) get a line each instead of one smudge. On the panel's colour, so the grid and
-        // the cap line do not run through its letters; the datasets are drawn over it, so it hides no point.
-        const [panel, text] = [cssColor('--panel'), cssColor('--text')];
+        // Each label whole, in the first line where it runs into no other: bands that begin together (several
+        // alerts of a hook at once) get a line each instead of one smudge.
+        const text = cssColor('--text');
+        plugin.drawnLabels = [];
         bandLabelRows(labels, chartArea).forEach((at, i) => {
           const label = labels[i];
           if (!at || !label) return;
-          const baseline = chartArea.top + 15 + at.row * BAND_LABEL_LINE_PX;
-          ctx.fillStyle = panel;
-          ctx.globalAlpha = 0.85;
-          ctx.fillRect(at.x - 2, baseline - 10, label.width + 4, BAND_LABEL_LINE_PX);
-          ctx.globalAlpha = 1;
+          const top = lane.top + at.row * BAND_LABEL_LINE_PX;
+          ctx.fillStyle = label.band.color;
+          ctx.fillRect(at.x, top + 3, BAND_SWATCH_PX - 4, BAND_SWATCH_PX - 4);
           ctx.fillStyle = text;
-          ctx.fillText(label.text, at.x, baseline);
+          ctx.fillText(label.band.label, at.x + BAND_SWATCH_PX, top + 11);
+          plugin.drawnLabels.push({ text: label.band.label, left: at.x, top, right: at.x + label.width, bottom: top + BAND_LABEL_LINE_PX });
         });
         ctx.restore();
       },
     };
+    return plugin;
   }
 
   /**
@@ -455,6 +483,14 @@ export function bandLabelX(bandLeft: number, textWidth: number, area: { left: nu
 const BAND_LABEL_LINE_PX = 13;
 /** Lines of band labels at most: past them a label is left out (the alert table below the chart lists every alert). */
 const BAND_LABEL_ROWS = 4;
+/** The width of the swatch of its band's colour before a label's text, with the space after it, in pixels. */
+const BAND_SWATCH_PX = 12;
+
+/** The height of the lane above the plot that holds the labels of `bands` bands: a line each, up to BAND_LABEL_ROWS. */
+export function bandLaneHeight(bands: number): number {
+  const rows = Math.min(bands, BAND_LABEL_ROWS);
+  return rows === 0 ? 0 : rows * BAND_LABEL_LINE_PX + 4;
+}
 /** Space kept between two labels on one line, in pixels. */
 const BAND_LABEL_GAP_PX = 6;
 
