@@ -389,50 +389,47 @@ export class ChartPanel {
 
   /**
    * Draws each bar of a partial bucket lighter and hatched with a dashed outline, in its own colour over the panel's:
-   * the same look in both themes, and the legend (which shows no bucket) keeps the whole colour.
+   * the same look in both themes, and the legend (which shows no bucket) keeps the whole colour. Each dataset's bars
+   * as soon as they are drawn, so whatever is drawn in front of them (a narrower bar, a marker) stays in front.
    */
   private partialPlugin(): Plugin {
     return {
       id: 'hookwatchPartial',
-      afterDatasetsDraw: (chart) => {
-        if (!this.partial.some((t) => t !== null)) return;
+      afterDatasetDraw: (chart, { meta }) => {
+        if (!this.partial.some((t) => t !== null) || meta.type !== 'bar') return;
         const { ctx, chartArea } = chart;
         const panel = cssColor('--panel');
         ctx.save();
         ctx.beginPath();
         ctx.rect(chartArea.left, chartArea.top, chartArea.right - chartArea.left, chartArea.bottom - chartArea.top);
         ctx.clip();
-        chart.data.datasets.forEach((_d, di) => {
-          const meta = chart.getDatasetMeta(di);
-          if (meta.type !== 'bar' || !chart.isDatasetVisible(di)) return;
-          this.partial.forEach((t, i) => {
-            const bar = meta.data[i] as unknown as { getProps(p: string[], final: boolean): { x: number; y: number; base: number; width: number }; options: { backgroundColor?: unknown } } | undefined;
-            if (t === null || !bar) return;
-            const { x, y, base, width } = bar.getProps(['x', 'y', 'base', 'width'], true);
-            const [top, bottom] = [Math.min(y, base), Math.max(y, base)];
-            if (bottom - top < 1) return;
-            const color = typeof bar.options.backgroundColor === 'string' ? bar.options.backgroundColor : cssColor('--text');
-            const left = x - width / 2;
-            ctx.save();
-            ctx.beginPath();
-            ctx.rect(left, top, width, bottom - top);
-            ctx.clip();
-            ctx.fillStyle = panel;
-            ctx.globalAlpha = 0.6;
-            ctx.fillRect(left, top, width, bottom - top);
-            ctx.globalAlpha = 1;
-            ctx.strokeStyle = color;
-            ctx.lineWidth = 1.5;
-            ctx.beginPath();
-            for (let d = -(bottom - top); d < width; d += 6) {
-              ctx.moveTo(left + d, bottom);
-              ctx.lineTo(left + d + (bottom - top), top);
-            }
-            ctx.stroke();
-            ctx.setLineDash([3, 2]);
-            ctx.strokeRect(left + 0.75, top + 0.75, width - 1.5, bottom - top - 1.5);
-            ctx.restore();
-          });
+        this.partial.forEach((t, i) => {
+          const bar = meta.data[i] as unknown as { getProps(p: string[], final: boolean): { x: number; y: number; base: number; width: number }; options: { backgroundColor?: unknown } } | undefined;
+          if (t === null || !bar) return;
+          const { x, y, base, width } = bar.getProps(['x', 'y', 'base', 'width'], true);
+          const [top, bottom] = [Math.min(y, base), Math.max(y, base)];
+          if (bottom - top < 1) return;
+          const color = typeof bar.options.backgroundColor === 'string' ? bar.options.backgroundColor : cssColor('--text');
+          const left = x - width / 2;
+          ctx.save();
+          ctx.beginPath();
+          ctx.rect(left, top, width, bottom - top);
+          ctx.clip();
+          ctx.fillStyle = panel;
+          ctx.globalAlpha = 0.6;
+          ctx.fillRect(left, top, width, bottom - top);
+          ctx.globalAlpha = 1;
+          ctx.strokeStyle = color;
+          ctx.lineWidth = 1.5;
+          ctx.beginPath();
+          for (let d = -(bottom - top); d < width; d += 6) {
+            ctx.moveTo(left + d, bottom);
+            ctx.lineTo(left + d + (bottom - top), top);
+          }
+          ctx.stroke();
+          ctx.setLineDash([3, 2]);
+          ctx.strokeRect(left + 0.75, top + 0.75, width - 1.5, bottom - top - 1.5);
+          ctx.restore();
         });
         ctx.restore();
       },

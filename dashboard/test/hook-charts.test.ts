@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { AlertSummary, AlertsResponse, HooksResponse } from '../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
-import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { closePages, hoverTooltips, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -126,5 +126,55 @@ describe('the cliff chart\'s alert band labels', () => {
     expect(seen.onLegend).toEqual([]);
     expect(seen.onOther).toEqual([]);
     expect(seen.outside).toEqual([]);
+  });
+});
+
+describe('success against persisted outputs over an hour of one-minute buckets', () => {
+  it('draws each bucket\'s counts wide enough to read, none hidden behind another, each at its own count', async () => {
+    const p = await hookPage();
+    const seen = await p.evaluate(() => {
+      type El = { x: number; y: number; width?: number; base?: number; options: { radius?: number } };
+      type Meta = { type: string; index: number; data: El[] };
+      type Chart = {
+        data: { datasets: { label?: string; data: (number | null)[] }[] };
+        getDatasetMeta(i: number): Meta;
+        getSortedVisibleDatasetMetas(): Meta[];
+        scales: { x: { getPixelForValue(v: number): number }; y: { getPixelForValue(v: number): number } };
+      };
+      const chart = (window as unknown as { Chart: { getChart(id: string): Chart | undefined } }).Chart.getChart('chart-delivery');
+      if (!chart) throw new Error('no delivery chart');
+      const bucket = chart.scales.x.getPixelForValue(1) - chart.scales.x.getPixelForValue(0);
+      // Drawn last to first: the first of these is in front.
+      const front = chart.getSortedVisibleDatasetMetas().map((m) => m.index);
+      const marks = chart.data.datasets.flatMap((d, di) => d.data.flatMap((v, i) => {
+        const el = chart.getDatasetMeta(di).data[i];
+        if (!el || v === null || v === 0) return [];
+        const bar = chart.getDatasetMeta(di).type === 'bar';
+        const half = bar ? (el.width ?? 0) / 2 : el.options.radius ?? 0;
+        return [{ label: d.label ?? '', i, di, value: v, width: 2 * half, left: el.x - half, right: el.x + half, top: el.y - (bar ? 0 : half), bottom: bar ? el.base ?? el.y : el.y + half, y: el.y, at: chart.scales.y.getPixelForValue(v) }];
+      }));
+      const hidden = marks.flatMap((a) => marks.filter((b) => b !== a && b.i === a.i && front.indexOf(b.di) < front.indexOf(a.di)
+        && b.left <= a.left && b.right >= a.right && b.top <= a.top && b.bottom >= a.bottom).map((b) => `${a.label} behind ${b.label} in bucket ${a.i}`));
+      return {
+        bucket,
+        narrow: marks.filter((m) => m.width < bucket / 2 || m.width < 4).map((m) => `${m.label} in bucket ${m.i}: ${m.width.toFixed(1)} px of ${bucket.toFixed(1)}`),
+        widest: [...new Set(marks.map((m) => m.i))].map((i) => Math.max(...marks.filter((m) => m.i === i).map((m) => m.width)) / bucket),
+        hidden,
+        misplaced: marks.filter((m) => Math.abs(m.y - m.at) > 1).map((m) => m.label),
+        counts: Object.fromEntries(marks.filter((m) => m.label !== 'hook commands reporting success').map((m) => [m.label, m.value])),
+      };
+    });
+    expect(seen.narrow).toEqual([]);
+    expect(Math.min(...seen.widest)).toBeGreaterThanOrEqual(0.8);
+    expect(seen.hidden).toEqual([]);
+    expect(seen.misplaced).toEqual([]);
+    // Outputs persisted and executions with persisted outputs stay two figures, each drawn at its own count.
+    expect(seen.counts).toEqual({ 'outputs persisted (not delivered)': 3, 'executions with persisted outputs': 2 });
+    // The tooltip, the data table and the summary still give every figure.
+    expect(await hoverTooltips(p, 'chart-delivery')).toContainEqual(expect.stringMatching(/\| hook commands reporting success: 2 \| outputs persisted \(not delivered\): 3 \| executions with persisted outputs: 2$/));
+    await p.click('[data-chart="delivery"] details.chart-data > summary');
+    const rows = await p.$$eval('[data-chart="delivery"] table tbody tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((c) => c.textContent)));
+    expect(rows.filter((r) => r[3] === '3').map((r) => r.slice(1))).toEqual([['2', '2', '3', '2', '0']]);
+    expect(await p.textContent('#chart-delivery-summary')).toContain('61 hook commands reported success; 3 outputs were persisted instead of delivered.');
   });
 });

@@ -91,19 +91,32 @@ export function deliveryChart(series: SeriesResponse): { config: ChartConfigurat
     const known = persistedKnown(b);
     return `${persisted}: ${known.text}${known.why === null ? '' : ` (${known.why})`}`;
   };
-  const config: ChartConfiguration<'bar'> = {
+  // Each bucket's counts drawn in front of one another, not side by side (three bars a bucket are slivers when
+  // buckets are narrow): success fills the bucket at the back, the outputs persisted stand narrower in front of it,
+  // and the executions with persisted outputs (another count) are a diamond at their own height, never a bar that
+  // could be read as the outputs'. The legend and the tooltip keep this order.
+  const inOrder = (a: { datasetIndex?: number }, b: { datasetIndex?: number }): number => (a.datasetIndex ?? 0) - (b.datasetIndex ?? 0);
+  const config: ChartConfiguration<'bar' | 'line'> = {
     type: 'bar',
     data: {
       labels,
       datasets: [
-        { label: 'hook commands reporting success', data: series.buckets.map((b) => b.success), backgroundColor: COLORS.success },
-        { label: persisted, data: series.buckets.map((b) => persistedAtLeast(b)), backgroundColor: COLORS.persisted },
-        { label: 'executions with persisted outputs', data: series.buckets.map((b) => b.executionsWithPersisted), backgroundColor: COLORS.executionsWithPersisted },
+        { label: 'hook commands reporting success', data: series.buckets.map((b) => b.success), backgroundColor: COLORS.success, grouped: false, categoryPercentage: 0.9, barPercentage: 1, order: 2 },
+        { label: persisted, data: series.buckets.map((b) => persistedAtLeast(b)), backgroundColor: COLORS.persisted, grouped: false, categoryPercentage: 0.9, barPercentage: 0.6, order: 1 },
+        {
+          type: 'line', label: 'executions with persisted outputs', data: series.buckets.map((b) => b.executionsWithPersisted), showLine: false, order: 0,
+          pointStyle: 'rectRot', pointRadius: (c) => (c.raw === 0 ? 0 : 6), pointHoverRadius: (c) => (c.raw === 0 ? 0 : 7),
+          // Outlined in the panel's colour to stand off the bars behind; in a partial bucket, drawn hollow, in its own.
+          borderColor: (c) => ((partial[c.dataIndex] ?? null) === null ? cssColor('--panel') : COLORS.executionsWithPersisted), borderWidth: 1.5, backgroundColor: COLORS.executionsWithPersisted,
+        },
       ],
     },
     options: {
       interaction: { mode: 'index', intersect: false },
-      plugins: { tooltip: bucketTooltip(series.buckets.map((b) => b.executions), series.step, line, partial) },
+      plugins: {
+        legend: { labels: { sort: inOrder } },
+        tooltip: { ...bucketTooltip(series.buckets.map((b) => b.executions), series.step, line, partial), itemSort: inOrder },
+      },
       scales: { x: bucketAxis(series.step), y: countAxis() },
     },
   };
