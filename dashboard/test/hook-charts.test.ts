@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import type { AlertSummary, AlertsResponse, HooksResponse } from '../../shared/src/api.ts';
-import { getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { eventually, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, hoverTooltips, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest, type HookExecution } from './otlp-json.ts';
 
@@ -17,16 +17,6 @@ let browser: Browser;
 let svc: TestService;
 let hookId: string;
 const open: WatchedPage[] = [];
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function post(executions: Omit<HookExecution, 'hookEvent' | 'hookName'>[]): Promise<void> {
   const body = hookRequest(executions.map((e) => ({ hookEvent: 'PostToolUse', hookName: HOOK, ...e })));
@@ -44,7 +34,7 @@ beforeAll(async () => {
   const minute = (m: number): Omit<HookExecution, 'hookEvent' | 'hookName'> => ({ timeMs: NOW - (60 - m) * 60_000 + 20_000, sizes: { stdout: 9_577, additionalContext: 9_500 - (m % 3) * 40, persisted: 0 } });
   const minutes = (from: number, to: number): Omit<HookExecution, 'hookEvent' | 'hookName'>[] => Array.from({ length: to - from }, (_v, i) => minute(from + i));
   await post(minutes(0, 40));
-  await until('a firing headroom alert', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'firing'));
+  await eventually('a firing headroom alert', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'firing'));
   clock = NOW - 5 * 60_000;
   // Then, in the minute before, two executions over the cap with three outputs persisted between them.
   await post([
@@ -52,7 +42,7 @@ beforeAll(async () => {
     { timeMs: NOW - 6 * 60_000 + 20_000, sessionId: 'session-2', sizes: { stdout: 10_600, additionalContext: 10_523, persisted: 2 } },
     { timeMs: NOW - 6 * 60_000 + 40_000, sessionId: 'session-3', sizes: { stdout: 10_400, additionalContext: 10_323, persisted: 1 } },
   ]);
-  await until('the headroom alert superseded by a firing persisted one', async () => {
+  await eventually('the headroom alert superseded by a firing persisted one', async () => {
     const alerts = await ofHook();
     return alerts.some((a) => a.rule === 'persisted' && a.state === 'firing') && alerts.some((a) => a.rule === 'headroom' && a.state === 'resolved') ? true : undefined;
   });
