@@ -353,14 +353,20 @@ describe('fleet figures', () => {
     const over = fleetHook(OVER, [null, 2_000, 10_500, null], [0, 0, 1, 0]);
     expect(fleetView(fleet([over, blind])).summary)
       .toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (3 executions sent no size data); the largest output in the fleet was 10,500 chars.');
+    // The table's grouped rest says so of its own buckets, as the hooks table does of the hook.
+    expect(fleetView(fleet([over, blind])).tableRows).toEqual([
+      ['29/11/2026, 06:00', '3', '0', 'none known', 'unknown'], ['29/11/2026, 12:00', '2', '0', '0', '2,000'], ['29/11/2026, 18:00', '2', '1', '0', '10,500'],
+    ]);
     // The hooks past the answer's limit count too.
     const rest = { hooks: 40, hooksWithPersisted: 0, largest: [null, null, null, null], persisted: [0, 0, 0, 0], measuredOnly: [0, 0, 0, 0], executions: [1, 0, 0, 0], sizeUnknownExecutions: [1, 0, 0, 0] };
     expect(fleetView(fleet([over], rest)).summary)
       .toBe('At least 1 output persisted across 1 hook, in 1 of 4 buckets (1 execution sent no size data); the largest output in the fleet was 10,500 chars.');
+    expect(fleetView(fleet([over], rest)).tableRows[0]).toEqual(['29/11/2026, 06:00', '1', '0', 'none known', 'unknown']);
     // And so do those of them measured over the cap without a count, though they come summed.
     const measuredRest = { ...rest, hooksWithPersisted: 1, persisted: [0, 2, 0, 0], measuredOnly: [0, 2, 0, 0], executions: [0, 2, 0, 0], sizeUnknownExecutions: [0, 0, 0, 0] };
     expect(fleetView(fleet([over], measuredRest)).summary)
       .toBe('At least 3 outputs persisted across 2 hooks, in 2 of 4 buckets (2 executions measured over the cap, counted as one output each); the largest output in the fleet was 10,500 chars.');
+    expect(fleetView(fleet([over], measuredRest)).tableRows[0]).toEqual(['29/11/2026, 12:00', '4', '0', 'at least 2', '2,000']);
   });
 
   it('asks for the sparklines of rows past the fleet answer by id, over its range and step (its buckets), with the filters', () => {
