@@ -433,13 +433,17 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   const rest = fleet.hooks.filter((hk) => !shown.includes(hk));
   // The hooks past the answer's limit come summed (fleet.rest): they belong to the grouped rest and the totals.
   const beyond = fleet.rest;
-  const restPersisted = fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (of(hk)[i] ?? 0), beyond?.persisted[i] ?? 0));
+  // A figure of the grouped rest per bucket: its hooks' summed, with those past the answer's limit.
+  const restSum = (series: (hk: FleetSeriesHook) => readonly number[], beyondSeries: readonly number[] | undefined): number[] =>
+    fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (series(hk)[i] ?? 0), beyondSeries?.[i] ?? 0));
+  const restPersisted = restSum(of, beyond?.persisted);
   const measured = new Map(fleet.hooks.map((hk) => [hk, perBucket(hk, measuredOnly)]));
   const measuredOf = (hk: FleetSeriesHook): number[] => measured.get(hk) ?? [];
-  const shownText = shown.map((hk, j) => (shownPersisted[j] ?? []).map((v, i) => persistedBound(v, hk.sizeUnknownExecutions[i] ?? 0, measuredOf(hk)[i] ?? 0).text));
-  const restText = restPersisted.map((v, i) => persistedBound(v,
-    rest.reduce((s, hk) => s + (hk.sizeUnknownExecutions[i] ?? 0), beyond?.sizeUnknownExecutions[i] ?? 0),
-    rest.reduce((s, hk) => s + (measuredOf(hk)[i] ?? 0), beyond?.measuredOnly[i] ?? 0)).text);
+  // Counts of persisted outputs per bucket in words, "at least" or "none known" where the bucket's is a lower bound.
+  const inWords = (persistedPer: readonly number[], sizeUnknown: readonly number[], measuredPer: readonly number[]): string[] =>
+    persistedPer.map((v, i) => persistedBound(v, sizeUnknown[i] ?? 0, measuredPer[i] ?? 0).text);
+  const shownText = shown.map((hk) => inWords(of(hk), hk.sizeUnknownExecutions, measuredOf(hk)));
+  const restText = inWords(restPersisted, restSum((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), restSum(measuredOf, beyond?.measuredOnly));
   const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), beyond?.executions[i] ?? 0));
   const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
     const v = hk.largest[i] ?? null;
