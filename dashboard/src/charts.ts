@@ -99,7 +99,7 @@ export interface Band {
 }
 
 /** Where a label was drawn on a chart's canvas, in CSS pixels. */
-export interface LabelBox {
+interface LabelBox {
   text: string;
   left: number;
   top: number;
@@ -484,7 +484,7 @@ const BAND_LABEL_ROWS = 4;
 const BAND_SWATCH_PX = 12;
 
 /** The height of the lane above the plot that holds the labels of `bands` bands: a line each, up to BAND_LABEL_ROWS. */
-export function bandLaneHeight(bands: number): number {
+function bandLaneHeight(bands: number): number {
   const rows = Math.min(bands, BAND_LABEL_ROWS);
   return rows === 0 ? 0 : rows * BAND_LABEL_LINE_PX + 4;
 }
