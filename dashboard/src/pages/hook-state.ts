@@ -138,7 +138,6 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
   };
 }
 
-/** Success against persisted outputs: the summary and the data table. */
 /**
  * Outputs persisted as far as they are known, for a bucket or a range: the count (persistedAtLeast), its words,
  * and why it is only a lower bound when it is one. Executions without size data (clients before 2.1.280) may
@@ -167,6 +166,7 @@ export function lowerBoundWhy(sizeUnknown: number, measured: number): string | n
   return why.length === 0 ? null : why.join('; ');
 }
 
+/** Success against persisted outputs: the summary and the data table. */
 export function deliveryView(series: SeriesResponse): { summary: string; headers: string[]; rows: string[][] } {
   const success = series.buckets.reduce((s, b) => s + b.success, 0);
   const persisted = series.buckets.reduce((s, b) => s + persistedAtLeast(b), 0);
