@@ -389,8 +389,9 @@ export class ChartPanel {
 
   /**
    * Draws each bar of a partial bucket lighter and hatched with a dashed outline, in its own colour over the panel's:
-   * the same look in both themes, and the legend (which shows no bucket) keeps the whole colour. Each dataset's bars
-   * as soon as they are drawn, so whatever is drawn in front of them (a narrower bar, a marker) stays in front.
+   * the same look in both themes, and the legend (which shows no bucket) keeps the whole colour. A dataset's bars are
+   * hatched as soon as that dataset is drawn, so whatever is drawn in front of them (a narrower bar, a marker) stays
+   * in front.
    */
   private partialPlugin(): Plugin {
     return {
