@@ -9,8 +9,10 @@ export interface HookExecution {
   version?: string;
   team?: string;
   numHooks?: number;
-  /** Omit for a client older than 2.1.280 (no size attributes). */
-  /** `persisted` omitted: a client that reports sizes without num_outputs_persisted. */
+  /**
+   * Omit for a client older than 2.1.280 (no size attributes); `persisted` omitted, a client that reports sizes
+   * without num_outputs_persisted.
+   */
   sizes?: { stdout: number; additionalContext: number; systemMessage?: number; persisted?: number };
 }
 
