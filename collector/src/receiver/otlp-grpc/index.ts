@@ -34,7 +34,7 @@ import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import type { OtlpReceiverOptions, ReceiverStats, RejectReason } from '../options.ts';
 
 /** A status as a server interceptor passes it on. */
-type SentStatus = Parameters<NonNullable<ServerInterceptingCall['sendStatus']>>[0];
+type SentStatus = Parameters<ServerInterceptingCall['sendStatus']>[0];
 
 const SERVICES: Record<Signal, string> = {
   logs: '/opentelemetry.proto.collector.logs.v1.LogsService/Export',
