@@ -287,7 +287,10 @@ export class OtlpGrpcReceiver {
     const signal = (Object.keys(SERVICES) as Signal[]).find((s) => SERVICES[s] === method.path);
     let account: InflightAccount | undefined;
     let timer: NodeJS.Timeout | undefined;
-    /** Whether a status passed this interceptor: hookwatch's own answers, which count themselves. */
+    /**
+     * Whether a status passed this interceptor: hookwatch's own answers, which count themselves, and grpc-js's refusal
+     * of a call without exactly one message, which oneMessageRefusal counts.
+     */
     let answered = false;
     /** Messages the call carried: an Export call carries exactly one. */
     let messages = 0;
