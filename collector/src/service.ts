@@ -145,7 +145,7 @@ export interface StopReport {
  * what the lease allows itself to connect), and at most a tenth of shutdown.timeout, so that those steps timing
  * out one after another still leave half of it.
  */
-export function databaseStepTimeoutMs(config: Pick<HookwatchConfig, 'postgres' | 'shutdown'>): number {
+function databaseStepTimeoutMs(config: Pick<HookwatchConfig, 'postgres' | 'shutdown'>): number {
   return Math.max(100, Math.round(Math.min(config.postgres.leaseTtlMs / 3, config.shutdown.timeoutMs / 10)));
 }
 
@@ -158,7 +158,7 @@ const ALERT_EVENT_FLUSH_MARGIN_MS = 1000;
  * within that timeout is not cut off; at most a quarter of shutdown.timeout, so the steps after it still fit (the
  * database steps take at most half of it). 6 s by default; an endpoint that never answers costs no more.
  */
-export function alertEventFlushTimeoutMs(config: Pick<HookwatchConfig, 'shutdown'>): number {
+function alertEventFlushTimeoutMs(config: Pick<HookwatchConfig, 'shutdown'>): number {
   return Math.round(Math.min(ALERT_EVENT_EXPORT_TIMEOUT_MS + ALERT_EVENT_FLUSH_MARGIN_MS, config.shutdown.timeoutMs / 4));
 }
 
