@@ -87,8 +87,9 @@ class TextCollector {
 /**
  * Runs a hook the way Claude Code runs a command hook: `<shell> -c <command>` in the project directory, the
  * input JSON on stdin, a timeout after which the hook (its whole process group, so children of the shell too)
- * is killed. A stop signal sent to hookwatch check while the hook runs is passed on to the hook's group (which
- * Ctrl-C does not reach) and marks the result `interrupted`. Never throws: failures are in the result.
+ * is stopped (SIGTERM), and killed once the kill grace is over. A stop signal sent to hookwatch check while the
+ * hook runs is passed on to the hook's group (which Ctrl-C does not reach) and marks the result `interrupted`.
+ * Never throws: failures are in the result.
  */
 export function runHook(run: HookRun): Promise<HookRunResult> {
   const started = performance.now();

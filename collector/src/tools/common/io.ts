@@ -44,9 +44,9 @@ export function exitBySignal(signal: NodeJS.Signals): never {
 }
 
 /**
- * After SIGTERM (a hook's timeout, or a stop signal passed on to it), how long a hook command gets before SIGKILL.
- * Short: a hook stopped by its timeout has been given up on already, and whoever stopped it may soon kill the tool
- * that runs it, leaving the command running orphaned.
+ * After SIGTERM (a hook's timeout, or a stop signal passed on to it), how long a hook command gets before SIGKILL
+ * unless --kill-grace (guard and check) says otherwise. Short: a hook stopped by its timeout has been given up on
+ * already, and whoever stopped it may soon kill the tool that runs it, leaving the command running orphaned.
  */
 export const KILL_GRACE_MS = 1_000;
 
