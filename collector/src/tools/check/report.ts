@@ -144,9 +144,10 @@ function shellExitText(hook: HookCheck, projectDir: string | undefined): string 
 
 /**
  * Until the hook itself is fixed, the guard turns the cliff into a ceiling: ~9,500 delivered instead of ~2,000.
- * A hook checked on its own gets the command line that wraps it, as --install writes it: absolute paths of this
- * Node and hookwatch, since Claude Code's PATH need not hold a `hookwatch` (a hook calling it would then fail and
- * deliver nothing). Printed as settings.json holds it, to be pasted in as it is.
+ * A settings file checked gets the --install line for that file. A hook checked on its own gets the command line
+ * that wraps it, as --install writes it: absolute paths of this Node and hookwatch, since Claude Code's PATH need
+ * not hold a `hookwatch` (a hook calling it would then fail and deliver nothing). Printed as settings.json holds
+ * it, to be pasted in as it is.
  */
 function guardAdvice(over: HookCheck[], settingsPath: string | undefined): string {
   const gain = `so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview`;
