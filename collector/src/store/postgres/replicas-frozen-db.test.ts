@@ -95,7 +95,7 @@ it('a stop still running at shutdown.timeout while a request waits on the databa
   const t0 = performance.now();
   leader.child.kill('SIGTERM');
   // Early in that last window, the database hangs and a dashboard query waits on it: sent after the window opens,
-  // it can only reach the server later still, so only an answer slower than 1.7 s could miss the window.
+  // it can only reach the server later still, so only a query slower than 1.7 s to reach it could miss the window.
   await new Promise((r) => setTimeout(r, timeoutMs - watchMs + 300));
   await fx.server().frozen(async () => {
     const query = fetch(`${leader.httpUrl}/api/v1/hooks?from=now-1h`).then((res) => res.status, () => 0);
