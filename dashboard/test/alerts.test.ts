@@ -11,7 +11,7 @@ import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { AlertDetailResponse, AlertSummary, AlertsResponse, ClusterResponse, Silence } from '../../shared/src/api.ts';
-import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
+import { FIXTURE_RUNS, eventually, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
 import { createDashboardRouter } from '../server.ts';
 import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
@@ -33,15 +33,6 @@ async function page(opts: { allow?: RegExp; timezoneId?: string } = {}): Promise
   return w;
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 beforeAll(async () => {
   browser = await launch();
@@ -92,11 +83,11 @@ describe('alerts page', () => {
   });
 
   it('lists the alerts with their delivery attempts, renders labels as text, and silences a hook', async () => {
-    const alert = await until('a firing persisted alert', async () => {
+    const alert = await eventually('a firing persisted alert', async () => {
       const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
       return r.alerts.find((a) => a.state === 'firing' && a.labels['hook_name'] === 'SessionStart:startup');
     });
-    await until('a delivery attempt', async () => {
+    await eventually('a delivery attempt', async () => {
       const d = (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${alert.id}`)).body;
       return d.attempts.find((a) => a.outcome === 'delivered');
     });
@@ -140,7 +131,7 @@ describe('alerts page', () => {
   it('shows a silence made or expired from a card at once, with refresh paused', async () => {
     const body = hookRequest([{ hookEvent: 'SubagentStop', hookName: 'SubagentStop', sessionId: 'session-paused', timeMs: NOW - 60_000, sizes: { stdout: 10_700, additionalContext: 0, persisted: 1 } }]);
     expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
-    const alert = await until('a firing alert of the hook', async () => {
+    const alert = await eventually('a firing alert of the hook', async () => {
       const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
       return r.alerts.find((a) => a.state === 'firing' && a.labels['hook_name'] === 'SubagentStop');
     });
@@ -185,7 +176,7 @@ describe('alerts page', () => {
     expect(await row.textContent()).toContain('release captain');
     expect(await row.textContent()).toContain('deploy window');
     await row.locator('button', { hasText: 'Expire' }).click();
-    await until('the silence expired', async () => {
+    await eventually('the silence expired', async () => {
       const list = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences;
       return list.find((s) => s.id === silence.id && s.state === 'expired');
     });
@@ -227,7 +218,7 @@ describe('alerts page', () => {
   });
 
   it('draws the hook\'s alert timeline on its cliff chart', async () => {
-    const alert = await until('a firing persisted alert', async () => {
+    const alert = await eventually('a firing persisted alert', async () => {
       const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
       return r.alerts.find((a) => a.state === 'firing' && a.rule === 'persisted' && a.labels['hook_name'] === 'SessionStart:startup');
     });
@@ -248,9 +239,9 @@ describe('alerts page', () => {
     };
     const ofHook = async (): Promise<AlertSummary[]> => (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.filter((a) => a.labels['hook_name'] === hookName);
     await post(9_000, 0, 'session-near');
-    await until('a firing headroom alert', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'firing'));
+    await eventually('a firing headroom alert', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'firing'));
     await post(10_600, 1, 'session-over');
-    const headroom = await until('the headroom alert superseded', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'resolved'));
+    const headroom = await eventually('the headroom alert superseded', async () => (await ofHook()).find((a) => a.rule === 'headroom' && a.state === 'resolved'));
     expect(headroom.annotations['superseded_by']).toBe('persisted');
     const { page: p } = await page();
     // Opened as a notification's link opens it: the hook over the time the alert counted.

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { ClusterResponse } from '../../shared/src/api.ts';
-import { getJson, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { eventually, getJson, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { startTestServer, type TestServer } from '../../collector/test/support/postgres/server.ts';
 import { closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 
@@ -28,15 +28,6 @@ afterAll(async () => {
   await pgServer?.stop();
 });
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 it('names the leader, its epoch and both replicas on each replica\'s alerts page', async () => {
   const db = await pgServer.createDatabase();
@@ -44,7 +35,7 @@ it('names the leader, its epoch and both replicas on each replica\'s alerts page
   services.push(a);
   const b = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_POSTGRES_LEASE_TTL: '2s' });
   services.push(b);
-  const view = await until('a leader and two replicas', async () => {
+  const view = await eventually('a leader and two replicas', async () => {
     const c = (await getJson<ClusterResponse>(b.httpUrl, '/api/v1/cluster')).body;
     return c.leader && c.replicas.length === 2 ? c : undefined;
   });
