@@ -19,7 +19,7 @@ import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { fingerprint, restoredAlert } from './lifecycle.ts';
-import { markSuperseded, planForOwedReceivers, planNotifications } from './notification-plan.ts';
+import { markSuperseded, persistedLast, planForOwedReceivers, planNotifications } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -465,7 +465,7 @@ export class AlertEngine implements IngestListener {
   private async query(scope: Scope, now: number): Promise<RuleOutcome[]> {
     const triggered = this.ingestRules;
     if (scope === 'ingest') this.ingestRules = new Set();
-    const rules = scope === 'notify' ? [] : this.opts.rules.filter((r) => scope === 'all' || triggered.has(r.name));
+    const rules = scope === 'notify' ? [] : persistedLast(this.opts.rules).filter((r) => scope === 'all' || triggered.has(r.name));
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
       try {

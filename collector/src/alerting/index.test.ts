@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertingConfig } from '../config/index.ts';
+import type { HookEvent } from '../hooks/model.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
@@ -482,6 +483,32 @@ describe('other rule kinds', () => {
     const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
     expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
     expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert persisted is firing\)\. PreToolUse:Bash: largest output/);
+  });
+
+  it('headroom: superseded, not resolved as an all-clear, when the output over the cap is stored while an evaluation reads', async () => {
+    // The default order of the rules: persisted first.
+    const h = await harness([{ kind: 'persisted', window: '1h' }, { kind: 'headroom', window: '1h' }]);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });
+    expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'headroom']]);
+    h.clock.advance(MIN);
+    // The output over the cap is committed while the next timed evaluation runs, just after its first read of the
+    // hooks' counters: a read made before it does not see it, one made after does.
+    const read = h.store.hookCounters.bind(h.store);
+    let stored: Promise<HookEvent[]> | undefined;
+    h.store.hookCounters = async (q) => {
+      const counters = await read(q);
+      stored ??= h.store.ingest([hookEvent({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1, timeMs: h.clock.now() })]).then((r) => r.inserted);
+      await stored;
+      return counters;
+    };
+    await h.alerting.engine.evaluate('all');
+    // Then the batch's own evaluation, as on ingest, and the timer's next.
+    h.alerting.engine.onIngested((await stored) ?? []);
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    await h.run(TICK);
+    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null]);
+    expect(sent).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
   });
 
   it('headroom: a Slack channel reads a superseded resolution as the hook going over the cap, never as an all-clear', async () => {

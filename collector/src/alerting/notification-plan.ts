@@ -87,6 +87,16 @@ function toucher(upsert: AlertRecord[]): (a: AlertRecord) => void {
 const SUPERSEDED_BY_PERSISTED: ReadonlySet<RuleKind> = new Set(['headroom', 'growth']);
 
 /**
+ * The rules in the order an evaluation reads them: `persisted` rules after every other. markSuperseded needs the
+ * hook's persisted alert firing in the very evaluation where its headroom or growth alert resolves; a read made
+ * later sees at least what an earlier one saw, so a persisted rule read after them counts any output over the cap
+ * that made them resolve, even one stored while the evaluation ran.
+ */
+export function persistedLast<R extends { kind: RuleKind }>(rules: readonly R[]): R[] {
+  return [...rules.filter((r) => r.kind !== 'persisted'), ...rules.filter((r) => r.kind === 'persisted')];
+}
+
+/**
  * Marks the headroom and growth alerts resolving in this evaluation while their hook has an active `persisted`
  * alert: they resolved because the hook got worse, not better. Their resolution keeps Alertmanager's status
  * (receivers close what they opened) but says so: a `superseded_by` annotation (the persisted rule's name) and a
