@@ -562,6 +562,32 @@ describe('other rule kinds', () => {
     expect(Date.parse(link.searchParams.get('from') ?? '')).toBeLessThanOrEqual(start - HOUR);
   });
 
+  it('growth: no alert from an output over the cap stored between the hooks\' counters and their daily series', async () => {
+    // A flat trend, 4,000 a day for four days up to today: nothing to forecast.
+    const start = T0 - 3 * DAY;
+    const h = await harness([{ kind: 'growth', horizonDays: 14 }, { kind: 'persisted', window: '1h' }], { start: T0 });
+    await h.pushAt([0, 1, 2, 3].map((i) => ({ hookName: 'Stop', additionalContextChars: 4000, stdoutChars: 4000, outputsPersisted: 0, timeMs: start + i * DAY })));
+    await h.run(TICK);
+    expect(h.notes()).toEqual([]);
+    // An output over the cap is committed once the timer's evaluation has read the counters (nothing persisted): the
+    // series read next has today at 10,500, a steep trend whose line is still below the cap. The hook is the
+    // persisted rule's: a growth alert on it would fire, then resolve as superseded at the next evaluation.
+    const read = h.store.hookCounters.bind(h.store);
+    let stored: Promise<HookEvent[]> | undefined;
+    h.store.hookCounters = async (q) => {
+      const counters = await read(q);
+      stored ??= h.store.ingest([hookEvent({ hookName: 'Stop', additionalContextChars: 10_500, stdoutChars: 10_500, outputsPersisted: 1, timeMs: h.clock.now() })]).then((r) => r.inserted);
+      await stored;
+      return counters;
+    };
+    await h.run(TICK);
+    h.alerting.engine.onIngested((await stored) ?? []);
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    await h.run(TICK);
+    expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'persisted']]);
+  });
+
   it('blind: names the client versions that send no size data', async () => {
     const h = await harness([{ kind: 'blind' }]);
     await h.push({ ...fine, additionalContextChars: null, serviceVersion: '2.1.197' }, fine);

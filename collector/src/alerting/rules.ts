@@ -283,8 +283,11 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
-    if (c.outputsPersisted > 0 || c.executionsWithPersisted > 0) continue;
+    if (persistedEvidence(c)) continue;
     const series = await ctx.store.series(c.info.id, { fromMs, toMs, stepMs: DAY });
+    // A hook over the cap is the persisted rule's: also when the output over it was stored after the counters were
+    // read, which the series, read later, holds (its trend would reach the cap at once, and resolve next time).
+    if ([...series.values()].some(persistedEvidence)) continue;
     const points: Point[] = [...series.entries()]
       .map(([t, b]) => ({ t, value: largestOutput(b) }))
       .filter((p): p is Point => p.value !== null)
