@@ -19,7 +19,7 @@ import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { fingerprint, restoredAlert } from './lifecycle.ts';
-import { markSuperseded, persistedLast, planForOwedReceivers, planNotifications } from './notification-plan.ts';
+import { markSuperseded, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -461,11 +461,11 @@ export class AlertEngine implements IngestListener {
     return missed;
   }
 
-  /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones; `notify`: none). */
+  /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, rulesToRead; `notify`: none). */
   private async query(scope: Scope, now: number): Promise<RuleOutcome[]> {
     const triggered = this.ingestRules;
     if (scope === 'ingest') this.ingestRules = new Set();
-    const rules = scope === 'notify' ? [] : persistedLast(this.opts.rules).filter((r) => scope === 'all' || triggered.has(r.name));
+    const rules = scope === 'notify' ? [] : rulesToRead(this.opts.rules, (r) => scope === 'all' || triggered.has(r.name));
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
       try {

@@ -511,6 +511,30 @@ describe('other rule kinds', () => {
     expect(sent).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
   });
 
+  it('headroom: superseded, not resolved as an all-clear, when an evaluation on ingest runs it for another batch as the output over the cap is stored', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h' }, { kind: 'headroom', window: '1h' }]);
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });
+    expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'headroom']]);
+    h.clock.advance(MIN);
+    // A batch near the cap triggers the headroom rule alone. The output over the cap is committed once its evaluation
+    // has taken the rules it runs, just before its first read of the hooks' counters (on another replica, it is in
+    // the database before its signal reaches the leader): its own evaluation comes next.
+    const read = h.store.hookCounters.bind(h.store);
+    let stored: Promise<void> | undefined;
+    h.store.hookCounters = async (q) => {
+      stored ??= h.store.ingest([hookEvent({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1, timeMs: h.clock.now() })]).then((r) => h.alerting.engine.onIngested(r.inserted));
+      await stored;
+      return read(q);
+    };
+    await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_600, stdoutChars: 9_700, outputsPersisted: 0 });
+    expect(stored).toBeDefined();
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    await h.run(TICK);
+    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null]);
+    expect(sent).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
+  });
+
   it('headroom: a Slack channel reads a superseded resolution as the hook going over the cap, never as an all-clear', async () => {
     const h = await harness([{ kind: 'headroom', window: '1m' }, { kind: 'persisted', window: '1m' }], { receiverType: 'slack' });
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });

@@ -87,13 +87,17 @@ function toucher(upsert: AlertRecord[]): (a: AlertRecord) => void {
 const SUPERSEDED_BY_PERSISTED: ReadonlySet<RuleKind> = new Set(['headroom', 'growth']);
 
 /**
- * The rules in the order an evaluation reads them: `persisted` rules after every other. markSuperseded needs the
- * hook's persisted alert firing in the very evaluation where its headroom or growth alert resolves; a read made
- * later sees at least what an earlier one saw, so a persisted rule read after them counts any output over the cap
- * that made them resolve, even one stored while the evaluation ran.
+ * The rules an evaluation reads, in the order it reads them: those `due` (every rule on the timer, on ingest those
+ * its batches triggered) and, with a headroom or growth rule, every `persisted` rule, after the others.
+ * markSuperseded needs the hook's persisted alert firing in the very evaluation where its headroom or growth alert
+ * resolves; a read made later sees at least what an earlier one saw, so a persisted rule read after them counts any
+ * output over the cap that made them resolve: one stored while the evaluation ran, or one whose batch triggered
+ * nothing of this evaluation (stored after it took its rules, or on another replica whose signal is on its way).
  */
-export function persistedLast<R extends { kind: RuleKind }>(rules: readonly R[]): R[] {
-  return [...rules.filter((r) => r.kind !== 'persisted'), ...rules.filter((r) => r.kind === 'persisted')];
+export function rulesToRead<R extends { kind: RuleKind }>(rules: readonly R[], due: (rule: R) => boolean): R[] {
+  const supersedable = rules.some((r) => due(r) && SUPERSEDED_BY_PERSISTED.has(r.kind));
+  const read = rules.filter((r) => due(r) || (supersedable && r.kind === 'persisted'));
+  return [...read.filter((r) => r.kind !== 'persisted'), ...read.filter((r) => r.kind === 'persisted')];
 }
 
 /**
