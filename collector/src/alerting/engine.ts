@@ -268,7 +268,8 @@ export class AlertEngine implements IngestListener {
   /** Called by the hook stage once events are committed: evaluate the event-driven rules now. */
   onIngested(events: readonly HookEvent[]): void {
     if (events.length === 0 || this.stopped) return;
-    // Only rules this batch can make true run now; clearing is time-based and left to the timer.
+    // The rules this batch can make true run now (with the persisted rules a headroom or growth rule needs beside
+    // it: rulesToRead); clearing is time-based and left to the timer.
     this.trigger(this.triggeredRules(events));
   }
 
