@@ -44,6 +44,12 @@ interface Harness {
   restart(): Promise<void>;
   /** A configuration reload with these rules (the receivers and intervals as started). */
   reconfigure(rules: unknown): Promise<void>;
+  /**
+   * Commits `facts` at the store's next read of the hooks' counters, as a batch stored while an evaluation reads:
+   * just `after` that read returns (it does not see them, the reads after it do) or just `before` it. Resolves with
+   * the events stored, once they are.
+   */
+  storeAtNextRead(facts: EventFacts[], when: 'before' | 'after'): Promise<HookEvent[]>;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -107,6 +113,20 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
     },
     async reconfigure(next) {
       await h.alerting.reconfigure({ ...config, rules: parseRules(next, dimensionNames(['team'])) });
+    },
+    storeAtNextRead(facts, when) {
+      const read = store.hookCounters.bind(store);
+      let done: (events: HookEvent[]) => void = () => {};
+      const stored = new Promise<HookEvent[]>((resolve) => (done = resolve));
+      let committing: Promise<void> | undefined;
+      const commit = (): Promise<void> => (committing ??= store.ingest(facts.map(hookEvent)).then((r) => done(r.inserted)));
+      store.hookCounters = async (q) => {
+        if (when === 'before') await commit();
+        const counters = await read(q);
+        if (when === 'after') await commit();
+        return counters;
+      };
+      return stored;
     },
   };
   cleanups.push(async () => {
@@ -493,17 +513,10 @@ describe('other rule kinds', () => {
     h.clock.advance(MIN);
     // The output over the cap is committed while the next timed evaluation runs, just after its first read of the
     // hooks' counters: a read made before it does not see it, one made after does.
-    const read = h.store.hookCounters.bind(h.store);
-    let stored: Promise<HookEvent[]> | undefined;
-    h.store.hookCounters = async (q) => {
-      const counters = await read(q);
-      stored ??= h.store.ingest([hookEvent({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1, timeMs: h.clock.now() })]).then((r) => r.inserted);
-      await stored;
-      return counters;
-    };
+    const stored = h.storeAtNextRead([{ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1, timeMs: h.clock.now() }], 'after');
     await h.alerting.engine.evaluate('all');
     // Then the batch's own evaluation, as on ingest, and the timer's next.
-    h.alerting.engine.onIngested((await stored) ?? []);
+    h.alerting.engine.onIngested(await stored);
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     await h.run(TICK);
@@ -519,15 +532,13 @@ describe('other rule kinds', () => {
     // A batch near the cap triggers the headroom rule alone. The output over the cap is committed once its evaluation
     // has taken the rules it runs, just before its first read of the hooks' counters (on another replica, it is in
     // the database before its signal reaches the leader): its own evaluation comes next.
-    const read = h.store.hookCounters.bind(h.store);
-    let stored: Promise<void> | undefined;
-    h.store.hookCounters = async (q) => {
-      stored ??= h.store.ingest([hookEvent({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1, timeMs: h.clock.now() })]).then((r) => h.alerting.engine.onIngested(r.inserted));
-      await stored;
-      return read(q);
-    };
+    let signalled = false;
+    void h.storeAtNextRead([{ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1, timeMs: h.clock.now() }], 'before').then((events) => {
+      h.alerting.engine.onIngested(events);
+      signalled = true;
+    });
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_600, stdoutChars: 9_700, outputsPersisted: 0 });
-    expect(stored).toBeDefined();
+    expect(signalled).toBe(true);
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     await h.run(TICK);
@@ -596,16 +607,9 @@ describe('other rule kinds', () => {
     // An output over the cap is committed once the timer's evaluation has read the counters (nothing persisted): the
     // series read next has today at 10,500, a steep trend whose line is still below the cap. The hook is the
     // persisted rule's: a growth alert on it would fire, then resolve as superseded at the next evaluation.
-    const read = h.store.hookCounters.bind(h.store);
-    let stored: Promise<HookEvent[]> | undefined;
-    h.store.hookCounters = async (q) => {
-      const counters = await read(q);
-      stored ??= h.store.ingest([hookEvent({ hookName: 'Stop', additionalContextChars: 10_500, stdoutChars: 10_500, outputsPersisted: 1, timeMs: h.clock.now() })]).then((r) => r.inserted);
-      await stored;
-      return counters;
-    };
+    const stored = h.storeAtNextRead([{ hookName: 'Stop', additionalContextChars: 10_500, stdoutChars: 10_500, outputsPersisted: 1, timeMs: h.clock.now() + TICK }], 'after');
     await h.run(TICK);
-    h.alerting.engine.onIngested((await stored) ?? []);
+    h.alerting.engine.onIngested(await stored);
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     await h.run(TICK);
