@@ -139,6 +139,11 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
   return h;
 }
 
+/** Each webhook notification in order: its status, alertname, superseded_by annotation (null without) and summary. */
+function supersedeTrail(h: Harness): [string, string | undefined, string | null, string][] {
+  return h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
+}
+
 const over = { hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 };
 const fine = { hookName: 'UserPromptSubmit', additionalContextChars: 100, outputsPersisted: 0 };
 
@@ -500,7 +505,7 @@ describe('other rule kinds', () => {
     h.clock.advance(2 * 60_000);
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1 });
     await h.run(TICK);
-    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
+    const sent = supersedeTrail(h);
     expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
     expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert persisted is firing\)\. PreToolUse:Bash: largest output/);
   });
@@ -520,8 +525,7 @@ describe('other rule kinds', () => {
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     await h.run(TICK);
-    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null]);
-    expect(sent).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
+    expect(supersedeTrail(h).map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
   });
 
   it('headroom: superseded, not resolved as an all-clear, when an evaluation on ingest runs it for another batch as the output over the cap is stored', async () => {
@@ -542,8 +546,7 @@ describe('other rule kinds', () => {
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     await h.run(TICK);
-    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null]);
-    expect(sent).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
+    expect(supersedeTrail(h).map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
   });
 
   it('headroom: a Slack channel reads a superseded resolution as the hook going over the cap, never as an all-clear', async () => {
@@ -566,7 +569,7 @@ describe('other rule kinds', () => {
     h.clock.advance(2 * 60_000);
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 10_500, stdoutChars: 10_600, outputsPersisted: 1 });
     await h.run(TICK);
-    const sent = h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
+    const sent = supersedeTrail(h);
     expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'near_cap', null], ['firing', 'hook_output_lost', null], ['resolved', 'near_cap', 'hook_output_lost']]);
     expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert hook_output_lost is firing\)\./);
   });
