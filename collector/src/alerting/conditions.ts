@@ -4,7 +4,7 @@
  * feed them.
  */
 import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
-import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, persistedAtLeast } from '../../../shared/src/cliff.ts';
+import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, measuredOnly, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { GuardTrimStats } from '../store/guard-trims.ts';
 import type { Arrival, ArrivalCounters } from '../store/store.ts';
@@ -42,6 +42,34 @@ function lateTimes(late: Pick<ArrivalCounters, 'firstEventMs' | 'lastEventMs'>):
   return { event_time: formatRfc3339(late.lastEventMs), first_event_time: formatRfc3339(late.firstEventMs) };
 }
 
+/**
+ * What an alert says of a hook some of whose executions carried no size data (a client before 2.1.280, or another
+ * exporter): those may have gone over the cap too, so its counts of lost outputs and its largest output are lower
+ * bounds ("at least") and its headroom an upper one ("at most"); unknown is never read as zero. Empty for a hook
+ * whose every execution was measured.
+ */
+function blindness(c: HookCounters): { atLeast: string; atMost: string; note: string; annotations: Annotations } {
+  const n = c.sizeUnknownExecutions;
+  if (n <= 0) return { atLeast: '', atMost: '', note: '', annotations: {} };
+  return {
+    atLeast: 'at least ',
+    atMost: 'at most ',
+    note: `${fmt(n)} of ${plural(c.executions, 'execution')} carried no size data`,
+    annotations: { executions_without_sizes: String(n) },
+  };
+}
+
+/** The sentence a description ends with for `blindness(c)`; empty when every execution was measured. */
+function blindSentence(c: HookCounters): string {
+  const b = blindness(c);
+  if (!b.note) return '';
+  const one = c.sizeUnknownExecutions === 1;
+  return ` ${b.note} (${one ? 'a client' : 'clients'} before ${FIRST_VERSION_WITH_SIZES}): ${one ? 'it' : 'they'} may have gone over the cap too.`;
+}
+
+/** `text` with its first letter upper-cased (a sentence that may begin with "at least"). */
+const capitalized = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);
+
 /** Human window: 1h, 24h, 14d. */
 export function windowText(ms: number): string {
   if (ms % DAY === 0 && ms >= 2 * DAY) return `${ms / DAY}d`;
@@ -70,16 +98,18 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   if ((c.outputsPersisted <= 0 && inferred <= 0) || c.success <= 0) return null;
   const w = windowText(windowMs);
   const max = largestOutput(c);
+  const b = blindness(c);
   // The late ones counted at least once per execution over the cap, reported or measured: never "0 of them".
   const lateText = late ? lateSentence(persistedAtLeast(late), late, w) : '';
   return {
     summary: inferred > 0
-      ? `${scope}: ${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
-      : `${scope}: ${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
-    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${fmt(max)} characters` : ''}.${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
+      ? `${scope}: ${b.atLeast}${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
+      : `${scope}: ${b.atLeast}${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
+    description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${b.atLeast}${fmt(max)} characters` : ''}.${blindSentence(c)}${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
     outputs_persisted: String(c.outputsPersisted),
     executions: String(c.executions),
     ...(max !== null ? { largest_output: String(max) } : {}),
+    ...b.annotations,
     ...(late ? { ...lateTimes(late), late_outputs_persisted: String(late.outputsPersisted) } : {}),
   };
 }
@@ -89,10 +119,15 @@ export function ratioCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold' |
   if (c.executions < rule.minExecutions) return null;
   const ratio = c.executionsWithPersisted / c.executions;
   if (ratio <= rule.threshold) return null;
+  const b = blindness(c);
+  // Outputs measured over the cap count one each (the client did not report how many): at least that many, never 0.
+  const outputs = persistedAtLeast(c);
+  const outputsAtLeast = b.atLeast || (measuredOnly(c) > 0 ? 'at least ' : '');
   return {
-    summary: `${scope}: ${(ratio * 100).toFixed(1)}% of executions in the last ${windowText(rule.windowMs)} had output saved to a file instead of delivered (threshold ${(rule.threshold * 100).toFixed(1)}%).`,
-    description: `${fmt(c.executionsWithPersisted)} of ${plural(c.executions, 'execution')}; ${plural(c.outputsPersisted, 'output')} persisted.`,
+    summary: `${scope}: ${b.atLeast}${(ratio * 100).toFixed(1)}% of executions in the last ${windowText(rule.windowMs)} had output saved to a file instead of delivered (threshold ${(rule.threshold * 100).toFixed(1)}%).`,
+    description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')}; ${outputsAtLeast}${plural(outputs, 'output')} persisted.${blindSentence(c)}`,
     ratio: ratio.toFixed(4),
+    ...b.annotations,
   };
 }
 
@@ -105,14 +140,17 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
   if (c.outputsPersisted > 0 || c.executionsWithPersisted > 0) return null;
   const max = largestOutput(c);
   if (max === null || max <= limit) return null;
+  const b = blindness(c);
+  const blind = b.note ? `; ${b.note}` : '';
   return {
     // Sizes are sums over the hooks of an execution: a sum can pass the cap while no single output did.
     summary: max > OUTPUT_CAP_CHARS
-      ? `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; none was persisted (alert above ${fmt(limit)}).`
-      : `${scope}: largest output in the last ${w} is ${fmt(max)} characters, ${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)}).`,
+      ? `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atLeast}${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; none was persisted (alert above ${fmt(limit)})${blind}.`
+      : `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atMost}${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)})${blind}.`,
     description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output. ${NEAR_ACTION}`,
     largest_output: String(max),
     headroom: String(OUTPUT_CAP_CHARS - max),
+    ...b.annotations,
   };
 }
 

@@ -692,6 +692,43 @@ describe('other rule kinds', () => {
     expect(h.notes().map((n) => `${n.status} ${n.alertname} ${n.hook}`)).toEqual(['firing persisted Stop:old-client']);
   });
 
+  describe('a hook some of whose executions came from a client without sizes', () => {
+    /** The annotations of the webhook notification of `alertname`. */
+    const annotationsOf = (h: Harness, alertname: string): Record<string, string> =>
+      h.sink.bodies<AlertmanagerWebhookBody>().map((b) => b.alerts[0]).find((a) => a?.labels['alertname'] === alertname)?.annotations ?? {};
+    const blind = { additionalContextChars: null, outputsPersisted: null };
+
+    it('persisted_ratio: counts outputs measured over the cap, never "0 outputs persisted", and says "at least"', async () => {
+      const h = await harness([{ kind: 'persisted_ratio', threshold: 0.1, minExecutions: 2, window: '1h' }]);
+      // One output measured over the cap from a client without num_outputs_persisted, one execution without sizes.
+      const measured = { ...hookEvent({ hookName: 'Stop:mixed', additionalContextChars: 11_000, outputsPersisted: 0, timeMs: h.clock.now() }), outputsPersisted: null, status: 'over' as const };
+      h.alerting.engine.onIngested((await h.store.ingest([measured, hookEvent({ hookName: 'Stop:mixed', ...blind, timeMs: h.clock.now() })])).inserted);
+      await h.alerting.engine.evaluate('notify');
+      await h.alerting.dispatcher.idle();
+      const a = annotationsOf(h, 'persisted_ratio');
+      expect(a['summary']).toBe('Stop:mixed: at least 50.0% of executions in the last 1h had output saved to a file instead of delivered (threshold 10.0%).');
+      expect(a['description']).toBe('At least 1 of 2 executions; at least 1 output persisted. 1 of 2 executions carried no size data (a client before 2.1.280): it may have gone over the cap too.');
+      expect(a['executions_without_sizes']).toBe('1');
+    });
+
+    it('persisted: the executions that lost output are at least those known', async () => {
+      const h = await harness([{ kind: 'persisted', window: '1h' }]);
+      await h.push(over, { ...over, ...blind });
+      const a = annotationsOf(h, 'persisted');
+      expect(a['summary']).toMatch(/^SessionStart:startup: at least 1 output over the 10,000-character cap saved to a file in the last 1h;/);
+      expect(a['description']).toMatch(/^At least 1 of 2 executions lost output; largest reported output at least 12,060 characters\. 1 of 2 executions carried no size data/);
+      expect(a['executions_without_sizes']).toBe('1');
+    });
+
+    it('headroom: the largest output is at least the one measured, the headroom at most', async () => {
+      const h = await harness([{ kind: 'headroom' }]);
+      await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 8_500, stdoutChars: 8_550, outputsPersisted: 0 }, { hookName: 'PreToolUse:Bash', ...blind });
+      const a = annotationsOf(h, 'headroom');
+      expect(a['summary']).toBe('PreToolUse:Bash: largest output in the last 24h is at least 8,550 characters, at most 1,450 below the 10,000-character cap (alert above 8,000); 1 of 2 executions carried no size data.');
+      expect(a).toMatchObject({ largest_output: '8550', headroom: '1450', executions_without_sizes: '1' });
+    });
+  });
+
   it('default rules with zero config: persisted fires, nothing else for a healthy feed', async () => {
     const h = await harness(null);
     await h.push(over, fine);
