@@ -2,7 +2,8 @@
  * The Grafana dashboard in deploy/grafana/ is usable as shipped: every query parses as PromQL (promtool, with
  * Grafana's variables filled in), names only series a real hookwatch exports after ingesting the captured
  * Claude Code fixtures, and groups or filters only by labels those series carry; the provisioning files point
- * Grafana at the dashboard folder and the Prometheus the compose stack runs.
+ * Grafana at the dashboard folder and the Prometheus the compose stack runs. Over what a real hookwatch exports
+ * for hooks whose sizes are unknown, the dashboard and the Prometheus rules never read unknown as 0.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,7 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { parseExposition, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
-import { FIXTURE_RUNS, fixtureRequests, postOtlp } from '../collector/test/helpers.ts';
+import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService } from '../collector/test/helpers.ts';
+import { otlpHookBody } from '../collector/test/support/alerting.ts';
+import { emitExecutions } from '../collector/test/support/service.ts';
 import { documentedAs, documentedMetrics, startFullyConfiguredService, type FullyConfiguredService } from '../collector/test/support/metrics-coverage.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
 
@@ -87,7 +90,6 @@ function namesIn(expr: string): { metrics: Set<string>; labels: Set<string> } {
 const HOOK_DETAIL = 'a detail of each hook, which GET /api/v1/hooks answers';
 /** Metrics of docs/deploy.md's table that no panel charts, and why. */
 const NOT_CHARTED = new Map<string, string>([
-  ['hookwatch_hook_executions_with_persisted_total', 'persisted outputs are charted per hook; executions with one add little beside them'],
   ['hookwatch_hook_near_executions_total', 'the largest output against the cap (and its near-threshold line) shows hooks near it'],
   ['hookwatch_hook_starts_total', HOOK_DETAIL],
   ['hookwatch_hook_commands_total', HOOK_DETAIL],
@@ -135,14 +137,17 @@ function labelsOf(l: Record<string, string>): string {
   return `{${Object.entries(l).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
 }
 
-/** Runs a query (variables filled in) with promtool over input series and expects exactly these samples. */
-function expectSamples(q: Query | undefined, series: InputSeries[], evalTime: string, expected: { labels: string; value: number }[]): void {
+/**
+ * Runs a query (variables filled in) with promtool over input series and expects exactly these samples; with
+ * `ruleFile`, its rules are evaluated over them too (their ALERTS and recorded series can be queried).
+ */
+function expectSamples(q: Query | undefined, series: InputSeries[], evalTime: string, expected: { labels: string; value: number }[], ruleFile?: string): void {
   expect(q).toBeDefined();
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-grafana-'));
   try {
     writeFileSync(join(dir, 'none.yml'), 'groups: []\n');
     writeFileSync(join(dir, 'test.yml'), JSON.stringify({
-      rule_files: ['none.yml'],
+      rule_files: [ruleFile ?? 'none.yml'],
       tests: [{ interval: '1m', input_series: series, promql_expr_test: [{ expr: substitute(q?.expr ?? ''), eval_time: evalTime, exp_samples: expected }] }],
     }));
     const r = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
@@ -487,5 +492,48 @@ describe('Grafana dashboard', () => {
     // Prometheus in the same stack scrapes hookwatch, so the dashboard has data.
     const scrape = obj(arr(obj(parseYaml(read('deploy/prometheus/prometheus.yml')))['scrape_configs'])[0]);
     expect(JSON.stringify(scrape['static_configs'])).toContain('hookwatch:');
+  });
+});
+
+describe('Grafana dashboard and Prometheus rules, for hooks whose sizes are unknown', () => {
+  it.skipIf(!hasPromtool)('show no size for a hook seen only from a client without sizes, and count an output measured over the cap at least once (skipped only outside CI without promtool)', async () => {
+    // A real hookwatch: one hook from a client that sends no size attributes; one whose client sends sizes but no
+    // num_outputs_persisted, with an output measured over the cap and an execution without sizes.
+    const service = await startTestService();
+    try {
+      await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop:legacy' }, { hookEvent: 'Stop', hookName: 'Stop:legacy' }, { hookEvent: 'PreToolUse', hookName: 'PreToolUse:mixed' }]);
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: 'PreToolUse:mixed', timeMs: Date.now(), outputsPersisted: null, additionalContextChars: 12_000 }]), { 'content-type': 'application/json' });
+      expect(res.status).toBe(200);
+      const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+      // Its series as Prometheus holds them, first scraped at 5m and created at 4m30s (hooks first seen since start).
+      const series: InputSeries[] = [...families.values()].flatMap((f) => f.samples.flatMap((x) => {
+        if (!x.name.startsWith('hookwatch_hook_') && !x.name.startsWith('hookwatch_delivery_')) return [];
+        const value = x.name === 'hookwatch_hook_series_start_time_seconds' ? 270 : x.value;
+        return [{ series: `${x.name}${labelsOf({ ...x.labels, job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: `_x5 ${value}x30` }];
+      }));
+      expect(series.some((x) => x.series.startsWith('hookwatch_hook_last_output_chars') && x.series.includes('Stop:legacy')), 'no size gauge for a hook without sizes').toBe(false);
+      const all = queries(dashboard);
+      const name = (n: string): string => `{hook_name=${JSON.stringify(n)}}`;
+      // No headroom for the hook without sizes (never the cap's 10,000); the measured one is over the cap.
+      expectColoured('Headroom per hook (24h)', series, '10m', [['red', [{ labels: name('PreToolUse:mixed'), value: -2060 }]], ['orange', []], ['green', []]]);
+      expectSamples(all.find((x) => x.where.startsWith('panel "Largest output against the cap" A')), series, '10m', [{ labels: name('PreToolUse:mixed'), value: 12_060 }]);
+      // The output measured over the cap counts once, at least: never 0 outputs persisted.
+      expectSamples(all.find((x) => x.where.startsWith('panel "Outputs persisted in range"')), series, '10m', [{ labels: '{}', value: 1 }]);
+      expectSamples(all.find((x) => x.where === 'panel "Persisted vs success per hook" B'), series, '5m', [{ labels: name('PreToolUse:mixed'), value: 1 }, { labels: name('Stop:legacy'), value: 0 }]);
+      const rules = join(ROOT, 'deploy/prometheus/rules.yml');
+      const q = (expr: string): Query => ({ where: expr, expr });
+      expectSamples(q('ALERTS{alertname="HookOutputPersisted"}'), series, '10m', [
+        { labels: '{__name__="ALERTS",alertname="HookOutputPersisted",alertstate="firing",hook_event="PreToolUse",hook_name="PreToolUse:mixed",severity="critical"}', value: 1 },
+      ], rules);
+      expectSamples(q('hookwatch:hook_outputs_persisted:increase1h'), series, '10m', [
+        { labels: 'hookwatch:hook_outputs_persisted:increase1h{hook_event="PreToolUse",hook_name="PreToolUse:mixed"}', value: 1 },
+        { labels: 'hookwatch:hook_outputs_persisted:increase1h{hook_event="Stop",hook_name="Stop:legacy"}', value: 0 },
+      ], rules);
+      expectSamples(q('hookwatch:hook_largest_output_chars:max24h'), series, '10m', [
+        { labels: 'hookwatch:hook_largest_output_chars:max24h{hook_event="PreToolUse",hook_name="PreToolUse:mixed"}', value: 12_060 },
+      ], rules);
+    } finally {
+      await service.close();
+    }
   });
 });
