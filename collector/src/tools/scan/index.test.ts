@@ -20,7 +20,7 @@ interface ScanOutput {
   ok: boolean;
   complete: boolean;
   totals: { records: number; runs: number; outputs: number; delivered: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
-  hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null }[];
+  hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null; largestOutputChars: number | null }[];
   sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
   files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number }[];
   persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; preview?: string }[];
@@ -219,6 +219,24 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const shown = await scan(['--show-content', projects]);
     expect(shown.out).toContain(`${'C'.repeat(1989)}PREVIEW_END\n`);
     expect(shown.out).not.toContain('P'.repeat(500));
+  });
+
+  it('never prints a delivered size as the largest output of a hook whose persisted output has no known size', async () => {
+    // SessionStart:startup persisted an output the transcript gives no size for, and delivered 500 characters:
+    // its largest output was over the cap, not 500. PostToolUse:Bash persisted one and delivered none.
+    const { out } = await scan([projects]);
+    const rows = (table: string): string[] => out.split(`\n${table}\n`)[1]?.split('\n\n')[0]?.split('\n').slice(1) ?? [];
+    const cells = (row: string | undefined): string[] => row?.trim().split(/\s{2,}/) ?? [];
+    const hooks = rows('Per hook (named as telemetry names them; sizes in characters, UTF-16 code units)');
+    // hook, event, runs, outputs, delivered, persisted, largest delivered, largest output
+    expect(cells(hooks.find((r) => r.includes('SessionStart:startup'))).slice(2)).toEqual(['2', '2', '1', '1', '500', '>10,000']);
+    expect(cells(hooks.find((r) => r.includes('PostToolUse:Bash'))).slice(2)).toEqual(['1', '1', '0', '1', '-', '>10,000']);
+    expect(cells(hooks.find((r) => r.includes('UserPromptSubmit'))).slice(2)).toEqual(['1', '1', '1', '0', '100', '100']);
+    const sessions = rows('Per session');
+    expect(cells(sessions.find((r) => r.includes(SESSION_A))).slice(1, 7)).toEqual(['3', '3', '2', '1', '500', '>10,000']);
+    // --json keeps the largest output of known size, as its field says, beside the persisted count.
+    const { result } = await scanJson([projects]);
+    expect(result.hooks.find((h) => h.hookName === 'SessionStart:startup')).toMatchObject({ outputsPersisted: 1, largestOutputChars: 500 });
   });
 
   it('defaults to ~/.claude/projects', async () => {

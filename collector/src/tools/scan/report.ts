@@ -43,6 +43,16 @@ export function incomplete(result: ScanResult): boolean {
   return result.totals.oversizedLines > 0 || result.files.some((f) => f.error !== undefined);
 }
 
+/**
+ * The largest output of a row: its largest known size, but over the cap whenever the row persisted an output (every
+ * persisted output was), though the transcript gave that output no size; never a delivered size in its place.
+ */
+function largestOutputCell(counts: DeliveryCounts): string {
+  const known = counts.largestOutputChars;
+  if (counts.outputsPersisted > 0 && (known === null || known <= OUTPUT_CAP_CHARS)) return `>${formatCount(OUTPUT_CAP_CHARS)}`;
+  return known === null ? '-' : formatCount(known);
+}
+
 function countCells(counts: DeliveryCounts, withUnconfirmed: boolean): string[] {
   const size = (n: number | null): string => (n === null ? '-' : formatCount(n));
   return [
@@ -52,7 +62,7 @@ function countCells(counts: DeliveryCounts, withUnconfirmed: boolean): string[] 
     formatCount(counts.outputsPersisted),
     ...(withUnconfirmed ? [formatCount(counts.unconfirmed)] : []),
     size(counts.largestDeliveredChars),
-    size(counts.largestOutputChars),
+    largestOutputCell(counts),
   ];
 }
 
