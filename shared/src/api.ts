@@ -46,7 +46,10 @@ export interface HookSummary extends HookCounters {
   hookEvent: string;
   hookName: string;
   status: DeliveryStatus;
-  /** Cap minus the largest output (upper bound); null when unknown. */
+  /**
+   * Cap minus the largest output (upper bound); null when no execution carried size data. With executions without
+   * size data (sizeUnknownExecutions > 0) it is at most this: their outputs may have been larger.
+   */
   headroom: number | null;
   firstSeen: string;
   lastSeen: string;

@@ -56,6 +56,9 @@ describe('GET /api/v1/hooks', () => {
     expect(ss.id).toMatch(/^[0-9a-f]{16}$/);
     // Only the wire fields: what the store carries alongside the counters (the hook's info) stays in the process.
     expect(ss).not.toHaveProperty('info');
+    // A hook only a client without sizes sent: no size and no headroom, never 0 characters or the cap's 10,000.
+    const stop = body.hooks.find((h) => h.hookName === 'Stop');
+    expect(stop).toMatchObject({ sizeUnknownExecutions: 1, headroom: null, maxChars: { stdout: null, additionalContext: null, systemMessage: null, initialUserMessage: null } });
     const lastHour = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-1h&to=now');
     expect(lastHour.body.hooks.map((h) => h.hookName)).toEqual(['Stop', 'UserPromptSubmit']);
     const rfc = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=2026-11-28T00:00:00Z&to=2026-11-29T00:00:00Z');
