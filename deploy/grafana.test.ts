@@ -511,7 +511,8 @@ describe('Grafana dashboard and Prometheus rules, for hooks whose sizes are unkn
         const value = x.name === 'hookwatch_hook_series_start_time_seconds' ? 270 : x.value;
         return [{ series: `${x.name}${labelsOf({ ...x.labels, job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: `_x5 ${value}x30` }];
       }));
-      expect(series.some((x) => x.series.startsWith('hookwatch_hook_last_output_chars') && x.series.includes('Stop:legacy')), 'no size gauge for a hook without sizes').toBe(false);
+      const sizes = series.filter((x) => /^hookwatch_hook_(last|largest)_output_chars\{/.test(x.series)).map((x) => /hook_name="([^"]*)"/.exec(x.series)?.[1]);
+      expect(sizes, 'no size gauge for a hook without sizes').toEqual(['PreToolUse:mixed', 'PreToolUse:mixed']);
       const all = queries(dashboard);
       const name = (n: string): string => `{hook_name=${JSON.stringify(n)}}`;
       // No headroom for the hook without sizes (never the cap's 10,000); the measured one is over the cap.
