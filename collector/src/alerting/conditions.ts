@@ -48,23 +48,19 @@ function lateTimes(late: Pick<ArrivalCounters, 'firstEventMs' | 'lastEventMs'>):
  * bounds ("at least") and its headroom an upper one ("at most"); unknown is never read as zero. Empty for a hook
  * whose every execution was measured.
  */
-function blindness(c: HookCounters): { atLeast: string; atMost: string; note: string; annotations: Annotations } {
+function blindness(c: HookCounters): { atLeast: string; atMost: string; note: string; sentence: string; annotations: Annotations } {
   const n = c.sizeUnknownExecutions;
-  if (n <= 0) return { atLeast: '', atMost: '', note: '', annotations: {} };
+  if (n <= 0) return { atLeast: '', atMost: '', note: '', sentence: '', annotations: {} };
+  const note = `${fmt(n)} of ${plural(c.executions, 'execution')} carried no size data`;
+  const one = n === 1;
   return {
     atLeast: 'at least ',
     atMost: 'at most ',
-    note: `${fmt(n)} of ${plural(c.executions, 'execution')} carried no size data`,
+    note,
+    // What a description ends with.
+    sentence: ` ${note} (${one ? 'a client' : 'clients'} before ${FIRST_VERSION_WITH_SIZES}): ${one ? 'it' : 'they'} may have gone over the cap too.`,
     annotations: { executions_without_sizes: String(n) },
   };
-}
-
-/** The sentence a description ends with for `blindness(c)`; empty when every execution was measured. */
-function blindSentence(c: HookCounters): string {
-  const b = blindness(c);
-  if (!b.note) return '';
-  const one = c.sizeUnknownExecutions === 1;
-  return ` ${b.note} (${one ? 'a client' : 'clients'} before ${FIRST_VERSION_WITH_SIZES}): ${one ? 'it' : 'they'} may have gone over the cap too.`;
 }
 
 /** `text` with its first letter upper-cased (a sentence that may begin with "at least"). */
@@ -105,7 +101,7 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
     summary: inferred > 0
       ? `${scope}: ${b.atLeast}${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
       : `${scope}: ${b.atLeast}${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
-    description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${b.atLeast}${fmt(max)} characters` : ''}.${blindSentence(c)}${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
+    description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${b.atLeast}${fmt(max)} characters` : ''}.${b.sentence}${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
     outputs_persisted: String(c.outputsPersisted),
     executions: String(c.executions),
     ...(max !== null ? { largest_output: String(max) } : {}),
@@ -125,7 +121,7 @@ export function ratioCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold' |
   const outputsAtLeast = b.atLeast || (measuredOnly(c) > 0 ? 'at least ' : '');
   return {
     summary: `${scope}: ${b.atLeast}${(ratio * 100).toFixed(1)}% of executions in the last ${windowText(rule.windowMs)} had output saved to a file instead of delivered (threshold ${(rule.threshold * 100).toFixed(1)}%).`,
-    description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')}; ${outputsAtLeast}${plural(outputs, 'output')} persisted.${blindSentence(c)}`,
+    description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')}; ${outputsAtLeast}${plural(outputs, 'output')} persisted.${b.sentence}`,
     ratio: ratio.toFixed(4),
     ...b.annotations,
   };
