@@ -833,6 +833,15 @@ describe('Prometheus files', () => {
     run('test', 'rules', 'rules.test.yml');
   });
 
+  it('every alert of rules.yml has an alert_rule_test and every recording rule a promql_expr_test', () => {
+    const rules = arr(obj(parseYaml(read('deploy/prometheus/rules.yml')))['groups']).flatMap((g) => arr(obj(g)['rules']).map(obj));
+    const tests = arr(obj(parseYaml(read('deploy/prometheus/rules.test.yml')))['tests']).map(obj);
+    const alertsTested = new Set(tests.flatMap((t) => arr(t['alert_rule_test']).map((a) => obj(a)['alertname'])));
+    const exprsTested = tests.flatMap((t) => arr(t['promql_expr_test']).map((e) => String(obj(e)['expr'])));
+    const untested = rules.filter((r) => (r['alert'] !== undefined ? !alertsTested.has(r['alert']) : !exprsTested.some((e) => e.includes(String(r['record'])))));
+    expect(untested.map((r) => r['alert'] ?? r['record'])).toEqual([]);
+  });
+
   it.skipIf(!hasPromtool)('every reason hookwatch refuses a request for pages through exactly one alert, or none by decision (skipped only outside CI without promtool)', () => {
     // Typed over every reason the receivers count: a new reason does not compile until it is decided here.
     const pagedBy: Record<RejectReason, string | null> = {
