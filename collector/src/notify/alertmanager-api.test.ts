@@ -4,7 +4,7 @@
  * and routed by its own route tree to the webhook it notifies, are renewed while firing, survive a hookwatch
  * restart without a duplicate, and resolve.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -14,8 +14,6 @@ import { WebhookSink } from '../../test/support/alerting.ts';
 import { alertingSecrets, alertmanagerAlertsUrl, parseReceivers, redactReceivers } from './settings.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
-// Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
-import { freePort } from '../../test/support/postgres/server.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import { ClientTlsCredentials } from '../net/tls.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
@@ -24,10 +22,7 @@ import { alertmanagerFingerprint } from './alertmanager.ts';
 import { AlertmanagerRefresher, alertmanagerApiRenderer } from './alertmanager-api.ts';
 import type { Notification } from './model.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
-import { requireTool, runs } from '../../test/required-tool.ts';
-
-const ALERTMANAGER = 'prometheus-alertmanager';
-const hasAlertmanager = requireTool(runs(ALERTMANAGER, ['--version']), ALERTMANAGER, "apt-get install prometheus-alertmanager (.ci/run does)");
+import { hasAlertmanager, startAlertmanager, type RunningAlertmanager } from '../../test/support/alertmanager.ts';
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -65,9 +60,8 @@ interface AmNotification {
 describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertmanager (skipped only outside CI without prometheus-alertmanager)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-am-'));
   const sink = new WebhookSink();
-  let am: ChildProcess | undefined;
+  let am: RunningAlertmanager | undefined;
   let amUrl = '';
-  let amLog = '';
   let service: RunningService | undefined;
   const logs: string[] = [];
 
@@ -92,10 +86,8 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
 
   beforeAll(async () => {
     await sink.start();
-    const port = await freePort();
-    amUrl = `http://127.0.0.1:${port}`;
     // Alertmanager's own routing: critical alerts to one webhook, the rest to another, grouped by alertname.
-    writeFileSync(join(dir, 'alertmanager.yml'), [
+    am = await startAlertmanager(dir, [
       'route:',
       '  receiver: team',
       '  group_by: [alertname]',
@@ -116,16 +108,7 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
       '        send_resolved: true',
       '',
     ].join('\n'));
-    am = spawn(ALERTMANAGER, [
-      `--config.file=${join(dir, 'alertmanager.yml')}`,
-      `--storage.path=${join(dir, 'am')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--cluster.listen-address=',
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
-    am.stderr?.on('data', (c: Buffer) => {
-      amLog = (amLog + c.toString('utf8')).slice(-4000);
-    });
-    await waitFor(`alertmanager to be ready (${amLog})`, async () => ((await fetch(`${amUrl}/-/ready`)).status === 200 ? true : undefined));
+    amUrl = am.url;
     writeFileSync(join(dir, 'hookwatch.yaml'), [
       'alerting:',
       '  externalUrl: http://hookwatch.example.test',
@@ -146,7 +129,7 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
 
   afterAll(async () => {
     await service?.stop();
-    am?.kill('SIGTERM');
+    am?.kill();
     await sink.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -259,7 +242,7 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     };
     expect(await renewals('delivered')).toBeGreaterThan(0);
     expect(await renewals('failed')).toBe(0);
-    am?.kill('SIGTERM');
+    am?.kill();
     await waitFor('a failed renewal on /metrics', async () => ((await renewals('failed')) > 0 ? true : undefined));
 
     // The basic-auth password went out only in the Authorization header, never into a log line.
