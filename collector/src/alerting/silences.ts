@@ -127,8 +127,9 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
     }
     return { name: x['name'], value: x['value'], isRegex, isEqual: x['isEqual'] !== false };
   });
-  // A silence that matches everything would mute every alert: Alertmanager refuses it too.
-  if (matchers.every((m) => matcherMatches(m, {}))) throw new SilenceError('matchers', 'at least one matcher must not match the empty string');
+  // A silence of = and =~ matchers that all match the empty string would mute every alert: refused, as
+  // Alertmanager refuses it. As there, != and !~ never count as matching it (a silence of them alone is taken).
+  if (matchers.every((m) => (m.isEqual ?? true) && matcherMatches(m, {}))) throw new SilenceError('matchers', 'at least one matcher must not match the empty string');
   const startsAtMs = b['startsAt'] === undefined ? now : time(b['startsAt'], 'startsAt');
   const endsAtMs = time(b['endsAt'], 'endsAt');
   if (endsAtMs <= startsAtMs) {
