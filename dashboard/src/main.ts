@@ -37,6 +37,11 @@ const FOCUSABLE = 'a[href], button, input, select, textarea, summary, [tabindex]
 
 const PAGES: Record<string, PageFactory> = { overview: overviewPage, hook: hookPage, alerts: alertsPage, forwarding: forwardingPage };
 
+/** Text that is read again as time passes, written only when it changed. */
+function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}
+
 function storedZone(): TimeZoneChoice {
   try {
     return localStorage.getItem(TZ_KEY) === 'UTC' ? 'UTC' : 'local';
@@ -71,6 +76,11 @@ export function start(root: HTMLElement): Dashboard {
   let shownGeneration = -1;
   /** The header drawn for the URL; its links follow when a page changes the URL in place. */
   let headerEl: HTMLElement | undefined;
+  /**
+   * What the header shows of the time now, read again at each tick: a page left open for days crosses changes of
+   * daylight saving time, and its custom range would otherwise offer the last day of when it was opened.
+   */
+  let headerClocks: (() => void)[] = [];
 
   // What went wrong is announced once, in the alert; the age of the data and the next try, which change every few
   // seconds during an outage, are beside it, outside the alert, so a screen reader does not repeat the failure.
@@ -136,6 +146,7 @@ export function start(root: HTMLElement): Dashboard {
   const current = (): ViewState => readState(location);
 
   function header(state: ViewState): HTMLElement {
+    headerClocks = [];
     const nav = h('nav', { 'aria-label': 'Pages' },
       navLink('/', 'Overview', state.route.page === 'overview' || state.route.page === 'hook', state),
       navLink('/alerts', 'Alerts', state.route.page === 'alerts', state),
@@ -154,9 +165,10 @@ export function start(root: HTMLElement): Dashboard {
 
   /** Times shown in the browser's zone or in UTC, beside the range they qualify. */
   function zonePicker(): HTMLElement {
-    const select = h('select', { id: 'time-zone', 'aria-label': 'Time zone' },
-      h('option', { value: 'local', selected: timeZone() === 'local' }, `local: ${timeZoneLabel(Date.now(), 'local')}`),
-      h('option', { value: 'UTC', selected: timeZone() === 'UTC' }, 'UTC'));
+    const localLabel = (): string => `local: ${timeZoneLabel(Date.now(), 'local')}`;
+    const local = h('option', { value: 'local', selected: timeZone() === 'local' }, localLabel());
+    headerClocks.push(() => setText(local, localLabel()));
+    const select = h('select', { id: 'time-zone', 'aria-label': 'Time zone' }, local, h('option', { value: 'UTC', selected: timeZone() === 'UTC' }, 'UTC'));
     select.addEventListener('change', () => {
       const z = zoneChoice(select.value);
       try {
@@ -281,6 +293,16 @@ export function start(root: HTMLElement): Dashboard {
     });
     const customFrom = field('range-from', bounds.from);
     const customTo = field('range-to', bounds.to);
+    const zoneNote = h('span', { class: 'muted small' }, timeZoneLabel());
+    // A preset's fields offer the last day until now, kept so while the page is open until the user types in them.
+    let typed = false;
+    for (const f of [customFrom, customTo]) f.addEventListener('input', () => void (typed = true));
+    headerClocks.push(() => {
+      setText(zoneNote, timeZoneLabel());
+      if (typed || state.range.kind === 'custom') return;
+      const now = customFieldBounds(state.range, Date.now());
+      for (const [f, ms] of [[customFrom, now.from], [customTo, now.to]] as const) if (f.value !== inputDateTime(ms)) f.value = inputDateTime(ms);
+    });
     const customError = h('span', { class: 'form-error', role: 'status' });
     const form = h('form', {
       class: 'custom-range',
@@ -293,7 +315,7 @@ export function start(root: HTMLElement): Dashboard {
     },
     h('label', { for: 'range-from' }, 'From'), customFrom,
     h('label', { for: 'range-to' }, 'To'), customTo,
-    h('span', { class: 'muted small' }, timeZoneLabel()),
+    zoneNote,
     h('button', { type: 'submit', class: 'apply' }, 'Apply'), customError);
     return h('div', { class: 'range', role: 'group', 'aria-label': `Time range: ${rangeLabel(state.range)}` },
       ...RANGE_PRESETS.map((p) => h('button', {
@@ -452,6 +474,7 @@ export function start(root: HTMLElement): Dashboard {
     tickedAt = now;
     if (document.hidden) return;
     if (woke) refreshNow();
+    for (const c of headerClocks) c();
     for (const el of root.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(el.dataset['ago'] ?? null, now);
     showUpdated(readState(location));
     drawFailure();

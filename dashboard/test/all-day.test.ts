@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
 
@@ -350,5 +350,51 @@ describe('left open for hours', () => {
       for (const i of reset) expect(requests.slice(i + 1).some((r) => r.ok && r.url === requests[i]!.url), `${requests[i]!.url} loaded after its reset`).toBe(true);
       await w.close();
     }
+  });
+});
+
+describe('left open across midnight and a change of daylight saving time', () => {
+  it('slides its range with the clock, and its header gives the zone\'s offset now and a custom range of the last day until now', { timeout: 60_000 }, async () => {
+    // 23:30 in Berlin on 24/10/2026; its clocks go back from 03:00 to 02:00 at 01:00 UTC on 25/10.
+    const opened = Date.parse('2026-10-24T21:30:00Z');
+    let now = opened;
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    const svc = await startTestService({}, { dir, now: () => now });
+    cleanups.push(() => svc.close());
+    const executions = Array.from({ length: 30 }, (_v, i) => ({ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: opened - i * 3_600_000 }));
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
+
+    const { page: p } = await page(undefined, 'Europe/Berlin');
+    await p.clock.install({ time: opened });
+    await p.goto(`${svc.httpUrl}/?refresh=5m`);
+    await waitLoaded(p);
+    const header = (): Promise<Record<string, unknown>> => p.evaluate(() => ({
+      zone: document.querySelector('#time-zone option[value="local"]')?.textContent,
+      customZone: document.querySelector('.custom-range .muted.small')?.textContent,
+      from: (document.querySelector('#range-from') as HTMLInputElement).value,
+      to: (document.querySelector('#range-to') as HTMLInputElement).value,
+    }));
+    expect(await header()).toEqual({ zone: 'local: Europe/Berlin (UTC+02:00)', customZone: 'Europe/Berlin (UTC+02:00)', from: '23/10/2026 23:30', to: '24/10/2026 23:30' });
+    expect((await chartData(p, 'chart-fleet')).labels.slice(0, 1)).toEqual(['23:30']);
+
+    // Four hours on, past midnight and the change, a refresh at a time: hookwatch's clock runs with the page's.
+    let loads = 1;
+    for (let i = 0; i < 48; i++) {
+      now += 300_000;
+      await p.clock.runFor(300_000);
+      await waitLoaded(p, ++loads);
+    }
+    expect(await p.evaluate(() => new Date().toString())).toMatch(/^Sun Oct 25 2026 02:30:\d\d GMT\+0100/);
+    const fleet = await chartData(p, 'chart-fleet');
+    // The last 24 hours, from 03:30 on 24/10 (summer time) until 02:30 (winter time): 02:00 twice, an hour apart.
+    expect([fleet.labels[0], ...fleet.labels.slice(-4)]).toEqual(['03:30', '01:30', '02:00', '02:30', '02:00']);
+    expect(await header()).toEqual({ zone: 'local: Europe/Berlin (UTC+01:00)', customZone: 'Europe/Berlin (UTC+01:00)', from: '24/10/2026 03:30', to: '25/10/2026 02:30' });
+
+    // What is typed in the custom range stays as typed while time runs on, in both fields.
+    await p.click('details.custom summary');
+    await p.fill('#range-from', '24/10/2026 12:00');
+    await p.clock.runFor(300_000);
+    await waitLoaded(p, loads + 1);
+    expect(await header()).toMatchObject({ from: '24/10/2026 12:00', to: '25/10/2026 02:30' });
   });
 });
