@@ -33,6 +33,13 @@ describe('dashboard server', () => {
     expect(html).not.toContain('.test.ts');
   });
 
+  it('names the build it serves in the page and at /dashboard/build, the same on every request', async () => {
+    const build = /<meta name="hookwatch-build" content="([0-9a-f]{16})">/.exec(await (await fetch(base + '/')).text())?.[1];
+    expect(build).toMatch(/^[0-9a-f]{16}$/);
+    const res = await fetch(base + '/dashboard/build');
+    expect([res.headers.get('cache-control'), await res.json()]).toEqual(['no-cache', { build }]);
+  });
+
   it('serves type-stripped modules as JavaScript without a warning on stderr', async () => {
     const res = await fetch(base + '/shared/src/forecast.ts');
     expect(res.headers.get('content-type')).toContain('text/javascript');

@@ -3,7 +3,8 @@
  * step. The browser code is TypeScript in dashboard/src (and the shared cap and forecast code in shared/src),
  * type-stripped by Node on first request, so the browser runs the very same forecast the alert rules use.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, readdir, stat } from 'node:fs/promises';
 import { stripTypeScriptTypes } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { join, normalize, sep } from 'node:path';
@@ -83,26 +84,38 @@ type Compilers = Record<'/dashboard/src/' | '/shared/src/', (relative: string) =
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/g;
 
+/** The page as served, and the build of the dashboard it is: a digest of every file the page loads from hookwatch. */
+interface Index {
+  html: string;
+  build: string;
+}
+
 /**
  * index.html with a modulepreload link for every module the entry (entry.ts) reaches: the browser fetches them at once
- * instead of discovering them import by import (a waterfall that cost seconds on a slow machine).
+ * instead of discovering them import by import (a waterfall that cost seconds on a slow machine). It names its
+ * build, which a page left open compares with the build hookwatch serves now (GET /dashboard/build).
  */
-async function renderIndex(compilers: Compilers): Promise<string> {
-  const seen = new Set<string>();
+async function renderIndex(compilers: Compilers): Promise<Index> {
+  const seen = new Map<string, string>();
   const visit = async (url: string): Promise<void> => {
     if (seen.has(url)) return;
     const prefix = (Object.keys(compilers) as (keyof Compilers)[]).find((p) => url.startsWith(p));
     if (!prefix) return;
     const js = await compilers[prefix](url.slice(prefix.length));
     if (js === undefined) return;
-    seen.add(url);
+    seen.set(url, js);
     const deps = [...js.matchAll(IMPORT)].map((m) => m[1] as string).filter((d) => d.startsWith('.'));
     await Promise.all(deps.map((d) => visit(new URL(d, `http://x${url}`).pathname)));
   };
   await visit('/dashboard/src/entry.ts');
-  const links = [...seen].sort().map((u) => `<link rel="modulepreload" href="${u}">`).join('\n');
+  const urls = [...seen.keys()].sort();
+  const digest = createHash('sha256');
+  for (const u of urls) digest.update(`${u}\0${seen.get(u) ?? ''}\0`);
+  for (const f of (await readdir(publicDir)).sort()) digest.update(`${f}\0`).update(await readFile(join(publicDir, f))).update('\0');
+  const build = digest.digest('hex').slice(0, 16);
+  const links = urls.map((u) => `<link rel="modulepreload" href="${u}">`).join('\n');
   const html = await readFile(join(publicDir, 'index.html'), 'utf8');
-  return html.replace('<!--modulepreload-->', links);
+  return { html: html.replace('<!--modulepreload-->', `<meta name="hookwatch-build" content="${build}">\n${links}`), build };
 }
 
 /** The dashboard's routes: pages, its modules, the shared modules it imports, and Chart.js from node_modules. */
@@ -116,18 +129,28 @@ export function createDashboardRouter(): Router {
   });
 
   const compilers = { '/dashboard/src/': moduleCompiler(srcDir), '/shared/src/': moduleCompiler(sharedDir) };
-  let index: Promise<string> | undefined;
-  const sendIndex = (_req: Request, res: Response, next: NextFunction): void => {
+  let index: Promise<Index> | undefined;
+  const rendered = (): Promise<Index> => {
     index ??= renderIndex(compilers).catch((err: unknown) => {
       index = undefined;
       throw err;
     });
-    index.then((html) => {
+    return index;
+  };
+  const sendIndex = (_req: Request, res: Response, next: NextFunction): void => {
+    rendered().then(({ html }) => {
       res.setHeader('Cache-Control', 'no-cache');
       res.type('html').send(html);
     }, next);
   };
   for (const route of PAGE_ROUTES) router.get(route, sendIndex);
+  // The build served now: a page opened before a new version was deployed sees that it runs the old one.
+  router.get('/dashboard/build', (_req: Request, res: Response, next: NextFunction) => {
+    rendered().then(({ build }) => {
+      res.setHeader('Cache-Control', 'no-cache');
+      res.json({ build });
+    }, next);
+  });
 
   const serveModules = (prefix: '/dashboard/src' | '/shared/src'): void => {
     const compile = compilers[`${prefix}/`];

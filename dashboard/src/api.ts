@@ -102,6 +102,8 @@ export const api = {
   replayDeadLetters: () => call<ReplayResponse>('POST', '/api/v1/forwarding/dead-letters/replay'),
   cluster: (signal?: AbortSignal) => call<ClusterResponse>('GET', '/api/v1/cluster', undefined, undefined, signal),
   dimensions: (signal?: AbortSignal) => call<{ dimensions: string[] }>('GET', '/api/v1/dimensions', undefined, undefined, signal),
+  /** The dashboard build hookwatch serves now (index.html names the one a page runs). */
+  build: (signal?: AbortSignal) => call<{ build: string }>('GET', '/dashboard/build', undefined, undefined, signal),
   alerts: (q: Query, signal?: AbortSignal) => call<AlertsResponse>('GET', '/api/v1/alerts', q, undefined, signal),
   alert: (id: string, signal?: AbortSignal) => call<AlertDetailResponse>('GET', `/api/v1/alerts/${encodeURIComponent(id)}`, undefined, undefined, signal),
   createSilence: (body: { matchers: SilenceMatcher[]; startsAt?: string; endsAt: string; createdBy: string; comment: string }) =>

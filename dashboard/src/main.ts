@@ -32,6 +32,12 @@ const WAKE_GAP_MS = 60_000;
 /** A screen reader hears that a refresh changed the data at most this often (a recovery is said at once). */
 const NEWS_MIN_MS = 60_000;
 
+/**
+ * How often a page that keeps getting answers asks which dashboard hookwatch serves; it asks at once when hookwatch
+ * answers again after a failure (a restart, often a new version).
+ */
+const BUILD_CHECK_MS = 10 * 60_000;
+
 /** The controls a keyboard reaches. */
 const FOCUSABLE = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
 
@@ -91,6 +97,11 @@ export function start(root: HTMLElement): Dashboard {
   const banner = h('div', { id: 'error-banner', class: 'banner banner-error', hidden: true }, alertText, failureAge, failureAction);
   // The age of the data counts on every few seconds: in a live region a screen reader would read it out each time.
   const updated = h('span', { id: 'last-updated', class: 'muted' });
+  /** The dashboard build this page runs (index.html names it); hookwatch asked for its own when, and whether now. */
+  const build = document.querySelector<HTMLMetaElement>('meta[name="hookwatch-build"]')?.content;
+  let buildAskedAt = Date.now();
+  let buildAsking = false;
+  const updateNote = h('div', { id: 'update-banner', class: 'banner banner-update', hidden: true });
   // What a screen reader is told of refreshes instead: one that changed what the page shows (at most once a minute)
   // and hookwatch answering again after a failure (the failure itself is the alert's).
   const news = h('div', { id: 'refresh-news', class: 'sr-only', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
@@ -109,6 +120,25 @@ export function start(root: HTMLElement): Dashboard {
     dimensionsWanted ??= Promise.withResolvers();
     askDimensions();
     return dimensionsWanted.promise;
+  }
+
+  /**
+   * A new version of hookwatch deployed since the page was opened: the page runs the dashboard it loaded until it is
+   * reloaded, so it says so, once, and offers the reload (the URL keeps the view).
+   */
+  function checkBuild(): void {
+    if (!build || buildAsking || !updateNote.hidden) return;
+    buildAsking = true;
+    buildAskedAt = Date.now();
+    api.build().then((r) => {
+      if (r.build === build) return;
+      updateNote.hidden = false;
+      replace(updateNote, 'hookwatch was updated since this page was opened. ',
+        h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload to use the new version'));
+      say('hookwatch was updated since this page was opened: reload the page to use the new version.', Date.now());
+    }, () => undefined).finally(() => {
+      buildAsking = false;
+    });
   }
 
   function askDimensions(): void {
@@ -506,6 +536,7 @@ export function start(root: HTMLElement): Dashboard {
       shownGeneration = gen;
       showUpdated(readState(location));
       refreshNews(recovered, firstShown);
+      if (recovered || lastUpdated - buildAskedAt >= BUILD_CHECK_MS) checkBuild();
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
@@ -619,7 +650,7 @@ export function start(root: HTMLElement): Dashboard {
     const main = h('main', { id: 'main', tabindex: '-1' });
     content = main;
     headerEl = header(state);
-    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, news, main);
+    replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, updateNote, news, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
     const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part) };
     const factory = PAGES[state.route.page];

@@ -2,13 +2,16 @@
  * The dashboard on a wall screen all day, against a real hookwatch (real sockets, real SQLite) in headless
  * Chromium: many refreshes, the server restarted underneath, links shared, the browser's back and forward.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
+import { waitForStarted } from '../../collector/test/support/started.ts';
 import { chartData, closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
@@ -89,8 +92,57 @@ describe('the server restarted while the page is open', () => {
     await p.waitForSelector('#error-banner', { state: 'hidden', timeout: 30_000 });
     await p.waitForSelector('#hook-rows');
     expect(await p.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    // The same version came back: nothing to reload for.
+    expect(await p.isVisible('#update-banner')).toBe(false);
     await p.waitForFunction(() => document.querySelectorAll('#filter-dimension option').length > 0, undefined, { timeout: 20_000 });
     expect(await options(p, '#filter-dimension')).toContain('user.id');
+  });
+});
+
+describe('a new version deployed while the page is open', () => {
+  it('says hookwatch was updated and offers the reload, which runs the new dashboard on the same view', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const svc = await hookwatch(dir);
+    await feed(svc);
+    // The new version: hookwatch as shipped, one of the dashboard's files changed.
+    const repo = fileURLToPath(new URL('../../', import.meta.url));
+    const next = join(dir, 'next');
+    for (const part of ['package.json', 'collector/bin', 'collector/src', 'shared/src', 'dashboard/server.ts', 'dashboard/src', 'dashboard/public']) {
+      cpSync(join(repo, part), join(next, part), { recursive: true });
+    }
+    symlinkSync(join(repo, 'node_modules'), join(next, 'node_modules'));
+    const overview = join(next, 'dashboard/src/pages/overview.ts');
+    writeFileSync(overview, readFileSync(overview, 'utf8').replace("h('h2', { id: 'kpi-title' }, 'Fleet')", "h('h2', { id: 'kpi-title' }, 'Fleet (new)')"));
+
+    const { page: p } = await page(/Failed to load resource|ERR_CONNECTION_REFUSED/);
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    expect(await p.textContent('#kpi-title')).toBe('Fleet');
+    await svc.stop();
+    await p.waitForSelector('#error-banner:not([hidden])', { timeout: 20_000 });
+    const child = spawn(process.execPath, [join(next, 'collector/src/main.ts'), 'serve'], {
+      env: {
+        PATH: process.env['PATH'] ?? '', HOOKWATCH_DB: join(dir, 'hookwatch.db'), HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
+        HOOKWATCH_HTTP_ADDR: new URL(svc.httpUrl).host, HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    cleanups.push(() => new Promise<void>((resolve) => {
+      if (child.exitCode !== null) resolve();
+      else child.once('exit', () => resolve()).kill('SIGTERM');
+    }));
+    await waitForStarted(child, 30_000);
+
+    // The page keeps running the dashboard it loaded, and says a newer one is served.
+    await p.waitForSelector('#update-banner:not([hidden])', { timeout: 20_000 });
+    expect(await p.textContent('#update-banner')).toBe('hookwatch was updated since this page was opened. Reload to use the new version');
+    expect(await p.isVisible('#error-banner')).toBe(false);
+    expect(await p.textContent('#kpi-title')).toBe('Fleet');
+    const view = p.url();
+    await Promise.all([p.waitForEvent('load'), p.click('#update-banner button.reload')]);
+    await waitLoaded(p);
+    expect([p.url(), await p.textContent('#kpi-title'), await p.isVisible('#update-banner')]).toEqual([view, 'Fleet (new)', false]);
   });
 });
 
