@@ -84,7 +84,7 @@ type Compilers = Record<'/dashboard/src/' | '/shared/src/', (relative: string) =
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/g;
 
-/** The page as served, and the build of the dashboard it is: a digest of every file the page loads from hookwatch. */
+/** The page as served, and the build of the dashboard it is: a digest of every file the page loads from hookwatch (Chart.js too). */
 interface Index {
   html: string;
   build: string;
@@ -112,6 +112,7 @@ async function renderIndex(compilers: Compilers): Promise<Index> {
   const digest = createHash('sha256');
   for (const u of urls) digest.update(`${u}\0${seen.get(u) ?? ''}\0`);
   for (const f of (await readdir(publicDir)).sort()) digest.update(`${f}\0`).update(await readFile(join(publicDir, f))).update('\0');
+  digest.update(await readFile(chartJs));
   const build = digest.digest('hex').slice(0, 16);
   const links = urls.map((u) => `<link rel="modulepreload" href="${u}">`).join('\n');
   const html = await readFile(join(publicDir, 'index.html'), 'utf8');
