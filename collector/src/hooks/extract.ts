@@ -7,7 +7,7 @@ import { createHash, hash as oneShotHash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
-import type { EventSource, HookEvent, HookEventKind } from './model.ts';
+import { overflowHookName, type EventSource, type HookEvent, type HookEventKind } from './model.ts';
 import type { RecordCollector } from './record-extract.ts';
 
 export interface ExtractOptions {
@@ -312,6 +312,8 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   const hookName = (hookNameRaw ?? '').trim() || hookEvent;
   if (!hookEvent) throw new RecordProblem('hook_event is missing');
   if (hookName.length > MAX_HOOK_NAME || hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
+  // Its id is the overflow hook's: its executions would be counted there, and raise hook_limit below the limit.
+  if (hookName === overflowHookName(hookEvent)) throw new RecordProblem(`hook_name ${JSON.stringify(hookName)} is the name of the hook that counts new hook names past store.maxHooks`);
 
   const complete = kind === 'complete';
   // Read (and refused) in this order: the first bad count is the one the rejection names.

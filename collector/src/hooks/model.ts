@@ -64,3 +64,20 @@ export const BUILTIN_DIMENSIONS = {
 } as const satisfies Record<string, keyof HookEvent>;
 
 export type BuiltinDimension = keyof typeof BUILTIN_DIMENSIONS;
+
+/** Suffix of an overflow hook's name (Claude Code names hooks `<event>:<matcher>`; store/hook-limit.ts). */
+export const OVERFLOW_SUFFIX = ':(overflow)';
+
+/** The overflow hook's name for a hook event: where store.maxHooks counts the events of new hook names. */
+export function overflowHookName(hookEvent: string): string {
+  return `${hookEvent}${OVERFLOW_SUFFIX}`;
+}
+
+/**
+ * True for the hooks that hold the events of names past store.maxHooks: a hook named its event's overflow name,
+ * which ingest refuses from clients. Another name ending in the suffix (another event's, another case) is a hook
+ * like any other.
+ */
+export function isOverflowHook(info: { hookEvent: string; hookName: string }): boolean {
+  return info.hookName === overflowHookName(info.hookEvent);
+}

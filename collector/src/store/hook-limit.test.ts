@@ -1,7 +1,8 @@
 /** Folding past store.maxHooks: hostile hook_event values cannot grow the table past its bound either. */
 import { describe, expect, it } from 'vitest';
 import { hookEvent } from '../../test/support/alerting.ts';
-import { MAX_OVERFLOW_HOOKS, foldNewHooks, overflowHookName } from './hook-limit.ts';
+import { overflowHookName } from '../hooks/model.ts';
+import { MAX_OVERFLOW_HOOKS, foldNewHooks } from './hook-limit.ts';
 
 describe('foldNewHooks', () => {
   it('admits new hooks up to the limit, then one overflow hook per hook event, then one catch-all', () => {

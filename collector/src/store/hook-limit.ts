@@ -5,27 +5,15 @@
  * kept, never dropped; every per-hook read stays bounded by the limit, whatever a client sends.
  */
 import { hookId } from '../hooks/extract.ts';
-import type { HookEvent } from '../hooks/model.ts';
+import { overflowHookName, type HookEvent } from '../hooks/model.ts';
 
 export const DEFAULT_MAX_HOOKS = 10_000;
-/** Suffix of an overflow hook's name (Claude Code names hooks `<event>:<matcher>`). */
-export const OVERFLOW_SUFFIX = ':(overflow)';
 /**
  * Overflow hooks are one per hook event, and hook_event is a client string too: past this many of them, every
  * further hook event shares one catch-all hook, so the table never holds more than maxHooks + this + 1 rows.
  */
 export const MAX_OVERFLOW_HOOKS = 100;
 const CATCH_ALL_EVENT = '(overflow)';
-
-/** The overflow hook's name for a hook event. */
-export function overflowHookName(hookEvent: string): string {
-  return `${hookEvent}${OVERFLOW_SUFFIX}`;
-}
-
-/** True for the hooks that hold the events of names past store.maxHooks. */
-export function isOverflowHook(info: { hookName: string }): boolean {
-  return info.hookName.endsWith(OVERFLOW_SUFFIX);
-}
 
 /** The overflow hook ids these events would fold into (to look up together with the events' own ids). */
 export function overflowIds(events: readonly HookEvent[]): string[] {

@@ -1,10 +1,9 @@
 /** SQL shared by the relational backends (SQLite, PostgreSQL): rollup upserts and event aggregation. */
 import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
-import { BUILTIN_DIMENSIONS, type HookEvent, type HookEventKind } from '../hooks/model.ts';
+import { BUILTIN_DIMENSIONS, OVERFLOW_SUFFIX, isOverflowHook, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
 import { DIM_ROLLUP_TABLES, dimRebuildSql } from './dim-rollups.ts';
-import { isOverflowHook } from './hook-limit.ts';
 import { checkStep, granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeGrouping } from './shared-reads.ts';
@@ -701,8 +700,11 @@ export function toArrivals(rows: readonly Record<string, unknown>[], byId: Reado
   return out;
 }
 
-/** The overflow hooks' rows (names end with ':(overflow)', hook-limit.ts). */
-export const OVERFLOW_HOOKS = `SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_name LIKE '%:(overflow)'`;
+/**
+ * The overflow hooks' rows: named their event's overflow name (isOverflowHook), compared exactly: SQLite's LIKE
+ * ignores case, and a client's `Stop:(OVERFLOW)` is not one.
+ */
+export const OVERFLOW_HOOKS = `SELECT hook_id, hook_event, hook_name, first_seen, last_seen FROM hooks WHERE hook_name = hook_event || ${sqlString(OVERFLOW_SUFFIX)}`;
 
 /** Hooks with nothing left in retention: no raw event and no rollup row of any granularity or dimension. */
 export const ORPHAN_HOOKS = `SELECT hook_id FROM hooks h WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.hook = h.ref)

@@ -8,8 +8,9 @@ import fc from 'fast-check';
 import { request as httpRequest } from 'node:http';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HooksResponse } from '../../../shared/src/api.ts';
+import type { AlertsResponse, HooksResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../helpers.ts';
+import { protoType } from '../support/otlp-proto.ts';
 import { kv, logRecord, manyAttributes, nestedArrays, request } from './wire.ts';
 
 const MiB = 1024 * 1024;
@@ -143,6 +144,29 @@ describe('strings', () => {
     expect(res.body.subarray(0, 4).equals(Buffer.from([0x0a, res.body[1] as number, 0x08, 0x01]))).toBe(true);
     expect(res.body.toString('latin1')).toContain('hook_name longer than 1024 characters');
     expect((await hooks(big)).every((h) => h.hookName.length <= 1024)).toBe(true);
+  });
+
+  it('an overflow hook\'s name is refused as a record, and no name passes for one: no hook_limit alert below store.maxHooks', async () => {
+    const body = request([
+      hookRecord({ hook_event: 'PostToolUse', hook_name: 'PostToolUse:(overflow)' }, 4),
+      hookRecord({ hook_event: '(overflow)', hook_name: '(overflow):(overflow)' }, 5),
+      // Not an overflow hook's name (another event, another case): stored as any hook.
+      hookRecord({ hook_event: 'Stop', hook_name: 'Stop:(OVERFLOW)' }, 6),
+      hookRecord({ hook_event: 'Stop', hook_name: 'Other:(overflow)' }, 7),
+    ]);
+    const res = await postOtlp(small.otlpHttpUrl, '/v1/logs', body, PROTO);
+    expect(res.status).toBe(200);
+    const response = protoType('ExportLogsServiceResponse');
+    const { partial_success: partial } = response.toObject(response.decode(res.body), { longs: Number }) as { partial_success: { rejected_log_records: number; error_message: string } };
+    expect(partial.rejected_log_records).toBe(2);
+    expect(partial.error_message).toContain('hook_name "PostToolUse:(overflow)" is the name of the hook that counts new hook names past store.maxHooks');
+    const names = (await hooks(small)).map((h) => h.hookName);
+    expect(names).toEqual(expect.arrayContaining(['Stop:(OVERFLOW)', 'Other:(overflow)']));
+    expect(names).not.toContain('PostToolUse:(overflow)');
+    expect(names).not.toContain('(overflow):(overflow)');
+    await small.alerting.engine.evaluate('all');
+    const alerts = await getJson<AlertsResponse>(small.httpUrl, '/api/v1/alerts');
+    expect(alerts.body.alerts.filter((a) => a.rule === 'hook_limit')).toEqual([]);
   });
 });
 
