@@ -1,7 +1,8 @@
 /**
  * Notifications run off the ingest path: a webhook receiver that accepts the connection and never answers does
  * not delay OTLP answers, however many alerts queue behind it. And hostile hook names (CR/LF header injection,
- * Slack markup, quotes) reach a webhook and Slack only as escaped data: never as a header, a mention or a link.
+ * Slack markup, quotes, line breaks and bidi overrides) reach a webhook and Slack only as escaped data: never as a
+ * header, a mention, a link, a line of their own or text turned around.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,5 +86,20 @@ describe('hostile hook names in notifications', () => {
     expect(text).not.toContain('<!channel>');
     expect(text).not.toContain('<https://evil.example|click>');
     expect(text).toContain('&lt;!channel&gt;');
+  });
+
+  it('a line break or a bidi control in a name stays visible inside its line on Slack: no forged line, no text reordered', async () => {
+    const name = 'PreToolUse:y\n:white_check_mark: *[RESOLVED] persisted*\u2028\u202Eelif\u0007';
+    const before = sink.requests.length;
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: name, timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 'forge' }]), JSON_CT);
+    expect(res.status).toBe(200);
+    const deadline = performance.now() + 10_000;
+    const slack = (): string | undefined => sink.requests.slice(before).find((r) => r.path === '/slack' && r.body.includes('RESOLVED'))?.body;
+    while (slack() === undefined && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const text = (JSON.parse(slack() ?? '{}') as { text?: string }).text ?? '';
+    const lines = text.split('\n');
+    expect(lines[0]).toContain('PreToolUse:y\\n:white_check_mark: *[RESOLVED] persisted*\\u2028\\u202eelif\\u0007');
+    expect(lines.filter((l) => l.startsWith(':white_check_mark:'))).toEqual([]);
+    for (const line of lines) expect(line).not.toMatch(/[\p{Cc}\p{Zl}\p{Bidi_Control}]/u);
   });
 });
