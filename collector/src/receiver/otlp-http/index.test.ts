@@ -99,6 +99,10 @@ const CASES: Case[] = [
   { name: 'a wrong token', headers: { 'content-type': 'application/json', authorization: 'Bearer nope' }, body: '{}', status: 401, message: /bearer token/ },
   { name: 'GET on /v1/logs', headers: json, body: '', method: 'GET', status: 405, message: /use POST/ },
   { name: 'an unknown path', headers: json, body: '{}', path: '/v1/profiles', status: 404, message: /no OTLP endpoint/ },
+  // OTEL_EXPORTER_OTLP_ENDPOINT written with the signal's path, which the exporter appends again.
+  { name: 'the signal path twice', headers: json, body: '{}', path: '/v1/logs/v1/logs', status: 404, message: /^no OTLP endpoint at \/v1\/logs\/v1\/logs; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs\)$/ },
+  // OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, used as given, written without the path.
+  { name: 'no path', headers: json, body: '{}', path: '/', status: 404, message: /^no OTLP endpoint at \/; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with \/v1\/logs\)$/ },
 ];
 
 async function send(c: Case): Promise<{ status: number; headers: Headers; body: Buffer }> {

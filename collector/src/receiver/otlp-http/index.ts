@@ -135,6 +135,19 @@ export class OtlpHttpReceiver {
     return sameSecret(authCredentials(onlyAuthorization(req), 'bearer') ?? '', this.tokenDigest);
   }
 
+  /**
+   * What an exporter's settings likely got wrong for a path that is no signal's: OTEL_EXPORTER_OTLP_ENDPOINT written
+   * with the signal's path, which the exporter appends again (`/v1/logs/v1/logs`), or the per-signal
+   * OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, used as given, written without it (`/`).
+   */
+  private endpointHint(req: IncomingMessage, path: string): string {
+    const appended = /\/v1\/(logs|metrics|traces)\/?$/.exec(path);
+    if (appended && appended.index > 0) {
+      return ` (OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as ${this.opts.tls ? 'https' : 'http'}://<host>:${req.socket.localPort ?? ''}, to which the exporter appends /v1/${appended[1] ?? ''})`;
+    }
+    return path === '/' && req.method === 'POST' ? ' (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs)' : '';
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] as string;
     const signal = PATHS[path];
@@ -142,7 +155,7 @@ export class OtlpHttpReceiver {
     const answerIn = answerEncoding(req);
     if (!signal) {
       this.count(this.stats.rejected, 'not_found');
-      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
+      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces${this.endpointHint(req, path)}`);
       req.resume();
       return;
     }
