@@ -119,8 +119,27 @@ async function renderIndex(compilers: Compilers): Promise<Index> {
   return { html: html.replace('<!--modulepreload-->', `<meta name="hookwatch-build" content="${build}">\n${links}`), build };
 }
 
+/** Where the OTLP/HTTP receiver listens, to tell an exporter pointed at this port where to send instead. */
+export interface DashboardRouterOptions {
+  /** Its port, undefined until it listens. */
+  otlpHttpPort?: () => number | undefined;
+  otlpHttpTls?: boolean;
+}
+
+/**
+ * The answer to a POST of an OTLP export here: OTEL_EXPORTER_OTLP_ENDPOINT given this port (9318 for 4318) sends
+ * every export to /v1/<signal> of the HTTP port, whose client would otherwise read only that the dashboard
+ * takes GET.
+ */
+function otlpOnHttpPort(method: string, path: string, opts: DashboardRouterOptions): string | undefined {
+  if (method !== 'POST' || !/^\/v1\/(logs|metrics|traces)\/?$/.test(path)) return undefined;
+  const port = opts.otlpHttpPort?.();
+  const where = port === undefined ? 'otlp.http.addr' : `${port} (OTEL_EXPORTER_OTLP_ENDPOINT=${opts.otlpHttpTls === true ? 'https' : 'http'}://<host>:${port})`;
+  return `${method} ${path}: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${where}`;
+}
+
 /** The dashboard's routes: pages, its modules, the shared modules it imports, and Chart.js from node_modules. */
-export function createDashboardRouter(): Router {
+export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router {
   const router = express.Router();
   router.use((_req: Request, res: Response, next: NextFunction) => {
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
@@ -204,7 +223,8 @@ export function createDashboardRouter(): Router {
       res.status(204).set('allow', 'GET, HEAD').end();
       return;
     }
-    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: `${req.method} ${req.path}: the dashboard answers GET and HEAD; the API is under /api/v1` } });
+    const message = otlpOnHttpPort(req.method, req.path, opts) ?? `${req.method} ${req.path}: the dashboard answers GET and HEAD; the API is under /api/v1`;
+    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message } });
   });
   return router;
 }

@@ -345,8 +345,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now, queries }));
-  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined }));
-  app.use(createDashboardRouter());
+  const otlpHttp = { otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined };
+  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, ...otlpHttp }));
+  app.use(createDashboardRouter(otlpHttp));
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));
   // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.

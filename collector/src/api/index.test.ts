@@ -343,6 +343,16 @@ describe('bad parameters get 400 naming the parameter', () => {
     }
   });
 
+  it('an OTLP export sent to the HTTP port instead of the OTLP/HTTP port is told which port takes it', async () => {
+    for (const signal of ['logs', 'metrics', 'traces']) {
+      const post = await fetch(`${service.httpUrl}/v1/${signal}`, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: new Uint8Array(0) });
+      expect(post.status, signal).toBe(405);
+      const { error } = (await post.json()) as { error: { code: string; message: string } };
+      expect(error.code, signal).toBe('method_not_allowed');
+      expect(error.message, signal).toBe(`POST /v1/${signal}: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${service.otlpHttpAddress.port} (OTEL_EXPORTER_OTLP_ENDPOINT=http://<host>:${service.otlpHttpAddress.port})`);
+    }
+  });
+
   it('OPTIONS answers 204 with the Allow a 405 gives, on every route alike, and no CORS header for another origin', async () => {
     const H = '0123456789abcdef';
     const routes: [string, string][] = [
