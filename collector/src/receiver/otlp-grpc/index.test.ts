@@ -8,6 +8,7 @@ import { connect as http2Connect, constants as http2Constants, type ClientHttp2S
 import { connect as netConnect, type Socket } from 'node:net';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { OTLPLogExporter as HttpLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -19,7 +20,7 @@ import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../../otlp/grpc-status
 import type { LogsRequest } from '../../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../../pipeline/consumer.ts';
 import { OverloadedError } from '../../pipeline/errors.ts';
-import { silentLogger } from '../../telemetry/logger.ts';
+import { silentLogger, type Logger } from '../../telemetry/logger.ts';
 import { OtlpGrpcReceiver } from './index.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
@@ -63,9 +64,9 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-async function start(opts: { token?: string; maxRequestBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials } = {}): Promise<{ url: string; next: Recorder }> {
+async function start(opts: { token?: string; maxRequestBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials; logger?: Logger } = {}): Promise<{ url: string; next: Recorder }> {
   const next = new Recorder();
-  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}), inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: silentLogger });
+  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}), inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: opts.logger ?? silentLogger });
   const { port } = await receiver.start();
   return { url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`, next };
 }
@@ -82,6 +83,24 @@ function rawExport(url: string, body: Buffer, metadata = new Metadata(), gzip = 
 const resource = resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' });
 
 describe('OTLP/gRPC receiver with the real OpenTelemetry exporters', () => {
+  it('logs that an OTLP/HTTP exporter sent to this port, naming the port it goes to, once for a burst', async () => {
+    const warnings: { msg: string; fields: Record<string, unknown> | undefined }[] = [];
+    const { url, next } = await start({ logger: { ...silentLogger, warn: (msg, fields) => warnings.push({ msg, fields }) } });
+    // Claude Code with OTEL_EXPORTER_OTLP_PROTOCOL=http/json and the endpoint of the gRPC port.
+    for (let i = 0; i < 3; i++) {
+      const exporter = new HttpLogExporter({ url: `${url}/v1/logs`, timeoutMillis: 5000 });
+      const provider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter })] });
+      provider.getLogger('com.anthropic.claude_code.events', '2.1.332').emit({ body: 'claude_code.hook_execution_complete', attributes: { 'event.name': 'hook_execution_complete' } });
+      await provider.shutdown().catch(() => {});
+    }
+    await vi.waitFor(() => expect(warnings).toHaveLength(1), { timeout: 10_000 });
+    expect(warnings[0]).toEqual({
+      msg: 'otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc',
+      fields: { port: Number(new URL(url).port), connections: 1 },
+    });
+    expect(next.logs).toHaveLength(0);
+  });
+
   for (const gzip of [false, true]) {
     it(`takes logs from exporter-logs-otlp-grpc (gzip ${gzip}) and decodes hook records`, async () => {
       const { url, next } = await start();

@@ -20,6 +20,7 @@ import {
 import { constants as http2Constants, type Http2Session, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as NetServer, type Socket } from 'node:net';
 import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
+import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { slowClientLimits } from '../../net/slow-clients.ts';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
@@ -49,6 +50,9 @@ const identity = (b: Buffer): Buffer => b;
  * GOAWAY (or reads nothing, so that it never arrives) must not keep the connection.
  */
 const GOAWAY_GRACE_MS = 1000;
+
+/** How often a client not speaking gRPC is logged at most (each is counted as malformed). */
+const NOT_GRPC_LOG_INTERVAL_MS = 60_000;
 
 /** A TCP connection that has not started a call: when it opened, its HTTP/2 session once it has one, and when that was told GOAWAY. */
 interface FreshConnection {
@@ -130,9 +134,18 @@ export class OtlpGrpcReceiver {
   private freshSweep: NodeJS.Timeout | undefined;
   /** The HTTP/2 sessions that have started a call: they speak HTTP/2, whatever goes wrong with them later. */
   private readonly calling = new WeakSet<Http2Session>();
+  /**
+   * The clients that do not speak gRPC, logged: the exporter itself reads only a closed connection, and a counter
+   * on /metrics is found only by whoever looks for it.
+   */
+  private readonly notGrpc: ThrottledLine;
+  private port = 0;
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
+    this.notGrpc = new ThrottledLine(NOT_GRPC_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
+      opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
+    });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.server = new Server({
       'grpc.max_receive_message_length': opts.maxRequestBytes,
@@ -161,6 +174,7 @@ export class OtlpGrpcReceiver {
       this.server.bindAsync(target, credentials, (err, p) => (err ? reject(err) : resolve(p)));
     });
     this.started = true;
+    this.port = bound;
     for (const server of this.listeningServers()) {
       this.trackFresh(server);
       this.countNotHttp2(server);
@@ -218,13 +232,18 @@ export class OtlpGrpcReceiver {
    */
   private countNotHttp2(server: NetServer): void {
     server.on('sessionError', (err: NodeJS.ErrnoException, session: ServerHttp2Session) => {
-      if (err.code === 'ERR_HTTP2_ERROR' && !this.calling.has(session)) this.count(this.stats.rejected, 'malformed');
+      if (err.code === 'ERR_HTTP2_ERROR' && !this.calling.has(session)) this.notGrpcClient();
     });
     if (this.opts.tls) {
       server.on('secureConnection', (socket: TLSSocket) => {
-        if (socket.alpnProtocol !== 'h2') this.count(this.stats.rejected, 'malformed');
+        if (socket.alpnProtocol !== 'h2') this.notGrpcClient();
       });
     }
+  }
+
+  private notGrpcClient(): void {
+    this.count(this.stats.rejected, 'malformed');
+    this.notGrpc.note();
   }
 
   /**
@@ -257,6 +276,7 @@ export class OtlpGrpcReceiver {
   shutdown(): Promise<void> {
     if (!this.started) return Promise.resolve();
     clearInterval(this.freshSweep);
+    this.notGrpc.flush();
     this.stopped ??= new Promise<void>((resolve) => {
       const closeFresh = (): void => this.closeFresh(NEW_CONNECTION_GRACE_MS);
       const sweep = setInterval(closeFresh, 50);
