@@ -112,7 +112,9 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['out of range', () => loadConfig({ env: { HOOKWATCH_NEAR_THRESHOLD: '12000' } }), /delivery\.nearThreshold: must be at most 10000/],
     ['a duration out of range, in its units', () => loadConfig({ env: { HOOKWATCH_POSTGRES_LEASE_TTL: '20m' } }), /postgres\.leaseTtl: must be at most 10m$/],
     ['a libpq keyword/value string for db, its password not repeated', () => loadConfig({ env: { HOOKWATCH_DB: "host=db.internal dbname=hookwatch user=hw password=KvSECRET7" } }), /^environment HOOKWATCH_DB: invalid value "host=db\.internal dbname=hookwatch user=hw password=<redacted>" for db: a libpq keyword\/value connection string is not accepted: give a postgres:\/\/ URL/],
-    ['a duration without a unit', () => loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: '30' } }), /shutdown\.timeout: 30 has no unit: write 30s, 30m, 30h or 30ms$/],
+    ['a duration without a unit', () => loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: '30' } }), /shutdown\.timeout: 30 has no unit: write 30s, 30m, 30h, 30d or 30ms$/],
+    // Retention is counted in days (30d by default): the unit its writer most likely meant is among those offered.
+    ['a retention without a unit', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '30' } }), /retention\.events: 30 has no unit: write 30s, 30m, 30h, 30d or 30ms$/],
     ['a rule window without a unit', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  rules:\n    - { kind: persisted, window: 3600 }\n' })), /alerting\.rules\[0\]\.window: 3600 has no unit/],
     ['a size out of range, in its units', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '2GiB' } }), /otlp\.maxRequestBytes: must be at most 1GiB$/],
     ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],

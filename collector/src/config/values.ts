@@ -43,7 +43,7 @@ export function parseDuration(raw: unknown): number | undefined {
 export function unitlessDuration(raw: unknown): string | undefined {
   const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined;
   if (text === undefined || !/^\d+(\.\d+)?$/.test(text) || Number(text) === 0) return undefined;
-  return `${text} has no unit: write ${text}s, ${text}m, ${text}h or ${text}ms`;
+  return `${text} has no unit: write ${text}s, ${text}m, ${text}h, ${text}d or ${text}ms`;
 }
 
 /** Parses `20MiB`, `1.5GB` or a plain number of bytes (decimal and binary units). */
