@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -106,6 +107,8 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['bad address in a file', () => loadConfig({ env: {}, flags: { config: `${configs}bad-addr.yaml` }, readFile }), /http\.addr: expected host:port/],
     ['a file that is not a mapping', () => loadConfig({ env: {}, flags: { config: `${configs}not-a-mapping.yaml` }, readFile }), /must be a mapping/],
     ['a missing file', () => loadConfig({ env: {}, flags: { config: `${configs}nope.yaml` }, readFile }), /cannot read config file/],
+    // Relative to the folder hookwatch runs in, which under `npm start` is hookwatch's own, not the shell's.
+    ['a missing file given relative', () => loadConfig({ env: {}, flags: { config: 'nope.yaml' } }), new RegExp(`^cannot read config file nope\\.yaml \\(${resolve('nope.yaml').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\): ENOENT`)],
     ['a section given a value', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log: debug\n' }), /^config file x\.yaml: log must be a mapping of keys to values$/],
     ['a section under a section given a list', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'otlp:\n  http: [a]\n' }), /^config file x\.yaml: otlp\.http must be a mapping of keys to values$/],
     ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],

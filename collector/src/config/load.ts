@@ -3,6 +3,7 @@
  * < flags. Unknown keys and bad values fail with a message that names the key; secret values never appear in it.
  */
 import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, unitlessDuration } from './values.ts';
@@ -193,7 +194,9 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     try {
       text = (input.readFile ?? ((p) => readFileSync(p, 'utf8')))(file);
     } catch (err) {
-      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+      // A relative path is read from the folder hookwatch runs in: under `npm start` hookwatch's own, not the shell's.
+      const where = isAbsolute(file) ? '' : ` (${resolve(file)})`;
+      throw new ConfigError(`cannot read config file ${file}${where}: ${(err as Error).message}`);
     }
     let doc: unknown;
     try {
