@@ -59,7 +59,7 @@ export interface RefusalBody {
  * error saying which refusal it was (parserRefusal(req.socket.errored)). A connection that sent nothing before
  * the timeout made no request: it is closed (and answered, as Node does), but `unseen` is not told.
  */
-export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined) => RefusalBody, unseen?: (refusal: ParserRefusal) => void): void {
+export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined) => RefusalBody, unseen?: (refusal: ParserRefusal, err: NodeJS.ErrnoException & { rawPacket?: unknown }) => void): void {
   // The last request each connection's handler was given: one not yet whole when its connection fails is its handler's.
   const handled = new WeakMap<Duplex, IncomingMessage>();
   server.on('request', (req: IncomingMessage) => handled.set(req.socket, req));
@@ -67,7 +67,7 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
     const refused = parserRefusal(err);
     const current = handled.get(socket);
     // bytesRead counts what the parser was given (the plain text, on a TLS connection).
-    if (refused && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refused);
+    if (refused && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refused, err);
     // As Node: no answer on a connection that is gone, nor in the middle of one already being written.
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {

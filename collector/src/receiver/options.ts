@@ -47,6 +47,12 @@ export const REJECT_REASONS = {
 } as const;
 export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][number];
 
+/**
+ * How often each port logs, at most, clients speaking the other port's protocol (an exporter given the wrong
+ * protocol or port); each is counted as malformed.
+ */
+export const WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000;
+
 /** Counters for /metrics and tests: requests by signal and outcome, rejections by reason. */
 export interface ReceiverStats {
   requests: Record<string, number>;

@@ -32,7 +32,7 @@ import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
-import type { OtlpReceiverOptions, ReceiverStats, RejectReason } from '../options.ts';
+import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 
 /** A status as a server interceptor passes it on. */
 type SentStatus = Parameters<ServerInterceptingCall['sendStatus']>[0];
@@ -50,9 +50,6 @@ const identity = (b: Buffer): Buffer => b;
  * GOAWAY (or reads nothing, so that it never arrives) must not keep the connection.
  */
 const GOAWAY_GRACE_MS = 1000;
-
-/** How often a client not speaking gRPC is logged at most (each is counted as malformed). */
-const NOT_GRPC_LOG_INTERVAL_MS = 60_000;
 
 /** A TCP connection that has not started a call: when it opened, its HTTP/2 session once it has one, and when that was told GOAWAY. */
 interface FreshConnection {
@@ -143,7 +140,7 @@ export class OtlpGrpcReceiver {
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
-    this.notGrpc = new ThrottledLine(NOT_GRPC_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
+    this.notGrpc = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
     });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;

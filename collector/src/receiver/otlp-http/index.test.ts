@@ -3,9 +3,14 @@
  * problem in the request's encoding, and the server keeps serving afterwards.
  */
 import { request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import { Client, Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { LogsConsumer, PassThroughConsumer } from '../../pipeline/consumer.ts';
+import { silentLogger } from '../../telemetry/logger.ts';
+import { InflightBudget } from '../inflight.ts';
+import { OtlpHttpReceiver } from './index.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
 
 const TOKEN = 's3cret-ingest-token';
@@ -189,6 +194,37 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
     expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
     expect(decodeStatus(body)).toEqual({ code: 3, message: 'malformed HTTP request' });
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json)).status).toBe(200);
+  });
+
+  it('logs that an OTLP/gRPC exporter sent to this port, naming the port it goes to, and not other malformed HTTP', async () => {
+    const warnings: { msg: string; fields: Record<string, unknown> | undefined }[] = [];
+    const next: LogsConsumer & PassThroughConsumer = { consumeLogs: async () => ({ rejected: 0, message: '' }), consume: async () => {} };
+    const receiver = new OtlpHttpReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024 * 1024, requestTimeoutMs: 30_000, ingestToken: '', inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: { ...silentLogger, warn: (msg, fields) => warnings.push({ msg, fields }) } });
+    const { port } = await receiver.start();
+    const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+    try {
+      const id = (b: Buffer): Buffer => b;
+      // Claude Code with OTEL_EXPORTER_OTLP_PROTOCOL=grpc and the endpoint of the OTLP/HTTP port.
+      const err = await new Promise<ServiceError | null>((resolve) => {
+        client.makeUnaryRequest('/opentelemetry.proto.collector.logs.v1.LogsService/Export', id, id, Buffer.alloc(0), new Metadata(), { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+      });
+      expect(err).not.toBeNull();
+      await vi.waitFor(() => expect(warnings).toHaveLength(1), { timeout: 5000 });
+      expect(warnings[0]).toEqual({
+        msg: 'otlp http: an OTLP/gRPC client connected; a gRPC exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) goes to the OTLP/gRPC port (otlp.grpc.addr, 4317 by default), an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json',
+        fields: { port, connections: 1 },
+      });
+      // HTTP/1.1 that does not parse is no exporter set to the wrong protocol: counted, not logged.
+      client.close();
+      const grpcConnections = receiver.stats.rejected.malformed ?? 0;
+      await new Promise((resolve) => connect(port, '127.0.0.1', function (this: Socket) { this.end('POST /v1/logs HTTP/1.1\r\nContent-Length: x\r\n\r\n'); }).on('close', resolve).resume());
+      expect(receiver.stats.rejected.malformed).toBe(grpcConnections + 1);
+      await receiver.shutdown();
+      expect(warnings.reduce((n, w) => n + (w.fields?.['connections'] as number), 0)).toBe(grpcConnections);
+    } finally {
+      client.close();
+      await receiver.shutdown();
+    }
   });
 });
 

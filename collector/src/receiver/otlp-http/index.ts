@@ -16,12 +16,16 @@ import { closeServer, trackConnections } from '../../net/close-server.ts';
 import { CLOSE_AFTER_UNREAD_BODIES } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
-import type { OtlpReceiverOptions, ReceiverStats } from '../options.ts';
+import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats } from '../options.ts';
+import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
+
+/** The HTTP/2 connection preface (RFC 9113 section 3.4), which a gRPC client sends first. */
+const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
 const PATHS: Record<string, Signal> = { '/v1/logs': 'logs', '/v1/metrics': 'metrics', '/v1/traces': 'traces' };
 const REJECTED_FIELD: Record<Signal, string> = { logs: 'rejectedLogRecords', metrics: 'rejectedDataPoints', traces: 'rejectedSpans' };
@@ -64,9 +68,15 @@ export class OtlpHttpReceiver {
   private readonly tokenDigest: Buffer | undefined;
   /** A web page reaching this port through a name rebound to 127.0.0.1 could send telemetry: refused. */
   private readonly hostRefusal: (host: string | undefined) => string | undefined;
+  /** gRPC clients, logged: the exporter itself reads only a refused connection, and /metrics only a count. */
+  private readonly grpcClients: ThrottledLine;
+  private port = 0;
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
+    this.grpcClients = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
+      opts.logger.warn('otlp http: an OTLP/gRPC client connected; a gRPC exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) goes to the OTLP/gRPC port (otlp.grpc.addr, 4317 by default), an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json', { port: this.port, connections });
+    });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.hostRefusal = hostCheck({ addr: opts.addr, allowedHosts: opts.allowedHosts ?? [] });
     const options: ServerOptions = { ...slowClientLimits(opts.requestTimeoutMs), ...CLOSE_AFTER_UNREAD_BODIES };
@@ -94,7 +104,11 @@ export class OtlpHttpReceiver {
       const encoding = req ? answerEncoding(req) : 'protobuf';
       const [code, message] = PARSER_REFUSALS[refusal];
       return { contentType: contentType(encoding), body: encodeStatus(encoding, code, message) };
-    }, (refusal) => this.count(this.stats.rejected, refusal));
+    }, (refusal, err) => {
+      this.count(this.stats.rejected, refusal);
+      // HTTP/2's connection preface, which a gRPC client sends first: an exporter set to the other protocol.
+      if (Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, HTTP2_PREFACE.length).equals(HTTP2_PREFACE)) this.grpcClients.note();
+    });
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
@@ -107,11 +121,14 @@ export class OtlpHttpReceiver {
         resolve();
       });
     });
-    return this.server.address() as AddressInfo;
+    const address = this.server.address() as AddressInfo;
+    this.port = address.port;
+    return address;
   }
 
   /** Stops accepting, lets in-flight requests finish. Safe to call twice or before start. */
   async shutdown(): Promise<void> {
+    this.grpcClients.flush();
     await closeServer(this.server);
   }
 
