@@ -489,6 +489,9 @@ describe('an older Node.js', () => {
     const problem = nodeVersionProblem('20.20.2', '/usr/bin/node') ?? '';
     expect(problem).toContain('hookwatch needs Node.js 24 or newer; this is Node.js 20.20.2 (/usr/bin/node).');
     expect(problem).toContain('npm run hookwatch -- <command>');
+    // From a project folder, npx finds no hookwatch: the line to paste names this package's folder.
+    expect(problem).toContain(`npm --prefix ${fileURLToPath(new URL('../../..', import.meta.url)).replace(/\/$/, '')} run hookwatch -- <command>`);
+    expect(nodeVersionProblem('20.20.2', '/usr/bin/node', "/opt/it's here")).toContain(`npm --prefix '/opt/it'\\''s here' run hookwatch`);
     expect(nodeVersionProblem('24.0.0')).toBeUndefined();
   });
 
