@@ -151,8 +151,9 @@ function shellExitText(hook: HookCheck, projectDir: string | undefined): string 
  */
 function guardAdvice(over: HookCheck[], settingsPath: string | undefined): string {
   const gain = `so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview`;
-  // The file checked, absolute: the line works wherever it is run from.
-  if (settingsPath !== undefined) return `Until the hook is fixed: "hookwatch guard --install ${shellQuote(settingsPath)}" wraps every command hook of it, ${gain}.\n`;
+  // The file checked, absolute, and this Node and hookwatch: the line works wherever it is run from, hookwatch on
+  // PATH or not (started through npm, it is not).
+  if (settingsPath !== undefined) return `Until the hook is fixed: "${defaultGuardPrefix()} --install ${shellQuote(settingsPath)}" wraps every command hook of it, ${gain}.\n`;
   const unguarded = over.filter((h) => !callsGuard(h.command));
   if (unguarded.length === 0) return '';
   const lines = unguarded.map((h) => `  "command": ${JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined))}\n`);

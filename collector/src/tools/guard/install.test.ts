@@ -474,11 +474,11 @@ describe('hookwatch check recommends the guard', () => {
     // Run from another folder, the settings file given relative to it: the line names the file wherever it is run.
     const checked = await runHookwatch(['check', '--settings', join('check settings advice', '.claude', 'settings.json')], { cwd: dir });
     expect(checked.code).toBe(1);
-    const install = `hookwatch guard --install ${shellQuote(path)}`;
-    expect(checked.stdout).toContain(`Until the hook is fixed: "${install}" wraps every command hook of it,`);
-    // That line, run by a shell as printed (hookwatch being this Node and bin), wraps the hook: checked again, it is
-    // within the cap.
-    const installed = await runHook(`hookwatch() { ${shellQuote(process.execPath)} ${shellQuote(HOOKWATCH_BIN)} "$@"; }; ${install}`, project);
+    const install = /Until the hook is fixed: "(.*)" wraps every command hook of it,/.exec(checked.stdout)?.[1] ?? '';
+    expect(install).toBe(`${shellQuote(process.execPath)} ${shellQuote(HOOKWATCH_BIN)} guard --install ${shellQuote(path)}`);
+    // That line, run by a shell as printed where hookwatch is not on PATH (as under npm), wraps the hook: checked
+    // again, it is within the cap.
+    const installed = await runHook(install, project, { env: { PATH: '/usr/bin:/bin' } });
     expect(installed.stdout).toContain('wrapped 1 of 1 command hook(s)');
     expect(await runHookwatch(['check', '--settings', path], { cwd: dir })).toMatchObject({ code: 0, stdout: expect.stringContaining('OK: 1 hook checked') as unknown });
   });
