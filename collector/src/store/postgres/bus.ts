@@ -6,7 +6,9 @@
  * everything they announce is also in the shared tables, read by the leader's timer, so a signal lost while
  * the listening connection is down costs latency, never correctness. The connection reconnects with a backoff,
  * and at once when another connection to the database succeeds (databaseReachable); onResumed then tells the
- * replica that signals sent meanwhile were missed.
+ * replica that signals sent meanwhile were missed. A listening connection only receives, so one the network
+ * dropped without a word (a NAT or firewall forgetting an idle flow, a partition) would look up forever: it is
+ * asked to answer every CHECK_EVERY_MS, and one that does not within CHECK_TIMEOUT_MS is lost as any other.
  */
 import pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -17,6 +19,10 @@ export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences' | 'hookwatch_
 /** A leader that stops hands its lease back with this signal (payload: the lease name), sent by the lease itself. */
 export const LEASE_CHANNEL = 'hookwatch_lease' satisfies BusChannel;
 const CHANNELS: readonly BusChannel[] = ['hookwatch_ingest', 'hookwatch_silences', LEASE_CHANNEL];
+/** How often the listening connection is asked to answer while it is up. */
+const CHECK_EVERY_MS = 1000;
+/** How long it has to answer before it is taken for lost. */
+const CHECK_TIMEOUT_MS = 2000;
 /** NOTIFY payloads must stay below 8000 bytes. */
 const MAX_PAYLOAD = 7000;
 
@@ -45,6 +51,8 @@ export class PostgresBus {
   private wasLost = false;
   /** The sockets of the listening connection (cutConnections). */
   private readonly sockets = new ConnectionSockets();
+  /** The next check of the listening connection, while it is up. */
+  private check: NodeJS.Timeout | undefined;
   /** True while the listening connection is up (for tests and logs). */
   listening = false;
 
@@ -60,16 +68,20 @@ export class PostgresBus {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.opts.url, application_name: 'hookwatch-listen', stream: this.sockets.stream });
+    // Every statement on it (LISTEN, the checks) has CHECK_TIMEOUT_MS to be answered.
+    const client = new pg.Client({ connectionString: this.opts.url, application_name: 'hookwatch-listen', stream: this.sockets.stream, query_timeout: CHECK_TIMEOUT_MS });
     this.client = client;
     let failed = false;
     const lost = (err?: Error): void => {
       if (failed) return;
       failed = true;
       this.listening = false;
+      if (this.check) clearTimeout(this.check);
       if (this.stopped) return;
       this.wasLost = true;
       this.opts.logger?.warn('replica signal connection lost; reconnecting', { err: err ? scrubSecret(err.message, this.opts.url) : 'connection ended', retryMs: this.retryMs });
+      // Ended without waiting for the server: a connection that does not answer would not answer a goodbye either.
+      this.sockets.destroyAll();
       client.end().catch(() => {});
       this.timer = setTimeout(() => {
         this.timer = undefined;
@@ -99,6 +111,7 @@ export class PostgresBus {
       }
       this.listening = true;
       this.retryMs = this.opts.reconnectMs ?? 250;
+      this.checkLater(client, lost);
       // Restored by an attempt databaseReachable() brought forward, or by the backoff's own.
       const aheadOfBackoff = this.broughtForward;
       this.broughtForward = false;
@@ -114,6 +127,18 @@ export class PostgresBus {
     } catch (err) {
       lost(err as Error);
     }
+  }
+
+  /** Asks the listening connection to answer after CHECK_EVERY_MS, and again after each answer, until it is lost. */
+  private checkLater(client: pg.Client, lost: (err?: Error) => void): void {
+    this.check = setTimeout(() => {
+      if (this.stopped || !this.listening) return;
+      client.query('SELECT 1').then(
+        () => this.checkLater(client, lost),
+        (err: unknown) => lost((err as Error).message === 'Query read timeout' ? new Error(`a check was not answered within ${CHECK_TIMEOUT_MS} ms`) : (err as Error)),
+      );
+    }, CHECK_EVERY_MS);
+    this.check.unref();
   }
 
   /**
@@ -145,6 +170,7 @@ export class PostgresBus {
     this.stopped = true;
     this.listening = false;
     if (this.timer) clearTimeout(this.timer);
+    if (this.check) clearTimeout(this.check);
     await this.client?.end().catch(() => {});
   }
 
@@ -153,6 +179,7 @@ export class PostgresBus {
     this.stopped = true;
     this.listening = false;
     if (this.timer) clearTimeout(this.timer);
+    if (this.check) clearTimeout(this.check);
     this.sockets.destroyAll();
   }
 }

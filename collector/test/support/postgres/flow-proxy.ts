@@ -1,0 +1,78 @@
+/**
+ * A TCP proxy in front of PostgreSQL that can forget connections the way a NAT, a firewall or a load balancer
+ * drops an idle flow: from then on nothing passes either way and nobody is told (no FIN, no reset), while new
+ * connections pass as before. Connections are told apart by the `application_name` of their startup message
+ * (plain text: the test server does not use TLS).
+ */
+import { connect, createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+export interface FlowProxy {
+  /** The proxy's port on 127.0.0.1: a database URL with it in place of the server's reaches the server through it. */
+  port: number;
+  /** `url` (the server's) rewritten to go through the proxy. */
+  via(url: string): string;
+  /** Silently drops every open connection whose application_name is `app`: its bytes go nowhere from now on. */
+  drop(app: string): number;
+  close(): Promise<void>;
+}
+
+interface Flow {
+  client: Socket;
+  server: Socket;
+  app: string | undefined;
+}
+
+export async function startFlowProxy(target: { host: string; port: number }): Promise<FlowProxy> {
+  const flows = new Set<Flow>();
+  const proxy = createServer((client) => {
+    const server = connect(target.port, target.host);
+    const flow: Flow = { client, server, app: undefined };
+    flows.add(flow);
+    const end = (): void => {
+      flows.delete(flow);
+      client.destroy();
+      server.destroy();
+    };
+    client.on('error', end).on('close', end);
+    server.on('error', end).on('close', end);
+    client.on('data', (chunk: Buffer) => {
+      // The startup message: length, protocol, then name\0value\0 pairs.
+      flow.app ??= /application_name\0([^\0]*)\0/.exec(chunk.toString('latin1'))?.[1] ?? '';
+    });
+    client.pipe(server);
+    server.pipe(client);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const port = (proxy.address() as AddressInfo).port;
+  return {
+    port,
+    via: (url) => {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    drop(app) {
+      let n = 0;
+      for (const f of flows) {
+        if (f.app !== app) continue;
+        f.client.unpipe(f.server);
+        f.server.unpipe(f.client);
+        // Read and discard: the sender's writes succeed as into a network that loses them.
+        f.client.removeAllListeners('data').on('data', () => {});
+        f.server.removeAllListeners('data').on('data', () => {});
+        n++;
+      }
+      return n;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const f of flows) {
+          f.client.destroy();
+          f.server.destroy();
+        }
+        proxy.close(() => resolve());
+      }),
+  };
+}
