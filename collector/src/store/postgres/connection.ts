@@ -24,7 +24,9 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    if (lost) broken = true;
+    // A statement given up on (query_timeout) may still be running, or its connection dropped: no ROLLBACK is
+    // sent behind it, the connection goes and the server rolls back when it learns.
+    if (lost || isAnswerTimeout(err)) broken = true;
     else {
       try {
         await client.query('ROLLBACK');
@@ -40,4 +42,17 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
     if (broken || lost) client.on('error', () => {});
     client.release(broken || lost !== undefined);
   }
+}
+
+/** pg's error for a statement whose answer did not come within the connection's query_timeout. */
+export function isAnswerTimeout(err: unknown): boolean {
+  return (err as Error | undefined)?.message === 'Query read timeout';
+}
+
+/**
+ * Waits for the answers on this checked-out connection as long as they take (a migration, an index rebuild: the
+ * statement timeout is lifted for them too). Only for a connection closed afterwards, never handed back.
+ */
+export function liftAnswerTimeout(client: pg.PoolClient): void {
+  (client as unknown as { connectionParameters: { query_timeout?: number } }).connectionParameters.query_timeout = undefined;
 }

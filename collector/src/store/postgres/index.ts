@@ -24,7 +24,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { inTransaction } from './connection.ts';
+import { inTransaction, isAnswerTimeout, liftAnswerTimeout } from './connection.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
@@ -54,7 +54,18 @@ export interface PostgresStoreOptions {
    * again: another replica's prune notes them before it deletes. Default BOUNDS_REFRESH_MS.
    */
   boundsRefreshMs?: number;
+  /** The server's bound on one statement, and on a transaction left idle (default STATEMENT_TIMEOUT_MS; tests). */
+  statementTimeoutMs?: number;
 }
+
+/** A stuck statement must not hold an OTLP request (and its row locks) forever. */
+const STATEMENT_TIMEOUT_MS = 60_000;
+/**
+ * How much longer than the statement timeout a statement is waited for before it is given up on here: the
+ * server ends a slow statement itself, but a connection the network dropped without a reset (a partition, a NAT
+ * or firewall forgetting the flow, a host gone) brings neither its answer nor an error.
+ */
+const ANSWER_GRACE_MS = 5_000;
 
 /**
  * How long the retention bounds read from store_meta are trusted (PostgresStoreOptions.boundsRefreshMs). They only
@@ -425,6 +436,8 @@ export class PostgresStore implements Store {
   private readonly sockets = new ConnectionSockets();
   /** Set by cutConnections: the connections it closes are not reported as lost. */
   private cut = false;
+  /** How long a statement's answer is waited for (statement timeout + ANSWER_GRACE_MS). */
+  private readonly answerTimeoutMs: number;
 
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
@@ -436,6 +449,8 @@ export class PostgresStore implements Store {
     this.retention = opts.retention;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
+    const statementTimeoutMs = opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
+    this.answerTimeoutMs = statementTimeoutMs + ANSWER_GRACE_MS;
     const pool = (max: number, applicationName: string, settings?: string): CuttablePool => {
       const p = new CuttablePool({
         connectionString: opts.url,
@@ -444,9 +459,10 @@ export class PostgresStore implements Store {
         idleTimeoutMillis: 30_000,
         application_name: applicationName,
         stream: this.sockets.stream,
-        // A stuck statement must not hold an OTLP request (and its row locks) forever.
-        statement_timeout: 60_000,
-        idle_in_transaction_session_timeout: 60_000,
+        statement_timeout: statementTimeoutMs,
+        idle_in_transaction_session_timeout: statementTimeoutMs,
+        // Past it the call fails as on a lost connection (503, Retry-After) and the connection is dropped.
+        query_timeout: this.answerTimeoutMs,
         // Session settings as statements, not the startup `options` (which an `?options=` in the URL replaces),
         // run before the pool hands the new connection out: nothing asked of it runs before them. A setting the
         // server refuses leaves the connection on the server's defaults (plans, never answers, differ), and is
@@ -1383,6 +1399,7 @@ export class PostgresStore implements Store {
       const onError = (err: Error): void => this.logger?.warn('postgres connection lost during an index rebuild', { index: p.idx, err: this.describe(err) });
       client.on('error', onError);
       try {
+        liftAnswerTimeout(client);
         await client.query(`SET statement_timeout = '${REBUILD_STATEMENT_TIMEOUT}'; SET lock_timeout = '${REBUILD_LOCK_TIMEOUT}'`);
         await client.query(`REINDEX INDEX CONCURRENTLY ${quoteIdent(p.idx)}`);
       } finally {
@@ -1589,6 +1606,7 @@ export class PostgresStore implements Store {
     const e = err as { code?: string; message?: string };
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;
+    if (isAnswerTimeout(err)) this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
     const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
     return unavailable ? new StoreUnavailableError(message) : new Error(message);
   }

@@ -13,6 +13,7 @@
 import type pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
 import { quoteIdent, type EventIndex } from '../sql.ts';
+import { liftAnswerTimeout } from './connection.ts';
 
 /**
  * An index of the events built partition by partition without holding writes. `before` and `after`: short
@@ -82,6 +83,7 @@ export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logge
   client.on('error', onError);
   try {
     // A migration may rewrite a table or build an index over every event: longer than any ingest statement may.
+    liftAnswerTimeout(client);
     await client.query('SET statement_timeout = 0');
     let waiting = false;
     for (;;) {

@@ -1,0 +1,59 @@
+/**
+ * The store's connections dropped by the network without a word (a NAT or firewall forgetting the flows, a
+ * partition, a database host gone without a reset): a statement sent on one never gets an answer nor an error,
+ * and the server's statement_timeout cannot end it. The store gives up on it itself, a little after that timeout,
+ * with the answer a lost connection gets (StoreUnavailableError: 503 with Retry-After, gRPC UNAVAILABLE), drops
+ * the connection, and the next call opens a new one.
+ */
+import { describe, expect, it } from 'vitest';
+import { hookEvent } from '../../../test/support/alerting.ts';
+import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { recordingLogger } from '../../../test/support/recording-logger.ts';
+import { StoreUnavailableError } from '../store.ts';
+import { PostgresStore } from './index.ts';
+
+const pg = useTestServer();
+const STATEMENT_TIMEOUT_MS = 1000;
+
+/** How long `p` took to settle (ms), and what it rejected with (undefined: it resolved). */
+async function timed(p: Promise<unknown>): Promise<{ ms: number; err: unknown }> {
+  const t0 = performance.now();
+  const err = await p.then(() => undefined, (e: unknown) => e ?? new Error('rejected'));
+  return { ms: performance.now() - t0, err };
+}
+
+describe('PostgreSQL store on connections the network dropped', () => {
+  it('answers "retry later" a little after the statement timeout, and works again on new connections', { timeout: 60_000 }, async () => {
+    const server = pg.server();
+    const proxy = await startFlowProxy(server);
+    pg.defer(() => proxy.close());
+    const { logger, lines } = recordingLogger();
+    const store = pg.track(await PostgresStore.open({ url: proxy.via(await server.createDatabase()), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+    const now = Date.now();
+    // A connection of each pool, idle and kept: the next calls take them.
+    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
+    await store.ping();
+
+    expect(proxy.drop('hookwatch') + proxy.drop('hookwatch-read')).toBeGreaterThanOrEqual(2);
+    // Bounded by the test: without a bound of its own the store would wait for ever.
+    const bounded = (p: Promise<unknown>): Promise<{ ms: number; err: unknown }> =>
+      timed(Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error('still waiting after 15 s')), 15_000))]));
+    // One after the other, so each takes the dropped connection of its pool.
+    const ingest = await bounded(store.ingest([hookEvent({ timeMs: now + 1 })]));
+    const ping = await bounded(store.ping());
+    // eslint-disable-next-line no-console
+    console.log(`dropped flows: ingest answered after ${Math.round(ingest.ms)} ms, ping after ${Math.round(ping.ms)} ms`);
+    for (const r of [ingest, ping]) {
+      expect(r.err).toBeInstanceOf(StoreUnavailableError);
+      expect(r.ms).toBeLessThan(STATEMENT_TIMEOUT_MS + 7000);
+    }
+    // Said in the log, without the password.
+    const said = lines.filter((l) => l.msg.startsWith('postgres statement not answered in time'));
+    expect(said.map((l) => l.level)).toEqual(['warn', 'warn']);
+    expect(JSON.stringify(lines)).not.toContain(server.password);
+    // The dropped connections are gone from the pools: the next calls run on new ones.
+    expect((await store.ingest([hookEvent({ timeMs: now + 2 })])).inserted).toHaveLength(1);
+    await store.ping();
+  });
+});
