@@ -29,13 +29,14 @@ export interface ReplicaFixture {
   webhook(): Promise<WebhookReceiver>;
 }
 
-export function useReplicaFixture(): ReplicaFixture {
+/** `opts`: the server's settings (startTestServer). */
+export function useReplicaFixture(opts?: TestServerOptions): ReplicaFixture {
   let server: TestServer;
   let dir = '';
   const replicas: Replica[] = [];
   const closers: (() => Promise<void>)[] = [];
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer(opts);
     dir = mkdtempSync(join(tmpdir(), 'hookwatch-replicas-'));
   });
   afterEach(async () => {

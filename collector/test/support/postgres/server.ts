@@ -21,6 +21,9 @@ export interface TestServerOptions {
   settings?: Record<string, string | number>;
 }
 
+/** How `pg_ctl` stops the server: `fast` rolls back open transactions and checkpoints, `immediate` is a crash. */
+export type ShutdownMode = 'fast' | 'immediate';
+
 export interface TestServer {
   host: string;
   port: number;
@@ -33,10 +36,13 @@ export interface TestServer {
   url(database?: string): string;
   /** Creates an empty database and returns its URL. */
   createDatabase(name?: string): Promise<string>;
-  /** `pg_ctl restart -m fast`: every connection is cut, the server is back on the same port when this resolves. */
-  restart(): Promise<void>;
-  /** Stops the server (`-m fast`), runs `whileDown`, and starts it again on the same port, whatever whileDown did. */
-  down<T>(whileDown: () => Promise<T>): Promise<T>;
+  /**
+   * `pg_ctl restart` (`-m fast` unless told): every connection is cut, the server is back on the same port when
+   * this resolves. `immediate` is a crash: no checkpoint, the server recovers from its WAL as it starts.
+   */
+  restart(mode?: ShutdownMode): Promise<void>;
+  /** Stops the server (`-m fast` unless told), runs `whileDown`, and starts it again on the same port, whatever whileDown did. */
+  down<T>(whileDown: () => Promise<T>, mode?: ShutdownMode): Promise<T>;
   /**
    * SIGSTOPs the server and every one of its processes, runs `whileFrozen`, then SIGCONTs them, whatever whileFrozen
    * did: a host that hangs. Connections stay open and nothing answers; a new connection is accepted by the kernel
@@ -175,11 +181,11 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       }
       return url(db);
     },
-    async restart(): Promise<void> {
-      await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-m', 'fast', '-w', '-t', '60', 'restart']);
+    async restart(mode: ShutdownMode = 'fast'): Promise<void> {
+      await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-m', mode, '-w', '-t', '60', 'restart']);
     },
-    async down<T>(whileDown: () => Promise<T>): Promise<T> {
-      await exec('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+    async down<T>(whileDown: () => Promise<T>, mode: ShutdownMode = 'fast'): Promise<T> {
+      await exec('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
       try {
         return await whileDown();
       } finally {
