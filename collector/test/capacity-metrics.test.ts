@@ -14,6 +14,7 @@ import { Retention, registerRetentionMetrics } from '../src/store/retention.ts';
 import { registerStoreSizeMetrics } from '../src/store/metrics.ts';
 import { silentLogger } from '../src/telemetry/logger.ts';
 import type { Store } from '../src/store/store.ts';
+import { PostgresStore } from '../src/store/postgres/index.ts';
 
 const DAY = 86_400_000;
 
@@ -88,7 +89,10 @@ describe('store size and retention in /metrics (PostgreSQL)', () => {
   it('shows the size of events, rollups and the rest from a periodic query, and the partitions retention drops', async () => {
     let clock = Date.now();
     const url = await pg.server().createDatabase();
-    const service = await startTestService({ HOOKWATCH_DB: url }, { now: () => clock, storeSizeRefreshMs: 200 });
+    // Retention reckons by the database's clock, shared by the replicas: moved on with the service's.
+    const store = await PostgresStore.open({ url });
+    store.clockMs = () => Promise.resolve(clock);
+    const service = await startTestService({ HOOKWATCH_DB: url }, { now: () => clock, storeSizeRefreshMs: 200, store });
     services.push(service);
     const before = await eventually('the first size read', async () => {
       const p = parts(await scrape(service.httpUrl));

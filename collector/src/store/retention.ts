@@ -82,9 +82,11 @@ export class Retention {
       logger.warn('forwarding retention failed', { err });
     }
     if (!this.opts.isLeader()) return;
-    const t = now();
+    let t = now();
     let deferred: boolean;
     try {
+      // Replicas share the database, not a clock: its time, where it has one, is the same whoever leads.
+      if (store.clockMs) t = await store.clockMs();
       // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
       const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000);
       this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, guard_trims: r.guardTrims, partitions: r.partitions ?? 0 });

@@ -227,6 +227,11 @@ export interface Store {
    * the files on SQLite; a catalog query on PostgreSQL, which /metrics runs periodically, never per scrape.
    */
   diskUsage?(): Promise<StoreSize | undefined>;
+  /**
+   * The time (ms since the epoch) by the clock the replicas share, the database server's (PostgreSQL): retention
+   * deletes by it, so a leader whose own clock is off deletes no more and no less. Absent: the process's clock.
+   */
+  clockMs?(): Promise<number>;
   /** Throws when the store cannot serve (for /readyz). */
   ping(): Promise<void>;
   /** Safe to call twice. */

@@ -1207,7 +1207,7 @@ export class PostgresStore implements Store {
     const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
-    const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
+    const minutesBeforeMs = minuteRollupsPruneBound(await this.clockMs(), eventsBeforeMs, this.retention);
     // Noted before anything is deleted: from now on no read of this replica counts on what goes, nor any of
     // another replica begun more than its boundsRefreshMs later (currentBounds).
     this.pruned = laterBounds(laterBounds(this.pruned, await this.storedBounds((sql, p) => this.write(sql, p))), { eventsBeforeMs, minutesBeforeMs });
@@ -1303,7 +1303,7 @@ export class PostgresStore implements Store {
     }
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
     // Not made now (a lock not granted in time): the next run makes them, or the first ingest that needs one.
-    const today = Math.floor(Date.now() / DAY_MS);
+    const today = Math.floor((await this.clockMs()) / DAY_MS);
     const ahead = Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i);
     await this.ensurePartitions(ahead).catch((err: unknown) => {
       if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw this.classify(err, 'retention failed');
@@ -1553,6 +1553,10 @@ export class PostgresStore implements Store {
     const size: StoreSize = { events: 0, rollups: 0, other: 0 };
     for (const r of rows) size[String(r['part'])] = Number(r['bytes']);
     return size;
+  }
+
+  async clockMs(): Promise<number> {
+    return Number((await this.write('SELECT floor(extract(epoch FROM now()) * 1000)::float8 AS ms', []))[0]?.['ms']);
   }
 
   async ping(): Promise<void> {
