@@ -1,6 +1,7 @@
 /**
  * The only way the dashboard builds DOM: every string becomes a text node or an attribute value, never markup,
- * so a hook named `<img src=x onerror=alert(1)>` shows as exactly that text.
+ * so a hook named `<img src=x onerror=alert(1)>` shows as exactly that text. A client string shown inline beside
+ * other text goes through breakable (or format.ts's isolated where no markup can go), so its bidi controls stay inside it.
  */
 export type Child = Node | string | number | null | undefined | false;
 
@@ -65,22 +66,24 @@ function isHighSurrogate(code: number): boolean {
 const LONGEST_RUN = 24;
 
 /**
- * Text that may wrap after its separators (":", "/", "_", ".", "-", "|", ",", ";", "=", "+", "&", "@") when a
- * column is narrow, and inside a run only when it is longer than LONGEST_RUN: "SessionStart:" over "startup",
- * never "claud" over "e-code"; a command line like "jq|sort|uniq" wraps at its pipes instead of pushing the
- * table's other columns off a phone's screen.
+ * A client string (a hook name, a dimension value) as text that may wrap after its separators (":", "/", "_",
+ * ".", "-", "|", ",", ";", "=", "+", "&", "@") when a column is narrow, and inside a run only when it is longer
+ * than LONGEST_RUN: "SessionStart:" over "startup", never "claud" over "e-code"; a command line like
+ * "jq|sort|uniq" wraps at its pipes instead of pushing the table's other columns off a phone's screen. In a
+ * <bdi>: a name holding a right-to-left override (U+202E) or an unbalanced right-to-left run reorders only
+ * itself, never the status badge, figures or buttons drawn after it on the same line.
  */
-export function breakable(text: string): DocumentFragment {
-  const f = document.createDocumentFragment();
+export function breakable(text: string): HTMLElement {
+  const bdi = document.createElement('bdi');
   for (const part of text.split(/(?<=[-:/_.|,;=+&@])/)) {
     for (let i = 0; i < part.length;) {
       let end = Math.min(part.length, i + LONGEST_RUN);
       // Never between the two halves of an emoji (a surrogate pair): the cut goes before it.
       if (end < part.length && end - 1 > i && isHighSurrogate(part.charCodeAt(end - 1))) end--;
-      if (f.childNodes.length) f.appendChild(document.createElement('wbr'));
-      f.appendChild(document.createTextNode(part.slice(i, end)));
+      if (bdi.childNodes.length) bdi.appendChild(document.createElement('wbr'));
+      bdi.appendChild(document.createTextNode(part.slice(i, end)));
       i = end;
     }
   }
-  return f;
+  return bdi;
 }

@@ -60,6 +60,15 @@ export function timeZoneLabel(nowMs = Date.now(), of: TimeZoneChoice = zone, unt
   return name && name !== 'UTC' ? `${name} (${offset})` : offset;
 }
 
+/**
+ * A client string inside plain text (a sentence, the tab title, where no markup can go): between FIRST STRONG
+ * ISOLATE and POP DIRECTIONAL ISOLATE, so a right-to-left override (U+202E) or an unbalanced right-to-left run in
+ * it reorders only itself, never the words and links after it, as dom.ts's breakable does with <bdi>.
+ */
+export function isolated(text: string): string {
+  return `\u2068${text}\u2069`;
+}
+
 /** 12,345, or "unknown" for null: unknown is never shown as zero. */
 export function num(n: number | null | undefined): string {
   return n === null || n === undefined ? 'unknown' : NUM.format(Math.round(n));

@@ -20,8 +20,8 @@ describe('filters', () => {
     expect(filtersApply(at('/hooks/0123456789abcdef?f.team=a').route)).toBe(true);
     expect(filtersApply(at('/alerts?f.team=a').route)).toBe(false);
     expect(filtersApply(at('/forwarding?f.team=a').route)).toBe(false);
-    expect(notFilteredNote({ 'service.version': '9.9.9' })).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = 9.9.9 applies to the overview and hook pages.');
-    expect(notFilteredNote({ team: 'a', 'user.id': 'b' })).toBe('This page is not filtered: it shows the whole fleet. The filters team = a, user.id = b apply to the overview and hook pages.');
+    expect(notFilteredNote({ 'service.version': '9.9.9' })).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = \u20689.9.9\u2069 applies to the overview and hook pages.');
+    expect(notFilteredNote({ team: 'a', 'user.id': 'b' })).toBe('This page is not filtered: it shows the whole fleet. The filters team = \u2068a\u2069, user.id = \u2068b\u2069 apply to the overview and hook pages.');
     expect(notFilteredNote({})).toBeNull();
   });
 });

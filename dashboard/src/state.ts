@@ -5,7 +5,7 @@
 import { chartStepForSpan } from '../../shared/src/chart-step.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../shared/src/silence-link.ts';
 import type { Query } from './api.ts';
-import { dateTime, timeZone, timeZoneLabel } from './format.ts';
+import { dateTime, isolated, timeZone, timeZoneLabel } from './format.ts';
 
 export const RANGE_PRESETS = ['1h', '24h', '7d', '30d'] as const;
 export type RangePreset = (typeof RANGE_PRESETS)[number];
@@ -65,9 +65,12 @@ export function rangeQuery(range: Range): { from: string; to: string } {
   return { from: `now-${range.preset}`, to: 'now' };
 }
 
-/** The filters as people read them: "team = a, user.id = b"; '' with none. */
+/**
+ * The filters as people read them: "team = a, user.id = b"; '' with none. Each value isolated: a client's string
+ * with a right-to-left override reorders nothing after it in the sentence.
+ */
 export function filterList(filters: Record<string, string>): string {
-  return Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
+  return Object.entries(filters).map(([k, v]) => `${k} = ${isolated(v)}`).join(', ');
 }
 
 /** Range plus filters, as API query parameters. */

@@ -75,7 +75,7 @@ describe('alerts page', () => {
     await waitLoaded(p);
     expect(await p.$$('.chip:not(.superseded-note)')).toHaveLength(0);
     expect(await p.$$('#filter-value')).toHaveLength(0);
-    expect(await p.textContent('#filters-not-applied')).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = 9.9.9 applies to the overview and hook pages.');
+    expect(await p.textContent('#filters-not-applied')).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = \u20689.9.9\u2069 applies to the overview and hook pages.');
     await p.click('nav a:text-is("Overview")');
     await waitLoaded(p, 2);
     expect(new URL(p.url()).searchParams.get('f.service.version')).toBe('9.9.9');

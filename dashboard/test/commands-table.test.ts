@@ -68,7 +68,7 @@ describe('hook page: commands from transcripts', () => {
       await w.page.waitForSelector('#commands');
       expect(await w.page.$$eval('#commands tbody tr', (trs) => trs.length)).toBe(rows.length);
       expect(await w.page.textContent('#commands-panel #commands-not-filtered'))
-        .toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = someone-else.');
+        .toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = \u2068someone-else\u2069.');
       expect([...w.errors, ...w.dialogs]).toEqual([]);
     } finally {
       await w.close();

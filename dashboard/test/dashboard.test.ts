@@ -96,7 +96,7 @@ describe('overview', () => {
     expect(await p.textContent('#by-dimension')).toContain(XSS);
     expect(await p.$$('#app img')).toHaveLength(0);
     expect(dialogs).toEqual([]);
-    expect(await p.title()).toBe(`${XSS} · hookwatch`);
+    expect(await p.title()).toBe(`\u2068${XSS}\u2069 · hookwatch`);
   });
 
   it('sorts by a column, keeps the sort in the URL and across a reload', async () => {

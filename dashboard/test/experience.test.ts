@@ -138,7 +138,7 @@ describe('wording', () => {
     await waitLoaded(p);
     await p.waitForSelector('#hook-rows .empty-row');
     const text = await p.textContent('#hook-rows');
-    expect(text).toContain('No hook executions match team = nosuchteam in the last 24 hours');
+    expect(text).toContain('No hook executions match team = \u2068nosuchteam\u2069 in the last 24 hours');
     expect(text).not.toContain('Try a longer range');
     expect(await p.textContent('[data-kpi="last-event"] .kpi-label')).toBe('Last matching event');
     expect(await p.textContent('[data-kpi="last-event"] .kpi-value')).toBe('none');
@@ -151,7 +151,7 @@ describe('wording', () => {
     const { page: p } = await page();
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d&f.team=nosuchteam&by=session.id`);
     await waitLoaded(p);
-    expect(await p.textContent('#filter-empty')).toBe('No executions of this hook match team = nosuchteam in the last 7 days. Remove the filters');
+    expect(await p.textContent('#filter-empty')).toBe('No executions of this hook match team = \u2068nosuchteam\u2069 in the last 7 days. Remove the filters');
     await p.click('#filter-empty a');
     await p.waitForURL((u) => u.pathname === `/hooks/${id}` && !u.search.includes('f.team'));
     // The range and the breakdown chosen stay.

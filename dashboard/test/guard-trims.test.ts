@@ -94,7 +94,7 @@ describe('the hook page with guarded outputs', () => {
     await waitLoaded(w.page);
     expect(await kpi.textContent()).toBe(`trimmed by guard: sent 15,002, delivered ${kept.toLocaleString('en-US')}`);
     expect(await w.page.locator('[data-kpi="guard-trims"] #guard-trims-not-filtered').textContent())
-      .toBe('Not filtered: guard trims are not kept per dimension, so these figures count everyone, not only user.id = user-a.');
+      .toBe('Not filtered: guard trims are not kept per dimension, so these figures count everyone, not only user.id = \u2068user-a\u2069.');
     expect((await chartData(w.page, 'chart-cliff')).datasets.map((d) => d.label).filter((l) => l.startsWith('guarded'))).toEqual([]);
   });
 

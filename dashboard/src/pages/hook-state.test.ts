@@ -309,13 +309,13 @@ describe('growth chart ticks', () => {
 describe('panels not kept per dimension', () => {
   it('say under a filter that they count everyone, and nothing without one', () => {
     expect(unfilteredPanelNote({}, 'guard trims')).toBeNull();
-    expect(unfilteredPanelNote({ 'user.id': 'u1', team: 'a' }, 'transcripts')).toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = u1, team = a.');
+    expect(unfilteredPanelNote({ 'user.id': 'u1', team: 'a' }, 'transcripts')).toBe('Not filtered: transcripts are not kept per dimension, so these figures count everyone, not only user.id = \u2068u1\u2069, team = \u2068a\u2069.');
   });
 
   it('say when the filters match none of the hook\'s executions, with a link that removes only them', () => {
     const quiet = { ...OK, executions: 0, starts: 0 };
     expect(filterEmpty(quiet, at(`/hooks/${OK.id}?range=7d&f.team=a&by=session.id&refresh=5s`))).toEqual({
-      text: 'No executions of this hook match team = a in the last 7 days. ', clearUrl: `/hooks/${OK.id}?range=7d&by=session.id&refresh=5s`,
+      text: 'No executions of this hook match team = \u2068a\u2069 in the last 7 days. ', clearUrl: `/hooks/${OK.id}?range=7d&by=session.id&refresh=5s`,
     });
     expect(filterEmpty(quiet, at(`/hooks/${OK.id}?range=7d`))).toBeNull();
     expect(filterEmpty(OK, at(`/hooks/${OK.id}?f.team=a`))).toBeNull();

@@ -10,8 +10,8 @@ import type { Forecast, Point } from '../../../shared/src/forecast.ts';
 import { ApiFailure, api } from '../api.ts';
 import { COLORS, ChartPanel, bucketAxis, bucketTooltip, capColor, countAxis, previewColor, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { commandsPanel } from '../commands-table.ts';
-import { h, replace, scrollBox, table } from '../dom.ts';
-import { bucketLabel, bucketTooltipTitle, chars, num, partialTitles, plural, shownStatus, statusBadge, utcDayMonth, type BucketCover } from '../format.ts';
+import { breakable, h, replace, scrollBox, table } from '../dom.ts';
+import { bucketLabel, bucketTooltipTitle, chars, isolated, num, partialTitles, plural, shownStatus, statusBadge, utcDayMonth, type BucketCover } from '../format.ts';
 import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type ForecastReading } from '../forecast.ts';
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
@@ -229,7 +229,7 @@ function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
     h('caption', { class: 'sr-only' }, `By ${r.dimension}`),
     h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', null, ...breakdownRows(r).map((row) => h('tr', null,
-      h('th', { scope: 'row' }, row.value),
+      h('th', { scope: 'row' }, breakable(row.value)),
       h('td', null, statusBadge(row.status, row.counts)),
       ...row.cells.map((c) => h('td', { class: 'num' }, c)),
     ))),
@@ -329,8 +329,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       ]);
       lastSeries = series;
       const hk = detail.hook;
-      document.title = `${hk.hookName} · hookwatch`;
-      replace(title, hk.hookName, ' ', statusBadge(hk.status, hk));
+      document.title = `${isolated(hk.hookName)} · hookwatch`;
+      replace(title, breakable(hk.hookName), ' ', statusBadge(hk.status, hk));
       if (!content.isConnected) {
         replace(root, ctx.link(backUrl(state), { class: 'back' }, '← Overview'), title,
           h('p', { class: 'muted range-label' }, subtitle(hk, state, series.step)), content);

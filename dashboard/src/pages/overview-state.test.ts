@@ -60,10 +60,10 @@ describe('hook name search', () => {
     const page = Array.from({ length: 1000 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${i}`));
     expect(tableView(page, false, 1500, 'h').count).toBe('1,000 of 1,500 hooks with "h" in the name (the riskiest).');
     expect(emptyTable(at('/?range=1h&name=zzz'), overview(), NOW, 'zzz')).toEqual({ text: 'No hook in the last hour has "zzz" in its name. ', clearUrl: null, clearSearch: true });
-    expect(emptyTable(at('/?range=1h&f.team=a&name=zzz'), overview(), NOW, 'zzz').text).toBe('No hook matching team = a in the last hour has "zzz" in its name. ');
+    expect(emptyTable(at('/?range=1h&f.team=a&name=zzz'), overview(), NOW, 'zzz').text).toBe('No hook matching team = \u2068a\u2069 in the last hour has "zzz" in its name. ');
     // No hook at all in the range: the filters or the quiet range are why, not the search.
     expect(emptyTable(at('/?range=1h&f.team=nobody&name=zzz'), overview({ hooks: 0 }), NOW, 'zzz'))
-      .toEqual({ text: 'No hook executions match team = nobody in the last hour. ', clearUrl: '/?range=1h&name=zzz' });
+      .toEqual({ text: 'No hook executions match team = \u2068nobody\u2069 in the last hour. ', clearUrl: '/?range=1h&name=zzz' });
   });
 });
 
@@ -224,7 +224,7 @@ describe('fleet figures', () => {
 
   it('follows a filter in the last-event card, and says when nothing matches', () => {
     const k = kpis(overview({ lastEventAt: null, totals: { ...overview().totals, numHooks: 0, executions: 0 } }), [], { team: 'nobody' }, NOW);
-    expect(k.at(-1)).toEqual({ id: 'last-event', label: 'Last matching event', value: 'none', note: 'nothing matches team = nobody' });
+    expect(k.at(-1)).toEqual({ id: 'last-event', label: 'Last matching event', value: 'none', note: 'nothing matches team = \u2068nobody\u2069' });
     expect(k.find((x) => x.id === 'success')?.note).toBeUndefined();
     expect(showsSetup(overview({ lastEventAt: null }), { team: 'nobody' })).toBe(false);
     expect(showsSetup(overview({ lastEventAt: null }), {})).toBe(true);
@@ -240,7 +240,7 @@ describe('fleet figures', () => {
 
   it('explains an empty table: a filter to remove, or a quiet range', () => {
     expect(emptyTable(at('/?range=1h&f.team=nobody&sort=name'), overview(), NOW))
-      .toEqual({ text: 'No hook executions match team = nobody in the last hour. ', clearUrl: '/?range=1h&sort=name' });
+      .toEqual({ text: 'No hook executions match team = \u2068nobody\u2069 in the last hour. ', clearUrl: '/?range=1h&sort=name' });
     expect(emptyTable(at('/?range=1h'), overview(), NOW))
       .toEqual({ text: 'No hook executions in the last hour; the last event arrived 3 min ago. Try a longer range.', clearUrl: null });
   });

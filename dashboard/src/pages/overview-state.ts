@@ -9,7 +9,7 @@ import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
-import { buildUrl, bucketsRange, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
+import { buildUrl, bucketsRange, filterList, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
 import { lowerBoundWhy, persistedBound, persistedKnown } from './hook-state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
@@ -233,11 +233,6 @@ export interface Kpi {
   note?: string | undefined;
 }
 
-/** The filters in words: "team = platform, user.id = alice". */
-export function filterText(filters: Record<string, string>): string {
-  return Object.entries(filters).map(([k, v]) => `${k} = ${v}`).join(', ');
-}
-
 /**
  * The fleet KPIs; the status counts are counted from the rows as the table shows them (partly unmeasured is
  * unknown), or taken from the server's counts over every hook while only the riskiest are loaded.
@@ -261,7 +256,7 @@ export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], 
     filtered
       ? {
         id: 'last-event', label: 'Last matching event', value: overview.lastEventAt === null ? 'none' : ago(overview.lastEventAt, nowMs), agoOf: overview.lastEventAt ?? undefined,
-        note: overview.lastEventAt === null ? `nothing matches ${filterText(filters)}` : dateTime(overview.lastEventAt),
+        note: overview.lastEventAt === null ? `nothing matches ${filterList(filters)}` : dateTime(overview.lastEventAt),
       }
       : { id: 'last-event', label: 'Last event', value: ago(overview.lastEventAt, nowMs), agoOf: overview.lastEventAt ?? undefined, note: dateTime(overview.lastEventAt) },
   ];
@@ -290,11 +285,11 @@ export function showsSetup(overview: OverviewResponse, filters: Record<string, s
  */
 export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: number, search = ''): { text: string; clearUrl: string | null; clearSearch?: true } {
   if (search !== '' && overview.hooks > 0) {
-    const filtered = Object.keys(state.filters).length > 0 ? ` matching ${filterText(state.filters)}` : '';
+    const filtered = Object.keys(state.filters).length > 0 ? ` matching ${filterList(state.filters)}` : '';
     return { text: `No hook${filtered} in the ${rangeLabel(state.range)} has "${search}" in its name. `, clearUrl: null, clearSearch: true };
   }
   if (Object.keys(state.filters).length > 0) {
-    return { text: `No hook executions match ${filterText(state.filters)} in the ${rangeLabel(state.range)}. `, clearUrl: buildUrl('/', { range: state.range, filters: {} }, keptParams(state.params)) };
+    return { text: `No hook executions match ${filterList(state.filters)} in the ${rangeLabel(state.range)}. `, clearUrl: buildUrl('/', { range: state.range, filters: {} }, keptParams(state.params)) };
   }
   return { text: `No hook executions in the ${rangeLabel(state.range)}; the last event arrived ${ago(overview.lastEventAt, nowMs)}. Try a longer range.`, clearUrl: null };
 }
