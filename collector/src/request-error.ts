@@ -15,3 +15,18 @@ export class BadParameterError extends Error {
 export class BadBodyError extends Error {
   override name = 'BadBodyError';
 }
+
+/** The most of a client's value a refusal repeats. */
+export const ECHO_CHARS = 64;
+
+/**
+ * A client's value as a refusal repeats it: quoted as JSON, at most ECHO_CHARS characters of it, and an ellipsis
+ * inside the quotes when it was cut (never between the two halves of an emoji). A path or header of 16 KiB is not
+ * sent back whole.
+ */
+export function echoed(value: string): string {
+  if (value.length <= ECHO_CHARS) return JSON.stringify(value);
+  const code = value.charCodeAt(ECHO_CHARS - 1);
+  const end = code >= 0xd800 && code <= 0xdbff ? ECHO_CHARS - 1 : ECHO_CHARS;
+  return JSON.stringify(`${value.slice(0, end)}…`);
+}

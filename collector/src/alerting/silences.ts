@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
-import { BadParameterError } from '../request-error.ts';
+import { BadParameterError, echoed } from '../request-error.ts';
 import { formatRfc3339, parseRfc3339 } from '../rfc3339.ts';
 
 /** A silence request the API could not accept; the message and `parameter` name the field. */
@@ -99,7 +99,7 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SilenceError('body', 'expected a JSON object with matchers, endsAt, createdBy and comment');
   const b = body as Record<string, unknown>;
   for (const k of Object.keys(b)) {
-    if (!['matchers', 'startsAt', 'endsAt', 'createdBy', 'comment'].includes(k)) throw new SilenceError(k, `unknown field ${JSON.stringify(k.slice(0, 64))}`);
+    if (!['matchers', 'startsAt', 'endsAt', 'createdBy', 'comment'].includes(k)) throw new SilenceError(k, `unknown field ${echoed(k)}`);
   }
   if (!Array.isArray(b['matchers']) || b['matchers'].length === 0) throw new SilenceError('matchers', 'matchers must be a non-empty list');
   if (b['matchers'].length > MAX_MATCHERS) throw new SilenceError('matchers', `at most ${MAX_MATCHERS} matchers`);

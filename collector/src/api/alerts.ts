@@ -10,7 +10,7 @@ import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
 import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } from '../alerting/silencing.ts';
 import type { Dispatcher } from '../notify/dispatcher.ts';
-import { BadBodyError } from '../request-error.ts';
+import { BadBodyError, echoed } from '../request-error.ts';
 import { isBodyRefusal } from './index.ts';
 import { badCursor, onlyParams, ParamError, parseLimit, single } from './params.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
@@ -52,7 +52,7 @@ function parseSilenceStates(q: Record<string, unknown>): Set<SilenceState> | und
   const states = v.split(',');
   for (const s of states) {
     if (!SILENCE_STATES.includes(s as SilenceState)) {
-      throw new ParamError('state', `state: ${JSON.stringify(s.slice(0, 64))} is not a silence state; state lists one or more of ${SILENCE_STATES.join(', ')}, separated by commas`);
+      throw new ParamError('state', `state: ${echoed(s)} is not a silence state; state lists one or more of ${SILENCE_STATES.join(', ')}, separated by commas`);
     }
   }
   return new Set(states as SilenceState[]);
@@ -178,7 +178,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     onlyParams(req.query as Record<string, unknown>, []);
     const name = String(req.params['name']);
     if (!dispatcher.receiverNames().includes(name)) {
-      notFound(res, `no receiver named ${JSON.stringify(name.slice(0, 64))}; configured: ${dispatcher.receiverNames().join(', ') || '(none)'}`);
+      notFound(res, `no receiver named ${echoed(name)}; configured: ${dispatcher.receiverNames().join(', ') || '(none)'}`);
       return;
     }
     const t = now();

@@ -13,7 +13,7 @@ import { dimensionNames } from '../pipeline/settings.ts';
 import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
-import { BadBodyError, BadParameterError } from '../request-error.ts';
+import { BadBodyError, BadParameterError, echoed } from '../request-error.ts';
 import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
@@ -145,7 +145,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
     const dimension = single(q, 'dimension') ?? 'service.version';
-    if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${JSON.stringify(dimension.slice(0, 64))}; known: ${dims.join(', ')}`);
+    if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${echoed(dimension)}; known: ${dims.join(', ')}`);
     const range = parseRange(q, now());
     const limit = parseLimit(q);
     const after = parseBreakdownCursor(q);

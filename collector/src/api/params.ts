@@ -2,7 +2,7 @@
 import { stamp } from '../../../shared/src/alert-range.ts';
 import { MAX_RANGE_MS } from '../../../shared/src/api.ts';
 import { parseDuration } from '../config/values.ts';
-import { BadParameterError } from '../request-error.ts';
+import { BadParameterError, echoed } from '../request-error.ts';
 import { parseRfc3339 } from '../rfc3339.ts';
 import { alignRange } from '../store/segments.ts';
 
@@ -27,10 +27,10 @@ export function parseTime(value: string, now: number, parameter: string): number
     if (!rel[1]) return now;
     // A bare number has no unit: now-24 is not 24 milliseconds ago to whoever wrote it.
     const d = /^\d+$/.test(rel[2] ?? '') ? undefined : parseDuration(rel[2]);
-    if (d === undefined) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not a relative time such as now-24h (units ms, s, m, h, d, w)`);
+    if (d === undefined) throw new ParamError(parameter, `${parameter}: ${echoed(value)} is not a relative time such as now-24h (units ms, s, m, h, d, w)`);
     const t = rel[1] === '-' ? now - d : now + d;
     // Past what a Date holds the response could not even print the time (RangeError, a 500).
-    if (!(Math.abs(t) <= MAX_DATE_MS)) throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is outside the range of dates`);
+    if (!(Math.abs(t) <= MAX_DATE_MS)) throw new ParamError(parameter, `${parameter}: ${echoed(value)} is outside the range of dates`);
     return t;
   }
   // Unix seconds, as Prometheus takes them.
@@ -44,7 +44,7 @@ export function parseTime(value: string, now: number, parameter: string): number
   }
   const t = parseRfc3339(v);
   if (t !== undefined) return t;
-  throw new ParamError(parameter, `${parameter}: ${JSON.stringify(value.slice(0, 64))} is not an RFC 3339 time (2026-11-30T08:00:00Z), Unix seconds (1764489600) or a relative time (now-24h)`);
+  throw new ParamError(parameter, `${parameter}: ${echoed(value)} is not an RFC 3339 time (2026-11-30T08:00:00Z), Unix seconds (1764489600) or a relative time (now-24h)`);
 }
 
 /** A range of whole minutes: from rounded down, to rounded up. */
@@ -249,7 +249,7 @@ export function onlyParams(query: Record<string, unknown>, allowed: readonly str
   for (const name of Object.keys(query)) {
     if (!allowed.includes(name)) {
       const takes = allowed.length === 0 ? 'this route takes no query parameters' : `this route takes: ${allowed.join(', ')}`;
-      throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 64))}; ${takes}`);
+      throw new ParamError(name, `unknown parameter ${echoed(name)}; ${takes}`);
     }
     single(query, name);
   }
@@ -260,7 +260,7 @@ export function parseFilters(query: Record<string, unknown>, reserved: readonly 
   const filters: Record<string, string> = {};
   for (const name of Object.keys(query)) {
     if (reserved.includes(name)) continue;
-    if (!known.includes(name)) throw new ParamError(name, `unknown parameter ${JSON.stringify(name.slice(0, 64))}; filters: ${known.join(', ')}`);
+    if (!known.includes(name)) throw new ParamError(name, `unknown parameter ${echoed(name)}; filters: ${known.join(', ')}`);
     const v = single(query, name) as string;
     if (v.length > 512) throw new ParamError(name, `${name} is longer than 512 characters`);
     // No stored value contains NUL (such records are rejected at ingest), and PostgreSQL refuses it in a query.
@@ -282,7 +282,7 @@ export function parseHookIds(query: Record<string, unknown>): Set<string> | unde
   const ids = v.length > MAX_IDS * 17 ? [] : v.split(',');
   if (ids.length === 0 || ids.length > MAX_IDS) throw new ParamError('ids', `ids lists 1 to ${MAX_IDS} hook ids, separated by commas`);
   for (const id of ids) {
-    if (!HOOK_ID.test(id)) throw new ParamError('ids', `ids: ${JSON.stringify(id.slice(0, 64))} is not a hook id (16 lowercase hex characters, see GET /api/v1/hooks)`);
+    if (!HOOK_ID.test(id)) throw new ParamError('ids', `ids: ${echoed(id)} is not a hook id (16 lowercase hex characters, see GET /api/v1/hooks)`);
   }
   return new Set(ids);
 }

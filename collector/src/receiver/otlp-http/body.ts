@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { createGunzip, createInflate, type Gunzip, type Inflate } from 'node:zlib';
 import { DecodeError } from '../../otlp/model.ts';
 import { TooLargeError, UnsupportedMediaTypeError } from '../../pipeline/errors.ts';
+import { echoed } from '../../request-error.ts';
 import type { InflightAccount } from '../inflight.ts';
 
 /**
@@ -21,7 +22,7 @@ function inflater(contentEncoding: string | undefined): Gunzip | Inflate | undef
   if (enc === '' || enc === 'identity') return undefined;
   if (enc === 'gzip' || enc === 'x-gzip') return createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
   if (enc === 'deflate') return createInflate({ chunkSize: INFLATE_CHUNK_BYTES });
-  throw new UnsupportedMediaTypeError(`Content-Encoding ${JSON.stringify(enc)} is not supported (use gzip or none)`);
+  throw new UnsupportedMediaTypeError(`Content-Encoding ${echoed(enc)} is not supported (use gzip or none)`);
 }
 
 /**

@@ -105,9 +105,9 @@ const CASES: Case[] = [
   { name: 'GET on /v1/logs', headers: json, body: '', method: 'GET', status: 405, message: /use POST/ },
   { name: 'an unknown path', headers: json, body: '{}', path: '/v1/profiles', status: 404, message: /no OTLP endpoint/ },
   // OTEL_EXPORTER_OTLP_ENDPOINT written with the signal's path, which the exporter appends again.
-  { name: 'the signal path twice', headers: json, body: '{}', path: '/v1/logs/v1/logs', status: 404, message: /^no OTLP endpoint at \/v1\/logs\/v1\/logs; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs\)$/ },
+  { name: 'the signal path twice', headers: json, body: '{}', path: '/v1/logs/v1/logs', status: 404, message: /^no OTLP endpoint at "\/v1\/logs\/v1\/logs"; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs\)$/ },
   // OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, used as given, written without the path.
-  { name: 'no path', headers: json, body: '{}', path: '/', status: 404, message: /^no OTLP endpoint at \/; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with \/v1\/logs\)$/ },
+  { name: 'no path', headers: json, body: '{}', path: '/', status: 404, message: /^no OTLP endpoint at "\/"; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with \/v1\/logs\)$/ },
 ];
 
 async function send(c: Case): Promise<{ status: number; headers: Headers; body: Buffer }> {
@@ -161,6 +161,21 @@ describe('bad input gets the right status and a clear message', () => {
       expect(ok.status).toBe(200);
     });
   }
+
+  it('repeats at most 64 characters of an unknown path, Content-Type or Content-Encoding, and says it cut them', async () => {
+    const long = (head: string, c: string): string => head + c.repeat(10_000);
+    for (const c of [
+      { name: 'a long unknown path', headers: json, body: '{}', path: long('/v1/', 'p'), status: 404, message: /^no OTLP endpoint at "\/v1\/p{60}…"; use \/v1\/logs/ },
+      { name: 'a long Content-Type', headers: { ...auth, 'content-type': long('text/', 'c') }, body: 'x', status: 415, message: /^Content-Type "text\/c{59}…" is not supported; use application/ },
+      { name: 'a long Content-Encoding', headers: { ...protobuf, 'content-encoding': long('x', 'e') }, body: Buffer.from('x'), status: 415, message: /^Content-Encoding "xe{63}…" is not supported/ },
+    ]) {
+      const res = await send(c);
+      expect(res.status, c.name).toBe(c.status);
+      const status = c.headers['content-type'] === 'application/x-protobuf' ? decodeStatus(res.body) : (JSON.parse(res.body.toString()) as { message: string });
+      expect(status.message, c.name).toMatch(c.message);
+      expect(status.message.length, c.name).toBeLessThan(200);
+    }
+  });
 
   it('never echoes the ingest token', async () => {
     const res = await send({ name: '', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}x` }, body: '{}', status: 401, message: /./ });

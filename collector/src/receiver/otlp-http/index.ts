@@ -12,6 +12,7 @@ import { validatePassThrough } from '../../otlp/validate.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
+import { echoed } from '../../request-error.ts';
 import { closeServer, trackConnections } from '../../net/close-server.ts';
 import { CLOSE_AFTER_UNREAD_BODIES } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
@@ -172,7 +173,7 @@ export class OtlpHttpReceiver {
     const answerIn = answerEncoding(req);
     if (!signal) {
       this.count(this.stats.rejected, 'not_found');
-      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces${this.endpointHint(req, path)}`);
+      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${echoed(path)}; use /v1/logs, /v1/metrics or /v1/traces${this.endpointHint(req, path)}`);
       req.resume();
       return;
     }
@@ -194,7 +195,7 @@ export class OtlpHttpReceiver {
       // Authentication comes before a byte of the body is read or inflated.
       if (!this.authorized(req)) throw new UnauthenticatedError('missing or wrong bearer token (Authorization: Bearer <token>)');
       if (!encoding) {
-        throw new UnsupportedMediaTypeError(`Content-Type ${JSON.stringify(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json (UTF-8)`);
+        throw new UnsupportedMediaTypeError(`Content-Type ${echoed(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json (UTF-8)`);
       }
       const body = await readBody(req, this.opts.maxRequestBytes, account);
       const rawRequest = { signal, body, encoding, receivedAtMs: Date.now() };
