@@ -78,6 +78,10 @@ describe('client strings with bidi controls', () => {
     await waitLoaded(p);
     await p.waitForSelector('#hook-rows a.hook-link');
     expect(await p.$eval('#hook-rows a.hook-link', (a) => [a.firstElementChild?.localName, a.textContent])).toEqual(['bdi', NAME]);
+    // The fleet chart draws it on a canvas (legend, "name: 1 output" in the tooltip): isolated as in the title.
+    await p.waitForFunction(() => (window as unknown as { Chart: { getChart(id: string): unknown } }).Chart.getChart('chart-fleet') !== undefined);
+    const labels = await p.evaluate(() => (window as unknown as { Chart: { getChart(id: string): { data: { datasets: { label: string }[] } } } }).Chart.getChart('chart-fleet').data.datasets.map((d) => d.label));
+    expect(labels).toContain(`\u2068${NAME}\u2069`);
   });
 
   it('keeps the words and the link after a filter value in a sentence in their order', async () => {

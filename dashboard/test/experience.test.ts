@@ -15,6 +15,9 @@ const fx = useFixture();
 const page = fx.page;
 const hookId = fx.hookId;
 
+/** A hook's dataset label: its name isolated, so bidi controls in it reorder nothing drawn after it. */
+const chartLabel = (hookName: string): string => `\u2068${hookName}\u2069`;
+
 async function chartInfo(p: Page, id: string): Promise<{ yMax: number; yTicks: number[]; labels: string[]; colors: string[]; datasets: { label: string; data: unknown[] }[] }> {
   return p.evaluate((canvasId) => {
     type C = { scales: Record<string, { max: number; ticks: { value: number }[] }>; data: { labels: string[]; datasets: { label: string; data: unknown[]; borderColor?: string; backgroundColor?: string; reference?: boolean }[] } };
@@ -39,7 +42,7 @@ describe('overview charts', () => {
     const chart = await chartData(p, 'chart-fleet');
     const over = fleet.hooks.filter((hk) => hk.outputsPersisted.some((v) => v > 0));
     expect(over.length).toBeGreaterThan(0);
-    for (const hk of over) expect(chart.datasets.find((d) => d.label === hk.hookName)?.data).toEqual(hk.outputsPersisted);
+    for (const hk of over) expect(chart.datasets.find((d) => d.label === chartLabel(hk.hookName))?.data).toEqual(hk.outputsPersisted);
     expect(chart.labels).toHaveLength(fleet.buckets.length);
     expect(fleet.step).toBe(1800);
     const rows = await p.$$('#hook-rows tr[data-hook-id]');
@@ -48,7 +51,7 @@ describe('overview charts', () => {
     expect(await p.textContent('#chart-fleet-summary')).toMatch(/outputs persisted across 2 hooks/);
 
     // A bar opens its own hook at that bucket's time: the last hook's bar, not the first hook of its column.
-    const shown = chart.datasets.filter((d) => over.some((hk) => hk.hookName === d.label)).length;
+    const shown = chart.datasets.filter((d) => over.some((hk) => chartLabel(hk.hookName) === d.label)).length;
     expect(shown).toBeGreaterThan(1);
     const bar = await p.evaluate((di) => {
       type Meta = { data: { x: number; y: number; base: number }[] };
@@ -76,7 +79,7 @@ describe('overview charts', () => {
     // A click arriving with no pointer move before it (a quick hand: Chart.js sees both in one frame) still opens it.
     await p.locator('#chart-fleet').dispatchEvent('click', { clientX: box.x + bar.x, clientY: box.y + bar.y, bubbles: true });
     await p.waitForURL(/\/hooks\/[0-9a-f]{16}\?/);
-    const barHook = `/hooks/${fleet.hooks.find((hk) => hk.hookName === chart.datasets[shown - 1]?.label)?.id}`;
+    const barHook = `/hooks/${fleet.hooks.find((hk) => chartLabel(hk.hookName) === chart.datasets[shown - 1]?.label)?.id}`;
     expect(await p.evaluate(() => (window as unknown as { visited: string[] }).visited.map((v) => new URL(v, location.href).pathname))).toEqual([barHook]);
     const u = new URL(p.url());
     expect(u.pathname).toBe(barHook);

@@ -10,7 +10,7 @@ import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { ApiFailure, api, type Query } from '../api.ts';
 import { COLORS, ChartPanel, SERIES_COLORS, bucketAxis, bucketTitle, capColor, countAxis, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
 import { breakable, h, replace, scrollBox, table } from '../dom.ts';
-import { num, statusBadge } from '../format.ts';
+import { isolated, num, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
 import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState } from '../state.ts';
@@ -60,7 +60,7 @@ export function fleetChart(fleet: FleetSeriesResponse, top = FLEET_TOP): { confi
     type: 'bar', label, data, backgroundColor: color, stack: 'persisted', yAxisID: 'y', order: 2, pointStyle: 'rect',
   });
   const datasets = [
-    ...v.shown.map((hk, i) => bar(hk.hookName, v.shownPersisted[i] ?? [], SERIES_COLORS[i % SERIES_COLORS.length] ?? COLORS.persisted)),
+    ...v.shown.map((hk, i) => bar(isolated(hk.hookName), v.shownPersisted[i] ?? [], SERIES_COLORS[i % SERIES_COLORS.length] ?? COLORS.persisted)),
     ...(v.restLabel ? [bar(v.restLabel, v.restPersisted, COLORS.other)] : []),
     {
       type: 'line', label: 'largest output in the fleet', data: v.largest, yAxisID: 'y1', borderColor: COLORS.additionalContext, backgroundColor: COLORS.additionalContext,
