@@ -19,6 +19,20 @@ interface Pending {
 interface Reader {
   worker: Worker;
   pending: Map<number, Pending>;
+  /** Sessions open on it: each keeps a read transaction (and a connection) until it ends. */
+  sessions: number;
+}
+
+/**
+ * The queries of one answer, all on one worker in one read transaction (read-worker.ts): each sees the state the
+ * first saw, whatever ingest commits meanwhile. `begin` takes that state at once (before any query of the
+ * answer); `end` once the answer is read: the transaction lasts until then.
+ */
+export interface ReadSession {
+  begin(): Promise<void>;
+  all(sql: string, params: readonly SQLInputValue[]): Promise<Row[]>;
+  one(sql: string, params: readonly SQLInputValue[]): Promise<Row | undefined>;
+  end(): void;
 }
 
 export class SqliteReaders {
@@ -45,6 +59,34 @@ export class SqliteReaders {
     return (await this.send(sql, params, true))[0];
   }
 
+  /** A session on the least busy worker (ReadSession). */
+  session(): ReadSession {
+    const id = this.nextId++;
+    let reader: Reader | undefined;
+    let ended = false;
+    const pinned = (): Reader => {
+      if (!reader) {
+        reader = this.pick();
+        reader.sessions++;
+      }
+      return reader;
+    };
+    return {
+      // Any read of the file fixes the transaction's snapshot; the schema table is the one every file has.
+      begin: async () => {
+        await this.send('SELECT 1 FROM sqlite_master LIMIT 1', [], true, { reader: pinned(), id });
+      },
+      all: (sql, params) => this.send(sql, params, false, { reader: pinned(), id }),
+      one: async (sql, params) => (await this.send(sql, params, true, { reader: pinned(), id }))[0],
+      end: () => {
+        if (ended || !reader) return;
+        ended = true;
+        reader.sessions--;
+        reader.worker.postMessage({ type: 'end', session: id } satisfies ReadRequest);
+      },
+    };
+  }
+
   /**
    * The store opened its file again (a lost file written back, a replaced file): every worker reads the file
    * now at the path from its next query on. Queries already posted run first, on the connection they were sent to.
@@ -61,30 +103,34 @@ export class SqliteReaders {
     await Promise.all(readers.map((r) => r.worker.terminate()));
   }
 
-  private send(sql: string, params: readonly SQLInputValue[], first: boolean): Promise<Row[]> {
+  /** A query on the least busy worker, or on the worker of a session, in its transaction. */
+  private send(sql: string, params: readonly SQLInputValue[], first: boolean, session?: { reader: Reader; id: number }): Promise<Row[]> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('store is closed'));
-    const reader = this.pick();
+    // A session whose worker stopped cannot go on elsewhere: another connection would read another state.
+    if (session && !this.readers.includes(session.reader)) return Promise.reject(new StoreUnavailableError('the SQLite read worker of this read stopped'));
+    const reader = session?.reader ?? this.pick();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       reader.pending.set(id, { resolve, reject });
       // Referenced only while a query is in flight: an idle store never keeps the process alive.
       if (reader.pending.size === 1) reader.worker.ref();
-      reader.worker.postMessage({ type: 'query', id, sql, params: [...params], first } satisfies ReadRequest);
+      reader.worker.postMessage({ type: 'query', id, sql, params: [...params], first, ...(session ? { session: session.id } : {}) } satisfies ReadRequest);
     });
   }
 
-  /** The least busy worker, or a new one while fewer than `count` run and every one is busy. */
+  /** The least busy worker (queries in flight and sessions open), or a new one while fewer than `count` run and every one is busy. */
   private pick(): Reader {
+    const load = (r: Reader): number => r.pending.size + r.sessions;
     let best: Reader | undefined;
-    for (const r of this.readers) if (!best || r.pending.size < best.pending.size) best = r;
-    if (best && (best.pending.size === 0 || this.readers.length >= this.count)) return best;
+    for (const r of this.readers) if (!best || load(r) < load(best)) best = r;
+    if (best && (load(best) === 0 || this.readers.length >= this.count)) return best;
     return this.start();
   }
 
   private start(): Reader {
     const worker = new Worker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path } });
     worker.unref();
-    const reader: Reader = { worker, pending: new Map() };
+    const reader: Reader = { worker, pending: new Map(), sessions: 0 };
     worker.on('message', (m: ReadResponse) => {
       const p = reader.pending.get(m.id);
       if (!p) return;
