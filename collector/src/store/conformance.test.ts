@@ -148,7 +148,30 @@ interface Backend {
    * database written by the previous version has), and opens it again, which migrates it.
    */
   reopenBeforeDimRollups(of: Store): Promise<Store>;
+  /**
+   * From now on, `between` (a commit) runs once the store's first read statement has answered, and every later
+   * read statement waits for it; the returned function restores the store's reads.
+   */
+  betweenReads(store: Store, between: () => Promise<void>): () => void;
   teardown(): Promise<void>;
+}
+
+/**
+ * A read statement runner (`send`) whose first statement runs at once, and every later one after `between` ran,
+ * which waits for the first statement's answer: a commit lands between an answer's first statement and the others.
+ */
+function afterFirstRead<A extends unknown[], R>(send: (...args: A) => Promise<R>, between: () => Promise<void>): (...args: A) => Promise<R> {
+  let first: Promise<unknown> | undefined;
+  let gate: Promise<void> | undefined;
+  return (...args) => {
+    if (!first) {
+      const answer = send(...args);
+      first = answer.catch(() => undefined);
+      return answer;
+    }
+    gate ??= first.then(between);
+    return gate.then(() => send(...args));
+  };
 }
 
 function sqliteBackend(): Backend {
@@ -190,6 +213,15 @@ function sqliteBackend(): Backend {
     // upgrade from a database written by the previous layout is tested in store/upgrade.test.ts.
     reopenAsUpgrade: (of: Store) => reopenAfter(of, `DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', CAST(MAX(time_ms) + 86400000 AS TEXT) FROM events;`),
     reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS()),
+    betweenReads(store, between) {
+      // Every read statement goes to the read workers through their `send`.
+      const readers = (store as unknown as { readers: { send: (...args: unknown[]) => Promise<unknown> } }).readers;
+      const send = readers.send.bind(readers);
+      readers.send = afterFirstRead(send, between);
+      return () => {
+        readers.send = send;
+      };
+    },
     async teardown() {
       rmSync(dir, { recursive: true, force: true });
     },
@@ -244,6 +276,27 @@ function postgresBackend(): Backend {
     },
     reopenAsUpgrade: (of: Store) => reopenAfter(of, `DELETE FROM store_meta WHERE key = 'legacy_keys_before'; INSERT INTO store_meta (key, value) SELECT 'legacy_keys_before', (MAX(time_ms) + 86400000)::text FROM events;`),
     reopenBeforeDimRollups: (of: Store) => reopenAfter(of, UNDO_DIM_ROLLUPS()),
+    betweenReads(_store, between) {
+      // The read statements (not BEGIN, COMMIT or session settings) of the read pool's connections ('hookwatch-read').
+      type Query = (this: pg.Client, ...args: unknown[]) => unknown;
+      const query = pg.Client.prototype.query as unknown as Query;
+      const held = afterFirstRead((client: pg.Client, args: unknown[]) => query.apply(client, args) as Promise<unknown>, between);
+      const wrapped: Query = function (...args) {
+        const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text ?? '';
+        const app = (this as unknown as { connectionParameters: { application_name?: string } }).connectionParameters.application_name;
+        if (app !== 'hookwatch-read' || !/^\s*(SELECT|WITH)\b/i.test(text)) return query.apply(this, args);
+        // The pool asks with a callback, a client held for a transaction without one.
+        const callback = typeof args.at(-1) === 'function' ? (args.pop() as (err: unknown, r?: unknown) => void) : undefined;
+        const answer = held(this, args);
+        if (!callback) return answer;
+        answer.then((r) => callback(null, r), (err: unknown) => callback(err));
+        return undefined;
+      };
+      pg.Client.prototype.query = wrapped as unknown as typeof pg.Client.prototype.query;
+      return () => {
+        pg.Client.prototype.query = query as unknown as typeof pg.Client.prototype.query;
+      };
+    },
     async teardown() {
       await server?.stop();
     },
@@ -1017,6 +1070,68 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
         }
       }
     }
+  });
+
+  // A batch committed while an answer is being read (an execution in every segment of its range) is in all of it or
+  // in none: an answer read partly before and partly after it would hold totals the store never held.
+  const SNAPSHOT_ANSWERS: [string, (s: Store, q: { fromMs: number; toMs: number; filters?: Record<string, string> }, id: string) => Promise<unknown>][] = [
+    ['hook counters', (s, q) => s.hookCounters(q).then(strip)],
+    ['one hook\'s counters', (s, q, id) => s.hookCounters({ ...q, hookId: id }).then(strip)],
+    ['filtered hook counters', (s, q) => s.hookCounters({ ...q, filters: { team: 'infra' } }).then(strip)],
+    ['client versions', (s, q) => s.clientVersions(q)],
+    ['a breakdown', (s, q, id) => s.breakdown(id, 'team', q)],
+    ['a series', (s, q, id) => s.series(id, { ...q, stepMs: HOUR })],
+    ['the fleet series', (s, q) => s.fleetSeries({ ...q, stepMs: HOUR })],
+    ['the filtered fleet series', (s, q) => s.fleetSeries({ ...q, stepMs: 15 * MINUTE, filters: { team: 'infra' } })],
+  ];
+  const snapshotRange = { fromMs: T0 + 50 * MINUTE, toMs: T0 + DAY + 3 * HOUR + 10 * MINUTE };
+  /** Executions every 10 minutes of the range (in every segment of it), of one team. */
+  const everySegment = (): HookEvent[] => {
+    const batch: HookEvent[] = [];
+    for (let t = snapshotRange.fromMs; t < snapshotRange.toMs; t += 10 * MINUTE) batch.push(ev({ timeMs: t, extra: { team: 'infra' } }));
+    return batch;
+  };
+  /** The answer read while `batch` is committed (between its first statement and the others), and the one after. */
+  const readWhileCommitting = async (store: Store, answer: (typeof SNAPSHOT_ANSWERS)[number][1], id: string, batch: HookEvent[]): Promise<{ during: unknown; after: unknown }> => {
+    let committed = false;
+    const commit = async (): Promise<void> => {
+      committed = true;
+      await store.ingest(batch);
+    };
+    const restore = backend.betweenReads(store, commit);
+    let during: unknown;
+    try {
+      during = await answer(store, snapshotRange, id);
+    } finally {
+      restore();
+    }
+    // An answer read by one statement saw one state anyway: the batch comes after it.
+    if (!committed) await commit();
+    return { during, after: await answer(store, snapshotRange, id) };
+  };
+  it.each(SNAPSHOT_ANSWERS)('reads %s from one state of the store, whatever is committed while it is read', async (_name, answer) => {
+    const store = await open();
+    const batch = everySegment();
+    const id = batch[0]!.hookId;
+    // The answer of an empty range, asked first: what a store reads once and keeps (PostgreSQL's pruned bounds) is
+    // read before, and the range asked is not (nothing of it kept).
+    const empty = await answer(store, { fromMs: snapshotRange.fromMs - 7 * DAY, toMs: snapshotRange.toMs - 7 * DAY }, id);
+    const { during, after } = await readWhileCommitting(store, answer, id, batch);
+    // The batch counts (the answer after it is not the empty one), and the answer read while it was committed is
+    // the one of the state its first statement saw: before the batch, when the range was empty.
+    expect(after).not.toEqual(empty);
+    expect(during).toEqual(empty);
+  });
+  it.each(SNAPSHOT_ANSWERS)('reads %s from one state of the store when parts of it were read before and kept, whatever is committed while it is read', async (_name, answer) => {
+    const store = await open();
+    const first = everySegment();
+    const id = first[0]!.hookId;
+    await store.ingest(first);
+    // Asked once: a store may keep what it read of time that no longer changes (SQLite's closed segments).
+    const before = await answer(store, snapshotRange, id);
+    const { during, after } = await readWhileCommitting(store, answer, id, everySegment());
+    expect(after).not.toEqual(before);
+    expect(during).toEqual(before);
   });
 
   it('counts in a series\' buckets what the figures of its range count: the first bucket from `from`, the last until `to`', async () => {

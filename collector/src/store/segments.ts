@@ -70,22 +70,6 @@ export function segments(fromMsRaw: number, toMsRaw: number, openFrom?: number):
   return out;
 }
 
-/**
- * A segment of whole days cut into at most `parts` runs of whole days, as even as days allow (so each run can be
- * read on its own core, and is still a closed range of whole days).
- */
-export function splitDays(seg: Segment, parts: number): Segment[] {
-  const days = Math.round((seg.toMs - seg.fromMs) / DAY);
-  const n = Math.max(1, Math.min(parts, days));
-  const out: Segment[] = [];
-  for (let i = 0, from = seg.fromMs; i < n; i++) {
-    const to = i === n - 1 ? seg.toMs : seg.fromMs + Math.round((days * (i + 1)) / n) * DAY;
-    out.push({ granularity: seg.granularity, fromMs: from, toMs: to });
-    from = to;
-  }
-  return out;
-}
-
 /** Refuses a series step that is not a positive whole number of ms: it is written into the SQL. */
 export function checkStep(stepMs: number): void {
   if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new RangeError('series step must be a positive whole number of ms');

@@ -6,8 +6,11 @@
  */
 import type pg from 'pg';
 
-/** Runs fn inside BEGIN/COMMIT on one pooled connection; a lost connection rejects (never an unhandled 'error'). */
-export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>, onLost?: (err: Error) => void): Promise<T> {
+/**
+ * Runs fn inside BEGIN (or `begin`, a BEGIN with its modes)/COMMIT on one pooled connection; a lost connection
+ * rejects (never an unhandled 'error').
+ */
+export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>, onLost?: (err: Error) => void, begin = 'BEGIN'): Promise<T> {
   const client = await pool.connect();
   let lost: Error | undefined;
   const onError = (err: Error): void => {
@@ -19,7 +22,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   client.on('error', onError);
   let broken = false;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;

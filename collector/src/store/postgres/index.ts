@@ -6,6 +6,7 @@
  * to the rollups by upsert, so a batch retried on another replica is never counted twice and concurrent
  * replicas never lose a count. Rows are written in key order so concurrent batches cannot deadlock each other.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import { isOverflowHook, type HookEvent } from '../../hooks/model.ts';
@@ -13,7 +14,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { granularityForStep, segments, splitDays, type Granularity } from '../segments.ts';
+import { granularityForStep, segments, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
@@ -393,6 +394,12 @@ function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedSh
   return p.indexBytes >= REPACK_MIN_BYTES && p.tableBytes >= REPACK_MIN_BYTES && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
 }
 
+/** An answer's snapshot: its connection, in its transaction, and a number of its own. */
+interface Snapshot {
+  client: pg.PoolClient;
+  id: number;
+}
+
 export class PostgresStore implements Store {
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
@@ -405,8 +412,6 @@ export class PostgresStore implements Store {
    * these connections, never the ones an ingest transaction needs, so an OTLP request never waits behind one.
    */
   private readonly readPool: CuttablePool;
-  /** Connections of the read pool: statements that can run at once. */
-  private readonly readerCount: number;
   private readonly url: string;
   private readonly dims: readonly string[];
   /** Dimensions with rollups of their own (dim-rollups.ts). */
@@ -427,6 +432,9 @@ export class PostgresStore implements Store {
   private readonly attrs = new AttrSetCache();
   /** Stretches of raw events read once for the groupings asked of them in one turn (sql.ts edgeEventsQuery). */
   private readonly edgeReads = new SharedReads<EdgeGrouping, Record<string, unknown>[]>();
+  /** The snapshot (`snapshot`) of the answer being read, where its statements run. */
+  private readonly answers = new AsyncLocalStorage<Snapshot>();
+  private snapshots = 0;
   /** Days whose event partition is known to exist. */
   private readonly partitions = new Set<number>();
   /** Whether retention's index rebuilds are under way (packFinishedDays, repackRollupIndexes). */
@@ -476,14 +484,13 @@ export class PostgresStore implements Store {
       return p;
     };
     this.pool = pool(opts.poolSize ?? 10, 'hookwatch');
-    this.readerCount = Math.max(1, opts.readers ?? 2);
-    // The store reads a long range as runs of whole days, one statement per read connection (store.readers): that
-    // is its parallelism. Parallel workers of each statement on top competed with the sibling statements for the
+    // Each answer is read on one read connection, in one snapshot (`snapshot`): the answers a page asks at once are
+    // the parallelism. Parallel workers of each statement on top competed with the sibling statements for the
     // same cores (the 10 M filtered overview: p50 37-40 ms with them, 23-24 without, on 2 cores).
     // What reads touch besides the raw events (rollups, attribute sets) is small and stays in memory, so a
     // random page costs what a sequential one does (1.1, as for SSDs): at the default of 4 the planner hashed
     // every attribute set of the month (one a session) to join a few thousand rollup rows to theirs.
-    this.readPool = pool(this.readerCount, 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
+    this.readPool = pool(Math.max(1, opts.readers ?? 2), 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -874,7 +881,7 @@ export class PostgresStore implements Store {
       // overview asks both: SharedReads).
       const shared = sharedGrouping(grouping, hookId ?? few?.join(','));
       if (shared) {
-        return () => this.edgeReads.read(`${filterKey}|${a}|${b}`, shared, (gs) => {
+        return () => this.edgeReads.read(`${this.answers.getStore()?.id ?? ''}|${filterKey}|${a}|${b}`, shared, (gs) => {
           const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond);
           return this.query(sql, own).then(split);
         });
@@ -894,12 +901,11 @@ export class PostgresStore implements Store {
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(Date.now(), this.retention, await this.currentBounds());
     if (plan.source === 'raw') {
-      // One statement per segment, the days cut into a run per connection of the read pool, all at once: the
-      // partial hours at the edges from the raw events, everything else from the rollup per attribute set; none
-      // before the events horizon (only raw events and that rollup answer, and both go with retention.events).
+      // One statement per segment: the partial hours at the edges from the raw events, everything else from the
+      // rollup per attribute set; none before the events horizon (only raw events and that rollup answer, and
+      // both go with retention.events).
       const runs = segments(q.fromMs, q.toMs)
-        .flatMap((planned) => resolveSegment(planned, true, sources))
-        .flatMap((seg) => (seg.granularity === 'day' ? splitDays(seg, this.readerCount) : [seg]));
+        .flatMap((planned) => resolveSegment(planned, true, sources));
       const first = [...params];
       const statements = runs.map((run) => {
         // Each statement numbers its own parameters after the hook's.
@@ -914,8 +920,7 @@ export class PostgresStore implements Store {
     } else {
       const first = [...params];
       // Raw events (a range's partial hours under a dimension filter, minutes past the minute horizon) are each
-      // a statement of their own, run beside the one that reads every rollup segment: the edges' thousands of
-      // events are read on another connection of the read pool instead of one after the other.
+      // a statement of their own, beside the one that reads every rollup segment.
       const eventParts: (() => Promise<Record<string, unknown>[]>)[] = [];
       const parts: string[] = [];
       for (const seg of segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources))) {
@@ -983,7 +988,7 @@ export class PostgresStore implements Store {
   }
 
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    return hookCountersFrom(q, (hooks) => this.hookRows(q, hooks), (ids) => this.infos(ids));
+    return this.snapshot(() => hookCountersFrom(q, (hooks) => this.hookRows(q, hooks), (ids) => this.infos(ids)));
   }
 
   /** Counter rows by hook id (aggregate's per-hook grouping). */
@@ -1016,7 +1021,11 @@ export class PostgresStore implements Store {
     return toArrivals(rows, new Map([...infos].filter(([, info]) => isOverflowHook(info))));
   }
 
-  async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
+  series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
+    return this.snapshot(() => this.readSeries(hookId, q));
+  }
+
+  private async readSeries(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
     const { fromMs, parts, edges } = await this.seriesParts(q, [hookId, null, null]);
     const whole = async (): Promise<[number, CounterRow][]> => {
       const rows: [number, CounterRow][] = [];
@@ -1032,8 +1041,11 @@ export class PostgresStore implements Store {
     return new Map([...mergeSeries([...rows, ...hookEdgeRows(partial, hookId)], fromMs)].map(([b, row]) => [b, toCounters(row)]));
   }
 
-  async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    if (q.hookIds?.length === 0) return [];
+  fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
+    return q.hookIds?.length === 0 ? Promise.resolve([]) : this.snapshot(() => this.readFleetSeries(q));
+  }
+
+  private async readFleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
     const { fromMs, parts, edges } = await this.seriesParts(q, [null, null]);
     const whole = async (): Promise<FleetBucket[]> => {
       const out: FleetBucket[] = [];
@@ -1080,7 +1092,7 @@ export class PostgresStore implements Store {
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
-    const rows = await this.aggregate(q, 'client');
+    const rows = await this.snapshot(() => this.aggregate(q, 'client'));
     return [...rows.values()].map(({ keys, row }) => {
       const c = toCounters(row);
       return { serviceName: String(keys[0] ?? ''), version: String(keys[1] ?? ''), executions: c.executions, sizeUnknownExecutions: c.sizeUnknownExecutions, hasSizeData: c.executions > c.sizeUnknownExecutions };
@@ -1089,7 +1101,7 @@ export class PostgresStore implements Store {
 
   async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]> {
     // A rolled dimension from its rollups; user.*, session.id from the raw events of this one hook (dim-rollups.ts).
-    const rows = await this.aggregate(q, { dimension }, hookId);
+    const rows = await this.snapshot(() => this.aggregate(q, { dimension }, hookId));
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
@@ -1158,6 +1170,8 @@ export class PostgresStore implements Store {
    * what this replica knew.
    */
   private async currentBounds(): Promise<PrunedBounds> {
+    // An answer's snapshot read them just before it began (`snapshot`).
+    if (this.answers.getStore()) return this.pruned;
     if (performance.now() - this.boundsReadAt < this.boundsRefreshMs) return this.pruned;
     this.boundsRead ??= (async () => {
       const startedAt = performance.now();
@@ -1580,9 +1594,33 @@ export class PostgresStore implements Store {
     this.sockets.destroyAll();
   }
 
-  /** A read query, on the read pool. */
+  /** A read query, on the read pool, or in the snapshot of the answer it is part of (`snapshot`). */
   private query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    return this.run(this.readPool, sql, params);
+    return this.run(this.answers.getStore()?.client ?? this.readPool, sql, params);
+  }
+
+  /**
+   * Reads an answer built of several statements (time segments, then the hooks' rows) in one snapshot: one
+   * connection of the read pool in a REPEATABLE READ READ ONLY transaction, so a batch another connection (or
+   * replica) commits meanwhile is in all of the answer or in none of it, never counted by one segment and not the
+   * next. The transaction lasts as long as the answer's statements; they run one after another on its connection.
+   * The retention bounds the answer plans by are read before it begins (currentBounds): a snapshot holding a
+   * connection never waits for another.
+   */
+  private async snapshot<T>(read: () => Promise<T>): Promise<T> {
+    if (this.answers.getStore()) return read();
+    await this.currentBounds();
+    // The answer's own failures are classified where they happen (`run`); the rest are the transaction's.
+    let readFailed = false;
+    const answer = (client: pg.PoolClient): Promise<T> => this.answers.run({ client, id: ++this.snapshots }, () => read().catch((err: unknown) => {
+      readFailed = true;
+      throw err;
+    }));
+    try {
+      return await inTransaction(this.readPool, answer, undefined, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    } catch (err) {
+      throw readFailed ? err : this.classify(err, 'store query failed');
+    }
   }
 
   /** A statement of the write side (ingest's own lookups, side writes), on the pool ingest uses. */
@@ -1590,7 +1628,7 @@ export class PostgresStore implements Store {
     return this.run(this.pool, sql, params);
   }
 
-  private async run(pool: pg.Pool, sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+  private async run(pool: pg.Pool | pg.PoolClient, sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
     try {
       const r = await pool.query(sql, params);
       return r.rows as Record<string, unknown>[];

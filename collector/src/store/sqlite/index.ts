@@ -2,13 +2,14 @@
  * The embedded default store: SQLite through node:sqlite (no native addon to compile). WAL mode; each ingest
  * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import { isOverflowHook, type HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { HOUR, MINUTE, granularityForStep, segments, splitDays, type Granularity, type Segment } from '../segments.ts';
+import { HOUR, MINUTE, granularityForStep, segments, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
@@ -17,7 +18,7 @@ import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, 
 import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, MIGRATION_FUNCTIONS, attrDigest, attrFilter, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
-import { SqliteReaders } from './reader.ts';
+import { SqliteReaders, type ReadSession } from './reader.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
@@ -141,6 +142,19 @@ const CLOSED_SEGMENT_ROW_BUDGET = 100_000;
 const CORRUPT_CAUSE = 'the database file is corrupt';
 const MIN_RECOVERY_GAP_MS = 1000;
 
+/** Changes (ingest commits, prunes) the store remembers for the reads under way (SqliteStore.changedSince). */
+const CHANGE_LOG_SIZE = 1024;
+
+/**
+ * An answer being read (SqliteStore.snapshot): its session on a read worker (undefined for ':memory:', read in
+ * this thread), the number of the last change before it began, and a number of its own.
+ */
+interface Answer {
+  session: ReadSession | undefined;
+  since: number;
+  id: number;
+}
+
 /** The connection and what is prepared on it; replaced whole when the file is reopened. */
 interface Connection {
   db: DatabaseSync;
@@ -181,10 +195,13 @@ export class SqliteStore implements Store {
   private flushScheduled = false;
   /** Transactions committed by ingest (one per group of batches). */
   commits = 0;
-  /** Aggregates of rollup segments that ended before the current minute, by segment and grouping. */
-  private readonly closedSegments = new Map<string, { toMs: number; rows: [string, CounterRow][] }>();
+  /**
+   * Aggregates of rollup segments that ended before the current minute, by segment and grouping, each the same
+   * since change `since` (changedSince).
+   */
+  private readonly closedSegments = new Map<string, { toMs: number; since: number; rows: [string, CounterRow][] }>();
   /** Fleet series over closed buckets, dropped like closedSegments when an event for their time arrives. */
-  private readonly closedFleet = new Map<string, { toMs: number; rows: FleetBucket[] }>();
+  private readonly closedFleet = new Map<string, { toMs: number; since: number; rows: FleetBucket[] }>();
   private cachedRows = 0;
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
@@ -203,11 +220,16 @@ export class SqliteStore implements Store {
    * its one connection and cannot be opened from another thread, so its reads stay on the main connection.
    */
   private readonly readers: SqliteReaders | undefined;
+  /** The answer being read, where its queries run (`snapshot`). */
+  private readonly answers = new AsyncLocalStorage<Answer>();
+  private answerCount = 0;
   /**
-   * Cacheable reads in flight, each with the end of its segment. A commit or prune that drops cached segments
-   * marks the reads of those segments stale too: their rows may predate the commit, and must not be kept after it.
+   * Changes so far, and the last CHANGE_LOG_SIZE of them, each with the earliest time it touched (-Infinity:
+   * any). Rows read for an answer may be kept for a closed segment only if nothing changed its time since the
+   * answer began: the answer's snapshot may predate a commit that dropped the segment while it was read.
    */
-  private readonly inFlight = new Set<{ toMs: number; stale: boolean }>();
+  private changes = 0;
+  private readonly changeLog: { n: number; fromMs: number }[] = [];
 
   constructor(opts: SqliteStoreOptions) {
     this.path = opts.path;
@@ -225,11 +247,6 @@ export class SqliteStore implements Store {
       this.checkTimer = setInterval(() => this.check(), opts.checkIntervalMs ?? 2000);
       this.checkTimer.unref();
     }
-  }
-
-  /** Read queries that can run at once (read workers; one for ':memory:', read on the main connection). */
-  private get readerCount(): number {
-    return this.readers?.count ?? 1;
   }
 
   /** Opens the file, migrates it and prepares the statements ingest uses. */
@@ -436,7 +453,7 @@ export class SqliteStore implements Store {
     if (!this.readers) return this.read(() => this.c.sql.get(sql).all(...params)) as Record<string, unknown>[];
     if (this.closed) throw new StoreUnavailableError('store is closed');
     try {
-      return await this.readers.all(sql, params);
+      return await (this.answers.getStore()?.session ?? this.readers).all(sql, params);
     } catch (err) {
       throw this.classify(err);
     }
@@ -447,22 +464,66 @@ export class SqliteStore implements Store {
     if (!this.readers) return this.read(() => this.c.sql.get(sql).get(...params)) as Record<string, unknown> | undefined;
     if (this.closed) throw new StoreUnavailableError('store is closed');
     try {
-      return await this.readers.one(sql, params);
+      return await (this.answers.getStore()?.session ?? this.readers).one(sql, params);
     } catch (err) {
       throw this.classify(err);
     }
   }
 
-  /** Runs a read whose rows may be kept for the closed time before `toMs`; `keep` says whether they still may. */
-  private async readForCache<T>(toMs: number, fn: () => Promise<T>): Promise<{ rows: T; keep: boolean }> {
-    const ticket = { toMs, stale: false };
-    this.inFlight.add(ticket);
+  /**
+   * Reads an answer built of several queries (time segments, then the hooks' rows) in one snapshot: a session on
+   * one read worker, in one read transaction (read-worker.ts), so a batch committed meanwhile is in all of the
+   * answer or in none of it, never counted by one segment and not the next. The transaction lasts as long as the
+   * answer's queries (no longer: WAL checkpoints wait for it); they run one after another on that worker. For
+   * ':memory:' the queries run in this thread, none waiting for a later turn, so no commit comes between them.
+   *
+   * The snapshot is taken before the answer looks at the closed segments kept (closedSegments): a segment kept
+   * since before the answer began and still kept then is the same in the snapshot, whatever is committed later.
+   */
+  private async snapshot<T>(read: () => Promise<T>): Promise<T> {
+    if (this.answers.getStore()) return read();
+    const since = this.changes;
+    const session = this.readers?.session();
     try {
-      const rows = await fn();
-      return { rows, keep: !ticket.stale };
+      try {
+        await session?.begin();
+      } catch (err) {
+        throw this.classify(err);
+      }
+      return await this.answers.run({ session, since, id: ++this.answerCount }, read);
     } finally {
-      this.inFlight.delete(ticket);
+      session?.end();
     }
+  }
+
+  /** The change after which segments read now are the same (the start of the answer being read). */
+  private get readSince(): number {
+    return this.answers.getStore()?.since ?? this.changes;
+  }
+
+  /** Whether a change after change `since` touched time before `toMs` (true when the log no longer reaches back). */
+  private changedSince(since: number, toMs: number): boolean {
+    if (since >= this.changes) return false;
+    if ((this.changeLog[0]?.n ?? Infinity) > since + 1) return true;
+    for (let i = this.changeLog.length - 1; i >= 0 && (this.changeLog[i] as { n: number }).n > since; i--) {
+      if ((this.changeLog[i] as { fromMs: number }).fromMs < toMs) return true;
+    }
+    return false;
+  }
+
+  private noteChange(fromMs: number): void {
+    this.changeLog.push({ n: ++this.changes, fromMs });
+    if (this.changeLog.length > CHANGE_LOG_SIZE) this.changeLog.shift();
+  }
+
+  /**
+   * Runs a read whose rows may be kept for the closed time before `toMs`; `keep` says whether they still may, and
+   * `since` from which change they hold.
+   */
+  private async readForCache<T>(toMs: number, fn: () => Promise<T>): Promise<{ rows: T; keep: boolean; since: number }> {
+    const since = this.readSince;
+    const rows = await fn();
+    return { rows, keep: !this.changedSince(since, toMs), since };
   }
 
   private migrate(db: DatabaseSync): void {
@@ -629,12 +690,12 @@ export class SqliteStore implements Store {
    * only the last minutes' segments go; a late event drops everything from its time on.
    */
   private forgetSegmentsAfter(events: readonly HookEvent[]): void {
-    if ((this.closedSegments.size === 0 && this.closedFleet.size === 0 && this.inFlight.size === 0) || events.length === 0) return;
+    if (events.length === 0) return;
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
+    this.noteChange(earliest);
     for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.forgetSegment(key);
     for (const [key, seg] of this.closedFleet) if (seg.toMs > earliest) this.closedFleet.delete(key);
-    for (const t of this.inFlight) if (t.toMs > earliest) t.stale = true;
   }
 
   private forgetSegment(key: string): void {
@@ -645,7 +706,7 @@ export class SqliteStore implements Store {
   }
 
   private forgetAllSegments(): void {
-    for (const t of this.inFlight) t.stale = true;
+    this.noteChange(-Infinity);
     this.closedSegments.clear();
     this.closedFleet.clear();
     this.cachedRows = 0;
@@ -729,11 +790,8 @@ export class SqliteStore implements Store {
     // (attr-rollups.ts), the raw events for the rest.
     const attrRolled = (seg: Part): boolean => plan.source === 'raw' && seg.granularity !== 'minute';
     const readsEvents = (seg: Part): boolean => (plan.source === 'raw' ? !attrRolled(seg) : seg.events) || (plan.source === 'dims' && dimGranularity(seg.granularity) === undefined);
-    // Segments are read concurrently: on as many read workers (cores) as there are, a long stretch of raw events
-    // (or of the rollup per attribute set) split into as many runs of whole days.
-    const parts = segments(q.fromMs, q.toMs, openFrom)
-      .flatMap((planned) => resolveSegment(planned, plan.source === 'raw', sources))
-      .flatMap((seg): Part[] => ((readsEvents(seg) || attrRolled(seg)) && seg.granularity === 'day' ? splitDays(seg, this.readerCount).map((run) => ({ ...run, events: seg.events })) : [seg]));
+    // Segments are read in the answer's snapshot (`snapshot`), one after another on its read worker.
+    const parts: Part[] = segments(q.fromMs, q.toMs, openFrom).flatMap((planned) => resolveSegment(planned, plan.source === 'raw', sources));
     const read = async (seg: Part): Promise<[string, CounterRow][]> => {
       const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
       const fromEvents = readsEvents(seg);
@@ -744,7 +802,9 @@ export class SqliteStore implements Store {
       // Not a few hooks' (asked once per screenful of rows): kept, they would push out what every refresh reads.
       const cacheable = seg.toMs <= openFrom && few === undefined;
       const key = `${source}|${filterKey}|${seg.fromMs}|${seg.toMs}|${JSON.stringify(grouping)}|${hookId ?? ''}`;
-      const kept = cacheable ? this.closedSegments.get(key) : undefined;
+      // Kept since before this answer began: the same in its snapshot.
+      const found = cacheable ? this.closedSegments.get(key) : undefined;
+      const kept = found && found.since <= this.readSince ? found : undefined;
       let rows = kept?.rows;
       if (kept) {
         // Most recently used last: eviction takes the oldest first, never the 30-day segments read every refresh.
@@ -766,9 +826,10 @@ export class SqliteStore implements Store {
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
           // Across hooks, a stretch the overview's hook counters and client versions both read is read once for
           // both (SharedReads).
-          const shared = sharedGrouping(grouping, hookId ?? few?.join(','));
+          // Not for ':memory:': a shared read waits for the next turn, when a commit may come first.
+          const shared = this.readers && sharedGrouping(grouping, hookId ?? few?.join(','));
           if (shared) {
-            fetch = () => this.edgeReads.read(`${filterKey}|${seg.fromMs}|${seg.toMs}`, shared, (gs) => {
+            fetch = () => this.edgeReads.read(`${this.answers.getStore()?.id ?? ''}|${filterKey}|${seg.fromMs}|${seg.toMs}`, shared, (gs) => {
               const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond, table);
               return this.all(sql, params).then(split);
             });
@@ -803,7 +864,7 @@ export class SqliteStore implements Store {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
             this.forgetSegment(this.closedSegments.keys().next().value as string);
           }
-          this.closedSegments.set(key, { toMs: seg.toMs, rows });
+          this.closedSegments.set(key, { toMs: seg.toMs, since: result.since, rows });
           this.cachedRows += rows.length;
         }
       }
@@ -860,7 +921,7 @@ export class SqliteStore implements Store {
   }
 
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
-    return hookCountersFrom(q, (hooks) => this.aggregate(q, 'hook', hooks), (ids) => this.infos(ids));
+    return this.snapshot(() => hookCountersFrom(q, (hooks) => this.aggregate(q, 'hook', hooks), (ids) => this.infos(ids)));
   }
 
   /** The named hooks' rows in one statement: the cost follows the hooks in range, not every hook in the table. */
@@ -888,7 +949,11 @@ export class SqliteStore implements Store {
     return toArrivals(rows, new Map([...infos].filter(([, info]) => isOverflowHook(info))));
   }
 
-  async series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
+  series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
+    return this.snapshot(() => this.readSeries(hookId, q));
+  }
+
+  private async readSeries(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>> {
     const { fromMs, parts, edges } = this.seriesParts(q);
     const whole = async (): Promise<[number, CounterRow][]> => {
       const rows: [number, CounterRow][] = [];
@@ -934,8 +999,11 @@ export class SqliteStore implements Store {
   }
 
 
-  async fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    if (q.hookIds?.length === 0) return [];
+  fleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
+    return q.hookIds?.length === 0 ? Promise.resolve([]) : this.snapshot(() => this.readFleetSeries(q));
+  }
+
+  private async readFleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
     const { fromMs, readFromMs, readToMs, parts, edges } = this.seriesParts(q);
     // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
     const scope = q.hookIds ? hookScope((column) => `${column} IN (SELECT value FROM json_each(?))`) : undefined;
@@ -968,20 +1036,21 @@ export class SqliteStore implements Store {
     const openFrom = Math.min(readToMs, Math.max(readFromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
     // Where the parts meet is part of what was read: a cached chart is one of the same sources.
     const key = `${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
-    let closed = this.closedFleet.get(key)?.rows;
+    const found = this.closedFleet.get(key);
+    let closed = found && found.since <= this.readSince ? found.rows : undefined;
     if (!closed) {
       const r = await this.readForCache(openFrom, () => read(readFromMs, openFrom));
       closed = r.rows;
       if (r.keep) {
         if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
-        this.closedFleet.set(key, { toMs: openFrom, rows: closed });
+        this.closedFleet.set(key, { toMs: openFrom, since: r.since, rows: closed });
       }
     }
     return [...closed, ...(await read(openFrom, readToMs))];
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {
-    const rows = await this.aggregate(q, 'client');
+    const rows = await this.snapshot(() => this.aggregate(q, 'client'));
     return [...rows.entries()].map(([key, row]) => {
       const [serviceName = '', version = ''] = key.split('\u0000');
       const c = toCounters(row);
@@ -991,7 +1060,7 @@ export class SqliteStore implements Store {
 
   async breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]> {
     // A rolled dimension from its rollups; user.*, session.id from the raw events of this one hook (dim-rollups.ts).
-    const rows = await this.aggregate(q, { dimension }, hookId);
+    const rows = await this.snapshot(() => this.aggregate(q, { dimension }, hookId));
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
   }
 
