@@ -1013,8 +1013,7 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
           const want = foldBy(events, r.fromMs, r.toMs, (e) => e.serviceVersion, keep);
           const byVersion = (versions: ClientVersion[]): Map<string, number[]> => new Map(versions.map((v) => [v.version, [v.executions, v.sizeUnknownExecutions]]));
           const wantVersions = new Map([...want].map(([v, c]) => [v, [c.executions, c.sizeUnknownExecutions]]));
-          // First asked at once, as the overview asks them (nothing kept yet): a stretch of raw events both read is
-          // read once for both (shared-reads.ts); then each on its own.
+          // First asked at once, as the overview asks them (nothing kept yet), then each on its own.
           const [together, versionsTogether] = await Promise.all([store.hookCounters({ ...q, filters }), store.clientVersions({ ...q, filters })]);
           expect(strip(together), label).toEqual(model(events, q.fromMs, q.toMs, keep));
           expect(byVersion(versionsTogether), label).toEqual(wantVersions);

@@ -6,7 +6,6 @@ import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow,
 import { DIM_ROLLUP_TABLES, dimRebuildSql } from './dim-rollups.ts';
 import { checkStep, granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
-import type { EdgeGrouping } from './shared-reads.ts';
 import type { EdgeRows } from './minute-sources.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
@@ -69,8 +68,8 @@ export function eventAggregates(): string {
 /**
  * Raw events folded per `by` (events columns, each under its alias: attrs as e_by, hook as e_hook) and per the
  * few columns eventAggregates' conditions read (kind, status, sizes_known, the hook count), with plain sums and
- * maxima: no condition per event. The partials of attrGroupedEventsQuery, hookGroupedEventsQuery and
- * edgeEventsQuery, which FOLDED_AGGREGATES turns into counter columns.
+ * maxima: no condition per event. The partials of attrGroupedEventsQuery and hookGroupedEventsQuery, which
+ * FOLDED_AGGREGATES turns into counter columns.
  */
 function foldedEvents(by: Readonly<Record<string, string>>, where: string, table: string): string {
   const plainSums = ['num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted', 'duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
@@ -140,34 +139,6 @@ export function hookGroupedEventsQuery(id: string, where: string, table = 'event
 
 /** The id of the hook of a fold's partial (foldedEvents by hook, as e_hook), looked up once per group. */
 const FOLDED_HOOK_ID = '(SELECT h.hook_id FROM hooks h WHERE h.ref = e.e_hook)';
-
-/** How a backend names a read's group columns: the hook id's alias, the client's values and what groups them. */
-export interface EdgeColumns {
-  hookAs: string;
-  /** After the hook id in a statement that also groups by client: a NULL for each further client column. */
-  hookPadding: string;
-  clientSelect: string;
-  clientGroup: string;
-}
-
-/**
- * The statement that reads one stretch of events (`where`, `table`) for the groupings asked of it (SharedReads),
- * and how its rows split by grouping. Asked alone, a grouping is hookGroupedEventsQuery or attrGroupedEventsQuery;
- * asked together, the events are read once, folded per hook and attribute set, then grouped each way, column `t`
- * telling the rows apart (0 by hook, 1 by client).
- */
-export function edgeEventsQuery(groupings: readonly EdgeGrouping[], cols: EdgeColumns, where: string, table = 'events'): { sql: string; split: <R extends Record<string, unknown>>(rows: R[]) => Map<EdgeGrouping, R[]> } {
-  if (groupings.length === 1) {
-    const only = groupings[0] as EdgeGrouping;
-    const sql = only === 'hook' ? hookGroupedEventsQuery(cols.hookAs, where, table) : attrGroupedEventsQuery(cols.clientSelect, cols.clientGroup, where, table);
-    return { sql, split: (rows) => new Map([[only, rows]]) };
-  }
-  const sql = `WITH e AS MATERIALIZED (${foldedEvents({ e_hook: 'hook', e_by: 'attrs' }, where, table)})
-  SELECT 0 AS t, ${FOLDED_HOOK_ID} AS ${cols.hookAs}${cols.hookPadding}, ${FOLDED_AGGREGATES} FROM e GROUP BY e.e_hook
-  UNION ALL
-  SELECT 1 AS t, ${cols.clientSelect}, ${FOLDED_AGGREGATES} FROM e LEFT JOIN attr_sets ON attr_sets.id = e.e_by GROUP BY ${cols.clientGroup}`;
-  return { sql, split: (rows) => new Map([['hook', rows.filter((r) => Number(r['t']) === 0)], ['client', rows.filter((r) => Number(r['t']) === 1)]]) };
-}
 
 function snake(s: string): string {
   return s.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());

@@ -20,7 +20,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
@@ -28,7 +28,6 @@ import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type Guar
 import { inTransaction, isAnswerTimeout, liftAnswerTimeout } from './connection.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -394,10 +393,9 @@ function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedSh
   return p.indexBytes >= REPACK_MIN_BYTES && p.tableBytes >= REPACK_MIN_BYTES && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
 }
 
-/** An answer's snapshot: its connection, in its transaction, and a number of its own. */
+/** An answer's snapshot: its connection, in its transaction. */
 interface Snapshot {
   client: pg.PoolClient;
-  id: number;
 }
 
 export class PostgresStore implements Store {
@@ -430,11 +428,8 @@ export class PostgresStore implements Store {
   private boundsRead: Promise<PrunedBounds> | undefined;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
-  /** Stretches of raw events read once for the groupings asked of them in one turn (sql.ts edgeEventsQuery). */
-  private readonly edgeReads = new SharedReads<EdgeGrouping, Record<string, unknown>[]>();
   /** The snapshot (`snapshot`) of the answer being read, where its statements run. */
   private readonly answers = new AsyncLocalStorage<Snapshot>();
-  private snapshots = 0;
   /** Days whose event partition is known to exist. */
   private readonly partitions = new Set<number>();
   /** Whether retention's index rebuilds are under way (packFinishedDays, repackRollupIndexes). */
@@ -867,9 +862,7 @@ export class PostgresStore implements Store {
     // Events name their hook by number: grouped by it, the id is looked up once per group.
     const eventHookParam = hookId ? `AND hook = ${hookRefOf(`$${hookIndex}`)}` : scope?.byRef ?? '';
     const plan = planRead(filters, grouping, this.rolled);
-    const filterKey = JSON.stringify(Object.entries(filters).sort());
-    // A stretch of raw events, read by a statement of its own or by one it shares (its parameters after
-    // `params`, copied).
+    // A stretch of raw events, read by a statement of its own (its parameters after `params`, copied).
     const fromEvents = (a: number, b: number): (() => Promise<Record<string, unknown>[]>) => {
       // Only the sets live in the stretch (attrFilter): used since its start, begun before its end.
       const where = this.filterClause(filters, params, 'sets', a, b);
@@ -877,15 +870,6 @@ export class PostgresStore implements Store {
       const pb = params.push(b);
       const cond = `time_ms >= $${pa} AND time_ms < $${pb} ${eventHookParam} ${where}`;
       const own = [...params];
-      // Across hooks, read once for the hook counters and the client versions asked of it in one turn (the
-      // overview asks both: SharedReads).
-      const shared = sharedGrouping(grouping, hookId ?? few?.join(','));
-      if (shared) {
-        return () => this.edgeReads.read(`${this.answers.getStore()?.id ?? ''}|${filterKey}|${a}|${b}`, shared, (gs) => {
-          const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond);
-          return this.query(sql, own).then(split);
-        });
-      }
       // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set, each set
       // looked up once (sql.ts foldedEvents).
       const sql = grouping === 'hook' ? hookGroupedEventsQuery('g0', cond) : attrGroupedEventsQuery(eventSelect, group, cond);
@@ -943,12 +927,6 @@ export class PostgresStore implements Store {
       for (const rows of await Promise.all(statements.map((st) => st()))) for (const r of rows) add(r);
       return out;
     }
-  }
-
-  /** How a shared read of raw events names its groups here (sql.ts edgeEventsQuery): g0, g1 as every read's. */
-  private edgeColumns(): EdgeColumns {
-    const client = eventGroupExprs('client', (d) => this.attrExpr(d));
-    return { hookAs: 'g0', hookPadding: ', NULL AS g1', clientSelect: client.map((g, i) => `${g} AS g${i}`).join(', '), clientGroup: client.map((_, i) => `g${i}`).join(', ') };
   }
 
   /**
@@ -1612,7 +1590,7 @@ export class PostgresStore implements Store {
     await this.currentBounds();
     // The answer's own failures are classified where they happen (`run`); the rest are the transaction's.
     let readFailed = false;
-    const answer = (client: pg.PoolClient): Promise<T> => this.answers.run({ client, id: ++this.snapshots }, () => read().catch((err: unknown) => {
+    const answer = (client: pg.PoolClient): Promise<T> => this.answers.run({ client }, () => read().catch((err: unknown) => {
       readFailed = true;
       throw err;
     }));

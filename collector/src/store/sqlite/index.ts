@@ -15,9 +15,8 @@ import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, edgeEventsQuery, type EdgeColumns, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, MIGRATION_FUNCTIONS, attrDigest, attrFilter, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, MIGRATION_FUNCTIONS, attrDigest, attrFilter, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
-import { SharedReads, sharedGrouping, type EdgeGrouping } from '../shared-reads.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -147,12 +146,11 @@ const CHANGE_LOG_SIZE = 1024;
 
 /**
  * An answer being read (SqliteStore.snapshot): its session on a read worker (undefined for ':memory:', read in
- * this thread), the number of the last change before it began, and a number of its own.
+ * this thread), and the number of the last change before it began.
  */
 interface Answer {
   session: ReadSession | undefined;
   since: number;
-  id: number;
 }
 
 /** The connection and what is prepared on it; replaced whole when the file is reopened. */
@@ -208,8 +206,6 @@ export class SqliteStore implements Store {
   private readonly known: KnownHooks;
   /** Attribute sets known to be committed (dictionary encoding, attr-sets.ts). */
   private readonly attrs = new AttrSetCache();
-  /** Stretches of raw events read once for the groupings asked of them in one turn (sql.ts edgeEventsQuery). */
-  private readonly edgeReads = new SharedReads<EdgeGrouping, Record<string, unknown>[]>();
   /** Why the store cannot keep data now (file gone, corrupt, disk full...); undefined when healthy. */
   private fault: string | undefined;
   private lastRecoveryMs = 0;
@@ -222,7 +218,6 @@ export class SqliteStore implements Store {
   private readonly readers: SqliteReaders | undefined;
   /** The answer being read, where its queries run (`snapshot`). */
   private readonly answers = new AsyncLocalStorage<Answer>();
-  private answerCount = 0;
   /**
    * Changes so far, and the last CHANGE_LOG_SIZE of them, each with the earliest time it touched (-Infinity:
    * any). Rows read for an answer may be kept for a closed segment only if nothing changed its time since the
@@ -475,7 +470,8 @@ export class SqliteStore implements Store {
    * one read worker, in one read transaction (read-worker.ts), so a batch committed meanwhile is in all of the
    * answer or in none of it, never counted by one segment and not the next. The transaction lasts as long as the
    * answer's queries (no longer: WAL checkpoints wait for it); they run one after another on that worker. For
-   * ':memory:' the queries run in this thread, none waiting for a later turn, so no commit comes between them.
+   * ':memory:' the queries run in this thread, none waiting for a later turn (an ingest commit does), so no
+   * commit comes between them.
    *
    * The snapshot is taken before the answer looks at the closed segments kept (closedSegments): a segment kept
    * since before the answer began and still kept then is the same in the snapshot, whatever is committed later.
@@ -490,7 +486,7 @@ export class SqliteStore implements Store {
       } catch (err) {
         throw this.classify(err);
       }
-      return await this.answers.run({ session, since, id: ++this.answerCount }, read);
+      return await this.answers.run({ session, since }, read);
     } finally {
       session?.end();
     }
@@ -824,21 +820,10 @@ export class SqliteStore implements Store {
           const byRow = someHooks && seg.toMs - seg.fromMs <= HOUR;
           const cond = `time_ms >= ? AND time_ms < ? ${eventHookClause} ${byRow ? rowWhere : liveWhere(seg)}`;
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
-          // Across hooks, a stretch the overview's hook counters and client versions both read is read once for
-          // both (SharedReads).
-          // Not for ':memory:': a shared read waits for the next turn, when a commit may come first.
-          const shared = this.readers && sharedGrouping(grouping, hookId ?? few?.join(','));
-          if (shared) {
-            fetch = () => this.edgeReads.read(`${this.answers.getStore()?.id ?? ''}|${filterKey}|${seg.fromMs}|${seg.toMs}`, shared, (gs) => {
-              const { sql, split } = edgeEventsQuery(gs, this.edgeColumns(), cond, table);
-              return this.all(sql, params).then(split);
-            });
-          } else {
-            // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set,
-            // each set looked up once (sql.ts foldedEvents).
-            const sql = grouping === 'hook' ? hookGroupedEventsQuery('g', cond, table) : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
-            fetch = () => this.all(sql, params);
-          }
+          // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set,
+          // each set looked up once (sql.ts foldedEvents).
+          const sql = grouping === 'hook' ? hookGroupedEventsQuery('g', cond, table) : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
+          fetch = () => this.all(sql, params);
         } else if (fromAttrs) {
           // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
           const sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere(seg)}`);
@@ -875,11 +860,6 @@ export class SqliteStore implements Store {
       for (const [g, row] of rows) add(g, { ...row });
     }
     return out;
-  }
-
-  /** How a shared read of raw events names its groups here (sql.ts edgeEventsQuery): one column, `g`. */
-  private edgeColumns(): EdgeColumns {
-    return { hookAs: 'g', hookPadding: '', clientSelect: `${eventGroupExprs('client', (d) => this.attrExpr(d)).join(' || char(0) || ')} AS g`, clientGroup: 'g' };
   }
 
   /**
