@@ -7,12 +7,14 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { HookEvent } from '../../hooks/model.ts';
 import { tempDir } from '../../../test/helpers.ts';
 import { historyBatches, loadHistory } from '../../../test/support/history.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { SqliteStore } from './index.ts';
+import { SqliteReaders } from './reader.ts';
 
 const tmp = tempDir('hookwatch-reader-');
 afterAll(() => tmp.cleanup());
@@ -152,6 +154,36 @@ describe('SQLite reads on worker threads', () => {
       expect(ready).toBe(true);
       expect(executions(await store.hookCounters({ fromMs: now - DAY, toMs: now + 60_000 }))).toBe(2);
     } finally {
+      await store.close();
+    }
+  });
+
+  it('a read session ends its transaction: a checkpoint then completes, and a query after the end is refused', async () => {
+    const path = join(tmp.dir, 'session.db');
+    const store = new SqliteStore({ path, dimensions: ['team'], readers: 1 });
+    const readers = new SqliteReaders(path, 1);
+    try {
+      const now = Date.now();
+      await store.ingest(lateEvents(now - MINUTE));
+      const session = readers.session();
+      await session.begin();
+      expect(await session.all('SELECT count(*) AS n FROM events', [])).toEqual([{ n: 1 }]);
+      // While the session reads, its snapshot holds the WAL: a full checkpoint cannot finish.
+      await store.ingest(lateEvents(now - MINUTE));
+      const writer = new DatabaseSync(path);
+      try {
+        const busy = (): number => Number((writer.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }).busy);
+        expect(busy()).toBe(1);
+        session.end();
+        await expect(session.all('SELECT count(*) AS n FROM events', [])).rejects.toBeInstanceOf(StoreUnavailableError);
+        // The end reaches the worker after the refused query would have: the checkpoint completes once it has.
+        await readers.all('SELECT 1', []);
+        expect(busy()).toBe(0);
+      } finally {
+        writer.close();
+      }
+    } finally {
+      await readers.close();
       await store.close();
     }
   });

@@ -65,6 +65,9 @@ export class SqliteReaders {
     let reader: Reader | undefined;
     let ended = false;
     const pinned = (): Reader => {
+      // A query after the end would begin a transaction of its own that nothing ends (WAL checkpoints would wait
+      // on it for ever).
+      if (ended) throw new StoreUnavailableError('read after the end of its answer');
       if (!reader) {
         reader = this.pick();
         reader.sessions++;
@@ -76,11 +79,12 @@ export class SqliteReaders {
       begin: async () => {
         await this.send('SELECT 1 FROM sqlite_master LIMIT 1', [], true, { reader: pinned(), id });
       },
-      all: (sql, params) => this.send(sql, params, false, { reader: pinned(), id }),
+      all: async (sql, params) => this.send(sql, params, false, { reader: pinned(), id }),
       one: async (sql, params) => (await this.send(sql, params, true, { reader: pinned(), id }))[0],
       end: () => {
-        if (ended || !reader) return;
+        if (ended) return;
         ended = true;
+        if (!reader) return;
         reader.sessions--;
         reader.worker.postMessage({ type: 'end', session: id } satisfies ReadRequest);
       },
