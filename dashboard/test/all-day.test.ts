@@ -339,9 +339,12 @@ describe('left open for hours', () => {
   it('keeps its DOM, listeners, charts and JavaScript heap bounded over many automatic refreshes, on every page, with data coming in', { timeout: 300_000 }, async () => {
     const svc = await fedService();
     const seq = { n: 0 };
-    /** An execution of a hook the page already shows, now: the figures change, the hooks and alerts listed do not. */
+    // Each a millisecond after the first: in the bucket the first one fills, whatever bucket boundary the wall
+    // clock crosses during the test (a new bucket with data would add a row to the fleet chart's table).
+    const soakMs = Date.now();
+    /** An execution of a hook the page already shows: the figures change, the hooks, alerts and buckets listed do not. */
     const more = async (): Promise<void> => {
-      const body = hookRequest([{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: Date.now(), sessionId: 'soak', sizes: { stdout: 10_500, additionalContext: 0, persisted: 1 } }], seq);
+      const body = hookRequest([{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: soakMs + seq.n, sessionId: 'soak', sizes: { stdout: 10_500, additionalContext: 0, persisted: 1 } }], seq);
       expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
     };
     for (const path of [`/hooks/${ID}?range=7d`, '/?range=7d', '/alerts?range=7d', '/forwarding?range=7d']) {
