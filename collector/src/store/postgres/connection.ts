@@ -47,9 +47,13 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => 
   }
 }
 
-/** pg's error for a statement whose answer did not come within the connection's query_timeout. */
+/**
+ * pg's error for a statement whose answer did not come within the connection's query_timeout, or an error that
+ * reports it (its cause: the store's StoreUnavailableError).
+ */
 export function isAnswerTimeout(err: unknown): boolean {
-  return (err as Error | undefined)?.message === 'Query read timeout';
+  const e = err as Error | undefined;
+  return e?.message === 'Query read timeout' || (e?.cause !== undefined && isAnswerTimeout(e.cause));
 }
 
 /**

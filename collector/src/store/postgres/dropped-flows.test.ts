@@ -56,4 +56,28 @@ describe('PostgreSQL store on connections the network dropped', () => {
     expect((await store.ingest([hookEvent({ timeMs: now + 2 })])).inserted).toHaveLength(1);
     await store.ping();
   });
+
+  it('gives up on a statement of an answer read in one snapshot as soon, with no ROLLBACK sent behind it', { timeout: 60_000 }, async () => {
+    const server = pg.server();
+    const proxy = await startFlowProxy(server);
+    pg.defer(() => proxy.close());
+    const { logger, lines } = recordingLogger();
+    const store = pg.track(await PostgresStore.open({ url: proxy.via(await server.createDatabase()), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+    const now = Date.now();
+    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
+    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
+    // The read connection, idle and kept: the next answer takes it.
+    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+
+    // Dropped once the answer's transaction has begun: its first statement is the one never answered.
+    expect(proxy.dropAfter('hookwatch-read', 'REPEATABLE READ')).toBe(1);
+    const read = await timed(Promise.race([store.hookCounters(range), new Promise((_, reject) => setTimeout(() => reject(new Error('still waiting after 20 s')), 20_000))]));
+    // eslint-disable-next-line no-console
+    console.log(`dropped flow in a snapshot: answered after ${Math.round(read.ms)} ms`);
+    expect(read.err).toBeInstanceOf(StoreUnavailableError);
+    expect(read.ms).toBeLessThan(STATEMENT_TIMEOUT_MS + 7000);
+    expect(lines.filter((l) => l.msg.startsWith('postgres statement not answered in time')).map((l) => l.level)).toEqual(['warn']);
+    // The connection is gone from the read pool: the next answer is read on a new one.
+    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+  });
 });

@@ -1626,9 +1626,12 @@ export class PostgresStore implements Store {
     const e = err as { code?: string; message?: string };
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;
-    if (isAnswerTimeout(err)) this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
+    const unanswered = isAnswerTimeout(err);
+    if (unanswered) this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
     const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
-    return unavailable ? new StoreUnavailableError(message) : new Error(message);
+    // pg's timeout kept as the cause (its message is pg's own, nothing of the URL): the transaction of an answer's
+    // snapshot then drops its connection rather than send a ROLLBACK behind the unanswered statement (inTransaction).
+    return unavailable ? new StoreUnavailableError(message, unanswered ? { cause: err } : undefined) : new Error(message);
   }
 }
 

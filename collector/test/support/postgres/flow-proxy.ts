@@ -14,6 +14,11 @@ export interface FlowProxy {
   via(url: string): string;
   /** Silently drops every open connection whose application_name is `app`: its bytes go nowhere from now on. */
   drop(app: string): number;
+  /**
+   * Lets the open connections of `app` on until one sends a message holding `text` (a statement): that one is
+   * answered, and the connection is dropped as by drop() at the next thing it sends, which never reaches the server.
+   */
+  dropAfter(app: string, text: string): number;
   close(): Promise<void>;
 }
 
@@ -21,6 +26,16 @@ interface Flow {
   client: Socket;
   server: Socket;
   app: string | undefined;
+  /** dropAfter's text, and whether the client has sent it. */
+  dropAfter?: { text: string; sent: boolean };
+}
+
+/** Silently drops the flow: nothing passes either way from now on, and nobody is told. */
+function dropFlow(f: Flow): void {
+  f.server.unpipe(f.client);
+  // Read and discard: the sender's writes succeed as into a network that loses them.
+  f.client.removeAllListeners('data').on('data', () => {});
+  f.server.removeAllListeners('data').on('data', () => {});
 }
 
 export async function startFlowProxy(target: { host: string; port: number }): Promise<FlowProxy> {
@@ -36,11 +51,21 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
     };
     client.on('error', end).on('close', end);
     server.on('error', end).on('close', end);
+    // Forwarded by hand, not piped: a chunk that comes after dropAfter's text must not reach the server.
     client.on('data', (chunk: Buffer) => {
       // The startup message: length, protocol, then name\0value\0 pairs.
       flow.app ??= /application_name\0([^\0]*)\0/.exec(chunk.toString('latin1'))?.[1] ?? '';
+      const after = flow.dropAfter;
+      if (after?.sent) {
+        dropFlow(flow);
+        return;
+      }
+      if (after && chunk.includes(after.text)) after.sent = true;
+      if (!server.write(chunk)) {
+        client.pause();
+        server.once('drain', () => client.resume());
+      }
     });
-    client.pipe(server);
     server.pipe(client);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
@@ -57,11 +82,16 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
       let n = 0;
       for (const f of flows) {
         if (f.app !== app) continue;
-        f.client.unpipe(f.server);
-        f.server.unpipe(f.client);
-        // Read and discard: the sender's writes succeed as into a network that loses them.
-        f.client.removeAllListeners('data').on('data', () => {});
-        f.server.removeAllListeners('data').on('data', () => {});
+        dropFlow(f);
+        n++;
+      }
+      return n;
+    },
+    dropAfter(app, text) {
+      let n = 0;
+      for (const f of flows) {
+        if (f.app !== app) continue;
+        f.dropAfter = { text, sent: false };
         n++;
       }
       return n;
