@@ -13,6 +13,7 @@
 import pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
+import { isAnswerTimeout } from './connection.ts';
 import { ConnectionSockets } from './sockets.ts';
 
 export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences' | 'hookwatch_lease';
@@ -135,7 +136,7 @@ export class PostgresBus {
       if (this.stopped || !this.listening) return;
       client.query('SELECT 1').then(
         () => this.checkLater(client, lost),
-        (err: unknown) => lost((err as Error).message === 'Query read timeout' ? new Error(`a check was not answered within ${CHECK_TIMEOUT_MS} ms`) : (err as Error)),
+        (err: unknown) => lost(isAnswerTimeout(err) ? new Error(`a check was not answered within ${CHECK_TIMEOUT_MS} ms`) : (err as Error)),
       );
     }, CHECK_EVERY_MS);
     this.check.unref();

@@ -42,6 +42,8 @@ it('a listening connection the network dropped silently is found out within seco
   console.log(`listening flow dropped: notified ${d.at - dropped} ms later; ${JSON.stringify(lost)}`);
   expect(d.at - dropped).toBeLessThan(4000);
   expect(lost).toHaveLength(1);
+  // Found out by a check left unanswered, and said so.
+  expect(lost[0]?.['err']).toBe('a check was not answered within 2000 ms');
   expect(logEntries(leader.lines, 'replica signal connection restored')).toHaveLength(1);
   expect(await signalsListening(leader)).toBe('1');
   // Still the leader: notified by it after it listened again, not by a takeover.
