@@ -17,7 +17,7 @@ export class BadBodyError extends Error {
 }
 
 /** The most of a client's value a refusal repeats. */
-export const ECHO_CHARS = 64;
+const ECHO_CHARS = 64;
 
 /**
  * A client's value as a refusal repeats it: quoted as JSON, at most ECHO_CHARS characters of it, and an ellipsis
