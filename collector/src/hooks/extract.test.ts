@@ -95,6 +95,14 @@ describe('a record with a bad count is rejected alone', () => {
   });
 });
 
+describe('a record named as an overflow hook', () => {
+  it('is refused, its name repeated as any client value, at most 64 characters of it', () => {
+    const refused = (hookEvent: string): string | undefined => extractHookEvents(request([record({ ...base, hook_event: hookEvent, hook_name: `${hookEvent}:(overflow)` })]), opts).problems[0];
+    expect(refused('Stop')).toBe('resourceLogs[0].scopeLogs[0].logRecords[0]: hook_name "Stop:(overflow)" is the name of the hook that counts new hook names past store.maxHooks');
+    expect(refused('E'.repeat(1000))).toBe(`resourceLogs[0].scopeLogs[0].logRecords[0]: hook_name "${'E'.repeat(64)}…" is the name of the hook that counts new hook names past store.maxHooks`);
+  });
+});
+
 describe('a record with several bad counts', () => {
   it('is rejected for the first one read: num_hooks, then the sizes, then the execution counts', () => {
     const bad = { num_hooks: 'x', stdout_chars: '-1', num_outputs_persisted: 'y', num_success: '-1', total_duration_ms: 'z' };
