@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 /** The oldest Node.js major hookwatch runs on (package.json "engines"). */
 export const MIN_NODE_MAJOR = 24;
 
-/** Why this Node.js cannot run hookwatch, with what to do instead; undefined when it can. */
+/** Why this Node.js cannot run hookwatch, with what to do instead (`root`: the package folder); undefined when it can. */
 export function nodeVersionProblem(version = process.versions.node, execPath = process.execPath, root = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '')) {
   const folder = /^[\w@%+=:,./-]+$/.test(root) ? root : `'${root.replaceAll("'", "'\\''")}'`;
   const major = Number(String(version).split('.')[0]);
