@@ -38,7 +38,7 @@ export interface ReadSession {
 export class SqliteReaders {
   private readonly path: string;
   /** Workers at most: read queries that can run at once. */
-  readonly count: number;
+  private readonly count: number;
   private readonly readers: Reader[] = [];
   private nextId = 1;
   private closed = false;
