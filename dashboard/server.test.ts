@@ -56,6 +56,14 @@ describe('dashboard server', () => {
     }
   });
 
+  it('repeats at most 64 characters of a path it has nothing at, or takes no other method on, and says it cut it', async () => {
+    const path = `/vendor/${'p'.repeat(8_000)}`;
+    const get = await fetch(base + path);
+    expect([get.status, await get.json()]).toEqual([404, { error: { code: 'not_found', message: `no page or file at "/vendor/${'p'.repeat(56)}…"; the API is under /api/v1` } }]);
+    const post = await fetch(base + path, { method: 'POST' });
+    expect([post.status, await post.json()]).toEqual([405, { error: { code: 'method_not_allowed', message: `POST "/vendor/${'p'.repeat(56)}…": the dashboard answers GET and HEAD; the API is under /api/v1` } }]);
+  });
+
   it('serves Chart.js from node_modules, no CDN', async () => {
     const res = await fetch(base + '/vendor/chart.umd.min.js');
     expect(res.status).toBe(200);

@@ -9,6 +9,7 @@ import { stripTypeScriptTypes } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { join, normalize, sep } from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { echoed } from '../collector/src/request-error.ts';
 
 const publicDir = fileURLToPath(new URL('./public/', import.meta.url));
 const srcDir = fileURLToPath(new URL('./src/', import.meta.url));
@@ -206,7 +207,7 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     const asset = /^\/(api|dashboard|shared|vendor)(\/|$)/.test(req.path) || /\.[a-z0-9]+$/i.test(req.path);
     if (!asset) res.vary('Accept');
     if (asset || req.accepts(['json', 'html']) !== 'html') {
-      res.status(404).json({ error: { code: 'not_found', message: `no page or file at ${req.path}; the API is under /api/v1` } });
+      res.status(404).json({ error: { code: 'not_found', message: `no page or file at ${echoed(req.path)}; the API is under /api/v1` } });
       return;
     }
     res.status(404);
@@ -223,7 +224,7 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
       res.status(204).set('allow', 'GET, HEAD').end();
       return;
     }
-    const message = otlpOnHttpPort(req.method, req.path, opts) ?? `${req.method} ${req.path}: the dashboard answers GET and HEAD; the API is under /api/v1`;
+    const message = otlpOnHttpPort(req.method, req.path, opts) ?? `${req.method} ${echoed(req.path)}: the dashboard answers GET and HEAD; the API is under /api/v1`;
     res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message } });
   });
   return router;
