@@ -5,12 +5,11 @@
  * on, counts it failed by reason and says so at warn, never showing the endpoint's key or headers; a full export
  * queue counts the events it drops. The export's keep-alive connection is closed when hookwatch stops.
  */
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { diag } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
 import { startService, type RunningService } from '../src/service.ts';
+import { freePort } from './support/free-port.ts';
 import { otlpAccepted, otlpHookBody, WebhookSink } from './support/alerting.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { recordingLogger, type Logged } from './support/recording-logger.ts';
@@ -32,15 +31,6 @@ describe('alert event export outcomes', () => {
     await s.start();
     cleanups.push(() => s.close());
     return s;
-  }
-
-  /** A loopback port nothing listens on. */
-  async function closedPort(): Promise<number> {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    return port;
   }
 
   async function start(endpoint: string, settings: Record<string, unknown> = {}): Promise<{ service: RunningService; lines: Logged[] }> {
@@ -210,7 +200,7 @@ describe('alert event export outcomes', () => {
   });
 
   it('counts an event for a port nobody listens on as failed (unreachable), and logs a second failure within the minute only at stop', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const { service, lines } = await start(`http://127.0.0.1:${port}`);
     await raiseAlert(service, 'PostToolUse:unreachable');
     await expect.poll(() => failures(service, 'unreachable'), { timeout: 15_000, interval: 100 }).toBe(1);

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireTool, runs } from '../required-tool.ts';
 // Alertmanager cannot listen on port 0 and report the port it got: it gets one that was free a moment ago.
-import { freePort } from './postgres/server.ts';
+import { freePort } from './free-port.ts';
 import { until } from '../helpers.ts';
 
 export const ALERTMANAGER = 'prometheus-alertmanager';

@@ -6,7 +6,8 @@ import { PostgresStore } from './index.ts';
 import { PostgresLease, type PostgresLeaseOptions } from './lease.ts';
 import { LEASE_CHANNEL, PostgresBus } from './bus.ts';
 import { PostgresAlertStateStore } from '../../alerting/state/postgres.ts';
-import { freePort, startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { freePort } from '../../../test/support/free-port.ts';
+import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 
 let server: TestServer;
 const leases: PostgresLease[] = [];

@@ -5,11 +5,11 @@
  */
 import { execFile } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort } from '../free-port.ts';
 
 const run = promisify(execFile);
 
@@ -67,19 +67,6 @@ export function findPostgresBin(): string {
     'PostgreSQL server binaries not found (looked for /usr/lib/postgresql/*/bin/initdb). ' +
       'Install them with `apt-get update && apt-get install -y postgresql`, or set HOOKWATCH_PG_BIN.',
   );
-}
-
-/** A port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 let databaseSeq = 0;
