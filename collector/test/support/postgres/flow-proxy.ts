@@ -8,9 +8,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
 export interface FlowProxy {
-  /** The proxy's port on 127.0.0.1: a database URL with it in place of the server's reaches the server through it. */
-  port: number;
-  /** `url` (the server's) rewritten to go through the proxy. */
+  /** `url` (the server's) rewritten to go through the proxy, on 127.0.0.1. */
   via(url: string): string;
   /** Silently drops every open connection whose application_name is `app`: its bytes go nowhere from now on. */
   drop(app: string): number;
@@ -71,7 +69,6 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const port = (proxy.address() as AddressInfo).port;
   return {
-    port,
     via: (url) => {
       const u = new URL(url);
       u.hostname = '127.0.0.1';

@@ -41,8 +41,8 @@ export interface TestServer {
    * this resolves. `immediate` is a crash: no checkpoint, the server recovers from its WAL as it starts.
    */
   restart(mode?: ShutdownMode): Promise<void>;
-  /** Stops the server (`-m fast` unless told), runs `whileDown`, and starts it again on the same port, whatever whileDown did. */
-  down<T>(whileDown: () => Promise<T>, mode?: ShutdownMode): Promise<T>;
+  /** Stops the server (`-m fast`), runs `whileDown`, and starts it again on the same port, whatever whileDown did. */
+  down<T>(whileDown: () => Promise<T>): Promise<T>;
   /**
    * SIGSTOPs the server and every one of its processes, runs `whileFrozen`, then SIGCONTs them, whatever whileFrozen
    * did: a host that hangs. Connections stay open and nothing answers; a new connection is accepted by the kernel
@@ -171,8 +171,8 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     async restart(mode: ShutdownMode = 'fast'): Promise<void> {
       await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-m', mode, '-w', '-t', '60', 'restart']);
     },
-    async down<T>(whileDown: () => Promise<T>, mode: ShutdownMode = 'fast'): Promise<T> {
-      await exec('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
+    async down<T>(whileDown: () => Promise<T>): Promise<T> {
+      await exec('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
       try {
         return await whileDown();
       } finally {
