@@ -2,7 +2,6 @@
  * The dashboard on a wall screen all day, against a real hookwatch (real sockets, real SQLite) in headless
  * Chromium: many refreshes, the server restarted underneath, links shared, the browser's back and forward.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { waitForStarted } from '../../collector/test/support/started.ts';
+import { startCli } from '../../collector/test/faults/cli-child.ts';
 import { chartData, closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
@@ -121,18 +120,8 @@ describe('a new version deployed while the page is open', () => {
     expect(await p.textContent('#kpi-title')).toBe('Fleet');
     await svc.stop();
     await p.waitForSelector('#error-banner:not([hidden])', { timeout: 20_000 });
-    const child = spawn(process.execPath, [join(next, 'collector/src/main.ts'), 'serve'], {
-      env: {
-        PATH: process.env['PATH'] ?? '', HOOKWATCH_DB: join(dir, 'hookwatch.db'), HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
-        HOOKWATCH_HTTP_ADDR: new URL(svc.httpUrl).host, HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    cleanups.push(() => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) resolve();
-      else child.once('exit', () => resolve()).kill('SIGTERM');
-    }));
-    await waitForStarted(child, 30_000);
+    const cli = await startCli(dir, { HOOKWATCH_HTTP_ADDR: new URL(svc.httpUrl).host }, join(next, 'collector/src/main.ts'));
+    cleanups.push(() => cli.stop());
 
     // The page keeps running the dashboard it loaded, and says a newer one is served.
     await p.waitForSelector('#update-banner:not([hidden])', { timeout: 20_000 });

@@ -24,9 +24,12 @@ export interface CliChild {
   stop(): Promise<void>;
 }
 
-/** Starts hookwatch on free ports in `dir`; `env` adds to (and overrides) the defaults. */
-export async function startCli(dir: string, env: Record<string, string> = {}): Promise<CliChild> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
+/**
+ * Starts hookwatch on free ports in `dir`; `env` adds to (and overrides) the defaults. `main` runs another copy of
+ * hookwatch (a new version of it) instead of this one.
+ */
+export async function startCli(dir: string, env: Record<string, string> = {}, main = MAIN): Promise<CliChild> {
+  const child = spawn(process.execPath, [main, 'serve'], {
     cwd: dir,
     env: {
       PATH: process.env['PATH'] ?? '',
