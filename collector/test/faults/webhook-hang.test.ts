@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookSink, otlpHookBody } from '../support/alerting.ts';
-import { postOtlp, startTestService, tempDir, type TestService } from '../helpers.ts';
+import { eventually, postOtlp, startTestService, tempDir, until, type TestService } from '../helpers.ts';
 
 const JSON_CT = { 'content-type': 'application/json' };
 const tmp = tempDir('hookwatch-hang-');
@@ -66,9 +66,8 @@ describe('hostile hook names in notifications', () => {
     const before = sink.requests.length;
     const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: name, timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 'inject' }]), JSON_CT);
     expect(res.status).toBe(200);
-    const deadline = performance.now() + 10_000;
     const mine = (): typeof sink.requests => sink.requests.slice(before).filter((r) => r.body.includes('X-Injected'));
-    while (mine().length < 2 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    await until('the webhook and Slack notifications of the hostile hook', () => mine().length >= 2, 10_000);
     const got = mine();
     const webhook = got.find((r) => r.path === '/hook');
     const slack = got.find((r) => r.path === '/slack');
@@ -93,10 +92,8 @@ describe('hostile hook names in notifications', () => {
     const before = sink.requests.length;
     const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: name, timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 'forge' }]), JSON_CT);
     expect(res.status).toBe(200);
-    const deadline = performance.now() + 10_000;
-    const slack = (): string | undefined => sink.requests.slice(before).find((r) => r.path === '/slack' && r.body.includes('RESOLVED'))?.body;
-    while (slack() === undefined && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    const text = (JSON.parse(slack() ?? '{}') as { text?: string }).text ?? '';
+    const slack = await eventually('the Slack notification of the forged name', () => Promise.resolve(sink.requests.slice(before).find((r) => r.path === '/slack' && r.body.includes('RESOLVED'))?.body), 10_000);
+    const text = (JSON.parse(slack) as { text: string }).text;
     const lines = text.split('\n');
     expect(lines[0]).toContain('PreToolUse:y\\n:white_check_mark: *[RESOLVED] persisted*\\u2028\\u202eelif\\u0007');
     expect(lines.filter((l) => l.startsWith(':white_check_mark:'))).toEqual([]);
