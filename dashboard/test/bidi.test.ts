@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
@@ -80,8 +80,7 @@ describe('client strings with bidi controls', () => {
     expect(await p.$eval('#hook-rows a.hook-link', (a) => [a.firstElementChild?.localName, a.textContent])).toEqual(['bdi', NAME]);
     // The fleet chart draws it on a canvas (legend, "name: 1 output" in the tooltip): isolated as in the title.
     await p.waitForFunction(() => (window as unknown as { Chart: { getChart(id: string): unknown } }).Chart.getChart('chart-fleet') !== undefined);
-    const labels = await p.evaluate(() => (window as unknown as { Chart: { getChart(id: string): { data: { datasets: { label: string }[] } } } }).Chart.getChart('chart-fleet').data.datasets.map((d) => d.label));
-    expect(labels).toContain(`\u2068${NAME}\u2069`);
+    expect((await chartData(p, 'chart-fleet')).datasets.map((d) => d.label)).toContain(`\u2068${NAME}\u2069`);
   });
 
   it('keeps the words and the link after a filter value in a sentence in their order', async () => {
