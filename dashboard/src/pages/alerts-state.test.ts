@@ -193,12 +193,13 @@ describe('silencing', () => {
       endsAt: '2026-11-30T12:30:00.000Z', createdBy: 'alice', comment: 'fixing the lint report',
     });
     expect(req).not.toHaveProperty('startsAt');
-    expect(silencePrompt(firing)).toBe(`Silence ${OVER.hookName} (matching hook_event=Stop, hook_name=${OVER.hookName}) for `);
+    // The hook name and label values isolated: a right-to-left override in them turns nothing after them around.
+    expect(silencePrompt(firing)).toBe(`Silence \u2068${OVER.hookName}\u2069 (matching hook_event=\u2068Stop\u2069, hook_name=\u2068${OVER.hookName}\u2069) for `);
   });
 
   it('falls back to every label but alertname and rule when the alert names no hook', () => {
     expect(hookMatchers(clients).map((m) => m.name)).toEqual(['service_name', 'service_version']);
-    expect(silencePrompt(alert('e', { labels: { alertname: 'X', rule: 'x' }, hookId: null }))).toBe('Silence X (matching nothing) for ');
+    expect(silencePrompt(alert('e', { labels: { alertname: 'X', rule: 'x' }, hookId: null }))).toBe('Silence \u2068X\u2069 (matching nothing) for ');
   });
 
   it('reads a notification\'s silence link back as equality matchers on every label of its alert', () => {

@@ -5,7 +5,7 @@
  */
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
-import { chars, dateTime, num, pct, plural } from '../format.ts';
+import { chars, dateTime, isolated, num, pct, plural } from '../format.ts';
 import { rangeLabel, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
@@ -220,9 +220,12 @@ function notifiedText(a: AlertSummary, receivers: string[] | undefined): string 
 /** The silence form's summary line, by what the alert is about. */
 export const SILENCE_SUMMARY: Record<CardView['subject']['kind'], string> = { hook: 'Silence this hook', clients: 'Silence these clients', feed: 'Silence this alert', alert: 'Silence this alert' };
 
-/** The sentence before the silence form's fields. */
+/**
+ * The sentence before the silence form's fields. The subject and the label values (a hook name, a client's version)
+ * are isolated: a right-to-left override in one turns nothing after it in the sentence around.
+ */
 export function silencePrompt(a: AlertSummary): string {
-  return `Silence ${alertSubject(a).text} (matching ${hookMatchers(a).map((m) => `${m.name}=${m.value}`).join(', ') || 'nothing'}) for `;
+  return `Silence ${isolated(alertSubject(a).text)} (matching ${hookMatchers(a).map((m) => `${m.name}=${isolated(m.value)}`).join(', ') || 'nothing'}) for `;
 }
 
 /**
