@@ -52,6 +52,8 @@ async function afterText(p: Page, selector: string): Promise<{ left: number; tex
     range.setEndBefore(el);
     // The space before the element is trimmed off the range's right edge.
     const boxes = [...range.getClientRects()].filter((r) => r.width > 0);
+    // No text before it would make the comparison pass whatever the order (the right edge of nothing is -Infinity).
+    if (boxes.length === 0) throw new Error(`no text drawn before ${el.localName}`);
     return { left: el.getBoundingClientRect().left, textRight: Math.max(...boxes.map((r) => r.right)) };
   });
 }
