@@ -56,6 +56,11 @@ export class InflightAccount {
     this.budget = budget;
   }
 
+  /** Bytes this request holds now. */
+  get heldBytes(): number {
+    return this.held;
+  }
+
   /** Charges `bytes` more to this request; throws OverloadedError when the process-wide budget is spent. */
   take(bytes: number): void {
     if (this.released) throw new Error('in-flight account used after release');

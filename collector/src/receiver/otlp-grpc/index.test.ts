@@ -64,11 +64,12 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-async function start(opts: { token?: string; maxRequestBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials; logger?: Logger } = {}): Promise<{ url: string; next: Recorder }> {
+async function start(opts: { token?: string; maxRequestBytes?: number; inflightBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials; logger?: Logger } = {}): Promise<{ url: string; next: Recorder; inflight: InflightBudget }> {
   const next = new Recorder();
-  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}), inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger: opts.logger ?? silentLogger });
+  const inflight = new InflightBudget(opts.inflightBytes ?? 64 * 1024 * 1024);
+  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}), inflight, logs: next, passThrough: next, logger: opts.logger ?? silentLogger });
   const { port } = await receiver.start();
-  return { url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`, next };
+  return { url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`, next, inflight };
 }
 
 /** Sends raw bytes to LogsService/Export; resolves with the error (or null) and the response. */
@@ -319,6 +320,37 @@ describe('OTLP/gRPC receiver closing connections', () => {
     }
     const GOAWAY = 0x7;
     expect(frames, 'closed without a GOAWAY').toContain(GOAWAY);
+  });
+
+  it('refuses the calls of one connection past half the in-flight budget, while another connection still gets its call in', async () => {
+    // Each call reserves 2 MiB before its message: the flooding connection may take two of the budget's four.
+    const { url, next, inflight } = await start({ maxRequestBytes: 1024 * 1024, inflightBytes: 8 * 1024 * 1024 });
+    const flood = await idleHttp2(url);
+    sessions.push(flood.session);
+    // Six calls whose headers arrive and whose message never does.
+    const refused: { code: number; retryMs: number | undefined }[] = [];
+    for (let i = 0; i < 6; i++) {
+      const stream = flood.session.request({ ':method': 'POST', ':path': LOGS_PATH, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+      stream.on('error', () => {});
+      stream.on('response', (headers) => {
+        const details = headers['grpc-status-details-bin'];
+        refused.push({ code: Number(headers['grpc-status']), retryMs: typeof details === 'string' ? retryDelayFromStatus(Buffer.from(details, 'base64')) : undefined });
+      });
+    }
+    const reservation = 2 * 1024 * 1024;
+    await vi.waitFor(() => expect(inflight.inUseBytes / reservation + refused.length).toBe(6), { timeout: 10_000 });
+    expect(inflight.inUseBytes).toBe(2 * reservation);
+    expect(refused).toEqual(Array.from({ length: 4 }, () => ({ code: GrpcStatus.UNAVAILABLE, retryMs: 1000 })));
+    expect(receiver?.stats.rejected).toEqual({ overloaded: 4 });
+    // A real exporter on its own connection is not held back by them.
+    const exporter = new OTLPLogExporter({ url, timeoutMillis: 5000 });
+    const provider = new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter })] });
+    provider.getLogger('com.anthropic.claude_code.events', '2.1.332').emit({ body: 'claude_code.hook_execution_complete', attributes: { 'event.name': 'hook_execution_complete' } });
+    await provider.forceFlush();
+    await provider.shutdown();
+    expect(next.logs).toHaveLength(1);
+    // Its calls gave back what they held; the flooding connection still holds its two.
+    expect(inflight.inUseBytes).toBe(2 * reservation);
   });
 
   it('at shutdown, says GOAWAY to a connected client and lets its call in flight finish', async () => {

@@ -8,7 +8,8 @@
  * it refuses a missing or wrong token there, reserves the worst case (twice otlp.maxRequestBytes) from the
  * process-wide in-flight budget before letting the message be read, and ends a call whose message has not
  * arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at most the reserved
- * bytes with it.
+ * bytes with it. The calls of one HTTP/2 connection get no reservation once they hold half of the budget, so one
+ * client's streams that send headers and no message cannot hold it all.
  *
  * With otlp.tls the port speaks TLS (mutual TLS with a client CA): grpc-js takes a rotated certificate through
  * its server credentials' update hook, so new connections get it without a restart.
@@ -29,7 +30,7 @@ import { validatePassThrough } from '../../otlp/validate.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
-import { UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
+import { OverloadedError, UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
@@ -74,6 +75,11 @@ function exportService(path: string): ServiceDefinition {
   };
 }
 
+/** The HTTP/2 stream a call runs on: not part of grpc-js's typed interface, so undefined for a grpc-js without it. */
+function callStream(call: ServerInterceptingCallInterface): ServerHttp2Stream | undefined {
+  return (call as unknown as { stream?: ServerHttp2Stream }).stream;
+}
+
 /**
  * After a refusal, asks the client to stop sending with RST_STREAM(NO_ERROR), as RFC 9113 section 8.1 allows
  * once the response is complete (grpc-go does the same). grpc-js answers but leaves a half-open stream to the
@@ -81,7 +87,7 @@ function exportService(path: string): ServiceDefinition {
  * it, alive. The stream is not part of grpc-js's typed interface; without it the refusal still stands.
  */
 function resetStream(call: ServerInterceptingCallInterface): void {
-  const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
+  const stream = callStream(call);
   if (stream && typeof stream.close === 'function' && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
 }
 
@@ -98,7 +104,7 @@ const GRPC_JS_REFUSALS: Partial<Record<number, RejectReason>> = {
 
 /** The grpc-status a call's stream was answered with (trailers-only or trailers), read off the stream; undefined without one. */
 function sentStatus(call: ServerInterceptingCallInterface): number | undefined {
-  const stream = (call as unknown as { stream?: ServerHttp2Stream }).stream;
+  const stream = callStream(call);
   const code = stream?.sentTrailers?.['grpc-status'] ?? stream?.sentHeaders['grpc-status'];
   return code === undefined ? undefined : Number(code);
 }
@@ -131,6 +137,8 @@ export class OtlpGrpcReceiver {
   private freshSweep: NodeJS.Timeout | undefined;
   /** The HTTP/2 sessions that have started a call: they speak HTTP/2, whatever goes wrong with them later. */
   private readonly calling = new WeakSet<Http2Session>();
+  /** What the calls of each HTTP/2 session hold of the in-flight budget (their accounts' bytes). */
+  private readonly sessionBytes = new WeakMap<Http2Session, number>();
   /**
    * The clients that do not speak gRPC, logged: the exporter itself reads only a closed connection, and a counter
    * on /metrics is found only by whoever looks for it.
@@ -303,6 +311,14 @@ export class OtlpGrpcReceiver {
   private readonly guard: ServerInterceptor = (method, next: ServerInterceptingCallInterface) => {
     const signal = (Object.keys(SERVICES) as Signal[]).find((s) => SERVICES[s] === method.path);
     let account: InflightAccount | undefined;
+    /** The call's HTTP/2 session, and what of the account's bytes it has been charged with. */
+    const session = callStream(next)?.session;
+    let charged = 0;
+    const charge = (): void => {
+      const held = account?.heldBytes ?? 0;
+      if (session && held !== charged) this.sessionBytes.set(session, (this.sessionBytes.get(session) ?? 0) + held - charged);
+      charged = held;
+    };
     let timer: NodeJS.Timeout | undefined;
     /**
      * Whether a status passed this interceptor: hookwatch's own answers, which count themselves, and grpc-js's refusal
@@ -314,6 +330,7 @@ export class OtlpGrpcReceiver {
     const finish = (): void => {
       clearTimeout(timer);
       account?.release();
+      charge();
     };
     const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
       start: (startNext) => {
@@ -321,10 +338,12 @@ export class OtlpGrpcReceiver {
           onReceiveMetadata: (metadata, metadataNext) => {
             try {
               if (!this.authorized(metadata)) throw new UnauthenticatedError('missing or wrong bearer token (metadata authorization: Bearer <token>)');
+              this.refuseBusySession(session);
               account = this.opts.inflight.open();
               // The inflated size is unknown until grpc-js has inflated it, so the worst case is reserved first:
               // grpc-js holds the inflated parts and their concatenation at once, twice the largest request.
               account.take(2 * this.opts.maxRequestBytes);
+              charge();
             } catch (err) {
               const status = this.refusal(err);
               if (signal) this.count(this.stats.requests, `${signal}:${status.code}`);
@@ -344,6 +363,7 @@ export class OtlpGrpcReceiver {
             clearTimeout(timer);
             messages++;
             account?.settle(message.length);
+            charge();
             messageNext(message);
           },
           // Every call ends here. One that grpc-js refused while reading its message is counted as the receiver
@@ -367,6 +387,19 @@ export class OtlpGrpcReceiver {
     });
     return call;
   };
+
+  /**
+   * Refuses a call (OverloadedError) while the other calls of its HTTP/2 session hold half of otlp.maxInflightBytes
+   * or more: one connection that opens streams and sends no message would otherwise hold the whole budget for
+   * otlp.requestTimeout, and every other client get UNAVAILABLE. A session with no call holding bytes is never
+   * refused here.
+   */
+  private refuseBusySession(session: Http2Session | undefined): void {
+    const { limitBytes } = this.opts.inflight;
+    if (session && (this.sessionBytes.get(session) ?? 0) >= limitBytes / 2) {
+      throw new OverloadedError(`the calls of this connection hold half of otlp.maxInflightBytes (${limitBytes} bytes) or more; retry later`);
+    }
+  }
 
   /**
    * grpc-js refuses a unary call that carries a second message, or none, with UNIMPLEMENTED and words about a
