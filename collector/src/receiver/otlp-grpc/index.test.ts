@@ -323,8 +323,9 @@ describe('OTLP/gRPC receiver closing connections', () => {
   });
 
   it('refuses the calls of one connection past half the in-flight budget, while another connection still gets its call in', async () => {
-    // Each call reserves 2 MiB before its message: the flooding connection may take two of the budget's four.
-    const { url, next, inflight } = await start({ maxRequestBytes: 1024 * 1024, inflightBytes: 8 * 1024 * 1024 });
+    // Each call reserves 2 MiB before its message: the flooding connection may take two of the budget's five (a
+    // third would take it past half, 5 MiB, though it holds less than half before it).
+    const { url, next, inflight } = await start({ maxRequestBytes: 1024 * 1024, inflightBytes: 10 * 1024 * 1024 });
     const flood = await idleHttp2(url);
     sessions.push(flood.session);
     // Six calls whose headers arrive and whose message never does.

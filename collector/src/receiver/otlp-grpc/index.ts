@@ -8,8 +8,8 @@
  * it refuses a missing or wrong token there, reserves the worst case (twice otlp.maxRequestBytes) from the
  * process-wide in-flight budget before letting the message be read, and ends a call whose message has not
  * arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at most the reserved
- * bytes with it. The calls of one HTTP/2 connection get no reservation once they hold half of the budget, so one
- * client's streams that send headers and no message cannot hold it all.
+ * bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget, so one client's
+ * streams that send headers and no message cannot hold it all.
  *
  * With otlp.tls the port speaks TLS (mutual TLS with a client CA): grpc-js takes a rotated certificate through
  * its server credentials' update hook, so new connections get it without a restart.
@@ -338,11 +338,12 @@ export class OtlpGrpcReceiver {
           onReceiveMetadata: (metadata, metadataNext) => {
             try {
               if (!this.authorized(metadata)) throw new UnauthenticatedError('missing or wrong bearer token (metadata authorization: Bearer <token>)');
-              this.refuseBusySession(session);
-              account = this.opts.inflight.open();
               // The inflated size is unknown until grpc-js has inflated it, so the worst case is reserved first:
               // grpc-js holds the inflated parts and their concatenation at once, twice the largest request.
-              account.take(2 * this.opts.maxRequestBytes);
+              const reserved = 2 * this.opts.maxRequestBytes;
+              this.refuseBusySession(session, reserved);
+              account = this.opts.inflight.open();
+              account.take(reserved);
               charge();
             } catch (err) {
               const status = this.refusal(err);
@@ -389,15 +390,16 @@ export class OtlpGrpcReceiver {
   };
 
   /**
-   * Refuses a call (OverloadedError) while the other calls of its HTTP/2 session hold half of otlp.maxInflightBytes
-   * or more: one connection that opens streams and sends no message would otherwise hold the whole budget for
-   * otlp.requestTimeout, and every other client get UNAVAILABLE. A session with no call holding bytes is never
-   * refused here.
+   * Refuses a call (OverloadedError) whose `reserved` bytes would take the calls of its HTTP/2 session past half of
+   * otlp.maxInflightBytes: one connection that opens streams and sends no message would otherwise hold the whole
+   * budget for otlp.requestTimeout, and every other client get UNAVAILABLE. A session with no call holding bytes is
+   * never refused here (the smallest budget holds one call and no more).
    */
-  private refuseBusySession(session: Http2Session | undefined): void {
+  private refuseBusySession(session: Http2Session | undefined, reserved: number): void {
     const { limitBytes } = this.opts.inflight;
-    if (session && (this.sessionBytes.get(session) ?? 0) >= limitBytes / 2) {
-      throw new OverloadedError(`the calls of this connection hold half of otlp.maxInflightBytes (${limitBytes} bytes) or more; retry later`);
+    const held = session ? (this.sessionBytes.get(session) ?? 0) : 0;
+    if (held > 0 && held + reserved > limitBytes / 2) {
+      throw new OverloadedError(`the calls of this connection would hold more than half of otlp.maxInflightBytes (${limitBytes} bytes); retry later`);
     }
   }
 
