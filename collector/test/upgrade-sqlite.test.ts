@@ -50,12 +50,16 @@ describe('upgrade on SQLite', () => {
     const range = `from=${new Date(now - 3_600_000).toISOString()}&to=${new Date(now + 3_600_000).toISOString()}`;
 
     const before = await startTestService(env, { dir: tmp.dir });
-    for (const r of capturesNow(now)) expect((await postOtlp(before.otlpHttpUrl, r.path, r.body, { 'content-type': 'application/json' })).status).toBe(200);
-    // SessionStart:startup and PostToolUse:Bash persisted an output each: two alerts, the second one silenced.
+    // SessionStart:startup and PostToolUse:Bash persist an output each: two alerts, the second one silenced first.
     expect(await silenceBash(before.httpUrl, now)).toBe(201);
+    for (const r of capturesNow(now)) expect((await postOtlp(before.otlpHttpUrl, r.path, r.body, { 'content-type': 'application/json' })).status).toBe(200);
     await sink.waitFor(1);
+    // Settled before it is read: the silenced alert evaluated and the delivery recorded (as the PostgreSQL case waits).
+    const evaluated = await evaluations(before.httpUrl);
+    await expect.poll(() => evaluations(before.httpUrl), { timeout: 10_000 }).toBeGreaterThan(evaluated + 2);
+    expect(sink.requests).toHaveLength(1);
     const seen = await views(before.httpUrl, range);
-    expect((seen['alerts'] as unknown[]).length).toBeGreaterThan(0);
+    expect((seen['alerts'] as { labels: Record<string, string> }[]).map((a) => a.labels['hook_name']).sort()).toEqual(['PostToolUse:Bash', 'SessionStart:startup']);
     await before.stop();
     const notified = sink.requests.length;
 
