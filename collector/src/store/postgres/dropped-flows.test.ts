@@ -23,13 +23,19 @@ async function timed(p: Promise<unknown>): Promise<{ ms: number; err: unknown }>
   return { ms: performance.now() - t0, err };
 }
 
+/** A store reaching its database through a proxy that can drop flows silently, and its log lines. */
+async function storeThroughProxy(): Promise<{ server: ReturnType<typeof pg.server>; proxy: Awaited<ReturnType<typeof startFlowProxy>>; lines: ReturnType<typeof recordingLogger>['lines']; store: PostgresStore }> {
+  const server = pg.server();
+  const proxy = await startFlowProxy(server);
+  pg.defer(() => proxy.close());
+  const { logger, lines } = recordingLogger();
+  const store = pg.track(await PostgresStore.open({ url: proxy.via(await server.createDatabase()), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+  return { server, proxy, lines, store };
+}
+
 describe('PostgreSQL store on connections the network dropped', () => {
   it('answers "retry later" a little after the statement timeout, and works again on new connections', { timeout: 60_000 }, async () => {
-    const server = pg.server();
-    const proxy = await startFlowProxy(server);
-    pg.defer(() => proxy.close());
-    const { logger, lines } = recordingLogger();
-    const store = pg.track(await PostgresStore.open({ url: proxy.via(await server.createDatabase()), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+    const { server, proxy, lines, store } = await storeThroughProxy();
     const now = Date.now();
     // A connection of each pool, idle and kept: the next calls take them.
     expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
@@ -58,11 +64,7 @@ describe('PostgreSQL store on connections the network dropped', () => {
   });
 
   it('gives up on a statement of an answer read in one snapshot as soon, with no ROLLBACK sent behind it', { timeout: 60_000 }, async () => {
-    const server = pg.server();
-    const proxy = await startFlowProxy(server);
-    pg.defer(() => proxy.close());
-    const { logger, lines } = recordingLogger();
-    const store = pg.track(await PostgresStore.open({ url: proxy.via(await server.createDatabase()), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+    const { proxy, lines, store } = await storeThroughProxy();
     const now = Date.now();
     const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
     expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
