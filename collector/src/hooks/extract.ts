@@ -7,7 +7,7 @@ import { createHash, hash as oneShotHash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
-import { overflowHookName, type EventSource, type HookEvent, type HookEventKind } from './model.ts';
+import { isOverflowHook, type EventSource, type HookEvent, type HookEventKind } from './model.ts';
 import type { RecordCollector } from './record-extract.ts';
 import { echoed } from '../request-error.ts';
 
@@ -314,7 +314,7 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   if (!hookEvent) throw new RecordProblem('hook_event is missing');
   if (hookName.length > MAX_HOOK_NAME || hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
   // Its id is the overflow hook's: its executions would be counted there, and raise hook_limit below the limit.
-  if (hookName === overflowHookName(hookEvent)) throw new RecordProblem(`hook_name ${echoed(hookName)} is the name of the hook that counts new hook names past store.maxHooks`);
+  if (isOverflowHook({ hookEvent, hookName })) throw new RecordProblem(`hook_name ${echoed(hookName)} is the name of the hook that counts new hook names past store.maxHooks`);
 
   const complete = kind === 'complete';
   // Read (and refused) in this order: the first bad count is the one the rejection names.

@@ -79,5 +79,7 @@ export function overflowHookName(hookEvent: string): string {
  * like any other.
  */
 export function isOverflowHook(info: { hookEvent: string; hookName: string }): boolean {
-  return info.hookName === overflowHookName(info.hookEvent);
+  // Compared in place, without building the name: ingest asks this of every hook record.
+  const { hookEvent, hookName } = info;
+  return hookName.length === hookEvent.length + OVERFLOW_SUFFIX.length && hookName.endsWith(OVERFLOW_SUFFIX) && hookName.startsWith(hookEvent);
 }
