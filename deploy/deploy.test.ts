@@ -16,7 +16,7 @@ import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS } from '../collector/src/config/schema.ts';
 import { isServiceLinkName } from '../collector/src/config/env-names.ts';
 import { REJECT_REASONS, type RejectReason } from '../collector/src/receiver/options.ts';
-import { parseExposition } from '../collector/test/support/prometheus-text.ts';
+import { hasPromtool, parseExposition } from '../collector/test/support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from '../collector/test/support/service.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
 import { tempDir } from '../collector/test/helpers.ts';
@@ -26,7 +26,6 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
 // Under CI=true a missing tool fails here; .ci/run installs each of them.
 const hasCompose = requireTool(runs('docker-compose', ['version']), 'docker-compose', 'apt-get install docker-compose');
-const hasPromtool = requireTool(runs('promtool', ['--version']), 'promtool', 'apt-get install prometheus');
 const hasAmtool = requireTool(runs('amtool', ['--version']), 'amtool', 'apt-get install prometheus-alertmanager');
 const hasKubectl = requireTool(runs('kubectl', ['version', '--client']), 'kubectl (for kubectl kustomize)', 'bash .ci/install-kubectl');
 

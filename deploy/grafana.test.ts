@@ -12,16 +12,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { parseExposition, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
+import { hasPromtool, parseExposition, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService } from '../collector/test/helpers.ts';
 import { otlpHookBody } from '../collector/test/support/alerting.ts';
 import { emitExecutions } from '../collector/test/support/service.ts';
 import { documentedAs, documentedMetrics, startFullyConfiguredService, type FullyConfiguredService } from '../collector/test/support/metrics-coverage.ts';
-import { requireTool, runs } from '../collector/test/required-tool.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const read = (p: string): string => readFileSync(join(ROOT, p), 'utf8');
-const hasPromtool = requireTool(runs('promtool', ['--version']), 'promtool', 'apt-get install prometheus');
 
 type Doc = Record<string, unknown>;
 const obj = (v: unknown): Doc => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Doc) : {});
