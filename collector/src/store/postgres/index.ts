@@ -1199,7 +1199,9 @@ export class PostgresStore implements Store {
     const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
-    const minutesBeforeMs = minuteRollupsPruneBound(await this.clockMs(), eventsBeforeMs, this.retention);
+    // The database's time, read once for the run (the replicas share its clock, not their own).
+    const nowMs = await this.clockMs();
+    const minutesBeforeMs = minuteRollupsPruneBound(nowMs, eventsBeforeMs, this.retention);
     // Noted before anything is deleted: from now on no read of this replica counts on what goes, nor any of
     // another replica begun more than its boundsRefreshMs later (currentBounds).
     this.pruned = laterBounds(laterBounds(this.pruned, await this.storedBounds((sql, p) => this.write(sql, p))), { eventsBeforeMs, minutesBeforeMs });
@@ -1295,7 +1297,7 @@ export class PostgresStore implements Store {
     }
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
     // Not made now (a lock not granted in time): the next run makes them, or the first ingest that needs one.
-    const today = Math.floor((await this.clockMs()) / DAY_MS);
+    const today = Math.floor(nowMs / DAY_MS);
     const ahead = Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i);
     await this.ensurePartitions(ahead).catch((err: unknown) => {
       if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw this.classify(err, 'retention failed');
