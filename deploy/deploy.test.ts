@@ -847,7 +847,7 @@ describe('Prometheus files', () => {
     const pagedBy: Record<RejectReason, string | null> = {
       bad_request: 'HookwatchRejectingRequests', too_large: 'HookwatchRejectingRequests', unsupported_media_type: 'HookwatchRejectingRequests',
       unauthenticated: 'HookwatchRejectingRequests', not_found: 'HookwatchRejectingRequests', method_not_allowed: 'HookwatchRejectingRequests',
-      host_not_allowed: 'HookwatchRejectingRequests',
+      host_not_allowed: 'HookwatchRejectingRequests', expectation_failed: 'HookwatchRejectingRequests',
       // Refused by Node's HTTP parser (431, 413, 400): not retried either.
       header_overflow: 'HookwatchRejectingRequests', chunk_extensions_overflow: 'HookwatchRejectingRequests', malformed: 'HookwatchRejectingRequests',
       overloaded: 'HookwatchOverloaded', store_unavailable: 'HookwatchStoreUnavailable', internal: 'HookwatchInternalErrors',

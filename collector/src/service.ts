@@ -24,6 +24,7 @@ import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { closeAfterUnreadBodies } from './net/unread-body.ts';
 import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
+import { HOST_CHECKED_BY_PORT } from './net/server-refusals.ts';
 import { listenFor } from './net/listen-error.ts';
 import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
@@ -351,21 +352,22 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));
   // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.
-  const httpLimits = slowClientLimits(config.http.requestTimeoutMs);
+  const httpLimits = { ...slowClientLimits(config.http.requestTimeoutMs), ...HOST_CHECKED_BY_PORT };
   let http: Server;
   if (httpTls) {
-    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: handshakeTimeout(config.http.requestTimeoutMs) }, app);
+    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: handshakeTimeout(config.http.requestTimeoutMs) });
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);
     http = trackConnections(server);
   } else {
-    http = trackConnections(createServer(httpLimits, app));
+    http = trackConnections(createServer(httpLimits));
   }
   // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-  // A request the HTTP parser refuses (a URL over the header limit, one not sent in time) gets a JSON reason too.
-  answerClientErrors(http);
+  // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
+  // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
+  answerClientErrors(http, app);
 
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;

@@ -1,9 +1,9 @@
 /** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
 import { readFileSync, readdirSync } from 'node:fs';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
+import { rawExchange } from '../../test/support/raw-http.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 let service: TestService;
@@ -311,14 +311,35 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect(long.status).toBe(431);
     expect(long.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await long.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/larger than 16 KiB/) });
-    const { port } = new URL(service.httpUrl);
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), '127.0.0.1', () => socket.end('GET /api/v1/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n'));
-      let text = '';
-      socket.setEncoding('utf8').on('data', (c: string) => (text += c)).on('close', () => resolve(text)).on('error', reject);
-    });
-    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: { code: 'bad_request', message: 'malformed HTTP request' } });
+    const answer = await rawExchange(service.httpUrl, 'GET /api/v1/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n');
+    expect(answer.head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(answer.body.toString())).toEqual({ error: { code: 'bad_request', message: 'malformed HTTP request' } });
+  });
+
+  it('a request Node\'s HTTP server would refuse with an empty answer, or none, is answered with a JSON reason too', async () => {
+    const refused: [string, string, { code: string; message: string }][] = [
+      [`GET /api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: ${'x'.repeat(100)}\r\n\r\n`, '417 Expectation Failed',
+        { code: 'expectation_failed', message: `Expect "${'x'.repeat(64)}…" is not supported; send the request without it, or with Expect: 100-continue` }],
+      ['GET /api/v1/dimensions HTTP/1.1\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'the Host header is missing; HTTP/1.1 requires it' }],
+      // A client taking the port for a proxy.
+      ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' }],
+      // Refused by Node's parser already, confirmed for what a scanner or proxy sends: request smuggling, a request line that is not HTTP.
+      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'malformed HTTP request' }],
+      ['HELLO\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'malformed HTTP request' }],
+    ];
+    for (const [raw, status, error] of refused) {
+      const answer = await rawExchange(service.httpUrl, raw);
+      expect(answer.head, raw).toMatch(new RegExp(`^HTTP/1\\.1 ${status}\r\n`));
+      expect(answer.head, raw).toMatch(/\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
+      expect(answer.head, raw).toMatch(/\r\nconnection: close(\r\n|$)/i);
+      expect(JSON.parse(answer.body.toString()), raw).toEqual({ error });
+    }
+    // HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 section 3.2.2) are served.
+    for (const raw of ['GET /api/v1/dimensions HTTP/1.0\r\n\r\n', 'GET http://127.0.0.1/api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n']) {
+      const answer = await rawExchange(service.httpUrl, raw);
+      expect(answer.head, raw).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(JSON.parse(answer.body.toString()), raw).toHaveProperty('dimensions');
+    }
   });
 
   it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics likewise', async () => {

@@ -2,7 +2,7 @@
  * The HTTP API (/api/v1, JSON, camelCase) plus /healthz and /readyz. Routes stay thin: validate parameters,
  * ask the store, shape JSON. The dashboard is served from the same Express app.
  */
-import type { Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { BreakdownResponse, FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, HookSummary, HooksResponse, OverviewResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
@@ -20,6 +20,7 @@ import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 import { answerParserRefusals, type ParserRefusal } from '../net/parser-refusals.ts';
+import { answerServerRefusals, serverRefusalMessage, type ServerRefusal } from '../net/server-refusals.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -336,15 +337,32 @@ const CLIENT_ERRORS: Record<ParserRefusal, [string, string]> = {
   malformed: ['bad_request', 'malformed HTTP request'],
 };
 
+/** The API's status and error code for each request Node's server would refuse itself. */
+const SERVER_REFUSALS: Record<ServerRefusal, [number, string]> = {
+  expectation_failed: [417, 'expectation_failed'],
+  missing_host: [400, 'bad_request'],
+  // A client taking the port for a proxy: no route is named, so there is none to list the methods of.
+  connect: [400, 'bad_request'],
+};
+
+const jsonError = (code: string, message: string): string => JSON.stringify({ error: { code, message } });
+
 /**
- * Answers a request the HTTP parser refuses as Node would (431 for a URL over the header limit, 408 past
- * http.requestTimeout, 400 otherwise, then the connection is closed) but with the API's JSON error body saying
- * what was wrong, where Node's carry no body: a script asking with too long a query read an empty answer.
+ * Serves `app` on `server` (made with HOST_CHECKED_BY_PORT), answering a request the HTTP parser refuses as Node
+ * would (431 for a URL over the header limit, 408 past http.requestTimeout, 400 otherwise, then the connection is
+ * closed), and one Node's server would refuse itself (an Expect other than 100-continue, HTTP/1.1 without Host,
+ * CONNECT), but with the API's JSON error body saying what was wrong, where Node's carry no body or are no answer:
+ * a script asking with too long a query read an empty answer.
  */
-export function answerClientErrors(server: Server): void {
+export function answerClientErrors(server: Server, app: RequestListener): void {
   answerParserRefusals(server, (refusal) => {
     const [code, message] = CLIENT_ERRORS[refusal];
-    return { contentType: 'application/json; charset=utf-8', body: JSON.stringify({ error: { code, message } }) };
+    return { contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
+  });
+  answerServerRefusals(server, app, (refusal, req) => {
+    const [status, code] = SERVER_REFUSALS[refusal];
+    const message = refusal === 'connect' ? 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' : serverRefusalMessage(refusal, req);
+    return { status, contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
   });
 }
 

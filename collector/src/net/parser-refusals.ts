@@ -4,7 +4,7 @@
  * body; each port answers them here with Node's status, then closes the connection as Node does, but with a body
  * in its own error form saying what was wrong.
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /** What the parser refused. */
@@ -16,12 +16,12 @@ const REFUSALS: Record<string, ParserRefusal> = {
   ERR_HTTP_REQUEST_TIMEOUT: 'request_timeout',
 };
 
-/** Node's status line for each. */
-const REFUSAL_STATUS: Record<ParserRefusal, [number, string]> = {
-  header_overflow: [431, 'Request Header Fields Too Large'],
-  chunk_extensions_overflow: [413, 'Payload Too Large'],
-  request_timeout: [408, 'Request Timeout'],
-  malformed: [400, 'Bad Request'],
+/** Node's status for each. */
+const REFUSAL_STATUS: Record<ParserRefusal, number> = {
+  header_overflow: 431,
+  chunk_extensions_overflow: 413,
+  request_timeout: 408,
+  malformed: 400,
 };
 
 /**
@@ -42,7 +42,16 @@ export function parserRefusal(err: unknown): ParserRefusal | undefined {
 
 /** The HTTP status a refusal is answered with. */
 export function refusalStatus(refusal: ParserRefusal): number {
-  return REFUSAL_STATUS[refusal][0];
+  return REFUSAL_STATUS[refusal];
+}
+
+/**
+ * The status line and headers of an answer written straight to a connection no ServerResponse serves, which is
+ * closed after it.
+ */
+export function rawHead(status: number, contentType: string, body: string | Buffer, headers: Record<string, string> = {}): string {
+  const more = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${more}Connection: close\r\n\r\n`;
 }
 
 export interface RefusalBody {
@@ -72,9 +81,8 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
       const refusal = refused ?? 'malformed';
-      const [status, reason] = REFUSAL_STATUS[refusal];
       const { contentType, body } = answer(refusal, inFlight?.req);
-      socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n`);
+      socket.write(rawHead(REFUSAL_STATUS[refusal], contentType, body));
       socket.write(body);
     }
     // With the error, as Node: a handler still reading the body learns why it ended (socket.errored).

@@ -12,6 +12,8 @@ import { silentLogger } from '../../telemetry/logger.ts';
 import { InflightBudget } from '../inflight.ts';
 import { OtlpHttpReceiver } from './index.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
+import { parseExposition, sampleValue } from '../../../test/support/prometheus-text.ts';
+import { rawExchange } from '../../../test/support/raw-http.ts';
 
 const TOKEN = 's3cret-ingest-token';
 let service: TestService;
@@ -184,17 +186,6 @@ describe('bad input gets the right status and a clear message', () => {
 });
 
 describe('a request the HTTP parser refuses gets a google.rpc.Status, not an empty body', () => {
-  /** Sends `raw` on a connection of its own and reads the answer until the server closes it. */
-  async function rawAnswer(raw: string): Promise<{ head: string; body: Buffer }> {
-    const socket = connect(Number(new URL(service.otlpHttpUrl).port), '127.0.0.1', () => socket.end(raw));
-    const chunks: Buffer[] = [];
-    socket.on('data', (c: Buffer) => chunks.push(c));
-    await new Promise((resolve, reject) => socket.on('close', resolve).on('error', reject));
-    const all = Buffer.concat(chunks);
-    const end = all.indexOf('\r\n\r\n');
-    return { head: all.subarray(0, end).toString('latin1'), body: all.subarray(end + 4) };
-  }
-
   it('headers over 16 KiB: 431 with RESOURCE_EXHAUSTED, in protobuf as no content type could be read', async () => {
     const res = await fetch(service.otlpHttpUrl + '/v1/logs', { method: 'POST', headers: { ...json, 'x-long': 'a'.repeat(20_000) }, body: '{}' });
     expect(res.status).toBe(431);
@@ -203,7 +194,7 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
   });
 
   it('malformed HTTP: 400 with INVALID_ARGUMENT, and the port keeps serving', async () => {
-    const { head, body } = await rawAnswer('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n');
+    const { head, body } = await rawExchange(service.otlpHttpUrl, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(head).toMatch(/\r\nContent-Type: application\/x-protobuf\r\n/);
     expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
@@ -240,6 +231,85 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
       client.close();
       await receiver.shutdown();
     }
+  });
+});
+
+describe('a request Node\'s HTTP server would refuse with an empty answer, or none, gets a google.rpc.Status and is counted', () => {
+  const rejected = async (reason: string): Promise<number> => {
+    const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+    return sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason }) ?? Number.NaN;
+  };
+  const head = (lines: string[]): string => `${lines.join('\r\n')}\r\n\r\n`;
+  const logsPost = ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 2'];
+
+  interface Refused {
+    name: string;
+    raw: string;
+    status: string;
+    /** The google.rpc.Status, in JSON (the request's encoding, or no OTLP one) or in protobuf (no headers read). */
+    rpcStatus: { code: number; message: string };
+    encoding: 'json' | 'protobuf';
+    reason: string;
+    headers?: RegExp;
+  }
+  const REFUSED: Refused[] = [
+    {
+      name: 'an Expect other than 100-continue: 417 naming the header, repeating at most 64 characters of it',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', `Expect: ${'x'.repeat(100)}`, ...logsPost]) + '{}',
+      status: '417 Expectation Failed', encoding: 'json', reason: 'expectation_failed',
+      rpcStatus: { code: 3, message: `Expect "${'x'.repeat(64)}…" is not supported; send the request without it, or with Expect: 100-continue` },
+    },
+    {
+      name: 'CONNECT (a client taking the port for a proxy): 405 with Allow, as any method but POST',
+      raw: head(['CONNECT example.com:443 HTTP/1.1', 'Host: example.com:443']),
+      status: '405 Method Not Allowed', encoding: 'json', reason: 'method_not_allowed', headers: /\r\nallow: POST\r\n/i,
+      rpcStatus: { code: 12, message: 'method CONNECT not allowed; use POST on /v1/logs, /v1/metrics or /v1/traces' },
+    },
+    {
+      name: 'HTTP/1.1 without Host: 400 saying so',
+      raw: head(['POST /v1/logs HTTP/1.1', ...logsPost]) + '{}',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'the Host header is missing; HTTP/1.1 requires it' },
+    },
+    // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
+    {
+      name: 'a request line that is not HTTP: 400',
+      raw: head(['HELLO']),
+      status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'malformed HTTP request' },
+    },
+    {
+      name: 'Transfer-Encoding and Content-Length together (request smuggling): 400',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost, 'Transfer-Encoding: chunked']) + '2\r\n{}\r\n0\r\n\r\n',
+      status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'malformed HTTP request' },
+    },
+    {
+      name: 'a URL over 16 KiB: 431',
+      raw: head([`POST /v1/logs?${'q'.repeat(20_000)} HTTP/1.1`, 'Host: 127.0.0.1', ...logsPost]) + '{}',
+      status: '431 Request Header Fields Too Large', encoding: 'protobuf', reason: 'header_overflow',
+      rpcStatus: { code: 8, message: 'the request line and headers are larger than 16 KiB' },
+    },
+  ];
+
+  for (const c of REFUSED) {
+    it(c.name, async () => {
+      const before = await rejected(c.reason);
+      const answer = await rawExchange(service.otlpHttpUrl, c.raw);
+      expect(answer.head).toMatch(new RegExp(`^HTTP/1\\.1 ${c.status}\r\n`));
+      expect(answer.head).toMatch(new RegExp(`\r\ncontent-type: application/${c.encoding === 'json' ? 'json' : 'x-protobuf'}\r\n`, 'i'));
+      expect(answer.head).toMatch(/\r\nconnection: close(\r\n|$)/i);
+      if (c.headers) expect(answer.head).toMatch(c.headers);
+      expect(c.encoding === 'json' ? JSON.parse(answer.body.toString()) : decodeStatus(answer.body)).toEqual(c.rpcStatus);
+      expect(await rejected(c.reason)).toBe(before + 1);
+      expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json)).status).toBe(200);
+    });
+  }
+
+  it('Expect: 100-continue is met: the body is asked for and taken', async () => {
+    const answer = await rawExchange(service.otlpHttpUrl, head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Expect: 100-continue', ...logsPost, 'Connection: close']) + '{}');
+    expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
+    expect(answer.body.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{\}$/);
   });
 });
 

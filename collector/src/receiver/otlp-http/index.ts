@@ -17,13 +17,14 @@ import { closeServer, trackConnections } from '../../net/close-server.ts';
 import { CLOSE_AFTER_UNREAD_BODIES } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
-import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats } from '../options.ts';
+import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
+import { HOST_CHECKED_BY_PORT, answerServerRefusals, serverRefusalMessage, type ServerRefusal } from '../../net/server-refusals.ts';
 
 /** The HTTP/2 connection preface (RFC 9113 section 3.4), which a gRPC client sends first. */
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -62,6 +63,16 @@ const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
   malformed: [RpcCode.INVALID_ARGUMENT, 'malformed HTTP request'],
 };
 
+/**
+ * The status, google.rpc.Code and counted reason of each request Node's server would refuse itself. CONNECT, from a
+ * client taking the port for a proxy, is refused as any method but POST.
+ */
+const SERVER_REFUSALS: Record<ServerRefusal, [number, number, RejectReason]> = {
+  expectation_failed: [417, RpcCode.INVALID_ARGUMENT, 'expectation_failed'],
+  missing_host: [400, RpcCode.INVALID_ARGUMENT, 'malformed'],
+  connect: [405, RpcCode.UNIMPLEMENTED, 'method_not_allowed'],
+};
+
 export class OtlpHttpReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
   private readonly server: Server;
@@ -80,7 +91,7 @@ export class OtlpHttpReceiver {
     });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.hostRefusal = hostCheck({ addr: opts.addr, allowedHosts: opts.allowedHosts ?? [] });
-    const options: ServerOptions = { ...slowClientLimits(opts.requestTimeoutMs), ...CLOSE_AFTER_UNREAD_BODIES };
+    const options: ServerOptions = { ...slowClientLimits(opts.requestTimeoutMs), ...CLOSE_AFTER_UNREAD_BODIES, ...HOST_CHECKED_BY_PORT };
     const listener = (req: IncomingMessage, res: ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
         opts.logger.error('otlp request failed unexpectedly', { err });
@@ -89,14 +100,22 @@ export class OtlpHttpReceiver {
     };
     const tls = opts.tls;
     if (tls) {
-      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: handshakeTimeout(opts.requestTimeoutMs) }, listener);
+      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: handshakeTimeout(opts.requestTimeoutMs) });
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
       opts.handshakes?.watch('otlp_http', server);
       this.server = trackConnections(server);
     } else {
-      this.server = trackConnections(createServer(options, listener));
+      this.server = trackConnections(createServer(options));
     }
+    // What Node's server would answer itself, with an empty body or not at all: a google.rpc.Status, counted.
+    answerServerRefusals(this.server, listener, (refusal, req) => {
+      const [status, code, reason] = SERVER_REFUSALS[refusal];
+      this.count(this.stats.rejected, reason);
+      const encoding = answerEncoding(req);
+      const message = refusal === 'connect' ? 'method CONNECT not allowed; use POST on /v1/logs, /v1/metrics or /v1/traces' : serverRefusalMessage(refusal, req);
+      return { status, contentType: contentType(encoding), body: encodeStatus(encoding, code, message), ...(refusal === 'connect' ? { headers: { allow: 'POST' } } : {}) };
+    });
     this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
     // An exporter reads a google.rpc.Status in its request's encoding, as for the receiver's own refusals; when the
     // headers could not be read, in protobuf, OTLP/HTTP's default encoding (and the one the Go exporter decodes).

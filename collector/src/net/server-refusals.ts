@@ -1,0 +1,60 @@
+/**
+ * Requests Node's HTTP server refuses itself, before a handler sees them, with an answer that says nothing or with
+ * none: an `Expect` other than 100-continue (417, empty body), HTTP/1.1 without Host (400, empty body), CONNECT
+ * (the connection closed unanswered, as a server with no 'connect' listener does). A scanner or a client taking the
+ * port for a proxy sends them. Each port answers them here instead, in its own error form, saying what was wrong,
+ * and counts them with its other refusals.
+ */
+import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { echoed } from '../request-error.ts';
+import { rawHead } from './parser-refusals.ts';
+
+export type ServerRefusal = 'expectation_failed' | 'missing_host' | 'connect';
+
+export interface ServerRefusalAnswer {
+  status: number;
+  contentType: string;
+  body: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+/** Options of a server whose requests without Host go to answerServerRefusals, not to Node's own empty 400. */
+export const HOST_CHECKED_BY_PORT: Pick<ServerOptions, 'requireHostHeader'> = { requireHostHeader: false };
+
+/** What the refusal of a request Node's server would answer itself says, on either port. */
+export function serverRefusalMessage(refusal: Exclude<ServerRefusal, 'connect'>, req: IncomingMessage): string {
+  return refusal === 'missing_host'
+    ? 'the Host header is missing; HTTP/1.1 requires it'
+    : `Expect ${echoed(req.headers.expect ?? '')} is not supported; send the request without it, or with Expect: 100-continue`;
+}
+
+/** HTTP/1.1 requires Host (RFC 9112 section 3.2); HTTP/1.0 has none, and is served without. */
+function missingHost(req: IncomingMessage): boolean {
+  return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined;
+}
+
+function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
+  // Closed after, as Node closes after its own: a body the client may still send is not read.
+  res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body), 'cache-control': 'no-store', ...answer.headers, connection: 'close' });
+  res.end(answer.body);
+}
+
+/**
+ * Serves `listener` on `server` (made with HOST_CHECKED_BY_PORT), answering the requests Node's server would
+ * refuse itself with what `answer` writes for each.
+ */
+export function answerServerRefusals(server: Server, listener: RequestListener, answer: (refusal: ServerRefusal, req: IncomingMessage) => ServerRefusalAnswer): void {
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (missingHost(req)) respond(res, answer('missing_host', req));
+    else listener(req, res);
+  });
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => respond(res, answer('expectation_failed', req)));
+  // The connection is handed over without its parser, nor Node's error listener: a client resetting it is no fault.
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => {});
+    const { status, contentType, body, headers } = answer('connect', req);
+    socket.write(rawHead(status, contentType, body, headers));
+    socket.end(body, () => socket.destroy());
+  });
+}

@@ -1,0 +1,28 @@
+/**
+ * One request as exact bytes, for what an HTTP client will not send (a request line that does not parse, CONNECT,
+ * HTTP/1.1 without Host): on a connection of its own, whose answer is everything the server writes until it
+ * closes the connection. The request is written, the client's side left open: a client ending its side first is
+ * a client giving up, which Node treats apart.
+ */
+import { connect } from 'node:net';
+
+export interface RawAnswer {
+  /** The status line and headers, as sent. */
+  head: string;
+  body: Buffer;
+}
+
+/** How long the server has to answer and close the connection; what it wrote by then is the answer. */
+const CLOSE_WITHIN_MS = 5000;
+
+export async function rawExchange(baseUrl: string, raw: string | Buffer): Promise<RawAnswer> {
+  const { hostname, port } = new URL(baseUrl);
+  const socket = connect(Number(port), hostname, () => socket.write(raw));
+  socket.setTimeout(CLOSE_WITHIN_MS, () => socket.destroy());
+  const chunks: Buffer[] = [];
+  socket.on('data', (c: Buffer) => chunks.push(c));
+  await new Promise((resolve, reject) => socket.on('close', resolve).on('error', reject));
+  const all = Buffer.concat(chunks);
+  const end = all.indexOf('\r\n\r\n');
+  return end === -1 ? { head: all.toString('latin1'), body: Buffer.alloc(0) } : { head: all.subarray(0, end).toString('latin1'), body: all.subarray(end + 4) };
+}
