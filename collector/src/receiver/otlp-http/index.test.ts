@@ -311,6 +311,19 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
     expect(answer.body.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{\}$/);
   });
+
+  it('HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 3.2.2) are served as the path they name', async () => {
+    const { port } = new URL(service.otlpHttpUrl);
+    for (const lines of [['POST /v1/logs HTTP/1.0'], [`POST http://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1'], [`POST HTTP://127.0.0.1:${port}/v1/logs?x=1 HTTP/1.1`, 'Host: 127.0.0.1']]) {
+      const line = lines[0];
+      const answer = await rawExchange(service.otlpHttpUrl, head([...lines, ...logsPost, 'Connection: close']) + '{}');
+      expect(answer.head, line).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(answer.body.toString(), line).toBe('{}');
+    }
+    const other = await rawExchange(service.otlpHttpUrl, head([`POST http://127.0.0.1:${port}/v1/profiles HTTP/1.1`, 'Host: 127.0.0.1', ...logsPost, 'Connection: close']) + '{}');
+    expect(other.head).toMatch(/^HTTP\/1\.1 404 /);
+    expect((JSON.parse(other.body.toString()) as { message: string }).message).toMatch(/^no OTLP endpoint at "\/v1\/profiles"; use /);
+  });
 });
 
 describe('records it cannot use are a partial success, not a failed batch', () => {

@@ -48,6 +48,15 @@ function answerEncoding(req: IncomingMessage): Encoding {
   return mediaType(req.headers['content-type']) ?? 'json';
 }
 
+/**
+ * The path a request names. An absolute-form target (`http://host:4318/v1/logs`, which a client sends a proxy)
+ * names it after the scheme and host: a server takes that form too (RFC 9112 section 3.2.2).
+ */
+function targetPath(url: string): string {
+  const origin = /^https?:\/\/[^/?#]*/i.exec(url);
+  return (origin ? url.slice(origin[0].length) : url).split('?')[0] || '/';
+}
+
 function contentType(encoding: Encoding): string {
   return encoding === 'json' ? 'application/json' : 'application/x-protobuf';
 }
@@ -186,7 +195,7 @@ export class OtlpHttpReceiver {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0] as string;
+    const path = targetPath(req.url ?? '/');
     const signal = PATHS[path];
     const encoding = mediaType(req.headers['content-type']);
     const answerIn = answerEncoding(req);
