@@ -66,6 +66,12 @@ const STATEMENT_TIMEOUT_MS = 60_000;
  * or firewall forgetting the flow, a host gone) brings neither its answer nor an error.
  */
 const ANSWER_GRACE_MS = 5_000;
+/**
+ * How long the readiness check (ping, /readyz) waits for the database, connecting included. A readiness probe
+ * gives up after a few seconds (1 s by default in Kubernetes): a replica cut off from the database says so within
+ * this, and says it is ready again within this of the network healing, not a statement bound later.
+ */
+const READY_TIMEOUT_MS = 2_000;
 
 /**
  * How long the retention bounds read from store_meta are trusted (PostgresStoreOptions.boundsRefreshMs). They only
@@ -410,6 +416,11 @@ export class PostgresStore implements Store {
    * these connections, never the ones an ingest transaction needs, so an OTLP request never waits behind one.
    */
   private readonly readPool: CuttablePool;
+  /**
+   * The readiness check's connection, with READY_TIMEOUT_MS for everything: never queued behind ingest or queries,
+   * nor behind a connection the network dropped, which the other pools only give up on after the statement bound.
+   */
+  private readonly readyPool: CuttablePool;
   private readonly url: string;
   private readonly dims: readonly string[];
   /** Dimensions with rollups of their own (dim-rollups.ts). */
@@ -454,18 +465,19 @@ export class PostgresStore implements Store {
     this.known = new KnownHooks(this.maxHooks);
     const statementTimeoutMs = opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
     this.answerTimeoutMs = statementTimeoutMs + ANSWER_GRACE_MS;
-    const pool = (max: number, applicationName: string, settings?: string): CuttablePool => {
+    // `boundMs`: one bound for connecting, each statement and its answer, instead of the statement timeout's.
+    const pool = (max: number, applicationName: string, settings?: string, boundMs?: number): CuttablePool => {
       const p = new CuttablePool({
         connectionString: opts.url,
         max,
-        connectionTimeoutMillis: 10_000,
+        connectionTimeoutMillis: boundMs ?? 10_000,
         idleTimeoutMillis: 30_000,
         application_name: applicationName,
         stream: this.sockets.stream,
-        statement_timeout: statementTimeoutMs,
-        idle_in_transaction_session_timeout: statementTimeoutMs,
+        statement_timeout: boundMs ?? statementTimeoutMs,
+        idle_in_transaction_session_timeout: boundMs ?? statementTimeoutMs,
         // Past it the call fails as on a lost connection (503, Retry-After) and the connection is dropped.
-        query_timeout: this.answerTimeoutMs,
+        query_timeout: boundMs ?? this.answerTimeoutMs,
         // Session settings as statements, not the startup `options` (which an `?options=` in the URL replaces),
         // run before the pool hands the new connection out: nothing asked of it runs before them. A setting the
         // server refuses leaves the connection on the server's defaults (plans, never answers, differ), and is
@@ -486,6 +498,7 @@ export class PostgresStore implements Store {
     // random page costs what a sequential one does (1.1, as for SSDs): at the default of 4 the planner hashed
     // every attribute set of the month (one a session) to join a few thousand rollup rows to theirs.
     this.readPool = pool(Math.max(1, opts.readers ?? 2), 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
+    this.readyPool = pool(1, 'hookwatch-ready', undefined, READY_TIMEOUT_MS);
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -494,8 +507,7 @@ export class PostgresStore implements Store {
     try {
       await store.migrate();
     } catch (err) {
-      await store.pool.end().catch(() => {});
-      await store.readPool.end().catch(() => {});
+      await store.close();
       throw store.classify(err, 'cannot open the PostgreSQL store');
     }
     return store;
@@ -512,9 +524,9 @@ export class PostgresStore implements Store {
     return this.pool;
   }
 
-  /** Calls cb each time either pool opens a new connection: the database answers (again, after an outage). */
+  /** Calls cb each time a pool opens a new connection: the database answers (again, after an outage). */
   onConnected(cb: () => void): void {
-    for (const p of [this.pool, this.readPool]) p.on('connect', () => cb());
+    for (const p of [this.pool, this.readPool, this.readyPool]) p.on('connect', () => cb());
   }
 
   private async migrate(): Promise<void> {
@@ -1553,13 +1565,31 @@ export class PostgresStore implements Store {
     return Number((await this.write('SELECT floor(extract(epoch FROM now()) * 1000)::float8 AS ms', []))[0]?.['ms']);
   }
 
+  /**
+   * On the readiness check's own connection, answered or given up on within READY_TIMEOUT_MS, waiting for the
+   * connection included (a check arriving while another waits on a dead one). Whether the database answers, not
+   * whether the pools are busy: a replica under load stays ready.
+   */
   async ping(): Promise<void> {
     if (this.closed) throw new Error('store is closed');
-    await Promise.all([this.write('SELECT 1', []), this.query('SELECT 1', [])]);
+    const unanswered = (): Error => new StoreUnavailableError(`the database did not answer within ${READY_TIMEOUT_MS} ms`);
+    // Not logged: /readyz gives the reason, at every probe.
+    const check = this.readyPool.query('SELECT 1').catch((err: unknown) => {
+      throw isAnswerTimeout(err) ? unanswered() : this.classify(err, 'readiness check failed');
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(unanswered()), READY_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([check, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   close(): Promise<void> {
-    this.closed ??= Promise.all([this.pool.end().catch(() => {}), this.readPool.end().catch(() => {})]).then(() => {});
+    this.closed ??= Promise.all([this.pool, this.readPool, this.readyPool].map((p) => p.end().catch(() => {}))).then(() => {});
     return this.closed;
   }
 
@@ -1571,6 +1601,7 @@ export class PostgresStore implements Store {
     const reason = new Error('Connection closed: the store was cut off from the database while stopping');
     this.pool.cut(reason);
     this.readPool.cut(reason);
+    this.readyPool.cut(reason);
     this.sockets.destroyAll();
   }
 

@@ -1,7 +1,8 @@
 /**
  * A TCP proxy in front of PostgreSQL that can forget connections the way a NAT, a firewall or a load balancer
  * drops an idle flow: from then on nothing passes either way and nobody is told (no FIN, no reset), while new
- * connections pass as before. Connections are told apart by the `application_name` of their startup message
+ * connections pass as before. It can also cut the network off (a partition): every connection is dropped and new
+ * ones are never answered, until it heals. Connections are told apart by the `application_name` of their startup message
  * (plain text: the test server does not use TLS).
  */
 import { connect, createServer, type Socket } from 'node:net';
@@ -17,6 +18,13 @@ export interface FlowProxy {
    * answered, and the connection is dropped as by drop() at the next thing it sends, which never reaches the server.
    */
   dropAfter(app: string, text: string): number;
+  /**
+   * Cuts the network off: every open connection is dropped as by drop(), and a new one is never answered (as when
+   * its packets go nowhere), until heal(). Returns how many were dropped.
+   */
+  cutOff(): number;
+  /** New connections pass again; those dropped stay dropped (as flows a NAT forgot meanwhile). */
+  heal(): void;
   close(): Promise<void>;
 }
 
@@ -38,7 +46,15 @@ function dropFlow(f: Flow): void {
 
 export async function startFlowProxy(target: { host: string; port: number }): Promise<FlowProxy> {
   const flows = new Set<Flow>();
+  /** Connections made while cut off: read and never answered, nor passed on. */
+  const unanswered = new Set<Socket>();
+  let cut = false;
   const proxy = createServer((client) => {
+    if (cut) {
+      unanswered.add(client);
+      client.on('data', () => {}).on('error', () => client.destroy()).on('close', () => unanswered.delete(client));
+      return;
+    }
     const server = connect(target.port, target.host);
     const flow: Flow = { client, server, app: undefined };
     flows.add(flow);
@@ -93,8 +109,17 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
       }
       return n;
     },
+    cutOff() {
+      cut = true;
+      for (const f of flows) dropFlow(f);
+      return flows.size;
+    },
+    heal() {
+      cut = false;
+    },
     close: () =>
       new Promise<void>((resolve) => {
+        for (const c of unanswered) c.destroy();
         for (const f of flows) {
           f.client.destroy();
           f.server.destroy();
