@@ -4,7 +4,8 @@ import type { Notification } from '../../notify/model.ts';
 import { PostgresStore } from '../../store/postgres/index.ts';
 import { PostgresLease } from '../../store/postgres/lease.ts';
 import type { AlertRecord } from '../model.ts';
-import { NotLeaderError, PostgresAlertStateStore } from './postgres.ts';
+import { NotLeaderError } from '../../store/postgres/fence.ts';
+import { PostgresAlertStateStore } from './postgres.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 
 const pg = useTestServer();

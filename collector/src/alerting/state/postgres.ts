@@ -7,24 +7,10 @@
 import type pg from 'pg';
 import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import { inTransaction } from '../../store/postgres/connection.ts';
+import { checkFence, NotLeaderError, type LeaseFence } from '../../store/postgres/fence.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
-
-/** The lease that fences writes (PostgresLease satisfies it). */
-export interface LeaseFence {
-  readonly name: string;
-  readonly holder: string;
-  /** The lease epoch while this replica is leader, else null. */
-  epoch(): number | null;
-  /** How long a lease lasts without renewal: a fenced transaction never holds the lease row longer than half of it. */
-  readonly ttlMs?: number;
-}
-
-/** A write refused because this replica is not (or no longer) the leader. Retrying on this replica cannot help. */
-export class NotLeaderError extends Error {
-  override name = 'NotLeaderError';
-}
 
 /** The latest attempt of each listed alert ($1, an array) to each receiver, through alert_attempts_alert. */
 export const POSTGRES_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
@@ -183,18 +169,7 @@ export class PostgresAlertStateStore implements AlertStateStore {
   /** Every leader write carries a fencing token: the one given (the token its work started under), else the current one. */
   private async checkFence(c: pg.PoolClient, given?: number | null): Promise<void> {
     if (!this.fence) return;
-    const epoch = given === undefined ? this.fence.epoch() : given;
-    if (epoch === null) throw new NotLeaderError('not the leader: alert state not written');
-    // A leader paused (SIGSTOP, a VM freeze) inside this transaction would hold the lease row, and with it every
-    // takeover, for as long as it stays paused: the server ends the transaction once it is idle for half a lease,
-    // before the lease can expire, and its writes are not committed.
-    if (this.fence.ttlMs !== undefined) await c.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(100, Math.round(this.fence.ttlMs / 2))}`);
-    // FOR SHARE holds the lease row until commit: no takeover can commit in between.
-    const r = await c.query(
-      'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE',
-      [this.fence.name, this.fence.holder, epoch],
-    );
-    if (r.rowCount !== 1) throw new NotLeaderError('the leader lease moved to another replica: alert state not written');
+    await checkFence(c, this.fence, given === undefined ? this.fence.epoch() : given, 'alert state not written');
   }
 
   private async run(sql: string, params: unknown[]): Promise<void> {

@@ -1,0 +1,40 @@
+/**
+ * Fencing of leader-only writes by the leader lease (lease.ts): work a leader started carries the lease epoch it
+ * started under, and each of its transactions first checks, by the database clock, that the lease row still
+ * names this replica at that epoch. The row is held (FOR SHARE) until commit, so no takeover commits in between;
+ * a replica that lost the lease (paused, partitioned) commits nothing more.
+ */
+import type pg from 'pg';
+
+/** The lease that fences writes (PostgresLease satisfies it). */
+export interface LeaseFence {
+  readonly name: string;
+  readonly holder: string;
+  /** The lease epoch while this replica is leader, else null. */
+  epoch(): number | null;
+  /** How long a lease lasts without renewal: a fenced transaction never holds the lease row longer than half of it. */
+  readonly ttlMs?: number;
+}
+
+/** A write refused because this replica is not (or no longer) the leader. Retrying on this replica cannot help. */
+export class NotLeaderError extends Error {
+  override name = 'NotLeaderError';
+}
+
+/**
+ * Checks, inside the transaction of `c`, that the lease is still this replica's at `epoch`, and holds it until
+ * commit; throws NotLeaderError (its message ending with `refused`, what was not done) otherwise.
+ */
+export async function checkFence(c: pg.PoolClient, fence: LeaseFence, epoch: number | null, refused: string): Promise<void> {
+  if (epoch === null) throw new NotLeaderError(`not the leader: ${refused}`);
+  // A leader paused (SIGSTOP, a VM freeze) inside this transaction would hold the lease row, and with it every
+  // takeover, for as long as it stays paused: the server ends the transaction once it is idle for half a lease,
+  // before the lease can expire, and its writes are not committed.
+  if (fence.ttlMs !== undefined) await c.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(100, Math.round(fence.ttlMs / 2))}`);
+  // FOR SHARE holds the lease row until commit: no takeover can commit in between.
+  const r = await c.query(
+    'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE',
+    [fence.name, fence.holder, epoch],
+  );
+  if (r.rowCount !== 1) throw new NotLeaderError(`the leader lease moved to another replica: ${refused}`);
+}
