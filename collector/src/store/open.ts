@@ -97,6 +97,8 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     },
   });
   const alertStateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+  // Retention deletes only under the lease its run began with, as alert state is written.
+  store.fenceRetention(lease);
   const signals: ((channel: SignalChannel, payload: string) => void)[] = [];
   const resumed: (() => void)[] = [];
   const bus = new PostgresBus({

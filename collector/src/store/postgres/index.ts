@@ -26,6 +26,7 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, liftAnswerTimeout } from './connection.ts';
+import { checkFence, NotLeaderError, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
@@ -452,6 +453,8 @@ export class PostgresStore implements Store {
   private cut = false;
   /** How long a statement's answer is waited for (statement timeout + ANSWER_GRACE_MS). */
   private readonly answerTimeoutMs: number;
+  /** The leader lease that fences retention's writes (fenceRetention), on replicas. */
+  private fence: LeaseFence | undefined;
 
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
@@ -1207,7 +1210,43 @@ export class PostgresStore implements Store {
     return parseBounds(v === undefined || v === null ? undefined : String(v));
   }
 
+  /**
+   * Fences retention by the leader lease (fence.ts): prune and pruneTranscriptFindings carry the epoch they began
+   * under, and each of their transactions (a batch, a partition dropped) checks it first. A leader paused past its
+   * lease and resumed in the middle of a run deletes nothing more: its next batch is refused (NotLeaderError), and
+   * a batch under way when it paused is rolled back by the server (fence.ts) before the lease can expire. Past
+   * bounds read at the start of its run, it would otherwise delete what its successor keeps: events that time
+   * has brought back within the future skew, rows of a retention raised meanwhile.
+   */
+  fenceRetention(fence: LeaseFence): void {
+    this.fence = fence;
+  }
+
+  /** The lease epoch a retention run begins under (0 without a fence); not the leader: NotLeaderError. */
+  private retentionEpoch(): number {
+    if (!this.fence) return 0;
+    const epoch = this.fence.epoch();
+    if (epoch === null) throw new NotLeaderError('not the leader: retention not run');
+    return epoch;
+  }
+
+  /** Inside a transaction of a retention run begun under `epoch`: the lease is still this replica's (fenceRetention). */
+  private async holdLease(c: pg.PoolClient, epoch: number): Promise<void> {
+    if (this.fence) await checkFence(c, this.fence, epoch, 'retention stopped');
+  }
+
+  /** One statement (or `fn`) of a retention run begun under `epoch`, in a transaction of its own, fenced. */
+  private async fenced<T>(epoch: number, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, async (c) => {
+      await this.holdLease(c, epoch);
+      return fn(c);
+    }, this.onLost).catch((err: unknown) => {
+      throw this.classify(err, 'retention failed');
+    });
+  }
+
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+    const epoch = this.retentionEpoch();
     const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
@@ -1217,19 +1256,17 @@ export class PostgresStore implements Store {
     // Noted before anything is deleted: from now on no read of this replica counts on what goes, nor any of
     // another replica begun more than its boundsRefreshMs later (currentBounds).
     this.pruned = laterBounds(laterBounds(this.pruned, await this.storedBounds((sql, p) => this.write(sql, p))), { eventsBeforeMs, minutesBeforeMs });
-    await this.write(
+    await this.fenced(epoch, (c) => c.query(
       `INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
       [PRUNED_BEFORE_META, JSON.stringify(this.pruned)],
-    );
+    ));
     const n = this.pruneBatch;
-    // Each batch is its own short transaction: ingest on other replicas never waits long behind retention.
+    // Each batch is its own short transaction, fenced: ingest on other replicas never waits long behind retention.
     // The batch size is the last parameter ($2, or $1 without a bound).
     const batch = async (sql: string, ...bound: number[]): Promise<number> => {
       let total = 0;
       for (;;) {
-        const r = await this.pool.query(sql, [...bound, n]).catch((err: unknown) => {
-          throw this.classify(err, 'retention failed');
-        });
+        const r = await this.fenced(epoch, (c) => c.query(sql, [...bound, n]));
         total += r.rowCount ?? 0;
         if ((r.rowCount ?? 0) < n) return total;
       }
@@ -1237,7 +1274,7 @@ export class PostgresStore implements Store {
     // Whole days go with their partition; only the day holding the bound is deleted from, in batches. A day whose
     // partition is left to the next run (a lock not granted in time) is not deleted from row by row meanwhile.
     const deferred: string[] = [];
-    const old = await this.dropPartitions((d) => (d + 1) * DAY_MS <= eventsBeforeMs);
+    const old = await this.dropPartitions(epoch, (d) => (d + 1) * DAY_MS <= eventsBeforeMs);
     deferred.push(...old.deferred);
     result.events = old.events;
     result.partitions = old.partitions;
@@ -1251,10 +1288,8 @@ export class PostgresStore implements Store {
       const { old, edge } = attrRollupPruneSql(op, bound);
       await batch(`DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ctid IN (SELECT ctid FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT $1)`);
       if (edge.length === 0) return;
-      await inTransaction(this.pool, async (client) => {
+      await this.fenced(epoch, async (client) => {
         for (const sql of edge) await client.query(sql);
-      }, this.onLost).catch((err: unknown) => {
-        throw this.classify(err, 'retention failed');
       });
     };
     await attrPrune('<', eventsBeforeMs);
@@ -1268,18 +1303,18 @@ export class PostgresStore implements Store {
       for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
         const chunk = hookIds.slice(i, i + DIM_PRUNE_HOOKS);
         for (const t of Object.values(DIM_ROLLUP_TABLES)) {
-          for (const dim of this.rolled) await this.write(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]);
+          for (const dim of this.rolled) await this.fenced(epoch, (c) => c.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]));
         }
       }
       for (const t of Object.values(DIM_CLIENT_TABLES)) {
-        for (const dim of this.rolled) await this.write(dimClientPruneSql(t, op, (k) => `$${k}`), [dim, bound]);
+        for (const dim of this.rolled) await this.fenced(epoch, (c) => c.query(dimClientPruneSql(t, op, (k) => `$${k}`), [dim, bound]));
       }
     };
     await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       // Once a lock was not granted, the days ahead wait for the next run too: each attempt would hold ingest
       // behind it for as long again.
-      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions((d) => d * DAY_MS >= futureFromMs, { keepEmpty: true });
+      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions(epoch, (d) => d * DAY_MS >= futureFromMs, { keepEmpty: true });
       deferred.push(...ahead.deferred);
       result.events += ahead.events;
       result.partitions += ahead.partitions;
@@ -1290,7 +1325,7 @@ export class PostgresStore implements Store {
       await dimPrune('>=', futureFromMs);
       await attrPrune('>=', futureFromMs);
     }
-    result.hooks = await this.pruneOrphanHooks(n);
+    result.hooks = await this.pruneOrphanHooks(epoch, n);
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a
@@ -1330,17 +1365,15 @@ export class PostgresStore implements Store {
    * this transaction. The delete then checks again in a new statement, whose snapshot sees every such commit.
    * Locks are taken in hook id order, as ingest takes them.
    */
-  private async pruneOrphanHooks(n: number): Promise<number> {
+  private async pruneOrphanHooks(epoch: number, n: number): Promise<number> {
     let total = 0;
     for (;;) {
       const candidates = (await this.write(`${ORPHAN_HOOKS} ORDER BY hook_id LIMIT $1`, [n])).map((r) => String(r['hook_id']));
       if (candidates.length === 0) return total;
-      const deleted = await inTransaction(this.pool, async (client) => {
+      const deleted = await this.fenced(epoch, async (client) => {
         await client.query('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[]) ORDER BY hook_id FOR UPDATE', [candidates]);
         const r = await client.query(`DELETE FROM hooks WHERE hook_id = ANY($1::text[]) AND hook_id IN (${ORPHAN_HOOKS})`, [candidates]);
         return r.rowCount ?? 0;
-      }, this.onLost).catch((err: unknown) => {
-        throw this.classify(err, 'retention failed');
       });
       total += deleted;
       // Fewer than a batch, or none of them gone after all (data arrived for each): nothing more to find now.
@@ -1477,7 +1510,7 @@ export class PostgresStore implements Store {
    * Not DETACH ... CONCURRENTLY: it waits for those same transactions to end (a dump's, for hours), and cut short
    * by a timeout it leaves the partition pending, to be finished by hand or by the next run.
    */
-  private async dropPartitions(due: (day: number) => boolean, opts: { keepEmpty?: boolean } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
+  private async dropPartitions(epoch: number, due: (day: number) => boolean, opts: { keepEmpty?: boolean } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
     let events = 0;
     let partitions = 0;
     const days = (await this.partitionDays()).filter(due).sort((a, b) => a - b);
@@ -1489,6 +1522,7 @@ export class PostgresStore implements Store {
       let held: number | undefined;
       try {
         held = await inTransaction(this.pool, async (client) => {
+          await this.holdLease(client, epoch);
           await client.query(`SET LOCAL lock_timeout = ${PARTITION_DDL_LOCK_TIMEOUT_MS}`);
           await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
           if (!(await this.partitionDays(client)).includes(d)) return undefined;
@@ -1525,11 +1559,13 @@ export class PostgresStore implements Store {
   }
 
   async pruneTranscriptFindings(beforeMs: number): Promise<number> {
+    const epoch = this.retentionEpoch();
     let total = 0;
     for (;;) {
-      const rows = await this.write('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < $1 LIMIT $2) RETURNING 1 AS x', [beforeMs, this.pruneBatch]);
-      total += rows.length;
-      if (rows.length < this.pruneBatch) return total;
+      const r = await this.fenced(epoch, (c) => c.query('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < $1 LIMIT $2)', [beforeMs, this.pruneBatch]));
+      const deleted = r.rowCount ?? 0;
+      total += deleted;
+      if (deleted < this.pruneBatch) return total;
     }
   }
 
@@ -1655,7 +1691,7 @@ export class PostgresStore implements Store {
 
   /** Retryable failures become StoreUnavailableError (503 + Retry-After); every message is scrubbed of the password. */
   private classify(err: unknown, what: string): Error {
-    if (err instanceof StoreUnavailableError) return err;
+    if (err instanceof StoreUnavailableError || err instanceof NotLeaderError) return err;
     const e = err as { code?: string; message?: string };
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;

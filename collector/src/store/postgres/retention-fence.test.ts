@@ -1,0 +1,100 @@
+/**
+ * Retention fenced by the leader lease, with real leases on a real PostgreSQL: a leader paused (SIGSTOP, a VM
+ * freeze) in the middle of a retention run, past its lease, while another replica takes the lease over, deletes
+ * nothing more once it resumes; the new leader's run deletes what is due.
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { hookEvent } from '../../../test/support/alerting.ts';
+import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { queryOnce } from '../../../test/support/postgres/server.ts';
+import { waitFor } from '../../../test/support/postgres/replicas.ts';
+import { PostgresStore } from './index.ts';
+import { PostgresLease } from './lease.ts';
+
+const db = useTestServer();
+const TTL_MS = 2000;
+/** Events stored, and deleted per batch: four batches of the day holding the bound. */
+const EVENTS = 20;
+const BATCH = 5;
+const T0 = Date.UTC(2026, 2, 2, 12);
+
+/**
+ * Holds the first statement of the store's write connections ('hookwatch') that `at` picks (given every one sent
+ * before it), as a paused process would: it is sent once resume() is called. Everything else goes on.
+ */
+function pauseAt(at: (text: string, before: readonly string[]) => boolean): { paused: Promise<void>; resume(): void; restore(): void } {
+  type Query = (this: pg.Client, ...args: unknown[]) => unknown;
+  const query = pg.Client.prototype.query as unknown as Query;
+  const sent: string[] = [];
+  let held = false;
+  let reached!: () => void;
+  const paused = new Promise<void>((resolve) => (reached = resolve));
+  let resume!: () => void;
+  const resumed = new Promise<void>((resolve) => (resume = resolve));
+  const wrapped: Query = function (...args) {
+    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text ?? '';
+    const app = (this as unknown as { connectionParameters: { application_name?: string } }).connectionParameters.application_name;
+    if (app !== 'hookwatch' || held || !at(text, sent)) {
+      if (app === 'hookwatch') sent.push(text);
+      return query.apply(this, args);
+    }
+    held = true;
+    reached();
+    // The pool asks with a callback, a client held for a transaction without one.
+    const callback = typeof args.at(-1) === 'function' ? (args.pop() as (err: unknown, r?: unknown) => void) : undefined;
+    const answer = resumed.then(() => query.apply(this, args) as Promise<unknown>);
+    if (!callback) return answer;
+    answer.then((r) => callback(null, r), (err: unknown) => callback(err));
+    return undefined;
+  };
+  pg.Client.prototype.query = wrapped as unknown as typeof pg.Client.prototype.query;
+  return { paused, resume, restore: () => void (pg.Client.prototype.query = query as unknown as typeof pg.Client.prototype.query) };
+}
+
+const eventDeletes = (texts: readonly string[]): number => texts.filter((t) => t.startsWith('DELETE FROM events')).length;
+
+describe('retention fenced by the leader lease', () => {
+  it.each([
+    // Paused before it begins its third batch (its first two committed): that batch finds the lease moved.
+    ['between two batches', (text: string, before: readonly string[]) => eventDeletes(before) === 2 && text !== 'COMMIT', 'NotLeaderError'],
+    // Paused inside its third batch, just before the delete is sent: the server ended the batch's transaction,
+    // which held the lease row, once it was idle for half a lease.
+    ['inside a batch', (text: string, before: readonly string[]) => text.startsWith('DELETE FROM events') && eventDeletes(before) === 2, 'StoreUnavailableError'],
+  ])('a leader paused %s past its lease deletes nothing more once resumed; the new leader does', async (where, at, refusal) => {
+    const url = await db.server().createDatabase();
+    const store = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
+    const events = Array.from({ length: EVENTS }, (_, i) => hookEvent({ timeMs: T0 + i * 1000 }));
+    expect((await store.ingest(events)).inserted).toHaveLength(EVENTS);
+    const left = async (): Promise<number> => Number((await queryOnce<{ n: string }>(url, 'SELECT count(*)::text AS n FROM events'))[0]?.n);
+    const a = new PostgresLease({ url, holder: 'a', ttlMs: TTL_MS });
+    const b = new PostgresLease({ url, holder: 'b', ttlMs: TTL_MS });
+    db.defer(() => a.stop(), () => b.stop());
+    expect(await a.tick()).toBe(true);
+    store.fenceRetention(a);
+
+    const pause = pauseAt(at);
+    db.defer(async () => pause.restore());
+    // Every event is past the bound, in the day holding it: deleted in batches.
+    const run = store.prune(T0 + 2 * 3_600_000, 0).then(() => undefined, (err: unknown) => err as Error);
+    await pause.paused;
+    // a renews no more (paused): its lease expires and b takes it.
+    await waitFor('b to take the lease over', async () => ((await b.tick()) ? true : undefined), 20_000, 100);
+    expect(b.epoch()).toBe(2);
+    const atTakeover = await left();
+    expect(atTakeover).toBe(EVENTS - 2 * BATCH);
+    pause.resume();
+    const err = await run;
+    pause.restore();
+    // eslint-disable-next-line no-console
+    console.log(`paused leader resumed ${where}: its run ended with ${err?.name}: ${err?.message}; ${await left()} of ${atTakeover} events left`);
+    expect(err?.name).toBe(refusal);
+    expect(await left()).toBe(atTakeover);
+
+    // The new leader's run deletes them.
+    const next = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
+    next.fenceRetention(b);
+    await next.prune(T0 + 2 * 3_600_000, 0);
+    expect(await left()).toBe(0);
+  }, 60_000);
+});
