@@ -221,6 +221,34 @@ describe('format', () => {
     expect(parseInputDateTime('29/03/2026 02:30')).toBe(Date.parse('2026-03-29T02:30:00Z'));
   });
 
+  it('tells the two runs of the hour the clocks repeat apart by their offsets, and only those', () => {
+    browserIn('Europe/Berlin');
+    // The clocks go back from 03:00 CEST to 02:00 CET at 01:00 UTC on 25/10/2026: 02:00 to 02:59 happen twice.
+    const at = (iso: string): number => Date.parse(iso);
+    const hour = 3_600_000;
+    expect(['2026-10-24T23:30:00Z', '2026-10-25T00:00:00Z', '2026-10-25T00:30:00Z', '2026-10-25T01:00:00Z', '2026-10-25T01:30:00Z', '2026-10-25T02:00:00Z']
+      .map((t) => bucketLabel(t, 1800, 86_400_000))).toEqual(['01:30', '02:00 UTC+2', '02:30 UTC+2', '02:00 UTC+1', '02:30 UTC+1', '03:00']);
+    expect(bucketLabel('2026-10-25T00:00:00Z', 3600, 7 * 86_400_000)).toBe('25/10, 02:00 UTC+2');
+    expect(dateTime('2026-10-25T01:59:00Z')).toBe('25/10/2026, 02:59 UTC+1');
+    expect(dateTime('2026-10-25T02:00:00Z')).toBe('25/10/2026, 03:00');
+    expect(bucketCell('2026-10-25T00:00:00Z', undefined, 3600)).toBe('25/10/2026, 02:00 UTC+2');
+    expect(bucketCell('2026-10-25T01:00:00Z', undefined, 3600)).toBe('25/10/2026, 02:00 UTC+1');
+    const cut = { fromMs: at('2026-10-25T01:00:00Z'), toMs: at('2026-10-25T01:23:00Z'), partial: true };
+    expect(partialBucketTitle(cut, 1800, 86_400_000)).toBe('02:00 UTC+1–02:23 UTC+1 (partial)');
+    expect(timeOfDaySeconds(at('2026-10-25T00:15:30Z'))).toBe('02:15:30 UTC+2');
+    expect(clockTime(at('2026-10-25T01:15:00Z'), at('2026-10-25T01:20:00Z'))).toBe('02:15 UTC+1');
+    // The hour the clocks skip in spring happens once, like every other.
+    expect(dateTime(at('2026-03-29T01:00:00Z') - hour / 2)).toBe('29/03/2026, 01:30');
+    expect(dateTime('2026-03-29T01:00:00Z')).toBe('29/03/2026, 03:00');
+    // Half-hour offsets keep their minutes: Lord Howe Island goes back by half an hour, on 05/04/2026 at 02:00.
+    browserIn('Australia/Lord_Howe');
+    expect(dateTime('2026-04-04T14:45:00Z')).toBe('05/04/2026, 01:45 UTC+11');
+    expect(dateTime('2026-04-04T15:15:00Z')).toBe('05/04/2026, 01:45 UTC+10:30');
+    // In UTC no time repeats.
+    setTimeZone('UTC');
+    expect(dateTime('2026-10-25T00:30:00Z')).toBe('25/10/2026, 00:30');
+  });
+
   it('labels the browser\'s zone for the picker while UTC is chosen', () => {
     browserIn('America/St_Johns');
     setTimeZone('UTC');

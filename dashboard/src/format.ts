@@ -37,12 +37,44 @@ export function timeZone(): TimeZoneChoice {
   return zone;
 }
 
+/** The browser's offset from UTC at a time, in minutes east. */
+const offsetMinutes = (ms: number): number => -new Date(ms).getTimezoneOffset();
+
 /** The browser's offset from UTC at a time: "UTC+05:30". */
 function utcOffset(ms: number): string {
-  const off = -new Date(ms).getTimezoneOffset();
+  const off = offsetMinutes(ms);
   const sign = off < 0 ? '-' : '+';
   const a = Math.abs(off);
   return `UTC${sign}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
+}
+
+/**
+ * Whether the time of day at `ms` is one the clocks of the chosen zone show twice: the hour they go back over when
+ * daylight saving time ends (02:00 to 02:59 on 25/10/2026 in Berlin, first in summer time, then in winter time).
+ * It is when the other offset in force within a few hours, applied to the same wall time, is in force at the
+ * instant it gives.
+ */
+function repeatedTime(ms: number): boolean {
+  if (zone === 'UTC') return false;
+  const own = offsetMinutes(ms);
+  return [offsetMinutes(ms - 6 * 3_600_000), offsetMinutes(ms + 6 * 3_600_000)].some((other) => other !== own && offsetMinutes(ms + (own - other) * 60_000) === other);
+}
+
+/** An offset as short as a label allows: "UTC+2", "UTC+10:30", "UTC-3:30". */
+function shortOffset(ms: number): string {
+  const off = offsetMinutes(ms);
+  const a = Math.abs(off);
+  return `UTC${off < 0 ? '-' : '+'}${Math.floor(a / 60)}${a % 60 ? `:${String(a % 60).padStart(2, '0')}` : ''}`;
+}
+
+/**
+ * A time as `format` writes it, followed by the offset in force when it is one the clocks show twice ("02:00 UTC+2",
+ * then "02:00 UTC+1" an hour later): two buckets, ticks or events in the hour repeated read apart. Every other
+ * time reads as the clock showed it, the zone being in the header.
+ */
+function zoned(format: Intl.DateTimeFormat, ms: number): string {
+  const text = format.format(new Date(ms));
+  return repeatedTime(ms) ? `${text} ${shortOffset(ms)}` : text;
 }
 
 /**
@@ -119,12 +151,12 @@ export function headroomText(headroom: number | null): string {
 /** A full date and time in the chosen zone. */
 export function dateTime(iso: string | number | null): string {
   if (iso === null) return 'never';
-  return formats.dateTime.format(new Date(iso));
+  return zoned(formats.dateTime, new Date(iso).getTime());
 }
 
 /** A time of day to the second in the chosen zone (two refreshes a minute apart or less read apart). */
 export function timeOfDaySeconds(ms: number): string {
-  return formats.seconds.format(new Date(ms));
+  return zoned(formats.seconds, ms);
 }
 
 /**
@@ -132,7 +164,7 @@ export function timeOfDaySeconds(ms: number): string {
  * on an earlier one.
  */
 export function clockTime(ms: number, nowMs: number): string {
-  return (day(ms) === day(nowMs) ? formats.time : formats.short).format(new Date(ms));
+  return zoned(day(ms) === day(nowMs) ? formats.time : formats.short, ms);
 }
 
 /**
@@ -142,8 +174,7 @@ export function clockTime(ms: number, nowMs: number): string {
 export function bucketLabel(iso: string | number, stepSeconds: number, spanMs = 0): string {
   const d = new Date(iso);
   if (stepSeconds >= 86_400) return utcDayMonth(d.getTime());
-  if (spanMs > 0 && spanMs <= 86_400_000 && stepSeconds < 3600) return formats.time.format(d);
-  return formats.short.format(d);
+  return zoned(spanMs > 0 && spanMs <= 86_400_000 && stepSeconds < 3600 ? formats.time : formats.short, d.getTime());
 }
 
 /** A date only. */
@@ -223,7 +254,7 @@ function utcSpan(c: BucketCover, dayOf: (ms: number) => string): string {
  */
 function spanEnd(fromMs: number, toMs: number, timeOnly: boolean, withDay: Intl.DateTimeFormat): string {
   const time = toMs % 60_000 === 0 ? formats.time : formats.seconds;
-  return (timeOnly || day(fromMs) === day(toMs - 1) ? time : withDay).format(new Date(toMs));
+  return zoned(timeOnly || day(fromMs) === day(toMs - 1) ? time : withDay, toMs);
 }
 
 /**

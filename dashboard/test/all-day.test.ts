@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { startCli } from '../../collector/test/faults/cli-child.ts';
-import { chartData, closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, hoverTooltips, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
 
@@ -430,8 +430,9 @@ describe('left open across midnight and a change of daylight saving time', () =>
     }
     expect(await p.evaluate(() => new Date().toString())).toMatch(/^Sun Oct 25 2026 02:30:\d\d GMT\+0100/);
     const fleet = await chartData(p, 'chart-fleet');
-    // The last 24 hours, from 03:30 on 24/10 (summer time) until 02:30 (winter time): 02:00 twice, an hour apart.
-    expect([fleet.labels[0], ...fleet.labels.slice(-4)]).toEqual(['03:30', '01:30', '02:00', '02:30', '02:00']);
+    // The last 24 hours, from 03:30 on 24/10 (summer time) until 02:30 (winter time): 02:00 twice, an hour apart,
+    // each with its offset.
+    expect([fleet.labels[0], ...fleet.labels.slice(-4)]).toEqual(['03:30', '01:30', '02:00 UTC+2', '02:30 UTC+2', '02:00 UTC+1']);
     expect(await header()).toEqual({ zone: 'local: Europe/Berlin (UTC+01:00)', customZone: 'Europe/Berlin (UTC+01:00)', from: '24/10/2026 03:30', to: '25/10/2026 02:30' });
 
     // What is typed in the custom range stays as typed while time runs on, in both fields.
@@ -440,5 +441,43 @@ describe('left open across midnight and a change of daylight saving time', () =>
     await p.clock.runFor(300_000);
     await waitLoaded(p, loads + 1);
     expect(await header()).toMatchObject({ from: '24/10/2026 12:00', to: '25/10/2026 02:30' });
+  });
+});
+
+describe('data in the hour the clocks repeat', () => {
+  it('labels its two runs apart by their offsets, on the axis, in the tooltips and in the tables', { timeout: 60_000 }, async () => {
+    // 04:00 in Berlin on 25/10/2026, winter time: the clocks went back from 03:00 to 02:00 at 01:00 UTC.
+    const now = Date.parse('2026-10-25T03:00:00Z');
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    const svc = await startTestService({}, { dir, now: () => now });
+    cleanups.push(() => svc.close());
+    // One persisted output at 02:15 in summer time, one at 02:15 in winter time, an hour later.
+    const executions = ['2026-10-25T00:15:00Z', '2026-10-25T01:15:00Z'].map((t) => ({
+      hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: Date.parse(t), sizes: { stdout: 12_000, additionalContext: 0, persisted: 1 },
+    }));
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
+
+    const { page: p } = await page(undefined, 'Europe/Berlin');
+    await p.goto(`${svc.httpUrl}/?range=24h&refresh=off`);
+    await waitLoaded(p);
+    const fleet = await chartData(p, 'chart-fleet');
+    expect(fleet.labels.slice(-7)).toEqual(['01:30', '02:00 UTC+2', '02:30 UTC+2', '02:00 UTC+1', '02:30 UTC+1', '03:00', '03:30']);
+    const tips = await hoverTooltips(p, 'chart-fleet');
+    expect(tips.filter((t) => t.startsWith('02:00 UTC+')).map((t) => t.split(' | ')[0])).toEqual(['02:00 UTC+2', '02:00 UTC+1']);
+    // Read without the chart: the bucket table lists the buckets with outputs, each start as the axis names it, with its date.
+    const twice = ['25/10/2026, 02:00 UTC+2', '25/10/2026, 02:00 UTC+1'];
+    const starts = (caption: string): Promise<string[]> => p.evaluate((c) => [...document.querySelectorAll('table')]
+      .filter((t) => t.caption?.textContent === c)
+      .flatMap((t) => [...t.querySelectorAll('tbody tr')].map((r) => r.querySelector('td')?.textContent ?? ''))
+      .filter((cell) => cell.startsWith('25/10/2026, 02:')), caption);
+    expect(await starts('Persisted outputs per bucket by hook')).toEqual(twice);
+
+    // So do the hook's own tables, of the buckets with executions.
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=24h&refresh=off`);
+    await waitLoaded(p);
+    const captions = await p.$$eval('table caption', (cs) => cs.map((c) => c.textContent ?? ''));
+    const hourly = await Promise.all(captions.map((c) => starts(c)));
+    expect(hourly.filter((rows) => rows.length > 0).length).toBeGreaterThan(0);
+    for (const rows of hourly.filter((r) => r.length > 0)) expect(rows).toEqual(twice);
   });
 });
