@@ -14,8 +14,8 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  REFRESH_CHOICES, THEME_LABEL, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
+  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -37,6 +37,16 @@ const NEWS_MIN_MS = 60_000;
  * answers again after a failure (a restart, often a new version).
  */
 const BUILD_CHECK_MS = 10 * 60_000;
+
+/**
+ * What a person using the page does: any of these puts off a reload to a new version. Not `scroll`, which the page
+ * causes too (a refresh that changes the height above what is shown): a person scrolls with a wheel, keys, a touch
+ * or the pointer.
+ */
+const USE_EVENTS = ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart', 'input'] as const;
+
+/** The fields a person types text in. */
+const TEXT_FIELDS = new Set(['text', 'search', 'email', 'number', 'password', 'tel', 'url']);
 
 /** The controls a keyboard reaches. */
 const FOCUSABLE = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
@@ -102,6 +112,13 @@ export function start(root: HTMLElement): Dashboard {
   let buildAskedAt = Date.now();
   let buildAsking = false;
   const updateNote = h('div', { id: 'update-banner', class: 'banner banner-update', hidden: true });
+  /** When the page said a newer dashboard is served, and when it was last used (a pointer, a key, a scroll). */
+  let updateAt: number | undefined;
+  let usedAt = -Infinity;
+  /** Where the pointer last moved to, on the screen. */
+  let pointerAt = '';
+  /** Text fields typed in and not sent: a reload would lose what they hold. */
+  const typed = new Set<HTMLInputElement | HTMLTextAreaElement>();
   // What a screen reader is told of refreshes instead: one that changed what the page shows (at most once a minute)
   // and hookwatch answering again after a failure (the failure itself is the alert's).
   const news = h('div', { id: 'refresh-news', class: 'sr-only', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
@@ -124,7 +141,8 @@ export function start(root: HTMLElement): Dashboard {
 
   /**
    * A new version of hookwatch deployed since the page was opened: the page runs the dashboard it loaded until it is
-   * reloaded, so it says so, once, and offers the reload (the URL keeps the view).
+   * reloaded, so it says so, once, offers the reload, and reloads by itself once left unused (reloadIfUnused). The
+   * URL keeps the view.
    */
   function checkBuild(): void {
     if (!build || buildAsking || !updateNote.hidden) return;
@@ -133,12 +151,44 @@ export function start(root: HTMLElement): Dashboard {
     api.build().then((r) => {
       if (r.build === build) return;
       updateNote.hidden = false;
-      replace(updateNote, 'hookwatch was updated since this page was opened. ',
-        h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload to use the new version'));
-      say('hookwatch was updated since this page was opened: reload the page to use the new version.', Date.now());
+      updateAt = Date.now();
+      replace(updateNote, `${UPDATE_NOTICE} `, h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload now'));
+      say(UPDATE_NOTICE, updateAt);
+      reloadIfUnused();
     }, () => undefined).finally(() => {
       buildAsking = false;
     });
+  }
+
+  /** A newer dashboard is served and nobody is using this page (selfReloadDue): it reloads, on the same URL. */
+  function reloadIfUnused(): void {
+    if (updateAt === undefined) return;
+    // A field gone (another page drawn), emptied, or in a part closed for good (a silence form cancelled) holds nothing.
+    for (const f of typed) if (!f.isConnected || f.value === '' || f.closest('[hidden]')) typed.delete(f);
+    if (selfReloadDue({ nowMs: Date.now(), noticeAt: updateAt, usedAt, hidden: document.hidden, typing: typed.size > 0 })) location.reload();
+  }
+
+  /** A use of the page; not a pointer "moving" where it already was, as the browser reports when the page moves under it. */
+  function onUse(ev: Event): void {
+    if (ev instanceof PointerEvent && ev.type === 'pointermove') {
+      const at = `${ev.screenX},${ev.screenY}`;
+      if (at === pointerAt) return;
+      pointerAt = at;
+    }
+    usedAt = Date.now();
+  }
+
+  /**
+   * Text typed in a form is kept from a reload until the form is sent. Not the hook search's: the URL takes it as
+   * it is typed, and a reload keeps it.
+   */
+  function onInput(ev: Event): void {
+    const f = ev.target;
+    if ((f instanceof HTMLTextAreaElement || (f instanceof HTMLInputElement && TEXT_FIELDS.has(f.type))) && f.closest('form:not([role="search"])')) typed.add(f);
+  }
+
+  function onSubmit(ev: Event): void {
+    for (const f of typed) if (f.form === ev.target) typed.delete(f);
   }
 
   function askDimensions(): void {
@@ -482,6 +532,7 @@ export function start(root: HTMLElement): Dashboard {
   function onVisibility(): void {
     if (document.hidden) {
       clearTimeout(timer);
+      reloadIfUnused();
       return;
     }
     // A hidden tab's ticks are held back: the gap since the last one is not a sleep, and this refresh covers it.
@@ -502,6 +553,7 @@ export function start(root: HTMLElement): Dashboard {
     const now = Date.now();
     const woke = now - tickedAt > WAKE_GAP_MS;
     tickedAt = now;
+    reloadIfUnused();
     if (document.hidden) return;
     if (woke) refreshNow();
     for (const c of headerClocks) c();
@@ -687,6 +739,9 @@ export function start(root: HTMLElement): Dashboard {
   window.addEventListener('popstate', render);
   document.addEventListener('visibilitychange', onVisibility);
   window.addEventListener('online', onOnline);
+  for (const type of USE_EVENTS) window.addEventListener(type, onUse, { capture: true, passive: true });
+  document.addEventListener('input', onInput, true);
+  document.addEventListener('submit', onSubmit, true);
   const ticker = setInterval(tick, AGE_TICK_MS);
   render();
   return {
@@ -695,6 +750,9 @@ export function start(root: HTMLElement): Dashboard {
       window.removeEventListener('popstate', render);
       document.removeEventListener('visibilitychange', onVisibility);
       window.removeEventListener('online', onOnline);
+      for (const type of USE_EVENTS) window.removeEventListener(type, onUse, { capture: true });
+      document.removeEventListener('input', onInput, true);
+      document.removeEventListener('submit', onSubmit, true);
       clearInterval(ticker);
       generation++;
       clearTimeout(timer);

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeZone } from './format.ts';
 import {
-  MAX_RETRY_MS, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
-  removeFilter, retryDelay, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
 
@@ -156,5 +156,37 @@ describe('the rest of the header', () => {
 
   it('names the path it has no page for', () => {
     expect(notFoundView('/nope')).toEqual({ title: 'Not found · hookwatch', heading: 'No such page', text: 'hookwatch has no page at /nope. ' });
+  });
+});
+
+describe('a new version served while the page is open', () => {
+  const noticeAt = Date.parse('2026-11-30T12:00:00Z');
+  const quiet = { noticeAt, usedAt: -Infinity, hidden: false, typing: false };
+
+  it('reloads by itself once unused for ten minutes since the notice or the last use, whichever came later', () => {
+    expect(IDLE_RELOAD_MS).toBe(600_000);
+    // Unused since long before the notice: it shows the notice ten minutes first, for whoever passes by.
+    expect(selfReloadDue({ ...quiet, nowMs: noticeAt })).toBe(false);
+    expect(selfReloadDue({ ...quiet, nowMs: noticeAt + IDLE_RELOAD_MS - 1 })).toBe(false);
+    expect(selfReloadDue({ ...quiet, nowMs: noticeAt + IDLE_RELOAD_MS })).toBe(true);
+    // Used a while after the notice: ten minutes from that use.
+    const usedAt = noticeAt + 9 * 60_000;
+    expect(selfReloadDue({ ...quiet, usedAt, nowMs: noticeAt + IDLE_RELOAD_MS + 60_000 })).toBe(false);
+    expect(selfReloadDue({ ...quiet, usedAt, nowMs: usedAt + IDLE_RELOAD_MS })).toBe(true);
+  });
+
+  it('reloads a hidden page untouched since the notice at once, one used since after ten minutes', () => {
+    expect(selfReloadDue({ ...quiet, hidden: true, usedAt: noticeAt - 60_000, nowMs: noticeAt })).toBe(true);
+    expect(selfReloadDue({ ...quiet, hidden: true, usedAt: noticeAt + 1000, nowMs: noticeAt + 2000 })).toBe(false);
+    expect(selfReloadDue({ ...quiet, hidden: true, usedAt: noticeAt + 1000, nowMs: noticeAt + 1000 + IDLE_RELOAD_MS })).toBe(true);
+  });
+
+  it('never reloads over text typed and not sent, however long unused or hidden', () => {
+    expect(selfReloadDue({ ...quiet, typing: true, nowMs: noticeAt + 24 * 3_600_000 })).toBe(false);
+    expect(selfReloadDue({ ...quiet, typing: true, hidden: true, nowMs: noticeAt })).toBe(false);
+  });
+
+  it('says it reloads by itself, and when', () => {
+    expect(UPDATE_NOTICE).toBe('hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for 10 minutes (never over text typed in a form and not sent).');
   });
 });

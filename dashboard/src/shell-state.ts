@@ -101,6 +101,25 @@ function shownNote(lastUpdated: number | undefined, nowMs: number, none: string)
   return lastUpdated === undefined ? none : `showing data from ${clockTime(lastUpdated, nowMs)}, ${ago(new Date(lastUpdated).toISOString(), nowMs)}`;
 }
 
+/** How long a page left unused runs an older dashboard than hookwatch serves before it reloads itself. */
+export const IDLE_RELOAD_MS = 10 * 60_000;
+
+/** What the page says when hookwatch serves a newer dashboard than it runs (the reload keeps the view: the URL holds it). */
+export const UPDATE_NOTICE = `hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for ${IDLE_RELOAD_MS / 60_000} minutes (never over text typed in a form and not sent).`;
+
+/**
+ * Whether a page that runs an older dashboard than hookwatch serves reloads itself now, so a wall screen nobody
+ * touches does not run the old one for weeks: never while a form holds text typed and not sent (`typing`), which
+ * the reload would lose; at once when the tab is hidden and untouched since the notice appeared (nobody is reading
+ * it); otherwise once unused (no pointer, key or scroll) for IDLE_RELOAD_MS since the later of the last use and the
+ * notice, so whoever passes by reads the notice first and a reader at work is not interrupted.
+ */
+export function selfReloadDue(o: { nowMs: number; noticeAt: number; usedAt: number; hidden: boolean; typing: boolean }): boolean {
+  if (o.typing) return false;
+  if (o.hidden && o.usedAt < o.noticeAt) return true;
+  return o.nowMs - Math.max(o.usedAt, o.noticeAt) >= IDLE_RELOAD_MS;
+}
+
 /** The URL of the same page over another range, with its filters and page parameters kept. */
 export function rangeUrl(state: ViewState, range: Range): string {
   return buildUrl(routePath(state.route), { range, filters: state.filters }, samePageParams(state));

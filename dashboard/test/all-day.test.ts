@@ -14,6 +14,7 @@ import { startCli } from '../../collector/test/faults/cli-child.ts';
 import { chartData, closePages, hoverTooltips, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
+import { IDLE_RELOAD_MS, UPDATE_NOTICE } from '../src/shell-state.ts';
 
 const ID = hookId('SessionStart', 'SessionStart:startup');
 
@@ -58,6 +59,32 @@ async function fedService(): Promise<TestService> {
   return svc;
 }
 
+/**
+ * hookwatch fed in a directory of its own, and the next version of it beside: hookwatch as shipped, one of the
+ * dashboard's files changed (the overview's "Fleet" heading reads "Fleet (new)").
+ */
+async function beforeDeploy(): Promise<{ dir: string; svc: TestService; next: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const svc = await hookwatch(dir);
+  await feed(svc);
+  const repo = fileURLToPath(new URL('../../', import.meta.url));
+  const next = join(dir, 'next');
+  for (const part of ['package.json', 'collector/bin', 'collector/src', 'shared/src', 'dashboard/server.ts', 'dashboard/src', 'dashboard/public']) {
+    cpSync(join(repo, part), join(next, part), { recursive: true });
+  }
+  symlinkSync(join(repo, 'node_modules'), join(next, 'node_modules'));
+  const overview = join(next, 'dashboard/src/pages/overview.ts');
+  writeFileSync(overview, readFileSync(overview, 'utf8').replace("h('h2', { id: 'kpi-title' }, 'Fleet')", "h('h2', { id: 'kpi-title' }, 'Fleet (new)')"));
+  return { dir, svc, next };
+}
+
+/** The next version deployed: started on the data and address of `svc`, stopped before. */
+async function deploy(dir: string, svc: TestService, next: string): Promise<void> {
+  const cli = await startCli(dir, { HOOKWATCH_HTTP_ADDR: new URL(svc.httpUrl).host }, join(next, 'collector/src/main.ts'));
+  cleanups.push(() => cli.stop());
+}
+
 /** Options of a select, by value. */
 function options(p: Page, selector: string): Promise<string[]> {
   return p.$$eval(`${selector} option`, (os) => os.map((o) => (o as HTMLOptionElement).value));
@@ -100,19 +127,7 @@ describe('the server restarted while the page is open', () => {
 
 describe('a new version deployed while the page is open', () => {
   it('says hookwatch was updated and offers the reload, which runs the new dashboard on the same view', { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const svc = await hookwatch(dir);
-    await feed(svc);
-    // The new version: hookwatch as shipped, one of the dashboard's files changed.
-    const repo = fileURLToPath(new URL('../../', import.meta.url));
-    const next = join(dir, 'next');
-    for (const part of ['package.json', 'collector/bin', 'collector/src', 'shared/src', 'dashboard/server.ts', 'dashboard/src', 'dashboard/public']) {
-      cpSync(join(repo, part), join(next, part), { recursive: true });
-    }
-    symlinkSync(join(repo, 'node_modules'), join(next, 'node_modules'));
-    const overview = join(next, 'dashboard/src/pages/overview.ts');
-    writeFileSync(overview, readFileSync(overview, 'utf8').replace("h('h2', { id: 'kpi-title' }, 'Fleet')", "h('h2', { id: 'kpi-title' }, 'Fleet (new)')"));
+    const { dir, svc, next } = await beforeDeploy();
 
     const { page: p } = await page(/Failed to load resource|ERR_CONNECTION_REFUSED/);
     await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
@@ -120,18 +135,100 @@ describe('a new version deployed while the page is open', () => {
     expect(await p.textContent('#kpi-title')).toBe('Fleet');
     await svc.stop();
     await p.waitForSelector('#error-banner:not([hidden])', { timeout: 20_000 });
-    const cli = await startCli(dir, { HOOKWATCH_HTTP_ADDR: new URL(svc.httpUrl).host }, join(next, 'collector/src/main.ts'));
-    cleanups.push(() => cli.stop());
+    await deploy(dir, svc, next);
 
     // The page keeps running the dashboard it loaded, and says a newer one is served.
     await p.waitForSelector('#update-banner:not([hidden])', { timeout: 20_000 });
-    expect(await p.textContent('#update-banner')).toBe('hookwatch was updated since this page was opened. Reload to use the new version');
+    expect(await p.textContent('#update-banner')).toBe(`${UPDATE_NOTICE} Reload now`);
     expect(await p.isVisible('#error-banner')).toBe(false);
     expect(await p.textContent('#kpi-title')).toBe('Fleet');
     const view = p.url();
     await Promise.all([p.waitForEvent('load'), p.click('#update-banner button.reload')]);
     await waitLoaded(p);
     expect([p.url(), await p.textContent('#kpi-title'), await p.isVisible('#update-banner')]).toEqual([view, 'Fleet (new)', false]);
+  });
+});
+
+describe('a new version deployed while a wall screen shows the page, nobody using it', () => {
+  /**
+   * A page on the overview at `query` (refreshing every 5 minutes, by the page's clock) when the next version is
+   * deployed, once it says so; `same` tells whether it is still the document first loaded.
+   */
+  async function updatedPage(query: string): Promise<{ p: Page; same(): Promise<boolean> }> {
+    const { dir, svc, next } = await beforeDeploy();
+    const { page: p } = await page();
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?${query}&refresh=5m`);
+    await waitLoaded(p);
+    await p.evaluate(() => void ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+    await svc.stop();
+    await deploy(dir, svc, next);
+    // The second refresh comes ten minutes after the page asked which dashboard hookwatch serves: it asks again.
+    for (const loads of [2, 3]) {
+      await p.clock.runFor(300_000);
+      await waitLoaded(p, loads);
+    }
+    await p.waitForSelector('#update-banner:not([hidden])');
+    expect([await p.textContent('#update-banner'), await p.textContent('#kpi-title')]).toEqual([`${UPDATE_NOTICE} Reload now`, 'Fleet']);
+    return { p, same: () => p.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument === true) };
+  }
+
+  /**
+   * Runs the page's clock `ms` on, by when the page reloads itself, and waits for the reload; the reload may end
+   * the run under way, the page it ran in gone.
+   */
+  async function reloadsWithin(p: Page, ms: number): Promise<void> {
+    const run = p.clock.runFor(ms).catch((err: Error) => {
+      if (!/Execution context was destroyed|navigation/.test(err.message)) throw err;
+    });
+    await Promise.all([p.waitForEvent('load'), run]);
+  }
+
+  /** The new dashboard running on `view`, its notice gone. */
+  async function expectNew(p: Page, view: string): Promise<void> {
+    await waitLoaded(p);
+    expect([p.url(), await p.textContent('#kpi-title'), await p.isVisible('#update-banner')]).toEqual([view, 'Fleet (new)', false]);
+  }
+
+  /** Shows or hides the page's tab, as the browser does when another tab or window covers it. */
+  const visible = (p: Page, on: boolean): Promise<void> => p.evaluate((v) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => !v });
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (v ? 'visible' : 'hidden') });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, on);
+
+  it('reloads by itself, on the same view, ten minutes after the notice or the last use, hidden or not', { timeout: 90_000 }, async () => {
+    const { p, same } = await updatedPage('range=7d&f.user.id=user-a');
+    const view = p.url();
+    // Someone passing moves the mouse nine minutes on, then puts the tab in the background: the page waits ten
+    // minutes from then.
+    await p.clock.runFor(9 * 60_000);
+    await p.mouse.move(200, 300);
+    await visible(p, false);
+    await p.clock.runFor(IDLE_RELOAD_MS - 60_000);
+    expect(await same()).toBe(true);
+    await reloadsWithin(p, 2 * 60_000);
+    await expectNew(p, view);
+  });
+
+  it('reloads at once when put in the background untouched since the notice: nobody is reading it', { timeout: 90_000 }, async () => {
+    const { p } = await updatedPage('range=24h');
+    const view = p.url();
+    await Promise.all([p.waitForEvent('load'), visible(p, false)]);
+    await expectNew(p, view);
+  });
+
+  it('never reloads over a filter being typed, and reloads with it once it is added', { timeout: 90_000 }, async () => {
+    const { p, same } = await updatedPage('range=7d');
+    await p.fill('#filter-value', 'user-a');
+    await p.clock.runFor(3 * IDLE_RELOAD_MS);
+    expect([await same(), await p.inputValue('#filter-value'), await p.isVisible('#update-banner')]).toEqual([true, 'user-a', true]);
+    await p.press('#filter-value', 'Enter');
+    await p.waitForSelector('.chip');
+    const view = p.url();
+    expect(new URL(view).searchParams.get(`f.${await p.inputValue('#filter-dimension')}`)).toBe('user-a');
+    await reloadsWithin(p, IDLE_RELOAD_MS);
+    await expectNew(p, view);
   });
 });
 
