@@ -151,14 +151,14 @@ describe('a new version deployed while the page is open', () => {
 
 describe('a new version deployed while a wall screen shows the page, nobody using it', () => {
   /**
-   * A page on the overview at `query` (refreshing every 5 minutes, by the page's clock) when the next version is
-   * deployed, once it says so; `same` tells whether it is still the document first loaded.
+   * A page at `path` (refreshing every 5 minutes, by the page's clock) when the next version is deployed, once it
+   * says so; `same` tells whether it is still the document first loaded, `build` the dashboard build it runs.
    */
-  async function updatedPage(query: string): Promise<{ p: Page; same(): Promise<boolean> }> {
+  async function updatedPage(path: string): Promise<{ p: Page; same(): Promise<boolean>; build: string | null }> {
     const { dir, svc, next } = await beforeDeploy();
     const { page: p } = await page();
     await p.clock.install();
-    await p.goto(`${svc.httpUrl}/?${query}&refresh=5m`);
+    await p.goto(`${svc.httpUrl}${path}&refresh=5m`);
     await waitLoaded(p);
     await p.evaluate(() => void ((window as unknown as { sameDocument: boolean }).sameDocument = true));
     await svc.stop();
@@ -169,9 +169,13 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
       await waitLoaded(p, loads);
     }
     await p.waitForSelector('#update-banner:not([hidden])');
-    expect([await p.textContent('#update-banner'), await p.textContent('#kpi-title')]).toEqual([`${UPDATE_NOTICE} Reload now`, 'Fleet']);
-    return { p, same: () => p.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument === true) };
+    expect(await p.textContent('#update-banner')).toBe(`${UPDATE_NOTICE} Reload now`);
+    const build = await runs(p);
+    return { p, same: () => p.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument === true), build };
   }
+
+  /** The dashboard build the page runs. */
+  const runs = (p: Page): Promise<string | null> => p.getAttribute('meta[name="hookwatch-build"]', 'content');
 
   /**
    * Runs the page's clock `ms` on, by when the page reloads itself, and waits for the reload; the reload may end
@@ -184,10 +188,11 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     await Promise.all([p.waitForEvent('load'), run]);
   }
 
-  /** The new dashboard running on `view`, its notice gone. */
-  async function expectNew(p: Page, view: string): Promise<void> {
+  /** Another dashboard build than `old` running on `view`, its notice gone. */
+  async function expectNew(p: Page, view: string, old: string | null): Promise<void> {
     await waitLoaded(p);
-    expect([p.url(), await p.textContent('#kpi-title'), await p.isVisible('#update-banner')]).toEqual([view, 'Fleet (new)', false]);
+    expect([p.url(), await p.isVisible('#update-banner')]).toEqual([view, false]);
+    expect(await runs(p)).not.toBe(old);
   }
 
   /** Shows or hides the page's tab, as the browser does when another tab or window covers it. */
@@ -198,7 +203,7 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
   }, on);
 
   it('reloads by itself, on the same view, ten minutes after the notice or the last use, hidden or not', { timeout: 90_000 }, async () => {
-    const { p, same } = await updatedPage('range=7d&f.user.id=user-a');
+    const { p, same, build } = await updatedPage('/?range=7d&f.user.id=user-a');
     const view = p.url();
     // Someone passing moves the mouse nine minutes on, then puts the tab in the background: the page waits ten
     // minutes from then.
@@ -208,18 +213,18 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     await p.clock.runFor(IDLE_RELOAD_MS - 60_000);
     expect(await same()).toBe(true);
     await reloadsWithin(p, 2 * 60_000);
-    await expectNew(p, view);
+    await expectNew(p, view, build);
   });
 
   it('reloads at once when put in the background untouched since the notice: nobody is reading it', { timeout: 90_000 }, async () => {
-    const { p } = await updatedPage('range=24h');
+    const { p, build } = await updatedPage(`/hooks/${ID}?range=24h`);
     const view = p.url();
     await Promise.all([p.waitForEvent('load'), visible(p, false)]);
-    await expectNew(p, view);
+    await expectNew(p, view, build);
   });
 
   it('never reloads over a filter being typed, and reloads with it once it is added', { timeout: 90_000 }, async () => {
-    const { p, same } = await updatedPage('range=7d');
+    const { p, same, build } = await updatedPage('/?range=7d');
     await p.fill('#filter-value', 'user-a');
     await p.clock.runFor(3 * IDLE_RELOAD_MS);
     expect([await same(), await p.inputValue('#filter-value'), await p.isVisible('#update-banner')]).toEqual([true, 'user-a', true]);
@@ -228,7 +233,25 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     const view = p.url();
     expect(new URL(view).searchParams.get(`f.${await p.inputValue('#filter-dimension')}`)).toBe('user-a');
     await reloadsWithin(p, IDLE_RELOAD_MS);
-    await expectNew(p, view);
+    await expectNew(p, view, build);
+    expect(await p.textContent('#kpi-title')).toBe('Fleet (new)');
+  });
+
+  it('never reloads over a silence being written, and reloads once it is made', { timeout: 90_000 }, async () => {
+    const { p, same, build } = await updatedPage('/alerts?range=7d&silence.alertname=HookOutputPersisted&silence.hook_name=SessionStart:startup');
+    const form = p.locator('#silence-new form.silence-form');
+    const reason = form.locator('input[aria-label="Reason"]');
+    await reason.fill('hook rewrite under review');
+    await p.clock.runFor(3 * IDLE_RELOAD_MS);
+    expect([await same(), await reason.inputValue()]).toEqual([true, 'hook rewrite under review']);
+    await form.locator('input[aria-label="Your name"]').fill('platform on-call');
+    await form.locator('button[type="submit"]').click();
+    await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    // Made, the silence is no longer in the URL: the reload does not open its form again.
+    const view = p.url();
+    expect(view).not.toContain('silence.');
+    await reloadsWithin(p, IDLE_RELOAD_MS);
+    await expectNew(p, view, build);
   });
 });
 
