@@ -8,7 +8,7 @@
  * are not browsers (curl, scripts) send neither and are unaffected; reads are not refused by this check.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { hostCheck, hostOf, type AllowedHostsOptions } from '../net/allowed-hosts.ts';
+import { hostCheck, hostOf, requestHost, type AllowedHostsOptions } from '../net/allowed-hosts.ts';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 
@@ -31,7 +31,7 @@ export function rejectCrossSiteWrites(opts: SameOriginOptions = {}): (req: Reque
     if (!refused && origin !== undefined) {
       const from = hostOf(origin);
       // X-Forwarded-Host cannot come from a cross-site simple request (a custom header forces a preflight).
-      const allowed = [req.headers.host, req.headers['x-forwarded-host'], external].filter((h): h is string => typeof h === 'string').map((h) => h.toLowerCase());
+      const allowed = [requestHost(req), req.headers['x-forwarded-host'], external].filter((h): h is string => typeof h === 'string').map((h) => h.toLowerCase());
       refused = from === undefined || !allowed.includes(from);
     }
     if (refused) {
@@ -61,11 +61,14 @@ export function browserHardening(): (req: Request, res: Response, next: NextFunc
   };
 }
 
-/** hostCheck as Express middleware: 403 with the refusal. */
+/**
+ * hostCheck as Express middleware: 403 with the refusal. Express serves an absolute-form target
+ * (`GET http://host/api/v1/hooks`) as its path, so the host checked is the target's then (requestHost).
+ */
 export function allowKnownHosts(opts: AllowedHostsOptions): (req: Request, res: Response, next: NextFunction) => void {
   const check = hostCheck(opts);
   return (req, res, next) => {
-    const refusal = check(req.headers.host);
+    const refusal = check(requestHost(req));
     if (refusal === undefined) next();
     else res.status(403).json({ error: { code: 'forbidden', message: refusal } });
   };

@@ -2,6 +2,7 @@
  * Which names (Host headers) a port answers to, against DNS rebinding: shared by the HTTP port (the API and the
  * dashboard) and the OTLP/HTTP receiver.
  */
+import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import { isLoopbackAddr } from './addr.ts';
 
@@ -32,12 +33,28 @@ function hostName(host: string): string {
 }
 
 /**
+ * The authority of an absolute-form request target (`http://host:4318/v1/logs`, which a client sends a proxy), of
+ * any scheme, as Express serves any; undefined for a path (origin form) or `*`.
+ */
+export function targetAuthority(url: string): string | undefined {
+  return /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
+}
+
+/**
+ * The host a request names: an absolute-form target's, for which a server ignores Host (RFC 9112 section 3.2.2),
+ * else its Host header.
+ */
+export function requestHost(req: Pick<IncomingMessage, 'url' | 'headers'>): string | undefined {
+  return targetAuthority(req.url ?? '') ?? req.headers.host;
+}
+
+/**
  * Against DNS rebinding: a page on evil.example whose name is made to resolve to 127.0.0.1 is same-origin with
  * hookwatch in the victim's browser, so Origin checks pass and it can read the API, post silences or send
- * telemetry. Its requests still carry Host: evil.example. Returns the refusal for a Host header (undefined: let
- * it in): an IP address, localhost and the listed names pass. Applied while the port listens on loopback only
- * (what rebinding reaches), or whenever http.allowedHosts lists names. A request without Host (not a browser)
- * passes.
+ * telemetry. Its requests still carry Host: evil.example. Returns the refusal for the host a request names
+ * (requestHost: its Host header, or its absolute-form target's; undefined: let it in): an IP address, localhost and
+ * the listed names pass. Applied while the port listens on loopback only (what rebinding reaches), or whenever
+ * http.allowedHosts lists names. A request without Host (not a browser) passes.
  */
 export function hostCheck(opts: AllowedHostsOptions): (host: string | undefined) => string | undefined {
   const listed = new Set(opts.allowedHosts);

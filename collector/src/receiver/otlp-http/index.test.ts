@@ -271,6 +271,13 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       status: '400 Bad Request', encoding: 'json', reason: 'malformed',
       rpcStatus: { code: 3, message: 'the Host header is missing; HTTP/1.1 requires it' },
     },
+    // RFC 9112 section 3.2.2: the host of an absolute-form target is the one the request names, not Host.
+    {
+      name: 'an absolute-form target naming a host not allowed: 403, whatever Host says',
+      raw: head(['POST http://evil.example:4318/v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost, 'Connection: close']) + '{}',
+      status: '403 Forbidden', encoding: 'json', reason: 'host_not_allowed',
+      rpcStatus: { code: 7, message: 'host "evil.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name' },
+    },
     // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
     {
       name: 'a request line that is not HTTP: 400',
@@ -312,9 +319,9 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     expect(answer.body.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{\}$/);
   });
 
-  it('HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 3.2.2) are served as the path they name', async () => {
+  it('HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 3.2.2) are served as the path they name, on the host it names', async () => {
     const { port } = new URL(service.otlpHttpUrl);
-    for (const lines of [['POST /v1/logs HTTP/1.0'], [`POST http://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1'], [`POST HTTP://127.0.0.1:${port}/v1/logs?x=1 HTTP/1.1`, 'Host: 127.0.0.1']]) {
+    for (const lines of [['POST /v1/logs HTTP/1.0'], [`POST http://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1'], [`POST HTTP://127.0.0.1:${port}/v1/logs?x=1 HTTP/1.1`, 'Host: 127.0.0.1'], [`POST http://localhost:${port}/v1/logs HTTP/1.1`, 'Host: evil.example']]) {
       const line = lines[0];
       const answer = await rawExchange(service.otlpHttpUrl, head([...lines, ...logsPost, 'Connection: close']) + '{}');
       expect(answer.head, line).toMatch(/^HTTP\/1\.1 200 OK\r\n/);

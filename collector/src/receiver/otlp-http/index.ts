@@ -20,7 +20,7 @@ import { ClientAbortedError, readBody } from './body.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
-import { hostCheck } from '../../net/allowed-hosts.ts';
+import { hostCheck, requestHost } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
@@ -205,7 +205,7 @@ export class OtlpHttpReceiver {
       req.resume();
       return;
     }
-    const refusal = this.hostRefusal(req.headers.host);
+    const refusal = this.hostRefusal(requestHost(req));
     if (refusal !== undefined) {
       this.count(this.stats.rejected, 'host_not_allowed');
       this.fail(res, answerIn, 403, RpcCode.PERMISSION_DENIED, refusal);
