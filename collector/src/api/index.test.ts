@@ -321,9 +321,15 @@ describe('bad parameters get 400 naming the parameter', () => {
       [`GET /api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: ${'x'.repeat(100)}\r\n\r\n`, '417 Expectation Failed',
         { code: 'expectation_failed', message: `Expect "${'x'.repeat(64)}…" is not supported; send the request without it, or with Expect: 100-continue` }],
       ['GET /api/v1/dimensions HTTP/1.1\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'the Host header is missing; HTTP/1.1 requires it' }],
+      // RFC 9112 section 3.2: Node keeps the first Host of two, which a proxy in front may read otherwise.
+      ['GET /api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'the Host header is sent more than once; HTTP/1.1 allows one' }],
+      ['GET /api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1:9318@evil.example\r\n\r\n', '400 Bad Request',
+        { code: 'bad_request', message: 'the Host header "127.0.0.1:9318@evil.example" is not a host name or address with an optional port' }],
       // RFC 9112 section 3.2.2: the host of an absolute-form target is the one the request names, not Host.
       ['GET http://evil.example:9318/api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n', '403 Forbidden',
         { code: 'forbidden', message: 'host "evil.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name' }],
+      ['GET http://127.0.0.1@evil.example/api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', '400 Bad Request',
+        { code: 'bad_request', message: 'the host of the request target "127.0.0.1@evil.example" is not a host name or address with an optional port' }],
       // A client taking the port for a proxy.
       ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' }],
       // Refused by Node's parser already, confirmed for what a scanner or proxy sends: request smuggling, a request line that is not HTTP.

@@ -32,6 +32,26 @@ function hostName(host: string): string {
   return colon === -1 ? h : h.slice(0, colon);
 }
 
+/** A reg-name (RFC 3986 section 3.2.2): letters, digits, `-._~`, sub-delimiters and percent-escapes; an IPv4 address is one. */
+const REG_NAME = /^(?:[a-z0-9\-._~!$&'()*+,;=]|%[0-9a-f]{2})*$/i;
+/** IPvFuture (RFC 3986 section 3.2.2), inside brackets as an IPv6 address is. */
+const IP_FUTURE = /^v[0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+$/i;
+
+/**
+ * Whether a Host header's value, or the authority of an absolute-form target, is `uri-host [ ":" port ]` (RFC 9112
+ * section 3.2): a name or IPv4 address, or an IPv6 address in brackets, then digits after a colon. A user before
+ * `@`, a path, a space or an unclosed bracket is none: the request is answered 400. Host may be empty (a URI with no
+ * authority); an http URL may not (RFC 9110 section 4.2.1), so an absolute-form target's host is `required`.
+ */
+export function isHostAndPort(value: string, required = false): boolean {
+  const m = /^(\[[^\]]*\]|[^:[\]]*)(?::[0-9]*)?$/.exec(value);
+  const host = m?.[1];
+  if (host === undefined || (required && host === '')) return false;
+  if (!host.startsWith('[')) return REG_NAME.test(host);
+  const literal = host.slice(1, -1);
+  return isIP(literal) === 6 || IP_FUTURE.test(literal);
+}
+
 /**
  * The authority of an absolute-form request target (`http://host:4318/v1/logs`, which a client sends a proxy), of
  * any scheme, as Express serves any; undefined for a path (origin form) or `*`.

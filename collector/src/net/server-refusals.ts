@@ -3,14 +3,16 @@
  * none: an `Expect` other than 100-continue (417, empty body), HTTP/1.1 without Host (400, empty body), CONNECT
  * (the connection closed unanswered, as a server with no 'connect' listener does). A scanner or a client taking the
  * port for a proxy sends them. Each port answers them here instead, in its own error form, saying what was wrong,
- * and counts them with its other refusals.
+ * and counts them with its other refusals. With them, what RFC 9112 (section 3.2) has a server refuse and Node
+ * serves: more than one Host (Node reads the first), or one that is no host and port.
  */
 import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { echoed } from '../request-error.ts';
+import { isHostAndPort, targetAuthority } from './allowed-hosts.ts';
 import { rawHead } from './parser-refusals.ts';
 
-export type ServerRefusal = 'expectation_failed' | 'missing_host' | 'connect';
+export type ServerRefusal = 'expectation_failed' | 'bad_host' | 'connect';
 
 export interface ServerRefusalAnswer {
   status: number;
@@ -24,14 +26,26 @@ export const HOST_CHECKED_BY_PORT: Pick<ServerOptions, 'requireHostHeader'> = { 
 
 /** What the refusal of a request Node's server would answer itself says, on either port. */
 export function serverRefusalMessage(refusal: Exclude<ServerRefusal, 'connect'>, req: IncomingMessage): string {
-  return refusal === 'missing_host'
-    ? 'the Host header is missing; HTTP/1.1 requires it'
+  return refusal === 'bad_host'
+    ? (hostFault(req) ?? 'bad Host header')
     : `Expect ${echoed(req.headers.expect ?? '')} is not supported; send the request without it, or with Expect: 100-continue`;
 }
 
-/** HTTP/1.1 requires Host (RFC 9112 section 3.2); HTTP/1.0 has none, and is served without. */
-function missingHost(req: IncomingMessage): boolean {
-  return req.httpVersionMajor === 1 && req.httpVersionMinor === 1 && req.headers.host === undefined;
+/**
+ * Why a request's host is answered 400 (RFC 9112 section 3.2), undefined when it is not: HTTP/1.1 without Host
+ * (HTTP/1.0 has none, and is served without), Host more than once (Node reads the first, a proxy in front of the port
+ * may have read another), a Host that is no host and port, or an absolute-form target whose host is none (it stands
+ * for Host then, section 3.2.2).
+ */
+function hostFault(req: IncomingMessage): string | undefined {
+  const hosts = req.headersDistinct.host ?? [];
+  if (hosts.length > 1) return 'the Host header is sent more than once; HTTP/1.1 allows one';
+  const [host] = hosts;
+  if (host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) return 'the Host header is missing; HTTP/1.1 requires it';
+  if (host !== undefined && !isHostAndPort(host)) return `the Host header ${echoed(host)} is not a host name or address with an optional port`;
+  const authority = targetAuthority(req.url ?? '');
+  if (authority !== undefined && !isHostAndPort(authority, true)) return `the host of the request target ${echoed(authority)} is not a host name or address with an optional port`;
+  return undefined;
 }
 
 function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
@@ -46,7 +60,7 @@ function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
  */
 export function answerServerRefusals(server: Server, listener: RequestListener, answer: (refusal: ServerRefusal, req: IncomingMessage) => ServerRefusalAnswer): void {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (missingHost(req)) respond(res, answer('missing_host', req));
+    if (hostFault(req) !== undefined) respond(res, answer('bad_host', req));
     else listener(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => respond(res, answer('expectation_failed', req)));

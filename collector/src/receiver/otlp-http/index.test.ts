@@ -271,12 +271,31 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       status: '400 Bad Request', encoding: 'json', reason: 'malformed',
       rpcStatus: { code: 3, message: 'the Host header is missing; HTTP/1.1 requires it' },
     },
+    // RFC 9112 section 3.2: Node keeps the first Host of two, which a proxy in front may read otherwise.
+    {
+      name: 'two Host headers: 400 saying so, whichever comes first',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Host: evil.example', ...logsPost]) + '{}',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'the Host header is sent more than once; HTTP/1.1 allows one' },
+    },
+    {
+      name: 'a Host that is no host and port: 400 repeating it',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1:4318@evil.example', ...logsPost]) + '{}',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'the Host header "127.0.0.1:4318@evil.example" is not a host name or address with an optional port' },
+    },
     // RFC 9112 section 3.2.2: the host of an absolute-form target is the one the request names, not Host.
     {
       name: 'an absolute-form target naming a host not allowed: 403, whatever Host says',
       raw: head(['POST http://evil.example:4318/v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost, 'Connection: close']) + '{}',
       status: '403 Forbidden', encoding: 'json', reason: 'host_not_allowed',
       rpcStatus: { code: 7, message: 'host "evil.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name' },
+    },
+    {
+      name: 'an absolute-form target whose authority is no host and port: 400 repeating it',
+      raw: head(['POST http://127.0.0.1@evil.example/v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost]) + '{}',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'the host of the request target "127.0.0.1@evil.example" is not a host name or address with an optional port' },
     },
     // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
     {

@@ -78,7 +78,7 @@ const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
  */
 const SERVER_REFUSALS: Record<ServerRefusal, [number, number, RejectReason]> = {
   expectation_failed: [417, RpcCode.INVALID_ARGUMENT, 'expectation_failed'],
-  missing_host: [400, RpcCode.INVALID_ARGUMENT, 'malformed'],
+  bad_host: [400, RpcCode.INVALID_ARGUMENT, 'malformed'],
   connect: [405, RpcCode.UNIMPLEMENTED, 'method_not_allowed'],
 };
 
