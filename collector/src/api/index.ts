@@ -20,7 +20,7 @@ import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 import { answerParserRefusals, type ParserRefusal } from '../net/parser-refusals.ts';
-import { answerServerRefusals, serverRefusalMessage, type ServerRefusal } from '../net/server-refusals.ts';
+import { answerServerRefusals, type ServerRefusal } from '../net/server-refusals.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -359,9 +359,8 @@ export function answerClientErrors(server: Server, app: RequestListener): void {
     const [code, message] = CLIENT_ERRORS[refusal];
     return { contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
   });
-  answerServerRefusals(server, app, (refusal, req) => {
+  answerServerRefusals(server, app, 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1', (refusal, _req, message) => {
     const [status, code] = SERVER_REFUSALS[refusal];
-    const message = refusal === 'connect' ? 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' : serverRefusalMessage(refusal, req);
     return { status, contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
   });
 }

@@ -24,13 +24,6 @@ export interface ServerRefusalAnswer {
 /** Options of a server whose requests without Host go to answerServerRefusals, not to Node's own empty 400. */
 export const HOST_CHECKED_BY_PORT: Pick<ServerOptions, 'requireHostHeader'> = { requireHostHeader: false };
 
-/** What the refusal of a request Node's server would answer itself says, on either port. */
-export function serverRefusalMessage(refusal: Exclude<ServerRefusal, 'connect'>, req: IncomingMessage): string {
-  return refusal === 'bad_host'
-    ? (hostFault(req) ?? 'bad Host header')
-    : `Expect ${echoed(req.headers.expect ?? '')} is not supported; send the request without it, or with Expect: 100-continue`;
-}
-
 /**
  * Why a request's host is answered 400 (RFC 9112 section 3.2), undefined when it is not: HTTP/1.1 without Host
  * (HTTP/1.0 has none, and is served without), Host more than once (Node reads the first, a proxy in front of the port
@@ -56,18 +49,21 @@ function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
 
 /**
  * Serves `listener` on `server` (made with HOST_CHECKED_BY_PORT), answering the requests Node's server would
- * refuse itself with what `answer` writes for each.
+ * refuse itself with what `answer` writes for each, given what the refusal says: the port's own `connectMessage`
+ * for CONNECT (the port is no proxy, and says where to send instead).
  */
-export function answerServerRefusals(server: Server, listener: RequestListener, answer: (refusal: ServerRefusal, req: IncomingMessage) => ServerRefusalAnswer): void {
+export function answerServerRefusals(server: Server, listener: RequestListener, connectMessage: string, answer: (refusal: ServerRefusal, req: IncomingMessage, message: string) => ServerRefusalAnswer): void {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (hostFault(req) !== undefined) respond(res, answer('bad_host', req));
+    const fault = hostFault(req);
+    if (fault !== undefined) respond(res, answer('bad_host', req, fault));
     else listener(req, res);
   });
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => respond(res, answer('expectation_failed', req)));
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
+    respond(res, answer('expectation_failed', req, `Expect ${echoed(req.headers.expect ?? '')} is not supported; send the request without it, or with Expect: 100-continue`)));
   // The connection is handed over without its parser, nor Node's error listener: a client resetting it is no fault.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => {});
-    const { status, contentType, body, headers } = answer('connect', req);
+    const { status, contentType, body, headers } = answer('connect', req, connectMessage);
     socket.write(rawHead(status, contentType, body, headers));
     socket.end(body, () => socket.destroy());
   });

@@ -24,7 +24,7 @@ import { hostCheck, requestHost } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
-import { HOST_CHECKED_BY_PORT, answerServerRefusals, serverRefusalMessage, type ServerRefusal } from '../../net/server-refusals.ts';
+import { HOST_CHECKED_BY_PORT, answerServerRefusals, type ServerRefusal } from '../../net/server-refusals.ts';
 
 /** The HTTP/2 connection preface (RFC 9113 section 3.4), which a gRPC client sends first. */
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -118,11 +118,10 @@ export class OtlpHttpReceiver {
       this.server = trackConnections(createServer(options));
     }
     // What Node's server would answer itself, with an empty body or not at all: a google.rpc.Status, counted.
-    answerServerRefusals(this.server, listener, (refusal, req) => {
+    answerServerRefusals(this.server, listener, 'method CONNECT not allowed; use POST on /v1/logs, /v1/metrics or /v1/traces', (refusal, req, message) => {
       const [status, code, reason] = SERVER_REFUSALS[refusal];
       this.count(this.stats.rejected, reason);
       const encoding = answerEncoding(req);
-      const message = refusal === 'connect' ? 'method CONNECT not allowed; use POST on /v1/logs, /v1/metrics or /v1/traces' : serverRefusalMessage(refusal, req);
       return { status, contentType: contentType(encoding), body: encodeStatus(encoding, code, message), ...(refusal === 'connect' ? { headers: { allow: 'POST' } } : {}) };
     });
     this.server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? KEEP_ALIVE_TIMEOUT_MS;
