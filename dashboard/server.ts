@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { stripTypeScriptTypes } from 'node:module';
+import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { join, normalize, sep } from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -120,11 +121,16 @@ async function renderIndex(compilers: Compilers): Promise<Index> {
   return { html: html.replace('<!--modulepreload-->', `<meta name="hookwatch-build" content="${build}">\n${links}`), build };
 }
 
-/** Where the OTLP/HTTP receiver listens, to tell an exporter pointed at this port where to send instead. */
+/**
+ * Where the OTLP/HTTP receiver listens, to tell an exporter pointed at this port where to send instead, and who is
+ * told of the files served.
+ */
 export interface DashboardRouterOptions {
   /** Its port, undefined until it listens. */
   otlpHttpPort?: () => number | undefined;
   otlpHttpTls?: boolean;
+  /** Told of each file served from public/ (the style sheet), which no route answers. */
+  servedFile?: (res: ServerResponse) => void;
 }
 
 /**
@@ -199,7 +205,7 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
       if (err) next(err);
     });
   });
-  router.use(express.static(publicDir, { index: false, maxAge: 0 }));
+  router.use(express.static(publicDir, { index: false, maxAge: 0, ...(opts.servedFile ? { setHeaders: opts.servedFile } : {}) }));
   // Any other path a browser opens as a page: the dashboard's own "No such page" with a 404, not Express's bare
   // "Cannot GET". Anything else (a file, a module, a script's request) gets the API's JSON 404: a script URL
   // answered with HTML would only confuse, and a client that did not ask for HTML reads the same error as elsewhere.

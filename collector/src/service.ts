@@ -21,6 +21,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery } from './api/index.ts';
+import { DASHBOARD_HANDLER, RequestMetrics } from './api/request-metrics.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { closeAfterUnreadBodies } from './net/unread-body.ts';
 import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
@@ -324,6 +325,9 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const app = closeAfterUnreadBodies(express());
   app.disable('x-powered-by');
   app.set('query parser', parseQuery);
+  // First: every request is counted and timed, those refused before any route ran included.
+  const requestMetrics = new RequestMetrics(metrics);
+  app.use(requestMetrics.measure());
   // Every answer, refusals included: not cached, not sniffed, not framed (the dashboard sets its own CSP).
   app.use(browserHardening());
   // Before anything answers: a name rebound to 127.0.0.1 by another site gets nothing.
@@ -348,9 +352,11 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createGuardTrimsRouter({ store, now, queries }));
   const otlpHttp = { otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined };
   app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, ...otlpHttp }));
-  app.use(createDashboardRouter(otlpHttp));
+  const dashboard = createDashboardRouter({ ...otlpHttp, servedFile: (res) => requestMetrics.answeredBy(res, DASHBOARD_HANDLER) });
+  app.use(dashboard);
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));
+  requestMetrics.nameRoutes(app, { [DASHBOARD_HANDLER]: dashboard });
   // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.
   const httpLimits = { ...slowClientLimits(config.http.requestTimeoutMs), ...HOST_CHECKED_BY_PORT };
   let http: Server;
@@ -367,7 +373,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
   // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
   // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
-  answerClientErrors(http, app);
+  answerClientErrors(http, app, (status) => requestMetrics.refused(status));
 
   let otlpHttpAddress: AddressInfo;
   let otlpGrpcPort: number;

@@ -19,7 +19,7 @@ import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
-import { answerParserRefusals, type ParserRefusal } from '../net/parser-refusals.ts';
+import { answerParserRefusals, refusalStatus, type ParserRefusal } from '../net/parser-refusals.ts';
 import { answerServerRefusals, type ServerRefusal } from '../net/server-refusals.ts';
 
 export interface ApiOptions {
@@ -353,14 +353,17 @@ const jsonError = (code: string, message: string): string => JSON.stringify({ er
  * closed), and one Node's server would refuse itself (an Expect other than 100-continue, HTTP/1.1 without Host,
  * CONNECT) or should (Host twice, or no host and port), but with the API's JSON error body saying what was wrong,
  * where Node's carry no body or are no answer: a script asking with too long a query read an empty answer.
+ * `refused` is told the status of each refusal of a request no handler has seen (to count it: the handlers' own
+ * requests are counted as they end).
  */
-export function answerClientErrors(server: Server, app: RequestListener): void {
+export function answerClientErrors(server: Server, app: RequestListener, refused: (status: number) => void = () => {}): void {
   answerParserRefusals(server, (refusal) => {
     const [code, message] = CLIENT_ERRORS[refusal];
     return { contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
-  });
+  }, (refusal) => refused(refusalStatus(refusal)));
   answerServerRefusals(server, app, 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1', (refusal, _req, message) => {
     const [status, code] = SERVER_REFUSALS[refusal];
+    refused(status);
     return { status, contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
   });
 }
@@ -417,27 +420,31 @@ export function conditionalRequests(): (req: Request, res: Response, next: NextF
   };
 }
 
-interface RouteLayer {
+/** A layer of the app's router stack: a route (`route` set), or a router or middleware (`handle.stack` for a router). */
+export interface RouteLayer {
   route?: { path: unknown; methods: Record<string, boolean> };
   match?: (path: string) => unknown;
   handle?: { stack?: RouteLayer[] };
 }
 
+/** The route layers of a router stack, its routers' included, in the order they are tried. */
+export function routeLayers(stack: readonly RouteLayer[] | undefined): (RouteLayer & { route: NonNullable<RouteLayer['route']> })[] {
+  return (stack ?? []).flatMap((layer) => (layer.route ? [layer as RouteLayer & { route: NonNullable<RouteLayer['route']> }] : routeLayers(layer.handle?.stack)));
+}
+
+/** The app's router stack (Express's typings do not expose its layers; they are read as the router builds them). */
+export function appStack(application: unknown): readonly RouteLayer[] | undefined {
+  return (application as { router?: { stack?: RouteLayer[] } }).router?.stack;
+}
+
 /** The methods the app's routes (catch-alls aside) answer on `path` (GET implies HEAD), upper case and sorted; [] when none matches. */
 export function allowedMethods(application: unknown, path: string): string[] {
-  // Express's typings do not expose a route's methods; the layers are read as the router builds them.
-  const app = application as { router?: { stack?: RouteLayer[] } };
   const found = new Set<string>();
-  const walk = (stack: readonly RouteLayer[] | undefined): void => {
-    for (const layer of stack ?? []) {
-      if (layer.route) {
-        // A catch-all (the dashboard's pages) matches every path: it says nothing about this one.
-        if (String(layer.route.path).includes('*')) continue;
-        if (layer.match?.(path)) for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') found.add(m.toUpperCase());
-      } else walk(layer.handle?.stack);
-    }
-  };
-  walk(app.router?.stack);
+  for (const layer of routeLayers(appStack(application))) {
+    // A catch-all (the dashboard's pages) matches every path: it says nothing about this one.
+    if (String(layer.route.path).includes('*')) continue;
+    if (layer.match?.(path)) for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') found.add(m.toUpperCase());
+  }
   if (found.has('GET')) found.add('HEAD');
   return [...found].sort();
 }
