@@ -113,6 +113,8 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     onResumed: () => {
       for (const cb of resumed) cb();
     },
+    // The store's idle connections may be as dead: it asks the database, and closes them if it does not answer.
+    onUnanswered: () => store.checkReachable(),
   });
   store.onConnected(() => bus.databaseReachable());
   void bus.start();

@@ -8,7 +8,8 @@
  * and at once when another connection to the database succeeds (databaseReachable); onResumed then tells the
  * replica that signals sent meanwhile were missed. A listening connection only receives, so one the network
  * dropped without a word (a NAT or firewall forgetting an idle flow, a partition) would look up forever: it is
- * asked to answer every CHECK_EVERY_MS, and one that does not within CHECK_TIMEOUT_MS is lost as any other.
+ * asked to answer every CHECK_EVERY_MS, and one that does not within CHECK_TIMEOUT_MS is lost as any other (and
+ * onUnanswered tells the store, whose idle connections may be as dead).
  */
 import pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -35,6 +36,8 @@ export interface PostgresBusOptions {
   onMessage: (channel: BusChannel, payload: string) => void;
   /** Called each time the listening connection is up again after it was lost: signals sent meanwhile were missed. */
   onResumed?: () => void;
+  /** Called when a check of the listening connection goes unanswered: the database may be unreachable. */
+  onUnanswered?: () => void;
   /** Reconnect delay after the listening connection is lost (doubles up to 10 s). */
   reconnectMs?: number;
 }
@@ -136,7 +139,11 @@ export class PostgresBus {
       if (this.stopped || !this.listening) return;
       client.query('SELECT 1').then(
         () => this.checkLater(client, lost),
-        (err: unknown) => lost(isAnswerTimeout(err) ? new Error(`a check was not answered within ${CHECK_TIMEOUT_MS} ms`) : (err as Error)),
+        (err: unknown) => {
+          if (!isAnswerTimeout(err)) return lost(err as Error);
+          lost(new Error(`a check was not answered within ${CHECK_TIMEOUT_MS} ms`));
+          this.opts.onUnanswered?.();
+        },
       );
     }, CHECK_EVERY_MS);
     this.check.unref();

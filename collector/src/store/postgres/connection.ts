@@ -56,6 +56,12 @@ export function isAnswerTimeout(err: unknown): boolean {
   return e?.message === 'Query read timeout' || (e?.cause !== undefined && isAnswerTimeout(e.cause));
 }
 
+/** pg-pool's error for a connection not made, or none free, within connectionTimeoutMillis. */
+export function isConnectTimeout(err: unknown): boolean {
+  const m = (err as Error | undefined)?.message;
+  return m === 'timeout exceeded when trying to connect' || m === 'Connection terminated due to connection timeout';
+}
+
 /**
  * Waits for the answers on this checked-out connection as long as they take (a migration, an index rebuild: the
  * statement timeout is lifted for them too). Only for a connection closed afterwards, never handed back.

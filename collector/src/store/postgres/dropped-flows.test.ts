@@ -6,6 +6,7 @@
  * the connection, and the next call opens a new one.
  */
 import { describe, expect, it } from 'vitest';
+import pgClient from 'pg';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
@@ -23,15 +24,30 @@ async function timed(p: Promise<unknown>): Promise<{ ms: number; err: unknown }>
   return { ms: performance.now() - t0, err };
 }
 
-/** A store reaching its database through a proxy that can drop flows silently, and its log lines. */
-async function storeThroughProxy(): Promise<{ server: ReturnType<typeof pg.server>; proxy: Awaited<ReturnType<typeof startFlowProxy>>; lines: ReturnType<typeof recordingLogger>['lines']; store: PostgresStore }> {
+/** A store reaching its database (`url`, directly) through a proxy that can drop flows silently, and its log lines. */
+async function storeThroughProxy(): Promise<{ server: ReturnType<typeof pg.server>; url: string; proxy: Awaited<ReturnType<typeof startFlowProxy>>; lines: ReturnType<typeof recordingLogger>['lines']; store: PostgresStore }> {
   const server = pg.server();
   const proxy = await startFlowProxy(server);
   pg.defer(() => proxy.close());
   const { logger, lines } = recordingLogger();
-  const store = pg.track(await PostgresStore.open({ url: proxy.via(await server.createDatabase()), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
-  return { server, proxy, lines, store };
+  const url = await server.createDatabase();
+  const store = pg.track(await PostgresStore.open({ url: proxy.via(url), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+  return { server, url, proxy, lines, store };
 }
+
+/** The server processes of the read pool's connections to the database at `url`. */
+async function readBackends(url: string): Promise<number[]> {
+  const c = new pgClient.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hookwatch-read' ORDER BY pid");
+    return r.rows.map((row) => row.pid);
+  } finally {
+    await c.end();
+  }
+}
+
+const CLOSED = 'postgres did not answer; idle connections closed';
 
 describe('PostgreSQL store on connections the network dropped', () => {
   it('answers "retry later" a little after the statement timeout, and works again on new connections', { timeout: 60_000 }, async () => {
@@ -82,5 +98,50 @@ describe('PostgreSQL store on connections the network dropped', () => {
     expect(lines.filter((l) => l.msg.startsWith('postgres statement not answered in time')).map((l) => l.level)).toEqual(['warn']);
     // The connection is gone from the read pool: the next answer is read on a new one.
     expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+  });
+
+  it('closes no other connection for a statement left unanswered while the database answers the readiness check', { timeout: 60_000 }, async () => {
+    const { url, proxy, lines, store } = await storeThroughProxy();
+    const now = Date.now();
+    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
+    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
+    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    const before = await readBackends(url);
+    expect(before).toHaveLength(1);
+
+    // Only the ingest connection's flow dropped (a NAT forgetting one flow): the database itself answers.
+    expect(proxy.drop('hookwatch')).toBe(1);
+    await expect(store.ingest([hookEvent({ timeMs: now + 1 })])).rejects.toBeInstanceOf(StoreUnavailableError);
+    await store.ping();
+    // The read connection, idle meanwhile, was kept: no reconnecting for a connection lost alone.
+    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    expect(await readBackends(url)).toEqual(before);
+    expect(lines.filter((l) => l.msg.startsWith(CLOSED))).toEqual([]);
+  });
+
+  it('closes the idle connections once a statement and the readiness check both go unanswered: after the heal, calls run on new ones at once', { timeout: 60_000 }, async () => {
+    const { url, proxy, lines, store } = await storeThroughProxy();
+    const now = Date.now();
+    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
+    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
+    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    await store.ping();
+    const before = await readBackends(url);
+
+    expect(proxy.cutOff()).toBeGreaterThanOrEqual(3);
+    // The ingest waits on its dead connection for the statement bound; the readiness check then asks, on its own
+    // connection (dead too), for 2 s, and the idle read connection is closed.
+    await expect(store.ingest([hookEvent({ timeMs: now + 1 })])).rejects.toBeInstanceOf(StoreUnavailableError);
+    await new Promise((r) => setTimeout(r, 3000));
+    proxy.heal();
+    const read = await timed(store.hookCounters(range));
+    // eslint-disable-next-line no-console
+    console.log(`after the heal: a read answered in ${Math.round(read.ms)} ms; ${JSON.stringify(lines.filter((l) => l.msg.startsWith(CLOSED)))}`);
+    expect(read.err).toBeUndefined();
+    expect(read.ms, 'ms to answer a read after the heal (its dead connection took statement timeout + 5 s)').toBeLessThan(STATEMENT_TIMEOUT_MS);
+    expect(lines.filter((l) => l.msg.startsWith(CLOSED)).map((l) => l.level)).toEqual(['warn']);
+    // Closed as expected, not reported as a lost connection.
+    expect(lines.filter((l) => l.msg.startsWith('postgres connection lost'))).toEqual([]);
+    expect((await readBackends(url)).filter((pid) => !before.includes(pid))).toHaveLength(1);
   });
 });

@@ -25,7 +25,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { inTransaction, isAnswerTimeout, liftAnswerTimeout } from './connection.ts';
+import { inTransaction, isAnswerTimeout, isConnectTimeout, liftAnswerTimeout } from './connection.ts';
 import { checkFence, NotLeaderError, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
@@ -455,6 +455,8 @@ export class PostgresStore implements Store {
   private readonly answerTimeoutMs: number;
   /** The leader lease that fences retention's writes (fenceRetention), on replicas. */
   private fence: LeaseFence | undefined;
+  /** The readiness check under way (ping). */
+  private pinging: Promise<void> | undefined;
 
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
@@ -488,8 +490,8 @@ export class PostgresStore implements Store {
         ...(settings ? { onConnect: (client: pg.ClientBase) => client.query(settings).then(() => undefined, (err: unknown) => this.logger?.warn('postgres session settings not applied', { err: this.describe(err) })) } : {}),
       });
       // An idle connection dropped by the server (restart, failover) must not crash the process.
-      p.on('error', (err) => {
-        if (!this.cut) this.logger?.warn('postgres connection lost', { err: this.describe(err) });
+      p.on('error', (err, client) => {
+        if (!this.cut && !p.wasDropped(client)) this.logger?.warn('postgres connection lost', { err: this.describe(err) });
       });
       return p;
     };
@@ -1603,15 +1605,27 @@ export class PostgresStore implements Store {
 
   /**
    * On the readiness check's own connection, answered or given up on within READY_TIMEOUT_MS, waiting for the
-   * connection included (a check arriving while another waits on a dead one). Whether the database answers, not
-   * whether the pools are busy: a replica under load stays ready.
+   * connection included. Whether the database answers, not whether the pools are busy: a replica under load stays
+   * ready. A check asked for while one is under way gets its answer: queued behind it on the one connection, it
+   * would give up before its turn came, and leave its connection attempt to hold up the check after it.
    */
-  async ping(): Promise<void> {
-    if (this.closed) throw new Error('store is closed');
-    const unanswered = (): Error => new StoreUnavailableError(`the database did not answer within ${READY_TIMEOUT_MS} ms`);
+  ping(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    this.pinging ??= this.readyCheck().finally(() => {
+      this.pinging = undefined;
+    });
+    return this.pinging;
+  }
+
+  private async readyCheck(): Promise<void> {
+    let answered = true;
+    const unanswered = (): Error => {
+      answered = false;
+      return new StoreUnavailableError(`the database did not answer within ${READY_TIMEOUT_MS} ms`);
+    };
     // Not logged: /readyz gives the reason, at every probe.
     const check = this.readyPool.query('SELECT 1').catch((err: unknown) => {
-      throw isAnswerTimeout(err) ? unanswered() : this.classify(err, 'readiness check failed');
+      throw isAnswerTimeout(err) || isConnectTimeout(err) ? unanswered() : this.classify(err, 'readiness check failed');
     });
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -1619,9 +1633,31 @@ export class PostgresStore implements Store {
     });
     try {
       await Promise.race([check, late]);
+    } catch (err) {
+      if (!answered) this.unreachable();
+      throw err;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * A statement, or the listening connection's check, went unanswered: the database may be unreachable, or only
+   * that connection lost. The readiness check tells, and closes the idle connections if it is (unreachable).
+   */
+  checkReachable(): void {
+    if (!this.closed) this.ping().catch(() => {});
+  }
+
+  /**
+   * The database did not answer the readiness check in time: the network may have dropped every connection
+   * without a word, and those idle in the pools would each hold the next request for the statement bound after
+   * it heals. They are closed now, so the requests after the heal open new ones. Only on the readiness check's
+   * silence, never on a slow statement: a database that is busy but answers keeps its connections.
+   */
+  private unreachable(): void {
+    const dropped = [this.pool, this.readPool, this.readyPool].reduce((n, p) => n + p.dropIdle(), 0);
+    if (dropped > 0) this.logger?.warn('postgres did not answer; idle connections closed', { connections: dropped, timeoutMs: READY_TIMEOUT_MS });
   }
 
   close(): Promise<void> {
@@ -1696,7 +1732,10 @@ export class PostgresStore implements Store {
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;
     const unanswered = isAnswerTimeout(err);
-    if (unanswered) this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
+    if (unanswered) {
+      this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
+      this.checkReachable();
+    }
     const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
     // pg's timeout kept as the cause (its message is pg's own, nothing of the URL): the transaction of an answer's
     // snapshot then drops its connection rather than send a ROLLBACK behind the unanswered statement (inTransaction).

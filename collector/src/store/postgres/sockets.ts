@@ -34,11 +34,26 @@ type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefine
  * A pool whose callers still waiting for a connection can be failed at once (cut). pg's end() hands no waiting
  * caller a connection again, yet leaves each one waiting out connectionTimeoutMillis: with every connection of a
  * busy pool stuck on a server that hangs, the batches and queries queued behind them would hold a stop that
- * much longer after their connections were closed.
+ * much longer after their connections were closed. Its idle connections can be closed at once too (dropIdle),
+ * when the database was found unreachable: the network may have dropped them without a word, and a statement sent
+ * on one would wait out its whole bound.
  */
 export class CuttablePool extends pg.Pool {
   private cutReason: Error | undefined;
   private readonly waiting = new Set<(err: Error) => void>();
+  /** Connections idle in the pool: released, not handed out again yet. */
+  private readonly idle = new Set<pg.PoolClient>();
+  /** Connections closed by dropIdle: never handed out, and their loss is no news. */
+  private readonly dropped = new WeakSet<pg.Client>();
+
+  constructor(config?: pg.PoolConfig) {
+    super(config);
+    this.on('acquire', (client) => this.idle.delete(client));
+    this.on('release', (err, client) => {
+      if (!err) this.idle.add(client);
+    });
+    this.on('remove', (client) => this.idle.delete(client));
+  }
 
   override connect(): Promise<pg.PoolClient>;
   override connect(callback: ConnectCallback): void;
@@ -60,16 +75,42 @@ export class CuttablePool extends pg.Pool {
       callback(err, undefined, () => {});
     };
     this.waiting.add(fail);
-    super.connect((err, client, done) => {
+    const take = (): void => super.connect((err, client, done) => {
       if (settled) {
         // Failed by cut() already: a connection handed out after it goes back broken, never to the caller.
         if (client) done(true);
+        return;
+      }
+      if (client && this.dropped.has(client)) {
+        // Dropped while idle, handed out before its socket's close was noticed: the pool removes it.
+        done(true);
+        take();
         return;
       }
       settled = true;
       this.waiting.delete(fail);
       callback(err, client, done);
     });
+    take();
+  }
+
+  /**
+   * Closes the connections idle now, at once, without waiting for the server (which may never answer); returns
+   * how many. The next callers get new connections. Those in use are left to their statements' bounds.
+   */
+  dropIdle(): number {
+    const n = this.idle.size;
+    for (const client of this.idle) {
+      this.dropped.add(client);
+      client.connection.stream.destroy();
+    }
+    this.idle.clear();
+    return n;
+  }
+
+  /** Whether `client` was closed by dropIdle (the pool reports it lost as it removes it). */
+  wasDropped(client: pg.Client | undefined): boolean {
+    return client !== undefined && this.dropped.has(client);
   }
 
   /** Ends the pool and fails every caller waiting for a connection now, and any later one, with `reason`. */

@@ -1,0 +1,83 @@
+/**
+ * Fault test on a real replica and a real PostgreSQL: the network between them drops every flow without a word
+ * (new connections unanswered), then heals. The pools' connections from before the cut are dead for good. Once
+ * the replica has found the database unreachable (its readiness check, or its listening connection's check, left
+ * unanswered), the batches and queries sent after the heal must run on new connections and be answered at once,
+ * not "retry later" after the statement bound (60 s + 5 s) spent on a dead one.
+ */
+import { expect, it } from 'vitest';
+import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
+import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { logEntries, persistedOutputBody, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+
+const fx = useReplicaFixture();
+/** How soon a batch and a query sent after the heal must be answered. */
+const ANSWERED_WITHIN_MS = 5000;
+/** How long a request is waited for here: past the statement bound, so a request stuck on a dead connection shows it. */
+const WAIT_MS = 75_000;
+
+/** A replica through a flow proxy, whose pools hold several connections, idle when the cut comes. */
+async function warmReplica(): Promise<{ replica: Replica; proxy: FlowProxy }> {
+  const url = await fx.server().createDatabase();
+  const proxy = await startFlowProxy(fx.server());
+  fx.defer(() => proxy.close());
+  const replica = await fx.replica(proxy.via(url), {});
+  await Promise.all(Array.from({ length: 4 }, (_, i) => fx.post(replica, persistedOutputBody(Date.now(), `before-cut-${i}`))));
+  const reads = await Promise.all(Array.from({ length: 3 }, () => fetch(`${replica.httpUrl}/api/v1/hooks?from=now-1h`).then((r) => r.status)));
+  expect(reads).toEqual([200, 200, 200]);
+  return { replica, proxy };
+}
+
+interface Answer {
+  ms: number;
+  status: number | 'no answer';
+}
+
+async function timed(url: string, init?: RequestInit): Promise<Answer> {
+  const t0 = performance.now();
+  let status: Answer['status'];
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(WAIT_MS) });
+    await res.arrayBuffer();
+    status = res.status;
+  } catch {
+    status = 'no answer';
+  }
+  return { ms: Math.round(performance.now() - t0), status };
+}
+
+/** A batch and a dashboard query sent together after the heal: both answered 200 within ANSWERED_WITHIN_MS. */
+async function expectAnsweredAtOnce(replica: Replica, what: string): Promise<void> {
+  const [batch, query] = await Promise.all([
+    timed(`${replica.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: persistedOutputBody(Date.now(), 'after-heal') }),
+    timed(`${replica.httpUrl}/api/v1/hooks?from=now-1h`),
+  ]);
+  // eslint-disable-next-line no-console
+  console.log(`after the heal (${what}): batch ${JSON.stringify(batch)}, query ${JSON.stringify(query)}`);
+  expect(batch.status).toBe(200);
+  expect(query.status).toBe(200);
+  expect(batch.ms, 'ms to acknowledge a batch sent after the heal').toBeLessThan(ANSWERED_WITHIN_MS);
+  expect(query.ms, 'ms to answer a query sent after the heal').toBeLessThan(ANSWERED_WITHIN_MS);
+  // Said once, when the idle connections were closed; none of them reported lost.
+  expect(logEntries(replica.lines, 'postgres did not answer; idle connections closed').map((e) => e['level'])).toEqual(['warn']);
+  expect(logEntries(replica.lines, 'postgres connection lost')).toEqual([]);
+}
+
+it('after /readyz said the database was unreachable, a batch and a query sent after the heal are answered at once', async () => {
+  const { replica, proxy } = await warmReplica();
+  expect(proxy.cutOff()).toBeGreaterThan(0);
+  await waitFor('/readyz to say not ready', async () => ((await fetch(`${replica.httpUrl}/readyz`)).status === 503 ? true : undefined), 10_000, 200);
+  proxy.heal();
+  await waitFor('/readyz to say ready', async () => ((await fetch(`${replica.httpUrl}/readyz`)).status === 200 ? true : undefined), 10_000, 200);
+  await expectAnsweredAtOnce(replica, '/readyz said not ready');
+}, 240_000);
+
+it('with no readiness probe, once the listening connection found the database unreachable, the same holds', async () => {
+  const { replica, proxy } = await warmReplica();
+  expect(proxy.cutOff()).toBeGreaterThan(0);
+  await waitFor('the listening connection to be found lost', async () => (logEntries(replica.lines, 'replica signal connection lost; reconnecting').length > 0 ? true : undefined), 10_000, 100);
+  // The store then asks the database on a connection of its own, which has 2 s to answer.
+  await new Promise((r) => setTimeout(r, 3000));
+  proxy.heal();
+  await expectAnsweredAtOnce(replica, 'the listening connection was found lost');
+}, 240_000);
