@@ -15,6 +15,8 @@ import { registerStoreSizeMetrics } from '../src/store/metrics.ts';
 import { silentLogger } from '../src/telemetry/logger.ts';
 import type { Store } from '../src/store/store.ts';
 import { PostgresStore } from '../src/store/postgres/index.ts';
+import { NotLeaderError } from '../src/store/postgres/fence.ts';
+import { recordingLogger } from './support/recording-logger.ts';
 
 const DAY = 86_400_000;
 
@@ -124,7 +126,7 @@ describe('store size and retention in /metrics (PostgreSQL)', () => {
 });
 
 /** A store whose retention and size reads fail or answer as told: the stage next to the retention runner. */
-function storeNextDoor(opts: { pruneFails?: boolean; partitionsDeferred?: number; sizes?: (() => Promise<Record<string, number>>); pruneUntil?: Promise<void> } = {}): Store & { pruned: number } {
+function storeNextDoor(opts: { pruneFails?: boolean; leaseMoves?: boolean; partitionsDeferred?: number; sizes?: (() => Promise<Record<string, number>>); pruneUntil?: Promise<void> } = {}): Store & { pruned: number } {
   const store = {
     kind: 'postgres',
     pruned: 0,
@@ -132,6 +134,8 @@ function storeNextDoor(opts: { pruneFails?: boolean; partitionsDeferred?: number
       this.pruned++;
       await opts.pruneUntil;
       if (opts.pruneFails) throw new Error('retention failed: canceling statement due to lock timeout');
+      // What the lease fence throws at the next batch of a run whose leader lost the lease meanwhile.
+      if (opts.leaseMoves) throw new NotLeaderError('the leader lease moved to another replica: retention stopped');
       return { events: 5, rollups: 2, hooks: 1, guardTrims: 4, partitions: 1, ...(opts.partitionsDeferred ? { partitionsDeferred: opts.partitionsDeferred } : {}) };
     },
     async pruneTranscriptFindings() {
@@ -153,6 +157,22 @@ describe('retention metrics', () => {
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
     expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
+  });
+
+  it('count a run stopped because the lease moved as not_leader, not as a failure, and say leadership moved', async () => {
+    const metrics = new MetricsRegistry();
+    const store = storeNextDoor({ leaseMoves: true });
+    const { logger, lines } = recordingLogger();
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger, now: () => 40 * DAY });
+    registerRetentionMetrics(metrics, retention, store.kind);
+    await retention.run();
+    const f = parseExposition(await metrics.render());
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'not_leader' })).toBe(1);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(0);
+    expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
+    expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
+    expect(lines.filter((l) => l.msg.startsWith('retention run failed'))).toEqual([]);
+    expect(lines.map((l) => `${l.level} ${l.msg}`)).toEqual([expect.stringMatching(/^warn retention run stopped: leadership moved to another replica /)]);
   });
 
   it('count a run that left old days to the next one as deferred, not as a success', async () => {

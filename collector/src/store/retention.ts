@@ -10,6 +10,7 @@
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { Store } from './store.ts';
+import { NotLeaderError } from './postgres/fence.ts';
 
 /**
  * What /metrics counts of the rows retention removed (`guard_trims`: outputs trimmed by hookwatch guard;
@@ -42,13 +43,18 @@ export interface RetentionStats {
    * events table not granted in time). Not a success: those days are still stored.
    */
   deferred: number;
+  /**
+   * Runs stopped because this replica lost the leader lease meanwhile (PostgreSQL's lease fence refused a batch):
+   * not a failure of retention, which the new leader runs.
+   */
+  notLeader: number;
   /** Time (ms) the last successful run began; undefined while none has succeeded in this process. */
   lastSuccessMs: number | undefined;
   removed: Record<RemovedKind, number>;
 }
 
 export class Retention {
-  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, guard_trims: 0, partitions: 0 } };
+  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, notLeader: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, guard_trims: 0, partitions: 0 } };
   private readonly opts: RetentionOptions;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -99,6 +105,12 @@ export class Retention {
       this.count({ transcript_findings: findings });
       if (findings) logger.info('retention removed old transcript findings', { transcriptFindings: findings });
     } catch (err) {
+      if (err instanceof NotLeaderError) {
+        // Paused or cut off past its lease: another replica leads and runs retention, and this one deletes no more.
+        this.stats.notLeader++;
+        logger.warn('retention run stopped: leadership moved to another replica', { err });
+        return;
+      }
       this.stats.failed++;
       logger.warn('retention run failed', { err });
       return;
@@ -126,11 +138,12 @@ export class Retention {
 export function registerRetentionMetrics(metrics: MetricsRegistry, retention: Retention, storeKind: string): void {
   const stats = retention.stats;
   metrics.collectedCounter('retention', {
-    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success, failure, or deferred (old days left to the next run: a lock on events not granted in time).', labelNames: ['outcome'],
+    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success, failure, deferred (old days left to the next run: a lock on events not granted in time), or not_leader (stopped because the leader lease moved to another replica meanwhile).', labelNames: ['outcome'],
     collect: (set) => {
       set({ outcome: 'success' }, stats.succeeded);
       set({ outcome: 'failure' }, stats.failed);
       set({ outcome: 'deferred' }, stats.deferred);
+      set({ outcome: 'not_leader' }, stats.notLeader);
     },
   });
   metrics.collectedGauge('retention', {
