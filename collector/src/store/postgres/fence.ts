@@ -1,8 +1,9 @@
 /**
  * Fencing of leader-only writes by the leader lease (lease.ts): work a leader started carries the lease epoch it
- * started under, and each of its transactions first checks, by the database clock, that the lease row still
- * names this replica at that epoch. The row is held (FOR SHARE) until commit, so no takeover commits in between;
- * a replica that lost the lease (paused, partitioned) commits nothing more.
+ * started under, and each of its transactions checks, by the database clock, that the lease row still names this
+ * replica at that epoch (alert state first, retention's long batches just before they commit). The row is held
+ * (FOR SHARE) from the check until commit, so no takeover commits in between; a replica that lost the lease
+ * (paused, partitioned) commits nothing more.
  */
 import type pg from 'pg';
 
@@ -27,11 +28,24 @@ export class NotLeaderError extends Error {
  */
 export async function checkFence(c: pg.PoolClient, fence: LeaseFence, epoch: number | null, refused: string): Promise<void> {
   if (epoch === null) throw new NotLeaderError(`not the leader: ${refused}`);
-  // A leader paused (SIGSTOP, a VM freeze) inside this transaction would hold the lease row, and with it every
-  // takeover, for as long as it stays paused: the server ends the transaction once it is idle for half a lease,
-  // before the lease can expire, and its writes are not committed.
+  await boundPause(c, fence);
+  await holdLease(c, fence, epoch, refused);
+}
+
+/**
+ * A leader paused (SIGSTOP, a VM freeze) inside the transaction of `c` would hold what it locked (the lease row,
+ * once held, and with it every takeover) for as long as it stays paused: the server ends the transaction once it
+ * is idle for half a lease, before the lease can expire, and its writes are not committed.
+ */
+export async function boundPause(c: pg.PoolClient, fence: LeaseFence): Promise<void> {
   if (fence.ttlMs !== undefined) await c.query(`SET LOCAL idle_in_transaction_session_timeout = ${Math.max(100, Math.round(fence.ttlMs / 2))}`);
-  // FOR SHARE holds the lease row until commit: no takeover can commit in between.
+}
+
+/**
+ * That the lease row names this replica at `epoch`, held (FOR SHARE) until the transaction of `c` commits: no
+ * takeover can commit in between. Every renewal of the lease waits for that commit too.
+ */
+export async function holdLease(c: pg.PoolClient, fence: LeaseFence, epoch: number, refused: string): Promise<void> {
   const r = await c.query(
     'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE',
     [fence.name, fence.holder, epoch],

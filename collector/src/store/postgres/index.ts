@@ -26,7 +26,7 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, liftAnswerTimeout } from './connection.ts';
-import { checkFence, NotLeaderError, type LeaseFence } from './fence.ts';
+import { boundPause, holdLease, NotLeaderError, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
@@ -1214,9 +1214,9 @@ export class PostgresStore implements Store {
 
   /**
    * Fences retention by the leader lease (fence.ts): prune and pruneTranscriptFindings carry the epoch they began
-   * under, and each of their transactions (a batch, a partition dropped) checks it first. A leader paused past its
-   * lease and resumed in the middle of a run deletes nothing more: its next batch is refused (NotLeaderError), and
-   * a batch under way when it paused is rolled back by the server (fence.ts) before the lease can expire. Past
+   * under, and each of their transactions (a batch, a partition dropped) checks it before it commits (underLease).
+   * A leader paused past its lease and resumed in the middle of a run deletes nothing more: its next batch is rolled
+   * back (NotLeaderError), and a batch under way when it paused is rolled back by the server (fence.ts). Past
    * bounds read at the start of its run, it would otherwise delete what its successor keeps: events that time
    * has brought back within the future skew, rows of a retention raised meanwhile.
    */
@@ -1232,17 +1232,24 @@ export class PostgresStore implements Store {
     return epoch;
   }
 
-  /** Inside a transaction of a retention run begun under `epoch`: the lease is still this replica's (fenceRetention). */
-  private async holdLease(c: pg.PoolClient, epoch: number): Promise<void> {
-    if (this.fence) await checkFence(c, this.fence, epoch, 'retention stopped');
+  /**
+   * `fn`, the work of a transaction (`c`) of a retention run begun under `epoch`, then the check that the lease is
+   * still this replica's (fenceRetention), just before the commit: the lease row is held from the check to the
+   * commit only. Held from the start, a batch that took long (waiting on a row lock, a slow scan) held every renewal
+   * of the lease as long, up to the statement timeout, and its leader lost the lease to its own retention (nor could
+   * another replica take it over meanwhile).
+   */
+  private async underLease<T>(c: pg.PoolClient, epoch: number, fn: () => Promise<T>): Promise<T> {
+    if (!this.fence) return fn();
+    await boundPause(c, this.fence);
+    const result = await fn();
+    await holdLease(c, this.fence, epoch, 'retention stopped');
+    return result;
   }
 
   /** One statement (or `fn`) of a retention run begun under `epoch`, in a transaction of its own, fenced. */
   private async fenced<T>(epoch: number, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    return inTransaction(this.pool, async (c) => {
-      await this.holdLease(c, epoch);
-      return fn(c);
-    }, this.onLost).catch((err: unknown) => {
+    return inTransaction(this.pool, (c) => this.underLease(c, epoch, () => fn(c)), this.onLost).catch((err: unknown) => {
       throw this.classify(err, 'retention failed');
     });
   }
@@ -1523,8 +1530,7 @@ export class PostgresStore implements Store {
       if (opts.keepEmpty && !(await this.pool.query(`SELECT 1 FROM ${name} LIMIT 1`).catch(() => ({ rowCount: 1 }))).rowCount) continue;
       let held: number | undefined;
       try {
-        held = await inTransaction(this.pool, async (client) => {
-          await this.holdLease(client, epoch);
+        held = await inTransaction(this.pool, (client) => this.underLease(client, epoch, async () => {
           await client.query(`SET LOCAL lock_timeout = ${PARTITION_DDL_LOCK_TIMEOUT_MS}`);
           await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
           if (!(await this.partitionDays(client)).includes(d)) return undefined;
@@ -1532,7 +1538,7 @@ export class PostgresStore implements Store {
           await client.query(`ALTER TABLE events DETACH PARTITION ${name}`);
           await client.query(`DROP TABLE ${name}`);
           return Number(n.rows[0]?.n ?? 0);
-        }, this.onLost);
+        }), this.onLost);
       } catch (err) {
         if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return { events, partitions, deferred: days.slice(i).map((x) => `${PARTITION_PREFIX}${x}`) };
         throw this.classify(err, 'retention failed');

@@ -1,7 +1,8 @@
 /**
  * Retention fenced by the leader lease, with real leases on a real PostgreSQL: a leader paused (SIGSTOP, a VM
  * freeze) in the middle of a retention run, past its lease, while another replica takes the lease over, deletes
- * nothing more once it resumes; the new leader's run deletes what is due.
+ * nothing more once it resumes; the new leader's run deletes what is due. A batch that takes long (waiting on a row
+ * lock) holds neither the renewal of the lease nor its leader's leadership.
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -57,10 +58,13 @@ const eventDeletes = (texts: readonly string[]): number => texts.filter((t) => t
 describe('retention fenced by the leader lease', () => {
   it.each([
     // Paused before it begins its third batch (its first two committed): that batch finds the lease moved.
-    ['between two batches', (text: string, before: readonly string[]) => eventDeletes(before) === 2 && text !== 'COMMIT', 'NotLeaderError'],
+    ['between two batches', (text: string, before: readonly string[]) => eventDeletes(before) === 2 && text === 'BEGIN', 'NotLeaderError'],
     // Paused inside its third batch, just before the delete is sent: the server ended the batch's transaction,
     // which held the lease row, once it was idle for half a lease.
     ['inside a batch', (text: string, before: readonly string[]) => text.startsWith('DELETE FROM events') && eventDeletes(before) === 2, 'StoreUnavailableError'],
+    // Paused inside its third batch, its delete done, just before the lease is checked (the check comes before the
+    // commit, so that a long batch holds no renewal): ended by the server in the same way, its delete undone.
+    ['at a batch\'s lease check', (text: string, before: readonly string[]) => text.includes('FROM leader_lease') && eventDeletes(before) === 3, 'StoreUnavailableError'],
   ])('a leader paused %s past its lease deletes nothing more once resumed; the new leader does', async (where, at, refusal) => {
     const url = await db.server().createDatabase();
     const store = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
@@ -96,5 +100,38 @@ describe('retention fenced by the leader lease', () => {
     next.fenceRetention(b);
     await next.prune(T0 + 2 * 3_600_000, 0);
     expect(await left()).toBe(0);
+  }, 60_000);
+
+  it('a batch waiting on a row lock past the lease holds no renewal: its leader stays leader and the run ends', async () => {
+    const url = await db.server().createDatabase();
+    const store = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
+    const events = Array.from({ length: EVENTS }, (_, i) => hookEvent({ timeMs: T0 + i * 1000 }));
+    expect((await store.ingest(events)).inserted).toHaveLength(EVENTS);
+    const a = new PostgresLease({ url, holder: 'a', ttlMs: TTL_MS });
+    db.defer(() => a.stop());
+    expect(await a.tick()).toBe(true);
+    store.fenceRetention(a);
+    // Another session (an operator's, a long report's) holds the events the first batch deletes.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    db.defer(() => other.end());
+    await other.query('BEGIN');
+    await other.query('SELECT 1 FROM events FOR UPDATE');
+    const run = store.prune(T0 + 2 * 3_600_000, 0).then(() => undefined, (err: unknown) => err as Error);
+    await waitFor('the batch to wait on the lock', async () => ((await queryOnce(url, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'hookwatch' AND query LIKE 'DELETE FROM events%' AND wait_event_type = 'Lock'")).length ? true : undefined), 10_000);
+    // Renewed every third of the lease for twice the lease, each renewal answered at once.
+    const renewals: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const sent = performance.now();
+      expect(await a.tick(), `renewal ${i}`).toBe(true);
+      renewals.push(Math.round(performance.now() - sent));
+      await new Promise((resolve) => setTimeout(resolve, TTL_MS / 3));
+    }
+    // eslint-disable-next-line no-console
+    console.log(`renewals while a retention batch waited on a row lock took ${renewals.join(', ')} ms`);
+    expect(Math.max(...renewals)).toBeLessThan(TTL_MS / 4);
+    await other.query('COMMIT');
+    expect(await run).toBeUndefined();
+    expect(Number((await queryOnce<{ n: string }>(url, 'SELECT count(*)::text AS n FROM events'))[0]?.n)).toBe(0);
   }, 60_000);
 });
