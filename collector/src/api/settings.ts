@@ -25,7 +25,7 @@ export const API_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'http.allowedHosts', env: 'HOOKWATCH_HTTP_ALLOWED_HOSTS', type: 'list', default: [],
-    description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl` (unset: of its default, the machine\'s host name when `http.addr` is a wildcard address); `*` allows any. While `http.addr` is a loopback address any other name gets 403 there (and on the OTLP/HTTP port while `otlp.http.addr` is), so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some.',
+    description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl` (unset: of its default, the machine\'s host name when `http.addr` is a wildcard address); `*` allows any. A name is the same with a trailing dot (`localhost.`, `hookwatch.internal.`). While `http.addr` is a loopback address any other name gets 403 there (and on the OTLP/HTTP port while `otlp.http.addr` is), so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some.',
   },
   {
     key: 'http.auth.mode', env: 'HOOKWATCH_HTTP_AUTH_MODE', type: 'enum', default: 'none', values: ['none', 'basic', 'bearer', 'proxy-header'],

@@ -24,12 +24,17 @@ export interface AllowedHostsOptions {
   externalUrl?: string;
 }
 
-/** The name in a Host header, without its port; an IPv6 literal keeps its brackets off too. */
+/**
+ * The name in a Host header, without its port; an IPv6 literal keeps its brackets off too. A name written absolute
+ * (`localhost.`, `hookwatch.internal.`: a client given it so, as in-cluster clients often are, to skip the DNS
+ * search list, sends it so) is the same DNS name: its one trailing dot goes.
+ */
 function hostName(host: string): string {
   const h = host.trim().toLowerCase();
   if (h.startsWith('[')) return h.slice(1, h.indexOf(']') === -1 ? undefined : h.indexOf(']'));
   const colon = h.lastIndexOf(':');
-  return colon === -1 ? h : h.slice(0, colon);
+  const name = colon === -1 ? h : h.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
 /** A reg-name (RFC 3986 section 3.2.2): letters, digits, `-._~`, sub-delimiters and percent-escapes; an IPv4 address is one. */
@@ -77,7 +82,7 @@ export function requestHost(req: Pick<IncomingMessage, 'url' | 'headers'>): stri
  * http.allowedHosts lists names. A request without Host (not a browser) passes.
  */
 export function hostCheck(opts: AllowedHostsOptions): (host: string | undefined) => string | undefined {
-  const listed = new Set(opts.allowedHosts);
+  const listed = new Set(opts.allowedHosts.map(hostName));
   const external = opts.externalUrl ? hostOf(opts.externalUrl) : undefined;
   if (external) listed.add(hostName(external));
   const enforce = !listed.has('*') && (isLoopbackAddr(opts.addr) || opts.allowedHosts.length > 0);

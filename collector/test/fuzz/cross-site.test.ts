@@ -86,8 +86,8 @@ describe('DNS rebinding', () => {
     expect(post.body).toContain('http.allowedHosts');
     for (const path of ['/api/v1/hooks', '/api/v1/alerts', '/metrics', '/']) expect((await withHost(`${service.httpUrl}${path}`, rebound)).status, path).toBe(403);
     expect(await silences()).toBe(before);
-    // The names a local browser or tool uses still work.
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `dash.localhost:${port}`]) {
+    // The names a local browser or tool uses still work, written absolute (a trailing dot: the same DNS name) too.
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `dash.localhost:${port}`, `localhost.:${port}`, `LOCALHOST.`, `dash.localhost.:${port}`]) {
       expect((await withHost(`${service.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
     }
   });
@@ -105,8 +105,10 @@ describe('DNS rebinding', () => {
   it('answers the names listed in http.allowedHosts and alerting.externalUrl\'s host', async () => {
     const listed = await startTestService({ HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal', HOOKWATCH_EXTERNAL_URL: 'https://hooks.example.com/' });
     try {
-      for (const host of ['hookwatch.internal:9318', 'HOOKS.example.com', '10.0.0.7:9318']) expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
-      expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, 'evil.example')).status).toBe(403);
+      // A client given the name absolute (`hookwatch.internal.`, as in-cluster clients are, to skip the DNS search
+      // list) sends it so in Host: the same name.
+      for (const host of ['hookwatch.internal:9318', 'HOOKS.example.com', '10.0.0.7:9318', 'hookwatch.internal.:9318', 'hooks.example.com.']) expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, host)).status, host).toBe(200);
+      for (const host of ['evil.example', 'evil.example.', 'hookwatch.internal..']) expect((await withHost(`${listed.httpUrl}/api/v1/hooks`, host)).status, host).toBe(403);
     } finally {
       await listed.close();
     }
