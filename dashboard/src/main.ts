@@ -179,16 +179,18 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   /**
-   * Text typed in a form is kept from a reload until the form is sent. Not the hook search's: the URL takes it as
-   * it is typed, and a reload keeps it.
+   * Text typed in a form is kept from a reload until the form is sent and taken (PageContext.sent), or its fields
+   * are gone (a new view drawn once a filter is added). Not once merely submitted: a form refused (a silence with
+   * no matcher, the API unavailable) keeps its text to be corrected and sent again. Not the hook search's: the URL
+   * takes it as it is typed, and a reload keeps it.
    */
   function onInput(ev: Event): void {
     const f = ev.target;
     if ((f instanceof HTMLTextAreaElement || (f instanceof HTMLInputElement && TEXT_FIELDS.has(f.type))) && f.closest('form:not([role="search"])')) typed.add(f);
   }
 
-  function onSubmit(ev: Event): void {
-    for (const f of typed) if (f.form === ev.target) typed.delete(f);
+  function sent(form: HTMLFormElement): void {
+    for (const f of typed) if (f.form === form) typed.delete(f);
   }
 
   function askDimensions(): void {
@@ -704,7 +706,7 @@ export function start(root: HTMLElement): Dashboard {
     headerEl = header(state);
     replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, updateNote, news, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
-    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part) };
+    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part), sent };
     const factory = PAGES[state.route.page];
     if (!factory) {
       const nf = notFoundView(location.pathname);
@@ -741,7 +743,6 @@ export function start(root: HTMLElement): Dashboard {
   window.addEventListener('online', onOnline);
   for (const type of USE_EVENTS) window.addEventListener(type, onUse, { capture: true, passive: true });
   document.addEventListener('input', onInput, true);
-  document.addEventListener('submit', onSubmit, true);
   const ticker = setInterval(tick, AGE_TICK_MS);
   render();
   return {
@@ -752,7 +753,6 @@ export function start(root: HTMLElement): Dashboard {
       window.removeEventListener('online', onOnline);
       for (const type of USE_EVENTS) window.removeEventListener(type, onUse, { capture: true });
       document.removeEventListener('input', onInput, true);
-      document.removeEventListener('submit', onSubmit, true);
       clearInterval(ticker);
       generation++;
       clearTimeout(timer);

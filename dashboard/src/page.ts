@@ -21,6 +21,12 @@ export interface PageContext {
   /** Fetches the page's data again now, as Refresh now does. */
   refresh(): void;
   /**
+   * What was typed in `form` was sent and taken (a silence made): a reload to a new version no longer waits for it.
+   * Not for a form sent and refused, whose text stays to be corrected; nor for one whose sending draws a new view
+   * (a filter added), whose fields are gone.
+   */
+  sent(form: HTMLFormElement): void;
+  /**
    * Fetches again only the part of the page a change made in place depends on (the overview's search: its hooks),
    * with the busy state and failure banner of a refresh; a refresh under way is asked again whole instead. The
    * age of the data shown and the next refresh stay as they were.

@@ -15,6 +15,7 @@ import { chartData, closePages, hoverTooltips, launch, shownAt, waitLoaded, watc
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
 import { IDLE_RELOAD_MS, UPDATE_NOTICE } from '../src/shell-state.ts';
+import { NO_MATCHER } from '../src/pages/alerts-state.ts';
 
 const ID = hookId('SessionStart', 'SessionStart:startup');
 
@@ -237,7 +238,7 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     expect(await p.textContent('#kpi-title')).toBe('Fleet (new)');
   });
 
-  it('never reloads over a silence being written, and reloads once it is made', { timeout: 90_000 }, async () => {
+  it('never reloads over a silence being written, nor one sent and not made, and reloads once it is made', { timeout: 90_000 }, async () => {
     const { p, same, build } = await updatedPage('/alerts?range=7d&silence.alertname=HookOutputPersisted&silence.hook_name=SessionStart:startup');
     const form = p.locator('#silence-new form.silence-form');
     const reason = form.locator('input[aria-label="Reason"]');
@@ -245,6 +246,14 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     await p.clock.runFor(3 * IDLE_RELOAD_MS);
     expect([await same(), await reason.inputValue()]).toEqual([true, 'hook rewrite under review']);
     await form.locator('input[aria-label="Your name"]').fill('platform on-call');
+    // Sent with every matcher unchecked: refused, what was typed still on the page and still held.
+    const boxes = p.locator('#silence-new .silence-matchers input[type="checkbox"]');
+    for (const box of await boxes.all()) await box.uncheck();
+    await form.locator('button[type="submit"]').click();
+    await form.locator('.silence-result', { hasText: NO_MATCHER }).waitFor();
+    await p.clock.runFor(3 * IDLE_RELOAD_MS);
+    expect([await same(), await reason.inputValue()]).toEqual([true, 'hook rewrite under review']);
+    for (const box of await boxes.all()) await box.check();
     await form.locator('button[type="submit"]').click();
     await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
     // Made, the silence is no longer in the URL: the reload does not open its form again.

@@ -77,6 +77,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       class: 'silence-form',
       onsubmit: async (ev: Event) => {
         ev.preventDefault();
+        const form = ev.currentTarget as HTMLFormElement;
         const now = serverNow();
         const chosen = matchers();
         if (chosen.length === 0) {
@@ -86,6 +87,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         try {
           const created = await api.createSilence(silenceRequest(chosen, Number(duration.value), by.value, comment.value, now));
           const id = silenceIdOf(created);
+          ctx.sent(form);
           made?.();
           // The card and the silences in force show it at once, not at the next refresh (never while paused).
           ctx.refresh();
