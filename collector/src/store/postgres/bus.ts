@@ -5,8 +5,9 @@
  * back tells the followers to try it now instead of at their next renewal. Signals only speed things up:
  * everything they announce is also in the shared tables, read by the leader's timer, so a signal lost while
  * the listening connection is down costs latency, never correctness. The connection reconnects with a backoff,
- * and at once when another connection to the database succeeds (databaseReachable); onResumed then tells the
- * replica that signals sent meanwhile were missed. A listening connection only receives, so one the network
+ * and at once when another connection to the database succeeds (databaseReachable); each attempt has
+ * CHECK_TIMEOUT_MS to connect, so one the network does not answer (a partition) gives way to the next. onResumed
+ * then tells the replica that signals sent meanwhile were missed. A listening connection only receives, so one the network
  * dropped without a word (a NAT or firewall forgetting an idle flow, a partition) would look up forever: it is
  * asked to answer every CHECK_EVERY_MS, and one that does not within CHECK_TIMEOUT_MS is lost as any other (and
  * onUnanswered tells the store, whose idle connections may be as dead).
@@ -72,8 +73,16 @@ export class PostgresBus {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    // Every statement on it (LISTEN, the checks) has CHECK_TIMEOUT_MS to be answered.
-    const client = new pg.Client({ connectionString: this.opts.url, application_name: 'hookwatch-listen', stream: this.sockets.stream, query_timeout: CHECK_TIMEOUT_MS });
+    // Connecting, and every statement on it (LISTEN, the checks), has CHECK_TIMEOUT_MS to be answered. An attempt
+    // made while the network drops packets would otherwise wait for ever (minutes of SYN retries on a real network),
+    // and no other is made while one is under way: the replica would stay deaf long after the network healed.
+    const client = new pg.Client({
+      connectionString: this.opts.url,
+      application_name: 'hookwatch-listen',
+      stream: this.sockets.stream,
+      connectionTimeoutMillis: CHECK_TIMEOUT_MS,
+      query_timeout: CHECK_TIMEOUT_MS,
+    });
     this.client = client;
     let failed = false;
     const lost = (err?: Error): void => {
@@ -129,7 +138,8 @@ export class PostgresBus {
         }
       }
     } catch (err) {
-      lost(err as Error);
+      // pg's word for its connectionTimeoutMillis running out.
+      lost((err as Error).message === 'timeout expired' ? new Error(`not connected within ${CHECK_TIMEOUT_MS} ms`) : (err as Error));
     }
   }
 

@@ -25,6 +25,8 @@ export interface FlowProxy {
   cutOff(): number;
   /** New connections pass again; those dropped stay dropped (as flows a NAT forgot meanwhile). */
   heal(): void;
+  /** How many connections of `app` made while cut off are still open, waiting for an answer that never comes. */
+  unanswered(app: string): number;
   close(): Promise<void>;
 }
 
@@ -44,15 +46,20 @@ function dropFlow(f: Flow): void {
   f.server.removeAllListeners('data').on('data', () => {});
 }
 
+/** The application_name of a connection's first chunk, its startup message: length, protocol, then name\0value\0 pairs. */
+function appOf(chunk: Buffer): string {
+  return /application_name\0([^\0]*)\0/.exec(chunk.toString('latin1'))?.[1] ?? '';
+}
+
 export async function startFlowProxy(target: { host: string; port: number }): Promise<FlowProxy> {
   const flows = new Set<Flow>();
-  /** Connections made while cut off: read and never answered, nor passed on. */
-  const unanswered = new Set<Socket>();
+  /** Connections made while cut off, with their application_name once sent: read and never answered, nor passed on. */
+  const unanswered = new Map<Socket, string | undefined>();
   let cut = false;
   const proxy = createServer((client) => {
     if (cut) {
-      unanswered.add(client);
-      client.on('data', () => {}).on('error', () => client.destroy()).on('close', () => unanswered.delete(client));
+      unanswered.set(client, undefined);
+      client.on('data', (chunk: Buffer) => void unanswered.set(client, unanswered.get(client) ?? appOf(chunk))).on('error', () => client.destroy()).on('close', () => unanswered.delete(client));
       return;
     }
     const server = connect(target.port, target.host);
@@ -67,8 +74,7 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
     server.on('error', end).on('close', end);
     // Forwarded by hand, not piped: a chunk that comes after dropAfter's text must not reach the server.
     client.on('data', (chunk: Buffer) => {
-      // The startup message: length, protocol, then name\0value\0 pairs.
-      flow.app ??= /application_name\0([^\0]*)\0/.exec(chunk.toString('latin1'))?.[1] ?? '';
+      flow.app ??= appOf(chunk);
       const after = flow.dropAfter;
       if (after?.sent) {
         dropFlow(flow);
@@ -117,9 +123,10 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
     heal() {
       cut = false;
     },
+    unanswered: (app) => [...unanswered.values()].filter((a) => a === app).length,
     close: () =>
       new Promise<void>((resolve) => {
-        for (const c of unanswered) c.destroy();
+        for (const c of unanswered.keys()) c.destroy();
         for (const f of flows) {
           f.client.destroy();
           f.server.destroy();
