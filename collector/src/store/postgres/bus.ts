@@ -52,6 +52,10 @@ export class PostgresBus {
   private timer: NodeJS.Timeout | undefined;
   /** Whether databaseReachable() brought an attempt forward since the backoff's own last one. */
   private broughtForward = false;
+  /** True while an attempt is under way. */
+  private connecting = false;
+  /** Whether databaseReachable() was called during the attempt under way: should it fail, the next comes at once. */
+  private reachedMeanwhile = false;
   /** Whether the connection was ever lost (or failed to connect): the next one up resumes. */
   private wasLost = false;
   /** The sockets of the listening connection (cutConnections). */
@@ -73,6 +77,7 @@ export class PostgresBus {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
+    this.connecting = true;
     // Connecting, and every statement on it (LISTEN, the checks), has CHECK_TIMEOUT_MS to be answered. An attempt
     // made while the network drops packets would otherwise wait for ever (minutes of SYN retries on a real network),
     // and no other is made while one is under way: the replica would stay deaf long after the network healed.
@@ -89,6 +94,7 @@ export class PostgresBus {
       if (failed) return;
       failed = true;
       this.listening = false;
+      this.connecting = false;
       if (this.check) clearTimeout(this.check);
       if (this.stopped) return;
       this.wasLost = true;
@@ -103,6 +109,10 @@ export class PostgresBus {
       }, this.retryMs);
       this.timer.unref();
       this.retryMs = Math.min(this.retryMs * 2, 10_000);
+      if (this.reachedMeanwhile) {
+        this.reachedMeanwhile = false;
+        this.databaseReachable();
+      }
     };
     // A listening connection cut by a restart or failover must never crash the process.
     client.on('error', (err) => lost(err));
@@ -123,6 +133,8 @@ export class PostgresBus {
         return;
       }
       this.listening = true;
+      this.connecting = false;
+      this.reachedMeanwhile = false;
       this.retryMs = this.opts.reconnectMs ?? 250;
       this.checkLater(client, lost);
       // Restored by an attempt databaseReachable() brought forward, or by the backoff's own.
@@ -163,10 +175,16 @@ export class PostgresBus {
    * Another connection to the database just succeeded (a pool's, the lease's): a listening connection waiting
    * out its backoff reconnects now instead of up to 10 s later. At most one attempt is brought forward between
    * two of the backoff's own, so a database that takes other connections but fails this one is still tried at
-   * the backoff's pace (twice as often at most), never in a loop.
+   * the backoff's pace (twice as often at most), never in a loop. Said during an attempt (one made while the
+   * network was cut may wait out its bound after the heal), it brings the next attempt forward should this one fail.
    */
   databaseReachable(): void {
-    if (this.stopped || !this.timer || this.broughtForward) return;
+    if (this.stopped || this.broughtForward) return;
+    if (this.connecting) {
+      this.reachedMeanwhile = true;
+      return;
+    }
+    if (!this.timer) return;
     clearTimeout(this.timer);
     this.timer = undefined;
     this.broughtForward = true;
