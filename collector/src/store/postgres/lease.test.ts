@@ -8,6 +8,8 @@ import { LEASE_CHANNEL, PostgresBus } from './bus.ts';
 import { PostgresAlertStateStore } from '../../alerting/state/postgres.ts';
 import { freePort } from '../../../test/support/free-port.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
+import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { waitFor } from '../../../test/support/postgres/replicas.ts';
 
 let server: TestServer;
 const leases: PostgresLease[] = [];
@@ -263,6 +265,23 @@ describe('PostgresLease', () => {
     // The frozen client is never handed back: end the pool without waiting for it.
     void pool.end().catch(() => {});
   });
+
+  it('leads again within a renewal or two after a network cut heals, though a connection attempt was under way', async () => {
+    const url = await freshDb();
+    const proxy = await startFlowProxy(server);
+    closers.push(() => proxy.close());
+    const ttlMs = 3000;
+    const a = lease(proxy.via(url), { holder: 'a', ttlMs });
+    a.start();
+    await waitFor('the lease', async () => (a.isLeader() ? true : undefined), 10_000);
+    expect(proxy.cutOff()).toBe(1);
+    // A connection attempt made while the network drops packets is never answered: it must give up (ttl/3).
+    await waitFor('a connection attempt during the cut', async () => (proxy.unanswered('hookwatch-lease') > 0 ? true : undefined), 3 * ttlMs);
+    proxy.heal();
+    const healed = performance.now();
+    await waitFor('the lease again', async () => (a.isLeader() ? true : undefined), 30_000);
+    expect(performance.now() - healed).toBeLessThan(ttlMs);
+  }, 60_000);
 
   it('reports failures without throwing or leaking the password when the database is unreachable', async () => {
     const lines: string[] = [];

@@ -91,6 +91,7 @@ export class PostgresLease implements LeaderElector {
       max: 1,
       application_name: 'hookwatch-lease',
       stream: this.sockets.stream,
+      // A connection attempt the network does not answer (a partition) gives up, so a later renewal tries anew.
       connectionTimeoutMillis: Math.max(500, renew),
       // A renewal that takes longer than the lease is worthless: give up and try again next period.
       statement_timeout: Math.max(500, Math.round(opts.ttlMs)),
