@@ -6,6 +6,7 @@
 import type { DecodeBudget} from './model.ts';
 import { DECODED_BYTES, DecodeError, DecodeLimitError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
 import { jsonStringEnd } from '../json-string.ts';
+import { runToEnd } from '../paced.ts';
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -162,6 +163,14 @@ export function checkJsonNodes(text: string, budget: DecodeBudget): void {
  * its parse tree or what it decodes to would hold more memory than `budget` allows.
  */
 export function decodeLogsJson(text: string, budget: DecodeBudget = unbounded()): LogsRequest {
+  return runToEnd(decodeLogsJsonSteps(text, budget));
+}
+
+/**
+ * decodeLogsJson in slices: the text is parsed in one step (JSON.parse), then a step ends after the log record
+ * that completes a slice (DecodeBudget.pauseDue).
+ */
+export function* decodeLogsJsonSteps(text: string, budget: DecodeBudget = unbounded()): Generator<void, LogsRequest, void> {
   checkJsonNodes(text, budget);
   let doc: Json;
   try {
@@ -172,27 +181,28 @@ export function decodeLogsJson(text: string, budget: DecodeBudget = unbounded())
   const root = obj(doc, 'request');
   if (doc === null) throw new DecodeError('request must be an object');
   const rls = arr(field(root, 'resourceLogs', 'resource_logs'), 'resourceLogs');
-  return {
-    resourceLogs: rls.map((rlv, i) => {
+  const req: LogsRequest = { resourceLogs: [] };
+  for (let i = 0; i < rls.length; i++) {
+    budget.charge(DECODED_BYTES.record);
+    const p = `resourceLogs[${i}]`;
+    const rl = obj(rls[i], p);
+    const resource = obj(rl['resource'], `${p}.resource`);
+    const sls = arr(field(rl, 'scopeLogs', 'scope_logs'), `${p}.scopeLogs`);
+    const scopeLogs: ScopeLogs[] = [];
+    req.resourceLogs.push({ resource: attributes(resource['attributes'], `${p}.resource.attributes`, budget), scopeLogs });
+    for (let j = 0; j < sls.length; j++) {
       budget.charge(DECODED_BYTES.record);
-      const p = `resourceLogs[${i}]`;
-      const rl = obj(rlv, p);
-      const resource = obj(rl['resource'], `${p}.resource`);
-      const sls = arr(field(rl, 'scopeLogs', 'scope_logs'), `${p}.scopeLogs`);
-      return {
-        resource: attributes(resource['attributes'], `${p}.resource.attributes`, budget),
-        scopeLogs: sls.map((slv, j): ScopeLogs => {
-          budget.charge(DECODED_BYTES.record);
-          const sp = `${p}.scopeLogs[${j}]`;
-          const sl = obj(slv, sp);
-          const scope = obj(sl['scope'], `${sp}.scope`);
-          const recs = arr(field(sl, 'logRecords', 'log_records'), `${sp}.logRecords`);
-          return {
-            scope: { name: str(scope['name'], `${sp}.scope.name`), version: str(scope['version'], `${sp}.scope.version`) },
-            logRecords: recs.map((r, k) => logRecord(r, `${sp}.logRecords[${k}]`, budget)),
-          };
-        }),
-      };
-    }),
-  };
+      const sp = `${p}.scopeLogs[${j}]`;
+      const sl = obj(sls[j], sp);
+      const scope = obj(sl['scope'], `${sp}.scope`);
+      const recs = arr(field(sl, 'logRecords', 'log_records'), `${sp}.logRecords`);
+      const logRecords: LogRecord[] = [];
+      scopeLogs.push({ scope: { name: str(scope['name'], `${sp}.scope.name`), version: str(scope['version'], `${sp}.scope.version`) }, logRecords });
+      for (let k = 0; k < recs.length; k++) {
+        logRecords.push(logRecord(recs[k], `${sp}.logRecords[${k}]`, budget));
+        if (budget.pauseDue()) yield;
+      }
+    }
+  }
+  return req;
 }

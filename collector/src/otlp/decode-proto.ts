@@ -4,6 +4,7 @@
  * and skips the rest, so unknown or newer fields pass through harmlessly.
  */
 import type { DecodeBudget} from './model.ts';
+import { runToEnd } from '../paced.ts';
 import { DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type KvList, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /** Slots of a StringCache (a power of two). */
@@ -333,8 +334,12 @@ function attributesInto(r: Reader, wt: number, into: Attributes, what: string): 
   leave(r, outer);
 }
 
-function logRecord(r: Reader): LogRecord {
-  const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
+/**
+ * Reads the fields of the log record `r` is on into `rec`, to the record's end (false) or, when a slice is done
+ * after one of its attributes, to there (true: called again, it goes on where it stopped). A record may hold a
+ * million attributes.
+ */
+function logRecordInto(r: Reader, rec: LogRecord): boolean {
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
@@ -343,16 +348,29 @@ function logRecord(r: Reader): LogRecord {
       case 1: expectWire(wt, 1, 'LogRecord.time_unix_nano'); rec.timeUnixNano = r.fixed64(); break;
       case 11: expectWire(wt, 1, 'LogRecord.observed_time_unix_nano'); rec.observedTimeUnixNano = r.fixed64(); break;
       case 5: rec.body = anyValue(sub(r, wt, 'LogRecord.body'), 0, rec.body ?? null); break;
-      case 6: attributesInto(r, wt, rec.attributes, 'LogRecord.attributes'); break;
+      case 6:
+        attributesInto(r, wt, rec.attributes, 'LogRecord.attributes');
+        if (r.budget.pauseDue()) return true;
+        break;
       case 12: expectWire(wt, 2, 'LogRecord.event_name'); rec.eventName = r.string(); break;
       default: r.skip(wt);
     }
   }
-  return rec;
+  return false;
 }
 
-function scopeLogs(r: Reader): ScopeLogs {
-  const out: ScopeLogs = { scope: { name: '', version: '' }, logRecords: [] };
+/** A log record read in part: its reader, where it stopped, and what it holds so far. */
+interface OpenRecord {
+  reader: Reader;
+  rec: LogRecord;
+}
+
+/**
+ * Reads the fields of the ScopeLogs `r` is on into `out`, to its end (undefined) or until a slice is done, in a
+ * record (returned, to be finished first) or after one (`r` itself, where it stopped). The loop over records is a
+ * plain function's, not the generator's: the optimizing compiler does not take over a generator's long loop.
+ */
+function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | Reader | undefined {
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
@@ -369,15 +387,31 @@ function scopeLogs(r: Reader): ScopeLogs {
       }
     } else if (field === 2) {
       r.budget.charge(DECODED_BYTES.record);
-      out.logRecords.push(logRecord(sub(r, wt, 'ScopeLogs.log_records')));
+      const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
+      out.logRecords.push(rec);
+      const reader = sub(r, wt, 'ScopeLogs.log_records');
+      if (logRecordInto(reader, rec)) return { reader, rec };
+      if (r.budget.pauseDue()) return r;
     } else {
       r.skip(wt);
     }
   }
+  return undefined;
+}
+
+/** A ScopeLogs, a step ending wherever scopeLogsInto stops for a slice. */
+function* scopeLogs(r: Reader): Generator<void, ScopeLogs, void> {
+  const out: ScopeLogs = { scope: { name: '', version: '' }, logRecords: [] };
+  for (let open = scopeLogsInto(r, out); open !== undefined; open = scopeLogsInto(r, out)) {
+    yield;
+    if (open instanceof Reader) continue;
+    while (logRecordInto(open.reader, open.rec)) yield;
+    if (r.budget.pauseDue()) yield;
+  }
   return out;
 }
 
-function resourceLogs(r: Reader): ResourceLogs {
+function* resourceLogs(r: Reader): Generator<void, ResourceLogs, void> {
   const out: ResourceLogs = { resource: new Map(), scopeLogs: [] };
   while (r.pos < r.end) {
     const tag = r.tag();
@@ -392,7 +426,7 @@ function resourceLogs(r: Reader): ResourceLogs {
       }
     } else if (field === 2) {
       r.budget.charge(DECODED_BYTES.record);
-      out.scopeLogs.push(scopeLogs(sub(r, wt, 'ResourceLogs.scope_logs')));
+      out.scopeLogs.push(yield* scopeLogs(sub(r, wt, 'ResourceLogs.scope_logs')));
     } else {
       r.skip(wt);
     }
@@ -405,6 +439,11 @@ function resourceLogs(r: Reader): ResourceLogs {
  * DecodeLimitError when what it decodes to would hold more memory than `budget` allows.
  */
 export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbounded()): LogsRequest {
+  return runToEnd(decodeLogsProtoSteps(body, budget));
+}
+
+/** decodeLogsProto in slices: a step ends after the log record that completes a slice (DecodeBudget.pauseDue). */
+export function* decodeLogsProtoSteps(body: Uint8Array, budget: DecodeBudget = unbounded()): Generator<void, LogsRequest, void> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const r = new Reader(buf, 0, buf.length, new StringCache(buf), budget);
   const req: LogsRequest = { resourceLogs: [] };
@@ -412,7 +451,7 @@ export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbound
     const tag = r.tag();
     if (tag >>> 3 === 1) {
       r.budget.charge(DECODED_BYTES.record);
-      req.resourceLogs.push(resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
+      req.resourceLogs.push(yield* resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
     } else r.skip(tag & 7);
   }
   return req;

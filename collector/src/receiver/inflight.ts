@@ -3,11 +3,12 @@
  * inflated, on both ports). A flood of large or compressed requests then costs at most this much; past it the
  * answer is 503 / UNAVAILABLE with Retry-After, which OTLP clients retry, instead of memory growth.
  */
-import { decodeLogsJson } from '../otlp/decode-json.ts';
-import { decodeLogsProto } from '../otlp/decode-proto.ts';
+import { decodeLogsJsonSteps } from '../otlp/decode-json.ts';
+import { decodeLogsProtoSteps } from '../otlp/decode-proto.ts';
 import type { Encoding } from '../otlp/encode.ts';
 import { DecodeBudget, DecodeLimitError, type LogsRequest } from '../otlp/model.ts';
 import { OverloadedError, TooLargeError } from '../pipeline/errors.ts';
+import { runPaced, type Steps } from '../paced.ts';
 
 function heldError(limitBytes: number): OverloadedError {
   return new OverloadedError(`hookwatch is holding otlp.maxInflightBytes (${limitBytes} bytes) of requests in memory; retry later`);
@@ -87,28 +88,34 @@ export class InflightAccount {
 }
 
 /**
- * Runs a decode (`fn`) bounded by what the process has left of otlp.maxInflightBytes, then charges what the
+ * Runs a decode (`steps`) bounded by what the process has left of otlp.maxInflightBytes, charging what the
  * decoded request holds to the request's account, so a body of tiny records (two bytes each on the wire,
  * hundreds in memory) is bounded like a large body. One request may decode to at most half of the budget (past
  * it: 413, the client must send smaller batches); when other requests hold the rest, 503 with Retry-After.
- * Decoding is synchronous, so nothing else takes from the budget between the bound and the charge.
+ * A large request is decoded in slices with the event loop served between them (paced.ts); what it holds so far
+ * is charged at each pause, so requests decoded meanwhile see it taken.
  */
-export function decodeWithin<T>(account: InflightAccount, budget: InflightBudget, fn: (bound: DecodeBudget) => T): T {
+export async function decodeWithin<T>(account: InflightAccount, budget: InflightBudget, steps: (bound: DecodeBudget) => Steps<T>): Promise<T> {
   const perRequest = Math.floor(budget.limitBytes / 2);
   const bound = new DecodeBudget(Math.min(perRequest, budget.freeBytes));
+  let charged = 0;
+  const charge = (): void => {
+    account.take(bound.bytes - charged);
+    charged = bound.bytes;
+  };
   let decoded: T;
   try {
-    decoded = fn(bound);
+    decoded = await runPaced(steps(bound), charge);
   } catch (err) {
     if (!(err instanceof DecodeLimitError)) throw err;
     if (bound.maxBytes < perRequest) throw heldError(budget.limitBytes);
     throw new TooLargeError(`the request decodes to more than ${perRequest} bytes in memory (half of otlp.maxInflightBytes): too many log records or attributes for one request; send smaller batches`);
   }
-  account.take(bound.bytes);
+  charge();
   return decoded;
 }
 
-/** A logs body decoded as `encoding` (decodeWithin's bound applies). */
-export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget): LogsRequest {
-  return encoding === 'protobuf' ? decodeLogsProto(body, bound) : decodeLogsJson(body.toString('utf8'), bound);
+/** A logs body decoded as `encoding`, in slices (decodeWithin's bound applies). */
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget): Steps<LogsRequest> {
+  return encoding === 'protobuf' ? decodeLogsProtoSteps(body, bound) : decodeLogsJsonSteps(body.toString('utf8'), bound);
 }

@@ -33,6 +33,7 @@ import type { Signal } from '../../pipeline/consumer.ts';
 import { OverloadedError, UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
+import { atOnce } from '../../paced.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 
 /** A status as a server interceptor passes it on. */
@@ -450,10 +451,11 @@ export class OtlpGrpcReceiver {
       let message = '';
       if (signal === 'logs') {
         this.opts.logs.admit?.(raw);
-        ({ rejected, message } = await this.opts.logs.consumeLogs(decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound)), raw));
+        const decoded = await decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound));
+        ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, raw));
       } else {
         this.opts.passThrough.admit?.(raw);
-        decodeWithin(decodedAccount, this.opts.inflight, (bound) => validatePassThrough(raw, bound));
+        await decodeWithin(decodedAccount, this.opts.inflight, (bound) => atOnce(() => validatePassThrough(raw, bound)));
         await this.opts.passThrough.consume(raw);
       }
       this.count(this.stats.requests, `${signal}:ok`);

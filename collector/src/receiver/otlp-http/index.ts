@@ -20,6 +20,7 @@ import { ClientAbortedError, readBody } from './body.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
+import { atOnce } from '../../paced.ts';
 import { hostCheck, requestHost } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
@@ -230,11 +231,11 @@ export class OtlpHttpReceiver {
       let message = '';
       if (signal === 'logs') {
         this.opts.logs.admit?.(rawRequest);
-        const decoded = decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound));
+        const decoded = await decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
         this.opts.passThrough.admit?.(rawRequest);
-        decodeWithin(account, this.opts.inflight, (bound) => validatePassThrough(rawRequest, bound));
+        await decodeWithin(account, this.opts.inflight, (bound) => atOnce(() => validatePassThrough(rawRequest, bound)));
         await this.opts.passThrough.consume(rawRequest);
       }
       const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);
