@@ -5,11 +5,12 @@
  */
 import { createHash, hash as oneShotHash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
-import type { AnyValue, Attributes, LogRecord, LogsRequest } from '../otlp/model.ts';
+import type { AnyValue, Attributes, LogRecord, LogsRequest, ResourceLogs, ScopeLogs } from '../otlp/model.ts';
 import { classifyExecution, hasSizeData } from './cliff.ts';
 import { isOverflowHook, type EventSource, type HookEvent, type HookEventKind } from './model.ts';
 import type { RecordCollector } from './record-extract.ts';
 import { echoed } from '../request-error.ts';
+import { runToEnd } from '../paced.ts';
 
 export interface ExtractOptions {
   nearThreshold: number;
@@ -250,45 +251,79 @@ export function recordTime(rec: LogRecord, stamp: AnyValue | undefined, now: () 
 
 /** Extracts hook events from every record of a request; other records are counted and passed over. */
 export function extractHookEvents(req: LogsRequest, opts: ExtractOptions): ExtractResult {
+  return runToEnd(extractHookEventsSteps(req, opts));
+}
+
+/** Records extracted between two pauses of extractHookEventsSteps: some 10 ms; a 512-record batch has no pause. */
+export const EXTRACT_SLICE_RECORDS = 2048;
+
+/** extractHookEvents in slices of EXTRACT_SLICE_RECORDS records. */
+export function* extractHookEventsSteps(req: LogsRequest, opts: ExtractOptions): Generator<void, ExtractResult, void> {
   const clock = opts.now ?? Date.now;
   // One receive time for the whole request.
   const receivedMs = clock();
   const now = (): number => receivedMs;
   const result: ExtractResult = { events: [], rejected: 0, problems: [], otherRecords: 0, statuses: [], clamped: 0, unzoned: 0 };
-  const others = opts.others ?? [];
-  req.resourceLogs.forEach((rl, i) => {
-    rl.scopeLogs.forEach((sl, j) => {
-      sl.logRecords.forEach((rec, k) => {
-        for (const c of others) c.visit(rec, i, j, k);
-        const kind = hookEventKind(rec);
-        if (!kind) {
-          result.otherRecords++;
-          result.statuses.push(undefined);
-          return;
+  // Records left in the current slice. The loop over records is a plain function's: the optimizing compiler
+  // does not take over a generator's long-running loop (no on-stack replacement), so it would stay slow.
+  let room = EXTRACT_SLICE_RECORDS;
+  for (let i = 0; i < req.resourceLogs.length; i++) {
+    const rl = req.resourceLogs[i] as ResourceLogs;
+    for (let j = 0; j < rl.scopeLogs.length; j++) {
+      const records = (rl.scopeLogs[j] as ScopeLogs).logRecords;
+      for (let k = 0; k < records.length;) {
+        if (room === 0) {
+          room = EXTRACT_SLICE_RECORDS;
+          yield;
         }
-        try {
-          const event = toHookEvent(kind, rec, rl.resource, opts, now, result);
-          event.receivedMs = receivedMs;
-          // A clock running ahead would put the event where no window looks until that time comes (and keep the
-          // feed looking alive): it cannot have happened after it arrived, so it is kept at the receive time.
-          if (opts.maxFutureSkewMs !== undefined && event.timeMs > receivedMs + opts.maxFutureSkewMs) {
-            event.timeMs = receivedMs;
-            result.clamped++;
-          }
-          result.events.push(event);
-          result.statuses.push(kind === 'complete' ? event.status : undefined);
-        } catch (err) {
-          result.statuses.push(undefined);
-          if (!(err instanceof RecordProblem)) throw err;
-          result.rejected++;
-          if (result.problems.length < MAX_PROBLEMS) {
-            result.problems.push(`resourceLogs[${i}].scopeLogs[${j}].logRecords[${k}]: ${err.message}`);
-          }
-        }
-      });
-    });
-  });
+        const to = Math.min(records.length, k + room);
+        extractRecords(records, k, to, rl.resource, i, j, opts, now, result);
+        room -= to - k;
+        k = to;
+      }
+    }
+  }
   return result;
+}
+
+/** Records [from, to) of the scope j of resource i, extracted into `result` (and shown to `opts.others`). */
+function extractRecords(records: readonly LogRecord[], from: number, to: number, resource: Attributes, i: number, j: number, opts: ExtractOptions, now: () => number, result: ExtractResult): void {
+  const others = opts.others ?? [];
+  for (let k = from; k < to; k++) {
+    const rec = records[k] as LogRecord;
+    for (const c of others) c.visit(rec, i, j, k);
+    extractRecord(rec, resource, opts, now, result, i, j, k);
+  }
+}
+
+/** One record's hook event (or its problem, or that it is no hook event) added to `result`. */
+function extractRecord(rec: LogRecord, resource: Attributes, opts: ExtractOptions, now: () => number, result: ExtractResult, i: number, j: number, k: number): void {
+  const receivedMs = now();
+  const kind = hookEventKind(rec);
+  if (!kind) {
+    result.otherRecords++;
+    result.statuses.push(undefined);
+    return;
+  }
+  try {
+    const event = toHookEvent(kind, rec, resource, opts, now, result);
+    event.receivedMs = receivedMs;
+    // A clock running ahead would put the event where no window looks until that time comes (and keep the
+    // feed looking alive): it cannot have happened after it arrived, so it is kept at the receive time.
+    if (opts.maxFutureSkewMs !== undefined && event.timeMs > receivedMs + opts.maxFutureSkewMs) {
+      event.timeMs = receivedMs;
+      result.clamped++;
+    }
+    result.events.push(event);
+    result.statuses.push(kind === 'complete' ? event.status : undefined);
+  } catch (err) {
+    result.statuses.push(undefined);
+    if (!(err instanceof RecordProblem)) throw err;
+    result.rejected++;
+    if (result.problems.length < MAX_PROBLEMS) {
+      result.problems.push(`resourceLogs[${i}].scopeLogs[${j}].logRecords[${k}]: ${err.message}`);
+    }
+  }
 }
 
 /** A record's attribute, else its resource's (Claude Code copies OTEL_RESOURCE_ATTRIBUTES onto both). */

@@ -1,6 +1,7 @@
 /**
  * Back-pressure: when batches pile up waiting for the store, new ones get 503 + Retry-After instead of an
  * unbounded queue; a store that cannot write gives 503 too, and nothing is acknowledged that was not committed.
+ * A request of more hook events than a normal batch is committed in parts, and acknowledged after the last.
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -116,3 +117,57 @@ describe('events retention has passed', () => {
   });
 });
 
+
+describe('a request of more hook events than one commit takes', () => {
+  /** One request of `n` hook executions, each of its own sequence number. */
+  function large(n: number): string {
+    const one = JSON.parse(batch(0)) as { resourceLogs: { scopeLogs: { logRecords: { attributes: { key: string; value: { stringValue: string } }[] }[] }[] }[] };
+    const [record] = one.resourceLogs[0]!.scopeLogs[0]!.logRecords;
+    one.resourceLogs[0]!.scopeLogs[0]!.logRecords = Array.from({ length: n }, (_, i) => ({
+      attributes: record!.attributes.map((a) => (a.key === 'event.sequence' ? { key: a.key, value: { stringValue: String(i) } } : a)),
+    }));
+    return JSON.stringify(one);
+  }
+
+  /** The real SQLite store, noting the size of each ingest() call; the call numbered `failing.at` fails. */
+  function partsStore(path: string, failing = { at: 0 }): { store: Store; parts: number[] } {
+    const real = new SqliteStore({ path });
+    const parts: number[] = [];
+    const store = Object.create(real) as Store;
+    store.ingest = async (events) => {
+      parts.push(events.length);
+      if (parts.length === failing.at) throw new StoreUnavailableError('disk is full');
+      return real.ingest(events);
+    };
+    store.close = () => real.close();
+    return { store, parts };
+  }
+
+  it('is committed in parts, answered 200 after the last; a part that fails is retried without storing any event twice', async () => {
+    const failing = { at: 2 };
+    const { store, parts } = partsStore(join(tmp.dir, 'parts.db'), failing);
+    service = await start(store);
+    const body = large(2000);
+    const json = { 'content-type': 'application/json' };
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', body, json)).status).toBe(503);
+    // The first part was committed before the second failed.
+    expect(parts.length).toBe(2);
+    const committed = parts[0] ?? 0;
+    expect(committed).toBeLessThan(2000);
+    failing.at = 0;
+    parts.length = 0;
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', body, json)).status).toBe(200);
+    expect(parts.length).toBeGreaterThan(1);
+    expect(parts.reduce((a, b) => a + b, 0)).toBe(2000);
+    const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^hookwatch_hook_events_stored_total 2000$/m);
+    expect(metrics).toMatch(new RegExp(`^hookwatch_hook_events_duplicate_total ${committed}$`, 'm'));
+  });
+
+  it('takes a request of a normal batch size in one commit', async () => {
+    const { store, parts } = partsStore(join(tmp.dir, 'one.db'));
+    service = await start(store);
+    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', large(1000), { 'content-type': 'application/json' })).status).toBe(200);
+    expect(parts).toEqual([1000]);
+  });
+});

@@ -2,7 +2,9 @@
  * The hook stage: extracts hook events from decoded logs, commits them to the store (the OTLP 200 waits for
  * the commit), then tells listeners (alerting) about the newly stored events and guard trims.
  */
-import { extractHookEvents } from '../hooks/extract.ts';
+import { extractHookEventsSteps } from '../hooks/extract.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { runPaced } from '../paced.ts';
 import { findingCollector, findingExtract } from '../hooks/transcript-findings.ts';
 import { guardTrimCollector, guardTrimExtract } from '../hooks/guard-trim.ts';
 import type { LogsRequest } from '../otlp/model.ts';
@@ -49,6 +51,27 @@ export interface IngestStats {
   clampedFuture: number;
 }
 
+/**
+ * Hook events a request may hold and still be committed in one store transaction, as every batch of Claude Code's
+ * is (512 records at most). A larger request (up to otlp.maxRequestBytes: some 60,000) is committed in parts, one
+ * after the other, with the event loop served between them.
+ */
+export const ONE_COMMIT_EVENTS = 1024;
+/**
+ * What one part of a larger request's commit aims to take. An event can cost 10 µs to commit or, with attribute
+ * values the store has not seen (a new session), 40 times that; each part is sized by what the one before took.
+ */
+const PART_TARGET_MS = 20;
+const PART_EVENTS = { first: 128, min: 16, max: 4096 } as const;
+
+/** What the parts of one request's commit came to (ingestInParts), besides what stats counts as they commit. */
+interface PartsResult {
+  folded: number;
+  overflowHooks: Set<string>;
+  expired: number;
+  expiredBeforeMs?: number;
+}
+
 export class HookIngest implements LogsConsumer {
   readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0, folded: 0, clampedFuture: 0, expired: 0 };
   private pending = 0;
@@ -87,13 +110,13 @@ export class HookIngest implements LogsConsumer {
     // are likewise kept apart. Both are taken in the hook events' walk over the records.
     const findings = findingCollector(this.opts.now);
     const trims = guardTrimCollector(this.opts.now);
-    const x = extractHookEvents(req, {
+    const x = await runPaced(extractHookEventsSteps(req, {
       nearThreshold: this.near,
       dimensions: this.opts.dimensions,
       others: [findings, trims],
       ...(this.opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: this.opts.maxFutureSkewMs } : {}),
       ...(this.opts.now ? { now: this.opts.now } : {}),
-    });
+    }));
     const t = findingExtract(findings.out);
     const guard = guardTrimExtract(trims.out);
     this.stats.batches++;
@@ -123,18 +146,15 @@ export class HookIngest implements LogsConsumer {
     if (x.events.length > 0) {
       const privacy = this.opts.privacy;
       const events = privacy ? x.events.map((e) => privacy.apply(e)) : x.events;
-      const r = await this.storeWrite(() => this.opts.store.ingest(events));
-      this.stats.stored += r.inserted.length;
-      this.stats.duplicates += r.duplicates;
+      const r = await this.storeWrite(() => this.ingestInParts(events));
       if (r.folded) {
         this.stats.folded += r.folded;
-        notes.push(`${r.folded} hook record(s) of new hook names counted under ${(r.overflowHooks ?? []).map((n) => JSON.stringify(n)).join(', ')}: the store holds its limit of ${this.opts.store.maxHooks} hooks (store.maxHooks)`);
+        notes.push(`${r.folded} hook record(s) of new hook names counted under ${[...r.overflowHooks].map((n) => JSON.stringify(n)).join(', ')}: the store holds its limit of ${this.opts.store.maxHooks} hooks (store.maxHooks)`);
       }
       if (r.expired) {
         this.stats.expired += r.expired;
         expired = { count: r.expired, problem: `older than what retention.events already deleted (before ${new Date(r.expiredBeforeMs ?? 0).toISOString()}), so a retry could not be told from a first delivery` };
       }
-      if (r.inserted.length > 0) this.notify((l) => l.onIngested(r.inserted));
     }
     // The records rejected one by one list a few of their problems; the expired ones share one line.
     const each = x.rejected + t.rejected + guard.rejected;
@@ -146,6 +166,33 @@ export class HookIngest implements LogsConsumer {
       notes.unshift(`${rejected} hook record(s) rejected: ${problems.join('; ')}`);
     }
     return { rejected, message: notes.join('. '), statuses: x.statuses };
+  }
+
+  /**
+   * Commits `events`: in one transaction up to ONE_COMMIT_EVENTS, else in parts of PART_TARGET_MS each, one after
+   * the other; each part's new events are told to the listeners once it is committed. A part that fails fails the
+   * request after the parts before it were committed; the client's retry stores none of those twice (the
+   * idempotency keys deduplicate them), and the 200 goes out only once every part is committed.
+   */
+  private async ingestInParts(events: HookEvent[]): Promise<PartsResult> {
+    const out: PartsResult = { folded: 0, overflowHooks: new Set(), expired: 0 };
+    let size: number = events.length <= ONE_COMMIT_EVENTS ? events.length : PART_EVENTS.first;
+    for (let at = 0; at < events.length;) {
+      const part = at === 0 && size >= events.length ? events : events.slice(at, at + size);
+      at += part.length;
+      const started = performance.now();
+      const r = await this.opts.store.ingest(part);
+      const took = performance.now() - started;
+      size = Math.round(Math.min(PART_EVENTS.max, Math.max(PART_EVENTS.min, part.length * PART_TARGET_MS / Math.max(took, 1))));
+      this.stats.stored += r.inserted.length;
+      this.stats.duplicates += r.duplicates;
+      out.folded += r.folded ?? 0;
+      for (const h of r.overflowHooks ?? []) out.overflowHooks.add(h);
+      out.expired += r.expired ?? 0;
+      if (r.expiredBeforeMs !== undefined) out.expiredBeforeMs = r.expiredBeforeMs;
+      if (r.inserted.length > 0) this.notify((l) => l.onIngested(r.inserted));
+    }
+    return out;
   }
 
   /** A store write: counted as pending (what admit() limits), timed, and counted as a store error when it fails. */
