@@ -178,3 +178,58 @@ export function stamp(t: BatchTemplate, sessionId: string = randomUUID(), endMs:
 export function gzip(bytes: Buffer): Buffer {
   return gzipSync(bytes);
 }
+
+/** otlp.maxRequestBytes, the default: the largest request body a client may send. */
+export const MAX_REQUEST_BYTES = 20 * 1024 * 1024;
+
+/** Hook records per resource of maxSizeRequest: one session each. */
+const MAX_SIZE_PER_RESOURCE = 1000;
+
+/** `n` hook executions of one new session, each of its own millisecond from `startMs`: every one a new event to commit. */
+function hookExecutions(n: number, startMs: number): Record<string, unknown> {
+  const session = randomUUID();
+  return {
+    resource: { attributes: [s('service.name', 'claude-code')] },
+    scopeLogs: [{
+      scope: { name: 'com.anthropic.claude_code.events' },
+      logRecords: Array.from({ length: n }, (_, i) => ({
+        timeUnixNano: String(BigInt(startMs + i) * 1_000_000n),
+        attributes: [
+          s('event.name', 'hook_execution_complete'), s('session.id', session), s('hook_event', 'PreToolUse'),
+          s('hook_name', 'PreToolUse:Bash'), s('num_hooks', '1'), s('num_success', '1'), s('total_duration_ms', String(40 + (i % 300))),
+          s('stdout_chars', String(i % 9000)), s('additional_context_chars', String(i % 8000)),
+        ],
+      })),
+    }],
+  };
+}
+
+/** A request of hook executions only, as many as fit in `maxBytes`, and how many it holds. */
+export interface MaxSizeRequest {
+  body: Buffer;
+  records: number;
+  contentType: string;
+}
+
+/**
+ * One request as large as otlp.maxRequestBytes lets a client send, every record a hook execution (the most
+ * costly record to take: each is a hook event to commit), 1,000 per session: for protobuf some 60,000 records.
+ * Resources are encoded apart and joined, as the repeated resourceLogs field allows.
+ */
+export function maxSizeRequest(encoding: WireEncoding, maxBytes = MAX_REQUEST_BYTES): MaxSizeRequest {
+  const encode = (rl: Record<string, unknown>): Buffer => (encoding === 'protobuf' ? encodeLogsProto({ resourceLogs: [rl] }) : Buffer.from(JSON.stringify(rl)));
+  const start = Date.now() - 100_000;
+  const parts: Buffer[] = [];
+  // JSON: {"resourceLogs":[ ... ]} around the resources, a comma between them.
+  let size = encoding === 'protobuf' ? 0 : 19;
+  for (;;) {
+    const part = encode(hookExecutions(MAX_SIZE_PER_RESOURCE, start + parts.length * MAX_SIZE_PER_RESOURCE));
+    if (size + part.length + 1 > maxBytes) break;
+    parts.push(part);
+    size += part.length + 1;
+  }
+  const body = encoding === 'protobuf'
+    ? Buffer.concat(parts)
+    : Buffer.concat([Buffer.from('{"resourceLogs":['), ...parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(','), p])), Buffer.from(']}')]);
+  return { body, records: parts.length * MAX_SIZE_PER_RESOURCE, contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json' };
+}

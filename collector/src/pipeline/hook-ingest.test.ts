@@ -1,16 +1,24 @@
 /**
  * Back-pressure: when batches pile up waiting for the store, new ones get 503 + Retry-After instead of an
  * unbounded queue; a store that cannot write gives 503 too, and nothing is acknowledged that was not committed.
- * A request of more hook events than a normal batch is committed in parts, and acknowledged after the last.
+ * A request of more hook events than a normal batch is committed in parts, and acknowledged after the last: next
+ * to an in-memory store the parts are seen one by one, and through the service on SQLite a failed part is retried.
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { batchTemplate } from '../../../bench/lib/batch.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
+import { extractHookEvents } from '../hooks/extract.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { decodeLogsJson } from '../otlp/decode-json.ts';
+import { decodeLogsProto } from '../otlp/decode-proto.ts';
+import type { LogsRequest } from '../otlp/model.ts';
 import { startService, type RunningService } from '../service.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
-import { StoreUnavailableError, type Store } from '../store/store.ts';
+import { StoreUnavailableError, type IngestResult, type Store } from '../store/store.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { getJson, postOtlp, tempDir } from '../../test/helpers.ts';
+import { getJson, postOtlp, tempDir, until } from '../../test/helpers.ts';
+import { HookIngest, ONE_COMMIT_EVENTS } from './hook-ingest.ts';
 
 const tmp = tempDir();
 let service: RunningService | undefined;
@@ -118,17 +126,85 @@ describe('events retention has passed', () => {
 });
 
 
-describe('a request of more hook events than one commit takes', () => {
-  /** One request of `n` hook executions, each of its own sequence number. */
-  function large(n: number): string {
-    const one = JSON.parse(batch(0)) as { resourceLogs: { scopeLogs: { logRecords: { attributes: { key: string; value: { stringValue: string } }[] }[] }[] }[] };
-    const [record] = one.resourceLogs[0]!.scopeLogs[0]!.logRecords;
-    one.resourceLogs[0]!.scopeLogs[0]!.logRecords = Array.from({ length: n }, (_, i) => ({
-      attributes: record!.attributes.map((a) => (a.key === 'event.sequence' ? { key: a.key, value: { stringValue: String(i) } } : a)),
-    }));
-    return JSON.stringify(one);
+/** One request of `n` hook executions, each of its own sequence number. */
+function large(n: number): string {
+  const one = JSON.parse(batch(0)) as { resourceLogs: { scopeLogs: { logRecords: { attributes: { key: string; value: { stringValue: string } }[] }[] }[] }[] };
+  const [record] = one.resourceLogs[0]!.scopeLogs[0]!.logRecords;
+  one.resourceLogs[0]!.scopeLogs[0]!.logRecords = Array.from({ length: n }, (_, i) => ({
+    attributes: record!.attributes.map((a) => (a.key === 'event.sequence' ? { key: a.key, value: { stringValue: String(i) } } : a)),
+  }));
+  return JSON.stringify(one);
+}
+
+describe('a request of more hook events than one commit takes, next to the store', () => {
+  const NOW = Date.parse('2026-06-01T12:00:00Z');
+  const RAW = { signal: 'logs', body: Buffer.alloc(0), encoding: 'json', receivedAtMs: NOW } as const;
+
+  /**
+   * An in-memory store, the stage next to the hook stage: keeps the events of each ingest() call and answers each
+   * (every event new) when the test lets it, or at once with `answerAtOnce`.
+   */
+  function heldStore(answerAtOnce = false): { store: Store; calls: HookEvent[][]; answer: (call: number) => void } {
+    const calls: HookEvent[][] = [];
+    const answers: (() => void)[] = [];
+    const store = {
+      maxHooks: 1000,
+      ingest: (events: HookEvent[]) => new Promise<IngestResult>((resolve) => {
+        calls.push([...events]);
+        answers.push(() => resolve({ inserted: events, duplicates: 0 }));
+        if (answerAtOnce) answers.at(-1)?.();
+      }),
+    } as unknown as Store;
+    return { store, calls, answer: (call) => answers[call]?.() };
   }
 
+  function hookStage(store: Store): { ingest: HookIngest; told: string[][] } {
+    const ingest = new HookIngest({ store, nearThreshold: 8000, dimensions: [], maxPending: 2, logger: silentLogger, now: () => NOW });
+    const told: string[][] = [];
+    ingest.addListener({ onIngested: (events) => told.push(events.map((e) => e.dedupKey)) });
+    return { ingest, told };
+  }
+
+  const keysOf = (req: LogsRequest): string[] => extractHookEvents(req, { nearThreshold: 8000, dimensions: [], now: () => NOW }).events.map((e) => e.dedupKey);
+
+  it('commits it in parts, in order, each event once; tells the listeners each part once committed; resolves after the last', async () => {
+    const req = decodeLogsJson(large(5 * ONE_COMMIT_EVENTS));
+    const expected = keysOf(req);
+    const held = heldStore();
+    const { ingest, told } = hookStage(held.store);
+    let resolved = false;
+    const done = ingest.consumeLogs(req, RAW).finally(() => {
+      resolved = true;
+    });
+    let answered = 0;
+    while (!resolved) {
+      await until(`part ${answered} sent to the store, or the request done`, () => held.calls.length > answered || resolved);
+      if (resolved) break;
+      // One part at a time; the listeners told of each part committed before, of this one not until it is.
+      expect(held.calls).toHaveLength(answered + 1);
+      expect(told).toHaveLength(answered);
+      held.answer(answered++);
+    }
+    // Done only once every part was committed.
+    expect(held.calls).toHaveLength(answered);
+    expect((await done).rejected).toBe(0);
+    expect(held.calls.length).toBeGreaterThan(2);
+    expect(held.calls.flat().map((e) => e.dedupKey)).toEqual(expected);
+    expect(told).toEqual(held.calls.map((c) => c.map((e) => e.dedupKey)));
+    expect(ingest.stats.stored).toBe(expected.length);
+  });
+
+  it('commits a Claude Code batch of 512 records in one ingest call', async () => {
+    const held = heldStore(true);
+    const { ingest, told } = hookStage(held.store);
+    const req = decodeLogsProto(batchTemplate(512, 'protobuf').bytes);
+    await ingest.consumeLogs(req, RAW);
+    expect(held.calls.map((c) => c.map((e) => e.dedupKey))).toEqual([keysOf(req)]);
+    expect(told).toHaveLength(1);
+  });
+});
+
+describe('a request of more hook events than one commit takes', () => {
   /** The real SQLite store, noting the size of each ingest() call; the call numbered `failing.at` fails. */
   function partsStore(path: string, failing = { at: 0 }): { store: Store; parts: number[] } {
     const real = new SqliteStore({ path });

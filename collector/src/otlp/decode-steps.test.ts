@@ -1,0 +1,87 @@
+/**
+ * A large request is decoded in slices (decodeLogsProtoSteps, decodeLogsJsonSteps): the decoder pauses each time
+ * what it decoded since the last pause reaches DECODE_SLICE_BYTES, within a record's attributes too (protobuf), so
+ * the receivers can serve the event loop between slices. A Claude Code batch is one slice. Sliced or not, the
+ * request decodes to the same model.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { batchTemplate, maxSizeRequest } from '../../../bench/lib/batch.ts';
+import { runSliced } from '../../test/support/steps.ts';
+import { decodeLogsJson, decodeLogsJsonSteps } from './decode-json.ts';
+import { decodeLogsProto, decodeLogsProtoSteps } from './decode-proto.ts';
+import { DECODE_SLICE_BYTES, DECODED_BYTES, unbounded, type DecodeBudget, type LogsRequest } from './model.ts';
+import { lengthDelimited } from './proto-write.ts';
+
+/** Past a slice's end the decoder finishes the attribute or record it is in: never more than a record's start and a few values. */
+const OVERSHOOT = DECODED_BYTES.record + 8 * DECODED_BYTES.value;
+
+/** `decode` in slices, each slice's size as what it decoded to. */
+function sliced(decode: (b: DecodeBudget) => Iterator<void, LogsRequest, void>): { value: LogsRequest; pauses: number; slices: number[]; bytes: number } {
+  const budget = unbounded();
+  return { ...runSliced(decode(budget), () => budget.bytes), bytes: budget.bytes };
+}
+
+/** Every slice but the last holds DECODE_SLICE_BYTES and at most OVERSHOOT more; the last no more. */
+function expectSlicesBounded(r: { pauses: number; slices: number[]; bytes: number }): void {
+  expect(r.pauses).toBeGreaterThanOrEqual(Math.floor(r.bytes / (DECODE_SLICE_BYTES + OVERSHOOT)));
+  for (const s of r.slices.slice(0, -1)) {
+    expect(s).toBeGreaterThanOrEqual(DECODE_SLICE_BYTES);
+    expect(s).toBeLessThanOrEqual(DECODE_SLICE_BYTES + OVERSHOOT);
+  }
+  expect(r.slices.at(-1)).toBeLessThanOrEqual(DECODE_SLICE_BYTES + OVERSHOOT);
+}
+
+/** One log record of `n` string attributes (keys k0000000, k0000001, ...), written by hand: protobufjs takes long. */
+function oneRecordOfAttributes(n: number): Buffer {
+  const one = lengthDelimited(6, Buffer.concat([lengthDelimited(1, Buffer.from('k0000000')), lengthDelimited(2, lengthDelimited(1, Buffer.from('v')))]));
+  const digits = one.indexOf('0000000');
+  const attrs = Buffer.alloc(n * one.length);
+  for (let i = 0; i < n; i++) {
+    one.copy(attrs, i * one.length);
+    attrs.write(String(i).padStart(7, '0'), i * one.length + digits, 'latin1');
+  }
+  // ExportLogsServiceRequest.resource_logs > ResourceLogs.scope_logs > ScopeLogs.log_records
+  return lengthDelimited(1, lengthDelimited(2, lengthDelimited(2, attrs)));
+}
+
+describe('a maximum-size request is decoded in slices', () => {
+  it('protobuf: some 70,000 records pause after every slice, to the same model as decoded straight through', () => {
+    const { body, records } = maxSizeRequest('protobuf');
+    const r = sliced((b) => decodeLogsProtoSteps(body, b));
+    expect(r.pauses).toBeGreaterThan(20);
+    expectSlicesBounded(r);
+    expect(r.value.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords))).toHaveLength(records);
+    expect(isDeepStrictEqual(r.value, decodeLogsProto(body))).toBe(true);
+  });
+
+  it('protobuf: one record of a million attributes pauses within the record', () => {
+    const body = oneRecordOfAttributes(1_000_000);
+    const r = sliced((b) => decodeLogsProtoSteps(body, b));
+    expect(r.pauses).toBeGreaterThan(20);
+    expectSlicesBounded(r);
+    const attrs = r.value.resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes;
+    expect(attrs?.size).toBe(1_000_000);
+    expect(attrs?.get('k0999999')).toBe('v');
+    expect(isDeepStrictEqual(r.value, decodeLogsProto(body))).toBe(true);
+  });
+
+  it('JSON: the records after the parse pause after every slice, to the same model as decoded straight through', () => {
+    const { body, records } = maxSizeRequest('json');
+    const text = body.toString('utf8');
+    const r = sliced((b) => decodeLogsJsonSteps(text, b));
+    expect(r.pauses).toBeGreaterThan(10);
+    expectSlicesBounded(r);
+    expect(r.value.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords))).toHaveLength(records);
+    expect(isDeepStrictEqual(r.value, decodeLogsJson(text))).toBe(true);
+  });
+});
+
+describe('a Claude Code batch (512 records)', () => {
+  it('is decoded without a pause, protobuf and JSON', () => {
+    const proto = batchTemplate(512, 'protobuf').bytes;
+    const json = batchTemplate(512, 'json').bytes.toString('utf8');
+    expect(sliced((b) => decodeLogsProtoSteps(proto, b)).pauses).toBe(0);
+    expect(sliced((b) => decodeLogsJsonSteps(json, b)).pauses).toBe(0);
+  });
+});
