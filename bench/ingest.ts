@@ -7,7 +7,9 @@
  * server's CPU per hook event goes: the same protobuf batches decoded and extracted in this process, then written
  * through the store's own ingest() on a SQLite file configured as `hookwatch serve` configures it, each part's
  * CPU per hook event next to the whole server's from the same run; and the floor under the store's part, the
- * event rows alone, inserted with nothing else.
+ * event rows alone, inserted with nothing else. And the longest the event loop is held while one maximum-size
+ * request (otlp.maxRequestBytes) is decoded, extracted and committed as the server does it, in slices (paced.ts),
+ * next to the same request taken straight through in one piece and one commit, in the same run.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,16 +18,20 @@ import { gunzipSync } from 'node:zlib';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { extractHookEvents } from '../collector/src/hooks/extract.ts';
 import type { HookEvent } from '../collector/src/hooks/model.ts';
+import { runPaced } from '../collector/src/paced.ts';
+import { HookIngest } from '../collector/src/pipeline/hook-ingest.ts';
+import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import { openStore } from '../collector/src/store/open.ts';
 import { eventValues } from '../collector/src/store/sql.ts';
 import { inTransaction, openSqlite } from '../collector/src/store/sqlite/database.ts';
 import { EventRowInserts } from '../collector/src/store/sqlite/event-rows.ts';
-import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
-import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
-import { HOOK_EVENT_SHARE, batchTemplate, gzip, stamp, type WireEncoding } from './lib/batch.ts';
+import { decodeLogsJson, decodeLogsJsonSteps } from '../collector/src/otlp/decode-json.ts';
+import { decodeLogsProto, decodeLogsProtoSteps } from '../collector/src/otlp/decode-proto.ts';
+import type { LogsRequest } from '../collector/src/otlp/model.ts';
+import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
-import { result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 
 const RECORDS = 512;
 const CONCURRENCY = 4;
@@ -213,6 +219,85 @@ async function rowFloor(config: ReturnType<typeof toConfig>, decoded: readonly H
   }
 }
 
+type Config = ReturnType<typeof toConfig>;
+
+/** A fresh SQLite store opened as `hookwatch serve` opens it, for `use`, then closed and deleted. */
+async function withStore<T>(config: Config, use: (store: Awaited<ReturnType<typeof openStore>>) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-stall-'));
+  const store = await openStore({ ...config, db: join(dir, 'hookwatch.db') });
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The longest the event loop was held (ms) while `work` ran: the longest time between two runs of a 1 ms timer
+ * (the first since the start, the last until the end), what a request or probe arriving then would have waited.
+ */
+async function longestStall(work: () => Promise<void>): Promise<number> {
+  let last = performance.now();
+  let longest = 0;
+  const tick = (): void => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+  };
+  const timer = setInterval(tick, 1);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+    tick();
+  }
+  return longest;
+}
+
+/**
+ * One request taken as the server takes it: decoded in slices with a turn of the event loop between them (as
+ * decodeWithin does), then through the hook stage (HookIngest: extraction in slices, commit in parts); or, as
+ * before slicing, straight through: decoded and extracted in one call, its events in one store.ingest().
+ */
+async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, paced: boolean): Promise<number> {
+  const decodeSteps = (): Iterator<void, LogsRequest, void> => (encoding === 'protobuf' ? decodeLogsProtoSteps(body) : decodeLogsJsonSteps(body.toString('utf8')));
+  const decode = (): LogsRequest => (encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8')));
+  const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
+  return withStore(config, async (store) => {
+    const ingest = new HookIngest({ store, ...opts, maxPending: 1, logger: silentLogger });
+    const raw = { signal: 'logs', body, encoding, receivedAtMs: Date.now() } as const;
+    return longestStall(async () => {
+      if (paced) await ingest.consumeLogs(await runPaced(decodeSteps()), raw);
+      else await store.ingest(extractHookEvents(decode(), opts).events);
+    });
+  });
+}
+
+/**
+ * The longest event-loop stall while one maximum-size request is ingested, paced as the server does it, next to
+ * the same request straight through (one piece, one commit), alternating run by run on fresh SQLite files.
+ */
+async function stall(encoding: WireEncoding, runs: number): Promise<BenchResult> {
+  const config = toConfig(loadConfig({ flags: {} }));
+  // Both paths once on a small request first: the optimizing compiler has taken the hot loops by the timed runs.
+  const warm = maxSizeRequest(encoding, MAX_REQUEST_BYTES / 16).body;
+  for (const paced of [false, true]) await ingestOnce(config, encoding, warm, paced);
+  const { body, records } = maxSizeRequest(encoding);
+  const straight: number[] = [];
+  const paced: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    straight.push(await ingestOnce(config, encoding, body, false));
+    paced.push(await ingestOnce(config, encoding, body, true));
+  }
+  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  return result(
+    `ingest ${encoding}: longest event-loop stall while one maximum-size request is ingested`,
+    percentile(paced, 50), 'ms', 'same request straight through', percentile(straight, 50),
+    `one ${body.length.toLocaleString('en-US')} B request of ${records.toLocaleString('en-US')} hook executions (1,000 per session) decoded, extracted and committed to a fresh SQLite file (synchronous=full) in this process, as the server does it (decode and extraction in slices, commit in parts, the event loop served between) against decoded and extracted in one call and committed in one store.ingest(); longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${ms(paced)} ms, straight ${ms(straight)} ms${encoding === 'json' ? '; the JSON.parse of the body is one piece in both' : ''}`,
+  );
+}
+
 /** Runs every ingest variant. */
 export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const batches = opts.quick ? 12 : 150;
@@ -224,6 +309,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     out.push(...f.results);
   }
   out.push(...(await breakdown(batches, protobufPerEvent)));
+  for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3));
   return out;
 }
 
