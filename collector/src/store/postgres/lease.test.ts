@@ -8,8 +8,8 @@ import { LEASE_CHANNEL, PostgresBus } from './bus.ts';
 import { PostgresAlertStateStore } from '../../alerting/state/postgres.ts';
 import { freePort } from '../../../test/support/free-port.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { waitFor } from '../../../test/support/postgres/replicas.ts';
+import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { logEntries, waitFor } from '../../../test/support/postgres/replicas.ts';
 
 let server: TestServer;
 const leases: PostgresLease[] = [];
@@ -42,6 +42,19 @@ function lease(url: string, opts: Partial<PostgresLeaseOptions> = {}): PostgresL
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Two replicas renewing, both started: `a` leading through a flow proxy (its connection open), `b` directly. */
+async function leaderThroughProxy(ttlMs: number, aOpts: Partial<PostgresLeaseOptions>, bOpts: Partial<PostgresLeaseOptions> = {}): Promise<{ a: PostgresLease; b: PostgresLease; proxy: FlowProxy }> {
+  const url = await freshDb();
+  const proxy = await startFlowProxy(server);
+  closers.push(() => proxy.close());
+  const a = lease(proxy.via(url), { holder: 'a', ttlMs, ...aOpts });
+  const b = lease(url, { holder: 'b', ttlMs, ...bOpts });
+  a.start();
+  await waitFor('the lease', async () => (a.isLeader() ? true : undefined), 10_000);
+  b.start();
+  return { a, b, proxy };
+}
 
 /** A replica's listening connection (PostgresBus), started, with every signal it hears. */
 async function listen(url: string, onMessage: (channel: string, payload: string) => void = () => {}): Promise<{ heard: [string, string][] }> {
@@ -282,6 +295,63 @@ describe('PostgresLease', () => {
     await waitFor('the lease again', async () => (a.isLeader() ? true : undefined), 30_000);
     expect(performance.now() - healed).toBeLessThan(ttlMs);
   }, 60_000);
+
+  it('keeps the lease through a network blip of a renewal period: the renewal on the dropped connection gives up and is tried again at once', async () => {
+    const ttlMs = 3000;
+    const changes: string[] = [];
+    const { a, b, proxy } = await leaderThroughProxy(ttlMs, { onChange: (v) => changes.push(`a ${v}`) }, { onChange: (v) => changes.push(`b ${v}`) });
+    const epoch = a.epoch();
+    // The network drops the lease's connection without a word for 1 s (ttl/3), then heals.
+    expect(proxy.cutOff()).toBe(1);
+    await sleep(ttlMs / 3);
+    proxy.heal();
+    // Watched for twice the ttl: the leader never stops trusting its lease, and the other never takes it.
+    const until = performance.now() + 2 * ttlMs;
+    let samples = 0;
+    while (performance.now() < until) {
+      expect(a.epoch()).toBe(epoch);
+      expect(b.isLeader()).toBe(false);
+      samples++;
+      await sleep(10);
+    }
+    expect(samples).toBeGreaterThan(100);
+    expect(changes).toEqual(['a true']);
+  }, 30_000);
+
+  it('steps down within its lease when a partition outlasts the ttl, before the other takes over, trying at the pace of its bound', async () => {
+    const ttlMs = 3000;
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', write: (l) => lines.push(l) });
+    let connections = 0;
+    const { a, b, proxy } = await leaderThroughProxy(ttlMs, { logger, onConnected: () => connections++ });
+    expect(proxy.cutOff()).toBe(1);
+    const cutAt = performance.now();
+    let lostMs: number | undefined;
+    let tookMs: number | undefined;
+    let overlaps = 0;
+    while (performance.now() - cutAt < 1.5 * ttlMs) {
+      const [ma, mb] = [a.isLeader(), b.isLeader()];
+      if (ma && mb) overlaps++;
+      if (!ma) lostMs ??= performance.now() - cutAt;
+      if (mb) tookMs ??= performance.now() - cutAt;
+      await sleep(5);
+    }
+    const failed = logEntries(lines, 'leader lease renewal failed').length;
+    const connected = connections;
+    proxy.heal();
+    expect(overlaps).toBe(0);
+    // Its last renewal was sent before the cut: trusted 0.9 x ttl from then at most (and a sample late).
+    expect(lostMs).toBeLessThanOrEqual(0.9 * ttlMs + 50);
+    expect(tookMs).toBeGreaterThan(lostMs!);
+    expect(b.epoch()).toBe(2);
+    // One attempt at a time, each waiting its bound (a renewal period) for a connection: no loop.
+    expect(failed).toBeGreaterThanOrEqual(2);
+    expect(failed).toBeLessThanOrEqual(Math.ceil((1.5 * ttlMs) / (ttlMs / 3)) + 1);
+    // After the heal the old leader connects anew and finds the lease taken.
+    await waitFor('a new connection after the heal', async () => (connections > connected ? true : undefined), 10_000);
+    expect(await a.tick()).toBe(false);
+    expect(b.isLeader()).toBe(true);
+  }, 30_000);
 
   it('reports failures without throwing or leaking the password when the database is unreachable', async () => {
     const lines: string[] = [];

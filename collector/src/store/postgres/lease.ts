@@ -16,6 +16,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { LEASE_CHANNEL } from './bus.ts';
 import { scrubSecret } from './index.ts';
 import { ConnectionSockets } from './sockets.ts';
+import { isAnswerTimeout, isConnectTimeout } from './connection.ts';
 
 export interface PostgresLeaseOptions {
   /** postgres:// URL (the lease uses its own single connection, so a busy ingest pool never delays renewal). */
@@ -47,6 +48,14 @@ const TRUST = 0.9;
 const HAND_BACK_SQL = `UPDATE leader_lease SET expires_at = now() - interval '1 millisecond' WHERE name = $1 AND holder = $2
   RETURNING pg_notify('${LEASE_CHANNEL}', name)`;
 
+/**
+ * A statement of the lease not done within its bound: no answer (its connection dropped), no connection made, or
+ * ended by the server's statement timeout.
+ */
+function isUnanswered(err: unknown): boolean {
+  return isAnswerTimeout(err) || isConnectTimeout(err) || (err as { code?: string } | undefined)?.code === '57014';
+}
+
 /** The state of one replica's lease, as seen by that replica. */
 export class PostgresLease implements LeaderElector {
   readonly holder: string;
@@ -66,6 +75,8 @@ export class PostgresLease implements LeaderElector {
   /** Fires when the trusted lease runs out without a renewal, so leader work stops then, not at the next tick. */
   private expiry: NodeJS.Timeout | undefined;
   private inFlight: Promise<boolean> | undefined;
+  /** Set by an attempt that got no answer within its bound: the next one follows at once. */
+  private unanswered = false;
   /** Set by handBack(): this replica no longer tries the lease, and only writes its heartbeat. */
   private leaving = false;
   private handingBack: Promise<void> | undefined;
@@ -85,17 +96,19 @@ export class PostgresLease implements LeaderElector {
     this.now = opts.now ?? (() => performance.now());
     this.name = opts.name ?? 'hookwatch';
     this.holder = opts.holder ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
-    const renew = this.renewEveryMs();
+    // Each step of an attempt gets a renewal period: a connection attempt the network does not answer (a
+    // partition), or a statement sent on a connection it dropped without a word (a NAT or firewall forgetting the
+    // flow), gives up then, its connection closed, and the next attempt follows at once on a new connection.
+    // Waiting out the ttl instead, a blip of a second, long healed, would cost the lease.
+    const bound = Math.max(500, this.renewEveryMs());
     this.pool = new pg.Pool({
       connectionString: opts.url,
       max: 1,
       application_name: 'hookwatch-lease',
       stream: this.sockets.stream,
-      // A connection attempt the network does not answer (a partition) gives up, so a later renewal tries anew.
-      connectionTimeoutMillis: Math.max(500, renew),
-      // A renewal that takes longer than the lease is worthless: give up and try again next period.
-      statement_timeout: Math.max(500, Math.round(opts.ttlMs)),
-      query_timeout: Math.max(500, Math.round(opts.ttlMs)),
+      connectionTimeoutMillis: bound,
+      statement_timeout: bound,
+      query_timeout: bound,
     });
     this.pool.on('error', (err) => {
       if (!this.stopped) this.opts.logger?.warn('leader lease connection lost', { err: scrubSecret(err.message, opts.url) });
@@ -134,11 +147,15 @@ export class PostgresLease implements LeaderElector {
   tick(): Promise<boolean> {
     this.inFlight ??= this.attempt().finally(() => {
       this.inFlight = undefined;
+      // Its connection is gone (or none was made): a new one now, not a renewal period later. Each attempt takes
+      // its bound (half a second at least) to give up, so a partition is tried at that pace, not in a loop.
+      if (this.unanswered && !this.leaving) void this.tick();
     });
     return this.inFlight;
   }
 
   private async attempt(): Promise<boolean> {
+    this.unanswered = false;
     if (this.stopped) return false;
     // Handed back: a replica still draining is still running, and says so.
     if (this.leaving) {
@@ -174,9 +191,11 @@ export class PostgresLease implements LeaderElector {
       // A renewal cut off by handBack() or stop() is no news.
       if (this.leaving) this.opts.logger?.debug('leader lease renewal failed', fields);
       else this.opts.logger?.warn('leader lease renewal failed', fields);
+      this.unanswered = isUnanswered(err);
     }
     this.report();
-    await this.heartbeat();
+    // Not answered: the renewal is tried again at once, before the heartbeat.
+    if (!this.unanswered) await this.heartbeat();
     return this.isLeader();
   }
 
@@ -211,6 +230,7 @@ export class PostgresLease implements LeaderElector {
       if (this.isLeader()) await this.pool.query("DELETE FROM replica_heartbeats WHERE name = $1 AND last_seen < now() - interval '1 day'", [this.name]);
     } catch (err) {
       this.opts.logger?.debug('replica heartbeat failed', { err: scrubSecret((err as Error).message ?? String(err), this.opts.url) });
+      this.unanswered = isUnanswered(err);
     }
   }
 
