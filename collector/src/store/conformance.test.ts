@@ -413,6 +413,39 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(strip(await store.hookCounters({ fromMs: T0, toMs: T0 + DAY }))).toEqual(model(events, T0, T0 + DAY));
   });
 
+  it('stores every event with its own attributes when one batch brings many new attribute sets, some repeated in it and some stored before', async () => {
+    let store = await open();
+    const old = (i: number, timeMs: number): HookEvent => ev({ timeMs, sessionId: `s-old-${i}`, userId: `u-old-${i}`, extra: { team: `t-${i % 3}` } });
+    const stored = Array.from({ length: 10 }, (_, i) => old(i, T0 + 2 * HOUR + i * MINUTE));
+    await store.ingest(stored);
+    // Reopened, so the batch finds the stored sets in the database rather than in memory.
+    store = await backend.reopen(store);
+    opened.push(store);
+    const fresh = Array.from({ length: 300 }, (_, i) => ev({ timeMs: T0 + (i % 60) * MINUTE, sessionId: `s-new-${i}`, userId: `u-new-${i % 70}`, extra: { team: `t-${i % 4}`, project: `p-${i}` } }));
+    // Sessions of the batch seen again later in it (their sets' last_ms moves within the commit), and the stored
+    // sessions both hours before and hours after their sets' bounds.
+    const repeated = Array.from({ length: 100 }, (_, i) => ({ ...(fresh[i % 50] as HookEvent), dedupKey: `again-${seq}-${i}`, timeMs: T0 + 4 * HOUR + i * MINUTE }));
+    const known = Array.from({ length: 20 }, (_, i) => old(i % 10, i % 2 === 0 ? T0 + 10 * MINUTE : T0 + 5 * HOUR + i * MINUTE));
+    const batch = [...fresh, ...repeated, ...known].map((e, i) => ({ e, k: (i * 7919) % 421 })).sort((a, b) => a.k - b.k).map((x) => x.e);
+    expect((await store.ingest(batch)).inserted).toHaveLength(420);
+    const all = [...stored, ...batch];
+    const id = all[0]!.hookId;
+    const day = { fromMs: T0, toMs: T0 + 6 * HOUR };
+    expect(byValue(await store.breakdown(id, 'session.id', day))).toEqual(foldBy(all, day.fromMs, day.toMs, (e) => e.sessionId));
+    expect(byValue(await store.breakdown(id, 'user.id', day))).toEqual(foldBy(all, day.fromMs, day.toMs, (e) => e.userId));
+    expect(byValue(await store.breakdown(id, 'project', day))).toEqual(foldBy(all, day.fromMs, day.toMs, (e) => e.extra['project'] ?? ''));
+    // Filters find each set over any stretch its events fall in: whole hours, and minutes read from the events.
+    const cases: [string, number, number][] = [
+      ['s-old-4', T0, T0 + HOUR], ['s-old-3', T0 + 5 * HOUR, T0 + 6 * HOUR], ['s-old-5', T0 + 2 * HOUR, T0 + 2 * HOUR + 10 * MINUTE],
+      ['s-new-7', T0 + 4 * HOUR, T0 + 5 * HOUR], ['s-new-7', T0, T0 + 30 * MINUTE], ['s-new-299', T0, T0 + HOUR],
+    ];
+    for (const [session, fromMs, toMs] of cases) {
+      const keep = (e: HookEvent): boolean => e.sessionId === session;
+      expect(strip(await store.hookCounters({ fromMs, toMs, filters: { 'session.id': session } })), `${session} ${fromMs - T0}`).toEqual(model(all, fromMs, toMs, keep));
+    }
+    expect(strip(await store.hookCounters({ ...day, filters: { team: 't-1' } }))).toEqual(model(all, day.fromMs, day.toMs, (e) => e.extra['team'] === 't-1'));
+  });
+
   it('counts once an event sent again with another time than its key was made from (moved from the far future to the receive time)', async () => {
     const store = await open();
     // The key carries the time the client stamped (a day ahead); each receipt moved the event to its receive time.
