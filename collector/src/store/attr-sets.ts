@@ -16,7 +16,7 @@ import type { HookEvent } from '../hooks/model.ts';
 /** How far ahead of an event's time last_ms is set when it has to move (fewer writes for a live session). */
 export const LAST_MS_SLACK = 3_600_000;
 /** Tuples kept in memory at most; a set not kept is looked up again (one indexed read). */
-const CACHE_SIZE = 50_000;
+export const CACHE_SIZE = 50_000;
 
 export interface AttrSet {
   id: number;
@@ -48,9 +48,15 @@ export function coveringBounds(timeMs: number, set?: { lastMs: number; firstMs: 
 /**
  * Known sets by tuple. Only what committed goes in: a rolled-back transaction's new sets never existed, so the
  * store calls `commit` after its commit and `discard` after a rollback.
+ *
+ * Kept in two generations of CACHE_SIZE / 2: the sets committed lately, and the generation before. When the
+ * recent one is full it becomes the older and the older is forgotten whole. (Forgetting the oldest set one at a
+ * time, as a Map's first key, leaves deleted entries at the Map's front that every later look for the first key
+ * steps over: at CACHE_SIZE, each new set cost up to 45 µs more.)
  */
 export class AttrSetCache {
-  private readonly known = new Map<string, AttrSet>();
+  private recent = new Map<string, AttrSet>();
+  private older = new Map<string, AttrSet>();
   private pending = new Map<string, AttrSet>();
 
   /**
@@ -75,13 +81,13 @@ export class AttrSetCache {
    * gone; any other is upserted again.
    */
   get(tuple: string, timeMs: number, notBefore = -Infinity): AttrSet | undefined {
-    const s = this.pending.get(tuple) ?? this.known.get(tuple);
+    const s = this.peek(tuple);
     return s && s.lastMs >= timeMs && s.firstMs <= timeMs && s.lastMs >= notBefore ? s : undefined;
   }
 
   /** What is known of a tuple, whether or not it covers a time (to move its last_ms instead of looking it up). */
   peek(tuple: string): AttrSet | undefined {
-    return this.pending.get(tuple) ?? this.known.get(tuple);
+    return this.pending.get(tuple) ?? this.recent.get(tuple) ?? this.older.get(tuple);
   }
 
   /** Records a set written or read in the current transaction. */
@@ -91,8 +97,11 @@ export class AttrSetCache {
 
   commit(): void {
     for (const [k, v] of this.pending) {
-      if (this.known.size >= CACHE_SIZE && !this.known.has(k)) this.known.delete(this.known.keys().next().value as string);
-      this.known.set(k, v);
+      this.recent.set(k, v);
+      if (this.recent.size >= CACHE_SIZE / 2) {
+        this.older = this.recent;
+        this.recent = new Map();
+      }
     }
     this.pending = new Map();
   }
@@ -103,7 +112,8 @@ export class AttrSetCache {
 
   /** After retention deleted sets: everything known may be gone. */
   clear(): void {
-    this.known.clear();
+    this.recent = new Map();
+    this.older = new Map();
     this.pending = new Map();
   }
 }
