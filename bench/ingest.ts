@@ -9,8 +9,11 @@
  * CPU per hook event next to the whole server's from the same run; and the floor under the store's part, the
  * event rows alone, inserted with nothing else. And the longest the event loop is held while one maximum-size
  * request (otlp.maxRequestBytes) is decoded, extracted and committed as the server does it, in slices (paced.ts),
- * next to the same request taken straight through in one piece and one commit, in the same run.
+ * next to the same request taken straight through in one piece and one commit, in the same run. Then a commit's
+ * CPU per hook event when every event opens a session the store has not seen, against events of sessions stored
+ * before.
  */
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +34,7 @@ import type { LogsRequest } from '../collector/src/otlp/model.ts';
 import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
-import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { fmt, percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 
 const RECORDS = 512;
 const CONCURRENCY = 4;
@@ -298,6 +301,42 @@ async function stall(encoding: WireEncoding, runs: number): Promise<BenchResult>
   );
 }
 
+/**
+ * What a new attribute set costs a commit (every hook event of a session the store has not seen opens one: a
+ * fleet's first hour, a replayed backlog, a client sending unique values): hook events extracted from the same
+ * protobuf batches committed through store.ingest() into one SQLite file opened as `hookwatch serve` opens it,
+ * commits of CONCURRENCY / 2 batches taking turns: one with each event under a session of its own, the next with
+ * each under one of 10 sessions stored before. CPU per hook event of each, the second the baseline.
+ */
+async function newSessions(batches: number): Promise<BenchResult> {
+  const config = toConfig(loadConfig({ flags: {} }));
+  const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
+  const seen = Array.from({ length: 10 }, () => randomUUID());
+  const { bodies } = bodiesOf({ encoding: 'protobuf', gzip: false }, 2 * batches + WARM_UP);
+  const groups = bodies.map((b, i) => extractHookEvents(decodeLogsProto(b), opts).events.map((e, j) => ({ ...e, sessionId: i % 2 === 0 ? randomUUID() : (seen[j % seen.length] as string) })));
+  // Warm-up: both kinds of batch once, which stores the sessions seen before.
+  const warm = groups.splice(0, 2 * WARM_UP);
+  const cpu = { fresh: 0, seen: 0 };
+  const events = { fresh: 0, seen: 0 };
+  await withStore(config, async (store) => {
+    for (const g of warm) await store.ingest(g);
+    for (let i = 0; i < groups.length; i += CONCURRENCY) {
+      const group = groups.slice(i, i + CONCURRENCY);
+      for (const kind of ['fresh', 'seen'] as const) {
+        const mine = group.filter((_, j) => (kind === 'fresh') === ((i + j) % 2 === 0));
+        const before = process.cpuUsage();
+        await Promise.all(mine.map((e) => store.ingest(e)));
+        cpu[kind] += cpuMicrosSince(before);
+        events[kind] += mine.reduce((n, e) => n + e.length, 0);
+      }
+    }
+  });
+  const fresh = cpu.fresh / events.fresh;
+  const seenCost = cpu.seen / events.seen;
+  return result('store commit, every hook event a new session (SQLite, synchronous=full)', fresh, 'µs/hook event', 'sessions seen before', seenCost,
+    `${events.fresh.toLocaleString('en-US')} hook events each opening an attribute set (a session of its own), against ${events.seen.toLocaleString('en-US')} under 10 sessions stored before; store.ingest() as the server opens the store, commits of ${CONCURRENCY / 2} batches of each kind taking turns in one file; a new session's attribute set (and its rows of the rollup per set) costs the difference, ${fmt(fresh - seenCost)} µs`);
+}
+
 /** Runs every ingest variant. */
 export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const batches = opts.quick ? 12 : 150;
@@ -310,6 +349,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   }
   out.push(...(await breakdown(batches, protobufPerEvent)));
   for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3));
+  out.push(await newSessions(batches));
   return out;
 }
 
