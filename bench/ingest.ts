@@ -226,7 +226,7 @@ type Config = ReturnType<typeof toConfig>;
 
 /** A fresh SQLite store opened as `hookwatch serve` opens it, for `use`, then closed and deleted. */
 async function withStore<T>(config: Config, use: (store: Awaited<ReturnType<typeof openStore>>) => Promise<T>): Promise<T> {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-stall-'));
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-store-'));
   const store = await openStore({ ...config, db: join(dir, 'hookwatch.db') });
   try {
     return await use(store);
