@@ -13,9 +13,8 @@ import { MetricsRegistry } from '../src/telemetry/metrics.ts';
 import { Retention, registerRetentionMetrics } from '../src/store/retention.ts';
 import { registerStoreSizeMetrics } from '../src/store/metrics.ts';
 import { silentLogger } from '../src/telemetry/logger.ts';
-import type { Store } from '../src/store/store.ts';
+import { NotLeaderError, type Store } from '../src/store/store.ts';
 import { PostgresStore } from '../src/store/postgres/index.ts';
-import { NotLeaderError } from '../src/store/postgres/fence.ts';
 import { recordingLogger } from './support/recording-logger.ts';
 
 const DAY = 86_400_000;

@@ -9,8 +9,7 @@
  */
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import type { Store } from './store.ts';
-import { NotLeaderError } from './postgres/fence.ts';
+import { NotLeaderError, type Store } from './store.ts';
 
 /**
  * What /metrics counts of the rows retention removed (`guard_trims`: outputs trimmed by hookwatch guard;

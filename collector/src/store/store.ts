@@ -219,7 +219,8 @@ export interface Store {
    * Deletes raw events older than eventsBeforeMs (in whole hours: from the start of the hour holding it), minute
    * rollups older than the store's retention.minuteRollups (minute-sources.ts) and rollups older than
    * rollupsBeforeMs, then hooks with nothing left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
-   * far ahead before such times were clamped).
+   * far ahead before such times were clamped). A store whose retention is fenced by a leader lease throws
+   * NotLeaderError once the lease has moved (prune and pruneTranscriptFindings alike).
    */
   prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult>;
   /**
@@ -247,6 +248,14 @@ export interface Store {
 /** The store cannot take writes right now (disk full, read-only, locked): retryable, 503 + Retry-After. */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
+}
+
+/**
+ * A write refused because this replica is not (or no longer) the leader: a fenced write (PostgreSQL's lease fence,
+ * postgres/fence.ts) found the lease moved. Retrying on this replica cannot help.
+ */
+export class NotLeaderError extends Error {
+  override name = 'NotLeaderError';
 }
 
 /** A filter or dimension the store does not know. */

@@ -4,7 +4,7 @@ import type { Notification } from '../../notify/model.ts';
 import { PostgresStore } from '../../store/postgres/index.ts';
 import { PostgresLease } from '../../store/postgres/lease.ts';
 import type { AlertRecord } from '../model.ts';
-import { NotLeaderError } from '../../store/postgres/fence.ts';
+import { NotLeaderError } from '../../store/store.ts';
 import { PostgresAlertStateStore } from './postgres.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 

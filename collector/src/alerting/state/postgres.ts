@@ -7,8 +7,8 @@
 import type pg from 'pg';
 import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import { inTransaction } from '../../store/postgres/connection.ts';
-import { checkFence, NotLeaderError, type LeaseFence } from '../../store/postgres/fence.ts';
-import { StoreUnavailableError } from '../../store/store.ts';
+import { checkFence, type LeaseFence } from '../../store/postgres/fence.ts';
+import { NotLeaderError, StoreUnavailableError } from '../../store/store.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
 

@@ -6,6 +6,7 @@
  * (paused, partitioned) commits nothing more.
  */
 import type pg from 'pg';
+import { NotLeaderError } from '../store.ts';
 
 /** The lease that fences writes (PostgresLease satisfies it). */
 export interface LeaseFence {
@@ -15,11 +16,6 @@ export interface LeaseFence {
   epoch(): number | null;
   /** How long a lease lasts without renewal: a fenced transaction never holds the lease row longer than half of it. */
   readonly ttlMs?: number;
-}
-
-/** A write refused because this replica is not (or no longer) the leader. Retrying on this replica cannot help. */
-export class NotLeaderError extends Error {
-  override name = 'NotLeaderError';
 }
 
 /**

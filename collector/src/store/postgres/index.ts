@@ -26,10 +26,10 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, liftAnswerTimeout } from './connection.ts';
-import { boundPause, holdLease, NotLeaderError, type LeaseFence } from './fence.ts';
+import { boundPause, holdLease, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { NotLeaderError, StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
