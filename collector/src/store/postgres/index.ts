@@ -422,6 +422,8 @@ export class PostgresStore implements Store {
    * nor behind a connection the network dropped, which the other pools only give up on after the statement bound.
    */
   private readonly readyPool: CuttablePool;
+  /** Every pool of the store: what opens, drops, ends or cuts its connections does so on each. */
+  private readonly pools: readonly CuttablePool[];
   private readonly url: string;
   private readonly dims: readonly string[];
   /** Dimensions with rollups of their own (dim-rollups.ts). */
@@ -504,6 +506,7 @@ export class PostgresStore implements Store {
     // every attribute set of the month (one a session) to join a few thousand rollup rows to theirs.
     this.readPool = pool(Math.max(1, opts.readers ?? 2), 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
     this.readyPool = pool(1, 'hookwatch-ready', undefined, READY_TIMEOUT_MS);
+    this.pools = [this.pool, this.readPool, this.readyPool];
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -531,7 +534,7 @@ export class PostgresStore implements Store {
 
   /** Calls cb each time a pool opens a new connection: the database answers (again, after an outage). */
   onConnected(cb: () => void): void {
-    for (const p of [this.pool, this.readPool, this.readyPool]) p.on('connect', () => cb());
+    for (const p of this.pools) p.on('connect', () => cb());
   }
 
   private async migrate(): Promise<void> {
@@ -1662,12 +1665,12 @@ export class PostgresStore implements Store {
    * silence, never on a slow statement: a database that is busy but answers keeps its connections.
    */
   private unreachable(): void {
-    const dropped = [this.pool, this.readPool, this.readyPool].reduce((n, p) => n + p.dropIdle(), 0);
+    const dropped = this.pools.reduce((n, p) => n + p.dropIdle(), 0);
     if (dropped > 0) this.logger?.warn('postgres did not answer; idle connections closed', { connections: dropped, timeoutMs: READY_TIMEOUT_MS });
   }
 
   close(): Promise<void> {
-    this.closed ??= Promise.all([this.pool, this.readPool, this.readyPool].map((p) => p.end().catch(() => {}))).then(() => {});
+    this.closed ??= Promise.all(this.pools.map((p) => p.end().catch(() => {}))).then(() => {});
     return this.closed;
   }
 
@@ -1677,9 +1680,7 @@ export class PostgresStore implements Store {
     // sockets go, and with them what waits on them.
     void this.close();
     const reason = new Error('Connection closed: the store was cut off from the database while stopping');
-    this.pool.cut(reason);
-    this.readPool.cut(reason);
-    this.readyPool.cut(reason);
+    for (const p of this.pools) p.cut(reason);
     this.sockets.destroyAll();
   }
 
