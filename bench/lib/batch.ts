@@ -213,8 +213,8 @@ export interface MaxSizeRequest {
 
 /**
  * One request as large as otlp.maxRequestBytes lets a client send, every record a hook execution (the most
- * costly record to take: each is a hook event to commit), 1,000 per session: for protobuf some 60,000 records.
- * Resources are encoded apart and joined, as the repeated resourceLogs field allows.
+ * costly record to take: each is a hook event to commit), 1,000 per session: for protobuf some 70,000 records,
+ * for JSON some 30,000. Resources are encoded apart and joined, as the repeated resourceLogs field allows.
  */
 export function maxSizeRequest(encoding: WireEncoding, maxBytes = MAX_REQUEST_BYTES): MaxSizeRequest {
   const encode = (rl: Record<string, unknown>): Buffer => (encoding === 'protobuf' ? encodeLogsProto({ resourceLogs: [rl] }) : Buffer.from(JSON.stringify(rl)));

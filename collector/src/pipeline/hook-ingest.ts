@@ -53,7 +53,7 @@ export interface IngestStats {
 
 /**
  * Hook events a request may hold and still be committed in one store transaction, as every batch of Claude Code's
- * is (512 records at most). A larger request (up to otlp.maxRequestBytes: some 60,000) is committed in parts, one
+ * is (512 records at most). A larger request (up to otlp.maxRequestBytes: some 70,000) is committed in parts, one
  * after the other, with the event loop served between them.
  */
 export const ONE_COMMIT_EVENTS = 1024;
