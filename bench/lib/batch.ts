@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { RECEIVER_SETTINGS } from '../../collector/src/receiver/settings.ts';
 import { encodeLogsProto } from './otlp-schema.ts';
 
 /** 36 ASCII characters, the length of a UUID. */
@@ -180,7 +181,7 @@ export function gzip(bytes: Buffer): Buffer {
 }
 
 /** otlp.maxRequestBytes, the default: the largest request body a client may send. */
-export const MAX_REQUEST_BYTES = 20 * 1024 * 1024;
+export const MAX_REQUEST_BYTES = Number(RECEIVER_SETTINGS.find((x) => x.key === 'otlp.maxRequestBytes')?.default);
 
 /** Hook records per resource of maxSizeRequest: one session each. */
 const MAX_SIZE_PER_RESOURCE = 1000;
