@@ -153,6 +153,20 @@ async function runVariant(v: Variant, batches: number): Promise<VariantFigures> 
   return { results: out, serverPerEvent: cpu / (batches * RECORDS * HOOK_EVENT_SHARE) };
 }
 
+type Config = ReturnType<typeof toConfig>;
+
+/** A fresh SQLite store opened as `hookwatch serve` opens it, for `use`, then closed and deleted. */
+async function withStore<T>(config: Config, use: (store: Awaited<ReturnType<typeof openStore>>) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-ingest-'));
+  const store = await openStore({ ...config, db: join(dir, 'hookwatch.db') });
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /**
  * The server's CPU per hook event taken apart: the same protobuf batches decoded and their hook events
  * extracted in this process, then committed through the store's own ingest() to a SQLite file opened as
@@ -170,18 +184,12 @@ async function breakdown(batches: number, serverPerEvent: number): Promise<Bench
   for (const b of bodies.slice(WARM_UP)) decoded.push(extractHookEvents(decodeLogsProto(b), opts).events);
   const decodeCpu = cpuMicrosSince(cpu);
   const events = decoded.reduce((n, e) => n + e.length, 0);
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-ingest-'));
-  const store = await openStore({ ...config, db: join(dir, 'hookwatch.db') });
-  let storeCpu: number;
-  try {
+  const storeCpu = await withStore(config, async (store) => {
     for (const e of warm) await store.ingest(e);
     const before = process.cpuUsage();
     for (let i = 0; i < decoded.length; i += CONCURRENCY) await Promise.all(decoded.slice(i, i + CONCURRENCY).map((e) => store.ingest(e)));
-    storeCpu = cpuMicrosSince(before);
-  } finally {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+    return cpuMicrosSince(before);
+  });
   const rowCpu = await rowFloor(config, decoded, warm);
   const rest = serverPerEvent - decodeCpu / events - storeCpu / events;
   const notes = `${batches} protobuf batches, ${events.toLocaleString('en-US')} hook events; the whole server's CPU per hook event in this run is the baseline`;
@@ -199,7 +207,7 @@ async function breakdown(batches: number, serverPerEvent: number): Promise<Bench
  * whose schema hookwatch made (so the events table has exactly its columns and indexes), committed
  * CONCURRENCY batches at a time. Every row points at one attribute set: no attribute-set or rollup work.
  */
-async function rowFloor(config: ReturnType<typeof toConfig>, decoded: readonly HookEvent[][], warm: readonly HookEvent[][]): Promise<number> {
+async function rowFloor(config: Config, decoded: readonly HookEvent[][], warm: readonly HookEvent[][]): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-floor-'));
   const path = join(dir, 'hookwatch.db');
   try {
@@ -218,20 +226,6 @@ async function rowFloor(config: ReturnType<typeof toConfig>, decoded: readonly H
       db.close();
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-type Config = ReturnType<typeof toConfig>;
-
-/** A fresh SQLite store opened as `hookwatch serve` opens it, for `use`, then closed and deleted. */
-async function withStore<T>(config: Config, use: (store: Awaited<ReturnType<typeof openStore>>) => Promise<T>): Promise<T> {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-store-'));
-  const store = await openStore({ ...config, db: join(dir, 'hookwatch.db') });
-  try {
-    return await use(store);
-  } finally {
-    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
