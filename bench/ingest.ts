@@ -21,16 +21,17 @@ import { gunzipSync } from 'node:zlib';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { extractHookEvents } from '../collector/src/hooks/extract.ts';
 import type { HookEvent } from '../collector/src/hooks/model.ts';
-import { runPaced } from '../collector/src/paced.ts';
+import { runPaced, runToEnd, type Steps } from '../collector/src/paced.ts';
 import { HookIngest } from '../collector/src/pipeline/hook-ingest.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import { openStore } from '../collector/src/store/open.ts';
 import { eventValues } from '../collector/src/store/sql.ts';
 import { inTransaction, openSqlite } from '../collector/src/store/sqlite/database.ts';
 import { EventRowInserts } from '../collector/src/store/sqlite/event-rows.ts';
-import { decodeLogsJson, decodeLogsJsonSteps } from '../collector/src/otlp/decode-json.ts';
-import { decodeLogsProto, decodeLogsProtoSteps } from '../collector/src/otlp/decode-proto.ts';
-import type { LogsRequest } from '../collector/src/otlp/model.ts';
+import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
+import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
+import { unbounded, type LogsRequest } from '../collector/src/otlp/model.ts';
+import { decodeLogs } from '../collector/src/receiver/inflight.ts';
 import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
@@ -258,15 +259,15 @@ async function longestStall(work: () => Promise<void>): Promise<number> {
  * before slicing, straight through: decoded and extracted in one call, its events in one store.ingest().
  */
 async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, paced: boolean): Promise<number> {
-  const decodeSteps = (): Iterator<void, LogsRequest, void> => (encoding === 'protobuf' ? decodeLogsProtoSteps(body) : decodeLogsJsonSteps(body.toString('utf8')));
-  const decode = (): LogsRequest => (encoding === 'protobuf' ? decodeLogsProto(body) : decodeLogsJson(body.toString('utf8')));
+  // The receivers' decode (decodeWithin's bound aside): in slices, or run to its end in one call.
+  const decodeSteps = (): Steps<LogsRequest> => decodeLogs(encoding, body, unbounded());
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
   return withStore(config, async (store) => {
     const ingest = new HookIngest({ store, ...opts, maxPending: 1, logger: silentLogger });
     const raw = { signal: 'logs', body, encoding, receivedAtMs: Date.now() } as const;
     return longestStall(async () => {
       if (paced) await ingest.consumeLogs(await runPaced(decodeSteps()), raw);
-      else await store.ingest(extractHookEvents(decode(), opts).events);
+      else await store.ingest(extractHookEvents(runToEnd(decodeSteps()), opts).events);
     });
   });
 }
