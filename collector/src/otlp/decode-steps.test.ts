@@ -7,6 +7,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { batchTemplate, maxSizeRequest } from '../../../bench/lib/batch.ts';
+import type { Steps } from '../paced.ts';
 import { runSliced } from '../../test/support/steps.ts';
 import { decodeLogsJson, decodeLogsJsonSteps } from './decode-json.ts';
 import { decodeLogsProto, decodeLogsProtoSteps } from './decode-proto.ts';
@@ -17,7 +18,7 @@ import { lengthDelimited } from './proto-write.ts';
 const OVERSHOOT = DECODED_BYTES.record + 8 * DECODED_BYTES.value;
 
 /** `decode` in slices, each slice's size as what it decoded to. */
-function sliced(decode: (b: DecodeBudget) => Iterator<void, LogsRequest, void>): { value: LogsRequest; pauses: number; slices: number[]; bytes: number } {
+function sliced(decode: (b: DecodeBudget) => Steps<LogsRequest>): { value: LogsRequest; pauses: number; slices: number[]; bytes: number } {
   const budget = unbounded();
   return { ...runSliced(decode(budget), () => budget.bytes), bytes: budget.bytes };
 }
