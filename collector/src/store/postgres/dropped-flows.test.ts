@@ -6,10 +6,10 @@
  * the connection, and the next call opens a new one.
  */
 import { describe, expect, it } from 'vitest';
-import pgClient from 'pg';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { PostgresStore } from './index.ts';
@@ -37,14 +37,8 @@ async function storeThroughProxy(): Promise<{ server: ReturnType<typeof pg.serve
 
 /** The server processes of the read pool's connections to the database at `url`. */
 async function readBackends(url: string): Promise<number[]> {
-  const c = new pgClient.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const r = await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hookwatch-read' ORDER BY pid");
-    return r.rows.map((row) => row.pid);
-  } finally {
-    await c.end();
-  }
+  const rows = await queryOnce<{ pid: number }>(url, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hookwatch-read' ORDER BY pid");
+  return rows.map((row) => row.pid);
 }
 
 const CLOSED = 'postgres did not answer; idle connections closed';
