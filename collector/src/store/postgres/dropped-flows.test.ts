@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
-import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { StoreUnavailableError } from '../store.ts';
@@ -24,15 +24,35 @@ async function timed(p: Promise<unknown>): Promise<{ ms: number; err: unknown }>
   return { ms: performance.now() - t0, err };
 }
 
-/** A store reaching its database (`url`, directly) through a proxy that can drop flows silently, and its log lines. */
-async function storeThroughProxy(): Promise<{ server: ReturnType<typeof pg.server>; url: string; proxy: Awaited<ReturnType<typeof startFlowProxy>>; lines: ReturnType<typeof recordingLogger>['lines']; store: PostgresStore }> {
+interface ThroughProxy {
+  server: ReturnType<typeof pg.server>;
+  /** The database, reached directly. */
+  url: string;
+  proxy: FlowProxy;
+  lines: ReturnType<typeof recordingLogger>['lines'];
+  store: PostgresStore;
+  /** When the one event stored was, and a range that reads it. */
+  now: number;
+  range: { fromMs: number; toMs: number };
+}
+
+/**
+ * A store reaching its database through a proxy that can drop flows silently, and its log lines; an event stored
+ * and read back, so that a connection of the ingest pool and one of the read pool are idle and kept: the next calls
+ * take them.
+ */
+async function storeThroughProxy(): Promise<ThroughProxy> {
   const server = pg.server();
   const proxy = await startFlowProxy(server);
   pg.defer(() => proxy.close());
   const { logger, lines } = recordingLogger();
   const url = await server.createDatabase();
   const store = pg.track(await PostgresStore.open({ url: proxy.via(url), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
-  return { server, url, proxy, lines, store };
+  const now = Date.now();
+  const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
+  expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
+  expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+  return { server, url, proxy, lines, store, now, range };
 }
 
 /** The server processes of the read pool's connections to the database at `url`. */
@@ -45,12 +65,7 @@ const CLOSED = 'postgres did not answer; idle connections closed';
 
 describe('PostgreSQL store on connections the network dropped', () => {
   it('answers "retry later" a little after the statement timeout, and works again on new connections', { timeout: 60_000 }, async () => {
-    const { server, proxy, lines, store } = await storeThroughProxy();
-    const now = Date.now();
-    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
-    // A connection of each pool, idle and kept: the next calls take them.
-    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
-    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    const { server, proxy, lines, store, now, range } = await storeThroughProxy();
 
     expect(proxy.drop('hookwatch') + proxy.drop('hookwatch-read')).toBeGreaterThanOrEqual(2);
     // Bounded by the test: without a bound of its own the store would wait for ever.
@@ -75,12 +90,7 @@ describe('PostgreSQL store on connections the network dropped', () => {
   });
 
   it('gives up on a statement of an answer read in one snapshot as soon, with no ROLLBACK sent behind it', { timeout: 60_000 }, async () => {
-    const { proxy, lines, store } = await storeThroughProxy();
-    const now = Date.now();
-    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
-    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
-    // The read connection, idle and kept: the next answer takes it.
-    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    const { proxy, lines, store, range } = await storeThroughProxy();
 
     // Dropped once the answer's transaction has begun: its first statement is the one never answered.
     expect(proxy.dropAfter('hookwatch-read', 'REPEATABLE READ')).toBe(1);
@@ -95,11 +105,7 @@ describe('PostgreSQL store on connections the network dropped', () => {
   });
 
   it('closes no other connection for a statement left unanswered while the database answers the readiness check', { timeout: 60_000 }, async () => {
-    const { url, proxy, lines, store } = await storeThroughProxy();
-    const now = Date.now();
-    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
-    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
-    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    const { url, proxy, lines, store, now, range } = await storeThroughProxy();
     const before = await readBackends(url);
     expect(before).toHaveLength(1);
 
@@ -114,11 +120,7 @@ describe('PostgreSQL store on connections the network dropped', () => {
   });
 
   it('closes the idle connections once a statement and the readiness check both go unanswered: after the heal, calls run on new ones at once', { timeout: 60_000 }, async () => {
-    const { url, proxy, lines, store } = await storeThroughProxy();
-    const now = Date.now();
-    const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
-    expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
-    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    const { url, proxy, lines, store, now, range } = await storeThroughProxy();
     await store.ping();
     const before = await readBackends(url);
 
