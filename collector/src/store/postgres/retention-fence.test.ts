@@ -55,6 +55,22 @@ function pauseAt(at: (text: string, before: readonly string[]) => boolean): { pa
 
 const eventDeletes = (texts: readonly string[]): number => texts.filter((t) => t.startsWith('DELETE FROM events')).length;
 
+/** Events stored in the database at `url`. */
+const eventsLeft = async (url: string): Promise<number> => Number((await queryOnce<{ n: string }>(url, 'SELECT count(*)::text AS n FROM events'))[0]?.n);
+
+/** A store of EVENTS events, its retention fenced by the lease of replica `a`, which leads. */
+async function fencedStore(): Promise<{ url: string; store: PostgresStore; a: PostgresLease }> {
+  const url = await db.server().createDatabase();
+  const store = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
+  const events = Array.from({ length: EVENTS }, (_, i) => hookEvent({ timeMs: T0 + i * 1000 }));
+  expect((await store.ingest(events)).inserted).toHaveLength(EVENTS);
+  const a = new PostgresLease({ url, holder: 'a', ttlMs: TTL_MS });
+  db.defer(() => a.stop());
+  expect(await a.tick()).toBe(true);
+  store.fenceRetention(a);
+  return { url, store, a };
+}
+
 describe('retention fenced by the leader lease', () => {
   it.each([
     // Paused before it begins its third batch (its first two committed): that batch finds the lease moved.
@@ -66,16 +82,9 @@ describe('retention fenced by the leader lease', () => {
     // commit, so that a long batch holds no renewal): ended by the server in the same way, its delete undone.
     ['at a batch\'s lease check', (text: string, before: readonly string[]) => text.includes('FROM leader_lease') && eventDeletes(before) === 3, 'StoreUnavailableError'],
   ])('a leader paused %s past its lease deletes nothing more once resumed; the new leader does', async (where, at, refusal) => {
-    const url = await db.server().createDatabase();
-    const store = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
-    const events = Array.from({ length: EVENTS }, (_, i) => hookEvent({ timeMs: T0 + i * 1000 }));
-    expect((await store.ingest(events)).inserted).toHaveLength(EVENTS);
-    const left = async (): Promise<number> => Number((await queryOnce<{ n: string }>(url, 'SELECT count(*)::text AS n FROM events'))[0]?.n);
-    const a = new PostgresLease({ url, holder: 'a', ttlMs: TTL_MS });
+    const { url, store } = await fencedStore();
     const b = new PostgresLease({ url, holder: 'b', ttlMs: TTL_MS });
-    db.defer(() => a.stop(), () => b.stop());
-    expect(await a.tick()).toBe(true);
-    store.fenceRetention(a);
+    db.defer(() => b.stop());
 
     const pause = pauseAt(at);
     db.defer(async () => pause.restore());
@@ -85,32 +94,25 @@ describe('retention fenced by the leader lease', () => {
     // a renews no more (paused): its lease expires and b takes it.
     await waitFor('b to take the lease over', async () => ((await b.tick()) ? true : undefined), 20_000, 100);
     expect(b.epoch()).toBe(2);
-    const atTakeover = await left();
+    const atTakeover = await eventsLeft(url);
     expect(atTakeover).toBe(EVENTS - 2 * BATCH);
     pause.resume();
     const err = await run;
     pause.restore();
     // eslint-disable-next-line no-console
-    console.log(`paused leader resumed ${where}: its run ended with ${err?.name}: ${err?.message}; ${await left()} of ${atTakeover} events left`);
+    console.log(`paused leader resumed ${where}: its run ended with ${err?.name}: ${err?.message}; ${await eventsLeft(url)} of ${atTakeover} events left`);
     expect(err?.name).toBe(refusal);
-    expect(await left()).toBe(atTakeover);
+    expect(await eventsLeft(url)).toBe(atTakeover);
 
     // The new leader's run deletes them.
     const next = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
     next.fenceRetention(b);
     await next.prune(T0 + 2 * 3_600_000, 0);
-    expect(await left()).toBe(0);
+    expect(await eventsLeft(url)).toBe(0);
   }, 60_000);
 
   it('a batch waiting on a row lock past the lease holds no renewal: its leader stays leader and the run ends', async () => {
-    const url = await db.server().createDatabase();
-    const store = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
-    const events = Array.from({ length: EVENTS }, (_, i) => hookEvent({ timeMs: T0 + i * 1000 }));
-    expect((await store.ingest(events)).inserted).toHaveLength(EVENTS);
-    const a = new PostgresLease({ url, holder: 'a', ttlMs: TTL_MS });
-    db.defer(() => a.stop());
-    expect(await a.tick()).toBe(true);
-    store.fenceRetention(a);
+    const { url, store, a } = await fencedStore();
     // Another session (an operator's, a long report's) holds the events the first batch deletes.
     const other = new pg.Client({ connectionString: url });
     await other.connect();
@@ -132,6 +134,6 @@ describe('retention fenced by the leader lease', () => {
     expect(Math.max(...renewals)).toBeLessThan(TTL_MS / 4);
     await other.query('COMMIT');
     expect(await run).toBeUndefined();
-    expect(Number((await queryOnce<{ n: string }>(url, 'SELECT count(*)::text AS n FROM events'))[0]?.n)).toBe(0);
+    expect(await eventsLeft(url)).toBe(0);
   }, 60_000);
 });
