@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import { batchTemplate, maxSizeRequest } from '../../../bench/lib/batch.ts';
 import { runSliced } from '../../test/support/steps.ts';
 import { decodeLogsProto } from '../otlp/decode-proto.ts';
-import type { LogsRequest } from '../otlp/model.ts';
 import { EXTRACT_SLICE_RECORDS, extractHookEvents, extractHookEventsSteps, type ExtractOptions } from './extract.ts';
 import { RecordCollector } from './record-extract.ts';
 
@@ -23,14 +22,10 @@ function counting(): { opts: ExtractOptions; walked: () => number } {
   return { opts: { nearThreshold: 8000, dimensions: ['team'], now: () => RECEIVED_MS, others: [counter] }, walked: () => walked };
 }
 
-function recordsOf(req: LogsRequest): number {
-  return req.resourceLogs.reduce((n, rl) => n + rl.scopeLogs.reduce((m, sl) => m + sl.logRecords.length, 0), 0);
-}
-
 describe('extracting hook events in slices', () => {
   it('pauses after every EXTRACT_SLICE_RECORDS records of a maximum-size request, to the same result as straight through', () => {
-    const req = decodeLogsProto(maxSizeRequest('protobuf').body);
-    const records = recordsOf(req);
+    const { body, records } = maxSizeRequest('protobuf');
+    const req = decodeLogsProto(body);
     const c = counting();
     const r = runSliced(extractHookEventsSteps(req, c.opts), c.walked);
     expect(r.pauses).toBe(Math.ceil(records / EXTRACT_SLICE_RECORDS) - 1);
