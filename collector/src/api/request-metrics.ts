@@ -24,7 +24,7 @@ const REFUSED = 'refused';
 const CLIENT_CLOSED = 499;
 
 /** Seconds: an answer is meant within 50 ms at the 95th percentile; a 30-day query may take seconds. */
-export const HTTP_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+const HTTP_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
 
 export class RequestMetrics {
   private readonly requests: Counter<'handler' | 'code'>;
