@@ -12,7 +12,7 @@ import { useTestServer } from './support/postgres/fixture.ts';
 import { MetricsRegistry } from '../src/telemetry/metrics.ts';
 import { Retention, registerRetentionMetrics } from '../src/store/retention.ts';
 import { registerStoreSizeMetrics } from '../src/store/metrics.ts';
-import { silentLogger } from '../src/telemetry/logger.ts';
+import { silentLogger, type Logger } from '../src/telemetry/logger.ts';
 import { NotLeaderError, type Store } from '../src/store/store.ts';
 import { PostgresStore } from '../src/store/postgres/index.ts';
 import { recordingLogger } from './support/recording-logger.ts';
@@ -145,27 +145,26 @@ function storeNextDoor(opts: { pruneFails?: boolean; leaseMoves?: boolean; parti
   return store as unknown as Store & { pruned: number };
 }
 
+/** One run of retention over `store` by the leader, on the clock at `nowMs`, and /metrics after it. */
+async function metricsAfterRun(store: Store, opts: { logger?: Logger; nowMs?: number } = {}): Promise<Map<string, ParsedFamily>> {
+  const metrics = new MetricsRegistry();
+  const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: opts.logger ?? silentLogger, now: () => opts.nowMs ?? 40 * DAY });
+  registerRetentionMetrics(metrics, retention, store.kind);
+  await retention.run();
+  return parseExposition(await metrics.render());
+}
+
 describe('retention metrics', () => {
   it('count a failed run as a failure, and leave the last success absent when none succeeded', async () => {
-    const metrics = new MetricsRegistry();
-    const store = storeNextDoor({ pruneFails: true });
-    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 1_000_000 });
-    registerRetentionMetrics(metrics, retention, store.kind);
-    await retention.run();
-    const f = parseExposition(await metrics.render());
+    const f = await metricsAfterRun(storeNextDoor({ pruneFails: true }), { nowMs: 1_000_000 });
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
     expect(sampleValue(f, 'hookwatch_retention_last_success_timestamp_seconds')).toBeUndefined();
   });
 
   it('count a run stopped because the lease moved as not_leader, not as a failure, and say leadership moved', async () => {
-    const metrics = new MetricsRegistry();
-    const store = storeNextDoor({ leaseMoves: true });
     const { logger, lines } = recordingLogger();
-    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger, now: () => 40 * DAY });
-    registerRetentionMetrics(metrics, retention, store.kind);
-    await retention.run();
-    const f = parseExposition(await metrics.render());
+    const f = await metricsAfterRun(storeNextDoor({ leaseMoves: true }), { logger });
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'not_leader' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(0);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
@@ -175,12 +174,7 @@ describe('retention metrics', () => {
   });
 
   it('count a run that left old days to the next one as deferred, not as a success', async () => {
-    const metrics = new MetricsRegistry();
-    const store = storeNextDoor({ partitionsDeferred: 2 });
-    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 40 * DAY });
-    registerRetentionMetrics(metrics, retention, store.kind);
-    await retention.run();
-    const f = parseExposition(await metrics.render());
+    const f = await metricsAfterRun(storeNextDoor({ partitionsDeferred: 2 }));
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'deferred' })).toBe(1);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'success' })).toBe(0);
     expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'failure' })).toBe(0);
