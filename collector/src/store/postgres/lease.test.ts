@@ -43,15 +43,21 @@ function lease(url: string, opts: Partial<PostgresLeaseOptions> = {}): PostgresL
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Two replicas renewing, both started: `a` leading through a flow proxy (its connection open), `b` directly. */
-async function leaderThroughProxy(ttlMs: number, aOpts: Partial<PostgresLeaseOptions>, bOpts: Partial<PostgresLeaseOptions> = {}): Promise<{ a: PostgresLease; b: PostgresLease; proxy: FlowProxy }> {
+/** A replica renewing, started, `a`, leading through a flow proxy (its connection open) to the database at `url`. */
+async function leadingThroughProxy(ttlMs: number, aOpts: Partial<PostgresLeaseOptions> = {}): Promise<{ a: PostgresLease; proxy: FlowProxy; url: string }> {
   const url = await freshDb();
   const proxy = await startFlowProxy(server);
   closers.push(() => proxy.close());
   const a = lease(proxy.via(url), { holder: 'a', ttlMs, ...aOpts });
-  const b = lease(url, { holder: 'b', ttlMs, ...bOpts });
   a.start();
   await waitFor('the lease', async () => (a.isLeader() ? true : undefined), 10_000);
+  return { a, proxy, url };
+}
+
+/** Two replicas renewing, both started: `a` leading through a flow proxy (leadingThroughProxy), `b` directly. */
+async function leaderThroughProxy(ttlMs: number, aOpts: Partial<PostgresLeaseOptions>, bOpts: Partial<PostgresLeaseOptions> = {}): Promise<{ a: PostgresLease; b: PostgresLease; proxy: FlowProxy }> {
+  const { a, proxy, url } = await leadingThroughProxy(ttlMs, aOpts);
+  const b = lease(url, { holder: 'b', ttlMs, ...bOpts });
   b.start();
   return { a, b, proxy };
 }
@@ -280,13 +286,8 @@ describe('PostgresLease', () => {
   });
 
   it('leads again within a renewal or two after a network cut heals, though a connection attempt was under way', async () => {
-    const url = await freshDb();
-    const proxy = await startFlowProxy(server);
-    closers.push(() => proxy.close());
     const ttlMs = 3000;
-    const a = lease(proxy.via(url), { holder: 'a', ttlMs });
-    a.start();
-    await waitFor('the lease', async () => (a.isLeader() ? true : undefined), 10_000);
+    const { a, proxy } = await leadingThroughProxy(ttlMs);
     expect(proxy.cutOff()).toBe(1);
     // A connection attempt made while the network drops packets is never answered: it must give up (ttl/3).
     await waitFor('a connection attempt during the cut', async () => (proxy.unanswered('hookwatch-lease') > 0 ? true : undefined), 3 * ttlMs);
