@@ -8,7 +8,7 @@
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { logEntries, persistedOutputBody, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, persistedOutputBody, timedFetch, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 
 const fx = useReplicaFixture();
 /** How soon a batch and a query sent after the heal must be answered. */
@@ -28,29 +28,11 @@ async function warmReplica(): Promise<{ replica: Replica; proxy: FlowProxy }> {
   return { replica, proxy };
 }
 
-interface Answer {
-  ms: number;
-  status: number | 'no answer';
-}
-
-async function timed(url: string, init?: RequestInit): Promise<Answer> {
-  const t0 = performance.now();
-  let status: Answer['status'];
-  try {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(WAIT_MS) });
-    await res.arrayBuffer();
-    status = res.status;
-  } catch {
-    status = 'no answer';
-  }
-  return { ms: Math.round(performance.now() - t0), status };
-}
-
 /** A batch and a dashboard query sent together after the heal: both answered 200 within ANSWERED_WITHIN_MS. */
 async function expectAnsweredAtOnce(replica: Replica, what: string): Promise<void> {
   const [batch, query] = await Promise.all([
-    timed(`${replica.otlpHttpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: persistedOutputBody(Date.now(), 'after-heal') }),
-    timed(`${replica.httpUrl}/api/v1/hooks?from=now-1h`),
+    timedFetch(`${replica.otlpHttpUrl}/v1/logs`, WAIT_MS, { method: 'POST', headers: { 'content-type': 'application/json' }, body: persistedOutputBody(Date.now(), 'after-heal') }),
+    timedFetch(`${replica.httpUrl}/api/v1/hooks?from=now-1h`, WAIT_MS),
   ]);
   // eslint-disable-next-line no-console
   console.log(`after the heal (${what}): batch ${JSON.stringify(batch)}, query ${JSON.stringify(query)}`);

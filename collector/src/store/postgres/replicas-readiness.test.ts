@@ -8,7 +8,7 @@
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { persistedOutputBody, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, timedFetch, waitFor, type Replica, type TimedAnswer } from '../../../test/support/postgres/replicas.ts';
 
 /** A readiness probe's period and timeout (the probe gives up on an answer after that long). */
 const PROBE_EVERY_MS = 1000;
@@ -19,25 +19,15 @@ const ANSWER_WITHIN_MS = 3000;
 const TELLS_WITHIN_MS = 6000;
 const fx = useReplicaFixture();
 
-interface Probe {
+interface Probe extends TimedAnswer {
   /** When it was sent, from the start of the probing (ms). */
   at: number;
-  ms: number;
-  status: number | 'no answer';
 }
 
 /** One GET /readyz, given up on after PROBE_TIMEOUT_MS as a probe does. */
 async function probe(r: Replica, t0: number): Promise<Probe> {
-  const sent = performance.now();
-  let status: Probe['status'];
-  try {
-    const res = await fetch(`${r.httpUrl}/readyz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
-    await res.text();
-    status = res.status;
-  } catch {
-    status = 'no answer';
-  }
-  return { at: Math.round(sent - t0), ms: Math.round(performance.now() - sent), status };
+  const at = Math.round(performance.now() - t0);
+  return { at, ...(await timedFetch(`${r.httpUrl}/readyz`, PROBE_TIMEOUT_MS)) };
 }
 
 /** Probes every PROBE_EVERY_MS (each after the one before) until `until` holds for one, or for `forMs`; returns them in order. */

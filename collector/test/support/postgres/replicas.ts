@@ -189,6 +189,26 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>,
   }
 }
 
+/** How an HTTP request to a replica went: its status, or `no answer` (refused, reset, or given up on), and how long it took (ms). */
+export interface TimedAnswer {
+  ms: number;
+  status: number | 'no answer';
+}
+
+/** `url` fetched and its body read, given up on after `timeoutMs` as a client or a probe gives up. */
+export async function timedFetch(url: string, timeoutMs: number, init: RequestInit = {}): Promise<TimedAnswer> {
+  const t0 = performance.now();
+  let status: TimedAnswer['status'];
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    status = res.status;
+  } catch {
+    status = 'no answer';
+  }
+  return { ms: Math.round(performance.now() - t0), status };
+}
+
 /** One webhook request as the receiver saw it. */
 export interface WebhookDelivery {
   webhookId: string;
