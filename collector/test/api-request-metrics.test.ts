@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hookId } from '../src/hooks/extract.ts';
 import { rawExchange } from './support/raw-http.ts';
-import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
+import { sampleValue, scrapeMetrics, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 const REQUESTS = 'hookwatch_http_requests_total';
@@ -19,14 +19,6 @@ afterEach(async () => {
   await service?.close();
   service = undefined;
 });
-
-async function scrape(base: string, headers: Record<string, string> = {}): Promise<{ text: string; families: Map<string, ParsedFamily> }> {
-  const res = await fetch(`${base}/metrics`, { headers });
-  expect(res.status).toBe(200);
-  const text = await res.text();
-  checkExposition(text);
-  return { text, families: parseExposition(text) };
-}
 
 /** The requests counted so far, as `<handler> <code>` → count; the series at 0 left out. */
 function counted(families: Map<string, ParsedFamily>): Record<string, number> {
@@ -51,7 +43,7 @@ async function get(url: string, headers: Record<string, string> = {}): Promise<n
 describe('API request metrics', () => {
   it('shows every route at 0 before its first request, so increase() sees the first one', async () => {
     service = await startServiceUnderTest();
-    const { families } = await scrape(service.httpUrl);
+    const { families } = await scrapeMetrics(service.httpUrl);
     for (const handler of ['/api/v1/hooks', '/api/v1/hooks/:id/series', '/api/v1/overview', '/api/v1/fleet/series', '/api/v1/silences/:id', '/healthz', '/readyz', '/metrics', '/-/reload', '/dashboard']) {
       expect(sampleValue(families, REQUESTS, { handler, code: '200' }), handler).toBe(0);
       expect(observed(families, handler), handler).toBe(0);
@@ -78,7 +70,7 @@ describe('API request metrics', () => {
     expect(await get(`${base}/styles.css`)).toBe(200);
     expect(await get(`${base}/no/such/page.js`)).toBe(404);
     expect(await get(`${base}/api/v1/no-such-route`)).toBe(404);
-    const { text, families } = await scrape(base);
+    const { text, families } = await scrapeMetrics(base);
     expect(counted(families)).toEqual({
       '/api/v1/hooks 200': 1,
       '/api/v1/hooks/:id/series 200': 1,
@@ -93,7 +85,7 @@ describe('API request metrics', () => {
     expect(observed(families, '/dashboard')).toBe(3);
     expect(observed(families, 'other')).toBe(2);
     // The scrape counts itself once answered: the next one sees it.
-    expect(sampleValue((await scrape(base)).families, REQUESTS, { handler: '/metrics', code: '200' })).toBe(1);
+    expect(sampleValue((await scrapeMetrics(base)).families, REQUESTS, { handler: '/metrics', code: '200' })).toBe(1);
     // No value a client sent is a label: not the hook id, not a query parameter, not a path.
     for (const sent of [unknown, 'secret-value', 'no-such', 'page.js', 'entry.ts', 'from=']) expect(text).not.toContain(sent);
   });
@@ -103,10 +95,10 @@ describe('API request metrics', () => {
     const base = service.httpUrl;
     const junk = (i: number): string[] => [`/junk-${i}?q=${i}`, `/api/v1/junk-${i}`, `/api/v1/hooks/${i.toString(16).padStart(16, '0')}/breakdown`, `/dashboard/src/junk-${i}.ts`];
     for (const path of junk(0)) await get(base + path);
-    const before = await scrape(base);
+    const before = await scrapeMetrics(base);
     // 20 at a time: below http.maxPendingQueries, whose 503 would be a series of its own.
     for (let i = 1; i <= 1000; i += 20) await Promise.all(Array.from({ length: 20 }, (_, k) => Promise.all(junk(i + k).map((path) => get(base + path)))));
-    const after = await scrape(base);
+    const after = await scrapeMetrics(base);
     expect(seriesOf(after.families)).toEqual(seriesOf(before.families));
     expect(counted(after.families)).toEqual({ '/metrics 200': 1, 'other 404': 3003, '/api/v1/hooks/:id/breakdown 404': 1001 });
     expect(after.text).not.toContain('junk');
@@ -118,7 +110,7 @@ describe('API request metrics', () => {
     const statuses = await Promise.all(Array.from({ length: 10 }, () => get(`${base}/api/v1/overview?from=now-30d`)));
     const refused = statuses.filter((s) => s === 503).length;
     expect(refused).toBeGreaterThan(0);
-    expect(counted((await scrape(base)).families)).toEqual({ '/api/v1/overview 200': 10 - refused, '/api/v1/overview 503': refused });
+    expect(counted((await scrapeMetrics(base)).families)).toEqual({ '/api/v1/overview 200': 10 - refused, '/api/v1/overview 503': refused });
   });
 
   it('counts a 401 under the route asked for when http.auth is on', async () => {
@@ -130,7 +122,7 @@ describe('API request metrics', () => {
     expect(await get(`${base}/no-such-page`)).toBe(401);
     expect(await get(`${base}/api/v1/overview`, { authorization: `Bearer ${token}` })).toBe(200);
     expect(await get(`${base}/healthz`)).toBe(200);
-    const { text, families } = await scrape(base, { authorization: `Bearer ${token}` });
+    const { text, families } = await scrapeMetrics(base, { authorization: `Bearer ${token}` });
     expect(counted(families)).toEqual({ '/api/v1/overview 401': 2, '/api/v1/overview 200': 1, 'other 401': 1, '/healthz 200': 1 });
     expect(text).not.toContain(token);
   });
@@ -145,14 +137,14 @@ describe('API request metrics', () => {
     expect((await rawExchange(base, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')).head).toMatch(/^HTTP\/1\.1 400 /);
     // Chunked framing that cannot be read, after the headers: the route's request, ended by the parser's refusal.
     expect((await rawExchange(base, 'POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).head).toMatch(/^HTTP\/1\.1 400 /);
-    await expect.poll(async () => counted((await scrape(base)).families), { timeout: 15_000 }).toEqual({
+    await expect.poll(async () => counted((await scrapeMetrics(base)).families), { timeout: 15_000 }).toEqual({
       'refused 431': 1,
       'refused 400': 3,
       'refused 417': 1,
       '/api/v1/silences 400': 1,
       '/metrics 200': expect.any(Number) as number,
     });
-    const { families } = await scrape(base);
+    const { families } = await scrapeMetrics(base);
     // Refused before a request was read whole: no time to observe.
     expect(observed(families, 'refused')).toBeUndefined();
   });
@@ -167,8 +159,8 @@ describe('API request metrics', () => {
     socket.write('POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"matchers":');
     await new Promise((r) => setTimeout(r, 100));
     socket.destroy();
-    await expect.poll(async () => sampleValue((await scrape(service?.httpUrl ?? '')).families, REQUESTS, { handler: '/api/v1/silences', code: '499' }), { timeout: 15_000 }).toBe(1);
-    const { families } = await scrape(service.httpUrl);
+    await expect.poll(async () => sampleValue((await scrapeMetrics(service?.httpUrl ?? '')).families, REQUESTS, { handler: '/api/v1/silences', code: '499' }), { timeout: 15_000 }).toBe(1);
+    const { families } = await scrapeMetrics(service.httpUrl);
     expect(Object.keys(counted(families)).filter((k) => !k.startsWith('/metrics '))).toEqual(['/api/v1/silences 499']);
     expect(observed(families, '/api/v1/silences')).toBe(1);
   });

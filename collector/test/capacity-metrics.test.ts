@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually, startTestService, type TestService } from './helpers.ts';
-import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
+import { parseExposition, sampleValue, scrapeMetrics, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, type SyntheticExecution } from './support/service.ts';
 import { HttpDownstream } from './support/downstream-recorder.ts';
 import { useTestServer } from './support/postgres/fixture.ts';
@@ -26,12 +26,9 @@ afterEach(async () => {
   for (const c of closers.splice(0)) await c();
 });
 
+/** The families of /metrics at `base` (scrapeMetrics). */
 async function scrape(base: string): Promise<Map<string, ParsedFamily>> {
-  const res = await fetch(`${base}/metrics`);
-  expect(res.status).toBe(200);
-  const text = await res.text();
-  checkExposition(text);
-  return parseExposition(text);
+  return (await scrapeMetrics(base)).families;
 }
 
 function parts(families: Map<string, ParsedFamily>): Record<string, number> {

@@ -21,12 +21,11 @@ import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
 import { hookId } from '../src/hooks/extract.ts';
 import { REJECT_REASONS } from '../src/receiver/options.ts';
 import { createLogger } from '../src/telemetry/logger.ts';
-import { EXPOSITION_CONTENT_TYPE } from '../src/telemetry/metrics.ts';
 import { sendReport } from '../src/tools/guard/report-send.ts';
 import type { GuardReport } from '../src/tools/guard/report.ts';
 import { HttpDownstream } from './support/downstream-recorder.ts';
 import { NOT_METRICS, documentedAs, documentedMetrics, startFullyConfiguredService, undocumentedMetrics } from './support/metrics-coverage.ts';
-import { checkExposition, parseExposition, sampleValue, type ParsedFamily } from './support/prometheus-text.ts';
+import { sampleValue, scrapeMetrics, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 const FIXTURES = fileURLToPath(new URL('../testdata/claude-code-2.1.332/', import.meta.url));
@@ -76,16 +75,6 @@ async function sendRaw(url: URL, raw: string): Promise<{ socket: Socket; answer:
   socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
   socket.on('error', () => {});
   return { socket, answer: once(socket, 'close').then(() => answer) };
-}
-
-async function scrape(base: string): Promise<{ text: string; families: Map<string, ParsedFamily> }> {
-  const res = await fetch(`${base}/metrics`);
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toBe(EXPOSITION_CONTENT_TYPE);
-  const text = await res.text();
-  // Prometheus's own parser and linter: any parse error or naming problem fails here.
-  checkExposition(text);
-  return { text, families: parseExposition(text) };
 }
 
 async function apiHooks(base: string): Promise<HookSummary[]> {
@@ -151,7 +140,7 @@ describe('GET /metrics', () => {
     ]);
 
     const hooks = await apiHooks(service.httpUrl);
-    const { families } = await scrape(service.httpUrl);
+    const { families } = await scrapeMetrics(service.httpUrl);
     expect(hooks.length).toBeGreaterThanOrEqual(4);
     const ids = families.get('hookwatch_hook_executions_total')?.samples.map((s) => s.labels['hook_id']).sort();
     expect(ids).toEqual(hooks.map((h) => h.id).sort());
@@ -208,7 +197,7 @@ describe('GET /metrics', () => {
     // A report whose hook event has not arrived (each has its own exporter).
     await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'Stop', hookName: 'Stop:guarded', sessionId: 's-2', trims: [{ field: 'stdout', sentChars: 15_000, keptChars: 9_000 }] });
 
-    const { text, families } = await scrape(service.httpUrl);
+    const { text, families } = await scrapeMetrics(service.httpUrl);
     expect(text).toMatch(/^# TYPE hookwatch_hook_guard_trims_total counter$/m);
     expect(text).toMatch(/^# HELP hookwatch_hook_guard_trims_total .*hookwatch guard/m);
     const guarded = { hook_id: hookId('SessionStart', 'SessionStart:startup'), hook_event: 'SessionStart', hook_name: 'SessionStart:startup' };
@@ -231,7 +220,7 @@ describe('GET /metrics', () => {
       { hookEvent: 'SessionStart', hookName: 'SessionStart:below', additionalContextChars: 8_500 },
       { hookEvent: 'SessionStart', hookName: 'SessionStart:above', additionalContextChars: 9_500 },
     ]);
-    const { text, families } = await scrape(service.httpUrl);
+    const { text, families } = await scrapeMetrics(service.httpUrl);
     expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(9000);
     expect(sampleValue(families, 'hookwatch_delivery_output_cap_chars')).toBe(10_000);
     expect(text).toMatch(/^# HELP hookwatch_delivery_near_threshold_chars .*delivery\.nearThreshold/m);
@@ -247,7 +236,7 @@ describe('GET /metrics', () => {
     await emitExecutions(service.otlpHttpUrl, [...executions, ...executions.slice(0, 2)]);
     const hooks = await apiHooks(service.httpUrl);
     expect(hooks).toHaveLength(10);
-    const { families } = await scrape(service.httpUrl);
+    const { families } = await scrapeMetrics(service.httpUrl);
     expect(families.get('hookwatch_hook_executions_total')?.samples).toHaveLength(3);
     expect(families.get('hookwatch_hook_outputs_persisted_total')?.samples).toHaveLength(3);
     expect(sampleValue(families, 'hookwatch_hook_series')).toBe(3);
@@ -261,7 +250,7 @@ describe('GET /metrics', () => {
     // Guard trims of a hook left without a series, and of a hook not seen before, go to the overflow counter too.
     await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'PreToolUse', hookName: 'PreToolUse:tool-9', sessionId: 's-9', trims: [{ field: 'stdout', sentChars: 20_000, keptChars: 9_500 }] });
     await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'PreToolUse', hookName: 'PreToolUse:tool-new', sessionId: 's-10', trims: [{ field: 'stdout', sentChars: 20_000, keptChars: 9_500 }] });
-    const after = (await scrape(service.httpUrl)).families;
+    const after = (await scrapeMetrics(service.httpUrl)).families;
     expect(after.get('hookwatch_hook_guard_trims_total')?.samples).toHaveLength(3);
     expect(after.get('hookwatch_hook_guard_trims_total')?.samples.every((s) => s.value === 0)).toBe(true);
     expect(sampleValue(after, 'hookwatch_hook_overflow_guard_trims_total')).toBe(2);
@@ -282,16 +271,16 @@ describe('GET /metrics', () => {
     // The series come from the store shortly after start-up, at 0: counters count since this process started.
     let samples: { labels: Record<string, string>; value: number }[] = [];
     for (let i = 0; i < 100 && samples.length < 2; i++) {
-      samples = (await scrape(base)).families.get('hookwatch_hook_outputs_persisted_total')?.samples ?? [];
+      samples = (await scrapeMetrics(base)).families.get('hookwatch_hook_outputs_persisted_total')?.samples ?? [];
       if (samples.length < 2) await new Promise((r) => setTimeout(r, 50));
     }
     expect(samples.map((s) => [s.labels['hook_name'], s.value]).sort()).toEqual([['SessionStart:memory', 0], ['Stop:report', 0]]);
     // Each series says when it began, so a rule can tell a young series from an old one.
-    const started = (await scrape(base)).families.get('hookwatch_hook_series_start_time_seconds')?.samples ?? [];
+    const started = (await scrapeMetrics(base)).families.get('hookwatch_hook_series_start_time_seconds')?.samples ?? [];
     expect(started).toHaveLength(2);
     for (const s of started) expect(Math.abs(s.value - Date.now() / 1000)).toBeLessThan(60);
     // Size gauges stay absent: nothing is known of this process's executions yet.
-    expect((await scrape(base)).families.get('hookwatch_hook_last_output_chars')?.samples ?? []).toEqual([]);
+    expect((await scrapeMetrics(base)).families.get('hookwatch_hook_last_output_chars')?.samples ?? []).toEqual([]);
   });
 
   it('counts rejections by reason and never shows the ingest token', async () => {
@@ -306,7 +295,7 @@ describe('GET /metrics', () => {
     expect(await post({ 'content-type': 'application/json', authorization: `Bearer ${token}` }, '{"resourceLogs": 5}')).toBe(400);
     expect(await post({ 'content-type': 'text/plain', authorization: `Bearer ${token}` }, 'x')).toBe(415);
     await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], { authorization: `Bearer ${token}` });
-    const { text, families } = await scrape(service.httpUrl);
+    const { text, families } = await scrapeMetrics(service.httpUrl);
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'unauthenticated' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'bad_request' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'unsupported_media_type' })).toBe(1);
@@ -321,7 +310,7 @@ describe('GET /metrics', () => {
     // increase() and rate() over it read 0, so a single refusal or collector failure would go unseen.
     service = await startServiceUnderTest();
     await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }]);
-    const { families } = await scrape(service.httpUrl);
+    const { families } = await scrapeMetrics(service.httpUrl);
     const rejected = (families.get('hookwatch_otlp_requests_rejected_total')?.samples ?? []).map((x) => `${x.labels['transport']} ${x.labels['reason']} ${x.value}`).sort();
     expect(rejected).toEqual([...REJECT_REASONS.http.map((r) => `http ${r} 0`), ...REJECT_REASONS.grpc.map((r) => `grpc ${r} 0`)].sort());
     const collectors = (families.get('hookwatch_metrics_collector_errors_total')?.samples ?? []).map((x) => x.labels['collector']);
@@ -331,7 +320,7 @@ describe('GET /metrics', () => {
     // A refusal then counts under its series, the others stay at 0.
     const res = await fetch(`${service.otlpHttpUrl}/v1/nothing`, { method: 'POST' });
     await res.arrayBuffer();
-    const after = (await scrape(service.httpUrl)).families;
+    const after = (await scrapeMetrics(service.httpUrl)).families;
     expect(sampleValue(after, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'not_found' })).toBe(1);
     expect(sampleValue(after, 'hookwatch_otlp_requests_rejected_total', { transport: 'grpc', reason: 'request_timeout' })).toBe(0);
   });
@@ -361,8 +350,8 @@ describe('GET /metrics', () => {
     const rejected = (f: Map<string, ParsedFamily>): Record<string, number> => Object.fromEntries((f.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
       .filter((x) => x.labels['transport'] === 'http' && x.value > 0).map((x) => [x.labels['reason'] as string, x.value]));
     const counted = (f: Map<string, ParsedFamily>): number => Object.values(rejected(f)).reduce((a, b) => a + b, 0);
-    await until('the aborted requests counted', async () => counted((await scrape(service?.httpUrl ?? '')).families) === 3);
-    const { families } = await scrape(service.httpUrl);
+    await until('the aborted requests counted', async () => counted((await scrapeMetrics(service?.httpUrl ?? '')).families) === 3);
+    const { families } = await scrapeMetrics(service.httpUrl);
     expect(rejected(families)).toEqual({ request_timeout: 1, client_aborted: 2 });
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '408' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '499' })).toBe(2);
@@ -395,8 +384,8 @@ describe('GET /metrics', () => {
     await ender.answer;
     // The other refusals are counted as they are answered; the handler's once it has seen its body end.
     const handled = (f: Map<string, ParsedFamily>): number => (f.get('hookwatch_otlp_requests_total')?.samples ?? []).filter((x) => x.labels['transport'] === 'http').length;
-    await until('the chunked request counted', async () => handled((await scrape(service?.httpUrl ?? '')).families) > 0);
-    const { families } = await scrape(service.httpUrl);
+    await until('the chunked request counted', async () => handled((await scrapeMetrics(service?.httpUrl ?? '')).families) > 0);
+    const { families } = await scrapeMetrics(service.httpUrl);
     expect(rejected(families)).toEqual({ header_overflow: 1, malformed: 3, request_timeout: 1 });
     // Only the request whose headers were read has a signal to count it under.
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '400' })).toBe(1);
@@ -406,7 +395,7 @@ describe('GET /metrics', () => {
 
   it('counts a client that does not speak HTTP/2 on the OTLP/gRPC port as malformed, and a gRPC client not at all', async () => {
     service = await startServiceUnderTest();
-    const grpcRejected = async (): Promise<Record<string, number>> => Object.fromEntries(((await scrape(service?.httpUrl ?? '')).families.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
+    const grpcRejected = async (): Promise<Record<string, number>> => Object.fromEntries(((await scrapeMetrics(service?.httpUrl ?? '')).families.get('hookwatch_otlp_requests_rejected_total')?.samples ?? [])
       .filter((x) => x.labels['transport'] === 'grpc' && x.value > 0).map((x) => [x.labels['reason'] as string, x.value]));
     // A real gRPC exporter: its calls are answered, nothing is refused.
     expect((await emitExecutions(service.otlpGrpcUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], {}, { protocol: 'grpc' })).codes).toEqual([0]);
@@ -463,10 +452,10 @@ describe('GET /metrics', () => {
     await provider.shutdown();
 
     await until('forwarded and notified', async () => {
-      const f = (await scrape(base)).families;
+      const f = (await scrapeMetrics(base)).families;
       return (sampleValue(f, 'hookwatch_forward_delivered_total') ?? 0) >= 1 && (sampleValue(f, 'hookwatch_notifications_total', { outcome: 'delivered' }) ?? 0) >= 1;
     });
-    const { families } = await scrape(base);
+    const { families } = await scrapeMetrics(base);
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'grpc', signal: 'logs', outcome: 'ok' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_hook_outputs_persisted_total', { hook_name: 'SessionStart:startup' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_forward_delivered_total')).toBe(downstream.hits.get('/v1/logs'));
@@ -486,7 +475,7 @@ describe('GET /metrics', () => {
     const full = await startFullyConfiguredService();
     try {
       await emitExecutions(full.service.otlpHttpUrl, [{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 12_345, outputsPersisted: 1 }]);
-      const exported = [...(await scrape(full.service.httpUrl)).families.keys()];
+      const exported = [...(await scrapeMetrics(full.service.httpUrl)).families.keys()];
       const documented = documentedMetrics();
       expect(exported.filter((name) => !documented.some((d) => documentedAs(d, name))), 'exported but not in docs/deploy.md').toEqual([]);
       expect(documented.filter((d) => !exported.some((name) => documentedAs(d, name))), 'in docs/deploy.md but never exported').toEqual([]);

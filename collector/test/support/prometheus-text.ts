@@ -5,6 +5,7 @@
  * `_count` samples under their family).
  */
 import { spawnSync } from 'node:child_process';
+import { EXPOSITION_CONTENT_TYPE } from '../../src/telemetry/metrics.ts';
 import { requireTool, runs } from '../required-tool.ts';
 
 /** One sample line. */
@@ -34,6 +35,20 @@ export function checkExposition(text: string): void {
   if (!hasPromtool) return;
   const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 30_000 });
   if (r.status !== 0 || r.stdout + r.stderr !== '') throw new Error(`promtool check metrics (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+}
+
+/**
+ * GET /metrics of the HTTP port at `base` (with `headers`), as Prometheus scrapes it: answered 200 in the
+ * exposition's content type, and valid (checkExposition). Its text, and its families (parseExposition).
+ */
+export async function scrapeMetrics(base: string, headers: Record<string, string> = {}): Promise<{ text: string; families: Map<string, ParsedFamily> }> {
+  const res = await fetch(`${base}/metrics`, { headers });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}: ${text.slice(0, 200)}`);
+  const type = res.headers.get('content-type');
+  if (type !== EXPOSITION_CONTENT_TYPE) throw new Error(`GET /metrics answered in ${type}, not ${EXPOSITION_CONTENT_TYPE}`);
+  checkExposition(text);
+  return { text, families: parseExposition(text) };
 }
 
 function unescape(value: string): string {
