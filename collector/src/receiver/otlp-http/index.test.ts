@@ -12,7 +12,7 @@ import { silentLogger } from '../../telemetry/logger.ts';
 import { InflightBudget } from '../inflight.ts';
 import { OtlpHttpReceiver } from './index.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
-import { parseExposition, sampleValue } from '../../../test/support/prometheus-text.ts';
+import { sampleValue, scrapeMetrics } from '../../../test/support/prometheus-text.ts';
 import { rawExchange } from '../../../test/support/raw-http.ts';
 
 const TOKEN = 's3cret-ingest-token';
@@ -236,7 +236,7 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
 
 describe('a request Node\'s HTTP server would refuse with an empty answer, or none, gets a google.rpc.Status and is counted', () => {
   const rejected = async (reason: string): Promise<number> => {
-    const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+    const { families } = await scrapeMetrics(service.httpUrl);
     return sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason }) ?? Number.NaN;
   };
   const head = (lines: string[]): string => `${lines.join('\r\n')}\r\n\r\n`;
