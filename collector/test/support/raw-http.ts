@@ -1,8 +1,8 @@
 /**
  * One request as exact bytes, for what an HTTP client will not send (a request line that does not parse, CONNECT,
  * HTTP/1.1 without Host): on a connection of its own, whose answer is everything the server writes until it
- * closes the connection. The request is written, the client's side left open: a client ending its side first is
- * a client giving up, which Node treats apart.
+ * closes the connection, which it must (a refusal, or `Connection: close` asked). The request is written, the
+ * client's side left open: a client ending its side first is a client giving up, which Node treats apart.
  */
 import { connect } from 'node:net';
 
@@ -12,13 +12,13 @@ export interface RawAnswer {
   body: Buffer;
 }
 
-/** How long the server has to answer and close the connection; what it wrote by then is the answer. */
+/** How long the server has to answer and close the connection, silent; past it the exchange fails. */
 const CLOSE_WITHIN_MS = 5000;
 
 export async function rawExchange(baseUrl: string, raw: string | Buffer): Promise<RawAnswer> {
   const { hostname, port } = new URL(baseUrl);
   const socket = connect(Number(port), hostname, () => socket.write(raw));
-  socket.setTimeout(CLOSE_WITHIN_MS, () => socket.destroy());
+  socket.setTimeout(CLOSE_WITHIN_MS, () => socket.destroy(new Error(`the server left the connection open, silent for ${CLOSE_WITHIN_MS} ms`)));
   const chunks: Buffer[] = [];
   socket.on('data', (c: Buffer) => chunks.push(c));
   await new Promise((resolve, reject) => socket.on('close', resolve).on('error', reject));
