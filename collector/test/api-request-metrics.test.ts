@@ -154,12 +154,14 @@ describe('API request metrics', () => {
   it('counts a request its client gives up on as 499 under its route', async () => {
     service = await startServiceUnderTest();
     const url = new URL(service.httpUrl);
-    // Half a body, then the client closes the connection.
+    // Half a body, then the client closes the connection; once the request has reached the app, which asks for its
+    // body (100 Continue) as it hands the request over.
     const socket = connect(Number(url.port), url.hostname);
     await once(socket, 'connect');
     socket.on('error', () => {});
-    socket.write('POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"matchers":');
-    await new Promise((r) => setTimeout(r, 100));
+    socket.write('POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n');
+    expect(String(await once(socket, 'data'))).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
+    socket.write('{"matchers":');
     socket.destroy();
     await expect.poll(async () => sampleValue((await scrapeMetrics(service?.httpUrl ?? '')).families, REQUESTS, { handler: '/api/v1/silences', code: '499' }), { timeout: 15_000 }).toBe(1);
     const { families } = await scrapeMetrics(service.httpUrl);
