@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { startCli } from '../../collector/test/faults/cli-child.ts';
-import { chartData, closePages, hoverTooltips, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, hoverTooltips, launch, showTab, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
 import { IDLE_RELOAD_MS, UPDATE_NOTICE } from '../src/shell-state.ts';
@@ -196,13 +196,6 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     expect(await runs(p)).not.toBe(old);
   }
 
-  /** Shows or hides the page's tab, as the browser does when another tab or window covers it. */
-  const visible = (p: Page, on: boolean): Promise<void> => p.evaluate((v) => {
-    Object.defineProperty(document, 'hidden', { configurable: true, get: () => !v });
-    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (v ? 'visible' : 'hidden') });
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, on);
-
   it('reloads by itself, on the same view, ten minutes after the notice or the last use, hidden or not', { timeout: 90_000 }, async () => {
     const { p, same, build } = await updatedPage('/?range=7d&f.user.id=user-a');
     const view = p.url();
@@ -210,7 +203,7 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     // minutes from then.
     await p.clock.runFor(9 * 60_000);
     await p.mouse.move(200, 300);
-    await visible(p, false);
+    await showTab(p, false);
     await p.clock.runFor(IDLE_RELOAD_MS - 60_000);
     expect(await same()).toBe(true);
     await reloadsWithin(p, 2 * 60_000);
@@ -220,7 +213,7 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
   it('reloads at once when put in the background untouched since the notice: nobody is reading it', { timeout: 90_000 }, async () => {
     const { p, build } = await updatedPage(`/hooks/${ID}?range=24h`);
     const view = p.url();
-    await Promise.all([p.waitForEvent('load'), visible(p, false)]);
+    await Promise.all([p.waitForEvent('load'), showTab(p, false)]);
     await expectNew(p, view, build);
   });
 

@@ -11,7 +11,7 @@ import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shar
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { createDashboardRouter } from '../server.ts';
-import { chartData, closePages, launch, screenshot, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { chartData, closePages, launch, screenshot, showTab, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { OK, dailySeriesOf, hook, overview } from '../src/testdata/api-responses.ts';
 
@@ -386,18 +386,13 @@ describe('kept open all day', () => {
       const { page: p } = await page({ allow: /status of 404/ });
       await p.goto(`${srv.url}/?refresh=1s`);
       await waitLoaded(p);
-      const visible = (on: boolean): Promise<void> => p.evaluate((v) => {
-        Object.defineProperty(document, 'hidden', { configurable: true, get: () => !v });
-        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (v ? 'visible' : 'hidden') });
-        document.dispatchEvent(new Event('visibilitychange'));
-      }, on);
-      await visible(false);
+      await showTab(p, false);
       // A refresh already under way when the tab hid may still finish; none starts after it.
       await p.waitForSelector('body:not([aria-busy])', { state: 'attached' });
       const hidden = srv.calls();
       await p.waitForTimeout(2500);
       expect(srv.calls()).toBe(hidden);
-      await visible(true);
+      await showTab(p, true);
       // A hidden tab keeps no timer: the refresh seen now is the one showing the tab started.
       await expect.poll(() => srv.calls(), { timeout: 20_000 }).toBeGreaterThan(hidden);
     } finally {

@@ -84,6 +84,15 @@ export async function closePages(open: WatchedPage[]): Promise<string[]> {
   return errs;
 }
 
+/** Shows or hides the page's tab, as the browser does when another tab or window covers it. */
+export function showTab(page: Page, on: boolean): Promise<void> {
+  return page.evaluate((v) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => !v });
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (v ? 'visible' : 'hidden') });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, on);
+}
+
 /** Waits until the shell has finished `n` data loads (body[data-loaded] counts them). */
 export async function waitLoaded(page: Page, atLeast = 1): Promise<void> {
   await page.waitForFunction((n) => Number(document.body.dataset['loaded'] ?? '0') >= n && !document.body.hasAttribute('aria-busy'), atLeast);
