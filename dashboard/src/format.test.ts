@@ -237,6 +237,9 @@ describe('format', () => {
     expect(partialBucketTitle(cut, 1800, 86_400_000)).toBe('02:00 UTC+1–02:23 UTC+1 (partial)');
     expect(timeOfDaySeconds(at('2026-10-25T00:15:30Z'))).toBe('02:15:30 UTC+2');
     expect(clockTime(at('2026-10-25T01:15:00Z'), at('2026-10-25T01:20:00Z'))).toBe('02:15 UTC+1');
+    // A custom range's field holds the time as typed, with no offset: one in that hour is read as its first run.
+    expect(inputDateTime(at('2026-10-25T01:30:00Z'))).toBe('25/10/2026 02:30');
+    expect(parseInputDateTime('25/10/2026 02:30')).toBe(at('2026-10-25T00:30:00Z'));
     // The hour the clocks skip in spring happens once, like every other.
     expect(dateTime(at('2026-03-29T01:00:00Z') - hour / 2)).toBe('29/03/2026, 01:30');
     expect(dateTime('2026-03-29T01:00:00Z')).toBe('29/03/2026, 03:00');
