@@ -118,7 +118,7 @@ export function start(root: HTMLElement): Dashboard {
   /** Where the pointer last moved to, on the screen. */
   let pointerAt = '';
   /** Text fields typed in and not sent: a reload would lose what they hold. */
-  const typed = new Set<HTMLInputElement | HTMLTextAreaElement>();
+  const unsent = new Set<HTMLInputElement | HTMLTextAreaElement>();
   // What a screen reader is told of refreshes instead: one that changed what the page shows (at most once a minute)
   // and hookwatch answering again after a failure (the failure itself is the alert's).
   const news = h('div', { id: 'refresh-news', class: 'sr-only', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
@@ -164,8 +164,8 @@ export function start(root: HTMLElement): Dashboard {
   function reloadIfUnused(): void {
     if (updateAt === undefined) return;
     // A field gone (another page drawn), emptied, or in a part closed for good (a silence form cancelled) holds nothing.
-    for (const f of typed) if (!f.isConnected || f.value === '' || f.closest('[hidden]')) typed.delete(f);
-    if (selfReloadDue({ nowMs: Date.now(), noticeAt: updateAt, usedAt, hidden: document.hidden, typing: typed.size > 0 })) location.reload();
+    for (const f of unsent) if (!f.isConnected || f.value === '' || f.closest('[hidden]')) unsent.delete(f);
+    if (selfReloadDue({ nowMs: Date.now(), noticeAt: updateAt, usedAt, hidden: document.hidden, typing: unsent.size > 0 })) location.reload();
   }
 
   /** A use of the page; not a pointer "moving" where it already was, as the browser reports when the page moves under it. */
@@ -186,11 +186,11 @@ export function start(root: HTMLElement): Dashboard {
    */
   function onInput(ev: Event): void {
     const f = ev.target;
-    if ((f instanceof HTMLTextAreaElement || (f instanceof HTMLInputElement && TEXT_FIELDS.has(f.type))) && f.closest('form:not([role="search"])')) typed.add(f);
+    if ((f instanceof HTMLTextAreaElement || (f instanceof HTMLInputElement && TEXT_FIELDS.has(f.type))) && f.closest('form:not([role="search"])')) unsent.add(f);
   }
 
   function sent(form: HTMLFormElement): void {
-    for (const f of typed) if (f.form === form) typed.delete(f);
+    for (const f of unsent) if (f.form === form) unsent.delete(f);
   }
 
   function askDimensions(): void {
