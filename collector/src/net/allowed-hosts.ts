@@ -57,12 +57,24 @@ export function isHostAndPort(value: string, required = false): boolean {
   return isIP(literal) === 6 || IP_FUTURE.test(literal);
 }
 
+/** The scheme and authority an absolute-form request target begins with (`http://host:4318`), of any scheme. */
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i;
+
 /**
  * The authority of an absolute-form request target (`http://host:4318/v1/logs`, which a client sends a proxy), of
  * any scheme, as Express serves any; undefined for a path (origin form) or `*`.
  */
 export function targetAuthority(url: string): string | undefined {
-  return /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1];
+  return ABSOLUTE_FORM.exec(url)?.[1];
+}
+
+/**
+ * The path a request target names: an absolute-form target's after its scheme and authority (RFC 9112 section
+ * 3.2.2), as Express reads it on the HTTP port; the query left out.
+ */
+export function targetPath(url: string): string {
+  const origin = ABSOLUTE_FORM.exec(url);
+  return (origin ? url.slice(origin[0].length) : url).split('?')[0] || '/';
 }
 
 /**

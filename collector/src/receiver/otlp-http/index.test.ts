@@ -338,9 +338,9 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     expect(answer.body.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{\}$/);
   });
 
-  it('HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 3.2.2) are served as the path they name, on the host it names', async () => {
+  it('HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 3.2.2) of any scheme, as the HTTP port reads one, are served as the path they name, on the host it names', async () => {
     const { port } = new URL(service.otlpHttpUrl);
-    for (const lines of [['POST /v1/logs HTTP/1.0'], [`POST http://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1'], [`POST HTTP://127.0.0.1:${port}/v1/logs?x=1 HTTP/1.1`, 'Host: 127.0.0.1'], [`POST http://localhost:${port}/v1/logs HTTP/1.1`, 'Host: evil.example']]) {
+    for (const lines of [['POST /v1/logs HTTP/1.0'], [`POST http://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1'], [`POST HTTP://127.0.0.1:${port}/v1/logs?x=1 HTTP/1.1`, 'Host: 127.0.0.1'], [`POST http://localhost:${port}/v1/logs HTTP/1.1`, 'Host: evil.example'], [`POST foo://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1']]) {
       const line = lines[0];
       const answer = await rawExchange(service.otlpHttpUrl, head([...lines, ...logsPost, 'Connection: close']) + '{}');
       expect(answer.head, line).toMatch(/^HTTP\/1\.1 200 OK\r\n/);

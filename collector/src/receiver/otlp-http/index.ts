@@ -21,7 +21,7 @@ import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type Receiver
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { atOnce } from '../../paced.ts';
-import { hostCheck, requestHost } from '../../net/allowed-hosts.ts';
+import { hostCheck, requestHost, targetPath } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
@@ -47,15 +47,6 @@ function mediaType(header: string | undefined): Encoding | undefined {
 /** The encoding of the answer to a request: its own, JSON when it is not OTLP (such as a person's curl). */
 function answerEncoding(req: IncomingMessage): Encoding {
   return mediaType(req.headers['content-type']) ?? 'json';
-}
-
-/**
- * The path a request names. An absolute-form target (`http://host:4318/v1/logs`, which a client sends a proxy)
- * names it after the scheme and host: a server takes that form too (RFC 9112 section 3.2.2).
- */
-function targetPath(url: string): string {
-  const origin = /^https?:\/\/[^/?#]*/i.exec(url);
-  return (origin ? url.slice(origin[0].length) : url).split('?')[0] || '/';
 }
 
 function contentType(encoding: Encoding): string {
