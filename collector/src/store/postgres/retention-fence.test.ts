@@ -121,7 +121,8 @@ describe('retention fenced by the leader lease', () => {
     await other.query('SELECT 1 FROM events FOR UPDATE');
     const run = store.prune(T0 + 2 * 3_600_000, 0).then(() => undefined, (err: unknown) => err as Error);
     await waitFor('the batch to wait on the lock', async () => ((await queryOnce(url, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'hookwatch' AND query LIKE 'DELETE FROM events%' AND wait_event_type = 'Lock'")).length ? true : undefined), 10_000);
-    // Renewed every third of the lease for twice the lease, each renewal answered at once.
+    // Renewed every third of the lease for twice the lease, each renewal answered: one the lease row held back
+    // would be given up after its bound (a third of the lease) and answer false.
     const renewals: number[] = [];
     for (let i = 0; i < 6; i++) {
       const sent = performance.now();
@@ -131,7 +132,6 @@ describe('retention fenced by the leader lease', () => {
     }
     // eslint-disable-next-line no-console
     console.log(`renewals while a retention batch waited on a row lock took ${renewals.join(', ')} ms`);
-    expect(Math.max(...renewals)).toBeLessThan(TTL_MS / 4);
     await other.query('COMMIT');
     expect(await run).toBeUndefined();
     expect(await eventsLeft(url)).toBe(0);
