@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  ago, bucketAxisTitle, bucketCell, bucketCovers, bucketLabel, bytes, chars, clockTime, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, num, parseInputDateTime, partialBucketTitle, pct, plural, setTimeZone, shownStatus,
+  ago, bucketAxisTitle, bucketCell, bucketCovers, bucketLabel, bytes, chars, clockTime, dateTime, day, dayMonth, headroomText, inputDateTime, inputDateTimeProblem, inputDateTimeRuns, num, partialBucketTitle, pct, plural, setTimeZone, shortOffset, shownStatus,
   statusTitle, timeOfDaySeconds, timeZone, timeZoneLabel,
 } from './format.ts';
 
@@ -39,9 +39,9 @@ describe('format', () => {
     expect(dateTime('2026-11-30T20:05:00Z')).toBe('30/11/2026, 20:05');
     expect(timeZoneLabel()).toBe('UTC');
     expect(inputDateTime(Date.parse('2026-11-30T20:05:00Z'))).toBe('30/11/2026 20:05');
-    expect(parseInputDateTime('30/11/2026 20:05')).toBe(Date.parse('2026-11-30T20:05:00Z'));
-    expect(parseInputDateTime('31/02/2026 10:00')).toBeNull();
-    expect(parseInputDateTime('11/30/2026')).toBeNull();
+    expect(inputDateTimeRuns('30/11/2026 20:05')).toEqual([Date.parse('2026-11-30T20:05:00Z')]);
+    expect(inputDateTimeRuns('31/02/2026 10:00')).toBeNull();
+    expect(inputDateTimeRuns('11/30/2026')).toBeNull();
   });
 
   it('labels buckets without repeating one day', () => {
@@ -198,11 +198,11 @@ describe('format', () => {
     expect(timeZoneLabel(Date.parse('2026-11-30T12:00:00Z'))).toBe('America/St_Johns (UTC-03:30)');
     expect(timeZoneLabel(Date.parse('2026-07-01T12:00:00Z'))).toBe('America/St_Johns (UTC-02:30)');
     expect(inputDateTime(Date.parse('2026-11-30T20:05:00Z'))).toBe('30/11/2026 16:35');
-    expect(parseInputDateTime('30/11/2026 16:35')).toBe(Date.parse('2026-11-30T20:05:00Z'));
+    expect(inputDateTimeRuns('30/11/2026 16:35')).toEqual([Date.parse('2026-11-30T20:05:00Z')]);
     browserIn('Australia/Adelaide');
     expect(timeZoneLabel(Date.parse('2026-11-30T12:00:00Z'))).toBe('Australia/Adelaide (UTC+10:30)');
     // The custom range's days roll over at the browser's midnight, not UTC's.
-    expect(parseInputDateTime('01/12/2026')).toBe(Date.parse('2026-11-30T13:30:00Z'));
+    expect(inputDateTimeRuns('01/12/2026')).toEqual([Date.parse('2026-11-30T13:30:00Z')]);
   });
 
   it('names both offsets of a range over a change of daylight saving time, and refuses a time the clocks skip', () => {
@@ -212,13 +212,16 @@ describe('format', () => {
     expect(timeZoneLabel(Date.parse('2026-10-26T10:00:00Z'), 'local', Date.parse('2026-10-27T11:00:00Z'))).toBe('Europe/Berlin (UTC+01:00)');
     expect(timeZoneLabel(Date.parse('2026-10-24T10:00:00Z'), 'UTC', Date.parse('2026-10-26T11:00:00Z'))).toBe('UTC');
     // They go forward on 29/03/2026 from 02:00 to 03:00: 02:30 is no time in Berlin.
-    expect(parseInputDateTime('29/03/2026 02:30')).toBeNull();
+    expect(inputDateTimeRuns('29/03/2026 02:30')).toBeNull();
     expect(inputDateTimeProblem('29/03/2026 02:30')).toBe('29/03/2026 02:30 does not exist in Europe/Berlin: the clocks skip it when daylight saving time starts.');
-    expect(parseInputDateTime('29/03/2026 03:00')).toBe(Date.parse('2026-03-29T01:00:00Z'));
-    // 02:30 on 25/10 happens twice: the first one, in summer time.
-    expect(parseInputDateTime('25/10/2026 02:30')).toBe(Date.parse('2026-10-25T00:30:00Z'));
+    expect(inputDateTimeRuns('29/03/2026 03:00')).toEqual([Date.parse('2026-03-29T01:00:00Z')]);
+    // 02:30 on 25/10 happens twice: in summer time, then in winter time; 01:59 and 03:00 once.
+    expect(inputDateTimeRuns('25/10/2026 02:30')).toEqual([Date.parse('2026-10-25T00:30:00Z'), Date.parse('2026-10-25T01:30:00Z')]);
+    expect(inputDateTimeRuns('25/10/2026 02:00')).toEqual([Date.parse('2026-10-25T00:00:00Z'), Date.parse('2026-10-25T01:00:00Z')]);
+    expect(inputDateTimeRuns('25/10/2026 01:59')).toEqual([Date.parse('2026-10-24T23:59:00Z')]);
+    expect(inputDateTimeRuns('25/10/2026 03:00')).toEqual([Date.parse('2026-10-25T02:00:00Z')]);
     setTimeZone('UTC');
-    expect(parseInputDateTime('29/03/2026 02:30')).toBe(Date.parse('2026-03-29T02:30:00Z'));
+    expect(inputDateTimeRuns('29/03/2026 02:30')).toEqual([Date.parse('2026-03-29T02:30:00Z')]);
   });
 
   it('tells the two runs of the hour the clocks repeat apart by their offsets, and only those', () => {
@@ -237,9 +240,10 @@ describe('format', () => {
     expect(partialBucketTitle(cut, 1800, 86_400_000)).toBe('02:00 UTC+1–02:23 UTC+1 (partial)');
     expect(timeOfDaySeconds(at('2026-10-25T00:15:30Z'))).toBe('02:15:30 UTC+2');
     expect(clockTime(at('2026-10-25T01:15:00Z'), at('2026-10-25T01:20:00Z'))).toBe('02:15 UTC+1');
-    // A custom range's field holds the time as typed, with no offset: one in that hour is read as its first run.
+    // A custom range's field holds the time as the clock shows it, with no offset: one in that hour names both runs,
+    // told apart by their offsets.
     expect(inputDateTime(at('2026-10-25T01:30:00Z'))).toBe('25/10/2026 02:30');
-    expect(parseInputDateTime('25/10/2026 02:30')).toBe(at('2026-10-25T00:30:00Z'));
+    expect(inputDateTimeRuns('25/10/2026 02:30')?.map(shortOffset)).toEqual(['UTC+2', 'UTC+1']);
     // The hour the clocks skip in spring happens once, like every other.
     expect(dateTime(at('2026-03-29T01:00:00Z') - hour / 2)).toBe('29/03/2026, 01:30');
     expect(dateTime('2026-03-29T01:00:00Z')).toBe('29/03/2026, 03:00');
@@ -247,6 +251,7 @@ describe('format', () => {
     browserIn('Australia/Lord_Howe');
     expect(dateTime('2026-04-04T14:45:00Z')).toBe('05/04/2026, 01:45 UTC+11');
     expect(dateTime('2026-04-04T15:15:00Z')).toBe('05/04/2026, 01:45 UTC+10:30');
+    expect(inputDateTimeRuns('05/04/2026 01:45')).toEqual([at('2026-04-04T14:45:00Z'), at('2026-04-04T15:15:00Z')]);
     // In UTC no time repeats.
     setTimeZone('UTC');
     expect(dateTime('2026-10-25T00:30:00Z')).toBe('25/10/2026, 00:30');
@@ -266,14 +271,14 @@ describe('format', () => {
 
   it('refuses dates that are not real, and times out of range', () => {
     setTimeZone('UTC');
-    expect(parseInputDateTime('29/02/2026')).toBeNull();
-    expect(parseInputDateTime('29/02/2028')).toBe(Date.parse('2028-02-29T00:00:00Z'));
-    expect(parseInputDateTime('30/11/2026 24:00')).toBeNull();
-    expect(parseInputDateTime('30/11/2026 10:60')).toBeNull();
-    expect(parseInputDateTime('00/11/2026')).toBeNull();
-    expect(parseInputDateTime('30/13/2026')).toBeNull();
-    expect(parseInputDateTime(' 1/2/2026 9:05 ')).toBe(Date.parse('2026-02-01T09:05:00Z'));
-    expect(parseInputDateTime('')).toBeNull();
+    expect(inputDateTimeRuns('29/02/2026')).toBeNull();
+    expect(inputDateTimeRuns('29/02/2028')).toEqual([Date.parse('2028-02-29T00:00:00Z')]);
+    expect(inputDateTimeRuns('30/11/2026 24:00')).toBeNull();
+    expect(inputDateTimeRuns('30/11/2026 10:60')).toBeNull();
+    expect(inputDateTimeRuns('00/11/2026')).toBeNull();
+    expect(inputDateTimeRuns('30/13/2026')).toBeNull();
+    expect(inputDateTimeRuns(' 1/2/2026 9:05 ')).toEqual([Date.parse('2026-02-01T09:05:00Z')]);
+    expect(inputDateTimeRuns('')).toBeNull();
   });
 
   it('explains each status, and reads no status as unknown', () => {

@@ -61,7 +61,7 @@ function repeatedTime(ms: number): boolean {
 }
 
 /** An offset as short as a label allows: "UTC+2", "UTC+10:30", "UTC-3:30". */
-function shortOffset(ms: number): string {
+export function shortOffset(ms: number): string {
   const off = offsetMinutes(ms);
   const a = Math.abs(off);
   return `UTC${off < 0 ? '-' : '+'}${Math.floor(a / 60)}${a % 60 ? `:${String(a % 60).padStart(2, '0')}` : ''}`;
@@ -359,13 +359,21 @@ function readInputDateTime(text: string): number | 'malformed' | 'skipped' {
   return ms;
 }
 
-/** Parses "DD/MM/YYYY HH:MM" (or "DD/MM/YYYY") in the chosen zone; null when it is not a real date and time there. */
-export function parseInputDateTime(text: string): number | null {
+/**
+ * The instants "DD/MM/YYYY HH:MM" (or "DD/MM/YYYY") names in the chosen zone: one, or two, the first run first, for
+ * a time in the hour the clocks repeat when they go back (02:30 on 25/10/2026 in Berlin, in summer time then in
+ * winter time); null when it is not a real date and time there.
+ */
+export function inputDateTimeRuns(text: string): number[] | null {
   const t = readInputDateTime(text);
-  return typeof t === 'number' ? t : null;
+  if (typeof t !== 'number' || !repeatedTime(t)) return typeof t === 'number' ? [t] : null;
+  const own = offsetMinutes(t);
+  const others = [offsetMinutes(t - 6 * 3_600_000), offsetMinutes(t + 6 * 3_600_000)].filter((o) => o !== own);
+  const runs = others.map((o) => t + (own - o) * 60_000).filter((ms) => inputDateTime(ms) === inputDateTime(t));
+  return [...new Set([t, ...runs])].sort((a, b) => a - b);
 }
 
-/** What is wrong with a custom-range field parseInputDateTime refuses, for the person who typed it. */
+/** What is wrong with a custom-range field inputDateTimeRuns refuses, for the person who typed it. */
 export function inputDateTimeProblem(text: string): string | null {
   const t = readInputDateTime(text);
   if (t === 'malformed') return 'Write dates as DD/MM/YYYY HH:MM.';

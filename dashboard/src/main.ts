@@ -14,8 +14,8 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  REFRESH_CHOICES, THEME_LABEL, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
+  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type RunChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -367,36 +367,46 @@ export function start(root: HTMLElement): Dashboard {
 
   function rangePicker(state: ViewState): HTMLElement {
     const bounds = customFieldBounds(state.range, Date.now());
-    // Text inputs in the dashboard's own DD/MM/YYYY HH:MM and zone: a datetime-local input follows the browser's
-    // locale (MM/DD, 12-hour) and always the browser's zone.
-    const field = (id: string, ms: number): HTMLInputElement => h('input', {
-      type: 'text', id, value: inputDateTime(ms), inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false',
-      placeholder: 'DD/MM/YYYY HH:MM', size: 16,
-    });
-    const customFrom = field('range-from', bounds.from);
-    const customTo = field('range-to', bounds.to);
+    const from = customField('range-from', 'start', bounds.from);
+    const to = customField('range-to', 'end', bounds.to);
     const zoneNote = h('span', { class: 'muted small' }, timeZoneLabel());
+    /** Each field's time the clocks show twice gets its offsets offered beside it, the one taken selected. */
+    const showRuns = (): void => {
+      const choices = customRunChoices(from.field, to.field, Date.now());
+      from.showRuns(choices.from);
+      to.showRuns(choices.to);
+    };
     // A preset's fields offer the last day until now, kept so while the page is open until the user types in them.
     let typed = false;
-    for (const f of [customFrom, customTo]) f.addEventListener('input', () => void (typed = true));
+    for (const f of [from, to]) {
+      f.input.addEventListener('input', () => {
+        typed = true;
+        showRuns();
+      });
+      f.offset.addEventListener('change', showRuns);
+    }
+    showRuns();
     headerClocks.push(() => {
       setText(zoneNote, timeZoneLabel());
-      if (typed || state.range.kind === 'custom') return;
-      const now = customFieldBounds(state.range, Date.now());
-      for (const [f, ms] of [[customFrom, now.from], [customTo, now.to]] as const) if (f.value !== inputDateTime(ms)) f.value = inputDateTime(ms);
+      if (!typed && state.range.kind !== 'custom') {
+        const now = customFieldBounds(state.range, Date.now());
+        from.fill(now.from);
+        to.fill(now.to);
+      }
+      showRuns();
     });
     const customError = h('span', { class: 'form-error', role: 'status' });
     const form = h('form', {
       class: 'custom-range',
       onsubmit: (ev: Event) => {
         ev.preventDefault();
-        const r = customRangeFrom(customFrom.value, customTo.value);
+        const r = customRangeFrom(from.field, to.field, Date.now());
         if ('error' in r) customError.textContent = r.error;
         else navigate(rangeUrl(current(), r.range));
       },
     },
-    h('label', { for: 'range-from' }, 'From'), customFrom,
-    h('label', { for: 'range-to' }, 'To'), customTo,
+    h('span', { class: 'range-field' }, h('label', { for: 'range-from' }, 'From'), from.input, from.offset),
+    h('span', { class: 'range-field' }, h('label', { for: 'range-to' }, 'To'), to.input, to.offset),
     zoneNote,
     h('button', { type: 'submit', class: 'apply' }, 'Apply'), customError);
     return h('div', { class: 'range', role: 'group', 'aria-label': `Time range: ${rangeLabel(state.range)}` },
@@ -409,6 +419,41 @@ export function start(root: HTMLElement): Dashboard {
       }, p)),
       customPopover(form, state.range.kind === 'custom'),
     );
+  }
+
+  /**
+   * A custom-range field filled with `ms`: a text input in the dashboard's own DD/MM/YYYY HH:MM and zone (a
+   * datetime-local input follows the browser's locale, MM/DD and 12-hour, and always the browser's zone), and beside
+   * it the offsets of a time in it that the clocks show twice, shown only then. Its CustomField keeps the instant it
+   * was filled with while its text is as filled, and the offset chosen.
+   */
+  function customField(id: string, which: string, ms: number): { input: HTMLInputElement; offset: HTMLSelectElement; field: CustomField; fill(ms: number): void; showRuns(c: RunChoice | null): void } {
+    const input = h('input', {
+      type: 'text', id, value: inputDateTime(ms), inputmode: 'numeric', autocomplete: 'off', spellcheck: 'false',
+      placeholder: 'DD/MM/YYYY HH:MM', size: 16,
+    });
+    const offset = h('select', { id: `${id}-offset`, class: 'range-offset', hidden: true });
+    const field: CustomField = { text: input.value, filled: { text: input.value, ms } };
+    input.addEventListener('input', () => void (field.text = input.value));
+    offset.addEventListener('change', () => void (field.run = Number(offset.value)));
+    return {
+      input, offset, field,
+      fill(next: number): void {
+        const text = inputDateTime(next);
+        if (input.value !== text) input.value = text;
+        Object.assign(field, { text, filled: { text, ms: next } });
+      },
+      showRuns(c: RunChoice | null): void {
+        offset.hidden = c === null;
+        if (c === null) return;
+        const label = `Offset of the ${which}: the clocks show ${input.value.trim()} twice`;
+        offset.title = label;
+        offset.setAttribute('aria-label', label);
+        const texts = c.offsets.map((o, i) => `${o} (${i === 0 ? 'first' : 'second'})`);
+        if ([...offset.options].map((o) => o.text).join() !== texts.join()) replace(offset, ...texts.map((t, i) => h('option', { value: String(i) }, t)));
+        offset.value = String(c.run);
+      },
+    };
   }
 
   /**

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { setTimeZone } from './format.ts';
+import { inputDateTime, setTimeZone } from './format.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -12,7 +12,12 @@ const at = (url: string) => {
 };
 const params = (qs: string) => new URLSearchParams(qs);
 
-afterEach(() => setTimeZone('local'));
+const TZ = process.env['TZ'];
+afterEach(() => {
+  if (TZ === undefined) delete process.env['TZ'];
+  else process.env['TZ'] = TZ;
+  setTimeZone('local');
+});
 
 describe('filters', () => {
   it('narrow the overview and hook pages only, and the other pages say so instead of showing chips', () => {
@@ -116,12 +121,57 @@ describe('range and filters', () => {
 
   it('reads a custom range in the chosen zone and says what is wrong with a bad one', () => {
     setTimeZone('UTC');
-    expect(customRangeFrom('29/11/2026 22:00', '30/11/2026 06:30')).toEqual({ range: { kind: 'custom', from: '2026-11-29T22:00:00.000Z', to: '2026-11-30T06:30:00.000Z' } });
-    expect(customRangeFrom('30/11/2026', '01/12/2026')).toEqual({ range: { kind: 'custom', from: '2026-11-30T00:00:00.000Z', to: '2026-12-01T00:00:00.000Z' } });
-    expect(customRangeFrom('11/30/2026 10:00', '01/12/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
-    expect(customRangeFrom('31/02/2026 10:00', '01/03/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
-    expect(customRangeFrom('30/11/2026 10:00', '30/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
-    expect(customRangeFrom('30/11/2026 10:00', '29/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
+    const now = Date.parse('2026-12-01T12:00:00Z');
+    const range = (from: string, to: string): ReturnType<typeof customRangeFrom> => customRangeFrom({ text: from }, { text: to }, now);
+    expect(range('29/11/2026 22:00', '30/11/2026 06:30')).toEqual({ range: { kind: 'custom', from: '2026-11-29T22:00:00.000Z', to: '2026-11-30T06:30:00.000Z' } });
+    expect(range('30/11/2026', '01/12/2026')).toEqual({ range: { kind: 'custom', from: '2026-11-30T00:00:00.000Z', to: '2026-12-01T00:00:00.000Z' } });
+    expect(range('11/30/2026 10:00', '01/12/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
+    expect(range('31/02/2026 10:00', '01/03/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
+    expect(range('30/11/2026 10:00', '30/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
+    expect(range('30/11/2026 10:00', '29/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
+    expect(customRunChoices({ text: '29/11/2026 22:00' }, { text: 'soon' }, now)).toEqual({ from: null, to: null });
+  });
+
+  it('keeps the instant a field was filled with while its text is as filled, to the millisecond', () => {
+    setTimeZone('UTC');
+    const now = Date.parse('2026-11-30T08:30:12.345Z');
+    const filled = (ms: number): { text: string; filled: { text: string; ms: number } } => ({ text: inputDateTime(ms), filled: { text: inputDateTime(ms), ms } });
+    expect(customRangeFrom(filled(now - 86_400_000), filled(now), now)).toEqual({ range: { kind: 'custom', from: '2026-11-29T08:30:12.345Z', to: '2026-11-30T08:30:12.345Z' } });
+    // Typed over, the field is read as typed.
+    expect(customRangeFrom(filled(now - 86_400_000), { ...filled(now), text: '30/11/2026 08:00' }, now))
+      .toEqual({ range: { kind: 'custom', from: '2026-11-29T08:30:12.345Z', to: '2026-11-30T08:00:00.000Z' } });
+  });
+
+  it('reads a time typed in the hour the clocks repeat as the run chosen, else the one just passed, or to come', () => {
+    process.env['TZ'] = 'Europe/Berlin';
+    setTimeZone('local');
+    // The clocks go back from 03:00 CEST to 02:00 CET at 01:00 UTC on 25/10/2026: 02:00 to 02:59 happen twice.
+    const winter0230 = Date.parse('2026-10-25T01:30:00.000Z');
+    const first = (t: string): string => new Date(Date.parse(t) - 3_600_000).toISOString();
+    const at = (from: string, to: string, nowMs: number, runs: { from?: number; to?: number } = {}): ReturnType<typeof customRangeFrom> =>
+      customRangeFrom({ text: from, run: runs.from }, { text: to, run: runs.to }, nowMs);
+    // Until now, offered at 02:30 winter time and left as filled: now, not an hour earlier.
+    const untouched = { text: '25/10/2026 02:30', filled: { text: '25/10/2026 02:30', ms: winter0230 } };
+    expect(customRangeFrom({ text: '24/10/2026 02:30' }, untouched, winter0230)).toEqual({ range: { kind: 'custom', from: '2026-10-24T00:30:00.000Z', to: '2026-10-25T01:30:00.000Z' } });
+    expect(customRunChoices({ text: '24/10/2026 02:30' }, untouched, winter0230)).toEqual({ from: null, to: { offsets: ['UTC+2', 'UTC+1'], run: 1 } });
+    // Typed at 02:45 winter time: both runs of 02:10 and 02:20 have passed, the later ones are taken.
+    const later = Date.parse('2026-10-25T01:45:00Z');
+    expect(at('25/10/2026 02:10', '25/10/2026 02:20', later)).toEqual({ range: { kind: 'custom', from: '2026-10-25T01:10:00.000Z', to: '2026-10-25T01:20:00.000Z' } });
+    // 02:50 winter time is to come, 02:20 winter time has passed: the start is the 02:50 that makes a range.
+    expect(at('25/10/2026 02:50', '25/10/2026 02:20', later)).toEqual({ range: { kind: 'custom', from: first('2026-10-25T01:50:00Z'), to: '2026-10-25T01:20:00.000Z' } });
+    expect(customRunChoices({ text: '25/10/2026 02:50' }, { text: '25/10/2026 02:20' }, later)).toEqual({ from: { offsets: ['UTC+2', 'UTC+1'], run: 0 }, to: { offsets: ['UTC+2', 'UTC+1'], run: 1 } });
+    // Typed in summer time, at 02:45 UTC+2: the second run is an hour away, so 02:20 is the first.
+    expect(at('24/10/2026 12:00', '25/10/2026 02:20', later - 3_600_000)).toMatchObject({ range: { to: first('2026-10-25T01:20:00Z') } });
+    // The run chosen beside the field is the one read, whatever the time now.
+    expect(at('25/10/2026 02:10', '25/10/2026 02:20', later, { to: 0 })).toEqual({ range: { kind: 'custom', from: first('2026-10-25T01:10:00Z'), to: first('2026-10-25T01:20:00Z') } });
+    expect(at('25/10/2026 02:10', '25/10/2026 02:20', later, { from: 1, to: 0 })).toEqual({ error: 'The start must be before the end.' });
+    // Filled in the first run, a field keeps it; chosen otherwise, it takes the other.
+    const summer = { text: '25/10/2026 02:30', filled: { text: '25/10/2026 02:30', ms: winter0230 - 3_600_000 } };
+    expect(customRangeFrom(summer, { text: '25/10/2026 04:00' }, later)).toMatchObject({ range: { from: first('2026-10-25T01:30:00Z') } });
+    expect(customRunChoices(summer, { text: '25/10/2026 04:00' }, later)).toEqual({ from: { offsets: ['UTC+2', 'UTC+1'], run: 0 }, to: null });
+    expect(customRangeFrom({ ...summer, run: 1 }, { text: '25/10/2026 04:00' }, later)).toMatchObject({ range: { from: '2026-10-25T01:30:00.000Z' } });
+    // Any other hour is read once, with nothing to choose.
+    expect(customRunChoices({ text: '25/10/2026 01:30' }, { text: '25/10/2026 03:00' }, later)).toEqual({ from: null, to: null });
   });
 
   it('starts the custom fields at the URL\'s range, or the last day', () => {

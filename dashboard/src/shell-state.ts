@@ -3,7 +3,7 @@
  * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
-import { ago, clockTime, dateTime, inputDateTimeProblem, parseInputDateTime, type TimeZoneChoice } from './format.ts';
+import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, shortOffset, type TimeZoneChoice } from './format.ts';
 import { buildUrl, filterList, refreshMs, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
@@ -164,14 +164,83 @@ export function removeFilter(filters: Record<string, string>, dimension: string)
   return next;
 }
 
-/** A custom range from the header's two DD/MM/YYYY HH:MM fields (in the chosen zone), or what is wrong with them. */
-export function customRangeFrom(fromText: string, toText: string): { range: Range } | { error: string } {
-  const problem = inputDateTimeProblem(fromText) ?? inputDateTimeProblem(toText);
+/**
+ * A custom-range field as the header holds it: its text; the instant the page filled it with (kept while the text
+ * is still the one filled, so an untouched "now" stays now, whatever the hour); and the run a reader chose of a time
+ * the clocks show twice (0 the first, 1 the second).
+ */
+export interface CustomField {
+  text: string;
+  filled?: { text: string; ms: number };
+  run?: number;
+}
+
+/** The runs of a time a field names that the clocks show twice: their offsets ("UTC+2", "UTC+1") and the one taken. */
+export interface RunChoice {
+  offsets: string[];
+  run: number;
+}
+
+/** A field read: its instants (two in the hour the clocks repeat) and the order they are tried in; or its problem. */
+type FieldRuns = { runs: number[]; order: number[] } | { error: string };
+
+/**
+ * The instants a field names, and which to take: the run chosen; else the instant filled, while the text is as
+ * filled; else the latest not after now, then the earliest after it (a time typed in the repeated hour is the one
+ * just passed, or the one to come).
+ */
+function fieldRuns(f: CustomField, nowMs: number): FieldRuns {
+  const problem = inputDateTimeProblem(f.text);
   if (problem !== null) return { error: problem };
-  const from = parseInputDateTime(fromText) as number;
-  const to = parseInputDateTime(toText) as number;
-  if (from >= to) return { error: 'The start must be before the end.' };
-  return { range: { kind: 'custom', from: new Date(from).toISOString(), to: new Date(to).toISOString() } };
+  const runs = inputDateTimeRuns(f.text) as number[];
+  const exact = f.filled?.text === f.text ? f.filled.ms : undefined;
+  const filledRun = exact === undefined ? -1 : runs.findIndex((r) => r <= exact && exact < r + 60_000);
+  if (filledRun >= 0) runs[filledRun] = exact as number;
+  const chosen = f.run !== undefined && f.run < runs.length ? f.run : filledRun;
+  if (chosen >= 0) return { runs, order: [chosen] };
+  const byNearness = runs.map((_r, i) => i).sort((a, b) => {
+    const [ra, rb] = [runs[a] as number, runs[b] as number];
+    return ra <= nowMs === rb <= nowMs ? (ra <= nowMs ? rb - ra : ra - rb) : (ra <= nowMs ? -1 : 1);
+  });
+  return { runs, order: byNearness };
+}
+
+/**
+ * The two fields read together: each field's runs in its order, the first pair that makes a range (a start before
+ * the end) taken, else the first of each.
+ */
+function readFields(from: CustomField, to: CustomField, nowMs: number): { from: FieldRuns; to: FieldRuns; pick: [number, number] | null } {
+  const f = fieldRuns(from, nowMs);
+  const t = fieldRuns(to, nowMs);
+  if ('error' in f || 'error' in t) return { from: f, to: t, pick: null };
+  const pairs = f.order.flatMap((i) => t.order.map((j) => [i, j] as [number, number]));
+  return { from: f, to: t, pick: pairs.find(([i, j]) => (f.runs[i] as number) < (t.runs[j] as number)) ?? pairs[0] ?? null };
+}
+
+/**
+ * A custom range from the header's two DD/MM/YYYY HH:MM fields (in the chosen zone), or what is wrong with them. A
+ * field as the page filled it keeps the instant filled; a time in the hour the clocks repeat is the run chosen, or
+ * the one customRunChoices shows.
+ */
+export function customRangeFrom(from: CustomField, to: CustomField, nowMs: number): { range: Range } | { error: string } {
+  const r = readFields(from, to, nowMs);
+  if ('error' in r.from) return { error: r.from.error };
+  if ('error' in r.to) return { error: r.to.error };
+  const [i, j] = r.pick as [number, number];
+  const [fromMs, toMs] = [r.from.runs[i] as number, r.to.runs[j] as number];
+  if (fromMs >= toMs) return { error: 'The start must be before the end.' };
+  return { range: { kind: 'custom', from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString() } };
+}
+
+/**
+ * The offsets offered beside each field whose time the clocks show twice, and the run customRangeFrom takes; null
+ * for a field whose time they show once (or that names no time).
+ */
+export function customRunChoices(from: CustomField, to: CustomField, nowMs: number): { from: RunChoice | null; to: RunChoice | null } {
+  const r = readFields(from, to, nowMs);
+  const choice = (f: FieldRuns, picked: number | undefined): RunChoice | null =>
+    'error' in f || f.runs.length < 2 ? null : { offsets: f.runs.map(shortOffset), run: picked ?? (f.order[0] as number) };
+  return { from: choice(r.from, r.pick?.[0]), to: choice(r.to, r.pick?.[1]) };
 }
 
 /** The bounds the custom-range fields start with: the URL's custom range, or the last day. */

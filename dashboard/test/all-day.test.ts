@@ -600,3 +600,54 @@ describe('data in the hour the clocks repeat', () => {
     for (const caption of ['Largest output per bucket', 'Success and persisted outputs per bucket']) expect(await starts(caption), caption).toEqual(twice);
   });
 });
+
+describe('a custom range in the hour the clocks repeat', () => {
+  it('ends until now at now, and reads a time typed in that hour as the offset chosen beside it', { timeout: 60_000 }, async () => {
+    // 02:30 in Berlin on 25/10/2026, winter time: the clocks went back from 03:00 to 02:00 at 01:00 UTC.
+    const now = Date.parse('2026-10-25T01:30:00Z');
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    const svc = await startTestService({}, { dir, now: () => now });
+    cleanups.push(() => svc.close());
+    const { page: p } = await page(undefined, 'Europe/Berlin');
+    await p.clock.install({ time: now });
+    await p.goto(`${svc.httpUrl}/?range=24h&refresh=off`);
+    await waitLoaded(p);
+    const applied = async (): Promise<{ from: number; to: number; label: string | null }> => {
+      const loads = await p.evaluate(() => Number(document.body.dataset['loaded']));
+      await p.click('.custom-range button.apply');
+      await waitLoaded(p, loads + 1);
+      const u = new URL(p.url());
+      const label = await p.getAttribute('header .range[role="group"]', 'aria-label');
+      return { from: Date.parse(u.searchParams.get('from') ?? ''), to: Date.parse(u.searchParams.get('to') ?? ''), label };
+    };
+    const offset = (id: string): Promise<{ shown: boolean; options: string[]; chosen: string; name: string | null }> => p.evaluate((sel) => {
+      const s = document.querySelector<HTMLSelectElement>(sel);
+      if (!s) throw new Error(`no ${sel}`);
+      return { shown: !s.hidden && s.offsetParent !== null, options: [...s.options].map((o) => o.text), chosen: s.selectedOptions[0]?.text ?? '', name: s.getAttribute('aria-label') };
+    }, `#${id}-offset`);
+
+    // The last day until now, as offered: it ends now, in winter time, not an hour earlier in summer time.
+    await p.click('details.custom summary');
+    expect([await p.inputValue('#range-from'), await p.inputValue('#range-to')]).toEqual(['24/10/2026 03:30', '25/10/2026 02:30']);
+    expect((await offset('range-from')).shown).toBe(false);
+    expect(await offset('range-to')).toEqual({ shown: true, options: ['UTC+2 (first)', 'UTC+1 (second)'], chosen: 'UTC+1 (second)', name: 'Offset of the end: the clocks show 25/10/2026 02:30 twice' });
+    const untilNow = await applied();
+    expect(untilNow.to - now).toBeGreaterThanOrEqual(0);
+    expect(untilNow.to - now).toBeLessThan(60_000);
+    expect(untilNow.to - untilNow.from).toBe(86_400_000);
+
+    // Typed in that hour: the runs passed are offered first, and the one chosen is the one read.
+    await p.click('details.custom summary');
+    await p.fill('#range-from', '25/10/2026 02:10');
+    await p.fill('#range-to', '25/10/2026 02:20');
+    expect([(await offset('range-from')).chosen, (await offset('range-to')).chosen]).toEqual(['UTC+1 (second)', 'UTC+1 (second)']);
+    await p.selectOption('#range-from-offset', { label: 'UTC+2 (first)' });
+    expect(await applied()).toEqual({ from: Date.parse('2026-10-25T00:10:00Z'), to: Date.parse('2026-10-25T01:20:00Z'), label: 'Time range: 25/10/2026, 02:10 UTC+2 to 25/10/2026, 02:20 UTC+1 Europe/Berlin (UTC+02:00 to UTC+01:00)' });
+    // Opened again, the fields hold the range applied, each with its offset.
+    await p.click('details.custom summary');
+    expect([(await offset('range-from')).chosen, (await offset('range-to')).chosen]).toEqual(['UTC+2 (first)', 'UTC+1 (second)']);
+    // A time the clocks show once has nothing to choose.
+    await p.fill('#range-from', '25/10/2026 01:30');
+    expect((await offset('range-from')).shown).toBe(false);
+  });
+});
