@@ -14,13 +14,15 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type RunChoice,
+  REFRESH_CHOICES, THEME_LABEL, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
 
 const TZ_KEY = 'hookwatch.tz';
+/** Where the view a reload comes back to is kept, for the tab (sessionStorage). */
+const VIEW_KEY = 'hookwatch.view';
 /** How often relative times and the age of the data shown are read again. */
 const AGE_TICK_MS = 5000;
 /**
@@ -152,7 +154,7 @@ export function start(root: HTMLElement): Dashboard {
       if (r.build === build) return;
       updateNote.hidden = false;
       updateAt = Date.now();
-      replace(updateNote, `${UPDATE_NOTICE} `, h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload now'));
+      replace(updateNote, `${UPDATE_NOTICE} `, h('button', { type: 'button', class: 'reload', onclick: reload }, 'Reload now'));
       say(UPDATE_NOTICE, updateAt);
       reloadIfUnused();
     }, () => undefined).finally(() => {
@@ -160,12 +162,19 @@ export function start(root: HTMLElement): Dashboard {
     });
   }
 
+  /** The page reloading itself (or at its button): it comes back to the view it shows (keepView). */
+  let reloading = false;
+  function reload(): void {
+    reloading = true;
+    location.reload();
+  }
+
   /** A newer dashboard is served and nobody is using this page (selfReloadDue): it reloads, on the same URL. */
   function reloadIfUnused(): void {
     if (updateAt === undefined) return;
     // A field gone (another page drawn), emptied, or in a part closed for good (a silence form cancelled) holds nothing.
     for (const f of unsent) if (!f.isConnected || f.value === '' || f.closest('[hidden]')) unsent.delete(f);
-    if (selfReloadDue({ nowMs: Date.now(), noticeAt: updateAt, usedAt, hidden: document.hidden, typing: unsent.size > 0 })) location.reload();
+    if (selfReloadDue({ nowMs: Date.now(), noticeAt: updateAt, usedAt, hidden: document.hidden, typing: unsent.size > 0 })) reload();
   }
 
   /** A use of the page; not a pointer "moving" where it already was, as the browser reports when the page moves under it. */
@@ -503,14 +512,14 @@ export function start(root: HTMLElement): Dashboard {
    * the page is loaded again; the last data stays, or the page says why it shows none.
    */
   function showSignedOut(err: ApiFailure, gen: number): void {
-    const reload = (): HTMLButtonElement => h('button', { type: 'button', class: 'reload', onclick: () => location.reload() }, 'Reload to sign in');
+    const reloadButton = (): HTMLButtonElement => h('button', { type: 'button', class: 'reload', onclick: reload }, 'Reload to sign in');
     banner.hidden = false;
     replace(alertText, h('strong', null, 'Signed out: '), err.message);
     signedOutGen = gen;
     drawSignedOut();
-    replace(failureAction, ' ', reload());
+    replace(failureAction, ' ', reloadButton());
     if (gen !== shownGeneration && content) {
-      replace(content, h('section', { class: 'panel empty', id: 'signed-out' }, h('h1', null, 'Signed out'), h('p', null, err.message, '. '), reload()));
+      replace(content, h('section', { class: 'panel empty', id: 'signed-out' }, h('h1', null, 'Signed out'), h('p', null, err.message, '. '), reloadButton()));
     }
   }
 
@@ -636,6 +645,8 @@ export function start(root: HTMLElement): Dashboard {
       showUpdated(readState(location));
       refreshNews(recovered, firstShown);
       if (recovered || lastUpdated - buildAskedAt >= BUILD_CHECK_MS) checkBuild();
+      if (kept && firstShown) restoreView(kept);
+      kept = null;
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
@@ -703,10 +714,9 @@ export function start(root: HTMLElement): Dashboard {
     const one = (selector: string) => (): HTMLElement | null => root.querySelector<HTMLElement>(selector);
     if (el.dataset['sort']) return one(`[data-sort="${CSS.escape(el.dataset['sort'])}"]`);
     if (el.id) return one(`#${CSS.escape(el.id)}`);
-    const holder = el.parentElement?.closest<HTMLElement>('[data-alert-id], [data-hook-id], [id]');
-    if (!holder) return null;
-    const [attr, value] = holder.id ? ['id', holder.id] : holder.dataset['alertId'] ? ['data-alert-id', holder.dataset['alertId']] : ['data-hook-id', holder.dataset['hookId'] ?? ''];
-    const scope = `[${attr}="${CSS.escape(value)}"]`;
+    const part = partOf(el, '[data-alert-id], [data-hook-id], [id]');
+    if (!part) return null;
+    const { holder, scope } = part;
     const index = [...holder.querySelectorAll(FOCUSABLE)].indexOf(el);
     return () => {
       const part = root.querySelector<HTMLElement>(scope);
@@ -716,6 +726,55 @@ export function start(root: HTMLElement): Dashboard {
       if (!part.hasAttribute('tabindex')) part.tabIndex = -1;
       return part;
     };
+  }
+
+  /**
+   * The nearest part of the page around `el`, among `parts`, that keeps its identity when drawn anew (an alert's card,
+   * a hook's row, a chart's panel, an element with an id), and a selector that finds it again.
+   */
+  function partOf(el: Element, parts: string): { holder: HTMLElement; scope: string } | null {
+    const holder = el.parentElement?.closest<HTMLElement>(parts);
+    if (!holder) return null;
+    const d = holder.dataset;
+    const [attr, value] = holder.id ? ['id', holder.id] : d['alertId'] ? ['data-alert-id', d['alertId']] : d['chart'] ? ['data-chart', d['chart']] : ['data-hook-id', d['hookId'] ?? ''];
+    return { holder, scope: `[${attr}="${CSS.escape(value)}"]` };
+  }
+
+  /**
+   * The page goes away (reloaded, by itself to a new version or by the browser, or left): where it is scrolled to
+   * and the sections open are kept for a reload of the same URL to come back to (keptViewFor).
+   */
+  function keepView(): void {
+    const open = [...root.querySelectorAll('details')].filter((d) => d.open).flatMap((d) => {
+      const part = partOf(d, '[data-chart], [data-alert-id], [id]');
+      return part ? [{ scope: part.scope, index: [...part.holder.querySelectorAll('details')].indexOf(d) }] : [];
+    });
+    try {
+      sessionStorage.setItem(VIEW_KEY, keptViewText({ url: location.href, x: scrollX, y: -(content?.getBoundingClientRect().top ?? -scrollY), open, reloading }));
+    } catch {
+      // Not kept: a reload opens at the top.
+    }
+  }
+
+  /** The view a reload of this URL comes back to, once its content is drawn; taken once. */
+  function takeKeptView(): KeptView | null {
+    try {
+      const stored = sessionStorage.getItem(VIEW_KEY);
+      sessionStorage.removeItem(VIEW_KEY);
+      const navigation = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined;
+      return keptViewFor(stored, location.href, navigation?.type);
+    } catch {
+      return null;
+    }
+  }
+
+  /** The content drawn after a reload: the sections open before it are opened again, and the page scrolled back. */
+  function restoreView(v: KeptView): void {
+    for (const { scope, index } of v.open) {
+      const d = document.querySelector(scope)?.querySelectorAll('details')[index];
+      if (d) d.open = true;
+    }
+    window.scrollTo(v.x, scrollY + (content?.getBoundingClientRect().top ?? 0) + v.y);
   }
 
   /**
@@ -730,12 +789,16 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   let rendered = false;
+  /** The view this page was reloaded from, until its content is drawn. */
+  let kept = takeKeptView();
   function render(): void {
     generation++;
     const gen = generation;
     // After a user's action (not the first drawing), focus goes back to the control used, or to the content of a
     // new page, never to the start of the document: a keyboard user does not tab through the header again.
     const refocus = rendered ? focusFinder() ?? (() => null) : null;
+    // A view other than the one reloaded: it opens at its top.
+    if (rendered) kept = null;
     rendered = true;
     clearTimeout(timer);
     inflight?.ctl.abort();
@@ -786,6 +849,7 @@ export function start(root: HTMLElement): Dashboard {
   window.addEventListener('popstate', render);
   document.addEventListener('visibilitychange', onVisibility);
   window.addEventListener('online', onOnline);
+  window.addEventListener('pagehide', keepView);
   for (const type of USE_EVENTS) window.addEventListener(type, onUse, { capture: true, passive: true });
   document.addEventListener('input', onInput, true);
   const ticker = setInterval(tick, AGE_TICK_MS);
@@ -796,6 +860,7 @@ export function start(root: HTMLElement): Dashboard {
       window.removeEventListener('popstate', render);
       document.removeEventListener('visibilitychange', onVisibility);
       window.removeEventListener('online', onOnline);
+      window.removeEventListener('pagehide', keepView);
       for (const type of USE_EVENTS) window.removeEventListener(type, onUse, { capture: true });
       document.removeEventListener('input', onInput, true);
       clearInterval(ticker);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -238,5 +238,28 @@ describe('a new version served while the page is open', () => {
 
   it('says it reloads by itself, and when', () => {
     expect(UPDATE_NOTICE).toBe('hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for 10 minutes (never over text typed in a form and not sent).');
+  });
+});
+
+describe('a reload', () => {
+  it('comes back to the view kept for its own URL only, and only when it is a reload', () => {
+    const url = 'http://h/hooks/0123456789abcdef?range=7d';
+    const view = { url, x: 0, y: 1234.5, open: [{ scope: '[data-chart="cliff"]', index: 0 }, { scope: '#app', index: 0 }], reloading: false };
+    const kept = keptViewText(view);
+    expect(keptViewFor(kept, url, 'reload')).toEqual(view);
+    // The page reloading itself says so: whatever the browser calls the load (or when it says nothing).
+    const self = { ...view, reloading: true };
+    expect(keptViewFor(keptViewText(self), url, undefined)).toEqual(self);
+    expect(keptViewFor(keptViewText(self), `${url}&f.team=a`, 'reload')).toBeNull();
+    // Another view kept, a link followed or the back button: the page opens as usual.
+    expect(keptViewFor(kept, 'http://h/hooks/0123456789abcdef?range=24h', 'reload')).toBeNull();
+    expect(keptViewFor(kept, url, 'navigate')).toBeNull();
+    expect(keptViewFor(kept, url, 'back_forward')).toBeNull();
+    expect(keptViewFor(kept, url, undefined)).toBeNull();
+    // Nothing kept, or something else under the name.
+    expect(keptViewFor(null, url, 'reload')).toBeNull();
+    for (const other of ['{', '"x"', 'null', JSON.stringify({ ...view, y: 'top' }), JSON.stringify({ ...view, open: [{ scope: 3, index: 0 }] }), JSON.stringify({ ...view, open: [{ scope: '#app', index: 0.5 }] })]) {
+      expect(keptViewFor(other, url, 'reload'), other).toBeNull();
+    }
   });
 });

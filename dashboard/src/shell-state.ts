@@ -120,6 +120,56 @@ export function selfReloadDue(o: { nowMs: number; noticeAt: number; usedAt: numb
   return o.nowMs - Math.max(o.usedAt, o.noticeAt) >= IDLE_RELOAD_MS;
 }
 
+/** A section (a <details>) by its place: the nth in the part of the page matched by `scope`. */
+export interface SectionPlace {
+  scope: string;
+  index: number;
+}
+
+/**
+ * What a page keeps across a reload (its self-reload to a new version, or the browser's): its URL, where it was
+ * scrolled to and the sections open, which the page's content, drawn once its data comes, would otherwise lose;
+ * and whether the page reloaded itself.
+ */
+export interface KeptView {
+  url: string;
+  x: number;
+  /**
+   * How far the page's content was scrolled past the top of the window, from the start of the content: a notice
+   * above it, gone after the reload, does not move what the screen shows.
+   */
+  y: number;
+  open: SectionPlace[];
+  reloading: boolean;
+}
+
+/**
+ * The view kept as the last page in this tab went away (`stored`, as keptViewText wrote it), when this load is a
+ * reload of that same URL: the page reloading itself, or the browser reloading it (`navigation`, the Navigation
+ * Timing type, "reload"); null otherwise: a link followed or an address typed opens a page at its top, and nothing
+ * is read from a value it did not write.
+ */
+export function keptViewFor(stored: string | null, url: string, navigation: string | undefined): KeptView | null {
+  if (stored === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(stored);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null) return null;
+  const k = v as Partial<Record<keyof KeptView, unknown>>;
+  const place = (p: unknown): p is SectionPlace => typeof p === 'object' && p !== null && typeof (p as SectionPlace).scope === 'string' && Number.isInteger((p as SectionPlace).index);
+  if (k.url !== url || (navigation !== 'reload' && k.reloading !== true)) return null;
+  if (!Number.isFinite(k.x) || !Number.isFinite(k.y) || !Array.isArray(k.open) || !k.open.every(place)) return null;
+  return { url, x: k.x as number, y: k.y as number, open: k.open, reloading: k.reloading === true };
+}
+
+/** A view as keptViewFor reads it back. */
+export function keptViewText(view: KeptView): string {
+  return JSON.stringify(view);
+}
+
 /** The URL of the same page over another range, with its filters and page parameters kept. */
 export function rangeUrl(state: ViewState, range: Range): string {
   return buildUrl(routePath(state.route), { range, filters: state.filters }, samePageParams(state));

@@ -255,6 +255,35 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     await reloadsWithin(p, IDLE_RELOAD_MS);
     await expectNew(p, view, build);
   });
+
+  it('comes back where the screen was scrolled to, its sections open as they were', { timeout: 90_000 }, async () => {
+    const { p, build } = await updatedPage(`/hooks/${ID}?range=7d`);
+    const view = p.url();
+    // Someone opens the cliff chart's data table, scrolls down to the delivery chart and leaves the screen.
+    await p.click('[data-chart="cliff"] details.chart-data summary');
+    await p.evaluate(() => document.querySelector('[data-chart="delivery"]')?.scrollIntoView());
+    // Where the screen is: scrolled down, the delivery chart this far from its top (the notice above the page,
+    // gone once reloaded, does not move it).
+    const shown = (): Promise<{ scrolled: number; delivery: number }> => p.evaluate(() => ({
+      scrolled: scrollY,
+      delivery: Math.round(document.querySelector('[data-chart="delivery"]')?.getBoundingClientRect().top ?? NaN),
+    }));
+    const before = await shown();
+    expect(before.scrolled).toBeGreaterThan(300);
+    const openSections = (): Promise<string[]> => p.evaluate(() => [...document.querySelectorAll('details')]
+      .filter((d) => d.open).map((d) => `${d.closest<HTMLElement>('[data-chart]')?.dataset['chart'] ?? ''} ${d.className}`));
+    expect(await openSections()).toEqual(['cliff chart-data']);
+    await reloadsWithin(p, IDLE_RELOAD_MS + 60_000);
+    await expectNew(p, view, build);
+    const after = await shown();
+    expect(after.scrolled).toBeGreaterThan(300);
+    expect(Math.abs(after.delivery - before.delivery)).toBeLessThanOrEqual(3);
+    expect(await openSections()).toEqual(['cliff chart-data']);
+    // Opened anew, by a link or the address bar, the page starts at the top, its sections closed.
+    await p.goto(view);
+    await waitLoaded(p);
+    expect([await p.evaluate(() => scrollY), await openSections()]).toEqual([0, []]);
+  });
 });
 
 describe('the token rotated while the page is open', () => {
@@ -411,6 +440,25 @@ describe('a link shared with a colleague', () => {
     expect(vb['range']).toBe('31/10/2026, 20:00 to 30/11/2026, 19:00 America/New_York (UTC-04:00 to UTC-05:00)');
     const series = new URL(asked.find((u) => u.includes('/series')) ?? '');
     expect([series.searchParams.get('from'), series.searchParams.get('to'), series.searchParams.get('terminal.type')]).toEqual([from, to, 'vscode']);
+  });
+});
+
+describe('reloaded by the browser', () => {
+  it('comes back where it was scrolled to once its content is drawn, its sections open as they were', async () => {
+    const svc = await fedService();
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=off`);
+    await waitLoaded(p);
+    await p.click('[data-chart="delivery"] details.chart-data summary');
+    const scrolled = await p.evaluate(() => {
+      document.querySelector('[data-chart="curve"]')?.scrollIntoView();
+      return scrollY;
+    });
+    expect(scrolled).toBeGreaterThan(300);
+    await p.reload();
+    await waitLoaded(p);
+    expect(Math.abs(await p.evaluate(() => scrollY) - scrolled)).toBeLessThanOrEqual(3);
+    expect(await p.evaluate(() => [...document.querySelectorAll('details')].filter((d) => d.open).map((d) => d.closest<HTMLElement>('[data-chart]')?.dataset['chart']))).toEqual(['delivery']);
   });
 });
 
