@@ -113,7 +113,7 @@ describe('API request metrics', () => {
     expect(counted((await scrapeMetrics(base)).families)).toEqual({ '/api/v1/overview 200': 10 - refused, '/api/v1/overview 503': refused });
   });
 
-  it('counts a 401 under the route asked for when http.auth is on', async () => {
+  it('counts a 401 under the route asked for when http.auth is on, an absolute-form target\'s too', async () => {
     const token = 'tok-api-metrics-5b4a3c2d1e';
     service = await startServiceUnderTest({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token });
     const base = service.httpUrl;
@@ -122,8 +122,11 @@ describe('API request metrics', () => {
     expect(await get(`${base}/no-such-page`)).toBe(401);
     expect(await get(`${base}/api/v1/overview`, { authorization: `Bearer ${token}` })).toBe(200);
     expect(await get(`${base}/healthz`)).toBe(200);
+    // An absolute-form target (a client taking the port for a proxy) names the route by its path too.
+    const absolute = await rawExchange(base, `GET ${base}/api/v1/overview HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    expect(absolute.head).toMatch(/^HTTP\/1\.1 401 /);
     const { text, families } = await scrapeMetrics(base, { authorization: `Bearer ${token}` });
-    expect(counted(families)).toEqual({ '/api/v1/overview 401': 2, '/api/v1/overview 200': 1, 'other 401': 1, '/healthz 200': 1 });
+    expect(counted(families)).toEqual({ '/api/v1/overview 401': 3, '/api/v1/overview 200': 1, 'other 401': 1, '/healthz 200': 1 });
     expect(text).not.toContain(token);
   });
 

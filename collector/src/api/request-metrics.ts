@@ -12,6 +12,7 @@
 import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { Counter, Histogram } from 'prom-client';
+import { targetPath } from '../net/allowed-hosts.ts';
 import { parserRefusal, refusalStatus } from '../net/parser-refusals.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { appStack, routeLayers, type RouteLayer } from './index.ts';
@@ -98,7 +99,7 @@ export class RequestMetrics {
     const named = this.names.get((req as { route?: unknown }).route);
     if (named !== undefined) return named;
     // Answered before any route ran: the route the path is for, whatever the method.
-    const path = req.originalUrl.split('?')[0] ?? '';
+    const path = targetPath(req.originalUrl);
     for (const { layer, name } of this.table) {
       try {
         if (layer.match?.(path)) return name;
