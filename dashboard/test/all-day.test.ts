@@ -46,6 +46,13 @@ async function hookwatch(dir: string, env: Record<string, string> = {}): Promise
   return svc;
 }
 
+/** hookwatch in a directory of its own whose clock reads `now`, closed after the test. */
+async function serviceAt(now: () => number): Promise<TestService> {
+  const svc = await startTestService({}, { dir: mkdtempSync(join(tmpdir(), 'hookwatch-all-day-')), now });
+  cleanups.push(() => svc.close());
+  return svc;
+}
+
 async function feed(svc: TestService): Promise<void> {
   for (const run of FIXTURE_RUNS) {
     for (const req of fixtureRequests(run)) expect((await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType })).status).toBe(200);
@@ -572,9 +579,7 @@ describe('left open across midnight and a change of daylight saving time', () =>
     // 23:30 in Berlin on 24/10/2026; its clocks go back from 03:00 to 02:00 at 01:00 UTC on 25/10.
     const opened = Date.parse('2026-10-24T21:30:00Z');
     let now = opened;
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
-    const svc = await startTestService({}, { dir, now: () => now });
-    cleanups.push(() => svc.close());
+    const svc = await serviceAt(() => now);
     const executions = Array.from({ length: 30 }, (_v, i) => ({ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: opened - i * 3_600_000 }));
     expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
 
@@ -618,9 +623,7 @@ describe('data in the hour the clocks repeat', () => {
   it('labels its two runs apart by their offsets, on the axis, in the tooltips and in the tables', { timeout: 60_000 }, async () => {
     // 04:00 in Berlin on 25/10/2026, winter time: the clocks went back from 03:00 to 02:00 at 01:00 UTC.
     const now = Date.parse('2026-10-25T03:00:00Z');
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
-    const svc = await startTestService({}, { dir, now: () => now });
-    cleanups.push(() => svc.close());
+    const svc = await serviceAt(() => now);
     // One persisted output at 02:15 in summer time, one at 02:15 in winter time, an hour later.
     const executions = ['2026-10-25T00:15:00Z', '2026-10-25T01:15:00Z'].map((t) => ({
       hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: Date.parse(t), sizes: { stdout: 12_000, additionalContext: 0, persisted: 1 },
@@ -653,9 +656,7 @@ describe('a custom range in the hour the clocks repeat', () => {
   it('ends until now at now, and reads a time typed in that hour as the offset chosen beside it', { timeout: 60_000 }, async () => {
     // 02:30 in Berlin on 25/10/2026, winter time: the clocks went back from 03:00 to 02:00 at 01:00 UTC.
     const now = Date.parse('2026-10-25T01:30:00Z');
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
-    const svc = await startTestService({}, { dir, now: () => now });
-    cleanups.push(() => svc.close());
+    const svc = await serviceAt(() => now);
     const { page: p } = await page(undefined, 'Europe/Berlin');
     await p.clock.install({ time: now });
     await p.goto(`${svc.httpUrl}/?range=24h&refresh=off`);
