@@ -385,14 +385,16 @@ export function start(root: HTMLElement): Dashboard {
       from.showRuns(choices.from);
       to.showRuns(choices.to);
     };
-    // A preset's fields offer the last day until now, kept so while the page is open until the user types in them.
+    // A preset's fields offer the last day until now, kept so while the page is open until the user types in them
+    // or chooses an offset (a time an hour before now, chosen, does not follow the clock).
     let typed = false;
+    const edited = (): void => {
+      typed = true;
+      showRuns();
+    };
     for (const f of [from, to]) {
-      f.input.addEventListener('input', () => {
-        typed = true;
-        showRuns();
-      });
-      f.offset.addEventListener('change', showRuns);
+      f.input.addEventListener('input', edited);
+      f.offset.addEventListener('change', edited);
     }
     showRuns();
     headerClocks.push(() => {

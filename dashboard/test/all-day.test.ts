@@ -653,9 +653,15 @@ describe('data in the hour the clocks repeat', () => {
 });
 
 describe('a custom range in the hour the clocks repeat', () => {
-  it('ends until now at now, and reads a time typed in that hour as the offset chosen beside it', { timeout: 60_000 }, async () => {
-    // 02:30 in Berlin on 25/10/2026, winter time: the clocks went back from 03:00 to 02:00 at 01:00 UTC.
-    const now = Date.parse('2026-10-25T01:30:00Z');
+  // 02:30 in Berlin on 25/10/2026, winter time: the clocks went back from 03:00 to 02:00 at 01:00 UTC.
+  const now = Date.parse('2026-10-25T01:30:00Z');
+
+  /** The overview's last day in Berlin at `now`, its clock held; the custom range applied, and a field's offsets. */
+  async function berlin(): Promise<{
+    p: Page;
+    applied: () => Promise<{ from: number; to: number; label: string | null }>;
+    offset: (id: string) => Promise<{ shown: boolean; options: string[]; chosen: string; name: string | null }>;
+  }> {
     const svc = await serviceAt(() => now);
     const { page: p } = await page(undefined, 'Europe/Berlin');
     await p.clock.install({ time: now });
@@ -674,7 +680,11 @@ describe('a custom range in the hour the clocks repeat', () => {
       if (!s) throw new Error(`no ${sel}`);
       return { shown: !s.hidden && s.offsetParent !== null, options: [...s.options].map((o) => o.text), chosen: s.selectedOptions[0]?.text ?? '', name: s.getAttribute('aria-label') };
     }, `#${id}-offset`);
+    return { p, applied, offset };
+  }
 
+  it('ends until now at now, and reads a time typed in that hour as the offset chosen beside it', { timeout: 60_000 }, async () => {
+    const { p, applied, offset } = await berlin();
     // The last day until now, as offered: it ends now, in winter time, not an hour earlier in summer time.
     await p.click('details.custom summary');
     expect([await p.inputValue('#range-from'), await p.inputValue('#range-to')]).toEqual(['24/10/2026 03:30', '25/10/2026 02:30']);
@@ -698,5 +708,18 @@ describe('a custom range in the hour the clocks repeat', () => {
     // A time the clocks show once has nothing to choose.
     await p.fill('#range-from', '25/10/2026 01:30');
     expect((await offset('range-from')).shown).toBe(false);
+  });
+
+  it('keeps an offset chosen for a time the page filled, instead of following the clock past it', { timeout: 60_000 }, async () => {
+    const { p, applied, offset } = await berlin();
+    // Until now, offered at 02:30 winter time: the reader wants it to end at 02:30 summer time, an hour earlier.
+    await p.click('details.custom summary');
+    await p.selectOption('#range-to-offset', { label: 'UTC+2 (first)' });
+    // Half an hour on, past the repeated hour, the end is still the one chosen, not now.
+    await p.clock.fastForward(31 * 60_000);
+    expect([await p.inputValue('#range-from'), await p.inputValue('#range-to')]).toEqual(['24/10/2026 03:30', '25/10/2026 02:30']);
+    expect((await offset('range-to')).chosen).toBe('UTC+2 (first)');
+    const r = await applied();
+    expect([Math.floor(r.from / 60_000) * 60_000, r.to]).toEqual([Date.parse('2026-10-24T01:30:00Z'), Date.parse('2026-10-25T00:30:00Z')]);
   });
 });
