@@ -732,7 +732,8 @@ export function start(root: HTMLElement): Dashboard {
 
   /**
    * The nearest part of the page around `el`, among `parts`, that keeps its identity when drawn anew (an alert's card,
-   * a hook's row, a chart's panel, an element with an id), and a selector that finds it again.
+   * a hook's row, a chart's panel, an element with an id), and a selector that finds it again (of the form
+   * keptViewFor reads back).
    */
   function partOf(el: Element, parts: string): { holder: HTMLElement; scope: string } | null {
     const holder = el.parentElement?.closest<HTMLElement>(parts);

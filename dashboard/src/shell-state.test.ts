@@ -244,7 +244,7 @@ describe('a new version served while the page is open', () => {
 describe('a reload', () => {
   it('comes back to the view kept for its own URL only, and only when it is a reload', () => {
     const url = 'http://h/hooks/0123456789abcdef?range=7d';
-    const view = { url, x: 0, y: 1234.5, open: [{ scope: '[data-chart="cliff"]', index: 0 }, { scope: '#app', index: 0 }], reloading: false };
+    const view = { url, x: 0, y: 1234.5, open: [{ scope: '[data-chart="cliff"]', index: 0 }, { scope: '[id="app"]', index: 0 }, { scope: '[data-alert-id="a\\"b\\31 "]', index: 2 }], reloading: false };
     const kept = keptViewText(view);
     expect(keptViewFor(kept, url, 'reload')).toEqual(view);
     // The page reloading itself says so: whatever the browser calls the load (or when it says nothing).
@@ -258,7 +258,9 @@ describe('a reload', () => {
     expect(keptViewFor(kept, url, undefined)).toBeNull();
     // Nothing kept, or something else under the name.
     expect(keptViewFor(null, url, 'reload')).toBeNull();
-    for (const other of ['{', '"x"', 'null', JSON.stringify({ ...view, y: 'top' }), JSON.stringify({ ...view, open: [{ scope: 3, index: 0 }] }), JSON.stringify({ ...view, open: [{ scope: '#app', index: 0.5 }] })]) {
+    for (const other of ['{', '"x"', 'null', JSON.stringify({ ...view, y: 'top' }), JSON.stringify({ ...view, open: [{ scope: 3, index: 0 }] }), JSON.stringify({ ...view, open: [{ scope: '[id="app"]', index: 0.5 }] }),
+      // A part named otherwise than the page names it: never handed to querySelector, which would throw.
+      ...['[[', '#app', '[id="app"', '[id="a"b"]', '[id="a\\"]', '[onclick="x"]', '[id="app"] details'].map((scope) => JSON.stringify({ ...view, open: [{ scope, index: 0 }] }))]) {
       expect(keptViewFor(other, url, 'reload'), other).toBeNull();
     }
   });

@@ -127,6 +127,13 @@ export interface SectionPlace {
 }
 
 /**
+ * A part of the page as the page names it, `[data-chart="cliff"]`: one attribute of those that keep a part's identity,
+ * its value a CSS string (CSS.escape's output, quoted). Anything else is no selector the page wrote, and one that is
+ * no selector at all would make querySelector throw.
+ */
+const PART_SCOPE = /^\[(?:id|data-chart|data-alert-id|data-hook-id)="(?:[^"\\\n\r\f]|\\[^\n\r\f])*"\]$/;
+
+/**
  * What a page keeps across a reload (its self-reload to a new version, or the browser's): its URL, where it was
  * scrolled to and the sections open, which the page's content, drawn once its data comes, would otherwise lose;
  * and whether the page reloaded itself.
@@ -159,7 +166,7 @@ export function keptViewFor(stored: string | null, url: string, navigation: stri
   }
   if (typeof v !== 'object' || v === null) return null;
   const k = v as Partial<Record<keyof KeptView, unknown>>;
-  const place = (p: unknown): p is SectionPlace => typeof p === 'object' && p !== null && typeof (p as SectionPlace).scope === 'string' && Number.isInteger((p as SectionPlace).index);
+  const place = (p: unknown): p is SectionPlace => typeof p === 'object' && p !== null && typeof (p as SectionPlace).scope === 'string' && PART_SCOPE.test((p as SectionPlace).scope) && Number.isInteger((p as SectionPlace).index);
   if (k.url !== url || (navigation !== 'reload' && k.reloading !== true)) return null;
   if (!Number.isFinite(k.x) || !Number.isFinite(k.y) || !Array.isArray(k.open) || !k.open.every(place)) return null;
   return { url, x: k.x as number, y: k.y as number, open: k.open, reloading: k.reloading === true };
