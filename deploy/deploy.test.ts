@@ -515,6 +515,11 @@ describe('Kubernetes manifests', () => {
     // /readyz may take its 2 s bound, and an event loop busy with a large batch delays every answer; the kubelet's
     // default timeout is 1s.
     for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) expect(Number(obj(c[probe])['timeoutSeconds'] ?? 1), `${probe}.timeoutSeconds`).toBeGreaterThanOrEqual(5);
+    // A replica cut off from PostgreSQL answers /readyz 503 within 2 s; the Service stops sending it batches it
+    // could only refuse after periodSeconds x failureThreshold, which stays within 10 s (the kubelet's defaults
+    // give 30 s), while one failed probe alone keeps it in.
+    expect(budgetSeconds(readiness), 'seconds before a replica answering 503 on /readyz leaves the Service').toBeLessThanOrEqual(10);
+    expect(Number(readiness['failureThreshold'] ?? 3), 'readinessProbe.failureThreshold').toBeGreaterThanOrEqual(2);
   });
 
   it('the TLS patch of docs/deploy.md moves every httpGet probe of the base Deployment to https, the startup probe included', () => {
