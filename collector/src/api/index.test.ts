@@ -330,6 +330,10 @@ describe('bad parameters get 400 naming the parameter', () => {
         { code: 'forbidden', message: 'host "evil.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name' }],
       ['GET http://127.0.0.1@evil.example/api/v1/dimensions HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', '400 Bad Request',
         { code: 'bad_request', message: 'the host of the request target "127.0.0.1@evil.example" is not a host name or address with an optional port' }],
+      // RFC 9112 section 6.1: the body's length cannot be known. Node's parser passes the request to the handler,
+      // then refuses its body; the header said why before.
+      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n{}', '400 Bad Request',
+        { code: 'bad_request', message: 'the Transfer-Encoding header "gzip" does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last' }],
       // A client taking the port for a proxy.
       ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' }],
       // Refused by Node's parser already, confirmed for what a scanner or proxy sends: request smuggling, a request line that is not HTTP.

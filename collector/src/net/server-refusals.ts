@@ -3,8 +3,10 @@
  * none: an `Expect` other than 100-continue (417, empty body), HTTP/1.1 without Host (400, empty body), CONNECT
  * (the connection closed unanswered, as a server with no 'connect' listener does). A scanner or a client taking the
  * port for a proxy sends them. Each port answers them here instead, in its own error form, saying what was wrong,
- * and counts them with its other refusals. With them, what RFC 9112 (section 3.2) has a server refuse and Node
- * serves: more than one Host (Node reads the first), or one that is no host and port.
+ * and counts them with its other refusals. With them, what RFC 9112 has a server refuse and Node serves: more than
+ * one Host (Node reads the first), or one that is no host and port (section 3.2); and one Node refuses only once it
+ * has handed the request over: a Transfer-Encoding whose last coding is not chunked (section 6.1), whose body Node's
+ * parser then refuses, the handler having already answered on its headers, or not yet.
  */
 import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -12,7 +14,7 @@ import { echoed } from '../request-error.ts';
 import { isHostAndPort, targetAuthority } from './allowed-hosts.ts';
 import { rawHead } from './parser-refusals.ts';
 
-export type ServerRefusal = 'expectation_failed' | 'bad_host' | 'connect';
+export type ServerRefusal = 'expectation_failed' | 'bad_request' | 'connect';
 
 export interface ServerRefusalAnswer {
   status: number;
@@ -23,6 +25,19 @@ export interface ServerRefusalAnswer {
 
 /** Options of a server whose requests without Host go to answerServerRefusals, not to Node's own empty 400. */
 export const HOST_CHECKED_BY_PORT: Pick<ServerOptions, 'requireHostHeader'> = { requireHostHeader: false };
+
+/**
+ * Why a request's framing is answered 400, undefined when it is not: a Transfer-Encoding whose last coding is not
+ * chunked (RFC 9112 section 6.1), so that the body's length cannot be known. Node's parser refuses one that names
+ * chunked before another, or together with Content-Length, before the request is handed over.
+ */
+function framingFault(req: IncomingMessage): string | undefined {
+  const codings = req.headersDistinct['transfer-encoding'];
+  if (codings === undefined) return undefined;
+  const last = codings.join(',').split(',').map((c) => c.trim()).findLast((c) => c !== '');
+  if (last?.toLowerCase() === 'chunked') return undefined;
+  return `the Transfer-Encoding header ${echoed(codings.join(', '))} does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last`;
+}
 
 /**
  * Why a request's host is answered 400 (RFC 9112 section 3.2), undefined when it is not: HTTP/1.1 without Host
@@ -54,8 +69,8 @@ function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
  */
 export function answerServerRefusals(server: Server, listener: RequestListener, connectMessage: string, answer: (refusal: ServerRefusal, req: IncomingMessage, message: string) => ServerRefusalAnswer): void {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const fault = hostFault(req);
-    if (fault !== undefined) respond(res, answer('bad_host', req, fault));
+    const fault = hostFault(req) ?? framingFault(req);
+    if (fault !== undefined) respond(res, answer('bad_request', req, fault));
     else listener(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>

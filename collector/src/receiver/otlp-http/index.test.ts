@@ -297,6 +297,20 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       status: '400 Bad Request', encoding: 'json', reason: 'malformed',
       rpcStatus: { code: 3, message: 'the host of the request target "127.0.0.1@evil.example" is not a host name or address with an optional port' },
     },
+    // RFC 9112 section 6.1: the body's length cannot be known. Node's parser passes the request to the handler,
+    // then refuses its body; the header said why before.
+    {
+      name: 'a Transfer-Encoding whose last coding is not chunked: 400 repeating it, before anything else is judged',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: gzip']) + '{}',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'the Transfer-Encoding header "gzip" does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last' },
+    },
+    {
+      name: 'a Transfer-Encoding whose last coding is not chunked, on a request the handler would refuse on its headers: 400 too',
+      raw: head(['GET /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Transfer-Encoding: gzip']),
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'the Transfer-Encoding header "gzip" does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last' },
+    },
     // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
     {
       name: 'a request line that is not HTTP: 400',
@@ -307,6 +321,12 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     {
       name: 'Transfer-Encoding and Content-Length together (request smuggling): 400',
       raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost, 'Transfer-Encoding: chunked']) + '2\r\n{}\r\n0\r\n\r\n',
+      status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'malformed HTTP request' },
+    },
+    {
+      name: 'a Transfer-Encoding naming a coding after chunked: 400',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: chunked, gzip']) + '2\r\n{}\r\n0\r\n\r\n',
       status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
       rpcStatus: { code: 3, message: 'malformed HTTP request' },
     },

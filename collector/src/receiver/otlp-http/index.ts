@@ -70,7 +70,7 @@ const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
  */
 const SERVER_REFUSALS: Record<ServerRefusal, [number, number, RejectReason]> = {
   expectation_failed: [417, RpcCode.INVALID_ARGUMENT, 'expectation_failed'],
-  bad_host: [400, RpcCode.INVALID_ARGUMENT, 'malformed'],
+  bad_request: [400, RpcCode.INVALID_ARGUMENT, 'malformed'],
   connect: [405, RpcCode.UNIMPLEMENTED, 'method_not_allowed'],
 };
 
