@@ -61,7 +61,27 @@ describe('dashboard server', () => {
     const get = await fetch(base + path);
     expect([get.status, await get.json()]).toEqual([404, { error: { code: 'not_found', message: `no page or file at "/vendor/${'p'.repeat(56)}…"; the API is under /api/v1` } }]);
     const post = await fetch(base + path, { method: 'POST' });
-    expect([post.status, await post.json()]).toEqual([405, { error: { code: 'method_not_allowed', message: `POST "/vendor/${'p'.repeat(56)}…": the dashboard answers GET and HEAD; the API is under /api/v1` } }]);
+    expect([post.status, await post.json()]).toEqual([404, { error: { code: 'not_found', message: `no page or file at "/vendor/${'p'.repeat(56)}…"; the API is under /api/v1` } }]);
+    const page = `/hooks/${'p'.repeat(8_000)}`;
+    const put = await fetch(base + page, { method: 'PUT' });
+    expect([put.status, await put.json()]).toEqual([405, { error: { code: 'method_not_allowed', message: `PUT "/hooks/${'p'.repeat(57)}…": the dashboard answers GET and HEAD; the API is under /api/v1` } }]);
+  });
+
+  it('answers another method on a path it serves 405 with Allow, and on any other path the 404 a GET there gets', async () => {
+    const served = ['/', '/hooks/0123456789abcdef', '/alerts/', '/dashboard/build', '/dashboard/src/main.ts', '/shared/src/forecast.ts', '/vendor/chart.umd.min.js', '/styles.css', '/index.html'];
+    const missing = ['/nope', '/hooks', '/hooks/0123456789abcdef/more', '/dashboard', '/dashboard/src/nope.ts', '/dashboard/src/state.test.ts', '/shared/src/..%2f..%2fpackage.json', '/vendor/nope.js', '/nope.css'];
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
+      for (const path of served) {
+        const res = await fetch(base + path, { method });
+        expect([res.status, res.headers.get('allow'), ((await res.json()) as { error: { code: string } }).error.code], `${method} ${path}`).toEqual([405, 'GET, HEAD', 'method_not_allowed']);
+      }
+      for (const path of missing) {
+        const res = await fetch(base + path, { method });
+        expect([res.status, res.headers.get('allow'), ((await res.json()) as { error: { code: string } }).error.code], `${method} ${path}`).toEqual([404, null, 'not_found']);
+      }
+    }
+    expect((await fetch(base + '/styles.css', { method: 'OPTIONS' })).status).toBe(204);
+    expect((await fetch(base + '/nope.css', { method: 'OPTIONS' })).status).toBe(404);
   });
 
   it('serves Chart.js from node_modules, no CDN', async () => {

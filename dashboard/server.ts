@@ -10,6 +10,7 @@ import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { join, normalize, sep } from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { routeLayers, type RouteLayer } from '../collector/src/api/index.ts';
 import { echoed } from '../collector/src/request-error.ts';
 
 const publicDir = fileURLToPath(new URL('./public/', import.meta.url));
@@ -60,24 +61,30 @@ interface Compiled {
   js: string;
 }
 
+/** The file at `relative` under `root`, when it is one there (the path is user input: it never leaves the folder). */
+async function fileUnder(root: string, relative: string): Promise<{ file: string; mtimeMs: number } | undefined> {
+  const file = normalize(join(root, relative));
+  if (!file.startsWith(root.endsWith(sep) ? root : root + sep)) return undefined;
+  try {
+    const st = await stat(file);
+    return st.isFile() ? { file, mtimeMs: st.mtimeMs } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Type-strips a .ts file under `root` once per modification time; undefined when it is not there. */
 function moduleCompiler(root: string): (relative: string) => Promise<string | undefined> {
   const cache = new Map<string, Compiled>();
   return async (relative) => {
-    const file = normalize(join(root, relative));
-    // The URL path is user input: never leave the folder, never serve tests.
-    if (!file.startsWith(root.endsWith(sep) ? root : root + sep) || !file.endsWith('.ts') || file.endsWith('.test.ts')) return undefined;
-    let st;
-    try {
-      st = await stat(file);
-    } catch {
-      return undefined;
-    }
-    if (!st.isFile()) return undefined;
+    const found = await fileUnder(root, relative);
+    // Never tests.
+    if (found === undefined || !found.file.endsWith('.ts') || found.file.endsWith('.test.ts')) return undefined;
+    const { file, mtimeMs } = found;
     const hit = cache.get(file);
-    if (hit && hit.mtimeMs === st.mtimeMs) return hit.js;
+    if (hit && hit.mtimeMs === mtimeMs) return hit.js;
     const js = strip(await readFile(file, 'utf8'));
-    cache.set(file, { mtimeMs: st.mtimeMs, js });
+    cache.set(file, { mtimeMs, js });
     return js;
   };
 }
@@ -135,8 +142,8 @@ export interface DashboardRouterOptions {
 
 /**
  * The answer to a POST of an OTLP export here: OTEL_EXPORTER_OTLP_ENDPOINT given this port (9318 for 4318) sends
- * every export to /v1/<signal> of the HTTP port, whose client would otherwise read only that the dashboard
- * takes GET.
+ * every export to /v1/<signal> of the HTTP port, whose client would otherwise read only that the dashboard has
+ * no page or file there.
  */
 function otlpOnHttpPort(method: string, path: string, opts: DashboardRouterOptions): string | undefined {
   if (method !== 'POST' || !/^\/v1\/(logs|metrics|traces)\/?$/.test(path)) return undefined;
@@ -206,6 +213,8 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     });
   });
   router.use(express.static(publicDir, { index: false, maxAge: 0, ...(opts.servedFile ? { setHeaders: opts.servedFile } : {}) }));
+  const notFound = (res: Response, message: string): void => void res.status(404).json({ error: { code: 'not_found', message } });
+  const noSuchPath = (path: string): string => `no page or file at ${echoed(path)}; the API is under /api/v1`;
   // Any other path a browser opens as a page: the dashboard's own "No such page" with a 404, not Express's bare
   // "Cannot GET". Anything else (a file, a module, a script's request) gets the API's JSON 404: a script URL
   // answered with HTML would only confuse, and a client that did not ask for HTML reads the same error as elsewhere.
@@ -213,25 +222,50 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     const asset = /^\/(api|dashboard|shared|vendor)(\/|$)/.test(req.path) || /\.[a-z0-9]+$/i.test(req.path);
     if (!asset) res.vary('Accept');
     if (asset || req.accepts(['json', 'html']) !== 'html') {
-      res.status(404).json({ error: { code: 'not_found', message: `no page or file at ${echoed(req.path)}; the API is under /api/v1` } });
+      notFound(res, noSuchPath(req.path));
       return;
     }
     res.status(404);
     sendIndex(req, res, next);
   });
-  // Another method on a dashboard path: a JSON 405 like the API's, not Express's HTML "Cannot POST". OPTIONS on
-  // one (a file, which no route names) answers 204 with the same Allow, as on every route.
+
+  /**
+   * Whether a GET of `path` is served: a page, the build or Chart.js (each a route; the catch-all above is not
+   * one), a module there is, or a file of public/ (express.static leaves dotfiles out).
+   */
+  const serves = async (path: string): Promise<boolean> => {
+    const routed = (layer: RouteLayer & { route: { path: unknown } }): boolean => {
+      try {
+        return !String(layer.route.path).includes('*') && Boolean(layer.match?.(path));
+      } catch {
+        return false; // not valid percent-encoding
+      }
+    };
+    if (routeLayers(router.stack as RouteLayer[]).some(routed)) return true;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(path);
+    } catch {
+      return false;
+    }
+    const prefix = (Object.keys(compilers) as (keyof Compilers)[]).find((p) => decoded.toLowerCase().startsWith(p));
+    if (prefix) return (await compilers[prefix](decoded.slice(prefix.length))) !== undefined;
+    return !decoded.split('/').some((segment) => segment.startsWith('.')) && (await fileUnder(publicDir, decoded)) !== undefined;
+  };
+  // Another method on a path the dashboard serves: a JSON 405 like the API's, not Express's HTML "Cannot POST";
+  // OPTIONS there (a file, which no route names) 204 with the same Allow, as on every route. On a path it does not
+  // serve, whatever the method, the 404 a GET there gets: the path is what to change, not the method.
   router.use((req: Request, res: Response, next: NextFunction) => {
     if (req.method === 'GET' || req.method === 'HEAD') {
       next();
       return;
     }
-    if (req.method === 'OPTIONS') {
-      res.status(204).set('allow', 'GET, HEAD').end();
-      return;
-    }
-    const message = otlpOnHttpPort(req.method, req.path, opts) ?? `${req.method} ${echoed(req.path)}: the dashboard answers GET and HEAD; the API is under /api/v1`;
-    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message } });
+    const otlp = otlpOnHttpPort(req.method, req.path, opts);
+    serves(req.path).then((served) => {
+      if (!served) notFound(res, otlp ?? noSuchPath(req.path));
+      else if (req.method === 'OPTIONS') res.status(204).set('allow', 'GET, HEAD').end();
+      else res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: `${req.method} ${echoed(req.path)}: the dashboard answers GET and HEAD; the API is under /api/v1` } });
+    }, next);
   });
   return router;
 }

@@ -69,6 +69,9 @@ describe('API request metrics', () => {
     expect(await get(`${base}/dashboard/src/entry.ts`)).toBe(200);
     expect(await get(`${base}/styles.css`)).toBe(200);
     expect(await get(`${base}/no/such/page.js`)).toBe(404);
+    // Another method: on a page, the dashboard's 405; on a path nothing serves, 404 as for a GET.
+    expect((await fetch(`${base}/hooks/${known}`, { method: 'POST' })).status).toBe(405);
+    expect((await fetch(`${base}/no/such/page`, { method: 'POST' })).status).toBe(404);
     expect(await get(`${base}/api/v1/no-such-route`)).toBe(404);
     const { text, families } = await scrapeMetrics(base);
     expect(counted(families)).toEqual({
@@ -79,11 +82,12 @@ describe('API request metrics', () => {
       '/api/v1/overview 200': 1,
       '/api/v1/overview 405': 1,
       '/dashboard 200': 3,
-      'other 404': 2,
+      '/dashboard 405': 1,
+      'other 404': 3,
     });
     expect(observed(families, '/api/v1/hooks/:id/series')).toBe(3);
-    expect(observed(families, '/dashboard')).toBe(3);
-    expect(observed(families, 'other')).toBe(2);
+    expect(observed(families, '/dashboard')).toBe(4);
+    expect(observed(families, 'other')).toBe(3);
     // The scrape counts itself once answered: the next one sees it.
     expect(sampleValue((await scrapeMetrics(base)).families, REQUESTS, { handler: '/metrics', code: '200' })).toBe(1);
     // No value a client sent is a label: not the hook id, not a query parameter, not a path.

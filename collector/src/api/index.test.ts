@@ -376,14 +376,19 @@ describe('bad parameters get 400 naming the parameter', () => {
       expect(post.headers.get('allow'), path).toBe('GET, HEAD');
       expect(((await post.json()) as { error: { code: string } }).error.code, path).toBe('method_not_allowed');
     }
+    // A path nothing serves is not found, whatever the method.
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
+      const res = await fetch(`${service.httpUrl}/no/such/page`, { method });
+      expect([res.status, res.headers.get('allow'), ((await res.json()) as { error: { code: string } }).error.code], method).toEqual([404, null, 'not_found']);
+    }
   });
 
   it('an OTLP export sent to the HTTP port instead of the OTLP/HTTP port is told which port takes it', async () => {
     for (const signal of ['logs', 'metrics', 'traces']) {
       const post = await fetch(`${service.httpUrl}/v1/${signal}`, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: new Uint8Array(0) });
-      expect(post.status, signal).toBe(405);
+      expect(post.status, signal).toBe(404);
       const { error } = (await post.json()) as { error: { code: string; message: string } };
-      expect(error.code, signal).toBe('method_not_allowed');
+      expect(error.code, signal).toBe('not_found');
       expect(error.message, signal).toBe(`POST /v1/${signal}: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${service.otlpHttpAddress.port} (OTEL_EXPORTER_OTLP_ENDPOINT=http://<host>:${service.otlpHttpAddress.port})`);
     }
   });

@@ -74,6 +74,7 @@ const REFUSED: [string, () => string, string, RegExp][] = [
   ['HTTP port, no credentials', () => service.httpUrl, 'POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n', /^HTTP\/1\.1 401/],
   ['HTTP port, a route that takes no body', () => service.httpUrl, 'POST /api/v1/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer http-token-0123456789abcdef\r\n', /^HTTP\/1\.1 405/],
   ['HTTP port, no such route', () => service.httpUrl, 'PUT /api/v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer http-token-0123456789abcdef\r\n', /^HTTP\/1\.1 404/],
+  ['HTTP port, no such page', () => service.httpUrl, 'POST /no/such/page HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer http-token-0123456789abcdef\r\n', /^HTTP\/1\.1 404/],
   ['HTTP port, a media type the route does not take', () => service.httpUrl, 'POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer http-token-0123456789abcdef\r\nContent-Type: text/plain\r\n', /^HTTP\/1\.1 415/],
   ['HTTP port, a rebound host name', () => service.httpUrl, 'POST /api/v1/silences HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\n', /^HTTP\/1\.1 403/],
   ['OTLP/HTTP port, no token', () => service.otlpHttpUrl, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n', /^HTTP\/1\.1 401/],
