@@ -6,7 +6,7 @@
  * then hand the notifications to the dispatcher. What it holds is served by the read model (read-model.ts).
  */
 import type { Dispatcher } from '../notify/dispatcher.ts';
-import type { LinkContext, ReceiverConfig } from '../notify/model.ts';
+import type { LinkContext, Notification, ReceiverConfig } from '../notify/model.ts';
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { IngestListener } from '../pipeline/consumer.ts';
@@ -61,6 +61,14 @@ type Scope = 'all' | 'ingest' | 'notify';
 
 const DAY = 86_400_000;
 
+/**
+ * How long after a firing notification was given up on (its delivery deadline passed, the receiver refused it, its
+ * queue was full) the receiver is notified of the alert again while it fires: Alertmanager's default
+ * group_interval, at whose next flush it sends again what it could not deliver. Without it the receiver would hear
+ * nothing of the alert until its repeat, hours later.
+ */
+export const UNDELIVERED_RETRY_MS = 5 * 60_000;
+
 /** First wait before a failed reload of the alert state is tried again; it doubles up to the maximum. */
 const RELOAD_RETRY_MIN_MS = 1_000;
 const RELOAD_RETRY_MAX_MS = 30_000;
@@ -107,6 +115,11 @@ export class AlertEngine implements IngestListener {
    * restart), as a reload notifies the receivers it adds. The state store says who had each: see firingReceivers.
    */
   private catchUp = false;
+  /**
+   * Per firing alert (by id) and receiver: when its latest firing notification was made and, once that one was
+   * given up on, when. In memory: after a restart or a change of leader the receiver waits for the repeat.
+   */
+  private readonly firingSent = new Map<string, Map<string, { madeAtMs: number; failedAtMs: number | null }>>();
 
   constructor(opts: AlertEngineOptions) {
     this.opts = opts;
@@ -139,6 +152,8 @@ export class AlertEngine implements IngestListener {
     if (!resumeOutbox) return;
     this.catchUp = true;
     this.addedReceivers.clear();
+    // What this replica gave up on before it led again is another leader's business since.
+    this.firingSent.clear();
     if (state.outbox.length === 0) return;
     // Those for a receiver no longer configured are dropped as they are handed over (logged once per receiver).
     const discardedBefore = this.opts.dispatcher.stats.discarded;
@@ -377,6 +392,41 @@ export class AlertEngine implements IngestListener {
     return this.chain;
   }
 
+  /**
+   * A firing notification was given up on at `atMs`: its receiver is owed the alert again UNDELIVERED_RETRY_MS
+   * later, if it still fires and no later notification of it was made for that receiver meanwhile.
+   */
+  noteUndelivered(n: Pick<Notification, 'receiver' | 'createdAtMs'> & { alert: { id: string } }, atMs: number): void {
+    if (this.stopped) return;
+    let byReceiver = this.firingSent.get(n.alert.id);
+    const sent = byReceiver?.get(n.receiver);
+    if (sent && sent.madeAtMs > n.createdAtMs) return;
+    if (!byReceiver) this.firingSent.set(n.alert.id, (byReceiver = new Map()));
+    byReceiver.set(n.receiver, { madeAtMs: n.createdAtMs, failedAtMs: atMs });
+  }
+
+  /** The configured receivers whose last firing notification of `a` was given up on UNDELIVERED_RETRY_MS ago or more. */
+  private undeliveredDue(a: AlertRecord, now: number): string[] {
+    const byReceiver = this.firingSent.get(a.id);
+    if (!byReceiver) return [];
+    return this.opts.receivers.filter((r) => {
+      const failedAtMs = byReceiver.get(r.name)?.failedAtMs ?? null;
+      return failedAtMs !== null && now - failedAtMs >= UNDELIVERED_RETRY_MS;
+    }).map((r) => r.name);
+  }
+
+  /** Records the firing notifications made now; forgets the alerts no longer firing. */
+  private noteFiringMade(notifications: readonly Notification[]): void {
+    for (const n of notifications) {
+      if (n.status !== 'firing') continue;
+      let byReceiver = this.firingSent.get(n.alert.id);
+      if (!byReceiver) this.firingSent.set(n.alert.id, (byReceiver = new Map()));
+      byReceiver.set(n.receiver, { madeAtMs: n.createdAtMs, failedAtMs: null });
+    }
+    const firing = new Set(this.set.activeAlerts().filter((a) => a.state === 'firing').map((a) => a.id));
+    for (const id of this.firingSent.keys()) if (!firing.has(id)) this.firingSent.delete(id);
+  }
+
   /** Runs an evaluation after any in progress; resolves when it is done (tests and the timer). */
   evaluate(scope: Scope = 'all'): Promise<void> {
     if (this.stopped) return this.chain;
@@ -422,7 +472,7 @@ export class AlertEngine implements IngestListener {
     markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
     const added = [...this.addedReceivers];
-    const owed = (a: AlertRecord): string[] => [...new Set([...added, ...(missed.get(a.id) ?? [])])];
+    const owed = (a: AlertRecord): string[] => [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now)])];
     notifications.push(...planForOwedReceivers(this.set.activeAlerts(), owed, notifications, step.upsert, { now, muted }));
     this.stats.notificationsCreated += notifications.length;
     try {
@@ -437,6 +487,7 @@ export class AlertEngine implements IngestListener {
     // Saved with their notifications: the owed receivers have them (the outbox resumes them after a restart).
     this.addedReceivers.clear();
     if (catchUp) this.catchUp = false;
+    this.noteFiringMade(notifications);
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
     announceTransitions(step.transitions, now, this.opts.events, this.opts.logger, this.opts.links);
     if (scope === 'all') await this.opts.stateStore.prune(now - keep);

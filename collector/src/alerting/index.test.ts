@@ -304,6 +304,32 @@ describe('persisted rule', () => {
     expect(repeats[0]?.at).toBeGreaterThanOrEqual(50_000 + 2 * MIN);
   });
 
+  it('notifies a receiver that was down past the delivery deadline again a group_interval later, not at the next repeat', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: 4 * HOUR });
+    h.sink.reply = () => ({ status: 503 });
+    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    h.alerting.engine.onIngested(r.inserted);
+    await h.sink.waitFor(2);
+    // Still down when the delivery deadline (60 s here) passes: the notification is given up on.
+    h.clock.advance(61_000);
+    await h.alerting.dispatcher.idle();
+    expect(h.notes()).toHaveLength(0);
+    const failedAt = h.clock.now() - T0;
+    h.sink.reply = () => ({ status: 200 });
+    await h.run(5 * MIN - TICK);
+    expect(h.notes()).toHaveLength(0);
+    await h.run(2 * TICK);
+    const notes = h.notes();
+    expect(notes.map((n) => n.status)).toEqual(['firing']);
+    expect(notes[0]?.at).toBeGreaterThanOrEqual(failedAt + 5 * MIN);
+    expect(notes[0]?.at).toBeLessThanOrEqual(failedAt + 5 * MIN + TICK);
+    // A new notification (a new webhook-id), once: the next is the repeat, counted from this delivery.
+    const ids = new Set(h.sink.requests.map((q) => q.headers['webhook-id']));
+    expect(ids.size).toBe(2);
+    await h.run(HOUR);
+    expect(h.notes()).toHaveLength(1);
+  });
+
   it('splits by groupBy: only the team whose hook lost output is alerted', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
     await h.push({ ...over, team: 'platform' }, { ...over, outputsPersisted: 0, additionalContextChars: 9000, team: 'web' });
