@@ -1,5 +1,7 @@
 /** The notify stage against a real HTTP receiver on port 0: transport retries, bodies, signing, OTLP export. */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
 import { otlpAccepted, WebhookSink } from '../../test/support/alerting.ts';
@@ -110,6 +112,37 @@ describe('transport', () => {
     s.reply = () => ({ status: 307, headers: { location: 'http://127.0.0.1:9/elsewhere' } });
     const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 1000 });
     expect(r).toMatchObject({ outcome: 'failed', httpStatus: 307, attempts: 1 });
+  });
+});
+
+describe('transport: an answer body that does not end', () => {
+  let server: Server | undefined;
+  afterEach(() => {
+    server?.closeAllConnections();
+    server?.close();
+  });
+
+  it('is read only so far: the attempt ends with its status, not at its timeout, holding none of it', async () => {
+    // A 2xx whose body streams on (a URL that is a download, or an event stream): 1 MiB chunks for as long as the
+    // client reads them.
+    const chunk = Buffer.alloc(1 << 20, 'x');
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const pump = (): void => {
+          while (!res.destroyed && res.write(chunk));
+        };
+        res.on('drain', pump);
+        pump();
+      });
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const attempts: AttemptResult[] = [];
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url, timeoutMs: 5000, deadlineMs: Date.now() + 10_000, onAttempt: (a) => attempts.push(a) });
+    expect(r).toMatchObject({ outcome: 'delivered', attempts: 1, httpStatus: 200 });
+    expect(attempts[0]?.durationMs).toBeLessThan(2000);
   });
 });
 

@@ -142,6 +142,29 @@ export function scrubUrl(text: string, url: string): string {
   return out;
 }
 
+/** The most of an answer's body read before it is cancelled; past it, reusing the connection is not worth the wait. */
+const MAX_DRAIN_BYTES = 64 * 1024;
+
+/**
+ * Reads the answer's body and throws it away, so the connection can be reused; its content is not needed. A body
+ * longer than MAX_DRAIN_BYTES (a URL that is a download, an event stream) is cancelled there, closing the
+ * connection: neither held in memory nor waited for until the attempt's timeout.
+ */
+async function drain(res: Response): Promise<void> {
+  const reader = res.body?.getReader();
+  if (!reader) return;
+  try {
+    for (let read = 0; read <= MAX_DRAIN_BYTES;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      read += value.byteLength;
+    }
+    await reader.cancel();
+  } catch {
+    // Timed out or cut off while read: the status is what counts.
+  }
+}
+
 /** POSTs until delivered, permanently refused, past the deadline, or aborted. */
 export async function sendWithRetry(build: (attempt: number) => OutgoingRequest, opts: SendOptions): Promise<SendResult> {
   const now = opts.now ?? Date.now;
@@ -172,8 +195,7 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
       } as RequestInit);
       status = res.status;
       retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
-      // Drain the body so the connection can be reused; its content is not needed.
-      await res.arrayBuffer().catch(() => undefined);
+      await drain(res);
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
       error = opts.signal?.aborted ? 'aborted' : describeError(err, opts.url);
