@@ -17,7 +17,7 @@ const RANGE = 'from=now-7d';
 
 interface ScanSummary {
   hooks: { hookName: string; hookEvent: string; commands: { command: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestOutputChars: number | null; largestDeliveredChars: number | null }[] }[];
-  send: { emitted: number; exported: number; failed: number };
+  send: { emitted: number; exported: number; failed: number; error?: string };
 }
 
 let service: TestService;
@@ -92,6 +92,10 @@ describe('scan --send to hookwatch', () => {
       const refused = await scan();
       expect(refused.code).toBe(3);
       expect(refused.result.send.exported).toBe(0);
+      // The answer's own message, and the setting that carries the token, not only "Unauthorized".
+      expect(refused.result.send.error).toContain('401 Unauthorized: missing or wrong bearer token');
+      expect(refused.result.send.error).toContain('OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"');
+      expect(refused.result.send.error).not.toContain(token);
       vi.stubEnv('OTEL_EXPORTER_OTLP_HEADERS', `Authorization=Bearer ${token}`);
       const accepted = await scan();
       expect(accepted.code).toBe(1);
@@ -102,6 +106,14 @@ describe('scan --send to hookwatch', () => {
       vi.unstubAllEnvs();
       await guarded.close();
     }
+  });
+
+  it('sent to the API port, says what the server answered: where OTLP goes', async () => {
+    const captured = captureIO(service.dir, { ...process.env });
+    const code = await runScan(['--send', service.httpUrl, PROJECTS], captured.io);
+    expect(code).toBe(3);
+    const port = new URL(service.otlpHttpUrl).port;
+    expect(captured.stdout()).toContain(`/v1/logs failed: 405 Method Not Allowed: POST /v1/logs: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${port}`);
   });
 
   it('refuses a finding without an id, naming the problem', async () => {

@@ -59,6 +59,38 @@ export interface SendOutcome {
 }
 
 type ExportCallback = Parameters<LogRecordExporter['export']>[1];
+/** How much of the server's own message a failure repeats. */
+const MAX_ANSWER_MESSAGE = 300;
+
+/**
+ * What a failed export says: for an answer, its status and the server's own message (the `message` of the
+ * google.rpc.Status an OTLP receiver answers with, or of the API's `error` object when --send names the API port),
+ * which names what to correct; for a 401, the variables the token goes in. The SDK's error alone is the status
+ * text ("Unauthorized", "Method Not Allowed").
+ */
+export function exportFailure(error: Error | undefined): string {
+  if (error === undefined) return 'export failed';
+  const { code, data } = error as { code?: unknown; data?: unknown };
+  if (typeof code !== 'number') return error.message;
+  const said = answerMessage(data);
+  const token = code === 401 ? ' (the ingest token goes in OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>", or OTEL_EXPORTER_OTLP_LOGS_HEADERS)' : '';
+  return `${code} ${error.message}${said === undefined ? '' : `: ${said}`}${token}`;
+}
+
+function answerMessage(data: unknown): string | undefined {
+  if (typeof data !== 'string') return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  const status = body as { message?: unknown; error?: { message?: unknown } } | null;
+  const message = status?.message ?? status?.error?.message;
+  if (typeof message !== 'string' || message === '') return undefined;
+  return message.replace(/\p{Cc}/gu, ' ').slice(0, MAX_ANSWER_MESSAGE);
+}
+
 /** ExportResultCode.SUCCESS of @opentelemetry/core. */
 const EXPORT_SUCCESS = 0;
 
@@ -81,7 +113,7 @@ class OutcomeTrackingExporter implements LogRecordExporter {
       if (result.code === EXPORT_SUCCESS) this.exported += records.length;
       else {
         this.failed += records.length;
-        this.error ??= result.error?.message ?? 'export failed';
+        this.error ??= exportFailure(result.error);
       }
       resultCallback(result);
     });
