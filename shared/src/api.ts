@@ -120,6 +120,8 @@ export interface OverviewResponse {
   otlpHttpPort?: number;
   /** Whether that port speaks TLS (otlp.tls, apart from the dashboard's http.tls): the snippet's scheme. */
   otlpHttpTls?: boolean;
+  /** Whether the receivers require a bearer token (otlp.ingestToken): the snippet then sets the header. Never the token. */
+  otlpIngestToken?: boolean;
 }
 
 /** One hook's buckets in a fleet series (arrays aligned with FleetSeriesResponse.buckets). */

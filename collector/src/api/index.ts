@@ -35,6 +35,8 @@ export interface ApiOptions {
   otlpHttpPort?: () => number | undefined;
   /** Whether that port speaks TLS (otlp.tls): the setup snippet's scheme. */
   otlpHttpTls?: boolean;
+  /** Whether the receivers require otlp.ingestToken: the setup snippet sets the header (never the token). */
+  otlpIngestToken?: boolean;
   /** Bounds the store reads the query routes have pending (http.maxPendingQueries); unbounded without. */
   queries?: QueryGate;
 }
@@ -192,7 +194,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: versions.map(clientVersion),
       lastEventAt: formatRfc3339OrNull(last),
-      ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true }),
+      ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true, otlpIngestToken: opts.otlpIngestToken === true }),
     };
     res.json(body);
   });

@@ -391,6 +391,14 @@ describe('before the first event', () => {
     expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, 4318, true).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
   });
 
+  it('sets the bearer header when the receivers require the ingest token, and only then', () => {
+    const header = 'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"';
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 4318, false, true);
+    expect(v.lines).toContain(header);
+    expect(v.lines[v.lines.indexOf(header) - 1]).toBe('# hookwatch requires its ingest token (HOOKWATCH_INGEST_TOKEN): put it in place of <token>');
+    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 4318, false, false).lines.join('\n')).not.toContain('OTEL_EXPORTER_OTLP_HEADERS');
+  });
+
   it('falls back to the default port and says where to find the real one', () => {
     const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, undefined);
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');

@@ -473,9 +473,10 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
 /**
  * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when
  * pasted (this host, the OTLP/HTTP port it reports and the scheme that port speaks, which TLS on the dashboard's
- * own port says nothing of), and a note on the port and on clients without sizes.
+ * own port says nothing of), the bearer header when the receivers require the ingest token (a placeholder: the
+ * page never knows the token), and a note on the port and on clients without sizes.
  */
-export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined, otlpHttpTls?: boolean): { lines: string[]; note: string } {
+export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined, otlpHttpTls?: boolean, otlpIngestToken?: boolean): { lines: string[]; note: string } {
   const port = otlpHttpPort ?? 4318;
   const scheme = otlpHttpTls === undefined ? loc.protocol : otlpHttpTls ? 'https:' : 'http:';
   return {
@@ -484,6 +485,10 @@ export function setupView(loc: { protocol: string; hostname: string }, otlpHttpP
       'export OTEL_LOGS_EXPORTER=otlp',
       'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
       `export OTEL_EXPORTER_OTLP_ENDPOINT=${scheme}//${loc.hostname}:${port}`,
+      ...(otlpIngestToken === true ? [
+        '# hookwatch requires its ingest token (HOOKWATCH_INGEST_TOKEN): put it in place of <token>',
+        'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"',
+      ] : []),
       '# optional: lets you filter and break down by team',
       'export OTEL_RESOURCE_ATTRIBUTES=team=platform',
     ],

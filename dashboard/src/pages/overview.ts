@@ -23,8 +23,8 @@ import {
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
-export function setupHelp(otlpHttpPort: number | undefined, otlpHttpTls?: boolean): HTMLElement {
-  const v = setupView(location, otlpHttpPort, otlpHttpTls);
+export function setupHelp(otlpHttpPort: number | undefined, otlpHttpTls?: boolean, otlpIngestToken?: boolean): HTMLElement {
+  const v = setupView(location, otlpHttpPort, otlpHttpTls, otlpIngestToken);
   return h('section', { class: 'panel empty', id: 'empty-state' },
     h('h2', null, 'No events yet: here is how to point Claude Code at hookwatch'),
     h('p', null, 'Run these in the shell Claude Code starts from (or put the same variables in the "env" block of its settings.json), then start a session that fires a hook:'),
@@ -519,7 +519,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       }
       const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined] = await Promise.all([overviewCall, fleetCall]);
       if (showsSetup(overview, state.filters)) {
-        replace(root, h('h1', null, 'Overview'), setupHelp(overview.otlpHttpPort, overview.otlpHttpTls));
+        replace(root, h('h1', null, 'Overview'), setupHelp(overview.otlpHttpPort, overview.otlpHttpTls, overview.otlpIngestToken));
         return;
       }
       show();

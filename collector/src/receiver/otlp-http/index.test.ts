@@ -7,6 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { Client, Metadata, credentials, type ServiceError } from '@grpc/grpc-js';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { OverviewResponse } from '../../../../shared/src/api.ts';
 import type { LogsConsumer, PassThroughConsumer } from '../../pipeline/consumer.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { InflightBudget } from '../inflight.ts';
@@ -182,6 +183,12 @@ describe('bad input gets the right status and a clear message', () => {
   it('never echoes the ingest token', async () => {
     const res = await send({ name: '', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}x` }, body: '{}', status: 401, message: /./ });
     expect(res.body.toString()).not.toContain(TOKEN);
+  });
+
+  it('tells the dashboard\'s setup snippet that exports need the token, and not the token', async () => {
+    const res = await getJson<OverviewResponse>(service.httpUrl, '/api/v1/overview');
+    expect(res.body).toMatchObject({ otlpHttpPort: Number(new URL(service.otlpHttpUrl).port), otlpHttpTls: false, otlpIngestToken: true });
+    expect(JSON.stringify(res.body)).not.toContain(TOKEN);
   });
 });
 
