@@ -113,7 +113,7 @@ describe('scan --send to hookwatch', () => {
     const code = await runScan(['--send', service.httpUrl, PROJECTS], captured.io);
     expect(code).toBe(3);
     const port = new URL(service.otlpHttpUrl).port;
-    expect(captured.stdout()).toContain(`/v1/logs failed: 405 Method Not Allowed: POST /v1/logs: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${port}`);
+    expect(captured.stdout()).toContain(`/v1/logs failed: 404 Not Found: POST /v1/logs: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${port}`);
   });
 
   it('refuses a finding without an id, naming the problem', async () => {
