@@ -238,7 +238,9 @@ export class PostgresLease implements LeaderElector {
     const leader = this.isLeader();
     if (leader === this.wasLeader) return;
     this.wasLeader = leader;
-    this.opts.logger?.info(leader ? 'leader lease acquired' : 'leader lease lost', { lease: this.name, holder: this.holder, epoch: this.currentEpoch });
+    // Stopping is not a loss: the hand-back follows (its failure says so on its own).
+    const lost = this.leaving ? 'leader lease given up: stopping' : 'leader lease lost';
+    this.opts.logger?.info(leader ? 'leader lease acquired' : lost, { lease: this.name, holder: this.holder, epoch: this.currentEpoch });
     try {
       this.opts.onChange?.(leader);
     } catch (err) {

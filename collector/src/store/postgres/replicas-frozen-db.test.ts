@@ -121,6 +121,9 @@ it('SIGTERM while PostgreSQL answers: the lease is handed back and the heartbeat
   expect(leader.child.exitCode, log).toBe(0);
   expect(logEntries(leader.lines, 'stopped'), log).toHaveLength(1);
   expect(logEntries(leader.lines, 'shutdown step timed out'), log).toEqual([]);
+  // A clean stop reads as one, not as the fault of a lease taken away.
+  expect(logEntries(leader.lines, 'leader lease given up: stopping'), log).toHaveLength(1);
+  expect(logEntries(leader.lines, 'leader lease lost'), log).toEqual([]);
   // Handed back: expired now, not ttl from the last renewal.
   expect((await db.query('SELECT 1 FROM leader_lease WHERE expires_at > now()')).rowCount).toBe(0);
   expect((await db.query('SELECT 1 FROM replica_heartbeats')).rowCount).toBe(0);
