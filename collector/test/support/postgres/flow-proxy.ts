@@ -5,6 +5,7 @@
  * ones are never answered, until it heals. Connections are told apart by the `application_name` of their startup message
  * (plain text: the test server does not use TLS).
  */
+import { spawn } from 'node:child_process';
 import { connect, createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
@@ -13,6 +14,12 @@ export interface FlowProxy {
   via(url: string): string;
   /** Silently drops every open connection whose application_name is `app`: its bytes go nowhere from now on. */
   drop(app: string): number;
+  /**
+   * Drops the open connections of `app` as drop() does, and down to TCP: the proxy's end of each one acknowledges
+   * nothing from now on, TCP keepalive probes included, as when a NAT or firewall forgot the flow and discards its
+   * packets. (After drop() alone the proxy's operating system still acknowledges them.) Resolves to how many.
+   */
+  forget(app: string): Promise<number>;
   /**
    * Lets the open connections of `app` on until one sends a message holding `text` (a statement): that one is
    * answered, and the connection is dropped as by drop() at the next thing it sends, which never reaches the server.
@@ -44,6 +51,32 @@ function dropFlow(f: Flow): void {
   // Read and discard: the sender's writes succeed as into a network that loses them.
   f.client.removeAllListeners('data').on('data', () => {});
   f.server.removeAllListeners('data').on('data', () => {});
+}
+
+/**
+ * Perl (there wherever the test server is: Debian's PostgreSQL packaging runs on it) attaches to the socket given as
+ * its fd 3 a classic BPF filter of one instruction, "return 0" (struct sock_filter: code BPF_RET|BPF_K, jt, jf, k = 0;
+ * struct sock_fprog: its length and address). The kernel then discards every packet that socket receives before TCP
+ * sees it: nothing is acknowledged nor answered. The filter is the socket's, so it outlives the process that set it.
+ * It waits first until what the socket sent is acknowledged (tcp_info's tcpi_unacked, at byte 24, is 0): a segment
+ * left unacknowledged would be sent again and again, each time reaching the client, as no NAT that forgot the flow
+ * would let it.
+ */
+const DISCARD_ALL = `use Socket qw(SOL_SOCKET IPPROTO_TCP); open(my $s, '+<&=', 3) or die "fd 3: $!";
+my $unacked = sub { unpack('x24 L', getsockopt($s, IPPROTO_TCP, 11)) };
+for (1 .. 500) { last if $unacked->() == 0; select(undef, undef, undef, 0.01) }
+die 'still unacknowledged after 5 s' if $unacked->() != 0;
+my $ret0 = pack('S C C L', 0x06, 0, 0, 0);
+setsockopt($s, SOL_SOCKET, 26, pack('S x![p] p', 1, $ret0)) or die "SO_ATTACH_FILTER: $!";`;
+
+/** Makes the kernel discard everything `socket` receives (DISCARD_ALL). */
+function discardAll(socket: Socket): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const perl = spawn('perl', ['-e', DISCARD_ALL], { stdio: ['ignore', 'ignore', 'pipe', socket] });
+    let stderr = '';
+    perl.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+    perl.on('error', reject).on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`perl exited with ${code}: ${stderr}`))));
+  });
 }
 
 /** The application_name of a connection's first chunk, its startup message: length, protocol, then name\0value\0 pairs. */
@@ -105,6 +138,12 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
         n++;
       }
       return n;
+    },
+    async forget(app) {
+      const forgotten = [...flows].filter((f) => f.app === app);
+      for (const f of forgotten) dropFlow(f);
+      await Promise.all(forgotten.map((f) => discardAll(f.client)));
+      return forgotten.length;
     },
     dropAfter(app, text) {
       let n = 0;
