@@ -7,6 +7,21 @@
 import type pg from 'pg';
 
 /**
+ * How long a connection to PostgreSQL is idle before the operating system probes it (TCP keepalive, on every
+ * connection hookwatch opens). Node has it probe every second after that and give up after 10 probes left
+ * unanswered (libuv's TCP_KEEPINTVL and TCP_KEEPCNT on Linux), so a connection the network dropped without a word
+ * (a NAT or firewall forgetting the flow) fails about 20 s at most after its last packet while it is idle, and its
+ * pool replaces it: the next statement is not sent into it to wait out its whole bound. The probes answered keep the
+ * flow fresh in the NATs and firewalls between. Below 1 s Node leaves the system's default (2 hours).
+ */
+export const KEEPALIVE_MS = 10_000;
+
+/** pg's options for TCP keepalive after `idleMs` idle (KEEPALIVE_MS). */
+export function keepAlive(idleMs = KEEPALIVE_MS): Pick<pg.ClientConfig, 'keepAlive' | 'keepAliveInitialDelayMillis'> {
+  return { keepAlive: true, keepAliveInitialDelayMillis: idleMs };
+}
+
+/**
  * Runs fn inside BEGIN (or `begin`, a BEGIN with its modes)/COMMIT on one pooled connection; a lost connection
  * rejects (never an unhandled 'error').
  */

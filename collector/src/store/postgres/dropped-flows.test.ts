@@ -3,16 +3,18 @@
  * partition, a database host gone without a reset): a statement sent on one never gets an answer nor an error,
  * and the server's statement_timeout cannot end it. The store gives up on it itself, a little after that timeout,
  * with the answer a lost connection gets (StoreUnavailableError: 503 with Retry-After, gRPC UNAVAILABLE), drops
- * the connection, and the next call opens a new one.
+ * the connection, and the next call opens a new one. An idle connection the network forgot is found out before
+ * any statement is sent on it, by its TCP keepalive probes going unanswered, and leaves its pool.
  */
 import { describe, expect, it } from 'vitest';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
+import { waitFor } from '../../../test/support/postgres/replicas.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { StoreUnavailableError } from '../store.ts';
-import { PostgresStore } from './index.ts';
+import { PostgresStore, type PostgresStoreOptions } from './index.ts';
 
 const pg = useTestServer();
 const STATEMENT_TIMEOUT_MS = 1000;
@@ -39,15 +41,15 @@ interface ThroughProxy {
 /**
  * A store reaching its database through a proxy that can drop flows silently, and its log lines; an event stored
  * and read back, so that a connection of the ingest pool and one of the read pool are idle and kept: the next calls
- * take them.
+ * take them. `opts` are the store's, besides those above.
  */
-async function storeThroughProxy(): Promise<ThroughProxy> {
+async function storeThroughProxy(opts: Partial<PostgresStoreOptions> = {}): Promise<ThroughProxy> {
   const server = pg.server();
   const proxy = await startFlowProxy(server);
   pg.defer(() => proxy.close());
   const { logger, lines } = recordingLogger();
   const url = await server.createDatabase();
-  const store = pg.track(await PostgresStore.open({ url: proxy.via(url), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger }));
+  const store = pg.track(await PostgresStore.open({ url: proxy.via(url), poolSize: 2, readers: 1, statementTimeoutMs: STATEMENT_TIMEOUT_MS, logger, ...opts }));
   const now = Date.now();
   const range = { fromMs: now - 3_600_000, toMs: now + 60_000 };
   expect((await store.ingest([hookEvent({ timeMs: now })])).inserted).toHaveLength(1);
@@ -139,5 +141,27 @@ describe('PostgreSQL store on connections the network dropped', () => {
     // Closed as expected, not reported as a lost connection.
     expect(lines.filter((l) => l.msg.startsWith('postgres connection lost'))).toEqual([]);
     expect((await readBackends(url)).filter((pid) => !before.includes(pid))).toHaveLength(1);
+  });
+
+  it('finds idle connections the network forgot by their unanswered keepalive probes: the next batch and answer run on new ones', { timeout: 60_000 }, async () => {
+    const { proxy, lines, store, now, range } = await storeThroughProxy({ keepAliveMs: 1000 });
+
+    // Forgotten down to TCP, as by a NAT: nothing the store sends on them is acknowledged any more, nor answered.
+    expect((await proxy.forget('hookwatch')) + (await proxy.forget('hookwatch-read'))).toBe(2);
+    const forgotten = performance.now();
+    // Idle a second, each is probed, and given up by the operating system after 10 probes left unanswered (1 s
+    // apart): each pool removes its connection and says so. Nothing else would: no statement is sent meanwhile.
+    const lost = await waitFor('both idle connections found lost', async () => {
+      const found = lines.filter((l) => l.msg.startsWith('postgres connection lost'));
+      return found.length === 2 ? found : undefined;
+    }, 30_000, 100);
+    // eslint-disable-next-line no-console
+    console.log(`flows forgotten: both idle connections found lost ${Math.round(performance.now() - forgotten)} ms later; ${JSON.stringify(lost)}`);
+    for (const l of lost) expect(l.msg).toContain('ETIMEDOUT');
+    // The next batch and answer are handed new connections: stored and read, not answered "retry later" after
+    // the statement bound on the forgotten ones.
+    expect((await store.ingest([hookEvent({ timeMs: now + 1 })])).inserted).toHaveLength(1);
+    expect(await store.hookCounters(range)).toHaveProperty('size', 1);
+    expect(lines.filter((l) => l.msg.startsWith('postgres statement not answered in time'))).toEqual([]);
   });
 });

@@ -25,7 +25,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { inTransaction, isAnswerTimeout, isConnectTimeout, liftAnswerTimeout } from './connection.ts';
+import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
 import { boundPause, holdLease, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
@@ -57,6 +57,8 @@ export interface PostgresStoreOptions {
   boundsRefreshMs?: number;
   /** The server's bound on one statement, and on a transaction left idle (default STATEMENT_TIMEOUT_MS; tests). */
   statementTimeoutMs?: number;
+  /** How long a connection is idle before TCP keepalive probes it (default KEEPALIVE_MS; tests). */
+  keepAliveMs?: number;
 }
 
 /** A stuck statement must not hold an OTLP request (and its row locks) forever. */
@@ -481,6 +483,8 @@ export class PostgresStore implements Store {
         idleTimeoutMillis: 30_000,
         application_name: applicationName,
         stream: this.sockets.stream,
+        // An idle connection the network dropped without a word fails on its own and leaves the pool.
+        ...keepAlive(opts.keepAliveMs),
         statement_timeout: boundMs ?? statementTimeoutMs,
         idle_in_transaction_session_timeout: boundMs ?? statementTimeoutMs,
         // Past it the call fails as on a lost connection (503, Retry-After) and the connection is dropped.
