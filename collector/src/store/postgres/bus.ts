@@ -15,7 +15,7 @@
 import pg from 'pg';
 import type { Logger } from '../../telemetry/logger.ts';
 import { scrubSecret } from './index.ts';
-import { isAnswerTimeout } from './connection.ts';
+import { isAnswerTimeout, keepAlive } from './connection.ts';
 import { ConnectionSockets } from './sockets.ts';
 
 export type BusChannel = 'hookwatch_ingest' | 'hookwatch_silences' | 'hookwatch_lease';
@@ -85,6 +85,7 @@ export class PostgresBus {
       connectionString: this.opts.url,
       application_name: 'hookwatch-listen',
       stream: this.sockets.stream,
+      ...keepAlive(),
       connectionTimeoutMillis: CHECK_TIMEOUT_MS,
       query_timeout: CHECK_TIMEOUT_MS,
     });

@@ -16,7 +16,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { LEASE_CHANNEL } from './bus.ts';
 import { scrubSecret } from './index.ts';
 import { ConnectionSockets } from './sockets.ts';
-import { isAnswerTimeout, isConnectTimeout } from './connection.ts';
+import { isAnswerTimeout, isConnectTimeout, keepAlive } from './connection.ts';
 
 export interface PostgresLeaseOptions {
   /** postgres:// URL (the lease uses its own single connection, so a busy ingest pool never delays renewal). */
@@ -106,6 +106,7 @@ export class PostgresLease implements LeaderElector {
       max: 1,
       application_name: 'hookwatch-lease',
       stream: this.sockets.stream,
+      ...keepAlive(),
       connectionTimeoutMillis: bound,
       statement_timeout: bound,
       query_timeout: bound,
