@@ -42,7 +42,8 @@ async function cluster(): Promise<{ leader: Replica; follower: Replica; proxy: F
 it('a listening connection the network dropped silently is found out within seconds, and a follower\'s alert still notifies', async () => {
   const { leader, follower, proxy, hook } = await cluster();
 
-  expect(proxy.drop('hookwatch-listen')).toBe(1);
+  // Forgotten down to TCP: not even the proxy's operating system acknowledges what the leader sends on it.
+  expect(await proxy.forget('hookwatch-listen')).toBe(1);
   const dropped = Date.now();
   await fx.post(follower, persistedOutputBody(Date.now(), 'dropped-flow', 'PostToolUse:DroppedFlow'));
   const d = await waitFor('the webhook for the follower\'s batch', async () => hook.deliveries.find((x) => x.labels['hook_name'] === 'PostToolUse:DroppedFlow'), 10_000, 20);
