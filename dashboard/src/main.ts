@@ -14,8 +14,8 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
+  REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  rangeUrl, refreshParam, refreshView, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -23,6 +23,8 @@ import { applyTheme, setTheme, themeChoice } from './theme.ts';
 const TZ_KEY = 'hookwatch.tz';
 /** Where the view a reload comes back to is kept, for the tab (sessionStorage). */
 const VIEW_KEY = 'hookwatch.view';
+/** The builds the tab reloaded for (reloadedBuilds), for the tab (sessionStorage). */
+const RELOADED_KEY = 'hookwatch.reloadedFor';
 /** How often relative times and the age of the data shown are read again. */
 const AGE_TICK_MS = 5000;
 /**
@@ -113,6 +115,8 @@ export function start(root: HTMLElement): Dashboard {
   const build = document.querySelector<HTMLMetaElement>('meta[name="hookwatch-build"]')?.content;
   let buildAskedAt = Date.now();
   let buildAsking = false;
+  /** The build hookwatch serves, once it is another than this page runs. */
+  let served: string | undefined;
   const updateNote = h('div', { id: 'update-banner', class: 'banner banner-update', hidden: true });
   /** When the page said a newer dashboard is served, and when it was last used (a pointer, a key, a scroll). */
   let updateAt: number | undefined;
@@ -144,7 +148,8 @@ export function start(root: HTMLElement): Dashboard {
   /**
    * A new version of hookwatch deployed since the page was opened: the page runs the dashboard it loaded until it is
    * reloaded, so it says so, once, offers the reload, and reloads by itself once left unused (reloadIfUnused). The
-   * URL keeps the view.
+   * URL keeps the view. Not for a build the tab reloaded for already (reloadedBuilds): the page says the reload
+   * brought back the build it runs, and leaves the next one to the reader.
    */
   function checkBuild(): void {
     if (!build || buildAsking || !updateNote.hidden) return;
@@ -152,21 +157,43 @@ export function start(root: HTMLElement): Dashboard {
     buildAskedAt = Date.now();
     api.build().then((r) => {
       if (r.build === build) return;
+      const now = Date.now();
+      const again = reloadedFor().includes(r.build);
+      const notice = again ? UPDATE_AGAIN_NOTICE : UPDATE_NOTICE;
+      served = r.build;
       updateNote.hidden = false;
-      updateAt = Date.now();
-      replace(updateNote, `${UPDATE_NOTICE} `, h('button', { type: 'button', class: 'reload', onclick: reload }, 'Reload now'));
-      say(UPDATE_NOTICE, updateAt);
+      replace(updateNote, `${notice} `, h('button', { type: 'button', class: 'reload', onclick: reload }, 'Reload now'));
+      say(notice, now);
+      if (again) return;
+      updateAt = now;
       reloadIfUnused();
     }, () => undefined).finally(() => {
       buildAsking = false;
     });
   }
 
-  /** The page reloading itself (or at its button): it comes back to the view it shows (keepView). */
+  /**
+   * The page reloading itself (or at its button): it comes back to the view it shows (keepView), and the tab
+   * remembers the build served it reloads for.
+   */
   let reloading = false;
   function reload(): void {
     reloading = true;
+    try {
+      if (served !== undefined) sessionStorage.setItem(RELOADED_KEY, reloadedText(sessionStorage.getItem(RELOADED_KEY), served));
+    } catch {
+      // Not remembered: a reload that brings back the build the page runs may be followed by another.
+    }
     location.reload();
+  }
+
+  /** The builds the tab reloaded for. */
+  function reloadedFor(): string[] {
+    try {
+      return reloadedBuilds(sessionStorage.getItem(RELOADED_KEY));
+    } catch {
+      return [];
+    }
   }
 
   /** A newer dashboard is served and nobody is using this page (selfReloadDue): it reloads, on the same URL. */

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
-  removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
 
@@ -238,6 +238,26 @@ describe('a new version served while the page is open', () => {
 
   it('says it reloads by itself, and when', () => {
     expect(UPDATE_NOTICE).toBe('hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for 10 minutes (never over text typed in a form and not sent).');
+  });
+
+  it('remembers the builds the tab reloaded for, so it reloads once for each, however often replicas serve it', () => {
+    expect(reloadedBuilds(null)).toEqual([]);
+    const once = reloadedText(null, 'b0');
+    expect(reloadedBuilds(once)).toEqual(['b0']);
+    // Served again (replicas on different versions): remembered once; another build after it.
+    expect(reloadedBuilds(reloadedText(once, 'b0'))).toEqual(['b0']);
+    expect(reloadedBuilds(reloadedText(once, 'b1'))).toEqual(['b0', 'b1']);
+    // A tab open for months keeps the latest twenty.
+    let many: string | null = null;
+    for (let i = 0; i < 25; i++) many = reloadedText(many, `b${i}`);
+    expect(reloadedBuilds(many)).toEqual(Array.from({ length: 20 }, (_v, i) => `b${i + 5}`));
+    // Something else under the name: nothing remembered.
+    for (const other of ['{', '"b0"', 'null', '{"b0":1}', '[1]', '["b0", null]']) expect(reloadedBuilds(other), other).toEqual([]);
+    expect(reloadedBuilds(reloadedText('[1]', 'b2'))).toEqual(['b2']);
+  });
+
+  it('says when reloading did not bring the new version, and does not promise to reload again', () => {
+    expect(UPDATE_AGAIN_NOTICE).toBe('hookwatch was updated since this page was opened, but reloading the page brought back the version it runs: hookwatch runs both versions (an update under way). Reload the page once the update is over to use the new version.');
   });
 });
 

@@ -108,6 +108,36 @@ export const IDLE_RELOAD_MS = 10 * 60_000;
 export const UPDATE_NOTICE = `hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for ${IDLE_RELOAD_MS / 60_000} minutes (never over text typed in a form and not sent).`;
 
 /**
+ * What the page says instead when the build hookwatch serves is one it already reloaded for (reloadedBuilds) and it
+ * still runs another: hookwatch's replicas serve both, and the page does not reload by itself for it again.
+ */
+export const UPDATE_AGAIN_NOTICE = 'hookwatch was updated since this page was opened, but reloading the page brought back the version it runs: hookwatch runs both versions (an update under way). Reload the page once the update is over to use the new version.';
+
+/** How many builds a tab remembers having reloaded for. */
+const RELOADED_KEPT = 20;
+
+/**
+ * The builds this tab reloaded for, oldest first (`stored`, as reloadedText wrote it to sessionStorage): the page
+ * reloads by itself at most once for each. Behind a load balancer whose replicas serve different builds (a canary,
+ * a rolling update), a reload may bring back the build the page ran, and a check ten minutes later see the other
+ * one again: the page would otherwise reload every ten or twenty minutes for as long as both are served. A build
+ * served later (the next version) is reloaded for once in turn.
+ */
+export function reloadedBuilds(stored: string | null): string[] {
+  try {
+    const v: unknown = JSON.parse(stored ?? '[]');
+    return Array.isArray(v) && v.every((b) => typeof b === 'string') ? v : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The builds reloaded for (reloadedBuilds), with `build`, the latest RELOADED_KEPT. */
+export function reloadedText(stored: string | null, build: string): string {
+  return JSON.stringify([...reloadedBuilds(stored).filter((b) => b !== build), build].slice(-RELOADED_KEPT));
+}
+
+/**
  * Whether a page that runs an older dashboard than hookwatch serves reloads itself now, so a wall screen nobody
  * touches does not run the old one for weeks: never while a form holds text typed and not sent (`typing`), which
  * the reload would lose; at once when the tab is hidden and untouched since the notice appeared (nobody is reading

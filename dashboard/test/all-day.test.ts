@@ -2,6 +2,8 @@
  * The dashboard on a wall screen all day, against a real hookwatch (real sockets, real SQLite) in headless
  * Chromium: many refreshes, the server restarted underneath, links shared, the browser's back and forward.
  */
+import { request, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +16,7 @@ import { startCli } from '../../collector/test/faults/cli-child.ts';
 import { chartData, closePages, hoverTooltips, launch, showTab, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
-import { IDLE_RELOAD_MS, UPDATE_NOTICE } from '../src/shell-state.ts';
+import { IDLE_RELOAD_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE } from '../src/shell-state.ts';
 import { NO_MATCHER } from '../src/pages/alerts-state.ts';
 
 const ID = hookId('SessionStart', 'SessionStart:startup');
@@ -185,15 +187,16 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
   /** The dashboard build the page runs. */
   const runs = (p: Page): Promise<string | null> => p.getAttribute('meta[name="hookwatch-build"]', 'content');
 
-  /**
-   * Runs the page's clock `ms` on, by when the page reloads itself, and waits for the reload; the reload may end
-   * the run under way, the page it ran in gone.
-   */
-  async function reloadsWithin(p: Page, ms: number): Promise<void> {
-    const run = p.clock.runFor(ms).catch((err: Error) => {
+  /** Runs the page's clock `ms` on; a reload may end the run under way, the page it ran in gone. */
+  function runOn(p: Page, ms: number): Promise<void> {
+    return p.clock.runFor(ms).catch((err: Error) => {
       if (!/Execution context was destroyed|navigation/.test(err.message)) throw err;
     });
-    await Promise.all([p.waitForEvent('load'), run]);
+  }
+
+  /** Runs the page's clock `ms` on, by when the page reloads itself, and waits for the reload. */
+  async function reloadsWithin(p: Page, ms: number): Promise<void> {
+    await Promise.all([p.waitForEvent('load'), runOn(p, ms)]);
   }
 
   /** Another dashboard build than `old` running on `view`, its notice gone. */
@@ -261,6 +264,62 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     expect(view).not.toContain('silence.');
     await reloadsWithin(p, IDLE_RELOAD_MS);
     await expectNew(p, view, build);
+  });
+
+  /**
+   * A load balancer in front of `svc` with a replica that serves another dashboard build (a canary, a rolling
+   * update): everything comes from `svc`, but the build check is answered by each replica in turn, the other first.
+   */
+  async function mixedBuilds(svc: TestService): Promise<string> {
+    let checks = 0;
+    const server = createServer((req, res) => {
+      if (req.url === '/dashboard/build' && checks++ % 2 === 0) {
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ build: 'canary0123456789' }));
+        return;
+      }
+      const to = new URL(svc.httpUrl);
+      req.pipe(request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    cleanups.push(() => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it('reloads once for a build that replicas serve beside the one it runs, not every time it sees it again', { timeout: 90_000 }, async () => {
+    const url = await mixedBuilds(await fedService());
+    const { page: p } = await page();
+    let loads = 0;
+    p.on('load', () => void loads++);
+    await p.clock.install();
+    await p.goto(`${url}/?range=7d&refresh=5m`);
+    await waitLoaded(p);
+    const build = await runs(p);
+    // The first check after ten minutes is answered by the other replica: the page says so and reloads once unused.
+    for (const n of [2, 3]) {
+      await p.clock.runFor(5 * 60_000);
+      await waitLoaded(p, n);
+    }
+    await p.waitForSelector('#update-banner:not([hidden])');
+    await reloadsWithin(p, IDLE_RELOAD_MS + 60_000);
+    await waitLoaded(p);
+    // The reload brought back the build it ran; the checks of the next hour see the other one every twenty minutes.
+    expect([loads, await runs(p)]).toEqual([2, build]);
+    await p.evaluate(() => void ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+    for (let n = 2; n <= 13; n++) {
+      await runOn(p, 5 * 60_000);
+      // Each refresh done, unless the page reloaded.
+      await p.waitForFunction((k) => (window as unknown as { sameDocument?: boolean }).sameDocument !== true
+        || (Number(document.body.dataset['loaded']) >= k && !document.body.hasAttribute('aria-busy')), n);
+    }
+    expect(loads).toBe(2);
+    expect(await p.textContent('#update-banner')).toBe(`${UPDATE_AGAIN_NOTICE} Reload now`);
   });
 
   it('comes back where the screen was scrolled to, its sections open as they were', { timeout: 90_000 }, async () => {
