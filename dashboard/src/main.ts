@@ -123,8 +123,8 @@ export function start(root: HTMLElement): Dashboard {
   let usedAt = -Infinity;
   /** Where the pointer last moved to, on the screen. */
   let pointerAt = '';
-  /** Text fields typed in and not sent: a reload would lose what they hold. */
-  const unsent = new Set<HTMLInputElement | HTMLTextAreaElement>();
+  /** Text fields typed in, and selects changed, in forms not sent: a reload would lose what they hold. */
+  const unsent = new Set<HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>();
   // What a screen reader is told of refreshes instead: one that changed what the page shows (at most once a minute)
   // and hookwatch answering again after a failure (the failure itself is the alert's).
   const news = h('div', { id: 'refresh-news', class: 'sr-only', role: 'status', 'aria-live': 'polite', 'aria-atomic': 'true' });
@@ -215,14 +215,16 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   /**
-   * Text typed in a form is kept from a reload until the form is sent and taken (PageContext.sent), or its fields
-   * are gone (a new view drawn once a filter is added). Not once merely submitted: a form refused (a silence with
-   * no matcher, the API unavailable) keeps its text to be corrected and sent again. Not the hook search's: the URL
-   * takes it as it is typed, and a reload keeps it.
+   * Text typed in a form, or a choice made in one of its selects (the offset of a time the clocks show twice, a
+   * silence's duration), is kept from a reload until the form is sent and taken (PageContext.sent), or its fields
+   * are gone (a new view drawn once a filter is added or a custom range applied). Not once merely submitted: a form
+   * refused (a silence with no matcher, the API unavailable) keeps its text to be corrected and sent again. Not the
+   * hook search's: the URL takes it as it is typed, and a reload keeps it.
    */
   function onInput(ev: Event): void {
     const f = ev.target;
-    if ((f instanceof HTMLTextAreaElement || (f instanceof HTMLInputElement && TEXT_FIELDS.has(f.type))) && f.closest('form:not([role="search"])')) unsent.add(f);
+    const field = f instanceof HTMLTextAreaElement || f instanceof HTMLSelectElement || (f instanceof HTMLInputElement && TEXT_FIELDS.has(f.type));
+    if (field && f.closest('form:not([role="search"])')) unsent.add(f);
   }
 
   function sent(form: HTMLFormElement): void {

@@ -237,7 +237,7 @@ describe('a new version served while the page is open', () => {
   });
 
   it('says it reloads by itself, and when', () => {
-    expect(UPDATE_NOTICE).toBe('hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for 10 minutes (never over text typed in a form and not sent).');
+    expect(UPDATE_NOTICE).toBe('hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for 10 minutes (never over a form filled in and not sent).');
   });
 
   it('remembers the builds the tab reloaded for, so it reloads once for each, however often replicas serve it', () => {

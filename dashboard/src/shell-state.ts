@@ -105,7 +105,7 @@ function shownNote(lastUpdated: number | undefined, nowMs: number, none: string)
 export const IDLE_RELOAD_MS = 10 * 60_000;
 
 /** What the page says when hookwatch serves a newer dashboard than it runs (the reload keeps the view: the URL holds it). */
-export const UPDATE_NOTICE = `hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for ${IDLE_RELOAD_MS / 60_000} minutes (never over text typed in a form and not sent).`;
+export const UPDATE_NOTICE = `hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for ${IDLE_RELOAD_MS / 60_000} minutes (never over a form filled in and not sent).`;
 
 /**
  * What the page says instead when the build hookwatch serves is one it already reloaded for (reloadedBuilds) and it
@@ -139,8 +139,8 @@ export function reloadedText(stored: string | null, build: string): string {
 
 /**
  * Whether a page that runs an older dashboard than hookwatch serves reloads itself now, so a wall screen nobody
- * touches does not run the old one for weeks: never while a form holds text typed and not sent (`typing`), which
- * the reload would lose; at once when the tab is hidden and untouched since the notice appeared (nobody is reading
+ * touches does not run the old one for weeks: never while a form holds text typed or a choice made and not sent
+ * (`typing`), which the reload would lose; at once when the tab is hidden and untouched since the notice appeared (nobody is reading
  * it); otherwise once unused (no pointer, key or scroll) for IDLE_RELOAD_MS since the later of the last use and the
  * notice, so whoever passes by reads the notice first and a reader at work is not interrupted.
  */

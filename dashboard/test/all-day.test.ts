@@ -95,6 +95,44 @@ async function deploy(dir: string, svc: TestService, next: string): Promise<void
   cleanups.push(() => cli.stop());
 }
 
+/**
+ * A load balancer in front of `svc` with a replica that serves another dashboard build (a canary, a rolling
+ * update): everything comes from `svc`, but the build check is answered by each replica in turn, the other first.
+ */
+async function mixedBuilds(svc: TestService): Promise<string> {
+  let checks = 0;
+  const server = createServer((req, res) => {
+    if (req.url === '/dashboard/build' && checks++ % 2 === 0) {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ build: 'canary0123456789' }));
+      return;
+    }
+    const to = new URL(svc.httpUrl);
+    req.pipe(request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanups.push(() => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(() => r()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Runs the page's clock `ms` on; a reload may end the run under way, the page it ran in gone. */
+function runOn(p: Page, ms: number): Promise<void> {
+  return p.clock.runFor(ms).catch((err: Error) => {
+    if (!/Execution context was destroyed|navigation/.test(err.message)) throw err;
+  });
+}
+
+/** Runs the page's clock `ms` on, by when the page reloads itself, and waits for the reload. */
+async function reloadsWithin(p: Page, ms: number): Promise<void> {
+  await Promise.all([p.waitForEvent('load'), runOn(p, ms)]);
+}
+
 /** Options of a select, by value. */
 function options(p: Page, selector: string): Promise<string[]> {
   return p.$$eval(`${selector} option`, (os) => os.map((o) => (o as HTMLOptionElement).value));
@@ -187,18 +225,6 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
   /** The dashboard build the page runs. */
   const runs = (p: Page): Promise<string | null> => p.getAttribute('meta[name="hookwatch-build"]', 'content');
 
-  /** Runs the page's clock `ms` on; a reload may end the run under way, the page it ran in gone. */
-  function runOn(p: Page, ms: number): Promise<void> {
-    return p.clock.runFor(ms).catch((err: Error) => {
-      if (!/Execution context was destroyed|navigation/.test(err.message)) throw err;
-    });
-  }
-
-  /** Runs the page's clock `ms` on, by when the page reloads itself, and waits for the reload. */
-  async function reloadsWithin(p: Page, ms: number): Promise<void> {
-    await Promise.all([p.waitForEvent('load'), runOn(p, ms)]);
-  }
-
   /** Another dashboard build than `old` running on `view`, its notice gone. */
   async function expectNew(p: Page, view: string, old: string | null): Promise<void> {
     await waitLoaded(p);
@@ -265,32 +291,6 @@ describe('a new version deployed while a wall screen shows the page, nobody usin
     await reloadsWithin(p, IDLE_RELOAD_MS);
     await expectNew(p, view, build);
   });
-
-  /**
-   * A load balancer in front of `svc` with a replica that serves another dashboard build (a canary, a rolling
-   * update): everything comes from `svc`, but the build check is answered by each replica in turn, the other first.
-   */
-  async function mixedBuilds(svc: TestService): Promise<string> {
-    let checks = 0;
-    const server = createServer((req, res) => {
-      if (req.url === '/dashboard/build' && checks++ % 2 === 0) {
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ build: 'canary0123456789' }));
-        return;
-      }
-      const to = new URL(svc.httpUrl);
-      req.pipe(request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      }));
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    cleanups.push(() => {
-      server.closeAllConnections();
-      return new Promise((r) => server.close(() => r()));
-    });
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  }
 
   it('reloads once for a build that replicas serve beside the one it runs, not every time it sees it again', { timeout: 90_000 }, async () => {
     const url = await mixedBuilds(await fedService());
@@ -780,5 +780,30 @@ describe('a custom range in the hour the clocks repeat', () => {
     expect((await offset('range-to')).chosen).toBe('UTC+2 (first)');
     const r = await applied();
     expect([Math.floor(r.from / 60_000) * 60_000, r.to]).toEqual([Date.parse('2026-10-24T01:30:00Z'), Date.parse('2026-10-25T00:30:00Z')]);
+  });
+
+  it('never reloads to a new version over an offset chosen and not applied, and reloads once it is applied', { timeout: 90_000 }, async () => {
+    const url = await mixedBuilds(await serviceAt(() => now));
+    const { page: p } = await page(undefined, 'Europe/Berlin');
+    await p.clock.install({ time: now });
+    await p.goto(`${url}/?range=24h&refresh=5m`);
+    await waitLoaded(p);
+    await p.evaluate(() => void ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+    for (const n of [2, 3]) {
+      await p.clock.runFor(5 * 60_000);
+      await waitLoaded(p, n);
+    }
+    await p.waitForSelector('#update-banner:not([hidden])');
+    // The end offered, now, is in the hour the clocks repeat: the reader picks its first run, nothing typed.
+    await p.click('details.custom summary');
+    await p.selectOption('#range-to-offset', { label: 'UTC+2 (first)' });
+    await runOn(p, 3 * IDLE_RELOAD_MS);
+    const held = await p.evaluate(() => [(window as unknown as { sameDocument?: boolean }).sameDocument, document.querySelector<HTMLSelectElement>('#range-to-offset')?.selectedOptions[0]?.text]);
+    expect(held).toEqual([true, 'UTC+2 (first)']);
+    await p.click('.custom-range button.apply');
+    await p.waitForFunction(() => location.search.includes('range=custom'));
+    await reloadsWithin(p, IDLE_RELOAD_MS + 60_000);
+    await waitLoaded(p);
+    expect(new URL(p.url()).searchParams.get('to')).toBe('2026-10-25T00:40:00.000Z');
   });
 });
