@@ -25,6 +25,8 @@ const TZ_KEY = 'hookwatch.tz';
 const VIEW_KEY = 'hookwatch.view';
 /** The builds the tab reloaded for (reloadedBuilds), for the tab (sessionStorage). */
 const RELOADED_KEY = 'hookwatch.reloadedFor';
+/** How many history entries' views a page keeps for back and forward (keepEntryView). */
+const MAX_ENTRY_VIEWS = 100;
 /** How often relative times and the age of the data shown are read again. */
 const AGE_TICK_MS = 5000;
 /**
@@ -245,8 +247,12 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   function navigate(url: string, opts: { replace?: boolean } = {}): void {
-    if (opts.replace) history.replaceState(null, '', url);
-    else history.pushState(null, '', url);
+    if (opts.replace) history.replaceState(history.state, '', url);
+    else {
+      keepEntryView();
+      entryId = newEntryId();
+      history.pushState({ id: entryId }, '', url);
+    }
     render();
   }
 
@@ -256,7 +262,8 @@ export function start(root: HTMLElement): Dashboard {
    * again: what is half typed in the header's filter or custom range, and the focus, stay.
    */
   function replaceUrl(url: string): void {
-    history.replaceState(null, '', url);
+    history.replaceState(history.state, '', url);
+    entryUrl = location.href;
     if (!headerEl) return;
     const state = readState(location);
     for (const a of headerEl.querySelectorAll<HTMLAnchorElement>('a[data-path]')) a.href = buildUrl(a.dataset['path'] ?? '/', state, keptParams(state.params));
@@ -325,7 +332,8 @@ export function start(root: HTMLElement): Dashboard {
       ...REFRESH_CHOICES.map(([v, text]) => h('option', { value: v, selected: view.selected === v }, text)));
     if (view.extra) select.appendChild(h('option', { value: view.extra.value, selected: true }, view.extra.text));
     const setRefresh = (value: string | undefined): void => {
-      history.replaceState(null, '', withRefresh(location, value));
+      history.replaceState(history.state, '', withRefresh(location, value));
+      entryUrl = location.href;
       const next = readState(location);
       const nextView = refreshView(next.params);
       pause.textContent = nextView.pauseLabel;
@@ -772,28 +780,73 @@ export function start(root: HTMLElement): Dashboard {
     return { holder, scope: `[${attr}="${CSS.escape(value)}"]` };
   }
 
-  /**
-   * The page goes away (reloaded, by itself to a new version or by the browser, or left): where it is scrolled to
-   * and the sections open are kept for a reload of the same URL to come back to (keptViewFor).
-   */
-  function keepView(): void {
+  /** Where the page at `url` is scrolled to and the sections open, as keptViewFor reads them back. */
+  function viewText(url = location.href): string {
     const open = [...root.querySelectorAll('details')].filter((d) => d.open).flatMap((d) => {
       const part = partOf(d, '[data-chart], [data-alert-id], [id]');
       return part ? [{ scope: part.scope, index: [...part.holder.querySelectorAll('details')].indexOf(d) }] : [];
     });
+    return keptViewText({ url, x: scrollX, y: -(content?.getBoundingClientRect().top ?? -scrollY), open, reloading });
+  }
+
+  /**
+   * The page goes away (reloaded, by itself to a new version or by the browser, or left): its view is kept for a
+   * reload of the same URL, or the way back to it, to come back to (keptViewFor).
+   */
+  function keepView(): void {
+    keepEntryView();
     try {
-      sessionStorage.setItem(VIEW_KEY, keptViewText({ url: location.href, x: scrollX, y: -(content?.getBoundingClientRect().top ?? -scrollY), open, reloading }));
+      sessionStorage.setItem(VIEW_KEY, viewText());
     } catch {
       // Not kept: a reload opens at the top.
     }
   }
 
-  /** The view a reload of this URL comes back to, once its content is drawn; taken once. */
+  /**
+   * The views of the history entries this page left, by entry id, for back and forward to come back to (the
+   * browser's own restoration, right away, finds the page not drawn yet). The page scrolls by itself
+   * (scrollRestoration "manual"): gone back, it is still where it was as the entry left is kept.
+   */
+  const entryViews = new Map<string, string>();
+  const newEntryId = (): string => `${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`;
+  const stateOf = (state: unknown): { id?: unknown; view?: unknown } => (typeof state === 'object' && state !== null ? state : {});
+  /** The history entry shown: its id in its state (kept where the page replaces its URL), and its URL. */
+  let entryId = newEntryId();
+  let entryUrl = location.href;
+
+  /**
+   * The view of the entry shown, kept for the way back to it, from this document or (in its state) from another
+   * after the page was reloaded or left. Not while the view of the entry come back to waits for its content: the
+   * page, not drawn yet, is not scrolled where it was.
+   */
+  function keepEntryView(store = true): void {
+    if (kept) return;
+    const view = viewText(entryUrl);
+    entryViews.delete(entryId);
+    entryViews.set(entryId, view);
+    for (const old of entryViews.keys()) if (entryViews.size > MAX_ENTRY_VIEWS) entryViews.delete(old);
+    if (store) history.replaceState({ id: entryId, view }, '');
+  }
+
+  /** Gone back or forward to another view of this page: drawn, then scrolled back where it was. */
+  function onPopState(ev: PopStateEvent): void {
+    // The entry left (location names the one come back to) can no longer be written: its view stays with the page.
+    keepEntryView(false);
+    const { id, view } = stateOf(ev.state);
+    entryId = typeof id === 'string' ? id : newEntryId();
+    render(keptViewFor(entryViews.get(entryId) ?? (typeof view === 'string' ? view : null), location.href, 'back_forward'));
+  }
+
+  /**
+   * The view a reload of this URL, or the way back to it, comes back to, once its content is drawn; taken once.
+   * Gone back or forward to, the one kept in the history entry.
+   */
   function takeKeptView(): KeptView | null {
     try {
-      const stored = sessionStorage.getItem(VIEW_KEY);
-      sessionStorage.removeItem(VIEW_KEY);
       const navigation = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined;
+      const { view } = stateOf(history.state);
+      const stored = navigation?.type === 'back_forward' ? (typeof view === 'string' ? view : null) : sessionStorage.getItem(VIEW_KEY);
+      sessionStorage.removeItem(VIEW_KEY);
       return keptViewFor(stored, location.href, navigation?.type);
     } catch {
       return null;
@@ -821,16 +874,18 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   let rendered = false;
-  /** The view this page was reloaded from, until its content is drawn. */
+  /** The view this page was reloaded from, or gone back to, until its content is drawn. */
   let kept = takeKeptView();
-  function render(): void {
+  /** Draws the view the URL names; `back`, the view gone back or forward to, is scrolled to once drawn. */
+  function render(back: KeptView | null = null): void {
     generation++;
     const gen = generation;
     // After a user's action (not the first drawing), focus goes back to the control used, or to the content of a
     // new page, never to the start of the document: a keyboard user does not tab through the header again.
     const refocus = rendered ? focusFinder() ?? (() => null) : null;
-    // A view other than the one reloaded: it opens at its top.
-    if (rendered) kept = null;
+    // A view other than the one reloaded: it opens at its top, or where it was when gone back to.
+    if (rendered) kept = back;
+    entryUrl = location.href;
     rendered = true;
     clearTimeout(timer);
     inflight?.ctl.abort();
@@ -878,7 +933,12 @@ export function start(root: HTMLElement): Dashboard {
     if (themeChoice() === 'auto') recolour();
   };
   dark.addEventListener('change', onScheme);
-  window.addEventListener('popstate', render);
+  const { id } = stateOf(history.state);
+  if (typeof id === 'string') entryId = id;
+  else history.replaceState({ id: entryId }, '');
+  const restoration = history.scrollRestoration;
+  history.scrollRestoration = 'manual';
+  window.addEventListener('popstate', onPopState);
   document.addEventListener('visibilitychange', onVisibility);
   window.addEventListener('online', onOnline);
   window.addEventListener('pagehide', keepView);
@@ -889,7 +949,8 @@ export function start(root: HTMLElement): Dashboard {
   return {
     stop() {
       dark.removeEventListener('change', onScheme);
-      window.removeEventListener('popstate', render);
+      window.removeEventListener('popstate', onPopState);
+      history.scrollRestoration = restoration;
       document.removeEventListener('visibilitychange', onVisibility);
       window.removeEventListener('online', onOnline);
       window.removeEventListener('pagehide', keepView);

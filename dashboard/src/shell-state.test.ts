@@ -261,8 +261,8 @@ describe('a new version served while the page is open', () => {
   });
 });
 
-describe('a reload', () => {
-  it('comes back to the view kept for its own URL only, and only when it is a reload', () => {
+describe('a reload, or the way back', () => {
+  it('comes back to the view kept for its own URL only, and only when it is a reload or a way back', () => {
     const url = 'http://h/hooks/0123456789abcdef?range=7d';
     const view = { url, x: 0, y: 1234.5, open: [{ scope: '[data-chart="cliff"]', index: 0 }, { scope: '[id="app"]', index: 0 }, { scope: '[data-alert-id="a\\"b\\31 "]', index: 2 }], reloading: false };
     const kept = keptViewText(view);
@@ -271,10 +271,12 @@ describe('a reload', () => {
     const self = { ...view, reloading: true };
     expect(keptViewFor(keptViewText(self), url, undefined)).toEqual(self);
     expect(keptViewFor(keptViewText(self), `${url}&f.team=a`, 'reload')).toBeNull();
-    // Another view kept, a link followed or the back button: the page opens as usual.
+    // Gone back or forward to: as it was left.
+    expect(keptViewFor(kept, url, 'back_forward')).toEqual(view);
+    expect(keptViewFor(kept, `${url}&f.team=a`, 'back_forward')).toBeNull();
+    // Another view kept, or a link followed: the page opens as usual.
     expect(keptViewFor(kept, 'http://h/hooks/0123456789abcdef?range=24h', 'reload')).toBeNull();
     expect(keptViewFor(kept, url, 'navigate')).toBeNull();
-    expect(keptViewFor(kept, url, 'back_forward')).toBeNull();
     expect(keptViewFor(kept, url, undefined)).toBeNull();
     // Nothing kept, or something else under the name.
     expect(keptViewFor(null, url, 'reload')).toBeNull();

@@ -164,9 +164,10 @@ export interface SectionPlace {
 const PART_SCOPE = /^\[(?:id|data-chart|data-alert-id|data-hook-id)="(?:[^"\\\n\r\f]|\\[^\n\r\f])*"\]$/;
 
 /**
- * What a page keeps across a reload (its self-reload to a new version, or the browser's): its URL, where it was
- * scrolled to and the sections open, which the page's content, drawn once its data comes, would otherwise lose;
- * and whether the page reloaded itself.
+ * What a page keeps across a reload (its self-reload to a new version, or the browser's) and for the way back to it
+ * (the browser's back and forward): its URL, where it was scrolled to and the sections open, which the page's
+ * content, drawn once its data comes, would otherwise lose (the browser restores the scroll position before that,
+ * on a page too short to hold it); and whether the page reloaded itself.
  */
 export interface KeptView {
   url: string;
@@ -181,10 +182,11 @@ export interface KeptView {
 }
 
 /**
- * The view kept as the last page in this tab went away (`stored`, as keptViewText wrote it), when this load is a
- * reload of that same URL: the page reloading itself, or the browser reloading it (`navigation`, the Navigation
- * Timing type, "reload"); null otherwise: a link followed or an address typed opens a page at its top, and nothing
- * is read from a value it did not write.
+ * The view kept for this URL (`stored`, as keptViewText wrote it: as the last page in this tab went away, or in the
+ * history entry gone back or forward to), when this load is a reload of that same URL or a way back to it: the page
+ * reloading itself, or the browser reloading it or going back or forward (`navigation`, the Navigation Timing type,
+ * "reload" or "back_forward"); null otherwise: a link followed or an address typed opens a page at its top, and
+ * nothing is read from a value it did not write.
  */
 export function keptViewFor(stored: string | null, url: string, navigation: string | undefined): KeptView | null {
   if (stored === null) return null;
@@ -197,7 +199,7 @@ export function keptViewFor(stored: string | null, url: string, navigation: stri
   if (typeof v !== 'object' || v === null) return null;
   const k = v as Partial<Record<keyof KeptView, unknown>>;
   const place = (p: unknown): p is SectionPlace => typeof p === 'object' && p !== null && typeof (p as SectionPlace).scope === 'string' && PART_SCOPE.test((p as SectionPlace).scope) && Number.isInteger((p as SectionPlace).index);
-  if (k.url !== url || (navigation !== 'reload' && k.reloading !== true)) return null;
+  if (k.url !== url || (navigation !== 'reload' && navigation !== 'back_forward' && k.reloading !== true)) return null;
   if (!Number.isFinite(k.x) || !Number.isFinite(k.y) || !Array.isArray(k.open) || !k.open.every(place)) return null;
   return { url, x: k.x as number, y: k.y as number, open: k.open, reloading: k.reloading === true };
 }

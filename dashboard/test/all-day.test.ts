@@ -560,6 +560,49 @@ describe('back and forward', () => {
   });
 });
 
+describe('back and forward, scrolled', () => {
+  it('come back where each view was scrolled to once its content is drawn, its sections open as they were', async () => {
+    const svc = await fedService();
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=off`);
+    await waitLoaded(p);
+    await p.click('[data-chart="delivery"] details.chart-data summary');
+    /** Scrolls the chart `chart` into view, and says where the page is scrolled to. */
+    const scrollTo = (chart: string): Promise<number> => p.evaluate((c) => {
+      document.querySelector(`[data-chart="${c}"]`)?.scrollIntoView();
+      return scrollY;
+    }, chart);
+    const openCharts = (): Promise<(string | undefined)[]> => p.evaluate(() => [...document.querySelectorAll('details')].filter((d) => d.open).map((d) => d.closest<HTMLElement>('[data-chart]')?.dataset['chart']));
+    const week = await scrollTo('curve');
+    expect(week).toBeGreaterThan(300);
+    /** Waits for the view of `range` drawn, and says where it is scrolled to, once done. */
+    const shown = async (range: string): Promise<number> => {
+      await p.waitForFunction((r) => location.search.includes(`range=${r}`), range);
+      await waitLoaded(p);
+      return p.evaluate(() => scrollY);
+    };
+    // Another range chosen from the keyboard, where the page is: the view it draws opens at its top.
+    await p.evaluate(() => document.querySelector<HTMLButtonElement>('button[data-range="30d"]')?.click());
+    expect(await shown('30d')).toBe(0);
+    const month = await scrollTo('delivery');
+    expect(month).toBeGreaterThan(300);
+
+    await p.goBack();
+    expect(Math.abs(await shown('7d') - week)).toBeLessThanOrEqual(3);
+    expect(await openCharts()).toEqual(['delivery']);
+    await p.goForward();
+    expect(Math.abs(await shown('30d') - month)).toBeLessThanOrEqual(3);
+    expect(await openCharts()).toEqual([]);
+    // Another site followed, and back: the page, loaded again, comes back to where it was too.
+    await p.goto('about:blank');
+    await p.goBack();
+    expect(Math.abs(await shown('30d') - month)).toBeLessThanOrEqual(3);
+    await p.goBack();
+    expect(Math.abs(await shown('7d') - week)).toBeLessThanOrEqual(3);
+    expect(await openCharts()).toEqual(['delivery']);
+  });
+});
+
 describe('left open for hours', () => {
   it('keeps its DOM, listeners, charts and JavaScript heap bounded over many automatic refreshes, on every page, with data coming in', { timeout: 300_000 }, async () => {
     const svc = await fedService();
