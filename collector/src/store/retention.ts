@@ -43,8 +43,8 @@ export interface RetentionStats {
    */
   deferred: number;
   /**
-   * Runs stopped because this replica lost the leader lease meanwhile (PostgreSQL's lease fence refused a batch):
-   * not a failure of retention, which the new leader runs.
+   * Runs stopped because this replica lost the leader lease meanwhile (PostgreSQL's lease fence refused a batch,
+   * or a batch failed and the lease read again had moved): not a failure of retention, which the new leader runs.
    */
   notLeader: number;
   /** Time (ms) the last successful run began; undefined while none has succeeded in this process. */

@@ -42,9 +42,17 @@ export async function boundPause(c: pg.PoolClient, fence: LeaseFence): Promise<v
  * takeover can commit in between. Every renewal of the lease waits for that commit too.
  */
 export async function holdLease(c: pg.PoolClient, fence: LeaseFence, epoch: number, refused: string): Promise<void> {
-  const r = await c.query(
-    'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() FOR SHARE',
-    [fence.name, fence.holder, epoch],
-  );
+  const r = await c.query(`${LEASE_HELD} FOR SHARE`, [fence.name, fence.holder, epoch]);
   if (r.rowCount !== 1) throw new NotLeaderError(`the leader lease moved to another replica: ${refused}`);
 }
+
+/**
+ * Whether the lease is this replica's at `epoch` now, by the database clock (on a connection of `pool`, outside any
+ * transaction): asked after a fenced transaction failed, to tell a leader's failure from the end of its leadership
+ * (a transaction the server ended once its leader was paused for half a lease).
+ */
+export async function leaseHeld(pool: pg.Pool, fence: LeaseFence, epoch: number): Promise<boolean> {
+  return (await pool.query(LEASE_HELD, [fence.name, fence.holder, epoch])).rowCount === 1;
+}
+
+const LEASE_HELD = 'SELECT 1 FROM leader_lease WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now()';

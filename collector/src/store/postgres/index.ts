@@ -26,7 +26,7 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
-import { boundPause, holdLease, type LeaseFence } from './fence.ts';
+import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { NotLeaderError, StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
@@ -1256,9 +1256,22 @@ export class PostgresStore implements Store {
 
   /** One statement (or `fn`) of a retention run begun under `epoch`, in a transaction of its own, fenced. */
   private async fenced<T>(epoch: number, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    return inTransaction(this.pool, (c) => this.underLease(c, epoch, () => fn(c)), this.onLost).catch((err: unknown) => {
-      throw this.classify(err, 'retention failed');
+    return inTransaction(this.pool, (c) => this.underLease(c, epoch, () => fn(c)), this.onLost).catch(async (err: unknown) => {
+      throw await this.retentionError(err, epoch);
     });
+  }
+
+  /**
+   * What a fenced transaction of a retention run begun under `epoch` failed with: NotLeaderError when the lease,
+   * read again after the error, is no longer this replica's at that epoch. A batch under way when its leader paused
+   * is ended by the server (boundPause) and fails on resuming with a lost connection, though the cause is that the
+   * lease has moved meanwhile. Still this replica's (or not readable): the failure as it is.
+   */
+  private async retentionError(err: unknown, epoch: number): Promise<Error> {
+    if (this.fence && !(err instanceof NotLeaderError) && !(await leaseHeld(this.pool, this.fence, epoch).catch(() => true))) {
+      return new NotLeaderError(`the leader lease moved to another replica: retention stopped (${this.describe(err)})`);
+    }
+    return this.classify(err, 'retention failed');
   }
 
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
@@ -1548,7 +1561,7 @@ export class PostgresStore implements Store {
         }), this.onLost);
       } catch (err) {
         if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return { events, partitions, deferred: days.slice(i).map((x) => `${PARTITION_PREFIX}${x}`) };
-        throw this.classify(err, 'retention failed');
+        throw await this.retentionError(err, epoch);
       }
       this.partitions.delete(d);
       // Dropped by another replica meanwhile: not counted here.
