@@ -145,6 +145,7 @@ export class PostgresAlertStateStore implements AlertStateStore {
   }
 
   async prune(beforeMs: number): Promise<void> {
+    // Not fenced: a deposed leader's bound (reckoned before its pause) only deletes rows any leader deletes too.
     await this.run('DELETE FROM alert_silences WHERE ends_at < $1', [beforeMs]);
     await this.run('DELETE FROM alert_notifications WHERE done IS NOT NULL AND created_at < $1', [beforeMs]);
   }

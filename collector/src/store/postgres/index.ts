@@ -1360,6 +1360,7 @@ export class PostgresStore implements Store {
     // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a
     // session resumed) is rechecked against the outer WHERE only, and must then stay.
     if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2) AND last_ms < $1', eventsBeforeMs) > 0) this.attrs.clear();
+    // Not fenced (a rebuild changes no row): one meeting another replica's on the same index fails on its lock.
     // One run's rebuilds at a time: a rebuild waiting on an old transaction may outlast the next run's start,
     // which would otherwise take it for an interrupted one and start the same rebuild beside it.
     if (!this.rebuilding) {
@@ -1373,6 +1374,7 @@ export class PostgresStore implements Store {
     }
     // The next days' partitions, made here (on the leader, off the ingest path) before the first event needs them.
     // Not made now (a lock not granted in time): the next run makes them, or the first ingest that needs one.
+    // Not fenced: any replica's ingest makes them too, once (IF NOT EXISTS under the advisory lock).
     const today = Math.floor(nowMs / DAY_MS);
     const ahead = Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i);
     await this.ensurePartitions(ahead).catch((err: unknown) => {
