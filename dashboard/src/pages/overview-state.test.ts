@@ -378,7 +378,7 @@ describe('fleet figures', () => {
 
 describe('before the first event', () => {
   it('gives shell lines for this host and the OTLP/HTTP port the server reports', () => {
-    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 14318);
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 14318 });
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=http://hookwatch.internal:14318');
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf');
     expect(v.lines.filter((l) => !l.startsWith('#')).every((l) => /^export [A-Z_]+=\S+$/.test(l))).toBe(true);
@@ -386,21 +386,21 @@ describe('before the first event', () => {
   });
 
   it('uses the scheme the OTLP/HTTP port speaks (otlp.tls), whatever the dashboard\'s page is served over (http.tls)', () => {
-    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, 4318, false).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=http://hookwatch.internal:4318');
-    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 4318, true).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
-    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, 4318, true).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
+    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false }).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=http://hookwatch.internal:4318');
+    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true }).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
+    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true }).lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318');
   });
 
   it('sets the bearer header when the receivers require the ingest token, and only then', () => {
     const header = 'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"';
-    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 4318, false, true);
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false, otlpIngestToken: true });
     expect(v.lines).toContain(header);
     expect(v.lines[v.lines.indexOf(header) - 1]).toBe('# hookwatch requires its ingest token (HOOKWATCH_INGEST_TOKEN): put it in place of <token>');
-    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, 4318, false, false).lines.join('\n')).not.toContain('OTEL_EXPORTER_OTLP_HEADERS');
+    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false, otlpIngestToken: false }).lines.join('\n')).not.toContain('OTEL_EXPORTER_OTLP_HEADERS');
   });
 
   it('falls back to the default port and says where to find the real one', () => {
-    const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, undefined);
+    const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, {});
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');
     expect(v.note).toMatch(/^The endpoint is hookwatch's OTLP\/HTTP address \(4318 unless HOOKWATCH_OTLP_HTTP_ADDR/);
   });

@@ -470,13 +470,17 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
   };
 }
 
+/** What the overview says of the OTLP receivers, all the setup snippet is made of besides the page's own host. */
+export type SetupFacts = Pick<OverviewResponse, 'otlpHttpPort' | 'otlpHttpTls' | 'otlpIngestToken'>;
+
 /**
  * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when
  * pasted (this host, the OTLP/HTTP port it reports and the scheme that port speaks, which TLS on the dashboard's
  * own port says nothing of), the bearer header when the receivers require the ingest token (a placeholder: the
  * page never knows the token), and a note on the port and on clients without sizes.
  */
-export function setupView(loc: { protocol: string; hostname: string }, otlpHttpPort: number | undefined, otlpHttpTls?: boolean, otlpIngestToken?: boolean): { lines: string[]; note: string } {
+export function setupView(loc: { protocol: string; hostname: string }, otlp: SetupFacts): { lines: string[]; note: string } {
+  const { otlpHttpPort, otlpHttpTls, otlpIngestToken } = otlp;
   const port = otlpHttpPort ?? 4318;
   const scheme = otlpHttpTls === undefined ? loc.protocol : otlpHttpTls ? 'https:' : 'http:';
   return {

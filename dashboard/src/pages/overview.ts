@@ -19,12 +19,12 @@ import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
-  type ForecastEntry, type Kpi,
+  type ForecastEntry, type Kpi, type SetupFacts,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
-export function setupHelp(otlpHttpPort: number | undefined, otlpHttpTls?: boolean, otlpIngestToken?: boolean): HTMLElement {
-  const v = setupView(location, otlpHttpPort, otlpHttpTls, otlpIngestToken);
+export function setupHelp(otlp: SetupFacts): HTMLElement {
+  const v = setupView(location, otlp);
   return h('section', { class: 'panel empty', id: 'empty-state' },
     h('h2', null, 'No events yet: here is how to point Claude Code at hookwatch'),
     h('p', null, 'Run these in the shell Claude Code starts from (or put the same variables in the "env" block of its settings.json), then start a session that fires a hook:'),
@@ -519,7 +519,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       }
       const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined] = await Promise.all([overviewCall, fleetCall]);
       if (showsSetup(overview, state.filters)) {
-        replace(root, h('h1', null, 'Overview'), setupHelp(overview.otlpHttpPort, overview.otlpHttpTls, overview.otlpIngestToken));
+        replace(root, h('h1', null, 'Overview'), setupHelp(overview));
         return;
       }
       show();
