@@ -351,7 +351,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now, queries }));
   const otlpHttp = { otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined };
-  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '' }));
+  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true }));
   const dashboard = createDashboardRouter({ ...otlpHttp, servedFile: (res) => requestMetrics.answeredBy(res, DASHBOARD_HANDLER) });
   app.use(dashboard);
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.

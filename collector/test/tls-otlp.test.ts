@@ -98,7 +98,7 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
     expect(service.otlpGrpcUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     // The dashboard (plain HTTP here) gives its setup snippet the scheme the OTLP port speaks, not its own.
     const overview = await (await fetch(`${service.httpUrl}/api/v1/overview`)).json() as OverviewResponse;
-    expect(overview).toMatchObject({ otlpHttpPort: portOf(service.otlpHttpUrl), otlpHttpTls: true });
+    expect(overview).toMatchObject({ otlpHttpPort: portOf(service.otlpHttpUrl), otlpHttpTls: true, otlpClientCertificate: false });
     for (const kind of KINDS) {
       const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: pki.ca.certFile });
       expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);
@@ -111,6 +111,11 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
 
   it('mutual TLS: exporters with a client certificate from the CA deliver; without one, or with another CA\'s, they are refused', async () => {
     service = await startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: pki.ca.certFile }));
+    // The setup snippet is told that exports need a client certificate, and not where any of the files are.
+    const overview = await (await fetch(`${service.httpUrl}/api/v1/overview`)).json() as OverviewResponse;
+    expect(overview).toMatchObject({ otlpHttpTls: true, otlpClientCertificate: true });
+    expect(JSON.stringify(overview)).not.toContain(pki.dir);
+    expect(JSON.stringify(overview)).not.toMatch(/\.(crt|key)\b/);
     for (const kind of KINDS) {
       const sent = await send(kind, baseFor(service, kind), `SessionStart:${kind}`, { ca: pki.ca.certFile, cert: pki.client });
       expect(sent.codes, `${kind}: ${sent.errors.join('; ')}`).toEqual([0]);

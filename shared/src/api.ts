@@ -122,6 +122,8 @@ export interface OverviewResponse {
   otlpHttpTls?: boolean;
   /** Whether the receivers require a bearer token (otlp.ingestToken): the snippet then sets the header. Never the token. */
   otlpIngestToken?: boolean;
+  /** Whether the receivers require client certificates (mutual TLS, otlp.tls.clientCaFile): the snippet then sets them. Never a path. */
+  otlpClientCertificate?: boolean;
 }
 
 /** One hook's buckets in a fleet series (arrays aligned with FleetSeriesResponse.buckets). */

@@ -174,8 +174,8 @@ describe('GET /api/v1/overview and breakdown', () => {
     expect(body.statusCounts).toEqual({ over: 1, near: 0, ok: 1, unknown: 1 });
     expect(body.sizeDataShare).toBeCloseTo(5 / 6);
     expect(body.clientVersions).toEqual([{ serviceName: '', version: '2.1.332', executions: 6, sizeUnknownExecutions: 1, hasSizeData: true }]);
-    // No otlp.ingestToken: the dashboard's setup snippet sets no Authorization header.
-    expect(body).toMatchObject({ otlpHttpTls: false, otlpIngestToken: false });
+    // No otlp.ingestToken, no mutual TLS: the dashboard's setup snippet sets no Authorization header, no client certificate.
+    expect(body).toMatchObject({ otlpHttpTls: false, otlpIngestToken: false, otlpClientCertificate: false });
   });
 
   it('breaks one hook down by user', async () => {

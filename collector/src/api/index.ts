@@ -37,6 +37,8 @@ export interface ApiOptions {
   otlpHttpTls?: boolean;
   /** Whether the receivers require otlp.ingestToken: the setup snippet sets the header (never the token). */
   otlpIngestToken?: boolean;
+  /** Whether the receivers require client certificates (mutual TLS): the setup snippet sets them (never a path). */
+  otlpClientCertificate?: boolean;
   /** Bounds the store reads the query routes have pending (http.maxPendingQueries); unbounded without. */
   queries?: QueryGate;
 }
@@ -194,7 +196,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       sizeDataShare: totals.executions > 0 ? (totals.executions - totals.sizeUnknownExecutions) / totals.executions : null,
       clientVersions: versions.map(clientVersion),
       lastEventAt: formatRfc3339OrNull(last),
-      ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true, otlpIngestToken: opts.otlpIngestToken === true }),
+      ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true, otlpIngestToken: opts.otlpIngestToken === true, otlpClientCertificate: opts.otlpClientCertificate === true }),
     };
     res.json(body);
   });

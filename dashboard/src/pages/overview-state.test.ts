@@ -399,6 +399,27 @@ describe('before the first event', () => {
     expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false, otlpIngestToken: false }).lines.join('\n')).not.toContain('OTEL_EXPORTER_OTLP_HEADERS');
   });
 
+  it('under TLS, says in a comment what to set for a certificate from a private CA; over plain HTTP, nothing', () => {
+    const caLine = '# if hookwatch\'s certificate is from a CA this machine does not trust: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt';
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true });
+    expect(v.lines[v.lines.indexOf('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318') + 1]).toBe(caLine);
+    expect(v.lines.join('\n')).not.toContain('CLIENT');
+    expect(setupView({ protocol: 'https:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false }).lines.join('\n')).not.toContain('CERTIFICATE');
+  });
+
+  it('under mutual TLS, sets the client certificate and key, as paths to fill in, and only then', () => {
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true, otlpClientCertificate: true });
+    const cert = v.lines.indexOf('export OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/path/to/client.crt');
+    expect(v.lines.slice(cert - 1, cert + 2)).toEqual([
+      '# hookwatch requires a client certificate (mutual TLS): put yours and its key in place of these paths',
+      'export OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/path/to/client.crt',
+      'export OTEL_EXPORTER_OTLP_CLIENT_KEY=/path/to/client.key',
+    ]);
+    expect(v.lines).toContain('# if hookwatch\'s certificate is from a CA this machine does not trust: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt');
+    expect(v.lines.filter((l) => !l.startsWith('#')).every((l) => /^export [A-Z_]+=\S+$/.test(l))).toBe(true);
+    expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true, otlpClientCertificate: false }).lines.join('\n')).not.toContain('CLIENT');
+  });
+
   it('falls back to the default port and says where to find the real one', () => {
     const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, {});
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');

@@ -471,16 +471,18 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
 }
 
 /** What the overview says of the OTLP receivers, all the setup snippet is made of besides the page's own host. */
-export type SetupFacts = Pick<OverviewResponse, 'otlpHttpPort' | 'otlpHttpTls' | 'otlpIngestToken'>;
+export type SetupFacts = Pick<OverviewResponse, 'otlpHttpPort' | 'otlpHttpTls' | 'otlpIngestToken' | 'otlpClientCertificate'>;
 
 /**
  * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when
  * pasted (this host, the OTLP/HTTP port it reports and the scheme that port speaks, which TLS on the dashboard's
  * own port says nothing of), the bearer header when the receivers require the ingest token (a placeholder: the
- * page never knows the token), and a note on the port and on clients without sizes.
+ * page never knows the token), under TLS a comment on the CA variable (the server cannot know whether clients
+ * trust its CA), under mutual TLS the client certificate and key (paths to fill in), and a note on the port and on
+ * clients without sizes.
  */
 export function setupView(loc: { protocol: string; hostname: string }, otlp: SetupFacts): { lines: string[]; note: string } {
-  const { otlpHttpPort, otlpHttpTls, otlpIngestToken } = otlp;
+  const { otlpHttpPort, otlpHttpTls, otlpIngestToken, otlpClientCertificate } = otlp;
   const port = otlpHttpPort ?? 4318;
   const scheme = otlpHttpTls === undefined ? loc.protocol : otlpHttpTls ? 'https:' : 'http:';
   return {
@@ -489,6 +491,12 @@ export function setupView(loc: { protocol: string; hostname: string }, otlp: Set
       'export OTEL_LOGS_EXPORTER=otlp',
       'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
       `export OTEL_EXPORTER_OTLP_ENDPOINT=${scheme}//${loc.hostname}:${port}`,
+      ...(scheme === 'https:' ? ['# if hookwatch\'s certificate is from a CA this machine does not trust: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt'] : []),
+      ...(otlpClientCertificate === true ? [
+        '# hookwatch requires a client certificate (mutual TLS): put yours and its key in place of these paths',
+        'export OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/path/to/client.crt',
+        'export OTEL_EXPORTER_OTLP_CLIENT_KEY=/path/to/client.key',
+      ] : []),
       ...(otlpIngestToken === true ? [
         '# hookwatch requires its ingest token (HOOKWATCH_INGEST_TOKEN): put it in place of <token>',
         'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"',
