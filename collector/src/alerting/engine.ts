@@ -18,7 +18,7 @@ import type { AlertRecord } from './model.ts';
 import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
-import { fingerprint, restoredAlert } from './lifecycle.ts';
+import { fingerprint, restoredAlert, type Transition } from './lifecycle.ts';
 import { markSuperseded, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
@@ -464,13 +464,22 @@ export class AlertEngine implements IngestListener {
       this.stats.droppedAlerts += o.dropped;
       this.opts.logger.warn('alert rule over its alert limit; extra label sets dropped', { rule: o.rule, limit: MAX_ALERTS_PER_RULE, dropped: o.dropped });
     }
+    let hadFiring: (a: AlertRecord, receiver: string) => boolean;
+    try {
+      hadFiring = await this.firingHeard(step.transitions);
+    } catch (err) {
+      // Memory holds transitions not saved: as when the save fails.
+      this.opts.logger.error('cannot read which receivers had the firing of the alerts that resolve; nothing notified, reloading the saved state', { err });
+      await this.loadOrMarkStale(false);
+      return;
+    }
     if (scope === 'all') this.silences.forgetExpiredBefore(now - keep);
     // Silences as they are when the notifications are planned (Alertmanager checks them at notification time),
     // not when this evaluation began: one created while its queries ran mutes what it would send.
     const silencedAt = Math.max(now, this.now());
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
     markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
-    const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted });
+    const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted, hadFiring });
     const added = [...this.addedReceivers];
     const owed = (a: AlertRecord): string[] => [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now)])];
     notifications.push(...planForOwedReceivers(this.set.activeAlerts(), owed, notifications, step.upsert, { now, muted }));
@@ -511,6 +520,22 @@ export class AlertEngine implements IngestListener {
       if (owed.length > 0) missed.set(a.id, owed);
     }
     return missed;
+  }
+
+  /**
+   * Which receivers are told of the alerts resolving in `transitions`: those that had the firing delivered or may
+   * still have it (its notification in the outbox), read from the state store, so a restart does not change the
+   * answer; a firing given up on does not count, as Alertmanager logs a notification only once delivered and
+   * sends no resolution for a group it never notified. An Alertmanager receiver is always told: the renewals of
+   * the firing alert reach it even when its first post was given up on, and Alertmanager (as for any resolved
+   * alert Prometheus sends) notifies the resolution only to the routes that had the firing.
+   */
+  private async firingHeard(transitions: readonly Transition[]): Promise<(a: AlertRecord, receiver: string) => boolean> {
+    const pushed = new Set(this.opts.receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
+    const ids = transitions.filter((t) => t.to === 'resolved' && t.alert.notifiedFiring).map((t) => t.alert.id);
+    const rows = ids.length === 0 || this.opts.receivers.length === 0 ? [] : await this.opts.stateStore.firingReceivers(ids, { givenUp: false });
+    const had = new Set(rows.map((r) => `${r.alertId}\u0000${r.receiver}`));
+    return (a, receiver) => pushed.has(receiver) || had.has(`${a.id}\u0000${receiver}`);
   }
 
   /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, rulesToRead; `notify`: none). */

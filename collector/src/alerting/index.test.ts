@@ -70,7 +70,7 @@ function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?:
 }
 
 /** `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. `receiverType`: the sink's (webhook by default). */
-async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' } = {}): Promise<Harness> {
+async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' | 'alertmanager' } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
   const db = join(dir, 'h.db');
   const clock = new FakeClock(opts.start ?? T0);
@@ -502,6 +502,60 @@ describe('silences', () => {
     expect(h.notes()).toHaveLength(1);
     expect(h.notes()[0]?.at).toBeGreaterThanOrEqual(5 * MIN);
     expect(h.notes()[0]?.at).toBeLessThanOrEqual(5 * MIN + TICK);
+  });
+});
+
+describe('resolutions', () => {
+  it('go only to a receiver that had the alert\'s firing, as Alertmanager: none after a firing it refused, across a restart too', async () => {
+    for (const restart of [false, true]) {
+      const h = await harness([{ kind: 'persisted', window: '1m' }]);
+      h.sink.reply = () => ({ status: 400 });
+      await h.push(over);
+      expect(h.sink.requests.map((q) => q.status)).toEqual([400]);
+      h.sink.reply = () => ({ status: 200 });
+      if (restart) await h.restart();
+      // The alert resolves within 3 minutes, before the refused firing is due again.
+      await h.run(3 * MIN);
+      expect(h.alerting.engine.alerts().map((a) => a.state)).toEqual(['resolved']);
+      expect({ restart, requests: h.sink.requests.map((q) => [q.status, (JSON.parse(q.body) as AlertmanagerWebhookBody).status]) }).toEqual({ restart, requests: [[400, 'firing']] });
+    }
+  });
+
+  it('go to an Alertmanager receiver whose first post was refused: its renewals carry the firing alert', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }], { receiverType: 'alertmanager' });
+    h.sink.reply = () => ({ status: 400 });
+    await h.push(over);
+    h.sink.reply = () => ({ status: 200 });
+    await h.run(3 * MIN);
+    const posted = h.sink.requests.map((q) => [q.status, (JSON.parse(q.body) as { endsAt: string }[])[0]?.endsAt ?? '']);
+    expect(posted.map(([status]) => status)).toEqual([400, 200]);
+    // Firing (endsAt ahead), then resolved at the time it resolved.
+    expect(Date.parse(String(posted[0]?.[1]))).toBeGreaterThan(T0);
+    expect(Date.parse(String(posted[1]?.[1]))).toBeLessThanOrEqual(h.clock.now());
+  });
+
+  it('go to a receiver that had the firing a group_interval after refusing it', async () => {
+    const h = await harness([{ kind: 'persisted', window: '10m' }]);
+    h.sink.reply = () => ({ status: 400 });
+    await h.push(over);
+    h.sink.reply = () => ({ status: 200 });
+    await h.run(20 * MIN);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
+  });
+
+  it('follow a firing still undelivered when the alert resolved, once it is delivered after a restart', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }]);
+    h.sink.reply = () => ({ status: 503 });
+    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    h.alerting.engine.onIngested(r.inserted);
+    await h.sink.waitFor(2);
+    await h.alerting.stop();
+    h.sink.reply = () => ({ status: 200 });
+    // Down past the alert's window: the first evaluation after the start resolves it, the firing still in the outbox.
+    h.clock.advance(3 * MIN);
+    await h.restart();
+    await h.run(TICK);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
   });
 });
 

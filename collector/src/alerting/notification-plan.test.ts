@@ -8,7 +8,7 @@ import { notification, planNotifications, type PlanOptions } from './notificatio
 const NOW = 10_000_000;
 const HOUR = 3_600_000;
 const receivers = [{ name: 'ops', sendResolved: true }, { name: 'chat', sendResolved: false }];
-const opts = (over: Partial<PlanOptions> = {}): PlanOptions => ({ now: NOW, receivers, repeatIntervalMs: 4 * HOUR, muted: () => false, ...over });
+const opts = (over: Partial<PlanOptions> = {}): PlanOptions => ({ now: NOW, receivers, repeatIntervalMs: 4 * HOUR, muted: () => false, hadFiring: () => true, ...over });
 
 describe('planNotifications', () => {
   it('notifies a new firing alert once per receiver, marks it notified and saves it with the outbox', () => {
@@ -47,6 +47,18 @@ describe('planNotifications', () => {
     const out = planNotifications([], [t(notified), t(never)], [], opts());
     expect(out.map((n) => [n.receiver, n.status, n.alert.id])).toEqual([['ops', 'resolved', 'n']]);
     expect(notified.notifySeq).toBe(2);
+  });
+
+  it('notifies a resolution only to the receivers that had its firing, and nothing when none had it', () => {
+    const both = [{ name: 'ops', sendResolved: true }, { name: 'chat', sendResolved: true }];
+    const had = alertRecord({ id: 'h', state: 'resolved', notifiedFiring: true, notifySeq: 1 });
+    const refused = alertRecord({ id: 'x', state: 'resolved', notifiedFiring: true, notifySeq: 1 });
+    const t = (alert: AlertRecord): Transition => ({ alert, from: 'firing', to: 'resolved' });
+    const upsert: AlertRecord[] = [];
+    const out = planNotifications([], [t(had), t(refused)], upsert, opts({ receivers: both, hadFiring: (a, receiver) => a.id === 'h' && receiver === 'chat' }));
+    expect(out.map((n) => [n.receiver, n.status, n.alert.id])).toEqual([['chat', 'resolved', 'h']]);
+    expect([had.notifySeq, refused.notifySeq]).toEqual([2, 1]);
+    expect(upsert).toEqual([had]);
   });
 
   it('creates nothing without receivers (alerts still show in the API)', () => {

@@ -1,6 +1,6 @@
 /**
  * Which notifications an evaluation creates, with no I/O: firing alerts due one (new, or repeat_interval passed)
- * and resolutions of alerts whose firing was notified, unless a silence mutes them. Each notification has a
+ * and resolutions of alerts whose firing was notified (to the receivers that had it), unless a silence mutes them. Each notification has a
  * webhook-id derived from the alert episode, the transition and the receiver, so it is stable across retries
  * and restarts and a receiver can deduplicate.
  */
@@ -18,6 +18,11 @@ export interface PlanOptions {
   repeatIntervalMs: number;
   /** True when an active silence matches these labels. */
   muted(labels: Record<string, string>): boolean;
+  /**
+   * True when `receiver` had the firing of `a` delivered, or may still have it (its notification not yet given up
+   * on): only those receivers are told it resolved, as Alertmanager sends nothing for a group it never notified.
+   */
+  hadFiring(a: AlertRecord, receiver: string): boolean;
 }
 
 /**
@@ -42,8 +47,10 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
   for (const t of transitions) {
     const a = t.alert;
     if (t.to !== 'resolved' || !a.notifiedFiring || opts.muted(a.labels)) continue;
+    const told = receivers.filter((r) => r.sendResolved && opts.hadFiring(a, r.name));
+    if (told.length === 0) continue;
     a.notifySeq++;
-    for (const r of receivers) if (r.sendResolved) out.push(notification(a, r.name, 'resolved', now));
+    for (const r of told) out.push(notification(a, r.name, 'resolved', now));
     touch(a);
   }
   return out;

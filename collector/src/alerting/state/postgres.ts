@@ -16,11 +16,19 @@ import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from '
 export const POSTGRES_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
   SELECT MAX(id) FROM alert_attempts WHERE alert_id = ANY($1::text[]) GROUP BY alert_id, data->>'receiver')`;
 
-/** Receivers each listed alert's ($1, an array) firing was notified to (store.ts, firingReceivers). */
-export const POSTGRES_FIRING_RECEIVERS = `SELECT alert_id, data->>'receiver' AS receiver FROM alert_notifications
-  WHERE alert_id = ANY($1::text[]) AND data->>'status' = 'firing' AND (done IS NULL OR done <> 'dropped')
+/**
+ * Receivers each listed alert's ($1, an array) firing was notified to (store.ts, firingReceivers). `outcomes`: the
+ * finished notifications and attempts that count, beside the notifications still in the outbox.
+ */
+function postgresFiringReceivers(outcomes: string): string {
+  return `SELECT alert_id, data->>'receiver' AS receiver FROM alert_notifications
+  WHERE alert_id = ANY($1::text[]) AND data->>'status' = 'firing' AND (done IS NULL OR done IN (${outcomes}))
   UNION SELECT alert_id, data->>'receiver' FROM alert_attempts
-  WHERE alert_id = ANY($1::text[]) AND data->>'status' = 'firing' AND data->>'outcome' IN ('delivered', 'failed')`;
+  WHERE alert_id = ANY($1::text[]) AND data->>'status' = 'firing' AND data->>'outcome' IN (${outcomes})`;
+}
+export const POSTGRES_FIRING_RECEIVERS = postgresFiringReceivers(`'delivered', 'failed'`);
+/** The same, leaving out what was given up on (firingReceivers with `givenUp: false`). */
+export const POSTGRES_FIRING_RECEIVERS_HEARD = postgresFiringReceivers(`'delivered'`);
 
 /** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations, store/postgres/index.ts). */
 export class PostgresAlertStateStore implements AlertStateStore {
@@ -123,11 +131,11 @@ export class PostgresAlertStateStore implements AlertStateStore {
     return r.rows.map((row) => row.data);
   }
 
-  async firingReceivers(alertIds: readonly string[]): Promise<{ alertId: string; receiver: string }[]> {
+  async firingReceivers(alertIds: readonly string[], opts: { givenUp?: boolean } = {}): Promise<{ alertId: string; receiver: string }[]> {
     if (alertIds.length === 0) return [];
     let r;
     try {
-      r = await this.pool.query<{ alert_id: string; receiver: string }>(POSTGRES_FIRING_RECEIVERS, [alertIds]);
+      r = await this.pool.query<{ alert_id: string; receiver: string }>(opts.givenUp === false ? POSTGRES_FIRING_RECEIVERS_HEARD : POSTGRES_FIRING_RECEIVERS, [alertIds]);
     } catch (err) {
       throw unavailable(err);
     }

@@ -13,11 +13,19 @@ import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from '
 export const SQLITE_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
   SELECT MAX(id) FROM alert_attempts WHERE alert_id IN (SELECT value FROM json_each(?)) GROUP BY alert_id, json_extract(data, '$.receiver'))`;
 
-/** Receivers each listed alert's firing was notified to (store.ts, firingReceivers); both parameters the JSON array. */
-export const SQLITE_FIRING_RECEIVERS = `SELECT alert_id, json_extract(data, '$.receiver') AS receiver FROM alert_notifications
-  WHERE alert_id IN (SELECT value FROM json_each(?)) AND json_extract(data, '$.status') = 'firing' AND (done IS NULL OR done <> 'dropped')
+/**
+ * Receivers each listed alert's firing was notified to (store.ts, firingReceivers); both parameters the JSON array.
+ * `outcomes`: the finished notifications and attempts that count, beside the notifications still in the outbox.
+ */
+function sqliteFiringReceivers(outcomes: string): string {
+  return `SELECT alert_id, json_extract(data, '$.receiver') AS receiver FROM alert_notifications
+  WHERE alert_id IN (SELECT value FROM json_each(?)) AND json_extract(data, '$.status') = 'firing' AND (done IS NULL OR done IN (${outcomes}))
   UNION SELECT alert_id, json_extract(data, '$.receiver') FROM alert_attempts
-  WHERE alert_id IN (SELECT value FROM json_each(?)) AND json_extract(data, '$.status') = 'firing' AND json_extract(data, '$.outcome') IN ('delivered', 'failed')`;
+  WHERE alert_id IN (SELECT value FROM json_each(?)) AND json_extract(data, '$.status') = 'firing' AND json_extract(data, '$.outcome') IN (${outcomes})`;
+}
+export const SQLITE_FIRING_RECEIVERS = sqliteFiringReceivers(`'delivered', 'failed'`);
+/** The same, leaving out what was given up on (firingReceivers with `givenUp: false`). */
+export const SQLITE_FIRING_RECEIVERS_HEARD = sqliteFiringReceivers(`'delivered'`);
 
 /**
  * SQLite implementation: its own connection to the store's database file (WAL lets both coexist). When the file
@@ -178,10 +186,11 @@ export class SqliteAlertStateStore implements AlertStateStore {
     return this.guard((sql) => (sql.get(SQLITE_LAST_ATTEMPTS).all(JSON.stringify(alertIds)) as { data: string }[]).map((r) => JSON.parse(r.data) as StoredAttempt));
   }
 
-  async firingReceivers(alertIds: readonly string[]): Promise<{ alertId: string; receiver: string }[]> {
+  async firingReceivers(alertIds: readonly string[], opts: { givenUp?: boolean } = {}): Promise<{ alertId: string; receiver: string }[]> {
     if (alertIds.length === 0) return [];
     const ids = JSON.stringify(alertIds);
-    return this.guard((sql) => (sql.get(SQLITE_FIRING_RECEIVERS).all(ids, ids) as { alert_id: string; receiver: string }[]).map((r) => ({ alertId: r.alert_id, receiver: r.receiver })));
+    const query = opts.givenUp === false ? SQLITE_FIRING_RECEIVERS_HEARD : SQLITE_FIRING_RECEIVERS;
+    return this.guard((sql) => (sql.get(query).all(ids, ids) as { alert_id: string; receiver: string }[]).map((r) => ({ alertId: r.alert_id, receiver: r.receiver })));
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {

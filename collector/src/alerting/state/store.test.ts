@@ -14,7 +14,7 @@ import { alertRecord } from '../../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import type { AlertRecord, StoredAttempt } from '../model.ts';
 import { POSTGRES_LAST_ATTEMPTS, PostgresAlertStateStore } from './postgres.ts';
-import { SQLITE_FIRING_RECEIVERS, SQLITE_LAST_ATTEMPTS, SqliteAlertStateStore } from './sqlite.ts';
+import { SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD, SQLITE_LAST_ATTEMPTS, SqliteAlertStateStore } from './sqlite.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore } from './store.ts';
 
 let server: TestServer | undefined;
@@ -116,6 +116,24 @@ describe.each(backends)('AlertStateStore on %s', (_name, open) => {
     // Only the alerts asked for: the others' attempts are not read.
     expect((await s.lastAttempts(['a2'])).map((a) => [a.alertId, a.receiver])).toEqual([['a2', 'ops']]);
     expect(await s.lastAttempts([])).toEqual([]);
+  });
+
+  it('tells which receivers had each alert\'s firing, and without what was given up on those that had it or may still', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'a1', state: 'firing' });
+    const to = (receiver: string, webhookId: string, status: 'firing' | 'resolved' = 'firing'): Notification => ({ ...notification(a, webhookId), receiver, status });
+    await s.save({ upsert: [a], remove: [], notifications: [to('pending', 'msg_p'), to('delivered', 'msg_d'), to('refused', 'msg_f'), to('removed', 'msg_x'), to('resolution', 'msg_r', 'resolved')] });
+    await s.finishNotification('msg_d', 'delivered');
+    await s.finishNotification('msg_f', 'failed');
+    await s.finishNotification('msg_x', 'dropped');
+    await s.finishNotification('msg_r', 'delivered');
+    // Attempts outlive their finished notification, pruned after a day.
+    await s.addAttempt({ ...attempt('a1', 1), receiver: 'pruned-delivered', outcome: 'delivered', httpStatus: 200, error: null });
+    await s.addAttempt({ ...attempt('a1', 1), receiver: 'pruned-failed', outcome: 'failed', httpStatus: 400, error: 'HTTP 400' });
+    await s.addAttempt({ ...attempt('a1', 1), receiver: 'retrying' });
+    const receivers = async (opts?: { givenUp?: boolean }): Promise<string[]> => (await s.firingReceivers(['a1', 'other'], opts)).map((r) => r.receiver).sort();
+    expect(await receivers()).toEqual(['delivered', 'pending', 'pruned-delivered', 'pruned-failed', 'refused']);
+    expect(await receivers({ givenUp: false })).toEqual(['delivered', 'pending', 'pruned-delivered']);
   });
 
   it('accepts any fencing token when nothing fences it (a single process, or no lease)', async () => {
@@ -251,10 +269,12 @@ it('SQLite reads the receivers that had the firing alerts through the outbox ale
   const listed = JSON.stringify(['r7', 'r200']);
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_FIRING_RECEIVERS}`).all(listed, listed) as { detail: string }[]).map((r) => r.detail);
-    const onTables = plan.filter((d) => /alert_(notifications|attempts)/.test(d));
-    expect(onTables.length, plan.join('; ')).toBeGreaterThan(0);
-    for (const d of onTables) expect(d, plan.join('; ')).toMatch(/^SEARCH /);
+    for (const query of [SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD]) {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(listed, listed) as { detail: string }[]).map((r) => r.detail);
+      const onTables = plan.filter((d) => /alert_(notifications|attempts)/.test(d));
+      expect(onTables.length, plan.join('; ')).toBeGreaterThan(0);
+      for (const d of onTables) expect(d, plan.join('; ')).toMatch(/^SEARCH /);
+    }
   } finally {
     db.close();
   }

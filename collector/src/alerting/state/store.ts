@@ -42,8 +42,10 @@ export interface AlertStateStore {
    * Which receivers each of these alerts' firing was notified to: a firing notification still in the outbox,
    * delivered or given up on (not one dropped with its receiver), or a firing attempt that delivered or gave up
    * (kept after the finished notification is pruned). Read once a start or a new leadership loads the state.
+   * `givenUp: false` leaves out what was given up on: the receivers that had the firing or may still have it (read
+   * for the alerts that resolve, whose resolution goes to them only).
    */
-  firingReceivers(alertIds: readonly string[]): Promise<{ alertId: string; receiver: string }[]>;
+  firingReceivers(alertIds: readonly string[], opts?: { givenUp?: boolean }): Promise<{ alertId: string; receiver: string }[]>;
   /** Silences come from the API on any replica: never fenced. */
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
