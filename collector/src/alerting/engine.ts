@@ -62,10 +62,11 @@ type Scope = 'all' | 'ingest' | 'notify';
 const DAY = 86_400_000;
 
 /**
- * How long after a firing notification was given up on (its delivery deadline passed, the receiver refused it, its
- * queue was full) the receiver is notified of the alert again while it fires: Alertmanager's default
- * group_interval, at whose next flush it sends again what it could not deliver. Without it the receiver would hear
- * nothing of the alert until its repeat, hours later.
+ * How long after a notification was given up on (its delivery deadline passed, the receiver refused it, its queue
+ * was full) the receiver is notified again: of the alert while it fires, of its resolution while it has not fired
+ * again. Alertmanager's default group_interval, at whose next flush it sends again what it could not deliver.
+ * Without it the receiver would hear nothing of a firing alert until its repeat, hours later, and never that it
+ * resolved.
  */
 export const UNDELIVERED_RETRY_MS = 5 * 60_000;
 
@@ -116,10 +117,11 @@ export class AlertEngine implements IngestListener {
    */
   private catchUp = false;
   /**
-   * Per firing alert (by id) and receiver: when its latest firing notification was made and, once that one was
-   * given up on, when. In memory: after a restart or a change of leader the receiver waits for the repeat.
+   * Per alert (by id) and receiver: its latest notification made (of its firing, or once it resolved of its
+   * resolution), when, and once that one was given up on, when. In memory: after a restart or a change of leader
+   * a receiver given up on waits for the repeat, and is not told again that the alert resolved.
    */
-  private readonly firingSent = new Map<string, Map<string, { madeAtMs: number; failedAtMs: number | null }>>();
+  private readonly sent = new Map<string, Map<string, { status: Notification['status']; madeAtMs: number; failedAtMs: number | null }>>();
 
   constructor(opts: AlertEngineOptions) {
     this.opts = opts;
@@ -153,7 +155,7 @@ export class AlertEngine implements IngestListener {
     this.catchUp = true;
     this.addedReceivers.clear();
     // What this replica gave up on before it led again is another leader's business since.
-    this.firingSent.clear();
+    this.sent.clear();
     if (state.outbox.length === 0) return;
     // Those for a receiver no longer configured are dropped as they are handed over (logged once per receiver).
     const discardedBefore = this.opts.dispatcher.stats.discarded;
@@ -393,38 +395,48 @@ export class AlertEngine implements IngestListener {
   }
 
   /**
-   * A firing notification was given up on at `atMs`: its receiver is owed the alert again UNDELIVERED_RETRY_MS
-   * later, if it still fires and no later notification of it was made for that receiver meanwhile.
+   * A notification was given up on at `atMs`: its receiver is owed it again UNDELIVERED_RETRY_MS later, if no later
+   * notification of the alert was made for that receiver meanwhile: the alert while it still fires, its resolution
+   * while it has not fired again (undeliveredDue).
    */
-  noteUndelivered(n: Pick<Notification, 'receiver' | 'createdAtMs'> & { alert: { id: string } }, atMs: number): void {
+  noteUndelivered(n: Pick<Notification, 'receiver' | 'createdAtMs' | 'status'> & { alert: { id: string } }, atMs: number): void {
     if (this.stopped) return;
-    let byReceiver = this.firingSent.get(n.alert.id);
+    let byReceiver = this.sent.get(n.alert.id);
     const sent = byReceiver?.get(n.receiver);
     if (sent && sent.madeAtMs > n.createdAtMs) return;
-    if (!byReceiver) this.firingSent.set(n.alert.id, (byReceiver = new Map()));
-    byReceiver.set(n.receiver, { madeAtMs: n.createdAtMs, failedAtMs: atMs });
+    if (!byReceiver) this.sent.set(n.alert.id, (byReceiver = new Map()));
+    byReceiver.set(n.receiver, { status: n.status, madeAtMs: n.createdAtMs, failedAtMs: atMs });
   }
 
-  /** The configured receivers whose last firing notification of `a` was given up on UNDELIVERED_RETRY_MS ago or more. */
+  /**
+   * The configured receivers whose last notification of `a` in the state it is in now was given up on
+   * UNDELIVERED_RETRY_MS ago or more: of its firing while it fires; of its resolution (receivers with sendResolved)
+   * unless a later episode of its labels has fired, which the receivers have instead.
+   */
   private undeliveredDue(a: AlertRecord, now: number): string[] {
-    const byReceiver = this.firingSent.get(a.id);
-    if (!byReceiver) return [];
+    const byReceiver = this.sent.get(a.id);
+    if (!byReceiver || (a.state === 'resolved' && this.firedAgain(a))) return [];
     return this.opts.receivers.filter((r) => {
-      const failedAtMs = byReceiver.get(r.name)?.failedAtMs ?? null;
-      return failedAtMs !== null && now - failedAtMs >= UNDELIVERED_RETRY_MS;
+      const sent = byReceiver.get(r.name);
+      if (sent?.status !== a.state || sent.failedAtMs === null || (a.state === 'resolved' && !r.sendResolved)) return false;
+      return now - sent.failedAtMs >= UNDELIVERED_RETRY_MS;
     }).map((r) => r.name);
   }
 
-  /** Records the firing notifications made now; forgets the alerts no longer firing. */
-  private noteFiringMade(notifications: readonly Notification[]): void {
+  /** True when a later episode of the resolved alert `a` (its rule and labels) has fired. */
+  private firedAgain(a: AlertRecord): boolean {
+    return [...this.set.activeAlerts(), ...this.set.resolvedAlerts()].some((x) => x.rule === a.rule && x.fingerprint === a.fingerprint && x.activeAtMs > a.activeAtMs && x.startsAtMs !== null);
+  }
+
+  /** Records the notifications made now; forgets the alerts neither firing nor listed as resolved. */
+  private noteMade(notifications: readonly Notification[]): void {
     for (const n of notifications) {
-      if (n.status !== 'firing') continue;
-      let byReceiver = this.firingSent.get(n.alert.id);
-      if (!byReceiver) this.firingSent.set(n.alert.id, (byReceiver = new Map()));
-      byReceiver.set(n.receiver, { madeAtMs: n.createdAtMs, failedAtMs: null });
+      let byReceiver = this.sent.get(n.alert.id);
+      if (!byReceiver) this.sent.set(n.alert.id, (byReceiver = new Map()));
+      byReceiver.set(n.receiver, { status: n.status, madeAtMs: n.createdAtMs, failedAtMs: null });
     }
-    const firing = new Set(this.set.activeAlerts().filter((a) => a.state === 'firing').map((a) => a.id));
-    for (const id of this.firingSent.keys()) if (!firing.has(id)) this.firingSent.delete(id);
+    const kept = new Set([...this.set.activeAlerts().filter((a) => a.state === 'firing'), ...this.set.resolvedAlerts()].map((a) => a.id));
+    for (const id of this.sent.keys()) if (!kept.has(id)) this.sent.delete(id);
   }
 
   /** Runs an evaluation after any in progress; resolves when it is done (tests and the timer). */
@@ -481,8 +493,9 @@ export class AlertEngine implements IngestListener {
     markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted, hadFiring });
     const added = [...this.addedReceivers];
-    const owed = (a: AlertRecord): string[] => [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now)])];
-    notifications.push(...planForOwedReceivers(this.set.activeAlerts(), owed, notifications, step.upsert, { now, muted }));
+    // Resolved alerts are owed only the resolutions given up on: a receiver added since never had their firing.
+    const owed = (a: AlertRecord): string[] => a.state === 'resolved' ? this.undeliveredDue(a, now) : [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now)])];
+    notifications.push(...planForOwedReceivers([...this.set.activeAlerts(), ...this.set.resolvedAlerts()], owed, notifications, step.upsert, { now, muted }));
     this.stats.notificationsCreated += notifications.length;
     try {
       await this.opts.stateStore.save({ upsert: step.upsert, remove: step.remove, notifications }, epoch);
@@ -496,7 +509,7 @@ export class AlertEngine implements IngestListener {
     // Saved with their notifications: the owed receivers have them (the outbox resumes them after a restart).
     this.addedReceivers.clear();
     if (catchUp) this.catchUp = false;
-    this.noteFiringMade(notifications);
+    this.noteMade(notifications);
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
     announceTransitions(step.transitions, now, this.opts.events, this.opts.logger, this.opts.links);
     if (scope === 'all') await this.opts.stateStore.prune(now - keep);

@@ -506,6 +506,9 @@ describe('silences', () => {
 });
 
 describe('resolutions', () => {
+  /** The status of each notification delivered, with the startsAt of its alert. */
+  const delivered = (h: Harness): [string, string | undefined][] => h.sink.bodies<AlertmanagerWebhookBody>().map((b) => [b.status, b.alerts[0]?.startsAt]);
+
   it('go only to a receiver that had the alert\'s firing, as Alertmanager: none after a firing it refused, across a restart too', async () => {
     for (const restart of [false, true]) {
       const h = await harness([{ kind: 'persisted', window: '1m' }]);
@@ -556,6 +559,43 @@ describe('resolutions', () => {
     await h.restart();
     await h.run(TICK);
     expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
+  });
+
+  it('given up on are sent again a group_interval later, once delivered', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }]);
+    await h.push(over);
+    h.sink.reply = () => ({ status: 400 });
+    await h.run(3 * MIN);
+    const refused = h.sink.requests.filter((q) => q.status === 400);
+    expect(refused.map((q) => (JSON.parse(q.body) as AlertmanagerWebhookBody).status)).toEqual(['resolved']);
+    const failedAt = (refused[0]?.at ?? NaN) - T0;
+    h.sink.reply = () => ({ status: 200 });
+    await h.run(failedAt + 5 * MIN - TICK - (h.clock.now() - T0));
+    expect(h.notes().map((n) => n.status)).toEqual(['firing']);
+    await h.run(2 * TICK);
+    const notes = h.notes();
+    expect(notes.map((n) => n.status)).toEqual(['firing', 'resolved']);
+    expect(notes[1]?.at).toBeGreaterThanOrEqual(failedAt + 5 * MIN);
+    expect(notes[1]?.at).toBeLessThanOrEqual(failedAt + 5 * MIN + TICK);
+    // A new notification (a new webhook-id), once.
+    expect(new Set(h.sink.requests.map((q) => q.headers['webhook-id'])).size).toBe(3);
+    await h.run(HOUR);
+    expect(h.notes()).toHaveLength(2);
+  });
+
+  it('given up on are not sent again once the alert fired again: the receiver has the new episode', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }]);
+    await h.push(over);
+    h.sink.reply = () => ({ status: 400 });
+    await h.run(3 * MIN);
+    expect(h.sink.requests.map((q) => q.status)).toEqual([200, 400]);
+    h.sink.reply = () => ({ status: 200 });
+    // Fires again before the refused resolution is due again, and resolves again (before and after it is due).
+    await h.push(over);
+    await h.run(HOUR);
+    const episodes = [...new Set(delivered(h).map(([, startsAt]) => startsAt))];
+    expect(episodes).toHaveLength(2);
+    expect(delivered(h)).toEqual([['firing', episodes[0]], ['firing', episodes[1]], ['resolved', episodes[1]]]);
   });
 });
 

@@ -109,8 +109,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
     onFinished: (n, outcome, token) => {
       if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, now());
-      // Given up on: its receiver gets the alert again a group_interval later if it still fires, as in Alertmanager.
-      if (outcome === 'failed' && n.status === 'firing') engine.noteUndelivered(n, now());
+      // Given up on: its receiver gets it again a group_interval later, as in Alertmanager (the alert if it still
+      // fires, its resolution if it has not fired again).
+      if (outcome === 'failed') engine.noteUndelivered(n, now());
       // Awaited by the dispatcher: until the outbox marks it done, a resumed copy of it is not sent again.
       return stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },

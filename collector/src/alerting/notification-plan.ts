@@ -63,18 +63,19 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
  * silence mutes, except those this evaluation already planned (they went to every receiver). Only the owed
  * receivers are notified: the alert's other receivers are not notified again, and its repeat keeps its time. The
  * alert's notifySeq moves on (the alert is added to `upsert`), so the webhook-id is new even for a receiver that
- * had one of the alert before: one dropped when it left the configuration is never reused.
+ * had one of the alert before: one dropped when it left the configuration is never reused. A resolved alert among
+ * `alerts` is notified as resolved to the receivers `owed` names (a resolution given up on, sent again).
  */
-export function planForOwedReceivers(active: readonly AlertRecord[], owed: (a: AlertRecord) => readonly string[], planned: readonly Notification[], upsert: AlertRecord[], opts: Pick<PlanOptions, 'now' | 'muted'>): Notification[] {
+export function planForOwedReceivers(alerts: readonly AlertRecord[], owed: (a: AlertRecord) => readonly string[], planned: readonly Notification[], upsert: AlertRecord[], opts: Pick<PlanOptions, 'now' | 'muted'>): Notification[] {
   const notified = new Set(planned.map((n) => n.alert.id));
   const touch = toucher(upsert);
   const out: Notification[] = [];
-  for (const a of active) {
-    if (a.state !== 'firing' || notified.has(a.id)) continue;
+  for (const a of alerts) {
+    if (a.state === 'pending' || notified.has(a.id)) continue;
     const receivers = owed(a);
     if (receivers.length === 0 || opts.muted(a.labels)) continue;
     a.notifySeq++;
-    for (const receiver of receivers) out.push(notification(a, receiver, 'firing', opts.now));
+    for (const receiver of receivers) out.push(notification(a, receiver, a.state, opts.now));
     touch(a);
   }
   return out;
