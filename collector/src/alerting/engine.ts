@@ -415,12 +415,14 @@ export class AlertEngine implements IngestListener {
    */
   private undeliveredDue(a: AlertRecord, now: number): string[] {
     const byReceiver = this.sent.get(a.id);
-    if (!byReceiver || (a.state === 'resolved' && this.firedAgain(a))) return [];
-    return this.opts.receivers.filter((r) => {
+    if (!byReceiver) return [];
+    const due = this.opts.receivers.filter((r) => {
       const sent = byReceiver.get(r.name);
       if (sent?.status !== a.state || sent.failedAtMs === null || (a.state === 'resolved' && !r.sendResolved)) return false;
       return now - sent.failedAtMs >= UNDELIVERED_RETRY_MS;
     }).map((r) => r.name);
+    // Read only when something is due: most resolved alerts listed had their resolution delivered.
+    return due.length > 0 && a.state === 'resolved' && this.firedAgain(a) ? [] : due;
   }
 
   /** True when a later episode of the resolved alert `a` (its rule and labels) has fired. */
