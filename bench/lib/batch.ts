@@ -6,9 +6,13 @@
  * Every record carries the session id placeholder; `stamp` rewrites it and the record times in the encoded bytes
  * (same length, so protobuf lengths stay valid) so each request holds records the store has not seen, timed
  * like a live feed, at almost no client cost.
+ *
+ * Also the largest requests a client may send (otlp.maxRequestBytes), which the tests and the stall benchmark
+ * share: hook executions for logs, HTTP server sums and spans for metrics and traces.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { lengthDelimited, varintField } from '../../collector/src/otlp/proto-write.ts';
 import { RECEIVER_SETTINGS } from '../../collector/src/receiver/settings.ts';
 import { encodeLogsProto } from './otlp-schema.ts';
 
@@ -233,4 +237,49 @@ export function maxSizeRequest(encoding: WireEncoding, maxBytes = MAX_REQUEST_BY
     ? Buffer.concat(parts)
     : Buffer.concat([Buffer.from('{"resourceLogs":['), ...parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from(','), p])), Buffer.from(']}')]);
   return { body, records: parts.length * MAX_SIZE_PER_RESOURCE, contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json' };
+}
+
+/** A fixed64 field (wire type 1): OTLP's timestamps. */
+function fixed64(field: number, value: bigint): Buffer {
+  const b = Buffer.alloc(9);
+  b[0] = (field << 3) | 1;
+  b.writeBigUInt64LE(value, 1);
+  return b;
+}
+
+/** Three string attributes as an HTTP server's metrics and spans carry them, under `field` (KeyValue). */
+function httpAttributes(field: number, i: number): Buffer[] {
+  const kv = (k: string, v: string): Buffer => lengthDelimited(field, Buffer.concat([lengthDelimited(1, Buffer.from(k)), lengthDelimited(2, lengthDelimited(1, Buffer.from(v)))]));
+  return [kv('host.name', `host-${i % 50}`), kv('http.route', `/api/v1/items/${i % 200}`), kv('http.request.method', 'GET')];
+}
+
+/** `n` monotonic sums of one data point each (Metric.sum > NumberDataPoint), or `n` server spans, of one resource. */
+function passThroughResource(signal: 'metrics' | 'traces', n: number, nowNanos: bigint): Buffer {
+  const items = Array.from({ length: n }, (_, i) => {
+    if (signal === 'metrics') {
+      const point = Buffer.concat([...httpAttributes(7, i), fixed64(2, nowNanos - 60_000_000_000n), fixed64(3, nowNanos), fixed64(6, BigInt(i))]);
+      const sum = Buffer.concat([lengthDelimited(1, point), varintField(2, 2), varintField(3, 1)]);
+      return lengthDelimited(2, Buffer.concat([lengthDelimited(1, Buffer.from(`http.server.requests.${i % 20}`)), lengthDelimited(3, Buffer.from('1')), lengthDelimited(7, sum)]));
+    }
+    const id = randomBytes(16);
+    return lengthDelimited(2, Buffer.concat([
+      lengthDelimited(1, id), lengthDelimited(2, id.subarray(0, 8)), lengthDelimited(5, Buffer.from(`GET /api/v1/items/${i % 200}`)),
+      varintField(6, 2), fixed64(7, nowNanos - BigInt(i) * 1_000_000n), fixed64(8, nowNanos), ...httpAttributes(9, i),
+    ]));
+  });
+  const scope = Buffer.concat([lengthDelimited(1, lengthDelimited(1, Buffer.from('bench'))), ...items]);
+  const resource = lengthDelimited(1, lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from('service.name')), lengthDelimited(2, lengthDelimited(1, Buffer.from('api')))])));
+  // Export*ServiceRequest.resource_* > Resource*.scope_* (field 2) > Scope*.metrics or spans (field 2)
+  return lengthDelimited(1, Buffer.concat([resource, lengthDelimited(2, scope)]));
+}
+
+/**
+ * One protobuf metrics or traces request as large as otlp.maxRequestBytes lets a client send: resources of
+ * 1,000 sums or spans, some 140,000 in all, the same resource repeated (hookwatch checks these requests' framing
+ * and forwards them, it does not decode them).
+ */
+export function maxSizePassThrough(signal: 'metrics' | 'traces', maxBytes = MAX_REQUEST_BYTES): { body: Buffer; items: number } {
+  const one = passThroughResource(signal, MAX_SIZE_PER_RESOURCE, BigInt(Date.now()) * 1_000_000n);
+  const copies = Math.floor(maxBytes / one.length);
+  return { body: Buffer.concat(Array.from({ length: copies }, () => one)), items: copies * MAX_SIZE_PER_RESOURCE };
 }

@@ -1,15 +1,16 @@
 /**
  * Checks a metrics or traces body, which hookwatch does not decode, before it is acknowledged (and, in inline
- * mode, queued): protobuf is skimmed (skim-proto.ts), JSON parsed and its fixed levels checked for the shape
+ * mode, queued): protobuf is skimmed (skim-proto.ts) in slices, JSON parsed and its fixed levels checked for the shape
  * the OTLP/JSON schema requires. The body itself is never re-encoded: it is forwarded byte for byte.
  * Both receivers run this in every mode, so a malformed body gets the same 400 whether or not hookwatch forwards;
  * with forwarding, a request the queue cannot take (full: 503; larger than the queue: 413; JSON to a gRPC
  * destination: 415) is refused before this runs, as a logs request is refused before its decode.
  */
+import { atOnce, type Steps } from '../paced.ts';
 import type { RawRequest, Signal } from '../pipeline/consumer.ts';
 import { arr, checkJsonNodes, field, obj } from './decode-json.ts';
 import { DecodeError, unbounded, type DecodeBudget } from './model.ts';
-import { skimOtlpProto } from './skim-proto.ts';
+import { skimOtlpProtoSteps } from './skim-proto.ts';
 
 /** The repeated levels of each request, outermost first: [lowerCamelCase, snake_case] JSON names. */
 const LEVELS: Record<Exclude<Signal, 'logs'>, readonly (readonly [string, string])[]> = {
@@ -54,8 +55,10 @@ function checkOtlpJson(signal: Signal, text: string, bound: DecodeBudget): void 
  * Refuses (400 / INVALID_ARGUMENT) a metrics or traces body that is not well-formed OTLP: queued protobuf
  * requests are merged by concatenation, so one bad framing would corrupt the requests merged after it, and a
  * malformed body must get the same 400 whether hookwatch forwards (inline mode) or not (fan-out mode).
+ * In slices (paced.ts): the protobuf skim pauses after every SKIM_SLICE_BYTES of the body; the JSON.parse of an
+ * OTLP/JSON body is one piece.
  */
-export function validatePassThrough(raw: RawRequest, bound: DecodeBudget = unbounded()): void {
-  if (raw.encoding === 'protobuf') skimOtlpProto(raw.signal, raw.body);
-  else checkOtlpJson(raw.signal, raw.body.toString('utf8'), bound);
+export function validatePassThroughSteps(raw: RawRequest, bound: DecodeBudget = unbounded()): Steps<void> {
+  if (raw.encoding === 'protobuf') return skimOtlpProtoSteps(raw.signal, raw.body);
+  return atOnce(() => checkOtlpJson(raw.signal, raw.body.toString('utf8'), bound));
 }

@@ -26,14 +26,13 @@ import { slowClientLimits } from '../../net/slow-clients.ts';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
 import type { TlsCredentials } from '../../net/tls.ts';
-import { validatePassThrough } from '../../otlp/validate.ts';
+import { validatePassThroughSteps } from '../../otlp/validate.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { OverloadedError, UnauthenticatedError, mapError } from '../../pipeline/errors.ts';
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
-import { atOnce } from '../../paced.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 
 /** A status as a server interceptor passes it on. */
@@ -455,7 +454,7 @@ export class OtlpGrpcReceiver {
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, raw));
       } else {
         this.opts.passThrough.admit?.(raw);
-        await decodeWithin(decodedAccount, this.opts.inflight, (bound) => atOnce(() => validatePassThrough(raw, bound)));
+        await decodeWithin(decodedAccount, this.opts.inflight, (bound) => validatePassThroughSteps(raw, bound));
         await this.opts.passThrough.consume(raw);
       }
       this.count(this.stats.requests, `${signal}:ok`);

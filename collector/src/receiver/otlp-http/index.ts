@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { splitAddr } from '../../net/addr.ts';
-import { validatePassThrough } from '../../otlp/validate.ts';
+import { validatePassThroughSteps } from '../../otlp/validate.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
 import { UnauthenticatedError, UnsupportedMediaTypeError, mapError } from '../../pipeline/errors.ts';
@@ -20,7 +20,6 @@ import { ClientAbortedError, readBody } from './body.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
-import { atOnce } from '../../paced.ts';
 import { hostCheck, requestHost, targetPath } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
@@ -226,7 +225,7 @@ export class OtlpHttpReceiver {
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
         this.opts.passThrough.admit?.(rawRequest);
-        await decodeWithin(account, this.opts.inflight, (bound) => atOnce(() => validatePassThrough(rawRequest, bound)));
+        await decodeWithin(account, this.opts.inflight, (bound) => validatePassThroughSteps(rawRequest, bound));
         await this.opts.passThrough.consume(rawRequest);
       }
       const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);
