@@ -9,9 +9,10 @@
  * CPU per hook event next to the whole server's from the same run; and the floor under the store's part, the
  * event rows alone, inserted with nothing else. And the longest the event loop is held while one maximum-size
  * request (otlp.maxRequestBytes) is decoded, extracted and committed as the server does it, in slices (paced.ts),
- * next to the same request taken straight through in one piece and one commit, in the same run. Then a commit's
- * CPU per hook event when every event opens a session the store has not seen, against events of sessions stored
- * before.
+ * next to the same request taken straight through in one piece and one commit, in the same run; and likewise while
+ * one maximum-size protobuf metrics or traces request is checked (the skim the receivers run before forwarding
+ * it), in slices against in one call. Then a commit's CPU per hook event when every event opens a session the
+ * store has not seen, against events of sessions stored before.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -31,8 +32,9 @@ import { EventRowInserts } from '../collector/src/store/sqlite/event-rows.ts';
 import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
 import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
 import { unbounded, type LogsRequest } from '../collector/src/otlp/model.ts';
+import { validatePassThroughSteps } from '../collector/src/otlp/validate.ts';
 import { decodeLogs } from '../collector/src/receiver/inflight.ts';
-import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
+import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizePassThrough, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
 import { fmt, percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
@@ -297,6 +299,37 @@ async function stall(encoding: WireEncoding, runs: number): Promise<BenchResult>
 }
 
 /**
+ * The longest event-loop stall while one maximum-size protobuf metrics or traces request is checked as the
+ * receivers check it before it is forwarded or dropped (the skim in slices, the event loop served between), next
+ * to the same check straight through, alternating run by run.
+ */
+async function passThroughStall(signal: 'metrics' | 'traces', runs: number): Promise<BenchResult> {
+  const check = (body: Buffer, paced: boolean): Promise<number> => {
+    const steps = (): Steps<void> => validatePassThroughSteps({ signal, encoding: 'protobuf', body, receivedAtMs: Date.now() });
+    return longestStall(async () => {
+      if (paced) await runPaced(steps());
+      else runToEnd(steps());
+    });
+  };
+  // Both paths once on a small request first, as for the logs request above.
+  const warm = maxSizePassThrough(signal, MAX_REQUEST_BYTES / 16).body;
+  for (const paced of [false, true]) await check(warm, paced);
+  const { body, items } = maxSizePassThrough(signal);
+  const straight: number[] = [];
+  const paced: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    straight.push(await check(body, false));
+    paced.push(await check(body, true));
+  }
+  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  return result(
+    `ingest ${signal} protobuf: longest event-loop stall while one maximum-size request is checked`,
+    percentile(paced, 50), 'ms', 'same request straight through', percentile(straight, 50),
+    `one ${body.length.toLocaleString('en-US')} B request of ${items.toLocaleString('en-US')} ${signal === 'metrics' ? 'sums' : 'spans'} checked in this process as the receivers check it (the protobuf skim in slices, the event loop served between) against the skim in one call; forwarding's queue write comes after either; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${ms(paced)} ms, straight ${ms(straight)} ms`,
+  );
+}
+
+/**
  * What a new attribute set costs a commit (every hook event of a session the store has not seen opens one: a
  * fleet's first hour, a replayed backlog, a client sending unique values): hook events extracted from the same
  * protobuf batches committed through store.ingest() into one SQLite file opened as `hookwatch serve` opens it,
@@ -344,6 +377,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   }
   out.push(...(await breakdown(batches, protobufPerEvent)));
   for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3));
+  for (const signal of ['metrics', 'traces'] as const) out.push(await passThroughStall(signal, opts.quick ? 1 : 3));
   out.push(await newSessions(batches));
   return out;
 }
