@@ -4,7 +4,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HooksResponse, HookSummary } from '../../shared/src/api.ts';
+import type { BreakdownResponse, FleetSeriesResponse, HooksResponse, HookSummary, OverviewResponse, SeriesResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from './helpers.ts';
 
 /** The table in the fixtures' README: hook_name -> [num_hooks, num_success, num_outputs_persisted, additional_context_chars, stdout_chars]. */
@@ -90,6 +90,35 @@ describe('replaying the real Claude Code 2.1.332 captures', () => {
     expect(body.statusCounts).toEqual({ over: 2, near: 0, ok: 3, unknown: 0 });
     expect(body.sizeDataShare).toBe(1);
     expect(body.clientVersions.map((v) => v.version)).toEqual(['2.1.332']);
+  });
+
+  it('the filter on an empty team counts what a breakdown by team lists as "" (the captures carry no team), on every route that filters', async () => {
+    service = await startTestService();
+    for (const run of FIXTURE_RUNS) await replay(run, false);
+    const range = 'from=2026-11-01T00:00:00Z&to=2026-12-31T00:00:00Z';
+    const get = async <T>(path: string): Promise<T> => {
+      const { status, body } = await getJson<T>(service!.httpUrl, path);
+      expect(status, path).toBe(200);
+      return body;
+    };
+    const all = await hooks();
+    const unset = await get<HooksResponse>(`/api/v1/hooks?${range}&team=`);
+    expect(unset.hooks.map((h) => [h.hookName, h.executions]).sort()).toEqual([...all.values()].map((h) => [h.hookName, h.executions]).sort());
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${range}&team=`);
+    expect([overview.totals.executions, overview.lastEventAt]).toEqual([9, (await get<OverviewResponse>(`/api/v1/overview?${range}`)).lastEventAt]);
+    const fleet = await get<FleetSeriesResponse>(`/api/v1/fleet/series?${range}&step=1d&team=`);
+    expect(fleet.hooks.reduce((n, h) => n + h.executions.reduce((a, b) => a + b, 0), 0)).toBe(9);
+    for (const h of all.values()) {
+      const byTeam = await get<BreakdownResponse>(`/api/v1/hooks/${h.id}/breakdown?${range}&dimension=team`);
+      expect(byTeam.rows.map((r) => [r.value, r.executions]), h.hookName).toEqual([['', h.executions]]);
+      expect((await get<{ hook: HookSummary }>(`/api/v1/hooks/${h.id}?${range}&team=`)).hook.executions, h.hookName).toBe(h.executions);
+      const series = await get<SeriesResponse>(`/api/v1/hooks/${h.id}/series?${range}&step=1d&team=`);
+      expect(series.buckets.reduce((n, b) => n + b.executions, 0), h.hookName).toBe(h.executions);
+      const filtered = await get<BreakdownResponse>(`/api/v1/hooks/${h.id}/breakdown?${range}&dimension=service.version&team=`);
+      expect(filtered.rows.map((r) => [r.value, r.executions]), h.hookName).toEqual([['2.1.332', h.executions]]);
+    }
+    // A team the captures do not carry still matches nothing.
+    expect((await get<HooksResponse>(`/api/v1/hooks?${range}&team=platform`)).hooks).toEqual([]);
   });
 
   it('a restart keeps every acknowledged event', async () => {

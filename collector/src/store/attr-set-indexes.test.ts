@@ -114,10 +114,10 @@ async function expectLateEarlier(open: () => Promise<Store>): Promise<void> {
   }
 }
 
-/** How a store's filter on `dim` picks its sets: the SQL its attrFilter sends. */
-function setsQuery(store: Store, dim: string, param: string): string {
+/** How a store's filter on `dim` picks its sets: the SQL its attrFilter sends (`empty`: for the empty value). */
+function setsQuery(store: Store, dim: string, param: string, empty = false): string {
   const expr = (store as unknown as { attrExpr: (d: string) => string }).attrExpr(dim);
-  return attrFilter([[expr, param]]).replace(/^attrs IN \((.*)\)$/, '$1');
+  return attrFilter([[expr, param, empty]]).replace(/^attrs IN \((.*)\)$/, '$1');
 }
 
 describe('attr_sets indexes: SQLite', () => {
@@ -145,8 +145,12 @@ describe('attr_sets indexes: SQLite', () => {
     const db = new DatabaseSync(path, { readOnly: true });
     try {
       for (const dim of [...DIMS, ...INDEXED_BUILTIN_DIMENSIONS]) {
-        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${setsQuery(store, dim, '?')}`).all('x') as { detail: string }[]).map((r) => r.detail).join('; ');
-        expect(plan, dim).toMatch(new RegExp(`USING (COVERING )?INDEX ${ATTR_SET_INDEX_PREFIX}`));
+        // The empty value too, which also matches the sets without the attribute.
+        for (const [value, empty] of [['x', false], ['', true]] as const) {
+          const plan = (db.prepare(`EXPLAIN QUERY PLAN ${setsQuery(store, dim, '?', empty)}`).all(value) as { detail: string }[]).map((r) => r.detail).join('; ');
+          expect(plan, `${dim} ${JSON.stringify(value)}`).toMatch(new RegExp(`USING (COVERING )?INDEX ${ATTR_SET_INDEX_PREFIX}`));
+          expect(plan, `${dim} ${JSON.stringify(value)}`).not.toMatch(/SCAN attr_sets(?! USING)/);
+        }
       }
     } finally {
       db.close();
@@ -200,8 +204,11 @@ describe('attr_sets indexes: PostgreSQL', () => {
       // With sequential scans off the plan takes the index if, and only if, the filter's expression is the indexed one.
       await c.query('SET enable_seqscan = off');
       for (const dim of [...DIMS, ...INDEXED_BUILTIN_DIMENSIONS]) {
-        const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${setsQuery(store, dim, `'x'`)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-        expect(plan, dim).toContain(ATTR_SET_INDEX_PREFIX);
+        // The empty value too, which also matches the sets without the attribute.
+        for (const [value, empty] of [[`'x'`, false], [`''`, true]] as const) {
+          const plan = (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${setsQuery(store, dim, value, empty)}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          expect(plan, `${dim} ${value}`).toContain(ATTR_SET_INDEX_PREFIX);
+        }
       }
       await expectFiltered(store, events);
       await store.close();

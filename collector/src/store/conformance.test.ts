@@ -72,16 +72,17 @@ function ev(over: Partial<HookEvent> = {}): HookEvent {
 
 /**
  * Random events over four days and their hours, with several hooks, teams, projects, client versions, users and
- * organisations (some without a team or project), starts among the completes, unknown sizes among the known.
+ * organisations (some without a team or project, some with an empty team or user), starts among the completes,
+ * unknown sizes among the known.
  */
 function dimensionEvents(seed: number, count: number, days = 4): HookEvent[] {
   const arb = fc.record({
     t: fc.integer({ min: 0, max: days * DAY - 1 }),
     hook: fc.constantFrom('PostToolUse:Bash', 'PostToolUse:Edit', 'SessionStart:startup'),
-    team: fc.constantFrom('infra', 'web', 'data', undefined),
+    team: fc.constantFrom('infra', 'web', 'data', '', undefined),
     project: fc.constantFrom('x', 'y', undefined),
     version: fc.constantFrom('2.1.332', '2.1.279', '2.2.0'),
-    user: fc.constantFrom('u-1', 'u-2', 'u-3', 'u-4', 'u-5'),
+    user: fc.constantFrom('u-1', 'u-2', 'u-3', 'u-4', 'u-5', ''),
     org: fc.constantFrom('org-1', 'org-2'),
     start: fc.constantFrom(false, false, false, true),
     size: fc.option(fc.integer({ min: 0, max: 30_000 }), { nil: null, freq: 4 }),
@@ -111,6 +112,10 @@ const DIMENSION_FILTERS: [Record<string, string>, (e: HookEvent) => boolean][] =
   [{ 'organization.id': 'org-2' }, (e) => e.organizationId === 'org-2'],
   [{ 'user.id': 'u-3' }, (e) => e.userId === 'u-3'],
   [{ team: 'nobody' }, () => false],
+  // The empty value: the events without the attribute and those with it empty, rolled and raw.
+  [{ team: '' }, (e) => (e.extra['team'] ?? '') === ''],
+  [{ team: '', 'service.version': '2.2.0' }, (e) => (e.extra['team'] ?? '') === '' && e.serviceVersion === '2.2.0'],
+  [{ 'user.id': '' }, (e) => e.userId === ''],
 ];
 
 /** A breakdown as a map from value to counters (the model's shape). */
@@ -627,6 +632,59 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(byVersion.map((r) => [r.value, r.executions])).toEqual([['2.1.332', 2]]);
     await expect(store.breakdown(id, 'password', range)).rejects.toBeInstanceOf(UnknownDimensionError);
     await expect(store.hookCounters({ ...range, filters: { "team') OR 1=1 --": 'x' } })).rejects.toBeInstanceOf(UnknownDimensionError);
+  });
+
+  it('a filter on the empty value matches the events without the attribute and those with it empty, as a breakdown\'s "" row counts them, on every read', async () => {
+    const store = await open();
+    // Each combination of team (missing, "", "x": a rolled dimension) and user.id ("", "x": read raw; a missing
+    // built-in is stored as "") at the edges of a range and in its whole hours and days.
+    const events: HookEvent[] = [];
+    for (const [i, t] of [10 * MINUTE, 40 * MINUTE, HOUR + 5 * MINUTE, 3 * HOUR, DAY + 20 * MINUTE, DAY + 50 * MINUTE].entries()) {
+      for (const team of [undefined, '', 'x']) {
+        for (const userId of ['', 'x']) {
+          const hookName = i % 2 ? 'PostToolUse:Edit' : 'PostToolUse:Bash';
+          events.push(ev({ timeMs: T0 + t, hookName, hookId: hookId('PostToolUse', hookName), extra: team === undefined ? {} : { team }, userId, serviceVersion: userId ? '2.1.332' : '2.1.279' }));
+        }
+      }
+    }
+    await store.ingest(events);
+    // The attribute as an event carries it, missing read as "" (the value a breakdown names it by).
+    const attribute = (e: HookEvent, dim: string): string => (dim === 'user.id' ? e.userId : (e.extra[dim] ?? ''));
+    const q = { fromMs: T0 + 30 * MINUTE, toMs: T0 + DAY + 30 * MINUTE };
+    const hooks = [...new Set(events.map((e) => e.hookId))];
+    const cases: Record<string, string>[] = [{ team: '' }, { team: 'x' }, { 'user.id': '' }, { 'user.id': 'x' }, { team: '', 'user.id': '' }, { team: '', 'service.version': '2.1.279' }];
+    for (const filters of cases) {
+      const keep = (e: HookEvent): boolean => Object.entries(filters).every(([dim, v]) => (dim === 'service.version' ? e.serviceVersion : attribute(e, dim)) === v);
+      const label = JSON.stringify(filters);
+      expect(strip(await store.hookCounters({ ...q, filters })), label).toEqual(model(events, q.fromMs, q.toMs, keep));
+      expect(new Map((await store.clientVersions({ ...q, filters })).map((v) => [v.version, v.executions])), label)
+        .toEqual(new Map([...foldBy(events, q.fromMs, q.toMs, (e) => e.serviceVersion, keep)].map(([v, c]) => [v, c.executions])));
+      const times = events.filter(keep).map((e) => e.timeMs);
+      expect(await store.lastEventMs(filters), label).toBe(Math.max(...times));
+      for (const stepMs of [15 * MINUTE, HOUR, DAY]) {
+        const fleet = await store.fleetSeries({ ...q, stepMs, filters });
+        for (const id of hooks) {
+          const want = foldBy(events.filter((e) => e.hookId === id), q.fromMs, q.toMs, (e) => Math.floor(e.timeMs / stepMs) * stepMs, keep);
+          expect(new Map(await store.series(id, { ...q, stepMs, filters })), `${label} ${stepMs}`).toEqual(want);
+          expect(new Map(fleet.filter((b) => b.hookId === id).map((b) => [b.bucketMs, b.executions])), `${label} ${stepMs} fleet`).toEqual(new Map([...want].map(([b, c]) => [b, c.executions])));
+        }
+      }
+      for (const id of hooks) {
+        const mine = events.filter((e) => e.hookId === id);
+        expect(strip(await store.hookCounters({ ...q, filters, hookId: id })), label).toEqual(model(mine, q.fromMs, q.toMs, keep));
+        for (const dimension of ['team', 'user.id']) {
+          expect(byValue(await store.breakdown(id, dimension, { ...q, filters })), `${label} by ${dimension}`).toEqual(foldBy(mine, q.fromMs, q.toMs, (e) => attribute(e, dimension), keep));
+        }
+      }
+    }
+    // What a breakdown's "" row counts is what the filter on "" answers.
+    for (const id of hooks) {
+      for (const dimension of ['team', 'user.id']) {
+        const unset = byValue(await store.breakdown(id, dimension, q)).get('');
+        expect(unset?.executions).toBeGreaterThan(0);
+        expect(strip(await store.hookCounters({ ...q, filters: { [dimension]: '' }, hookId: id })).get(id), `${id} by ${dimension}`).toEqual(unset);
+      }
+    }
   });
 
   it('keeps clients apart whatever characters their names and versions hold', async () => {
@@ -1232,6 +1290,8 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     const id = events[0]!.hookId;
     for (const q of [{ fromMs: T0, toMs: T0 + 2 * DAY }, { fromMs: T0 + 5 * HOUR, toMs: T0 + DAY + 7 * HOUR }]) {
       expect(strip(await store.hookCounters({ ...q, filters: { team: 'infra' } }))).toEqual(model(events, q.fromMs, q.toMs, (e) => e.extra['team'] === 'infra'));
+      // The empty value too: the rollups fold the events without a team and those with an empty one under it.
+      expect(strip(await store.hookCounters({ ...q, filters: { team: '' } }))).toEqual(model(events, q.fromMs, q.toMs, (e) => (e.extra['team'] ?? '') === ''));
       expect(byValue(await store.breakdown(id, 'team', q))).toEqual(foldBy(events.filter((e) => e.hookId === id), q.fromMs, q.toMs, (e) => e.extra['team'] ?? ''));
       // user.id is never rolled up: its events are gone with retention.events.
       expect(await store.breakdown(id, 'user.id', q)).toEqual([]);

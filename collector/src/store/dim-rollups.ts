@@ -25,8 +25,9 @@
  * There are no per-minute dimension rollups (at org scale nearly one row per event). A range's partial hours at
  * its edges (and the hour being written) are read from the raw events: at most about two hours of events,
  * whatever the length of the history. A filter naming two rolled dimensions (service.name / service.version
- * count as one), a raw-only dimension, or an empty value (rolled up together with a missing attribute) is planned
- * 'raw': whole hours from the rollup per attribute set, the edges from the raw events.
+ * count as one) or a raw-only dimension is planned 'raw': whole hours from the rollup per attribute set, the edges
+ * from the raw events. A filter on the empty value matches the events without the attribute and those with it
+ * empty, as the rollups fold them together under '' (and a breakdown names them).
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
@@ -275,8 +276,8 @@ export function planRead(filters: Record<string, string>, grouping: Grouping, ro
       keyFilters.push([column, v]);
       continue;
     }
-    // '' is also the value a missing attribute is rolled up under; only the raw events tell the two apart.
-    if (!need(d) || v === '') return { source: 'raw' };
+    // '' is also the value a missing attribute is rolled up under: a filter on it matches both (sql.ts AttrCond).
+    if (!need(d)) return { source: 'raw' };
     value = v;
   }
   const byClientKey = typeof grouping === 'object' && Object.hasOwn(ROLLUP_KEY_DIMENSIONS, grouping.dimension);

@@ -306,8 +306,21 @@ export function quoteIdent(name: string): string {
 }
 
 /**
- * Filters on attribute expressions (over attr_sets: each `[expression, parameter]` must equal), for rows naming
- * their set in `attrs`, in one of two forms:
+ * One condition of attrFilter: an attribute expression (over attr_sets), the placeholder of the value it must
+ * equal, and whether that value is empty. The empty value matches a set without the attribute too (an extra
+ * dimension's JSON lookup is NULL there; a built-in is stored as ''), as breakdowns and the dimension rollups
+ * fold a missing attribute and an empty one under ''.
+ */
+export type AttrCond = readonly [expr: string, param: string, empty?: boolean];
+
+/** An AttrCond as SQL. */
+function attrCondSql([expr, param, empty]: AttrCond): string {
+  return empty ? `(${expr} = ${param} OR ${expr} IS NULL)` : `${expr} = ${param}`;
+}
+
+/**
+ * Filters on attribute expressions (over attr_sets: each AttrCond must hold), for rows naming their set in
+ * `attrs`, in one of two forms:
  * - 'sets': the matching sets first, then their rows. All conditions go in one lookup, so it takes the most
  *   selective index of attr_sets (attrSetIndexes); without one it reads every set of the history (one a
  *   session). Right for a long stretch of rows. With `liveFrom` (the placeholder of the rows' earliest time)
@@ -318,9 +331,9 @@ export function quoteIdent(name: string): string {
  *   right for a short stretch (a range's partial hours at its edges, an hour of events).
  * Both select the same rows. No conditions: an empty string.
  */
-export function attrFilter(conds: readonly (readonly [string, string])[], form: 'sets' | 'row' = 'sets', liveFrom?: string, live: LiveTo = {}): string {
+export function attrFilter(conds: readonly AttrCond[], form: 'sets' | 'row' = 'sets', liveFrom?: string, live: LiveTo = {}): string {
   if (conds.length === 0) return '';
-  const where = conds.map(([expr, param]) => `${expr} = ${param}`).join(' AND ');
+  const where = conds.map(attrCondSql).join(' AND ');
   if (form === 'row') return `EXISTS (SELECT 1 FROM attr_sets WHERE attr_sets.id = attrs AND ${where})`;
   // A unary + keeps SQLite from using an index for that bound (it has no statistics to choose by).
   const from = liveFrom === undefined ? '' : ` AND ${live.lead === 'first' ? '+' : ''}last_ms >= ${liveFrom}`;

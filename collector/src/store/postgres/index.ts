@@ -974,7 +974,7 @@ export class PostgresStore implements Store {
 
   /** Filters on rows naming their attribute set, in attrFilter's form `form`. */
   private filterClause(filters: Record<string, string>, params: unknown[], form: 'sets' | 'row' = 'sets', liveFromMs?: number, liveToMs?: number): string {
-    const conds = Object.entries(filters).map(([dim, value]) => [this.attrExpr(dim), `$${params.push(value)}`] as const);
+    const conds = Object.entries(filters).map(([dim, value]) => [this.attrExpr(dim), `$${params.push(value)}`, value === ''] as const);
     const bound = (ms: number | undefined): string | undefined => (ms === undefined || conds.length === 0 ? undefined : `$${params.push(ms)}`);
     // The planner picks the bound whose index finds fewer sets (its statistics know both).
     const from = bound(liveFromMs);

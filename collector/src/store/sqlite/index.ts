@@ -891,7 +891,7 @@ export class SqliteStore implements Store {
     const entries = Object.entries(filters);
     // With liveFrom the clause ends in one more placeholder: the rows' earliest time (attrFilter liveFrom), and
     // with `live.to` another, their end.
-    const clause = attrFilter(entries.map(([dim]) => [this.attrExpr(dim), '?'] as const), form, liveFrom ? '?' : undefined, live);
+    const clause = attrFilter(entries.map(([dim, value]) => [this.attrExpr(dim), '?', value === ''] as const), form, liveFrom ? '?' : undefined, live);
     params.push(...entries.map(([, value]) => value));
     return [clause === '' ? '' : `AND ${clause}`, params];
   }
