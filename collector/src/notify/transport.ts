@@ -142,17 +142,23 @@ export function scrubUrl(text: string, url: string): string {
   return out;
 }
 
-/** The most of an answer's body read before it is cancelled; past it, reusing the connection is not worth the wait. */
+/**
+ * The most of an answer's body read, and the longest it is waited for, before it is cancelled; past either,
+ * reusing the connection is not worth the wait.
+ */
 const MAX_DRAIN_BYTES = 64 * 1024;
+const MAX_DRAIN_MS = 1000;
 
 /**
  * Reads the answer's body and throws it away, so the connection can be reused; its content is not needed. A body
- * longer than MAX_DRAIN_BYTES (a URL that is a download, an event stream) is cancelled there, closing the
- * connection: neither held in memory nor waited for until the attempt's timeout.
+ * longer than MAX_DRAIN_BYTES (a URL that is a download, an event stream), or not over within MAX_DRAIN_MS (a
+ * receiver gone quiet after its status), is cancelled there, closing the connection: neither held in memory nor
+ * waited for until the attempt's timeout, which would hold the receiver's next notifications as long.
  */
 async function drain(res: Response): Promise<void> {
   const reader = res.body?.getReader();
   if (!reader) return;
+  const timer = setTimeout(() => void reader.cancel().catch(() => {}), MAX_DRAIN_MS);
   try {
     for (let read = 0; read <= MAX_DRAIN_BYTES;) {
       const { done, value } = await reader.read();
@@ -162,6 +168,8 @@ async function drain(res: Response): Promise<void> {
     await reader.cancel();
   } catch {
     // Timed out or cut off while read: the status is what counts.
+  } finally {
+    clearTimeout(timer);
   }
 }
 
