@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../shared/src/api.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
@@ -395,12 +396,12 @@ describe('before the first event', () => {
     const header = 'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"';
     const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false, otlpIngestToken: true });
     expect(v.lines).toContain(header);
-    expect(v.lines[v.lines.indexOf(header) - 1]).toBe('# hookwatch requires its ingest token (HOOKWATCH_INGEST_TOKEN): put it in place of <token>');
+    expect(v.lines[v.lines.indexOf(header) - 1]).toBe('# hookwatch requires its ingest token, HOOKWATCH_INGEST_TOKEN: put it after Bearer, in place of the placeholder');
     expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: false, otlpIngestToken: false }).lines.join('\n')).not.toContain('OTEL_EXPORTER_OTLP_HEADERS');
   });
 
   it('under TLS, says in a comment what to set for a certificate from a private CA; over plain HTTP, nothing', () => {
-    const caLine = '# if hookwatch\'s certificate is from a CA this machine does not trust: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt';
+    const caLine = '# if the certificate of hookwatch is from a CA this machine does not trust, also: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt';
     const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true });
     expect(v.lines[v.lines.indexOf('export OTEL_EXPORTER_OTLP_ENDPOINT=https://hookwatch.internal:4318') + 1]).toBe(caLine);
     expect(v.lines.join('\n')).not.toContain('CLIENT');
@@ -411,13 +412,27 @@ describe('before the first event', () => {
     const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true, otlpClientCertificate: true });
     const cert = v.lines.indexOf('export OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/path/to/client.crt');
     expect(v.lines.slice(cert - 1, cert + 2)).toEqual([
-      '# hookwatch requires a client certificate (mutual TLS): put yours and its key in place of these paths',
+      '# hookwatch requires a client certificate, mutual TLS: put yours and its key in place of these paths',
       'export OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/path/to/client.crt',
       'export OTEL_EXPORTER_OTLP_CLIENT_KEY=/path/to/client.key',
     ]);
-    expect(v.lines).toContain('# if hookwatch\'s certificate is from a CA this machine does not trust: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt');
+    expect(v.lines).toContain('# if the certificate of hookwatch is from a CA this machine does not trust, also: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt');
     expect(v.lines.filter((l) => !l.startsWith('#')).every((l) => /^export [A-Z_]+=\S+$/.test(l))).toBe(true);
     expect(setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true, otlpClientCertificate: false }).lines.join('\n')).not.toContain('CLIENT');
+  });
+
+  it('pasted whole into an interactive shell that does not take # for a comment (zsh\'s default), sets every variable', () => {
+    // interactive_comments off: bash reads a comment's words as zsh does unless setopt interactivecomments, so a
+    // quote, a parenthesis or a redirection in one would take the lines after it, or the whole paste, with it.
+    const v = setupView({ protocol: 'http:', hostname: 'hookwatch.internal' }, { otlpHttpPort: 4318, otlpHttpTls: true, otlpIngestToken: true, otlpClientCertificate: true });
+    const set = v.lines.flatMap((l) => /^export ([A-Z_]+)="?(.*?)"?$/.exec(l)?.slice(1, 3) ?? []);
+    expect(set).toContain('OTEL_EXPORTER_OTLP_HEADERS');
+    const names = set.filter((_x, i) => i % 2 === 0);
+    const shell = spawnSync('bash', ['--norc', '--noprofile', '-i'], {
+      input: ['shopt -u interactive_comments', ...v.lines, ...names.map((n) => `printf '%s\\n' ${n} "$${n}"`), 'exit', ''].join('\n'),
+      encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', HOME: '/nonexistent' }, timeout: 10_000,
+    });
+    expect(shell.stdout.split('\n').slice(0, -1)).toEqual(set);
   });
 
   it('falls back to the default port and says where to find the real one', () => {

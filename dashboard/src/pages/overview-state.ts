@@ -479,7 +479,9 @@ export type SetupFacts = Pick<OverviewResponse, 'otlpHttpPort' | 'otlpHttpTls' |
  * own port says nothing of), the bearer header when the receivers require the ingest token (a placeholder: the
  * page never knows the token), under TLS a comment on the CA variable (the server cannot know whether clients
  * trust its CA), under mutual TLS the client certificate and key (paths to fill in), and a note on the port and on
- * clients without sizes.
+ * clients without sizes. The comments hold no quote, parenthesis or redirection: zsh, unless told otherwise
+ * (interactivecomments), reads a comment pasted at its prompt as a command, and one of those would take the lines
+ * after it, or the whole paste, with it.
  */
 export function setupView(loc: { protocol: string; hostname: string }, otlp: SetupFacts): { lines: string[]; note: string } {
   const { otlpHttpPort, otlpHttpTls, otlpIngestToken, otlpClientCertificate } = otlp;
@@ -491,14 +493,14 @@ export function setupView(loc: { protocol: string; hostname: string }, otlp: Set
       'export OTEL_LOGS_EXPORTER=otlp',
       'export OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf',
       `export OTEL_EXPORTER_OTLP_ENDPOINT=${scheme}//${loc.hostname}:${port}`,
-      ...(scheme === 'https:' ? ['# if hookwatch\'s certificate is from a CA this machine does not trust: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt'] : []),
+      ...(scheme === 'https:' ? ['# if the certificate of hookwatch is from a CA this machine does not trust, also: export OTEL_EXPORTER_OTLP_CERTIFICATE=/path/to/ca.crt'] : []),
       ...(otlpClientCertificate === true ? [
-        '# hookwatch requires a client certificate (mutual TLS): put yours and its key in place of these paths',
+        '# hookwatch requires a client certificate, mutual TLS: put yours and its key in place of these paths',
         'export OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/path/to/client.crt',
         'export OTEL_EXPORTER_OTLP_CLIENT_KEY=/path/to/client.key',
       ] : []),
       ...(otlpIngestToken === true ? [
-        '# hookwatch requires its ingest token (HOOKWATCH_INGEST_TOKEN): put it in place of <token>',
+        '# hookwatch requires its ingest token, HOOKWATCH_INGEST_TOKEN: put it after Bearer, in place of the placeholder',
         'export OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"',
       ] : []),
       '# optional: lets you filter and break down by team',
