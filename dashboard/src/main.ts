@@ -15,7 +15,7 @@ import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
   REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
+  rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -150,8 +150,8 @@ export function start(root: HTMLElement): Dashboard {
   /**
    * A new version of hookwatch deployed since the page was opened: the page runs the dashboard it loaded until it is
    * reloaded, so it says so, once, offers the reload, and reloads by itself once left unused (reloadIfUnused). The
-   * URL keeps the view. Not for a build the tab reloaded for already (reloadedBuilds): the page says the reload
-   * brought back the build it runs, and leaves the next one to the reader.
+   * URL keeps the view. For a build the tab reloaded for within the hour (reloadHeldUntil), the page says the
+   * reload brought back the build it runs, and reloads by itself only once that hour is over.
    */
   function checkBuild(): void {
     if (!build || buildAsking || !updateNote.hidden) return;
@@ -160,14 +160,13 @@ export function start(root: HTMLElement): Dashboard {
     api.build().then((r) => {
       if (r.build === build) return;
       const now = Date.now();
-      const again = reloadedFor().includes(r.build);
-      const notice = again ? UPDATE_AGAIN_NOTICE : UPDATE_NOTICE;
+      const held = reloadHeldUntil(reloadedFor(), r.build, now);
+      const notice = held === undefined ? UPDATE_NOTICE : UPDATE_AGAIN_NOTICE;
       served = r.build;
       updateNote.hidden = false;
       replace(updateNote, `${notice} `, h('button', { type: 'button', class: 'reload', onclick: reload }, 'Reload now'));
       say(notice, now);
-      if (again) return;
-      updateAt = now;
+      updateAt = held ?? now;
       reloadIfUnused();
     }, () => undefined).finally(() => {
       buildAsking = false;
@@ -182,19 +181,19 @@ export function start(root: HTMLElement): Dashboard {
   function reload(): void {
     reloading = true;
     try {
-      if (served !== undefined) sessionStorage.setItem(RELOADED_KEY, reloadedText(sessionStorage.getItem(RELOADED_KEY), served));
+      if (served !== undefined) sessionStorage.setItem(RELOADED_KEY, reloadedText(reloadedFor(), served, Date.now()));
     } catch {
       // Not remembered: a reload that brings back the build the page runs may be followed by another.
     }
     location.reload();
   }
 
-  /** The builds the tab reloaded for. */
-  function reloadedFor(): string[] {
+  /** The builds the tab reloaded for, as reloadedText wrote them; null when sessionStorage is not to be had. */
+  function reloadedFor(): string | null {
     try {
-      return reloadedBuilds(sessionStorage.getItem(RELOADED_KEY));
+      return sessionStorage.getItem(RELOADED_KEY);
     } catch {
-      return [];
+      return null;
     }
   }
 

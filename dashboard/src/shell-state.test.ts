@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import {
   IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
-  reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
 
@@ -240,24 +240,43 @@ describe('a new version served while the page is open', () => {
     expect(UPDATE_NOTICE).toBe('hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for 10 minutes (never over a form filled in and not sent).');
   });
 
-  it('remembers the builds the tab reloaded for, so it reloads once for each, however often replicas serve it', () => {
+  it('remembers the builds the tab reloaded for, and when, so it reloads once for each, however often replicas serve it', () => {
+    const t = Date.parse('2026-12-06T07:00:00Z');
     expect(reloadedBuilds(null)).toEqual([]);
-    const once = reloadedText(null, 'b0');
-    expect(reloadedBuilds(once)).toEqual(['b0']);
-    // Served again (replicas on different versions): remembered once; another build after it.
-    expect(reloadedBuilds(reloadedText(once, 'b0'))).toEqual(['b0']);
-    expect(reloadedBuilds(reloadedText(once, 'b1'))).toEqual(['b0', 'b1']);
+    const once = reloadedText(null, 'b0', t);
+    expect(reloadedBuilds(once)).toEqual([{ build: 'b0', at: t }]);
+    // Served again (replicas on different versions): remembered once, at the latest reload; another build after it.
+    expect(reloadedBuilds(reloadedText(once, 'b0', t + 1000))).toEqual([{ build: 'b0', at: t + 1000 }]);
+    expect(reloadedBuilds(reloadedText(once, 'b1', t + 1000))).toEqual([{ build: 'b0', at: t }, { build: 'b1', at: t + 1000 }]);
     // A tab open for months keeps the latest twenty.
     let many: string | null = null;
-    for (let i = 0; i < 25; i++) many = reloadedText(many, `b${i}`);
-    expect(reloadedBuilds(many)).toEqual(Array.from({ length: 20 }, (_v, i) => `b${i + 5}`));
-    // Something else under the name: nothing remembered.
-    for (const other of ['{', '"b0"', 'null', '{"b0":1}', '[1]', '["b0", null]']) expect(reloadedBuilds(other), other).toEqual([]);
-    expect(reloadedBuilds(reloadedText('[1]', 'b2'))).toEqual(['b2']);
+    for (let i = 0; i < 25; i++) many = reloadedText(many, `b${i}`, t + i);
+    expect(reloadedBuilds(many)).toEqual(Array.from({ length: 20 }, (_v, i) => ({ build: `b${i + 5}`, at: t + i + 5 })));
+    // Something else under the name (the list of names an earlier version wrote among them): nothing remembered.
+    for (const other of ['{', '"b0"', 'null', '{"b0":1}', '[1]', '["b0"]', '[["b0", null]]', '[["b0", 1, 2]]']) expect(reloadedBuilds(other), other).toEqual([]);
+    expect(reloadedBuilds(reloadedText('["b0"]', 'b2', t))).toEqual([{ build: 'b2', at: t }]);
   });
 
-  it('says when reloading did not bring the new version, and does not promise to reload again', () => {
-    expect(UPDATE_AGAIN_NOTICE).toBe('hookwatch was updated since this page was opened, but reloading the page brought back the version it runs: hookwatch runs both versions (an update under way). Reload the page once the update is over to use the new version.');
+  it('holds a reload for a build it reloaded for off for an hour after that reload, not for good', () => {
+    const t = Date.parse('2026-12-06T07:00:00Z');
+    const stored = reloadedText(reloadedText(null, 'b0', t), 'b1', t + 30 * 60_000);
+    expect(RELOAD_AGAIN_MS).toBe(3_600_000);
+    expect(reloadHeldUntil(stored, 'b0', t + 10 * 60_000)).toBe(t + RELOAD_AGAIN_MS);
+    expect(reloadHeldUntil(stored, 'b1', t + 40 * 60_000)).toBe(t + 30 * 60_000 + RELOAD_AGAIN_MS);
+    // The hour over (the update long finished, a wall screen nobody reloads): not held, it reloads as for a new build.
+    expect(reloadHeldUntil(stored, 'b0', t + RELOAD_AGAIN_MS)).toBeUndefined();
+    expect(reloadHeldUntil(stored, 'b2', t)).toBeUndefined();
+    expect(reloadHeldUntil(null, 'b0', t)).toBeUndefined();
+    // Held, the notice counts from the hour's end: not before it, hidden or not; once unused ten minutes after it.
+    const noticeAt = t + RELOAD_AGAIN_MS;
+    expect(selfReloadDue({ nowMs: noticeAt - 1, noticeAt, usedAt: -Infinity, hidden: true, typing: false })).toBe(false);
+    expect(selfReloadDue({ nowMs: noticeAt, noticeAt, usedAt: -Infinity, hidden: true, typing: false })).toBe(true);
+    expect(selfReloadDue({ nowMs: noticeAt + IDLE_RELOAD_MS - 1, noticeAt, usedAt: -Infinity, hidden: false, typing: false })).toBe(false);
+    expect(selfReloadDue({ nowMs: noticeAt + IDLE_RELOAD_MS, noticeAt, usedAt: -Infinity, hidden: false, typing: false })).toBe(true);
+  });
+
+  it('says when reloading did not bring the new version, and when it tries again by itself', () => {
+    expect(UPDATE_AGAIN_NOTICE).toBe('hookwatch was updated since this page was opened, but reloading the page brought back the version it runs: hookwatch runs both versions (an update under way). Reload the page once the update is over to use the new version; left unused, it tries again by itself an hour after the last reload.');
   });
 });
 

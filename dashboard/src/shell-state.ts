@@ -107,34 +107,56 @@ export const IDLE_RELOAD_MS = 10 * 60_000;
 /** What the page says when hookwatch serves a newer dashboard than it runs (the reload keeps the view: the URL holds it). */
 export const UPDATE_NOTICE = `hookwatch was updated since this page was opened. The page reloads by itself to use the new version, on the same view, once unused for ${IDLE_RELOAD_MS / 60_000} minutes (never over a form filled in and not sent).`;
 
+/** How long after reloading for a build the page does not reload by itself for it again (reloadHeldUntil). */
+export const RELOAD_AGAIN_MS = 60 * 60_000;
+
 /**
- * What the page says instead when the build hookwatch serves is one it already reloaded for (reloadedBuilds) and it
- * still runs another: hookwatch's replicas serve both, and the page does not reload by itself for it again.
+ * What the page says instead when the build hookwatch serves is one it reloaded for within RELOAD_AGAIN_MS
+ * (reloadHeldUntil) and it still runs another: hookwatch's replicas serve both, and the page does not reload by
+ * itself for it again before that hour is over.
  */
-export const UPDATE_AGAIN_NOTICE = 'hookwatch was updated since this page was opened, but reloading the page brought back the version it runs: hookwatch runs both versions (an update under way). Reload the page once the update is over to use the new version.';
+export const UPDATE_AGAIN_NOTICE = 'hookwatch was updated since this page was opened, but reloading the page brought back the version it runs: hookwatch runs both versions (an update under way). Reload the page once the update is over to use the new version; left unused, it tries again by itself an hour after the last reload.';
 
 /** How many builds a tab remembers having reloaded for. */
 const RELOADED_KEPT = 20;
 
+/** A build the tab reloaded for, and when (epoch ms). */
+export interface ReloadedFor {
+  build: string;
+  at: number;
+}
+
 /**
- * The builds this tab reloaded for, oldest first (`stored`, as reloadedText wrote it to sessionStorage): the page
- * reloads by itself at most once for each. Behind a load balancer whose replicas serve different builds (a canary,
- * a rolling update), a reload may bring back the build the page ran, and a check ten minutes later see the other
- * one again: the page would otherwise reload every ten or twenty minutes for as long as both are served. A build
- * served later (the next version) is reloaded for once in turn.
+ * The builds this tab reloaded for, oldest first, each with when it last did (`stored`, as reloadedText wrote it to
+ * sessionStorage; nothing from a value it did not write).
  */
-export function reloadedBuilds(stored: string | null): string[] {
+export function reloadedBuilds(stored: string | null): ReloadedFor[] {
   try {
     const v: unknown = JSON.parse(stored ?? '[]');
-    return Array.isArray(v) && v.every((b) => typeof b === 'string') ? v : [];
+    const entry = (e: unknown): e is [string, number] => Array.isArray(e) && e.length === 2 && typeof e[0] === 'string' && Number.isFinite(e[1]);
+    return Array.isArray(v) && v.every(entry) ? v.map(([build, at]) => ({ build, at })) : [];
   } catch {
     return [];
   }
 }
 
-/** The builds reloaded for (reloadedBuilds), with `build`, the latest RELOADED_KEPT. */
-export function reloadedText(stored: string | null, build: string): string {
-  return JSON.stringify([...reloadedBuilds(stored).filter((b) => b !== build), build].slice(-RELOADED_KEPT));
+/** The builds reloaded for (reloadedBuilds), with `build` reloaded for at `nowMs`, the latest RELOADED_KEPT. */
+export function reloadedText(stored: string | null, build: string, nowMs: number): string {
+  const kept = [...reloadedBuilds(stored).filter((r) => r.build !== build), { build, at: nowMs }].slice(-RELOADED_KEPT);
+  return JSON.stringify(kept.map((r) => [r.build, r.at]));
+}
+
+/**
+ * Until when the page does not reload by itself for `build`, served while it runs another; undefined when it may.
+ * Behind a load balancer whose replicas serve different builds (a canary, a rolling update), a reload may bring back
+ * the build the page ran, and a check ten minutes later see the other one again: the page would otherwise reload
+ * every ten or twenty minutes for as long as both are served. Held for RELOAD_AGAIN_MS after the tab last reloaded
+ * for it, not for good: a wall screen whose reload fell in the minutes of a rolling update would otherwise run the
+ * old version until someone reloads it.
+ */
+export function reloadHeldUntil(stored: string | null, build: string, nowMs: number): number | undefined {
+  const last = reloadedBuilds(stored).find((r) => r.build === build);
+  return last !== undefined && nowMs < last.at + RELOAD_AGAIN_MS ? last.at + RELOAD_AGAIN_MS : undefined;
 }
 
 /**
@@ -142,10 +164,11 @@ export function reloadedText(stored: string | null, build: string): string {
  * touches does not run the old one for weeks: never while a form holds text typed or a choice made and not sent
  * (`typing`), which the reload would lose; at once when the tab is hidden and untouched since the notice appeared (nobody is reading
  * it); otherwise once unused (no pointer, key or scroll) for IDLE_RELOAD_MS since the later of the last use and the
- * notice, so whoever passes by reads the notice first and a reader at work is not interrupted.
+ * notice, so whoever passes by reads the notice first and a reader at work is not interrupted. Never before the notice
+ * counts (`noticeAt`, the end of the hour a build reloaded for is held off, reloadHeldUntil).
  */
 export function selfReloadDue(o: { nowMs: number; noticeAt: number; usedAt: number; hidden: boolean; typing: boolean }): boolean {
-  if (o.typing) return false;
+  if (o.typing || o.nowMs < o.noticeAt) return false;
   if (o.hidden && o.usedAt < o.noticeAt) return true;
   return o.nowMs - Math.max(o.usedAt, o.noticeAt) >= IDLE_RELOAD_MS;
 }
