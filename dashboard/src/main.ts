@@ -833,6 +833,8 @@ export function start(root: HTMLElement): Dashboard {
     keepEntryView(false);
     const { id, view } = stateOf(ev.state);
     entryId = typeof id === 'string' ? id : newEntryId();
+    // An entry an earlier version left holds no id: given one, its view is found again when it is come back to.
+    if (typeof id !== 'string') history.replaceState({ id: entryId }, '');
     render(keptViewFor(entryViews.get(entryId) ?? (typeof view === 'string' ? view : null), location.href, 'back_forward'));
   }
 
