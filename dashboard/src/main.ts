@@ -50,6 +50,8 @@ const BUILD_CHECK_MS = 10 * 60_000;
  * or the pointer.
  */
 const USE_EVENTS = ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart', 'input'] as const;
+/** Keys that scroll the page (a use of the page that moves it, as a wheel or a touch does). */
+const SCROLL_KEYS = new Set(['ArrowUp', 'ArrowDown', 'PageUp', 'PageDown', 'Home', 'End', ' ']);
 
 /** The fields a person types text in. */
 const TEXT_FIELDS = new Set(['text', 'search', 'email', 'number', 'password', 'tel', 'url']);
@@ -213,6 +215,8 @@ export function start(root: HTMLElement): Dashboard {
       pointerAt = at;
     }
     usedAt = Date.now();
+    const field = ev.target instanceof HTMLInputElement || ev.target instanceof HTMLTextAreaElement || ev.target instanceof HTMLSelectElement;
+    if (ev.type === 'wheel' || ev.type === 'touchstart' || (ev instanceof KeyboardEvent && SCROLL_KEYS.has(ev.key) && !field)) scrolledByReader = true;
   }
 
   /**
@@ -683,7 +687,7 @@ export function start(root: HTMLElement): Dashboard {
       showUpdated(readState(location));
       refreshNews(recovered, firstShown);
       if (recovered || lastUpdated - buildAskedAt >= BUILD_CHECK_MS) checkBuild();
-      if (kept && firstShown) restoreView(kept);
+      if (kept && firstShown && !scrolledByReader) restoreView(kept);
       kept = null;
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
@@ -877,6 +881,11 @@ export function start(root: HTMLElement): Dashboard {
   let rendered = false;
   /** The view this page was reloaded from, or gone back to, until its content is drawn. */
   let kept = takeKeptView();
+  /**
+   * Whether the reader scrolled the page (a wheel, a touch, a scrolling key) since the view to come back to was
+   * set: it is not moved back there over their own scrolling, as the browser's own restoration is not.
+   */
+  let scrolledByReader = false;
   /** Draws the view the URL names; `back`, the view gone back or forward to, is scrolled to once drawn. */
   function render(back: KeptView | null = null): void {
     generation++;
@@ -886,6 +895,7 @@ export function start(root: HTMLElement): Dashboard {
     const refocus = rendered ? focusFinder() ?? (() => null) : null;
     // A view other than the one reloaded: it opens at its top, or where it was when gone back to.
     if (rendered) kept = back;
+    scrolledByReader = false;
     entryUrl = location.href;
     rendered = true;
     clearTimeout(timer);

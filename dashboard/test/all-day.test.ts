@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { startCli } from '../../collector/test/faults/cli-child.ts';
@@ -636,6 +636,38 @@ describe('back and forward, scrolled', () => {
     await shown('30d');
     await p.goBack();
     expect(Math.abs(await shown('7d') - week)).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('back and forward, scrolled by the reader', () => {
+  it('leave the view where the reader scrolled it while its data was on its way', async () => {
+    const svc = await fedService();
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=off`);
+    await waitLoaded(p);
+    const week = await p.evaluate(() => {
+      document.querySelector('[data-chart="curve"]')?.scrollIntoView();
+      return scrollY;
+    });
+    expect(week).toBeGreaterThan(300);
+    await p.evaluate(() => document.querySelector<HTMLButtonElement>('button[data-range="30d"]')?.click());
+    await p.waitForFunction(() => location.search.includes('range=30d'));
+    await waitLoaded(p, 2);
+    // hookwatch answers slowly: the view gone back to waits for its data, and the reader scrolls it meanwhile.
+    const held: Route[] = [];
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(api, (r) => void held.push(r));
+    await p.goBack();
+    await expect.poll(() => held.length).toBeGreaterThan(0);
+    await p.mouse.move(200, 200);
+    await p.mouse.wheel(0, 120);
+    const scrolled = await p.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(scrollY)))));
+    expect(Math.abs(scrolled - week)).toBeGreaterThan(100);
+    await p.unroute(api);
+    for (const r of held) await r.continue().catch(() => undefined);
+    await waitLoaded(p, 3);
+    // Not moved back to where the view was left, over the reader's own scrolling.
+    expect(Math.abs(await p.evaluate(() => scrollY) - scrolled)).toBeLessThanOrEqual(3);
   });
 });
 
