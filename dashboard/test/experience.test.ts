@@ -66,14 +66,16 @@ describe('overview charts', () => {
     expect(bar.empty).not.toBeNull();
     const box = await p.locator('#chart-fleet').boundingBox();
     if (!box || !bar.empty) throw new Error('no fleet chart, or no empty bucket in it');
-    // Every page the dashboard goes to from here: the empty bucket's click adds none, the bar's click one.
+    // Every page the dashboard goes to from here: the empty bucket's click adds none, the bar's click one. (A call
+    // without a URL stays on the page: it only keeps the view in the entry's state.)
     await p.evaluate(() => {
       const w = window as unknown as { visited: string[] };
       w.visited = [];
       const push = history.pushState.bind(history);
       const rep = history.replaceState.bind(history);
-      history.pushState = (data, unused, url) => void (w.visited.push(String(url)), push(data, unused, url));
-      history.replaceState = (data, unused, url) => void (w.visited.push(String(url)), rep(data, unused, url));
+      const visit = (url: string | URL | null | undefined): void => void (url != null && w.visited.push(String(url)));
+      history.pushState = (data, unused, url) => void (visit(url), push(data, unused, url));
+      history.replaceState = (data, unused, url) => void (visit(url), rep(data, unused, url));
     });
     await p.mouse.click(box.x + bar.empty.x, box.y + bar.empty.y);
     // A click arriving with no pointer move before it (a quick hand: Chart.js sees both in one frame) still opens it.
