@@ -55,13 +55,13 @@ export class ForwardingStage implements PassThroughConsumer {
 
   async consume(raw: RawRequest): Promise<void> {
     this.check(raw);
-    this.enqueue(raw, raw.body);
+    await this.enqueue(raw, raw.body);
   }
 
-  /** Commits `body` for `raw`'s signal; the caller answers 200 only after this returns. */
-  enqueue(raw: RawRequest, body: Buffer): void {
+  /** Commits `body` for `raw`'s signal; the caller answers 200 only after this resolves. */
+  async enqueue(raw: RawRequest, body: Buffer): Promise<void> {
     try {
-      this.opts.queue.enqueue(raw.signal, raw.encoding, body, raw.receivedAtMs);
+      await this.opts.queue.enqueue(raw.signal, raw.encoding, body, raw.receivedAtMs);
     } catch (err) {
       if (err instanceof QueueFullError) this.enqueueRefused();
       // A disk that cannot take writes is back-pressure too: the client keeps the data and retries.
@@ -80,7 +80,7 @@ export class ForwardingStage implements PassThroughConsumer {
       consumeLogs: async (req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> => {
         this.check(raw);
         const result = await next.consumeLogs(req, raw);
-        this.enqueue(raw, this.opts.transform ? this.opts.transform(raw, result) : raw.body);
+        await this.enqueue(raw, this.opts.transform ? this.opts.transform(raw, result) : raw.body);
         return result;
       },
     };

@@ -49,7 +49,7 @@ it('gives up on each expired request after trying it alone once, without resendi
   forwarder.start();
   const requests = 300;
   for (let i = 0; i < requests; i++) {
-    queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+    await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
     forwarder.notify();
   }
   const until = Date.now() + 20_000;
@@ -98,7 +98,7 @@ it('sends fewer requests per attempt after a merged attempt timed out, so a back
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
   // A backlog, as after an outage: 300 requests queued before delivery starts.
   const requests = 300;
-  for (let i = 0; i < requests; i++) queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+  for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
   forwarder.start();
   const until = Date.now() + 20_000;
   while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
@@ -142,7 +142,7 @@ for (const [name, delayMs, timeoutMs] of [['answers 503 with Retry-After: 300 wh
     const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs });
     const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close());
-    queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+    await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
     forwarder.start();
     while (destination.received() === 0) await new Promise((r) => setTimeout(r, 5));
     // The stop comes while the attempt is in flight (SIGTERM): shutdown.timeout is 25 s by default.
@@ -175,7 +175,7 @@ it('logs the dead letters it evicts over forward.deadLetters.maxBytes, not only 
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close());
   forwarder.start();
   for (let i = 0; i < 5; i++) {
-    queue.enqueue('logs', 'json', Buffer.alloc(600, 0x20), Date.now());
+    await queue.enqueue('logs', 'json', Buffer.alloc(600, 0x20), Date.now());
     forwarder.notify();
   }
   const until = Date.now() + 10_000;
@@ -212,7 +212,7 @@ it('counts every failed TLS handshake and says so as an error, at most once a mi
   const destination = new UntrustedDestination();
   const forwarder = new Forwarder({ queue, exporter: destination, logger, now: () => now, backoff: { initialMs: 1, maxMs: 2 } });
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => forwarder.stop());
-  queue.enqueue('logs', 'json', Buffer.from('{}'), now);
+  await queue.enqueue('logs', 'json', Buffer.from('{}'), now);
   forwarder.start();
   while (destination.attempts < 30) await new Promise((r) => setTimeout(r, 5));
   const tlsLines = (): Record<string, unknown>[] => lines.filter((l) => String(l['msg']).includes('TLS handshake'));
@@ -239,7 +239,7 @@ it('logs requests refused for good at most once a minute with how many, the rest
   forwarder.start();
   const requests = 50;
   for (let i = 0; i < requests; i++) {
-    queue.enqueue('logs', 'json', Buffer.from('{}'), Date.now());
+    await queue.enqueue('logs', 'json', Buffer.from('{}'), Date.now());
     forwarder.notify();
   }
   const until = Date.now() + 10_000;
@@ -279,8 +279,8 @@ it('names the destination\'s text `message` in every line that carries it: retry
     server.closeAllConnections();
     server.close(() => resolve());
   }));
-  queue.enqueue('logs', 'json', Buffer.from('{"kind":"a"}'), Date.now());
-  queue.enqueue('logs', 'json', Buffer.from('{"kind":"b"}'), Date.now());
+  await queue.enqueue('logs', 'json', Buffer.from('{"kind":"a"}'), Date.now());
+  await queue.enqueue('logs', 'json', Buffer.from('{"kind":"b"}'), Date.now());
   forwarder.start();
   const until = Date.now() + 10_000;
   while (queue.counters().deadLetters < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
@@ -321,14 +321,14 @@ for (const protocol of ['http/protobuf', 'grpc'] as const) {
     const exporter = protocol === 'grpc' ? new GrpcExporter(options) : new HttpExporter({ ...options, protocol });
     const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 10, maxMs: 50 } });
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close());
-    queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+    await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
     forwarder.start();
     while (destination.received() === 0) await new Promise((r) => setTimeout(r, 5));
     // SIGTERM while the attempt is in flight: it is cut off after the grace period.
     await forwarder.stop();
     expect(queue.depth).toBe(1);
     expect(queue.counters().retries).toBe(0);
-    expect(queue.head()?.attempts).toBe(0);
+    expect((await queue.head())?.attempts).toBe(0);
     expect(forwarder.status()).toMatchObject({ consecutiveFailures: 0, state: 'stopped' });
     expect(lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error')).toEqual([]);
   });
@@ -360,7 +360,7 @@ it('logs partial successes at most once a minute, whatever their reasons, and co
   forwarder.start();
   const deliver = async (): Promise<void> => {
     // JSON requests travel one by one: one partial success each.
-    queue.enqueue('logs', 'json', Buffer.from('{}'), now);
+    await queue.enqueue('logs', 'json', Buffer.from('{}'), now);
     forwarder.notify();
     while (queue.depth > 0) await new Promise((r) => setTimeout(r, 5));
   };
@@ -400,7 +400,7 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
     }), () => forwarder.stop());
     forwarder.start();
     for (let i = 0; i < 3; i++) {
-      queue.enqueue('logs', encoding, encoding === 'json' ? Buffer.from('{}') : Buffer.alloc(0), Date.now());
+      await queue.enqueue('logs', encoding, encoding === 'json' ? Buffer.from('{}') : Buffer.alloc(0), Date.now());
       forwarder.notify();
       while (queue.depth > 0) await new Promise((r) => setTimeout(r, 5));
     }
@@ -455,7 +455,7 @@ it('sends fewer requests per attempt after a merged attempt was cut off by a con
   const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
   const requests = 300;
-  for (let i = 0; i < requests; i++) queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+  for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
   forwarder.start();
   const until = Date.now() + 10_000;
   while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
@@ -495,7 +495,7 @@ it('shows an attempt in flight, and since when, instead of the time the attempt 
   const destination = new HeldDestination();
   const forwarder = new Forwarder({ queue, exporter: destination, logger: silentLogger, now: () => now, backoff: { initialMs: 10, maxMs: 10 }, random: () => 1 });
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => forwarder.stop());
-  queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), now);
+  await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), now);
   forwarder.start();
   while (forwarder.status().state !== 'backing_off') await new Promise((r) => setTimeout(r, 2));
   expect(forwarder.status()).toMatchObject({ state: 'backing_off', nextAttemptAtMs: now + 10, attemptStartedAtMs: null });

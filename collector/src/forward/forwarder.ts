@@ -124,6 +124,8 @@ export class Forwarder {
   /** When the attempt in flight began; null when none is. */
   private attemptStartedAtMs: number | null = null;
   private wake: (() => void) | undefined;
+  /** A request arrived since the queue was last read: reading it empty then is no reason to wait. */
+  private arrived = false;
   private running: Promise<void> | undefined;
   private stopping = false;
   /** Aborts the attempt in flight, if any. */
@@ -160,6 +162,7 @@ export class Forwarder {
 
   /** Tells an idle loop that a request arrived. */
   notify(): void {
+    this.arrived = true;
     if (this.state === 'idle') this.wakeUp();
   }
 
@@ -298,9 +301,12 @@ export class Forwarder {
   /** One delivery attempt of the oldest request (or a wait for one). */
   private async step(): Promise<void> {
     const { queue, exporter, logger } = this.opts;
-    const items = queue.batch(this.isolate ? 1 : this.batchLimit, this.batch.maxBytes);
+    this.arrived = false;
+    // Reading the queue may pause (a large body is read in chunks): a request may arrive before it returns.
+    const items = await queue.batch(this.isolate ? 1 : this.batchLimit, this.batch.maxBytes);
     const item = items[0];
     if (!item) {
+      if (this.arrived) return;
       this.state = 'idle';
       this.nextAttemptAtMs = null;
       await this.wait(undefined);
@@ -329,7 +335,7 @@ export class Forwarder {
     }
     const tookMs = performance.now() - started;
     if (result.kind === 'success') {
-      queue.ack(...ids);
+      await queue.ack(...ids);
       // A full attempt that used under a quarter of the timeout: twice as many can go next time.
       const timeoutMs = exporter.timeoutMs;
       if (this.batchLimit < this.batch.maxRequests && items.length >= this.batchLimit && (timeoutMs === undefined || tookMs < timeoutMs / 4)) {
@@ -384,8 +390,8 @@ export class Forwarder {
         const reason = `${result.message} (retried for ${Math.round((now - (item.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
         const evicted = queue.deadLetter([item.id], now, result.status ?? null, reason);
         if (evicted) this.noteEvicted(evicted);
-        const next = queue.head();
-        this.isolate = next !== undefined && next.refusedSinceMs !== null && now - next.refusedSinceMs >= maxElapsed;
+        const next = queue.headRefusedSinceMs();
+        this.isolate = next !== undefined && next !== null && now - next >= maxElapsed;
         // One line for the first and every hundredth: a long refusal gives up on every queued request in turn.
         if (this.expiredDeadLetters++ % 100 === 0) {
           logger.warn('forwarding refused past forward.retry.maxElapsedTime; request moved to dead letters', { destination: exporter.description, signal: item.signal, deadLettersSoFar: this.expiredDeadLetters, status: result.status ?? null, message: result.message });

@@ -2,9 +2,11 @@
  * The durable queue on a real SQLite file, and the delivery loop's retry schedule with an in-memory exporter
  * (the stage next door) whose answers the test scripts.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, type ForwardConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
@@ -12,7 +14,7 @@ import { checkEndpoint } from './index.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
 import { parseForwardHeaders } from './settings.ts';
-import { DurableQueue, QueueFullError } from './queue.ts';
+import { BODY_CHUNK_BYTES, DurableQueue, QueueFullError } from './queue.ts';
 
 const dirs: string[] = [];
 const queues: DurableQueue[] = [];
@@ -34,62 +36,62 @@ function open(path?: string, maxBytes = 1000): DurableQueue {
 }
 
 describe('DurableQueue', () => {
-  it('replays dead letters oldest first, only as many as the queue has room for', () => {
+  it('replays dead letters oldest first, only as many as the queue has room for', async () => {
     const q = open(undefined, 25);
-    for (let i = 0; i < 3; i++) q.deadLetter([q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');
-    q.enqueue('logs', 'json', Buffer.alloc(5), 9);
+    for (let i = 0; i < 3; i++) q.deadLetter([await q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');
+    await q.enqueue('logs', 'json', Buffer.alloc(5), 9);
     // 5 bytes queued, room for 20: two of the three 9-byte dead letters.
     expect(q.replayDeadLetters()).toEqual({ replayed: 2, remaining: 1 });
     expect(q.depth).toBe(3);
     expect(q.bytes).toBe(23);
-    q.ack(q.head()!.id);
-    expect(q.batch(1, 100)[0]!.body.toString()).toBe('dead-0-xx');
+    await q.ack((await q.head())!.id);
+    expect((await q.batch(1, 100))[0]!.body.toString()).toBe('dead-0-xx');
     expect(q.deadLetterSummary()).toMatchObject({ count: 1, bytes: 9 });
     expect(q.counters().replayed).toBe(2);
     q.close();
     expect(open(q.path, 25).deadLetterSummary()).toMatchObject({ count: 1, bytes: 9, oldestFailedAtMs: 12, lastReason: 'bad' });
   });
 
-  it('expires queued requests and dead letters received before the retention cut-off', () => {
+  it('expires queued requests and dead letters received before the retention cut-off', async () => {
     const q = open(undefined, 1000);
-    q.deadLetter([q.enqueue('logs', 'json', Buffer.from('old dead'), 100)], 150, 400, 'bad');
-    q.enqueue('logs', 'json', Buffer.from('old queued'), 200);
-    q.enqueue('logs', 'json', Buffer.from('new'), 400);
+    q.deadLetter([await q.enqueue('logs', 'json', Buffer.from('old dead'), 100)], 150, 400, 'bad');
+    await q.enqueue('logs', 'json', Buffer.from('old queued'), 200);
+    await q.enqueue('logs', 'json', Buffer.from('new'), 400);
     expect(q.expire(300)).toBe(2);
-    expect([q.depth, q.bytes, q.head()!.body.toString(), q.deadLetterSummary().count, q.counters().expired]).toEqual([1, 3, 'new', 0, 2]);
+    expect([q.depth, q.bytes, (await q.head())!.body.toString(), q.deadLetterSummary().count, q.counters().expired]).toEqual([1, 3, 'new', 0, 2]);
   });
 
-  it('keeps requests in order across a reopen, with their byte total and attempts', () => {
+  it('keeps requests in order across a reopen, with their byte total and attempts', async () => {
     const q = open();
-    q.enqueue('logs', 'protobuf', Buffer.from('first'), 1);
-    q.enqueue('metrics', 'json', Buffer.from('second!'), 2);
-    q.retry([q.head()!.id]);
+    await q.enqueue('logs', 'protobuf', Buffer.from('first'), 1);
+    await q.enqueue('metrics', 'json', Buffer.from('second!'), 2);
+    q.retry([(await q.head())!.id]);
     q.close();
     const again = open(q.path);
     expect(again.depth).toBe(2);
     expect(again.bytes).toBe(12);
-    const head = again.head()!;
+    const head = (await again.head())!;
     expect([head.signal, head.encoding, head.body.toString(), head.receivedAtMs, head.attempts]).toEqual(['logs', 'protobuf', 'first', 1, 1]);
-    again.ack(head.id);
-    expect(again.head()!.body.toString()).toBe('second!');
+    await again.ack(head.id);
+    expect((await again.head())!.body.toString()).toBe('second!');
     expect(again.oldestReceivedAtMs()).toBe(2);
     expect(again.counters()).toMatchObject({ delivered: 1, retries: 1 });
   });
 
-  it('refuses past its byte bound and counts the refusal, then takes data again once drained', () => {
+  it('refuses past its byte bound and counts the refusal, then takes data again once drained', async () => {
     const q = open(undefined, 10);
-    q.enqueue('logs', 'json', Buffer.alloc(6), 1);
-    expect(() => q.enqueue('logs', 'json', Buffer.alloc(6), 2)).toThrow(QueueFullError);
+    await q.enqueue('logs', 'json', Buffer.alloc(6), 1);
+    await expect(q.enqueue('logs', 'json', Buffer.alloc(6), 2)).rejects.toThrow(QueueFullError);
     expect(q.counters().refusedFull).toBe(1);
-    q.ack(q.head()!.id);
-    expect(() => q.enqueue('logs', 'json', Buffer.alloc(6), 3)).not.toThrow();
+    await q.ack((await q.head())!.id);
+    await expect(q.enqueue('logs', 'json', Buffer.alloc(6), 3)).resolves.toBeTypeOf('number');
   });
 
-  it('moves a request to the dead letters in one step, bounded in bytes (oldest evicted) but counted in full', () => {
+  it('moves a request to the dead letters in one step, bounded in bytes (oldest evicted) but counted in full', async () => {
     const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, deadLetterMaxBytes: 25 });
     queues.push(q);
     for (let i = 0; i < 3; i++) {
-      const id = q.enqueue('traces', 'protobuf', Buffer.alloc(10), i);
+      const id = await q.enqueue('traces', 'protobuf', Buffer.alloc(10), i);
       q.deadLetter([id], 100 + i, 400, `bad request ${i}`);
     }
     expect(q.depth).toBe(0);
@@ -98,6 +100,162 @@ describe('DurableQueue', () => {
     expect(q.deadLetters().map((d) => d.reason)).toEqual(['bad request 2', 'bad request 1']);
     expect(q.deadLetterSummary()).toEqual({ count: 2, bytes: 20, maxBytes: 25, oldestFailedAtMs: 101, lastReason: 'bad request 2' });
     expect(q.deadLetters()[0]).toMatchObject({ signal: 'traces', bytes: 10, status: 400, attempts: 1, failedAtMs: 102 });
+  });
+});
+
+/** The body chunks and queue rows of the file at `path`, as another connection sees them (what is committed). */
+function onDisk(path: string): { chunks: number; queued: number; dead: number } {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const n = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
+    return { chunks: n('SELECT count(*) AS n FROM body_chunks'), queued: n('SELECT count(*) AS n FROM queue'), dead: n('SELECT count(*) AS n FROM dead_letters') };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Calls `look` at every turn of the event loop while `work` runs (from the check phase, as paced work pauses
+ * there), and returns what `work` gave with what `look` saw.
+ */
+async function watchTurns<T, S>(work: () => Promise<T>, look: () => S): Promise<{ result: T; seen: S[] }> {
+  const seen: S[] = [];
+  let watching = true;
+  const turn = (): void => {
+    if (!watching) return;
+    seen.push(look());
+    setImmediate(turn);
+  };
+  setImmediate(turn);
+  try {
+    return { result: await work(), seen };
+  } finally {
+    watching = false;
+  }
+}
+
+/** The schema queue files had before large bodies were stored in chunks. */
+const SCHEMA_BEFORE_CHUNKS = `
+CREATE TABLE queue (id INTEGER PRIMARY KEY AUTOINCREMENT, signal TEXT NOT NULL, encoding TEXT NOT NULL, body BLOB NOT NULL, bytes INTEGER NOT NULL, received_at INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, refused_since INTEGER);
+CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, signal TEXT NOT NULL, encoding TEXT NOT NULL, body BLOB NOT NULL, bytes INTEGER NOT NULL, received_at INTEGER NOT NULL, failed_at INTEGER NOT NULL, attempts INTEGER NOT NULL, status INTEGER, reason TEXT NOT NULL);
+CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE INDEX queue_received ON queue (received_at);
+CREATE INDEX dead_letters_received ON dead_letters (received_at);
+CREATE INDEX dead_letters_failed ON dead_letters (failed_at);
+`;
+
+describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
+  const large = (): Buffer => randomBytes(3 * BODY_CHUNK_BYTES + 12_345);
+
+  it('writes, reads and deletes a large body chunk by chunk, the event loop served between, and gives it back byte for byte', async () => {
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES);
+    const body = large();
+    const write = await watchTurns(() => q.enqueue('traces', 'protobuf', body, 1), () => ({ ...onDisk(q.path), depth: q.depth }));
+    // Turns of the loop while some chunks, not all, were committed: no request yet, in the file or in the count.
+    const midway = write.seen.filter((s) => s.chunks > 0 && s.chunks < 4);
+    expect(midway.length).toBeGreaterThanOrEqual(2);
+    for (const s of midway) expect([s.queued, s.depth]).toEqual([0, 0]);
+    expect([q.depth, q.bytes, onDisk(q.path)]).toEqual([1, body.length, { chunks: 4, queued: 1, dead: 0 }]);
+
+    const read = await watchTurns(() => q.batch(10, 2 * BODY_CHUNK_BYTES), () => 0);
+    expect(read.seen.length).toBeGreaterThanOrEqual(3);
+    expect(read.result).toHaveLength(1);
+    expect(read.result[0]!.body.equals(body)).toBe(true);
+    expect(read.result[0]).toMatchObject({ id: write.result, signal: 'traces', encoding: 'protobuf', receivedAtMs: 1 });
+
+    const ack = await watchTurns(() => q.ack(write.result), () => ({ ...onDisk(q.path), depth: q.depth }));
+    // The request goes first, in one commit; then its chunks, one by one.
+    const deleting = ack.seen.filter((s) => s.chunks > 0 && s.chunks < 4);
+    expect(deleting.length).toBeGreaterThanOrEqual(2);
+    for (const s of deleting) expect([s.queued, s.depth]).toEqual([0, 0]);
+    expect(onDisk(q.path)).toEqual({ chunks: 0, queued: 0, dead: 0 });
+    expect([q.bytes, q.counters().delivered]).toEqual([0, 1]);
+  });
+
+  it('leaves nothing to forward when a write is cut short, and removes its chunks at the next open', async () => {
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES);
+    const write = q.enqueue('logs', 'protobuf', large(), 1);
+    // The queue closes (as at a crash, nothing after this runs on it) once the first chunks are committed.
+    await watchTurns(() => write.catch(() => undefined), () => {
+      if (onDisk(q.path).chunks >= 2) q.close();
+    });
+    await expect(write).rejects.toThrow(/finalized|not open/);
+    expect(onDisk(q.path)).toMatchObject({ chunks: 2, queued: 0 });
+    const again = open(q.path, 100 * BODY_CHUNK_BYTES);
+    expect([again.depth, again.bytes, await again.head()]).toEqual([0, 0, undefined]);
+    expect(onDisk(q.path).chunks).toBe(0);
+    const body = large();
+    await again.enqueue('logs', 'protobuf', body, 2);
+    expect((await again.head())!.body.equals(body)).toBe(true);
+  });
+
+  it('keeps concurrent writes apart and within the bound, counting a body being written against it', async () => {
+    const q = open(undefined, 7 * BODY_CHUNK_BYTES);
+    const [a, b, small] = [large(), large(), Buffer.from('small')];
+    const writes = [q.enqueue('logs', 'protobuf', a, 1), q.enqueue('logs', 'protobuf', b, 2), q.enqueue('logs', 'json', small, 3)];
+    // Room for two large bodies, not three: the third is refused while the first two are still being written.
+    await expect(q.enqueue('logs', 'protobuf', large(), 4)).rejects.toThrow(QueueFullError);
+    await Promise.all(writes);
+    const bodies: Buffer[] = [];
+    for (let item = await q.head(); item; item = await q.head()) {
+      bodies.push(item.body);
+      await q.ack(item.id);
+    }
+    // The small one was whole first; each large one is whole once its last chunk is.
+    expect(bodies.map((x) => x.length)).toEqual([5, a.length, b.length]);
+    expect([bodies[1]!.equals(a), bodies[2]!.equals(b)]).toEqual([true, true]);
+    expect(onDisk(q.path)).toEqual({ chunks: 0, queued: 0, dead: 0 });
+  });
+
+  it('moves a large body to the dead letters and back without copying it, and removes it on eviction or expiry', async () => {
+    const q = new DurableQueue({ path: join(mkdtempSync(join(tmpdir(), 'hookwatch-queue-')), 'q.db'), maxBytes: 100 * BODY_CHUNK_BYTES, deadLetterMaxBytes: 5 * BODY_CHUNK_BYTES });
+    queues.push(q);
+    const body = large();
+    q.deadLetter([await q.enqueue('metrics', 'protobuf', body, 1)], 10, 400, 'bad');
+    expect(onDisk(q.path)).toEqual({ chunks: 4, queued: 0, dead: 1 });
+    expect(q.deadLetterSummary()).toMatchObject({ count: 1, bytes: body.length });
+    expect(q.replayDeadLetters()).toEqual({ replayed: 1, remaining: 0 });
+    expect((await q.head())!.body.equals(body)).toBe(true);
+    // A second dead letter over the bound evicts the first, chunks and all.
+    q.deadLetter([(await q.head())!.id], 20, 400, 'bad again');
+    q.deadLetter([await q.enqueue('metrics', 'protobuf', large(), 30)], 40, 400, 'bad');
+    expect([q.deadLetterSummary().count, q.counters().deadLettersEvicted, onDisk(q.path)]).toEqual([1, 1, { chunks: 4, queued: 0, dead: 1 }]);
+    await q.enqueue('logs', 'protobuf', large(), 50);
+    expect(q.expire(100)).toBe(2);
+    expect(onDisk(q.path)).toEqual({ chunks: 0, queued: 0, dead: 0 });
+  });
+
+  it('opens a queue file of the schema before chunks, keeps its requests and dead letters, and chunks what comes next', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-queue-'));
+    dirs.push(dir);
+    const path = join(dir, 'q.db');
+    const old = new DatabaseSync(path);
+    const [whole, dead] = [large(), Buffer.from('dead body')];
+    old.exec(SCHEMA_BEFORE_CHUNKS);
+    old.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, attempts, refused_since) VALUES (?, ?, ?, ?, ?, ?, ?)').run('traces', 'protobuf', whole, whole.length, 5, 2, 6);
+    old.prepare('INSERT INTO dead_letters VALUES (7, ?, ?, ?, ?, 1, 2, 3, 400, ?)').run('logs', 'json', dead, dead.length, 'refused');
+    old.exec("INSERT INTO counters VALUES ('delivered', 9)");
+    old.close();
+
+    const q = open(path, 100 * BODY_CHUNK_BYTES);
+    expect([q.depth, q.bytes, q.deadLetterSummary().bytes, q.counters().delivered]).toEqual([1, whole.length, dead.length, 9]);
+    const head = (await q.head())!;
+    expect(head.body.equals(whole)).toBe(true);
+    expect(head).toMatchObject({ signal: 'traces', receivedAtMs: 5, attempts: 2, refusedSinceMs: 6 });
+    const body = large();
+    await q.enqueue('traces', 'protobuf', body, 8);
+    expect(onDisk(path)).toEqual({ chunks: 4, queued: 2, dead: 1 });
+    await q.ack(head.id);
+    expect(q.replayDeadLetters()).toEqual({ replayed: 1, remaining: 0 });
+    q.close();
+    const again = open(path, 100 * BODY_CHUNK_BYTES);
+    const items: Buffer[] = [];
+    for (let item = await again.head(); item; item = await again.head()) {
+      items.push(item.body);
+      await again.ack(item.id);
+    }
+    expect(items.map((b) => b.toString('base64'))).toEqual([body, dead].map((b) => b.toString('base64')));
+    expect(again.counters().delivered).toBe(12);
   });
 });
 
@@ -140,8 +298,8 @@ describe('Forwarder', () => {
 
   it('keeps a retryable request at the head, waits at least Retry-After, then delivers in order', async () => {
     const q = open();
-    q.enqueue('logs', 'json', Buffer.from('a'), 1);
-    q.enqueue('logs', 'json', Buffer.from('b'), 2);
+    await q.enqueue('logs', 'json', Buffer.from('a'), 1);
+    await q.enqueue('logs', 'json', Buffer.from('b'), 2);
     const exporter = new ScriptedExporter([{ kind: 'retryable', message: '503', status: 503, retryAfterMs: 300 }, { kind: 'retryable', message: 'reset' }]);
     const f = new Forwarder({ queue: q, exporter, logger: silentLogger, backoff: { initialMs: 1, maxMs: 5 } });
     f.start();
@@ -155,8 +313,8 @@ describe('Forwarder', () => {
 
   it('dead-letters a permanent refusal and moves on; a stopped forwarder leaves the rest queued', async () => {
     const q = open();
-    q.enqueue('metrics', 'json', Buffer.from('bad'), 1);
-    q.enqueue('logs', 'json', Buffer.from('good'), 2);
+    await q.enqueue('metrics', 'json', Buffer.from('bad'), 1);
+    await q.enqueue('logs', 'json', Buffer.from('good'), 2);
     const exporter = new ScriptedExporter([{ kind: 'permanent', message: 'answered 400', status: 400 }]);
     const f = new Forwarder({ queue: q, exporter, logger: silentLogger });
     f.start();
@@ -164,7 +322,7 @@ describe('Forwarder', () => {
     expect(q.deadLetters()[0]).toMatchObject({ signal: 'metrics', status: 400, reason: 'answered 400' });
     await f.stop();
     await f.stop();
-    q.enqueue('logs', 'json', Buffer.from('later'), 3);
+    await q.enqueue('logs', 'json', Buffer.from('later'), 3);
     f.notify();
     await new Promise((r) => setTimeout(r, 50));
     expect(q.depth).toBe(1);
@@ -175,14 +333,14 @@ describe('Forwarder', () => {
 describe('Forwarder batching', () => {
   it('merges consecutive protobuf requests of one signal, never JSON, and dead-letters only the bad one of a refused batch', async () => {
     const q = open(undefined, 10_000);
-    q.enqueue('logs', 'protobuf', pb('A'), 1);
-    q.enqueue('logs', 'protobuf', pb('B'), 2);
-    q.enqueue('logs', 'protobuf', pb('C'), 3);
-    q.enqueue('metrics', 'protobuf', pb('M'), 4);
-    q.enqueue('logs', 'json', Buffer.from('{1}'), 5);
-    q.enqueue('logs', 'json', Buffer.from('{2}'), 6);
-    q.enqueue('logs', 'protobuf', pb('D'), 7);
-    q.enqueue('logs', 'protobuf', pb('E'), 8);
+    await q.enqueue('logs', 'protobuf', pb('A'), 1);
+    await q.enqueue('logs', 'protobuf', pb('B'), 2);
+    await q.enqueue('logs', 'protobuf', pb('C'), 3);
+    await q.enqueue('metrics', 'protobuf', pb('M'), 4);
+    await q.enqueue('logs', 'json', Buffer.from('{1}'), 5);
+    await q.enqueue('logs', 'json', Buffer.from('{2}'), 6);
+    await q.enqueue('logs', 'protobuf', pb('D'), 7);
+    await q.enqueue('logs', 'protobuf', pb('E'), 8);
     // The merged ABC is refused for good; alone, A is the bad one; the rest goes through.
     const exporter = new ScriptedExporter([{ kind: 'permanent', message: 'answered 400', status: 400 }, { kind: 'permanent', message: 'answered 400', status: 400 }]);
     const f = new Forwarder({ queue: q, exporter, logger: silentLogger, batch: { maxRequests: 2 + 1, maxBytes: 1000 } });
@@ -194,26 +352,26 @@ describe('Forwarder batching', () => {
     expect(f.status()).toMatchObject({ delivered: 7, deadLetters: 1 });
   });
 
-  it('keeps a batch within its byte bound, and sends an oversized head alone', () => {
+  it('keeps a batch within its byte bound, and sends an oversized head alone', async () => {
     const q = open(undefined, 10_000);
-    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 1);
-    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 2);
-    q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 3);
-    expect(q.batch(10, 70).map((i) => i.body.length)).toEqual([30, 30]);
-    expect(q.batch(10, 10).map((i) => i.body.length)).toEqual([30]);
-    expect(q.batch(1, 1000)).toHaveLength(1);
+    await q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 1);
+    await q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 2);
+    await q.enqueue('traces', 'protobuf', pb('x'.repeat(28)), 3);
+    expect((await q.batch(10, 70)).map((i) => i.body.length)).toEqual([30, 30]);
+    expect((await q.batch(10, 10)).map((i) => i.body.length)).toEqual([30]);
+    expect(await q.batch(1, 1000)).toHaveLength(1);
   });
 
-  it('never merges a request whose framing is not whole (an older queue file may hold one)', () => {
+  it('never merges a request whose framing is not whole (an older queue file may hold one)', async () => {
     const q = open(undefined, 10_000);
-    q.enqueue('traces', 'protobuf', pb('a'), 1);
-    q.enqueue('traces', 'protobuf', pb('b'), 2);
+    await q.enqueue('traces', 'protobuf', pb('a'), 1);
+    await q.enqueue('traces', 'protobuf', pb('b'), 2);
     // Ends in an unterminated group tag (field 99, wire type 3).
-    q.enqueue('traces', 'protobuf', Buffer.concat([pb('c'), Buffer.from([0x9b, 0x06])]), 3);
-    q.enqueue('traces', 'protobuf', pb('d'), 4);
-    expect(q.batch(10, 1000).map((i) => i.body.toString())).toEqual([pb('a').toString(), pb('b').toString()]);
-    q.ack(1, 2);
-    expect(q.batch(10, 1000)).toHaveLength(1);
+    await q.enqueue('traces', 'protobuf', Buffer.concat([pb('c'), Buffer.from([0x9b, 0x06])]), 3);
+    await q.enqueue('traces', 'protobuf', pb('d'), 4);
+    expect((await q.batch(10, 1000)).map((i) => i.body.toString())).toEqual([pb('a').toString(), pb('b').toString()]);
+    await q.ack(1, 2);
+    expect(await q.batch(10, 1000)).toHaveLength(1);
   });
 });
 
@@ -225,7 +383,7 @@ function pb(s: string): Buffer {
 describe('Forwarder when something throws', () => {
   it('keeps delivering after an exporter or queue failure instead of stopping until a restart', async () => {
     const q = open();
-    q.enqueue('logs', 'json', Buffer.from('x'), 1);
+    await q.enqueue('logs', 'json', Buffer.from('x'), 1);
     let calls = 0;
     const exporter: Exporter = {
       description: 'throws once (test)',

@@ -3,12 +3,21 @@
  * here before the client gets its 200, so a crash or SIGKILL after the answer loses nothing; delivery takes
  * requests in order of arrival. Bounded by the bytes of the request bodies it holds: over the bound, enqueue
  * refuses (the receivers answer 503 / UNAVAILABLE with Retry-After) instead of accepting and dropping.
+ *
+ * A body over BODY_CHUNK_BYTES is kept as several rows of body_chunks, each written, read and deleted by its own
+ * statement with the event loop served between them (paced.ts), so a maximum-size request never holds the process
+ * for the whole of its write, read or overwrite (secure_delete). No transaction stays open across those pauses
+ * (on node:sqlite's one connection every other statement would join it): the chunks of a body are committed one
+ * by one under a key nothing refers to yet, and the body becomes a request only when its queue row, naming the
+ * key, is committed. A crash before that leaves chunks nothing refers to, removed at the next open; a delivered
+ * body's row goes first, its chunks after it.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import type { Encoding } from '../otlp/encode.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { wellFramed } from '../otlp/skim-proto.ts';
+import { runPaced, type Steps } from '../paced.ts';
 
 /** One queued request, oldest first. */
 export interface QueuedRequest {
@@ -58,6 +67,9 @@ export interface QueueOptions {
 /** The default bound on dead letters' bytes: a quarter of the default queue bound. */
 export const DEFAULT_DEAD_LETTER_MAX_BYTES = 256 * 1024 * 1024;
 
+/** Bodies larger than this are stored, read and deleted in chunks of this size (see the top of this file). */
+export const BODY_CHUNK_BYTES = 1024 * 1024;
+
 /** The queue refused a request because it is full. */
 export class QueueFullError extends Error {
   override name = 'QueueFullError';
@@ -72,7 +84,8 @@ CREATE TABLE IF NOT EXISTS queue (
   bytes INTEGER NOT NULL,
   received_at INTEGER NOT NULL,
   attempts INTEGER NOT NULL DEFAULT 0,
-  refused_since INTEGER
+  refused_since INTEGER,
+  body_key INTEGER
 );
 CREATE TABLE IF NOT EXISTS dead_letters (
   id INTEGER PRIMARY KEY,
@@ -84,13 +97,40 @@ CREATE TABLE IF NOT EXISTS dead_letters (
   failed_at INTEGER NOT NULL,
   attempts INTEGER NOT NULL,
   status INTEGER,
-  reason TEXT NOT NULL
+  reason TEXT NOT NULL,
+  body_key INTEGER
 );
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS body_chunks (
+  body INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (body, seq)
+);
 CREATE INDEX IF NOT EXISTS queue_received ON queue (received_at);
 CREATE INDEX IF NOT EXISTS dead_letters_received ON dead_letters (received_at);
 CREATE INDEX IF NOT EXISTS dead_letters_failed ON dead_letters (failed_at);
+CREATE INDEX IF NOT EXISTS queue_body_key ON queue (body_key) WHERE body_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dead_letters_body_key ON dead_letters (body_key) WHERE body_key IS NOT NULL;
 `;
+
+/**
+ * Queue files written before refused_since, or before bodies were chunked (body_key: null for a body held whole
+ * in the body column, as every body of those files is), get the columns, and then the rest of SCHEMA.
+ */
+function migrate(db: DatabaseSync): void {
+  const has = (table: string, column: string): boolean => {
+    const rows = db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+    // A table not there yet is created by SCHEMA with every column.
+    return rows.length === 0 || rows.some((c) => c.name === column);
+  };
+  if (!has('queue', 'refused_since')) db.exec('ALTER TABLE queue ADD COLUMN refused_since INTEGER');
+  if (!has('queue', 'body_key')) db.exec('ALTER TABLE queue ADD COLUMN body_key INTEGER');
+  if (!has('dead_letters', 'body_key')) db.exec('ALTER TABLE dead_letters ADD COLUMN body_key INTEGER');
+  db.exec(SCHEMA);
+  // Chunks of a body whose write or deletion a crash or a closed queue cut short: nothing refers to them.
+  db.exec('DELETE FROM body_chunks WHERE body NOT IN (SELECT body_key FROM queue WHERE body_key IS NOT NULL) AND body NOT IN (SELECT body_key FROM dead_letters WHERE body_key IS NOT NULL)');
+}
 
 /** Totals kept in the queue file so they survive restarts. */
 export type QueueCounter = 'delivered' | 'retries' | 'deadLetters' | 'refusedFull' | 'deadLettersEvicted' | 'expired' | 'replayed';
@@ -106,10 +146,12 @@ function openPrivate(path: string, synchronous: 'full' | 'normal' | undefined): 
   return db;
 }
 
-type Row = { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; received_at: number; attempts: number; refused_since: number | null };
+type Row = { id: number; signal: Signal; encoding: Encoding; body: Uint8Array; bytes: number; received_at: number; attempts: number; refused_since: number | null; body_key: number | null };
 
-function toRequest(row: Row): QueuedRequest {
-  return { id: row.id, signal: row.signal, encoding: row.encoding, body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength), receivedAtMs: row.received_at, attempts: row.attempts, refusedSinceMs: row.refused_since };
+const ROW = 'id, signal, encoding, body, bytes, received_at, attempts, refused_since, body_key';
+
+function toRequest(row: Row, body: Buffer): QueuedRequest {
+  return { id: row.id, signal: row.signal, encoding: row.encoding, body, receivedAtMs: row.received_at, attempts: row.attempts, refusedSinceMs: row.refused_since };
 }
 
 export class DurableQueue {
@@ -122,10 +164,20 @@ export class DurableQueue {
   /** Dead letters' count and bytes, kept in memory: summing a column stored after the bodies reads them all. */
   private deadCount: number;
   private deadBytes: number;
+  /** Bytes of chunked bodies being written: counted against the bound, not yet held. */
+  private reserved = 0;
+  /** The key the next chunked body is stored under. */
+  private nextBodyKey: number;
   private closed = false;
   private readonly stmt: {
     insert: StatementSync;
+    insertChunked: StatementSync;
+    chunk: StatementSync;
+    readChunk: StatementSync;
+    deleteChunk: StatementSync;
+    dropBody: StatementSync;
     head: StatementSync;
+    headRefused: StatementSync;
     following: StatementSync;
     byId: StatementSync;
     remove: StatementSync;
@@ -151,10 +203,7 @@ export class DurableQueue {
     this.deadLetterMaxBytes = opts.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES;
     this.db = openPrivate(opts.path, opts.synchronous);
     try {
-      this.db.exec(SCHEMA);
-      // Queue files written before refused_since existed.
-      const columns = this.db.prepare('PRAGMA table_info(queue)').all() as { name: string }[];
-      if (!columns.some((c) => c.name === 'refused_since')) this.db.exec('ALTER TABLE queue ADD COLUMN refused_since INTEGER');
+      migrate(this.db);
     } catch (err) {
       // Not a queue this version can use (a corrupt file, another process holding it): the handle is not kept.
       this.db.close();
@@ -166,22 +215,29 @@ export class DurableQueue {
     this.deadCount = dead.n;
     this.deadBytes = dead.b;
     this.bytesHeld = totals.b;
+    this.nextBodyKey = (this.db.prepare('SELECT coalesce(max(body), 0) + 1 AS k FROM body_chunks').get() as { k: number }).k;
     this.stmt = {
       insert: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) VALUES (?, ?, ?, ?, ?)'),
-      head: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts, refused_since FROM queue ORDER BY id LIMIT 1'),
-      byId: this.db.prepare('SELECT id, signal, encoding, body, received_at, attempts, refused_since FROM queue WHERE id = ?'),
+      insertChunked: this.db.prepare("INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) VALUES (?, ?, X'', ?, ?, ?)"),
+      chunk: this.db.prepare('INSERT INTO body_chunks (body, seq, data) VALUES (?, ?, ?)'),
+      readChunk: this.db.prepare('SELECT data FROM body_chunks WHERE body = ? AND seq = ?'),
+      deleteChunk: this.db.prepare('DELETE FROM body_chunks WHERE body = ?1 AND seq = (SELECT min(seq) FROM body_chunks WHERE body = ?1)'),
+      dropBody: this.db.prepare('DELETE FROM body_chunks WHERE body = ?'),
+      head: this.db.prepare(`SELECT ${ROW} FROM queue ORDER BY id LIMIT 1`),
+      headRefused: this.db.prepare('SELECT refused_since FROM queue ORDER BY id LIMIT 1'),
+      byId: this.db.prepare(`SELECT ${ROW} FROM queue WHERE id = ?`),
       following: this.db.prepare('SELECT id, signal, encoding, bytes, received_at, attempts FROM queue WHERE id > ? ORDER BY id LIMIT ?'),
-      remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes'),
+      remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes, body_key'),
       attempt: this.db.prepare('UPDATE queue SET attempts = attempts + 1 WHERE id = ?'),
-      dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ? FROM queue WHERE id = ?'),
+      dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason, body_key) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ?, body_key FROM queue WHERE id = ?'),
       deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
-      evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes'),
+      evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes, body_key'),
       refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
       replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
-      requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) SELECT signal, encoding, body, bytes, received_at FROM dead_letters WHERE id = ?'),
+      requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
       removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
-      expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes'),
-      expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ? RETURNING bytes'),
+      expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes, body_key'),
+      expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ? RETURNING bytes, body_key'),
       oldest: this.db.prepare('SELECT received_at FROM queue ORDER BY id LIMIT 1'),
       bump: this.db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value'),
       counters: this.db.prepare('SELECT name, value FROM counters'),
@@ -201,7 +257,7 @@ export class DurableQueue {
 
   /** Whether a body of `size` bytes would fit now. */
   hasRoom(size: number): boolean {
-    return this.bytesHeld + size <= this.maxBytes;
+    return this.bytesHeld + this.reserved + size <= this.maxBytes;
   }
 
   /** Counts a request refused because the queue was full (shown to operators as refusedFull). */
@@ -209,23 +265,56 @@ export class DurableQueue {
     this.bump('refusedFull', 1);
   }
 
-  /** Commits a request to disk (synced per `synchronous`); throws QueueFullError over the bound. */
-  enqueue(signal: Signal, encoding: Encoding, body: Buffer, receivedAtMs: number): number {
+  /**
+   * Commits a request to disk (synced per `synchronous`); throws QueueFullError over the bound. A body over
+   * BODY_CHUNK_BYTES is written chunk by chunk, the event loop served between; it is a request only once it is
+   * whole (the queue row naming its chunks is the last commit), so the caller answers 200 after this resolves.
+   */
+  async enqueue(signal: Signal, encoding: Encoding, body: Buffer, receivedAtMs: number): Promise<number> {
     if (!this.hasRoom(body.length)) {
       this.countRefused();
       throw new QueueFullError(`the forwarding queue holds ${this.bytesHeld} of ${this.maxBytes} bytes`);
     }
-    // One statement, one commit: the fsync that makes the 200 safe is the only disk wait on the ingest path.
-    const r = this.stmt.insert.run(signal, encoding, body, body.length, receivedAtMs);
-    this.bytesHeld += body.length;
-    this.depthHeld++;
-    return Number(r.lastInsertRowid);
+    if (body.length <= BODY_CHUNK_BYTES) {
+      // One statement, one commit: the fsync that makes the 200 safe is the only disk wait on the ingest path.
+      const r = this.stmt.insert.run(signal, encoding, body, body.length, receivedAtMs);
+      this.bytesHeld += body.length;
+      this.depthHeld++;
+      return Number(r.lastInsertRowid);
+    }
+    const key = this.nextBodyKey++;
+    this.reserved += body.length;
+    try {
+      await runPaced(this.writeChunks(key, body));
+      const r = this.stmt.insertChunked.run(signal, encoding, body.length, receivedAtMs, key);
+      this.bytesHeld += body.length;
+      this.depthHeld++;
+      return Number(r.lastInsertRowid);
+    } catch (err) {
+      // The chunks written so far are no request; what cannot be removed now (a closed queue) goes at the next open.
+      await this.dropChunks(key).catch(() => undefined);
+      throw err;
+    } finally {
+      this.reserved -= body.length;
+    }
   }
 
   /** The oldest request, or undefined when empty. */
-  head(): QueuedRequest | undefined {
-    const row = this.stmt.head.get() as Row | undefined;
-    return row ? toRequest(row) : undefined;
+  async head(): Promise<QueuedRequest | undefined> {
+    for (;;) {
+      const row = this.stmt.head.get() as Row | undefined;
+      if (!row) return undefined;
+      const item = await this.load(row);
+      if (item) return item;
+      // Retention removed it while its chunks were read: the next is the head now. Still there, it is damaged.
+      if (this.stmt.byId.get(row.id)) throw new Error(`queued request ${row.id} has lost part of its body`);
+    }
+  }
+
+  /** When the oldest request was first refused in a way that may be permanent; undefined when empty. Reads no body. */
+  headRefusedSinceMs(): number | null | undefined {
+    const row = this.stmt.headRefused.get() as { refused_since: number | null } | undefined;
+    return row ? row.refused_since : undefined;
   }
 
   /**
@@ -234,8 +323,8 @@ export class DurableQueue {
    * one type merge by concatenation (repeated fields append), so the batch carries exactly the same content in
    * the same order; OTLP/JSON cannot be merged that way and always travels alone.
    */
-  batch(maxCount: number, maxBytes: number): QueuedRequest[] {
-    const head = this.head();
+  async batch(maxCount: number, maxBytes: number): Promise<QueuedRequest[]> {
+    const head = await this.head();
     if (!head) return [];
     const out = [head];
     // Only requests whose framing is whole are merged (checked on arrival too; this covers older queue files).
@@ -250,29 +339,32 @@ export class DurableQueue {
     }
     for (const id of ids) {
       const row = this.stmt.byId.get(id) as Row | undefined;
-      if (!row) break;
-      const item = toRequest(row);
-      if (!wellFramed(item.body)) break;
+      const item = row && (await this.load(row));
+      if (!item || !wellFramed(item.body)) break;
       out.push(item);
     }
     return out;
   }
 
-  /** Removes delivered requests, in one transaction. */
-  ack(...ids: number[]): void {
-    const removedBytes = inTransaction(this.db, () => {
-      const removed: number[] = [];
+  /**
+   * Removes delivered requests, in one transaction; then the chunks of their bodies, one statement each with the
+   * event loop served between (each overwritten: secure_delete).
+   */
+  async ack(...ids: number[]): Promise<void> {
+    const removed = inTransaction(this.db, () => {
+      const out: Removed[] = [];
       for (const id of ids) {
-        const r = this.stmt.remove.get(id) as { bytes: number } | undefined;
-        if (r) removed.push(r.bytes);
+        const r = this.stmt.remove.get(id) as Removed | undefined;
+        if (r) out.push(r);
       }
-      if (removed.length) this.stmt.bump.run('delivered', removed.length);
-      return removed;
+      if (out.length) this.stmt.bump.run('delivered', out.length);
+      return out;
     });
-    for (const b of removedBytes) {
-      this.bytesHeld -= b;
+    for (const r of removed) {
+      this.bytesHeld -= r.bytes;
       this.depthHeld--;
     }
+    for (const r of removed) if (r.body_key !== null) await this.dropChunks(r.body_key);
   }
 
   /**
@@ -306,8 +398,9 @@ export class DurableQueue {
       let bytes = this.deadBytes + out.reduce((a, b) => a + b, 0);
       let evicted = 0;
       while (bytes > this.deadLetterMaxBytes) {
-        const e = this.stmt.evictDead.get() as { bytes: number } | undefined;
+        const e = this.stmt.evictDead.get() as Removed | undefined;
         if (!e) break;
+        this.dropBody(e);
         bytes -= e.bytes;
         evicted++;
       }
@@ -354,7 +447,7 @@ export class DurableQueue {
   replayDeadLetters(): { replayed: number; remaining: number } {
     const moved = inTransaction(this.db, () => {
       const rows = this.stmt.replayable.all() as { id: number; bytes: number }[];
-      let bytes = this.bytesHeld;
+      let bytes = this.bytesHeld + this.reserved;
       const taken: number[] = [];
       for (const r of rows) {
         if (bytes + r.bytes > this.maxBytes) break;
@@ -381,8 +474,9 @@ export class DurableQueue {
    */
   expire(beforeMs: number): number {
     const r = inTransaction(this.db, () => {
-      const queued = this.stmt.expireQueue.all(beforeMs) as { bytes: number }[];
-      const dead = this.stmt.expireDead.all(beforeMs) as { bytes: number }[];
+      const queued = this.stmt.expireQueue.all(beforeMs) as Removed[];
+      const dead = this.stmt.expireDead.all(beforeMs) as Removed[];
+      for (const r of [...queued, ...dead]) this.dropBody(r);
       if (queued.length + dead.length) this.stmt.bump.run('expired', queued.length + dead.length);
       return { queued, dead };
     });
@@ -436,4 +530,48 @@ export class DurableQueue {
   private bump(name: QueueCounter, by: number): void {
     this.stmt.bump.run(name, by);
   }
+
+  /** `row` with its body: from the row, or from its chunks (undefined if they were deleted while being read). */
+  private async load(row: Row): Promise<QueuedRequest | undefined> {
+    if (row.body_key === null) return toRequest(row, Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength));
+    const body = await runPaced(this.readChunks(row.body_key, row.bytes));
+    return body && toRequest(row, body);
+  }
+
+  private *writeChunks(key: number, body: Buffer): Steps<void> {
+    for (let seq = 0, at = 0; at < body.length; seq++, at += BODY_CHUNK_BYTES) {
+      if (seq > 0) yield;
+      // Each its own commit: no transaction is left open across the pause (see the top of this file).
+      this.stmt.chunk.run(key, seq, body.subarray(at, at + BODY_CHUNK_BYTES));
+    }
+  }
+
+  private *readChunks(key: number, bytes: number): Steps<Buffer | undefined> {
+    const body = Buffer.allocUnsafe(bytes);
+    let at = 0;
+    for (let seq = 0; at < bytes; seq++) {
+      if (seq > 0) yield;
+      const r = this.stmt.readChunk.get(key, seq) as { data: Uint8Array } | undefined;
+      if (!r || at + r.data.byteLength > bytes) return undefined;
+      body.set(r.data, at);
+      at += r.data.byteLength;
+    }
+    return body;
+  }
+
+  /** Deletes the chunks under `key`, one statement each, the event loop served between. */
+  private dropChunks(key: number): Promise<void> {
+    const stmt = this.stmt.deleteChunk;
+    return runPaced((function* () {
+      while (Number(stmt.run(key).changes) > 0) yield;
+    })());
+  }
+
+  /** Inside a transaction that removes `r`'s row: its chunks go with it. */
+  private dropBody(r: Removed): void {
+    if (r.body_key !== null) this.stmt.dropBody.run(r.body_key);
+  }
 }
+
+/** What removing a queue row or dead letter returns. */
+type Removed = { bytes: number; body_key: number | null };
