@@ -11,8 +11,9 @@
  * request (otlp.maxRequestBytes) is decoded, extracted and committed as the server does it, in slices (paced.ts),
  * next to the same request taken straight through in one piece and one commit, in the same run; and likewise while
  * one maximum-size protobuf metrics or traces request is checked (the skim the receivers run before forwarding
- * it), in slices against in one call. Then a commit's CPU per hook event when every event opens a session the
- * store has not seen, against events of sessions stored before.
+ * it), in slices against in one call; and while forwarding's queue file takes such a request, reads it and
+ * deletes it, chunk by chunk against one statement each. Then a commit's CPU per hook event when every event opens
+ * a session the store has not seen, against events of sessions stored before.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -34,6 +35,7 @@ import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
 import { unbounded, type LogsRequest } from '../collector/src/otlp/model.ts';
 import { validatePassThroughSteps } from '../collector/src/otlp/validate.ts';
 import { decodeLogs } from '../collector/src/receiver/inflight.ts';
+import { DurableQueue } from '../collector/src/forward/queue.ts';
 import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizePassThrough, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
@@ -330,6 +332,58 @@ async function passThroughStall(signal: 'metrics' | 'traces', runs: number): Pro
 }
 
 /**
+ * The longest event-loop stall while one maximum-size traces request goes through forwarding's queue file as the
+ * server takes it: committed (DurableQueue.enqueue), read for sending (batch) and deleted once delivered (ack),
+ * each chunk by chunk with the event loop served between; next to the same body written, read and deleted in one
+ * statement each in a file opened the same way (WAL, synchronous=full, secure_delete), alternating run by run.
+ */
+async function forwardQueueStall(runs: number): Promise<BenchResult> {
+  const once = async (body: Buffer, chunked: boolean): Promise<number> => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
+    try {
+      if (chunked) {
+        const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 4 * MAX_REQUEST_BYTES });
+        try {
+          return await longestStall(async () => {
+            await queue.enqueue('traces', 'protobuf', body, Date.now());
+            const [item] = await queue.batch(1, MAX_REQUEST_BYTES);
+            await queue.ack(item!.id);
+          });
+        } finally {
+          queue.close();
+        }
+      }
+      const db = openSqlite(join(dir, 'queue.db'));
+      try {
+        db.exec('PRAGMA secure_delete = ON; CREATE TABLE queue (id INTEGER PRIMARY KEY, body BLOB NOT NULL)');
+        return await longestStall(async () => {
+          const id = db.prepare('INSERT INTO queue (body) VALUES (?)').run(body).lastInsertRowid;
+          db.prepare('SELECT body FROM queue WHERE id = ?').get(id);
+          db.prepare('DELETE FROM queue WHERE id = ?').run(id);
+        });
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const { body } = maxSizePassThrough('traces');
+  const straight: number[] = [];
+  const chunked: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    straight.push(await once(body, false));
+    chunked.push(await once(body, true));
+  }
+  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  return result(
+    'forward queue: longest event-loop stall while one maximum-size request is queued, read and deleted',
+    percentile(chunked, 50), 'ms', 'same body in one statement each', percentile(straight, 50),
+    `one ${body.length.toLocaleString('en-US')} B traces request committed to a fresh forwarding queue file (synchronous=full, secure_delete), read for sending and deleted as delivered, chunk by chunk with the event loop served between, against the same body inserted, selected and deleted in one statement each; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${ms(chunked)} ms, one statement ${ms(straight)} ms`,
+  );
+}
+
+/**
  * What a new attribute set costs a commit (every hook event of a session the store has not seen opens one: a
  * fleet's first hour, a replayed backlog, a client sending unique values): hook events extracted from the same
  * protobuf batches committed through store.ingest() into one SQLite file opened as `hookwatch serve` opens it,
@@ -378,6 +432,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   out.push(...(await breakdown(batches, protobufPerEvent)));
   for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3));
   for (const signal of ['metrics', 'traces'] as const) out.push(await passThroughStall(signal, opts.quick ? 1 : 3));
+  out.push(await forwardQueueStall(opts.quick ? 1 : 3));
   out.push(await newSessions(batches));
   return out;
 }
