@@ -190,6 +190,36 @@ describe('a burst of new alerts', () => {
 });
 
 describe('a rule split by groupBy', () => {
+  it('reads the evidence of the group without the dimension from its own events, not the hook\'s others', async () => {
+    const T0 = Date.parse('2026-11-30T10:00:00Z');
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-evidence-unset-'));
+    const store = new SqliteStore({ path: join(dir, 'h.db'), dimensions: ['team'] });
+    const config = {
+      rules: parseRules([{ kind: 'persisted', window: '1h', groupBy: 'team' }], dimensionNames(['team'])),
+      receivers: [], evaluationIntervalMs: 10_000, repeatIntervalMs: 4 * 3_600_000, externalUrl: 'http://hookwatch.test', otlp: { endpoint: '', headers: {} },
+      delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+    };
+    const alerting = await startAlerting({ config, db: join(dir, 'h.db'), store, logger: silentLogger, now: () => T0, timer: false });
+    try {
+      const hookName = 'SessionStart:startup';
+      // The team's output was persisted 50 minutes ago; an output of events without a team only 5 minutes ago.
+      await store.ingest([
+        hookEvent({ hookName, team: 'platform', timeMs: T0 - 3_000_000, additionalContextChars: 12_000, outputsPersisted: 1 }),
+        hookEvent({ hookName, timeMs: T0 - 300_000, additionalContextChars: 12_000, outputsPersisted: 1 }),
+      ]);
+      await alerting.engine.evaluate('all');
+      const alerts = alerting.engine.alerts();
+      expect(alerts.map((a) => [a.labels['team'] ?? '', a.firstEventAt]).sort()).toEqual([
+        ['', new Date(T0 - 300_000).toISOString()],
+        ['platform', new Date(T0 - 3_000_000).toISOString()],
+      ]);
+    } finally {
+      await alerting.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reads what guard trimmed of a hook once for all the hook\'s new alerts, each of which says it', async () => {
     const T0 = Date.parse('2026-11-30T10:00:00Z');
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-evidence-groupby-'));

@@ -173,9 +173,8 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
     const rows = await ctx.store.breakdown(c.info.id, rule.groupBy, { fromMs, toMs });
     for (const row of rows) {
       const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
-      // Events without the dimension ('') are read with the hook's others: their evidence begins no later.
-      const filters = row.value ? { [rule.groupBy]: row.value } : undefined;
-      if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, filters) });
+      // A filter on '' matches the events without the dimension, the row '' counts.
+      if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, { [rule.groupBy]: row.value }) });
     }
   }
   return out;
