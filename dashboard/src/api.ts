@@ -22,9 +22,13 @@ export class ApiFailure extends Error {
 
 export type Query = Record<string, string | undefined>;
 
-function withQuery(path: string, query: Query = {}): string {
+/**
+ * The path with the query's parameters; one undefined is left out, one empty is sent: a filter on the empty value
+ * (`team=`) matches the events without the attribute.
+ */
+export function withQuery(path: string, query: Query = {}): string {
   const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, v);
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, v);
   const qs = params.toString();
   return qs ? `${path}?${qs}` : path;
 }

@@ -17,7 +17,7 @@ import {
   REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
 } from './shell-state.ts';
-import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, type ViewState } from './state.ts';
+import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
 
 const TZ_KEY = 'hookwatch.tz';
@@ -535,7 +535,7 @@ export function start(root: HTMLElement): Dashboard {
     void dimensions().then((dims) => {
       for (const d of dims) select.appendChild(h('option', { value: d }, d));
     });
-    const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${v}`,
+    const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${shownValue(v)}`,
       h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => navigate(filtersUrl(current(), removeFilter(state.filters, k))) }, '×')));
     return h('div', { class: 'filters' },
       h('form', { class: 'filter-form', onsubmit: (ev: Event) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { apiQuery, buildUrl, keptParams, rangeLabel, readState, refreshMs, routePath, widerRange } from './state.ts';
+import { apiQuery, buildUrl, filterList, keptParams, rangeLabel, readState, refreshMs, routePath, shownValue, widerRange } from './state.ts';
 import { setTimeZone } from './format.ts';
 
 const at = (url: string) => {
@@ -19,6 +19,17 @@ describe('view state in the URL', () => {
     expect(again.range).toEqual(s.range);
     expect(again.filters).toEqual(s.filters);
     expect(again.params.get('by')).toBe('team');
+  });
+
+  it('keeps a filter on the empty value, the events without the attribute, and names it "(not set)"', () => {
+    const s = at('/hooks/0123456789abcdef?f.team=&f.user.id=alice');
+    expect(s.filters).toEqual({ team: '', 'user.id': 'alice' });
+    expect(apiQuery(s)).toEqual({ from: 'now-24h', to: 'now', team: '', 'user.id': 'alice' });
+    const url = buildUrl(routePath(s.route), s);
+    expect(url).toBe('/hooks/0123456789abcdef?range=24h&f.team=&f.user.id=alice');
+    expect(at(url).filters).toEqual(s.filters);
+    expect(filterList(s.filters)).toBe('team = (not set), user.id = \u2068alice\u2069');
+    expect([shownValue(''), shownValue('platform')]).toEqual(['(not set)', 'platform']);
   });
 
   it('keeps a custom range as absolute times and refuses a backwards one', () => {

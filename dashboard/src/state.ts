@@ -65,12 +65,20 @@ export function rangeQuery(range: Range): { from: string; to: string } {
   return { from: `now-${range.preset}`, to: 'now' };
 }
 
+/** What the dashboard calls a dimension's empty value: the events without the attribute (or with it empty). */
+export const NOT_SET = '(not set)';
+
+/** A dimension's value as the dashboard shows it: the empty value named NOT_SET, never shown as nothing. */
+export function shownValue(value: string): string {
+  return value === '' ? NOT_SET : value;
+}
+
 /**
- * The filters as people read them: "team = a, user.id = b"; '' with none. Each value isolated: a client's string
- * with a right-to-left override reorders nothing after it in the sentence.
+ * The filters as people read them: "team = a, user.id = b", "team = (not set)"; '' with none. Each value isolated:
+ * a client's string with a right-to-left override reorders nothing after it in the sentence.
  */
 export function filterList(filters: Record<string, string>): string {
-  return Object.entries(filters).map(([k, v]) => `${k} = ${isolated(v)}`).join(', ');
+  return Object.entries(filters).map(([k, v]) => `${k} = ${v === '' ? NOT_SET : isolated(v)}`).join(', ');
 }
 
 /** Range plus filters, as API query parameters. */

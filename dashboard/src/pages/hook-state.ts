@@ -27,7 +27,7 @@ export function hookIdOf(state: ViewState): string {
 
 /** The dimension the second breakdown is by (`by=`). */
 export function breakdownBy(params: URLSearchParams): string {
-  return params.get('by') ?? DEFAULT_BREAKDOWN;
+  return params.get('by') || DEFAULT_BREAKDOWN;
 }
 
 /** The dimensions the breakdown select offers (client version has its own table), the current one chosen. */
