@@ -69,9 +69,9 @@ describe('client strings with bidi controls', () => {
     expect(badge.left).toBeGreaterThanOrEqual(badge.textRight - 1);
     // A title holds no markup: the name sits between FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE.
     expect(await p.title()).toBe(`\u2068${NAME}\u2069 · hookwatch`);
-    // The breakdown's user ids are client strings too.
-    await p.waitForSelector('#by-dimension th[scope="row"]');
-    expect(await p.$eval('#by-dimension th[scope="row"]', (th) => [th.firstElementChild?.localName, th.textContent])).toEqual(['bdi', USER]);
+    // The breakdown's user ids are client strings too, isolated inside the link each value is.
+    await p.waitForSelector('#by-dimension th[scope="row"] a');
+    expect(await p.$eval('#by-dimension th[scope="row"]', (th) => [th.firstElementChild?.localName, th.firstElementChild?.firstElementChild?.localName, th.textContent])).toEqual(['a', 'bdi', USER]);
   });
 
   it('isolates the hook name in the hooks table', async () => {

@@ -5,7 +5,7 @@ import { bucketLabel, setTimeZone, statusTitle } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
-  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, persistedKnown,
+  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, drillUrl, curveRows, curveSummary, deliveryView, persistedKnown,
   commandRows, dayTicks, dimensionOptions, facts, filterEmpty, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
@@ -263,11 +263,56 @@ describe('alerts and breakdowns', () => {
       total: 2, nextCursor: null,
     };
     const rows = breakdownRows(r);
-    expect(rows[0]).toEqual({ value: '(not set)', status: 'unknown', counts: r.rows[0], cells: ['17', '12', 'none known', 'unknown', '17'] });
+    expect(rows[0]).toEqual({ value: '(not set)', url: null, status: 'unknown', counts: r.rows[0], cells: ['17', '12', 'none known', 'unknown', '17'] });
     expect(rows[1]?.cells).toEqual(['16', '12', '0', '4,200 chars', '0']);
     expect(breakdownCut(r)).toBeNull();
     // A breakdown by session or user past one page: the table says it shows the first rows only.
     expect(breakdownCut({ ...r, total: 2500, nextCursor: '2' })).toBe('The 2 values with the most executions, of 2,500.');
+  });
+});
+
+describe('a breakdown row leads to the hook filtered by its value', () => {
+  const FILTERABLE = ['service.version', 'user.id', 'team'];
+  const r: BreakdownResponse = {
+    hookId: OVER.id, dimension: 'team', from: series.from, to: series.to,
+    rows: [
+      { ...counters({ executions: 9 }), value: '', status: 'ok' },
+      { ...counters({ executions: 3 }), value: 'platform', status: 'ok' },
+    ],
+    total: 2, nextCursor: null,
+  };
+
+  it('links each value, "(not set)" to the empty value, keeping the range, the other filters and the page\'s parameters', () => {
+    const s = at(`/hooks/${OVER.id}?range=7d&f.user.id=alice&by=team&refresh=off`);
+    const rows = breakdownRows(r, { state: s, filterable: FILTERABLE });
+    expect(rows.map((row) => [row.value, row.url])).toEqual([
+      ['(not set)', `/hooks/${OVER.id}?range=7d&f.user.id=alice&f.team=&by=team&refresh=off`],
+      ['platform', `/hooks/${OVER.id}?range=7d&f.user.id=alice&f.team=platform&by=team&refresh=off`],
+    ]);
+    // The link is read back as the filter on the empty value, and asks the API for it.
+    const followed = at(rows[0]?.url ?? '');
+    expect(followed.filters).toEqual({ 'user.id': 'alice', team: '' });
+    expect(followQueries(followed, { from: series.from, to: series.to }, 'team').range).toMatchObject({ team: '', 'user.id': 'alice' });
+    // A custom range is kept as it is.
+    const custom = at(`/hooks/${OVER.id}?range=custom&from=2026-11-29T00:00:00.000Z&to=2026-11-30T00:00:00.000Z`);
+    expect(drillUrl(custom, OVER.id, 'team', '', FILTERABLE)).toBe(`/hooks/${OVER.id}?range=custom&from=2026-11-29T00%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&f.team=`);
+  });
+
+  it('replaces a filter on the same dimension, and leads nowhere from the value the page is filtered by already', () => {
+    const s = at(`/hooks/${OVER.id}?f.team=platform`);
+    expect(breakdownRows(r, { state: s, filterable: FILTERABLE }).map((row) => row.url)).toEqual([`/hooks/${OVER.id}?range=24h&f.team=`, null]);
+    expect(drillUrl(at(`/hooks/${OVER.id}?f.team=`), OVER.id, 'team', '', FILTERABLE)).toBeNull();
+  });
+
+  it('leads nowhere on a dimension the API does not take as a filter, or before the page knows which it takes', () => {
+    const s = at(`/hooks/${OVER.id}`);
+    expect(breakdownRows(r, { state: s, filterable: ['service.version', 'user.id'] }).map((row) => row.url)).toEqual([null, null]);
+    expect(breakdownRows(r, { state: s, filterable: null }).map((row) => row.url)).toEqual([null, null]);
+    expect(breakdownRows(r).map((row) => row.url)).toEqual([null, null]);
+  });
+
+  it('breaks down by the default dimension when the URL names none', () => {
+    expect(breakdownBy(new URLSearchParams('by='))).toBe('user.id');
   });
 });
 

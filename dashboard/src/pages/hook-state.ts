@@ -13,7 +13,7 @@ import { anyPositive, type Band } from '../charts.ts';
 import { supersededBy } from './alerts-state.ts';
 import type { ForecastReading } from '../forecast.ts';
 import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, type BucketCover } from '../format.ts';
-import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, type ViewState } from '../state.ts';
+import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, shownValue, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
 const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
@@ -312,17 +312,31 @@ export function alertRows(alerts: readonly AlertSummary[]): { state: AlertSummar
   });
 }
 
-/** One breakdown row: the value (named when empty), its status and counts. */
+/** One breakdown row: the value (named when empty), where it leads (drillUrl), its status and counts. */
 export interface BreakdownRowView {
   value: string;
+  url: string | null;
   status: DeliveryStatus;
   counts: { executions: number; sizeUnknownExecutions: number };
   cells: string[];
 }
 
-export function breakdownRows(r: BreakdownResponse): BreakdownRowView[] {
+/**
+ * The URL a breakdown row leads to: this hook filtered by the breakdown's dimension = the row's value ('' for the
+ * "(not set)" row: the filter on the empty value matches the events it counts), the range, the other filters and
+ * the page's parameters kept, so its figures are the row's. Null on a dimension the API does not take as a filter
+ * (`filterable`, from /api/v1/dimensions; null while unknown) and for the value the page is filtered by already.
+ */
+export function drillUrl(state: ViewState, hookId: string, dimension: string, value: string, filterable: readonly string[] | null): string | null {
+  if (!filterable?.includes(dimension) || state.filters[dimension] === value) return null;
+  return buildUrl(`/hooks/${hookId}`, { range: state.range, filters: { ...state.filters, [dimension]: value } }, keptParams(state.params));
+}
+
+/** The breakdown's rows; with `drill`, each leads to the hook filtered by its value (drillUrl). */
+export function breakdownRows(r: BreakdownResponse, drill: { state: ViewState; filterable: readonly string[] | null } | null = null): BreakdownRowView[] {
   return r.rows.map((row) => ({
-    value: row.value === '' ? '(not set)' : row.value,
+    value: shownValue(row.value),
+    url: drill && drillUrl(drill.state, r.hookId, r.dimension, row.value, drill.filterable),
     status: row.status,
     counts: row,
     cells: [num(row.executions), num(row.success), persistedKnown(row).text, chars(largestOutput(row)), num(row.sizeUnknownExecutions)],

@@ -222,14 +222,15 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
   return { config, summary: reading.sentence, table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points, covers)), partial };
 }
 
-function breakdownTable(r: BreakdownResponse, id: string): HTMLElement {
+/** A breakdown's table; each value a link to this hook filtered by it (drillUrl), where the API can filter by it. */
+function breakdownTable(r: BreakdownResponse, id: string, drill: Parameters<typeof breakdownRows>[1], link: PageContext['link']): HTMLElement {
   if (r.rows.length === 0) return h('p', { class: 'muted', id }, 'No executions in this range.');
   const cut = breakdownCut(r);
   const box = scrollBox(`By ${r.dimension}`, h('table', { class: 'data', id },
     h('caption', { class: 'sr-only' }, `By ${r.dimension}`),
     h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
-    h('tbody', null, ...breakdownRows(r).map((row) => h('tr', null,
-      h('th', { scope: 'row' }, breakable(row.value)),
+    h('tbody', null, ...breakdownRows(r, drill).map((row) => h('tr', null,
+      h('th', { scope: 'row' }, row.url === null ? breakable(row.value) : link(row.url, { class: 'drill', title: `This hook's figures for ${r.dimension} = ${row.value}` }, breakable(row.value))),
       h('td', null, statusBadge(row.status, row.counts)),
       ...row.cells.map((c) => h('td', { class: 'num' }, c)),
     ))),
@@ -267,8 +268,19 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   const byDim = h('div', { id: 'by-dimension-holder' });
   const dimSelect = h('select', { id: 'breakdown-dimension', 'aria-label': 'Break down by' });
   dimSelect.addEventListener('change', () => ctx.navigate(breakdownUrl(state, hookId, dimSelect.value), { replace: true }));
+  // The breakdowns last drawn, drawn again once the dimensions the API filters by are known: their values link there.
+  let filterable: readonly string[] | null = null;
+  let breakdowns: { versions: BreakdownResponse; dim: BreakdownResponse | ApiFailure } | undefined;
+  const drawBreakdowns = (): void => {
+    if (!breakdowns) return;
+    const drill = { state, filterable };
+    replace(byVersion, breakdownTable(breakdowns.versions, 'by-version', drill, ctx.link));
+    replace(byDim, breakdowns.dim instanceof ApiFailure ? h('p', { class: 'warn' }, breakdowns.dim.message) : breakdownTable(breakdowns.dim, 'by-dimension', drill, ctx.link));
+  };
   void ctx.dimensions().then((dims) => {
     replace(dimSelect, ...dimensionOptions(dims, by).map((d) => h('option', { value: d.value, selected: d.selected }, d.value)));
+    filterable = dims;
+    drawBreakdowns();
   });
   let lastSeries: SeriesResponse | undefined;
   const zoom = (i: number, j: number): void => {
@@ -357,8 +369,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       growth.setPartial(c4.partial);
       growth.render(c4.config, c4.summary, c4.table);
       replace(alertsHolder, alertTable(alerts));
-      replace(byVersion, breakdownTable(versions, 'by-version'));
-      replace(byDim, dim instanceof ApiFailure ? h('p', { class: 'warn' }, dim.message) : breakdownTable(dim, 'by-dimension'));
+      breakdowns = { versions, dim };
+      drawBreakdowns();
     },
     destroy() {
       for (const c of [cliff, delivery, curve, growth]) c.destroy();

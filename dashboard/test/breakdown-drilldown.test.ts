@@ -1,0 +1,88 @@
+/**
+ * A breakdown row opens its hook filtered by the row's value, "(not set)" included, in headless Chromium against a
+ * real hookwatch (real sockets, real SQLite): the filter in the URL and the API call, the chip naming it, the
+ * figures the row's, and the chip's removal back to every value.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { postOtlp } from '../../collector/test/helpers.ts';
+import { NOW, useFixture } from './experience-fixture.ts';
+import { waitLoaded } from './harness.ts';
+import { hookRequest, type HookExecution } from './otlp-json.ts';
+
+const fx = useFixture();
+const HOOK = 'PreToolUse:by-team';
+
+beforeAll(async () => {
+  const runs = (n: number, team: string | undefined, sizes: HookExecution['sizes']): HookExecution[] =>
+    Array.from({ length: n }, (_v, i) => ({ hookEvent: 'PreToolUse', hookName: HOOK, timeMs: NOW - 15 * 60_000 + i * 1000, sizes, ...(team ? { team } : {}) }));
+  // Three teams' worth of executions, told apart by their figures: the unset ones over the cap. One sequence for
+  // all: a record sent again (same session and sequence) is stored once.
+  const seq = { n: 0 };
+  for (const batch of [
+    runs(3, 'platform', { stdout: 500, additionalContext: 200, persisted: 0 }),
+    runs(2, 'web', { stdout: 800, additionalContext: 0, persisted: 0 }),
+    runs(4, undefined, { stdout: 12_000, additionalContext: 0, persisted: 1 }),
+  ]) {
+    expect((await postOtlp(fx.svc().otlpHttpUrl, '/v1/logs', hookRequest(batch, seq), { 'content-type': 'application/json' })).status).toBe(200);
+  }
+});
+
+/** The breakdown by team's rows: the value shown, whether it is a link, and its executions, persisted and largest cells. */
+function teamRows(p: Page): Promise<{ value: string; link: boolean; figures: string[] }[]> {
+  return p.$$eval('#by-dimension tbody tr', (trs) => trs.map((tr) => ({
+    value: tr.querySelector('th')?.textContent ?? '',
+    link: tr.querySelector('th a') !== null,
+    figures: [3, 5, 6].map((n) => tr.querySelector(`td:nth-child(${n})`)?.textContent ?? ''),
+  })));
+}
+
+/** The key figures the breakdown's columns hold: executions, outputs persisted, largest output. */
+async function keyFigures(p: Page): Promise<string[]> {
+  return Promise.all(['executions', 'persisted', 'largest'].map(async (k) => (await p.textContent(`[data-kpi="${k}"] .kpi-value`)) ?? ''));
+}
+
+describe('a breakdown row', () => {
+  it('opens the hook filtered by its value, "(not set)" by the empty value, with the row\'s figures, and the chip removes it', async () => {
+    const id = await fx.hookId(HOOK);
+    const { page: p } = await fx.page({ width: 1440 });
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d&by=team&refresh=off`);
+    await waitLoaded(p);
+    await p.waitForSelector('#by-dimension th a');
+    const rows = await teamRows(p);
+    expect(rows.map((r) => [r.value, r.link, r.figures[0]])).toEqual([['(not set)', true, '4'], ['platform', true, '3'], ['web', true, '2']]);
+    expect(await keyFigures(p)).toEqual(['9', '4', '12,000 chars']);
+
+    // A value: the URL, the API and the chip carry it; range and breakdown stay; the figures are the row's.
+    const platform = p.waitForResponse((r) => r.url().includes(`/api/v1/hooks/${id}?`) && new URL(r.url()).searchParams.get('team') === 'platform');
+    await p.locator('#by-dimension th a', { hasText: /^platform$/ }).click();
+    await platform;
+    await waitLoaded(p, 2);
+    const url = new URL(p.url());
+    expect([url.pathname, url.searchParams.get('f.team'), url.searchParams.get('range'), url.searchParams.get('by')]).toEqual([`/hooks/${id}`, 'platform', '7d', 'team']);
+    expect(await p.textContent('.chip')).toContain('team = platform');
+    expect(await keyFigures(p)).toEqual(rows[1]?.figures);
+    // The page is filtered by that value already: its row leads nowhere.
+    expect(await teamRows(p)).toEqual([{ ...rows[1], link: false }]);
+
+    // "(not set)": the filter on the empty value, asked of the API as such, named "(not set)", never as nothing.
+    await p.goBack();
+    await waitLoaded(p, 3);
+    await p.waitForSelector('#by-dimension th a');
+    const notSet = p.waitForResponse((r) => r.url().includes(`/api/v1/hooks/${id}?`) && new URL(r.url()).searchParams.get('team') === '');
+    await p.locator('#by-dimension th a', { hasText: /^\(not set\)$/ }).click();
+    await notSet;
+    await waitLoaded(p, 4);
+    expect(new URL(p.url()).searchParams.get('f.team')).toBe('');
+    expect(await p.textContent('.chip')).toMatch(/^team = \(not set\)/);
+    expect(await keyFigures(p)).toEqual(rows[0]?.figures);
+    expect(await teamRows(p)).toEqual([{ ...rows[0], link: false }]);
+
+    // Removing the chip removes the filter: every value again.
+    await p.click('.chip-remove');
+    await waitLoaded(p, 5);
+    expect(new URL(p.url()).searchParams.has('f.team')).toBe(false);
+    expect(await keyFigures(p)).toEqual(['9', '4', '12,000 chars']);
+    expect((await teamRows(p)).map((r) => r.value)).toEqual(['(not set)', 'platform', 'web']);
+  });
+});
