@@ -129,6 +129,10 @@ describe('range and filters', () => {
     expect(range('31/02/2026 10:00', '01/03/2026 10:00')).toEqual({ error: 'Write dates as DD/MM/YYYY HH:MM.' });
     expect(range('30/11/2026 10:00', '30/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
     expect(range('30/11/2026 10:00', '29/11/2026 10:00')).toEqual({ error: 'The start must be before the end.' });
+    // Longer than the API answers for: refused here, rather than sent to fail at every refresh.
+    expect(range('01/01/2020 00:00', '01/12/2026 00:00')).toEqual({ error: 'A range can be at most 400 days long.' });
+    expect(range('26/10/2025 23:59', '01/12/2026 00:00')).toEqual({ error: 'A range can be at most 400 days long.' });
+    expect(range('28/10/2025 00:00', '02/12/2026 00:00')).toEqual({ range: { kind: 'custom', from: '2025-10-28T00:00:00.000Z', to: '2026-12-02T00:00:00.000Z' } });
     expect(customRunChoices({ text: '29/11/2026 22:00' }, { text: 'soon' }, now)).toEqual({ from: null, to: null });
   });
 

@@ -3,6 +3,7 @@
  * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
+import { MAX_RANGE_MS } from '../../shared/src/api.ts';
 import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, shortOffset, type TimeZoneChoice } from './format.ts';
 import { buildUrl, filterList, refreshMs, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
@@ -341,6 +342,8 @@ export function customRangeFrom(from: CustomField, to: CustomField, nowMs: numbe
   const [i, j] = r.pick as [number, number];
   const [fromMs, toMs] = [r.from.runs[i] as number, r.to.runs[j] as number];
   if (fromMs >= toMs) return { error: 'The start must be before the end.' };
+  // The API refuses a longer range: every refresh would fail the same way, the page never drawn.
+  if (toMs - fromMs > MAX_RANGE_MS) return { error: `A range can be at most ${MAX_RANGE_MS / 86_400_000} days long.` };
   return { range: { kind: 'custom', from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString() } };
 }
 
