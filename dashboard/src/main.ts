@@ -868,14 +868,17 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   /**
-   * A refresh drew anew the control that had the focus: the focus goes to the control drawn in its place, not
+   * A refresh drew anew (or moved) the control that had the focus: the focus goes to the control drawn in its place, not
    * back to the start of the document (a keyboard user would tab through the header again, a screen reader would
    * start reading from the top).
    */
   function keepFocus(before: Element | null, find: (() => HTMLElement | null) | null): void {
-    if (!find || !before || before.isConnected) return;
+    if (!find || !before) return;
     if (document.activeElement !== null && document.activeElement !== document.body) return;
-    find()?.focus({ preventScroll: true });
+    // Put back in the page rather than drawn anew (an alert's card moved into its list again), it lost the focus
+    // all the same: it takes it back, with what was typed in it and where.
+    if (before.isConnected && before instanceof HTMLElement) before.focus({ preventScroll: true });
+    if (document.activeElement !== before) find()?.focus({ preventScroll: true });
   }
 
   let rendered = false;
