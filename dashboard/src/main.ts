@@ -744,7 +744,7 @@ export function start(root: HTMLElement): Dashboard {
   }
 
   /**
-   * How to find the focused control again once it is drawn anew: by its sort key or id, else by its place among
+   * How to find the focused control again once it is drawn anew: by its sort key, id or range, else by its place among
    * the controls of the nearest part of the page that keeps its identity (an alert's card, a hook's row, a panel
    * with an id), or that part itself when the control is not drawn again (its list failed to load, say): a keyboard
    * or screen reader user stays where they were rather than at the start of the document. Null when no control has
@@ -755,7 +755,10 @@ export function start(root: HTMLElement): Dashboard {
     if (!(el instanceof HTMLElement) || el === document.body) return null;
     const one = (selector: string) => (): HTMLElement | null => root.querySelector<HTMLElement>(selector);
     if (el.dataset['sort']) return one(`[data-sort="${CSS.escape(el.dataset['sort'])}"]`);
+    // The custom range's form closes as the header is drawn anew: the focus goes to what opens it.
+    if (el.closest('details.custom')) return one('details.custom > summary');
     if (el.id) return one(`#${CSS.escape(el.id)}`);
+    if (el.dataset['range']) return one(`[data-range="${CSS.escape(el.dataset['range'])}"]`);
     const part = partOf(el, '[data-alert-id], [data-hook-id], [id]');
     if (!part) return null;
     const { holder, scope } = part;

@@ -218,6 +218,31 @@ describe('accessibility', () => {
     expect(await closePages(open)).toEqual([]);
   });
 
+  it('leaves the focus on the range control used, a preset or the custom range, as the header draws them anew', async () => {
+    const p = await opened(`${svc.httpUrl}/?refresh=off`, 'light');
+    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
+    const active = (): Promise<string> => p.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      return `${el.tagName} ${el.textContent ?? ''}`;
+    });
+    await p.focus('button[data-range="7d"]');
+    let loaded = await loads();
+    await p.keyboard.press('Enter');
+    await p.waitForURL(/range=7d/);
+    await waitLoaded(p, loaded + 1);
+    expect(await active()).toBe('BUTTON 7d');
+    // The custom range applied from the keyboard: its form closes with the page drawn anew, the focus on what opens it.
+    await p.focus('details.custom > summary');
+    await p.keyboard.press('Enter');
+    await p.focus('#range-from');
+    await p.keyboard.press('Enter');
+    loaded = await loads();
+    await p.waitForURL(/range=custom/);
+    await waitLoaded(p, loaded + 1);
+    expect(await active()).toBe('SUMMARY Custom');
+    expect(await closePages(open)).toEqual([]);
+  });
+
   it('keeps the focus in the part of the page it was in when a refresh cannot draw the control it was on again', async () => {
     const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light', /status of 503/);
     const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
