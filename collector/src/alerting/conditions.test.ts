@@ -113,6 +113,13 @@ describe('conditions', () => {
     expect(quietFeedCondition({ afterMs: HOUR }, T0 - HOUR, T0)).toMatchObject({ last_event: new Date(T0 - HOUR).toISOString() });
     expect(quietHookCondition({ afterMs: HOUR }, 'h', T0 - HOUR + 1, T0)).toBeNull();
     expect(quietHookCondition({ afterMs: HOUR }, 'h', T0 - 2 * HOUR, T0)?.['summary']).toContain('h: no executions for 2h (alert after 1h)');
+    // A time measured, not a setting: in the units a person reads it in, not 442282s.
+    const quiet = 5 * DAY + 2 * HOUR + 51 * 60_000 + 22_500;
+    expect(quietHookCondition({ afterMs: DAY }, 'h', T0 - quiet, T0)?.['summary']).toContain('h: no executions for 5d 2h (alert after 24h)');
+    expect(quietFeedCondition({ afterMs: HOUR }, T0 - quiet, T0)?.['summary']).toContain('No hook events at all for 5d 2h (alert after 1h)');
+    expect(quietHookCondition({ afterMs: HOUR }, 'h', T0 - (HOUR + 30 * 60_000 + 59_000), T0)?.['summary']).toContain('no executions for 1h 30m (alert');
+    expect(quietHookCondition({ afterMs: 30_000 }, 'h', T0 - 45_300, T0)?.['summary']).toContain('no executions for 45s (alert');
+    expect(quietHookCondition({ afterMs: 60_000 }, 'h', T0 - 30 * HOUR, T0)?.['summary']).toContain('no executions for 30h (alert');
   });
 
   it('hook_limit: events folded under the overflow hook, naming late arrivals', () => {

@@ -75,6 +75,21 @@ export function windowText(ms: number): string {
 }
 
 /**
+ * A time measured (how long a hook or the feed has been quiet) as a person reads it: its two largest units, cut
+ * rather than rounded, as windowText writes a setting (45s, 1h 30m, 30h, 5d 2h), never 442282s.
+ */
+export function elapsedText(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m`;
+  const [h, mm] = [Math.floor(m / 60), m % 60];
+  if (h < 48) return mm ? `${h}h ${mm}m` : `${h}h`;
+  const [d, hh] = [Math.floor(h / 24), h % 24];
+  return hh ? `${d}d ${hh}h` : `${d}d`;
+}
+
+/**
  * What a hook's author does about an output at or over the cap: how to find the string, the fix, and (once it is
  * over) what keeps the model reading most of it meanwhile.
  */
@@ -212,7 +227,7 @@ export function blindCondition(rule: Pick<RuleConfig, 'windowMs'>, v: ClientVers
 export function quietFeedCondition(rule: Pick<RuleConfig, 'afterMs'>, lastMs: number | null, now: number): Annotations | null {
   if (lastMs === null || now - lastMs < rule.afterMs) return null;
   return {
-    summary: `No hook events at all for ${windowText(now - lastMs)} (alert after ${windowText(rule.afterMs)}); last event ${formatRfc3339(lastMs)}.`,
+    summary: `No hook events at all for ${elapsedText(now - lastMs)} (alert after ${windowText(rule.afterMs)}); last event ${formatRfc3339(lastMs)}.`,
     description: 'Check that clients still export telemetry (CLAUDE_CODE_ENABLE_TELEMETRY=1, OTEL_LOGS_EXPORTER=otlp) and can reach hookwatch.',
     last_event: formatRfc3339(lastMs),
   };
@@ -223,7 +238,7 @@ export function quietHookCondition(rule: Pick<RuleConfig, 'afterMs'>, hookName: 
   const quietFor = now - lastSeenMs;
   if (quietFor < rule.afterMs) return null;
   return {
-    summary: `${hookName}: no executions for ${windowText(Math.floor(quietFor / 1000) * 1000)} (alert after ${windowText(rule.afterMs)}); last seen ${formatRfc3339(lastSeenMs)}.`,
+    summary: `${hookName}: no executions for ${elapsedText(quietFor)} (alert after ${windowText(rule.afterMs)}); last seen ${formatRfc3339(lastSeenMs)}.`,
     description: 'The hook was active and went quiet: removed from settings, failing before it runs, or its clients stopped exporting.',
     last_seen: formatRfc3339(lastSeenMs),
   };
