@@ -746,9 +746,9 @@ export function start(root: HTMLElement): Dashboard {
   /**
    * How to find the focused control again once it is drawn anew: by its sort key, id or range, else by its place among
    * the controls of the nearest part of the page that keeps its identity (an alert's card, a hook's row, a panel
-   * with an id), or that part itself when the control is not drawn again (its list failed to load, say): a keyboard
-   * or screen reader user stays where they were rather than at the start of the document. Null when no control has
-   * the focus.
+   * with an id), or that part itself when the control is not drawn again (its list failed to load, say), or the
+   * page's content when the part is gone or hidden: a keyboard or screen reader user stays where they were rather
+   * than at the start of the document. Null when no control has the focus.
    */
   function focusFinder(): (() => HTMLElement | null) | null {
     const el = document.activeElement;
@@ -766,7 +766,8 @@ export function start(root: HTMLElement): Dashboard {
     return () => {
       const part = root.querySelector<HTMLElement>(scope);
       const control = part?.querySelectorAll<HTMLElement>(FOCUSABLE)[index];
-      if (control || !part || part.hidden) return control ?? null;
+      if (control) return control;
+      if (!part || part.hidden) return content ?? null;
       // Focusable from a script only: the part does not join the tab order.
       if (!part.hasAttribute('tabindex')) part.tabIndex = -1;
       return part;

@@ -151,6 +151,8 @@ describe('alerts page', () => {
     await p.locator('#silences table.silences tbody tr', { hasText: made?.id ?? '' }).waitFor({ timeout: 3_000 });
     await card.locator('.silence-result button', { hasText: 'Expire it' }).click();
     await card.locator('.silence-result', { hasText: 'Silence expired.' }).waitFor();
+    // The button pressed went with the silence: the focus stays in the form, on what silences again.
+    expect(await p.evaluate(() => document.activeElement?.closest('.silence-form') ? document.activeElement.textContent : document.activeElement?.tagName)).toBe('Silence');
     await card.locator('.chip', { hasText: 'silenced by' }).waitFor({ state: 'detached', timeout: 3_000 });
     await p.locator('#silences table.silences tbody tr', { hasText: made?.id ?? '' }).waitFor({ state: 'detached', timeout: 3_000 });
   });
@@ -182,6 +184,14 @@ describe('alerts page', () => {
     });
     // Expired silences mute nothing: the next refresh leaves it out.
     await p.locator('#silences table.silences tbody tr', { hasText: silence.id }).waitFor({ state: 'detached' });
+    // Its row gone, the focus stays in the list of silences (the list gone with the last one, on the page's
+    // content), not back at the start of the document.
+    const focused = (): Promise<string> => p.evaluate(() => {
+      const el = document.activeElement;
+      return el?.closest('#silences') ? `#silences ${el.getAttribute('aria-label') ?? el.id}` : el?.id || (el?.tagName ?? '');
+    });
+    const listGone = await p.evaluate(() => document.getElementById('silences')?.hidden === true);
+    expect(await focused()).toMatch(listGone ? /^main$/ : /^#silences (Expire silence |silences$)/);
     expect(dialogs).toEqual([]);
   });
 

@@ -73,6 +73,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     const comment = h('input', { type: 'text', 'aria-label': 'Reason', placeholder: 'reason (required)', maxlength: 500, required: true });
     const by = h('input', { type: 'text', 'aria-label': 'Your name', placeholder: 'your name', maxlength: 200, required: true });
     const result = h('span', { class: 'silence-result', role: 'status' });
+    const submit = h('button', { type: 'submit' }, 'Silence');
     return h('form', {
       class: 'silence-form',
       onsubmit: async (ev: Event) => {
@@ -96,6 +97,8 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
               try {
                 await api.expireSilence(id);
                 replace(result, 'Silence expired.');
+                // The button pressed went with the silence: the focus stays in the form, on what silences again.
+                submit.focus();
                 ctx.refresh();
               } catch (err) {
                 replace(result, `Could not expire the silence: ${(err as Error).message}`);
@@ -107,7 +110,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       },
     },
     h('span', null, prompt),
-    duration, comment, by, h('button', { type: 'submit' }, 'Silence'), extra, result);
+    duration, comment, by, submit, extra, result);
   };
 
   if (linked.length) {
@@ -154,13 +157,16 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   const expireButton = (row: SilenceRow): HTMLElement => {
     const result = h('span', { class: 'silence-result', role: 'status' });
     const button = h('button', { type: 'button', 'aria-label': `Expire silence ${row.id}`, onclick: async () => {
-      button.disabled = true;
+      // Held by aria-disabled, not disabled: a disabled button drops the focus, and the refresh then cannot put it
+      // back where the row was.
+      if (button.getAttribute('aria-disabled') === 'true') return;
+      button.setAttribute('aria-disabled', 'true');
       try {
         await api.expireSilence(row.id);
         replace(result, 'Expired.');
         ctx.refresh();
       } catch (err) {
-        button.disabled = false;
+        button.removeAttribute('aria-disabled');
         replace(result, `Could not expire the silence: ${(err as Error).message}`);
       }
     } }, 'Expire');
