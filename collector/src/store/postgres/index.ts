@@ -461,6 +461,8 @@ export class PostgresStore implements Store {
   private fence: LeaseFence | undefined;
   /** The readiness check under way (ping). */
   private pinging: Promise<void> | undefined;
+  /** When the database was last found unreachable (performance.now()), until it answers again (reachable). */
+  private unreachableAt: number | undefined;
 
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
@@ -511,6 +513,7 @@ export class PostgresStore implements Store {
     this.readPool = pool(Math.max(1, opts.readers ?? 2), 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
     this.readyPool = pool(1, 'hookwatch-ready', undefined, READY_TIMEOUT_MS);
     this.pools = [this.pool, this.readPool, this.readyPool];
+    for (const p of this.pools) p.on('connect', () => this.reachable());
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -1661,6 +1664,7 @@ export class PostgresStore implements Store {
     });
     try {
       await Promise.race([check, late]);
+      this.reachable();
     } catch (err) {
       if (!answered) this.unreachable();
       throw err;
@@ -1684,8 +1688,26 @@ export class PostgresStore implements Store {
    * silence, never on a slow statement: a database that is busy but answers keeps its connections.
    */
   private unreachable(): void {
+    this.unreachableAt = performance.now();
     const dropped = this.pools.reduce((n, p) => n + p.dropIdle(), 0);
     if (dropped > 0) this.logger?.warn('postgres did not answer; idle connections closed', { connections: dropped, timeoutMs: READY_TIMEOUT_MS });
+  }
+
+  /**
+   * The database answers again (a readiness check answered, a new connection opened) after it was found
+   * unreachable. The connections in use that have heard nothing from it since before then wait for answers to
+   * statements sent into the outage, which the network may have dropped for good: each would hold its pool's slot
+   * for the statement bound (65 s), and a burst of them (a dashboard refreshing) every read slot, so the queries
+   * after the heal would wait for a free one until they give up. They are closed now: their callers get the lost
+   * connection's answer (503, retry later; a batch is not acknowledged), and new work gets new connections. Never
+   * on a slow statement alone: only after the readiness check went unanswered.
+   */
+  private reachable(): void {
+    const since = this.unreachableAt;
+    if (since === undefined) return;
+    this.unreachableAt = undefined;
+    const closed = this.pools.reduce((n, p) => n + p.dropSilentSince(since), 0);
+    if (closed > 0) this.logger?.warn('postgres answers again; connections waiting since it did not closed', { connections: closed });
   }
 
   close(): Promise<void> {

@@ -36,7 +36,8 @@ type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefine
  * busy pool stuck on a server that hangs, the batches and queries queued behind them would hold a stop that
  * much longer after their connections were closed. Its idle connections can be closed at once too (dropIdle),
  * when the database was found unreachable: the network may have dropped them without a word, and a statement sent
- * on one would wait out its whole bound.
+ * on one would wait out its whole bound. So can those in use that have heard nothing from the server since then
+ * (dropSilentSince), once it answers again: what they wait for was sent into the outage.
  */
 export class CuttablePool extends pg.Pool {
   private cutReason: Error | undefined;
@@ -45,14 +46,31 @@ export class CuttablePool extends pg.Pool {
   private readonly idle = new Set<pg.PoolClient>();
   /** Connections closed by dropIdle: never handed out, and their loss is no news. */
   private readonly dropped = new WeakSet<pg.Client>();
+  /**
+   * Connections in use, with when each last heard from the server (performance.now()): handed out, or its last
+   * statement answered (ReadyForQuery). One that has heard nothing since is waiting for an answer, or about to.
+   */
+  private readonly heardAt = new Map<pg.PoolClient, number>();
 
   constructor(config?: pg.PoolConfig) {
     super(config);
-    this.on('acquire', (client) => this.idle.delete(client));
+    this.on('connect', (client) => {
+      client.connection.on('readyForQuery', () => {
+        if (this.heardAt.has(client)) this.heardAt.set(client, performance.now());
+      });
+    });
+    this.on('acquire', (client) => {
+      this.idle.delete(client);
+      this.heardAt.set(client, performance.now());
+    });
     this.on('release', (err, client) => {
+      this.heardAt.delete(client);
       if (!err) this.idle.add(client);
     });
-    this.on('remove', (client) => this.idle.delete(client));
+    this.on('remove', (client) => {
+      this.idle.delete(client);
+      this.heardAt.delete(client);
+    });
   }
 
   override connect(): Promise<pg.PoolClient>;
@@ -108,7 +126,24 @@ export class CuttablePool extends pg.Pool {
     return n;
   }
 
-  /** Whether `client` was closed by dropIdle (the pool reports it lost as it removes it). */
+  /**
+   * Closes at once the connections in use that have heard nothing from the server since `sinceMs` (performance.now()),
+   * without waiting for it; returns how many. Their statements in flight reject as on a lost connection, and their
+   * callers hand them back broken. Those that heard from it since, and the idle ones, are left as they are.
+   */
+  dropSilentSince(sinceMs: number): number {
+    let n = 0;
+    for (const [client, heardAt] of this.heardAt) {
+      if (heardAt > sinceMs) continue;
+      this.dropped.add(client);
+      client.connection.stream.destroy();
+      this.heardAt.delete(client);
+      n++;
+    }
+    return n;
+  }
+
+  /** Whether `client` was closed by dropIdle or dropSilentSince (the pool reports it lost as it removes it). */
   wasDropped(client: pg.Client | undefined): boolean {
     return client !== undefined && this.dropped.has(client);
   }
