@@ -88,8 +88,12 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
     url: config.db,
     ttlMs: config.postgres.leaseTtlMs,
     logger,
-    // The database answers again: the listening connection need not wait out its backoff.
-    onConnected: () => bus.databaseReachable(),
+    // The database answers again: the listening connection need not wait out its backoff, and the store closes
+    // the connections left waiting since before it was found unreachable.
+    onConnected: () => {
+      bus.databaseReachable();
+      store.databaseReachable();
+    },
     onChange: (leader) => {
       // Whatever was queued is dropped on loss (service.ts): a later acquisition resumes the outbox afresh.
       if (!leader) alertStateStore.forgetOutbox();
@@ -111,6 +115,7 @@ export function startCoordination(store: Store, config: HookwatchConfig, logger:
       for (const cb of signals) cb(channel, payload);
     },
     onResumed: () => {
+      store.databaseReachable();
       for (const cb of resumed) cb();
     },
     // The store's idle connections may be as dead: it asks the database, and closes them if it does not answer.

@@ -461,7 +461,7 @@ export class PostgresStore implements Store {
   private fence: LeaseFence | undefined;
   /** The readiness check under way (ping). */
   private pinging: Promise<void> | undefined;
-  /** When the database was last found unreachable (performance.now()), until it answers again (reachable). */
+  /** When the database was last found unreachable (performance.now()), until it answers again (databaseReachable). */
   private unreachableAt: number | undefined;
 
   private constructor(opts: PostgresStoreOptions) {
@@ -513,7 +513,7 @@ export class PostgresStore implements Store {
     this.readPool = pool(Math.max(1, opts.readers ?? 2), 'hookwatch-read', `SET max_parallel_workers_per_gather = 0; SET random_page_cost = ${READ_RANDOM_PAGE_COST}`);
     this.readyPool = pool(1, 'hookwatch-ready', undefined, READY_TIMEOUT_MS);
     this.pools = [this.pool, this.readPool, this.readyPool];
-    for (const p of this.pools) p.on('connect', () => this.reachable());
+    for (const p of this.pools) p.on('connect', () => this.databaseReachable());
   }
 
   /** Connects, applies pending migrations (once across replicas) and returns the store. */
@@ -1664,7 +1664,7 @@ export class PostgresStore implements Store {
     });
     try {
       await Promise.race([check, late]);
-      this.reachable();
+      this.databaseReachable();
     } catch (err) {
       if (!answered) this.unreachable();
       throw err;
@@ -1694,15 +1694,16 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The database answers again (a readiness check answered, a new connection opened) after it was found
-   * unreachable. The connections in use that have heard nothing from it since before then wait for answers to
-   * statements sent into the outage, which the network may have dropped for good: each would hold its pool's slot
-   * for the statement bound (65 s), and a burst of them (a dashboard refreshing) every read slot, so the queries
-   * after the heal would wait for a free one until they give up. They are closed now: their callers get the lost
-   * connection's answer (503, retry later; a batch is not acknowledged), and new work gets new connections. Never
-   * on a slow statement alone: only after the readiness check went unanswered.
+   * The database answers again (a readiness check answered, a new connection opened, here or by another
+   * connection to it: the lease's, the listening one's) after it was found unreachable. The connections in use
+   * that have heard nothing from it since before then wait for answers to statements sent into the outage, which
+   * the network may have dropped for good: each would hold its pool's slot for the statement bound (65 s), and a
+   * burst of them (a dashboard refreshing) every read slot, so the queries after the heal would wait for a free
+   * one until they give up. They are closed now: their callers get the lost connection's answer (503, retry
+   * later; a batch is not acknowledged), and new work gets new connections. Never on a slow statement alone:
+   * only after the readiness check went unanswered.
    */
-  private reachable(): void {
+  databaseReachable(): void {
     const since = this.unreachableAt;
     if (since === undefined) return;
     this.unreachableAt = undefined;

@@ -86,12 +86,36 @@ it('a dashboard refresh and a batch sent into the cut hold no connection after t
   expect(closed[0]?.['connections']).toBeGreaterThanOrEqual(2);
 }, 240_000);
 
-it('with no readiness probe, once the listening connection found the database unreachable, the same holds', async () => {
-  const { replica, proxy } = await warmReplica();
-  expect(proxy.cutOff()).toBeGreaterThan(0);
+/** Waits until the listening connection was found lost in the cut, and the store's own check of the database after it. */
+async function listeningFoundLost(replica: Replica): Promise<void> {
   await waitFor('the listening connection to be found lost', async () => (logEntries(replica.lines, 'replica signal connection lost; reconnecting').length > 0 ? true : undefined), 10_000, 100);
   // The store then asks the database on a connection of its own, which has 2 s to answer.
   await new Promise((r) => setTimeout(r, 3000));
+}
+
+it('with no readiness probe, once the listening connection found the database unreachable, the same holds', async () => {
+  const { replica, proxy } = await warmReplica();
+  expect(proxy.cutOff()).toBeGreaterThan(0);
+  await listeningFoundLost(replica);
   proxy.heal();
   await expectAnsweredAtOnce(replica, 'the listening connection was found lost');
+}, 240_000);
+
+it('with no readiness probe nor batches, a dashboard refreshing through the cut is answered once the listening connection is back', async () => {
+  const { replica, proxy } = await warmReplica();
+  const hooks = `${replica.httpUrl}/api/v1/hooks?from=now-1h`;
+  expect(proxy.cutOff()).toBeGreaterThan(0);
+  const intoCut = Array.from({ length: 2 }, () => timedFetch(hooks, WAIT_MS));
+  await listeningFoundLost(replica);
+  proxy.heal();
+  // Nothing but the listening connection (and the lease's) tells the replica the database answers again.
+  await waitFor('the listening connection to be restored', async () => (logEntries(replica.lines, 'replica signal connection restored').length > 0 ? true : undefined), 20_000, 100);
+  const query = await timedFetch(hooks, WAIT_MS);
+  const sentIntoCut = await Promise.all(intoCut);
+  // eslint-disable-next-line no-console
+  console.log(`after the listening connection was restored: query ${JSON.stringify(query)}; sent into the cut ${JSON.stringify(sentIntoCut)}`);
+  expect(query.status).toBe(200);
+  expect(query.ms, 'ms to answer a query sent after the heal').toBeLessThan(ANSWERED_WITHIN_MS);
+  for (const a of sentIntoCut) expect([200, 503]).toContain(a.status);
+  expect(logEntries(replica.lines, CLOSED_AFTER_HEAL).map((e) => e['level'])).toEqual(['warn']);
 }, 240_000);
