@@ -44,7 +44,7 @@ export class CuttablePool extends pg.Pool {
   private readonly waiting = new Set<(err: Error) => void>();
   /** Connections idle in the pool: released, not handed out again yet. */
   private readonly idle = new Set<pg.PoolClient>();
-  /** Connections closed by dropIdle: never handed out, and their loss is no news. */
+  /** Connections closed by dropIdle or dropSilentSince: never handed out, and their loss is no news. */
   private readonly dropped = new WeakSet<pg.Client>();
   /**
    * Connections in use, with when each last heard from the server (performance.now()): handed out, or its last
