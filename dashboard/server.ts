@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { join, normalize, sep } from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { routeLayers, type RouteLayer } from '../collector/src/api/index.ts';
+import { routeLayers, type RouteLayer } from '../collector/src/api/route-layers.ts';
 import { echoed } from '../collector/src/request-error.ts';
 
 const publicDir = fileURLToPath(new URL('./public/', import.meta.url));

@@ -21,6 +21,7 @@ import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } 
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 import { answerParserRefusals, refusalStatus, type ParserRefusal } from '../net/parser-refusals.ts';
 import { answerServerRefusals, type ServerRefusal } from '../net/server-refusals.ts';
+import { appStack, routeLayers } from './route-layers.ts';
 
 export interface ApiOptions {
   store: Store;
@@ -423,23 +424,6 @@ export function conditionalRequests(): (req: Request, res: Response, next: NextF
     if (req.headers['if-none-match'] !== undefined) delete req.headers['cache-control'];
     next();
   };
-}
-
-/** A layer of the app's router stack: a route (`route` set), or a router or middleware (`handle.stack` for a router). */
-export interface RouteLayer {
-  route?: { path: unknown; methods: Record<string, boolean> };
-  match?: (path: string) => unknown;
-  handle?: { stack?: RouteLayer[] };
-}
-
-/** The route layers of a router stack, its routers' included, in the order they are tried. */
-export function routeLayers(stack: readonly RouteLayer[] | undefined): (RouteLayer & { route: NonNullable<RouteLayer['route']> })[] {
-  return (stack ?? []).flatMap((layer) => (layer.route ? [layer as RouteLayer & { route: NonNullable<RouteLayer['route']> }] : routeLayers(layer.handle?.stack)));
-}
-
-/** The app's router stack (Express's typings do not expose its layers; they are read as the router builds them). */
-export function appStack(application: unknown): readonly RouteLayer[] | undefined {
-  return (application as { router?: { stack?: RouteLayer[] } }).router?.stack;
 }
 
 /** The methods the app's routes (catch-alls aside) answer on `path` (GET implies HEAD), upper case and sorted; [] when none matches. */

@@ -15,7 +15,7 @@ import type { Counter, Histogram } from 'prom-client';
 import { targetPath } from '../net/allowed-hosts.ts';
 import { parserRefusal, refusalStatus } from '../net/parser-refusals.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import { appStack, routeLayers, type RouteLayer } from './index.ts';
+import { appStack, routeLayers, type RouteLayer } from './route-layers.ts';
 
 /** The dashboard's requests, all of them: a page, a module or a file says nothing an operator acts on apart. */
 export const DASHBOARD_HANDLER = '/dashboard';
