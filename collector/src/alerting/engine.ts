@@ -61,6 +61,9 @@ type Scope = 'all' | 'ingest' | 'notify';
 
 const DAY = 86_400_000;
 
+/** What the engine keeps of a notification made or given up on (see AlertEngine.sent). */
+type SentNotification = Pick<Notification, 'receiver' | 'createdAtMs' | 'status'> & { alert: { id: string } };
+
 /**
  * How long after a notification was given up on (its delivery deadline passed, the receiver refused it, its queue
  * was full) the receiver is notified again: of the alert while it fires, of its resolution while it has not fired
@@ -399,13 +402,18 @@ export class AlertEngine implements IngestListener {
    * notification of the alert was made for that receiver meanwhile: the alert while it still fires, its resolution
    * while it has not fired again (undeliveredDue).
    */
-  noteUndelivered(n: Pick<Notification, 'receiver' | 'createdAtMs' | 'status'> & { alert: { id: string } }, atMs: number): void {
+  noteUndelivered(n: SentNotification, atMs: number): void {
     if (this.stopped) return;
-    let byReceiver = this.sent.get(n.alert.id);
-    const sent = byReceiver?.get(n.receiver);
+    const sent = this.sent.get(n.alert.id)?.get(n.receiver);
     if (sent && sent.madeAtMs > n.createdAtMs) return;
+    this.noteSent(n, atMs);
+  }
+
+  /** Records `n` as its receiver's latest notification of its alert; `failedAtMs`, once it was given up on. */
+  private noteSent(n: SentNotification, failedAtMs: number | null): void {
+    let byReceiver = this.sent.get(n.alert.id);
     if (!byReceiver) this.sent.set(n.alert.id, (byReceiver = new Map()));
-    byReceiver.set(n.receiver, { status: n.status, madeAtMs: n.createdAtMs, failedAtMs: atMs });
+    byReceiver.set(n.receiver, { status: n.status, madeAtMs: n.createdAtMs, failedAtMs });
   }
 
   /**
@@ -432,11 +440,7 @@ export class AlertEngine implements IngestListener {
 
   /** Records the notifications made now; forgets the alerts neither firing nor listed as resolved. */
   private noteMade(notifications: readonly Notification[]): void {
-    for (const n of notifications) {
-      let byReceiver = this.sent.get(n.alert.id);
-      if (!byReceiver) this.sent.set(n.alert.id, (byReceiver = new Map()));
-      byReceiver.set(n.receiver, { status: n.status, madeAtMs: n.createdAtMs, failedAtMs: null });
-    }
+    for (const n of notifications) this.noteSent(n, null);
     const kept = new Set([...this.set.activeAlerts().filter((a) => a.state === 'firing'), ...this.set.resolvedAlerts()].map((a) => a.id));
     for (const id of this.sent.keys()) if (!kept.has(id)) this.sent.delete(id);
   }
