@@ -532,10 +532,9 @@ export class AlertEngine implements IngestListener {
     const missed = new Map<string, string[]>();
     const receivers = this.opts.receivers.map((r) => r.name);
     const firing = this.set.activeAlerts().filter((a) => a.state === 'firing' && a.lastNotifiedMs !== null);
-    if (receivers.length === 0 || firing.length === 0) return missed;
-    const had = new Set((await this.opts.stateStore.firingReceivers(firing.map((a) => a.id))).map((r) => `${r.alertId}\u0000${r.receiver}`));
+    const had = await this.receiversHadFiring(firing.map((a) => a.id));
     for (const a of firing) {
-      const owed = receivers.filter((name) => !had.has(`${a.id}\u0000${name}`));
+      const owed = receivers.filter((name) => !had(a.id, name));
       if (owed.length > 0) missed.set(a.id, owed);
     }
     return missed;
@@ -552,9 +551,18 @@ export class AlertEngine implements IngestListener {
   private async firingHeard(transitions: readonly Transition[]): Promise<(a: AlertRecord, receiver: string) => boolean> {
     const pushed = new Set(this.opts.receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
     const ids = transitions.filter((t) => t.to === 'resolved' && t.alert.notifiedFiring).map((t) => t.alert.id);
-    const rows = ids.length === 0 || this.opts.receivers.length === 0 ? [] : await this.opts.stateStore.firingReceivers(ids, { givenUp: false });
+    const had = await this.receiversHadFiring(ids, { givenUp: false });
+    return (a, receiver) => pushed.has(receiver) || had(a.id, receiver);
+  }
+
+  /**
+   * Whether a receiver had the firing of an alert among `alertIds`, by the state store's record of them
+   * (AlertStateStore.firingReceivers, given `opts`); nothing is read with no alert or no receiver configured.
+   */
+  private async receiversHadFiring(alertIds: readonly string[], opts?: { givenUp?: boolean }): Promise<(alertId: string, receiver: string) => boolean> {
+    const rows = alertIds.length === 0 || this.opts.receivers.length === 0 ? [] : await this.opts.stateStore.firingReceivers(alertIds, opts);
     const had = new Set(rows.map((r) => `${r.alertId}\u0000${r.receiver}`));
-    return (a, receiver) => pushed.has(receiver) || had.has(`${a.id}\u0000${receiver}`);
+    return (alertId, receiver) => had.has(`${alertId}\u0000${receiver}`);
   }
 
   /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, rulesToRead; `notify`: none). */
