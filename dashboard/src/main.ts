@@ -816,7 +816,11 @@ export function start(root: HTMLElement): Dashboard {
    */
   const entryViews = new Map<string, string>();
   const newEntryId = (): string => `${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`;
-  const stateOf = (state: unknown): { id?: unknown; view?: unknown } => (typeof state === 'object' && state !== null ? state : {});
+  /** What the page keeps in a history entry's state: its id, and the view kept for the way back (keptViewText). */
+  const stateOf = (state: unknown): { id: string | undefined; view: string | null } => {
+    const s: { id?: unknown; view?: unknown } = typeof state === 'object' && state !== null ? state : {};
+    return { id: typeof s.id === 'string' ? s.id : undefined, view: typeof s.view === 'string' ? s.view : null };
+  };
   /** The history entry shown: its id in its state (kept where the page replaces its URL), and its URL. */
   let entryId = newEntryId();
   let entryUrl = location.href;
@@ -835,15 +839,22 @@ export function start(root: HTMLElement): Dashboard {
     if (store) history.replaceState({ id: entryId, view }, '');
   }
 
+  /**
+   * The entry shown is the one of `id` (from its state). An entry an earlier version left holds no id: given one,
+   * its view is found again when it is come back to.
+   */
+  function showEntry(id: string | undefined): void {
+    entryId = id ?? newEntryId();
+    if (id === undefined) history.replaceState({ id: entryId }, '');
+  }
+
   /** Gone back or forward to another view of this page: drawn, then scrolled back where it was. */
   function onPopState(ev: PopStateEvent): void {
     // The entry left (location names the one come back to) can no longer be written: its view stays with the page.
     keepEntryView(false);
     const { id, view } = stateOf(ev.state);
-    entryId = typeof id === 'string' ? id : newEntryId();
-    // An entry an earlier version left holds no id: given one, its view is found again when it is come back to.
-    if (typeof id !== 'string') history.replaceState({ id: entryId }, '');
-    render(keptViewFor(entryViews.get(entryId) ?? (typeof view === 'string' ? view : null), location.href, 'back_forward'));
+    showEntry(id);
+    render(keptViewFor(entryViews.get(entryId) ?? view, location.href, 'back_forward'));
   }
 
   /**
@@ -853,8 +864,7 @@ export function start(root: HTMLElement): Dashboard {
   function takeKeptView(): KeptView | null {
     try {
       const navigation = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined;
-      const { view } = stateOf(history.state);
-      const stored = navigation?.type === 'back_forward' ? (typeof view === 'string' ? view : null) : sessionStorage.getItem(VIEW_KEY);
+      const stored = navigation?.type === 'back_forward' ? stateOf(history.state).view : sessionStorage.getItem(VIEW_KEY);
       sessionStorage.removeItem(VIEW_KEY);
       return keptViewFor(stored, location.href, navigation?.type);
     } catch {
@@ -951,9 +961,7 @@ export function start(root: HTMLElement): Dashboard {
     if (themeChoice() === 'auto') recolour();
   };
   dark.addEventListener('change', onScheme);
-  const { id } = stateOf(history.state);
-  if (typeof id === 'string') entryId = id;
-  else history.replaceState({ id: entryId }, '');
+  showEntry(stateOf(history.state).id);
   const restoration = history.scrollRestoration;
   history.scrollRestoration = 'manual';
   window.addEventListener('popstate', onPopState);
