@@ -258,6 +258,23 @@ async function longestStall(work: () => Promise<void>): Promise<number> {
 }
 
 /**
+ * `once(false)` (straight through) and `once(true)` (paced), alternating run by run, `runs` times each: what each
+ * returned, in order.
+ */
+async function alternating(runs: number, once: (paced: boolean) => Promise<number>): Promise<{ straight: number[]; paced: number[] }> {
+  const straight: number[] = [];
+  const paced: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    straight.push(await once(false));
+    paced.push(await once(true));
+  }
+  return { straight, paced };
+}
+
+/** Milliseconds as a list, whole. */
+const msList = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+
+/**
  * One request taken as the server takes it: decoded in slices with a turn of the event loop between them (as
  * decodeWithin does), then through the hook stage (HookIngest: extraction in slices, commit in parts); or, as
  * before slicing, straight through: decoded and extracted in one call, its events in one store.ingest().
@@ -286,17 +303,11 @@ async function stall(encoding: WireEncoding, runs: number): Promise<BenchResult>
   const warm = maxSizeRequest(encoding, MAX_REQUEST_BYTES / 16).body;
   for (const paced of [false, true]) await ingestOnce(config, encoding, warm, paced);
   const { body, records } = maxSizeRequest(encoding);
-  const straight: number[] = [];
-  const paced: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    straight.push(await ingestOnce(config, encoding, body, false));
-    paced.push(await ingestOnce(config, encoding, body, true));
-  }
-  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  const { straight, paced } = await alternating(runs, (p) => ingestOnce(config, encoding, body, p));
   return result(
     `ingest ${encoding}: longest event-loop stall while one maximum-size request is ingested`,
     percentile(paced, 50), 'ms', 'same request straight through', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B request of ${records.toLocaleString('en-US')} hook executions (1,000 per session) decoded, extracted and committed to a fresh SQLite file (synchronous=full) in this process, as the server does it (decode and extraction in slices, commit in parts, the event loop served between) against decoded and extracted in one call and committed in one store.ingest(); longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${ms(paced)} ms, straight ${ms(straight)} ms${encoding === 'json' ? '; the JSON.parse of the body is one piece in both' : ''}`,
+    `one ${body.length.toLocaleString('en-US')} B request of ${records.toLocaleString('en-US')} hook executions (1,000 per session) decoded, extracted and committed to a fresh SQLite file (synchronous=full) in this process, as the server does it (decode and extraction in slices, commit in parts, the event loop served between) against decoded and extracted in one call and committed in one store.ingest(); longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, straight ${msList(straight)} ms${encoding === 'json' ? '; the JSON.parse of the body is one piece in both' : ''}`,
   );
 }
 
@@ -317,17 +328,11 @@ async function passThroughStall(signal: 'metrics' | 'traces', runs: number): Pro
   const warm = maxSizePassThrough(signal, MAX_REQUEST_BYTES / 16).body;
   for (const paced of [false, true]) await check(warm, paced);
   const { body, items } = maxSizePassThrough(signal);
-  const straight: number[] = [];
-  const paced: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    straight.push(await check(body, false));
-    paced.push(await check(body, true));
-  }
-  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  const { straight, paced } = await alternating(runs, (p) => check(body, p));
   return result(
     `ingest ${signal} protobuf: longest event-loop stall while one maximum-size request is checked`,
     percentile(paced, 50), 'ms', 'same request straight through', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B request of ${items.toLocaleString('en-US')} ${signal === 'metrics' ? 'sums' : 'spans'} checked in this process as the receivers check it (the protobuf skim in slices, the event loop served between) against the skim in one call; forwarding's queue write comes after either; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${ms(paced)} ms, straight ${ms(straight)} ms`,
+    `one ${body.length.toLocaleString('en-US')} B request of ${items.toLocaleString('en-US')} ${signal === 'metrics' ? 'sums' : 'spans'} checked in this process as the receivers check it (the protobuf skim in slices, the event loop served between) against the skim in one call; forwarding's queue write comes after either; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, straight ${msList(straight)} ms`,
   );
 }
 
@@ -369,17 +374,11 @@ async function forwardQueueStall(runs: number): Promise<BenchResult> {
     }
   };
   const { body } = maxSizePassThrough('traces');
-  const straight: number[] = [];
-  const chunked: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    straight.push(await once(body, false));
-    chunked.push(await once(body, true));
-  }
-  const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+  const { straight, paced: chunked } = await alternating(runs, (c) => once(body, c));
   return result(
     'forward queue: longest event-loop stall while one maximum-size request is queued, read and deleted',
     percentile(chunked, 50), 'ms', 'same body in one statement each', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B traces request committed to a fresh forwarding queue file (synchronous=full, secure_delete), read for sending and deleted as delivered, chunk by chunk with the event loop served between, against the same body inserted, selected and deleted in one statement each; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${ms(chunked)} ms, one statement ${ms(straight)} ms`,
+    `one ${body.length.toLocaleString('en-US')} B traces request committed to a fresh forwarding queue file (synchronous=full, secure_delete), read for sending and deleted as delivered, chunk by chunk with the event loop served between, against the same body inserted, selected and deleted in one statement each; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${msList(chunked)} ms, one statement ${msList(straight)} ms`,
   );
 }
 
