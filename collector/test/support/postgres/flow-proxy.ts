@@ -123,6 +123,12 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const port = (proxy.address() as AddressInfo).port;
+  /** Drops the open connections of `app` (drop()), and says which. */
+  const dropApp = (app: string): Flow[] => {
+    const dropped = [...flows].filter((f) => f.app === app);
+    for (const f of dropped) dropFlow(f);
+    return dropped;
+  };
   return {
     via: (url) => {
       const u = new URL(url);
@@ -130,18 +136,9 @@ export async function startFlowProxy(target: { host: string; port: number }): Pr
       u.port = String(port);
       return u.toString();
     },
-    drop(app) {
-      let n = 0;
-      for (const f of flows) {
-        if (f.app !== app) continue;
-        dropFlow(f);
-        n++;
-      }
-      return n;
-    },
+    drop: (app) => dropApp(app).length,
     async forget(app) {
-      const forgotten = [...flows].filter((f) => f.app === app);
-      for (const f of forgotten) dropFlow(f);
+      const forgotten = dropApp(app);
       await Promise.all(forgotten.map((f) => discardAll(f.client)));
       return forgotten.length;
     },
