@@ -66,7 +66,7 @@ export function rangeQuery(range: Range): { from: string; to: string } {
 }
 
 /** What the dashboard calls a dimension's empty value: the events without the attribute (or with it empty). */
-export const NOT_SET = '(not set)';
+const NOT_SET = '(not set)';
 
 /** A dimension's value as the dashboard shows it: the empty value named NOT_SET, never shown as nothing. */
 export function shownValue(value: string): string {

@@ -78,7 +78,7 @@ export function windowText(ms: number): string {
  * A time measured (how long a hook or the feed has been quiet) as a person reads it: its two largest units, cut
  * rather than rounded, as windowText writes a setting (45s, 1h 30m, 30h, 5d 2h), never 442282s.
  */
-export function elapsedText(ms: number): string {
+function elapsedText(ms: number): string {
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);

@@ -71,7 +71,7 @@ type SentNotification = Pick<Notification, 'receiver' | 'createdAtMs' | 'status'
  * Without it the receiver would hear nothing of a firing alert until its repeat, hours later, and never that it
  * resolved.
  */
-export const UNDELIVERED_RETRY_MS = 5 * 60_000;
+const UNDELIVERED_RETRY_MS = 5 * 60_000;
 
 /** First wait before a failed reload of the alert state is tried again; it doubles up to the maximum. */
 const RELOAD_RETRY_MIN_MS = 1_000;

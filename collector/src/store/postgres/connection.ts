@@ -14,7 +14,7 @@ import type pg from 'pg';
  * pool replaces it: the next statement is not sent into it to wait out its whole bound. The probes answered keep the
  * flow fresh in the NATs and firewalls between. Below 1 s Node leaves the system's default (2 hours).
  */
-export const KEEPALIVE_MS = 10_000;
+const KEEPALIVE_MS = 10_000;
 
 /** pg's options for TCP keepalive after `idleMs` idle (KEEPALIVE_MS). */
 export function keepAlive(idleMs = KEEPALIVE_MS): Pick<pg.ClientConfig, 'keepAlive' | 'keepAliveInitialDelayMillis'> {
