@@ -64,6 +64,19 @@ async function opened(url: string, scheme: 'light' | 'dark', allow?: RegExp): Pr
   return w.page;
 }
 
+/** How many times `p` has drawn its content (body[data-loaded]). */
+async function loads(p: Page): Promise<number> {
+  return Number(await p.evaluate(() => document.body.dataset['loaded']));
+}
+
+/** The control that has the focus in `p`: the alert whose card holds it, if any, its tag, and its label or text. */
+function focusedControl(p: Page): Promise<string> {
+  return p.evaluate(() => {
+    const el = document.activeElement as HTMLElement;
+    return `${el.closest('[data-alert-id]')?.getAttribute('data-alert-id') ?? ''} ${el.tagName} ${el.getAttribute('aria-label') ?? el.textContent ?? ''}`;
+  });
+}
+
 /** What axe-core finds against WCAG 2.0/2.1 A and AA and its best practices: "rule (impact): element". */
 async function axeViolations(p: Page): Promise<string[]> {
   await p.evaluate(AXE);
@@ -181,38 +194,28 @@ describe('accessibility', () => {
 
   it('leaves the focus on the control it was on when a refresh draws the page anew', async () => {
     const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light');
-    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
-    const active = (): Promise<string> => p.evaluate(() => {
-      const el = document.activeElement as HTMLElement;
-      return `${el.closest('[data-alert-id]')?.getAttribute('data-alert-id') ?? ''} ${el.tagName} ${el.getAttribute('aria-label') ?? el.textContent ?? ''}`;
-    });
     // A silence's Expire button, then the hook link on an alert's card: both are drawn anew at each refresh.
     for (const selector of ['#silences button[aria-label^="Expire silence"]', 'article[data-alert-id] a.hook-link']) {
       await p.focus(selector);
-      const before = await active();
-      await waitLoaded(p, (await loads()) + 2);
-      expect(await active()).toBe(before);
+      const before = await focusedControl(p);
+      await waitLoaded(p, (await loads(p)) + 2);
+      expect(await focusedControl(p)).toBe(before);
     }
     expect(await closePages(open)).toEqual([]);
   });
 
   it('leaves the focus on a control of an alert\'s card that a refresh puts back in the list rather than draws anew', async () => {
     const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light');
-    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
-    const active = (): Promise<string> => p.evaluate(() => {
-      const el = document.activeElement as HTMLElement;
-      return `${el.closest('[data-alert-id]')?.getAttribute('data-alert-id') ?? ''} ${el.tagName} ${el.getAttribute('aria-label') ?? el.textContent ?? ''}`;
-    });
     const card = 'article[data-alert-id]:first-of-type';
     await p.focus(`${card} details.attempts-details > summary`);
-    const before = await active();
-    await waitLoaded(p, (await loads()) + 2);
-    expect(await active()).toBe(before);
+    const before = await focusedControl(p);
+    await waitLoaded(p, (await loads(p)) + 2);
+    expect(await focusedControl(p)).toBe(before);
     // A reason half typed into the silence form: the rest of it goes on into the field, whatever refreshed meanwhile.
     await p.click(`${card} details.silence > summary`);
     await p.focus(`${card} input[aria-label="Reason"]`);
     await p.keyboard.type('deploy ');
-    await waitLoaded(p, (await loads()) + 2);
+    await waitLoaded(p, (await loads(p)) + 2);
     await p.keyboard.type('window');
     expect(await p.inputValue(`${card} input[aria-label="Reason"]`)).toBe('deploy window');
     expect(await closePages(open)).toEqual([]);
@@ -220,13 +223,12 @@ describe('accessibility', () => {
 
   it('leaves the focus on the range control used, a preset or the custom range, as the header draws them anew', async () => {
     const p = await opened(`${svc.httpUrl}/?refresh=off`, 'light');
-    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
     const active = (): Promise<string> => p.evaluate(() => {
       const el = document.activeElement as HTMLElement;
       return `${el.tagName} ${el.textContent ?? ''}`;
     });
     await p.focus('button[data-range="7d"]');
-    let loaded = await loads();
+    let loaded = await loads(p);
     await p.keyboard.press('Enter');
     await p.waitForURL(/range=7d/);
     await waitLoaded(p, loaded + 1);
@@ -236,7 +238,7 @@ describe('accessibility', () => {
     await p.keyboard.press('Enter');
     await p.focus('#range-from');
     await p.keyboard.press('Enter');
-    loaded = await loads();
+    loaded = await loads(p);
     await p.waitForURL(/range=custom/);
     await waitLoaded(p, loaded + 1);
     expect(await active()).toBe('SUMMARY Custom');
@@ -245,13 +247,12 @@ describe('accessibility', () => {
 
   it('keeps the focus in the part of the page it was in when a refresh cannot draw the control it was on again', async () => {
     const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light', /status of 503/);
-    const loads = async (): Promise<number> => Number(await p.evaluate(() => document.body.dataset['loaded']));
     await p.focus('#silences button[aria-label^="Expire silence"]');
     // The silences fail to load at the next refresh: the button the focus was on is not drawn again.
     await p.route((u) => u.pathname === '/api/v1/silences', (route) => route.fulfill({
       status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }),
     }));
-    await waitLoaded(p, (await loads()) + 1);
+    await waitLoaded(p, (await loads(p)) + 1);
     expect(await p.textContent('#silences')).toContain('Could not load the silences');
     expect(await p.evaluate(() => [document.activeElement?.id, document.activeElement?.getAttribute('tabindex')])).toEqual(['silences', '-1']);
     expect(await closePages(open)).toEqual([]);
@@ -269,7 +270,7 @@ describe('accessibility', () => {
       });
       for (const el of document.querySelectorAll('[aria-live], [role="status"], [role="alert"]')) seen.observe(el, { childList: true, subtree: true, characterData: true });
     });
-    await waitLoaded(p, Number(await p.evaluate(() => document.body.dataset['loaded'])) + 3);
+    await waitLoaded(p, (await loads(p)) + 3);
     expect(await p.evaluate(() => (window as unknown as { liveChanges: string[] }).liveChanges)).toEqual([]);
     expect(await closePages(open)).toEqual([]);
   });
