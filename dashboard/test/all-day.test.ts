@@ -138,6 +138,21 @@ function options(p: Page, selector: string): Promise<string[]> {
   return p.$$eval(`${selector} option`, (os) => os.map((o) => (o as HTMLOptionElement).value));
 }
 
+/** Scrolls the chart `chart` into view, and says where the page is scrolled to. */
+function scrollToChart(p: Page, chart: string): Promise<number> {
+  return p.evaluate((c) => {
+    document.querySelector(`[data-chart="${c}"]`)?.scrollIntoView();
+    return scrollY;
+  }, chart);
+}
+
+/** Waits for the view of `range` drawn, and says where it is scrolled to, once done. */
+async function shownRange(p: Page, range: string): Promise<number> {
+  await p.waitForFunction((r) => location.search.includes(`range=${r}`), range);
+  await waitLoaded(p);
+  return p.evaluate(() => scrollY);
+}
+
 describe('the server restarted while the page is open', () => {
   it('says hookwatch does not answer, then shows data again by itself, without a reload', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
@@ -521,10 +536,7 @@ describe('reloaded by the browser', () => {
     await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=off`);
     await waitLoaded(p);
     await p.click('[data-chart="delivery"] details.chart-data summary');
-    const scrolled = await p.evaluate(() => {
-      document.querySelector('[data-chart="curve"]')?.scrollIntoView();
-      return scrollY;
-    });
+    const scrolled = await scrollToChart(p, 'curve');
     expect(scrolled).toBeGreaterThan(300);
     await p.reload();
     await waitLoaded(p);
@@ -572,38 +584,27 @@ describe('back and forward, scrolled', () => {
     await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=off`);
     await waitLoaded(p);
     await p.click('[data-chart="delivery"] details.chart-data summary');
-    /** Scrolls the chart `chart` into view, and says where the page is scrolled to. */
-    const scrollTo = (chart: string): Promise<number> => p.evaluate((c) => {
-      document.querySelector(`[data-chart="${c}"]`)?.scrollIntoView();
-      return scrollY;
-    }, chart);
     const openCharts = (): Promise<(string | undefined)[]> => p.evaluate(() => [...document.querySelectorAll('details')].filter((d) => d.open).map((d) => d.closest<HTMLElement>('[data-chart]')?.dataset['chart']));
-    const week = await scrollTo('curve');
+    const week = await scrollToChart(p, 'curve');
     expect(week).toBeGreaterThan(300);
-    /** Waits for the view of `range` drawn, and says where it is scrolled to, once done. */
-    const shown = async (range: string): Promise<number> => {
-      await p.waitForFunction((r) => location.search.includes(`range=${r}`), range);
-      await waitLoaded(p);
-      return p.evaluate(() => scrollY);
-    };
     // Another range chosen from the keyboard, where the page is: the view it draws opens at its top.
     await p.evaluate(() => document.querySelector<HTMLButtonElement>('button[data-range="30d"]')?.click());
-    expect(await shown('30d')).toBe(0);
-    const month = await scrollTo('delivery');
+    expect(await shownRange(p, '30d')).toBe(0);
+    const month = await scrollToChart(p, 'delivery');
     expect(month).toBeGreaterThan(300);
 
     await p.goBack();
-    expect(Math.abs(await shown('7d') - week)).toBeLessThanOrEqual(3);
+    expect(Math.abs(await shownRange(p, '7d') - week)).toBeLessThanOrEqual(3);
     expect(await openCharts()).toEqual(['delivery']);
     await p.goForward();
-    expect(Math.abs(await shown('30d') - month)).toBeLessThanOrEqual(3);
+    expect(Math.abs(await shownRange(p, '30d') - month)).toBeLessThanOrEqual(3);
     expect(await openCharts()).toEqual([]);
     // Another site followed, and back: the page, loaded again, comes back to where it was too.
     await p.goto('about:blank');
     await p.goBack();
-    expect(Math.abs(await shown('30d') - month)).toBeLessThanOrEqual(3);
+    expect(Math.abs(await shownRange(p, '30d') - month)).toBeLessThanOrEqual(3);
     await p.goBack();
-    expect(Math.abs(await shown('7d') - week)).toBeLessThanOrEqual(3);
+    expect(Math.abs(await shownRange(p, '7d') - week)).toBeLessThanOrEqual(3);
     expect(await openCharts()).toEqual(['delivery']);
   });
 
@@ -620,22 +621,14 @@ describe('back and forward, scrolled', () => {
     }, view('30d'));
     await p.reload();
     await waitLoaded(p);
-    const shown = async (range: string): Promise<number> => {
-      await p.waitForFunction((r) => location.search.includes(`range=${r}`), range);
-      await waitLoaded(p);
-      return p.evaluate(() => scrollY);
-    };
     await p.goBack();
-    await shown('7d');
-    const week = await p.evaluate(() => {
-      document.querySelector('[data-chart="curve"]')?.scrollIntoView();
-      return scrollY;
-    });
+    await shownRange(p, '7d');
+    const week = await scrollToChart(p, 'curve');
     expect(week).toBeGreaterThan(300);
     await p.goForward();
-    await shown('30d');
+    await shownRange(p, '30d');
     await p.goBack();
-    expect(Math.abs(await shown('7d') - week)).toBeLessThanOrEqual(3);
+    expect(Math.abs(await shownRange(p, '7d') - week)).toBeLessThanOrEqual(3);
   });
 });
 
@@ -645,10 +638,7 @@ describe('back and forward, scrolled by the reader', () => {
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=off`);
     await waitLoaded(p);
-    const week = await p.evaluate(() => {
-      document.querySelector('[data-chart="curve"]')?.scrollIntoView();
-      return scrollY;
-    });
+    const week = await scrollToChart(p, 'curve');
     expect(week).toBeGreaterThan(300);
     await p.evaluate(() => document.querySelector<HTMLButtonElement>('button[data-range="30d"]')?.click());
     await p.waitForFunction(() => location.search.includes('range=30d'));
