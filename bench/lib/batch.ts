@@ -275,8 +275,8 @@ function passThroughResource(signal: 'metrics' | 'traces', n: number, nowNanos: 
 
 /**
  * One protobuf metrics or traces request as large as otlp.maxRequestBytes lets a client send: resources of
- * 1,000 sums or spans, some 140,000 in all, the same resource repeated (hookwatch checks these requests' framing
- * and forwards them, it does not decode them).
+ * 1,000 sums or spans, some 136,000 sums or 129,000 spans in all (docs/benchmarks.md), the same resource repeated
+ * (hookwatch checks these requests' framing and forwards them, it does not decode them).
  */
 export function maxSizePassThrough(signal: 'metrics' | 'traces', maxBytes = MAX_REQUEST_BYTES): { body: Buffer; items: number } {
   const one = passThroughResource(signal, MAX_SIZE_PER_RESOURCE, BigInt(Date.now()) * 1_000_000n);
