@@ -91,6 +91,16 @@ function moduleCompiler(root: string): (relative: string) => Promise<string | un
 
 type Compilers = Record<'/dashboard/src/' | '/shared/src/', (relative: string) => Promise<string | undefined>>;
 
+/**
+ * The module at `url` (a URL path) compiled, when `url` is under one of `compilers`' prefixes (whatever their case,
+ * as the routes serving the modules match them): undefined when no such module is there. Undefined for a URL under
+ * none.
+ */
+function moduleAt(compilers: Compilers, url: string): Promise<string | undefined> | undefined {
+  const prefix = (Object.keys(compilers) as (keyof Compilers)[]).find((p) => url.toLowerCase().startsWith(p));
+  return prefix === undefined ? undefined : compilers[prefix](url.slice(prefix.length));
+}
+
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/g;
 
 /** The page as served, and the build of the dashboard it is: a digest of every file the page loads from hookwatch (Chart.js too). */
@@ -108,9 +118,7 @@ async function renderIndex(compilers: Compilers): Promise<Index> {
   const seen = new Map<string, string>();
   const visit = async (url: string): Promise<void> => {
     if (seen.has(url)) return;
-    const prefix = (Object.keys(compilers) as (keyof Compilers)[]).find((p) => url.startsWith(p));
-    if (!prefix) return;
-    const js = await compilers[prefix](url.slice(prefix.length));
+    const js = await moduleAt(compilers, url);
     if (js === undefined) return;
     seen.set(url, js);
     const deps = [...js.matchAll(IMPORT)].map((m) => m[1] as string).filter((d) => d.startsWith('.'));
@@ -248,8 +256,8 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     } catch {
       return false;
     }
-    const prefix = (Object.keys(compilers) as (keyof Compilers)[]).find((p) => decoded.toLowerCase().startsWith(p));
-    if (prefix) return (await compilers[prefix](decoded.slice(prefix.length))) !== undefined;
+    const compiled = moduleAt(compilers, decoded);
+    if (compiled) return (await compiled) !== undefined;
     return !decoded.split('/').some((segment) => segment.startsWith('.')) && (await fileUnder(publicDir, decoded)) !== undefined;
   };
   // Another method on a path the dashboard serves: a JSON 405 like the API's, not Express's HTML "Cannot POST";
