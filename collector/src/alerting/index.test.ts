@@ -38,6 +38,8 @@ interface Harness {
   db: string;
   push(...facts: Omit<EventFacts, 'timeMs'>[]): Promise<void>;
   pushAt(facts: EventFacts[]): Promise<void>;
+  /** With the receiver answering 503, stores `facts` at the clock's time and waits for two refused attempts. */
+  fireWhileDown(facts: Omit<EventFacts, 'timeMs'>): Promise<void>;
   /** Steps the clock by TICK up to `ms`, evaluating at each step like the timer does. */
   run(ms: number): Promise<void>;
   notes(): { status: string; alertname: string; hook: string; at: number; labels: Record<string, string> }[];
@@ -89,6 +91,12 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
     },
     push(...facts) {
       return h.pushAt(facts.map((f) => ({ ...f, timeMs: clock.now() })));
+    },
+    async fireWhileDown(facts) {
+      sink.reply = () => ({ status: 503 });
+      const r = await store.ingest([hookEvent({ ...facts, timeMs: clock.now() })]);
+      h.alerting.engine.onIngested(r.inserted);
+      await sink.waitFor(2);
     },
     async run(ms) {
       const end = clock.now() + ms;
@@ -286,10 +294,7 @@ describe('persisted rule', () => {
 
   it('counts repeat_interval from the delivery, as Alertmanager does, not from the first failed attempt', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: 2 * MIN });
-    h.sink.reply = () => ({ status: 503 });
-    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
-    h.alerting.engine.onIngested(r.inserted);
-    await h.sink.waitFor(2);
+    await h.fireWhileDown(over);
     // The receiver answers again 50 s later: the notification arrives then.
     h.clock.advance(50_000);
     h.sink.reply = () => ({ status: 200 });
@@ -306,10 +311,7 @@ describe('persisted rule', () => {
 
   it('notifies a receiver that was down past the delivery deadline again a group_interval later, not at the next repeat', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: 4 * HOUR });
-    h.sink.reply = () => ({ status: 503 });
-    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
-    h.alerting.engine.onIngested(r.inserted);
-    await h.sink.waitFor(2);
+    await h.fireWhileDown(over);
     // Still down when the delivery deadline (60 s here) passes: the notification is given up on.
     h.clock.advance(61_000);
     await h.alerting.dispatcher.idle();
@@ -548,10 +550,7 @@ describe('resolutions', () => {
 
   it('follow a firing still undelivered when the alert resolved, once it is delivered after a restart', async () => {
     const h = await harness([{ kind: 'persisted', window: '1m' }]);
-    h.sink.reply = () => ({ status: 503 });
-    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
-    h.alerting.engine.onIngested(r.inserted);
-    await h.sink.waitFor(2);
+    await h.fireWhileDown(over);
     await h.alerting.stop();
     h.sink.reply = () => ({ status: 200 });
     // Down past the alert's window: the first evaluation after the start resolves it, the firing still in the outbox.
@@ -904,10 +903,7 @@ describe('persisted state', () => {
 
   it('a notification created but not delivered before a stop is resumed with the same webhook-id', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h' }]);
-    h.sink.reply = () => ({ status: 503 });
-    const r = await h.store.ingest([hookEvent({ ...over, timeMs: T0 })]);
-    h.alerting.engine.onIngested(r.inserted);
-    await h.sink.waitFor(2);
+    await h.fireWhileDown(over);
     await h.alerting.stop();
     const firstId = h.sink.requests[0]?.headers['webhook-id'];
     h.sink.reply = () => ({ status: 200 });
