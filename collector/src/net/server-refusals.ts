@@ -28,12 +28,14 @@ export const HOST_CHECKED_BY_PORT: Pick<ServerOptions, 'requireHostHeader'> = { 
 
 /**
  * Why a request's framing is answered 400, undefined when it is not: a Transfer-Encoding whose last coding is not
- * chunked (RFC 9112 section 6.1), so that the body's length cannot be known. Node's parser refuses one that names
+ * chunked, or any in HTTP/1.0 (RFC 9112 section 6.1), so that the body's length cannot be known. Node's parser refuses one that names
  * chunked before another, or together with Content-Length, before the request is handed over.
  */
 function framingFault(req: IncomingMessage): string | undefined {
   const codings = req.headersDistinct['transfer-encoding'];
   if (codings === undefined) return undefined;
+  // Section 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing, whatever the coding.
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) return 'Transfer-Encoding is not part of HTTP/1.0, so the length of the body cannot be known; send Content-Length instead, or use HTTP/1.1';
   const last = codings.join(',').split(',').map((c) => c.trim()).findLast((c) => c !== '');
   if (last?.toLowerCase() === 'chunked') return undefined;
   return `the Transfer-Encoding header ${echoed(codings.join(', '))} does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last`;

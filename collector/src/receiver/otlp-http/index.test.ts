@@ -318,6 +318,13 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       status: '400 Bad Request', encoding: 'json', reason: 'malformed',
       rpcStatus: { code: 3, message: 'the Transfer-Encoding header "gzip" does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last' },
     },
+    // RFC 9112 section 6.1: Transfer-Encoding is not HTTP/1.0's; such a message's framing is faulty, chunked or not.
+    {
+      name: 'a Transfer-Encoding in an HTTP/1.0 request: 400 saying HTTP/1.0 has none',
+      raw: head(['POST /v1/logs HTTP/1.0', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: chunked']) + '2\r\n{}\r\n0\r\n\r\n',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'Transfer-Encoding is not part of HTTP/1.0, so the length of the body cannot be known; send Content-Length instead, or use HTTP/1.1' },
+    },
     // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
     {
       name: 'a request line that is not HTTP: 400',
