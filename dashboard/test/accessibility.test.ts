@@ -237,8 +237,8 @@ describe('accessibility', () => {
     await p.focus('details.custom > summary');
     await p.keyboard.press('Enter');
     await p.focus('#range-from');
-    await p.keyboard.press('Enter');
     loaded = await loads(p);
+    await p.keyboard.press('Enter');
     await p.waitForURL(/range=custom/);
     await waitLoaded(p, loaded + 1);
     expect(await active()).toBe('SUMMARY Custom');
