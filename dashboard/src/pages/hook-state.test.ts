@@ -84,11 +84,13 @@ describe('key figures', () => {
       ['executions', '12'], ['persisted', '1'], ['largest', '10,500 chars'], ['headroom', '500 chars over the cap'], ['forecast', 'over the cap now'], ['size-unknown', '0'],
     ]);
     expect(f.find((x) => x.id === 'size-unknown')?.note).toBeNull();
+    expect(f.find((x) => x.id === 'largest')?.note).toBe('upper bound: Claude Code reports sums over the hook commands of one execution');
   });
 
   it('keeps unknown sizes unknown and says how much was not measured', () => {
     const blind = facts(BLIND, forecastReading(null, { status: 'unknown' }));
-    expect(blind.find((x) => x.id === 'largest')?.value).toBe('unknown');
+    // An unknown size is no bound of anything: its note says why it is unknown, not "upper bound".
+    expect(blind.find((x) => x.id === 'largest')).toMatchObject({ value: 'unknown', note: 'no execution in this range sent size data' });
     expect(blind.find((x) => x.id === 'headroom')?.value).toBe('unknown');
     expect(blind.find((x) => x.id === 'forecast')).toMatchObject({ value: 'unknown', note: 'no size data' });
     // Unknown is not zero: no persisted output is known of executions that sent no size data.

@@ -89,7 +89,10 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
         : hk.executions === 0 ? `none in this range; last seen ${dateTime(hk.lastSeen)}` : null,
     },
     { id: 'persisted', label: 'Outputs persisted', value: persistedKnown(hk).text, note: persistedKnown(hk).why },
-    { id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)), note: 'upper bound: Claude Code reports sums over the hook commands of one execution' },
+    {
+      id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)),
+      note: largestOutput(hk) === null ? (hk.executions > 0 ? 'no execution in this range sent size data' : null) : 'upper bound: Claude Code reports sums over the hook commands of one execution',
+    },
     {
       id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom),
       note: hk.headroom !== null && hk.sizeUnknownExecutions > 0 ? `from the ${plural(hk.executions - hk.sizeUnknownExecutions, 'measured execution')} of ${num(hk.executions)}` : null,
