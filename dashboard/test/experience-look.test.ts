@@ -275,6 +275,24 @@ describe('dark mode, phones and every page', () => {
     expect(await measure()).toMatchObject({ page: 0, status: true, hook: true, persisted: true, largest: true });
   });
 
+  it('fits the breakdowns\' key columns on a 390 px phone without sideways scrolling', async () => {
+    const { page: p } = await page({ width: 390, height: 844 });
+    await p.goto(`${fx.svc().httpUrl}/hooks/${await hookId('SessionStart:startup')}?range=7d`);
+    await waitLoaded(p);
+    await p.waitForSelector('#by-version tbody tr');
+    await p.waitForSelector('#by-dimension tbody tr');
+    const m = await p.evaluate(() => ['#by-version', '#by-dimension'].map((sel) => {
+      const t = document.querySelector(sel) as HTMLElement;
+      const shown = [...t.querySelectorAll('thead th')].filter((th) => th.getBoundingClientRect().width > 0).map((th) => th.textContent);
+      return { sel, overflow: t.scrollWidth - (t.parentElement as HTMLElement).clientWidth, shown: shown.slice(1) };
+    }));
+    // The value, its status, what was persisted and the largest output: what a hook author looks for on a phone.
+    expect(m).toEqual(['#by-version', '#by-dimension'].map((sel) => ({ sel, overflow: expect.toSatisfy((n: number) => n <= 0), shown: ['Status', 'Outputs persisted', 'Largest output'] })));
+    // Every column on a laptop.
+    await p.setViewportSize({ width: 1280, height: 800 });
+    expect(await p.$$eval('#by-version thead th', (ths) => ths.filter((th) => th.getBoundingClientRect().width > 0).length)).toBe(7);
+  });
+
   it.each([1280, 1024])('shows every column of the hooks table on a %i px laptop, Last seen included, without sideways scrolling', async (width) => {
     const { page: p } = await page({ width, height: 800 });
     await p.goto(`${fx.svc().httpUrl}/`);

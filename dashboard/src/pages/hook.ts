@@ -222,17 +222,25 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
   return { config, summary: reading.sentence, table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points, covers)), partial };
 }
 
+/**
+ * A breakdown's figure columns, in breakdownRows' cell order. As on the overview, `opt` columns give way on a phone:
+ * the value, its status, what was persisted and the largest output stay.
+ */
+const BREAKDOWN_COLUMNS: readonly { label: string; opt?: boolean }[] = [
+  { label: 'Executions', opt: true }, { label: 'Success', opt: true }, { label: 'Outputs persisted' }, { label: 'Largest output' }, { label: 'Without size data', opt: true },
+];
+
 /** A breakdown's table; each value a link to this hook filtered by it (drillUrl), where the API can filter by it. */
 function breakdownTable(r: BreakdownResponse, id: string, drill: Parameters<typeof breakdownRows>[1], link: PageContext['link']): HTMLElement {
   if (r.rows.length === 0) return h('p', { class: 'muted', id }, 'No executions in this range.');
   const cut = breakdownCut(r);
-  const box = scrollBox(`By ${r.dimension}`, h('table', { class: 'data', id },
+  const box = scrollBox(`By ${r.dimension}`, h('table', { class: 'data breakdown', id },
     h('caption', { class: 'sr-only' }, `By ${r.dimension}`),
-    h('thead', null, h('tr', null, ...[r.dimension, 'Status', 'Executions', 'Success', 'Outputs persisted', 'Largest output', 'Without size data'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('thead', null, h('tr', null, ...[r.dimension, 'Status', ...BREAKDOWN_COLUMNS.map((c) => c.label)].map((t, i) => h('th', { scope: 'col', class: BREAKDOWN_COLUMNS[i - 2]?.opt ? 'opt' : undefined }, t)))),
     h('tbody', null, ...breakdownRows(r, drill).map((row) => h('tr', null,
       h('th', { scope: 'row' }, row.url === null ? breakable(row.value) : link(row.url, { class: 'drill', title: `This hook's figures for ${r.dimension} = ${row.value}` }, breakable(row.value))),
       h('td', null, statusBadge(row.status, row.counts)),
-      ...row.cells.map((c) => h('td', { class: 'num' }, c)),
+      ...row.cells.map((c, i) => h('td', { class: BREAKDOWN_COLUMNS[i]?.opt ? 'num opt' : 'num' }, c)),
     ))),
   ));
   return cut === null ? box : h('div', null, box, h('p', { class: 'muted' }, cut));
