@@ -532,6 +532,8 @@ export function start(root: HTMLElement): Dashboard {
     }
     const select = h('select', { id: 'filter-dimension', 'aria-label': 'Filter dimension' });
     const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', maxlength: 512 });
+    // "(not set)": the events without the dimension or with it empty, which no typed value can name.
+    const notSet = h('input', { id: 'filter-not-set', type: 'checkbox', onchange: () => void (input.disabled = notSet.checked) });
     void dimensions().then((dims) => {
       for (const d of dims) select.appendChild(h('option', { value: d }, d));
     });
@@ -540,9 +542,9 @@ export function start(root: HTMLElement): Dashboard {
     return h('div', { class: 'filters' },
       h('form', { class: 'filter-form', onsubmit: (ev: Event) => {
         ev.preventDefault();
-        const next = addFilter(state.filters, select.value, input.value);
+        const next = addFilter(state.filters, select.value, input.value, notSet.checked);
         if (next) navigate(filtersUrl(current(), next));
-      } }, select, input, h('button', { type: 'submit' }, 'Add filter')),
+      } }, select, input, h('label', { class: 'not-set', title: 'Events without this dimension, or with it empty' }, notSet, '(not set)'), h('button', { type: 'submit' }, 'Add filter')),
       ...chips,
     );
   }

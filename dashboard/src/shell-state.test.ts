@@ -113,6 +113,9 @@ describe('range and filters', () => {
     expect(filtersUrl(s, added ?? {})).toBe('/?range=7d&f.team=platform&f.user.id=alice&sort=name');
     expect(addFilter(s.filters, 'team', 'infra')).toEqual({ team: 'infra' });
     expect(addFilter(s.filters, 'team', '')).toBeNull();
+    // "(not set)": the empty value, whatever the value box holds.
+    expect(addFilter(s.filters, 'team', '', true)).toEqual({ team: '' });
+    expect(addFilter(s.filters, 'team', 'infra', true)).toEqual({ team: '' });
     expect(addFilter(s.filters, '', 'x')).toBeNull();
     expect(removeFilter(s.filters, 'team')).toEqual({});
     expect(s.filters).toEqual({ team: 'platform' });

@@ -264,10 +264,13 @@ export function notFilteredNote(filters: Record<string, string>): string | null 
   return list ? `This page is not filtered: it shows the whole fleet. The filter${one ? '' : 's'} ${list} appl${one ? 'ies' : 'y'} to the overview and hook pages.` : null;
 }
 
-/** The filters with one more (or a changed) dimension; null when the form is not filled in. */
-export function addFilter(filters: Record<string, string>, dimension: string, value: string): Record<string, string> | null {
-  if (!dimension || !value) return null;
-  return { ...filters, [dimension]: value };
+/**
+ * The filters with one more (or a changed) dimension; null when the form is not filled in. `notSet`: the events
+ * without the dimension or with it empty, as a breakdown's "(not set)" row (the filter on the empty value).
+ */
+export function addFilter(filters: Record<string, string>, dimension: string, value: string, notSet = false): Record<string, string> | null {
+  if (!dimension || (!value && !notSet)) return null;
+  return { ...filters, [dimension]: notSet ? '' : value };
 }
 
 /** The filters without one dimension. */

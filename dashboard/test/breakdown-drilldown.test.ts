@@ -85,4 +85,24 @@ describe('a breakdown row', () => {
     expect(await keyFigures(p)).toEqual(['9', '4', '12,000 chars']);
     expect((await teamRows(p)).map((r) => r.value)).toEqual(['(not set)', 'platform', 'web']);
   });
+
+  it('"(not set)" can be asked for from the header\'s filter form too', async () => {
+    const id = await fx.hookId(HOOK);
+    const { page: p } = await fx.page({ width: 1440 });
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d&by=team&refresh=off`);
+    await waitLoaded(p);
+    await p.waitForSelector('#filter-dimension option[value="team"]', { state: 'attached' });
+    const rows = await teamRows(p);
+    await p.selectOption('#filter-dimension', 'team');
+    await p.check('#filter-not-set');
+    // The value box has nothing to say once "(not set)" is ticked.
+    expect(await p.isDisabled('#filter-value')).toBe(true);
+    const notSet = p.waitForResponse((r) => r.url().includes(`/api/v1/hooks/${id}?`) && new URL(r.url()).searchParams.get('team') === '');
+    await p.click('.filter-form button[type="submit"]');
+    await notSet;
+    await waitLoaded(p, 2);
+    expect(new URL(p.url()).searchParams.get('f.team')).toBe('');
+    expect(await p.textContent('.chip')).toMatch(/^team = \(not set\)/);
+    expect(await keyFigures(p)).toEqual(rows[0]?.figures);
+  });
 });
