@@ -146,12 +146,14 @@ describe('API request metrics', () => {
     expect((await rawExchange(base, 'GET /api/v1/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 200-ok\r\n\r\n')).head).toMatch(/^HTTP\/1\.1 417 /);
     expect((await rawExchange(base, 'POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{}')).head).toMatch(/^HTTP\/1\.1 400 /);
     expect((await rawExchange(base, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')).head).toMatch(/^HTTP\/1\.1 400 /);
+    expect((await rawExchange(base, 'POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n')).head).toMatch(/^HTTP\/1\.1 501 /);
     // Chunked framing that cannot be read, after the headers: the route's request, ended by the parser's refusal.
     expect((await rawExchange(base, 'POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).head).toMatch(/^HTTP\/1\.1 400 /);
     await expect.poll(async () => counted((await scrapeMetrics(base)).families), { timeout: 15_000 }).toEqual({
       'refused 431': 1,
       'refused 400': 7,
       'refused 417': 1,
+      'refused 501': 1,
       '/api/v1/silences 400': 1,
       '/metrics 200': expect.any(Number) as number,
     });

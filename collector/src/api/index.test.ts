@@ -336,6 +336,10 @@ describe('bad parameters get 400 naming the parameter', () => {
       // then refuses its body; the header said why before.
       ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n{}', '400 Bad Request',
         { code: 'bad_request', message: 'the Transfer-Encoding header "gzip" does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last' }],
+      // RFC 9112 section 6.1: a transfer coding the server does not understand is 501, in one header or two.
+      ...['Transfer-Encoding: gzip, chunked', 'Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked'].map((te): [string, string, { code: string; message: string }] => [
+        `POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${te}\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, '501 Not Implemented',
+        { code: 'not_implemented', message: 'Transfer-Encoding "gzip" is not implemented, only chunked; compress the body with Content-Encoding: gzip instead, sent with Transfer-Encoding: chunked alone or Content-Length' }]),
       // A client taking the port for a proxy.
       ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' }],
       // Refused by Node's parser already, confirmed for what a scanner or proxy sends: request smuggling, a request line that is not HTTP.

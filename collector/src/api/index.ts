@@ -346,6 +346,7 @@ const CLIENT_ERRORS: Record<ParserRefusal, [string, string]> = {
 const SERVER_REFUSALS: Record<ServerRefusal, [number, string]> = {
   expectation_failed: [417, 'expectation_failed'],
   bad_request: [400, 'bad_request'],
+  not_implemented: [501, 'not_implemented'],
   // A client taking the port for a proxy: no route is named, so there is none to list the methods of.
   connect: [400, 'bad_request'],
 };
@@ -357,7 +358,8 @@ const jsonError = (code: string, message: string): string => JSON.stringify({ er
  * would (431 for a URL over the header limit, 408 past http.requestTimeout, 400 otherwise, then the connection is
  * closed), and one Node's server would refuse itself (an Expect other than 100-continue, HTTP/1.1 without Host,
  * CONNECT) or should (Host twice, or no host and port; a Transfer-Encoding not ending in chunked, which Node
- * refuses only once a handler has it), but with the API's JSON error body saying what was wrong,
+ * refuses only once a handler has it; 501 for a transfer coding before chunked, which Node passes on undone), but
+ * with the API's JSON error body saying what was wrong,
  * where Node's carry no body or are no answer: a script asking with too long a query read an empty answer.
  * `refused` is told the status of each refusal of a request no handler has seen (to count it: the handlers' own
  * requests are counted as they end).

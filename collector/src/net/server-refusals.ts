@@ -4,9 +4,11 @@
  * (the connection closed unanswered, as a server with no 'connect' listener does). A scanner or a client taking the
  * port for a proxy sends them. Each port answers them here instead, in its own error form, saying what was wrong,
  * and counts them with its other refusals. With them, what RFC 9112 has a server refuse and Node serves: more than
- * one Host (Node reads the first), or one that is no host and port (section 3.2); and one Node refuses only once it
+ * one Host (Node reads the first), or one that is no host and port (section 3.2); one Node refuses only once it
  * has handed the request over: a Transfer-Encoding whose last coding is not chunked (section 6.1), whose body Node's
- * parser then refuses, the handler having already answered on its headers, or not yet.
+ * parser then refuses, the handler having already answered on its headers, or not yet; and a transfer coding
+ * before chunked, which Node does not undo (section 6.1 has it answered 501): its body, gzipped under its chunks,
+ * was handed over as it came.
  */
 import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -14,7 +16,7 @@ import { echoed } from '../request-error.ts';
 import { isHostAndPort, targetAuthority } from './allowed-hosts.ts';
 import { rawHead } from './parser-refusals.ts';
 
-export type ServerRefusal = 'expectation_failed' | 'bad_request' | 'connect';
+export type ServerRefusal = 'expectation_failed' | 'bad_request' | 'not_implemented' | 'connect';
 
 export interface ServerRefusalAnswer {
   status: number;
@@ -26,6 +28,11 @@ export interface ServerRefusalAnswer {
 /** Options of a server whose requests without Host go to answerServerRefusals, not to Node's own empty 400. */
 export const HOST_CHECKED_BY_PORT: Pick<ServerOptions, 'requireHostHeader'> = { requireHostHeader: false };
 
+/** The transfer codings a request names, in the order they were applied, in one Transfer-Encoding header or more. */
+function transferCodings(req: IncomingMessage): string[] | undefined {
+  return req.headersDistinct['transfer-encoding']?.join(',').split(',').map((c) => c.trim()).filter((c) => c !== '');
+}
+
 /**
  * Why a request's framing is answered 400, undefined when it is not: a Transfer-Encoding whose last coding is not
  * chunked, or any in HTTP/1.0 (RFC 9112 section 6.1), so that the body's length cannot be known. Node's parser refuses one that names
@@ -36,9 +43,19 @@ function framingFault(req: IncomingMessage): string | undefined {
   if (codings === undefined) return undefined;
   // Section 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing, whatever the coding.
   if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) return 'Transfer-Encoding is not part of HTTP/1.0, so the length of the body cannot be known; send Content-Length instead, or use HTTP/1.1';
-  const last = codings.join(',').split(',').map((c) => c.trim()).findLast((c) => c !== '');
-  if (last?.toLowerCase() === 'chunked') return undefined;
+  if (transferCodings(req)?.at(-1)?.toLowerCase() === 'chunked') return undefined;
   return `the Transfer-Encoding header ${echoed(codings.join(', '))} does not end with chunked, so the length of the body cannot be known; send Content-Length instead, or chunked last`;
+}
+
+/**
+ * Why a request is answered 501, undefined when it is not: a transfer coding applied before chunked (gzip, chunked),
+ * which the port does not undo (RFC 9112 section 6.1: a coding the server does not understand). Its framing is
+ * sound, chunked coming last (framingFault), and Node's parser refuses chunked twice.
+ */
+function codingFault(req: IncomingMessage): string | undefined {
+  const [coding] = transferCodings(req)?.slice(0, -1) ?? [];
+  if (coding === undefined) return undefined;
+  return `Transfer-Encoding ${echoed(coding)} is not implemented, only chunked; compress the body with Content-Encoding: gzip instead, sent with Transfer-Encoding: chunked alone or Content-Length`;
 }
 
 /**
@@ -72,7 +89,9 @@ function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
 export function answerServerRefusals(server: Server, listener: RequestListener, connectMessage: string, answer: (refusal: ServerRefusal, req: IncomingMessage, message: string) => ServerRefusalAnswer): void {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const fault = hostFault(req) ?? framingFault(req);
+    const unknownCoding = fault === undefined ? codingFault(req) : undefined;
     if (fault !== undefined) respond(res, answer('bad_request', req, fault));
+    else if (unknownCoding !== undefined) respond(res, answer('not_implemented', req, unknownCoding));
     else listener(req, res);
   });
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>

@@ -248,10 +248,11 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
   };
   const head = (lines: string[]): string => `${lines.join('\r\n')}\r\n\r\n`;
   const logsPost = ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 2'];
+  const chunked = (body: Buffer): Buffer => Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]);
 
   interface Refused {
     name: string;
-    raw: string;
+    raw: string | Buffer;
     status: string;
     /** The google.rpc.Status, in JSON (the request's encoding, or no OTLP one) or in protobuf (no headers read). */
     rpcStatus: { code: number; message: string };
@@ -324,6 +325,14 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       raw: head(['POST /v1/logs HTTP/1.0', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: chunked']) + '2\r\n{}\r\n0\r\n\r\n',
       status: '400 Bad Request', encoding: 'json', reason: 'malformed',
       rpcStatus: { code: 3, message: 'Transfer-Encoding is not part of HTTP/1.0, so the length of the body cannot be known; send Content-Length instead, or use HTTP/1.1' },
+    },
+    // RFC 9112 section 6.1: a transfer coding the server does not understand is 501. The body, gzipped under its
+    // chunks, was taken for the JSON or protobuf it is not.
+    {
+      name: 'a transfer coding before chunked (gzip, chunked): 501 naming it and what to send instead',
+      raw: Buffer.concat([Buffer.from(head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: gzip, chunked'])), chunked(gzipSync('{}'))]),
+      status: '501 Not Implemented', encoding: 'json', reason: 'unsupported_media_type',
+      rpcStatus: { code: 12, message: 'Transfer-Encoding "gzip" is not implemented, only chunked; compress the body with Content-Encoding: gzip instead, sent with Transfer-Encoding: chunked alone or Content-Length' },
     },
     // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
     {

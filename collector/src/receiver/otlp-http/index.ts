@@ -65,11 +65,13 @@ const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
 
 /**
  * The status, google.rpc.Code and counted reason of each request Node's server would refuse itself. CONNECT, from a
- * client taking the port for a proxy, is refused as any method but POST.
+ * client taking the port for a proxy, is refused as any method but POST. A transfer coding other than chunked is
+ * counted as a Content-Encoding the receiver does not inflate, and is UNIMPLEMENTED as such a grpc-encoding is.
  */
 const SERVER_REFUSALS: Record<ServerRefusal, [number, number, RejectReason]> = {
   expectation_failed: [417, RpcCode.INVALID_ARGUMENT, 'expectation_failed'],
   bad_request: [400, RpcCode.INVALID_ARGUMENT, 'malformed'],
+  not_implemented: [501, RpcCode.UNIMPLEMENTED, 'unsupported_media_type'],
   connect: [405, RpcCode.UNIMPLEMENTED, 'method_not_allowed'],
 };
 
