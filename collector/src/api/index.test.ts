@@ -315,7 +315,7 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect(((await long.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'bad_request', message: expect.stringMatching(/larger than 16 KiB/) });
     const answer = await rawExchange(service.httpUrl, 'GET /api/v1/hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n');
     expect(answer.head).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(answer.body.toString())).toEqual({ error: { code: 'bad_request', message: 'malformed HTTP request' } });
+    expect(JSON.parse(answer.body.toString())).toEqual({ error: { code: 'bad_request', message: 'malformed HTTP request: the Content-Length header is not a decimal number, or comes with Transfer-Encoding' } });
   });
 
   it('a request Node\'s HTTP server would refuse with an empty answer, or none, is answered with a JSON reason too', async () => {
@@ -342,9 +342,13 @@ describe('bad parameters get 400 naming the parameter', () => {
         { code: 'not_implemented', message: 'Transfer-Encoding "gzip" is not implemented, only chunked; compress the body with Content-Encoding: gzip instead, sent with Transfer-Encoding: chunked alone or Content-Length' }]),
       // A client taking the port for a proxy.
       ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1' }],
-      // Refused by Node's parser already, confirmed for what a scanner or proxy sends: request smuggling, a request line that is not HTTP.
-      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'malformed HTTP request' }],
-      ['HELLO\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'malformed HTTP request' }],
+      // Refused by Node's parser already, confirmed for what a scanner or proxy sends, naming what it found wrong:
+      // request smuggling, chunked not last, a request line that is not HTTP.
+      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', '400 Bad Request',
+        { code: 'bad_request', message: 'malformed HTTP request: Transfer-Encoding and Content-Length are both sent; send one of them' }],
+      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n', '400 Bad Request',
+        { code: 'bad_request', message: 'malformed HTTP request: the Transfer-Encoding header names chunked other than once and last, or comes with Content-Length' }],
+      ['HELLO\r\n\r\n', '400 Bad Request', { code: 'bad_request', message: 'malformed HTTP request: it does not start with an HTTP method, as when a TLS client speaks to a plain-text port' }],
     ];
     for (const [raw, status, error] of refused) {
       const answer = await rawExchange(service.httpUrl, raw);

@@ -19,7 +19,7 @@ import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
-import { answerParserRefusals, refusalStatus, type ParserRefusal } from '../net/parser-refusals.ts';
+import { answerParserRefusals, malformedMessage, refusalStatus, type ParserRefusal } from '../net/parser-refusals.ts';
 import { answerServerRefusals, type ServerRefusal } from '../net/server-refusals.ts';
 import { appStack, routeLayers } from './route-layers.ts';
 
@@ -334,12 +334,11 @@ export function isBodyRefusal(err: unknown): err is { type: string; status: numb
   return typeof e?.type === 'string' && e.expose === true && typeof e.status === 'number' && e.status >= 400 && e.status < 500;
 }
 
-/** The API's error code and message for each request the HTTP parser refuses. */
-const CLIENT_ERRORS: Record<ParserRefusal, [string, string]> = {
+/** The API's error code and message for each request the HTTP parser refuses; a malformed one is bad_request. */
+const CLIENT_ERRORS: Record<Exclude<ParserRefusal, 'malformed'>, [string, string]> = {
   header_overflow: ['bad_request', 'the request line and headers (the URL and its query included) are larger than 16 KiB: send fewer or shorter parameters'],
   chunk_extensions_overflow: ['bad_body', 'chunk extensions larger than 16 KiB'],
   request_timeout: ['request_timeout', 'the request was not received in full within http.requestTimeout'],
-  malformed: ['bad_request', 'malformed HTTP request'],
 };
 
 /** The API's status and error code for each request Node's server would refuse itself. */
@@ -365,8 +364,8 @@ const jsonError = (code: string, message: string): string => JSON.stringify({ er
  * requests are counted as they end).
  */
 export function answerClientErrors(server: Server, app: RequestListener, refused: (status: number) => void = () => {}): void {
-  answerParserRefusals(server, (refusal) => {
-    const [code, message] = CLIENT_ERRORS[refusal];
+  answerParserRefusals(server, (refusal, _req, err) => {
+    const [code, message] = refusal === 'malformed' ? ['bad_request', malformedMessage(err)] : CLIENT_ERRORS[refusal];
     return { contentType: 'application/json; charset=utf-8', body: jsonError(code, message) };
   }, (refusal) => refused(refusalStatus(refusal)));
   answerServerRefusals(server, app, 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1', (refusal, _req, message) => {

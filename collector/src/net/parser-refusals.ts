@@ -24,6 +24,41 @@ const REFUSAL_STATUS: Record<ParserRefusal, number> = {
   malformed: 400,
 };
 
+/** Said when the parser found no CR LF where a line of the request, or of its chunked body, ends. */
+const LINE_END = 'a line of the request or of its chunked body does not end with CR LF';
+
+/**
+ * What the parser found wrong in a malformed request, by its error's code, in the client's terms and never with
+ * the request's own bytes. A code not here is answered as malformed HTTP alone.
+ */
+const MALFORMED: Record<string, string> = {
+  HPE_INVALID_METHOD: 'it does not start with an HTTP method, as when a TLS client speaks to a plain-text port',
+  HPE_INVALID_URL: 'the request target is not a path or URL, such as one holding a space or a control character',
+  HPE_INVALID_CONSTANT: 'the request line is not a method, a target and an HTTP version, such as one whose target holds a space',
+  HPE_INVALID_VERSION: 'the HTTP version is not one this port speaks; use HTTP/1.1',
+  HPE_PAUSED_H2_UPGRADE: 'it starts with the HTTP/2 connection preface, as an OTLP/gRPC client does; this port speaks HTTP/1.1',
+  HPE_INVALID_HEADER_TOKEN: 'a header name or value holds a character HTTP does not allow (a space before the colon, a control character), or a header line is folded',
+  HPE_CR_EXPECTED: LINE_END,
+  HPE_LF_EXPECTED: LINE_END,
+  HPE_INVALID_CONTENT_LENGTH: 'the Content-Length header is not a decimal number, or comes with Transfer-Encoding',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'the Content-Length header is sent more than once',
+  HPE_INVALID_TRANSFER_ENCODING: 'the Transfer-Encoding header names chunked other than once and last, or comes with Content-Length',
+  HPE_INVALID_CHUNK_SIZE: 'a chunk size of the chunked body is not a hexadecimal number, or is too large',
+};
+
+/** Said for a request with both Transfer-Encoding and Content-Length (request smuggling), whichever came first. */
+const BOTH_LENGTHS = 'Transfer-Encoding and Content-Length are both sent; send one of them';
+
+/**
+ * What a request a port answers as malformed got wrong, as its message says it: the parser's code names the fault;
+ * its reason, a fixed text of the parser's, tells which of a code's two faults it was.
+ */
+export function malformedMessage(err: unknown): string {
+  const { code, reason } = (err ?? {}) as { code?: unknown; reason?: unknown };
+  const what = typeof reason === 'string' && reason.includes("can't be present with") ? BOTH_LENGTHS : MALFORMED[String(code)];
+  return what === undefined ? 'malformed HTTP request' : `malformed HTTP request: ${what}`;
+}
+
 /**
  * The parser's error for a connection the client ended (sent its FIN) in the middle of a request: nothing it sent
  * was wrong, it gave up on the request, as a client resetting the connection does (an exporter exiting mid-upload).
@@ -61,14 +96,15 @@ export interface RefusalBody {
 
 /**
  * Answers each request `server`'s parser refuses with the body `answer` writes for it. `request` is the request
- * cut short when its headers were read (a body not received in time), so that its content type can be known.
+ * cut short when its headers were read (a body not received in time), so that its content type can be known;
+ * `err` the parser's error, which malformedMessage reads.
  *
  * `unseen` is told of each refusal of a request no handler has seen (its headers were never read whole), so that
  * it can be counted: a handler sees the refusal of its own request's body as the end of that body, the socket's
  * error saying which refusal it was (parserRefusal(req.socket.errored)). A connection that sent nothing before
  * the timeout made no request: it is closed (and answered, as Node does), but `unseen` is not told.
  */
-export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined) => RefusalBody, unseen?: (refusal: ParserRefusal, err: NodeJS.ErrnoException & { rawPacket?: unknown }) => void): void {
+export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined, err: NodeJS.ErrnoException) => RefusalBody, unseen?: (refusal: ParserRefusal, err: NodeJS.ErrnoException & { rawPacket?: unknown }) => void): void {
   // The last request each connection's handler was given: one not yet whole when its connection fails is its handler's.
   const handled = new WeakMap<Duplex, IncomingMessage>();
   server.on('request', (req: IncomingMessage) => handled.set(req.socket, req));
@@ -81,7 +117,7 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
       const refusal = refused ?? 'malformed';
-      const { contentType, body } = answer(refusal, inFlight?.req);
+      const { contentType, body } = answer(refusal, inFlight?.req, err);
       socket.write(rawHead(REFUSAL_STATUS[refusal], contentType, body));
       socket.write(body);
     }

@@ -200,12 +200,12 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
     expect(decodeStatus(Buffer.from(await res.arrayBuffer()))).toEqual({ code: 8, message: 'the request line and headers are larger than 16 KiB' });
   });
 
-  it('malformed HTTP: 400 with INVALID_ARGUMENT, and the port keeps serving', async () => {
+  it('malformed HTTP: 400 with INVALID_ARGUMENT naming what is wrong, and the port keeps serving', async () => {
     const { head, body } = await rawExchange(service.otlpHttpUrl, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(head).toMatch(/\r\nContent-Type: application\/x-protobuf\r\n/);
     expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
-    expect(decodeStatus(body)).toEqual({ code: 3, message: 'malformed HTTP request' });
+    expect(decodeStatus(body)).toEqual({ code: 3, message: 'malformed HTTP request: the Content-Length header is not a decimal number, or comes with Transfer-Encoding' });
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json)).status).toBe(200);
   });
 
@@ -334,24 +334,31 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       status: '501 Not Implemented', encoding: 'json', reason: 'unsupported_media_type',
       rpcStatus: { code: 12, message: 'Transfer-Encoding "gzip" is not implemented, only chunked; compress the body with Content-Encoding: gzip instead, sent with Transfer-Encoding: chunked alone or Content-Length' },
     },
-    // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends.
+    // What Node's parser refuses was answered already; these confirm it for what a scanner or proxy sends, naming
+    // what the parser found wrong.
     {
-      name: 'a request line that is not HTTP: 400',
+      name: 'a request line that is not HTTP: 400 saying no method starts it',
       raw: head(['HELLO']),
       status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
-      rpcStatus: { code: 3, message: 'malformed HTTP request' },
+      rpcStatus: { code: 3, message: 'malformed HTTP request: it does not start with an HTTP method, as when a TLS client speaks to a plain-text port' },
     },
     {
-      name: 'Transfer-Encoding and Content-Length together (request smuggling): 400',
+      name: 'Transfer-Encoding and Content-Length together (request smuggling): 400 saying so',
       raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost, 'Transfer-Encoding: chunked']) + '2\r\n{}\r\n0\r\n\r\n',
       status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
-      rpcStatus: { code: 3, message: 'malformed HTTP request' },
+      rpcStatus: { code: 3, message: 'malformed HTTP request: Transfer-Encoding and Content-Length are both sent; send one of them' },
     },
     {
-      name: 'a Transfer-Encoding naming a coding after chunked: 400',
+      name: 'a Transfer-Encoding naming a coding after chunked: 400 saying chunked must come once and last',
       raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: chunked, gzip']) + '2\r\n{}\r\n0\r\n\r\n',
       status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
-      rpcStatus: { code: 3, message: 'malformed HTTP request' },
+      rpcStatus: { code: 3, message: 'malformed HTTP request: the Transfer-Encoding header names chunked other than once and last, or comes with Content-Length' },
+    },
+    {
+      name: 'a chunk size that is not hexadecimal: 400 saying so, in the encoding of the request the handler was given',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: chunked']) + 'zz\r\n{}\r\n0\r\n\r\n',
+      status: '400 Bad Request', encoding: 'json', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'malformed HTTP request: a chunk size of the chunked body is not a hexadecimal number, or is too large' },
     },
     {
       name: 'a URL over 16 KiB: 431',

@@ -23,7 +23,7 @@ import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck, requestHost, targetPath } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
-import { answerParserRefusals, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
+import { answerParserRefusals, malformedMessage, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
 import { HOST_CHECKED_BY_PORT, answerServerRefusals, type ServerRefusal } from '../../net/server-refusals.ts';
 
 /** The HTTP/2 connection preface (RFC 9113 section 3.4), which a gRPC client sends first. */
@@ -53,14 +53,14 @@ function contentType(encoding: Encoding): string {
 }
 
 /**
- * The google.rpc.Status for each request the HTTP parser refuses. The statuses stay Node's (431, 413, 408, 400),
- * and with them what an exporter does next: OTLP retries only 429, 502, 503 and 504.
+ * The google.rpc.Status for each request the HTTP parser refuses; a malformed one is INVALID_ARGUMENT, saying what
+ * the parser found wrong. The statuses stay Node's (431, 413, 408, 400), and with them what an exporter does next:
+ * OTLP retries only 429, 502, 503 and 504.
  */
-const PARSER_REFUSALS: Record<ParserRefusal, [number, string]> = {
+const PARSER_REFUSALS: Record<Exclude<ParserRefusal, 'malformed'>, [number, string]> = {
   header_overflow: [RpcCode.RESOURCE_EXHAUSTED, 'the request line and headers are larger than 16 KiB'],
   chunk_extensions_overflow: [RpcCode.RESOURCE_EXHAUSTED, 'chunk extensions larger than 16 KiB'],
   request_timeout: [RpcCode.DEADLINE_EXCEEDED, 'the request was not received in full within otlp.requestTimeout'],
-  malformed: [RpcCode.INVALID_ARGUMENT, 'malformed HTTP request'],
 };
 
 /**
@@ -121,9 +121,9 @@ export class OtlpHttpReceiver {
     // An exporter reads a google.rpc.Status in its request's encoding, as for the receiver's own refusals; when the
     // headers could not be read, in protobuf, OTLP/HTTP's default encoding (and the one the Go exporter decodes).
     // Counted under the refusal's own name; a request whose headers were read is counted by its handler.
-    answerParserRefusals(this.server, (refusal, req) => {
+    answerParserRefusals(this.server, (refusal, req, err) => {
       const encoding = req ? answerEncoding(req) : 'protobuf';
-      const [code, message] = PARSER_REFUSALS[refusal];
+      const [code, message] = refusal === 'malformed' ? [RpcCode.INVALID_ARGUMENT, malformedMessage(err)] : PARSER_REFUSALS[refusal];
       return { contentType: contentType(encoding), body: encodeStatus(encoding, code, message) };
     }, (refusal, err) => {
       this.count(this.stats.rejected, refusal);
