@@ -121,8 +121,9 @@ export class AlertEngine implements IngestListener {
   private catchUp = false;
   /**
    * Per alert (by id) and receiver: its latest notification made (of its firing, or once it resolved of its
-   * resolution), when, and once that one was given up on, when. In memory: after a restart or a change of leader
-   * a receiver given up on waits for the repeat, and is not told again that the alert resolved.
+   * resolution), when, and once that one was given up on, when. A load as leader reads it from the state store
+   * (LoadedState.latest), so what was given up on before a restart or a change of leader is sent again when it
+   * would have been without it.
    */
   private readonly sent = new Map<string, Map<string, { status: Notification['status']; madeAtMs: number; failedAtMs: number | null }>>();
 
@@ -157,8 +158,9 @@ export class AlertEngine implements IngestListener {
     if (!resumeOutbox) return;
     this.catchUp = true;
     this.addedReceivers.clear();
-    // What this replica gave up on before it led again is another leader's business since.
+    // What was given up on is read from the state store: by this replica before a restart, or by the last leader.
     this.sent.clear();
+    for (const n of state.latest) this.noteSent({ alert: { id: n.alertId }, receiver: n.receiver, status: n.status, createdAtMs: n.createdAtMs }, n.givenUpAtMs);
     if (state.outbox.length === 0) return;
     // Those for a receiver no longer configured are dropped as they are handed over (logged once per receiver).
     const discardedBefore = this.opts.dispatcher.stats.discarded;

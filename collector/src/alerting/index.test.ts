@@ -19,7 +19,7 @@ import { startAlerting, type Alerting } from './index.ts';
 import { parseSilence } from './silences.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertRecord, StateChanges } from './model.ts';
-import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, otlpAccepted, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, otlpAccepted, WebhookSink, type EventFacts, type ReceivedRequest } from '../../test/support/alerting.ts';
 import { alertRange } from '../../../shared/src/alert-range.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
@@ -38,7 +38,7 @@ interface Harness {
   db: string;
   push(...facts: Omit<EventFacts, 'timeMs'>[]): Promise<void>;
   pushAt(facts: EventFacts[]): Promise<void>;
-  /** With the receiver answering 503, stores `facts` at the clock's time and waits for two refused attempts. */
+  /** With the receiver `ops` answering 503, stores `facts` at the clock's time and waits for two refused attempts. */
   fireWhileDown(facts: Omit<EventFacts, 'timeMs'>): Promise<void>;
   /** Steps the clock by TICK up to `ms`, evaluating at each step like the timer does. */
   run(ms: number): Promise<void>;
@@ -71,14 +71,18 @@ function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?:
   };
 }
 
-/** `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. `receiverType`: the sink's (webhook by default). */
-async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' | 'alertmanager' } = {}): Promise<Harness> {
+/**
+ * `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. `receiverType`: the sink's
+ * (webhook by default). `backup`: a second webhook receiver, `backup`, on the sink's path /backup (`ops` is on /hook).
+ */
+async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' | 'alertmanager'; backup?: boolean } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
   const db = join(dir, 'h.db');
   const clock = new FakeClock(opts.start ?? T0);
   const sink = new WebhookSink(clock.now);
   await sink.start();
-  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', type: opts.receiverType, url: `${sink.url}/hook` }], opts.eventsUrl);
+  const backup = opts.backup ? [{ name: 'backup', url: `${sink.url}/backup` }] : [];
+  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', type: opts.receiverType, url: `${sink.url}/hook` }, ...backup], opts.eventsUrl);
   const store = new SqliteStore({ path: db, dimensions: ['team'] });
   const h: Harness = {
     clock, sink, store, db,
@@ -93,10 +97,11 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
       return h.pushAt(facts.map((f) => ({ ...f, timeMs: clock.now() })));
     },
     async fireWhileDown(facts) {
-      sink.reply = () => ({ status: 503 });
+      sink.reply = (q) => ({ status: q.path === '/hook' ? 503 : 200 });
       const r = await store.ingest([hookEvent({ ...facts, timeMs: clock.now() })]);
       h.alerting.engine.onIngested(r.inserted);
-      await sink.waitFor(2);
+      // The backup receiver's one request beside them.
+      await sink.waitFor(2 + backup.length);
     },
     async run(ms) {
       const end = clock.now() + ms;
@@ -910,6 +915,73 @@ describe('persisted state', () => {
     await h.restart();
     expect(h.notes()).toHaveLength(1);
     expect(h.sink.delivered()[0]?.headers['webhook-id']).toBe(firstId);
+  });
+
+  /** The requests to `path` (/hook: ops, /backup) answered 2xx; the alert status of requests. */
+  const deliveredTo = (h: Harness, path: string): ReceivedRequest[] => h.sink.delivered().filter((q) => q.path === path);
+  const statuses = (requests: ReceivedRequest[]): string[] => requests.map((q) => (JSON.parse(q.body) as AlertmanagerWebhookBody).status);
+
+  it('a firing given up on before a restart is sent again a group_interval after it was given up on, once, to its receiver alone', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: 4 * HOUR, backup: true });
+    await h.fireWhileDown(over);
+    // Down past the delivery deadline (60 s): given up on; backup had it at once.
+    h.clock.advance(61_000);
+    await h.alerting.dispatcher.idle();
+    const failedAt = h.clock.now();
+    expect([deliveredTo(h, '/hook'), statuses(deliveredTo(h, '/backup'))]).toEqual([[], ['firing']]);
+    h.sink.reply = () => ({ status: 200 });
+    await h.restart();
+    await h.run(5 * MIN - TICK);
+    expect(deliveredTo(h, '/hook')).toEqual([]);
+    await h.run(2 * TICK);
+    const ops = deliveredTo(h, '/hook');
+    expect(statuses(ops)).toEqual(['firing']);
+    expect(ops[0]?.at).toBeGreaterThanOrEqual(failedAt + 5 * MIN);
+    expect(ops[0]?.at).toBeLessThanOrEqual(failedAt + 5 * MIN + TICK);
+    // A new notification (a new webhook-id), once, and backup is not notified again before the repeat.
+    const refused = new Set(h.sink.requests.filter((q) => q.status === 503).map((q) => q.headers['webhook-id']));
+    expect(refused.size).toBe(1);
+    expect(refused.has(ops[0]?.headers['webhook-id'])).toBe(false);
+    await h.run(HOUR);
+    expect([deliveredTo(h, '/hook').length, deliveredTo(h, '/backup').length]).toEqual([1, 1]);
+  });
+
+  it('a resolution given up on before a restart is sent again a group_interval after it was given up on, once, to its receiver alone', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }], { backup: true });
+    await h.push(over);
+    // ops refuses the resolution (a permanent 4xx: given up on at once); backup has it.
+    h.sink.reply = (q) => ({ status: q.path === '/hook' ? 400 : 200 });
+    await h.run(3 * MIN);
+    const refused = h.sink.requests.filter((q) => q.status === 400);
+    expect(statuses(refused)).toEqual(['resolved']);
+    const failedAt = refused[0]?.at ?? NaN;
+    h.sink.reply = () => ({ status: 200 });
+    await h.restart();
+    await h.run(failedAt + 5 * MIN - TICK - h.clock.now());
+    expect(statuses(deliveredTo(h, '/hook'))).toEqual(['firing']);
+    await h.run(2 * TICK);
+    const ops = deliveredTo(h, '/hook');
+    expect(statuses(ops)).toEqual(['firing', 'resolved']);
+    expect(ops[1]?.at).toBeGreaterThanOrEqual(failedAt + 5 * MIN);
+    expect(ops[1]?.at).toBeLessThanOrEqual(failedAt + 5 * MIN + TICK);
+    expect(ops[1]?.headers['webhook-id']).not.toBe(refused[0]?.headers['webhook-id']);
+    await h.run(HOUR);
+    expect([statuses(deliveredTo(h, '/hook')), statuses(deliveredTo(h, '/backup'))]).toEqual([['firing', 'resolved'], ['firing', 'resolved']]);
+  });
+
+  it('a notification given up on longer than a group_interval before a start is sent again at the start, once', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }], { backup: true });
+    await h.fireWhileDown(over);
+    h.clock.advance(61_000);
+    await h.alerting.dispatcher.idle();
+    await h.alerting.stop();
+    h.sink.reply = () => ({ status: 200 });
+    h.clock.advance(10 * MIN);
+    const startedAt = h.clock.now();
+    await h.restart();
+    expect(deliveredTo(h, '/hook').map((q) => q.at)).toEqual([startedAt]);
+    await h.run(HOUR);
+    expect([deliveredTo(h, '/hook').length, deliveredTo(h, '/backup').length]).toEqual([1, 1]);
   });
 
   /**

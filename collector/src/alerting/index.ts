@@ -108,12 +108,13 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     // Awaited by the dispatcher before it records the notification's outcome.
     onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
     onFinished: (n, outcome, token) => {
-      if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, now());
+      const at = now();
+      if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, at);
       // Given up on: its receiver gets it again a group_interval later, as in Alertmanager (the alert if it still
-      // fires, its resolution if it has not fired again).
-      if (outcome === 'failed') engine.noteUndelivered(n, now());
+      // fires, its resolution if it has not fired again); the outbox keeps when, for a restart or the next leader.
+      if (outcome === 'failed') engine.noteUndelivered(n, at);
       // Awaited by the dispatcher: until the outbox marks it done, a resumed copy of it is not sent again.
-      return stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+      return stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined, at).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },
   });
   const engine = new AlertEngine({

@@ -1,6 +1,7 @@
 /**
  * Alert timelines on PostgreSQL, store and state (index.test.ts runs the same timelines on SQLite): keepFiringFor
- * across a restart, and links over outputs hours into a long window (read by PostgreSQL's series).
+ * across a restart, links over outputs hours into a long window (read by PostgreSQL's series), and a notification
+ * one leader gave up on, sent again by the next.
  */
 import { describe, expect, it } from 'vitest';
 import type { AlertingConfig } from '../config/index.ts';
@@ -8,6 +9,7 @@ import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { parseReceivers } from '../notify/settings.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
 import { PostgresStore } from '../store/postgres/index.ts';
+import { PostgresLease } from '../store/postgres/lease.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
@@ -105,5 +107,69 @@ describe('alert links on PostgreSQL', () => {
     expect(r.page.outputsPersisted).toBe(2);
     expect(r.listedFrom).toBeLessThanOrEqual(r.stamped - HOUR);
     expect(Date.parse(r.listed?.firstEventAt ?? '')).toBeLessThanOrEqual(r.stamped);
+  }, 60_000);
+});
+
+describe('undelivered notifications on PostgreSQL replicas', () => {
+  it('a receiver the leader gave up on is notified by the next leader a group_interval after it was given up on, once, alone', async () => {
+    const url = await pg.server().createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 4, dimensions: ['team'] });
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const config = alertingConfig([{ kind: 'persisted', window: '1d' }], [{ name: 'ops', url: `${sink.url}/hook` }, { name: 'backup', url: `${sink.url}/backup` }]);
+    // Two replicas in one process, each with its lease (the fencing token of its writes and deliveries).
+    const replica = async (holder: string): Promise<{ lease: PostgresLease; alerting: Alerting }> => {
+      const lease = new PostgresLease({ url, holder, ttlMs: 60_000 });
+      await lease.tick();
+      const stateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+      const alerting = await startAlerting({ config, db: '', store, stateStore, leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+      return { lease, alerting };
+    };
+    const a = await replica('a');
+    const b = await replica('b');
+    pg.defer(async () => {
+      for (const r of [a, b]) await r.alerting.stop();
+      for (const r of [a, b]) await r.lease.stop();
+      await store.close();
+      await sink.close();
+    });
+    expect([a.lease.isLeader(), b.lease.isLeader()]).toEqual([true, false]);
+    const deliveredTo = (path: string): number[] => sink.delivered().filter((q) => q.path === path).map((q) => q.at);
+
+    // ops is down past the delivery deadline: a gives its firing up; backup has it.
+    sink.reply = (q) => ({ status: q.path === '/hook' ? 503 : 200 });
+    const r = await store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+    a.alerting.engine.onIngested(r.inserted);
+    await sink.waitFor(3);
+    clock.advance(61_000);
+    await a.alerting.dispatcher.idle();
+    const failedAt = clock.now();
+    expect([deliveredTo('/hook'), deliveredTo('/backup')]).toEqual([[], [T0]]);
+
+    // The lead moves to b, as the service moves it (coordination.onAcquired, onLeaderChange).
+    await a.lease.handBack();
+    a.alerting.dispatcher.suspend();
+    expect(await b.lease.tick()).toBe(true);
+    await b.alerting.engine.reload(true);
+    sink.reply = () => ({ status: 200 });
+    const run = async (ms: number): Promise<void> => {
+      const end = clock.now() + ms;
+      while (clock.now() < end) {
+        clock.advance(Math.min(TICK, end - clock.now()));
+        await b.alerting.engine.evaluate('all');
+        await b.alerting.dispatcher.idle();
+      }
+    };
+    await run(5 * MIN - TICK);
+    expect(deliveredTo('/hook')).toEqual([]);
+    await run(2 * TICK);
+    const ops = deliveredTo('/hook');
+    expect(ops).toHaveLength(1);
+    expect(ops[0]).toBeGreaterThanOrEqual(failedAt + 5 * MIN);
+    expect(ops[0]).toBeLessThanOrEqual(failedAt + 5 * MIN + TICK);
+    expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing', 'firing']);
+    await run(HOUR);
+    expect([deliveredTo('/hook').length, deliveredTo('/backup').length]).toEqual([1, 1]);
   }, 60_000);
 });

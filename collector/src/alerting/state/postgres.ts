@@ -10,7 +10,7 @@ import { inTransaction } from '../../store/postgres/connection.ts';
 import { checkFence, type LeaseFence } from '../../store/postgres/fence.ts';
 import { NotLeaderError, StoreUnavailableError } from '../../store/store.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
-import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
+import { MAX_ATTEMPTS_PER_ALERT, notifiedAlertIds, type AlertStateStore, type LatestNotification, type LoadedState } from './store.ts';
 
 /** The latest attempt of each listed alert ($1, an array) to each receiver, through alert_attempts_alert. */
 export const POSTGRES_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
@@ -29,6 +29,16 @@ function postgresFiringReceivers(outcomes: string): string {
 export const POSTGRES_FIRING_RECEIVERS = postgresFiringReceivers(`'delivered', 'failed'`);
 /** The same, leaving out what was given up on (firingReceivers with `givenUp: false`). */
 export const POSTGRES_FIRING_RECEIVERS_HEARD = postgresFiringReceivers(`'delivered'`);
+
+/**
+ * Each listed alert's ($1, an array) latest notification to each receiver (store.ts, latestNotifications), through
+ * alert_notifications_alert: as SQLITE_LATEST_NOTIFICATIONS.
+ */
+export const POSTGRES_LATEST_NOTIFICATIONS = `SELECT alert_id, receiver, status, created_at, CASE WHEN done = 'failed' THEN COALESCE(given_up_at, created_at) END AS given_up_at
+  FROM (SELECT alert_id, created_at, done, data->>'receiver' AS receiver, data->>'status' AS status, (data->>'givenUpAtMs')::bigint AS given_up_at,
+    ROW_NUMBER() OVER (PARTITION BY alert_id, data->>'receiver' ORDER BY created_at DESC, data->>'status' = 'resolved' DESC, webhook_id DESC) AS nth
+    FROM alert_notifications WHERE alert_id = ANY($1::text[])) latest
+  WHERE nth = 1`;
 
 /** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations, store/postgres/index.ts). */
 export class PostgresAlertStateStore implements AlertStateStore {
@@ -60,8 +70,11 @@ export class PostgresAlertStateStore implements AlertStateStore {
       // The API answers 503 for it, as for every read while PostgreSQL is away.
       throw unavailable(err);
     }
+    const loaded = alerts.rows.map((r) => r.data);
+    // Read before the outbox counts as handed out: a load that fails here hands it out again when retried.
+    const latest = resume ? await this.latestNotifications(notifiedAlertIds(loaded)) : [];
     if (resume) this.outboxEpoch = epoch;
-    return { alerts: alerts.rows.map((r) => r.data), silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data) };
+    return { alerts: loaded, silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data), latest };
   }
 
   async silences(): Promise<SilenceRecord[]> {
@@ -105,12 +118,13 @@ export class PostgresAlertStateStore implements AlertStateStore {
     });
   }
 
-  async finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null): Promise<void> {
+  async finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null, atMs?: number): Promise<void> {
     await this.transaction(async (c) => {
       // "Delivered" is recorded whoever sent it: the receiver has it, and forgetting that would make the next
       // leader send it again. Giving up (or dropping) is a leader's decision, so it is fenced like every other write.
       if (outcome !== 'delivered') await this.checkFence(c, epoch);
-      await c.query('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
+      if (outcome === 'failed' && atMs !== undefined) await c.query("UPDATE alert_notifications SET done = $1, data = data || jsonb_build_object('givenUpAtMs', $2::bigint) WHERE webhook_id = $3", [outcome, atMs, webhookId]);
+      else await c.query('UPDATE alert_notifications SET done = $1 WHERE webhook_id = $2', [outcome, webhookId]);
     });
   }
 
@@ -140,6 +154,17 @@ export class PostgresAlertStateStore implements AlertStateStore {
       throw unavailable(err);
     }
     return r.rows.map((row) => ({ alertId: row.alert_id, receiver: row.receiver }));
+  }
+
+  async latestNotifications(alertIds: readonly string[]): Promise<LatestNotification[]> {
+    if (alertIds.length === 0) return [];
+    let r;
+    try {
+      r = await this.pool.query<{ alert_id: string; receiver: string; status: LatestNotification['status']; created_at: string; given_up_at: string | null }>(POSTGRES_LATEST_NOTIFICATIONS, [alertIds]);
+    } catch (err) {
+      throw unavailable(err);
+    }
+    return r.rows.map((row) => ({ alertId: row.alert_id, receiver: row.receiver, status: row.status, createdAtMs: Number(row.created_at), givenUpAtMs: row.given_up_at === null ? null : Number(row.given_up_at) }));
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {

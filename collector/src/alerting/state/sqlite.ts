@@ -7,7 +7,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import { Statements, classifySqliteError, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
 import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
-import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore, type LoadedState } from './store.ts';
+import { MAX_ATTEMPTS_PER_ALERT, notifiedAlertIds, type AlertStateStore, type LatestNotification, type LoadedState } from './store.ts';
 
 /** The latest attempt of each listed alert (a JSON array) to each receiver, through alert_attempts_alert. */
 export const SQLITE_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
@@ -26,6 +26,17 @@ function sqliteFiringReceivers(outcomes: string): string {
 export const SQLITE_FIRING_RECEIVERS = sqliteFiringReceivers(`'delivered', 'failed'`);
 /** The same, leaving out what was given up on (firingReceivers with `givenUp: false`). */
 export const SQLITE_FIRING_RECEIVERS_HEARD = sqliteFiringReceivers(`'delivered'`);
+
+/**
+ * Each listed alert's (a JSON array) latest notification to each receiver (store.ts, latestNotifications), through
+ * alert_notifications_alert: a resolution made at the time of a firing follows it; one given up on without a time
+ * recorded was given up on when made.
+ */
+export const SQLITE_LATEST_NOTIFICATIONS = `SELECT alert_id, receiver, status, created_at, CASE WHEN done = 'failed' THEN COALESCE(given_up_at, created_at) END AS given_up_at
+  FROM (SELECT alert_id, created_at, done, json_extract(data, '$.receiver') AS receiver, json_extract(data, '$.status') AS status, json_extract(data, '$.givenUpAtMs') AS given_up_at,
+    ROW_NUMBER() OVER (PARTITION BY alert_id, json_extract(data, '$.receiver') ORDER BY created_at DESC, json_extract(data, '$.status') = 'resolved' DESC, webhook_id DESC) AS nth
+    FROM alert_notifications WHERE alert_id IN (SELECT value FROM json_each(?)))
+  WHERE nth = 1`;
 
 /**
  * SQLite implementation: its own connection to the store's database file (WAL lets both coexist). When the file
@@ -143,7 +154,8 @@ export class SqliteAlertStateStore implements AlertStateStore {
       alerts: (sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord),
       outbox: opts.outbox === false ? [] : (sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification),
     }));
-    return { alerts, silences: await this.silences(), outbox };
+    const latest = opts.outbox === false ? [] : await this.latestNotifications(notifiedAlertIds(alerts));
+    return { alerts, silences: await this.silences(), outbox, latest };
   }
 
   async silences(): Promise<SilenceRecord[]> {
@@ -170,8 +182,11 @@ export class SqliteAlertStateStore implements AlertStateStore {
     });
   }
 
-  async finishNotification(webhookId: string, outcome: NotificationOutcome): Promise<void> {
-    this.guard((sql) => sql.get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId));
+  async finishNotification(webhookId: string, outcome: NotificationOutcome, _epoch?: number | null, atMs?: number): Promise<void> {
+    this.guard((sql) => {
+      if (outcome === 'failed' && atMs !== undefined) sql.get("UPDATE alert_notifications SET done = ?, data = json_set(data, '$.givenUpAtMs', ?) WHERE webhook_id = ?").run(outcome, atMs, webhookId);
+      else sql.get('UPDATE alert_notifications SET done = ? WHERE webhook_id = ?').run(outcome, webhookId);
+    });
   }
 
   async addAttempt(a: StoredAttempt): Promise<void> {
@@ -191,6 +206,12 @@ export class SqliteAlertStateStore implements AlertStateStore {
     const ids = JSON.stringify(alertIds);
     const query = opts.givenUp === false ? SQLITE_FIRING_RECEIVERS_HEARD : SQLITE_FIRING_RECEIVERS;
     return this.guard((sql) => (sql.get(query).all(ids, ids) as { alert_id: string; receiver: string }[]).map((r) => ({ alertId: r.alert_id, receiver: r.receiver })));
+  }
+
+  async latestNotifications(alertIds: readonly string[]): Promise<LatestNotification[]> {
+    if (alertIds.length === 0) return [];
+    const rows = this.guard((sql) => sql.get(SQLITE_LATEST_NOTIFICATIONS).all(JSON.stringify(alertIds)) as { alert_id: string; receiver: string; status: LatestNotification['status']; created_at: number; given_up_at: number | null }[]);
+    return rows.map((r) => ({ alertId: r.alert_id, receiver: r.receiver, status: r.status, createdAtMs: r.created_at, givenUpAtMs: r.given_up_at }));
   }
 
   async attempts(alertId: string): Promise<StoredAttempt[]> {

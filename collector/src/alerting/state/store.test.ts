@@ -13,8 +13,8 @@ import { StoreUnavailableError } from '../../store/store.ts';
 import { alertRecord } from '../../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import type { AlertRecord, StoredAttempt } from '../model.ts';
-import { POSTGRES_LAST_ATTEMPTS, PostgresAlertStateStore } from './postgres.ts';
-import { SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD, SQLITE_LAST_ATTEMPTS, SqliteAlertStateStore } from './sqlite.ts';
+import { POSTGRES_LAST_ATTEMPTS, POSTGRES_LATEST_NOTIFICATIONS, PostgresAlertStateStore } from './postgres.ts';
+import { SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD, SQLITE_LAST_ATTEMPTS, SQLITE_LATEST_NOTIFICATIONS, SqliteAlertStateStore } from './sqlite.ts';
 import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore } from './store.ts';
 
 let server: TestServer | undefined;
@@ -134,6 +134,41 @@ describe.each(backends)('AlertStateStore on %s', (_name, open) => {
     const receivers = async (opts?: { givenUp?: boolean }): Promise<string[]> => (await s.firingReceivers(['a1', 'other'], opts)).map((r) => r.receiver).sort();
     expect(await receivers()).toEqual(['delivered', 'pending', 'pruned-delivered', 'pruned-failed', 'refused']);
     expect(await receivers({ givenUp: false })).toEqual(['delivered', 'pending', 'pruned-delivered']);
+  });
+
+  it('gives each alert\'s latest notification to each receiver, with when it was given up on', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'a1', state: 'resolved' });
+    const to = (receiver: string, webhookId: string, createdAtMs: number, status: 'firing' | 'resolved' = 'firing'): Notification => ({ ...notification(a, webhookId, createdAtMs), receiver, status });
+    await s.save({ upsert: [a], remove: [], notifications: [
+      to('ops', 'msg_1', 1000), to('ops', 'msg_2', 2000, 'resolved'),
+      to('chat', 'msg_3', 1000),
+      to('pager', 'msg_4', 1000), to('pager', 'msg_5', 2000),
+      // Given up on by a release that did not record when.
+      to('old', 'msg_6', 1000),
+      // Made in two evaluations at one time: the resolution follows the firing.
+      to('tied', 'msg_7', 3000, 'resolved'), to('tied', 'msg_8', 3000),
+      to('dropped', 'msg_9', 1000),
+    ] });
+    await s.save({ upsert: [], remove: [], notifications: [{ ...notification(alertRecord({ id: 'b1' }), 'msg_b'), receiver: 'ops' }] });
+    await s.finishNotification('msg_1', 'delivered', undefined, 1100);
+    await s.finishNotification('msg_2', 'failed', undefined, 2500);
+    await s.finishNotification('msg_3', 'delivered', undefined, 1200);
+    await s.finishNotification('msg_4', 'failed', undefined, 1500);
+    await s.finishNotification('msg_6', 'failed');
+    await s.finishNotification('msg_7', 'failed', undefined, 3500);
+    await s.finishNotification('msg_9', 'dropped', undefined, 1300);
+    await s.finishNotification('msg_b', 'failed', undefined, 3000);
+    const latest = (await s.latestNotifications(['a1', 'other'])).map((n) => [n.alertId, n.receiver, n.status, n.createdAtMs, n.givenUpAtMs]).sort();
+    expect(latest).toEqual([
+      ['a1', 'chat', 'firing', 1000, null],
+      ['a1', 'dropped', 'firing', 1000, null],
+      ['a1', 'old', 'firing', 1000, 1000],
+      ['a1', 'ops', 'resolved', 2000, 2500],
+      ['a1', 'pager', 'firing', 2000, null],
+      ['a1', 'tied', 'resolved', 3000, 3500],
+    ]);
+    expect(await s.latestNotifications([])).toEqual([]);
   });
 
   it('accepts any fencing token when nothing fences it (a single process, or no lease)', async () => {
@@ -256,10 +291,11 @@ describe('latest attempts of the listed alerts on a long history', () => {
 });
 
 /**
- * A start (or a new leadership) reads which receivers the firing alerts were notified to, while the outbox holds
+ * A start (or a new leadership) reads which receivers the firing alerts were notified to, and each receiver's
+ * latest notification of the alerts it loads (what was given up on is sent again), while the outbox holds
  * the notifications of every alert for a day after they finish: the read goes through the outbox's alert index.
  */
-it('SQLite reads the receivers that had the firing alerts through the outbox alert index, and scans no table', { timeout: 60_000 }, async () => {
+it('SQLite reads the receivers that had the firing alerts and their latest notifications through the outbox alert index, and scans no table', { timeout: 60_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
   const path = join(dir, 'h.db');
   const s = new SqliteAlertStateStore(path);
@@ -269,8 +305,8 @@ it('SQLite reads the receivers that had the firing alerts through the outbox ale
   const listed = JSON.stringify(['r7', 'r200']);
   const db = new DatabaseSync(path, { readOnly: true });
   try {
-    for (const query of [SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD]) {
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(listed, listed) as { detail: string }[]).map((r) => r.detail);
+    for (const [query, params] of [[SQLITE_FIRING_RECEIVERS, [listed, listed]], [SQLITE_FIRING_RECEIVERS_HEARD, [listed, listed]], [SQLITE_LATEST_NOTIFICATIONS, [listed]]] as const) {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(...params) as { detail: string }[]).map((r) => r.detail);
       const onTables = plan.filter((d) => /alert_(notifications|attempts)/.test(d));
       expect(onTables.length, plan.join('; ')).toBeGreaterThan(0);
       for (const d of onTables) expect(d, plan.join('; ')).toMatch(/^SEARCH /);
@@ -279,4 +315,19 @@ it('SQLite reads the receivers that had the firing alerts through the outbox ale
     db.close();
   }
   expect((await s.firingReceivers(['r7', 'r200'])).sort((a, b) => a.alertId.localeCompare(b.alertId))).toEqual([{ alertId: 'r200', receiver: 'r' }, { alertId: 'r7', receiver: 'r' }]);
+  expect((await s.latestNotifications(['r7'])).map((n) => [n.alertId, n.receiver])).toEqual([['r7', 'r']]);
+});
+
+it('PostgreSQL reads the latest notifications of the alerts loaded through the outbox alert index, with no sequential scan', { timeout: 120_000 }, async () => {
+  server ??= await startTestServer();
+  const store = await PostgresStore.open({ url: await server.createDatabase(), poolSize: 2 });
+  const s = new PostgresAlertStateStore({ pool: store.connectionPool });
+  cleanups.push(() => store.close(), () => s.close());
+  const alerts = Array.from({ length: 2000 }, (_, i) => alertRecord({ id: `r${i}`, state: 'firing' }));
+  await s.save({ upsert: alerts, remove: [], notifications: alerts.map((a) => notification(a, `msg_${a.id}`)) });
+  await store.connectionPool.query('ANALYZE alert_notifications');
+  const plan = (await store.connectionPool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${POSTGRES_LATEST_NOTIFICATIONS}`, [['r7', 'r200']])).rows.map((r) => r['QUERY PLAN']).join('\n');
+  expect(plan).not.toMatch(/Seq Scan on alert_notifications/);
+  expect(plan).toMatch(/Index Cond: \(alert_id = ANY/);
+  expect((await s.latestNotifications(['r7'])).map((n) => [n.alertId, n.receiver, n.givenUpAtMs])).toEqual([['r7', 'r', null]]);
 });

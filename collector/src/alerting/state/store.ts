@@ -13,6 +13,11 @@ export interface LoadedState {
   silences: SilenceRecord[];
   /** Notifications created but neither delivered nor given up on. */
   outbox: Notification[];
+  /**
+   * With the outbox: each receiver's latest notification of the alerts loaded (latestNotifications), read in the
+   * same load, so a load that hands out the outbox never leaves it behind for want of this.
+   */
+  latest: LatestNotification[];
 }
 
 /**
@@ -21,14 +26,17 @@ export interface LoadedState {
  * process ignores it. Absent, the current epoch is used.
  */
 export interface AlertStateStore {
-  /** `outbox: false` reads alerts and silences only (a follower answering the API). */
+  /** `outbox: false` reads alerts and silences only (a follower answering the API), without `latest` either. */
   load(opts?: { outbox?: boolean }): Promise<LoadedState>;
   /** The silences alone (read by the leader at every evaluation when state is shared). */
   silences(): Promise<SilenceRecord[]>;
   /** Writes one evaluation's changes atomically; `epoch` is the fencing token the evaluation ran under. */
   save(changes: StateChanges, epoch?: number | null): Promise<void>;
-  /** Marks a notification finished (delivered, given up on, or dropped with its receiver); `epoch` as for save. */
-  finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null): Promise<void>;
+  /**
+   * Marks a notification finished (delivered, given up on, or dropped with its receiver); `epoch` as for save. One
+   * given up on keeps when, `atMs` (latestNotifications).
+   */
+  finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null, atMs?: number): Promise<void>;
   addAttempt(a: StoredAttempt, epoch?: number | null): Promise<void>;
   /** Shared state only: true while `epoch` is the current lease and the notification is still undelivered. */
   confirmDelivery?(epoch: number, webhookId: string): Promise<boolean>;
@@ -46,11 +54,30 @@ export interface AlertStateStore {
    * for the alerts that resolve, whose resolution goes to them only).
    */
   firingReceivers(alertIds: readonly string[], opts?: { givenUp?: boolean }): Promise<{ alertId: string; receiver: string }[]>;
+  /**
+   * The latest notification of each of these alerts to each receiver (of a resolved alert, its resolution when one
+   * was made), and when it was given up on: what the engine sends again a group_interval later, read once a start
+   * or a new leadership loads the state. Through the outbox's alert index, as firingReceivers.
+   */
+  latestNotifications(alertIds: readonly string[]): Promise<LatestNotification[]>;
   /** Silences come from the API on any replica: never fenced. */
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
   prune(beforeMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A receiver's latest notification of an alert (AlertStateStore.latestNotifications). */
+export interface LatestNotification {
+  alertId: string;
+  receiver: string;
+  status: Notification['status'];
+  createdAtMs: number;
+  /**
+   * When it was given up on; null while it may still be delivered, once delivered, or dropped with its receiver.
+   * One given up on by a release that did not record when: its creation time.
+   */
+  givenUpAtMs: number | null;
 }
 
 /** Decides whether this replica evaluates and notifies: replicas on one PostgreSQL hold a lease (store/postgres/lease.ts). */
@@ -65,3 +92,8 @@ export const alwaysLeader: LeaderElector = { isLeader: () => true };
 
 /** Most attempts kept per alert: a receiver down for days must not grow the table without bound. */
 export const MAX_ATTEMPTS_PER_ALERT = 200;
+
+/** The alerts among `alerts` that may have had notifications: all but the pending ones. */
+export function notifiedAlertIds(alerts: readonly AlertRecord[]): string[] {
+  return alerts.filter((a) => a.state !== 'pending').map((a) => a.id);
+}
