@@ -19,7 +19,7 @@ import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { fingerprint, restoredAlert, type Transition } from './lifecycle.ts';
-import { markSuperseded, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
+import { lastNotifiedAt, markNotified, markSuperseded, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -379,16 +379,18 @@ export class AlertEngine implements IngestListener {
   }
 
   /**
-   * A firing notification of alert `id` was delivered at `atMs`: repeatInterval counts from here, as
-   * Alertmanager counts it from the last successful notification (a receiver that took retries to answer does
-   * not get the repeat early). Queued behind evaluations, saved under the fencing token.
+   * A firing notification of alert `id` was delivered to `receiver` at `atMs`: that receiver's repeatInterval
+   * counts from here, as Alertmanager counts it from its last successful notification to that receiver (a
+   * receiver that took retries to answer does not get the repeat early, and does not delay the others'). Queued
+   * behind evaluations, saved under the fencing token.
    */
-  noteDelivered(id: string, atMs: number): Promise<void> {
+  noteDelivered(id: string, receiver: string, atMs: number): Promise<void> {
     if (this.stopped) return this.chain;
     this.chain = this.chain.then(async () => {
       const a = this.set.get(id);
-      if (!a || a.state !== 'firing' || (a.lastNotifiedMs ?? -Infinity) >= atMs || !this.leader.isLeader() || this.stale) return;
-      a.lastNotifiedMs = atMs;
+      if (!a || a.state !== 'firing' || (lastNotifiedAt(a, receiver) ?? -Infinity) >= atMs || !this.leader.isLeader() || this.stale) return;
+      markNotified(a, receiver, atMs);
+      a.lastNotifiedMs = Math.max(a.lastNotifiedMs ?? -Infinity, atMs);
       try {
         await this.opts.stateStore.save({ upsert: [a], remove: [], notifications: [] }, this.leader.epoch?.());
       } catch (err) {

@@ -157,6 +157,11 @@ function supersedeTrail(h: Harness): [string, string | undefined, string | null,
   return h.sink.delivered().map((r) => JSON.parse(r.body) as AlertmanagerWebhookBody).map((b) => [b.status, b.alerts[0]?.labels['alertname'], b.alerts[0]?.annotations['superseded_by'] ?? null, b.alerts[0]?.annotations['summary'] ?? '']);
 }
 
+/** The requests to `path` (/hook: ops, /backup) answered 2xx. */
+const deliveredTo = (h: Harness, path: string): ReceivedRequest[] => h.sink.delivered().filter((q) => q.path === path);
+/** The alert status of each request. */
+const statuses = (requests: ReceivedRequest[]): string[] => requests.map((q) => (JSON.parse(q.body) as AlertmanagerWebhookBody).status);
+
 const over = { hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1 };
 const fine = { hookName: 'UserPromptSubmit', additionalContextChars: 100, outputsPersisted: 0 };
 
@@ -335,6 +340,30 @@ describe('persisted rule', () => {
     expect(ids.size).toBe(2);
     await h.run(HOUR);
     expect(h.notes()).toHaveLength(1);
+  });
+
+  it('keeps the repeat per receiver, as Alertmanager: a notification sent again to one receiver does not move the others\' repeat', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: HOUR, backup: true });
+    await h.fireWhileDown(over);
+    // ops is given up on (down past the delivery deadline) and gets the alert a group_interval later; backup had it at once.
+    h.clock.advance(61_000);
+    await h.alerting.dispatcher.idle();
+    h.sink.reply = () => ({ status: 200 });
+    const at = (path: string): number[] => deliveredTo(h, path).map((q) => q.at - T0);
+    await h.run(HOUR + MIN);
+    const retriedAt = 61_000 + 5 * MIN;
+    expect(at('/hook')).toEqual([retriedAt]);
+    // backup's repeat counts from its own delivery.
+    expect(at('/backup')).toEqual([0, expect.any(Number)]);
+    expect(at('/backup')[1]).toBeGreaterThanOrEqual(HOUR);
+    expect(at('/backup')[1]).toBeLessThanOrEqual(HOUR + TICK);
+    // ops' from its own.
+    await h.run(10 * MIN);
+    expect(at('/hook')).toEqual([retriedAt, expect.any(Number)]);
+    expect(at('/hook')[1]).toBeGreaterThanOrEqual(retriedAt + HOUR);
+    expect(at('/hook')[1]).toBeLessThanOrEqual(retriedAt + HOUR + TICK);
+    expect(at('/backup')).toHaveLength(2);
+    expect(statuses(h.sink.delivered())).toEqual(['firing', 'firing', 'firing', 'firing']);
   });
 
   it('splits by groupBy: only the team whose hook lost output is alerted', async () => {
@@ -916,10 +945,6 @@ describe('persisted state', () => {
     expect(h.notes()).toHaveLength(1);
     expect(h.sink.delivered()[0]?.headers['webhook-id']).toBe(firstId);
   });
-
-  /** The requests to `path` (/hook: ops, /backup) answered 2xx; the alert status of requests. */
-  const deliveredTo = (h: Harness, path: string): ReceivedRequest[] => h.sink.delivered().filter((q) => q.path === path);
-  const statuses = (requests: ReceivedRequest[]): string[] => requests.map((q) => (JSON.parse(q.body) as AlertmanagerWebhookBody).status);
 
   it('a firing given up on before a restart is sent again a group_interval after it was given up on, once, to its receiver alone', async () => {
     const h = await harness([{ kind: 'persisted', window: '1d' }], { repeatIntervalMs: 4 * HOUR, backup: true });

@@ -109,7 +109,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
     onFinished: (n, outcome, token) => {
       const at = now();
-      if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, at);
+      if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, n.receiver, at);
       // Given up on: its receiver gets it again a group_interval later, as in Alertmanager (the alert if it still
       // fires, its resolution if it has not fired again); the outbox keeps when, for a restart or the next leader.
       if (outcome === 'failed') engine.noteUndelivered(n, at);

@@ -25,8 +25,14 @@ export interface AlertRecord extends AlertIdentity {
    * the previous release, which saved it only while the condition held: read as true.
    */
   lastActiveProvisional?: boolean;
-  /** Last firing notification created (repeat_interval counts from it); null when none. */
+  /** Last firing notification to any receiver: when delivered (until one is, created); null when none. */
   lastNotifiedMs: number | null;
+  /**
+   * The same per receiver: repeat_interval counts from it, as Alertmanager keeps the repeat per receiver (one
+   * notified again after it was given up on does not move the others' repeat). Absent for a receiver not notified
+   * yet, and in a record of an earlier release: lastNotifiedMs counts then.
+   */
+  notifiedAtMs?: Record<string, number>;
   /** A firing notification went out in this episode, so its resolution is notified too. */
   notifiedFiring: boolean;
   /** Notifications created for this alert (part of each webhook-id). */

@@ -26,8 +26,9 @@ export interface PlanOptions {
 }
 
 /**
- * Plans the notifications of one evaluation. Marks the alerts notified (notifySeq, lastNotifiedMs,
+ * Plans the notifications of one evaluation. Marks the alerts notified (notifySeq, lastNotifiedMs, notifiedAtMs,
  * notifiedFiring) and adds those not already there to `upsert`, so the state and the outbox are saved together.
+ * A firing alert goes to the receivers not notified of it yet and those whose repeat_interval has passed.
  */
 export function planNotifications(active: readonly AlertRecord[], transitions: readonly Transition[], upsert: AlertRecord[], opts: PlanOptions): Notification[] {
   const { now, receivers } = opts;
@@ -36,12 +37,15 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
   const touch = toucher(upsert);
   for (const a of active) {
     if (a.state !== 'firing') continue;
-    if (a.lastNotifiedMs !== null && now - a.lastNotifiedMs < opts.repeatIntervalMs) continue;
-    if (opts.muted(a.labels)) continue;
+    const due = receivers.filter((r) => {
+      const last = lastNotifiedAt(a, r.name);
+      return last === null || now - last >= opts.repeatIntervalMs;
+    });
+    if (due.length === 0 || opts.muted(a.labels)) continue;
     a.notifySeq++;
     a.lastNotifiedMs = now;
     a.notifiedFiring = true;
-    for (const r of receivers) out.push(notification(a, r.name, 'firing', now));
+    for (const r of due) out.push(notifyFiring(a, r.name, now));
     touch(a);
   }
   for (const t of transitions) {
@@ -61,7 +65,7 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
  * within its group_wait instead of leaving it to the next repeat: those a reload added, and after a start (or a
  * new leadership) those never notified of an alert's firing. `owed` names them per alert. Every firing alert no
  * silence mutes, except those this evaluation already planned (they went to every receiver). Only the owed
- * receivers are notified: the alert's other receivers are not notified again, and its repeat keeps its time. The
+ * receivers are notified: the alert's other receivers are not notified again, and their repeat keeps its time. The
  * alert's notifySeq moves on (the alert is added to `upsert`), so the webhook-id is new even for a receiver that
  * had one of the alert before: one dropped when it left the configuration is never reused. A resolved alert among
  * `alerts` is notified as resolved to the receivers `owed` names (a resolution given up on, sent again).
@@ -75,10 +79,26 @@ export function planForOwedReceivers(alerts: readonly AlertRecord[], owed: (a: A
     const receivers = owed(a);
     if (receivers.length === 0 || opts.muted(a.labels)) continue;
     a.notifySeq++;
-    for (const receiver of receivers) out.push(notification(a, receiver, a.state, opts.now));
+    for (const receiver of receivers) out.push(a.state === 'firing' ? notifyFiring(a, receiver, opts.now) : notification(a, receiver, a.state, opts.now));
     touch(a);
   }
   return out;
+}
+
+/** When `receiver` was last notified of the firing alert `a` (its repeat counts from it); null when never. */
+export function lastNotifiedAt(a: AlertRecord, receiver: string): number | null {
+  return a.notifiedAtMs?.[receiver] ?? a.lastNotifiedMs;
+}
+
+/** The firing of `a` notified to `receiver` at `atMs` (created, or later delivered): its repeat counts from then. */
+export function markNotified(a: AlertRecord, receiver: string, atMs: number): void {
+  a.notifiedAtMs = { ...a.notifiedAtMs, [receiver]: atMs };
+}
+
+/** One firing notification of `a` to `receiver`, marked as its receiver's latest. */
+function notifyFiring(a: AlertRecord, receiver: string, now: number): Notification {
+  markNotified(a, receiver, now);
+  return notification(a, receiver, 'firing', now);
 }
 
 /** Adds an alert to `upsert` once, so it is saved with the notifications planned for it. */
