@@ -88,6 +88,6 @@ export class ForwardingStage implements PassThroughConsumer {
 
   private enqueueRefused(): never {
     const q = this.opts.queue;
-    throw new OverloadedError(`the forwarding queue is full (${q.bytes} of ${q.maxBytes} bytes) while the destination catches up; retry later`, this.opts.forwarder.retryAfterSeconds());
+    throw new OverloadedError(`the forwarding queue is full (${q.fill()}) while the destination catches up; retry later`, this.opts.forwarder.retryAfterSeconds());
   }
 }

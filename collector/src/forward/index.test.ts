@@ -226,11 +226,13 @@ describe('inline collector mode over OTLP/HTTP', () => {
     const { d, url } = await downstream(new HttpDownstream());
     d.mode = { kind: 'status', status: 503 };
     // Room for two copies of the capture, not three.
-    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(Math.floor(PROTO_LOGS.length * 2.5)), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '3s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '3s' });
+    const maxBytes = Math.floor(PROTO_LOGS.length * 2.5);
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(maxBytes), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '3s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '3s' });
     expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
     expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
     const refused = await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS);
     expect(refused.status).toBe(503);
+    expect(await refused.text()).toContain(`the forwarding queue is full (${2 * PROTO_LOGS.length} bytes queued + 0 being written of ${maxBytes})`);
     const retryAfter = Number(refused.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);

@@ -193,8 +193,11 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     const q = open(undefined, 7 * BODY_CHUNK_BYTES);
     const [a, b, small] = [large(), large(), Buffer.from('small')];
     const writes = [q.enqueue('logs', 'protobuf', a, 1), q.enqueue('logs', 'protobuf', b, 2), q.enqueue('logs', 'json', small, 3)];
-    // Room for two large bodies, not three: the third is refused while the first two are still being written.
-    await expect(q.enqueue('logs', 'protobuf', large(), 4)).rejects.toThrow(QueueFullError);
+    // Room for two large bodies, not three: the third is refused while the first two are still being written,
+    // and the refusal says where the room went.
+    const refused = q.enqueue('logs', 'protobuf', large(), 4);
+    await expect(refused).rejects.toThrow(QueueFullError);
+    await expect(refused).rejects.toThrow(`the forwarding queue is full: 5 bytes queued + ${a.length + b.length} being written of ${7 * BODY_CHUNK_BYTES}`);
     await Promise.all(writes);
     const bodies: Buffer[] = [];
     for (let item = await q.head(); item; item = await q.head()) {

@@ -255,6 +255,11 @@ export class DurableQueue {
     return this.bytesHeld;
   }
 
+  /** What takes the room, for a refusal: bytes queued, bytes of bodies being written, and the bound. */
+  fill(): string {
+    return `${this.bytesHeld} bytes queued + ${this.reserved} being written of ${this.maxBytes}`;
+  }
+
   /** Whether a body of `size` bytes would fit now. */
   hasRoom(size: number): boolean {
     return this.bytesHeld + this.reserved + size <= this.maxBytes;
@@ -273,7 +278,7 @@ export class DurableQueue {
   async enqueue(signal: Signal, encoding: Encoding, body: Buffer, receivedAtMs: number): Promise<number> {
     if (!this.hasRoom(body.length)) {
       this.countRefused();
-      throw new QueueFullError(`the forwarding queue holds ${this.bytesHeld} of ${this.maxBytes} bytes`);
+      throw new QueueFullError(`the forwarding queue is full: ${this.fill()}; the request has ${body.length}`);
     }
     if (body.length <= BODY_CHUNK_BYTES) {
       // One statement, one commit: the fsync that makes the 200 safe is the only disk wait on the ingest path.
