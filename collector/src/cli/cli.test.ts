@@ -338,17 +338,22 @@ describe('hookwatch serve', () => {
     });
   });
 
-  it('a second process on the same SQLite file is refused at once, and starts once the first has stopped', async () => {
-    const vars = base();
-    const first = await serving(vars);
+  it.each([
+    ['SQLite file', 'HOOKWATCH_DB', 'db', {}, 'a SQLite store is served by one process at a time'],
+    ['forwarding queue file', 'HOOKWATCH_FORWARD_QUEUE_PATH', 'forward.queue.path', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9' }, 'a forwarding queue file is used by one process at a time'],
+  ])('a second process on the same %s is refused at once, and starts once the first has stopped', async (_what, envName, key, extra, why) => {
+    // Each process has files of its own but the one shared.
+    const shared = join(mkdtempSync(join(dir, 'shared-')), 'shared.db');
+    const vars = (): Record<string, string> => ({ ...base(), ...extra, HOOKWATCH_FORWARD_QUEUE_PATH: join(mkdtempSync(join(dir, 'fq-')), 'fq.db'), [envName]: shared });
+    const first = await serving(vars());
     try {
-      const second = hookwatchProcess(['serve'], vars);
-      expect(second.stderr).toContain(`hookwatch: another hookwatch process serves ${vars['HOOKWATCH_DB']} (it holds ${vars['HOOKWATCH_DB']}.lock): a SQLite store is served by one process at a time`);
+      const second = hookwatchProcess(['serve'], vars());
+      expect(second.stderr).toContain(`hookwatch: another hookwatch process uses ${key} ${shared} (it holds ${shared}.lock): ${why}`);
       expect(second.status).toBe(1);
     } finally {
       await stopped(first.child);
     }
-    const third = await serving(vars);
+    const third = await serving(vars());
     await stopped(third.child);
   });
 

@@ -15,6 +15,7 @@ import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
 import { parseForwardHeaders } from './settings.ts';
 import { BODY_CHUNK_BYTES, DurableQueue, QueueFullError } from './queue.ts';
+import { StoreInUseError } from '../store/sqlite/process-lock.ts';
 
 const dirs: string[] = [];
 const queues: DurableQueue[] = [];
@@ -187,6 +188,28 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     const body = large();
     await again.enqueue('logs', 'protobuf', body, 2);
     expect((await again.head())!.body.equals(body)).toBe(true);
+  });
+
+  it('refuses a second opening of a queue file in use, naming the file and its setting, and leaves the body being written whole', async () => {
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES);
+    const body = large();
+    let refused: unknown;
+    // A second opening while some chunks of the body are committed: its open-time cleanup must not take them.
+    await watchTurns(() => q.enqueue('logs', 'protobuf', body, 1), () => {
+      if (refused !== undefined || onDisk(q.path).chunks < 2) return;
+      try {
+        open(q.path, 100 * BODY_CHUNK_BYTES);
+        refused = false;
+      } catch (err) {
+        refused = err;
+      }
+    });
+    expect(refused).toBeInstanceOf(StoreInUseError);
+    expect((refused as Error).message).toBe(`another hookwatch process uses forward.queue.path ${q.path} (it holds ${q.path}.lock): a forwarding queue file is used by one process at a time, or both would forward the same requests; stop the other one, or give each process a forward.queue.path of its own`);
+    expect((await q.head())!.body.equals(body)).toBe(true);
+    // Closed, the queue lets go of its file: it opens again, with the request.
+    q.close();
+    expect(open(q.path, 100 * BODY_CHUNK_BYTES).depth).toBe(1);
   });
 
   it('keeps concurrent writes apart and within the bound, counting a body being written against it', async () => {

@@ -11,9 +11,13 @@
  * by one under a key nothing refers to yet, and the body becomes a request only when its queue row, naming the
  * key, is committed. A crash before that leaves chunks nothing refers to, removed at the next open; a delivered
  * body's row goes first, its chunks after it.
+ *
+ * One process uses a queue file at a time (`<path>.lock`, process-lock.ts): a second would forward the same
+ * requests again, and its open-time cleanup would take the chunks of a body the first is writing.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
+import { lockSqliteFile, type LockedFile, type StoreLock } from '../store/sqlite/process-lock.ts';
 import type { Encoding } from '../otlp/encode.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { wellFramed } from '../otlp/skim-proto.ts';
@@ -69,6 +73,11 @@ export const DEFAULT_DEAD_LETTER_MAX_BYTES = 256 * 1024 * 1024;
 
 /** Bodies larger than this are stored, read and deleted in chunks of this size (see the top of this file). */
 export const BODY_CHUNK_BYTES = 1024 * 1024;
+
+const QUEUE_FILE: LockedFile = {
+  setting: 'forward.queue.path',
+  advice: 'a forwarding queue file is used by one process at a time, or both would forward the same requests; stop the other one, or give each process a forward.queue.path of its own',
+};
 
 /** The queue refused a request because it is full. */
 export class QueueFullError extends Error {
@@ -158,6 +167,7 @@ export class DurableQueue {
   readonly path: string;
   readonly maxBytes: number;
   private readonly db: DatabaseSync;
+  private readonly lock: StoreLock;
   readonly deadLetterMaxBytes: number;
   private bytesHeld: number;
   private depthHeld: number;
@@ -201,12 +211,20 @@ export class DurableQueue {
     this.path = opts.path;
     this.maxBytes = opts.maxBytes;
     this.deadLetterMaxBytes = opts.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES;
-    this.db = openPrivate(opts.path, opts.synchronous);
+    // Before the file is opened: the open-time cleanup below must never run on a file another process uses.
+    this.lock = lockSqliteFile(opts.path, QUEUE_FILE);
+    try {
+      this.db = openPrivate(opts.path, opts.synchronous);
+    } catch (err) {
+      this.lock.release();
+      throw err;
+    }
     try {
       migrate(this.db);
     } catch (err) {
-      // Not a queue this version can use (a corrupt file, another process holding it): the handle is not kept.
+      // Not a queue this version can use (a corrupt file, a lock held by another program): the handle is not kept.
       this.db.close();
+      this.lock.release();
       throw err;
     }
     const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
@@ -530,6 +548,7 @@ export class DurableQueue {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    this.lock.release();
   }
 
   private bump(name: QueueCounter, by: number): void {
