@@ -12,7 +12,8 @@
  * next to the same request taken straight through in one piece and one commit, in the same run; and likewise while
  * one maximum-size protobuf metrics or traces request is checked (the skim the receivers run before forwarding
  * it), in slices against in one call; and while forwarding's queue file takes such a request, reads it and
- * deletes it, chunk by chunk against one statement each. Then a commit's CPU per hook event when every event opens
+ * deletes it, chunk by chunk against one statement each, and while retention removes one, chunk by chunk against
+ * all its chunks in one transaction. Then a commit's CPU per hook event when every event opens
  * a session the store has not seen, against events of sessions stored before.
  */
 import { randomUUID } from 'node:crypto';
@@ -383,6 +384,47 @@ async function forwardQueueStall(runs: number): Promise<BenchResult> {
 }
 
 /**
+ * The longest event-loop stall while retention removes one maximum-size traces request from forwarding's queue
+ * file (DurableQueue.expire: its row in one commit, then its chunks one statement each, the event loop served
+ * between; dead-letter eviction deletes them the same way); next to the same request's row and chunks deleted in
+ * one transaction on the same file, as expiry and eviction did before, alternating run by run.
+ */
+async function forwardExpiryStall(runs: number): Promise<BenchResult> {
+  const once = async (body: Buffer, chunked: boolean): Promise<number> => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
+    const path = join(dir, 'queue.db');
+    try {
+      const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES });
+      try {
+        await queue.enqueue('traces', 'protobuf', body, 1);
+        if (chunked) return await longestStall(async () => void (await queue.expire(2)));
+      } finally {
+        queue.close();
+      }
+      const db = openSqlite(path);
+      try {
+        db.exec('PRAGMA secure_delete = ON');
+        return await longestStall(async () => {
+          inTransaction(db, () => db.exec('DELETE FROM body_chunks; DELETE FROM queue'));
+          db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+        });
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const { body } = maxSizePassThrough('traces');
+  const { straight, paced: chunked } = await alternating(runs, (c) => once(body, c));
+  return result(
+    'forward queue: longest event-loop stall while retention removes one maximum-size request',
+    percentile(chunked, 50), 'ms', 'same body in one transaction', percentile(straight, 50),
+    `one ${body.length.toLocaleString('en-US')} B traces request in a fresh forwarding queue file (synchronous=full, secure_delete) removed as past retention.events, its row first, then its chunks one statement each with the event loop served between (as an evicted dead letter's), against its row and chunks deleted in one transaction, as before; both then truncate the write-ahead log; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${msList(chunked)} ms, one transaction ${msList(straight)} ms`,
+  );
+}
+
+/**
  * What a new attribute set costs a commit (every hook event of a session the store has not seen opens one: a
  * fleet's first hour, a replayed backlog, a client sending unique values): hook events extracted from the same
  * protobuf batches committed through store.ingest() into one SQLite file opened as `hookwatch serve` opens it,
@@ -432,6 +474,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3));
   for (const signal of ['metrics', 'traces'] as const) out.push(await passThroughStall(signal, opts.quick ? 1 : 3));
   out.push(await forwardQueueStall(opts.quick ? 1 : 3));
+  out.push(await forwardExpiryStall(opts.quick ? 1 : 3));
   out.push(await newSessions(batches));
   return out;
 }

@@ -225,7 +225,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   const privacy = await openPrivacy(config.privacy, rawStore);
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, maxFutureSkewMs: config.otlp.maxFutureSkewMs, logger, now, privacy });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
-  const forwarding = startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous, retentionMs: config.retention.eventsMs });
+  const forwarding = await startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous, retentionMs: config.retention.eventsMs });
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   // One budget for both ports: a flood split across them must not get twice the memory.

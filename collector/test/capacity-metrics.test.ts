@@ -191,7 +191,7 @@ describe('retention metrics', () => {
     const store = storeNextDoor();
     let leader = false;
     const expired: number[] = [];
-    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => leader, expireForwarded: (b) => expired.push(b), logger: silentLogger, now: () => 40 * DAY });
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => leader, expireForwarded: async (b) => expired.push(b), logger: silentLogger, now: () => 40 * DAY });
     registerRetentionMetrics(metrics, retention, store.kind);
     await retention.run();
     let f = parseExposition(await metrics.render());

@@ -360,7 +360,7 @@ export class Forwarder {
     }
     if (result.kind === 'permanent') {
       this.isolate = false;
-      const evicted = queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
+      const evicted = await queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
       // Counted each (hookwatch_forward_dead_letters_total); a destination refusing every request gets a line a
       // minute, with how many since and the last one's reason, not one per request.
       this.lastRefusal = { signal: item.signal, bytes: item.body.length, status: result.status ?? null, message: result.message };
@@ -388,7 +388,7 @@ export class Forwarder {
         // Refused on its own past its time: a dead letter. The next ones go alone while they are past their time
         // too (each is tried alone once before it is given up, no merged resend between), then merged again.
         const reason = `${result.message} (retried for ${Math.round((now - (item.refusedSinceMs ?? now)) / 1000)} s, forward.retry.maxElapsedTime)`;
-        const evicted = queue.deadLetter([item.id], now, result.status ?? null, reason);
+        const evicted = await queue.deadLetter([item.id], now, result.status ?? null, reason);
         if (evicted) this.noteEvicted(evicted);
         const next = queue.headRefusedSinceMs();
         this.isolate = next !== undefined && next !== null && now - next >= maxElapsed;

@@ -366,7 +366,7 @@ describe('inline collector mode over OTLP/HTTP', () => {
     // As an earlier version stored a refusal: the destination's text as it came, credentials and all.
     const old = new DurableQueue({ path, maxBytes: 1 << 20 });
     const raw = `401 from ${endpoint}/v1/logs: token "${token}" (Authorization: Bearer ${token}) with x-api-key ${key} not accepted`;
-    old.deadLetter([await old.enqueue('logs', 'protobuf', PROTO_LOGS, Date.now())], Date.now(), 401, raw);
+    await old.deadLetter([await old.enqueue('logs', 'protobuf', PROTO_LOGS, Date.now())], Date.now(), 401, raw);
     old.close();
 
     const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_QUEUE_PATH: path, HOOKWATCH_FORWARD_HEADERS: `authorization=Bearer%20${token},x-api-key=${key}` });

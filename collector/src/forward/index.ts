@@ -38,8 +38,8 @@ export interface Forwarding {
   deadLetterSummary(): DeadLetterSummary;
   /** Requeues the dead letters (as many as the queue has room for) and wakes delivery. */
   replayDeadLetters(): { replayed: number; remaining: number };
-  /** Retention: removes queued requests and dead letters received before `beforeMs`; returns how many. */
-  expire(beforeMs: number): number;
+  /** Retention: removes queued requests and dead letters received before `beforeMs`; resolves to how many. */
+  expire(beforeMs: number): Promise<number>;
   /** Stops delivery after the attempt in flight and closes the queue file. Safe twice. */
   stop(): Promise<void>;
 }
@@ -63,7 +63,7 @@ export function checkEndpoint(config: ForwardConfig): void {
  * not delivered, so the start says so, and retention still removes what is past retention.events (the file
  * holds raw telemetry). A missing file is not created.
  */
-function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): void {
+async function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): Promise<void> {
   if (!existsSync(config.queue.path)) return;
   let queue: DurableQueue;
   try {
@@ -74,7 +74,7 @@ function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): void {
     return;
   }
   try {
-    if (opts.retentionMs !== undefined) queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
+    if (opts.retentionMs !== undefined) await queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
     const queued = queue.depth;
     const deadLetters = queue.deadLetterSummary().count;
     if (queued + deadLetters > 0) {
@@ -95,9 +95,9 @@ export function createExporter(config: ForwardConfig, now?: () => number, tls?: 
 }
 
 /** Opens the queue and starts delivery; undefined in fan-out mode (no endpoint). */
-export function startForwarding(config: ForwardConfig, opts: ForwardingOptions): Forwarding | undefined {
+export async function startForwarding(config: ForwardConfig, opts: ForwardingOptions): Promise<Forwarding | undefined> {
   if (!config.endpoint) {
-    checkLeftQueue(config, opts);
+    await checkLeftQueue(config, opts);
     return undefined;
   }
   // Before the queue opens: a CA, certificate or key that cannot be used stops the start, naming its setting.
@@ -118,7 +118,7 @@ export function startForwarding(config: ForwardConfig, opts: ForwardingOptions):
   const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher((err) => opts.logger.warn('forwarding a logs request without hookwatch.delivery: it could not be rewritten', { destination: exporter.description, err })) } : {}) });
   // Before delivery resumes: nothing past retention is sent on after a long stop.
   if (opts.retentionMs !== undefined) {
-    const expired = queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
+    const expired = await queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
     if (expired) opts.logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { destination: exporter.description, removed: expired });
   }
   forwarder.start();

@@ -24,14 +24,14 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function open(path?: string, maxBytes = 1000): DurableQueue {
+function open(path?: string, maxBytes = 1000, deadLetterMaxBytes?: number): DurableQueue {
   let p = path;
   if (!p) {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-queue-'));
     dirs.push(dir);
     p = join(dir, 'q.db');
   }
-  const q = new DurableQueue({ path: p, maxBytes });
+  const q = new DurableQueue({ path: p, maxBytes, ...(deadLetterMaxBytes === undefined ? {} : { deadLetterMaxBytes }) });
   queues.push(q);
   return q;
 }
@@ -39,7 +39,7 @@ function open(path?: string, maxBytes = 1000): DurableQueue {
 describe('DurableQueue', () => {
   it('replays dead letters oldest first, only as many as the queue has room for', async () => {
     const q = open(undefined, 25);
-    for (let i = 0; i < 3; i++) q.deadLetter([await q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');
+    for (let i = 0; i < 3; i++) await q.deadLetter([await q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');
     await q.enqueue('logs', 'json', Buffer.alloc(5), 9);
     // 5 bytes queued, room for 20: two of the three 9-byte dead letters.
     expect(q.replayDeadLetters()).toEqual({ replayed: 2, remaining: 1 });
@@ -55,10 +55,10 @@ describe('DurableQueue', () => {
 
   it('expires queued requests and dead letters received before the retention cut-off', async () => {
     const q = open(undefined, 1000);
-    q.deadLetter([await q.enqueue('logs', 'json', Buffer.from('old dead'), 100)], 150, 400, 'bad');
+    await q.deadLetter([await q.enqueue('logs', 'json', Buffer.from('old dead'), 100)], 150, 400, 'bad');
     await q.enqueue('logs', 'json', Buffer.from('old queued'), 200);
     await q.enqueue('logs', 'json', Buffer.from('new'), 400);
-    expect(q.expire(300)).toBe(2);
+    expect(await q.expire(300)).toBe(2);
     expect([q.depth, q.bytes, (await q.head())!.body.toString(), q.deadLetterSummary().count, q.counters().expired]).toEqual([1, 3, 'new', 0, 2]);
   });
 
@@ -93,7 +93,7 @@ describe('DurableQueue', () => {
     queues.push(q);
     for (let i = 0; i < 3; i++) {
       const id = await q.enqueue('traces', 'protobuf', Buffer.alloc(10), i);
-      q.deadLetter([id], 100 + i, 400, `bad request ${i}`);
+      await q.deadLetter([id], 100 + i, 400, `bad request ${i}`);
     }
     expect(q.depth).toBe(0);
     expect(q.bytes).toBe(0);
@@ -234,21 +234,71 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
   });
 
   it('moves a large body to the dead letters and back without copying it, and removes it on eviction or expiry', async () => {
-    const q = new DurableQueue({ path: join(mkdtempSync(join(tmpdir(), 'hookwatch-queue-')), 'q.db'), maxBytes: 100 * BODY_CHUNK_BYTES, deadLetterMaxBytes: 5 * BODY_CHUNK_BYTES });
-    queues.push(q);
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES, 5 * BODY_CHUNK_BYTES);
     const body = large();
-    q.deadLetter([await q.enqueue('metrics', 'protobuf', body, 1)], 10, 400, 'bad');
+    await q.deadLetter([await q.enqueue('metrics', 'protobuf', body, 1)], 10, 400, 'bad');
     expect(onDisk(q.path)).toEqual({ chunks: 4, queued: 0, dead: 1 });
     expect(q.deadLetterSummary()).toMatchObject({ count: 1, bytes: body.length });
     expect(q.replayDeadLetters()).toEqual({ replayed: 1, remaining: 0 });
     expect((await q.head())!.body.equals(body)).toBe(true);
     // A second dead letter over the bound evicts the first, chunks and all.
-    q.deadLetter([(await q.head())!.id], 20, 400, 'bad again');
-    q.deadLetter([await q.enqueue('metrics', 'protobuf', large(), 30)], 40, 400, 'bad');
+    await q.deadLetter([(await q.head())!.id], 20, 400, 'bad again');
+    await q.deadLetter([await q.enqueue('metrics', 'protobuf', large(), 30)], 40, 400, 'bad');
     expect([q.deadLetterSummary().count, q.counters().deadLettersEvicted, onDisk(q.path)]).toEqual([1, 1, { chunks: 4, queued: 0, dead: 1 }]);
     await q.enqueue('logs', 'protobuf', large(), 50);
-    expect(q.expire(100)).toBe(2);
+    expect(await q.expire(100)).toBe(2);
     expect(onDisk(q.path)).toEqual({ chunks: 0, queued: 0, dead: 0 });
+  });
+
+  it('evicts and expires a large body chunk by chunk, the event loop served between, its row gone first', async () => {
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES, 5 * BODY_CHUNK_BYTES);
+    const look = (): { chunks: number; queued: number; dead: number; depth: number; deadCount: number } => ({ ...onDisk(q.path), depth: q.depth, deadCount: q.deadLetterSummary().count });
+    await q.deadLetter([await q.enqueue('metrics', 'protobuf', large(), 1)], 10, 400, 'bad');
+    const second = large();
+    const id = await q.enqueue('metrics', 'protobuf', second, 2);
+    // The second dead letter evicts the first: the first's row goes with the move, in one commit; its chunks after.
+    const evict = await watchTurns(() => q.deadLetter([id], 20, 400, 'bad again'), look);
+    expect(evict.result).toBe(1);
+    const evicting = evict.seen.filter((s) => s.chunks > 4 && s.chunks < 8);
+    expect(evicting.length).toBeGreaterThanOrEqual(2);
+    for (const s of evicting) expect([s.queued, s.dead, s.depth, s.deadCount]).toEqual([0, 1, 0, 1]);
+    expect(onDisk(q.path)).toEqual({ chunks: 4, queued: 0, dead: 1 });
+    expect(q.replayDeadLetters()).toEqual({ replayed: 1, remaining: 0 });
+    const replayed = (await q.head())!;
+    expect(replayed.body.equals(second)).toBe(true);
+
+    await q.deadLetter([replayed.id], 30, 400, 'bad');
+    await q.enqueue('logs', 'protobuf', large(), 40);
+    // Retention: both rows go in one commit, then their chunks one by one.
+    const expire = await watchTurns(() => q.expire(100), look);
+    expect(expire.result).toBe(2);
+    const expiring = expire.seen.filter((s) => s.chunks > 0 && s.chunks < 8);
+    expect(expiring.length).toBeGreaterThanOrEqual(2);
+    for (const s of expiring) expect([s.queued, s.dead, s.depth, s.deadCount]).toEqual([0, 0, 0, 0]);
+    expect(onDisk(q.path)).toEqual({ chunks: 0, queued: 0, dead: 0 });
+    expect([q.bytes, q.deadLetterSummary().bytes, q.counters()]).toMatchObject([0, 0, { expired: 2, deadLettersEvicted: 1 }]);
+    const body = large();
+    await q.enqueue('logs', 'protobuf', body, 200);
+    expect((await q.head())!.body.equals(body)).toBe(true);
+  });
+
+  it('leaves nothing to forward when expiry is cut short, and removes the rest of its chunks at the next open', async () => {
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES);
+    await q.enqueue('logs', 'protobuf', large(), 1);
+    // The queue closes (as at a crash or a stop) once the row is gone and some of its chunks, not all.
+    const expire = await watchTurns(() => q.expire(100), () => {
+      const d = onDisk(q.path);
+      if (d.chunks > 0 && d.chunks < 4) q.close();
+    });
+    expect(expire.result).toBe(1);
+    const left = onDisk(q.path);
+    expect([left.queued, left.dead, left.chunks > 0 && left.chunks < 4]).toEqual([0, 0, true]);
+    const again = open(q.path, 100 * BODY_CHUNK_BYTES);
+    expect([again.depth, again.bytes, await again.head()]).toEqual([0, 0, undefined]);
+    expect(onDisk(q.path).chunks).toBe(0);
+    const body = large();
+    await again.enqueue('logs', 'protobuf', body, 2);
+    expect((await again.head())!.body.equals(body)).toBe(true);
   });
 
   it('opens a queue file of the schema before chunks, keeps its requests and dead letters, and chunks what comes next', async () => {

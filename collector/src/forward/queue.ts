@@ -9,8 +9,8 @@
  * for the whole of its write, read or overwrite (secure_delete). No transaction stays open across those pauses
  * (on node:sqlite's one connection every other statement would join it): the chunks of a body are committed one
  * by one under a key nothing refers to yet, and the body becomes a request only when its queue row, naming the
- * key, is committed. A crash before that leaves chunks nothing refers to, removed at the next open; a delivered
- * body's row goes first, its chunks after it.
+ * key, is committed. A crash before that leaves chunks nothing refers to, removed at the next open; a delivered,
+ * evicted or expired body's row goes first, its chunks after it.
  *
  * One process uses a queue file at a time (`<path>.lock`, process-lock.ts): a second would forward the same
  * requests again, and its open-time cleanup would take the chunks of a body the first is writing.
@@ -185,7 +185,6 @@ export class DurableQueue {
     chunk: StatementSync;
     readChunk: StatementSync;
     deleteChunk: StatementSync;
-    dropBody: StatementSync;
     head: StatementSync;
     headRefused: StatementSync;
     following: StatementSync;
@@ -240,7 +239,6 @@ export class DurableQueue {
       chunk: this.db.prepare('INSERT INTO body_chunks (body, seq, data) VALUES (?, ?, ?)'),
       readChunk: this.db.prepare('SELECT data FROM body_chunks WHERE body = ? AND seq = ?'),
       deleteChunk: this.db.prepare('DELETE FROM body_chunks WHERE body = ?1 AND seq = (SELECT min(seq) FROM body_chunks WHERE body = ?1)'),
-      dropBody: this.db.prepare('DELETE FROM body_chunks WHERE body = ?'),
       head: this.db.prepare(`SELECT ${ROW} FROM queue ORDER BY id LIMIT 1`),
       headRefused: this.db.prepare('SELECT refused_since FROM queue ORDER BY id LIMIT 1'),
       byId: this.db.prepare(`SELECT ${ROW} FROM queue WHERE id = ?`),
@@ -387,7 +385,7 @@ export class DurableQueue {
       this.bytesHeld -= r.bytes;
       this.depthHeld--;
     }
-    for (const r of removed) if (r.body_key !== null) await this.dropChunks(r.body_key);
+    await this.dropBodies(removed);
   }
 
   /**
@@ -405,10 +403,11 @@ export class DurableQueue {
   }
 
   /**
-   * Moves requests the destination refused for good to the dead letters, in one transaction, then evicts the
-   * oldest dead letters beyond their byte bound (counted as deadLettersEvicted). Returns how many were evicted.
+   * Moves requests the destination refused for good to the dead letters and evicts the oldest dead letters beyond
+   * their byte bound (counted as deadLettersEvicted), in one transaction; then deletes the chunks of the evicted
+   * bodies as ack does. Returns how many were evicted.
    */
-  deadLetter(ids: readonly number[], failedAtMs: number, status: number | null, reason: string): number {
+  async deadLetter(ids: readonly number[], failedAtMs: number, status: number | null, reason: string): Promise<number> {
     const removed = inTransaction(this.db, () => {
       const out: number[] = [];
       for (const id of ids) {
@@ -419,15 +418,14 @@ export class DurableQueue {
       }
       this.stmt.bump.run('deadLetters', out.length);
       let bytes = this.deadBytes + out.reduce((a, b) => a + b, 0);
-      let evicted = 0;
+      const evicted: Removed[] = [];
       while (bytes > this.deadLetterMaxBytes) {
         const e = this.stmt.evictDead.get() as Removed | undefined;
         if (!e) break;
-        this.dropBody(e);
         bytes -= e.bytes;
-        evicted++;
+        evicted.push(e);
       }
-      if (evicted) this.stmt.bump.run('deadLettersEvicted', evicted);
+      if (evicted.length) this.stmt.bump.run('deadLettersEvicted', evicted.length);
       return { out, bytes, evicted };
     });
     for (const b of removed.out) {
@@ -435,8 +433,9 @@ export class DurableQueue {
       this.depthHeld--;
     }
     this.deadBytes = removed.bytes;
-    this.deadCount += removed.out.length - removed.evicted;
-    return removed.evicted;
+    this.deadCount += removed.out.length - removed.evicted.length;
+    await this.dropBodies(removed.evicted);
+    return removed.evicted.length;
   }
 
   /**
@@ -492,14 +491,14 @@ export class DurableQueue {
   }
 
   /**
-   * Retention: removes queued requests and dead letters received before `beforeMs` (counted as expired), then
-   * truncates the write-ahead log so no copy of their bodies stays on disk. Returns how many were removed.
+   * Retention: removes queued requests and dead letters received before `beforeMs` (counted as expired) in one
+   * transaction, then the chunks of their bodies as ack does, then truncates the write-ahead log so no copy of
+   * their bodies stays on disk. Returns how many were removed.
    */
-  expire(beforeMs: number): number {
+  async expire(beforeMs: number): Promise<number> {
     const r = inTransaction(this.db, () => {
       const queued = this.stmt.expireQueue.all(beforeMs) as Removed[];
       const dead = this.stmt.expireDead.all(beforeMs) as Removed[];
-      for (const r of [...queued, ...dead]) this.dropBody(r);
       if (queued.length + dead.length) this.stmt.bump.run('expired', queued.length + dead.length);
       return { queued, dead };
     });
@@ -511,8 +510,10 @@ export class DurableQueue {
       this.deadBytes -= d.bytes;
       this.deadCount--;
     }
+    await this.dropBodies([...r.queued, ...r.dead]);
     const n = r.queued.length + r.dead.length;
-    if (n) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    // Closed meanwhile (a stop): the chunks left go at the next open, and the log with them.
+    if (n && !this.closed) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return n;
   }
 
@@ -583,17 +584,21 @@ export class DurableQueue {
     return body;
   }
 
-  /** Deletes the chunks under `key`, one statement each, the event loop served between. */
+  /**
+   * Deletes the chunks under `key`, one statement each, the event loop served between. A queue closed meanwhile
+   * stops there: nothing refers to the chunks left, removed at the next open.
+   */
   private dropChunks(key: number): Promise<void> {
     const stmt = this.stmt.deleteChunk;
+    const closed = (): boolean => this.closed;
     return runPaced((function* () {
-      while (Number(stmt.run(key).changes) > 0) yield;
+      while (!closed() && Number(stmt.run(key).changes) > 0) yield;
     })());
   }
 
-  /** Inside a transaction that removes `r`'s row: its chunks go with it. */
-  private dropBody(r: Removed): void {
-    if (r.body_key !== null) this.stmt.dropBody.run(r.body_key);
+  /** The chunks of bodies whose rows a committed transaction removed, body after body. */
+  private async dropBodies(removed: readonly Removed[]): Promise<void> {
+    for (const r of removed) if (r.body_key !== null) await this.dropChunks(r.body_key);
   }
 }
 

@@ -27,7 +27,7 @@ export interface RetentionOptions {
   /** Whether this replica leads (always true on SQLite). */
   isLeader(): boolean;
   /** This replica's forward queue (inline mode): expires what is older than the bound, returns how many. */
-  expireForwarded?(beforeMs: number): number;
+  expireForwarded?(beforeMs: number): Promise<number>;
   logger: Logger;
   now: () => number;
 }
@@ -81,7 +81,7 @@ export class Retention {
     const { store, logger, now } = this.opts;
     // Raw bodies (user emails included) are not kept past retention.events, delivered or not.
     try {
-      const expired = this.opts.expireForwarded?.(now() - this.opts.eventsMs) ?? 0;
+      const expired = (await this.opts.expireForwarded?.(now() - this.opts.eventsMs)) ?? 0;
       if (expired) logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { removed: expired });
     } catch (err) {
       logger.warn('forwarding retention failed', { err });

@@ -88,28 +88,28 @@ it('in fan-out mode, says what a queue left from inline mode holds, and still re
   const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
   const config = toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db') } })).forward;
   expect(config.endpoint).toBe('');
-  expect(startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
+  expect(await startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
   const warning = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l['msg']).includes('forwarding is off'));
   expect(warning).toMatchObject({ level: 'warn', queued: 2, deadLetters: 0 });
 
   // Two hours later, past retention.events: removed, and nothing left to warn about.
   lines.length = 0;
-  startForwarding(config, { logger, retentionMs: 3_600_000, now: () => Date.now() + 2 * 3_600_000 });
+  await startForwarding(config, { logger, retentionMs: 3_600_000, now: () => Date.now() + 2 * 3_600_000 });
   expect(lines.filter((l) => l.includes('forwarding is off'))).toEqual([]);
   for (const f of queueFiles(dir)) expect([f, readFileSync(f).includes(EMAIL)]).toEqual([f, false]);
 });
 
-it('in fan-out mode, neither creates a queue file nor stops over one it cannot read', () => {
+it('in fan-out mode, neither creates a queue file nor stops over one it cannot read', async () => {
   const { dir, cleanup } = tempDir('hookwatch-fwd-bad-');
   dirs.push(cleanup);
   const lines: string[] = [];
   const logger = createLogger({ level: 'info', write: (l) => lines.push(l) });
   const path = join(dir, 'forward-queue.db');
   const config = toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_PATH: path } })).forward;
-  expect(startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
+  expect(await startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
   expect(existsSync(path)).toBe(false);
   writeFileSync(path, 'not a database, whatever it once was '.repeat(200));
-  expect(startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
+  expect(await startForwarding(config, { logger, retentionMs: 3_600_000 })).toBeUndefined();
   const warning = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => String(l['msg']).includes('cannot be read'));
   expect(warning).toMatchObject({ level: 'warn', path });
 });
