@@ -368,6 +368,13 @@ describe('hookwatch guard', () => {
     const missing = await guard(['--', join(dir, 'no-such-hook'), 'arg']);
     expect(missing.code).toBe(127);
     expect(missing.stderr).toContain('cannot run');
+    // A file that is there but cannot be run is 126, as sh, env and timeout say: not 127, "no such command".
+    const notExecutable = join(dir, 'not-executable.sh');
+    await writeFile(notExecutable, 'echo ran\n', { mode: 0o644 });
+    const denied = await guard(['--', notExecutable, 'arg']);
+    expect([denied.code, denied.stdout.toString()]).toEqual([126, '']);
+    expect(denied.stderr).toContain(`cannot run ${notExecutable}`);
+    expect((await hookLine(`${shellQuote(notExecutable)} arg`)).code).toBe(126);
     // Nothing to run: exit 1, which Claude Code shows the user without blocking the tool call (2 would block it).
     const noDash = await guard(['./hook.sh']);
     expect(noDash.code).toBe(1);

@@ -142,6 +142,9 @@ function endsLikeObject(path: string): boolean {
   }
 }
 
+/** Why a command that is there cannot be started: a file without execute permission, a folder, a noexec mount. */
+const NOT_RUNNABLE = new Set(['EACCES', 'EPERM']);
+
 /** Parsed options of a guarded run. */
 interface GuardOptions {
   budget: number;
@@ -381,8 +384,9 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     },
   });
   if (result.spawnError !== undefined) {
-    io.stderr(`hookwatch guard: cannot run ${command[0] ?? ''}: ${result.spawnError}\n`);
-    return { code: 127 };
+    io.stderr(`hookwatch guard: cannot run ${command[0] ?? ''}: ${result.spawnError.message}\n`);
+    // As a shell (and env, timeout) says it: 126 for a command found but not to be run, 127 for one not found.
+    return { code: NOT_RUNNABLE.has(result.spawnError.code ?? '') ? 126 : 127 };
   }
   const captured = result.stdout;
   const ended: GuardExit = result.signal !== null ? { signal: result.signal } : { code: result.exitCode ?? 1 };

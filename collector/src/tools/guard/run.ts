@@ -94,7 +94,8 @@ export interface GuardedRunResult {
   stdout: CapturedStdout;
   /** The first part of what arrived on stdin (the hook input JSON). */
   input: string;
-  spawnError: string | undefined;
+  /** Why the command could not be started (ENOENT: not found; EACCES: found, but not to be run). */
+  spawnError: NodeJS.ErrnoException | undefined;
 }
 
 /**
@@ -179,7 +180,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       run.stdin.pipe(child.stdin);
     }
 
-    const settle = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: string): void => {
+    const settle = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: NodeJS.ErrnoException): void => {
       if (settled) return;
       settled = true;
       for (const timer of timers) clearTimeout(timer);
@@ -205,7 +206,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     };
 
     child.stdout?.on('data', (chunk: Buffer) => capture.push(chunk));
-    child.on('error', (error) => settle(null, null, error.message));
+    child.on('error', (error) => settle(null, null, error));
     child.on('exit', (code, signal) => {
       exited = { code, signal };
       if (stoppedBy !== null) afterStop();
