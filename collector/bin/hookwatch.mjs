@@ -8,6 +8,15 @@ if (problem) {
   console.error(problem);
   process.exit(1);
 }
+// Node 24.0 to 24.2 warn on stderr that type stripping is experimental as the first .ts module loads, on every
+// run. Under `guard` that stderr is the hook's, which Claude Code gives the model as the reason of a block (exit
+// 2): it must stay the command's own. Other warnings are still shown.
+const emitWarning = process.emitWarning;
+process.emitWarning = function (warning, ...rest) {
+  const message = typeof warning === 'string' ? warning : warning?.message;
+  if (typeof message === 'string' && message.startsWith('Type Stripping is an experimental feature')) return;
+  return emitWarning.call(this, warning, ...rest);
+};
 // Node caches the compiled (and type-stripped) sources on disk: a hook command that starts on every tool
 // call then skips most of its startup. Failure to cache (read-only tmp) only costs speed.
 const { enableCompileCache } = await import('node:module');

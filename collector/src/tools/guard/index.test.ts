@@ -428,6 +428,32 @@ describe('hookwatch guard', () => {
     }
   });
 
+  it('keeps Node\'s warning that type stripping is experimental off the stderr of the hook, and no other warning', async () => {
+    // Node 24.0 to 24.2, which the engines range takes, warn so on stderr as the first .ts module loads; this
+    // preload does what they do at that point, under the Node the tests run on (and warns of $ALSO too).
+    const preload = join(dir, 'type-stripping-warning.mjs');
+    await writeFile(preload, [
+      "import { registerHooks } from 'node:module';",
+      'let warned = false;',
+      'registerHooks({ load(url, context, nextLoad) {',
+      "  if (!warned && url.endsWith('.ts')) {",
+      '    warned = true;',
+      "    process.emitWarning('Type Stripping is an experimental feature and might change at any time', 'ExperimentalWarning');",
+      "    if (process.env.ALSO) process.emitWarning(process.env.ALSO, 'ExperimentalWarning');",
+      '  }',
+      '  return nextLoad(url, context);',
+      '} });',
+      '',
+    ].join('\n'));
+    const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> => spawnHook(process.execPath, ['--import', preload, BIN, 'guard', ...args], { env });
+    const blocked = await run(nodeHook(`process.stderr.write('why');process.exit(2)`));
+    expect([blocked.code, blocked.stderr]).toEqual([2, 'why']);
+    const other = await run(nodeHook(`process.stderr.write('why')`), { ALSO: 'Something else is an experimental feature' });
+    expect(other.code).toBe(0);
+    expect(other.stderr).toContain('Something else is an experimental feature');
+    expect(other.stderr).not.toContain('Type Stripping');
+  });
+
   it('passes the output through unchanged when the full output cannot be saved, rather than point at nothing', async () => {
     const blocker = join(dir, 'not-a-folder');
     await writeFile(blocker, 'x');
