@@ -37,9 +37,9 @@ interface Ran {
   stderr: string;
 }
 
-function guard(args: string[], env: NodeJS.ProcessEnv = {}, input = INPUT, options: { closeStdout?: boolean; onStart?: (pid: number) => void } = {}): Promise<Ran> {
+function guard(args: string[], env: NodeJS.ProcessEnv = {}, input = INPUT, options: { closeStdout?: boolean; onStart?: (pid: number) => void; nodeArgs?: string[] } = {}): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env }, cwd: dir });
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'guard', ...args], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir, ...env }, cwd: dir });
     let stdout = '';
     let stderr = '';
     // The reader of the hook's output gone (Claude Code after its timeout), before the input is even written.
@@ -131,6 +131,26 @@ describe('hookwatch guard --report', () => {
     const read = async (): Promise<GuardTrimsResponse> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hook}/guard-trims?from=now-1h`)).body;
     const body = await until(read, (t) => t.trims >= 1);
     expect(body.largest).toMatchObject({ field: 'stdout', sentChars: 12_000 });
+  });
+
+  it('sends on every Node the engines range takes, 24.0 and 24.1 included, which have no import.meta.main', async () => {
+    // Run as on those versions: this preload makes import.meta.main read undefined in every .ts module, the guard's
+    // and the sender's (the preload goes with the guard's execArgv to the process that sends).
+    const preload = join(dir, 'no-import-meta-main.mjs');
+    await writeFile(preload, [
+      "import { registerHooks } from 'node:module';",
+      'registerHooks({ load(url, context, nextLoad) {',
+      '  const loaded = nextLoad(url, context);',
+      "  return url.endsWith('.ts') ? { ...loaded, source: String(loaded.source).replaceAll('import.meta.main', 'undefined') } : loaded;",
+      '} });',
+      '',
+    ].join('\n'));
+    const input = JSON.stringify({ session_id: 'sess-node-24-0', hook_event_name: 'PreCompact', trigger: 'auto' });
+    const ran = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' x`], {}, input, { nodeArgs: ['--import', preload] });
+    expect([ran.code, ran.stderr]).toEqual([0, '']);
+    expect(ran.stdout.length).toBeLessThanOrEqual(9_500);
+    const read = async (): Promise<GuardTrimsResponse> => (await getJson<GuardTrimsResponse>(service.httpUrl, `/api/v1/hooks/${hookId('PreCompact', 'PreCompact:auto')}/guard-trims?from=now-1h`)).body;
+    expect((await until(read, (t) => t.trims >= 1)).largest).toMatchObject({ field: 'stdout', sentChars: 12_000 });
   });
 
   it('counts two trims by two identical commands of one event, run in parallel in the same millisecond, as two', async () => {
