@@ -401,6 +401,11 @@ writeFileSync(${JSON.stringify(record)}, JSON.stringify({ input, projectDir: pro
     const blocking = await checkJson(['--event', 'PreToolUse', '--', `echo no >&2; exit 2`]);
     expect(blocking.result.hooks[0]).toMatchObject({ status: 'blocked', exitCode: 2, hookName: 'PreToolUse:Bash', fails: false });
     expect(blocking.code).toBe(0);
+
+    // A hook killed by a signal has no exit status: the report names the signal as what ended it.
+    const killed = await check(['--', 'kill -KILL $$']);
+    expect(killed.code).toBe(1);
+    expect(killed.out).toMatch(/^ {2}FAILED: killed by SIGKILL after [\d,]+ ms: Claude Code reports a non-blocking error/m);
   });
 
   it('says what exit 127 and 126 mean, and where the hook ran, since its stderr is hidden by default', async () => {

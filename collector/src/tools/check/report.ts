@@ -121,7 +121,7 @@ function runText(hook: HookCheck): string {
         `of its output reaches the model (${formatCount(run.stdoutChars)} stdout characters were printed before it ended)`
       );
     case 'failed':
-      return `FAILED with exit ${run.exitCode ?? run.signal ?? '?'} after ${duration}: Claude Code reports a non-blocking error and the model gets none of its stdout`;
+      return `FAILED${run.exitCode === null && run.signal !== null ? `: killed by ${run.signal}` : ` with exit ${run.exitCode ?? '?'}`} after ${duration}: Claude Code reports a non-blocking error and the model gets none of its stdout`;
     case 'blocked':
       return `exit 2 (blocking) after ${duration}: Claude Code passes stderr on instead of stdout; stdout not measured`;
     default:
