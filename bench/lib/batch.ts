@@ -273,13 +273,40 @@ function passThroughResource(signal: 'metrics' | 'traces', n: number, nowNanos: 
   return lengthDelimited(1, Buffer.concat([resource, lengthDelimited(2, scope)]));
 }
 
+/** passThroughResource in OTLP/JSON: `n` sums or spans of one resource, as a resourceMetrics or resourceSpans item. */
+function passThroughResourceJson(signal: 'metrics' | 'traces', n: number, nowNanos: bigint): Buffer {
+  const attributes = (i: number): unknown[] => [s('host.name', `host-${i % 50}`), s('http.route', `/api/v1/items/${i % 200}`), s('http.request.method', 'GET')];
+  const items = Array.from({ length: n }, (_, i) => {
+    if (signal === 'metrics') {
+      const point = { attributes: attributes(i), startTimeUnixNano: String(nowNanos - 60_000_000_000n), timeUnixNano: String(nowNanos), asInt: String(i) };
+      return { name: `http.server.requests.${i % 20}`, unit: '1', sum: { dataPoints: [point], aggregationTemporality: 2, isMonotonic: true } };
+    }
+    const id = randomBytes(16).toString('hex');
+    return {
+      traceId: id, spanId: id.slice(0, 16), name: `GET /api/v1/items/${i % 200}`, kind: 2,
+      startTimeUnixNano: String(nowNanos - BigInt(i) * 1_000_000n), endTimeUnixNano: String(nowNanos), attributes: attributes(i),
+    };
+  });
+  const scope = { scope: { name: 'bench' }, [signal === 'metrics' ? 'metrics' : 'spans']: items };
+  return Buffer.from(JSON.stringify({ resource: { attributes: [s('service.name', 'api')] }, [signal === 'metrics' ? 'scopeMetrics' : 'scopeSpans']: [scope] }));
+}
+
 /**
- * One protobuf metrics or traces request as large as otlp.maxRequestBytes lets a client send: resources of
- * 1,000 sums or spans, some 136,000 sums or 129,000 spans in all (docs/benchmarks.md), the same resource repeated
- * (hookwatch checks these requests' framing and forwards them, it does not decode them).
+ * One metrics or traces request as large as otlp.maxRequestBytes lets a client send: resources of 1,000 sums or
+ * spans, some 136,000 sums or 129,000 spans in all in protobuf (docs/benchmarks.md), some 40,000 in JSON; the same
+ * resource repeated (hookwatch checks these requests' framing and forwards them, it does not decode them).
  */
-export function maxSizePassThrough(signal: 'metrics' | 'traces', maxBytes = MAX_REQUEST_BYTES): { body: Buffer; items: number } {
-  const one = passThroughResource(signal, MAX_SIZE_PER_RESOURCE, BigInt(Date.now()) * 1_000_000n);
-  const copies = Math.floor(maxBytes / one.length);
-  return { body: Buffer.concat(Array.from({ length: copies }, () => one)), items: copies * MAX_SIZE_PER_RESOURCE };
+export function maxSizePassThrough(signal: 'metrics' | 'traces', maxBytes = MAX_REQUEST_BYTES, encoding: WireEncoding = 'protobuf'): { body: Buffer; items: number } {
+  const nowNanos = BigInt(Date.now()) * 1_000_000n;
+  if (encoding === 'protobuf') {
+    const one = passThroughResource(signal, MAX_SIZE_PER_RESOURCE, nowNanos);
+    const copies = Math.floor(maxBytes / one.length);
+    return { body: Buffer.concat(Array.from({ length: copies }, () => one)), items: copies * MAX_SIZE_PER_RESOURCE };
+  }
+  // {"resourceMetrics":[ ... ]} around the resources, a comma between them.
+  const one = passThroughResourceJson(signal, MAX_SIZE_PER_RESOURCE, nowNanos);
+  const open = Buffer.from(`{"${signal === 'metrics' ? 'resourceMetrics' : 'resourceSpans'}":[`);
+  const copies = Math.floor((maxBytes - open.length - 2 + 1) / (one.length + 1));
+  const parts = Array.from({ length: copies }, (_, i) => (i === 0 ? [one] : [Buffer.from(','), one])).flat();
+  return { body: Buffer.concat([open, ...parts, Buffer.from(']}')]), items: copies * MAX_SIZE_PER_RESOURCE };
 }
