@@ -5,6 +5,12 @@
  */
 export type Steps<T> = Iterator<void, T, void>;
 
+/**
+ * Steps that may also wait for work done off the event loop (a worker thread): a step that yields a promise is
+ * resumed once it settles (see awaiting), the event loop served meanwhile. Only runPaced runs them.
+ */
+export type PacedSteps<T> = Iterator<void | Promise<void>, T, void>;
+
 /** The result of `steps`, run without a pause. */
 export function runToEnd<T>(steps: Steps<T>): T {
   for (;;) {
@@ -15,15 +21,28 @@ export function runToEnd<T>(steps: Steps<T>): T {
 
 /**
  * The result of `steps`, with a turn of the event loop between slices: the I/O and timers due then are served
- * first. `between` runs at each pause, before the turn (a throw there ends the work with that error).
+ * first; a step that yielded a promise is resumed once it settles. `between` runs at each pause, before the turn
+ * (a throw there ends the work with that error).
  */
-export async function runPaced<T>(steps: Steps<T>, between?: () => void): Promise<T> {
+export async function runPaced<T>(steps: PacedSteps<T>, between?: () => void): Promise<T> {
   for (;;) {
     const s = steps.next();
     if (s.done) return s.value;
     between?.();
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await (s.value ?? new Promise<void>((resolve) => setImmediate(resolve)));
   }
+}
+
+/**
+ * What `work` (done off the event loop) gives, as one step of PacedSteps: started when the step is, it throws
+ * what the work rejects with.
+ */
+export function* awaiting<T>(work: () => Promise<T>): Generator<Promise<void>, T, void> {
+  let outcome: { value: T } | { err: unknown } | undefined;
+  yield work().then((value) => { outcome = { value }; }, (err: unknown) => { outcome = { err }; });
+  if (!outcome) throw new Error('awaiting: resumed before its work settled (PacedSteps run by runPaced only)');
+  if ('err' in outcome) throw outcome.err;
+  return outcome.value;
 }
 
 /** Work that has no slices, as Steps: done in its first step. */

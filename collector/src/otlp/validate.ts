@@ -6,9 +6,10 @@
  * with forwarding, a request the queue cannot take (full: 503; larger than the queue: 413; JSON to a gRPC
  * destination: 415) is refused before this runs, as a logs request is refused before its decode.
  */
-import { atOnce, type Steps } from '../paced.ts';
+import { atOnce, type PacedSteps, type Steps } from '../paced.ts';
 import type { RawRequest, Signal } from '../pipeline/consumer.ts';
 import { arr, checkJsonNodes, field, obj } from './decode-json.ts';
+import { JSON_THREAD_MIN_BYTES, type JsonThread } from './json-thread.ts';
 import { DecodeError, unbounded, type DecodeBudget } from './model.ts';
 import { skimOtlpProtoSteps } from './skim-proto.ts';
 
@@ -33,7 +34,7 @@ function checkLevels(levels: readonly (readonly [string, string])[], parent: Rec
 }
 
 /** Throws a DecodeError unless `text` is an OTLP/JSON Export<signal>ServiceRequest at least at its fixed levels. */
-function checkOtlpJson(signal: Signal, text: string, bound: DecodeBudget): void {
+export function checkOtlpJson(signal: Signal, text: string, bound: DecodeBudget): void {
   checkJsonNodes(text, bound);
   let doc: unknown;
   try {
@@ -55,10 +56,14 @@ function checkOtlpJson(signal: Signal, text: string, bound: DecodeBudget): void 
  * Refuses (400 / INVALID_ARGUMENT) a metrics or traces body that is not well-formed OTLP: queued protobuf
  * requests are merged by concatenation, so one bad framing would corrupt the requests merged after it, and a
  * malformed body must get the same 400 whether hookwatch forwards (inline mode) or not (fan-out mode).
- * In slices (paced.ts): the protobuf skim pauses after every SKIM_SLICE_BYTES of the body; the JSON.parse of an
- * OTLP/JSON body is one piece.
+ * In slices (paced.ts): the protobuf skim pauses after every SKIM_SLICE_BYTES of the body; an OTLP/JSON body over
+ * JSON_THREAD_MIN_BYTES is checked on `json`'s thread (the same refusals), a smaller one (or any, without `json`)
+ * in one piece.
  */
-export function validatePassThroughSteps(raw: RawRequest, bound: DecodeBudget = unbounded()): Steps<void> {
+export function validatePassThroughSteps(raw: RawRequest, bound?: DecodeBudget): Steps<void>;
+export function validatePassThroughSteps(raw: RawRequest, bound: DecodeBudget, json: JsonThread): PacedSteps<void>;
+export function validatePassThroughSteps(raw: RawRequest, bound: DecodeBudget = unbounded(), json?: JsonThread): PacedSteps<void> {
   if (raw.encoding === 'protobuf') return skimOtlpProtoSteps(raw.signal, raw.body);
+  if (json && raw.signal !== 'logs' && raw.body.length > JSON_THREAD_MIN_BYTES) return json.checkSteps(raw.signal, raw.body, bound);
   return atOnce(() => checkOtlpJson(raw.signal, raw.body.toString('utf8'), bound));
 }

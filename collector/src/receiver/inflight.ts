@@ -6,9 +6,10 @@
 import { decodeLogsJsonSteps } from '../otlp/decode-json.ts';
 import { decodeLogsProtoSteps } from '../otlp/decode-proto.ts';
 import type { Encoding } from '../otlp/encode.ts';
+import { JSON_THREAD_MIN_BYTES, type JsonThread } from '../otlp/json-thread.ts';
 import { DecodeBudget, DecodeLimitError, type LogsRequest } from '../otlp/model.ts';
 import { OverloadedError, TooLargeError } from '../pipeline/errors.ts';
-import { runPaced, type Steps } from '../paced.ts';
+import { runPaced, type PacedSteps, type Steps } from '../paced.ts';
 
 function heldError(limitBytes: number): OverloadedError {
   return new OverloadedError(`hookwatch is holding otlp.maxInflightBytes (${limitBytes} bytes) of requests in memory; retry later`);
@@ -95,7 +96,7 @@ export class InflightAccount {
  * A large request is decoded in slices with the event loop served between them (paced.ts); what it holds so far
  * is charged at each pause, so requests decoded meanwhile see it taken.
  */
-export async function decodeWithin<T>(account: InflightAccount, budget: InflightBudget, steps: (bound: DecodeBudget) => Steps<T>): Promise<T> {
+export async function decodeWithin<T>(account: InflightAccount, budget: InflightBudget, steps: (bound: DecodeBudget) => PacedSteps<T>): Promise<T> {
   const perRequest = Math.floor(budget.limitBytes / 2);
   const bound = new DecodeBudget(Math.min(perRequest, budget.freeBytes));
   let charged = 0;
@@ -115,7 +116,13 @@ export async function decodeWithin<T>(account: InflightAccount, budget: Inflight
   return decoded;
 }
 
-/** A logs body decoded as `encoding`, in slices (decodeWithin's bound applies). */
-export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget): Steps<LogsRequest> {
-  return encoding === 'protobuf' ? decodeLogsProtoSteps(body, bound) : decodeLogsJsonSteps(body.toString('utf8'), bound);
+/**
+ * A logs body decoded as `encoding`, in slices (decodeWithin's bound applies); an OTLP/JSON body over
+ * JSON_THREAD_MIN_BYTES parsed and decoded on `json`'s thread, its model taken in here in slices.
+ */
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget): Steps<LogsRequest>;
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget, json: JsonThread): PacedSteps<LogsRequest>;
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget, json?: JsonThread): PacedSteps<LogsRequest> {
+  if (encoding === 'protobuf') return decodeLogsProtoSteps(body, bound);
+  return json && body.length > JSON_THREAD_MIN_BYTES ? json.decodeLogsSteps(body, bound) : decodeLogsJsonSteps(body.toString('utf8'), bound);
 }

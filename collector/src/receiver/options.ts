@@ -6,6 +6,7 @@ import type { LogsConsumer, PassThroughConsumer } from '../pipeline/consumer.ts'
 import { MAPPED_REJECT_REASONS } from '../pipeline/errors.ts';
 import type { HandshakeFailures } from '../net/handshake-failures.ts';
 import type { TlsCredentials } from '../net/tls.ts';
+import type { JsonThread } from '../otlp/json-thread.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
 
@@ -25,6 +26,11 @@ export interface OtlpReceiverOptions {
   handshakes?: HandshakeFailures;
   /** http.allowedHosts: names the OTLP/HTTP port answers to while it listens on loopback (net/allowed-hosts.ts). */
   allowedHosts?: readonly string[];
+  /**
+   * OTLP/HTTP only: the thread an OTLP/JSON body over JSON_THREAD_MIN_BYTES is parsed on (otlp/json-thread.ts),
+   * stopped by whoever gave it; unset, the receiver starts its own with its first such body and stops it on shutdown.
+   */
+  jsonThread?: JsonThread;
   /** Shared by both receivers: bytes of requests held in memory at once. */
   inflight: InflightBudget;
   logs: LogsConsumer;

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { splitAddr } from '../../net/addr.ts';
+import { JsonThread } from '../../otlp/json-thread.ts';
 import { validatePassThroughSteps } from '../../otlp/validate.ts';
 import { RpcCode, encodeExportResponse, encodeStatus, type Encoding } from '../../otlp/encode.ts';
 import type { Signal } from '../../pipeline/consumer.ts';
@@ -84,10 +85,13 @@ export class OtlpHttpReceiver {
   private readonly hostRefusal: (host: string | undefined) => string | undefined;
   /** gRPC clients, logged: the exporter itself reads only a refused connection, and /metrics only a count. */
   private readonly grpcClients: ThrottledLine;
+  /** Where a large OTLP/JSON body is parsed, off the event loop: the one given, or the receiver's own. */
+  private readonly json: JsonThread;
   private port = 0;
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
+    this.json = opts.jsonThread ?? new JsonThread();
     this.grpcClients = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp http: an OTLP/gRPC client connected; a gRPC exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) goes to the OTLP/gRPC port (otlp.grpc.addr, 4317 by default), an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json', { port: this.port, connections });
     });
@@ -147,10 +151,11 @@ export class OtlpHttpReceiver {
     return address;
   }
 
-  /** Stops accepting, lets in-flight requests finish. Safe to call twice or before start. */
+  /** Stops accepting, lets in-flight requests finish, then stops its own JSON parser thread. Safe to call twice or before start. */
   async shutdown(): Promise<void> {
     this.grpcClients.flush();
     await closeServer(this.server);
+    if (!this.opts.jsonThread) await this.json.close();
   }
 
   private count<K extends string>(map: Partial<Record<K, number>>, key: K): void {
@@ -223,11 +228,11 @@ export class OtlpHttpReceiver {
       let message = '';
       if (signal === 'logs') {
         this.opts.logs.admit?.(rawRequest);
-        const decoded = await decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound));
+        const decoded = await decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound, this.json));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
         this.opts.passThrough.admit?.(rawRequest);
-        await decodeWithin(account, this.opts.inflight, (bound) => validatePassThroughSteps(rawRequest, bound));
+        await decodeWithin(account, this.opts.inflight, (bound) => validatePassThroughSteps(rawRequest, bound, this.json));
         await this.opts.passThrough.consume(rawRequest);
       }
       const out = encodeExportResponse(encoding, rejected, message, REJECTED_FIELD[signal]);

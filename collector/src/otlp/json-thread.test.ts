@@ -1,0 +1,140 @@
+/**
+ * The OTLP/JSON parser thread (json-thread.ts) gives what the event loop's own parse gives: the same logs model
+ * (taken in on the event loop in slices, one fragment each), charged the same to the request's DecodeBudget, and
+ * the same refusals (a DecodeError naming the JSON path, DecodeLimitError at the same bound). A worker that fails
+ * fails only the body it holds, and the next body is parsed by a new one; stopping it fails what it holds with 503.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { maxSizeRequest } from '../../../bench/lib/batch.ts';
+import type { PacedSteps } from '../paced.ts';
+import { OverloadedError } from '../pipeline/errors.ts';
+import { decodeLogsJson } from './decode-json.ts';
+import { JsonThread } from './json-thread.ts';
+import { DECODE_SLICE_BYTES, DecodeBudget, DecodeError, DecodeLimitError, unbounded } from './model.ts';
+import { checkOtlpJson } from './validate.ts';
+
+/** What `steps` returned or threw, and how often it paused on the event loop (not counting waits for the thread). */
+async function run<T>(steps: PacedSteps<T>): Promise<{ value?: T; err?: unknown; pauses: number }> {
+  let pauses = 0;
+  try {
+    for (;;) {
+      const s = steps.next();
+      if (s.done) return { value: s.value, pauses };
+      if (s.value) await s.value;
+      else pauses++;
+    }
+  } catch (err) {
+    return { err, pauses };
+  }
+}
+
+/** The error `work` throws on the event loop. */
+function thrown(work: () => unknown): unknown {
+  try {
+    work();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
+
+const thread = new JsonThread();
+afterAll(() => thread.close());
+
+describe('the OTLP/JSON parser thread', () => {
+  it('decodes a maximum-size logs body to the model the event loop decodes, charged the same, taken in slice by slice', async () => {
+    const { body, records } = maxSizeRequest('json');
+    const bound = unbounded();
+    const r = await run(thread.decodeLogsSteps(body, bound));
+    const inline = unbounded();
+    const expected = decodeLogsJson(body.toString('utf8'), inline);
+    expect(r.err).toBeUndefined();
+    expect(isDeepStrictEqual(r.value, expected)).toBe(true);
+    expect(r.value?.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords))).toHaveLength(records);
+    expect(bound.bytes).toBe(inline.bytes);
+    // One fragment of about DECODE_SLICE_BYTES per pause (a record's nested values aside).
+    expect(r.pauses).toBeGreaterThanOrEqual(Math.floor(inline.bytes / (2 * DECODE_SLICE_BYTES)));
+    expect(r.pauses).toBeLessThanOrEqual(Math.ceil(inline.bytes / DECODE_SLICE_BYTES));
+  });
+
+  it('keeps every kind of value, empty scopes and resources as decoded on the event loop', async () => {
+    const text = JSON.stringify({
+      resourceLogs: [
+        { resource: { attributes: [{ key: 'service.name', value: { stringValue: 'x' } }] } },
+        { scopeLogs: [{ scope: { name: 's', version: '1' } }, { logRecords: [{}] }] },
+        { resource_logs_ignored: 1, scope_logs: [{ log_records: [{
+          time_unix_nano: '18446744073709551615', eventName: 'e', body: { kvlistValue: { values: [{ key: 'k', value: { bytesValue: 'AAE=' } }] } },
+          attributes: [
+            { key: 'i', value: { intValue: '9223372036854775807' } }, { key: 'd', value: { doubleValue: 'NaN' } }, { key: 'b', value: { boolValue: false } },
+            { key: 'a', value: { arrayValue: { values: [{ intValue: 1 }, {}] } } }, { key: 'n' }, { key: 'i', value: { stringValue: 'later wins' } },
+          ],
+        }] }] },
+      ],
+    });
+    const r = await run(thread.decodeLogsSteps(Buffer.from(text), unbounded()));
+    expect(isDeepStrictEqual(r.value, decodeLogsJson(text))).toBe(true);
+  });
+
+  it('refuses logs as the event loop does: the same message naming the JSON path, the same bound', async () => {
+    for (const text of ['{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"timeUnixNano":-1}]}]}]}', '{"resourceLogs":', '[]', `{"resourceLogs":[{"scopeLogs":[{"logRecords":[${Array(2000).fill('{}').join(',')}]}]}]}`]) {
+      const r = await run(thread.decodeLogsSteps(Buffer.from(text), new DecodeBudget(100_000)));
+      const expected = thrown(() => decodeLogsJson(text, new DecodeBudget(100_000)));
+      expect(r.err).toBeInstanceOf((expected as Error).constructor);
+      expect(r.err).toEqual(expected);
+      if (expected instanceof DecodeLimitError) expect((r.err as DecodeLimitError).limitBytes).toBe(100_000);
+      else expect(expected).toBeInstanceOf(DecodeError);
+    }
+  });
+
+  it('checks metrics and traces as the event loop does: accepted, or refused with the same message', async () => {
+    const cases = [
+      ['metrics', '{"resourceMetrics":[{"resource":{},"scopeMetrics":[{"scope":{},"metrics":[{}]}]}]}'],
+      ['traces', '{"resource_spans":[{"scope_spans":[{"spans":[]}]}]}'],
+      ['metrics', '{"resourceMetrics":[{"scopeMetrics":[{"metrics":[1]}]}]}'],
+      ['traces', '{"resourceSpans":[{"resource":[]}]}'],
+      ['traces', '{"resourceSpans":[{"scopeSpans":[{"spans":[]}]}]'],
+      ['metrics', 'null'],
+      ['metrics', `{"resourceMetrics":[${Array(5000).fill('{}').join(',')}]}`],
+    ] as const;
+    for (const [signal, text] of cases) {
+      const r = await run(thread.checkSteps(signal, Buffer.from(text), new DecodeBudget(100_000)));
+      let expected: unknown;
+      try {
+        checkOtlpJson(signal, text, new DecodeBudget(100_000));
+      } catch (err) {
+        expected = err;
+      }
+      expect(r.err, text).toEqual(expected);
+      if (expected) expect(r.err).toBeInstanceOf((expected as Error).constructor);
+    }
+  });
+
+  it('a worker that fails fails only its body, with an error naming the thread; the next body gets a new worker', async () => {
+    // A heap too small for the parse of a maximum-size body: the worker runs out of memory.
+    const small = new JsonThread({ resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } });
+    try {
+      const [failed, next] = await Promise.all([
+        run(small.decodeLogsSteps(maxSizeRequest('json').body, unbounded())),
+        run(small.checkSteps('traces', Buffer.from('{"resourceSpans":[]}'), unbounded())),
+      ]);
+      expect(failed.err).toBeInstanceOf(Error);
+      expect((failed.err as Error).message).toMatch(/^the OTLP\/JSON parser thread (failed|stopped)/);
+      expect(next).toEqual({ value: undefined, pauses: 0 });
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('stopped, fails the body it holds with 503 (retry), and starts again for the next one', async () => {
+    const stopping = new JsonThread();
+    const held = run(stopping.checkSteps('metrics', maxSizeRequest('json').body, unbounded()));
+    // The body is sent to the worker on the first step, which run() takes synchronously.
+    await stopping.close();
+    const r = await held;
+    expect(r.err).toBeInstanceOf(OverloadedError);
+    expect((r.err as Error).message).toBe('the OTLP/JSON parser thread was stopped (hookwatch is stopping); retry later');
+    expect(await run(stopping.checkSteps('metrics', Buffer.from('{}'), unbounded()))).toEqual({ value: undefined, pauses: 0 });
+    await stopping.close();
+  });
+});
