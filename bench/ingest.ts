@@ -9,12 +9,13 @@
  * CPU per hook event next to the whole server's from the same run; and the floor under the store's part, the
  * event rows alone, inserted with nothing else. And the longest the event loop is held while one maximum-size
  * request (otlp.maxRequestBytes) is decoded, extracted and committed as the server does it, in slices (paced.ts),
- * next to the same request taken straight through in one piece and one commit, in the same run; and likewise while
- * one maximum-size protobuf metrics or traces request is checked (the skim the receivers run before forwarding
- * it), in slices against in one call; and while forwarding's queue file takes such a request, reads it and
- * deletes it, chunk by chunk against one statement each, and while retention removes one, chunk by chunk against
- * all its chunks in one transaction. Then a commit's CPU per hook event when every event opens
- * a session the store has not seen, against events of sessions stored before.
+ * next to the same request taken straight through in one piece and one commit, in the same run (an OTLP/JSON one
+ * parsed on the receiver's parser thread, against JSON.parse on the event loop); and likewise while one
+ * maximum-size metrics or traces request is checked (the protobuf skim, or the JSON check, the receivers run
+ * before forwarding it), in slices or on the parser thread against in one call; and while forwarding's queue file
+ * takes such a request, reads it and deletes it, chunk by chunk against one statement each, and while retention
+ * removes one, chunk by chunk against all its chunks in one transaction. Then a commit's CPU per hook event when
+ * every event opens a session the store has not seen, against events of sessions stored before.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -24,7 +25,7 @@ import { gunzipSync } from 'node:zlib';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { extractHookEvents } from '../collector/src/hooks/extract.ts';
 import type { HookEvent } from '../collector/src/hooks/model.ts';
-import { runPaced, runToEnd, type Steps } from '../collector/src/paced.ts';
+import { runPaced, runToEnd } from '../collector/src/paced.ts';
 import { HookIngest } from '../collector/src/pipeline/hook-ingest.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import { openStore } from '../collector/src/store/open.ts';
@@ -33,7 +34,8 @@ import { inTransaction, openSqlite } from '../collector/src/store/sqlite/databas
 import { EventRowInserts } from '../collector/src/store/sqlite/event-rows.ts';
 import { decodeLogsJson } from '../collector/src/otlp/decode-json.ts';
 import { decodeLogsProto } from '../collector/src/otlp/decode-proto.ts';
-import { unbounded, type LogsRequest } from '../collector/src/otlp/model.ts';
+import { unbounded } from '../collector/src/otlp/model.ts';
+import { JSON_THREAD_MIN_BYTES, JsonThread } from '../collector/src/otlp/json-thread.ts';
 import { validatePassThroughSteps } from '../collector/src/otlp/validate.ts';
 import { decodeLogs } from '../collector/src/receiver/inflight.ts';
 import { DurableQueue } from '../collector/src/forward/queue.ts';
@@ -277,19 +279,20 @@ const msList = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
 
 /**
  * One request taken as the server takes it: decoded in slices with a turn of the event loop between them (as
- * decodeWithin does), then through the hook stage (HookIngest: extraction in slices, commit in parts); or, as
- * before slicing, straight through: decoded and extracted in one call, its events in one store.ingest().
+ * decodeWithin does; a JSON body parsed on `thread`, as the OTLP/HTTP receiver parses one over
+ * JSON_THREAD_MIN_BYTES), then through the hook stage (HookIngest: extraction in slices, commit in parts); or, as
+ * before slicing, straight through: decoded (JSON.parse on the event loop) and extracted in one call, its events
+ * in one store.ingest().
  */
-async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, paced: boolean): Promise<number> {
-  // The receivers' decode (decodeWithin's bound aside): in slices, or run to its end in one call.
-  const decodeSteps = (): Steps<LogsRequest> => decodeLogs(encoding, body, unbounded());
+async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, paced: boolean, thread: JsonThread): Promise<number> {
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
   return withStore(config, async (store) => {
     const ingest = new HookIngest({ store, ...opts, maxPending: 1, logger: silentLogger });
     const raw = { signal: 'logs', body, encoding, receivedAtMs: Date.now() } as const;
     return longestStall(async () => {
-      if (paced) await ingest.consumeLogs(await runPaced(decodeSteps()), raw);
-      else await store.ingest(extractHookEvents(runToEnd(decodeSteps()), opts).events);
+      // The receivers' decode (decodeWithin's bound aside): in slices, or run to its end in one call.
+      if (paced) await ingest.consumeLogs(await runPaced(decodeLogs(encoding, body, unbounded(), thread)), raw);
+      else await store.ingest(extractHookEvents(runToEnd(decodeLogs(encoding, body, unbounded())), opts).events);
     });
   });
 }
@@ -298,42 +301,47 @@ async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, 
  * The longest event-loop stall while one maximum-size request is ingested, paced as the server does it, next to
  * the same request straight through (one piece, one commit), alternating run by run on fresh SQLite files.
  */
-async function stall(encoding: WireEncoding, runs: number): Promise<BenchResult> {
+async function stall(encoding: WireEncoding, runs: number, thread: JsonThread): Promise<BenchResult> {
   const config = toConfig(loadConfig({ flags: {} }));
-  // Both paths once on a small request first: the optimizing compiler has taken the hot loops by the timed runs.
+  // Both paths once on a small request first: the optimizing compiler has taken the hot loops by the timed runs
+  // (and the parser thread has started).
   const warm = maxSizeRequest(encoding, MAX_REQUEST_BYTES / 16).body;
-  for (const paced of [false, true]) await ingestOnce(config, encoding, warm, paced);
+  for (const paced of [false, true]) await ingestOnce(config, encoding, warm, paced, thread);
   const { body, records } = maxSizeRequest(encoding);
-  const { straight, paced } = await alternating(runs, (p) => ingestOnce(config, encoding, body, p));
+  const { straight, paced } = await alternating(runs, (p) => ingestOnce(config, encoding, body, p, thread));
   return result(
     `ingest ${encoding}: longest event-loop stall while one maximum-size request is ingested`,
     percentile(paced, 50), 'ms', 'same request straight through', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B request of ${records.toLocaleString('en-US')} hook executions (1,000 per session) decoded, extracted and committed to a fresh SQLite file (synchronous=full) in this process, as the server does it (decode and extraction in slices, commit in parts, the event loop served between) against decoded and extracted in one call and committed in one store.ingest(); longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, straight ${msList(straight)} ms${encoding === 'json' ? '; the JSON.parse of the body is one piece in both' : ''}`,
+    `one ${body.length.toLocaleString('en-US')} B request of ${records.toLocaleString('en-US')} hook executions (1,000 per session) decoded, extracted and committed to a fresh SQLite file (synchronous=full) in this process, as the server does it (decode and extraction in slices, commit in parts, the event loop served between) against decoded and extracted in one call and committed in one store.ingest(); longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, straight ${msList(straight)} ms${encoding === 'json' ? `; paced, the body is parsed and decoded on the OTLP/JSON parser thread (as the receiver parses one over ${JSON_THREAD_MIN_BYTES.toLocaleString('en-US')} B) and its model taken in slice by slice, straight, JSON.parse on the event loop` : ''}`,
   );
 }
 
 /**
- * The longest event-loop stall while one maximum-size protobuf metrics or traces request is checked as the
- * receivers check it before it is forwarded or dropped (the skim in slices, the event loop served between), next
- * to the same check straight through, alternating run by run.
+ * The longest event-loop stall while one maximum-size metrics or traces request is checked as the receivers
+ * check it before it is forwarded or dropped (protobuf: the skim in slices, the event loop served between; JSON:
+ * parsed and checked on the parser thread), next to the same check straight through on the event loop,
+ * alternating run by run.
  */
-async function passThroughStall(signal: 'metrics' | 'traces', runs: number): Promise<BenchResult> {
+async function passThroughStall(signal: 'metrics' | 'traces', encoding: WireEncoding, runs: number, thread: JsonThread): Promise<BenchResult> {
   const check = (body: Buffer, paced: boolean): Promise<number> => {
-    const steps = (): Steps<void> => validatePassThroughSteps({ signal, encoding: 'protobuf', body, receivedAtMs: Date.now() });
+    const raw = { signal, encoding, body, receivedAtMs: Date.now() };
     return longestStall(async () => {
-      if (paced) await runPaced(steps());
-      else runToEnd(steps());
+      if (paced) await runPaced(validatePassThroughSteps(raw, unbounded(), thread));
+      else runToEnd(validatePassThroughSteps(raw));
     });
   };
   // Both paths once on a small request first, as for the logs request above.
-  const warm = maxSizePassThrough(signal, MAX_REQUEST_BYTES / 16).body;
+  const warm = maxSizePassThrough(signal, MAX_REQUEST_BYTES / 16, encoding).body;
   for (const paced of [false, true]) await check(warm, paced);
-  const { body, items } = maxSizePassThrough(signal);
+  const { body, items } = maxSizePassThrough(signal, MAX_REQUEST_BYTES, encoding);
   const { straight, paced } = await alternating(runs, (p) => check(body, p));
+  const how = encoding === 'protobuf'
+    ? 'the protobuf skim in slices, the event loop served between) against the skim in one call'
+    : 'parsed and its levels checked on the OTLP/JSON parser thread, the event loop waiting on it) against JSON.parse and the check on the event loop';
   return result(
-    `ingest ${signal} protobuf: longest event-loop stall while one maximum-size request is checked`,
+    `ingest ${signal} ${encoding}: longest event-loop stall while one maximum-size request is checked`,
     percentile(paced, 50), 'ms', 'same request straight through', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B request of ${items.toLocaleString('en-US')} ${signal === 'metrics' ? 'sums' : 'spans'} checked in this process as the receivers check it (the protobuf skim in slices, the event loop served between) against the skim in one call; forwarding's queue write comes after either; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, straight ${msList(straight)} ms`,
+    `one ${body.length.toLocaleString('en-US')} B request of ${items.toLocaleString('en-US')} ${signal === 'metrics' ? 'sums' : 'spans'} checked in this process as the receivers check it (${how}; forwarding's queue write comes after either; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, straight ${msList(straight)} ms`,
   );
 }
 
@@ -471,8 +479,16 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     out.push(...f.results);
   }
   out.push(...(await breakdown(batches, protobufPerEvent)));
-  for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3));
-  for (const signal of ['metrics', 'traces'] as const) out.push(await passThroughStall(signal, opts.quick ? 1 : 3));
+  // The OTLP/JSON parser thread the OTLP/HTTP receiver would use, started with the first JSON body.
+  const thread = new JsonThread();
+  try {
+    for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3, thread));
+    for (const encoding of ['protobuf', 'json'] as const) {
+      for (const signal of ['metrics', 'traces'] as const) out.push(await passThroughStall(signal, encoding, opts.quick ? 1 : 3, thread));
+    }
+  } finally {
+    await thread.close();
+  }
   out.push(await forwardQueueStall(opts.quick ? 1 : 3));
   out.push(await forwardExpiryStall(opts.quick ? 1 : 3));
   out.push(await newSessions(batches));
