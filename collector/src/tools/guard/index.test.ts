@@ -428,7 +428,7 @@ describe('hookwatch guard', () => {
     }
   });
 
-  it('keeps Node\'s warning that type stripping is experimental off the stderr of the hook, and no other warning', async () => {
+  it('keeps Node\'s warnings that type stripping and SQLite are experimental off the stderr of the hook, and no other warning', async () => {
     // Node 24.0 to 24.2, which the engines range takes, warn so on stderr as the first .ts module loads; this
     // preload does what they do at that point, under the Node the tests run on (and warns of $ALSO too).
     const preload = join(dir, 'type-stripping-warning.mjs');
@@ -439,6 +439,7 @@ describe('hookwatch guard', () => {
       "  if (!warned && url.endsWith('.ts')) {",
       '    warned = true;',
       "    process.emitWarning('Type Stripping is an experimental feature and might change at any time', 'ExperimentalWarning');",
+      "    process.emitWarning('SQLite is an experimental feature and might change at any time', 'ExperimentalWarning');",
       "    if (process.env.ALSO) process.emitWarning(process.env.ALSO, 'ExperimentalWarning');",
       '  }',
       '  return nextLoad(url, context);',
@@ -452,6 +453,7 @@ describe('hookwatch guard', () => {
     expect(other.code).toBe(0);
     expect(other.stderr).toContain('Something else is an experimental feature');
     expect(other.stderr).not.toContain('Type Stripping');
+    expect(other.stderr).not.toContain('SQLite is');
   });
 
   it('passes the output through unchanged when the full output cannot be saved, rather than point at nothing', async () => {
