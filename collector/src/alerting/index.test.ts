@@ -366,6 +366,27 @@ describe('persisted rule', () => {
     expect(statuses(h.sink.delivered())).toEqual(['firing', 'firing', 'firing', 'firing']);
   });
 
+  it('notifies a receiver a reload adds at once when that evaluation repeats the alert to another receiver alone', async () => {
+    const rules = [{ kind: 'persisted', window: '1d' }];
+    const h = await harness(rules, { repeatIntervalMs: HOUR, backup: true });
+    await h.fireWhileDown(over);
+    h.clock.advance(61_000);
+    await h.alerting.dispatcher.idle();
+    h.sink.reply = () => ({ status: 200 });
+    // ops has the alert a group_interval after it was given up on, and its repeat an hour later, alone; backup has
+    // its repeat an hour after T0, and the next is due at the evaluation the reload runs, which the receiver it
+    // adds is owed too.
+    await h.run(2 * HOUR - 60_000 - TICK);
+    expect([deliveredTo(h, '/hook').length, deliveredTo(h, '/backup').length]).toEqual([2, 2]);
+    h.clock.advance(TICK);
+    const receivers = [{ name: 'ops', url: `${h.sink.url}/hook` }, { name: 'backup', url: `${h.sink.url}/backup` }, { name: 'pager', url: `${h.sink.url}/pager` }];
+    await h.alerting.reconfigure(alertingConfig(rules, HOUR, receivers));
+    await h.alerting.dispatcher.idle();
+    const reloadedAt = h.clock.now();
+    expect([deliveredTo(h, '/backup').length, deliveredTo(h, '/backup').at(-1)?.at, deliveredTo(h, '/pager').map((q) => q.at)]).toEqual([3, reloadedAt, [reloadedAt]]);
+    expect(deliveredTo(h, '/hook')).toHaveLength(2);
+  });
+
   it('splits by groupBy: only the team whose hook lost output is alerted', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
     await h.push({ ...over, team: 'platform' }, { ...over, outputsPersisted: 0, additionalContextChars: 9000, team: 'web' });

@@ -64,19 +64,20 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
  * Receivers owed the alerts firing now get them, once, as Alertmanager routes the active alerts to a receiver
  * within its group_wait instead of leaving it to the next repeat: those a reload added, and after a start (or a
  * new leadership) those never notified of an alert's firing. `owed` names them per alert. Every firing alert no
- * silence mutes, except those this evaluation already planned (they went to every receiver). Only the owed
- * receivers are notified: the alert's other receivers are not notified again, and their repeat keeps its time. The
- * alert's notifySeq moves on (the alert is added to `upsert`), so the webhook-id is new even for a receiver that
- * had one of the alert before: one dropped when it left the configuration is never reused. A resolved alert among
- * `alerts` is notified as resolved to the receivers `owed` names (a resolution given up on, sent again).
+ * silence mutes, to the owed receivers this evaluation has not already planned it for (its repeat may be due to
+ * some receivers only: the others owed it still get it now). Only the owed receivers are notified: the alert's
+ * other receivers are not notified again, and their repeat keeps its time. The alert's notifySeq moves on (the
+ * alert is added to `upsert`), so the webhook-id is new even for a receiver that had one of the alert before: one
+ * dropped when it left the configuration is never reused. A resolved alert among `alerts` is notified as resolved
+ * to the receivers `owed` names (a resolution given up on, sent again).
  */
 export function planForOwedReceivers(alerts: readonly AlertRecord[], owed: (a: AlertRecord) => readonly string[], planned: readonly Notification[], upsert: AlertRecord[], opts: Pick<PlanOptions, 'now' | 'muted'>): Notification[] {
-  const notified = new Set(planned.map((n) => n.alert.id));
+  const notified = new Set(planned.map((n) => `${n.alert.id}\u0000${n.receiver}`));
   const touch = toucher(upsert);
   const out: Notification[] = [];
   for (const a of alerts) {
-    if (a.state === 'pending' || notified.has(a.id)) continue;
-    const receivers = owed(a);
+    if (a.state === 'pending') continue;
+    const receivers = owed(a).filter((r) => !notified.has(`${a.id}\u0000${r}`));
     if (receivers.length === 0 || opts.muted(a.labels)) continue;
     a.notifySeq++;
     for (const receiver of receivers) out.push(a.state === 'firing' ? notifyFiring(a, receiver, opts.now) : notification(a, receiver, a.state, opts.now));
