@@ -19,7 +19,7 @@ import { announceTransitions } from './announce.ts';
 import type { RuleConfig } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { fingerprint, restoredAlert, type Transition } from './lifecycle.ts';
-import { lastNotifiedAt, markNotified, markSuperseded, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
+import { lastNotifiedAt, markNotified, markSuperseded, noteLastNotified, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -390,7 +390,7 @@ export class AlertEngine implements IngestListener {
       const a = this.set.get(id);
       if (!a || a.state !== 'firing' || (lastNotifiedAt(a, receiver) ?? -Infinity) >= atMs || !this.leader.isLeader() || this.stale) return;
       markNotified(a, receiver, atMs);
-      a.lastNotifiedMs = Math.max(a.lastNotifiedMs ?? -Infinity, atMs);
+      noteLastNotified(a, this.opts.receivers.map((r) => r.name), atMs);
       try {
         await this.opts.stateStore.save({ upsert: [a], remove: [], notifications: [] }, this.leader.epoch?.());
       } catch (err) {

@@ -387,6 +387,35 @@ describe('persisted rule', () => {
     expect(deliveredTo(h, '/hook')).toHaveLength(2);
   });
 
+  it('keeps the repeat of an alert saved by the previous release, with no time per receiver, when one receiver is notified alone', async () => {
+    const rules = [{ kind: 'persisted', window: '1d' }];
+    const h = await harness(rules, { repeatIntervalMs: HOUR, backup: true });
+    await h.push(over);
+    await h.alerting.stop();
+    const db = new DatabaseSync(h.db);
+    db.prepare("UPDATE alert_instances SET data = json_remove(data, '$.notifiedAtMs')").run();
+    db.close();
+    await h.restart();
+    await h.run(10 * MIN);
+    // A receiver a reload adds has the alert at once, and takes 2 s to answer.
+    h.sink.reply = (q) => {
+      if (q.path === '/pager') h.clock.advance(2_000);
+      return { status: 200 };
+    };
+    const receivers = [{ name: 'ops', url: `${h.sink.url}/hook` }, { name: 'backup', url: `${h.sink.url}/backup` }, { name: 'pager', url: `${h.sink.url}/pager` }];
+    await h.alerting.reconfigure(alertingConfig(rules, HOUR, receivers));
+    await h.alerting.dispatcher.idle();
+    expect(deliveredTo(h, '/pager')).toHaveLength(1);
+    // ops' and backup's repeat still count from their notification at T0.
+    await h.run(T0 + HOUR + TICK - h.clock.now());
+    for (const path of ['/hook', '/backup']) {
+      const at = deliveredTo(h, path).map((q) => q.at - T0);
+      expect(at).toEqual([0, expect.any(Number)]);
+      expect(at[1]).toBeGreaterThanOrEqual(HOUR);
+    }
+    expect(deliveredTo(h, '/pager')).toHaveLength(1);
+  });
+
   it('splits by groupBy: only the team whose hook lost output is alerted', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
     await h.push({ ...over, team: 'platform' }, { ...over, outputsPersisted: 0, additionalContextChars: 9000, team: 'web' });

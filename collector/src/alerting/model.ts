@@ -30,7 +30,8 @@ export interface AlertRecord extends AlertIdentity {
   /**
    * The same per receiver: repeat_interval counts from it, as Alertmanager keeps the repeat per receiver (one
    * notified again after it was given up on does not move the others' repeat). Absent for a receiver not notified
-   * yet, and in a record of an earlier release: lastNotifiedMs counts then.
+   * yet, and in a record of an earlier release: lastNotifiedMs counts then, and is kept as its time once
+   * lastNotifiedMs moves on (noteLastNotified).
    */
   notifiedAtMs?: Record<string, number>;
   /** A firing notification went out in this episode, so its resolution is notified too. */

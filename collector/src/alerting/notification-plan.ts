@@ -43,7 +43,7 @@ export function planNotifications(active: readonly AlertRecord[], transitions: r
     });
     if (due.length === 0 || opts.muted(a.labels)) continue;
     a.notifySeq++;
-    a.lastNotifiedMs = now;
+    noteLastNotified(a, receivers.map((r) => r.name), now);
     a.notifiedFiring = true;
     for (const r of due) out.push(notifyFiring(a, r.name, now));
     touch(a);
@@ -94,6 +94,17 @@ export function lastNotifiedAt(a: AlertRecord, receiver: string): number | null 
 /** The firing of `a` notified to `receiver` at `atMs` (created, or later delivered): its repeat counts from then. */
 export function markNotified(a: AlertRecord, receiver: string, atMs: number): void {
   a.notifiedAtMs = { ...a.notifiedAtMs, [receiver]: atMs };
+}
+
+/**
+ * Moves `a`'s lastNotifiedMs, the latest of its receivers' times, on to `atMs`. A configured receiver (of
+ * `receivers`) with no time of its own, as in a record of an earlier release, counted its repeat from
+ * lastNotifiedMs: it keeps that time, so a notification to another receiver alone does not move its repeat.
+ */
+export function noteLastNotified(a: AlertRecord, receivers: readonly string[], atMs: number): void {
+  const last = a.lastNotifiedMs;
+  if (last !== null) for (const r of receivers) if (a.notifiedAtMs?.[r] === undefined) markNotified(a, r, last);
+  a.lastNotifiedMs = Math.max(last ?? -Infinity, atMs);
 }
 
 /** One firing notification of `a` to `receiver`, marked as its receiver's latest. */
