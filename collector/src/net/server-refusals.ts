@@ -75,8 +75,15 @@ function hostFault(req: IncomingMessage): string | undefined {
   return undefined;
 }
 
+/**
+ * Connections a refusal closes. Node still parses and hands over a request pipelined behind the refused one, whose
+ * answer can never be sent once the connection closes: a client would send it again, and it would be taken twice.
+ */
+const closing = new WeakSet<object>();
+
 function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
   // Closed after, as Node closes after its own: a body the client may still send is not read.
+  closing.add(res.socket ?? res);
   res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body), 'cache-control': 'no-store', ...answer.headers, connection: 'close' });
   res.end(answer.body);
 }
@@ -88,6 +95,7 @@ function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
  */
 export function answerServerRefusals(server: Server, listener: RequestListener, connectMessage: string, answer: (refusal: ServerRefusal, req: IncomingMessage, message: string) => ServerRefusalAnswer): void {
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (closing.has(req.socket)) return;
     const fault = hostFault(req) ?? framingFault(req);
     const unknownCoding = fault === undefined ? codingFault(req) : undefined;
     if (fault !== undefined) respond(res, answer('bad_request', req, fault));

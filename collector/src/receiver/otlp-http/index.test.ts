@@ -382,6 +382,21 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     });
   }
 
+  it('a request pipelined behind a refusal that closes the connection is not served: its answer could never be sent', async () => {
+    const served = async (): Promise<number> => sampleValue((await scrapeMetrics(service.httpUrl)).families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: 'ok' }) ?? 0;
+    // A client that pipelines retries what got no answer: served here, it would be taken twice.
+    for (const refused of [
+      head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Host: 127.0.0.1', ...logsPost]) + '{}',
+      Buffer.concat([Buffer.from(head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Transfer-Encoding: gzip, chunked'])), chunked(gzipSync('{}'))]),
+    ]) {
+      const before = await served();
+      const answer = await rawExchange(service.otlpHttpUrl, Buffer.concat([Buffer.from(refused), Buffer.from(head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost]) + '{}')]));
+      expect(answer.head).toMatch(/^HTTP\/1\.1 (400|501) /);
+      expect(answer.body.toString('latin1')).not.toMatch(/HTTP\/1\.1 \d{3} /);
+      expect(await served()).toBe(before);
+    }
+  });
+
   it('Expect: 100-continue is met: the body is asked for and taken', async () => {
     const answer = await rawExchange(service.otlpHttpUrl, head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Expect: 100-continue', ...logsPost, 'Connection: close']) + '{}');
     expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
