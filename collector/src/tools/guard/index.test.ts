@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { chmod, chown, lutimes, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StdoutCapture } from './capture.ts';
 import { shellQuote } from '../common/shell-quote.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
+import { alive, waitFor } from '../../../test/support/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -761,22 +761,3 @@ describe('StdoutCapture', () => {
     expect(grown).toBeLessThan(8 * 1024 * 1024);
   });
 });
-
-/** Whether a process runs: dead but not reaped yet (its parent, the shell, is gone) is not alive. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-}
-
-async function waitFor(condition: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await condition()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('condition not met');
-}
