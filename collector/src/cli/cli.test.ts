@@ -507,7 +507,7 @@ describe('an older Node.js', () => {
     const r = spawnSync('npm', ['--prefix', root, 'run', '--silent', 'hookwatch', '--', 'guard', '--install', 'settings.json', '--command', 'hookwatch guard'], { encoding: 'utf8', cwd: project, env: { ...env(), npm_config_update_notifier: 'false' }, timeout: 60_000 });
     expect(r.stderr).toBe('');
     expect(r.stdout).toContain(`${join(project, 'settings.json')}: wrapped 1 of 1 command hook(s)`);
-    expect(readFileSync(join(project, 'settings.json'), 'utf8')).toContain(`hookwatch guard -- 'echo hi'`);
+    expect(readFileSync(join(project, 'settings.json'), 'utf8')).toContain(`"exec hookwatch guard -- 'echo hi'"`);
   });
 
   // The machine's own Node, when it is older than 24 (Debian's is 20): the real refusal, before any .ts loads.

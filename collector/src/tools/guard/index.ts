@@ -69,12 +69,15 @@ Options:
   --install [file]     wrap every command hook of a settings file (default .claude/settings.json); the file from
                        before the first change is kept as <file>.hookwatch-backup, never overwritten. A hook with
                        fields the guard does not know (anything but type, command and timeout) is left as it is,
-                       and named on stderr
+                       and named on stderr. The wrapped command starts with exec: Claude Code's timeout signals
+                       only the shell it runs the hook with, and /bin/sh (dash) would not pass it on to the guard.
+                       A command an earlier release wrapped without exec is given it, its options kept
   --uninstall [file]   unwrap them again, back to the original commands; when nothing else changed, the file is
                        the backup again, byte for byte, and the backup is removed. Only commands in the exact form
                        --install writes are unwrapped; a guard call written another way is left as it is (and
                        --install never wraps a command that calls the guard already)
-  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), recorded
+  --command <prefix>   with --install: how hooks should call the guard (default: this node and hookwatch), one
+                       command and its arguments, not a shell line (it follows exec), recorded
                        in <file>.hookwatch-guard.json for --uninstall (which also takes it, when that record is gone);
                        --budget and --report given with --install are written into every wrapped command; the
                        other options of a run (--dir, --keep-for, --keep-size, --timeout, --kill-grace, --shell) go

@@ -1,13 +1,16 @@
 import { spawn } from 'node:child_process';
+import type { ChildProcessByStdio } from 'node:child_process';
 import { access, chmod, lstat, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { captureIO } from '../../../test/support/capture-io.ts';
 import { HOOKWATCH_BIN, outputOf, runHookwatch } from '../../../test/support/hookwatch-process.ts';
 import { PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
+import { alive, waitFor } from '../../../test/support/processes.ts';
 import { runCheck } from '../check/index.ts';
 import { runGuard } from './index.ts';
 import type { GuardIO } from './index.ts';
@@ -47,23 +50,28 @@ const SETTINGS = {
 };
 
 /**
- * Runs a settings file's command line as Claude Code does: `sh -c`, the hook input JSON on stdin, the settings'
- * `env` added to the environment; its stdout and stderr.
+ * Starts a settings file's command line as Claude Code does: `sh -c`, the hook input JSON on stdin, the settings'
+ * `env` added to the environment. `done` gives its stdout and stderr once they close.
  */
-function runHook(command: string, project: string, options: { input?: string; env?: Record<string, string> } = {}): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, CLAUDE_PROJECT_DIR: project, HOOKWATCH_GUARD_DIR: join(project, 'full-outputs'), ...options.env };
-    const child = spawn('/bin/sh', ['-c', command], { cwd: project, env });
+function startHook(command: string, project: string, options: { input?: string; env?: Record<string, string> } = {}): { child: ChildProcessByStdio<Writable, Readable, Readable>; done: Promise<{ stdout: string; stderr: string }> } {
+  const env = { ...process.env, CLAUDE_PROJECT_DIR: project, HOOKWATCH_GUARD_DIR: join(project, 'full-outputs'), ...options.env };
+  const child = spawn('/bin/sh', ['-c', command], { cwd: project, env });
+  const done = new Promise<{ stdout: string; stderr: string }>((resolve) => {
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('close', () => resolve({ stdout, stderr }));
-    // A command that never reads its input closes the pipe when it exits first (EPIPE), as with a real hook.
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(options.input ?? '{}');
   });
+  // A command that never reads its input closes the pipe when it exits first (EPIPE), as with a real hook.
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(options.input ?? '{}');
+  return { child, done };
 }
+
+/** Runs a settings file's command line as Claude Code does (startHook); its stdout and stderr. */
+const runHook = (command: string, project: string, options: { input?: string; env?: Record<string, string> } = {}): Promise<{ stdout: string; stderr: string }> =>
+  startHook(command, project, options).done;
 
 /** The command strings of a settings file, in order. */
 const commands = async (path: string): Promise<string[]> => {
@@ -76,9 +84,13 @@ describe('hookwatch guard --install', () => {
     for (const s of ['plain', `it's "quoted" $HOME | x`, "''", 'a\nb']) expect(shellUnquote(shellQuote(s))).toBe(s);
     expect(unwrapCommand(wrapCommand('echo hi', 'hookwatch guard', 9000), ['hookwatch guard'])).toBe('echo hi');
     const reporting = wrapCommand('echo "$X"', 'hookwatch guard', 9000, 'http://hookwatch:4318');
-    expect(reporting).toBe(`hookwatch guard --budget 9000 --report http://hookwatch:4318 -- 'echo "$X"'`);
+    expect(reporting).toBe(`exec hookwatch guard --budget 9000 --report http://hookwatch:4318 -- 'echo "$X"'`);
     expect(unwrapCommand(reporting, ['hookwatch guard'])).toBe('echo "$X"');
     expect(unwrapCommand('echo guard', ['hookwatch guard'])).toBeUndefined();
+    // Wrapped by an earlier release, without exec: recognised, and given exec unless its guard call is a shell line.
+    expect(unwrapCommand(`hookwatch guard --budget 9000 -- 'echo hi'`, ['hookwatch guard'])).toBe('echo hi');
+    expect(wrapCommand(`hookwatch guard --budget 9000 -- 'echo hi'`, 'hookwatch guard', undefined)).toBe(`exec hookwatch guard --budget 9000 -- 'echo hi'`);
+    expect(wrapCommand(`cd /x && hookwatch guard -- 'echo hi'`, 'cd /x && hookwatch guard', undefined)).toBe(`cd /x && hookwatch guard -- 'echo hi'`);
   });
 
   it('wraps every command hook, keeps a backup, is idempotent, and --uninstall restores the commands', async () => {
@@ -92,7 +104,7 @@ describe('hookwatch guard --install', () => {
     expect(await runGuard(['--install', '--command', 'hookwatch guard'], io)).toEqual({ code: 0 });
     expect(io.out()).toContain('wrapped 2 of 2 command hook(s)');
     const wrapped = JSON.parse(await readFile(path, 'utf8')) as typeof SETTINGS;
-    expect(wrapped.hooks.SessionStart[0]?.hooks[0]?.command).toBe(`hookwatch guard -- 'cat "$CLAUDE_PROJECT_DIR/notes.md" | head -c 15000'`);
+    expect(wrapped.hooks.SessionStart[0]?.hooks[0]?.command).toBe(`exec hookwatch guard -- 'cat "$CLAUDE_PROJECT_DIR/notes.md" | head -c 15000'`);
     expect(wrapped.hooks.SessionStart[0]?.hooks[0]?.timeout).toBe(30);
     expect(wrapped.hooks.PreToolUse[0]?.hooks[1]).toEqual({ type: 'prompt', prompt: 'judge' });
     expect(wrapped.model).toBe('sonnet');
@@ -142,6 +154,36 @@ describe('hookwatch guard --install', () => {
     const installed = (JSON.parse(await readFile(path, 'utf8')) as { hooks: { Stop: { hooks: { command: string }[] }[] } }).hooks.Stop[0]?.hooks[0]?.command ?? '';
     expect(installed).toContain(' guard -- ');
     expect((await runHook(installed, project)).stdout).toBe((await runHook(command, project)).stdout);
+  });
+
+  it('a wrapped hook gets Claude Code\'s timeout signal, sent to the shell alone, through the guard, which then kills what is left of it', async () => {
+    const project = join(dir, 'stopped');
+    await mkdir(project, { recursive: true });
+    const path = join(project, 's.json');
+    // The hook notes the stop signal and runs on, with a child; once started, it writes "<its parent> <itself> <its child>".
+    const command = `trap 'echo TERM >> stopped' TERM; sleep 60 & echo $PPID $$ $! > started; while :; do wait; done`;
+    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command }] }] } }));
+    await runGuard(['--install', path], guardIO(project));
+    const [installed = ''] = await commands(path);
+    // Claude Code runs the line with /bin/sh -c (dash on Debian and Ubuntu, which runs a lone command as its
+    // child) and, on its timeout, signals that shell only.
+    const hook = startHook(installed, project, { input: JSON.stringify({ hook_event_name: 'Stop' }) });
+    const ended = new Promise<NodeJS.Signals | null>((resolve) => hook.child.on('exit', (_code, signal) => resolve(signal)));
+    const started = join(project, 'started');
+    await waitFor(async () => ((await readFile(started, 'utf8').catch(() => '')).match(/\d+/g) ?? []).length === 3);
+    const pids = (await readFile(started, 'utf8')).trim().split(' ').map(Number);
+    try {
+      // The shell Claude Code started is the guard itself: the hook's parent.
+      expect(pids[0]).toBe(hook.child.pid);
+      hook.child.kill('SIGTERM');
+      // The guard passes the signal on, then kills the hook, which ignores it, and its child after the kill grace.
+      expect(await ended).toBe('SIGTERM');
+      await waitFor(async () => !pids.some(alive)).catch(() => undefined);
+      expect(pids.map(alive)).toEqual([false, false, false]);
+      expect(await readFile(join(project, 'stopped'), 'utf8')).toBe('TERM\n');
+    } finally {
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+    }
   });
 
   it('a wrapped memory hook of long markdown paragraphs still delivers about the budget, cut at a word', async () => {
@@ -230,7 +272,7 @@ describe('hookwatch guard --install', () => {
     const install = guardIO(project);
     expect(await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], install)).toEqual({ code: 0 });
     expect(install.out()).toContain('wrapped 2 of 2');
-    expect((await commands(path))[0]).toBe(`/usr/bin/hookwatch-guard -- 'echo hello'`);
+    expect((await commands(path))[0]).toBe(`exec /usr/bin/hookwatch-guard -- 'echo hello'`);
 
     const undo = guardIO(project);
     expect(await runGuard(['--uninstall', 's.json'], undo)).toEqual({ code: 0 });
@@ -263,7 +305,7 @@ describe('hookwatch guard --install', () => {
     const { project, path } = await userSettings('twice');
     await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', 's.json'], guardIO(project));
     const once = await readFile(path, 'utf8');
-    expect(await commands(path)).toEqual([`/usr/bin/hookwatch-guard -- 'echo hello'`, `/usr/bin/hookwatch-guard -- ${shellQuote(`printf '%s' "it's" | tr a-z A-Z # -- 'x'`)}`]);
+    expect(await commands(path)).toEqual([`exec /usr/bin/hookwatch-guard -- 'echo hello'`, `exec /usr/bin/hookwatch-guard -- ${shellQuote(`printf '%s' "it's" | tr a-z A-Z # -- 'x'`)}`]);
     for (const args of [['--command', '/usr/bin/hookwatch-guard'], ['--command', '/usr/bin/hookwatch-guard', '--budget', '9000'], ['--command', 'hookwatch guard'], []]) {
       const again = guardIO(project);
       await runGuard(['--install', ...args, 's.json'], again);
@@ -271,6 +313,38 @@ describe('hookwatch guard --install', () => {
       expect(again.out().includes('2 wrapped with another --budget or --report keep it: run --uninstall, then --install with the new ones'), args.join(' ')).toBe(args.includes('--budget'));
       expect(await readFile(path, 'utf8')).toBe(once);
     }
+  });
+
+  it('a command an earlier release wrapped without exec: --uninstall unwraps it, --install gives it exec and keeps its options', async () => {
+    const { project, path, original } = await userSettings('without-exec');
+    /** The file as an earlier release left it: wrapped, with its backup and record, but no exec. */
+    const earlier = async (args: string[]): Promise<string[]> => {
+      await writeFile(path, original);
+      await runGuard(['--install', '--command', '/usr/bin/hookwatch-guard', ...args, 's.json'], guardIO(project));
+      await writeFile(path, (await readFile(path, 'utf8')).replaceAll('"exec /usr/bin/hookwatch-guard', '"/usr/bin/hookwatch-guard'));
+      return commands(path);
+    };
+    expect((await earlier([]))[0]).toBe(`/usr/bin/hookwatch-guard -- 'echo hello'`);
+    const undo = guardIO(project);
+    await runGuard(['--uninstall', 's.json'], undo);
+    expect(undo.out()).toContain('unwrapped 2 of 2');
+    expect(await readFile(path, 'utf8')).toBe(original);
+
+    const old = await earlier(['--budget', '9000']);
+    expect(old[0]).toBe(`/usr/bin/hookwatch-guard --budget 9000 -- 'echo hello'`);
+    const upgrade = guardIO(project);
+    await runGuard(['--install', 's.json'], upgrade);
+    expect(upgrade.out()).toContain('wrapped 0 of 2 command hook(s); 2 wrapped without exec by an earlier hookwatch now start the guard with exec');
+    expect(await commands(path)).toEqual(old.map((c) => `exec ${c}`));
+    const again = guardIO(project);
+    await runGuard(['--install', '--command', 'exec /usr/bin/hookwatch-guard', 's.json'], again);
+    expect(again.out()).toContain('nothing to change');
+    await runGuard(['--uninstall', 's.json'], guardIO(project));
+    expect(await readFile(path, 'utf8')).toBe(original);
+
+    // A --command that starts with exec itself is not given a second one.
+    await runGuard(['--install', '--command', 'exec /usr/bin/hookwatch-guard', 's.json'], guardIO(project));
+    expect((await commands(path))[0]).toBe(`exec /usr/bin/hookwatch-guard -- 'echo hello'`);
   });
 
   it('a second --install with the options the commands were wrapped with says nothing about changing them', async () => {
@@ -343,7 +417,7 @@ describe('hookwatch guard --install', () => {
     expect(later.out()).toContain('wrapped 1 of 2');
     expect(later.out()).toContain(`${backup} already holds the file from before hookwatch first changed it; kept as it is`);
     expect(await readFile(backup, 'utf8')).toBe(original);
-    expect(await commands(path)).toEqual([`/usr/bin/hookwatch-guard -- 'echo hello'`, `/usr/bin/hookwatch-guard -- 'echo added'`]);
+    expect(await commands(path)).toEqual([`exec /usr/bin/hookwatch-guard -- 'echo hello'`, `exec /usr/bin/hookwatch-guard -- 'echo added'`]);
   });
 
   it('leaves a command hook with fields it does not know as it is, and names it', async () => {
@@ -358,7 +432,7 @@ describe('hookwatch guard --install', () => {
     expect(io.out()).toContain('wrapped 1 of 1 command hook(s)');
     const settings = JSON.parse(await readFile(path, 'utf8')) as { hooks: { PreToolUse: { hooks: unknown[] }[] } };
     expect(settings.hooks.PreToolUse[0]?.hooks[0]).toEqual(withArgs);
-    expect(await commands(path)).toEqual(['./lint.sh', `hookwatch guard -- 'echo done'`]);
+    expect(await commands(path)).toEqual(['./lint.sh', `exec hookwatch guard -- 'echo done'`]);
   });
 
   it('changes only the command strings: the rest of the file keeps its bytes', async () => {
@@ -370,9 +444,9 @@ describe('hookwatch guard --install', () => {
       `\t"hooks": {\n\t\t"Stop": [ { "hooks": [ { "type": "command", "command": ${JSON.stringify(command)}, "timeout": 30 } ] } ]\n\t}\n}\n`;
     await writeFile(path, layout('echo done'));
     await runGuard(['--install', '--command', 'hookwatch guard', 's.json'], guardIO(project));
-    expect(await readFile(path, 'utf8')).toBe(layout(`hookwatch guard -- 'echo done'`));
+    expect(await readFile(path, 'utf8')).toBe(layout(`exec hookwatch guard -- 'echo done'`));
     // Edited since the install, the file is not the backup again: --uninstall too changes the command alone.
-    await writeFile(path, layout(`hookwatch guard -- 'echo done'`, '"Read", "Edit"'));
+    await writeFile(path, layout(`exec hookwatch guard -- 'echo done'`, '"Read", "Edit"'));
     await runGuard(['--uninstall', 's.json'], guardIO(project));
     expect(await readFile(path, 'utf8')).toBe(layout('echo done', '"Read", "Edit"'));
     await expect(access(`${path}${BACKUP_SUFFIX}`)).resolves.toBeUndefined();
@@ -398,6 +472,13 @@ describe('hookwatch guard --install', () => {
       expect(io.err()).toContain(`--install writes --budget and --report into the wrapped commands, not ${args.includes('--budget') ? '--timeout' : args[0]}`);
       expect(await readFile(path, 'utf8')).toBe(original);
       await expect(access(`${path}${BACKUP_SUFFIX}`)).rejects.toThrow();
+    }
+    // The wrapped commands start with exec, which runs one command: a shell line, or an assignment, would not run.
+    for (const prefix of ['HOOKWATCH_GUARD_DIR=/x hookwatch guard', 'cd /x && hookwatch guard']) {
+      const io = guardIO(project);
+      expect(await runGuard(['--install', '--command', prefix, 's.json'], io), prefix).toEqual({ code: 2 });
+      expect(io.err()).toContain('--command follows exec in the wrapped commands: give one command and its arguments, not a shell line (env NAME=value hookwatch guard sets a variable)');
+      expect(await readFile(path, 'utf8')).toBe(original);
     }
     // In the guard call of --command they are written, and --uninstall recognises that call.
     expect(await runGuard(['--install', '--command', `hookwatch guard --dir ${join(project, 'full')}`, 's.json'], guardIO(project))).toEqual({ code: 0 });

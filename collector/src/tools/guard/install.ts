@@ -49,17 +49,43 @@ const TRAILING_OPTIONS = new RegExp(GUARD_OPTIONS);
 const HOOKWATCH_WORD = /^['"]?(?:\S*\/)?hookwatch(?:\.mjs)?['"]?$/;
 
 /**
+ * Written before the guard call, so that the shell Claude Code runs the line with becomes the guard. Claude Code
+ * stops a hook on its timeout by signalling that shell alone, and /bin/sh on Debian and Ubuntu (dash) runs even a
+ * lone command as a child: without exec, the signal ends the shell and never reaches the guard, which runs on
+ * with the hook. Earlier releases wrote the line without it; such a line is still recognised as wrapped.
+ */
+const EXEC = 'exec ';
+
+/** A guard call without its leading `exec `, if it has one. */
+function withoutExec(call: string): string {
+  return call.startsWith(EXEC) ? call.slice(EXEC.length) : call;
+}
+
+/**
+ * Whether a guard call can follow `exec`: one command and its arguments, not a shell line (`cd x && ...`) nor one
+ * starting with a variable assignment (`NAME=value ...`, which exec would look up as a command).
+ */
+function singleCommand(call: string): boolean {
+  const unquoted = withoutExec(call).replace(/'[^']*'/g, "''");
+  return !/^\s*[A-Za-z_][A-Za-z0-9_]*=/.test(unquoted) && !/[;&|()<>`\n]/.test(unquoted);
+}
+
+/**
  * The original command of a command --install wrapped, or undefined when `command` is not one. It is exactly what
- * --install writes: `<prefix>[ --budget N][ --report URL] -- <original, shell-quoted as one word>`, where the prefix
- * is one of `prefixes` (those installs used). A guard call written another way is the user's own, never unwrapped.
+ * --install writes: `exec <prefix>[ --budget N][ --report URL] -- <original, shell-quoted as one word>`, where the
+ * prefix is one of `prefixes` (those installs used), or the same without `exec`, as earlier releases wrote it. A
+ * guard call written another way is the user's own, never unwrapped.
  */
 export function unwrapCommand(command: string, prefixes: readonly string[]): string | undefined {
   return splitWrapped(command, installedBy(prefixes))?.original;
 }
 
-/** Whether the head of a wrapped command is one of `prefixes`, then the options --install writes. */
+/** Whether the head of a wrapped command is one of `prefixes`, then the options --install writes; `exec` or not. */
 function installedBy(prefixes: readonly string[]): (head: string) => boolean {
-  return (head) => prefixes.some((p) => head.startsWith(p) && OPTIONS_ONLY.test(head.slice(p.length)));
+  return (head) => {
+    const call = withoutExec(head);
+    return prefixes.some((p) => call.startsWith(withoutExec(p)) && OPTIONS_ONLY.test(call.slice(withoutExec(p).length)));
+  };
 }
 
 /**
@@ -94,10 +120,15 @@ function otherOptions(command: string, known: readonly string[], budget: number 
   return (budget !== undefined && had.budget !== String(budget)) || (report !== undefined && had.report !== shellQuote(report));
 }
 
-/** Wraps one command line; one wrapped already (by `prefix` or one of `known`), or that calls the guard, stays as it is. */
+/**
+ * Wraps one command line, with `exec` (EXEC). One wrapped already (by `prefix` or one of `known`) keeps its
+ * options, and gains the `exec` an earlier release did not write; one that calls the guard otherwise stays as it is.
+ */
 export function wrapCommand(command: string, prefix: string, budget: number | undefined, report?: string, known: readonly string[] = []): string {
-  if (unwrapCommand(command, [prefix, ...known]) !== undefined || callsGuard(command)) return command;
-  return `${prefix}${budget === undefined ? '' : ` --budget ${budget}`}${report === undefined ? '' : ` --report ${shellQuote(report)}`} -- ${shellQuote(command)}`;
+  const wrapped = splitWrapped(command, installedBy([prefix, ...known]));
+  if (wrapped !== undefined) return wrapped.head.startsWith(EXEC) || !singleCommand(wrapped.head) ? command : `${EXEC}${command}`;
+  if (callsGuard(command)) return command;
+  return `${EXEC}${withoutExec(prefix)}${budget === undefined ? '' : ` --budget ${budget}`}${report === undefined ? '' : ` --report ${shellQuote(report)}`} -- ${shellQuote(command)}`;
 }
 
 /**
@@ -154,10 +185,15 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   const statePath = `${path}${STATE_SUFFIX}`;
   const recorded = await readPrefixes(statePath);
   const prefix = options.prefix ?? defaultGuardPrefix();
+  if (options.mode === 'install' && !singleCommand(prefix)) {
+    throw new UsageError('--command follows exec in the wrapped commands: give one command and its arguments, not a shell line (env NAME=value hookwatch guard sets a variable); nothing was changed');
+  }
   // Every prefix a command may have been wrapped with: the ones recorded, this one, and the default.
   const known = [...new Set([...recorded, prefix, defaultGuardPrefix()])];
   const edits: Edit[] = [];
   let changed = 0;
+  /** Of those changed, the ones an earlier release wrapped without `exec`, given it. */
+  let upgraded = 0;
   let total = 0;
   let lookWrapped = 0;
   let keepOther = 0;
@@ -175,6 +211,7 @@ export async function installGuard(options: InstallOptions): Promise<string> {
           total++;
           const next = options.mode === 'install' ? wrapCommand(hook.command, prefix, options.budget, options.report, known) : unwrapFully(hook.command, known);
           if (next !== hook.command) {
+            if (options.mode === 'install' && unwrapCommand(hook.command, known) !== undefined) upgraded++;
             hook.command = next;
             // Only the command string changes: the rest of the file keeps its bytes (layout, 1.0, integers past 2^53).
             edits.push(...modify(text, ['hooks', event, groupIndex, 'hooks', hookIndex, 'command'], next, {}));
@@ -235,7 +272,8 @@ export async function installGuard(options: InstallOptions): Promise<string> {
   // The file is the backup again: kept, it would outlive edits made after this and be taken for the original by
   // the next --install.
   if (restored) await rm(backup, { force: true });
-  return `hookwatch guard: ${path}: ${verb} ${changed} of ${total} command hook(s)${note}\n`;
+  const gave = upgraded > 0 ? `; ${upgraded} wrapped without exec by an earlier hookwatch now start the guard with exec, so that Claude Code's timeout signal reaches it` : '';
+  return `hookwatch guard: ${path}: ${verb} ${changed - upgraded} of ${total} command hook(s)${gave}${note}\n`;
 }
 
 /** A hook for a message: `hooks.PreToolUse[0].hooks[1] (PreToolUse, matcher "Bash")`. */
