@@ -3,10 +3,13 @@
  * (taken in on the event loop in slices, one fragment each), charged the same to the request's DecodeBudget, and
  * the same refusals (a DecodeError naming the JSON path, DecodeLimitError at the same bound). A worker that fails
  * fails only the body it holds, and the next body is parsed by a new one; stopping it fails what it holds with 503.
+ * An idle worker is stopped: it would keep the garbage of its last parse (some four times the body) for good.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { isDeepStrictEqual } from 'node:util';
+import type { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
-import { maxSizeRequest } from '../../../bench/lib/batch.ts';
+import { MAX_REQUEST_BYTES, maxSizePassThrough, maxSizeRequest } from '../../../bench/lib/batch.ts';
 import type { PacedSteps } from '../paced.ts';
 import { OverloadedError } from '../pipeline/errors.ts';
 import { decodeLogsJson } from './decode-json.ts';
@@ -136,5 +139,30 @@ describe('the OTLP/JSON parser thread', () => {
     expect((r.err as Error).message).toBe('the OTLP/JSON parser thread was stopped (hookwatch is stopping); retry later');
     expect(await run(stopping.checkSteps('metrics', Buffer.from('{}'), unbounded()))).toEqual({ value: undefined, pauses: 0 });
     await stopping.close();
+  });
+
+  it('stops its worker once idle, with the heap of its last parse, and starts a new one for the next body', async () => {
+    const started: Worker[] = [];
+    const onWorker = (m: unknown): void => {
+      started.push((m as { worker: Worker }).worker);
+    };
+    subscribe('worker_threads', onWorker);
+    const idle = new JsonThread({ idleMs: 200 });
+    try {
+      expect(await run(idle.checkSteps('traces', maxSizePassThrough('traces', MAX_REQUEST_BYTES, 'json').body, unbounded()))).toEqual({ value: undefined, pauses: 0 });
+      expect(started).toHaveLength(1);
+      const first = started[0]!;
+      // Idle, it never collects what the parse left: gone with it, not kept until the next large body.
+      const exited = await Promise.race([
+        new Promise<boolean>((resolve) => first.once('exit', () => resolve(true))),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5_000)),
+      ]);
+      expect(exited).toBe(true);
+      expect(await run(idle.checkSteps('metrics', Buffer.from(`{"resourceMetrics":[],"x":"${'x'.repeat(2 * 1024 * 1024)}"}`), unbounded()))).toEqual({ value: undefined, pauses: 0 });
+      expect(started).toHaveLength(2);
+    } finally {
+      unsubscribe('worker_threads', onWorker);
+      await idle.close();
+    }
   });
 });

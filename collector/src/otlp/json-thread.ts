@@ -4,12 +4,13 @@
  * (some 130 ms for logs, 200 to 350 ms for metrics or traces, in one piece). Protobuf bodies need none of this:
  * they are decoded and skimmed in slices on the event loop (paced.ts).
  *
- * One long-lived worker, started with the first body and kept: a body is copied to it (the request keeps its own,
- * to forward byte for byte) and parsed there, one body at a time. A metrics or traces body gets back a verdict,
- * the same error as on the event loop (a DecodeError naming the JSON path, or DecodeLimitError); a logs body its
- * decoded model, serialized in fragments that the event loop takes in one slice each (a whole model of some
- * 30,000 records costs about as long to take in at once as to parse). A worker that fails or does not answer in
- * JSON_THREAD_TIMEOUT_MS fails its body only (500, or 503 to retry) and is replaced for the next one.
+ * One worker, started with the first body and kept while bodies come, stopped once idle for JSON_THREAD_IDLE_MS: a
+ * body is copied to it (the request keeps its own, to forward byte for byte) and parsed there, one body at a time.
+ * A metrics or traces body gets back a verdict, the same error as on the event loop (a DecodeError naming the
+ * JSON path, or DecodeLimitError); a logs body its decoded model, serialized in fragments that the event loop
+ * takes in one slice each (a whole model of some 30,000 records costs about as long to take in at once as to
+ * parse). A worker that fails or does not answer in JSON_THREAD_TIMEOUT_MS fails its body only (500, or 503 to
+ * retry) and is replaced for the next one.
  */
 import { deserialize } from 'node:v8';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
@@ -23,6 +24,13 @@ export const JSON_THREAD_MIN_BYTES = 1024 * 1024;
 
 /** How long the thread may take over one body (a body of otlp.maxRequestBytes takes under a second). */
 export const JSON_THREAD_TIMEOUT_MS = 10_000;
+
+/**
+ * How long the worker is kept with nothing to parse. Idle, a worker's heap is never collected: what its last parse
+ * left (some four times the body) would stay until the next large body. The next one starts a new worker (some
+ * 100 ms, off the event loop).
+ */
+export const JSON_THREAD_IDLE_MS = 5_000;
 
 /** What the event loop sends the worker: the body (a copy of its own, transferred), and the request's decode bound. */
 export interface JsonJob {
@@ -88,11 +96,14 @@ export class JsonThread {
   private running: (Job & { timer: NodeJS.Timeout }) | undefined;
   private nextId = 1;
   private readonly timeoutMs: number;
+  private readonly idleMs: number;
+  private idleTimer: NodeJS.Timeout | undefined;
   private readonly resourceLimits: ResourceLimits | undefined;
 
   /** `resourceLimits`: the worker's own (its heap, its stack); unset, Node's defaults. */
-  constructor(opts: { timeoutMs?: number; resourceLimits?: ResourceLimits } = {}) {
+  constructor(opts: { timeoutMs?: number; idleMs?: number; resourceLimits?: ResourceLimits } = {}) {
     this.timeoutMs = opts.timeoutMs ?? JSON_THREAD_TIMEOUT_MS;
+    this.idleMs = opts.idleMs ?? JSON_THREAD_IDLE_MS;
     this.resourceLimits = opts.resourceLimits;
   }
 
@@ -117,6 +128,7 @@ export class JsonThread {
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;
+    clearTimeout(this.idleTimer);
     const stopped = new OverloadedError('the OTLP/JSON parser thread was stopped (hookwatch is stopping); retry later');
     for (const job of this.waiting.splice(0)) job.reject(stopped);
     this.finish()?.reject(stopped);
@@ -141,8 +153,10 @@ export class JsonThread {
     const job = this.waiting.shift();
     if (!job) {
       this.worker?.unref();
+      this.stopWhenIdle();
       return;
     }
+    clearTimeout(this.idleTimer);
     const worker = this.worker ?? this.start();
     worker.ref();
     const timer = setTimeout(() => {
@@ -154,6 +168,19 @@ export class JsonThread {
     const body = new ArrayBuffer(job.body.length);
     new Uint8Array(body).set(job.body);
     worker.postMessage({ id: job.id, signal: job.signal, body, maxBytes: job.maxBytes } satisfies JsonJob, [body]);
+  }
+
+  /** The worker, stopped unless a body comes within JSON_THREAD_IDLE_MS; the next body starts a new one. */
+  private stopWhenIdle(): void {
+    const worker = this.worker;
+    if (!worker) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (worker !== this.worker || this.running) return;
+      this.worker = undefined;
+      void worker.terminate();
+    }, this.idleMs);
+    this.idleTimer.unref();
   }
 
   /** The body the worker holds, no longer running. */
