@@ -2,23 +2,14 @@
 // The hookwatch command. Node 24+ runs the TypeScript sources directly (type stripping); the version is
 // checked here, before any .ts is imported, so an older Node says what to do instead of failing to load them.
 import { nodeVersionProblem } from './node-version.mjs';
+// Before any .ts module: Node's warnings that type stripping and SQLite are experimental stay off stderr.
+import './quiet-warnings.mjs';
 
 const problem = nodeVersionProblem();
 if (problem) {
   console.error(problem);
   process.exit(1);
 }
-// Earlier Node 24 releases warn on stderr, on every run, that type stripping is experimental as the first .ts
-// module loads (24.0 to 24.2), and that SQLite is as node:sqlite loads. Under `guard` that stderr is the hook's,
-// which Claude Code gives the model as the reason of a block (exit 2): it must stay the command's own; `serve`
-// writes its log there as JSON lines, which a stray line of text breaks. Other warnings are still shown.
-const QUIET_WARNINGS = ['Type Stripping is an experimental feature', 'SQLite is an experimental feature'];
-const emitWarning = process.emitWarning;
-process.emitWarning = function (warning, ...rest) {
-  const message = typeof warning === 'string' ? warning : warning?.message;
-  if (typeof message === 'string' && QUIET_WARNINGS.some((w) => message.startsWith(w))) return;
-  return emitWarning.call(this, warning, ...rest);
-};
 // Node caches the compiled (and type-stripped) sources on disk: a hook command that starts on every tool
 // call then skips most of its startup. Failure to cache (read-only tmp) only costs speed.
 const { enableCompileCache } = await import('node:module');

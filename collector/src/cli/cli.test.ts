@@ -21,6 +21,7 @@ import { COMMANDS, defaultText, flagSettings } from './help.ts';
 import { exposureWarnings } from './main.ts';
 import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { experimentalWarningsPreload } from '../../test/support/experimental-warnings.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { request as httpsRequest } from 'node:https';
 
@@ -282,8 +283,8 @@ describe('hookwatch serve', () => {
   });
 
   /** `hookwatch serve` in a process of its own, once it has said where the dashboard is. */
-  async function serving(vars: Record<string, string>): Promise<{ child: ChildProcess; line: { msg: string; dashboard: string }; logged: () => Record<string, unknown>[] }> {
-    const child = spawn(process.execPath, [BIN, 'serve'], { env: env(vars), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  async function serving(vars: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; line: { msg: string; dashboard: string }; logged: () => Record<string, unknown>[]; stderr: () => string }> {
+    const child = spawn(process.execPath, [...nodeArgs, BIN, 'serve'], { env: env(vars), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     let buf = '';
     const logged = (): Record<string, unknown>[] => buf.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     const line = await new Promise<{ msg: string; dashboard: string }>((resolve, reject) => {
@@ -297,7 +298,7 @@ describe('hookwatch serve', () => {
         }
       });
     });
-    return { child, line, logged };
+    return { child, line, logged, stderr: () => buf };
   }
 
   async function stopped(child: ChildProcess): Promise<void> {
@@ -422,6 +423,21 @@ describe('hookwatch serve', () => {
     } finally {
       await stopped(child);
     }
+  });
+
+  it("keeps Node's warnings that type stripping and SQLite are experimental off its log, those of its worker threads too", async () => {
+    const preload = await experimentalWarningsPreload(mkdtempSync(join(dir, 'preload-')));
+    const { child, line, stderr } = await serving(base(), ['--import', preload]);
+    try {
+      // A read of the store (its read workers) and an OTLP/JSON body over 1 MiB (parsed on a thread of its own).
+      expect((await fetch(new URL('/api/v1/hooks', line.dashboard))).status).toBe(200);
+      const otlp = /send OTLP to (\S+) \(http\)/.exec(line.msg)?.[1] ?? '';
+      const body = JSON.stringify({ resourceLogs: [], padding: 'x'.repeat(2 * 1024 * 1024) });
+      expect((await fetch(`${otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(200);
+    } finally {
+      await stopped(child);
+    }
+    expect(stderr().split('\n').filter((l) => l !== '' && !l.startsWith('{'))).toEqual([]);
   });
 
   it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {

@@ -17,6 +17,7 @@ import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Signal } from '../pipeline/consumer.ts';
 import { OverloadedError } from '../pipeline/errors.ts';
 import { awaiting, type PacedSteps } from '../paced.ts';
+import { workerExecArgv } from '../worker-argv.ts';
 import { DecodeError, DecodeLimitError, type Attributes, type DecodeBudget, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /** Bodies larger than this are parsed on the thread; a smaller one holds the event loop some 10 to 20 ms at most. */
@@ -192,7 +193,7 @@ export class JsonThread {
   }
 
   private start(): Worker {
-    const worker = new Worker(new URL('./json-worker.ts', import.meta.url), this.resourceLimits ? { resourceLimits: this.resourceLimits } : {});
+    const worker = new Worker(new URL('./json-worker.ts', import.meta.url), { execArgv: workerExecArgv(), ...(this.resourceLimits ? { resourceLimits: this.resourceLimits } : {}) });
     worker.on('message', (answer: JsonAnswer) => {
       if (worker !== this.worker || this.running?.id !== answer.id) return;
       this.finish()?.resolve(answer);

@@ -24,6 +24,7 @@ import { pathToFileURL } from 'node:url';
 import { backup, DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { describeSqliteError, sqliteFault } from './database.ts';
+import { workerExecArgv } from '../../worker-argv.ts';
 
 /** A backup that could not be taken; the message says why and what to do. */
 export class BackupError extends Error {
@@ -170,7 +171,7 @@ async function syncApart(path: string): Promise<void> {
 
 /** quickCheck on a worker thread (backup-check-worker.ts), which ends when the answer comes or the wait does. */
 async function quickCheckApart(path: string, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string[]> {
-  const worker = new Worker(new URL('./backup-check-worker.ts', import.meta.url), { workerData: { path } });
+  const worker = new Worker(new URL('./backup-check-worker.ts', import.meta.url), { workerData: { path }, execArgv: workerExecArgv() });
   try {
     return await untilAborted(new Promise<string[]>((resolve, reject) => {
       worker.once('message', resolve);

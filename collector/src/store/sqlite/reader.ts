@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { SQLInputValue } from 'node:sqlite';
 import { StoreUnavailableError } from '../store.ts';
 import type { ReadRequest, ReadResponse } from './read-worker.ts';
+import { workerExecArgv } from '../../worker-argv.ts';
 
 type Row = Record<string, unknown>;
 
@@ -132,7 +133,7 @@ export class SqliteReaders {
   }
 
   private start(): Reader {
-    const worker = new Worker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path } });
+    const worker = new Worker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path }, execArgv: workerExecArgv() });
     worker.unref();
     const reader: Reader = { worker, pending: new Map(), sessions: 0 };
     worker.on('message', (m: ReadResponse) => {

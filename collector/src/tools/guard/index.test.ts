@@ -10,6 +10,7 @@ import { StdoutCapture } from './capture.ts';
 import { shellQuote } from '../common/shell-quote.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { alive, waitFor } from '../../../test/support/processes.ts';
+import { experimentalWarningsPreload } from '../../../test/support/experimental-warnings.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -431,21 +432,7 @@ describe('hookwatch guard', () => {
   it('keeps Node\'s warnings that type stripping and SQLite are experimental off the stderr of the hook, and no other warning', async () => {
     // Node 24.0 to 24.2, which the engines range takes, warn so on stderr as the first .ts module loads; this
     // preload does what they do at that point, under the Node the tests run on (and warns of $ALSO too).
-    const preload = join(dir, 'type-stripping-warning.mjs');
-    await writeFile(preload, [
-      "import { registerHooks } from 'node:module';",
-      'let warned = false;',
-      'registerHooks({ load(url, context, nextLoad) {',
-      "  if (!warned && url.endsWith('.ts')) {",
-      '    warned = true;',
-      "    process.emitWarning('Type Stripping is an experimental feature and might change at any time', 'ExperimentalWarning');",
-      "    process.emitWarning('SQLite is an experimental feature and might change at any time', 'ExperimentalWarning');",
-      "    if (process.env.ALSO) process.emitWarning(process.env.ALSO, 'ExperimentalWarning');",
-      '  }',
-      '  return nextLoad(url, context);',
-      '} });',
-      '',
-    ].join('\n'));
+    const preload = await experimentalWarningsPreload(dir);
     const run = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> => spawnHook(process.execPath, ['--import', preload, BIN, 'guard', ...args], { env });
     const blocked = await run(nodeHook(`process.stderr.write('why');process.exit(2)`));
     expect([blocked.code, blocked.stderr]).toEqual([2, 'why']);

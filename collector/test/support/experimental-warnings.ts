@@ -1,0 +1,27 @@
+/**
+ * What Node 24.0 to 24.2, which the engines range takes, do under the Node the tests run on: warn on stderr that
+ * type stripping and SQLite are experimental as the first .ts module loads, in every thread (a worker thread has
+ * a process of its own, and warns again).
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** Writes, in `dir`, a preload (`node --import <it>`) that warns so, and of $ALSO too when set; returns its path. */
+export async function experimentalWarningsPreload(dir: string): Promise<string> {
+  const preload = join(dir, 'type-stripping-warning.mjs');
+  await writeFile(preload, [
+    "import { registerHooks } from 'node:module';",
+    'let warned = false;',
+    'registerHooks({ load(url, context, nextLoad) {',
+    "  if (!warned && url.endsWith('.ts')) {",
+    '    warned = true;',
+    "    process.emitWarning('Type Stripping is an experimental feature and might change at any time', 'ExperimentalWarning');",
+    "    process.emitWarning('SQLite is an experimental feature and might change at any time', 'ExperimentalWarning');",
+    "    if (process.env.ALSO) process.emitWarning(process.env.ALSO, 'ExperimentalWarning');",
+    '  }',
+    '  return nextLoad(url, context);',
+    '} });',
+    '',
+  ].join('\n'));
+  return preload;
+}
