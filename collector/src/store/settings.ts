@@ -48,7 +48,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'postgres.poolSize', env: 'HOOKWATCH_POSTGRES_POOL_SIZE', type: 'int', default: 10, min: 1, max: 1000,
-    description: 'PostgreSQL connections ingest uses per replica (db is a postgres:// URL). Each replica opens pool size + store.readers + 2 (the leader lease and the signal listener): replicas x that must stay below the server\'s max_connections.',
+    description: 'PostgreSQL connections ingest uses per replica (db is a postgres:// URL). Each replica opens pool size + store.readers + 3 (the leader lease, the signal listener and the /readyz check): replicas x that must stay below the server\'s max_connections.',
   },
   {
     key: 'postgres.leaseTtl', env: 'HOOKWATCH_POSTGRES_LEASE_TTL', type: 'duration', default: 15_000, min: 1000, max: 600_000,
