@@ -3,7 +3,7 @@
  * their state, the silences muting each and when it was last notified, and each alert's delivery attempts. Reads
  * the engine's alert set and silences and the state store; changes nothing.
  */
-import type { AlertSummary, DeliveryAttempt, LastDelivery } from '../../../shared/src/api.ts';
+import type { AlertState, AlertSummary, DeliveryAttempt, LastDelivery } from '../../../shared/src/api.ts';
 import { alertmanagerFingerprint } from '../notify/alertmanager.ts';
 import type { AlertSet } from './alert-set.ts';
 import { firstEventMs } from './lifecycle.ts';
@@ -55,10 +55,16 @@ export class AlertReadModel {
     return this.opts.refresh ? this.opts.refresh() : Promise.resolve();
   }
 
-  /** Firing, then pending, then recently resolved alerts (the newest MAX_RESOLVED_LISTED of those). */
-  alerts(): AlertSummary[] {
-    const resolved = this.opts.alerts.resolvedAlerts().sort((a, b) => (b.endsAtMs ?? 0) - (a.endsAtMs ?? 0)).slice(0, MAX_RESOLVED_LISTED);
+  /**
+   * Firing, then pending, then recently resolved alerts (the newest MAX_RESOLVED_LISTED of those); those in `state`
+   * alone when given, the others never summarised.
+   */
+  alerts(state?: AlertState): AlertSummary[] {
+    const resolved = state === undefined || state === 'resolved'
+      ? this.opts.alerts.resolvedAlerts().sort((a, b) => (b.endsAtMs ?? 0) - (a.endsAtMs ?? 0)).slice(0, MAX_RESOLVED_LISTED)
+      : [];
     return [...this.opts.alerts.activeAlerts(), ...resolved]
+      .filter((a) => state === undefined || a.state === state)
       .sort((a, b) => ORDER[a.state] - ORDER[b.state] || (b.startsAtMs ?? b.activeAtMs) - (a.startsAtMs ?? a.activeAtMs) || a.id.localeCompare(b.id))
       .map((a) => this.summary(a));
   }
@@ -74,9 +80,12 @@ export class AlertReadModel {
     return found ? this.summary(found) : undefined;
   }
 
-  /** Alerts as alerts() lists them, each with the outcome of its latest delivery to each receiver. */
-  async alertsWithDeliveries(): Promise<AlertSummary[]> {
-    const listed = this.alerts();
+  /**
+   * Alerts as alerts() lists them (those in `state` alone when given), each with the outcome of its latest delivery
+   * to each receiver.
+   */
+  async alertsWithDeliveries(state?: AlertState): Promise<AlertSummary[]> {
+    const listed = this.alerts(state);
     const byAlert = new Map<string, LastDelivery[]>();
     // The listed alerts' attempts only: the table also holds those of every resolved alert past the list.
     for (const a of await this.opts.stateStore.lastAttempts(listed.map((s) => s.id))) {

@@ -22,6 +22,8 @@ const set = new AlertSet();
 const resolvedId = (i: number): string => `${i.toString(16).padStart(16, '0')}-r`;
 let server: ReturnType<express.Express['listen']>;
 let base: string;
+/** The alert ids each answer asked the state store for the deliveries of. */
+const deliveriesAsked: string[][] = [];
 
 beforeAll(async () => {
   set.replace([
@@ -29,7 +31,7 @@ beforeAll(async () => {
     ...Array.from({ length: MAX_RESOLVED_LISTED + 3 }, (_, i) => alertRecord({ id: resolvedId(i), state: 'resolved', fingerprint: `fp${i}`, endsAtMs: NOW - i })),
   ]);
   const alerts = new AlertReadModel({
-    alerts: set, silences: { mutedBy: () => [] }, stateStore: { attempts: async () => [], lastAttempts: async () => [] }, receivers: [], now: () => NOW,
+    alerts: set, silences: { mutedBy: () => [] }, stateStore: { attempts: async () => [], lastAttempts: async (ids) => (deliveriesAsked.push([...ids]), []) }, receivers: [], now: () => NOW,
   });
   const app = express();
   // The silences and receivers are not asked for by these routes.
@@ -57,5 +59,14 @@ describe('GET /api/v1/alerts past its bound', () => {
     expect([firing.body.alerts.map((a) => a.id), firing.body.resolvedOmitted]).toEqual([['ffffffffffffffff-f'], 0]);
     // One left out of the list is still there by its id.
     expect((await getJson(base, `/api/v1/alerts/${resolvedId(MAX_RESOLVED_LISTED + 2)}`)).status).toBe(200);
+  });
+
+  it('asks for the deliveries of the alerts in the state filtered on only, not of every resolved one', async () => {
+    // The dashboard's header asks for the firing alerts at each refresh of every open page: a fleet's thousand
+    // resolved alerts are not looked up each time.
+    deliveriesAsked.length = 0;
+    const firing = await getJson<AlertsResponse>(base, '/api/v1/alerts?state=firing');
+    expect(firing.body.alerts.map((a) => a.id)).toEqual(['ffffffffffffffff-f']);
+    expect(deliveriesAsked).toEqual([['ffffffffffffffff-f']]);
   });
 });

@@ -98,8 +98,9 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     await view.refresh();
     // Counted with the list, before it awaits anything: the two describe the same alerts.
     const resolvedOmitted = state === undefined || state === 'resolved' ? view.resolvedNotListed() : 0;
-    const alerts = await view.alertsWithDeliveries();
-    const body: AlertsResponse = { alerts: state ? alerts.filter((a) => a.state === state) : alerts, resolvedOmitted, receivers: view.receiverNames(), now: formatRfc3339(now()) };
+    // Only the state asked for is looked up: the dashboard asks for the firing alerts at each refresh.
+    const alerts = await view.alertsWithDeliveries(state as AlertState | undefined);
+    const body: AlertsResponse = { alerts, resolvedOmitted, receivers: view.receiverNames(), now: formatRfc3339(now()) };
     res.json(body);
   });
 
