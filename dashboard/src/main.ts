@@ -5,6 +5,7 @@
  * and the user's input is in shell-state.ts, pure and unit-tested; this file applies it to the DOM, history
  * and timers.
  */
+import type { AlertSummary } from '../../shared/src/api.ts';
 import { ApiFailure, api } from './api.ts';
 import { h, replace, type Attrs, type Child } from './dom.ts';
 import { ago, inputDateTime, setTimeZone, timeOfDaySeconds, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
@@ -14,8 +15,8 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type KeptView, type RunChoice,
+  REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -105,6 +106,15 @@ export function start(root: HTMLElement): Dashboard {
    * daylight saving time, and its custom range would otherwise offer the last day of when it was opened.
    */
   let headerClocks: (() => void)[] = [];
+  /**
+   * What the header's Alerts link says of the alerts firing (firingBadge), as the last refresh found them: kept
+   * from page to page, the link drawn anew with each header says it at once.
+   */
+  let firing: FiringBadge = firingBadge([]);
+  const firingCount = h('span', { class: 'firing-count', hidden: true });
+  let alertsLink: HTMLAnchorElement | undefined;
+  /** The firing alerts the refresh under way (or the last) asked for, for the page (PageContext.firing). */
+  let firingNow: Promise<AlertSummary[] | null> = Promise.resolve(null);
 
   // What went wrong is announced once, in the alert; the age of the data and the next try, which change every few
   // seconds during an outage, are beside it, outside the alert, so a screen reader does not repeat the failure.
@@ -279,7 +289,7 @@ export function start(root: HTMLElement): Dashboard {
     headerClocks = [];
     const nav = h('nav', { 'aria-label': 'Pages' },
       navLink('/', 'Overview', state.route.page === 'overview' || state.route.page === 'hook', state),
-      navLink('/alerts', 'Alerts', state.route.page === 'alerts', state),
+      alertsNavLink(state),
       navLink('/forwarding', 'Forwarding', state.route.page === 'forwarding', state),
     );
     return h('header', { class: 'top' },
@@ -400,6 +410,42 @@ export function start(root: HTMLElement): Dashboard {
     else updated.removeAttribute('title');
   }
 
+  /** The Alerts link, with the number of alerts firing beside it (drawFiring). */
+  function alertsNavLink(state: ViewState): HTMLAnchorElement {
+    alertsLink = navLink('/alerts', 'Alerts', state.route.page === 'alerts', state);
+    // Spaced by text, not a margin: the link shows "Alerts 2", which its name ("Alerts, 2 firing") holds.
+    alertsLink.append(' ', firingCount);
+    drawFiring();
+    return alertsLink;
+  }
+
+  /** The header says how many alerts fire ("Alerts 2", read "Alerts, 2 firing"), nothing more when none does. */
+  function drawFiring(): void {
+    setText(firingCount, firing.text);
+    firingCount.hidden = firing.count === 0;
+    if (!alertsLink) return;
+    if (firing.count > 0) alertsLink.setAttribute('aria-label', firing.label);
+    else alertsLink.removeAttribute('aria-label');
+    if (firing.title === null) alertsLink.removeAttribute('title');
+    else alertsLink.title = firing.title;
+  }
+
+  /**
+   * The firing alerts, asked with each whole refresh beside the page's own data: as often as the page refreshes,
+   * never from a tab in the background or while paused. The header counts them; the page may mark what they are
+   * about (PageContext.firing). Null when the alerts API could not answer (the count shown stays); a hookwatch
+   * without one (404) has none firing.
+   */
+  function askFiring(gen: number, signal: AbortSignal): Promise<AlertSummary[] | null> {
+    const asked = api.alerts({ state: 'firing' }, signal).then((r) => r.alerts, (err: unknown) => (err instanceof ApiFailure && err.status === 404 ? [] : null));
+    void asked.then((alerts) => {
+      if (alerts === null || gen !== generation || signal.aborted) return;
+      firing = firingBadge(alerts);
+      drawFiring();
+    });
+    return asked;
+  }
+
   function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {
     return h('a', { href: buildUrl(path, state, keptParams(state.params)), 'data-path': path, 'aria-current': current ? 'page' : undefined, onclick: linkHandler }, text);
   }
@@ -411,7 +457,8 @@ export function start(root: HTMLElement): Dashboard {
     const a = (e.currentTarget as HTMLElement).closest('a');
     if (!a || a.origin !== location.origin) return;
     e.preventDefault();
-    navigate(a.pathname + a.search);
+    // The fragment too: a link to a part of a page (a hook's alert timeline) is scrolled to once it is drawn.
+    navigate(a.pathname + a.search + a.hash);
   }
 
   function rangePicker(state: ViewState): HTMLElement {
@@ -674,6 +721,7 @@ export function start(root: HTMLElement): Dashboard {
     const refocus = focusFinder();
     document.body.setAttribute('aria-busy', 'true');
     askDimensions();
+    firingNow = askFiring(gen, ctl.signal);
     let again = true;
     try {
       await page.refresh(ctl.signal);
@@ -689,7 +737,10 @@ export function start(root: HTMLElement): Dashboard {
       showUpdated(readState(location));
       refreshNews(recovered, firstShown);
       if (recovered || lastUpdated - buildAskedAt >= BUILD_CHECK_MS) checkBuild();
-      if (kept && firstShown && !scrolledByReader) restoreView(kept);
+      if (firstShown && !scrolledByReader) {
+        if (kept) restoreView(kept);
+        else fragmentTarget()?.scrollIntoView({ block: 'start' });
+      }
       kept = null;
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
@@ -874,6 +925,20 @@ export function start(root: HTMLElement): Dashboard {
     }
   }
 
+  /**
+   * The part of the page's content the URL's fragment names (`#alert-timeline`), once drawn: the browser looked for
+   * it before the page drew its data, so the page scrolls to it itself. Null for none.
+   */
+  function fragmentTarget(): HTMLElement | null {
+    let id: string;
+    try {
+      id = decodeURIComponent(location.hash.slice(1));
+    } catch {
+      return null;
+    }
+    return id && content ? content.querySelector<HTMLElement>(`#${CSS.escape(id)}`) : null;
+  }
+
   /** The content drawn after a reload: the sections open before it are opened again, and the page scrolled back. */
   function restoreView(v: KeptView): void {
     for (const { scope, index } of v.open) {
@@ -931,7 +996,7 @@ export function start(root: HTMLElement): Dashboard {
     headerEl = header(state);
     replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, updateNote, news, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
-    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part), sent };
+    const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part), sent, firing: () => firingNow };
     const factory = PAGES[state.route.page];
     if (!factory) {
       const nf = notFoundView(location.pathname);
@@ -943,7 +1008,11 @@ export function start(root: HTMLElement): Dashboard {
     page = factory(main, ctx);
     void load(gen).then(() => {
       if (refocus === null || gen !== generation) return;
-      (refocus() ?? main).focus({ preventScroll: true });
+      // A link to a part of the page (its fragment) brings the focus there, as it scrolled there; not the way back
+      // to a view, which comes back to where it was scrolled.
+      const target = back ? null : fragmentTarget();
+      if (target && !target.matches(FOCUSABLE)) target.tabIndex = -1;
+      (target ?? refocus() ?? main).focus({ preventScroll: true });
     });
   }
 

@@ -1,4 +1,5 @@
 /** What every page offers the shell: load or refresh its data in place, show a first-load error, and clean up. */
+import type { AlertSummary } from '../../shared/src/api.ts';
 import type { Attrs, Child } from './dom.ts';
 import type { ViewState } from './state.ts';
 
@@ -32,6 +33,11 @@ export interface PageContext {
    * age of the data shown and the next refresh stay as they were.
    */
   update(part: (signal: AbortSignal) => Promise<void>): void;
+  /**
+   * The firing alerts the shell asked for with this refresh (the header's count is of those): a page marks what
+   * they are about without asking again. Never rejects: null when the alerts API could not answer.
+   */
+  firing(): Promise<AlertSummary[] | null>;
 }
 
 export interface Page {

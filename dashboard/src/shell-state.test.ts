@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
+import { alert } from './testdata/api-responses.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -213,6 +214,21 @@ describe('the rest of the header', () => {
 
   it('names the path it has no page for', () => {
     expect(notFoundView('/nope')).toEqual({ title: 'Not found · hookwatch', heading: 'No such page', text: 'hookwatch has no page at /nope. ' });
+  });
+});
+
+describe('the firing alerts in the header', () => {
+  it('counts the firing alerts no silence mutes, as Alertmanager lists them by default, and names the silenced apart', () => {
+    const firing = [alert('a'), alert('b', { rule: 'silence' }), alert('c', { hookId: null, rule: 'blind' })];
+    expect(firingBadge(firing)).toEqual({ count: 3, text: '3', label: 'Alerts, 3 firing', title: '3 alerts firing' });
+    expect(firingBadge([alert('a')])).toEqual({ count: 1, text: '1', label: 'Alerts, 1 firing', title: '1 alert firing' });
+    // A silenced one is known and handled: the wall screen does not call for it, and its tooltip still says it fires.
+    expect(firingBadge([...firing, alert('d', { silencedBy: ['s1'] })])).toEqual({ count: 3, text: '3', label: 'Alerts, 3 firing', title: '3 alerts firing; 1 firing alert silenced, not counted' });
+    // Nothing to call for: no number, the link reads as it always did.
+    expect(firingBadge([alert('d', { silencedBy: ['s1'] }), alert('e', { silencedBy: ['s1', 's2'] })])).toEqual({ count: 0, text: '', label: 'Alerts', title: '2 firing alerts silenced, not counted' });
+    expect(firingBadge([])).toEqual({ count: 0, text: '', label: 'Alerts', title: null });
+    // Pending and resolved alerts are not firing, whatever list they come in.
+    expect(firingBadge([alert('p', { state: 'pending' }), alert('r', { state: 'resolved' })]).count).toBe(0);
   });
 });
 

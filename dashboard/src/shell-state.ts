@@ -3,8 +3,8 @@
  * shows, what a pause or a custom range or a filter turns the URL into, how the last update reads. No DOM, no
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
-import { MAX_RANGE_MS } from '../../shared/src/api.ts';
-import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, shortOffset, type TimeZoneChoice } from './format.ts';
+import { MAX_RANGE_MS, type AlertSummary } from '../../shared/src/api.ts';
+import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, num, plural, shortOffset, type TimeZoneChoice } from './format.ts';
 import { buildUrl, filterList, refreshMs, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
@@ -56,6 +56,31 @@ export function updatedText(lastUpdated: number | undefined, params: URLSearchPa
     text: `Updated ${ago(new Date(lastUpdated).toISOString(), nowMs)}${refreshMs(params) === null ? ' · paused' : ''}`,
     title: `Last updated ${dateTime(lastUpdated)}`,
   };
+}
+
+/** What the header's Alerts link says of the alerts firing, read again at each refresh. */
+export interface FiringBadge {
+  /** Firing alerts no silence mutes. */
+  count: number;
+  /** The number beside "Alerts"; '' when none fires (no number shown). */
+  text: string;
+  /** The link's accessible name: "Alerts, 2 firing", or "Alerts". */
+  label: string;
+  /** Its tooltip: how many fire, and how many more fire silenced; null when none fires. */
+  title: string | null;
+}
+
+/**
+ * The header's count of firing alerts, as Alertmanager's alert list shows them by default: a silenced alert is
+ * known and handled, and a wall screen does not call for it; the tooltip names it apart ("1 firing alert
+ * silenced, not counted"). Alerts of no single hook (`blind`, a quiet feed) count as any other.
+ */
+export function firingBadge(alerts: readonly Pick<AlertSummary, 'state' | 'silencedBy'>[]): FiringBadge {
+  const firing = alerts.filter((a) => a.state === 'firing');
+  const silenced = firing.filter((a) => a.silencedBy.length > 0).length;
+  const count = firing.length - silenced;
+  const title = [count > 0 ? `${plural(count, 'alert')} firing` : '', silenced > 0 ? `${plural(silenced, 'firing alert')} silenced, not counted` : ''].filter(Boolean).join('; ');
+  return { count, text: count > 0 ? num(count) : '', label: count > 0 ? `Alerts, ${num(count)} firing` : 'Alerts', title: title || null };
 }
 
 /** The longest wait between two tries while the server keeps failing (unless the chosen period is longer). */

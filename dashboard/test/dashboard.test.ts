@@ -185,6 +185,7 @@ describe('overview', () => {
     app.get('/api/v1/hooks', (_req, res) => void res.json({ from: '', to: '', hooks: [] }));
     app.get('/api/v1/fleet/series', (_req, res) => void res.json({ from: '', to: '', step: 1800, buckets: [], hooks: [] }));
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['user.id'] }));
+    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts: [] }));
     app.use(createDashboardRouter());
     const server = createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

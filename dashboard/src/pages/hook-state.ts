@@ -283,6 +283,9 @@ export function growthRows(points: readonly Point[], covers: readonly BucketCove
   return points.map((p, i) => [bucketCell(new Date(p.t).toISOString(), covers[i], DAY_MS / 1000), num(p.value)]);
 }
 
+/** The id of the hook page's alert timeline, where a link to the hook's alerts (`#alert-timeline`) scrolls to. */
+export const ALERT_TIMELINE = 'alert-timeline';
+
 /** This hook's alerts from the fleet's list. */
 export function alertsOf(alerts: readonly AlertSummary[], hookId: string): AlertSummary[] {
   return alerts.filter((a) => a.hookId === hookId);

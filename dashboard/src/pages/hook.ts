@@ -19,7 +19,7 @@ import { zoomOutUrl } from '../shell-state.ts';
 import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
-  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
+  ALERT_TIMELINE, alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
   DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
@@ -310,7 +310,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
     filterNote,
     h('section', { class: 'panel', 'aria-label': 'Key figures' }, factsEl),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
-    h('section', { class: 'panel', 'aria-labelledby': 'hook-alerts-title' }, h('h2', { id: 'hook-alerts-title' }, 'Alert timeline'),
+    h('section', { class: 'panel', id: ALERT_TIMELINE, 'aria-labelledby': 'hook-alerts-title' }, h('h2', { id: 'hook-alerts-title' }, 'Alert timeline'),
       h('p', { class: 'hint' }, 'When this hook\'s alerts became active and resolved; the same spans are shaded on the cliff chart.'), alertsHolder),
     h('section', { class: 'panel', 'aria-labelledby': 'breakdown-title' },
       h('h2', { id: 'breakdown-title' }, 'Breakdown'),

@@ -4,9 +4,9 @@ import type { OverviewResponse } from '../../../shared/src/api.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
-import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
+import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
-  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  FORECAST_ROWS, ROW_LIMIT, alertTimelineUrl, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
@@ -187,6 +187,31 @@ describe('rows', () => {
     expect(bucketRange(inside, 3)).toEqual({ kind: 'custom', from: '2026-11-30T00:00:00.000Z', to: '2026-11-30T01:30:00.000Z' });
     expect(zoomUrl(s, inside, 0, 3)).toBe('/?range=custom&from=2026-11-29T07%3A13%3A00.000Z&to=2026-11-30T01%3A30%3A00.000Z&f.team=platform&sort=name');
     expect(zoomUrl(s, f, 1, 2)).toBe('/?range=custom&from=2026-11-29T12%3A00%3A00.000Z&to=2026-11-30T00%3A00%3A00.000Z&f.team=platform&sort=name');
+  });
+});
+
+describe('firing alerts on the rows', () => {
+  it('names, per hook, the rules of its firing alerts no silence mutes, newest first, each once', () => {
+    const byHook = firingByHook([
+      alert('s', { rule: 'silence' }),
+      alert('p', { rule: 'persisted' }),
+      // Another label set of the same rule (a rule with its own labels): the rule is named once.
+      alert('p2', { rule: 'persisted', fingerprint: 'fp-other' }),
+      alert('o', { rule: 'silence', hookId: OK.id }),
+      // Silenced: handled, not called for (the header does not count it either).
+      alert('m', { rule: 'headroom', hookId: NEAR.id, silencedBy: ['s1'] }),
+      // Of no single hook: counted in the header only.
+      alert('b', { rule: 'blind', hookId: null }),
+      alert('f', { rule: 'silence', hookId: null, labels: { alertname: 'silence', scope: 'feed' } }),
+      alert('r', { rule: 'growth', hookId: BLIND.id, state: 'resolved' }),
+      alert('q', { rule: 'growth', hookId: BLIND.id, state: 'pending' }),
+    ]);
+    expect([...byHook]).toEqual([[OVER.id, ['silence', 'persisted']], [OK.id, ['silence']]]);
+    expect(firingLabel(['silence', 'persisted'])).toBe('Firing: silence, persisted');
+  });
+
+  it('links a hook\'s marker to its alert timeline, with the overview\'s range, filters and sort', () => {
+    expect(alertTimelineUrl(at('/?range=7d&f.team=platform&sort=name'), OVER.id)).toBe(`/hooks/${OVER.id}?range=7d&f.team=platform&sort=name#alert-timeline`);
   });
 });
 

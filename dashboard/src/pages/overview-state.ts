@@ -3,14 +3,14 @@
  * the KPIs, the client versions, the fleet chart's numbers and the empty states, each as plain data the page
  * then draws. Unit-tested in Node against API-shaped responses.
  */
-import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
+import type { AlertSummary, FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
 import { largestOutput, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
 import { buildUrl, bucketsRange, filterList, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
-import { lowerBoundWhy, persistedBound, persistedKnown } from './hook-state.ts';
+import { ALERT_TIMELINE, lowerBoundWhy, persistedBound, persistedKnown } from './hook-state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -298,6 +298,36 @@ export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: 
 export function hookUrl(state: ViewState, id: string, range: Range = state.range): string {
   // The overview's sort, pause and refresh ride along, so "← Overview" (and Back) come back to them.
   return buildUrl(`/hooks/${id}`, { range, filters: state.filters }, keptParams(state.params));
+}
+
+/**
+ * Per hook, the rules of its firing alerts that no silence mutes, each once, in the API's order (the newest
+ * firing first): what its row's marker names. A silenced alert is left out, as Alertmanager's alert list leaves it
+ * out by default (the header does not count it either); an alert of no single hook (`blind`, a quiet feed) has no
+ * row, and counts in the header only.
+ */
+export function firingByHook(alerts: readonly AlertSummary[]): Map<string, string[]> {
+  const byHook = new Map<string, string[]>();
+  for (const a of alerts) {
+    if (a.state !== 'firing' || a.silencedBy.length > 0 || a.hookId === null) continue;
+    const rules = byHook.get(a.hookId) ?? [];
+    if (!rules.includes(a.rule)) rules.push(a.rule);
+    byHook.set(a.hookId, rules);
+  }
+  return byHook;
+}
+
+/** A row's firing marker's title and accessible name: "Firing: silence, persisted". */
+export function firingLabel(rules: readonly string[]): string {
+  return `Firing: ${rules.join(', ')}`;
+}
+
+/**
+ * Where a row's firing marker leads: the hook's alert timeline (the alerts page lists the whole fleet's), with the
+ * overview's range, filters and sort, as the hook's own link.
+ */
+export function alertTimelineUrl(state: ViewState, id: string): string {
+  return `${hookUrl(state, id)}#${ALERT_TIMELINE}`;
 }
 
 /** The range of one fleet bucket. */

@@ -5,7 +5,7 @@
  * sparkline point opens the hook; dragging across the chart zooms the range.
  */
 import type { ChartConfiguration } from 'chart.js';
-import type { FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
+import type { AlertSummary, FleetSeriesHook, FleetSeriesResponse, HookSummary, HooksResponse, OverviewResponse } from '../../../shared/src/api.ts';
 import { OUTPUT_CAP_CHARS } from '../../../shared/src/cliff.ts';
 import { ApiFailure, api, type Query } from '../api.ts';
 import { COLORS, ChartPanel, SERIES_COLORS, bucketAxis, bucketTitle, capColor, countAxis, referenceLine, sizeAxis, sizeLine } from '../charts.ts';
@@ -17,7 +17,7 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState 
 import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  COLUMNS, FLEET_TOP, ROW_LIMIT, alertTimelineUrl, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
   persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi, type SetupFacts,
 } from './overview-state.ts';
@@ -48,6 +48,13 @@ interface SparkCell {
   hk: HookSummary;
   td: HTMLTableCellElement;
   eager: boolean;
+}
+
+/** A row's status cell, and the firing marker it shows (firingLabel; '' for none). */
+interface StatusCell {
+  hk: HookSummary;
+  td: HTMLTableCellElement;
+  marked: string;
 }
 
 /** How long typing pauses before the search asks for its hooks. */
@@ -195,6 +202,33 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     const url = zoomOutUrl(view, Date.now());
     if (url) ctx.navigate(url);
   });
+
+  /** Per hook, the rules of its alerts firing (firingByHook), as the last refresh found them. */
+  let firingHooks = new Map<string, string[]>();
+  /** Each drawn row's status cell, so markFiring draws again only those whose marker changed. */
+  let statusCells = new Map<string, StatusCell>();
+  /** A row's status, with a marker leading to the hook's alert timeline while one of its alerts fires. */
+  const drawStatus = (cell: StatusCell): void => {
+    const rules = firingHooks.get(cell.hk.id);
+    cell.marked = rules ? firingLabel(rules) : '';
+    replace(cell.td, statusBadge(cell.hk.status, cell.hk),
+      rules ? ctx.link(alertTimelineUrl(view, cell.hk.id), { class: 'firing-marker', title: cell.marked, 'aria-label': cell.marked }, 'firing') : null);
+  };
+  const statusCell = (hk: HookSummary): HTMLTableCellElement => {
+    const cell = { hk, td: h('td'), marked: '' };
+    statusCells.set(hk.id, cell);
+    drawStatus(cell);
+    return cell.td;
+  };
+  /** The firing alerts came: the rows whose marker changed are drawn again, the others left as they are (and focused). */
+  const markFiring = (alerts: readonly AlertSummary[] | null): void => {
+    if (alerts === null) return;
+    firingHooks = firingByHook(alerts);
+    for (const cell of statusCells.values()) {
+      const rules = firingHooks.get(cell.hk.id);
+      if ((rules ? firingLabel(rules) : '') !== cell.marked) drawStatus(cell);
+    }
+  };
 
   /** Each drawn row's sparkline cell, so the sparklines can arrive after the rows without redrawing them. */
   let sparkCells = new Map<string, SparkCell>();
@@ -358,6 +392,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     // The cells drawn before are gone: only the new ones are watched for coming into view.
     sparkObserver.disconnect();
     sparkCells = new Map();
+    statusCells = new Map();
     const now = Date.now();
     const table = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total, search);
     // The rows are drawn anew: a keyboard user's focus on a hook's link stays on that hook's link.
@@ -366,7 +401,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     replace(tbody, ...table.shown.map((hk, i) => {
       const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
-        h('td', null, statusBadge(hk.status, hk)),
+        statusCell(hk),
         h('th', { scope: 'row', class: 'hook-cell' }, ctx.link(hookUrl(view, hk.id), { class: 'hook-link' }, breakable(hk.hookName)), h('div', { class: 'muted small' }, hk.hookEvent)),
         sparkCell(hk, i),
         h('td', { class: 'num opt' }, r.executions),
@@ -497,6 +532,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       // (the server answers one SQLite query at a time). The other calls then use the range this one resolved,
       // so every number on the page covers the same span even while events keep arriving.
       const hooksCall = api.hooks(hq, signal);
+      // The alerts firing, as the shell asked for them with this refresh (the header counts them): their hooks marked.
+      const firingCall = ctx.firing().then((alerts) => {
+        if (!signal.aborted) markFiring(alerts);
+      });
       // The fleet chart is asked for at once, right behind the rows (its buckets are aligned to the step: a
       // second later draws the same chart); a hookwatch without it (an older server) still gets its tables.
       const fleetCall = api.fleetSeries({ ...q, step: String(chartStep(state.range)) }, signal)
@@ -517,7 +556,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         sparkHold = false;
         if (performance.getEntriesByName('hookwatch:first-rows').length === 0) performance.mark('hookwatch:first-rows');
       }
-      const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined] = await Promise.all([overviewCall, fleetCall]);
+      const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined, void] = await Promise.all([overviewCall, fleetCall, firingCall]);
       if (showsSetup(overview, state.filters)) {
         replace(root, h('h1', null, 'Overview'), setupHelp(overview));
         return;
