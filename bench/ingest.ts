@@ -352,22 +352,21 @@ async function passThroughStall(signal: 'metrics' | 'traces', encoding: WireEnco
  * statement each in a file opened the same way (WAL, synchronous=full, secure_delete), alternating run by run.
  */
 async function forwardQueueStall(runs: number): Promise<BenchResult> {
-  const once = async (body: Buffer, chunked: boolean): Promise<number> => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
-    try {
-      if (chunked) {
-        const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 4 * MAX_REQUEST_BYTES });
-        try {
-          return await longestStall(async () => {
-            await queue.enqueue('traces', 'protobuf', body, Date.now());
-            const [item] = await queue.batch(1, MAX_REQUEST_BYTES);
-            await queue.ack(item!.id);
-          });
-        } finally {
-          queue.close();
-        }
+  return queueFileStall(runs, {
+    chunked: async (path, body) => {
+      const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES });
+      try {
+        return await longestStall(async () => {
+          await queue.enqueue('traces', 'protobuf', body, Date.now());
+          const [item] = await queue.batch(1, MAX_REQUEST_BYTES);
+          await queue.ack(item!.id);
+        });
+      } finally {
+        queue.close();
       }
-      const db = openSqlite(join(dir, 'queue.db'));
+    },
+    straight: async (path, body) => {
+      const db = openSqlite(path);
       try {
         db.exec('PRAGMA secure_delete = ON; CREATE TABLE queue (id INTEGER PRIMARY KEY, body BLOB NOT NULL)');
         return await longestStall(async () => {
@@ -378,17 +377,11 @@ async function forwardQueueStall(runs: number): Promise<BenchResult> {
       } finally {
         db.close();
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  };
-  const { body } = maxSizePassThrough('traces');
-  const { straight, paced: chunked } = await alternating(runs, (c) => once(body, c));
-  return result(
-    'forward queue: longest event-loop stall while one maximum-size request is queued, read and deleted',
-    percentile(chunked, 50), 'ms', 'same body in one statement each', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B traces request committed to a fresh forwarding queue file (synchronous=full, secure_delete), read for sending and deleted as delivered, chunk by chunk with the event loop served between, against the same body inserted, selected and deleted in one statement each; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${msList(chunked)} ms, one statement ${msList(straight)} ms`,
-  );
+    },
+    name: 'forward queue: longest event-loop stall while one maximum-size request is queued, read and deleted',
+    baseline: 'same body in one statement each',
+    notes: (bytes, chunked, straight) => `one ${bytes.toLocaleString('en-US')} B traces request committed to a fresh forwarding queue file (synchronous=full, secure_delete), read for sending and deleted as delivered, chunk by chunk with the event loop served between, against the same body inserted, selected and deleted in one statement each; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${msList(chunked)} ms, one statement ${msList(straight)} ms`,
+  });
 }
 
 /**
@@ -398,17 +391,22 @@ async function forwardQueueStall(runs: number): Promise<BenchResult> {
  * one transaction on the same file, as expiry and eviction did before, alternating run by run.
  */
 async function forwardExpiryStall(runs: number): Promise<BenchResult> {
-  const once = async (body: Buffer, chunked: boolean): Promise<number> => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
-    const path = join(dir, 'queue.db');
-    try {
-      const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES });
+  const queued = async (path: string, body: Buffer): Promise<DurableQueue> => {
+    const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES });
+    await queue.enqueue('traces', 'protobuf', body, 1);
+    return queue;
+  };
+  return queueFileStall(runs, {
+    chunked: async (path, body) => {
+      const queue = await queued(path, body);
       try {
-        await queue.enqueue('traces', 'protobuf', body, 1);
-        if (chunked) return await longestStall(async () => void (await queue.expire(2)));
+        return await longestStall(async () => void (await queue.expire(2)));
       } finally {
         queue.close();
       }
+    },
+    straight: async (path, body) => {
+      (await queued(path, body)).close();
       const db = openSqlite(path);
       try {
         db.exec('PRAGMA secure_delete = ON');
@@ -419,17 +417,35 @@ async function forwardExpiryStall(runs: number): Promise<BenchResult> {
       } finally {
         db.close();
       }
+    },
+    name: 'forward queue: longest event-loop stall while retention removes one maximum-size request',
+    baseline: 'same body in one transaction',
+    notes: (bytes, chunked, straight) => `one ${bytes.toLocaleString('en-US')} B traces request in a fresh forwarding queue file (synchronous=full, secure_delete) removed as past retention.events, its row first, then its chunks one statement each with the event loop served between (as an evicted dead letter's), against its row and chunks deleted in one transaction, as before; both then truncate the write-ahead log; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${msList(chunked)} ms, one transaction ${msList(straight)} ms`,
+  });
+}
+
+/**
+ * One maximum-size traces request through a forwarding queue file in a fresh folder, `chunked` (as hookwatch does
+ * it) and `straight` (its same-run baseline) alternating run by run: the median longest stall of each, as a result.
+ */
+async function queueFileStall(runs: number, opts: {
+  chunked: (path: string, body: Buffer) => Promise<number>;
+  straight: (path: string, body: Buffer) => Promise<number>;
+  name: string;
+  baseline: string;
+  notes: (bytes: number, chunked: number[], straight: number[]) => string;
+}): Promise<BenchResult> {
+  const once = async (body: Buffer, chunked: boolean): Promise<number> => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
+    try {
+      return await (chunked ? opts.chunked : opts.straight)(join(dir, 'queue.db'), body);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   };
   const { body } = maxSizePassThrough('traces');
   const { straight, paced: chunked } = await alternating(runs, (c) => once(body, c));
-  return result(
-    'forward queue: longest event-loop stall while retention removes one maximum-size request',
-    percentile(chunked, 50), 'ms', 'same body in one transaction', percentile(straight, 50),
-    `one ${body.length.toLocaleString('en-US')} B traces request in a fresh forwarding queue file (synchronous=full, secure_delete) removed as past retention.events, its row first, then its chunks one statement each with the event loop served between (as an evicted dead letter's), against its row and chunks deleted in one transaction, as before; both then truncate the write-ahead log; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; chunked ${msList(chunked)} ms, one transaction ${msList(straight)} ms`,
-  );
+  return result(opts.name, percentile(chunked, 50), 'ms', opts.baseline, percentile(straight, 50), opts.notes(body.length, chunked, straight));
 }
 
 /**

@@ -147,6 +147,15 @@ CREATE INDEX dead_letters_failed ON dead_letters (failed_at);
 
 describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
   const large = (): Buffer => randomBytes(3 * BODY_CHUNK_BYTES + 12_345);
+  /** Opened again, the queue at `path` holds nothing, its leftover chunks gone, and takes a large body whole. */
+  async function expectReopenedClean(path: string): Promise<void> {
+    const again = open(path, 100 * BODY_CHUNK_BYTES);
+    expect([again.depth, again.bytes, await again.head()]).toEqual([0, 0, undefined]);
+    expect(onDisk(path).chunks).toBe(0);
+    const body = large();
+    await again.enqueue('logs', 'protobuf', body, 2);
+    expect((await again.head())!.body.equals(body)).toBe(true);
+  }
 
   it('writes, reads and deletes a large body chunk by chunk, the event loop served between, and gives it back byte for byte', async () => {
     const q = open(undefined, 100 * BODY_CHUNK_BYTES);
@@ -182,12 +191,7 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     });
     await expect(write).rejects.toThrow(/finalized|not open/);
     expect(onDisk(q.path)).toMatchObject({ chunks: 2, queued: 0 });
-    const again = open(q.path, 100 * BODY_CHUNK_BYTES);
-    expect([again.depth, again.bytes, await again.head()]).toEqual([0, 0, undefined]);
-    expect(onDisk(q.path).chunks).toBe(0);
-    const body = large();
-    await again.enqueue('logs', 'protobuf', body, 2);
-    expect((await again.head())!.body.equals(body)).toBe(true);
+    await expectReopenedClean(q.path);
   });
 
   it('refuses a second opening of a queue file in use, naming the file and its setting, and leaves the body being written whole', async () => {
@@ -293,12 +297,7 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     expect(expire.result).toBe(1);
     const left = onDisk(q.path);
     expect([left.queued, left.dead, left.chunks > 0 && left.chunks < 4]).toEqual([0, 0, true]);
-    const again = open(q.path, 100 * BODY_CHUNK_BYTES);
-    expect([again.depth, again.bytes, await again.head()]).toEqual([0, 0, undefined]);
-    expect(onDisk(q.path).chunks).toBe(0);
-    const body = large();
-    await again.enqueue('logs', 'protobuf', body, 2);
-    expect((await again.head())!.body.equals(body)).toBe(true);
+    await expectReopenedClean(q.path);
   });
 
   it('opens a queue file of the schema before chunks, keeps its requests and dead letters, and chunks what comes next', async () => {
