@@ -6,10 +6,16 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-/** Writes, in `dir`, a preload (`node --import <it>`) that warns so, and of $ALSO too when set; returns its path. */
-export async function experimentalWarningsPreload(dir: string): Promise<string> {
-  const preload = join(dir, 'type-stripping-warning.mjs');
-  await writeFile(preload, [
+/** Writes `lines` as the preload `name` (`node --import <it>`) in `dir`; returns its path. */
+export async function writePreload(dir: string, name: string, lines: readonly string[]): Promise<string> {
+  const preload = join(dir, name);
+  await writeFile(preload, [...lines, ''].join('\n'));
+  return preload;
+}
+
+/** Writes, in `dir`, a preload that warns so, and of $ALSO too when set; returns its path. */
+export function experimentalWarningsPreload(dir: string): Promise<string> {
+  return writePreload(dir, 'type-stripping-warning.mjs', [
     "import { registerHooks } from 'node:module';",
     'let warned = false;',
     'registerHooks({ load(url, context, nextLoad) {',
@@ -21,7 +27,5 @@ export async function experimentalWarningsPreload(dir: string): Promise<string> 
     '  }',
     '  return nextLoad(url, context);',
     '} });',
-    '',
-  ].join('\n'));
-  return preload;
+  ]);
 }
