@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { connect as http2Connect, constants as http2Constants, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
-import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { Client, Metadata, credentials, status as GrpcStatus, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
 import { OTLPLogExporter as HttpLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
@@ -57,9 +57,12 @@ class Recorder implements LogsConsumer, PassThroughConsumer {
 
 let receiver: OtlpGrpcReceiver | undefined;
 let client: Client | undefined;
+/** The clients of exportOwn. */
+const ownClients: Client[] = [];
 afterEach(async () => {
   client?.close();
   client = undefined;
+  for (const c of ownClients.splice(0)) c.close();
   await receiver?.shutdown();
   receiver = undefined;
 });
@@ -80,6 +83,23 @@ function rawExport(url: string, body: Buffer, metadata = new Metadata(), gzip = 
     client!.makeUnaryRequest(LOGS_PATH, id, id, body, metadata, { deadline: Date.now() + 5000 }, (err: ServiceError | null, res?: Buffer) => resolve({ err, res }));
   });
 }
+
+/**
+ * Sends `bytes` to LogsService/Export on a connection of its own, with a deadline `deadlineMs` from now: the call
+ * (to cancel it), and the error it ended with (or null).
+ */
+function exportOwn(url: string, bytes: Buffer, deadlineMs: number): { call: ClientUnaryCall; answered: Promise<ServiceError | null> } {
+  const c = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+  ownClients.push(c);
+  const id = (b: Buffer): Buffer => b;
+  let call: ClientUnaryCall | undefined;
+  const answered = new Promise<ServiceError | null>((resolve) => {
+    call = c.makeUnaryRequest(LOGS_PATH, id, id, bytes, new Metadata(), { deadline: Date.now() + deadlineMs }, (err: ServiceError | null) => resolve(err));
+  });
+  return { call: call!, answered };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const resource = resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' });
 
@@ -219,6 +239,22 @@ describe('OTLP/gRPC receiver status codes', () => {
     const details = err?.metadata.get(STATUS_DETAILS_KEY)[0];
     expect(Buffer.isBuffer(details)).toBe(true);
     expect(retryDelayFromStatus(details as Buffer)).toBe(7000);
+  });
+
+  it('takes a client cancelling its call before the answer in its stride (an exporter\'s process exiting)', async () => {
+    const { url, next } = await start();
+    let release = (): void => {};
+    next.hold = new Promise<void>((resolve) => (release = resolve));
+    const { call, answered } = exportOwn(url, Buffer.alloc(0), 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBe(1), { timeout: 20_000 });
+    call.cancel();
+    expect((await answered)?.code).toBe(GrpcStatus.CANCELLED);
+    // The server hears of it (an uncaught error there would end the process), then the call's work ends.
+    await sleep(100);
+    release();
+    await vi.waitFor(() => expect(next.logs).toHaveLength(1));
+    next.hold = undefined;
+    expect(await exportOwn(url, Buffer.alloc(0), 10_000).answered).toBeNull();
   });
 
   it('needs the ingest token in metadata authorization, and never echoes it', async () => {

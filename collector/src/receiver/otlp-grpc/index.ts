@@ -102,10 +102,14 @@ const GRPC_JS_REFUSALS: Partial<Record<number, RejectReason>> = {
   [GrpcStatus.INTERNAL]: 'bad_request',
 };
 
-/** The grpc-status a call's stream was answered with (trailers-only or trailers), read off the stream; undefined without one. */
+/**
+ * The grpc-status a call's stream was answered with (trailers-only or trailers), read off the stream; undefined
+ * without one. A stream its client reset before any answer has sent no headers at all (node:http2 leaves them
+ * undefined, whatever its types say).
+ */
 function sentStatus(call: ServerInterceptingCallInterface): number | undefined {
-  const stream = callStream(call);
-  const code = stream?.sentTrailers?.['grpc-status'] ?? stream?.sentHeaders['grpc-status'];
+  const stream = callStream(call) as (Omit<ServerHttp2Stream, 'sentHeaders'> & { sentHeaders?: ServerHttp2Stream['sentHeaders'] }) | undefined;
+  const code = stream?.sentTrailers?.['grpc-status'] ?? stream?.sentHeaders?.['grpc-status'];
   return code === undefined ? undefined : Number(code);
 }
 
