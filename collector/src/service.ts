@@ -244,6 +244,8 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
     logger,
   };
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
+  // A new connection to the database: exports held while it was out of reach try their commit now.
+  rawStore.onConnected?.(() => grpcReceiver.storeReachable());
   const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });
 
   registerHandshakeMetrics(metrics, handshakes);

@@ -1,6 +1,10 @@
-/** The receivers' figures for /metrics: OTLP requests by transport, signal and outcome, and rejections by reason. */
+/**
+ * The receivers' figures for /metrics: OTLP requests by transport, signal and outcome, rejections by reason, and
+ * the OTLP/gRPC exports held while the store was unavailable.
+ */
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { REJECT_REASONS, type ReceiverStats } from './options.ts';
+import { HOLD_OUTCOMES } from './otlp-grpc/store-hold.ts';
 
 /** One receiver's counters and the transport it is reported under. */
 export interface ReceiverSource {
@@ -31,6 +35,16 @@ export function registerReceiverMetrics(metrics: MetricsRegistry, receivers: rea
       for (const { transport, stats } of receivers) {
         const counted: Partial<Record<string, number>> = stats.rejected;
         for (const reason of new Set<string>([...REJECT_REASONS[transport], ...Object.keys(counted)])) set({ transport, reason }, counted[reason] ?? 0);
+      }
+    },
+  });
+  metrics.collectedCounter('otlp', {
+    name: 'hookwatch_otlp_requests_held_total', help: 'OTLP/gRPC exports held while the store was unavailable and tried again, by how the hold ended (committed, unavailable, cancelled, refused).',
+    labelNames: ['transport', 'outcome'],
+    collect: (set) => {
+      for (const { transport, stats } of receivers) {
+        const held = stats.held;
+        if (held) for (const outcome of HOLD_OUTCOMES) set({ transport, outcome }, held[outcome]);
       }
     },
   });

@@ -9,6 +9,7 @@ import type { TlsCredentials } from '../net/tls.ts';
 import type { JsonThread } from '../otlp/json-thread.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
+import type { HoldOutcome } from './otlp-grpc/store-hold.ts';
 
 export interface OtlpReceiverOptions {
   addr: string;
@@ -59,8 +60,12 @@ export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][
  */
 export const WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000;
 
-/** Counters for /metrics and tests: requests by signal and outcome, rejections by reason. */
+/**
+ * Counters for /metrics and tests: requests by signal and outcome, rejections by reason, and over OTLP/gRPC the
+ * exports held while the store was unavailable, by how the hold ended (otlp-grpc/store-hold.ts).
+ */
 export interface ReceiverStats {
   requests: Record<string, number>;
   rejected: Partial<Record<RejectReason, number>>;
+  held?: Record<HoldOutcome, number>;
 }

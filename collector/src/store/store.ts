@@ -243,6 +243,11 @@ export interface Store {
    * acknowledged), as does every call after it. Safe twice, and after close().
    */
   cutConnections?(): void;
+  /**
+   * A store on a database server: calls `cb` each time it opens a new connection, the database answering (again,
+   * after an outage). OTLP/gRPC exports held while the store was unavailable try again then.
+   */
+  onConnected?(cb: () => void): void;
 }
 
 /** The store cannot take writes right now (disk full, read-only, locked): retryable, 503 + Retry-After. */

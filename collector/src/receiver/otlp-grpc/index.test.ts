@@ -20,8 +20,10 @@ import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../../otlp/grpc-status
 import type { LogsRequest } from '../../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../../pipeline/consumer.ts';
 import { OverloadedError } from '../../pipeline/errors.ts';
+import { StoreUnavailableError } from '../../store/store.ts';
 import { silentLogger, type Logger } from '../../telemetry/logger.ts';
 import { OtlpGrpcReceiver } from './index.ts';
+import { STORE_HOLD } from './store-hold.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
 import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
@@ -284,6 +286,98 @@ describe('OTLP/gRPC receiver status codes', () => {
     await r.start();
     await Promise.all([r.shutdown(), r.shutdown()]);
     await expect(r.shutdown()).resolves.toBeUndefined();
+  });
+});
+
+describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
+  const body = readFileSync(new URL('0001-http-logs.body.bin', FIXTURE));
+  const unavailable = new StoreUnavailableError('store cannot write: the database system is shutting down (57P03)');
+  /** Whether `p` has settled by now. */
+  const settledYet = (p: Promise<unknown>): Promise<boolean> => Promise.race([p.then(() => true), sleep(0).then(() => false)]);
+
+  it('holds an export while the store is unavailable and answers OK once the store takes it, its bytes in flight meanwhile', async () => {
+    const { url, next, inflight } = await start();
+    next.fail = unavailable;
+    const { answered } = exportOwn(url, body, 10_000);
+    // Tried again, and still held.
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    expect(await settledYet(answered)).toBe(false);
+    expect(inflight.inUseBytes).toBeGreaterThanOrEqual(body.length);
+    next.fail = undefined;
+    expect(await answered).toBeNull();
+    expect(next.logs).toHaveLength(1);
+    expect(next.logs[0]!.raw.body.equals(body)).toBe(true);
+    expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    expect(receiver?.stats.requests).toEqual({ 'logs:ok': 1 });
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+  });
+
+  it('answers UNAVAILABLE with RetryInfo before the client\'s deadline while the store stays unavailable', async () => {
+    const { url, next } = await start();
+    next.fail = unavailable;
+    const err = await exportOwn(url, body, 4000).answered;
+    // UNAVAILABLE from the receiver, not grpc-js's DEADLINE_EXCEEDED at the deadline.
+    expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(retryDelayFromStatus(err?.metadata.get(STATUS_DETAILS_KEY)[0] as Buffer)).toBe(5000);
+    expect(next.arrived).toBeGreaterThan(1);
+    expect(next.logs).toHaveLength(0);
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
+    expect(receiver?.stats.rejected).toEqual({ store_unavailable: 1 });
+  });
+
+  it('answers at once what a later try fails with for another reason', async () => {
+    const { url, next } = await start();
+    next.fail = unavailable;
+    const { answered } = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    next.fail = new OverloadedError('3 batches are waiting for the store; retry later', 1);
+    const err = await answered;
+    expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(err?.details).toBe('3 batches are waiting for the store; retry later');
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 0, refused: 1 });
+  });
+
+  it('stops trying once the client cancels its call', async () => {
+    const { url, next, inflight } = await start();
+    next.fail = unavailable;
+    const { call, answered } = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    call.cancel();
+    expect((await answered)?.code).toBe(GrpcStatus.CANCELLED);
+    await vi.waitFor(() => expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 1, refused: 0 }), { timeout: 5000 });
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+    const tries = next.arrived;
+    // Longer than the wait before any next try.
+    await sleep(STORE_HOLD.maxRetryMs + 500);
+    expect(next.arrived).toBe(tries);
+  });
+
+  it('answers its held exports UNAVAILABLE as soon as it stops, without waiting out their holds', async () => {
+    const { url, next } = await start();
+    next.fail = unavailable;
+    const { answered } = exportOwn(url, body, 30_000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    const stopping = performance.now();
+    await receiver!.shutdown();
+    const err = await answered;
+    expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(performance.now() - stopping).toBeLessThan(STORE_HOLD.capMs);
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
+  });
+
+  it('counts a held export in otlp.maxInflightBytes: one the budget cannot take beside it is refused at once', async () => {
+    // A call reserves 128 KiB before its message; once held, the export keeps its message and decoded request.
+    const { url, next } = await start({ maxRequestBytes: 64 * 1024, inflightBytes: 128 * 1024 + 4096 });
+    next.fail = unavailable;
+    const held = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(1), { timeout: 20_000 });
+    const refused = await exportOwn(url, Buffer.alloc(0), 10_000).answered;
+    expect(refused?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(refused?.details).toMatch(/^hookwatch is holding otlp.maxInflightBytes/);
+    expect(await settledYet(held.answered)).toBe(false);
+    next.fail = undefined;
+    expect(await held.answered).toBeNull();
+    expect(next.logs).toHaveLength(1);
   });
 });
 

@@ -11,6 +11,9 @@
  * bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget, so one client's
  * streams that send headers and no message cannot hold it all.
  *
+ * An export the store cannot take now (a database restarting) is held and its commit tried again until a little
+ * before the client's deadline (store-hold.ts): OpenTelemetry's JavaScript gRPC exporter never sends a batch again.
+ *
  * With otlp.tls the port speaks TLS (mutual TLS with a client CA): grpc-js takes a rotated certificate through
  * its server credentials' update hook, so new connections get it without a restart.
  */
@@ -34,6 +37,7 @@ import { OverloadedError, UnauthenticatedError, mapError } from '../../pipeline/
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
+import { StoreHolds } from './store-hold.ts';
 
 /** A status as a server interceptor passes it on. */
 type SentStatus = Parameters<ServerInterceptingCall['sendStatus']>[0];
@@ -129,7 +133,9 @@ class RotatingServerCredentials extends ServerCredentials {
 }
 
 export class OtlpGrpcReceiver {
-  readonly stats: ReceiverStats = { requests: {}, rejected: {} };
+  /** Exports held while the store is unavailable (store-hold.ts). */
+  private readonly holds = new StoreHolds();
+  readonly stats: ReceiverStats = { requests: {}, rejected: {}, held: this.holds.stats };
   private readonly server: Server;
   private readonly opts: OtlpReceiverOptions;
   private readonly tokenDigest: Buffer | undefined;
@@ -172,6 +178,11 @@ export class OtlpGrpcReceiver {
         },
       });
     }
+  }
+
+  /** The store finds the database answering again: held exports try their commit now. */
+  storeReachable(): void {
+    this.holds.reachable();
   }
 
   /** Starts listening; resolves with the bound port (port 0 picks a free one). */
@@ -278,12 +289,15 @@ export class OtlpGrpcReceiver {
   }
 
   /**
-   * Stops accepting and lets in-flight calls finish (forced after 10 s). A connection that has not started a call
+   * Stops accepting and lets in-flight calls finish (forced after 10 s); an export held while the store is
+   * unavailable is answered UNAVAILABLE at once. A connection that has not started a call
    * is closed once it has been open NEW_CONNECTION_GRACE_MS, as the HTTP ports close theirs. Safe to call twice or
    * before start.
    */
   shutdown(): Promise<void> {
     if (!this.started) return Promise.resolve();
+    // Held exports are answered UNAVAILABLE now: the drain does not wait out their holds.
+    this.holds.stop();
     clearInterval(this.freshSweep);
     this.notGrpc.flush();
     this.stopped ??= new Promise<void>((resolve) => {
@@ -447,20 +461,29 @@ export class OtlpGrpcReceiver {
   private async handle(signal: Signal, call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>): Promise<void> {
     // What the decoded request holds, apart from the message bytes the interceptor's account holds.
     const decodedAccount = this.opts.inflight.open();
+    /** The last try at committing the request (a hold tries again while the store is unavailable). */
+    let attempt: Promise<unknown> = Promise.resolve();
     try {
       const body = call.request;
       const raw = { signal, body, encoding: 'protobuf' as const, receivedAtMs: Date.now() };
-      let rejected = 0;
-      let message = '';
+      let consume: () => Promise<{ rejected: number; message: string }>;
       if (signal === 'logs') {
         this.opts.logs.admit?.(raw);
         const decoded = await decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound));
-        ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, raw));
+        consume = () => this.opts.logs.consumeLogs(decoded, raw);
       } else {
         this.opts.passThrough.admit?.(raw);
         await decodeWithin(decodedAccount, this.opts.inflight, (bound) => validatePassThroughSteps(raw, bound));
-        await this.opts.passThrough.consume(raw);
+        consume = async () => {
+          await this.opts.passThrough.consume(raw);
+          return { rejected: 0, message: '' };
+        };
       }
+      const { rejected, message } = await this.holds.commit(call, () => {
+        const next = consume();
+        attempt = next;
+        return next;
+      });
       this.count(this.stats.requests, `${signal}:ok`);
       // Partial success has the same field numbers in all three Export*ServiceResponse messages.
       callback(null, encodeExportResponse('protobuf', rejected, message));
@@ -470,7 +493,9 @@ export class OtlpGrpcReceiver {
       if (status.code === GrpcStatus.INTERNAL) this.opts.logger.error('otlp grpc request failed', { signal, err });
       callback(status);
     } finally {
-      decodedAccount.release();
+      // A try a hold gave up on may still be running on the decoded request: it is given back once that ends.
+      const release = (): void => decodedAccount.release();
+      attempt.then(release, release);
     }
   }
 }

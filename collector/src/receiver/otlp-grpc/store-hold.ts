@@ -1,0 +1,136 @@
+/**
+ * Holding an OTLP/gRPC export the store cannot take now (StoreUnavailableError: PostgreSQL restarting, the network
+ * to it down for a moment) and trying its commit again, rather than answering UNAVAILABLE at once. OpenTelemetry's
+ * JavaScript gRPC exporter (Claude Code's, OTEL_EXPORTER_OTLP_PROTOCOL=grpc) sends nothing again after an error:
+ * every batch answered UNAVAILABLE during a restart of a few seconds would be lost. Its OTLP/HTTP exporter sends a
+ * batch answered 503 again after the Retry-After, within the same export timeout a hold would spend, so OTLP/HTTP
+ * answers at once.
+ *
+ * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds
+ * the database answering again (reachable()). It ends marginMs before the client's deadline (grpc-timeout: the
+ * JavaScript exporter's is its 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client
+ * that sets none), answered UNAVAILABLE as before: never acknowledged before the store took it. A try still
+ * running then is left to end by itself; a batch it commits is found stored when the client sends it again (the
+ * events' idempotency keys), as is what a try that failed halfway (a request committed in parts) had committed.
+ * A client that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once.
+ * The held call keeps what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered.
+ */
+import type { Deadline, ServerUnaryCall } from '@grpc/grpc-js';
+import { mapError } from '../../pipeline/errors.ts';
+
+export const STORE_HOLD = { firstRetryMs: 250, maxRetryMs: 2000, marginMs: 1000, capMs: 8000, noDeadlineMs: 5000 } as const;
+
+/**
+ * How a hold ended: committed (the store took the export: answered OK), unavailable (still not taken when the
+ * hold's time was up, or hookwatch stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline
+ * passed), refused (another error on a later try: answered as that error is).
+ */
+export const HOLD_OUTCOMES = ['committed', 'unavailable', 'cancelled', 'refused'] as const;
+export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
+
+/** When a hold that begins at `nowMs` ends, for a call with this deadline (Infinity: none). */
+export function holdUntil(deadline: Deadline, nowMs: number): number {
+  const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+  if (!Number.isFinite(deadlineMs)) return nowMs + STORE_HOLD.noDeadlineMs;
+  return Math.min(deadlineMs - STORE_HOLD.marginMs, nowMs + STORE_HOLD.capMs);
+}
+
+/** What a hold reads of its call. */
+type HeldCall = Pick<ServerUnaryCall<Buffer, Buffer>, 'cancelled' | 'getDeadline' | 'once' | 'off'>;
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; err: unknown };
+
+function storeUnavailable(err: unknown): boolean {
+  return mapError(err).reason === 'store_unavailable';
+}
+
+/** How `attempt` settled, or undefined once `ended` fires first (the attempt goes on, its outcome unread). */
+function settle<T>(attempt: Promise<T>, ended: AbortSignal): Promise<Attempt<T> | undefined> {
+  return new Promise((resolve) => {
+    const gaveUp = (): void => resolve(undefined);
+    ended.addEventListener('abort', gaveUp, { once: true });
+    void attempt.then((value) => resolve({ ok: true, value }), (err: unknown) => resolve({ ok: false, err })).finally(() => ended.removeEventListener('abort', gaveUp));
+  });
+}
+
+/** The holds of one receiver, and how they ended (hookwatch_otlp_requests_held_total). */
+export class StoreHolds {
+  readonly stats: Record<HoldOutcome, number> = { committed: 0, unavailable: 0, cancelled: 0, refused: 0 };
+  private readonly stopping = new AbortController();
+  /** Wakes each hold waiting for its next try. */
+  private readonly waiting = new Set<() => void>();
+
+  /** The database answers again: held exports try now, not at the end of their backoff. */
+  reachable(): void {
+    for (const wake of [...this.waiting]) wake();
+  }
+
+  /** Ends every hold (UNAVAILABLE) and holds nothing from now on. */
+  stop(): void {
+    this.stopping.abort();
+  }
+
+  /** Runs `commit`; while it fails because the store is unavailable, holds `call` and runs it again. */
+  async commit<T>(call: HeldCall, commit: () => Promise<T>): Promise<T> {
+    try {
+      return await commit();
+    } catch (err) {
+      if (!storeUnavailable(err)) throw err;
+      return this.hold(call, commit, err);
+    }
+  }
+
+  private async hold<T>(call: HeldCall, commit: () => Promise<T>, first: unknown): Promise<T> {
+    const now = Date.now();
+    const until = holdUntil(call.getDeadline(), now);
+    if (until <= now || call.cancelled || this.stopping.signal.aborted) throw first;
+    const ended = new AbortController();
+    const end = (outcome: HoldOutcome) => (): void => {
+      if (!ended.signal.aborted) ended.abort(outcome);
+    };
+    const timeUp = setTimeout(end('unavailable'), until - now);
+    const cancelled = end('cancelled');
+    const stopped = end('unavailable');
+    call.once('cancelled', cancelled);
+    this.stopping.signal.addEventListener('abort', stopped, { once: true });
+    let err = first;
+    try {
+      for (let delayMs: number = STORE_HOLD.firstRetryMs; ; delayMs = Math.min(2 * delayMs, STORE_HOLD.maxRetryMs)) {
+        await this.pause(delayMs, ended.signal);
+        const attempt = ended.signal.aborted ? undefined : await settle(commit(), ended.signal);
+        if (!attempt) {
+          this.stats[ended.signal.reason as HoldOutcome]++;
+          throw err;
+        }
+        if (attempt.ok) {
+          this.stats.committed++;
+          return attempt.value;
+        }
+        if (!storeUnavailable(attempt.err)) {
+          this.stats.refused++;
+          throw attempt.err;
+        }
+        err = attempt.err;
+      }
+    } finally {
+      clearTimeout(timeUp);
+      call.off('cancelled', cancelled);
+      this.stopping.signal.removeEventListener('abort', stopped);
+    }
+  }
+
+  /** Resolves after `ms`, when woken (reachable()), or when `ended` fires. */
+  private pause(ms: number, ended: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiting.delete(done);
+        ended.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiting.add(done);
+      ended.addEventListener('abort', done, { once: true });
+    });
+  }
+}
