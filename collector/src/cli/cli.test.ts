@@ -429,10 +429,10 @@ describe('hookwatch serve', () => {
     const preload = await experimentalWarningsPreload(mkdtempSync(join(dir, 'preload-')));
     const { child, line, stderr } = await serving(base(), ['--import', preload]);
     try {
-      // A read of the store (its read workers) and an OTLP/JSON body over 1 MiB (parsed on a thread of its own).
+      // A read of the store (its read workers) and an OTLP/JSON body over 2 MiB (parsed on a thread of its own).
       expect((await fetch(new URL('/api/v1/hooks', line.dashboard))).status).toBe(200);
       const otlp = /send OTLP to (\S+) \(http\)/.exec(line.msg)?.[1] ?? '';
-      const body = JSON.stringify({ resourceLogs: [], padding: 'x'.repeat(2 * 1024 * 1024) });
+      const body = JSON.stringify({ resourceLogs: [], padding: 'x'.repeat(3 * 1024 * 1024) });
       expect((await fetch(`${otlp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).status).toBe(200);
     } finally {
       await stopped(child);
