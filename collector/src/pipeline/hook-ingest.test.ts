@@ -18,6 +18,7 @@ import { SqliteStore } from '../store/sqlite/index.ts';
 import { StoreUnavailableError, type IngestResult, type Store } from '../store/store.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { getJson, postOtlp, tempDir, until } from '../../test/helpers.ts';
+import { emitExecutions } from '../../test/support/service.ts';
 import { HookIngest, ONE_COMMIT_EVENTS } from './hook-ingest.ts';
 
 const tmp = tempDir();
@@ -99,6 +100,25 @@ describe('back-pressure', () => {
     expect(JSON.parse(res.body.toString()).message).toMatch(/store cannot take writes/);
     gated.failing(false);
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' })).status).toBe(200);
+  });
+});
+
+describe('an OTLP/gRPC export held while the store cannot write', () => {
+  it('is counted once in what the hook stage received, however often its commit is tried', { timeout: 30_000 }, async () => {
+    const gated = gatedStore(join(tmp.dir, 'held.db'));
+    gated.open();
+    gated.failing(true);
+    service = await start(gated.store);
+    const running = service;
+    const sent = emitExecutions(running.otlpGrpcUrl, [1, 2, 3].map(() => ({ hookEvent: 'Stop', hookName: 'Stop:held' })), {}, { protocol: 'grpc' });
+    // Tried, then tried again while held.
+    await until('the commit tried three times', () => running.ingest.stats.storeErrors >= 3);
+    gated.failing(false);
+    expect((await sent).codes).toEqual([0]);
+    const metrics = await (await fetch(`${running.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^hookwatch_hook_events_stored_total 3$/m);
+    expect(metrics).toMatch(/^hookwatch_ingest_batches_total 1$/m);
+    expect(metrics).toMatch(/^hookwatch_log_records_received_total\{kind="hook_event"\} 3$/m);
   });
 });
 

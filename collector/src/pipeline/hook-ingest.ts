@@ -75,6 +75,11 @@ interface PartsResult {
 export class HookIngest implements LogsConsumer {
   readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0, folded: 0, clampedFuture: 0, expired: 0 };
   private pending = 0;
+  /**
+   * The requests counted in stats already: an OTLP/gRPC export held while the store is unavailable is consumed
+   * again on each try (receiver/otlp-grpc/store-hold.ts), and is still one batch of these records.
+   */
+  private readonly counted = new WeakSet<RawRequest>();
   private readonly listeners: IngestListener[] = [];
   private readonly opts: HookIngestOptions;
   private near: number;
@@ -104,7 +109,7 @@ export class HookIngest implements LogsConsumer {
     }
   }
 
-  async consumeLogs(req: LogsRequest, _raw: RawRequest): Promise<ConsumeResult> {
+  async consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> {
     this.admit();
     // Transcript findings go to their own table, never into telemetry's counts; outputs trimmed by hookwatch guard
     // are likewise kept apart. Both are taken in the hook events' walk over the records.
@@ -119,12 +124,15 @@ export class HookIngest implements LogsConsumer {
     }));
     const t = findingExtract(findings.out);
     const guard = guardTrimExtract(trims.out);
-    this.stats.batches++;
-    this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
-    this.stats.hookEvents += x.events.length;
-    this.stats.rejectedRecords += x.rejected + t.rejected + guard.rejected;
-    this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected - guard.trims.length - guard.rejected;
-    this.stats.clampedFuture += x.clamped;
+    if (!this.counted.has(raw)) {
+      this.counted.add(raw);
+      this.stats.batches++;
+      this.stats.logRecords += x.events.length + x.rejected + x.otherRecords;
+      this.stats.hookEvents += x.events.length;
+      this.stats.rejectedRecords += x.rejected + t.rejected + guard.rejected;
+      this.stats.otherRecords += x.otherRecords - t.findings.length - t.rejected - guard.trims.length - guard.rejected;
+      this.stats.clampedFuture += x.clamped;
+    }
     // Warnings about records that were kept: OTLP partial success with rejected 0 and a non-empty message.
     const notes: string[] = [];
     if (x.unzoned > 0) notes.push(`${x.unzoned} hook record(s) with an event.timestamp that names no offset (Z, +01:00) or is no time after 1970 were timed by their timeUnixNano (else observedTimeUnixNano, else the receive time)`);
