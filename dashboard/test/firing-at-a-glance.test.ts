@@ -2,9 +2,10 @@
  * A dashboard kept open on a wall screen shows the alerts firing at a glance, in headless Chromium against a real
  * hookwatch whose rules fire on real OTLP input: the header's Alerts link counts the firing alerts no silence
  * mutes, on every page; each hook with one is marked on the overview's table, the marker naming its rules and
- * leading to the hook's alert timeline; an alert of no single hook (a quiet feed) counts in the header only. Both
- * follow the page's own refresh: an alert resolved or silenced leaves them, and a tab in the background asks for
- * nothing. The marker keeps the key columns on a 390 px phone.
+ * leading to the hook's alert timeline, and keeping a keyboard user's focus as the rows are drawn anew; an alert
+ * of no single hook (a quiet feed) counts in the header only. Both follow the page's own refresh: an alert
+ * resolved or silenced leaves them, and a tab in the background asks for nothing. The marker keeps the key
+ * columns on a 390 px phone.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -182,6 +183,24 @@ describe('firing alerts at a glance', () => {
     expect(at).toEqual({ focused: true, below: true, shown: true, rows: 2 });
     // The header counts them on the hook's page too.
     expect(await glance(p)).toMatchObject({ badge: '3', name: 'Alerts, 3 firing' });
+  });
+
+  it('keeps the focus on a hook\'s marker as the page refreshes', async () => {
+    await expect.poll(firing, REFRESHED).toContain(`silence ${LOUD}`);
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    const marker = p.locator('#hook-rows .firing-marker').first();
+    await marker.waitFor();
+    const hookId = await marker.evaluate((m) => m.closest('tr')?.dataset['hookId']);
+    await marker.focus();
+    // Two refreshes on, each drawing the rows anew: a keyboard user is still on the marker, not moved to the name.
+    const loaded = await p.evaluate(() => Number(document.body.dataset['loaded']));
+    await waitLoaded(p, loaded + 2);
+    expect(await p.evaluate(() => {
+      const el = document.activeElement;
+      return { marker: el?.classList.contains('firing-marker'), hookId: el?.closest('tr')?.dataset['hookId'] };
+    })).toEqual({ marker: true, hookId });
   });
 
   it('keeps the overview\'s key columns on a 390 px phone with a marker beside the status', async () => {

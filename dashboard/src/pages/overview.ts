@@ -395,9 +395,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     statusCells = new Map();
     const now = Date.now();
     const table = tableView(sortHooks(last.hooks.hooks, sort, dir, forecasts), showAll, last.hooks.total, search);
-    // The rows are drawn anew: a keyboard user's focus on a hook's link stays on that hook's link.
+    // The rows are drawn anew: a keyboard user's focus on a hook's link, or on its firing marker, stays there.
     const active = document.activeElement;
     const focusedId = active instanceof HTMLElement && tbody.contains(active) ? active.closest('tr')?.dataset['hookId'] : undefined;
+    const focusedLink = active instanceof HTMLElement && active.classList.contains('firing-marker') ? 'a.firing-marker' : 'a.hook-link';
     replace(tbody, ...table.shown.map((hk, i) => {
       const r = hookRow(hk, forecastOf(hk, forecasts, state.range.kind === 'custom'), now);
       const row = h('tr', { 'data-hook-id': hk.id, 'data-status': r.status, class: 'hook-row' },
@@ -419,7 +420,10 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       });
       return row;
     }));
-    if (focusedId) tbody.querySelector<HTMLElement>(`tr[data-hook-id="${CSS.escape(focusedId)}"] a.hook-link`)?.focus({ preventScroll: true });
+    if (focusedId) {
+      const row = tbody.querySelector<HTMLElement>(`tr[data-hook-id="${CSS.escape(focusedId)}"]`);
+      (row?.querySelector<HTMLElement>(focusedLink) ?? row?.querySelector<HTMLElement>('a.hook-link'))?.focus({ preventScroll: true });
+    }
     said(table.count);
     if (loadingAll && table.showAllLabel) {
       replace(tableNote, 'Loading every hook…');
