@@ -480,6 +480,14 @@ describe('hookwatch guard --install', () => {
       expect(io.err()).toContain('--command follows exec in the wrapped commands: give one command and its arguments, not a shell line (env NAME=value hookwatch guard sets a variable)');
       expect(await readFile(path, 'utf8')).toBe(original);
     }
+    // Quoted, such characters are one word's: a Node under "Program Files (x86)" runs with exec as any other.
+    const quoted = '"/opt/Program Files (x86)/nodejs/node" /opt/hookwatch/collector/bin/hookwatch.mjs guard';
+    expect(await runGuard(['--install', '--command', quoted, 's.json'], guardIO(project))).toEqual({ code: 0 });
+    const installed = JSON.parse(await readFile(path, 'utf8')) as typeof SETTINGS;
+    expect(installed.hooks.SessionStart[0]?.hooks[0]?.command).toBe(wrapCommand(SETTINGS.hooks.SessionStart[0]?.hooks[0]?.command ?? '', quoted, undefined));
+    expect(installed.hooks.SessionStart[0]?.hooks[0]?.command).toMatch(/^exec "\/opt\/Program Files \(x86\)\/nodejs\/node" /);
+    expect(await runGuard(['--uninstall', 's.json'], guardIO(project))).toEqual({ code: 0 });
+    expect(await readFile(path, 'utf8')).toBe(original);
     // In the guard call of --command they are written, and --uninstall recognises that call.
     expect(await runGuard(['--install', '--command', `hookwatch guard --dir ${join(project, 'full')}`, 's.json'], guardIO(project))).toEqual({ code: 0 });
     expect(await readFile(path, 'utf8')).toContain(`hookwatch guard --dir ${join(project, 'full')} -- `);

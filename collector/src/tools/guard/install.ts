@@ -63,10 +63,11 @@ function withoutExec(call: string): string {
 
 /**
  * Whether a guard call can follow `exec`: one command and its arguments, not a shell line (`cd x && ...`) nor one
- * starting with a variable assignment (`NAME=value ...`, which exec would look up as a command).
+ * starting with a variable assignment (`NAME=value ...`, which exec would look up as a command). What is quoted,
+ * in single or double quotes (`"C:/Program Files (x86)/nodejs/node"`), is part of a word.
  */
 function singleCommand(call: string): boolean {
-  const unquoted = withoutExec(call).replace(/'[^']*'/g, "''");
+  const unquoted = withoutExec(call).replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, "''");
   return !/^\s*[A-Za-z_][A-Za-z0-9_]*=/.test(unquoted) && !/[;&|()<>`\n]/.test(unquoted);
 }
 
