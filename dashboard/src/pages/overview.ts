@@ -560,7 +560,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         sparkHold = false;
         if (performance.getEntriesByName('hookwatch:first-rows').length === 0) performance.mark('hookwatch:first-rows');
       }
-      const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined, void] = await Promise.all([overviewCall, fleetCall, firingCall]);
+      // The figures and charts do not wait for the firing alerts: their markers are drawn as they come (markFiring).
+      const [overview, fleet]: [OverviewResponse, FleetSeriesResponse | undefined] = await Promise.all([overviewCall, fleetCall]);
       if (showsSetup(overview, state.filters)) {
         replace(root, h('h1', null, 'Overview'), setupHelp(overview));
         return;
@@ -595,6 +596,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       if (hooks.hooks.length === 0) return;
       await fitForecasts(hooks.hooks, signal);
       drawRows();
+      // The refresh is done once its rows are marked too.
+      await firingCall;
     },
     destroy() {
       clearTimeout(typing);
