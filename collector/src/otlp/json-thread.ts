@@ -28,14 +28,14 @@ import { DecodeError, DecodeLimitError, type Attributes, type DecodeBudget, type
 export const JSON_THREAD_MIN_BYTES = 2 * 1024 * 1024;
 
 /** How long the thread may take over one body (a body of otlp.maxRequestBytes takes under a second). */
-export const JSON_THREAD_TIMEOUT_MS = 10_000;
+const JSON_THREAD_TIMEOUT_MS = 10_000;
 
 /**
  * How long the worker is kept with nothing to parse. Idle, a worker's heap is never collected: what its last parse
  * left (some four times the body) would stay until the next large body. The next one starts a new worker (some
  * 100 ms, off the event loop).
  */
-export const JSON_THREAD_IDLE_MS = 5_000;
+const JSON_THREAD_IDLE_MS = 5_000;
 
 /** What the event loop sends the worker: the body (a copy of its own, transferred), and the request's decode bound. */
 export interface JsonJob {

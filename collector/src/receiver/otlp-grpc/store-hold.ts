@@ -29,7 +29,7 @@ export const HOLD_OUTCOMES = ['committed', 'unavailable', 'cancelled', 'refused'
 export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
 /** When a hold that begins at `nowMs` ends, for a call with this deadline (Infinity: none). */
-export function holdUntil(deadline: Deadline, nowMs: number): number {
+function holdUntil(deadline: Deadline, nowMs: number): number {
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
   if (!Number.isFinite(deadlineMs)) return nowMs + STORE_HOLD.noDeadlineMs;
   return Math.min(deadlineMs - STORE_HOLD.marginMs, nowMs + STORE_HOLD.capMs);
