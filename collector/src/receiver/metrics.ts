@@ -3,8 +3,7 @@
  * the OTLP/gRPC exports held while the store was unavailable.
  */
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import { REJECT_REASONS, type ReceiverStats } from './options.ts';
-import { HOLD_OUTCOMES } from './otlp-grpc/store-hold.ts';
+import { HOLD_OUTCOMES, REJECT_REASONS, type ReceiverStats } from './options.ts';
 
 /** One receiver's counters and the transport it is reported under. */
 export interface ReceiverSource {

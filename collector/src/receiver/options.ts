@@ -9,7 +9,6 @@ import type { TlsCredentials } from '../net/tls.ts';
 import type { JsonThread } from '../otlp/json-thread.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
-import type { HoldOutcome } from './otlp-grpc/store-hold.ts';
 
 export interface OtlpReceiverOptions {
   addr: string;
@@ -53,6 +52,15 @@ export const REJECT_REASONS = {
   grpc: [...MAPPED_REJECT_REASONS, 'request_timeout', 'malformed'],
 } as const;
 export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][number];
+
+/**
+ * How an OTLP/gRPC export held while the store was unavailable (otlp-grpc/store-hold.ts) ended: committed (the
+ * store took the export: answered OK), unavailable (still not taken when the hold's time was up, or hookwatch
+ * stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline passed), refused (another error on a
+ * later try: answered as that error is).
+ */
+export const HOLD_OUTCOMES = ['committed', 'unavailable', 'cancelled', 'refused'] as const;
+export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
 /**
  * How often each port logs, at most, clients speaking the other port's protocol (an exporter given the wrong

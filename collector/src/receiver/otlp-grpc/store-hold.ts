@@ -17,16 +17,9 @@
  */
 import type { Deadline, ServerUnaryCall } from '@grpc/grpc-js';
 import { mapError } from '../../pipeline/errors.ts';
+import type { HoldOutcome } from '../options.ts';
 
 export const STORE_HOLD = { firstRetryMs: 250, maxRetryMs: 2000, marginMs: 1000, capMs: 8000, noDeadlineMs: 5000 } as const;
-
-/**
- * How a hold ended: committed (the store took the export: answered OK), unavailable (still not taken when the
- * hold's time was up, or hookwatch stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline
- * passed), refused (another error on a later try: answered as that error is).
- */
-export const HOLD_OUTCOMES = ['committed', 'unavailable', 'cancelled', 'refused'] as const;
-export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
 
 /** When a hold that begins at `nowMs` ends, for a call with this deadline (Infinity: none). */
 function holdUntil(deadline: Deadline, nowMs: number): number {
