@@ -293,8 +293,9 @@ function passThroughResourceJson(signal: 'metrics' | 'traces', n: number, nowNan
 
 /**
  * One metrics or traces request as large as otlp.maxRequestBytes lets a client send: resources of 1,000 sums or
- * spans, some 136,000 sums or 129,000 spans in all in protobuf (docs/benchmarks.md), some 40,000 in JSON; the same
- * resource repeated (hookwatch checks these requests' framing and forwards them, it does not decode them).
+ * spans, some 136,000 sums or 129,000 spans in all in protobuf, 52,000 sums or 53,000 spans in JSON
+ * (docs/benchmarks.md); the same resource repeated (hookwatch checks these requests' framing and forwards them,
+ * it does not decode them).
  */
 export function maxSizePassThrough(signal: 'metrics' | 'traces', maxBytes = MAX_REQUEST_BYTES, encoding: WireEncoding = 'protobuf'): { body: Buffer; items: number } {
   const nowNanos = BigInt(Date.now()) * 1_000_000n;
