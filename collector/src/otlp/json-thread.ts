@@ -1,8 +1,8 @@
 /**
  * Parses large OTLP/JSON bodies on a thread of their own (json-worker.ts), so that the event loop that receives
  * OTLP, answers probes and serves the dashboard is not held for the JSON.parse of a body of otlp.maxRequestBytes
- * (some 130 ms for logs, 200 to 350 ms for metrics or traces, in one piece). Protobuf bodies need none of this:
- * they are decoded and skimmed in slices on the event loop (paced.ts).
+ * (some 130 ms for logs, 200 to 500 ms for metrics or traces, in one piece: docs/benchmarks.md). Protobuf bodies
+ * need none of this: they are decoded and skimmed in slices on the event loop (paced.ts).
  *
  * One worker, started with the first body and kept while bodies come, stopped once idle for JSON_THREAD_IDLE_MS: a
  * body is copied to it (the request keeps its own, to forward byte for byte) and parsed there, one body at a time.
