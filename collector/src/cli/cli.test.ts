@@ -21,7 +21,7 @@ import { COMMANDS, defaultText, flagSettings } from './help.ts';
 import { exposureWarnings } from './main.ts';
 import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
-import { experimentalWarningsPreload } from '../../test/support/experimental-warnings.ts';
+import { experimentalWarningsPreload } from '../../test/support/preloads.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { request as httpsRequest } from 'node:https';
 

@@ -10,7 +10,7 @@ import { StdoutCapture } from './capture.ts';
 import { shellQuote } from '../common/shell-quote.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { alive, waitFor } from '../../../test/support/processes.ts';
-import { experimentalWarningsPreload } from '../../../test/support/experimental-warnings.ts';
+import { experimentalWarningsPreload } from '../../../test/support/preloads.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));

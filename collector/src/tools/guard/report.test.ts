@@ -12,7 +12,7 @@ import type { GuardTrimsResponse } from '../../../../shared/src/guard-trims.ts';
 import { getJson, postOtlp, startTestService } from '../../../test/helpers.ts';
 import type { TestService } from '../../../test/helpers.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
-import { writePreload } from '../../../test/support/experimental-warnings.ts';
+import { writePreload } from '../../../test/support/preloads.ts';
 import { hookId } from '../../hooks/extract.ts';
 import { runCheck } from '../check/index.ts';
 

@@ -1,7 +1,8 @@
 /**
- * What Node 24.0 to 24.2, which the engines range takes, do under the Node the tests run on: warn on stderr that
- * type stripping and SQLite are experimental as the first .ts module loads, in every thread (a worker thread has
- * a process of its own, and warns again).
+ * Node preloads (`node --import`) the tests run hookwatch with, to have it behave as on an older Node the engines
+ * range takes. experimentalWarningsPreload does what Node 24.0 to 24.2 do under the Node the tests run on: warn on
+ * stderr that type stripping and SQLite are experimental as the first .ts module loads, in every thread (a worker
+ * thread has a process object of its own, and warns again).
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
