@@ -34,7 +34,7 @@ export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMe
   counter('hookwatch_hook_events_folded_total', 'Hook events of new hook names counted under an overflow hook because the store holds store.maxHooks hooks.', () => s.folded);
   counter('hookwatch_hook_events_expired_total', 'Hook events older than what retention.events already deleted, not stored (a retry could not be told from a first delivery); the client is told in the partial success.', () => s.expired);
   counter('hookwatch_hook_events_clamped_total', 'Hook events stamped more than otlp.maxFutureSkew ahead, stored at their receive time.', () => s.clampedFuture);
-  counter('hookwatch_ingest_store_errors_total', 'Batches whose store commit failed (the client was told to retry).', () => s.storeErrors);
+  counter('hookwatch_ingest_store_errors_total', 'Store commits of a batch that failed (the client told to retry, or an OTLP/gRPC export held tried again).', () => s.storeErrors);
   counter('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', () => s.storeSeconds);
   metrics.collectedGauge('ingest', { name: 'hookwatch_ingest_queue_depth', help: 'Batches waiting for their store commit now.', collect: (set) => set({}, source.queueDepth()) });
   metrics.gauge({ name: 'hookwatch_ingest_queue_capacity', help: 'Batches allowed to wait before new ones get 503 + Retry-After (otlp.maxPendingRequests).' }).set(source.capacity);
