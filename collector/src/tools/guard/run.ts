@@ -112,6 +112,10 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath });
     const interactive = run.stdin.isTTY === true;
     const [file, ...args] = commandArgv(run.command, run.shell);
+    // Listened for before the command starts: spawn() may return only once the command has run for a while, and
+    // a stop signal in between would otherwise end the guard and leave the command running, never told.
+    const onSignal = (signal: NodeJS.Signals): void => onStopSignal(signal);
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, onSignal);
     // In the guard's own session and group, as under Claude Code: it keeps the terminal a hook may prompt on.
     const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'] });
     /** How the command exited, once it has (stdout may stay open after). */
@@ -166,7 +170,6 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     // A stop signal while a stop waits out its grace period (a second Ctrl-C) kills at once, as docker and
     // systemd do: whoever sends it has stopped waiting.
     const onStopSignal = (signal: NodeJS.Signals): void => (killPending ? killStopped() : stop(signal));
-    for (const signal of FORWARDED_SIGNALS) process.on(signal, onStopSignal);
 
     const onInput = (chunk: Buffer): void => {
       if (inputBytes >= MAX_INPUT_HEAD_BYTES) return;
@@ -184,7 +187,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       if (settled) return;
       settled = true;
       for (const timer of timers) clearTimeout(timer);
-      for (const sig of FORWARDED_SIGNALS) process.off(sig, onStopSignal);
+      for (const sig of FORWARDED_SIGNALS) process.off(sig, onSignal);
       run.stdin.off('data', onInput);
       run.stdin.unpipe();
       run.stdin.pause();
