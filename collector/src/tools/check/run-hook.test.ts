@@ -1,7 +1,16 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 import { describe, expect, it } from 'vitest';
 
+import { alive, waitFor } from '../../../test/support/processes.ts';
+import { shellQuote } from '../common/shell-quote.ts';
 import { measureStdout } from './measure.ts';
 import { runHook } from './run-hook.ts';
+
+const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 
 const base = { input: { hook_event_name: 'SessionStart' }, cwd: process.cwd(), env: process.env, timeoutMs: 10_000, shell: '/bin/sh' };
 
@@ -30,4 +39,23 @@ describe('runHook', () => {
     const run = await runHook({ ...base, command: 'echo problem >&2; exit 3' });
     expect(run).toMatchObject({ exitCode: 3, timedOut: false, stderrHead: 'problem\n', stderrChars: 8, stdoutChars: 0 });
   });
+
+  it('kills a timed-out guarded hook that ignores SIGTERM, though the guard runs it in a process group of its own', async () => {
+    // The SIGKILL to the hook's group reaches the guard, not the group the guard runs the command line in: killed
+    // first, the guard would leave the command running.
+    const dir = await mkdtemp(join(tmpdir(), 'hookwatch-run-hook-'));
+    const started = join(dir, 'started');
+    const line = `trap '' TERM; sleep 60 & echo $$ $! > ${shellQuote(started)}; wait`;
+    let pids: number[] = [];
+    try {
+      const run = await runHook({ ...base, command: `exec ${shellQuote(process.execPath)} ${shellQuote(BIN)} guard -- ${shellQuote(line)}`, timeoutMs: 1_000 });
+      pids = (await readFile(started, 'utf8')).trim().split(' ').map(Number);
+      expect(run.timedOut).toBe(true);
+      await waitFor(async () => !pids.some(alive)).catch(() => undefined);
+      expect(pids.filter(alive)).toEqual([]);
+    } finally {
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 15_000);
 });

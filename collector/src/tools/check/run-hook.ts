@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { headCodeUnits } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
+import { descendants } from '../common/processes.ts';
 
 /** How to run one hook command. */
 export interface HookRun {
@@ -109,12 +110,21 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
       detached: true,
     });
 
+    /**
+     * Signals the hook's group. SIGKILL also goes to what runs below the hook outside the group, found before the
+     * group dies: a guard runs its command in a group of its own, and killed before it kills that command, would
+     * leave it running. Other signals go to the group only: a guard passes them on to its command, which would
+     * otherwise get two (a second stop signal is "kill now" to many programs).
+     */
     const killGroup = (signal: NodeJS.Signals): void => {
       if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // Already gone.
+      const below = signal === 'SIGKILL' ? descendants(child.pid, child.pid) : [];
+      for (const pid of [-child.pid, ...below]) {
+        try {
+          process.kill(pid, signal);
+        } catch {
+          // Already gone.
+        }
       }
     };
 

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 
 import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
+import { descendants, running } from '../common/processes.ts';
 import { oneWordCommandLine } from '../common/shell-quote.ts';
 
 /**
@@ -15,57 +15,6 @@ const MAX_INPUT_HEAD_BYTES = 1024 * 1024;
 const STOPPED_OUTPUT_GRACE_MS = 50;
 /** Signals forwarded to the command: what a supervisor (Claude Code on a timeout, a terminal) sends to stop it. */
 const FORWARDED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
-
-/**
- * The fields of /proc/<pid>/stat after `pid (comm)` (state, ppid, ...); undefined once the process is gone, or
- * where there is no /proc. Comm may hold spaces and parentheses, so the fields are read after the last ')'.
- */
-function procStat(pid: number | string): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether a process still runs: there, and not a zombie waiting for its parent to reap it. */
-function running(pid: number): boolean {
-  const state = procStat(pid)?.[0];
-  return state !== undefined && state !== 'Z';
-}
-
-/**
- * The processes below `root` now (children, their children...), from /proc; none where there is no /proc. The
- * guard's own timeout stops them with the command: a command line's pipeline (`curl | jq`) would otherwise
- * outlive it.
- */
-export function descendants(root: number): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const childrenOf = new Map<number, number[]>();
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const ppid = procStat(entry)?.[1];
-    if (ppid === undefined) continue;
-    const list = childrenOf.get(Number(ppid)) ?? [];
-    list.push(Number(entry));
-    childrenOf.set(Number(ppid), list);
-  }
-  const out: number[] = [];
-  const queue = [root];
-  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
-    for (const child of childrenOf.get(pid) ?? []) {
-      out.push(child);
-      queue.push(child);
-    }
-  }
-  return out;
-}
 
 /** The argv that runs `command`: several words directly, one word as a command line (oneWordCommandLine). */
 export function commandArgv(command: readonly string[], shell: string): string[] {
