@@ -1,4 +1,4 @@
-/** The processes a tool runs, read from /proc: whether one runs, and what runs below it. */
+/** The processes a tool runs, read from /proc: whether one runs, what runs below it, what runs in its group. */
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
@@ -59,4 +59,18 @@ export function descendants(root: number, outsideGroup?: number): number[] {
     }
   }
   return out;
+}
+
+/**
+ * Whether a process of group `pgid` still runs: one ended but not reaped yet (its parent gone, under an init
+ * that does not reap) does not. Where there is no /proc, whether the group has any process at all.
+ */
+export function groupRuns(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  const all = processes();
+  return all === undefined || [...all.values()].some((stat) => stat[2] === String(pgid) && stat[0] !== 'Z');
 }

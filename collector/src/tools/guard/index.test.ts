@@ -213,16 +213,21 @@ describe('hookwatch guard', () => {
     expect(ran.signal).toBe('SIGTERM');
   });
 
-  it('stops waiting once a stopped shell command line is gone, and never reports a stopped run as a success', async () => {
+  it('stops what a stopped shell command line started, stops waiting for what left its group, and never reports a stopped run as a success', async () => {
     // A settings-file command is a shell line: what it starts in the background can hold stdout open for long.
-    // A stop signal (Claude Code's timeout) ends the shell and leaves its children as Claude Code leaves them;
-    // the guard's own --timeout ends what the shell started too, while the shell still runs.
+    // A stop (Claude Code's timeout signal, or the guard's own --timeout) ends it with the shell, in the group the
+    // guard runs the line in, or below the shell while the shell runs; what left the group once the shell is gone
+    // is found by neither, and left running.
+    // The background process writes its pid itself, once it runs (after setsid).
+    const line = (setsid: string, end: string) => (f: string) => `echo $$ > ${f}.sh; echo started; ${setsid}sh -c 'echo $$ > ${f}; exec sleep 60' & ${end}`;
     const cases = [
-      { how: 'timeout', line: (f: string) => `echo $$ > ${f}.sh; echo started; sleep 60 & echo $! > ${f}; wait`, backgroundSurvives: false },
-      { how: 'signal', line: (f: string) => `echo $$ > ${f}.sh; echo started; sleep 60 & echo $! > ${f}; wait`, backgroundSurvives: true },
+      { how: 'timeout', line: line('', 'wait'), backgroundSurvives: false },
+      { how: 'signal', line: line('', 'wait'), backgroundSurvives: false },
+      { how: 'signal', line: line('setsid ', 'wait'), backgroundSurvives: false },
       // The shell has exited 0 already; only its child holds stdout. Stopped, the run is not a success.
-      { how: 'timeout', line: (f: string) => `echo $$ > ${f}.sh; echo hi; sleep 60 & echo $! > ${f}; exit 0`, backgroundSurvives: true },
-      { how: 'signal', line: (f: string) => `echo $$ > ${f}.sh; echo hi; sleep 60 & echo $! > ${f}; exit 0`, backgroundSurvives: true },
+      { how: 'timeout', line: line('', 'exit 0'), backgroundSurvives: false },
+      { how: 'signal', line: line('', 'exit 0'), backgroundSurvives: false },
+      { how: 'signal', line: line('setsid ', 'exit 0'), backgroundSurvives: true },
     ] as const;
     for (const [i, c] of cases.entries()) {
       const pidFile = join(dir, `background-${i}.pid`);
@@ -297,26 +302,86 @@ describe('hookwatch guard', () => {
     }
   }, 20_000);
 
-  it('gives a hook file the --kill-grace to flush on a stop signal when its command line runs it with exec', async () => {
-    // A settings-file command line runs under sh -c: the stop signal reaches the shell, which exec makes the hook.
-    const ready = join(dir, 'exec-flush-ready');
-    const hook = join(dir, 'exec-flush.sh');
-    await writeFile(hook, `#!/bin/sh\ntrap 'sleep 1.5; printf flushed; exit 0' TERM\nprintf 'started '\necho > '${ready}'\nwhile :; do sleep 0.1; done\n`);
+  it('gives a hook file the --kill-grace to flush on a stop signal, run as the shell\'s child or with exec', async () => {
+    // A settings-file command line runs under sh -c: dash runs a lone hook file as its child and ends at once on
+    // the stop signal, which reaches the hook all the same; exec makes the shell the hook.
+    for (const [i, line] of [(f: string) => shellQuote(f), (f: string) => `exec ${shellQuote(f)}`].entries()) {
+      const ready = join(dir, `flush-ready-${i}`);
+      const hook = join(dir, `flush-${i}.sh`);
+      await writeFile(hook, `#!/bin/sh\ntrap 'sleep 1.5; printf flushed; exit 0' TERM\nprintf 'started '\necho $$ > '${ready}'\nwhile :; do sleep 0.1; done\n`);
+      await chmod(hook, 0o755);
+      let guardPid = 0;
+      const pending = guard(['--kill-grace', '5s', '--', line(hook)], { onStart: (pid) => (guardPid = pid), killAfterMs: 15_000 });
+      await waitFor(async () => (await readFile(ready, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
+      process.kill(guardPid, 'SIGTERM');
+      // A hook left running would hold the guard's stdout open: the guard's exit is watched by its pid.
+      const hookPid = Number(await readFile(ready, 'utf8'));
+      await waitFor(async () => !alive(guardPid)).finally(() => alive(hookPid) && process.kill(hookPid, 'SIGKILL'));
+      const ran = await pending;
+      expect([line(hook), ran.stdout.toString(), ran.signal]).toEqual([line(hook), 'started flushed', 'SIGTERM']);
+    }
+  }, 30_000);
+
+  it('stops a hook file the shell runs as its child with one stop signal, and kills it and what it started after the kill grace', async () => {
+    // Under dash, sh -c runs a lone hook file as its child and ends at once on SIGTERM. The hook notes each TERM
+    // it gets and runs on, with a `sleep 60` child (started again when one ends), writing "<itself> <its child>".
+    const cases = [{ how: 'signal', flags: [] }, { how: 'timeout', flags: ['--timeout', '1'] }] as const;
+    for (const c of cases) {
+      const hook = join(dir, `stop-all-${c.how}.sh`);
+      await writeFile(hook, `#!/bin/sh\ntrap 'echo TERM >> "$0.terms"; printf "stopped "' TERM\nprintf 'started '\nwhile :; do sleep 60 & echo $$ $! >> "$0.pids"; wait $!; done\n`);
+      await chmod(hook, 0o755);
+      let guardPid = 0;
+      const pending = guard([...c.flags, '--', hook], { onStart: (pid) => (guardPid = pid), killAfterMs: 15_000 });
+      await waitFor(async () => (await readFile(`${hook}.pids`, 'utf8').then((s) => s.endsWith('\n'), () => false)) && guardPid > 0);
+      if (c.how === 'signal') process.kill(guardPid, 'SIGTERM');
+      // What is left of the hook would hold the guard's stdout open: the guard's exit is watched by its pid.
+      await waitFor(async () => !alive(guardPid));
+      const pids = (await readFile(`${hook}.pids`, 'utf8')).trim().split(/\s+/).map(Number);
+      try {
+        // The guard has ended, the kill grace over: nothing of the hook is left running.
+        expect([c.how, ...pids.filter(alive)]).toEqual([c.how]);
+      } finally {
+        for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      }
+      const ran = await pending;
+      // One TERM: a second one is "kill now" to many programs. What the hook wrote on it is delivered.
+      expect([c.how, await readFile(`${hook}.terms`, 'utf8').catch(() => ''), ran.stdout.toString(), ran.signal]).toEqual([c.how, 'TERM\n', 'started stopped ', 'SIGTERM']);
+    }
+  }, 30_000);
+
+  it('at a terminal, keeps the command on it: it can prompt there, Ctrl-C reaches it once, and what is left is killed after the grace', async () => {
+    // A hook file the shell runs as its child; it writes to the terminal (as a hook prompting there would), notes
+    // each SIGINT, outlives the terminal's hangup, and runs on with a child, writing "<itself> <its child>".
+    const hook = join(dir, 'ctrl-c.sh');
+    await writeFile(hook, `#!/bin/sh\ntrap 'echo INT >> "$0.ints"; printf "stopped "' INT\ntrap '' HUP\nprintf 'asked on the terminal ' > /dev/tty\nprintf 'started '\nwhile :; do sleep 60 & echo $$ $! >> "$0.pids"; wait $!; done\n`);
     await chmod(hook, 0o755);
-    let guardPid = 0;
-    const pending = guard(['--kill-grace', '5s', '--', `exec ${shellQuote(hook)}`], { onStart: (pid) => (guardPid = pid), killAfterMs: 15_000 });
-    await waitFor(async () => (await stat(ready).then(() => true, () => false)) && guardPid > 0);
-    process.kill(guardPid, 'SIGTERM');
-    const ran = await pending;
-    expect([ran.stdout.toString(), ran.signal]).toEqual(['started flushed', 'SIGTERM']);
+    // script(1) runs the guard on a terminal of its own, and types what is written to its stdin there.
+    const terminal = spawn('script', ['-qec', `exec ${shellQuote(process.execPath)} ${shellQuote(BIN)} guard -- ${shellQuote(hook)}`, '/dev/null'], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir }, cwd: dir });
+    let screen = '';
+    terminal.stdout.on('data', (c: Buffer) => (screen += c.toString()));
+    const ended = new Promise<number | null>((resolve) => terminal.on('close', (code) => resolve(code)));
+    let pids: number[] = [];
+    const started = async (): Promise<number[]> => (await readFile(`${hook}.pids`, 'utf8').catch(() => '')).trim().split(/\s+/).filter(Boolean).map(Number);
+    try {
+      await waitFor(async () => (pids = await started()).length > 0);
+      terminal.stdin.write('\x03');
+      // The guard ends by the terminal's SIGINT (script says 130) once the grace is over, and the hook with it.
+      expect(await ended).toBe(130);
+      pids = await started();
+      expect(pids.filter(alive)).toEqual([]);
+      expect([await readFile(`${hook}.ints`, 'utf8').catch(() => ''), screen]).toEqual(['INT\n', expect.stringMatching(/^asked on the terminal .*started stopped /s)]);
+    } finally {
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      terminal.kill('SIGKILL');
+    }
   }, 20_000);
 
   it('kills a stopped command that ignores the stop signal at once on a second stop signal, without waiting out the grace period', async () => {
     const fs = `require('fs')`;
-    // Each command writes "<its pid> <a child's pid>" once it ignores SIGTERM and SIGINT.
+    // Each command, and a child it starts, ignore SIGTERM and SIGINT; it writes "<its pid> <the child's pid>" once both do.
     const cases = [
       { signal: 'SIGTERM', args: (f: string) => ['--', `trap '' TERM INT; sleep 60 & echo $$ $! > ${f}; wait`] },
-      { signal: 'SIGINT', args: (f: string) => nodeHook(`for(const s of ['SIGTERM','SIGINT'])process.on(s,()=>{});const c=require('child_process').spawn('sleep',['60'],{stdio:'ignore'});${fs}.writeFileSync(${JSON.stringify(f)},process.pid+' '+c.pid+'\\n');setInterval(()=>{},1000)`) },
+      { signal: 'SIGINT', args: (f: string) => nodeHook(`for(const s of ['SIGTERM','SIGINT'])process.on(s,()=>{});const c=require('child_process').spawn('sh',['-c',"trap '' TERM INT; echo; exec sleep 60"],{stdio:['ignore','pipe','ignore']});c.stdout.once('data',()=>${fs}.writeFileSync(${JSON.stringify(f)},process.pid+' '+c.pid+'\\n'));setInterval(()=>{},1000)`) },
     ] as const;
     for (const [i, c] of cases.entries()) {
       const pidFile = join(dir, `second-signal-${i}.pid`);

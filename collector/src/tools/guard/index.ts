@@ -52,8 +52,8 @@ Options:
   --kill-grace <time>  how long a stopped command (Claude Code's timeout, or --timeout) gets to end before SIGKILL,
                        from 1ms to 1m, such as 5s or 1500ms (default 1s; HOOKWATCH_GUARD_KILL_GRACE); longer lets
                        a hook flush on stop, but Claude Code may kill the guard first and leave the command running.
-                       A command line's shell gets the stop signal, and /bin/sh (dash) does not pass it on to the
-                       hook file it runs: write -- 'exec "$CLAUDE_PROJECT_DIR"/hook.sh' for a hook that flushes
+                       The stop reaches all the command started (its process group), once each: a hook file
+                       that /bin/sh (dash) runs as its child too, though the shell ends on it at once
   --dir <dir>          where full outputs are saved (default $TMPDIR/hookwatch-guard-<uid>; HOOKWATCH_GUARD_DIR)
   --keep-for <time>    a run that saves an output removes the saved outputs older than this, at least 1h (default
                        7d; HOOKWATCH_GUARD_KEEP_FOR)

@@ -157,32 +157,38 @@ describe('hookwatch guard --install', () => {
   });
 
   it('a wrapped hook gets Claude Code\'s timeout signal, sent to the shell alone, through the guard, which then kills what is left of it', async () => {
-    const project = join(dir, 'stopped');
-    await mkdir(project, { recursive: true });
-    const path = join(project, 's.json');
     // The hook notes the stop signal and runs on, with a child; once started, it writes "<its parent> <itself> <its child>".
-    const command = `trap 'echo TERM >> stopped' TERM; sleep 60 & echo $PPID $$ $! > started; while :; do wait; done`;
-    await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command }] }] } }));
-    await runGuard(['--install', path], guardIO(project));
-    const [installed = ''] = await commands(path);
-    // Claude Code runs the line with /bin/sh -c (dash on Debian and Ubuntu, which runs a lone command as its
-    // child) and, on its timeout, signals that shell only.
-    const hook = startHook(installed, project, { input: JSON.stringify({ hook_event_name: 'Stop' }) });
-    const ended = new Promise<NodeJS.Signals | null>((resolve) => hook.child.on('exit', (_code, signal) => resolve(signal)));
-    const started = join(project, 'started');
-    await waitFor(async () => ((await readFile(started, 'utf8').catch(() => '')).match(/\d+/g) ?? []).length === 3);
-    const pids = (await readFile(started, 'utf8')).trim().split(' ').map(Number);
-    try {
-      // The shell Claude Code started is the guard itself: the hook's parent.
-      expect(pids[0]).toBe(hook.child.pid);
-      hook.child.kill('SIGTERM');
-      // The guard passes the signal on, then kills the hook, which ignores it, and its child after the kill grace.
-      expect(await ended).toBe('SIGTERM');
-      await waitFor(async () => !pids.some(alive)).catch(() => undefined);
-      expect(pids.map(alive)).toEqual([false, false, false]);
-      expect(await readFile(join(project, 'stopped'), 'utf8')).toBe('TERM\n');
-    } finally {
-      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+    const line = `trap 'echo TERM >> stopped' TERM; sleep 60 & echo $PPID $$ $! > started; while :; do wait; done`;
+    // The hook as a command line the guard's shell runs, and as a hook file, which the guard's shell (dash on
+    // Debian and Ubuntu) runs as its child and leaves running when it ends on the signal.
+    for (const form of ['line', 'file'] as const) {
+      const project = join(dir, `stopped-${form}`);
+      await mkdir(project, { recursive: true });
+      await writeFile(join(project, 'hook.sh'), `#!/bin/sh\n${line}\n`, { mode: 0o755 });
+      const path = join(project, 's.json');
+      const command = form === 'line' ? line : '"$CLAUDE_PROJECT_DIR"/hook.sh';
+      await writeFile(path, JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command }] }] } }));
+      await runGuard(['--install', path], guardIO(project));
+      const [installed = ''] = await commands(path);
+      // Claude Code runs the line with /bin/sh -c (dash on Debian and Ubuntu, which runs a lone command as its
+      // child) and, on its timeout, signals that shell only.
+      const hook = startHook(installed, project, { input: JSON.stringify({ hook_event_name: 'Stop' }) });
+      const ended = new Promise<NodeJS.Signals | null>((resolve) => hook.child.on('exit', (_code, signal) => resolve(signal)));
+      const started = join(project, 'started');
+      await waitFor(async () => ((await readFile(started, 'utf8').catch(() => '')).match(/\d+/g) ?? []).length === 3);
+      const pids = (await readFile(started, 'utf8')).trim().split(' ').map(Number);
+      try {
+        // The shell Claude Code started is the guard itself: the parent of a hook line, of a hook file its shell.
+        expect([form, pids[0] === hook.child.pid]).toEqual([form, form === 'line']);
+        hook.child.kill('SIGTERM');
+        // The guard passes the signal on, then kills the hook, which ignores it, and its child after the kill grace.
+        expect(await ended).toBe('SIGTERM');
+        await waitFor(async () => !pids.some(alive)).catch(() => undefined);
+        expect([form, ...pids.map(alive)]).toEqual([form, false, false, false]);
+        expect([form, await readFile(join(project, 'stopped'), 'utf8').catch(() => '')]).toEqual([form, 'TERM\n']);
+      } finally {
+        for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      }
     }
   });
 

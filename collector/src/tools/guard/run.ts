@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 
 import { StdoutCapture } from './capture.ts';
 import type { CapturedStdout } from './capture.ts';
-import { descendants, running } from '../common/processes.ts';
+import { descendants, groupRuns, running } from '../common/processes.ts';
 import { oneWordCommandLine } from '../common/shell-quote.ts';
 
 /**
@@ -50,11 +50,12 @@ export interface GuardedRunResult {
 /**
  * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
  * its head kept), and its stdout captured. Stop signals sent to the guard (Claude Code's timeout) and the
- * guard's own --timeout are passed on to the command; one still running a second later, or at a second stop
- * signal, is killed (SIGKILL) with what runs below it (killStopped). Once a stopped command is gone the guard
- * stops waiting, as Claude Code does: what a command line started in the background may hold stdout open and is
- * left running, as it would be without the guard. A stopped run ends as the stop made it end: by the command's
- * own status when the stop ended it with one, else by the stop signal (never as a success).
+ * guard's own --timeout are passed on to the command, in its own process group with all it started there;
+ * what is still running a second later, or at a second stop signal, is killed (SIGKILL) with what runs below
+ * the command (killStopped). Once a stopped command and its group are gone the guard stops waiting, as Claude
+ * Code does: what left the group (setsid) may hold stdout open and is left running. A stopped run ends as the
+ * stop made it end: by the command's own status when the stop ended it with one, else by the stop signal (never
+ * as a success).
  */
 export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
   return new Promise((resolve) => {
@@ -65,15 +66,23 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     // a stop signal in between would otherwise end the guard and leave the command running, never told.
     const onSignal = (signal: NodeJS.Signals): void => onStopSignal(signal);
     for (const signal of FORWARDED_SIGNALS) process.on(signal, onSignal);
-    // In the guard's own session and group, as under Claude Code: it keeps the terminal a hook may prompt on.
-    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'] });
+    // Not at a terminal (under Claude Code, which runs hooks without a controlling terminal already), in a process
+    // group (and session) of its own: a stop signal sent to the group reaches all the command started there, once
+    // each, though the shell running a hook file (dash, which does not exec a lone command) ends on it at once
+    // without passing it on. At a terminal, in the guard's group: the terminal's Ctrl-C reaches it there, and it
+    // keeps the terminal a hook may prompt on.
+    const child = spawn(file ?? '', args, { stdio: [interactive ? 'inherit' : 'pipe', 'pipe', 'inherit'], detached: !interactive });
+    /** The command's process group (its pid), where it has one of its own. */
+    const group = interactive ? undefined : child.pid;
     /** How the command exited, once it has (stdout may stay open after). */
     let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     /** The signal that stopped the run (a forwarded one, or SIGTERM of the timeout), and whether the command had exited already. */
     let stoppedBy: NodeJS.Signals | null = null;
     let exitedBeforeStop = false;
-    /** What the stop signals besides the command (for the guard's own timeout, what the command started). */
+    /** What the stop signals besides the command and its group (stopTargets). */
     let stopAlso: readonly number[] = [];
+    /** Without a group of its own, what ran below the command at the stop: killed with it, though the shell that started it may be gone by then. */
+    let belowAtStop: readonly number[] = [];
     /** Whether the SIGKILL of a stopped command is still to come, and whether it found the command running. */
     let killPending = false;
     let killedStopped = false;
@@ -81,17 +90,28 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     let inputBytes = 0;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
-    /** Sends `signal` to `pids` and to the command while it runs; a process already gone is skipped. */
+    /**
+     * Sends `signal` to `pids` and to the command's group, or without one to the command while it runs; a process
+     * already gone is skipped.
+     */
     const signalAll = (signal: NodeJS.Signals, pids: readonly number[]): void => {
-      for (const pid of pids) {
+      for (const pid of group === undefined ? pids : [-group, ...pids]) {
         try {
           process.kill(pid, signal);
         } catch {
           // Gone already.
         }
       }
-      if (exited === undefined) child.kill(signal);
+      if (group === undefined && exited === undefined) child.kill(signal);
     };
+    /** What runs below the command now, while it runs; with `outside`, only what left that group. */
+    const below = (outside: number | undefined): number[] => (exited === undefined && child.pid !== undefined ? descendants(child.pid, outside) : []);
+    /**
+     * What a stop signals besides the command: with a group of its own, what left the group; at a terminal, what
+     * the command started for the guard's own timeout (Ctrl-C reaches it from the terminal already, and a signal
+     * passed on to it once more could be the second that kills at once).
+     */
+    const stopTargets = (forwarded: boolean): number[] => (group !== undefined ? below(group) : forwarded ? [] : below(undefined));
     /**
      * After the grace period, or at a second stop signal, a command still running is killed (SIGKILL) with what
      * runs below it then, as `timeout -k` does: one that ignores the stop signal would otherwise run on past the
@@ -102,23 +122,24 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       if (!killPending) return;
       killPending = false;
       killedStopped = exited === undefined;
-      signalAll('SIGKILL', [...stopAlso.filter(running), ...(killedStopped && child.pid !== undefined ? descendants(child.pid) : [])]);
+      signalAll('SIGKILL', [...new Set([...stopAlso, ...belowAtStop].filter(running)), ...below(undefined)]);
       if (exited !== undefined) afterStop();
     };
-    const stop = (signal: NodeJS.Signals, also: readonly number[] = []): void => {
+    const stop = (signal: NodeJS.Signals, forwarded: boolean): void => {
       if (stoppedBy === null) {
         stoppedBy = signal;
         exitedBeforeStop = exited !== undefined;
-        stopAlso = also;
+        belowAtStop = group === undefined ? below(undefined) : [];
+        stopAlso = stopTargets(forwarded);
         killPending = true;
         timers.push(setTimeout(killStopped, run.killGraceMs));
       }
-      signalAll(signal, also);
+      signalAll(signal, stopAlso);
       if (exited !== undefined) afterStop();
     };
     // A stop signal while a stop waits out its grace period (a second Ctrl-C) kills at once, as docker and
     // systemd do: whoever sends it has stopped waiting.
-    const onStopSignal = (signal: NodeJS.Signals): void => (killPending ? killStopped() : stop(signal));
+    const onStopSignal = (signal: NodeJS.Signals): void => (killPending ? killStopped() : stop(signal, true));
 
     const onInput = (chunk: Buffer): void => {
       if (inputBytes >= MAX_INPUT_HEAD_BYTES) return;
@@ -143,13 +164,26 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       resolve({ exitCode, signal, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
     };
 
+    /** While a stop waits out its grace period, whether what it signalled besides the command still runs. */
+    const stopRuns = (): boolean => killPending && (stopAlso.some(running) || (group !== undefined && groupRuns(group)));
+    /** Whether a look whether stopRuns still holds is due: nothing else says when what it waits for has ended. */
+    let looking = false;
     /**
      * A stopped command is gone: what is already in the pipe is read for a moment, then the run ends, once what
-     * the stop signalled besides the command is gone or killed too. A command the guard killed (killStopped) ends
-     * the run by the stop signal, not by that SIGKILL.
+     * the stop signalled besides the command (its group included) is gone or killed too. A command the guard
+     * killed (killStopped) ends the run by the stop signal, not by that SIGKILL.
      */
     const afterStop = (): void => {
-      if (killPending && stopAlso.some(running)) return;
+      if (stopRuns()) {
+        if (!looking) {
+          looking = true;
+          timers.push(setTimeout(() => {
+            looking = false;
+            afterStop();
+          }, STOPPED_OUTPUT_GRACE_MS));
+        }
+        return;
+      }
       timers.push(setTimeout(() => {
         child.stdout?.destroy();
         const own = exited !== undefined && !exitedBeforeStop && !killedStopped && !(exited.code === 0 && exited.signal === null);
@@ -169,8 +203,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     });
 
     if (run.timeoutMs !== undefined) {
-      // The guard's own timeout ends what the command started as well, found while the command still runs.
-      timers.push(setTimeout(() => stop('SIGTERM', exited === undefined && child.pid !== undefined ? descendants(child.pid) : []), run.timeoutMs));
+      timers.push(setTimeout(() => stop('SIGTERM', false), run.timeoutMs));
     }
   });
 }
