@@ -19,7 +19,7 @@ import { otlpHookBody, WebhookSink } from '../collector/test/support/alerting.ts
 import { agentFor, post, startServer } from './lib/harness.ts';
 import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
 
-/** The issue's goal for p99. */
+/** The goal for p99. */
 const GOAL_P99_MS = 250;
 /** Prometheus + Alertmanager defaults: 15 s scrape + 1 m evaluation... at best 45 s (see header). */
 const PROMETHEUS_DEFAULTS_MS = 45_000;

@@ -24,7 +24,7 @@ import { percentile, result, markdownTable, type BenchOptions, type BenchResult 
 
 const DAY = 86_400_000;
 const SPAN = 30 * DAY;
-/** The goals: p95 under 50 ms per call, first render under 1 s. */
+/** The goals: p95 under 50 ms per call, first render under 1 s. */
 const GOAL_P95_MS = 50;
 const GOAL_RENDER_MS = 1000;
 

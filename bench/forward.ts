@@ -4,7 +4,7 @@
  * real OTLP/HTTP downstream on 127.0.0.1 (every request committed to the durable queue before the 200).
  * Reports records/s and server CPU µs/record with forwarding on, each next to receive-only in the same run, and
  * the server's RSS while a downstream outage (503 on every attempt) fills the queue, next to its idle RSS.
- * The outage runs 60 s (8 s with --quick), not the 10 minutes of the issue: the queue lives on disk, so RSS
+ * The outage runs 60 s (8 s with --quick), not 10 minutes: the queue lives on disk, so RSS
  * does not grow with its depth; the queue depth and bytes reached are in the notes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
