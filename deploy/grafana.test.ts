@@ -103,6 +103,7 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_hook_events_expired_total', 'events older than retention: rejected in the partial success the client sees'],
   ['hookwatch_hook_events_folded_total', 'the hook_limit alert fires when the store is full of hooks; the folded hooks show as <hook_event>:(overflow)'],
   ['hookwatch_ingest_store_errors_total', 'store errors are charted by operation (hookwatch_store_errors_total)'],
+  ['hookwatch_otlp_requests_held_total', 'OTLP/gRPC exports held through a store outage: how they ended is charted as OTLP requests by outcome, the outage as store errors by operation'],
   ['hookwatch_ingest_store_seconds_total', 'the commit latency is charted as its p99 (hookwatch_store_operation_duration_seconds)'],
   ['hookwatch_store_inflight_operations', 'the ingest queue and the API\'s pending reads chart the load the store is under'],
   ['hookwatch_alert_evaluations_total', 'the alert engine at work: a steady count, not a trend to watch'],
