@@ -506,8 +506,10 @@ describe('check --settings', () => {
 
     const edit = await check(['--json', '--settings', path, '--event', 'PreToolUse', '--tool-name', 'Edit']);
     expect(sizes({ result: JSON.parse(edit.out) })).toEqual([['PreToolUse:Edit', 20], ['PreToolUse:Edit', 30]]);
-    expect(edit.err).toContain('hooks.PreToolUse[0].hooks[0]: matcher "Bash" does not select "Edit", so Claude Code would not run it: not checked');
-    expect(edit.err).toContain('hooks.PreToolUse[3].hooks[0]: matcher "mcp__.*" does not select "Edit"');
+    expect((JSON.parse(edit.out) as { skipped: { location: string; reason: string }[] }).skipped).toEqual([
+      { location: 'hooks.PreToolUse[0].hooks[0]', reason: 'matcher "Bash" does not select "Edit", so Claude Code would not run it for this firing (give --tool-name with a tool it selects)' },
+      { location: 'hooks.PreToolUse[3].hooks[0]', reason: expect.stringContaining('matcher "mcp__.*" does not select "Edit"') as unknown },
+    ].map((s) => expect.objectContaining(s) as unknown));
 
     // Each group gets a value its matcher selects when none is given; a pattern can be given one.
     const byMatcher = await checkJson(['--settings', path, '--event', 'PreToolUse']);
@@ -526,7 +528,45 @@ describe('check --settings', () => {
     // Nothing selected at all: nothing checked, said so.
     const none = await check(['--settings', path, '--event', 'SessionStart', '--source', 'clear']);
     expect(none.err).toContain('no hook would run for this firing');
+    expect(none.err).toContain('hooks.SessionStart[1].hooks[0]: matcher "resume" does not select "clear", so Claude Code would not run it for this firing (give --source with a value it selects): not checked\n');
     expect(none.code).toBe(2);
+  });
+
+  it('shows the hooks a firing leaves out as skipped, with the reason, never as OK, and does not fail for them', async () => {
+    const command = (n: number) => ({ type: 'command', command: `printf '%${n}s' x` });
+    const path = await settingsFile('skipped', { hooks: {
+      PreToolUse: [{ matcher: 'Bash', hooks: [command(10)] }, { matcher: 'mcp__.*', hooks: [command(40)] }],
+      Stop: [{ hooks: [command(5), { type: 'prompt', prompt: 'judge' }] }],
+    } });
+    // The default firing of PreToolUse is Bash: the mcp__.* group is not run, and the prompt hook is no command.
+    const text = await checkCli(['--settings', path]);
+    expect(text.stdout).toContain(
+      `PreToolUse  printf '%40s' x  (hooks.PreToolUse[1].hooks[0])\n` +
+        '  SKIPPED, not checked: matcher "mcp__.*" does not select "Bash", so Claude Code would not run it for this firing (give --tool-name with a tool it selects)\n',
+    );
+    expect(text.stdout).toContain('Stop  a "prompt" hook  (hooks.Stop[0].hooks[1])\n  SKIPPED, not checked: not a command hook; check runs command hooks only\n');
+    expect(text.stdout).toContain('OK: 2 hooks checked, every output within the 10,000-character cap.\nSKIPPED: 2 hooks not run, so not checked (reasons above): neither passed nor failed.\n');
+    // Named once, in the report; no block of a skipped hook says ok.
+    expect(text.stderr).toBe('');
+    expect(text.stdout.split('\n\n').filter((block) => block.includes('SKIPPED, not checked')).join('')).not.toMatch(/\bok\b|OK/);
+    // As a test runner counts a skipped test: apart, not a failure.
+    expect(text.code).toBe(0);
+
+    const json = await checkJson(['--settings', path]);
+    expect(json.result.hooks.map((h) => h.location)).toEqual(['hooks.PreToolUse[0].hooks[0]', 'hooks.Stop[0].hooks[0]']);
+    expect(json.result).toMatchObject({
+      ok: true,
+      skipped: [
+        { event: 'Stop', matcher: null, command: null, location: 'hooks.Stop[0].hooks[1]', because: 'type', reason: 'not a command hook; check runs command hooks only' },
+        { event: 'PreToolUse', matcher: 'mcp__.*', command: "printf '%40s' x", location: 'hooks.PreToolUse[1].hooks[0]', because: 'matcher', reason: expect.stringContaining('does not select "Bash"') as unknown },
+      ],
+    });
+    expect(json.code).toBe(0);
+
+    // A firing that selects it runs it, and skips the group it does not select.
+    const mcp = await checkJson(['--settings', path, '--event', 'PreToolUse', '--tool-name', 'mcp__github__search']);
+    expect(mcp.result.hooks.map((h) => h.location)).toEqual(['hooks.PreToolUse[1].hooks[0]']);
+    expect(mcp.result).toMatchObject({ ok: true, skipped: [{ location: 'hooks.PreToolUse[0].hooks[0]', because: 'matcher' }] });
   });
 
   it('does not measure a command hook with fields it does not know, and says so', async () => {

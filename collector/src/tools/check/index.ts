@@ -10,7 +10,7 @@ import { buildHookInput, HOOK_EVENTS, matcherQuery, matcherSelects, SESSION_STAR
 import { measureStdout } from './measure.ts';
 import type { MeasuredStdout } from './measure.ts';
 import { checkJson, checkText, hookFails } from './report.ts';
-import type { HookCheck, HookCheckStatus, ProjectDirFrom } from './report.ts';
+import type { HookCheck, HookCheckStatus, ProjectDirFrom, SkippedHook } from './report.ts';
 import { runHook } from './run-hook.ts';
 import { fieldList, isUserSettings, loadHookSetup, userSettingsDirs } from './settings.ts';
 import { oneWordCommandLine, shellQuote } from '../common/shell-quote.ts';
@@ -60,7 +60,9 @@ Options:
   -h, --help             this help
 
 With --settings, a group runs only when its matcher selects the firing, as in Claude Code (names exactly,
-patterns as regular expressions); the groups left out are named on stderr. A command hook with fields hookwatch
+patterns as regular expressions). The hooks it leaves out, and hooks that are no commands ("prompt"), are
+shown as SKIPPED with the reason (under skipped with --json): counted apart, as a test runner counts a skipped
+test, neither passed nor failed, so they change no exit status. A command hook with fields hookwatch
 does not know (anything but type, command and timeout) is not run, and named on stderr: its command alone may
 not be what Claude Code runs. Such a check is INCOMPLETE, never OK: what that hook prints is unknown.
 
@@ -146,6 +148,8 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     const planned: PlannedHook[] = [];
     /** Command hooks of the selected event not run for fields hookwatch does not know: the check is incomplete. */
     const notChecked: { location: string; fields: string[] }[] = [];
+    /** Hooks left out by the firing checked, or that are no commands: in the report as skipped, never as ok. */
+    const skipped: SkippedHook[] = [];
     if (settingsPath !== undefined) {
       if (positionals.length > 0) throw new UsageError('give either --settings or a hook command, not both');
       const setup = await loadHookSetup(settingsPath);
@@ -153,7 +157,9 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       if (values.event !== undefined) checkEvent(values.event, [...setup.hooks, ...setup.skipped, ...setup.unknown].map((h) => h.event));
       const selected = (hook: { event: string }): boolean => values.event === undefined || hook.event === values.event;
       for (const hook of setup.hooks.filter(selected)) planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
-      for (const skipped of setup.skipped.filter(selected)) io.stderr(`hookwatch check: ${skipped.location} is a "${skipped.type}" hook, not a command: not checked\n`);
+      for (const hook of setup.skipped.filter(selected)) {
+        skipped.push({ event: hook.event, matcher: undefined, command: undefined, type: hook.type, location: hook.location, because: 'type', reason: 'not a command hook; check runs command hooks only' });
+      }
       for (const unknown of setup.unknown.filter(selected)) {
         notChecked.push({ location: unknown.location, fields: unknown.fields });
         io.stderr(`hookwatch check: ${unknown.location} has fields hookwatch does not know (${fieldList(unknown.fields)}): not checked, its command alone may not be what Claude Code runs\n`);
@@ -195,7 +201,8 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       // under a name it would never have.
       if (query !== undefined && !matcherSelects(hook.matcher, query)) {
         const flag = hook.event === 'SessionStart' ? ' (give --source with a value it selects)' : input.tool_name !== undefined ? ' (give --tool-name with a tool it selects)' : '';
-        io.stderr(`hookwatch check: ${hook.location ?? hook.event}: matcher ${JSON.stringify(hook.matcher)} does not select ${JSON.stringify(query)}, so Claude Code would not run it: not checked${flag}\n`);
+        const reason = `matcher ${JSON.stringify(hook.matcher)} does not select ${JSON.stringify(query)}, so Claude Code would not run it for this firing${flag}`;
+        skipped.push({ event: hook.event, matcher: hook.matcher, command: hook.command, type: undefined, location: hook.location ?? hook.event, because: 'matcher', reason });
         continue;
       }
       const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, killGraceMs, shell: values.shell });
@@ -226,10 +233,11 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     }
 
     if (checks.length === 0) {
+      for (const hook of skipped) io.stderr(`hookwatch check: ${hook.location}: ${hook.reason}: not checked\n`);
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
-    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, projectDir, projectDirFrom, settingsPath };
+    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, skipped, projectDir, projectDirFrom, settingsPath };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     if (checks.some(hookFails)) return EXIT_FINDINGS;
     // Nothing found over, but hooks were left unrun: their outputs are unknown, which is not a pass.

@@ -33,6 +33,22 @@ export function hookFails(hook: HookCheck): boolean {
   return hook.measured.outputs.some((o) => o.persisted || o.overBudget);
 }
 
+/**
+ * A hook of a settings file that check did not run: its matcher does not select the firing checked, or it is no
+ * command hook. Counted apart, as a test runner counts a skipped test: neither passed nor failed.
+ */
+export interface SkippedHook {
+  event: string;
+  matcher: string | undefined;
+  /** Undefined for a hook that is not a command. */
+  command: string | undefined;
+  /** The hook's type when it is not a command ("prompt"). */
+  type: string | undefined;
+  location: string;
+  because: 'matcher' | 'type';
+  reason: string;
+}
+
 /** Where the hooks' folder came from: --project-dir, the folder holding the settings file's .claude/, or the current folder. */
 export type ProjectDirFrom = 'flag' | 'settings' | 'cwd';
 
@@ -45,6 +61,8 @@ export interface ReportOptions {
   showContent: boolean;
   /** Hooks of a settings file not run for fields hookwatch does not know (none when not given). */
   notChecked?: readonly { location: string; fields: string[] }[];
+  /** Hooks of a settings file the firing checked leaves out, or that are no commands (none when not given). */
+  skipped?: readonly SkippedHook[];
   /** Where the hooks ran, their CLAUDE_PROJECT_DIR: named when the shell could not find or run a command. */
   projectDir?: string;
   /** Where projectDir came from. */
@@ -71,6 +89,14 @@ export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
     ok: !hooks.some(hookFails) && (options.notChecked ?? []).length === 0,
     complete: (options.notChecked ?? []).length === 0,
     notChecked: options.notChecked ?? [],
+    skipped: (options.skipped ?? []).map((hook) => ({
+      event: hook.event,
+      matcher: hook.matcher ?? null,
+      command: hook.command ?? null,
+      location: hook.location,
+      because: hook.because,
+      reason: hook.reason,
+    })),
     hooks: hooks.map((hook) => ({
       hookName: hook.hookName,
       event: hook.event,
@@ -201,6 +227,11 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
     out.push('\n');
   }
 
+  // After the hooks that ran, and never with a status of theirs: a hook left out is not ok, only not checked.
+  for (const hook of options.skipped ?? []) {
+    out.push(`${hook.event}  ${hook.command ?? `a "${hook.type ?? '?'}" hook`}  (${hook.location})\n  SKIPPED, not checked: ${hook.reason}\n\n`);
+  }
+
   const outputs = hooks.flatMap((h) => h.measured.outputs);
   const over = outputs.filter((o) => o.persisted).length;
   const overBudget = outputs.filter((o) => !o.persisted && o.overBudget).length;
@@ -224,5 +255,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
         `${notChecked === 1 ? 'its output is' : 'their outputs are'} unknown.\n`,
     );
   }
+  const skipped = options.skipped?.length ?? 0;
+  if (skipped > 0) out.push(`SKIPPED: ${plural(skipped, 'hook')} not run, so not checked (reasons above): neither passed nor failed.\n`);
   return out.join('');
 }
