@@ -40,9 +40,10 @@ function processes(): Map<number, string[]> | undefined {
 /**
  * The processes below `root` now (children, their children...), from /proc; none where there is no /proc. With
  * `outsideGroup`, only those that left that process group (which a signal to the group misses). A stop signals
- * them with the command: a command line's pipeline (`curl | jq`) would otherwise outlive it.
+ * them with the command: a command line's pipeline (`curl | jq`) would otherwise outlive it. Several roots give
+ * what runs below any of them, as one look at /proc.
  */
-export function descendants(root: number, outsideGroup?: number): number[] {
+export function descendants(root: number | readonly number[], outsideGroup?: number): number[] {
   const all = processes() ?? new Map<number, string[]>();
   const childrenOf = new Map<number, number[]>();
   for (const [pid, stat] of all) {
@@ -51,7 +52,7 @@ export function descendants(root: number, outsideGroup?: number): number[] {
     childrenOf.set(Number(stat[1]), list);
   }
   const out: number[] = [];
-  const queue = [root];
+  const queue = typeof root === 'number' ? [root] : [...root];
   for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
     for (const child of childrenOf.get(pid) ?? []) {
       queue.push(child);

@@ -1,12 +1,14 @@
 import { spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { chmod, chown, lutimes, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { basename, delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { StdoutCapture } from './capture.ts';
+import { descendants } from '../common/processes.ts';
 import { shellQuote } from '../common/shell-quote.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { alive, waitFor } from '../../../test/support/processes.ts';
@@ -67,6 +69,22 @@ function spawnHook(file: string, args: string[], options: HookOptions): Promise<
     child.stdin.end(options.input ?? INPUT);
     if (child.pid !== undefined) options.onStart?.(child.pid);
   });
+}
+
+/**
+ * Runs `hookwatch guard -- <hook>` on a terminal of its own: script(1) gives it one, and types there what is
+ * written to its stdin. `started` reads the pids the hook writes to `<hook>.pids`.
+ */
+function atTerminal(hook: string): { process: ChildProcessWithoutNullStreams; ended: Promise<number | null>; screen: () => string; started: () => Promise<number[]> } {
+  const terminal = spawn('script', ['-qec', `exec ${shellQuote(process.execPath)} ${shellQuote(BIN)} guard -- ${shellQuote(hook)}`, '/dev/null'], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir }, cwd: dir });
+  let screen = '';
+  terminal.stdout.on('data', (c: Buffer) => (screen += c.toString()));
+  return {
+    process: terminal,
+    ended: new Promise<number | null>((resolve) => terminal.on('close', (code) => resolve(code))),
+    screen: () => screen,
+    started: async () => (await readFile(`${hook}.pids`, 'utf8').catch(() => '')).trim().split(/\s+/).filter(Boolean).map(Number),
+  };
 }
 
 /** A node one-liner as the hook command (several argv words: run directly, no shell). */
@@ -355,26 +373,49 @@ describe('hookwatch guard', () => {
     const hook = join(dir, 'ctrl-c.sh');
     await writeFile(hook, `#!/bin/sh\ntrap 'echo INT >> "$0.ints"; printf "stopped "' INT\ntrap '' HUP\nprintf 'asked on the terminal ' > /dev/tty\nprintf 'started '\nwhile :; do sleep 60 & echo $$ $! >> "$0.pids"; wait $!; done\n`);
     await chmod(hook, 0o755);
-    // script(1) runs the guard on a terminal of its own, and types what is written to its stdin there.
-    const terminal = spawn('script', ['-qec', `exec ${shellQuote(process.execPath)} ${shellQuote(BIN)} guard -- ${shellQuote(hook)}`, '/dev/null'], { env: { ...process.env, HOOKWATCH_GUARD_DIR: dir }, cwd: dir });
-    let screen = '';
-    terminal.stdout.on('data', (c: Buffer) => (screen += c.toString()));
-    const ended = new Promise<number | null>((resolve) => terminal.on('close', (code) => resolve(code)));
+    const terminal = atTerminal(hook);
     let pids: number[] = [];
-    const started = async (): Promise<number[]> => (await readFile(`${hook}.pids`, 'utf8').catch(() => '')).trim().split(/\s+/).filter(Boolean).map(Number);
     try {
-      await waitFor(async () => (pids = await started()).length > 0);
-      terminal.stdin.write('\x03');
+      await waitFor(async () => (pids = await terminal.started()).length > 0);
+      terminal.process.stdin.write('\x03');
       // The guard ends by the terminal's SIGINT (script says 130) once the grace is over, and the hook with it.
-      expect(await ended).toBe(130);
-      pids = await started();
+      expect(await terminal.ended).toBe(130);
+      pids = await terminal.started();
       expect(pids.filter(alive)).toEqual([]);
-      expect([await readFile(`${hook}.ints`, 'utf8').catch(() => ''), screen]).toEqual(['INT\n', expect.stringMatching(/^asked on the terminal .*started stopped /s)]);
+      expect([await readFile(`${hook}.ints`, 'utf8').catch(() => ''), terminal.screen()]).toEqual(['INT\n', expect.stringMatching(/^asked on the terminal .*started stopped /s)]);
     } finally {
       for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
-      terminal.kill('SIGKILL');
+      terminal.process.kill('SIGKILL');
     }
   }, 20_000);
+
+  it('at a terminal, passes a SIGTERM or SIGHUP sent to the guard alone on to all the command runs, once, and kills what is left after the grace', async () => {
+    // `kill <guard>` reaches the guard alone, not the terminal's foreground group. The hook file (the shell's child)
+    // notes each signal and runs on, starting another `sleep 60` child each time its wait ends, writing "<itself>
+    // <its child>". All outlive the terminal's hangup as the guard ends: only the guard can have killed them.
+    for (const [signal, name] of [['SIGTERM', 'TERM'], ['SIGHUP', 'HUP']] as const) {
+      const hook = join(dir, `at-terminal-${name}.sh`);
+      await writeFile(hook, `#!/bin/sh\ntrap '' HUP\ntrap 'echo ${name} >> "$0.signals"; printf "stopped "' ${name}\nprintf 'started '\nwhile :; do (trap '' HUP; exec sleep 60) & echo $$ $! >> "$0.pids"; wait $!; done\n`);
+      await chmod(hook, 0o755);
+      const terminal = atTerminal(hook);
+      let pids: number[] = [];
+      try {
+        await waitFor(async () => (pids = await terminal.started()).length > 0);
+        // script's one child is the guard (its shell exec'd it).
+        const [guardPid] = descendants(terminal.process.pid ?? 0);
+        process.kill(guardPid ?? 0, signal);
+        // The guard ends by the signal (script says 128 + its number) once the grace is over: nothing of the hook
+        // runs then, the children it started after the signal included.
+        expect([signal, await terminal.ended]).toEqual([signal, 128 + (constants.signals[signal] ?? 0)]);
+        pids = await terminal.started();
+        expect([signal, ...pids.filter(alive)]).toEqual([signal]);
+        expect([signal, await readFile(`${hook}.signals`, 'utf8').catch(() => ''), terminal.screen()]).toEqual([signal, `${name}\n`, expect.stringMatching(/started stopped /)]);
+      } finally {
+        for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+        terminal.process.kill('SIGKILL');
+      }
+    }
+  }, 30_000);
 
   it('kills a stopped command that ignores the stop signal at once on a second stop signal, without waiting out the grace period', async () => {
     const fs = `require('fs')`;

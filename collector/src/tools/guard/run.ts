@@ -50,8 +50,8 @@ export interface GuardedRunResult {
 /**
  * Runs the command with the guard's environment, working directory and stderr, its stdin copied through (and
  * its head kept), and its stdout captured. Stop signals sent to the guard (Claude Code's timeout) and the
- * guard's own --timeout are passed on to the command, in its own process group with all it started there;
- * what is still running a second later, or at a second stop signal, is killed (SIGKILL) with what runs below
+ * guard's own --timeout are passed on to the command, in its own process group with all it started there (at a
+ * terminal, to all it started: stopTargets); what is still running a second later, or at a second stop signal, is killed (SIGKILL) with what runs below
  * the command (killStopped). Once a stopped command and its group are gone the guard stops waiting, as Claude
  * Code does: what left the group (setsid) may hold stdout open and is left running. A stopped run ends as the
  * stop made it end: by the command's own status when the stop ended it with one, else by the stop signal (never
@@ -107,22 +107,28 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     /** What runs below the command now, while it runs; with `outside`, only what left that group. */
     const below = (outside: number | undefined): number[] => (exited === undefined && child.pid !== undefined ? descendants(child.pid, outside) : []);
     /**
-     * What a stop signals besides the command: with a group of its own, what left the group; at a terminal, what
-     * the command started for the guard's own timeout (Ctrl-C reaches it from the terminal already, and a signal
-     * passed on to it once more could be the second that kills at once).
+     * What a stop signals besides the command: with a group of its own, what left the group; at a terminal, all
+     * the command started, but for a SIGINT passed on: the terminal's Ctrl-C reaches its foreground group, the
+     * command's processes with the guard, already, and a signal passed on to them once more could be the second
+     * that kills at once. A SIGTERM or SIGHUP sent to the guard (`kill <pid>`) reaches the guard alone.
      */
-    const stopTargets = (forwarded: boolean): number[] => (group !== undefined ? below(group) : forwarded ? [] : below(undefined));
+    const stopTargets = (signal: NodeJS.Signals, forwarded: boolean): number[] => {
+      if (group !== undefined) return below(group);
+      return forwarded && signal === 'SIGINT' ? [] : below(undefined);
+    };
     /**
      * After the grace period, or at a second stop signal, a command still running is killed (SIGKILL) with what
      * runs below it then, as `timeout -k` does: one that ignores the stop signal would otherwise run on past the
      * guard, and be orphaned once whoever stopped the guard kills it. What the stop signalled besides the command
-     * gets SIGKILL too. Once only: the grace period's timer may still fire after a second signal.
+     * gets SIGKILL too, with what it started since (a hook file whose shell is gone, and so no longer below the
+     * command, starting a child again). Once only: the grace period's timer may still fire after a second signal.
      */
     const killStopped = (): void => {
       if (!killPending) return;
       killPending = false;
       killedStopped = exited === undefined;
-      signalAll('SIGKILL', [...new Set([...stopAlso, ...belowAtStop].filter(running)), ...below(undefined)]);
+      const left = [...new Set([...stopAlso, ...belowAtStop])].filter(running);
+      signalAll('SIGKILL', [...new Set([...left, ...descendants(left), ...below(undefined)])]);
       if (exited !== undefined) afterStop();
     };
     const stop = (signal: NodeJS.Signals, forwarded: boolean): void => {
@@ -130,7 +136,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
         stoppedBy = signal;
         exitedBeforeStop = exited !== undefined;
         belowAtStop = group === undefined ? below(undefined) : [];
-        stopAlso = stopTargets(forwarded);
+        stopAlso = stopTargets(signal, forwarded);
         killPending = true;
         timers.push(setTimeout(killStopped, run.killGraceMs));
       }
