@@ -4,6 +4,7 @@
  * cli/main.ts.
  */
 import { enableCompileCache } from 'node:module';
+import { startedAsScript } from './tools/common/entry.ts';
 import type { ToolIO } from './tools/common/io.ts';
 
 /** Runs one command line; returns the exit status (`serve` runs until a signal). `io` lets tests run it in-process. */
@@ -16,7 +17,9 @@ export async function main(argv: readonly string[], io?: ToolIO): Promise<number
   return runCommand(argv, io);
 }
 
-if (import.meta.main) {
+// Started as `node collector/src/main.ts` (the image's entry point), not imported (the bin imports it). Not
+// import.meta.main: Node 24.0 and 24.1 lack it, and would run nothing and exit 0, a container's serve included.
+if (startedAsScript(import.meta.url)) {
   // As in bin/hookwatch.mjs: later starts (a guarded hook runs on every tool call) reuse the compiled sources.
   enableCompileCache?.();
   main(process.argv.slice(2)).then(

@@ -1,6 +1,7 @@
 /**
  * Node preloads (`node --import`) the tests run hookwatch with, to have it behave as on an older Node the engines
- * range takes. experimentalWarningsPreload does what Node 24.0 to 24.2 do under the Node the tests run on: warn on
+ * range takes. noImportMetaMainPreload makes import.meta.main read undefined, as on Node 24.0 and 24.1, which
+ * lack it. experimentalWarningsPreload does what Node 24.0 to 24.2 do under the Node the tests run on: warn on
  * stderr that type stripping and SQLite are experimental as the first .ts module loads, in every thread (a worker
  * thread has a process object of its own, and warns again).
  */
@@ -27,6 +28,20 @@ export function experimentalWarningsPreload(dir: string): Promise<string> {
     "    if (process.env.ALSO) process.emitWarning(process.env.ALSO, 'ExperimentalWarning');",
     '  }',
     '  return nextLoad(url, context);',
+    '} });',
+  ]);
+}
+
+/**
+ * Writes, in `dir`, a preload that makes import.meta.main read undefined in every .ts module, as Node 24.0 and 24.1
+ * have it (it came in 24.2); returns its path. It goes with a process's execArgv to the processes it starts.
+ */
+export function noImportMetaMainPreload(dir: string): Promise<string> {
+  return writePreload(dir, 'no-import-meta-main.mjs', [
+    "import { registerHooks } from 'node:module';",
+    'registerHooks({ load(url, context, nextLoad) {',
+    '  const loaded = nextLoad(url, context);',
+    "  return url.endsWith('.ts') ? { ...loaded, source: String(loaded.source).replaceAll('import.meta.main', 'undefined') } : loaded;",
     '} });',
   ]);
 }

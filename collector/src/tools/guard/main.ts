@@ -4,6 +4,7 @@
  */
 import { runGuard } from './index.ts';
 import type { GuardExit, GuardIO } from './index.ts';
+import { startedAsScript } from '../common/entry.ts';
 import { exitBySignal } from '../common/io.ts';
 
 /** The real process as the guard sees it. */
@@ -33,6 +34,7 @@ export async function guardMain(argv: readonly string[]): Promise<never> {
   return exitLike(await runGuard(argv, processGuardIO()));
 }
 
-if (import.meta.main) {
+// Not import.meta.main: Node 24.0 and 24.1 lack it, and `node guard/main.ts` would run nothing there.
+if (startedAsScript(import.meta.url)) {
   await guardMain(process.argv.slice(2));
 }

@@ -3,13 +3,12 @@
  * Run as `node report-send.ts <logs url> <report json>` by the guard, detached from the hook.
  */
 import { randomUUID } from 'node:crypto';
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 
+import { startedAsScript } from '../common/entry.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
 import { GUARD_TRIM_EVENT, GUARD_TRIM_UID } from './report.ts';
 import type { GuardReport } from './report.ts';
@@ -49,19 +48,9 @@ export async function sendReport(url: string, report: GuardReport): Promise<void
   await provider.shutdown();
 }
 
-/**
- * Whether node was started with this file, as the guard starts it: import.meta.main says so only from Node 24.2,
- * and the engines range takes 24.0, where a guarded hook would then never send its report.
- */
-function startedAsScript(): boolean {
-  try {
-    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-  } catch {
-    return false;
-  }
-}
-
-if (startedAsScript()) {
+// Started by the guard as `node report-send.ts ...` (not import.meta.main, which Node 24.0 and 24.1 lack: a guarded
+// hook would never send its report there).
+if (startedAsScript(import.meta.url)) {
   const [url, json] = process.argv.slice(2);
   const deadline = setTimeout(() => process.exit(1), SEND_TIMEOUT_MS * 2);
   deadline.unref();

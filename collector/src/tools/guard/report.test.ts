@@ -12,7 +12,7 @@ import type { GuardTrimsResponse } from '../../../../shared/src/guard-trims.ts';
 import { getJson, postOtlp, startTestService } from '../../../test/helpers.ts';
 import type { TestService } from '../../../test/helpers.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
-import { writePreload } from '../../../test/support/preloads.ts';
+import { noImportMetaMainPreload } from '../../../test/support/preloads.ts';
 import { hookId } from '../../hooks/extract.ts';
 import { runCheck } from '../check/index.ts';
 
@@ -137,13 +137,7 @@ describe('hookwatch guard --report', () => {
   it('sends on every Node the engines range takes, 24.0 and 24.1 included, which have no import.meta.main', async () => {
     // Run as on those versions: this preload makes import.meta.main read undefined in every .ts module, the guard's
     // and the sender's (the preload goes with the guard's execArgv to the process that sends).
-    const preload = await writePreload(dir, 'no-import-meta-main.mjs', [
-      "import { registerHooks } from 'node:module';",
-      'registerHooks({ load(url, context, nextLoad) {',
-      '  const loaded = nextLoad(url, context);',
-      "  return url.endsWith('.ts') ? { ...loaded, source: String(loaded.source).replaceAll('import.meta.main', 'undefined') } : loaded;",
-      '} });',
-    ]);
+    const preload = await noImportMetaMainPreload(dir);
     const input = JSON.stringify({ session_id: 'sess-node-24-0', hook_event_name: 'PreCompact', trigger: 'auto' });
     const ran = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' x`], {}, input, { nodeArgs: ['--import', preload] });
     expect([ran.code, ran.stderr]).toEqual([0, '']);
