@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { otlpHookBody, WebhookSink } from '../collector/test/support/alerting.ts';
 import { agentFor, post, startServer } from './lib/harness.ts';
 import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** The goal for p99. */
 const GOAL_P99_MS = 250;
@@ -62,7 +63,7 @@ export async function run(opts: BenchOptions & { trials?: number; log?: (m: stri
   ];
 }
 
-if (import.meta.main) {
+if (startedAsScript(import.meta.url)) {
   const { values } = parseArgs({ options: { quick: { type: 'boolean' }, trials: { type: 'string' } } });
   const results = await run({
     quick: values.quick === true,

@@ -13,6 +13,7 @@ import { get as httpGet, type Agent } from 'node:http';
 import { agentFor, post, serverCpuMicros, startServer } from './lib/harness.ts';
 import { hookNamesBody, peakRssBytes } from './lib/hook-names.ts';
 import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const BATCH = 1000;
 const CLIENTS = 4;
@@ -132,4 +133,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
-if (import.meta.main) runStandalone(process.argv.includes('--scrape-only') ? runScrape : run);
+if (startedAsScript(import.meta.url)) runStandalone(process.argv.includes('--scrape-only') ? runScrape : run);

@@ -21,6 +21,7 @@ import { loadHistory } from '../collector/test/support/history.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import type { HooksResponse } from '../shared/src/api.ts';
 import { percentile, result, markdownTable, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const DAY = 86_400_000;
 const SPAN = 30 * DAY;
@@ -169,7 +170,7 @@ export async function run(opts: BenchOptions & { events?: number; hooks?: number
   }
 }
 
-if (import.meta.main) {
+if (startedAsScript(import.meta.url)) {
   const { values } = parseArgs({ options: { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' } } });
   const results = await run({
     quick: values.quick === true,

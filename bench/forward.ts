@@ -14,6 +14,7 @@ import { HttpDownstream } from '../collector/test/support/downstream-recorder.ts
 import { batchTemplate, stamp } from './lib/batch.ts';
 import { agentFor, post, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const RECORDS = 512;
 const CONCURRENCY = 4;
@@ -130,4 +131,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   ];
 }
 
-if (import.meta.main) runStandalone(run);
+if (startedAsScript(import.meta.url)) runStandalone(run);

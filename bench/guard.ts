@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const BIN = fileURLToPath(new URL('../collector/bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../collector/src/main.ts', import.meta.url));
@@ -94,4 +95,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return figures;
 }
 
-if (import.meta.main) runStandalone(run);
+if (startedAsScript(import.meta.url)) runStandalone(run);

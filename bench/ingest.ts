@@ -43,6 +43,7 @@ import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, batchTemplate, gzip, maxSizePassTh
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
 import { fmt, percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const RECORDS = 512;
 const CONCURRENCY = 4;
@@ -511,4 +512,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
-if (import.meta.main) runStandalone(run);
+if (startedAsScript(import.meta.url)) runStandalone(run);

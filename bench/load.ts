@@ -8,6 +8,7 @@ import { HOOK_EVENT_SHARE, batchTemplate, stamp } from './lib/batch.ts';
 import { agentFor, post, startServer, type BenchServer } from './lib/harness.ts';
 import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 import type { ServerStats } from './lib/server-child.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const CLIENTS = 50;
 const RECORDS = 64;
@@ -106,4 +107,4 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   ];
 }
 
-if (import.meta.main) runStandalone(run);
+if (startedAsScript(import.meta.url)) runStandalone(run);

@@ -12,6 +12,7 @@ import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { markdownTable, type BenchModule, type BenchResult } from './lib/result.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** Benchmark modules, in run order (relative to this file). */
 export const MODULES = ['ingest.ts', 'load.ts', 'alerts.ts', 'dashboard.ts', 'store.ts', 'forward.ts', 'guard.ts', 'cardinality.ts'] as const;
@@ -161,7 +162,7 @@ function args(): { quick: boolean; only: string[] | undefined; out: string } {
   return { quick: values.quick ?? false, only: values.only?.split(',').map((m) => (m.endsWith('.ts') ? m : `${m}.ts`)), out: values.out ?? 'latest' };
 }
 
-if (import.meta.main) {
+if (startedAsScript(import.meta.url)) {
   const { quick, only, out } = args();
   const unknown = only?.filter((m) => !(MODULES as readonly string[]).includes(m)) ?? [];
   if (unknown.length > 0) {

@@ -33,6 +33,7 @@ import { historyHooks, loadHistory } from '../collector/test/support/history.ts'
 import { SqliteStore } from '../collector/src/store/sqlite/index.ts';
 import type { Store } from '../collector/src/store/store.ts';
 import { STORE_SETTINGS } from '../collector/src/store/settings.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const RECORDS = 512;
 const DAY = 86_400_000;
@@ -380,7 +381,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
-if (import.meta.main) {
+if (startedAsScript(import.meta.url)) {
   const quick = process.argv.includes('--quick');
   const results = await run({ quick });
   const md = markdownTable(results);

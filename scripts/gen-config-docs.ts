@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { formatDuration, formatSize as formatBytes } from '../collector/src/config/format.ts';
 import { SETTINGS, flagName, type Setting } from '../collector/src/config/schema.ts';
+import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 export { formatDuration };
 
@@ -114,7 +115,7 @@ export function renderConfigReference(settings: readonly Setting[] = SETTINGS): 
   return out.join('\n');
 }
 
-if (import.meta.main) {
+if (startedAsScript(import.meta.url)) {
   const text = renderConfigReference();
   const outAt = process.argv.indexOf('--out');
   const path = outAt > 0 && process.argv[outAt + 1] ? (process.argv[outAt + 1] as string) : CONFIG_DOC_PATH;

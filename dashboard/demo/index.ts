@@ -16,6 +16,7 @@ import { startService, type RunningService } from '../../collector/src/service.t
 import { createLogger } from '../../collector/src/telemetry/logger.ts';
 import type { HooksResponse } from '../../shared/src/api.ts';
 import { SimulatedClient, type ClientSpec, type Execution } from './fleet.ts';
+import { startedAsScript } from '../../collector/src/tools/common/entry.ts';
 
 const DAY = 86_400_000;
 const BACKFILL_DAYS = 14;
@@ -183,7 +184,7 @@ async function main(): Promise<void> {
   if (seconds !== null) setTimeout(() => void stop(`${seconds} s passed`), seconds * 1000).unref();
 }
 
-if (import.meta.main) {
+if (startedAsScript(import.meta.url)) {
   main().catch((err: unknown) => {
     console.error(`hookwatch demo: ${(err as Error).message}`);
     process.exit(1);
