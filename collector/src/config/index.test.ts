@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, SETTINGS, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
+import { tempDir } from '../../test/helpers.ts';
 
 const configs = fileURLToPath(new URL('../../testdata/configs/', import.meta.url));
 const readFile = (p: string): string => readFileSync(p, 'utf8');
@@ -186,6 +187,48 @@ describe('bad configuration fails at start with a message naming the key', () =>
     }
     expect(message).toMatch(/otlp\.ingestToken/);
     expect(message).not.toContain('12345678');
+  });
+});
+
+describe('the forwarding queue never shares a file with the store', () => {
+  const { dir, cleanup } = tempDir('hookwatch-files-');
+  afterAll(cleanup);
+  const store = join(dir, 'hookwatch.db');
+  writeFileSync(store, '');
+  mkdirSync(join(dir, 'data'));
+  symlinkSync(store, join(dir, 'link.db'));
+  symlinkSync(join(dir, 'data'), join(dir, 'data-link'));
+  /** Where a file is once links are followed: its folder exists. */
+  const real = (file: string): string => join(realpathSync(dirname(file)), basename(file));
+  const configured = (db: string, queue: string) => () => toConfig(loadConfig({ env: { HOOKWATCH_DB: db, HOOKWATCH_FORWARD_QUEUE_PATH: queue } }));
+
+  it.each([
+    ['the same path', store, store],
+    ['a relative and an absolute path', store, relative(process.cwd(), store)],
+    ['a symbolic link to the store', store, join(dir, 'link.db')],
+    ['a path through a linked folder, the files not there yet', join(dir, 'data', 'h.db'), join(dir, 'data-link', 'h.db')],
+  ])('is refused naming both settings when they name one file: %s', (_how, db, queue) => {
+    const load = configured(db, queue);
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(`forward.queue.path (${queue}) and db (${db}) name the same file (${real(db)}): the store and the forwarding queue each need a SQLite file of their own`);
+  });
+
+  it.each([
+    ['-wal', (f: string) => `${f}-wal`],
+    ['-shm', (f: string) => `${f}-shm`],
+    ['-journal', (f: string) => `${f}-journal`],
+    ['.lock', (f: string) => `${f}.lock`],
+  ])('is refused when one is the %s file beside the other', (suffix, beside) => {
+    expect(configured(store, beside(store))).toThrow(`forward.queue.path (${beside(store)}) and db (${store}) collide: forward.queue.path is the ${suffix} file of db (${real(beside(store))}): the store and the forwarding queue each need a SQLite file of their own, apart from the files beside it`);
+    const queue = join(dir, 'queue.db');
+    expect(configured(beside(queue), queue)).toThrow(`forward.queue.path (${queue}) and db (${beside(queue)}) collide: db is the ${suffix} file of forward.queue.path (${real(beside(queue))}): the store and the forwarding queue each need a SQLite file of their own, apart from the files beside it`);
+  });
+
+  it('takes two files of their own, a store on PostgreSQL, or one in memory', () => {
+    expect(configured(store, join(dir, 'queue.db'))).not.toThrow();
+    expect(configured(store, join(dir, 'hookwatch.db.queue'))).not.toThrow();
+    expect(configured('postgres://u:pw12@127.0.0.1:5432/hookwatch', join(dir, 'hookwatch.db'))).not.toThrow();
+    expect(configured(':memory:', ':memory:')).not.toThrow();
   });
 });
 

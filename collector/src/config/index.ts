@@ -1,8 +1,9 @@
 /**
  * The typed configuration the rest of hookwatch sees, built once at start from the loaded settings. Each stage
  * reads and checks its own part (its `settings.ts`); this file only hands every stage the loaded values, and
- * passes the configured dimensions to the stages whose settings are checked against them. One check spans
- * stages: the three listeners (two of the receivers, one of the API) never ask for one port.
+ * passes the configured dimensions to the stages whose settings are checked against them. Two checks span
+ * stages: the three listeners (two of the receivers, one of the API) never ask for one port, and the forwarding
+ * queue and the SQLite store never share a file.
  */
 import { alertingConfig, type AlertingConfig } from '../alerting/settings.ts';
 import { apiConfig, type ApiSettings } from '../api/settings.ts';
@@ -11,7 +12,7 @@ import { forwardConfig, type ForwardConfig } from '../forward/settings.ts';
 import { dimensionNames, pipelineConfig, type PipelineSettings } from '../pipeline/settings.ts';
 import { privacyConfig, type PrivacyConfig } from '../privacy/settings.ts';
 import { receiverConfig, type ReceiverSettings } from '../receiver/settings.ts';
-import { storeConfig, type StoreSettings } from '../store/settings.ts';
+import { isPostgresUrl, sqliteFiles, storeConfig, type SqliteFile, type StoreSettings } from '../store/settings.ts';
 import { telemetryConfig, type TelemetrySettings } from '../telemetry/settings.ts';
 import { ConfigError, type LoadedConfig } from './load.ts';
 import { SettingReader } from './setting-reader.ts';
@@ -25,6 +26,7 @@ export function toConfig(loaded: LoadedConfig): HookwatchConfig {
   const r = new SettingReader(loaded.values, loaded.sources);
   const pipeline = pipelineConfig(r);
   distinctPorts([['otlp.http.addr', r.string('otlp.http.addr')], ['otlp.grpc.addr', r.string('otlp.grpc.addr')], ['http.addr', r.string('http.addr')]]);
+  distinctFiles(r.string('forward.queue.path'), r.string('db'));
   return {
     ...receiverConfig(r),
     ...apiConfig(r),
@@ -67,6 +69,35 @@ function distinctPorts(addrs: readonly (readonly [string, string])[]): void {
       }
     }
   }
+}
+
+const IN_MEMORY = new Set(['', ':memory:']);
+
+/**
+ * The forwarding queue on the store's file (or on a file SQLite or the store's lock keeps beside it) would fail at
+ * start with a message about "another process", though it is this one, or worse, through a link the lock does
+ * not see, write the queue's tables into the store: refused here, naming both settings.
+ */
+function distinctFiles(queue: string, db: string): void {
+  if (isPostgresUrl(db) || IN_MEMORY.has(db) || IN_MEMORY.has(queue)) return;
+  const ofQueue = sqliteFiles(queue);
+  const ofDb = sqliteFiles(db);
+  const shared = (q: (f: SqliteFile) => boolean, d: (f: SqliteFile) => boolean): [SqliteFile, SqliteFile] | undefined => {
+    for (const a of ofQueue.filter(q)) for (const b of ofDb.filter(d)) if (a.file === b.file) return [a, b];
+    return undefined;
+  };
+  const itself = (f: SqliteFile): boolean => f.beside === '';
+  const any = (): boolean => true;
+  const same = shared(itself, itself);
+  const both = `forward.queue.path (${queue}) and db (${db})`;
+  const own = 'the store and the forwarding queue each need a SQLite file of their own';
+  if (same) throw new ConfigError(`${both} name the same file (${same[0].file}): ${own}`);
+  const clash = shared(itself, any) ?? shared(any, itself) ?? shared(any, any);
+  if (!clash) return;
+  const [a, b] = clash;
+  const name = (f: SqliteFile, key: string): string => (f.beside ? `the ${f.beside} file of ${key}` : key);
+  const [subject, what] = b.beside === '' ? [name(b, 'db'), name(a, 'forward.queue.path')] : [name(a, 'forward.queue.path'), name(b, 'db')];
+  throw new ConfigError(`${both} collide: ${subject} is ${what} (${a.file}): ${own}, apart from the files beside it`);
 }
 
 export type { AlertingConfig } from '../alerting/settings.ts';

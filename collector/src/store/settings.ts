@@ -2,11 +2,47 @@
  * The store's settings: which database (`db`), SQLite durability, PostgreSQL pool and leader lease, retention
  * and the per-hook limit. A leaf: config/ composes these rows into the one table.
  */
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { LIBPQ_KEYWORDS, postgresUrlProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
 
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
+
+/**
+ * What SQLite and the process lock (store/sqlite/process-lock.ts) keep beside a database file: its write-ahead
+ * log, shared memory and rollback journal, and the lock file with its own journal.
+ */
+const BESIDE = ['-wal', '-shm', '-journal', '.lock', '.lock-journal'];
+
+/** Where `path` is once symbolic links are followed, as far as its folders exist. */
+function realFile(path: string): string {
+  const full = resolve(path);
+  try {
+    return realpathSync(full);
+  } catch {
+    // Not there yet: its folder, linked or not, is where it will be created.
+    const parent = dirname(full);
+    return parent === full ? full : join(realFile(parent), basename(full));
+  }
+}
+
+/** A file SQLite or the process lock uses for a database: `beside` is '' for the database file itself. */
+export interface SqliteFile {
+  beside: string;
+  file: string;
+}
+
+/**
+ * The files the SQLite database at `path` uses, each where it is once links are followed, so that two settings
+ * naming one file in different words (relative and absolute, through a link) give the same entries. SQLite keeps
+ * its files beside the file a link points to; the lock is beside the path as given: both are listed.
+ */
+export function sqliteFiles(path: string): SqliteFile[] {
+  const file = realFile(path);
+  return [{ beside: '', file }, ...BESIDE.flatMap((beside) => [...new Set([`${file}${beside}`, realFile(`${path}${beside}`)])].map((f) => ({ beside, file: f })))];
+}
 
 /** True for postgres:// and postgresql:// URLs: the `db` values that name a PostgreSQL server. */
 export function isPostgresUrl(db: string): boolean {
