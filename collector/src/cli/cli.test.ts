@@ -7,7 +7,7 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -349,13 +349,34 @@ describe('hookwatch serve', () => {
     const first = await serving(vars());
     try {
       const second = hookwatchProcess(['serve'], vars());
-      expect(second.stderr).toContain(`hookwatch: another hookwatch process uses ${key} ${shared} (it holds ${shared}.lock): ${why}`);
+      // The lock names the process that holds it, for an operator to find it.
+      expect(second.stderr).toContain(`hookwatch: another hookwatch process uses ${key} ${shared} (pid ${first.child.pid} on ${hostname()} holds ${shared}.lock): ${why}`);
       expect(second.status).toBe(1);
     } finally {
       await stopped(first.child);
     }
     const third = await serving(vars());
     await stopped(third.child);
+  });
+
+  it('in fan-out mode, leaves a queue file another process forwards from to it, the warning naming its lock and that process', async () => {
+    const queue = join(mkdtempSync(join(dir, 'shared-')), 'fq.db');
+    const first = await serving({ ...base(), HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9', HOOKWATCH_FORWARD_QUEUE_PATH: queue });
+    try {
+      const second = await serving({ ...base(), HOOKWATCH_FORWARD_QUEUE_PATH: queue });
+      try {
+        expect(second.logged().filter((l) => l['level'] === 'warn')).toEqual([expect.objectContaining({
+          msg: 'forwarding is off (no forward.endpoint); another hookwatch process uses the forward queue file and holds its lock: what the file holds is left to that process, neither delivered nor expired here',
+          path: queue,
+          lock: `${queue}.lock`,
+          holder: { pid: first.child.pid, host: hostname() },
+        })]);
+      } finally {
+        await stopped(second.child);
+      }
+    } finally {
+      await stopped(first.child);
+    }
   });
 
   it('says where each port listens and which database it uses, and warns of ports open to all without credentials', async () => {

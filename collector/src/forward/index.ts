@@ -16,6 +16,7 @@ import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
 import { DurableQueue, type DeadLetter, type DeadLetterSummary } from './queue.ts';
 import type { ForwardConfig } from './settings.ts';
+import { StoreInUseError } from '../store/sqlite/process-lock.ts';
 
 export interface ForwardingOptions {
   logger: Logger;
@@ -69,7 +70,11 @@ async function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): P
   try {
     queue = new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes });
   } catch (err) {
-    // Fan-out mode does not need the file: one it cannot read is reported, not a reason to stop.
+    // Fan-out mode does not need the file: one it cannot read, or another process uses, is reported, not a reason to stop.
+    if (err instanceof StoreInUseError) {
+      opts.logger.warn('forwarding is off (no forward.endpoint); another hookwatch process uses the forward queue file and holds its lock: what the file holds is left to that process, neither delivered nor expired here', { path: config.queue.path, lock: err.lock, ...(err.holder ? { holder: err.holder } : {}) });
+      return;
+    }
     opts.logger.warn('forwarding is off (no forward.endpoint); a forward queue file is there but cannot be read, so what it may hold is neither delivered nor expired', { path: config.queue.path, err });
     return;
   }

@@ -8,12 +8,30 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { pathToFileURL } from 'node:url';
 import { createPrivateFile } from './database.ts';
 
 const LOCK_SUFFIX = '.lock';
 
+/** The process that holds a lock, as it wrote itself into the lock file. */
+export interface LockHolder {
+  pid: number;
+  host: string;
+}
+
 /** Another process serves the store (or uses the file). */
-export class StoreInUseError extends Error {}
+export class StoreInUseError extends Error {
+  /** The lock file the other process holds. */
+  readonly lock: string;
+  /** That process, when the lock file names it. */
+  readonly holder: LockHolder | undefined;
+
+  constructor(message: string, lock: string, holder: LockHolder | undefined) {
+    super(message);
+    this.lock = lock;
+    this.holder = holder;
+  }
+}
 
 /** What a locked file is, for the error a second process gets. */
 export interface LockedFile {
@@ -36,8 +54,30 @@ export interface StoreLock {
  */
 const held = new Set<string>();
 
-function inUse(dbPath: string, path: string, file: LockedFile): StoreInUseError {
-  return new StoreInUseError(`another hookwatch process uses ${file.setting} ${dbPath} (it holds ${path}): ${file.advice}`);
+/**
+ * The holder a lock file names, read without taking any lock (immutable: its holder keeps it locked, and its row
+ * is committed before it is held), or undefined when it cannot be read (a lock file of another program).
+ */
+function holderOf(path: string): LockHolder | undefined {
+  const url = pathToFileURL(path);
+  url.search = '?immutable=1';
+  try {
+    const db = new DatabaseSync(url, { readOnly: true });
+    try {
+      const row = db.prepare('SELECT pid, host FROM holder').get() as { pid: number; host: string } | undefined;
+      return row ? { pid: row.pid, host: row.host } : undefined;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** `holder`: undefined when this process holds the lock, whose file it must not open (see `held`). */
+function inUse(dbPath: string, path: string, file: LockedFile, holder?: LockHolder): StoreInUseError {
+  const who = holder ? `pid ${holder.pid} on ${holder.host} holds ${path}` : `it holds ${path}`;
+  return new StoreInUseError(`another hookwatch process uses ${file.setting} ${dbPath} (${who}): ${file.advice}`, path, holder);
 }
 
 /** Takes the lock of the store at `dbPath`, or throws StoreInUseError at once (it does not wait). */
@@ -63,7 +103,7 @@ export function lockSqliteFile(dbPath: string, file: LockedFile): StoreLock {
     db.exec('COMMIT');
   } catch (err) {
     db.close();
-    if ((err as { errcode?: number }).errcode === 5 || /locked|busy/i.test((err as Error).message)) throw inUse(dbPath, path, file);
+    if ((err as { errcode?: number }).errcode === 5 || /locked|busy/i.test((err as Error).message)) throw inUse(dbPath, path, file, holderOf(path));
     throw err;
   }
   held.add(path);
