@@ -216,6 +216,23 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     expect(open(q.path, 100 * BODY_CHUNK_BYTES).depth).toBe(1);
   });
 
+  it('lets go of a file it cannot use as a queue, so it opens once the file is repaired', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-queue-'));
+    dirs.push(dir);
+    const path = join(dir, 'q.db');
+    // Tables in place with the columns its migration looks at, but not the ones its statements need.
+    const damaged = new DatabaseSync(path);
+    damaged.exec('CREATE TABLE dead_letters (id INTEGER PRIMARY KEY, bytes INTEGER, received_at INTEGER, failed_at INTEGER, body_key INTEGER)');
+    damaged.close();
+    expect(() => open(path)).toThrow(/no column named signal/);
+    // The same refusal again: not one saying another process uses the file.
+    expect(() => open(path)).toThrow(/no column named signal/);
+    const repair = new DatabaseSync(path);
+    repair.exec('DROP TABLE dead_letters');
+    repair.close();
+    expect(open(path).depth).toBe(0);
+  });
+
   it('keeps concurrent writes apart and within the bound, counting a body being written against it', async () => {
     const q = open(undefined, 7 * BODY_CHUNK_BYTES);
     const [a, b, small] = [large(), large(), Buffer.from('small')];

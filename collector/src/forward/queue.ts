@@ -220,45 +220,46 @@ export class DurableQueue {
     }
     try {
       migrate(this.db);
+      const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
+      this.depthHeld = totals.n;
+      const dead = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM dead_letters').get() as { n: number; b: number };
+      this.deadCount = dead.n;
+      this.deadBytes = dead.b;
+      this.bytesHeld = totals.b;
+      this.nextBodyKey = (this.db.prepare('SELECT coalesce(max(body), 0) + 1 AS k FROM body_chunks').get() as { k: number }).k;
+      this.stmt = {
+        insert: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) VALUES (?, ?, ?, ?, ?)'),
+        insertChunked: this.db.prepare("INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) VALUES (?, ?, X'', ?, ?, ?)"),
+        chunk: this.db.prepare('INSERT INTO body_chunks (body, seq, data) VALUES (?, ?, ?)'),
+        readChunk: this.db.prepare('SELECT data FROM body_chunks WHERE body = ? AND seq = ?'),
+        deleteChunk: this.db.prepare('DELETE FROM body_chunks WHERE body = ?1 AND seq = (SELECT min(seq) FROM body_chunks WHERE body = ?1)'),
+        head: this.db.prepare(`SELECT ${ROW} FROM queue ORDER BY id LIMIT 1`),
+        headRefused: this.db.prepare('SELECT refused_since FROM queue ORDER BY id LIMIT 1'),
+        byId: this.db.prepare(`SELECT ${ROW} FROM queue WHERE id = ?`),
+        following: this.db.prepare('SELECT id, signal, encoding, bytes, received_at, attempts FROM queue WHERE id > ? ORDER BY id LIMIT ?'),
+        remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes, body_key'),
+        attempt: this.db.prepare('UPDATE queue SET attempts = attempts + 1 WHERE id = ?'),
+        dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason, body_key) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ?, body_key FROM queue WHERE id = ?'),
+        deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
+        evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes, body_key'),
+        refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
+        replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
+        requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
+        removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
+        expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes, body_key'),
+        expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ? RETURNING bytes, body_key'),
+        oldest: this.db.prepare('SELECT received_at FROM queue ORDER BY id LIMIT 1'),
+        bump: this.db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value'),
+        counters: this.db.prepare('SELECT name, value FROM counters'),
+        deadList: this.db.prepare('SELECT id, signal, bytes, received_at, failed_at, attempts, status, reason FROM dead_letters ORDER BY id DESC LIMIT ?'),
+      };
     } catch (err) {
-      // Not a queue this version can use (a corrupt file, a lock held by another program): the handle is not kept.
+      // Not a queue this version can use (a corrupt file, tables it cannot use, a lock held by another program):
+      // the handle is not kept, nor the lock.
       this.db.close();
       this.lock.release();
       throw err;
     }
-    const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
-    this.depthHeld = totals.n;
-    const dead = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM dead_letters').get() as { n: number; b: number };
-    this.deadCount = dead.n;
-    this.deadBytes = dead.b;
-    this.bytesHeld = totals.b;
-    this.nextBodyKey = (this.db.prepare('SELECT coalesce(max(body), 0) + 1 AS k FROM body_chunks').get() as { k: number }).k;
-    this.stmt = {
-      insert: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at) VALUES (?, ?, ?, ?, ?)'),
-      insertChunked: this.db.prepare("INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) VALUES (?, ?, X'', ?, ?, ?)"),
-      chunk: this.db.prepare('INSERT INTO body_chunks (body, seq, data) VALUES (?, ?, ?)'),
-      readChunk: this.db.prepare('SELECT data FROM body_chunks WHERE body = ? AND seq = ?'),
-      deleteChunk: this.db.prepare('DELETE FROM body_chunks WHERE body = ?1 AND seq = (SELECT min(seq) FROM body_chunks WHERE body = ?1)'),
-      head: this.db.prepare(`SELECT ${ROW} FROM queue ORDER BY id LIMIT 1`),
-      headRefused: this.db.prepare('SELECT refused_since FROM queue ORDER BY id LIMIT 1'),
-      byId: this.db.prepare(`SELECT ${ROW} FROM queue WHERE id = ?`),
-      following: this.db.prepare('SELECT id, signal, encoding, bytes, received_at, attempts FROM queue WHERE id > ? ORDER BY id LIMIT ?'),
-      remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes, body_key'),
-      attempt: this.db.prepare('UPDATE queue SET attempts = attempts + 1 WHERE id = ?'),
-      dead: this.db.prepare('INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason, body_key) SELECT id, signal, encoding, body, bytes, received_at, ?, attempts, ?, ?, body_key FROM queue WHERE id = ?'),
-      deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
-      evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes, body_key'),
-      refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
-      replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
-      requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
-      removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
-      expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes, body_key'),
-      expireDead: this.db.prepare('DELETE FROM dead_letters WHERE received_at < ? RETURNING bytes, body_key'),
-      oldest: this.db.prepare('SELECT received_at FROM queue ORDER BY id LIMIT 1'),
-      bump: this.db.prepare('INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value'),
-      counters: this.db.prepare('SELECT name, value FROM counters'),
-      deadList: this.db.prepare('SELECT id, signal, bytes, received_at, failed_at, attempts, status, reason FROM dead_letters ORDER BY id DESC LIMIT ?'),
-    };
   }
 
   /** Requests waiting. */
