@@ -11,9 +11,10 @@
  *   store, alert engine, forwarding, /metrics -> Express on http.addr: API, dashboard
  *
  * Replicas on one PostgreSQL elect one leader (coordination) for alert evaluation, notifications and retention.
- * Start returns once every listener is bound; stop is safe twice and closes the store last. On a database server,
- * each step of the stop that waits on it is bounded (databaseStepTimeoutMs): one that does not answer costs a few
- * seconds, not shutdown.timeout, and the stop reports what it left undone. The flush of alert events to
+ * Start returns once every listener is bound, or fails having closed what it opened (the store's and the
+ * forwarding queue's locks let go); stop is safe twice and closes the store last. On a database server, each step
+ * of the stop that waits on it is bounded (databaseStepTimeoutMs): one that does not answer costs a few seconds,
+ * not shutdown.timeout, and the stop reports what it left undone. The flush of alert events to
  * alerting.otlp.endpoint gets a bound of its own on any store (alertEventFlushTimeoutMs).
  */
 import { createServer, type Server } from 'node:http';
@@ -199,6 +200,24 @@ function url(a: AddressInfo, tls: boolean): string {
 }
 
 export async function startService(config: HookwatchConfig, opts: ServiceOptions): Promise<RunningService> {
+  // What the start has opened, closed again (the last first) when a later step fails: the store's lock and the
+  // forwarding queue's are let go, so a start retried in this process (an embedding, a test) takes them.
+  const opened: (() => unknown)[] = [];
+  try {
+    return await start(config, opts, opened);
+  } catch (err) {
+    for (const close of opened.reverse()) {
+      try {
+        await close();
+      } catch (closeErr) {
+        opts.logger.warn('cannot close what a failed start opened', { err: closeErr });
+      }
+    }
+    throw err;
+  }
+}
+
+async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() => unknown)[]): Promise<RunningService> {
   const { logger } = opts;
   const now = opts.now ?? Date.now;
   // Before anything is opened: a certificate or key that cannot be used stops the start, naming its setting.
@@ -210,22 +229,20 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   registerProcessMetrics(metrics, { version: HOOKWATCH_VERSION, now });
   // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
   const storeLock = opts.store || isPostgresUrl(config.db) ? undefined : openFor('db', config.db, () => lockSqliteStore(config.db));
-  let rawStore: Store;
-  try {
-    rawStore = opts.store ?? (await openStore(config, { logger }));
-  } catch (err) {
-    storeLock?.release();
-    throw err;
-  }
+  opened.push(() => storeLock?.release());
+  const rawStore = opts.store ?? (await openStore(config, { logger }));
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
+  opened.push(() => store.close());
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.
   const coordination = startCoordination(rawStore, config, logger);
+  opened.push(() => coordination.stop());
   // Before the first event is accepted: hashed and dropped attributes must never reach the store in clear.
   const privacy = await openPrivacy(config.privacy, rawStore);
   const ingest = new HookIngest({ store, nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions, maxPending: config.otlp.maxPendingRequests, maxFutureSkewMs: config.otlp.maxFutureSkewMs, logger, now, privacy });
   // Inline collector mode: every request is queued durably for the downstream before the 200.
   const forwarding = await startForwarding(config.forward, { logger, now, synchronous: config.sqlite.synchronous, retentionMs: config.retention.eventsMs });
+  opened.push(() => forwarding?.stop());
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   // One budget for both ports: a flood split across them must not get twice the memory.
@@ -265,6 +282,7 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   };
   // Event-driven evaluation: the engine hears about every committed batch, off the OTLP response path.
   const alerting = await startAlerting({ links, config: config.alerting, db: config.db, store, logger, now, receiverTls, ...(eventTls ? { eventTls } : {}), serviceVersion: HOOKWATCH_VERSION, leader: coordination.leader, ...(coordination.alertStateStore ? { stateStore: coordination.alertStateStore, shared: true } : {}), ...opts.alerting });
+  opened.push(() => alerting.stop());
   ingest.addListener(alerting.engine);
   // A replica that becomes leader takes over the alert state and undelivered notifications the last leader left,
   // and evaluates at once: an alert due while there was no leader goes out now, not at the next timer tick.
@@ -377,30 +395,18 @@ export async function startService(config: HookwatchConfig, opts: ServiceOptions
   // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
   answerClientErrors(http, app, (status) => requestMetrics.refused(status));
 
-  let otlpHttpAddress: AddressInfo;
-  let otlpGrpcPort: number;
-  try {
-    // Each failure to bind names the setting that chose the address (main prints it with its variable).
-    otlpHttpAddress = await listenFor('otlp.http.addr', config.otlp.http.addr, () => receiver.start());
-    otlpGrpcPort = (await listenFor('otlp.grpc.addr', config.otlpGrpc.addr, () => grpcReceiver.start())).port;
-    const { host, port } = splitAddr(config.http.addr);
-    await listenFor('http.addr', config.http.addr, () => new Promise<void>((resolve, reject) => {
-      http.once('error', reject);
-      http.listen(port, host, () => {
-        http.off('error', reject);
-        resolve();
-      });
-    }));
-  } catch (err) {
-    await receiver.shutdown();
-    await grpcReceiver.shutdown();
-    await forwarding?.stop();
-    await alerting.stop();
-    await coordination.stop();
-    await store.close();
-    storeLock?.release();
-    throw err;
-  }
+  opened.push(() => grpcReceiver.shutdown(), () => receiver.shutdown());
+  // Each failure to bind names the setting that chose the address (main prints it with its variable).
+  const otlpHttpAddress = await listenFor('otlp.http.addr', config.otlp.http.addr, () => receiver.start());
+  const otlpGrpcPort = (await listenFor('otlp.grpc.addr', config.otlpGrpc.addr, () => grpcReceiver.start())).port;
+  const { host, port } = splitAddr(config.http.addr);
+  await listenFor('http.addr', config.http.addr, () => new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  }));
   listening = true;
   // Rotated certificates are looked for once every port serves.
   otlpTls?.start();

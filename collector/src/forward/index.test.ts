@@ -6,6 +6,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { OTLPTraceExporter as GrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPLogExporter as ProtoLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
@@ -24,7 +25,7 @@ import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { startService, type RunningService } from '../service.ts';
-import { createLogger } from '../telemetry/logger.ts';
+import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import { DELIVERY_ATTRIBUTE } from './enrich.ts';
 import { DurableQueue } from './queue.ts';
@@ -446,6 +447,47 @@ describe.skipIf(!HAVE_OPENSSL)('inline collector mode over OTLP/gRPC with TLS', 
     expect((await post(trusting.otlpHttpUrl, 'logs', PROTO_LOGS_2)).status).toBe(200);
     await until('delivery', () => d.requests.length === 1);
     expect(d.bodies('logs')).toEqual([PROTO_LOGS_2]);
+  });
+});
+
+describe('a start that fails', () => {
+  /** Runs `sql` on a SQLite file, as an operator with the sqlite3 shell would. */
+  const onFile = (path: string, sql: string): void => {
+    const db = new DatabaseSync(path);
+    db.exec(sql);
+    db.close();
+  };
+
+  it('lets go of the store and the forwarding queue it opened, so a start in the same process takes them', async () => {
+    const { url } = await downstream(new HttpDownstream());
+    const { dir, cleanup } = tempDir('hookwatch-forward-');
+    cleanups.push(cleanup);
+    const config = toConfig(loadConfig({ env: { ...isolatedEnv(dir), HOOKWATCH_FORWARD_ENDPOINT: url } }));
+    // Alerting, started after the queue has opened, cannot read a damaged alert state row.
+    onFile(config.db, "CREATE TABLE alert_instances (id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL, data TEXT NOT NULL); INSERT INTO alert_instances VALUES ('a', 'f', 'firing', 'not json')");
+    await expect(startService(config, { logger: silentLogger })).rejects.toThrow(SyntaxError);
+    onFile(config.db, 'DELETE FROM alert_instances');
+    const service = await startService(config, { logger: silentLogger });
+    cleanups.push(async () => void (await service.stop()));
+    expect(service.forwarding?.queue.path).toBe(config.forward.queue.path);
+    expect((await post(service.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+  });
+
+  it('lets go of a forwarding queue it cannot make ready, so a start in the same process takes it', async () => {
+    const { url } = await downstream(new HttpDownstream());
+    const { dir, cleanup } = tempDir('hookwatch-forward-');
+    cleanups.push(cleanup);
+    const config = toConfig(loadConfig({ env: { ...isolatedEnv(dir), HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_HEADERS: 'x-api-key=LeakKey4567' } }));
+    // A dead letter whose refusal repeats the key, to be scrubbed at start, in a file where it cannot be rewritten.
+    const queue = new DurableQueue({ path: config.forward.queue.path, maxBytes: 1024 * 1024 });
+    await queue.deadLetter([await queue.enqueue('logs', 'protobuf', PROTO_LOGS, Date.now())], Date.now(), 401, 'key LeakKey4567 refused');
+    queue.close();
+    onFile(config.forward.queue.path, "CREATE TRIGGER frozen BEFORE UPDATE ON dead_letters BEGIN SELECT RAISE(ABORT, 'dead letters are frozen'); END");
+    await expect(startService(config, { logger: silentLogger })).rejects.toThrow('dead letters are frozen');
+    onFile(config.forward.queue.path, 'DROP TRIGGER frozen');
+    const service = await startService(config, { logger: silentLogger });
+    cleanups.push(async () => void (await service.stop()));
+    expect(service.forwarding?.deadLetters().map((d) => d.reason)).toEqual(['key <redacted> refused']);
   });
 });
 

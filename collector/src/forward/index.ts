@@ -109,9 +109,21 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
   const tls = config.tls ? ClientTlsCredentials.open(config.tls, opts.logger, opts.now) : undefined;
   const exporter = createExporter(config, opts.now, tls);
   const queue = openFor('forward.queue.path', config.queue.path, () => new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) }));
-  // A refusal is scrubbed before it is stored; a dead letter an earlier version stored may still repeat a
-  // credential of the destination: its text is scrubbed in the file with the destination's current secrets.
-  queue.scrubDeadLetterReasons(exporter.scrub);
+  try {
+    // A refusal is scrubbed before it is stored; a dead letter an earlier version stored may still repeat a
+    // credential of the destination: its text is scrubbed in the file with the destination's current secrets.
+    queue.scrubDeadLetterReasons(exporter.scrub);
+    // Before delivery resumes: nothing past retention is sent on after a long stop.
+    if (opts.retentionMs !== undefined) {
+      const expired = await queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
+      if (expired) opts.logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { destination: exporter.description, removed: expired });
+    }
+  } catch (err) {
+    // The start fails: the file is let go, for a start retried in this process to take.
+    queue.close();
+    await exporter.close();
+    throw err;
+  }
   const forwarder = new Forwarder({
     queue,
     exporter,
@@ -121,11 +133,6 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
     ...(opts.now ? { now: opts.now } : {}),
   });
   const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher((err) => opts.logger.warn('forwarding a logs request without hookwatch.delivery: it could not be rewritten', { destination: exporter.description, err })) } : {}) });
-  // Before delivery resumes: nothing past retention is sent on after a long stop.
-  if (opts.retentionMs !== undefined) {
-    const expired = await queue.expire((opts.now ?? Date.now)() - opts.retentionMs);
-    if (expired) opts.logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { destination: exporter.description, removed: expired });
-  }
   forwarder.start();
   // A rotated CA or client certificate is used for the connections made from then on.
   tls?.start();
