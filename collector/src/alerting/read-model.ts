@@ -57,21 +57,30 @@ export class AlertReadModel {
 
   /**
    * Firing, then pending, then recently resolved alerts (the newest MAX_RESOLVED_LISTED of those); those in `state`
-   * alone when given, the others never summarised.
+   * alone when given, the others never summarised; those of the hook `hookId` alone when given, its resolved ones
+   * the newest of its own, not cut by the rest of the fleet's.
    */
-  alerts(state?: AlertState): AlertSummary[] {
+  alerts(state?: AlertState, hookId?: string): AlertSummary[] {
     const resolved = state === undefined || state === 'resolved'
-      ? this.opts.alerts.resolvedAlerts().sort((a, b) => (b.endsAtMs ?? 0) - (a.endsAtMs ?? 0)).slice(0, MAX_RESOLVED_LISTED)
+      ? this.resolved(hookId).sort((a, b) => (b.endsAtMs ?? 0) - (a.endsAtMs ?? 0)).slice(0, MAX_RESOLVED_LISTED)
       : [];
     return [...this.opts.alerts.activeAlerts(), ...resolved]
-      .filter((a) => state === undefined || a.state === state)
+      .filter((a) => (state === undefined || a.state === state) && (hookId === undefined || a.hookId === hookId))
       .sort((a, b) => ORDER[a.state] - ORDER[b.state] || (b.startsAtMs ?? b.activeAtMs) - (a.startsAtMs ?? a.activeAtMs) || a.id.localeCompare(b.id))
       .map((a) => this.summary(a));
   }
 
-  /** Resolved alerts kept (and answered by id) but past the newest MAX_RESOLVED_LISTED, so left out of alerts(). */
-  resolvedNotListed(): number {
-    return Math.max(0, this.opts.alerts.resolvedAlerts().length - MAX_RESOLVED_LISTED);
+  /**
+   * Resolved alerts kept (and answered by id) but past the newest MAX_RESOLVED_LISTED, so left out of alerts(); of
+   * the hook `hookId` alone when given.
+   */
+  resolvedNotListed(hookId?: string): number {
+    return Math.max(0, this.resolved(hookId).length - MAX_RESOLVED_LISTED);
+  }
+
+  private resolved(hookId: string | undefined): AlertRecord[] {
+    const all = this.opts.alerts.resolvedAlerts();
+    return hookId === undefined ? all : all.filter((a) => a.hookId === hookId);
   }
 
   /** One alert by id (active or recently resolved). */
@@ -81,11 +90,11 @@ export class AlertReadModel {
   }
 
   /**
-   * Alerts as alerts() lists them (those in `state` alone when given), each with the outcome of its latest delivery
-   * to each receiver.
+   * Alerts as alerts() lists them (those in `state`, of the hook `hookId`, alone when given), each with the outcome
+   * of its latest delivery to each receiver.
    */
-  async alertsWithDeliveries(state?: AlertState): Promise<AlertSummary[]> {
-    const listed = this.alerts(state);
+  async alertsWithDeliveries(state?: AlertState, hookId?: string): Promise<AlertSummary[]> {
+    const listed = this.alerts(state, hookId);
     const byAlert = new Map<string, LastDelivery[]>();
     // The listed alerts' attempts only: the table also holds those of every resolved alert past the list.
     for (const a of await this.opts.stateStore.lastAttempts(listed.map((s) => s.id))) {

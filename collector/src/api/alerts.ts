@@ -12,7 +12,7 @@ import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } 
 import type { Dispatcher } from '../notify/dispatcher.ts';
 import { BadBodyError, echoed } from '../request-error.ts';
 import { isBodyRefusal } from './index.ts';
-import { badCursor, onlyParams, ParamError, parseLimit, single } from './params.ts';
+import { badCursor, HOOK_ID, onlyParams, ParamError, parseLimit, single } from './params.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
 
 export interface AlertsApiOptions {
@@ -89,17 +89,23 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
 
   router.get('/api/v1/alerts', async (req, res) => {
     const q = req.query as Record<string, unknown>;
-    onlyParams(q, ['state']);
+    onlyParams(q, ['state', 'hook']);
     const state = single(q, 'state');
     if (state !== undefined && !STATES.includes(state as AlertState)) {
       badParameter(res, 'state', `state must be one of ${STATES.join(', ')}`);
       return;
     }
+    // One hook's alerts (the dashboard's alerts page filtered to a hook), by the id the hooks API gives it.
+    const hook = single(q, 'hook');
+    if (hook !== undefined && !HOOK_ID.test(hook)) {
+      badParameter(res, 'hook', 'hook must be a hook id, 16 lowercase hex characters (see GET /api/v1/hooks)');
+      return;
+    }
     await view.refresh();
     // Counted with the list, before it awaits anything: the two describe the same alerts.
-    const resolvedOmitted = state === undefined || state === 'resolved' ? view.resolvedNotListed() : 0;
+    const resolvedOmitted = state === undefined || state === 'resolved' ? view.resolvedNotListed(hook) : 0;
     // Only the state asked for is looked up: the dashboard asks for the firing alerts at each refresh.
-    const alerts = await view.alertsWithDeliveries(state as AlertState | undefined);
+    const alerts = await view.alertsWithDeliveries(state as AlertState | undefined, hook);
     const body: AlertsResponse = { alerts, resolvedOmitted, receivers: view.receiverNames(), now: formatRfc3339(now()) };
     res.json(body);
   });

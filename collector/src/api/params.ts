@@ -270,7 +270,8 @@ export function parseFilters(query: Record<string, unknown>, reserved: readonly 
   return filters;
 }
 
-const HOOK_ID = /^[0-9a-f]{16}$/;
+/** A hook id as the hooks API gives it (hooks/extract.ts). */
+export const HOOK_ID = /^[0-9a-f]{16}$/;
 
 /** Hooks one fleet series request may name in `ids`: 200 ids keep its URL under 4 KB. */
 export const MAX_IDS = 200;
