@@ -15,7 +15,7 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
@@ -107,8 +107,8 @@ export function start(root: HTMLElement): Dashboard {
    */
   let headerClocks: (() => void)[] = [];
   /**
-   * What the header's Alerts link says of the alerts firing (firingBadge), as the last refresh found them: kept
-   * from page to page, the link drawn anew with each header says it at once.
+   * What the header's Alerts link says of the alerts firing (firingBadge), as the last refresh found them, or that
+   * it could not (firingUnknown): kept from page to page, the link drawn anew with each header says it at once.
    */
   let firing: FiringBadge = firingBadge([]);
   const firingCount = h('span', { class: 'firing-count', hidden: true });
@@ -419,12 +419,16 @@ export function start(root: HTMLElement): Dashboard {
     return alertsLink;
   }
 
-  /** The header says how many alerts fire ("Alerts 2", read "Alerts, 2 firing"), nothing more when none does. */
+  /**
+   * The header says how many alerts fire ("Alerts 2", read "Alerts, 2 firing"), nothing more when none does, "Alerts
+   * ?" when it could not be read.
+   */
   function drawFiring(): void {
     setText(firingCount, firing.text);
-    firingCount.hidden = firing.count === 0;
+    firingCount.hidden = firing.text === '';
+    firingCount.classList.toggle('unknown', firing.count === null);
     if (!alertsLink) return;
-    if (firing.count > 0) alertsLink.setAttribute('aria-label', firing.label);
+    if (firing.text !== '') alertsLink.setAttribute('aria-label', firing.label);
     else alertsLink.removeAttribute('aria-label');
     if (firing.title === null) alertsLink.removeAttribute('title');
     else alertsLink.title = firing.title;
@@ -433,17 +437,19 @@ export function start(root: HTMLElement): Dashboard {
   /**
    * The firing alerts, asked with each whole refresh beside the page's own data: as often as the page refreshes,
    * never from a tab in the background or while paused. The header counts them; the page may mark what they are
-   * about (PageContext.firing). Null when the alerts API could not answer (the count shown stays); a hookwatch
+   * about (PageContext.firing). Null when the alerts API could not answer: the header says the alert state is
+   * unknown (firingUnknown), whatever the rest of the page loaded, until an answer counts again; a hookwatch
    * without one (404) has none firing.
    */
   function askFiring(gen: number, signal: AbortSignal): Promise<AlertSummary[] | null> {
-    const asked = api.alerts({ state: 'firing' }, signal).then((r) => r.alerts, (err: unknown) => (err instanceof ApiFailure && err.status === 404 ? [] : null));
-    void asked.then((alerts) => {
-      if (alerts === null || gen !== generation || signal.aborted) return;
-      firing = firingBadge(alerts);
+    const asked = api.alerts({ state: 'firing' }, signal).then((r) => ({ alerts: r.alerts, badge: firingBadge(r.alerts) }), (err: unknown) => (
+      err instanceof ApiFailure && err.status === 404 ? { alerts: [], badge: firingBadge([]) } : { alerts: null, badge: firingUnknown((err as Error).message) }));
+    void asked.then(({ badge }) => {
+      if (gen !== generation || signal.aborted) return;
+      firing = badge;
       drawFiring();
     });
-    return asked;
+    return asked.then((r) => r.alerts);
   }
 
   function navLink(path: string, text: string, current: boolean, state: ViewState): HTMLAnchorElement {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import { alert } from './testdata/api-responses.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -229,6 +229,12 @@ describe('the firing alerts in the header', () => {
     expect(firingBadge([])).toEqual({ count: 0, text: '', label: 'Alerts', title: null });
     // Pending and resolved alerts are not firing, whatever list they come in.
     expect(firingBadge([alert('p', { state: 'pending' }), alert('r', { state: 'resolved' })]).count).toBe(0);
+  });
+
+  it('says the alert state is unknown when the alerts API could not answer, never that none fires', () => {
+    expect(firingUnknown('the store is not ready')).toEqual({
+      count: null, text: '?', label: 'Alerts, alert state unavailable: the store is not ready', title: 'alert state unavailable: the store is not ready',
+    });
   });
 });
 

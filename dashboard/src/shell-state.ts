@@ -60,13 +60,13 @@ export function updatedText(lastUpdated: number | undefined, params: URLSearchPa
 
 /** What the header's Alerts link says of the alerts firing, read again at each refresh. */
 export interface FiringBadge {
-  /** Firing alerts no silence mutes. */
-  count: number;
-  /** The number beside "Alerts"; '' when none fires (no number shown). */
+  /** Firing alerts no silence mutes; null when the alert state could not be read (firingUnknown). */
+  count: number | null;
+  /** The number beside "Alerts" ('?' when unknown); '' when none fires (no number shown). */
   text: string;
   /** The link's accessible name: "Alerts, 2 firing", or "Alerts". */
   label: string;
-  /** Its tooltip: how many fire, and how many more fire silenced; null when none fires. */
+  /** Its tooltip: how many fire, and how many more fire silenced, or why it is unknown; null when none fires. */
   title: string | null;
 }
 
@@ -81,6 +81,16 @@ export function firingBadge(alerts: readonly Pick<AlertSummary, 'state' | 'silen
   const count = firing.length - silenced;
   const title = [count > 0 ? `${plural(count, 'alert')} firing` : '', silenced > 0 ? `${plural(silenced, 'firing alert')} silenced, not counted` : ''].filter(Boolean).join('; ');
   return { count, text: count > 0 ? num(count) : '', label: count > 0 ? `Alerts, ${num(count)} firing` : 'Alerts', title: title || null };
+}
+
+/**
+ * The header's Alerts link when the alerts API could not answer: the alert state is unknown, which is not "none
+ * firing" (no number) nor the last count (which may have changed since), as Grafana marks a panel it could not
+ * refresh. "Alerts ?", the reason in its tooltip and its name; the next answer counts again.
+ */
+export function firingUnknown(reason: string): FiringBadge {
+  const title = `alert state unavailable: ${reason}`;
+  return { count: null, text: '?', label: `Alerts, ${title}`, title };
 }
 
 /** The longest wait between two tries while the server keeps failing (unless the chosen period is longer). */

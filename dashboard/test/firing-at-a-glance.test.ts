@@ -5,7 +5,8 @@
  * leading to the hook's alert timeline, and keeping a keyboard user's focus as the rows are drawn anew; an alert
  * of no single hook (a quiet feed) counts in the header only. Both follow the page's own refresh: an alert
  * resolved or silenced leaves them, and a tab in the background asks for nothing. The marker keeps the key
- * columns on a 390 px phone.
+ * columns on a 390 px phone. The alerts API alone failing, the header says the alert state is unknown, never that
+ * none fires, until it answers again.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -25,7 +26,7 @@ let svc: TestService;
 const clock = new FakeClock(Date.now());
 const open: WatchedPage[] = [];
 
-async function page(opts: { width?: number; height?: number } = {}): Promise<WatchedPage> {
+async function page(opts: { width?: number; height?: number; allow?: RegExp } = {}): Promise<WatchedPage> {
   const w = await watchedPage(browser, opts);
   open.push(w);
   return w;
@@ -229,5 +230,37 @@ describe('firing alerts at a glance', () => {
     expect(m.table).toBeLessThanOrEqual(0);
     expect(m.tallest).toBeLessThan(100);
     await screenshot(p, 'firing-phone');
+  });
+
+  it('says the alert state is unknown, never that none fires, while the alerts API alone fails', async () => {
+    await expect.poll(firing, REFRESHED).toHaveLength(3);
+    const { page: p } = await page({ allow: /status of 503/ });
+    const alertsApi = (u: URL): boolean => u.pathname === '/api/v1/alerts';
+    const failAlerts = async (): Promise<void> => {
+      await p.route(alertsApi, (route) => route.fulfill({
+        status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the alert state is not readable' } }),
+      }));
+    };
+    const unknown = { badge: '?', name: 'Alerts, alert state unavailable: the alert state is not readable', title: 'alert state unavailable: the alert state is not readable' };
+    // Opened while it fails: the header has no count to give, and says so rather than showing none.
+    await failAlerts();
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    expect(await glance(p)).toMatchObject(unknown);
+    // The rest of the page is there: the hooks listed, no error banner over them.
+    expect(Object.keys((await glance(p)).rows).sort()).toEqual([QUIET, LOUD].sort());
+    expect(await p.isHidden('#error-banner')).toBe(true);
+    // It answers again: counted at the next refresh.
+    await p.unroute(alertsApi);
+    await expect.poll(() => glance(p), REFRESHED).toMatchObject({ badge: '3', name: 'Alerts, 3 firing', title: '3 alerts firing' });
+    // It fails again: the last count is not shown as if it were current.
+    await failAlerts();
+    await expect.poll(() => glance(p), REFRESHED).toMatchObject(unknown);
+    // Unknown on every page, the alerts page's own header included.
+    await p.click('nav a[data-path="/alerts"]');
+    await p.waitForURL(/\/alerts/);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    await expect.poll(() => glance(p), REFRESHED).toMatchObject(unknown);
+    await screenshot(p, 'firing-unknown');
   });
 });
