@@ -18,7 +18,7 @@ import {
   REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
-import { RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
+import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
 
 const TZ_KEY = 'hookwatch.tz';
@@ -580,7 +580,7 @@ export function start(root: HTMLElement): Dashboard {
   function filterBar(state: ViewState): HTMLElement | null {
     if (!filtersApply(state.route)) {
       // Chips here would claim a filtering the page does not do; the filters stay in the URL for the way back.
-      const note = notFilteredNote(state.filters);
+      const note = notFilteredNote(state.filters, state.route.page === 'alerts' && state.params.has(HOOK_PARAM));
       return note === null ? null : h('p', { class: 'filters muted small', id: 'filters-not-applied' }, note);
     }
     const select = h('select', { id: 'filter-dimension', 'aria-label': 'Filter dimension' });

@@ -29,6 +29,8 @@ describe('filters', () => {
     expect(notFilteredNote({ 'service.version': '9.9.9' })).toBe('This page is not filtered: it shows the whole fleet. The filter service.version = \u20689.9.9\u2069 applies to the overview and hook pages.');
     expect(notFilteredNote({ team: 'a', 'user.id': 'b' })).toBe('This page is not filtered: it shows the whole fleet. The filters team = \u2068a\u2069, user.id = \u2068b\u2069 apply to the overview and hook pages.');
     expect(notFilteredNote({})).toBeNull();
+    // The alerts page filtered to a hook does not show the whole fleet: it says only that the filters do not apply.
+    expect(notFilteredNote({ team: 'a' }, true)).toBe('The filter team = \u2068a\u2069 applies to the overview and hook pages, not to this one.');
   });
 });
 

@@ -291,12 +291,15 @@ export function filtersApply(route: Route): boolean {
 
 /**
  * What the header says instead of filter chips on a page the filters do not narrow (they stay in the URL for the
- * way back); null with no filters.
+ * way back); null with no filters. `ownFilter`: the page is narrowed by a filter of its own (the alerts page's hook),
+ * so it does not show the whole fleet either.
  */
-export function notFilteredNote(filters: Record<string, string>): string | null {
+export function notFilteredNote(filters: Record<string, string>, ownFilter = false): string | null {
   const list = filterList(filters);
+  if (!list) return null;
   const one = Object.keys(filters).length === 1;
-  return list ? `This page is not filtered: it shows the whole fleet. The filter${one ? '' : 's'} ${list} appl${one ? 'ies' : 'y'} to the overview and hook pages.` : null;
+  const applies = `The filter${one ? '' : 's'} ${list} appl${one ? 'ies' : 'y'} to the overview and hook pages`;
+  return ownFilter ? `${applies}, not to this one.` : `This page is not filtered: it shows the whole fleet. ${applies}.`;
 }
 
 /**

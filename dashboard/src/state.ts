@@ -141,15 +141,21 @@ export function keptParams(params: URLSearchParams): Record<string, string> {
   return out;
 }
 
+/** The alerts page's hook filter: the id of the hook whose alerts it lists alone (`hook=`, as the alerts API takes it). */
+export const HOOK_PARAM = 'hook';
+
 /**
  * What a range, filter or state filter change on the same page keeps: keptParams, and on the alerts page the
  * labels of a notification's silence link (silence-link.ts), so its form stays open until the silence is made or
- * the form closed. Other pages, and links to them, take none: the form is the alerts page's.
+ * the form closed, and its hook filter. Other pages, and links to them (the header's Alerts link included), take
+ * none: the form and the filter are the alerts page's.
  */
 export function samePageParams(state: Pick<ViewState, 'route' | 'params'>): Record<string, string> {
   const kept = keptParams(state.params);
   if (state.route.page !== 'alerts') return kept;
   for (const [k, v] of silenceLabels(state.params)) kept[`${SILENCE_PARAM}${k}`] = v;
+  const hook = state.params.get(HOOK_PARAM);
+  if (hook !== null) kept[HOOK_PARAM] = hook;
   return kept;
 }
 

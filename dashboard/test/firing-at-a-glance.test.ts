@@ -2,7 +2,8 @@
  * A dashboard kept open on a wall screen shows the alerts firing at a glance, in headless Chromium against a real
  * hookwatch whose rules fire on real OTLP input: the header's Alerts link counts the firing alerts no silence
  * mutes, on every page; each hook with one is marked on the overview's table, the marker naming its rules and
- * leading to the hook's alert timeline, and keeping a keyboard user's focus as the rows are drawn anew; an alert
+ * leading to the hook's alerts (the alerts page filtered to the hook, the filter kept on reload, back and forward,
+ * removable from the keyboard), and keeping a keyboard user's focus as the rows are drawn anew; an alert
  * of no single hook (a quiet feed) counts in the header only. Both follow the page's own refresh: an alert
  * resolved or silenced leaves them, and a tab in the background asks for nothing. The marker keeps the key
  * columns on a 390 px phone. The alerts API alone failing, the header says the alert state is unknown, never that
@@ -58,6 +59,27 @@ function glance(p: Page): Promise<{ badge: string; name: string; title: string |
       })),
     };
   });
+}
+
+/**
+ * What the alerts page lists: its hook filter's text (null for none) and each card as "state rule subject", in
+ * the page's order.
+ */
+function alertsListed(p: Page): Promise<{ filter: string | null; cards: string[] }> {
+  return p.evaluate(() => ({
+    filter: document.querySelector('#alert-hook-filter')?.textContent?.replace(/[\u00d7\u2068\u2069]/g, '').trim() ?? null,
+    cards: [...document.querySelectorAll<HTMLElement>('#alerts-list article.alert')].map((c) => [
+      c.dataset['state'], c.querySelector('.alert-head strong')?.textContent, c.querySelector('.alert-head :is(a, .alert-subject)')?.textContent,
+    ].join(' ')),
+  }));
+}
+
+/** A URL's query parameters, by name. */
+const query = (url: string): Record<string, string> => Object.fromEntries(new URL(url).searchParams);
+
+async function hookIdOf(name: string): Promise<string> {
+  const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-7d')).body.hooks;
+  return hooks.find((x) => x.hookName === name)?.id ?? '';
 }
 
 /** Long enough for an evaluation (every 200 ms) and the page's next refresh (every second) after it. */
@@ -151,13 +173,12 @@ describe('firing alerts at a glance', () => {
     expect(asked.every((u) => new URL(u).search === '?state=firing')).toBe(true);
   });
 
-  it('leads from a hook\'s marker to its alert timeline, and keeps the count on every page', async () => {
+  it('leads from a hook\'s marker to its alerts, the alerts page filtered to the hook, and keeps the count on every page', async () => {
     // The silences made above expired: the hooks' alerts and the feed's call again.
     const silences = (await getJson<{ silences: { id: string }[] }>(svc.httpUrl, '/api/v1/silences?state=active')).body.silences;
     for (const s of silences) expect((await fetch(`${svc.httpUrl}/api/v1/silences/${s.id}`, { method: 'DELETE' })).status).toBe(200);
     await expect.poll(firing, REFRESHED).toEqual(['feed_quiet', `silence ${QUIET}`, `silence ${LOUD}`]);
-    const hooks = (await getJson<HooksResponse>(svc.httpUrl, '/api/v1/hooks?from=now-7d')).body.hooks;
-    const loudId = hooks.find((x) => x.hookName === LOUD)?.id ?? '';
+    const loudId = await hookIdOf(LOUD);
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/?range=7d`);
     await waitLoaded(p);
@@ -165,23 +186,72 @@ describe('firing alerts at a glance', () => {
     await marker.waitFor();
     expect(await p.textContent('nav a[data-path="/alerts"] .firing-count')).toBe('3');
     await screenshot(p, 'firing-overview');
-    await marker.click();
-    await p.waitForURL(`${svc.httpUrl}/hooks/${loudId}?range=7d#alert-timeline`);
-    await waitLoaded(p, 2);
-    // Scrolled to the timeline, which has the focus: a keyboard or screen reader user is there too. It lists the
-    // hook's persisted alert, resolved, and its silence alert, firing.
-    const at = await p.evaluate(() => {
+    // From the keyboard: the marker is a link.
+    await marker.focus();
+    await p.keyboard.press('Enter');
+    await p.waitForURL(`${svc.httpUrl}/alerts?range=7d&hook=${loudId}`);
+    // The hook's alerts alone, firing first: its silence alert, and its persisted one, resolved. Neither the other
+    // hook's nor the feed's, which the header still counts.
+    const loudOnly = { filter: `Hook: ${LOUD}`, cards: [`firing silence ${LOUD}`, `resolved persisted ${LOUD}`] };
+    await expect.poll(() => alertsListed(p), REFRESHED).toEqual(loudOnly);
+    expect(await glance(p)).toMatchObject({ badge: '3', name: 'Alerts, 3 firing' });
+    // The header's Alerts link leads to every hook's alerts.
+    expect(new URL(await p.getAttribute('nav a[data-path="/alerts"]', 'href') ?? '', svc.httpUrl).searchParams.has('hook')).toBe(false);
+    await screenshot(p, 'alerts-hook-filter');
+
+    // A reload keeps the filter, and so does the state filter.
+    await p.reload();
+    await waitLoaded(p);
+    expect(await alertsListed(p)).toEqual(loudOnly);
+    await p.selectOption('#alert-state', 'firing');
+    await expect.poll(() => alertsListed(p), REFRESHED).toEqual({ filter: `Hook: ${LOUD}`, cards: [`firing silence ${LOUD}`] });
+    expect(query(p.url())).toEqual({ range: '7d', hook: loudId, state: 'firing' });
+
+    // Removed from the keyboard: every hook's firing alerts, the focus on the state filter beside it.
+    await p.focus('#alert-hook-filter button');
+    expect(await p.getAttribute('#alert-hook-filter button', 'aria-label')).toBe(`Remove the hook filter \u2068${LOUD}\u2069`);
+    await p.keyboard.press('Enter');
+    const every = { filter: null, cards: ['firing feed_quiet all hooks (the whole feed)', `firing silence ${QUIET}`, `firing silence ${LOUD}`].sort() };
+    await expect.poll(async () => ({ ...(await alertsListed(p)), cards: (await alertsListed(p)).cards.sort() }), REFRESHED).toEqual(every);
+    expect(query(p.url())).toEqual({ range: '7d', state: 'firing' });
+    expect(await p.evaluate(() => document.activeElement?.id)).toBe('alert-state');
+    // Back brings the filter back, Forward takes it away again.
+    await p.goBack();
+    await expect.poll(() => alertsListed(p), REFRESHED).toEqual({ filter: `Hook: ${LOUD}`, cards: [`firing silence ${LOUD}`] });
+    await p.goForward();
+    await expect.poll(async () => (await alertsListed(p)).filter, REFRESHED).toBeNull();
+
+    // A filter on something that is no hook id: the API refuses it, the page says why, and the filter is there to remove.
+    const { page: bad } = await page({ allow: /status of 400/ });
+    await bad.goto(`${svc.httpUrl}/alerts?hook=loud-report`);
+    await bad.waitForSelector('#error-banner:not([hidden])');
+    expect(await bad.textContent('#error-alert')).toBe('Could not refresh: hook must be a hook id, 16 lowercase hex characters (see GET /api/v1/hooks)');
+    await bad.click('#alert-hook-filter button');
+    await bad.waitForSelector('#error-banner', { state: 'hidden' });
+    expect((await alertsListed(bad)).cards).toHaveLength(4);
+    // The overview's filters ride along, and the page, narrowed to the hook, does not claim to show the whole fleet.
+    await bad.goto(`${svc.httpUrl}/alerts?range=7d&f.team=platform&hook=${loudId}`);
+    await waitLoaded(bad);
+    expect(await bad.textContent('#filters-not-applied')).toBe('The filter team = \u2068platform\u2069 applies to the overview and hook pages, not to this one.');
+  });
+
+  it('still opens a hook\'s page at its alert timeline', async () => {
+    const loudId = await hookIdOf(LOUD);
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/hooks/${loudId}?range=7d#alert-timeline`);
+    await waitLoaded(p);
+    // Scrolled to the timeline, drawn after the browser looked for it. It lists the hook's persisted alert,
+    // resolved, and its silence alert, firing.
+    await expect.poll(() => p.evaluate(() => {
       const t = document.getElementById('alert-timeline');
       const box = t?.getBoundingClientRect();
       return {
-        focused: document.activeElement === t,
         // Below the first screen of the page, and on the screen now.
         below: box !== undefined && box.top + scrollY > innerHeight,
         shown: box !== undefined && box.top >= 0 && box.bottom <= innerHeight,
         rows: t?.querySelectorAll('#hook-alerts tbody tr').length,
       };
-    });
-    expect(at).toEqual({ focused: true, below: true, shown: true, rows: 2 });
+    })).toEqual({ below: true, shown: true, rows: 2 });
     // The header counts them on the hook's page too.
     expect(await glance(p)).toMatchObject({ badge: '3', name: 'Alerts, 3 firing' });
   });
@@ -230,6 +300,20 @@ describe('firing alerts at a glance', () => {
     expect(m.table).toBeLessThanOrEqual(0);
     expect(m.tallest).toBeLessThan(100);
     await screenshot(p, 'firing-phone');
+
+    // The marker's way on: the alerts page filtered to the hook, its filter on the phone's screen, nothing wider.
+    await p.locator('#hook-rows .firing-marker').first().click();
+    await p.waitForURL(/\/alerts\?/);
+    await p.locator('#alert-hook-filter').waitFor();
+    await p.locator('#alerts-list article.alert').first().waitFor();
+    expect(await p.evaluate(() => {
+      const fits = (sel: string): boolean => {
+        const b = document.querySelector(sel)?.getBoundingClientRect();
+        return b !== undefined && b.width > 0 && b.left >= 0 && b.right <= window.innerWidth;
+      };
+      return { page: document.documentElement.scrollWidth - window.innerWidth, filter: fits('#alert-hook-filter'), remove: fits('#alert-hook-filter button'), state: fits('#alert-state') };
+    })).toEqual({ page: 0, filter: true, remove: true, state: true });
+    await screenshot(p, 'alerts-hook-filter-phone');
   });
 
   it('says the alert state is unknown, never that none fires, while the alerts API alone fails', async () => {

@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AlertDetailResponse, AlertsResponse, Silence } from '../../../shared/src/api.ts';
 import { setTimeZone } from '../format.ts';
-import { readState } from '../state.ts';
+import { rangeUrl } from '../shell-state.ts';
+import { keptParams, readState } from '../state.ts';
 import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
 import {
-  alertSubject, alertsView, attemptRows, cardView, clockOffset, hookMatchers, linkMatchers, linkedAlertText, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows,
+  alertSubject, alertsView, attemptRows, cardView, clockOffset, hookFilter, hookFilterName, hookFilterUrl, hookMatchers, linkMatchers, linkedAlertText, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows,
   silencedText, supersededBy,
 } from './alerts-state.ts';
 import { silenceQuery } from '../../../shared/src/silence-link.ts';
@@ -71,6 +72,26 @@ describe('which alerts the page lists', () => {
     expect(v.groups.map((g) => g.state)).toEqual(['pending']);
     expect(alertsView(response({ alerts: [firing] }), at('/alerts?state=resolved&range=7d'), NOW).empty).toBe('No resolved alerts in the last 7 days.');
     expect(alertsView(response({ alerts: [] }), at('/alerts'), NOW).empty).toMatch(/^Nothing was pending, firing or resolved in the last 24 hours\./);
+  });
+
+  it('filters by hook, named as its alerts name it, and says what it did not find of it', () => {
+    expect(hookFilter(at(`/alerts?hook=${OVER.id}`).params)).toBe(OVER.id);
+    expect(hookFilter(at('/alerts').params)).toBeNull();
+    // Named by its alerts' hook_name; by its id while none of them is listed.
+    expect(hookFilterName(OVER.id, [clients, firing])).toBe(OVER.hookName);
+    expect(hookFilterName(NEAR.id, [firing])).toBe(NEAR.id);
+    const empty = (url: string, name: string): string | null => alertsView(response({ alerts: [] }), at(url), NOW, name).empty;
+    expect(empty(`/alerts?hook=${OVER.id}`, OVER.hookName)).toBe(`Nothing of \u2068${OVER.hookName}\u2069 was pending, firing or resolved in the last 24 hours.`);
+    expect(empty(`/alerts?hook=${OVER.id}&state=firing&range=7d`, OVER.hookName)).toBe(`No firing alerts of \u2068${OVER.hookName}\u2069 in the last 7 days.`);
+  });
+
+  it('keeps the hook filter through range and state changes, and removes it alone', () => {
+    const s = at(`/alerts?range=7d&f.team=platform&state=firing&hook=${OVER.id}&silence.alertname=persisted`);
+    expect(rangeUrl(s, { kind: 'preset', preset: '1h' })).toBe(`/alerts?range=1h&f.team=platform&state=firing&silence.alertname=persisted&hook=${OVER.id}`);
+    expect(hookFilterUrl(s, undefined)).toBe('/alerts?range=7d&f.team=platform&state=firing&silence.alertname=persisted');
+    // The header's links, to the alerts page too, lead to every hook's alerts.
+    expect(keptParams(s.params)).not.toHaveProperty('hook');
+    expect(rangeUrl(at(`/?hook=${OVER.id}`), { kind: 'preset', preset: '7d' })).toBe('/?range=7d');
   });
 
   it('says nobody is notified when no receiver is configured, and not when the server does not say', () => {

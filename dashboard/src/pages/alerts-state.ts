@@ -6,7 +6,7 @@
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
 import { chars, dateTime, isolated, num, pct, plural } from '../format.ts';
-import { rangeLabel, type Range, type ViewState } from '../state.ts';
+import { HOOK_PARAM, buildUrl, rangeLabel, samePageParams, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
 /**
@@ -73,6 +73,21 @@ export function stateFilter(params: URLSearchParams): string | null {
   return params.get('state');
 }
 
+/** The hook filter of the URL (`hook=`, a hook id), or null for every hook's alerts. */
+export function hookFilter(params: URLSearchParams): string | null {
+  return params.get(HOOK_PARAM);
+}
+
+/** The hook filtered on, as its alerts name it (`hook_name`); its id while none of them is listed. */
+export function hookFilterName(hookId: string, alerts: readonly AlertSummary[]): string {
+  return alerts.find((a) => a.hookId === hookId && a.labels['hook_name'] !== undefined)?.labels['hook_name'] ?? hookId;
+}
+
+/** The alerts page as it is, filtered to the hook `hookId`, or to none (undefined). */
+export function hookFilterUrl(state: ViewState, hookId: string | undefined): string {
+  return buildUrl('/alerts', state, { ...samePageParams(state), [HOOK_PARAM]: hookId });
+}
+
 /** What the list shows for one answer of the API. */
 export interface AlertsView {
   /** Receivers are configured but none: nobody is notified. */
@@ -90,9 +105,9 @@ export interface AlertsView {
 
 /**
  * The alerts active in the range (on the server's clock when it says what time it is), filtered by state and
- * grouped; the rest counted.
+ * grouped; the rest counted. `hookName`: the hook the API was asked for alone (hookFilterName), named when none is.
  */
-export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: number): AlertsView {
+export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: number, hookName: string | null = null): AlertsView {
   const filter = stateFilter(state.params);
   const nowMs = r.now ? Date.parse(r.now) : browserNowMs;
   const [fromMs, toMs] = rangeBounds(state.range, nowMs);
@@ -101,6 +116,7 @@ export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: nu
   const hidden = r.alerts.length - alerts.length;
   const range = rangeLabel(state.range);
   const omitted = r.resolvedOmitted ?? 0;
+  const of = hookName === null ? '' : ` of ${isolated(hookName)}`;
   return {
     noReceivers: r.receivers !== undefined && r.receivers.length === 0,
     rangeNote: hidden > 0 ? `Alerts active in the ${range}; ${plural(hidden, 'older alert')} outside the range ${hidden === 1 ? 'is' : 'are'} not shown.` : null,
@@ -112,8 +128,9 @@ export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: nu
         more: g.state === 'resolved' && omitted > 0 ? `…and ${plural(omitted, 'older resolved alert')} not shown` : null,
       })),
     empty: shown.length > 0 ? null
-      : filter ? `No ${filter} alerts in the ${range}.`
-        : `Nothing was pending, firing or resolved in the ${range}. Alerts appear here when a hook’s output is persisted, nears the cap or is forecast to cross it.`,
+      : filter ? `No ${filter} alerts${of} in the ${range}.`
+        : hookName !== null ? `Nothing${of} was pending, firing or resolved in the ${range}.`
+          : `Nothing was pending, firing or resolved in the ${range}. Alerts appear here when a hook’s output is persisted, nears the cap or is forecast to cross it.`,
   };
 }
 

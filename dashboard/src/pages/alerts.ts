@@ -3,18 +3,20 @@
  * hook an alert is about; the silences in force, each with a way to expire it. Opened from a notification's
  * silence link (silence-link.ts), a silence form prefilled with its alert's labels comes first, focused, each label
  * a matcher the person may uncheck to widen it; it stays through range and state filter changes until the silence
- * is made or the form closed; opened again after another page, it starts afresh. When the alerts API is not there
- * (404) the page says so instead of failing.
+ * is made or the form closed; opened again after another page, it starts afresh. Filtered to a hook (`hook=`, the
+ * overview's firing marker leads there), it lists that hook's alerts alone, as the API answers them, the filter
+ * shown and removable. When the alerts API is not there (404) the page says so instead of failing.
  */
 import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
 import { breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
+import { isolated } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams, readState, samePageParams } from '../state.ts';
 import {
-  DURATIONS, NO_MATCHER, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, clockOffset, hookMatchers, linkMatchers, linkedAlertText, matcherText,
+  DURATIONS, NO_MATCHER, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, clockOffset, hookFilter, hookFilterName, hookFilterUrl, hookMatchers, linkMatchers, linkedAlertText, matcherText,
   silencePrompt, silenceRequest, silenceRows, silencedText, stateFilter, withoutSilenceLink, type SilenceRow,
 } from './alerts-state.ts';
 
@@ -47,7 +49,22 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   const linked = linkMatchers(state.params);
   const linkPanel = h('section', { class: 'panel', id: 'silence-new', 'aria-labelledby': 'silence-new-heading', hidden: linked.length === 0 });
   const linkNote = h('p', { class: 'hint', id: 'silence-new-alert', role: 'status' });
-  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect), notice, linkPanel, list, silencesPanel, cluster.element);
+  // The hook filter (the overview's firing marker leads here with it): removed, the page lists every hook's alerts,
+  // the focus on the state filter beside it, and Back brings it again.
+  const hook = hookFilter(state.params);
+  const hookName = h('span', { class: 'hook-filter-name' });
+  const removeHook = h('button', { type: 'button', class: 'chip-remove', onclick: () => {
+    stateSelect.focus({ preventScroll: true });
+    ctx.navigate(hookFilterUrl(readState(location), undefined));
+  } }, '×');
+  /** The hook filter names the hook as its alerts do, once they are listed. */
+  const nameHook = (name: string): void => {
+    replace(hookName, breakable(name));
+    removeHook.setAttribute('aria-label', `Remove the hook filter ${isolated(name)}`);
+  };
+  if (hook !== null) nameHook(hook);
+  const hookChip = hook === null ? null : h('span', { class: 'chip', id: 'alert-hook-filter' }, 'Hook: ', hookName, removeHook);
+  replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect, hookChip), notice, linkPanel, list, silencesPanel, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
   // The server's clock as the alerts API last said it, run on by the browser's since: what silences end after and
@@ -235,7 +252,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       let view;
       try {
         // The silences are an addition to the page: a server without them (or failing on them) still lists its alerts.
-        const [r, listed] = await Promise.all([api.alerts({}, signal), api.silences(signal).catch((err: unknown) => err as Error)]);
+        const [r, listed] = await Promise.all([api.alerts(hook === null ? {} : { hook }, signal), api.silences(signal).catch((err: unknown) => err as Error)]);
         offsetMs = clockOffset(r, Date.now());
         if (listed instanceof Error) {
           if (listed.name === 'AbortError') throw listed;
@@ -250,7 +267,9 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         // A live region: set again only when what it says changes.
         const said = linked.length ? linkedAlertText(linked, all, silences) : '';
         if (said !== linkNote.textContent) linkNote.textContent = said;
-        view = alertsView(r, state, Date.now());
+        const name = hook === null ? null : hookFilterName(hook, all);
+        if (name !== null && name !== hookName.textContent) nameHook(name);
+        view = alertsView(r, state, Date.now(), name);
       } catch (err) {
         if (err instanceof ApiFailure && (err.status === 404 || err.status === 501)) {
           replace(list, h('section', { class: 'panel empty', id: 'empty-state' }, h('h2', null, 'Alerting is not available'),

@@ -6,7 +6,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
-  FORECAST_ROWS, ROW_LIMIT, alertTimelineUrl, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
   persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
@@ -210,8 +210,9 @@ describe('firing alerts on the rows', () => {
     expect(firingLabel(['silence', 'persisted'])).toBe('Firing: silence, persisted');
   });
 
-  it('links a hook\'s marker to its alert timeline, with the overview\'s range, filters and sort', () => {
-    expect(alertTimelineUrl(at('/?range=7d&f.team=platform&sort=name'), OVER.id)).toBe(`/hooks/${OVER.id}?range=7d&f.team=platform&sort=name#alert-timeline`);
+  it('links a hook\'s marker to the alerts page filtered to the hook, with the overview\'s range, filters and sort', () => {
+    expect(hookAlertsUrl(at('/?range=7d&f.team=platform&sort=name'), OVER.id)).toBe(`/alerts?range=7d&f.team=platform&sort=name&hook=${OVER.id}`);
+    expect(hookAlertsUrl(at('/'), OVER.id)).toBe(`/alerts?range=24h&hook=${OVER.id}`);
   });
 });
 

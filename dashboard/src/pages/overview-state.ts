@@ -9,8 +9,8 @@ import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
-import { buildUrl, bucketsRange, filterList, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
-import { ALERT_TIMELINE, lowerBoundWhy, persistedBound, persistedKnown } from './hook-state.ts';
+import { HOOK_PARAM, buildUrl, bucketsRange, filterList, keptParams, rangeLabel, withParam, type Range, type ViewState } from '../state.ts';
+import { lowerBoundWhy, persistedBound, persistedKnown } from './hook-state.ts';
 
 /** Rows whose forecast the overview fits (one daily series request each), riskiest first. */
 export const FORECAST_ROWS = 20;
@@ -323,11 +323,11 @@ export function firingLabel(rules: readonly string[]): string {
 }
 
 /**
- * Where a row's firing marker leads: the hook's alert timeline (the alerts page lists the whole fleet's), with the
- * overview's range, filters and sort, as the hook's own link.
+ * Where a row's firing marker leads: the alerts page filtered to the hook, its alerts alone, firing first, each with
+ * its notifications and a way to silence it; with the overview's range, filters and sort, as the hook's own link.
  */
-export function alertTimelineUrl(state: ViewState, id: string): string {
-  return `${hookUrl(state, id)}#${ALERT_TIMELINE}`;
+export function hookAlertsUrl(state: ViewState, id: string): string {
+  return buildUrl('/alerts', state, { ...keptParams(state.params), [HOOK_PARAM]: id });
 }
 
 /** The range of one fleet bucket. */

@@ -17,7 +17,7 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState 
 import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, ROW_LIMIT, alertTimelineUrl, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookRow, hookUrl, kpis, readSort,
+  COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
   persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi, type SetupFacts,
 } from './overview-state.ts';
@@ -207,12 +207,12 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   let firingHooks = new Map<string, string[]>();
   /** Each drawn row's status cell, so markFiring draws again only those whose marker changed. */
   let statusCells = new Map<string, StatusCell>();
-  /** A row's status, with a marker leading to the hook's alert timeline while one of its alerts fires. */
+  /** A row's status, with a marker leading to the hook's alerts while one of them fires. */
   const drawStatus = (cell: StatusCell): void => {
     const rules = firingHooks.get(cell.hk.id);
     cell.marked = rules ? firingLabel(rules) : '';
     replace(cell.td, statusBadge(cell.hk.status, cell.hk),
-      rules ? ctx.link(alertTimelineUrl(view, cell.hk.id), { class: 'firing-marker', title: cell.marked, 'aria-label': cell.marked }, 'firing') : null);
+      rules ? ctx.link(hookAlertsUrl(view, cell.hk.id), { class: 'firing-marker', title: cell.marked, 'aria-label': cell.marked }, 'firing') : null);
   };
   const statusCell = (hk: HookSummary): HTMLTableCellElement => {
     const cell = { hk, td: h('td'), marked: '' };
