@@ -56,8 +56,9 @@ export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][
 /**
  * How an OTLP/gRPC export held while the store was unavailable (otlp-grpc/store-hold.ts) ended: committed (the
  * store took the export: answered OK), unavailable (still not taken when the hold's time was up, or hookwatch
- * stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline passed), refused (another error on a
- * later try: answered as that error is).
+ * stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline passed), refused (a later try failed
+ * otherwise than with the store unavailable or hookwatch overloaded, which are tried again: answered as that
+ * error is).
  */
 export const HOLD_OUTCOMES = ['committed', 'unavailable', 'cancelled', 'refused'] as const;
 export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];

@@ -330,11 +330,41 @@ describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
     next.fail = unavailable;
     const { answered } = exportOwn(url, body, 10_000);
     await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
-    next.fail = new OverloadedError('3 batches are waiting for the store; retry later', 1);
+    next.fail = new Error('a constraint the store did not expect');
+    const err = await answered;
+    expect(err?.code).toBe(GrpcStatus.INTERNAL);
+    expect(err?.details).toBe('internal error');
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 0, refused: 1 });
+  });
+
+  it('keeps holding an export whose later try finds the next stage overloaded, and answers OK once it is taken', async () => {
+    const { url, next } = await start();
+    next.fail = unavailable;
+    const { answered } = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    // The database back, and every batch retried at once: more than otlp.maxPendingRequests wait for the store.
+    next.fail = new OverloadedError('64 batches are waiting for the store; retry later', 1);
+    const overloaded = next.arrived;
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(overloaded + 2), { timeout: 20_000 });
+    expect(await settledYet(answered)).toBe(false);
+    next.fail = undefined;
+    expect(await answered).toBeNull();
+    expect(next.logs).toHaveLength(1);
+    expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+  });
+
+  it('answers UNAVAILABLE before the client\'s deadline while the next stage stays overloaded', async () => {
+    const { url, next } = await start();
+    next.fail = unavailable;
+    const { answered } = exportOwn(url, body, 4000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    next.fail = new OverloadedError('64 batches are waiting for the store; retry later', 1);
     const err = await answered;
     expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
-    expect(err?.details).toBe('3 batches are waiting for the store; retry later');
-    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 0, refused: 1 });
+    expect(err?.details).toBe('64 batches are waiting for the store; retry later');
+    expect(retryDelayFromStatus(err?.metadata.get(STATUS_DETAILS_KEY)[0] as Buffer)).toBe(1000);
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
+    expect(receiver?.stats.rejected).toEqual({ overloaded: 1 });
   });
 
   it('stops trying once the client cancels its call', async () => {

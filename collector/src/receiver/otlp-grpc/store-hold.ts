@@ -7,9 +7,11 @@
  * answers at once.
  *
  * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds
- * the database answering again (reachable()). It ends marginMs before the client's deadline (grpc-timeout: the
- * JavaScript exporter's is its 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client
- * that sets none), answered UNAVAILABLE as before: never acknowledged before the store took it. A try still
+ * the database answering again (reachable()). A later try that finds hookwatch overloaded (OverloadedError: as
+ * many batches waiting for the store as otlp.maxPendingRequests allows, the forwarding queue full) is tried again
+ * the same way. A hold ends marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's is its
+ * 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client that sets none), answered as
+ * its last try failed (UNAVAILABLE either way): never acknowledged before the store took it. A try still
  * running then is left to end by itself; a batch it commits is found stored when the client sends it again (the
  * events' idempotency keys), as is what a try that failed halfway (a request committed in parts) had committed.
  * A client that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once.
@@ -35,6 +37,16 @@ type Attempt<T> = { ok: true; value: T } | { ok: false; err: unknown };
 
 function storeUnavailable(err: unknown): boolean {
   return mapError(err).reason === 'store_unavailable';
+}
+
+/**
+ * Whether a later try of a held export failed for a while only: the store still unavailable, or overloaded
+ * (OverloadedError: otlp.maxPendingRequests batches waiting for the store once it answers again and the held
+ * exports retry, the forwarding queue full). Either is tried again after the backoff.
+ */
+function transient(err: unknown): boolean {
+  const { reason } = mapError(err);
+  return reason === 'store_unavailable' || reason === 'overloaded';
 }
 
 /** How `attempt` settled, or undefined once `ended` fires first (the attempt goes on, its outcome unread). */
@@ -99,7 +111,7 @@ export class StoreHolds {
           this.stats.committed++;
           return attempt.value;
         }
-        if (!storeUnavailable(attempt.err)) {
+        if (!transient(attempt.err)) {
           this.stats.refused++;
           throw attempt.err;
         }
