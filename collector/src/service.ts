@@ -260,7 +260,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     passThrough,
     logger,
   };
-  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, ...receiverOptions });
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, ...receiverOptions });
   // A new connection to the database: exports held while it was out of reach try their commit now.
   rawStore.onConnected?.(() => grpcReceiver.storeReachable());
   const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });

@@ -31,6 +31,11 @@ export interface OtlpReceiverOptions {
    * stopped by whoever gave it; unset, the receiver starts its own with its first such body and stops it on shutdown.
    */
   jsonThread?: JsonThread;
+  /**
+   * OTLP/gRPC only: otlp.maxPendingRequests, the batches that may wait for the store at once. Held exports woken
+   * together when the database answers again try no more at once than half of it (otlp-grpc/store-hold.ts).
+   */
+  maxPending?: number;
   /** Shared by both receivers: bytes of requests held in memory at once. */
   inflight: InflightBudget;
   logs: LogsConsumer;

@@ -37,7 +37,7 @@ import { OverloadedError, UnauthenticatedError, mapError } from '../../pipeline/
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
-import { StoreHolds } from './store-hold.ts';
+import { StoreHolds, wakeAtOnce } from './store-hold.ts';
 
 /** A status as a server interceptor passes it on. */
 type SentStatus = Parameters<ServerInterceptingCall['sendStatus']>[0];
@@ -134,8 +134,8 @@ class RotatingServerCredentials extends ServerCredentials {
 
 export class OtlpGrpcReceiver {
   /** Exports held while the store is unavailable (store-hold.ts). */
-  private readonly holds = new StoreHolds();
-  readonly stats: ReceiverStats = { requests: {}, rejected: {}, held: this.holds.stats };
+  private readonly holds: StoreHolds;
+  readonly stats: ReceiverStats;
   private readonly server: Server;
   private readonly opts: OtlpReceiverOptions;
   private readonly tokenDigest: Buffer | undefined;
@@ -158,6 +158,8 @@ export class OtlpGrpcReceiver {
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
+    this.holds = new StoreHolds(wakeAtOnce(opts.maxPending));
+    this.stats = { requests: {}, rejected: {}, held: this.holds.stats };
     this.notGrpc = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
     });

@@ -21,7 +21,16 @@ import type { Deadline, ServerUnaryCall } from '@grpc/grpc-js';
 import { mapError } from '../../pipeline/errors.ts';
 import type { HoldOutcome } from '../options.ts';
 
-export const STORE_HOLD = { firstRetryMs: 250, maxRetryMs: 2000, marginMs: 1000, capMs: 8000, noDeadlineMs: 5000 } as const;
+export const STORE_HOLD = { firstRetryMs: 250, maxRetryMs: 2000, marginMs: 1000, capMs: 8000, noDeadlineMs: 5000, wakeAtOnce: 8 } as const;
+
+/**
+ * How many tries of held exports woken by reachable() run at once, for a pipeline that lets `maxPending` batches
+ * wait for the store: half of them (at least one), leaving room for the batches that keep arriving, and at most
+ * STORE_HOLD.wakeAtOnce.
+ */
+export function wakeAtOnce(maxPending: number | undefined): number {
+  return maxPending === undefined ? STORE_HOLD.wakeAtOnce : Math.max(1, Math.min(STORE_HOLD.wakeAtOnce, Math.floor(maxPending / 2)));
+}
 
 /** When a hold that begins at `nowMs` ends, for a call with this deadline (Infinity: none). */
 function holdUntil(deadline: Deadline, nowMs: number): number {
@@ -34,6 +43,9 @@ function holdUntil(deadline: Deadline, nowMs: number): number {
 type HeldCall = Pick<ServerUnaryCall<Buffer, Buffer>, 'cancelled' | 'getDeadline' | 'once' | 'off'>;
 
 type Attempt<T> = { ok: true; value: T } | { ok: false; err: unknown };
+
+/** Ends a hold's wait for its next try; `woken`: by reachable(), not its backoff or its end. */
+type Wake = (woken: boolean) => void;
 
 function storeUnavailable(err: unknown): boolean {
   return mapError(err).reason === 'store_unavailable';
@@ -62,17 +74,46 @@ function settle<T>(attempt: Promise<T>, ended: AbortSignal): Promise<Attempt<T> 
 export class StoreHolds {
   readonly stats: Record<HoldOutcome, number> = { committed: 0, unavailable: 0, cancelled: 0, refused: 0 };
   private readonly stopping = new AbortController();
-  /** Wakes each hold waiting for its next try. */
-  private readonly waiting = new Set<() => void>();
+  /** Wakes each hold waiting for its next try (woken: by reachable()), in the order they began to wait. */
+  private readonly waiting = new Set<Wake>();
+  /** The waiting holds reachable() has yet to wake, and how many it woke are trying now. */
+  private readonly toWake = new Set<Wake>();
+  private wokenTrying = 0;
+  private readonly atOnce: number;
 
-  /** The database answers again: held exports try now, not at the end of their backoff. */
+  /** `atOnce`: how many tries of the holds reachable() wakes run at once (wakeAtOnce()). */
+  constructor(atOnce: number = STORE_HOLD.wakeAtOnce) {
+    this.atOnce = atOnce;
+  }
+
+  /**
+   * The database answers again: held exports try now, not at the end of their backoff. Their tries run a few at
+   * a time (atOnce), the longest waiting first, each next one woken as one ends: all at once, they would be as
+   * many batches waiting at once for a database that has just come back, past otlp.maxPendingRequests, and the
+   * tries that came next would find hookwatch overloaded.
+   * A hold not woken yet still tries at the end of its backoff. Another call adds the holds waiting by then.
+   */
   reachable(): void {
-    for (const wake of [...this.waiting]) wake();
+    for (const wake of this.waiting) this.toWake.add(wake);
+    this.wakeNext();
   }
 
   /** Ends every hold (UNAVAILABLE) and holds nothing from now on. */
   stop(): void {
+    this.toWake.clear();
     this.stopping.abort();
+  }
+
+  /** Wakes the holds reachable() is to wake, while fewer than atOnce it woke are trying. */
+  private wakeNext(): void {
+    for (const wake of this.toWake) {
+      if (this.wokenTrying >= this.atOnce) return;
+      this.toWake.delete(wake);
+      // Woken meanwhile by its backoff, or ended.
+      if (!this.waiting.has(wake)) continue;
+      this.wokenTrying++;
+      wake(true);
+    }
   }
 
   /** Runs `commit`; while it fails because the store is unavailable, holds `call` and runs it again. */
@@ -101,8 +142,16 @@ export class StoreHolds {
     let err = first;
     try {
       for (let delayMs: number = STORE_HOLD.firstRetryMs; ; delayMs = Math.min(2 * delayMs, STORE_HOLD.maxRetryMs)) {
-        await this.pause(delayMs, ended.signal);
-        const attempt = ended.signal.aborted ? undefined : await settle(commit(), ended.signal);
+        const woken = await this.pause(delayMs, ended.signal);
+        let attempt: Attempt<T> | undefined;
+        try {
+          attempt = ended.signal.aborted ? undefined : await settle(commit(), ended.signal);
+        } finally {
+          if (woken) {
+            this.wokenTrying--;
+            this.wakeNext();
+          }
+        }
         if (!attempt) {
           this.stats[ended.signal.reason as HoldOutcome]++;
           throw err;
@@ -124,18 +173,19 @@ export class StoreHolds {
     }
   }
 
-  /** Resolves after `ms`, when woken (reachable()), or when `ended` fires. */
-  private pause(ms: number, ended: AbortSignal): Promise<void> {
+  /** Resolves after `ms` or when `ended` fires (false), or when reachable() wakes it (true). */
+  private pause(ms: number, ended: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
-      const done = (): void => {
+      const done: Wake = (woken) => {
         clearTimeout(timer);
         this.waiting.delete(done);
-        ended.removeEventListener('abort', done);
-        resolve();
+        ended.removeEventListener('abort', notWoken);
+        resolve(woken);
       };
-      const timer = setTimeout(done, ms);
+      const notWoken = (): void => done(false);
+      const timer = setTimeout(notWoken, ms);
       this.waiting.add(done);
-      ended.addEventListener('abort', done, { once: true });
+      ended.addEventListener('abort', notWoken, { once: true });
     });
   }
 }

@@ -1,0 +1,55 @@
+/**
+ * How the holds of one receiver are woken when the database answers again (reachable()): their tries run
+ * STORE_HOLD.wakeAtOnce at a time, not all at once into a database that has just come back. The calls are the
+ * part of a gRPC call a hold reads (its deadline, whether it was cancelled); the receiver's tests hold real calls,
+ * store-outage.test.ts real exports to a real PostgreSQL.
+ */
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../store/store.ts';
+import { STORE_HOLD, StoreHolds } from './store-hold.ts';
+
+/** A call with a deadline 10 s from now that is never cancelled (its events are grpc-js's: an EventEmitter's). */
+function heldCall(): Parameters<StoreHolds['commit']>[0] {
+  const deadline = new Date(Date.now() + 10_000);
+  return Object.assign(new EventEmitter(), { cancelled: false, getDeadline: () => deadline }) as unknown as Parameters<StoreHolds['commit']>[0];
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('StoreHolds woken when the database answers again', () => {
+  it('runs the tries it wakes a few at a time, the next woken as one ends, each export committed once', async () => {
+    const holds = new StoreHolds();
+    const n = 5 * STORE_HOLD.wakeAtOnce;
+    const tries = new Array<number>(n).fill(0);
+    /** Ends each try after the first that has begun: the store taking it. */
+    const running: (() => void)[] = [];
+    const committed = tries.map((_, i) => holds.commit(heldCall(), async () => {
+      if (tries[i]!++ === 0) throw new StoreUnavailableError('store cannot write: connection refused');
+      await new Promise<void>((resolve) => running.push(resolve));
+      return i;
+    }));
+    await turn();
+    expect(running).toHaveLength(0);
+
+    // A pool opening several connections says so more than once: still no more at once.
+    holds.reachable();
+    holds.reachable();
+    await turn();
+    expect(running).toHaveLength(STORE_HOLD.wakeAtOnce);
+    // Not the time since: one more once one ends (well before the first backoff would wake the rest).
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(running).toHaveLength(STORE_HOLD.wakeAtOnce);
+    running[0]!();
+    await turn();
+    expect(running).toHaveLength(STORE_HOLD.wakeAtOnce + 1);
+
+    for (let ended = 1; ended < n; ended++) {
+      await expect.poll(() => running.length).toBeGreaterThan(ended);
+      running[ended]!();
+    }
+    expect(await Promise.all(committed)).toEqual(tries.map((_, i) => i));
+    expect(tries).toEqual(new Array<number>(n).fill(2));
+    expect(holds.stats).toEqual({ committed: n, unavailable: 0, cancelled: 0, refused: 0 });
+  });
+});
