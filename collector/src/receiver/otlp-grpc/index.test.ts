@@ -367,6 +367,29 @@ describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
     expect(receiver?.stats.rejected).toEqual({ overloaded: 1 });
   });
 
+  it('keeps the bytes of an export it stopped holding in flight until the try still running on them ends', async () => {
+    const { url, next, inflight } = await start();
+    next.fail = unavailable;
+    // Held for a second less than the deadline: until 2 s on, with tries 250 ms and 750 ms on.
+    const { answered } = exportOwn(url, body, 3000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    let release = (): void => {};
+    next.hold = new Promise<void>((resolve) => (release = resolve));
+    const tries = next.arrived;
+    await vi.waitFor(() => expect(next.arrived).toBe(tries + 1), { timeout: 5000 });
+    const held = inflight.inUseBytes;
+    expect(held).toBeGreaterThan(body.length);
+
+    // The hold ends while that try waits: the client is answered, the try goes on with the message and its decoding.
+    expect((await answered)?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
+    await sleep(100);
+    expect(inflight.inUseBytes).toBe(held);
+    release();
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+    expect(next.arrived).toBe(tries + 1);
+  });
+
   it('stops trying once the client cancels its call', async () => {
     const { url, next, inflight } = await start();
     next.fail = unavailable;

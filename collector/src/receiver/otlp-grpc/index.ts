@@ -150,6 +150,11 @@ export class OtlpGrpcReceiver {
   /** What the calls of each HTTP/2 session hold of the in-flight budget (their accounts' bytes). */
   private readonly sessionBytes = new WeakMap<Http2Session, number>();
   /**
+   * The request messages handled now, each until its handler no longer uses it: a try at committing it that a
+   * hold gave up on goes on after the call is answered, and the message's bytes stay counted until it ends.
+   */
+  private readonly messagesInUse = new WeakMap<Buffer, Promise<void>>();
+  /**
    * The clients that do not speak gRPC, logged: the exporter itself reads only a closed connection, and a counter
    * on /metrics is found only by whoever looks for it.
    */
@@ -347,10 +352,18 @@ export class OtlpGrpcReceiver {
     let answered = false;
     /** Messages the call carried: an Export call carries exactly one. */
     let messages = 0;
+    /** The call's message, once read. */
+    let message: Buffer | undefined;
+    /** The call ends: what it holds is given back, the message's bytes once its handler no longer uses it. */
     const finish = (): void => {
       clearTimeout(timer);
-      account?.release();
-      charge();
+      const give = (): void => {
+        account?.release();
+        charge();
+      };
+      const inUse = message && this.messagesInUse.get(message);
+      if (inUse) void inUse.then(give);
+      else give();
     };
     const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
       start: (startNext) => {
@@ -380,12 +393,13 @@ export class OtlpGrpcReceiver {
             }, this.opts.requestTimeoutMs);
             metadataNext(metadata);
           },
-          onReceiveMessage: (message: Buffer, messageNext) => {
+          onReceiveMessage: (received: Buffer, messageNext) => {
             clearTimeout(timer);
             messages++;
-            account?.settle(message.length);
+            message = received;
+            account?.settle(received.length);
             charge();
-            messageNext(message);
+            messageNext(received);
           },
           // Every call ends here. One that grpc-js refused while reading its message is counted as the receiver
           // counts its own refusals, so a batch refused for its size shows in hookwatch_otlp_requests_rejected_total.
@@ -465,8 +479,10 @@ export class OtlpGrpcReceiver {
     const decodedAccount = this.opts.inflight.open();
     /** The last try at committing the request (a hold tries again while the store is unavailable). */
     let attempt: Promise<unknown> = Promise.resolve();
+    const body = call.request;
+    let messageDone = (): void => {};
+    this.messagesInUse.set(body, new Promise<void>((resolve) => (messageDone = resolve)));
     try {
-      const body = call.request;
       const raw = { signal, body, encoding: 'protobuf' as const, receivedAtMs: Date.now() };
       let consume: () => Promise<{ rejected: number; message: string }>;
       if (signal === 'logs') {
@@ -495,8 +511,11 @@ export class OtlpGrpcReceiver {
       if (status.code === GrpcStatus.INTERNAL) this.opts.logger.error('otlp grpc request failed', { signal, err });
       callback(status);
     } finally {
-      // A try a hold gave up on may still be running on the decoded request: it is given back once that ends.
-      const release = (): void => decodedAccount.release();
+      // A try a hold gave up on may still be running on the request: it is given back once that ends.
+      const release = (): void => {
+        decodedAccount.release();
+        messageDone();
+      };
       attempt.then(release, release);
     }
   }

@@ -15,7 +15,8 @@
  * running then is left to end by itself; a batch it commits is found stored when the client sends it again (the
  * events' idempotency keys), as is what a try that failed halfway (a request committed in parts) had committed.
  * A client that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once.
- * The held call keeps what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered.
+ * The held call keeps what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered
+ * and no try is running on them (index.ts).
  */
 import type { Deadline, ServerUnaryCall } from '@grpc/grpc-js';
 import { mapError } from '../../pipeline/errors.ts';
