@@ -500,10 +500,9 @@ describe('Kubernetes manifests', () => {
   it('base Deployment: a start that migrates a large database is neither restarted by the liveness probe (a startupProbe allows minutes) nor reported as a failed rollout, and a busy store does not fail the probes', () => {
     const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
     const c = containersOf(doc)[0] as Doc;
-    // hookwatch serves nothing until its store is open, and a start that migrates a large database (or waits
-    // for the replica migrating it) takes minutes (docs/postgres.md: a rewrite of a large table takes longer
-    // than a minute). Without a startup probe, the liveness probe's budget alone would kill it mid-migration
-    // and the restart would begin the migration again.
+    // hookwatch answers /healthz while its store opens; the startup probe is a margin for a start that migrates
+    // a large database (or waits for the replica migrating it), which takes minutes (docs/postgres.md: a rewrite
+    // of a large table takes longer than a minute): killed mid-migration, the restart would begin it again.
     const budgetSeconds = (p: Doc): number => Number(p['initialDelaySeconds'] ?? 0) + Number(p['periodSeconds'] ?? 10) * Number(p['failureThreshold'] ?? 3);
     const startup = obj(c['startupProbe']);
     expect(obj(startup['httpGet']), 'a startupProbe on /healthz').toMatchObject({ path: '/healthz', port: 'http' });

@@ -11,17 +11,20 @@
  *   store, alert engine, forwarding, /metrics -> Express on http.addr: API, dashboard
  *
  * Replicas on one PostgreSQL elect one leader (coordination) for alert evaluation, notifications and retention.
- * Start returns once every listener is bound, or fails having closed what it opened (the store's and the
- * forwarding queue's locks let go); stop is safe twice and closes the store last. On a database server, each step
- * of the stop that waits on it is bounded (databaseStepTimeoutMs): one that does not answer costs a few seconds,
- * not shutdown.timeout, and the stop reports what it left undone. The flush of alert events to
+ * The ports listen before the store opens (a PostgreSQL server that comes up after hookwatch is waited for,
+ * store/open.ts): meanwhile /healthz answers, /readyz and the API 503, OTLP requests 503 / UNAVAILABLE with
+ * Retry-After (pipeline/opening.ts). Start returns once the store is open and everything serves, or fails having
+ * closed what it opened (the ports, the store's and the forwarding queue's locks let go); stop is safe twice and
+ * closes the store last. On a database server, each step of the stop that waits on it is bounded
+ * (databaseStepTimeoutMs): one that does not answer costs a few seconds, not shutdown.timeout, and the stop
+ * reports what it left undone. The flush of alert events to
  * alerting.otlp.endpoint gets a bound of its own on any store (alertEventFlushTimeoutMs).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery } from './api/index.ts';
+import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery, unavailable } from './api/index.ts';
 import { DASHBOARD_HANDLER, RequestMetrics } from './api/request-metrics.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { closeAfterUnreadBodies } from './net/unread-body.ts';
@@ -37,6 +40,7 @@ import { TlsCredentials } from './net/tls.ts';
 import { HandshakeFailures, registerHandshakeMetrics } from './net/handshake-failures.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
+import { OpeningIntake } from './pipeline/opening.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
 import { startForwarding, type Forwarding } from './forward/index.ts';
@@ -56,7 +60,7 @@ import { registerIngestMetrics } from './pipeline/metrics.ts';
 import { registerReceiverMetrics } from './receiver/metrics.ts';
 import { instrumentStore, registerStoreSizeMetrics } from './store/metrics.ts';
 import { Retention, registerRetentionMetrics } from './store/retention.ts';
-import { openStore, startCoordination, type Coordination } from './store/open.ts';
+import { openStoreWhenReachable, startCoordination, type Coordination } from './store/open.ts';
 import { isPostgresUrl } from './store/settings.ts';
 import { lockSqliteStore } from './store/sqlite/process-lock.ts';
 import type { Store } from './store/store.ts';
@@ -199,6 +203,36 @@ function url(a: AddressInfo, tls: boolean): string {
   return `${tls ? 'https' : 'http'}://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${a.port}`;
 }
 
+/**
+ * What every answer of the HTTP port goes through first, the opening app's too: not cached, not sniffed, not
+ * framed; a name rebound to 127.0.0.1 by another site gets nothing; nothing but /healthz without credentials.
+ */
+function guardFront(app: express.Express, config: HookwatchConfig): void {
+  // Every answer, refusals included (the dashboard sets its own CSP).
+  app.use(browserHardening());
+  // Before anything answers. The host notifications link to is always answered (the default's: the machine's name
+  // on a wildcard address).
+  app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, externalUrl: config.alerting.externalUrl || `http://${reachableHost(config.http.addr)}` }));
+  // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
+  app.use(requireHttpAuth(config.http.auth));
+}
+
+/**
+ * The HTTP port while the store opens: alive (/healthz, for a liveness probe not to restart a process that waits
+ * for its database), not ready (/readyz, with why), /metrics (what is registered so far), and 503 with
+ * Retry-After for everything else, as the API answers while the store cannot serve.
+ */
+function openingApp(config: HookwatchConfig, metrics: MetricsRegistry, reason: () => string): express.Express {
+  const app = closeAfterUnreadBodies(express());
+  app.disable('x-powered-by');
+  guardFront(app, config);
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', (_req, res) => void res.status(503).json({ status: 'not ready', reason: reason() }));
+  app.get('/metrics', metrics.handler());
+  app.use((_req, res) => unavailable(res, 'hookwatch is opening its store; retry later'));
+  return app;
+}
+
 export async function startService(config: HookwatchConfig, opts: ServiceOptions): Promise<RunningService> {
   // What the start has opened, closed again (the last first) when a later step fails: the store's lock and the
   // forwarding queue's are let go, so a start retried in this process (an embedding, a test) takes them.
@@ -230,7 +264,69 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // A SQLite store is served by one process: a second one would be leader too (every alert notified twice).
   const storeLock = opts.store || isPostgresUrl(config.db) ? undefined : openFor('db', config.db, () => lockSqliteStore(config.db));
   opened.push(() => storeLock?.release());
-  const rawStore = opts.store ?? (await openStore(config, { logger }));
+  // One budget for both ports: a flood split across them must not get twice the memory.
+  const inflight = new InflightBudget(config.otlp.maxInflightBytes);
+  // Failed TLS handshakes on the three ports: no request is ever read from them, so no other counter sees them.
+  const handshakes = new HandshakeFailures({ logger, now });
+  const intake = new OpeningIntake();
+  const receiverOptions = {
+    maxRequestBytes: config.otlp.maxRequestBytes,
+    requestTimeoutMs: config.otlp.requestTimeoutMs,
+    ingestToken: config.otlp.ingestToken,
+    allowedHosts: config.http.allowedHosts,
+    ...(otlpTls ? { tls: otlpTls, handshakes } : {}),
+    inflight,
+    // Refused (503 / UNAVAILABLE with Retry-After) until the store is open and the stages after them are built.
+    logs: intake.logs,
+    passThrough: intake.passThrough,
+    logger,
+  };
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, ...receiverOptions });
+  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });
+  registerHandshakeMetrics(metrics, handshakes);
+  registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
+
+  // Counted and timed from the first request on (the opening app's refusals by the parser included).
+  const requestMetrics = new RequestMetrics(metrics);
+  // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.
+  const httpLimits = { ...slowClientLimits(config.http.requestTimeoutMs), ...HOST_CHECKED_BY_PORT };
+  let http: Server;
+  if (httpTls) {
+    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: handshakeTimeout(config.http.requestTimeoutMs) });
+    // A rotated certificate serves the connections made from now on.
+    httpTls.onChange((context) => server.setSecureContext(context));
+    handshakes.watch('http', server);
+    http = trackConnections(server);
+  } else {
+    http = trackConnections(createServer(httpLimits));
+  }
+  // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
+  http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+  // The opening app until the store is open and everything serves, then the app; /readyz says why it waits.
+  let openingReason = 'the store is opening';
+  let serving: RequestListener = openingApp(config, metrics, () => openingReason);
+  // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
+  // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
+  answerClientErrors(http, (req, res) => serving(req, res), (status) => requestMetrics.refused(status));
+
+  opened.push(async () => {
+    await receiver.shutdown();
+    await grpcReceiver.shutdown();
+    if (http.listening) await closeServer(http);
+  });
+  // Each failure to bind names the setting that chose the address (main prints it with its variable).
+  const otlpHttpAddress = await listenFor('otlp.http.addr', config.otlp.http.addr, () => receiver.start());
+  const otlpGrpcPort = (await listenFor('otlp.grpc.addr', config.otlpGrpc.addr, () => grpcReceiver.start())).port;
+  const { host, port } = splitAddr(config.http.addr);
+  await listenFor('http.addr', config.http.addr, () => new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, host, () => {
+      http.off('error', reject);
+      resolve();
+    });
+  }));
+  // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
+  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onFailure: (message) => (openingReason = message) }));
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
   opened.push(() => store.close());
@@ -245,28 +341,9 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   opened.push(() => forwarding?.stop());
   const logs = forwarding ? forwarding.stage.wrapLogs(ingest) : ingest;
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
-  // One budget for both ports: a flood split across them must not get twice the memory.
-  const inflight = new InflightBudget(config.otlp.maxInflightBytes);
-  // Failed TLS handshakes on the three ports: no request is ever read from them, so no other counter sees them.
-  const handshakes = new HandshakeFailures({ logger, now });
-  const receiverOptions = {
-    maxRequestBytes: config.otlp.maxRequestBytes,
-    requestTimeoutMs: config.otlp.requestTimeoutMs,
-    ingestToken: config.otlp.ingestToken,
-    allowedHosts: config.http.allowedHosts,
-    ...(otlpTls ? { tls: otlpTls, handshakes } : {}),
-    inflight,
-    logs,
-    passThrough,
-    logger,
-  };
-  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, ...receiverOptions });
   // A new connection to the database: exports held while it was out of reach try their commit now.
   rawStore.onConnected?.(() => grpcReceiver.storeReachable());
-  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });
 
-  registerHandshakeMetrics(metrics, handshakes);
-  registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
   registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests, nearThreshold: () => ingest.nearThreshold });
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
@@ -346,15 +423,8 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   app.disable('x-powered-by');
   app.set('query parser', parseQuery);
   // First: every request is counted and timed, those refused before any route ran included.
-  const requestMetrics = new RequestMetrics(metrics);
   app.use(requestMetrics.measure());
-  // Every answer, refusals included: not cached, not sniffed, not framed (the dashboard sets its own CSP).
-  app.use(browserHardening());
-  // Before anything answers: a name rebound to 127.0.0.1 by another site gets nothing.
-  // The host notifications link to is always answered (the default's: the machine's name on a wildcard address).
-  app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, externalUrl: config.alerting.externalUrl || `http://${reachableHost(config.http.addr)}` }));
-  // First, so nothing but /healthz answers without credentials when http.auth.mode is set.
-  app.use(requireHttpAuth(config.http.auth));
+  guardFront(app, config);
   app.use(answerOptions());
   app.use(conditionalRequests());
   app.get('/metrics', metrics.handler());
@@ -377,36 +447,11 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
   app.use(apiErrorHandler(logger));
   requestMetrics.nameRoutes(app, { [DASHBOARD_HANDLER]: dashboard });
-  // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.
-  const httpLimits = { ...slowClientLimits(config.http.requestTimeoutMs), ...HOST_CHECKED_BY_PORT };
-  let http: Server;
-  if (httpTls) {
-    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: handshakeTimeout(config.http.requestTimeoutMs) });
-    // A rotated certificate serves the connections made from now on.
-    httpTls.onChange((context) => server.setSecureContext(context));
-    handshakes.watch('http', server);
-    http = trackConnections(server);
-  } else {
-    http = trackConnections(createServer(httpLimits));
-  }
-  // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
-  http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-  // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
-  // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
-  answerClientErrors(http, app, (status) => requestMetrics.refused(status));
-
-  opened.push(() => grpcReceiver.shutdown(), () => receiver.shutdown());
-  // Each failure to bind names the setting that chose the address (main prints it with its variable).
-  const otlpHttpAddress = await listenFor('otlp.http.addr', config.otlp.http.addr, () => receiver.start());
-  const otlpGrpcPort = (await listenFor('otlp.grpc.addr', config.otlpGrpc.addr, () => grpcReceiver.start())).port;
-  const { host, port } = splitAddr(config.http.addr);
-  await listenFor('http.addr', config.http.addr, () => new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(port, host, () => {
-      http.off('error', reject);
-      resolve();
-    });
-  }));
+  // Everything serves: OTLP requests go to the store, the HTTP port to the app, and the exports held while the
+  // store opened try their commit now.
+  intake.open({ logs, passThrough });
+  serving = app;
+  grpcReceiver.storeReachable();
   listening = true;
   // Rotated certificates are looked for once every port serves.
   otlpTls?.start();

@@ -330,9 +330,11 @@ describe('hookwatch serve', () => {
       expect(JSON.stringify(logged())).not.toContain(pg.server().password);
     });
 
-    it('a socket folder with no server behind it stops the start with an error that holds no password', () => {
-      const r = hookwatchProcess(['serve'], { ...base(), HOOKWATCH_DB: socketUrl('hookwatch', mkdtempSync(join(dir, 'no-server-'))) });
-      expect(r.stderr).toMatch(/^hookwatch: cannot open the PostgreSQL store: connect ENOENT .*\.s\.PGSQL\.\d+/);
+    it('a socket folder with no server behind it is waited for until postgres.startTimeout, then stops the start with an error that holds no password', () => {
+      // No socket yet is a server not started yet (a sidecar coming up): tried again, each failure logged.
+      const r = hookwatchProcess(['serve'], { ...base(), HOOKWATCH_DB: socketUrl('hookwatch', mkdtempSync(join(dir, 'no-server-'))), HOOKWATCH_POSTGRES_START_TIMEOUT: '1s' });
+      expect(r.stderr).toMatch(/^\{.*"msg":"postgres not reachable at start; trying again".*connect ENOENT .*\.s\.PGSQL\.\d+/);
+      expect(r.stderr).toMatch(/^hookwatch: cannot open the PostgreSQL store: connect ENOENT .*\.s\.PGSQL\.\d+/m);
       expect(r.stderr).not.toContain(pg.server().password);
       expect(r.stderr).not.toContain(encodeURIComponent(pg.server().password));
       expect(r.status).toBe(1);

@@ -15,7 +15,7 @@ import { LEASE_CHANNEL, PostgresBus, type BusChannel } from './postgres/bus.ts';
 import { PostgresLease, readCluster } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import { isPostgresUrl } from './settings.ts';
-import type { Store } from './store.ts';
+import { StoreUnavailableError, type Store } from './store.ts';
 
 
 export async function openStore(config: HookwatchConfig, opts: { logger?: Logger } = {}): Promise<Store> {
@@ -25,6 +25,39 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
     return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
   }
   return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
+}
+
+/** The wait after the first failed attempt to reach PostgreSQL at start; it doubles after each one, up to the cap. */
+const START_RETRY_FIRST_MS = 500;
+const START_RETRY_CAP_MS = 10_000;
+
+/**
+ * openStore, tried again while a PostgreSQL server cannot be reached for now (StoreUnavailableError: refused, not
+ * answering, a name not resolving yet, starting up, too many connections), as in Kubernetes, where the database
+ * often comes up after hookwatch or restarts with it. Each failure is logged once, its message scrubbed of the
+ * password (the store's own), and told to `onFailure` (what /readyz says meanwhile); the next attempt follows after
+ * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS. Any other failure (a refused password, a missing
+ * database, a schema newer than this hookwatch) is thrown at once, as is the one of the attempt made once
+ * postgres.startTimeout has passed (0: no bound). A SQLite store is opened once.
+ */
+export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onFailure?: (message: string) => void }): Promise<Store> {
+  const startedAt = performance.now();
+  let waitMs = START_RETRY_FIRST_MS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openStore(config, opts);
+    } catch (err) {
+      const bound = config.postgres.startTimeoutMs;
+      const left = bound > 0 ? bound - (performance.now() - startedAt) : Infinity;
+      if (!isPostgresUrl(config.db) || !(err instanceof StoreUnavailableError) || left <= 0) throw err;
+      // The last attempt is made at the bound, not given up on before it.
+      const retryInMs = Math.round(Math.min(waitMs, left));
+      opts.onFailure?.(err.message);
+      opts.logger.warn('postgres not reachable at start; trying again', { attempt, retryInMs, err: err.message });
+      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+      waitMs = Math.min(waitMs * 2, START_RETRY_CAP_MS);
+    }
+  }
 }
 
 /** The channels replicas signal each other on; the lease hands itself back on its own (LEASE_CHANNEL). */

@@ -91,6 +91,10 @@ export const STORE_SETTINGS: readonly Setting[] = [
     description: 'Replicas on one PostgreSQL elect one leader (alert evaluation, notifications, retention) with a lease renewed every third of this; when the leader dies another takes over within ttl + ttl/3, and one stopped cleanly hands over at once.',
   },
   {
+    key: 'postgres.startTimeout', env: 'HOOKWATCH_POSTGRES_START_TIMEOUT', type: 'duration', default: 0, min: 0, max: 30 * DAY,
+    description: 'How long `serve` keeps trying to reach the PostgreSQL server at start (db is a postgres:// URL) before it exits 1. Until the database answers and the schema is migrated, every port listens: /healthz answers ok, /readyz and the API 503, OTLP requests 503 (gRPC UNAVAILABLE) with Retry-After; each failed attempt is logged (`postgres not reachable at start; trying again`) and the next follows after 0.5 s, doubling up to 10 s. Only a database out of reach or refusing connections for now is waited for: a refused password or a missing database exits 1 at once. 0: never give up (a database that comes up after hookwatch, as in Kubernetes).',
+  },
+  {
     key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,
     description: 'How long raw hook events are kept (deleted in whole hours: an event goes with the hour that holds it). Within it every answer is exact to the minute.',
   },
@@ -115,8 +119,8 @@ export const STORE_SETTINGS: readonly Setting[] = [
 export interface StoreSettings {
   db: string;
   sqlite: { synchronous: 'full' | 'normal'; cacheBytes: number };
-  /** Used when db is a postgres:// URL. */
-  postgres: { poolSize: number; leaseTtlMs: number };
+  /** Used when db is a postgres:// URL; startTimeoutMs 0: the start waits for the database without a bound. */
+  postgres: { poolSize: number; leaseTtlMs: number; startTimeoutMs: number };
   retention: { eventsMs: number; rollupsMs: number; minuteRollupsMs: number };
   store: { maxHooks: number; readers: number };
 }
@@ -125,7 +129,7 @@ export function storeConfig(r: SettingValues): StoreSettings {
   return {
     db: nonEmptyDb(r.string('db')),
     sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']), cacheBytes: r.number('sqlite.cacheBytes') },
-    postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl') },
+    postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl'), startTimeoutMs: r.number('postgres.startTimeout') },
     retention: retentionOf(r),
     store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers') },
   };

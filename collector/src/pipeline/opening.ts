@@ -1,0 +1,37 @@
+/**
+ * The OTLP receivers' next stages while the store opens. The ports listen before it (service.ts): a PostgreSQL
+ * server may come up after hookwatch, or be migrating its schema. Meanwhile every request is refused as during a
+ * database outage, 503 / UNAVAILABLE with Retry-After (over gRPC held as then, store-hold.ts), so nothing is
+ * acknowledged before it is committed; once open() hands over the real stages, every request goes to them.
+ */
+import { StoreUnavailableError } from '../store/store.ts';
+import type { LogsConsumer, PassThroughConsumer } from './consumer.ts';
+
+const NOT_OPEN = 'the store is not open yet';
+
+export class OpeningIntake {
+  private next: { logs: LogsConsumer; passThrough: PassThroughConsumer } | undefined;
+
+  /** The receivers' logs consumer: refuses until open(), then the real one. */
+  readonly logs: LogsConsumer = {
+    admit: (raw) => this.next?.logs.admit?.(raw),
+    consumeLogs: async (req, raw) => {
+      if (!this.next) throw new StoreUnavailableError(NOT_OPEN);
+      return this.next.logs.consumeLogs(req, raw);
+    },
+  };
+
+  /** The receivers' metrics and traces consumer: refuses until open(), then the real one. */
+  readonly passThrough: PassThroughConsumer = {
+    admit: (raw) => this.next?.passThrough.admit?.(raw),
+    consume: async (raw) => {
+      if (!this.next) throw new StoreUnavailableError(NOT_OPEN);
+      return this.next.passThrough.consume(raw);
+    },
+  };
+
+  /** The store is open and the stages after the receivers built: requests go to them from now on. */
+  open(next: { logs: LogsConsumer; passThrough: PassThroughConsumer }): void {
+    this.next = next;
+  }
+}
