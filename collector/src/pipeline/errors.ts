@@ -44,6 +44,15 @@ export interface ErrorMapping {
   reason: MappedRejectReason;
 }
 
+/**
+ * Retry-After (seconds) of a batch the store could not take (a database restarting, a disk full). OpenTelemetry's
+ * JavaScript OTLP/HTTP exporter (Claude Code's) waits exactly the Retry-After before it sends the batch again, up
+ * to 5 times, and gives up once the next wait would pass its export timeout (10 s by default). At 5 s it tried
+ * twice, at 0 and 5 s; at 2 s it tries at 0, 2, 4, 6 and 8 s, so an outage of up to 8 s loses nothing, one request
+ * per client every 2 s. At 1 s its 5 retries would be spent by 5 s; 0 it takes as "at once", all 5 in a burst.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 2;
+
 /** The one mapping from an ingest error to HTTP and gRPC answers. */
 export function mapError(err: unknown): ErrorMapping {
   if (err instanceof DecodeError) return { httpStatus: 400, grpcCode: RpcCode.INVALID_ARGUMENT, message: err.message, reason: 'bad_request' };
@@ -51,6 +60,6 @@ export function mapError(err: unknown): ErrorMapping {
   if (err instanceof UnsupportedMediaTypeError) return { httpStatus: 415, grpcCode: RpcCode.INVALID_ARGUMENT, message: err.message, reason: 'unsupported_media_type' };
   if (err instanceof UnauthenticatedError) return { httpStatus: 401, grpcCode: RpcCode.UNAUTHENTICATED, message: err.message, reason: 'unauthenticated' };
   if (err instanceof OverloadedError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: err.retryAfterSeconds, message: err.message, reason: 'overloaded' };
-  if (err instanceof StoreUnavailableError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: 5, message: 'the store cannot take writes right now; retry later', reason: 'store_unavailable' };
+  if (err instanceof StoreUnavailableError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: STORE_RETRY_AFTER_SECONDS, message: 'the store cannot take writes right now; retry later', reason: 'store_unavailable' };
   return { httpStatus: 500, grpcCode: RpcCode.INTERNAL, message: 'internal error', reason: 'internal' };
 }

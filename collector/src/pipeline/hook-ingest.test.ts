@@ -96,10 +96,30 @@ describe('back-pressure', () => {
     service = await start(gated.store);
     const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' });
     expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.headers.get('retry-after')).toBe('2');
     expect(JSON.parse(res.body.toString()).message).toMatch(/store cannot take writes/);
     gated.failing(false);
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' })).status).toBe(200);
+  });
+
+  it('an OpenTelemetry JS exporter outlasts a store unable to write for 6 s within its default 10 s timeout, without hammering', { timeout: 30_000 }, async () => {
+    const gated = gatedStore(join(tmp.dir, 'outage.db'));
+    gated.open();
+    gated.failing(true);
+    service = await start(gated.store);
+    const before = service.receiver.stats.rejected.store_unavailable ?? 0;
+    // The outage outlasts one Retry-After of 5 s: with it the exporter would try at 0 and 5 s, then give up.
+    const healed = setTimeout(() => gated.failing(false), 6000);
+    try {
+      const exporter = await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }]);
+      expect(exporter.codes).toEqual([0]);
+    } finally {
+      clearTimeout(healed);
+    }
+    // Tried again every couple of seconds, not in a loop.
+    const refused = (service.receiver.stats.rejected.store_unavailable ?? 0) - before;
+    expect(refused).toBeGreaterThanOrEqual(3);
+    expect(refused).toBeLessThanOrEqual(5);
   });
 });
 
