@@ -275,4 +275,42 @@ describe('store size metrics', () => {
     expect(parts(f)).toEqual({});
     expect(sampleValue(f, 'hookwatch_metrics_collector_errors_total', { collector: 'store_size' })).toBeGreaterThanOrEqual(1);
   });
+
+  it('read again at the next scrape after a failed read, each failure reported once: the warnings stop as soon as a read succeeds', async () => {
+    let fail = true;
+    let reads = 0;
+    const store = storeNextDoor({ sizes: () => (reads++, fail ? Promise.reject(new Error('store query failed: connect ECONNREFUSED')) : Promise.resolve({ events: 1, rollups: 1, other: 1 })) });
+    const { logger, lines } = recordingLogger();
+    const metrics = new MetricsRegistry({ logger });
+    let t = 0;
+    // A database server, read once a minute: the database is down when the first read is made.
+    registerStoreSizeMetrics(metrics, store, { refreshMs: 60_000, now: () => t });
+    const scrape = async (): Promise<Map<string, ParsedFamily>> => {
+      const f = parseExposition(await metrics.render());
+      await new Promise((r) => setImmediate(r));
+      return f;
+    };
+    await new Promise((r) => setImmediate(r));
+    const warnings = (): number => lines.filter((l) => l.msg.startsWith('metrics collector failed')).length;
+    expect(parts(await scrape())).toEqual({});
+    expect(warnings()).toBe(1);
+    // The database answers again, seconds later (15 s scrapes), well within the minute.
+    fail = false;
+    const after: Record<string, number>[] = [];
+    for (let i = 1; i <= 4; i++) {
+      t = i * 15_000;
+      after.push(parts(await scrape()));
+    }
+    // The read made while it was down is reported at most once more; then the sizes, and no warning.
+    expect(after.at(-1)).toEqual({ events: 1, rollups: 1, other: 1 });
+    expect(warnings()).toBeLessThanOrEqual(2);
+    const settled = warnings();
+    for (let i = 5; i <= 8; i++) {
+      t = i * 15_000;
+      await scrape();
+    }
+    expect(warnings()).toBe(settled);
+    // Back to one read a minute once it succeeds.
+    expect(reads).toBeLessThanOrEqual(5);
+  });
 });

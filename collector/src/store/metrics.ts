@@ -92,24 +92,28 @@ export function instrumentStore<S extends Store>(metrics: MetricsRegistry, store
  * at every scrape (SQLite: two stat calls). Otherwise (PostgreSQL: a catalog query) it is read every `refreshMs`
  * at most, one read at a time however often /metrics is scraped, and a scrape shows the last value read without
  * waiting; nothing before the first read has answered. A read that failed leaves the family out of the scrapes
- * until one succeeds (counted in hookwatch_metrics_collector_errors_total{collector="store_size"}).
+ * until one succeeds, and is tried again at the next scrape, not a refresh period later: the database back, the
+ * sizes are back at the scrape after. Each failed read is reported once, in the scrape that finds it (counted in
+ * hookwatch_metrics_collector_errors_total{collector="store_size"}, logged as `metrics collector failed`): one
+ * reported again at every scrape until the next read was due logged the outage for a minute after it ended.
  */
 export function registerStoreSizeMetrics(metrics: MetricsRegistry, store: Pick<Store, 'diskUsage'>, opts: { refreshMs: number; now?: () => number }): void {
   const read = store.diskUsage?.bind(store);
   if (!read) return;
   const now = opts.now ?? performance.now.bind(performance);
-  let last: { at: number; size: StoreSize | undefined } | undefined;
+  let last: { at: number; size: StoreSize | undefined; failed: boolean } | undefined;
+  /** The failure of the last read, until a scrape reports it. */
   let failure: unknown;
   let reading: Promise<void> | undefined;
   const refresh = (): Promise<void> => {
     reading ??= read().then(
       (size) => {
-        last = { at: now(), size };
+        last = { at: now(), size, failed: false };
         failure = undefined;
       },
       (err: unknown) => {
-        // Tried again at the next scrape past refreshMs; the value before it is not shown as if current.
-        last = { at: now(), size: undefined };
+        // Tried again at the next scrape; the value before it is not shown as if current.
+        last = { at: now(), size: undefined, failed: true };
         failure = err;
       },
     ).finally(() => {
@@ -122,8 +126,12 @@ export function registerStoreSizeMetrics(metrics: MetricsRegistry, store: Pick<S
     name: 'hookwatch_store_size_bytes', help: 'Bytes the store takes on disk, by part (SQLite: database and wal files; PostgreSQL: events, rollups and other tables with their indexes); the parts add up to the whole.', labelNames: ['part'],
     collect: async (set) => {
       if (opts.refreshMs === 0) await refresh();
-      else if (last !== undefined && now() - last.at >= opts.refreshMs) void refresh();
-      if (failure !== undefined) throw failure;
+      else if (last !== undefined && (last.failed || now() - last.at >= opts.refreshMs)) void refresh();
+      if (failure !== undefined) {
+        const reported = failure;
+        failure = undefined;
+        throw reported;
+      }
       for (const [part, bytes] of Object.entries(last?.size ?? {})) set({ part }, bytes);
     },
   });
