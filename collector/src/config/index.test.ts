@@ -198,6 +198,8 @@ describe('the forwarding queue never shares a file with the store', () => {
   mkdirSync(join(dir, 'data'));
   symlinkSync(store, join(dir, 'link.db'));
   symlinkSync(join(dir, 'data'), join(dir, 'data-link'));
+  // A link, relative to its folder, to a store not created yet: SQLite creates the file it points to.
+  symlinkSync('later.db', join(dir, 'later-link.db'));
   /** Where a file is once links are followed: its folder exists. */
   const real = (file: string): string => join(realpathSync(dirname(file)), basename(file));
   const configured = (db: string, queue: string) => () => toConfig(loadConfig({ env: { HOOKWATCH_DB: db, HOOKWATCH_FORWARD_QUEUE_PATH: queue } }));
@@ -207,6 +209,7 @@ describe('the forwarding queue never shares a file with the store', () => {
     ['a relative and an absolute path', store, relative(process.cwd(), store)],
     ['a symbolic link to the store', store, join(dir, 'link.db')],
     ['a path through a linked folder, the files not there yet', join(dir, 'data', 'h.db'), join(dir, 'data-link', 'h.db')],
+    ['a symbolic link to the store, the file not there yet', join(dir, 'later.db'), join(dir, 'later-link.db')],
   ])('is refused naming both settings when they name one file: %s', (_how, db, queue) => {
     const load = configured(db, queue);
     expect(load).toThrow(ConfigError);

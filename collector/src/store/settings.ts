@@ -2,7 +2,7 @@
  * The store's settings: which database (`db`), SQLite durability, PostgreSQL pool and leader lease, retention
  * and the per-hook limit. A leaf: config/ composes these rows into the one table.
  */
-import { realpathSync } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { LIBPQ_KEYWORDS, postgresUrlProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
@@ -16,15 +16,28 @@ const MiB = 1024 * 1024;
  */
 const BESIDE = ['-wal', '-shm', '-journal', '.lock', '.lock-journal'];
 
-/** Where `path` is once symbolic links are followed, as far as its folders exist. */
-function realFile(path: string): string {
+/** Links to files not there yet followed in a row before giving up (a loop of them): Linux's own bound. */
+const MAX_DANGLING_LINKS = 40;
+
+/**
+ * Where `path` is once symbolic links are followed, as far as its folders exist. A link to a file not there yet is
+ * followed too: SQLite creates the file it points to.
+ */
+function realFile(path: string, links = 0): string {
   const full = resolve(path);
   try {
     return realpathSync(full);
   } catch {
     // Not there yet: its folder, linked or not, is where it will be created.
     const parent = dirname(full);
-    return parent === full ? full : join(realFile(parent), basename(full));
+    if (parent === full) return full;
+    const file = join(realFile(parent, links), basename(full));
+    try {
+      if (links < MAX_DANGLING_LINKS && lstatSync(file).isSymbolicLink()) return realFile(resolve(dirname(file), readlinkSync(file)), links + 1);
+    } catch {
+      // Not there at all.
+    }
+    return file;
   }
 }
 
