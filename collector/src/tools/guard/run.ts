@@ -108,13 +108,14 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
     const below = (outside: number | undefined): number[] => (exited === undefined && child.pid !== undefined ? descendants(child.pid, outside) : []);
     /**
      * What a stop signals besides the command: with a group of its own, what left the group; at a terminal, all
-     * the command started, but for a SIGINT passed on: the terminal's Ctrl-C reaches its foreground group, the
-     * command's processes with the guard, already, and a signal passed on to them once more could be the second
-     * that kills at once. A SIGTERM or SIGHUP sent to the guard (`kill <pid>`) reaches the guard alone.
+     * the command started for a SIGTERM passed on (`kill <pid>` reaches the guard alone), and nothing more for a
+     * SIGINT or SIGHUP passed on: the terminal's Ctrl-C and its hangup reach its foreground group, the command's
+     * processes with the guard, already, and a signal passed on to them once more could be the second that kills
+     * at once.
      */
     const stopTargets = (signal: NodeJS.Signals, forwarded: boolean): number[] => {
       if (group !== undefined) return below(group);
-      return forwarded && signal === 'SIGINT' ? [] : below(undefined);
+      return forwarded && signal !== 'SIGTERM' ? [] : below(undefined);
     };
     /**
      * After the grace period, or at a second stop signal, a command still running is killed (SIGKILL) with what
