@@ -84,6 +84,28 @@ describe('dashboard server', () => {
     expect((await fetch(base + '/nope.css', { method: 'OPTIONS' })).status).toBe(404);
   });
 
+  it('answers a range or precondition a file cannot meet with that status and a JSON reason, not the file\'s headers', async () => {
+    for (const path of ['/styles.css', '/vendor/chart.umd.min.js']) {
+      const size = (await (await fetch(base + path)).arrayBuffer()).byteLength;
+      const cases: [Record<string, string>, number, string, RegExp][] = [
+        [{ range: `bytes=${size}-` }, 416, 'range_not_satisfiable', new RegExp(`^Range "bytes=${size}-" asks for no byte of "${path}", which has ${size} bytes$`)],
+        [{ range: 'bytes=5-1' }, 416, 'range_not_satisfiable', /^Range "bytes=5-1" asks for no byte/],
+        [{ 'if-match': '"nope"' }, 412, 'precondition_failed', /If-Match/],
+        [{ 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:01 GMT' }, 412, 'precondition_failed', /If-Unmodified-Since/],
+      ];
+      for (const [headers, status, code, message] of cases) {
+        const what = `${path} ${JSON.stringify(headers)}`;
+        const res = await fetch(base + path, { headers });
+        expect([res.status, res.headers.get('content-type'), res.headers.get('cache-control'), res.headers.get('last-modified')], what).toEqual([status, 'application/json; charset=utf-8', 'no-store', null]);
+        // RFC 9110 section 15.5.17: a 416 says how long the file is.
+        expect(res.headers.get('content-range'), what).toBe(status === 416 ? `bytes */${size}` : null);
+        const { error } = (await res.json()) as { error: { code: string; message: string } };
+        expect(error.code, what).toBe(code);
+        expect(error.message, what).toMatch(message);
+      }
+    }
+  });
+
   it('serves Chart.js from node_modules, no CDN', async () => {
     const res = await fetch(base + '/vendor/chart.umd.min.js');
     expect(res.status).toBe(200);

@@ -160,6 +160,31 @@ function otlpOnHttpPort(method: string, path: string, opts: DashboardRouterOptio
   return `${method} ${path}: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${where}`;
 }
 
+/**
+ * The answer to a conditional or range request a file cannot meet (send's 412 and 416, which it passes on as
+ * errors once it has set the file's headers): that status with a JSON reason, as the API's errors, not a 500, and
+ * without the file's type, validators or caching on the error. A 416 keeps the Content-Range that gives the
+ * file's length (RFC 9110 section 15.5.17).
+ */
+function fileRefusals(): (err: unknown, req: Request, res: Response, next: NextFunction) => void {
+  return (err, req, res, next) => {
+    const status = (err as { status?: unknown } | undefined)?.status;
+    if ((status !== 412 && status !== 416) || res.headersSent) {
+      next(err);
+      return;
+    }
+    for (const header of ['Content-Type', 'ETag', 'Last-Modified', 'Accept-Ranges']) res.removeHeader(header);
+    res.setHeader('Cache-Control', 'no-store');
+    if (status === 416) {
+      const length = /\/(\d+)$/.exec(String(res.getHeader('Content-Range')))?.[1] ?? '?';
+      res.status(416).json({ error: { code: 'range_not_satisfiable', message: `Range ${echoed(String(req.headers.range))} asks for no byte of ${echoed(req.path)}, which has ${length} bytes` } });
+      return;
+    }
+    const given = ['If-Match', 'If-Unmodified-Since'].filter((h) => req.headers[h.toLowerCase()] !== undefined).join(' and ');
+    res.status(412).json({ error: { code: 'precondition_failed', message: `${echoed(req.path)} does not meet the request's ${given}` } });
+  };
+}
+
 /** The dashboard's routes: pages, its modules, the shared modules it imports, and Chart.js from node_modules. */
 export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router {
   const router = express.Router();
@@ -221,6 +246,7 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     });
   });
   router.use(express.static(publicDir, { index: false, maxAge: 0, ...(opts.servedFile ? { setHeaders: opts.servedFile } : {}) }));
+  router.use(fileRefusals());
   const notFound = (res: Response, message: string): void => void res.status(404).json({ error: { code: 'not_found', message } });
   const noSuchPath = (path: string): string => `no page or file at ${echoed(path)}; the API is under /api/v1`;
   // Any other path a browser opens as a page: the dashboard's own "No such page" with a 404, not Express's bare
