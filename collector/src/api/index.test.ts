@@ -366,7 +366,7 @@ describe('bad parameters get 400 naming the parameter', () => {
     }
   });
 
-  it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics likewise', async () => {
+  it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics, /healthz and /readyz likewise', async () => {
     const del = await fetch(`${service.httpUrl}/api/v1/hooks?from=now-1h`, { method: 'DELETE' });
     expect(del.status).toBe(405);
     expect(del.headers.get('allow')).toBe('GET, HEAD');
@@ -379,6 +379,14 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect(metrics.status).toBe(405);
     expect(metrics.headers.get('content-type')).toMatch(/application\/json/);
     expect(metrics.headers.get('allow')).toBe('GET, HEAD');
+    // The probes too: the same Allow OPTIONS gives there, not the dashboard's "no page or file".
+    for (const path of ['/healthz', '/readyz']) {
+      for (const method of ['POST', 'PUT', 'DELETE']) {
+        const res = await fetch(`${service.httpUrl}${path}`, { method });
+        expect([res.status, res.headers.get('allow'), ((await res.json()) as { error: { code: string } }).error.code], `${method} ${path}`).toEqual([405, 'GET, HEAD', 'method_not_allowed']);
+      }
+      expect((await fetch(`${service.httpUrl}${path}`, { method: 'OPTIONS' })).headers.get('allow'), path).toBe('GET, HEAD');
+    }
     // Dashboard paths too: JSON, not Express's HTML "Cannot POST /".
     for (const path of ['/', '/hooks/0123456789abcdef', '/vendor/chart.umd.min.js']) {
       const post = await fetch(`${service.httpUrl}${path}`, { method: 'POST' });

@@ -70,11 +70,16 @@ export function createApiRouter(opts: ApiOptions): Router {
     return opts.privacy ? opts.privacy.filters(filters) : filters;
   };
 
-  router.get('/healthz', (_req, res) => {
+  // The probes are outside /api, whose catch-all answers another method 405: each route says so itself, as /metrics
+  // does (route().all, so the methods OPTIONS lists stay GET and HEAD).
+  const probeOnly = (path: string) => (_req: Request, res: Response): void => {
+    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: `GET ${path} for the probe's answer` } });
+  };
+  router.route('/healthz').get((_req, res) => {
     res.json({ status: 'ok' });
-  });
+  }).all(probeOnly('/healthz'));
 
-  router.get('/readyz', async (_req, res) => {
+  router.route('/readyz').get(async (_req, res) => {
     try {
       await store.ping();
       if (opts.ready && !opts.ready()) throw new Error('receivers are not listening');
@@ -82,7 +87,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     } catch (err) {
       res.status(503).json({ status: 'not ready', reason: (err as Error).message });
     }
-  });
+  }).all(probeOnly('/readyz'));
 
   const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; filters: Record<string, string>; hooks: HookSummary[]; totals: HookCounters }> => {
     const range = parseRange(q, now());
