@@ -90,3 +90,38 @@ describe('GET /api/v1/fleet/series with ids', () => {
     expect(some.rest?.executions.reduce((a, b) => a + b, 0)).toBe(executions);
   });
 });
+
+describe('GET /api/v1/fleet/series over a large fleet', () => {
+  // 130 hooks in 2,000 one-minute buckets: 260,000 hook-buckets, each five arrays, past the bound of 250,000.
+  const many = Array.from({ length: 130 }, (_v, i) => `PostToolUse:m${String(i).padStart(3, '0')}`);
+  const big = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
+  let bigApi: ApiServer;
+  beforeAll(async () => {
+    await big.ingest(many.map((name, i) => execution(name, i % 24)));
+    bigApi = await serveApi(big, NOW);
+  });
+  afterAll(async () => {
+    await bigApi.close();
+    await big.close();
+  });
+  const ask = async (query: string, step = '1m'): Promise<{ status: number; body: FleetSeriesResponse & { error?: { code: string; parameter: string; message: string } } }> => {
+    const res = await fetch(`${bigApi.base}/api/v1/fleet/series?from=now-2000m&step=${step}${query}`, { signal: AbortSignal.timeout(10_000) });
+    return { status: res.status, body: (await res.json()) as FleetSeriesResponse & { error?: { code: string; parameter: string; message: string } } };
+  };
+
+  it('refuses an answer of more hooks × buckets than the bound, naming limit and the most hooks that step allows', async () => {
+    const { status, body } = await ask('');
+    expect([status, body.error?.code, body.error?.parameter]).toEqual([400, 'bad_parameter', 'limit']);
+    expect(body.error?.message).toBe('limit: 130 hooks × 2000 buckets is more than 250000 hook-buckets in one answer; at this step ask for at most 125 hooks (limit), or give a longer step');
+    expect((await ask('&limit=126')).status).toBe(400);
+  });
+
+  it('answers within the bound: fewer hooks (the rest summed), hooks named by id, or a longer step', async () => {
+    const fewer = await ask('&limit=125');
+    expect([fewer.status, fewer.body.hooks.length, fewer.body.buckets.length, fewer.body.rest?.hooks, fewer.body.total]).toEqual([200, 125, 2000, 5, 130]);
+    const named = await ask(`&ids=${many.slice(0, 100).map((name) => hookId('PostToolUse', name)).join(',')}`);
+    expect([named.status, named.body.hooks.length]).toEqual([200, 100]);
+    const longer = await ask('', '10m');
+    expect([longer.status, longer.body.hooks.length, longer.body.buckets.length]).toEqual([200, 130, 200]);
+  });
+});

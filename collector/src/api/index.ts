@@ -14,7 +14,7 @@ import { StoreUnavailableError, UnknownDimensionError, type Store } from '../sto
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError, echoed } from '../request-error.ts';
-import { ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -225,6 +225,11 @@ export function createApiRouter(opts: ApiOptions): Router {
     // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
     // so the answer stays bounded whatever the number of hooks, and the fleet's totals stay whole.
     const ranked = summarize(counters).hooks;
+    // Bounded by what it holds, not by what was asked: a small fleet is answered at any step.
+    const listed = Math.min(limit, ranked.length);
+    if (listed * starts.length > MAX_FLEET_HOOK_BUCKETS) {
+      throw new ParamError('limit', `limit: ${listed} hooks × ${starts.length} buckets is more than ${MAX_FLEET_HOOK_BUCKETS} hook-buckets in one answer; at this step ask for at most ${Math.floor(MAX_FLEET_HOOK_BUCKETS / starts.length)} hooks (limit), or give a longer step`);
+    }
     const byId = new Map<string, FleetSeriesHook & { total: number }>();
     for (const hk of ranked.slice(0, limit)) {
       byId.set(hk.id, {

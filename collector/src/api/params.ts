@@ -128,6 +128,13 @@ export function bucketEnd(range: Pick<TimeRange, 'toMs'>, startMs: number, stepM
   return startMs < now && now < end ? now : end;
 }
 
+/**
+ * Most hook-buckets (hooks listed × buckets) one fleet series answer holds, each hook carrying five arrays of a value
+ * per bucket: 5,000 hooks in 2,000 buckets was a 126 MB answer that held the event loop for seconds. The default
+ * limit at the default step (at most 241 buckets) fits.
+ */
+export const MAX_FLEET_HOOK_BUCKETS = 250_000;
+
 /** Hooks (or breakdown rows) per page of /api/v1/hooks (and a breakdown) by default, and at most. */
 export const DEFAULT_PAGE_SIZE = 1000;
 export const MAX_PAGE_SIZE = 5000;
