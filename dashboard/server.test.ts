@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rawExchange } from '../collector/test/support/raw-http.ts';
 import { createDashboardRouter } from './server.ts';
 
 let server: Server;
@@ -103,6 +104,19 @@ describe('dashboard server', () => {
         expect(error.code, what).toBe(code);
         expect(error.message, what).toMatch(message);
       }
+    }
+  });
+
+  it('answers its own folder and the asterisk target with its JSON 404, not a redirect or Express\'s HTML page', async () => {
+    // Sent as written: fetch would resolve the dot segments away. public/ itself serves no index, so a redirect to
+    // "/./" only led to the same 404. `*` names no resource but for OPTIONS (RFC 9112 section 3.2.4).
+    for (const [method, path] of [['GET', '/.'], ['GET', '/%2e'], ['GET', '/./'], ['GET', '*'], ['HEAD', '*'], ['POST', '*']] as const) {
+      const what = `${method} ${path}`;
+      const answer = await rawExchange(base, `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      expect(answer.head, what).toMatch(/^HTTP\/1\.1 404 Not Found\r\n/);
+      expect(answer.head, what).toMatch(/\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
+      expect(answer.head, what).not.toMatch(/\r\nlocation:/i);
+      if (method !== 'HEAD') expect((JSON.parse(answer.body.toString()) as { error: { code: string } }).error.code, what).toBe('not_found');
     }
   });
 

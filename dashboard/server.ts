@@ -245,7 +245,8 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
       if (err) next(err);
     });
   });
-  router.use(express.static(publicDir, { index: false, maxAge: 0, ...(opts.servedFile ? { setHeaders: opts.servedFile } : {}) }));
+  // No redirect of the folder itself (`/.`) to `/./`: no index is served there, so it only led to the 404 below.
+  router.use(express.static(publicDir, { index: false, redirect: false, maxAge: 0, ...(opts.servedFile ? { setHeaders: opts.servedFile } : {}) }));
   router.use(fileRefusals());
   const notFound = (res: Response, message: string): void => void res.status(404).json({ error: { code: 'not_found', message } });
   const noSuchPath = (path: string): string => `no page or file at ${echoed(path)}; the API is under /api/v1`;
@@ -290,7 +291,8 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
   // OPTIONS there (a file, which no route names) 204 with the same Allow, as on every route. On a path it does not
   // serve, whatever the method, the 404 a GET there gets: the path is what to change, not the method.
   router.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.method === 'GET' || req.method === 'HEAD') {
+    // A GET of a target that is no path (`*`, which the catch-all does not match) is answered here too.
+    if ((req.method === 'GET' || req.method === 'HEAD') && req.path.startsWith('/')) {
       next();
       return;
     }
