@@ -270,7 +270,7 @@ describe('bad parameters get 400 naming the parameter', () => {
   const H = '0123456789abcdef';
   const refused: [string, string, string, RegExp][] = [
     ['GET', '/api/v1/alerts?state=firing&state=pending', 'state', /^state must be given once$/],
-    ['GET', '/api/v1/alerts?colour=blue', 'colour', /^unknown parameter "colour"; this route takes: state$/],
+    ['GET', '/api/v1/alerts?colour=blue', 'colour', /^unknown parameter "colour"; this route takes: state, hook$/],
     ['GET', `/api/v1/alerts/${H}-zz?x=1`, 'x', /^unknown parameter "x"; this route takes no query parameters$/],
     ['GET', '/api/v1/silences?colour=blue', 'colour', /^unknown parameter "colour"/],
     ['POST', '/api/v1/silences?colour=blue', 'colour', /^unknown parameter "colour"/],
