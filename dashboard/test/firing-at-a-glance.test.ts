@@ -7,7 +7,8 @@
  * of no single hook (a quiet feed) counts in the header only. Both follow the page's own refresh: an alert
  * resolved or silenced leaves them, and a tab in the background asks for nothing. The marker keeps the key
  * columns on a 390 px phone. The alerts API alone failing, the header says the alert state is unknown, never that
- * none fires, until it answers again.
+ * none fires, and the overview marks no hook, saying once, quietly, that the markers are unavailable, until it
+ * answers again.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -57,6 +58,24 @@ function glance(p: Page): Promise<{ badge: string; name: string; title: string |
         const marker = tr.querySelector('.firing-marker');
         return [tr.querySelector('a.hook-link')?.textContent ?? '', marker ? `${marker.textContent} | ${marker.getAttribute('aria-label')} | ${marker.getAttribute('title')}` : ''];
       })),
+    };
+  });
+}
+
+/**
+ * What the overview says of its rows' firing markers while the alert state is unknown: the note's text (null while
+ * none is shown), whether the hooks table is described by it, and whether it is drawn as quietly as the panel's
+ * other hints (no alarm colour, no live region).
+ */
+function markersUnknown(p: Page): Promise<{ note: string | null; describes: boolean; quiet: boolean }> {
+  return p.evaluate(() => {
+    const note = document.querySelector<HTMLElement>('#firing-unknown');
+    const shown = note !== null && !note.hidden && note.getBoundingClientRect().height > 0;
+    const hint = note?.closest('section')?.querySelector<HTMLElement>('p.hint:not(#firing-unknown)');
+    return {
+      note: shown ? note.textContent : null,
+      describes: (document.querySelector('#hooks-table')?.getAttribute('aria-describedby') ?? '').split(' ').includes('firing-unknown'),
+      quiet: note !== null && hint !== null && hint !== undefined && getComputedStyle(note).color === getComputedStyle(hint).color && !note.closest('[role="alert"], [role="status"], [aria-live]'),
     };
   });
 }
@@ -326,20 +345,29 @@ describe('firing alerts at a glance', () => {
       }));
     };
     const unknown = { badge: '?', name: 'Alerts, alert state unavailable: the alert state is not readable', title: 'alert state unavailable: the alert state is not readable' };
+    // The rows' markers: none drawn, the table saying once, quietly, that which hooks fire is unknown.
+    const unmarked = { rows: { [LOUD]: '', [QUIET]: '' } };
+    const markersNote = { note: 'Alert state unavailable: hooks with an alert firing are not marked until the alerts API answers again.', describes: true, quiet: true };
     // Opened while it fails: the header has no count to give, and says so rather than showing none.
     await failAlerts();
     await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
     await waitLoaded(p);
-    expect(await glance(p)).toMatchObject(unknown);
+    expect(await glance(p)).toMatchObject({ ...unknown, ...unmarked });
+    expect(await markersUnknown(p)).toEqual(markersNote);
     // The rest of the page is there: the hooks listed, no error banner over them.
     expect(Object.keys((await glance(p)).rows).sort()).toEqual([QUIET, LOUD].sort());
     expect(await p.isHidden('#error-banner')).toBe(true);
-    // It answers again: counted at the next refresh.
+    await screenshot(p, 'firing-unknown-overview');
+    // It answers again: counted at the next refresh, the rows marked and the note gone.
     await p.unroute(alertsApi);
-    await expect.poll(() => glance(p), REFRESHED).toMatchObject({ badge: '3', name: 'Alerts, 3 firing', title: '3 alerts firing' });
-    // It fails again: the last count is not shown as if it were current.
+    await expect.poll(() => glance(p), REFRESHED).toEqual({
+      badge: '3', name: 'Alerts, 3 firing', title: '3 alerts firing', rows: { [LOUD]: marked('silence'), [QUIET]: marked('silence') },
+    });
+    expect(await markersUnknown(p)).toMatchObject({ note: null, describes: false });
+    // It fails again: neither the last count nor the last markers are shown as if they were current.
     await failAlerts();
-    await expect.poll(() => glance(p), REFRESHED).toMatchObject(unknown);
+    await expect.poll(() => glance(p), REFRESHED).toMatchObject({ ...unknown, ...unmarked });
+    expect(await markersUnknown(p)).toEqual(markersNote);
     // Unknown on every page, the alerts page's own header included.
     await p.click('nav a[data-path="/alerts"]');
     await p.waitForURL(/\/alerts/);

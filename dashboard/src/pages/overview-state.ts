@@ -317,6 +317,12 @@ export function firingByHook(alerts: readonly AlertSummary[]): Map<string, strin
   return byHook;
 }
 
+/**
+ * What the hooks table says, once, when the alerts API could not answer: which hooks fire is unknown, which is not
+ * none firing, so no row is marked (the last markers may be gone since) until an answer marks them again.
+ */
+export const FIRING_UNKNOWN = 'Alert state unavailable: hooks with an alert firing are not marked until the alerts API answers again.';
+
 /** A row's firing marker's title and accessible name: "Firing: silence, persisted". */
 export function firingLabel(rules: readonly string[]): string {
   return `Firing: ${rules.join(', ')}`;

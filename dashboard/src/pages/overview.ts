@@ -17,7 +17,7 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState 
 import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
+  COLUMNS, FIRING_UNKNOWN, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
   persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi, type SetupFacts,
 } from './overview-state.ts';
@@ -138,6 +138,9 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         onclick: () => ctx.navigate(headerCells(view, sort, dir).find((x) => x.key === c.key)?.url ?? url, { replace: true }),
       }, c.label, c.arrow));
   }));
+  const hooksTable = h('table', { id: 'hooks-table', class: 'data' }, h('caption', { class: 'sr-only' }, 'Hooks ranked by delivery risk'), h('thead', null, headRow), tbody);
+  /** Shown while the alert state is unknown (markFiring), in place of the rows' markers; the table described by it. */
+  const firingUnknown = h('p', { class: 'hint', id: 'firing-unknown', hidden: true }, FIRING_UNKNOWN);
   const heading = (): HTMLElement => h('h1', null, 'Overview ', h('span', { class: 'muted range-label' }, rangeLabel(state.range)));
   const searchBox = h('input', {
     type: 'search', id: 'hook-search', value: search, maxlength: SEARCH_MAX, autocomplete: 'off', spellcheck: 'false',
@@ -189,7 +192,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       h('h2', { id: 'hooks-title' }, 'Hooks by risk'),
       h('p', { class: 'hint' }, 'Persisted outputs first (the model saw a ~2,000-character preview instead), then the least headroom under the 10,000-character cap, then the soonest forecast crossing. The sparkline is the largest output per bucket against the cap (dashed); triangles mark persisted outputs; a hollow point is a bucket the range cuts (the newest, still filling), the line into it dashed.'),
       searchForm,
-      scrollBox('Hooks ranked by delivery risk', h('table', { id: 'hooks-table', class: 'data' }, h('caption', { class: 'sr-only' }, 'Hooks ranked by delivery risk'), h('thead', null, headRow), tbody)),
+      firingUnknown,
+      scrollBox('Hooks ranked by delivery risk', hooksTable),
       tableNote),
   );
   const placeholder = h('p', { class: 'muted' }, 'Loading…');
@@ -220,10 +224,15 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     drawStatus(cell);
     return cell.td;
   };
-  /** The firing alerts came: the rows whose marker changed are drawn again, the others left as they are (and focused). */
+  /**
+   * The firing alerts came: the rows whose marker changed are drawn again, the others left as they are (and focused).
+   * None (the alerts API could not answer): no row is marked, and the table says once, quietly, that it is unknown.
+   */
   const markFiring = (alerts: readonly AlertSummary[] | null): void => {
-    if (alerts === null) return;
-    firingHooks = firingByHook(alerts);
+    firingUnknown.hidden = alerts !== null;
+    if (alerts === null) hooksTable.setAttribute('aria-describedby', firingUnknown.id);
+    else hooksTable.removeAttribute('aria-describedby');
+    firingHooks = alerts === null ? new Map() : firingByHook(alerts);
     for (const cell of statusCells.values()) {
       const rules = firingHooks.get(cell.hk.id);
       if ((rules ? firingLabel(rules) : '') !== cell.marked) drawStatus(cell);
