@@ -1000,6 +1000,8 @@ export function start(root: HTMLElement): Dashboard {
     const main = h('main', { id: 'main', tabindex: '-1' });
     content = main;
     headerEl = header(state);
+    // The age shown was the last page's: this one has read nothing yet.
+    showUpdated(state);
     replace(root, h('a', { href: '#main', class: 'skip' }, 'Skip to content'), headerEl, banner, updateNote, news, main);
     const link = (url: string, attrs: Attrs | null, ...children: Child[]): HTMLAnchorElement => h('a', { ...attrs, href: url, onclick: linkHandler }, ...children);
     const ctx: PageContext = { state, navigate, dimensions, link, replaceUrl, refresh: () => void load(gen), update: (part) => void loadPart(gen, part), sent, firing: () => firingNow };

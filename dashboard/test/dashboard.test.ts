@@ -373,6 +373,8 @@ describe('kept open all day', () => {
     await p.click('nav a[href^="/alerts"]');
     await p.waitForSelector('#error-banner:not([hidden])');
     expect(await p.textContent('#error-banner')).toContain('nothing to show yet');
+    // From the moment the page is drawn, not from the next tick of the clocks.
+    expect([await p.textContent('#last-updated'), await p.getAttribute('#last-updated', 'title')]).toEqual(['', null]);
     await p.clock.fastForward('00:10');
     expect(await p.textContent('#last-updated')).toBe('');
     await p.unroute(alerts);
