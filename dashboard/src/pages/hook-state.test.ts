@@ -5,7 +5,7 @@ import { bucketLabel, setTimeZone, statusTitle } from '../format.ts';
 import { readState } from '../state.ts';
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
 import {
-  alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, drillUrl, curveRows, curveSummary, deliveryView, persistedKnown,
+  alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, drillUrl, curveRows, curveSummary, deliveryView, persistedKnown,
   commandRows, dayTicks, dimensionOptions, facts, filterEmpty, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
 } from './hook-state.ts';
 
@@ -240,12 +240,10 @@ describe('charts\' numbers', () => {
 describe('alerts and breakdowns', () => {
   const colors = { firing: 'red', pending: 'amber', resolved: 'grey' };
 
-  it('keeps this hook\'s alerts and lays them over the buckets they were active in', () => {
+  it('lays this hook\'s alerts over the buckets they were active in', () => {
     const mine = alert('a1', { activeAt: '2026-11-30T05:30:00.000Z', startsAt: '2026-11-30T06:00:00.000Z' });
     const resolved = alert('a2', { rule: 'headroom', state: 'resolved', activeAt: '2026-11-30T04:00:00.000Z', startsAt: null, endsAt: '2026-11-30T05:00:00.000Z' });
     const before = alert('a3', { state: 'resolved', activeAt: iso(NOW - 72 * HOUR), endsAt: iso(NOW - 48 * HOUR) });
-    const other = alert('a4', { hookId: NEAR.id });
-    expect(alertsOf([mine, other], OVER.id)).toEqual([mine]);
     expect(alertBands([mine, resolved, before], series, colors)).toEqual([
       { fromIndex: 1.5, toIndex: 3.5, label: 'persisted firing', color: 'red' },
       // Resolved while the hook's persisted alert fires: superseded, as the alerts page says, never "resolved".

@@ -286,11 +286,6 @@ export function growthRows(points: readonly Point[], covers: readonly BucketCove
 /** The id of the hook page's alert timeline, where a link to the hook's alerts (`#alert-timeline`) scrolls to. */
 export const ALERT_TIMELINE = 'alert-timeline';
 
-/** This hook's alerts from the fleet's list. */
-export function alertsOf(alerts: readonly AlertSummary[], hookId: string): AlertSummary[] {
-  return alerts.filter((a) => a.hookId === hookId);
-}
-
 /** Alerts of this hook as bands over a bucketed chart: from when they became active to when they resolved. */
 export function alertBands(alerts: readonly AlertSummary[], series: SeriesResponse, colors: { firing: string; pending: string; resolved: string }): Band[] {
   const stepMs = series.step * 1000;

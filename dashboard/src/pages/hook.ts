@@ -19,7 +19,7 @@ import { zoomOutUrl } from '../shell-state.ts';
 import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
-  ALERT_TIMELINE, alertBands, alertRows, alertsOf, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
+  ALERT_TIMELINE, alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
   DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
@@ -343,7 +343,9 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         dailySeries(hookId, q0.to ?? 'now', state.filters, signal),
         api.breakdown(hookId, q.versions, signal),
         api.breakdown(hookId, q.dimension, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
-        api.alerts({}, signal).then((r) => alertsOf(r.alerts, hookId), (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
+        // This hook's alerts alone, asked of the API: the whole fleet's list holds the newest 1,000 resolved ones of
+        // every hook, which may leave this hook's out.
+        api.alerts({ hook: hookId }, signal).then((r) => r.alerts, (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
         commands.refresh(hookId, q.commands, signal),
         loadGuardTrims(hookId, q.guardTrims, signal),
       ]);
