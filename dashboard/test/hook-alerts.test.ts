@@ -2,6 +2,7 @@
  * A hook's alert timeline in headless Chromium against a real hookwatch whose alert state holds more resolved
  * alerts of other hooks than the alerts API lists at once (its newest 1,000): the hook's page asks for its own
  * alerts alone (GET /api/v1/alerts?hook=), so its resolved alert older than all of them is still on its timeline.
+ * The alerts API failing, the timeline says its alerts are unknown, never that the hook has none.
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -26,8 +27,8 @@ let browser: Browser;
 let svc: TestService;
 const open: WatchedPage[] = [];
 
-async function page(): Promise<WatchedPage> {
-  const w = await watchedPage(browser);
+async function page(opts: { allow?: RegExp } = {}): Promise<WatchedPage> {
+  const w = await watchedPage(browser, opts);
   open.push(w);
   return w;
 }
@@ -94,4 +95,21 @@ describe('a hook\'s alert timeline', () => {
     expect(asked.sort()).toEqual([`?hook=${ID}`, '?state=firing']);
   });
 
+  it('says the hook\'s alerts are unknown while the alerts API fails, never that it has none', async () => {
+    const { page: p } = await page({ allow: /status of 503/ });
+    const alertsApi = (u: URL): boolean => u.pathname === '/api/v1/alerts';
+    await p.route(alertsApi, (route) => route.fulfill({
+      status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the alert state is not readable' } }),
+    }));
+    await p.goto(`${svc.httpUrl}/hooks/${ID}`);
+    await waitLoaded(p);
+    expect(await timeline(p)).toEqual({ rows: [], said: 'Alert timeline unavailable: the alert state is not readable' });
+    // The rest of the page is there, no error banner over it.
+    expect(await p.isHidden('#error-banner')).toBe(true);
+    expect(await p.textContent('h1')).toContain(HOOK);
+    // It answers again: the timeline is back at the next refresh.
+    await p.unroute(alertsApi);
+    await p.click('#refresh-now');
+    await expect.poll(() => timeline(p), { timeout: 10_000 }).toEqual({ rows: ['headroom resolved'], said: null });
+  });
 });

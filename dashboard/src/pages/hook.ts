@@ -250,8 +250,12 @@ function fact(f: Fact): HTMLElement {
   return h('div', { class: 'kpi', 'data-kpi': f.id }, h('div', { class: 'kpi-label' }, f.label), h('div', { class: 'kpi-value' }, f.value), f.note ? h('div', { class: 'kpi-note' }, f.note) : null);
 }
 
-/** The alert timeline's table: every alert of this hook, when it fired and when it resolved. */
-function alertTable(alerts: AlertSummary[]): HTMLElement {
+/**
+ * The alert timeline's table: every alert of this hook, when it fired and when it resolved; or, the alerts API
+ * failing, that they are unknown (not that there are none).
+ */
+function alertTable(alerts: AlertSummary[] | ApiFailure): HTMLElement {
+  if (alerts instanceof ApiFailure) return h('p', { class: 'muted', id: 'hook-alerts-unavailable' }, `Alert timeline unavailable: ${alerts.message}`);
   if (alerts.length === 0) return h('p', { class: 'muted', id: 'hook-alerts-none' }, 'No alerts for this hook.');
   return scrollBox('Alerts on this hook', table('Alerts on this hook', ['Rule', 'State', 'Active since', 'Firing since', 'Resolved'],
     alertRows(alerts).map((a) => [a.cells[0], h('span', { class: `status state-${a.state}` }, a.cells[1]), ...a.cells.slice(2)]),
@@ -344,8 +348,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         api.breakdown(hookId, q.versions, signal),
         api.breakdown(hookId, q.dimension, signal).catch((err: unknown) => err instanceof ApiFailure ? err : Promise.reject(err)),
         // This hook's alerts alone, asked of the API: the whole fleet's list holds the newest 1,000 resolved ones of
-        // every hook, which may leave this hook's out.
-        api.alerts({ hook: hookId }, signal).then((r) => r.alerts, (err: unknown) => (err instanceof ApiFailure ? [] : Promise.reject(err))),
+        // every hook, which may leave this hook's out. A hookwatch without alerts API has none.
+        api.alerts({ hook: hookId }, signal).then((r) => r.alerts, (err: unknown) => (err instanceof ApiFailure ? (err.status === 404 ? [] : err) : Promise.reject(err))),
         commands.refresh(hookId, q.commands, signal),
         loadGuardTrims(hookId, q.guardTrims, signal),
       ]);
@@ -365,7 +369,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       const empty = filterEmpty(hk, state);
       replace(filterNote, empty && h('p', { class: 'warn', id: 'filter-empty' }, empty.text, ctx.link(empty.clearUrl, {}, 'Remove the filters')));
       replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims, guardUnfiltered));
-      cliff.setBands(alertBands(alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
+      cliff.setBands(alertBands(alerts instanceof ApiFailure ? [] : alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
       if (guardUnfiltered === null) addGuardTrimsToCliff(c1.config, series, guardTrims);
       cliff.setPartial(c1.partial);
