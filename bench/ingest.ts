@@ -87,7 +87,7 @@ interface Pass {
  * shared runner, two passes one after the other can differ by 2× for reasons that have nothing to do with them).
  */
 function timedAlternating(bodies: readonly Buffer[], fns: readonly ((b: Buffer) => void)[]): Pass[] {
-  for (const b of bodies.slice(0, 3)) for (const fn of fns) fn(b); // warm the JIT like the server's warm-up batches
+  for (const b of bodies.slice(0, WARM_UP)) for (const fn of fns) fn(b); // warm the JIT like the server's warm-up batches
   const passes = fns.map(() => ({ cpuMicros: 0, wallMs: 0 }));
   for (const b of bodies) {
     fns.forEach((fn, i) => {
@@ -109,8 +109,12 @@ interface VariantFigures {
   serverPerEvent: number;
 }
 
-/** WARM_UP batches, then `batches` more, each with records the store has not seen. */
-const WARM_UP = 3;
+/**
+ * WARM_UP batches, then `batches` more, each with records the store has not seen. A server runs for weeks: the
+ * figures are its steady state, after V8 has compiled the ingest path's functions and its heap has settled (with 3
+ * batches, compiling and major GC in V8's own threads were 12-20% of the server's CPU in the timed batches).
+ */
+const WARM_UP = 30;
 function bodiesOf(v: Variant, batches: number): { contentType: string; bodies: Buffer[] } {
   const template = batchTemplate(RECORDS, v.encoding);
   const bodies = Array.from({ length: batches + WARM_UP }, () => {
