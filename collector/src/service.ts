@@ -60,7 +60,7 @@ import { registerIngestMetrics } from './pipeline/metrics.ts';
 import { registerReceiverMetrics } from './receiver/metrics.ts';
 import { instrumentStore, registerStoreSizeMetrics } from './store/metrics.ts';
 import { Retention, registerRetentionMetrics } from './store/retention.ts';
-import { openStoreWhenReachable, startCoordination, type Coordination } from './store/open.ts';
+import { openStoreWhenReachable, startCoordination, type Coordination, type StoreWait } from './store/open.ts';
 import { isPostgresUrl } from './store/settings.ts';
 import { lockSqliteStore } from './store/sqlite/process-lock.ts';
 import type { Store } from './store/store.ts';
@@ -88,6 +88,11 @@ export interface ServiceOptions {
   storeSizeRefreshMs?: number;
   /** Where `config` was loaded from, read again by a reload (SIGHUP, POST /-/reload); absent: reload answers it cannot. */
   configSource?: ConfigSource;
+  /**
+   * The start's wait for a PostgreSQL server not up yet, which a stop asked for meanwhile gives up (serve's
+   * SIGTERM): the start closes what it opened (the ports) and rejects with StoreWaitGivenUpError.
+   */
+  storeWait?: StoreWait;
 }
 
 export interface RunningService {
@@ -326,7 +331,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     });
   }));
   // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
-  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onFailure: (message) => (openingReason = message) }));
+  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onFailure: (message) => (openingReason = message), ...(opts.storeWait ? { wait: opts.storeWait } : {}) }));
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
   opened.push(() => store.close());

@@ -21,6 +21,7 @@ import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import { redactUrlPassword } from '../config/values.ts';
 import { redactUrlCredentials } from '../net/otlp-url.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
+import { isPostgresUrl } from '../store/settings.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
 import { openAlertEventTls } from '../notify/otlp.ts';
 import { ReloadStoppingError, type ConfigSource } from '../config-reload.ts';
@@ -56,6 +57,7 @@ export function exposureWarnings(config: ReturnType<typeof toConfig>): string[] 
 
 async function serve(flags: Record<string, string | undefined>, env: NodeJS.ProcessEnv): Promise<number> {
   const { startService } = await import('../service.ts');
+  const { StoreWait, StoreWaitGivenUpError } = await import('../store/open.ts');
   const loaded = loadConfig({ flags, env });
   const config = toConfig(loaded);
   const logger = createLogger({ level: config.log.level, secrets: configSecrets(config) });
@@ -75,8 +77,20 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
   let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
   let signals = 0;
+  // A PostgreSQL server not up yet (or another replica's schema migration) is waited for with the ports open: a
+  // stop meanwhile ends the start cleanly, exit 0 (nothing changed on the database, every request refused with
+  // Retry-After). One asked for once this replica migrates exits 1 at once, as before: what the migration did so
+  // far is rolled back by the server or taken up by the next start (each version is one transaction, or an index
+  // build or column fill made again, store/postgres/migrate.ts), where waiting for its end could outlast any grace
+  // period.
+  const storeWait = isPostgresUrl(config.db) ? new StoreWait() : undefined;
+  let stoppedBy: string | undefined;
   const onSignal = (signal: string): void => {
     signals++;
+    if (signals === 1 && !service && storeWait?.giveUp()) {
+      stoppedBy = signal;
+      return;
+    }
     if (signals > 1 || !service) {
       logger.warn(service ? 'second signal: exiting now' : 'signal during start: exiting now', { signal });
       process.exit(1);
@@ -127,13 +141,15 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   };
   process.on('SIGHUP', reload);
   try {
-    service = await startService(config, { logger, configSource });
+    service = await startService(config, { logger, configSource, ...(storeWait ? { storeWait } : {}) });
   } catch (err) {
     // Nothing to drain: the caller reports the error and exits.
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     process.off('SIGHUP', reload);
-    throw err;
+    if (!(err instanceof StoreWaitGivenUpError)) throw err;
+    logger.info('stopped while waiting for the database', { signal: stoppedBy });
+    return 0;
   }
   if (reloadPending) reload();
   logger.info('hookwatch started', {

@@ -1,14 +1,20 @@
-/** openStore and startCoordination: the URL picks the backend; replicas on PostgreSQL elect one leader. */
+/**
+ * openStore and startCoordination: the URL picks the backend; replicas on PostgreSQL elect one leader.
+ * openStoreWhenReachable: a wait given up before the migration lock changes nothing.
+ */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
+import pgClient from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, toConfig, type HookwatchConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { openStore, startCoordination, type Coordination } from './open.ts';
-import { PostgresStore } from './postgres/index.ts';
+import { openStore, openStoreWhenReachable, startCoordination, StoreWait, StoreWaitGivenUpError, type Coordination } from './open.ts';
+import { MIGRATION_LOCK_KEY, PostgresStore } from './postgres/index.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { waitFor } from '../../test/support/postgres/replicas.ts';
+import { queryOnce } from '../../test/support/postgres/server.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 
@@ -108,5 +114,35 @@ describe('openStore and startCoordination', () => {
     expect(r.events).toBe(35);
     expect((await pool.query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 5 });
     expect((await pool.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname IN ('events_d9', 'events_d10')`)).rows[0]).toEqual({ n: 1 });
+  });
+});
+
+describe('openStoreWhenReachable with its wait given up', () => {
+  it('rejects at once while another replica holds the migration lock, and the attempt that takes it afterwards changes nothing', async () => {
+    const url = await pg.server().createDatabase();
+    const migrating = new pgClient.Client({ connectionString: url });
+    await migrating.connect();
+    pg.defer(() => migrating.end());
+    await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const connections = async (): Promise<number> => (await queryOnce<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'hookwatch'`))[0]!.n;
+    const wait = new StoreWait();
+    const opening = openStoreWhenReachable(config({ HOOKWATCH_DB: url }), { logger: silentLogger, wait });
+    opening.catch(() => {});
+    await waitFor('the attempt asking for the migration lock', async () => ((await connections()) > 0 ? true : undefined), 10_000);
+    expect(wait.giveUp()).toBe(true);
+    await expect(opening).rejects.toBeInstanceOf(StoreWaitGivenUpError);
+    // The attempt goes on by itself: it takes the lock within its poll (0.5 s) and stops there, its connections closed.
+    await migrating.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    await waitFor('the attempt left running to end', async () => ((await connections()) === 0 ? true : undefined), 10_000);
+    expect(await queryOnce<{ t: string | null }>(url, `SELECT to_regclass('schema_migrations')::text AS t`)).toEqual([{ t: null }]);
+  });
+
+  it('refuses to give up once the migration lock is held: the start migrates and opens', async () => {
+    const url = await pg.server().createDatabase();
+    const wait = new StoreWait();
+    const store = await openStoreWhenReachable(config({ HOOKWATCH_DB: url }), { logger: silentLogger, wait });
+    pg.defer(() => store.close());
+    expect(wait.giveUp()).toBe(false);
+    expect(await (store as PostgresStore).schemaVersion()).toBeGreaterThan(0);
   });
 });

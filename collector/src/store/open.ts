@@ -18,11 +18,12 @@ import { isPostgresUrl } from './settings.ts';
 import { StoreUnavailableError, type Store } from './store.ts';
 
 
-export async function openStore(config: HookwatchConfig, opts: { logger?: Logger } = {}): Promise<Store> {
+/** `onMigrationLock`: on PostgreSQL, called once the store holds the migration lock (it may change the schema). */
+export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
   const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs };
   if (isPostgresUrl(config.db)) {
-    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
+    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}) });
   }
   return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
@@ -31,6 +32,73 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
 const START_RETRY_FIRST_MS = 500;
 const START_RETRY_CAP_MS = 10_000;
 
+/** What openStoreWhenReachable rejects with once its wait was given up (StoreWait.giveUp). */
+export class StoreWaitGivenUpError extends Error {
+  constructor() {
+    super('the wait for the database was given up');
+    this.name = 'StoreWaitGivenUpError';
+  }
+}
+
+/**
+ * A start's wait for its PostgreSQL server (openStoreWhenReachable), which a stop asked for meanwhile gives up (a
+ * SIGTERM while the database is not up yet, or while another replica migrates the schema). Until an attempt holds
+ * the migration lock, nothing is changed on the database and nothing is accepted (every request was refused with
+ * Retry-After), so the start can end at once, cleanly. Once one holds it, it migrates the schema: that is no
+ * longer waiting, and giveUp leaves it to the caller. An attempt that fails after it (the server gone again)
+ * waits again.
+ */
+export class StoreWait {
+  private state: 'waiting' | 'migrating' | 'given up' = 'waiting';
+  private readonly givenUp = Promise.withResolvers<never>();
+
+  constructor() {
+    // Looked at only while an attempt or the pause between two runs.
+    this.givenUp.promise.catch(() => {});
+  }
+
+  /**
+   * Gives the wait up: openStoreWhenReachable rejects with StoreWaitGivenUpError at once, the attempt under way
+   * left to end by itself (a store it opens is closed). False once an attempt holds the migration lock.
+   */
+  giveUp(): boolean {
+    if (this.state === 'migrating') return false;
+    if (this.state === 'waiting') {
+      this.state = 'given up';
+      this.givenUp.reject(new StoreWaitGivenUpError());
+    }
+    return true;
+  }
+
+  /**
+   * The attempt under way holds the migration lock. One that took it after the wait was given up (it went on by
+   * itself) is stopped here, having changed nothing: StoreWaitGivenUpError.
+   */
+  migrating(): void {
+    if (this.state === 'given up') throw new StoreWaitGivenUpError();
+    this.state = 'migrating';
+  }
+
+  /** The attempt failed: the start waits for the database again. */
+  waitingAgain(): void {
+    if (this.state === 'migrating') this.state = 'waiting';
+  }
+
+  /** How `p` settles, or StoreWaitGivenUpError once the wait is given up first (what `p` opens then goes to `discard`). */
+  until<T>(p: Promise<T>, discard: (value: T) => unknown = () => {}): Promise<T> {
+    return Promise.race([p, this.givenUp.promise]).catch((err: unknown) => {
+      if (err instanceof StoreWaitGivenUpError) p.then(discard, () => {});
+      throw err;
+    });
+  }
+
+  /** Resolves after `ms`, or rejects with StoreWaitGivenUpError as soon as the wait is given up. */
+  pause(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    return this.until(new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))).finally(() => clearTimeout(timer));
+  }
+}
+
 /**
  * openStore, tried again while a PostgreSQL server cannot be reached for now (StoreUnavailableError: refused, not
  * answering, a name not resolving yet, starting up, too many connections), as in Kubernetes, where the database
@@ -38,23 +106,27 @@ const START_RETRY_CAP_MS = 10_000;
  * password (the store's own), and told to `onFailure` (what /readyz says meanwhile); the next attempt follows after
  * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS. Any other failure (a refused password, a missing
  * database, a schema newer than this hookwatch) is thrown at once, as is the one of the attempt made once
- * postgres.startTimeout has passed (0: no bound). A SQLite store is opened once.
+ * postgres.startTimeout has passed (0: no bound). A SQLite store is opened once. `wait` given up (a stop) before an
+ * attempt holds the migration lock: StoreWaitGivenUpError at once.
  */
-export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onFailure?: (message: string) => void }): Promise<Store> {
+export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onFailure?: (message: string) => void; wait?: StoreWait }): Promise<Store> {
+  const wait = opts.wait ?? new StoreWait();
   const startedAt = performance.now();
   let waitMs = START_RETRY_FIRST_MS;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await openStore(config, opts);
+      return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock: () => wait.migrating() }), (store) => store.close());
     } catch (err) {
+      if (err instanceof StoreWaitGivenUpError) throw err;
       const bound = config.postgres.startTimeoutMs;
       const left = bound > 0 ? bound - (performance.now() - startedAt) : Infinity;
       if (!isPostgresUrl(config.db) || !(err instanceof StoreUnavailableError) || left <= 0) throw err;
+      wait.waitingAgain();
       // The last attempt is made at the bound, not given up on before it.
       const retryInMs = Math.round(Math.min(waitMs, left));
       opts.onFailure?.(err.message);
       opts.logger.warn('postgres not reachable at start; trying again', { attempt, retryInMs, err: err.message });
-      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+      await wait.pause(retryInMs);
       waitMs = Math.min(waitMs * 2, START_RETRY_CAP_MS);
     }
   }

@@ -59,6 +59,11 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number;
   /** How long a connection is idle before TCP keepalive probes it (default KEEPALIVE_MS; tests). */
   keepAliveMs?: number;
+  /**
+   * Called by open once it holds the migration lock, before it changes anything: from then on it may change the
+   * schema (open.ts StoreWait). What it throws ends the open.
+   */
+  onMigrationLock?: () => void;
 }
 
 /** A stuck statement must not hold an OTLP request (and its row locks) forever. */
@@ -520,7 +525,7 @@ export class PostgresStore implements Store {
   static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
     const store = new PostgresStore(opts);
     try {
-      await store.migrate();
+      await store.migrate(opts.onMigrationLock);
     } catch (err) {
       await store.close();
       throw store.classify(err, 'cannot open the PostgreSQL store');
@@ -544,10 +549,12 @@ export class PostgresStore implements Store {
     for (const p of this.pools) p.on('connect', () => cb());
   }
 
-  private async migrate(): Promise<void> {
+  /** `locked`: called once the migration lock is held. */
+  private async migrate(locked?: () => void): Promise<void> {
     // Held until the end: a second replica starting now waits, then finds every migration applied. Each version is
     // recorded as it is applied, so a replica that dies halfway leaves the next one the versions after it.
     const current = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
+      locked?.();
       await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
       const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
       const from = r.rows[0]?.v ?? 0;

@@ -2,11 +2,17 @@
  * A replica started before its PostgreSQL answers (in Kubernetes the database often comes up after the pod, or
  * restarts at the same moment): it must not exit, but listen at once, alive (/healthz) and not ready (/readyz),
  * answer every OTLP request 503 with Retry-After (nothing acknowledged before it is committed), try the database
- * again and again, and once it answers migrate and serve. postgres.startTimeout bounds the wait when set.
+ * again and again, and once it answers migrate and serve. postgres.startTimeout bounds the wait when set. A
+ * SIGTERM or SIGINT while it waits (or waits for another replica's migration) stops it at once, exit 0; one while
+ * it migrates exits 1 at once, and the next start migrates.
  */
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { expect, it } from 'vitest';
+import { MIGRATION_LOCK_KEY, MIGRATIONS } from './index.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { logEntries, persistedOutputBody, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
@@ -15,13 +21,15 @@ import { freePort } from '../../../test/support/free-port.ts';
 const fx = useReplicaFixture();
 
 /** Starts a replica on fixed free ports (known before it logs `hookwatch started`), killed after the test. */
-async function spawnReplica(db: string, env: Record<string, string> = {}): Promise<{ starting: Promise<Replica>; otlpHttpUrl: string; httpUrl: string; lines: () => string[] }> {
+async function spawnReplica(db: string, env: Record<string, string> = {}): Promise<{ starting: Promise<Replica>; child: ChildProcess; otlpHttpUrl: string; otlpGrpcUrl: string; httpUrl: string; lines: () => string[] }> {
   const [otlp, grpc, http] = [await freePort(), await freePort(), await freePort()];
   const lines: string[] = [];
+  let spawned: ChildProcess | undefined;
   const starting = startReplica({
     db, cwd: mkdtempSync(join(fx.dir(), 'replica-')), startTimeoutMs: 90_000,
     env: { HOOKWATCH_OTLP_HTTP_ADDR: `127.0.0.1:${otlp}`, HOOKWATCH_OTLP_GRPC_ADDR: `127.0.0.1:${grpc}`, HOOKWATCH_HTTP_ADDR: `127.0.0.1:${http}`, ...env },
     onSpawn: (child) => {
+      spawned = child;
       child.stderr?.setEncoding('utf8').on('data', (c: string) => lines.push(...c.split('\n').filter((l) => l !== '')));
       fx.defer(async () => {
         if (child.exitCode !== null || child.signalCode !== null) return;
@@ -32,7 +40,8 @@ async function spawnReplica(db: string, env: Record<string, string> = {}): Promi
   });
   // Looked at by the test (it may never start, or exit as it should); not an unhandled rejection meanwhile.
   starting.catch(() => {});
-  return { starting, otlpHttpUrl: `http://127.0.0.1:${otlp}`, httpUrl: `http://127.0.0.1:${http}`, lines: () => lines };
+  if (!spawned) throw new Error('the replica was not spawned');
+  return { starting, child: spawned, otlpHttpUrl: `http://127.0.0.1:${otlp}`, otlpGrpcUrl: `http://127.0.0.1:${grpc}`, httpUrl: `http://127.0.0.1:${http}`, lines: () => lines };
 }
 
 async function postLogs(otlpHttpUrl: string, session: string): Promise<Response> {
@@ -95,3 +104,87 @@ it('does not wait for a database that refuses its password: exits 1 at once, the
   expect(r.lines().join('\n')).toMatch(/cannot open the PostgreSQL store/);
   expect(r.lines().join('\n')).not.toContain(wrong);
 }, 60_000);
+
+/** Sends `signal` to a replica still starting and resolves with how it exited and how long that took (ms). */
+async function signalled(child: ChildProcess, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const t0 = performance.now();
+  child.kill(signal);
+  const [code, by] = await exited;
+  return { code, signal: by, ms: performance.now() - t0 };
+}
+
+it('stops at once on SIGTERM while it waits for a database that is down, exit 0: nothing was accepted', async () => {
+  const server = fx.server();
+  const db = await server.createDatabase();
+  await server.down(async () => {
+    const r = await spawnReplica(db);
+    // Into the fourth wait between attempts (4 s): a stop that waited for the next attempt would take that long.
+    const fourth = await waitFor('four failed attempts logged', async () => logEntries(r.lines(), 'postgres not reachable at start; trying again')[3], 30_000, 50);
+    expect(fourth).toMatchObject({ attempt: 4, retryInMs: 4000 });
+    const exit = await signalled(r.child, 'SIGTERM');
+    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+    expect(exit.ms).toBeLessThan(2000);
+    expect(logEntries(r.lines(), 'stopped while waiting for the database')).toEqual([expect.objectContaining({ level: 'info', signal: 'SIGTERM' })]);
+    expect(logEntries(r.lines(), 'signal during start: exiting now')).toEqual([]);
+    expect(r.lines().join('\n')).not.toContain(server.password);
+  });
+}, 120_000);
+
+it('stops at once on SIGINT during an attempt the database does not answer, exit 0', async () => {
+  const server = fx.server();
+  const db = await server.createDatabase();
+  // A frozen server: the connection is accepted by the kernel and nothing answers, so the attempt waits for its
+  // connect timeout (10 s).
+  await server.frozen(async () => {
+    const r = await spawnReplica(db);
+    await waitFor('/healthz answering while the attempt waits', async () => ((await fetch(`${r.httpUrl}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 30_000, 100);
+    const exit = await signalled(r.child, 'SIGINT');
+    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+    expect(exit.ms).toBeLessThan(5000);
+    // No attempt had ended yet.
+    expect(logEntries(r.lines(), 'postgres not reachable at start; trying again')).toEqual([]);
+    expect(logEntries(r.lines(), 'stopped while waiting for the database')).toEqual([expect.objectContaining({ signal: 'SIGINT' })]);
+  });
+}, 120_000);
+
+it('stops at once on SIGTERM while another replica holds the migration lock, exit 0: it had changed nothing', async () => {
+  const db = await fx.server().createDatabase();
+  const migrating = new pg.Client({ connectionString: db });
+  await migrating.connect();
+  fx.defer(() => migrating.end());
+  await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+  const r = await spawnReplica(db);
+  await waitFor('the replica waiting for the migration lock', async () => logEntries(r.lines(), 'waiting for another replica to finish migrating the schema')[0], 30_000, 50);
+  const exit = await signalled(r.child, 'SIGTERM');
+  expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+  expect(exit.ms).toBeLessThan(2000);
+  expect(logEntries(r.lines(), 'stopped while waiting for the database')).toEqual([expect.objectContaining({ signal: 'SIGTERM' })]);
+}, 120_000);
+
+it('exits 1 at once on SIGTERM while it migrates the schema, and the next start migrates it', async () => {
+  const db = await fx.server().createDatabase();
+  // The migration blocked at its first read of schema_migrations, this replica holding the migration lock.
+  const blocker = new pg.Client({ connectionString: db });
+  await blocker.connect();
+  fx.defer(() => blocker.end());
+  await blocker.query('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+  await blocker.query('BEGIN; LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE');
+  const r = await spawnReplica(db);
+  await waitFor('the migration waiting for its lock', async () => {
+    // pg_locks, not pg_stat_activity: that one is read once per transaction, and the blocker's stays open.
+    const waiting = await blocker.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'schema_migrations'::regclass AND NOT granted`);
+    return waiting.rows[0]!.n > 0 ? true : undefined;
+  }, 30_000, 50);
+  expect(logEntries(r.lines(), 'postgres schema migrating')).toEqual([]);
+  const exit = await signalled(r.child, 'SIGTERM');
+  // Not a clean stop: the start was cut short (the server rolls back the migration's transaction under way).
+  expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 1, signal: null });
+  expect(exit.ms).toBeLessThan(2000);
+  expect(logEntries(r.lines(), 'signal during start: exiting now')).toEqual([expect.objectContaining({ signal: 'SIGTERM' })]);
+  expect(logEntries(r.lines(), 'stopped while waiting for the database')).toEqual([]);
+  await blocker.query('ROLLBACK');
+  const next = await fx.replica(db, {});
+  expect(logEntries(next.lines, 'postgres schema migrated')).toEqual([expect.objectContaining({ from: 0, to: MIGRATIONS.length })]);
+  expect(await queryOnce<{ v: number }>(db, 'SELECT MAX(version) AS v FROM schema_migrations')).toEqual([{ v: MIGRATIONS.length }]);
+}, 120_000);
