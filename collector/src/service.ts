@@ -60,7 +60,7 @@ import { registerIngestMetrics } from './pipeline/metrics.ts';
 import { registerReceiverMetrics } from './receiver/metrics.ts';
 import { instrumentStore, registerStoreSizeMetrics } from './store/metrics.ts';
 import { Retention, registerRetentionMetrics } from './store/retention.ts';
-import { openStoreWhenReachable, startCoordination, type Coordination, type StoreWait } from './store/open.ts';
+import { openStoreWhenReachable, startCoordination, StoreWait, type Coordination } from './store/open.ts';
 import { isPostgresUrl } from './store/settings.ts';
 import { lockSqliteStore } from './store/sqlite/process-lock.ts';
 import type { Store } from './store/store.ts';
@@ -273,7 +273,9 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   const inflight = new InflightBudget(config.otlp.maxInflightBytes);
   // Failed TLS handshakes on the three ports: no request is ever read from them, so no other counter sees them.
   const handshakes = new HandshakeFailures({ logger, now });
-  const intake = new OpeningIntake();
+  // The start's wait for its database: a request refused meanwhile brings the next attempt forward.
+  const storeWait = opts.storeWait ?? new StoreWait();
+  const intake = new OpeningIntake(() => storeWait.hurry());
   const receiverOptions = {
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
@@ -331,7 +333,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     });
   }));
   // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
-  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onFailure: (message) => (openingReason = message), ...(opts.storeWait ? { wait: opts.storeWait } : {}) }));
+  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onFailure: (message) => (openingReason = message), wait: storeWait }));
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
   opened.push(() => store.close());

@@ -2,7 +2,9 @@
  * The OTLP receivers' next stages while the store opens. The ports listen before it (service.ts): a PostgreSQL
  * server may come up after hookwatch, or be migrating its schema. Meanwhile every request is refused as during a
  * database outage, 503 / UNAVAILABLE with Retry-After (over gRPC held as then, store-hold.ts), so nothing is
- * acknowledged before it is committed; once open() hands over the real stages, every request goes to them.
+ * acknowledged before it is committed; once open() hands over the real stages, every request goes to them. A
+ * refused request hurries the next attempt to open the store (store/open.ts StoreWait.hurry): a held export, or a
+ * client trying again, waits for it.
  */
 import { StoreUnavailableError } from '../store/store.ts';
 import type { LogsConsumer, PassThroughConsumer } from './consumer.ts';
@@ -12,11 +14,18 @@ const NOT_OPEN = 'the store is not open yet';
 export class OpeningIntake {
   private next: { logs: LogsConsumer; passThrough: PassThroughConsumer } | undefined;
 
+  private readonly refused: () => void;
+
+  /** `refused`: told of each request refused, which waits for the store (the next attempt to open it comes sooner). */
+  constructor(refused: () => void = () => {}) {
+    this.refused = refused;
+  }
+
   /** The receivers' logs consumer: refuses until open(), then the real one. */
   readonly logs: LogsConsumer = {
     admit: (raw) => this.next?.logs.admit?.(raw),
     consumeLogs: async (req, raw) => {
-      if (!this.next) throw new StoreUnavailableError(NOT_OPEN);
+      if (!this.next) throw this.refuse();
       return this.next.logs.consumeLogs(req, raw);
     },
   };
@@ -25,10 +34,15 @@ export class OpeningIntake {
   readonly passThrough: PassThroughConsumer = {
     admit: (raw) => this.next?.passThrough.admit?.(raw),
     consume: async (raw) => {
-      if (!this.next) throw new StoreUnavailableError(NOT_OPEN);
+      if (!this.next) throw this.refuse();
       return this.next.passThrough.consume(raw);
     },
   };
+
+  private refuse(): StoreUnavailableError {
+    this.refused();
+    return new StoreUnavailableError(NOT_OPEN);
+  }
 
   /** The store is open and the stages after the receivers built: requests go to them from now on. */
   open(next: { logs: LogsConsumer; passThrough: PassThroughConsumer }): void {

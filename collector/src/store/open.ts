@@ -31,6 +31,11 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
 /** The wait after the first failed attempt to reach PostgreSQL at start; it doubles after each one, up to the cap. */
 const START_RETRY_FIRST_MS = 500;
 const START_RETRY_CAP_MS = 10_000;
+/**
+ * How soon after the last attempt the next one comes once a request was refused meanwhile (StoreWait.hurry): an
+ * OTLP/gRPC export is held 8 s at most, an OTLP/HTTP client tries again for 10 s, less than the cap.
+ */
+const START_RETRY_HURRIED_MS = 1000;
 
 /** What openStoreWhenReachable rejects with once its wait was given up (StoreWait.giveUp). */
 export class StoreWaitGivenUpError extends Error {
@@ -51,6 +56,8 @@ export class StoreWaitGivenUpError extends Error {
 export class StoreWait {
   private state: 'waiting' | 'migrating' | 'given up' = 'waiting';
   private readonly givenUp = Promise.withResolvers<never>();
+  /** Ends the pause under way sooner (hurry). */
+  private hurried: (() => void) | undefined;
 
   constructor() {
     // Looked at only while an attempt or the pause between two runs.
@@ -92,10 +99,33 @@ export class StoreWait {
     });
   }
 
-  /** Resolves after `ms`, or rejects with StoreWaitGivenUpError as soon as the wait is given up. */
+  /**
+   * A request was refused because the store is not open (OpeningIntake): one that waits for it (a held export, a
+   * client trying again) should not wait out a long pause, so the pause under way ends START_RETRY_HURRIED_MS
+   * after it began, or now if that is past.
+   */
+  hurry(): void {
+    this.hurried?.();
+  }
+
+  /**
+   * Resolves after `ms` (sooner when hurried), or rejects with StoreWaitGivenUpError as soon as the wait is given
+   * up.
+   */
   pause(ms: number): Promise<void> {
+    const began = performance.now();
     let timer: NodeJS.Timeout | undefined;
-    return this.until(new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))).finally(() => clearTimeout(timer));
+    return this.until(new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      this.hurried = () => {
+        this.hurried = undefined;
+        clearTimeout(timer);
+        timer = setTimeout(resolve, Math.max(0, Math.min(ms, START_RETRY_HURRIED_MS) - (performance.now() - began)));
+      };
+    })).finally(() => {
+      clearTimeout(timer);
+      this.hurried = undefined;
+    });
   }
 }
 
@@ -104,9 +134,9 @@ export class StoreWait {
  * answering, a name not resolving yet, starting up, too many connections), as in Kubernetes, where the database
  * often comes up after hookwatch or restarts with it. Each failure is logged once, its message scrubbed of the
  * password (the store's own), and told to `onFailure` (what /readyz says meanwhile); the next attempt follows after
- * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS. Any other failure (a refused password, a missing
- * database, a schema newer than this hookwatch) is thrown at once, as is the one of the attempt made once
- * postgres.startTimeout has passed (0: no bound). A SQLite store is opened once. `wait` given up (a stop) before an
+ * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS, sooner while requests wait for the store (StoreWait.hurry).
+ * Any other failure (a refused password, a missing database, a schema newer than this hookwatch) is thrown at once,
+ * as is the one of the attempt made once postgres.startTimeout has passed (0: no bound). A SQLite store is opened once. `wait` given up (a stop) before an
  * attempt holds the migration lock: StoreWaitGivenUpError at once.
  */
 export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onFailure?: (message: string) => void; wait?: StoreWait }): Promise<Store> {

@@ -105,7 +105,7 @@ export const STORE_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'postgres.startTimeout', env: 'HOOKWATCH_POSTGRES_START_TIMEOUT', type: 'duration', default: 0, min: 0, max: 30 * DAY,
-    description: 'How long `serve` keeps trying to reach the PostgreSQL server at start (db is a postgres:// URL) before it exits 1. Until the database answers and the schema is migrated, every port listens: /healthz answers ok, /readyz and the API 503, OTLP requests 503 (gRPC UNAVAILABLE) with Retry-After; each failed attempt is logged (`postgres not reachable at start; trying again`) and the next follows after 0.5 s, doubling up to 10 s. Only a database out of reach or refusing connections for now is waited for: a refused password or a missing database exits 1 at once. 0: never give up (a database that comes up after hookwatch, as in Kubernetes).',
+    description: 'How long `serve` keeps trying to reach the PostgreSQL server at start (db is a postgres:// URL) before it exits 1. Until the database answers and the schema is migrated, every port listens: /healthz answers ok, /readyz and the API 503, OTLP requests 503 (gRPC UNAVAILABLE) with Retry-After; each failed attempt is logged (`postgres not reachable at start; trying again`) and the next follows after 0.5 s, doubling up to 10 s, and within 1 s of the last while OTLP requests wait for it. Only a database out of reach or refusing connections for now is waited for: a refused password or a missing database exits 1 at once. 0: never give up (a database that comes up after hookwatch, as in Kubernetes).',
   },
   {
     key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,

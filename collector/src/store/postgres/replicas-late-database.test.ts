@@ -17,6 +17,8 @@ import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { logEntries, persistedOutputBody, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
 import { freePort } from '../../../test/support/free-port.ts';
+import { scrapeMetrics } from '../../../test/support/prometheus-text.ts';
+import { emitExecutions, type RecordingExporter } from '../../../test/support/service.ts';
 
 const fx = useReplicaFixture();
 
@@ -79,6 +81,32 @@ it('waits for a PostgreSQL that is down at start: alive, not ready, OTLP 503 wit
   expect(attempts.length).toBeGreaterThanOrEqual(2);
   expect(attempts[0]).toMatchObject({ level: 'warn', attempt: 1, retryInMs: expect.any(Number) });
   expect(r.lines().join('\n')).not.toContain(server.password);
+}, 120_000);
+
+it('holds an OTLP/gRPC export sent before the database is up and commits it once it is: acknowledged, stored once', async () => {
+  const server = fx.server();
+  const db = await server.createDatabase();
+  let exported: Promise<RecordingExporter> | undefined;
+  const r = await server.down(async () => {
+    const r = await spawnReplica(db);
+    // Into the fifth pause between attempts (8 s): as long as a hold lasts.
+    const fifth = await waitFor('five failed attempts logged', async () => logEntries(r.lines(), 'postgres not reachable at start; trying again')[4], 30_000, 20);
+    expect(fifth).toMatchObject({ attempt: 5, retryInMs: 8000 });
+    // Through OpenTelemetry's JavaScript gRPC exporter (Claude Code's): it sends nothing again after an error.
+    exported = emitExecutions(r.otlpGrpcUrl, [{ hookEvent: 'PostToolUse', hookName: 'PostToolUse:Late' }], {}, { protocol: 'grpc' });
+    return r;
+  });
+  // The database is up: the held export brings the next attempt forward, and is committed once the store opens.
+  const exporter = await exported!;
+  expect(exporter.errors).toEqual([]);
+  expect(exporter.codes).toEqual([0]);
+  const replica = await r.starting;
+  fx.adopt([replica]);
+  expect(await queryOnce<{ n: string }>(db, 'SELECT count(*)::text AS n FROM events')).toEqual([{ n: '1' }]);
+  // Held (its first try refused: the store not open), then committed; not refused and sent again.
+  const heldFamily = (await scrapeMetrics(replica.httpUrl)).families.get('hookwatch_otlp_requests_held_total');
+  const held = Object.fromEntries((heldFamily?.samples ?? []).filter((x) => x.labels['transport'] === 'grpc').map((x) => [x.labels['outcome'], x.value]));
+  expect(held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
 }, 120_000);
 
 it('gives up after postgres.startTimeout when the database never answers, and exits 1 saying why', async () => {
