@@ -500,9 +500,9 @@ describe('Kubernetes manifests', () => {
   it('base Deployment: a start that migrates a large database is neither restarted by the liveness probe (a startupProbe allows minutes) nor reported as a failed rollout, and a busy store does not fail the probes', () => {
     const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
     const c = containersOf(doc)[0] as Doc;
-    // hookwatch answers /healthz while its store opens; the startup probe is a margin for a start that migrates
-    // a large database (or waits for the replica migrating it), which takes minutes (docs/postgres.md: a rewrite
-    // of a large table takes longer than a minute): killed mid-migration, the restart would begin it again.
+    // On PostgreSQL hookwatch answers /healthz while its store opens (a migration, a database not up yet); a SQLite
+    // migration holds the event loop, and /healthz answers nothing until it is done, minutes for a large database:
+    // the startup probe keeps the liveness probe from killing that start, whose restart would begin it again.
     const budgetSeconds = (p: Doc): number => Number(p['initialDelaySeconds'] ?? 0) + Number(p['periodSeconds'] ?? 10) * Number(p['failureThreshold'] ?? 3);
     const startup = obj(c['startupProbe']);
     expect(obj(startup['httpGet']), 'a startupProbe on /healthz').toMatchObject({ path: '/healthz', port: 'http' });
