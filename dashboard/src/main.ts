@@ -723,8 +723,7 @@ export function start(root: HTMLElement): Dashboard {
     const ctl = new AbortController();
     inflight = { ctl, whole: true };
     const state = readState(location);
-    const focused = document.activeElement;
-    const refocus = focusFinder();
+    const focus = followFocus();
     document.body.setAttribute('aria-busy', 'true');
     askDimensions();
     firingNow = askFiring(gen, ctl.signal);
@@ -755,8 +754,9 @@ export function start(root: HTMLElement): Dashboard {
       showError(err, gen);
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
+      focus.stop();
       if (gen === generation) {
-        keepFocus(focused, refocus);
+        focus.keep();
         if (!inflight) document.body.removeAttribute('aria-busy');
         // Given up for a newer refresh, it leaves the next one to that refresh: a timer set now could fire while
         // that one still waits, and give it up in turn.
@@ -777,8 +777,7 @@ export function start(root: HTMLElement): Dashboard {
     inflight?.ctl.abort();
     const ctl = new AbortController();
     inflight = { ctl, whole: false };
-    const focused = document.activeElement;
-    const refocus = focusFinder();
+    const focus = followFocus();
     document.body.setAttribute('aria-busy', 'true');
     try {
       await part(ctl.signal);
@@ -797,9 +796,26 @@ export function start(root: HTMLElement): Dashboard {
       if (!signedOut) schedule(readState(location), gen);
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
-      if (gen === generation) keepFocus(focused, refocus);
+      focus.stop();
+      if (gen === generation) focus.keep();
       if (gen === generation && !inflight) document.body.removeAttribute('aria-busy');
     }
+  }
+
+  /**
+   * The control with the focus as a refresh goes out, or the one the reader moves it to while the refresh waits for
+   * its answer (tabbed to meanwhile), and how to find it again: what keep gives the focus back to once the answer is
+   * drawn (keepFocus). Followed until stop.
+   */
+  function followFocus(): { stop(): void; keep(): void } {
+    let focused = document.activeElement;
+    let refocus = focusFinder();
+    const moved = (): void => {
+      focused = document.activeElement;
+      refocus = focusFinder();
+    };
+    document.addEventListener('focusin', moved);
+    return { stop: () => document.removeEventListener('focusin', moved), keep: () => keepFocus(focused, refocus) };
   }
 
   /**

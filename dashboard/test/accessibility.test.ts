@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import type { AlertsResponse, HooksResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
@@ -207,8 +207,19 @@ describe('accessibility', () => {
   it('leaves the focus on a control of an alert\'s card that a refresh puts back in the list rather than draws anew', async () => {
     const p = await opened(`${svc.httpUrl}/alerts?refresh=1s`, 'light');
     const card = 'article[data-alert-id]:first-of-type';
+    // Tabbed to while a refresh waits for hookwatch's answer: the card is put back in the list as the answer comes.
+    const held: Route[] = [];
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(api, (r) => void held.push(r));
+    await p.waitForSelector('body[aria-busy="true"]', { state: 'attached' });
+    const loaded = await loads(p);
     await p.focus(`${card} details.attempts-details > summary`);
     const before = await focusedControl(p);
+    await p.unroute(api);
+    for (const r of held) await r.continue().catch(() => undefined);
+    await waitLoaded(p, loaded + 1);
+    expect(await focusedControl(p)).toBe(before);
+    // And when it had the focus as the refresh went out.
     await waitLoaded(p, (await loads(p)) + 2);
     expect(await focusedControl(p)).toBe(before);
     // A reason half typed into the silence form: the rest of it goes on into the field, whatever refreshed meanwhile.
